@@ -1,0 +1,24 @@
+// Pulls partner catalogue changes every 15 minutes. A run that overlaps the next fire is
+// normal when the partner API is slow: the later fire is skipped rather than queued.
+local jp = import 'jobplane.libsonnet';
+
+{
+  name: 'partner-api-sync',
+  team: 'growth',
+  description: 'Fetches changed offers from the partner API and upserts them into our catalogue.',
+  runbook: jp.runbook(
+    impact='Partner offers are up to one interval stale.',
+    recovery='Nothing to do for a single failure: the next fire catches up from the last cursor.',
+  ),
+  schedule: 'rate(15 minutes)',
+  timezone: 'UTC',
+  policy: jp.policy.SKIP_IF_RUNNING,
+  timeout: '14m',
+  steps: [
+    jp.python('fetch-changes', 'examples.growth.partner_sync:fetch_changes',
+              kwargs={ endpoint: 'http://127.0.0.1:8765/offers' },
+              opts={ retry: jp.retry(3, '20s'), timeout: '5m', env: { PARTNER_REGION: 'jp' } }),
+    jp.python('upsert-offers', 'examples.growth.partner_sync:upsert_offers', opts={ timeout: '5m' }),
+  ],
+  notify: jp.slack('#growth-alerts', events=[jp.events.FAILED, jp.events.TIMED_OUT]),
+}

@@ -1,0 +1,83 @@
+// jobplane job DSL. A definition imports this file and returns one job object (or a list).
+//
+//   local jp = import 'jobplane.libsonnet';
+//   {
+//     name: 'daily-sales-report',
+//     team: 'billing',
+//     schedule: jp.daily('02:00'),
+//     timezone: 'Asia/Tokyo',
+//     steps: [jp.python('build', 'examples.billing.reports:build_daily_report')],
+//   }
+//
+// Every field not given takes the platform default (see docs/dsl.md and `jobplane schema`).
+// Helpers only build plain objects and EventBridge expressions: the compiler validates them.
+{
+  // --- execution policies (what happens when a run is already going, or the last one failed)
+  policy:: {
+    ALWAYS_RUN: 'ALWAYS_RUN',
+    SKIP_IF_RUNNING: 'SKIP_IF_RUNNING',
+    SKIP_IF_FAILED: 'SKIP_IF_FAILED',
+    SKIP_IF_RUNNING_OR_FAILED: 'SKIP_IF_RUNNING_OR_FAILED',
+  },
+
+  // --- notification events
+  events:: {
+    FAILED: 'FAILED',
+    TIMED_OUT: 'TIMED_OUT',
+    ABORTED: 'ABORTED',
+    SKIPPED: 'SKIPPED',
+    RECOVERED: 'RECOVERED',
+    SLOW: 'SLOW',
+  },
+
+  // --- schedules: each returns an EventBridge Scheduler expression (or a list of them)
+  local hm(at) =
+    local parts = std.split(at, ':');
+    assert std.length(parts) == 2 : 'time %s must be HH:MM' % at;
+    { hour: std.parseInt(parts[0]), minute: std.parseInt(parts[1]) },
+  local oneOrMany(at, f) = if std.isArray(at) then [f(a) for a in at] else f(at),
+
+  // Raw EventBridge expressions, for anything the helpers do not cover.
+  cron(expression):: 'cron(%s)' % expression,
+  rate(value, unit):: 'rate(%d %s)' % [value, if value == 1 then unit else unit + 's'],
+  at(datetime):: 'at(%s)' % datetime,
+
+  // Every day at 'HH:MM' (or each of a list of times), in the job's timezone.
+  daily(at):: oneOrMany(at, function(t) local x = hm(t); 'cron(%d %d * * ? *)' % [x.minute, x.hour]),
+  // Monday to Friday at 'HH:MM'.
+  weekdays(at):: oneOrMany(at, function(t) local x = hm(t); 'cron(%d %d ? * MON-FRI *)' % [x.minute, x.hour]),
+  // On a day of the week ('MON'...'SUN', or a list such as 'MON,THU') at 'HH:MM'.
+  weekly(day, at):: oneOrMany(at, function(t) local x = hm(t); 'cron(%d %d ? * %s *)' % [x.minute, x.hour, day]),
+  // On a day of the month (1-31, or 'L' for the last day, 'LW' for the last weekday) at 'HH:MM'.
+  monthly(day, at):: oneOrMany(at, function(t) local x = hm(t); 'cron(%d %d %s * ? *)' % [x.minute, x.hour, std.toString(day)]),
+  // Every N minutes, aligned to the clock (minute 0 of every hour is a fire time when 60 % N == 0).
+  everyMinutes(n):: assert n >= 1 && n < 60 : 'everyMinutes takes 1-59'; 'cron(0/%d * * * ? *)' % n,
+  // Every hour at the given minute.
+  hourly(minute=0):: 'cron(%d * * * ? *)' % minute,
+  // No schedule: the job runs only when started by hand (portal, API or `jobplane run`).
+  manual:: [],
+
+  // --- retries of a step's own retryable failures (infrastructure errors are retried anyway)
+  retry(attempts, interval='30s', backoff=2, max_interval='1h'):: {
+    attempts: attempts,
+    interval: interval,
+    backoff: backoff,
+    max_interval: max_interval,
+  },
+
+  // --- steps. `opts` adds any step field: timeout, retry, cpu, memory, env, secrets, description.
+  python(name, target, kwargs={}, opts={}):: { name: name, python: target } + (if kwargs == {} then {} else { kwargs: kwargs }) + opts,
+  celery(name, task, args=[], kwargs={}, opts={}):: { name: name, celery: task }
+                                                    + (if args == [] then {} else { args: args })
+                                                    + (if kwargs == {} then {} else { kwargs: kwargs }) + opts,
+  django(name, command, args=[], opts={}):: { name: name, django: command } + (if args == [] then {} else { args: args }) + opts,
+  shell(name, argv, opts={}):: { name: name, shell: argv } + opts,
+  parallel(name, steps, opts={}):: { name: name, parallel: steps } + opts,
+
+  // --- notifications
+  slack(channels, events=null):: { channels: if std.isArray(channels) then channels else [channels] }
+                                 + (if events == null then {} else { events: events }),
+
+  // --- runbook: shown in alerts and in the portal
+  runbook(impact, recovery, workaround=''):: { impact: impact, recovery: recovery, workaround: workaround },
+}

@@ -1,0 +1,237 @@
+"""The ``jobplane`` command line.
+
+Commands that read definitions exit 2 on invalid input (one line per problem, naming file, job
+and field) and write nothing; ``plan --exit-code`` exits 2 when something would change.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import click
+
+from jobplane import __version__
+from jobplane.compiler.output import compile_all, read_output, write_output
+from jobplane.compiler.problems import DefinitionError
+from jobplane.compiler.validate import load_jobs
+from jobplane.platform.config import ConfigError, PlatformConfig, load_config
+
+EXIT_INVALID = 2
+
+
+class Context:
+    def __init__(self, root: str):
+        self.root = root
+        self._config: PlatformConfig | None = None
+
+    @property
+    def config(self) -> PlatformConfig:
+        if self._config is None:
+            try:
+                self._config = load_config(self.root)
+            except ConfigError as e:
+                click.echo(f"error: {e}", err=True)
+                sys.exit(EXIT_INVALID)
+        return self._config
+
+
+def _fail_definitions(err: DefinitionError) -> None:
+    for problem in err.problems:
+        click.echo(str(problem), err=True)
+    n = len(err.problems)
+    click.echo(f"{n} problem{'s' if n != 1 else ''} found; nothing was written.", err=True)
+    sys.exit(EXIT_INVALID)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--root", default=".", show_default=True, envvar="JOBPLANE_ROOT",
+              help="Repository root (holds jobplane.toml and jobs/).")
+@click.version_option(__version__, prog_name="jobplane")
+@click.pass_context
+def main(ctx: click.Context, root: str) -> None:
+    """Scheduled workflows on AWS, defined in Jsonnet.
+
+    Typical flow: write jobs/<team>/<job>.jsonnet, then `jobplane validate`, `jobplane plan`
+    and `jobplane compile`; `jobplane next JOB` shows when it will fire.
+    """
+    ctx.obj = Context(root)
+
+
+@main.command()
+@click.pass_obj
+def validate(obj: Context) -> None:
+    """Check every definition under jobs/ and report all problems at once (exit 2 if any)."""
+    try:
+        jobs = load_jobs(obj.config)
+    except DefinitionError as e:
+        _fail_definitions(e)
+    teams = sorted({lj.job.team for lj in jobs})
+    click.echo(f"{len(jobs)} jobs valid ({', '.join(teams)}).")
+
+
+@main.command()
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Output directory (default: output_dir of jobplane.toml).")
+@click.pass_obj
+def compile(obj: Context, out: Path | None) -> None:  # noqa: A001 - the command is called compile
+    """Compile jobs/ into Terraform JSON, state machine ASL and the catalog.
+
+    Writes nothing unless every definition is valid.
+    """
+    try:
+        compiled = compile_all(obj.config)
+    except DefinitionError as e:
+        _fail_definitions(e)
+    target = out or obj.config.output_path
+    changed = write_output(compiled, target)
+    click.echo(f"Compiled {len(compiled.jobs)} jobs into {target} "
+               f"({len(changed)} file{'s' if len(changed) != 1 else ''} changed).")
+    for path in changed:
+        click.echo(f"  {path}")
+
+
+@main.command()
+@click.option("--against", "against_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Earlier compiler output to compare with (default: output_dir of jobplane.toml).")
+@click.option("--against-ref", default=None, metavar="REF",
+              help="Compare with the definitions at this git ref instead (e.g. origin/main).")
+@click.option("--exit-code", is_flag=True, help="Exit 2 when anything would change (for CI).")
+@click.pass_obj
+def plan(obj: Context, against_dir: Path | None, against_ref: str | None, exit_code: bool) -> None:
+    """Say in words what compiling now would change: jobs added, removed and changed."""
+    from jobplane.compiler.plan import describe_plan, previous_from_ref
+
+    try:
+        compiled = compile_all(obj.config)
+    except DefinitionError as e:
+        _fail_definitions(e)
+    if against_ref:
+        try:
+            previous = previous_from_ref(obj.config, against_ref)
+        except DefinitionError as e:
+            click.echo(f"the definitions at {against_ref} do not compile:", err=True)
+            _fail_definitions(e)
+        except RuntimeError as e:
+            raise click.ClickException(str(e)) from None
+    else:
+        previous = read_output(against_dir or obj.config.output_path)
+    text, changes = describe_plan(previous, compiled.files, now=datetime.now(timezone.utc))
+    click.echo(text)
+    if exit_code and changes:
+        sys.exit(EXIT_INVALID)
+
+
+@main.command()
+@click.argument("job_name")
+@click.option("-n", "count", default=5, show_default=True, help="How many fire times per schedule.")
+@click.option("--after", default=None, metavar="ISO-TIME",
+              help="Start from this time (ISO 8601 with offset; default now).")
+@click.pass_obj
+def next(obj: Context, job_name: str, count: int, after: str | None) -> None:  # noqa: A001
+    """Upcoming fire times of JOB_NAME in its timezone, with EventBridge Scheduler semantics.
+
+    Day-of-week 1-7 is SUN-SAT; a local time skipped by a daylight-saving change does not fire
+    and a repeated local time fires once.
+    """
+    from jobplane.platform.schedule import RateExpression, next_fire_times, parse
+
+    try:
+        jobs = {lj.job.name: lj.job for lj in load_jobs(obj.config)}
+    except DefinitionError as e:
+        _fail_definitions(e)
+    if job_name not in jobs:
+        from jobplane.compiler.model import did_you_mean
+
+        raise click.ClickException(f"no job named {job_name!r}{did_you_mean(job_name, list(jobs))}")
+    job = jobs[job_name]
+    start = _parse_after(after)
+    if not job.schedule:
+        click.echo(f"{job.name} has no schedule: it runs only when started by hand.")
+        return
+    state = "" if job.enabled else " (schedule DISABLED: these times will not fire until it is enabled)"
+    click.echo(f"{job.name} ({job.timezone}){state}")
+    for expr in job.schedule:
+        click.echo(f"  {expr}")
+        parsed = parse(expr)
+        if isinstance(parsed, RateExpression):
+            click.echo("    (rate schedules count from when the schedule is created; shown from the start time)")
+        for t in next_fire_times(parsed, job.timezone, start, count):
+            click.echo(f"    {t.strftime('%Y-%m-%d %a %H:%M %Z')}  ({t.astimezone(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')})")
+
+
+def _parse_after(after: str | None) -> datetime:
+    if after is None:
+        return datetime.now(timezone.utc)
+    try:
+        t = datetime.fromisoformat(after)
+    except ValueError:
+        raise click.BadParameter(f"{after!r} is not an ISO 8601 time", param_hint="--after") from None
+    if t.tzinfo is None:
+        raise click.BadParameter("give an offset, e.g. 2026-03-08T00:00:00-05:00 or ...Z", param_hint="--after")
+    return t
+
+
+@main.command()
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write to this file instead of standard output.")
+def schema(out: Path | None) -> None:
+    """JSON Schema of a resolved job definition, for editor completion and checks."""
+    from jobplane.compiler.model import Job
+
+    doc = Job.model_json_schema()
+    doc["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    doc["title"] = "jobplane job"
+    text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    if out:
+        out.write_text(text)
+        click.echo(f"Wrote {out}")
+    else:
+        click.echo(text, nl=False)
+
+
+@main.command()
+@click.argument("path", metavar="TEAM/JOB")
+@click.pass_obj
+def init(obj: Context, path: str) -> None:
+    """Create jobs/TEAM/JOB.jsonnet from a commented template (never overwrites)."""
+    from jobplane.compiler.model import NAME_RE
+
+    team, _, job = path.partition("/")
+    if not team or not NAME_RE.match(job or ""):
+        raise click.BadParameter("give TEAM/JOB with a kebab-case job name, e.g. billing/daily-report")
+    target = obj.config.jobs_path / team / f"{job}.jsonnet"
+    if target.exists():
+        raise click.ClickException(f"{target} already exists")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(TEMPLATE.format(job=job, team=team))
+    click.echo(f"Created {target}. Edit it, then run `jobplane validate` and `jobplane plan`.")
+
+
+TEMPLATE = """\
+// {job}: say in one line what this job does and who needs it.
+local jp = import 'jobplane.libsonnet';
+
+{{
+  name: '{job}',
+  team: '{team}',
+  description: 'What it does, for the person paged at 3am.',
+  runbook: jp.runbook(
+    impact='What breaks, for whom, if it does not run.',
+    recovery='Is a re-run safe? From which step?',
+  ),
+  schedule: jp.daily('02:00'),      // or jp.weekly('MON', '06:00'), jp.everyMinutes(15), jp.manual
+  policy: jp.policy.SKIP_IF_RUNNING,
+  steps: [
+    jp.python('run', 'myapp.jobs:{func}', opts={{ retry: jp.retry(3, '1m') }}),
+  ],
+  notify: jp.slack('#{team}-alerts'),
+}}
+"""
+TEMPLATE = TEMPLATE.replace("{func}", "run")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,58 @@
+"""Every AWS name derived from a job, with the limits AWS enforces on them.
+
+Checked at validation time so that a long job name fails in the pull request, not at apply.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from jobplane.compiler.model import Job
+
+LIMITS = {"state machine": 80, "schedule": 64, "IAM role": 64, "task definition family": 255}
+
+
+def state_machine_name(prefix: str, job: str) -> str:
+    return f"{prefix}-{job}"
+
+
+def schedule_name(prefix: str, job: str, index: int) -> str:
+    return f"{prefix}-{job}" if index == 0 else f"{prefix}-{job}-{index + 1}"
+
+
+def sfn_role_name(prefix: str, job: str) -> str:
+    return f"{prefix}-{job}-sfn"
+
+
+def scheduler_role_name(prefix: str, job: str) -> str:
+    return f"{prefix}-{job}-scheduler"
+
+
+def task_execution_role_name(prefix: str, job: str) -> str:
+    return f"{prefix}-{job}-exec"
+
+
+def task_family(prefix: str, job: str) -> str:
+    return f"{prefix}-{job}"
+
+
+def tf_id(job: str) -> str:
+    """Terraform resource names may not contain '-' comfortably in references: use '_'."""
+    return job.replace("-", "_")
+
+
+def derived_names(prefix: str, job: Job) -> list[tuple[str, str]]:
+    names = [("state machine", state_machine_name(prefix, job.name)),
+             ("IAM role", sfn_role_name(prefix, job.name))]
+    if job.schedule:
+        names.append(("IAM role", scheduler_role_name(prefix, job.name)))
+        names.extend(("schedule", schedule_name(prefix, job.name, i)) for i in range(len(job.schedule)))
+    if any(s.secrets for s in job.runnable_steps()):
+        names.append(("IAM role", task_execution_role_name(prefix, job.name)))
+        names.append(("task definition family", task_family(prefix, job.name)))
+    return names
+
+
+def too_long(names: list[tuple[str, str]]) -> list[tuple[str, str, int]]:
+    return [(kind, name, LIMITS[kind]) for kind, name in names if len(name) > LIMITS[kind]]

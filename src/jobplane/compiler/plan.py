@@ -1,0 +1,176 @@
+"""Describe, in words, what a new compile changes compared with an earlier one.
+
+Reviewers of a definition pull request should not have to read ASL or Terraform diffs: the plan
+says which jobs are added, removed or changed, and for a changed job what changed (schedule with
+its next fire times, policy, steps, IAM), from the two compiler outputs alone.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from jobplane.compiler.output import CATALOG_FILE, compile_all
+from jobplane.compiler.terraform import iam_summary
+from jobplane.platform.config import load_config, PlatformConfig
+from jobplane.platform.schedule import RateExpression, next_fire_times, parse
+
+NEXT_FIRES = 3
+
+
+def previous_from_ref(config: PlatformConfig, ref: str) -> dict[str, str]:
+    """Compile the definitions as they were at a git ref (in a scratch directory)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        rel_jobs = config.jobs_dir
+        archive = subprocess.run(["git", "-C", str(config.root), "archive", ref, "--", rel_jobs, "jobplane.toml"],
+                                 capture_output=True)
+        if archive.returncode != 0:
+            archive = subprocess.run(["git", "-C", str(config.root), "archive", ref, "--", rel_jobs],
+                                     capture_output=True)
+        if archive.returncode != 0:
+            raise RuntimeError(f"git archive {ref} failed: {archive.stderr.decode().strip()}")
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
+        old_config = load_config(tmp)
+        return compile_all(old_config).files
+
+
+def _jobs(files: dict[str, str]) -> dict[str, dict[str, Any]]:
+    if CATALOG_FILE not in files:
+        return {}
+    return {j["name"]: j for j in json.loads(files[CATALOG_FILE])["jobs"]}
+
+
+def _fires(expressions: list[str], tz: str, now: datetime) -> list[str]:
+    lines = []
+    for expr in expressions:
+        parsed = parse(expr)
+        times = next_fire_times(parsed, tz, now, NEXT_FIRES)
+        label = "from deployment, then " if isinstance(parsed, RateExpression) else ""
+        lines.append(f"{expr}: next {label}" + ", ".join(t.strftime("%Y-%m-%d %H:%M %Z") for t in times))
+    return lines
+
+
+def _step_line(step: dict[str, Any]) -> str:
+    if step["kind"] == "parallel":
+        return f"{step['name']} (parallel: {', '.join(s['name'] for s in step['parallel'])})"
+    target = step["target"]
+    what = " ".join(target["argv"]) if step["kind"] == "shell" else target["target"]
+    return f"{step['name']} ({step['kind']} {what})"
+
+
+def _flat_steps(steps: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    out = {}
+    for s in steps:
+        out[s["name"]] = s
+        for m in s.get("parallel", []):
+            out[m["name"]] = m
+    return out
+
+
+def _step_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    changes = []
+    for key in ("kind", "target", "timeout", "retry", "cpu", "memory", "env", "secrets"):
+        if old.get(key) != new.get(key):
+            if key == "retry":
+                diffs = [f"{k} {old[key].get(k)} -> {new[key].get(k)}" for k in new[key] if old[key].get(k) != new[key].get(k)]
+                changes.append("retry " + ", ".join(diffs))
+            elif key in ("target", "env"):
+                changes.append(f"{key} {json.dumps(old.get(key), sort_keys=True)} -> {json.dumps(new.get(key), sort_keys=True)}")
+            elif key == "secrets":
+                added = sorted(set(new[key]) - set(old[key]))
+                removed = sorted(set(old[key]) - set(new[key]))
+                changes.append("secrets" + (f" added {', '.join(added)}" if added else "") + (f" removed {', '.join(removed)}" if removed else ""))
+            else:
+                changes.append(f"{key} {old.get(key)} -> {new.get(key)}")
+    return changes
+
+
+def _iam(files: dict[str, str], job: str) -> dict[str, list[str]]:
+    path = f"{job}.tf.json"
+    return iam_summary(json.loads(files[path])) if path in files else {}
+
+
+def describe_job_change(old: dict[str, Any], new: dict[str, Any], old_files: dict[str, str],
+                        new_files: dict[str, str], now: datetime) -> list[str]:
+    lines: list[str] = []
+    if old["schedule"] != new["schedule"] or old["timezone"] != new["timezone"]:
+        lines.append(f"schedule: {' + '.join(old['schedule']) or 'manual only'} ({old['timezone']}) -> "
+                     f"{' + '.join(new['schedule']) or 'manual only'} ({new['timezone']})")
+        lines += ["  " + f for f in _fires(new["schedule"], new["timezone"], now)]
+    if old["enabled"] != new["enabled"]:
+        lines.append(f"schedule {'enabled' if new['enabled'] else 'DISABLED'}")
+    for key in ("policy", "timeout", "expected_duration", "team"):
+        if old[key] != new[key]:
+            lines.append(f"{key}: {old[key]} -> {new[key]}")
+    if old["notify"] != new["notify"]:
+        lines.append(f"notify: {', '.join(old['notify']['channels']) or 'team default'} on {', '.join(old['notify']['events'])}"
+                     f" -> {', '.join(new['notify']['channels']) or 'team default'} on {', '.join(new['notify']['events'])}")
+    if old["params"] != new["params"]:
+        lines.append(f"params: {json.dumps(old['params'], sort_keys=True)} -> {json.dumps(new['params'], sort_keys=True)}")
+    old_order = [s["name"] for s in old["steps"]]
+    new_order = [s["name"] for s in new["steps"]]
+    if old_order != new_order:
+        lines.append(f"steps: {' -> '.join(old_order)}  =>  {' -> '.join(new_order)}")
+    old_steps, new_steps = _flat_steps(old["steps"]), _flat_steps(new["steps"])
+    for name in new_steps:
+        if name not in old_steps:
+            lines.append(f"step added: {_step_line(new_steps[name])}")
+        else:
+            for change in _step_changes(old_steps[name], new_steps[name]):
+                lines.append(f"step {name}: {change}")
+    for name in old_steps:
+        if name not in new_steps:
+            lines.append(f"step removed: {name}")
+    old_iam, new_iam = _iam(old_files, old["name"]), _iam(new_files, new["name"])
+    for role in sorted(set(old_iam) | set(new_iam)):
+        added = sorted(set(new_iam.get(role, [])) - set(old_iam.get(role, [])))
+        removed = sorted(set(old_iam.get(role, [])) - set(new_iam.get(role, [])))
+        lines += [f"IAM {role}: + {a}" for a in added] + [f"IAM {role}: - {r}" for r in removed]
+    if old["states"] != new["states"]:
+        lines.append(f"state machine: {old['states']} -> {new['states']} states")
+    if not lines and old_files.get(old["asl"]) != new_files.get(new["asl"]):
+        lines.append("state machine definition changed (compiler update)")
+    return lines
+
+
+def describe_plan(old_files: dict[str, str], new_files: dict[str, str], now: datetime) -> tuple[str, int]:
+    """The plan as text, and the number of changed jobs (0: nothing to apply)."""
+    old_jobs, new_jobs = _jobs(old_files), _jobs(new_files)
+    out: list[str] = []
+    added = sorted(set(new_jobs) - set(old_jobs))
+    removed = sorted(set(old_jobs) - set(new_jobs))
+    changed = []
+    for name in sorted(set(old_jobs) & set(new_jobs)):
+        lines = describe_job_change(old_jobs[name], new_jobs[name], old_files, new_files, now)
+        if lines or old_files.get(f"{name}.tf.json") != new_files.get(f"{name}.tf.json"):
+            changed.append((name, lines or ["Terraform changed (platform or compiler update)"]))
+    for name in added:
+        job = new_jobs[name]
+        out.append(f"+ {name} (new job of team {job['team']}, {job['source']})")
+        sched = "manual only" if not job["schedule"] else f"{' + '.join(job['schedule'])} in {job['timezone']}"
+        out.append(f"    schedule: {sched}{'' if job['enabled'] else ' (DISABLED)'}")
+        out += ["      " + f for f in _fires(job["schedule"], job["timezone"], now)]
+        out.append(f"    policy: {job['policy']}")
+        out.append(f"    steps: {' -> '.join(_step_line(s) for s in job['steps'])}")
+        out.append(f"    state machine: {job['states']} states; IAM roles: "
+                   + ", ".join(sorted(_iam(new_files, name))))
+    for name, lines in changed:
+        out.append(f"~ {name}")
+        out += [f"    {line}" for line in lines]
+    for name in removed:
+        out.append(f"- {name} (removed: its state machine, schedules and roles will be destroyed; history is kept)")
+    root_changed = old_files.get("main.tf.json") != new_files.get("main.tf.json") and bool(old_files)
+    if root_changed:
+        out.append("~ platform root module (main.tf.json) changed")
+    total = len(added) + len(changed) + len(removed) + int(root_changed)
+    if not old_files:
+        header = f"No earlier compile to compare with: everything is new. Plan: {len(added)} to add."
+    elif total == 0:
+        header = "No changes. The compiled output is up to date."
+    else:
+        header = f"Plan: {len(added)} to add, {len(changed)} to change, {len(removed)} to remove."
+    return "\n".join([header, *([""] if out else []), *out]), total

@@ -1,0 +1,37 @@
+"""Problems found in definitions, reported together, one line each."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    file: str
+    job: str | None
+    field: str | None
+    message: str
+
+    def __str__(self) -> str:
+        where = [self.file]
+        if self.job:
+            where.append(f"job {self.job!r}")
+        if self.field:
+            where.append(self.field)
+        return ": ".join(where) + ": " + self.message
+
+
+class DefinitionError(Exception):
+    """Raised when any definition is invalid; carries every problem found, not just the first."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = sorted(problems)
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+def rel(path: Path, root: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(root))
+    except ValueError:
+        return str(path)

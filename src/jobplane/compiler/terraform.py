@@ -1,0 +1,240 @@
+"""Terraform JSON for the compiled jobs: one root module that uses the hand-written base module.
+
+Why JSON and not CDK for Terraform: CDKTF was deprecated upstream in December 2025 and needs
+Node.js; Terraform reads ``*.tf.json`` natively. Each job gets its own file holding its state
+machine, schedules and IAM roles scoped to it (no wildcard actions; resources named).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from jobplane.compiler import names
+from jobplane.compiler.bindings import NAMES, bind_for_terraform
+from jobplane.compiler.model import Job
+from jobplane.platform import runner_contract as rc
+from jobplane.platform.config import PlatformConfig
+
+ACCOUNT = "${data.aws_caller_identity.current.account_id}"
+REGION = "${data.aws_region.current.region}"
+PARTITION = "${data.aws_partition.current.partition}"
+
+SCHEDULE_INPUT_TIME = "<aws.scheduler.scheduled-time>"
+
+
+def root_module(config: PlatformConfig) -> dict[str, Any]:
+    """The shared root: variables, provider, the base module and the values the ASL binds to."""
+    module_vars = ["runner_image", "subnet_ids", "security_group_ids", "portal_url",
+                   "slack_webhook_secret_arn", "lambda_package"]
+    locals_values = {
+        "table_name": "${module.platform.table_name}",
+        "topic_arn": "${module.platform.topic_arn}",
+        "cluster_arn": "${module.platform.cluster_arn}",
+        "task_definition_arn": "${module.platform.runner_task_definition_arn}",
+        "subnets": '${join(",", var.subnet_ids)}',
+        "security_groups": '${join(",", var.security_group_ids)}',
+    }
+    assert set(locals_values) == set(NAMES)
+    return {
+        "terraform": {"required_providers": {"aws": {"source": "hashicorp/aws", "version": ">= 6.0"}}},
+        "variable": {
+            "region": {"type": "string", "description": "AWS region of the platform."},
+            "runner_image": {"type": "string", "description": "Image with the application and jobplane-runner installed."},
+            "subnet_ids": {"type": "list(string)", "description": "Private subnets for the runner's Fargate tasks."},
+            "security_group_ids": {"type": "list(string)", "description": "Security groups for the runner's tasks."},
+            "portal_url": {"type": "string", "default": "", "description": "Base URL of the portal, for links in alerts."},
+            "slack_webhook_secret_arn": {"type": "string", "default": "",
+                                         "description": "Secrets Manager ARN of the Slack incoming webhook URL."},
+            "lambda_package": {"type": "string", "default": "../../build/jobplane-lambda.zip",
+                               "description": "Zip of the notifier/reconciler Lambda, built by the project."},
+        },
+        "provider": {"aws": {"region": "${var.region}",
+                             "default_tags": {"tags": {"managed-by": "jobplane"}}}},
+        "module": {"platform": {"source": config.platform_module, "name_prefix": config.name_prefix,
+                                **{v: "${var." + v + "}" for v in module_vars}}},
+        "data": {"aws_caller_identity": {"current": {}}, "aws_region": {"current": {}},
+                 "aws_partition": {"current": {}}},
+        "locals": {"jobplane": locals_values},
+    }
+
+
+def _statement(sid: str, actions: list[str], resources: list[str], conditions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    st: dict[str, Any] = {"sid": sid, "effect": "Allow", "actions": sorted(actions), "resources": resources}
+    if conditions:
+        st["condition"] = conditions
+    return st
+
+
+def _assume(service: str) -> dict[str, Any]:
+    return {"statement": [{
+        "effect": "Allow", "actions": ["sts:AssumeRole"],
+        "principals": [{"type": "Service", "identifiers": [service]}],
+        "condition": [{"test": "StringEquals", "variable": "aws:SourceAccount", "values": [ACCOUNT]}],
+    }]}
+
+
+def job_module(job: Job, asl_text: str, config: PlatformConfig) -> dict[str, Any]:
+    prefix = config.name_prefix
+    tid = names.tf_id(job.name)
+    sm_name = names.state_machine_name(prefix, job.name)
+    sm_arn = f"arn:{PARTITION}:states:{REGION}:{ACCOUNT}:stateMachine:{sm_name}"
+    secrets = {k: v for s in job.runnable_steps() for k, v in sorted(s.secrets.items())}
+    own_task_definition = bool(secrets)
+    task_def_arn = (f"${{aws_ecs_task_definition.{tid}.arn}}" if own_task_definition
+                    else "${module.platform.runner_task_definition_arn}")
+    exec_role_arn = (f"${{aws_iam_role.{tid}_exec.arn}}" if own_task_definition
+                     else "${module.platform.runner_execution_role_arn}")
+
+    resource: dict[str, dict[str, Any]] = {}
+    data: dict[str, dict[str, Any]] = {"aws_iam_policy_document": {}}
+    docs = data["aws_iam_policy_document"]
+
+    # -- state machine and its role -------------------------------------------------------
+    docs[f"{tid}_sfn_assume"] = _assume("states.amazonaws.com")
+    docs[f"{tid}_sfn"] = {"statement": [
+        _statement("RunRunnerTasks", ["ecs:RunTask"], [task_def_arn],
+                   [{"test": "ArnEquals", "variable": "ecs:cluster", "values": ["${module.platform.cluster_arn}"]}]),
+        _statement("WatchRunnerTasks", ["ecs:DescribeTasks", "ecs:StopTask"],
+                   [f"arn:{PARTITION}:ecs:{REGION}:{ACCOUNT}:task/${{module.platform.cluster_name}}/*"]),
+        _statement("SyncTaskEvents", ["events:DescribeRule", "events:PutRule", "events:PutTargets"],
+                   [f"arn:{PARTITION}:events:{REGION}:{ACCOUNT}:rule/StepFunctionsGetEventsForECSTaskRule"]),
+        _statement("PassRunnerRoles", ["iam:PassRole"], ["${module.platform.runner_task_role_arn}", exec_role_arn],
+                   [{"test": "StringEquals", "variable": "iam:PassedToService", "values": ["ecs-tasks.amazonaws.com"]}]),
+        _statement("JobStateAndHistory", ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
+                   ["${module.platform.table_arn}"],
+                   [{"test": "ForAllValues:StringLike", "variable": "dynamodb:LeadingKeys",
+                     "values": [f"JOB#{job.name}", "EXEC#*"]}]),
+        _statement("PublishOutcome", ["sns:Publish"], ["${module.platform.topic_arn}"]),
+        _statement("CheckClaimHolder", ["states:DescribeExecution"],
+                   [f"arn:{PARTITION}:states:{REGION}:{ACCOUNT}:execution:{sm_name}:*"]),
+    ]}
+    roles: dict[str, Any] = {
+        f"{tid}_sfn": {"name": names.sfn_role_name(prefix, job.name),
+                       "description": f"Step Functions role of jobplane job {job.name}",
+                       "assume_role_policy": f"${{data.aws_iam_policy_document.{tid}_sfn_assume.json}}"},
+    }
+    role_policies: dict[str, Any] = {
+        f"{tid}_sfn": {"name": "job", "role": f"${{aws_iam_role.{tid}_sfn.id}}",
+                       "policy": f"${{data.aws_iam_policy_document.{tid}_sfn.json}}"},
+    }
+    attachments: dict[str, Any] = {
+        f"{tid}_sfn_observability": {"role": f"${{aws_iam_role.{tid}_sfn.name}}",
+                                     "policy_arn": "${module.platform.sfn_observability_policy_arn}"},
+    }
+    resource["aws_sfn_state_machine"] = {tid: {
+        "name": sm_name,
+        "type": "STANDARD",
+        "role_arn": f"${{aws_iam_role.{tid}_sfn.arn}}",
+        "definition": bind_for_terraform(asl_text, task_def_arn if own_task_definition else None),
+        "logging_configuration": {"log_destination": "${module.platform.sfn_log_group_arn}:*",
+                                  "include_execution_data": True, "level": "ERROR"},
+        "tracing_configuration": {"enabled": True},
+        "tags": {"jobplane:job": job.name, "jobplane:team": job.team},
+    }}
+
+    # -- schedules ---------------------------------------------------------------------------
+    if job.schedule:
+        docs[f"{tid}_scheduler_assume"] = _assume("scheduler.amazonaws.com")
+        docs[f"{tid}_scheduler"] = {"statement": [
+            _statement("StartJob", ["states:StartExecution"], [sm_arn]),
+            _statement("DeadLetter", ["sqs:SendMessage"], ["${module.platform.scheduler_dlq_arn}"]),
+            _statement("DecryptSchedule", ["kms:Decrypt"], ["${module.platform.kms_key_arn}"]),
+        ]}
+        roles[f"{tid}_scheduler"] = {"name": names.scheduler_role_name(prefix, job.name),
+                                     "description": f"EventBridge Scheduler role of jobplane job {job.name}",
+                                     "assume_role_policy": f"${{data.aws_iam_policy_document.{tid}_scheduler_assume.json}}"}
+        role_policies[f"{tid}_scheduler"] = {"name": "start-job", "role": f"${{aws_iam_role.{tid}_scheduler.id}}",
+                                             "policy": f"${{data.aws_iam_policy_document.{tid}_scheduler.json}}"}
+        schedule_input = json.dumps({
+            "trigger": "schedule", "scheduled_time": SCHEDULE_INPUT_TIME, "requested_by": "scheduler",
+            "params": job.params, "resume_from": None, "rerun_of": None,
+        }, sort_keys=True, separators=(",", ":")).replace("${", "$${").replace("%{", "%%{")
+        schedules = {}
+        for i, expr in enumerate(job.schedule):
+            schedules[tid if i == 0 else f"{tid}_{i + 1}"] = {
+                "name": names.schedule_name(prefix, job.name, i),
+                "group_name": "${module.platform.schedule_group_name}",
+                "description": f"{job.name} ({job.team})",
+                "schedule_expression": expr,
+                "schedule_expression_timezone": job.timezone,
+                "state": "ENABLED" if job.enabled else "DISABLED",
+                "flexible_time_window": {"mode": "OFF"},
+                "kms_key_arn": "${module.platform.kms_key_arn}",
+                "target": {
+                    "arn": f"${{aws_sfn_state_machine.{tid}.arn}}",
+                    "role_arn": f"${{aws_iam_role.{tid}_scheduler.arn}}",
+                    "input": schedule_input,
+                    "retry_policy": {"maximum_event_age_in_seconds": 3600, "maximum_retry_attempts": 10},
+                    "dead_letter_config": {"arn": "${module.platform.scheduler_dlq_arn}"},
+                },
+            }
+        resource["aws_scheduler_schedule"] = schedules
+
+    # -- a task definition of its own, only when steps need secrets ---------------------------
+    if own_task_definition:
+        docs[f"{tid}_exec_assume"] = _assume("ecs-tasks.amazonaws.com")
+        sm_arns = sorted({v for v in secrets.values() if ":secretsmanager:" in v})
+        ssm_arns = sorted({v for v in secrets.values() if ":ssm:" in v})
+        statements = [_statement("PullImageAndLog",
+                                 ["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
+                                 ["${module.platform.runner_repository_arn}"]),
+                      _statement("ReadJobSecrets", ["secretsmanager:GetSecretValue"], sm_arns) if sm_arns else None,
+                      _statement("ReadJobParameters", ["ssm:GetParameters"], ssm_arns) if ssm_arns else None]
+        docs[f"{tid}_exec"] = {"statement": [s for s in statements if s]}
+        roles[f"{tid}_exec"] = {"name": names.task_execution_role_name(prefix, job.name),
+                                "description": f"ECS task execution role of jobplane job {job.name} (reads its secrets)",
+                                "assume_role_policy": f"${{data.aws_iam_policy_document.{tid}_exec_assume.json}}"}
+        role_policies[f"{tid}_exec"] = {"name": "secrets", "role": f"${{aws_iam_role.{tid}_exec.id}}",
+                                        "policy": f"${{data.aws_iam_policy_document.{tid}_exec.json}}"}
+        attachments[f"{tid}_exec_logs"] = {"role": f"${{aws_iam_role.{tid}_exec.name}}",
+                                           "policy_arn": "${module.platform.runner_logging_policy_arn}"}
+        container = [{
+            "name": rc.CONTAINER_NAME,
+            "image": "${var.runner_image}",
+            "essential": True,
+            "memory": 512,
+            "readonlyRootFilesystem": True,
+            "mountPoints": [{"sourceVolume": "tmp", "containerPath": "/tmp", "readOnly": False}],
+            "secrets": [{"name": k, "valueFrom": v} for k, v in sorted(secrets.items())],
+            "logConfiguration": {"logDriver": "awslogs", "options": {
+                "awslogs-group": "${module.platform.log_group_name}",
+                "awslogs-region": REGION,
+                "awslogs-stream-prefix": job.name}},
+        }]
+        resource["aws_ecs_task_definition"] = {tid: {
+            "family": names.task_family(prefix, job.name),
+            "requires_compatibilities": ["FARGATE"],
+            "network_mode": "awsvpc",
+            "cpu": "256",
+            "memory": "512",
+            "execution_role_arn": exec_role_arn,
+            "task_role_arn": "${module.platform.runner_task_role_arn}",
+            "volume": [{"name": "tmp"}],
+            "container_definitions": json.dumps(container, sort_keys=True),
+        }}
+
+    resource["aws_iam_role"] = roles
+    resource["aws_iam_role_policy"] = role_policies
+    resource["aws_iam_role_policy_attachment"] = attachments
+    return {"data": data, "resource": {k: resource[k] for k in sorted(resource)}}
+
+
+def render(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def iam_summary(job_doc: dict[str, Any]) -> dict[str, list[str]]:
+    """role document -> sorted 'action on resource' lines, for the plan's IAM diff."""
+    out: dict[str, list[str]] = {}
+    for name, doc in job_doc.get("data", {}).get("aws_iam_policy_document", {}).items():
+        if name.endswith("_assume"):
+            continue
+        lines = []
+        for st in doc["statement"]:
+            for action in st["actions"]:
+                for res in st["resources"]:
+                    lines.append(f"{action} on {res}")
+        out[name] = sorted(lines)
+    return out
+

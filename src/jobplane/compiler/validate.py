@@ -1,0 +1,128 @@
+"""Load every definition under jobs/, build the model, and collect every problem in one pass.
+
+A developer fixing a pull request wants the whole list at once, each line naming the file, the
+job and the field; so nothing here stops at the first error.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import _jsonnet
+from pydantic import ValidationError
+
+from jobplane.compiler.model import Job, did_you_mean, fields_at
+from jobplane.compiler.names import derived_names, too_long
+from jobplane.compiler.problems import DefinitionError, Problem, rel
+from jobplane.platform.config import PlatformConfig
+
+
+@dataclass(frozen=True)
+class LoadedJob:
+    job: Job
+    source: str  # path relative to the repository root
+
+
+def definition_files(config: PlatformConfig) -> list[Path]:
+    lib = config.library_path.resolve()
+    files = sorted(config.jobs_path.rglob("*.jsonnet"))
+    return [f for f in files if lib not in f.resolve().parents]
+
+
+def evaluate(path: Path, config: PlatformConfig) -> Any:
+    """Evaluate one Jsonnet file with the DSL library on the import path."""
+    return json.loads(_jsonnet.evaluate_file(str(path), jpathdir=[str(config.library_path)]))
+
+
+def _jsonnet_problem(source: str, err: RuntimeError) -> Problem:
+    text = str(err).strip()
+    first = text.splitlines()[0] if text else "Jsonnet evaluation failed"
+    # Location lines look like "\tpath:3:9-12\t..."; STATIC errors carry it in the first line.
+    loc = re.search(r"(?:^|\s)(\S+?\.(?:jsonnet|libsonnet)):(\d+):(\d+)", text)
+    where = f" (line {loc.group(2)}, column {loc.group(3)} of {Path(loc.group(1)).name})" if loc else ""
+    first = re.sub(r"^(STATIC|RUNTIME) ERROR: (\S+?\.jsonnet:\d+:[\d-]+: )?", "", first)
+    kind = "syntax error" if text.startswith("STATIC") else "evaluation error"
+    return Problem(source, None, None, f"Jsonnet {kind}: {first}{where}")
+
+
+def _loc_text(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _pydantic_problems(source: str, job_name: str | None, err: ValidationError) -> list[Problem]:
+    problems = []
+    for e in err.errors(include_url=False):
+        loc = tuple(p for p in e["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+        field = _loc_text(loc) or None
+        kind = e["type"]
+        if kind == "extra_forbidden":
+            msg = "unknown field" + did_you_mean(str(loc[-1]), fields_at(loc[:-1]))
+        elif kind == "missing":
+            msg = "required field is missing"
+        elif kind == "enum":
+            expected = e.get("ctx", {}).get("expected", "")
+            options = re.findall(r"'([^']+)'", expected)
+            msg = f"{e['input']!r} is not one of {', '.join(options)}" + did_you_mean(str(e["input"]), options)
+        elif kind == "too_short" and loc and loc[-1] == "steps":
+            msg = "a job needs at least one step"
+        else:
+            msg = e["msg"].removeprefix("Value error, ")
+        problems.append(Problem(source, job_name, field, msg))
+    return problems
+
+
+def load_jobs(config: PlatformConfig, files: list[Path] | None = None) -> list[LoadedJob]:
+    """Every job under jobs/, validated; raises DefinitionError listing every problem."""
+    problems: list[Problem] = []
+    loaded: list[LoadedJob] = []
+    for path in files if files is not None else definition_files(config):
+        source = rel(path, config.root)
+        try:
+            value = evaluate(path, config)
+        except RuntimeError as e:
+            problems.append(_jsonnet_problem(source, e))
+            continue
+        items = value if isinstance(value, list) else [value]
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                problems.append(Problem(source, None, None, f"item {i} is a {type(item).__name__}, expected a job object"))
+                continue
+            name = item.get("name") if isinstance(item.get("name"), str) else f"#{i + 1}"
+            data = dict(item)
+            data.setdefault("timezone", config.default_timezone)
+            try:
+                loaded.append(LoadedJob(Job.model_validate(data), source))
+            except ValidationError as e:
+                problems.extend(_pydantic_problems(source, name, e))
+    problems.extend(cross_job_problems(loaded, config))
+    if problems:
+        raise DefinitionError(problems)
+    return sorted(loaded, key=lambda lj: lj.job.name)
+
+
+def cross_job_problems(loaded: list[LoadedJob], config: PlatformConfig) -> list[Problem]:
+    problems = []
+    first_seen: dict[str, str] = {}
+    for lj in loaded:
+        job = lj.job
+        if job.name in first_seen:
+            problems.append(Problem(lj.source, job.name, "name",
+                                    f"job name is already used in {first_seen[job.name]}"))
+        else:
+            first_seen[job.name] = lj.source
+        if config.teams and job.team not in config.teams:
+            problems.append(Problem(lj.source, job.name, "team",
+                                    f"unknown team {job.team!r}; teams are declared in jobplane.toml"
+                                    + did_you_mean(job.team, list(config.teams))))
+        for kind, name, limit in too_long(derived_names(config.name_prefix, job)):
+            problems.append(Problem(lj.source, job.name, "name",
+                                    f"too long: the {kind} name {name!r} would be {len(name)} characters "
+                                    f"(AWS allows {limit}); shorten the job name"))
+    return problems

@@ -1,0 +1,55 @@
+"""The DynamoDB single-table data model: key shapes and attribute names.
+
+The compiled state machines write these items directly (no Lambda in the hot path), and the
+platform repository, reconciler and portal read them. Key design (docs/data-model.md) serves the
+portal's queries without scans:
+
+====================  =====================  ==========  ================================  ==============
+item                  pk                     sk          gsi1 (pk / sk)                    gsi2 (pk / sk)
+====================  =====================  ==========  ================================  ==============
+job state             ``JOB#<job>``          ``STATE``   ``JOBS`` / ``<job>``              -
+execution             ``EXEC#<execution>``   ``EXEC``    ``JOB#<job>`` / ``<started_at>``  ``FAILURES`` or ``SKIPS`` / ``<finished_at>``
+audit entry           ``AUDIT#<id>``         ``AUDIT``   ``AUDIT`` / ``<at>``              ``JOB#<job>#AUDIT`` / ``<at>``
+====================  =====================  ==========  ================================  ==============
+
+* jobs with their last status: Query gsi1 ``JOBS``;
+* a job's executions newest first: Query gsi1 ``JOB#<job>`` descending;
+* recent failures (or skips) across jobs: Query gsi2 ``FAILURES`` (``SKIPS``) descending;
+* one execution: GetItem ``EXEC#<execution>``.
+"""
+
+from __future__ import annotations
+
+GSI_BY_OWNER = "gsi1"
+GSI_BY_KIND = "gsi2"
+
+JOBS_PARTITION = "JOBS"
+FAILURES_PARTITION = "FAILURES"
+SKIPS_PARTITION = "SKIPS"
+STATE_SK = "STATE"
+EXEC_SK = "EXEC"
+
+# Job state attributes.
+ATTR_RUNNING = "running"  # string set of execution names currently holding a claim
+ATTR_HOLDER = "holder"  # execution ARN of the latest exclusive claim (stale-claim check)
+ATTR_BLOCKED_BY = "blocked_by"  # execution whose failure blocks SKIP_IF_FAILED policies
+ATTR_LAST_STATUS = "last_status"
+ATTR_LAST_EXECUTION = "last_execution"
+ATTR_LAST_FINISHED_AT = "last_finished_at"
+ATTR_FIRE_PREFIX = "fire_"  # fire_<trigger>: newest scheduled_time claimed, for duplicate detection
+
+# Execution attributes.
+ATTR_STEPS = "steps"  # JSON string: {step_key: {a1: result, a2: result, ...}}
+ATTR_EXPIRES_AT = "expires_at"  # TTL (epoch seconds), set by the reconciler once final
+
+
+def job_key(job: str) -> dict[str, dict[str, str]]:
+    return {"pk": {"S": f"JOB#{job}"}, "sk": {"S": STATE_SK}}
+
+
+def execution_pk(execution: str) -> str:
+    return f"EXEC#{execution}"
+
+
+def job_partition(job: str) -> str:
+    return f"JOB#{job}"

@@ -1,0 +1,47 @@
+"""The contract between the compiled state machine and ``jobplane-runner``.
+
+The compiler writes the container command and environment from these definitions and the runner
+reads them back, so both sides change together or not at all (docs/runner-contract.md).
+"""
+
+from __future__ import annotations
+
+# Environment set on every step's container by the state machine.
+ENV_JOB = "JOBPLANE_JOB"
+ENV_TEAM = "JOBPLANE_TEAM"
+ENV_STEP = "JOBPLANE_STEP"
+ENV_EXECUTION_ID = "JOBPLANE_EXECUTION_ID"
+ENV_SCHEDULED_TIME = "JOBPLANE_SCHEDULED_TIME"
+ENV_TRIGGER = "JOBPLANE_TRIGGER"
+ENV_PARAMS = "JOBPLANE_PARAMS"  # JSON object: the run's params (defaults merged by the starter)
+ENV_ATTEMPT = "JOBPLANE_ATTEMPT"  # 1-based attempt number of this step
+ENV_TARGET = "JOBPLANE_TARGET"  # JSON object: the step's kind, target, args and kwargs
+ENV_TRACEPARENT = "TRACEPARENT"  # W3C trace context, continued by the runner
+
+RUNNER_EXECUTABLE = "jobplane-runner"
+CONTAINER_NAME = "runner"
+
+# Exit codes. Everything non-zero that is not PERMANENT or TERMINATED counts as retryable, so a
+# shell step's ordinary `exit 1` and an out-of-memory kill (137) are retried when retries are set.
+EXIT_OK = 0
+EXIT_RETRYABLE = 75  # EX_TEMPFAIL: default for an exception raised by user code
+EXIT_PERMANENT = 78  # EX_CONFIG: target not found, bad arguments, import error, bad settings
+EXIT_TERMINATED = 143  # 128 + SIGTERM: the run was stopped; never retried
+
+NOT_RETRIED_EXIT_CODES = (EXIT_PERMANENT, EXIT_TERMINATED)
+
+
+def is_retryable(exit_code: int | None) -> bool:
+    """Whether the state machine may retry a step that ended with this exit code.
+
+    ``None`` means the container never reported one (it did not start): retryable, since image
+    pulls and capacity shortages are transient.
+    """
+    if exit_code is None:
+        return True
+    return exit_code != EXIT_OK and exit_code not in NOT_RETRIED_EXIT_CODES
+
+
+def container_command(kind: str) -> list[str]:
+    """The container command for a step: the target itself travels in ``JOBPLANE_TARGET``."""
+    return [RUNNER_EXECUTABLE, "run", kind]

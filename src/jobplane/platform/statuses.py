@@ -1,0 +1,82 @@
+"""Execution statuses, execution policies and notification events.
+
+These names are written into DynamoDB by the compiled state machines and read back by the
+portal and the reconciler, so they are a wire format: add, never rename.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class ExecutionStatus(str, Enum):
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    TIMED_OUT = "TIMED_OUT"
+    ABORTED = "ABORTED"
+    SKIPPED = "SKIPPED"
+
+
+#: Finished statuses that block a SKIP_IF_FAILED job until a run succeeds or someone acknowledges.
+FAILED_STATUSES = frozenset({ExecutionStatus.FAILED, ExecutionStatus.TIMED_OUT, ExecutionStatus.ABORTED})
+
+
+class Policy(str, Enum):
+    ALWAYS_RUN = "ALWAYS_RUN"
+    SKIP_IF_RUNNING = "SKIP_IF_RUNNING"
+    SKIP_IF_FAILED = "SKIP_IF_FAILED"
+    SKIP_IF_RUNNING_OR_FAILED = "SKIP_IF_RUNNING_OR_FAILED"
+
+    @property
+    def skips_if_running(self) -> bool:
+        return self in (Policy.SKIP_IF_RUNNING, Policy.SKIP_IF_RUNNING_OR_FAILED)
+
+    @property
+    def skips_if_failed(self) -> bool:
+        return self in (Policy.SKIP_IF_FAILED, Policy.SKIP_IF_RUNNING_OR_FAILED)
+
+
+DEFAULT_POLICY = Policy.SKIP_IF_RUNNING
+
+
+class SkipReason(str, Enum):
+    """Why an execution was recorded as SKIPPED instead of running."""
+
+    DUPLICATE = "DUPLICATE"  # the same scheduled time was delivered again (at-least-once delivery)
+    RUNNING = "RUNNING"  # policy skips while a run is in progress
+    LAST_FAILED = "LAST_FAILED"  # policy skips while the last finished run failed
+    CLAIM_CONFLICT = "CLAIM_CONFLICT"  # lost the race for the claim to a concurrent start
+
+
+class Event(str, Enum):
+    """Notification events a job can subscribe a channel to."""
+
+    FAILED = "FAILED"
+    TIMED_OUT = "TIMED_OUT"
+    ABORTED = "ABORTED"
+    SKIPPED = "SKIPPED"
+    RECOVERED = "RECOVERED"
+    SLOW = "SLOW"
+
+
+DEFAULT_EVENTS = (Event.FAILED, Event.TIMED_OUT, Event.ABORTED)
+
+
+class Trigger(str, Enum):
+    SCHEDULE = "schedule"
+    MANUAL = "manual"
+    RERUN = "rerun"
+
+
+def decide(policy: Policy, *, running: bool, last_failed: bool) -> bool:
+    """The policy table of SPEC.md as a function: True means run, False means skip.
+
+    The compiled state machine evaluates the same table inside one DynamoDB condition
+    expression; this function is the readable reference that tests hold it to.
+    """
+    if running and policy.skips_if_running:
+        return False
+    if last_failed and policy.skips_if_failed:
+        return False
+    return True

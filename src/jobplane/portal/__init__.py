@@ -1,0 +1,1 @@
+"""The operators' web console (pages and JSON API over the platform repository)."""

@@ -1,0 +1,214 @@
+# Two small Lambdas from the project's own package (var.lambda_package):
+# - notifier: SNS event -> Slack (jobplane.platform.notifier.handler)
+# - reconciler: Step Functions status change -> final record, claim release, alert
+#   (jobplane.platform.reconciler.handler), for executions that could not clean up after
+#   themselves (aborted, timed out as a whole) and to set the record's TTL.
+
+data "aws_iam_policy_document" "lambda_assume" {
+  statement {
+    actions = ["sts:AssumeRole"]
+    principals {
+      type        = "Service"
+      identifiers = ["lambda.amazonaws.com"]
+    }
+  }
+}
+
+resource "aws_cloudwatch_log_group" "notifier" {
+  name              = "/aws/lambda/${var.name_prefix}-notifier"
+  retention_in_days = var.log_retention_days
+  kms_key_id        = aws_kms_key.platform.arn
+}
+
+resource "aws_cloudwatch_log_group" "reconciler" {
+  name              = "/aws/lambda/${var.name_prefix}-reconciler"
+  retention_in_days = var.log_retention_days
+  kms_key_id        = aws_kms_key.platform.arn
+}
+
+data "aws_iam_policy_document" "notifier" {
+  statement {
+    sid       = "Logs"
+    actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+    resources = ["${aws_cloudwatch_log_group.notifier.arn}:*"]
+  }
+  statement {
+    sid       = "DeadLetter"
+    actions   = ["sqs:SendMessage"]
+    resources = [aws_sqs_queue.events_dlq.arn]
+  }
+  statement {
+    sid       = "Decrypt"
+    actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
+    resources = [aws_kms_key.platform.arn]
+  }
+  dynamic "statement" {
+    for_each = var.slack_webhook_secret_arn == "" ? [] : [var.slack_webhook_secret_arn]
+    content {
+      sid       = "SlackWebhook"
+      actions   = ["secretsmanager:GetSecretValue"]
+      resources = [statement.value]
+    }
+  }
+}
+
+data "aws_iam_policy_document" "reconciler" {
+  statement {
+    sid       = "Logs"
+    actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+    resources = ["${aws_cloudwatch_log_group.reconciler.arn}:*"]
+  }
+  statement {
+    sid       = "Records"
+    actions   = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"]
+    resources = [aws_dynamodb_table.jobplane.arn]
+  }
+  statement {
+    sid       = "ReadExecutions"
+    actions   = ["states:DescribeExecution", "states:GetExecutionHistory"]
+    resources = ["arn:${local.partition}:states:${local.region}:${local.account}:execution:${var.name_prefix}-*:*"]
+  }
+  statement {
+    sid       = "Publish"
+    actions   = ["sns:Publish"]
+    resources = [aws_sns_topic.events.arn]
+  }
+  statement {
+    sid       = "DeadLetterAndKeys"
+    actions   = ["sqs:SendMessage"]
+    resources = [aws_sqs_queue.events_dlq.arn]
+  }
+  statement {
+    sid       = "Decrypt"
+    actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
+    resources = [aws_kms_key.platform.arn]
+  }
+}
+
+resource "aws_iam_role" "notifier" {
+  name               = "${var.name_prefix}-notifier"
+  assume_role_policy = data.aws_iam_policy_document.lambda_assume.json
+}
+
+resource "aws_iam_role_policy" "notifier" {
+  name   = "notifier"
+  role   = aws_iam_role.notifier.id
+  policy = data.aws_iam_policy_document.notifier.json
+}
+
+resource "aws_iam_role" "reconciler" {
+  name               = "${var.name_prefix}-reconciler"
+  assume_role_policy = data.aws_iam_policy_document.lambda_assume.json
+}
+
+resource "aws_iam_role_policy" "reconciler" {
+  name   = "reconciler"
+  role   = aws_iam_role.reconciler.id
+  policy = data.aws_iam_policy_document.reconciler.json
+}
+
+resource "aws_lambda_function" "notifier" {
+  #checkov:skip=CKV_AWS_117:It only calls AWS APIs and the Slack webhook; a VPC would add a NAT gateway and nothing to protect.
+  #checkov:skip=CKV_AWS_272:The package is built and deployed by our own CI from this repository; code signing is an organisation-level choice.
+  function_name                  = "${var.name_prefix}-notifier"
+  role                           = aws_iam_role.notifier.arn
+  runtime                        = "python3.11"
+  handler                        = "jobplane.platform.notifier.handler"
+  filename                       = var.lambda_package
+  source_code_hash               = filebase64sha256(var.lambda_package)
+  timeout                        = 60
+  reserved_concurrent_executions = 10
+  kms_key_arn                    = aws_kms_key.platform.arn
+  dead_letter_config {
+    target_arn = aws_sqs_queue.events_dlq.arn
+  }
+  tracing_config {
+    mode = "Active"
+  }
+  environment {
+    variables = {
+      JOBPLANE_PORTAL_URL              = var.portal_url
+      JOBPLANE_SLACK_WEBHOOK_SECRET_ARN = var.slack_webhook_secret_arn
+    }
+  }
+  depends_on = [aws_cloudwatch_log_group.notifier]
+}
+
+resource "aws_lambda_function" "reconciler" {
+  #checkov:skip=CKV_AWS_117:It only calls AWS APIs; a VPC would add a NAT gateway and nothing to protect.
+  #checkov:skip=CKV_AWS_272:The package is built and deployed by our own CI from this repository; code signing is an organisation-level choice.
+  function_name                  = "${var.name_prefix}-reconciler"
+  role                           = aws_iam_role.reconciler.arn
+  runtime                        = "python3.11"
+  handler                        = "jobplane.platform.reconciler.handler"
+  filename                       = var.lambda_package
+  source_code_hash               = filebase64sha256(var.lambda_package)
+  timeout                        = 60
+  reserved_concurrent_executions = 10
+  kms_key_arn                    = aws_kms_key.platform.arn
+  dead_letter_config {
+    target_arn = aws_sqs_queue.events_dlq.arn
+  }
+  tracing_config {
+    mode = "Active"
+  }
+  environment {
+    variables = {
+      JOBPLANE_TABLE                    = aws_dynamodb_table.jobplane.name
+      JOBPLANE_TOPIC_ARN                = aws_sns_topic.events.arn
+      JOBPLANE_EXECUTION_RETENTION_DAYS = tostring(var.execution_retention_days)
+    }
+  }
+  depends_on = [aws_cloudwatch_log_group.reconciler]
+}
+
+resource "aws_sns_topic_subscription" "notifier" {
+  topic_arn = aws_sns_topic.events.arn
+  protocol  = "lambda"
+  endpoint  = aws_lambda_function.notifier.arn
+  redrive_policy = jsonencode({
+    deadLetterTargetArn = aws_sqs_queue.events_dlq.arn
+  })
+}
+
+resource "aws_lambda_permission" "notifier_from_sns" {
+  statement_id  = "FromEventsTopic"
+  action        = "lambda:InvokeFunction"
+  function_name = aws_lambda_function.notifier.function_name
+  principal     = "sns.amazonaws.com"
+  source_arn    = aws_sns_topic.events.arn
+}
+
+# Every terminal status of every jobplane state machine reaches the reconciler.
+resource "aws_cloudwatch_event_rule" "execution_status" {
+  name        = "${var.name_prefix}-execution-status"
+  description = "Terminal statuses of jobplane executions, for the reconciler"
+  event_pattern = jsonencode({
+    source      = ["aws.states"]
+    detail-type = ["Step Functions Execution Status Change"]
+    detail = {
+      status          = ["SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"]
+      stateMachineArn = [{ prefix = "arn:${local.partition}:states:${local.region}:${local.account}:stateMachine:${var.name_prefix}-" }]
+    }
+  })
+}
+
+resource "aws_cloudwatch_event_target" "reconciler" {
+  rule = aws_cloudwatch_event_rule.execution_status.name
+  arn  = aws_lambda_function.reconciler.arn
+  retry_policy {
+    maximum_event_age_in_seconds = 86400
+    maximum_retry_attempts       = 185
+  }
+  dead_letter_config {
+    arn = aws_sqs_queue.events_dlq.arn
+  }
+}
+
+resource "aws_lambda_permission" "reconciler_from_events" {
+  statement_id  = "FromExecutionStatusRule"
+  action        = "lambda:InvokeFunction"
+  function_name = aws_lambda_function.reconciler.function_name
+  principal     = "events.amazonaws.com"
+  source_arn    = aws_cloudwatch_event_rule.execution_status.arn
+}

@@ -1,0 +1,123 @@
+# Where the runner runs: an ECS cluster, the shared runner task definition, its roles and logs.
+resource "aws_ecs_cluster" "jobs" {
+  name = var.name_prefix
+  setting {
+    name  = "containerInsights"
+    value = "enabled"
+  }
+}
+
+resource "aws_ecr_repository" "runner" {
+  name                 = "${var.name_prefix}-runner"
+  image_tag_mutability = "IMMUTABLE"
+  image_scanning_configuration {
+    scan_on_push = true
+  }
+  encryption_configuration {
+    encryption_type = "KMS"
+    kms_key         = aws_kms_key.platform.arn
+  }
+}
+
+resource "aws_cloudwatch_log_group" "runner" {
+  name              = "/${var.name_prefix}/runner"
+  retention_in_days = var.log_retention_days
+  kms_key_id        = aws_kms_key.platform.arn
+}
+
+data "aws_iam_policy_document" "ecs_tasks_assume" {
+  statement {
+    actions = ["sts:AssumeRole"]
+    principals {
+      type        = "Service"
+      identifiers = ["ecs-tasks.amazonaws.com"]
+    }
+    condition {
+      test     = "StringEquals"
+      variable = "aws:SourceAccount"
+      values   = [local.account]
+    }
+  }
+}
+
+# What the application code may do is the application's business: attach its policies here.
+resource "aws_iam_role" "runner_task" {
+  name               = "${var.name_prefix}-runner-task"
+  description        = "Role of the application code run by jobplane-runner"
+  assume_role_policy = data.aws_iam_policy_document.ecs_tasks_assume.json
+}
+
+resource "aws_iam_role" "runner_execution" {
+  name               = "${var.name_prefix}-runner-exec"
+  description        = "ECS task execution role of the shared runner task definition"
+  assume_role_policy = data.aws_iam_policy_document.ecs_tasks_assume.json
+}
+
+data "aws_iam_policy_document" "runner_pull" {
+  statement {
+    sid       = "PullRunnerImage"
+    actions   = ["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"]
+    resources = [aws_ecr_repository.runner.arn]
+  }
+}
+
+resource "aws_iam_role_policy" "runner_execution_pull" {
+  name   = "pull"
+  role   = aws_iam_role.runner_execution.id
+  policy = data.aws_iam_policy_document.runner_pull.json
+}
+
+# Shared by every execution role (this one and the per-job ones that read secrets).
+data "aws_iam_policy_document" "runner_logging" {
+  statement {
+    sid       = "EcrLogin"
+    actions   = ["ecr:GetAuthorizationToken"]
+    resources = ["*"] # the action has no resource-level permissions
+  }
+  statement {
+    sid       = "WriteRunnerLogs"
+    actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+    resources = ["${aws_cloudwatch_log_group.runner.arn}:*"]
+  }
+}
+
+resource "aws_iam_policy" "runner_logging" {
+  name        = "${var.name_prefix}-runner-logging"
+  description = "Pull-token and log writing for jobplane runner tasks"
+  policy      = data.aws_iam_policy_document.runner_logging.json
+}
+
+resource "aws_iam_role_policy_attachment" "runner_execution_logging" {
+  role       = aws_iam_role.runner_execution.name
+  policy_arn = aws_iam_policy.runner_logging.arn
+}
+
+resource "aws_ecs_task_definition" "runner" {
+  family                   = "${var.name_prefix}-runner"
+  requires_compatibilities = ["FARGATE"]
+  network_mode             = "awsvpc"
+  cpu                      = "256"
+  memory                   = "512"
+  execution_role_arn       = aws_iam_role.runner_execution.arn
+  task_role_arn            = aws_iam_role.runner_task.arn
+  volume {
+    name = "tmp"
+  }
+  container_definitions = jsonencode([{
+    name                   = "runner"
+    image                  = var.runner_image
+    essential              = true
+    memory                 = 512
+    # Application code may write to /tmp only (an ephemeral task volume); the image stays read-only.
+    readonlyRootFilesystem = true
+    mountPoints            = [{ sourceVolume = "tmp", containerPath = "/tmp", readOnly = false }]
+    logConfiguration = {
+      logDriver = "awslogs"
+      options = {
+        awslogs-group         = aws_cloudwatch_log_group.runner.name
+        awslogs-region        = local.region
+        awslogs-stream-prefix = "runner"
+      }
+    }
+  }])
+}

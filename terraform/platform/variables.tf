@@ -1,0 +1,49 @@
+variable "name_prefix" {
+  type        = string
+  description = "Prefix of every AWS name the platform creates (jobplane.toml: platform.name_prefix)."
+  default     = "jobplane"
+}
+
+variable "runner_image" {
+  type        = string
+  description = "Image of the application with jobplane-runner installed (see runner/Dockerfile)."
+}
+
+variable "subnet_ids" {
+  type        = list(string)
+  description = "Private subnets for the runner's Fargate tasks."
+}
+
+variable "security_group_ids" {
+  type        = list(string)
+  description = "Security groups of the runner's tasks."
+}
+
+variable "portal_url" {
+  type        = string
+  description = "Base URL of the portal, used for links in Slack alerts."
+  default     = ""
+}
+
+variable "slack_webhook_secret_arn" {
+  type        = string
+  description = "Secrets Manager ARN holding the Slack incoming webhook URL (empty: alerts are only logged)."
+  default     = ""
+}
+
+variable "lambda_package" {
+  type        = string
+  description = "Path of the zip with the notifier and reconciler Lambda code, built by the project."
+}
+
+variable "execution_retention_days" {
+  type        = number
+  description = "Days an execution record is kept before DynamoDB TTL removes it."
+  default     = 400
+}
+
+variable "log_retention_days" {
+  type        = number
+  description = "Days runner and state machine logs are kept."
+  default     = 365
+}
