@@ -15,7 +15,7 @@ state machine" and by cost (Standard workflows bill per state transition):
 * The skip path loads the job state once to say *why* (duplicate, running, last failed) and asks
   Step Functions whether a running holder is really running; a stale holder is taken over.
 
-State data: the input fields (see :func:`execution_input_fields`), ``$.run.old`` (the job
+State data: the input fields (:mod:`jobplane.platform.execution_input`), ``$.run.old`` (the job
 state before the claim), ``$.run.steps.<step_key>.a<N>`` (attempt N's task result or error).
 
 Transitions (see docs/state-machine.md): one-step success 5, each further step +2, skip 4-6,
@@ -32,8 +32,6 @@ from jobplane.compiler.model import Job, Step
 from jobplane.platform import datamodel as dm
 from jobplane.platform import runner_contract as rc
 from jobplane.platform.statuses import Event, ExecutionStatus, SkipReason, Trigger
-
-INPUT_FIELDS = ("trigger", "scheduled_time", "requested_by", "params", "resume_from", "rerun_of")
 
 DDB_RETRY = {
     "ErrorEquals": [

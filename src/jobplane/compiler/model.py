@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from jobplane.platform import runner_contract as rc
 from jobplane.platform.schedule import ScheduleError, parse, validate_timezone
@@ -277,16 +277,28 @@ class Job(Strict):
                 raise ValueError(str(e)) from None
         return v
 
-    @model_validator(mode="after")
-    def _steps(self) -> Job:
-        seen: dict[str, str] = {}
-        for step in self.all_steps():
-            if step.key in seen:
-                raise ValueError(f"step name {step.name!r} is used twice (as {seen[step.key]!r} and {step.name!r})")
-            seen[step.key] = step.name
-        if self.expected_duration is not None and self.expected_duration >= self.timeout:
-            raise ValueError("expected_duration must be shorter than timeout")
-        return self
+    @field_validator("steps")
+    @classmethod
+    def _unique_steps(cls, steps: list[Step]) -> list[Step]:
+        # Names must be unique across groups too: resume_from and the records address steps by name.
+        seen: dict[str, tuple[str, str]] = {}
+        for i, step in enumerate(steps):
+            members = [(f"steps[{i}]", step)] + [(f"steps[{i}].parallel[{j}]", m) for j, m in enumerate(step.parallel or [])]
+            for where, member in members:
+                if member.key in seen:
+                    first_where, first_name = seen[member.key]
+                    same = "" if first_name == member.name else f" ({first_name!r} and {member.name!r} differ only by - and _)"
+                    raise ValueError(f"step name {member.name!r} is used twice, at {first_where} and {where}{same}")
+                seen[member.key] = (where, member.name)
+        return steps
+
+    @field_validator("expected_duration")
+    @classmethod
+    def _expected(cls, v: int | None, info: ValidationInfo) -> int | None:
+        timeout = info.data.get("timeout")
+        if v is not None and timeout is not None and v >= timeout:
+            raise ValueError(f"expected_duration ({v}s) must be shorter than timeout ({timeout}s)")
+        return v
 
     def all_steps(self) -> list[Step]:
         """Every step including the members of parallel groups, in order."""

@@ -13,14 +13,13 @@ from typing import Any
 from jobplane.compiler import names
 from jobplane.compiler.bindings import NAMES, bind_for_terraform
 from jobplane.compiler.model import Job
+from jobplane.platform import execution_input
 from jobplane.platform import runner_contract as rc
 from jobplane.platform.config import PlatformConfig
 
 ACCOUNT = "${data.aws_caller_identity.current.account_id}"
 REGION = "${data.aws_region.current.region}"
 PARTITION = "${data.aws_partition.current.partition}"
-
-SCHEDULE_INPUT_TIME = "<aws.scheduler.scheduled-time>"
 
 
 def root_module(config: PlatformConfig) -> dict[str, Any]:
@@ -146,10 +145,7 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> dict[str, Any
                                      "assume_role_policy": f"${{data.aws_iam_policy_document.{tid}_scheduler_assume.json}}"}
         role_policies[f"{tid}_scheduler"] = {"name": "start-job", "role": f"${{aws_iam_role.{tid}_scheduler.id}}",
                                              "policy": f"${{data.aws_iam_policy_document.{tid}_scheduler.json}}"}
-        schedule_input = json.dumps({
-            "trigger": "schedule", "scheduled_time": SCHEDULE_INPUT_TIME, "requested_by": "scheduler",
-            "params": job.params, "resume_from": None, "rerun_of": None,
-        }, sort_keys=True, separators=(",", ":")).replace("${", "$${").replace("%{", "%%{")
+        schedule_input = json.dumps(execution_input.scheduled(execution_input.SCHEDULER_TIME, job.params), sort_keys=True, separators=(",", ":")).replace("${", "$${").replace("%{", "%%{")
         schedules = {}
         for i, expr in enumerate(job.schedule):
             schedules[tid if i == 0 else f"{tid}_{i + 1}"] = {

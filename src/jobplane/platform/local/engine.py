@@ -1,0 +1,164 @@
+"""The embedded local AWS: provision what the base module provisions, deploy compiled jobs,
+start and await executions, all on moto in this process.
+
+The deployed state machine definition is the compiler's ASL with the deployment tokens bound to
+the local resources (:func:`jobplane.compiler.bindings.bind`), exactly as Terraform binds them
+to the base module's outputs in production.
+
+Not yet here (issue 3): the local ECS agent that runs the runner as subprocesses, the HTTP
+server mode for ``jobplane dev``, and the remaining moto fixes.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jobplane.compiler.bindings import bind
+from jobplane.platform import datamodel as dm
+
+REGION = "us-east-1"
+ACCOUNT = "123456789012"
+
+
+@dataclass
+class Execution:
+    arn: str
+    status: str
+    error: str | None
+    cause: str | None
+    output: Any
+    states_entered: list[str]
+
+
+@dataclass
+class LocalAWS:
+    """One embedded AWS account. Use as a context manager: ``with LocalAWS() as aws: ...``."""
+
+    prefix: str = "jobplane"
+    region: str = REGION
+    state_machines: dict[str, str] = field(default_factory=dict)
+    resources: dict[str, str] = field(default_factory=dict)
+
+    def __enter__(self) -> LocalAWS:
+        from moto import mock_aws
+
+        from jobplane.platform.local import moto_fixes
+
+        moto_fixes.apply()
+        self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
+        self._mock.start()
+        self.provision()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop_all()
+        self._mock.stop()
+
+    def client(self, service: str) -> Any:
+        import boto3
+
+        return boto3.client(service, region_name=self.region, aws_access_key_id="local",
+                            aws_secret_access_key="local")
+
+    # -- what terraform/platform creates -----------------------------------------------------
+    def provision(self) -> None:
+        ddb = self.client("dynamodb")
+        keys = ["pk", "sk", "gsi1pk", "gsi1sk", "gsi2pk", "gsi2sk"]
+        ddb.create_table(
+            TableName=self.prefix, BillingMode="PAY_PER_REQUEST",
+            AttributeDefinitions=[{"AttributeName": k, "AttributeType": "S"} for k in keys],
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+            GlobalSecondaryIndexes=[
+                {"IndexName": gsi, "Projection": {"ProjectionType": "ALL"},
+                 "KeySchema": [{"AttributeName": f"{gsi}pk", "KeyType": "HASH"},
+                               {"AttributeName": f"{gsi}sk", "KeyType": "RANGE"}]}
+                for gsi in (dm.GSI_BY_OWNER, dm.GSI_BY_KIND)])
+        topic = self.client("sns").create_topic(Name=f"{self.prefix}-events")["TopicArn"]
+        ecs = self.client("ecs")
+        cluster = ecs.create_cluster(clusterName=self.prefix)["cluster"]["clusterArn"]
+        task_def = ecs.register_task_definition(
+            family=f"{self.prefix}-runner", requiresCompatibilities=["FARGATE"], networkMode="awsvpc",
+            cpu="256", memory="512",
+            containerDefinitions=[{"name": "runner", "image": "jobplane-runner:local", "memory": 512, "essential": True}],
+        )["taskDefinition"]["taskDefinitionArn"]
+        role = self.client("iam").create_role(
+            RoleName=f"{self.prefix}-local-sfn",
+            AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [{
+                "Effect": "Allow", "Principal": {"Service": "states.amazonaws.com"}, "Action": "sts:AssumeRole"}]}),
+        )["Role"]["Arn"]
+        self.resources = {
+            "table_name": self.prefix, "topic_arn": topic, "cluster_arn": cluster,
+            "task_definition_arn": task_def, "subnets": "subnet-local", "security_groups": "sg-local",
+            "role_arn": role,
+        }
+
+    # -- what terraform/jobs creates ----------------------------------------------------------
+    def bindings(self, **overrides: str) -> dict[str, str]:
+        values = {k: v for k, v in self.resources.items() if k != "role_arn"}
+        values.update(overrides)
+        return values
+
+    def deploy(self, job: str, asl_text: str, **overrides: str) -> str:
+        """Create (or update) a job's state machine from its compiled ASL."""
+        sfn = self.client("stepfunctions")
+        definition = bind(asl_text, self.bindings(**overrides))
+        name = f"{self.prefix}-{job}"
+        if job in self.state_machines:
+            sfn.update_state_machine(stateMachineArn=self.state_machines[job], definition=definition)
+        else:
+            self.state_machines[job] = sfn.create_state_machine(
+                name=name, definition=definition, roleArn=self.resources["role_arn"], type="STANDARD",
+            )["stateMachineArn"]
+        return self.state_machines[job]
+
+    def deploy_output(self, output_dir: Path | str, **overrides: str) -> list[str]:
+        """Deploy every job of a compiler output directory (its catalog and asl/)."""
+        output_dir = Path(output_dir)
+        catalog = json.loads((output_dir / "catalog.json").read_text())
+        for job in catalog["jobs"]:
+            self.deploy(job["name"], (output_dir / job["asl"]).read_text(), **overrides)
+        return [j["name"] for j in catalog["jobs"]]
+
+    # -- executions ---------------------------------------------------------------------------
+    def start(self, job: str, execution_input: dict[str, Any], name: str | None = None) -> str:
+        return self.client("stepfunctions").start_execution(
+            stateMachineArn=self.state_machines[job], name=name or str(uuid.uuid4()),
+            input=json.dumps(execution_input))["executionArn"]
+
+    def wait(self, arn: str, timeout: float = 60.0) -> Execution:
+        sfn = self.client("stepfunctions")
+        deadline = time.monotonic() + timeout
+        while True:
+            d = sfn.describe_execution(executionArn=arn)
+            if d["status"] != "RUNNING":
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{arn} still RUNNING after {timeout}s")
+            time.sleep(0.02)
+        events = []
+        kwargs: dict[str, Any] = {"executionArn": arn, "maxResults": 1000}
+        while True:
+            page = sfn.get_execution_history(**kwargs)
+            events += page["events"]
+            if not page.get("nextToken"):
+                break
+            kwargs["nextToken"] = page["nextToken"]
+        entered = [e["stateEnteredEventDetails"]["name"] for e in events if "stateEnteredEventDetails" in e]
+        output = json.loads(d["output"]) if d.get("output") else None
+        return Execution(arn, d["status"], d.get("error"), d.get("cause"), output, entered)
+
+    def run(self, job: str, execution_input: dict[str, Any], timeout: float = 60.0) -> Execution:
+        return self.wait(self.start(job, execution_input), timeout)
+
+    def stop_all(self) -> None:
+        """Stop what still runs, so no execution thread outlives the mock (see notes)."""
+        sfn = self.client("stepfunctions")
+        for arn in self.state_machines.values():
+            for ex in sfn.list_executions(stateMachineArn=arn, statusFilter="RUNNING").get("executions", []):
+                sfn.stop_execution(executionArn=ex["executionArn"])
+        self.state_machines.clear()

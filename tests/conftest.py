@@ -1,0 +1,61 @@
+"""Shared fixtures: a scratch repository with the real DSL library, and the CLI."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from jobplane.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Repo:
+    """A repository laid out like ours (jobplane.toml, jobs/lib), in a temporary directory."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        shutil.copy(ROOT / "jobplane.toml", path / "jobplane.toml")
+        shutil.copytree(ROOT / "jobs" / "lib", path / "jobs" / "lib")
+
+    def write(self, rel: str, text: str) -> Path:
+        target = self.path / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(textwrap.dedent(text))
+        return target
+
+    def copy_examples(self) -> None:
+        for team in ("billing", "growth", "platform"):
+            shutil.copytree(ROOT / "jobs" / team, self.path / "jobs" / team)
+
+    @property
+    def out(self) -> Path:
+        return self.path / "terraform" / "jobs"
+
+    def cli(self, *args: str) -> Result:
+        return CliRunner().invoke(main, ["--root", str(self.path), *args], catch_exceptions=False)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Repo:
+    return Repo(tmp_path)
+
+
+MINIMAL = """\
+local jp = import 'jobplane.libsonnet';
+{
+  name: '%(name)s',
+  team: 'billing',
+  schedule: jp.daily('02:00'),
+  policy: '%(policy)s',
+  steps: [jp.python('run', 'examples.noop:run')],
+}
+"""
+
+
+def minimal_job(name: str = "nightly", policy: str = "SKIP_IF_RUNNING") -> str:
+    return MINIMAL % {"name": name, "policy": policy}

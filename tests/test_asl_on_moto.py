@@ -1,0 +1,186 @@
+"""The compiled state machines executed on the embedded local AWS (moto's interpreter).
+
+These cover what the claim, skip and failure paths decide from DynamoDB state; steps that run
+the real runner as ECS tasks need the local ECS agent (issue 3), so here every step's task is
+pointed at a cluster that does not exist and fails as an infrastructure error would.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import pytest
+
+from jobplane.compiler import asl
+from jobplane.compiler.model import Job
+from jobplane.platform import execution_input
+from jobplane.platform.local.engine import LocalAWS
+
+MISSING_CLUSTER = "arn:aws:ecs:us-east-1:123456789012:cluster/missing"
+T0 = "2026-12-01T02:00:00Z"
+
+
+@pytest.fixture(scope="module")
+def aws():
+    with LocalAWS() as local:
+        sqs = local.client("sqs")
+        url = sqs.create_queue(QueueName="events")["QueueUrl"]
+        arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        local.client("sns").subscribe(TopicArn=local.resources["topic_arn"], Protocol="sqs", Endpoint=arn,
+                                      Attributes={"RawMessageDelivery": "false"})
+        local.events_queue = url  # type: ignore[attr-defined]
+        sleeper = local.client("stepfunctions").create_state_machine(
+            name="sleeper", roleArn=local.resources["role_arn"],
+            definition=json.dumps({"StartAt": "w", "States": {"w": {"Type": "Wait", "Seconds": 120, "End": True}}}),
+        )["stateMachineArn"]
+        local.sleeper = sleeper  # type: ignore[attr-defined]
+        yield local
+
+
+def deploy(aws: LocalAWS, policy: str = "SKIP_IF_RUNNING", steps: list[dict[str, Any]] | None = None,
+           **fields: Any) -> str:
+    name = f"job-{uuid.uuid4().hex[:10]}"
+    job = Job.model_validate({"name": name, "team": "billing", "timezone": "UTC", "policy": policy,
+                              "steps": steps or [{"name": "only", "python": "m:f"}]} | fields)
+    aws.deploy(name, asl.compile_job(job, aws.prefix), cluster_arn=MISSING_CLUSTER)
+    return name
+
+
+def job_state(aws: LocalAWS, job: str) -> dict[str, Any]:
+    return aws.client("dynamodb").get_item(TableName=aws.prefix, Key={"pk": {"S": f"JOB#{job}"}, "sk": {"S": "STATE"}},
+                                           ConsistentRead=True).get("Item", {})
+
+
+def execution_record(aws: LocalAWS, arn: str) -> dict[str, Any]:
+    name = arn.rsplit(":", 1)[1]
+    return aws.client("dynamodb").get_item(TableName=aws.prefix, Key={"pk": {"S": f"EXEC#{name}"}, "sk": {"S": "EXEC"}},
+                                           ConsistentRead=True)["Item"]
+
+
+def seed(aws: LocalAWS, job: str, **attrs: dict[str, Any]) -> None:
+    aws.client("dynamodb").put_item(TableName=aws.prefix, Item={"pk": {"S": f"JOB#{job}"}, "sk": {"S": "STATE"}, **attrs})
+
+
+def live_holder(aws: LocalAWS) -> str:
+    return aws.client("stepfunctions").start_execution(stateMachineArn=aws.sleeper, name=str(uuid.uuid4()))["executionArn"]
+
+
+def ran(execution) -> bool:
+    return "Route" in execution.states_entered
+
+
+# -- the policy table ---------------------------------------------------------------------------
+TABLE = {  # policy: (runs while one is running, runs after a failure)
+    "ALWAYS_RUN": (True, True),
+    "SKIP_IF_RUNNING": (False, True),
+    "SKIP_IF_FAILED": (True, False),
+    "SKIP_IF_RUNNING_OR_FAILED": (False, False),
+}
+
+
+@pytest.mark.parametrize("policy", list(TABLE))
+@pytest.mark.parametrize("before", ["nothing", "running", "last failed", "last succeeded"])
+def test_policy_table(aws: LocalAWS, policy: str, before: str) -> None:
+    job = deploy(aws, policy)
+    if before == "running":
+        seed(aws, job, running={"SS": ["other"]}, holder={"S": live_holder(aws)})
+    elif before == "last failed":
+        seed(aws, job, last_status={"S": "FAILED"}, blocked_by={"S": "x"}, block_schedule={"S": "x"})
+    elif before == "last succeeded":
+        seed(aws, job, last_status={"S": "SUCCEEDED"})
+    run_while_running, run_after_failure = TABLE[policy]
+    expected = {"nothing": True, "last succeeded": True, "running": run_while_running,
+                "last failed": run_after_failure}[before]
+    ex = aws.run(job, execution_input.scheduled(T0))
+    assert ran(ex) == expected, ex.states_entered
+    record = execution_record(aws, ex.arn)
+    if expected:
+        assert record["status"]["S"] == "FAILED"  # its task could not start: see the module docstring
+    else:
+        assert ex.status == "SUCCEEDED"  # a skip ends the execution successfully
+        assert record["status"]["S"] == "SKIPPED"
+        assert record["skip_reason"]["S"] == ("RUNNING" if before == "running" else "LAST_FAILED")
+        assert record["gsi2pk"]["S"] == "SKIPS"
+
+
+def test_same_scheduled_time_three_times_runs_once(aws: LocalAWS) -> None:
+    job = deploy(aws, "ALWAYS_RUN")
+    results = [aws.run(job, execution_input.scheduled(T0)) for _ in range(3)]
+    assert [ran(r) for r in results] == [True, False, False]
+    assert [execution_record(aws, r.arn)["skip_reason"]["S"] for r in results[1:]] == ["DUPLICATE", "DUPLICATE"]
+    later = aws.run(job, execution_input.scheduled("2026-12-02T02:00:00Z"))
+    assert ran(later)
+
+
+def test_stale_claim_is_taken_over(aws: LocalAWS) -> None:
+    job = deploy(aws)
+    sfn = aws.client("stepfunctions")
+    finished = live_holder(aws)
+    sfn.stop_execution(executionArn=finished)
+    seed(aws, job, running={"SS": [finished.rsplit(":", 1)[1]]}, holder={"S": finished})
+    ex = aws.run(job, execution_input.scheduled(T0))
+    assert ex.states_entered[:6] == ["Claim", "Skip: load state", "Skip: why", "Skip: check holder",
+                                     "Skip: holder running?", "Take over stale claim"]
+    assert ran(ex)
+    # a holder that never existed is just as stale
+    job2 = deploy(aws)
+    ghost = "arn:aws:states:us-east-1:123456789012:execution:sleeper:ghost"
+    seed(aws, job2, running={"SS": ["ghost"]}, holder={"S": ghost})
+    assert ran(aws.run(job2, execution_input.scheduled(T0)))
+
+
+def test_manual_run_recovers_a_blocked_job_but_never_overlaps(aws: LocalAWS) -> None:
+    job = deploy(aws, "SKIP_IF_RUNNING_OR_FAILED")
+    seed(aws, job, last_status={"S": "FAILED"}, blocked_by={"S": "x"}, block_schedule={"S": "x"})
+    assert not ran(aws.run(job, execution_input.scheduled(T0)))
+    assert ran(aws.run(job, execution_input.manual("alice@example.com")))
+    seed(aws, job, running={"SS": ["other"]}, holder={"S": live_holder(aws)})
+    assert not ran(aws.run(job, execution_input.manual("alice@example.com")))
+
+
+def test_failure_is_recorded_released_and_published_once(aws: LocalAWS) -> None:
+    job = deploy(aws, "SKIP_IF_RUNNING", runbook={"impact": "Reports late.", "recovery": "Re-run."})
+    ex = aws.run(job, execution_input.scheduled(T0, {"day": "2026-11-30"}))
+    assert ex.status == "FAILED" and ex.error == "Job.FAILED"
+    assert ex.states_entered == ["Claim", "Route", "only", "only: failed", "Notify failure", "Fail"]
+    record = execution_record(aws, ex.arn)
+    assert record["failed_step"]["S"] == "only" and record["gsi2pk"]["S"] == "FAILURES"
+    assert record["trigger"]["S"] == "schedule" and record["scheduled_time"]["S"] == T0
+    assert json.loads(record["input"]["S"])["params"] == {"day": "2026-11-30"}
+    attempt = json.loads(record["steps"]["S"])["only"]["a1"]
+    assert "Error" in attempt
+    state = job_state(aws, job)
+    assert "running" not in state  # the claim is released
+    assert state["last_status"]["S"] == "FAILED" and state["blocked_by"]["S"] == ex.arn.rsplit(":", 1)[1]
+    sqs = aws.client("sqs")
+    bodies = [json.loads(m["Body"]) for m in sqs.receive_message(QueueUrl=aws.events_queue, MaxNumberOfMessages=10,
+                                                                 WaitTimeSeconds=1).get("Messages", [])]
+    mine = [b for b in bodies if json.loads(b["Message"])["job"] == job]
+    assert len(mine) == 1
+    message = json.loads(mine[0]["Message"])
+    assert message["event"] == "FAILED" and message["outcome"]["step"] == "only"
+    assert message["runbook"]["recovery"] == "Re-run."
+    assert {k: v["Value"] for k, v in mine[0]["MessageAttributes"].items()} == {
+        "team": "billing", "job": job, "status": "FAILED"}
+    # the next fire is not blocked: SKIP_IF_RUNNING only skips while running
+    assert ran(aws.run(job, execution_input.scheduled("2026-12-02T02:00:00Z")))
+
+
+def test_resume_from_routes_to_the_step(aws: LocalAWS) -> None:
+    job = deploy(aws, "ALWAYS_RUN", steps=[{"name": n, "python": "m:f"} for n in ("extract", "load", "report")])
+    rerun = execution_input.rerun("bob@example.com", "earlier-execution", {}, "load")
+    ex = aws.run(job, rerun)
+    assert ex.states_entered[:3] == ["Claim", "Route", "load"] and "extract" not in ex.states_entered
+    record = execution_record(aws, ex.arn)
+    assert json.loads(record["input"]["S"])["rerun_of"] == "earlier-execution"
+    assert record["trigger"]["S"] == "rerun"
+
+
+def test_unknown_resume_from_fails_instead_of_running_everything(aws: LocalAWS) -> None:
+    job = deploy(aws, "ALWAYS_RUN", steps=[{"name": "a", "python": "m:f"}, {"name": "b", "python": "m:f"}])
+    ex = aws.run(job, execution_input.rerun("bob@example.com", "x", {}, "no-such-step"))
+    assert ex.states_entered[:3] == ["Claim", "Route", "Unknown resume_from"]
+    assert ex.status == "FAILED"
+    assert execution_record(aws, ex.arn)["failed_step"]["S"] == "no-such-step"

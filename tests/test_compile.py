@@ -1,0 +1,251 @@
+"""The compiler's outputs: deterministic bytes, the state budget of SPEC.md, Terraform scoped to
+each job, a catalog for the portal, and an output directory that only ever holds a whole compile."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from conftest import ROOT, Repo, minimal_job
+from jobplane.compiler import asl, bindings
+from jobplane.compiler.model import Job
+from jobplane.compiler.output import compile_all
+from jobplane.platform.config import load_config
+
+
+@pytest.fixture(scope="module")
+def examples() -> dict[str, str]:
+    return compile_all(load_config(ROOT)).files
+
+
+def job(**overrides: Any) -> Job:
+    base = {"name": "nightly", "team": "billing", "timezone": "UTC", "schedule": ["cron(0 2 * * ? *)"],
+            "steps": [{"name": "only", "python": "m:f"}]}
+    return Job.model_validate(base | overrides)
+
+
+def steps(n: int, **step: Any) -> list[dict[str, Any]]:
+    return [{"name": f"s{i}", "python": "m:f", **step} for i in range(n)]
+
+
+# -- walking the state machine along one scenario -------------------------------------------
+Decide = Callable[[str, dict[str, Any]], str | None]
+
+
+def walk(definition: dict[str, Any], decide: Decide) -> list[str]:
+    """States entered from StartAt to an end, letting ``decide`` pick at branching points."""
+    states, name, path = definition["States"], definition["StartAt"], []
+    while name is not None:
+        path.append(name)
+        assert len(path) < 200, path
+        state = states[name]
+        if state["Type"] in ("Succeed", "Fail") or state.get("End"):
+            break
+        name = decide(name, state)
+    return path
+
+
+def success(name: str, state: dict[str, Any]) -> str:
+    if state["Type"] == "Choice":
+        if name == "Route":
+            return state["Default"]
+        ok = [c for c in state["Choices"] if "And" in c and any(x.get("NumericEquals") == 0 for x in c["And"])]
+        return next(c["Next"] for c in ok if c["Next"] != "Finish (recovered)")
+    return state["Next"]
+
+
+def permanent_failure(name: str, state: dict[str, Any]) -> str:
+    if state["Type"] == "Choice" and name != "Route":
+        return state["Default"]  # no rule for exit 0 matches
+    return success(name, state)
+
+
+def caught(error: str) -> Decide:
+    def decide(name: str, state: dict[str, Any]) -> str:
+        if state["Type"] == "Task" and state["Resource"].endswith("runTask.sync"):
+            return next(c["Next"] for c in state["Catch"] if error in c["ErrorEquals"])
+        return permanent_failure(name, state)
+    return decide
+
+
+def skipped(reason_state: str, holder_running: bool = True) -> Decide:
+    def decide(name: str, state: dict[str, Any]) -> str:
+        if name == "Claim":
+            return state["Catch"][0]["Next"]
+        if name == "Skip: why":
+            return next((c["Next"] for c in state["Choices"] if c["Next"] == reason_state), "Skip: check holder")
+        if name == "Skip: holder running?":
+            return state["Choices"][0]["Next"] if holder_running else state["Default"]
+        return state["Next"]
+    return decide
+
+
+def test_successful_runs_stay_within_the_state_budget() -> None:
+    one = walk(asl.build_definition(job(), "jobplane"), success)
+    assert one == ["Claim", "Route", "only", "only: check", "Finish"]
+    assert len(one) <= 6
+    for n in (2, 3, 5):
+        path = walk(asl.build_definition(job(steps=steps(n)), "jobplane"), success)
+        assert len(path) <= 6 + 2 * (n - 1), path
+
+
+def test_recovered_notification_costs_nothing_on_the_normal_path() -> None:
+    j = job(notify={"events": ["FAILED", "RECOVERED"]}, steps=steps(3))
+    assert len(walk(asl.build_definition(j, "jobplane"), success)) == 9
+
+
+def test_failures_and_skips_stay_within_the_state_budget() -> None:
+    retried = asl.build_definition(job(steps=steps(1, retry={"attempts": 3})), "jobplane")
+    # A permanent exit code on the first attempt: no retry.
+    assert walk(retried, permanent_failure) == ["Claim", "Route", "s0", "s0: check", "s0: failed", "Notify failure", "Fail"]
+    # AWS fails the Task on a non-zero exit; without retries it goes straight to the record.
+    plain = asl.build_definition(job(), "jobplane")
+    assert walk(plain, caught("States.TaskFailed")) == ["Claim", "Route", "only", "only: failed", "Notify failure", "Fail"]
+    assert walk(plain, caught("States.Timeout"))[-3:] == ["only: timed out", "Notify failure", "Fail"]
+    dup = walk(plain, skipped("Skip: duplicate"))
+    assert dup == ["Claim", "Skip: load state", "Skip: why", "Skip: duplicate"]
+    running = walk(plain, skipped("Skip: check holder"))
+    assert running == ["Claim", "Skip: load state", "Skip: why", "Skip: check holder", "Skip: holder running?", "Skip: running"]
+    assert len(running) <= 6
+
+
+def test_retries_are_unrolled_with_backoff_waits() -> None:
+    d = asl.build_definition(job(steps=steps(1, retry={"attempts": 4, "interval": "10s", "backoff": 3,
+                                                        "max_interval": "60s"})), "jobplane")
+    waits = [d["States"][f"s0{'' if n == 1 else f' #{n}'}: wait"]["Seconds"] for n in range(1, 4)]
+    assert waits == [10, 30, 60]
+    attempts = [s for s in d["States"].values() if s.get("Resource", "").endswith("runTask.sync")]
+    assert [a["ResultSelector"]["Attempt"] for a in attempts] == [1, 2, 3, 4]
+    env = {e["Name"]: e.get("Value") for e in attempts[2]["Parameters"]["Overrides"]["ContainerOverrides"][0]["Environment"]}
+    assert env["JOBPLANE_ATTEMPT"] == "3"
+    assert json.loads(env["JOBPLANE_TARGET"]) == {"kind": "python", "target": "m:f"}
+
+
+def test_policy_is_in_the_claim_condition() -> None:
+    conditions = {p: asl.build_definition(job(policy=p), "jobplane")["States"]["Claim"]["Parameters"]["ConditionExpression"]
+                  for p in ("ALWAYS_RUN", "SKIP_IF_RUNNING", "SKIP_IF_FAILED", "SKIP_IF_RUNNING_OR_FAILED")}
+    assert conditions["ALWAYS_RUN"] == "(attribute_not_exists(#fire) OR #fire < :t)"
+    assert conditions["SKIP_IF_RUNNING"].endswith("AND attribute_not_exists(#running)")
+    assert conditions["SKIP_IF_FAILED"].endswith("AND attribute_not_exists(#blocked)")
+    assert conditions["SKIP_IF_RUNNING_OR_FAILED"].endswith("attribute_not_exists(#running) AND attribute_not_exists(#blocked)")
+
+
+def test_output_is_deterministic(examples: dict[str, str]) -> None:
+    again = compile_all(load_config(ROOT)).files
+    assert again == examples
+    month_end = json.loads(examples["asl/month-end-close.asl.json"])
+    assert month_end["StartAt"] == "Claim"
+
+
+def test_terraform_is_scoped_to_each_job(examples: dict[str, str]) -> None:
+    for path, text in examples.items():
+        if not path.endswith(".tf.json") or path == "main.tf.json":
+            continue
+        doc = json.loads(text)
+        job_name = path.removesuffix(".tf.json")
+        for role, policy in doc["data"]["aws_iam_policy_document"].items():
+            for st in policy["statement"]:
+                assert all("*" not in a for a in st["actions"]), (path, role, st)
+                if "resources" in st:
+                    assert "*" not in st["resources"], (path, role, st)
+        for role in doc["resource"]["aws_iam_role"].values():
+            assert len(role["name"]) <= 64 and job_name in role["name"]
+        ddb = next(st for st in doc["data"]["aws_iam_policy_document"][f"{job_name.replace('-', '_')}_sfn"]["statement"]
+                   if st["sid"] == "JobStateAndHistory")
+        assert ddb["condition"][0]["values"] == [f"JOB#{job_name}", "EXEC#*"]
+
+
+def test_schedules_carry_timezone_retry_and_dead_letter(examples: dict[str, str]) -> None:
+    doc = json.loads(examples["daily-sales-report.tf.json"])
+    (schedule,) = doc["resource"]["aws_scheduler_schedule"].values()
+    assert schedule["schedule_expression"] == "cron(0 2 * * ? *)"
+    assert schedule["schedule_expression_timezone"] == "Asia/Tokyo"
+    assert schedule["target"]["retry_policy"]["maximum_retry_attempts"] > 0
+    assert schedule["target"]["dead_letter_config"]["arn"] == "${module.platform.scheduler_dlq_arn}"
+    sent = json.loads(schedule["target"]["input"])
+    assert sent["scheduled_time"] == "<aws.scheduler.scheduled-time>" and sent["trigger"] == "schedule"
+    paused = json.loads(examples["rotate-audit-archives.tf.json"])["resource"]["aws_scheduler_schedule"]
+    assert [s["state"] for s in paused.values()] == ["DISABLED"]
+    assert "aws_scheduler_schedule" not in json.loads(examples["backfill-search-index.tf.json"])["resource"]
+
+
+def test_user_text_is_never_interpolated_by_terraform(examples: dict[str, str]) -> None:
+    tf = json.loads(examples["weekly-cohort-export.tf.json"])
+    definition = tf["resource"]["aws_sfn_state_machine"]["weekly_cohort_export"]["definition"]
+    assert "$${EXPORT_DIR:-/tmp/export}" in definition
+    assert "${local.jobplane.table_name}" in definition
+    assert "<<jobplane:" not in definition
+    # Terraform's own unescaping gives back the compiled ASL with the deployment values bound.
+    unescaped = definition.replace("$${", "${")
+    expected = bindings.bind(examples["asl/weekly-cohort-export.asl.json"],
+                             {n: "${local.jobplane." + n + "}" for n in bindings.NAMES})
+    assert unescaped == expected
+
+
+def test_secrets_get_a_task_definition_and_a_scoped_execution_role(examples: dict[str, str]) -> None:
+    doc = json.loads(examples["month-end-close.tf.json"])
+    container = json.loads(doc["resource"]["aws_ecs_task_definition"]["month_end_close"]["container_definitions"])[0]
+    assert container["secrets"] == [{"name": "LEDGER_API_TOKEN", "valueFrom":
+                                     "arn:aws:secretsmanager:ap-northeast-1:123456789012:secret:billing/ledger-api-token"}]
+    exec_doc = doc["data"]["aws_iam_policy_document"]["month_end_close_exec"]
+    read = next(st for st in exec_doc["statement"] if st["sid"] == "ReadJobSecrets")
+    assert read["resources"] == [container["secrets"][0]["valueFrom"]]
+    # the secret value itself never appears in the state machine
+    assert "LEDGER_API_TOKEN" not in examples["asl/month-end-close.asl.json"]
+
+
+def test_catalog_describes_jobs_for_the_portal(examples: dict[str, str]) -> None:
+    catalog = json.loads(examples["catalog.json"])
+    jobs = {j["name"]: j for j in catalog["jobs"]}
+    assert len(jobs) == 7 and {t["name"] for t in catalog["teams"]} == {"billing", "growth", "platform"}
+    close = jobs["month-end-close"]
+    assert close["source"] == "jobs/billing/month-end-close.jsonnet"
+    assert close["policy"] == "SKIP_IF_RUNNING_OR_FAILED" and close["timezone"] == "Asia/Tokyo"
+    assert close["runbook"]["recovery"].startswith("Fix the cause")
+    assert [s["name"] for s in close["steps"][1]["parallel"]] == ["reconcile-card-payments", "reconcile-bank-transfers"]
+    assert close["steps"][2]["secrets"] == ["LEDGER_API_TOKEN"]
+    assert close["states"] == len(json.loads(examples["asl/month-end-close.asl.json"])["States"]) + sum(
+        len(b["States"]) for s in json.loads(examples["asl/month-end-close.asl.json"])["States"].values()
+        for b in s.get("Branches", []))
+    assert jobs["backfill-search-index"]["schedule"] == []
+
+
+def test_compile_replaces_only_its_own_files(repo: Repo) -> None:
+    repo.write("jobs/billing/a.jsonnet", minimal_job("job-a"))
+    repo.write("jobs/billing/b.jsonnet", minimal_job("job-b"))
+    assert repo.cli("compile").exit_code == 0
+    (repo.out / ".terraform").mkdir()
+    (repo.out / "terraform.tfvars").write_text('region = "ap-northeast-1"\n')
+    (repo.path / "jobs/billing/b.jsonnet").unlink()
+    result = repo.cli("compile")
+    assert result.exit_code == 0
+    assert "b.tf.json" not in [p.name for p in repo.out.iterdir()]
+    assert not (repo.out / "asl" / "job-b.asl.json").exists()
+    assert (repo.out / "terraform.tfvars").read_text() == 'region = "ap-northeast-1"\n'
+    assert (repo.out / ".terraform").is_dir()
+    assert repo.cli("compile").stdout.startswith("Compiled 1 jobs") and "0 files changed" in repo.cli("compile").stdout
+
+
+def test_bindings_refuse_unbound_tokens() -> None:
+    with pytest.raises(KeyError, match="table_name"):
+        bindings.bind("x <<jobplane:table_name>>", {})
+
+
+def test_schema_export_describes_the_job(repo: Repo) -> None:
+    result = repo.cli("schema")
+    schema = json.loads(result.stdout)
+    assert schema["title"] == "jobplane job"
+    assert {"name", "team", "steps", "schedule", "policy"} <= set(schema["properties"])
+    assert schema["additionalProperties"] is False
+    assert "SKIP_IF_RUNNING" in json.dumps(schema)
+
+
+def test_init_scaffolds_a_valid_job(repo: Repo) -> None:
+    result = repo.cli("init", "billing/invoice-reminders")
+    assert result.exit_code == 0
+    assert (repo.path / "jobs/billing/invoice-reminders.jsonnet").exists()
+    assert repo.cli("validate").exit_code == 0
+    assert repo.cli("init", "billing/invoice-reminders").exit_code == 1

@@ -1,0 +1,165 @@
+"""EventBridge Scheduler semantics, checked against vectors derived from the AWS documentation
+("Schedule types on EventBridge Scheduler": cron fields, wildcards L, W, #, the year field, and
+the daylight-saving behaviour) and, where Unix cron means the same thing, against cronsim."""
+
+from __future__ import annotations
+
+import random
+from datetime import datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
+
+import pytest
+from cronsim import CronSim
+
+from jobplane.platform.schedule import (ScheduleError, eb_weekday, next_fire_times, parse,
+                                        translate_unix_cron, validate_timezone)
+
+UTC = timezone.utc
+
+
+def fires(expr: str, tz: str, after: str, n: int) -> list[str]:
+    return [t.isoformat() for t in next_fire_times(expr, tz, datetime.fromisoformat(after), n)]
+
+
+# -- the AWS documentation's examples (all in UTC) ---------------------------------------------
+# Start: Wednesday 2026-07-01 00:00 UTC.
+DOC_VECTORS = [
+    ("cron(0 10 * * ? *)", ["2026-07-01T10:00:00+00:00", "2026-07-02T10:00:00+00:00"]),  # 10:00 every day
+    ("cron(15 12 * * ? *)", ["2026-07-01T12:15:00+00:00", "2026-07-02T12:15:00+00:00"]),  # 12:15 every day
+    # 18:00 Monday through Friday: Wed, Thu, Fri, then Monday
+    ("cron(0 18 ? * MON-FRI *)", ["2026-07-01T18:00:00+00:00", "2026-07-02T18:00:00+00:00",
+                                  "2026-07-03T18:00:00+00:00", "2026-07-06T18:00:00+00:00"]),
+    ("cron(0 8 1 * ? *)", ["2026-07-01T08:00:00+00:00", "2026-08-01T08:00:00+00:00"]),  # 08:00 on the 1st
+    ("cron(0/15 * * * ? *)", ["2026-07-01T00:15:00+00:00", "2026-07-01T00:30:00+00:00", "2026-07-01T00:45:00+00:00"]),
+    # every 5 minutes Mon-Fri between 08:00 and 17:55
+    ("cron(0/5 8-17 ? * MON-FRI *)", ["2026-07-01T08:00:00+00:00", "2026-07-01T08:05:00+00:00"]),
+    ("cron(0 9 ? * 2#1 *)", ["2026-07-06T09:00:00+00:00", "2026-08-03T09:00:00+00:00"]),  # first Monday
+    ("cron(0 0 L * ? *)", ["2026-07-31T00:00:00+00:00", "2026-08-31T00:00:00+00:00", "2026-09-30T00:00:00+00:00"]),
+    ("cron(0 10 ? * 6L *)", ["2026-07-31T10:00:00+00:00", "2026-08-28T10:00:00+00:00"]),  # last Friday
+    # nearest weekday to the 4th: Sat 2026-07-04 -> Fri 3rd; Tue 2026-08-04 -> 4th
+    ("cron(0 0 4W * ? *)", ["2026-07-03T00:00:00+00:00", "2026-08-04T00:00:00+00:00"]),
+    # 1st falls on a Saturday in Aug 2026: W never leaves the month, so Monday the 3rd
+    ("cron(0 0 1W 8 ? *)", ["2026-08-03T00:00:00+00:00", "2027-08-02T00:00:00+00:00"]),
+    ("cron(0 0 LW * ? *)", ["2026-07-31T00:00:00+00:00", "2026-08-31T00:00:00+00:00", "2026-09-30T00:00:00+00:00",
+                            "2026-10-30T00:00:00+00:00"]),  # Oct 31 2026 is a Saturday
+    ("cron(30 6 1 1 ? 2028-2029)", ["2028-01-01T06:30:00+00:00", "2029-01-01T06:30:00+00:00"]),  # year field
+]
+
+
+@pytest.mark.parametrize("expr,expected", DOC_VECTORS, ids=[v[0] for v in DOC_VECTORS])
+def test_documented_examples(expr: str, expected: list[str]) -> None:
+    assert fires(expr, "UTC", "2026-07-01T00:00:00+00:00", len(expected)) == expected
+
+
+def test_year_range_ends() -> None:
+    assert fires("cron(0 0 1 1 ? 2027)", "UTC", "2026-07-01T00:00:00+00:00", 5) == ["2027-01-01T00:00:00+00:00"]
+
+
+def test_day_of_week_is_one_for_sunday() -> None:
+    # EventBridge numbers SUN=1 ... SAT=7; Unix cron numbers SUN=0.
+    sunday = datetime(2026, 7, 5, tzinfo=UTC)
+    assert eb_weekday(sunday) == 1 and eb_weekday(sunday + timedelta(days=6)) == 7
+    assert fires("cron(0 12 ? * 1 *)", "UTC", "2026-07-01T00:00:00+00:00", 1) == ["2026-07-05T12:00:00+00:00"]
+    assert fires("cron(0 12 ? * SUN *)", "UTC", "2026-07-01T00:00:00+00:00", 1) == ["2026-07-05T12:00:00+00:00"]
+
+
+# -- daylight saving time ----------------------------------------------------------------------
+def test_new_york_spring_forward_skips_the_missing_time() -> None:
+    # 2026-03-08 02:00 EST -> 03:00 EDT: 02:30 does not exist that day and does not fire.
+    assert fires("cron(30 2 * * ? *)", "America/New_York", "2026-03-07T00:00:00-05:00", 3) == [
+        "2026-03-07T02:30:00-05:00", "2026-03-09T02:30:00-04:00", "2026-03-10T02:30:00-04:00"]
+
+
+def test_new_york_spring_forward_every_half_hour() -> None:
+    assert fires("cron(0/30 * * * ? *)", "America/New_York", "2026-03-08T01:00:00-05:00", 3) == [
+        "2026-03-08T01:30:00-05:00", "2026-03-08T03:00:00-04:00", "2026-03-08T03:30:00-04:00"]
+
+
+def test_new_york_fall_back_fires_a_repeated_time_once() -> None:
+    # 2026-11-01 02:00 EDT -> 01:00 EST: 01:30 happens twice and fires only at the first.
+    got = next_fire_times("cron(30 1 * * ? *)", "America/New_York", datetime(2026, 10, 31, 12, tzinfo=UTC), 3)
+    assert [t.astimezone(UTC).isoformat() for t in got] == [
+        "2026-11-01T05:30:00+00:00", "2026-11-02T06:30:00+00:00", "2026-11-03T06:30:00+00:00"]
+
+
+def test_new_york_fall_back_repeated_hour_runs_once() -> None:
+    got = next_fire_times("cron(0/30 * * * ? *)", "America/New_York", datetime(2026, 11, 1, 4, 15, tzinfo=UTC), 4)
+    # 00:30 EDT, 01:00 EDT, 01:30 EDT, then 02:00 EST: the repeated 01:00-01:59 EST does not fire again.
+    assert [t.astimezone(UTC).strftime("%H:%M") for t in got] == ["04:30", "05:00", "05:30", "07:00"]
+
+
+def test_tokyo_month_end_close() -> None:
+    # Tokyo has no DST; the last day of the month at 23:30 JST, February in a leap year included.
+    assert fires("cron(30 23 L * ? *)", "Asia/Tokyo", "2027-12-15T00:00:00+09:00", 4) == [
+        "2027-12-31T23:30:00+09:00", "2028-01-31T23:30:00+09:00", "2028-02-29T23:30:00+09:00",
+        "2028-03-31T23:30:00+09:00"]
+
+
+def test_rate_counts_from_the_schedule_start() -> None:
+    start = datetime(2026, 7, 1, 0, 7, tzinfo=UTC)
+    got = next_fire_times("rate(15 minutes)", "Asia/Tokyo", datetime(2026, 7, 1, 1, 0, tzinfo=UTC), 2, anchor=start)
+    assert [t.astimezone(UTC).strftime("%H:%M") for t in got] == ["01:07", "01:22"]
+
+
+def test_at_fires_once_in_its_timezone() -> None:
+    got = next_fire_times("at(2026-12-31T23:00:00)", "Asia/Tokyo", datetime(2026, 7, 1, tzinfo=UTC), 3)
+    assert [t.isoformat() for t in got] == ["2026-12-31T23:00:00+09:00"]
+
+
+# -- differential check against cronsim where Unix cron means the same ------------------------
+def _random_expression(rng: random.Random) -> tuple[str, str]:
+    minute = rng.choice(["0", "15", "*/10", "5-20/5", "0,30"])
+    hour = rng.choice(["*", "2", "9-17", "0/6", "1,13"])
+    month = rng.choice(["*", "1-6", "3,9", "JAN", "*/2"])
+    if rng.random() < 0.5:
+        dom = rng.choice(["1", "15", "1-7", "*/10", "28-31"])
+        return f"cron({minute} {hour} {dom} {month} ? *)", f"{minute} {hour} {dom} {month} *"
+    days = rng.sample(range(1, 8), rng.randint(1, 3))
+    eb = ",".join(str(d) for d in sorted(days))
+    unix = ",".join(str(d - 1) for d in sorted(days))
+    return f"cron({minute} {hour} ? {month} {eb} *)", f"{minute} {hour} * {month} {unix}"
+
+
+def test_agrees_with_cronsim_on_unix_compatible_expressions() -> None:
+    rng = random.Random(7)
+    start = datetime(2026, 1, 1, 0, 0)
+    for _ in range(150):
+        eb, unix = _random_expression(rng)
+        ours = [t.replace(tzinfo=None) for t in next_fire_times(eb, "UTC", start.replace(tzinfo=UTC), 12)]
+        it = CronSim(unix, start)
+        theirs = [next(it) for _ in range(12)]
+        assert ours == theirs, (eb, unix)
+
+
+# -- errors a developer gets -------------------------------------------------------------------
+@pytest.mark.parametrize("expr,fragment", [
+    ("0 2 * * 1-5", "cron(0 2 ? * 2-6 *)"),
+    ("cron(0 2 * * *)", "has 5 fields"),
+    ("0 2 * * 0", "cron(0 2 ? * 1 *)"),
+    ("@daily", "cron(0 0 * * ? *)"),
+    ("0 2 1 * 1", "two schedules"),
+    ("cron(0 2 * * * *)", "exactly one of day-of-month"),
+    ("cron(0 2 ? * ? *)", "exactly one of day-of-month"),
+    ("cron(61 2 * * ? *)", "minutes field: 61 is outside 0-59"),
+    ("cron(0 2 ? * 8 *)", "day-of-week field: 8 is outside 1-7"),
+    ("cron(0 2 ? * FRY *)", "not a number"),
+    ("rate(1 minutes)", "rate(1 minute)"),
+    ("rate(5 minute)", "rate(5 minutes)"),
+    ("rate(5 weeks)", "minute(s), hour(s) or day(s)"),
+    ("every day", "not an EventBridge expression"),
+])
+def test_invalid_expressions_say_what_to_write(expr: str, fragment: str) -> None:
+    with pytest.raises(ScheduleError) as err:
+        parse(expr)
+    assert fragment in str(err.value)
+
+
+def test_unix_translation_renumbers_days_exactly() -> None:
+    assert translate_unix_cron("15 3 * * 5-7") == ["cron(15 3 ? * 1,6,7 *)"]
+    assert translate_unix_cron("0 9 * * MON-FRI") == ["cron(0 9 ? * MON-FRI *)"]
+
+
+def test_timezone_typo_gets_a_suggestion() -> None:
+    with pytest.raises(ScheduleError, match="did you mean 'Asia/Tokyo'"):
+        validate_timezone("Asia/Tokio")
+    assert validate_timezone("Europe/Berlin") == ZoneInfo("Europe/Berlin")

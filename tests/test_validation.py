@@ -1,0 +1,139 @@
+"""Bad definitions: every problem reported in one run, one line each naming file, job and
+field; exit status 2; and the compiler's output directory left exactly as it was."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from conftest import Repo, minimal_job
+
+
+def snapshot(directory: Path) -> dict[str, str]:
+    if not directory.exists():
+        return {}
+    return {str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def compiled_repo(repo: Repo) -> Repo:
+    """A repo with a good job already compiled, so we can prove a failed compile changes nothing."""
+    repo.write("jobs/billing/nightly.jsonnet", minimal_job())
+    assert repo.cli("compile").exit_code == 0
+    return repo
+
+
+BAD = {
+    "syntax": ("""\
+        local jp = import 'jobplane.libsonnet';
+        {
+          name: 'broken',
+          team: 'billing'
+          steps: [],
+        }
+        """, [("jobs/billing/bad.jsonnet", "Jsonnet syntax error", "line 5")]),
+    "unknown field": ("""\
+        local jp = import 'jobplane.libsonnet';
+        { name: 'typo', team: 'billing', shedule: jp.daily('02:00'),
+          steps: [jp.python('run', 'm:f') + { retyr: jp.retry(2) }] }
+        """, [("job 'typo'", "shedule: unknown field (did you mean 'schedule'?)"),
+              ("job 'typo'", "steps[0].retyr: unknown field (did you mean 'retry'?)")]),
+    "missing field": ("""\
+        { name: 'no-team', steps: [{ name: 'run', python: 'm:f' }] }
+        """, [("job 'no-team'", "team: required field is missing")]),
+    "duplicate steps": ("""\
+        local jp = import 'jobplane.libsonnet';
+        { name: 'dup-steps', team: 'billing',
+          steps: [jp.python('load', 'm:f'), jp.parallel('both', [jp.python('load', 'm:g'), jp.python('x', 'm:h')])] }
+        """, [("job 'dup-steps'", "steps: ", "step name 'load' is used twice, at steps[0] and steps[1].parallel[0]")]),
+    "bad cron": ("""\
+        { name: 'bad-cron', team: 'billing', schedule: 'cron(0 25 * * ? *)', steps: [{ name: 'a', python: 'm:f' }] }
+        """, [("job 'bad-cron'", "schedule", "hours field: 25 is outside 0-23")]),
+    "bad rate": ("""\
+        { name: 'bad-rate', team: 'billing', schedule: 'rate(0 minutes)', steps: [{ name: 'a', python: 'm:f' }] }
+        """, [("job 'bad-rate'", "schedule", "at least 1")]),
+    "unix cron": ("""\
+        { name: 'unix-cron', team: 'billing', schedule: '30 2 * * 1-5', steps: [{ name: 'a', python: 'm:f' }] }
+        """, [("job 'unix-cron'", "schedule", "cron(30 2 ? * 2-6 *)")]),
+    "timezone": ("""\
+        { name: 'bad-tz', team: 'billing', timezone: 'Asia/Tokio', steps: [{ name: 'a', python: 'm:f' }] }
+        """, [("job 'bad-tz'", "timezone", "did you mean 'Asia/Tokyo'")]),
+    "policy": ("""\
+        { name: 'bad-policy', team: 'billing', policy: 'SKIP_IF_RUNING', steps: [{ name: 'a', python: 'm:f' }] }
+        """, [("job 'bad-policy'", "policy", "did you mean 'SKIP_IF_RUNNING'")]),
+    "empty steps": ("""\
+        { name: 'no-steps', team: 'billing', steps: [] }
+        """, [("job 'no-steps'", "steps", "at least one step")]),
+    "name too long": ("""\
+        { name: 'reconcile-every-payment-provider-settlement-file-for-all-regions', team: 'billing',
+          schedule: 'rate(1 hour)', steps: [{ name: 'a', python: 'm:f' }] }
+        """, [("name", "too long: the schedule name", "AWS allows 64"),
+              ("name", "IAM role name 'jobplane-reconcile-every-payment-provider-settlement-file-for-all-regions-sfn'")]),
+    "python target": ("""\
+        { name: 'bad-target', team: 'billing', steps: [{ name: 'a', python: 'billing.reports.daily' }] }
+        """, [("job 'bad-target'", "steps[0].python", "not of the form 'package.module:function'")]),
+    "plain secret": ("""\
+        { name: 'leaky', team: 'billing',
+          steps: [{ name: 'a', python: 'm:f', secrets: { DB_PASSWORD: 'hunter2' }, env: { API_TOKEN: 'abc' } }] }
+        """, [("job 'leaky'", "steps[0].secrets", "'DB_PASSWORD' is given as a plain value"),
+              ("job 'leaky'", "steps[0].env", "'API_TOKEN' looks like a secret")]),
+    "unknown team": ("""\
+        { name: 'orphan', team: 'biling', steps: [{ name: 'a', python: 'm:f' }] }
+        """, [("job 'orphan'", "team", "did you mean 'billing'")]),
+    "two kinds": ("""\
+        { name: 'two-kinds', team: 'billing', steps: [{ name: 'a', python: 'm:f', shell: ['true'] }] }
+        """, [("job 'two-kinds'", "steps[0]", "exactly one of python, celery, django, shell, parallel (found python, shell)")]),
+    "fargate size": ("""\
+        { name: 'too-small', team: 'billing', steps: [{ name: 'a', python: 'm:f', cpu: 256, memory: 4096 }] }
+        """, [("job 'too-small'", "steps[0]", "memory 4096 does not fit cpu 256")]),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD), ids=list(BAD))
+def test_bad_definition_is_reported_and_nothing_written(compiled_repo: Repo, case: str) -> None:
+    text, expected = BAD[case]
+    compiled_repo.write("jobs/billing/bad.jsonnet", text)
+    before = snapshot(compiled_repo.out)
+    result = compiled_repo.cli("compile")
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    problems = lines[:-1]
+    assert lines[-1].endswith("nothing was written.")
+    for fragments in expected:
+        matching = [line for line in problems if all(f in line for f in fragments)]
+        assert matching, f"no line with {fragments} in:\n{result.stderr}"
+    assert all(line.startswith("jobs/billing/bad.jsonnet: ") for line in problems)
+    assert snapshot(compiled_repo.out) == before
+
+
+def test_every_problem_in_every_file_in_one_run(compiled_repo: Repo) -> None:
+    compiled_repo.write("jobs/billing/one.jsonnet", BAD["policy"][0])
+    compiled_repo.write("jobs/growth/two.jsonnet", BAD["timezone"][0].replace("'billing'", "'growth'"))
+    compiled_repo.write("jobs/growth/three.jsonnet", BAD["syntax"][0])
+    compiled_repo.write("jobs/platform/copy.jsonnet", minimal_job("nightly"))  # same name as billing/nightly
+    result = compiled_repo.cli("validate")
+    assert result.exit_code == 2
+    err = result.stderr
+    assert "jobs/billing/one.jsonnet: job 'bad-policy': policy:" in err
+    assert "jobs/growth/two.jsonnet: job 'bad-tz': timezone:" in err
+    assert "jobs/growth/three.jsonnet: Jsonnet syntax error" in err
+    assert "jobs/platform/copy.jsonnet: job 'nightly': name: job name is already used in jobs/billing/nightly.jsonnet" in err
+    assert err.strip().splitlines()[-1] == "4 problems found; nothing was written."
+
+
+def test_a_list_of_jobs_in_one_file(repo: Repo) -> None:
+    body = [minimal_job(n).split("\n", 1)[1] for n in ("first", "second")]  # drop the import line
+    repo.write("jobs/billing/pair.jsonnet", "local jp = import 'jobplane.libsonnet';\n[%s, %s]" % tuple(body))
+    result = repo.cli("validate")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.startswith("2 jobs valid")
+
+
+def test_examples_are_valid(repo: Repo) -> None:
+    repo.copy_examples()
+    result = repo.cli("validate")
+    assert result.exit_code == 0, result.stderr
+    assert "jobs valid (billing, growth, platform)" in result.stdout
