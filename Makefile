@@ -12,11 +12,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	touch $(STAMP)
 
-## dev: the main job. For now: validate and compile jobs/, then show the plan of what changes.
+## dev: the main job. For now: validate jobs/, say what changes, then compile it.
+## (`jobplane dev`, the whole platform on one machine, replaces this once it exists.)
 dev: $(STAMP)
 	$(BIN)/jobplane validate
-	$(BIN)/jobplane compile
 	$(BIN)/jobplane plan
+	$(BIN)/jobplane compile
 
 ## test: the whole test suite, in parallel.
 test: $(STAMP)

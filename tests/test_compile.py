@@ -249,3 +249,12 @@ def test_init_scaffolds_a_valid_job(repo: Repo) -> None:
     assert (repo.path / "jobs/billing/invoice-reminders.jsonnet").exists()
     assert repo.cli("validate").exit_code == 0
     assert repo.cli("init", "billing/invoice-reminders").exit_code == 1
+
+
+def test_every_example_parses_with_the_interpreter_that_runs_it(examples: dict[str, str]) -> None:
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+
+    local = {n: "arn:aws:states:us-east-1:123456789012:placeholder" for n in bindings.NAMES}
+    for path, text in examples.items():
+        if path.startswith("asl/"):
+            AmazonStateLanguageParser.parse(bindings.bind(text, local))

@@ -33,16 +33,12 @@ from jobplane.platform import datamodel as dm
 from jobplane.platform import runner_contract as rc
 from jobplane.platform.statuses import Event, ExecutionStatus, SkipReason, Trigger
 
-DDB_RETRY = {
-    "ErrorEquals": [
-        "DynamoDB.ProvisionedThroughputExceededException", "DynamoDB.ThrottlingException",
-        "DynamoDB.InternalServerErrorException", "DynamoDB.RequestLimitExceeded",
-        "DynamoDB.AmazonDynamoDBException",
-        "DynamoDb.ProvisionedThroughputExceededException", "DynamoDb.ThrottlingException",
-        "DynamoDb.InternalServerErrorException", "DynamoDb.RequestLimitExceededException",
-    ],
-    "IntervalSeconds": 1, "MaxAttempts": 5, "BackoffRate": 2.0, "MaxDelaySeconds": 20, "JitterStrategy": "FULL",
-}
+_TRANSIENT = ("ProvisionedThroughputExceededException", "ThrottlingException", "InternalServerErrorException",
+              "RequestLimitExceeded")
+_BACKOFF = {"IntervalSeconds": 1, "MaxAttempts": 5, "BackoffRate": 2.0, "MaxDelaySeconds": 20, "JitterStrategy": "FULL"}
+# The optimised DynamoDB integration names errors "DynamoDB.X"; the aws-sdk one "DynamoDb.X".
+DDB_RETRY = {"ErrorEquals": [f"DynamoDB.{e}" for e in _TRANSIENT] + ["DynamoDB.AmazonDynamoDBException"], **_BACKOFF}
+SDK_DDB_RETRY = {"ErrorEquals": [f"DynamoDb.{e}" for e in _TRANSIENT], **_BACKOFF}
 ECS_INFRA_RETRY = {
     # Launch failures, capacity and throttling: not the step's fault, retried with backoff.
     "ErrorEquals": ["ECS.AmazonECSException", "ECS.ServerException", "ECS.ThrottlingException",
@@ -383,7 +379,7 @@ class _Builder:
             ]},
             "ResultSelector": {"status": status.value, "step": step},
             "ResultPath": "$.outcome",
-            "Retry": [DDB_RETRY],
+            "Retry": [SDK_DDB_RETRY],
         }
         if succeeded:
             state["End"] = True
@@ -549,8 +545,9 @@ def build_definition(job: Job, prefix: str) -> dict[str, Any]:
 
 
 def render(definition: dict[str, Any]) -> str:
-    """Deterministic bytes: same job, same output (sorted keys, fixed separators)."""
-    return json.dumps(definition, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
+    """Deterministic, compact bytes: the very string deployed (after binding), so its size is
+    what counts against the 1 MB definition quota. ``jq .`` or the portal show it indented."""
+    return json.dumps(definition, separators=(",", ":"), ensure_ascii=False)
 
 
 def compile_job(job: Job, prefix: str) -> str:

@@ -1,0 +1,103 @@
+"""`jobplane next` and `jobplane plan` as a developer reads them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import Repo, minimal_job
+
+NY_JOB = """\
+local jp = import 'jobplane.libsonnet';
+{ name: 'ny-report', team: 'growth', timezone: 'America/New_York', schedule: jp.daily('02:30'),
+  steps: [jp.python('run', 'm:f')] }
+"""
+
+
+def test_next_shows_local_times_and_skips_the_dst_gap(repo: Repo) -> None:
+    repo.write("jobs/growth/ny.jsonnet", NY_JOB)
+    result = repo.cli("next", "ny-report", "-n", "3", "--after", "2026-03-07T00:00:00-05:00")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [
+        "ny-report (America/New_York)",
+        "  cron(30 2 * * ? *)",
+        "    2026-03-07 Sat 02:30 EST  (2026-03-07 07:30 UTC)",
+        "    2026-03-09 Mon 02:30 EDT  (2026-03-09 06:30 UTC)",
+        "    2026-03-10 Tue 02:30 EDT  (2026-03-10 06:30 UTC)",
+    ]
+
+
+def test_next_for_the_month_end_example(repo: Repo) -> None:
+    repo.copy_examples()
+    result = repo.cli("next", "month-end-close", "-n", "3", "--after", "2028-01-15T00:00:00+09:00")
+    assert "    2028-01-31 Mon 23:30 JST  (2028-01-31 14:30 UTC)" in result.stdout
+    assert "    2028-02-29 Tue 23:30 JST  (2028-02-29 14:30 UTC)" in result.stdout
+
+
+def test_next_explains_manual_and_paused_jobs_and_typos(repo: Repo) -> None:
+    repo.copy_examples()
+    assert "runs only when started by hand" in repo.cli("next", "backfill-search-index").stdout
+    assert "schedule DISABLED" in repo.cli("next", "rotate-audit-archives").stdout
+    typo = repo.cli("next", "month-end-closing")
+    assert typo.exit_code == 1 and "did you mean 'month-end-close'" in typo.output
+
+
+def test_plan_says_in_words_what_changes(repo: Repo) -> None:
+    repo.copy_examples()
+    assert repo.cli("compile").exit_code == 0
+    assert repo.cli("plan", "--exit-code").stdout.startswith("No changes.")
+
+    daily = repo.path / "jobs/billing/daily-sales-report.jsonnet"
+    text = daily.read_text()
+    text = text.replace("jp.daily('02:00')", "jp.daily('03:30')")
+    text = text.replace("policy: jp.policy.SKIP_IF_RUNNING", "policy: jp.policy.SKIP_IF_RUNNING_OR_FAILED")
+    text = text.replace("opts={ retry: jp.retry(3, '1m'), timeout: '30m' }",
+                        "opts={ retry: jp.retry(5, '1m'), timeout: '30m', secrets: { "
+                        "WAREHOUSE_PASSWORD: 'arn:aws:secretsmanager:ap-northeast-1:123456789012:secret:wh' } }")
+    text = text.replace("  ],\n  notify", "    jp.shell('archive', ['gzip', '-k', 'report.csv']),\n  ],\n  notify")
+    daily.write_text(text)
+    (repo.path / "jobs/growth/weekly-cohort-export.jsonnet").unlink()
+    repo.write("jobs/growth/new.jsonnet", minimal_job("ad-spend-import").replace("'billing'", "'growth'"))
+
+    result = repo.cli("plan", "--exit-code")
+    assert result.exit_code == 2
+    out = result.stdout
+    assert out.splitlines()[0] == "Plan: 1 to add, 1 to change, 1 to remove."
+    assert "+ ad-spend-import (new job of team growth, jobs/growth/new.jsonnet)" in out
+    assert "- weekly-cohort-export (removed" in out
+    assert "~ daily-sales-report" in out
+    assert "    schedule: cron(0 2 * * ? *) (Asia/Tokyo) -> cron(30 3 * * ? *) (Asia/Tokyo)" in out
+    next_line = next(line for line in out.splitlines() if line.strip().startswith("cron(30 3 * * ? *): next"))
+    assert next_line.count("03:30 JST") == 3
+    assert "    policy: SKIP_IF_RUNNING -> SKIP_IF_RUNNING_OR_FAILED" in out
+    assert "    step added: archive (shell gzip -k report.csv)" in out
+    assert "    step extract-orders: retry attempts 3 -> 5" in out
+    assert "    step extract-orders: secrets added WAREHOUSE_PASSWORD" in out
+    assert ("    IAM daily_sales_report_exec: + secretsmanager:GetSecretValue on "
+            "arn:aws:secretsmanager:ap-northeast-1:123456789012:secret:wh") in out
+    # compiling makes the plan empty again
+    assert repo.cli("compile").exit_code == 0
+    assert repo.cli("plan", "--exit-code").exit_code == 0
+
+
+def test_plan_against_a_git_ref(repo: Repo) -> None:
+    repo.write("jobs/billing/nightly.jsonnet", minimal_job())
+    git = ["git", "-C", str(repo.path), "-c", "user.email=t@example.com", "-c", "user.name=t"]
+    subprocess.run(git + ["init", "-q"], check=True)
+    subprocess.run(git + ["add", "-A"], check=True)
+    subprocess.run(git + ["commit", "-qm", "base"], check=True)
+    repo.write("jobs/billing/nightly.jsonnet", minimal_job(policy="ALWAYS_RUN"))
+    result = repo.cli("plan", "--against-ref", "HEAD")
+    assert result.exit_code == 0, result.output
+    assert "~ nightly" in result.stdout and "policy: SKIP_IF_RUNNING -> ALWAYS_RUN" in result.stdout
+    bad = repo.cli("plan", "--against-ref", "no-such-ref")
+    assert bad.exit_code == 1 and "git archive no-such-ref failed" in bad.output
+
+
+def test_console_script_help_lists_every_command() -> None:
+    script = Path(sys.executable).parent / "jobplane"
+    out = subprocess.run([str(script), "--help"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    for command in ("validate", "compile", "plan", "next", "schema", "init"):
+        assert f"  {command} " in out.stdout
