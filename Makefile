@@ -26,10 +26,19 @@ test: $(STAMP)
 compile: $(STAMP)
 	$(BIN)/jobplane compile
 
-## tfcheck: offline terraform validate + ASL lint + checkov of the base module with the compiled jobs.
+## tfcheck: offline terraform validate + ASL lint + checkov, for the compiled jobs (with the base
+## module they use) and for the base module alone. Fails on any checkov finding not fixed or
+## skipped with a reason (inline #checkov:skip in terraform/platform).
+TFCHECK := ../shared/tools/tfcheck
 tfcheck: compile
-	../shared/tools/tfcheck/setup.sh
-	../shared/tools/tfcheck/validate.py --tree terraform terraform/jobs
+	$(TFCHECK)/setup.sh
+	@set -e; for root in terraform/jobs terraform/platform; do \
+	  echo "== tfcheck $$root"; \
+	  out=$$($(TFCHECK)/validate.py --tree terraform $$root) || { echo "$$out"; exit 1; }; \
+	  echo "$$out"; \
+	  echo "$$out" | tail -n 1 | grep -q "checkov_failed=0 checkov_parse_errors=0" || \
+	    { echo "tfcheck: fix or skip (with a reason) every checkov finding in $$root"; exit 1; }; \
+	done
 
 bench: $(STAMP)
 	$(BIN)/python bench/compile.py
