@@ -184,3 +184,23 @@ def test_unknown_resume_from_fails_instead_of_running_everything(aws: LocalAWS) 
     assert ex.states_entered[:3] == ["Claim", "Route", "Unknown resume_from"]
     assert ex.status == "FAILED"
     assert execution_record(aws, ex.arn)["failed_step"]["S"] == "no-such-step"
+
+
+def test_steps_get_a_w3c_traceparent_shared_by_the_run(aws: LocalAWS) -> None:
+    import re
+
+    job = Job.model_validate({"name": "traced", "team": "billing", "steps": [{"name": "a", "python": "m:f"}]})
+    task = asl.build_definition(job, aws.prefix)["States"]["a"]
+    env = task["Parameters"]["Overrides"]["ContainerOverrides"][0]["Environment"]
+    expression = next(e["Value.$"] for e in env if e["Name"] == "TRACEPARENT")
+    probe = {"StartAt": "a", "States": {
+        "a": {"Type": "Pass", "Parameters": {"tp.$": expression}, "ResultPath": "$.first", "Next": "b"},
+        "b": {"Type": "Pass", "Parameters": {"tp.$": expression}, "ResultPath": "$.second", "End": True}}}
+    sfn = aws.client("stepfunctions")
+    arn = sfn.create_state_machine(name="traceparent-probe", definition=json.dumps(probe),
+                                   roleArn=aws.resources["role_arn"])["stateMachineArn"]
+    out = aws.wait(sfn.start_execution(stateMachineArn=arn, name="p")["executionArn"]).output
+    first, second = out["first"]["tp"], out["second"]["tp"]
+    assert re.fullmatch(r"00-[0-9a-f]{32}-[0-9a-f]{16}-01", first), first
+    assert first.split("-")[1] == second.split("-")[1]  # one trace per run
+    assert first.split("-")[2] != second.split("-")[2]  # a span per step

@@ -197,10 +197,11 @@ class _Builder:
             {"Name": rc.ENV_SCHEDULED_TIME, "Value.$": "$.scheduled_time"},
             {"Name": rc.ENV_TRIGGER, "Value.$": "$.trigger"},
             {"Name": rc.ENV_PARAMS, "Value.$": "States.JsonToString($.params)"},
-            # W3C trace context: trace id from the execution, so every step of a run shares it.
+            # W3C trace context: the trace id is the MD5 of the execution ARN (32 hex, shared by
+            # every step of the run); the parent id is 16 hex from a fresh UUID's last group.
             {"Name": rc.ENV_TRACEPARENT,
-             "Value.$": "States.Format('00-{}-{}-01', States.ArrayGetItem(States.StringSplit(States.Hash($$.Execution.Id, 'MD5'), ' '), 0), "
-                        "States.ArrayGetItem(States.StringSplit(States.Hash($$.State.EnteredTime, 'MD5'), ' '), 0))"},
+             "Value.$": "States.Format('00-{}-0000{}-01', States.Hash($$.Execution.Id, 'MD5'), "
+                        "States.ArrayGetItem(States.StringSplit(States.UUID(), '-'), 4))"},
         ]
         env += [{"Name": k, "Value": v} for k, v in sorted(step.env.items())]
         return env
