@@ -42,6 +42,7 @@ tfcheck: compile
 
 bench: $(STAMP)
 	$(BIN)/python bench/compile.py
+	$(BIN)/python bench/runner_start.py
 
 clean:
 	rm -rf $(VENV) build terraform/jobs .pytest_cache

@@ -1,0 +1,104 @@
+"""What the runner knows about the run it serves, read from the environment the compiled state
+machine sets (jobplane.platform.runner_contract)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from jobplane.platform import runner_contract as rc
+
+
+class ContractError(Exception):
+    """The environment does not carry what the contract promises: a permanent failure."""
+
+
+@dataclass(frozen=True)
+class TraceContext:
+    """W3C trace context: the runner continues the run's trace with a span of its own."""
+
+    trace_id: str
+    span_id: str
+    parent_id: str | None
+    flags: str = "01"
+
+    @classmethod
+    def continue_from(cls, traceparent: str | None) -> TraceContext:
+        parts = (traceparent or "").strip().split("-")
+        valid = (len(parts) == 4 and parts[0] == "00" and len(parts[1]) == 32 and len(parts[2]) == 16
+                 and _hex(parts[1]) and _hex(parts[2]) and set(parts[1]) != {"0"})
+        if valid:
+            return cls(parts[1], secrets.token_hex(8), parts[2], parts[3])
+        return cls(secrets.token_hex(16), secrets.token_hex(8), None)
+
+    @property
+    def traceparent(self) -> str:
+        """For children (a shell step, outgoing calls): this runner's span is their parent."""
+        return f"00-{self.trace_id}-{self.span_id}-{self.flags}"
+
+
+def _hex(s: str) -> bool:
+    return all(c in "0123456789abcdef" for c in s)
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """Passed to a python step whose function has a ``context`` parameter."""
+
+    job: str
+    team: str
+    step: str
+    execution_id: str
+    scheduled_time: str
+    trigger: str
+    attempt: int
+    params: dict[str, Any]
+    target: dict[str, Any]
+    trace: TraceContext
+    logger: logging.Logger = field(default_factory=lambda: logging.getLogger("jobplane.step"), compare=False)
+
+    @property
+    def traceparent(self) -> str:
+        return self.trace.traceparent
+
+
+def _json(env: Mapping[str, str], name: str, default: Any) -> Any:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise ContractError(f"{name} is not valid JSON: {e}") from None
+
+
+def from_environment(kind: str, env: Mapping[str, str] | None = None) -> RunContext:
+    env = os.environ if env is None else env
+    target = _json(env, rc.ENV_TARGET, None)
+    if not isinstance(target, dict):
+        raise ContractError(f"{rc.ENV_TARGET} must hold the step's target as a JSON object")
+    if target.get("kind") != kind:
+        raise ContractError(f"the command says {kind!r} but {rc.ENV_TARGET} says {target.get('kind')!r}")
+    params = _json(env, rc.ENV_PARAMS, {})
+    if not isinstance(params, dict):
+        raise ContractError(f"{rc.ENV_PARAMS} must be a JSON object")
+    try:
+        attempt = int(env.get(rc.ENV_ATTEMPT, "1"))
+    except ValueError:
+        raise ContractError(f"{rc.ENV_ATTEMPT} must be a whole number") from None
+    return RunContext(
+        job=env.get(rc.ENV_JOB, ""),
+        team=env.get(rc.ENV_TEAM, ""),
+        step=env.get(rc.ENV_STEP, ""),
+        execution_id=env.get(rc.ENV_EXECUTION_ID, ""),
+        scheduled_time=env.get(rc.ENV_SCHEDULED_TIME, ""),
+        trigger=env.get(rc.ENV_TRIGGER, ""),
+        attempt=attempt,
+        params=params,
+        target=target,
+        trace=TraceContext.continue_from(env.get(rc.ENV_TRACEPARENT)),
+    )

@@ -1,0 +1,108 @@
+"""Structured JSON logs on stdout: one object per line with the run's identity on every line,
+the user's own logging and prints included, and nothing that looks like a secret."""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import re
+import sys
+import traceback
+from datetime import datetime, timezone
+from typing import Any, Mapping
+
+from pythonjsonlogger.json import JsonFormatter
+
+from jobplane.platform.runner_contract import ENV_PARAMS, ENV_TARGET
+
+#: Environment variable names whose values are never printed.
+SECRET_NAME = re.compile(r"(PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|PRIVATE_?KEY|CREDENTIAL|SESSION_?KEY|DSN|AUTH)", re.I)
+REDACTED = "[redacted]"
+MIN_SECRET_LENGTH = 4  # shorter values would redact ordinary words
+
+
+def secret_values(env: Mapping[str, str]) -> list[str]:
+    """Values of secret-looking variables, longest first (so overlapping values redact whole)."""
+    values = {v for k, v in env.items() if SECRET_NAME.search(k) and len(v) >= MIN_SECRET_LENGTH
+              and k not in (ENV_TARGET, ENV_PARAMS)}
+    return sorted(values, key=len, reverse=True)
+
+
+class RunFormatter(JsonFormatter):
+    """JSON lines with time, level, message and the run's fields; secret values replaced."""
+
+    def __init__(self, fields: dict[str, Any], secrets: list[str]):
+        super().__init__(reserved_attrs=[*_RESERVED, "run_fields"], json_ensure_ascii=False)
+        self.fields = fields
+        self.secrets = secrets
+        # A secret also appears JSON-escaped inside the serialised line.
+        import json
+
+        self._patterns = [re.escape(s) for s in secrets] + [re.escape(json.dumps(s)[1:-1]) for s in secrets]
+        self._secret_re = re.compile("|".join(self._patterns)) if self._patterns else None
+
+    def add_fields(self, log_record: dict[str, Any], record: logging.LogRecord, message_dict: dict[str, Any]) -> None:
+        log_record["time"] = datetime.fromtimestamp(record.created, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        log_record["level"] = record.levelname.lower()
+        log_record["logger"] = record.name
+        log_record.update(self.fields)
+        super().add_fields(log_record, record, message_dict)
+        log_record.pop("exc_info", None)
+        if record.exc_info and record.exc_info[0] is not None:
+            log_record["error_type"] = record.exc_info[0].__name__
+            log_record["traceback"] = "".join(traceback.format_exception(*record.exc_info)).rstrip()
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = super().format(record)
+        if self._secret_re is not None:
+            line = self._secret_re.sub(REDACTED, line)
+        return line
+
+
+_RESERVED = [
+    "args", "asctime", "created", "exc_text", "filename", "funcName", "levelname", "levelno", "lineno",
+    "module", "msecs", "msg", "name", "pathname", "process", "processName", "relativeCreated",
+    "stack_info", "thread", "threadName", "taskName",
+]
+
+
+class LineLogger(io.TextIOBase):
+    """A file-like that turns each written line into a log record (for print() in user code)."""
+
+    def __init__(self, logger: logging.Logger, level: int, stream: str):
+        self.logger, self.level, self.stream = logger, level, stream
+        self._buffer = ""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self._buffer += text
+        while "\n" in self._buffer:
+            line, self._buffer = self._buffer.split("\n", 1)
+            self.logger.log(self.level, line, extra={"stream": self.stream})
+        return len(text)
+
+    def flush(self) -> None:
+        if self._buffer:
+            line, self._buffer = self._buffer, ""
+            self.logger.log(self.level, line, extra={"stream": self.stream})
+
+
+def configure(fields: dict[str, Any], env: Mapping[str, str] | None = None) -> logging.Logger:
+    """Route every log record and every print through one JSON handler on the real stdout."""
+    env = os.environ if env is None else env
+    out = sys.__stdout__
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(RunFormatter(fields, secret_values(env)))
+    root = logging.getLogger()
+    for h in list(root.handlers):
+        root.removeHandler(h)
+    root.addHandler(handler)
+    root.setLevel(os.environ.get("JOBPLANE_LOG_LEVEL", "INFO").upper())
+    logging.captureWarnings(True)
+    output = logging.getLogger("jobplane.output")
+    sys.stdout = LineLogger(output, logging.INFO, "stdout")  # type: ignore[assignment]
+    sys.stderr = LineLogger(output, logging.WARNING, "stderr")  # type: ignore[assignment]
+    return logging.getLogger("jobplane.runner")

@@ -1,0 +1,113 @@
+"""``jobplane-runner``: the container entrypoint of every step.
+
+Kept to the standard library plus python-json-logger so that it starts fast inside an
+application image (``pip install --no-deps jobplane python-json-logger`` is enough).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from types import FrameType
+from typing import NoReturn
+
+from jobplane.platform import runner_contract as rc
+from jobplane.runner import logs, targets
+from jobplane.runner.context import ContractError, RunContext, from_environment
+
+KINDS = ("python", "celery", "django", "shell")
+
+
+class Terminated(BaseException):
+    """Raised in the main thread on SIGTERM; a BaseException so ``except Exception`` in user
+    code cannot swallow the stop request."""
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    grace = float(os.environ.get(targets.ENV_STOP_GRACE, "10"))
+    # If user code sits in a C call that never returns to Python, leave anyway before ECS's SIGKILL.
+    watchdog = threading.Timer(grace + 5, lambda: os._exit(rc.EXIT_TERMINATED))
+    watchdog.daemon = True
+    watchdog.start()
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one stop request is enough
+    raise Terminated()
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="jobplane-runner",
+        description="Run one step of a jobplane job inline. The step's target and the run's "
+                    "identity come from the environment set by the compiled state machine "
+                    "(docs/runner-contract.md).",
+        epilog=f"Exit codes: {rc.EXIT_OK} success, {rc.EXIT_RETRYABLE} retryable failure (an exception "
+               f"from user code), {rc.EXIT_PERMANENT} permanent failure (never retried), "
+               f"{rc.EXIT_TERMINATED} stopped by SIGTERM; a shell step's own status is passed through.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run the step described by JOBPLANE_TARGET")
+    run.add_argument("kind", choices=KINDS)
+    return parser.parse_args(argv)
+
+
+def run(kind: str, ctx: RunContext, log: logging.Logger) -> int:
+    started = time.monotonic()
+    log.info("step started", extra={"kind": kind, "target": ctx.target.get("target") or ctx.target.get("argv")})
+    try:
+        if kind == "python":
+            targets.run_python(ctx)
+        elif kind == "celery":
+            targets.run_celery(ctx)
+        elif kind == "django":
+            targets.run_django(ctx)
+        else:
+            targets.run_shell(ctx, log)
+    except Terminated:
+        log.warning("stopped by SIGTERM", extra={"duration": _since(started)})
+        return rc.EXIT_TERMINATED
+    except targets.PermanentError as e:
+        log.error("step cannot run: %s", e, extra={"duration": _since(started), "error_type": "PermanentError",
+                                                    "retryable": False})
+        return rc.EXIT_PERMANENT
+    except targets.ExitCode as e:
+        log.error("command exited with status %d", e.code, extra={"duration": _since(started), "exit_code": e.code,
+                                                                  "retryable": rc.is_retryable(e.code)})
+        return e.code
+    except Exception:
+        log.exception("step failed", extra={"duration": _since(started), "retryable": True})
+        return rc.EXIT_RETRYABLE
+    log.info("step succeeded", extra={"duration": _since(started)})
+    return rc.EXIT_OK
+
+
+def _since(started: float) -> float:
+    return round(time.monotonic() - started, 3)
+
+
+def main(argv: list[str] | None = None) -> NoReturn:
+    args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        ctx = from_environment(args.kind)
+    except ContractError as e:
+        logs.configure({}).error("bad runner environment: %s", e, extra={"error_type": "ContractError"})
+        sys.exit(rc.EXIT_PERMANENT)
+    fields = {"job": ctx.job, "step": ctx.step, "execution_id": ctx.execution_id, "attempt": ctx.attempt,
+              "trace_id": ctx.trace.trace_id, "span_id": ctx.trace.span_id}
+    log = logs.configure(fields)
+    try:
+        code = run(args.kind, ctx, log)
+    except Terminated:  # SIGTERM between steps of our own bookkeeping
+        log.warning("stopped by SIGTERM")
+        code = rc.EXIT_TERMINATED
+    sys.stdout.flush()
+    sys.stderr.flush()
+    logging.shutdown()
+    sys.exit(code)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

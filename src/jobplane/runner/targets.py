@@ -1,0 +1,172 @@
+"""Resolve a step's target and run it inline, in this process (a shell step as a child).
+
+A failure to *find or call* the target (missing module, unknown task or command, arguments that
+do not fit the signature, bad settings) is :class:`PermanentError`: retrying cannot fix it. An
+exception raised by the user's own code is retryable.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import logging
+import os
+import signal
+import subprocess
+import threading
+from typing import Any, Callable
+
+from jobplane.runner.context import RunContext
+
+
+class PermanentError(Exception):
+    """The target cannot be run as defined; the state machine must not retry."""
+
+
+class ExitCode(Exception):
+    """A shell step's own exit status, passed through."""
+
+    def __init__(self, code: int):
+        super().__init__(f"exit status {code}")
+        self.code = code
+
+
+ENV_CELERY_APP = "JOBPLANE_CELERY_APP"  # "package.module:app", like `celery -A`
+ENV_STOP_GRACE = "JOBPLANE_STOP_GRACE_SECONDS"
+
+
+def import_object(spec: str) -> Any:
+    module_name, _, attr_path = spec.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as e:
+        raise PermanentError(f"cannot import {module_name!r}: {e}") from e
+    for attr in attr_path.split("."):
+        try:
+            obj = getattr(obj, attr)
+        except AttributeError:
+            raise PermanentError(f"{module_name!r} has no attribute {attr_path!r}") from None
+    return obj
+
+
+def call_arguments(fn: Callable[..., Any], kwargs: dict[str, Any], ctx: RunContext,
+                   args: list[Any] | None = None) -> tuple[list[Any], dict[str, Any]]:
+    """The step's kwargs with run params laid over them, for the parameters ``fn`` takes.
+
+    Params are job-wide, so a step only receives those its function names (or all of them if it
+    takes ``**kwargs``); a ``context`` parameter receives the RunContext. Arguments that cannot
+    bind are a permanent error, raised before any user code runs.
+    """
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return list(args or []), {**kwargs, **ctx.params}
+    accepts_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values())
+    merged = dict(kwargs)
+    for name, value in ctx.params.items():
+        if accepts_any or name in sig.parameters:
+            merged[name] = value
+    if "context" in sig.parameters:
+        merged["context"] = ctx
+    try:
+        sig.bind(*(args or []), **merged)
+    except TypeError as e:
+        raise PermanentError(f"arguments do not fit {getattr(fn, '__qualname__', fn)}{sig}: {e}") from None
+    return list(args or []), merged
+
+
+def run_python(ctx: RunContext) -> Any:
+    fn = import_object(ctx.target["target"])
+    if not callable(fn):
+        raise PermanentError(f"{ctx.target['target']!r} is not callable")
+    args, kwargs = call_arguments(fn, ctx.target.get("kwargs", {}), ctx)
+    return fn(*args, **kwargs)
+
+
+def run_celery(ctx: RunContext) -> Any:
+    app_spec = os.environ.get(ENV_CELERY_APP)
+    if not app_spec:
+        raise PermanentError(f"{ENV_CELERY_APP} must name the Celery app, e.g. 'myproject.celery:app'")
+    app = import_object(app_spec if ":" in app_spec else f"{app_spec}:app")
+    app.loader.import_default_modules()
+    name = ctx.target["target"]
+    try:
+        task = app.tasks[name]
+    except KeyError:
+        known = sorted(t for t in app.tasks if not t.startswith("celery."))
+        raise PermanentError(f"Celery task {name!r} is not registered (known: {', '.join(known) or 'none'})") from None
+    args, kwargs = call_arguments(task.run, ctx.target.get("kwargs", {}), ctx, ctx.target.get("args", []))
+    # Executed eagerly in this process, like Sidekiq's perform_inline: no broker, exceptions propagate.
+    result = task.apply(args=args, kwargs=kwargs, throw=True)
+    return result.get(disable_sync_subtasks=False) if result is not None else None
+
+
+def run_django(ctx: RunContext) -> Any:
+    if not os.environ.get("DJANGO_SETTINGS_MODULE"):
+        raise PermanentError("DJANGO_SETTINGS_MODULE must name the settings module")
+    try:
+        import django
+        from django.core.exceptions import ImproperlyConfigured
+    except ImportError as e:
+        raise PermanentError(f"Django is not installed in this image: {e}") from e
+    try:
+        django.setup()
+    except (ImproperlyConfigured, ImportError) as e:
+        raise PermanentError(f"Django settings are invalid: {e}") from e
+    from django.core.management import call_command, get_commands
+    from django.core.management.base import CommandError
+
+    name = ctx.target["target"]
+    if name not in get_commands():
+        raise PermanentError(f"unknown Django management command {name!r}")
+    try:
+        return call_command(name, *[str(a) for a in ctx.target.get("args", [])])
+    except CommandError as e:
+        # Django's way for a command to say its input is wrong: not fixed by retrying.
+        raise PermanentError(f"{name}: {e}") from e
+
+
+def run_shell(ctx: RunContext, log: logging.Logger) -> None:
+    argv = ctx.target["argv"]
+    env = dict(os.environ, TRACEPARENT=ctx.traceparent)
+    try:
+        child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                 start_new_session=True, text=True, bufsize=1)
+    except (FileNotFoundError, PermissionError) as e:
+        raise PermanentError(f"cannot start {argv[0]!r}: {e}") from e
+    output = logging.getLogger("jobplane.output")
+    pumps = [threading.Thread(target=_pump, args=(pipe, output, level, stream), daemon=True)
+             for pipe, level, stream in ((child.stdout, logging.INFO, "stdout"), (child.stderr, logging.WARNING, "stderr"))]
+    for p in pumps:
+        p.start()
+    try:
+        code = child.wait()
+    except BaseException:
+        _stop_child(child, log)
+        raise
+    finally:
+        for p in pumps:
+            p.join(timeout=5)
+    if code != 0:
+        raise ExitCode(128 - code if code < 0 else code)
+
+
+def _pump(pipe: Any, logger: logging.Logger, level: int, stream: str) -> None:
+    for line in pipe:
+        logger.log(level, line.rstrip("\n"), extra={"stream": stream})
+
+
+def _stop_child(child: subprocess.Popen[str], log: logging.Logger) -> None:
+    """SIGTERM the child's process group, then SIGKILL it after the grace period."""
+    if child.poll() is not None:
+        return
+    grace = float(os.environ.get(ENV_STOP_GRACE, "10"))
+    try:
+        os.killpg(child.pid, signal.SIGTERM)
+        child.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        log.warning("child did not stop within %.0fs of SIGTERM; killing it", grace)
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+    except ProcessLookupError:
+        pass

@@ -1,0 +1,53 @@
+"""Plain Python step targets."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+def record(out: str, **values: object) -> None:
+    Path(out).write_text(json.dumps(values, sort_keys=True))
+
+
+def write_greeting(out: str, name: str = "world", greeting: str = "hello") -> str:
+    log.info("greeting %s", name, extra={"records": 1})
+    print(f"{greeting}, {name}")
+    record(out, text=f"{greeting}, {name}")
+    return "ok"
+
+
+def with_context(out: str, context) -> None:  # noqa: ANN001 - RunContext
+    record(out, job=context.job, step=context.step, execution_id=context.execution_id, attempt=context.attempt,
+           scheduled_time=context.scheduled_time, params=context.params, traceparent=context.traceparent)
+
+
+def boom(reason: str = "upstream returned 503") -> None:
+    raise ConnectionError(reason)
+
+
+def leaky() -> None:
+    secret = os.environ["DB_PASSWORD"]
+    log.info("connecting with password %s", secret)
+    print(f"dsn=postgres://app:{secret}@db/app")
+    raise RuntimeError(f"login failed for password {secret}")
+
+
+def slow(ready: str, seconds: float = 60) -> None:
+    Path(ready).write_text(str(os.getpid()))
+    try:
+        time.sleep(seconds)
+    except Exception:  # user code that swallows everything must still be stoppable
+        pass
+
+
+def mark_called(out: str) -> None:
+    Path(out).write_text(repr(time.time()))
+
+
+NOT_CALLABLE = 42

@@ -1,0 +1,213 @@
+"""jobplane-runner as a real subprocess through its console script, for every target kind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jobplane.platform import runner_contract as rc
+
+HERE = Path(__file__).resolve().parent
+RUNNER = str(Path(sys.executable).parent / "jobplane-runner")
+TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
+def env_for(kind: str, target: dict[str, Any], params: dict[str, Any] | None = None, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JOBPLANE_")}
+    env.update({
+        "PYTHONPATH": str(HERE),
+        rc.ENV_JOB: "month-end-close", rc.ENV_TEAM: "billing", rc.ENV_STEP: "post-ledger",
+        rc.ENV_EXECUTION_ID: "exec-123", rc.ENV_SCHEDULED_TIME: "2026-11-30T14:30:00Z", rc.ENV_TRIGGER: "schedule",
+        rc.ENV_ATTEMPT: "2", rc.ENV_PARAMS: json.dumps(params or {}), rc.ENV_TRACEPARENT: TRACEPARENT,
+        rc.ENV_TARGET: json.dumps({"kind": kind, **target}),
+    })
+    env.update(extra)
+    return env
+
+
+def run(kind: str, target: dict[str, Any], params: dict[str, Any] | None = None, **extra: str):
+    proc = subprocess.run([RUNNER, "run", kind], env=env_for(kind, target, params, **extra),
+                          capture_output=True, text=True, timeout=120)
+    return proc.returncode, [json.loads(line) for line in proc.stdout.splitlines()], proc
+
+
+def test_python_success_with_json_logs(tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    code, lines, proc = run("python", {"target": "sample_apps.functions:write_greeting", "kwargs": {"out": str(out)}})
+    assert code == 0, proc.stdout + proc.stderr
+    assert json.loads(out.read_text()) == {"text": "hello, world"}
+    for line in lines:  # every line is a JSON object carrying the run's identity
+        assert line["job"] == "month-end-close" and line["step"] == "post-ledger"
+        assert line["execution_id"] == "exec-123" and line["trace_id"] == TRACEPARENT.split("-")[1]
+        assert {"time", "level", "message"} <= set(line)
+    messages = [(line["logger"], line["message"]) for line in lines]
+    assert ("sample_apps.functions", "greeting world") in messages  # the user's own logging
+    assert ("jobplane.output", "hello, world") in messages  # and its print()
+    assert lines[-1]["message"] == "step succeeded" and lines[-1]["duration"] >= 0
+
+
+def test_params_override_kwargs_and_context_is_passed(tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    code, _, proc = run("python", {"target": "sample_apps.functions:write_greeting",
+                                   "kwargs": {"out": str(out), "name": "kwargs"}},
+                        params={"name": "params", "unrelated_param": 1})
+    assert code == 0, proc.stdout
+    assert json.loads(out.read_text()) == {"text": "hello, params"}
+    ctx_out = tmp_path / "ctx.json"
+    code, _, proc = run("python", {"target": "sample_apps.functions:with_context", "kwargs": {"out": str(ctx_out)}},
+                        params={"day": "2026-11-30"})
+    assert code == 0, proc.stdout
+    ctx = json.loads(ctx_out.read_text())
+    assert ctx["job"] == "month-end-close" and ctx["attempt"] == 2 and ctx["params"] == {"day": "2026-11-30"}
+    trace, parent = ctx["traceparent"].split("-")[1:3]
+    assert trace == TRACEPARENT.split("-")[1] and parent != TRACEPARENT.split("-")[2]  # continued, new span
+
+
+def test_user_exception_is_retryable_with_traceback(tmp_path: Path) -> None:
+    code, lines, _ = run("python", {"target": "sample_apps.functions:boom"})
+    assert code == rc.EXIT_RETRYABLE
+    failure = lines[-1]
+    assert failure["level"] == "error" and failure["message"] == "step failed"
+    assert failure["error_type"] == "ConnectionError" and failure["retryable"] is True
+    assert "upstream returned 503" in failure["traceback"] and "functions.py" in failure["traceback"]
+
+
+@pytest.mark.parametrize("target,fragment", [
+    ("sample_apps.nowhere:run", "cannot import 'sample_apps.nowhere'"),
+    ("sample_apps.functions:missing", "has no attribute 'missing'"),
+    ("sample_apps.functions:NOT_CALLABLE", "is not callable"),
+])
+def test_missing_target_is_permanent(target: str, fragment: str) -> None:
+    code, lines, _ = run("python", {"target": target})
+    assert code == rc.EXIT_PERMANENT
+    assert fragment in lines[-1]["message"] and lines[-1]["retryable"] is False
+
+
+def test_arguments_that_do_not_fit_are_permanent() -> None:
+    code, lines, _ = run("python", {"target": "sample_apps.functions:write_greeting", "kwargs": {"colour": "red"}})
+    assert code == rc.EXIT_PERMANENT
+    assert "arguments do not fit" in lines[-1]["message"]
+
+
+def test_secret_looking_values_never_reach_the_logs() -> None:
+    code, _, proc = run("python", {"target": "sample_apps.functions:leaky"},
+                        DB_PASSWORD="correct-horse-battery", STRIPE_API_KEY="sk_live_abcdef123456")
+    assert code == rc.EXIT_RETRYABLE
+    assert "correct-horse-battery" not in proc.stdout and "correct-horse-battery" not in proc.stderr
+    assert "sk_live_abcdef123456" not in proc.stdout
+    assert proc.stdout.count("[redacted]") >= 3  # the log call, the print and the traceback
+
+
+def test_celery_task_runs_inline_without_a_broker(tmp_path: Path) -> None:
+    out = tmp_path / "celery.txt"
+    code, lines, proc = run("celery", {"target": "billing.tasks.close_month", "kwargs": {"out": str(out)}},
+                            params={"period": "2026-11"}, JOBPLANE_CELERY_APP="sample_apps.celery_app:app")
+    assert code == 0, proc.stdout + proc.stderr
+    assert out.read_text() == "closed 2026-11"
+    code, lines, _ = run("celery", {"target": "billing.tasks.flaky", "kwargs": {"attempts_file": "x"}},
+                         JOBPLANE_CELERY_APP="sample_apps.celery_app:app")
+    assert code == rc.EXIT_RETRYABLE and lines[-1]["error_type"] == "TimeoutError"
+    code, lines, _ = run("celery", {"target": "billing.tasks.nope"}, JOBPLANE_CELERY_APP="sample_apps.celery_app:app")
+    assert code == rc.EXIT_PERMANENT and "billing.tasks.close_month" in lines[-1]["message"]
+    code, lines, _ = run("celery", {"target": "billing.tasks.close_month"})
+    assert code == rc.EXIT_PERMANENT and "JOBPLANE_CELERY_APP" in lines[-1]["message"]
+
+
+def test_django_command(tmp_path: Path) -> None:
+    out = tmp_path / "ledger.txt"
+    settings = {"DJANGO_SETTINGS_MODULE": "sample_apps.djproject.settings"}
+    code, lines, proc = run("django", {"target": "post_ledger", "args": ["--period", "2026-11", "--out", str(out)]},
+                            **settings)
+    assert code == 0, proc.stdout + proc.stderr
+    assert out.read_text() == "posted 2026-11"
+    assert any(line["message"] == "posted 2026-11" for line in lines)  # the command's own output
+    code, lines, _ = run("django", {"target": "post_ledger", "args": ["--period", "closed", "--out", str(out)]}, **settings)
+    assert code == rc.EXIT_PERMANENT and "period is closed" in lines[-1]["message"]
+    code, lines, _ = run("django", {"target": "post_ledger", "args": ["--bogus"]}, **settings)
+    assert code == rc.EXIT_PERMANENT
+    code, lines, _ = run("django", {"target": "no_such_command"}, **settings)
+    assert code == rc.EXIT_PERMANENT and "unknown Django management command" in lines[-1]["message"]
+    code, lines, _ = run("django", {"target": "post_ledger"}, DJANGO_SETTINGS_MODULE="sample_apps.nope")
+    assert code == rc.EXIT_PERMANENT and "settings" in lines[-1]["message"].lower()
+
+
+def test_shell_output_is_streamed_and_status_passed_through(tmp_path: Path) -> None:
+    code, lines, _ = run("shell", {"argv": ["sh", "-c", "echo one; echo two >&2; echo \"$TRACEPARENT\"; exit 3"]})
+    assert code == 3
+    streamed = [(line.get("stream"), line["message"]) for line in lines if line["logger"] == "jobplane.output"]
+    assert ("stdout", "one") in streamed and ("stderr", "two") in streamed
+    child_traceparent = next(m for s, m in streamed if m.startswith("00-"))
+    assert child_traceparent.split("-")[1] == TRACEPARENT.split("-")[1]
+    assert lines[-1]["exit_code"] == 3 and lines[-1]["retryable"] is True
+    code, lines, _ = run("shell", {"argv": ["/no/such/binary"]})
+    assert code == rc.EXIT_PERMANENT
+
+
+def wait_for(path: Path, timeout: float = 30) -> str:
+    deadline = time.monotonic() + timeout
+    while not path.exists() or not path.read_text():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.02)
+    return path.read_text()
+
+
+def test_sigterm_stops_python_work_promptly(tmp_path: Path) -> None:
+    ready = tmp_path / "ready"
+    proc = subprocess.Popen([RUNNER, "run", "python"], stdout=subprocess.PIPE, text=True,
+                            env=env_for("python", {"target": "sample_apps.functions:slow", "kwargs": {"ready": str(ready)}}))
+    wait_for(ready)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == rc.EXIT_TERMINATED
+    assert time.monotonic() - sent < 5
+    assert json.loads(out.splitlines()[-1])["message"] == "stopped by SIGTERM"
+
+
+def test_sigterm_stops_a_shell_child(tmp_path: Path) -> None:
+    pidfile = tmp_path / "child.pid"
+    proc = subprocess.Popen([RUNNER, "run", "shell"], stdout=subprocess.PIPE, text=True,
+                            env=env_for("shell", {"argv": ["sh", "-c", f"echo $$ > {pidfile}; exec sleep 60"]}))
+    child = int(wait_for(pidfile).strip())
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=30)
+    assert proc.returncode == rc.EXIT_TERMINATED
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"shell child {child} still alive after the runner stopped")
+
+
+def test_bad_environment_is_permanent() -> None:
+    env = env_for("python", {"target": "m:f"})
+    env[rc.ENV_PARAMS] = "{not json"
+    proc = subprocess.run([RUNNER, "run", "python"], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == rc.EXIT_PERMANENT
+    assert "JOBPLANE_PARAMS is not valid JSON" in proc.stdout
+
+
+def test_runner_imports_only_what_an_application_image_has(tmp_path: Path) -> None:
+    """The Dockerfile installs jobplane with --no-deps plus python-json-logger: prove that suffices."""
+    probe = ("import sys, runpy\n"
+             "sys.argv = ['jobplane-runner', 'run', 'python']\n"
+             "try:\n    runpy.run_module('jobplane.runner.main', run_name='__main__')\n"
+             "except SystemExit:\n    pass\n"
+             "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'boto3', 'botocore', 'click', 'jinja2', '_gojsonnet', 'moto'})\n"
+             "sys.__stderr__.write('HEAVY=' + ','.join(heavy))\n")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
+                          env=env_for("python", {"target": "sample_apps.functions:mark_called",
+                                                 "kwargs": {"out": str(tmp_path / "t")}}))
+    assert "HEAVY=" in proc.stderr and proc.stderr.split("HEAVY=")[1].strip() == ""
