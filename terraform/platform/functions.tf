@@ -154,6 +154,7 @@ resource "aws_lambda_function" "reconciler" {
   }
   environment {
     variables = {
+      JOBPLANE_NAME_PREFIX              = var.name_prefix
       JOBPLANE_TABLE                    = aws_dynamodb_table.jobplane.name
       JOBPLANE_TOPIC_ARN                = aws_sns_topic.events.arn
       JOBPLANE_EXECUTION_RETENTION_DAYS = tostring(var.execution_retention_days)

@@ -5,18 +5,26 @@ The deployed state machine definition is the compiler's ASL with the deployment 
 the local resources (:func:`jobplane.compiler.bindings.bind`), exactly as Terraform binds them
 to the base module's outputs in production.
 
-Not yet here (issue 3): the local ECS agent that runs the runner as subprocesses, the HTTP
-server mode for ``jobplane dev``, and the remaining moto fixes.
+Steps run for real: the local ECS agent (:mod:`jobplane.platform.local.ecs_agent`) starts
+``jobplane-runner`` as a subprocess for each ``ecs:runTask``. When an execution ends, the engine
+does what AWS does around it: stops the ECS tasks of a stopped or timed-out execution, and
+feeds the reconciler as the base module's EventBridge rule would.
+
+Not yet here: the HTTP server mode for ``jobplane dev``.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import sys
+import tempfile
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from jobplane.compiler.bindings import bind
 from jobplane.platform import datamodel as dm
@@ -41,23 +49,78 @@ class LocalAWS:
 
     prefix: str = "jobplane"
     region: str = REGION
+    log_dir: Path | None = None
+    env: dict[str, str] = field(default_factory=dict)  # added to every task's environment
+    reconcile: bool = True
     state_machines: dict[str, str] = field(default_factory=dict)
     resources: dict[str, str] = field(default_factory=dict)
+    status_events: list[tuple[str, str]] = field(default_factory=list)
 
     def __enter__(self) -> LocalAWS:
         from moto import mock_aws
 
         from jobplane.platform.local import moto_fixes
+        from jobplane.platform.local.ecs_agent import LocalEcsAgent
 
         moto_fixes.apply()
+        for name, value in {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+                            "AWS_DEFAULT_REGION": self.region}.items():
+            os.environ.setdefault(name, value)
         self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
         self._mock.start()
         self.provision()
+        if self.log_dir is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="jobplane-tasks-")
+            self.log_dir = Path(self._tmp.name)
+        bin_dir = str(Path(sys.executable).parent)
+        base_env = dict(os.environ) | {"PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")} | self.env
+        self.agent = LocalEcsAgent(self.log_dir, base_env).activate()
+        self._listener: Callable[[str, str, str], None] = self._on_status
+        moto_fixes.STATUS_LISTENERS.append(self._listener)
+        self._ended = threading.Condition()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        from jobplane.platform.local import moto_fixes
+
         self.stop_all()
+        self.agent.deactivate()
+        if self._listener in moto_fixes.STATUS_LISTENERS:
+            moto_fixes.STATUS_LISTENERS.remove(self._listener)
         self._mock.stop()
+
+    # -- what AWS does when an execution ends ------------------------------------------------
+    def _on_status(self, execution_arn: str, status: str, state_machine_arn: str) -> None:
+        if state_machine_arn not in self.state_machines.values():
+            return
+        if status in ("ABORTED", "TIMED_OUT"):
+            self.agent.stop_execution_tasks(execution_arn.rsplit(":", 1)[1])
+        if self.reconcile:
+            from jobplane.platform.reconciler import Reconciler
+
+            Reconciler(self.repository(), self.client("sns"), self.resources["topic_arn"],
+                       self.client("stepfunctions"), self.prefix).handle(execution_arn, status)
+        with self._ended:
+            self.status_events.append((execution_arn, status))
+            self._ended.notify_all()
+
+    def repository(self):  # type: ignore[no-untyped-def]
+        from jobplane.platform.repository import Repository
+
+        return Repository(self.client("dynamodb"), self.resources["table_name"])
+
+    def wait_reconciled(self, arn: str, timeout: float = 30.0) -> str:
+        """Wait until the engine has handled the end of an execution (its status event)."""
+        deadline = time.monotonic() + timeout
+        with self._ended:
+            while True:
+                for event_arn, status in self.status_events:
+                    if event_arn == arn:
+                        return status
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"no status event for {arn}")
+                self._ended.wait(left)
 
     def client(self, service: str) -> Any:
         import boto3
@@ -79,6 +142,12 @@ class LocalAWS:
                                {"AttributeName": f"{gsi}sk", "KeyType": "RANGE"}]}
                 for gsi in (dm.GSI_BY_OWNER, dm.GSI_BY_KIND)])
         topic = self.client("sns").create_topic(Name=f"{self.prefix}-events")["TopicArn"]
+        ec2 = self.client("ec2")
+        vpc = ec2.create_vpc(CidrBlock="10.90.0.0/16")["Vpc"]["VpcId"]
+        ec2.modify_vpc_attribute(VpcId=vpc, EnableDnsHostnames={"Value": True})
+        subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.90.1.0/24")["Subnet"]["SubnetId"]
+        group = ec2.create_security_group(GroupName=f"{self.prefix}-runner", Description="runner tasks",
+                                          VpcId=vpc)["GroupId"]
         ecs = self.client("ecs")
         cluster = ecs.create_cluster(clusterName=self.prefix)["cluster"]["clusterArn"]
         task_def = ecs.register_task_definition(
@@ -93,7 +162,7 @@ class LocalAWS:
         )["Role"]["Arn"]
         self.resources = {
             "table_name": self.prefix, "topic_arn": topic, "cluster_arn": cluster,
-            "task_definition_arn": task_def, "subnets": "subnet-local", "security_groups": "sg-local",
+            "task_definition_arn": task_def, "subnets": subnet, "security_groups": group,
             "role_arn": role,
         }
 

@@ -9,6 +9,7 @@ behaviour (tests/test_moto_fixes.py), so an upgrade tells which fixes are still 
 from __future__ import annotations
 
 import datetime
+import json
 import threading
 from importlib.metadata import version
 
@@ -97,9 +98,102 @@ def fix_service_casing() -> None:
     sts.StateTaskService._normalise_response = _normalise_response
 
 
+def fix_sync_task_exit_code() -> None:
+    """On AWS, ``ecs:runTask.sync`` fails with States.TaskFailed when a container exits non-zero
+    (or never ran), the task's JSON being the Cause. moto 5.2.5 returns the stopped task as a
+    success whatever its exit code."""
+    from moto.stepfunctions.parser.api import HistoryEventType, TaskFailedEventDetails
+    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
+        FailureEvent, FailureEventException)
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import StatesErrorName
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import StatesErrorNameType
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import state_task_service_ecs as ecs
+    from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
+
+    original = ecs.StateTaskServiceEcs._build_sync_resolver
+
+    def _build_sync_resolver(self, env, resource_runtime_part, normalised_parameters, state_credentials):  # type: ignore[no-untyped-def]
+        resolver = original(self, env, resource_runtime_part, normalised_parameters, state_credentials)
+
+        def checked():  # type: ignore[no-untyped-def]
+            task = resolver()
+            if task is None:
+                return None
+            codes = [c.get("ExitCode") for c in task.get("Containers", [])]
+            if not codes or any(code != 0 for code in codes):
+                typ = StatesErrorNameType.StatesTaskFailed
+                raise FailureEventException(FailureEvent(
+                    env=env, error_name=StatesErrorName(typ=typ), event_type=HistoryEventType.TaskFailed,
+                    event_details=EventDetails(taskFailedEventDetails=TaskFailedEventDetails(
+                        error=typ.to_name(), cause=json.dumps(task, separators=(",", ":"), default=str),
+                        resource=self._get_sfn_resource(), resourceType=self._get_sfn_resource_type()))))
+            return task
+
+        return checked
+
+    ecs.StateTaskServiceEcs._build_sync_resolver = _build_sync_resolver
+
+
+def fix_dynamodb_atomic_writes() -> None:
+    """DynamoDB conditional writes are atomic on AWS. In moto 5.2.5 concurrent requests evaluate
+    a condition and write without a lock: 50 threads racing one conditional update had several
+    winners (shared/notes/local-aws-moto.md). One process-wide lock around the write paths."""
+    from moto.dynamodb.models import DynamoDBBackend
+
+    lock = threading.RLock()
+    for name in ("put_item", "update_item", "delete_item", "transact_write_items", "batch_write_item"):
+        original = getattr(DynamoDBBackend, name)
+
+        def locked(self, *args, __original=original, **kwargs):  # type: ignore[no-untyped-def]
+            with lock:
+                return __original(self, *args, **kwargs)
+
+        setattr(DynamoDBBackend, name, locked)
+
+
+#: Called with (execution_arn, status, state_machine_arn) when an execution ends, as AWS's
+#: "Step Functions Execution Status Change" EventBridge events would. moto 5.2.5 emits none.
+STATUS_LISTENERS: list = []
+
+
+def fix_execution_status_events() -> None:
+    from moto.stepfunctions.parser.backend import execution as ex
+    from moto.stepfunctions.parser.utils import TMP_THREADS
+
+    original = ex.BaseExecutionWorkerCommunication.terminated
+
+    def terminated(self):  # type: ignore[no-untyped-def]
+        original(self)
+        execution = self.execution
+        # Bounded memory for a long-running local server: moto never prunes finished threads.
+        TMP_THREADS[:] = [t for t in TMP_THREADS if t.is_alive()]
+        status = execution.exec_status.value if execution.exec_status else None
+        for listener in list(STATUS_LISTENERS):
+            try:
+                listener(execution.exec_arn, status, execution.state_machine_arn)
+            except Exception:  # a listener must never break the interpreter
+                import logging
+
+                logging.getLogger(__name__).exception("execution status listener failed")
+
+    ex.BaseExecutionWorkerCommunication.terminated = terminated
+
+
+def fix_fast_sync_poll(seconds: float = 0.05) -> None:
+    """moto polls a .sync task every 0.5 s; locally the task is a process we watch, so poll
+    faster (2 ECS steps: ~1.2 s -> ~0.3 s per run, shared/notes/local-aws-moto.md)."""
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import state_task_service_callback
+
+    state_task_service_callback._DELAY_SECONDS_SYNC_CONDITION_CHECK = seconds
+
+
 FIXES = {
     "context_start_time": fix_context_start_time,
     "service_casing": fix_service_casing,
+    "sync_task_exit_code": fix_sync_task_exit_code,
+    "dynamodb_atomic_writes": fix_dynamodb_atomic_writes,
+    "execution_status_events": fix_execution_status_events,
+    "fast_sync_poll": fix_fast_sync_poll,
 }
 
 

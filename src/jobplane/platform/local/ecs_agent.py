@@ -1,0 +1,230 @@
+"""The local ECS agent: runs each ECS task's container command as a real subprocess.
+
+moto's ECS never runs anything (a task reaches STOPPED with exit code 0 whatever its command).
+Locally, the compiled state machine's ``ecs:runTask.sync`` must run the real
+``jobplane-runner``, so this agent hooks moto's ECS backend (in the moto process):
+
+* ``RunTask``: start the container command with the task definition's environment plus the
+  override environment; moto's automatic status progression is switched off, so the task stays
+  RUNNING while the process lives;
+* the process ends: record its exit code (128+N for signal N), stop code and STOPPED status on
+  the task, as ECS does;
+* ``StopTask``: SIGTERM the process (SIGKILL after the grace period), as ECS does, and let the
+  exit be recorded as above.
+
+Each task's output goes to ``<log_dir>/<task id>.log`` so the CLI and the portal can show it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+import signal
+import subprocess
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jobplane.platform import runner_contract as rc
+
+log = logging.getLogger(__name__)
+
+_current: LocalEcsAgent | None = None
+_install_lock = threading.Lock()
+_installed = False
+
+
+@dataclass
+class RunningTask:
+    task: Any  # moto's ecs Task
+    process: subprocess.Popen[bytes]
+    execution_id: str
+    job: str
+    step: str
+    log_path: Path
+    stop_requested: bool = False
+
+
+@dataclass
+class LocalEcsAgent:
+    log_dir: Path
+    base_env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    stop_grace_seconds: float = 10.0
+    tasks: dict[str, RunningTask] = field(default_factory=dict)
+    finished: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.log_dir = Path(self.log_dir)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def activate(self) -> LocalEcsAgent:
+        global _current
+        install()
+        _current = self
+        return self
+
+    def deactivate(self) -> None:
+        global _current
+        self.stop_all()
+        if _current is self:
+            _current = None
+
+    # -- hooks called from moto's ECS backend --------------------------------------------------
+    def start(self, task: Any) -> None:
+        container_def = _container_definition(task)
+        override = _container_override(task, container_def.get("name"))
+        command = override.get("command") or container_def.get("command")
+        if not command:
+            _finish(task, None, "no command to run", "TaskFailedToStart")
+            return
+        env = dict(self.base_env)
+        for item in (container_def.get("environment") or []) + (override.get("environment") or []):
+            env[item["name"]] = item["value"]
+        task_id = task.id
+        log_path = self.log_dir / f"{task_id}.log"
+        try:
+            out = open(log_path, "wb")
+            process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                       start_new_session=True)
+            out.close()
+        except OSError as e:
+            _finish(task, None, f"CannotStartContainerError: {e}", "TaskFailedToStart")
+            return
+        running = RunningTask(task, process, env.get(rc.ENV_EXECUTION_ID, ""), env.get(rc.ENV_JOB, ""),
+                              env.get(rc.ENV_STEP, ""), log_path)
+        with self._lock:
+            self.tasks[task.task_arn] = running
+        task.started_at = datetime.datetime.now(datetime.timezone.utc)
+        threading.Thread(target=self._wait, args=(running,), name=f"ecs-agent-{task_id}", daemon=True).start()
+
+    def _wait(self, running: RunningTask) -> None:
+        code = running.process.wait()
+        exit_code = 128 - code if code < 0 else code
+        reason = "Task stopped by user" if running.stop_requested else "Essential container in task exited"
+        stop_code = "UserInitiated" if running.stop_requested else "EssentialContainerExited"
+        _finish(running.task, exit_code, reason, stop_code)
+        with self._lock:
+            self.tasks.pop(running.task.task_arn, None)
+            self.finished[running.task.task_arn] = {
+                "execution_id": running.execution_id, "job": running.job, "step": running.step,
+                "exit_code": exit_code, "log": str(running.log_path)}
+
+    def stop(self, task_arn: str) -> bool:
+        with self._lock:
+            running = self.tasks.get(task_arn)
+        if running is None:
+            return False
+        running.stop_requested = True
+        _signal_group(running.process, signal.SIGTERM)
+        threading.Timer(self.stop_grace_seconds, _signal_group, args=(running.process, signal.SIGKILL)).start()
+        return True
+
+    def stop_execution_tasks(self, execution_id: str) -> list[str]:
+        """What Step Functions does for a .sync task when its execution is stopped or times out."""
+        with self._lock:
+            arns = [arn for arn, t in self.tasks.items() if t.execution_id == execution_id]
+        for arn in arns:
+            self.stop(arn)
+        return arns
+
+    def stop_all(self) -> None:
+        with self._lock:
+            arns = list(self.tasks)
+        for arn in arns:
+            self.stop(arn)
+        for arn in arns:
+            t = self.tasks.get(arn)
+            if t is not None:
+                try:
+                    t.process.wait(timeout=self.stop_grace_seconds + 1)
+                except subprocess.TimeoutExpired:
+                    _signal_group(t.process, signal.SIGKILL)
+
+    def running_processes(self) -> dict[str, int]:
+        with self._lock:
+            return {arn: t.process.pid for arn, t in self.tasks.items()}
+
+
+def _signal_group(process: subprocess.Popen[bytes], sig: int) -> None:
+    if process.poll() is None:
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def _container_definition(task: Any) -> dict[str, Any]:
+    from moto.ecs.models import ecs_backends
+
+    backend = ecs_backends[task._account_id][task.region_name]
+    task_def = backend.describe_task_definition(task.task_definition_arn)
+    return task_def.container_definitions[0]
+
+
+def _container_override(task: Any, name: str | None) -> dict[str, Any]:
+    for o in (task.overrides or {}).get("containerOverrides", []) or []:
+        if o.get("name") in (None, name):
+            return o
+    return {}
+
+
+def _finish(task: Any, exit_code: int | None, reason: str, stop_code: str) -> None:
+    now = datetime.datetime.now(datetime.timezone.utc)
+    for c in task.containers:
+        c.exitCode = exit_code
+        c.last_status = "STOPPED"
+        c.reason = None if stop_code == "EssentialContainerExited" else reason
+    task.stopped_reason = reason
+    task.stop_code = stop_code
+    task.stopped_at = now
+    task.desired_status = "STOPPED"
+    task.last_status = "STOPPED"
+
+
+def install() -> None:
+    """Hook moto's ECS backend once per process (delegating to the active agent)."""
+    global _installed
+    with _install_lock:
+        if _installed:
+            return
+        from moto.ecs import models
+        from moto.moto_api import state_manager
+
+        # Tasks stay RUNNING until the agent says otherwise.
+        state_manager.set_transition("ecs::task", {"progression": "manual", "times": 2**62})
+        original_run, original_stop = models.EC2ContainerServiceBackend.run_task, models.EC2ContainerServiceBackend.stop_task
+        original_container_init = models.Container.__init__
+
+        def container_init(self: Any, task_def: Any) -> None:
+            original_container_init(self, task_def)
+            self.exitCode = None  # not exited yet (moto says 0 from the start)
+
+        def run_task(self: Any, *args: Any, **kwargs: Any) -> Any:
+            tasks = original_run(self, *args, **kwargs)
+            agent = _current
+            for task in tasks:
+                if agent is not None:
+                    agent.start(task)
+                else:
+                    _finish(task, None, "no local ECS agent is running", "TaskFailedToStart")
+            return tasks
+
+        def stop_task(self: Any, cluster_str: str, task_str: str, reason: str) -> Any:
+            agent = _current
+            if agent is not None:
+                for arn in list(agent.tasks):
+                    if arn == task_str or arn.endswith("/" + task_str):
+                        agent.stop(arn)
+                        task = agent.tasks.get(arn)
+                        return task.task if task else original_stop(self, cluster_str, task_str, reason)
+            return original_stop(self, cluster_str, task_str, reason)
+
+        models.Container.__init__ = container_init
+        models.EC2ContainerServiceBackend.run_task = run_task
+        models.EC2ContainerServiceBackend.stop_task = stop_task
+        _installed = True
+

@@ -1,0 +1,53 @@
+"""The notification message contract: one SNS message per event.
+
+Two producers write it — the compiled state machine (FAILED, TIMED_OUT, SKIPPED, RECOVERED) and
+the reconciler (ABORTED, TIMED_OUT of a whole run, FAILED without cleanup) — and the Slack
+notifier reads it. The model below is the schema (docs/notifications.md); tests hold both
+producers to it.
+
+Message attributes, for subscription filter policies: ``team``, ``job``, ``status`` (String).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+Event = Literal["FAILED", "TIMED_OUT", "ABORTED", "SKIPPED", "RECOVERED", "SLOW"]
+
+
+class Outcome(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    status: str
+    step: str | None = None
+
+
+class NotificationMessage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: Literal[1]
+    event: Event
+    job: str
+    team: str
+    execution: str
+    execution_arn: str
+    trigger: str | None = None
+    scheduled_time: str | None = None
+    requested_by: str | None = None
+    started_at: str | None = None
+    outcome: Outcome
+    channels: list[str]
+    runbook: dict[str, str] | None = None
+    error: str | None = None
+
+
+def attributes(message: NotificationMessage) -> dict[str, dict[str, str]]:
+    return {"team": {"DataType": "String", "StringValue": message.team},
+            "job": {"DataType": "String", "StringValue": message.job},
+            "status": {"DataType": "String", "StringValue": message.event}}
+
+
+def publish(sns: Any, topic_arn: str, message: NotificationMessage) -> str:
+    return sns.publish(TopicArn=topic_arn, Message=message.model_dump_json(),
+                       MessageAttributes=attributes(message))["MessageId"]

@@ -1,0 +1,232 @@
+"""The platform repository: every read and write of job state, executions, skips and audit
+entries outside the state machines goes through here (reconciler, CLI, portal, tests), so the
+key design of :mod:`jobplane.platform.datamodel` is used in one place. No query scans.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+
+from jobplane.platform import datamodel as dm
+
+_des, _ser = TypeDeserializer(), TypeSerializer()
+
+
+def _plain(item: dict[str, Any]) -> dict[str, Any]:
+    return {k: _des.deserialize(v) for k, v in item.items()}
+
+
+def now_iso() -> str:
+    t = datetime.now(timezone.utc)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+
+
+@dataclass(frozen=True)
+class JobState:
+    job: str
+    running: frozenset[str] = frozenset()
+    holder: str | None = None
+    last_status: str | None = None
+    last_execution: str | None = None
+    last_finished_at: str | None = None
+    blocked_by: str | None = None
+
+    @classmethod
+    def from_item(cls, item: dict[str, Any]) -> JobState:
+        p = _plain(item)
+        return cls(job=p.get("job") or p["pk"].removeprefix("JOB#"), running=frozenset(p.get(dm.ATTR_RUNNING, set())),
+                   holder=p.get(dm.ATTR_HOLDER), last_status=p.get(dm.ATTR_LAST_STATUS),
+                   last_execution=p.get(dm.ATTR_LAST_EXECUTION), last_finished_at=p.get(dm.ATTR_LAST_FINISHED_AT),
+                   blocked_by=p.get(dm.ATTR_BLOCKED_BY))
+
+
+@dataclass(frozen=True)
+class Execution:
+    execution: str
+    job: str
+    status: str
+    trigger: str | None = None
+    scheduled_time: str | None = None
+    requested_by: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    failed_step: str | None = None
+    skip_reason: str | None = None
+    error: str | None = None
+    input: dict[str, Any] = field(default_factory=dict)
+    steps: dict[str, Any] = field(default_factory=dict)
+    execution_arn: str | None = None
+    expires_at: int | None = None
+
+    @property
+    def resume_from(self) -> str | None:
+        return self.input.get("resume_from")
+
+    @property
+    def rerun_of(self) -> str | None:
+        return self.input.get("rerun_of")
+
+    def attempts(self, step_key: str) -> list[dict[str, Any]]:
+        """Attempt results of a step in order (a1, a2, ...)."""
+        raw = self.steps.get(step_key, {})
+        return [raw[k] for k in sorted((k for k in raw if k.startswith("a") and k[1:].isdigit()), key=lambda k: int(k[1:]))]
+
+    @classmethod
+    def from_item(cls, item: dict[str, Any]) -> Execution:
+        p = _plain(item)
+        return cls(
+            execution=p["execution"], job=p["job"], status=p["status"], trigger=p.get("trigger"),
+            scheduled_time=p.get("scheduled_time"), requested_by=p.get("requested_by"),
+            started_at=p.get("started_at"), finished_at=p.get("finished_at"), failed_step=p.get("failed_step"),
+            skip_reason=p.get("skip_reason"), error=p.get("error"),
+            input=json.loads(p["input"]) if p.get("input") else {},
+            steps=json.loads(p["steps"]) if p.get("steps") else {},
+            execution_arn=p.get("execution_arn"),
+            expires_at=int(p["expires_at"]) if p.get("expires_at") is not None else None,
+        )
+
+
+@dataclass(frozen=True)
+class Page:
+    items: list[Any]
+    cursor: str | None  # pass back to get the next page
+
+
+class Repository:
+    def __init__(self, dynamodb: Any, table: str):
+        self.ddb = dynamodb
+        self.table = table
+
+    # -- reads ------------------------------------------------------------------------------
+    def job_state(self, job: str) -> JobState | None:
+        item = self.ddb.get_item(TableName=self.table, Key=dm.job_key(job), ConsistentRead=True).get("Item")
+        return JobState.from_item(item) if item else None
+
+    def job_states(self) -> list[JobState]:
+        return [JobState.from_item(i) for i in self._query(dm.GSI_BY_OWNER, "gsi1pk", dm.JOBS_PARTITION, None, True).items]
+
+    def execution(self, name: str) -> Execution | None:
+        item = self.ddb.get_item(TableName=self.table, Key={"pk": {"S": dm.execution_pk(name)}, "sk": {"S": dm.EXEC_SK}},
+                                 ConsistentRead=True).get("Item")
+        return Execution.from_item(item) if item else None
+
+    def executions(self, job: str, limit: int = 20, cursor: str | None = None) -> Page:
+        """A job's executions (runs and skips), newest first."""
+        return self._executions(dm.GSI_BY_OWNER, "gsi1pk", dm.job_partition(job), limit, cursor)
+
+    def recent_failures(self, limit: int = 50, cursor: str | None = None) -> Page:
+        return self._executions(dm.GSI_BY_KIND, "gsi2pk", dm.FAILURES_PARTITION, limit, cursor)
+
+    def recent_skips(self, limit: int = 50, cursor: str | None = None) -> Page:
+        return self._executions(dm.GSI_BY_KIND, "gsi2pk", dm.SKIPS_PARTITION, limit, cursor)
+
+    def _executions(self, index: str, key: str, value: str, limit: int, cursor: str | None) -> Page:
+        page = self._query(index, key, value, limit, False, cursor)
+        return Page([Execution.from_item(i) for i in page.items], page.cursor)
+
+    def _query(self, index: str, key: str, value: str, limit: int | None, forward: bool,
+               cursor: str | None = None) -> Page:
+        kwargs: dict[str, Any] = {"TableName": self.table, "IndexName": index,
+                                  "KeyConditionExpression": "#k = :v", "ExpressionAttributeNames": {"#k": key},
+                                  "ExpressionAttributeValues": {":v": {"S": value}}, "ScanIndexForward": forward}
+        if cursor:
+            kwargs["ExclusiveStartKey"] = json.loads(cursor)
+        items: list[dict[str, Any]] = []
+        while True:
+            if limit is not None:
+                kwargs["Limit"] = limit - len(items)
+            out = self.ddb.query(**kwargs)
+            items += out.get("Items", [])
+            last = out.get("LastEvaluatedKey")
+            if not last or (limit is not None and len(items) >= limit):
+                return Page(items, json.dumps(last) if last else None)
+            kwargs["ExclusiveStartKey"] = last
+
+    # -- writes outside the state machine ------------------------------------------------------
+    def finish_without_cleanup(self, *, job: str, team: str, execution: str, execution_arn: str, status: str,
+                               started_at: str, finished_at: str, input_json: str, failed_step: str | None,
+                               error: str | None) -> bool:
+        """Record the end of an execution that could not run its own cleanup, and release its
+        claim, in one transaction. False if a final record already exists (nothing changed)."""
+        failing = status != "SUCCEEDED"
+        item: dict[str, Any] = {
+            "pk": dm.execution_pk(execution), "sk": dm.EXEC_SK, "execution": execution, "execution_arn": execution_arn,
+            "job": job, "team": team, "status": status, "input": input_json, "started_at": started_at,
+            "finished_at": finished_at, "gsi1pk": dm.job_partition(job), "gsi1sk": started_at, "steps": "{}",
+        }
+        parsed = json.loads(input_json or "{}")
+        for f in ("trigger", "scheduled_time", "requested_by"):
+            if parsed.get(f) is not None:
+                item[f] = parsed[f]
+        if failing:
+            item |= {"gsi2pk": dm.FAILURES_PARTITION, "gsi2sk": finished_at}
+        if failed_step:
+            item["failed_step"] = failed_step
+        if error:
+            item["error"] = error
+        update = ("SET last_status = :st, last_execution = :me, last_finished_at = :now"
+                  + (", blocked_by = :me, block_schedule = :me" if failing else " REMOVE blocked_by, block_schedule")
+                  + " DELETE #running :meset")
+        try:
+            self.ddb.transact_write_items(TransactItems=[
+                {"Put": {"TableName": self.table, "Item": {k: _ser.serialize(v) for k, v in item.items()},
+                         "ConditionExpression": "attribute_not_exists(pk)"}},
+                {"Update": {"TableName": self.table, "Key": dm.job_key(job), "UpdateExpression": update,
+                            "ExpressionAttributeNames": {"#running": dm.ATTR_RUNNING},
+                            "ExpressionAttributeValues": {":st": {"S": status}, ":me": {"S": execution},
+                                                          ":now": {"S": finished_at}, ":meset": {"SS": [execution]}}}},
+            ])
+        except self.ddb.exceptions.TransactionCanceledException:
+            return False
+        self.release_holder(job, execution_arn)
+        return True
+
+    def release_holder(self, job: str, execution_arn: str) -> bool:
+        """Clear ``holder`` if it still names this execution (the fence: never someone else's)."""
+        try:
+            self.ddb.update_item(TableName=self.table, Key=dm.job_key(job), UpdateExpression="REMOVE holder",
+                                 ConditionExpression="holder = :me", ExpressionAttributeValues={":me": {"S": execution_arn}})
+            return True
+        except self.ddb.exceptions.ConditionalCheckFailedException:
+            return False
+
+    def set_expiry(self, execution: str, expires_at: int) -> None:
+        self.ddb.update_item(TableName=self.table, Key={"pk": {"S": dm.execution_pk(execution)}, "sk": {"S": dm.EXEC_SK}},
+                             UpdateExpression="SET expires_at = :e", ConditionExpression="attribute_exists(pk)",
+                             ExpressionAttributeValues={":e": {"N": str(expires_at)}})
+
+    def add_audit(self, actor: str, action: str, job: str, execution: str | None = None, reason: str = "",
+                  details: dict[str, Any] | None = None) -> str:
+        at = now_iso()
+        entry_id = uuid.uuid4().hex
+        item = {"pk": f"AUDIT#{entry_id}", "sk": "AUDIT", "actor": actor, "action": action, "job": job,
+                "reason": reason, "at": at, "gsi1pk": "AUDIT", "gsi1sk": at, "gsi2pk": f"JOB#{job}#AUDIT", "gsi2sk": at,
+                "details": json.dumps(details or {}, sort_keys=True)}
+        if execution:
+            item["execution"] = execution
+        self.ddb.put_item(TableName=self.table, Item={k: _ser.serialize(v) for k, v in item.items()})
+        return entry_id
+
+    def audit_log(self, limit: int = 100) -> list[dict[str, Any]]:
+        return [_plain(i) for i in self._query(dm.GSI_BY_OWNER, "gsi1pk", "AUDIT", limit, False).items]
+
+    def acknowledge_failure(self, job: str, actor: str, reason: str) -> bool:
+        """Unblock a SKIP_IF_FAILED job without a successful run; audited."""
+        state = self.job_state(job)
+        if state is None or state.blocked_by is None:
+            return False
+        try:
+            self.ddb.update_item(TableName=self.table, Key=dm.job_key(job),
+                                 UpdateExpression="REMOVE blocked_by, block_schedule",
+                                 ConditionExpression="blocked_by = :b",
+                                 ExpressionAttributeValues={":b": {"S": state.blocked_by}})
+        except self.ddb.exceptions.ConditionalCheckFailedException:
+            return False
+        self.add_audit(actor, "acknowledge_failure", job, state.blocked_by, reason)
+        return True
