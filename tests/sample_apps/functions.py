@@ -51,3 +51,19 @@ def mark_called(out: str) -> None:
 
 
 NOT_CALLABLE = 42
+
+
+def behave(mode: str = "ok", marker: str | None = None, seconds: float = 30, release: str | None = None) -> None:
+    """One target whose outcome the run's params choose: ok, fail (retryable), sleep, or wait
+    until the ``release`` file exists (at most ``seconds``)."""
+    if marker:
+        with open(marker, "a") as f:
+            f.write(f"{os.getpid()}\n")
+    if mode == "fail":
+        raise ConnectionError("partner API answered 503")
+    if mode == "sleep":
+        time.sleep(seconds)
+    if mode == "wait":
+        deadline = time.monotonic() + seconds
+        while release and not os.path.exists(release) and time.monotonic() < deadline:
+            time.sleep(0.05)

@@ -1,0 +1,290 @@
+"""Every guarantee of the compiled state machine, executed on the embedded local AWS with each
+step run by the real runner as a subprocess (the local ECS agent)."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jobplane.compiler import asl
+from jobplane.compiler.model import Job
+from jobplane.platform import execution_input
+from jobplane.platform.local.engine import LocalAWS
+from jobplane.platform.notifications import NotificationMessage
+
+HERE = Path(__file__).resolve().parent
+BEHAVE = "sample_apps.functions:behave"
+
+
+@pytest.fixture(scope="module")
+def aws():
+    with LocalAWS(env={"PYTHONPATH": str(HERE), "JOBPLANE_STOP_GRACE_SECONDS": "3"}) as local:
+        sqs = local.client("sqs")
+        url = sqs.create_queue(QueueName="events")["QueueUrl"]
+        arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        local.client("sns").subscribe(TopicArn=local.resources["topic_arn"], Protocol="sqs", Endpoint=arn)
+        local.events_queue = url  # type: ignore[attr-defined]
+        local.seen_messages = []  # type: ignore[attr-defined]
+        yield local
+
+
+def deploy(aws: LocalAWS, steps: list[dict[str, Any]] | None = None, **fields: Any) -> str:
+    name = f"job-{uuid.uuid4().hex[:10]}"
+    job = Job.model_validate({"name": name, "team": "billing", "timezone": "UTC",
+                              "steps": steps or [{"name": "work", "python": BEHAVE}]} | fields)
+    aws.deploy(name, asl.compile_job(job, aws.prefix))
+    return name
+
+
+_seq = iter(range(1, 10**6))
+
+
+def fire(params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A scheduled fire with a time of its own (so it is never taken for a duplicate)."""
+    n = next(_seq)
+    return execution_input.scheduled(f"2027-01-01T{n // 3600 % 24:02d}:{n // 60 % 60:02d}:{n % 60:02d}Z", params)
+
+
+def record(aws: LocalAWS, arn: str):
+    return aws.repository().execution(arn.rsplit(":", 1)[1])
+
+
+def finish(aws: LocalAWS, arn: str):
+    ex = aws.wait(arn)
+    aws.wait_reconciled(arn)
+    return ex, record(aws, arn)
+
+
+def messages_for(aws: LocalAWS, job: str) -> list[dict[str, Any]]:
+    sqs = aws.client("sqs")
+    while True:
+        got = sqs.receive_message(QueueUrl=aws.events_queue, MaxNumberOfMessages=10, WaitTimeSeconds=0,
+                                  MessageAttributeNames=["All"]).get("Messages", [])
+        if not got:
+            break
+        for m in got:
+            aws.seen_messages.append(json.loads(m["Body"]))
+            sqs.delete_message(QueueUrl=aws.events_queue, ReceiptHandle=m["ReceiptHandle"])
+    return [m for m in aws.seen_messages if json.loads(m["Message"])["job"] == job]
+
+
+def started_process(marker: Path, timeout: float = 30) -> int:
+    deadline = time.monotonic() + timeout
+    while not (marker.exists() and marker.read_text().strip()):
+        assert time.monotonic() < deadline, "the step never started"
+        time.sleep(0.02)
+    return int(marker.read_text().split()[-1])
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is not alive
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+# -- the policy table with real prior runs ---------------------------------------------------
+TABLE = {  # policy: (runs while one is running, runs after a failed / timed-out / aborted run)
+    "ALWAYS_RUN": (True, True),
+    "SKIP_IF_RUNNING": (False, True),
+    "SKIP_IF_FAILED": (True, False),
+    "SKIP_IF_RUNNING_OR_FAILED": (False, False),
+}
+
+
+@pytest.mark.parametrize("policy", list(TABLE))
+def test_policy_table(aws: LocalAWS, policy: str, tmp_path: Path) -> None:
+    job = deploy(aws, policy=policy, timeout=4)
+    while_running, after_failure = TABLE[policy]
+
+    def scheduled_run() -> tuple[bool, Any]:
+        ex, rec = finish(aws, aws.start(job, fire({"mode": "ok"})))
+        return rec.status != "SKIPPED", rec
+
+    def manual(mode: str, **extra: Any) -> str:
+        return aws.start(job, execution_input.manual("ops@example.com", overrides={"mode": mode, **extra}))
+
+    # nothing before
+    ran, rec = scheduled_run()
+    assert ran and rec.status == "SUCCEEDED"
+    # last SUCCEEDED
+    ran, rec = scheduled_run()
+    assert ran and rec.status == "SUCCEEDED"
+    # last FAILED (a manual run: operators may run a blocked job)
+    assert finish(aws, manual("fail"))[1].status == "FAILED"
+    ran, rec = scheduled_run()
+    assert ran == after_failure and (ran or rec.skip_reason == "LAST_FAILED")
+    # last TIMED_OUT (the whole job ran past its 4 s timeout)
+    assert finish(aws, manual("sleep", seconds=30))[1].status == "TIMED_OUT"
+    ran, rec = scheduled_run()
+    assert ran == after_failure
+    # last ABORTED
+    marker = tmp_path / "aborted"
+    arn = manual("sleep", seconds=30, marker=str(marker))
+    started_process(marker)
+    aws.client("stepfunctions").stop_execution(executionArn=arn)
+    assert finish(aws, arn)[1].status == "ABORTED"
+    ran, rec = scheduled_run()
+    assert ran == after_failure
+    # a run in progress
+    aws.repository().acknowledge_failure(job, "ops@example.com", "clear the block for the next case")
+    marker = tmp_path / "running"
+    holder = manual("sleep", seconds=3, marker=str(marker))
+    started_process(marker)
+    ran, rec = scheduled_run()
+    assert ran == while_running and (ran or rec.skip_reason == "RUNNING")
+    assert finish(aws, holder)[1].status == "SUCCEEDED"
+
+
+def test_fifty_simultaneous_starts_run_once(aws: LocalAWS, tmp_path: Path) -> None:
+    job = deploy(aws, policy="SKIP_IF_RUNNING")
+    sfn = aws.client("stepfunctions")
+    for round_ in range(5):
+        marker, release = tmp_path / f"ran{round_}", tmp_path / f"release{round_}"
+        # The step runs until the other 49 have ended, so all 50 truly overlap.
+        params = {"mode": "wait", "release": str(release), "seconds": 120, "marker": str(marker)}
+        arns: list[str] = []
+        lock = threading.Lock()
+
+        def start() -> None:
+            arn = aws.start(job, execution_input.manual("load-test", overrides=params))
+            with lock:
+                arns.append(arn)
+
+        threads = [threading.Thread(target=start) for _ in range(50)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        deadline = time.monotonic() + 120
+        while sum(sfn.describe_execution(executionArn=a)["status"] == "RUNNING" for a in arns) > 1:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        release.write_text("go")
+        records = [finish(aws, arn)[1] for arn in arns]
+        statuses = sorted(r.status for r in records)
+        assert len(records) == 50 and statuses.count("SUCCEEDED") == 1 and statuses.count("SKIPPED") == 49, statuses
+        # Concurrent manual requests are ordered by request time: one that arrives after a newer
+        # one was claimed is recorded as a duplicate (docs/state-machine.md).
+        assert {r.skip_reason for r in records if r.status == "SKIPPED"} <= {"RUNNING", "CLAIM_CONFLICT", "DUPLICATE"}
+        assert len(marker.read_text().split()) == 1  # the step ran exactly once
+        assert aws.repository().job_state(job).running == frozenset()
+
+
+def test_same_scheduled_time_three_times(aws: LocalAWS) -> None:
+    job = deploy(aws, policy="ALWAYS_RUN")
+    same = execution_input.scheduled("2027-02-01T02:00:00Z", {"mode": "ok"})
+    records = [finish(aws, aws.start(job, same))[1] for _ in range(3)]
+    assert [r.status for r in records] == ["SUCCEEDED", "SKIPPED", "SKIPPED"]
+    assert [r.skip_reason for r in records[1:]] == ["DUPLICATE", "DUPLICATE"]
+    page = aws.repository().executions(job)
+    assert len(page.items) == 3  # duplicates are recorded, not dropped
+
+
+def test_retryable_failure_is_retried_and_permanent_is_not(aws: LocalAWS) -> None:
+    job = deploy(aws, steps=[
+        {"name": "flaky", "python": BEHAVE, "retry": {"attempts": 3, "interval": 1, "backoff": 1}},
+    ], runbook={"impact": "Partner data is stale.", "recovery": "Re-run from flaky."})
+    ex, rec = finish(aws, aws.start(job, fire({"mode": "fail"})))
+    assert ex.status == "FAILED" and rec.status == "FAILED" and rec.failed_step == "flaky"
+    attempts = rec.attempts("flaky")
+    assert len(attempts) == 3
+    exit_codes = [json.loads(a["Cause"])["Containers"][0]["ExitCode"] if "Cause" in a else a["Container"]["ExitCode"]
+                  for a in attempts]
+    assert exit_codes == [75, 75, 75]
+    state = aws.repository().job_state(job)
+    assert state.running == frozenset() and state.last_status == "FAILED"
+    msgs = messages_for(aws, job)
+    assert len(msgs) == 1
+    message = NotificationMessage.model_validate_json(msgs[0]["Message"])
+    assert message.event == "FAILED" and message.outcome.step == "flaky"
+    assert {k: v["Value"] for k, v in msgs[0]["MessageAttributes"].items()} == {"team": "billing", "job": job,
+                                                                                 "status": "FAILED"}
+    # a permanent failure (the target does not exist) is not retried
+    job2 = deploy(aws, steps=[{"name": "gone", "python": "sample_apps.functions:no_such_function",
+                               "retry": {"attempts": 3, "interval": 1}}])
+    ex, rec = finish(aws, aws.start(job2, fire()))
+    assert rec.status == "FAILED" and len(rec.attempts("gone")) == 1
+    assert "gone #2" not in ex.states_entered
+
+
+def test_resume_from_skips_earlier_steps(aws: LocalAWS, tmp_path: Path) -> None:
+    markers = {n: tmp_path / n for n in ("extract", "transform", "load")}
+    job = deploy(aws, policy="ALWAYS_RUN", steps=[
+        {"name": n, "python": BEHAVE, "kwargs": {"marker": str(p)}} for n, p in markers.items()])
+    first = finish(aws, aws.start(job, fire({"mode": "ok"})))[1]
+    assert all(p.exists() for p in markers.values())
+    for p in markers.values():
+        p.unlink()
+    rerun = execution_input.rerun("ops@example.com", first.execution, {"mode": "ok"}, "transform")
+    ex, rec = finish(aws, aws.start(job, rerun))
+    assert rec.status == "SUCCEEDED"
+    assert not markers["extract"].exists() and markers["transform"].exists() and markers["load"].exists()
+    assert rec.rerun_of == first.execution and rec.resume_from == "transform" and rec.trigger == "rerun"
+    assert set(rec.steps) == {"transform", "load"}
+
+
+def test_parallel_group_with_a_failing_branch(aws: LocalAWS, tmp_path: Path) -> None:
+    job = deploy(aws, policy="ALWAYS_RUN", steps=[{"name": "both", "parallel": [
+        {"name": "card", "python": BEHAVE, "kwargs": {"mode": "ok", "marker": str(tmp_path / "card")}},
+        {"name": "bank", "python": BEHAVE, "kwargs": {"mode": "fail"}}]}])
+    ex, rec = finish(aws, aws.start(job, fire()))
+    assert ex.status == "FAILED" and rec.status == "FAILED" and rec.failed_step == "both"
+    group = rec.steps["both"]
+    assert group["card"]["status"] == "SUCCEEDED" and group["card"]["attempts"]["a1"]["Container"]["ExitCode"] == 0
+    assert group["bank"]["status"] == "FAILED" and "Error" in group["bank"]["attempts"]["a1"]
+    assert (tmp_path / "card").exists()
+
+
+@pytest.mark.parametrize("how", ["stopped", "timed out"])
+def test_a_run_that_cannot_clean_up_is_reconciled(aws: LocalAWS, tmp_path: Path, how: str) -> None:
+    job = deploy(aws, timeout=3 if how == "timed out" else 3600)
+    marker = tmp_path / "pid"
+    arn = aws.start(job, fire({"mode": "sleep", "seconds": 60, "marker": str(marker)}))
+    pid = started_process(marker)
+    assert aws.repository().job_state(job).running  # the claim is held
+    if how == "stopped":
+        aws.client("stepfunctions").stop_execution(executionArn=arn, error="Ops.Stop", cause="stopped by test")
+    ex, rec = finish(aws, arn)
+    expected = "ABORTED" if how == "stopped" else "TIMED_OUT"
+    assert ex.status == expected and rec.status == expected and rec.failed_step == "work"
+    deadline = time.monotonic() + 10
+    while alive(pid):
+        assert time.monotonic() < deadline, "the step's process was not terminated"
+        time.sleep(0.05)
+    state = aws.repository().job_state(job)
+    assert state.running == frozenset() and state.holder is None and state.last_status == expected
+    msgs = [NotificationMessage.model_validate_json(m["Message"]) for m in messages_for(aws, job)]
+    assert [(m.event, m.outcome.step) for m in msgs] == [(expected, "work")]
+    assert rec.expires_at is not None
+    # the next scheduled start runs normally
+    assert finish(aws, aws.start(job, fire({"mode": "ok"})))[1].status == "SUCCEEDED"
+
+
+def test_a_stale_claim_does_not_block_the_next_run(aws: LocalAWS, tmp_path: Path) -> None:
+    job = deploy(aws, policy="SKIP_IF_RUNNING")
+    marker = tmp_path / "pid"
+    aws.reconcile = False  # the reconciler missed this one: its claim stays behind
+    try:
+        arn = aws.start(job, fire({"mode": "sleep", "seconds": 60, "marker": str(marker)}))
+        started_process(marker)
+        aws.client("stepfunctions").stop_execution(executionArn=arn)
+        aws.wait(arn)
+        aws.wait_reconciled(arn)
+    finally:
+        aws.reconcile = True
+    assert aws.repository().job_state(job).running == frozenset({arn.rsplit(":", 1)[1]})
+    ex, rec = finish(aws, aws.start(job, fire({"mode": "ok"})))
+    assert "Take over stale claim" in ex.states_entered and rec.status == "SUCCEEDED"
+    assert aws.repository().job_state(job).running == frozenset()
