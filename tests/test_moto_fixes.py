@@ -1,87 +1,108 @@
-"""Each moto fix, with the stock behaviour it corrects shown in a clean process (so an upgrade
-of the pinned moto tells us which fixes are still needed)."""
+"""Each moto fix of jobplane.platform.local, with the stock behaviour it corrects shown in a
+clean process (tests/moto_probe.py): when an upgrade of the pinned moto makes a "stock" case
+fail, that fix may no longer be needed."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
-import textwrap
+from pathlib import Path
 
 import pytest
 
-CASING_PROBE = textwrap.dedent("""
-    import json, time, boto3, sys
-    from moto import mock_aws
-    if sys.argv[1] == "fixed":
-        from jobplane.platform.local import moto_fixes
-        moto_fixes.apply("service_casing")
-    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
-        sfn = boto3.client("stepfunctions", region_name="us-east-1")
-        role = "arn:aws:iam::123456789012:role/r"
-        wait = {"StartAt": "w", "States": {"w": {"Type": "Wait", "Seconds": 60, "End": True}}}
-        other = sfn.create_state_machine(name="other", definition=json.dumps(wait), roleArn=role)["stateMachineArn"]
-        target = sfn.start_execution(stateMachineArn=other, name="held")["executionArn"]
-        d = {"StartAt": "d", "States": {"d": {"Type": "Task", "Resource": "arn:aws:states:::aws-sdk:sfn:describeExecution",
-             "Parameters": {"ExecutionArn.$": "$.arn"}, "ResultSelector": {"Status.$": "$.Status"}, "End": True}}}
-        sm = sfn.create_state_machine(name="s", definition=json.dumps(d), roleArn=role)["stateMachineArn"]
-        arn = sfn.start_execution(stateMachineArn=sm, name="probe", input=json.dumps({"arn": target}))["executionArn"]
-        while (r := sfn.describe_execution(executionArn=arn))["status"] == "RUNNING":
-            time.sleep(0.02)
-        sfn.stop_execution(executionArn=target)
-        print(json.dumps({"status": r["status"], "cause": r.get("cause"), "output": r.get("output")}))
-""")
+from jobplane.platform.local import moto_fixes
 
-PROBE = textwrap.dedent("""
-    import json, time, uuid, boto3, sys
-    from moto import mock_aws
-    if sys.argv[1] == "fixed":
-        from jobplane.platform.local import moto_fixes
-        moto_fixes.apply("context_start_time")
-    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
-        sfn = boto3.client("stepfunctions", region_name="us-east-1")
-        ddb = boto3.client("dynamodb", region_name="us-east-1")
-        ddb.create_table(TableName="t", BillingMode="PAY_PER_REQUEST",
-                         AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-                         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}])
-        d = {"StartAt": "put", "States": {"put": {"Type": "Task", "Resource": "arn:aws:states:::dynamodb:putItem",
-             "Parameters": {"TableName": "t", "Item": {"pk": {"S.$": "$$.Execution.StartTime"}}}, "End": True}}}
-        sm = sfn.create_state_machine(name="s", definition=json.dumps(d), roleArn="arn:aws:iam::123456789012:role/r")
-        arn = sfn.start_execution(stateMachineArn=sm["stateMachineArn"], name=str(uuid.uuid4()))["executionArn"]
-        while (r := sfn.describe_execution(executionArn=arn))["status"] == "RUNNING":
-            time.sleep(0.02)
-        items = ddb.scan(TableName="t")["Items"]
-        print(json.dumps({"status": r["status"], "cause": r.get("cause"), "pk": items[0]["pk"]["S"] if items else None}))
-""")
+PROBE = Path(__file__).resolve().parent / "moto_probe.py"
 
 
-def probe(mode: str, code: str = PROBE) -> dict:
-    out = subprocess.run([sys.executable, "-c", code, mode], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout.strip().splitlines()[-1])
+def probe(scenario: str, mode: str) -> dict:
+    out = subprocess.run([sys.executable, str(PROBE), scenario, mode], capture_output=True, text=True, timeout=300)
+    line = next((l for l in out.stdout.splitlines() if l.startswith("PROBE ")), None)
+    assert line, out.stdout[-2000:] + out.stderr[-3000:]
+    return json.loads(line[6:])
+
+
+def test_every_fix_has_a_probe() -> None:
+    text = PROBE.read_text()
+    assert all(f'name == "{fix}"' in text for fix in moto_fixes.FIXES)
 
 
 @pytest.mark.parametrize("mode", ["stock", "fixed"])
 def test_context_start_time_is_an_iso_string(mode: str) -> None:
-    result = probe(mode)
+    r = probe("context_start_time", mode)
     if mode == "stock":
-        assert result["status"] == "FAILED" and "not JSON serializable" in result["cause"]
+        assert r["status"] == "FAILED" and "not JSON serializable" in r["cause"]
     else:
-        assert result["status"] == "SUCCEEDED"
-        assert result["pk"].endswith("Z") and "T" in result["pk"] and len(result["pk"]) == 24
+        t = json.loads(json.loads(r["output"])["t"])
+        assert r["status"] == "SUCCEEDED" and t.endswith("Z") and len(t) == 24
 
 
 @pytest.mark.parametrize("mode", ["stock", "fixed"])
 def test_aws_sdk_parameters_and_results_use_api_casing(mode: str) -> None:
-    result = probe(mode, CASING_PROBE)
+    r = probe("service_casing", mode)
     if mode == "stock":
-        assert result["status"] == "FAILED" and result["cause"].endswith("'ExecutionArn'")
+        assert r["status"] == "FAILED" and r["cause"].endswith("'ExecutionArn'")
     else:
-        assert result["status"] == "SUCCEEDED"
-        assert json.loads(result["output"]) == {"Status": "RUNNING"}
+        assert r["status"] == "SUCCEEDED" and json.loads(r["output"]) == {"Status": "RUNNING"}
+
+
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_local_ecs_agent_runs_the_command(mode: str) -> None:
+    r = probe("ecs_agent", mode)
+    if mode == "stock":  # moto reports a clean exit of a command it never ran
+        assert r == {"status": "STOPPED", "exit_code": 0, "command_ran": False}
+    else:
+        assert r["status"] == "SUCCEEDED" and r["command_ran"] is True
+
+
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_non_zero_exit_fails_the_sync_task(mode: str) -> None:
+    r = probe("sync_task_exit_code", mode)
+    if mode == "stock":
+        assert r["status"] == "SUCCEEDED"
+    else:
+        assert r["status"] == "FAILED" and r["error"] == "States.TaskFailed"
+        assert json.loads(r["cause"])["Containers"][0]["ExitCode"] == 3
+
+
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_a_retried_sync_task_runs_again(mode: str) -> None:
+    r = probe("sync_retry", mode)
+    if mode == "stock":
+        assert r["error"] == "States.Timeout"  # the second attempt "times out" at once
+    else:
+        assert r["error"] == "States.TaskFailed" and r["events"].count("TaskSubmitted") == 2
+
+
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_conditional_writes_are_atomic(mode: str) -> None:
+    r = probe("dynamodb_atomic_writes", mode)
+    if mode == "stock":
+        assert r["trials_with_several_winners"] > 0
+    else:
+        assert r["trials_with_several_winners"] == 0
+
+
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_execution_status_events_reach_listeners(mode: str) -> None:
+    assert probe("execution_status_events", mode)["events"] == ([] if mode == "stock" else ["SUCCEEDED"])
+
+
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_each_definition_is_parsed_once(mode: str) -> None:
+    assert probe("parse_once", mode)["parses_for_5_executions"] == (5 if mode == "stock" else 1)
+
+
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_interpreter_reuses_its_clients(mode: str) -> None:
+    assert probe("client_reuse", mode)["same_client"] is (mode == "fixed")
+
+
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_sync_tasks_are_polled_quickly(mode: str) -> None:
+    assert probe("fast_sync_poll", mode)["poll_seconds"] == (0.5 if mode == "stock" else 0.05)
 
 
 def test_pinned_version_is_installed() -> None:
-    from jobplane.platform.local import moto_fixes
-
     moto_fixes.check_version()

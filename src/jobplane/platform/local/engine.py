@@ -52,6 +52,7 @@ class LocalAWS:
     log_dir: Path | None = None
     env: dict[str, str] = field(default_factory=dict)  # added to every task's environment
     reconcile: bool = True
+    fixes: tuple[str, ...] | None = None  # moto fixes to apply (default: all; tests omit one to show stock behaviour)
     state_machines: dict[str, str] = field(default_factory=dict)
     resources: dict[str, str] = field(default_factory=dict)
     status_events: list[tuple[str, str]] = field(default_factory=list)
@@ -62,7 +63,7 @@ class LocalAWS:
         from jobplane.platform.local import moto_fixes
         from jobplane.platform.local.ecs_agent import LocalEcsAgent
 
-        moto_fixes.apply()
+        moto_fixes.apply(*(self.fixes or ()))
         for name, value in {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
                             "AWS_DEFAULT_REGION": self.region}.items():
             os.environ.setdefault(name, value)
@@ -78,6 +79,7 @@ class LocalAWS:
         self._listener: Callable[[str, str, str], None] = self._on_status
         moto_fixes.STATUS_LISTENERS.append(self._listener)
         self._ended = threading.Condition()
+        self._inflight = 0
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -85,6 +87,8 @@ class LocalAWS:
 
         self.stop_all()
         self.agent.deactivate()
+        with self._ended:  # let status handlers that already started finish against the mock
+            self._ended.wait_for(lambda: self._inflight == 0, timeout=30)
         if self._listener in moto_fixes.STATUS_LISTENERS:
             moto_fixes.STATUS_LISTENERS.remove(self._listener)
         self._mock.stop()
@@ -93,6 +97,17 @@ class LocalAWS:
     def _on_status(self, execution_arn: str, status: str, state_machine_arn: str) -> None:
         if state_machine_arn not in self.state_machines.values():
             return
+        with self._ended:
+            self._inflight += 1
+        try:
+            self._handle_status(execution_arn, status)
+        finally:
+            with self._ended:
+                self._inflight -= 1
+                self.status_events.append((execution_arn, status))
+                self._ended.notify_all()
+
+    def _handle_status(self, execution_arn: str, status: str) -> None:
         if status in ("ABORTED", "TIMED_OUT"):
             self.agent.stop_execution_tasks(execution_arn.rsplit(":", 1)[1])
         if self.reconcile:
@@ -100,9 +115,6 @@ class LocalAWS:
 
             Reconciler(self.repository(), self.client("sns"), self.resources["topic_arn"],
                        self.client("stepfunctions"), self.prefix).handle(execution_arn, status)
-        with self._ended:
-            self.status_events.append((execution_arn, status))
-            self._ended.notify_all()
 
     def repository(self):  # type: ignore[no-untyped-def]
         from jobplane.platform.repository import Repository

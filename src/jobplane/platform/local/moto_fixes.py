@@ -249,6 +249,25 @@ def fix_parse_once() -> None:
     execution_worker.ExecutionWorker._get_evaluation_entrypoint = _get_evaluation_entrypoint
 
 
+def fix_sync_retry() -> None:
+    """A retried ``.sync`` task times out at once in moto 5.2.5 (States.Timeout after ~5 ms):
+    every attempt reuses the callback endpoint of the first, which was interrupted when that
+    attempt ended. Give each attempt a fresh task token and endpoint, as a new attempt has."""
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import state_task_service_callback as cb
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.resource import ResourceCondition
+
+    original = cb.StateTaskServiceCallback._eval_integration_pattern
+
+    def _eval_integration_pattern(self, env, resource_runtime_part, normalised_parameters, state_credentials):  # type: ignore[no-untyped-def]
+        if (self.resource.condition in (ResourceCondition.Sync, ResourceCondition.Sync2)
+                and ResourceCondition.WaitForTaskToken in self._supported_integration_patterns):
+            token = env.states.context_object.update_task_token()
+            env.callback_pool_manager.add(token)
+        return original(self, env, resource_runtime_part, normalised_parameters, state_credentials)
+
+    cb.StateTaskServiceCallback._eval_integration_pattern = _eval_integration_pattern
+
+
 FIXES = {
     "context_start_time": fix_context_start_time,
     "service_casing": fix_service_casing,
@@ -258,6 +277,7 @@ FIXES = {
     "fast_sync_poll": fix_fast_sync_poll,
     "client_reuse": fix_client_reuse,
     "parse_once": fix_parse_once,
+    "sync_retry": fix_sync_retry,
 }
 
 

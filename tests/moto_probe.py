@@ -1,0 +1,190 @@
+"""Runs one scenario on moto in a clean process, with every jobplane moto fix applied or with
+one left out, and prints the outcome as JSON. tests/test_moto_fixes.py compares the two, so an
+upgrade of the pinned moto shows which fixes are still needed.
+
+    python tests/moto_probe.py SCENARIO stock|fixed
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import boto3
+
+HERE = Path(__file__).resolve().parent
+ROLE = "arn:aws:iam::123456789012:role/r"
+
+
+def run_machine(sfn, definition: dict, execution_input: dict | None = None) -> dict:
+    arn = sfn.create_state_machine(name=f"probe-{uuid.uuid4().hex[:8]}", definition=json.dumps(definition),
+                                   roleArn=ROLE)["stateMachineArn"]
+    ex = sfn.start_execution(stateMachineArn=arn, name=str(uuid.uuid4()), input=json.dumps(execution_input or {}))
+    while (d := sfn.describe_execution(executionArn=ex["executionArn"]))["status"] == "RUNNING":
+        time.sleep(0.02)
+    events = sfn.get_execution_history(executionArn=ex["executionArn"], maxResults=1000)["events"]
+    return {"status": d["status"], "error": d.get("error"), "cause": d.get("cause"), "output": d.get("output"),
+            "events": [e["type"] for e in events]}
+
+
+def with_engine(fixes: tuple[str, ...], body):  # type: ignore[no-untyped-def]
+    from jobplane.platform.local.engine import LocalAWS
+
+    with LocalAWS(fixes=fixes, env={"PYTHONPATH": str(HERE)}) as aws:
+        return body(aws)
+
+
+def ecs_task(aws, command: list[str], retry: dict | None = None) -> dict:
+    r = aws.resources
+    task = {"Type": "Task", "Resource": "arn:aws:states:::ecs:runTask.sync", "End": True, "Parameters": {
+        "Cluster": r["cluster_arn"], "TaskDefinition": r["task_definition_arn"], "LaunchType": "FARGATE",
+        "NetworkConfiguration": {"AwsvpcConfiguration": {"Subnets": [r["subnets"]], "SecurityGroups": [r["security_groups"]]}},
+        "Overrides": {"ContainerOverrides": [{"Name": "runner", "Command": command}]}}}
+    if retry:
+        task["Retry"] = [retry]
+    return run_machine(aws.client("stepfunctions"), {"StartAt": "t", "States": {"t": task}})
+
+
+def scenario(name: str, fixed: bool) -> dict:
+    from jobplane.platform.local import moto_fixes
+
+    everything = tuple(moto_fixes.FIXES)
+    without = tuple(f for f in everything if f != name)
+    fixes = everything if fixed else without
+
+    if name == "context_start_time":
+        def body(aws):
+            return run_machine(aws.client("stepfunctions"), {"StartAt": "p", "States": {"p": {
+                "Type": "Pass", "Parameters": {"t.$": "States.JsonToString($$.Execution.StartTime)"}, "End": True}}})
+        return with_engine(fixes, body)
+
+    if name == "service_casing":
+        def body(aws):
+            sfn = aws.client("stepfunctions")
+            wait = {"StartAt": "w", "States": {"w": {"Type": "Wait", "Seconds": 60, "End": True}}}
+            other = sfn.create_state_machine(name="other", definition=json.dumps(wait), roleArn=ROLE)["stateMachineArn"]
+            target = sfn.start_execution(stateMachineArn=other, name="held")["executionArn"]
+            out = run_machine(sfn, {"StartAt": "d", "States": {"d": {
+                "Type": "Task", "Resource": "arn:aws:states:::aws-sdk:sfn:describeExecution",
+                "Parameters": {"ExecutionArn.$": "$.arn"}, "ResultSelector": {"Status.$": "$.Status"}, "End": True}}},
+                {"arn": target})
+            sfn.stop_execution(executionArn=target)
+            return out
+        return with_engine(fixes, body)
+
+    if name == "sync_task_exit_code":
+        return with_engine(fixes, lambda aws: ecs_task(aws, ["sh", "-c", "exit 3"]))
+
+    if name == "sync_retry":
+        retry = {"ErrorEquals": ["States.ALL"], "IntervalSeconds": 1, "MaxAttempts": 1}
+        return with_engine(fixes, lambda aws: ecs_task(aws, ["sh", "-c", "sleep 0.2; exit 3"], retry))
+
+    if name == "ecs_agent":
+        marker = Path(f"/tmp/jobplane-probe-{uuid.uuid4().hex}")
+        if fixed:
+            out = with_engine(everything, lambda aws: ecs_task(aws, ["sh", "-c", f"echo ran > {marker}"]))
+        else:
+            from moto import mock_aws
+
+            with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
+                ecs = boto3.client("ecs", region_name="us-east-1")
+                ecs.create_cluster(clusterName="c")
+                td = ecs.register_task_definition(family="f", containerDefinitions=[
+                    {"name": "runner", "image": "x", "memory": 512, "command": ["sh", "-c", f"echo ran > {marker}"]}])
+                task = ecs.run_task(cluster="c", taskDefinition=td["taskDefinition"]["taskDefinitionArn"],
+                                    launchType="FARGATE")["tasks"][0]
+                for _ in range(10):
+                    task = ecs.describe_tasks(cluster="c", tasks=[task["taskArn"]])["tasks"][0]
+                out = {"status": task["lastStatus"], "exit_code": task["containers"][0].get("exitCode")}
+        out["command_ran"] = marker.exists()
+        marker.unlink(missing_ok=True)
+        return out
+
+    if name == "dynamodb_atomic_writes":
+        from moto import mock_aws
+
+        if fixed:
+            moto_fixes.apply("dynamodb_atomic_writes")
+        with mock_aws():
+            ddb = boto3.client("dynamodb", region_name="us-east-1")
+            ddb.create_table(TableName="t", BillingMode="PAY_PER_REQUEST",
+                             AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                             KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}])
+            races = 0
+            for trial in range(60):
+                winners = []
+                barrier = threading.Barrier(50)
+
+                def claim(i: int) -> None:
+                    barrier.wait()
+                    try:
+                        ddb.update_item(TableName="t", Key={"pk": {"S": f"job{trial}"}},
+                                        UpdateExpression="SET holder = :me", ConditionExpression="attribute_not_exists(holder)",
+                                        ExpressionAttributeValues={":me": {"S": str(i)}})
+                        winners.append(i)
+                    except ddb.exceptions.ConditionalCheckFailedException:
+                        pass
+
+                threads = [threading.Thread(target=claim, args=(i,)) for i in range(50)]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+                races += len(winners) > 1
+        return {"trials_with_several_winners": races}
+
+    if name == "execution_status_events":
+        seen: list = []
+
+        def body(aws):
+            moto_fixes.STATUS_LISTENERS.append(lambda arn, status, sm: seen.append(status))
+            run_machine(aws.client("stepfunctions"), {"StartAt": "p", "States": {"p": {"Type": "Pass", "End": True}}})
+            time.sleep(0.2)
+            return {"events": seen}
+        return with_engine(fixes, body)
+
+    if name == "parse_once":
+        from moto.stepfunctions.parser.asl.parse import asl_parser
+
+        calls = []
+        original = asl_parser.AmazonStateLanguageParser.parse
+        asl_parser.AmazonStateLanguageParser.parse = staticmethod(lambda d, *a, **k: (calls.append(1), original(d, *a, **k))[1])
+
+        def body(aws):
+            sfn = aws.client("stepfunctions")
+            d = json.dumps({"StartAt": "p", "States": {"p": {"Type": "Pass", "End": True}}})
+            arn = sfn.create_state_machine(name="once", definition=d, roleArn=ROLE)["stateMachineArn"]
+            before = len(calls)
+            for i in range(5):
+                e = sfn.start_execution(stateMachineArn=arn, name=f"e{i}")["executionArn"]
+                while sfn.describe_execution(executionArn=e)["status"] == "RUNNING":
+                    time.sleep(0.01)
+            return {"parses_for_5_executions": len(calls) - before}
+        return with_engine(fixes, body)
+
+    if name == "client_reuse":
+        def body(aws):
+            from moto.stepfunctions.parser.asl.utils import boto_client
+
+            a = boto_client.boto_client_for(region="us-east-1", service="dynamodb")
+            b = boto_client.boto_client_for(region="us-east-1", service="dynamodb")
+            return {"same_client": a is b}
+        return with_engine(fixes, body)
+
+    if name == "fast_sync_poll":
+        def body(aws):
+            from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import state_task_service_callback
+
+            return {"poll_seconds": state_task_service_callback._DELAY_SECONDS_SYNC_CONDITION_CHECK}
+        return with_engine(fixes, body)
+
+    raise SystemExit(f"unknown scenario {name}")
+
+
+if __name__ == "__main__":
+    result = scenario(sys.argv[1], sys.argv[2] == "fixed")
+    sys.stdout.write("PROBE " + json.dumps(result, default=str) + "\n")
