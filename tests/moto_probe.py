@@ -175,6 +175,13 @@ def scenario(name: str, fixed: bool) -> dict:
             return {"same_client": a is b}
         return with_engine(fixes, body)
 
+    if name == "ecs_thread_safe":
+        def body(aws):
+            from moto.ecs.models import EC2ContainerServiceBackend
+
+            return {"locked": EC2ContainerServiceBackend.describe_tasks.__name__ == "locked"}
+        return with_engine(fixes, body)
+
     if name == "fast_sync_poll":
         def body(aws):
             from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import state_task_service_callback

@@ -127,7 +127,7 @@ def test_retries_are_unrolled_with_backoff_waits() -> None:
 def test_policy_is_in_the_claim_condition() -> None:
     conditions = {p: asl.build_definition(job(policy=p), "jobplane")["States"]["Claim"]["Parameters"]["ConditionExpression"]
                   for p in ("ALWAYS_RUN", "SKIP_IF_RUNNING", "SKIP_IF_FAILED", "SKIP_IF_RUNNING_OR_FAILED")}
-    assert conditions["ALWAYS_RUN"] == "(attribute_not_exists(#fire) OR #fire < :t)"
+    assert conditions["ALWAYS_RUN"] == "(attribute_not_exists(#sched) OR #sched < :fire)"
     assert conditions["SKIP_IF_RUNNING"].endswith("AND attribute_not_exists(#running)")
     assert conditions["SKIP_IF_FAILED"].endswith("AND attribute_not_exists(#blocked)")
     assert conditions["SKIP_IF_RUNNING_OR_FAILED"].endswith("attribute_not_exists(#running) AND attribute_not_exists(#blocked)")

@@ -106,3 +106,9 @@ def test_sync_tasks_are_polled_quickly(mode: str) -> None:
 
 def test_pinned_version_is_installed() -> None:
     moto_fixes.check_version()
+
+
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_ecs_task_paths_are_serialised(mode: str) -> None:
+    # The race itself needs ~100 concurrent executions (bench/engine.py); here: the lock is in place.
+    assert probe("ecs_thread_safe", mode)["locked"] is (mode == "fixed")

@@ -38,7 +38,9 @@ _TRANSIENT = ("ProvisionedThroughputExceededException", "ThrottlingException", "
 _BACKOFF = {"IntervalSeconds": 1, "MaxAttempts": 5, "BackoffRate": 2.0, "MaxDelaySeconds": 20, "JitterStrategy": "FULL"}
 # The optimised DynamoDB integration names errors "DynamoDB.X"; the aws-sdk one "DynamoDb.X".
 DDB_RETRY = {"ErrorEquals": [f"DynamoDB.{e}" for e in _TRANSIENT] + ["DynamoDB.AmazonDynamoDBException"], **_BACKOFF}
-SDK_DDB_RETRY = {"ErrorEquals": [f"DynamoDb.{e}" for e in _TRANSIENT], **_BACKOFF}
+# A transaction without conditions is only cancelled by a conflicting concurrent write: retry it.
+SDK_DDB_RETRY = {"ErrorEquals": [f"DynamoDb.{e}" for e in _TRANSIENT]
+                 + ["DynamoDb.TransactionCanceledException", "DynamoDb.TransactionConflictException"], **_BACKOFF}
 ECS_INFRA_RETRY = {
     # Launch failures, capacity and throttling: not the step's fault, retried with backoff.
     "ErrorEquals": ["ECS.AmazonECSException", "ECS.ServerException", "ECS.ThrottlingException",
@@ -108,16 +110,25 @@ class _Builder:
     # -- claim ------------------------------------------------------------------------------
     def claim_update(self, extra_condition: str = "") -> dict[str, Any]:
         policy = self.job.policy
-        conditions = ["(attribute_not_exists(#fire) OR #fire < :t)"]
-        names = {"#fire.$": f"States.Format('{dm.ATTR_FIRE_PREFIX}{{}}', $.trigger)", "#running": dm.ATTR_RUNNING}
+        # Duplicate fires: a scheduled fire must be newer than the newest claimed. The stored key
+        # is "<is manual or rerun>|<time>", so it orders by time among scheduled fires, while a
+        # manual run or re-run ("true|...") always sorts after them and is never a duplicate;
+        # it is stored under its own trigger's name, so it never moves the scheduled key.
+        conditions = ["(attribute_not_exists(#sched) OR #sched < :fire)"]
+        names = {"#sched": f"{dm.ATTR_FIRE_PREFIX}{Trigger.SCHEDULE.value}",
+                 "#fire.$": f"States.Format('{dm.ATTR_FIRE_PREFIX}{{}}', $.trigger)",
+                 "#fired.$": f"States.Format('{dm.ATTR_FIRED_PREFIX}{{}}', $.trigger)",
+                 "#running": dm.ATTR_RUNNING}
         values: dict[str, Any] = {
             ":t": _s("$.scheduled_time"),
+            ":fire": _s("States.Format('{}|{}', States.ArrayContains(States.Array('manual', 'rerun'), $.trigger), "
+                        "$.scheduled_time)"),
             ":me": {"SS.$": "States.Array($$.Execution.Name)"},
             ":job": _lit(self.job.name),
             ":team": _lit(self.job.team),
             ":jobs": _lit(dm.JOBS_PARTITION),
         }
-        update = "SET #fire = :t, job = :job, team = :team, gsi1pk = :jobs, gsi1sk = :job"
+        update = "SET #fire = :fire, #fired = :t, job = :job, team = :team, gsi1pk = :jobs, gsi1sk = :job"
         if policy.skips_if_running:
             conditions.append("attribute_not_exists(#running)")
             update += ", holder = :arn"
@@ -460,13 +471,12 @@ class _Builder:
             "Next": "Skip: why",
         })
         choices: list[dict[str, Any]] = []
-        for trig in Trigger:
-            attr = f"$.state.Item.{dm.ATTR_FIRE_PREFIX}{trig.value}.S"
-            choices.append({"And": [
-                {"Variable": "$.trigger", "StringEquals": trig.value},
-                {"Variable": attr, "IsPresent": True},
-                {"Variable": attr, "StringGreaterThanEqualsPath": "$.scheduled_time"}],
-                "Next": self.skip_record(SkipReason.DUPLICATE)})
+        fired = f"$.state.Item.{dm.ATTR_FIRED_PREFIX}{Trigger.SCHEDULE.value}.S"
+        choices.append({"And": [
+            {"Variable": "$.trigger", "StringEquals": Trigger.SCHEDULE.value},
+            {"Variable": fired, "IsPresent": True},
+            {"Variable": fired, "StringGreaterThanEqualsPath": "$.scheduled_time"}],
+            "Next": self.skip_record(SkipReason.DUPLICATE)})
         if policy.skips_if_running:
             choices.append({"Variable": f"$.state.Item.{dm.ATTR_RUNNING}", "IsPresent": True, "Next": "Skip: check holder"})
             self.add("Skip: check holder", {

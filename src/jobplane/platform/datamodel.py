@@ -36,7 +36,8 @@ ATTR_BLOCKED_BY = "blocked_by"  # execution whose failure blocks SKIP_IF_FAILED 
 ATTR_LAST_STATUS = "last_status"
 ATTR_LAST_EXECUTION = "last_execution"
 ATTR_LAST_FINISHED_AT = "last_finished_at"
-ATTR_FIRE_PREFIX = "fire_"  # fire_<trigger>: newest scheduled_time claimed, for duplicate detection
+ATTR_FIRE_PREFIX = "fire_"  # fire_schedule: duplicate-detection key of the newest scheduled fire claimed
+ATTR_FIRED_PREFIX = "fired_"  # fired_<trigger>: the newest claimed scheduled_time per trigger
 
 # Execution attributes.
 ATTR_STEPS = "steps"  # JSON string: {step_key: {a1: result, a2: result, ...}}

@@ -268,6 +268,23 @@ def fix_sync_retry() -> None:
     cb.StateTaskServiceCallback._eval_integration_pattern = _eval_integration_pattern
 
 
+def fix_ecs_thread_safe() -> None:
+    """moto's ECS backend keeps tasks in plain dicts that RunTask writes while DescribeTasks
+    iterates them: with ~100 concurrent executions a .sync poll failed with "dictionary changed
+    size during iteration" (States.Runtime). Serialise the task paths with one lock."""
+    from moto.ecs.models import EC2ContainerServiceBackend
+
+    lock = threading.RLock()
+    for name in ("run_task", "start_task", "describe_tasks", "stop_task", "list_tasks"):
+        original = getattr(EC2ContainerServiceBackend, name)
+
+        def locked(self, *args, __original=original, **kwargs):  # type: ignore[no-untyped-def]
+            with lock:
+                return __original(self, *args, **kwargs)
+
+        setattr(EC2ContainerServiceBackend, name, locked)
+
+
 FIXES = {
     "context_start_time": fix_context_start_time,
     "service_casing": fix_service_casing,
@@ -278,6 +295,7 @@ FIXES = {
     "client_reuse": fix_client_reuse,
     "parse_once": fix_parse_once,
     "sync_retry": fix_sync_retry,
+    "ecs_thread_safe": fix_ecs_thread_safe,
 }
 
 

@@ -1,0 +1,99 @@
+"""The compiled state machine on the local engine: transitions per path, latency, concurrency.
+
+    .venv/bin/python bench/engine.py [-n 20] [--concurrent 100]
+
+Runs real compiled jobs with real runner subprocesses (the local ECS agent) and prints:
+states entered (billed transitions on AWS Standard) for a one-step success, a three-step
+success, a failure and a skip; the start-to-finish latency of a one-step no-op job (median of
+N); and N concurrent starts of an ALWAYS_RUN job (all finished, none lost, total time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import threading
+import time
+from pathlib import Path
+
+from jobplane.compiler import asl
+from jobplane.compiler.model import Job
+from jobplane.platform import execution_input
+from jobplane.platform.local.engine import LocalAWS
+
+TESTS = Path(__file__).resolve().parents[1] / "tests"
+NOOP = "sample_apps.functions:behave"
+
+
+def deploy(aws: LocalAWS, name: str, steps: int, policy: str = "ALWAYS_RUN") -> None:
+    job = Job.model_validate({"name": name, "team": "billing", "timezone": "UTC", "policy": policy,
+                              "steps": [{"name": f"s{i}", "python": NOOP} for i in range(steps)]})
+    aws.deploy(name, asl.compile_job(job, aws.prefix))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("-n", type=int, default=20)
+    ap.add_argument("--concurrent", type=int, default=100)
+    args = ap.parse_args()
+    with LocalAWS(env={"PYTHONPATH": str(TESTS)}) as aws:
+        deploy(aws, "one", 1)
+        deploy(aws, "three", 3)
+        deploy(aws, "skipper", 1, policy="SKIP_IF_RUNNING")
+
+        def run(job: str, params: dict, t: str | None = None):
+            inp = execution_input.scheduled(t, params) if t else execution_input.manual("bench", overrides=params)
+            return aws.run(job, inp)
+
+        one = run("one", {"mode": "ok"})
+        three = run("three", {"mode": "ok"})
+        failed = run("one", {"mode": "fail"})
+        dup_first = run("skipper", {"mode": "ok"}, "2027-01-01T00:00:00Z")
+        duplicate = run("skipper", {"mode": "ok"}, "2027-01-01T00:00:00Z")
+        print("states entered (transitions billed on AWS):")
+        for label, ex in (("one-step success", one), ("three-step success", three), ("one-step failure", failed),
+                          ("duplicate fire (skip)", duplicate)):
+            print(f"  {label:24s} {len(ex.states_entered):2d}  {' > '.join(ex.states_entered)}")
+        assert dup_first.status == "SUCCEEDED"
+
+        latencies = []
+        for _ in range(args.n):
+            t = time.perf_counter()
+            ex = run("one", {"mode": "ok"})
+            latencies.append(time.perf_counter() - t)
+            assert ex.status == "SUCCEEDED"
+        print(f"one-step no-op, start to finish: median {statistics.median(latencies) * 1000:.0f} ms, "
+              f"min {min(latencies) * 1000:.0f} ms, max {max(latencies) * 1000:.0f} ms over {args.n} runs")
+
+        arns: list[str] = []
+        lock = threading.Lock()
+        t0 = time.perf_counter()
+
+        def start() -> None:
+            arn = aws.start("one", execution_input.manual("bench", overrides={"mode": "ok"}))
+            with lock:
+                arns.append(arn)
+
+        threads = [threading.Thread(target=start) for _ in range(args.concurrent)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        started = time.perf_counter() - t0
+        results = [aws.wait(a, timeout=600) for a in arns]
+        total = time.perf_counter() - t0
+        for a in arns:
+            aws.wait_reconciled(a)
+        repo = aws.repository()
+        records = [repo.execution(a.rsplit(":", 1)[1]) for a in arns]
+        by_status: dict[str, int] = {}
+        for r in records:
+            key = r.status if r is not None else "MISSING"
+            by_status[key] = by_status.get(key, 0) + 1
+        print(f"{args.concurrent} concurrent starts of an ALWAYS_RUN job: started in {started:.1f} s, all finished in "
+              f"{total:.1f} s; executions {sum(r.status == 'SUCCEEDED' for r in results)} SUCCEEDED; "
+              f"records by status: {by_status}")
+
+
+if __name__ == "__main__":
+    main()
