@@ -10,7 +10,10 @@ Steps run for real: the local ECS agent (:mod:`jobplane.platform.local.ecs_agent
 does what AWS does around it: stops the ECS tasks of a stopped or timed-out execution, and
 feeds the reconciler as the base module's EventBridge rule would.
 
-Not yet here: the HTTP server mode for ``jobplane dev``.
+Two modes: in-process (``LocalAWS()``, for tests: boto3 calls in this process are intercepted)
+and server (``LocalAWS(server_port=4566)``, for ``jobplane dev``: moto's HTTP server runs in
+this process, so the fixes, the agent and the reconciler apply to every client that points at
+``http://127.0.0.1:<port>``, the portal and the CLI included).
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ class LocalAWS:
     env: dict[str, str] = field(default_factory=dict)  # added to every task's environment
     reconcile: bool = True
     fixes: tuple[str, ...] | None = None  # moto fixes to apply (default: all; tests omit one to show stock behaviour)
+    server_port: int | None = None  # serve over HTTP on 127.0.0.1:<port> instead of in-process only
     state_machines: dict[str, str] = field(default_factory=dict)
     resources: dict[str, str] = field(default_factory=dict)
     status_events: list[tuple[str, str]] = field(default_factory=list)
@@ -67,8 +71,11 @@ class LocalAWS:
         for name, value in {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
                             "AWS_DEFAULT_REGION": self.region}.items():
             os.environ.setdefault(name, value)
-        self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
-        self._mock.start()
+        if self.server_port is None:
+            self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
+            self._mock.start()
+        else:
+            self._start_server()
         self.provision()
         if self.log_dir is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="jobplane-tasks-")
@@ -91,7 +98,29 @@ class LocalAWS:
             self._ended.wait_for(lambda: self._inflight == 0, timeout=30)
         if self._listener in moto_fixes.STATUS_LISTENERS:
             moto_fixes.STATUS_LISTENERS.remove(self._listener)
-        self._mock.stop()
+        if self.server_port is None:
+            self._mock.stop()
+        else:
+            self._server.stop()
+
+    def _start_server(self) -> None:
+        import urllib.request
+
+        from moto.server import ThreadedMotoServer
+
+        # The interpreter's service integrations call back to localhost:$MOTO_PORT.
+        os.environ["MOTO_PORT"] = str(self.server_port)
+        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.server_port, verbose=False)
+        self._server.start()
+        request = urllib.request.Request(
+            f"{self.endpoint_url}/moto-api/config", method="POST",
+            data=json.dumps({"stepfunctions": {"execute_state_machine": True}}).encode(),
+            headers={"Content-Type": "application/json"})
+        urllib.request.urlopen(request, timeout=10).read()
+
+    @property
+    def endpoint_url(self) -> str | None:
+        return f"http://127.0.0.1:{self.server_port}" if self.server_port else None
 
     # -- what AWS does when an execution ends ------------------------------------------------
     def _on_status(self, execution_arn: str, status: str, state_machine_arn: str) -> None:
@@ -138,7 +167,7 @@ class LocalAWS:
         import boto3
 
         return boto3.client(service, region_name=self.region, aws_access_key_id="local",
-                            aws_secret_access_key="local")
+                            aws_secret_access_key="local", endpoint_url=self.endpoint_url)
 
     # -- what terraform/platform creates -----------------------------------------------------
     def provision(self) -> None:
