@@ -43,6 +43,7 @@ tfcheck: compile
 bench: $(STAMP)
 	$(BIN)/python bench/compile.py
 	$(BIN)/python bench/runner_start.py
+	$(BIN)/python bench/engine.py
 
 clean:
 	rm -rf $(VENV) build terraform/jobs .pytest_cache

@@ -115,6 +115,7 @@ def scenario(name: str, fixed: bool) -> dict:
                              AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
                              KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}])
             races = 0
+            sys.setswitchinterval(1e-6)  # switch threads often, so a race shows within a few trials
             for trial in range(60):
                 winners = []
                 barrier = threading.Barrier(50)

@@ -105,7 +105,7 @@ TABLE = {  # policy: (runs while one is running, runs after a failed / timed-out
 
 @pytest.mark.parametrize("policy", list(TABLE))
 def test_policy_table(aws: LocalAWS, policy: str, tmp_path: Path) -> None:
-    job = deploy(aws, policy=policy, timeout=4)
+    job = deploy(aws, policy=policy, timeout=6)
     while_running, after_failure = TABLE[policy]
 
     def scheduled_run() -> tuple[bool, Any]:
@@ -125,7 +125,7 @@ def test_policy_table(aws: LocalAWS, policy: str, tmp_path: Path) -> None:
     assert finish(aws, manual("fail"))[1].status == "FAILED"
     ran, rec = scheduled_run()
     assert ran == after_failure and (ran or rec.skip_reason == "LAST_FAILED")
-    # last TIMED_OUT (the whole job ran past its 4 s timeout)
+    # last TIMED_OUT (the whole job ran past its 6 s timeout)
     assert finish(aws, manual("sleep", seconds=30))[1].status == "TIMED_OUT"
     ran, rec = scheduled_run()
     assert ran == after_failure

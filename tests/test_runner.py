@@ -168,7 +168,7 @@ def test_sigterm_stops_python_work_promptly(tmp_path: Path) -> None:
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=30)
     assert proc.returncode == rc.EXIT_TERMINATED
-    assert time.monotonic() - sent < 5
+    assert time.monotonic() - sent < 20  # well before the 60 s of work, and before ECS would SIGKILL (30 s)
     assert json.loads(out.splitlines()[-1])["message"] == "stopped by SIGTERM"
 
 
