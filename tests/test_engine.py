@@ -287,25 +287,3 @@ def test_a_stale_claim_does_not_block_the_next_run(aws: LocalAWS, tmp_path: Path
     assert "Take over stale claim" in ex.states_entered and rec.status == "SUCCEEDED"
     assert aws.repository().job_state(job).running == frozenset()
 
-
-def test_server_mode_serves_other_clients(tmp_path: Path) -> None:
-    """The mode `jobplane dev` uses: any AWS client pointed at the port sees the same platform."""
-    import socket
-    import subprocess
-    import sys
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    with LocalAWS(server_port=port, env={"PYTHONPATH": str(HERE)}) as server:
-        job = deploy(server, policy="SKIP_IF_RUNNING")
-        marker = tmp_path / "ran"
-        start = ("import boto3, json, sys; c = boto3.client('stepfunctions', region_name='us-east-1', "
-                 f"endpoint_url='http://127.0.0.1:{port}', aws_access_key_id='x', aws_secret_access_key='x'); "
-                 "print(c.start_execution(stateMachineArn=sys.argv[1], name='from-outside', input=sys.argv[2])['executionArn'])")
-        payload = json.dumps(execution_input.manual("cli", overrides={"mode": "ok", "marker": str(marker)}))
-        out = subprocess.run([sys.executable, "-c", start, server.state_machines[job], payload],
-                             capture_output=True, text=True, timeout=60)
-        assert out.returncode == 0, out.stderr
-        ex, rec = finish(server, out.stdout.strip())
-        assert ex.status == "SUCCEEDED" and rec.status == "SUCCEEDED" and marker.exists()

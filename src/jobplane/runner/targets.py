@@ -137,16 +137,17 @@ def run_shell(ctx: RunContext, log: logging.Logger) -> None:
     output = logging.getLogger("jobplane.output")
     pumps = [threading.Thread(target=_pump, args=(pipe, output, level, stream), daemon=True)
              for pipe, level, stream in ((child.stdout, logging.INFO, "stdout"), (child.stderr, logging.WARNING, "stderr"))]
-    for p in pumps:
-        p.start()
-    try:
+    try:  # from here on, a stop request (Terminated) must take the child down with us
+        for p in pumps:
+            p.start()
         code = child.wait()
     except BaseException:
         _stop_child(child, log)
         raise
     finally:
         for p in pumps:
-            p.join(timeout=5)
+            if p.is_alive():
+                p.join(timeout=5)
     if code != 0:
         raise ExitCode(128 - code if code < 0 else code)
 

@@ -32,6 +32,7 @@ from jobplane.platform import runner_contract as rc
 log = logging.getLogger(__name__)
 
 _current: LocalEcsAgent | None = None
+_previous: list[LocalEcsAgent | None] = []
 _install_lock = threading.Lock()
 _installed = False
 
@@ -64,6 +65,7 @@ class LocalEcsAgent:
     def activate(self) -> LocalEcsAgent:
         global _current
         install()
+        _previous.append(_current)
         _current = self
         return self
 
@@ -71,7 +73,7 @@ class LocalEcsAgent:
         global _current
         self.stop_all()
         if _current is self:
-            _current = None
+            _current = _previous.pop() if _previous else None
 
     # -- hooks called from moto's ECS backend --------------------------------------------------
     def start(self, task: Any) -> None:

@@ -1,0 +1,43 @@
+"""The engine's HTTP server mode (what `jobplane dev` uses), in a module of its own: moto's
+backends are per process, so it must not share a worker's mock with the in-process tests."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+from jobplane.compiler import asl
+from jobplane.compiler.model import Job
+from jobplane.platform import execution_input
+from jobplane.platform.local.engine import LocalAWS
+
+HERE = Path(__file__).resolve().parent
+
+
+def test_server_mode_serves_other_clients(tmp_path: Path) -> None:
+    """Any AWS client pointed at the port — here another process — drives the same platform."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with LocalAWS(prefix="jpserver", server_port=port, env={"PYTHONPATH": str(HERE)}) as server:
+        name = f"job-{uuid.uuid4().hex[:8]}"
+        job = Job.model_validate({"name": name, "team": "billing", "timezone": "UTC",
+                                  "steps": [{"name": "work", "python": "sample_apps.functions:behave"}]})
+        server.deploy(name, asl.compile_job(job, server.prefix))
+        marker = tmp_path / "ran"
+        start = ("import boto3, sys; c = boto3.client('stepfunctions', region_name='us-east-1', "
+                 f"endpoint_url='http://127.0.0.1:{port}', aws_access_key_id='x', aws_secret_access_key='x'); "
+                 "print(c.start_execution(stateMachineArn=sys.argv[1], name='from-outside', input=sys.argv[2])['executionArn'])")
+        payload = json.dumps(execution_input.manual("cli", overrides={"mode": "ok", "marker": str(marker)}))
+        out = subprocess.run([sys.executable, "-c", start, server.state_machines[name], payload],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        arn = out.stdout.strip()
+        ex = server.wait(arn)
+        server.wait_reconciled(arn)
+        record = server.repository().execution(arn.rsplit(":", 1)[1])
+        assert ex.status == "SUCCEEDED" and record.status == "SUCCEEDED" and marker.exists()
