@@ -18,6 +18,7 @@ import re
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from jobplane.platform.clock import iso_millis
 from jobplane.platform.notifications import NotificationMessage, Outcome, publish
 from jobplane.platform.repository import Repository
 
@@ -29,10 +30,7 @@ _PLATFORM_STATES = re.compile(r"^(Claim|Route|Finish.*|Notify .*|Fail|Skip: .*|T
 
 
 def _iso(value: Any) -> str:
-    if isinstance(value, datetime):
-        t = value.astimezone(timezone.utc)
-        return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
-    return str(value)
+    return iso_millis(value) if isinstance(value, datetime) else str(value)
 
 
 class Reconciler:

@@ -8,23 +8,18 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from jobplane.platform import datamodel as dm
+from jobplane.platform.clock import now_iso
 
 _des, _ser = TypeDeserializer(), TypeSerializer()
 
 
 def _plain(item: dict[str, Any]) -> dict[str, Any]:
     return {k: _des.deserialize(v) for k, v in item.items()}
-
-
-def now_iso() -> str:
-    t = datetime.now(timezone.utc)
-    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
 
 
 @dataclass(frozen=True)

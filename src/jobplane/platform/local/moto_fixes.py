@@ -13,6 +13,8 @@ import json
 import threading
 from importlib.metadata import version
 
+from jobplane.platform.clock import iso_millis
+
 MOTO_VERSION = "5.2.5"
 
 _applied: set[str] = set()
@@ -27,10 +29,18 @@ def check_version() -> None:
             "re-check every fix in jobplane.platform.local.moto_fixes before changing the pin")
 
 
-def aws_timestamp(value: datetime.datetime) -> str:
-    """The context object's timestamp format on AWS: ISO 8601, UTC, milliseconds, 'Z'."""
-    value = value.astimezone(datetime.timezone.utc)
-    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+def _serialise(cls: type, names: tuple[str, ...]) -> None:
+    """Wrap the named methods of a moto backend class in one lock shared by all of them."""
+    lock = threading.RLock()
+    for name in names:
+        original = getattr(cls, name)
+
+        def locked(self, *args, __original=original, **kwargs):  # type: ignore[no-untyped-def]
+            with lock:
+                return __original(self, *args, **kwargs)
+
+        locked.__name__ = "locked"
+        setattr(cls, name, locked)
 
 
 def fix_context_start_time() -> None:
@@ -47,7 +57,7 @@ def fix_context_start_time() -> None:
         env = original(self)
         execution = env.states.context_object.context_object_data["Execution"]
         if isinstance(execution.get("StartTime"), datetime.datetime):
-            execution["StartTime"] = aws_timestamp(execution["StartTime"])
+            execution["StartTime"] = iso_millis(execution["StartTime"])
         return env
 
     execution_worker.ExecutionWorker._get_evaluation_environment = _get_evaluation_environment
@@ -146,15 +156,7 @@ def fix_dynamodb_atomic_writes() -> None:
     winners (shared/notes/local-aws-moto.md). One process-wide lock around the write paths."""
     from moto.dynamodb.models import DynamoDBBackend
 
-    lock = threading.RLock()
-    for name in ("put_item", "update_item", "delete_item", "transact_write_items", "batch_write_item"):
-        original = getattr(DynamoDBBackend, name)
-
-        def locked(self, *args, __original=original, **kwargs):  # type: ignore[no-untyped-def]
-            with lock:
-                return __original(self, *args, **kwargs)
-
-        setattr(DynamoDBBackend, name, locked)
+    _serialise(DynamoDBBackend, ("put_item", "update_item", "delete_item", "transact_write_items", "batch_write_item"))
 
 
 #: Called with (execution_arn, status, state_machine_arn) when an execution ends, as AWS's
@@ -274,15 +276,7 @@ def fix_ecs_thread_safe() -> None:
     size during iteration" (States.Runtime). Serialise the task paths with one lock."""
     from moto.ecs.models import EC2ContainerServiceBackend
 
-    lock = threading.RLock()
-    for name in ("run_task", "start_task", "describe_tasks", "stop_task", "list_tasks"):
-        original = getattr(EC2ContainerServiceBackend, name)
-
-        def locked(self, *args, __original=original, **kwargs):  # type: ignore[no-untyped-def]
-            with lock:
-                return __original(self, *args, **kwargs)
-
-        setattr(EC2ContainerServiceBackend, name, locked)
+    _serialise(EC2ContainerServiceBackend, ("run_task", "start_task", "describe_tasks", "stop_task", "list_tasks"))
 
 
 FIXES = {

@@ -1,0 +1,15 @@
+"""Timestamps as Step Functions writes them (ISO 8601, UTC, milliseconds, 'Z'), so records
+written by the state machines and by Python sort and compare alike."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+
+def iso_millis(t: datetime) -> str:
+    t = t.astimezone(timezone.utc)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+
+
+def now_iso() -> str:
+    return iso_millis(datetime.now(timezone.utc))
