@@ -142,10 +142,13 @@ def scenario(name: str, fixed: bool) -> dict:
         seen: list = []
 
         def body(aws):
+            from moto.stepfunctions.parser.utils import TMP_THREADS
+
             moto_fixes.STATUS_LISTENERS.append(lambda arn, status, sm: seen.append(status))
-            run_machine(aws.client("stepfunctions"), {"StartAt": "p", "States": {"p": {"Type": "Pass", "End": True}}})
+            for _ in range(20):
+                run_machine(aws.client("stepfunctions"), {"StartAt": "p", "States": {"p": {"Type": "Pass", "End": True}}})
             time.sleep(0.2)
-            return {"events": seen}
+            return {"events": seen, "threads_kept": len(TMP_THREADS)}
         return with_engine(fixes, body)
 
     if name == "parse_once":

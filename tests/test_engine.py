@@ -287,3 +287,51 @@ def test_a_stale_claim_does_not_block_the_next_run(aws: LocalAWS, tmp_path: Path
     assert "Take over stale claim" in ex.states_entered and rec.status == "SUCCEEDED"
     assert aws.repository().job_state(job).running == frozenset()
 
+
+
+def test_compiled_output_deploys_byte_identical_with_its_schedules(aws: LocalAWS, tmp_path: Path) -> None:
+    from jobplane.compiler.bindings import bind
+    from jobplane.compiler.output import compile_all, write_output
+    from jobplane.platform.config import load_config
+
+    out = tmp_path / "compiled"
+    write_output(compile_all(load_config(HERE.parent)), out)
+    names = aws.deploy_output(out)
+    assert len(names) == 7
+    sfn, scheduler = aws.client("stepfunctions"), aws.client("scheduler")
+    for name in names:
+        deployed = sfn.describe_state_machine(stateMachineArn=aws.state_machines[name])["definition"]
+        assert deployed == bind((out / "asl" / f"{name}.asl.json").read_text(), aws.bindings())
+    daily = scheduler.get_schedule(Name="jobplane-daily-sales-report", GroupName=aws.prefix)
+    assert daily["ScheduleExpression"] == "cron(0 2 * * ? *)" and daily["ScheduleExpressionTimezone"] == "Asia/Tokyo"
+    assert json.loads(daily["Target"]["Input"])["scheduled_time"] == "<aws.scheduler.scheduled-time>"
+    assert scheduler.get_schedule(Name="jobplane-rotate-audit-archives", GroupName=aws.prefix)["State"] == "DISABLED"
+    schedules = scheduler.list_schedules(GroupName=aws.prefix)["Schedules"]
+    assert not any(s["Name"] == "jobplane-backfill-search-index" for s in schedules)  # manual only
+
+
+def test_repository_pages_and_feeds(aws: LocalAWS) -> None:
+    job = deploy(aws, policy="ALWAYS_RUN")
+    outcomes = ["ok", "fail", "ok", "fail", "ok"]
+    arns = [finish(aws, aws.start(job, fire({"mode": m})))[1].execution for m in outcomes]
+    repo = aws.repository()
+    seen, cursor = [], None
+    while True:
+        page = repo.executions(job, limit=2, cursor=cursor)
+        assert len(page.items) <= 2
+        seen += [e.execution for e in page.items]
+        cursor = page.cursor
+        if cursor is None:
+            break
+    assert seen == list(reversed(arns))  # newest first, every run, nothing twice
+    failures = [e.execution for e in repo.recent_failures(limit=200).items if e.job == job]
+    assert failures == [arns[3], arns[1]]
+    state = next(s for s in repo.job_states() if s.job == job)
+    assert state.last_status == "SUCCEEDED" and state.last_execution == arns[4]
+    # acknowledging a failure unblocks SKIP_IF_FAILED and is audited
+    finish(aws, aws.start(job, fire({"mode": "fail"})))
+    assert repo.acknowledge_failure(job, "ops@example.com", "known partner outage")
+    assert repo.job_state(job).blocked_by is None
+    entry = next(e for e in repo.audit_log() if e["job"] == job)
+    assert entry["actor"] == "ops@example.com" and entry["action"] == "acknowledge_failure"
+    assert entry["reason"] == "known partner outage"

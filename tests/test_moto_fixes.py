@@ -85,8 +85,12 @@ def test_conditional_writes_are_atomic(mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", ["stock", "fixed"])
-def test_execution_status_events_reach_listeners(mode: str) -> None:
-    assert probe("execution_status_events", mode)["events"] == ([] if mode == "stock" else ["SUCCEEDED"])
+def test_execution_status_events_reach_listeners_and_threads_are_pruned(mode: str) -> None:
+    r = probe("execution_status_events", mode)
+    if mode == "stock":
+        assert r["events"] == [] and r["threads_kept"] >= 20  # one per execution, never pruned
+    else:
+        assert r["events"] == ["SUCCEEDED"] * 20 and r["threads_kept"] <= 2
 
 
 @pytest.mark.parametrize("mode", ["stock", "fixed"])

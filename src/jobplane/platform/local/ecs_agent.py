@@ -31,6 +31,7 @@ from jobplane.platform import runner_contract as rc
 
 log = logging.getLogger(__name__)
 
+FINISHED_KEPT = 1000
 _current: LocalEcsAgent | None = None
 _previous: list[LocalEcsAgent | None] = []
 _install_lock = threading.Lock()
@@ -111,6 +112,8 @@ class LocalEcsAgent:
         _finish(running.task, exit_code, reason, stop_code)
         with self._lock:
             self.tasks.pop(running.task.task_arn, None)
+            while len(self.finished) >= FINISHED_KEPT:  # bounded for a long-running `jobplane dev`
+                self.finished.pop(next(iter(self.finished)))
             self.finished[running.task.task_arn] = {
                 "execution_id": running.execution_id, "job": running.job, "step": running.step,
                 "exit_code": exit_code, "log": str(running.log_path)}

@@ -227,12 +227,38 @@ class LocalAWS:
         return self.state_machines[job]
 
     def deploy_output(self, output_dir: Path | str, **overrides: str) -> list[str]:
-        """Deploy every job of a compiler output directory (its catalog and asl/)."""
+        """Deploy every job of a compiler output directory: its state machine from asl/ and its
+        schedules (stored with timezone, state and target input, as Terraform creates them;
+        moto never fires them — the local scheduler reads them)."""
         output_dir = Path(output_dir)
         catalog = json.loads((output_dir / "catalog.json").read_text())
         for job in catalog["jobs"]:
-            self.deploy(job["name"], (output_dir / job["asl"]).read_text(), **overrides)
+            arn = self.deploy(job["name"], (output_dir / job["asl"]).read_text(), **overrides)
+            self.deploy_schedules(job, arn)
         return [j["name"] for j in catalog["jobs"]]
+
+    def deploy_schedules(self, job: dict[str, Any], state_machine_arn: str) -> list[str]:
+        from jobplane.compiler.names import schedule_name
+        from jobplane.platform import execution_input
+
+        scheduler = self.client("scheduler")
+        group = self.prefix
+        if not any(g["Name"] == group for g in scheduler.list_schedule_groups().get("ScheduleGroups", [])):
+            scheduler.create_schedule_group(Name=group)
+        names = []
+        target_input = json.dumps(execution_input.scheduled(execution_input.SCHEDULER_TIME, job["params"]), sort_keys=True)
+        for i, expression in enumerate(job["schedule"]):
+            name = schedule_name(self.prefix, job["name"], i)
+            spec = dict(Name=name, GroupName=group, ScheduleExpression=expression,
+                        ScheduleExpressionTimezone=job["timezone"], State="ENABLED" if job["enabled"] else "DISABLED",
+                        FlexibleTimeWindow={"Mode": "OFF"},
+                        Target={"Arn": state_machine_arn, "RoleArn": self.resources["role_arn"], "Input": target_input})
+            try:
+                scheduler.create_schedule(**spec)
+            except scheduler.exceptions.ConflictException:
+                scheduler.update_schedule(**spec)
+            names.append(name)
+        return names
 
     # -- executions ---------------------------------------------------------------------------
     def start(self, job: str, execution_input: dict[str, Any], name: str | None = None) -> str:
