@@ -127,8 +127,10 @@ resource "aws_lambda_function" "notifier" {
   }
   environment {
     variables = {
-      JOBPLANE_PORTAL_URL              = var.portal_url
+      JOBPLANE_PORTAL_URL               = var.portal_url
       JOBPLANE_SLACK_WEBHOOK_SECRET_ARN = var.slack_webhook_secret_arn
+      JOBPLANE_TEAM_CHANNELS            = jsonencode(var.team_channels)
+      JOBPLANE_DEFAULT_CHANNEL          = var.default_channel
     }
   }
   depends_on = [aws_cloudwatch_log_group.notifier]

@@ -47,3 +47,15 @@ variable "log_retention_days" {
   description = "Days runner and state machine logs are kept."
   default     = 365
 }
+
+variable "team_channels" {
+  type        = map(string)
+  description = "Slack channel per team (from jobplane.toml, passed by the compiled root module)."
+  default     = {}
+}
+
+variable "default_channel" {
+  type        = string
+  description = "Slack channel for jobs whose team has none."
+  default     = ""
+}

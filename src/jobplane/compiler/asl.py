@@ -425,6 +425,7 @@ class _Builder:
             "started_at.$": "$$.Execution.StartTime",
             "outcome.$": "$.outcome",
             "channels": self.job.notify.channels,
+            "events": [e.value for e in self.job.notify.events],
             "runbook": self.job.runbook.model_dump() if self.job.runbook else None,
         }
         status_attr = {"DataType": "String", "StringValue": event} if event else {"DataType": "String", "StringValue.$": "$.outcome.status"}

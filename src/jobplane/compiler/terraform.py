@@ -51,6 +51,8 @@ def root_module(config: PlatformConfig) -> dict[str, Any]:
         "provider": {"aws": {"region": "${var.region}",
                              "default_tags": {"tags": {"managed-by": "jobplane"}}}},
         "module": {"platform": {"source": config.platform_module, "name_prefix": config.name_prefix,
+                                "team_channels": {t.name: t.channel for t in config.teams.values() if t.channel},
+                                "default_channel": config.default_channel or "",
                                 **{v: "${var." + v + "}" for v in module_vars}}},
         "data": {"aws_caller_identity": {"current": {}}, "aws_region": {"current": {}},
                  "aws_partition": {"current": {}}},

@@ -38,6 +38,7 @@ class NotificationMessage(BaseModel):
     started_at: str | None = None
     outcome: Outcome
     channels: list[str]
+    events: list[Event] | None = None  # the events the job subscribes to (None: the defaults)
     runbook: dict[str, str] | None = None
     error: str | None = None
 

@@ -1,0 +1,169 @@
+"""The Slack notifier: a notification message in, a Block Kit message out through an incoming
+webhook (slack_sdk), routed to the job's channels, else its team's, else the platform's.
+
+Delivery never drops a message: slack_sdk retries 5xx answers, rate limits and connection errors
+with backoff; a message still undeliverable is kept in a dead-letter store (locally a directory
+of JSON files; in the Lambda the invocation fails, so SNS retries and then the function's DLQ
+keeps it). Without a webhook URL the message is written to the log instead.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from slack_sdk.http_retry.builtin_handlers import (ConnectionErrorRetryHandler, RateLimitErrorRetryHandler,
+                                                   ServerErrorRetryHandler)
+from slack_sdk.models.blocks import (ActionsBlock, ButtonElement, ContextBlock, HeaderBlock, MarkdownTextObject,
+                                     SectionBlock)
+from slack_sdk.webhook import WebhookClient
+
+from jobplane.platform.notifications import NotificationMessage
+from jobplane.platform.statuses import DEFAULT_EVENTS
+
+log = logging.getLogger(__name__)
+
+EMOJI = {"FAILED": ":x:", "TIMED_OUT": ":hourglass:", "ABORTED": ":octagonal_sign:", "SKIPPED": ":fast_forward:",
+         "RECOVERED": ":white_check_mark:", "SLOW": ":turtle:"}
+
+
+@dataclass(frozen=True)
+class Routing:
+    team_channels: dict[str, str] = field(default_factory=dict)
+    default_channel: str | None = None
+
+    def channels(self, message: NotificationMessage) -> list[str]:
+        if message.channels:
+            return list(message.channels)
+        team = self.team_channels.get(message.team)
+        if team:
+            return [team]
+        return [self.default_channel] if self.default_channel else []
+
+
+def execution_link(portal_url: str, execution: str) -> str | None:
+    return f"{portal_url.rstrip('/')}/executions/{execution}" if portal_url else None
+
+
+def blocks(message: NotificationMessage, portal_url: str) -> list[Any]:
+    """The Block Kit message: what failed, where, when, what to do, and the link to act."""
+    o = message.outcome
+    headline = f"{EMOJI.get(message.event, '')} {message.job}: {message.event.replace('_', ' ').lower()}".strip()
+    fields = [MarkdownTextObject(text=f"*Job*\n{message.job}"), MarkdownTextObject(text=f"*Team*\n{message.team}"),
+              MarkdownTextObject(text=f"*Status*\n{o.status}"),
+              MarkdownTextObject(text=f"*Failed step*\n{o.step or '—'}"),
+              MarkdownTextObject(text=f"*Scheduled time*\n{message.scheduled_time or '—'}"),
+              MarkdownTextObject(text=f"*Started*\n{message.started_at or '—'}")]
+    out: list[Any] = [HeaderBlock(text=headline[:150]), SectionBlock(fields=fields)]
+    extra = getattr(o, "reason", None)
+    detail = message.error or (f"skip reason: {extra}" if extra else None)
+    if detail:
+        out.append(SectionBlock(text=MarkdownTextObject(text=f"*Error*\n```{detail[:2500]}```")))
+    if message.runbook:
+        rb = message.runbook
+        lines = [f"*Impact:* {rb.get('impact', '')}"]
+        if rb.get("workaround"):
+            lines.append(f"*Workaround:* {rb['workaround']}")
+        lines.append(f"*Recovery:* {rb.get('recovery', '')}")
+        out.append(SectionBlock(text=MarkdownTextObject(text="\n".join(lines)[:3000])))
+    link = execution_link(portal_url, message.execution)
+    if link:
+        out.append(ActionsBlock(elements=[ButtonElement(text="Open execution", url=link, action_id="open_execution")]))
+    out.append(ContextBlock(elements=[MarkdownTextObject(
+        text=f"{message.trigger or 'unknown'} run `{message.execution}` · requested by {message.requested_by or '—'}")]))
+    return out
+
+
+class DeadLetterStore:
+    """Undeliverable messages, one JSON file each, so none is lost and each can be replayed."""
+
+    def __init__(self, directory: Path | str):
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+
+    def keep(self, message: NotificationMessage, channel: str | None, reason: str) -> Path:
+        path = self.directory / f"{message.execution}-{uuid.uuid4().hex[:8]}.json"
+        path.write_text(json.dumps({"channel": channel, "reason": reason,
+                                    "message": json.loads(message.model_dump_json())}, indent=2))
+        return path
+
+    def entries(self) -> list[dict[str, Any]]:
+        return [json.loads(p.read_text()) for p in sorted(self.directory.glob("*.json"))]
+
+
+class SlackNotifier:
+    def __init__(self, webhook_url: str | None, routing: Routing, portal_url: str = "",
+                 dead_letters: DeadLetterStore | None = None, timeout: int = 5, retries: int = 3):
+        self.webhook_url = webhook_url
+        self.routing = routing
+        self.portal_url = portal_url
+        self.dead_letters = dead_letters
+        self.timeout = timeout
+        self.retries = retries
+
+    def client(self) -> WebhookClient:
+        assert self.webhook_url
+        return WebhookClient(self.webhook_url, timeout=self.timeout, retry_handlers=[
+            ServerErrorRetryHandler(max_retry_count=self.retries),
+            ConnectionErrorRetryHandler(max_retry_count=self.retries),
+            RateLimitErrorRetryHandler(max_retry_count=self.retries),
+        ])
+
+    def notify(self, message: NotificationMessage) -> list[str]:
+        """Deliver to every routed channel; returns what happened per channel ('sent', 'logged',
+        'dead-lettered'), or ['not subscribed'] when the job does not want this event.
+        Raises only when delivery fails and there is no dead-letter store."""
+        if message.event not in (message.events or [e.value for e in DEFAULT_EVENTS]):
+            return ["not subscribed"]
+        rendered = blocks(message, self.portal_url)
+        text = f"{message.job} {message.event}: {message.outcome.step or ''}".strip()
+        results = []
+        for channel in self.routing.channels(message) or [None]:
+            if not self.webhook_url:
+                log.warning("[slack %s] %s\n%s", channel or "(no channel)", text,
+                            json.dumps([b.to_dict() for b in rendered], indent=2))
+                results.append("logged")
+                continue
+            # An incoming webhook posts to its own channel; the routed channel is shown in the text.
+            body_text = f"{channel}: {text}" if channel else text
+            try:
+                response = self.client().send(text=body_text, blocks=rendered)
+                ok, reason = response.status_code == 200, f"HTTP {response.status_code}: {response.body}"
+            except Exception as e:  # timeouts and connection errors after the retries
+                ok, reason = False, f"{type(e).__name__}: {e}"
+            if ok:
+                results.append("sent")
+                continue
+            if self.dead_letters is None:
+                raise RuntimeError(f"Slack delivery failed for {message.execution}: {reason}")
+            path = self.dead_letters.keep(message, channel, reason)
+            log.error("Slack delivery failed (%s); kept in %s", reason, path)
+            results.append("dead-lettered")
+        return results
+
+
+def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+    """AWS Lambda entry point for the platform topic's SNS records. A failed delivery raises, so
+    Lambda's asynchronous retries and then the function's dead-letter queue keep the message."""
+    url = os.environ.get("JOBPLANE_SLACK_WEBHOOK_URL") or _secret(os.environ.get("JOBPLANE_SLACK_WEBHOOK_SECRET_ARN"))
+    routing = Routing(json.loads(os.environ.get("JOBPLANE_TEAM_CHANNELS", "{}")),
+                      os.environ.get("JOBPLANE_DEFAULT_CHANNEL") or None)
+    notifier = SlackNotifier(url, routing, os.environ.get("JOBPLANE_PORTAL_URL", ""))
+    results = []
+    for record in event.get("Records", []):
+        message = NotificationMessage.model_validate_json(record["Sns"]["Message"])
+        results.append(notifier.notify(message))
+    return {"results": results}
+
+
+def _secret(arn: str | None) -> str | None:
+    if not arn:
+        return None
+    import boto3
+
+    return boto3.client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"]

@@ -1,0 +1,116 @@
+"""The Slack notifier against a real local HTTP receiver standing in for the incoming webhook."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from slack_sdk.models.blocks import Block
+
+from jobplane.platform.notifications import NotificationMessage, Outcome
+from jobplane.platform.notifier import DeadLetterStore, Routing, SlackNotifier
+
+
+class Receiver:
+    """Answers with the next status in ``script`` (then 200); 'hang' never answers in time."""
+
+    def __init__(self, script: list[int | str]):
+        self.script = list(script)
+        self.posts: list[dict] = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                receiver.posts.append(body)
+                answer = receiver.script.pop(0) if receiver.script else 200
+                if answer == "hang":
+                    time.sleep(3)
+                    answer = 200
+                self.send_response(int(answer))
+                self.end_headers()
+                self.wfile.write(b"ok" if answer == 200 else b"server_error")
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/services/T000/B000/XXXX"
+
+    def close(self) -> None:
+        self.server.shutdown()
+
+
+@pytest.fixture
+def receiver(request: pytest.FixtureRequest) -> Iterator[Receiver]:
+    r = Receiver(getattr(request, "param", []))
+    yield r
+    r.close()
+
+
+def message(**overrides: object) -> NotificationMessage:
+    base = dict(version=1, event="FAILED", job="daily-sales-report", team="billing", execution="exec-42",
+                execution_arn="arn:aws:states:us-east-1:123456789012:execution:jobplane-daily-sales-report:exec-42",
+                trigger="schedule", scheduled_time="2026-12-01T17:00:00Z", requested_by="scheduler",
+                started_at="2026-12-01T17:00:01.204Z", outcome=Outcome(status="FAILED", step="extract-orders"),
+                channels=[], runbook={"impact": "Finance dashboard is a day late.", "workaround": "",
+                                      "recovery": "Re-run from the failed step."})
+    return NotificationMessage(**(base | overrides))
+
+
+ROUTING = Routing({"billing": "#billing-alerts"}, "#jobplane-alerts")
+
+
+def test_failure_reaches_slack_once_with_the_execution_link(receiver: Receiver, tmp_path: Path) -> None:
+    notifier = SlackNotifier(receiver.url, ROUTING, "http://localhost:8080", DeadLetterStore(tmp_path))
+    assert notifier.notify(message()) == ["sent"]
+    assert len(receiver.posts) == 1
+    payload = receiver.posts[0]
+    parsed = [Block.parse(b) for b in payload["blocks"]]
+    assert [type(b).__name__ for b in parsed][:2] == ["HeaderBlock", "SectionBlock"]
+    text = json.dumps(payload)
+    assert "http://localhost:8080/executions/exec-42" in text
+    assert "extract-orders" in text and "Re-run from the failed step." in text
+    assert payload["text"].startswith("#billing-alerts:")  # routed by team
+    assert not DeadLetterStore(tmp_path).entries()
+
+
+@pytest.mark.parametrize("receiver", [[500, 500]], indirect=True)
+def test_server_errors_are_retried_and_delivered_once(receiver: Receiver, tmp_path: Path) -> None:
+    notifier = SlackNotifier(receiver.url, ROUTING, "http://localhost:8080", DeadLetterStore(tmp_path))
+    assert notifier.notify(message()) == ["sent"]
+    assert len(receiver.posts) == 3  # 500, 500, then 200: one message delivered
+    assert not DeadLetterStore(tmp_path).entries()
+
+
+@pytest.mark.parametrize("receiver", [["hang"] * 10], indirect=True)
+def test_a_receiver_that_never_answers_leaves_the_message_in_the_dead_letter_store(receiver: Receiver,
+                                                                                   tmp_path: Path) -> None:
+    notifier = SlackNotifier(receiver.url, ROUTING, "", DeadLetterStore(tmp_path), timeout=1, retries=1)
+    assert notifier.notify(message()) == ["dead-lettered"]
+    (kept,) = DeadLetterStore(tmp_path).entries()
+    assert kept["message"]["execution"] == "exec-42" and kept["channel"] == "#billing-alerts"
+    assert "Timeout" in kept["reason"] or "timed out" in kept["reason"]
+
+
+def test_routing_prefers_the_jobs_channels_then_team_then_platform() -> None:
+    assert ROUTING.channels(message(channels=["#a", "#b"])) == ["#a", "#b"]
+    assert ROUTING.channels(message()) == ["#billing-alerts"]
+    assert ROUTING.channels(message(team="growth")) == ["#jobplane-alerts"]
+
+
+def test_unsubscribed_events_are_not_posted_and_no_webhook_logs(receiver: Receiver, caplog: pytest.LogCaptureFixture) -> None:
+    notifier = SlackNotifier(receiver.url, ROUTING)
+    assert notifier.notify(message(event="SKIPPED", outcome=Outcome(status="SKIPPED"))) == ["not subscribed"]
+    assert notifier.notify(message(event="SKIPPED", outcome=Outcome(status="SKIPPED"), events=["SKIPPED"])) == ["sent"]
+    assert len(receiver.posts) == 1
+    console = SlackNotifier(None, ROUTING)
+    with caplog.at_level("WARNING"):
+        assert console.notify(message()) == ["logged"]
+    assert "daily-sales-report FAILED" in caplog.text
