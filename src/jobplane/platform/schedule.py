@@ -177,7 +177,8 @@ def _parse_list(text: str, lo: int, hi: int, names: dict[str, int], field: str) 
         if not part:
             raise ScheduleError(f"{field} field: empty list item in {text!r}")
         step = 1
-        if "/" in part:
+        stepped = "/" in part
+        if stepped:
             part, _, step_text = part.partition("/")
             if not step_text.isdigit() or int(step_text) == 0:
                 raise ScheduleError(f"{field} field: step {step_text!r} must be a positive number")
@@ -192,7 +193,7 @@ def _parse_list(text: str, lo: int, hi: int, names: dict[str, int], field: str) 
                 raise ScheduleError(f"{field} field: range {part!r} runs backwards")
         else:
             start = _parse_value(part, lo, hi, names, field)
-            end = hi if step > 1 else start
+            end = hi if stepped else start  # "5/15": from 5 to the end of the range
         values.update(range(start, end + 1, step))
     return frozenset(values)
 

@@ -1,0 +1,117 @@
+"""The local scheduler: fires the deployed EventBridge schedules on time, as EventBridge
+Scheduler would, because moto stores schedules but never fires them.
+
+Same semantics as production and as ``jobplane next`` (one implementation:
+:mod:`jobplane.platform.schedule`): cron in the schedule's timezone with EventBridge's DST rules,
+rate() counted from the schedule's creation, ENABLED/DISABLED honoured. Each fire starts the
+schedule's target with the target input, ``<aws.scheduler.scheduled-time>`` replaced by the fire's
+time, so duplicate detection sees what it would see on AWS. Like EventBridge Scheduler it does
+not replay fires missed while it was not running; it logs that it skipped them.
+
+Time comes from an injectable clock, so tests drive it without sleeping.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any, Callable
+
+from jobplane.platform.execution_input import SCHEDULER_TIME, iso
+from jobplane.platform.schedule import iter_fire_times, parse, validate_timezone
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], datetime]
+
+
+def system_clock() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclass(frozen=True)
+class Fire:
+    schedule: str
+    scheduled_time: datetime
+    execution_arn: str
+
+
+class LocalScheduler:
+    def __init__(self, scheduler_client: Any, sfn_client: Any, group: str, clock: Clock = system_clock,
+                 max_event_age: timedelta = timedelta(hours=1)):
+        self.scheduler = scheduler_client
+        # A fire is delivered late only within the schedule's retry window (the compiled Terraform
+        # sets maximum_event_age_in_seconds = 3600); older ones were missed, as on AWS.
+        self.max_event_age = max_event_age
+        self.sfn = sfn_client
+        self.group = group
+        self.clock = clock
+        self.checked_until: datetime | None = None
+        self.fired: list[Fire] = []
+
+    def schedules(self) -> list[dict[str, Any]]:
+        out, kwargs = [], {"GroupName": self.group}
+        while True:
+            page = self.scheduler.list_schedules(**kwargs)
+            for summary in page.get("Schedules", []):
+                out.append(self.scheduler.get_schedule(Name=summary["Name"], GroupName=self.group))
+            if not page.get("NextToken"):
+                return out
+            kwargs["NextToken"] = page["NextToken"]
+
+    def start(self) -> None:
+        """Begin from now: fires missed while the scheduler was down are not replayed."""
+        now = self.clock()
+        if self.checked_until is not None and now > self.checked_until:
+            log.warning("not replaying fires between %s and %s (EventBridge Scheduler does not either)",
+                        iso(self.checked_until), iso(now))
+        self.checked_until = now
+        log.info("local scheduler watching %d schedules in group %s", len(self.schedules()), self.group)
+
+    def tick(self) -> list[Fire]:
+        """Start every fire due since the last tick; returns what was started."""
+        if self.checked_until is None:
+            self.start()
+        assert self.checked_until is not None
+        now = self.clock()
+        since, self.checked_until = self.checked_until, now
+        started = []
+        for schedule in self.schedules():
+            if schedule.get("State") != "ENABLED":
+                continue
+            expression = parse(schedule["ScheduleExpression"])
+            zone = validate_timezone(schedule.get("ScheduleExpressionTimezone") or "UTC")
+            anchor = schedule.get("StartDate") or schedule.get("CreationDate")
+            late = 0
+            for when in iter_fire_times(expression, zone, since, anchor=anchor):
+                if when > now:
+                    break
+                if now - when > self.max_event_age:
+                    late += 1
+                    continue
+                started.append(self._fire(schedule, when))
+            if late:
+                log.warning("%s: %d fires older than %s were missed, not replayed", schedule["Name"], late,
+                            self.max_event_age)
+        return started
+
+    def _fire(self, schedule: dict[str, Any], when: datetime) -> Fire:
+        target = schedule["Target"]
+        payload = (target.get("Input") or "{}").replace(SCHEDULER_TIME, iso(when))
+        arn = self.sfn.start_execution(stateMachineArn=target["Arn"], name=str(uuid.uuid4()), input=payload)["executionArn"]
+        fire = Fire(schedule["Name"], when, arn)
+        self.fired.append(fire)
+        log.info("fired %s for %s: %s", schedule["Name"], iso(when), arn)
+        return fire
+
+    def run(self, stop: threading.Event, interval: float = 1.0) -> None:
+        """Tick until ``stop`` is set (the loop `jobplane dev` runs)."""
+        self.start()
+        while not stop.wait(interval):
+            try:
+                self.tick()
+            except Exception:  # a bad schedule must not stop the others
+                log.exception("local scheduler tick failed")
