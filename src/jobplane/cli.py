@@ -72,11 +72,11 @@ def validate(obj: Context) -> None:
     click.echo(f"{len(jobs)} jobs valid ({', '.join(teams)}).")
 
 
-@main.command()
+@main.command(name="compile")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output directory (default: output_dir of jobplane.toml).")
 @click.pass_obj
-def compile(obj: Context, out: Path | None) -> None:  # noqa: A001 - the command is called compile
+def compile_command(obj: Context, out: Path | None) -> None:
     """Compile jobs/ into Terraform JSON, state machine ASL and the catalog.
 
     Writes nothing unless every definition is valid.
@@ -124,13 +124,13 @@ def plan(obj: Context, against_dir: Path | None, against_ref: str | None, exit_c
         sys.exit(EXIT_INVALID)
 
 
-@main.command()
+@main.command(name="next")
 @click.argument("job_name")
 @click.option("-n", "count", default=5, show_default=True, help="How many fire times per schedule.")
 @click.option("--after", default=None, metavar="ISO-TIME",
               help="Start from this time (ISO 8601 with offset; default now).")
 @click.pass_obj
-def next(obj: Context, job_name: str, count: int, after: str | None) -> None:  # noqa: A001
+def next_command(obj: Context, job_name: str, count: int, after: str | None) -> None:
     """Upcoming fire times of JOB_NAME in its timezone, with EventBridge Scheduler semantics.
 
     Day-of-week 1-7 is SUN-SAT; a local time skipped by a daylight-saving change does not fire
