@@ -4,7 +4,6 @@ each job, a catalog for the portal, and an output directory that only ever holds
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any, Callable
 
 import pytest

@@ -168,20 +168,17 @@ class _Builder:
         }
 
     def route_state(self, first: str) -> dict[str, Any]:
-        choices = [{"Variable": "$.resume_from", "StringEquals": s.name, "Next": self.task_state_of(s)}
+        choices = [{"Variable": "$.resume_from", "StringEquals": s.name, "Next": self.task_state(s)}
                    for s in self.job.steps]
         for group in self.job.steps:
             for member in group.parallel or []:
                 # Resuming from a member of a parallel group re-runs the whole group.
                 choices.append({"Variable": "$.resume_from", "StringEquals": member.name,
-                                "Next": self.task_state_of(group)})
+                                "Next": self.task_state(group)})
         # A resume_from naming no step must not silently run the whole job.
         choices.append({"Variable": "$.resume_from", "IsString": True, "Next": "Unknown resume_from"})
         self.add("Unknown resume_from", self.record_state(ExecutionStatus.FAILED, None))
         return {"Type": "Choice", "Choices": choices, "Default": first}
-
-    def task_state_of(self, step: Step) -> str:
-        return step.name
 
     # -- steps ------------------------------------------------------------------------------
     def steps_chain(self, steps: list[Step], final: tuple[str, str]) -> str:

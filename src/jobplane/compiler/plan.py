@@ -11,7 +11,6 @@ import json
 import subprocess
 import tempfile
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from jobplane.compiler.output import CATALOG_FILE, compile_all

@@ -11,7 +11,6 @@ from typing import Any
 
 from jobplane.platform.statuses import Trigger
 
-FIELDS = ("trigger", "scheduled_time", "requested_by", "params", "resume_from", "rerun_of")
 #: Replaced by EventBridge Scheduler with the fire's scheduled time (ISO 8601, UTC, 'Z').
 SCHEDULER_TIME = "<aws.scheduler.scheduled-time>"
 

@@ -59,7 +59,8 @@ class Reconciler:
         described = self.sfn.describe_execution(executionArn=execution_arn)
         finished = described.get("stopDate") or datetime.now(timezone.utc)
         if record is None and status in ("ABORTED", "TIMED_OUT", "FAILED"):
-            team = self._team(job)
+            state = self.repo.job_state(job)
+            team = state.team if state else ""
             step = self._current_step(execution_arn)
             error = {"ABORTED": "the execution was stopped", "TIMED_OUT": "the job ran past its timeout"}.get(
                 status, f"{described.get('error') or 'failed'}: {(described.get('cause') or '')[:500]}")
@@ -85,11 +86,6 @@ class Reconciler:
         except Exception:  # no record (e.g. an execution that never claimed): nothing to expire
             return "recorded" if record is None else "ignored"
         return "recorded" if record is None else "expiry"
-
-    def _team(self, job: str) -> str:
-        item = self.repo.ddb.get_item(TableName=self.repo.table, Key={"pk": {"S": f"JOB#{job}"}, "sk": {"S": "STATE"}},
-                                      ProjectionExpression="team").get("Item", {})
-        return item.get("team", {}).get("S", "")
 
     def _current_step(self, execution_arn: str) -> str | None:
         """The step whose Task state was entered last (what was running when it ended)."""

@@ -25,6 +25,7 @@ def _plain(item: dict[str, Any]) -> dict[str, Any]:
 @dataclass(frozen=True)
 class JobState:
     job: str
+    team: str = ""
     running: frozenset[str] = frozenset()
     holder: str | None = None
     last_status: str | None = None
@@ -35,7 +36,7 @@ class JobState:
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> JobState:
         p = _plain(item)
-        return cls(job=p.get("job") or p["pk"].removeprefix("JOB#"), running=frozenset(p.get(dm.ATTR_RUNNING, set())),
+        return cls(job=p.get("job") or p["pk"].removeprefix("JOB#"), team=p.get("team", ""), running=frozenset(p.get(dm.ATTR_RUNNING, set())),
                    holder=p.get(dm.ATTR_HOLDER), last_status=p.get(dm.ATTR_LAST_STATUS),
                    last_execution=p.get(dm.ATTR_LAST_EXECUTION), last_finished_at=p.get(dm.ATTR_LAST_FINISHED_AT),
                    blocked_by=p.get(dm.ATTR_BLOCKED_BY))
