@@ -21,7 +21,25 @@ class ConfigError(ValueError):
 class Team:
     name: str
     channel: str | None = None
-    admins: tuple[str, ...] = ()
+    members: tuple[str, ...] = ()  # who may act on the team's jobs in the portal
+
+
+@dataclass(frozen=True)
+class DevConfig:
+    """``[dev]``: how ``jobplane dev`` runs the platform on one machine.
+
+    ``env`` is added to every step's environment and to the dev services (``{root}`` and
+    ``{data}`` expand to the repository root and the data directory): it is how the local runner
+    finds the application code that the ECS image would contain. ``services`` are processes the
+    jobs need locally (a fake partner API, say), started before the scheduler and stopped after.
+    """
+
+    data_dir: str = ".jobplane"
+    aws_port: int = 4566
+    portal_port: int = 8080
+    env: dict[str, str] = field(default_factory=dict)
+    services: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    dev_user: str = "dev@localhost"
 
 
 @dataclass(frozen=True)
@@ -34,6 +52,8 @@ class PlatformConfig:
     output_dir: str = "terraform/jobs"
     platform_module: str = "../platform"
     teams: dict[str, Team] = field(default_factory=dict)
+    dev: DevConfig = field(default_factory=DevConfig)
+    platform_admins: tuple[str, ...] = ()
 
     @property
     def jobs_path(self) -> Path:
@@ -42,6 +62,18 @@ class PlatformConfig:
     @property
     def output_path(self) -> Path:
         return self.root / self.output_dir
+
+    @property
+    def data_path(self) -> Path:
+        return self.root / self.dev.data_dir
+
+    def dev_env(self, data_dir: Path | None = None) -> dict[str, str]:
+        data = str(data_dir or self.data_path)
+        return {k: v.replace("{root}", str(self.root)).replace("{data}", data) for k, v in self.dev.env.items()}
+
+    def team_members(self, team: str) -> tuple[str, ...]:
+        t = self.teams.get(team)
+        return t.members if t else ()
 
     @property
     def library_path(self) -> Path:
@@ -59,11 +91,30 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: {e}") from None
     plat = data.get("platform", {})
-    known = {"name_prefix", "default_timezone", "default_channel", "jobs_dir", "output_dir", "platform_module"}
-    unknown = set(plat) - known
-    if unknown:
-        raise ConfigError(f"{path}: [platform] has unknown keys: {', '.join(sorted(unknown))}")
+    known = {"name_prefix", "default_timezone", "default_channel", "jobs_dir", "output_dir", "platform_module",
+             "admins"}
+    _check_keys(path, "platform", plat, known)
+    admins = tuple(plat.pop("admins", ()))
     teams = {}
     for name, t in data.get("teams", {}).items():
-        teams[name] = Team(name=name, channel=t.get("channel"), admins=tuple(t.get("admins", ())))
-    return PlatformConfig(root=root, teams=teams, **plat)
+        _check_keys(path, f"teams.{name}", t, {"channel", "members"})
+        teams[name] = Team(name=name, channel=t.get("channel"), members=tuple(t.get("members", ())))
+    dev_raw = dict(data.get("dev", {}))
+    _check_keys(path, "dev", dev_raw, {"data_dir", "aws_port", "portal_port", "env", "services", "dev_user"})
+    services = {}
+    for name, command in dev_raw.pop("services", {}).items():
+        if not isinstance(command, list) or not command or not all(isinstance(c, str) for c in command):
+            raise ConfigError(f"{path}: [dev.services] {name} must be a command as a list of strings")
+        services[name] = tuple(command)
+    env = {str(k): str(v) for k, v in dev_raw.pop("env", {}).items()}
+    unknown_top = set(data) - {"platform", "teams", "dev"}
+    if unknown_top:
+        raise ConfigError(f"{path}: unknown sections: {', '.join(sorted(unknown_top))}")
+    return PlatformConfig(root=root, teams=teams, dev=DevConfig(env=env, services=services, **dev_raw),
+                          platform_admins=admins, **plat)
+
+
+def _check_keys(path: Path, section: str, table: dict, known: set[str]) -> None:
+    unknown = set(table) - known
+    if unknown:
+        raise ConfigError(f"{path}: [{section}] has unknown keys: {', '.join(sorted(unknown))}")
