@@ -113,4 +113,4 @@ def test_unsubscribed_events_are_not_posted_and_no_webhook_logs(receiver: Receiv
     console = SlackNotifier(None, ROUTING)
     with caplog.at_level("WARNING"):
         assert console.notify(message()) == ["logged"]
-    assert "daily-sales-report FAILED" in caplog.text
+    assert "daily-sales-report (billing): FAILED at step extract-orders" in caplog.text

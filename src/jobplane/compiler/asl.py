@@ -420,6 +420,7 @@ class _Builder:
             "scheduled_time.$": "$.scheduled_time",
             "requested_by.$": "$.requested_by",
             "started_at.$": "$$.Execution.StartTime",
+            "finished_at.$": "$$.State.EnteredTime",
             "outcome.$": "$.outcome",
             "channels": self.job.notify.channels,
             "events": [e.value for e in self.job.notify.events],

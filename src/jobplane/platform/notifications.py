@@ -36,6 +36,7 @@ class NotificationMessage(BaseModel):
     scheduled_time: str | None = None
     requested_by: str | None = None
     started_at: str | None = None
+    finished_at: str | None = None  # when the event was published (end of the run, or the skip)
     outcome: Outcome
     channels: list[str]
     events: list[Event] | None = None  # the events the job subscribes to (None: the defaults)

@@ -58,7 +58,8 @@ def blocks(message: NotificationMessage, portal_url: str) -> list[Any]:
               MarkdownTextObject(text=f"*Status*\n{o.status}"),
               MarkdownTextObject(text=f"*Failed step*\n{o.step or '—'}"),
               MarkdownTextObject(text=f"*Scheduled time*\n{message.scheduled_time or '—'}"),
-              MarkdownTextObject(text=f"*Started*\n{message.started_at or '—'}")]
+              MarkdownTextObject(text=f"*Started*\n{message.started_at or '—'}"),
+              MarkdownTextObject(text=f"*Duration*\n{_duration(message.started_at, message.finished_at)}")]
     out: list[Any] = [HeaderBlock(text=headline[:150]), SectionBlock(fields=fields)]
     extra = getattr(o, "reason", None)
     detail = message.error or (f"skip reason: {extra}" if extra else None)
@@ -77,6 +78,35 @@ def blocks(message: NotificationMessage, portal_url: str) -> list[Any]:
     out.append(ContextBlock(elements=[MarkdownTextObject(
         text=f"{message.trigger or 'unknown'} run `{message.execution}` · requested by {message.requested_by or '—'}")]))
     return out
+
+
+def _duration(start: str | None, end: str | None) -> str:
+    if not start or not end:
+        return "—"
+    from datetime import datetime
+
+    seconds = int((datetime.fromisoformat(end.replace("Z", "+00:00"))
+                   - datetime.fromisoformat(start.replace("Z", "+00:00"))).total_seconds())
+    hours, rest = divmod(max(seconds, 0), 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours} h {minutes} min" if hours else f"{minutes} min {secs} s" if minutes else f"{secs} s"
+
+
+def console_text(message: NotificationMessage, channel: str | None, portal_url: str) -> str:
+    """The alert as a few readable lines, for a terminal without Slack."""
+    o = message.outcome
+    lines = [f"[slack {channel or '(no channel)'}] {message.job} ({message.team}): {message.event}"
+             + (f" at step {o.step}" if o.step else ""),
+             f"  scheduled {message.scheduled_time or '—'}, took {_duration(message.started_at, message.finished_at)}"]
+    detail = message.error or (f"skip reason: {getattr(o, 'reason', None)}" if getattr(o, "reason", None) else None)
+    if detail:
+        lines.append(f"  error: {detail[:500]}")
+    if message.runbook:
+        lines.append(f"  recovery: {message.runbook.get('recovery', '')}")
+    link = execution_link(portal_url, message.execution)
+    if link:
+        lines.append(f"  {link}")
+    return "\n".join(lines)
 
 
 class DeadLetterStore:
@@ -125,8 +155,7 @@ class SlackNotifier:
         results = []
         for channel in self.routing.channels(message) or [None]:
             if not self.webhook_url:
-                log.warning("[slack %s] %s\n%s", channel or "(no channel)", text,
-                            json.dumps([b.to_dict() for b in rendered], indent=2))
+                log.warning("%s", console_text(message, channel, self.portal_url))
                 results.append("logged")
                 continue
             # An incoming webhook posts to its own channel; the routed channel is shown in the text.

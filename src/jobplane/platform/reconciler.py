@@ -5,7 +5,8 @@ stopped (ABORTED), ran out of its whole-job timeout (TIMED_OUT) or failed inside
 own states. Every terminal status reaches this handler (in production a Lambda behind the base
 module's EventBridge rule; locally the engine calls it): if the execution left no final record,
 it writes one, releases the claim in the same transaction, clears the holder if it is this
-execution, and publishes the notification. It also sets the record's TTL. Idempotent: handling
+execution, and publishes the notification. It also adds what only the execution history knows
+(each step attempt's times, the state transitions used) and the record's TTL. Idempotent: handling
 the same event twice changes nothing the second time.
 """
 
@@ -20,7 +21,9 @@ from typing import Any
 
 from jobplane.platform.clock import iso_millis
 from jobplane.platform.notifications import NotificationMessage, Outcome, publish
+from jobplane.platform.logs import LocalLogStore, error_excerpt
 from jobplane.platform.repository import Repository
+from jobplane.platform.timeline import history, state_transitions, timeline
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +38,9 @@ def _iso(value: Any) -> str:
 
 class Reconciler:
     def __init__(self, repository: Repository, sns: Any, topic_arn: str, sfn: Any, name_prefix: str,
-                 retention_days: int = DEFAULT_RETENTION_DAYS):
+                 retention_days: int = DEFAULT_RETENTION_DAYS, logs: LocalLogStore | None = None):
         self.repo = repository
+        self.logs = logs  # step logs, for the error excerpt of a failed step (local log store)
         self.sns = sns
         self.topic_arn = topic_arn
         self.sfn = sfn
@@ -59,44 +63,52 @@ class Reconciler:
         described = self.sfn.describe_execution(executionArn=execution_arn)
         finished = described.get("stopDate") or datetime.now(timezone.utc)
         if record is None and status in ("ABORTED", "TIMED_OUT", "FAILED"):
-            state = self.repo.job_state(job)
-            team = state.team if state else ""
             step = self._current_step(execution_arn)
             error = {"ABORTED": "the execution was stopped", "TIMED_OUT": "the job ran past its timeout"}.get(
                 status, f"{described.get('error') or 'failed'}: {(described.get('cause') or '')[:500]}")
-            input_json = described.get("input") or "{}"
-            recorded = self.repo.finish_without_cleanup(
-                job=job, team=team, execution=name, execution_arn=execution_arn, status=status,
-                started_at=_iso(described["startDate"]), finished_at=_iso(finished), input_json=input_json,
-                failed_step=step, error=error)
-            if recorded:
-                parsed = json.loads(input_json)
-                publish(self.sns, self.topic_arn, NotificationMessage(
-                    version=1, event=status, job=job, team=team, execution=name, execution_arn=execution_arn,
-                    trigger=parsed.get("trigger"), scheduled_time=parsed.get("scheduled_time"),
-                    requested_by=parsed.get("requested_by"), started_at=_iso(described["startDate"]),
-                    outcome=Outcome(status=status, step=step), channels=[], error=error))
-                log.info("recorded %s for %s (step %s) and released its claim", status, name, step)
+            if status == "ABORTED" and described.get("cause"):
+                error = f"the execution was stopped: {described['cause'][:500]}"
+            self.record_lost(job, name, execution_arn, described.get("input") or "{}", _iso(described["startDate"]),
+                             error, status=status, finished_at=_iso(finished), step=step)
         else:
             # The state machine recorded its outcome; make sure a dead holder is not left behind.
             self.repo.release_holder(job, execution_arn)
         finished_dt = finished if isinstance(finished, datetime) else datetime.now(timezone.utc)
+        events = history(self.sfn, execution_arn)
+        excerpt = None
+        record = record or self.repo.execution(name)
+        if record is not None and record.failed_step and not record.error and self.logs is not None:
+            excerpt = error_excerpt(self.logs.streams(name, record.failed_step))
         try:
-            self.repo.set_expiry(name, int((finished_dt + self.retention).timestamp()))
+            self.repo.finalize(name, int((finished_dt + self.retention).timestamp()), timeline(events),
+                               state_transitions(events), error=excerpt)
         except Exception:  # no record (e.g. an execution that never claimed): nothing to expire
             return "recorded" if record is None else "ignored"
         return "recorded" if record is None else "expiry"
 
+    def record_lost(self, job: str, name: str, execution_arn: str, input_json: str, started_at: str, error: str,
+                    status: str = "ABORTED", finished_at: str | None = None, step: str | None = None) -> bool:
+        """Write the final record of an execution that could not write its own, release its
+        claim and publish the alert; False (and nothing done) if a final record exists."""
+        state = self.repo.job_state(job)
+        team = state.team if state else ""
+        recorded = self.repo.finish_without_cleanup(
+            job=job, team=team, execution=name, execution_arn=execution_arn, status=status, started_at=started_at,
+            finished_at=finished_at or iso_millis(datetime.now(timezone.utc)), input_json=input_json,
+            failed_step=step, error=error)
+        if recorded:
+            parsed = json.loads(input_json)
+            publish(self.sns, self.topic_arn, NotificationMessage(
+                version=1, event=status, job=job, team=team, execution=name, execution_arn=execution_arn,
+                trigger=parsed.get("trigger"), scheduled_time=parsed.get("scheduled_time"),
+                requested_by=parsed.get("requested_by"), started_at=started_at,
+                finished_at=finished_at or iso_millis(datetime.now(timezone.utc)), outcome=Outcome(status=status, step=step), channels=[], error=error))
+            log.info("recorded %s for %s (step %s) and released its claim", status, name, step)
+        return recorded
+
     def _current_step(self, execution_arn: str) -> str | None:
         """The step whose Task state was entered last (what was running when it ended)."""
-        events: list[dict[str, Any]] = []
-        kwargs: dict[str, Any] = {"executionArn": execution_arn, "maxResults": 1000}
-        while True:
-            page = self.sfn.get_execution_history(**kwargs)
-            events += page["events"]
-            if not page.get("nextToken"):
-                break
-            kwargs["nextToken"] = page["nextToken"]
+        events = history(self.sfn, execution_arn)
         for e in sorted(events, key=lambda e: e["id"], reverse=True):
             details = e.get("stateEnteredEventDetails")
             if e["type"] == "TaskStateEntered" and details and not _PLATFORM_STATES.match(details["name"]):

@@ -32,6 +32,13 @@ class JobState:
     last_execution: str | None = None
     last_finished_at: str | None = None
     blocked_by: str | None = None
+    paused_by: str | None = None
+    paused_reason: str | None = None
+    paused_at: str | None = None
+
+    @property
+    def paused(self) -> bool:
+        return self.paused_at is not None
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> JobState:
@@ -39,7 +46,8 @@ class JobState:
         return cls(job=p.get("job") or p["pk"].removeprefix("JOB#"), team=p.get("team", ""), running=frozenset(p.get(dm.ATTR_RUNNING, set())),
                    holder=p.get(dm.ATTR_HOLDER), last_status=p.get(dm.ATTR_LAST_STATUS),
                    last_execution=p.get(dm.ATTR_LAST_EXECUTION), last_finished_at=p.get(dm.ATTR_LAST_FINISHED_AT),
-                   blocked_by=p.get(dm.ATTR_BLOCKED_BY))
+                   blocked_by=p.get(dm.ATTR_BLOCKED_BY), paused_by=p.get("paused_by"),
+                   paused_reason=p.get("paused_reason"), paused_at=p.get("paused_at"))
 
 
 @dataclass(frozen=True)
@@ -59,6 +67,10 @@ class Execution:
     steps: dict[str, Any] = field(default_factory=dict)
     execution_arn: str | None = None
     expires_at: int | None = None
+    team: str = ""
+    timeline: list[dict[str, Any]] = field(default_factory=list)
+    transitions: int | None = None
+    rerun_by: tuple[str, ...] = ()
 
     @property
     def resume_from(self) -> str | None:
@@ -85,6 +97,9 @@ class Execution:
             steps=json.loads(p["steps"]) if p.get("steps") else {},
             execution_arn=p.get("execution_arn"),
             expires_at=int(p["expires_at"]) if p.get("expires_at") is not None else None,
+            team=p.get("team", ""), timeline=json.loads(p["timeline"]) if p.get("timeline") else [],
+            transitions=int(p["transitions"]) if p.get("transitions") is not None else None,
+            rerun_by=tuple(sorted(p.get("rerun_by", ()))),
         )
 
 
@@ -192,10 +207,67 @@ class Repository:
         except self.ddb.exceptions.ConditionalCheckFailedException:
             return False
 
-    def set_expiry(self, execution: str, expires_at: int) -> None:
-        self.ddb.update_item(TableName=self.table, Key={"pk": {"S": dm.execution_pk(execution)}, "sk": {"S": dm.EXEC_SK}},
-                             UpdateExpression="SET expires_at = :e", ConditionExpression="attribute_exists(pk)",
-                             ExpressionAttributeValues={":e": {"N": str(expires_at)}})
+    def finalize(self, execution: str, expires_at: int, timeline: list[dict[str, Any]], transitions: int,
+                 error: str | None = None) -> None:
+        """Add what the execution history (and the failed step's log) knows to a final record,
+        and its TTL."""
+        values = {":e": {"N": str(expires_at)}, ":t": {"S": json.dumps(timeline)}, ":n": {"N": str(transitions)}}
+        update = "SET expires_at = :e, timeline = :t, transitions = :n"
+        if error:
+            update += ", #error = if_not_exists(#error, :err)"
+            values[":err"] = {"S": error}
+        self.ddb.update_item(TableName=self.table, Key=self._exec_key(execution), UpdateExpression=update,
+                             ConditionExpression="attribute_exists(pk)", ExpressionAttributeValues=values,
+                             **({"ExpressionAttributeNames": {"#error": "error"}} if error else {}))
+
+    @staticmethod
+    def _exec_key(execution: str) -> dict[str, dict[str, str]]:
+        return {"pk": {"S": dm.execution_pk(execution)}, "sk": {"S": dm.EXEC_SK}}
+
+    def link_rerun(self, original: str, rerun: str) -> None:
+        """Remember on the original that ``rerun`` re-ran it (lineage both ways, no scan)."""
+        try:
+            self.ddb.update_item(TableName=self.table, Key=self._exec_key(original),
+                                 UpdateExpression="ADD rerun_by :r", ConditionExpression="attribute_exists(pk)",
+                                 ExpressionAttributeValues={":r": {"SS": [rerun]}})
+        except self.ddb.exceptions.ConditionalCheckFailedException:
+            pass
+
+    def set_paused(self, job: str, team: str, actor: str, reason: str, at: str) -> None:
+        self.ddb.update_item(TableName=self.table, Key=dm.job_key(job),
+                             UpdateExpression="SET paused_by = :a, paused_reason = :r, paused_at = :t, team = if_not_exists(team, :team), "
+                                              "job = if_not_exists(job, :job), gsi1pk = :jobs, gsi1sk = :job",
+                             ExpressionAttributeValues={":a": {"S": actor}, ":r": {"S": reason}, ":t": {"S": at},
+                                                        ":team": {"S": team}, ":job": {"S": job},
+                                                        ":jobs": {"S": dm.JOBS_PARTITION}})
+
+    def clear_paused(self, job: str) -> bool:
+        try:
+            self.ddb.update_item(TableName=self.table, Key=dm.job_key(job),
+                                 UpdateExpression="REMOVE paused_by, paused_reason, paused_at",
+                                 ConditionExpression="attribute_exists(paused_at)")
+            return True
+        except self.ddb.exceptions.ConditionalCheckFailedException:
+            return False
+
+    def release_claim(self, job: str, execution: str, execution_arn: str | None) -> bool:
+        """Drop a dead execution's claim: its name from ``running`` and, if it is the holder,
+        ``holder``. The caller has checked that the execution is no longer running."""
+        names = {"#running": dm.ATTR_RUNNING}
+        values: dict[str, Any] = {":meset": {"SS": [execution]}, ":me": {"S": execution}}
+        update = "DELETE #running :meset"
+        condition = "contains(#running, :me)"
+        if execution_arn:
+            values[":arn"] = {"S": execution_arn}
+            update = "REMOVE holder " + update
+            condition = f"({condition}) OR holder = :arn"
+        try:
+            self.ddb.update_item(TableName=self.table, Key=dm.job_key(job), UpdateExpression=update,
+                                 ConditionExpression=condition, ExpressionAttributeNames=names,
+                                 ExpressionAttributeValues=values)
+            return True
+        except self.ddb.exceptions.ConditionalCheckFailedException:
+            return False
 
     def add_audit(self, actor: str, action: str, job: str, execution: str | None = None, reason: str = "",
                   details: dict[str, Any] | None = None) -> str:

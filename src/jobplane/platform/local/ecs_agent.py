@@ -12,7 +12,8 @@ Locally, the compiled state machine's ``ecs:runTask.sync`` must run the real
 * ``StopTask``: SIGTERM the process (SIGKILL after the grace period), as ECS does, and let the
   exit be recorded as above.
 
-Each task's output goes to ``<log_dir>/<task id>.log`` so the CLI and the portal can show it.
+Each task's output goes to ``<log_dir>/<execution>/<step>.<attempt>.<task id>.log``
+(:mod:`jobplane.platform.logs` reads it back for the CLI and the portal).
 """
 
 from __future__ import annotations
@@ -88,7 +89,10 @@ class LocalEcsAgent:
         for item in (container_def.get("environment") or []) + (override.get("environment") or []):
             env[item["name"]] = item["value"]
         task_id = task.id
-        log_path = self.log_dir / f"{task_id}.log"
+        from jobplane.platform.logs import local_log_path
+
+        log_path = local_log_path(self.log_dir, env.get(rc.ENV_EXECUTION_ID, ""), env.get(rc.ENV_STEP, ""),
+                                  env.get(rc.ENV_ATTEMPT, ""), task_id)
         try:
             out = open(log_path, "wb")
             process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT,

@@ -142,8 +142,11 @@ class LocalAWS:
         if self.reconcile:
             from jobplane.platform.reconciler import Reconciler
 
+            from jobplane.platform.logs import LocalLogStore
+
             Reconciler(self.repository(), self.client("sns"), self.resources["topic_arn"],
-                       self.client("stepfunctions"), self.prefix).handle(execution_arn, status)
+                       self.client("stepfunctions"), self.prefix,
+                       logs=LocalLogStore(self.log_dir) if self.log_dir else None).handle(execution_arn, status)
 
     def repository(self):  # type: ignore[no-untyped-def]
         from jobplane.platform.repository import Repository

@@ -1,0 +1,418 @@
+"""The operator's control plane: every read and action the portal, the CLI and tests perform on
+a deployed platform, in one place, over boto3 clients (real AWS or the embedded local AWS: only
+the endpoint differs).
+
+Actions check what they act on and fail with a typed error (:class:`NotFound`,
+:class:`Conflict`, :class:`Invalid`) that the portal maps to 404/409/400 and the CLI prints;
+each successful action writes an audit entry naming who, what, which job or execution and why.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from jobplane.compiler import names
+from jobplane.platform import execution_input
+from jobplane.platform.clock import now_iso
+from jobplane.platform.logs import LocalLogStore, LogStream
+from jobplane.platform.repository import Execution, JobState, Page, Repository
+from jobplane.platform.schedule import next_fire_times, parse
+from jobplane.platform.timeline import history, state_transitions, timeline
+
+
+class ControlError(Exception):
+    code = "error"
+
+    def __init__(self, message: str, details: dict[str, Any] | None = None):
+        super().__init__(message)
+        self.message = message
+        self.details = details or {}
+
+
+class NotFound(ControlError):
+    code = "not_found"
+
+
+class Conflict(ControlError):
+    code = "conflict"
+
+
+class Invalid(ControlError):
+    code = "validation_error"
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """Where a platform's resources are (the base module's outputs)."""
+
+    table: str
+    topic_arn: str
+    name_prefix: str = "jobplane"
+    region: str = "us-east-1"
+    account_id: str = "123456789012"
+    endpoint_url: str | None = None  # the embedded local AWS; None for real AWS
+    catalog_path: Path | None = None  # the compiler's catalog.json
+    log_dir: Path | None = None  # local step logs (CloudWatch in production)
+
+    def client(self, service: str) -> Any:
+        import boto3
+
+        kwargs: dict[str, Any] = {"region_name": self.region}
+        if self.endpoint_url:
+            kwargs |= {"endpoint_url": self.endpoint_url, "aws_access_key_id": "local", "aws_secret_access_key": "local"}
+        return boto3.client(service, **kwargs)
+
+    def state_machine_arn(self, job: str) -> str:
+        return (f"arn:aws:states:{self.region}:{self.account_id}:stateMachine:"
+                f"{names.state_machine_name(self.name_prefix, job)}")
+
+    def execution_arn(self, job: str, execution: str) -> str:
+        return (f"arn:aws:states:{self.region}:{self.account_id}:execution:"
+                f"{names.state_machine_name(self.name_prefix, job)}:{execution}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"table": self.table, "topic_arn": self.topic_arn, "name_prefix": self.name_prefix,
+                "region": self.region, "account_id": self.account_id, "endpoint_url": self.endpoint_url,
+                "catalog_path": str(self.catalog_path) if self.catalog_path else None,
+                "log_dir": str(self.log_dir) if self.log_dir else None}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Deployment:
+        data = dict(data)
+        for key in ("catalog_path", "log_dir"):
+            data[key] = Path(data[key]) if data.get(key) else None
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class JobSummary:
+    entry: dict[str, Any]  # the catalog entry
+    state: JobState | None
+    next_fires: list[datetime] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.entry["name"]
+
+    @property
+    def team(self) -> str:
+        return self.entry["team"]
+
+    @property
+    def running(self) -> list[str]:
+        return sorted(self.state.running) if self.state else []
+
+    @property
+    def paused(self) -> bool:
+        return bool(self.state and self.state.paused)
+
+
+@dataclass(frozen=True)
+class ExecutionView:
+    """One execution as an operator sees it: its final record, or while it runs, what Step
+    Functions reports so far."""
+
+    execution: str
+    job: str
+    status: str
+    input: dict[str, Any]
+    record: Execution | None
+    timeline: list[dict[str, Any]]
+    transitions: int | None
+    started_at: str | None
+    finished_at: str | None
+    execution_arn: str
+
+    @property
+    def trigger(self) -> str | None:
+        return self.input.get("trigger")
+
+    @property
+    def requested_by(self) -> str | None:
+        return self.input.get("requested_by")
+
+    @property
+    def rerun_of(self) -> str | None:
+        return self.input.get("rerun_of")
+
+    @property
+    def resume_from(self) -> str | None:
+        return self.input.get("resume_from")
+
+    @property
+    def rerun_by(self) -> tuple[str, ...]:
+        return self.record.rerun_by if self.record else ()
+
+    @property
+    def failed_step(self) -> str | None:
+        return self.record.failed_step if self.record else None
+
+    @property
+    def error(self) -> str | None:
+        return self.record.error if self.record else None
+
+    @property
+    def running(self) -> bool:
+        return self.status == "RUNNING"
+
+
+def next_fires(entry: dict[str, Any], count: int = 3, after: datetime | None = None) -> list[datetime]:
+    """The job's next fire times over all its schedules, in its timezone (none when disabled)."""
+    if not entry.get("enabled", True) or not entry.get("schedule"):
+        return []
+    after = after or datetime.now(timezone.utc)
+    times = [t for expression in entry["schedule"]
+             for t in next_fire_times(parse(expression), entry["timezone"], after, count)]
+    return sorted(times)[:count]
+
+
+class ControlPlane:
+    def __init__(self, deployment: Deployment, catalog: dict[str, Any] | None = None):
+        self.deployment = deployment
+        self.ddb = deployment.client("dynamodb")
+        self.sfn = deployment.client("stepfunctions")
+        self.scheduler = deployment.client("scheduler")
+        self.repo = Repository(self.ddb, deployment.table)
+        if catalog is None:
+            if deployment.catalog_path is None:
+                raise ValueError("a catalog or deployment.catalog_path is needed")
+            catalog = json.loads(Path(deployment.catalog_path).read_text())
+        self.catalog = catalog
+        self.entries = {j["name"]: j for j in catalog["jobs"]}
+        self.logs = LocalLogStore(deployment.log_dir) if deployment.log_dir else None
+
+    # -- reads ------------------------------------------------------------------------------
+    def entry(self, job: str) -> dict[str, Any]:
+        try:
+            return self.entries[job]
+        except KeyError:
+            raise NotFound(f"no job named {job!r}", {"job": job}) from None
+
+    def jobs(self, team: str | None = None, status: str | None = None, text: str | None = None,
+             fires: int = 3) -> list[JobSummary]:
+        states = {s.job: s for s in self.repo.job_states()}
+        out = []
+        needle = (text or "").lower()
+        for entry in sorted(self.entries.values(), key=lambda e: (e["team"], e["name"])):
+            state = states.get(entry["name"])
+            if team and entry["team"] != team:
+                continue
+            last = "RUNNING" if state and state.running else (state.last_status if state else None) or "NEVER_RUN"
+            if status and status != last and not (status == "PAUSED" and state and state.paused):
+                continue
+            if needle and needle not in entry["name"].lower() and needle not in (entry.get("description") or "").lower():
+                continue
+            out.append(JobSummary(entry, state, next_fires(entry, fires) if fires else []))
+        return out
+
+    def job(self, job: str) -> JobSummary:
+        return JobSummary(self.entry(job), self.repo.job_state(job), next_fires(self.entry(job), 5))
+
+    def executions(self, job: str, limit: int = 20, cursor: str | None = None) -> Page:
+        self.entry(job)
+        return self.repo.executions(job, limit, cursor)
+
+    def running_executions(self, job: str) -> list[ExecutionView]:
+        state = self.repo.job_state(job)
+        views = []
+        for name in sorted(state.running if state else ()):
+            try:
+                views.append(self.execution(name, job))
+            except NotFound:
+                continue
+        return views
+
+    def execution(self, name: str, job: str | None = None) -> ExecutionView:
+        record = self.repo.execution(name)
+        if record is not None:
+            arn = record.execution_arn or self.deployment.execution_arn(record.job, name)
+            steps, transitions = record.timeline, record.transitions
+            if transitions is None:  # just ended: the reconciler has not added the history yet
+                try:
+                    events = history(self.sfn, arn)
+                    steps, transitions = timeline(events), state_transitions(events)
+                except self.sfn.exceptions.ExecutionDoesNotExist:
+                    pass
+            return ExecutionView(record.execution, record.job, record.status, record.input, record, steps,
+                                 transitions, record.started_at, record.finished_at, arn)
+        job = job or self._job_running(name)
+        if job is None:
+            raise NotFound(f"no execution named {name!r}", {"execution": name})
+        arn = self.deployment.execution_arn(job, name)
+        try:
+            d = self.sfn.describe_execution(executionArn=arn)
+        except self.sfn.exceptions.ExecutionDoesNotExist:
+            raise NotFound(f"no execution named {name!r}", {"execution": name}) from None
+        events = history(self.sfn, arn)
+        stop = d.get("stopDate")
+        return ExecutionView(name, job, d["status"], json.loads(d.get("input") or "{}"), None, timeline(events),
+                             state_transitions(events), _iso(d["startDate"]), _iso(stop) if stop else None, arn)
+
+    def _job_running(self, name: str) -> str | None:
+        for state in self.repo.job_states():
+            if name in state.running:
+                return state.job
+        return None
+
+    def log_streams(self, execution: str, step: str | None = None) -> list[LogStream]:
+        return self.logs.streams(execution, step) if self.logs else []
+
+    def failures(self, limit: int = 50, cursor: str | None = None) -> Page:
+        return self.repo.recent_failures(limit, cursor)
+
+    def skips(self, limit: int = 50, cursor: str | None = None) -> Page:
+        return self.repo.recent_skips(limit, cursor)
+
+    def audit(self, limit: int = 100) -> list[dict[str, Any]]:
+        return self.repo.audit_log(limit)
+
+    # -- actions ----------------------------------------------------------------------------
+    def step_names(self, job: str) -> list[str]:
+        """Steps a run can start at: top-level steps and parallel groups' members."""
+        steps = self.entry(job)["steps"]
+        return [s["name"] for s in steps] + [m["name"] for s in steps for m in s.get("parallel", [])]
+
+    def run_now(self, job: str, actor: str, params: dict[str, Any] | None = None, reason: str = "",
+                from_step: str | None = None) -> str:
+        entry = self.entry(job)
+        if from_step is not None and from_step not in self.step_names(job):
+            raise Invalid(f"{job} has no step {from_step!r}; steps: {', '.join(self.step_names(job))}",
+                          {"from_step": from_step})
+        params = dict(params or {})
+        declared = entry.get("params") or {}
+        unknown = sorted(set(params) - set(declared))
+        if unknown:
+            raise Invalid(f"{job} has no param{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}"
+                          + (f"; it takes {', '.join(sorted(declared))}" if declared else "; it takes none"),
+                          {"job": job, "unknown_params": unknown, "params": sorted(declared)})
+        payload = execution_input.manual(actor, declared, params) | {"resume_from": from_step}
+        name = self._start(job, payload)
+        self.repo.add_audit(actor, "run", job, name, reason,
+                            {"params": params} | ({"from_step": from_step} if from_step else {}))
+        return name
+
+    def rerun(self, execution: str, actor: str, from_failed_step: bool = True,
+              params: dict[str, Any] | None = None, reason: str = "") -> str:
+        original = self.execution(execution)
+        if original.running:
+            raise Conflict(f"{execution} is still running; stop it first", {"execution": execution})
+        self.entry(original.job)
+        resume_from = None
+        if from_failed_step:
+            resume_from = original.failed_step
+            if original.status in ("SUCCEEDED", "SKIPPED") or not resume_from:
+                raise Conflict(f"{execution} has no failed step to resume from ({original.status}); re-run the whole job",
+                               {"execution": execution, "status": original.status})
+            if resume_from not in self.step_names(original.job):
+                raise Conflict(f"step {resume_from!r} is no longer in {original.job}; re-run the whole job",
+                               {"execution": execution, "step": resume_from})
+        merged = {**(original.input.get("params") or {}), **(params or {})}
+        payload = execution_input.rerun(actor, execution, merged, resume_from)
+        name = self._start(original.job, payload)
+        self.repo.link_rerun(execution, name)
+        self.repo.add_audit(actor, "rerun_from_failed_step" if from_failed_step else "rerun", original.job, name, reason,
+                            {"rerun_of": execution, "resume_from": resume_from, "params": params or {}})
+        return name
+
+    def _start(self, job: str, payload: dict[str, Any]) -> str:
+        name = uuid.uuid4().hex
+        try:
+            self.sfn.start_execution(stateMachineArn=self.deployment.state_machine_arn(job), name=name,
+                                     input=json.dumps(payload))
+        except self.sfn.exceptions.StateMachineDoesNotExist:
+            raise Conflict(f"{job} is not deployed", {"job": job}) from None
+        return name
+
+    def stop(self, execution: str, actor: str, reason: str) -> None:
+        _require_reason(reason)
+        view = self.execution(execution)
+        if not view.running:
+            raise Conflict(f"{execution} is not running ({view.status})", {"execution": execution, "status": view.status})
+        self.sfn.stop_execution(executionArn=view.execution_arn, error="Stopped", cause=f"stopped by {actor}: {reason}")
+        self.repo.add_audit(actor, "stop", view.job, execution, reason)
+
+    def pause(self, job: str, actor: str, reason: str) -> None:
+        _require_reason(reason)
+        entry = self.entry(job)
+        state = self.repo.job_state(job)
+        if state and state.paused:
+            raise Conflict(f"{job} is already paused (by {state.paused_by}: {state.paused_reason})", {"job": job})
+        if not entry.get("schedule"):
+            raise Conflict(f"{job} has no schedule to pause (it runs only when started)", {"job": job})
+        self._set_schedule_state(entry, "DISABLED")
+        self.repo.set_paused(job, entry["team"], actor, reason, now_iso())
+        self.repo.add_audit(actor, "pause", job, None, reason)
+
+    def resume(self, job: str, actor: str, reason: str) -> None:
+        _require_reason(reason)
+        entry = self.entry(job)
+        if not self.repo.clear_paused(job):
+            raise Conflict(f"{job} is not paused", {"job": job})
+        self._set_schedule_state(entry, "ENABLED" if entry.get("enabled", True) else "DISABLED")
+        self.repo.add_audit(actor, "resume", job, None, reason)
+
+    def apply_pauses(self) -> list[str]:
+        """Re-disable the schedules of paused jobs (after a deploy re-created them)."""
+        paused = [s.job for s in self.repo.job_states() if s.paused and s.job in self.entries]
+        for job in paused:
+            self._set_schedule_state(self.entries[job], "DISABLED")
+        return paused
+
+    def _set_schedule_state(self, entry: dict[str, Any], state: str) -> None:
+        group = self.deployment.name_prefix
+        for i in range(len(entry.get("schedule", []))):
+            name = names.schedule_name(self.deployment.name_prefix, entry["name"], i)
+            current = self.scheduler.get_schedule(Name=name, GroupName=group)
+            spec = {k: current[k] for k in ("ScheduleExpression", "FlexibleTimeWindow", "Target") if k in current}
+            for k in ("ScheduleExpressionTimezone", "StartDate", "EndDate", "Description"):
+                if current.get(k):
+                    spec[k] = current[k]
+            self.scheduler.update_schedule(Name=name, GroupName=group, State=state, **spec)
+
+    def acknowledge(self, job: str, actor: str, reason: str) -> None:
+        _require_reason(reason)
+        self.entry(job)
+        if not self.repo.acknowledge_failure(job, actor, reason):
+            raise Conflict(f"{job} has no unacknowledged failure", {"job": job})
+
+    def release_claim(self, job: str, actor: str, reason: str) -> list[str]:
+        """Release claims held by executions that are no longer running (a crashed cleanup)."""
+        _require_reason(reason)
+        self.entry(job)
+        state = self.repo.job_state(job)
+        holders = set(state.running) if state else set()
+        if state and state.holder:
+            holders.add(state.holder.rsplit(":", 1)[1])
+        released = []
+        for name in sorted(holders):
+            arn = self.deployment.execution_arn(job, name)
+            try:
+                status = self.sfn.describe_execution(executionArn=arn)["status"]
+            except self.sfn.exceptions.ExecutionDoesNotExist:
+                status = "GONE"
+            if status == "RUNNING":
+                continue
+            holder_arn = state.holder if state and state.holder and state.holder.endswith(":" + name) else None
+            if self.repo.release_claim(job, name, holder_arn):
+                released.append(name)
+        if not released:
+            raise Conflict(f"{job} has no stale claim: every claim belongs to a running execution"
+                           if holders else f"{job} holds no claim", {"job": job, "claims": sorted(holders)})
+        self.repo.add_audit(actor, "release_claim", job, released[0], reason, {"released": released})
+        return released
+
+
+def _require_reason(reason: str) -> None:
+    if not reason or not reason.strip():
+        raise Invalid("a reason is required", {"field": "reason"})
+
+
+def _iso(value: Any) -> str:
+    from jobplane.platform.clock import iso_millis
+
+    return iso_millis(value) if isinstance(value, datetime) else str(value)

@@ -1,0 +1,89 @@
+"""Delivers the platform topic's messages to the Slack notifier locally, as the notifier Lambda's
+SNS subscription does in production.
+
+The topic fans out to an SQS queue (raw delivery) and one thread drains it: a message is deleted
+only after the notifier has sent, logged or dead-lettered it, so a crash in between re-delivers
+it rather than losing it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from typing import Any
+
+from jobplane.platform.logs import LocalLogStore, error_excerpt
+from jobplane.platform.notifications import NotificationMessage
+from jobplane.platform.notifier import SlackNotifier
+
+log = logging.getLogger(__name__)
+
+
+class AlertFeed:
+    def __init__(self, sns: Any, sqs: Any, topic_arn: str, queue_name: str, notifier: SlackNotifier,
+                 logs: LocalLogStore | None = None):
+        self.sqs = sqs
+        self.logs = logs
+        self.notifier = notifier
+        self.queue_url = sqs.create_queue(QueueName=queue_name, Attributes={"VisibilityTimeout": "60"})["QueueUrl"]
+        queue_arn = sqs.get_queue_attributes(QueueUrl=self.queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        sns.subscribe(TopicArn=topic_arn, Protocol="sqs", Endpoint=queue_arn,
+                      Attributes={"RawMessageDelivery": "true"})
+        self.delivered: list[tuple[str, list[str]]] = []  # (execution, results), for status and tests
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def drain(self, wait_seconds: int = 0) -> int:
+        """Handle what is queued now; returns how many messages were handled."""
+        out = self.sqs.receive_message(QueueUrl=self.queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=wait_seconds)
+        handled = 0
+        for m in out.get("Messages", []):
+            try:
+                message = self.with_excerpt(NotificationMessage.model_validate_json(_body(m["Body"])))
+                results = self.notifier.notify(message)
+            except Exception:
+                log.exception("alert not delivered; it stays queued and is retried")
+                continue
+            self.delivered.append((message.execution, results))
+            self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=m["ReceiptHandle"])
+            handled += 1
+        return handled
+
+    def with_excerpt(self, message: NotificationMessage) -> NotificationMessage:
+        """The state machine cannot read logs: add the failed step's error line from them."""
+        if message.error or not message.outcome.step or self.logs is None:
+            return message
+        excerpt = error_excerpt(self.logs.streams(message.execution, message.outcome.step))
+        return message.model_copy(update={"error": excerpt}) if excerpt else message
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="alert-feed", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                if not self.drain(wait_seconds=1):
+                    self._stop.wait(0.2)
+            except Exception:
+                log.exception("alert feed poll failed")
+                self._stop.wait(1)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join(timeout=10)
+        while self.drain():  # what was published before the stop still goes out
+            pass
+
+
+def _body(body: str) -> str:
+    """Raw delivery gives the message itself; an SNS envelope (non-raw) wraps it."""
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return body
+    if isinstance(parsed, dict) and parsed.get("Type") == "Notification" and "Message" in parsed:
+        return str(parsed["Message"])
+    return body

@@ -1,0 +1,71 @@
+"""Local state that survives a restart of ``jobplane dev``.
+
+moto keeps everything in memory, so the dev platform saves what the platform's own records live
+in — every item of the DynamoDB table (job state, executions, skips, audit) — plus the
+executions still running, to a JSON file under the data directory, and loads it into the fresh
+table on the next start. Step Functions' own histories are not saved: every fact the portal and
+CLI show after a restart comes from the table and the step log files.
+
+Written atomically (temporary file + rename), so a crash mid-save leaves the previous snapshot.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SNAPSHOT_VERSION = 1
+
+
+@dataclass
+class Snapshot:
+    items: list[dict[str, Any]] = field(default_factory=list)
+    running: list[dict[str, Any]] = field(default_factory=list)  # executions RUNNING when saved
+
+    @classmethod
+    def capture(cls, ddb: Any, table: str, sfn: Any, state_machine_arns: list[str]) -> Snapshot:
+        items: list[dict[str, Any]] = []
+        kwargs: dict[str, Any] = {"TableName": table}
+        while True:  # a scan is fine here: local data, whole-table copy by design
+            page = ddb.scan(**kwargs)
+            items += page.get("Items", [])
+            if not page.get("LastEvaluatedKey"):
+                break
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        running = []
+        for arn in state_machine_arns:
+            for ex in sfn.list_executions(stateMachineArn=arn, statusFilter="RUNNING").get("executions", []):
+                d = sfn.describe_execution(executionArn=ex["executionArn"])
+                running.append({"execution_arn": d["executionArn"], "name": d["name"], "input": d.get("input") or "{}",
+                                "started_at": d["startDate"].isoformat()})
+        return cls(items, running)
+
+    def save(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        with open(tmp, "w") as f:
+            json.dump({"version": SNAPSHOT_VERSION, "items": self.items, "running": self.running}, f)
+            f.flush()
+            os.fsync(f.fileno())
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: Path) -> Snapshot | None:
+        if not path.exists():
+            return None
+        data = json.loads(path.read_text())
+        if data.get("version") != SNAPSHOT_VERSION:
+            raise ValueError(f"{path}: snapshot version {data.get('version')} is not {SNAPSHOT_VERSION}; "
+                             "start with --reset")
+        return cls(data.get("items", []), data.get("running", []))
+
+    def restore(self, ddb: Any, table: str) -> int:
+        for i in range(0, len(self.items), 25):
+            requests = [{"PutRequest": {"Item": item}} for item in self.items[i:i + 25]]
+            pending: dict[str, Any] = {table: requests}
+            while pending:
+                pending = ddb.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}
+        return len(self.items)

@@ -1,0 +1,87 @@
+"""An execution's step timeline from its Step Functions history: which step attempt started and
+ended when, how it ended, and how many state transitions the execution used (the billed unit).
+
+The state machine's own record keeps each attempt's result but not its times; the reconciler
+stores this timeline on the record when the execution ends (history is kept 90 days on AWS and
+not at all across a restart locally), and the portal builds it live while the execution runs.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any
+
+from jobplane.platform.clock import iso_millis
+
+_ATTEMPT = re.compile(r"^(?P<step>.+?)(?: #(?P<n>\d+))?$")
+_PLATFORM = re.compile(r"^(Claim|Route|Finish.*|Notify .*|Fail|Skip: .*|Take over stale claim|Unknown resume_from|.*: (check|wait|failed|timed out))$")
+
+
+def _when(value: Any) -> str:
+    return iso_millis(value) if isinstance(value, datetime) else str(value)
+
+
+def timeline(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """[{step, attempt, started_at, finished_at, outcome}] for every step attempt, in order.
+    outcome: 'running', 'succeeded', 'failed' (a TaskFailed/timed out) or the error name."""
+    row_of: dict[int, dict[str, Any]] = {}  # event id -> its attempt row (events chain by previousEventId)
+    rows: list[dict[str, Any]] = []
+    by_state: dict[str, dict[str, Any]] = {}
+    for e in sorted(events, key=lambda e: e["id"]):
+        kind = e["type"]
+        if kind == "TaskStateEntered":
+            name = e["stateEnteredEventDetails"]["name"]
+            if _PLATFORM.match(name):
+                continue
+            m = _ATTEMPT.match(name)
+            assert m
+            row = {"step": m["step"], "attempt": int(m["n"] or 1), "started_at": _when(e["timestamp"]),
+                   "finished_at": None, "outcome": "running"}
+            rows.append(row)
+            row_of[e["id"]] = row
+            by_state[name] = row
+        elif kind in ("TaskScheduled", "TaskStarted", "TaskSubmitted") and e.get("previousEventId") in row_of:
+            row_of[e["id"]] = row_of[e["previousEventId"]]
+        elif kind in ("TaskSucceeded", "TaskFailed", "TaskTimedOut", "TaskStartFailed", "TaskSubmitFailed"):
+            # parallel branches interleave: follow the event chain, else the newest open attempt
+            row = row_of.get(e.get("previousEventId", -1)) or _latest_open(rows)
+            if row is not None:
+                row["finished_at"] = _when(e["timestamp"])
+                if kind == "TaskSucceeded":
+                    row["outcome"] = "succeeded"
+                else:
+                    details = next((v for k, v in e.items() if k.endswith("EventDetails")), {}) or {}
+                    row["outcome"] = "timed out" if kind == "TaskTimedOut" else "failed"
+                    if details.get("error"):
+                        row["error"] = details["error"]
+        elif kind == "TaskStateExited":
+            name = e["stateExitedEventDetails"]["name"]
+            row = by_state.get(name)
+            if row is not None and row["finished_at"] is None:
+                row["finished_at"] = _when(e["timestamp"])
+                row["outcome"] = "succeeded"
+    return rows
+
+
+def _latest_open(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    for row in reversed(rows):
+        if row["finished_at"] is None:
+            return row
+    return None
+
+
+def history(sfn: Any, execution_arn: str) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    kwargs: dict[str, Any] = {"executionArn": execution_arn, "maxResults": 1000}
+    while True:
+        page = sfn.get_execution_history(**kwargs)
+        events += page["events"]
+        if not page.get("nextToken"):
+            return events
+        kwargs["nextToken"] = page["nextToken"]
+
+
+def state_transitions(events: list[dict[str, Any]]) -> int:
+    """What Standard Workflows bill: one per state entered (the start counts via the first)."""
+    return sum(1 for e in events if e["type"].endswith("StateEntered"))
