@@ -55,7 +55,8 @@ def main(ctx: click.Context, root: str) -> None:
     """Scheduled workflows on AWS, defined in Jsonnet.
 
     Typical flow: write jobs/<team>/<job>.jsonnet, then `jobplane validate`, `jobplane plan`
-    and `jobplane compile`; `jobplane next JOB` shows when it will fire.
+    and `jobplane compile`; `jobplane next JOB` shows when it will fire. `jobplane dev` runs
+    the whole platform locally; `jobplane run`, `status` and `logs` talk to it.
     """
     ctx.obj = Context(root)
 
@@ -232,6 +233,10 @@ local jp = import 'jobplane.libsonnet';
 """
 TEMPLATE = TEMPLATE.replace("{func}", "run")
 
+
+from jobplane.cli_local import register  # noqa: E402  (commands that run or talk to a platform)
+
+register(main)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

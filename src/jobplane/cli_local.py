@@ -1,0 +1,227 @@
+"""The ``jobplane`` commands that run or talk to a platform: ``dev``, ``run``, ``status``,
+``logs`` and ``portal``. ``run``, ``status`` and ``logs`` find the running ``jobplane dev``
+through its data directory (``.jobplane/dev.json``)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from datetime import timezone
+from pathlib import Path
+from typing import Any
+
+import click
+
+from jobplane.platform.control import ControlError, ControlPlane
+
+
+def _data_dir(obj: Any, data_dir: Path | None) -> Path:
+    return (data_dir or obj.config.data_path).resolve()
+
+
+def _control(obj: Any, data_dir: Path | None) -> ControlPlane:
+    from jobplane.platform.local.dev import DevError, control_for
+
+    try:
+        return control_for(_data_dir(obj, data_dir))
+    except DevError as e:
+        raise click.ClickException(str(e)) from None
+
+
+data_dir_option = click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+                               help="Local platform data directory (default: [dev] data_dir of jobplane.toml).")
+
+
+def parse_params(values: tuple[str, ...]) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--param")
+        try:
+            params[key] = json.loads(value)  # numbers, booleans, lists; anything else is a string
+        except ValueError:
+            params[key] = value
+    return params
+
+
+def register(main: click.Group) -> None:
+    main.add_command(dev)
+    main.add_command(run)
+    main.add_command(status)
+    main.add_command(logs)
+    main.add_command(portal)
+
+
+@click.command()
+@click.option("--reset", is_flag=True, help="Start empty: delete the saved state, logs and dead letters first.")
+@data_dir_option
+@click.option("--aws-port", type=int, default=None, help="Port of the embedded AWS endpoint (default: [dev] aws_port).")
+@click.option("--portal-port", type=int, default=None, help="Port of the portal (default: [dev] portal_port).")
+@click.option("--no-services", is_flag=True, help="Do not start the [dev.services] processes.")
+@click.pass_obj
+def dev(obj: Any, reset: bool, data_dir: Path | None, aws_port: int | None, portal_port: int | None,
+        no_services: bool) -> None:
+    """Run the whole platform on this machine until Ctrl-C.
+
+    Compiles jobs/, starts the embedded local AWS (moto) with every job deployed, the local
+    scheduler (jobs fire on their real schedules), the local ECS agent (steps run the real
+    jobplane-runner as subprocesses), Slack alerts (JOBPLANE_SLACK_WEBHOOK_URL, else the console)
+    and the portal. State is kept in the data directory across restarts.
+    """
+    from jobplane.compiler.problems import DefinitionError
+    from jobplane.platform.local.dev import DevError, DevPlatform
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
+                        datefmt="%H:%M:%S")
+    for noisy in ("botocore", "urllib3", "werkzeug", "moto", "uvicorn.access"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    config = obj.config
+    platform = DevPlatform(config, _data_dir(obj, data_dir), aws_port or config.dev.aws_port,
+                           portal_port or config.dev.portal_port, reset=reset,
+                           webhook_url=os.environ.get("JOBPLANE_SLACK_WEBHOOK_URL") or None,
+                           run_services=not no_services)
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: Any) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        platform.start()
+    except DefinitionError as e:
+        from jobplane.cli import _fail_definitions
+
+        _fail_definitions(e)
+    except (DevError, OSError) as e:
+        raise click.ClickException(str(e)) from None
+    click.echo(platform.banner(), err=False)
+    sys.stdout.flush()
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        click.echo("\nstopping: scheduler, running executions (recorded ABORTED), state saved, portal, services ...")
+        platform.stop()
+        click.echo("jobplane dev stopped.")
+
+
+@click.command()
+@click.argument("job")
+@click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE", help="A run param (repeatable).")
+@click.option("--from-step", default=None, metavar="STEP",
+              help="Start at this step (a re-run: the steps before it are not run).")
+@click.option("--wait/--no-wait", default=True, show_default=True, help="Wait for the execution to finish.")
+@click.option("--timeout", default=3600.0, show_default=True, help="Seconds to wait with --wait.")
+@data_dir_option
+@click.pass_obj
+def run(obj: Any, job: str, params: tuple[str, ...], from_step: str | None, wait: bool, timeout: float,
+        data_dir: Path | None) -> None:
+    """Start JOB now on the running `jobplane dev`, and follow it to the end.
+
+    Exits 0 if it succeeded, 1 if it failed, timed out or was stopped.
+    """
+    control = _control(obj, data_dir)
+    try:
+        name = control.run_now(job, obj.config.dev.dev_user, parse_params(params), "jobplane run", from_step)
+    except ControlError as e:
+        raise click.ClickException(e.message) from None
+    portal_url = json.loads((_data_dir(obj, data_dir) / "dev.json").read_text())["portal_url"]
+    click.echo(f"started {job}: {name}\n  {portal_url}/executions/{name}")
+    if not wait:
+        return
+    deadline = time.monotonic() + timeout
+    seen: set[tuple[str, int]] = set()
+    while True:
+        view = control.execution(name, job)
+        for row in view.timeline:
+            key = (row["step"], row["attempt"])
+            if row["finished_at"] and key not in seen:
+                seen.add(key)
+                click.echo(f"  {row['step']} (attempt {row['attempt']}): {row['outcome']}")
+        if not view.running and (view.record is not None or time.monotonic() > deadline):
+            break
+        if time.monotonic() > deadline:
+            raise click.ClickException(f"{name} still {view.status} after {timeout:.0f}s")
+        time.sleep(0.2)
+    suffix = f" at {view.failed_step}" if view.failed_step else ""
+    click.echo(f"{view.status}{suffix}" + (f": {view.error}" if view.error else ""))
+    click.echo(f"  logs: jobplane logs {name}")
+    sys.exit(0 if view.status == "SUCCEEDED" else 1)
+
+
+@click.command()
+@data_dir_option
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_obj
+def status(obj: Any, data_dir: Path | None, as_json: bool) -> None:
+    """Jobs of the running `jobplane dev`: last status, running executions, next fire time."""
+    control = _control(obj, data_dir)
+    jobs = control.jobs(fires=1)
+    if as_json:
+        click.echo(json.dumps([{"job": j.name, "team": j.team, "last_status": j.state.last_status if j.state else None,
+                                "last_finished_at": j.state.last_finished_at if j.state else None,
+                                "running": j.running, "paused": j.paused,
+                                "next_fire": j.next_fires[0].isoformat() if j.next_fires else None} for j in jobs],
+                               indent=2))
+        return
+    width = max(len(j.name) for j in jobs) if jobs else 10
+    click.echo(f"{'JOB':<{width}}  {'TEAM':<9} {'LAST':<10} {'FINISHED (UTC)':<20} {'RUNNING':<8} NEXT FIRE")
+    for j in jobs:
+        last = (j.state.last_status if j.state else None) or "-"
+        finished = (j.state.last_finished_at or "")[:19].replace("T", " ") if j.state else ""
+        if j.paused:
+            nxt = "paused"
+        elif j.next_fires:
+            t = j.next_fires[0]
+            nxt = f"{t.strftime('%Y-%m-%d %H:%M %Z')} ({t.astimezone(timezone.utc).strftime('%H:%M UTC')})"
+        else:
+            nxt = "manual" if not j.entry.get("schedule") else "disabled"
+        click.echo(f"{j.name:<{width}}  {j.team:<9} {last:<10} {finished or '-':<20} {len(j.running) or '-':<8} {nxt}")
+
+
+@click.command()
+@click.argument("execution")
+@click.option("--step", default=None, help="Only this step's attempts.")
+@data_dir_option
+@click.pass_obj
+def logs(obj: Any, execution: str, step: str | None, data_dir: Path | None) -> None:
+    """Print the step logs of EXECUTION (every attempt, in the order they ran)."""
+    control = _control(obj, data_dir)
+    try:
+        view = control.execution(execution)
+    except ControlError as e:
+        raise click.ClickException(e.message) from None
+    streams = control.log_streams(execution, step)
+    if not streams:
+        what = f"step {step!r} of {execution}" if step else execution
+        raise click.ClickException(f"no logs for {what} ({view.status}; steps that ran: "
+                                   f"{', '.join(sorted({r['step'] for r in view.timeline})) or 'none'})")
+    for s in streams:
+        click.echo(f"==> {s.step} (attempt {s.attempt}, task {s.task_id}) <==")
+        click.echo(s.read(), nl=False)
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8080, show_default=True)
+def portal(host: str, port: int) -> None:
+    """Serve the portal against real AWS (production). Configured by the environment: see
+    docs/portal.md (JOBPLANE_TABLE, JOBPLANE_TOPIC_ARN, JOBPLANE_CATALOG, JOBPLANE_AUTH_MODE ...).
+    Locally, `jobplane dev` already serves it."""
+    import uvicorn
+
+    from jobplane.portal.app import create_app
+    from jobplane.portal.settings import PortalSettings
+
+    try:
+        settings = PortalSettings.from_env()
+    except (KeyError, ValueError) as e:
+        raise click.ClickException(f"portal configuration incomplete: {e}") from None
+    uvicorn.run(create_app(settings), host=host, port=port, proxy_headers=True)
