@@ -1,0 +1,320 @@
+"""The JSON API under /api: the portal's reads and actions for automation.
+
+Accepted runs answer 202 with the new execution's name and URL; invalid input 400; unknown job or
+execution 404; an action that conflicts with the current state (stop a finished execution,
+pause a paused job) 409; more than the per-user action budget 429. Actions take JSON bodies only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from jobplane.platform.control import ExecutionView, JobSummary
+from jobplane.platform.repository import Execution
+from jobplane.portal.errors import PortalError
+from jobplane.portal.views import duration_seconds
+
+
+class ErrorBody(BaseModel):
+    code: str
+    message: str
+    details: list[dict[str, Any]]
+    request_id: str
+    timestamp: str
+
+
+class ErrorEnvelope(BaseModel):
+    error: ErrorBody
+
+
+def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    return {code: {"model": ErrorEnvelope} for code in codes}
+
+
+async def json_body(request: Request) -> None:
+    """Actions accept JSON only: a cross-site HTML form cannot send it (see csrf.py)."""
+    if request.method == "POST" and not request.headers.get("content-type", "").startswith("application/json"):
+        raise PortalError(415, "send the action as application/json")
+
+
+router = APIRouter(prefix="/api", tags=["api"], responses=_errors(400, 401, 500))
+
+
+def _portal(request: Request) -> Any:
+    return request.app.state.portal
+
+
+# -- models ------------------------------------------------------------------------------------
+class JobOut(BaseModel):
+    name: str
+    team: str
+    description: str
+    schedule: list[str]
+    timezone: str
+    enabled: bool
+    policy: str
+    last_status: str | None
+    last_finished_at: str | None
+    running: list[str]
+    paused: bool
+    paused_reason: str | None
+    paused_by: str | None
+    blocked_by: str | None
+    next_fires: list[str]
+    params: dict[str, Any]
+    url: str
+
+
+class ExecutionSummary(BaseModel):
+    execution: str
+    job: str
+    status: str
+    trigger: str | None
+    requested_by: str | None
+    scheduled_time: str | None
+    started_at: str | None
+    finished_at: str | None
+    duration_seconds: float | None
+    failed_step: str | None
+    skip_reason: str | None
+    error: str | None
+    url: str
+
+
+class ExecutionPage(BaseModel):
+    items: list[ExecutionSummary]
+    cursor: str | None = Field(description="pass back as ?cursor= for the next page")
+
+
+class StepAttempt(BaseModel):
+    step: str
+    attempt: int
+    started_at: str | None
+    finished_at: str | None
+    outcome: str
+    exit_code: int | None = None
+    error: str | None = None
+
+
+class ExecutionOut(ExecutionSummary):
+    params: dict[str, Any]
+    resume_from: str | None
+    rerun_of: str | None
+    rerun_by: list[str]
+    transitions: int | None
+    steps: list[StepAttempt]
+
+
+class LogOut(BaseModel):
+    step: str
+    attempt: int
+    task_id: str
+    text: str
+
+
+class AuditOut(BaseModel):
+    at: str
+    actor: str
+    action: str
+    job: str
+    execution: str | None
+    reason: str
+    details: str
+
+
+class Accepted(BaseModel):
+    execution: str
+    url: str
+    status: str = "ACCEPTED"
+
+
+class Done(BaseModel):
+    ok: bool = True
+    message: str
+
+
+class RunIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    params: dict[str, Any] = Field(default_factory=dict)
+    reason: str = ""
+
+
+class RerunIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    from_failed_step: bool = True
+    params: dict[str, Any] = Field(default_factory=dict)
+    reason: str = ""
+
+
+class ReasonIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    reason: str = Field(min_length=1, max_length=500)
+
+
+# -- conversions -------------------------------------------------------------------------------
+def job_out(s: JobSummary) -> JobOut:
+    e, st = s.entry, s.state
+    return JobOut(name=s.name, team=s.team, description=e.get("description") or "", schedule=e.get("schedule", []),
+                  timezone=e["timezone"], enabled=e.get("enabled", True), policy=e["policy"],
+                  last_status=st.last_status if st else None, last_finished_at=st.last_finished_at if st else None,
+                  running=s.running, paused=s.paused, paused_reason=st.paused_reason if st else None,
+                  paused_by=st.paused_by if st else None, blocked_by=st.blocked_by if st else None,
+                  next_fires=[t.isoformat() for t in s.next_fires], params=e.get("params") or {},
+                  url=f"/jobs/{s.name}")
+
+
+def summary_out(x: Execution) -> ExecutionSummary:
+    return ExecutionSummary(execution=x.execution, job=x.job, status=x.status, trigger=x.trigger,
+                            requested_by=x.requested_by, scheduled_time=x.scheduled_time, started_at=x.started_at,
+                            finished_at=x.finished_at, duration_seconds=duration_seconds(x.started_at, x.finished_at),
+                            failed_step=x.failed_step, skip_reason=x.skip_reason, error=x.error,
+                            url=f"/executions/{x.execution}")
+
+
+def execution_out(v: ExecutionView) -> ExecutionOut:
+    from jobplane.portal.views import step_rows
+
+    r = v.record
+    return ExecutionOut(
+        execution=v.execution, job=v.job, status=v.status, trigger=v.trigger, requested_by=v.requested_by,
+        scheduled_time=v.input.get("scheduled_time"), started_at=v.started_at, finished_at=v.finished_at,
+        duration_seconds=duration_seconds(v.started_at, v.finished_at), failed_step=v.failed_step,
+        skip_reason=r.skip_reason if r else None, error=v.error, url=f"/executions/{v.execution}",
+        params=v.input.get("params") or {}, resume_from=v.resume_from, rerun_of=v.rerun_of, rerun_by=list(v.rerun_by),
+        transitions=v.transitions,
+        steps=[StepAttempt(**{k: row.get(k) for k in StepAttempt.model_fields}) for row in step_rows(v)])
+
+
+# -- reads -------------------------------------------------------------------------------------
+@router.get("/jobs", response_model=list[JobOut], summary="Jobs, filtered by team, status and text")
+def list_jobs(request: Request, team: str | None = Query(None, max_length=100),
+              status: str | None = Query(None, max_length=40), q: str | None = Query(None, max_length=200)) -> Any:
+    portal = _portal(request)
+    portal.user(request)
+    return [job_out(s) for s in portal.control.jobs(team, status, q)]
+
+
+@router.get("/jobs/{job}", response_model=JobOut, responses=_errors(404))
+def get_job(request: Request, job: str) -> Any:
+    portal = _portal(request)
+    portal.user(request)
+    return job_out(portal.control.job(job))
+
+
+@router.get("/jobs/{job}/executions", response_model=ExecutionPage, responses=_errors(404),
+            summary="A job's executions and skips, newest first")
+def job_executions(request: Request, job: str, limit: int = Query(20, ge=1, le=200),
+                   cursor: str | None = Query(None, max_length=2000)) -> Any:
+    portal = _portal(request)
+    portal.user(request)
+    page = portal.control.executions(job, limit, _cursor(cursor))
+    return ExecutionPage(items=[summary_out(x) for x in page.items], cursor=page.cursor)
+
+
+def _cursor(cursor: str | None) -> str | None:
+    import json
+
+    if cursor is None:
+        return None
+    try:
+        value = json.loads(cursor)
+        if isinstance(value, dict) and all(isinstance(v, dict) for v in value.values()):
+            return cursor
+    except ValueError:
+        pass
+    raise PortalError(400, "cursor is not one this API returned", [{"field": "cursor", "message": "invalid"}])
+
+
+@router.get("/executions/{execution}", response_model=ExecutionOut, responses=_errors(404))
+def get_execution(request: Request, execution: str) -> Any:
+    portal = _portal(request)
+    portal.user(request)
+    return execution_out(portal.control.execution(execution))
+
+
+@router.get("/executions/{execution}/logs", response_model=list[LogOut], responses=_errors(404))
+def execution_logs(request: Request, execution: str, step: str | None = Query(None, max_length=200)) -> Any:
+    portal = _portal(request)
+    portal.user(request)
+    portal.control.execution(execution)
+    return [LogOut(step=s.step, attempt=s.attempt, task_id=s.task_id, text=s.read())
+            for s in portal.control.log_streams(execution, step)]
+
+
+@router.get("/failures", response_model=ExecutionPage, summary="Failed, timed-out and stopped runs, newest first")
+def failures(request: Request, limit: int = Query(50, ge=1, le=200), cursor: str | None = Query(None, max_length=2000)) -> Any:
+    portal = _portal(request)
+    portal.user(request)
+    page = portal.control.failures(limit, _cursor(cursor))
+    return ExecutionPage(items=[summary_out(x) for x in page.items], cursor=page.cursor)
+
+
+@router.get("/skips", response_model=ExecutionPage, summary="Skipped and duplicate fires, newest first")
+def skips(request: Request, limit: int = Query(50, ge=1, le=200), cursor: str | None = Query(None, max_length=2000)) -> Any:
+    portal = _portal(request)
+    portal.user(request)
+    page = portal.control.skips(limit, _cursor(cursor))
+    return ExecutionPage(items=[summary_out(x) for x in page.items], cursor=page.cursor)
+
+
+@router.get("/audit", response_model=list[AuditOut])
+def audit(request: Request, limit: int = Query(100, ge=1, le=500)) -> Any:
+    portal = _portal(request)
+    portal.user(request)
+    return [AuditOut(at=a["at"], actor=a["actor"], action=a["action"], job=a["job"], execution=a.get("execution"),
+                     reason=a.get("reason", ""), details=a.get("details", "{}")) for a in portal.control.audit(limit)]
+
+
+# -- actions -----------------------------------------------------------------------------------
+ACTION_ERRORS = _errors(403, 404, 409, 415, 429)
+
+
+@router.post("/jobs/{job}/runs", status_code=202, response_model=Accepted, responses=ACTION_ERRORS,
+             dependencies=[Depends(json_body)], summary="Run a job now, with params")
+def run_job(request: Request, job: str, body: RunIn) -> Any:
+    portal = _portal(request)
+    user = portal.authorize(request, portal.control.entry(job)["team"])
+    name = portal.control.run_now(job, user.name, body.params, body.reason)
+    return Accepted(execution=name, url=f"/executions/{name}")
+
+
+@router.post("/executions/{execution}/rerun", status_code=202, response_model=Accepted, responses=ACTION_ERRORS,
+             dependencies=[Depends(json_body)], summary="Re-run from the failed step, or the whole job")
+def rerun(request: Request, execution: str, body: RerunIn) -> Any:
+    portal = _portal(request)
+    view = portal.control.execution(execution)
+    user = portal.authorize(request, portal.control.entry(view.job)["team"])
+    name = portal.control.rerun(execution, user.name, body.from_failed_step, body.params, body.reason)
+    return Accepted(execution=name, url=f"/executions/{name}")
+
+
+@router.post("/executions/{execution}/stop", status_code=202, response_model=Done, responses=ACTION_ERRORS,
+             dependencies=[Depends(json_body)])
+def stop(request: Request, execution: str, body: ReasonIn) -> Any:
+    portal = _portal(request)
+    view = portal.control.execution(execution)
+    user = portal.authorize(request, portal.control.entry(view.job)["team"])
+    portal.control.stop(execution, user.name, body.reason)
+    return Done(message=f"stop requested for {execution}")
+
+
+def _job_action(action: str, summary: str) -> None:
+    def endpoint(request: Request, job: str, body: ReasonIn) -> Any:
+        portal = _portal(request)
+        user = portal.authorize(request, portal.control.entry(job)["team"])
+        result = getattr(portal.control, action.replace("-", "_"))(job, user.name, body.reason)
+        extra = f": released {', '.join(result)}" if isinstance(result, list) else ""
+        return Done(message=f"{action} {job}{extra}")
+
+    endpoint.__name__ = action.replace("-", "_") + "_job"
+    router.post(f"/jobs/{{job}}/{action}", response_model=Done, responses=ACTION_ERRORS,
+                dependencies=[Depends(json_body)], summary=summary)(endpoint)
+
+
+_job_action("pause", "Pause a job's schedule (reason required)")
+_job_action("resume", "Resume a paused schedule (reason required)")
+_job_action("acknowledge", "Acknowledge the failure blocking a SKIP_IF_FAILED job")
+_job_action("release-claim", "Release a claim held by an execution that no longer runs")

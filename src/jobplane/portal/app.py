@@ -1,0 +1,123 @@
+"""The portal's ASGI application: ``create_app(settings)``.
+
+Pages (:mod:`jobplane.portal.pages`) and the JSON API (:mod:`jobplane.portal.api`) share one
+:class:`~jobplane.platform.control.ControlPlane`, one identity check, one error format and the
+same security headers. Run it with ``jobplane portal`` (production settings from the
+environment) or as part of ``jobplane dev``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+
+from jobplane import __version__
+from jobplane.platform.control import ControlPlane
+from jobplane.portal import errors, views
+from jobplane.portal.auth import AlbKeys, RateLimiter, User, identify
+from jobplane.portal.csrf import Csrf
+from jobplane.portal.errors import PortalError
+from jobplane.portal.settings import PortalSettings
+
+log = logging.getLogger(__name__)
+HERE = Path(__file__).parent
+
+SECURITY_HEADERS = {
+    # No inline scripts or styles, nothing from other origins; the SVG diagram is inline markup.
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                               "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "same-origin",
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Permissions-Policy": "camera=(), microphone=(), geolocation=()",
+}
+
+
+class Portal:
+    """What every request handler needs; stored on ``app.state.portal``."""
+
+    def __init__(self, settings: PortalSettings, control: ControlPlane | None = None):
+        self.settings = settings
+        self.control = control or ControlPlane(settings.deployment)
+        self.csrf = Csrf(settings.secret_key)
+        self.limiter = RateLimiter(settings.actions_per_minute)
+        self.alb_keys = AlbKeys(settings.auth.alb_key_url, settings.auth.alb_region) \
+            if settings.auth.mode == "alb-oidc" else None
+        self.templates = Jinja2Templates(directory=str(HERE / "templates"))  # autoescape on for .html
+        env = self.templates.env
+        env.globals.update(version=__version__)
+        env.filters.update(schedule_words=views.schedule_words, local_time=views.local_time,
+                           short_time=views.short_time, duration=views.duration)
+
+    def user(self, request: Request) -> User:
+        user = getattr(request.state, "user", None)
+        if user is None:
+            user = request.state.user = identify(request, self.settings, self.alb_keys)
+        return user
+
+    def authorize(self, request: Request, team: str) -> User:
+        user = self.user(request)
+        if not user.can_act(team):
+            raise PortalError(403, f"{user.name} may read but not act on team {team}'s jobs "
+                                   "(ask to be added to the team in jobplane.toml, or a platform admin)")
+        self.limiter.check(user.name)
+        return user
+
+    def render(self, request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+        user = self.user(request)
+        context |= {"user": user, "csrf_token": self.csrf.token(user.name), "request_id": errors.request_id(request)}
+        return self.templates.TemplateResponse(request, template, context, status_code=status)
+
+
+def create_app(settings: PortalSettings, control: ControlPlane | None = None) -> FastAPI:
+    from jobplane.portal import api, pages
+
+    app = FastAPI(title="jobplane portal API", version=__version__, docs_url="/api/docs", redoc_url=None,
+                  openapi_url="/api/openapi.json",
+                  description="Read and act on jobplane jobs and executions. Errors use one envelope: "
+                              '`{"error": {"code", "message", "details", "request_id", "timestamp"}}`.')
+    portal = Portal(settings, control)
+    app.state.portal = portal
+
+    @app.middleware("http")
+    async def headers(request: Request, call_next: Any) -> Any:
+        started = time.perf_counter()
+        rid = errors.request_id(request)
+        response = await call_next(request)
+        for name, value in SECURITY_HEADERS.items():
+            response.headers.setdefault(name, value)
+        response.headers["X-Request-ID"] = rid
+        log.debug("%s %s %s %.1fms user=%s", request.method, request.url.path, response.status_code,
+                 (time.perf_counter() - started) * 1000, getattr(getattr(request.state, "user", None), "name", "-"))
+        return response
+
+    def render_error(request: Request, status: int, message: str, headers: dict[str, str] | None) -> Any:
+        try:
+            response = portal.render(request, "error.html", status=status, status_code=status, message=message)
+        except PortalError:  # no identity: a page without the user bar
+            response = portal.templates.TemplateResponse(
+                request, "error.html", {"status_code": status, "message": message, "user": None, "csrf_token": "",
+                                        "request_id": errors.request_id(request)}, status_code=status)
+        for k, v in (headers or {}).items():
+            response.headers[k] = v
+        return response
+
+    errors.install(app, render_error)
+
+    @app.get("/healthz", tags=["health"], summary="Liveness and store reachability")
+    def healthz() -> dict[str, Any]:
+        portal.control.repo.job_state("__health__")  # one cheap read: the store answers
+        return {"status": "ok", "version": __version__, "jobs": len(portal.control.entries)}
+
+    app.include_router(api.router)
+    app.include_router(pages.router)
+    app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
+    return app

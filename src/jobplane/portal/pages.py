@@ -1,0 +1,171 @@
+"""The HTML pages and their form actions. Every form post is CSRF-checked, authorized against
+the job's team and answered with a redirect (303) to the page that shows the result."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import quote
+
+from fastapi import APIRouter, Form, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+
+from jobplane.platform.control import Invalid, NotFound
+from jobplane.portal.diagram import svg
+from jobplane.portal.views import step_rows
+
+router = APIRouter(include_in_schema=False)
+STATUSES = ["RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED", "SKIPPED", "NEVER_RUN", "PAUSED"]
+
+
+def _portal(request: Request) -> Any:
+    return request.app.state.portal
+
+
+@router.get("/", response_class=HTMLResponse)
+def jobs_page(request: Request, team: str | None = None, status: str | None = None, q: str | None = None) -> Any:
+    portal = _portal(request)
+    jobs = portal.control.jobs(team or None, status or None, q or None)
+    teams = sorted({e["team"] for e in portal.control.entries.values()})
+    return portal.render(request, "jobs.html", jobs=jobs, teams=teams, statuses=STATUSES,
+                         filters={"team": team or "", "status": status or "", "q": q or ""})
+
+
+@router.get("/jobs/{job}", response_class=HTMLResponse)
+def job_page(request: Request, job: str, cursor: str | None = Query(None, max_length=2000)) -> Any:
+    portal = _portal(request)
+    summary = portal.control.job(job)
+    return portal.render(request, "job.html", job=summary, e=summary.entry, diagram=_diagram(portal, job),
+                         **_history(portal, job, cursor))
+
+
+@router.get("/jobs/{job}/live", response_class=HTMLResponse)
+def job_live(request: Request, job: str) -> Any:
+    portal = _portal(request)
+    summary = portal.control.job(job)
+    return portal.render(request, "_job_live.html", job=summary, e=summary.entry, **_history(portal, job, None))
+
+
+def _history(portal: Any, job: str, cursor: str | None) -> dict[str, Any]:
+    page = portal.control.executions(job, 20, _valid_cursor(cursor))
+    return {"history": page.items, "next_cursor": page.cursor, "running": portal.control.running_executions(job)}
+
+
+def _valid_cursor(cursor: str | None) -> str | None:
+    if cursor is None:
+        return None
+    try:
+        json.loads(cursor)
+        return cursor
+    except ValueError:
+        raise Invalid("cursor is not one this page gave", {"cursor": "invalid"}) from None
+
+
+def _diagram(portal: Any, job: str) -> str | None:
+    try:
+        described = portal.control.sfn.describe_state_machine(stateMachineArn=portal.control.deployment.state_machine_arn(job))
+    except Exception:  # not deployed (yet): the page still shows the definition
+        return None
+    return svg(json.loads(described["definition"]))
+
+
+@router.get("/executions/{execution}", response_class=HTMLResponse)
+def execution_page(request: Request, execution: str) -> Any:
+    portal = _portal(request)
+    return portal.render(request, "execution.html", **_execution_context(portal, execution))
+
+
+@router.get("/executions/{execution}/live", response_class=HTMLResponse)
+def execution_live(request: Request, execution: str) -> Any:
+    portal = _portal(request)
+    return portal.render(request, "_execution_live.html", **_execution_context(portal, execution))
+
+
+def _execution_context(portal: Any, execution: str) -> dict[str, Any]:
+    view = portal.control.execution(execution)
+    entry = portal.control.entry(view.job)
+    logs = portal.control.log_streams(execution)
+    return {"x": view, "e": entry, "rows": step_rows(view), "logs": [(s, s.read(200_000)) for s in logs]}
+
+
+@router.get("/failures", response_class=HTMLResponse)
+def failures_page(request: Request, cursor: str | None = Query(None, max_length=2000)) -> Any:
+    portal = _portal(request)
+    failures = portal.control.failures(50, _valid_cursor(cursor))
+    skips = portal.control.skips(20)
+    return portal.render(request, "failures.html", failures=failures.items, next_cursor=failures.cursor,
+                         skips=skips.items)
+
+
+@router.get("/audit", response_class=HTMLResponse)
+def audit_page(request: Request) -> Any:
+    portal = _portal(request)
+    return portal.render(request, "audit.html", entries=portal.control.audit(200))
+
+
+# -- form actions ------------------------------------------------------------------------------
+def _act(request: Request, team: str, csrf_token: str | None) -> Any:
+    portal = _portal(request)
+    user = portal.user(request)
+    portal.csrf.check(csrf_token, user.name)
+    return portal.authorize(request, team)
+
+
+def _back(path: str, notice: str) -> RedirectResponse:
+    return RedirectResponse(f"{path}?notice={quote(notice)}", status_code=303)
+
+
+def parse_params(text: str) -> dict[str, Any]:
+    """'key=value' per line; values that parse as JSON (numbers, true, lists) are taken as such."""
+    params: dict[str, Any] = {}
+    for n, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line:
+            continue
+        if "=" not in line:
+            raise Invalid(f"params line {n} is not key=value: {line!r}", {"params": line})
+        key, value = (part.strip() for part in line.split("=", 1))
+        try:
+            params[key] = json.loads(value)
+        except ValueError:
+            params[key] = value
+    return params
+
+
+@router.post("/jobs/{job}/run")
+def run_form(request: Request, job: str, csrf_token: str | None = Form(None), params: str = Form(""),
+             reason: str = Form("")) -> Any:
+    portal = _portal(request)
+    user = _act(request, portal.control.entry(job)["team"], csrf_token)
+    name = portal.control.run_now(job, user.name, parse_params(params), reason)
+    return _back(f"/executions/{name}", f"started by {user.name}")
+
+
+@router.post("/executions/{execution}/rerun")
+def rerun_form(request: Request, execution: str, csrf_token: str | None = Form(None),
+               mode: str = Form("failed-step"), params: str = Form(""), reason: str = Form("")) -> Any:
+    portal = _portal(request)
+    view = portal.control.execution(execution)
+    user = _act(request, portal.control.entry(view.job)["team"], csrf_token)
+    name = portal.control.rerun(execution, user.name, mode == "failed-step", parse_params(params), reason)
+    return _back(f"/executions/{name}", f"re-run of {execution}")
+
+
+@router.post("/executions/{execution}/stop")
+def stop_form(request: Request, execution: str, csrf_token: str | None = Form(None), reason: str = Form("")) -> Any:
+    portal = _portal(request)
+    view = portal.control.execution(execution)
+    user = _act(request, portal.control.entry(view.job)["team"], csrf_token)
+    portal.control.stop(execution, user.name, reason)
+    return _back(f"/executions/{execution}", "stop requested")
+
+
+@router.post("/jobs/{job}/{action}")
+def job_action_form(request: Request, job: str, action: str, csrf_token: str | None = Form(None),
+                    reason: str = Form("")) -> Any:
+    portal = _portal(request)
+    if action not in ("pause", "resume", "acknowledge", "release-claim"):
+        raise NotFound(f"unknown action {action!r}")
+    user = _act(request, portal.control.entry(job)["team"], csrf_token)
+    getattr(portal.control, action.replace("-", "_"))(job, user.name, reason)
+    return _back(f"/jobs/{job}", f"{action} done")
