@@ -12,12 +12,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	touch $(STAMP)
 
-## dev: the main job. For now: validate jobs/, say what changes, then compile it.
-## (`jobplane dev`, the whole platform on one machine, replaces this once it exists.)
+## dev: the main job: the whole platform on this machine (`jobplane dev`) until Ctrl-C.
+## DEV_ARGS passes options, e.g. make dev DEV_ARGS=--reset
 dev: $(STAMP)
-	$(BIN)/jobplane validate
-	$(BIN)/jobplane plan
-	$(BIN)/jobplane compile
+	$(BIN)/jobplane dev $(DEV_ARGS)
 
 ## test: the whole test suite, in parallel.
 test: $(STAMP)
@@ -46,4 +44,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/engine.py
 
 clean:
-	rm -rf $(VENV) build terraform/jobs .pytest_cache
+	rm -rf $(VENV) build terraform/jobs .pytest_cache .jobplane

@@ -34,6 +34,7 @@ def _control(obj: Any, data_dir: Path | None) -> ControlPlane:
 
 
 data_dir_option = click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+                               envvar="JOBPLANE_DATA_DIR",
                                help="Local platform data directory (default: [dev] data_dir of jobplane.toml).")
 
 
@@ -61,8 +62,10 @@ def register(main: click.Group) -> None:
 @click.command()
 @click.option("--reset", is_flag=True, help="Start empty: delete the saved state, logs and dead letters first.")
 @data_dir_option
-@click.option("--aws-port", type=int, default=None, help="Port of the embedded AWS endpoint (default: [dev] aws_port).")
-@click.option("--portal-port", type=int, default=None, help="Port of the portal (default: [dev] portal_port).")
+@click.option("--aws-port", type=int, default=None, envvar="JOBPLANE_AWS_PORT",
+              help="Port of the embedded AWS endpoint (default: [dev] aws_port).")
+@click.option("--portal-port", type=int, default=None, envvar="JOBPLANE_PORTAL_PORT",
+              help="Port of the portal (default: [dev] portal_port).")
 @click.option("--no-services", is_flag=True, help="Do not start the [dev.services] processes.")
 @click.pass_obj
 def dev(obj: Any, reset: bool, data_dir: Path | None, aws_port: int | None, portal_port: int | None,

@@ -67,3 +67,9 @@ def behave(mode: str = "ok", marker: str | None = None, seconds: float = 30, rel
         deadline = time.monotonic() + seconds
         while release and not os.path.exists(release) and time.monotonic() < deadline:
             time.sleep(0.05)
+
+
+def prepare() -> str:
+    """Takes no params, so a run's params never change what it does."""
+    print("prepared")
+    return "prepared"

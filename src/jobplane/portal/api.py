@@ -229,10 +229,11 @@ def _cursor(cursor: str | None) -> str | None:
 
 
 @router.get("/executions/{execution}", response_model=ExecutionOut, responses=_errors(404))
-def get_execution(request: Request, execution: str) -> Any:
+def get_execution(request: Request, execution: str, job: str | None = Query(
+        None, max_length=200, description="the job, to find an execution started a moment ago")) -> Any:
     portal = _portal(request)
     portal.user(request)
-    return execution_out(portal.control.execution(execution))
+    return execution_out(portal.control.execution(execution, job if job in portal.control.entries else None))
 
 
 @router.get("/executions/{execution}/logs", response_model=list[LogOut], responses=_errors(404))
@@ -278,7 +279,7 @@ def run_job(request: Request, job: str, body: RunIn) -> Any:
     portal = _portal(request)
     user = portal.authorize(request, portal.control.entry(job)["team"])
     name = portal.control.run_now(job, user.name, body.params, body.reason)
-    return Accepted(execution=name, url=f"/executions/{name}")
+    return Accepted(execution=name, url=f"/executions/{name}?job={job}")
 
 
 @router.post("/executions/{execution}/rerun", status_code=202, response_model=Accepted, responses=ACTION_ERRORS,
@@ -288,7 +289,7 @@ def rerun(request: Request, execution: str, body: RerunIn) -> Any:
     view = portal.control.execution(execution)
     user = portal.authorize(request, portal.control.entry(view.job)["team"])
     name = portal.control.rerun(execution, user.name, body.from_failed_step, body.params, body.reason)
-    return Accepted(execution=name, url=f"/executions/{name}")
+    return Accepted(execution=name, url=f"/executions/{name}?job={view.job}")
 
 
 @router.post("/executions/{execution}/stop", status_code=202, response_model=Done, responses=ACTION_ERRORS,

@@ -70,19 +70,20 @@ def _diagram(portal: Any, job: str) -> str | None:
 
 
 @router.get("/executions/{execution}", response_class=HTMLResponse)
-def execution_page(request: Request, execution: str) -> Any:
+def execution_page(request: Request, execution: str, job: str | None = Query(None, max_length=200)) -> Any:
     portal = _portal(request)
-    return portal.render(request, "execution.html", **_execution_context(portal, execution))
+    return portal.render(request, "execution.html", **_execution_context(portal, execution, job))
 
 
 @router.get("/executions/{execution}/live", response_class=HTMLResponse)
-def execution_live(request: Request, execution: str) -> Any:
+def execution_live(request: Request, execution: str, job: str | None = Query(None, max_length=200)) -> Any:
     portal = _portal(request)
-    return portal.render(request, "_execution_live.html", **_execution_context(portal, execution))
+    return portal.render(request, "_execution_live.html", **_execution_context(portal, execution, job))
 
 
-def _execution_context(portal: Any, execution: str) -> dict[str, Any]:
-    view = portal.control.execution(execution)
+def _execution_context(portal: Any, execution: str, job: str | None = None) -> dict[str, Any]:
+    # ?job= finds an execution that has just started (before its claim lists it as running)
+    view = portal.control.execution(execution, job if job in portal.control.entries else None)
     entry = portal.control.entry(view.job)
     logs = portal.control.log_streams(execution)
     return {"x": view, "e": entry, "rows": step_rows(view), "logs": [(s, s.read(200_000)) for s in logs]}
@@ -112,7 +113,7 @@ def _act(request: Request, team: str, csrf_token: str | None) -> Any:
 
 
 def _back(path: str, notice: str) -> RedirectResponse:
-    return RedirectResponse(f"{path}?notice={quote(notice)}", status_code=303)
+    return RedirectResponse(f"{path}{'&' if '?' in path else '?'}notice={quote(notice)}", status_code=303)
 
 
 def parse_params(text: str) -> dict[str, Any]:
@@ -138,7 +139,7 @@ def run_form(request: Request, job: str, csrf_token: str | None = Form(None), pa
     portal = _portal(request)
     user = _act(request, portal.control.entry(job)["team"], csrf_token)
     name = portal.control.run_now(job, user.name, parse_params(params), reason)
-    return _back(f"/executions/{name}", f"started by {user.name}")
+    return _back(f"/executions/{name}?job={quote(job)}", f"started by {user.name}")
 
 
 @router.post("/executions/{execution}/rerun")
@@ -148,7 +149,7 @@ def rerun_form(request: Request, execution: str, csrf_token: str | None = Form(N
     view = portal.control.execution(execution)
     user = _act(request, portal.control.entry(view.job)["team"], csrf_token)
     name = portal.control.rerun(execution, user.name, mode == "failed-step", parse_params(params), reason)
-    return _back(f"/executions/{name}", f"re-run of {execution}")
+    return _back(f"/executions/{name}?job={quote(view.job)}", f"re-run of {execution}")
 
 
 @router.post("/executions/{execution}/stop")

@@ -101,6 +101,12 @@ class LocalAWS:
         if self.server_port is None:
             self._mock.stop()
         else:
+            # moto's backends are process-global: empty them, so the next LocalAWS in this
+            # process (a restarted `jobplane dev`, the next test) starts from nothing, like AWS.
+            import urllib.request
+
+            urllib.request.urlopen(urllib.request.Request(f"{self.endpoint_url}/moto-api/reset", method="POST"),
+                                   timeout=10).read()
             self._server.stop()
 
     def _start_server(self) -> None:

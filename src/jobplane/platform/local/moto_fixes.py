@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import threading
 from importlib.metadata import version
 
@@ -212,7 +213,9 @@ def fix_client_reuse() -> None:
     def boto_client_for(region, service, state_credentials=None):  # type: ignore[no-untyped-def]
         from moto.core.models import botocore_stubber
 
-        key = (region, service, botocore_stubber.enabled)
+        # The endpoint is part of the key: a server-mode client calls localhost:$MOTO_PORT, and
+        # a later LocalAWS in this process (a restarted dev platform) serves on another port.
+        key = (region, service, botocore_stubber.enabled, os.environ.get("MOTO_PORT"))
         with lock:
             if key not in cache:
                 cache[key] = original(region=region, service=service, state_credentials=state_credentials)

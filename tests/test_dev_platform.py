@@ -1,0 +1,211 @@
+"""`jobplane dev`'s platform in this process: the embedded AWS over HTTP, the compiled jobs, the
+local scheduler (driven by a fake clock), real runner subprocesses, Slack alerts to a real local
+HTTP receiver, the portal, and state that survives a restart."""
+
+from __future__ import annotations
+
+import time
+import urllib.request
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from slack_sdk.models.blocks import Block
+
+from devkit import FakeClock, free_port, make_repo, utc
+from jobplane.platform.config import load_config
+from jobplane.platform.local.dev import DevPlatform
+from slack_receiver import Receiver
+
+
+def start_platform(root: Path, data_dir: Path, webhook: str | None = None, clock: FakeClock | None = None) -> DevPlatform:
+    return DevPlatform(load_config(root), data_dir, free_port(), free_port(), clock=clock or FakeClock(utc("2027-03-01T10:00:30")),
+                       webhook_url=webhook, run_scheduler=False, run_services=False, snapshot_interval=3600).start()
+
+
+def wait_for(predicate, timeout: float = 60.0, what: str = "condition"):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def finished(platform: DevPlatform, name: str, job: str):  # type: ignore[no-untyped-def]
+    return wait_for(lambda: (v := platform.control.execution(name, job)) and not v.running and v.record and v, what=name)
+
+
+@pytest.fixture
+def receiver(request: pytest.FixtureRequest) -> Iterator[Receiver]:
+    r = Receiver(getattr(request, "param", []))
+    yield r
+    r.close()
+
+
+@pytest.fixture
+def repo_root(tmp_path: Path) -> Path:
+    make_repo(tmp_path / "repo")
+    return tmp_path / "repo"
+
+
+def test_a_job_fires_on_time_by_the_local_clock_and_runs_its_steps(repo_root: Path, tmp_path: Path) -> None:
+    clock = FakeClock(utc("2027-03-01T10:00:30"))
+    platform = start_platform(repo_root, tmp_path / "data", clock=clock)
+    try:
+        platform.scheduler.start()
+        clock.now = utc("2027-03-01T10:00:59")
+        assert platform.scheduler.tick() == []  # not yet
+        clock.now = utc("2027-03-01T10:01:02")
+        fires = platform.scheduler.tick()
+        assert [(f.schedule, f.scheduled_time) for f in fires] == [("jp-every-minute", utc("2027-03-01T10:01:00"))]
+        name = fires[0].execution_arn.rsplit(":", 1)[1]
+        view = finished(platform, name, "every-minute")
+        assert view.status == "SUCCEEDED"
+        assert view.input["scheduled_time"] == "2027-03-01T10:01:00Z" and view.trigger == "schedule"
+        assert [(r["step"], r["outcome"]) for r in view.timeline] == [("tick", "succeeded")]
+        stream = platform.control.log_streams(name, "tick")[0]
+        assert '"message": "step succeeded"' in stream.read()  # the real runner's JSON log line
+        # the same minute delivered again (at-least-once) is recorded as a duplicate, not run
+        again = platform.aws.start("every-minute", fires[0] and {**view.input})
+        dup = finished(platform, again.rsplit(":", 1)[1], "every-minute")
+        assert (dup.status, dup.record.skip_reason) == ("SKIPPED", "DUPLICATE")
+    finally:
+        platform.stop()
+
+
+def test_a_failing_job_posts_one_slack_message_with_the_execution_link(repo_root: Path, tmp_path: Path,
+                                                                       receiver: Receiver) -> None:
+    platform = start_platform(repo_root, tmp_path / "data", webhook=receiver.url)
+    try:
+        name = platform.control.run_now("flaky-load", "dev@localhost")
+        view = finished(platform, name, "flaky-load")
+        assert (view.status, view.failed_step) == ("FAILED", "load")
+        wait_for(lambda: receiver.posts, what="a Slack post")
+        time.sleep(1.0)  # nothing else arrives
+        assert len(receiver.posts) == 1
+        payload = receiver.posts[0]
+        blocks = [Block.parse(b) for b in payload["blocks"]]
+        assert all(b is not None for b in blocks)
+        text = str(payload)
+        assert f"{platform.portal_url}/executions/{name}" in text
+        assert "ConnectionError: partner API answered 503" in text  # the error line from the step's log
+        assert "Fix the input" in text and "*Duration*" in text
+        assert platform.control.execution(name).error == "ConnectionError: partner API answered 503"
+    finally:
+        platform.stop()
+
+
+@pytest.mark.parametrize("receiver", [[500, 500]], indirect=True)
+def test_a_webhook_answering_500_twice_still_gets_the_message_once(repo_root: Path, tmp_path: Path,
+                                                                    receiver: Receiver) -> None:
+    platform = start_platform(repo_root, tmp_path / "data", webhook=receiver.url)
+    try:
+        name = platform.control.run_now("flaky-load", "dev@localhost")
+        finished(platform, name, "flaky-load")
+        wait_for(lambda: platform.alerts.delivered, what="delivery")
+        assert [p for p in receiver.posts if name in str(p)] and len(receiver.posts) == 3  # 500, 500, 200
+        assert platform.alerts.delivered == [(name, ["sent"])]
+        assert platform.dead_letters.entries() == []
+    finally:
+        platform.stop()
+
+
+@pytest.mark.parametrize("receiver", [["hang"] * 20], indirect=True)
+def test_an_unreachable_webhook_leaves_the_alert_in_the_dead_letter_store(repo_root: Path, tmp_path: Path,
+                                                                          receiver: Receiver) -> None:
+    platform = start_platform(repo_root, tmp_path / "data", webhook=receiver.url)
+    platform.alerts.notifier.timeout, platform.alerts.notifier.retries = 1, 1
+    try:
+        name = platform.control.run_now("flaky-load", "dev@localhost")
+        finished(platform, name, "flaky-load")
+        entries = wait_for(platform.dead_letters.entries, timeout=60, what="a dead letter")
+        assert entries[0]["message"]["execution"] == name and entries[0]["channel"] == "#billing-alerts"
+        assert "Timeout" in entries[0]["reason"] or "timed out" in entries[0]["reason"]
+        assert list((tmp_path / "data" / "dead-letters").glob(f"{name}-*.json"))
+    finally:
+        platform.stop()
+
+
+def test_a_restart_keeps_job_state_history_pauses_and_audit(repo_root: Path, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    platform = start_platform(repo_root, data)
+    try:
+        ok = platform.control.run_now("flaky-load", "dev@localhost", {"mode": "ok"})
+        finished(platform, ok, "flaky-load")
+        bad = platform.control.run_now("flaky-load", "dev@localhost")
+        finished(platform, bad, "flaky-load")
+        platform.control.pause("long-wait", "dev@localhost", "waiting for the vendor")
+    finally:
+        platform.stop()
+    assert not (data / "dev.json").exists()
+
+    again = start_platform(repo_root, data)
+    try:
+        state = again.control.repo.job_state("flaky-load")
+        assert (state.last_status, state.last_execution, state.blocked_by) == ("FAILED", bad, bad)
+        history = {x.execution: x.status for x in again.control.executions("flaky-load").items}
+        assert history == {ok: "SUCCEEDED", bad: "FAILED"}
+        assert [r["step"] for r in again.control.execution(bad).timeline] == ["prepare", "load"]  # kept on the record
+        assert again.control.log_streams(bad, "load")  # logs are files in the data dir
+        long_wait = again.control.job("long-wait")
+        assert long_wait.paused and long_wait.state.paused_reason == "waiting for the vendor"
+        schedule = again.aws.client("scheduler").get_schedule(Name="jp-long-wait", GroupName="jp")
+        assert schedule["State"] == "DISABLED"  # redeployed, and still paused
+        assert [a["action"] for a in again.control.audit()][:1] == ["pause"]
+    finally:
+        again.stop()
+
+    fresh = DevPlatform(load_config(repo_root), data, free_port(), free_port(), reset=True, run_scheduler=False,
+                        run_services=False).start()
+    try:
+        assert fresh.control.executions("flaky-load").items == []
+    finally:
+        fresh.stop()
+
+
+def test_stopping_aborts_running_executions_and_a_crash_is_closed_on_the_next_start(repo_root: Path,
+                                                                                   tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    platform = start_platform(repo_root, data)
+    release = tmp_path / "never"
+    name = platform.control.run_now("long-wait", "dev@localhost", {"release": str(release)})
+    wait_for(lambda: platform.control.log_streams(name), what="the step to start")
+    platform.save()  # the snapshot sees it running ...
+    # ... then the process "dies": nothing records the run (stop the engine under it).
+    platform._stop.set()
+    platform.portal.should_exit = True
+    platform.aws.reconcile = False
+    platform.alerts.stop()
+    platform.aws.__exit__(None, None, None)
+    (data / "dev.json").unlink()
+
+    again = start_platform(repo_root, data)
+    try:
+        assert again.interrupted == [name]
+        view = again.control.execution(name)
+        assert view.status == "ABORTED" and "stopped while this execution was running" in view.error
+        assert not again.control.repo.job_state("long-wait").running  # claim released: the job can run
+        nxt = again.control.run_now("long-wait", "dev@localhost", {"release": str(release)})
+        wait_for(lambda: again.control.log_streams(nxt), what="the next run to start")
+    finally:
+        again.stop()  # stops the running one: recorded ABORTED before the state is saved
+    last = start_platform(repo_root, data)
+    try:
+        assert last.control.execution(nxt).status == "ABORTED" and last.interrupted == []
+    finally:
+        last.stop()
+
+
+def test_the_portal_is_served_with_its_health_url(repo_root: Path, tmp_path: Path) -> None:
+    platform = start_platform(repo_root, tmp_path / "data")
+    try:
+        with urllib.request.urlopen(f"{platform.portal_url}/healthz", timeout=5) as r:
+            assert r.status == 200 and b'"jobs":4' in r.read().replace(b" ", b"")
+        assert "portal" in platform.banner() and platform.portal_url in platform.banner()
+    finally:
+        platform.stop()
+    with pytest.raises(OSError):
+        urllib.request.urlopen(f"{platform.portal_url}/healthz", timeout=2)
+

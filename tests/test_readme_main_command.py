@@ -1,0 +1,68 @@
+"""The README's main command, as a newcomer runs it: `make dev` in a subprocess comes up, says
+it is ready, serves the portal's health URL, runs a job, and stops cleanly on Ctrl-C (SIGINT to
+the whole process group, as a terminal sends it) leaving no process behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import queue
+import signal
+import subprocess
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+from devkit import ROOT, free_port
+
+
+def test_make_dev_comes_up_serves_the_portal_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert re.search(r"^make dev$", readme, re.M), "README's main command is `make dev`"
+    portal_port = free_port()
+    env = dict(os.environ, JOBPLANE_DATA_DIR=str(tmp_path / "data"), JOBPLANE_AWS_PORT=str(free_port()),
+               JOBPLANE_PORTAL_PORT=str(portal_port), PYTHONUNBUFFERED="1")
+    process = subprocess.Popen(["make", "dev"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               start_new_session=True)
+    output = []
+    try:
+        lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=lambda: [lines.put(raw.decode(errors="replace")) for raw in process.stdout],
+                         daemon=True).start()
+        deadline = time.monotonic() + float(os.environ.get("JOBPLANE_TEST_DEV_STARTUP", "600"))  # a fresh checkout builds .venv first
+        ready = False
+        while not ready and time.monotonic() < deadline and process.poll() is None:
+            try:
+                line = lines.get(timeout=1)
+            except queue.Empty:
+                continue
+            output.append(line)
+            ready = "jobplane dev is ready" in line
+        assert ready, "".join(output)
+        with urllib.request.urlopen(f"http://127.0.0.1:{portal_port}/healthz", timeout=10) as r:
+            health = json.loads(r.read())
+        assert health["status"] == "ok" and health["jobs"] == 7  # the example jobs
+        run = subprocess.run([str(ROOT / ".venv" / "bin" / "jobplane"), "run", "daily-sales-report"], cwd=ROOT, env=env,
+                             capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0 and "SUCCEEDED" in run.stdout, run.stdout + run.stderr
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGINT)
+        process.wait(timeout=90)
+        time.sleep(0.2)
+        while not lines.empty():
+            output.append(lines.get())
+    text = "".join(output)
+    assert "jobplane dev stopped." in text, text
+    time.sleep(0.5)
+    try:
+        os.killpg(process.pid, 0)
+        leftover = subprocess.run(["ps", "-o", "pid,cmd", "--no-headers", "-g", str(process.pid)], capture_output=True,
+                                  text=True).stdout
+        raise AssertionError(f"processes left behind:\n{leftover}")
+    except ProcessLookupError:
+        pass  # the whole group is gone: runner subprocesses and dev services included
+    assert not (tmp_path / "data" / "dev.json").exists()
+    assert (tmp_path / "data" / "state.json").exists()
