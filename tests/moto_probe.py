@@ -186,6 +186,18 @@ def scenario(name: str, fixed: bool) -> dict:
             return {"locked": EC2ContainerServiceBackend.describe_tasks.__name__ == "locked"}
         return with_engine(fixes, body)
 
+    if name == "stop_cause":
+        def body(aws):
+            sfn = aws.client("stepfunctions")
+            arn = sfn.create_state_machine(name="probe-stop", roleArn=ROLE, definition=json.dumps(
+                {"StartAt": "w", "States": {"w": {"Type": "Wait", "Seconds": 30, "End": True}}}))["stateMachineArn"]
+            ex = sfn.start_execution(stateMachineArn=arn, name="s1", input="{}")["executionArn"]
+            sfn.stop_execution(executionArn=ex, error="Stopped", cause="stopped by aiko: wrong params")
+            while (d := sfn.describe_execution(executionArn=ex))["status"] == "RUNNING":
+                time.sleep(0.02)
+            return {"status": d["status"], "error": d.get("error"), "cause": d.get("cause")}
+        return with_engine(fixes, body)
+
     if name == "fast_sync_poll":
         def body(aws):
             from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import state_task_service_callback

@@ -116,3 +116,13 @@ def test_pinned_version_is_installed() -> None:
 def test_ecs_task_paths_are_serialised(mode: str) -> None:
     # The race itself needs ~100 concurrent executions (bench/engine.py); here: the lock is in place.
     assert probe("ecs_thread_safe", mode)["locked"] is (mode == "fixed")
+
+
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_stop_execution_keeps_its_error_and_cause(mode: str) -> None:
+    r = probe("stop_cause", mode)
+    assert r["status"] == "ABORTED"
+    if mode == "stock":
+        assert not r["cause"]
+    else:
+        assert (r["error"], r["cause"]) == ("Stopped", "stopped by aiko: wrong params")

@@ -19,7 +19,7 @@ from typing import Any
 from jobplane.compiler import names
 from jobplane.platform import execution_input
 from jobplane.platform.clock import now_iso
-from jobplane.platform.logs import LocalLogStore, LogStream
+from jobplane.platform.logs import LocalLogStore, LogStream, error_excerpt
 from jobplane.platform.repository import Execution, JobState, Page, Repository
 from jobplane.platform.schedule import next_fire_times, parse
 from jobplane.platform.timeline import history, state_transitions, timeline
@@ -127,6 +127,7 @@ class ExecutionView:
     started_at: str | None
     finished_at: str | None
     execution_arn: str
+    live_error: str | None = None  # what Step Functions says, until the final record exists
 
     @property
     def trigger(self) -> str | None:
@@ -154,7 +155,7 @@ class ExecutionView:
 
     @property
     def error(self) -> str | None:
-        return self.record.error if self.record else None
+        return (self.record.error if self.record else None) or self.live_error
 
     @property
     def running(self) -> bool:
@@ -238,8 +239,11 @@ class ControlPlane:
                     steps, transitions = timeline(events), state_transitions(events)
                 except self.sfn.exceptions.ExecutionDoesNotExist:
                     pass
+            live_error = None
+            if not record.error and record.failed_step and self.logs:  # the reconciler adds it a moment later
+                live_error = error_excerpt(self.logs.streams(name, record.failed_step))
             return ExecutionView(record.execution, record.job, record.status, record.input, record, steps,
-                                 transitions, record.started_at, record.finished_at, arn)
+                                 transitions, record.started_at, record.finished_at, arn, live_error)
         job = job or self._job_running(name)
         if job is None:
             raise NotFound(f"no execution named {name!r}", {"execution": name})
@@ -250,8 +254,10 @@ class ControlPlane:
             raise NotFound(f"no execution named {name!r}", {"execution": name}) from None
         events = history(self.sfn, arn)
         stop = d.get("stopDate")
+        live_error = ": ".join(x for x in (d.get("error"), d.get("cause")) if x) or None
         return ExecutionView(name, job, d["status"], json.loads(d.get("input") or "{}"), None, timeline(events),
-                             state_transitions(events), _iso(d["startDate"]), _iso(stop) if stop else None, arn)
+                             state_transitions(events), _iso(d["startDate"]), _iso(stop) if stop else None, arn,
+                             live_error)
 
     def _job_running(self, name: str) -> str | None:
         for state in self.repo.job_states():

@@ -82,7 +82,7 @@ def install(app: Any, render_error: Any) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> Any:
-        return respond(request, exc.status_code, str(exc.detail))
+        return respond(request, exc.status_code, str(exc.detail), headers=exc.headers)  # e.g. 405's Allow
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> Any:

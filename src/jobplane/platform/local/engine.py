@@ -116,6 +116,9 @@ class LocalAWS:
 
         # The interpreter's service integrations call back to localhost:$MOTO_PORT.
         os.environ["MOTO_PORT"] = str(self.server_port)
+        import logging
+
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per AWS call otherwise
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.server_port, verbose=False)
         self._server.start()
         request = urllib.request.Request(

@@ -228,6 +228,46 @@ def fix_client_reuse() -> None:
             module.boto_client_for = boto_client_for
 
 
+def fix_stop_cause() -> None:
+    """moto's StopExecution drops the error and cause it is given (it stops with ""), so
+    DescribeExecution of a stopped execution cannot say who stopped it and why, as AWS does.
+    Pass them through."""
+    from moto.stepfunctions import models, responses
+
+    def stop_execution(self, execution_arn: str, error: str | None = None, cause: str | None = None):  # type: ignore[no-untyped-def]
+        execution = next((x for x in self.executions if x.execution_arn == execution_arn), None)
+        if not execution:
+            raise models.ExecutionDoesNotExist("Execution Does Not Exist: '" + execution_arn + "'")
+        execution.stop(stop_date=models.utcnow(), error=error or "", cause=cause or "")
+        return execution
+
+    def backend_stop_execution(self, execution_arn: str, error: str | None = None, cause: str | None = None):  # type: ignore[no-untyped-def]
+        self._validate_execution_arn(execution_arn)
+        return self._get_state_machine_for_execution(execution_arn).stop_execution(execution_arn, error, cause)
+
+    def response_stop_execution(self):  # type: ignore[no-untyped-def]
+        execution = self.stepfunction_backend.stop_execution(
+            self._get_param("executionArn"), self._get_param("error"), self._get_param("cause"))
+        return responses.ActionResult({"stopDate": execution.stop_date})
+
+    from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
+    from moto.stepfunctions.parser.backend import execution as parser_execution
+
+    original_reflect = parser_execution.BaseExecutionWorkerCommunication._reflect_execution_status
+
+    def reflect(self):  # type: ignore[no-untyped-def]
+        original_reflect(self)
+        state = self.execution.exec_worker.env.program_state()
+        if isinstance(state, ProgramStopped):
+            self.execution.error = state.error or None
+            self.execution.cause = state.cause or None
+
+    parser_execution.BaseExecutionWorkerCommunication._reflect_execution_status = reflect
+    models.StateMachine.stop_execution = stop_execution
+    models.StepFunctionBackend.stop_execution = backend_stop_execution
+    responses.StepFunctionResponse.stop_execution = response_stop_execution
+
+
 def fix_parse_once() -> None:
     """moto re-parses the ASL (a Python ANTLR parser) for every execution: with our definitions
     that was ~60% of the engine's time under load (py-spy, 50 concurrent starts). The parsed
@@ -290,6 +330,7 @@ FIXES = {
     "execution_status_events": fix_execution_status_events,
     "fast_sync_poll": fix_fast_sync_poll,
     "client_reuse": fix_client_reuse,
+    "stop_cause": fix_stop_cause,
     "parse_once": fix_parse_once,
     "sync_retry": fix_sync_retry,
     "ecs_thread_safe": fix_ecs_thread_safe,

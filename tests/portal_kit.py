@@ -1,0 +1,64 @@
+"""A running local platform for the portal tests (one per test module and worker), and a
+portal app over it with any auth settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from devkit import free_port, make_repo
+from jobplane.platform.config import load_config
+from jobplane.platform.local.dev import DevPlatform
+from jobplane.portal.app import create_app
+from jobplane.portal.settings import AuthSettings, PortalSettings
+
+BILLING = "aiko@example.com"  # member of billing
+GROWTH = "ben@example.com"  # member of growth only
+ADMIN = "root@example.com"
+READER = "someone@example.com"  # no team
+
+
+def start_platform(tmp: Path) -> DevPlatform:
+    make_repo(tmp / "repo")
+    return DevPlatform(load_config(tmp / "repo"), tmp / "data", free_port(), free_port(), run_scheduler=False,
+                       run_services=False, snapshot_interval=3600).start()
+
+
+def header_app(platform: DevPlatform, **overrides):  # type: ignore[no-untyped-def]
+    """The portal behind an authenticating proxy that sets X-Forwarded-Email."""
+    settings = PortalSettings.from_config(platform.config, platform.deployment,
+                                          AuthSettings(mode="trusted-header", header="X-Forwarded-Email"),
+                                          base_url="http://testserver")
+    if overrides:
+        from dataclasses import replace
+
+        settings = replace(settings, **overrides)
+    return create_app(settings, platform.control)
+
+
+def as_user(name: str) -> dict[str, str]:
+    return {"X-Forwarded-Email": name}
+
+
+class Served:
+    """An ASGI app served over real HTTP by uvicorn in a thread (for schemathesis and the browser)."""
+
+    def __init__(self, app):  # type: ignore[no-untyped-def]
+        import threading
+        import time
+
+        import uvicorn
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
+                                                    lifespan="off"))
+        self.server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+    def close(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)

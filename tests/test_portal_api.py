@@ -1,0 +1,235 @@
+"""The portal's JSON API and form actions over a running local platform: authentication,
+team authorization, CSRF, escaping, security headers, error envelope and status codes, and the
+recovery flow (run, fail, re-run from the failed step with fixed params, lineage, audit)."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from jobplane.platform.local.dev import DevPlatform
+from portal_kit import ADMIN, BILLING, GROWTH, READER, as_user, header_app, start_platform
+
+
+@pytest.fixture(scope="module")
+def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevPlatform]:
+    p = start_platform(tmp_path_factory.mktemp("portal-api"))
+    yield p
+    p.stop()
+
+
+@pytest.fixture(scope="module")
+def client(platform: DevPlatform) -> TestClient:
+    return TestClient(header_app(platform), follow_redirects=False)
+
+
+def wait_done(client: TestClient, name: str, job: str, timeout: float = 60) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r = client.get(f"/api/executions/{name}", params={"job": job}, headers=as_user(READER))
+        if r.status_code == 200 and r.json()["status"] != "RUNNING" and r.json()["finished_at"]:
+            return r.json()
+        time.sleep(0.2)
+    raise AssertionError(f"{name} did not finish")
+
+
+def csrf_of(html: str) -> str:
+    m = re.search(r'name="csrf-token" content="([^"]+)"', html)
+    assert m, "the page has a CSRF token"
+    return m.group(1)
+
+
+def audit_actions(client: TestClient) -> list[tuple[str, str, str]]:
+    return [(a["actor"], a["action"], a["job"]) for a in client.get("/api/audit", headers=as_user(READER)).json()]
+
+
+def assert_envelope(r: Any, status: int, code: str) -> dict[str, Any]:
+    assert r.status_code == status, r.text
+    body = r.json()["error"]
+    assert body["code"] == code and body["message"] and isinstance(body["details"], list)
+    assert body["request_id"] == r.headers["X-Request-ID"] and body["timestamp"].endswith("Z")
+    return body
+
+
+def test_no_identity_no_entry(client: TestClient) -> None:
+    assert_envelope(client.get("/api/jobs"), 401, "UNAUTHENTICATED")
+    assert client.get("/").status_code == 401
+    assert_envelope(client.post("/api/jobs/flaky-load/runs", json={}), 401, "UNAUTHENTICATED")
+
+
+def test_pages_render_with_security_headers_and_escape_untrusted_text(client: TestClient) -> None:
+    r = client.get("/", headers=as_user(READER))
+    assert r.status_code == 200
+    for header in ("Content-Security-Policy", "X-Content-Type-Options", "X-Frame-Options", "Referrer-Policy"):
+        assert header in r.headers
+    assert "script-src 'self'" in r.headers["Content-Security-Policy"]
+    assert "<script>alert" not in r.text and "&lt;script&gt;alert" in r.text
+    job = client.get("/jobs/other-team", headers=as_user(READER))
+    assert "<script>alert" not in job.text and "&lt;script&gt;alert" in job.text
+    assert "At 06:00, only on Monday" in job.text  # the schedule in words (EventBridge 2 = MON)
+    assert "America/New_York" in job.text and "<svg" in job.text  # next fires' zone, diagram of the ASL
+
+
+def test_every_action_of_another_team_is_forbidden_and_changes_nothing(client: TestClient,
+                                                                       platform: DevPlatform) -> None:
+    before = audit_actions(client)
+    done = platform.control.run_now("flaky-load", BILLING, {"mode": "ok"})
+    wait_done(client, done, "flaky-load")
+    attempts = [
+        ("post", "/api/jobs/flaky-load/runs", {}),
+        ("post", f"/api/executions/{done}/rerun", {"from_failed_step": False}),
+        ("post", f"/api/executions/{done}/stop", {"reason": "r"}),
+        ("post", "/api/jobs/long-wait/pause", {"reason": "r"}),
+        ("post", "/api/jobs/long-wait/resume", {"reason": "r"}),
+        ("post", "/api/jobs/flaky-load/acknowledge", {"reason": "r"}),
+        ("post", "/api/jobs/flaky-load/release-claim", {"reason": "r"}),
+    ]
+    for _, path, body in attempts:
+        assert_envelope(client.post(path, json=body, headers=as_user(GROWTH)), 403, "FORBIDDEN")
+    token = csrf_of(client.get("/jobs/flaky-load", headers=as_user(GROWTH)).text)
+    for path in ["/jobs/flaky-load/run", f"/executions/{done}/rerun", f"/executions/{done}/stop",
+                 "/jobs/long-wait/pause", "/jobs/long-wait/resume", "/jobs/flaky-load/acknowledge",
+                 "/jobs/flaky-load/release-claim"]:
+        r = client.post(path, data={"csrf_token": token, "reason": "r"}, headers=as_user(GROWTH))
+        assert r.status_code == 403 and "may read but not act" in r.text
+    assert audit_actions(client) == [(BILLING, "run", "flaky-load")] + before
+    assert not platform.control.job("long-wait").paused
+
+
+def test_forms_need_a_valid_csrf_token_of_the_same_user(client: TestClient, platform: DevPlatform) -> None:
+    r = client.post("/jobs/long-wait/pause", data={"reason": "no token"}, headers=as_user(BILLING))
+    assert r.status_code == 403 and "CSRF" in r.text
+    other = csrf_of(client.get("/", headers=as_user(ADMIN)).text)
+    r = client.post("/jobs/long-wait/pause", data={"csrf_token": other, "reason": "x"}, headers=as_user(BILLING))
+    assert r.status_code == 403 and "another user" in r.text
+    r = client.post("/jobs/long-wait/pause", data={"csrf_token": "forged.token", "reason": "x"}, headers=as_user(BILLING))
+    assert r.status_code == 403
+    assert not platform.control.job("long-wait").paused
+    token = csrf_of(client.get("/", headers=as_user(BILLING)).text)
+    r = client.post("/jobs/long-wait/pause", data={"csrf_token": token, "reason": "vendor outage"}, headers=as_user(BILLING))
+    assert r.status_code == 303 and r.headers["location"].startswith("/jobs/long-wait")
+    page = client.get("/jobs/long-wait", headers=as_user(READER)).text
+    assert "Paused by aiko@example.com" in page and "vendor outage" in page
+    assert_envelope(client.post("/api/jobs/long-wait/pause", json={"reason": "again"}, headers=as_user(BILLING)),
+                    409, "CONFLICT")
+    r = client.post("/api/jobs/long-wait/resume", json={"reason": "vendor back"}, headers=as_user(ADMIN))
+    assert r.status_code == 200 and not platform.control.job("long-wait").paused
+    assert audit_actions(client)[:2] == [(ADMIN, "resume", "long-wait"), (BILLING, "pause", "long-wait")]
+
+
+def test_api_status_codes_and_error_envelope(client: TestClient) -> None:
+    assert_envelope(client.get("/api/jobs/nope", headers=as_user(READER)), 404, "NOT_FOUND")
+    assert_envelope(client.get("/api/executions/nope", headers=as_user(READER)), 404, "NOT_FOUND")
+    body = assert_envelope(client.post("/api/jobs/flaky-load/runs", json={"params": {"typo": 1}}, headers=as_user(BILLING)),
+                           400, "VALIDATION_ERROR")
+    assert "typo" in body["message"] and body["details"]
+    body = assert_envelope(client.post("/api/jobs/long-wait/pause", json={}, headers=as_user(BILLING)), 400,
+                           "VALIDATION_ERROR")
+    assert body["details"][0]["field"] == "reason"
+    assert_envelope(client.post("/api/jobs/long-wait/pause", content="reason=x", headers=as_user(BILLING)
+                                | {"Content-Type": "application/x-www-form-urlencoded"}), 415, "UNSUPPORTED_MEDIA_TYPE")
+    assert_envelope(client.post("/api/jobs/flaky-load/acknowledge", json={"reason": "r"}, headers=as_user(BILLING)),
+                    409, "CONFLICT")  # nothing to acknowledge
+    r = client.post("/api/jobs/flaky-load/runs", json={"params": {"mode": "ok"}}, headers=as_user(BILLING))
+    assert r.status_code == 202 and r.json()["status"] == "ACCEPTED"
+    done = wait_done(client, r.json()["execution"], "flaky-load")
+    assert done["status"] == "SUCCEEDED" and [s["step"] for s in done["steps"]] == ["prepare", "load"]
+    assert_envelope(client.post(f"/api/executions/{done['execution']}/stop", json={"reason": "r"},
+                                headers=as_user(BILLING)), 409, "CONFLICT")
+    assert_envelope(client.post(f"/api/executions/{done['execution']}/rerun", json={}, headers=as_user(BILLING)),
+                    409, "CONFLICT")  # succeeded: no failed step to resume from
+
+
+def test_actions_beyond_the_per_user_budget_get_429(platform: DevPlatform) -> None:
+    limited = TestClient(header_app(platform, actions_per_minute=2))
+    for _ in range(2):
+        r = limited.post("/api/jobs/nope/pause", json={"reason": "r"}, headers=as_user(ADMIN))
+        assert r.status_code == 404  # unknown job: not an action, not counted
+    codes = [limited.post("/api/jobs/flaky-load/acknowledge", json={"reason": "r"}, headers=as_user(ADMIN)).status_code
+             for _ in range(3)]
+    assert codes == [409, 409, 429]
+    r = limited.post("/api/jobs/flaky-load/acknowledge", json={"reason": "r"}, headers=as_user(ADMIN))
+    assert_envelope(r, 429, "RATE_LIMIT_EXCEEDED")
+    assert int(r.headers["Retry-After"]) > 0
+    assert limited.post("/api/jobs/flaky-load/acknowledge", json={"reason": "r"},
+                        headers=as_user(BILLING)).status_code == 409  # budgets are per user
+
+
+def test_recover_a_failure_by_rerunning_from_the_failed_step_with_fixed_params(client: TestClient) -> None:
+    r = client.post("/api/jobs/flaky-load/runs", json={"params": {"mode": "fail"}, "reason": "try"},
+                    headers=as_user(BILLING))
+    failed = wait_done(client, r.json()["execution"], "flaky-load")
+    assert (failed["status"], failed["failed_step"]) == ("FAILED", "load")
+    assert failed["error"] == "ConnectionError: partner API answered 503"
+    assert [(s["step"], s["outcome"]) for s in failed["steps"]] == [("prepare", "succeeded"), ("load", "failed")]
+    assert failed["steps"][1]["exit_code"] == 75  # retryable, from the task's Cause
+    failures = client.get("/api/failures", headers=as_user(READER)).json()["items"]
+    assert failures[0]["execution"] == failed["execution"]
+    logs = client.get(f"/api/executions/{failed['execution']}/logs", params={"step": "load"}, headers=as_user(READER)).json()
+    assert "partner API answered 503" in logs[0]["text"]
+
+    r = client.post(f"/api/executions/{failed['execution']}/rerun",
+                    json={"from_failed_step": True, "params": {"mode": "ok"}, "reason": "upstream fixed"},
+                    headers=as_user(BILLING))
+    assert r.status_code == 202
+    rerun = wait_done(client, r.json()["execution"], "flaky-load")
+    assert rerun["status"] == "SUCCEEDED" and rerun["resume_from"] == "load"
+    assert [s["step"] for s in rerun["steps"]] == ["load"]  # prepare was not run again
+    assert rerun["rerun_of"] == failed["execution"] and rerun["params"]["mode"] == "ok"
+    original = client.get(f"/api/executions/{failed['execution']}", headers=as_user(READER)).json()
+    assert original["rerun_by"] == [rerun["execution"]]
+    entry = client.get("/api/audit", headers=as_user(READER)).json()[0]
+    assert (entry["actor"], entry["action"], entry["execution"], entry["reason"]) == (
+        BILLING, "rerun_from_failed_step", rerun["execution"], "upstream fixed")
+    state = client.get("/api/jobs/flaky-load", headers=as_user(READER)).json()
+    assert state["last_status"] == "SUCCEEDED" and state["blocked_by"] is None
+
+
+def test_stop_a_running_execution_and_release_a_stale_claim(client: TestClient, platform: DevPlatform,
+                                                            tmp_path: Path) -> None:
+    r = client.post("/api/jobs/long-wait/runs", json={"params": {"release": str(tmp_path / "never")}},
+                    headers=as_user(BILLING))
+    name = r.json()["execution"]
+    deadline = time.monotonic() + 30
+    while not platform.control.log_streams(name) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    view = client.get(f"/api/executions/{name}", params={"job": "long-wait"}, headers=as_user(READER)).json()
+    assert view["status"] == "RUNNING" and view["steps"][0]["outcome"] == "running"
+    assert_envelope(client.post("/api/jobs/long-wait/release-claim", json={"reason": "r"}, headers=as_user(BILLING)),
+                    409, "CONFLICT")  # its claim is live
+    assert client.post(f"/api/executions/{name}/stop", json={"reason": "wrong params"},
+                       headers=as_user(BILLING)).status_code == 202
+    done = wait_done(client, name, "long-wait")
+    assert done["status"] == "ABORTED" and "wrong params" in done["error"]
+    # a claim whose execution died without cleaning up (forced here) is released on request
+    platform.control.ddb.update_item(TableName=platform.deployment.table, Key={"pk": {"S": "JOB#long-wait"}, "sk": {"S": "STATE"}},
+                                     UpdateExpression="ADD #r :x", ExpressionAttributeNames={"#r": "running"},
+                                     ExpressionAttributeValues={":x": {"SS": ["ghost-execution"]}})
+    r = client.post("/api/jobs/long-wait/release-claim", json={"reason": "ghost after crash"}, headers=as_user(BILLING))
+    assert r.status_code == 200 and "ghost-execution" in r.json()["message"]
+    assert platform.control.job("long-wait").running == []
+
+
+def test_acknowledge_unblocks_a_skip_if_failed_job(client: TestClient, platform: DevPlatform) -> None:
+    from jobplane.platform import execution_input
+
+    arn = platform.aws.start("other-team", execution_input.scheduled("2027-05-03T10:00:00Z", {"mode": "fail"}))
+    platform.aws.wait(arn)
+    failed = arn.rsplit(":", 1)[1]
+    wait_done(client, failed, "other-team")
+    skipped = platform.aws.start("other-team", execution_input.scheduled("2027-05-10T10:00:00Z", {}))
+    platform.aws.wait(skipped)
+    skip = wait_done(client, skipped.rsplit(":", 1)[1], "other-team")
+    assert (skip["status"], skip["skip_reason"]) == ("SKIPPED", "LAST_FAILED")
+    assert client.get("/api/skips", headers=as_user(READER)).json()["items"][0]["execution"] == skip["execution"]
+    assert client.post("/api/jobs/other-team/acknowledge", json={"reason": "known issue, tracked"},
+                       headers=as_user(GROWTH)).status_code == 200
+    assert platform.control.job("other-team").state.blocked_by is None
+    ran = platform.aws.start("other-team", execution_input.scheduled("2027-05-17T10:00:00Z", {}))
+    assert platform.aws.wait(ran).status == "SUCCEEDED"
+    assert wait_done(client, ran.rsplit(":", 1)[1], "other-team")["status"] == "SUCCEEDED"

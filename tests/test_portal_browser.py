@@ -1,0 +1,110 @@
+"""The portal in a real headless browser (Debian's chromium driven by Playwright): an operator
+runs a job and watches it finish without reloading, then finds a failure, re-runs it from the
+failed step with fixed params, and sees the lineage and the audit entry."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from typing import Iterator
+
+import pytest
+
+from jobplane.platform.local.dev import DevPlatform
+from portal_kit import start_platform
+
+CHROMIUM = os.environ.get("JOBPLANE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM) and not os.environ.get("CI"),
+                                reason="Debian's chromium is not installed (apt-get install chromium; .ci/run does)")
+
+
+@pytest.fixture(scope="module")
+def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevPlatform]:
+    p = start_platform(tmp_path_factory.mktemp("portal-browser"))  # the portal as `jobplane dev` serves it
+    yield p
+    p.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
+                               args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                                     "--disable-background-networking"])
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, platform: DevPlatform):  # type: ignore[no-untyped-def]
+    context = browser.new_context(base_url=platform.portal_url)
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    page.on("dialog", lambda dialog: dialog.accept())  # the confirmations of destructive actions
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    yield page
+    context.close()
+    assert errors == [], errors  # no script error, no CSP violation
+
+
+def test_run_a_job_now_and_watch_it_succeed_without_reloading(page) -> None:  # type: ignore[no-untyped-def]
+    from playwright.sync_api import expect
+
+    page.goto("/")
+    expect(page.locator("tr[data-job='flaky-load']")).to_contain_text("billing")
+    expect(page.locator("tr[data-job='other-team']")).to_contain_text('<script>alert("x")</script>')  # as text
+    page.locator("tr[data-job='flaky-load'] a").first.click()
+    expect(page.locator("h1")).to_contain_text("flaky-load")
+    page.fill("textarea[name=params]", "mode=ok")
+    page.click("#run-now")
+    expect(page).to_have_url(re.compile(r"/executions/[0-9a-f]{32}"))
+    page.evaluate("window.__sameDocument = true")
+    expect(page.locator(".execution-head [data-status]").first).to_have_attribute("data-status", "SUCCEEDED")
+    assert page.evaluate("window.__sameDocument") is True  # updated in place, not reloaded
+    expect(page.locator("tr[data-step='load']")).to_contain_text("succeeded")
+    expect(page.locator("details[data-log-step='load'] pre")).to_contain_text("step succeeded")
+
+
+def test_recover_a_failure_from_the_failures_page(page, platform: DevPlatform) -> None:  # type: ignore[no-untyped-def]
+    from playwright.sync_api import expect
+
+    page.goto("/jobs/flaky-load")
+    page.fill("textarea[name=params]", "mode=fail")
+    page.click("#run-now")
+    expect(page.locator(".execution-head [data-status]").first).to_have_attribute("data-status", "FAILED")
+    failed_url = page.url.split("?")[0]
+    failed = failed_url.rsplit("/", 1)[1]
+
+    page.goto("/failures")
+    row = page.locator(f"table.failures tr[data-execution='{failed}']")
+    expect(row).to_contain_text("load")
+    expect(row).to_contain_text("ConnectionError: partner API answered 503")
+    row.locator("a").first.click()
+    expect(page.locator(".failed-step")).to_have_text("load")
+    expect(page.locator("pre.error")).to_contain_text("partner API answered 503")
+    expect(page.locator("tr[data-step='load'] td").nth(3)).to_have_text("75")  # exit code: retryable
+
+    page.fill("form.rerun textarea[name=params]", "mode=ok")
+    page.fill("form.rerun input[name=reason]", "partner API is back")
+    page.click("#rerun-failed")
+    expect(page).not_to_have_url(failed_url)
+    expect(page.locator(".execution-head [data-status]").first).to_have_attribute("data-status", "SUCCEEDED")
+    rerun = page.url.split("?")[0].rsplit("/", 1)[1]
+    expect(page.locator("[data-rerun-of]")).to_have_attribute("href", f"/executions/{failed}")
+    expect(page.locator("table.timeline tbody tr")).to_have_count(1)  # only the failed step ran again
+
+    page.goto(f"/executions/{failed}")
+    expect(page.locator("[data-rerun-by]")).to_have_attribute("href", f"/executions/{rerun}")
+    page.goto("/audit")
+    entry = page.locator("table.audit tbody tr").first
+    expect(entry).to_contain_text("dev@localhost")
+    expect(entry).to_contain_text("rerun from failed step")
+    expect(entry).to_contain_text("partner API is back")
+
+    page.goto("/jobs/flaky-load")
+    expect(page.locator("#live tr[data-execution]").first).to_have_attribute("data-execution", rerun)
