@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import threading
 import time
 import urllib.request
@@ -18,6 +19,9 @@ from fastapi import Request
 
 from jobplane.portal.errors import PortalError
 from jobplane.portal.settings import AuthSettings, PortalSettings
+
+
+_KID = re.compile(r"^[A-Za-z0-9-]{1,128}$")
 
 
 @dataclass(frozen=True)
@@ -60,8 +64,15 @@ def alb_identity(token: str, auth: AuthSettings, keys: AlbKeys) -> str:
         raise PortalError(401, "malformed identity token") from None
     if header.get("signer") != auth.alb_arn:
         raise PortalError(401, "identity token was not signed by this portal's load balancer")
+    kid = str(header.get("kid", ""))
+    if not _KID.match(kid):  # it goes into the key URL: never let a token choose another path or host
+        raise PortalError(401, "identity token has no valid key id")
     try:
-        claims = jwt.decode(token, keys.get(header["kid"]), algorithms=["ES256"], options={"require": ["exp"]})
+        key = keys.get(kid)
+    except OSError as e:  # unknown kid (404) or the key endpoint unreachable
+        raise PortalError(401, f"no public key for the identity token's key id: {e}") from None
+    try:
+        claims = jwt.decode(token, key, algorithms=["ES256"], options={"require": ["exp"]})
     except jwt.PyJWTError as e:
         raise PortalError(401, f"identity token rejected: {e}") from None
     name = claims.get("email") or claims.get("sub")
