@@ -154,10 +154,15 @@ def fix_sync_task_exit_code() -> None:
 def fix_dynamodb_atomic_writes() -> None:
     """DynamoDB conditional writes are atomic on AWS. In moto 5.2.5 concurrent requests evaluate
     a condition and write without a lock: 50 threads racing one conditional update had several
-    winners (shared/notes/local-aws-moto.md). One process-wide lock around the write paths."""
+    winners (shared/notes/local-aws-moto.md). One process-wide lock around the write paths -- and
+    the reads: transact_write_items deep-copies every table for its rollback, and a read running
+    meanwhile ("dictionary changed size during iteration", a 500 from the server in 1 of 100
+    concurrent runs, bench/dev_e2e.py) broke it."""
     from moto.dynamodb.models import DynamoDBBackend
 
-    _serialise(DynamoDBBackend, ("put_item", "update_item", "delete_item", "transact_write_items", "batch_write_item"))
+    _serialise(DynamoDBBackend, ("put_item", "update_item", "delete_item", "transact_write_items", "batch_write_item",
+                                 "get_item", "query", "scan", "batch_get_item", "transact_get_items",
+                                 "create_table", "update_table", "delete_table", "update_time_to_live"))
 
 
 #: Called with (execution_arn, status, state_machine_arn) when an execution ends, as AWS's
@@ -196,6 +201,15 @@ def fix_fast_sync_poll(seconds: float = 0.05) -> None:
     state_task_service_callback._DELAY_SECONDS_SYNC_CONDITION_CHECK = seconds
 
 
+def _ensure_request_id(parsed: dict | None = None, **_: object) -> None:
+    """moto's interpreter formats a service error with ResponseMetadata.RequestId; an error
+    answer without one (seen once in 100 concurrent runs over the HTTP server) made it crash with
+    States.Runtime KeyError('RequestId') instead of reporting the service's error, which the
+    state's Retry would have handled."""
+    if isinstance(parsed, dict):
+        parsed.setdefault("ResponseMetadata", {}).setdefault("RequestId", "local-no-request-id")
+
+
 def fix_client_reuse() -> None:
     """moto's interpreter builds a new boto3 client (from the shared default session, which is
     not thread-safe) for every Task state it runs. With 50 concurrent executions that dominated
@@ -218,7 +232,9 @@ def fix_client_reuse() -> None:
         key = (region, service, botocore_stubber.enabled, os.environ.get("MOTO_PORT"))
         with lock:
             if key not in cache:
-                cache[key] = original(region=region, service=service, state_credentials=state_credentials)
+                client = original(region=region, service=service, state_credentials=state_credentials)
+                client.meta.events.register("after-call", _ensure_request_id)
+                cache[key] = client
             return cache[key]
 
     boto_client.boto_client_for = boto_client_for

@@ -1,0 +1,140 @@
+"""`jobplane dev` end to end: how long from `jobplane run` to SUCCEEDED, and 100 runs at once.
+
+    .venv/bin/python bench/dev_e2e.py [-n 20] [--concurrent 100]
+
+Starts `jobplane dev` as a subprocess (as `make dev` does) on a scratch repository holding one
+no-op one-step ALWAYS_RUN job whose step runs the real runner, then prints:
+  * `jobplane run noop` (the CLI process: start, follow, exit) to SUCCEEDED, median of N;
+  * the same through the control plane in this process (start_execution -> final record),
+    median of N, and the ratio (what the CLI's own start-up costs);
+  * N concurrent starts through the control plane: all recorded, none lost, total time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+TOML = """\
+[platform]
+name_prefix = "bench"
+default_timezone = "UTC"
+[teams.billing]
+members = ["dev@localhost"]
+[dev]
+dev_user = "dev@localhost"
+[dev.env]
+PYTHONPATH = "%s"
+"""
+JOB = """\
+local jp = import 'jobplane.libsonnet';
+{ name: 'noop', team: 'billing', schedule: jp.manual, policy: jp.policy.ALWAYS_RUN,
+  steps: [jp.python('work', 'sample_apps.functions:behave')] }
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("-n", type=int, default=20)
+    ap.add_argument("--concurrent", type=int, default=100)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="jobplane-bench-") as tmp:
+        repo = Path(tmp) / "repo"
+        shutil.copytree(ROOT / "jobs" / "lib", repo / "jobs" / "lib")
+        (repo / "jobs" / "billing").mkdir()
+        (repo / "jobs" / "billing" / "noop.jsonnet").write_text(JOB)
+        (repo / "jobplane.toml").write_text(TOML % (ROOT / "tests"))
+        data = Path(tmp) / "data"
+        env = dict(os.environ, JOBPLANE_ROOT=str(repo), JOBPLANE_DATA_DIR=str(data),
+                   JOBPLANE_AWS_PORT=str(free_port()), JOBPLANE_PORTAL_PORT=str(free_port()))
+        started = time.perf_counter()
+        dev = subprocess.Popen([str(BIN / "jobplane"), "dev"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               start_new_session=True, text=True)
+        try:
+            for line in dev.stdout:  # type: ignore[union-attr]
+                if "jobplane dev is ready" in line:
+                    break
+            else:
+                raise SystemExit("jobplane dev did not start")
+            threading.Thread(target=lambda: [None for _ in dev.stdout], daemon=True).start()  # type: ignore[union-attr]
+            print(f"jobplane dev ready in {time.perf_counter() - started:.1f} s")
+            measure(env, data, args.n, args.concurrent)
+        finally:
+            os.killpg(dev.pid, signal.SIGINT)
+            dev.wait(timeout=120)
+
+
+def measure(env: dict[str, str], data: Path, n: int, concurrent: int) -> None:
+    from jobplane.platform.local.dev import control_for
+
+    cli = []
+    for _ in range(n):
+        t = time.perf_counter()
+        out = subprocess.run([str(BIN / "jobplane"), "run", "noop"], env=env, capture_output=True, text=True)
+        cli.append(time.perf_counter() - t)
+        assert out.returncode == 0 and "SUCCEEDED" in out.stdout, out.stdout + out.stderr
+    control = control_for(data)
+
+    def run_and_wait(name_box: list[str] | None = None) -> float:
+        t = time.perf_counter()
+        name = control.run_now("noop", "bench")
+        if name_box is not None:
+            name_box.append(name)
+        while (record := control.repo.execution(name)) is None:
+            time.sleep(0.01)
+        assert record.status == "SUCCEEDED", record
+        return time.perf_counter() - t
+
+    direct = [run_and_wait() for _ in range(n)]
+    cli_median, direct_median = statistics.median(cli), statistics.median(direct)
+    print(f"one-step no-op, `jobplane run` to SUCCEEDED (CLI process):  median {cli_median * 1000:.0f} ms "
+          f"(min {min(cli) * 1000:.0f}, max {max(cli) * 1000:.0f}, n={n})")
+    print(f"one-step no-op, start to final record (control plane):     median {direct_median * 1000:.0f} ms "
+          f"(min {min(direct) * 1000:.0f}, max {max(direct) * 1000:.0f}, n={n})")
+    print(f"ratio CLI / platform: {cli_median / direct_median:.2f} (the rest is the CLI's start-up and polling)")
+
+    names: list[str] = []
+    t = time.perf_counter()
+    threads = [threading.Thread(target=run_and_wait, args=(names,)) for _ in range(concurrent)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    total = time.perf_counter() - t
+    recorded = [control.repo.execution(name) for name in names]
+    ok = sum(1 for r in recorded if r is not None and r.status == "SUCCEEDED")
+    print(f"{concurrent} runs started at once: {ok}/{concurrent} recorded SUCCEEDED, none lost, in {total:.1f} s "
+          f"({total / concurrent * 1000:.0f} ms per run amortised vs {direct_median * 1000:.0f} ms alone)")
+    for r in recorded:
+        if r is None or r.status != "SUCCEEDED":
+            from jobplane.platform.timeline import history
+
+            failed = [e for e in history(control.sfn, r.execution_arn) if e["type"].endswith("Failed")] if r else []
+            print("NOT SUCCEEDED:", r, json.dumps(failed, default=str)[:3000])
+    assert ok == concurrent
+    print(json.dumps({"cli_median_ms": round(cli_median * 1000), "platform_median_ms": round(direct_median * 1000),
+                      "concurrent": concurrent, "concurrent_total_s": round(total, 1)}))
+
+
+if __name__ == "__main__":
+    main()
