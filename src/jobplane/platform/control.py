@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass, field
+from functools import lru_cache
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -166,10 +167,16 @@ def next_fires(entry: dict[str, Any], count: int = 3, after: datetime | None = N
     """The job's next fire times over all its schedules, in its timezone (none when disabled)."""
     if not entry.get("enabled", True) or not entry.get("schedule"):
         return []
-    after = after or datetime.now(timezone.utc)
-    times = [t for expression in entry["schedule"]
-             for t in next_fire_times(parse(expression), entry["timezone"], after, count)]
-    return sorted(times)[:count]
+    if after is None:  # for display: the same minute gives the same answer, so cache by minute
+        now = datetime.now(timezone.utc).replace(second=0, microsecond=0)
+        return list(_next_fires(tuple(entry["schedule"]), entry["timezone"], count, now))
+    return list(_next_fires(tuple(entry["schedule"]), entry["timezone"], count, after))
+
+
+@lru_cache(maxsize=8192)
+def _next_fires(schedule: tuple[str, ...], zone: str, count: int, after: datetime) -> tuple[datetime, ...]:
+    times = [t for expression in schedule for t in next_fire_times(parse(expression), zone, after, count)]
+    return tuple(sorted(times)[:count])
 
 
 class ControlPlane:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -11,6 +12,7 @@ from cron_descriptor import Options, get_description
 from jobplane.platform.schedule import AtExpression, CronExpression, RateExpression, parse
 
 
+@lru_cache(maxsize=4096)  # cron-descriptor loads its locale per call: ~2/3 of the jobs page (bench/portal.py)
 def schedule_words(expression: str) -> str:
     """'cron(30 23 L * ? *)' -> 'At 11:30 PM, on the last day of the month'. cron-descriptor
     reads the six EventBridge fields (year last); day-of-week numbers are EventBridge's 1=SUN."""

@@ -1,0 +1,184 @@
+"""Portal latency with a big store: 1,000 jobs and 20,000 executions.
+
+    .venv/bin/python bench/portal.py [--jobs 1000] [--executions 20000] [-n 50]
+
+Compiles 1,000 generated jobs (bench/compile.py's generator), deploys the measured one on the
+embedded local AWS in server mode, writes 20,000 execution records shaped as the state machines write them
+(one job holds 2,000 of them), serves the portal with uvicorn and requests over HTTP:
+the jobs page, a job page (the busy job) and an execution page, N times each after a warm-up;
+then the store queries behind them alone. Prints median and p95 of each and the ratio to the
+cheapest. moto answers a GSI query by walking every item of the table (DynamoDB does not), so
+the "store only" lines show how much of a page is the local store rather than the portal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import socket
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import httpx
+from boto3.dynamodb.types import TypeSerializer
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from compile import definition  # noqa: E402  (the same generated jobs as the compiler benchmark)
+
+from jobplane.compiler.output import compile_all, write_output  # noqa: E402
+from jobplane.platform import datamodel as dm  # noqa: E402
+from jobplane.platform.clock import iso_millis  # noqa: E402
+from jobplane.platform.config import load_config  # noqa: E402
+from jobplane.platform.control import ControlPlane, Deployment  # noqa: E402
+from jobplane.platform.local.engine import ACCOUNT, LocalAWS  # noqa: E402
+from jobplane.portal.app import create_app  # noqa: E402
+from jobplane.portal.settings import AuthSettings, PortalSettings  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+TEAMS = ["billing", "growth", "platform"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def seed(aws: LocalAWS, catalog: dict, executions: int, rng: random.Random) -> tuple[str, str]:
+    ser = TypeSerializer()
+    ddb, table = aws.client("dynamodb"), aws.resources["table_name"]
+    jobs = catalog["jobs"]
+    busy = jobs[0]["name"]
+    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    items, last = [], {}
+    for i in range(executions):
+        job = jobs[0] if i < executions // 10 else rng.choice(jobs)
+        began = start + timedelta(minutes=7 * i)
+        ended = began + timedelta(seconds=rng.randint(5, 900))
+        failed = rng.random() < 0.08
+        status = "FAILED" if failed else "SUCCEEDED"
+        name = f"{i:08d}{rng.getrandbits(64):016x}"
+        steps = [s["name"] for s in job["steps"]]
+        timeline = [{"step": s, "attempt": 1, "started_at": iso_millis(began), "finished_at": iso_millis(ended),
+                     "outcome": "failed" if failed and k == len(steps) - 1 else "succeeded"} for k, s in enumerate(steps)]
+        item = {"pk": dm.execution_pk(name), "sk": dm.EXEC_SK, "execution": name, "job": job["name"], "team": job["team"],
+                "execution_arn": f"arn:aws:states:us-east-1:{ACCOUNT}:execution:jobplane-{job['name']}:{name}",
+                "status": status, "trigger": "schedule", "scheduled_time": iso_millis(began), "requested_by": "scheduler",
+                "input": json.dumps({"trigger": "schedule", "params": {}}), "started_at": iso_millis(began),
+                "finished_at": iso_millis(ended), "gsi1pk": dm.job_partition(job["name"]), "gsi1sk": iso_millis(began),
+                "steps": json.dumps({s.replace("-", "_"): {"a1": {"Container": {"ExitCode": 75 if failed else 0}}} for s in steps}),
+                "timeline": json.dumps(timeline), "transitions": 3 + 2 * len(steps)}
+        if failed:
+            item |= {"gsi2pk": dm.FAILURES_PARTITION, "gsi2sk": iso_millis(ended), "failed_step": steps[-1],
+                     "error": "ConnectionError: upstream answered 503"}
+        items.append(item)
+        last[job["name"]] = (status, name, iso_millis(ended), job["team"])
+    for job, (status, name, ended, team) in last.items():
+        items.append({"pk": f"JOB#{job}", "sk": dm.STATE_SK, "job": job, "team": team, "gsi1pk": dm.JOBS_PARTITION,
+                      "gsi1sk": job, "last_status": status, "last_execution": name, "last_finished_at": ended})
+    for i in range(0, len(items), 25):
+        pending = {table: [{"PutRequest": {"Item": {k: ser.serialize(v) for k, v in it.items()}}} for it in items[i:i + 25]]}
+        while pending:
+            pending = ddb.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}
+    return busy, items[executions // 20]["execution"]
+
+
+def timed(client: httpx.Client, url: str, n: int) -> list[float]:
+    for _ in range(3):
+        assert client.get(url).status_code == 200, url
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        r = client.get(url)
+        out.append(time.perf_counter() - t)
+        assert r.status_code == 200
+    return out
+
+
+def _time(fn, n: int) -> list[float]:  # type: ignore[no-untyped-def]
+    fn()
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--jobs", type=int, default=1000)
+    ap.add_argument("--executions", type=int, default=20000)
+    ap.add_argument("-n", type=int, default=50)
+    args = ap.parse_args()
+    rng = random.Random(7)
+    with tempfile.TemporaryDirectory(prefix="jobplane-portal-bench-") as tmp:
+        repo = Path(tmp)
+        (repo / "jobs").mkdir()
+        import shutil
+
+        shutil.copytree(ROOT / "jobs" / "lib", repo / "jobs" / "lib")
+        shutil.copy(ROOT / "jobplane.toml", repo / "jobplane.toml")
+        for i in range(args.jobs):
+            team = TEAMS[i % 3]
+            (repo / "jobs" / team).mkdir(exist_ok=True)
+            (repo / "jobs" / team / f"bench-job-{i:04d}.jsonnet").write_text(definition(rng, i, team))
+        t = time.perf_counter()
+        config = load_config(repo)
+        compiled = compile_all(config)
+        out = repo / "out"
+        write_output(compiled, out)
+        print(f"compiled {args.jobs} jobs in {time.perf_counter() - t:.1f} s")
+        with LocalAWS(server_port=free_port(), log_dir=repo / "logs") as aws:
+            catalog = json.loads((out / "catalog.json").read_text())
+            # Only the measured job's state machine is deployed (its page draws the deployed ASL):
+            # moto validates each definition with its ANTLR parser on create (~1 s per job), and
+            # no page here needs the other 999.
+            t = time.perf_counter()
+            busy_entry = catalog["jobs"][0]
+            aws.deploy(busy_entry["name"], (out / busy_entry["asl"]).read_text())
+            print(f"deployed the measured job's state machine in {time.perf_counter() - t:.1f} s")
+            t = time.perf_counter()
+            busy, execution = seed(aws, catalog, args.executions, rng)
+            print(f"wrote {args.executions} execution records in {time.perf_counter() - t:.1f} s")
+            deployment = Deployment(table=aws.resources["table_name"], topic_arn=aws.resources["topic_arn"],
+                                    endpoint_url=aws.endpoint_url, catalog_path=out / "catalog.json", log_dir=repo / "logs")
+            app = create_app(PortalSettings.from_config(config, deployment, AuthSettings(mode="dev")),
+                             ControlPlane(deployment))
+            import uvicorn
+
+            port = free_port()
+            server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
+            server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+            threading.Thread(target=server.run, daemon=True).start()
+            while not server.started:
+                time.sleep(0.05)
+            pages = {"jobs page (1,000 jobs)": "/", "jobs page, filtered to one team": "/?team=billing",
+                     f"job page ({args.executions // 10:,} executions, 20 per page)": f"/jobs/{busy}",
+                     "execution page": f"/executions/{execution}", "API: one execution": f"/api/executions/{execution}"}
+            results = {}
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
+                for label, url in pages.items():
+                    results[label] = timed(client, url, args.n)
+            server.should_exit = True
+            control = ControlPlane(deployment)
+            results["store only: jobs' state query (1,000 items, GSI)"] = _time(control.repo.job_states, args.n)
+            results["store only: a job's 20 newest executions (GSI)"] = _time(lambda: control.repo.executions(busy), args.n)
+            results["store only: one execution (GetItem)"] = _time(lambda: control.repo.execution(execution), args.n)
+            cheapest = min(statistics.median(v) for v in results.values())
+            print(f"\nlatency over HTTP, n={args.n} each after 3 warm-up requests:")
+            for label, values in results.items():
+                values.sort()
+                med, p95 = statistics.median(values), values[int(0.95 * (len(values) - 1))]
+                print(f"  {label:48s} median {med * 1000:7.1f} ms   p95 {p95 * 1000:7.1f} ms   "
+                      f"x{med / cheapest:5.1f} the cheapest")
+
+
+if __name__ == "__main__":
+    main()
