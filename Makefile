@@ -42,6 +42,8 @@ bench: $(STAMP)
 	$(BIN)/python bench/compile.py
 	$(BIN)/python bench/runner_start.py
 	$(BIN)/python bench/engine.py
+	$(BIN)/python bench/dev_e2e.py
+	$(BIN)/python bench/portal.py
 
 clean:
 	rm -rf $(VENV) build terraform/jobs .pytest_cache .jobplane

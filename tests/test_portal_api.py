@@ -233,3 +233,24 @@ def test_acknowledge_unblocks_a_skip_if_failed_job(client: TestClient, platform:
     ran = platform.aws.start("other-team", execution_input.scheduled("2027-05-17T10:00:00Z", {}))
     assert platform.aws.wait(ran).status == "SUCCEEDED"
     assert wait_done(client, ran.rsplit(":", 1)[1], "other-team")["status"] == "SUCCEEDED"
+
+
+def test_jobs_filter_by_team_status_and_text(client: TestClient, platform: DevPlatform) -> None:
+    wait_done(client, platform.control.run_now("flaky-load", BILLING, {"mode": "ok"}), "flaky-load")
+
+    def names(**params: str) -> list[str]:
+        r = client.get("/api/jobs", params=params, headers=as_user(READER))
+        assert r.status_code == 200
+        return [j["name"] for j in r.json()]
+
+    assert names() == ["every-minute", "flaky-load", "long-wait", "other-team"]
+    assert names(team="growth") == ["other-team"]
+    assert names(q="release file") == ["long-wait"]  # description text
+    assert names(q="FLAKY") == ["flaky-load"]
+    assert "every-minute" in names(status="NEVER_RUN") and "flaky-load" not in names(status="NEVER_RUN")
+    assert "flaky-load" in names(status="SUCCEEDED") and "every-minute" not in names(status="SUCCEEDED")
+    job = client.get("/api/jobs/other-team", headers=as_user(READER)).json()
+    assert job["timezone"] == "America/New_York" and len(job["next_fires"]) == 5
+    assert all(t.endswith(("-05:00", "-04:00")) for t in job["next_fires"])  # in the job's timezone
+    page = client.get("/", params={"team": "growth"}, headers=as_user(READER)).text
+    assert "other-team" in page and 'data-job="flaky-load"' not in page
