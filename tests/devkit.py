@@ -77,6 +77,21 @@ JOBS = {
           steps: [jp.python('wait', 'sample_apps.functions:behave')],
         }
     """,
+    "billing/slow-report.jsonnet": """\
+        local jp = import 'jobplane.libsonnet';
+        {
+          name: 'slow-report',
+          team: 'billing',
+          description: 'Usually done in a minute.',
+          schedule: jp.manual,
+          policy: jp.policy.SKIP_IF_RUNNING,
+          timeout: '1h',
+          expected_duration: '1m',
+          params: { mode: 'wait', release: null, seconds: 60 },
+          steps: [jp.python('crunch', 'sample_apps.functions:behave')],
+          notify: jp.slack('#billing-alerts', events=[jp.events.FAILED, jp.events.SLOW]),
+        }
+    """,
     "growth/other-team.jsonnet": """\
         local jp = import 'jobplane.libsonnet';
         {

@@ -128,6 +128,35 @@ def test_an_unreachable_webhook_leaves_the_alert_in_the_dead_letter_store(repo_r
         platform.stop()
 
 
+def test_a_run_past_its_expected_duration_is_announced_once_while_it_runs(repo_root: Path, tmp_path: Path,
+                                                                          receiver: Receiver) -> None:
+    from datetime import datetime, timedelta, timezone
+
+    from jobplane.platform.slow import SlowWatch
+
+    platform = start_platform(repo_root, tmp_path / "data", webhook=receiver.url)
+    release = tmp_path / "release"
+    try:
+        name = platform.control.run_now("slow-report", "dev@localhost", {"release": str(release)})
+        wait_for(lambda: platform.control.log_streams(name), what="the step to start")
+        now = datetime.now(timezone.utc)
+        at = FakeClock(now + timedelta(seconds=30))
+        watch = SlowWatch(platform.control, platform.aws.client("sns"), platform.deployment.topic_arn, clock=at)
+        assert watch.check() == []  # within its expected minute
+        at.now = now + timedelta(minutes=2)
+        assert watch.check() == [name]
+        assert watch.check() == []  # once
+        post = wait_for(lambda: receiver.posts, what="the SLOW post")[0]
+        assert Block.parse(post["blocks"][0]) is not None
+        text = str(post)
+        assert "slow" in text and "still running after" in text and "crunch" in text and name in text
+        release.write_text("go")
+        assert finished(platform, name, "slow-report").status == "SUCCEEDED"
+        assert watch.check() == [] and len(receiver.posts) == 1
+    finally:
+        platform.stop()
+
+
 def test_a_restart_keeps_job_state_history_pauses_and_audit(repo_root: Path, tmp_path: Path) -> None:
     data = tmp_path / "data"
     platform = start_platform(repo_root, data)
@@ -202,7 +231,7 @@ def test_the_portal_is_served_with_its_health_url(repo_root: Path, tmp_path: Pat
     platform = start_platform(repo_root, tmp_path / "data")
     try:
         with urllib.request.urlopen(f"{platform.portal_url}/healthz", timeout=5) as r:
-            assert r.status == 200 and b'"jobs":4' in r.read().replace(b" ", b"")
+            assert r.status == 200 and b'"jobs":5' in r.read().replace(b" ", b"")
         assert "portal" in platform.banner() and platform.portal_url in platform.banner()
     finally:
         platform.stop()

@@ -224,6 +224,16 @@ class Repository:
     def _exec_key(execution: str) -> dict[str, dict[str, str]]:
         return {"pk": {"S": dm.execution_pk(execution)}, "sk": {"S": dm.EXEC_SK}}
 
+    def mark_slow(self, execution: str, expires_at: int) -> bool:
+        """True the first time only: whoever writes the marker announces the slow run."""
+        try:
+            self.ddb.put_item(TableName=self.table, Item={"pk": {"S": f"SLOW#{execution}"}, "sk": {"S": "SLOW"},
+                                                          "expires_at": {"N": str(expires_at)}},
+                              ConditionExpression="attribute_not_exists(pk)")
+            return True
+        except self.ddb.exceptions.ConditionalCheckFailedException:
+            return False
+
     def link_rerun(self, original: str, rerun: str) -> None:
         """Remember on the original that ``rerun`` re-ran it (lineage both ways, no scan)."""
         try:

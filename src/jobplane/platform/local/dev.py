@@ -121,7 +121,11 @@ class DevPlatform:
             self._start_services()
         self.scheduler = LocalScheduler(self.aws.client("scheduler"), self.aws.client("stepfunctions"),
                                         self.config.name_prefix, clock=self.clock)
-        self._threads = [threading.Thread(target=self._save_loop, name="dev-snapshot", daemon=True)]
+        from jobplane.platform.slow import SlowWatch
+
+        self.slow = SlowWatch(self.control, self.aws.client("sns"), self.deployment.topic_arn)  # real time
+        self._threads = [threading.Thread(target=self._save_loop, name="dev-snapshot", daemon=True),
+                         threading.Thread(target=self.slow.run, args=(self._stop, 5.0), name="slow-watch", daemon=True)]
         if self.run_scheduler:
             self._threads.append(threading.Thread(target=self.scheduler.run, args=(self._stop,),
                                                   name="local-scheduler", daemon=True))

@@ -1,0 +1,101 @@
+"""SLOW alerts: a run still going after the job's ``expected_duration`` is announced once, while
+it runs, so someone looks before the timeout turns it into a failure.
+
+Nothing inside a state machine can notice time passing, so a watcher looks at the running
+executions of the jobs that subscribe to SLOW (job state ``running`` set: one GetItem per such
+job, no scan). ``jobplane dev`` runs it every few seconds; in production it is the same
+``check`` behind a scheduled Lambda (:func:`handler`). Each execution is announced at most once:
+a marker item written with a condition (and a TTL) decides, so two watchers never both alert.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from datetime import datetime, timedelta, timezone
+from typing import Any, Callable
+
+from jobplane.platform.clock import iso_millis
+from jobplane.platform.control import ControlPlane, NotFound
+from jobplane.platform.notifications import NotificationMessage, Outcome, publish
+from jobplane.platform.statuses import Event
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], datetime]
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _parse(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+class SlowWatch:
+    def __init__(self, control: ControlPlane, sns: Any, topic_arn: str, clock: Clock = _now):
+        self.control = control
+        self.sns = sns
+        self.topic_arn = topic_arn
+        self.clock = clock
+
+    def watched(self) -> list[dict[str, Any]]:
+        return [e for e in self.control.entries.values()
+                if e.get("expected_duration") and Event.SLOW.value in (e.get("notify") or {}).get("events", [])]
+
+    def check(self) -> list[str]:
+        """Alert every watched run past its expected duration (once); returns their names."""
+        alerted = []
+        now = self.clock()
+        for entry in self.watched():
+            state = self.control.repo.job_state(entry["name"])
+            for name in sorted(state.running if state else ()):
+                try:
+                    view = self.control.execution(name, entry["name"])
+                except NotFound:
+                    continue
+                if not view.running or not view.started_at:
+                    continue
+                took = now - _parse(view.started_at)
+                expected = timedelta(seconds=entry["expected_duration"])
+                if took <= expected or not self.control.repo.mark_slow(name, int((now + timedelta(days=7)).timestamp())):
+                    continue
+                step = next((r["step"] for r in reversed(view.timeline) if r["outcome"] == "running"), None)
+                publish(self.sns, self.topic_arn, NotificationMessage(
+                    version=1, event=Event.SLOW, job=entry["name"], team=entry["team"], execution=name,
+                    execution_arn=view.execution_arn, trigger=view.trigger, scheduled_time=view.input.get("scheduled_time"),
+                    requested_by=view.requested_by, started_at=view.started_at, finished_at=iso_millis(now),
+                    outcome=Outcome(status="RUNNING", step=step), channels=(entry.get("notify") or {}).get("channels", []),
+                    events=(entry.get("notify") or {}).get("events"), runbook=entry.get("runbook"),
+                    error=f"still running after {int(took.total_seconds())} s; expected {entry['expected_duration']} s"))
+                log.warning("%s run %s is slow: %d s, expected %d s", entry["name"], name, took.total_seconds(),
+                            entry["expected_duration"])
+                alerted.append(name)
+        return alerted
+
+    def run(self, stop: threading.Event, interval: float = 10.0) -> None:
+        while not stop.wait(interval):
+            try:
+                self.check()
+            except Exception:
+                log.exception("slow-run check failed")
+
+
+def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+    """Production entry point, for a schedule (every minute): the same check against AWS."""
+    import os
+    from pathlib import Path
+
+    import boto3
+
+    from jobplane.platform.control import Deployment
+
+    deployment = Deployment(table=os.environ["JOBPLANE_TABLE"], topic_arn=os.environ["JOBPLANE_TOPIC_ARN"],
+                            name_prefix=os.environ.get("JOBPLANE_NAME_PREFIX", "jobplane"),
+                            region=os.environ.get("AWS_REGION", "us-east-1"), account_id=os.environ["JOBPLANE_ACCOUNT_ID"],
+                            catalog_path=Path(os.environ["JOBPLANE_CATALOG"]))
+    started = time.monotonic()
+    alerted = SlowWatch(ControlPlane(deployment), boto3.client("sns"), deployment.topic_arn).check()
+    return {"alerted": alerted, "seconds": round(time.monotonic() - started, 3)}
