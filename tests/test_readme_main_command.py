@@ -18,6 +18,20 @@ from pathlib import Path
 from devkit import ROOT, free_port
 
 
+def processes_with(marker: str) -> list[str]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            if marker.encode() in (proc / "environ").read_bytes():
+                cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                found.append(f"{proc.name}: {cmdline}")
+        except OSError:
+            continue
+    return found
+
+
 def test_make_dev_comes_up_serves_the_portal_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
     readme = (ROOT / "README.md").read_text()
     assert re.search(r"^make dev$", readme, re.M), "README's main command is `make dev`"
@@ -47,6 +61,7 @@ def test_make_dev_comes_up_serves_the_portal_and_stops_cleanly_on_ctrl_c(tmp_pat
         run = subprocess.run([str(ROOT / ".venv" / "bin" / "jobplane"), "run", "daily-sales-report"], cwd=ROOT, env=env,
                              capture_output=True, text=True, timeout=120)
         assert run.returncode == 0 and "SUCCEEDED" in run.stdout, run.stdout + run.stderr
+        assert any("partner_api" in p for p in processes_with(str(tmp_path / "data"))), "the dev service runs"
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGINT)
@@ -57,12 +72,13 @@ def test_make_dev_comes_up_serves_the_portal_and_stops_cleanly_on_ctrl_c(tmp_pat
     text = "".join(output)
     assert "jobplane dev stopped." in text, text
     time.sleep(0.5)
+    # Runner subprocesses and dev services run in sessions of their own, so look for anything
+    # whose environment names this run's data directory, not just make's process group.
+    assert processes_with(str(tmp_path / "data")) == [], "processes left behind"
     try:
         os.killpg(process.pid, 0)
-        leftover = subprocess.run(["ps", "-o", "pid,cmd", "--no-headers", "-g", str(process.pid)], capture_output=True,
-                                  text=True).stdout
-        raise AssertionError(f"processes left behind:\n{leftover}")
+        raise AssertionError("make's process group is still alive")
     except ProcessLookupError:
-        pass  # the whole group is gone: runner subprocesses and dev services included
+        pass
     assert not (tmp_path / "data" / "dev.json").exists()
     assert (tmp_path / "data" / "state.json").exists()

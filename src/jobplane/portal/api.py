@@ -47,6 +47,20 @@ def _portal(request: Request) -> Any:
     return request.app.state.portal
 
 
+def signed_in(request: Request) -> Any:
+    """Reads need an identity (any signed-in user may read)."""
+    portal = _portal(request)
+    portal.user(request)
+    return portal
+
+
+Reader = Depends(signed_in)
+
+
+def page_out(page: Any) -> ExecutionPage:
+    return ExecutionPage(items=[summary_out(x) for x in page.items], cursor=page.cursor)
+
+
 # -- models ------------------------------------------------------------------------------------
 class JobOut(BaseModel):
     name: str
@@ -191,27 +205,20 @@ def execution_out(v: ExecutionView) -> ExecutionOut:
 # -- reads -------------------------------------------------------------------------------------
 @router.get("/jobs", response_model=list[JobOut], summary="Jobs, filtered by team, status and text")
 def list_jobs(request: Request, team: str | None = Query(None, max_length=100),
-              status: str | None = Query(None, max_length=40), q: str | None = Query(None, max_length=200)) -> Any:
-    portal = _portal(request)
-    portal.user(request)
+              status: str | None = Query(None, max_length=40), q: str | None = Query(None, max_length=200), portal: Any = Reader) -> Any:
     return [job_out(s) for s in portal.control.jobs(team, status, q)]
 
 
 @router.get("/jobs/{job}", response_model=JobOut, responses=_errors(404))
-def get_job(request: Request, job: str) -> Any:
-    portal = _portal(request)
-    portal.user(request)
+def get_job(request: Request, job: str, portal: Any = Reader) -> Any:
     return job_out(portal.control.job(job))
 
 
 @router.get("/jobs/{job}/executions", response_model=ExecutionPage, responses=_errors(404),
             summary="A job's executions and skips, newest first")
 def job_executions(request: Request, job: str, limit: int = Query(20, ge=1, le=200),
-                   cursor: str | None = Query(None, max_length=2000)) -> Any:
-    portal = _portal(request)
-    portal.user(request)
-    page = portal.control.executions(job, limit, _cursor(cursor))
-    return ExecutionPage(items=[summary_out(x) for x in page.items], cursor=page.cursor)
+                   cursor: str | None = Query(None, max_length=2000), portal: Any = Reader) -> Any:
+    return page_out(portal.control.executions(job, limit, _cursor(cursor)))
 
 
 def _cursor(cursor: str | None) -> str | None:
@@ -230,41 +237,29 @@ def _cursor(cursor: str | None) -> str | None:
 
 @router.get("/executions/{execution}", response_model=ExecutionOut, responses=_errors(404))
 def get_execution(request: Request, execution: str, job: str | None = Query(
-        None, max_length=200, description="the job, to find an execution started a moment ago")) -> Any:
-    portal = _portal(request)
-    portal.user(request)
+        None, max_length=200, description="the job, to find an execution started a moment ago"), portal: Any = Reader) -> Any:
     return execution_out(portal.control.execution(execution, job if job in portal.control.entries else None))
 
 
 @router.get("/executions/{execution}/logs", response_model=list[LogOut], responses=_errors(404))
-def execution_logs(request: Request, execution: str, step: str | None = Query(None, max_length=200)) -> Any:
-    portal = _portal(request)
-    portal.user(request)
+def execution_logs(request: Request, execution: str, step: str | None = Query(None, max_length=200), portal: Any = Reader) -> Any:
     portal.control.execution(execution)
     return [LogOut(step=s.step, attempt=s.attempt, task_id=s.task_id, text=s.read())
             for s in portal.control.log_streams(execution, step)]
 
 
 @router.get("/failures", response_model=ExecutionPage, summary="Failed, timed-out and stopped runs, newest first")
-def failures(request: Request, limit: int = Query(50, ge=1, le=200), cursor: str | None = Query(None, max_length=2000)) -> Any:
-    portal = _portal(request)
-    portal.user(request)
-    page = portal.control.failures(limit, _cursor(cursor))
-    return ExecutionPage(items=[summary_out(x) for x in page.items], cursor=page.cursor)
+def failures(request: Request, limit: int = Query(50, ge=1, le=200), cursor: str | None = Query(None, max_length=2000), portal: Any = Reader) -> Any:
+    return page_out(portal.control.failures(limit, _cursor(cursor)))
 
 
 @router.get("/skips", response_model=ExecutionPage, summary="Skipped and duplicate fires, newest first")
-def skips(request: Request, limit: int = Query(50, ge=1, le=200), cursor: str | None = Query(None, max_length=2000)) -> Any:
-    portal = _portal(request)
-    portal.user(request)
-    page = portal.control.skips(limit, _cursor(cursor))
-    return ExecutionPage(items=[summary_out(x) for x in page.items], cursor=page.cursor)
+def skips(request: Request, limit: int = Query(50, ge=1, le=200), cursor: str | None = Query(None, max_length=2000), portal: Any = Reader) -> Any:
+    return page_out(portal.control.skips(limit, _cursor(cursor)))
 
 
 @router.get("/audit", response_model=list[AuditOut])
-def audit(request: Request, limit: int = Query(100, ge=1, le=500)) -> Any:
-    portal = _portal(request)
-    portal.user(request)
+def audit(request: Request, limit: int = Query(100, ge=1, le=500), portal: Any = Reader) -> Any:
     return [AuditOut(at=a["at"], actor=a["actor"], action=a["action"], job=a["job"], execution=a.get("execution"),
                      reason=a.get("reason", ""), details=a.get("details", "{}")) for a in portal.control.audit(limit)]
 

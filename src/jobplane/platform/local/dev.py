@@ -183,7 +183,8 @@ class DevPlatform:
             out = open(log_dir / f"{name}.log", "ab")
             try:
                 self.services[name] = subprocess.Popen(list(command), env=env, cwd=self.config.root, stdout=out,
-                                                       stderr=subprocess.STDOUT, start_new_session=True)
+                                                       stderr=subprocess.STDOUT, start_new_session=True,
+                                                       preexec_fn=_die_with_parent)
                 log.info("service %s started (pid %d), log %s", name, self.services[name].pid, log_dir / f"{name}.log")
             except OSError as e:
                 log.error("service %s did not start: %s", name, e)
@@ -254,9 +255,26 @@ class DevPlatform:
 
     # -- stop -------------------------------------------------------------------------------
     def stop(self) -> None:
+        """Each phase runs even if an earlier one failed: a half-stopped platform must still end
+        its subprocesses and free its ports."""
         self._stop.set()
         for t in getattr(self, "_threads", []):
             t.join(timeout=10)
+        _phase("stop running executions", self._stop_executions)
+        _phase("deliver queued alerts", self.alerts.stop)
+        _phase("save local state", self.save)
+        if getattr(self, "portal", None) is not None:
+            self.portal.should_exit = True
+            self._portal_thread.join(timeout=10)
+        for name, process in self.services.items():
+            _phase(f"stop service {name}", lambda p=process, n=name: _terminate(p, n))
+        _phase("stop the local AWS", lambda: self.aws.__exit__(None, None, None))
+        runtime = self.data_dir / RUNTIME_FILE
+        if runtime.exists() and json.loads(runtime.read_text()).get("pid") == os.getpid():
+            runtime.unlink()
+
+    def _stop_executions(self) -> None:
+        """Stopped like on AWS: each recorded ABORTED, its claim released, its alert published."""
         arns = []
         sfn = self.aws.client("stepfunctions")
         for arn in list(self.aws.state_machines.values()):
@@ -264,31 +282,32 @@ class DevPlatform:
                 sfn.stop_execution(executionArn=ex["executionArn"], error="jobplane.dev.Stopped",
                                    cause="jobplane dev was stopped")
                 arns.append(ex["executionArn"])
-        for arn in arns:  # recorded ABORTED, claims released, alerts published
+        for arn in arns:
             try:
                 self.aws.wait_reconciled(arn, timeout=30)
             except TimeoutError:
                 log.error("%s was not reconciled before shutdown; it is closed on the next start", arn)
-        self.alerts.stop()
-        try:
-            self.save()
-        except Exception:
-            log.exception("could not save local state")
-        if getattr(self, "portal", None) is not None:
-            self.portal.should_exit = True
-            self._portal_thread.join(timeout=10)
-        for name, process in self.services.items():
-            _terminate(process, name)
-        self.aws.__exit__(None, None, None)
-        runtime = self.data_dir / RUNTIME_FILE
-        if runtime.exists() and json.loads(runtime.read_text()).get("pid") == os.getpid():
-            runtime.unlink()
 
     def __enter__(self) -> DevPlatform:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _die_with_parent() -> None:
+    """Linux: the service gets SIGTERM if `jobplane dev` dies without stopping it (kill -9)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def _phase(what: str, action: Any) -> None:
+    try:
+        action()
+    except Exception:
+        log.exception("while stopping: could not %s", what)
 
 
 def _terminate(process: subprocess.Popen[bytes], name: str) -> None:
