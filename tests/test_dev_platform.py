@@ -4,6 +4,7 @@ HTTP receiver, the portal, and state that survives a restart."""
 
 from __future__ import annotations
 
+import re
 import time
 import urllib.request
 from pathlib import Path
@@ -238,3 +239,40 @@ def test_the_portal_is_served_with_its_health_url(repo_root: Path, tmp_path: Pat
     with pytest.raises(OSError):
         urllib.request.urlopen(f"{platform.portal_url}/healthz", timeout=2)
 
+
+
+def test_cli_run_from_a_step_status_and_logs_talk_to_the_running_platform(repo_root: Path, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from jobplane.cli import main
+
+    data = tmp_path / "data"
+    platform = start_platform(repo_root, data)
+
+    def cli(*args: str):  # type: ignore[no-untyped-def]
+        return CliRunner().invoke(main, ["--root", str(repo_root), *args, "--data-dir", str(data)])
+
+    try:
+        r = cli("run", "flaky-load", "--from-step", "load", "-p", "mode=ok")
+        assert r.exit_code == 0, r.output
+        assert "load (attempt 1): succeeded" in r.output and "prepare" not in r.output and "SUCCEEDED" in r.output
+        name = re.search(r"started flaky-load: (\w+)", r.output).group(1)
+        assert f"{platform.portal_url}/executions/{name}" in r.output
+        r = cli("run", "flaky-load")  # mode=fail by default
+        assert r.exit_code == 1 and "FAILED at load: ConnectionError: partner API answered 503" in r.output
+        failed = re.search(r"started flaky-load: (\w+)", r.output).group(1)
+        r = cli("logs", failed, "--step", "load")
+        assert r.exit_code == 0 and "==> load (attempt 1" in r.output and "partner API answered 503" in r.output
+        r = cli("run", "flaky-load", "--from-step", "nope")
+        assert r.exit_code != 0 and "has no step 'nope'" in r.output
+        r = cli("run", "flaky-load", "-p", "typo=1")
+        assert r.exit_code != 0 and "has no param typo" in r.output
+        r = cli("status")
+        assert r.exit_code == 0
+        row = next(line for line in r.output.splitlines() if line.startswith("flaky-load"))
+        assert "FAILED" in row and "manual" in row
+        assert "every-minute" in r.output and "UTC" in r.output
+    finally:
+        platform.stop()
+    r = cli("status")
+    assert r.exit_code != 0 and "not running" in r.output
