@@ -52,6 +52,13 @@ def fire(params: dict[str, Any] | None = None) -> dict[str, Any]:
     return execution_input.scheduled(f"2027-01-01T{n // 3600 % 24:02d}:{n // 60 % 60:02d}:{n % 60:02d}Z", params)
 
 
+def task_logs(aws: LocalAWS, execution: str) -> dict[str, str]:
+    """The execution's step logs, for assertion messages (what a failing step printed)."""
+    from jobplane.platform.logs import LocalLogStore
+
+    return {f"{s.step}#{s.attempt}": s.read()[-2000:] for s in LocalLogStore(aws.log_dir).streams(execution)}
+
+
 def record(aws: LocalAWS, arn: str):
     return aws.repository().execution(arn.rsplit(":", 1)[1])
 
@@ -222,6 +229,7 @@ def test_resume_from_skips_earlier_steps(aws: LocalAWS, tmp_path: Path) -> None:
     job = deploy(aws, policy="ALWAYS_RUN", steps=[
         {"name": n, "python": BEHAVE, "kwargs": {"marker": str(p)}} for n, p in markers.items()])
     first = finish(aws, aws.start(job, fire({"mode": "ok"})))[1]
+    assert first.status == "SUCCEEDED", (first, task_logs(aws, first.execution))
     assert all(p.exists() for p in markers.values())
     for p in markers.values():
         p.unlink()
