@@ -263,6 +263,11 @@ def test_cli_run_from_a_step_status_and_logs_talk_to_the_running_platform(repo_r
         failed = re.search(r"started flaky-load: (\w+)", r.output).group(1)
         r = cli("logs", failed, "--step", "load")
         assert r.exit_code == 0 and "==> load (attempt 1" in r.output and "partner API answered 503" in r.output
+        blocker = platform.control.run_now("long-wait", "dev@localhost", {"release": str(tmp_path / "go")})
+        wait_for(lambda: platform.control.log_streams(blocker), what="long-wait to run")
+        r = cli("run", "long-wait")  # SKIP_IF_RUNNING
+        assert r.exit_code == 1 and "SKIPPED (RUNNING)" in r.output
+        (tmp_path / "go").write_text("go")
         r = cli("run", "flaky-load", "--from-step", "nope")
         assert r.exit_code != 0 and "has no step 'nope'" in r.output
         r = cli("run", "flaky-load", "-p", "typo=1")

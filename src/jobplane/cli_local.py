@@ -154,6 +154,10 @@ def run(obj: Any, job: str, params: tuple[str, ...], from_step: str | None, wait
             raise click.ClickException(f"{name} still {view.status} after {timeout:.0f}s")
         time.sleep(0.2)
     suffix = f" at {view.failed_step}" if view.failed_step else ""
+    skip = view.record.skip_reason if view.record else None
+    if skip:  # the policy (or a duplicate) decided not to run it: say why, there are no logs
+        click.echo(f"SKIPPED ({skip}): see {job}'s running or failed execution with `jobplane status`")
+        sys.exit(1)
     click.echo(f"{view.status}{suffix}" + (f": {view.error}" if view.error else ""))
     click.echo(f"  logs: jobplane logs {name}")
     sys.exit(0 if view.status == "SUCCEEDED" else 1)
