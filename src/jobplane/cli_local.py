@@ -39,16 +39,12 @@ data_dir_option = click.option("--data-dir", type=click.Path(file_okay=False, pa
 
 
 def parse_params(values: tuple[str, ...]) -> dict[str, Any]:
-    params: dict[str, Any] = {}
-    for item in values:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--param")
-        try:
-            params[key] = json.loads(value)  # numbers, booleans, lists; anything else is a string
-        except ValueError:
-            params[key] = value
-    return params
+    from jobplane.platform.execution_input import parse_params as parse
+
+    try:
+        return parse(list(values))
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--param") from None
 
 
 def register(main: click.Group) -> None:

@@ -13,3 +13,8 @@ def iso_millis(t: datetime) -> str:
 
 def now_iso() -> str:
     return iso_millis(datetime.now(timezone.utc))
+
+
+def as_iso(value: object) -> str:
+    """A boto3 timestamp (datetime) or an already formatted one, as Step Functions writes it."""
+    return iso_millis(value) if isinstance(value, datetime) else str(value)

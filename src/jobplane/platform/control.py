@@ -19,7 +19,7 @@ from typing import Any
 
 from jobplane.compiler import names
 from jobplane.platform import execution_input
-from jobplane.platform.clock import now_iso
+from jobplane.platform.clock import as_iso, now_iso
 from jobplane.platform.logs import LocalLogStore, LogStream, error_excerpt
 from jobplane.platform.repository import Execution, JobState, Page, Repository
 from jobplane.platform.schedule import next_fire_times, parse
@@ -263,7 +263,7 @@ class ControlPlane:
         stop = d.get("stopDate")
         live_error = ": ".join(x for x in (d.get("error"), d.get("cause")) if x) or None
         return ExecutionView(name, job, d["status"], json.loads(d.get("input") or "{}"), None, timeline(events),
-                             state_transitions(events), _iso(d["startDate"]), _iso(stop) if stop else None, arn,
+                             state_transitions(events), as_iso(d["startDate"]), as_iso(stop) if stop else None, arn,
                              live_error)
 
     def _job_running(self, name: str) -> str | None:
@@ -420,12 +420,19 @@ class ControlPlane:
         return released
 
 
+def check_cursor(cursor: str | None) -> str | None:
+    """A paging cursor must be one a page returned (a DynamoDB key, as JSON)."""
+    if cursor is None:
+        return None
+    try:
+        value = json.loads(cursor)
+    except ValueError:
+        value = None
+    if isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values()):
+        return cursor
+    raise Invalid("cursor is not one this API returned", {"cursor": "invalid"})
+
+
 def _require_reason(reason: str) -> None:
     if not reason or not reason.strip():
         raise Invalid("a reason is required", {"field": "reason"})
-
-
-def _iso(value: Any) -> str:
-    from jobplane.platform.clock import iso_millis
-
-    return iso_millis(value) if isinstance(value, datetime) else str(value)

@@ -42,3 +42,22 @@ def rerun(requested_by: str, of_execution: str, params: dict[str, Any], resume_f
           now: datetime | None = None) -> dict[str, Any]:
     base = manual(requested_by, params, None, now)
     return base | {"trigger": Trigger.RERUN.value, "resume_from": resume_from, "rerun_of": of_execution}
+
+
+def parse_params(items: list[str]) -> dict[str, Any]:
+    """'key=value' items from a person (CLI flags, a portal form's lines): values that parse as
+    JSON (numbers, booleans, lists) are taken as such, anything else as a string."""
+    import json
+
+    params: dict[str, Any] = {}
+    for item in (i.strip() for i in items):
+        if not item:
+            continue
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"{item!r} is not key=value")
+        try:
+            params[key.strip()] = json.loads(value.strip())
+        except ValueError:
+            params[key.strip()] = value.strip()
+    return params

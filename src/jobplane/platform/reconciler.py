@@ -19,7 +19,7 @@ import re
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from jobplane.platform.clock import iso_millis
+from jobplane.platform.clock import as_iso, now_iso
 from jobplane.platform.notifications import NotificationMessage, Outcome, publish
 from jobplane.platform.logs import LocalLogStore, error_excerpt
 from jobplane.platform.repository import Repository
@@ -30,10 +30,6 @@ log = logging.getLogger(__name__)
 DEFAULT_RETENTION_DAYS = 400
 #: State names the compiler generates around the steps (never a step's own Task state).
 _PLATFORM_STATES = re.compile(r"^(Claim|Route|Finish.*|Notify .*|Fail|Skip: .*|Take over stale claim|Unknown resume_from)$")
-
-
-def _iso(value: Any) -> str:
-    return iso_millis(value) if isinstance(value, datetime) else str(value)
 
 
 class Reconciler:
@@ -68,8 +64,8 @@ class Reconciler:
                 status, f"{described.get('error') or 'failed'}: {(described.get('cause') or '')[:500]}")
             if status == "ABORTED" and described.get("cause"):
                 error = f"the execution was stopped: {described['cause'][:500]}"
-            self.record_lost(job, name, execution_arn, described.get("input") or "{}", _iso(described["startDate"]),
-                             error, status=status, finished_at=_iso(finished), step=step)
+            self.record_lost(job, name, execution_arn, described.get("input") or "{}", as_iso(described["startDate"]),
+                             error, status=status, finished_at=as_iso(finished), step=step)
         else:
             # The state machine recorded its outcome; make sure a dead holder is not left behind.
             self.repo.release_holder(job, execution_arn)
@@ -90,11 +86,12 @@ class Reconciler:
                     status: str = "ABORTED", finished_at: str | None = None, step: str | None = None) -> bool:
         """Write the final record of an execution that could not write its own, release its
         claim and publish the alert; False (and nothing done) if a final record exists."""
+        finished_at = finished_at or now_iso()
         state = self.repo.job_state(job)
         team = state.team if state else ""
         recorded = self.repo.finish_without_cleanup(
             job=job, team=team, execution=name, execution_arn=execution_arn, status=status, started_at=started_at,
-            finished_at=finished_at or iso_millis(datetime.now(timezone.utc)), input_json=input_json,
+            finished_at=finished_at, input_json=input_json,
             failed_step=step, error=error)
         if recorded:
             parsed = json.loads(input_json)
@@ -102,7 +99,7 @@ class Reconciler:
                 version=1, event=status, job=job, team=team, execution=name, execution_arn=execution_arn,
                 trigger=parsed.get("trigger"), scheduled_time=parsed.get("scheduled_time"),
                 requested_by=parsed.get("requested_by"), started_at=started_at,
-                finished_at=finished_at or iso_millis(datetime.now(timezone.utc)), outcome=Outcome(status=status, step=step), channels=[], error=error))
+                finished_at=finished_at, outcome=Outcome(status=status, step=step), channels=[], error=error))
             log.info("recorded %s for %s (step %s) and released its claim", status, name, step)
         return recorded
 

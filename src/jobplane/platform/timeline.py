@@ -9,17 +9,12 @@ not at all across a restart locally), and the portal builds it live while the ex
 from __future__ import annotations
 
 import re
-from datetime import datetime
 from typing import Any
 
-from jobplane.platform.clock import iso_millis
+from jobplane.platform.clock import as_iso
 
 _ATTEMPT = re.compile(r"^(?P<step>.+?)(?: #(?P<n>\d+))?$")
 _PLATFORM = re.compile(r"^(Claim|Route|Finish.*|Notify .*|Fail|Skip: .*|Take over stale claim|Unknown resume_from|.*: (check|wait|failed|timed out))$")
-
-
-def _when(value: Any) -> str:
-    return iso_millis(value) if isinstance(value, datetime) else str(value)
 
 
 def timeline(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -36,7 +31,7 @@ def timeline(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 continue
             m = _ATTEMPT.match(name)
             assert m
-            row = {"step": m["step"], "attempt": int(m["n"] or 1), "started_at": _when(e["timestamp"]),
+            row = {"step": m["step"], "attempt": int(m["n"] or 1), "started_at": as_iso(e["timestamp"]),
                    "finished_at": None, "outcome": "running"}
             rows.append(row)
             row_of[e["id"]] = row
@@ -47,7 +42,7 @@ def timeline(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             # parallel branches interleave: follow the event chain, else the newest open attempt
             row = row_of.get(e.get("previousEventId", -1)) or _latest_open(rows)
             if row is not None:
-                row["finished_at"] = _when(e["timestamp"])
+                row["finished_at"] = as_iso(e["timestamp"])
                 if kind == "TaskSucceeded":
                     row["outcome"] = "succeeded"
                 else:
@@ -59,7 +54,7 @@ def timeline(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             name = e["stateExitedEventDetails"]["name"]
             row = by_state.get(name)
             if row is not None and row["finished_at"] is None:
-                row["finished_at"] = _when(e["timestamp"])
+                row["finished_at"] = as_iso(e["timestamp"])
                 row["outcome"] = "succeeded"
     return rows
 

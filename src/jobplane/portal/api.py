@@ -12,7 +12,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from jobplane.platform.control import ExecutionView, JobSummary
+from jobplane.platform.control import ExecutionView, JobSummary, check_cursor
 from jobplane.platform.repository import Execution
 from jobplane.portal.errors import PortalError
 from jobplane.portal.views import duration_seconds
@@ -218,21 +218,7 @@ def get_job(request: Request, job: str, portal: Any = Reader) -> Any:
             summary="A job's executions and skips, newest first")
 def job_executions(request: Request, job: str, limit: int = Query(20, ge=1, le=200),
                    cursor: str | None = Query(None, max_length=2000), portal: Any = Reader) -> Any:
-    return page_out(portal.control.executions(job, limit, _cursor(cursor)))
-
-
-def _cursor(cursor: str | None) -> str | None:
-    import json
-
-    if cursor is None:
-        return None
-    try:
-        value = json.loads(cursor)
-        if isinstance(value, dict) and all(isinstance(v, dict) for v in value.values()):
-            return cursor
-    except ValueError:
-        pass
-    raise PortalError(400, "cursor is not one this API returned", [{"field": "cursor", "message": "invalid"}])
+    return page_out(portal.control.executions(job, limit, check_cursor(cursor)))
 
 
 @router.get("/executions/{execution}", response_model=ExecutionOut, responses=_errors(404))
@@ -250,12 +236,12 @@ def execution_logs(request: Request, execution: str, step: str | None = Query(No
 
 @router.get("/failures", response_model=ExecutionPage, summary="Failed, timed-out and stopped runs, newest first")
 def failures(request: Request, limit: int = Query(50, ge=1, le=200), cursor: str | None = Query(None, max_length=2000), portal: Any = Reader) -> Any:
-    return page_out(portal.control.failures(limit, _cursor(cursor)))
+    return page_out(portal.control.failures(limit, check_cursor(cursor)))
 
 
 @router.get("/skips", response_model=ExecutionPage, summary="Skipped and duplicate fires, newest first")
 def skips(request: Request, limit: int = Query(50, ge=1, le=200), cursor: str | None = Query(None, max_length=2000), portal: Any = Reader) -> Any:
-    return page_out(portal.control.skips(limit, _cursor(cursor)))
+    return page_out(portal.control.skips(limit, check_cursor(cursor)))
 
 
 @router.get("/audit", response_model=list[AuditOut])

@@ -10,7 +10,8 @@ from urllib.parse import quote
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
-from jobplane.platform.control import Invalid, NotFound
+from jobplane.platform import execution_input
+from jobplane.platform.control import Invalid, NotFound, check_cursor
 from jobplane.portal.diagram import svg
 from jobplane.portal.views import step_rows
 
@@ -47,18 +48,8 @@ def job_live(request: Request, job: str) -> Any:
 
 
 def _history(portal: Any, job: str, cursor: str | None) -> dict[str, Any]:
-    page = portal.control.executions(job, 20, _valid_cursor(cursor))
+    page = portal.control.executions(job, 20, check_cursor(cursor))
     return {"history": page.items, "next_cursor": page.cursor, "running": portal.control.running_executions(job)}
-
-
-def _valid_cursor(cursor: str | None) -> str | None:
-    if cursor is None:
-        return None
-    try:
-        json.loads(cursor)
-        return cursor
-    except ValueError:
-        raise Invalid("cursor is not one this page gave", {"cursor": "invalid"}) from None
 
 
 def _diagram(portal: Any, job: str) -> str | None:
@@ -92,7 +83,7 @@ def _execution_context(portal: Any, execution: str, job: str | None = None) -> d
 @router.get("/failures", response_class=HTMLResponse)
 def failures_page(request: Request, cursor: str | None = Query(None, max_length=2000)) -> Any:
     portal = _portal(request)
-    failures = portal.control.failures(50, _valid_cursor(cursor))
+    failures = portal.control.failures(50, check_cursor(cursor))
     skips = portal.control.skips(20)
     return portal.render(request, "failures.html", failures=failures.items, next_cursor=failures.cursor,
                          skips=skips.items)
@@ -117,20 +108,11 @@ def _back(path: str, notice: str) -> RedirectResponse:
 
 
 def parse_params(text: str) -> dict[str, Any]:
-    """'key=value' per line; values that parse as JSON (numbers, true, lists) are taken as such."""
-    params: dict[str, Any] = {}
-    for n, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
-        if not line:
-            continue
-        if "=" not in line:
-            raise Invalid(f"params line {n} is not key=value: {line!r}", {"params": line})
-        key, value = (part.strip() for part in line.split("=", 1))
-        try:
-            params[key] = json.loads(value)
-        except ValueError:
-            params[key] = value
-    return params
+    """The form's params box: 'key=value' per line."""
+    try:
+        return execution_input.parse_params(text.splitlines())
+    except ValueError as e:
+        raise Invalid(f"params: {e}", {"params": str(e)}) from None
 
 
 @router.post("/jobs/{job}/run")
