@@ -124,7 +124,7 @@ def run(obj: Any, job: str, params: tuple[str, ...], from_step: str | None, wait
         data_dir: Path | None) -> None:
     """Start JOB now on the running `jobplane dev`, and follow it to the end.
 
-    Exits 0 if it succeeded, 1 if it failed, timed out or was stopped.
+    Exits 0 if it succeeded, 1 if it failed, timed out, was stopped or was skipped.
     """
     control = _control(obj, data_dir)
     try:
