@@ -38,12 +38,15 @@ def with_engine(fixes: tuple[str, ...], body):  # type: ignore[no-untyped-def]
         return body(aws)
 
 
-def ecs_task(aws, command: list[str], retry: dict | None = None) -> dict:
+def ecs_task(aws, argv: list[str], retry: dict | None = None) -> dict:
+    """A .sync task of the runner running ``argv`` as a shell step (the local agent runs only the runner)."""
     r = aws.resources
+    target = json.dumps({"kind": "shell", "argv": argv})
     task = {"Type": "Task", "Resource": "arn:aws:states:::ecs:runTask.sync", "End": True, "Parameters": {
         "Cluster": r["cluster_arn"], "TaskDefinition": r["task_definition_arn"], "LaunchType": "FARGATE",
         "NetworkConfiguration": {"AwsvpcConfiguration": {"Subnets": [r["subnets"]], "SecurityGroups": [r["security_groups"]]}},
-        "Overrides": {"ContainerOverrides": [{"Name": "runner", "Command": command}]}}}
+        "Overrides": {"ContainerOverrides": [{"Name": "runner", "Command": ["jobplane-runner", "run", "shell"],
+                                              "Environment": [{"Name": "JOBPLANE_TARGET", "Value": target}]}]}}}
     if retry:
         task["Retry"] = [retry]
     return run_machine(aws.client("stepfunctions"), {"StartAt": "t", "States": {"t": task}})
@@ -192,10 +195,50 @@ def scenario(name: str, fixed: bool) -> dict:
             arn = sfn.create_state_machine(name="probe-stop", roleArn=ROLE, definition=json.dumps(
                 {"StartAt": "w", "States": {"w": {"Type": "Wait", "Seconds": 30, "End": True}}}))["stateMachineArn"]
             ex = sfn.start_execution(stateMachineArn=arn, name="s1", input="{}")["executionArn"]
+            # stop it once it waits (a stop before the worker starts is stop_while_starting's case)
+            while "WaitStateEntered" not in [e["type"] for e in sfn.get_execution_history(executionArn=ex)["events"]]:
+                time.sleep(0.02)
             sfn.stop_execution(executionArn=ex, error="Stopped", cause="stopped by aiko: wrong params")
             while (d := sfn.describe_execution(executionArn=ex))["status"] == "RUNNING":
                 time.sleep(0.02)
             return {"status": d["status"], "error": d.get("error"), "cause": d.get("cause")}
+        return with_engine(fixes, body)
+
+    if name == "global_cors":
+        from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+        from werkzeug.test import Client
+
+        if fixed:
+            moto_fixes.apply("global_cors")
+        client = Client(DomainDispatcherApplication(create_backend_app))
+        answer = client.options("/", headers={"Origin": "https://evil.example", "Host": "localhost:4566",
+                                              "Access-Control-Request-Method": "POST",
+                                              "Authorization": "AWS4-HMAC-SHA256 Credential=x/20260101/us-east-1/ecs/aws4_request"})
+        return {"allow_origin": answer.headers.get("Access-Control-Allow-Origin")}
+
+    if name == "stop_while_starting":
+        from moto.stepfunctions.parser.asl.parse import asl_parser
+
+        original = asl_parser.AmazonStateLanguageParser.parse
+
+        def slow_parse(definition, *args, **kwargs):  # type: ignore[no-untyped-def]
+            time.sleep(0.5)  # a large definition's parse: widens the window the race needs, every time
+            return original(definition, *args, **kwargs)
+
+        asl_parser.AmazonStateLanguageParser.parse = staticmethod(slow_parse)
+
+        def body(aws):
+            sfn = aws.client("stepfunctions")
+            arn = sfn.create_state_machine(name="probe-early-stop", roleArn=ROLE, definition=json.dumps(
+                {"StartAt": "w", "States": {"w": {"Type": "Wait", "Seconds": 30, "End": True}}}))["stateMachineArn"]
+            ex = sfn.start_execution(stateMachineArn=arn, name="early", input="{}")["executionArn"]
+            try:
+                sfn.stop_execution(executionArn=ex, error="Stopped", cause="at once")
+            except Exception as e:  # the stock 500
+                return {"stopped": False, "error": str(e)[:300]}
+            while (d := sfn.describe_execution(executionArn=ex))["status"] == "RUNNING":
+                time.sleep(0.02)
+            return {"stopped": True, "status": d["status"]}
         return with_engine(fixes, body)
 
     if name == "fast_sync_poll":

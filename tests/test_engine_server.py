@@ -4,7 +4,6 @@ backends are per process, so it must not share a worker's mock with the in-proce
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import uuid
@@ -20,17 +19,16 @@ HERE = Path(__file__).resolve().parent
 
 def test_server_mode_serves_other_clients(tmp_path: Path) -> None:
     """Any AWS client pointed at the port — here another process — drives the same platform."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    with LocalAWS(prefix="jpserver", server_port=port, env={"PYTHONPATH": str(HERE)}) as server:
+    with LocalAWS(prefix="jpserver", server_port=0, env={"PYTHONPATH": str(HERE)}) as server:
+        port, key = server.server_port, server.credentials
         name = f"job-{uuid.uuid4().hex[:8]}"
         job = Job.model_validate({"name": name, "team": "billing", "timezone": "UTC",
                                   "steps": [{"name": "work", "python": "sample_apps.functions:behave"}]})
         server.deploy(name, asl.compile_job(job, server.prefix))
         marker = tmp_path / "ran"
         start = ("import boto3, sys; c = boto3.client('stepfunctions', region_name='us-east-1', "
-                 f"endpoint_url='http://127.0.0.1:{port}', aws_access_key_id='x', aws_secret_access_key='x'); "
+                 f"endpoint_url='http://127.0.0.1:{port}', aws_access_key_id='{key.access_key_id}', "
+                 f"aws_secret_access_key='{key.secret_access_key}'); "
                  "print(c.start_execution(stateMachineArn=sys.argv[1], name='from-outside', input=sys.argv[2])['executionArn'])")
         payload = json.dumps(execution_input.manual("cli", overrides={"mode": "ok", "marker": str(marker)}))
         out = subprocess.run([sys.executable, "-c", start, server.state_machines[name], payload],

@@ -126,3 +126,18 @@ def test_stop_execution_keeps_its_error_and_cause(mode: str) -> None:
         assert not r["cause"]
     else:
         assert (r["error"], r["cause"]) == ("Stopped", "stopped by aiko: wrong params")
+
+
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_the_server_sends_no_cors_headers(mode: str) -> None:
+    allowed = probe("global_cors", mode)["allow_origin"]  # a preflight from another site's page
+    assert allowed == ("https://evil.example" if mode == "stock" else None)
+
+
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_an_execution_can_be_stopped_as_soon_as_it_starts(mode: str) -> None:
+    r = probe("stop_while_starting", mode)
+    if mode == "stock":
+        assert r["stopped"] is False and "set_stop" in r["error"]
+    else:
+        assert r == {"stopped": True, "status": "ABORTED"}

@@ -7,6 +7,8 @@ person would state in one sentence live next to their field as validators. Cross
 
 from __future__ import annotations
 
+from jobplane.platform.quoting import quoted
+
 import re
 from typing import Annotated, Any, Literal
 
@@ -45,14 +47,14 @@ def parse_duration(value: Any) -> int:
         raise ValueError("a duration is a number of seconds or a string like '15m'")
     if isinstance(value, (int, float)):
         if value <= 0 or int(value) != value:
-            raise ValueError(f"{value!r} is not a positive whole number of seconds")
+            raise ValueError(f"{quoted(value)} is not a positive whole number of seconds")
         return int(value)
     if isinstance(value, str) and value and (m := _DURATION_RE.match(value.strip())):
         d, h, mi, s = (int(x or 0) for x in m.groups())
         total = d * 86400 + h * 3600 + mi * 60 + s
         if total > 0:
             return total
-    raise ValueError(f"{value!r} is not a duration: use seconds or a string like '90s', '15m', '2h', '1h30m'")
+    raise ValueError(f"{quoted(value)} is not a duration: use seconds or a string like '90s', '15m', '2h', '1h30m'")
 
 
 Duration = Annotated[int, BeforeValidator(parse_duration)]
@@ -99,28 +101,28 @@ class Step(Strict):
     @classmethod
     def _name(cls, v: str) -> str:
         if not STEP_NAME_RE.match(v) or len(v) > 40:
-            raise ValueError(f"{v!r}: step names are 1-40 lower-case letters, digits, '-' or '_', starting with a letter")
+            raise ValueError(f"{quoted(v)}: step names are 1-40 lower-case letters, digits, '-' or '_', starting with a letter")
         return v
 
     @field_validator("python")
     @classmethod
     def _python(cls, v: str | None) -> str | None:
         if v is not None and not PYTHON_TARGET_RE.match(v):
-            raise ValueError(f"{v!r} is not of the form 'package.module:function'")
+            raise ValueError(f"{quoted(v)} is not of the form 'package.module:function'")
         return v
 
     @field_validator("celery")
     @classmethod
     def _celery(cls, v: str | None) -> str | None:
         if v is not None and not CELERY_TASK_RE.match(v):
-            raise ValueError(f"{v!r} is not a Celery task name such as 'billing.tasks.close_month'")
+            raise ValueError(f"{quoted(v)} is not a Celery task name such as 'billing.tasks.close_month'")
         return v
 
     @field_validator("django")
     @classmethod
     def _django(cls, v: str | None) -> str | None:
         if v is not None and not DJANGO_COMMAND_RE.match(v):
-            raise ValueError(f"{v!r} is not a management command name such as 'clearsessions'")
+            raise ValueError(f"{quoted(v)} is not a management command name such as 'clearsessions'")
         return v
 
     @field_validator("shell")
@@ -135,12 +137,12 @@ class Step(Strict):
     def _env(cls, v: dict[str, str]) -> dict[str, str]:
         for key, value in v.items():
             if not ENV_NAME_RE.match(key):
-                raise ValueError(f"{key!r} is not a valid environment variable name")
+                raise ValueError(f"{quoted(key)} is not a valid environment variable name")
             if key.startswith("JOBPLANE_") or key == rc.ENV_TRACEPARENT:
-                raise ValueError(f"{key!r} is reserved for the platform")
+                raise ValueError(f"{quoted(key)} is reserved for the platform")
             if SECRETISH_RE.search(key) and value:
                 raise ValueError(
-                    f"{key!r} looks like a secret given as plain text; put its ARN under secrets instead")
+                    f"{quoted(key)} looks like a secret given as plain text; put its ARN under secrets instead")
         return v
 
     @field_validator("secrets")
@@ -148,10 +150,10 @@ class Step(Strict):
     def _secrets(cls, v: dict[str, str]) -> dict[str, str]:
         for key, value in v.items():
             if not ENV_NAME_RE.match(key):
-                raise ValueError(f"{key!r} is not a valid environment variable name")
+                raise ValueError(f"{quoted(key)} is not a valid environment variable name")
             if not SECRET_ARN_RE.match(value):
                 raise ValueError(
-                    f"{key!r} is given as a plain value; secrets take the ARN of a Secrets Manager "
+                    f"{quoted(key)} is given as a plain value; secrets take the ARN of a Secrets Manager "
                     "secret or SSM parameter (arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME), never the secret")
         return v
 
@@ -220,7 +222,7 @@ class Notify(Strict):
     def _channels(cls, v: list[str]) -> list[str]:
         for ch in v:
             if not re.match(r"^#[a-z0-9][a-z0-9._-]{0,79}$", ch):
-                raise ValueError(f"{ch!r} is not a Slack channel name such as '#billing-alerts'")
+                raise ValueError(f"{quoted(ch)} is not a Slack channel name such as '#billing-alerts'")
         return v
 
 
@@ -245,7 +247,7 @@ class Job(Strict):
     @classmethod
     def _name(cls, v: str) -> str:
         if not NAME_RE.match(v):
-            raise ValueError(f"{v!r} is not kebab-case (lower-case letters and digits separated by '-')")
+            raise ValueError(f"{quoted(v)} is not kebab-case (lower-case letters and digits separated by '-')")
         return v
 
     @field_validator("schedule", mode="before")
@@ -287,8 +289,8 @@ class Job(Strict):
             for where, member in members:
                 if member.key in seen:
                     first_where, first_name = seen[member.key]
-                    same = "" if first_name == member.name else f" ({first_name!r} and {member.name!r} differ only by - and _)"
-                    raise ValueError(f"step name {member.name!r} is used twice, at {first_where} and {where}{same}")
+                    same = "" if first_name == member.name else f" ({quoted(first_name)} and {quoted(member.name)} differ only by - and _)"
+                    raise ValueError(f"step name {quoted(member.name)} is used twice, at {first_where} and {where}{same}")
                 seen[member.key] = (where, member.name)
         return steps
 
@@ -316,7 +318,7 @@ def did_you_mean(word: str, options: list[str]) -> str:
     import difflib
 
     close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    return f" (did you mean {quoted(close[0])}?)" if close else ""
 
 
 def fields_at(loc: tuple[Any, ...]) -> list[str]:

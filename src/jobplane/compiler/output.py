@@ -80,6 +80,7 @@ def write_output(compiled: CompiledOutput, directory: Path) -> list[str]:
     point; each file is replaced atomically and stale generated files are removed last.
     """
     old = read_output(directory)
+    mode = _file_mode()
     changed = sorted(p for p in set(old) | set(compiled.files) if old.get(p) != compiled.files.get(p))
     for rel in changed:
         target = directory / rel
@@ -89,7 +90,7 @@ def write_output(compiled: CompiledOutput, directory: Path) -> list[str]:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
         with os.fdopen(fd, "w") as f:
             f.write(compiled.files[rel])
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, mode)  # mkstemp makes 0600; a generated file is as readable as any other
         os.replace(tmp, target)
     for rel in changed:
         if rel not in compiled.files:
@@ -98,3 +99,10 @@ def write_output(compiled: CompiledOutput, directory: Path) -> list[str]:
     if asl_dir.is_dir() and not any(asl_dir.iterdir()):
         asl_dir.rmdir()
     return changed
+
+
+def _file_mode() -> int:
+    """0666 less the process umask: what an ordinary open() would create."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask

@@ -7,6 +7,7 @@ job and the field; so nothing here stops at the first error.
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,10 @@ from jobplane.compiler.model import Job, did_you_mean, fields_at
 from jobplane.compiler.names import derived_names, too_long
 from jobplane.compiler.problems import DefinitionError, Problem, rel
 from jobplane.platform.config import PlatformConfig
+from jobplane.platform.quoting import quoted
+
+#: Longest message text taken from Jsonnet or pydantic (each quotes values with ``quoted``).
+MAX_MESSAGE = 400
 
 
 @dataclass(frozen=True)
@@ -38,9 +43,77 @@ def evaluate(path: Path, config: PlatformConfig) -> Any:
 
     go-jsonnet (PyPI ``gojsonnet``), not the C++ binding: the C++ one spends ~60 ms per file
     initialising its standard library, which made 1,000 jobs take over a minute.
-    """
-    return json.loads(_jsonnet.evaluate_file(str(path), jpathdir=[str(config.library_path)]))
 
+    Imports are confined (:class:`ConfinedImporter`): a job file comes from a pull request and
+    is evaluated on the CI machine, so ``importstr '/etc/passwd'`` must not work.
+    """
+    importer = ConfinedImporter((config.jobs_path, config.library_path), config.root)
+    try:
+        text = _jsonnet.evaluate_file(str(path), jpathdir=[str(config.library_path)], import_callback=importer)
+    except RuntimeError:
+        if importer.refusals:  # the refusal is the cause; Jsonnet only saw an empty file
+            raise ImportRefused(importer.refusals) from None
+        raise
+    if importer.refusals:
+        raise ImportRefused(importer.refusals)
+    return json.loads(text)
+
+
+class ImportRefused(Exception):
+    def __init__(self, refusals: list[str]):
+        super().__init__("; ".join(refusals))
+        self.refusals = refusals
+
+
+class ConfinedImporter:
+    """Jsonnet's import callback: only files under the allowed roots (jobs/ and the DSL library).
+
+    Absolute paths are refused outright; a relative path is looked up beside the importing file,
+    then in the library, and must *resolve* (``..`` and symlinks followed) to a regular file
+    inside a root.
+
+    A refusal is recorded and the import answered with an empty file, never raised: gojsonnet
+    0.22.0 reads an exception's message from the callback past its end (garbage, or a
+    UnicodeDecodeError), so nothing may cross that boundary as an error.
+    """
+
+    def __init__(self, roots: tuple[Path, ...], repo_root: Path):
+        self.roots = tuple(r.resolve() for r in roots)
+        self.repo_root = repo_root.resolve()
+        self.library = self.roots[-1]
+        self.refusals: list[str] = []
+
+    def _refuse(self, message: str) -> tuple[str, bytes]:
+        self.refusals.append(message)
+        return f"<refused import {len(self.refusals)}>", b""
+
+    def _inside(self, path: Path) -> bool:
+        return any(path == root or root in path.parents for root in self.roots)
+
+    def __call__(self, base: str, rel: str) -> tuple[str, bytes]:
+        importing = rel_to(Path(base), self.repo_root)
+        allowed = " or ".join(rel_to(r, self.repo_root) + "/" for r in self.roots)
+        if Path(rel).is_absolute():
+            return self._refuse(f"import {quoted(rel)} from {importing}/ refused: absolute paths are not allowed; "
+                                f"import files under {allowed} by relative path")
+        for candidate in (Path(base) / rel, self.library / rel):
+            if not os.path.lexists(candidate):
+                continue
+            real = candidate.resolve()
+            if not self._inside(real):
+                return self._refuse(f"import {quoted(rel)} from {importing}/ refused: it leads outside {allowed}")
+            if not real.is_file():
+                return self._refuse(f"import {quoted(rel)} from {importing}/ refused: not a regular file")
+            return str(candidate), real.read_bytes()
+        return self._refuse(f"import {quoted(rel)} from {importing}/: no such file (looked beside it and in "
+                            f"{rel_to(self.library, self.repo_root)}/)")
+
+
+def rel_to(path: Path, root: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(root)) or "."
+    except ValueError:
+        return str(path)
 
 
 def _jsonnet_problem(source: str, err: RuntimeError) -> Problem:
@@ -51,6 +124,8 @@ def _jsonnet_problem(source: str, err: RuntimeError) -> Problem:
     loc = re.search(r"(?:^|\s)(\S+?\.(?:jsonnet|libsonnet)):(\d+):(\d+)", text)
     where = f" (line {loc.group(2)}, column {loc.group(3)} of {Path(loc.group(1)).name})" if loc else ""
     message = re.sub(r"^(RUNTIME ERROR: |STATIC ERROR: )?(\S+?\.(jsonnet|libsonnet):[\d:-]+ )?", "", first)
+    if len(message) > MAX_MESSAGE:  # e.g. error std.toString(something huge)
+        message = message[:MAX_MESSAGE] + f"… ({len(message)} characters)"
     kind = "evaluation error" if runtime else "syntax error"
     return Problem(source, None, None, f"Jsonnet {kind}: {message}{where}")
 
@@ -75,11 +150,11 @@ def _pydantic_problems(source: str, job_name: str | None, err: ValidationError) 
         elif kind == "enum":
             expected = e.get("ctx", {}).get("expected", "")
             options = re.findall(r"'([^']+)'", expected)
-            msg = f"{e['input']!r} is not one of {', '.join(options)}" + did_you_mean(str(e["input"]), options)
+            msg = f"{quoted(e['input'])} is not one of {', '.join(options)}" + did_you_mean(str(e["input"])[:80], options)
         elif kind == "too_short" and loc and loc[-1] == "steps":
             msg = "a job needs at least one step"
         else:
-            msg = e["msg"].removeprefix("Value error, ")
+            msg = e["msg"].removeprefix("Value error, ")[:MAX_MESSAGE]
         problems.append(Problem(source, job_name, field, msg))
     return problems
 
@@ -92,6 +167,9 @@ def load_jobs(config: PlatformConfig, files: list[Path] | None = None) -> list[L
         source = rel(path, config.root)
         try:
             value = evaluate(path, config)
+        except ImportRefused as e:
+            problems.extend(Problem(source, None, None, r) for r in e.refusals)
+            continue
         except RuntimeError as e:
             problems.append(_jsonnet_problem(source, e))
             continue

@@ -59,13 +59,18 @@ class Deployment:
     endpoint_url: str | None = None  # the embedded local AWS; None for real AWS
     catalog_path: Path | None = None  # the compiler's catalog.json
     log_dir: Path | None = None  # local step logs (CloudWatch in production)
+    # The embedded local AWS's per-start key (dev.json); None: boto3's standard credential chain.
+    access_key_id: str | None = None
+    secret_access_key: str | None = None
 
     def client(self, service: str) -> Any:
         import boto3
 
         kwargs: dict[str, Any] = {"region_name": self.region}
         if self.endpoint_url:
-            kwargs |= {"endpoint_url": self.endpoint_url, "aws_access_key_id": "local", "aws_secret_access_key": "local"}
+            kwargs["endpoint_url"] = self.endpoint_url
+        if self.access_key_id and self.secret_access_key:
+            kwargs |= {"aws_access_key_id": self.access_key_id, "aws_secret_access_key": self.secret_access_key}
         return boto3.client(service, **kwargs)
 
     def state_machine_arn(self, job: str) -> str:
@@ -80,7 +85,8 @@ class Deployment:
         return {"table": self.table, "topic_arn": self.topic_arn, "name_prefix": self.name_prefix,
                 "region": self.region, "account_id": self.account_id, "endpoint_url": self.endpoint_url,
                 "catalog_path": str(self.catalog_path) if self.catalog_path else None,
-                "log_dir": str(self.log_dir) if self.log_dir else None}
+                "log_dir": str(self.log_dir) if self.log_dir else None,
+                "access_key_id": self.access_key_id, "secret_access_key": self.secret_access_key}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Deployment:

@@ -20,6 +20,7 @@ ENV_TRACEPARENT = "TRACEPARENT"  # W3C trace context, continued by the runner
 
 RUNNER_EXECUTABLE = "jobplane-runner"
 CONTAINER_NAME = "runner"
+STEP_KINDS = ("python", "celery", "django", "shell")
 
 # Exit codes. Everything non-zero that is not PERMANENT or TERMINATED counts as retryable, so a
 # shell step's ordinary `exit 1` and an out-of-memory kill (137) are retried when retries are set.
@@ -45,3 +46,10 @@ def is_retryable(exit_code: int | None) -> bool:
 def container_command(kind: str) -> list[str]:
     """The container command for a step: the target itself travels in ``JOBPLANE_TARGET``."""
     return [RUNNER_EXECUTABLE, "run", kind]
+
+
+def is_runner_command(command: object) -> bool:
+    """Whether a container command is one the compiler writes (``jobplane-runner run <kind>``):
+    the local ECS agent runs nothing else."""
+    return (isinstance(command, list) and len(command) == 3 and command[:2] == [RUNNER_EXECUTABLE, "run"]
+            and command[2] in STEP_KINDS)

@@ -22,6 +22,8 @@ and use ``cronsim`` only as an independent oracle in tests.
 
 from __future__ import annotations
 
+from jobplane.platform.quoting import quoted
+
 import calendar
 import re
 from dataclasses import dataclass
@@ -106,27 +108,29 @@ def parse(expression: str) -> Expression:
         try:
             when = datetime.strptime(m.group(1).strip(), "%Y-%m-%dT%H:%M:%S")
         except ValueError:
-            raise ScheduleError(f"{text!r}: at() takes yyyy-mm-ddThh:mm:ss, e.g. at(2026-12-31T23:00:00)") from None
+            raise ScheduleError(f"{quoted(text)}: at() takes yyyy-mm-ddThh:mm:ss, e.g. at(2026-12-31T23:00:00)") from None
         return AtExpression(text, when)
     fields = text.split()
     if len(fields) == 5 or text.startswith("@"):
         raise ScheduleError(unix_cron_message(text))
     raise ScheduleError(
-        f"{text!r} is not an EventBridge expression: use cron(min hour day-of-month month "
+        f"{quoted(text)} is not an EventBridge expression: use cron(min hour day-of-month month "
         "day-of-week year), rate(N minutes|hours|days) or at(yyyy-mm-ddThh:mm:ss)")
 
 
 def validate_timezone(name: str) -> ZoneInfo:
     if not isinstance(name, str) or not name or name != name.strip():
-        raise ScheduleError(f"{name!r} is not an IANA timezone name")
+        raise ScheduleError(f"{quoted(name)} is not an IANA timezone name")
     try:
+        if len(name) > 64:  # IANA names are at most ~30 characters; longer ones are not names
+            raise ValueError(name)
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):
         import difflib
 
-        close = difflib.get_close_matches(name, sorted(available_timezones()), n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else " (use an IANA name such as 'Asia/Tokyo')"
-        raise ScheduleError(f"unknown timezone {name!r}{hint}") from None
+        close = difflib.get_close_matches(name[:64], sorted(available_timezones()), n=1)
+        hint = f" (did you mean {quoted(close[0])}?)" if close else " (use an IANA name such as 'Asia/Tokyo')"
+        raise ScheduleError(f"unknown timezone {quoted(name)}{hint}") from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -136,16 +140,16 @@ def _parse_cron(text: str, body: str) -> CronExpression:
     fields = body.split()
     if len(fields) == 5:
         raise ScheduleError(
-            f"{text!r} has 5 fields; EventBridge cron has 6 (minutes hours day-of-month month "
+            f"{quoted(text)} has 5 fields; EventBridge cron has 6 (minutes hours day-of-month month "
             f"day-of-week year). {unix_cron_message(body, brief=True)}")
     if len(fields) != 6:
         raise ScheduleError(
-            f"{text!r} has {len(fields)} fields; EventBridge cron has 6: "
+            f"{quoted(text)} has {len(fields)} fields; EventBridge cron has 6: "
             "minutes hours day-of-month month day-of-week year")
     minute, hour, dom, month, dow, year = (f.upper() for f in fields)
     if (dom == "?") == (dow == "?"):
         raise ScheduleError(
-            f"{text!r}: exactly one of day-of-month ({dom}) and day-of-week ({dow}) must be '?'; "
+            f"{quoted(text)}: exactly one of day-of-month ({quoted(dom)}) and day-of-week ({quoted(dow)}) must be '?'; "
             "e.g. cron(0 2 * * ? *) for every day, cron(0 2 ? * MON-FRI *) for weekdays")
     try:
         minutes = _parse_list(minute, 0, 59, {}, "minutes")
@@ -155,7 +159,7 @@ def _parse_cron(text: str, body: str) -> CronExpression:
         dom_values = None if dom == "?" else _parse_dom(dom)
         dow_values = None if dow == "?" else _parse_dow(dow)
     except ScheduleError as e:
-        raise ScheduleError(f"{text!r}: {e}") from None
+        raise ScheduleError(f"{quoted(text)}: {e}") from None
     return CronExpression(text, minutes, hours, months, years, dom, dow, dom_values, dow_values)
 
 
@@ -163,11 +167,11 @@ def _parse_value(token: str, lo: int, hi: int, names: dict[str, int], field: str
     if token in names:
         return names[token]
     if not token.isdigit():
-        raise ScheduleError(f"{field} field: {token!r} is not a number" + (
+        raise ScheduleError(f"{field} field: {quoted(token)} is not a number" + (
             f" or one of {', '.join(names)}" if names else ""))
     value = int(token)
     if not lo <= value <= hi:
-        raise ScheduleError(f"{field} field: {value} is outside {lo}-{hi}")
+        raise ScheduleError(f"{field} field: {quoted(value)} is outside {lo}-{hi}")
     return value
 
 
@@ -175,13 +179,13 @@ def _parse_list(text: str, lo: int, hi: int, names: dict[str, int], field: str) 
     values: set[int] = set()
     for part in text.split(","):
         if not part:
-            raise ScheduleError(f"{field} field: empty list item in {text!r}")
+            raise ScheduleError(f"{field} field: empty list item in {quoted(text)}")
         step = 1
         stepped = "/" in part
         if stepped:
             part, _, step_text = part.partition("/")
             if not step_text.isdigit() or int(step_text) == 0:
-                raise ScheduleError(f"{field} field: step {step_text!r} must be a positive number")
+                raise ScheduleError(f"{field} field: step {quoted(step_text)} must be a positive number")
             step = int(step_text)
         if part == "*":
             start, end = lo, hi
@@ -190,7 +194,7 @@ def _parse_list(text: str, lo: int, hi: int, names: dict[str, int], field: str) 
             start = _parse_value(a, lo, hi, names, field)
             end = _parse_value(b, lo, hi, names, field)
             if start > end:
-                raise ScheduleError(f"{field} field: range {part!r} runs backwards")
+                raise ScheduleError(f"{field} field: range {quoted(part)} runs backwards")
         else:
             start = _parse_value(part, lo, hi, names, field)
             end = hi if stepped else start  # "5/15": from 5 to the end of the range
@@ -205,7 +209,7 @@ def _parse_dom(text: str) -> frozenset[int] | None:
         day = _parse_value(text[:-1], 1, 31, {}, "day-of-month")
         return frozenset({day})
     if "L" in text or "W" in text:
-        raise ScheduleError(f"day-of-month field: {text!r}: use L, LW or nW (e.g. 15W) on their own")
+        raise ScheduleError(f"day-of-month field: {quoted(text)}: use L, LW or nW (e.g. 15W) on their own")
     return _parse_list(text, 1, 31, {}, "day-of-month")
 
 
@@ -218,10 +222,10 @@ def _parse_dow(text: str) -> frozenset[int] | None:
         day = _parse_value(m.group(1), 1, 7, WEEKDAYS, "day-of-week")
         nth = int(m.group(2))
         if not 1 <= nth <= 5:
-            raise ScheduleError(f"day-of-week field: {text!r}: the week number after # must be 1-5")
+            raise ScheduleError(f"day-of-week field: {quoted(text)}: the week number after # must be 1-5")
         return frozenset({day})
     if "#" in text or "L" in text:
-        raise ScheduleError(f"day-of-week field: {text!r}: use n#k (e.g. MON#1) or nL (e.g. FRIL, 6L) on their own")
+        raise ScheduleError(f"day-of-week field: {quoted(text)}: use n#k (e.g. MON#1) or nL (e.g. FRIL, 6L) on their own")
     return _parse_list(text, 1, 7, WEEKDAYS, "day-of-week")
 
 
@@ -278,16 +282,16 @@ def _dow_matches(spec: str, values: frozenset[int] | None, d: date) -> bool:
 def _parse_rate(text: str, body: str) -> RateExpression:
     parts = body.split()
     if len(parts) != 2 or not parts[0].isdigit():
-        raise ScheduleError(f"{text!r}: rate() takes a whole number and a unit, e.g. rate(15 minutes)")
+        raise ScheduleError(f"{quoted(text)}: rate() takes a whole number and a unit, e.g. rate(15 minutes)")
     value, unit = int(parts[0]), parts[1].lower()
     if value < 1:
-        raise ScheduleError(f"{text!r}: the rate must be at least 1")
+        raise ScheduleError(f"{quoted(text)}: the rate must be at least 1")
     singular = unit.rstrip("s")
     if singular not in _RATE_UNITS:
-        raise ScheduleError(f"{text!r}: the unit must be minute(s), hour(s) or day(s)")
+        raise ScheduleError(f"{quoted(text)}: the unit must be minute(s), hour(s) or day(s)")
     expected = singular if value == 1 else singular + "s"
     if unit != expected:
-        raise ScheduleError(f"{text!r}: EventBridge wants rate({value} {expected})")
+        raise ScheduleError(f"{quoted(text)}: EventBridge wants rate({value} {expected})")
     return RateExpression(text, timedelta(seconds=value * _RATE_UNITS[singular]))
 
 
@@ -413,7 +417,7 @@ def translate_unix_cron(text: str) -> list[str] | None:
 def unix_cron_message(text: str, brief: bool = False) -> str:
     translated = translate_unix_cron(text)
     lead = "" if brief else (
-        f"{text!r} looks like a Unix cron expression; EventBridge needs cron() with 6 fields "
+        f"{quoted(text)} looks like a Unix cron expression; EventBridge needs cron() with 6 fields "
         "and numbers day-of-week 1-7 = SUN-SAT. ")
     if translated is None:
         return lead + "Write it as cron(min hour day-of-month month day-of-week year)."

@@ -20,7 +20,7 @@ from jobplane.platform import runner_contract as rc
 from jobplane.runner import logs, targets
 from jobplane.runner.context import ContractError, RunContext, from_environment
 
-KINDS = ("python", "celery", "django", "shell")
+KINDS = rc.STEP_KINDS
 
 
 class Terminated(BaseException):

@@ -84,7 +84,11 @@ class DevPlatform:
         if self.reset and self.data_dir.exists():
             self._check_not_running()
             shutil.rmtree(self.data_dir)
+        # Owner-only: the data directory holds the local AWS's key, every step's output and the
+        # whole table. The umask covers what this process and its children (the runner) create.
+        os.umask(0o077)
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        _owner_only(self.data_dir)
         self._check_not_running()
         compiled = compile_all(self.config)  # raises DefinitionError before anything starts
         self.output_dir = self.data_dir / "compiled"
@@ -100,6 +104,7 @@ class DevPlatform:
         return self
 
     def _start_rest(self) -> None:
+        self._bind_portal()
         snapshot = None if self.reset else Snapshot.load(self.data_dir / SNAPSHOT_FILE)
         if snapshot:
             n = snapshot.restore(self.aws.client("dynamodb"), self.aws.resources["table_name"])
@@ -109,7 +114,8 @@ class DevPlatform:
             table=self.aws.resources["table_name"], topic_arn=self.aws.resources["topic_arn"],
             name_prefix=self.config.name_prefix, region=self.aws.region, account_id=ACCOUNT,
             endpoint_url=self.aws.endpoint_url, catalog_path=self.output_dir / "catalog.json",
-            log_dir=self.data_dir / "logs")
+            log_dir=self.data_dir / "logs", access_key_id=self.aws.credentials.access_key_id,
+            secret_access_key=self.aws.credentials.secret_access_key)
         self.control = ControlPlane(self.deployment)
         paused = self.control.apply_pauses()
         if paused:
@@ -195,6 +201,22 @@ class DevPlatform:
     def portal_url(self) -> str:
         return f"http://127.0.0.1:{self.portal_port}"
 
+    def _bind_portal(self) -> None:
+        """Bound first, before anything is told the portal's URL (alert links, dev.json): port 0
+        takes a free port with no race between parallel tests or two instances."""
+        import socket
+
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", self.portal_port))
+        except OSError as e:
+            sock.close()
+            raise DevError(f"the portal cannot listen on 127.0.0.1:{self.portal_port}: {e.strerror} "
+                           "(another jobplane dev? set [dev] portal_port or JOBPLANE_PORTAL_PORT)") from None
+        self.portal_port = sock.getsockname()[1]
+        self._portal_socket = sock
+
     def _start_portal(self) -> None:
         import uvicorn
 
@@ -205,22 +227,26 @@ class DevPlatform:
                                               AuthSettings(mode="dev", dev_user=self.config.dev.dev_user),
                                               base_url=self.portal_url)
         app = create_app(settings, self.control)
-        self.portal = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.portal_port, log_level="warning",
-                                                    lifespan="off"))
+        self.portal = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
         self.portal.install_signal_handlers = lambda: None  # type: ignore[method-assign]  # the CLI owns signals
-        self._portal_thread = threading.Thread(target=self.portal.run, name="portal", daemon=True)
+        self._portal_thread = threading.Thread(target=self.portal.run, kwargs={"sockets": [self._portal_socket]}, name="portal",
+                                               daemon=True)
         self._portal_thread.start()
         deadline = time.monotonic() + 20
         while not self.portal.started:
             if not self._portal_thread.is_alive() or time.monotonic() > deadline:
-                raise DevError(f"the portal did not start on {self.portal_url} (port in use?)")
+                raise DevError(f"the portal did not start on {self.portal_url}")
             time.sleep(0.05)
 
     def _write_runtime(self) -> None:
+        """dev.json holds the local AWS's key: created 0600, never readable by another user."""
         runtime = {"pid": os.getpid(), "portal_url": self.portal_url, "deployment": self.deployment.to_json(),
                    "data_dir": str(self.data_dir), "started_at": time.time()}
         tmp = self.data_dir / (RUNTIME_FILE + ".tmp")
-        tmp.write_text(json.dumps(runtime, indent=2))
+        tmp.unlink(missing_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(runtime, indent=2))
         tmp.replace(self.data_dir / RUNTIME_FILE)
 
     # -- running ----------------------------------------------------------------------------
@@ -242,7 +268,7 @@ class DevPlatform:
             f"jobplane dev is ready: {len(self.jobs)} jobs deployed on the embedded local AWS.",
             f"  portal      {self.portal_url}/   (signed in as {self.config.dev.dev_user})",
             f"  health      {self.portal_url}/healthz",
-            f"  local AWS   {self.aws.endpoint_url}   (boto3 endpoint_url; any access key)",
+            f"  local AWS   {self.aws.endpoint_url}   (boto3 endpoint_url; its access key is in {self.data_dir / RUNTIME_FILE})",
             f"  step logs   {self.data_dir / 'logs'}   (jobplane logs EXECUTION)",
             f"  alerts      {webhook}; undeliverable ones kept in {self.data_dir / 'dead-letters'}",
             f"  state       {self.data_dir}   (kept across restarts; --reset starts empty)",
@@ -293,6 +319,14 @@ class DevPlatform:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _owner_only(directory: Path) -> None:
+    """Tighten a data directory made by an earlier version (0755 with 0644 files)."""
+    directory.chmod(0o700)
+    for path in directory.rglob("*"):
+        if not path.is_symlink():
+            path.chmod(0o700 if path.is_dir() else 0o600)
 
 
 def _die_with_parent() -> None:

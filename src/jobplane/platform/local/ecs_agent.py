@@ -5,7 +5,9 @@ Locally, the compiled state machine's ``ecs:runTask.sync`` must run the real
 ``jobplane-runner``, so this agent hooks moto's ECS backend (in the moto process):
 
 * ``RunTask``: start the container command with the task definition's environment plus the
-  override environment; moto's automatic status progression is switched off, so the task stays
+  override environment. Only the command the compiler writes, ``jobplane-runner run <kind>``, is
+  run (from this installation's own ``bin``, whatever ``PATH`` says); any other command fails
+  the task to start with a clear reason, since a RunTask is all it takes to start a process here; moto's automatic status progression is switched off, so the task stays
   RUNNING while the process lives;
 * the process ends: record its exit code (128+N for signal N), stop code and STOPPED status on
   the task, as ECS does;
@@ -19,10 +21,12 @@ Each task's output goes to ``<log_dir>/<execution>/<step>.<attempt>.<task id>.lo
 from __future__ import annotations
 
 import datetime
+import json
 import logging
 import os
 import signal
 import subprocess
+import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +37,8 @@ from jobplane.platform import runner_contract as rc
 log = logging.getLogger(__name__)
 
 FINISHED_KEPT = 1000
+#: The runner of this installation (next to the interpreter running the agent).
+RUNNER_PATH = Path(sys.executable).parent / "jobplane-runner"
 _current: LocalEcsAgent | None = None
 _previous: list[LocalEcsAgent | None] = []
 _install_lock = threading.Lock()
@@ -82,9 +88,14 @@ class LocalEcsAgent:
         container_def = _container_definition(task)
         override = _container_override(task, container_def.get("name"))
         command = override.get("command") or container_def.get("command")
-        if not command:
-            _finish(task, None, "no command to run", "TaskFailedToStart")
+        if not rc.is_runner_command(command):
+            shown = json.dumps(command)[:200] if command else "none"
+            _finish(task, None, f"CannotStartContainerError: the local ECS agent runs only "
+                                f"'{rc.RUNNER_EXECUTABLE} run <{'|'.join(rc.STEP_KINDS)}>'; refused command {shown}",
+                    "TaskFailedToStart")
+            log.warning("refused to start task %s: command %s", task.id, shown)
             return
+        command = [str(RUNNER_PATH), *command[1:]]
         env = dict(self.base_env)
         for item in (container_def.get("environment") or []) + (override.get("environment") or []):
             env[item["name"]] = item["value"]

@@ -13,7 +13,10 @@ feeds the reconciler as the base module's EventBridge rule would.
 Two modes: in-process (``LocalAWS()``, for tests: boto3 calls in this process are intercepted)
 and server (``LocalAWS(server_port=4566)``, for ``jobplane dev``: moto's HTTP server runs in
 this process, so the fixes, the agent and the reconciler apply to every client that points at
-``http://127.0.0.1:<port>``, the portal and the CLI included).
+``http://127.0.0.1:<port>``, the portal and the CLI included). The server sits behind
+:mod:`jobplane.platform.local.front`: only clients on this machine that sign with the access key
+generated for this start (``LocalAWS.credentials``) get through; ``server_port=0`` takes a free
+port.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from typing import Any, Callable
 
 from jobplane.compiler.bindings import bind
 from jobplane.platform import datamodel as dm
+from jobplane.platform.local.front import Credentials
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -56,7 +60,8 @@ class LocalAWS:
     env: dict[str, str] = field(default_factory=dict)  # added to every task's environment
     reconcile: bool = True
     fixes: tuple[str, ...] | None = None  # moto fixes to apply (default: all; tests omit one to show stock behaviour)
-    server_port: int | None = None  # serve over HTTP on 127.0.0.1:<port> instead of in-process only
+    server_port: int | None = None  # serve over HTTP on 127.0.0.1:<port> (0: any free port) instead of in-process only
+    credentials: Credentials = field(default_factory=lambda: Credentials("local", "local"))
     state_machines: dict[str, str] = field(default_factory=dict)
     resources: dict[str, str] = field(default_factory=dict)
     status_events: list[tuple[str, str]] = field(default_factory=list)
@@ -68,13 +73,14 @@ class LocalAWS:
         from jobplane.platform.local.ecs_agent import LocalEcsAgent
 
         moto_fixes.apply(*(self.fixes or ()))
-        for name, value in {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
-                            "AWS_DEFAULT_REGION": self.region}.items():
-            os.environ.setdefault(name, value)
         if self.server_port is None:
+            for name, value in {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+                                "AWS_DEFAULT_REGION": self.region}.items():
+                os.environ.setdefault(name, value)
             self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
             self._mock.start()
         else:
+            self.credentials = Credentials.generate()
             self._start_server()
         self.provision()
         if self.log_dir is None:
@@ -103,29 +109,29 @@ class LocalAWS:
         else:
             # moto's backends are process-global: empty them, so the next LocalAWS in this
             # process (a restarted `jobplane dev`, the next test) starts from nothing, like AWS.
-            import urllib.request
+            from moto.moto_api._internal.models import moto_api_backend
 
-            urllib.request.urlopen(urllib.request.Request(f"{self.endpoint_url}/moto-api/reset", method="POST"),
-                                   timeout=10).read()
             self._server.stop()
+            moto_api_backend.reset()
+            moto_fixes.SERVER_CREDENTIALS = None
 
     def _start_server(self) -> None:
-        import urllib.request
-
-        from moto.server import ThreadedMotoServer
-
-        # The interpreter's service integrations call back to localhost:$MOTO_PORT.
-        os.environ["MOTO_PORT"] = str(self.server_port)
         import logging
 
+        from moto.moto_api._internal.models import moto_api_backend
+
+        from jobplane.platform.local import moto_fixes
+        from jobplane.platform.local.front import FrontServer
+
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per AWS call otherwise
-        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.server_port, verbose=False)
+        self._server = FrontServer(self.server_port or 0, self.credentials)
+        self.server_port = self._server.port
+        # The interpreter's service integrations call back to localhost:$MOTO_PORT, signed with
+        # this start's key (moto_fixes.fix_client_reuse), or the front refuses them too.
+        os.environ["MOTO_PORT"] = str(self.server_port)
+        moto_fixes.SERVER_CREDENTIALS = self.credentials
+        moto_api_backend.set_config({"stepfunctions": {"execute_state_machine": True}})
         self._server.start()
-        request = urllib.request.Request(
-            f"{self.endpoint_url}/moto-api/config", method="POST",
-            data=json.dumps({"stepfunctions": {"execute_state_machine": True}}).encode(),
-            headers={"Content-Type": "application/json"})
-        urllib.request.urlopen(request, timeout=10).read()
 
     @property
     def endpoint_url(self) -> str | None:
@@ -178,8 +184,8 @@ class LocalAWS:
     def client(self, service: str) -> Any:
         import boto3
 
-        return boto3.client(service, region_name=self.region, aws_access_key_id="local",
-                            aws_secret_access_key="local", endpoint_url=self.endpoint_url)
+        return boto3.client(service, region_name=self.region, aws_access_key_id=self.credentials.access_key_id,
+                            aws_secret_access_key=self.credentials.secret_access_key, endpoint_url=self.endpoint_url)
 
     # -- what terraform/platform creates -----------------------------------------------------
     def provision(self) -> None:

@@ -210,17 +210,28 @@ def _ensure_request_id(parsed: dict | None = None, **_: object) -> None:
         parsed.setdefault("ResponseMetadata", {}).setdefault("RequestId", "local-no-request-id")
 
 
+#: The access key the server-mode front (jobplane.platform.local.front) accepts; the
+#: interpreter's own calls to localhost:$MOTO_PORT must be signed with it too.
+SERVER_CREDENTIALS = None
+
+
 def fix_client_reuse() -> None:
     """moto's interpreter builds a new boto3 client (from the shared default session, which is
     not thread-safe) for every Task state it runs. With 50 concurrent executions that dominated
     the run time (~0.5 s per skip path). Clients are thread-safe once built: build one per
-    service, region and endpoint, under a lock, and reuse it."""
+    service, region, endpoint and key, under a lock, and reuse it.
+
+    In server mode the client signs with this start's key (``SERVER_CREDENTIALS``) instead of
+    moto's fixed ``ak``, since the front refuses every other key."""
+    import boto3
+    from botocore.config import Config
+    from moto.settings import moto_server_port
     from moto.stepfunctions.parser.asl.utils import boto_client
+    from moto.stepfunctions.parser.asl.component.common.timeouts.timeout import TimeoutSeconds
     from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
         state_task_service_aws_sdk, state_task_service_dynamodb, state_task_service_ecs, state_task_service_sfn,
         state_task_service_sns)
 
-    original = boto_client.boto_client_for
     cache: dict[tuple, object] = {}
     lock = threading.Lock()
 
@@ -229,10 +240,20 @@ def fix_client_reuse() -> None:
 
         # The endpoint is part of the key: a server-mode client calls localhost:$MOTO_PORT, and
         # a later LocalAWS in this process (a restarted dev platform) serves on another port.
-        key = (region, service, botocore_stubber.enabled, os.environ.get("MOTO_PORT"))
+        intercepted = botocore_stubber.enabled
+        credentials = SERVER_CREDENTIALS
+        key = (region, service, intercepted, moto_server_port(), credentials)
         with lock:
             if key not in cache:
-                client = original(region=region, service=service, state_credentials=state_credentials)
+                kwargs = {} if intercepted else {"endpoint_url": f"http://localhost:{moto_server_port()}"}
+                client = boto3.client(
+                    service, region_name=region,
+                    aws_access_key_id=credentials.access_key_id if credentials else "ak",
+                    aws_secret_access_key=credentials.secret_access_key if credentials else "sk",
+                    config=Config(parameter_validation=False, retries={"max_attempts": 0, "total_max_attempts": 1},
+                                  connect_timeout=TimeoutSeconds.DEFAULT_TIMEOUT_SECONDS,
+                                  read_timeout=TimeoutSeconds.DEFAULT_TIMEOUT_SECONDS),
+                    **kwargs)
                 client.meta.events.register("after-call", _ensure_request_id)
                 cache[key] = client
             return cache[key]
@@ -242,6 +263,19 @@ def fix_client_reuse() -> None:
                    state_task_service_sfn, state_task_service_sns):
         if hasattr(module, "boto_client_for"):
             module.boto_client_for = boto_client_for
+
+
+def fix_global_cors() -> None:
+    """moto's server adds CORS headers allowing every origin to every answer (flask-cors), so a
+    web page could read what it sends to the local AWS. Off, with moto's own setting
+    (``MOTO_DISABLE_GLOBAL_CORS``), which moto reads once at import; the front refuses browser
+    requests anyway (front.py)."""
+    from moto import settings
+    from moto.moto_server import werkzeug_app
+
+    os.environ["MOTO_DISABLE_GLOBAL_CORS"] = "true"
+    settings.DISABLE_GLOBAL_CORS = True
+    werkzeug_app.DISABLE_GLOBAL_CORS = True
 
 
 def fix_stop_cause() -> None:
@@ -282,6 +316,26 @@ def fix_stop_cause() -> None:
     models.StateMachine.stop_execution = stop_execution
     models.StepFunctionBackend.stop_execution = backend_stop_execution
     responses.StepFunctionResponse.stop_execution = response_stop_execution
+
+
+def fix_stop_while_starting() -> None:
+    """StopExecution right after StartExecution fails in moto 5.2.5 with a 500
+    ("'NoneType' object has no attribute 'set_stop'"): the execution's worker thread creates its
+    environment only after parsing the definition, and a stop in between finds none. On AWS a
+    just-started execution can be stopped. Wait (bounded) for the worker's environment."""
+    import time
+
+    from moto.stepfunctions.parser.backend import execution_worker
+
+    original = execution_worker.ExecutionWorker.stop
+
+    def stop(self, stop_date, error, cause):  # type: ignore[no-untyped-def]
+        deadline = time.monotonic() + 60
+        while getattr(self, "env", None) is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return original(self, stop_date=stop_date, error=error, cause=cause)
+
+    execution_worker.ExecutionWorker.stop = stop
 
 
 def fix_parse_once() -> None:
@@ -350,6 +404,8 @@ FIXES = {
     "parse_once": fix_parse_once,
     "sync_retry": fix_sync_retry,
     "ecs_thread_safe": fix_ecs_thread_safe,
+    "global_cors": fix_global_cors,
+    "stop_while_starting": fix_stop_while_starting,
 }
 
 

@@ -1,0 +1,118 @@
+"""The front door of the embedded local AWS in server mode (``jobplane dev``).
+
+moto's server is built to be reachable by anything: it answers CORS preflights for any origin,
+serves any ``Host``, ignores credentials and offers ``/moto-api/`` to read or wipe every
+backend. On a developer's machine the local AWS can start processes (ECS RunTask runs the local
+agent), so any web page the developer opens could reach it through the browser, directly or by
+DNS rebinding. This front stands between the socket and moto and lets through only what an AWS
+SDK on this machine sends:
+
+* ``Host`` must be ``127.0.0.1:<port>`` or ``localhost:<port>`` (no DNS rebinding);
+* no ``Origin`` and no ``Sec-Fetch-*`` header: only browsers send those, and no browser page has
+  any business here;
+* the request is signed (SigV4) with the access key id generated for this start (written to the
+  data directory's ``dev.json``, mode 0600, for the CLI and the portal); a request under any
+  other key, or unsigned, is refused. The key id is 120 random bits that never leave this
+  machine's loopback interface and owner-only files, so knowing it is the credential;
+* ``/moto-api/`` (moto's own control API: dump, reset, configure) is not served at all; the
+  engine configures and resets moto in process.
+
+Refusals answer 403 with an AWS-style JSON error that names the reason, so a developer who
+points a client at the wrong key sees why.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import re
+import secrets
+import string
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+_CREDENTIAL = re.compile(r"Credential=([A-Za-z0-9]+)/")
+_KEY_ALPHABET = string.ascii_uppercase + string.digits
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """The access key a client must sign with to reach this local AWS."""
+
+    access_key_id: str
+    secret_access_key: str
+
+    @classmethod
+    def generate(cls) -> Credentials:
+        # AWS-shaped: 20 characters, upper case and digits (24 random characters of 36 ~ 124 bits)
+        key = "JPLOCAL" + "".join(secrets.choice(_KEY_ALPHABET) for _ in range(24))
+        return cls(key, secrets.token_urlsafe(30))
+
+
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+class Front:
+    """WSGI middleware in front of moto's dispatcher."""
+
+    def __init__(self, app: WsgiApp, port: int, credentials: Credentials):
+        self.app = app
+        self.hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
+        self.credentials = credentials
+
+    def refusal(self, environ: dict[str, Any]) -> str | None:
+        """Why this request is refused, or None to let it through."""
+        host = environ.get("HTTP_HOST", "")
+        if host.lower() not in self.hosts:
+            return f"Host {host[:80]!r} is not this local AWS (use http://127.0.0.1:<port>)"
+        if "HTTP_ORIGIN" in environ or any(k.startswith("HTTP_SEC_FETCH_") for k in environ):
+            return "requests from web pages are refused (Origin or Sec-Fetch-* header present)"
+        if environ.get("PATH_INFO", "").startswith("/moto-api"):
+            return "moto's control API is not served by jobplane's local AWS"
+        match = _CREDENTIAL.search(environ.get("HTTP_AUTHORIZATION", ""))
+        if match is None:
+            return "the request is not signed; use the access key in the data directory's dev.json"
+        if not hmac.compare_digest(match.group(1).encode(), self.credentials.access_key_id.encode()):
+            return "unknown access key; use the one in the data directory's dev.json (it changes at every start)"
+        return None
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        reason = self.refusal(environ)
+        if reason is None:
+            return self.app(environ, start_response)
+        body = json.dumps({"__type": "AccessDeniedException", "message": f"jobplane local AWS: {reason}"}).encode()
+        start_response("403 Forbidden", [("Content-Type", "application/x-amz-json-1.0"),
+                                         ("Content-Length", str(len(body))),
+                                         ("x-amzn-ErrorType", "AccessDeniedException")])
+        return [body]
+
+
+class FrontServer:
+    """moto's application behind :class:`Front` on a threaded werkzeug server on 127.0.0.1.
+
+    Bound before it is announced: ``port=0`` takes a free port from the kernel, so parallel
+    tests and two ``jobplane dev`` instances never race for one.
+    """
+
+    def __init__(self, port: int, credentials: Credentials):
+        from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+        from werkzeug.serving import make_server
+
+        self.credentials = credentials
+        self._server = make_server("127.0.0.1", port, lambda e, s: self._app(e, s), threaded=True,
+                                   request_handler=MotoRequestHandler)
+        self.port = self._server.server_port
+        self._app = Front(DomainDispatcherApplication(create_backend_app), self.port, credentials)
+        self._thread: Any = None
+
+    def start(self) -> None:
+        import threading
+
+        self._thread = threading.Thread(target=self._server.serve_forever, name="local-aws", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=10)

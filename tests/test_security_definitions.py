@@ -1,0 +1,85 @@
+"""A pull request's job file is hostile input evaluated on the CI machine (issue 10, item 2):
+Jsonnet imports are confined to jobs/ and the DSL library, and a rejected value is quoted only
+in part, so neither the compiled output nor an error message can carry a file of the machine."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import Repo
+
+SECRET = "ci-secret-value-7d1f0c"
+
+JOB = """\
+local jp = import 'jobplane.libsonnet';
+{
+  name: 'leaky',
+  team: 'billing',
+  schedule: jp.daily('02:00'),
+  steps: [jp.python('run', 'examples.noop:run')],
+  %s
+}
+"""
+
+
+@pytest.fixture(autouse=True)
+def ci_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CI_DEPLOY_TOKEN", SECRET)  # what /proc/self/environ would give away
+
+
+@pytest.mark.parametrize("prefix, field", [
+    ("", "description: importstr '/etc/passwd',"),
+    ("", "timezone: std.split(importstr '/proc/self/environ', '\\u0000')[0],"),
+    ("", "description: importstr '../../../../../../../../etc/passwd',"),
+    ("", "description: std.toString(importbin '/etc/hostname'),"),
+    ("local x = import '/etc/jobplane.libsonnet';\n", "description: x,"),
+])
+def test_a_job_file_cannot_read_files_outside_jobs(repo: Repo, prefix: str, field: str) -> None:
+    repo.write("jobs/billing/leaky.jsonnet", prefix + JOB % field)
+    for command in ("validate", "compile"):
+        result = repo.cli(command)
+        assert result.exit_code == 2, result.output
+        assert "jobs/billing/leaky.jsonnet: import '" in result.output and "refused" in result.output
+        assert "root:" not in result.output and SECRET not in result.output
+    assert not (repo.path / "terraform").exists()
+
+
+def test_a_symlink_out_of_jobs_is_refused(repo: Repo, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text(SECRET)
+    (repo.path / "jobs" / "billing").mkdir(parents=True)
+    os.symlink(outside, repo.path / "jobs" / "billing" / "notes.txt")
+    repo.write("jobs/billing/leaky.jsonnet", JOB % "description: importstr 'notes.txt',")
+    result = repo.cli("compile")
+    assert result.exit_code == 2
+    assert "import 'notes.txt' from jobs/billing/ refused: it leads outside jobs/" in result.output
+    assert SECRET not in result.output and not (repo.path / "terraform" / "jobs" / "catalog.json").exists()
+
+
+def test_imports_inside_jobs_still_work(repo: Repo) -> None:
+    repo.write("jobs/billing/common.libsonnet", "{ description: 'shared by billing jobs' }")
+    repo.write("jobs/billing/notes.txt", "Runbook text kept beside the job.")
+    repo.write("jobs/billing/leaky.jsonnet", "local common = import 'common.libsonnet';\n"
+               + JOB % "description: common.description + ' / ' + importstr 'notes.txt',")
+    result = repo.cli("compile")
+    assert result.exit_code == 0, result.output
+    catalog = (repo.out / "catalog.json").read_text()
+    assert "shared by billing jobs / Runbook text kept beside the job." in catalog
+
+
+def test_an_error_quotes_at_most_80_characters_of_a_value(repo: Repo) -> None:
+    long_value = "Z" * 5000
+    repo.write("jobs/billing/leaky.jsonnet", JOB % f"timezone: '{long_value}', runbook: {{ impact: 1 }},")
+    repo.write("jobs/billing/other.jsonnet", (JOB % f"description: 'x',").replace("leaky", "other").replace(
+        "jp.daily('02:00')", f"'cron({'9' * 3000} * * * ? *)'"))
+    result = repo.cli("validate")
+    assert result.exit_code == 2
+    lines = [line for line in result.output.splitlines() if "jobs/billing" in line]
+    assert any("timezone" in line for line in lines) and any("schedule" in line for line in lines)
+    for line in lines:
+        assert "Z" * 81 not in line and "9" * 81 not in line, line
+        assert len(line) < 600, line
+    assert "(5000 characters)" in result.output

@@ -1,0 +1,175 @@
+"""Attacks on `jobplane dev` from the developer's own machine: a web page in the browser (CORS,
+DNS rebinding), another process without the key, and other users reading the data directory.
+Each test performs the attack and shows that it now fails (issue 10, items 1 and 15)."""
+
+from __future__ import annotations
+
+import json
+import stat
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+
+from devkit import make_repo
+from jobplane.platform.config import load_config
+from jobplane.platform.local.dev import DevPlatform
+
+EVIL = "https://evil.example"
+
+
+@pytest.fixture(scope="module")
+def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevPlatform]:
+    tmp = tmp_path_factory.mktemp("security")
+    make_repo(tmp / "repo")
+    # as an older version left it: world-readable directory and files
+    (tmp / "data" / "logs").mkdir(parents=True)
+    (tmp / "data" / "logs" / "old.log").write_text("secret output")
+    (tmp / "data").chmod(0o755)
+    (tmp / "data" / "logs" / "old.log").chmod(0o644)
+    p = DevPlatform(load_config(tmp / "repo"), tmp / "data", 0, 0, run_scheduler=False, run_services=False,
+                    snapshot_interval=3600).start()
+    yield p
+    p.stop()
+
+
+def aws_call(platform: DevPlatform, service: str, target: str, body: dict, key: str | None = None,
+             headers: dict[str, str] | None = None, method: str = "POST", path: str = "/") -> tuple[int, dict[str, str], bytes]:
+    """An AWS JSON-protocol call as a page's fetch() or another process would send it: signed
+    with ``key`` (any key a page could make up), with extra headers such as Origin or Host."""
+    url = f"{platform.aws.endpoint_url}{path}"
+    data = json.dumps(body).encode()
+    request = AWSRequest(method=method, url=url, data=data,
+                         headers={"Content-Type": "application/x-amz-json-1.1", "X-Amz-Target": target})
+    if key is not None:
+        SigV4Auth(Credentials(key, "whatever"), service, "us-east-1").add_auth(request)
+    sent = dict(request.headers.items()) | (headers or {})
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, data=data if method == "POST" else None,
+                                                           headers=sent, method=method), timeout=30) as r:
+            return r.status, dict(r.headers.items()), r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers.items()), e.read()
+
+
+def run_task_body(platform: DevPlatform, marker: Path, command: list[str] | None = None) -> dict:
+    r = platform.aws.resources
+    return {"cluster": r["cluster_arn"], "taskDefinition": r["task_definition_arn"], "launchType": "FARGATE",
+            "networkConfiguration": {"awsvpcConfiguration": {"subnets": [r["subnets"]], "securityGroups": [r["security_groups"]]}},
+            "overrides": {"containerOverrides": [{"name": "runner",
+                                                  "command": command or ["sh", "-c", f"id > {marker}"]}]}}
+
+
+RUN_TASK = "AmazonEC2ContainerServiceV20141113.RunTask"
+
+
+def test_a_web_page_cannot_start_a_process_through_the_local_aws(platform: DevPlatform, tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    key = platform.aws.credentials.access_key_id
+    # What the page did: any key, Origin of the attacking site; then even with the real key.
+    for attempt_key in ("AKIAEVIL", key):
+        status, headers, body = aws_call(platform, "ecs", RUN_TASK, run_task_body(platform, marker), attempt_key,
+                                         {"Origin": EVIL})
+        assert status == 403 and b"web pages are refused" in body
+        assert "Access-Control-Allow-Origin" not in headers
+    # the browser's preflight gets no CORS grant either
+    status, headers, _ = aws_call(platform, "ecs", RUN_TASK, {}, None, {
+        "Origin": EVIL, "Access-Control-Request-Method": "POST"}, method="OPTIONS")
+    assert status == 403 and "Access-Control-Allow-Origin" not in headers
+    # a no-cors request carries no Origin, but the browser marks it with Sec-Fetch-*
+    status, _, _ = aws_call(platform, "ecs", RUN_TASK, run_task_body(platform, marker), key,
+                            {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "no-cors"})
+    assert status == 403
+    time.sleep(0.5)
+    assert not marker.exists()
+
+
+def test_dns_rebinding_and_unknown_keys_are_refused(platform: DevPlatform, tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    key = platform.aws.credentials.access_key_id
+    port = platform.aws.server_port
+    for host in ("evil.example", f"evil.example:{port}", f"127.0.0.1:{port + 1}"):
+        status, _, body = aws_call(platform, "ecs", RUN_TASK, run_task_body(platform, marker), key, {"Host": host})
+        assert status == 403 and b"is not this local AWS" in body
+    for bad_key in (None, "local", "AKIAIOSFODNN7EXAMPLE", key[:-1]):
+        status, _, body = aws_call(platform, "ecs", RUN_TASK, run_task_body(platform, marker), bad_key)
+        assert status == 403, bad_key
+    time.sleep(0.5)
+    assert not marker.exists()
+
+
+def test_moto_control_api_is_not_served(platform: DevPlatform) -> None:
+    key = platform.aws.credentials.access_key_id
+    before = platform.control.repo.job_states()
+    for method, path in (("GET", "/moto-api/data.json"), ("POST", "/moto-api/reset"), ("POST", "/moto-api/config")):
+        status, _, body = aws_call(platform, "sts", "x", {}, key, method=method, path=path)
+        assert status == 403 and b"control API" in body, path
+    assert len(platform.control.repo.job_states()) == len(before)
+    assert platform.control.sfn.list_state_machines()["stateMachines"]  # nothing was wiped
+
+
+def test_with_the_key_only_the_runner_command_runs(platform: DevPlatform, tmp_path: Path) -> None:
+    """Even a signed RunTask cannot run an arbitrary command: the agent fails the task to start."""
+    marker = tmp_path / "pwned"
+    ecs = platform.aws.client("ecs")
+    body = run_task_body(platform, marker)
+    task = ecs.run_task(cluster=body["cluster"], taskDefinition=body["taskDefinition"], launchType="FARGATE",
+                        networkConfiguration=body["networkConfiguration"], overrides=body["overrides"])["tasks"][0]
+    described = ecs.describe_tasks(cluster=body["cluster"], tasks=[task["taskArn"]])["tasks"][0]
+    assert described["lastStatus"] == "STOPPED" and described["stopCode"] == "TaskFailedToStart"
+    assert "runs only 'jobplane-runner run <python|celery|django|shell>'" in described["stoppedReason"]
+    assert '"sh", "-c"' in described["stoppedReason"]
+    for command in (["jobplane-runner", "run", "shell", "--x"], ["/tmp/jobplane-runner", "run", "shell"],
+                    ["jobplane-runner", "run", "perl"]):
+        t = ecs.run_task(cluster=body["cluster"], taskDefinition=body["taskDefinition"], launchType="FARGATE",
+                         networkConfiguration=body["networkConfiguration"],
+                         overrides={"containerOverrides": [{"name": "runner", "command": command}]})["tasks"][0]
+        assert ecs.describe_tasks(cluster=body["cluster"], tasks=[t["taskArn"]])["tasks"][0]["stopCode"] == "TaskFailedToStart"
+    time.sleep(0.5)
+    assert not marker.exists()
+
+
+def test_the_cli_and_portal_use_the_key_from_an_owner_only_dev_json(platform: DevPlatform) -> None:
+    runtime_file = platform.data_dir / "dev.json"
+    deployment = json.loads(runtime_file.read_text())["deployment"]
+    assert deployment["access_key_id"] == platform.aws.credentials.access_key_id
+    assert stat.S_IMODE(runtime_file.stat().st_mode) == 0o600
+    # the portal (same boto3 calls through the key) answers
+    with urllib.request.urlopen(f"{platform.portal_url}/healthz", timeout=30) as r:
+        assert json.loads(r.read())["status"] == "ok"
+    # the key is new at every start: a key written down before is worth nothing later
+    assert platform.aws.credentials.access_key_id not in ("local", "ak")
+
+
+def test_the_data_directory_is_owner_only(platform: DevPlatform) -> None:
+    name = platform.control.run_now("flaky-load", "dev@localhost", {"mode": "ok"})
+    deadline = time.monotonic() + 120
+    while not (platform.control.repo.execution(name)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    platform.save()
+    assert platform.control.repo.execution(name) is not None
+    assert stat.S_IMODE(platform.data_dir.stat().st_mode) == 0o700
+    files = [p for p in platform.data_dir.rglob("*") if p.is_file()]
+    assert any(p.name == "state.json" for p in files) and any(p.suffix == ".log" for p in files)
+    loose = [(str(p), oct(stat.S_IMODE(p.stat().st_mode))) for p in platform.data_dir.rglob("*")
+             if stat.S_IMODE(p.stat().st_mode) & 0o077]
+    assert loose == []
+
+
+def test_a_data_directory_left_open_by_an_older_version_is_tightened(platform: DevPlatform) -> None:
+    old = platform.data_dir / "logs" / "old.log"  # made 0644 in a 0755 directory before the start
+    assert old.read_text() == "secret output"
+    assert stat.S_IMODE(old.stat().st_mode) == 0o600
+
+
+def test_local_aws_key_is_random_per_start() -> None:
+    from jobplane.platform.local.front import Credentials
+
+    keys = {Credentials.generate().access_key_id for _ in range(50)}
+    assert len(keys) == 50 and all(len(k) == 31 and k.isalnum() for k in keys)
