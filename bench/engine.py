@@ -1,20 +1,26 @@
 """The compiled state machine on the local engine: transitions per path, latency, concurrency.
 
-    .venv/bin/python bench/engine.py [-n 20] [--concurrent 100]
+    .venv/bin/python bench/engine.py [-n 20] [--concurrent 100] [--rounds 10] [--burners 2]
 
 Runs real compiled jobs with real runner subprocesses (the local ECS agent) and prints:
 states entered (billed transitions on AWS Standard) for a one-step success, a three-step
 success, a failure and a skip; the start-to-finish latency of a one-step no-op job (median of
-N); and N concurrent starts of an ALWAYS_RUN job (all finished, none lost, total time).
+N); and ROUNDS rounds of N concurrent starts of an ALWAYS_RUN no-op job (all finished, none
+lost, none FAILED), with BURNERS processes spinning on the CPU beside them: the spurious
+failure of issue 13 showed only on a loaded machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
+from typing import Iterator
 
 from jobplane.compiler import asl
 from jobplane.compiler.model import Job
@@ -35,6 +41,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-n", type=int, default=20)
     ap.add_argument("--concurrent", type=int, default=100)
+    ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--burners", type=int, default=2, help="CPU-bound processes running during the rounds")
     args = ap.parse_args()
     with LocalAWS(env={"PYTHONPATH": str(TESTS)}) as aws:
         deploy(aws, "one", 1)
@@ -65,34 +73,59 @@ def main() -> None:
         print(f"one-step no-op, start to finish: median {statistics.median(latencies) * 1000:.0f} ms, "
               f"min {min(latencies) * 1000:.0f} ms, max {max(latencies) * 1000:.0f} ms over {args.n} runs")
 
-        arns: list[str] = []
-        lock = threading.Lock()
-        t0 = time.perf_counter()
+        totals: dict[str, int] = {}
+        with burning(args.burners):
+            for round_ in range(1, args.rounds + 1):
+                by_status, started, total = concurrent_round(aws, args.concurrent)
+                for k, v in by_status.items():
+                    totals[k] = totals.get(k, 0) + v
+                print(f"round {round_}: {args.concurrent} concurrent starts of an ALWAYS_RUN no-op job: started in "
+                      f"{started:.1f} s, all finished in {total:.1f} s; records by status: {by_status}", flush=True)
+        print(f"{args.rounds} rounds x {args.concurrent} concurrent no-op runs with {args.burners} CPU burners: "
+              f"{totals.get('SUCCEEDED', 0)} SUCCEEDED, {totals.get('FAILED', 0)} FAILED, "
+              f"{sum(v for k, v in totals.items() if k not in ('SUCCEEDED', 'FAILED'))} other {totals}")
 
-        def start() -> None:
-            arn = aws.start("one", execution_input.manual("bench", overrides={"mode": "ok"}))
-            with lock:
-                arns.append(arn)
 
-        threads = [threading.Thread(target=start) for _ in range(args.concurrent)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
-        started = time.perf_counter() - t0
-        results = [aws.wait(a, timeout=600) for a in arns]
-        total = time.perf_counter() - t0
-        for a in arns:
-            aws.wait_reconciled(a)
-        repo = aws.repository()
-        records = [repo.execution(a.rsplit(":", 1)[1]) for a in arns]
-        by_status: dict[str, int] = {}
-        for r in records:
-            key = r.status if r is not None else "MISSING"
-            by_status[key] = by_status.get(key, 0) + 1
-        print(f"{args.concurrent} concurrent starts of an ALWAYS_RUN job: started in {started:.1f} s, all finished in "
-              f"{total:.1f} s; executions {sum(r.status == 'SUCCEEDED' for r in results)} SUCCEEDED; "
-              f"records by status: {by_status}")
+def concurrent_round(aws: LocalAWS, n: int) -> tuple[dict[str, int], float, float]:
+    arns: list[str] = []
+    lock = threading.Lock()
+    t0 = time.perf_counter()
+
+    def start() -> None:
+        arn = aws.start("one", execution_input.manual("bench", overrides={"mode": "ok"}))
+        with lock:
+            arns.append(arn)
+
+    threads = [threading.Thread(target=start) for _ in range(n)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    started = time.perf_counter() - t0
+    for a in arns:
+        aws.wait(a, timeout=600)
+    total = time.perf_counter() - t0
+    for a in arns:
+        aws.wait_reconciled(a)
+    repo = aws.repository()
+    by_status: dict[str, int] = {}
+    for a in arns:
+        r = repo.execution(a.rsplit(":", 1)[1])
+        key = r.status if r is not None else "MISSING"
+        by_status[key] = by_status.get(key, 0) + 1
+    return by_status, started, total
+
+
+@contextlib.contextmanager
+def burning(n: int) -> Iterator[None]:
+    """n processes spinning on the CPU until the block ends (a loaded machine)."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
 
 
 if __name__ == "__main__":

@@ -92,6 +92,17 @@ JOBS = {
           notify: jp.slack('#billing-alerts', events=[jp.events.FAILED, jp.events.SLOW]),
         }
     """,
+    "billing/typed-params.jsonnet": """\
+        local jp = import 'jobplane.libsonnet';
+        {
+          name: 'typed-params',
+          team: 'billing',
+          description: 'Records the params it was given, with their JSON types.',
+          schedule: jp.manual,
+          params: { out: null, dry_run: false, tags: ['a', 'b'], limit: 10, label: '2026', options: { deep: true } },
+          steps: [jp.python('record', 'sample_apps.functions:record')],
+        }
+    """,
     "growth/other-team.jsonnet": """\
         local jp = import 'jobplane.libsonnet';
         {

@@ -184,9 +184,28 @@ def scenario(name: str, fixed: bool) -> dict:
 
     if name == "ecs_thread_safe":
         def body(aws):
-            from moto.ecs.models import EC2ContainerServiceBackend
+            # A task as DescribeTasks answered it, then the agent records the task's end before
+            # moto has serialised that answer: stock moto serialises the live object (torn).
+            from moto.ecs.models import ecs_backends
 
-            return {"locked": EC2ContainerServiceBackend.describe_tasks.__name__ == "locked"}
+            from jobplane.platform.local import ecs_agent
+
+            r = aws.resources
+            backend = ecs_backends["123456789012"]["us-east-1"]
+            ecs = aws.client("ecs")
+            target = json.dumps({"kind": "shell", "argv": ["sleep", "30"]})
+            arn = ecs.run_task(cluster=r["cluster_arn"], taskDefinition=r["task_definition_arn"], launchType="FARGATE",
+                               networkConfiguration={"awsvpcConfiguration": {"subnets": [r["subnets"]],
+                                                                             "securityGroups": [r["security_groups"]]}},
+                               overrides={"containerOverrides": [{"name": "runner", "command": ["jobplane-runner", "run", "shell"],
+                                                                  "environment": [{"name": "JOBPLANE_TARGET", "value": target}]}]}
+                               )["tasks"][0]["taskArn"]
+            answered = backend.describe_tasks(r["cluster_arn"], [arn])[0]
+            live = next(t for tasks in backend.tasks.values() for a, t in tasks.items() if a == arn)
+            ecs_agent._finish(live, 0, "Essential container in task exited", "EssentialContainerExited")
+            aws.agent.stop(arn)
+            return {"answer_changed_after_it_was_given": answered.containers[0].last_status == "STOPPED",
+                    "task_status_in_answer": answered.last_status}
         return with_engine(fixes, body)
 
     if name == "stop_cause":

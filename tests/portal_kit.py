@@ -3,6 +3,7 @@ portal app over it with any auth settings."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from devkit import free_port, make_repo
@@ -15,6 +16,7 @@ BILLING = "aiko@example.com"  # member of billing
 GROWTH = "ben@example.com"  # member of growth only
 ADMIN = "root@example.com"
 READER = "someone@example.com"  # no team
+PROXY_SECRET = "proxy-secret-for-tests-0123456789"  # what the authenticating proxy adds to each request
 
 
 def start_platform(tmp: Path) -> DevPlatform:
@@ -24,19 +26,20 @@ def start_platform(tmp: Path) -> DevPlatform:
 
 
 def header_app(platform: DevPlatform, **overrides):  # type: ignore[no-untyped-def]
-    """The portal behind an authenticating proxy that sets X-Forwarded-Email."""
+    """The portal behind an authenticating proxy that sets X-Forwarded-Email and proves itself
+    with a shared secret (as_user() sends both); served under TestClient's name and loopback."""
     settings = PortalSettings.from_config(platform.config, platform.deployment,
-                                          AuthSettings(mode="trusted-header", header="X-Forwarded-Email"),
+                                          AuthSettings(mode="trusted-header", header="X-Forwarded-Email",
+                                                       proxy_secret=PROXY_SECRET),
                                           base_url="http://testserver")
+    settings = replace(settings, allowed_hosts=frozenset({"testserver", "127.0.0.1"}))
     if overrides:
-        from dataclasses import replace
-
         settings = replace(settings, **overrides)
     return create_app(settings, platform.control)
 
 
 def as_user(name: str) -> dict[str, str]:
-    return {"X-Forwarded-Email": name}
+    return {"X-Forwarded-Email": name, "X-Jobplane-Proxy-Secret": PROXY_SECRET}
 
 
 class Served:

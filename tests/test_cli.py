@@ -92,7 +92,13 @@ def test_plan_against_a_git_ref(repo: Repo) -> None:
     assert result.exit_code == 0, result.output
     assert "~ nightly" in result.stdout and "policy: SKIP_IF_RUNNING -> ALWAYS_RUN" in result.stdout
     bad = repo.cli("plan", "--against-ref", "no-such-ref")
-    assert bad.exit_code == 1 and "git archive no-such-ref failed" in bad.output
+    assert bad.exit_code == 1 and "git ref 'no-such-ref' does not name a commit" in bad.output
+    # a ref that is an option of git: a name that does not exist, never an option (issue 10, item 14)
+    target = repo.path / "written-by-git.tar"
+    for ref in (f"--output={target}", f"--remote=file://{repo.path}", "-o/tmp/x"):
+        attack = repo.cli(f"plan", f"--against-ref={ref}")
+        assert attack.exit_code == 1 and "does not name a commit" in attack.output, attack.output
+    assert not target.exists()
 
 
 def test_console_script_help_lists_every_command() -> None:

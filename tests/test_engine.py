@@ -145,7 +145,7 @@ def test_policy_table(aws: LocalAWS, policy: str, tmp_path: Path) -> None:
     ran, rec = scheduled_run()
     assert ran == after_failure
     # a run in progress
-    aws.repository().acknowledge_failure(job, "ops@example.com", "clear the block for the next case")
+    aws.repository().acknowledge_failure(job)
     marker = tmp_path / "running"
     holder = manual("sleep", seconds=3, marker=str(marker))
     started_process(marker)
@@ -336,10 +336,35 @@ def test_repository_pages_and_feeds(aws: LocalAWS) -> None:
     assert failures == [arns[3], arns[1]]
     state = next(s for s in repo.job_states() if s.job == job)
     assert state.last_status == "SUCCEEDED" and state.last_execution == arns[4]
-    # acknowledging a failure unblocks SKIP_IF_FAILED and is audited
+    # acknowledging a failure unblocks SKIP_IF_FAILED (the control plane audits it: test_portal_api)
     finish(aws, aws.start(job, fire({"mode": "fail"})))
-    assert repo.acknowledge_failure(job, "ops@example.com", "known partner outage")
+    blocker = repo.job_state(job).blocked_by
+    assert not repo.acknowledge_failure(job, "some-other-execution")  # only the one blocking
+    assert repo.acknowledge_failure(job, blocker)
     assert repo.job_state(job).blocked_by is None
+    # audit entries: newest first, and one can be withdrawn (an action that failed after it)
+    entry_id = repo.add_audit("ops@example.com", "acknowledge_failure", job, blocker, "known partner outage")
     entry = next(e for e in repo.audit_log() if e["job"] == job)
     assert entry["actor"] == "ops@example.com" and entry["action"] == "acknowledge_failure"
-    assert entry["reason"] == "known partner outage"
+    assert entry["reason"] == "known partner outage" and entry["execution"] == blocker
+    repo.delete_audit(entry_id)
+    assert not any(e["job"] == job for e in repo.audit_log())
+
+
+def test_a_step_gets_its_declared_environment_not_the_developers(aws: LocalAWS, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 10, item 8: jobplane dev handed its whole environment (the Slack webhook URL, AWS
+    keys) to every step, whose output every portal user reads."""
+    monkeypatch.setenv("JOBPLANE_SLACK_WEBHOOK_URL", "https://hooks.slack.com/services/T9/B9/SECRET")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_developer_token")
+    out = tmp_path / "env.json"
+    job = Job.model_validate({"name": "env-check", "team": "billing", "timezone": "UTC",
+                              "steps": [{"name": "dump", "python": "sample_apps.functions:record_env",
+                                         "kwargs": {"out": str(out)}, "env": {"REPORT_BUCKET": "reports"}}]})
+    aws.deploy(job.name, asl.compile_job(job, aws.prefix))
+    assert aws.run(job.name, execution_input.manual("test")).status == "SUCCEEDED"
+    env = json.loads(out.read_text())
+    assert "JOBPLANE_SLACK_WEBHOOK_URL" not in env and "GITHUB_TOKEN" not in env
+    assert not any(k.startswith("AWS_") for k in env)
+    assert env["REPORT_BUCKET"] == "reports" and env["PYTHONPATH"] == aws.env["PYTHONPATH"]  # declared + [dev] env
+    assert env["JOBPLANE_JOB"] == "env-check" and "PATH" in env

@@ -82,3 +82,36 @@ def test_unsubscribed_events_are_not_posted_and_no_webhook_logs(receiver: Receiv
     with caplog.at_level("WARNING"):
         assert console.notify(message()) == ["logged"]
     assert "daily-sales-report (billing): FAILED at step extract-orders" in caplog.text
+
+
+def test_injected_mrkdwn_is_shown_as_text_not_acted_on(receiver: Receiver, tmp_path: Path) -> None:
+    """Issue 10, item 6: an error (from a run's param), a stop reason and a runbook try to ping the
+    channel, close the code block and disguise a link."""
+    attack = "bad input ``` <!channel> *urgent* <https://evil.example/login|open the portal> & more"
+    notifier = SlackNotifier(receiver.url, ROUTING, "http://localhost:8080", DeadLetterStore(tmp_path))
+    notifier.notify(message(error=attack, requested_by="<!here>", trigger="manual",
+                            runbook={"impact": "<!everyone>", "workaround": "<https://evil.example|docs>",
+                                     "recovery": "``` <!channel>"}))
+    payload = receiver.posts[0]
+    texts = [payload["text"]] + [json.dumps(b) for b in payload["blocks"]]
+    for text in texts:
+        for live in ("<!channel>", "<!here>", "<!everyone>", "<https://evil.example"):
+            assert live not in text, (live, text)
+    error_block = next(b for b in payload["blocks"] if b.get("text", {}).get("text", "").startswith("*Error*"))
+    body = error_block["text"]["text"]
+    assert body.startswith("*Error*\n```") and body.endswith("```")
+    assert body[len("*Error*\n```"):-3].count("```") == 0  # nothing inside closes the block
+    assert "&lt;!channel&gt;" in body and "&amp; more" in body
+
+
+@pytest.mark.parametrize("receiver", [[500, 500, 200]], indirect=True)
+def test_the_webhook_url_never_reaches_the_logs(receiver: Receiver, tmp_path: Path,
+                                                caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    notifier = SlackNotifier(receiver.url, ROUTING, "http://localhost:8080", DeadLetterStore(tmp_path))
+    assert notifier.notify(message()) == ["sent"]
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "retry" in logged.lower()  # slack_sdk did log its retries...
+    assert "/services/T000/B000/XXXX" not in logged  # ...without the URL

@@ -243,7 +243,7 @@ def test_jobs_filter_by_team_status_and_text(client: TestClient, platform: DevPl
         assert r.status_code == 200
         return [j["name"] for j in r.json()]
 
-    assert names() == ["every-minute", "flaky-load", "long-wait", "slow-report", "other-team"]
+    assert names() == ["every-minute", "flaky-load", "long-wait", "slow-report", "typed-params", "other-team"]
     assert names(team="growth") == ["other-team"]
     assert names(q="release file") == ["long-wait"]  # description text
     assert names(q="FLAKY") == ["flaky-load"]

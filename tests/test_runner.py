@@ -54,10 +54,16 @@ def test_python_success_with_json_logs(tmp_path: Path) -> None:
     assert lines[-1]["message"] == "step succeeded" and lines[-1]["duration"] >= 0
 
 
-def test_params_override_kwargs_and_context_is_passed(tmp_path: Path) -> None:
+def test_params_fill_arguments_but_never_override_fixed_kwargs(tmp_path: Path) -> None:
     out = tmp_path / "out.json"
+    # the attack: a run's param named like the step's fixed argument (a report's recipient)
     code, _, proc = run("python", {"target": "sample_apps.functions:write_greeting",
                                    "kwargs": {"out": str(out), "name": "kwargs"}},
+                        params={"name": "params", "out": str(tmp_path / "elsewhere.json"), "unrelated_param": 1})
+    assert code == 0, proc.stdout
+    assert json.loads(out.read_text()) == {"text": "hello, kwargs"} and not (tmp_path / "elsewhere.json").exists()
+    # a param the function takes and the step does not fix is passed
+    code, _, proc = run("python", {"target": "sample_apps.functions:write_greeting", "kwargs": {"out": str(out)}},
                         params={"name": "params", "unrelated_param": 1})
     assert code == 0, proc.stdout
     assert json.loads(out.read_text()) == {"text": "hello, params"}
@@ -104,6 +110,27 @@ def test_secret_looking_values_never_reach_the_logs() -> None:
     assert "correct-horse-battery" not in proc.stdout and "correct-horse-battery" not in proc.stderr
     assert "sk_live_abcdef123456" not in proc.stdout
     assert proc.stdout.count("[redacted]") >= 3  # the log call, the print and the traceback
+
+
+def test_declared_secrets_keys_and_url_passwords_never_reach_the_logs() -> None:
+    """Issue 10, item 8: values that redaction by name alone printed in clear."""
+    script = ("echo url=$DATABASE_URL; echo stripe=$STRIPE_KEY; echo mysql=$MYSQL_PWD; echo hook=$SLACK_WEBHOOK; "
+              "echo declared=$PAYMENT_CONFIG; echo built=redis://worker:built-pass-77@cache:6379/0; "
+              "echo layout=$KEYBOARD_LAYOUT; echo cwd=$PWD")
+    code, lines, proc = run("shell", {"argv": ["sh", "-c", script]},
+                            DATABASE_URL="postgres://app:pg-pass-4711@db.internal/app", STRIPE_KEY="sk_live_51abcdef",
+                            MYSQL_PWD="mysql-pass-0042", SLACK_WEBHOOK="https://hooks.slack.com/services/T1/B2/C3",
+                            PAYMENT_CONFIG="opaque-value-9911", JOBPLANE_SECRET_NAMES="PAYMENT_CONFIG",
+                            KEYBOARD_LAYOUT="us-intl")
+    assert code == 0, proc.stdout + proc.stderr
+    for secret in ("pg-pass-4711", "sk_live_51abcdef", "mysql-pass-0042", "hooks.slack.com/services/T1/B2/C3",
+                   "opaque-value-9911", "built-pass-77"):
+        assert secret not in proc.stdout and secret not in proc.stderr, secret
+    printed = {line["message"].split("=", 1)[0]: line["message"].split("=", 1)[1]
+               for line in lines if line.get("stream") == "stdout"}
+    assert printed["url"] == "postgres://app:[redacted]@db.internal/app"  # the rest of the URL stays readable
+    assert printed["built"] == "redis://worker:[redacted]@cache:6379/0"
+    assert printed["layout"] == "us-intl" and printed["cwd"] == os.getcwd()  # ordinary values stay
 
 
 def test_celery_task_runs_inline_without_a_broker(tmp_path: Path) -> None:

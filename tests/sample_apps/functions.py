@@ -31,6 +31,11 @@ def boom(reason: str = "upstream returned 503") -> None:
     raise ConnectionError(reason)
 
 
+def record_env(out: str) -> None:
+    """Writes the step's whole environment (what a step could print to its log)."""
+    Path(out).write_text(json.dumps(dict(os.environ), sort_keys=True))
+
+
 def leaky() -> None:
     secret = os.environ["DB_PASSWORD"]
     log.info("connecting with password %s", secret)

@@ -22,13 +22,23 @@ NEXT_FIRES = 3
 
 
 def previous_from_ref(config: PlatformConfig, ref: str) -> dict[str, str]:
-    """Compile the definitions as they were at a git ref (in a scratch directory)."""
+    """Compile the definitions as they were at a git ref (in a scratch directory).
+
+    The ref comes from a command line that CI may fill from a pull request: it is resolved to a
+    commit first, after ``--end-of-options``, so a ref such as ``--output=/tmp/x`` is a name
+    that does not exist, never an option of git.
+    """
+    resolved = subprocess.run(["git", "-C", str(config.root), "rev-parse", "--verify", "--quiet", "--end-of-options",
+                               f"{ref}^{{commit}}"], capture_output=True, text=True)
+    commit = resolved.stdout.strip()
+    if resolved.returncode != 0 or not commit or commit.startswith("-"):
+        raise RuntimeError(f"git ref {ref[:80]!r} does not name a commit in {config.root}")
     with tempfile.TemporaryDirectory() as tmp:
         rel_jobs = config.jobs_dir
-        archive = subprocess.run(["git", "-C", str(config.root), "archive", ref, "--", rel_jobs, "jobplane.toml"],
+        archive = subprocess.run(["git", "-C", str(config.root), "archive", commit, "--", rel_jobs, "jobplane.toml"],
                                  capture_output=True)
         if archive.returncode != 0:
-            archive = subprocess.run(["git", "-C", str(config.root), "archive", ref, "--", rel_jobs],
+            archive = subprocess.run(["git", "-C", str(config.root), "archive", commit, "--", rel_jobs],
                                      capture_output=True)
         if archive.returncode != 0:
             raise RuntimeError(f"git archive {ref} failed: {archive.stderr.decode().strip()}")

@@ -195,6 +195,8 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> dict[str, Any
             "readonlyRootFilesystem": True,
             "mountPoints": [{"sourceVolume": "tmp", "containerPath": "/tmp", "readOnly": False}],
             "secrets": [{"name": k, "valueFrom": v} for k, v in sorted(secrets.items())],
+            # the runner never prints these variables' values (runner/logs.py)
+            "environment": [{"name": "JOBPLANE_SECRET_NAMES", "value": ",".join(sorted(secrets))}],
             "logConfiguration": {"logDriver": "awslogs", "options": {
                 "awslogs-group": "${module.platform.log_group_name}",
                 "awslogs-region": REGION,

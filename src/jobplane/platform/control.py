@@ -10,6 +10,7 @@ each successful action writes an audit entry naming who, what, which job or exec
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -21,9 +22,17 @@ from jobplane.compiler import names
 from jobplane.platform import execution_input
 from jobplane.platform.clock import as_iso, now_iso
 from jobplane.platform.logs import LocalLogStore, LogStream, error_excerpt
+from jobplane.platform.quoting import quoted
 from jobplane.platform.repository import Execution, JobState, Page, Repository
 from jobplane.platform.schedule import next_fire_times, parse
 from jobplane.platform.timeline import history, state_transitions, timeline
+
+log = logging.getLogger(__name__)
+
+
+#: Bounds on what an operator sends, checked before anything changes.
+MAX_REASON = 500
+MAX_PARAMS_BYTES = 4096
 
 
 class ControlError(Exception):
@@ -229,7 +238,17 @@ class ControlPlane:
 
     def executions(self, job: str, limit: int = 20, cursor: str | None = None) -> Page:
         self.entry(job)
-        return self.repo.executions(job, limit, cursor)
+        return self._paged(lambda: self.repo.executions(job, limit, check_cursor(cursor, ("gsi1pk", "gsi1sk"))), cursor)
+
+    def _paged(self, read: Any, cursor: str | None) -> Page:
+        """A page read; a cursor of the right shape that the store still refuses (a key of
+        another index) is the caller's mistake, not a server error."""
+        try:
+            return read()
+        except self.ddb.exceptions.ClientError as e:
+            if cursor is not None and e.response.get("Error", {}).get("Code") == "ValidationException":
+                raise Invalid("cursor is not one this API returned", {"cursor": "invalid"}) from None
+            raise
 
     def running_executions(self, job: str) -> list[ExecutionView]:
         state = self.repo.job_state(job)
@@ -282,10 +301,10 @@ class ControlPlane:
         return self.logs.streams(execution, step) if self.logs else []
 
     def failures(self, limit: int = 50, cursor: str | None = None) -> Page:
-        return self.repo.recent_failures(limit, cursor)
+        return self._paged(lambda: self.repo.recent_failures(limit, check_cursor(cursor, ("gsi2pk", "gsi2sk"))), cursor)
 
     def skips(self, limit: int = 50, cursor: str | None = None) -> Page:
-        return self.repo.recent_skips(limit, cursor)
+        return self._paged(lambda: self.repo.recent_skips(limit, check_cursor(cursor, ("gsi2pk", "gsi2sk"))), cursor)
 
     def audit(self, limit: int = 100) -> list[dict[str, Any]]:
         return self.repo.audit_log(limit)
@@ -297,30 +316,27 @@ class ControlPlane:
         return [s["name"] for s in steps] + [m["name"] for s in steps for m in s.get("parallel", [])]
 
     def run_now(self, job: str, actor: str, params: dict[str, Any] | None = None, reason: str = "",
-                from_step: str | None = None) -> str:
+                from_step: str | None = None, name: str | None = None) -> str:
         entry = self.entry(job)
+        _check_reason(reason, required=False)
         if from_step is not None and from_step not in self.step_names(job):
-            raise Invalid(f"{job} has no step {from_step!r}; steps: {', '.join(self.step_names(job))}",
-                          {"from_step": from_step})
-        params = dict(params or {})
-        declared = entry.get("params") or {}
-        unknown = sorted(set(params) - set(declared))
-        if unknown:
-            raise Invalid(f"{job} has no param{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}"
-                          + (f"; it takes {', '.join(sorted(declared))}" if declared else "; it takes none"),
-                          {"job": job, "unknown_params": unknown, "params": sorted(declared)})
-        payload = execution_input.manual(actor, declared, params) | {"resume_from": from_step}
-        name = self._start(job, payload)
-        self.repo.add_audit(actor, "run", job, name, reason,
-                            {"params": params} | ({"from_step": from_step} if from_step else {}))
+            raise Invalid(f"{job} has no step {quoted(from_step)}; steps: {', '.join(self.step_names(job))}",
+                          {"from_step": "unknown step"})
+        params = self._checked_params(entry, params)
+        payload = execution_input.manual(actor, entry.get("params") or {}, params) | {"resume_from": from_step}
+        name = name or uuid.uuid4().hex
+        self._audited(actor, "run", job, name, reason, {"params": params} | ({"from_step": from_step} if from_step else {}),
+                      lambda: self._start(job, payload, name))
         return name
 
     def rerun(self, execution: str, actor: str, from_failed_step: bool = True,
-              params: dict[str, Any] | None = None, reason: str = "") -> str:
+              params: dict[str, Any] | None = None, reason: str = "", name: str | None = None) -> str:
+        _check_reason(reason, required=False)
         original = self.execution(execution)
         if original.running:
             raise Conflict(f"{execution} is still running; stop it first", {"execution": execution})
-        self.entry(original.job)
+        entry = self.entry(original.job)
+        overrides = self._checked_params(entry, params)
         resume_from = None
         if from_failed_step:
             resume_from = original.failed_step
@@ -330,16 +346,55 @@ class ControlPlane:
             if resume_from not in self.step_names(original.job):
                 raise Conflict(f"step {resume_from!r} is no longer in {original.job}; re-run the whole job",
                                {"execution": execution, "step": resume_from})
-        merged = {**(original.input.get("params") or {}), **(params or {})}
+        declared = entry.get("params") or {}
+        # The original run's values for params the job still declares, then the operator's changes.
+        kept = {k: v for k, v in (original.input.get("params") or {}).items() if k in declared}
+        merged = {**declared, **kept, **overrides}
         payload = execution_input.rerun(actor, execution, merged, resume_from)
-        name = self._start(original.job, payload)
-        self.repo.link_rerun(execution, name)
-        self.repo.add_audit(actor, "rerun_from_failed_step" if from_failed_step else "rerun", original.job, name, reason,
-                            {"rerun_of": execution, "resume_from": resume_from, "params": params or {}})
+        name = name or uuid.uuid4().hex
+        self._audited(actor, "rerun_from_failed_step" if from_failed_step else "rerun", original.job, name, reason,
+                      {"rerun_of": execution, "resume_from": resume_from, "params": overrides},
+                      lambda: self._start(original.job, payload, name))
+        self.repo.link_rerun(execution, name)  # lineage: best effort, the audit entry names the original too
         return name
 
-    def _start(self, job: str, payload: dict[str, Any]) -> str:
-        name = uuid.uuid4().hex
+    def _checked_params(self, entry: dict[str, Any], params: dict[str, Any] | None) -> dict[str, Any]:
+        """A run's params: only those the job declares (they never reach a step's fixed
+        arguments, see runner/targets.py), within the size an ECS override can carry."""
+        params = dict(params or {})
+        declared = entry.get("params") or {}
+        unknown = sorted(set(params) - set(declared))
+        if unknown:
+            shown = [quoted(k, 40) for k in unknown[:10]]
+            raise Invalid(f"{entry['name']} has no param{'s' if len(unknown) > 1 else ''} {', '.join(shown)}"
+                          + (f"; it takes {', '.join(sorted(declared))}" if declared else "; it takes none"),
+                          {"job": entry["name"], "unknown_params": [k[:40] for k in unknown[:10]],
+                           "params": sorted(declared)})
+        size = len(json.dumps(params, separators=(",", ":")))
+        if size > MAX_PARAMS_BYTES:
+            raise Invalid(f"params are {size} bytes as JSON; at most {MAX_PARAMS_BYTES} (ECS passes them in "
+                          "the task's overrides, 8,192 characters in all)", {"params": "too large"})
+        return params
+
+    def _audited(self, actor: str, action: str, job: str, execution: str | None, reason: str,
+                 details: dict[str, Any] | None, act: Any, undo: Any = None) -> Any:
+        """An action and its audit entry, all or nothing: the entry is written first (a failed
+        write changes nothing), then the action; if the action fails, the entry is removed (and
+        ``undo``, a list of callables, reverses what the action had done) before the error
+        propagates."""
+        entry = self.repo.add_audit(actor, action, job, execution, reason, details)
+        try:
+            return act()
+        except BaseException:
+            for step in undo or ():  # each part on its own: one that fails must not stop the others
+                try:
+                    step()
+                except Exception:
+                    log.exception("could not undo part of a failed %s of %s", action, job)
+            self.repo.delete_audit(entry)
+            raise
+
+    def _start(self, job: str, payload: dict[str, Any], name: str) -> str:
         try:
             self.sfn.start_execution(stateMachineArn=self.deployment.state_machine_arn(job), name=name,
                                      input=json.dumps(payload))
@@ -348,32 +403,46 @@ class ControlPlane:
         return name
 
     def stop(self, execution: str, actor: str, reason: str) -> None:
-        _require_reason(reason)
+        _check_reason(reason)
         view = self.execution(execution)
         if not view.running:
             raise Conflict(f"{execution} is not running ({view.status})", {"execution": execution, "status": view.status})
-        self.sfn.stop_execution(executionArn=view.execution_arn, error="Stopped", cause=f"stopped by {actor}: {reason}")
-        self.repo.add_audit(actor, "stop", view.job, execution, reason)
+        self._audited(actor, "stop", view.job, execution, reason, None, lambda: self.sfn.stop_execution(
+            executionArn=view.execution_arn, error="Stopped", cause=f"stopped by {actor}: {reason}"))
 
     def pause(self, job: str, actor: str, reason: str) -> None:
-        _require_reason(reason)
+        _check_reason(reason)
         entry = self.entry(job)
         state = self.repo.job_state(job)
         if state and state.paused:
             raise Conflict(f"{job} is already paused (by {state.paused_by}: {state.paused_reason})", {"job": job})
         if not entry.get("schedule"):
             raise Conflict(f"{job} has no schedule to pause (it runs only when started)", {"job": job})
-        self._set_schedule_state(entry, "DISABLED")
-        self.repo.set_paused(job, entry["team"], actor, reason, now_iso())
-        self.repo.add_audit(actor, "pause", job, None, reason)
+
+        def act() -> None:  # the flag first (what the portal shows), then the schedules
+            self.repo.set_paused(job, entry["team"], actor, reason, now_iso())
+            self._set_schedule_state(entry, "DISABLED")
+
+        undo = [lambda: self.repo.clear_paused(job),
+                lambda: self._set_schedule_state(entry, "ENABLED" if entry.get("enabled", True) else "DISABLED")]
+        self._audited(actor, "pause", job, None, reason, None, act, undo)
 
     def resume(self, job: str, actor: str, reason: str) -> None:
-        _require_reason(reason)
+        _check_reason(reason)
         entry = self.entry(job)
-        if not self.repo.clear_paused(job):
+        state = self.repo.job_state(job)
+        if not (state and state.paused):
             raise Conflict(f"{job} is not paused", {"job": job})
-        self._set_schedule_state(entry, "ENABLED" if entry.get("enabled", True) else "DISABLED")
-        self.repo.add_audit(actor, "resume", job, None, reason)
+
+        def act() -> None:
+            if not self.repo.clear_paused(job):
+                raise Conflict(f"{job} is not paused", {"job": job})
+            self._set_schedule_state(entry, "ENABLED" if entry.get("enabled", True) else "DISABLED")
+
+        undo = [lambda: self.repo.set_paused(job, entry["team"], state.paused_by or actor, state.paused_reason or "",
+                                             state.paused_at or now_iso()),
+                lambda: self._set_schedule_state(entry, "DISABLED")]
+        self._audited(actor, "resume", job, None, reason, None, act, undo)
 
     def apply_pauses(self) -> list[str]:
         """Re-disable the schedules of paused jobs (after a deploy re-created them)."""
@@ -386,7 +455,11 @@ class ControlPlane:
         group = self.deployment.name_prefix
         for i in range(len(entry.get("schedule", []))):
             name = names.schedule_name(self.deployment.name_prefix, entry["name"], i)
-            current = self.scheduler.get_schedule(Name=name, GroupName=group)
+            try:
+                current = self.scheduler.get_schedule(Name=name, GroupName=group)
+            except self.scheduler.exceptions.ResourceNotFoundException:
+                raise Conflict(f"{entry['name']}'s schedule {name} is not deployed; deploy the job first",
+                               {"job": entry["name"], "schedule": name}) from None
             spec = {k: current[k] for k in ("ScheduleExpression", "FlexibleTimeWindow", "Target") if k in current}
             for k in ("ScheduleExpressionTimezone", "StartDate", "EndDate", "Description"):
                 if current.get(k):
@@ -394,51 +467,75 @@ class ControlPlane:
             self.scheduler.update_schedule(Name=name, GroupName=group, State=state, **spec)
 
     def acknowledge(self, job: str, actor: str, reason: str) -> None:
-        _require_reason(reason)
+        _check_reason(reason)
         self.entry(job)
-        if not self.repo.acknowledge_failure(job, actor, reason):
+        state = self.repo.job_state(job)
+        if state is None or state.blocked_by is None:
             raise Conflict(f"{job} has no unacknowledged failure", {"job": job})
+
+        def act() -> None:
+            if not self.repo.acknowledge_failure(job, state.blocked_by):
+                raise Conflict(f"{job} has no unacknowledged failure", {"job": job})
+
+        self._audited(actor, "acknowledge_failure", job, state.blocked_by, reason, None, act)
 
     def release_claim(self, job: str, actor: str, reason: str) -> list[str]:
         """Release claims held by executions that are no longer running (a crashed cleanup)."""
-        _require_reason(reason)
+        _check_reason(reason)
         self.entry(job)
         state = self.repo.job_state(job)
         holders = set(state.running) if state else set()
         if state and state.holder:
             holders.add(state.holder.rsplit(":", 1)[1])
-        released = []
+        stale = []
         for name in sorted(holders):
             arn = self.deployment.execution_arn(job, name)
             try:
                 status = self.sfn.describe_execution(executionArn=arn)["status"]
-            except self.sfn.exceptions.ExecutionDoesNotExist:
+            except (self.sfn.exceptions.ExecutionDoesNotExist, self.sfn.exceptions.InvalidArn):
                 status = "GONE"
-            if status == "RUNNING":
-                continue
-            holder_arn = state.holder if state and state.holder and state.holder.endswith(":" + name) else None
-            if self.repo.release_claim(job, name, holder_arn):
-                released.append(name)
-        if not released:
+            if status != "RUNNING":
+                stale.append(name)
+        if not stale:
             raise Conflict(f"{job} has no stale claim: every claim belongs to a running execution"
-                           if holders else f"{job} holds no claim", {"job": job, "claims": sorted(holders)})
-        self.repo.add_audit(actor, "release_claim", job, released[0], reason, {"released": released})
-        return released
+                           if holders else f"{job} holds no claim", {"job": job, "claims": sorted(holders)[:20]})
+
+        def act() -> list[str]:
+            released = []
+            for name in stale:
+                holder_arn = state.holder if state and state.holder and state.holder.endswith(":" + name) else None
+                if self.repo.release_claim(job, name, holder_arn):
+                    released.append(name)
+            if not released:
+                raise Conflict(f"{job}'s stale claims were released meanwhile", {"job": job})
+            return released
+
+        return self._audited(actor, "release_claim", job, stale[0], reason, {"released": stale}, act)
 
 
-def check_cursor(cursor: str | None) -> str | None:
-    """A paging cursor must be one a page returned (a DynamoDB key, as JSON)."""
+_CURSOR_KEYS = {"pk", "sk", "gsi1pk", "gsi1sk", "gsi2pk", "gsi2sk"}
+
+
+def check_cursor(cursor: str | None, index_keys: tuple[str, ...] = ()) -> str | None:
+    """A paging cursor must have the shape of one a page returned: a DynamoDB key of the table's
+    string key attributes (with the queried index's, ``index_keys``), as JSON. What the store
+    still refuses is answered 400 as well (ControlPlane._paged)."""
     if cursor is None:
         return None
     try:
         value = json.loads(cursor)
     except ValueError:
         value = None
-    if isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values()):
+    if (isinstance(value, dict) and {"pk", "sk", *index_keys} <= set(value) <= _CURSOR_KEYS
+            and all(isinstance(v, dict) and list(v) == ["S"] and isinstance(v["S"], str) and 0 < len(v["S"]) <= 1024
+                    for v in value.values())):
         return cursor
     raise Invalid("cursor is not one this API returned", {"cursor": "invalid"})
 
 
-def _require_reason(reason: str) -> None:
-    if not reason or not reason.strip():
-        raise Invalid("a reason is required", {"field": "reason"})
+def _check_reason(reason: str, required: bool = True) -> None:
+    """Checked before any side effect: a reason is what the audit log says, so it is bounded."""
+    if required and (not reason or not reason.strip()):
+        raise Invalid("a reason is required", {"reason": "required"})
+    if len(reason) > MAX_REASON:
+        raise Invalid(f"the reason is {len(reason)} characters; at most {MAX_REASON}", {"reason": "too long"})

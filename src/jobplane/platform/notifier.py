@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import uuid
+from urllib.parse import quote
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,37 +48,56 @@ class Routing:
 
 
 def execution_link(portal_url: str, execution: str) -> str | None:
-    return f"{portal_url.rstrip('/')}/executions/{execution}" if portal_url else None
+    return f"{portal_url.rstrip('/')}/executions/{quote(execution, safe='')}" if portal_url else None
+
+
+def mrkdwn(text: object) -> str:
+    """Text for Slack's mrkdwn, shown as written: ``&``, ``<`` and ``>`` escaped as Slack asks
+    (docs.slack.dev "Formatting text for app surfaces": escaping), so an error, a runbook or a
+    run's params cannot make ``<!channel>`` or a disguised ``<https://…|link>``."""
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def code_block(text: str) -> str:
+    """A mrkdwn code block whose content cannot close it: every backtick run is broken with a
+    zero-width space, so a ``` inside cannot end the block and start live formatting."""
+    return "```" + mrkdwn(text).replace("`", "`\u200b") + "```"
 
 
 def blocks(message: NotificationMessage, portal_url: str) -> list[Any]:
-    """The Block Kit message: what failed, where, when, what to do, and the link to act."""
+    """The Block Kit message: what failed, where, when, what to do, and the link to act.
+    Everything that comes from a definition or a run goes through :func:`mrkdwn`."""
     o = message.outcome
     headline = f"{EMOJI.get(message.event, '')} {message.job}: {message.event.replace('_', ' ').lower()}".strip()
-    fields = [MarkdownTextObject(text=f"*Job*\n{message.job}"), MarkdownTextObject(text=f"*Team*\n{message.team}"),
-              MarkdownTextObject(text=f"*Status*\n{o.status}"),
-              MarkdownTextObject(text=f"*Failed step*\n{o.step or '—'}"),
-              MarkdownTextObject(text=f"*Scheduled time*\n{message.scheduled_time or '—'}"),
-              MarkdownTextObject(text=f"*Started*\n{message.started_at or '—'}"),
+    fields = [MarkdownTextObject(text=f"*Job*\n{mrkdwn(message.job)}"), MarkdownTextObject(text=f"*Team*\n{mrkdwn(message.team)}"),
+              MarkdownTextObject(text=f"*Status*\n{mrkdwn(o.status)}"),
+              MarkdownTextObject(text=f"*Failed step*\n{mrkdwn(o.step or '—')}"),
+              MarkdownTextObject(text=f"*Scheduled time*\n{mrkdwn(message.scheduled_time or '—')}"),
+              MarkdownTextObject(text=f"*Started*\n{mrkdwn(message.started_at or '—')}"),
               MarkdownTextObject(text=f"*Duration*\n{_duration(message.started_at, message.finished_at)}")]
-    out: list[Any] = [HeaderBlock(text=headline[:150]), SectionBlock(fields=fields)]
+    out: list[Any] = [HeaderBlock(text=headline[:150]), SectionBlock(fields=fields)]  # header: plain_text
     extra = getattr(o, "reason", None)
     detail = message.error or (f"skip reason: {extra}" if extra else None)
     if detail:
-        out.append(SectionBlock(text=MarkdownTextObject(text=f"*Error*\n```{detail[:2500]}```")))
+        out.append(SectionBlock(text=MarkdownTextObject(text=f"*Error*\n{code_block(detail[:2500])}")))
     if message.runbook:
         rb = message.runbook
-        lines = [f"*Impact:* {rb.get('impact', '')}"]
+        lines = [f"*Impact:* {mrkdwn(rb.get('impact', ''))}"]
         if rb.get("workaround"):
-            lines.append(f"*Workaround:* {rb['workaround']}")
-        lines.append(f"*Recovery:* {rb.get('recovery', '')}")
+            lines.append(f"*Workaround:* {mrkdwn(rb['workaround'])}")
+        lines.append(f"*Recovery:* {mrkdwn(rb.get('recovery', ''))}")
         out.append(SectionBlock(text=MarkdownTextObject(text="\n".join(lines)[:3000])))
     link = execution_link(portal_url, message.execution)
     if link:
         out.append(ActionsBlock(elements=[ButtonElement(text="Open execution", url=link, action_id="open_execution")]))
     out.append(ContextBlock(elements=[MarkdownTextObject(
-        text=f"{message.trigger or 'unknown'} run `{message.execution}` · requested by {message.requested_by or '—'}")]))
+        text=f"{mrkdwn(message.trigger or 'unknown')} run {code_span(message.execution)} · requested by "
+             f"{mrkdwn(message.requested_by or '—')}")]))
     return out
+
+
+def code_span(text: str) -> str:
+    return "`" + mrkdwn(text).replace("`", "'") + "`"
 
 
 def _duration(start: str | None, end: str | None) -> str:
@@ -109,6 +129,29 @@ def console_text(message: NotificationMessage, channel: str | None, portal_url: 
     return "\n".join(lines)
 
 
+class _RedactWebhookUrls(logging.Filter):
+    """Blanks every webhook URL this process posts to out of the webhook client's log records."""
+
+    urls: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if any(url in text for url in self.urls):
+            for url in self.urls:
+                text = text.replace(url, "[Slack webhook URL]")
+            record.msg, record.args = text, ()
+        return True
+
+
+_WEBHOOK_LOG = logging.getLogger("jobplane.notifier.webhook")
+_WEBHOOK_LOG.addFilter(_RedactWebhookUrls())
+
+
+def _webhook_logger(url: str) -> logging.Logger:
+    _RedactWebhookUrls.urls.add(url)
+    return _WEBHOOK_LOG
+
+
 class DeadLetterStore:
     """Undeliverable messages, one JSON file each, so none is lost and each can be replayed."""
 
@@ -138,7 +181,9 @@ class SlackNotifier:
 
     def client(self) -> WebhookClient:
         assert self.webhook_url
-        return WebhookClient(self.webhook_url, timeout=self.timeout, retry_handlers=[
+        # slack_sdk logs the webhook URL (a credential: whoever has it can post) when it retries
+        # or debugs: its own logger gets a filter that blanks the URL out.
+        return WebhookClient(self.webhook_url, timeout=self.timeout, logger=_webhook_logger(self.webhook_url), retry_handlers=[
             ServerErrorRetryHandler(max_retry_count=self.retries),
             ConnectionErrorRetryHandler(max_retry_count=self.retries),
             RateLimitErrorRetryHandler(max_retry_count=self.retries),
@@ -151,7 +196,7 @@ class SlackNotifier:
         if message.event not in (message.events or [e.value for e in DEFAULT_EVENTS]):
             return ["not subscribed"]
         rendered = blocks(message, self.portal_url)
-        text = f"{message.job} {message.event}: {message.outcome.step or ''}".strip()
+        text = mrkdwn(f"{message.job} {message.event}: {message.outcome.step or ''}".strip())
         results = []
         for channel in self.routing.channels(message) or [None]:
             if not self.webhook_url:

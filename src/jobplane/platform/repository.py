@@ -291,20 +291,26 @@ class Repository:
         self.ddb.put_item(TableName=self.table, Item={k: _ser.serialize(v) for k, v in item.items()})
         return entry_id
 
+    def delete_audit(self, entry_id: str) -> None:
+        """Only for an action that failed after its entry was written (ControlPlane._audited)."""
+        self.ddb.delete_item(TableName=self.table, Key={"pk": {"S": f"AUDIT#{entry_id}"}, "sk": {"S": "AUDIT"}})
+
     def audit_log(self, limit: int = 100) -> list[dict[str, Any]]:
         return [_plain(i) for i in self._query(dm.GSI_BY_OWNER, "gsi1pk", "AUDIT", limit, False).items]
 
-    def acknowledge_failure(self, job: str, actor: str, reason: str) -> bool:
-        """Unblock a SKIP_IF_FAILED job without a successful run; audited."""
-        state = self.job_state(job)
-        if state is None or state.blocked_by is None:
-            return False
+    def acknowledge_failure(self, job: str, blocked_by: str | None = None) -> bool:
+        """Unblock a SKIP_IF_FAILED job without a successful run (the control plane audits it).
+        With ``blocked_by``, only if that execution is still the one blocking."""
+        if blocked_by is None:
+            state = self.job_state(job)
+            if state is None or state.blocked_by is None:
+                return False
+            blocked_by = state.blocked_by
         try:
             self.ddb.update_item(TableName=self.table, Key=dm.job_key(job),
                                  UpdateExpression="REMOVE blocked_by, block_schedule",
                                  ConditionExpression="blocked_by = :b",
-                                 ExpressionAttributeValues={":b": {"S": state.blocked_by}})
+                                 ExpressionAttributeValues={":b": {"S": blocked_by}})
         except self.ddb.exceptions.ConditionalCheckFailedException:
             return False
-        self.add_audit(actor, "acknowledge_failure", job, state.blocked_by, reason)
         return True

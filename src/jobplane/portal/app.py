@@ -13,10 +13,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse
+from fastapi import Depends, FastAPI, Request
+from fastapi.responses import HTMLResponse, PlainTextResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from jobplane import __version__
 from jobplane.platform.control import ControlPlane
@@ -41,10 +43,33 @@ SECURITY_HEADERS = {
 }
 
 
+class AllowedHosts:
+    """Answer only requests addressed to the portal by name (DNS rebinding: a page of another
+    site whose name now points at this machine must not read the portal or its CSRF tokens).
+    ``/healthz`` is exempt: load balancers probe it by the target's address."""
+
+    def __init__(self, app: ASGIApp, names: frozenset[str]):
+        self.app, self.names = app, names
+
+    def allowed(self, host: str) -> bool:
+        host = host.lower()
+        name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host  # [v6]:port stays whole
+        return host in self.names or name in self.names
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] != "/healthz":
+            host = Headers(scope=scope).get("host", "")
+            if not self.allowed(host):
+                await PlainTextResponse("unknown Host: this portal answers only to its own name", 400)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 class Portal:
     """What every request handler needs; stored on ``app.state.portal``."""
 
     def __init__(self, settings: PortalSettings, control: ControlPlane | None = None):
+        settings.check()  # refuse to start open (auth mode without what makes it safe, no host names)
         self.settings = settings
         self.control = control or ControlPlane(settings.deployment)
         self.csrf = Csrf(settings.secret_key)
@@ -54,8 +79,10 @@ class Portal:
         self.templates = Jinja2Templates(directory=str(HERE / "templates"))  # autoescape on for .html
         env = self.templates.env
         env.globals.update(version=__version__)
+        from jobplane.portal.pages import notice_text
+
         env.filters.update(schedule_words=views.schedule_words, local_time=views.local_time,
-                           short_time=views.short_time, duration=views.duration)
+                           short_time=views.short_time, duration=views.duration, notice_text=notice_text)
 
     def user(self, request: Request) -> User:
         user = getattr(request.state, "user", None)
@@ -80,7 +107,7 @@ class Portal:
 def create_app(settings: PortalSettings, control: ControlPlane | None = None) -> FastAPI:
     from jobplane.portal import api, pages
 
-    app = FastAPI(title="jobplane portal API", version=__version__, docs_url="/api/docs", redoc_url=None,
+    app = FastAPI(title="jobplane portal API", version=__version__, docs_url=None, redoc_url=None,
                   openapi_url="/api/openapi.json",
                   description="Read and act on jobplane jobs and executions. Errors use one envelope: "
                               '`{"error": {"code", "message", "details", "request_id", "timestamp"}}`.')
@@ -117,7 +144,24 @@ def create_app(settings: PortalSettings, control: ControlPlane | None = None) ->
         portal.control.repo.job_state("__health__")  # one cheap read: the store answers
         return {"status": "ok", "version": __version__, "jobs": len(portal.control.entries)}
 
-    app.include_router(api.router)
-    app.include_router(pages.router)
+    def authenticated(request: Request) -> None:
+        """Identity first, before any store work: an anonymous request learns nothing, not even
+        which job or execution names exist."""
+        portal.user(request)
+
+    signed_in = [Depends(authenticated)]
+    app.include_router(api.router, dependencies=signed_in)
+    app.include_router(pages.router, dependencies=signed_in)
+
+    @app.get("/api/docs", include_in_schema=False, dependencies=signed_in)
+    def api_docs(request: Request) -> HTMLResponse:
+        """Swagger UI from this server (swagger-ui-bundle-v2), started by a script file: the
+        portal's CSP allows no CDN and no inline script."""
+        return portal.templates.TemplateResponse(request, "api_docs.html", {})
+
+    from swagger_ui_bundle import swagger_ui_path
+
+    app.mount("/static/swagger-ui", StaticFiles(directory=str(swagger_ui_path)), name="swagger-ui")
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
+    app.add_middleware(AllowedHosts, names=settings.allowed_host_names())  # type: ignore[arg-type]
     return app

@@ -7,12 +7,15 @@ or the platform admin list (jobplane.toml in dev, the environment in production)
 from __future__ import annotations
 
 import base64
+import hmac
+import ipaddress
 import json
 import re
 import threading
 import time
 import urllib.request
 from dataclasses import dataclass
+from functools import lru_cache
 
 import jwt
 from fastapi import Request
@@ -21,7 +24,7 @@ from jobplane.portal.errors import PortalError
 from jobplane.portal.settings import AuthSettings, PortalSettings
 
 
-_KID = re.compile(r"^[A-Za-z0-9-]{1,128}$")
+_KID = re.compile(r"[A-Za-z0-9-]{1,128}")  # whole string (fullmatch): no trailing newline
 
 
 @dataclass(frozen=True)
@@ -39,21 +42,69 @@ def user_for(name: str, settings: PortalSettings) -> User:
     return User(name, teams, name in settings.admins)
 
 
-class AlbKeys:
-    """The ALB's public keys by key id (fetched once each; they do not change)."""
+class KeyUnavailable(Exception):
+    """No public key for a token's key id (unknown, unreachable, or too many fetches at once)."""
 
-    def __init__(self, url_template: str, region: str | None):
-        self.url_template, self.region = url_template, region
+
+class AlbKeys:
+    """The ALB's public keys by key id, fetched on first use (they never change for a kid).
+
+    A token's kid is chosen by whoever sends it, so a fetch must never make others wait: keys
+    are fetched outside any shared lock, one fetch per kid at a time (others asking for the same
+    kid wait for that fetch), at most ``max_fetches`` at once (beyond that a token is refused at
+    once), and a failed kid is remembered for ``failure_ttl`` seconds, so forged tokens cost one
+    fetch per kid, not one per request.
+    """
+
+    def __init__(self, url_template: str, region: str | None, max_fetches: int = 4, failure_ttl: float = 30.0,
+                 timeout: float = 5.0):
+        self.url_template, self.region, self.timeout, self.failure_ttl = url_template, region, timeout, failure_ttl
         self._keys: dict[str, str] = {}
-        self._lock = threading.Lock()
+        self._failures: dict[str, tuple[float, str]] = {}  # kid -> (monotonic time it expires, why)
+        self._fetching: dict[str, threading.Event] = {}
+        self._lock = threading.Lock()  # held only to read and update the dicts above
+        self._slots = threading.BoundedSemaphore(max_fetches)
 
     def get(self, kid: str) -> str:
-        with self._lock:
-            if kid not in self._keys:
-                url = self.url_template.format(region=self.region, kid=kid)
-                with urllib.request.urlopen(url, timeout=5) as response:
-                    self._keys[kid] = response.read().decode()
-            return self._keys[kid]
+        deadline = time.monotonic() + self.timeout * 2 + 1
+        while True:
+            with self._lock:
+                if kid in self._keys:
+                    return self._keys[kid]
+                failed = self._failures.get(kid)
+                if failed and failed[0] > time.monotonic():
+                    raise KeyUnavailable(failed[1])
+                pending = self._fetching.get(kid)
+                if pending is None:
+                    if not self._slots.acquire(blocking=False):
+                        raise KeyUnavailable("too many identity key fetches in progress; try again")
+                    pending = self._fetching[kid] = threading.Event()
+                    break
+            if not pending.wait(max(deadline - time.monotonic(), 0)):
+                raise KeyUnavailable("the identity key endpoint did not answer in time")
+        try:
+            key, failure = self._fetch(kid), None
+        except (OSError, ValueError) as e:
+            key, failure = None, f"no public key for the identity token's key id: {e}"
+        finally:
+            with self._lock:
+                if key is not None:
+                    self._keys[kid] = key
+                else:
+                    self._failures[kid] = (time.monotonic() + self.failure_ttl, failure or "key fetch failed")
+                    if len(self._failures) > 10_000:  # bounded: forget the oldest
+                        self._failures.pop(next(iter(self._failures)))
+                del self._fetching[kid]
+                pending.set()
+            self._slots.release()
+        if key is None:
+            raise KeyUnavailable(failure)
+        return key
+
+    def _fetch(self, kid: str) -> str:
+        url = self.url_template.format(region=self.region, kid=kid)
+        with urllib.request.urlopen(url, timeout=self.timeout) as response:
+            return response.read(65536).decode()
 
 
 def alb_identity(token: str, auth: AuthSettings, keys: AlbKeys) -> str:
@@ -62,23 +113,45 @@ def alb_identity(token: str, auth: AuthSettings, keys: AlbKeys) -> str:
         header = json.loads(base64.urlsafe_b64decode(token.split(".")[0] + "=="))
     except (ValueError, IndexError):
         raise PortalError(401, "malformed identity token") from None
-    if header.get("signer") != auth.alb_arn:
+    if not isinstance(header, dict):
+        raise PortalError(401, "malformed identity token")
+    if not auth.alb_arn or header.get("signer") != auth.alb_arn:
         raise PortalError(401, "identity token was not signed by this portal's load balancer")
-    kid = str(header.get("kid", ""))
-    if not _KID.match(kid):  # it goes into the key URL: never let a token choose another path or host
+    kid = header.get("kid")
+    if not isinstance(kid, str) or not _KID.fullmatch(kid):  # it goes into the key URL: never another path or host
         raise PortalError(401, "identity token has no valid key id")
     try:
         key = keys.get(kid)
-    except OSError as e:  # unknown kid (404) or the key endpoint unreachable
-        raise PortalError(401, f"no public key for the identity token's key id: {e}") from None
+    except KeyUnavailable as e:  # unknown kid (404), the key endpoint unreachable, too many fetches
+        raise PortalError(401, str(e)) from None
     try:
         claims = jwt.decode(token, key, algorithms=["ES256"], options={"require": ["exp"]})
     except jwt.PyJWTError as e:
         raise PortalError(401, f"identity token rejected: {e}") from None
     name = claims.get("email") or claims.get("sub")
-    if not name:
+    if not name or not isinstance(name, str):
         raise PortalError(401, "identity token names no user")
-    return str(name)
+    return name
+
+
+def _from_trusted_proxy(request: Request, auth: AuthSettings) -> None:
+    """The identity header counts only on a request that came through the proxy."""
+    if auth.trusted_proxies:
+        try:
+            client = ipaddress.ip_address(request.client.host if request.client else "")
+        except ValueError:
+            client = None
+        if client is None or not any(client in _network(c) for c in auth.trusted_proxies):
+            raise PortalError(401, "not signed in: this request did not come through the authenticating proxy")
+    if auth.proxy_secret:
+        sent = request.headers.getlist(auth.proxy_secret_header)
+        if len(sent) != 1 or not hmac.compare_digest(sent[0].encode(), auth.proxy_secret.encode()):
+            raise PortalError(401, "not signed in: this request did not come through the authenticating proxy")
+
+
+@lru_cache(maxsize=64)
+def _network(cidr: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+    return ipaddress.ip_network(cidr, strict=False)
 
 
 def identify(request: Request, settings: PortalSettings, keys: AlbKeys | None) -> User:
@@ -86,10 +159,16 @@ def identify(request: Request, settings: PortalSettings, keys: AlbKeys | None) -
     if auth.mode == "dev":
         name = auth.dev_user
     elif auth.mode == "trusted-header":
-        name = request.headers.get(auth.header, "").strip()
+        _from_trusted_proxy(request, auth)
+        values = request.headers.getlist(auth.header)
+        if len(values) > 1:  # which one would the proxy have meant? neither
+            raise PortalError(401, f"not signed in: the {auth.header} header appears {len(values)} times")
+        name = values[0].strip() if values else ""
     elif auth.mode == "alb-oidc":
-        token = request.headers.get("x-amzn-oidc-data", "")
-        name = alb_identity(token, auth, keys) if token and keys else ""
+        tokens = request.headers.getlist("x-amzn-oidc-data")
+        if len(tokens) > 1:
+            raise PortalError(401, "not signed in: more than one identity token")
+        name = alb_identity(tokens[0], auth, keys) if tokens and keys else ""
     else:
         raise PortalError(500, f"unknown auth mode {auth.mode!r}")
     if not name:

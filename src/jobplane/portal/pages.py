@@ -103,8 +103,26 @@ def _act(request: Request, team: str, csrf_token: str | None) -> Any:
     return portal.authorize(request, team)
 
 
+#: What a form action's redirect may announce: the page shows only these texts, by code, so a
+#: crafted link cannot put words of its choosing on the portal (``?notice=``).
+NOTICES = {
+    "started": "Run started.",
+    "rerun": "Re-run started.",
+    "stop": "Stop requested.",
+    "pause": "Schedule paused.",
+    "resume": "Schedule resumed.",
+    "acknowledge": "Failure acknowledged.",
+    "release-claim": "Stale claim released.",
+}
+
+
+def notice_text(code: str | None) -> str | None:
+    return NOTICES.get(code or "")
+
+
 def _back(path: str, notice: str) -> RedirectResponse:
-    return RedirectResponse(f"{path}{'&' if '?' in path else '?'}notice={quote(notice)}", status_code=303)
+    assert notice in NOTICES
+    return RedirectResponse(f"{path}{'&' if '?' in path else '?'}notice={notice}", status_code=303)
 
 
 def parse_params(text: str) -> dict[str, Any]:
@@ -121,7 +139,7 @@ def run_form(request: Request, job: str, csrf_token: str | None = Form(None), pa
     portal = _portal(request)
     user = _act(request, portal.control.entry(job)["team"], csrf_token)
     name = portal.control.run_now(job, user.name, parse_params(params), reason)
-    return _back(f"/executions/{name}?job={quote(job)}", f"started by {user.name}")
+    return _back(f"/executions/{name}?job={quote(job)}", "started")
 
 
 @router.post("/executions/{execution}/rerun")
@@ -131,7 +149,7 @@ def rerun_form(request: Request, execution: str, csrf_token: str | None = Form(N
     view = portal.control.execution(execution)
     user = _act(request, portal.control.entry(view.job)["team"], csrf_token)
     name = portal.control.rerun(execution, user.name, mode == "failed-step", parse_params(params), reason)
-    return _back(f"/executions/{name}?job={quote(view.job)}", f"re-run of {execution}")
+    return _back(f"/executions/{name}?job={quote(view.job)}", "rerun")
 
 
 @router.post("/executions/{execution}/stop")
@@ -140,7 +158,7 @@ def stop_form(request: Request, execution: str, csrf_token: str | None = Form(No
     view = portal.control.execution(execution)
     user = _act(request, portal.control.entry(view.job)["team"], csrf_token)
     portal.control.stop(execution, user.name, reason)
-    return _back(f"/executions/{execution}", "stop requested")
+    return _back(f"/executions/{execution}", "stop")
 
 
 @router.post("/jobs/{job}/{action}")
@@ -151,4 +169,4 @@ def job_action_form(request: Request, job: str, action: str, csrf_token: str | N
         raise NotFound(f"unknown action {action!r}")
     user = _act(request, portal.control.entry(job)["team"], csrf_token)
     getattr(portal.control, action.replace("-", "_"))(job, user.name, reason)
-    return _back(f"/jobs/{job}", f"{action} done")
+    return _back(f"/jobs/{quote(job)}", action)

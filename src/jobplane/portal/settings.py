@@ -6,11 +6,13 @@ it from jobplane.toml and the local AWS it started.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from jobplane.platform.config import PlatformConfig
 from jobplane.platform.control import Deployment
@@ -21,17 +23,43 @@ class AuthSettings:
     """Who the user is. ``mode``:
 
     * ``dev``: every request is ``dev_user`` (local only; ``jobplane dev`` binds to 127.0.0.1);
-    * ``trusted-header``: an authenticating proxy in front sets ``header`` (e.g. X-Forwarded-Email);
+    * ``trusted-header``: an authenticating proxy in front sets ``header`` (e.g. X-Forwarded-Email).
+      The header is believed only from the proxy: the request must come from an address in
+      ``trusted_proxies`` (CIDRs) and/or carry ``proxy_secret`` in ``proxy_secret_header``;
+      at least one of the two must be set, or the portal refuses to start;
     * ``alb-oidc``: the ALB's signed ``x-amzn-oidc-data`` JWT, verified (ES256) against the
-      region's public key for its ``kid``, with the expected ``alb_arn`` as signer.
+      region's public key for its ``kid``, with the expected ``alb_arn`` as signer (required).
     """
 
     mode: str = "dev"
     dev_user: str = "dev@localhost"
     header: str = "X-Forwarded-Email"
+    trusted_proxies: tuple[str, ...] = ()
+    proxy_secret: str | None = None
+    proxy_secret_header: str = "X-Jobplane-Proxy-Secret"
     alb_arn: str | None = None
     alb_region: str | None = None
     alb_key_url: str = "https://public-keys.auth.elb.{region}.amazonaws.com/{kid}"
+
+    def check(self) -> None:
+        """Refuse a configuration that would believe anyone (the portal does not start)."""
+        if self.mode not in ("dev", "trusted-header", "alb-oidc"):
+            raise ValueError(f"unknown auth mode {self.mode!r}: dev, trusted-header or alb-oidc")
+        if self.mode == "trusted-header":
+            if not self.trusted_proxies and not self.proxy_secret:
+                raise ValueError("trusted-header mode needs the proxy's addresses (JOBPLANE_TRUSTED_PROXIES, CIDRs) "
+                                 "or a secret the proxy sends (JOBPLANE_PROXY_SECRET): otherwise anyone who reaches "
+                                 "the portal's port is whoever their header says")
+            for cidr in self.trusted_proxies:
+                try:
+                    ipaddress.ip_network(cidr, strict=False)
+                except ValueError:
+                    raise ValueError(f"trusted proxy {cidr!r} is not an address or CIDR") from None
+            if self.proxy_secret is not None and len(self.proxy_secret) < 16:
+                raise ValueError("the proxy secret must be at least 16 characters")
+        if self.mode == "alb-oidc" and not (self.alb_arn and self.alb_arn.startswith("arn:")):
+            raise ValueError("alb-oidc mode needs the load balancer's ARN (JOBPLANE_ALB_ARN): the signer of "
+                             "every identity token is checked against it")
 
 
 @dataclass(frozen=True)
@@ -43,6 +71,27 @@ class PortalSettings:
     secret_key: str = field(default_factory=lambda: secrets.token_urlsafe(32))  # signs CSRF tokens
     base_url: str = ""
     actions_per_minute: int = 30  # per user; beyond it actions answer 429
+    # Host headers served ('host' for any port, or 'host:port'); empty: derived (allowed_host_names).
+    allowed_hosts: frozenset[str] = frozenset()
+
+    def allowed_host_names(self) -> frozenset[str]:
+        """Which ``Host`` the portal answers (DNS rebinding defence): the explicit list, else the
+        host of ``base_url`` (with 127.0.0.1 and localhost for a loopback one), else, in dev
+        mode, the loopback names. A production portal with none refuses to start."""
+        if self.allowed_hosts:
+            return self.allowed_hosts
+        host = urlsplit(self.base_url).hostname if self.base_url else None
+        if host:
+            return frozenset({host, "127.0.0.1", "localhost"}) if host in ("127.0.0.1", "localhost") else frozenset({host})
+        if self.auth.mode == "dev":
+            return frozenset({"127.0.0.1", "localhost"})
+        return frozenset()
+
+    def check(self) -> None:
+        self.auth.check()
+        if not self.allowed_host_names():
+            raise ValueError("the portal needs its public URL (JOBPLANE_PORTAL_URL) or JOBPLANE_ALLOWED_HOSTS, so it "
+                             "answers only requests addressed to it")
 
     @classmethod
     def from_config(cls, config: PlatformConfig, deployment: Deployment, auth: AuthSettings,
@@ -54,8 +103,11 @@ class PortalSettings:
     @classmethod
     def from_env(cls) -> PortalSettings:
         """Production: JOBPLANE_TABLE, JOBPLANE_TOPIC_ARN, JOBPLANE_CATALOG, JOBPLANE_PORTAL_SECRET,
-        JOBPLANE_AUTH_MODE (alb-oidc | trusted-header), JOBPLANE_ALB_ARN, JOBPLANE_ADMINS (comma
-        separated), JOBPLANE_TEAM_MEMBERS (JSON {team: [user, ...]})."""
+        JOBPLANE_AUTH_MODE (alb-oidc | trusted-header), JOBPLANE_ALB_ARN (alb-oidc),
+        JOBPLANE_TRUSTED_PROXIES (comma-separated CIDRs) and/or JOBPLANE_PROXY_SECRET
+        (trusted-header), JOBPLANE_PORTAL_URL or JOBPLANE_ALLOWED_HOSTS, JOBPLANE_ADMINS (comma
+        separated), JOBPLANE_TEAM_MEMBERS (JSON {team: [user, ...]}). Raises ValueError for a
+        setting that would leave the portal open."""
         env = os.environ
         deployment = Deployment(
             table=env["JOBPLANE_TABLE"], topic_arn=env["JOBPLANE_TOPIC_ARN"],
@@ -65,9 +117,18 @@ class PortalSettings:
         if mode == "dev":
             raise ValueError("JOBPLANE_AUTH_MODE=dev is for jobplane dev only")
         auth = AuthSettings(mode=mode, header=env.get("JOBPLANE_AUTH_HEADER", "X-Forwarded-Email"),
+                            trusted_proxies=_items(env.get("JOBPLANE_TRUSTED_PROXIES", "")),
+                            proxy_secret=env.get("JOBPLANE_PROXY_SECRET") or None,
                             alb_arn=env.get("JOBPLANE_ALB_ARN"), alb_region=deployment.region)
         members = json.loads(env.get("JOBPLANE_TEAM_MEMBERS", "{}"))
-        return cls(deployment=deployment, auth=auth,
-                   admins=frozenset(a for a in env.get("JOBPLANE_ADMINS", "").split(",") if a),
-                   team_members={t: frozenset(m) for t, m in members.items()},
-                   secret_key=env["JOBPLANE_PORTAL_SECRET"], base_url=env.get("JOBPLANE_PORTAL_URL", ""))
+        settings = cls(deployment=deployment, auth=auth,
+                       admins=frozenset(_items(env.get("JOBPLANE_ADMINS", ""))),
+                       team_members={t: frozenset(m) for t, m in members.items()},
+                       secret_key=env["JOBPLANE_PORTAL_SECRET"], base_url=env.get("JOBPLANE_PORTAL_URL", ""),
+                       allowed_hosts=frozenset(_items(env.get("JOBPLANE_ALLOWED_HOSTS", ""))))
+        settings.check()
+        return settings
+
+
+def _items(text: str) -> tuple[str, ...]:
+    return tuple(x.strip() for x in text.split(",") if x.strip())

@@ -16,16 +16,34 @@ from pythonjsonlogger.json import JsonFormatter
 
 from jobplane.platform.runner_contract import ENV_PARAMS, ENV_TARGET
 
-#: Environment variable names whose values are never printed.
-SECRET_NAME = re.compile(r"(PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|PRIVATE_?KEY|CREDENTIAL|SESSION_?KEY|DSN|AUTH)", re.I)
+#: Environment variable names whose values are never printed: words that name credentials
+#: anywhere in the name, and short ones (KEY, PWD, PASS) as whole parts (STRIPE_KEY, MYSQL_PWD;
+#: not KEYBOARD_LAYOUT, nor the shell's own PWD, the working directory).
+SECRET_NAME = re.compile(
+    r"PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|CREDENTIAL|PRIVATE|WEBHOOK|DSN|AUTH|COOKIE|SIGNATURE|"
+    r"APIKEY|ACCESSKEY|(?:^|_)(?:API_|ACCESS_|SESSION_|SIGNING_|ENCRYPTION_|MASTER_)?KEYS?(?:_|$)|(?:^|_)(?:PWD|PASS)(?:_|$)",
+    re.I)
+NOT_SECRET = frozenset({"PWD", "OLDPWD", ENV_TARGET, ENV_PARAMS})
+#: The declared secrets of the step (ECS ``secrets``), by name: set by the job's task definition.
+ENV_SECRET_NAMES = "JOBPLANE_SECRET_NAMES"
+#: user:password@ in a URL (postgres://app:pw@db/app): the password part.
+URL_PASSWORD = re.compile(r"(?<=://)([^\s:/@]+):([^\s@/]+)@")
 REDACTED = "[redacted]"
 MIN_SECRET_LENGTH = 4  # shorter values would redact ordinary words
 
 
 def secret_values(env: Mapping[str, str]) -> list[str]:
-    """Values of secret-looking variables, longest first (so overlapping values redact whole)."""
-    values = {v for k, v in env.items() if SECRET_NAME.search(k) and len(v) >= MIN_SECRET_LENGTH
-              and k not in (ENV_TARGET, ENV_PARAMS)}
+    """What must never be printed: the values of the step's declared secrets and of
+    secret-looking variables, and every password embedded in a URL-valued variable; longest
+    first (so overlapping values redact whole)."""
+    declared = {n.strip() for n in env.get(ENV_SECRET_NAMES, "").split(",") if n.strip()}
+    values = set()
+    for k, v in env.items():
+        if k in NOT_SECRET or len(v) < MIN_SECRET_LENGTH:
+            continue
+        if k in declared or SECRET_NAME.search(k):
+            values.add(v)
+        values.update(m.group(2) for m in URL_PASSWORD.finditer(v) if len(m.group(2)) >= MIN_SECRET_LENGTH)
     return sorted(values, key=len, reverse=True)
 
 
@@ -57,7 +75,7 @@ class RunFormatter(JsonFormatter):
         line = super().format(record)
         if self._secret_re is not None:
             line = self._secret_re.sub(REDACTED, line)
-        return line
+        return URL_PASSWORD.sub(lambda m: f"{m.group(1)}:{REDACTED}@", line)  # a DSN the step built itself
 
 
 _RESERVED = [

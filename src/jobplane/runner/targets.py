@@ -51,20 +51,22 @@ def import_object(spec: str) -> Any:
 
 def call_arguments(fn: Callable[..., Any], kwargs: dict[str, Any], ctx: RunContext,
                    args: list[Any] | None = None) -> tuple[list[Any], dict[str, Any]]:
-    """The step's kwargs with run params laid over them, for the parameters ``fn`` takes.
+    """The step's kwargs plus the run's params, for the parameters ``fn`` takes.
 
     Params are job-wide, so a step only receives those its function names (or all of them if it
-    takes ``**kwargs``); a ``context`` parameter receives the RunContext. Arguments that cannot
-    bind are a permanent error, raised before any user code runs.
+    takes ``**kwargs``); a ``context`` parameter receives the RunContext. A step's own fixed
+    kwargs always win: a run's params (chosen by whoever starts or re-runs it) never change
+    what the definition fixed, such as a report's recipient. Arguments that cannot bind are a
+    permanent error, raised before any user code runs.
     """
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
-        return list(args or []), {**kwargs, **ctx.params}
+        return list(args or []), {**ctx.params, **kwargs}
     accepts_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values())
     merged = dict(kwargs)
     for name, value in ctx.params.items():
-        if accepts_any or name in sig.parameters:
+        if name not in kwargs and (accepts_any or name in sig.parameters):
             merged[name] = value
     if "context" in sig.parameters:
         merged["context"] = ctx

@@ -56,10 +56,25 @@ class RunningTask:
     stop_requested: bool = False
 
 
+#: What a step inherits from the process running the agent: what a container's OS would give it,
+#: nothing else. Everything the step needs comes from the task (definition and overrides) and
+#: ``[dev] env``; the developer's own environment (AWS keys, JOBPLANE_SLACK_WEBHOOK_URL, tokens)
+#: never reaches a step, whose output every portal user can read.
+INHERITED_ENV = ("HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TERM", "USER", "LOGNAME")
+
+
+def container_env(extra: dict[str, str]) -> dict[str, str]:
+    """The base environment of a step's process: the OS basics, PATH with this installation's
+    ``bin`` first (where jobplane-runner and python are), and ``extra`` (``[dev] env``)."""
+    env = {k: os.environ[k] for k in INHERITED_ENV if k in os.environ}
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", os.defpath)
+    return env | extra
+
+
 @dataclass
 class LocalEcsAgent:
     log_dir: Path
-    base_env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    extra_env: dict[str, str] = field(default_factory=dict)  # [dev] env: added to every task's environment
     stop_grace_seconds: float = 10.0
     tasks: dict[str, RunningTask] = field(default_factory=dict)
     finished: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -96,7 +111,7 @@ class LocalEcsAgent:
             log.warning("refused to start task %s: command %s", task.id, shown)
             return
         command = [str(RUNNER_PATH), *command[1:]]
-        env = dict(self.base_env)
+        env = container_env(self.extra_env)
         for item in (container_def.get("environment") or []) + (override.get("environment") or []):
             env[item["name"]] = item["value"]
         task_id = task.id
@@ -193,16 +208,21 @@ def _container_override(task: Any, name: str | None) -> dict[str, Any]:
 
 
 def _finish(task: Any, exit_code: int | None, reason: str, stop_code: str) -> None:
+    """Record the task's end as ECS does, all at once: under the lock DescribeTasks copies tasks
+    in (moto_fixes.ECS_LOCK), so no answer shows a stopped task with a running container."""
+    from jobplane.platform.local.moto_fixes import ECS_LOCK
+
     now = datetime.datetime.now(datetime.timezone.utc)
-    for c in task.containers:
-        c.exitCode = exit_code
-        c.last_status = "STOPPED"
-        c.reason = None if stop_code == "EssentialContainerExited" else reason
-    task.stopped_reason = reason
-    task.stop_code = stop_code
-    task.stopped_at = now
-    task.desired_status = "STOPPED"
-    task.last_status = "STOPPED"
+    with ECS_LOCK:
+        for c in task.containers:
+            c.exitCode = exit_code
+            c.last_status = "STOPPED"
+            c.reason = None if stop_code == "EssentialContainerExited" else reason
+        task.stopped_reason = reason
+        task.stop_code = stop_code
+        task.stopped_at = now
+        task.desired_status = "STOPPED"
+        task.last_status = "STOPPED"
 
 
 def install() -> None:

@@ -86,9 +86,7 @@ class LocalAWS:
         if self.log_dir is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="jobplane-tasks-")
             self.log_dir = Path(self._tmp.name)
-        bin_dir = str(Path(sys.executable).parent)
-        base_env = dict(os.environ) | {"PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")} | self.env
-        self.agent = LocalEcsAgent(self.log_dir, base_env).activate()
+        self.agent = LocalEcsAgent(self.log_dir, self.env).activate()
         self._listener: Callable[[str, str, str], None] = self._on_status
         moto_fixes.STATUS_LISTENERS.append(self._listener)
         self._ended = threading.Condition()

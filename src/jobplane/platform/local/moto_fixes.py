@@ -30,9 +30,9 @@ def check_version() -> None:
             "re-check every fix in jobplane.platform.local.moto_fixes before changing the pin")
 
 
-def _serialise(cls: type, names: tuple[str, ...]) -> None:
+def _serialise(cls: type, names: tuple[str, ...], lock: threading.RLock | None = None) -> None:
     """Wrap the named methods of a moto backend class in one lock shared by all of them."""
-    lock = threading.RLock()
+    lock = lock or threading.RLock()
     for name in names:
         original = getattr(cls, name)
 
@@ -383,13 +383,40 @@ def fix_sync_retry() -> None:
     cb.StateTaskServiceCallback._eval_integration_pattern = _eval_integration_pattern
 
 
+#: Held by every ECS task path of moto's backend and by the local ECS agent while it changes a
+#: task, so a task is only ever seen whole (fix_ecs_thread_safe).
+ECS_LOCK = threading.RLock()
+
+
 def fix_ecs_thread_safe() -> None:
     """moto's ECS backend keeps tasks in plain dicts that RunTask writes while DescribeTasks
     iterates them: with ~100 concurrent executions a .sync poll failed with "dictionary changed
-    size during iteration" (States.Runtime). Serialise the task paths with one lock."""
+    size during iteration" (States.Runtime). Serialise the task paths with one lock.
+
+    DescribeTasks also returned the live task objects, which moto serialises *after* the backend
+    call, field by field (containers before lastStatus). When the local agent recorded a task's
+    end in between, the answer was torn: task STOPPED, container still PENDING with no exit code,
+    and the step failed although the runner had exited 0 (1 in ~100 runs under load, issue 13).
+    DescribeTasks now answers with copies taken under the lock the agent holds while it writes
+    (``ECS_LOCK``), so every answer is a task as it was at one instant."""
+    import copy
+
     from moto.ecs.models import EC2ContainerServiceBackend
 
-    _serialise(EC2ContainerServiceBackend, ("run_task", "start_task", "describe_tasks", "stop_task", "list_tasks"))
+    original_describe = EC2ContainerServiceBackend.describe_tasks
+
+    def describe_tasks(self, cluster_str, tasks):  # type: ignore[no-untyped-def]
+        with ECS_LOCK:
+            found = original_describe(self, cluster_str, tasks)
+            snapshots = []
+            for task in found:
+                snapshot = copy.copy(task)
+                snapshot.containers = [copy.copy(c) for c in task.containers]
+                snapshots.append(snapshot)
+            return snapshots
+
+    EC2ContainerServiceBackend.describe_tasks = describe_tasks
+    _serialise(EC2ContainerServiceBackend, ("run_task", "start_task", "stop_task", "list_tasks"), ECS_LOCK)
 
 
 FIXES = {
