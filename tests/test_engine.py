@@ -368,3 +368,42 @@ def test_a_step_gets_its_declared_environment_not_the_developers(aws: LocalAWS, 
     assert not any(k.startswith("AWS_") for k in env)
     assert env["REPORT_BUCKET"] == "reports" and env["PYTHONPATH"] == aws.env["PYTHONPATH"]  # declared + [dev] env
     assert env["JOBPLANE_JOB"] == "env-check" and "PATH" in env
+
+
+def test_concurrent_no_op_runs_all_succeed_on_a_loaded_machine(aws: LocalAWS) -> None:
+    """Issue 13: ~1 in 100 no-op runs FAILED under load (a torn DescribeTasks answer: task
+    STOPPED, container PENDING). A smaller version of bench/engine.py's rounds, with two
+    processes spinning on the CPU beside xdist's own load."""
+    import subprocess
+    import sys
+
+    job = deploy(aws, policy="ALWAYS_RUN")
+    burners = [subprocess.Popen([sys.executable, "-c", "import time\nend = time.monotonic() + 600\n"
+                                 "while time.monotonic() < end: pass"]) for _ in range(2)]
+    try:
+        for _ in range(2):
+            arns: list[str] = []
+            lock = threading.Lock()
+
+            def start() -> None:
+                arn = aws.start(job, execution_input.manual("load-test", overrides={"mode": "ok"}))
+                with lock:
+                    arns.append(arn)
+
+            threads = [threading.Thread(target=start) for _ in range(25)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            outcomes = {}
+            for arn in arns:  # generous bounds: this test is about outcomes, never about time
+                ex = aws.wait(arn, timeout=600)
+                aws.wait_reconciled(arn, timeout=600)
+                outcomes[arn] = (ex, record(aws, arn))
+            failed = {arn.rsplit(":", 1)[1]: (ex.error, ex.cause and ex.cause[:300], task_logs(aws, arn.rsplit(":", 1)[1]))
+                      for arn, (ex, rec) in outcomes.items() if ex.status != "SUCCEEDED" or rec.status != "SUCCEEDED"}
+            assert len(outcomes) == 25 and failed == {}, failed
+    finally:
+        for b in burners:
+            b.kill()
+            b.wait()
