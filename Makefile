@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test compile plan tfcheck bench clean
+.PHONY: dev test soak compile plan tfcheck bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,6 +20,11 @@ dev: $(STAMP)
 ## test: the whole test suite, in parallel.
 test: $(STAMP)
 	$(BIN)/pytest -n auto
+
+## soak: the whole test suite N times in a row (default 5), every failure by test id.
+N ?= 5
+soak: $(STAMP)
+	$(BIN)/python scripts/soak.py $(N)
 
 compile: $(STAMP)
 	$(BIN)/jobplane compile

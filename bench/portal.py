@@ -135,7 +135,7 @@ def main() -> None:
         out = repo / "out"
         write_output(compiled, out)
         print(f"compiled {args.jobs} jobs in {time.perf_counter() - t:.1f} s")
-        with LocalAWS(server_port=free_port(), log_dir=repo / "logs") as aws:
+        with LocalAWS(server_port=0, log_dir=repo / "logs") as aws:
             catalog = json.loads((out / "catalog.json").read_text())
             # Only the measured job's state machine is deployed (its page draws the deployed ASL):
             # moto validates each definition with its ANTLR parser on create (~1 s per job), and

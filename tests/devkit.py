@@ -3,7 +3,6 @@ whose steps run tests/sample_apps through the real runner."""
 
 from __future__ import annotations
 
-import socket
 import textwrap
 from datetime import datetime, timezone
 from pathlib import Path
@@ -127,12 +126,6 @@ def make_repo(path: Path) -> Repo:
     return repo
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class FakeClock:
     def __init__(self, start: datetime):
         self.now = start
@@ -145,4 +138,4 @@ def utc(text: str) -> datetime:
     return datetime.fromisoformat(text).replace(tzinfo=timezone.utc)
 
 
-__all__ = ["ROOT", "make_repo", "free_port", "FakeClock", "utc"]
+__all__ = ["ROOT", "make_repo", "FakeClock", "utc"]

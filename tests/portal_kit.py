@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from devkit import free_port, make_repo
+from devkit import make_repo
 from jobplane.platform.config import load_config
 from jobplane.platform.local.dev import DevPlatform
 from jobplane.portal.app import create_app
@@ -21,7 +21,7 @@ PROXY_SECRET = "proxy-secret-for-tests-0123456789"  # what the authenticating pr
 
 def start_platform(tmp: Path) -> DevPlatform:
     make_repo(tmp / "repo")
-    return DevPlatform(load_config(tmp / "repo"), tmp / "data", free_port(), free_port(), run_scheduler=False,
+    return DevPlatform(load_config(tmp / "repo"), tmp / "data", 0, 0, run_scheduler=False,
                        run_services=False, snapshot_interval=3600).start()
 
 
@@ -51,12 +51,15 @@ class Served:
 
         import uvicorn
 
-        self.port = free_port()
+        import socket
+
+        sock = socket.socket()  # bound here on a free port: no race with other tests
+        sock.bind(("127.0.0.1", 0))
+        self.port = sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
-                                                    lifespan="off"))
+        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
         self.server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]}, daemon=True)
         self.thread.start()
         deadline = time.monotonic() + 20
         while not self.server.started and time.monotonic() < deadline:

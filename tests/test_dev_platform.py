@@ -13,14 +13,14 @@ from typing import Iterator
 import pytest
 from slack_sdk.models.blocks import Block
 
-from devkit import FakeClock, free_port, make_repo, utc
+from devkit import FakeClock, make_repo, utc
 from jobplane.platform.config import load_config
 from jobplane.platform.local.dev import DevPlatform
 from slack_receiver import Receiver
 
 
 def start_platform(root: Path, data_dir: Path, webhook: str | None = None, clock: FakeClock | None = None) -> DevPlatform:
-    return DevPlatform(load_config(root), data_dir, free_port(), free_port(), clock=clock or FakeClock(utc("2027-03-01T10:00:30")),
+    return DevPlatform(load_config(root), data_dir, 0, 0, clock=clock or FakeClock(utc("2027-03-01T10:00:30")),
                        webhook_url=webhook, run_scheduler=False, run_services=False, snapshot_interval=3600).start()
 
 
@@ -187,7 +187,7 @@ def test_a_restart_keeps_job_state_history_pauses_and_audit(repo_root: Path, tmp
     finally:
         again.stop()
 
-    fresh = DevPlatform(load_config(repo_root), data, free_port(), free_port(), reset=True, run_scheduler=False,
+    fresh = DevPlatform(load_config(repo_root), data, 0, 0, reset=True, run_scheduler=False,
                         run_services=False).start()
     try:
         assert fresh.control.executions("flaky-load").items == []
@@ -232,7 +232,7 @@ def test_the_portal_is_served_with_its_health_url(repo_root: Path, tmp_path: Pat
     platform = start_platform(repo_root, tmp_path / "data")
     try:
         with urllib.request.urlopen(f"{platform.portal_url}/healthz", timeout=5) as r:
-            assert r.status == 200 and b'"jobs":5' in r.read().replace(b" ", b"")
+            assert r.status == 200 and b'"jobs":6' in r.read().replace(b" ", b"")
         assert "portal" in platform.banner() and platform.portal_url in platform.banner()
     finally:
         platform.stop()
@@ -271,7 +271,7 @@ def test_cli_run_from_a_step_status_and_logs_talk_to_the_running_platform(repo_r
         r = cli("run", "flaky-load", "--from-step", "nope")
         assert r.exit_code != 0 and "has no step 'nope'" in r.output
         r = cli("run", "flaky-load", "-p", "typo=1")
-        assert r.exit_code != 0 and "has no param typo" in r.output
+        assert r.exit_code != 0 and "has no param 'typo'" in r.output
         r = cli("status")
         assert r.exit_code == 0
         row = next(line for line in r.output.splitlines() if line.startswith("flaky-load"))

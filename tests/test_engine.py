@@ -35,8 +35,9 @@ def aws():
         yield local
 
 
-def deploy(aws: LocalAWS, steps: list[dict[str, Any]] | None = None, **fields: Any) -> str:
-    name = f"job-{uuid.uuid4().hex[:10]}"
+def deploy(aws: LocalAWS, steps: list[dict[str, Any]] | None = None, name: str | None = None, **fields: Any) -> str:
+    """Deploy a test job (a new name, or a new definition of ``name``)."""
+    name = name or f"job-{uuid.uuid4().hex[:10]}"
     job = Job.model_validate({"name": name, "team": "billing", "timezone": "UTC",
                               "steps": steps or [{"name": "work", "python": BEHAVE}]} | fields)
     aws.deploy(name, asl.compile_job(job, aws.prefix))
@@ -64,8 +65,8 @@ def record(aws: LocalAWS, arn: str):
 
 
 def finish(aws: LocalAWS, arn: str):
-    ex = aws.wait(arn)
-    aws.wait_reconciled(arn)
+    ex = aws.wait(arn, timeout=600)  # bounds that only catch a hang, never decide an outcome
+    aws.wait_reconciled(arn, timeout=600)
     return ex, record(aws, arn)
 
 
@@ -82,7 +83,7 @@ def messages_for(aws: LocalAWS, job: str) -> list[dict[str, Any]]:
     return [m for m in aws.seen_messages if json.loads(m["Message"])["job"] == job]
 
 
-def started_process(marker: Path, timeout: float = 30) -> int:
+def started_process(marker: Path, timeout: float = 300) -> int:
     deadline = time.monotonic() + timeout
     while not (marker.exists() and marker.read_text().strip()):
         assert time.monotonic() < deadline, "the step never started"
@@ -112,7 +113,9 @@ TABLE = {  # policy: (runs while one is running, runs after a failed / timed-out
 
 @pytest.mark.parametrize("policy", list(TABLE))
 def test_policy_table(aws: LocalAWS, policy: str, tmp_path: Path) -> None:
-    job = deploy(aws, policy=policy, timeout=6)
+    # No wall-clock budget decides an outcome: ordinary runs have an hour; only the run that
+    # must time out gets a definition with a 2 s timeout (it can only end TIMED_OUT).
+    job = deploy(aws, policy=policy, timeout=3600)
     while_running, after_failure = TABLE[policy]
 
     def scheduled_run() -> tuple[bool, Any]:
@@ -132,8 +135,10 @@ def test_policy_table(aws: LocalAWS, policy: str, tmp_path: Path) -> None:
     assert finish(aws, manual("fail"))[1].status == "FAILED"
     ran, rec = scheduled_run()
     assert ran == after_failure and (ran or rec.skip_reason == "LAST_FAILED")
-    # last TIMED_OUT (the whole job ran past its 6 s timeout)
-    assert finish(aws, manual("sleep", seconds=30))[1].status == "TIMED_OUT"
+    # last TIMED_OUT (the whole job ran past its timeout)
+    deploy(aws, name=job, policy=policy, timeout=2)
+    assert finish(aws, manual("sleep", seconds=300))[1].status == "TIMED_OUT"
+    deploy(aws, name=job, policy=policy, timeout=3600)
     ran, rec = scheduled_run()
     assert ran == after_failure
     # last ABORTED
@@ -146,11 +151,12 @@ def test_policy_table(aws: LocalAWS, policy: str, tmp_path: Path) -> None:
     assert ran == after_failure
     # a run in progress
     aws.repository().acknowledge_failure(job)
-    marker = tmp_path / "running"
-    holder = manual("sleep", seconds=3, marker=str(marker))
+    marker, release = tmp_path / "running", tmp_path / "release"
+    holder = manual("wait", release=str(release), seconds=300, marker=str(marker))  # runs until released
     started_process(marker)
     ran, rec = scheduled_run()
     assert ran == while_running and (ran or rec.skip_reason == "RUNNING")
+    release.write_text("go")
     assert finish(aws, holder)[1].status == "SUCCEEDED"
 
 

@@ -5,6 +5,7 @@ fail, that fix may no longer be needed."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,9 @@ PROBE = Path(__file__).resolve().parent / "moto_probe.py"
 
 
 def probe(scenario: str, mode: str) -> dict:
-    out = subprocess.run([sys.executable, str(PROBE), scenario, mode], capture_output=True, text=True, timeout=300)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MOTO_")}  # moto's own settings: as shipped
+    out = subprocess.run([sys.executable, str(PROBE), scenario, mode], capture_output=True, text=True, timeout=300,
+                         env=env)
     line = next((l for l in out.stdout.splitlines() if l.startswith("PROBE ")), None)
     assert line, out.stdout[-2000:] + out.stderr[-3000:]
     return json.loads(line[6:])

@@ -13,6 +13,36 @@ from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from jobplane.platform.control import Deployment
+
+
+def _import_everything(package: object, skip: tuple[str, ...] = ()) -> None:
+    """Import every module of a package now, at collection, not lazily inside a test.
+
+    pytest rewrites the asserts of every module of a pytest plugin's distribution (schemathesis,
+    hypothesis), compiling the rewritten AST when the module is first imported. On CPython
+    3.11.7, compiling an AST deep inside hypothesis's call stack fails at random with
+    "SystemError: AST constructor recursion depth mismatch" (a CPython bug, fixed in 3.11.8):
+    schemathesis imports modules lazily while a hypothesis test runs, so this test failed once
+    in a while (issue 13). Imported here, at a shallow stack, nothing is compiled later.
+    """
+    import importlib
+    import pkgutil
+
+    for module in pkgutil.iter_modules(package.__path__, package.__name__ + "."):  # type: ignore[attr-defined]
+        if module.name.startswith(skip):  # skipped before import: hypothesis.extra.django needs settings
+            continue
+        try:
+            imported = importlib.import_module(module.name)
+        except ImportError:  # optional extras this project does not install (allure, numpy, ...)
+            continue
+        if module.ispkg:
+            _import_everything(imported, skip)
+
+
+import hypothesis  # noqa: E402
+
+_import_everything(schemathesis)
+_import_everything(hypothesis, skip=("hypothesis.extra",))
 from jobplane.platform.local.dev import DevPlatform
 from jobplane.portal.app import create_app
 from jobplane.portal.settings import PortalSettings

@@ -15,7 +15,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from devkit import ROOT, free_port
+from devkit import ROOT
 
 
 def processes_with(marker: str) -> list[str]:
@@ -35,9 +35,10 @@ def processes_with(marker: str) -> list[str]:
 def test_make_dev_comes_up_serves_the_portal_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
     readme = (ROOT / "README.md").read_text()
     assert re.search(r"^make dev$", readme, re.M), "README's main command is `make dev`"
-    portal_port = free_port()
-    env = dict(os.environ, JOBPLANE_DATA_DIR=str(tmp_path / "data"), JOBPLANE_AWS_PORT=str(free_port()),
-               JOBPLANE_PORTAL_PORT=str(portal_port), PYTHONUNBUFFERED="1")
+    # port 0: the platform binds free ports itself and says which in its banner (no race with
+    # other tests for a port picked in advance)
+    env = dict(os.environ, JOBPLANE_DATA_DIR=str(tmp_path / "data"), JOBPLANE_AWS_PORT="0",
+               JOBPLANE_PORTAL_PORT="0", PYTHONUNBUFFERED="1")
     process = subprocess.Popen(["make", "dev"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                start_new_session=True)
     output = []
@@ -55,7 +56,10 @@ def test_make_dev_comes_up_serves_the_portal_and_stops_cleanly_on_ctrl_c(tmp_pat
             output.append(line)
             ready = "jobplane dev is ready" in line
         assert ready, "".join(output)
-        with urllib.request.urlopen(f"http://127.0.0.1:{portal_port}/healthz", timeout=10) as r:
+        while not any("  health " in line for line in output):
+            output.append(lines.get(timeout=60))
+        health_url = re.search(r"  health\s+(http://127\.0\.0\.1:\d+/healthz)", "".join(output)).group(1)
+        with urllib.request.urlopen(health_url, timeout=10) as r:
             health = json.loads(r.read())
         assert health["status"] == "ok" and health["jobs"] == 7  # the example jobs
         run = subprocess.run([str(ROOT / ".venv" / "bin" / "jobplane"), "run", "daily-sales-report"], cwd=ROOT, env=env,

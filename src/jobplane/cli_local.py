@@ -59,9 +59,9 @@ def register(main: click.Group) -> None:
 @click.option("--reset", is_flag=True, help="Start empty: delete the saved state, logs and dead letters first.")
 @data_dir_option
 @click.option("--aws-port", type=int, default=None, envvar="JOBPLANE_AWS_PORT",
-              help="Port of the embedded AWS endpoint (default: [dev] aws_port).")
+              help="Port of the embedded AWS endpoint (default: [dev] aws_port; 0: any free port).")
 @click.option("--portal-port", type=int, default=None, envvar="JOBPLANE_PORTAL_PORT",
-              help="Port of the portal (default: [dev] portal_port).")
+              help="Port of the portal (default: [dev] portal_port; 0: any free port).")
 @click.option("--no-services", is_flag=True, help="Do not start the [dev.services] processes.")
 @click.pass_obj
 def dev(obj: Any, reset: bool, data_dir: Path | None, aws_port: int | None, portal_port: int | None,
@@ -81,8 +81,8 @@ def dev(obj: Any, reset: bool, data_dir: Path | None, aws_port: int | None, port
     for noisy in ("botocore", "urllib3", "werkzeug", "moto", "uvicorn.access"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     config = obj.config
-    platform = DevPlatform(config, _data_dir(obj, data_dir), aws_port or config.dev.aws_port,
-                           portal_port or config.dev.portal_port, reset=reset,
+    platform = DevPlatform(config, _data_dir(obj, data_dir), config.dev.aws_port if aws_port is None else aws_port,
+                           config.dev.portal_port if portal_port is None else portal_port, reset=reset,
                            webhook_url=os.environ.get("JOBPLANE_SLACK_WEBHOOK_URL") or None,
                            run_services=not no_services)
     stop = threading.Event()

@@ -273,8 +273,7 @@ def fix_global_cors() -> None:
     from moto import settings
     from moto.moto_server import werkzeug_app
 
-    os.environ["MOTO_DISABLE_GLOBAL_CORS"] = "true"
-    settings.DISABLE_GLOBAL_CORS = True
+    settings.DISABLE_GLOBAL_CORS = True  # (not the environment variable: children would inherit it)
     werkzeug_app.DISABLE_GLOBAL_CORS = True
 
 
