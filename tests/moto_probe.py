@@ -260,6 +260,18 @@ def scenario(name: str, fixed: bool) -> dict:
             return {"stopped": True, "status": d["status"]}
         return with_engine(fixes, body)
 
+    if name == "execution_name_default":
+        def body(aws):
+            sfn = aws.client("stepfunctions")
+            arn = sfn.create_state_machine(name="probe-unnamed", roleArn=ROLE, definition=json.dumps(
+                {"StartAt": "p", "States": {"p": {"Type": "Pass", "Parameters": {"name.$": "$$.Execution.Name"},
+                                                  "End": True}}}))["stateMachineArn"]
+            ex = sfn.start_execution(stateMachineArn=arn, input="{}")["executionArn"]
+            while (d := sfn.describe_execution(executionArn=ex))["status"] == "RUNNING":
+                time.sleep(0.02)
+            return {"arn_name": ex.rsplit(":", 1)[1], "context_name": json.loads(d.get("output") or "{}").get("name")}
+        return with_engine(fixes, body)
+
     if name == "fast_sync_poll":
         def body(aws):
             from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import state_task_service_callback

@@ -148,3 +148,14 @@ def test_an_execution_can_be_stopped_as_soon_as_it_starts(mode: str) -> None:
         assert r["stopped"] is False and "set_stop" in r["error"]
     else:
         assert r == {"stopped": True, "status": "ABORTED"}
+
+
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_an_execution_started_without_a_name_gets_a_uuid(mode: str) -> None:
+    r = probe("execution_name_default", mode)
+    if mode == "stock":
+        assert r["arn_name"] == "None"
+    else:
+        import uuid
+
+        assert str(uuid.UUID(r["arn_name"])) == r["arn_name"] == r["context_name"]

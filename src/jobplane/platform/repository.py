@@ -43,7 +43,10 @@ class JobState:
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> JobState:
         p = _plain(item)
-        return cls(job=p.get("job") or p["pk"].removeprefix("JOB#"), team=p.get("team", ""), running=frozenset(p.get(dm.ATTR_RUNNING, set())),
+        # A claim's name set is read defensively: one malformed item (an execution once named
+        # null) must not take every page that lists jobs down.
+        running = frozenset(r for r in p.get(dm.ATTR_RUNNING) or () if isinstance(r, str) and r)
+        return cls(job=p.get("job") or p["pk"].removeprefix("JOB#"), team=p.get("team", ""), running=running,
                    holder=p.get(dm.ATTR_HOLDER), last_status=p.get(dm.ATTR_LAST_STATUS),
                    last_execution=p.get(dm.ATTR_LAST_EXECUTION), last_finished_at=p.get(dm.ATTR_LAST_FINISHED_AT),
                    blocked_by=p.get(dm.ATTR_BLOCKED_BY), paused_by=p.get("paused_by"),

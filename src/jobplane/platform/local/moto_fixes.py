@@ -337,6 +337,24 @@ def fix_stop_while_starting() -> None:
     execution_worker.ExecutionWorker.stop = stop
 
 
+def fix_execution_name_default() -> None:
+    """StartExecution without a name: AWS names the execution with a UUID ("If you don't
+    provide a name for the execution, Step Functions automatically generates a universally
+    unique identifier (UUID) as the execution name", API reference, StartExecution). moto
+    5.2.5's interpreter backend keeps ``None``: the execution is called "None", our claim adds
+    null to the job's running set and the local platform breaks (issue 17)."""
+    import uuid
+
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+    original = StepFunctionsParserBackend.start_execution
+
+    def start_execution(self, state_machine_arn, name=None, execution_input=None, trace_header=None):  # type: ignore[no-untyped-def]
+        return original(self, state_machine_arn, name or str(uuid.uuid4()), execution_input, trace_header)
+
+    StepFunctionsParserBackend.start_execution = start_execution
+
+
 def fix_parse_once() -> None:
     """moto re-parses the ASL (a Python ANTLR parser) for every execution: with our definitions
     that was ~60% of the engine's time under load (py-spy, 50 concurrent starts). The parsed
@@ -432,6 +450,7 @@ FIXES = {
     "ecs_thread_safe": fix_ecs_thread_safe,
     "global_cors": fix_global_cors,
     "stop_while_starting": fix_stop_while_starting,
+    "execution_name_default": fix_execution_name_default,
 }
 
 
