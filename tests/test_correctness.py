@@ -62,3 +62,18 @@ def test_a_malformed_running_set_reads_as_no_claim() -> None:
     state = JobState.from_item({"pk": {"S": "JOB#long-wait"}, "sk": {"S": "STATE"}, "job": {"S": "long-wait"},
                                 "running": {"SS": [None, "abc"]}})
     assert state.running == frozenset({"abc"})
+
+
+def test_a_stopped_attempt_is_shown_as_stopped(platform: DevPlatform, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    name = platform.control.run_now("long-wait", "dev@localhost", {"release": str(tmp_path / "never")})
+    deadline = time.monotonic() + 300
+    while not any(r["outcome"] == "running" for r in platform.control.execution(name, "long-wait").timeline):
+        assert time.monotonic() < deadline, "the step never started"
+        time.sleep(0.1)
+    platform.control.stop(name, "dev@localhost", "wrong day")
+    record = wait_record(platform, name)
+    assert record.status == "ABORTED"
+    assert [(r["step"], r["outcome"]) for r in record.timeline] == [("wait", "stopped")]
+    status, body = get(platform, f"/api/executions/{name}")
+    steps = json.loads(body)["steps"]
+    assert status == 200 and [(s["step"], s["outcome"]) for s in steps] == [("wait", "stopped")]

@@ -19,12 +19,25 @@ _PLATFORM = re.compile(r"^(Claim|Route|Finish.*|Notify .*|Fail|Skip: .*|Take ove
 
 def timeline(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """[{step, attempt, started_at, finished_at, outcome}] for every step attempt, in order.
-    outcome: 'running', 'succeeded', 'failed' (a TaskFailed/timed out) or the error name."""
+    outcome: 'running', 'succeeded', 'failed', 'timed out' or 'stopped'.
+
+    An attempt cut short by the end of its execution (stopped, or the whole run timed out) is
+    'stopped' / 'timed out', whatever its Task said: moto 5.2.5 writes a TaskSucceeded with no
+    output for the running task of a stopped execution (AWS writes none), and a .sync task that
+    really succeeded always has its task as output."""
     row_of: dict[int, dict[str, Any]] = {}  # event id -> its attempt row (events chain by previousEventId)
     rows: list[dict[str, Any]] = []
     by_state: dict[str, dict[str, Any]] = {}
+    cut_short: list[dict[str, Any]] = []  # attempts the execution's end interrupted
     for e in sorted(events, key=lambda e: e["id"]):
         kind = e["type"]
+        if kind in ("ExecutionAborted", "ExecutionTimedOut"):
+            ended = "stopped" if kind == "ExecutionAborted" else "timed out"
+            for row in rows:
+                if row["outcome"] == "running" or row in cut_short:
+                    row["outcome"] = ended
+                    row["finished_at"] = row["finished_at"] or as_iso(e["timestamp"])
+            continue
         if kind == "TaskStateEntered":
             name = e["stateEnteredEventDetails"]["name"]
             if _PLATFORM.match(name):
@@ -45,6 +58,8 @@ def timeline(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 row["finished_at"] = as_iso(e["timestamp"])
                 if kind == "TaskSucceeded":
                     row["outcome"] = "succeeded"
+                    if (e.get("taskSucceededEventDetails") or {}).get("output") in (None, "null", ""):
+                        cut_short.append(row)
                 else:
                     details = next((v for k, v in e.items() if k.endswith("EventDetails")), {}) or {}
                     row["outcome"] = "timed out" if kind == "TaskTimedOut" else "failed"
