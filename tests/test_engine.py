@@ -413,3 +413,33 @@ def test_concurrent_no_op_runs_all_succeed_on_a_loaded_machine(aws: LocalAWS) ->
         for b in burners:
             b.kill()
             b.wait()
+
+
+def test_a_killed_runner_takes_its_shell_command_with_it(aws: LocalAWS, tmp_path: Path) -> None:
+    """Issue 17: after `kill -9` of a shell step's runner its command kept running (in a session
+    of its own) while the retry started: two copies under SKIP_IF_RUNNING. On ECS every process
+    of a container ends with it; so locally."""
+    import signal
+
+    pids = tmp_path / "pids"
+    job = deploy(aws, steps=[{"name": "hold", "shell": ["sh", "-c", f"echo $$ >> {pids}; exec sleep 300"],
+                              "retry": {"attempts": 2, "interval": 1}}], policy="SKIP_IF_RUNNING")
+    arn = aws.start(job, fire())
+    first = started_process(pids)
+    runner = next(pid for pid in aws.agent.running_processes().values())
+    os.kill(runner, signal.SIGKILL)  # the runner dies; ECS would end the whole container
+    deadline = time.monotonic() + 120
+    while alive(first):
+        assert time.monotonic() < deadline, "the step's command outlived its runner"
+        time.sleep(0.1)
+    # the retry runs the command again, alone
+    while len(pids.read_text().split()) < 2:
+        assert time.monotonic() < deadline, "no retry"
+        time.sleep(0.1)
+    second = int(pids.read_text().split()[1])
+    assert alive(second) and not alive(first)
+    aws.client("stepfunctions").stop_execution(executionArn=arn)
+    finish(aws, arn)
+    while alive(second):
+        assert time.monotonic() < deadline + 60, "the stopped command kept running"
+        time.sleep(0.1)

@@ -115,6 +115,7 @@ class LocalEcsAgent:
         for item in (container_def.get("environment") or []) + (override.get("environment") or []):
             env[item["name"]] = item["value"]
         task_id = task.id
+        env[ENV_TASK_MARK] = task_id  # every process of the task carries it: see _end_task_processes
         from jobplane.platform.logs import local_log_path
 
         log_path = local_log_path(self.log_dir, env.get(rc.ENV_EXECUTION_ID, ""), env.get(rc.ENV_STEP, ""),
@@ -136,6 +137,7 @@ class LocalEcsAgent:
 
     def _wait(self, running: RunningTask) -> None:
         code = running.process.wait()
+        _end_task_processes(running.process.pid, running.task.id)
         exit_code = 128 - code if code < 0 else code
         reason = "Task stopped by user" if running.stop_requested else "Essential container in task exited"
         stop_code = "UserInitiated" if running.stop_requested else "EssentialContainerExited"
@@ -182,6 +184,39 @@ class LocalEcsAgent:
     def running_processes(self) -> dict[str, int]:
         with self._lock:
             return {arn: t.process.pid for arn, t in self.tasks.items()}
+
+
+#: Set in each task's environment: how the agent finds every process the task started.
+ENV_TASK_MARK = "JOBPLANE_LOCAL_TASK"
+
+
+def _end_task_processes(runner_pid: int, task_id: str) -> list[int]:
+    """When a container's main process ends, ECS ends every process in the container. Locally
+    a step's children can outlive the runner (a shell step's command runs in a session of its
+    own; a runner killed with SIGKILL cannot stop it): SIGKILL the runner's process group and
+    every process that still carries this task's mark in its environment (Linux /proc; the
+    developer's own processes only). Returns the pids killed."""
+    killed = []
+    try:
+        os.killpg(runner_pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    needle = f"{ENV_TASK_MARK}={task_id}".encode()
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return killed
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes().split(b"\0"):
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed.append(int(entry.name))
+        except (OSError, ValueError):
+            continue
+    if killed:
+        log.warning("task %s: killed %d process(es) left running after its runner ended: %s", task_id, len(killed), killed)
+    return killed
 
 
 def _signal_group(process: subprocess.Popen[bytes], sig: int) -> None:
