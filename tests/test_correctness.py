@@ -14,9 +14,24 @@ from jobplane.platform.local.dev import DevPlatform
 from portal_kit import start_platform
 
 
+RATE_JOB = """\
+local jp = import 'jobplane.libsonnet';
+{
+  name: 'partner-poll',
+  team: 'growth',
+  description: 'Every 15 minutes, counted from when the schedule was created.',
+  schedule: 'rate(15 minutes)',
+  steps: [jp.python('poll', 'sample_apps.functions:behave')],
+}
+"""
+
+
 @pytest.fixture(scope="module")
 def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevPlatform]:
-    p = start_platform(tmp_path_factory.mktemp("correctness"))
+    tmp = tmp_path_factory.mktemp("correctness")
+    (tmp / "repo" / "jobs" / "growth").mkdir(parents=True)
+    (tmp / "repo" / "jobs" / "growth" / "partner-poll.jsonnet").write_text(RATE_JOB)
+    p = start_platform(tmp)
     yield p
     p.stop()
 
@@ -77,3 +92,33 @@ def test_a_stopped_attempt_is_shown_as_stopped(platform: DevPlatform, tmp_path) 
     status, body = get(platform, f"/api/executions/{name}")
     steps = json.loads(body)["steps"]
     assert status == 200 and [(s["step"], s["outcome"]) for s in steps] == [("wait", "stopped")]
+
+
+def test_the_next_fire_of_a_rate_job_is_counted_from_its_schedule(platform: DevPlatform) -> None:
+    """Issue 17: status and the API showed now + 15 min for rate(15 minutes); EventBridge
+    Scheduler (and the local scheduler) count from the schedule's start."""
+    from datetime import datetime, timedelta, timezone
+
+    schedule = platform.aws.client("scheduler").get_schedule(Name="jp-partner-poll", GroupName="jp")
+    start = schedule.get("StartDate") or schedule["CreationDate"]
+    status, body = get(platform, "/api/jobs/partner-poll")
+    fires = [datetime.fromisoformat(t) for t in json.loads(body)["next_fires"]]
+    now = datetime.now(timezone.utc)
+    assert status == 200 and len(fires) == 5
+    for t in fires:
+        assert (t - start) % timedelta(minutes=15) == timedelta(0), (t, start)
+    assert now < fires[0] <= now + timedelta(minutes=15)
+    assert fires[1] - fires[0] == timedelta(minutes=15)
+
+
+def test_status_shows_a_utc_time_once(platform: DevPlatform) -> None:
+    from click.testing import CliRunner
+
+    from jobplane.cli import main
+
+    out = CliRunner().invoke(main, ["--root", str(platform.config.root), "status", "--data-dir", str(platform.data_dir)])
+    assert out.exit_code == 0, out.output
+    poll = next(line for line in out.output.splitlines() if line.startswith("partner-poll"))
+    other = next(line for line in out.output.splitlines() if line.startswith("other-team"))
+    assert poll.count("UTC") == 1, poll  # a UTC job: "11:30 UTC", not "11:30 UTC (11:30 UTC)"
+    assert "UTC)" in other and ("EST" in other or "EDT" in other), other  # another zone: both

@@ -160,7 +160,8 @@ def next_command(obj: Context, job_name: str, count: int, after: str | None) -> 
         if isinstance(parsed, RateExpression):
             click.echo("    (rate schedules count from when the schedule is created; shown from the start time)")
         for t in next_fire_times(parsed, job.timezone, start, count):
-            click.echo(f"    {t.strftime('%Y-%m-%d %a %H:%M %Z')}  ({t.astimezone(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')})")
+            utc = f"  ({t.astimezone(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')})" if t.utcoffset() else ""
+            click.echo(f"    {t.strftime('%Y-%m-%d %a %H:%M %Z')}{utc}")
 
 
 def _parse_after(after: str | None) -> datetime:

@@ -183,7 +183,9 @@ def status(obj: Any, data_dir: Path | None, as_json: bool) -> None:
             nxt = "paused"
         elif j.next_fires:
             t = j.next_fires[0]
-            nxt = f"{t.strftime('%Y-%m-%d %H:%M %Z')} ({t.astimezone(timezone.utc).strftime('%H:%M UTC')})"
+            nxt = t.strftime('%Y-%m-%d %H:%M %Z')
+            if t.utcoffset():  # the UTC time only where it differs ("09:38 UTC (09:38 UTC)" said nothing)
+                nxt += f" ({t.astimezone(timezone.utc).strftime('%H:%M UTC')})"
         else:
             nxt = "manual" if not j.entry.get("schedule") else "disabled"
         click.echo(f"{j.name:<{width}}  {j.team:<9} {last:<10} {finished or '-':<20} {len(j.running) or '-':<8} {nxt}")

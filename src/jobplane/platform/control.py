@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import uuid
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -178,19 +179,27 @@ class ExecutionView:
         return self.status == "RUNNING"
 
 
-def next_fires(entry: dict[str, Any], count: int = 3, after: datetime | None = None) -> list[datetime]:
-    """The job's next fire times over all its schedules, in its timezone (none when disabled)."""
+def next_fires(entry: dict[str, Any], count: int = 3, after: datetime | None = None,
+               anchors: tuple[datetime | None, ...] = ()) -> list[datetime]:
+    """The job's next fire times over all its schedules, in its timezone (none when disabled).
+
+    ``anchors``: per schedule, when a rate() schedule started (its StartDate, else its
+    CreationDate): EventBridge Scheduler counts a rate from there, not from now."""
     if not entry.get("enabled", True) or not entry.get("schedule"):
         return []
-    if after is None:  # for display: the same minute gives the same answer, so cache by minute
-        now = datetime.now(timezone.utc).replace(second=0, microsecond=0)
-        return list(_next_fires(tuple(entry["schedule"]), entry["timezone"], count, now))
-    return list(_next_fires(tuple(entry["schedule"]), entry["timezone"], count, after))
+    if after is None:  # for display: the same minute gives the same answer, so cache by minute...
+        now = datetime.now(timezone.utc)
+        minute = now.replace(second=0, microsecond=0)
+        fires = _next_fires(tuple(entry["schedule"]), entry["timezone"], count + 1, minute, tuple(anchors))
+        return [t for t in fires if t > now][:count]  # ...and drop a rate() fire earlier in this minute
+    return list(_next_fires(tuple(entry["schedule"]), entry["timezone"], count, after, tuple(anchors)))
 
 
 @lru_cache(maxsize=8192)
-def _next_fires(schedule: tuple[str, ...], zone: str, count: int, after: datetime) -> tuple[datetime, ...]:
-    times = [t for expression in schedule for t in next_fire_times(parse(expression), zone, after, count)]
+def _next_fires(schedule: tuple[str, ...], zone: str, count: int, after: datetime,
+                anchors: tuple[datetime | None, ...] = ()) -> tuple[datetime, ...]:
+    times = [t for i, expression in enumerate(schedule)
+             for t in next_fire_times(parse(expression), zone, after, count, anchors[i] if i < len(anchors) else None)]
     return tuple(sorted(times)[:count])
 
 
@@ -208,6 +217,7 @@ class ControlPlane:
         self.catalog = catalog
         self.entries = {j["name"]: j for j in catalog["jobs"]}
         self.logs = LocalLogStore(deployment.log_dir) if deployment.log_dir else None
+        self._anchor_cache: dict[str, tuple[float, datetime | None]] = {}
 
     # -- reads ------------------------------------------------------------------------------
     def entry(self, job: str) -> dict[str, Any]:
@@ -230,11 +240,33 @@ class ControlPlane:
                 continue
             if needle and needle not in entry["name"].lower() and needle not in (entry.get("description") or "").lower():
                 continue
-            out.append(JobSummary(entry, state, next_fires(entry, fires) if fires else []))
+            out.append(JobSummary(entry, state, next_fires(entry, fires, anchors=self._anchors(entry)) if fires else []))
         return out
 
     def job(self, job: str) -> JobSummary:
-        return JobSummary(self.entry(job), self.repo.job_state(job), next_fires(self.entry(job), 5))
+        entry = self.entry(job)
+        return JobSummary(entry, self.repo.job_state(job), next_fires(entry, 5, anchors=self._anchors(entry)))
+
+    def _anchors(self, entry: dict[str, Any]) -> tuple[datetime | None, ...]:
+        """When each of the job's rate() schedules started, read from the deployed schedule
+        (GetSchedule's StartDate, else CreationDate; the same call locally and on AWS), cached
+        for a minute. cron() and at() schedules need none."""
+        anchors: list[datetime | None] = []
+        for i, expression in enumerate(entry.get("schedule") or []):
+            if not expression.startswith("rate("):
+                anchors.append(None)
+                continue
+            name = names.schedule_name(self.deployment.name_prefix, entry["name"], i)
+            cached = self._anchor_cache.get(name)
+            if cached is None or cached[0] < time.monotonic():
+                try:
+                    found = self.scheduler.get_schedule(Name=name, GroupName=self.deployment.name_prefix)
+                    anchor = found.get("StartDate") or found.get("CreationDate")
+                except self.scheduler.exceptions.ResourceNotFoundException:
+                    anchor = None
+                cached = self._anchor_cache[name] = (time.monotonic() + 60, anchor)
+            anchors.append(cached[1])
+        return tuple(anchors)
 
     def executions(self, job: str, limit: int = 20, cursor: str | None = None) -> Page:
         self.entry(job)
