@@ -21,7 +21,18 @@ local jp = import 'jobplane.libsonnet';
   team: 'growth',
   description: 'Every 15 minutes, counted from when the schedule was created.',
   schedule: 'rate(15 minutes)',
-  steps: [jp.python('poll', 'sample_apps.functions:behave')],
+  steps: [jp.python('poll', 'sample_apps.functions:behave', kwargs={ mode: 'ok', seconds: 2 })],
+}
+"""
+
+
+SHELL_JOB = """\
+local jp = import 'jobplane.libsonnet';
+{
+  name: 'shell-fail',
+  team: 'growth',
+  schedule: jp.manual,
+  steps: [jp.shell('cleanup', ['sh', '-c', 'echo cleaning; exit 3'])],
 }
 """
 
@@ -31,6 +42,7 @@ def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevPlatform]:
     tmp = tmp_path_factory.mktemp("correctness")
     (tmp / "repo" / "jobs" / "growth").mkdir(parents=True)
     (tmp / "repo" / "jobs" / "growth" / "partner-poll.jsonnet").write_text(RATE_JOB)
+    (tmp / "repo" / "jobs" / "growth" / "shell-fail.jsonnet").write_text(SHELL_JOB)
     p = start_platform(tmp)
     yield p
     p.stop()
@@ -122,3 +134,36 @@ def test_status_shows_a_utc_time_once(platform: DevPlatform) -> None:
     other = next(line for line in out.output.splitlines() if line.startswith("other-team"))
     assert poll.count("UTC") == 1, poll  # a UTC job: "11:30 UTC", not "11:30 UTC (11:30 UTC)"
     assert "UTC)" in other and ("EST" in other or "EDT" in other), other  # another zone: both
+
+
+def test_the_job_page_shows_steps_as_written(platform: DevPlatform) -> None:
+    status, body = get(platform, "/jobs/partner-poll")
+    page = body.decode()
+    assert status == 200
+    assert "sample_apps.functions:behave(mode=&#34;ok&#34;, seconds=2)" in page or \
+        'sample_apps.functions:behave(mode="ok", seconds=2)' in page
+    assert "{&#39;kind&#39;" not in page and "{'kind'" not in page  # not a Python dict
+    assert "86400" not in page and "1 d" in page  # the default job timeout, in words
+    assert "no retry" in page
+
+
+def test_a_failed_shell_step_says_its_exit_code_once(platform: DevPlatform) -> None:
+    """Issue 17: the alert read "error: error: command exited with status 3" and `jobplane run`
+    did not print the exit code."""
+    from click.testing import CliRunner
+
+    from jobplane.cli import main
+    from jobplane.platform.notifier import console_text
+    from jobplane.platform.notifications import NotificationMessage, Outcome
+
+    out = CliRunner().invoke(main, ["--root", str(platform.config.root), "run", "shell-fail",
+                                    "--data-dir", str(platform.data_dir)])
+    assert out.exit_code == 1
+    assert "FAILED at cleanup (exit code 3): command exited with status 3" in out.output, out.output
+    name = out.output.split("started shell-fail: ")[1].split()[0]
+    view = platform.control.execution(name)
+    assert view.error == "command exited with status 3"
+    message = NotificationMessage(version=1, event="FAILED", job="shell-fail", team="growth", execution=name,
+                                  execution_arn=view.execution_arn, outcome=Outcome(status="FAILED", step="cleanup"),
+                                  channels=[], error=view.error)
+    assert "  error: command exited with status 3" in console_text(message, "#growth-alerts", "")

@@ -259,7 +259,7 @@ def test_cli_run_from_a_step_status_and_logs_talk_to_the_running_platform(repo_r
         name = re.search(r"started flaky-load: (\w+)", r.output).group(1)
         assert f"{platform.portal_url}/executions/{name}" in r.output
         r = cli("run", "flaky-load")  # mode=fail by default
-        assert r.exit_code == 1 and "FAILED at load: ConnectionError: partner API answered 503" in r.output
+        assert r.exit_code == 1 and "FAILED at load (exit code 75): ConnectionError: partner API answered 503" in r.output
         failed = re.search(r"started flaky-load: (\w+)", r.output).group(1)
         r = cli("logs", failed, "--step", "load")
         assert r.exit_code == 0 and "==> load (attempt 1" in r.output and "partner API answered 503" in r.output

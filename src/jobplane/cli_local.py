@@ -150,6 +150,13 @@ def run(obj: Any, job: str, params: tuple[str, ...], from_step: str | None, wait
             raise click.ClickException(f"{name} still {view.status} after {timeout:.0f}s")
         time.sleep(0.2)
     suffix = f" at {view.failed_step}" if view.failed_step else ""
+    if view.failed_step and view.record:
+        from jobplane.platform.timeline import attempt_rows
+
+        codes = [r["exit_code"] for r in attempt_rows(view.record.steps, view.timeline)
+                 if r["step"] == view.failed_step and r.get("exit_code") is not None]
+        if codes:
+            suffix += f" (exit code {codes[-1]})"
     skip = view.record.skip_reason if view.record else None
     if skip:  # the policy (or a duplicate) decided not to run it: say why, there are no logs
         click.echo(f"SKIPPED ({skip}): see {job}'s running or failed execution with `jobplane status`")

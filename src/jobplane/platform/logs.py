@@ -75,7 +75,10 @@ def error_excerpt(streams: list[LogStream], max_chars: int = 600) -> str | None:
             continue
         if isinstance(record, dict) and record.get("level") == "error":
             tb = (record.get("traceback") or "").strip().splitlines()
-            detail = tb[-1] if tb else f"{record.get('error_type', 'error')}: {record.get('message', '')}"
+            message = str(record.get("message", ""))
+            # "ValueError: bad row"; a shell step's own status has no exception type: its message
+            # alone ("command exited with status 3"), not "error: ..." (then "error: error: ...")
+            detail = tb[-1] if tb else f"{record['error_type']}: {message}" if record.get("error_type") else message
             return detail[:max_chars]
     plain = [line for line in lines if not line.startswith("{")]
     return "\n".join(plain[-5:])[:max_chars] or None

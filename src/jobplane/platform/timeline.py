@@ -8,6 +8,7 @@ not at all across a restart locally), and the portal builds it live while the ex
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -95,3 +96,35 @@ def history(sfn: Any, execution_arn: str) -> list[dict[str, Any]]:
 def state_transitions(events: list[dict[str, Any]]) -> int:
     """What Standard Workflows bill: one per state entered (the start counts via the first)."""
     return sum(1 for e in events if e["type"].endswith("StateEntered"))
+
+
+def attempt_rows(record_steps: dict[str, Any], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Timeline rows with what the execution record knows of each attempt laid over them: the
+    container's exit code, and for a failed attempt its error and the task's stop reason."""
+    out = []
+    for item in rows:
+        row = dict(item)
+        result = _attempt_result(record_steps, item["step"], item["attempt"])
+        container = (result or {}).get("Container") or {}
+        if result and result.get("Error"):
+            row["error"] = result["Error"]
+            task = _task_of(result.get("Cause"))
+            container = (task.get("Containers") or [{}])[0] if task else {}
+            row["cause"] = (task.get("StoppedReason") if task else None) or (result.get("Cause") or "")[:500]
+        row["exit_code"] = container.get("ExitCode")
+        out.append(row)
+    return out
+
+
+def _attempt_result(steps: dict[str, Any], step: str, attempt: int) -> dict[str, Any] | None:
+    value = steps.get(step.replace("-", "_"), {}).get(f"a{attempt}")  # the compiler's Step.key
+    return value if isinstance(value, dict) else None
+
+
+def _task_of(cause: str | None) -> dict[str, Any] | None:
+    """A failed ecs:runTask.sync's Cause is the task's JSON (exit code, stop reason)."""
+    try:
+        task = json.loads(cause or "")
+    except ValueError:
+        return None
+    return task if isinstance(task, dict) else None

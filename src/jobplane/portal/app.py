@@ -82,7 +82,8 @@ class Portal:
         from jobplane.portal.pages import notice_text
 
         env.filters.update(schedule_words=views.schedule_words, local_time=views.local_time,
-                           short_time=views.short_time, duration=views.duration, notice_text=notice_text)
+                           short_time=views.short_time, duration=views.duration, notice_text=notice_text,
+                           step_call=views.step_call, seconds=views.seconds, retry_words=views.retry_words)
 
     def user(self, request: Request) -> User:
         user = getattr(request.state, "user", None)

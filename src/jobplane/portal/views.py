@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 from cron_descriptor import Options, get_description
 
 from jobplane.platform.schedule import AtExpression, CronExpression, RateExpression, parse
+from jobplane.platform.timeline import attempt_rows
 
 
 @lru_cache(maxsize=4096)  # cron-descriptor loads its locale per call: ~2/3 of the jobs page (bench/portal.py)
@@ -68,35 +69,49 @@ def short_time(value: str | None) -> str:
 
 def step_rows(view: Any) -> list[dict[str, Any]]:
     """The execution page's step timeline: one row per attempt, with what the record knows
-    (exit code, error) laid over what the history knows (times)."""
-    rows = []
-    record_steps = view.record.steps if view.record else {}
-    for item in view.timeline:
-        row = dict(item)
-        row["duration"] = duration(item.get("started_at"), item.get("finished_at"))
-        result = _attempt_result(record_steps, item["step"], item["attempt"])
-        container = (result or {}).get("Container") or {}
-        if result and result.get("Error"):
-            row["error"] = result["Error"]
-            task = _task_of(result.get("Cause"))
-            container = (task.get("Containers") or [{}])[0] if task else {}
-            row["cause"] = (task.get("StoppedReason") if task else None) or (result.get("Cause") or "")[:500]
-        row["exit_code"] = container.get("ExitCode")
-        rows.append(row)
+    (exit code, error) laid over what the history knows (times), and each attempt's duration."""
+    rows = attempt_rows(view.record.steps if view.record else {}, view.timeline)
+    for row in rows:
+        row["duration"] = duration(row.get("started_at"), row.get("finished_at"))
     return rows
 
 
-def _attempt_result(steps: dict[str, Any], step: str, attempt: int) -> dict[str, Any] | None:
-    value = steps.get(step.replace("-", "_"), {}).get(f"a{attempt}")  # the compiler's Step.key
-    return value if isinstance(value, dict) else None
-
-
-def _task_of(cause: str | None) -> dict[str, Any] | None:
-    """A failed ecs:runTask.sync's Cause is the task's JSON (exit code, stop reason)."""
+def step_call(target: dict[str, Any] | None) -> str:
+    """A step's target as a person would write the call: ``module:function(day="x", n=1)``,
+    ``manage.py post_ledger --period 2026-10``, or a shell command line."""
     import json
+    import shlex
 
-    try:
-        task = json.loads(cause or "")
-    except ValueError:
-        return None
-    return task if isinstance(task, dict) else None
+    if not target:
+        return ""
+    kind = target.get("kind")
+    if kind == "shell":
+        return shlex.join(str(a) for a in target.get("argv", []))
+    args = [json.dumps(a) for a in target.get("args", [])]
+    kwargs = [f"{k}={json.dumps(v)}" for k, v in (target.get("kwargs") or {}).items()]
+    if kind == "django":
+        return " ".join(["manage.py", str(target.get("target", "")), *(shlex.quote(str(a)) for a in target.get("args", [])),
+                         *(f"--{k.replace('_', '-')}={shlex.quote(str(v))}" for k, v in (target.get("kwargs") or {}).items())])
+    return f"{target.get('target', '')}({', '.join(args + kwargs)})"
+
+
+def seconds(value: int | float | None) -> str:
+    """86400 -> '1 d', 5400 -> '1 h 30 min', 90 -> '1 min 30 s'."""
+    if value is None:
+        return ""
+    total = int(value)
+    parts = []
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60), ("s", 1)):
+        n, total = divmod(total, size)
+        if n:
+            parts.append(f"{n} {unit}")
+    return " ".join(parts[:2]) or "0 s"
+
+
+def retry_words(retry: dict[str, Any] | None) -> str:
+    if not retry or retry.get("attempts", 1) <= 1:
+        return "no retry"
+    text = f"{retry['attempts']} attempts, {seconds(retry.get('interval'))} apart"
+    if retry.get("backoff", 1) != 1:
+        text += f" (x{retry['backoff']:g} each time, at most {seconds(retry.get('max_interval'))})"
+    return text
