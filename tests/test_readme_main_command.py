@@ -65,6 +65,10 @@ def test_make_dev_comes_up_serves_the_portal_and_stops_cleanly_on_ctrl_c(tmp_pat
         run = subprocess.run([str(ROOT / ".venv" / "bin" / "jobplane"), "run", "daily-sales-report"], cwd=ROOT, env=env,
                              capture_output=True, text=True, timeout=120)
         assert run.returncode == 0 and "SUCCEEDED" in run.stdout, run.stdout + run.stderr
+        # a failing run (the backfill needs params): the console gets no interpreter internals
+        failed = subprocess.run([str(ROOT / ".venv" / "bin" / "jobplane"), "run", "backfill-search-index"], cwd=ROOT,
+                                env=env, capture_output=True, text=True, timeout=120)
+        assert failed.returncode == 1 and "FAILED" in failed.stdout, failed.stdout + failed.stderr
         assert any("partner_api" in p for p in processes_with(str(tmp_path / "data"))), "the dev service runs"
     finally:
         if process.poll() is None:
@@ -75,6 +79,8 @@ def test_make_dev_comes_up_serves_the_portal_and_stops_cleanly_on_ctrl_c(tmp_pat
             output.append(lines.get())
     text = "".join(output)
     assert "jobplane dev stopped." in text, text
+    assert "FailureEventException" not in text and "StateFail|" not in text  # issue 17: one line per event
+    assert "FailureEventException" in (tmp_path / "data" / "engine.log").read_text()  # the details, kept
     time.sleep(0.5)
     # Runner subprocesses and dev services run in sessions of their own, so look for anything
     # whose environment names this run's data directory, not just make's process group.

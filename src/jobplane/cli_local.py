@@ -20,6 +20,22 @@ import click
 from jobplane.platform.control import ControlError, ControlPlane
 
 
+ENGINE_LOG = "engine.log"
+
+
+def _engine_log_to_file(data_dir: Path) -> None:
+    """moto logs every failed state as a multi-KB ERROR line of interpreter internals: useful
+    when debugging the engine, noise for an operator. They go to <data dir>/engine.log; the
+    console keeps one line per event (alerts, services, start and stop)."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(data_dir / ENGINE_LOG)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    engine = logging.getLogger("moto")
+    engine.setLevel(logging.WARNING)
+    engine.addHandler(handler)
+    engine.propagate = False
+
+
 def _data_dir(obj: Any, data_dir: Path | None) -> Path:
     return (data_dir or obj.config.data_path).resolve()
 
@@ -78,9 +94,10 @@ def dev(obj: Any, reset: bool, data_dir: Path | None, aws_port: int | None, port
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
                         datefmt="%H:%M:%S")
-    for noisy in ("botocore", "urllib3", "werkzeug", "moto", "uvicorn.access"):
+    for noisy in ("botocore", "urllib3", "werkzeug", "uvicorn.access"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     config = obj.config
+    _engine_log_to_file(_data_dir(obj, data_dir))
     platform = DevPlatform(config, _data_dir(obj, data_dir), config.dev.aws_port if aws_port is None else aws_port,
                            config.dev.portal_port if portal_port is None else portal_port, reset=reset,
                            webhook_url=os.environ.get("JOBPLANE_SLACK_WEBHOOK_URL") or None,

@@ -269,7 +269,7 @@ class DevPlatform:
             f"  portal      {self.portal_url}/   (signed in as {self.config.dev.dev_user})",
             f"  health      {self.portal_url}/healthz",
             f"  local AWS   {self.aws.endpoint_url}   (boto3 endpoint_url; its access key is in {self.data_dir / RUNTIME_FILE})",
-            f"  step logs   {self.data_dir / 'logs'}   (jobplane logs EXECUTION)",
+            f"  step logs   {self.data_dir / 'logs'}   (jobplane logs EXECUTION); engine details in {self.data_dir / 'engine.log'}",
             f"  alerts      {webhook}; undeliverable ones kept in {self.data_dir / 'dead-letters'}",
             f"  state       {self.data_dir}   (kept across restarts; --reset starts empty)",
             "  run a job   jobplane run daily-sales-report      status: jobplane status",
