@@ -279,5 +279,12 @@ def test_cli_run_from_a_step_status_and_logs_talk_to_the_running_platform(repo_r
         assert "every-minute" in r.output and "UTC" in r.output
     finally:
         platform.stop()
+    # Stopped: what is on disk is still readable (issue 17), and what needs the platform says
+    # which data directory it looked at.
     r = cli("status")
-    assert r.exit_code != 0 and "not running" in r.output
+    assert r.exit_code == 0 and "jobplane dev is not running; its last saved state" in r.output
+    assert "FAILED" in next(line for line in r.output.splitlines() if line.startswith("flaky-load"))
+    r = cli("logs", failed, "--step", "load")
+    assert r.exit_code == 0 and "partner API answered 503" in r.output and "not running: logs read from" in r.output
+    r = cli("run", "flaky-load")
+    assert r.exit_code != 0 and f"not running with data directory {data}" in r.output and "JOBPLANE_DATA_DIR" in r.output

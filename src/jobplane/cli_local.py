@@ -188,8 +188,15 @@ def run(obj: Any, job: str, params: tuple[str, ...], from_step: str | None, wait
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_obj
 def status(obj: Any, data_dir: Path | None, as_json: bool) -> None:
-    """Jobs of the running `jobplane dev`: last status, running executions, next fire time."""
-    control = _control(obj, data_dir)
+    """Jobs of `jobplane dev`: last status, running executions, next fire time. When it is not
+    running, the last saved state in the data directory (no next fires: nothing fires)."""
+    from jobplane.platform.local.dev import DevError, control_for
+
+    try:
+        control = control_for(_data_dir(obj, data_dir))
+    except DevError as e:
+        _offline_status(_data_dir(obj, data_dir), e, as_json)
+        return
     jobs = control.jobs(fires=1)
     if as_json:
         click.echo(json.dumps([{"job": j.name, "team": j.team, "last_status": j.state.last_status if j.state else None,
@@ -221,8 +228,15 @@ def status(obj: Any, data_dir: Path | None, as_json: bool) -> None:
 @data_dir_option
 @click.pass_obj
 def logs(obj: Any, execution: str, step: str | None, data_dir: Path | None) -> None:
-    """Print the step logs of EXECUTION (every attempt, in the order they ran)."""
-    control = _control(obj, data_dir)
+    """Print the step logs of EXECUTION (every attempt, in the order they ran). They are files
+    in the data directory, so this works while `jobplane dev` is stopped too."""
+    from jobplane.platform.local.dev import DevError, control_for
+
+    try:
+        control = control_for(_data_dir(obj, data_dir))
+    except DevError as e:
+        _offline_logs(_data_dir(obj, data_dir), execution, step, e)
+        return
     try:
         view = control.execution(execution)
     except ControlError as e:
@@ -235,6 +249,48 @@ def logs(obj: Any, execution: str, step: str | None, data_dir: Path | None) -> N
     for s in streams:
         click.echo(f"==> {s.step} (attempt {s.attempt}, task {s.task_id}) <==")
         click.echo(s.read(), nl=False)
+
+
+def _offline_logs(data_dir: Path, execution: str, step: str | None, why: Exception) -> None:
+    from jobplane.platform.logs import LocalLogStore
+
+    streams = LocalLogStore(data_dir / "logs").streams(execution, step) if (data_dir / "logs").is_dir() else []
+    if not streams:
+        raise click.ClickException(f"no logs for {execution}{f' step {step}' if step else ''} in {data_dir / 'logs'}; {why}")
+    click.echo(f"(jobplane dev is not running: logs read from {data_dir / 'logs'})", err=True)
+    for s in streams:
+        click.echo(f"==> {s.step} (attempt {s.attempt}, task {s.task_id}) <==")
+        click.echo(s.read(), nl=False)
+
+
+def _offline_status(data_dir: Path, why: Exception, as_json: bool) -> None:
+    """The jobs' last state as the stopped platform saved it (state.json, compiled/catalog.json)."""
+    from jobplane.platform import datamodel as dm
+    from jobplane.platform.local.dev import SNAPSHOT_FILE
+    from jobplane.platform.local.snapshot import Snapshot
+    from jobplane.platform.repository import JobState
+
+    snapshot = Snapshot.load(data_dir / SNAPSHOT_FILE)
+    catalog_path = data_dir / "compiled" / "catalog.json"
+    if snapshot is None or not catalog_path.exists():
+        raise click.ClickException(str(why))
+    states = {s.job: s for s in (JobState.from_item(i) for i in snapshot.items
+                                 if i.get("sk", {}).get("S") == dm.STATE_SK and i.get("pk", {}).get("S", "").startswith("JOB#"))}
+    jobs = json.loads(catalog_path.read_text())["jobs"]
+    rows = [{"job": j["name"], "team": j["team"], "last_status": states[j["name"]].last_status if j["name"] in states else None,
+             "last_finished_at": states[j["name"]].last_finished_at if j["name"] in states else None,
+             "paused": bool(j["name"] in states and states[j["name"]].paused)} for j in jobs]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    saved = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime((data_dir / SNAPSHOT_FILE).stat().st_mtime))
+    click.echo(f"jobplane dev is not running; its last saved state ({data_dir / SNAPSHOT_FILE}, {saved}):")
+    width = max([len(r["job"]) for r in rows] + [3])
+    click.echo(f"{'JOB':<{width}}  {'TEAM':<9} {'LAST':<10} FINISHED (UTC)")
+    for r in rows:
+        finished = (r["last_finished_at"] or "")[:19].replace("T", " ")
+        click.echo(f"{r['job']:<{width}}  {r['team']:<9} {r['last_status'] or '-':<10} {finished or '-'}"
+                   + ("  paused" if r["paused"] else ""))
 
 
 @click.command()

@@ -45,13 +45,16 @@ class DevError(RuntimeError):
 def read_runtime(data_dir: Path) -> dict[str, Any]:
     """What a running ``jobplane dev`` wrote for the CLI; raises DevError if none is running."""
     path = Path(data_dir) / RUNTIME_FILE
+    elsewhere = "if it runs with another data directory, pass --data-dir or set JOBPLANE_DATA_DIR"
     if not path.exists():
-        raise DevError(f"jobplane dev is not running (no {path}); start it with `make dev` or `jobplane dev`")
+        raise DevError(f"jobplane dev is not running with data directory {Path(data_dir)} (no {RUNTIME_FILE} there); "
+                       f"start it with `make dev` or `jobplane dev`; {elsewhere}")
     runtime = json.loads(path.read_text())
     try:
         os.kill(runtime["pid"], 0)
     except ProcessLookupError:
-        raise DevError(f"jobplane dev (pid {runtime['pid']}) is not running any more; start it again") from None
+        raise DevError(f"jobplane dev (pid {runtime['pid']}, data directory {Path(data_dir)}) is not running any "
+                       f"more; start it again") from None
     except PermissionError:
         pass
     return runtime
