@@ -288,3 +288,51 @@ def test_cli_run_from_a_step_status_and_logs_talk_to_the_running_platform(repo_r
     assert r.exit_code == 0 and "partner API answered 503" in r.output and "not running: logs read from" in r.output
     r = cli("run", "flaky-load")
     assert r.exit_code != 0 and f"not running with data directory {data}" in r.output and "JOBPLANE_DATA_DIR" in r.output
+
+
+def test_two_instances_run_their_own_services_and_a_dead_service_is_reported(
+        repo_root: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 17: the example service's port was fixed in [dev.services]; a second `jobplane dev`
+    could not start its own (and its jobs silently used the first one's). {port:NAME} is now a
+    port chosen per instance, and a service that exits is said."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    toml = repo_root / "jobplane.toml"
+    toml.write_text(toml.read_text().replace("[dev.env]\n", '[dev.env]\nECHO_URL = "http://127.0.0.1:{port:echo}/"\n')
+                    + '\n[dev.services]\necho = ["python", "-m", "http.server", "{port:echo}", "--bind", "127.0.0.1"]\n'
+                    + 'crash = ["python", "-c", "import sys; sys.exit(3)"]\n')
+    caplog.set_level("INFO", logger="jobplane.dev")
+    first = DevPlatform(load_config(repo_root), tmp_path / "a", 0, 0, run_scheduler=False, run_services=True,
+                        snapshot_interval=3600).start()
+    second = None
+    try:
+        second = subprocess.Popen([str(Path(sys.executable).parent / "jobplane"), "--root", str(repo_root), "dev",
+                                   "--data-dir", str(tmp_path / "b"), "--aws-port", "0", "--portal-port", "0"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        runtime = wait_for(lambda: (tmp_path / "b" / "dev.json").exists() and json.loads((tmp_path / "b" / "dev.json").read_text()),
+                           timeout=300, what="the second jobplane dev")
+        ports = first.service_ports["echo"], runtime["service_ports"]["echo"]
+        assert ports[0] != ports[1]
+        assert first.aws.env["ECHO_URL"] == f"http://127.0.0.1:{ports[0]}/"  # what steps are given
+        for port in ports:  # both instances' services answer, each on its own port
+            assert wait_for(lambda p=port: _answers(f"http://127.0.0.1:{p}/"), timeout=60, what=f"service on {port}")
+        wait_for(lambda: any("service crash exited with status 3" in r.getMessage() for r in caplog.records),
+                 timeout=60, what="the dead service to be reported")
+    finally:
+        first.stop()
+        if second is not None:
+            os.killpg(second.pid, signal.SIGINT)
+            out = second.communicate(timeout=120)[0].decode(errors="replace")
+            assert "service crash exited with status 3" in out, out[-3000:]
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return r.status == 200
+    except OSError:
+        return False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import urllib.error
 import urllib.request
 from typing import Any
@@ -22,7 +23,8 @@ def _state() -> dict[str, Any]:
     return json.loads(path.read_text()) if path.exists() else {"cursor": 0}
 
 
-def fetch_changes(endpoint: str, timeout: float = 10.0) -> dict[str, Any]:
+def fetch_changes(endpoint: str | None = None, timeout: float = 10.0) -> dict[str, Any]:
+    endpoint = endpoint or os.environ["PARTNER_API_URL"]  # set by the environment, per deployment
     cursor = _state()["cursor"]
     try:
         with urllib.request.urlopen(f"{endpoint}?since={cursor}", timeout=timeout) as response:

@@ -15,8 +15,8 @@ local jp = import 'jobplane.libsonnet';
   policy: jp.policy.SKIP_IF_RUNNING,
   timeout: '14m',
   steps: [
+    // The endpoint comes from PARTNER_API_URL (the task's environment; locally [dev.env]).
     jp.python('fetch-changes', 'examples.growth.partner_sync:fetch_changes',
-              kwargs={ endpoint: 'http://127.0.0.1:8765/offers' },
               opts={ retry: jp.retry(3, '20s'), timeout: '5m', env: { PARTNER_REGION: 'jp' } }),
     jp.python('upsert-offers', 'examples.growth.partner_sync:upsert_offers', opts={ timeout: '5m' }),
   ],

@@ -6,6 +6,8 @@ may own jobs and their Slack channels, and where definitions and compiled output
 
 from __future__ import annotations
 
+import re
+
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +26,13 @@ class Team:
     members: tuple[str, ...] = ()  # who may act on the team's jobs in the portal
 
 
+PORT_PLACEHOLDER = re.compile(r"\{port:([A-Za-z0-9_-]+)\}")
+
+
+def expand_ports(text: str, ports: dict[str, int]) -> str:
+    return PORT_PLACEHOLDER.sub(lambda m: str(ports[m.group(1)]), text)
+
+
 @dataclass(frozen=True)
 class DevConfig:
     """``[dev]``: how ``jobplane dev`` runs the platform on one machine.
@@ -32,7 +41,14 @@ class DevConfig:
     ``{data}`` expand to the repository root and the data directory): it is how the local runner
     finds the application code that the ECS image would contain. ``services`` are processes the
     jobs need locally (a fake partner API, say), started before the scheduler and stopped after.
+    ``{port:NAME}`` in a service's command or in ``env`` is a free port chosen for service NAME
+    at each start, so two ``jobplane dev`` instances never fight over one.
     """
+
+    def port_names(self) -> list[str]:
+        """The services whose port is chosen at start (named by a {port:NAME} anywhere)."""
+        texts = [*self.env.values(), *(arg for command in self.services.values() for arg in command)]
+        return sorted({m for text in texts for m in PORT_PLACEHOLDER.findall(text)})
 
     data_dir: str = ".jobplane"
     aws_port: int = 4566
@@ -67,9 +83,10 @@ class PlatformConfig:
     def data_path(self) -> Path:
         return self.root / self.dev.data_dir
 
-    def dev_env(self, data_dir: Path | None = None) -> dict[str, str]:
+    def dev_env(self, data_dir: Path | None = None, ports: dict[str, int] | None = None) -> dict[str, str]:
         data = str(data_dir or self.data_path)
-        return {k: v.replace("{root}", str(self.root)).replace("{data}", data) for k, v in self.dev.env.items()}
+        return {k: expand_ports(v.replace("{root}", str(self.root)).replace("{data}", data), ports or {})
+                for k, v in self.dev.env.items()}
 
     def team_members(self, team: str) -> tuple[str, ...]:
         t = self.teams.get(team)
@@ -107,6 +124,11 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
             raise ConfigError(f"{path}: [dev.services] {name} must be a command as a list of strings")
         services[name] = tuple(command)
     env = {str(k): str(v) for k, v in dev_raw.pop("env", {}).items()}
+    for text in [*env.values(), *(a for c in services.values() for a in c)]:
+        for name in PORT_PLACEHOLDER.findall(text):
+            if name not in services:
+                raise ConfigError(f"{path}: [dev] {{port:{name}}} names no service; [dev.services] has "
+                                  f"{', '.join(sorted(services)) or 'none'}")
     unknown_top = set(data) - {"platform", "teams", "dev"}
     if unknown_top:
         raise ConfigError(f"{path}: unknown sections: {', '.join(sorted(unknown_top))}")

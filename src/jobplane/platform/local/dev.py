@@ -97,8 +97,11 @@ class DevPlatform:
         self.output_dir = self.data_dir / "compiled"
         write_output(compiled, self.output_dir)
         self._stop = threading.Event()
+        # A port per service named by {port:NAME}: chosen now, so steps ([dev] env) and the
+        # service agree on it, and a second instance gets its own.
+        self.service_ports = {name: _free_port() for name in self.config.dev.port_names()}
         self.aws = LocalAWS(prefix=self.config.name_prefix, server_port=self.aws_port, log_dir=self.data_dir / "logs",
-                            env=self.config.dev_env(self.data_dir)).__enter__()
+                            env=self.config.dev_env(self.data_dir, self.service_ports)).__enter__()
         try:
             self._start_rest()
         except BaseException:
@@ -128,6 +131,7 @@ class DevPlatform:
             self.interrupted = self._close_interrupted(snapshot.running)
         if self.run_services:
             self._start_services()
+            threading.Thread(target=self._watch_services, name="dev-services", daemon=True).start()
         self.scheduler = LocalScheduler(self.aws.client("scheduler"), self.aws.client("stepfunctions"),
                                         self.config.name_prefix, clock=self.clock)
         from jobplane.platform.slow import SlowWatch
@@ -184,14 +188,17 @@ class DevPlatform:
         return closed
 
     def _start_services(self) -> None:
-        env = dict(os.environ) | self.config.dev_env(self.data_dir)
+        from jobplane.platform.config import expand_ports
+
+        env = dict(os.environ) | self.config.dev_env(self.data_dir, self.service_ports)
         env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
         log_dir = self.data_dir / "services"
         log_dir.mkdir(exist_ok=True)
         for name, command in self.config.dev.services.items():
             out = open(log_dir / f"{name}.log", "ab")
             try:
-                self.services[name] = subprocess.Popen(list(command), env=env, cwd=self.config.root, stdout=out,
+                argv = [expand_ports(arg, self.service_ports) for arg in command]
+                self.services[name] = subprocess.Popen(argv, env=env, cwd=self.config.root, stdout=out,
                                                        stderr=subprocess.STDOUT, start_new_session=True,
                                                        preexec_fn=_die_with_parent)
                 log.info("service %s started (pid %d), log %s", name, self.services[name].pid, log_dir / f"{name}.log")
@@ -199,6 +206,17 @@ class DevPlatform:
                 log.error("service %s did not start: %s", name, e)
             finally:
                 out.close()
+
+    def _watch_services(self) -> None:
+        """A service that dies is said once, with its status and log (not left a zombie)."""
+        reported: set[str] = set()
+        while not self._stop.wait(1.0):
+            for name, process in self.services.items():
+                code = process.poll()  # reaps it
+                if code is not None and name not in reported and not self._stop.is_set():
+                    reported.add(name)
+                    log.error("service %s exited with status %s; jobs that need it will fail. Its log: %s",
+                              name, code, self.data_dir / "services" / f"{name}.log")
 
     @property
     def portal_url(self) -> str:
@@ -244,7 +262,7 @@ class DevPlatform:
     def _write_runtime(self) -> None:
         """dev.json holds the local AWS's key: created 0600, never readable by another user."""
         runtime = {"pid": os.getpid(), "portal_url": self.portal_url, "deployment": self.deployment.to_json(),
-                   "data_dir": str(self.data_dir), "started_at": time.time()}
+                   "data_dir": str(self.data_dir), "started_at": time.time(), "service_ports": self.service_ports}
         tmp = self.data_dir / (RUNTIME_FILE + ".tmp")
         tmp.unlink(missing_ok=True)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -275,6 +293,8 @@ class DevPlatform:
             f"  step logs   {self.data_dir / 'logs'}   (jobplane logs EXECUTION); engine details in {self.data_dir / 'engine.log'}",
             f"  alerts      {webhook}; undeliverable ones kept in {self.data_dir / 'dead-letters'}",
             f"  state       {self.data_dir}   (kept across restarts; --reset starts empty)",
+            *(f"  service     {name} on 127.0.0.1:{port}" for name, port in sorted(self.service_ports.items())
+              if name in self.services),
             "  run a job   jobplane run daily-sales-report      status: jobplane status",
             "Jobs fire on their schedules. Ctrl-C stops everything.",
         ]
@@ -322,6 +342,15 @@ class DevPlatform:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _free_port() -> int:
+    """A port the kernel says is free now, for a service that binds it a moment later."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def _owner_only(directory: Path) -> None:
