@@ -46,6 +46,7 @@ tfcheck: compile
 bench: $(STAMP)
 	$(BIN)/python bench/compile.py
 	$(BIN)/python bench/runner_start.py
+	$(BIN)/python bench/cli_start.py
 	$(BIN)/python bench/engine.py
 	$(BIN)/python bench/dev_e2e.py
 	$(BIN)/python bench/portal.py

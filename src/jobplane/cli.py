@@ -14,10 +14,11 @@ from pathlib import Path
 import click
 
 from jobplane import __version__
-from jobplane.compiler.output import compile_all, read_output, write_output
 from jobplane.compiler.problems import DefinitionError
-from jobplane.compiler.validate import load_jobs
 from jobplane.platform.config import ConfigError, PlatformConfig, load_config
+
+# The compiler (pydantic, go-jsonnet) and boto3 are imported by the commands that use them, not
+# here: `jobplane --help` and every command pay only for what they run (issue 13: start-up).
 
 EXIT_INVALID = 2
 
@@ -66,6 +67,8 @@ def main(ctx: click.Context, root: str) -> None:
 def validate(obj: Context) -> None:
     """Check every definition under jobs/ and report all problems at once (exit 2 if any)."""
     try:
+        from jobplane.compiler.validate import load_jobs
+
         jobs = load_jobs(obj.config)
     except DefinitionError as e:
         _fail_definitions(e)
@@ -82,6 +85,8 @@ def compile_command(obj: Context, out: Path | None) -> None:
 
     Writes nothing unless every definition is valid.
     """
+    from jobplane.compiler.output import compile_all, write_output
+
     try:
         compiled = compile_all(obj.config)
     except DefinitionError as e:
@@ -103,6 +108,7 @@ def compile_command(obj: Context, out: Path | None) -> None:
 @click.pass_obj
 def plan(obj: Context, against_dir: Path | None, against_ref: str | None, exit_code: bool) -> None:
     """Say in words what compiling now would change: jobs added, removed and changed."""
+    from jobplane.compiler.output import compile_all, read_output
     from jobplane.compiler.plan import describe_plan, previous_from_ref
 
     try:
@@ -140,6 +146,8 @@ def next_command(obj: Context, job_name: str, count: int, after: str | None) -> 
     from jobplane.platform.schedule import RateExpression, next_fire_times, parse
 
     try:
+        from jobplane.compiler.validate import load_jobs
+
         jobs = {lj.job.name: lj.job for lj in load_jobs(obj.config)}
     except DefinitionError as e:
         _fail_definitions(e)

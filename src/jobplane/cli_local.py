@@ -13,11 +13,12 @@ import threading
 import time
 from datetime import timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from jobplane.platform.control import ControlError, ControlPlane
+if TYPE_CHECKING:  # boto3 and the control plane load only in the commands that use them
+    from jobplane.platform.control import ControlPlane
 
 
 ENGINE_LOG = "engine.log"
@@ -34,6 +35,12 @@ def _engine_log_to_file(data_dir: Path) -> None:
     engine.setLevel(logging.WARNING)
     engine.addHandler(handler)
     engine.propagate = False
+
+
+def _control_error() -> type[Exception]:
+    from jobplane.platform.control import ControlError
+
+    return ControlError
 
 
 def _data_dir(obj: Any, data_dir: Path | None) -> Path:
@@ -146,7 +153,7 @@ def run(obj: Any, job: str, params: tuple[str, ...], from_step: str | None, wait
     control = _control(obj, data_dir)
     try:
         name = control.run_now(job, obj.config.dev.dev_user, parse_params(params), "jobplane run", from_step)
-    except ControlError as e:
+    except _control_error() as e:
         raise click.ClickException(e.message) from None
     portal_url = json.loads((_data_dir(obj, data_dir) / "dev.json").read_text())["portal_url"]
     click.echo(f"started {job}: {name}\n  {portal_url}/executions/{name}")
@@ -239,7 +246,7 @@ def logs(obj: Any, execution: str, step: str | None, data_dir: Path | None) -> N
         return
     try:
         view = control.execution(execution)
-    except ControlError as e:
+    except _control_error() as e:
         raise click.ClickException(e.message) from None
     streams = control.log_streams(execution, step)
     if not streams:
