@@ -137,3 +137,74 @@ def test_examples_are_valid(repo: Repo) -> None:
     result = repo.cli("validate")
     assert result.exit_code == 0, result.stderr
     assert "jobs valid (billing, growth, platform)" in result.stdout
+
+
+PLANTED = {  # file: (text, [fragments of each problem planted in it, one line each])
+    "jobs/billing/f1.jsonnet": ("""\
+        local jp = import 'jobplane.libsonnet';
+        { name: 'f-one', team: 'billing', timezone: 'Mars/Base',
+          steps: [jp.python('load', 'm:f') + { timeout: 'soon' }, jp.python('load', 'm:g') + { env: { 'bad-name': 'x' } }] }
+        """, ["steps: step name 'load' is used twice", "steps[0].timeout: 'soon' is not a duration",
+              "steps[1].env: 'bad-name' is not a valid environment variable name", "timezone: unknown timezone 'Mars/Base'"]),
+    "jobs/billing/f2.jsonnet": ("""\
+        { name: 'f-two', team: 'nobody', steps: [], policy: 'NEVER', timeout: '600' }
+        """, ["team: unknown team 'nobody'", "steps: a job needs at least one step", "policy: 'NEVER' is not one of",
+              "timeout: '600' is not a duration"]),
+    "jobs/billing/f3.jsonnet": ("""\
+        { name: 'shared-name', team: 'billing', description: 5, runbook: { impact: 'x' },
+          steps: [{ name: 'a', python: 'm:f' }] }
+        """, ["description: Input should be a valid string", "runbook.recovery: required field is missing"]),
+    "jobs/growth/f4.jsonnet": ("""\
+        { name: 'shared-name', team: 'growth', schedule: ['rate(0 minutes)', 'cron(0 2 1 * MON *)'],
+          steps: [{ name: 'a', python: 'm:f' }] }
+        """, ["name: job name is already used in jobs/billing/f3.jsonnet", "schedule[0]: 'rate(0 minutes)': the rate must be at least 1",
+              "schedule[1]: 'cron(0 2 1 * MON *)': exactly one of day-of-month"]),
+    "jobs/growth/f5.jsonnet": ("""\
+        { name: 'f-five', team: 'growth', shedule: 'rate(1 hour)',
+          steps: [{ name: 'a', python: 'm:f', cpu: 256, memory: 4096, env: { API_TOKEN: 'abc' } }] }
+        """, ["steps[0]: memory 4096 does not fit cpu 256", "steps[0].env: 'API_TOKEN' looks like a secret",
+              "shedule: unknown field (did you mean 'schedule'?)"]),
+    "jobs/growth/f6.jsonnet": ("""\
+        { name: 'reconcile-every-payment-provider-settlement-file-for-all-regions', team: 'growth',
+          schedule: 'rate(1 hour)', steps: [{ name: 'a', python: 'billing.reports.daily', retry: { attempts: '3' } }] }
+        """, ["name: too long: the schedule name", "steps[0].python: 'billing.reports.daily' is not of the form",
+              "steps[0].retry.attempts: Input should be a valid integer"]),
+    "jobs/platform/f7.jsonnet": ("""\
+        [{ name: 'f-seven-a', team: 'platform', enabled: 'yes', steps: [{ name: 'a', python: 'm:f' }] },
+         { name: 'f-seven-b', team: 'platform', enabled: 1, steps: [{ name: 'a', python: 'm:f', memory: '512' }] }]
+        """, ["job 'f-seven-a': enabled: Input should be a valid boolean", "job 'f-seven-b': enabled: Input should be a valid boolean",
+              "job 'f-seven-b': steps[0].memory: Input should be a valid integer"]),
+    "jobs/platform/f8.jsonnet": ("""\
+        { name: 'f-eight', team: 'platform' steps: [] }
+        """, ["Jsonnet syntax error"]),
+    "jobs/platform/f9.jsonnet": ("""\
+        { name: 'f-nine', enabled: 'no', timeout: '1h', expected_duration: '2h',
+          notify: { channels: ['billing'] }, steps: [{ name: 'a', python: 'm:f' }] }
+        """, ["team: required field is missing", "enabled: Input should be a valid boolean",
+              "expected_duration: expected_duration (7200s) must be shorter than timeout (3600s)",
+              "notify.channels: 'billing' is not a Slack channel name"]),
+    "jobs/platform/f10.jsonnet": ("""\
+        { name: 'F-Ten', team: 'platform', description: ['a'], params: 'x',
+          steps: [{ name: 'a', python: 'm:f', shell: ['true'] }] }
+        """, ["name: 'F-Ten' is not kebab-case", "description: Input should be a valid string",
+              "params: Input should be a valid dictionary", "steps[0]: a step needs exactly one of"]),
+}
+
+
+def test_every_planted_problem_is_reported_exactly_once(repo: Repo) -> None:
+    """Issue 17: 31 problems planted in 10 files; before, 7 were hidden by others (duplicate
+    step names, unknown teams, a name used twice, Fargate sizes, long names behind other
+    errors; all but the first bad schedule), one was reported twice and two values coerced."""
+    for rel, (text, _) in PLANTED.items():
+        repo.write(rel, text)
+    result = repo.cli("validate")
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    expected = sum(len(fragments) for _, fragments in PLANTED.values())
+    assert expected >= 30 and lines[-1] == f"{expected} problems found; nothing was written.", result.stderr
+    problems = lines[:-1]
+    assert len(problems) == expected, result.stderr
+    for rel, (_, fragments) in PLANTED.items():
+        for fragment in fragments:
+            matching = [line for line in problems if line.startswith(rel + ": ") and fragment in line]
+            assert len(matching) == 1, f"{rel}: {fragment!r} reported {len(matching)} times in:\n{result.stderr}"

@@ -235,6 +235,8 @@ local jp = import 'jobplane.libsonnet';
   schedule: jp.daily('02:00'),      // or jp.weekly('MON', '06:00'), jp.everyMinutes(15), jp.manual
   policy: jp.policy.SKIP_IF_RUNNING,
   steps: [
+    // The target must exist in the runner image (your application's code): validate checks
+    // its form only; a missing function fails the run, permanently (exit 78), not the PR.
     jp.python('run', 'myapp.jobs:{func}', opts={{ retry: jp.retry(3, '1m') }}),
   ],
   notify: jp.slack('#{team}-alerts'),

@@ -12,7 +12,8 @@ from jobplane.platform.quoting import quoted
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt,
+                      ValidationInfo, field_validator, model_validator)
 
 from jobplane.platform import runner_contract as rc
 from jobplane.platform.schedule import ScheduleError, parse, validate_timezone
@@ -67,7 +68,7 @@ class Strict(BaseModel):
 class Retry(Strict):
     """How often a step's own retryable failures are retried (infrastructure errors are separate)."""
 
-    attempts: int = Field(1, ge=1, le=MAX_ATTEMPTS, description="Total attempts, the first included.")
+    attempts: StrictInt = Field(1, ge=1, le=MAX_ATTEMPTS, description="Total attempts, the first included.")
     interval: Duration = Field(30, description="Wait before the second attempt.")
     backoff: float = Field(2.0, ge=1.0, le=10.0, description="Each wait is the previous times this.")
     max_interval: Duration = Field(3600, description="Upper bound of any single wait.")
@@ -76,6 +77,30 @@ class Retry(Strict):
         """Seconds to wait before attempts 2..n (static: EventBridge/Step Functions have no pow)."""
         return [min(int(round(self.interval * self.backoff ** i)), self.max_interval)
                 for i in range(self.attempts - 1)]
+
+
+def fargate_size_problem(cpu: int, memory: int) -> str | None:
+    """What is wrong with a cpu/memory pair on Fargate, or None (also checked on the raw
+    definition, so it is reported even when the step has other errors)."""
+    sizes = FARGATE_SIZES.get(cpu)
+    if sizes is None:
+        return f"cpu {cpu} is not a Fargate size ({', '.join(map(str, FARGATE_SIZES))})"
+    if not any(lo <= memory <= hi and (memory - lo) % step == 0 for lo, hi, step in sizes):
+        allowed = "; ".join(f"{lo}-{hi} in steps of {step}" if lo != hi else str(lo) for lo, hi, step in sizes)
+        return f"memory {memory} does not fit cpu {cpu} on Fargate (allowed: {allowed})"
+    return None
+
+
+def _schedule_expression(v: str) -> str:
+    try:
+        parse(v)
+    except ScheduleError as e:
+        raise ValueError(str(e)) from None
+    return v
+
+
+#: One schedule expression: checked on its own, so every bad one of a list is reported.
+ScheduleExpression = Annotated[str, AfterValidator(_schedule_expression)]
 
 
 class Step(Strict):
@@ -92,8 +117,8 @@ class Step(Strict):
     kwargs: dict[str, Any] = Field(default_factory=dict)
     timeout: Duration = Field(3600, description="Per attempt.")
     retry: Retry = Field(default_factory=Retry)
-    cpu: int = Field(256, description="Fargate CPU units.")
-    memory: int = Field(512, description="MiB; must suit cpu on Fargate.")
+    cpu: StrictInt = Field(256, description="Fargate CPU units.")
+    memory: StrictInt = Field(512, description="MiB; must suit cpu on Fargate.")
     env: dict[str, str] = Field(default_factory=dict)
     secrets: dict[str, str] = Field(default_factory=dict, description="ENV_NAME -> secret/parameter ARN.")
 
@@ -173,12 +198,9 @@ class Step(Strict):
                 raise ValueError("a parallel group needs at least two steps")
             if any(s.parallel is not None for s in self.parallel or []):
                 raise ValueError("parallel groups cannot be nested")
-        sizes = FARGATE_SIZES.get(self.cpu)
-        if sizes is None:
-            raise ValueError(f"cpu {self.cpu} is not a Fargate size ({', '.join(map(str, FARGATE_SIZES))})")
-        if not any(lo <= self.memory <= hi and (self.memory - lo) % step == 0 for lo, hi, step in sizes):
-            allowed = "; ".join(f"{lo}-{hi} in steps of {step}" if lo != hi else str(lo) for lo, hi, step in sizes)
-            raise ValueError(f"memory {self.memory} does not fit cpu {self.cpu} on Fargate (allowed: {allowed})")
+        size_problem = fargate_size_problem(self.cpu, self.memory)
+        if size_problem:
+            raise ValueError(size_problem)
         return self
 
     @property
@@ -233,9 +255,10 @@ class Job(Strict):
     team: str = Field(description="Owning team, as declared in jobplane.toml.")
     description: str = ""
     runbook: Runbook | None = None
-    schedule: list[str] = Field(default_factory=list, description="EventBridge cron()/rate()/at(); empty: manual only.")
+    schedule: list[ScheduleExpression] = Field(default_factory=list,
+                                               description="EventBridge cron()/rate()/at(); empty: manual only.")
     timezone: str | None = Field(None, description="IANA name; default from jobplane.toml.")
-    enabled: bool = True
+    enabled: StrictBool = True
     policy: Policy = DEFAULT_POLICY
     steps: list[Step] = Field(min_length=1)
     timeout: Duration = Field(86400, description="Whole job; the execution ends TIMED_OUT after it.")
@@ -260,11 +283,6 @@ class Job(Strict):
     @field_validator("schedule")
     @classmethod
     def _schedule(cls, v: list[str]) -> list[str]:
-        for expr in v:
-            try:
-                parse(expr)
-            except ScheduleError as e:
-                raise ValueError(str(e)) from None
         if len(set(v)) != len(v):
             raise ValueError("the same expression is listed twice")
         return v
@@ -282,16 +300,9 @@ class Job(Strict):
     @field_validator("steps")
     @classmethod
     def _unique_steps(cls, steps: list[Step]) -> list[Step]:
-        # Names must be unique across groups too: resume_from and the records address steps by name.
-        seen: dict[str, tuple[str, str]] = {}
-        for i, step in enumerate(steps):
-            members = [(f"steps[{i}]", step)] + [(f"steps[{i}].parallel[{j}]", m) for j, m in enumerate(step.parallel or [])]
-            for where, member in members:
-                if member.key in seen:
-                    first_where, first_name = seen[member.key]
-                    same = "" if first_name == member.name else f" ({quoted(first_name)} and {quoted(member.name)} differ only by - and _)"
-                    raise ValueError(f"step name {quoted(member.name)} is used twice, at {first_where} and {where}{same}")
-                seen[member.key] = (where, member.name)
+        problem = duplicate_step_problem([(s.name, [m.name for m in s.parallel or []]) for s in steps])
+        if problem:
+            raise ValueError(problem)
         return steps
 
     @field_validator("expected_duration")
@@ -312,6 +323,22 @@ class Job(Strict):
 
     def runnable_steps(self) -> list[Step]:
         return [s for s in self.all_steps() if s.parallel is None]
+
+
+def duplicate_step_problem(steps: list[tuple[str, list[str]]]) -> str | None:
+    """The first step name used twice, from (name, [member names]) per top-level step. Names
+    must be unique across groups too: resume_from and the records address steps by name. (Also
+    checked on the raw definition, so it is reported even when a step has other errors.)"""
+    seen: dict[str, tuple[str, str]] = {}
+    for i, (name, members) in enumerate(steps):
+        for where, member in [(f"steps[{i}]", name)] + [(f"steps[{i}].parallel[{j}]", m) for j, m in enumerate(members)]:
+            key = member.replace("-", "_")
+            if key in seen:
+                first_where, first_name = seen[key]
+                same = "" if first_name == member else f" ({quoted(first_name)} and {quoted(member)} differ only by - and _)"
+                return f"step name {quoted(member)} is used twice, at {first_where} and {where}{same}"
+            seen[key] = (where, member)
+    return None
 
 
 def did_you_mean(word: str, options: list[str]) -> str:

@@ -16,8 +16,10 @@ from typing import Any
 import _gojsonnet as _jsonnet
 from pydantic import ValidationError
 
-from jobplane.compiler.model import Job, did_you_mean, fields_at
-from jobplane.compiler.names import derived_names, too_long
+from jobplane.compiler import names
+from jobplane.compiler.model import (NAME_RE, Job, did_you_mean, duplicate_step_problem, fargate_size_problem,
+                                     fields_at)
+from jobplane.compiler.names import too_long
 from jobplane.compiler.problems import DefinitionError, Problem, rel
 from jobplane.platform.config import PlatformConfig
 from jobplane.platform.quoting import quoted
@@ -160,9 +162,15 @@ def _pydantic_problems(source: str, job_name: str | None, err: ValidationError) 
 
 
 def load_jobs(config: PlatformConfig, files: list[Path] | None = None) -> list[LoadedJob]:
-    """Every job under jobs/, validated; raises DefinitionError listing every problem."""
+    """Every job under jobs/, validated; raises DefinitionError listing every problem.
+
+    Two passes over each definition, so no problem hides another: the checks that need only a
+    few fields (team, name lengths, name uniqueness across files, step names, Fargate sizes) run
+    on the raw object whatever else is wrong with it; pydantic then checks every field. A
+    problem both find is reported once."""
     problems: list[Problem] = []
     loaded: list[LoadedJob] = []
+    first_seen: dict[str, str] = {}
     for path in files if files is not None else definition_files(config):
         source = rel(path, config.root)
         try:
@@ -179,34 +187,72 @@ def load_jobs(config: PlatformConfig, files: list[Path] | None = None) -> list[L
                 problems.append(Problem(source, None, None, f"item {i} is a {type(item).__name__}, expected a job object"))
                 continue
             name = item.get("name") if isinstance(item.get("name"), str) else f"#{i + 1}"
+            if isinstance(item.get("name"), str):
+                if name in first_seen:
+                    problems.append(Problem(source, name, "name", f"job name is already used in {first_seen[name]}"))
+                else:
+                    first_seen[name] = source
+            problems.extend(raw_problems(source, name, item, config))
             data = dict(item)
             data.setdefault("timezone", config.default_timezone)
             try:
                 loaded.append(LoadedJob(Job.model_validate(data), source))
             except ValidationError as e:
                 problems.extend(_pydantic_problems(source, name, e))
-    problems.extend(cross_job_problems(loaded, config))
     if problems:
-        raise DefinitionError(problems)
+        raise DefinitionError(sorted(set(problems)))
     return sorted(loaded, key=lambda lj: lj.job.name)
 
 
-def cross_job_problems(loaded: list[LoadedJob], config: PlatformConfig) -> list[Problem]:
+def raw_problems(source: str, job: str, item: dict[str, Any], config: PlatformConfig) -> list[Problem]:
+    """The checks that need only a few fields, on the definition as Jsonnet produced it."""
     problems = []
-    first_seen: dict[str, str] = {}
-    for lj in loaded:
-        job = lj.job
-        if job.name in first_seen:
-            problems.append(Problem(lj.source, job.name, "name",
-                                    f"job name is already used in {first_seen[job.name]}"))
-        else:
-            first_seen[job.name] = lj.source
-        if config.teams and job.team not in config.teams:
-            problems.append(Problem(lj.source, job.name, "team",
-                                    f"unknown team {job.team!r}; teams are declared in jobplane.toml"
-                                    + did_you_mean(job.team, list(config.teams))))
-        for kind, name, limit in too_long(derived_names(config.name_prefix, job)):
-            problems.append(Problem(lj.source, job.name, "name",
-                                    f"too long: the {kind} name {name!r} would be {len(name)} characters "
-                                    f"(AWS allows {limit}); shorten the job name"))
+    team = item.get("team")
+    if isinstance(team, str) and config.teams and team not in config.teams:
+        problems.append(Problem(source, job, "team", f"unknown team {quoted(team)}; teams are declared in jobplane.toml"
+                                + did_you_mean(team, list(config.teams))))
+    name = item.get("name")
+    if isinstance(name, str) and NAME_RE.match(name):
+        order = ["state machine", "schedule", "IAM role", "task definition family"]
+        long = sorted(too_long(raw_derived_names(config.name_prefix, name, item)), key=lambda x: order.index(x[0]))
+        if long:  # one problem, however many derived names it makes too long
+            kind, derived, limit = long[0]
+            more = "".join(f"; the {k} name {n!r} would be {len(n)} (AWS allows {lim})" for k, n, lim in long[1:])
+            problems.append(Problem(source, job, "name", f"too long: the {kind} name {derived!r} would be {len(derived)} "
+                                                         f"characters (AWS allows {limit}){more}; shorten the job name"))
+    steps = item.get("steps")
+    if isinstance(steps, list):
+        named = []
+        for i, step in enumerate(steps):
+            if not isinstance(step, dict):
+                continue
+            members = step.get("parallel") if isinstance(step.get("parallel"), list) else []
+            named.append((step.get("name"), [m.get("name") for m in members if isinstance(m, dict)]))
+            for where, s in [(f"steps[{i}]", step)] + [(f"steps[{i}].parallel[{j}]", m) for j, m in enumerate(members)]:
+                if not isinstance(s, dict) or isinstance(s.get("parallel"), list):
+                    continue
+                cpu, memory = s.get("cpu", 256), s.get("memory", 512)
+                if type(cpu) is int and type(memory) is int and (size := fargate_size_problem(cpu, memory)):
+                    problems.append(Problem(source, job, where, size))
+        if all(isinstance(n, str) and all(isinstance(m, str) for m in ms) for n, ms in named):
+            duplicate = duplicate_step_problem(named)
+            if duplicate:
+                problems.append(Problem(source, job, "steps", duplicate))
     return problems
+
+
+def raw_derived_names(prefix: str, name: str, item: dict[str, Any]) -> list[tuple[str, str]]:
+    """names.derived_names for a definition that may not validate: from its name, how many
+    schedules it lists and whether any step has secrets."""
+    schedule = item.get("schedule")
+    count = 1 if isinstance(schedule, str) else len(schedule) if isinstance(schedule, list) else 0
+    steps = [s for s in item.get("steps") or [] if isinstance(s, dict)] if isinstance(item.get("steps"), list) else []
+    runnable = steps + [m for s in steps if isinstance(s.get("parallel"), list) for m in s["parallel"] if isinstance(m, dict)]
+    out = [("state machine", names.state_machine_name(prefix, name)), ("IAM role", names.sfn_role_name(prefix, name))]
+    if count:
+        out.append(("IAM role", names.scheduler_role_name(prefix, name)))
+        out.extend(("schedule", names.schedule_name(prefix, name, i)) for i in range(count))
+    if any(s.get("secrets") for s in runnable):
+        out.append(("IAM role", names.task_execution_role_name(prefix, name)))
+        out.append(("task definition family", names.task_family(prefix, name)))
+    return out
