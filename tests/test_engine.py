@@ -261,7 +261,7 @@ def test_parallel_group_with_a_failing_branch(aws: LocalAWS, tmp_path: Path) -> 
 
 @pytest.mark.parametrize("how", ["stopped", "timed out"])
 def test_a_run_that_cannot_clean_up_is_reconciled(aws: LocalAWS, tmp_path: Path, how: str) -> None:
-    job = deploy(aws, timeout=3 if how == "timed out" else 3600)
+    job = deploy(aws, timeout=15 if how == "timed out" else 3600)  # time for the step to start, even under load
     marker = tmp_path / "pid"
     arn = aws.start(job, fire({"mode": "sleep", "seconds": 60, "marker": str(marker)}))
     pid = started_process(marker)
@@ -346,8 +346,10 @@ def test_repository_pages_and_feeds(aws: LocalAWS) -> None:
     finish(aws, aws.start(job, fire({"mode": "fail"})))
     blocker = repo.job_state(job).blocked_by
     assert not repo.acknowledge_failure(job, "some-other-execution")  # only the one blocking
-    assert repo.acknowledge_failure(job, blocker)
-    assert repo.job_state(job).blocked_by is None
+    assert repo.acknowledge_failure(job, blocker, "ops@example.com")
+    acked = repo.job_state(job)
+    assert not acked.blocked and acked.acknowledged_by == "ops@example.com" and acked.blocked_by == blocker
+    assert not repo.acknowledge_failure(job, blocker)  # once
     # audit entries: newest first, and one can be withdrawn (an action that failed after it)
     entry_id = repo.add_audit("ops@example.com", "acknowledge_failure", job, blocker, "known partner outage")
     entry = next(e for e in repo.audit_log() if e["job"] == job)
@@ -443,3 +445,26 @@ def test_a_killed_runner_takes_its_shell_command_with_it(aws: LocalAWS, tmp_path
     while alive(second):
         assert time.monotonic() < deadline + 60, "the stopped command kept running"
         time.sleep(0.1)
+
+
+def test_after_an_acknowledged_failure_the_next_success_is_announced(aws: LocalAWS) -> None:
+    """Issue 17, decided: acknowledging a failure lets scheduled runs go ahead but does not
+    close the incident the channel was told about: the next success is announced RECOVERED
+    (docs/notifications.md). A LAST_FAILED skip names the failed run that blocks it."""
+    from jobplane.platform.notifier import console_text
+
+    job = deploy(aws, policy="SKIP_IF_FAILED", notify={"events": ["FAILED", "SKIPPED", "RECOVERED"]})
+    repo = aws.repository()
+    failed = finish(aws, aws.start(job, fire({"mode": "fail"})))[1]
+    skipped = finish(aws, aws.start(job, fire({"mode": "ok"})))[1]
+    assert (skipped.status, skipped.skip_reason, skipped.blocked_by) == ("SKIPPED", "LAST_FAILED", failed.execution)
+    assert repo.acknowledge_failure(job, failed.execution, "ops@example.com")
+    recovered = finish(aws, aws.start(job, fire({"mode": "ok"})))[1]
+    assert recovered.status == "SUCCEEDED"
+    msgs = [NotificationMessage.model_validate_json(m["Message"]) for m in messages_for(aws, job)]
+    assert [m.event for m in msgs] == ["FAILED", "SKIPPED", "RECOVERED"]
+    skip_alert = msgs[1]
+    assert skip_alert.outcome.reason == "LAST_FAILED" and skip_alert.outcome.blocked_by == failed.execution
+    assert f"run {failed.execution} failed" in console_text(skip_alert, "#billing-alerts", "")
+    state = repo.job_state(job)
+    assert state.blocked_by is None and state.acknowledged_by is None and not state.blocked

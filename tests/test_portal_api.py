@@ -225,11 +225,12 @@ def test_acknowledge_unblocks_a_skip_if_failed_job(client: TestClient, platform:
     skipped = platform.aws.start("other-team", execution_input.scheduled("2027-05-10T10:00:00Z", {}))
     platform.aws.wait(skipped)
     skip = wait_done(client, skipped.rsplit(":", 1)[1], "other-team")
-    assert (skip["status"], skip["skip_reason"]) == ("SKIPPED", "LAST_FAILED")
+    assert (skip["status"], skip["skip_reason"], skip["blocked_by"]) == ("SKIPPED", "LAST_FAILED", failed)
     assert client.get("/api/skips", headers=as_user(READER)).json()["items"][0]["execution"] == skip["execution"]
     assert client.post("/api/jobs/other-team/acknowledge", json={"reason": "known issue, tracked"},
                        headers=as_user(GROWTH)).status_code == 200
-    assert platform.control.job("other-team").state.blocked_by is None
+    job = client.get("/api/jobs/other-team", headers=as_user(READER)).json()
+    assert job["blocked_by"] is None and job["acknowledged_by"] == GROWTH  # no longer blocks; who said so
     ran = platform.aws.start("other-team", execution_input.scheduled("2027-05-17T10:00:00Z", {}))
     assert platform.aws.wait(ran).status == "SUCCEEDED"
     assert wait_done(client, ran.rsplit(":", 1)[1], "other-team")["status"] == "SUCCEEDED"

@@ -364,8 +364,10 @@ class _Builder:
     def record_state(self, status: ExecutionStatus, step: str | None) -> dict[str, Any]:
         """Release the claim and write the final execution record in one transaction."""
         succeeded = status == ExecutionStatus.SUCCEEDED
+        # A success ends the block (acknowledged or not); a failure starts a new one, unacknowledged.
         job_update = ("SET last_status = :st, last_execution = :me, last_finished_at = :now"
-                      + (" REMOVE blocked_by, block_schedule" if succeeded else ", blocked_by = :me, block_schedule = :me")
+                      + (f" REMOVE blocked_by, block_schedule, {dm.ATTR_ACKNOWLEDGED_BY}" if succeeded
+                         else f", blocked_by = :me, block_schedule = :me REMOVE {dm.ATTR_ACKNOWLEDGED_BY}")
                       + " DELETE #running :meset")
         extra: dict[str, Any] = {"steps": _s("States.JsonToString($.run.steps)")}
         if not succeeded:
@@ -526,11 +528,11 @@ class _Builder:
         name = f"Skip: {reason.value.lower().replace('_', ' ')}"
         if name in self.states:
             return name
-        item = self.execution_item(ExecutionStatus.SKIPPED, {
-            "skip_reason": _lit(reason.value),
-            "gsi2pk": _lit(dm.SKIPS_PARTITION),
-            "gsi2sk": _s("$$.State.EnteredTime"),
-        })
+        extra = {"skip_reason": _lit(reason.value), "gsi2pk": _lit(dm.SKIPS_PARTITION), "gsi2sk": _s("$$.State.EnteredTime")}
+        blocker = f"$.state.Item.{dm.ATTR_BLOCKED_BY}.S"
+        if reason == SkipReason.LAST_FAILED:  # name the failed run that blocks (set with block_schedule)
+            extra[dm.ATTR_BLOCKED_BY] = _s(blocker)
+        item = self.execution_item(ExecutionStatus.SKIPPED, extra)
         state: dict[str, Any] = {
             "Type": "Task",
             "Comment": "Skips are recorded, never counted as failures",
@@ -540,7 +542,17 @@ class _Builder:
             "ResultPath": "$.outcome",
             "Retry": [DDB_RETRY],
         }
-        if Event.SKIPPED in self.events:
+        if Event.SKIPPED in self.events and reason == SkipReason.LAST_FAILED:
+            # its own message: the outcome names the blocking run (a ResultSelector sees only the
+            # putItem's result, so the publish state builds the outcome from the state input)
+            state["Next"] = "Notify skipped (last failed)"
+            notify = self.publish_state("SKIPPED", end=True)
+            message = notify["Parameters"]["Message"]
+            del message["outcome.$"]
+            message["outcome"] = {"status": ExecutionStatus.SKIPPED.value, "step": None, "reason": reason.value,
+                                  f"{dm.ATTR_BLOCKED_BY}.$": blocker}
+            self.states["Notify skipped (last failed)"] = notify
+        elif Event.SKIPPED in self.events:
             state["Next"] = "Notify skipped"
             if "Notify skipped" not in self.states:
                 self.states["Notify skipped"] = self.publish_state("SKIPPED", end=True)

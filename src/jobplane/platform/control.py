@@ -502,11 +502,11 @@ class ControlPlane:
         _check_reason(reason)
         self.entry(job)
         state = self.repo.job_state(job)
-        if state is None or state.blocked_by is None:
+        if state is None or not state.blocked:
             raise Conflict(f"{job} has no unacknowledged failure", {"job": job})
 
         def act() -> None:
-            if not self.repo.acknowledge_failure(job, state.blocked_by):
+            if not self.repo.acknowledge_failure(job, state.blocked_by, actor):
                 raise Conflict(f"{job} has no unacknowledged failure", {"job": job})
 
         self._audited(actor, "acknowledge_failure", job, state.blocked_by, reason, None, act)

@@ -33,6 +33,9 @@ EXEC_SK = "EXEC"
 ATTR_RUNNING = "running"  # string set of execution names currently holding a claim
 ATTR_HOLDER = "holder"  # execution ARN of the latest exclusive claim (stale-claim check)
 ATTR_BLOCKED_BY = "blocked_by"  # execution whose failure blocks SKIP_IF_FAILED policies
+# Who acknowledged that failure: scheduled runs go ahead (block_schedule is removed) while
+# blocked_by stays, so the next success still announces RECOVERED and clears both.
+ATTR_ACKNOWLEDGED_BY = "acknowledged_by"
 ATTR_LAST_STATUS = "last_status"
 ATTR_LAST_EXECUTION = "last_execution"
 ATTR_LAST_FINISHED_AT = "last_finished_at"

@@ -76,8 +76,7 @@ def blocks(message: NotificationMessage, portal_url: str) -> list[Any]:
               MarkdownTextObject(text=f"*Started*\n{mrkdwn(message.started_at or '—')}"),
               MarkdownTextObject(text=f"*Duration*\n{_duration(message.started_at, message.finished_at)}")]
     out: list[Any] = [HeaderBlock(text=headline[:150]), SectionBlock(fields=fields)]  # header: plain_text
-    extra = getattr(o, "reason", None)
-    detail = message.error or (f"skip reason: {extra}" if extra else None)
+    detail = message.error or skip_detail(o)
     if detail:
         out.append(SectionBlock(text=MarkdownTextObject(text=f"*Error*\n{code_block(detail[:2500])}")))
     if message.runbook:
@@ -94,6 +93,18 @@ def blocks(message: NotificationMessage, portal_url: str) -> list[Any]:
         text=f"{mrkdwn(message.trigger or 'unknown')} run {code_span(message.execution)} · requested by "
              f"{mrkdwn(message.requested_by or '—')}")]))
     return out
+
+
+def skip_detail(outcome: Any) -> str | None:
+    """Why a fire was skipped, naming the failed run that blocks a LAST_FAILED skip."""
+    reason = getattr(outcome, "reason", None)
+    if not reason:
+        return None
+    blocker = getattr(outcome, "blocked_by", None)
+    if reason == "LAST_FAILED" and blocker:
+        return (f"skip reason: LAST_FAILED: run {blocker} failed; scheduled runs are skipped until a run succeeds "
+                "or someone acknowledges the failure")
+    return f"skip reason: {reason}"
 
 
 def code_span(text: str) -> str:
@@ -118,7 +129,7 @@ def console_text(message: NotificationMessage, channel: str | None, portal_url: 
     lines = [f"[slack {channel or '(no channel)'}] {message.job} ({message.team}): {message.event}"
              + (f" at step {o.step}" if o.step else ""),
              f"  scheduled {message.scheduled_time or '—'}, took {_duration(message.started_at, message.finished_at)}"]
-    detail = message.error or (f"skip reason: {getattr(o, 'reason', None)}" if getattr(o, "reason", None) else None)
+    detail = message.error or skip_detail(o)
     if detail:
         lines.append(f"  error: {detail[:500]}")
     if message.runbook:

@@ -31,7 +31,8 @@ class JobState:
     last_status: str | None = None
     last_execution: str | None = None
     last_finished_at: str | None = None
-    blocked_by: str | None = None
+    blocked_by: str | None = None  # the failed run that blocks SKIP_IF_FAILED fires...
+    acknowledged_by: str | None = None  # ...unless someone acknowledged it
     paused_by: str | None = None
     paused_reason: str | None = None
     paused_at: str | None = None
@@ -39,6 +40,11 @@ class JobState:
     @property
     def paused(self) -> bool:
         return self.paused_at is not None
+
+    @property
+    def blocked(self) -> bool:
+        """A failure blocks scheduled fires of SKIP_IF_FAILED jobs (not yet acknowledged)."""
+        return self.blocked_by is not None and self.acknowledged_by is None
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> JobState:
@@ -49,7 +55,8 @@ class JobState:
         return cls(job=p.get("job") or p["pk"].removeprefix("JOB#"), team=p.get("team", ""), running=running,
                    holder=p.get(dm.ATTR_HOLDER), last_status=p.get(dm.ATTR_LAST_STATUS),
                    last_execution=p.get(dm.ATTR_LAST_EXECUTION), last_finished_at=p.get(dm.ATTR_LAST_FINISHED_AT),
-                   blocked_by=p.get(dm.ATTR_BLOCKED_BY), paused_by=p.get("paused_by"),
+                   blocked_by=p.get(dm.ATTR_BLOCKED_BY), acknowledged_by=p.get(dm.ATTR_ACKNOWLEDGED_BY),
+                   paused_by=p.get("paused_by"),
                    paused_reason=p.get("paused_reason"), paused_at=p.get("paused_at"))
 
 
@@ -67,6 +74,7 @@ class Execution:
     skip_reason: str | None = None
     error: str | None = None
     input: dict[str, Any] = field(default_factory=dict)
+    blocked_by: str | None = None  # a LAST_FAILED skip: the failed run that blocked it
     steps: dict[str, Any] = field(default_factory=dict)
     execution_arn: str | None = None
     expires_at: int | None = None
@@ -102,7 +110,7 @@ class Execution:
             expires_at=int(p["expires_at"]) if p.get("expires_at") is not None else None,
             team=p.get("team", ""), timeline=json.loads(p["timeline"]) if p.get("timeline") else [],
             transitions=int(p["transitions"]) if p.get("transitions") is not None else None,
-            rerun_by=tuple(sorted(p.get("rerun_by", ()))),
+            rerun_by=tuple(sorted(p.get("rerun_by", ()))), blocked_by=p.get(dm.ATTR_BLOCKED_BY),
         )
 
 
@@ -185,7 +193,8 @@ class Repository:
         if error:
             item["error"] = error
         update = ("SET last_status = :st, last_execution = :me, last_finished_at = :now"
-                  + (", blocked_by = :me, block_schedule = :me" if failing else " REMOVE blocked_by, block_schedule")
+                  + (f", blocked_by = :me, block_schedule = :me REMOVE {dm.ATTR_ACKNOWLEDGED_BY}" if failing
+                     else f" REMOVE blocked_by, block_schedule, {dm.ATTR_ACKNOWLEDGED_BY}")
                   + " DELETE #running :meset")
         try:
             self.ddb.transact_write_items(TransactItems=[
@@ -301,19 +310,21 @@ class Repository:
     def audit_log(self, limit: int = 100) -> list[dict[str, Any]]:
         return [_plain(i) for i in self._query(dm.GSI_BY_OWNER, "gsi1pk", "AUDIT", limit, False).items]
 
-    def acknowledge_failure(self, job: str, blocked_by: str | None = None) -> bool:
-        """Unblock a SKIP_IF_FAILED job without a successful run (the control plane audits it).
-        With ``blocked_by``, only if that execution is still the one blocking."""
+    def acknowledge_failure(self, job: str, blocked_by: str | None = None, actor: str = "") -> bool:
+        """Unblock a SKIP_IF_FAILED job without a successful run (the control plane audits it):
+        scheduled runs go ahead again; the failure stays recorded as acknowledged, so the next
+        success still announces RECOVERED (docs/notifications.md). With ``blocked_by``, only if
+        that execution is still the one blocking, unacknowledged."""
         if blocked_by is None:
             state = self.job_state(job)
-            if state is None or state.blocked_by is None:
+            if state is None or not state.blocked:
                 return False
             blocked_by = state.blocked_by
         try:
             self.ddb.update_item(TableName=self.table, Key=dm.job_key(job),
-                                 UpdateExpression="REMOVE blocked_by, block_schedule",
-                                 ConditionExpression="blocked_by = :b",
-                                 ExpressionAttributeValues={":b": {"S": blocked_by}})
+                                 UpdateExpression=f"REMOVE block_schedule SET {dm.ATTR_ACKNOWLEDGED_BY} = :a",
+                                 ConditionExpression=f"blocked_by = :b AND attribute_not_exists({dm.ATTR_ACKNOWLEDGED_BY})",
+                                 ExpressionAttributeValues={":b": {"S": blocked_by}, ":a": {"S": actor or "unknown"}})
         except self.ddb.exceptions.ConditionalCheckFailedException:
             return False
         return True

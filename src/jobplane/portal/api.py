@@ -76,7 +76,8 @@ class JobOut(BaseModel):
     paused: bool
     paused_reason: str | None
     paused_by: str | None
-    blocked_by: str | None
+    blocked_by: str | None = Field(description="the failed run blocking scheduled fires (none once acknowledged)")
+    acknowledged_by: str | None = Field(None, description="who acknowledged the failure that blocked it")
     next_fires: list[str]
     params: dict[str, Any]
     url: str
@@ -94,6 +95,7 @@ class ExecutionSummary(BaseModel):
     duration_seconds: float | None
     failed_step: str | None
     skip_reason: str | None
+    blocked_by: str | None = Field(None, description="a LAST_FAILED skip: the failed run that blocked it")
     error: str | None
     url: str
 
@@ -175,7 +177,8 @@ def job_out(s: JobSummary) -> JobOut:
                   timezone=e["timezone"], enabled=e.get("enabled", True), policy=e["policy"],
                   last_status=st.last_status if st else None, last_finished_at=st.last_finished_at if st else None,
                   running=s.running, paused=s.paused, paused_reason=st.paused_reason if st else None,
-                  paused_by=st.paused_by if st else None, blocked_by=st.blocked_by if st else None,
+                  paused_by=st.paused_by if st else None, blocked_by=st.blocked_by if st and st.blocked else None,
+                  acknowledged_by=st.acknowledged_by if st else None,
                   next_fires=[t.isoformat() for t in s.next_fires], params=e.get("params") or {},
                   url=f"/jobs/{s.name}")
 
@@ -184,7 +187,7 @@ def summary_out(x: Execution) -> ExecutionSummary:
     return ExecutionSummary(execution=x.execution, job=x.job, status=x.status, trigger=x.trigger,
                             requested_by=x.requested_by, scheduled_time=x.scheduled_time, started_at=x.started_at,
                             finished_at=x.finished_at, duration_seconds=duration_seconds(x.started_at, x.finished_at),
-                            failed_step=x.failed_step, skip_reason=x.skip_reason, error=x.error,
+                            failed_step=x.failed_step, skip_reason=x.skip_reason, blocked_by=x.blocked_by, error=x.error,
                             url=f"/executions/{x.execution}")
 
 
@@ -196,7 +199,8 @@ def execution_out(v: ExecutionView) -> ExecutionOut:
         execution=v.execution, job=v.job, status=v.status, trigger=v.trigger, requested_by=v.requested_by,
         scheduled_time=v.input.get("scheduled_time"), started_at=v.started_at, finished_at=v.finished_at,
         duration_seconds=duration_seconds(v.started_at, v.finished_at), failed_step=v.failed_step,
-        skip_reason=r.skip_reason if r else None, error=v.error, url=f"/executions/{v.execution}",
+        skip_reason=r.skip_reason if r else None, blocked_by=r.blocked_by if r else None, error=v.error,
+        url=f"/executions/{v.execution}",
         params=v.input.get("params") or {}, resume_from=v.resume_from, rerun_of=v.rerun_of, rerun_by=list(v.rerun_by),
         transitions=v.transitions,
         steps=[StepAttempt(**{k: row.get(k) for k in StepAttempt.model_fields}) for row in step_rows(v)])
