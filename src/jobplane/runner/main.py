@@ -8,34 +8,20 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import signal
 import sys
-import threading
 import time
-from types import FrameType
 from typing import NoReturn
 
 from jobplane.platform import runner_contract as rc
-from jobplane.runner import logs, targets
+from jobplane.runner import logs, stop, targets
 from jobplane.runner.context import ContractError, RunContext, from_environment
 
 KINDS = rc.STEP_KINDS
 
 
-class Terminated(BaseException):
-    """Raised in the main thread on SIGTERM; a BaseException so ``except Exception`` in user
-    code cannot swallow the stop request."""
-
-
-def _on_sigterm(signum: int, frame: FrameType | None) -> None:
-    grace = float(os.environ.get(targets.ENV_STOP_GRACE, "10"))
-    # If user code sits in a C call that never returns to Python, leave anyway before ECS's SIGKILL.
-    watchdog = threading.Timer(grace + 5, lambda: os._exit(rc.EXIT_TERMINATED))
-    watchdog.daemon = True
-    watchdog.start()
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one stop request is enough
-    raise Terminated()
+Terminated = stop.Terminated
+_on_sigterm = stop.on_sigterm
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -16,6 +16,8 @@ import subprocess
 import threading
 from typing import Any, Callable
 
+from jobplane.runner import stop
+from jobplane.runner.stop import ENV_STOP_GRACE
 from jobplane.runner.context import RunContext
 
 
@@ -32,7 +34,6 @@ class ExitCode(Exception):
 
 
 ENV_CELERY_APP = "JOBPLANE_CELERY_APP"  # "package.module:app", like `celery -A`
-ENV_STOP_GRACE = "JOBPLANE_STOP_GRACE_SECONDS"
 
 
 def import_object(spec: str) -> Any:
@@ -131,20 +132,26 @@ def run_django(ctx: RunContext) -> Any:
 def run_shell(ctx: RunContext, log: logging.Logger) -> None:
     argv = ctx.target["argv"]
     env = dict(os.environ, TRACEPARENT=ctx.traceparent)
-    try:
-        child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                 start_new_session=True, text=True, bufsize=1)
-    except (FileNotFoundError, PermissionError) as e:
-        raise PermanentError(f"cannot start {argv[0]!r}: {e}") from e
-    output = logging.getLogger("jobplane.output")
-    pumps = [threading.Thread(target=_pump, args=(pipe, output, level, stream), daemon=True)
-             for pipe, level, stream in ((child.stdout, logging.INFO, "stdout"), (child.stderr, logging.WARNING, "stderr"))]
+    child: subprocess.Popen[str] | None = None
+    pumps: list[threading.Thread] = []
+    stop.hold()  # a stop request until the child is in hand is raised once it is (runner/stop.py)
     try:  # from here on, a stop request (Terminated) must take the child down with us
+        try:
+            child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                     start_new_session=True, text=True, bufsize=1)
+        except (FileNotFoundError, PermissionError) as e:
+            raise PermanentError(f"cannot start {argv[0]!r}: {e}") from e
+        output = logging.getLogger("jobplane.output")
+        pumps = [threading.Thread(target=_pump, args=(pipe, output, level, stream), daemon=True)
+                 for pipe, level, stream in ((child.stdout, logging.INFO, "stdout"), (child.stderr, logging.WARNING, "stderr"))]
         for p in pumps:
             p.start()
+        stop.release()
         code = child.wait()
     except BaseException:
-        _stop_child(child, log)
+        stop.drop()
+        if child is not None:
+            _stop_child(child, log)
         raise
     finally:
         for p in pumps:

@@ -1,0 +1,66 @@
+"""A stop request (SIGTERM, what ECS sends) as an exception in the main thread.
+
+The exception can surface between any two bytecodes. Where that would lose something, a
+section *holds* the request: a SIGTERM that arrives meanwhile is raised when the section
+releases it. A shell step holds it from before it starts its child until the child is in its
+hands: a SIGTERM right after ``Popen`` returned, before the code that stops the child was
+armed, used to leave the child running after the runner had exited (seen under load).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from types import FrameType
+
+from jobplane.platform import runner_contract as rc
+
+ENV_STOP_GRACE = "JOBPLANE_STOP_GRACE_SECONDS"
+
+_holding = False
+_pending = False
+
+
+class Terminated(BaseException):
+    """Raised in the main thread on SIGTERM; a BaseException so ``except Exception`` in user
+    code cannot swallow the stop request."""
+
+
+def on_sigterm(signum: int, frame: FrameType | None) -> None:
+    global _pending
+    if _holding:
+        _pending = True
+        return
+    _terminate()
+
+
+def _terminate() -> None:
+    grace = float(os.environ.get(ENV_STOP_GRACE, "10"))
+    # If user code sits in a C call that never returns to Python, leave anyway before ECS's SIGKILL.
+    watchdog = threading.Timer(grace + 5, lambda: os._exit(rc.EXIT_TERMINATED))
+    watchdog.daemon = True
+    watchdog.start()
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one stop request is enough
+    raise Terminated()
+
+
+def hold() -> None:
+    """From now on a SIGTERM is kept until :func:`release`."""
+    global _holding
+    _holding = True
+
+
+def release() -> None:
+    """Stop holding; raise Terminated now if a SIGTERM came while held."""
+    global _holding, _pending
+    _holding = False
+    if _pending:
+        _pending = False
+        _terminate()
+
+
+def drop() -> None:
+    """Stop holding without raising (already leaving by another exception)."""
+    global _holding
+    _holding = False
