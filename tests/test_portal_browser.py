@@ -40,9 +40,14 @@ def browser() -> Iterator[object]:
 
 @pytest.fixture
 def page(browser, platform: DevPlatform):  # type: ignore[no-untyped-def]
+    from playwright.sync_api import expect
+
     context = browser.new_context(base_url=platform.portal_url)
     page = context.new_page()
-    page.set_default_timeout(60_000)
+    # Bounds that only catch a hang: expect()'s own default is 5 s, which a run on a loaded
+    # 2-core machine can exceed (it failed once in make test beside a soak).
+    page.set_default_timeout(120_000)
+    expect.set_options(timeout=120_000)
     page.on("dialog", lambda dialog: dialog.accept())  # the confirmations of destructive actions
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
