@@ -231,7 +231,7 @@ def test_stopping_aborts_running_executions_and_a_crash_is_closed_on_the_next_st
 def test_the_portal_is_served_with_its_health_url(repo_root: Path, tmp_path: Path) -> None:
     platform = start_platform(repo_root, tmp_path / "data")
     try:
-        with urllib.request.urlopen(f"{platform.portal_url}/healthz", timeout=5) as r:
+        with urllib.request.urlopen(f"{platform.portal_url}/healthz", timeout=60) as r:
             assert r.status == 200 and b'"jobs":6' in r.read().replace(b" ", b"")
         assert "portal" in platform.banner() and platform.portal_url in platform.banner()
     finally:
