@@ -354,7 +354,12 @@ def _free_port() -> int:
 
 
 def _owner_only(directory: Path) -> None:
-    """Tighten a data directory made by an earlier version (0755 with 0644 files)."""
+    """Tighten a data directory made by an earlier version (0755 with 0644 files); one this
+    version made is 0700 already, and its files are not walked again at every start."""
+    import stat
+
+    if not stat.S_IMODE(directory.stat().st_mode) & 0o077:
+        return
     directory.chmod(0o700)
     for path in directory.rglob("*"):
         if not path.is_symlink():
