@@ -53,6 +53,24 @@ def fire(params: dict[str, Any] | None = None) -> dict[str, Any]:
     return execution_input.scheduled(f"2027-01-01T{n // 3600 % 24:02d}:{n // 60 % 60:02d}:{n % 60:02d}Z", params)
 
 
+def start_at_once(aws: LocalAWS, job: str, params: dict[str, Any], n: int) -> list[str]:
+    """n manual starts of ``job`` from n threads at once; their execution ARNs."""
+    arns: list[str] = []
+    lock = threading.Lock()
+
+    def start() -> None:
+        arn = aws.start(job, execution_input.manual("load-test", overrides=params))
+        with lock:
+            arns.append(arn)
+
+    threads = [threading.Thread(target=start) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return arns
+
+
 def task_logs(aws: LocalAWS, execution: str) -> dict[str, str]:
     """The execution's step logs, for assertion messages (what a failing step printed)."""
     from jobplane.platform.logs import LocalLogStore
@@ -167,19 +185,7 @@ def test_fifty_simultaneous_starts_run_once(aws: LocalAWS, tmp_path: Path) -> No
         marker, release = tmp_path / f"ran{round_}", tmp_path / f"release{round_}"
         # The step runs until the other 49 have ended, so all 50 truly overlap.
         params = {"mode": "wait", "release": str(release), "seconds": 120, "marker": str(marker)}
-        arns: list[str] = []
-        lock = threading.Lock()
-
-        def start() -> None:
-            arn = aws.start(job, execution_input.manual("load-test", overrides=params))
-            with lock:
-                arns.append(arn)
-
-        threads = [threading.Thread(target=start) for _ in range(50)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        arns = start_at_once(aws, job, params, 50)
         deadline = time.monotonic() + 120
         while sum(sfn.describe_execution(executionArn=a)["status"] == "RUNNING" for a in arns) > 1:
             assert time.monotonic() < deadline
@@ -390,19 +396,7 @@ def test_concurrent_no_op_runs_all_succeed_on_a_loaded_machine(aws: LocalAWS) ->
                                  "while time.monotonic() < end: pass"]) for _ in range(2)]
     try:
         for _ in range(2):
-            arns: list[str] = []
-            lock = threading.Lock()
-
-            def start() -> None:
-                arn = aws.start(job, execution_input.manual("load-test", overrides={"mode": "ok"}))
-                with lock:
-                    arns.append(arn)
-
-            threads = [threading.Thread(target=start) for _ in range(25)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
+            arns = start_at_once(aws, job, {"mode": "ok"}, 25)
             outcomes = {}
             for arn in arns:  # generous bounds: this test is about outcomes, never about time
                 ex = aws.wait(arn, timeout=600)

@@ -253,6 +253,10 @@ def logs(obj: Any, execution: str, step: str | None, data_dir: Path | None) -> N
         what = f"step {step!r} of {execution}" if step else execution
         raise click.ClickException(f"no logs for {what} ({view.status}; steps that ran: "
                                    f"{', '.join(sorted({r['step'] for r in view.timeline})) or 'none'})")
+    _print_streams(streams)
+
+
+def _print_streams(streams: list[Any]) -> None:
     for s in streams:
         click.echo(f"==> {s.step} (attempt {s.attempt}, task {s.task_id}) <==")
         click.echo(s.read(), nl=False)
@@ -265,9 +269,7 @@ def _offline_logs(data_dir: Path, execution: str, step: str | None, why: Excepti
     if not streams:
         raise click.ClickException(f"no logs for {execution}{f' step {step}' if step else ''} in {data_dir / 'logs'}; {why}")
     click.echo(f"(jobplane dev is not running: logs read from {data_dir / 'logs'})", err=True)
-    for s in streams:
-        click.echo(f"==> {s.step} (attempt {s.attempt}, task {s.task_id}) <==")
-        click.echo(s.read(), nl=False)
+    _print_streams(streams)
 
 
 def _offline_status(data_dir: Path, why: Exception, as_json: bool) -> None:
