@@ -18,7 +18,7 @@ from pathlib import Path
 
 from jobplane.compiler.output import compile_all
 from jobplane.compiler.validate import definition_files, evaluate
-from jobplane.platform.config import load_config
+from jobplane.contract.config import load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 POLICIES = ["ALWAYS_RUN", "SKIP_IF_RUNNING", "SKIP_IF_FAILED", "SKIP_IF_RUNNING_OR_FAILED"]

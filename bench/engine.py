@@ -24,7 +24,7 @@ from typing import Iterator
 
 from jobplane.compiler import asl
 from jobplane.compiler.model import Job
-from jobplane.platform import execution_input
+from jobplane.contract import execution_input
 from jobplane.platform.local.engine import LocalAWS
 
 TESTS = Path(__file__).resolve().parents[1] / "tests"

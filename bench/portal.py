@@ -32,9 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from compile import definition  # noqa: E402  (the same generated jobs as the compiler benchmark)
 
 from jobplane.compiler.output import compile_all, write_output  # noqa: E402
-from jobplane.platform import datamodel as dm  # noqa: E402
+from jobplane.contract import datamodel as dm  # noqa: E402
 from jobplane.platform.clock import iso_millis  # noqa: E402
-from jobplane.platform.config import load_config  # noqa: E402
+from jobplane.contract.config import load_config  # noqa: E402
 from jobplane.platform.control import ControlPlane, Deployment  # noqa: E402
 from jobplane.platform.local.engine import ACCOUNT, LocalAWS  # noqa: E402
 from jobplane.portal.app import create_app  # noqa: E402

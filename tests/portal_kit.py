@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from devkit import make_repo
-from jobplane.platform.config import load_config
+from jobplane.contract.config import load_config
 from jobplane.platform.local.dev import DevPlatform
 from jobplane.portal.app import create_app
 from jobplane.portal.settings import AuthSettings, PortalSettings

@@ -15,7 +15,7 @@ import pytest
 
 from jobplane.compiler import asl
 from jobplane.compiler.model import Job
-from jobplane.platform import execution_input
+from jobplane.contract import execution_input
 from jobplane.platform.local.engine import LocalAWS
 
 MISSING_CLUSTER = "arn:aws:ecs:us-east-1:123456789012:cluster/missing"

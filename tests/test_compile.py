@@ -9,10 +9,11 @@ from typing import Any, Callable
 import pytest
 
 from conftest import ROOT, Repo, minimal_job
-from jobplane.compiler import asl, bindings
+from jobplane.compiler import asl
+from jobplane.contract import bindings
 from jobplane.compiler.model import Job
 from jobplane.compiler.output import compile_all
-from jobplane.platform.config import load_config
+from jobplane.contract.config import load_config
 
 
 @pytest.fixture(scope="module")

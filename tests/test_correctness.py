@@ -154,7 +154,7 @@ def test_a_failed_shell_step_says_its_exit_code_once(platform: DevPlatform) -> N
 
     from jobplane.cli import main
     from jobplane.platform.notifier import console_text
-    from jobplane.platform.notifications import NotificationMessage, Outcome
+    from jobplane.contract.notifications import NotificationMessage, Outcome
 
     out = CliRunner().invoke(main, ["--root", str(platform.config.root), "run", "shell-fail",
                                     "--data-dir", str(platform.data_dir)])

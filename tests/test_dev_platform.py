@@ -14,7 +14,7 @@ import pytest
 from slack_sdk.models.blocks import Block
 
 from devkit import FakeClock, make_repo, utc
-from jobplane.platform.config import load_config
+from jobplane.contract.config import load_config
 from jobplane.platform.local.dev import DevPlatform
 from slack_receiver import Receiver
 

@@ -15,9 +15,9 @@ import pytest
 
 from jobplane.compiler import asl
 from jobplane.compiler.model import Job
-from jobplane.platform import execution_input
+from jobplane.contract import execution_input
 from jobplane.platform.local.engine import LocalAWS
-from jobplane.platform.notifications import NotificationMessage
+from jobplane.contract.notifications import NotificationMessage
 
 HERE = Path(__file__).resolve().parent
 BEHAVE = "sample_apps.functions:behave"
@@ -310,9 +310,9 @@ def test_a_stale_claim_does_not_block_the_next_run(aws: LocalAWS, tmp_path: Path
 
 
 def test_compiled_output_deploys_byte_identical_with_its_schedules(aws: LocalAWS, tmp_path: Path) -> None:
-    from jobplane.compiler.bindings import bind
+    from jobplane.contract.bindings import bind
     from jobplane.compiler.output import compile_all, write_output
-    from jobplane.platform.config import load_config
+    from jobplane.contract.config import load_config
 
     out = tmp_path / "compiled"
     write_output(compile_all(load_config(HERE.parent)), out)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from jobplane.compiler import asl
 from jobplane.compiler.model import Job
-from jobplane.platform import execution_input
+from jobplane.contract import execution_input
 from jobplane.platform.local.engine import LocalAWS
 
 HERE = Path(__file__).resolve().parent

@@ -9,7 +9,7 @@ from typing import Iterator
 import pytest
 from slack_sdk.models.blocks import Block
 
-from jobplane.platform.notifications import NotificationMessage, Outcome
+from jobplane.contract.notifications import NotificationMessage, Outcome
 from jobplane.platform.notifier import DeadLetterStore, Routing, SlackNotifier
 
 from slack_receiver import Receiver

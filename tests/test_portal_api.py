@@ -216,7 +216,7 @@ def test_stop_a_running_execution_and_release_a_stale_claim(client: TestClient, 
 
 
 def test_acknowledge_unblocks_a_skip_if_failed_job(client: TestClient, platform: DevPlatform) -> None:
-    from jobplane.platform import execution_input
+    from jobplane.contract import execution_input
 
     arn = platform.aws.start("other-team", execution_input.scheduled("2027-05-03T10:00:00Z", {"mode": "fail"}))
     platform.aws.wait(arn)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from jobplane.platform import runner_contract as rc
+from jobplane.contract import runner as rc
 
 HERE = Path(__file__).resolve().parent
 RUNNER = str(Path(sys.executable).parent / "jobplane-runner")

@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from cronsim import CronSim
 
-from jobplane.platform.schedule import (ScheduleError, eb_weekday, next_fire_times, parse,
+from jobplane.contract.schedule import (ScheduleError, eb_weekday, next_fire_times, parse,
                                         translate_unix_cron, validate_timezone)
 
 UTC = timezone.utc

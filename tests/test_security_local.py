@@ -18,7 +18,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
 from devkit import make_repo
-from jobplane.platform.config import load_config
+from jobplane.contract.config import load_config
 from jobplane.platform.local.dev import DevPlatform
 
 EVIL = "https://evil.example"

@@ -15,7 +15,7 @@ import click
 
 from jobplane import __version__
 from jobplane.compiler.problems import DefinitionError
-from jobplane.platform.config import ConfigError, PlatformConfig, load_config
+from jobplane.contract.config import ConfigError, PlatformConfig, load_config
 
 # The compiler (pydantic, go-jsonnet) and boto3 are imported by the commands that use them, not
 # here: `jobplane --help` and every command pay only for what they run (issue 13: start-up).
@@ -143,7 +143,7 @@ def next_command(obj: Context, job_name: str, count: int, after: str | None) -> 
     Day-of-week 1-7 is SUN-SAT; a local time skipped by a daylight-saving change does not fire
     and a repeated local time fires once.
     """
-    from jobplane.platform.schedule import RateExpression, next_fire_times, parse
+    from jobplane.contract.schedule import RateExpression, next_fire_times, parse
 
     try:
         from jobplane.compiler.validate import load_jobs

@@ -62,7 +62,7 @@ data_dir_option = click.option("--data-dir", type=click.Path(file_okay=False, pa
 
 
 def parse_params(values: tuple[str, ...]) -> dict[str, Any]:
-    from jobplane.platform.execution_input import parse_params as parse
+    from jobplane.contract.execution_input import parse_params as parse
 
     try:
         return parse(list(values))
@@ -274,7 +274,7 @@ def _offline_logs(data_dir: Path, execution: str, step: str | None, why: Excepti
 
 def _offline_status(data_dir: Path, why: Exception, as_json: bool) -> None:
     """The jobs' last state as the stopped platform saved it (state.json, compiled/catalog.json)."""
-    from jobplane.platform import datamodel as dm
+    from jobplane.contract import datamodel as dm
     from jobplane.platform.local.dev import SNAPSHOT_FILE
     from jobplane.platform.local.snapshot import Snapshot
     from jobplane.platform.repository import JobState

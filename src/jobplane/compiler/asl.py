@@ -15,7 +15,7 @@ state machine" and by cost (Standard workflows bill per state transition):
 * The skip path loads the job state once to say *why* (duplicate, running, last failed) and asks
   Step Functions whether a running holder is really running; a stale holder is taken over.
 
-State data: the input fields (:mod:`jobplane.platform.execution_input`), ``$.run.old`` (the job
+State data: the input fields (:mod:`jobplane.contract.execution_input`), ``$.run.old`` (the job
 state before the claim), ``$.run.steps.<step_key>.a<N>`` (attempt N's task result or error).
 
 Transitions (see docs/state-machine.md): one-step success 5, each further step +2, skip 4-6,
@@ -27,11 +27,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from jobplane.compiler.bindings import token
+from jobplane.contract.bindings import token
 from jobplane.compiler.model import Job, Step
-from jobplane.platform import datamodel as dm
-from jobplane.platform import runner_contract as rc
-from jobplane.platform.statuses import Event, ExecutionStatus, SkipReason, Trigger
+from jobplane.contract import datamodel as dm
+from jobplane.contract import runner as rc
+from jobplane.contract.statuses import Event, ExecutionStatus, SkipReason, Trigger
 
 _TRANSIENT = ("ProvisionedThroughputExceededException", "ThrottlingException", "InternalServerErrorException",
               "RequestLimitExceeded")

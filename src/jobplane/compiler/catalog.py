@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from jobplane.compiler import names
+from jobplane.contract import names
 from jobplane.compiler.model import Step
 from jobplane.compiler.validate import LoadedJob
-from jobplane.platform.config import PlatformConfig
+from jobplane.contract.config import PlatformConfig
 
 CATALOG_VERSION = 1
 

@@ -7,7 +7,7 @@ person would state in one sentence live next to their field as validators. Cross
 
 from __future__ import annotations
 
-from jobplane.platform.quoting import quoted
+from jobplane.contract.quoting import quoted
 
 import re
 from typing import Annotated, Any, Literal
@@ -15,9 +15,9 @@ from typing import Annotated, Any, Literal
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt,
                       ValidationInfo, field_validator, model_validator)
 
-from jobplane.platform import runner_contract as rc
-from jobplane.platform.schedule import ScheduleError, parse, validate_timezone
-from jobplane.platform.statuses import DEFAULT_EVENTS, DEFAULT_POLICY, Event, Policy
+from jobplane.contract import runner as rc
+from jobplane.contract.schedule import ScheduleError, parse, validate_timezone
+from jobplane.contract.statuses import DEFAULT_EVENTS, DEFAULT_POLICY, Event, Policy
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 STEP_NAME_RE = re.compile(r"^[a-z][a-z0-9]*([-_][a-z0-9]+)*$")

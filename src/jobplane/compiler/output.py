@@ -15,7 +15,7 @@ from pathlib import Path
 
 from jobplane.compiler import asl, catalog, terraform
 from jobplane.compiler.validate import LoadedJob, load_jobs
-from jobplane.platform.config import PlatformConfig
+from jobplane.contract.config import PlatformConfig
 
 ROOT_FILE = "main.tf.json"
 CATALOG_FILE = "catalog.json"

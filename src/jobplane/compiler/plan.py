@@ -15,8 +15,8 @@ from typing import Any
 
 from jobplane.compiler.output import CATALOG_FILE, compile_all
 from jobplane.compiler.terraform import iam_summary
-from jobplane.platform.config import load_config, PlatformConfig
-from jobplane.platform.schedule import RateExpression, next_fire_times, parse
+from jobplane.contract.config import load_config, PlatformConfig
+from jobplane.contract.schedule import RateExpression, next_fire_times, parse
 
 NEXT_FIRES = 3
 

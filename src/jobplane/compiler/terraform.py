@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from jobplane.compiler import names
-from jobplane.compiler.bindings import NAMES, bind_for_terraform
+from jobplane.contract import names
+from jobplane.contract.bindings import NAMES, bind_for_terraform
 from jobplane.compiler.model import Job
-from jobplane.platform import execution_input
-from jobplane.platform import runner_contract as rc
-from jobplane.platform.config import PlatformConfig
+from jobplane.contract import execution_input
+from jobplane.contract import runner as rc
+from jobplane.contract.config import PlatformConfig
 
 ACCOUNT = "${data.aws_caller_identity.current.account_id}"
 REGION = "${data.aws_region.current.region}"

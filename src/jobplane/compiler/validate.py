@@ -16,13 +16,13 @@ from typing import Any
 import _gojsonnet as _jsonnet
 from pydantic import ValidationError
 
-from jobplane.compiler import names
+from jobplane.contract import names
 from jobplane.compiler.model import (NAME_RE, Job, did_you_mean, duplicate_step_problem, fargate_size_problem,
                                      fields_at)
-from jobplane.compiler.names import too_long
+from jobplane.contract.names import too_long
 from jobplane.compiler.problems import DefinitionError, Problem, rel
-from jobplane.platform.config import PlatformConfig
-from jobplane.platform.quoting import quoted
+from jobplane.contract.config import PlatformConfig
+from jobplane.contract.quoting import quoted
 
 #: Longest message text taken from Jsonnet or pydantic (each quotes values with ``quoted``).
 MAX_MESSAGE = 400

@@ -1,5 +1,6 @@
-"""The runtime contract shared by the compiler, runner, portal, CLI and the local engine.
+"""The runtime beside the compiled state machines: what the portal and the CLI do (control
+plane, repository, timeline, logs) and the Lambdas (reconciler, notifier, slow-run check), the
+same code on AWS and on the embedded local AWS (:mod:`jobplane.platform.local`).
 
-Nothing here talks to AWS at import time; modules hold the vocabulary (statuses, policies),
-the data model's keys, the runner's command/environment contract and schedule semantics.
+Built on :mod:`jobplane.contract` only; it never imports the compiler, the portal or the CLI.
 """

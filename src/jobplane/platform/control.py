@@ -19,13 +19,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from jobplane.compiler import names
-from jobplane.platform import execution_input
+from jobplane.contract import names
+from jobplane.contract import execution_input
 from jobplane.platform.clock import as_iso, now_iso
 from jobplane.platform.logs import LocalLogStore, LogStream, error_excerpt
-from jobplane.platform.quoting import quoted
+from jobplane.contract.quoting import quoted
 from jobplane.platform.repository import Execution, JobState, Page, Repository
-from jobplane.platform.schedule import next_fire_times, parse
+from jobplane.contract.schedule import next_fire_times, parse
 from jobplane.platform.timeline import history, state_transitions, timeline
 
 log = logging.getLogger(__name__)

@@ -24,8 +24,8 @@ from slack_sdk.models.blocks import (ActionsBlock, ButtonElement, ContextBlock, 
                                      SectionBlock)
 from slack_sdk.webhook import WebhookClient
 
-from jobplane.platform.notifications import NotificationMessage
-from jobplane.platform.statuses import DEFAULT_EVENTS
+from jobplane.contract.notifications import NotificationMessage
+from jobplane.contract.statuses import DEFAULT_EVENTS
 
 log = logging.getLogger(__name__)
 

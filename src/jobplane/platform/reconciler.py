@@ -20,7 +20,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from jobplane.platform.clock import as_iso, now_iso
-from jobplane.platform.notifications import NotificationMessage, Outcome, publish
+from jobplane.contract.notifications import NotificationMessage, Outcome, publish
 from jobplane.platform.logs import LocalLogStore, error_excerpt
 from jobplane.platform.repository import Repository
 from jobplane.platform.timeline import history, state_transitions, timeline

@@ -1,6 +1,6 @@
 """The platform repository: every read and write of job state, executions, skips and audit
 entries outside the state machines goes through here (reconciler, CLI, portal, tests), so the
-key design of :mod:`jobplane.platform.datamodel` is used in one place. No query scans.
+key design of :mod:`jobplane.contract.datamodel` is used in one place. No query scans.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
-from jobplane.platform import datamodel as dm
+from jobplane.contract import datamodel as dm
 from jobplane.platform.clock import now_iso
 
 _des, _ser = TypeDeserializer(), TypeSerializer()

@@ -18,8 +18,8 @@ from typing import Any, Callable
 
 from jobplane.platform.clock import iso_millis
 from jobplane.platform.control import ControlPlane, NotFound
-from jobplane.platform.notifications import NotificationMessage, Outcome, publish
-from jobplane.platform.statuses import Event
+from jobplane.contract.notifications import NotificationMessage, Outcome, publish
+from jobplane.contract.statuses import Event
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
-from jobplane.platform import execution_input
+from jobplane.contract import execution_input
 from jobplane.platform.control import Invalid, NotFound, check_cursor
 from jobplane.portal.diagram import svg
 from jobplane.portal.views import step_rows

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from jobplane.platform.config import PlatformConfig
+from jobplane.contract.config import PlatformConfig
 from jobplane.platform.control import Deployment
 
 

@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 
 from cron_descriptor import Options, get_description
 
-from jobplane.platform.schedule import AtExpression, CronExpression, RateExpression, parse
+from jobplane.contract.schedule import AtExpression, CronExpression, RateExpression, parse
 from jobplane.platform.timeline import attempt_rows
 
 

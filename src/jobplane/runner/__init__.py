@@ -1,5 +1,5 @@
 """The thin runner that executes a step's target inside the application's container.
 
-Its command line and environment contract lives in :mod:`jobplane.platform.runner_contract`, so
+Its command line and environment contract lives in :mod:`jobplane.contract.runner`, so
 the compiler (which writes the ECS overrides) and the runner (which reads them) cannot drift.
 """

@@ -1,5 +1,5 @@
 """What the runner knows about the run it serves, read from the environment the compiled state
-machine sets (jobplane.platform.runner_contract)."""
+machine sets (jobplane.contract.runner)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from jobplane.platform import runner_contract as rc
+from jobplane.contract import runner as rc
 
 
 class ContractError(Exception):

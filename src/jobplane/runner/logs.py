@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 from pythonjsonlogger.json import JsonFormatter
 
-from jobplane.platform.runner_contract import ENV_PARAMS, ENV_TARGET
+from jobplane.contract.runner import ENV_PARAMS, ENV_TARGET
 
 #: Environment variable names whose values are never printed: words that name credentials
 #: anywhere in the name, and short ones (KEY, PWD, PASS) as whole parts (STRIPE_KEY, MYSQL_PWD;

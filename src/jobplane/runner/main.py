@@ -13,7 +13,7 @@ import sys
 import time
 from typing import NoReturn
 
-from jobplane.platform import runner_contract as rc
+from jobplane.contract import runner as rc
 from jobplane.runner import logs, stop, targets
 from jobplane.runner.context import ContractError, RunContext, from_environment
 

@@ -14,7 +14,7 @@ import signal
 import threading
 from types import FrameType
 
-from jobplane.platform import runner_contract as rc
+from jobplane.contract import runner as rc
 
 ENV_STOP_GRACE = "JOBPLANE_STOP_GRACE_SECONDS"
 

@@ -14,7 +14,7 @@ import threading
 from typing import Any
 
 from jobplane.platform.logs import LocalLogStore, error_excerpt
-from jobplane.platform.notifications import NotificationMessage
+from jobplane.contract.notifications import NotificationMessage
 from jobplane.platform.notifier import SlackNotifier
 
 log = logging.getLogger(__name__)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jobplane.platform.config import PlatformConfig
+from jobplane.contract.config import PlatformConfig
 from jobplane.platform.control import ControlPlane, Deployment
 from jobplane.platform.local.engine import ACCOUNT, LocalAWS
 from jobplane.platform.local.scheduler import Clock, LocalScheduler, system_clock
@@ -188,7 +188,7 @@ class DevPlatform:
         return closed
 
     def _start_services(self) -> None:
-        from jobplane.platform.config import expand_ports
+        from jobplane.contract.config import expand_ports
 
         env = dict(os.environ) | self.config.dev_env(self.data_dir, self.service_ports)
         env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jobplane.platform import runner_contract as rc
+from jobplane.contract import runner as rc
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 start and await executions, all on moto in this process.
 
 The deployed state machine definition is the compiler's ASL with the deployment tokens bound to
-the local resources (:func:`jobplane.compiler.bindings.bind`), exactly as Terraform binds them
+the local resources (:func:`jobplane.contract.bindings.bind`), exactly as Terraform binds them
 to the base module's outputs in production.
 
 Steps run for real: the local ECS agent (:mod:`jobplane.platform.local.ecs_agent`) starts
@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from jobplane.compiler.bindings import bind
-from jobplane.platform import datamodel as dm
+from jobplane.contract.bindings import bind
+from jobplane.contract import datamodel as dm
 from jobplane.platform.local.front import Credentials
 
 REGION = "us-east-1"
@@ -254,8 +254,8 @@ class LocalAWS:
         return [j["name"] for j in catalog["jobs"]]
 
     def deploy_schedules(self, job: dict[str, Any], state_machine_arn: str) -> list[str]:
-        from jobplane.compiler.names import schedule_name
-        from jobplane.platform import execution_input
+        from jobplane.contract.names import schedule_name
+        from jobplane.contract import execution_input
 
         scheduler = self.client("scheduler")
         group = self.prefix

@@ -2,7 +2,7 @@
 Scheduler would, because moto stores schedules but never fires them.
 
 Same semantics as production and as ``jobplane next`` (one implementation:
-:mod:`jobplane.platform.schedule`): cron in the schedule's timezone with EventBridge's DST rules,
+:mod:`jobplane.contract.schedule`): cron in the schedule's timezone with EventBridge's DST rules,
 rate() counted from the schedule's creation, ENABLED/DISABLED honoured. Each fire starts the
 schedule's target with the target input, ``<aws.scheduler.scheduled-time>`` replaced by the fire's
 time, so duplicate detection sees what it would see on AWS. Like EventBridge Scheduler it does
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable
 
-from jobplane.platform.execution_input import SCHEDULER_TIME, iso
-from jobplane.platform.schedule import iter_fire_times, parse, validate_timezone
+from jobplane.contract.execution_input import SCHEDULER_TIME, iso
+from jobplane.contract.schedule import iter_fire_times, parse, validate_timezone
 
 log = logging.getLogger(__name__)
 

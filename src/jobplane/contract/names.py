@@ -5,11 +5,6 @@ Checked at validation time so that a long job name fails in the pull request, no
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from jobplane.compiler.model import Job
-
 LIMITS = {"state machine": 80, "schedule": 64, "IAM role": 64, "task definition family": 255}
 
 
@@ -40,18 +35,6 @@ def task_family(prefix: str, job: str) -> str:
 def tf_id(job: str) -> str:
     """Terraform resource names may not contain '-' comfortably in references: use '_'."""
     return job.replace("-", "_")
-
-
-def derived_names(prefix: str, job: Job) -> list[tuple[str, str]]:
-    names = [("state machine", state_machine_name(prefix, job.name)),
-             ("IAM role", sfn_role_name(prefix, job.name))]
-    if job.schedule:
-        names.append(("IAM role", scheduler_role_name(prefix, job.name)))
-        names.extend(("schedule", schedule_name(prefix, job.name, i)) for i in range(len(job.schedule)))
-    if any(s.secrets for s in job.runnable_steps()):
-        names.append(("IAM role", task_execution_role_name(prefix, job.name)))
-        names.append(("task definition family", task_family(prefix, job.name)))
-    return names
 
 
 def too_long(names: list[tuple[str, str]]) -> list[tuple[str, str, int]]:

@@ -22,7 +22,7 @@ and use ``cronsim`` only as an independent oracle in tests.
 
 from __future__ import annotations
 
-from jobplane.platform.quoting import quoted
+from jobplane.contract.quoting import quoted
 
 import calendar
 import re

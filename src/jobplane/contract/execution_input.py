@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from jobplane.platform.statuses import Trigger
+from jobplane.contract.statuses import Trigger
 
 #: Replaced by EventBridge Scheduler with the fire's scheduled time (ISO 8601, UTC, 'Z').
 SCHEDULER_TIME = "<aws.scheduler.scheduled-time>"
