@@ -11,9 +11,13 @@ state machine" and by cost (Standard workflows bill per state transition):
   shapes arrive at the same check). Retries of the step's own failures are unrolled into one
   Task per attempt, so each attempt's result is kept and no counter state is needed.
 * **Finish** / **record failure** are one DynamoDB transaction each: release the claim and write
-  the execution record together.
+  the execution record together (the very writes the reconciler makes for a run that could not:
+  :mod:`jobplane.contract.items`).
 * The skip path loads the job state once to say *why* (duplicate, running, last failed) and asks
   Step Functions whether a running holder is really running; a stale holder is taken over.
+
+States are typed objects (:mod:`jobplane.compiler.states`) named only through
+:mod:`jobplane.contract.states`, whose classifier the runtime uses to read histories back.
 
 State data: the input fields (:mod:`jobplane.contract.execution_input`), ``$.run.old`` (the job
 state before the claim), ``$.run.steps.<step_key>.a<N>`` (attempt N's task result or error).
@@ -27,10 +31,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from jobplane.contract.bindings import token
 from jobplane.compiler.model import Job, Step
+from jobplane.compiler.states import DISCARD, Catch, Choice, Fail, Graph, Parallel, Pass, State, Task, Wait
 from jobplane.contract import datamodel as dm
+from jobplane.contract import items
 from jobplane.contract import runner as rc
+from jobplane.contract import states as sn
+from jobplane.contract.bindings import token
+from jobplane.contract.items import Ref
 from jobplane.contract.statuses import Event, ExecutionStatus, SkipReason, Trigger
 
 _TRANSIENT = ("ProvisionedThroughputExceededException", "ThrottlingException", "InternalServerErrorException",
@@ -52,8 +60,29 @@ SNS_RETRY = {
                     "SNS.KMSThrottlingException"],
     "IntervalSeconds": 1, "MaxAttempts": 5, "BackoffRate": 2.0, "JitterStrategy": "FULL",
 }
+SFN_RETRY = {"ErrorEquals": ["Sfn.ThrottlingException", "Sfn.SfnException"], "IntervalSeconds": 1,
+             "MaxAttempts": 3, "BackoffRate": 2.0}
+UPDATE_ITEM = "arn:aws:states:::dynamodb:updateItem"
+GET_ITEM = "arn:aws:states:::dynamodb:getItem"
+PUT_ITEM = "arn:aws:states:::dynamodb:putItem"
 TRANSACT = "arn:aws:states:::aws-sdk:dynamodb:transactWriteItems"
-FAIL_ERRORS = {ExecutionStatus.FAILED: "Job.Failed", ExecutionStatus.TIMED_OUT: "Job.TimedOut"}
+RUN_TASK = "arn:aws:states:::ecs:runTask.sync"
+DESCRIBE_EXECUTION = "arn:aws:states:::aws-sdk:sfn:describeExecution"
+PUBLISH = "arn:aws:states:::sns:publish"
+
+# What the running execution knows about itself (the context object) and its input.
+EXECUTION_NAME = Ref("$$.Execution.Name")
+EXECUTION_ARN = Ref("$$.Execution.Id")
+STARTED_AT = Ref("$$.Execution.StartTime")
+NOW = Ref("$$.State.EnteredTime")
+INPUT_JSON = Ref("States.JsonToString($$.Execution.Input)")
+TRIGGER = Ref("$.trigger")
+SCHEDULED_TIME = Ref("$.scheduled_time")
+REQUESTED_BY = Ref("$.requested_by")
+RESUME_FROM = Ref("$.resume_from")
+STEPS_JSON = Ref("States.JsonToString($.run.steps)")
+HOLDER = f"$.state.Item.{dm.ATTR_HOLDER}.S"
+BLOCKER = f"$.state.Item.{dm.ATTR_BLOCKED_BY}.S"
 
 
 def _s(path: str) -> dict[str, str]:
@@ -64,51 +93,51 @@ def _lit(value: str) -> dict[str, str]:
     return {"S": value}
 
 
+def _steps_slot(step: Step) -> str:
+    return f"$.run.steps.{step.key}"
+
+
 class _Builder:
     def __init__(self, job: Job, prefix: str):
         self.job = job
         self.prefix = prefix
-        self.states: dict[str, dict[str, Any]] = {}
+        self.graph = Graph()
         self.events = set(job.notify.events)
 
-    # -- names ----------------------------------------------------------------------------
-    @staticmethod
-    def task_state(step: Step, attempt: int = 1) -> str:
-        return step.name if attempt == 1 else f"{step.name} #{attempt}"
-
-    def add(self, name: str, state: dict[str, Any]) -> str:
-        assert name not in self.states, name
-        assert len(name) <= 80, name
-        self.states[name] = state
-        return name
+    def add(self, name: str, state: State) -> str:
+        return self.graph.add(name, state)
 
     # -- the whole machine ------------------------------------------------------------------
     def build(self) -> dict[str, Any]:
         first = self.steps_chain(self.job.steps, final=self.finish_states())
-        self.add("Claim", self.claim_state())
-        self.add("Route", self.route_state(first))
+        self.add(sn.CLAIM, self.claim_state())
+        self.add(sn.ROUTE, self.route_state(first))
         self.skip_states()
         self.failure_tail()
-        ordered = {k: self.states[k] for k in sorted(self.states, key=self._order)}
+        self.graph.start_at = sn.CLAIM
+        body = self.graph.to_dict(order=sorted(self.graph, key=self._order))
         return {
             "Comment": f"jobplane job {self.job.name} (team {self.job.team}); compiled, do not edit",
-            "StartAt": "Claim",
+            "StartAt": body["StartAt"],
             "TimeoutSeconds": self.job.timeout,
-            "States": ordered,
+            "States": body["States"],
         }
 
     def _order(self, name: str) -> tuple[int, str]:
-        # Stable, readable order: claim, route, steps (in definition order), finish, skip, failure.
-        if name in ("Claim", "Route"):
-            return (0 if name == "Claim" else 1, "")
-        for i, step in enumerate(self.job.steps):
-            members = [step, *(step.parallel or [])]
-            if any(name == m.name or name.startswith(m.name + " ") or name.startswith(m.name + ":") for m in members):
-                return (2 + i, name)
+        # Stable, readable order: claim, route, steps (in definition order), then the rest by name.
+        state = sn.classify(name)
+        if state.role in (sn.Role.CLAIM, sn.Role.ROUTE):
+            return (0 if state.role == sn.Role.CLAIM else 1, "")
+        if state.step is not None:
+            for i, step in enumerate(self.job.steps):
+                if state.step in (step.name, *(m.name for m in step.parallel or [])):
+                    return (2 + i, name)
         return (1000, name)
 
     # -- claim ------------------------------------------------------------------------------
-    def claim_update(self, extra_condition: str = "") -> dict[str, Any]:
+    def claim_update(self, takeover: bool = False) -> dict[str, Any]:
+        """The claim's conditional UpdateItem. ``takeover``: replace the claim of a stale holder
+        (the state's holder must still be the one found stale) instead of requiring none."""
         policy = self.job.policy
         # Duplicate fires: a scheduled fire must be newer than the newest claimed. The stored key
         # is "<is manual or rerun>|<time>", so it orders by time among scheduled fires, while a
@@ -130,19 +159,20 @@ class _Builder:
         }
         update = "SET #fire = :fire, #fired = :t, job = :job, team = :team, gsi1pk = :jobs, gsi1sk = :job"
         if policy.skips_if_running:
-            conditions.append("attribute_not_exists(#running)")
-            update += ", holder = :arn"
+            conditions.append(f"{dm.ATTR_HOLDER} = :stale" if takeover else "attribute_not_exists(#running)")
+            update += f", {dm.ATTR_HOLDER} = :arn"
             values[":arn"] = _s("$$.Execution.Id")
         if policy.skips_if_failed:
             # Only scheduled fires are blocked: a manual run or a re-run is how operators recover.
             conditions.append("attribute_not_exists(#blocked)")
-            names["#blocked.$"] = "States.Format('block_{}', $.trigger)"
-        if extra_condition:
-            conditions.append(extra_condition)
-        update += " ADD #running :me"
+            names["#blocked.$"] = f"States.Format('{dm.ATTR_BLOCK_PREFIX}{{}}', $.trigger)"
+        # A fresh claim adds this run to the set; a takeover replaces the stale holder's set.
+        update += ", #running = :me" if takeover else " ADD #running :me"
+        if takeover:
+            values[":stale"] = _s(HOLDER)
         return {
             "TableName": token("table_name"),
-            "Key": {"pk": _lit(f"JOB#{self.job.name}"), "sk": _lit(dm.STATE_SK)},
+            "Key": items.as_asl(items.job_key(self.job.name)),
             "UpdateExpression": update,
             "ConditionExpression": " AND ".join(conditions),
             "ExpressionAttributeNames": names,
@@ -150,49 +180,43 @@ class _Builder:
             "ReturnValues": "ALL_OLD",
         }
 
-    def run_selector(self) -> dict[str, Any]:
+    @staticmethod
+    def run_selector() -> dict[str, Any]:
         return {"old.$": "$", "steps": {}}
 
-    def claim_state(self) -> dict[str, Any]:
-        return {
-            "Type": "Task",
-            "Comment": f"Policy {self.job.policy.value} and duplicate-fire check in one conditional write",
-            "Resource": "arn:aws:states:::dynamodb:updateItem",
-            "Parameters": self.claim_update(),
-            "ResultSelector": self.run_selector(),
-            "ResultPath": "$.run",
-            "Retry": [DDB_RETRY],
-            "Catch": [{"ErrorEquals": ["DynamoDB.ConditionalCheckFailedException"],
-                       "ResultPath": "$.claim_error", "Next": "Skip: load state"}],
-            "Next": "Route",
-        }
+    def claim_state(self) -> Task:
+        return Task(
+            comment=f"Policy {self.job.policy.value} and duplicate-fire check in one conditional write",
+            resource=UPDATE_ITEM, parameters=self.claim_update(), result_selector=self.run_selector(),
+            result_path="$.run", retry=[DDB_RETRY],
+            catch=[Catch(["DynamoDB.ConditionalCheckFailedException"], sn.SKIP_LOAD_STATE, "$.claim_error")],
+            next=sn.ROUTE)
 
-    def route_state(self, first: str) -> dict[str, Any]:
-        choices = [{"Variable": "$.resume_from", "StringEquals": s.name, "Next": self.task_state(s)}
+    def route_state(self, first: str) -> Choice:
+        choices = [{"Variable": "$.resume_from", "StringEquals": s.name, "Next": sn.attempt(s.name)}
                    for s in self.job.steps]
         for group in self.job.steps:
             for member in group.parallel or []:
                 # Resuming from a member of a parallel group re-runs the whole group.
                 choices.append({"Variable": "$.resume_from", "StringEquals": member.name,
-                                "Next": self.task_state(group)})
+                                "Next": sn.attempt(group.name)})
         # A resume_from naming no step must not silently run the whole job.
-        choices.append({"Variable": "$.resume_from", "IsString": True, "Next": "Unknown resume_from"})
-        self.add("Unknown resume_from", self.record_state(ExecutionStatus.FAILED, None))
-        return {"Type": "Choice", "Choices": choices, "Default": first}
+        choices.append({"Variable": "$.resume_from", "IsString": True, "Next": sn.UNKNOWN_RESUME_FROM})
+        self.add(sn.UNKNOWN_RESUME_FROM, self.record_state(ExecutionStatus.FAILED, None))
+        return Choice(choices=choices, default=first)
 
     # -- steps ------------------------------------------------------------------------------
-    def steps_chain(self, steps: list[Step], final: tuple[str, str]) -> str:
+    def steps_chain(self, steps: list[Step], final: str) -> str:
         """Add states for ``steps`` in order; return the first state's name."""
         nxt = final
         for i in range(len(steps) - 1, -1, -1):
             step = steps[i]
             is_last = i == len(steps) - 1
             if step.parallel is not None:
-                first = self.parallel_states(step, nxt, is_last)
+                nxt = self.parallel_states(step, nxt, is_last)
             else:
-                first = self.step_states(step, nxt, is_last, self.states, record=True)
-            nxt = (first, first)
-        return nxt[0]
+                nxt = self.step_states(step, nxt, is_last, self.graph, record=True)
+        return nxt
 
     def container_env(self, step: Step, attempt: int) -> list[dict[str, str]]:
         env = [
@@ -235,51 +259,47 @@ class _Builder:
             },
         }
 
-    def step_states(self, step: Step, nxt: tuple[str, str], is_last: bool,
-                    into: dict[str, Any], record: bool) -> str:
-        """Attempt chain of one step. ``nxt`` is (next on success, next on success after a failure).
+    def recovered_rule(self, ok: dict[str, Any] | list[dict[str, Any]]) -> dict[str, Any]:
+        """A success that ends a failure streak announces RECOVERED."""
+        rules = ok if isinstance(ok, list) else [ok]
+        return {"And": rules + [{"Variable": f"$.run.old.Attributes.{dm.ATTR_BLOCKED_BY}", "IsPresent": True}],
+                "Next": sn.FINISH_RECOVERED}
+
+    def step_states(self, step: Step, nxt: str, is_last: bool, into: Graph, record: bool) -> str:
+        """Attempt chain of one step, going on to ``nxt`` when it succeeds.
 
         ``record`` False means inside a parallel branch: failures end the branch instead of the job.
         """
         attempts = step.retry.attempts
         delays = step.retry.delays()
-        slot = f"$.run.steps.{step.key}"
+        slot = _steps_slot(step)
         failed = self.step_failure_state(step, ExecutionStatus.FAILED, into, record)
         timed_out = self.step_failure_state(step, ExecutionStatus.TIMED_OUT, into, record)
         for n in range(1, attempts + 1):
-            name = self.task_state(step, n)
-            result = f"{slot}.a{n}"
+            name = sn.attempt(step.name, n)
+            result = f"{slot}.{sn.attempt_key(n)}"
             last_attempt = n == attempts
-            check = f"{name}: check"
-            catch = [{"ErrorEquals": ["States.Timeout"], "ResultPath": result, "Next": timed_out},
-                     {"ErrorEquals": ["States.TaskFailed"], "ResultPath": result,
-                      "Next": failed if last_attempt else check},
-                     {"ErrorEquals": ["States.ALL"], "ResultPath": result, "Next": failed}]
-            into[name] = {
-                "Type": "Task",
-                "Comment": f"{step.kind} step, attempt {n} of {attempts}",
-                "Resource": "arn:aws:states:::ecs:runTask.sync",
-                "Parameters": self.run_task_parameters(step, n),
-                "ResultSelector": {
-                    "Container.$": "States.ArrayGetItem($.Containers, 0)",
-                    "TaskArn.$": "$.TaskArn",
-                    "Attempt": n,
-                },
-                "ResultPath": result,
-                "TimeoutSeconds": step.timeout,
-                "Retry": [ECS_INFRA_RETRY],
-                "Catch": catch,
-                "Next": check,
-            }
+            check = sn.check(step.name, n)
+            into.add(name, Task(
+                comment=f"{step.kind} step, attempt {n} of {attempts}",
+                resource=RUN_TASK,
+                parameters=self.run_task_parameters(step, n),
+                result_selector={"Container.$": "States.ArrayGetItem($.Containers, 0)", "TaskArn.$": "$.TaskArn",
+                                 "Attempt": n},
+                result_path=result,
+                timeout_seconds=step.timeout,
+                retry=[ECS_INFRA_RETRY],
+                catch=[Catch(["States.Timeout"], timed_out, result),
+                       Catch(["States.TaskFailed"], failed if last_attempt else check, result),
+                       Catch(["States.ALL"], failed, result)],
+                next=check))
             exit_code = f"{result}.Container.ExitCode"
             ok = {"And": [{"Variable": exit_code, "IsPresent": True},
                           {"Variable": exit_code, "NumericEquals": rc.EXIT_OK}]}
             choices: list[dict[str, Any]] = []
-            success_next = nxt[0] if n == 1 else nxt[1]
             if is_last and record and Event.RECOVERED in self.events:
-                choices.append({"And": [ok, {"Variable": f"$.run.old.Attributes.{dm.ATTR_BLOCKED_BY}", "IsPresent": True}],
-                                "Next": "Finish (recovered)"})
-            choices.append({**ok, "Next": success_next})
+                choices.append(self.recovered_rule(ok))
+            choices.append({**ok, "Next": nxt})
             if not last_attempt:
                 permanent = [{"Variable": exit_code, "NumericEquals": code} for code in rc.NOT_RETRIED_EXIT_CODES]
                 # On AWS a non-zero exit arrives as States.TaskFailed whose Cause is the task JSON.
@@ -288,128 +308,91 @@ class _Builder:
                                    for code in rc.NOT_RETRIED_EXIT_CODES for sep in ("", " ")]
                 choices.append({"And": [{"Variable": exit_code, "IsPresent": True}, {"Or": permanent}], "Next": failed})
                 choices.append({"And": [{"Variable": cause, "IsPresent": True}, {"Or": cause_permanent}], "Next": failed})
-                wait = f"{name}: wait"
+                wait = sn.wait(step.name, n)
                 choices.append({"Variable": f"{result}.Attempt", "IsPresent": True, "Next": wait})
                 choices.append({"Variable": f"{result}.Error", "IsPresent": True, "Next": wait})
-                into[wait] = {"Type": "Wait", "Seconds": delays[n - 1], "Next": self.task_state(step, n + 1)}
-            into[check] = {"Type": "Choice", "Choices": choices, "Default": failed}
-        return self.task_state(step, 1)
+                into.add(wait, Wait(seconds=delays[n - 1], next=sn.attempt(step.name, n + 1)))
+            into.add(check, Choice(choices=choices, default=failed))
+        return sn.attempt(step.name)
 
-    def step_failure_state(self, step: Step, status: ExecutionStatus, into: dict[str, Any], record: bool) -> str:
-        label = "failed" if status == ExecutionStatus.FAILED else "timed out"
-        name = f"{step.name}: {label}"
+    def step_failure_state(self, step: Step, status: ExecutionStatus, into: Graph, record: bool) -> str:
+        name = sn.step_failed(step.name) if status == ExecutionStatus.FAILED else sn.step_timed_out(step.name)
         if name in into:
             return name
         if record:
-            into[name] = self.record_state(status, step.name)
+            into.add(name, self.record_state(status, step.name))
         else:
-            into[name] = {"Type": "Pass", "Parameters": {"attempts.$": f"$.run.steps.{step.key}", "status": status.value},
-                          "End": True}
+            into.add(name, Pass(parameters={"attempts.$": _steps_slot(step), "status": status.value}))
         return name
 
-    def parallel_states(self, group: Step, nxt: tuple[str, str], is_last: bool) -> str:
+    def parallel_states(self, group: Step, nxt: str, is_last: bool) -> str:
+        members = group.parallel or []
         branches = []
-        for member in group.parallel or []:
-            states: dict[str, Any] = {}
-            done = f"{member.name}: done"
-            states[done] = {"Type": "Pass", "Parameters": {"attempts.$": f"$.run.steps.{member.key}", "status": "SUCCEEDED"},
-                            "End": True}
-            first = self.step_states(member, (done, done), False, states, record=False)
-            branches.append({"StartAt": first, "States": states})
-        check = f"{group.name}: check"
-        failed = self.step_failure_state(group, ExecutionStatus.FAILED, self.states, record=True)
-        self.add(group.name, {
-            "Type": "Parallel",
-            "Comment": "steps run concurrently; each branch records its outcome instead of failing",
+        for member in members:
+            branch = Graph()
+            done = branch.add(sn.branch_done(member.name),
+                              Pass(parameters={"attempts.$": _steps_slot(member), "status": "SUCCEEDED"}))
+            branch.start_at = self.step_states(member, done, False, branch, record=False)
+            branches.append(branch)
+        check = sn.check(group.name)
+        failed = self.step_failure_state(group, ExecutionStatus.FAILED, self.graph, record=True)
+        self.add(sn.attempt(group.name), Parallel(
+            comment="steps run concurrently; each branch records its outcome instead of failing",
             # Each branch gets only what its tasks read, not the whole state data.
-            "Parameters": {f"{f}.$": f"$.{f}" for f in ("trigger", "scheduled_time", "params")} | {"run": {"steps": {}}},
-            "Branches": branches,
-            "ResultSelector": {f"{m.key}.$": f"States.ArrayGetItem($, {i})" for i, m in enumerate(group.parallel or [])},
-            "ResultPath": f"$.run.steps.{group.key}",
-            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": f"$.run.steps.{group.key}", "Next": failed}],
-            "Next": check,
-        })
-        failures = [{"Variable": f"$.run.steps.{group.key}.{m.key}.status", "StringEquals": "SUCCEEDED"}
-                    for m in group.parallel or []]
+            parameters={f"{f}.$": f"$.{f}" for f in ("trigger", "scheduled_time", "params")} | {"run": {"steps": {}}},
+            branches=branches,
+            result_selector={f"{m.key}.$": f"States.ArrayGetItem($, {i})" for i, m in enumerate(members)},
+            result_path=_steps_slot(group),
+            catch=[Catch(["States.ALL"], failed, _steps_slot(group))],
+            next=check))
+        succeeded = [{"Variable": f"{_steps_slot(group)}.{m.key}.status", "StringEquals": "SUCCEEDED"}
+                     for m in members]
         choices: list[dict[str, Any]] = []
         if is_last and Event.RECOVERED in self.events:
-            choices.append({"And": failures + [{"Variable": f"$.run.old.Attributes.{dm.ATTR_BLOCKED_BY}", "IsPresent": True}],
-                            "Next": "Finish (recovered)"})
-        choices.append({"And": failures, "Next": nxt[0]})
-        self.add(check, {"Type": "Choice", "Choices": choices, "Default": failed})
-        return group.name
+            choices.append(self.recovered_rule(succeeded))
+        choices.append({"And": succeeded, "Next": nxt})
+        self.add(check, Choice(choices=choices, default=failed))
+        return sn.attempt(group.name)
 
     # -- records ----------------------------------------------------------------------------
-    def execution_item(self, status: ExecutionStatus, extra: dict[str, Any]) -> dict[str, Any]:
-        item = {
-            "pk": {"S.$": "States.Format('EXEC#{}', $$.Execution.Name)"},
-            "sk": _lit(dm.EXEC_SK),
-            "execution": _s("$$.Execution.Name"),
-            "execution_arn": _s("$$.Execution.Id"),
-            "job": _lit(self.job.name),
-            "team": _lit(self.job.team),
-            "status": _lit(status.value),
-            "trigger": _s("$.trigger"),
-            "scheduled_time": _s("$.scheduled_time"),
-            "requested_by": _s("$.requested_by"),
-            "input": _s("States.JsonToString($$.Execution.Input)"),
-            "started_at": _s("$$.Execution.StartTime"),
-            "finished_at": _s("$$.State.EnteredTime"),
-            "gsi1pk": _lit(dm.job_partition(self.job.name)),
-            "gsi1sk": _s("$$.Execution.StartTime"),
-        }
-        item.update(extra)
-        return item
+    def execution_record(self, status: ExecutionStatus, **extra: Any) -> items.Put:
+        """This run's final record, as the state machine writes it (the reconciler writes the
+        same item for a run that could not)."""
+        return items.execution_record(
+            execution=EXECUTION_NAME, execution_arn=EXECUTION_ARN, job=self.job.name, team=self.job.team,
+            status=status, trigger=TRIGGER, scheduled_time=SCHEDULED_TIME, requested_by=REQUESTED_BY,
+            input_json=INPUT_JSON, started_at=STARTED_AT, finished_at=NOW, **extra)
 
-    def record_state(self, status: ExecutionStatus, step: str | None) -> dict[str, Any]:
-        """Release the claim and write the final execution record in one transaction."""
+    def record_state(self, status: ExecutionStatus, step: str | None, next_: str | None = None) -> Task:
+        """Release the claim and write the final execution record in one transaction. A failure
+        goes on to its notification; a success ends the run unless ``next_`` says otherwise."""
         succeeded = status == ExecutionStatus.SUCCEEDED
-        # A success ends the block (acknowledged or not); a failure starts a new one, unacknowledged.
-        job_update = ("SET last_status = :st, last_execution = :me, last_finished_at = :now"
-                      + (f" REMOVE blocked_by, block_schedule, {dm.ATTR_ACKNOWLEDGED_BY}" if succeeded
-                         else f", blocked_by = :me, block_schedule = :me REMOVE {dm.ATTR_ACKNOWLEDGED_BY}")
-                      + " DELETE #running :meset")
-        extra: dict[str, Any] = {"steps": _s("States.JsonToString($.run.steps)")}
+        extra: dict[str, Any] = {"steps": STEPS_JSON}
         if not succeeded:
-            extra |= {"gsi2pk": _lit(dm.FAILURES_PARTITION), "gsi2sk": _s("$$.State.EnteredTime")}
-            extra["failed_step"] = _lit(step) if step else _s("$.resume_from")
-        state: dict[str, Any] = {
-            "Type": "Task",
-            "Resource": TRANSACT,
-            "Parameters": {"TransactItems": [
-                {"Update": {
-                    "TableName": token("table_name"),
-                    "Key": {"pk": _lit(f"JOB#{self.job.name}"), "sk": _lit(dm.STATE_SK)},
-                    "UpdateExpression": job_update,
-                    "ExpressionAttributeNames": {"#running": dm.ATTR_RUNNING},
-                    "ExpressionAttributeValues": {
-                        ":st": _lit(status.value), ":me": _s("$$.Execution.Name"),
-                        ":now": _s("$$.State.EnteredTime"), ":meset": {"SS.$": "States.Array($$.Execution.Name)"}},
-                }},
-                {"Put": {"TableName": token("table_name"), "Item": self.execution_item(status, extra)}},
-            ]},
-            "ResultSelector": {"status": status.value, "step": step},
-            "ResultPath": "$.outcome",
-            "Retry": [SDK_DDB_RETRY],
-        }
-        if succeeded:
-            state["End"] = True
-        else:
-            state["Next"] = "Notify failure"
-        return state
+            extra["failed_step"] = step if step else RESUME_FROM
+        release = items.release_job(self.job.name, execution=EXECUTION_NAME, status=status, finished_at=NOW)
+        table = token("table_name")
+        return Task(
+            resource=TRANSACT,
+            parameters={"TransactItems": [{"Update": release.asl(table)},
+                                          {"Put": self.execution_record(status, **extra).asl(table)}]},
+            result_selector={"status": status.value, "step": step},
+            result_path="$.outcome",
+            retry=[SDK_DDB_RETRY],
+            next=next_ if succeeded else sn.NOTIFY_FAILURE)
 
-    def finish_states(self) -> tuple[str, str]:
-        self.add("Finish", self.record_state(ExecutionStatus.SUCCEEDED, None))
+    def finish_states(self) -> str:
+        self.add(sn.FINISH, self.record_state(ExecutionStatus.SUCCEEDED, None))
         if Event.RECOVERED in self.events:
-            rec = self.record_state(ExecutionStatus.SUCCEEDED, None)
-            rec.pop("End")
-            rec["Next"] = "Notify recovered"
-            self.add("Finish (recovered)", rec)
-            self.add("Notify recovered", self.publish_state("RECOVERED", end=True))
-        return ("Finish", "Finish")
+            self.add(sn.FINISH_RECOVERED, self.record_state(ExecutionStatus.SUCCEEDED, None,
+                                                            next_=sn.NOTIFY_RECOVERED))
+            self.add(sn.NOTIFY_RECOVERED, self.publish_state(Event.RECOVERED.value))
+        return sn.FINISH
 
-    def publish_state(self, event: str | None, end: bool = False, next_: str | None = None) -> dict[str, Any]:
-        """One SNS message per event; attributes let subscribers filter by team, job, status."""
+    def publish_state(self, event: str | None, next_: str | None = None,
+                      outcome: dict[str, Any] | None = None) -> Task:
+        """One SNS message per event; attributes let subscribers filter by team, job, status.
+        ``outcome``: built here instead of taken from ``$.outcome``."""
         event_field = {"event": event} if event else {"event.$": "$.outcome.status"}
         message = {
             "version": 1,
@@ -428,11 +411,13 @@ class _Builder:
             "events": [e.value for e in self.job.notify.events],
             "runbook": self.job.runbook.model_dump() if self.job.runbook else None,
         }
+        if outcome is not None:
+            del message["outcome.$"]
+            message["outcome"] = outcome
         status_attr = {"DataType": "String", "StringValue": event} if event else {"DataType": "String", "StringValue.$": "$.outcome.status"}
-        state: dict[str, Any] = {
-            "Type": "Task",
-            "Resource": "arn:aws:states:::sns:publish",
-            "Parameters": {
+        return Task(
+            resource=PUBLISH,
+            parameters={
                 "TopicArn": token("topic_arn"),
                 "Message": message,
                 "MessageAttributes": {
@@ -441,36 +426,26 @@ class _Builder:
                     "status": status_attr,
                 },
             },
-            "ResultPath": None,
-            "Retry": [SNS_RETRY],
-        }
-        if end:
-            state["End"] = True
-        else:
-            state["Next"] = next_
-        return state
+            result_path=DISCARD,
+            retry=[SNS_RETRY],
+            next=next_)
 
     def failure_tail(self) -> None:
         # Failures are always published: the notifier routes by the job's events, and other
         # subscribers (the portal's feed, paging) must not depend on a Slack subscription.
-        self.add("Notify failure", self.publish_state(None, next_="Fail"))
-        self.add("Fail", {"Type": "Fail", "ErrorPath": "States.Format('Job.{}', $.outcome.status)",
-                          "CausePath": "States.JsonToString($.outcome)"})
+        self.add(sn.NOTIFY_FAILURE, self.publish_state(None, next_=sn.FAIL))
+        self.add(sn.FAIL, Fail(error_path="States.Format('Job.{}', $.outcome.status)",
+                               cause_path="States.JsonToString($.outcome)"))
 
     # -- skip path --------------------------------------------------------------------------
     def skip_states(self) -> None:
         policy = self.job.policy
-        self.add("Skip: load state", {
-            "Type": "Task",
-            "Comment": "The claim was refused: read the job state once to record why",
-            "Resource": "arn:aws:states:::dynamodb:getItem",
-            "Parameters": {"TableName": token("table_name"),
-                           "Key": {"pk": _lit(f"JOB#{self.job.name}"), "sk": _lit(dm.STATE_SK)},
-                           "ConsistentRead": True},
-            "ResultPath": "$.state",
-            "Retry": [DDB_RETRY],
-            "Next": "Skip: why",
-        })
+        self.add(sn.SKIP_LOAD_STATE, Task(
+            comment="The claim was refused: read the job state once to record why",
+            resource=GET_ITEM,
+            parameters={"TableName": token("table_name"), "Key": items.as_asl(items.job_key(self.job.name)),
+                        "ConsistentRead": True},
+            result_path="$.state", retry=[DDB_RETRY], next=sn.SKIP_WHY))
         choices: list[dict[str, Any]] = []
         fired = f"$.state.Item.{dm.ATTR_FIRED_PREFIX}{Trigger.SCHEDULE.value}.S"
         choices.append({"And": [
@@ -479,86 +454,64 @@ class _Builder:
             {"Variable": fired, "StringGreaterThanEqualsPath": "$.scheduled_time"}],
             "Next": self.skip_record(SkipReason.DUPLICATE)})
         if policy.skips_if_running:
-            choices.append({"Variable": f"$.state.Item.{dm.ATTR_RUNNING}", "IsPresent": True, "Next": "Skip: check holder"})
-            self.add("Skip: check holder", {
-                "Type": "Task",
-                "Comment": "Is the execution holding the claim still running? A stale claim is taken over",
-                "Resource": "arn:aws:states:::aws-sdk:sfn:describeExecution",
-                "Parameters": {"ExecutionArn.$": f"$.state.Item.{dm.ATTR_HOLDER}.S"},
-                "ResultSelector": {"Status.$": "$.Status"},
-                "ResultPath": "$.holder",
-                "Retry": [{"ErrorEquals": ["Sfn.ThrottlingException", "Sfn.SfnException"], "IntervalSeconds": 1,
-                           "MaxAttempts": 3, "BackoffRate": 2.0}],
-                "Catch": [{"ErrorEquals": ["Sfn.ExecutionDoesNotExistException"], "ResultPath": "$.holder",
-                           "Next": "Take over stale claim"},
-                          {"ErrorEquals": ["States.ALL"], "ResultPath": "$.holder",
-                           "Next": self.skip_record(SkipReason.RUNNING)}],
-                "Next": "Skip: holder running?",
-            })
-            self.add("Skip: holder running?", {
-                "Type": "Choice",
-                "Choices": [{"Variable": "$.holder.Status", "StringEquals": "RUNNING", "Next": self.skip_record(SkipReason.RUNNING)}],
-                "Default": "Take over stale claim",
-            })
-            takeover = self.claim_update()
-            takeover["ConditionExpression"] = takeover["ConditionExpression"].replace(
-                "attribute_not_exists(#running)", "holder = :stale")
-            takeover["ExpressionAttributeValues"][":stale"] = _s(f"$.state.Item.{dm.ATTR_HOLDER}.S")
-            takeover["UpdateExpression"] = takeover["UpdateExpression"].replace(" ADD #running :me", ", #running = :me")
-            self.add("Take over stale claim", {
-                "Type": "Task",
-                "Comment": "The holder is no longer running: replace its claim if nobody else did",
-                "Resource": "arn:aws:states:::dynamodb:updateItem",
-                "Parameters": takeover,
-                "ResultSelector": self.run_selector(),
-                "ResultPath": "$.run",
-                "Retry": [DDB_RETRY],
-                "Catch": [{"ErrorEquals": ["DynamoDB.ConditionalCheckFailedException"], "ResultPath": "$.claim_error",
-                           "Next": self.skip_record(SkipReason.CLAIM_CONFLICT)}],
-                "Next": "Route",
-            })
+            choices.append({"Variable": f"$.state.Item.{dm.ATTR_RUNNING}", "IsPresent": True,
+                            "Next": sn.SKIP_CHECK_HOLDER})
+            self.add(sn.SKIP_CHECK_HOLDER, Task(
+                comment="Is the execution holding the claim still running? A stale claim is taken over",
+                resource=DESCRIBE_EXECUTION,
+                parameters={"ExecutionArn.$": HOLDER},
+                result_selector={"Status.$": "$.Status"},
+                result_path="$.holder",
+                retry=[SFN_RETRY],
+                catch=[Catch(["Sfn.ExecutionDoesNotExistException"], sn.TAKE_OVER, "$.holder"),
+                       Catch(["States.ALL"], self.skip_record(SkipReason.RUNNING), "$.holder")],
+                next=sn.SKIP_HOLDER_RUNNING))
+            self.add(sn.SKIP_HOLDER_RUNNING, Choice(
+                choices=[{"Variable": "$.holder.Status", "StringEquals": "RUNNING",
+                          "Next": self.skip_record(SkipReason.RUNNING)}],
+                default=sn.TAKE_OVER))
+            self.add(sn.TAKE_OVER, Task(
+                comment="The holder is no longer running: replace its claim if nobody else did",
+                resource=UPDATE_ITEM,
+                parameters=self.claim_update(takeover=True),
+                result_selector=self.run_selector(),
+                result_path="$.run",
+                retry=[DDB_RETRY],
+                catch=[Catch(["DynamoDB.ConditionalCheckFailedException"], self.skip_record(SkipReason.CLAIM_CONFLICT),
+                             "$.claim_error")],
+                next=sn.ROUTE))
         if policy.skips_if_failed:
             choices.append({"And": [{"Variable": "$.trigger", "StringEquals": Trigger.SCHEDULE.value},
-                                    {"Variable": "$.state.Item.block_schedule", "IsPresent": True}],
+                                    {"Variable": f"$.state.Item.{dm.ATTR_BLOCK_SCHEDULE}", "IsPresent": True}],
                             "Next": self.skip_record(SkipReason.LAST_FAILED)})
-        self.add("Skip: why", {"Type": "Choice", "Choices": choices,
-                               "Default": self.skip_record(SkipReason.CLAIM_CONFLICT)})
+        self.add(sn.SKIP_WHY, Choice(choices=choices, default=self.skip_record(SkipReason.CLAIM_CONFLICT)))
 
     def skip_record(self, reason: SkipReason) -> str:
-        name = f"Skip: {reason.value.lower().replace('_', ' ')}"
-        if name in self.states:
+        name = sn.skip_record(reason)
+        if name in self.graph:
             return name
-        extra = {"skip_reason": _lit(reason.value), "gsi2pk": _lit(dm.SKIPS_PARTITION), "gsi2sk": _s("$$.State.EnteredTime")}
-        blocker = f"$.state.Item.{dm.ATTR_BLOCKED_BY}.S"
-        if reason == SkipReason.LAST_FAILED:  # name the failed run that blocks (set with block_schedule)
-            extra[dm.ATTR_BLOCKED_BY] = _s(blocker)
-        item = self.execution_item(ExecutionStatus.SKIPPED, extra)
-        state: dict[str, Any] = {
-            "Type": "Task",
-            "Comment": "Skips are recorded, never counted as failures",
-            "Resource": "arn:aws:states:::dynamodb:putItem",
-            "Parameters": {"TableName": token("table_name"), "Item": item},
-            "ResultSelector": {"status": ExecutionStatus.SKIPPED.value, "step": None, "reason": reason.value},
-            "ResultPath": "$.outcome",
-            "Retry": [DDB_RETRY],
-        }
+        blocked_by = Ref(BLOCKER) if reason == SkipReason.LAST_FAILED else None  # the failed run that blocks
+        record = self.execution_record(ExecutionStatus.SKIPPED, skip_reason=reason.value, blocked_by=blocked_by)
+        nxt = None
         if Event.SKIPPED in self.events and reason == SkipReason.LAST_FAILED:
             # its own message: the outcome names the blocking run (a ResultSelector sees only the
             # putItem's result, so the publish state builds the outcome from the state input)
-            state["Next"] = "Notify skipped (last failed)"
-            notify = self.publish_state("SKIPPED", end=True)
-            message = notify["Parameters"]["Message"]
-            del message["outcome.$"]
-            message["outcome"] = {"status": ExecutionStatus.SKIPPED.value, "step": None, "reason": reason.value,
-                                  f"{dm.ATTR_BLOCKED_BY}.$": blocker}
-            self.states["Notify skipped (last failed)"] = notify
+            nxt = sn.NOTIFY_SKIPPED_LAST_FAILED
+            self.add(nxt, self.publish_state(Event.SKIPPED.value, outcome={
+                "status": ExecutionStatus.SKIPPED.value, "step": None, "reason": reason.value,
+                f"{dm.ATTR_BLOCKED_BY}.$": BLOCKER}))
         elif Event.SKIPPED in self.events:
-            state["Next"] = "Notify skipped"
-            if "Notify skipped" not in self.states:
-                self.states["Notify skipped"] = self.publish_state("SKIPPED", end=True)
-        else:
-            state["End"] = True
-        self.states[name] = state
+            nxt = sn.NOTIFY_SKIPPED
+            if nxt not in self.graph:
+                self.add(nxt, self.publish_state(Event.SKIPPED.value))
+        self.add(name, Task(
+            comment="Skips are recorded, never counted as failures",
+            resource=PUT_ITEM,
+            parameters=record.asl(token("table_name")),
+            result_selector={"status": ExecutionStatus.SKIPPED.value, "step": None, "reason": reason.value},
+            result_path="$.outcome",
+            retry=[DDB_RETRY],
+            next=nxt))
         return name
 
 

@@ -7,8 +7,6 @@ person would state in one sentence live next to their field as validators. Cross
 
 from __future__ import annotations
 
-from jobplane.contract.quoting import quoted
-
 import re
 from typing import Annotated, Any, Literal
 
@@ -16,11 +14,12 @@ from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fi
                       ValidationInfo, field_validator, model_validator)
 
 from jobplane.contract import runner as rc
+from jobplane.contract.quoting import quoted
 from jobplane.contract.schedule import ScheduleError, parse, validate_timezone
+from jobplane.contract.states import STEP_NAME_MAX, STEP_NAME_RE, step_key
 from jobplane.contract.statuses import DEFAULT_EVENTS, DEFAULT_POLICY, Event, Policy
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
-STEP_NAME_RE = re.compile(r"^[a-z][a-z0-9]*([-_][a-z0-9]+)*$")
 PYTHON_TARGET_RE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 CELERY_TASK_RE = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$")
 DJANGO_COMMAND_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
@@ -125,7 +124,7 @@ class Step(Strict):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        if not STEP_NAME_RE.match(v) or len(v) > 40:
+        if not STEP_NAME_RE.match(v) or len(v) > STEP_NAME_MAX:
             raise ValueError(f"{quoted(v)}: step names are 1-40 lower-case letters, digits, '-' or '_', starting with a letter")
         return v
 
@@ -213,7 +212,7 @@ class Step(Strict):
     @property
     def key(self) -> str:
         """A JSONPath-safe identifier for the step (state data keys, DynamoDB JSON)."""
-        return self.name.replace("-", "_")
+        return step_key(self.name)
 
     def target_spec(self) -> dict[str, Any]:
         """What the runner needs to find and call the target (the JOBPLANE_TARGET variable)."""

@@ -10,6 +10,7 @@ item                  pk                     sk          gsi1 (pk / sk)         
 job state             ``JOB#<job>``          ``STATE``   ``JOBS`` / ``<job>``              -
 execution             ``EXEC#<execution>``   ``EXEC``    ``JOB#<job>`` / ``<started_at>``  ``FAILURES`` or ``SKIPS`` / ``<finished_at>``
 audit entry           ``AUDIT#<id>``         ``AUDIT``   ``AUDIT`` / ``<at>``              ``JOB#<job>#AUDIT`` / ``<at>``
+slow-run marker       ``SLOW#<execution>``   ``SLOW``    -                                 -
 ====================  =====================  ==========  ================================  ==============
 
 * jobs with their last status: Query gsi1 ``JOBS``;
@@ -23,16 +24,27 @@ from __future__ import annotations
 GSI_BY_OWNER = "gsi1"
 GSI_BY_KIND = "gsi2"
 
+JOB_PREFIX = "JOB#"
+EXEC_PREFIX = "EXEC#"
+AUDIT_PREFIX = "AUDIT#"
+SLOW_PREFIX = "SLOW#"
 JOBS_PARTITION = "JOBS"
+AUDIT_PARTITION = "AUDIT"
 FAILURES_PARTITION = "FAILURES"
 SKIPS_PARTITION = "SKIPS"
 STATE_SK = "STATE"
 EXEC_SK = "EXEC"
+AUDIT_SK = "AUDIT"
+SLOW_SK = "SLOW"
 
 # Job state attributes.
 ATTR_RUNNING = "running"  # string set of execution names currently holding a claim
 ATTR_HOLDER = "holder"  # execution ARN of the latest exclusive claim (stale-claim check)
 ATTR_BLOCKED_BY = "blocked_by"  # execution whose failure blocks SKIP_IF_FAILED policies
+# block_<trigger>: set to the failed execution; the claim of a SKIP_IF_FAILED job requires
+# block_<its trigger> to be absent, so only block_schedule exists (manual runs are never blocked).
+ATTR_BLOCK_PREFIX = "block_"
+ATTR_BLOCK_SCHEDULE = "block_schedule"
 # Who acknowledged that failure: scheduled runs go ahead (block_schedule is removed) while
 # blocked_by stays, so the next success still announces RECOVERED and clears both.
 ATTR_ACKNOWLEDGED_BY = "acknowledged_by"
@@ -42,18 +54,35 @@ ATTR_LAST_FINISHED_AT = "last_finished_at"
 ATTR_FIRE_PREFIX = "fire_"  # fire_schedule: duplicate-detection key of the newest scheduled fire claimed
 ATTR_FIRED_PREFIX = "fired_"  # fired_<trigger>: the newest claimed scheduled_time per trigger
 
+ATTR_PAUSED_BY = "paused_by"
+ATTR_PAUSED_REASON = "paused_reason"
+ATTR_PAUSED_AT = "paused_at"
+
 # Execution attributes.
+ATTR_EXECUTION = "execution"
+ATTR_EXECUTION_ARN = "execution_arn"
 ATTR_STEPS = "steps"  # JSON string: {step_key: {a1: result, a2: result, ...}}
 ATTR_EXPIRES_AT = "expires_at"  # TTL (epoch seconds), set by the reconciler once final
 
 
-def job_key(job: str) -> dict[str, dict[str, str]]:
-    return {"pk": {"S": f"JOB#{job}"}, "sk": {"S": STATE_SK}}
+def job_partition(job: str) -> str:
+    """A job's state item pk, and the gsi1 partition of its executions."""
+    return f"{JOB_PREFIX}{job}"
 
 
 def execution_pk(execution: str) -> str:
-    return f"EXEC#{execution}"
+    return f"{EXEC_PREFIX}{execution}"
 
 
-def job_partition(job: str) -> str:
-    return f"JOB#{job}"
+def audit_pk(entry_id: str) -> str:
+    return f"{AUDIT_PREFIX}{entry_id}"
+
+
+def job_audit_partition(job: str) -> str:
+    """gsi2 partition of a job's audit entries."""
+    return f"{JOB_PREFIX}{job}#AUDIT"
+
+
+def slow_pk(execution: str) -> str:
+    """The marker item that says a slow run was announced (once)."""
+    return f"{SLOW_PREFIX}{execution}"

@@ -1,0 +1,230 @@
+"""Typed Amazon States Language states, one class per state type, and the graph that holds them.
+
+The builder in :mod:`jobplane.compiler.asl` makes these objects instead of dicts, so a state
+cannot carry a field its type does not have, a transition is a name the graph checks, and
+``End`` is derived: a state without ``next`` ends its branch. ``to_dict`` writes the fields in
+one fixed order (Type, Comment, Resource, Parameters, Branches, ResultSelector, ResultPath,
+TimeoutSeconds, Retry, Catch, Next/End), which keeps the compiled bytes stable.
+(After the AWS Step Functions Data Science SDK's ``steps/states.py``.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Iterator
+
+#: ``ResultPath: null``: keep the state's input, discard its result (distinct from "no ResultPath").
+DISCARD = object()
+
+
+@dataclass
+class Catch:
+    errors: list[str]
+    next: str
+    result_path: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"ErrorEquals": list(self.errors)}
+        if self.result_path is not None:
+            out["ResultPath"] = self.result_path
+        out["Next"] = self.next
+        return out
+
+
+@dataclass
+class State:
+    type: ClassVar[str]
+    comment: str | None = field(default=None, kw_only=True)
+
+    def fields(self) -> dict[str, Any]:
+        """The type's own fields, in order, between Comment and the transition."""
+        return {}
+
+    def targets(self) -> list[str]:
+        """Every state this one can go to."""
+        return []
+
+    def transition(self) -> dict[str, Any]:
+        return {}
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"Type": self.type}
+        if self.comment is not None:
+            out["Comment"] = self.comment
+        out |= self.fields()
+        out |= self.transition()
+        return out
+
+
+@dataclass
+class _Flowing(State):
+    """A state that goes on to ``next`` (or, without one, ends its branch)."""
+
+    next: str | None = field(default=None, kw_only=True)
+
+    def targets(self) -> list[str]:
+        return [self.next] if self.next else []
+
+    def transition(self) -> dict[str, Any]:
+        return {"Next": self.next} if self.next else {"End": True}
+
+
+def _result_fields(result_selector: dict[str, Any] | None, result_path: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if result_selector is not None:
+        out["ResultSelector"] = result_selector
+    if result_path is DISCARD:
+        out["ResultPath"] = None
+    elif result_path is not None:
+        out["ResultPath"] = result_path
+    return out
+
+
+@dataclass
+class Task(_Flowing):
+    type: ClassVar[str] = "Task"
+    resource: str
+    parameters: dict[str, Any] | None = None
+    result_selector: dict[str, Any] | None = None
+    result_path: Any = None  # a path, DISCARD, or None for the default ($)
+    timeout_seconds: int | None = None
+    retry: list[dict[str, Any]] = field(default_factory=list)
+    catch: list[Catch] = field(default_factory=list)
+
+    def fields(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"Resource": self.resource}
+        if self.parameters is not None:
+            out["Parameters"] = self.parameters
+        out |= _result_fields(self.result_selector, self.result_path)
+        if self.timeout_seconds is not None:
+            out["TimeoutSeconds"] = self.timeout_seconds
+        if self.retry:
+            out["Retry"] = list(self.retry)
+        if self.catch:
+            out["Catch"] = [c.to_dict() for c in self.catch]
+        return out
+
+    def targets(self) -> list[str]:
+        return super().targets() + [c.next for c in self.catch]
+
+
+@dataclass
+class Parallel(_Flowing):
+    type: ClassVar[str] = "Parallel"
+    branches: list[Graph]
+    parameters: dict[str, Any] | None = None
+    result_selector: dict[str, Any] | None = None
+    result_path: Any = None
+    catch: list[Catch] = field(default_factory=list)
+
+    def fields(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.parameters is not None:
+            out["Parameters"] = self.parameters
+        out["Branches"] = [b.to_dict() for b in self.branches]
+        out |= _result_fields(self.result_selector, self.result_path)
+        if self.catch:
+            out["Catch"] = [c.to_dict() for c in self.catch]
+        return out
+
+    def targets(self) -> list[str]:
+        return super().targets() + [c.next for c in self.catch]
+
+
+@dataclass
+class Pass(_Flowing):
+    type: ClassVar[str] = "Pass"
+    parameters: dict[str, Any] | None = None
+
+    def fields(self) -> dict[str, Any]:
+        return {"Parameters": self.parameters} if self.parameters is not None else {}
+
+
+@dataclass
+class Wait(_Flowing):
+    type: ClassVar[str] = "Wait"
+    seconds: int
+
+    def fields(self) -> dict[str, Any]:
+        return {"Seconds": self.seconds}
+
+
+@dataclass
+class Choice(State):
+    """Rules are ASL choice rules (dicts); each top-level rule names its ``Next``."""
+
+    type: ClassVar[str] = "Choice"
+    choices: list[dict[str, Any]]
+    default: str
+
+    def fields(self) -> dict[str, Any]:
+        return {"Choices": list(self.choices), "Default": self.default}
+
+    def targets(self) -> list[str]:
+        return [c["Next"] for c in self.choices] + [self.default]
+
+
+@dataclass
+class Fail(State):
+    type: ClassVar[str] = "Fail"
+    error_path: str | None = None
+    cause_path: str | None = None
+
+    def fields(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.error_path is not None:
+            out["ErrorPath"] = self.error_path
+        if self.cause_path is not None:
+            out["CausePath"] = self.cause_path
+        return out
+
+
+class Graph:
+    """Named states with a start: a whole machine, or one branch of a Parallel."""
+
+    def __init__(self) -> None:
+        self.states: dict[str, State] = {}
+        self.start_at: str | None = None
+
+    def add(self, name: str, state: State) -> str:
+        if name in self.states:
+            raise ValueError(f"state {name!r} added twice")
+        if len(name) > 80:  # the ASL limit on a state's name
+            raise ValueError(f"state name longer than 80 characters: {name!r}")
+        self.states[name] = state
+        return name
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.states
+
+    def __getitem__(self, name: str) -> State:
+        return self.states[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.states)
+
+    def check(self) -> None:
+        """Every transition goes to a state of this graph, and every state is reachable."""
+        if self.start_at not in self.states:
+            raise ValueError(f"StartAt {self.start_at!r} is not a state")
+        for name, state in self.states.items():
+            for target in state.targets():
+                if target not in self.states:
+                    raise ValueError(f"{name!r} goes to {target!r}, which is not a state here")
+            if isinstance(state, Parallel):
+                for branch in state.branches:
+                    branch.check()
+        seen, todo = set(), [self.start_at]
+        while todo:
+            name = todo.pop()
+            if name not in seen:
+                seen.add(name)
+                todo += self.states[name].targets()
+        unreachable = sorted(set(self.states) - seen)
+        if unreachable:
+            raise ValueError(f"unreachable states: {unreachable}")
+
+    def to_dict(self, order: list[str] | None = None) -> dict[str, Any]:
+        self.check()
+        names = order if order is not None else list(self.states)
+        return {"StartAt": self.start_at, "States": {n: self.states[n].to_dict() for n in names}}

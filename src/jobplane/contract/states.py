@@ -1,0 +1,150 @@
+"""The names of a compiled state machine's states, and the one classifier that reads them back.
+
+A state's name is all a Step Functions history says about it, so the runtime learns from the
+name which step an event belongs to: the timeline lists step attempts, the reconciler finds the
+step a stopped run was in, the portal marks the failed step. The compiler builds every name with
+the constructors below and the runtime reads every name with :func:`classify`; nobody else
+formats or parses them (the two regexes that once did disagreed about ``<step>: failed``).
+
+A step's name matches :data:`STEP_NAME_RE` (lower case, digits, ``-``, ``_``), so it never
+collides with a platform state (capitalised) and never contains the ``" #"`` and ``": "``
+separators the suffixes use.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+
+from jobplane.contract.statuses import SkipReason
+
+#: What a step may be called (the DSL validates it; the classifier relies on it).
+STEP_NAME_RE = re.compile(r"^[a-z][a-z0-9]*([-_][a-z0-9]+)*$")
+STEP_NAME_MAX = 40
+
+
+class Role(str, Enum):
+    """What a state does in the compiled machine."""
+
+    CLAIM = "claim"  # the conditional write that applies the policy and claims the job
+    ROUTE = "route"  # honours resume_from
+    UNKNOWN_RESUME = "unknown resume_from"  # records a re-run from a step that does not exist
+    STEP = "step"  # a step's own state: an attempt's ecs:runTask.sync Task, or a parallel group
+    CHECK = "check"  # after an attempt (or a group): did it succeed, retry or fail?
+    WAIT = "wait"  # the back-off before the next attempt
+    STEP_FAILED = "failed"  # records the job's failure at this step (a Pass inside a branch)
+    STEP_TIMED_OUT = "timed out"  # the same, for the step's own timeout
+    BRANCH_DONE = "done"  # a parallel branch's success
+    FINISH = "finish"  # records success
+    NOTIFY = "notify"  # publishes to SNS
+    FAIL = "fail"  # ends a failed run
+    SKIP = "skip"  # finds out why a claim was refused
+    SKIP_RECORD = "skip record"  # records a skip (reason in StateName.reason)
+    TAKE_OVER = "take over"  # replaces a stale claim
+
+
+@dataclass(frozen=True)
+class StateName:
+    """A classified state name: its role and, for the step states, the step and attempt."""
+
+    name: str
+    role: Role
+    step: str | None = None
+    attempt: int | None = None  # Role.STEP / CHECK / WAIT: which attempt (a group is attempt 1)
+    reason: SkipReason | None = None  # Role.SKIP_RECORD
+
+    @property
+    def is_platform(self) -> bool:
+        """True for the states the platform adds around the steps (no step of their own)."""
+        return self.step is None
+
+
+# -- constructors (the compiler's only way to name a state) ---------------------------------------
+CLAIM = "Claim"
+ROUTE = "Route"
+UNKNOWN_RESUME_FROM = "Unknown resume_from"
+FINISH = "Finish"
+FINISH_RECOVERED = "Finish (recovered)"
+NOTIFY_RECOVERED = "Notify recovered"
+NOTIFY_FAILURE = "Notify failure"
+NOTIFY_SKIPPED = "Notify skipped"
+NOTIFY_SKIPPED_LAST_FAILED = "Notify skipped (last failed)"
+FAIL = "Fail"
+SKIP_LOAD_STATE = "Skip: load state"
+SKIP_WHY = "Skip: why"
+SKIP_CHECK_HOLDER = "Skip: check holder"
+SKIP_HOLDER_RUNNING = "Skip: holder running?"
+TAKE_OVER = "Take over stale claim"
+
+_FIXED: dict[str, Role] = {
+    CLAIM: Role.CLAIM, ROUTE: Role.ROUTE, UNKNOWN_RESUME_FROM: Role.UNKNOWN_RESUME,
+    FINISH: Role.FINISH, FINISH_RECOVERED: Role.FINISH,
+    NOTIFY_RECOVERED: Role.NOTIFY, NOTIFY_FAILURE: Role.NOTIFY, NOTIFY_SKIPPED: Role.NOTIFY,
+    NOTIFY_SKIPPED_LAST_FAILED: Role.NOTIFY, FAIL: Role.FAIL,
+    SKIP_LOAD_STATE: Role.SKIP, SKIP_WHY: Role.SKIP, SKIP_CHECK_HOLDER: Role.SKIP, SKIP_HOLDER_RUNNING: Role.SKIP,
+    TAKE_OVER: Role.TAKE_OVER,
+}
+
+
+def attempt(step: str, n: int = 1) -> str:
+    """Attempt ``n`` of a step (the first carries the bare step name; a parallel group too)."""
+    return step if n == 1 else f"{step} #{n}"
+
+
+def check(step: str, n: int = 1) -> str:
+    return f"{attempt(step, n)}: check"
+
+
+def wait(step: str, n: int) -> str:
+    """The wait after attempt ``n``, before attempt ``n + 1``."""
+    return f"{attempt(step, n)}: wait"
+
+
+def step_failed(step: str) -> str:
+    return f"{step}: failed"
+
+
+def step_timed_out(step: str) -> str:
+    return f"{step}: timed out"
+
+
+def branch_done(step: str) -> str:
+    return f"{step}: done"
+
+
+def skip_record(reason: SkipReason) -> str:
+    return f"Skip: {reason.value.lower().replace('_', ' ')}"
+
+
+_SKIP_RECORDS = {skip_record(r): r for r in SkipReason}
+_SUFFIXES = {"check": Role.CHECK, "wait": Role.WAIT, "failed": Role.STEP_FAILED, "timed out": Role.STEP_TIMED_OUT,
+             "done": Role.BRANCH_DONE}
+_STEP_STATE = re.compile(r"^(?P<step>[a-z][a-z0-9_-]*)(?: #(?P<n>[1-9]\d*))?(?:: (?P<suffix>check|wait|failed|timed out|done))?$")
+
+
+def classify(name: str) -> StateName:
+    """What the state called ``name`` is. Raises ValueError for a name the compiler never makes."""
+    if name in _FIXED:
+        return StateName(name, _FIXED[name])
+    if name in _SKIP_RECORDS:
+        return StateName(name, Role.SKIP_RECORD, reason=_SKIP_RECORDS[name])
+    m = _STEP_STATE.match(name)
+    if m is None or not STEP_NAME_RE.match(m["step"]) or len(m["step"]) > STEP_NAME_MAX:
+        raise ValueError(f"not a state name the compiler makes: {name[:100]!r}")
+    suffix, n = m["suffix"], m["n"]
+    if n is not None and (suffix not in (None, "check", "wait") or n == "1"):
+        raise ValueError(f"not a state name the compiler makes: {name[:100]!r}")
+    role = _SUFFIXES[suffix] if suffix else Role.STEP
+    numbered = role in (Role.STEP, Role.CHECK, Role.WAIT)
+    return StateName(name, role, step=m["step"], attempt=int(n or 1) if numbered else None)
+
+
+def step_key(step: str) -> str:
+    """Where a step's attempt results live (``$.run.steps.<key>.a<N>`` in the state data, the
+    record's ``steps``): the name made JSONPath-safe."""
+    return step.replace("-", "_")
+
+
+def attempt_key(n: int) -> str:
+    return f"a{n}"
