@@ -284,7 +284,7 @@ def _offline_status(data_dir: Path, why: Exception, as_json: bool) -> None:
     if snapshot is None or not catalog_path.exists():
         raise click.ClickException(str(why))
     states = {s.job: s for s in (JobState.from_item(i) for i in snapshot.items
-                                 if i.get("sk", {}).get("S") == dm.STATE_SK and i.get("pk", {}).get("S", "").startswith("JOB#"))}
+                                 if i.get("sk", {}).get("S") == dm.STATE_SK and i.get("pk", {}).get("S", "").startswith(dm.JOB_PREFIX))}
     jobs = json.loads(catalog_path.read_text())["jobs"]
     rows = [{"job": j["name"], "team": j["team"], "last_status": states[j["name"]].last_status if j["name"] in states else None,
              "last_finished_at": states[j["name"]].last_finished_at if j["name"] in states else None,

@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from jobplane.contract import names
-from jobplane.contract.bindings import NAMES, bind_for_terraform
 from jobplane.compiler.model import Job
-from jobplane.contract import execution_input
+from jobplane.contract import datamodel as dm
+from jobplane.contract import execution_input, names
 from jobplane.contract import runner as rc
+from jobplane.contract.bindings import NAMES, bind_for_terraform
 from jobplane.contract.config import PlatformConfig
 
 ACCOUNT = "${data.aws_caller_identity.current.account_id}"
@@ -105,7 +105,7 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> dict[str, Any
         _statement("JobStateAndHistory", ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
                    ["${module.platform.table_arn}"],
                    [{"test": "ForAllValues:StringLike", "variable": "dynamodb:LeadingKeys",
-                     "values": [f"JOB#{job.name}", "EXEC#*"]}]),
+                     "values": [dm.job_partition(job.name), f"{dm.EXEC_PREFIX}*"]}]),
         _statement("PublishOutcome", ["sns:Publish"], ["${module.platform.topic_arn}"]),
         _statement("CheckClaimHolder", ["states:DescribeExecution"],
                    [f"arn:{PARTITION}:states:{REGION}:{ACCOUNT}:execution:{sm_name}:*"]),

@@ -15,12 +15,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from jobplane.platform.clock import as_iso, now_iso
 from jobplane.contract.notifications import NotificationMessage, Outcome, publish
+from jobplane.contract.states import classify
+from jobplane.platform.clock import as_iso, now_iso
 from jobplane.platform.logs import LocalLogStore, error_excerpt
 from jobplane.platform.repository import Repository
 from jobplane.platform.timeline import history, state_transitions, timeline
@@ -28,8 +28,6 @@ from jobplane.platform.timeline import history, state_transitions, timeline
 log = logging.getLogger(__name__)
 
 DEFAULT_RETENTION_DAYS = 400
-#: State names the compiler generates around the steps (never a step's own Task state).
-_PLATFORM_STATES = re.compile(r"^(Claim|Route|Finish.*|Notify .*|Fail|Skip: .*|Take over stale claim|Unknown resume_from)$")
 
 
 class Reconciler:
@@ -50,7 +48,12 @@ class Reconciler:
         return machine[len(self.prefix) + 1:] if machine.startswith(self.prefix + "-") else None
 
     def handle(self, execution_arn: str, status: str) -> str:
-        """Returns what was done: 'recorded', 'expiry', 'ignored'."""
+        """What was done: 'recorded' (this call wrote the final record), 'expiry' (the run had
+        recorded itself; its TTL and timeline were added), 'ignored' (not a job of this
+        deployment, or an execution that left no record to complete).
+
+        A store or API error propagates: the Lambda fails and its event is retried, instead of
+        a run left without its record, TTL or timeline."""
         job = self.job_of(execution_arn)
         if job is None:
             return "ignored"
@@ -58,29 +61,31 @@ class Reconciler:
         record = self.repo.execution(name)
         described = self.sfn.describe_execution(executionArn=execution_arn)
         finished = described.get("stopDate") or datetime.now(timezone.utc)
+        events = history(self.sfn, execution_arn)
+        recorded_now = False
         if record is None and status in ("ABORTED", "TIMED_OUT", "FAILED"):
-            step = self._current_step(execution_arn)
+            step = current_step(events)
             error = {"ABORTED": "the execution was stopped", "TIMED_OUT": "the job ran past its timeout"}.get(
                 status, f"{described.get('error') or 'failed'}: {(described.get('cause') or '')[:500]}")
             if status == "ABORTED" and described.get("cause"):
                 error = f"the execution was stopped: {described['cause'][:500]}"
-            self.record_lost(job, name, execution_arn, described.get("input") or "{}", as_iso(described["startDate"]),
-                             error, status=status, finished_at=as_iso(finished), step=step)
+            recorded_now = self.record_lost(job, name, execution_arn, described.get("input") or "{}",
+                                            as_iso(described["startDate"]), error, status=status,
+                                            finished_at=as_iso(finished), step=step)
+            record = self.repo.execution(name)
         else:
             # The state machine recorded its outcome; make sure a dead holder is not left behind.
             self.repo.release_holder(job, execution_arn)
+        if record is None:
+            return "ignored"
         finished_dt = finished if isinstance(finished, datetime) else datetime.now(timezone.utc)
-        events = history(self.sfn, execution_arn)
         excerpt = None
-        record = record or self.repo.execution(name)
-        if record is not None and record.failed_step and not record.error and self.logs is not None:
+        if record.failed_step and not record.error and self.logs is not None:
             excerpt = error_excerpt(self.logs.streams(name, record.failed_step))
-        try:
-            self.repo.finalize(name, int((finished_dt + self.retention).timestamp()), timeline(events),
-                               state_transitions(events), error=excerpt)
-        except Exception:  # no record (e.g. an execution that never claimed): nothing to expire
-            return "recorded" if record is None else "ignored"
-        return "recorded" if record is None else "expiry"
+        if not self.repo.finalize(name, int((finished_dt + self.retention).timestamp()), timeline(events),
+                                  state_transitions(events), error=excerpt):
+            return "ignored"  # the record went away in between (deleted by hand): nothing to add to
+        return "recorded" if recorded_now else "expiry"
 
     def record_lost(self, job: str, name: str, execution_arn: str, input_json: str, started_at: str, error: str,
                     status: str = "ABORTED", finished_at: str | None = None, step: str | None = None) -> bool:
@@ -103,16 +108,19 @@ class Reconciler:
             log.info("recorded %s for %s (step %s) and released its claim", status, name, step)
         return recorded
 
-    def _current_step(self, execution_arn: str) -> str | None:
-        """The step whose Task state was entered last (what was running when it ended)."""
-        events = history(self.sfn, execution_arn)
-        for e in sorted(events, key=lambda e: e["id"], reverse=True):
-            details = e.get("stateEnteredEventDetails")
-            if e["type"] == "TaskStateEntered" and details and not _PLATFORM_STATES.match(details["name"]):
-                return details["name"].split(" #")[0]
-            if e["type"] == "ParallelStateEntered" and details:
-                return details["name"]
-        return None
+def current_step(events: list[dict[str, Any]]) -> str | None:
+    """The step a run was in when it ended: the one whose state (an attempt, a parallel group,
+    or the record of its failure) was entered last."""
+    for e in sorted(events, key=lambda e: e["id"], reverse=True):
+        if e["type"] not in ("TaskStateEntered", "ParallelStateEntered"):
+            continue
+        try:
+            state = classify(e["stateEnteredEventDetails"]["name"])
+        except ValueError:
+            continue
+        if state.step is not None:
+            return state.step
+    return None
 
 
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, str]:

@@ -13,6 +13,7 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from jobplane.contract import datamodel as dm
+from jobplane.contract import items
 from jobplane.platform.clock import now_iso
 
 _des, _ser = TypeDeserializer(), TypeSerializer()
@@ -20,6 +21,14 @@ _des, _ser = TypeDeserializer(), TypeSerializer()
 
 def _plain(item: dict[str, Any]) -> dict[str, Any]:
     return {k: _des.deserialize(v) for k, v in item.items()}
+
+
+def _job_key(job: str) -> dict[str, Any]:
+    return items.as_boto(items.job_key(job))
+
+
+def _exec_key(execution: str) -> dict[str, Any]:
+    return items.as_boto(items.execution_key(execution))
 
 
 @dataclass(frozen=True)
@@ -52,12 +61,12 @@ class JobState:
         # A claim's name set is read defensively: one malformed item (an execution once named
         # null) must not take every page that lists jobs down.
         running = frozenset(r for r in p.get(dm.ATTR_RUNNING) or () if isinstance(r, str) and r)
-        return cls(job=p.get("job") or p["pk"].removeprefix("JOB#"), team=p.get("team", ""), running=running,
+        return cls(job=p.get("job") or p["pk"].removeprefix(dm.JOB_PREFIX), team=p.get("team", ""), running=running,
                    holder=p.get(dm.ATTR_HOLDER), last_status=p.get(dm.ATTR_LAST_STATUS),
                    last_execution=p.get(dm.ATTR_LAST_EXECUTION), last_finished_at=p.get(dm.ATTR_LAST_FINISHED_AT),
                    blocked_by=p.get(dm.ATTR_BLOCKED_BY), acknowledged_by=p.get(dm.ATTR_ACKNOWLEDGED_BY),
-                   paused_by=p.get("paused_by"),
-                   paused_reason=p.get("paused_reason"), paused_at=p.get("paused_at"))
+                   paused_by=p.get(dm.ATTR_PAUSED_BY),
+                   paused_reason=p.get(dm.ATTR_PAUSED_REASON), paused_at=p.get(dm.ATTR_PAUSED_AT))
 
 
 @dataclass(frozen=True)
@@ -127,15 +136,14 @@ class Repository:
 
     # -- reads ------------------------------------------------------------------------------
     def job_state(self, job: str) -> JobState | None:
-        item = self.ddb.get_item(TableName=self.table, Key=dm.job_key(job), ConsistentRead=True).get("Item")
+        item = self.ddb.get_item(TableName=self.table, Key=_job_key(job), ConsistentRead=True).get("Item")
         return JobState.from_item(item) if item else None
 
     def job_states(self) -> list[JobState]:
         return [JobState.from_item(i) for i in self._query(dm.GSI_BY_OWNER, "gsi1pk", dm.JOBS_PARTITION, None, True).items]
 
     def execution(self, name: str) -> Execution | None:
-        item = self.ddb.get_item(TableName=self.table, Key={"pk": {"S": dm.execution_pk(name)}, "sk": {"S": dm.EXEC_SK}},
-                                 ConsistentRead=True).get("Item")
+        item = self.ddb.get_item(TableName=self.table, Key=_exec_key(name), ConsistentRead=True).get("Item")
         return Execution.from_item(item) if item else None
 
     def executions(self, job: str, limit: int = 20, cursor: str | None = None) -> Page:
@@ -175,36 +183,19 @@ class Repository:
                                started_at: str, finished_at: str, input_json: str, failed_step: str | None,
                                error: str | None) -> bool:
         """Record the end of an execution that could not run its own cleanup, and release its
-        claim, in one transaction. False if a final record already exists (nothing changed)."""
-        failing = status != "SUCCEEDED"
-        item: dict[str, Any] = {
-            "pk": dm.execution_pk(execution), "sk": dm.EXEC_SK, "execution": execution, "execution_arn": execution_arn,
-            "job": job, "team": team, "status": status, "input": input_json, "started_at": started_at,
-            "finished_at": finished_at, "gsi1pk": dm.job_partition(job), "gsi1sk": started_at, "steps": "{}",
-        }
+        claim, in one transaction: the same two writes its state machine would have made
+        (:mod:`jobplane.contract.items`). False if a final record already exists (nothing changed)."""
         parsed = json.loads(input_json or "{}")
-        for f in ("trigger", "scheduled_time", "requested_by"):
-            if parsed.get(f) is not None:
-                item[f] = parsed[f]
-        if failing:
-            item |= {"gsi2pk": dm.FAILURES_PARTITION, "gsi2sk": finished_at}
-        if failed_step:
-            item["failed_step"] = failed_step
-        if error:
-            item["error"] = error
-        update = ("SET last_status = :st, last_execution = :me, last_finished_at = :now"
-                  + (f", blocked_by = :me, block_schedule = :me REMOVE {dm.ATTR_ACKNOWLEDGED_BY}" if failing
-                     else f" REMOVE blocked_by, block_schedule, {dm.ATTR_ACKNOWLEDGED_BY}")
-                  + " DELETE #running :meset")
+        given = {f: parsed[f] for f in ("trigger", "scheduled_time", "requested_by") if isinstance(parsed.get(f), str)}
+        record = items.execution_record(
+            execution=execution, execution_arn=execution_arn, job=job, team=team, status=status,
+            trigger=given.get("trigger"), scheduled_time=given.get("scheduled_time"),
+            requested_by=given.get("requested_by"), input_json=input_json, started_at=started_at,
+            finished_at=finished_at, steps="{}", failed_step=failed_step, error=error, only_if_new=True)
+        release = items.release_job(job, execution=execution, status=status, finished_at=finished_at)
         try:
-            self.ddb.transact_write_items(TransactItems=[
-                {"Put": {"TableName": self.table, "Item": {k: _ser.serialize(v) for k, v in item.items()},
-                         "ConditionExpression": "attribute_not_exists(pk)"}},
-                {"Update": {"TableName": self.table, "Key": dm.job_key(job), "UpdateExpression": update,
-                            "ExpressionAttributeNames": {"#running": dm.ATTR_RUNNING},
-                            "ExpressionAttributeValues": {":st": {"S": status}, ":me": {"S": execution},
-                                                          ":now": {"S": finished_at}, ":meset": {"SS": [execution]}}}},
-            ])
+            self.ddb.transact_write_items(TransactItems=[{"Put": record.boto(self.table)},
+                                                         {"Update": release.boto(self.table)}])
         except self.ddb.exceptions.TransactionCanceledException:
             return False
         self.release_holder(job, execution_arn)
@@ -213,33 +204,33 @@ class Repository:
     def release_holder(self, job: str, execution_arn: str) -> bool:
         """Clear ``holder`` if it still names this execution (the fence: never someone else's)."""
         try:
-            self.ddb.update_item(TableName=self.table, Key=dm.job_key(job), UpdateExpression="REMOVE holder",
+            self.ddb.update_item(TableName=self.table, Key=_job_key(job), UpdateExpression="REMOVE holder",
                                  ConditionExpression="holder = :me", ExpressionAttributeValues={":me": {"S": execution_arn}})
             return True
         except self.ddb.exceptions.ConditionalCheckFailedException:
             return False
 
     def finalize(self, execution: str, expires_at: int, timeline: list[dict[str, Any]], transitions: int,
-                 error: str | None = None) -> None:
+                 error: str | None = None) -> bool:
         """Add what the execution history (and the failed step's log) knows to a final record,
-        and its TTL."""
+        and its TTL. False if there is no record; any other error is raised."""
         values = {":e": {"N": str(expires_at)}, ":t": {"S": json.dumps(timeline)}, ":n": {"N": str(transitions)}}
         update = "SET expires_at = :e, timeline = :t, transitions = :n"
         if error:
             update += ", #error = if_not_exists(#error, :err)"
             values[":err"] = {"S": error}
-        self.ddb.update_item(TableName=self.table, Key=self._exec_key(execution), UpdateExpression=update,
-                             ConditionExpression="attribute_exists(pk)", ExpressionAttributeValues=values,
-                             **({"ExpressionAttributeNames": {"#error": "error"}} if error else {}))
-
-    @staticmethod
-    def _exec_key(execution: str) -> dict[str, dict[str, str]]:
-        return {"pk": {"S": dm.execution_pk(execution)}, "sk": {"S": dm.EXEC_SK}}
+        try:
+            self.ddb.update_item(TableName=self.table, Key=_exec_key(execution), UpdateExpression=update,
+                                 ConditionExpression="attribute_exists(pk)", ExpressionAttributeValues=values,
+                                 **({"ExpressionAttributeNames": {"#error": "error"}} if error else {}))
+        except self.ddb.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
 
     def mark_slow(self, execution: str, expires_at: int) -> bool:
         """True the first time only: whoever writes the marker announces the slow run."""
         try:
-            self.ddb.put_item(TableName=self.table, Item={"pk": {"S": f"SLOW#{execution}"}, "sk": {"S": "SLOW"},
+            self.ddb.put_item(TableName=self.table, Item={"pk": {"S": dm.slow_pk(execution)}, "sk": {"S": dm.SLOW_SK},
                                                           "expires_at": {"N": str(expires_at)}},
                               ConditionExpression="attribute_not_exists(pk)")
             return True
@@ -249,14 +240,14 @@ class Repository:
     def link_rerun(self, original: str, rerun: str) -> None:
         """Remember on the original that ``rerun`` re-ran it (lineage both ways, no scan)."""
         try:
-            self.ddb.update_item(TableName=self.table, Key=self._exec_key(original),
+            self.ddb.update_item(TableName=self.table, Key=_exec_key(original),
                                  UpdateExpression="ADD rerun_by :r", ConditionExpression="attribute_exists(pk)",
                                  ExpressionAttributeValues={":r": {"SS": [rerun]}})
         except self.ddb.exceptions.ConditionalCheckFailedException:
             pass
 
     def set_paused(self, job: str, team: str, actor: str, reason: str, at: str) -> None:
-        self.ddb.update_item(TableName=self.table, Key=dm.job_key(job),
+        self.ddb.update_item(TableName=self.table, Key=_job_key(job),
                              UpdateExpression="SET paused_by = :a, paused_reason = :r, paused_at = :t, team = if_not_exists(team, :team), "
                                               "job = if_not_exists(job, :job), gsi1pk = :jobs, gsi1sk = :job",
                              ExpressionAttributeValues={":a": {"S": actor}, ":r": {"S": reason}, ":t": {"S": at},
@@ -265,7 +256,7 @@ class Repository:
 
     def clear_paused(self, job: str) -> bool:
         try:
-            self.ddb.update_item(TableName=self.table, Key=dm.job_key(job),
+            self.ddb.update_item(TableName=self.table, Key=_job_key(job),
                                  UpdateExpression="REMOVE paused_by, paused_reason, paused_at",
                                  ConditionExpression="attribute_exists(paused_at)")
             return True
@@ -284,7 +275,7 @@ class Repository:
             update = "REMOVE holder " + update
             condition = f"({condition}) OR holder = :arn"
         try:
-            self.ddb.update_item(TableName=self.table, Key=dm.job_key(job), UpdateExpression=update,
+            self.ddb.update_item(TableName=self.table, Key=_job_key(job), UpdateExpression=update,
                                  ConditionExpression=condition, ExpressionAttributeNames=names,
                                  ExpressionAttributeValues=values)
             return True
@@ -295,8 +286,9 @@ class Repository:
                   details: dict[str, Any] | None = None) -> str:
         at = now_iso()
         entry_id = uuid.uuid4().hex
-        item = {"pk": f"AUDIT#{entry_id}", "sk": "AUDIT", "actor": actor, "action": action, "job": job,
-                "reason": reason, "at": at, "gsi1pk": "AUDIT", "gsi1sk": at, "gsi2pk": f"JOB#{job}#AUDIT", "gsi2sk": at,
+        item = {"pk": dm.audit_pk(entry_id), "sk": dm.AUDIT_SK, "actor": actor, "action": action, "job": job,
+                "reason": reason, "at": at, "gsi1pk": dm.AUDIT_PARTITION, "gsi1sk": at,
+                "gsi2pk": dm.job_audit_partition(job), "gsi2sk": at,
                 "details": json.dumps(details or {}, sort_keys=True)}
         if execution:
             item["execution"] = execution
@@ -305,10 +297,10 @@ class Repository:
 
     def delete_audit(self, entry_id: str) -> None:
         """Only for an action that failed after its entry was written (ControlPlane._audited)."""
-        self.ddb.delete_item(TableName=self.table, Key={"pk": {"S": f"AUDIT#{entry_id}"}, "sk": {"S": "AUDIT"}})
+        self.ddb.delete_item(TableName=self.table, Key={"pk": {"S": dm.audit_pk(entry_id)}, "sk": {"S": dm.AUDIT_SK}})
 
     def audit_log(self, limit: int = 100) -> list[dict[str, Any]]:
-        return [_plain(i) for i in self._query(dm.GSI_BY_OWNER, "gsi1pk", "AUDIT", limit, False).items]
+        return [_plain(i) for i in self._query(dm.GSI_BY_OWNER, "gsi1pk", dm.AUDIT_PARTITION, limit, False).items]
 
     def acknowledge_failure(self, job: str, blocked_by: str | None = None, actor: str = "") -> bool:
         """Unblock a SKIP_IF_FAILED job without a successful run (the control plane audits it):
@@ -321,9 +313,9 @@ class Repository:
                 return False
             blocked_by = state.blocked_by
         try:
-            self.ddb.update_item(TableName=self.table, Key=dm.job_key(job),
-                                 UpdateExpression=f"REMOVE block_schedule SET {dm.ATTR_ACKNOWLEDGED_BY} = :a",
-                                 ConditionExpression=f"blocked_by = :b AND attribute_not_exists({dm.ATTR_ACKNOWLEDGED_BY})",
+            self.ddb.update_item(TableName=self.table, Key=_job_key(job),
+                                 UpdateExpression=f"REMOVE {dm.ATTR_BLOCK_SCHEDULE} SET {dm.ATTR_ACKNOWLEDGED_BY} = :a",
+                                 ConditionExpression=f"{dm.ATTR_BLOCKED_BY} = :b AND attribute_not_exists({dm.ATTR_ACKNOWLEDGED_BY})",
                                  ExpressionAttributeValues={":b": {"S": blocked_by}, ":a": {"S": actor or "unknown"}})
         except self.ddb.exceptions.ConditionalCheckFailedException:
             return False

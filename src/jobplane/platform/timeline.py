@@ -9,13 +9,10 @@ not at all across a restart locally), and the portal builds it live while the ex
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
+from jobplane.contract.states import Role, attempt_key, classify, step_key
 from jobplane.platform.clock import as_iso
-
-_ATTEMPT = re.compile(r"^(?P<step>.+?)(?: #(?P<n>\d+))?$")
-_PLATFORM = re.compile(r"^(Claim|Route|Finish.*|Notify .*|Fail|Skip: .*|Take over stale claim|Unknown resume_from|.*: (check|wait|failed|timed out))$")
 
 
 def timeline(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -41,11 +38,13 @@ def timeline(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         if kind == "TaskStateEntered":
             name = e["stateEnteredEventDetails"]["name"]
-            if _PLATFORM.match(name):
+            try:
+                state = classify(name)
+            except ValueError:  # not a compiled job's state machine: it has no steps to show
                 continue
-            m = _ATTEMPT.match(name)
-            assert m
-            row = {"step": m["step"], "attempt": int(m["n"] or 1), "started_at": as_iso(e["timestamp"]),
+            if state.role != Role.STEP:  # the platform's own Tasks (claim, records, notifications)
+                continue
+            row = {"step": state.step, "attempt": state.attempt, "started_at": as_iso(e["timestamp"]),
                    "finished_at": None, "outcome": "running"}
             rows.append(row)
             row_of[e["id"]] = row
@@ -117,7 +116,7 @@ def attempt_rows(record_steps: dict[str, Any], rows: list[dict[str, Any]]) -> li
 
 
 def _attempt_result(steps: dict[str, Any], step: str, attempt: int) -> dict[str, Any] | None:
-    value = steps.get(step.replace("-", "_"), {}).get(f"a{attempt}")  # the compiler's Step.key
+    value = steps.get(step_key(step), {}).get(attempt_key(attempt))
     return value if isinstance(value, dict) else None
 
 

@@ -22,8 +22,8 @@ port.
 from __future__ import annotations
 
 import json
+import logging
 import os
-import sys
 import tempfile
 import threading
 import time
@@ -35,6 +35,8 @@ from typing import Any, Callable
 from jobplane.contract.bindings import bind
 from jobplane.contract import datamodel as dm
 from jobplane.platform.local.front import Credentials
+
+log = logging.getLogger(__name__)
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -152,14 +154,22 @@ class LocalAWS:
     def _handle_status(self, execution_arn: str, status: str) -> None:
         if status in ("ABORTED", "TIMED_OUT"):
             self.agent.stop_execution_tasks(execution_arn.rsplit(":", 1)[1])
-        if self.reconcile:
-            from jobplane.platform.reconciler import Reconciler
+        if not self.reconcile:
+            return
+        from jobplane.platform.logs import LocalLogStore
+        from jobplane.platform.reconciler import Reconciler
 
-            from jobplane.platform.logs import LocalLogStore
-
-            Reconciler(self.repository(), self.client("sns"), self.resources["topic_arn"],
-                       self.client("stepfunctions"), self.prefix,
-                       logs=LocalLogStore(self.log_dir) if self.log_dir else None).handle(execution_arn, status)
+        reconciler = Reconciler(self.repository(), self.client("sns"), self.resources["topic_arn"],
+                                self.client("stepfunctions"), self.prefix,
+                                logs=LocalLogStore(self.log_dir) if self.log_dir else None)
+        # As Lambda does for an asynchronous invocation that fails: two more tries, backing off.
+        for attempt in range(3):
+            try:
+                reconciler.handle(execution_arn, status)
+                return
+            except Exception:
+                log.exception("reconciling %s (%s) failed, attempt %d of 3", execution_arn, status, attempt + 1)
+                time.sleep(1 + 2 * attempt)
 
     def repository(self):  # type: ignore[no-untyped-def]
         from jobplane.platform.repository import Repository
