@@ -1,0 +1,271 @@
+"""The contract between the compiled state machine and the runtime: every state name the
+compiler makes classifies back to what it is; the record writes are one builder in two
+renderings; the reconciler says what it did and fails (to be retried) when the store fails."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.awsrequest import AWSResponse
+from botocore.config import Config
+from botocore.exceptions import ClientError
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import ROOT
+from jobplane.compiler import asl
+from jobplane.compiler.model import Job
+from jobplane.compiler.output import compile_all
+from jobplane.contract import items
+from jobplane.contract import states as sn
+from jobplane.contract.config import load_config
+from jobplane.contract.statuses import ExecutionStatus, SkipReason
+from jobplane.platform.local.engine import LocalAWS
+from jobplane.platform.reconciler import Reconciler, current_step
+from jobplane.platform.repository import Repository
+from jobplane.platform.timeline import history, timeline
+
+HERE = Path(__file__).resolve().parent
+BEHAVE = "sample_apps.functions:behave"
+
+
+# -- every state classifies as what it is ------------------------------------------------------
+def _all_states(definition: dict[str, Any], in_branch: bool = False):
+    for name, state in definition["States"].items():
+        yield name, state, in_branch
+        for branch in state.get("Branches", []):
+            yield from _all_states(branch, True)
+
+
+def assert_classified(job: Job, definition: dict[str, Any]) -> None:
+    """Each state's classification agrees with its type, its step and its attempt."""
+    steps = {s.name for s in job.steps} | {m.name for s in job.steps for m in s.parallel or []}
+    groups = {s.name for s in job.steps if s.parallel is not None}
+    for name, state, in_branch in _all_states(definition):
+        c = sn.classify(name)
+        kind = state["Type"]
+        assert c.name == name
+        if c.step is not None:
+            assert c.step in steps, name
+        if c.role == sn.Role.STEP:
+            if c.step in groups:
+                assert kind == "Parallel" and c.attempt == 1, name
+            else:
+                assert kind == "Task" and state["Resource"].endswith("ecs:runTask.sync"), name
+                assert state["ResultSelector"]["Attempt"] == c.attempt, name
+        elif c.role == sn.Role.CHECK:
+            assert kind == "Choice", name
+        elif c.role == sn.Role.WAIT:
+            assert kind == "Wait" and state["Next"] == sn.attempt(c.step, c.attempt + 1), name
+        elif c.role in (sn.Role.STEP_FAILED, sn.Role.STEP_TIMED_OUT):
+            assert kind == ("Pass" if in_branch else "Task"), name
+        elif c.role == sn.Role.BRANCH_DONE:
+            assert kind == "Pass" and in_branch, name
+        else:
+            assert c.is_platform and not in_branch, name
+            if c.role == sn.Role.SKIP_RECORD:
+                assert state["Parameters"]["Item"]["skip_reason"] == {"S": c.reason.value}
+            if c.role == sn.Role.CHECK:
+                raise AssertionError(name)
+        # the constructors give back the very name
+        if c.role == sn.Role.STEP:
+            assert sn.attempt(c.step, c.attempt) == name
+        elif c.role == sn.Role.CHECK:
+            assert sn.check(c.step, c.attempt) == name
+        elif c.role == sn.Role.WAIT:
+            assert sn.wait(c.step, c.attempt) == name
+
+
+def _compiled_repo(root: Path) -> list[tuple[Job, dict[str, Any]]]:
+    compiled = compile_all(load_config(root))
+    return [(lj.job, json.loads(compiled.files[f"asl/{lj.job.name}.asl.json"])) for lj in compiled.jobs]
+
+
+def test_every_state_of_every_example_classifies(tmp_path: Path) -> None:
+    import devkit
+
+    devkit.make_repo(tmp_path)
+    if not (tmp_path / "jobs" / "lib").exists():
+        shutil.copytree(ROOT / "jobs" / "lib", tmp_path / "jobs" / "lib")
+    machines = _compiled_repo(ROOT) + _compiled_repo(tmp_path)
+    assert len(machines) >= 12
+    for job, definition in machines:
+        assert_classified(job, definition)
+
+
+step_names = st.from_regex(r"\A[a-z][a-z0-9]{0,6}([-_][a-z0-9]{1,5}){0,2}\Z")
+
+
+@st.composite
+def jobs(draw: Any) -> Job:
+    names = draw(st.lists(step_names, min_size=1, max_size=8, unique_by=lambda n: n.replace("-", "_")))
+    steps: list[dict[str, Any]] = []
+    i = 0
+    while i < len(names):
+        if i + 2 < len(names) and draw(st.booleans()):
+            members = [{"name": n, "python": BEHAVE,
+                        "retry": {"attempts": draw(st.integers(1, 3))}} for n in names[i + 1:i + 3]]
+            steps.append({"name": names[i], "parallel": members})
+            i += 3
+        else:
+            steps.append({"name": names[i], "python": BEHAVE, "retry": {"attempts": draw(st.integers(1, 4))}})
+            i += 1
+    return Job.model_validate({
+        "name": "prop-job", "team": "billing", "timezone": "UTC", "steps": steps,
+        "policy": draw(st.sampled_from(["ALWAYS_RUN", "SKIP_IF_RUNNING", "SKIP_IF_FAILED", "SKIP_IF_RUNNING_OR_FAILED"])),
+        "notify": {"events": draw(st.lists(st.sampled_from(["FAILED", "SKIPPED", "RECOVERED", "TIMED_OUT"]),
+                                           unique=True))},
+    })
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(jobs())
+def test_every_state_of_any_job_classifies(job: Job) -> None:
+    assert_classified(job, asl.build_definition(job, "jp"))
+
+
+@pytest.mark.parametrize("name", ["", "Claim ", "work #1", "work #0", "work: failed #2", "Work", "work: finished",
+                                  "Skip: nonsense", "a" * 41, "work #2: failed", "work: done: check"])
+def test_names_the_compiler_never_makes_are_refused(name: str) -> None:
+    with pytest.raises(ValueError):
+        sn.classify(name)
+
+
+def test_skip_records_name_their_reason() -> None:
+    for reason in SkipReason:
+        c = sn.classify(sn.skip_record(reason))
+        assert c.role == sn.Role.SKIP_RECORD and c.reason == reason and c.is_platform
+
+
+# -- one write, two renderings -----------------------------------------------------------------
+def test_the_release_is_one_write_rendered_for_asl_and_for_boto3() -> None:
+    ref = items.Ref("$$.Execution.Name")
+    in_asl = items.release_job("nightly", execution=ref, status="FAILED", finished_at=items.Ref("$$.State.EnteredTime"))
+    in_boto = items.release_job("nightly", execution="run-1", status="FAILED", finished_at="2027-01-01T00:00:00Z")
+    a, b = in_asl.asl("T"), in_boto.boto("T")
+    assert a["UpdateExpression"] == b["UpdateExpression"] and a["Key"] == b["Key"]
+    assert a["ExpressionAttributeValues"][":meset"] == {"SS.$": "States.Array($$.Execution.Name)"}
+    assert b["ExpressionAttributeValues"][":meset"] == {"SS": ["run-1"]}
+    with pytest.raises(TypeError):
+        in_asl.boto("T")  # a value only the state machine knows cannot reach boto3
+
+
+def test_a_record_has_the_same_fields_in_both_renderings() -> None:
+    def record(**values: Any) -> items.Put:
+        return items.execution_record(job="nightly", team="billing", status=ExecutionStatus.FAILED,
+                                      failed_step="load", **values)
+
+    refs = {f: items.Ref(f"$.{f}") for f in ("execution", "execution_arn", "trigger", "scheduled_time", "requested_by",
+                                             "input_json", "started_at", "finished_at", "steps")}
+    lits = {f: f"v-{f}" for f in refs}
+    a, b = record(**refs).asl("T")["Item"], record(**lits).boto("T")["Item"]
+    assert list(a) == list(b)
+    assert a["pk"] == {"S.$": "States.Format('EXEC#{}', $.execution)"} and b["pk"] == {"S": "EXEC#v-execution"}
+    assert b["gsi2pk"] == {"S": "FAILURES"} and b["gsi2sk"] == b["finished_at"]
+
+
+# -- the reconciler ------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def aws():
+    with LocalAWS(env={"PYTHONPATH": str(HERE), "JOBPLANE_STOP_GRACE_SECONDS": "3"}) as local:
+        local.reconcile = False  # these tests call the reconciler themselves, as its Lambda would be
+        yield local
+
+
+def _deploy(aws: LocalAWS, **fields: Any) -> str:
+    name = f"job-{uuid.uuid4().hex[:10]}"
+    job = Job.model_validate({"name": name, "team": "billing", "timezone": "UTC",
+                              "steps": [{"name": "prepare", "python": BEHAVE}, {"name": "load", "python": BEHAVE}]}
+                             | fields)
+    aws.deploy(name, asl.compile_job(job, aws.prefix))
+    return name
+
+
+def _run(aws: LocalAWS, job: str, mode: str) -> str:
+    from jobplane.contract import execution_input
+
+    arn = aws.start(job, execution_input.manual("test", overrides={"mode": mode}))
+    aws.wait(arn, timeout=600)  # a bound that catches a hang
+    aws.wait_reconciled(arn, timeout=600)
+    return arn
+
+
+def _reconciler(aws: LocalAWS, dynamodb: Any = None) -> Reconciler:
+    return Reconciler(Repository(dynamodb or aws.client("dynamodb"), aws.resources["table_name"]), aws.client("sns"),
+                      aws.resources["topic_arn"], aws.client("stepfunctions"), aws.prefix)
+
+
+def test_the_reconciler_says_what_it_did(aws: LocalAWS) -> None:
+    job = _deploy(aws)
+    ok = _run(aws, job, "ok")
+    assert _reconciler(aws).handle(ok, "SUCCEEDED") == "expiry"  # the run recorded itself
+    sfn = aws.client("stepfunctions")
+    machine = aws.state_machines[job]
+    stopped = sfn.start_execution(stateMachineArn=machine, input=json.dumps(
+        {"trigger": "manual", "scheduled_time": "2027-01-01T00:00:00.000001Z", "requested_by": "t",
+         "params": {"mode": "sleep", "seconds": 60}, "resume_from": None, "rerun_of": None}))["executionArn"]
+    sfn.stop_execution(executionArn=stopped, error="Ops.Stop", cause="test")
+    aws.wait(stopped, timeout=600)
+    assert _reconciler(aws).handle(stopped, "ABORTED") == "recorded"
+    assert _reconciler(aws).handle(stopped, "ABORTED") == "expiry"  # the same event again changes nothing
+    record = aws.repository().execution(stopped.rsplit(":", 1)[1])
+    assert record.status == "ABORTED" and record.expires_at is not None
+    other = machine.replace(f":{aws.prefix}-{job}", ":someone-elses-machine") + ":x"
+    assert _reconciler(aws).handle(other, "FAILED") == "ignored"
+
+
+def test_a_failed_step_is_named_by_the_reconciler_as_by_the_timeline(aws: LocalAWS) -> None:
+    job = _deploy(aws)
+    arn = _run(aws, job, "fail")
+    events = history(aws.client("stepfunctions"), arn)
+    entered = [e["stateEnteredEventDetails"]["name"] for e in events if e["type"] == "TaskStateEntered"]
+    assert sn.step_failed("prepare") in entered  # the history ends in the step's record state
+    assert current_step(events) == "prepare"
+    assert [(r["step"], r["outcome"]) for r in timeline(events)] == [("prepare", "failed")]
+    assert aws.repository().execution(arn.rsplit(":", 1)[1]).failed_step == "prepare"
+
+
+def _failing_update_item(aws: LocalAWS) -> Any:
+    """A DynamoDB client of the local AWS whose UpdateItem calls the store refuses (throttled),
+    without retries: what a Lambda sees once botocore has given up."""
+    client = boto3.client("dynamodb", region_name=aws.region, endpoint_url=aws.endpoint_url,
+                          aws_access_key_id=aws.credentials.access_key_id,
+                          aws_secret_access_key=aws.credentials.secret_access_key,
+                          config=Config(retries={"total_max_attempts": 1, "mode": "standard"}))
+
+    def throttled(request: Any, **_: Any) -> AWSResponse:
+        body = json.dumps({"__type": "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",
+                           "message": "Rate of requests exceeds the allowed throughput."}).encode()
+        return AWSResponse(request.url, 400, {"x-amzn-errortype": "ProvisionedThroughputExceededException"},
+                           _Raw(body))
+
+    client.meta.events.register("before-send.dynamodb.UpdateItem", throttled)
+    return client
+
+
+class _Raw:
+    def __init__(self, body: bytes):
+        self.body = body
+
+    def stream(self, **_: Any):
+        yield self.body
+
+    def read(self) -> bytes:
+        return self.body
+
+
+def test_a_store_error_fails_the_reconciler_so_it_is_retried(aws: LocalAWS) -> None:
+    job = _deploy(aws)
+    arn = _run(aws, job, "ok")
+    with pytest.raises(ClientError) as raised:
+        _reconciler(aws, _failing_update_item(aws)).handle(arn, "SUCCEEDED")
+    assert raised.value.response["Error"]["Code"] == "ProvisionedThroughputExceededException"
+    assert aws.repository().execution(arn.rsplit(":", 1)[1]).expires_at is None  # nothing half-done
+    assert _reconciler(aws).handle(arn, "SUCCEEDED") == "expiry"  # the retry completes it
+    assert aws.repository().execution(arn.rsplit(":", 1)[1]).expires_at is not None
