@@ -86,7 +86,7 @@ def main() -> None:
             out = compile_all(config)
             compile_times.append(time.perf_counter() - t)
         jsonnet_s, compile_s = statistics.median(jsonnet_times), statistics.median(compile_times)
-        states = sum(j["states"] for j in out.catalog["jobs"])
+        states = sum(j.states for j in out.catalog.jobs)
         size = sum(len(v) for v in out.files.values())
         print(f"jobs: {args.jobs}  files: {len(out.files)}  output: {size / 1e6:.1f} MB  states: {states}")
         print(f"jsonnet evaluation alone: {jsonnet_s:.2f} s (median of {args.repeat})")

@@ -13,6 +13,7 @@ import pytest
 
 from jobplane.compiler import asl
 from jobplane.compiler.model import Job
+from jobplane.contract.catalog import CatalogJob
 from jobplane.platform.local.engine import LocalAWS
 from jobplane.platform.local.scheduler import LocalScheduler
 
@@ -45,8 +46,9 @@ def deploy(aws: LocalAWS, expression: str, enabled: bool = True, tz: str = "UTC"
     job = Job.model_validate({"name": name, "team": "billing", "timezone": tz, "schedule": [expression],
                               "steps": [{"name": "work", "python": "sample_apps.functions:behave"}]})
     arn = aws.deploy(name, asl.compile_job(job, aws.prefix))
-    aws.deploy_schedules({"name": name, "schedule": job.schedule, "timezone": tz, "enabled": enabled,
-                          "params": {"mode": "ok"}}, arn)
+    aws.deploy_schedules(CatalogJob(name=name, team="billing", schedule=job.schedule, timezone=tz, enabled=enabled,
+                                    params={"mode": "ok"}, policy=job.policy, timeout=job.timeout, steps=[],
+                                    state_machine=f"{aws.prefix}-{name}", asl="", states=0), arn)
     return name
 
 

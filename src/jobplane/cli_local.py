@@ -225,7 +225,7 @@ def status(obj: Any, data_dir: Path | None, as_json: bool) -> None:
             if t.utcoffset():  # the UTC time only where it differs ("09:38 UTC (09:38 UTC)" said nothing)
                 nxt += f" ({t.astimezone(timezone.utc).strftime('%H:%M UTC')})"
         else:
-            nxt = "manual" if not j.entry.get("schedule") else "disabled"
+            nxt = "manual" if not j.entry.schedule else "disabled"
         click.echo(f"{j.name:<{width}}  {j.team:<9} {last:<10} {finished or '-':<20} {len(j.running) or '-':<8} {nxt}")
 
 
@@ -275,6 +275,7 @@ def _offline_logs(data_dir: Path, execution: str, step: str | None, why: Excepti
 def _offline_status(data_dir: Path, why: Exception, as_json: bool) -> None:
     """The jobs' last state as the stopped platform saved it (state.json, compiled/catalog.json)."""
     from jobplane.contract import datamodel as dm
+    from jobplane.contract.catalog import Catalog
     from jobplane.platform.local.dev import SNAPSHOT_FILE
     from jobplane.platform.local.snapshot import Snapshot
     from jobplane.platform.repository import JobState
@@ -285,10 +286,10 @@ def _offline_status(data_dir: Path, why: Exception, as_json: bool) -> None:
         raise click.ClickException(str(why))
     states = {s.job: s for s in (JobState.from_item(i) for i in snapshot.items
                                  if i.get("sk", {}).get("S") == dm.STATE_SK and i.get("pk", {}).get("S", "").startswith(dm.JOB_PREFIX))}
-    jobs = json.loads(catalog_path.read_text())["jobs"]
-    rows = [{"job": j["name"], "team": j["team"], "last_status": states[j["name"]].last_status if j["name"] in states else None,
-             "last_finished_at": states[j["name"]].last_finished_at if j["name"] in states else None,
-             "paused": bool(j["name"] in states and states[j["name"]].paused)} for j in jobs]
+    jobs = Catalog.load(catalog_path).jobs
+    rows = [{"job": j.name, "team": j.team, "last_status": states[j.name].last_status if j.name in states else None,
+             "last_finished_at": states[j.name].last_finished_at if j.name in states else None,
+             "paused": bool(j.name in states and states[j.name].paused)} for j in jobs]
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return

@@ -7,7 +7,6 @@ Terraform and is left untouched.
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from dataclasses import dataclass
@@ -15,10 +14,10 @@ from pathlib import Path
 
 from jobplane.compiler import asl, catalog, terraform
 from jobplane.compiler.validate import LoadedJob, load_jobs
+from jobplane.contract.catalog import CATALOG_FILE, Catalog
 from jobplane.contract.config import PlatformConfig
 
 ROOT_FILE = "main.tf.json"
-CATALOG_FILE = "catalog.json"
 ASL_DIR = "asl"
 
 
@@ -30,8 +29,8 @@ class CompiledOutput:
     jobs: list[LoadedJob]
 
     @property
-    def catalog(self) -> dict:
-        return json.loads(self.files[CATALOG_FILE])
+    def catalog(self) -> Catalog:
+        return Catalog.model_validate_json(self.files[CATALOG_FILE])
 
 
 def is_generated(relpath: str) -> bool:
@@ -48,7 +47,7 @@ def compile_all(config: PlatformConfig, jobs: list[LoadedJob] | None = None) -> 
         asl_text = asl.render(definition)
         files[f"{ASL_DIR}/{lj.job.name}.asl.json"] = asl_text
         files[f"{lj.job.name}.tf.json"] = terraform.render(terraform.job_module(lj.job, asl_text, config))
-    files[CATALOG_FILE] = catalog.render(catalog.build_catalog(jobs, config, counts))
+    files[CATALOG_FILE] = catalog.build_catalog(jobs, config, counts).render()
     return CompiledOutput(files=dict(sorted(files.items())), jobs=jobs)
 
 

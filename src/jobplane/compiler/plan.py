@@ -11,11 +11,10 @@ import json
 import subprocess
 import tempfile
 from datetime import datetime
-from typing import Any
-
-from jobplane.compiler.output import CATALOG_FILE, compile_all
+from jobplane.compiler.output import compile_all
 from jobplane.compiler.terraform import iam_summary
-from jobplane.contract.config import load_config, PlatformConfig
+from jobplane.contract.catalog import CATALOG_FILE, Catalog, CatalogJob, CatalogStep
+from jobplane.contract.config import PlatformConfig, load_config
 from jobplane.contract.schedule import RateExpression, next_fire_times, parse
 
 NEXT_FIRES = 3
@@ -47,10 +46,10 @@ def previous_from_ref(config: PlatformConfig, ref: str) -> dict[str, str]:
         return compile_all(old_config).files
 
 
-def _jobs(files: dict[str, str]) -> dict[str, dict[str, Any]]:
+def _jobs(files: dict[str, str]) -> dict[str, CatalogJob]:
     if CATALOG_FILE not in files:
         return {}
-    return {j["name"]: j for j in json.loads(files[CATALOG_FILE])["jobs"]}
+    return {j.name: j for j in Catalog.model_validate_json(files[CATALOG_FILE]).jobs}
 
 
 def _fires(expressions: list[str], tz: str, now: datetime) -> list[str]:
@@ -63,38 +62,41 @@ def _fires(expressions: list[str], tz: str, now: datetime) -> list[str]:
     return lines
 
 
-def _step_line(step: dict[str, Any]) -> str:
-    if step["kind"] == "parallel":
-        return f"{step['name']} (parallel: {', '.join(s['name'] for s in step['parallel'])})"
-    target = step["target"]
-    what = " ".join(target["argv"]) if step["kind"] == "shell" else target["target"]
-    return f"{step['name']} ({step['kind']} {what})"
+def _step_line(step: CatalogStep) -> str:
+    if step.parallel is not None:
+        return f"{step.name} (parallel: {', '.join(s.name for s in step.parallel)})"
+    target = step.target or {}
+    what = " ".join(target.get("argv", [])) if step.kind == "shell" else target.get("target", "")
+    return f"{step.name} ({step.kind} {what})"
 
 
-def _flat_steps(steps: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def _flat_steps(steps: list[CatalogStep]) -> dict[str, CatalogStep]:
     out = {}
     for s in steps:
-        out[s["name"]] = s
-        for m in s.get("parallel", []):
-            out[m["name"]] = m
+        out[s.name] = s
+        for m in s.parallel or []:
+            out[m.name] = m
     return out
 
 
-def _step_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+def _step_changes(old: CatalogStep, new: CatalogStep) -> list[str]:
     changes = []
     for key in ("kind", "target", "timeout", "retry", "cpu", "memory", "env", "secrets"):
-        if old.get(key) != new.get(key):
-            if key == "retry":
-                diffs = [f"{k} {old[key].get(k)} -> {new[key].get(k)}" for k in new[key] if old[key].get(k) != new[key].get(k)]
-                changes.append("retry " + ", ".join(diffs))
-            elif key in ("target", "env"):
-                changes.append(f"{key} {json.dumps(old.get(key), sort_keys=True)} -> {json.dumps(new.get(key), sort_keys=True)}")
-            elif key == "secrets":
-                added = sorted(set(new[key]) - set(old[key]))
-                removed = sorted(set(old[key]) - set(new[key]))
-                changes.append("secrets" + (f" added {', '.join(added)}" if added else "") + (f" removed {', '.join(removed)}" if removed else ""))
-            else:
-                changes.append(f"{key} {old.get(key)} -> {new.get(key)}")
+        before, after = getattr(old, key), getattr(new, key)
+        if before == after:
+            continue
+        if key == "retry":
+            b, a = (before.model_dump() if before else {}), (after.model_dump() if after else {})
+            changes.append("retry " + ", ".join(f"{k} {b.get(k)} -> {a.get(k)}" for k in a if b.get(k) != a.get(k)))
+        elif key in ("target", "env"):
+            changes.append(f"{key} {json.dumps(before, sort_keys=True)} -> {json.dumps(after, sort_keys=True)}")
+        elif key == "secrets":
+            added = sorted(set(after) - set(before))
+            removed = sorted(set(before) - set(after))
+            changes.append("secrets" + (f" added {', '.join(added)}" if added else "")
+                           + (f" removed {', '.join(removed)}" if removed else ""))
+        else:
+            changes.append(f"{key} {before} -> {after}")
     return changes
 
 
@@ -103,28 +105,32 @@ def _iam(files: dict[str, str], job: str) -> dict[str, list[str]]:
     return iam_summary(json.loads(files[path])) if path in files else {}
 
 
-def describe_job_change(old: dict[str, Any], new: dict[str, Any], old_files: dict[str, str],
+def _notify_words(job: CatalogJob) -> str:
+    return f"{', '.join(job.notify.channels) or 'team default'} on {', '.join(e.value for e in job.notify.events)}"
+
+
+def describe_job_change(old: CatalogJob, new: CatalogJob, old_files: dict[str, str],
                         new_files: dict[str, str], now: datetime) -> list[str]:
     lines: list[str] = []
-    if old["schedule"] != new["schedule"] or old["timezone"] != new["timezone"]:
-        lines.append(f"schedule: {' + '.join(old['schedule']) or 'manual only'} ({old['timezone']}) -> "
-                     f"{' + '.join(new['schedule']) or 'manual only'} ({new['timezone']})")
-        lines += ["  " + f for f in _fires(new["schedule"], new["timezone"], now)]
-    if old["enabled"] != new["enabled"]:
-        lines.append(f"schedule {'enabled' if new['enabled'] else 'DISABLED'}")
+    if old.schedule != new.schedule or old.timezone != new.timezone:
+        lines.append(f"schedule: {' + '.join(old.schedule) or 'manual only'} ({old.timezone}) -> "
+                     f"{' + '.join(new.schedule) or 'manual only'} ({new.timezone})")
+        lines += ["  " + f for f in _fires(new.schedule, new.timezone, now)]
+    if old.enabled != new.enabled:
+        lines.append(f"schedule {'enabled' if new.enabled else 'DISABLED'}")
     for key in ("policy", "timeout", "expected_duration", "team"):
-        if old[key] != new[key]:
-            lines.append(f"{key}: {old[key]} -> {new[key]}")
-    if old["notify"] != new["notify"]:
-        lines.append(f"notify: {', '.join(old['notify']['channels']) or 'team default'} on {', '.join(old['notify']['events'])}"
-                     f" -> {', '.join(new['notify']['channels']) or 'team default'} on {', '.join(new['notify']['events'])}")
-    if old["params"] != new["params"]:
-        lines.append(f"params: {json.dumps(old['params'], sort_keys=True)} -> {json.dumps(new['params'], sort_keys=True)}")
-    old_order = [s["name"] for s in old["steps"]]
-    new_order = [s["name"] for s in new["steps"]]
+        before, after = getattr(old, key), getattr(new, key)
+        if before != after:
+            lines.append(f"{key}: {getattr(before, 'value', before)} -> {getattr(after, 'value', after)}")
+    if old.notify != new.notify:
+        lines.append(f"notify: {_notify_words(old)} -> {_notify_words(new)}")
+    if old.params != new.params:
+        lines.append(f"params: {json.dumps(old.params, sort_keys=True)} -> {json.dumps(new.params, sort_keys=True)}")
+    old_order = [s.name for s in old.steps]
+    new_order = [s.name for s in new.steps]
     if old_order != new_order:
         lines.append(f"steps: {' -> '.join(old_order)}  =>  {' -> '.join(new_order)}")
-    old_steps, new_steps = _flat_steps(old["steps"]), _flat_steps(new["steps"])
+    old_steps, new_steps = _flat_steps(old.steps), _flat_steps(new.steps)
     for name in new_steps:
         if name not in old_steps:
             lines.append(f"step added: {_step_line(new_steps[name])}")
@@ -134,14 +140,14 @@ def describe_job_change(old: dict[str, Any], new: dict[str, Any], old_files: dic
     for name in old_steps:
         if name not in new_steps:
             lines.append(f"step removed: {name}")
-    old_iam, new_iam = _iam(old_files, old["name"]), _iam(new_files, new["name"])
+    old_iam, new_iam = _iam(old_files, old.name), _iam(new_files, new.name)
     for role in sorted(set(old_iam) | set(new_iam)):
         added = sorted(set(new_iam.get(role, [])) - set(old_iam.get(role, [])))
         removed = sorted(set(old_iam.get(role, [])) - set(new_iam.get(role, [])))
         lines += [f"IAM {role}: + {a}" for a in added] + [f"IAM {role}: - {r}" for r in removed]
-    if old["states"] != new["states"]:
-        lines.append(f"state machine: {old['states']} -> {new['states']} states")
-    if not lines and old_files.get(old["asl"]) != new_files.get(new["asl"]):
+    if old.states != new.states:
+        lines.append(f"state machine: {old.states} -> {new.states} states")
+    if not lines and old_files.get(old.asl) != new_files.get(new.asl):
         lines.append("state machine definition changed (compiler update)")
     return lines
 
@@ -159,13 +165,13 @@ def describe_plan(old_files: dict[str, str], new_files: dict[str, str], now: dat
             changed.append((name, lines or ["Terraform changed (platform or compiler update)"]))
     for name in added:
         job = new_jobs[name]
-        out.append(f"+ {name} (new job of team {job['team']}, {job['source']})")
-        sched = "manual only" if not job["schedule"] else f"{' + '.join(job['schedule'])} in {job['timezone']}"
-        out.append(f"    schedule: {sched}{'' if job['enabled'] else ' (DISABLED)'}")
-        out += ["      " + f for f in _fires(job["schedule"], job["timezone"], now)]
-        out.append(f"    policy: {job['policy']}")
-        out.append(f"    steps: {' -> '.join(_step_line(s) for s in job['steps'])}")
-        out.append(f"    state machine: {job['states']} states; IAM roles: "
+        out.append(f"+ {name} (new job of team {job.team}, {job.source})")
+        sched = "manual only" if not job.schedule else f"{' + '.join(job.schedule)} in {job.timezone}"
+        out.append(f"    schedule: {sched}{'' if job.enabled else ' (DISABLED)'}")
+        out += ["      " + f for f in _fires(job.schedule, job.timezone, now)]
+        out.append(f"    policy: {job.policy.value}")
+        out.append(f"    steps: {' -> '.join(_step_line(s) for s in job.steps)}")
+        out.append(f"    state machine: {job.states} states; IAM roles: "
                    + ", ".join(sorted(_iam(new_files, name))))
     for name, lines in changed:
         out.append(f"~ {name}")

@@ -19,13 +19,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from jobplane.contract import names
-from jobplane.contract import execution_input
+from jobplane.contract import execution_input, names
+from jobplane.contract.catalog import Catalog, CatalogJob
+from jobplane.contract.quoting import quoted
+from jobplane.contract.schedule import next_fire_times, parse
+from jobplane.contract.statuses import ExecutionStatus
 from jobplane.platform.clock import as_iso, now_iso
 from jobplane.platform.logs import LocalLogStore, LogStream, error_excerpt
-from jobplane.contract.quoting import quoted
 from jobplane.platform.repository import Execution, JobState, Page, Repository
-from jobplane.contract.schedule import next_fire_times, parse
 from jobplane.platform.timeline import history, state_transitions, timeline
 
 log = logging.getLogger(__name__)
@@ -108,17 +109,17 @@ class Deployment:
 
 @dataclass(frozen=True)
 class JobSummary:
-    entry: dict[str, Any]  # the catalog entry
+    entry: CatalogJob
     state: JobState | None
     next_fires: list[datetime] = field(default_factory=list)
 
     @property
     def name(self) -> str:
-        return self.entry["name"]
+        return self.entry.name
 
     @property
     def team(self) -> str:
-        return self.entry["team"]
+        return self.entry.team
 
     @property
     def running(self) -> list[str]:
@@ -176,23 +177,23 @@ class ExecutionView:
 
     @property
     def running(self) -> bool:
-        return self.status == "RUNNING"
+        return self.status == ExecutionStatus.RUNNING.value
 
 
-def next_fires(entry: dict[str, Any], count: int = 3, after: datetime | None = None,
+def next_fires(entry: CatalogJob, count: int = 3, after: datetime | None = None,
                anchors: tuple[datetime | None, ...] = ()) -> list[datetime]:
     """The job's next fire times over all its schedules, in its timezone (none when disabled).
 
     ``anchors``: per schedule, when a rate() schedule started (its StartDate, else its
     CreationDate): EventBridge Scheduler counts a rate from there, not from now."""
-    if not entry.get("enabled", True) or not entry.get("schedule"):
+    if not entry.scheduled:
         return []
     if after is None:  # for display: the same minute gives the same answer, so cache by minute...
         now = datetime.now(timezone.utc)
         minute = now.replace(second=0, microsecond=0)
-        fires = _next_fires(tuple(entry["schedule"]), entry["timezone"], count + 1, minute, tuple(anchors))
+        fires = _next_fires(tuple(entry.schedule), entry.timezone, count + 1, minute, tuple(anchors))
         return [t for t in fires if t > now][:count]  # ...and drop a rate() fire earlier in this minute
-    return list(_next_fires(tuple(entry["schedule"]), entry["timezone"], count, after, tuple(anchors)))
+    return list(_next_fires(tuple(entry.schedule), entry.timezone, count, after, tuple(anchors)))
 
 
 @lru_cache(maxsize=8192)
@@ -204,7 +205,7 @@ def _next_fires(schedule: tuple[str, ...], zone: str, count: int, after: datetim
 
 
 class ControlPlane:
-    def __init__(self, deployment: Deployment, catalog: dict[str, Any] | None = None):
+    def __init__(self, deployment: Deployment, catalog: Catalog | None = None):
         self.deployment = deployment
         self.ddb = deployment.client("dynamodb")
         self.sfn = deployment.client("stepfunctions")
@@ -213,14 +214,14 @@ class ControlPlane:
         if catalog is None:
             if deployment.catalog_path is None:
                 raise ValueError("a catalog or deployment.catalog_path is needed")
-            catalog = json.loads(Path(deployment.catalog_path).read_text())
+            catalog = Catalog.load(Path(deployment.catalog_path))
         self.catalog = catalog
-        self.entries = {j["name"]: j for j in catalog["jobs"]}
+        self.entries = {j.name: j for j in catalog.jobs}
         self.logs = LocalLogStore(deployment.log_dir) if deployment.log_dir else None
         self._anchor_cache: dict[str, tuple[float, datetime | None]] = {}
 
     # -- reads ------------------------------------------------------------------------------
-    def entry(self, job: str) -> dict[str, Any]:
+    def entry(self, job: str) -> CatalogJob:
         try:
             return self.entries[job]
         except KeyError:
@@ -231,14 +232,14 @@ class ControlPlane:
         states = {s.job: s for s in self.repo.job_states()}
         out = []
         needle = (text or "").lower()
-        for entry in sorted(self.entries.values(), key=lambda e: (e["team"], e["name"])):
-            state = states.get(entry["name"])
-            if team and entry["team"] != team:
+        for entry in sorted(self.entries.values(), key=lambda e: (e.team, e.name)):
+            state = states.get(entry.name)
+            if team and entry.team != team:
                 continue
-            last = "RUNNING" if state and state.running else (state.last_status if state else None) or "NEVER_RUN"
+            last = ExecutionStatus.RUNNING.value if state and state.running else (state.last_status if state else None) or "NEVER_RUN"
             if status and status != last and not (status == "PAUSED" and state and state.paused):
                 continue
-            if needle and needle not in entry["name"].lower() and needle not in (entry.get("description") or "").lower():
+            if needle and needle not in entry.name.lower() and needle not in entry.description.lower():
                 continue
             out.append(JobSummary(entry, state, next_fires(entry, fires, anchors=self._anchors(entry)) if fires else []))
         return out
@@ -247,16 +248,16 @@ class ControlPlane:
         entry = self.entry(job)
         return JobSummary(entry, self.repo.job_state(job), next_fires(entry, 5, anchors=self._anchors(entry)))
 
-    def _anchors(self, entry: dict[str, Any]) -> tuple[datetime | None, ...]:
+    def _anchors(self, entry: CatalogJob) -> tuple[datetime | None, ...]:
         """When each of the job's rate() schedules started, read from the deployed schedule
         (GetSchedule's StartDate, else CreationDate; the same call locally and on AWS), cached
         for a minute. cron() and at() schedules need none."""
         anchors: list[datetime | None] = []
-        for i, expression in enumerate(entry.get("schedule") or []):
+        for i, expression in enumerate(entry.schedule):
             if not expression.startswith("rate("):
                 anchors.append(None)
                 continue
-            name = names.schedule_name(self.deployment.name_prefix, entry["name"], i)
+            name = names.schedule_name(self.deployment.name_prefix, entry.name, i)
             cached = self._anchor_cache.get(name)
             if cached is None or cached[0] < time.monotonic():
                 try:
@@ -344,8 +345,7 @@ class ControlPlane:
     # -- actions ----------------------------------------------------------------------------
     def step_names(self, job: str) -> list[str]:
         """Steps a run can start at: top-level steps and parallel groups' members."""
-        steps = self.entry(job)["steps"]
-        return [s["name"] for s in steps] + [m["name"] for s in steps for m in s.get("parallel", [])]
+        return self.entry(job).step_names
 
     def run_now(self, job: str, actor: str, params: dict[str, Any] | None = None, reason: str = "",
                 from_step: str | None = None, name: str | None = None) -> str:
@@ -355,7 +355,7 @@ class ControlPlane:
             raise Invalid(f"{job} has no step {quoted(from_step)}; steps: {', '.join(self.step_names(job))}",
                           {"from_step": "unknown step"})
         params = self._checked_params(entry, params)
-        payload = execution_input.manual(actor, entry.get("params") or {}, params) | {"resume_from": from_step}
+        payload = execution_input.manual(actor, entry.params, params) | {"resume_from": from_step}
         name = name or uuid.uuid4().hex
         self._audited(actor, "run", job, name, reason, {"params": params} | ({"from_step": from_step} if from_step else {}),
                       lambda: self._start(job, payload, name))
@@ -372,13 +372,13 @@ class ControlPlane:
         resume_from = None
         if from_failed_step:
             resume_from = original.failed_step
-            if original.status in ("SUCCEEDED", "SKIPPED") or not resume_from:
+            if original.status in (ExecutionStatus.SUCCEEDED.value, ExecutionStatus.SKIPPED.value) or not resume_from:
                 raise Conflict(f"{execution} has no failed step to resume from ({original.status}); re-run the whole job",
                                {"execution": execution, "status": original.status})
             if resume_from not in self.step_names(original.job):
                 raise Conflict(f"step {resume_from!r} is no longer in {original.job}; re-run the whole job",
                                {"execution": execution, "step": resume_from})
-        declared = entry.get("params") or {}
+        declared = entry.params
         # The original run's values for params the job still declares, then the operator's changes.
         kept = {k: v for k, v in (original.input.get("params") or {}).items() if k in declared}
         merged = {**declared, **kept, **overrides}
@@ -390,17 +390,17 @@ class ControlPlane:
         self.repo.link_rerun(execution, name)  # lineage: best effort, the audit entry names the original too
         return name
 
-    def _checked_params(self, entry: dict[str, Any], params: dict[str, Any] | None) -> dict[str, Any]:
+    def _checked_params(self, entry: CatalogJob, params: dict[str, Any] | None) -> dict[str, Any]:
         """A run's params: only those the job declares (they never reach a step's fixed
         arguments, see runner/targets.py), within the size an ECS override can carry."""
         params = dict(params or {})
-        declared = entry.get("params") or {}
+        declared = entry.params
         unknown = sorted(set(params) - set(declared))
         if unknown:
             shown = [quoted(k, 40) for k in unknown[:10]]
-            raise Invalid(f"{entry['name']} has no param{'s' if len(unknown) > 1 else ''} {', '.join(shown)}"
+            raise Invalid(f"{entry.name} has no param{'s' if len(unknown) > 1 else ''} {', '.join(shown)}"
                           + (f"; it takes {', '.join(sorted(declared))}" if declared else "; it takes none"),
-                          {"job": entry["name"], "unknown_params": [k[:40] for k in unknown[:10]],
+                          {"job": entry.name, "unknown_params": [k[:40] for k in unknown[:10]],
                            "params": sorted(declared)})
         size = len(json.dumps(params, separators=(",", ":")))
         if size > MAX_PARAMS_BYTES:
@@ -448,15 +448,15 @@ class ControlPlane:
         state = self.repo.job_state(job)
         if state and state.paused:
             raise Conflict(f"{job} is already paused (by {state.paused_by}: {state.paused_reason})", {"job": job})
-        if not entry.get("schedule"):
+        if not entry.schedule:
             raise Conflict(f"{job} has no schedule to pause (it runs only when started)", {"job": job})
 
         def act() -> None:  # the flag first (what the portal shows), then the schedules
-            self.repo.set_paused(job, entry["team"], actor, reason, now_iso())
+            self.repo.set_paused(job, entry.team, actor, reason, now_iso())
             self._set_schedule_state(entry, "DISABLED")
 
         undo = [lambda: self.repo.clear_paused(job),
-                lambda: self._set_schedule_state(entry, "ENABLED" if entry.get("enabled", True) else "DISABLED")]
+                lambda: self._set_schedule_state(entry, "ENABLED" if entry.enabled else "DISABLED")]
         self._audited(actor, "pause", job, None, reason, None, act, undo)
 
     def resume(self, job: str, actor: str, reason: str) -> None:
@@ -469,9 +469,9 @@ class ControlPlane:
         def act() -> None:
             if not self.repo.clear_paused(job):
                 raise Conflict(f"{job} is not paused", {"job": job})
-            self._set_schedule_state(entry, "ENABLED" if entry.get("enabled", True) else "DISABLED")
+            self._set_schedule_state(entry, "ENABLED" if entry.enabled else "DISABLED")
 
-        undo = [lambda: self.repo.set_paused(job, entry["team"], state.paused_by or actor, state.paused_reason or "",
+        undo = [lambda: self.repo.set_paused(job, entry.team, state.paused_by or actor, state.paused_reason or "",
                                              state.paused_at or now_iso()),
                 lambda: self._set_schedule_state(entry, "DISABLED")]
         self._audited(actor, "resume", job, None, reason, None, act, undo)
@@ -483,15 +483,15 @@ class ControlPlane:
             self._set_schedule_state(self.entries[job], "DISABLED")
         return paused
 
-    def _set_schedule_state(self, entry: dict[str, Any], state: str) -> None:
+    def _set_schedule_state(self, entry: CatalogJob, state: str) -> None:
         group = self.deployment.name_prefix
-        for i in range(len(entry.get("schedule", []))):
-            name = names.schedule_name(self.deployment.name_prefix, entry["name"], i)
+        for i in range(len(entry.schedule)):
+            name = names.schedule_name(self.deployment.name_prefix, entry.name, i)
             try:
                 current = self.scheduler.get_schedule(Name=name, GroupName=group)
             except self.scheduler.exceptions.ResourceNotFoundException:
-                raise Conflict(f"{entry['name']}'s schedule {name} is not deployed; deploy the job first",
-                               {"job": entry["name"], "schedule": name}) from None
+                raise Conflict(f"{entry.name}'s schedule {name} is not deployed; deploy the job first",
+                               {"job": entry.name, "schedule": name}) from None
             spec = {k: current[k] for k in ("ScheduleExpression", "FlexibleTimeWindow", "Target") if k in current}
             for k in ("ScheduleExpressionTimezone", "StartDate", "EndDate", "Description"):
                 if current.get(k):
@@ -526,7 +526,7 @@ class ControlPlane:
                 status = self.sfn.describe_execution(executionArn=arn)["status"]
             except (self.sfn.exceptions.ExecutionDoesNotExist, self.sfn.exceptions.InvalidArn):
                 status = "GONE"
-            if status != "RUNNING":
+            if status != ExecutionStatus.RUNNING.value:
                 stale.append(name)
         if not stale:
             raise Conflict(f"{job} has no stale claim: every claim belongs to a running execution"

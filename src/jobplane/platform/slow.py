@@ -16,10 +16,11 @@ import time
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable
 
+from jobplane.contract.catalog import CatalogJob
+from jobplane.contract.notifications import NotificationMessage, Outcome, publish
+from jobplane.contract.statuses import Event, ExecutionStatus
 from jobplane.platform.clock import iso_millis
 from jobplane.platform.control import ControlPlane, NotFound
-from jobplane.contract.notifications import NotificationMessage, Outcome, publish
-from jobplane.contract.statuses import Event
 
 log = logging.getLogger(__name__)
 
@@ -41,37 +42,37 @@ class SlowWatch:
         self.topic_arn = topic_arn
         self.clock = clock
 
-    def watched(self) -> list[dict[str, Any]]:
-        return [e for e in self.control.entries.values()
-                if e.get("expected_duration") and Event.SLOW.value in (e.get("notify") or {}).get("events", [])]
+    def watched(self) -> list[CatalogJob]:
+        return [e for e in self.control.entries.values() if e.expected_duration and Event.SLOW in e.notify.events]
 
     def check(self) -> list[str]:
         """Alert every watched run past its expected duration (once); returns their names."""
         alerted = []
         now = self.clock()
         for entry in self.watched():
-            state = self.control.repo.job_state(entry["name"])
+            state = self.control.repo.job_state(entry.name)
             for name in sorted(state.running if state else ()):
                 try:
-                    view = self.control.execution(name, entry["name"])
+                    view = self.control.execution(name, entry.name)
                 except NotFound:
                     continue
                 if not view.running or not view.started_at:
                     continue
                 took = now - _parse(view.started_at)
-                expected = timedelta(seconds=entry["expected_duration"])
+                expected = timedelta(seconds=entry.expected_duration)
                 if took <= expected or not self.control.repo.mark_slow(name, int((now + timedelta(days=7)).timestamp())):
                     continue
                 step = next((r["step"] for r in reversed(view.timeline) if r["outcome"] == "running"), None)
                 publish(self.sns, self.topic_arn, NotificationMessage(
-                    version=1, event=Event.SLOW, job=entry["name"], team=entry["team"], execution=name,
+                    version=1, event=Event.SLOW, job=entry.name, team=entry.team, execution=name,
                     execution_arn=view.execution_arn, trigger=view.trigger, scheduled_time=view.input.get("scheduled_time"),
                     requested_by=view.requested_by, started_at=view.started_at, finished_at=iso_millis(now),
-                    outcome=Outcome(status="RUNNING", step=step), channels=(entry.get("notify") or {}).get("channels", []),
-                    events=(entry.get("notify") or {}).get("events"), runbook=entry.get("runbook"),
-                    error=f"still running after {int(took.total_seconds())} s; expected {entry['expected_duration']} s"))
-                log.warning("%s run %s is slow: %d s, expected %d s", entry["name"], name, took.total_seconds(),
-                            entry["expected_duration"])
+                    outcome=Outcome(status=ExecutionStatus.RUNNING.value, step=step), channels=entry.notify.channels,
+                    events=list(entry.notify.events),
+                    runbook=entry.runbook.model_dump() if entry.runbook else None,
+                    error=f"still running after {int(took.total_seconds())} s; expected {entry.expected_duration} s"))
+                log.warning("%s run %s is slow: %d s, expected %d s", entry.name, name, took.total_seconds(),
+                            entry.expected_duration)
                 alerted.append(name)
         return alerted
 

@@ -173,13 +173,13 @@ class ReasonIn(BaseModel):
 # -- conversions -------------------------------------------------------------------------------
 def job_out(s: JobSummary) -> JobOut:
     e, st = s.entry, s.state
-    return JobOut(name=s.name, team=s.team, description=e.get("description") or "", schedule=e.get("schedule", []),
-                  timezone=e["timezone"], enabled=e.get("enabled", True), policy=e["policy"],
+    return JobOut(name=s.name, team=s.team, description=e.description, schedule=e.schedule,
+                  timezone=e.timezone, enabled=e.enabled, policy=e.policy.value,
                   last_status=st.last_status if st else None, last_finished_at=st.last_finished_at if st else None,
                   running=s.running, paused=s.paused, paused_reason=st.paused_reason if st else None,
                   paused_by=st.paused_by if st else None, blocked_by=st.blocked_by if st and st.blocked else None,
                   acknowledged_by=st.acknowledged_by if st else None,
-                  next_fires=[t.isoformat() for t in s.next_fires], params=e.get("params") or {},
+                  next_fires=[t.isoformat() for t in s.next_fires], params=e.params,
                   url=f"/jobs/{s.name}")
 
 
@@ -262,7 +262,7 @@ ACTION_ERRORS = _errors(403, 404, 409, 415, 429)
              dependencies=[Depends(json_body)], summary="Run a job now, with params")
 def run_job(request: Request, job: str, body: RunIn) -> Any:
     portal = _portal(request)
-    user = portal.authorize(request, portal.control.entry(job)["team"])
+    user = portal.authorize(request, portal.control.entry(job).team)
     name = portal.control.run_now(job, user.name, body.params, body.reason)
     return Accepted(execution=name, url=f"/executions/{name}?job={job}")
 
@@ -272,7 +272,7 @@ def run_job(request: Request, job: str, body: RunIn) -> Any:
 def rerun(request: Request, execution: str, body: RerunIn) -> Any:
     portal = _portal(request)
     view = portal.control.execution(execution)
-    user = portal.authorize(request, portal.control.entry(view.job)["team"])
+    user = portal.authorize(request, portal.control.entry(view.job).team)
     name = portal.control.rerun(execution, user.name, body.from_failed_step, body.params, body.reason)
     return Accepted(execution=name, url=f"/executions/{name}?job={view.job}")
 
@@ -282,7 +282,7 @@ def rerun(request: Request, execution: str, body: RerunIn) -> Any:
 def stop(request: Request, execution: str, body: ReasonIn) -> Any:
     portal = _portal(request)
     view = portal.control.execution(execution)
-    user = portal.authorize(request, portal.control.entry(view.job)["team"])
+    user = portal.authorize(request, portal.control.entry(view.job).team)
     portal.control.stop(execution, user.name, body.reason)
     return Done(message=f"stop requested for {execution}")
 
@@ -290,7 +290,7 @@ def stop(request: Request, execution: str, body: ReasonIn) -> Any:
 def _job_action(action: str, summary: str) -> None:
     def endpoint(request: Request, job: str, body: ReasonIn) -> Any:
         portal = _portal(request)
-        user = portal.authorize(request, portal.control.entry(job)["team"])
+        user = portal.authorize(request, portal.control.entry(job).team)
         result = getattr(portal.control, action.replace("-", "_"))(job, user.name, body.reason)
         extra = f": released {', '.join(result)}" if isinstance(result, list) else ""
         return Done(message=f"{action} {job}{extra}")

@@ -27,7 +27,7 @@ def _portal(request: Request) -> Any:
 def jobs_page(request: Request, team: str | None = None, status: str | None = None, q: str | None = None) -> Any:
     portal = _portal(request)
     jobs = portal.control.jobs(team or None, status or None, q or None)
-    teams = sorted({e["team"] for e in portal.control.entries.values()})
+    teams = sorted({e.team for e in portal.control.entries.values()})
     return portal.render(request, "jobs.html", jobs=jobs, teams=teams, statuses=STATUSES,
                          filters={"team": team or "", "status": status or "", "q": q or ""})
 
@@ -137,7 +137,7 @@ def parse_params(text: str) -> dict[str, Any]:
 def run_form(request: Request, job: str, csrf_token: str | None = Form(None), params: str = Form(""),
              reason: str = Form("")) -> Any:
     portal = _portal(request)
-    user = _act(request, portal.control.entry(job)["team"], csrf_token)
+    user = _act(request, portal.control.entry(job).team, csrf_token)
     name = portal.control.run_now(job, user.name, parse_params(params), reason)
     return _back(f"/executions/{name}?job={quote(job)}", "started")
 
@@ -147,7 +147,7 @@ def rerun_form(request: Request, execution: str, csrf_token: str | None = Form(N
                mode: str = Form("failed-step"), params: str = Form(""), reason: str = Form("")) -> Any:
     portal = _portal(request)
     view = portal.control.execution(execution)
-    user = _act(request, portal.control.entry(view.job)["team"], csrf_token)
+    user = _act(request, portal.control.entry(view.job).team, csrf_token)
     name = portal.control.rerun(execution, user.name, mode == "failed-step", parse_params(params), reason)
     return _back(f"/executions/{name}?job={quote(view.job)}", "rerun")
 
@@ -156,7 +156,7 @@ def rerun_form(request: Request, execution: str, csrf_token: str | None = Form(N
 def stop_form(request: Request, execution: str, csrf_token: str | None = Form(None), reason: str = Form("")) -> Any:
     portal = _portal(request)
     view = portal.control.execution(execution)
-    user = _act(request, portal.control.entry(view.job)["team"], csrf_token)
+    user = _act(request, portal.control.entry(view.job).team, csrf_token)
     portal.control.stop(execution, user.name, reason)
     return _back(f"/executions/{execution}", "stop")
 
@@ -167,6 +167,6 @@ def job_action_form(request: Request, job: str, action: str, csrf_token: str | N
     portal = _portal(request)
     if action not in ("pause", "resume", "acknowledge", "release-claim"):
         raise NotFound(f"unknown action {action!r}")
-    user = _act(request, portal.control.entry(job)["team"], csrf_token)
+    user = _act(request, portal.control.entry(job).team, csrf_token)
     getattr(portal.control, action.replace("-", "_"))(job, user.name, reason)
     return _back(f"/jobs/{quote(job)}", action)

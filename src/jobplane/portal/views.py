@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo
 
 from cron_descriptor import Options, get_description
 
+from jobplane.contract.catalog import StepRetry
 from jobplane.contract.schedule import AtExpression, CronExpression, RateExpression, parse
 from jobplane.platform.timeline import attempt_rows
 
@@ -108,10 +109,10 @@ def seconds(value: int | float | None) -> str:
     return " ".join(parts[:2]) or "0 s"
 
 
-def retry_words(retry: dict[str, Any] | None) -> str:
-    if not retry or retry.get("attempts", 1) <= 1:
+def retry_words(retry: StepRetry | None) -> str:
+    if not retry or retry.attempts <= 1:
         return "no retry"
-    text = f"{retry['attempts']} attempts, {seconds(retry.get('interval'))} apart"
-    if retry.get("backoff", 1) != 1:
-        text += f" (x{retry['backoff']:g} each time, at most {seconds(retry.get('max_interval'))})"
+    text = f"{retry.attempts} attempts, {seconds(retry.interval)} apart"
+    if retry.backoff != 1:
+        text += f" (x{retry.backoff:g} each time, at most {seconds(retry.max_interval)})"
     return text

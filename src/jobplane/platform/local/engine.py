@@ -34,6 +34,7 @@ from typing import Any, Callable
 
 from jobplane.contract.bindings import bind
 from jobplane.contract import datamodel as dm
+from jobplane.contract.catalog import CATALOG_FILE, Catalog, CatalogJob
 from jobplane.platform.local.front import Credentials
 
 log = logging.getLogger(__name__)
@@ -257,26 +258,26 @@ class LocalAWS:
         schedules (stored with timezone, state and target input, as Terraform creates them;
         moto never fires them — the local scheduler reads them)."""
         output_dir = Path(output_dir)
-        catalog = json.loads((output_dir / "catalog.json").read_text())
-        for job in catalog["jobs"]:
-            arn = self.deploy(job["name"], (output_dir / job["asl"]).read_text(), **overrides)
+        catalog = Catalog.load(output_dir / CATALOG_FILE)
+        for job in catalog.jobs:
+            arn = self.deploy(job.name, (output_dir / job.asl).read_text(), **overrides)
             self.deploy_schedules(job, arn)
-        return [j["name"] for j in catalog["jobs"]]
+        return [j.name for j in catalog.jobs]
 
-    def deploy_schedules(self, job: dict[str, Any], state_machine_arn: str) -> list[str]:
-        from jobplane.contract.names import schedule_name
+    def deploy_schedules(self, job: CatalogJob, state_machine_arn: str) -> list[str]:
         from jobplane.contract import execution_input
+        from jobplane.contract.names import schedule_name
 
         scheduler = self.client("scheduler")
         group = self.prefix
         if not any(g["Name"] == group for g in scheduler.list_schedule_groups().get("ScheduleGroups", [])):
             scheduler.create_schedule_group(Name=group)
         names = []
-        target_input = json.dumps(execution_input.scheduled(execution_input.SCHEDULER_TIME, job["params"]), sort_keys=True)
-        for i, expression in enumerate(job["schedule"]):
-            name = schedule_name(self.prefix, job["name"], i)
+        target_input = json.dumps(execution_input.scheduled(execution_input.SCHEDULER_TIME, job.params), sort_keys=True)
+        for i, expression in enumerate(job.schedule):
+            name = schedule_name(self.prefix, job.name, i)
             spec = dict(Name=name, GroupName=group, ScheduleExpression=expression,
-                        ScheduleExpressionTimezone=job["timezone"], State="ENABLED" if job["enabled"] else "DISABLED",
+                        ScheduleExpressionTimezone=job.timezone, State="ENABLED" if job.enabled else "DISABLED",
                         FlexibleTimeWindow={"Mode": "OFF"},
                         Target={"Arn": state_machine_arn, "RoleArn": self.resources["role_arn"], "Input": target_input})
             try:

@@ -1,0 +1,114 @@
+"""The catalog: what the compiler tells the runtime about every job (``catalog.json``).
+
+The portal, the CLI, the slow-run check and the local engine read jobs from here instead of
+parsing Jsonnet or Terraform; the compiler writes it from its validated model. Both sides use
+these models, so a field renamed on one side fails to load on the other instead of reading as
+missing. The file is a wire format between a compile and a deployed runtime: add fields with
+defaults, never rename.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from jobplane.contract.statuses import Event, Policy
+
+CATALOG_VERSION = 1
+CATALOG_FILE = "catalog.json"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class StepRetry(_Model):
+    attempts: int = 1
+    interval: int = 30
+    backoff: float = 2.0
+    max_interval: int = 3600
+
+
+class CatalogStep(_Model):
+    """A step, or a parallel group (``parallel`` set; no target or resources of its own)."""
+
+    name: str
+    kind: str
+    description: str = ""
+    parallel: list[CatalogStep] | None = None
+    target: dict[str, Any] | None = None  # the runner's target spec (runner contract)
+    timeout: int | None = None
+    retry: StepRetry | None = None
+    cpu: int | None = None
+    memory: int | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    secrets: list[str] = Field(default_factory=list)  # names only: the runtime never needs the ARNs
+
+
+class Runbook(_Model):
+    impact: str
+    workaround: str = ""
+    recovery: str
+
+
+class NotifySettings(_Model):
+    channels: list[str] = Field(default_factory=list)
+    events: list[Event] = Field(default_factory=list)
+
+
+class CatalogJob(_Model):
+    name: str
+    team: str
+    description: str = ""
+    runbook: Runbook | None = None
+    source: str = ""  # the definition file, relative to the project
+    schedule: list[str] = Field(default_factory=list)
+    timezone: str = "UTC"
+    enabled: bool = True
+    policy: Policy
+    timeout: int
+    expected_duration: int | None = None
+    notify: NotifySettings = Field(default_factory=NotifySettings)
+    params: dict[str, Any] = Field(default_factory=dict)
+    steps: list[CatalogStep]
+    state_machine: str
+    asl: str  # its ASL file, relative to the catalog
+    states: int  # how many states it has (the portal shows it; docs/state-machine.md)
+
+    @property
+    def step_names(self) -> list[str]:
+        """Every step a run can start from: the top-level steps, then the members of groups."""
+        return [s.name for s in self.steps] + [m.name for s in self.steps for m in s.parallel or []]
+
+    @property
+    def scheduled(self) -> bool:
+        """Fires on its own (has a schedule and is enabled)."""
+        return self.enabled and bool(self.schedule)
+
+
+class CatalogTeam(_Model):
+    name: str
+    channel: str | None = None
+
+
+class Catalog(_Model):
+    version: int = CATALOG_VERSION
+    name_prefix: str
+    teams: list[CatalogTeam] = Field(default_factory=list)
+    jobs: list[CatalogJob] = Field(default_factory=list)
+
+    def job(self, name: str) -> CatalogJob | None:
+        return next((j for j in self.jobs if j.name == name), None)
+
+    def render(self) -> str:
+        """The file's bytes: stable (sorted keys), fields the compiler did not set left out."""
+        import json
+
+        return json.dumps(self.model_dump(mode="json", exclude_unset=True), indent=2, sort_keys=True,
+                          ensure_ascii=False) + "\n"
+
+    @classmethod
+    def load(cls, path: Path) -> Catalog:
+        return cls.model_validate_json(Path(path).read_text())
