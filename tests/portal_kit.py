@@ -8,7 +8,7 @@ from pathlib import Path
 
 from devkit import make_repo
 from jobplane.contract.config import load_config
-from jobplane.platform.local.dev import DevPlatform
+from jobplane.devserver.dev_platform import DevPlatform
 from jobplane.portal.app import create_app
 from jobplane.portal.settings import AuthSettings, PortalSettings
 

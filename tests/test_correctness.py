@@ -10,7 +10,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from jobplane.platform.local.dev import DevPlatform
+from jobplane.devserver.dev_platform import DevPlatform
 from portal_kit import start_platform
 
 

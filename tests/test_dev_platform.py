@@ -15,7 +15,7 @@ from slack_sdk.models.blocks import Block
 
 from devkit import FakeClock, make_repo, utc
 from jobplane.contract.config import load_config
-from jobplane.platform.local.dev import DevPlatform
+from jobplane.devserver.dev_platform import DevPlatform
 from slack_receiver import Receiver
 
 
@@ -208,7 +208,7 @@ def test_stopping_aborts_running_executions_and_a_crash_is_closed_on_the_next_st
     platform.portal.should_exit = True
     platform.aws.reconcile = False
     platform.alerts.stop()
-    platform.aws.__exit__(None, None, None)
+    platform.aws.__exit__(None, None, None)  # the engine goes with the process
     (data / "dev.json").unlink()
 
     again = start_platform(repo_root, data)

@@ -12,7 +12,7 @@ from typing import Any, Iterator
 import pytest
 from fastapi.testclient import TestClient
 
-from jobplane.platform.local.dev import DevPlatform
+from jobplane.devserver.dev_platform import DevPlatform
 from portal_kit import ADMIN, BILLING, GROWTH, READER, as_user, header_app, start_platform
 
 

@@ -11,7 +11,7 @@ from typing import Iterator
 
 import pytest
 
-from jobplane.platform.local.dev import DevPlatform
+from jobplane.devserver.dev_platform import DevPlatform
 from portal_kit import start_platform
 
 CHROMIUM = os.environ.get("JOBPLANE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"

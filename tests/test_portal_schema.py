@@ -43,7 +43,7 @@ import hypothesis  # noqa: E402
 
 _import_everything(schemathesis)
 _import_everything(hypothesis, skip=("hypothesis.extra",))
-from jobplane.platform.local.dev import DevPlatform
+from jobplane.devserver.dev_platform import DevPlatform
 from jobplane.portal.app import create_app
 from jobplane.portal.settings import PortalSettings
 from portal_kit import READER, Served, as_user, header_app, start_platform

@@ -19,7 +19,7 @@ from botocore.credentials import Credentials
 
 from devkit import make_repo
 from jobplane.contract.config import load_config
-from jobplane.platform.local.dev import DevPlatform
+from jobplane.devserver.dev_platform import DevPlatform
 
 EVIL = "https://evil.example"
 

@@ -18,7 +18,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from jobplane.platform.control import Deployment
-from jobplane.platform.local.dev import DevPlatform
+from jobplane.devserver.dev_platform import DevPlatform
 from jobplane.portal.app import create_app
 from jobplane.portal.settings import AuthSettings, PortalSettings
 from portal_kit import ADMIN, BILLING, PROXY_SECRET, READER, as_user, header_app, start_platform

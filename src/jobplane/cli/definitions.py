@@ -1,7 +1,8 @@
-"""The ``jobplane`` command line.
+"""The ``jobplane`` commands that read definitions: ``validate``, ``compile``, ``plan``, ``next``,
+``schema`` and ``init``.
 
-Commands that read definitions exit 2 on invalid input (one line per problem, naming file, job
-and field) and write nothing; ``plan --exit-code`` exits 2 when something would change.
+They exit 2 on invalid input (one line per problem, naming file, job and field) and write
+nothing; ``plan --exit-code`` exits 2 when something would change.
 """
 
 from __future__ import annotations
@@ -13,56 +14,11 @@ from pathlib import Path
 
 import click
 
-from jobplane import __version__
+from jobplane.cli.common import EXIT_INVALID, Context, fail_definitions
 from jobplane.compiler.problems import DefinitionError
-from jobplane.contract.config import ConfigError, PlatformConfig, load_config
-
-# The compiler (pydantic, go-jsonnet) and boto3 are imported by the commands that use them, not
-# here: `jobplane --help` and every command pay only for what they run (issue 13: start-up).
-
-EXIT_INVALID = 2
 
 
-class Context:
-    def __init__(self, root: str):
-        self.root = root
-        self._config: PlatformConfig | None = None
-
-    @property
-    def config(self) -> PlatformConfig:
-        if self._config is None:
-            try:
-                self._config = load_config(self.root)
-            except ConfigError as e:
-                click.echo(f"error: {e}", err=True)
-                sys.exit(EXIT_INVALID)
-        return self._config
-
-
-def _fail_definitions(err: DefinitionError) -> None:
-    for problem in err.problems:
-        click.echo(str(problem), err=True)
-    n = len(err.problems)
-    click.echo(f"{n} problem{'s' if n != 1 else ''} found; nothing was written.", err=True)
-    sys.exit(EXIT_INVALID)
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--root", default=".", show_default=True, envvar="JOBPLANE_ROOT",
-              help="Repository root (holds jobplane.toml and jobs/).")
-@click.version_option(__version__, prog_name="jobplane")
-@click.pass_context
-def main(ctx: click.Context, root: str) -> None:
-    """Scheduled workflows on AWS, defined in Jsonnet.
-
-    Typical flow: write jobs/<team>/<job>.jsonnet, then `jobplane validate`, `jobplane plan`
-    and `jobplane compile`; `jobplane next JOB` shows when it will fire. `jobplane dev` runs
-    the whole platform locally; `jobplane run`, `status` and `logs` talk to it.
-    """
-    ctx.obj = Context(root)
-
-
-@main.command()
+@click.command()
 @click.pass_obj
 def validate(obj: Context) -> None:
     """Check every definition under jobs/ and report all problems at once (exit 2 if any)."""
@@ -71,12 +27,12 @@ def validate(obj: Context) -> None:
 
         jobs = load_jobs(obj.config)
     except DefinitionError as e:
-        _fail_definitions(e)
+        fail_definitions(e)
     teams = sorted({lj.job.team for lj in jobs})
     click.echo(f"{len(jobs)} jobs valid ({', '.join(teams)}).")
 
 
-@main.command(name="compile")
+@click.command(name="compile")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output directory (default: output_dir of jobplane.toml).")
 @click.pass_obj
@@ -90,7 +46,7 @@ def compile_command(obj: Context, out: Path | None) -> None:
     try:
         compiled = compile_all(obj.config)
     except DefinitionError as e:
-        _fail_definitions(e)
+        fail_definitions(e)
     target = out or obj.config.output_path
     changed = write_output(compiled, target)
     click.echo(f"Compiled {len(compiled.jobs)} jobs into {target} "
@@ -99,7 +55,7 @@ def compile_command(obj: Context, out: Path | None) -> None:
         click.echo(f"  {path}")
 
 
-@main.command()
+@click.command()
 @click.option("--against", "against_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Earlier compiler output to compare with (default: output_dir of jobplane.toml).")
 @click.option("--against-ref", default=None, metavar="REF",
@@ -114,13 +70,13 @@ def plan(obj: Context, against_dir: Path | None, against_ref: str | None, exit_c
     try:
         compiled = compile_all(obj.config)
     except DefinitionError as e:
-        _fail_definitions(e)
+        fail_definitions(e)
     if against_ref:
         try:
             previous = previous_from_ref(obj.config, against_ref)
         except DefinitionError as e:
             click.echo(f"the definitions at {against_ref} do not compile:", err=True)
-            _fail_definitions(e)
+            fail_definitions(e)
         except RuntimeError as e:
             raise click.ClickException(str(e)) from None
     else:
@@ -131,7 +87,7 @@ def plan(obj: Context, against_dir: Path | None, against_ref: str | None, exit_c
         sys.exit(EXIT_INVALID)
 
 
-@main.command(name="next")
+@click.command(name="next")
 @click.argument("job_name")
 @click.option("-n", "count", default=5, show_default=True, help="How many fire times per schedule.")
 @click.option("--after", default=None, metavar="ISO-TIME",
@@ -150,7 +106,7 @@ def next_command(obj: Context, job_name: str, count: int, after: str | None) -> 
 
         jobs = {lj.job.name: lj.job for lj in load_jobs(obj.config)}
     except DefinitionError as e:
-        _fail_definitions(e)
+        fail_definitions(e)
     if job_name not in jobs:
         from jobplane.compiler.model import did_you_mean
 
@@ -184,7 +140,7 @@ def _parse_after(after: str | None) -> datetime:
     return t
 
 
-@main.command()
+@click.command()
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write to this file instead of standard output.")
 def schema(out: Path | None) -> None:
@@ -202,7 +158,7 @@ def schema(out: Path | None) -> None:
         click.echo(text, nl=False)
 
 
-@main.command()
+@click.command()
 @click.argument("path", metavar="TEAM/JOB")
 @click.pass_obj
 def init(obj: Context, path: str) -> None:
@@ -243,11 +199,3 @@ local jp = import 'jobplane.libsonnet';
 }}
 """
 TEMPLATE = TEMPLATE.replace("{func}", "run")
-
-
-from jobplane.cli_local import register  # noqa: E402  (commands that run or talk to a platform)
-
-register(main)
-
-if __name__ == "__main__":  # pragma: no cover
-    main()

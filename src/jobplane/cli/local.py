@@ -13,13 +13,12 @@ import threading
 import time
 from datetime import timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
-if TYPE_CHECKING:  # boto3 and the control plane load only in the commands that use them
-    from jobplane.platform.control import ControlPlane
-
+from jobplane.cli.common import (control_error, data_dir_option, fail_definitions, parse_params, resolve_data_dir,
+                                 running_control)
 
 ENGINE_LOG = "engine.log"
 
@@ -35,47 +34,6 @@ def _engine_log_to_file(data_dir: Path) -> None:
     engine.setLevel(logging.WARNING)
     engine.addHandler(handler)
     engine.propagate = False
-
-
-def _control_error() -> type[Exception]:
-    from jobplane.platform.control import ControlError
-
-    return ControlError
-
-
-def _data_dir(obj: Any, data_dir: Path | None) -> Path:
-    return (data_dir or obj.config.data_path).resolve()
-
-
-def _control(obj: Any, data_dir: Path | None) -> ControlPlane:
-    from jobplane.platform.local.dev import DevError, control_for
-
-    try:
-        return control_for(_data_dir(obj, data_dir))
-    except DevError as e:
-        raise click.ClickException(str(e)) from None
-
-
-data_dir_option = click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-                               envvar="JOBPLANE_DATA_DIR",
-                               help="Local platform data directory (default: [dev] data_dir of jobplane.toml).")
-
-
-def parse_params(values: tuple[str, ...]) -> dict[str, Any]:
-    from jobplane.contract.execution_input import parse_params as parse
-
-    try:
-        return parse(list(values))
-    except ValueError as e:
-        raise click.BadParameter(str(e), param_hint="--param") from None
-
-
-def register(main: click.Group) -> None:
-    main.add_command(dev)
-    main.add_command(run)
-    main.add_command(status)
-    main.add_command(logs)
-    main.add_command(portal)
 
 
 @click.command()
@@ -97,15 +55,15 @@ def dev(obj: Any, reset: bool, data_dir: Path | None, aws_port: int | None, port
     and the portal. State is kept in the data directory across restarts.
     """
     from jobplane.compiler.problems import DefinitionError
-    from jobplane.platform.local.dev import DevError, DevPlatform
+    from jobplane.devserver.dev_platform import DevError, DevPlatform
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
                         datefmt="%H:%M:%S")
     for noisy in ("botocore", "urllib3", "werkzeug", "uvicorn.access"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     config = obj.config
-    _engine_log_to_file(_data_dir(obj, data_dir))
-    platform = DevPlatform(config, _data_dir(obj, data_dir), config.dev.aws_port if aws_port is None else aws_port,
+    _engine_log_to_file(resolve_data_dir(obj, data_dir))
+    platform = DevPlatform(config, resolve_data_dir(obj, data_dir), config.dev.aws_port if aws_port is None else aws_port,
                            config.dev.portal_port if portal_port is None else portal_port, reset=reset,
                            webhook_url=os.environ.get("JOBPLANE_SLACK_WEBHOOK_URL") or None,
                            run_services=not no_services)
@@ -119,9 +77,7 @@ def dev(obj: Any, reset: bool, data_dir: Path | None, aws_port: int | None, port
     try:
         platform.start()
     except DefinitionError as e:
-        from jobplane.cli import _fail_definitions
-
-        _fail_definitions(e)
+        fail_definitions(e)
     except (DevError, OSError) as e:
         raise click.ClickException(str(e)) from None
     click.echo(platform.banner(), err=False)
@@ -150,12 +106,12 @@ def run(obj: Any, job: str, params: tuple[str, ...], from_step: str | None, wait
 
     Exits 0 if it succeeded, 1 if it failed, timed out, was stopped or was skipped.
     """
-    control = _control(obj, data_dir)
+    control = running_control(obj, data_dir)
     try:
         name = control.run_now(job, obj.config.dev.dev_user, parse_params(params), "jobplane run", from_step)
-    except _control_error() as e:
+    except control_error() as e:
         raise click.ClickException(e.message) from None
-    portal_url = json.loads((_data_dir(obj, data_dir) / "dev.json").read_text())["portal_url"]
+    portal_url = json.loads((resolve_data_dir(obj, data_dir) / "dev.json").read_text())["portal_url"]
     click.echo(f"started {job}: {name}\n  {portal_url}/executions/{name}")
     if not wait:
         return
@@ -197,12 +153,12 @@ def run(obj: Any, job: str, params: tuple[str, ...], from_step: str | None, wait
 def status(obj: Any, data_dir: Path | None, as_json: bool) -> None:
     """Jobs of `jobplane dev`: last status, running executions, next fire time. When it is not
     running, the last saved state in the data directory (no next fires: nothing fires)."""
-    from jobplane.platform.local.dev import DevError, control_for
+    from jobplane.devserver.runtime import DevError, control_for
 
     try:
-        control = control_for(_data_dir(obj, data_dir))
+        control = control_for(resolve_data_dir(obj, data_dir))
     except DevError as e:
-        _offline_status(_data_dir(obj, data_dir), e, as_json)
+        _offline_status(resolve_data_dir(obj, data_dir), e, as_json)
         return
     jobs = control.jobs(fires=1)
     if as_json:
@@ -237,16 +193,16 @@ def status(obj: Any, data_dir: Path | None, as_json: bool) -> None:
 def logs(obj: Any, execution: str, step: str | None, data_dir: Path | None) -> None:
     """Print the step logs of EXECUTION (every attempt, in the order they ran). They are files
     in the data directory, so this works while `jobplane dev` is stopped too."""
-    from jobplane.platform.local.dev import DevError, control_for
+    from jobplane.devserver.runtime import DevError, control_for
 
     try:
-        control = control_for(_data_dir(obj, data_dir))
+        control = control_for(resolve_data_dir(obj, data_dir))
     except DevError as e:
-        _offline_logs(_data_dir(obj, data_dir), execution, step, e)
+        _offline_logs(resolve_data_dir(obj, data_dir), execution, step, e)
         return
     try:
         view = control.execution(execution)
-    except _control_error() as e:
+    except control_error() as e:
         raise click.ClickException(e.message) from None
     streams = control.log_streams(execution, step)
     if not streams:
@@ -276,8 +232,8 @@ def _offline_status(data_dir: Path, why: Exception, as_json: bool) -> None:
     """The jobs' last state as the stopped platform saved it (state.json, compiled/catalog.json)."""
     from jobplane.contract import datamodel as dm
     from jobplane.contract.catalog import Catalog
-    from jobplane.platform.local.dev import SNAPSHOT_FILE
-    from jobplane.platform.local.snapshot import Snapshot
+    from jobplane.devserver.runtime import SNAPSHOT_FILE
+    from jobplane.devserver.snapshot import Snapshot
     from jobplane.platform.repository import JobState
 
     snapshot = Snapshot.load(data_dir / SNAPSHOT_FILE)

@@ -1,0 +1,325 @@
+"""``jobplane dev``: the whole platform on one machine.
+
+Start order: compile jobs/ -> embedded local AWS (moto server, ECS agent, reconciler) -> restore
+the saved state -> deploy every job -> re-apply pauses and close runs a crash interrupted ->
+alert feed (SNS -> Slack notifier) -> dev services -> local scheduler and slow-run check ->
+portal. Each part registers its own stop on one ``ExitStack`` as it starts, so a failed start
+undoes exactly what had started, and a stop runs in reverse: portal, scheduler, then the running
+executions (recorded ABORTED and alerted, as on AWS), services, queued alerts, a last save of the
+state, the local AWS. Each stop step runs even if an earlier one failed.
+
+Everything lives under one data directory (``.jobplane/``): ``state.json`` (the table),
+``logs/`` (one file per step attempt), ``dead-letters/`` (alerts Slack refused), ``examples/``
+(what the example jobs write) and ``dev.json`` (how the CLI finds the running platform).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any, Callable
+
+from jobplane.contract.catalog import CATALOG_FILE
+from jobplane.contract.config import PlatformConfig, expand_ports
+from jobplane.devserver import services as svc
+from jobplane.devserver.runtime import (RUNTIME_FILE, SNAPSHOT_FILE, DevError, owner_only, read_runtime,
+                                        remove_runtime, write_runtime)
+from jobplane.devserver.snapshot import Snapshot
+from jobplane.platform.control import ControlPlane, Deployment
+from jobplane.platform.local.engine import ACCOUNT, LocalAWS
+from jobplane.platform.local.scheduler import Clock, LocalScheduler, system_clock
+
+log = logging.getLogger("jobplane.dev")
+
+__all__ = ["DevError", "DevPlatform", "RUNTIME_FILE", "SNAPSHOT_FILE"]
+
+
+class DevPlatform:
+    """Use as a context manager, or ``start()`` / ``stop()``."""
+
+    def __init__(self, config: PlatformConfig, data_dir: Path, aws_port: int, portal_port: int, *,
+                 reset: bool = False, clock: Clock = system_clock, webhook_url: str | None = None,
+                 run_scheduler: bool = True, run_services: bool = True, snapshot_interval: float = 5.0):
+        self.config = config
+        self.data_dir = Path(data_dir).resolve()
+        self.output_dir = self.data_dir / "compiled"
+        self.aws_port = aws_port
+        self.portal_port = portal_port
+        self.reset = reset
+        self.clock = clock
+        self.webhook_url = webhook_url
+        self.run_scheduler = run_scheduler
+        self.run_services = run_services
+        self.snapshot_interval = snapshot_interval
+        # Set while starting (None until then): what the rest of the process and the tests use.
+        self.aws: LocalAWS | None = None
+        self.deployment: Deployment | None = None
+        self.control: ControlPlane | None = None
+        self.scheduler: LocalScheduler | None = None
+        self.alerts: Any = None  # the local AlertFeed (SNS -> SQS -> the Slack notifier)
+        self.dead_letters: Any = None  # alerts Slack refused, kept on disk
+        self.portal: Any = None  # the portal's uvicorn.Server
+        self.jobs: list[str] = []
+        self.interrupted: list[str] = []  # executions the last shutdown left running, now ABORTED
+        self.services: dict[str, subprocess.Popen[bytes]] = {}
+        self.service_ports: dict[str, int] = {}
+        self._stop = threading.Event()
+        self._stack = ExitStack()
+
+    def __enter__(self) -> DevPlatform:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- start ------------------------------------------------------------------------------
+    def start(self) -> DevPlatform:
+        from jobplane.compiler.output import compile_all, write_output
+
+        if self.reset and self.data_dir.exists():
+            self._check_not_running()
+            shutil.rmtree(self.data_dir)
+        # Owner-only: the data directory holds the local AWS's key, every step's output and the
+        # whole table. The umask covers what this process and its children (the runner) create.
+        os.umask(0o077)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        owner_only(self.data_dir)
+        self._check_not_running()
+        compiled = compile_all(self.config)  # raises DefinitionError before anything starts
+        write_output(compiled, self.output_dir)
+        # A port per service named by {port:NAME}: chosen now, so steps ([dev] env) and the
+        # service agree on it, and a second instance gets its own.
+        self.service_ports = {name: svc.free_port() for name in self.config.dev.port_names()}
+        with ExitStack() as stack:
+            self._start_all(stack)
+            self._stack = stack.pop_all()  # started: from here on stop() undoes it
+        return self
+
+    def _start_all(self, stack: ExitStack) -> None:
+        def on_stop(what: str, action: Callable[[], Any]) -> None:
+            stack.callback(_phase, what, action)
+
+        aws = self.aws = stack.enter_context(LocalAWS(
+            prefix=self.config.name_prefix, server_port=self.aws_port, log_dir=self.data_dir / "logs",
+            env=self.config.dev_env(self.data_dir, self.service_ports)))
+        portal_socket = self._bind_portal()
+        on_stop("close the portal's socket", portal_socket.close)
+        snapshot = None if self.reset else Snapshot.load(self.data_dir / SNAPSHOT_FILE)
+        if snapshot:
+            n = snapshot.restore(aws.client("dynamodb"), aws.resources["table_name"])
+            log.info("restored %d records from %s", n, self.data_dir / SNAPSHOT_FILE)
+        self.jobs = aws.deploy_output(self.output_dir)
+        self.deployment = Deployment(
+            table=aws.resources["table_name"], topic_arn=aws.resources["topic_arn"],
+            name_prefix=self.config.name_prefix, region=aws.region, account_id=ACCOUNT,
+            endpoint_url=aws.endpoint_url, catalog_path=self.output_dir / CATALOG_FILE,
+            log_dir=self.data_dir / "logs", access_key_id=aws.credentials.access_key_id,
+            secret_access_key=aws.credentials.secret_access_key)
+        self.control = ControlPlane(self.deployment)
+        paused = self.control.apply_pauses()
+        if paused:
+            log.info("kept paused: %s", ", ".join(paused))
+        on_stop("save local state", self.save)  # the last word on the state, once all else stopped
+        alerts = self.alerts = self._alert_feed()
+        alerts.start()
+        on_stop("deliver queued alerts", alerts.stop)
+        if snapshot and snapshot.running:
+            self.interrupted = self._close_interrupted(snapshot.running)
+        if self.run_services:
+            self._start_services(on_stop)
+        on_stop("stop running executions", self._stop_executions)
+        self.scheduler = LocalScheduler(aws.client("scheduler"), aws.client("stepfunctions"),
+                                        self.config.name_prefix, clock=self.clock)
+        from jobplane.platform.slow import SlowWatch
+
+        slow = SlowWatch(self.control, aws.client("sns"), self.deployment.topic_arn)  # real time
+        threads = [threading.Thread(target=self._save_loop, name="dev-snapshot", daemon=True),
+                   threading.Thread(target=slow.run, args=(self._stop, 5.0), name="slow-watch", daemon=True)]
+        if self.run_scheduler:
+            threads.append(threading.Thread(target=self.scheduler.run, args=(self._stop,), name="local-scheduler",
+                                            daemon=True))
+        if self.services:
+            threads.append(threading.Thread(target=svc.watch_services, name="dev-services", daemon=True,
+                                            args=(self.services, self.data_dir / "services", self._stop)))
+        for t in threads:
+            t.start()
+        on_stop("stop the scheduler, slow-run check and saver", lambda: self._join(threads))
+        on_stop("stop the portal", self._start_portal(portal_socket))
+        write_runtime(self.data_dir, self.portal_url, self.deployment, self.service_ports)
+        on_stop(f"remove {RUNTIME_FILE}", lambda: remove_runtime(self.data_dir))
+
+    def _check_not_running(self) -> None:
+        try:
+            runtime = read_runtime(self.data_dir)
+        except DevError:
+            return
+        if runtime["pid"] != os.getpid():
+            raise DevError(f"jobplane dev is already running (pid {runtime['pid']}) with data in {self.data_dir}")
+
+    def _alert_feed(self) -> Any:
+        from jobplane.platform.local.alerts import AlertFeed
+        from jobplane.platform.logs import LocalLogStore
+        from jobplane.platform.notifier import DeadLetterStore, Routing, SlackNotifier
+
+        assert self.aws is not None
+        routing = Routing({n: t.channel for n, t in self.config.teams.items() if t.channel}, self.config.default_channel)
+        self.dead_letters = DeadLetterStore(self.data_dir / "dead-letters")
+        notifier = SlackNotifier(self.webhook_url, routing, self.portal_url, self.dead_letters)
+        return AlertFeed(self.aws.client("sns"), self.aws.client("sqs"), self.aws.resources["topic_arn"],
+                         f"{self.config.name_prefix}-local-notifier", notifier, LocalLogStore(self.data_dir / "logs"))
+
+    def _close_interrupted(self, running: list[dict[str, Any]]) -> list[str]:
+        """Runs that were executing when the last `jobplane dev` died without stopping them:
+        record them ABORTED (with an alert) so their claims do not block the job forever."""
+        from jobplane.platform.reconciler import Reconciler
+
+        assert self.aws is not None and self.control is not None and self.deployment is not None
+        reconciler = Reconciler(self.control.repo, self.aws.client("sns"), self.deployment.topic_arn,
+                                self.aws.client("stepfunctions"), self.config.name_prefix)
+        closed = []
+        for r in running:
+            job = reconciler.job_of(r["execution_arn"])
+            if job is None:
+                continue
+            if reconciler.record_lost(job, r["name"], r["execution_arn"], r["input"], r["started_at"],
+                                      "jobplane dev stopped while this execution was running"):
+                closed.append(r["name"])
+        if closed:
+            log.warning("recorded %d executions interrupted by the last shutdown as ABORTED", len(closed))
+        return closed
+
+    def _start_services(self, on_stop: Callable[[str, Callable[[], Any]], None]) -> None:
+        env = dict(os.environ) | self.config.dev_env(self.data_dir, self.service_ports)
+        env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+        log_dir = self.data_dir / "services"
+        log_dir.mkdir(exist_ok=True)
+        for name, command in self.config.dev.services.items():
+            argv = [expand_ports(arg, self.service_ports) for arg in command]
+            process = svc.start_service(name, argv, env, self.config.root, log_dir / f"{name}.log")
+            if process is not None:
+                self.services[name] = process
+                on_stop(f"stop service {name}", lambda p=process, n=name: svc.terminate(p, n))
+
+    @property
+    def portal_url(self) -> str:
+        return f"http://127.0.0.1:{self.portal_port}"
+
+    def _bind_portal(self) -> socket.socket:
+        """Bound first, before anything is told the portal's URL (alert links, dev.json): port 0
+        takes a free port with no race between parallel tests or two instances."""
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", self.portal_port))
+        except OSError as e:
+            sock.close()
+            raise DevError(f"the portal cannot listen on 127.0.0.1:{self.portal_port}: {e.strerror} "
+                           "(another jobplane dev? set [dev] portal_port or JOBPLANE_PORTAL_PORT)") from None
+        self.portal_port = sock.getsockname()[1]
+        return sock
+
+    def _start_portal(self, sock: socket.socket) -> Callable[[], None]:
+        """Serve the portal on the bound socket; returns how to stop it."""
+        import uvicorn
+
+        from jobplane.portal.app import create_app
+        from jobplane.portal.settings import AuthSettings, PortalSettings
+
+        assert self.deployment is not None
+        settings = PortalSettings.from_config(self.config, self.deployment,
+                                              AuthSettings(mode="dev", dev_user=self.config.dev.dev_user),
+                                              base_url=self.portal_url)
+        server = uvicorn.Server(uvicorn.Config(create_app(settings, self.control), log_level="warning",
+                                               lifespan="off"))
+        server.install_signal_handlers = lambda: None  # type: ignore[method-assign]  # the CLI owns signals
+        self.portal = server
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="portal", daemon=True)
+        thread.start()
+
+        def stop() -> None:
+            server.should_exit = True
+            thread.join(timeout=10)
+
+        deadline = time.monotonic() + 20
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                stop()
+                raise DevError(f"the portal did not start on {self.portal_url}")
+            time.sleep(0.05)
+        return stop
+
+    # -- running ----------------------------------------------------------------------------
+    def save(self) -> None:
+        assert self.aws is not None
+        Snapshot.capture(self.aws.client("dynamodb"), self.aws.resources["table_name"], self.aws.client("stepfunctions"),
+                         list(self.aws.state_machines.values())).save(self.data_dir / SNAPSHOT_FILE)
+
+    def _save_loop(self) -> None:
+        while not self._stop.wait(self.snapshot_interval):
+            try:
+                self.save()
+            except Exception:
+                log.exception("saving local state failed (will retry)")
+
+    def banner(self) -> str:
+        assert self.aws is not None
+        webhook = "Slack webhook" if self.webhook_url else "this console (set JOBPLANE_SLACK_WEBHOOK_URL for Slack)"
+        lines = [
+            "",
+            f"jobplane dev is ready: {len(self.jobs)} jobs deployed on the embedded local AWS.",
+            f"  portal      {self.portal_url}/   (signed in as {self.config.dev.dev_user})",
+            f"  health      {self.portal_url}/healthz",
+            f"  local AWS   {self.aws.endpoint_url}   (boto3 endpoint_url; its access key is in {self.data_dir / RUNTIME_FILE})",
+            f"  step logs   {self.data_dir / 'logs'}   (jobplane logs EXECUTION); engine details in {self.data_dir / 'engine.log'}",
+            f"  alerts      {webhook}; undeliverable ones kept in {self.data_dir / 'dead-letters'}",
+            f"  state       {self.data_dir}   (kept across restarts; --reset starts empty)",
+            *(f"  service     {name} on 127.0.0.1:{port}" for name, port in sorted(self.service_ports.items())
+              if name in self.services),
+            "  run a job   jobplane run daily-sales-report      status: jobplane status",
+            "Jobs fire on their schedules. Ctrl-C stops everything.",
+        ]
+        if self.interrupted:
+            lines.insert(2, f"  note: {len(self.interrupted)} executions interrupted by the last shutdown were recorded ABORTED.")
+        return "\n".join(lines)
+
+    # -- stop -------------------------------------------------------------------------------
+    def stop(self) -> None:
+        """Undo whatever started, newest first (a second call does nothing)."""
+        self._stop.set()
+        self._stack.close()
+
+    def _join(self, threads: list[threading.Thread]) -> None:
+        self._stop.set()
+        for t in threads:
+            t.join(timeout=10)
+
+    def _stop_executions(self) -> None:
+        """Stopped like on AWS: each recorded ABORTED, its claim released, its alert published."""
+        assert self.aws is not None
+        arns = []
+        sfn = self.aws.client("stepfunctions")
+        for arn in list(self.aws.state_machines.values()):
+            for ex in sfn.list_executions(stateMachineArn=arn, statusFilter="RUNNING").get("executions", []):
+                sfn.stop_execution(executionArn=ex["executionArn"], error="jobplane.dev.Stopped",
+                                   cause="jobplane dev was stopped")
+                arns.append(ex["executionArn"])
+        for arn in arns:
+            try:
+                self.aws.wait_reconciled(arn, timeout=30)
+            except TimeoutError:
+                log.error("%s was not reconciled before shutdown; it is closed on the next start", arn)
+
+
+def _phase(what: str, action: Callable[[], Any]) -> None:
+    try:
+        action()
+    except Exception:
+        log.exception("while stopping: could not %s", what)
