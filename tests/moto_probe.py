@@ -188,7 +188,7 @@ def scenario(name: str, fixed: bool) -> dict:
             # moto has serialised that answer: stock moto serialises the live object (torn).
             from moto.ecs.models import ecs_backends
 
-            from jobplane.platform.local import ecs_agent
+            from jobplane.platform.local import moto_fixes
 
             r = aws.resources
             backend = ecs_backends["123456789012"]["us-east-1"]
@@ -202,7 +202,7 @@ def scenario(name: str, fixed: bool) -> dict:
                                )["tasks"][0]["taskArn"]
             answered = backend.describe_tasks(r["cluster_arn"], [arn])[0]
             live = next(t for tasks in backend.tasks.values() for a, t in tasks.items() if a == arn)
-            ecs_agent._finish(live, 0, "Essential container in task exited", "EssentialContainerExited")
+            moto_fixes.finish_task(live, 0, "Essential container in task exited", "EssentialContainerExited")
             aws.agent.stop(arn)
             return {"answer_changed_after_it_was_given": answered.containers[0].last_status == "STOPPED",
                     "task_status_in_answer": answered.last_status}
@@ -274,9 +274,51 @@ def scenario(name: str, fixed: bool) -> dict:
 
     if name == "fast_sync_poll":
         def body(aws):
+            # What moto's .sync loop really waits between two polls of a running task: its
+            # module's time.sleep, watched while a one-second step runs.
             from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import state_task_service_callback
 
-            return {"poll_seconds": state_task_service_callback._DELAY_SECONDS_SYNC_CONDITION_CHECK}
+            waits: list[float] = []
+            real = state_task_service_callback.time
+
+            class WatchedTime:
+                def __getattr__(self, attr):  # type: ignore[no-untyped-def]
+                    return getattr(real, attr)
+
+                def sleep(self, seconds: float) -> None:
+                    waits.append(seconds)
+                    real.sleep(seconds)
+
+            state_task_service_callback.time = WatchedTime()
+            result = ecs_task(aws, ["sleep", "1"])
+            return {"status": result["status"], "poll_waits": sorted(set(waits))}
+        return with_engine(fixes, body)
+
+    if name == "ecs_local_tasks":
+        def body(aws):
+            # Right after RunTask: does the task claim an exit code before anything ran? Then, for
+            # a task that is running, does it end when its process does, with the process's code?
+            import tempfile
+
+            out = Path(tempfile.mkdtemp()) / "ran"
+            r = aws.resources
+            ecs = aws.client("ecs")
+            target = json.dumps({"kind": "shell", "argv": ["sh", "-c", f"sleep 1; echo ok > {out}"]})
+            task = ecs.run_task(cluster=r["cluster_arn"], taskDefinition=r["task_definition_arn"], launchType="FARGATE",
+                                networkConfiguration={"awsvpcConfiguration": {"subnets": [r["subnets"]],
+                                                                              "securityGroups": [r["security_groups"]]}},
+                                overrides={"containerOverrides": [{"name": "runner", "command": ["jobplane-runner", "run", "shell"],
+                                                                   "environment": [{"name": "JOBPLANE_TARGET", "value": target}]}]}
+                                )["tasks"][0]
+            first = ecs.describe_tasks(cluster=r["cluster_arn"], tasks=[task["taskArn"]])["tasks"][0]
+            result = {"exit_code_at_start": first["containers"][0].get("exitCode"), "ran_at_start": out.exists()}
+            if first["containers"][0].get("exitCode") is None:
+                deadline = time.monotonic() + 300  # a hang guard, not a budget
+                while (t := ecs.describe_tasks(cluster=r["cluster_arn"], tasks=[task["taskArn"]])["tasks"][0])["lastStatus"] != "STOPPED":
+                    assert time.monotonic() < deadline
+                    time.sleep(0.05)
+                result |= {"exit_code_at_end": t["containers"][0].get("exitCode"), "ran": out.exists()}
+            return result
         return with_engine(fixes, body)
 
     raise SystemExit(f"unknown scenario {name}")

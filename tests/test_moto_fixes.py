@@ -108,7 +108,19 @@ def test_interpreter_reuses_its_clients(mode: str) -> None:
 
 @pytest.mark.parametrize("mode", ["stock", "fixed"])
 def test_sync_tasks_are_polled_quickly(mode: str) -> None:
-    assert probe("fast_sync_poll", mode)["poll_seconds"] == (0.5 if mode == "stock" else 0.05)
+    # what moto's .sync loop really waits between polls of a running task (not the constant set)
+    r = probe("fast_sync_poll", mode)
+    assert r["status"] == "SUCCEEDED" and r["poll_waits"] == ([0.5] if mode == "stock" else [0.05])
+
+
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_a_task_runs_its_process_and_ends_with_its_exit_code(mode: str) -> None:
+    r = probe("ecs_local_tasks", mode)
+    assert r["ran_at_start"] is False
+    if mode == "stock":  # moto says the container exited 0 before anything ran
+        assert r["exit_code_at_start"] == 0 and "ran" not in r
+    else:
+        assert r["exit_code_at_start"] is None and r["exit_code_at_end"] == 0 and r["ran"] is True
 
 
 def test_pinned_version_is_installed() -> None:

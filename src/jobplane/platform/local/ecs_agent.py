@@ -33,16 +33,13 @@ from pathlib import Path
 from typing import Any
 
 from jobplane.contract import runner as rc
+from jobplane.platform.local import moto_fixes
 
 log = logging.getLogger(__name__)
 
 FINISHED_KEPT = 1000
 #: The runner of this installation (next to the interpreter running the agent).
 RUNNER_PATH = Path(sys.executable).parent / "jobplane-runner"
-_current: LocalEcsAgent | None = None
-_previous: list[LocalEcsAgent | None] = []
-_install_lock = threading.Lock()
-_installed = False
 
 
 @dataclass
@@ -86,17 +83,14 @@ class LocalEcsAgent:
 
     # -- lifecycle --------------------------------------------------------------------------
     def activate(self) -> LocalEcsAgent:
-        global _current
-        install()
-        _previous.append(_current)
-        _current = self
+        """From now on RunTask hands its tasks to this agent (moto_fixes.fix_ecs_local_tasks)."""
+        moto_fixes.ECS_TASK_RUNNERS.append(self)
         return self
 
     def deactivate(self) -> None:
-        global _current
         self.stop_all()
-        if _current is self:
-            _current = _previous.pop() if _previous else None
+        if self in moto_fixes.ECS_TASK_RUNNERS:
+            moto_fixes.ECS_TASK_RUNNERS.remove(self)
 
     # -- hooks called from moto's ECS backend --------------------------------------------------
     def start(self, task: Any) -> None:
@@ -105,7 +99,7 @@ class LocalEcsAgent:
         command = override.get("command") or container_def.get("command")
         if not rc.is_runner_command(command):
             shown = json.dumps(command)[:200] if command else "none"
-            _finish(task, None, f"CannotStartContainerError: the local ECS agent runs only "
+            moto_fixes.finish_task(task, None, f"CannotStartContainerError: the local ECS agent runs only "
                                 f"'{rc.RUNNER_EXECUTABLE} run <{'|'.join(rc.STEP_KINDS)}>'; refused command {shown}",
                     "TaskFailedToStart")
             log.warning("refused to start task %s: command %s", task.id, shown)
@@ -126,7 +120,7 @@ class LocalEcsAgent:
                                        start_new_session=True)
             out.close()
         except OSError as e:
-            _finish(task, None, f"CannotStartContainerError: {e}", "TaskFailedToStart")
+            moto_fixes.finish_task(task, None, f"CannotStartContainerError: {e}", "TaskFailedToStart")
             return
         running = RunningTask(task, process, env.get(rc.ENV_EXECUTION_ID, ""), env.get(rc.ENV_JOB, ""),
                               env.get(rc.ENV_STEP, ""), log_path)
@@ -141,7 +135,7 @@ class LocalEcsAgent:
         exit_code = 128 - code if code < 0 else code
         reason = "Task stopped by user" if running.stop_requested else "Essential container in task exited"
         stop_code = "UserInitiated" if running.stop_requested else "EssentialContainerExited"
-        _finish(running.task, exit_code, reason, stop_code)
+        moto_fixes.finish_task(running.task, exit_code, reason, stop_code)
         with self._lock:
             self.tasks.pop(running.task.task_arn, None)
             while len(self.finished) >= FINISHED_KEPT:  # bounded for a long-running `jobplane dev`
@@ -159,6 +153,17 @@ class LocalEcsAgent:
         _signal_group(running.process, signal.SIGTERM)
         threading.Timer(self.stop_grace_seconds, _signal_group, args=(running.process, signal.SIGKILL)).start()
         return True
+
+    def stop_task(self, task: str) -> Any:
+        """StopTask on one of this agent's tasks (by ARN or id): stop its process, answer with
+        the task; None if the task is not this agent's (moto's own StopTask handles it)."""
+        with self._lock:
+            arn = next((a for a in self.tasks if a == task or a.endswith("/" + task)), None)
+            running = self.tasks.get(arn) if arn else None
+        if running is None:
+            return None
+        self.stop(arn)
+        return running.task
 
     def stop_execution_tasks(self, execution_id: str) -> list[str]:
         """What Step Functions does for a .sync task when its execution is stopped or times out."""
@@ -241,65 +246,4 @@ def _container_override(task: Any, name: str | None) -> dict[str, Any]:
             return o
     return {}
 
-
-def _finish(task: Any, exit_code: int | None, reason: str, stop_code: str) -> None:
-    """Record the task's end as ECS does, all at once: under the lock DescribeTasks copies tasks
-    in (moto_fixes.ECS_LOCK), so no answer shows a stopped task with a running container."""
-    from jobplane.platform.local.moto_fixes import ECS_LOCK
-
-    now = datetime.datetime.now(datetime.timezone.utc)
-    with ECS_LOCK:
-        for c in task.containers:
-            c.exitCode = exit_code
-            c.last_status = "STOPPED"
-            c.reason = None if stop_code == "EssentialContainerExited" else reason
-        task.stopped_reason = reason
-        task.stop_code = stop_code
-        task.stopped_at = now
-        task.desired_status = "STOPPED"
-        task.last_status = "STOPPED"
-
-
-def install() -> None:
-    """Hook moto's ECS backend once per process (delegating to the active agent)."""
-    global _installed
-    with _install_lock:
-        if _installed:
-            return
-        from moto.ecs import models
-        from moto.moto_api import state_manager
-
-        # Tasks stay RUNNING until the agent says otherwise.
-        state_manager.set_transition("ecs::task", {"progression": "manual", "times": 2**62})
-        original_run, original_stop = models.EC2ContainerServiceBackend.run_task, models.EC2ContainerServiceBackend.stop_task
-        original_container_init = models.Container.__init__
-
-        def container_init(self: Any, task_def: Any) -> None:
-            original_container_init(self, task_def)
-            self.exitCode = None  # not exited yet (moto says 0 from the start)
-
-        def run_task(self: Any, *args: Any, **kwargs: Any) -> Any:
-            tasks = original_run(self, *args, **kwargs)
-            agent = _current
-            for task in tasks:
-                if agent is not None:
-                    agent.start(task)
-                else:
-                    _finish(task, None, "no local ECS agent is running", "TaskFailedToStart")
-            return tasks
-
-        def stop_task(self: Any, cluster_str: str, task_str: str, reason: str) -> Any:
-            agent = _current
-            if agent is not None:
-                for arn in list(agent.tasks):
-                    if arn == task_str or arn.endswith("/" + task_str):
-                        agent.stop(arn)
-                        task = agent.tasks.get(arn)
-                        return task.task if task else original_stop(self, cluster_str, task_str, reason)
-            return original_stop(self, cluster_str, task_str, reason)
-
-        models.Container.__init__ = container_init
-        models.EC2ContainerServiceBackend.run_task = run_task
-        models.EC2ContainerServiceBackend.stop_task = stop_task
-        _installed = True
 
