@@ -19,6 +19,7 @@ import click
 
 from jobplane.cli.common import (control_error, data_dir_option, fail_definitions, parse_params, resolve_data_dir,
                                  running_control)
+from jobplane.contract.statuses import ExecutionStatus
 
 ENGINE_LOG = "engine.log"
 
@@ -143,7 +144,7 @@ def run(obj: Any, job: str, params: tuple[str, ...], from_step: str | None, wait
         sys.exit(1)
     click.echo(f"{view.status}{suffix}" + (f": {view.error}" if view.error else ""))
     click.echo(f"  logs: jobplane logs {name}")
-    sys.exit(0 if view.status == "SUCCEEDED" else 1)
+    sys.exit(0 if view.status == ExecutionStatus.SUCCEEDED.value else 1)
 
 
 @click.command()

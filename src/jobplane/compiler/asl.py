@@ -331,7 +331,7 @@ class _Builder:
         for member in members:
             branch = Graph()
             done = branch.add(sn.branch_done(member.name),
-                              Pass(parameters={"attempts.$": _steps_slot(member), "status": "SUCCEEDED"}))
+                              Pass(parameters={"attempts.$": _steps_slot(member), "status": ExecutionStatus.SUCCEEDED.value}))
             branch.start_at = self.step_states(member, done, False, branch, record=False)
             branches.append(branch)
         check = sn.check(group.name)
@@ -345,7 +345,7 @@ class _Builder:
             result_path=_steps_slot(group),
             catch=[Catch(["States.ALL"], failed, _steps_slot(group))],
             next=check))
-        succeeded = [{"Variable": f"{_steps_slot(group)}.{m.key}.status", "StringEquals": "SUCCEEDED"}
+        succeeded = [{"Variable": f"{_steps_slot(group)}.{m.key}.status", "StringEquals": ExecutionStatus.SUCCEEDED.value}
                      for m in members]
         choices: list[dict[str, Any]] = []
         if is_last and Event.RECOVERED in self.events:

@@ -25,12 +25,12 @@ from slack_sdk.models.blocks import (ActionsBlock, ButtonElement, ContextBlock, 
 from slack_sdk.webhook import WebhookClient
 
 from jobplane.contract.notifications import NotificationMessage
-from jobplane.contract.statuses import DEFAULT_EVENTS
+from jobplane.contract.statuses import DEFAULT_EVENTS, Event
 
 log = logging.getLogger(__name__)
 
-EMOJI = {"FAILED": ":x:", "TIMED_OUT": ":hourglass:", "ABORTED": ":octagonal_sign:", "SKIPPED": ":fast_forward:",
-         "RECOVERED": ":white_check_mark:", "SLOW": ":turtle:"}
+EMOJI = {Event.FAILED.value: ":x:", Event.TIMED_OUT.value: ":hourglass:", Event.ABORTED.value: ":octagonal_sign:",
+         Event.SKIPPED.value: ":fast_forward:", Event.RECOVERED.value: ":white_check_mark:", Event.SLOW.value: ":turtle:"}
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from typing import Any
 
 from jobplane.contract.notifications import NotificationMessage, Outcome, publish
 from jobplane.contract.states import classify
+from jobplane.contract.statuses import ExecutionStatus
 from jobplane.platform.clock import as_iso, now_iso
 from jobplane.platform.logs import LocalLogStore, error_excerpt
 from jobplane.platform.repository import Repository
@@ -28,6 +29,9 @@ from jobplane.platform.timeline import history, state_transitions, timeline
 log = logging.getLogger(__name__)
 
 DEFAULT_RETENTION_DAYS = 400
+ABORTED, TIMED_OUT = ExecutionStatus.ABORTED.value, ExecutionStatus.TIMED_OUT.value
+#: How an execution ends without recording itself (Step Functions' statuses are ours by design).
+LOST = frozenset({ABORTED, TIMED_OUT, ExecutionStatus.FAILED.value})
 
 
 class Reconciler:
@@ -63,11 +67,11 @@ class Reconciler:
         finished = described.get("stopDate") or datetime.now(timezone.utc)
         events = history(self.sfn, execution_arn)
         recorded_now = False
-        if record is None and status in ("ABORTED", "TIMED_OUT", "FAILED"):
+        if record is None and status in LOST:
             step = current_step(events)
-            error = {"ABORTED": "the execution was stopped", "TIMED_OUT": "the job ran past its timeout"}.get(
+            error = {ABORTED: "the execution was stopped", TIMED_OUT: "the job ran past its timeout"}.get(
                 status, f"{described.get('error') or 'failed'}: {(described.get('cause') or '')[:500]}")
-            if status == "ABORTED" and described.get("cause"):
+            if status == ABORTED and described.get("cause"):
                 error = f"the execution was stopped: {described['cause'][:500]}"
             recorded_now = self.record_lost(job, name, execution_arn, described.get("input") or "{}",
                                             as_iso(described["startDate"]), error, status=status,
@@ -88,7 +92,7 @@ class Reconciler:
         return "recorded" if recorded_now else "expiry"
 
     def record_lost(self, job: str, name: str, execution_arn: str, input_json: str, started_at: str, error: str,
-                    status: str = "ABORTED", finished_at: str | None = None, step: str | None = None) -> bool:
+                    status: str = ABORTED, finished_at: str | None = None, step: str | None = None) -> bool:
         """Write the final record of an execution that could not write its own, release its
         claim and publish the alert; False (and nothing done) if a final record exists."""
         finished_at = finished_at or now_iso()

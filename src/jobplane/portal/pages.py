@@ -11,12 +11,13 @@ from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
 from jobplane.contract import execution_input
+from jobplane.contract.statuses import ExecutionStatus
 from jobplane.platform.control import Invalid, NotFound, check_cursor
 from jobplane.portal.diagram import svg
 from jobplane.portal.views import step_rows
 
 router = APIRouter(include_in_schema=False)
-STATUSES = ["RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED", "SKIPPED", "NEVER_RUN", "PAUSED"]
+STATUSES = [s.value for s in ExecutionStatus] + ["NEVER_RUN", "PAUSED"]  # the jobs page's filter
 
 
 def _portal(request: Request) -> Any:
