@@ -87,7 +87,7 @@ def dev(obj: Any, reset: bool, data_dir: Path | None, aws_port: int | None, port
         while not stop.wait(0.5):
             pass
     finally:
-        click.echo("\nstopping: scheduler, running executions (recorded ABORTED), state saved, portal, services ...")
+        click.echo("\nstopping: portal, scheduler, running executions (recorded ABORTED), services, alerts, state saved ...")
         platform.stop()
         click.echo("jobplane dev stopped.")
 
