@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test soak compile plan tfcheck bench clean
+.PHONY: dev test soak compile package plan tfcheck bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,11 +29,19 @@ soak: $(STAMP)
 compile: $(STAMP)
 	$(BIN)/jobplane compile
 
+## package: the Lambda package the base module deploys (build/jobplane-lambda.zip), reproducible.
+package: $(STAMP)
+	$(BIN)/python scripts/build_lambda.py
+
 ## tfcheck: offline terraform validate + ASL lint + checkov, for the compiled jobs (with the base
-## module they use) and for the base module alone. Fails on any checkov finding not fixed or
+## module they use) and for the base module alone; then a real `terraform plan` of the compiled
+## root against tfcheck's stand-in provider (every expression, function and module input
+## evaluated; it reads build/jobplane-lambda.zip). Fails on any checkov finding not fixed or
 ## skipped with a reason (inline #checkov:skip in terraform/platform).
 TFCHECK := ../shared/tools/tfcheck
-tfcheck: compile
+PLAN_VARS := --var region=us-east-1 --var 'runner_image=123456789012.dkr.ecr.us-east-1.amazonaws.com/app:1' \
+	--var 'subnet_ids=["subnet-0123456789abcdef0"]' --var 'security_group_ids=["sg-0123456789abcdef0"]'
+tfcheck: compile package
 	$(TFCHECK)/setup.sh
 	@set -e; for root in terraform/jobs terraform/platform; do \
 	  echo "== tfcheck $$root"; \
@@ -42,6 +50,10 @@ tfcheck: compile
 	  echo "$$out" | tail -n 1 | grep -q "checkov_failed=0 checkov_parse_errors=0" || \
 	    { echo "tfcheck: fix or skip (with a reason) every checkov finding in $$root"; exit 1; }; \
 	done
+	@echo "== plan terraform/jobs"; \
+	out=$$($(TFCHECK)/plan.py --tree terraform $(PLAN_VARS) terraform/jobs) || { echo "$$out"; exit 1; }; \
+	echo "$$out" | tail -n 3; \
+	echo "$$out" | tail -n 1 | grep -q "tf_plan_ok=True" || { echo "$$out"; exit 1; }
 
 bench: $(STAMP)
 	$(BIN)/python bench/compile.py

@@ -173,7 +173,9 @@ def test_a_record_has_the_same_fields_in_both_renderings() -> None:
 # -- the reconciler ------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def aws():
-    with LocalAWS(env={"PYTHONPATH": str(HERE), "JOBPLANE_STOP_GRACE_SECONDS": "3"}) as local:
+    # Server mode: the SDK's clients reach it over HTTP like AWS, so a fault injected before a
+    # request is sent (_refusing) really keeps that request from the store.
+    with LocalAWS(server_port=0, env={"PYTHONPATH": str(HERE), "JOBPLANE_STOP_GRACE_SECONDS": "3"}) as local:
         local.reconcile = False  # these tests call the reconciler themselves, as its Lambda would be
         yield local
 
@@ -196,9 +198,9 @@ def _run(aws: LocalAWS, job: str, mode: str) -> str:
     return arn
 
 
-def _reconciler(aws: LocalAWS, dynamodb: Any = None) -> Reconciler:
-    return Reconciler(Repository(dynamodb or aws.client("dynamodb"), aws.resources["table_name"]), aws.client("sns"),
-                      aws.resources["topic_arn"], aws.client("stepfunctions"), aws.prefix)
+def _reconciler(aws: LocalAWS, dynamodb: Any = None, sns: Any = None) -> Reconciler:
+    return Reconciler(Repository(dynamodb or aws.client("dynamodb"), aws.resources["table_name"]),
+                      sns or aws.client("sns"), aws.resources["topic_arn"], aws.client("stepfunctions"), aws.prefix)
 
 
 def test_the_reconciler_says_what_it_did(aws: LocalAWS) -> None:
@@ -231,22 +233,25 @@ def test_a_failed_step_is_named_by_the_reconciler_as_by_the_timeline(aws: LocalA
     assert aws.repository().execution(arn.rsplit(":", 1)[1]).failed_step == "prepare"
 
 
-def _failing_update_item(aws: LocalAWS) -> Any:
-    """A DynamoDB client of the local AWS whose UpdateItem calls the store refuses (throttled),
-    without retries: what a Lambda sees once botocore has given up."""
-    client = boto3.client("dynamodb", region_name=aws.region, endpoint_url=aws.endpoint_url,
+def _refusing(aws: LocalAWS, service: str, operation: str, code: str, body: bytes) -> Any:
+    """A client of the local AWS whose ``operation`` the service refuses with ``code``, without
+    retries: what a Lambda sees once botocore has given up."""
+    client = boto3.client(service, region_name=aws.region, endpoint_url=aws.endpoint_url,
                           aws_access_key_id=aws.credentials.access_key_id,
                           aws_secret_access_key=aws.credentials.secret_access_key,
                           config=Config(retries={"total_max_attempts": 1, "mode": "standard"}))
 
-    def throttled(request: Any, **_: Any) -> AWSResponse:
-        body = json.dumps({"__type": "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",
-                           "message": "Rate of requests exceeds the allowed throughput."}).encode()
-        return AWSResponse(request.url, 400, {"x-amzn-errortype": "ProvisionedThroughputExceededException"},
-                           _Raw(body))
+    def refuse(request: Any, **_: Any) -> AWSResponse:
+        return AWSResponse(request.url, 400, {"x-amzn-errortype": code}, _Raw(body))
 
-    client.meta.events.register("before-send.dynamodb.UpdateItem", throttled)
+    client.meta.events.register(f"before-send.{service}.{operation}", refuse)
     return client
+
+
+def _failing_update_item(aws: LocalAWS) -> Any:
+    return _refusing(aws, "dynamodb", "UpdateItem", "ProvisionedThroughputExceededException", json.dumps(
+        {"__type": "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",
+         "message": "Rate of requests exceeds the allowed throughput."}).encode())
 
 
 class _Raw:
@@ -269,3 +274,39 @@ def test_a_store_error_fails_the_reconciler_so_it_is_retried(aws: LocalAWS) -> N
     assert aws.repository().execution(arn.rsplit(":", 1)[1]).expires_at is None  # nothing half-done
     assert _reconciler(aws).handle(arn, "SUCCEEDED") == "expiry"  # the retry completes it
     assert aws.repository().execution(arn.rsplit(":", 1)[1]).expires_at is not None
+
+
+def _stopped_run(aws: LocalAWS, job: str) -> str:
+    sfn = aws.client("stepfunctions")
+    arn = sfn.start_execution(stateMachineArn=aws.state_machines[job], input=json.dumps(
+        {"trigger": "manual", "scheduled_time": f"2027-01-01T00:00:00.{uuid.uuid4().int % 10**6:06d}Z",
+         "requested_by": "t", "params": {"mode": "sleep", "seconds": 60}, "resume_from": None,
+         "rerun_of": None}))["executionArn"]
+    sfn.stop_execution(executionArn=arn, error="Ops.Stop", cause="test")
+    aws.wait(arn, timeout=600)
+    return arn
+
+
+def test_an_alert_the_topic_refused_is_published_on_the_retry(aws: LocalAWS) -> None:
+    job = _deploy(aws)
+    sqs = aws.client("sqs")
+    queue = sqs.create_queue(QueueName=f"alerts-{uuid.uuid4().hex[:6]}")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    aws.client("sns").subscribe(TopicArn=aws.resources["topic_arn"], Protocol="sqs", Endpoint=queue_arn)
+    arn = _stopped_run(aws, job)
+    name = arn.rsplit(":", 1)[1]
+    throttled = _refusing(aws, "sns", "Publish", "Throttling",
+                          b"<ErrorResponse><Error><Type>Sender</Type><Code>Throttling</Code>"
+                          b"<Message>Rate exceeded</Message></Error></ErrorResponse>")
+    with pytest.raises(ClientError):
+        _reconciler(aws, sns=throttled).handle(arn, "ABORTED")
+    record = aws.repository().execution(name)
+    assert record.status == "ABORTED" and record.alert_pending  # recorded, its alert still owed
+    assert _reconciler(aws).handle(arn, "ABORTED") == "expiry"  # the retry: the record exists...
+    assert not aws.repository().execution(name).alert_pending  # ...and its alert went out
+    bodies = [json.loads(json.loads(m["Body"])["Message"]) for m in
+              sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10, WaitTimeSeconds=1).get("Messages", [])]
+    assert [(b["execution"], b["event"]) for b in bodies if b["job"] == job] == [(name, "ABORTED")], bodies
+    assert _reconciler(aws).handle(arn, "ABORTED") == "expiry"  # and only once
+    again = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10, WaitTimeSeconds=1).get("Messages", [])
+    assert [m for m in again if json.loads(json.loads(m["Body"])["Message"])["job"] == job] == []

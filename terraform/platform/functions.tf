@@ -27,6 +27,16 @@ resource "aws_cloudwatch_log_group" "reconciler" {
 }
 
 data "aws_iam_policy_document" "notifier" {
+  #checkov:skip=CKV_AWS_356:X-Ray's write actions have no resource-level permissions.
+  #checkov:skip=CKV_AWS_111:X-Ray's write actions have no resource-level permissions.
+  statement {
+    # Active tracing: Lambda's execution role must be allowed to send traces, or creating the
+    # function fails ("The provided execution role does not have permissions to call
+    # PutTraceSegments on XRAY"). https://docs.aws.amazon.com/lambda/latest/dg/services-xray.html
+    sid       = "Tracing"
+    actions   = ["xray:PutTraceSegments", "xray:PutTelemetryRecords"]
+    resources = ["*"] # X-Ray has no resource-level permissions
+  }
   statement {
     sid       = "Logs"
     actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
@@ -53,6 +63,16 @@ data "aws_iam_policy_document" "notifier" {
 }
 
 data "aws_iam_policy_document" "reconciler" {
+  #checkov:skip=CKV_AWS_356:X-Ray's write actions have no resource-level permissions.
+  #checkov:skip=CKV_AWS_111:X-Ray's write actions have no resource-level permissions.
+  statement {
+    # Active tracing: Lambda's execution role must be allowed to send traces, or creating the
+    # function fails ("The provided execution role does not have permissions to call
+    # PutTraceSegments on XRAY"). https://docs.aws.amazon.com/lambda/latest/dg/services-xray.html
+    sid       = "Tracing"
+    actions   = ["xray:PutTraceSegments", "xray:PutTelemetryRecords"]
+    resources = ["*"] # X-Ray has no resource-level permissions
+  }
   statement {
     sid       = "Logs"
     actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
@@ -112,12 +132,13 @@ resource "aws_lambda_function" "notifier" {
   #checkov:skip=CKV_AWS_272:The package is built and deployed by our own CI from this repository; code signing is an organisation-level choice.
   function_name                  = "${var.name_prefix}-notifier"
   role                           = aws_iam_role.notifier.arn
-  runtime                        = "python3.11"
+  runtime                        = "python3.11" # scripts/build_lambda.py builds for this runtime...
+  architectures                  = ["x86_64"]   # ...and this architecture
   handler                        = "jobplane.platform.notifier.handler"
   filename                       = var.lambda_package
   source_code_hash               = filebase64sha256(var.lambda_package)
   timeout                        = 60
-  reserved_concurrent_executions = 10
+  reserved_concurrent_executions = var.lambda_reserved_concurrency
   kms_key_arn                    = aws_kms_key.platform.arn
   dead_letter_config {
     target_arn = aws_sqs_queue.events_dlq.arn
@@ -141,12 +162,13 @@ resource "aws_lambda_function" "reconciler" {
   #checkov:skip=CKV_AWS_272:The package is built and deployed by our own CI from this repository; code signing is an organisation-level choice.
   function_name                  = "${var.name_prefix}-reconciler"
   role                           = aws_iam_role.reconciler.arn
-  runtime                        = "python3.11"
+  runtime                        = "python3.11" # scripts/build_lambda.py builds for this runtime...
+  architectures                  = ["x86_64"]   # ...and this architecture
   handler                        = "jobplane.platform.reconciler.handler"
   filename                       = var.lambda_package
   source_code_hash               = filebase64sha256(var.lambda_package)
   timeout                        = 60
-  reserved_concurrent_executions = 10
+  reserved_concurrent_executions = var.lambda_reserved_concurrency
   kms_key_arn                    = aws_kms_key.platform.arn
   dead_letter_config {
     target_arn = aws_sqs_queue.events_dlq.arn

@@ -37,12 +37,28 @@ data "aws_iam_policy_document" "kms" {
     }
   }
   statement {
+    # CloudWatch Logs may use the key for this account's log groups only, in the form the Logs
+    # guide gives: https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/encrypt-log-data-kms.html
+    sid       = "LogsEncrypt"
+    actions   = ["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"]
+    resources = ["*"]
+    principals {
+      type        = "Service"
+      identifiers = ["logs.${local.region}.amazonaws.com"]
+    }
+    condition {
+      test     = "ArnLike"
+      variable = "kms:EncryptionContext:aws:logs:arn"
+      values   = ["arn:${local.partition}:logs:${local.region}:${local.account}:log-group:*"]
+    }
+  }
+  statement {
     sid       = "ServicesEncrypt"
     actions   = ["kms:Decrypt", "kms:GenerateDataKey*", "kms:Encrypt", "kms:ReEncrypt*", "kms:DescribeKey"]
     resources = ["*"]
     principals {
       type        = "Service"
-      identifiers = ["logs.${local.region}.amazonaws.com", "sns.amazonaws.com", "sqs.amazonaws.com", "scheduler.amazonaws.com", "events.amazonaws.com", "states.amazonaws.com"]
+      identifiers = ["sns.amazonaws.com", "sqs.amazonaws.com", "scheduler.amazonaws.com", "events.amazonaws.com", "states.amazonaws.com"]
     }
     condition {
       test     = "StringEquals"

@@ -36,6 +36,16 @@ variable "lambda_package" {
   description = "Path of the zip with the notifier and reconciler Lambda code, built by the project."
 }
 
+variable "lambda_reserved_concurrency" {
+  type        = number
+  description = <<-EOT
+    Reserved concurrency of each Lambda (notifier, reconciler); null: none reserved. A new
+    account's concurrency quota may be 10, and Lambda keeps 10 unreserved, so reserving any
+    there fails: https://docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html
+  EOT
+  default     = null
+}
+
 variable "execution_retention_days" {
   type        = number
   description = "Days an execution record is kept before DynamoDB TTL removes it."

@@ -140,7 +140,11 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> dict[str, Any
         docs[f"{tid}_scheduler"] = {"statement": [
             _statement("StartJob", ["states:StartExecution"], [sm_arn]),
             _statement("DeadLetter", ["sqs:SendMessage"], ["${module.platform.scheduler_dlq_arn}"]),
-            _statement("DecryptSchedule", ["kms:Decrypt"], ["${module.platform.kms_key_arn}"]),
+            # The schedule is KMS-encrypted (Decrypt), and a dead letter goes to a KMS-encrypted
+            # queue, whose sender needs GenerateDataKey and Decrypt:
+            # https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-key-management.html
+            _statement("ScheduleAndDeadLetterKeys", ["kms:Decrypt", "kms:GenerateDataKey"],
+                       ["${module.platform.kms_key_arn}"]),
         ]}
         roles[f"{tid}_scheduler"] = {"name": names.scheduler_role_name(prefix, job.name),
                                      "description": f"EventBridge Scheduler role of jobplane job {job.name}",
@@ -191,7 +195,7 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> dict[str, Any
             "name": rc.CONTAINER_NAME,
             "image": "${var.runner_image}",
             "essential": True,
-            "memory": 512,
+            "memoryReservation": 128,  # soft: the step's task-level Memory is its limit (runner.tf)
             "readonlyRootFilesystem": True,
             "mountPoints": [{"sourceVolume": "tmp", "containerPath": "/tmp", "readOnly": False}],
             "secrets": [{"name": k, "valueFrom": v} for k, v in sorted(secrets.items())],

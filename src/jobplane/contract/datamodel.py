@@ -63,6 +63,9 @@ ATTR_EXECUTION = "execution"
 ATTR_EXECUTION_ARN = "execution_arn"
 ATTR_STEPS = "steps"  # JSON string: {step_key: {a1: result, a2: result, ...}}
 ATTR_EXPIRES_AT = "expires_at"  # TTL (epoch seconds), set by the reconciler once final
+# Set with a record the reconciler writes, removed once its alert is published: a failure
+# between the two is retried from the record, so the alert is never lost (an outbox).
+ATTR_ALERT_PENDING = "alert_pending"
 
 
 def job_partition(job: str) -> str:

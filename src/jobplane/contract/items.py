@@ -161,7 +161,7 @@ def execution_record(*, execution: Text, execution_arn: Text, job: str, team: st
                      input_json: Text, started_at: Text, finished_at: Text, steps: Text | None = None,
                      failed_step: Text | None = None, skip_reason: str | None = None,
                      blocked_by: Text | None = None, error: str | None = None,
-                     only_if_new: bool = False) -> Put:
+                     only_if_new: bool = False, alert_pending: bool = False) -> Put:
     """The final record of a run or a skip (docs/data-model.md).
 
     It joins the job's history (gsi1, by start time) and, unless it succeeded, the failures or
@@ -180,6 +180,7 @@ def execution_record(*, execution: Text, execution_arn: Text, job: str, team: st
     if status != ExecutionStatus.SUCCEEDED:
         feed = dm.SKIPS_PARTITION if status == ExecutionStatus.SKIPPED else dm.FAILURES_PARTITION
         item |= {"gsi2pk": feed, "gsi2sk": finished_at}
-    item |= {"failed_step": failed_step, dm.ATTR_BLOCKED_BY: blocked_by, "error": error}
+    item |= {"failed_step": failed_step, dm.ATTR_BLOCKED_BY: blocked_by, "error": error,
+             dm.ATTR_ALERT_PENDING: Number(1) if alert_pending else None}
     return Put({k: v for k, v in item.items() if v is not None},
                condition="attribute_not_exists(pk)" if only_if_new else None)

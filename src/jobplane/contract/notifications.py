@@ -45,9 +45,10 @@ class NotificationMessage(BaseModel):
 
 
 def attributes(message: NotificationMessage) -> dict[str, dict[str, str]]:
-    return {"team": {"DataType": "String", "StringValue": message.team},
-            "job": {"DataType": "String", "StringValue": message.job},
-            "status": {"DataType": "String", "StringValue": message.event}}
+    """Filterable attributes; SNS refuses an empty String value, so an unknown team (a run
+    stopped before its claim wrote the job state) is left out rather than failing the alert."""
+    values = {"team": message.team, "job": message.job, "status": message.event}
+    return {k: {"DataType": "String", "StringValue": v} for k, v in values.items() if v}
 
 
 def publish(sns: Any, topic_arn: str, message: NotificationMessage) -> str:

@@ -12,7 +12,6 @@ the same event twice changes nothing the second time.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from datetime import datetime, timedelta, timezone
@@ -23,7 +22,7 @@ from jobplane.contract.states import classify
 from jobplane.contract.statuses import ExecutionStatus
 from jobplane.platform.clock import as_iso, now_iso
 from jobplane.platform.logs import LocalLogStore, error_excerpt
-from jobplane.platform.repository import Repository
+from jobplane.platform.repository import Execution, Repository
 from jobplane.platform.timeline import history, state_transitions, timeline
 
 log = logging.getLogger(__name__)
@@ -82,6 +81,9 @@ class Reconciler:
             self.repo.release_holder(job, execution_arn)
         if record is None:
             return "ignored"
+        if record.alert_pending and not recorded_now:  # recorded by an earlier try that failed to publish
+            self.announce(record)
+            record = self.repo.execution(name) or record
         finished_dt = finished if isinstance(finished, datetime) else datetime.now(timezone.utc)
         excerpt = None
         if record.failed_step and not record.error and self.logs is not None:
@@ -94,7 +96,11 @@ class Reconciler:
     def record_lost(self, job: str, name: str, execution_arn: str, input_json: str, started_at: str, error: str,
                     status: str = ABORTED, finished_at: str | None = None, step: str | None = None) -> bool:
         """Write the final record of an execution that could not write its own, release its
-        claim and publish the alert; False (and nothing done) if a final record exists."""
+        claim and publish the alert; False (and nothing done) if a final record exists.
+
+        The record is written first, marked ``alert_pending``; the alert is published from it
+        and the mark removed. If publishing fails, the error propagates (the event is retried)
+        and the retry finds the mark and publishes then: the alert is never lost."""
         finished_at = finished_at or now_iso()
         state = self.repo.job_state(job)
         team = state.team if state else ""
@@ -103,14 +109,21 @@ class Reconciler:
             finished_at=finished_at, input_json=input_json,
             failed_step=step, error=error)
         if recorded:
-            parsed = json.loads(input_json)
-            publish(self.sns, self.topic_arn, NotificationMessage(
-                version=1, event=status, job=job, team=team, execution=name, execution_arn=execution_arn,
-                trigger=parsed.get("trigger"), scheduled_time=parsed.get("scheduled_time"),
-                requested_by=parsed.get("requested_by"), started_at=started_at,
-                finished_at=finished_at, outcome=Outcome(status=status, step=step), channels=[], error=error))
             log.info("recorded %s for %s (step %s) and released its claim", status, name, step)
+            record = self.repo.execution(name)
+            if record is not None:
+                self.announce(record)
         return recorded
+
+    def announce(self, record: Execution) -> None:
+        """Publish the alert of a record this reconciler wrote, then clear its pending mark."""
+        publish(self.sns, self.topic_arn, NotificationMessage(
+            version=1, event=record.status, job=record.job, team=record.team, execution=record.execution,
+            execution_arn=record.execution_arn or "", trigger=record.trigger, scheduled_time=record.scheduled_time,
+            requested_by=record.requested_by, started_at=record.started_at, finished_at=record.finished_at,
+            outcome=Outcome(status=record.status, step=record.failed_step), channels=[], error=record.error))
+        self.repo.alert_published(record.execution)
+
 
 def current_step(events: list[dict[str, Any]]) -> str | None:
     """The step a run was in when it ended: the one whose state (an attempt, a parallel group,

@@ -91,6 +91,7 @@ class Execution:
     timeline: list[dict[str, Any]] = field(default_factory=list)
     transitions: int | None = None
     rerun_by: tuple[str, ...] = ()
+    alert_pending: bool = False  # recorded by the reconciler, its alert not yet published
 
     @property
     def resume_from(self) -> str | None:
@@ -120,6 +121,7 @@ class Execution:
             team=p.get("team", ""), timeline=json.loads(p["timeline"]) if p.get("timeline") else [],
             transitions=int(p["transitions"]) if p.get("transitions") is not None else None,
             rerun_by=tuple(sorted(p.get("rerun_by", ()))), blocked_by=p.get(dm.ATTR_BLOCKED_BY),
+            alert_pending=dm.ATTR_ALERT_PENDING in p,
         )
 
 
@@ -184,14 +186,16 @@ class Repository:
                                error: str | None) -> bool:
         """Record the end of an execution that could not run its own cleanup, and release its
         claim, in one transaction: the same two writes its state machine would have made
-        (:mod:`jobplane.contract.items`). False if a final record already exists (nothing changed)."""
+        (:mod:`jobplane.contract.items`), the record marked ``alert_pending`` until
+        :meth:`alert_published`. False if a final record already exists (nothing changed)."""
         parsed = json.loads(input_json or "{}")
         given = {f: parsed[f] for f in ("trigger", "scheduled_time", "requested_by") if isinstance(parsed.get(f), str)}
         record = items.execution_record(
             execution=execution, execution_arn=execution_arn, job=job, team=team, status=status,
             trigger=given.get("trigger"), scheduled_time=given.get("scheduled_time"),
             requested_by=given.get("requested_by"), input_json=input_json, started_at=started_at,
-            finished_at=finished_at, steps="{}", failed_step=failed_step, error=error, only_if_new=True)
+            finished_at=finished_at, steps="{}", failed_step=failed_step, error=error, only_if_new=True,
+            alert_pending=True)
         release = items.release_job(job, execution=execution, status=status, finished_at=finished_at)
         try:
             self.ddb.transact_write_items(TransactItems=[{"Put": record.boto(self.table)},
@@ -200,6 +204,12 @@ class Repository:
             return False
         self.release_holder(job, execution_arn)
         return True
+
+    def alert_published(self, execution: str) -> None:
+        """The record's alert went out (finish_without_cleanup left it pending)."""
+        self.ddb.update_item(TableName=self.table, Key=_exec_key(execution),
+                             UpdateExpression=f"REMOVE {dm.ATTR_ALERT_PENDING}",
+                             ConditionExpression="attribute_exists(pk)")
 
     def release_holder(self, job: str, execution_arn: str) -> bool:
         """Clear ``holder`` if it still names this execution (the fence: never someone else's)."""
