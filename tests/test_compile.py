@@ -188,13 +188,44 @@ def test_user_text_is_never_interpolated_by_terraform(examples: dict[str, str]) 
 def test_secrets_get_a_task_definition_and_a_scoped_execution_role(examples: dict[str, str]) -> None:
     doc = json.loads(examples["month-end-close.tf.json"])
     container = json.loads(doc["resource"]["aws_ecs_task_definition"]["month_end_close"]["container_definitions"])[0]
+    # a secret given by name: its full ARN is looked up at plan time (a missing secret fails the plan)...
+    assert doc["data"]["aws_secretsmanager_secret"] == {
+        "month_end_close_ledger_api_token": {"name": "billing/ledger-api-token"}}
     assert container["secrets"] == [{"name": "LEDGER_API_TOKEN", "valueFrom":
-                                     "arn:aws:secretsmanager:ap-northeast-1:123456789012:secret:billing/ledger-api-token"}]
+                                     "${data.aws_secretsmanager_secret.month_end_close_ledger_api_token.arn}"}]
     exec_doc = doc["data"]["aws_iam_policy_document"]["month_end_close_exec"]
     read = next(st for st in exec_doc["statement"] if st["sid"] == "ReadJobSecrets")
-    assert read["resources"] == [container["secrets"][0]["valueFrom"]]
+    # ...and granted with the 6-character suffix Secrets Manager adds (IAM matches full ARNs only)
+    assert read["resources"] == ["arn:${data.aws_partition.current.partition}:secretsmanager:"
+                                 "${data.aws_region.current.region}:${data.aws_caller_identity.current.account_id}:"
+                                 "secret:billing/ledger-api-token-??????"]
     # the secret value itself never appears in the state machine
     assert "LEDGER_API_TOKEN" not in examples["asl/month-end-close.asl.json"]
+
+
+@pytest.mark.parametrize("value, accepted", [
+    ("secretsmanager:billing/ledger-api-token", True),
+    ("billing/ledger-api-token", False),  # a bare value: a name or a password? refused
+    ("arn:aws:secretsmanager:ap-northeast-1:123456789012:secret:billing/ledger-api-token-AbC123", True),
+    ("arn:aws:ssm:ap-northeast-1:123456789012:parameter/billing/token", True),
+    ("arn:aws:secretsmanager:ap-northeast-1:123456789012:secret:billing/ledger-api-token", False),  # partial
+    ("xoxb-123456-abcdef", False),  # a token itself
+    ("hunter2 with spaces", False),
+])
+def test_a_secret_is_a_name_or_a_full_arn(value: str, accepted: bool) -> None:
+    from pydantic import ValidationError
+
+    from jobplane.compiler.model import Step
+
+    if accepted:
+        assert Step.model_validate({"name": "s", "python": "m:f", "secrets": {"TOKEN": value}}).secrets["TOKEN"] == value
+    else:
+        with pytest.raises(ValidationError) as raised:
+            Step.model_validate({"name": "s", "python": "m:f", "secrets": {"TOKEN": value}})
+        text = str(raised.value)
+        assert "never the secret" in text or "partial Secrets Manager ARN" in text
+        if "partial" in text:
+            assert "'secretsmanager:billing/ledger-api-token'" in text  # says what to write instead
 
 
 def test_catalog_describes_jobs_for_the_portal(examples: dict[str, str]) -> None:

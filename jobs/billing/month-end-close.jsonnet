@@ -30,7 +30,7 @@ local ledgerRetry = jp.retry(4, interval='2m', backoff=2, max_interval='15m');
     ]),
     jp.django('post-ledger', 'post_ledger', args=['--period', 'current'],
               opts={ timeout: '1h', retry: ledgerRetry,
-                     secrets: { LEDGER_API_TOKEN: 'arn:aws:secretsmanager:ap-northeast-1:123456789012:secret:billing/ledger-api-token' } }),
+                     secrets: { LEDGER_API_TOKEN: jp.secret('billing/ledger-api-token') } }),
     jp.shell('file-reports', ['python', '-m', 'examples.billing.file_reports', '--period', 'current'],
              opts={ timeout: '20m' }),
   ],

@@ -65,6 +65,9 @@
     max_interval: max_interval,
   },
 
+  // --- a Secrets Manager secret by name, for a step's `secrets` (its full ARN is looked up at plan time)
+  secret(name):: 'secretsmanager:' + name,
+
   // --- steps. `opts` adds any step field: timeout, retry, cpu, memory, env, secrets, description.
   python(name, target, kwargs={}, opts={}):: { name: name, python: target } + (if kwargs == {} then {} else { kwargs: kwargs }) + opts,
   celery(name, task, args=[], kwargs={}, opts={}):: { name: name, celery: task }

@@ -23,7 +23,16 @@ NAME_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 PYTHON_TARGET_RE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 CELERY_TASK_RE = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$")
 DJANGO_COMMAND_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
-SECRET_ARN_RE = re.compile(r"^arn:aws[a-z-]*:(secretsmanager:[a-z0-9-]+:\d{12}:secret:.+|ssm:[a-z0-9-]+:\d{12}:parameter/.+)$")
+# A secret is a Secrets Manager secret by name ('secretsmanager:NAME', jp.secret(NAME): the prefix
+# says it is a name, so a password pasted here is still refused as a plain value), by full ARN
+# (the name plus the 6-character suffix Secrets Manager adds), or an SSM parameter's ARN. IAM
+# matches full ARNs only, so a partial ARN (no suffix) would be denied at run time: it is refused
+# here, with what to write instead.
+SECRET_NAME_PREFIX = "secretsmanager:"
+SECRET_NAME_RE = re.compile(r"^secretsmanager:[A-Za-z0-9/_+=.@-]{1,512}$")
+SECRET_FULL_ARN_RE = re.compile(r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+-[A-Za-z0-9]{6}$")
+SECRET_ANY_ARN_RE = re.compile(r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:(?P<name>.+)$")
+PARAMETER_ARN_RE = re.compile(r"^arn:aws[a-z-]*:ssm:[a-z0-9-]+:\d{12}:parameter/.+$")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SECRETISH_RE = re.compile(r"(PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|PRIVATE_?KEY|CREDENTIAL)", re.I)
 _DURATION_RE = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
@@ -119,7 +128,7 @@ class Step(Strict):
     cpu: StrictInt = Field(256, description="Fargate CPU units.")
     memory: StrictInt = Field(512, description="MiB; must suit cpu on Fargate.")
     env: dict[str, str] = Field(default_factory=dict)
-    secrets: dict[str, str] = Field(default_factory=dict, description="ENV_NAME -> secret/parameter ARN.")
+    secrets: dict[str, str] = Field(default_factory=dict, description="ENV_NAME -> jp.secret(NAME), a full Secrets Manager ARN or an SSM parameter ARN.")
 
     @field_validator("name")
     @classmethod
@@ -175,10 +184,19 @@ class Step(Strict):
         for key, value in v.items():
             if not ENV_NAME_RE.match(key):
                 raise ValueError(f"{quoted(key)} is not a valid environment variable name")
-            if not SECRET_ARN_RE.match(value):
+            if SECRET_FULL_ARN_RE.match(value) or PARAMETER_ARN_RE.match(value):
+                continue
+            partial = SECRET_ANY_ARN_RE.match(value)
+            if partial:
                 raise ValueError(
-                    f"{quoted(key)} is given as a plain value; secrets take the ARN of a Secrets Manager "
-                    "secret or SSM parameter (arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME), never the secret")
+                    f"{quoted(key)}: {quoted(value)} is a partial Secrets Manager ARN (no 6-character suffix), which "
+                    f"IAM does not match; name the secret ({quoted(SECRET_NAME_PREFIX + partial['name'])}, "
+                    "or jp.secret(NAME)) or give its full ARN (arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME-AbCdEf)")
+            if not SECRET_NAME_RE.match(value):
+                raise ValueError(
+                    f"{quoted(key)} is given as a plain value; secrets take a Secrets Manager secret by name "
+                    "('secretsmanager:billing/ledger-api-token', or jp.secret(NAME)) or full ARN, or an SSM "
+                    "parameter's ARN, never the secret itself")
         return v
 
     @model_validator(mode="after")

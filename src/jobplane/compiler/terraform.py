@@ -75,6 +75,33 @@ def _assume(service: str) -> dict[str, Any]:
     }]}
 
 
+def _secret_references(tid: str, secrets: dict[str, str], data: dict[str, Any]) -> tuple[
+        dict[str, str], list[str], list[str]]:
+    """Where each secret comes from (the container's valueFrom) and what the execution role may
+    read. A secret given by name is looked up at plan time (a data source: a missing secret
+    fails the plan, not the first run) and granted as ``NAME-??????``: IAM matches a Secrets
+    Manager secret's full ARN, which ends in a hyphen and 6 random characters
+    (https://docs.aws.amazon.com/secretsmanager/latest/userguide/auth-and-access_examples.html,
+    "wildcard ... -??????"). A full ARN is used as it is."""
+    value_from: dict[str, str] = {}
+    sm_arns: set[str] = set()
+    ssm_arns: set[str] = set()
+    for env, value in sorted(secrets.items()):
+        if value.startswith("arn:") and ":ssm:" in value:
+            value_from[env] = value
+            ssm_arns.add(value)
+        elif value.startswith("arn:"):
+            value_from[env] = value
+            sm_arns.add(value)
+        else:  # "secretsmanager:NAME"
+            value = value.split(":", 1)[1]
+            lookup = f"{tid}_{env.lower()}"
+            data.setdefault("aws_secretsmanager_secret", {})[lookup] = {"name": value}
+            value_from[env] = f"${{data.aws_secretsmanager_secret.{lookup}.arn}}"
+            sm_arns.add(f"arn:{PARTITION}:secretsmanager:{REGION}:{ACCOUNT}:secret:{value}-??????")
+    return value_from, sorted(sm_arns), sorted(ssm_arns)
+
+
 def job_module(job: Job, asl_text: str, config: PlatformConfig) -> dict[str, Any]:
     prefix = config.name_prefix
     tid = names.tf_id(job.name)
@@ -176,8 +203,7 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> dict[str, Any
     # -- a task definition of its own, only when steps need secrets ---------------------------
     if own_task_definition:
         docs[f"{tid}_exec_assume"] = _assume("ecs-tasks.amazonaws.com")
-        sm_arns = sorted({v for v in secrets.values() if ":secretsmanager:" in v})
-        ssm_arns = sorted({v for v in secrets.values() if ":ssm:" in v})
+        value_from, sm_arns, ssm_arns = _secret_references(tid, secrets, data)
         statements = [_statement("PullImageAndLog",
                                  ["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
                                  ["${module.platform.runner_repository_arn}"]),
@@ -198,7 +224,7 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> dict[str, Any
             "memoryReservation": 128,  # soft: the step's task-level Memory is its limit (runner.tf)
             "readonlyRootFilesystem": True,
             "mountPoints": [{"sourceVolume": "tmp", "containerPath": "/tmp", "readOnly": False}],
-            "secrets": [{"name": k, "valueFrom": v} for k, v in sorted(secrets.items())],
+            "secrets": [{"name": k, "valueFrom": value_from[k]} for k in sorted(secrets)],
             # the runner never prints these variables' values (runner/logs.py)
             "environment": [{"name": "JOBPLANE_SECRET_NAMES", "value": ",".join(sorted(secrets))}],
             "logConfiguration": {"logDriver": "awslogs", "options": {
