@@ -134,9 +134,11 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> dict[str, Any
                    [{"test": "ForAllValues:StringLike", "variable": "dynamodb:LeadingKeys",
                      "values": [dm.job_partition(job.name), f"{dm.EXEC_PREFIX}*"]}]),
         _statement("PublishOutcome", ["sns:Publish"], ["${module.platform.topic_arn}"]),
-        _statement("CheckClaimHolder", ["states:DescribeExecution"],
-                   [f"arn:{PARTITION}:states:{REGION}:{ACCOUNT}:execution:{sm_name}:*"]),
     ]}
+    if job.policy.skips_if_running:  # only these policies ask whether a claim's holder still runs
+        docs[f"{tid}_sfn"]["statement"].append(
+            _statement("CheckClaimHolder", ["states:DescribeExecution"],
+                       [f"arn:{PARTITION}:states:{REGION}:{ACCOUNT}:execution:{sm_name}:*"]))
     roles: dict[str, Any] = {
         f"{tid}_sfn": {"name": names.sfn_role_name(prefix, job.name),
                        "description": f"Step Functions role of jobplane job {job.name}",

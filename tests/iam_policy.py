@@ -1,0 +1,78 @@
+"""A small IAM policy evaluator for the contract tests: identity-policy statements in Terraform's
+``aws_iam_policy_document`` shape (``actions``, ``resources``, ``condition`` blocks), no Deny.
+
+It implements what our policies use, as the IAM reference defines it
+(https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_evaluation-logic.html):
+an action or resource matches a pattern with ``*`` and ``?`` (actions case-insensitively); every
+condition block of a statement must hold; ``StringEquals``/``ArnEquals`` compare exactly,
+``StringLike``/``ArnLike`` with wildcards; a multivalued key (``dynamodb:LeadingKeys``) needs
+``ForAllValues:`` (every value matches some pattern; an empty or missing set holds, as on AWS).
+A condition on a key the request does not carry fails (single-valued operators).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def _like(pattern: str, value: str, case: bool = True) -> bool:
+    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.fullmatch(regex, value, 0 if case else re.IGNORECASE) is not None
+
+
+@dataclass(frozen=True)
+class Call:
+    """One API call a principal makes: action, resource ARN and request context keys."""
+
+    action: str
+    resource: str
+    context: dict[str, Any] = field(default_factory=dict)
+    why: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.action} on {self.resource} {self.context or ''} ({self.why})"
+
+
+def _condition_holds(block: dict[str, Any], context: dict[str, Any]) -> bool:
+    test, key, patterns = block["test"], block["variable"], block["values"]
+    if test.startswith("ForAllValues:"):
+        values = context.get(key) or []
+        op = test.split(":", 1)[1]
+        return all(any(_single(op, p, v) for p in patterns) for v in values)
+    if key not in context:
+        return False
+    value = context[key]
+    if isinstance(value, list):
+        raise AssertionError(f"{key} is multivalued: the policy must use ForAllValues/ForAnyValue")
+    return any(_single(test, p, value) for p in patterns)
+
+
+def _single(op: str, pattern: str, value: str) -> bool:
+    if op in ("StringEquals", "ArnEquals"):
+        return pattern == value
+    if op in ("StringLike", "ArnLike"):
+        return _like(pattern, value)
+    raise AssertionError(f"condition operator {op} is not implemented by this evaluator")
+
+
+def statement_allows(statement: dict[str, Any], call: Call) -> bool:
+    if statement.get("effect", "Allow") != "Allow":
+        raise AssertionError("Deny statements are not implemented by this evaluator")
+    if not any(_like(a, call.action, case=False) for a in statement.get("actions", [])):
+        return False
+    if not any(_like(r, call.resource) for r in statement.get("resources", [])):
+        return False
+    return all(_condition_holds(c, call.context) for c in statement.get("condition", []))
+
+
+def allowed(statements: list[dict[str, Any]], call: Call) -> bool:
+    return any(statement_allows(s, call) for s in statements)
+
+
+def denied_calls(statements: list[dict[str, Any]], calls: list[Call]) -> list[str]:
+    return [str(c) for c in calls if not allowed(statements, c)]
+
+
+__all__ = ["Call", "allowed", "denied_calls", "statement_allows"]

@@ -1,0 +1,252 @@
+"""The IAM contract: every AWS call a compiled job makes is allowed by the role the compiler
+emits for it, and every statement of that role is needed by some call.
+
+What only AWS can show is checked offline here: the calls come from the compiled output itself
+(each ASL Task's integration, each schedule's target, each task definition's secrets), mapped to
+the permissions AWS documents for them, and are evaluated against the compiled policy documents
+with tests/iam_policy.py. Removing any one statement from a role makes some call denied, so the
+test fails when a permission goes missing and when one is granted that no call uses.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import ROOT
+from iam_policy import Call, allowed, denied_calls
+
+from jobplane.compiler.output import compile_all
+from jobplane.contract.config import load_config
+
+PARTITION, REGION, ACCOUNT = "aws", "us-east-1", "123456789012"
+PREFIX = "jobplane"
+MODULE = {  # the base module's outputs, as ARNs of the names terraform/platform gives them
+    "table_arn": f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{PREFIX}",
+    "topic_arn": f"arn:aws:sns:{REGION}:{ACCOUNT}:{PREFIX}-events",
+    "cluster_arn": f"arn:aws:ecs:{REGION}:{ACCOUNT}:cluster/{PREFIX}",
+    "cluster_name": PREFIX,
+    "runner_task_definition_arn": f"arn:aws:ecs:{REGION}:{ACCOUNT}:task-definition/{PREFIX}-runner:7",
+    "runner_task_role_arn": f"arn:aws:iam::{ACCOUNT}:role/{PREFIX}-runner-task",
+    "runner_execution_role_arn": f"arn:aws:iam::{ACCOUNT}:role/{PREFIX}-runner-exec",
+    "runner_repository_arn": f"arn:aws:ecr:{REGION}:{ACCOUNT}:repository/{PREFIX}-runner",
+    "scheduler_dlq_arn": f"arn:aws:sqs:{REGION}:{ACCOUNT}:{PREFIX}-scheduler-dlq",
+    "kms_key_arn": f"arn:aws:kms:{REGION}:{ACCOUNT}:key/0000aaaa-bbbb-cccc-dddd-eeeeffff0000",
+}
+LOCALS = {"table_name": PREFIX, "topic_arn": MODULE["topic_arn"], "cluster_arn": MODULE["cluster_arn"],
+          "task_definition_arn": MODULE["runner_task_definition_arn"], "subnets": "subnet-1",
+          "security_groups": "sg-1"}
+
+
+class Resolver:
+    """Terraform interpolations of one job's file, resolved to the ARNs AWS would have."""
+
+    def __init__(self, doc: dict[str, Any]):
+        self.doc = doc
+
+    def value(self, ref: str) -> str:
+        parts = ref.split(".")
+        if ref == "data.aws_partition.current.partition":
+            return PARTITION
+        if ref == "data.aws_region.current.region":
+            return REGION
+        if ref == "data.aws_caller_identity.current.account_id":
+            return ACCOUNT
+        if parts[0] == "module":
+            return MODULE[parts[2]]
+        if parts[0] == "local":
+            return LOCALS[parts[2]]
+        resources = self.doc["resource"]
+        if parts[0] == "aws_iam_role" and parts[2] == "arn":
+            return f"arn:aws:iam::{ACCOUNT}:role/{resources['aws_iam_role'][parts[1]]['name']}"
+        if parts[0] == "aws_ecs_task_definition" and parts[2] == "arn":
+            family = resources["aws_ecs_task_definition"][parts[1]]["family"]
+            return f"arn:aws:ecs:{REGION}:{ACCOUNT}:task-definition/{family}:3"
+        if parts[0] == "aws_sfn_state_machine" and parts[2] == "arn":
+            name = resources["aws_sfn_state_machine"][parts[1]]["name"]
+            return f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{name}"
+        if parts[:2] == ["data", "aws_secretsmanager_secret"]:
+            name = self.doc["data"]["aws_secretsmanager_secret"][parts[2]]["name"]
+            return f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:{name}-AbC123"
+        raise AssertionError(f"no value for ${{{ref}}}")
+
+    def text(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return re.sub(r"(?<!\$)\$\{([^}]+)\}", lambda m: self.value(m[1]), value).replace("$${", "${")
+        if isinstance(value, list):
+            return [self.text(v) for v in value]
+        if isinstance(value, dict):
+            return {k: self.text(v) for k, v in value.items()}
+        return value
+
+
+def _pk(value: dict[str, str]) -> str:
+    """A key's partition value: a literal, or what a States.Format template makes of one."""
+    if "S" in value:
+        return value["S"]
+    m = re.match(r"States\.Format\('([^']*)'", value["S.$"])
+    assert m, value
+    return m[1].replace("{}", "0f3b1e2c-run")
+
+
+def _states(definition: dict[str, Any]):
+    for name, state in definition["States"].items():
+        yield name, state
+        for branch in state.get("Branches", []):
+            yield from _states(branch)
+
+
+def sfn_calls(job_doc: dict[str, Any], r: Resolver, tid: str) -> list[Call]:
+    """Every call the state machine makes, with the permissions the Step Functions guide lists
+    per integration (https://docs.aws.amazon.com/step-functions/latest/dg/service-integration-iam-templates.html)."""
+    sm = job_doc["resource"]["aws_sfn_state_machine"][tid]
+    definition = json.loads(r.text(sm["definition"]))
+    calls: list[Call] = []
+    for name, state in _states(definition):
+        if state["Type"] != "Task":
+            continue
+        resource, params = state["Resource"], state["Parameters"]
+        why = f"{sm['name']}: {name}"
+        ddb = re.fullmatch(r"arn:aws:states:::dynamodb:(getItem|putItem|updateItem)", resource)
+        if ddb:
+            action = "dynamodb:" + ddb[1][0].upper() + ddb[1][1:]
+            key = params.get("Key") or params.get("Item")
+            calls.append(Call(action, f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{params['TableName']}",
+                              {"dynamodb:LeadingKeys": [_pk(key["pk"])]}, why))
+        elif resource == "arn:aws:states:::aws-sdk:dynamodb:transactWriteItems":
+            # a transaction needs the permission of each of its writes, on each item
+            # (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis-iam.html)
+            for item in params["TransactItems"]:
+                (kind, write), = item.items()
+                key = write.get("Key") or write.get("Item")
+                calls.append(Call({"Put": "dynamodb:PutItem", "Update": "dynamodb:UpdateItem"}[kind],
+                                  f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{write['TableName']}",
+                                  {"dynamodb:LeadingKeys": [_pk(key["pk"])]}, why))
+        elif resource == "arn:aws:states:::ecs:runTask.sync":
+            # https://docs.aws.amazon.com/step-functions/latest/dg/ecs-iam.html (Run a job, .sync)
+            task_def = params["TaskDefinition"]
+            task_role, exec_role = _task_roles(job_doc, r, task_def)
+            calls += [
+                Call("ecs:RunTask", task_def, {"ecs:cluster": params["Cluster"]}, why),
+                Call("ecs:StopTask", f"arn:aws:ecs:{REGION}:{ACCOUNT}:task/{PREFIX}/0a1b2c", {}, why),
+                Call("ecs:DescribeTasks", f"arn:aws:ecs:{REGION}:{ACCOUNT}:task/{PREFIX}/0a1b2c", {}, why),
+                *(Call(a, f"arn:aws:events:{REGION}:{ACCOUNT}:rule/StepFunctionsGetEventsForECSTaskRule", {}, why)
+                  for a in ("events:PutTargets", "events:PutRule", "events:DescribeRule")),
+                *(Call("iam:PassRole", role, {"iam:PassedToService": "ecs-tasks.amazonaws.com"}, why)
+                  for role in (task_role, exec_role)),
+            ]
+        elif resource == "arn:aws:states:::sns:publish":
+            calls.append(Call("sns:Publish", params["TopicArn"], {}, why))
+        elif resource == "arn:aws:states:::aws-sdk:sfn:describeExecution":
+            calls.append(Call("states:DescribeExecution",
+                              f"arn:aws:states:{REGION}:{ACCOUNT}:execution:{sm['name']}:holder-run", {}, why))
+        else:
+            raise AssertionError(f"{why}: no IAM mapping for integration {resource}; add it with its AWS doc")
+    return calls
+
+
+def _task_roles(job_doc: dict[str, Any], r: Resolver, task_def_arn: str) -> tuple[str, str]:
+    for tdef in job_doc["resource"].get("aws_ecs_task_definition", {}).values():
+        if task_def_arn.startswith(f"arn:aws:ecs:{REGION}:{ACCOUNT}:task-definition/{tdef['family']}:"):
+            return r.text(tdef["task_role_arn"]), r.text(tdef["execution_role_arn"])
+    assert task_def_arn == MODULE["runner_task_definition_arn"], task_def_arn
+    return MODULE["runner_task_role_arn"], MODULE["runner_execution_role_arn"]
+
+
+def scheduler_calls(job_doc: dict[str, Any], r: Resolver) -> list[Call]:
+    """EventBridge Scheduler assumes the role to start the target, decrypt the schedule and send
+    dead letters to the KMS-encrypted queue
+    (https://docs.aws.amazon.com/scheduler/latest/UserGuide/setting-up.html#setting-up-execution-role,
+    https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-key-management.html)."""
+    calls = []
+    for name, schedule in job_doc["resource"].get("aws_scheduler_schedule", {}).items():
+        target = r.text(schedule["target"])
+        calls += [Call("states:StartExecution", target["arn"], {}, name),
+                  Call("sqs:SendMessage", target["dead_letter_config"]["arn"], {}, name),
+                  Call("kms:GenerateDataKey", r.text(schedule["kms_key_arn"]), {}, name),
+                  Call("kms:Decrypt", r.text(schedule["kms_key_arn"]), {}, name)]
+    return calls
+
+
+def execution_role_calls(job_doc: dict[str, Any], r: Resolver) -> list[Call]:
+    """The ECS agent pulls the image and reads the container's secrets with the task execution
+    role (https://docs.aws.amazon.com/AmazonECS/latest/developerguide/secrets-envvar-secrets-manager.html);
+    the pull token and log writing come from the base module's shared policy."""
+    calls = []
+    for tdef in job_doc["resource"].get("aws_ecs_task_definition", {}).values():
+        for container in json.loads(tdef["container_definitions"]):
+            calls += [Call(a, MODULE["runner_repository_arn"], {}, "image pull")
+                      for a in ("ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability")]
+            for secret in container.get("secrets", []):
+                arn = r.text(secret["valueFrom"])
+                action = "ssm:GetParameters" if ":ssm:" in arn else "secretsmanager:GetSecretValue"
+                calls.append(Call(action, arn, {}, secret["name"]))
+    return calls
+
+
+def _compiled(root: Path) -> dict[str, dict[str, Any]]:
+    files = compile_all(load_config(root)).files
+    return {rel[:-len(".tf.json")]: json.loads(text) for rel, text in files.items()
+            if rel.endswith(".tf.json") and rel != "main.tf.json"}
+
+
+JOBS = _compiled(ROOT)
+
+
+def _roles(job: str) -> list[tuple[str, list[dict[str, Any]], list[Call]]]:
+    """(role, its inline policy statements, the calls made with it) for one compiled job."""
+    doc = JOBS[job]
+    r = Resolver(doc)
+    tid = next(iter(doc["resource"]["aws_sfn_state_machine"]))
+    docs = doc["data"]["aws_iam_policy_document"]
+    out = [("sfn", r.text(docs[f"{tid}_sfn"]["statement"]), sfn_calls(doc, r, tid))]
+    if f"{tid}_scheduler" in docs:
+        out.append(("scheduler", r.text(docs[f"{tid}_scheduler"]["statement"]), scheduler_calls(doc, r)))
+    if f"{tid}_exec" in docs:
+        out.append(("exec", r.text(docs[f"{tid}_exec"]["statement"]), execution_role_calls(doc, r)))
+    return out
+
+
+@pytest.mark.parametrize("job", sorted(JOBS))
+def test_every_call_a_job_makes_is_allowed_by_its_roles(job: str) -> None:
+    roles = _roles(job)
+    assert {name for name, _, _ in roles} >= {"sfn"}
+    for name, statements, calls in roles:
+        assert calls, f"{job}: no calls found for its {name} role"
+        assert denied_calls(statements, calls) == [], f"{job}'s {name} role"
+
+
+@pytest.mark.parametrize("job", sorted(JOBS))
+def test_every_statement_of_a_role_is_needed_by_some_call(job: str) -> None:
+    for name, statements, calls in _roles(job):
+        for i, statement in enumerate(statements):
+            without = statements[:i] + statements[i + 1:]
+            assert denied_calls(without, calls), f"{job}'s {name} role: {statement.get('sid')} is never used"
+
+
+def test_the_examples_cover_every_role_kind() -> None:
+    kinds = {name for job in JOBS for name, _, _ in _roles(job)}
+    assert kinds == {"sfn", "scheduler", "exec"}
+
+
+def test_the_evaluator_refuses_what_it_should() -> None:
+    # guards on the guard: a narrower resource, a failed condition, another action
+    statement = {"effect": "Allow", "actions": ["dynamodb:UpdateItem"], "resources": [MODULE["table_arn"]],
+                 "condition": [{"test": "ForAllValues:StringLike", "variable": "dynamodb:LeadingKeys",
+                                "values": ["JOB#nightly", "EXEC#*"]}]}
+    ok = Call("dynamodb:UpdateItem", MODULE["table_arn"], {"dynamodb:LeadingKeys": ["EXEC#1"]})
+    assert allowed([statement], ok)
+    assert not allowed([statement], Call("dynamodb:UpdateItem", MODULE["table_arn"],
+                                         {"dynamodb:LeadingKeys": ["JOB#other-team-job"]}))
+    assert not allowed([statement], Call("dynamodb:DeleteItem", MODULE["table_arn"], ok.context))
+    assert not allowed([statement], Call("dynamodb:UpdateItem", MODULE["table_arn"] + "-other", ok.context))
+    wildcard = {"effect": "Allow", "actions": ["secretsmanager:GetSecretValue"],
+                "resources": [f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:billing/token-??????"]}
+    assert allowed([wildcard], Call("secretsmanager:GetSecretValue",
+                                    f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:billing/token-AbC123"))
+    assert not allowed([wildcard], Call("secretsmanager:GetSecretValue",
+                                        f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:billing/token-x-AbC123"))
