@@ -4,6 +4,7 @@ each job, a catalog for the portal, and an output directory that only ever holds
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any, Callable
 
 import pytest
@@ -289,3 +290,20 @@ def test_every_example_parses_with_the_interpreter_that_runs_it(examples: dict[s
     for path, text in examples.items():
         if path.startswith("asl/"):
             AmazonStateLanguageParser.parse(bindings.bind(text, local))
+
+
+def test_the_root_keeps_its_state_in_the_configured_s3_bucket(examples: dict[str, str], tmp_path: Path) -> None:
+    from jobplane.compiler.terraform import root_module
+    from jobplane.contract.config import ConfigError, load_config
+
+    settings = json.loads(examples["main.tf.json"])["terraform"]
+    assert settings["backend"] == {"s3": {"bucket": "example-jobplane-terraform-state", "key": "jobplane/jobs.tfstate",
+                                          "region": "ap-northeast-1", "encrypt": True, "use_lockfile": True}}
+    toml = (ROOT / "jobplane.toml").read_text()
+    (tmp_path / "jobplane.toml").write_text(toml.replace('bucket = "example-jobplane-terraform-state"',
+                                                         'bucket = "Not A Bucket"'))
+    with pytest.raises(ConfigError, match=r"\[terraform\] bucket"):
+        load_config(tmp_path)
+    start = toml.index("[terraform]")
+    (tmp_path / "jobplane.toml").write_text(toml[:start] + toml[toml.index("[dev]"):])
+    assert "backend" not in root_module(load_config(tmp_path))["terraform"]

@@ -35,8 +35,15 @@ def root_module(config: PlatformConfig) -> dict[str, Any]:
         "security_groups": '${join(",", var.security_group_ids)}',
     }
     assert set(locals_values) == set(NAMES)
+    settings: dict[str, Any] = {"required_providers": {"aws": {"source": "hashicorp/aws", "version": ">= 6.0"}}}
+    if config.terraform is not None:
+        # S3 state with S3's own lock file (Terraform >= 1.10), encrypted at rest:
+        # https://developer.hashicorp.com/terraform/language/backend/s3
+        backend = config.terraform
+        settings["backend"] = {"s3": {"bucket": backend.bucket, "key": backend.key, "encrypt": True,
+                                      "use_lockfile": True, **({"region": backend.region} if backend.region else {})}}
     return {
-        "terraform": {"required_providers": {"aws": {"source": "hashicorp/aws", "version": ">= 6.0"}}},
+        "terraform": settings,
         "variable": {
             "region": {"type": "string", "description": "AWS region of the platform."},
             "runner_image": {"type": "string", "description": "Image with the application and jobplane-runner installed."},

@@ -26,6 +26,18 @@ class Team:
     members: tuple[str, ...] = ()  # who may act on the team's jobs in the portal
 
 
+@dataclass(frozen=True)
+class TerraformBackend:
+    """Where the compiled root keeps its Terraform state: an S3 bucket, with S3's own lock file
+    (``use_lockfile``, no DynamoDB table needed). Without it, state stays on the machine that
+    ran ``terraform apply`` (a CI runner forgets it, and the next apply fails on every name)."""
+
+    bucket: str
+    key: str = "jobplane/jobs.tfstate"
+    region: str = ""
+
+
+BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 PORT_PLACEHOLDER = re.compile(r"\{port:([A-Za-z0-9_-]+)\}")
 
 
@@ -70,6 +82,7 @@ class PlatformConfig:
     teams: dict[str, Team] = field(default_factory=dict)
     dev: DevConfig = field(default_factory=DevConfig)
     platform_admins: tuple[str, ...] = ()
+    terraform: TerraformBackend | None = None  # [terraform]: the compiled root's S3 backend
 
     @property
     def jobs_path(self) -> Path:
@@ -129,11 +142,21 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
             if name not in services:
                 raise ConfigError(f"{path}: [dev] {{port:{name}}} names no service; [dev.services] has "
                                   f"{', '.join(sorted(services)) or 'none'}")
-    unknown_top = set(data) - {"platform", "teams", "dev"}
+    backend = None
+    if "terraform" in data:
+        tf = data["terraform"]
+        _check_keys(path, "terraform", tf, {"bucket", "key", "region"})
+        if not isinstance(tf.get("bucket"), str) or not BUCKET_RE.match(tf["bucket"]):
+            raise ConfigError(f"{path}: [terraform] bucket must be the S3 bucket that keeps the state "
+                              "(3-63 lower-case letters, digits, '.' or '-')")
+        if not isinstance(tf.get("key", ""), str) or not isinstance(tf.get("region", ""), str):
+            raise ConfigError(f"{path}: [terraform] key and region are strings")
+        backend = TerraformBackend(**tf)
+    unknown_top = set(data) - {"platform", "teams", "dev", "terraform"}
     if unknown_top:
         raise ConfigError(f"{path}: unknown sections: {', '.join(sorted(unknown_top))}")
     return PlatformConfig(root=root, teams=teams, dev=DevConfig(env=env, services=services, **dev_raw),
-                          platform_admins=admins, **plat)
+                          platform_admins=admins, terraform=backend, **plat)
 
 
 def _check_keys(path: Path, section: str, table: dict, known: set[str]) -> None:
