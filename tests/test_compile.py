@@ -307,3 +307,36 @@ def test_the_root_keeps_its_state_in_the_configured_s3_bucket(examples: dict[str
     start = toml.index("[terraform]")
     (tmp_path / "jobplane.toml").write_text(toml[:start] + toml[toml.index("[dev]"):])
     assert "backend" not in root_module(load_config(tmp_path))["terraform"]
+
+
+def test_the_reserved_names_are_the_base_modules_own() -> None:
+    import re
+
+    from jobplane.contract.names import BASE_MODULE_SUFFIXES
+
+    text = "".join(p.read_text() for p in (ROOT / "terraform" / "platform").glob("*.tf"))
+    assert set(re.findall(r'"\$\{var\.name_prefix\}-([a-z-]+)"', text)) == set(BASE_MODULE_SUFFIXES)
+
+
+@pytest.mark.parametrize("name", ["runner", "notifier"])
+def test_a_job_named_like_a_base_module_resource_is_refused(tmp_path: Path, name: str) -> None:
+    repo = Repo(tmp_path)
+    repo.write(f"jobs/billing/{name}.jsonnet", minimal_job(name).replace(
+        "steps: [", "steps: [{ name: 's', python: 'm:f', secrets: { T: jp.secret('x') } },"))
+    result = repo.cli("validate")
+    assert result.exit_code == 2 and "which the base module already uses" in result.stderr
+
+
+def test_overrides_that_cannot_fit_ecs_are_refused_at_validation(tmp_path: Path) -> None:
+    repo = Repo(tmp_path)
+    big = "x" * 3000
+    repo.write("jobs/billing/bulky.jsonnet", minimal_job("bulky").replace(
+        "steps: [", f"params: {{ a: '{big}', b: '{big}', c: '{big}' }},\n  steps: ["))
+    result = repo.cli("validate")
+    assert result.exit_code == 2
+    assert "job 'bulky': params: the steps' container overrides would exceed ECS's 8192 characters" in result.stderr
+    # with a third of that, it fits; the catalog says how much room runs have for their params
+    repo.write("jobs/billing/bulky.jsonnet", minimal_job("bulky").replace("steps: [", f"params: {{ a: '{big}' }},\n  steps: ["))
+    assert repo.cli("compile").exit_code == 0
+    entry = next(j for j in json.loads((repo.path / "terraform/jobs/catalog.json").read_text())["jobs"] if j["name"] == "bulky")
+    assert 3000 < entry["params_budget"] < 8192

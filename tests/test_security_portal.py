@@ -130,6 +130,10 @@ def test_oversized_inputs_are_refused_before_anything_changes(client: TestClient
     assert r.status_code == 400 and "at most 500" in r.json()["error"]["message"]
     r = client.post("/api/jobs/flaky-load/runs", json={"params": {"mode": "x" * 1_000_000}}, headers=as_user(BILLING))
     assert r.status_code == 400 and "at most 4096" in r.json()["error"]["message"]
+    # under 4096 bytes, but quotes escaped twice in the task's overrides would not fit ECS's limit
+    quotes = '"' * 1900
+    r = client.post("/api/jobs/flaky-load/runs", json={"params": {"mode": quotes}}, headers=as_user(BILLING))
+    assert r.status_code == 400 and "of flaky-load's ECS overrides" in r.json()["error"]["message"]
     r = client.post("/api/jobs/long-wait/pause", json={"reason": "y" * 450_000}, headers=as_user(BILLING))
     assert r.status_code == 400
     form = client.get("/jobs/long-wait", headers=as_user(BILLING))

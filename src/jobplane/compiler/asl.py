@@ -515,6 +515,21 @@ class _Builder:
         return name
 
 
+def params_budget(job: Job, prefix: str) -> int:
+    """Characters left for the run's params in the largest container override any step attempt
+    sends (the rest is fixed by the definition, or bounded: rc.RUN_TIME_VALUE_MAX)."""
+    builder = _Builder(job, prefix)
+    largest = 0
+    for step in job.runnable_steps():
+        for n in {1, step.retry.attempts}:
+            override = builder.run_task_parameters(step, n)["Overrides"]["ContainerOverrides"]
+            sized = [{**o, "Environment": [
+                {"Name": e["Name"], "Value": "x" * rc.RUN_TIME_VALUE_MAX.get(e["Name"], 0)} if "Value.$" in e else e
+                for e in o["Environment"]]} for o in override]
+            largest = max(largest, len(json.dumps(sized, separators=(",", ":"), ensure_ascii=False)))
+    return rc.OVERRIDES_LIMIT - largest
+
+
 def build_definition(job: Job, prefix: str) -> dict[str, Any]:
     return _Builder(job, prefix).build()
 

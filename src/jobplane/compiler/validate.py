@@ -16,12 +16,14 @@ from typing import Any
 import _gojsonnet as _jsonnet
 from pydantic import ValidationError
 
-from jobplane.contract import names
+from jobplane.compiler.asl import params_budget
 from jobplane.compiler.model import (NAME_RE, Job, did_you_mean, duplicate_step_problem, fargate_size_problem,
                                      fields_at)
-from jobplane.contract.names import too_long
 from jobplane.compiler.problems import DefinitionError, Problem, rel
+from jobplane.contract import names
+from jobplane.contract import runner as rc
 from jobplane.contract.config import PlatformConfig
+from jobplane.contract.names import base_module_names, too_long
 from jobplane.contract.quoting import quoted
 
 #: Longest message text taken from Jsonnet or pydantic (each quotes values with ``quoted``).
@@ -196,12 +198,29 @@ def load_jobs(config: PlatformConfig, files: list[Path] | None = None) -> list[L
             data = dict(item)
             data.setdefault("timezone", config.default_timezone)
             try:
-                loaded.append(LoadedJob(Job.model_validate(data), source))
+                job = Job.model_validate(data)
             except ValidationError as e:
                 problems.extend(_pydantic_problems(source, name, e))
+                continue
+            loaded.append(LoadedJob(job, source))
+            problems.extend(override_problems(source, job, config))
     if problems:
         raise DefinitionError(sorted(set(problems)))
     return sorted(loaded, key=lambda lj: lj.job.name)
+
+
+def override_problems(source: str, job: Job, config: PlatformConfig) -> list[Problem]:
+    """A step's container override (its command and environment, with the run's params) must
+    fit ECS's 8,192 characters, or RunTask fails at run time: check the fixed part now, with the
+    job's default params (what a scheduled run sends)."""
+    budget = params_budget(job, config.name_prefix)
+    needed = rc.params_in_override(job.params)
+    if needed <= budget:
+        return []
+    return [Problem(source, job.name, "steps" if budget < 0 else "params",
+                    f"the steps' container overrides would exceed ECS's {rc.OVERRIDES_LIMIT} characters: "
+                    f"{max(budget, 0)} are left for params, the default params take {needed}; "
+                    "shorten env values, kwargs or params")]
 
 
 def raw_problems(source: str, job: str, item: dict[str, Any], config: PlatformConfig) -> list[Problem]:
@@ -215,6 +234,11 @@ def raw_problems(source: str, job: str, item: dict[str, Any], config: PlatformCo
     if isinstance(name, str) and NAME_RE.match(name):
         order = ["state machine", "schedule", "IAM role", "task definition family"]
         long = sorted(too_long(raw_derived_names(config.name_prefix, name, item)), key=lambda x: order.index(x[0]))
+        taken = sorted({n for _, n in raw_derived_names(config.name_prefix, name, item)}
+                       & base_module_names(config.name_prefix))
+        if taken:
+            problems.append(Problem(source, job, "name", f"{quoted(name)} would name {', '.join(map(repr, taken))}, "
+                                                         "which the base module already uses; choose another job name"))
         if long:  # one problem, however many derived names it makes too long
             kind, derived, limit = long[0]
             more = "".join(f"; the {k} name {n!r} would be {len(n)} (AWS allows {lim})" for k, n, lim in long[1:])

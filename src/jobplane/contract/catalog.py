@@ -76,6 +76,9 @@ class CatalogJob(_Model):
     state_machine: str
     asl: str  # its ASL file, relative to the catalog
     states: int  # how many states it has (the portal shows it; docs/state-machine.md)
+    # Characters a run's params may take in its steps' ECS overrides (runner.params_in_override);
+    # None: not known (a catalog from before it was added).
+    params_budget: int | None = None
 
     @property
     def step_names(self) -> list[str]:

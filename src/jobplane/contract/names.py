@@ -7,6 +7,16 @@ from __future__ import annotations
 
 LIMITS = {"state machine": 80, "schedule": 64, "IAM role": 64, "task definition family": 255}
 
+#: What the base module (terraform/platform) names "<prefix>-<suffix>" (tests/test_compile.py
+#: reads them from the module): a job whose derived names equal one of these would collide
+#: with it at apply ("EntityAlreadyExists"), so validation refuses such a job name.
+BASE_MODULE_SUFFIXES = ("events", "events-dlq", "execution-status", "notifier", "reconciler", "runner",
+                        "runner-exec", "runner-logging", "runner-task", "scheduler-dlq", "workflow-observability")
+
+
+def base_module_names(prefix: str) -> set[str]:
+    return {f"{prefix}-{suffix}" for suffix in BASE_MODULE_SUFFIXES}
+
 
 def state_machine_name(prefix: str, job: str) -> str:
     return f"{prefix}-{job}"

@@ -18,6 +18,22 @@ ENV_ATTEMPT = "JOBPLANE_ATTEMPT"  # 1-based attempt number of this step
 ENV_TARGET = "JOBPLANE_TARGET"  # JSON object: the step's kind, target, args and kwargs
 ENV_TRACEPARENT = "TRACEPARENT"  # W3C trace context, continued by the runner
 
+#: ECS allows 8,192 characters of overrides in a RunTask, JSON punctuation included
+#: (https://docs.aws.amazon.com/AmazonECS/latest/APIReference/API_RunTask.html, "overrides").
+OVERRIDES_LIMIT = 8192
+#: The longest each run-time environment value can be (params are budgeted per job instead):
+#: an execution name is at most 80 characters (StartExecution), a scheduled time ~30, a trigger a
+#: word, a traceparent 55.
+RUN_TIME_VALUE_MAX = {ENV_EXECUTION_ID: 80, ENV_SCHEDULED_TIME: 32, ENV_TRIGGER: 16, ENV_TRACEPARENT: 55}
+
+
+def params_in_override(params: dict) -> int:
+    """How many characters ``params`` take in a RunTask's overrides: a JSON document inside a
+    JSON string, so its quotes and backslashes are escaped once more."""
+    import json
+
+    return len(json.dumps(json.dumps(params, separators=(",", ":"), sort_keys=True))) - 2
+
 RUNNER_EXECUTABLE = "jobplane-runner"
 CONTAINER_NAME = "runner"
 STEP_KINDS = ("python", "celery", "django", "shell")

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from jobplane.contract import execution_input, names
+from jobplane.contract import runner as rc
 from jobplane.contract.catalog import Catalog, CatalogJob
 from jobplane.contract.quoting import quoted
 from jobplane.contract.schedule import next_fire_times, parse
@@ -406,6 +407,10 @@ class ControlPlane:
         if size > MAX_PARAMS_BYTES:
             raise Invalid(f"params are {size} bytes as JSON; at most {MAX_PARAMS_BYTES} (ECS passes them in "
                           "the task's overrides, 8,192 characters in all)", {"params": "too large"})
+        merged = {**entry.params, **params}
+        if entry.params_budget is not None and rc.params_in_override(merged) > entry.params_budget:
+            raise Invalid(f"params would take {rc.params_in_override(merged)} characters of {entry.name}'s ECS "
+                          f"overrides; its steps leave {entry.params_budget}", {"params": "too large"})
         return params
 
     def _audited(self, actor: str, action: str, job: str, execution: str | None, reason: str,
