@@ -19,6 +19,18 @@ variable "security_group_ids" {
   description = "Security groups of the runner's tasks."
 }
 
+variable "vpc_endpoints" {
+  type = object({
+    vpc_id          = string
+    route_table_ids = list(string) # of the task subnets, for the S3 gateway endpoint
+  })
+  description = <<-EOT
+    Create the VPC endpoints runner tasks need without a NAT gateway (ECR, S3, CloudWatch Logs,
+    Secrets Manager, SSM; see network.tf). null: the subnets reach AWS through a NAT gateway.
+  EOT
+  default     = null
+}
+
 variable "portal_url" {
   type        = string
   description = "Base URL of the portal, used for links in Slack alerts."

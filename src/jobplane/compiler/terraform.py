@@ -25,7 +25,7 @@ PARTITION = "${data.aws_partition.current.partition}"
 def root_module(config: PlatformConfig) -> dict[str, Any]:
     """The shared root: variables, provider, the base module and the values the ASL binds to."""
     module_vars = ["runner_image", "subnet_ids", "security_group_ids", "portal_url",
-                   "slack_webhook_secret_arn", "lambda_package"]
+                   "slack_webhook_secret_arn", "lambda_package", "lambda_reserved_concurrency", "vpc_endpoints"]
     locals_values = {
         "table_name": "${module.platform.table_name}",
         "topic_arn": "${module.platform.topic_arn}",
@@ -54,6 +54,10 @@ def root_module(config: PlatformConfig) -> dict[str, Any]:
                                          "description": "Secrets Manager ARN of the Slack incoming webhook URL."},
             "lambda_package": {"type": "string", "default": "../../build/jobplane-lambda.zip",
                                "description": "Zip of the notifier/reconciler Lambda, built by the project."},
+            "lambda_reserved_concurrency": {"type": "number", "default": None,
+                                            "description": "Reserved concurrency per Lambda (null: none)."},
+            "vpc_endpoints": {"type": "object({vpc_id = string, route_table_ids = list(string)})", "default": None,
+                              "description": "VPC endpoints for tasks without a NAT gateway (null: none)."},
         },
         "provider": {"aws": {"region": "${var.region}",
                              "default_tags": {"tags": {"managed-by": "jobplane"}}}},

@@ -1,0 +1,42 @@
+# Runner tasks run in private subnets without a public IP (AssignPublicIp DISABLED), so they
+# reach AWS through a NAT gateway or through VPC endpoints. With var.vpc_endpoints set, the
+# module creates the endpoints a Fargate task needs to start and run a step
+# (https://docs.aws.amazon.com/AmazonECR/latest/userguide/vpc-endpoints.html: ecr.api, ecr.dkr
+# and the S3 gateway for image layers; CloudWatch Logs for the awslogs driver; Secrets Manager
+# and SSM for task secrets; https://docs.aws.amazon.com/AmazonECS/latest/developerguide/vpc-endpoints.html).
+# What the application itself calls (its database, other AWS services) is the application's to add.
+locals {
+  interface_endpoints = var.vpc_endpoints == null ? [] : ["ecr.api", "ecr.dkr", "logs", "secretsmanager", "ssm"]
+}
+
+resource "aws_security_group" "endpoints" {
+  count       = var.vpc_endpoints == null ? 0 : 1
+  name        = "${var.name_prefix}-endpoints"
+  description = "HTTPS from the runner tasks to the VPC endpoints"
+  vpc_id      = var.vpc_endpoints.vpc_id
+  ingress {
+    description     = "HTTPS from the runner tasks"
+    from_port       = 443
+    to_port         = 443
+    protocol        = "tcp"
+    security_groups = var.security_group_ids
+  }
+}
+
+resource "aws_vpc_endpoint" "interface" {
+  for_each            = toset(local.interface_endpoints)
+  vpc_id              = var.vpc_endpoints.vpc_id
+  service_name        = "com.amazonaws.${local.region}.${each.value}"
+  vpc_endpoint_type   = "Interface"
+  subnet_ids          = var.subnet_ids
+  security_group_ids  = [aws_security_group.endpoints[0].id]
+  private_dns_enabled = true
+}
+
+resource "aws_vpc_endpoint" "s3" {
+  count             = var.vpc_endpoints == null ? 0 : 1
+  vpc_id            = var.vpc_endpoints.vpc_id
+  service_name      = "com.amazonaws.${local.region}.s3"
+  vpc_endpoint_type = "Gateway"
+  route_table_ids   = var.vpc_endpoints.route_table_ids
+}
