@@ -324,9 +324,12 @@ def test_forged_key_ids_do_not_make_valid_users_wait() -> None:
         for t in forged:
             t.join(60)
         assert sorted(results) == [401] * 8
-        # a forged kid's failure is remembered: the same token again costs no fetch
+        # a forged kid's failure is remembered: the same token again costs no fetch (one whose key
+        # was fetched: which 4 of the 8 got to fetch, and which were refused at the limit, is
+        # up to the thread scheduler)
         fetched = len(keys.requests)
-        assert client.get("/api/docs", headers={"x-amzn-oidc-data": alb_token(private, "forged-0")}).status_code == 401
+        tried = next(k for k in keys.requests if k.startswith("forged-"))
+        assert client.get("/api/docs", headers={"x-amzn-oidc-data": alb_token(private, tried)}).status_code == 401
         assert len(keys.requests) == fetched
     finally:
         keys.close()
