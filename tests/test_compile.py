@@ -102,9 +102,11 @@ def test_failures_and_skips_stay_within_the_state_budget() -> None:
     retried = asl.build_definition(job(steps=steps(1, retry={"attempts": 3})), "jobplane")
     # A permanent exit code on the first attempt: no retry.
     assert walk(retried, permanent_failure) == ["Claim", "Route", "s0", "s0: check", "s0: failed", "Notify failure", "Fail"]
-    # AWS fails the Task on a non-zero exit; without retries it goes straight to the record.
+    # AWS fails the Task on a non-zero exit; the check tells the step's failure from the
+    # infrastructure's, then records it.
     plain = asl.build_definition(job(), "jobplane")
-    assert walk(plain, caught("States.TaskFailed")) == ["Claim", "Route", "only", "only: failed", "Notify failure", "Fail"]
+    assert walk(plain, caught("States.TaskFailed")) == ["Claim", "Route", "only", "only: check", "only: failed",
+                                                        "Notify failure", "Fail"]
     assert walk(plain, caught("States.Timeout"))[-3:] == ["only: timed out", "Notify failure", "Fail"]
     dup = walk(plain, skipped("Skip: duplicate"))
     assert dup == ["Claim", "Skip: load state", "Skip: why", "Skip: duplicate"]
@@ -340,3 +342,21 @@ def test_overrides_that_cannot_fit_ecs_are_refused_at_validation(tmp_path: Path)
     assert repo.cli("compile").exit_code == 0
     entry = next(j for j in json.loads((repo.path / "terraform/jobs/catalog.json").read_text())["jobs"] if j["name"] == "bulky")
     assert 3000 < entry["params_budget"] < 8192
+
+
+
+def test_an_infrastructure_failure_runs_the_same_attempt_again() -> None:
+    plain = asl.build_definition(job(), "jobplane")
+    seen: list[str] = []
+
+    def infra_once(name: str, state: dict[str, Any]) -> str:
+        if name == "only: check" and "only: infra retry" not in seen:
+            seen.append("only: infra retry")
+            return next(c["Next"] for c in state["Choices"] if c["Next"] == "only: infra retry")
+        return success(name, state)
+
+    assert walk(plain, infra_once) == ["Claim", "Route", "only", "only: check", "only: infra retry", "only: infra wait",
+                                       "only", "only: check", "Finish"]
+    rule = next(c for c in plain["States"]["only: check"]["Choices"] if c["Next"] == "only: infra retry")
+    assert {"Variable": "$.run.infra.n", "NumericLessThan": 3} in rule["And"]  # at most 3 per run
+    assert plain["States"]["only: infra wait"] == {"Type": "Wait", "SecondsPath": "$.run.infra.wait", "Next": "only"}

@@ -63,6 +63,10 @@ def assert_classified(job: Job, definition: dict[str, Any]) -> None:
             assert kind == "Choice", name
         elif c.role == sn.Role.WAIT:
             assert kind == "Wait" and state["Next"] == sn.attempt(c.step, c.attempt + 1), name
+        elif c.role == sn.Role.INFRA_RETRY:
+            assert kind == "Pass" and state["Next"] == sn.infra_wait(c.step, c.attempt), name
+        elif c.role == sn.Role.INFRA_WAIT:
+            assert kind == "Wait" and state["Next"] == sn.attempt(c.step, c.attempt), name
         elif c.role in (sn.Role.STEP_FAILED, sn.Role.STEP_TIMED_OUT):
             assert kind == ("Pass" if in_branch else "Task"), name
         elif c.role == sn.Role.BRANCH_DONE:
@@ -80,6 +84,10 @@ def assert_classified(job: Job, definition: dict[str, Any]) -> None:
             assert sn.check(c.step, c.attempt) == name
         elif c.role == sn.Role.WAIT:
             assert sn.wait(c.step, c.attempt) == name
+        elif c.role == sn.Role.INFRA_RETRY:
+            assert sn.infra_retry(c.step, c.attempt) == name
+        elif c.role == sn.Role.INFRA_WAIT:
+            assert sn.infra_wait(c.step, c.attempt) == name
 
 
 def _compiled_repo(root: Path) -> list[tuple[Job, dict[str, Any]]]:
@@ -131,7 +139,8 @@ def test_every_state_of_any_job_classifies(job: Job) -> None:
 
 
 @pytest.mark.parametrize("name", ["", "Claim ", "work #1", "work #0", "work: failed #2", "Work", "work: finished",
-                                  "Skip: nonsense", "a" * 41, "work #2: failed", "work: done: check"])
+                                  "Skip: nonsense", "a" * 41, "work #2: failed", "work: done: check",
+                                  "work #2: infra", "work: infra waits"])
 def test_names_the_compiler_never_makes_are_refused(name: str) -> None:
     with pytest.raises(ValueError):
         sn.classify(name)

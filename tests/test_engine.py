@@ -236,6 +236,58 @@ def test_retryable_failure_is_retried_and_permanent_is_not(aws: LocalAWS) -> Non
     assert "gone #2" not in ex.states_entered
 
 
+class _FailsToStartFirst:
+    """What AWS does to a task now and then (no capacity, image pull, a maintenance stop): its
+    first task never runs and stops with StopCode TaskFailedToStart, as the local agent records
+    for a command it cannot start; the rest go to the real agent."""
+
+    def __init__(self, agent: Any):
+        self.agent = agent
+        self.refused: list[str] = []
+
+    def start(self, task: Any) -> None:
+        from jobplane.platform.local import moto_fixes
+
+        if not self.refused:
+            self.refused.append(task.task_arn)
+            moto_fixes.finish_task(task, None, "CannotPullContainerError: pull access denied", "TaskFailedToStart")
+        else:
+            self.agent.start(task)
+
+    def stop_task(self, task: str) -> Any:
+        return self.agent.stop_task(task)
+
+
+def test_a_task_that_never_started_is_retried_without_using_an_attempt(aws: LocalAWS) -> None:
+    from jobplane.platform.local import moto_fixes
+
+    job = deploy(aws, steps=[{"name": "work", "python": BEHAVE}])  # one attempt: no retries of its own
+    flaky_infra = _FailsToStartFirst(aws.agent)
+    moto_fixes.ECS_TASK_RUNNERS.append(flaky_infra)
+    try:
+        ex, rec = finish(aws, aws.start(job, fire({"mode": "ok"})))
+    finally:
+        moto_fixes.ECS_TASK_RUNNERS.remove(flaky_infra)
+    assert len(flaky_infra.refused) == 1
+    assert ex.status == "SUCCEEDED" and rec.status == "SUCCEEDED", task_logs(aws, rec.execution)
+    assert [s for s in ex.states_entered if "infra" in s] == ["work: infra retry", "work: infra wait"]
+    assert ex.states_entered.count("work") == 2  # the same attempt, run again
+
+
+def test_a_task_someone_stopped_is_not_retried(aws: LocalAWS, tmp_path: Path) -> None:
+    job = deploy(aws, steps=[{"name": "work", "python": BEHAVE, "retry": {"attempts": 3, "interval": 1}}])
+    marker = tmp_path / "pid"
+    arn = aws.start(job, fire({"mode": "sleep", "seconds": 60, "marker": str(marker)}))
+    started_process(marker)
+    ecs = aws.client("ecs")
+    task = next(t for t in ecs.list_tasks(cluster=aws.resources["cluster_arn"])["taskArns"]
+                if aws.agent.tasks.get(t) and aws.agent.tasks[t].execution_id == arn.rsplit(":", 1)[1])
+    ecs.stop_task(cluster=aws.resources["cluster_arn"], task=task, reason="operator")
+    ex, rec = finish(aws, arn)
+    assert rec.status == "FAILED" and rec.failed_step == "work" and len(rec.attempts("work")) == 1
+    assert "work #2" not in ex.states_entered and not any("infra" in s for s in ex.states_entered)
+
+
 def test_resume_from_skips_earlier_steps(aws: LocalAWS, tmp_path: Path) -> None:
     markers = {n: tmp_path / n for n in ("extract", "transform", "load")}
     job = deploy(aws, policy="ALWAYS_RUN", steps=[

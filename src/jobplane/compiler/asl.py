@@ -82,6 +82,10 @@ REQUESTED_BY = Ref("$.requested_by")
 RESUME_FROM = Ref("$.resume_from")
 STEPS_JSON = Ref("States.JsonToString($.run.steps)")
 HOLDER = f"$.state.Item.{dm.ATTR_HOLDER}.S"
+#: Seconds before each retry of an attempt whose task never ran the step (rc.INFRA_STOP_CODES);
+#: one budget per run (per parallel branch), counted at $.run.infra.n.
+INFRA_WAITS = (15, 60, 180)
+INFRA = "$.run.infra"
 BLOCKER = f"$.state.Item.{dm.ATTR_BLOCKED_BY}.S"
 
 
@@ -182,7 +186,7 @@ class _Builder:
 
     @staticmethod
     def run_selector() -> dict[str, Any]:
-        return {"old.$": "$", "steps": {}}
+        return {"old.$": "$", "steps": {}, "infra": {"n": 0}}
 
     def claim_state(self) -> Task:
         return Task(
@@ -289,8 +293,10 @@ class _Builder:
                 result_path=result,
                 timeout_seconds=step.timeout,
                 retry=[ECS_INFRA_RETRY],
+                # a failed task always reaches the check: it tells the step's own failures from
+                # the infrastructure's and from an operator's stop
                 catch=[Catch(["States.Timeout"], timed_out, result),
-                       Catch(["States.TaskFailed"], failed if last_attempt else check, result),
+                       Catch(["States.TaskFailed"], check, result),
                        Catch(["States.ALL"], failed, result)],
                 next=check))
             exit_code = f"{result}.Container.ExitCode"
@@ -300,10 +306,17 @@ class _Builder:
             if is_last and record and Event.RECOVERED in self.events:
                 choices.append(self.recovered_rule(ok))
             choices.append({**ok, "Next": nxt})
+            # On AWS a failed task arrives as States.TaskFailed whose Cause is the task's JSON.
+            cause = f"{result}.Cause"
+            choices.append({"And": [{"Variable": cause, "IsPresent": True},
+                                    {"Or": _stop_code_rules(cause, rc.INFRA_STOP_CODES)},
+                                    {"Variable": f"{INFRA}.n", "NumericLessThan": len(INFRA_WAITS)}],
+                            "Next": self.infra_states(step, n, into)})
+            choices.append({"And": [{"Variable": cause, "IsPresent": True},
+                                    {"Or": _stop_code_rules(cause, (rc.OPERATOR_STOP_CODE,))}],
+                            "Next": failed})  # someone stopped the task: never retried
             if not last_attempt:
                 permanent = [{"Variable": exit_code, "NumericEquals": code} for code in rc.NOT_RETRIED_EXIT_CODES]
-                # On AWS a non-zero exit arrives as States.TaskFailed whose Cause is the task JSON.
-                cause = f"{result}.Cause"
                 cause_permanent = [{"Variable": cause, "StringMatches": f'*"ExitCode":{sep}{code},*'}
                                    for code in rc.NOT_RETRIED_EXIT_CODES for sep in ("", " ")]
                 choices.append({"And": [{"Variable": exit_code, "IsPresent": True}, {"Or": permanent}], "Next": failed})
@@ -314,6 +327,17 @@ class _Builder:
                 into.add(wait, Wait(seconds=delays[n - 1], next=sn.attempt(step.name, n + 1)))
             into.add(check, Choice(choices=choices, default=failed))
         return sn.attempt(step.name)
+
+    def infra_states(self, step: Step, n: int, into: Graph) -> str:
+        """Count an infrastructure retry of attempt ``n``, wait, run the same attempt again."""
+        retry, wait = sn.infra_retry(step.name, n), sn.infra_wait(step.name, n)
+        into.add(retry, Pass(
+            comment="The task never ran the step to its end (rc.INFRA_STOP_CODES): not the step's attempt",
+            parameters={"n.$": f"States.MathAdd({INFRA}.n, 1)",
+                        "wait.$": f"States.ArrayGetItem(States.Array({', '.join(map(str, INFRA_WAITS))}), {INFRA}.n)"},
+            result_path=INFRA, next=wait))
+        into.add(wait, Wait(seconds_path=f"{INFRA}.wait", next=sn.attempt(step.name, n)))
+        return retry
 
     def step_failure_state(self, step: Step, status: ExecutionStatus, into: Graph, record: bool) -> str:
         name = sn.step_failed(step.name) if status == ExecutionStatus.FAILED else sn.step_timed_out(step.name)
@@ -339,7 +363,8 @@ class _Builder:
         self.add(sn.attempt(group.name), Parallel(
             comment="steps run concurrently; each branch records its outcome instead of failing",
             # Each branch gets only what its tasks read, not the whole state data.
-            parameters={f"{f}.$": f"$.{f}" for f in ("trigger", "scheduled_time", "params")} | {"run": {"steps": {}}},
+            parameters={f"{f}.$": f"$.{f}" for f in ("trigger", "scheduled_time", "params")}
+            | {"run": {"steps": {}, "infra": {"n": 0}}},
             branches=branches,
             result_selector={f"{m.key}.$": f"States.ArrayGetItem($, {i})" for i, m in enumerate(members)},
             result_path=_steps_slot(group),
@@ -513,6 +538,11 @@ class _Builder:
             retry=[DDB_RETRY],
             next=nxt))
         return name
+
+
+def _stop_code_rules(cause: str, codes: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The task JSON in ``cause`` has one of these StopCodes (compact or spaced JSON)."""
+    return [{"Variable": cause, "StringMatches": f'*"StopCode":{sep}"{code}"*'} for code in codes for sep in ("", " ")]
 
 
 def params_budget(job: Job, prefix: str) -> int:

@@ -135,18 +135,25 @@ class Parallel(_Flowing):
 class Pass(_Flowing):
     type: ClassVar[str] = "Pass"
     parameters: dict[str, Any] | None = None
+    result_path: Any = None
 
     def fields(self) -> dict[str, Any]:
-        return {"Parameters": self.parameters} if self.parameters is not None else {}
+        out = {"Parameters": self.parameters} if self.parameters is not None else {}
+        return out | _result_fields(None, self.result_path)
 
 
 @dataclass
 class Wait(_Flowing):
+    """Waits ``seconds``, or the number at ``seconds_path`` in the state data."""
+
     type: ClassVar[str] = "Wait"
-    seconds: int
+    seconds: int | None = None
+    seconds_path: str | None = None
 
     def fields(self) -> dict[str, Any]:
-        return {"Seconds": self.seconds}
+        if (self.seconds is None) == (self.seconds_path is None):
+            raise ValueError("a Wait takes Seconds or SecondsPath")
+        return {"Seconds": self.seconds} if self.seconds is not None else {"SecondsPath": self.seconds_path}
 
 
 @dataclass

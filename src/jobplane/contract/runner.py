@@ -18,6 +18,16 @@ ENV_ATTEMPT = "JOBPLANE_ATTEMPT"  # 1-based attempt number of this step
 ENV_TARGET = "JOBPLANE_TARGET"  # JSON object: the step's kind, target, args and kwargs
 ENV_TRACEPARENT = "TRACEPARENT"  # W3C trace context, continued by the runner
 
+#: Why ECS stopped a task that never ran the step to its end through no fault of the step: it
+#: could not start (capacity, image pull, network interface, secrets), or AWS stopped it (host
+#: health, Spot, a termination notice, a Fargate maintenance stop). Such an attempt is run again
+#: without counting against the step's own retries. "UserInitiated" (someone stopped the task)
+#: and "EssentialContainerExited" (the step's own exit code) are not in it.
+#: https://docs.aws.amazon.com/AmazonECS/latest/developerguide/stopped-task-error-codes.html
+INFRA_STOP_CODES = ("TaskFailedToStart", "InfrastructureHealth", "SpotInterruption", "TerminationNotice",
+                    "ServiceSchedulerInitiated")
+OPERATOR_STOP_CODE = "UserInitiated"
+
 #: ECS allows 8,192 characters of overrides in a RunTask, JSON punctuation included
 #: (https://docs.aws.amazon.com/AmazonECS/latest/APIReference/API_RunTask.html, "overrides").
 OVERRIDES_LIMIT = 8192

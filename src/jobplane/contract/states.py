@@ -33,6 +33,8 @@ class Role(str, Enum):
     STEP = "step"  # a step's own state: an attempt's ecs:runTask.sync Task, or a parallel group
     CHECK = "check"  # after an attempt (or a group): did it succeed, retry or fail?
     WAIT = "wait"  # the back-off before the next attempt
+    INFRA_RETRY = "infra retry"  # counts a retry of the same attempt after an infrastructure failure
+    INFRA_WAIT = "infra wait"  # the back-off before that retry
     STEP_FAILED = "failed"  # records the job's failure at this step (a Pass inside a branch)
     STEP_TIMED_OUT = "timed out"  # the same, for the step's own timeout
     BRANCH_DONE = "done"  # a parallel branch's success
@@ -51,7 +53,7 @@ class StateName:
     name: str
     role: Role
     step: str | None = None
-    attempt: int | None = None  # Role.STEP / CHECK / WAIT: which attempt (a group is attempt 1)
+    attempt: int | None = None  # Role.STEP / CHECK / WAIT / INFRA_*: which attempt (a group is attempt 1)
     reason: SkipReason | None = None  # Role.SKIP_RECORD
 
     @property
@@ -101,6 +103,16 @@ def wait(step: str, n: int) -> str:
     return f"{attempt(step, n)}: wait"
 
 
+def infra_retry(step: str, n: int) -> str:
+    """Before attempt ``n`` runs again because its task never ran its step (not an attempt of
+    the step's own: capacity, image pull, a Fargate maintenance stop)."""
+    return f"{attempt(step, n)}: infra retry"
+
+
+def infra_wait(step: str, n: int) -> str:
+    return f"{attempt(step, n)}: infra wait"
+
+
 def step_failed(step: str) -> str:
     return f"{step}: failed"
 
@@ -119,8 +131,10 @@ def skip_record(reason: SkipReason) -> str:
 
 _SKIP_RECORDS = {skip_record(r): r for r in SkipReason}
 _SUFFIXES = {"check": Role.CHECK, "wait": Role.WAIT, "failed": Role.STEP_FAILED, "timed out": Role.STEP_TIMED_OUT,
-             "done": Role.BRANCH_DONE}
-_STEP_STATE = re.compile(r"^(?P<step>[a-z][a-z0-9_-]*)(?: #(?P<n>[1-9]\d*))?(?:: (?P<suffix>check|wait|failed|timed out|done))?$")
+             "done": Role.BRANCH_DONE, "infra retry": Role.INFRA_RETRY, "infra wait": Role.INFRA_WAIT}
+_NUMBERED = ("check", "wait", "infra retry", "infra wait")
+_STEP_STATE = re.compile(r"^(?P<step>[a-z][a-z0-9_-]*)(?: #(?P<n>[1-9]\d*))?"
+                         r"(?:: (?P<suffix>check|wait|failed|timed out|done|infra retry|infra wait))?$")
 
 
 def classify(name: str) -> StateName:
@@ -133,10 +147,10 @@ def classify(name: str) -> StateName:
     if m is None or not STEP_NAME_RE.match(m["step"]) or len(m["step"]) > STEP_NAME_MAX:
         raise ValueError(f"not a state name the compiler makes: {name[:100]!r}")
     suffix, n = m["suffix"], m["n"]
-    if n is not None and (suffix not in (None, "check", "wait") or n == "1"):
+    if n is not None and (suffix not in (None, *_NUMBERED) or n == "1"):
         raise ValueError(f"not a state name the compiler makes: {name[:100]!r}")
     role = _SUFFIXES[suffix] if suffix else Role.STEP
-    numbered = role in (Role.STEP, Role.CHECK, Role.WAIT)
+    numbered = role in (Role.STEP, Role.CHECK, Role.WAIT, Role.INFRA_RETRY, Role.INFRA_WAIT)
     return StateName(name, role, step=m["step"], attempt=int(n or 1) if numbered else None)
 
 
