@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from conftest import ROOT
+from iam_policy import Call, denied_calls
 from slack_receiver import Receiver
 
 from jobplane.compiler import asl
@@ -56,16 +57,30 @@ def lambda_root(package: Path, tmp_path_factory: pytest.TempPathFactory) -> dict
     return {"task": task, "runtime": runtime}
 
 
+RECORDED: dict[str, list[dict[str, Any]]] = {}  # handler -> the AWS calls it made (IAM contract below)
+
+
 def call_handler(roots: dict[str, Path], handler: str, event: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
-    """``module.function(event, None)`` in `python -I -S` with sys.path = package, SDK, stdlib."""
+    """``module.function(event, None)`` in `python -I -S` with sys.path = package, SDK, stdlib;
+    every AWS call it makes is recorded (service, operation, the parameters that name resources)."""
     code = f"""
 import json, sys
 sys.path[:0] = [{str(roots['task'])!r}, {str(roots['runtime'])!r}]
 import importlib
+import botocore.client
+calls = []
+_call = botocore.client.BaseClient._make_api_call
+def _recorded(self, operation, params):
+    named = {{k: params[k] for k in ("TableName", "TopicArn", "SecretId", "executionArn") if k in params}}
+    if "TransactItems" in params:
+        named["TransactItems"] = [[kind, body["TableName"]] for item in params["TransactItems"] for kind, body in item.items()]
+    calls.append({{"service": self.meta.service_model.service_name, "operation": operation, "params": named}})
+    return _call(self, operation, params)
+botocore.client.BaseClient._make_api_call = _recorded
 module, _, function = {handler!r}.rpartition(".")
 result = getattr(importlib.import_module(module), function)(json.loads(sys.stdin.read()), None)
 leaked = sorted(m for m in sys.modules if m.split(".")[0] in ("moto", "fastapi", "jinja2", "click", "gojsonnet"))
-print("RESULT " + json.dumps({{"result": result, "leaked": leaked,
+print("RESULT " + json.dumps({{"result": result, "leaked": leaked, "calls": calls,
                                "jobplane_from": sys.modules["jobplane"].__file__}}, default=str))
 """
     done = subprocess.run([sys.executable, "-I", "-S", "-c", code], input=json.dumps(event), capture_output=True,
@@ -74,6 +89,7 @@ print("RESULT " + json.dumps({{"result": result, "leaked": leaked,
     assert done.returncode == 0 and line, done.stdout[-2000:] + done.stderr[-4000:]
     out = json.loads(line[7:])
     assert out["leaked"] == [] and out["jobplane_from"].startswith(str(roots["task"]))
+    RECORDED.setdefault(handler, []).extend(out["calls"])
     return out["result"]
 
 
@@ -117,6 +133,7 @@ def test_the_reconciler_handler_records_a_stopped_run(aws: LocalAWS, lambda_root
         "result": "recorded"}
     record = aws.repository().execution(arn.rsplit(":", 1)[1])
     assert record.status == "ABORTED" and record.expires_at is not None
+    assert_role_allows("reconciler", RECORDED["jobplane.platform.reconciler.handler"], {})
 
 
 def test_the_notifier_handler_posts_to_slack_with_the_webhook_from_secrets_manager(
@@ -136,6 +153,8 @@ def test_the_notifier_handler_posts_to_slack_with_the_webhook_from_secrets_manag
             JOBPLANE_TEAM_CHANNELS=json.dumps({"billing": "#billing-alerts"})))
         assert len(out["results"]) == 1
         assert len(receiver.posts) == 1 and "nightly" in json.dumps(receiver.posts[0])
+        assert_role_allows("notifier", RECORDED["jobplane.platform.notifier.handler"],
+                           {"slack_webhook_secret_arn": secret})
     finally:
         receiver.close()
 
@@ -169,3 +188,64 @@ def test_the_slow_run_handler_announces_a_run_past_its_expected_duration(
         assert first["alerted"] == [arn.rsplit(":", 1)[1]] and again["alerted"] == []  # announced once
     finally:
         aws.client("stepfunctions").stop_execution(executionArn=arn)
+
+
+# -- the IAM contract of the Lambda roles: what each packaged handler called, plus what Lambda
+# -- itself does with the function's role, is allowed by the base module's policy for it ---------
+def lambda_service_calls(function: str, vars: dict[str, str]) -> list[Call]:
+    """Calls Lambda makes with the execution role for the function's own configuration: logs
+    (https://docs.aws.amazon.com/lambda/latest/dg/monitoring-cloudwatchlogs.html), traces when
+    tracing is Active (https://docs.aws.amazon.com/lambda/latest/dg/services-xray.html), the
+    asynchronous dead-letter queue, KMS-encrypted (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html),
+    and the key of its encrypted environment (https://docs.aws.amazon.com/lambda/latest/dg/configuration-envvars-encryption.html)."""
+    import base_module as bm
+
+    fn = bm.resource("aws_lambda_function", function)
+    name = bm.resolve(fn["function_name"], vars)
+    stream = f"arn:aws:logs:{bm.REGION}:{bm.ACCOUNT}:log-group:/aws/lambda/{name}:log-stream:2027/01/01/[$LATEST]0abc"
+    calls = [Call("logs:CreateLogStream", stream, {}, "logs"), Call("logs:PutLogEvents", stream, {}, "logs")]
+    if fn["tracing_config"][0]["mode"] == "Active":
+        calls += [Call(a, "*", {}, "tracing") for a in ("xray:PutTraceSegments", "xray:PutTelemetryRecords")]
+    dlq = bm.resolve(fn["dead_letter_config"][0]["target_arn"], vars)
+    calls += [Call("sqs:SendMessage", dlq, {}, "dead letters"),
+              Call("kms:GenerateDataKey", bm.KMS_KEY_ARN, {}, "encrypted dead-letter queue"),
+              Call("kms:Decrypt", bm.KMS_KEY_ARN, {}, "encrypted environment")]
+    return calls
+
+
+def recorded_calls(recorded: list[dict[str, Any]]) -> list[Call]:
+    """IAM actions and resources of the API calls a handler made."""
+    import base_module as bm
+
+    table = lambda name: f"arn:aws:dynamodb:{bm.REGION}:{bm.ACCOUNT}:table/{name}"  # noqa: E731
+    calls = []
+    for c in recorded:
+        service, op, params = c["service"], c["operation"], c["params"]
+        why = f"{service}.{op}"
+        if service == "dynamodb" and op == "TransactWriteItems":
+            # each write of a transaction needs its own action
+            # (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis-iam.html)
+            calls += [Call(f"dynamodb:{kind}Item", table(t), {}, why) for kind, t in params["TransactItems"]]
+        elif service == "dynamodb":
+            calls.append(Call(f"dynamodb:{op}", table(params["TableName"]), {}, why))
+        elif service in ("states", "stepfunctions"):  # botocore names the service stepfunctions
+            calls.append(Call(f"states:{op}", params["executionArn"], {}, why))
+        elif service == "sns":
+            calls.append(Call(f"sns:{op}", params["TopicArn"], {}, why))
+        elif service == "secretsmanager":
+            calls.append(Call(f"secretsmanager:{op}", params["SecretId"], {}, why))
+        else:
+            raise AssertionError(f"no IAM mapping for {why}; add it with its AWS doc")
+    return calls
+
+
+def assert_role_allows(function: str, recorded: list[dict[str, Any]], vars: dict[str, str]) -> None:
+    import base_module as bm
+
+    statements = bm.policy_statements(function, vars)
+    calls = recorded_calls(recorded) + lambda_service_calls(function, vars)
+    assert recorded, f"the {function} handler made no AWS call"
+    assert denied_calls(statements, calls) == [], f"the {function} role"
+    for i, statement in enumerate(statements):
+        assert denied_calls(statements[:i] + statements[i + 1:], calls), \
+            f"the {function} role's {statement.get('sid')} is used by no call"

@@ -1,0 +1,59 @@
+"""What the base module (terraform/platform) must say for a first deploy to work, each from
+AWS documentation cited next to the setting, checked on the module's own text (read with
+python-hcl2). The roles are checked against the calls the code makes in test_lambda_package.py;
+tfcheck's plan.py evaluates the module in `make tfcheck`."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+
+import base_module as bm
+from conftest import ROOT
+
+
+def test_the_lambdas_are_built_for_the_runtime_the_module_declares() -> None:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        from build_lambda import declared_runtime
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    functions = bm.module()["resource"]["aws_lambda_function"]
+    assert {(f["runtime"], tuple(f["architectures"])) for f in functions.values()} == {("python3.11", ("x86_64",))}
+    assert declared_runtime((bm.MODULE / "functions.tf").read_text()) == ("3.11", "x86_64")
+
+
+def test_reserved_concurrency_is_not_reserved_unless_asked() -> None:
+    assert bm.module()["variable"]["lambda_reserved_concurrency"]["default"] is None
+    for f in bm.module()["resource"]["aws_lambda_function"].values():
+        assert f["reserved_concurrent_executions"] == "${var.lambda_reserved_concurrency}"
+
+
+def test_cloudwatch_logs_uses_the_key_under_the_documented_encryption_context() -> None:
+    statements = bm.policy_statements("kms", {})
+    logs = [s for s in statements if any(i.startswith("logs.") for p in s.get("principals", []) for i in p["identifiers"])]
+    assert len(logs) == 1
+    assert logs[0]["condition"] == [{"test": "ArnLike", "variable": "kms:EncryptionContext:aws:logs:arn",
+                                     "values": [f"arn:aws:logs:{bm.REGION}:{bm.ACCOUNT}:log-group:*"]}]
+
+
+def test_a_step_is_limited_by_its_task_size_not_by_the_container() -> None:
+    text = (bm.MODULE / "runner.tf").read_text()
+    container = text[text.index("container_definitions"):]
+    assert re.search(r"^\s+memoryReservation\s*=", container, re.M)
+    assert not re.search(r"^\s+memory\s*=", container, re.M)  # a hard limit would OOM-kill a bigger step
+    from jobplane.compiler.output import compile_all
+    from jobplane.contract.config import load_config
+
+    # the per-job task definition of a job with secrets
+    compiled = json.loads(compile_all(load_config(ROOT)).files["month-end-close.tf.json"])
+    c = json.loads(compiled["resource"]["aws_ecs_task_definition"]["month_end_close"]["container_definitions"])[0]
+    assert "memory" not in c and c["memoryReservation"] > 0
+
+
+def test_a_non_root_step_can_write_tmp_under_a_read_only_root() -> None:
+    docker = (ROOT / "src" / "jobplane" / "runner" / "Dockerfile").read_text()
+    assert re.search(r'^VOLUME \["/tmp"\]$', docker, re.M) and "chmod 1777 /tmp" in docker
+    text = (bm.MODULE / "runner.tf").read_text()
+    assert "readonlyRootFilesystem = true" in text and 'containerPath = "/tmp"' in text
