@@ -81,7 +81,20 @@ def _result_fields(result_selector: dict[str, Any] | None, result_path: Any) -> 
 
 
 @dataclass
-class Task(_Flowing):
+class _Catching(_Flowing):
+    """A state whose errors can be caught (Task, Parallel)."""
+
+    catch: list[Catch] = field(default_factory=list, kw_only=True)
+
+    def targets(self) -> list[str]:
+        return super().targets() + [c.next for c in self.catch]
+
+    def catch_fields(self) -> dict[str, Any]:
+        return {"Catch": [c.to_dict() for c in self.catch]} if self.catch else {}
+
+
+@dataclass
+class Task(_Catching):
     type: ClassVar[str] = "Task"
     resource: str
     parameters: dict[str, Any] | None = None
@@ -89,7 +102,6 @@ class Task(_Flowing):
     result_path: Any = None  # a path, DISCARD, or None for the default ($)
     timeout_seconds: int | None = None
     retry: list[dict[str, Any]] = field(default_factory=list)
-    catch: list[Catch] = field(default_factory=list)
 
     def fields(self) -> dict[str, Any]:
         out: dict[str, Any] = {"Resource": self.resource}
@@ -100,35 +112,23 @@ class Task(_Flowing):
             out["TimeoutSeconds"] = self.timeout_seconds
         if self.retry:
             out["Retry"] = list(self.retry)
-        if self.catch:
-            out["Catch"] = [c.to_dict() for c in self.catch]
-        return out
-
-    def targets(self) -> list[str]:
-        return super().targets() + [c.next for c in self.catch]
+        return out | self.catch_fields()
 
 
 @dataclass
-class Parallel(_Flowing):
+class Parallel(_Catching):
     type: ClassVar[str] = "Parallel"
     branches: list[Graph]
     parameters: dict[str, Any] | None = None
     result_selector: dict[str, Any] | None = None
     result_path: Any = None
-    catch: list[Catch] = field(default_factory=list)
 
     def fields(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         if self.parameters is not None:
             out["Parameters"] = self.parameters
         out["Branches"] = [b.to_dict() for b in self.branches]
-        out |= _result_fields(self.result_selector, self.result_path)
-        if self.catch:
-            out["Catch"] = [c.to_dict() for c in self.catch]
-        return out
-
-    def targets(self) -> list[str]:
-        return super().targets() + [c.next for c in self.catch]
+        return out | _result_fields(self.result_selector, self.result_path) | self.catch_fields()
 
 
 @dataclass
