@@ -360,3 +360,12 @@ def test_an_infrastructure_failure_runs_the_same_attempt_again() -> None:
     rule = next(c for c in plain["States"]["only: check"]["Choices"] if c["Next"] == "only: infra retry")
     assert {"Variable": "$.run.infra.n", "NumericLessThan": 3} in rule["And"]  # at most 3 per run
     assert plain["States"]["only: infra wait"] == {"Type": "Wait", "SecondsPath": "$.run.infra.wait", "Next": "only"}
+
+
+def test_only_errors_of_the_runtask_call_are_retried_by_the_task_itself() -> None:
+    d = asl.build_definition(job(), "jobplane")
+    retry = d["States"]["only"]["Retry"]
+    # a task that ran (TaskFailed: to the check) or timed out (to its record) is never retried here...
+    assert retry[0] == {"ErrorEquals": ["States.TaskFailed", "States.Timeout"], "MaxAttempts": 0}
+    # ...any other error of the call is, with backoff, last (States.ALL must be the last retrier)
+    assert retry[-1]["ErrorEquals"] == ["States.ALL"] and retry[-1]["MaxAttempts"] > 0

@@ -51,8 +51,8 @@ variable "lambda_package" {
 variable "lambda_reserved_concurrency" {
   type        = number
   description = <<-EOT
-    Reserved concurrency of each Lambda (notifier, reconciler); null: none reserved. A new
-    account's concurrency quota may be 10, and Lambda keeps 10 unreserved, so reserving any
+    Reserved concurrency of each Lambda (notifier, reconciler); null: none reserved. An account
+    must keep at least 100 unreserved and a new account's quota may be 10, so reserving any
     there fails: https://docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html
   EOT
   default     = null
