@@ -60,7 +60,13 @@ ECS_INFRA_RETRY = {
 # call is the call's, not the step's: when RunTask answers with `failures` (no capacity, ...) the
 # Task fails with an "AmazonECS.*" error whose exact names are not all documented, so whatever
 # remains is retried with the same backoff before the Catch records it (../shared/notes/aws-facts.md).
-ECS_TASK_OUTCOMES = {"ErrorEquals": ["States.TaskFailed", "States.Timeout"], "MaxAttempts": 0}
+# Errors that a retry cannot mend are not retried either: a misconfiguration (the cluster, the
+# parameters, the role) fails at once and is recorded. States.Runtime is never retriable on AWS
+# (https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html); moto's
+# interpreter would retry it with States.ALL, so it is listed to behave the same in both places.
+ECS_TASK_OUTCOMES = {"ErrorEquals": ["States.TaskFailed", "States.Timeout", "States.Runtime", "States.Permissions",
+                                     "ECS.ClusterNotFoundException", "ECS.InvalidParameterException",
+                                     "ECS.AccessDeniedException"], "MaxAttempts": 0}
 ECS_CALL_RETRY = {"ErrorEquals": ["States.ALL"], "IntervalSeconds": 5, "MaxAttempts": 4, "BackoffRate": 2.0,
                   "MaxDelaySeconds": 60, "JitterStrategy": "FULL"}
 SNS_RETRY = {
