@@ -38,6 +38,11 @@ def main(argv: list[str]) -> int:
         failures.update(ids)
         if proc.returncode != 0:
             failed_runs += 1
+            # the whole output of a failed run is kept: a failure seen once must be diagnosable
+            kept = ROOT / ".soak" / f"run-{i}.log"
+            kept.parent.mkdir(exist_ok=True)
+            kept.write_text(proc.stdout + proc.stderr)
+            print(f"  its output: {kept}", flush=True)
             if not ids:
                 print(proc.stdout[-3000:] + proc.stderr[-3000:], flush=True)
     print(f"{runs - failed_runs} of {runs} runs passed")

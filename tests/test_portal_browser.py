@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import time
+from types import SimpleNamespace
 from typing import Iterator
 
 import pytest
@@ -75,6 +77,9 @@ def test_run_a_job_now_and_watch_it_succeed_without_reloading(page) -> None:  # 
     expect(page.locator("details[data-log-step='load'] pre")).to_contain_text("step succeeded")
 
 
+Missing = SimpleNamespace(error=None)  # no record yet
+
+
 def test_recover_a_failure_from_the_failures_page(page, platform: DevPlatform) -> None:  # type: ignore[no-untyped-def]
     from playwright.sync_api import expect
 
@@ -84,6 +89,13 @@ def test_recover_a_failure_from_the_failures_page(page, platform: DevPlatform) -
     expect(page.locator(".execution-head [data-status]").first).to_have_attribute("data-status", "FAILED")
     failed_url = page.url.split("?")[0]
     failed = failed_url.rsplit("/", 1)[1]
+    # The run records FAILED itself; the error line is added from the step's log by the
+    # reconciler once the execution has ended, a moment later (longer on a loaded machine), and
+    # the failures page is not live: load it when the record has its error.
+    deadline = time.monotonic() + 120  # a bound that catches a hang
+    while not (platform.control.repo.execution(failed) or Missing).error:
+        assert time.monotonic() < deadline, "the reconciler never added the failed step's error"
+        time.sleep(0.1)
 
     page.goto("/failures")
     row = page.locator(f"table.failures tr[data-execution='{failed}']")
