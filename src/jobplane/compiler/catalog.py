@@ -6,7 +6,6 @@ and where it is defined.
 
 from __future__ import annotations
 
-from jobplane.compiler.asl import params_budget
 from jobplane.compiler.model import Step
 from jobplane.compiler.validate import LoadedJob
 from jobplane.contract import names
@@ -36,7 +35,7 @@ def build_catalog(jobs: list[LoadedJob], config: PlatformConfig, state_counts: d
             steps=[step_entry(s) for s in job.steps],
             state_machine=names.state_machine_name(config.name_prefix, job.name),
             asl=f"asl/{job.name}.asl.json", states=state_counts[job.name],
-            params_budget=params_budget(job, config.name_prefix)))
+            params_budget=lj.params_budget))
     teams = sorted({lj.job.team for lj in jobs} | set(config.teams))
     return Catalog(version=CATALOG_VERSION, name_prefix=config.name_prefix,
                    teams=[CatalogTeam(name=t, channel=config.teams[t].channel if t in config.teams else None)

@@ -34,6 +34,7 @@ MAX_MESSAGE = 400
 class LoadedJob:
     job: Job
     source: str  # path relative to the repository root
+    params_budget: int  # room for params in its largest ECS override (measured once, at validation)
 
 
 def definition_files(config: PlatformConfig) -> list[Path]:
@@ -202,18 +203,18 @@ def load_jobs(config: PlatformConfig, files: list[Path] | None = None) -> list[L
             except ValidationError as e:
                 problems.extend(_pydantic_problems(source, name, e))
                 continue
-            loaded.append(LoadedJob(job, source))
-            problems.extend(override_problems(source, job, config))
+            budget = params_budget(job, config.name_prefix)
+            loaded.append(LoadedJob(job, source, budget))
+            problems.extend(override_problems(source, job, budget))
     if problems:
         raise DefinitionError(sorted(set(problems)))
     return sorted(loaded, key=lambda lj: lj.job.name)
 
 
-def override_problems(source: str, job: Job, config: PlatformConfig) -> list[Problem]:
+def override_problems(source: str, job: Job, budget: int) -> list[Problem]:
     """A step's container override (its command and environment, with the run's params) must
     fit ECS's 8,192 characters, or RunTask fails at run time: check the fixed part now, with the
     job's default params (what a scheduled run sends)."""
-    budget = params_budget(job, config.name_prefix)
     needed = rc.params_in_override(job.params)
     if needed <= budget:
         return []
