@@ -20,7 +20,10 @@ States are typed objects (:mod:`jobplane.compiler.states`) named only through
 :mod:`jobplane.contract.states`, whose classifier the runtime uses to read histories back.
 
 State data: the input fields (:mod:`jobplane.contract.execution_input`), ``$.run.old`` (the job
-state before the claim), ``$.run.steps.<step_key>.a<N>`` (attempt N's task result or error).
+state before the claim), ``$.run.steps.<step_key>.a<N>`` (attempt N's container, when its task
+succeeded), ``$.run.error`` (the latest failed attempt's error: one slot, so the state data cannot
+grow with failed attempts toward the 256 KB limit), ``$.run.infra`` (infrastructure retries used).
+What each attempt ended with is read back from the execution history (:mod:`jobplane.platform.timeline`).
 
 Transitions (see docs/state-machine.md): one-step success 5, each further step +2, skip 4-6,
 failure 6-7.
@@ -58,8 +61,10 @@ ECS_INFRA_RETRY = {
 # A task that ran and failed (States.TaskFailed, its exit code or StopCode in the Cause) goes to
 # the check, and a timeout to its record: neither is retried here. Any other error of the RunTask
 # call is the call's, not the step's: when RunTask answers with `failures` (no capacity, ...) the
-# Task fails with an "AmazonECS.*" error whose exact names are not all documented, so whatever
-# remains is retried with the same backoff before the Catch records it (../shared/notes/aws-facts.md).
+# Task fails with `AmazonECS.Unknown` ("Key features of Optimized Amazon ECS/Fargate integration",
+# https://docs.aws.amazon.com/step-functions/latest/dg/connect-ecs.html), and other call errors
+# are not all documented by name, so whatever remains is retried with the same backoff before
+# the Catch records it.
 # Errors that a retry cannot mend are not retried either: a misconfiguration (the cluster, the
 # parameters, the role) fails at once and is recorded. States.Runtime is never retriable on AWS
 # (https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html); moto's
@@ -100,6 +105,8 @@ HOLDER = f"$.state.Item.{dm.ATTR_HOLDER}.S"
 #: one budget per run (per parallel branch), counted at $.run.infra.n.
 INFRA_WAITS = (15, 60, 180)
 INFRA = "$.run.infra"
+#: The latest failed attempt's error ({Error, Cause}); the attempt's own slot holds only a success.
+ERROR = "$.run.error"
 BLOCKER = f"$.state.Item.{dm.ATTR_BLOCKED_BY}.S"
 
 
@@ -308,10 +315,12 @@ class _Builder:
                 timeout_seconds=step.timeout,
                 retry=[ECS_TASK_OUTCOMES, ECS_INFRA_RETRY, ECS_CALL_RETRY],
                 # a failed task always reaches the check: it tells the step's own failures from
-                # the infrastructure's and from an operator's stop
-                catch=[Catch(["States.Timeout"], timed_out, result),
-                       Catch(["States.TaskFailed"], check, result),
-                       Catch(["States.ALL"], failed, result)],
+                # the infrastructure's and from an operator's stop. Its error (the task's whole
+                # JSON) goes to the one ERROR slot, which the next failure overwrites, so the
+                # state data stays bounded however many attempts fail.
+                catch=[Catch(["States.Timeout"], timed_out, ERROR),
+                       Catch(["States.TaskFailed"], check, ERROR),
+                       Catch(["States.ALL"], failed, ERROR)],
                 next=check))
             exit_code = f"{result}.Container.ExitCode"
             ok = {"And": [{"Variable": exit_code, "IsPresent": True},
@@ -320,8 +329,17 @@ class _Builder:
             if is_last and record and Event.RECOVERED in self.events:
                 choices.append(self.recovered_rule(ok))
             choices.append({**ok, "Next": nxt})
+            # A Task that succeeded with a non-zero exit code (not AWS's behaviour, kept for any
+            # engine that does it) is judged on its own result: ERROR may hold an earlier
+            # attempt's failure. Every rule after these reads ERROR, written by this attempt.
+            wait = sn.wait(step.name, n)
+            if not last_attempt:
+                permanent = [{"Variable": exit_code, "NumericEquals": code} for code in rc.NOT_RETRIED_EXIT_CODES]
+                choices.append({"And": [{"Variable": exit_code, "IsPresent": True}, {"Or": permanent}], "Next": failed})
+            choices.append({"Variable": f"{result}.Attempt", "IsPresent": True,
+                            "Next": failed if last_attempt else wait})
             # On AWS a failed task arrives as States.TaskFailed whose Cause is the task's JSON.
-            cause = f"{result}.Cause"
+            cause = f"{ERROR}.Cause"
             choices.append({"And": [{"Variable": cause, "IsPresent": True},
                                     {"Or": _stop_code_rules(cause, rc.INFRA_STOP_CODES)},
                                     {"Variable": f"{INFRA}.n", "NumericLessThan": len(INFRA_WAITS)}],
@@ -330,14 +348,10 @@ class _Builder:
                                     {"Or": _stop_code_rules(cause, (rc.OPERATOR_STOP_CODE,))}],
                             "Next": failed})  # someone stopped the task: never retried
             if not last_attempt:
-                permanent = [{"Variable": exit_code, "NumericEquals": code} for code in rc.NOT_RETRIED_EXIT_CODES]
                 cause_permanent = [{"Variable": cause, "StringMatches": f'*"ExitCode":{sep}{code},*'}
                                    for code in rc.NOT_RETRIED_EXIT_CODES for sep in ("", " ")]
-                choices.append({"And": [{"Variable": exit_code, "IsPresent": True}, {"Or": permanent}], "Next": failed})
                 choices.append({"And": [{"Variable": cause, "IsPresent": True}, {"Or": cause_permanent}], "Next": failed})
-                wait = sn.wait(step.name, n)
-                choices.append({"Variable": f"{result}.Attempt", "IsPresent": True, "Next": wait})
-                choices.append({"Variable": f"{result}.Error", "IsPresent": True, "Next": wait})
+                choices.append({"Variable": f"{ERROR}.Error", "IsPresent": True, "Next": wait})
                 into.add(wait, Wait(seconds=delays[n - 1], next=sn.attempt(step.name, n + 1)))
             into.add(check, Choice(choices=choices, default=failed))
         return sn.attempt(step.name)
@@ -378,7 +392,9 @@ class _Builder:
             comment="steps run concurrently; each branch records its outcome instead of failing",
             # Each branch gets only what its tasks read, not the whole state data.
             parameters={f"{f}.$": f"$.{f}" for f in ("trigger", "scheduled_time", "params")}
-            | {"run": {"steps": {}, "infra": {"n": 0}}},
+            # each member's slot exists from the start: a member whose attempts all failed has
+            # no result in it, and its branch still reports the (empty) slot
+            | {"run": {"steps": {m.key: {} for m in members}, "infra": {"n": 0}}},
             branches=branches,
             result_selector={f"{m.key}.$": f"States.ArrayGetItem($, {i})" for i, m in enumerate(members)},
             result_path=_steps_slot(group),

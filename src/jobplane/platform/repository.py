@@ -15,6 +15,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from jobplane.contract import datamodel as dm
 from jobplane.contract import items
 from jobplane.platform.clock import now_iso
+from jobplane.platform.timeline import attempt_rows
 
 _des, _ser = TypeDeserializer(), TypeSerializer()
 
@@ -101,10 +102,10 @@ class Execution:
     def rerun_of(self) -> str | None:
         return self.input.get("rerun_of")
 
-    def attempts(self, step_key: str) -> list[dict[str, Any]]:
-        """Attempt results of a step in order (a1, a2, ...)."""
-        raw = self.steps.get(step_key, {})
-        return [raw[k] for k in sorted((k for k in raw if k.startswith("a") and k[1:].isdigit()), key=lambda k: int(k[1:]))]
+    def attempts(self, step: str) -> list[dict[str, Any]]:
+        """The step's attempts in order, each with its outcome, exit code and, for a failed one,
+        error, StopCode and reason (:func:`jobplane.platform.timeline.attempt_rows`)."""
+        return [row for row in attempt_rows(self.steps, self.timeline) if row["step"] == step]
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> Execution:

@@ -58,13 +58,16 @@ def timeline(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 row["finished_at"] = as_iso(e["timestamp"])
                 if kind == "TaskSucceeded":
                     row["outcome"] = "succeeded"
-                    if (e.get("taskSucceededEventDetails") or {}).get("output") in (None, "null", ""):
+                    output = (e.get("taskSucceededEventDetails") or {}).get("output")
+                    if output in (None, "null", ""):
                         cut_short.append(row)
+                    row.update(_task_facts(output, with_reason=False))
                 else:
                     details = next((v for k, v in e.items() if k.endswith("EventDetails")), {}) or {}
                     row["outcome"] = "timed out" if kind == "TaskTimedOut" else "failed"
                     if details.get("error"):
                         row["error"] = details["error"]
+                    row.update(_task_facts(details.get("cause"), with_reason=True))
         elif kind == "TaskStateExited":
             name = e["stateExitedEventDetails"]["name"]
             row = by_state.get(name)
@@ -72,6 +75,27 @@ def timeline(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 row["finished_at"] = as_iso(e["timestamp"])
                 row["outcome"] = "succeeded"
     return rows
+
+
+#: How much of a stop reason or an unparsed error cause a row keeps (rows live on the record).
+REASON_MAX = 300
+
+
+def _task_facts(text: str | None, with_reason: bool) -> dict[str, Any]:
+    """What the platform reads from an attempt's ECS task (a .sync Task's output, or a failed
+    one's Cause): the container's exit code, the task's StopCode and stop reason. The state data
+    does not keep failed attempts' tasks (their JSON is 4-6 KB each), so this is where they live."""
+    task = _task_of(text)
+    if task is None:
+        return {"reason": text[:REASON_MAX]} if with_reason and text else {}
+    container = (task.get("Containers") or [{}])[0] or {}
+    facts: dict[str, Any] = {"exit_code": container.get("ExitCode")}
+    if task.get("StopCode"):
+        facts["stop_code"] = task["StopCode"]
+    reason = task.get("StoppedReason") or container.get("Reason")
+    if with_reason and reason:
+        facts["reason"] = str(reason)[:REASON_MAX]
+    return facts
 
 
 def _latest_open(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -98,19 +122,19 @@ def state_transitions(events: list[dict[str, Any]]) -> int:
 
 
 def attempt_rows(record_steps: dict[str, Any], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Timeline rows with what the execution record knows of each attempt laid over them: the
-    container's exit code, and for a failed attempt its error and the task's stop reason."""
+    """Timeline rows, each with its container's exit code (None if it never exited), and for a
+    failed attempt its error, StopCode and stop reason. Rows read from the history carry these
+    themselves; records written before they did kept each attempt's result in ``steps``."""
     out = []
     for item in rows:
-        row = dict(item)
-        result = _attempt_result(record_steps, item["step"], item["attempt"])
-        container = (result or {}).get("Container") or {}
-        if result and result.get("Error"):
-            row["error"] = result["Error"]
-            task = _task_of(result.get("Cause"))
-            container = (task.get("Containers") or [{}])[0] if task else {}
-            row["cause"] = (task.get("StoppedReason") if task else None) or (result.get("Cause") or "")[:500]
-        row["exit_code"] = container.get("ExitCode")
+        row = {"exit_code": None, **item}
+        if "exit_code" not in item and "reason" not in item:
+            result = _attempt_result(record_steps, item["step"], item["attempt"]) or {}
+            if result.get("Error"):
+                row["error"] = result["Error"]
+                row.update(_task_facts(result.get("Cause"), with_reason=True))
+            else:
+                row["exit_code"] = (result.get("Container") or {}).get("ExitCode")
         out.append(row)
     return out
 

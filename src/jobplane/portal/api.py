@@ -113,6 +113,8 @@ class StepAttempt(BaseModel):
     outcome: str
     exit_code: int | None = None
     error: str | None = None
+    stop_code: str | None = Field(None, description="the ECS task's StopCode, for an attempt that failed")
+    reason: str | None = Field(None, description="why the task stopped, for an attempt that failed")
 
 
 class ExecutionOut(ExecutionSummary):
