@@ -148,7 +148,7 @@ def main() -> None:
             busy, execution = seed(aws, catalog, args.executions, rng)
             print(f"wrote {args.executions} execution records in {time.perf_counter() - t:.1f} s")
             deployment = Deployment(table=aws.resources["table_name"], topic_arn=aws.resources["topic_arn"],
-                                    endpoint_url=aws.endpoint_url, catalog_path=out / "catalog.json", log_dir=repo / "logs",
+                                    endpoint_url=aws.endpoint_url, catalog_path=out / "catalog.json", log_group=aws.log_group,
                                     access_key_id=aws.credentials.access_key_id,
                                     secret_access_key=aws.credentials.secret_access_key)
             app = create_app(PortalSettings.from_config(config, deployment, AuthSettings(mode="dev")),

@@ -57,3 +57,25 @@ def test_a_non_root_step_can_write_tmp_under_a_read_only_root() -> None:
     assert re.search(r'^VOLUME \["/tmp"\]$', docker, re.M) and "chmod 1777 /tmp" in docker
     text = (bm.MODULE / "runner.tf").read_text()
     assert "readonlyRootFilesystem = true" in text and 'containerPath = "/tmp"' in text
+
+
+def test_every_runner_container_writes_the_log_streams_the_readers_read() -> None:
+    """platform/logs.py reads a task's output from ``runner/runner/<task id>`` in the base
+    module's group: the base runner, a job's own task definition and the local engine write there."""
+    from jobplane.compiler.output import compile_all
+    from jobplane.contract import names
+    from jobplane.contract import runner as rc
+    from jobplane.contract.config import load_config
+
+    group = bm.resource("aws_cloudwatch_log_group", "runner")
+    assert bm.resolve(group["name"], {}) == names.runner_log_group(bm.PREFIX)
+    text = (bm.MODULE / "runner.tf").read_text()
+    assert re.search(rf'^\s+name\s+= "{rc.CONTAINER_NAME}"$', text, re.M)
+    assert re.search(rf'^\s+awslogs-stream-prefix\s+= "{rc.LOG_STREAM_PREFIX}"$', text, re.M)
+    compiled = json.loads(compile_all(load_config(ROOT)).files["month-end-close.tf.json"])
+    c = json.loads(compiled["resource"]["aws_ecs_task_definition"]["month_end_close"]["container_definitions"])[0]
+    assert c["name"] == rc.CONTAINER_NAME
+    assert c["logConfiguration"]["options"]["awslogs-stream-prefix"] == rc.LOG_STREAM_PREFIX
+    assert c["logConfiguration"]["options"]["awslogs-group"] == "${module.platform.log_group_name}"
+    outputs = (bm.MODULE / "outputs.tf").read_text()
+    assert 'output "log_group_name" { value = aws_cloudwatch_log_group.runner.name }' in outputs

@@ -73,9 +73,8 @@ def start_at_once(aws: LocalAWS, job: str, params: dict[str, Any], n: int) -> li
 
 def task_logs(aws: LocalAWS, execution: str) -> dict[str, str]:
     """The execution's step logs, for assertion messages (what a failing step printed)."""
-    from jobplane.platform.logs import LocalLogStore
-
-    return {f"{s.step}#{s.attempt}": s.read()[-2000:] for s in LocalLogStore(aws.log_dir).streams(execution)}
+    rec = aws.repository().execution(execution)
+    return {f"{s.step}#{s.attempt}": s.read()[-2000:] for s in aws.step_logs().streams(rec.timeline if rec else [])}
 
 
 def record(aws: LocalAWS, arn: str):
@@ -520,3 +519,55 @@ def test_after_an_acknowledged_failure_the_next_success_is_announced(aws: LocalA
     assert f"run {failed.execution} failed" in console_text(skip_alert, "#billing-alerts", "")
     state = repo.job_state(job)
     assert state.blocked_by is None and state.acknowledged_by is None and not state.blocked
+
+
+def test_step_output_goes_to_cloudwatch_logs_as_the_awslogs_driver_writes_it(aws: LocalAWS) -> None:
+    """The runner's output is read back with GetLogEvents from the stream AWS would write
+    (runner/runner/<task id> in the runner's group), found through the execution's history; a
+    task whose container names a log group that does not exist cannot start, as on ECS."""
+    from jobplane.contract import runner as rc
+
+    lines = [f"line {i} of the partner export" for i in range(300)]
+    script = "for i in $(seq 0 299); do echo \"line $i of the partner export\"; done; printf 'no newline at the end'"
+    job = deploy(aws, steps=[{"name": "talk", "shell": ["sh", "-c", script]}])
+    ex, rec = finish(aws, aws.start(job, fire()))
+    assert rec.status == "SUCCEEDED", task_logs(aws, rec.execution)
+    [row] = rec.timeline
+    stream = rc.log_stream(row["task_id"])
+    logs = aws.client("logs")
+    events = logs.get_log_events(logGroupName=aws.log_group, logStreamName=stream, startFromHead=True)["events"]
+    records = [json.loads(e["message"]) for e in events]  # one event per line the runner printed
+    printed = [r["message"] for r in records if r["logger"] == "jobplane.output"]
+    assert printed == lines + ["no newline at the end"]
+    assert records[0]["message"] == "step started" and records[-1]["message"] == "step succeeded"
+    [s] = aws.step_logs().streams(rec.timeline)
+    assert (s.step, s.attempt, s.task_id) == ("talk", 1, row["task_id"])
+    assert s.read() == "".join(e["message"] + "\n" for e in events)
+    tail = s.read(limit=1000)  # a long log shows its end
+    assert tail.startswith("[... earlier lines not shown ...]\n") and '"step succeeded"' in tail.splitlines()[-1]
+    assert len(tail) < 1100
+    # a container definition whose log group is missing: the task fails to start, never runs
+    ecs = aws.client("ecs")
+    broken = ecs.register_task_definition(
+        family=f"{aws.prefix}-broken-logs", requiresCompatibilities=["FARGATE"], networkMode="awsvpc", cpu="256",
+        memory="512", containerDefinitions=[{
+            "name": rc.CONTAINER_NAME, "image": "jobplane-runner:local", "essential": True, "memoryReservation": 128,
+            "logConfiguration": {"logDriver": "awslogs", "options": {
+                "awslogs-group": "/nobody/made/this", "awslogs-region": aws.region,
+                "awslogs-stream-prefix": rc.LOG_STREAM_PREFIX}}}])["taskDefinition"]["taskDefinitionArn"]
+    job2 = f"job-{uuid.uuid4().hex[:10]}"
+    aws.deploy(job2, asl.compile_job(Job.model_validate({
+        "name": job2, "team": "billing", "timezone": "UTC", "steps": [{"name": "work", "python": BEHAVE}]}),
+        aws.prefix), task_definition_arn=broken)
+    arn = aws.start(job2, fire({"mode": "ok"}))
+    sfn = aws.client("stepfunctions")
+    from jobplane.platform.timeline import history, timeline
+
+    deadline = time.monotonic() + 300  # a hang guard only
+    while not (rows := [r for r in timeline(history(sfn, arn)) if r["outcome"] == "failed"]):
+        assert time.monotonic() < deadline, "the task neither started nor failed"
+        time.sleep(0.2)
+    sfn.stop_execution(executionArn=arn)  # what follows is the infrastructure retry (15 s, 60 s, 180 s)
+    assert rows[0]["stop_code"] == "TaskFailedToStart" and "/nobody/made/this" in rows[0]["reason"]
+    assert rows[0]["exit_code"] is None
+    finish(aws, arn)

@@ -71,7 +71,8 @@ import botocore.client
 calls = []
 _call = botocore.client.BaseClient._make_api_call
 def _recorded(self, operation, params):
-    named = {{k: params[k] for k in ("TableName", "TopicArn", "SecretId", "executionArn") if k in params}}
+    named = {{k: params[k] for k in ("TableName", "TopicArn", "SecretId", "executionArn", "logGroupName",
+                                    "logStreamName") if k in params}}
     if "TransactItems" in params:
         named["TransactItems"] = [[kind, body["TableName"]] for item in params["TransactItems"] for kind, body in item.items()]
     calls.append({{"service": self.meta.service_model.service_name, "operation": operation, "params": named}})
@@ -105,7 +106,7 @@ def lambda_env(aws: LocalAWS, **extra: str) -> dict[str, str]:
             "AWS_SECRET_ACCESS_KEY": aws.credentials.secret_access_key, "AWS_REGION": aws.region,
             "AWS_DEFAULT_REGION": aws.region, "JOBPLANE_NAME_PREFIX": aws.prefix,
             "JOBPLANE_TABLE": aws.resources["table_name"], "JOBPLANE_TOPIC_ARN": aws.resources["topic_arn"],
-            "PATH": "/usr/bin:/bin", **extra}
+            "JOBPLANE_LOG_GROUP": aws.log_group, "PATH": "/usr/bin:/bin", **extra}
 
 
 def test_two_builds_give_the_same_bytes(package: Path, tmp_path: Path) -> None:
@@ -133,26 +134,46 @@ def test_the_reconciler_handler_records_a_stopped_run(aws: LocalAWS, lambda_root
         "result": "recorded"}
     record = aws.repository().execution(arn.rsplit(":", 1)[1])
     assert record.status == "ABORTED" and record.expires_at is not None
+    # a run that recorded its own failure gets its timeline and the step's error line from its log
+    failed = aws.start(name, execution_input.manual("ops", overrides={"mode": "fail"}))
+    assert aws.wait(failed, timeout=300).status == "FAILED"
+    event["detail"] |= {"executionArn": failed, "status": "FAILED"}
+    assert call_handler(lambda_root, "jobplane.platform.reconciler.handler", event, lambda_env(aws)) == {
+        "result": "expiry"}
+    record = aws.repository().execution(failed.rsplit(":", 1)[1])
+    assert record.error == "ConnectionError: partner API answered 503"
+    assert [(r["step"], r["outcome"], r["exit_code"]) for r in record.timeline] == [("work", "failed", 75)]
     assert_role_allows("reconciler", RECORDED["jobplane.platform.reconciler.handler"], {})
 
 
-def test_the_notifier_handler_posts_to_slack_with_the_webhook_from_secrets_manager(
+def test_the_notifier_handler_posts_to_slack_with_the_error_read_from_cloudwatch_logs(
         aws: LocalAWS, lambda_root: dict[str, Path]) -> None:
+    """The alert of a failed run carries the step's error line: the packaged notifier finds the
+    failed attempt's task in the execution history and reads its CloudWatch Logs stream, which
+    the runner's log driver wrote (the local ECS agent, as awslogs does on AWS)."""
+    name = f"job-{uuid.uuid4().hex[:8]}"
+    job = Job.model_validate({"name": name, "team": "billing", "timezone": "UTC",
+                              "steps": [{"name": "load", "python": "sample_apps.functions:behave"}]})
+    aws.deploy(name, asl.compile_job(job, aws.prefix))
+    arn = aws.start(name, execution_input.manual("ops", overrides={"mode": "fail"}))
+    assert aws.wait(arn, timeout=300).status == "FAILED"
     receiver = Receiver([])
     try:
         secret = aws.client("secretsmanager").create_secret(Name=f"slack-{uuid.uuid4().hex[:6]}",
                                                             SecretString=receiver.url)["ARN"]
-        message = {"version": 1, "event": "FAILED", "job": "nightly", "team": "billing", "execution": "run-1",
-                   "execution_arn": "arn:aws:states:us-east-1:123456789012:execution:jp-nightly:run-1",
-                   "trigger": "schedule", "scheduled_time": "2027-01-01T00:00:00Z", "requested_by": "scheduler",
-                   "started_at": "2027-01-01T00:00:01Z", "finished_at": "2027-01-01T00:01:00Z",
+        message = {"version": 1, "event": "FAILED", "job": name, "team": "billing", "execution": arn.rsplit(":", 1)[1],
+                   "execution_arn": arn, "trigger": "manual", "scheduled_time": "2027-01-01T00:00:00Z",
+                   "requested_by": "ops", "started_at": "2027-01-01T00:00:01Z", "finished_at": "2027-01-01T00:01:00Z",
                    "outcome": {"status": "FAILED", "step": "load"}, "channels": ["#billing-alerts"]}
         event = {"Records": [{"EventSource": "aws:sns", "Sns": {"Message": json.dumps(message)}}]}
         out = call_handler(lambda_root, "jobplane.platform.notifier.handler", event, lambda_env(
             aws, JOBPLANE_SLACK_WEBHOOK_SECRET_ARN=secret, JOBPLANE_PORTAL_URL="https://jobs.example.com",
             JOBPLANE_TEAM_CHANNELS=json.dumps({"billing": "#billing-alerts"})))
         assert len(out["results"]) == 1
-        assert len(receiver.posts) == 1 and "nightly" in json.dumps(receiver.posts[0])
+        assert len(receiver.posts) == 1
+        posted = json.dumps(receiver.posts[0])
+        assert name in posted and "ConnectionError: partner API answered 503" in posted
+        assert f"https://jobs.example.com/executions/{arn.rsplit(':', 1)[1]}" in posted
         assert_role_allows("notifier", RECORDED["jobplane.platform.notifier.handler"],
                            {"slack_webhook_secret_arn": secret})
     finally:
@@ -234,6 +255,11 @@ def recorded_calls(recorded: list[dict[str, Any]]) -> list[Call]:
             calls.append(Call(f"sns:{op}", params["TopicArn"], {}, why))
         elif service == "secretsmanager":
             calls.append(Call(f"secretsmanager:{op}", params["SecretId"], {}, why))
+        elif service == "logs" and op == "GetLogEvents":
+            # its resource is the stream (Service Authorization Reference, Amazon CloudWatch Logs:
+            # https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazoncloudwatchlogs.html)
+            calls.append(Call("logs:GetLogEvents", f"arn:aws:logs:{bm.REGION}:{bm.ACCOUNT}:log-group:"
+                              f"{params['logGroupName']}:log-stream:{params['logStreamName']}", {}, why))
         else:
             raise AssertionError(f"no IAM mapping for {why}; add it with its AWS doc")
     return calls

@@ -52,6 +52,21 @@ data "aws_iam_policy_document" "notifier" {
     actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
     resources = [aws_kms_key.platform.arn]
   }
+  statement {
+    # which task ran the failed step (its log stream) is in the execution's history
+    sid       = "ReadExecutions"
+    actions   = ["states:GetExecutionHistory"]
+    resources = ["arn:${local.partition}:states:${local.region}:${local.account}:execution:${var.name_prefix}-*:*"]
+  }
+  statement {
+    # The failed step's error line for the alert (platform/logs.py: GetLogEvents on the stream
+    # the runner's awslogs driver wrote). A reader of a KMS-encrypted group needs no KMS
+    # permission: CloudWatch Logs decrypts with its own grant on the key.
+    # https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/encrypt-log-data-kms.html
+    sid       = "ReadStepLogs"
+    actions   = ["logs:GetLogEvents"]
+    resources = ["${aws_cloudwatch_log_group.runner.arn}:*"] # its streams
+  }
   dynamic "statement" {
     for_each = var.slack_webhook_secret_arn == "" ? [] : [var.slack_webhook_secret_arn]
     content {
@@ -87,6 +102,15 @@ data "aws_iam_policy_document" "reconciler" {
     sid       = "ReadExecutions"
     actions   = ["states:DescribeExecution", "states:GetExecutionHistory"]
     resources = ["arn:${local.partition}:states:${local.region}:${local.account}:execution:${var.name_prefix}-*:*"]
+  }
+  statement {
+    # The failed step's error line for the alert (platform/logs.py: GetLogEvents on the stream
+    # the runner's awslogs driver wrote). A reader of a KMS-encrypted group needs no KMS
+    # permission: CloudWatch Logs decrypts with its own grant on the key.
+    # https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/encrypt-log-data-kms.html
+    sid       = "ReadStepLogs"
+    actions   = ["logs:GetLogEvents"]
+    resources = ["${aws_cloudwatch_log_group.runner.arn}:*"] # its streams
   }
   statement {
     sid       = "Publish"
@@ -152,6 +176,7 @@ resource "aws_lambda_function" "notifier" {
       JOBPLANE_SLACK_WEBHOOK_SECRET_ARN = var.slack_webhook_secret_arn
       JOBPLANE_TEAM_CHANNELS            = jsonencode(var.team_channels)
       JOBPLANE_DEFAULT_CHANNEL          = var.default_channel
+      JOBPLANE_LOG_GROUP                = aws_cloudwatch_log_group.runner.name
     }
   }
   depends_on = [aws_cloudwatch_log_group.notifier]
@@ -182,6 +207,7 @@ resource "aws_lambda_function" "reconciler" {
       JOBPLANE_TABLE                    = aws_dynamodb_table.jobplane.name
       JOBPLANE_TOPIC_ARN                = aws_sns_topic.events.arn
       JOBPLANE_EXECUTION_RETENTION_DAYS = tostring(var.execution_retention_days)
+      JOBPLANE_LOG_GROUP                = aws_cloudwatch_log_group.runner.name
     }
   }
   depends_on = [aws_cloudwatch_log_group.reconciler]

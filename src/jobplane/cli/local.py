@@ -192,8 +192,8 @@ def status(obj: Any, data_dir: Path | None, as_json: bool) -> None:
 @data_dir_option
 @click.pass_obj
 def logs(obj: Any, execution: str, step: str | None, data_dir: Path | None) -> None:
-    """Print the step logs of EXECUTION (every attempt, in the order they ran). They are files
-    in the data directory, so this works while `jobplane dev` is stopped too."""
+    """Print the step logs of EXECUTION (every attempt, in the order they ran), read from
+    CloudWatch Logs; while `jobplane dev` is stopped, from its cache in the data directory."""
     from jobplane.devserver.runtime import DevError, control_for
 
     try:
@@ -205,7 +205,7 @@ def logs(obj: Any, execution: str, step: str | None, data_dir: Path | None) -> N
         view = control.execution(execution)
     except control_error() as e:
         raise click.ClickException(e.message) from None
-    streams = control.log_streams(execution, step)
+    streams = control.log_streams(view, step)
     if not streams:
         what = f"step {step!r} of {execution}" if step else execution
         raise click.ClickException(f"no logs for {what} ({view.status}; steps that ran: "
@@ -220,9 +220,9 @@ def _print_streams(streams: list[Any]) -> None:
 
 
 def _offline_logs(data_dir: Path, execution: str, step: str | None, why: Exception) -> None:
-    from jobplane.platform.logs import LocalLogStore
+    from jobplane.platform.local.awslogs import LogCache
 
-    streams = LocalLogStore(data_dir / "logs").streams(execution, step) if (data_dir / "logs").is_dir() else []
+    streams = LogCache(data_dir / "logs").streams(execution, step)
     if not streams:
         raise click.ClickException(f"no logs for {execution}{f' step {step}' if step else ''} in {data_dir / 'logs'}; {why}")
     click.echo(f"(jobplane dev is not running: logs read from {data_dir / 'logs'})", err=True)

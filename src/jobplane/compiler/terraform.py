@@ -243,7 +243,8 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> dict[str, Any
             "logConfiguration": {"logDriver": "awslogs", "options": {
                 "awslogs-group": "${module.platform.log_group_name}",
                 "awslogs-region": REGION,
-                "awslogs-stream-prefix": job.name}},
+                # the readers find a task's stream by its id alone (contract/runner.py: log_stream)
+                "awslogs-stream-prefix": rc.LOG_STREAM_PREFIX}},
         }]
         resource["aws_ecs_task_definition"] = {tid: {
             "family": names.task_family(prefix, job.name),

@@ -18,6 +18,11 @@ def base_module_names(prefix: str) -> set[str]:
     return {f"{prefix}-{suffix}" for suffix in BASE_MODULE_SUFFIXES}
 
 
+def runner_log_group(prefix: str) -> str:
+    """The CloudWatch Logs group of every step's output (terraform/platform/runner.tf)."""
+    return f"/{prefix}/runner"
+
+
 def state_machine_name(prefix: str, job: str) -> str:
     return f"{prefix}-{job}"
 

@@ -46,6 +46,16 @@ def params_in_override(params: dict) -> int:
 
 RUNNER_EXECUTABLE = "jobplane-runner"
 CONTAINER_NAME = "runner"
+#: The runner container's awslogs driver (terraform/platform/runner.tf, and the local ECS agent)
+#: writes each task's output to the stream "<prefix>/<container name>/<task id>" ("Send Amazon
+#: ECS logs to CloudWatch", awslogs-stream-prefix:
+#: https://docs.aws.amazon.com/AmazonECS/latest/developerguide/using_awslogs.html).
+LOG_STREAM_PREFIX = "runner"
+
+
+def log_stream(task_id: str) -> str:
+    return f"{LOG_STREAM_PREFIX}/{CONTAINER_NAME}/{task_id}"
+
 STEP_KINDS = ("python", "celery", "django", "shell")
 
 # Exit codes. Everything non-zero that is not PERMANENT or TERMINATED counts as retryable, so a

@@ -121,7 +121,7 @@ class DevPlatform:
             table=aws.resources["table_name"], topic_arn=aws.resources["topic_arn"],
             name_prefix=self.config.name_prefix, region=aws.region, account_id=ACCOUNT,
             endpoint_url=aws.endpoint_url, catalog_path=self.output_dir / CATALOG_FILE,
-            log_dir=self.data_dir / "logs", access_key_id=aws.credentials.access_key_id,
+            log_group=aws.log_group, access_key_id=aws.credentials.access_key_id,
             secret_access_key=aws.credentials.secret_access_key)
         self.control = ControlPlane(self.deployment)
         paused = self.control.apply_pauses()
@@ -166,7 +166,6 @@ class DevPlatform:
 
     def _alert_feed(self) -> Any:
         from jobplane.platform.local.alerts import AlertFeed
-        from jobplane.platform.logs import LocalLogStore
         from jobplane.platform.notifier import DeadLetterStore, Routing, SlackNotifier
 
         assert self.aws is not None
@@ -174,7 +173,8 @@ class DevPlatform:
         self.dead_letters = DeadLetterStore(self.data_dir / "dead-letters")
         notifier = SlackNotifier(self.webhook_url, routing, self.portal_url, self.dead_letters)
         return AlertFeed(self.aws.client("sns"), self.aws.client("sqs"), self.aws.resources["topic_arn"],
-                         f"{self.config.name_prefix}-local-notifier", notifier, LocalLogStore(self.data_dir / "logs"))
+                         f"{self.config.name_prefix}-local-notifier", notifier, self.aws.client("stepfunctions"),
+                         self.aws.step_logs())
 
     def _close_interrupted(self, running: list[dict[str, Any]]) -> list[str]:
         """Runs that were executing when the last `jobplane dev` died without stopping them:
@@ -278,7 +278,8 @@ class DevPlatform:
             f"  portal      {self.portal_url}/   (signed in as {self.config.dev.dev_user})",
             f"  health      {self.portal_url}/healthz",
             f"  local AWS   {self.aws.endpoint_url}   (boto3 endpoint_url; its access key is in {self.data_dir / RUNTIME_FILE})",
-            f"  step logs   {self.data_dir / 'logs'}   (jobplane logs EXECUTION); engine details in {self.data_dir / 'engine.log'}",
+            f"  step logs   CloudWatch Logs {self.aws.log_group} (jobplane logs EXECUTION), cached in {self.data_dir / 'logs'}; "
+            f"engine details in {self.data_dir / 'engine.log'}",
             f"  alerts      {webhook}; undeliverable ones kept in {self.data_dir / 'dead-letters'}",
             f"  state       {self.data_dir}   (kept across restarts; --reset starts empty)",
             *(f"  service     {name} on 127.0.0.1:{port}" for name, port in sorted(self.service_ports.items())

@@ -26,7 +26,7 @@ from jobplane.contract.quoting import quoted
 from jobplane.contract.schedule import next_fire_times, parse
 from jobplane.contract.statuses import ExecutionStatus
 from jobplane.platform.clock import as_iso, now_iso
-from jobplane.platform.logs import LocalLogStore, LogStream, error_excerpt
+from jobplane.platform.logs import LogStream, StepLogs, error_excerpt
 from jobplane.platform.repository import Execution, JobState, Page, Repository
 from jobplane.platform.timeline import history, state_transitions, timeline
 
@@ -70,7 +70,7 @@ class Deployment:
     account_id: str = "123456789012"
     endpoint_url: str | None = None  # the embedded local AWS; None for real AWS
     catalog_path: Path | None = None  # the compiler's catalog.json
-    log_dir: Path | None = None  # local step logs (CloudWatch in production)
+    log_group: str | None = None  # the step logs' CloudWatch Logs group (default: names.runner_log_group)
     # The embedded local AWS's per-start key (dev.json); None: boto3's standard credential chain.
     access_key_id: str | None = None
     secret_access_key: str | None = None
@@ -97,14 +97,14 @@ class Deployment:
         return {"table": self.table, "topic_arn": self.topic_arn, "name_prefix": self.name_prefix,
                 "region": self.region, "account_id": self.account_id, "endpoint_url": self.endpoint_url,
                 "catalog_path": str(self.catalog_path) if self.catalog_path else None,
-                "log_dir": str(self.log_dir) if self.log_dir else None,
+                "log_group": self.log_group,
                 "access_key_id": self.access_key_id, "secret_access_key": self.secret_access_key}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Deployment:
         data = dict(data)
-        for key in ("catalog_path", "log_dir"):
-            data[key] = Path(data[key]) if data.get(key) else None
+        data.pop("log_dir", None)  # written by earlier versions (logs were local files)
+        data["catalog_path"] = Path(data["catalog_path"]) if data.get("catalog_path") else None
         return cls(**data)
 
 
@@ -218,7 +218,8 @@ class ControlPlane:
             catalog = Catalog.load(Path(deployment.catalog_path))
         self.catalog = catalog
         self.entries = {j.name: j for j in catalog.jobs}
-        self.logs = LocalLogStore(deployment.log_dir) if deployment.log_dir else None
+        self.logs = StepLogs(deployment.client("logs"),
+                             deployment.log_group or names.runner_log_group(deployment.name_prefix))
         self._anchor_cache: dict[str, tuple[float, datetime | None]] = {}
 
     # -- reads ------------------------------------------------------------------------------
@@ -306,8 +307,8 @@ class ControlPlane:
                 except self.sfn.exceptions.ExecutionDoesNotExist:
                     pass
             live_error = None
-            if not record.error and record.failed_step and self.logs:  # the reconciler adds it a moment later
-                live_error = error_excerpt(self.logs.streams(name, record.failed_step))
+            if not record.error and record.failed_step:  # the reconciler adds it a moment later
+                live_error = error_excerpt(self.logs.streams(steps, record.failed_step))
             return ExecutionView(record.execution, record.job, record.status, record.input, record, steps,
                                  transitions, record.started_at, record.finished_at, arn, live_error)
         job = job or self._job_running(name)
@@ -331,8 +332,15 @@ class ControlPlane:
                 return state.job
         return None
 
-    def log_streams(self, execution: str, step: str | None = None) -> list[LogStream]:
-        return self.logs.streams(execution, step) if self.logs else []
+    def log_streams(self, execution: str | ExecutionView, step: str | None = None) -> list[LogStream]:
+        """The step logs of an execution's attempts (which task ran each is in its timeline);
+        none yet for an execution that has not started its first step, or is not known yet."""
+        if isinstance(execution, str):
+            try:
+                execution = self.execution(execution)
+            except NotFound:
+                return []
+        return self.logs.streams(execution.timeline, step)
 
     def failures(self, limit: int = 50, cursor: str | None = None) -> Page:
         return self._paged(lambda: self.repo.recent_failures(limit, check_cursor(cursor, ("gsi2pk", "gsi2sk"))), cursor)

@@ -1,28 +1,26 @@
-"""Step logs: where each step attempt's output is kept and how the CLI and portal read it.
+"""Step logs: each step attempt's output, read where the runner's log driver wrote it.
 
-Locally the ECS agent writes one file per task under the data directory, grouped by execution
-so a whole execution's logs are one directory listing (no index to keep in sync). In production
-the runner's awslogs driver writes one CloudWatch stream per task; that reader is not built yet.
+On AWS the runner container's awslogs driver writes one CloudWatch Logs stream per ECS task,
+``runner/runner/<task id>`` in the group ``/<prefix>/runner``; locally the ECS agent writes the
+very same streams to the embedded AWS. So the portal, ``jobplane logs`` and the alerts' error
+excerpt read logs through one boto3 client in both places. A stream's name knows only its task:
+which task ran which attempt comes from the execution history (the timeline rows' ``task_id``).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Any, Protocol
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._#-]")
+from jobplane.contract import runner as rc
+
+#: The most one read returns: a page of the portal or one `jobplane logs` stream.
+READ_LIMIT = 1_000_000
 
 
-def _safe(part: str) -> str:
-    return _UNSAFE.sub("_", part) or "_"
-
-
-def local_log_path(log_dir: Path, execution: str, step: str, attempt: str, task_id: str) -> Path:
-    directory = Path(log_dir) / _safe(execution)
-    directory.mkdir(parents=True, exist_ok=True)
-    return directory / f"{_safe(step)}.{_safe(attempt or '1')}.{_safe(task_id)}.log"
+class LogSource(Protocol):
+    def read(self, task_id: str, limit: int) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -30,35 +28,62 @@ class LogStream:
     step: str
     attempt: int
     task_id: str
-    path: Path
+    source: LogSource
 
-    def read(self, limit: int = 1_000_000) -> str:
-        """The stream's text; the last ``limit`` bytes of a long one (logs can be large)."""
-        size = self.path.stat().st_size
-        with open(self.path, "rb") as f:
-            if size > limit:
-                f.seek(size - limit)
-            data = f.read()
-        text = data.decode("utf-8", errors="replace")
-        return (f"[... {size - limit} earlier bytes not shown ...]\n" + text) if size > limit else text
+    def read(self, limit: int = READ_LIMIT) -> str:
+        """The stream's text, one line per log event; the last ``limit`` characters of a long one."""
+        return self.source.read(self.task_id, limit)
 
 
-class LocalLogStore:
-    def __init__(self, log_dir: Path | str):
-        self.log_dir = Path(log_dir)
+def streams_of(source: LogSource, rows: list[dict[str, Any]], step: str | None = None) -> list[LogStream]:
+    """The log streams of an execution's attempts (timeline rows), in the order they ran."""
+    out, seen = [], set()
+    for row in rows:
+        task_id = row.get("task_id")
+        if task_id and task_id not in seen and (step is None or row["step"] == step):
+            seen.add(task_id)
+            out.append(LogStream(row["step"], int(row.get("attempt") or 1), task_id, source))
+    return out
 
-    def streams(self, execution: str, step: str | None = None) -> list[LogStream]:
-        """The execution's log streams in the order the tasks started."""
-        directory = self.log_dir / _safe(execution)
-        if not directory.is_dir():
-            return []
-        out = []
-        for path in directory.glob("*.log"):
-            name = path.name[:-len(".log")]
-            step_name, attempt, task_id = name.rsplit(".", 2)
-            if step is None or step_name == _safe(step):
-                out.append(LogStream(step_name, int(attempt) if attempt.isdigit() else 1, task_id, path))
-        return sorted(out, key=lambda s: (s.path.stat().st_ctime_ns, s.step, s.attempt))
+
+class StepLogs:
+    """Step output in CloudWatch Logs (GetLogEvents on the runner's log group)."""
+
+    def __init__(self, client: Any, group: str):
+        self.client = client
+        self.group = group
+
+    def streams(self, rows: list[dict[str, Any]], step: str | None = None) -> list[LogStream]:
+        return streams_of(self, rows, step)
+
+    def read(self, task_id: str, limit: int = READ_LIMIT) -> str:
+        """Newest events first, page by page backwards, until ``limit`` characters: a long log
+        shows its end, where the error is. A stream not created yet (the task is starting) is
+        empty."""
+        lines: list[str] = []
+        size, cut = 0, False
+        kwargs: dict[str, Any] = {"logGroupName": self.group, "logStreamName": rc.log_stream(task_id),
+                                  "startFromHead": False}
+        while not cut:
+            try:
+                page = self.client.get_log_events(**kwargs)
+            except self.client.exceptions.ResourceNotFoundException:
+                break
+            events = page.get("events") or []
+            for event in reversed(events):
+                message = event.get("message", "")
+                if size + len(message) + 1 > limit:
+                    cut = True
+                    break
+                lines.append(message)
+                size += len(message) + 1
+            token = page.get("nextBackwardToken")
+            # the first page backwards repeats its token once there is nothing earlier
+            if not events or not token or token == kwargs.get("nextToken"):
+                break
+            kwargs["nextToken"] = token
+        text = "".join(line + "\n" for line in reversed(lines))
+        return ("[... earlier lines not shown ...]\n" + text) if cut else text
 
 
 def error_excerpt(streams: list[LogStream], max_chars: int = 600) -> str | None:
@@ -80,5 +105,5 @@ def error_excerpt(streams: list[LogStream], max_chars: int = 600) -> str | None:
             # alone ("command exited with status 3"), not "error: ..." (then "error: error: ...")
             detail = tb[-1] if tb else f"{record['error_type']}: {message}" if record.get("error_type") else message
             return detail[:max_chars]
-    plain = [line for line in lines if not line.startswith("{")]
+    plain = [line for line in lines if not line.startswith("{") and not line.startswith("[... earlier")]
     return "\n".join(plain[-5:])[:max_chars] or None

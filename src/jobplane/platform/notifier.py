@@ -26,6 +26,8 @@ from slack_sdk.webhook import WebhookClient
 
 from jobplane.contract.notifications import NotificationMessage
 from jobplane.contract.statuses import DEFAULT_EVENTS, Event
+from jobplane.platform.logs import StepLogs, error_excerpt
+from jobplane.platform.timeline import history, timeline
 
 log = logging.getLogger(__name__)
 
@@ -232,17 +234,35 @@ class SlackNotifier:
         return results
 
 
+def with_error_excerpt(message: NotificationMessage, sfn: Any, logs: StepLogs) -> NotificationMessage:
+    """The state machine cannot read logs: add the failed step's error line from them (the
+    stream of its last attempt's task, found in the execution's history). A run whose history
+    or log cannot be read is still announced, without the line."""
+    if message.error or not message.outcome.step or not message.execution_arn:
+        return message
+    try:
+        rows = timeline(history(sfn, message.execution_arn))
+        excerpt = error_excerpt(logs.streams(rows, message.outcome.step))
+    except Exception:  # noqa: BLE001 - the alert matters more than its detail
+        log.exception("no error excerpt for %s", message.execution)
+        return message
+    return message.model_copy(update={"error": excerpt}) if excerpt else message
+
+
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     """AWS Lambda entry point for the platform topic's SNS records. A failed delivery raises, so
     Lambda's asynchronous retries and then the function's dead-letter queue keep the message."""
+    import boto3
+
     url = os.environ.get("JOBPLANE_SLACK_WEBHOOK_URL") or _secret(os.environ.get("JOBPLANE_SLACK_WEBHOOK_SECRET_ARN"))
     routing = Routing(json.loads(os.environ.get("JOBPLANE_TEAM_CHANNELS", "{}")),
                       os.environ.get("JOBPLANE_DEFAULT_CHANNEL") or None)
     notifier = SlackNotifier(url, routing, os.environ.get("JOBPLANE_PORTAL_URL", ""))
+    sfn, logs = boto3.client("stepfunctions"), StepLogs(boto3.client("logs"), os.environ["JOBPLANE_LOG_GROUP"])
     results = []
     for record in event.get("Records", []):
         message = NotificationMessage.model_validate_json(record["Sns"]["Message"])
-        results.append(notifier.notify(message))
+        results.append(notifier.notify(with_error_excerpt(message, sfn, logs)))
     return {"results": results}
 
 

@@ -21,7 +21,7 @@ from jobplane.contract.notifications import NotificationMessage, Outcome, publis
 from jobplane.contract.states import classify
 from jobplane.contract.statuses import ExecutionStatus
 from jobplane.platform.clock import as_iso, now_iso
-from jobplane.platform.logs import LocalLogStore, error_excerpt
+from jobplane.platform.logs import StepLogs, error_excerpt
 from jobplane.platform.repository import Execution, Repository
 from jobplane.platform.timeline import history, state_transitions, timeline
 
@@ -35,9 +35,9 @@ LOST = frozenset({ABORTED, TIMED_OUT, ExecutionStatus.FAILED.value})
 
 class Reconciler:
     def __init__(self, repository: Repository, sns: Any, topic_arn: str, sfn: Any, name_prefix: str,
-                 retention_days: int = DEFAULT_RETENTION_DAYS, logs: LocalLogStore | None = None):
+                 retention_days: int = DEFAULT_RETENTION_DAYS, logs: StepLogs | None = None):
         self.repo = repository
-        self.logs = logs  # step logs, for the error excerpt of a failed step (local log store)
+        self.logs = logs  # step logs, for the error excerpt of a failed step
         self.sns = sns
         self.topic_arn = topic_arn
         self.sfn = sfn
@@ -85,10 +85,11 @@ class Reconciler:
             self.announce(record)
             record = self.repo.execution(name) or record
         finished_dt = finished if isinstance(finished, datetime) else datetime.now(timezone.utc)
+        rows = timeline(events)
         excerpt = None
         if record.failed_step and not record.error and self.logs is not None:
-            excerpt = error_excerpt(self.logs.streams(name, record.failed_step))
-        if not self.repo.finalize(name, int((finished_dt + self.retention).timestamp()), timeline(events),
+            excerpt = error_excerpt(self.logs.streams(rows, record.failed_step))
+        if not self.repo.finalize(name, int((finished_dt + self.retention).timestamp()), rows,
                                   state_transitions(events), error=excerpt):
             return "ignored"  # the record went away in between (deleted by hand): nothing to add to
         return "recorded" if recorded_now else "expiry"
@@ -149,5 +150,6 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, str]:
         Repository(boto3.client("dynamodb"), os.environ["JOBPLANE_TABLE"]), boto3.client("sns"),
         os.environ["JOBPLANE_TOPIC_ARN"], boto3.client("stepfunctions"),
         os.environ.get("JOBPLANE_NAME_PREFIX", "jobplane"),
-        int(os.environ.get("JOBPLANE_EXECUTION_RETENTION_DAYS", DEFAULT_RETENTION_DAYS)))
+        int(os.environ.get("JOBPLANE_EXECUTION_RETENTION_DAYS", DEFAULT_RETENTION_DAYS)),
+        logs=StepLogs(boto3.client("logs"), os.environ["JOBPLANE_LOG_GROUP"]))
     return {"result": reconciler.handle(detail["executionArn"], detail["status"])}

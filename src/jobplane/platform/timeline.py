@@ -50,7 +50,12 @@ def timeline(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             row_of[e["id"]] = row
             by_state[name] = row
         elif kind in ("TaskScheduled", "TaskStarted", "TaskSubmitted") and e.get("previousEventId") in row_of:
-            row_of[e["id"]] = row_of[e["previousEventId"]]
+            row = row_of[e["id"]] = row_of[e["previousEventId"]]
+            if kind == "TaskSubmitted":  # RunTask's answer: the task (and its log stream) is known
+                submitted = _json((e.get("taskSubmittedEventDetails") or {}).get("output"))
+                tasks = submitted.get("Tasks") if isinstance(submitted, dict) else None
+                if tasks and isinstance(tasks[0], dict) and tasks[0].get("TaskArn"):
+                    row["task_id"] = _task_id(tasks[0]["TaskArn"])
         elif kind in ("TaskSucceeded", "TaskFailed", "TaskTimedOut", "TaskStartFailed", "TaskSubmitFailed"):
             # parallel branches interleave: follow the event chain, else the newest open attempt
             row = row_of.get(e.get("previousEventId", -1)) or _latest_open(rows)
@@ -90,6 +95,8 @@ def _task_facts(text: str | None, with_reason: bool) -> dict[str, Any]:
         return {"reason": text[:REASON_MAX]} if with_reason and text else {}
     container = (task.get("Containers") or [{}])[0] or {}
     facts: dict[str, Any] = {"exit_code": container.get("ExitCode")}
+    if task.get("TaskArn"):
+        facts["task_id"] = _task_id(task["TaskArn"])
     if task.get("StopCode"):
         facts["stop_code"] = task["StopCode"]
     reason = task.get("StoppedReason") or container.get("Reason")
@@ -146,8 +153,17 @@ def _attempt_result(steps: dict[str, Any], step: str, attempt: int) -> dict[str,
 
 def _task_of(cause: str | None) -> dict[str, Any] | None:
     """A failed ecs:runTask.sync's Cause is the task's JSON (exit code, stop reason)."""
+    task = _json(cause)
+    return task if isinstance(task, dict) else None
+
+
+def _json(text: str | None) -> Any:
     try:
-        task = json.loads(cause or "")
+        return json.loads(text or "")
     except ValueError:
         return None
-    return task if isinstance(task, dict) else None
+
+
+def _task_id(task_arn: str) -> str:
+    """arn:aws:ecs:<region>:<account>:task/<cluster>/<task id> -> <task id>"""
+    return str(task_arn).rsplit("/", 1)[-1]

@@ -235,9 +235,9 @@ def get_execution(request: Request, execution: str, job: str | None = Query(
 
 @router.get("/executions/{execution}/logs", response_model=list[LogOut], responses=_errors(404))
 def execution_logs(request: Request, execution: str, step: str | None = Query(None, max_length=200), portal: Any = Reader) -> Any:
-    portal.control.execution(execution)
+    view = portal.control.execution(execution)
     return [LogOut(step=s.step, attempt=s.attempt, task_id=s.task_id, text=s.read())
-            for s in portal.control.log_streams(execution, step)]
+            for s in portal.control.log_streams(view, step)]
 
 
 @router.get("/failures", response_model=ExecutionPage, summary="Failed, timed-out and stopped runs, newest first")

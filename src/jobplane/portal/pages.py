@@ -77,7 +77,7 @@ def _execution_context(portal: Any, execution: str, job: str | None = None) -> d
     # ?job= finds an execution that has just started (before its claim lists it as running)
     view = portal.control.execution(execution, job if job in portal.control.entries else None)
     entry = portal.control.entry(view.job)
-    logs = portal.control.log_streams(execution)
+    logs = portal.control.log_streams(view)
     return {"x": view, "e": entry, "rows": step_rows(view), "logs": [(s, s.read(200_000)) for s in logs]}
 
 

@@ -106,13 +106,15 @@ class PortalSettings:
         JOBPLANE_AUTH_MODE (alb-oidc | trusted-header), JOBPLANE_ALB_ARN (alb-oidc),
         JOBPLANE_TRUSTED_PROXIES (comma-separated CIDRs) and/or JOBPLANE_PROXY_SECRET
         (trusted-header), JOBPLANE_PORTAL_URL or JOBPLANE_ALLOWED_HOSTS, JOBPLANE_ADMINS (comma
-        separated), JOBPLANE_TEAM_MEMBERS (JSON {team: [user, ...]}). Raises ValueError for a
+        separated), JOBPLANE_TEAM_MEMBERS (JSON {team: [user, ...]}), JOBPLANE_LOG_GROUP (the
+        step logs' group; default /<prefix>/runner, as the base module names it). Raises ValueError for a
         setting that would leave the portal open."""
         env = os.environ
         deployment = Deployment(
             table=env["JOBPLANE_TABLE"], topic_arn=env["JOBPLANE_TOPIC_ARN"],
             name_prefix=env.get("JOBPLANE_NAME_PREFIX", "jobplane"), region=env.get("AWS_REGION", "us-east-1"),
-            account_id=env["JOBPLANE_ACCOUNT_ID"], catalog_path=Path(env["JOBPLANE_CATALOG"]))
+            account_id=env["JOBPLANE_ACCOUNT_ID"], catalog_path=Path(env["JOBPLANE_CATALOG"]),
+            log_group=env.get("JOBPLANE_LOG_GROUP") or None)
         mode = env.get("JOBPLANE_AUTH_MODE", "alb-oidc")
         if mode == "dev":
             raise ValueError("JOBPLANE_AUTH_MODE=dev is for jobplane dev only")

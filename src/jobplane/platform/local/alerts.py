@@ -13,17 +13,18 @@ import logging
 import threading
 from typing import Any
 
-from jobplane.platform.logs import LocalLogStore, error_excerpt
 from jobplane.contract.notifications import NotificationMessage
-from jobplane.platform.notifier import SlackNotifier
+from jobplane.platform.logs import StepLogs
+from jobplane.platform.notifier import SlackNotifier, with_error_excerpt
 
 log = logging.getLogger(__name__)
 
 
 class AlertFeed:
     def __init__(self, sns: Any, sqs: Any, topic_arn: str, queue_name: str, notifier: SlackNotifier,
-                 logs: LocalLogStore | None = None):
+                 sfn: Any, logs: StepLogs):
         self.sqs = sqs
+        self.sfn = sfn
         self.logs = logs
         self.notifier = notifier
         self.queue_url = sqs.create_queue(QueueName=queue_name, Attributes={"VisibilityTimeout": "60"})["QueueUrl"]
@@ -40,7 +41,8 @@ class AlertFeed:
         handled = 0
         for m in out.get("Messages", []):
             try:
-                message = self.with_excerpt(NotificationMessage.model_validate_json(_body(m["Body"])))
+                message = NotificationMessage.model_validate_json(_body(m["Body"]))
+                message = with_error_excerpt(message, self.sfn, self.logs)
                 results = self.notifier.notify(message)
             except Exception:
                 log.exception("alert not delivered; it stays queued and is retried")
@@ -49,13 +51,6 @@ class AlertFeed:
             self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=m["ReceiptHandle"])
             handled += 1
         return handled
-
-    def with_excerpt(self, message: NotificationMessage) -> NotificationMessage:
-        """The state machine cannot read logs: add the failed step's error line from them."""
-        if message.error or not message.outcome.step or self.logs is None:
-            return message
-        excerpt = error_excerpt(self.logs.streams(message.execution, message.outcome.step))
-        return message.model_copy(update={"error": excerpt}) if excerpt else message
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="alert-feed", daemon=True)

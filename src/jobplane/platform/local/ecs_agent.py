@@ -14,8 +14,9 @@ Locally, the compiled state machine's ``ecs:runTask.sync`` must run the real
 * ``StopTask``: SIGTERM the process (SIGKILL after the grace period), as ECS does, and let the
   exit be recorded as above.
 
-Each task's output goes to ``<log_dir>/<execution>/<step>.<attempt>.<task id>.log``
-(:mod:`jobplane.platform.logs` reads it back for the CLI and the portal).
+A task's output goes where its container definition's ``awslogs`` options say, as on AWS: the
+embedded CloudWatch Logs (:mod:`jobplane.platform.local.awslogs`), where
+:mod:`jobplane.platform.logs` reads it for the CLI, the portal and the alerts.
 """
 
 from __future__ import annotations
@@ -34,10 +35,14 @@ from typing import Any
 
 from jobplane.contract import runner as rc
 from jobplane.platform.local import moto_fixes
+from jobplane.platform.local.awslogs import Destination, LogCache, start_shipping
 
 log = logging.getLogger(__name__)
 
 FINISHED_KEPT = 1000
+#: How long a stopped task waits for the rest of its output to reach CloudWatch Logs (only a
+#: process that escaped the task's cleanup can hold its output open that long).
+SHIP_WAIT_SECONDS = 30.0
 #: The runner of this installation (next to the interpreter running the agent).
 RUNNER_PATH = Path(sys.executable).parent / "jobplane-runner"
 
@@ -50,6 +55,7 @@ class RunningTask:
     job: str
     step: str
     log_path: Path
+    shipper: threading.Thread | None = None
     stop_requested: bool = False
 
 
@@ -110,28 +116,53 @@ class LocalEcsAgent:
             env[item["name"]] = item["value"]
         task_id = task.id
         env[ENV_TASK_MARK] = task_id  # every process of the task carries it: see _end_task_processes
-        from jobplane.platform.logs import local_log_path
-
-        log_path = local_log_path(self.log_dir, env.get(rc.ENV_EXECUTION_ID, ""), env.get(rc.ENV_STEP, ""),
-                                  env.get(rc.ENV_ATTEMPT, ""), task_id)
+        destination = self._log_destination(task, container_def, env)
+        if isinstance(destination, str):
+            moto_fixes.finish_task(task, None, destination, "TaskFailedToStart")
+            return
+        cache = LogCache(self.log_dir).open(destination)
         try:
-            out = open(log_path, "wb")
-            process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                       start_new_session=True)
-            out.close()
+            process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                       stdin=subprocess.DEVNULL, start_new_session=True)
         except OSError as e:
+            cache.close()
             moto_fixes.finish_task(task, None, f"CannotStartContainerError: {e}", "TaskFailedToStart")
             return
+        assert process.stdout is not None
+        shipper = start_shipping(process.stdout, destination, _put_events(task), cache, f"awslogs-{task_id}")
         running = RunningTask(task, process, env.get(rc.ENV_EXECUTION_ID, ""), env.get(rc.ENV_JOB, ""),
-                              env.get(rc.ENV_STEP, ""), log_path)
+                              env.get(rc.ENV_STEP, ""), destination.cache, shipper)
         with self._lock:
             self.tasks[task.task_arn] = running
         task.started_at = datetime.datetime.now(datetime.timezone.utc)
         threading.Thread(target=self._wait, args=(running,), name=f"ecs-agent-{task_id}", daemon=True).start()
 
+    def _log_destination(self, task: Any, container_def: dict[str, Any], env: dict[str, str]) -> Destination | str:
+        """The container's awslogs stream, or why the task cannot start: ECS refuses to start a
+        task whose log group does not exist (ResourceInitializationError)."""
+        config = container_def.get("logConfiguration") or {}
+        options = config.get("options") or {}
+        if config.get("logDriver") != "awslogs" or not options.get("awslogs-group"):
+            return ("ResourceInitializationError: the local ECS agent needs the awslogs log driver "
+                    "(awslogs-group, awslogs-stream-prefix) in the container definition")
+        group = options["awslogs-group"]
+        stream = f"{options.get('awslogs-stream-prefix', 'ecs')}/{container_def.get('name')}/{task.id}"
+        from moto.logs.models import logs_backends
+
+        if group not in logs_backends[task._account_id][task.region_name].groups:
+            return f"ResourceInitializationError: failed to validate logger args: the log group {group} does not exist"
+        cache = LogCache(self.log_dir).path(env.get(rc.ENV_EXECUTION_ID, ""), env.get(rc.ENV_STEP, ""),
+                                            env.get(rc.ENV_ATTEMPT, ""), task.id)
+        return Destination(group, stream, cache)
+
     def _wait(self, running: RunningTask) -> None:
         code = running.process.wait()
         _end_task_processes(running.process.pid, running.task.id)
+        if running.shipper is not None:  # every line is in CloudWatch Logs before the task stops
+            running.shipper.join(timeout=SHIP_WAIT_SECONDS)
+            if running.shipper.is_alive():
+                log.warning("task %s: its output is still open after the runner ended; reported stopped anyway",
+                            running.task.id)
         exit_code = 128 - code if code < 0 else code
         reason = "Task stopped by user" if running.stop_requested else "Essential container in task exited"
         stop_code = "UserInitiated" if running.stop_requested else "EssentialContainerExited"
@@ -230,6 +261,20 @@ def _signal_group(process: subprocess.Popen[bytes], sig: int) -> None:
             os.killpg(process.pid, sig)
         except ProcessLookupError:
             pass
+
+
+def _put_events(task: Any) -> Any:
+    """PutLogEvents into the embedded CloudWatch Logs of the task's account and region, as the
+    awslogs driver does (the agent lives in the moto process)."""
+    from moto.logs.models import logs_backends
+
+    backend = logs_backends[task._account_id][task.region_name]
+
+    def put(group: str, stream: str, events: list[dict[str, Any]]) -> None:
+        backend.ensure_log_stream(group, stream)
+        backend.put_log_events(group, stream, events)
+
+    return put
 
 
 def _container_definition(task: Any) -> dict[str, Any]:

@@ -34,6 +34,8 @@ from typing import Any, Callable
 
 from jobplane.contract.bindings import bind
 from jobplane.contract import datamodel as dm
+from jobplane.contract import names
+from jobplane.contract import runner as rc
 from jobplane.contract.catalog import CATALOG_FILE, Catalog, CatalogJob
 from jobplane.platform.local.front import Credentials
 
@@ -89,6 +91,7 @@ class LocalAWS:
         if self.log_dir is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="jobplane-tasks-")
             self.log_dir = Path(self._tmp.name)
+        self.restore_logs()
         self.agent = LocalEcsAgent(self.log_dir, self.env).activate()
         self._listener: Callable[[str, str, str], None] = self._on_status
         moto_fixes.STATUS_LISTENERS.append(self._listener)
@@ -157,12 +160,10 @@ class LocalAWS:
             self.agent.stop_execution_tasks(execution_arn.rsplit(":", 1)[1])
         if not self.reconcile:
             return
-        from jobplane.platform.logs import LocalLogStore
         from jobplane.platform.reconciler import Reconciler
 
         reconciler = Reconciler(self.repository(), self.client("sns"), self.resources["topic_arn"],
-                                self.client("stepfunctions"), self.prefix,
-                                logs=LocalLogStore(self.log_dir) if self.log_dir else None)
+                                self.client("stepfunctions"), self.prefix, logs=self.step_logs())
         # As Lambda does for an asynchronous invocation that fails: two more tries, backing off.
         for attempt in range(3):
             try:
@@ -218,10 +219,16 @@ class LocalAWS:
                                           VpcId=vpc)["GroupId"]
         ecs = self.client("ecs")
         cluster = ecs.create_cluster(clusterName=self.prefix)["cluster"]["clusterArn"]
-        task_def = ecs.register_task_definition(
+        self.log_group = names.runner_log_group(self.prefix)
+        self.client("logs").create_log_group(logGroupName=self.log_group)
+        task_def = ecs.register_task_definition(  # as terraform/platform/runner.tf, log driver included
             family=f"{self.prefix}-runner", requiresCompatibilities=["FARGATE"], networkMode="awsvpc",
             cpu="256", memory="512",
-            containerDefinitions=[{"name": "runner", "image": "jobplane-runner:local", "memory": 512, "essential": True}],
+            containerDefinitions=[{
+                "name": rc.CONTAINER_NAME, "image": "jobplane-runner:local", "memoryReservation": 128, "essential": True,
+                "logConfiguration": {"logDriver": "awslogs", "options": {
+                    "awslogs-group": self.log_group, "awslogs-region": self.region,
+                    "awslogs-stream-prefix": rc.LOG_STREAM_PREFIX}}}],
         )["taskDefinition"]["taskDefinitionArn"]
         role = self.client("iam").create_role(
             RoleName=f"{self.prefix}-local-sfn",
@@ -233,6 +240,27 @@ class LocalAWS:
             "task_definition_arn": task_def, "subnets": subnet, "security_groups": group,
             "role_arn": role,
         }
+
+    def restore_logs(self) -> int:
+        """The step logs of earlier starts on this data directory back into CloudWatch Logs
+        (moto keeps them in memory only), through the ordinary API."""
+        from jobplane.platform.local.awslogs import LogCache
+
+        logs = self.client("logs")
+
+        def put(group: str, stream: str, events: list[dict[str, Any]]) -> None:
+            try:
+                logs.create_log_stream(logGroupName=group, logStreamName=stream)
+            except logs.exceptions.ResourceAlreadyExistsException:
+                pass
+            logs.put_log_events(logGroupName=group, logStreamName=stream, logEvents=events)
+
+        return LogCache(Path(self.log_dir)).restore(put) if self.log_dir else 0
+
+    def step_logs(self) -> Any:
+        from jobplane.platform.logs import StepLogs
+
+        return StepLogs(self.client("logs"), self.log_group)
 
     # -- what terraform/jobs creates ----------------------------------------------------------
     def bindings(self, **overrides: str) -> dict[str, str]:
