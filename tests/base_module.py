@@ -48,7 +48,10 @@ def resource(rtype: str, name: str) -> dict[str, Any]:
 
 
 def _name(rtype: str, name: str, vars: dict[str, str]) -> str:
-    return resolve(resource(rtype, name)["name"], vars)
+    body = resource(rtype, name)
+    if "bucket_prefix" in body:  # Terraform appends a unique suffix; this is the one tests use
+        return resolve(body["bucket_prefix"], vars) + "0test"
+    return resolve(body["name"], vars)
 
 
 ARNS = {  # resource type -> its ARN, from the resource's name
@@ -57,6 +60,7 @@ ARNS = {  # resource type -> its ARN, from the resource's name
     "aws_sqs_queue": lambda n: f"arn:aws:sqs:{REGION}:{ACCOUNT}:{n}",
     "aws_cloudwatch_log_group": lambda n: f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:{n}",
     "aws_lambda_function": lambda n: f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{n}",
+    "aws_s3_bucket": lambda n: f"arn:aws:s3:::{n}",
 }
 
 
@@ -70,7 +74,7 @@ def _reference(ref: str, vars: dict[str, str]) -> str:
         return KMS_KEY_ARN
     if parts[0] in ARNS and parts[2] == "arn":
         return ARNS[parts[0]](_name(parts[0], parts[1], vars))
-    if parts[0] in ARNS and parts[2] == "name":
+    if parts[0] in ARNS and parts[2] in ("name", "id"):  # an S3 bucket's id is its name
         return _name(parts[0], parts[1], vars)
     raise AssertionError(f"no value for ${{{ref}}} in this test's resolver")
 

@@ -79,3 +79,29 @@ def test_every_runner_container_writes_the_log_streams_the_readers_read() -> Non
     assert c["logConfiguration"]["options"]["awslogs-group"] == "${module.platform.log_group_name}"
     outputs = (bm.MODULE / "outputs.tf").read_text()
     assert 'output "log_group_name" { value = aws_cloudwatch_log_group.runner.name }' in outputs
+
+
+def test_the_slow_run_check_runs_on_a_schedule_with_the_catalog_each_apply_uploads() -> None:
+    rule = bm.resource("aws_cloudwatch_event_rule", "slow_check")
+    assert rule["schedule_expression"] == "${var.slow_check_schedule}"
+    assert bm.module()["variable"]["slow_check_schedule"]["default"] == "rate(5 minutes)"
+    target = bm.resource("aws_cloudwatch_event_target", "slow_check")
+    assert target["rule"] == "${aws_cloudwatch_event_rule.slow_check.name}" and target["arn"] == "${aws_lambda_function.slow.arn}"
+    permission = bm.resource("aws_lambda_permission", "slow_from_schedule")
+    assert permission["principal"] == "events.amazonaws.com"
+    assert permission["source_arn"] == "${aws_cloudwatch_event_rule.slow_check.arn}"
+    fn = bm.resource("aws_lambda_function", "slow")
+    assert fn["handler"] == "jobplane.platform.slow.handler"
+    env = fn["environment"][0]["variables"]
+    assert env["JOBPLANE_CATALOG"] == "s3://${aws_s3_bucket.catalog.id}/catalog.json"
+    # the compiled root uploads the catalog there, a new version whenever it changes
+    from jobplane.compiler.output import compile_all
+    from jobplane.contract.catalog import CATALOG_FILE
+    from jobplane.contract.config import load_config
+
+    files = compile_all(load_config(ROOT)).files
+    [root] = [json.loads(text) for name, text in files.items()
+              if name.endswith(".tf.json") and "aws_s3_object" in json.loads(text).get("resource", {})]
+    obj = root["resource"]["aws_s3_object"]["catalog"]
+    assert obj["bucket"] == "${module.platform.catalog_bucket}" and obj["key"] == CATALOG_FILE
+    assert obj["source"] == "${path.module}/" + CATALOG_FILE and "filemd5" in obj["source_hash"]

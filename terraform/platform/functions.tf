@@ -1,4 +1,5 @@
-# Two small Lambdas from the project's own package (var.lambda_package):
+# Small Lambdas from the project's own package (var.lambda_package; the third, the slow-run
+# check, is in slow.tf):
 # - notifier: SNS event -> Slack (jobplane.platform.notifier.handler)
 # - reconciler: Step Functions status change -> final record, claim release, alert
 #   (jobplane.platform.reconciler.handler), for executions that could not clean up after

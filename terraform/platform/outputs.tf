@@ -16,3 +16,5 @@ output "schedule_group_name" { value = aws_scheduler_schedule_group.jobs.name }
 output "scheduler_dlq_arn" { value = aws_sqs_queue.scheduler_dlq.arn }
 output "events_dlq_arn" { value = aws_sqs_queue.events_dlq.arn }
 output "kms_key_arn" { value = aws_kms_key.platform.arn }
+output "catalog_bucket" { value = aws_s3_bucket.catalog.id }
+output "catalog_uri" { value = "s3://${aws_s3_bucket.catalog.id}/catalog.json" }

@@ -81,3 +81,9 @@ variable "default_channel" {
   description = "Slack channel for jobs whose team has none."
   default     = ""
 }
+
+variable "slow_check_schedule" {
+  type        = string
+  default     = "rate(5 minutes)"
+  description = "How often running jobs are checked against their expected_duration (SLOW alerts)."
+}

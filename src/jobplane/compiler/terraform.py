@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from jobplane.compiler.model import Job
+from jobplane.contract.catalog import CATALOG_FILE
 from jobplane.contract import datamodel as dm
 from jobplane.contract import execution_input, names
 from jobplane.contract import runner as rc
@@ -68,6 +69,15 @@ def root_module(config: PlatformConfig) -> dict[str, Any]:
         "data": {"aws_caller_identity": {"current": {}}, "aws_region": {"current": {}},
                  "aws_partition": {"current": {}}},
         "locals": {"jobplane": locals_values},
+        # What the slow-run check and the portal read on AWS: the compiler's catalog, uploaded
+        # by each apply (a new version when it changed) to the base module's bucket.
+        "resource": {"aws_s3_object": {"catalog": {
+            "bucket": "${module.platform.catalog_bucket}",
+            "key": CATALOG_FILE,
+            "source": "${path.module}/" + CATALOG_FILE,
+            "source_hash": "${filemd5(\"${path.module}/" + CATALOG_FILE + "\")}",
+            "content_type": "application/json",
+        }}},
     }
 
 

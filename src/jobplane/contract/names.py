@@ -11,7 +11,8 @@ LIMITS = {"state machine": 80, "schedule": 64, "IAM role": 64, "task definition 
 #: reads them from the module): a job whose derived names equal one of these would collide
 #: with it at apply ("EntityAlreadyExists"), so validation refuses such a job name.
 BASE_MODULE_SUFFIXES = ("endpoints", "events", "events-dlq", "execution-status", "notifier", "reconciler", "runner",
-                        "runner-exec", "runner-logging", "runner-task", "scheduler-dlq", "workflow-observability")
+                        "runner-exec", "runner-logging", "runner-task", "scheduler-dlq", "slow-check",
+                        "workflow-observability")
 
 
 def base_module_names(prefix: str) -> set[str]:

@@ -69,7 +69,7 @@ class Deployment:
     region: str = "us-east-1"
     account_id: str = "123456789012"
     endpoint_url: str | None = None  # the embedded local AWS; None for real AWS
-    catalog_path: Path | None = None  # the compiler's catalog.json
+    catalog_path: Path | str | None = None  # the compiler's catalog.json: a path, or s3://bucket/key on AWS
     log_group: str | None = None  # the step logs' CloudWatch Logs group (default: names.runner_log_group)
     # The embedded local AWS's per-start key (dev.json); None: boto3's standard credential chain.
     access_key_id: str | None = None
@@ -104,8 +104,22 @@ class Deployment:
     def from_json(cls, data: dict[str, Any]) -> Deployment:
         data = dict(data)
         data.pop("log_dir", None)  # written by earlier versions (logs were local files)
-        data["catalog_path"] = Path(data["catalog_path"]) if data.get("catalog_path") else None
+        where = data.get("catalog_path")
+        data["catalog_path"] = (where if str(where).startswith("s3://") else Path(where)) if where else None
         return cls(**data)
+
+
+def load_catalog(deployment: Deployment) -> Catalog:
+    """The compiler's catalog: a file (jobplane dev, a checkout), or on AWS the object each apply
+    uploads to the base module's bucket (``s3://<bucket>/catalog.json``: its output catalog_uri)."""
+    location = str(deployment.catalog_path or "")
+    if not location:
+        raise ValueError("a catalog or deployment.catalog_path is needed")
+    if location.startswith("s3://"):
+        bucket, _, key = location[len("s3://"):].partition("/")
+        body = deployment.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
+        return Catalog.model_validate_json(body)
+    return Catalog.load(Path(location))
 
 
 @dataclass(frozen=True)
@@ -213,9 +227,7 @@ class ControlPlane:
         self.scheduler = deployment.client("scheduler")
         self.repo = Repository(self.ddb, deployment.table)
         if catalog is None:
-            if deployment.catalog_path is None:
-                raise ValueError("a catalog or deployment.catalog_path is needed")
-            catalog = Catalog.load(Path(deployment.catalog_path))
+            catalog = load_catalog(deployment)
         self.catalog = catalog
         self.entries = {j.name: j for j in catalog.jobs}
         self.logs = StepLogs(deployment.client("logs"),

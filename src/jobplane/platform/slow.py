@@ -85,7 +85,8 @@ class SlowWatch:
 
 
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
-    """Production entry point, for a schedule (every minute): the same check against AWS."""
+    """Production entry point, on the base module's schedule (var.slow_check_schedule, every 5
+    minutes by default): the same check against AWS."""
     import os
     from pathlib import Path
 
@@ -93,10 +94,12 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
 
     from jobplane.platform.control import Deployment
 
+    catalog = os.environ["JOBPLANE_CATALOG"]  # s3://<bucket>/catalog.json (the base module), or a file
     deployment = Deployment(table=os.environ["JOBPLANE_TABLE"], topic_arn=os.environ["JOBPLANE_TOPIC_ARN"],
                             name_prefix=os.environ.get("JOBPLANE_NAME_PREFIX", "jobplane"),
                             region=os.environ.get("AWS_REGION", "us-east-1"), account_id=os.environ["JOBPLANE_ACCOUNT_ID"],
-                            catalog_path=Path(os.environ["JOBPLANE_CATALOG"]))
+                            catalog_path=catalog if catalog.startswith("s3://") else Path(catalog),
+                            log_group=os.environ.get("JOBPLANE_LOG_GROUP") or None)
     started = time.monotonic()
     alerted = SlowWatch(ControlPlane(deployment), boto3.client("sns"), deployment.topic_arn).check()
     return {"alerted": alerted, "seconds": round(time.monotonic() - started, 3)}

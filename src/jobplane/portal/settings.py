@@ -113,7 +113,8 @@ class PortalSettings:
         deployment = Deployment(
             table=env["JOBPLANE_TABLE"], topic_arn=env["JOBPLANE_TOPIC_ARN"],
             name_prefix=env.get("JOBPLANE_NAME_PREFIX", "jobplane"), region=env.get("AWS_REGION", "us-east-1"),
-            account_id=env["JOBPLANE_ACCOUNT_ID"], catalog_path=Path(env["JOBPLANE_CATALOG"]),
+            account_id=env["JOBPLANE_ACCOUNT_ID"],
+            catalog_path=env["JOBPLANE_CATALOG"] if env["JOBPLANE_CATALOG"].startswith("s3://") else Path(env["JOBPLANE_CATALOG"]),
             log_group=env.get("JOBPLANE_LOG_GROUP") or None)
         mode = env.get("JOBPLANE_AUTH_MODE", "alb-oidc")
         if mode == "dev":

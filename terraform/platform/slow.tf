@@ -1,0 +1,179 @@
+# The slow-run check (jobplane.platform.slow.handler) on a schedule, and the compiled catalog it
+# reads: a run still going after its job's expected_duration is announced once (SLOW).
+#
+# The catalog (expected durations, channels, runbooks: terraform/jobs/catalog.json) changes with
+# every job definition, so the compiled root uploads it to this bucket (aws_s3_object.catalog
+# there) and the function reads it at each check; the portal reads the same object.
+
+resource "aws_s3_bucket" "catalog" {
+  #checkov:skip=CKV_AWS_18:One small object written by the platform's own CI apply; access logging would add a second bucket for it.
+  #checkov:skip=CKV_AWS_144:The catalog is rebuilt by every apply from the repository; a replica adds nothing.
+  #checkov:skip=CKV2_AWS_62:Nothing reacts to the catalog changing; readers load it when they need it.
+  bucket_prefix = "${var.name_prefix}-catalog-"
+}
+
+resource "aws_s3_bucket_public_access_block" "catalog" {
+  bucket                  = aws_s3_bucket.catalog.id
+  block_public_acls       = true
+  block_public_policy     = true
+  ignore_public_acls      = true
+  restrict_public_buckets = true
+}
+
+resource "aws_s3_bucket_ownership_controls" "catalog" {
+  bucket = aws_s3_bucket.catalog.id
+  rule {
+    object_ownership = "BucketOwnerEnforced"
+  }
+}
+
+resource "aws_s3_bucket_versioning" "catalog" {
+  bucket = aws_s3_bucket.catalog.id
+  versioning_configuration {
+    status = "Enabled" # the catalog of each apply is kept: what the platform knew at a given time
+  }
+}
+
+resource "aws_s3_bucket_server_side_encryption_configuration" "catalog" {
+  bucket = aws_s3_bucket.catalog.id
+  rule {
+    apply_server_side_encryption_by_default {
+      sse_algorithm     = "aws:kms"
+      kms_master_key_id = aws_kms_key.platform.arn
+    }
+    bucket_key_enabled = true
+  }
+}
+
+resource "aws_s3_bucket_lifecycle_configuration" "catalog" {
+  bucket = aws_s3_bucket.catalog.id
+  rule {
+    id     = "old-catalogs"
+    status = "Enabled"
+    filter {}
+    noncurrent_version_expiration {
+      noncurrent_days = var.execution_retention_days
+    }
+    abort_incomplete_multipart_upload {
+      days_after_initiation = 1
+    }
+  }
+}
+
+resource "aws_cloudwatch_log_group" "slow" {
+  name              = "/aws/lambda/${var.name_prefix}-slow-check"
+  retention_in_days = var.log_retention_days
+  kms_key_id        = aws_kms_key.platform.arn
+}
+
+data "aws_iam_policy_document" "slow" {
+  #checkov:skip=CKV_AWS_356:X-Ray's write actions have no resource-level permissions.
+  #checkov:skip=CKV_AWS_111:X-Ray's write actions have no resource-level permissions.
+  statement {
+    # https://docs.aws.amazon.com/lambda/latest/dg/services-xray.html
+    sid       = "Tracing"
+    actions   = ["xray:PutTraceSegments", "xray:PutTelemetryRecords"]
+    resources = ["*"] # X-Ray has no resource-level permissions
+  }
+  statement {
+    sid       = "Logs"
+    actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+    resources = ["${aws_cloudwatch_log_group.slow.arn}:*"]
+  }
+  statement {
+    sid       = "DeadLetter"
+    actions   = ["sqs:SendMessage"]
+    resources = [aws_sqs_queue.events_dlq.arn]
+  }
+  statement {
+    # the catalog object, the dead-letter queue and the environment are encrypted with this key
+    sid       = "Decrypt"
+    actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
+    resources = [aws_kms_key.platform.arn]
+  }
+  statement {
+    sid       = "ReadCatalog"
+    actions   = ["s3:GetObject"]
+    resources = ["${aws_s3_bucket.catalog.arn}/catalog.json"]
+  }
+  statement {
+    # job state (who is running), the SLOW marker written once with a condition, the record
+    sid       = "Records"
+    actions   = ["dynamodb:GetItem", "dynamodb:PutItem"]
+    resources = [aws_dynamodb_table.jobplane.arn]
+  }
+  statement {
+    sid       = "ReadExecutions"
+    actions   = ["states:DescribeExecution", "states:GetExecutionHistory"]
+    resources = ["arn:${local.partition}:states:${local.region}:${local.account}:execution:${var.name_prefix}-*:*"]
+  }
+  statement {
+    sid       = "Publish"
+    actions   = ["sns:Publish"]
+    resources = [aws_sns_topic.events.arn]
+  }
+}
+
+resource "aws_iam_role" "slow" {
+  name               = "${var.name_prefix}-slow-check"
+  assume_role_policy = data.aws_iam_policy_document.lambda_assume.json
+}
+
+resource "aws_iam_role_policy" "slow" {
+  name   = "slow-check"
+  role   = aws_iam_role.slow.id
+  policy = data.aws_iam_policy_document.slow.json
+}
+
+resource "aws_lambda_function" "slow" {
+  #checkov:skip=CKV_AWS_117:It only calls AWS APIs; a VPC would add a NAT gateway and nothing to protect.
+  #checkov:skip=CKV_AWS_272:The package is built and deployed by our own CI from this repository; code signing is an organisation-level choice.
+  function_name                  = "${var.name_prefix}-slow-check"
+  role                           = aws_iam_role.slow.arn
+  runtime                        = "python3.11" # scripts/build_lambda.py builds for this runtime...
+  architectures                  = ["x86_64"]   # ...and this architecture
+  handler                        = "jobplane.platform.slow.handler"
+  filename                       = var.lambda_package
+  source_code_hash               = filebase64sha256(var.lambda_package)
+  timeout                        = 120
+  reserved_concurrent_executions = var.lambda_reserved_concurrency
+  kms_key_arn                    = aws_kms_key.platform.arn
+  dead_letter_config {
+    target_arn = aws_sqs_queue.events_dlq.arn
+  }
+  tracing_config {
+    mode = "Active"
+  }
+  environment {
+    variables = {
+      JOBPLANE_NAME_PREFIX = var.name_prefix
+      JOBPLANE_ACCOUNT_ID  = local.account
+      JOBPLANE_TABLE       = aws_dynamodb_table.jobplane.name
+      JOBPLANE_TOPIC_ARN   = aws_sns_topic.events.arn
+      JOBPLANE_CATALOG     = "s3://${aws_s3_bucket.catalog.id}/catalog.json"
+      JOBPLANE_LOG_GROUP   = aws_cloudwatch_log_group.runner.name
+    }
+  }
+  depends_on = [aws_cloudwatch_log_group.slow]
+}
+
+# A missed check is made good by the next one (a run is announced once it is past its expected
+# duration, whenever that is noticed): no dead-letter queue on this target.
+resource "aws_cloudwatch_event_rule" "slow_check" {
+  name                = "${var.name_prefix}-slow-check"
+  description         = "Announce jobplane runs past their expected duration"
+  schedule_expression = var.slow_check_schedule
+}
+
+resource "aws_cloudwatch_event_target" "slow_check" {
+  rule = aws_cloudwatch_event_rule.slow_check.name
+  arn  = aws_lambda_function.slow.arn
+}
+
+resource "aws_lambda_permission" "slow_from_schedule" {
+  statement_id  = "FromSlowCheckSchedule"
+  action        = "lambda:InvokeFunction"
+  function_name = aws_lambda_function.slow.function_name
+  principal     = "events.amazonaws.com"
+  source_arn    = aws_cloudwatch_event_rule.slow_check.arn
+}
