@@ -5,6 +5,7 @@ recovery flow (run, fail, re-run from the failed step with fixed params, lineage
 from __future__ import annotations
 
 import re
+import uuid
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -255,3 +256,41 @@ def test_jobs_filter_by_team_status_and_text(client: TestClient, platform: DevPl
     assert all(t.endswith(("-05:00", "-04:00")) for t in job["next_fires"])  # in the job's timezone
     page = client.get("/", params={"team": "growth"}, headers=as_user(READER)).text
     assert "other-team" in page and 'data-job="flaky-load"' not in page
+
+
+def test_a_repeated_request_with_the_same_idempotency_key_starts_one_run(client: TestClient) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    key = {"Idempotency-Key": f"retry-{uuid.uuid4().hex}"}
+    body = {"params": {"mode": "ok"}, "reason": "retried by the client"}
+    before = len(audit_actions(client))
+    with ThreadPoolExecutor(2) as pool:  # a retry racing the original
+        first, again = pool.map(lambda _: client.post("/api/jobs/flaky-load/runs", json=body,
+                                                      headers=as_user(BILLING) | key), range(2))
+    assert first.status_code == again.status_code == 202, (first.text, again.text)
+    assert first.json()["execution"] == again.json()["execution"]
+    late = client.post("/api/jobs/flaky-load/runs", json=body, headers=as_user(BILLING) | key)
+    assert late.status_code == 202 and late.json()["execution"] == first.json()["execution"]
+    assert len(audit_actions(client)) == before + 1  # one run, one audit entry
+    assert wait_done(client, first.json()["execution"], "flaky-load")["status"] == "SUCCEEDED"
+    # the key sent with another request is refused and changes nothing
+    assert_envelope(client.post("/api/jobs/flaky-load/runs", json={"params": {"mode": "fail"}},
+                                headers=as_user(BILLING) | key), 409, "CONFLICT")
+    # another person's key is theirs: the same string starts their own run
+    other = client.post("/api/jobs/flaky-load/runs", json=body, headers=as_user(ADMIN) | key)
+    assert other.status_code == 202 and other.json()["execution"] != first.json()["execution"]
+    for bad in ("x" * 300, "tab\there"):
+        assert_envelope(client.post("/api/jobs/flaky-load/runs", json=body, headers=as_user(BILLING)
+                                    | {"Idempotency-Key": bad}), 400, "VALIDATION_ERROR")
+    assert wait_done(client, other.json()["execution"], "flaky-load")["status"] == "SUCCEEDED"
+    # the portal's form carries a key of its own: submitted twice (a double click), one run
+    page = client.get("/jobs/flaky-load", headers=as_user(BILLING)).text
+    form_key = re.search(r'name="idempotency_key" value="([0-9a-f]{32})"', page)
+    assert form_key and form_key[1] not in client.get("/jobs/flaky-load", headers=as_user(BILLING)).text
+    data = {"csrf_token": csrf_of(page), "idempotency_key": form_key[1], "params": 'mode="ok"', "reason": ""}
+    before = len(audit_actions(client))
+    clicks = [client.post("/jobs/flaky-load/run", data=data, headers=as_user(BILLING)) for _ in range(2)]
+    assert [c.status_code for c in clicks] == [303, 303] and clicks[0].headers["location"] == clicks[1].headers["location"]
+    assert len(audit_actions(client)) == before + 1
+    started = clicks[0].headers["location"].split("/executions/")[1].split("?")[0]
+    assert wait_done(client, started, "flaky-load")["status"] == "SUCCEEDED"

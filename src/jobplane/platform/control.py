@@ -9,6 +9,7 @@ each successful action writes an audit entry naming who, what, which job or exec
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import time
@@ -107,6 +108,19 @@ class Deployment:
         where = data.get("catalog_path")
         data["catalog_path"] = (where if str(where).startswith("s3://") else Path(where)) if where else None
         return cls(**data)
+
+
+#: An Idempotency-Key: what a client may send (IETF draft "The Idempotency-Key HTTP Header Field").
+IDEMPOTENCY_KEY_MAX = 255
+
+
+def idempotent_name(job: str, actor: str, key: str) -> str:
+    """The execution name of a request with an idempotency key: the same job, person and key give
+    the same name (Step Functions starts a name only once), another person's key never does."""
+    if not key or len(key) > IDEMPOTENCY_KEY_MAX or not key.isprintable():
+        raise Invalid(f"an Idempotency-Key is 1 to {IDEMPOTENCY_KEY_MAX} printable characters",
+                      {"idempotency_key": "invalid"})
+    return hashlib.sha256(f"{job}\n{actor}\n{key}".encode()).hexdigest()[:32]
 
 
 def load_catalog(deployment: Deployment) -> Catalog:
@@ -369,7 +383,9 @@ class ControlPlane:
         return self.entry(job).step_names
 
     def run_now(self, job: str, actor: str, params: dict[str, Any] | None = None, reason: str = "",
-                from_step: str | None = None, name: str | None = None) -> str:
+                from_step: str | None = None, name: str | None = None, idempotency_key: str | None = None) -> str:
+        """Start a run now; its execution name. With ``idempotency_key``, the same request again
+        (a double click, a retried call) answers with the run it started, not a second one."""
         entry = self.entry(job)
         _check_reason(reason, required=False)
         if from_step is not None and from_step not in self.step_names(job):
@@ -377,13 +393,14 @@ class ControlPlane:
                           {"from_step": "unknown step"})
         params = self._checked_params(entry, params)
         payload = execution_input.manual(actor, entry.params, params) | {"resume_from": from_step}
-        name = name or uuid.uuid4().hex
-        self._audited(actor, "run", job, name, reason, {"params": params} | ({"from_step": from_step} if from_step else {}),
-                      lambda: self._start(job, payload, name))
-        return name
+        name = name or (idempotent_name(job, actor, idempotency_key) if idempotency_key is not None else uuid.uuid4().hex)
+        return self._start_once(job, payload, name, idempotency_key is not None, lambda: self._audited(
+            actor, "run", job, name, reason, {"params": params} | ({"from_step": from_step} if from_step else {}),
+            lambda: self._start(job, payload, name)))
 
     def rerun(self, execution: str, actor: str, from_failed_step: bool = True,
-              params: dict[str, Any] | None = None, reason: str = "", name: str | None = None) -> str:
+              params: dict[str, Any] | None = None, reason: str = "", name: str | None = None,
+              idempotency_key: str | None = None) -> str:
         _check_reason(reason, required=False)
         original = self.execution(execution)
         if original.running:
@@ -404,12 +421,40 @@ class ControlPlane:
         kept = {k: v for k, v in (original.input.get("params") or {}).items() if k in declared}
         merged = {**declared, **kept, **overrides}
         payload = execution_input.rerun(actor, execution, merged, resume_from)
-        name = name or uuid.uuid4().hex
-        self._audited(actor, "rerun_from_failed_step" if from_failed_step else "rerun", original.job, name, reason,
-                      {"rerun_of": execution, "resume_from": resume_from, "params": overrides},
-                      lambda: self._start(original.job, payload, name))
+        name = name or (idempotent_name(original.job, actor, idempotency_key) if idempotency_key is not None
+                        else uuid.uuid4().hex)
+        self._start_once(original.job, payload, name, idempotency_key is not None, lambda: self._audited(
+            actor, "rerun_from_failed_step" if from_failed_step else "rerun", original.job, name, reason,
+            {"rerun_of": execution, "resume_from": resume_from, "params": overrides},
+            lambda: self._start(original.job, payload, name)))
         self.repo.link_rerun(execution, name)  # lineage: best effort, the audit entry names the original too
         return name
+
+    def _start_once(self, job: str, payload: dict[str, Any], name: str, idempotent: bool, start: Any) -> str:
+        """``start()`` (the audited start of execution ``name``), unless an idempotent request
+        already started it: then the same answer, and no second run or audit entry. Step
+        Functions starts a name once (two racing requests: one wins, the other finds its run)."""
+        if idempotent and self._started_as(job, name, payload):
+            return name
+        try:
+            start()
+        except self.sfn.exceptions.ExecutionAlreadyExists:
+            if idempotent and self._started_as(job, name, payload):
+                return name  # the same request won the race; its audit entry is the one kept
+            raise Conflict(f"an execution named {name} exists already", {"execution": name}) from None
+        return name
+
+    def _started_as(self, job: str, name: str, payload: dict[str, Any]) -> bool:
+        """True if ``name`` was started by the same request; Conflict if by another one."""
+        try:
+            d = self.sfn.describe_execution(executionArn=self.deployment.execution_arn(job, name))
+        except self.sfn.exceptions.ExecutionDoesNotExist:
+            return False
+        given = json.loads(d.get("input") or "{}")
+        if any(given.get(k) != payload.get(k) for k in ("trigger", "requested_by", "params", "resume_from", "rerun_of")):
+            raise Conflict("this Idempotency-Key was used for another request; send a new key for a new run",
+                           {"execution": name, "idempotency_key": "reused"})
+        return True
 
     def _checked_params(self, entry: CatalogJob, params: dict[str, Any] | None) -> dict[str, Any]:
         """A run's params: only those the job declares (they never reach a step's fixed

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Header, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from jobplane.platform.control import ExecutionView, JobSummary, check_cursor
+from jobplane.platform.control import IDEMPOTENCY_KEY_MAX, ExecutionView, JobSummary, check_cursor
 from jobplane.platform.repository import Execution
 from jobplane.portal.errors import PortalError
 from jobplane.portal.views import duration_seconds
@@ -260,22 +260,29 @@ def audit(request: Request, limit: int = Query(100, ge=1, le=500), portal: Any =
 ACTION_ERRORS = _errors(403, 404, 409, 415, 429)
 
 
+#: Optional on the starting actions: the same key again (a retried request) answers 202 with the
+#: execution the first one started; reused for a different request, 409.
+IdempotencyKey = Header(None, alias="Idempotency-Key", min_length=1, max_length=IDEMPOTENCY_KEY_MAX,
+                        description="Repeat a request safely: the same key returns the execution it started")
+
+
 @router.post("/jobs/{job}/runs", status_code=202, response_model=Accepted, responses=ACTION_ERRORS,
              dependencies=[Depends(json_body)], summary="Run a job now, with params")
-def run_job(request: Request, job: str, body: RunIn) -> Any:
+def run_job(request: Request, job: str, body: RunIn, idempotency_key: str | None = IdempotencyKey) -> Any:
     portal = _portal(request)
     user = portal.authorize(request, portal.control.entry(job).team)
-    name = portal.control.run_now(job, user.name, body.params, body.reason)
+    name = portal.control.run_now(job, user.name, body.params, body.reason, idempotency_key=idempotency_key)
     return Accepted(execution=name, url=f"/executions/{name}?job={job}")
 
 
 @router.post("/executions/{execution}/rerun", status_code=202, response_model=Accepted, responses=ACTION_ERRORS,
              dependencies=[Depends(json_body)], summary="Re-run from the failed step, or the whole job")
-def rerun(request: Request, execution: str, body: RerunIn) -> Any:
+def rerun(request: Request, execution: str, body: RerunIn, idempotency_key: str | None = IdempotencyKey) -> Any:
     portal = _portal(request)
     view = portal.control.execution(execution)
     user = portal.authorize(request, portal.control.entry(view.job).team)
-    name = portal.control.rerun(execution, user.name, body.from_failed_step, body.params, body.reason)
+    name = portal.control.rerun(execution, user.name, body.from_failed_step, body.params, body.reason,
+                                idempotency_key=idempotency_key)
     return Accepted(execution=name, url=f"/executions/{name}?job={view.job}")
 
 

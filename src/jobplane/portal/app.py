@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +79,8 @@ class Portal:
             if settings.auth.mode == "alb-oidc" else None
         self.templates = Jinja2Templates(directory=str(HERE / "templates"))  # autoescape on for .html
         env = self.templates.env
-        env.globals.update(version=__version__)
+        # one key per rendered form that starts a run: submitting it twice starts one run
+        env.globals.update(version=__version__, form_key=lambda: uuid.uuid4().hex)
         from jobplane.portal.pages import notice_text
 
         env.filters.update(schedule_words=views.schedule_words, local_time=views.local_time,

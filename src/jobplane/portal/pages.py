@@ -12,7 +12,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 
 from jobplane.contract import execution_input
 from jobplane.contract.statuses import ExecutionStatus
-from jobplane.platform.control import Invalid, NotFound, check_cursor
+from jobplane.platform.control import IDEMPOTENCY_KEY_MAX, Invalid, NotFound, check_cursor
 from jobplane.portal.diagram import svg
 from jobplane.portal.views import step_rows
 
@@ -136,20 +136,22 @@ def parse_params(text: str) -> dict[str, Any]:
 
 @router.post("/jobs/{job}/run")
 def run_form(request: Request, job: str, csrf_token: str | None = Form(None), params: str = Form(""),
-             reason: str = Form("")) -> Any:
+             reason: str = Form(""), idempotency_key: str | None = Form(None, max_length=IDEMPOTENCY_KEY_MAX)) -> Any:
     portal = _portal(request)
     user = _act(request, portal.control.entry(job).team, csrf_token)
-    name = portal.control.run_now(job, user.name, parse_params(params), reason)
+    name = portal.control.run_now(job, user.name, parse_params(params), reason, idempotency_key=idempotency_key)
     return _back(f"/executions/{name}?job={quote(job)}", "started")
 
 
 @router.post("/executions/{execution}/rerun")
 def rerun_form(request: Request, execution: str, csrf_token: str | None = Form(None),
-               mode: str = Form("failed-step"), params: str = Form(""), reason: str = Form("")) -> Any:
+               mode: str = Form("failed-step"), params: str = Form(""), reason: str = Form(""),
+               idempotency_key: str | None = Form(None, max_length=IDEMPOTENCY_KEY_MAX)) -> Any:
     portal = _portal(request)
     view = portal.control.execution(execution)
     user = _act(request, portal.control.entry(view.job).team, csrf_token)
-    name = portal.control.rerun(execution, user.name, mode == "failed-step", parse_params(params), reason)
+    name = portal.control.rerun(execution, user.name, mode == "failed-step", parse_params(params), reason,
+                                idempotency_key=idempotency_key)
     return _back(f"/executions/{name}?job={quote(view.job)}", "rerun")
 
 
