@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from jobplane import __version__
-from jobplane.cli import definitions, local
+from jobplane.cli import definitions, local, operate
 from jobplane.cli.common import Context
 
 
@@ -20,11 +20,13 @@ def main(ctx: click.Context, root: str) -> None:
 
     Typical flow: write jobs/<team>/<job>.jsonnet, then `jobplane validate`, `jobplane plan`
     and `jobplane compile`; `jobplane next JOB` shows when it will fire. `jobplane dev` runs
-    the whole platform locally; `jobplane run`, `status` and `logs` talk to it.
+    the whole platform locally; `jobplane run`, `status`, `logs`, `stop`, `pause`, `resume` and
+    `ack` talk to it, or with --deployment to the platform on AWS.
     """
     ctx.obj = Context(root)
 
 
 for command in (definitions.validate, definitions.compile_command, definitions.plan, definitions.next_command,
-                definitions.schema, definitions.init, local.dev, local.run, local.status, local.logs, local.portal):
+                definitions.schema, definitions.init, local.dev, operate.run, operate.status, operate.logs, operate.stop,
+                operate.pause, operate.resume, operate.ack, local.portal):
     main.add_command(command)

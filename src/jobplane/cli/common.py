@@ -78,3 +78,63 @@ def parse_params(values: tuple[str, ...]) -> dict[str, Any]:
         return parse(list(values))
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--param") from None
+
+
+deployment_option = click.option(
+    "--deployment", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+    envvar="JOBPLANE_DEPLOYMENT",
+    help="Talk to a deployed platform on AWS: the JSON of `terraform output -json` in terraform/jobs "
+         "(its `jobplane` output), with boto3's usual credentials and region. Default: the running "
+         "`jobplane dev`.")
+
+
+class Target:
+    """The platform a command talks to: the running ``jobplane dev`` or a deployment on AWS.
+    Both are reached through the same control plane and boto3 calls; only where the names come
+    from (dev.json, or the base module's outputs) and who the actor is differ."""
+
+    def __init__(self, control: ControlPlane, actor: str, portal_url: str, where: str):
+        self.control = control
+        self.actor = actor
+        self.portal_url = portal_url.rstrip("/")
+        self.where = where
+
+    def link(self, execution: str) -> str:
+        from urllib.parse import quote
+
+        return f"{self.portal_url}/executions/{quote(execution, safe='')}" if self.portal_url else ""
+
+
+def aws_target(deployment_file: Path) -> Target:
+    """A deployment from the compiled root's ``jobplane`` output; the actor is the caller's AWS
+    identity (what CloudTrail also records for the calls)."""
+    import json
+
+    from jobplane.platform.control import ControlPlane, Deployment
+
+    try:
+        data = json.loads(deployment_file.read_text())
+        values = data["jobplane"]["value"] if "jobplane" in data else data
+        deployment = Deployment(
+            table=values["table"], topic_arn=values["topic_arn"], name_prefix=values["name_prefix"],
+            region=values["region"], account_id=values["account_id"], catalog_path=values["catalog_uri"],
+            log_group=values["log_group"])
+    except (ValueError, KeyError, TypeError) as e:
+        raise click.ClickException(f"{deployment_file}: not the `jobplane` output of terraform/jobs "
+                                   f"(`terraform output -json > {deployment_file.name}`): {e!r}") from None
+    try:
+        actor = deployment.client("sts").get_caller_identity()["Arn"]
+        control = ControlPlane(deployment)
+    except Exception as e:  # noqa: BLE001 - credentials, network, a missing catalog: say which
+        raise click.ClickException(f"cannot reach the platform of {deployment_file}: {e}") from None
+    return Target(control, actor, str(values.get("portal_url") or ""), f"AWS ({deployment.region})")
+
+
+def target(obj: Context, data_dir: Path | None, deployment: Path | None) -> Target:
+    if deployment is not None:
+        return aws_target(deployment)
+    import json
+
+    control = running_control(obj, data_dir)
+    runtime = json.loads((resolve_data_dir(obj, data_dir) / "dev.json").read_text())
+    return Target(control, obj.config.dev.dev_user, runtime.get("portal_url", ""), "jobplane dev")

@@ -1,25 +1,20 @@
-"""The ``jobplane`` commands that run or talk to a platform: ``dev``, ``run``, ``status``,
-``logs`` and ``portal``. ``run``, ``status`` and ``logs`` find the running ``jobplane dev``
-through its data directory (``.jobplane/dev.json``)."""
+"""The ``jobplane`` commands that run a platform: ``dev`` (the whole platform on this machine)
+and ``portal`` (the portal against AWS). The commands that talk to a running platform, local or
+on AWS, are in :mod:`jobplane.cli.operate`."""
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import signal
 import sys
 import threading
-import time
-from datetime import timezone
 from pathlib import Path
 from typing import Any
 
 import click
 
-from jobplane.cli.common import (control_error, data_dir_option, fail_definitions, parse_params, resolve_data_dir,
-                                 running_control)
-from jobplane.contract.statuses import ExecutionStatus
+from jobplane.cli.common import data_dir_option, fail_definitions, resolve_data_dir
 
 ENGINE_LOG = "engine.log"
 
@@ -90,174 +85,6 @@ def dev(obj: Any, reset: bool, data_dir: Path | None, aws_port: int | None, port
         click.echo("\nstopping: portal, scheduler, running executions (recorded ABORTED), services, alerts, state saved ...")
         platform.stop()
         click.echo("jobplane dev stopped.")
-
-
-@click.command()
-@click.argument("job")
-@click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE", help="A run param (repeatable).")
-@click.option("--from-step", default=None, metavar="STEP",
-              help="Start at this step (a re-run: the steps before it are not run).")
-@click.option("--wait/--no-wait", default=True, show_default=True, help="Wait for the execution to finish.")
-@click.option("--timeout", default=3600.0, show_default=True, help="Seconds to wait with --wait.")
-@data_dir_option
-@click.pass_obj
-def run(obj: Any, job: str, params: tuple[str, ...], from_step: str | None, wait: bool, timeout: float,
-        data_dir: Path | None) -> None:
-    """Start JOB now on the running `jobplane dev`, and follow it to the end.
-
-    Exits 0 if it succeeded, 1 if it failed, timed out, was stopped or was skipped.
-    """
-    control = running_control(obj, data_dir)
-    try:
-        name = control.run_now(job, obj.config.dev.dev_user, parse_params(params), "jobplane run", from_step)
-    except control_error() as e:
-        raise click.ClickException(e.message) from None
-    portal_url = json.loads((resolve_data_dir(obj, data_dir) / "dev.json").read_text())["portal_url"]
-    click.echo(f"started {job}: {name}\n  {portal_url}/executions/{name}")
-    if not wait:
-        return
-    deadline = time.monotonic() + timeout
-    seen: set[tuple[str, int]] = set()
-    while True:
-        view = control.execution(name, job)
-        for row in view.timeline:
-            key = (row["step"], row["attempt"])
-            if row["finished_at"] and key not in seen:
-                seen.add(key)
-                click.echo(f"  {row['step']} (attempt {row['attempt']}): {row['outcome']}")
-        if not view.running and (view.record is not None or time.monotonic() > deadline):
-            break
-        if time.monotonic() > deadline:
-            raise click.ClickException(f"{name} still {view.status} after {timeout:.0f}s")
-        time.sleep(0.2)
-    suffix = f" at {view.failed_step}" if view.failed_step else ""
-    if view.failed_step and view.record:
-        from jobplane.platform.timeline import attempt_rows
-
-        codes = [r["exit_code"] for r in attempt_rows(view.record.steps, view.timeline)
-                 if r["step"] == view.failed_step and r.get("exit_code") is not None]
-        if codes:
-            suffix += f" (exit code {codes[-1]})"
-    skip = view.record.skip_reason if view.record else None
-    if skip:  # the policy (or a duplicate) decided not to run it: say why, there are no logs
-        click.echo(f"SKIPPED ({skip}): see {job}'s running or failed execution with `jobplane status`")
-        sys.exit(1)
-    click.echo(f"{view.status}{suffix}" + (f": {view.error}" if view.error else ""))
-    click.echo(f"  logs: jobplane logs {name}")
-    sys.exit(0 if view.status == ExecutionStatus.SUCCEEDED.value else 1)
-
-
-@click.command()
-@data_dir_option
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-@click.pass_obj
-def status(obj: Any, data_dir: Path | None, as_json: bool) -> None:
-    """Jobs of `jobplane dev`: last status, running executions, next fire time. When it is not
-    running, the last saved state in the data directory (no next fires: nothing fires)."""
-    from jobplane.devserver.runtime import DevError, control_for
-
-    try:
-        control = control_for(resolve_data_dir(obj, data_dir))
-    except DevError as e:
-        _offline_status(resolve_data_dir(obj, data_dir), e, as_json)
-        return
-    jobs = control.jobs(fires=1)
-    if as_json:
-        click.echo(json.dumps([{"job": j.name, "team": j.team, "last_status": j.state.last_status if j.state else None,
-                                "last_finished_at": j.state.last_finished_at if j.state else None,
-                                "running": j.running, "paused": j.paused,
-                                "next_fire": j.next_fires[0].isoformat() if j.next_fires else None} for j in jobs],
-                               indent=2))
-        return
-    width = max(len(j.name) for j in jobs) if jobs else 10
-    click.echo(f"{'JOB':<{width}}  {'TEAM':<9} {'LAST':<10} {'FINISHED (UTC)':<20} {'RUNNING':<8} NEXT FIRE")
-    for j in jobs:
-        last = (j.state.last_status if j.state else None) or "-"
-        finished = (j.state.last_finished_at or "")[:19].replace("T", " ") if j.state else ""
-        if j.paused:
-            nxt = "paused"
-        elif j.next_fires:
-            t = j.next_fires[0]
-            nxt = t.strftime('%Y-%m-%d %H:%M %Z')
-            if t.utcoffset():  # the UTC time only where it differs ("09:38 UTC (09:38 UTC)" said nothing)
-                nxt += f" ({t.astimezone(timezone.utc).strftime('%H:%M UTC')})"
-        else:
-            nxt = "manual" if not j.entry.schedule else "disabled"
-        click.echo(f"{j.name:<{width}}  {j.team:<9} {last:<10} {finished or '-':<20} {len(j.running) or '-':<8} {nxt}")
-
-
-@click.command()
-@click.argument("execution")
-@click.option("--step", default=None, help="Only this step's attempts.")
-@data_dir_option
-@click.pass_obj
-def logs(obj: Any, execution: str, step: str | None, data_dir: Path | None) -> None:
-    """Print the step logs of EXECUTION (every attempt, in the order they ran), read from
-    CloudWatch Logs; while `jobplane dev` is stopped, from its cache in the data directory."""
-    from jobplane.devserver.runtime import DevError, control_for
-
-    try:
-        control = control_for(resolve_data_dir(obj, data_dir))
-    except DevError as e:
-        _offline_logs(resolve_data_dir(obj, data_dir), execution, step, e)
-        return
-    try:
-        view = control.execution(execution)
-    except control_error() as e:
-        raise click.ClickException(e.message) from None
-    streams = control.log_streams(view, step)
-    if not streams:
-        what = f"step {step!r} of {execution}" if step else execution
-        raise click.ClickException(f"no logs for {what} ({view.status}; steps that ran: "
-                                   f"{', '.join(sorted({r['step'] for r in view.timeline})) or 'none'})")
-    _print_streams(streams)
-
-
-def _print_streams(streams: list[Any]) -> None:
-    for s in streams:
-        click.echo(f"==> {s.step} (attempt {s.attempt}, task {s.task_id}) <==")
-        click.echo(s.read(), nl=False)
-
-
-def _offline_logs(data_dir: Path, execution: str, step: str | None, why: Exception) -> None:
-    from jobplane.platform.local.awslogs import LogCache
-
-    streams = LogCache(data_dir / "logs").streams(execution, step)
-    if not streams:
-        raise click.ClickException(f"no logs for {execution}{f' step {step}' if step else ''} in {data_dir / 'logs'}; {why}")
-    click.echo(f"(jobplane dev is not running: logs read from {data_dir / 'logs'})", err=True)
-    _print_streams(streams)
-
-
-def _offline_status(data_dir: Path, why: Exception, as_json: bool) -> None:
-    """The jobs' last state as the stopped platform saved it (state.json, compiled/catalog.json)."""
-    from jobplane.contract import datamodel as dm
-    from jobplane.contract.catalog import Catalog
-    from jobplane.devserver.runtime import SNAPSHOT_FILE
-    from jobplane.devserver.snapshot import Snapshot
-    from jobplane.platform.repository import JobState
-
-    snapshot = Snapshot.load(data_dir / SNAPSHOT_FILE)
-    catalog_path = data_dir / "compiled" / "catalog.json"
-    if snapshot is None or not catalog_path.exists():
-        raise click.ClickException(str(why))
-    states = {s.job: s for s in (JobState.from_item(i) for i in snapshot.items
-                                 if i.get("sk", {}).get("S") == dm.STATE_SK and i.get("pk", {}).get("S", "").startswith(dm.JOB_PREFIX))}
-    jobs = Catalog.load(catalog_path).jobs
-    rows = [{"job": j.name, "team": j.team, "last_status": states[j.name].last_status if j.name in states else None,
-             "last_finished_at": states[j.name].last_finished_at if j.name in states else None,
-             "paused": bool(j.name in states and states[j.name].paused)} for j in jobs]
-    if as_json:
-        click.echo(json.dumps(rows, indent=2))
-        return
-    saved = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime((data_dir / SNAPSHOT_FILE).stat().st_mtime))
-    click.echo(f"jobplane dev is not running; its last saved state ({data_dir / SNAPSHOT_FILE}, {saved}):")
-    width = max([len(r["job"]) for r in rows] + [3])
-    click.echo(f"{'JOB':<{width}}  {'TEAM':<9} {'LAST':<10} FINISHED (UTC)")
-    for r in rows:
-        finished = (r["last_finished_at"] or "")[:19].replace("T", " ")
-        click.echo(f"{r['job']:<{width}}  {r['team']:<9} {r['last_status'] or '-':<10} {finished or '-'}"
-                   + ("  paused" if r["paused"] else ""))
 
 
 @click.command()

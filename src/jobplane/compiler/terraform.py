@@ -69,6 +69,13 @@ def root_module(config: PlatformConfig) -> dict[str, Any]:
         "data": {"aws_caller_identity": {"current": {}}, "aws_region": {"current": {}},
                  "aws_partition": {"current": {}}},
         "locals": {"jobplane": locals_values},
+        # Where operators' tools find the platform: `terraform output -json > deployment.json`,
+        # then `jobplane status --deployment deployment.json` (cli/common.py: aws_target).
+        "output": {"jobplane": {"description": "The platform's names, for jobplane --deployment", "value": {
+            "table": "${module.platform.table_name}", "topic_arn": "${module.platform.topic_arn}",
+            "region": "${var.region}", "account_id": "${data.aws_caller_identity.current.account_id}",
+            "name_prefix": config.name_prefix, "catalog_uri": "${module.platform.catalog_uri}",
+            "log_group": "${module.platform.log_group_name}", "portal_url": "${var.portal_url}"}}},
         # What the slow-run check and the portal read on AWS: the compiler's catalog, uploaded
         # by each apply (a new version when it changed) to the base module's bucket.
         "resource": {"aws_s3_object": {"catalog": {

@@ -1,0 +1,119 @@
+"""The operator CLI against a deployment on AWS: `--deployment` names the platform by the compiled
+root's `jobplane` output (as `terraform output -json` writes it), boto3 finds the endpoint and
+credentials the standard way (here AWS_ENDPOINT_URL and the keys of the embedded AWS, which is an
+ordinary AWS endpoint to the CLI), the catalog is read from S3 as on AWS. Same commands, same
+output and exit codes as against `jobplane dev`."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from click.testing import CliRunner
+
+from jobplane.cli import main
+from jobplane.contract import execution_input
+from jobplane.contract.catalog import CATALOG_FILE
+from jobplane.devserver.dev_platform import DevPlatform
+from portal_kit import start_platform
+
+
+@pytest.fixture(scope="module")
+def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevPlatform]:
+    p = start_platform(tmp_path_factory.mktemp("cli-aws"))
+    yield p
+    p.stop()
+
+
+@pytest.fixture(scope="module")
+def deployment(platform: DevPlatform, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What `terraform output -json` prints for the compiled root, and the catalog each apply
+    uploads to the base module's bucket."""
+    aws = platform.aws
+    s3 = aws.client("s3")
+    bucket = "jp-catalog-0cli"
+    s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key=CATALOG_FILE, Body=(platform.output_dir / CATALOG_FILE).read_bytes())
+    out = tmp_path_factory.mktemp("outputs") / "deployment.json"
+    out.write_text(json.dumps({"jobplane": {"sensitive": False, "type": ["object", {}], "value": {
+        "table": aws.resources["table_name"], "topic_arn": aws.resources["topic_arn"], "region": aws.region,
+        "account_id": platform.deployment.account_id, "name_prefix": platform.config.name_prefix,
+        "catalog_uri": f"s3://{bucket}/{CATALOG_FILE}", "log_group": aws.log_group,
+        "portal_url": "https://jobs.example.com"}}}))
+    return out
+
+
+def cli(platform: DevPlatform, deployment: Path, *args: str) -> Any:
+    """`jobplane ARGS` with only what an operator's shell on AWS would have: the deployment file
+    and boto3's standard environment (no dev.json: the data directory is elsewhere)."""
+    aws = platform.aws
+    env = {"JOBPLANE_DEPLOYMENT": str(deployment), "AWS_ENDPOINT_URL": aws.endpoint_url,
+           "AWS_ACCESS_KEY_ID": aws.credentials.access_key_id, "AWS_SECRET_ACCESS_KEY": aws.credentials.secret_access_key,
+           "AWS_DEFAULT_REGION": aws.region, "JOBPLANE_DATA_DIR": str(deployment.parent / "no-dev-here")}
+    return CliRunner().invoke(main, ["--root", str(platform.config.root), *args], env=env, catch_exceptions=False)
+
+
+def test_run_status_and_logs_on_aws_as_locally(platform: DevPlatform, deployment: Path) -> None:
+    caller = platform.aws.client("sts").get_caller_identity()["Arn"]
+    r = cli(platform, deployment, "run", "flaky-load", "-p", 'mode="fail"')
+    assert r.exit_code == 1, r.output
+    name = re.search(r"started flaky-load: ([0-9a-f]{32})", r.output)[1]
+    assert f"https://jobs.example.com/executions/{name}" in r.output
+    assert "load (attempt 1): failed" in r.output
+    assert "FAILED at load (exit code 75)" in r.output and f"logs: jobplane logs {name}" in r.output
+    record = platform.control.repo.execution(name)
+    assert record.requested_by == caller  # the caller's AWS identity, as CloudTrail has it
+    r = cli(platform, deployment, "logs", name, "--step", "load")
+    assert r.exit_code == 0 and "==> load (attempt 1, task " in r.output
+    assert "partner API answered 503" in r.output
+    r = cli(platform, deployment, "status", "--json")
+    rows = {row["job"]: row for row in json.loads(r.output)}
+    assert r.exit_code == 0 and rows["flaky-load"]["last_status"] == "FAILED"
+    r = cli(platform, deployment, "run", "flaky-load", "-p", 'mode="ok"')
+    assert r.exit_code == 0 and r.output.rstrip().splitlines()[-2] == "SUCCEEDED"
+    r = cli(platform, deployment, "status")
+    assert r.exit_code == 0 and re.search(r"^flaky-load\s+billing\s+SUCCEEDED", r.output, re.M)
+
+
+def test_stop_pause_resume_and_ack_on_aws(platform: DevPlatform, deployment: Path, tmp_path: Path) -> None:
+    control = platform.control
+    caller = platform.aws.client("sts").get_caller_identity()["Arn"]
+    r = cli(platform, deployment, "run", "long-wait", "--no-wait", "-p", f'release="{tmp_path / "never"}"')
+    assert r.exit_code == 0, r.output
+    name = re.search(r"started long-wait: ([0-9a-f]{32})", r.output)[1]
+    deadline = time.monotonic() + 300  # a hang guard: the step is running
+    while not control.execution(name, "long-wait").timeline:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    r = cli(platform, deployment, "stop", name, "--reason", "vendor is down")
+    assert r.exit_code == 0 and f"stop requested for {name} (AWS (" in r.output and caller in r.output
+    platform.aws.wait(control.execution(name, "long-wait").execution_arn, timeout=300)
+    r = cli(platform, deployment, "stop", name, "--reason", "again")
+    assert r.exit_code == 1 and "is not running" in r.output  # the same errors as locally
+    assert cli(platform, deployment, "pause", "long-wait", "--reason", "vendor outage").exit_code == 0
+    state = control.repo.job_state("long-wait")
+    assert state.paused and state.paused_by == caller and state.paused_reason == "vendor outage"
+    assert cli(platform, deployment, "resume", "long-wait", "--reason", "vendor back").exit_code == 0
+    assert not control.repo.job_state("long-wait").paused
+    # a SKIP_IF_FAILED job blocked by a failure: acknowledged from the CLI, its next fire runs
+    failed = platform.aws.start("other-team", execution_input.scheduled("2027-06-07T10:00:00Z", {"mode": "fail"}))
+    assert platform.aws.wait(failed, timeout=300).status == "FAILED"
+    platform.aws.wait_reconciled(failed, timeout=300)
+    r = cli(platform, deployment, "ack", "other-team", "--reason", "known issue")
+    assert r.exit_code == 0, r.output
+    assert control.repo.job_state("other-team").acknowledged_by == caller
+    ran = platform.aws.start("other-team", execution_input.scheduled("2027-06-14T10:00:00Z", {}))
+    assert platform.aws.wait(ran, timeout=300).status == "SUCCEEDED"
+    audit = [(a["actor"], a["action"]) for a in control.audit(20)]
+    assert (caller, "acknowledge_failure") in audit and (caller, "stop") in audit and (caller, "pause") in audit
+
+
+def test_a_deployment_file_that_is_not_one_says_so(platform: DevPlatform, tmp_path: Path) -> None:
+    bad = tmp_path / "outputs.json"
+    bad.write_text(json.dumps({"something_else": {"value": 1}}))
+    r = cli(platform, bad, "status")
+    assert r.exit_code == 1 and "not the `jobplane` output of terraform/jobs" in r.output
