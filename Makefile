@@ -50,7 +50,8 @@ tfcheck: compile package
 	  echo "$$out" | tail -n 1 | grep -q "checkov_failed=0 checkov_parse_errors=0" || \
 	    { echo "tfcheck: fix or skip (with a reason) every checkov finding in $$root"; exit 1; }; \
 	done
-	@set -e; for extra in "" "--var vpc_endpoints={vpc_id=\"vpc-1\",route_table_ids=[\"rtb-1\"]}"; do \
+	@set -e; for extra in "" "--var vpc_endpoints={vpc_id=\"vpc-1\",route_table_ids=[\"rtb-1\"]}" \
+	    "--var-file $(CURDIR)/deploy/portal.example.tfvars.json"; do \
 	  echo "== plan terraform/jobs $$extra"; \
 	  out=$$($(TFCHECK)/plan.py --tree terraform $(PLAN_VARS) $$extra terraform/jobs) || { echo "$$out"; exit 1; }; \
 	  echo "$$out" | tail -n 1; \

@@ -61,6 +61,7 @@ ARNS = {  # resource type -> its ARN, from the resource's name
     "aws_cloudwatch_log_group": lambda n: f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:{n}",
     "aws_lambda_function": lambda n: f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{n}",
     "aws_s3_bucket": lambda n: f"arn:aws:s3:::{n}",
+    "aws_scheduler_schedule_group": lambda n: f"arn:aws:scheduler:{REGION}:{ACCOUNT}:schedule-group/{n}",
 }
 
 

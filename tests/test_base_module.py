@@ -105,3 +105,39 @@ def test_the_slow_run_check_runs_on_a_schedule_with_the_catalog_each_apply_uploa
     obj = root["resource"]["aws_s3_object"]["catalog"]
     assert obj["bucket"] == "${module.platform.catalog_bucket}" and obj["key"] == CATALOG_FILE
     assert obj["source"] == "${path.module}/" + CATALOG_FILE and "filemd5" in obj["source_hash"]
+
+
+def test_the_portal_image_and_service_agree_with_the_portal(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The image runs `jobplane portal` as a non-root user with a health check on /healthz, on the
+    port the task definition and the load balancer use; the task's environment is what
+    PortalSettings.from_env reads, in the mode that trusts only the ALB's signed identity."""
+    from click.testing import CliRunner
+
+    from jobplane.cli import main
+    from jobplane.portal.settings import PortalSettings
+
+    docker = (ROOT / "src" / "jobplane" / "portal" / "Dockerfile").read_text()
+    assert re.search(r"^USER 10001$", docker, re.M) and "useradd --system --uid 10001" in docker
+    assert re.search(r"^EXPOSE 8080$", docker, re.M) and "http://127.0.0.1:8080/healthz" in docker
+    cmd = json.loads(re.search(r"^CMD (\[.*\])$", docker, re.M)[1])
+    assert cmd[:2] == ["jobplane", "portal"]
+    assert CliRunner().invoke(main, [*cmd[1:], "--help"]).exit_code == 0  # the options exist
+    portal = (bm.MODULE / "portal.tf").read_text()
+    assert "portal_port  = 8080" in portal and 'path    = "/healthz"' in portal
+    assert 'type  = "authenticate-oidc"' in portal and "order = 1" in portal
+    names = set(re.findall(r'\{ name = "([A-Z_]+)", value', portal)) | set(re.findall(r'secrets = \[\{ name = "([A-Z_]+)"', portal))
+    assert {"JOBPLANE_AUTH_MODE", "JOBPLANE_ALB_ARN", "JOBPLANE_PORTAL_SECRET", "JOBPLANE_CATALOG"} <= names
+    assert '{ name = "JOBPLANE_AUTH_MODE", value = "alb-oidc" }' in portal
+    values = {"JOBPLANE_TABLE": "jobplane", "JOBPLANE_TOPIC_ARN": "arn:aws:sns:us-east-1:123456789012:jobplane-events",
+              "JOBPLANE_NAME_PREFIX": "jobplane", "JOBPLANE_ACCOUNT_ID": "123456789012", "AWS_REGION": "us-east-1",
+              "JOBPLANE_CATALOG": "s3://jobplane-catalog-0test/catalog.json", "JOBPLANE_LOG_GROUP": "/jobplane/runner",
+              "JOBPLANE_AUTH_MODE": "alb-oidc",
+              "JOBPLANE_ALB_ARN": "arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/app/jobplane-portal/0abc",
+              "JOBPLANE_PORTAL_URL": "https://jobs.example.com", "JOBPLANE_ADMINS": "platform@example.com",
+              "JOBPLANE_TEAM_MEMBERS": '{"billing": ["aiko@example.com"]}', "JOBPLANE_PORTAL_SECRET": "s" * 48}
+    assert names == set(values), "portal.tf's environment and this test's list differ"
+    for k, v in values.items():
+        monkeypatch.setenv(k, v)
+    settings = PortalSettings.from_env()
+    assert settings.auth.mode == "alb-oidc" and str(settings.deployment.catalog_path).startswith("s3://")
+    assert settings.deployment.log_group == "/jobplane/runner"

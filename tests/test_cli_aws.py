@@ -35,7 +35,9 @@ def deployment(platform: DevPlatform, tmp_path_factory: pytest.TempPathFactory) 
     uploads to the base module's bucket."""
     aws = platform.aws
     s3 = aws.client("s3")
-    bucket = "jp-catalog-0cli"
+    import base_module as bm
+
+    bucket = bm.resolve("${aws_s3_bucket.catalog.id}", {"name_prefix": platform.config.name_prefix})
     s3.create_bucket(Bucket=bucket)
     s3.put_object(Bucket=bucket, Key=CATALOG_FILE, Body=(platform.output_dir / CATALOG_FILE).read_bytes())
     out = tmp_path_factory.mktemp("outputs") / "deployment.json"
@@ -47,17 +49,46 @@ def deployment(platform: DevPlatform, tmp_path_factory: pytest.TempPathFactory) 
     return out
 
 
+#: Every AWS call the operator commands made (in this thread; the platform's own threads make
+#: theirs): the portal's role must allow each, since the portal makes them through the same
+#: control plane (test_the_portal_role_allows_every_call_the_control_plane_made).
+CALLS: list[dict[str, Any]] = []
+
+
 def cli(platform: DevPlatform, deployment: Path, *args: str) -> Any:
     """`jobplane ARGS` with only what an operator's shell on AWS would have: the deployment file
     and boto3's standard environment (no dev.json: the data directory is elsewhere)."""
+    import threading
+
+    import botocore.client
+
     aws = platform.aws
     env = {"JOBPLANE_DEPLOYMENT": str(deployment), "AWS_ENDPOINT_URL": aws.endpoint_url,
            "AWS_ACCESS_KEY_ID": aws.credentials.access_key_id, "AWS_SECRET_ACCESS_KEY": aws.credentials.secret_access_key,
            "AWS_DEFAULT_REGION": aws.region, "JOBPLANE_DATA_DIR": str(deployment.parent / "no-dev-here")}
-    return CliRunner().invoke(main, ["--root", str(platform.config.root), *args], env=env, catch_exceptions=False)
+    me, real = threading.current_thread(), botocore.client.BaseClient._make_api_call
+
+    def recorded(client: Any, operation: str, params: dict[str, Any]) -> Any:
+        if threading.current_thread() is me:
+            CALLS.append({"service": client.meta.service_model.service_name, "operation": operation, "params": params})
+        return real(client, operation, params)
+
+    botocore.client.BaseClient._make_api_call = recorded  # type: ignore[method-assign]
+    try:
+        return CliRunner().invoke(main, ["--root", str(platform.config.root), *args], env=env, catch_exceptions=False)
+    finally:
+        botocore.client.BaseClient._make_api_call = real  # type: ignore[method-assign]
 
 
-def test_run_status_and_logs_on_aws_as_locally(platform: DevPlatform, deployment: Path) -> None:
+def test_operator_commands_on_aws_as_locally_within_the_portal_role(platform: DevPlatform, deployment: Path,
+                                                                     tmp_path: Path) -> None:
+    CALLS.clear()
+    run_status_and_logs(platform, deployment)
+    stop_pause_resume_and_ack(platform, deployment, tmp_path)
+    portal_role_allows_every_call(platform)
+
+
+def run_status_and_logs(platform: DevPlatform, deployment: Path) -> None:
     caller = platform.aws.client("sts").get_caller_identity()["Arn"]
     r = cli(platform, deployment, "run", "flaky-load", "-p", 'mode="fail"')
     assert r.exit_code == 1, r.output
@@ -79,7 +110,7 @@ def test_run_status_and_logs_on_aws_as_locally(platform: DevPlatform, deployment
     assert r.exit_code == 0 and re.search(r"^flaky-load\s+billing\s+SUCCEEDED", r.output, re.M)
 
 
-def test_stop_pause_resume_and_ack_on_aws(platform: DevPlatform, deployment: Path, tmp_path: Path) -> None:
+def stop_pause_resume_and_ack(platform: DevPlatform, deployment: Path, tmp_path: Path) -> None:
     control = platform.control
     caller = platform.aws.client("sts").get_caller_identity()["Arn"]
     r = cli(platform, deployment, "run", "long-wait", "--no-wait", "-p", f'release="{tmp_path / "never"}"')
@@ -117,3 +148,54 @@ def test_a_deployment_file_that_is_not_one_says_so(platform: DevPlatform, tmp_pa
     bad.write_text(json.dumps({"something_else": {"value": 1}}))
     r = cli(platform, bad, "status")
     assert r.exit_code == 1 and "not the `jobplane` output of terraform/jobs" in r.output
+
+
+def iam_calls(recorded: list[dict[str, Any]]) -> list[Any]:
+    """The IAM actions and resources of the recorded calls (Service Authorization Reference)."""
+    import base_module as bm
+    from iam_policy import Call
+
+    arn = f"{bm.REGION}:{bm.ACCOUNT}"
+    out = []
+    for c in recorded:
+        service, op, p = c["service"], c["operation"], c["params"]
+        why = f"{service}.{op}"
+        if service == "sts":  # GetCallerIdentity needs no permission
+            continue
+        if service == "dynamodb":
+            table = f"arn:aws:dynamodb:{arn}:table/{p['TableName']}"
+            out.append(Call(f"dynamodb:{op}", table + (f"/index/{p['IndexName']}" if p.get("IndexName") else ""), {}, why))
+        elif service == "stepfunctions" and op == "StartExecution":
+            out.append(Call("states:StartExecution", p["stateMachineArn"], {}, why))
+        elif service == "stepfunctions":
+            out.append(Call(f"states:{op}", p["executionArn"], {}, why))
+        elif service == "scheduler":
+            out.append(Call(f"scheduler:{op}", f"arn:aws:scheduler:{arn}:schedule/{p['GroupName']}/{p['Name']}", {}, why))
+            if op == "UpdateSchedule":  # the schedule's role is passed again
+                out.append(Call("iam:PassRole", p["Target"]["RoleArn"],
+                                {"iam:PassedToService": "scheduler.amazonaws.com"}, why))
+        elif service == "s3":
+            out.append(Call("s3:GetObject", f"arn:aws:s3:::{p['Bucket']}/{p['Key']}", {}, why))
+            # an SSE-KMS object: https://docs.aws.amazon.com/AmazonS3/latest/userguide/UsingKMSEncryption.html
+            out.append(Call("kms:Decrypt", bm.KMS_KEY_ARN, {}, "the catalog's KMS key"))
+        elif service == "logs":
+            out.append(Call("logs:GetLogEvents",
+                            f"arn:aws:logs:{arn}:log-group:{p['logGroupName']}:log-stream:{p['logStreamName']}", {}, why))
+        else:
+            raise AssertionError(f"no IAM mapping for {why}; add it with its AWS doc")
+    return out
+
+
+def portal_role_allows_every_call(platform: DevPlatform) -> None:
+    """The base module's portal role against what the operator commands above called through
+    the control plane the portal shares (run, stop, pause, resume, acknowledge, logs)."""
+    import base_module as bm
+    from iam_policy import denied_calls
+
+    calls = iam_calls(CALLS)
+    assert {c.action for c in calls} >= {"states:StartExecution", "states:StopExecution", "scheduler:UpdateSchedule",
+                                        "iam:PassRole", "logs:GetLogEvents", "s3:GetObject", "dynamodb:Query"}
+    statements = bm.policy_statements("portal", {"name_prefix": platform.config.name_prefix})
+    assert denied_calls(statements, calls) == []
+    for i, statement in enumerate(statements):
+        assert denied_calls(statements[:i] + statements[i + 1:], calls), f"the portal role's {statement.get('sid')} is used by no call"

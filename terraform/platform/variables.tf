@@ -87,3 +87,27 @@ variable "slow_check_schedule" {
   default     = "rate(5 minutes)"
   description = "How often running jobs are checked against their expected_duration (SLOW alerts)."
 }
+
+variable "portal" {
+  type = object({
+    image           = string       # the portal image (src/jobplane/portal/Dockerfile), e.g. in the runner's ECR
+    host_name       = string       # e.g. jobs.example.com (its DNS name points at the load balancer)
+    certificate_arn = string       # ACM certificate for host_name
+    vpc_id          = string
+    alb_subnet_ids  = list(string) # public subnets of the load balancer; the tasks use var.subnet_ids
+    allowed_cidrs   = list(string) # who may reach the portal at all (then OIDC decides who signs in)
+    oidc = object({
+      issuer                 = string
+      authorization_endpoint = string
+      token_endpoint         = string
+      user_info_endpoint     = string
+      client_id              = string
+      client_secret_arn      = string # Secrets Manager: the OIDC client's secret
+    })
+    session_secret_arn = string            # Secrets Manager: JOBPLANE_PORTAL_SECRET, at least 32 random characters
+    admins             = list(string)      # e-mail addresses
+    team_members       = map(list(string)) # team -> e-mail addresses
+  })
+  description = "Deploy the portal behind an ALB with OIDC sign-in (portal.tf); null: no portal on AWS."
+  default     = null
+}

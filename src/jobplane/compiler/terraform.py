@@ -26,7 +26,7 @@ PARTITION = "${data.aws_partition.current.partition}"
 def root_module(config: PlatformConfig) -> dict[str, Any]:
     """The shared root: variables, provider, the base module and the values the ASL binds to."""
     module_vars = ["runner_image", "subnet_ids", "security_group_ids", "portal_url",
-                   "slack_webhook_secret_arn", "lambda_package", "lambda_reserved_concurrency", "vpc_endpoints"]
+                   "slack_webhook_secret_arn", "lambda_package", "lambda_reserved_concurrency", "vpc_endpoints", "portal"]
     locals_values = {
         "table_name": "${module.platform.table_name}",
         "topic_arn": "${module.platform.topic_arn}",
@@ -59,6 +59,9 @@ def root_module(config: PlatformConfig) -> dict[str, Any]:
                                             "description": "Reserved concurrency per Lambda (null: none)."},
             "vpc_endpoints": {"type": "object({vpc_id = string, route_table_ids = list(string)})", "default": None,
                               "description": "VPC endpoints for tasks without a NAT gateway (null: none)."},
+            "portal": {"type": "any", "default": None,
+                       "description": "The portal behind an ALB with OIDC sign-in (the base module's variable "
+                                      "'portal'; deploy/portal.example.tfvars.json); null: none."},
         },
         "provider": {"aws": {"region": "${var.region}",
                              "default_tags": {"tags": {"managed-by": "jobplane"}}}},

@@ -294,7 +294,7 @@ class LocalAWS:
 
     def deploy_schedules(self, job: CatalogJob, state_machine_arn: str) -> list[str]:
         from jobplane.contract import execution_input
-        from jobplane.contract.names import schedule_name
+        from jobplane.contract.names import schedule_name, scheduler_role_name
 
         scheduler = self.client("scheduler")
         group = self.prefix
@@ -302,12 +302,22 @@ class LocalAWS:
             scheduler.create_schedule_group(Name=group)
         names = []
         target_input = json.dumps(execution_input.scheduled(execution_input.SCHEDULER_TIME, job.params), sort_keys=True)
+        # the job's own schedule role, named as the compiled Terraform names it, so a schedule
+        # here carries what it carries on AWS (an UpdateSchedule passes that role again)
+        iam = self.client("iam")
+        role_name = scheduler_role_name(self.prefix, job.name)
+        try:
+            role_arn = iam.get_role(RoleName=role_name)["Role"]["Arn"]
+        except iam.exceptions.NoSuchEntityException:
+            role_arn = iam.create_role(RoleName=role_name, AssumeRolePolicyDocument=json.dumps({
+                "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
+                                                        "Principal": {"Service": "scheduler.amazonaws.com"}}]}))["Role"]["Arn"]
         for i, expression in enumerate(job.schedule):
             name = schedule_name(self.prefix, job.name, i)
             spec = dict(Name=name, GroupName=group, ScheduleExpression=expression,
                         ScheduleExpressionTimezone=job.timezone, State="ENABLED" if job.enabled else "DISABLED",
                         FlexibleTimeWindow={"Mode": "OFF"},
-                        Target={"Arn": state_machine_arn, "RoleArn": self.resources["role_arn"], "Input": target_input})
+                        Target={"Arn": state_machine_arn, "RoleArn": role_arn, "Input": target_input})
             try:
                 scheduler.create_schedule(**spec)
             except scheduler.exceptions.ConflictException:

@@ -1,0 +1,322 @@
+# The portal on AWS (var.portal set): `jobplane portal` as an ECS Fargate service in the runner's
+# private subnets, behind an internet-facing ALB whose listener rule signs people in with OIDC
+# (authenticate-oidc) before forwarding; the portal trusts only the identity the ALB signs
+# (JOBPLANE_AUTH_MODE=alb-oidc: x-amzn-oidc-data, signer = this ALB's ARN; docs/portal.md).
+# https://docs.aws.amazon.com/elasticloadbalancing/latest/application/listener-authenticate-users.html
+
+locals {
+  portal_count = var.portal == null ? 0 : 1
+  portal_port  = 8080
+}
+
+data "aws_secretsmanager_secret_version" "portal_oidc" {
+  count     = local.portal_count
+  secret_id = var.portal.oidc.client_secret_arn # the ALB takes the client secret itself
+}
+
+resource "aws_security_group" "portal_alb" {
+  #checkov:skip=CKV_AWS_260:The listener is HTTPS on 443 only; ingress is limited to var.portal.allowed_cidrs.
+  count       = local.portal_count
+  name        = "${var.name_prefix}-portal-alb"
+  description = "HTTPS to the portal's load balancer"
+  vpc_id      = var.portal.vpc_id
+  ingress {
+    description = "HTTPS from the people who may use the portal"
+    from_port   = 443
+    to_port     = 443
+    protocol    = "tcp"
+    cidr_blocks = var.portal.allowed_cidrs
+  }
+  egress {
+    description = "OIDC endpoints of the identity provider (the ALB calls them during sign-in)"
+    from_port   = 443
+    to_port     = 443
+    protocol    = "tcp"
+    cidr_blocks = ["0.0.0.0/0"]
+  }
+}
+
+# Separate rules: the two groups refer to each other.
+resource "aws_vpc_security_group_egress_rule" "portal_alb_to_tasks" {
+  count                        = local.portal_count
+  security_group_id            = aws_security_group.portal_alb[0].id
+  description                  = "To the portal's tasks"
+  ip_protocol                  = "tcp"
+  from_port                    = local.portal_port
+  to_port                      = local.portal_port
+  referenced_security_group_id = aws_security_group.portal[0].id
+}
+
+resource "aws_security_group" "portal" {
+  count       = local.portal_count
+  name        = "${var.name_prefix}-portal"
+  description = "The portal's tasks: reachable from its load balancer only"
+  vpc_id      = var.portal.vpc_id
+  egress {
+    description = "AWS APIs (DynamoDB, Step Functions, Scheduler, S3, CloudWatch Logs) over HTTPS"
+    from_port   = 443
+    to_port     = 443
+    protocol    = "tcp"
+    cidr_blocks = ["0.0.0.0/0"]
+  }
+}
+
+resource "aws_vpc_security_group_ingress_rule" "portal_from_alb" {
+  count                        = local.portal_count
+  security_group_id            = aws_security_group.portal[0].id
+  description                  = "From the portal's load balancer only"
+  ip_protocol                  = "tcp"
+  from_port                    = local.portal_port
+  to_port                      = local.portal_port
+  referenced_security_group_id = aws_security_group.portal_alb[0].id
+}
+
+resource "aws_lb" "portal" {
+  #checkov:skip=CKV_AWS_91:Access logs need a bucket policy for the ELB account of the region; operator actions are audited in the table instead.
+  #checkov:skip=CKV2_AWS_20:There is no HTTP listener to redirect; only HTTPS is served.
+  #checkov:skip=CKV2_AWS_28:A WAF is the organisation's choice; every request must sign in through OIDC first.
+  count                      = local.portal_count
+  name                       = "${var.name_prefix}-portal"
+  load_balancer_type         = "application"
+  internal                   = false
+  subnets                    = var.portal.alb_subnet_ids
+  security_groups            = [aws_security_group.portal_alb[0].id]
+  drop_invalid_header_fields = true
+  enable_deletion_protection = true
+}
+
+resource "aws_lb_target_group" "portal" {
+  #checkov:skip=CKV_AWS_378:TLS ends at the load balancer; the tasks are reachable from it only, inside the VPC.
+  count       = local.portal_count
+  name        = "${var.name_prefix}-portal"
+  port        = local.portal_port
+  protocol    = "HTTP"
+  target_type = "ip"
+  vpc_id      = var.portal.vpc_id
+  health_check {
+    path    = "/healthz"
+    matcher = "200"
+  }
+}
+
+resource "aws_lb_listener" "portal" {
+  count             = local.portal_count
+  load_balancer_arn = aws_lb.portal[0].arn
+  port              = 443
+  protocol          = "HTTPS"
+  ssl_policy        = "ELBSecurityPolicy-TLS13-1-2-2021-06"
+  certificate_arn   = var.portal.certificate_arn
+  default_action {
+    type = "fixed-response"
+    fixed_response {
+      content_type = "text/plain"
+      message_body = "not found"
+      status_code  = "404"
+    }
+  }
+}
+
+resource "aws_lb_listener_rule" "portal" {
+  count        = local.portal_count
+  listener_arn = aws_lb_listener.portal[0].arn
+  priority     = 10
+  condition {
+    host_header {
+      values = [var.portal.host_name]
+    }
+  }
+  action {
+    type  = "authenticate-oidc"
+    order = 1
+    authenticate_oidc {
+      issuer                 = var.portal.oidc.issuer
+      authorization_endpoint = var.portal.oidc.authorization_endpoint
+      token_endpoint         = var.portal.oidc.token_endpoint
+      user_info_endpoint     = var.portal.oidc.user_info_endpoint
+      client_id              = var.portal.oidc.client_id
+      client_secret          = data.aws_secretsmanager_secret_version.portal_oidc[0].secret_string
+      scope                  = "openid email"
+      on_unauthenticated_request = "authenticate"
+    }
+  }
+  action {
+    type             = "forward"
+    order            = 2
+    target_group_arn = aws_lb_target_group.portal[0].arn
+  }
+}
+
+resource "aws_cloudwatch_log_group" "portal" {
+  count             = local.portal_count
+  name              = "/${var.name_prefix}/portal"
+  retention_in_days = var.log_retention_days
+  kms_key_id        = aws_kms_key.platform.arn
+}
+
+# What the portal's control plane calls (tests/test_cli_aws.py checks this policy against the
+# calls the operator commands make through the same control plane).
+data "aws_iam_policy_document" "portal" {
+  statement {
+    sid     = "Records"
+    actions = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:Query"]
+    resources = [aws_dynamodb_table.jobplane.arn, "${aws_dynamodb_table.jobplane.arn}/index/*"]
+  }
+  statement {
+    sid       = "StartJobs"
+    actions   = ["states:StartExecution"]
+    resources = ["arn:${local.partition}:states:${local.region}:${local.account}:stateMachine:${var.name_prefix}-*"]
+  }
+  statement {
+    sid       = "Executions"
+    actions   = ["states:DescribeExecution", "states:GetExecutionHistory", "states:StopExecution"]
+    resources = ["arn:${local.partition}:states:${local.region}:${local.account}:execution:${var.name_prefix}-*:*"]
+  }
+  statement {
+    sid       = "PauseSchedules"
+    actions   = ["scheduler:GetSchedule", "scheduler:UpdateSchedule"]
+    resources = ["arn:${local.partition}:scheduler:${local.region}:${local.account}:schedule/${aws_scheduler_schedule_group.jobs.name}/*"]
+  }
+  statement {
+    # UpdateSchedule hands the schedule its (unchanged) role again
+    sid       = "PassScheduleRoles"
+    actions   = ["iam:PassRole"]
+    resources = ["arn:${local.partition}:iam::${local.account}:role/${var.name_prefix}-*-scheduler"]
+    condition {
+      test     = "StringEquals"
+      variable = "iam:PassedToService"
+      values   = ["scheduler.amazonaws.com"]
+    }
+  }
+  statement {
+    sid       = "ReadCatalog"
+    actions   = ["s3:GetObject"]
+    resources = ["${aws_s3_bucket.catalog.arn}/catalog.json"]
+  }
+  statement {
+    sid       = "ReadStepLogs"
+    actions   = ["logs:GetLogEvents"]
+    resources = ["${aws_cloudwatch_log_group.runner.arn}:*"]
+  }
+  statement {
+    # the catalog object is encrypted with the platform key
+    sid       = "Decrypt"
+    actions   = ["kms:Decrypt"]
+    resources = [aws_kms_key.platform.arn]
+  }
+}
+
+resource "aws_iam_role" "portal_task" {
+  count              = local.portal_count
+  name               = "${var.name_prefix}-portal"
+  assume_role_policy = data.aws_iam_policy_document.ecs_tasks_assume.json
+}
+
+resource "aws_iam_role_policy" "portal_task" {
+  count  = local.portal_count
+  name   = "control-plane"
+  role   = aws_iam_role.portal_task[0].id
+  policy = data.aws_iam_policy_document.portal.json
+}
+
+data "aws_iam_policy_document" "portal_execution" {
+  statement {
+    sid       = "PullImage"
+    actions   = ["ecr:GetAuthorizationToken"]
+    resources = ["*"] # GetAuthorizationToken has no resource-level permissions
+  }
+  statement {
+    sid       = "ImageLayers"
+    actions   = ["ecr:BatchCheckLayerAvailability", "ecr:GetDownloadUrlForLayer", "ecr:BatchGetImage"]
+    resources = ["arn:${local.partition}:ecr:${local.region}:${local.account}:repository/*"]
+  }
+  statement {
+    sid       = "Logs"
+    actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+    resources = ["arn:${local.partition}:logs:${local.region}:${local.account}:log-group:/${var.name_prefix}/portal:*"]
+  }
+  statement {
+    sid       = "SessionSecret"
+    actions   = ["secretsmanager:GetSecretValue"]
+    resources = [var.portal == null ? "arn:${local.partition}:secretsmanager:${local.region}:${local.account}:secret:none" : var.portal.session_secret_arn]
+  }
+}
+
+resource "aws_iam_role" "portal_execution" {
+  count              = local.portal_count
+  name               = "${var.name_prefix}-portal-exec"
+  assume_role_policy = data.aws_iam_policy_document.ecs_tasks_assume.json
+}
+
+resource "aws_iam_role_policy" "portal_execution" {
+  count  = local.portal_count
+  name   = "start-portal"
+  role   = aws_iam_role.portal_execution[0].id
+  policy = data.aws_iam_policy_document.portal_execution.json
+}
+
+resource "aws_ecs_task_definition" "portal" {
+  count                    = local.portal_count
+  family                   = "${var.name_prefix}-portal"
+  requires_compatibilities = ["FARGATE"]
+  network_mode             = "awsvpc"
+  cpu                      = "512"
+  memory                   = "1024"
+  task_role_arn            = aws_iam_role.portal_task[0].arn
+  execution_role_arn       = aws_iam_role.portal_execution[0].arn
+  container_definitions = jsonencode([{
+    name                   = "portal"
+    image                  = var.portal.image
+    essential              = true
+    readonlyRootFilesystem = true
+    portMappings           = [{ containerPort = local.portal_port, protocol = "tcp" }]
+    environment = [
+      { name = "JOBPLANE_TABLE", value = aws_dynamodb_table.jobplane.name },
+      { name = "JOBPLANE_TOPIC_ARN", value = aws_sns_topic.events.arn },
+      { name = "JOBPLANE_NAME_PREFIX", value = var.name_prefix },
+      { name = "JOBPLANE_ACCOUNT_ID", value = local.account },
+      { name = "AWS_REGION", value = local.region },
+      { name = "JOBPLANE_CATALOG", value = "s3://${aws_s3_bucket.catalog.id}/catalog.json" },
+      { name = "JOBPLANE_LOG_GROUP", value = aws_cloudwatch_log_group.runner.name },
+      { name = "JOBPLANE_AUTH_MODE", value = "alb-oidc" },
+      { name = "JOBPLANE_ALB_ARN", value = aws_lb.portal[0].arn },
+      { name = "JOBPLANE_PORTAL_URL", value = "https://${var.portal.host_name}" },
+      { name = "JOBPLANE_ADMINS", value = join(",", var.portal.admins) },
+      { name = "JOBPLANE_TEAM_MEMBERS", value = jsonencode(var.portal.team_members) },
+    ]
+    secrets = [{ name = "JOBPLANE_PORTAL_SECRET", valueFrom = var.portal.session_secret_arn }]
+    healthCheck = {
+      command  = ["CMD", "python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:${local.portal_port}/healthz', timeout=3)"]
+      interval = 30
+      timeout  = 5
+      retries  = 3
+    }
+    logConfiguration = {
+      logDriver = "awslogs"
+      options = {
+        awslogs-group         = aws_cloudwatch_log_group.portal[0].name
+        awslogs-region        = local.region
+        awslogs-stream-prefix = "portal"
+      }
+    }
+  }])
+}
+
+resource "aws_ecs_service" "portal" {
+  count           = local.portal_count
+  name            = "${var.name_prefix}-portal"
+  cluster         = aws_ecs_cluster.jobs.id
+  task_definition = aws_ecs_task_definition.portal[0].arn
+  desired_count   = 2
+  launch_type     = "FARGATE"
+  network_configuration {
+    subnets          = var.subnet_ids
+    security_groups  = [aws_security_group.portal[0].id]
+    assign_public_ip = false
+  }
+  load_balancer {
+    target_group_arn = aws_lb_target_group.portal[0].arn
+    container_name   = "portal"
+    container_port   = local.portal_port
+  }
+  depends_on = [aws_lb_listener_rule.portal]
+}
