@@ -223,35 +223,21 @@ def stop(obj: Any, execution: str, reason: str, data_dir: Path | None, deploymen
     _act(obj, data_dir, deployment, lambda c, actor: c.stop(execution, actor, reason), f"stop requested for {execution}")
 
 
-@click.command()
-@click.argument("job")
-@reason_option
-@data_dir_option
-@deployment_option
-@click.pass_obj
-def pause(obj: Any, job: str, reason: str, data_dir: Path | None, deployment: Path | None) -> None:
-    """Pause JOB's schedules: no scheduled run starts until `jobplane resume` (manual runs still can)."""
-    _act(obj, data_dir, deployment, lambda c, actor: c.pause(job, actor, reason), f"{job} paused")
+def _job_action(name: str, method: str, done: str, doc: str) -> click.Command:
+    """``jobplane NAME JOB --reason R``: one of the control plane's audited job actions."""
+    def command(obj: Any, job: str, reason: str, data_dir: Path | None, deployment: Path | None) -> None:
+        _act(obj, data_dir, deployment, lambda c, actor: getattr(c, method)(job, actor, reason), done.format(job=job))
+
+    command.__doc__ = doc
+    for decorate in reversed((click.command(name), click.argument("job"), reason_option, data_dir_option,
+                              deployment_option, click.pass_obj)):
+        command = decorate(command)
+    return command
 
 
-@click.command()
-@click.argument("job")
-@reason_option
-@data_dir_option
-@deployment_option
-@click.pass_obj
-def resume(obj: Any, job: str, reason: str, data_dir: Path | None, deployment: Path | None) -> None:
-    """Resume JOB's schedules after `jobplane pause`."""
-    _act(obj, data_dir, deployment, lambda c, actor: c.resume(job, actor, reason), f"{job} resumed")
-
-
-@click.command()
-@click.argument("job")
-@reason_option
-@data_dir_option
-@deployment_option
-@click.pass_obj
-def ack(obj: Any, job: str, reason: str, data_dir: Path | None, deployment: Path | None) -> None:
-    """Acknowledge JOB's last failure: a SKIP_IF_FAILED job's scheduled runs start again (the
-    next success still announces RECOVERED)."""
-    _act(obj, data_dir, deployment, lambda c, actor: c.acknowledge(job, actor, reason), f"{job}'s failure acknowledged")
+pause = _job_action("pause", "pause", "{job} paused",
+                    "Pause JOB's schedules: no scheduled run starts until `jobplane resume` (manual runs still can).")
+resume = _job_action("resume", "resume", "{job} resumed", "Resume JOB's schedules after `jobplane pause`.")
+ack = _job_action("ack", "acknowledge", "{job}'s failure acknowledged",
+                  "Acknowledge JOB's last failure: a SKIP_IF_FAILED job's scheduled runs start again (the next "
+                  "success still announces RECOVERED).")
