@@ -199,6 +199,30 @@ def test_sigterm_stops_python_work_promptly(tmp_path: Path) -> None:
     assert json.loads(out.splitlines()[-1])["message"] == "stopped by SIGTERM"
 
 
+def test_sigterm_stops_the_runner_even_if_its_parent_had_it_blocked(tmp_path: Path) -> None:
+    """A child inherits its starting thread's signal mask through exec; the runner must still
+    hear a stop (the cause of a test that timed out once in `make soak`)."""
+    import threading
+
+    ready = tmp_path / "ready"
+    started: list[subprocess.Popen[str]] = []
+
+    def start_with_sigterm_blocked() -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # this thread only
+        started.append(subprocess.Popen([RUNNER, "run", "python"], stdout=subprocess.PIPE, text=True, env=env_for(
+            "python", {"target": "sample_apps.functions:slow", "kwargs": {"ready": str(ready)}})))
+
+    launcher = threading.Thread(target=start_with_sigterm_blocked)
+    launcher.start()
+    launcher.join()
+    [proc] = started
+    wait_for(ready)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=60)  # the step itself sleeps 60 s: only a heard stop ends it sooner
+    assert proc.returncode == rc.EXIT_TERMINATED
+    assert json.loads(out.splitlines()[-1])["message"] == "stopped by SIGTERM"
+
+
 def test_sigterm_stops_a_shell_child(tmp_path: Path) -> None:
     pidfile = tmp_path / "child.pid"
     proc = subprocess.Popen([RUNNER, "run", "shell"], stdout=subprocess.PIPE, text=True,

@@ -75,6 +75,10 @@ def _since(started: float) -> float:
 
 def main(argv: list[str] | None = None) -> NoReturn:
     args = parse_args(argv)
+    # A process inherits the signal mask of the thread that started it, and exec keeps it: a
+    # parent that had SIGTERM blocked (seen under pytest-xdist; any launcher thread can) made the
+    # runner deaf to stops until SIGKILL. A stop request must always arrive.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         ctx = from_environment(args.kind)
