@@ -122,7 +122,9 @@ def stop_pause_resume_and_ack(platform: DevPlatform, deployment: Path, tmp_path:
         time.sleep(0.1)
     r = cli(platform, deployment, "stop", name, "--reason", "vendor is down")
     assert r.exit_code == 0 and f"stop requested for {name} (AWS (" in r.output and caller in r.output
-    platform.aws.wait(control.execution(name, "long-wait").execution_arn, timeout=300)
+    arn = control.execution(name, "long-wait").execution_arn
+    platform.aws.wait(arn, timeout=300)
+    platform.aws.wait_reconciled(arn, timeout=300)  # the stopped run's record (written by the reconciler)
     r = cli(platform, deployment, "stop", name, "--reason", "again")
     assert r.exit_code == 1 and "is not running" in r.output  # the same errors as locally
     assert cli(platform, deployment, "pause", "long-wait", "--reason", "vendor outage").exit_code == 0
