@@ -16,6 +16,7 @@ import pytest
 from jobplane.compiler import asl
 from jobplane.compiler.model import Job
 from jobplane.contract import execution_input
+from jobplane.contract import states as sn
 from jobplane.platform.local.engine import LocalAWS
 
 MISSING_CLUSTER = "arn:aws:ecs:us-east-1:123456789012:cluster/missing"
@@ -68,7 +69,8 @@ def live_holder(aws: LocalAWS) -> str:
 
 
 def ran(execution) -> bool:
-    return "Route" in execution.states_entered
+    """Did the run claim the job and enter a step (not a skip, not a rejected input)?"""
+    return any(sn.classify(name).role == sn.Role.STEP for name in execution.states_entered)
 
 
 # -- the policy table ---------------------------------------------------------------------------
@@ -121,8 +123,8 @@ def test_stale_claim_is_taken_over(aws: LocalAWS) -> None:
     sfn.stop_execution(executionArn=finished)
     seed(aws, job, running={"SS": [finished.rsplit(":", 1)[1]]}, holder={"S": finished})
     ex = aws.run(job, execution_input.scheduled(T0))
-    assert ex.states_entered[:6] == ["Claim", "Skip: load state", "Skip: why", "Skip: check holder",
-                                     "Skip: holder running?", "Take over stale claim"]
+    assert ex.states_entered[:6] == ["Start", "Claim", "Skip: load state", "Skip: check holder", "Skip: why",
+                                     "Take over stale claim"]
     assert ran(ex)
     # a holder that never existed is just as stale
     job2 = deploy(aws)
@@ -144,7 +146,7 @@ def test_failure_is_recorded_released_and_published_once(aws: LocalAWS) -> None:
     job = deploy(aws, "SKIP_IF_RUNNING", runbook={"impact": "Reports late.", "recovery": "Re-run."})
     ex = aws.run(job, execution_input.scheduled(T0, {"day": "2026-11-30"}))
     assert ex.status == "FAILED" and ex.error == "Job.FAILED"
-    assert ex.states_entered == ["Claim", "Route", "only", "only: failed", "Notify failure", "Fail"]
+    assert ex.states_entered == ["Start", "Claim", "only", "only: failed", "Notify failure", "Fail"]
     record = execution_record(aws, ex.arn)
     assert record["failed_step"]["S"] == "only" and record["gsi2pk"]["S"] == "FAILURES"
     assert record["trigger"]["S"] == "schedule" and record["scheduled_time"]["S"] == T0
@@ -174,7 +176,7 @@ def test_resume_from_routes_to_the_step(aws: LocalAWS) -> None:
     job = deploy(aws, "ALWAYS_RUN", steps=[{"name": n, "python": "m:f"} for n in ("extract", "load", "report")])
     rerun = execution_input.rerun("bob@example.com", "earlier-execution", {}, "load")
     ex = aws.run(job, rerun)
-    assert ex.states_entered[:3] == ["Claim", "Route", "load"] and "extract" not in ex.states_entered
+    assert ex.states_entered[:4] == ["Start", "Claim (re-run)", "Route", "load"] and "extract" not in ex.states_entered
     record = execution_record(aws, ex.arn)
     assert json.loads(record["input"]["S"])["rerun_of"] == "earlier-execution"
     assert record["trigger"]["S"] == "rerun"
@@ -183,7 +185,7 @@ def test_resume_from_routes_to_the_step(aws: LocalAWS) -> None:
 def test_unknown_resume_from_fails_instead_of_running_everything(aws: LocalAWS) -> None:
     job = deploy(aws, "ALWAYS_RUN", steps=[{"name": "a", "python": "m:f"}, {"name": "b", "python": "m:f"}])
     ex = aws.run(job, execution_input.rerun("bob@example.com", "x", {}, "no-such-step"))
-    assert ex.states_entered[:3] == ["Claim", "Route", "Unknown resume_from"]
+    assert ex.states_entered[:4] == ["Start", "Claim (re-run)", "Route", "Unknown resume_from"]
     assert ex.status == "FAILED"
     assert execution_record(aws, ex.arn)["failed_step"]["S"] == "no-such-step"
 
@@ -206,3 +208,40 @@ def test_steps_get_a_w3c_traceparent_shared_by_the_run(aws: LocalAWS) -> None:
     assert re.fullmatch(r"00-[0-9a-f]{32}-[0-9a-f]{16}-01", first), first
     assert first.split("-")[1] == second.split("-")[1]  # one trace per run
     assert first.split("-")[2] != second.split("-")[2]  # a span per step
+
+
+# -- input from outside jobplane (the Step Functions console) -----------------------------------
+def test_a_partial_input_is_completed_and_a_wrong_one_recorded_without_a_claim(aws: LocalAWS) -> None:
+    job = deploy(aws, "SKIP_IF_RUNNING_OR_FAILED", params={"day": "today", "limit": 10})
+    seed(aws, job, last_status={"S": "FAILED"}, blocked_by={"S": "x"}, block_schedule={"S": "x"})
+    # only params given: the rest is a manual run's (a given params object replaces the defaults)
+    ex = aws.run(job, {"params": {"day": "2026-11-30"}})
+    assert ran(ex), ex.states_entered
+    record = execution_record(aws, ex.arn)
+    assert record["trigger"]["S"] == "manual" and record["requested_by"]["S"] == execution_input.UNATTRIBUTED
+    assert json.loads(record["input"]["S"]) == {"params": {"day": "2026-11-30"}}
+    # a field of the wrong type: failed and recorded before any claim, the job state untouched
+    aws.wait_reconciled(ex.arn, timeout=300)
+    before = job_state(aws, job)
+    bad = execution_input.manual("alice@example.com") | {"trigger": "cron"}
+    ex = aws.run(job, bad)
+    assert ex.status == "FAILED" and ex.states_entered == ["Start", "Start: invalid input", "Fail"]
+    record = execution_record(aws, ex.arn)
+    assert record["status"]["S"] == "FAILED" and record["error"]["S"].startswith("invalid input: trigger must be")
+    assert json.loads(record["input"]["S"])["trigger"] == "cron"
+    assert job_state(aws, job) == before
+    for wrong in ({"resume_from": 3}, {"requested_by": None}, {"scheduled_time": ["x"]}):
+        ex = aws.run(job, execution_input.manual("alice@example.com") | wrong)
+        assert ex.states_entered[:2] == ["Start", "Start: invalid input"], wrong
+
+
+def test_a_running_claim_without_a_holder_is_honoured(aws: LocalAWS) -> None:
+    """A job state with runs but no holder (its policy was ALWAYS_RUN before): Step Functions
+    cannot be asked about a holder, so the claim is honoured, not taken over."""
+    job = deploy(aws, "SKIP_IF_RUNNING")
+    seed(aws, job, running={"SS": ["other"]})
+    ex = aws.run(job, execution_input.scheduled(T0))
+    assert ex.states_entered == ["Start", "Claim", "Skip: load state", "Skip: check holder", "Skip: why",
+                                 "Skip: running"]
+    assert execution_record(aws, ex.arn)["skip_reason"]["S"] == "RUNNING"
+    assert job_state(aws, job)["running"] == {"SS": ["other"]}

@@ -145,6 +145,36 @@ def stop_pause_resume_and_ack(platform: DevPlatform, deployment: Path, tmp_path:
     assert (caller, "acknowledge_failure") in audit and (caller, "stop") in audit and (caller, "pause") in audit
 
 
+def test_a_console_start_with_no_input_is_a_manual_run_that_unblocks_the_job(platform: DevPlatform,
+                                                                              deployment: Path) -> None:
+    """StartExecution with ``{}`` (the Step Functions console's default input): a manual run of
+    the job's default params, which unblocks a SKIP_IF_FAILED job as any manual success does,
+    and which the operator commands show with the input it ran with."""
+    aws, control = platform.aws, platform.control
+    failed = aws.start("other-team", execution_input.scheduled("2027-08-02T10:00:00Z", {"mode": "fail"}))
+    assert aws.wait(failed, timeout=300).status == "FAILED"
+    aws.wait_reconciled(failed, timeout=300)
+    blocked = aws.run("other-team", execution_input.scheduled("2027-08-09T10:00:00Z", {}), timeout=300)
+    assert control.repo.execution(blocked.arn.rsplit(":", 1)[1]).skip_reason == "LAST_FAILED"
+    sfn = aws.client("stepfunctions")
+    arn = sfn.start_execution(stateMachineArn=aws.state_machines["other-team"], input="{}")["executionArn"]
+    ex = aws.wait(arn, timeout=300)
+    assert ex.status == "SUCCEEDED", ex.states_entered
+    assert ex.states_entered[:5] == ["Start", "Start: defaults", "Start: merge", "Start", "Claim"]
+    aws.wait_reconciled(arn, timeout=300)
+    name = arn.rsplit(":", 1)[1]
+    record = control.repo.execution(name)
+    assert (record.trigger, record.requested_by) == ("manual", execution_input.UNATTRIBUTED)
+    assert record.scheduled_time == record.started_at and record.input == {}  # what was sent is kept as sent
+    view = control.execution(name)
+    assert view.input == execution_input.defaults(record.started_at, control.entry("other-team").params)
+    r = cli(platform, deployment, "status", "--json")
+    assert r.exit_code == 0, r.output
+    assert {row["job"]: row for row in json.loads(r.output)}["other-team"]["last_status"] == "SUCCEEDED"
+    after = aws.run("other-team", execution_input.scheduled("2027-08-16T10:00:00Z", {}), timeout=300)
+    assert "work" in after.states_entered  # the block is gone: the next fire runs
+
+
 def test_a_deployment_file_that_is_not_one_says_so(platform: DevPlatform, tmp_path: Path) -> None:
     bad = tmp_path / "outputs.json"
     bad.write_text(json.dumps({"something_else": {"value": 1}}))

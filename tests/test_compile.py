@@ -51,7 +51,7 @@ def walk(definition: dict[str, Any], decide: Decide) -> list[str]:
 
 def success(name: str, state: dict[str, Any]) -> str:
     if state["Type"] == "Choice":
-        if name == "Route":
+        if name in ("Start", "Route"):  # a complete input that resumes nothing
             return state["Default"]
         ok = [c for c in state["Choices"] if "And" in c and any(x.get("NumericEquals") == 0 for x in c["And"])]
         return next(c["Next"] for c in ok if c["Next"] != "Finish (recovered)")
@@ -59,7 +59,7 @@ def success(name: str, state: dict[str, Any]) -> str:
 
 
 def permanent_failure(name: str, state: dict[str, Any]) -> str:
-    if state["Type"] == "Choice" and name != "Route":
+    if state["Type"] == "Choice" and name not in ("Start", "Route"):
         return state["Default"]  # no rule for exit 0 matches
     return success(name, state)
 
@@ -72,21 +72,21 @@ def caught(error: str) -> Decide:
     return decide
 
 
-def skipped(reason_state: str, holder_running: bool = True) -> Decide:
+def skipped(reason_state: str) -> Decide:
     def decide(name: str, state: dict[str, Any]) -> str:
+        if name == "Start":
+            return state["Default"]
         if name == "Claim":
             return state["Catch"][0]["Next"]
         if name == "Skip: why":
-            return next((c["Next"] for c in state["Choices"] if c["Next"] == reason_state), "Skip: check holder")
-        if name == "Skip: holder running?":
-            return state["Choices"][0]["Next"] if holder_running else state["Default"]
+            return next(c["Next"] for c in state["Choices"] if c["Next"] == reason_state)
         return state["Next"]
     return decide
 
 
 def test_successful_runs_stay_within_the_state_budget() -> None:
     one = walk(asl.build_definition(job(), "jobplane"), success)
-    assert one == ["Claim", "Route", "only", "only: check", "Finish"]
+    assert one == ["Start", "Claim", "only", "only: check", "Finish"]
     assert len(one) <= 6
     for n in (2, 3, 5):
         path = walk(asl.build_definition(job(steps=steps(n)), "jobplane"), success)
@@ -101,18 +101,20 @@ def test_recovered_notification_costs_nothing_on_the_normal_path() -> None:
 def test_failures_and_skips_stay_within_the_state_budget() -> None:
     retried = asl.build_definition(job(steps=steps(1, retry={"attempts": 3})), "jobplane")
     # A permanent exit code on the first attempt: no retry.
-    assert walk(retried, permanent_failure) == ["Claim", "Route", "s0", "s0: check", "s0: failed", "Notify failure", "Fail"]
+    assert walk(retried, permanent_failure) == ["Start", "Claim", "s0", "s0: check", "s0: failed", "Notify failure", "Fail"]
     # AWS fails the Task on a non-zero exit; the check tells the step's failure from the
     # infrastructure's, then records it.
     plain = asl.build_definition(job(), "jobplane")
-    assert walk(plain, caught("States.TaskFailed")) == ["Claim", "Route", "only", "only: check", "only: failed",
+    assert walk(plain, caught("States.TaskFailed")) == ["Start", "Claim", "only", "only: check", "only: failed",
                                                         "Notify failure", "Fail"]
     assert walk(plain, caught("States.Timeout"))[-3:] == ["only: timed out", "Notify failure", "Fail"]
-    dup = walk(plain, skipped("Skip: duplicate"))
-    assert dup == ["Claim", "Skip: load state", "Skip: why", "Skip: duplicate"]
-    running = walk(plain, skipped("Skip: check holder"))
-    assert running == ["Claim", "Skip: load state", "Skip: why", "Skip: check holder", "Skip: holder running?", "Skip: running"]
+    dup = walk(asl.build_definition(job(policy="ALWAYS_RUN"), "jobplane"), skipped("Skip: duplicate"))
+    assert dup == ["Start", "Claim", "Skip: load state", "Skip: why", "Skip: duplicate"]
+    exclusive = asl.build_definition(job(policy="SKIP_IF_RUNNING"), "jobplane")
+    running = walk(exclusive, skipped("Skip: running"))
+    assert running == ["Start", "Claim", "Skip: load state", "Skip: check holder", "Skip: why", "Skip: running"]
     assert len(running) <= 6
+    assert len(walk(exclusive, skipped("Skip: duplicate"))) <= 6
 
 
 def test_retries_are_unrolled_with_backoff_waits() -> None:
@@ -140,7 +142,7 @@ def test_output_is_deterministic(examples: dict[str, str]) -> None:
     again = compile_all(load_config(ROOT)).files
     assert again == examples
     month_end = json.loads(examples["asl/month-end-close.asl.json"])
-    assert month_end["StartAt"] == "Claim"
+    assert month_end["StartAt"] == "Start"
 
 
 def test_terraform_is_scoped_to_each_job(examples: dict[str, str]) -> None:
@@ -357,7 +359,7 @@ def test_an_infrastructure_failure_runs_the_same_attempt_again() -> None:
             return next(c["Next"] for c in state["Choices"] if c["Next"] == "only: infra retry")
         return success(name, state)
 
-    assert walk(plain, infra_once) == ["Claim", "Route", "only", "only: check", "only: infra retry", "only: infra wait",
+    assert walk(plain, infra_once) == ["Start", "Claim", "only", "only: check", "only: infra retry", "only: infra wait",
                                        "only", "only: check", "Finish"]
     rule = next(c for c in plain["States"]["only: check"]["Choices"] if c["Next"] == "only: infra retry")
     assert {"Variable": "$.run.infra.n", "NumericLessThan": 3} in rule["And"]  # at most 3 per run

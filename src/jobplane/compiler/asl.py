@@ -3,9 +3,11 @@
 The expansion is the product's core guarantee, so its shape is dictated by SPEC.md "The compiled
 state machine" and by cost (Standard workflows bill per state transition):
 
+* **Start** checks the input once: a console start's missing fields get defaults (a manual run),
+  a field of the wrong type is recorded and ends the run before any claim.
 * **Claim** is one DynamoDB conditional UpdateItem. Its condition holds the whole policy table
   and duplicate-fire detection, so deciding and claiming cost one state and can never race.
-* **Route** sends a re-run to ``resume_from``.
+* **Route** sends a re-run to ``resume_from``; only a re-run's claim (``Claim (re-run)``) goes there.
 * Each step attempt is an ``ecs:runTask.sync`` Task followed by a **check** Choice on the
   container's exit code (on AWS a non-zero exit fails the Task; on moto it does not; both
   shapes arrive at the same check). Retries of the step's own failures are unrolled into one
@@ -13,8 +15,9 @@ state machine" and by cost (Standard workflows bill per state transition):
 * **Finish** / **record failure** are one DynamoDB transaction each: release the claim and write
   the execution record together (the very writes the reconciler makes for a run that could not:
   :mod:`jobplane.contract.items`).
-* The skip path loads the job state once to say *why* (duplicate, running, last failed) and asks
-  Step Functions whether a running holder is really running; a stale holder is taken over.
+* The skip path loads the job state once and (for a job that skips while running) asks Step
+  Functions about the claim's holder, then one Choice says *why* (duplicate, running, last
+  failed); a stale holder is taken over.
 
 States are typed objects (:mod:`jobplane.compiler.states`) named only through
 :mod:`jobplane.contract.states`, whose classifier the runtime uses to read histories back.
@@ -25,19 +28,20 @@ succeeded), ``$.run.error`` (the latest failed attempt's error: one slot, so the
 grow with failed attempts toward the 256 KB limit), ``$.run.infra`` (infrastructure retries used).
 What each attempt ended with is read back from the execution history (:mod:`jobplane.platform.timeline`).
 
-Transitions (see docs/state-machine.md): one-step success 5, each further step +2, skip 4-6,
+Transitions (see docs/state-machine.md): one-step success 5, each further step +2, skip 5-6,
 failure 6-7.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
 from jobplane.compiler.model import Job, Step
 from jobplane.compiler.states import DISCARD, Catch, Choice, Fail, Graph, Parallel, Pass, State, Task, Wait
 from jobplane.contract import datamodel as dm
-from jobplane.contract import items
+from jobplane.contract import execution_input, items
 from jobplane.contract import runner as rc
 from jobplane.contract import states as sn
 from jobplane.contract.bindings import token
@@ -108,6 +112,11 @@ INFRA = "$.run.infra"
 #: The latest failed attempt's error ({Error, Cause}); the attempt's own slot holds only a success.
 ERROR = "$.run.error"
 BLOCKER = f"$.state.Item.{dm.ATTR_BLOCKED_BY}.S"
+INVALID_INPUT_ERROR = ("invalid input: trigger must be schedule, manual or rerun; scheduled_time and requested_by "
+                       "strings; resume_from and rerun_of strings or null (docs/state-machine.md, Input)")
+#: The holder a job state without one is read with: no ARN, so DescribeExecution refuses it
+#: (Base64 of its JSON: an intrinsic's string argument would need escapes for the braces).
+_NO_HOLDER = base64.b64encode(json.dumps({dm.ATTR_HOLDER: {"S": "none"}}).encode()).decode()
 
 
 def _s(path: str) -> dict[str, str]:
@@ -135,11 +144,13 @@ class _Builder:
     # -- the whole machine ------------------------------------------------------------------
     def build(self) -> dict[str, Any]:
         first = self.steps_chain(self.job.steps, final=self.finish_states())
-        self.add(sn.CLAIM, self.claim_state())
+        self.start_states()
+        self.add(sn.CLAIM, self.claim_state(next_=first))
+        self.add(sn.CLAIM_RERUN, self.claim_state(next_=sn.ROUTE))
         self.add(sn.ROUTE, self.route_state(first))
         self.skip_states()
         self.failure_tail()
-        self.graph.start_at = sn.CLAIM
+        self.graph.start_at = sn.START
         body = self.graph.to_dict(order=sorted(self.graph, key=self._order))
         return {
             "Comment": f"jobplane job {self.job.name} (team {self.job.team}); compiled, do not edit",
@@ -149,15 +160,70 @@ class _Builder:
         }
 
     def _order(self, name: str) -> tuple[int, str]:
-        # Stable, readable order: claim, route, steps (in definition order), then the rest by name.
+        # Stable, readable order: start, claims, route, steps (in definition order), the rest by name.
         state = sn.classify(name)
-        if state.role in (sn.Role.CLAIM, sn.Role.ROUTE):
-            return (0 if state.role == sn.Role.CLAIM else 1, "")
+        first = {sn.Role.START: 0, sn.Role.CLAIM: 1, sn.Role.ROUTE: 2}
+        if state.role in first:
+            return (first[state.role], name)
         if state.step is not None:
             for i, step in enumerate(self.job.steps):
                 if state.step in (step.name, *(m.name for m in step.parallel or [])):
-                    return (2 + i, name)
+                    return (3 + i, name)
         return (1000, name)
+
+    # -- start ------------------------------------------------------------------------------
+    def start_states(self) -> None:
+        """Check the input once, before anything reads it.
+
+        Every jobplane starter sends all of ``execution_input.FIELDS``; an execution started
+        from the Step Functions console (or ``aws stepfunctions start-execution``) with ``{}`` or
+        a partial object gets ``execution_input.defaults`` for what it left out, and comes back
+        here. An input with a field of the wrong type ends at once (``Job.InvalidInput``) before
+        any claim (recorded FAILED): a state that read it would fail with an uncatchable
+        ``States.Runtime``.
+        A re-run goes to its own claim, whose next state honours ``resume_from``, so a run that
+        resumes nothing never pays for the Route."""
+        missing = [{"Not": {"Variable": f"$.{f}", "IsPresent": True}} for f in execution_input.FIELDS]
+        nullable_string = lambda f: {"Or": [{"Variable": f"$.{f}", "IsString": True},  # noqa: E731
+                                            {"Variable": f"$.{f}", "IsNull": True}]}
+        valid = {"And": [
+            {"Or": [{"Variable": "$.trigger", "StringEquals": t.value} for t in Trigger]},
+            {"Variable": "$.scheduled_time", "IsString": True},
+            {"Variable": "$.requested_by", "IsString": True},
+            nullable_string("resume_from"),
+            nullable_string("rerun_of")]}
+        self.add(sn.START, Choice(choices=[
+            {"Or": missing, "Next": sn.START_DEFAULTS},
+            {"Not": valid, "Next": sn.INVALID_INPUT},
+            {"Variable": "$.resume_from", "IsString": True, "Next": sn.CLAIM_RERUN},
+        ], default=sn.CLAIM))
+        fallback = execution_input.defaults(started_at="", params=self.job.params)
+        fallback.pop("scheduled_time")
+        fallback.pop("params")
+        # The job's params go in as Base64 of their JSON: a key ending in ".$" stays a key, and
+        # no character needs an intrinsic-function escape. Their size is bounded by the steps'
+        # container overrides (params_budget), well inside what the intrinsic accepts.
+        encoded = base64.b64encode(json.dumps(self.job.params, sort_keys=True, separators=(",", ":"),
+                                              ensure_ascii=False).encode()).decode()
+        self.add(sn.START_DEFAULTS, Pass(
+            comment="Started without jobplane's input (the console): a manual run of the job's default params",
+            parameters={"defaults": {**fallback, "scheduled_time.$": "$$.Execution.StartTime",
+                                     "params.$": f"States.StringToJson(States.Base64Decode('{encoded}'))"},
+                        "given.$": "$"},
+            next=sn.START_MERGE))
+        self.add(sn.START_MERGE, Pass(parameters={"input.$": "States.JsonMerge($.defaults, $.given, false)"},
+                                      output_path="$.input", next=sn.START))
+        # Recorded (FAILED, with what was sent) without touching the job state: it never claimed,
+        # so it neither blocks a SKIP_IF_FAILED job nor clears its last status.
+        record = items.execution_record(
+            execution=EXECUTION_NAME, execution_arn=EXECUTION_ARN, job=self.job.name, team=self.job.team,
+            status=ExecutionStatus.FAILED, trigger=None, scheduled_time=None, requested_by=None,
+            input_json=INPUT_JSON, started_at=STARTED_AT, finished_at=NOW, error=INVALID_INPUT_ERROR)
+        self.add(sn.INVALID_INPUT, Task(
+            comment="An input field of the wrong type: recorded, never run",
+            resource=PUT_ITEM, parameters=record.asl(token("table_name")),
+            result_selector={"status": ExecutionStatus.FAILED.value, "step": None, "reason": "invalid input"},
+            result_path="$.outcome", retry=[DDB_RETRY], next=sn.FAIL))
 
     # -- claim ------------------------------------------------------------------------------
     def claim_update(self, takeover: bool = False) -> dict[str, Any]:
@@ -209,13 +275,13 @@ class _Builder:
     def run_selector() -> dict[str, Any]:
         return {"old.$": "$", "steps": {}, "infra": {"n": 0}}
 
-    def claim_state(self) -> Task:
+    def claim_state(self, next_: str) -> Task:
         return Task(
             comment=f"Policy {self.job.policy.value} and duplicate-fire check in one conditional write",
             resource=UPDATE_ITEM, parameters=self.claim_update(), result_selector=self.run_selector(),
             result_path="$.run", retry=[DDB_RETRY],
             catch=[Catch(["DynamoDB.ConditionalCheckFailedException"], sn.SKIP_LOAD_STATE, "$.claim_error")],
-            next=sn.ROUTE)
+            next=next_)
 
     def route_state(self, first: str) -> Choice:
         choices = [{"Variable": "$.resume_from", "StringEquals": s.name, "Next": sn.attempt(s.name)}
@@ -494,13 +560,24 @@ class _Builder:
 
     # -- skip path --------------------------------------------------------------------------
     def skip_states(self) -> None:
+        """Say why the claim was refused: load the job state once and, for a job that skips
+        while running, ask Step Functions about the claim's holder at once, so one Choice
+        decides (duplicate, holder really running, stale holder to take over, blocked)."""
         policy = self.job.policy
-        self.add(sn.SKIP_LOAD_STATE, Task(
+        load = Task(
             comment="The claim was refused: read the job state once to record why",
             resource=GET_ITEM,
             parameters={"TableName": token("table_name"), "Key": items.as_asl(items.job_key(self.job.name)),
                         "ConsistentRead": True},
-            result_path="$.state", retry=[DDB_RETRY], next=sn.SKIP_WHY))
+            result_path="$.state", retry=[DDB_RETRY],
+            next=sn.SKIP_CHECK_HOLDER if policy.skips_if_running else sn.SKIP_WHY)
+        if policy.skips_if_running:
+            # A refused claim found an item (the condition read it); its holder may be missing
+            # (a job that skipped nothing before), so the item is merged over a holder that
+            # DescribeExecution refuses as no ARN, which the Choice reads as "cannot tell".
+            load.result_selector = {"Item.$": f"States.JsonMerge(States.StringToJson(States.Base64Decode("
+                                              f"'{_NO_HOLDER}')), $.Item, false)"}
+        self.add(sn.SKIP_LOAD_STATE, load)
         choices: list[dict[str, Any]] = []
         fired = f"$.state.Item.{dm.ATTR_FIRED_PREFIX}{Trigger.SCHEDULE.value}.S"
         choices.append({"And": [
@@ -509,8 +586,6 @@ class _Builder:
             {"Variable": fired, "StringGreaterThanEqualsPath": "$.scheduled_time"}],
             "Next": self.skip_record(SkipReason.DUPLICATE)})
         if policy.skips_if_running:
-            choices.append({"Variable": f"$.state.Item.{dm.ATTR_RUNNING}", "IsPresent": True,
-                            "Next": sn.SKIP_CHECK_HOLDER})
             self.add(sn.SKIP_CHECK_HOLDER, Task(
                 comment="Is the execution holding the claim still running? A stale claim is taken over",
                 resource=DESCRIBE_EXECUTION,
@@ -518,13 +593,22 @@ class _Builder:
                 result_selector={"Status.$": "$.Status"},
                 result_path="$.holder",
                 retry=[SFN_RETRY],
-                catch=[Catch(["Sfn.ExecutionDoesNotExistException"], sn.TAKE_OVER, "$.holder"),
-                       Catch(["States.ALL"], self.skip_record(SkipReason.RUNNING), "$.holder")],
-                next=sn.SKIP_HOLDER_RUNNING))
-            self.add(sn.SKIP_HOLDER_RUNNING, Choice(
-                choices=[{"Variable": "$.holder.Status", "StringEquals": "RUNNING",
-                          "Next": self.skip_record(SkipReason.RUNNING)}],
-                default=sn.TAKE_OVER))
+                # any answer goes on to the Choice: {Status} or {Error, Cause}
+                catch=[Catch(["States.ALL"], sn.SKIP_WHY, "$.holder")],
+                next=sn.SKIP_WHY))
+            running = {"Variable": f"$.state.Item.{dm.ATTR_RUNNING}", "IsPresent": True}
+            status = "$.holder.Status"
+            choices.append({"And": [running, {"Variable": status, "IsPresent": True},
+                                    {"Variable": status, "StringEquals": "RUNNING"}],
+                            "Next": self.skip_record(SkipReason.RUNNING)})
+            # ended, or gone (a holder that never existed is just as stale): take over
+            choices.append({"And": [running, {"Or": [
+                {"Variable": status, "IsPresent": True},
+                {"And": [{"Variable": "$.holder.Error", "IsPresent": True},
+                         {"Variable": "$.holder.Error", "StringEquals": "Sfn.ExecutionDoesNotExistException"}]}]}],
+                "Next": sn.TAKE_OVER})
+            # Step Functions could not say (no holder recorded, throttled, denied): honour the claim
+            choices.append({**running, "Next": self.skip_record(SkipReason.RUNNING)})
             self.add(sn.TAKE_OVER, Task(
                 comment="The holder is no longer running: replace its claim if nobody else did",
                 resource=UPDATE_ITEM,

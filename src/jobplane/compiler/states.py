@@ -136,10 +136,14 @@ class Pass(_Flowing):
     type: ClassVar[str] = "Pass"
     parameters: dict[str, Any] | None = None
     result_path: Any = None
+    output_path: str | None = None
 
     def fields(self) -> dict[str, Any]:
         out = {"Parameters": self.parameters} if self.parameters is not None else {}
-        return out | _result_fields(None, self.result_path)
+        out |= _result_fields(None, self.result_path)
+        if self.output_path is not None:
+            out["OutputPath"] = self.output_path
+        return out
 
 
 @dataclass

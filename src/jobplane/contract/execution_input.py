@@ -14,6 +14,33 @@ from jobplane.contract.statuses import Trigger
 #: Replaced by EventBridge Scheduler with the fire's scheduled time (ISO 8601, UTC, 'Z').
 SCHEDULER_TIME = "<aws.scheduler.scheduled-time>"
 
+#: Every field the state machine reads; a starter that sends them all is a jobplane starter.
+FIELDS = ("trigger", "scheduled_time", "requested_by", "params", "resume_from", "rerun_of")
+
+#: ``requested_by`` of a run started with an incomplete input (the Step Functions console, ``aws
+#: stepfunctions start-execution``). A running execution cannot learn who started it (its context
+#: object has no caller:
+#: https://docs.aws.amazon.com/step-functions/latest/dg/input-output-contextobject.html); CloudTrail's
+#: StartExecution event for the execution names the caller (``userIdentity``).
+UNATTRIBUTED = "sfn:StartExecution"
+
+
+def defaults(started_at: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What a run whose input lacks fields gets for them: a manual run of the job's default
+    params, scheduled at the execution's start. The compiled ``Start: defaults`` state builds the
+    same object in ASL (``started_at`` is ``$$.Execution.StartTime`` there)."""
+    return {"trigger": Trigger.MANUAL.value, "scheduled_time": started_at, "requested_by": UNATTRIBUTED,
+            "params": dict(params or {}), "resume_from": None, "rerun_of": None}
+
+
+def complete(given: dict[str, Any], started_at: str | None, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The input the state machine ran with: ``given`` as sent, or, when a field is missing,
+    merged over :func:`defaults` the way ``States.JsonMerge`` does it (shallow: a given
+    ``params`` replaces the defaults' whole object). Readers show this, not the raw input."""
+    if all(f in given for f in FIELDS):
+        return given
+    return defaults(started_at or "", params) | given
+
 
 def iso(t: datetime) -> str:
     """UTC, second precision, 'Z' — the format of EventBridge Scheduler's scheduled-time."""

@@ -27,6 +27,7 @@ STEP_NAME_MAX = 40
 class Role(str, Enum):
     """What a state does in the compiled machine."""
 
+    START = "start"  # checks the input; fills in what a console start left out
     CLAIM = "claim"  # the conditional write that applies the policy and claims the job
     ROUTE = "route"  # honours resume_from
     UNKNOWN_RESUME = "unknown resume_from"  # records a re-run from a step that does not exist
@@ -63,7 +64,12 @@ class StateName:
 
 
 # -- constructors (the compiler's only way to name a state) ---------------------------------------
+START = "Start"
+START_DEFAULTS = "Start: defaults"
+START_MERGE = "Start: merge"
+INVALID_INPUT = "Start: invalid input"
 CLAIM = "Claim"
+CLAIM_RERUN = "Claim (re-run)"
 ROUTE = "Route"
 UNKNOWN_RESUME_FROM = "Unknown resume_from"
 FINISH = "Finish"
@@ -76,11 +82,12 @@ FAIL = "Fail"
 SKIP_LOAD_STATE = "Skip: load state"
 SKIP_WHY = "Skip: why"
 SKIP_CHECK_HOLDER = "Skip: check holder"
-SKIP_HOLDER_RUNNING = "Skip: holder running?"
+SKIP_HOLDER_RUNNING = "Skip: holder running?"  # no longer compiled; read in histories before 0.6
 TAKE_OVER = "Take over stale claim"
 
 _FIXED: dict[str, Role] = {
-    CLAIM: Role.CLAIM, ROUTE: Role.ROUTE, UNKNOWN_RESUME_FROM: Role.UNKNOWN_RESUME,
+    START: Role.START, START_DEFAULTS: Role.START, START_MERGE: Role.START, INVALID_INPUT: Role.START,
+    CLAIM: Role.CLAIM, CLAIM_RERUN: Role.CLAIM, ROUTE: Role.ROUTE, UNKNOWN_RESUME_FROM: Role.UNKNOWN_RESUME,
     FINISH: Role.FINISH, FINISH_RECOVERED: Role.FINISH,
     NOTIFY_RECOVERED: Role.NOTIFY, NOTIFY_FAILURE: Role.NOTIFY, NOTIFY_SKIPPED: Role.NOTIFY,
     NOTIFY_SKIPPED_LAST_FAILED: Role.NOTIFY, FAIL: Role.FAIL,

@@ -335,7 +335,8 @@ class ControlPlane:
             live_error = None
             if not record.error and record.failed_step:  # the reconciler adds it a moment later
                 live_error = error_excerpt(self.logs.streams(steps, record.failed_step))
-            return ExecutionView(record.execution, record.job, record.status, record.input, record, steps,
+            given = self._completed(record.job, record.input, record.started_at)
+            return ExecutionView(record.execution, record.job, record.status, given, record, steps,
                                  transitions, record.started_at, record.finished_at, arn, live_error)
         job = job or self._job_running(name)
         if job is None:
@@ -348,9 +349,16 @@ class ControlPlane:
         events = history(self.sfn, arn)
         stop = d.get("stopDate")
         live_error = ": ".join(x for x in (d.get("error"), d.get("cause")) if x) or None
-        return ExecutionView(name, job, d["status"], json.loads(d.get("input") or "{}"), None, timeline(events),
-                             state_transitions(events), as_iso(d["startDate"]), as_iso(stop) if stop else None, arn,
-                             live_error)
+        started = as_iso(d["startDate"])
+        given = self._completed(job, json.loads(d.get("input") or "{}"), started)
+        return ExecutionView(name, job, d["status"], given, None, timeline(events),
+                             state_transitions(events), started, as_iso(stop) if stop else None, arn, live_error)
+
+    def _completed(self, job: str, given: dict[str, Any], started_at: str | None) -> dict[str, Any]:
+        """The input the run had: a console start's missing fields are the state machine's
+        defaults (the job's params as the catalog declares them now)."""
+        entry = self.entries.get(job)
+        return execution_input.complete(given, started_at, entry.params if entry else {})
 
     def _job_running(self, name: str) -> str | None:
         for state in self.repo.job_states():

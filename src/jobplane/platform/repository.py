@@ -13,7 +13,7 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from jobplane.contract import datamodel as dm
-from jobplane.contract import items
+from jobplane.contract import execution_input, items
 from jobplane.platform.clock import now_iso
 from jobplane.platform.timeline import attempt_rows
 
@@ -189,7 +189,7 @@ class Repository:
         claim, in one transaction: the same two writes its state machine would have made
         (:mod:`jobplane.contract.items`), the record marked ``alert_pending`` until
         :meth:`alert_published`. False if a final record already exists (nothing changed)."""
-        parsed = json.loads(input_json or "{}")
+        parsed = execution_input.complete(json.loads(input_json or "{}"), started_at)
         given = {f: parsed[f] for f in ("trigger", "scheduled_time", "requested_by") if isinstance(parsed.get(f), str)}
         record = items.execution_record(
             execution=execution, execution_arn=execution_arn, job=job, team=team, status=status,
