@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test soak compile package plan tfcheck bench clean
+.PHONY: dev test soak compile package plan tfcheck screenshots bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -56,6 +56,10 @@ tfcheck: compile package
 	  out=$$($(TFCHECK)/plan.py --tree terraform $(PLAN_VARS) $$extra terraform/jobs) || { echo "$$out"; exit 1; }; \
 	  echo "$$out" | tail -n 1; \
 	done
+
+## screenshots: the portal pages of docs/portal.md and docs/operate.md, from real runs (chromium).
+screenshots: $(STAMP)
+	$(BIN)/python scripts/screenshots.py
 
 bench: $(STAMP)
 	$(BIN)/python bench/compile.py

@@ -140,3 +140,26 @@ def test_the_api_docs_render_under_the_portals_csp(page) -> None:  # type: ignor
     paths = page.locator(".opblock-summary-path").all_inner_texts()
     assert any("/api/jobs/{job}/runs" in p.replace("\u200b", "") for p in paths), paths
     assert all(url.startswith(page.url.split("/api/docs")[0]) for url in requested), requested  # nothing from elsewhere
+
+
+def test_the_docs_screenshots_come_from_the_script_that_makes_them(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`make screenshots` runs real examples and photographs the pages; every image the docs
+    show is one it writes (so none is hand-made or left over from a page that changed)."""
+    import struct
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, str(root / "scripts" / "screenshots.py"), "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    written = {p.name for p in tmp_path.glob("*.png")}
+    assert written == {"portal-jobs.png", "portal-job.png", "portal-failures.png", "portal-execution-failed.png",
+                       "portal-execution-rerun.png"}, done.stdout
+    for name in written:
+        head = (tmp_path / name).read_bytes()[:24]
+        assert head[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">I", head[16:20])[0] == 1280
+    shown = {m for doc in ("portal.md", "operate.md")
+             for m in re.findall(r"\(img/([\w.-]+\.png)\)", (root / "docs" / doc).read_text())}
+    assert shown and shown <= written and shown == {p.name for p in (root / "docs" / "img").glob("*.png")}
