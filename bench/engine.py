@@ -58,11 +58,16 @@ def main() -> None:
         failed = run("one", {"mode": "fail"})
         dup_first = run("skipper", {"mode": "ok"}, "2027-01-01T00:00:00Z")
         duplicate = run("skipper", {"mode": "ok"}, "2027-01-01T00:00:00Z")
+        plain_first = run("one", {"mode": "ok"}, "2027-01-01T00:00:00Z")
+        plain_duplicate = run("one", {"mode": "ok"}, "2027-01-01T00:00:00Z")
+        console = aws.wait(aws.client("stepfunctions").start_execution(  # the console's default input
+            stateMachineArn=aws.state_machines["one"], input="{}")["executionArn"])
         print("states entered (transitions billed on AWS):")
         for label, ex in (("one-step success", one), ("three-step success", three), ("one-step failure", failed),
-                          ("duplicate fire (skip)", duplicate)):
-            print(f"  {label:24s} {len(ex.states_entered):2d}  {' > '.join(ex.states_entered)}")
-        assert dup_first.status == "SUCCEEDED"
+                          ("duplicate fire (skip)", plain_duplicate), ("duplicate, SKIP_IF_RUNNING", duplicate),
+                          ("console start with {}", console)):
+            print(f"  {label:27s} {len(ex.states_entered):2d}  {' > '.join(ex.states_entered)}")
+        assert dup_first.status == plain_first.status == console.status == "SUCCEEDED"
 
         latencies = []
         for _ in range(args.n):
