@@ -251,12 +251,13 @@ def test_bad_environment_is_permanent() -> None:
 
 
 def test_runner_imports_only_what_an_application_image_has(tmp_path: Path) -> None:
-    """The Dockerfile installs jobplane with --no-deps plus python-json-logger: prove that suffices."""
+    """The Dockerfile installs jobplane with --no-deps and nothing else: prove the standard
+    library suffices."""
     probe = ("import sys, runpy\n"
              "sys.argv = ['jobplane-runner', 'run', 'python']\n"
              "try:\n    runpy.run_module('jobplane.runner.main', run_name='__main__')\n"
              "except SystemExit:\n    pass\n"
-             "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'boto3', 'botocore', 'click', 'jinja2', '_gojsonnet', 'moto'})\n"
+             "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'boto3', 'botocore', 'click', 'jinja2', '_gojsonnet', 'moto', 'pythonjsonlogger'})\n"
              "sys.__stderr__.write('HEAVY=' + ','.join(heavy))\n")
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
                           env=env_for("python", {"target": "sample_apps.functions:mark_called",

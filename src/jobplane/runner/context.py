@@ -1,14 +1,19 @@
 """What the runner knows about the run it serves, read from the environment the compiled state
-machine sets (jobplane.contract.runner)."""
+machine sets (jobplane.contract.runner).
+
+Plain classes on purpose: ``dataclasses`` and ``secrets`` were a fifth of the runner's start-up
+(bench/runner_start.py), and these two hold a handful of values."""
 
 from __future__ import annotations
 
 import json
 import logging
 import os
-import secrets
-from dataclasses import dataclass, field
-from typing import Any, Mapping
+from collections import namedtuple
+
+TYPE_CHECKING = False  # typing is not imported at run time: the runner's start-up
+if TYPE_CHECKING:
+    from typing import Any, Mapping
 
 from jobplane.contract import runner as rc
 
@@ -17,14 +22,15 @@ class ContractError(Exception):
     """The environment does not carry what the contract promises: a permanent failure."""
 
 
-@dataclass(frozen=True)
-class TraceContext:
-    """W3C trace context: the runner continues the run's trace with a span of its own."""
+def _random_hex(n_bytes: int) -> str:
+    return os.urandom(n_bytes).hex()  # what secrets.token_hex does, without importing secrets
 
-    trace_id: str
-    span_id: str
-    parent_id: str | None
-    flags: str = "01"
+
+class TraceContext(namedtuple("TraceContext", "trace_id span_id parent_id flags", defaults=("01",))):
+    """W3C trace context (trace_id, span_id, parent_id or None, flags): the runner continues the
+    run's trace with a span of its own."""
+
+    __slots__ = ()
 
     @classmethod
     def continue_from(cls, traceparent: str | None) -> TraceContext:
@@ -32,8 +38,8 @@ class TraceContext:
         valid = (len(parts) == 4 and parts[0] == "00" and len(parts[1]) == 32 and len(parts[2]) == 16
                  and _hex(parts[1]) and _hex(parts[2]) and set(parts[1]) != {"0"})
         if valid:
-            return cls(parts[1], secrets.token_hex(8), parts[2], parts[3])
-        return cls(secrets.token_hex(16), secrets.token_hex(8), None)
+            return cls(parts[1], _random_hex(8), parts[2], parts[3])
+        return cls(_random_hex(16), _random_hex(8), None)
 
     @property
     def traceparent(self) -> str:
@@ -45,21 +51,35 @@ def _hex(s: str) -> bool:
     return all(c in "0123456789abcdef" for c in s)
 
 
-@dataclass(frozen=True)
 class RunContext:
-    """Passed to a python step whose function has a ``context`` parameter."""
+    """Passed to a python step whose function has a ``context`` parameter. Read-only."""
 
-    job: str
-    team: str
-    step: str
-    execution_id: str
-    scheduled_time: str
-    trigger: str
-    attempt: int
-    params: dict[str, Any]
-    target: dict[str, Any]
-    trace: TraceContext
-    logger: logging.Logger = field(default_factory=lambda: logging.getLogger("jobplane.step"), compare=False)
+    __slots__ = ("job", "team", "step", "execution_id", "scheduled_time", "trigger", "attempt", "params", "target",
+                 "trace", "logger")
+    _COMPARED = __slots__[:-1]  # not the logger
+
+    def __init__(self, *, job: str, team: str, step: str, execution_id: str, scheduled_time: str, trigger: str,
+                 attempt: int, params: dict[str, Any], target: dict[str, Any], trace: TraceContext,
+                 logger: logging.Logger | None = None):
+        values = dict(job=job, team=team, step=step, execution_id=execution_id, scheduled_time=scheduled_time,
+                      trigger=trigger, attempt=attempt, params=params, target=target, trace=trace,
+                      logger=logger or logging.getLogger("jobplane.step"))
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"RunContext is read-only: cannot set {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RunContext):
+            return NotImplemented
+        return all(getattr(self, n) == getattr(other, n) for n in self._COMPARED)
+
+    __hash__ = None  # type: ignore[assignment]  # params is a dict: not hashable, as before
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{n}={getattr(self, n)!r}" for n in self._COMPARED)
+        return f"RunContext({inner})"
 
     @property
     def traceparent(self) -> str:

@@ -1,17 +1,21 @@
 """``jobplane-runner``: the container entrypoint of every step.
 
-Kept to the standard library plus python-json-logger so that it starts fast inside an
-application image (``pip install --no-deps jobplane python-json-logger`` is enough).
+Kept to the standard library so that it starts fast inside an application image (``pip install
+--no-deps jobplane`` is enough), and what only some steps need (argparse for usage errors and
+``--help``, subprocess for shell steps) is imported when needed: bench/runner_start.py.
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
 import signal
 import sys
 import time
-from typing import NoReturn
+
+TYPE_CHECKING = False  # typing is not imported at run time: the runner's start-up
+if TYPE_CHECKING:
+    import argparse
+    from typing import NoReturn
 
 from jobplane.contract import runner as rc
 from jobplane.runner import logs, stop, targets
@@ -24,7 +28,18 @@ Terminated = stop.Terminated
 _on_sigterm = stop.on_sigterm
 
 
+def parse_kind(argv: list[str] | None) -> str:
+    """The step kind of ``run KIND``, the only command line a task sends; anything else
+    (``--help``, a mistake) goes to argparse, which prints usage and exits."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) == 2 and args[0] == "run" and args[1] in KINDS:
+        return args[1]
+    return parse_args(args).kind
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="jobplane-runner",
         description="Run one step of a jobplane job inline. The step's target and the run's "
@@ -74,14 +89,14 @@ def _since(started: float) -> float:
 
 
 def main(argv: list[str] | None = None) -> NoReturn:
-    args = parse_args(argv)
+    kind = parse_kind(argv)
     # A process inherits the signal mask of the thread that started it, and exec keeps it: a
     # parent that had SIGTERM blocked (seen under pytest-xdist; any launcher thread can) made the
     # runner deaf to stops until SIGKILL. A stop request must always arrive.
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        ctx = from_environment(args.kind)
+        ctx = from_environment(kind)
     except ContractError as e:
         logs.configure({}).error("bad runner environment: %s", e, extra={"error_type": "ContractError"})
         sys.exit(rc.EXIT_PERMANENT)
@@ -89,7 +104,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
               "trace_id": ctx.trace.trace_id, "span_id": ctx.trace.span_id}
     log = logs.configure(fields)
     try:
-        code = run(args.kind, ctx, log)
+        code = run(kind, ctx, log)
     except Terminated:  # SIGTERM between steps of our own bookkeeping
         log.warning("stopped by SIGTERM")
         code = rc.EXIT_TERMINATED

@@ -12,9 +12,12 @@ import inspect
 import logging
 import os
 import signal
-import subprocess
 import threading
-from typing import Any, Callable
+
+TYPE_CHECKING = False  # typing is not imported at run time: the runner's start-up
+if TYPE_CHECKING:
+    import subprocess
+    from typing import Any, Callable
 
 from jobplane.runner import stop
 from jobplane.runner.stop import ENV_STOP_GRACE
@@ -130,6 +133,8 @@ def run_django(ctx: RunContext) -> Any:
 
 
 def run_shell(ctx: RunContext, log: logging.Logger) -> None:
+    import subprocess  # only shell steps need it (the runner's start-up: bench/runner_start.py)
+
     argv = ctx.target["argv"]
     env = dict(os.environ, TRACEPARENT=ctx.traceparent)
     child: subprocess.Popen[str] | None = None
@@ -168,6 +173,8 @@ def _pump(pipe: Any, logger: logging.Logger, level: int, stream: str) -> None:
 
 def _stop_child(child: subprocess.Popen[str], log: logging.Logger) -> None:
     """SIGTERM the child's process group, then SIGKILL it after the grace period."""
+    import subprocess
+
     if child.poll() is not None:
         return
     grace = float(os.environ.get(ENV_STOP_GRACE, "10"))
