@@ -67,6 +67,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/cli_start.py
 	$(BIN)/python bench/engine.py
 	$(BIN)/python bench/dev_e2e.py
+	$(BIN)/python bench/dev_scale.py
 	$(BIN)/python bench/portal.py
 
 clean:

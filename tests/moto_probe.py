@@ -173,6 +173,44 @@ def scenario(name: str, fixed: bool) -> dict:
             return {"parses_for_5_executions": len(calls) - before}
         return with_engine(fixes, body)
 
+    if name == "validate_on_first_run":
+        from botocore.exceptions import ClientError
+        from moto.stepfunctions.parser.asl.parse import asl_parser
+
+        calls = []
+        original = asl_parser.AmazonStateLanguageParser.parse
+        asl_parser.AmazonStateLanguageParser.parse = staticmethod(lambda d, *a, **k: (calls.append(1), original(d, *a, **k))[1])
+
+        def body(aws):
+            sfn = aws.client("stepfunctions")
+            good = json.dumps({"StartAt": "p", "States": {"p": {"Type": "Pass", "End": True}}})
+            arns = [sfn.create_state_machine(name=f"lazy{i}", definition=good, roleArn=ROLE)["stateMachineArn"]
+                    for i in range(3)]
+            parses_at_create = len(calls)
+            e = sfn.start_execution(stateMachineArn=arns[0], name="first")["executionArn"]
+            while sfn.describe_execution(executionArn=e)["status"] == "RUNNING":
+                time.sleep(0.01)
+            out = {"parses_for_3_creates": parses_at_create, "first_run": sfn.describe_execution(executionArn=e)["status"]}
+            # a definition of the right shape that the parser refuses (a field no state has)
+            bad = json.dumps({"StartAt": "p", "States": {"p": {"Type": "Pass", "End": True, "Bogus": 1}}})
+            try:
+                arn = sfn.create_state_machine(name="bad", definition=bad, roleArn=ROLE)["stateMachineArn"]
+            except ClientError:  # moto answers InvalidDefinition without an error code
+                out["unparsable"] = "refused at create"
+                return out
+            e = sfn.start_execution(stateMachineArn=arn, name="bad-run")["executionArn"]
+            deadline = time.monotonic() + 60  # a hang guard: stock moto leaves such a run RUNNING
+            while (d := sfn.describe_execution(executionArn=e))["status"] == "RUNNING" and time.monotonic() < deadline:
+                time.sleep(0.02)
+            out["unparsable"] = f"{d['status']} {d.get('error')}"
+            try:  # no state machine at all is still refused at once
+                sfn.create_state_machine(name="nothing", definition='{"StartAt": "x", "States": {}}', roleArn=ROLE)
+                out["shapeless"] = "accepted"
+            except ClientError:
+                out["shapeless"] = "refused at create"
+            return out
+        return with_engine(fixes, body)
+
     if name == "client_reuse":
         def body(aws):
             from moto.stepfunctions.parser.asl.utils import boto_client

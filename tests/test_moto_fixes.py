@@ -102,6 +102,18 @@ def test_each_definition_is_parsed_once(mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_definitions_are_parsed_when_first_run_not_when_deployed(mode: str) -> None:
+    r = probe("validate_on_first_run", mode)
+    assert r["first_run"] == "SUCCEEDED"
+    if mode == "stock":
+        assert r["parses_for_3_creates"] == 3 and r["unparsable"] == "refused at create"
+    else:
+        assert r["parses_for_3_creates"] == 0
+        assert r["unparsable"] == "FAILED Jobplane.InvalidDefinition"  # failed, not left RUNNING
+        assert r["shapeless"] == "refused at create"
+
+
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
 def test_interpreter_reuses_its_clients(mode: str) -> None:
     assert probe("client_reuse", mode)["same_client"] is (mode == "fixed")
 

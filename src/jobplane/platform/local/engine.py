@@ -70,6 +70,9 @@ class LocalAWS:
     state_machines: dict[str, str] = field(default_factory=dict)
     resources: dict[str, str] = field(default_factory=dict)
     status_events: list[tuple[str, str]] = field(default_factory=list)
+    _clients: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    _clients_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    _groups: set[str] = field(default_factory=set, repr=False, compare=False)  # schedule groups known to exist
 
     def __enter__(self) -> LocalAWS:
         from moto import mock_aws
@@ -78,6 +81,8 @@ class LocalAWS:
         from jobplane.platform.local.ecs_agent import LocalEcsAgent
 
         moto_fixes.apply(*(self.fixes or ()))
+        self._clients.clear()  # bound to an endpoint and credentials: this start's
+        self._groups.clear()
         if self.server_port is None:
             for name, value in {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
                                 "AWS_DEFAULT_REGION": self.region}.items():
@@ -192,10 +197,18 @@ class LocalAWS:
                 self._ended.wait(left)
 
     def client(self, service: str) -> Any:
-        import boto3
+        """One client per service for this engine: creating one costs ~15 ms (its service model
+        loaded and its handlers built), which deploying 1,000 jobs paid ~3,000 times
+        (bench/dev_scale.py). Clients are thread-safe to call; creating them is not, hence the lock."""
+        with self._clients_lock:
+            client = self._clients.get(service)
+            if client is None:
+                import boto3
 
-        return boto3.client(service, region_name=self.region, aws_access_key_id=self.credentials.access_key_id,
-                            aws_secret_access_key=self.credentials.secret_access_key, endpoint_url=self.endpoint_url)
+                client = self._clients[service] = boto3.session.Session().client(
+                    service, region_name=self.region, aws_access_key_id=self.credentials.access_key_id,
+                    aws_secret_access_key=self.credentials.secret_access_key, endpoint_url=self.endpoint_url)
+            return client
 
     # -- what terraform/platform creates -----------------------------------------------------
     def provision(self) -> None:
@@ -287,19 +300,27 @@ class LocalAWS:
         moto never fires them — the local scheduler reads them)."""
         output_dir = Path(output_dir)
         catalog = Catalog.load(output_dir / CATALOG_FILE)
+        # One job at a time: moto's IAM backend answered 500 to concurrent CreateRole/GetRole
+        # calls when four deployed at once (bench/dev_scale.py, 1,000 jobs), and gained little.
         for job in catalog.jobs:
-            arn = self.deploy(job.name, (output_dir / job.asl).read_text(), **overrides)
-            self.deploy_schedules(job, arn)
+            self.deploy_schedules(job, self.deploy(job.name, (output_dir / job.asl).read_text(), **overrides))
         return [j.name for j in catalog.jobs]
+
+    def _ensure_schedule_group(self) -> str:
+        group = self.prefix
+        if group not in self._groups:  # once per engine, not once per job
+            scheduler = self.client("scheduler")
+            if not any(g["Name"] == group for g in scheduler.list_schedule_groups().get("ScheduleGroups", [])):
+                scheduler.create_schedule_group(Name=group)
+            self._groups.add(group)
+        return group
 
     def deploy_schedules(self, job: CatalogJob, state_machine_arn: str) -> list[str]:
         from jobplane.contract import execution_input
         from jobplane.contract.names import schedule_name, scheduler_role_name
 
         scheduler = self.client("scheduler")
-        group = self.prefix
-        if not any(g["Name"] == group for g in scheduler.list_schedule_groups().get("ScheduleGroups", [])):
-            scheduler.create_schedule_group(Name=group)
+        group = self._ensure_schedule_group()
         names = []
         target_input = json.dumps(execution_input.scheduled(execution_input.SCHEDULER_TIME, job.params), sort_keys=True)
         # the job's own schedule role, named as the compiled Terraform names it, so a schedule

@@ -1,0 +1,76 @@
+"""`jobplane dev` at a company's size: how long until it is ready with N generated jobs, and after
+a restart with the same definitions.
+
+    .venv/bin/python bench/dev_scale.py [--jobs 1000]
+
+Generates N varied jobs (bench/compile.py's generator, three teams) in a scratch repository and
+starts the platform `jobplane dev` runs (compile, the embedded AWS, every state machine and
+schedule deployed, the portal listening; the local scheduler and the example services off, so
+nothing fires while it is measured), stops it, and starts it again on the same data directory.
+Prints the time to ready of both starts, the compile's share, and the target of issue 13
+(ready <= 30 s at 1,000 jobs; a restart faster still).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import logging
+import random
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from jobplane.compiler.output import compile_all
+from jobplane.contract.config import load_config
+from jobplane.devserver.dev_platform import DevPlatform
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("bench_compile", ROOT / "bench" / "compile.py")
+generator = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
+_spec.loader.exec_module(generator)  # type: ignore[union-attr]
+
+
+def write_repo(root: Path, jobs: int) -> None:
+    rng = random.Random(42)
+    shutil.copy(ROOT / "jobplane.toml", root / "jobplane.toml")
+    shutil.copytree(ROOT / "jobs" / "lib", root / "jobs" / "lib")
+    teams = ["billing", "growth", "platform"]
+    for i in range(jobs):
+        path = root / "jobs" / teams[i % 3] / f"bench-{i:04d}.jsonnet"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(generator.definition(rng, i, teams[i % 3]))
+
+
+def ready_seconds(root: Path, data: Path) -> float:
+    started = time.perf_counter()
+    platform = DevPlatform(load_config(root), data, 0, 0, run_scheduler=False, run_services=False).start()
+    took = time.perf_counter() - started
+    assert len(platform.jobs) > 0
+    platform.stop()
+    return took
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--jobs", type=int, default=1000)
+    args = ap.parse_args()
+    logging.getLogger("moto").setLevel(logging.CRITICAL)
+    with tempfile.TemporaryDirectory(prefix="jobplane-dev-scale-") as tmp:
+        root, data = Path(tmp) / "repo", Path(tmp) / "data"
+        root.mkdir()
+        write_repo(root, args.jobs)
+        t = time.perf_counter()
+        compile_all(load_config(root))
+        compile_s = time.perf_counter() - t
+        first = ready_seconds(root, data)
+        again = ready_seconds(root, data)
+    print(f"jobs: {args.jobs}")
+    print(f"compile alone:            {compile_s:6.1f} s")
+    print(f"first start, to ready:    {first:6.1f} s  (target <= 30 s at 1,000 jobs: {'met' if first <= 30 else 'NOT met'})")
+    print(f"restart, same definitions:{again:6.1f} s  ({'faster' if again < first else 'NOT faster'} than the first)")
+
+
+if __name__ == "__main__":
+    main()
