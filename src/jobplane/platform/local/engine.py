@@ -73,6 +73,7 @@ class LocalAWS:
     _clients: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     _clients_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     _groups: set[str] = field(default_factory=set, repr=False, compare=False)  # schedule groups known to exist
+    _roles: dict[str, str] = field(default_factory=dict, repr=False, compare=False)  # IAM roles known: name -> ARN
 
     def __enter__(self) -> LocalAWS:
         from moto import mock_aws
@@ -83,6 +84,7 @@ class LocalAWS:
         moto_fixes.apply(*(self.fixes or ()))
         self._clients.clear()  # bound to an endpoint and credentials: this start's
         self._groups.clear()
+        self._roles.clear()
         if self.server_port is None:
             for name, value in {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
                                 "AWS_DEFAULT_REGION": self.region}.items():
@@ -327,10 +329,12 @@ class LocalAWS:
         # here carries what it carries on AWS (an UpdateSchedule passes that role again)
         iam = self.client("iam")
         role_name = scheduler_role_name(self.prefix, job.name)
-        try:
-            role_arn = iam.get_role(RoleName=role_name)["Role"]["Arn"]
-        except iam.exceptions.NoSuchEntityException:
-            role_arn = iam.create_role(RoleName=role_name, AssumeRolePolicyDocument=json.dumps({
+        if not self._roles:  # the roles that exist, listed once (a GetRole per job was ~7 ms each)
+            for page in iam.get_paginator("list_roles").paginate():
+                self._roles.update({r["RoleName"]: r["Arn"] for r in page["Roles"]})
+        role_arn = self._roles.get(role_name)
+        if role_arn is None:
+            role_arn = self._roles[role_name] = iam.create_role(RoleName=role_name, AssumeRolePolicyDocument=json.dumps({
                 "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
                                                         "Principal": {"Service": "scheduler.amazonaws.com"}}]}))["Role"]["Arn"]
         for i, expression in enumerate(job.schedule):
