@@ -74,7 +74,7 @@ def test_run_a_job_now_and_watch_it_succeed_without_reloading(page) -> None:  # 
     expect(page.locator(".execution-head [data-status]").first).to_have_attribute("data-status", "SUCCEEDED")
     assert page.evaluate("window.__sameDocument") is True  # updated in place, not reloaded
     expect(page.locator("tr[data-step='load']")).to_contain_text("succeeded")
-    expect(page.locator("details[data-log-step='load'] pre")).to_contain_text("step succeeded")
+    expect(page.locator("details[data-log-step='load'] table.log-lines")).to_contain_text("step succeeded")
 
 
 Missing = SimpleNamespace(error=None)  # no record yet
@@ -105,6 +105,23 @@ def test_recover_a_failure_from_the_failures_page(page, platform: DevPlatform) -
     expect(page.locator(".failed-step")).to_have_text("load")
     expect(page.locator("pre.error")).to_contain_text("partner API answered 503")
     expect(page.locator("tr[data-step='load'] td").nth(3)).to_have_text("75")  # exit code: retryable
+    # the failed attempt's log in columns, its error's traceback expanded; then filtered
+    log = page.locator("details[data-log-step='load'] table.log-lines").last
+    expect(log.locator("tr.log-error details.traceback[open] pre")).to_contain_text(
+        "ConnectionError: partner API answered 503")
+    expect(log.locator("tr[data-level='info']").first).to_contain_text("step started")
+    page.select_option("form.log-filter select[name=level]", "error")
+    page.click("form.log-filter button[type=submit]")
+    log = page.locator("details[data-log-step='load'] table.log-lines").last
+    expect(log.locator("tr.log-error").first).to_contain_text("step failed")
+    expect(page.locator("table.log-lines tr[data-level='info']")).to_have_count(0)
+    page.fill("form.log-filter input[name=q]", "partner API answered")
+    page.select_option("form.log-filter select[name=level]", "")
+    page.click("form.log-filter button[type=submit]")
+    rows = page.locator("details[data-log-step='load'] table.log-lines").last.locator("tbody tr")
+    expect(rows.first).to_contain_text("partner API answered")
+    assert all("partner api answered" in t.lower() for t in rows.all_inner_texts())
+    page.goto(failed_url)
 
     page.fill("form.rerun textarea[name=params]", "mode=ok")
     page.fill("form.rerun input[name=reason]", "partner API is back")

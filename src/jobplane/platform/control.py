@@ -86,6 +86,10 @@ class Deployment:
             kwargs |= {"aws_access_key_id": self.access_key_id, "aws_secret_access_key": self.secret_access_key}
         return boto3.client(service, **kwargs)
 
+    @property
+    def runner_log_group(self) -> str:
+        return self.log_group or names.runner_log_group(self.name_prefix)
+
     def state_machine_arn(self, job: str) -> str:
         return (f"arn:aws:states:{self.region}:{self.account_id}:stateMachine:"
                 f"{names.state_machine_name(self.name_prefix, job)}")
@@ -244,8 +248,7 @@ class ControlPlane:
             catalog = load_catalog(deployment)
         self.catalog = catalog
         self.entries = {j.name: j for j in catalog.jobs}
-        self.logs = StepLogs(deployment.client("logs"),
-                             deployment.log_group or names.runner_log_group(deployment.name_prefix))
+        self.logs = StepLogs(deployment.client("logs"), deployment.runner_log_group)
         self._anchor_cache: dict[str, tuple[float, datetime | None]] = {}
 
     # -- reads ------------------------------------------------------------------------------

@@ -11,8 +11,10 @@ from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
 from jobplane.contract import execution_input
+from jobplane.contract import runner as rc
 from jobplane.contract.statuses import ExecutionStatus
 from jobplane.platform.control import IDEMPOTENCY_KEY_MAX, Invalid, NotFound, check_cursor
+from jobplane.portal import logview
 from jobplane.portal.diagram import svg
 from jobplane.portal.views import step_rows
 
@@ -62,23 +64,42 @@ def _diagram(portal: Any, job: str) -> str | None:
 
 
 @router.get("/executions/{execution}", response_class=HTMLResponse)
-def execution_page(request: Request, execution: str, job: str | None = Query(None, max_length=200)) -> Any:
+def execution_page(request: Request, execution: str, job: str | None = Query(None, max_length=200),
+                   level: str | None = Query(None, max_length=20),
+                   q: str | None = Query(None, max_length=logview.QUERY_MAX)) -> Any:
     portal = _portal(request)
-    return portal.render(request, "execution.html", **_execution_context(portal, execution, job))
+    return portal.render(request, "execution.html", **_execution_context(portal, execution, job, level, q))
 
 
 @router.get("/executions/{execution}/live", response_class=HTMLResponse)
-def execution_live(request: Request, execution: str, job: str | None = Query(None, max_length=200)) -> Any:
+def execution_live(request: Request, execution: str, job: str | None = Query(None, max_length=200),
+                   level: str | None = Query(None, max_length=20),
+                   q: str | None = Query(None, max_length=logview.QUERY_MAX)) -> Any:
     portal = _portal(request)
-    return portal.render(request, "_execution_live.html", **_execution_context(portal, execution, job))
+    return portal.render(request, "_execution_live.html", **_execution_context(portal, execution, job, level, q))
 
 
-def _execution_context(portal: Any, execution: str, job: str | None = None) -> dict[str, Any]:
+def _execution_context(portal: Any, execution: str, job: str | None = None, level: str | None = None,
+                       q: str | None = None) -> dict[str, Any]:
     # ?job= finds an execution that has just started (before its claim lists it as running)
     view = portal.control.execution(execution, job if job in portal.control.entries else None)
     entry = portal.control.entry(view.job)
-    logs = portal.control.log_streams(view)
-    return {"x": view, "e": entry, "rows": step_rows(view), "logs": [(s, s.read(200_000)) for s in logs]}
+    level, q = logview.checked_level(level), (q or "").strip()
+    logs = []
+    for stream in portal.control.log_streams(view):
+        lines = logview.parse(stream.read(200_000))
+        shown = logview.select(lines, level, q)
+        logs.append((stream, shown, len(lines), log_console_url(portal.control.deployment, stream)))
+    return {"x": view, "e": entry, "rows": step_rows(view), "logs": logs, "log_levels": logview.LEVELS,
+            "log_level": level, "log_q": q}
+
+
+def log_console_url(deployment: Any, stream: Any) -> str | None:
+    """The stream in the CloudWatch console, for a platform on AWS (the embedded local AWS has
+    no console: its endpoint is set)."""
+    if deployment.endpoint_url:
+        return None
+    return logview.console_url(deployment.region, deployment.runner_log_group, rc.log_stream(stream.task_id))
 
 
 @router.get("/failures", response_class=HTMLResponse)
