@@ -131,6 +131,7 @@ def test_recover_a_failure_from_the_failures_page(page, platform: DevPlatform) -
     rerun = page.url.split("?")[0].rsplit("/", 1)[1]
     expect(page.locator("[data-rerun-of]")).to_have_attribute("href", f"/executions/{failed}")
     expect(page.locator("table.timeline tbody tr")).to_have_count(1)  # only the failed step ran again
+    expect(page.locator("figure.gantt rect.attempt[data-step='load']")).to_have_attribute("data-outcome", "succeeded")
 
     page.goto(f"/executions/{failed}")
     expect(page.locator("[data-rerun-by]")).to_have_attribute("href", f"/executions/{rerun}")
@@ -142,6 +143,12 @@ def test_recover_a_failure_from_the_failures_page(page, platform: DevPlatform) -
 
     page.goto("/jobs/flaky-load")
     expect(page.locator("#live tr[data-execution]").first).to_have_attribute("data-execution", rerun)
+    # the job's recent runs as bars: the failure and its recovery among them, with the success rate
+    trend = page.locator("figure.trend")
+    expect(trend.locator("rect.run[data-status='FAILED']").first).to_be_attached()
+    expect(trend.locator("rect.run[data-status='SUCCEEDED']").last).to_be_attached()
+    expect(trend.locator("figcaption")).to_contain_text("% succeeded")
+    expect(trend.locator("svg")).to_have_attribute("role", "img")
 
 
 def test_the_api_docs_render_under_the_portals_csp(page) -> None:  # type: ignore[no-untyped-def]

@@ -4,6 +4,7 @@ the job's team and answered with a redirect (303) to the page that shows the res
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import quote
 
@@ -14,7 +15,7 @@ from jobplane.contract import execution_input
 from jobplane.contract import runner as rc
 from jobplane.contract.statuses import ExecutionStatus
 from jobplane.platform.control import IDEMPOTENCY_KEY_MAX, Invalid, NotFound, check_cursor
-from jobplane.portal import logview
+from jobplane.portal import charts, logview
 from jobplane.portal.diagram import svg
 from jobplane.portal.views import step_rows
 
@@ -52,7 +53,8 @@ def job_live(request: Request, job: str) -> Any:
 
 def _history(portal: Any, job: str, cursor: str | None) -> dict[str, Any]:
     page = portal.control.executions(job, 20, check_cursor(cursor))
-    return {"history": page.items, "next_cursor": page.cursor, "running": portal.control.running_executions(job)}
+    return {"history": page.items, "next_cursor": page.cursor, "running": portal.control.running_executions(job),
+            "trend": charts.duration_bars(page.items)}
 
 
 def _diagram(portal: Any, job: str) -> str | None:
@@ -90,7 +92,9 @@ def _execution_context(portal: Any, execution: str, job: str | None = None, leve
         lines = logview.parse(stream.read(200_000))
         shown = logview.select(lines, level, q)
         logs.append((stream, shown, len(lines), log_console_url(portal.control.deployment, stream)))
-    return {"x": view, "e": entry, "rows": step_rows(view), "logs": logs, "log_levels": logview.LEVELS,
+    rows = step_rows(view)
+    gantt = charts.attempt_gantt(rows, view.started_at, view.finished_at, datetime.now(timezone.utc))
+    return {"x": view, "e": entry, "rows": rows, "gantt": gantt, "logs": logs, "log_levels": logview.LEVELS,
             "log_level": level, "log_q": q}
 
 
