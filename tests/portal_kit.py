@@ -19,10 +19,10 @@ READER = "someone@example.com"  # no team
 PROXY_SECRET = "proxy-secret-for-tests-0123456789"  # what the authenticating proxy adds to each request
 
 
-def start_platform(tmp: Path) -> DevPlatform:
+def start_platform(tmp: Path, webhook_url: str | None = None) -> DevPlatform:
     make_repo(tmp / "repo")
     return DevPlatform(load_config(tmp / "repo"), tmp / "data", 0, 0, run_scheduler=False,
-                       run_services=False, snapshot_interval=3600).start()
+                       run_services=False, snapshot_interval=3600, webhook_url=webhook_url).start()
 
 
 def header_app(platform: DevPlatform, **overrides):  # type: ignore[no-untyped-def]

@@ -4,6 +4,7 @@ failed step with fixed params, and sees the lineage and the audit entry."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -15,6 +16,7 @@ import pytest
 
 from jobplane.devserver.dev_platform import DevPlatform
 from portal_kit import start_platform
+from slack_receiver import Receiver
 
 CHROMIUM = os.environ.get("JOBPLANE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM) and not os.environ.get("CI"),
@@ -22,10 +24,58 @@ pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM) and not os.environ.
 
 
 @pytest.fixture(scope="module")
-def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevPlatform]:
-    p = start_platform(tmp_path_factory.mktemp("portal-browser"))  # the portal as `jobplane dev` serves it
+def slack() -> Iterator[Receiver]:
+    receiver = Receiver([])  # a real local HTTP server standing in for the Slack webhook
+    yield receiver
+    receiver.close()
+
+
+@pytest.fixture(scope="module")
+def platform(tmp_path_factory: pytest.TempPathFactory, slack: Receiver) -> Iterator[DevPlatform]:
+    # the portal as `jobplane dev` serves it, its alerts posted to the local Slack receiver
+    p = start_platform(tmp_path_factory.mktemp("portal-browser"), webhook_url=slack.url)
     yield p
     p.stop()
+
+
+#: Checked on every page a test leaves (the page fixture): the accessibility basics the portal
+#: keeps. Each problem is named with the element, so a failure says what to fix.
+A11Y_CHECK = """() => {
+  const problems = [];
+  const name = (el) => (el.getAttribute('aria-label') || el.getAttribute('title') || el.textContent || '').trim();
+  if (!document.documentElement.lang) problems.push('html without lang');
+  for (const el of document.querySelectorAll('input:not([type=hidden]), select, textarea')) {
+    const labelled = el.labels && el.labels.length > 0 || el.getAttribute('aria-label') || el.getAttribute('aria-labelledby');
+    if (!labelled) problems.push('unlabelled ' + el.outerHTML.slice(0, 120));
+  }
+  for (const el of document.querySelectorAll('button, a[href]')) {
+    if (!name(el) && !el.querySelector('svg[aria-label], img[alt]')) problems.push('nameless ' + el.outerHTML.slice(0, 120));
+  }
+  for (const el of document.querySelectorAll('svg')) {
+    const inLink = el.closest('a, button');
+    if (!inLink && el.getAttribute('aria-hidden') !== 'true' && !(el.getAttribute('role') === 'img' && name(el)))
+      problems.push('svg without role=img and a label ' + el.outerHTML.slice(0, 80));
+  }
+  // text contrast (WCAG AA: 4.5:1) against the first opaque background behind it
+  const rgb = (c) => (c.match(/[\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => [r, g, b].map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; })
+    .reduce((a, v, i) => a + v * [0.2126, 0.7152, 0.0722][i], 0);
+  const background = (el) => { for (let e = el; e; e = e.parentElement) { const c = rgb(getComputedStyle(e).backgroundColor);
+    if (c.length === 3 || (c.length === 4 && c[3] === 1)) return c.slice(0, 3); } return [255, 255, 255]; };
+  const seen = new Set();
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    const el = walker.currentNode.parentElement;
+    if (!walker.currentNode.textContent.trim() || !el || seen.has(el) || el.closest('svg')) continue;
+    seen.add(el);
+    const style = getComputedStyle(el);
+    if (style.visibility === 'hidden' || style.display === 'none' || !el.getClientRects().length) continue;
+    const fg = lum(rgb(style.color)), bg = lum(background(el));
+    const ratio = (Math.max(fg, bg) + 0.05) / (Math.min(fg, bg) + 0.05);
+    if (ratio < 4.5) problems.push('contrast ' + ratio.toFixed(2) + ' ' + el.tagName + ' ' + JSON.stringify(walker.currentNode.textContent.trim().slice(0, 40)));
+  }
+  return problems;
+}"""
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +105,12 @@ def page(browser, platform: DevPlatform):  # type: ignore[no-untyped-def]
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     yield page
+    # the portal's own pages (not /api/docs: Swagger UI's page, served as it ships)
+    ours = page.url.startswith(platform.portal_url) and not page.url.startswith(f"{platform.portal_url}/api/docs")
+    problems = page.evaluate(A11Y_CHECK) if ours else []
     context.close()
     assert errors == [], errors  # no script error, no CSP violation
+    assert problems == [], problems  # labels, names, contrast on the page the test ended on
 
 
 def test_run_a_job_now_and_watch_it_succeed_without_reloading(page) -> None:  # type: ignore[no-untyped-def]
@@ -149,6 +203,57 @@ def test_recover_a_failure_from_the_failures_page(page, platform: DevPlatform) -
     expect(trend.locator("rect.run[data-status='SUCCEEDED']").last).to_be_attached()
     expect(trend.locator("figcaption")).to_contain_text("% succeeded")
     expect(trend.locator("svg")).to_have_attribute("role", "img")
+
+
+def test_from_a_slack_alert_to_a_rerun_of_the_failed_step_in_three_clicks_or_fewer(
+        page, platform: DevPlatform, slack: Receiver) -> None:  # type: ignore[no-untyped-def]
+    """The operator's path from an alert (issue 16): open the alert's link, see what failed,
+    re-run from the failed step. Clicks are counted (a followed link counts as one), not seconds."""
+    from playwright.sync_api import expect
+
+    failed = platform.control.run_now("flaky-load", "scheduler@example.com", {"mode": "fail"})
+    deadline = time.monotonic() + 300  # a bound that catches a hang: the alert is delivered once the run ends
+    while not (post := next((p for p in slack.posts if failed in json.dumps(p)), None)):
+        assert time.monotonic() < deadline, "no Slack alert for the failed run"
+        time.sleep(0.1)
+    link = re.search(r"https?://[^\s|>\"]+/executions/" + failed, json.dumps(post))[0]
+    clicks = 1  # following the alert's link
+    page.goto(link)
+    # what failed, without a click: the failed step, its error line, the attempt's exit code
+    expect(page.locator(".failed-step")).to_have_text("load")
+    expect(page.locator("pre.error")).to_contain_text("partner API answered 503")
+    expect(page.locator("tr[data-step='load'][data-outcome='failed']").first).to_be_visible()
+    page.fill("form.rerun textarea[name=params]", "mode=ok")  # the fix: typing, not clicking
+    page.click("#rerun-failed")
+    clicks += 1
+    expect(page.locator(".execution-head [data-status]").first).to_have_attribute("data-status", "SUCCEEDED")
+    expect(page.locator("[data-rerun-of]")).to_have_attribute("href", f"/executions/{failed}")
+    assert clicks <= 3
+
+
+def test_the_failures_page_groups_by_job_with_the_action_that_moves_each_on(page, platform: DevPlatform) -> None:  # type: ignore[no-untyped-def]
+    from playwright.sync_api import expect
+
+    from jobplane.contract import execution_input
+
+    aws = platform.aws
+    for job, fire in (("other-team", "2027-09-06T10:00:00Z"), ("flaky-load", "2027-09-06T10:05:00Z")):
+        arn = aws.start(job, execution_input.scheduled(fire, {"mode": "fail"}))
+        aws.wait(arn, timeout=300)
+        aws.wait_reconciled(arn, timeout=300)
+    page.goto("/failures")
+    # growth's SKIP_IF_FAILED job waits for an acknowledgement, which only growth may give
+    blocked = page.locator("table.failure-groups tr[data-job='other-team']")
+    expect(blocked).to_have_attribute("data-state", "blocked")
+    expect(blocked).to_contain_text("growth's members or an admin can acknowledge it")
+    expect(blocked.locator("button")).to_have_count(0)
+    # billing's job still fails: its one action re-runs the newest failure from its failed step
+    failing = page.locator("table.failure-groups tr[data-job='flaky-load']")
+    expect(failing).to_have_attribute("data-state", "failing")
+    newest = failing.locator("a[href^='/executions/']").first.get_attribute("href").rsplit("/", 1)[1]
+    failing.locator("button", has_text="Re-run from load").click()
+    expect(page.locator("[data-rerun-of]")).to_have_attribute("href", f"/executions/{newest}")
+    expect(page.locator(".execution-head [data-status]").first).not_to_have_attribute("data-status", "RUNNING")
 
 
 def test_the_api_docs_render_under_the_portals_csp(page) -> None:  # type: ignore[no-untyped-def]

@@ -17,7 +17,7 @@ from jobplane.contract.statuses import ExecutionStatus
 from jobplane.platform.control import IDEMPOTENCY_KEY_MAX, Invalid, NotFound, check_cursor
 from jobplane.portal import charts, logview
 from jobplane.portal.diagram import svg
-from jobplane.portal.views import step_rows
+from jobplane.portal.views import failure_groups, step_rows
 
 router = APIRouter(include_in_schema=False)
 STATUSES = [s.value for s in ExecutionStatus] + ["NEVER_RUN", "PAUSED"]  # the jobs page's filter
@@ -111,8 +111,11 @@ def failures_page(request: Request, cursor: str | None = Query(None, max_length=
     portal = _portal(request)
     failures = portal.control.failures(50, check_cursor(cursor))
     skips = portal.control.skips(20)
+    jobs = {x.job for x in failures.items}
+    states = {job: portal.control.repo.job_state(job) for job in sorted(jobs)}  # at most 50 reads
+    groups = failure_groups(failures.items, {j: s for j, s in states.items() if s}, portal.control.entries)
     return portal.render(request, "failures.html", failures=failures.items, next_cursor=failures.cursor,
-                         skips=skips.items)
+                         skips=skips.items, groups=groups)
 
 
 @router.get("/audit", response_class=HTMLResponse)

@@ -116,3 +116,33 @@ def retry_words(retry: StepRetry | None) -> str:
     if retry.backoff != 1:
         text += f" (x{retry.backoff:g} each time, at most {seconds(retry.max_interval)})"
     return text
+
+
+def failure_groups(failures: list[Any], states: dict[str, Any], entries: dict[str, Any]) -> list[dict[str, Any]]:
+    """The failures page's incident view: the listed failures grouped by job, newest first,
+    each with what the job is doing now and the one action that moves it on.
+
+    ``state``: "recovered" (a run succeeded since), "running", "blocked" (a SKIP_IF_FAILED job
+    skipping its schedule until someone acts), "acknowledged" (by whom is in ``state_by``) or
+    "failing". ``action``: "acknowledge" for a blocked job (its schedule goes on), "rerun" of the
+    newest failure (from its failed step when it has one) for a failing one, else None."""
+    groups: dict[str, dict[str, Any]] = {}
+    for x in failures:  # newest first: the first of a job is its newest failure
+        g = groups.setdefault(x.job, {"job": x.job, "team": x.team, "latest": x, "count": 0})
+        g["count"] += 1
+    for g in groups.values():
+        state, entry, latest = states.get(g["job"]), entries.get(g["job"]), g["latest"]
+        g["state_by"] = None
+        if state is not None and state.last_status == "SUCCEEDED":
+            g["state"], g["action"] = "recovered", None
+        elif state is not None and state.running:
+            g["state"], g["action"] = "running", None
+        elif state is not None and state.blocked and entry is not None and entry.policy.skips_if_failed:
+            g["state"], g["action"] = "blocked", "acknowledge"
+        elif state is not None and state.acknowledged_by:
+            g["state"], g["state_by"], g["action"] = "acknowledged", state.acknowledged_by, "rerun"
+        else:
+            g["state"], g["action"] = "failing", "rerun"
+        if entry is None:  # the job is no longer defined: nothing to act on
+            g["action"] = None
+    return list(groups.values())
