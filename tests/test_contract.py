@@ -155,8 +155,10 @@ def test_skip_records_name_their_reason() -> None:
 # -- one write, two renderings -----------------------------------------------------------------
 def test_the_release_is_one_write_rendered_for_asl_and_for_boto3() -> None:
     ref = items.Ref("$$.Execution.Name")
-    in_asl = items.release_job("nightly", execution=ref, status="FAILED", finished_at=items.Ref("$$.State.EnteredTime"))
-    in_boto = items.release_job("nightly", execution="run-1", status="FAILED", finished_at="2027-01-01T00:00:00Z")
+    in_asl = items.release_job("nightly", execution=ref, status="FAILED", started_at=items.Ref("$$.Execution.StartTime"),
+                               finished_at=items.Ref("$$.State.EnteredTime"))
+    in_boto = items.release_job("nightly", execution="run-1", status="FAILED", started_at="2026-12-31T23:59:00Z",
+                                finished_at="2027-01-01T00:00:00Z")
     a, b = in_asl.asl("T"), in_boto.boto("T")
     assert a["UpdateExpression"] == b["UpdateExpression"] and a["Key"] == b["Key"]
     assert a["ExpressionAttributeValues"][":meset"] == {"SS.$": "States.Array($$.Execution.Name)"}

@@ -256,6 +256,39 @@ def test_the_failures_page_groups_by_job_with_the_action_that_moves_each_on(page
     expect(page.locator(".execution-head [data-status]").first).not_to_have_attribute("data-status", "RUNNING")
 
 
+def test_the_jobs_page_sorts_by_failures_and_by_the_last_runs_duration(page, platform: DevPlatform) -> None:  # type: ignore[no-untyped-def]
+    from collections import Counter
+
+    from playwright.sync_api import expect
+
+    from jobplane.contract import execution_input
+
+    aws = platform.aws
+    for fire in ("2027-10-04T10:00:00Z", "2027-10-04T10:05:00Z"):  # flaky-load fails twice
+        arn = aws.start("flaky-load", execution_input.scheduled(fire, {"mode": "fail"}))
+        aws.wait(arn, timeout=300)
+        aws.wait_reconciled(arn, timeout=300)
+    arn = aws.start("slow-report", execution_input.manual("ops@example.com", overrides={"mode": "sleep", "seconds": 2}))
+    aws.wait(arn, timeout=300)
+    repo = platform.control.repo
+    counts = Counter(x.job for x in repo.recent_failures(200).items)
+    page.goto("/")
+    page.select_option("select[name=sort]", "failures")
+    page.click("form.filters button[type=submit]")
+    rows = page.locator("table.jobs tbody tr")
+    entries = platform.control.entries  # equals keep the page's team-and-name order
+    expect(rows.first).to_have_attribute("data-job", min(counts, key=lambda j: (-counts[j], entries[j].team, j)))
+    first = rows.first.get_attribute("data-job")
+    expect(rows.first.locator("td.recent-failures")).to_have_text(str(counts[first]))
+    shown = [int(t) for t in page.locator("td.recent-failures").all_inner_texts()]
+    assert shown == sorted(shown, reverse=True)
+    page.select_option("select[name=sort]", "duration")
+    page.click("form.filters button[type=submit]")
+    longest = max((s for s in repo.job_states() if s.last_duration is not None), key=lambda s: s.last_duration)
+    expect(page.locator("table.jobs tbody tr").first).to_have_attribute("data-job", longest.job)
+    expect(page.locator("table.jobs tbody tr").first.locator("td.last-took")).not_to_have_text("")
+
+
 def test_the_api_docs_render_under_the_portals_csp(page) -> None:  # type: ignore[no-untyped-def]
     """Issue 10, item 16: /api/docs was blank (Swagger UI from a CDN, blocked by the CSP). Now its
     assets come from the portal; the page fixture fails on any CSP violation or script error."""

@@ -491,7 +491,8 @@ class _Builder:
         extra: dict[str, Any] = {"steps": STEPS_JSON}
         if not succeeded:
             extra["failed_step"] = step if step else RESUME_FROM
-        release = items.release_job(self.job.name, execution=EXECUTION_NAME, status=status, finished_at=NOW)
+        release = items.release_job(self.job.name, execution=EXECUTION_NAME, status=status, started_at=STARTED_AT,
+                                    finished_at=NOW)
         table = token("table_name")
         return Task(
             resource=TRANSACT,

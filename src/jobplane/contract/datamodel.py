@@ -51,6 +51,7 @@ ATTR_ACKNOWLEDGED_BY = "acknowledged_by"
 ATTR_LAST_STATUS = "last_status"
 ATTR_LAST_EXECUTION = "last_execution"
 ATTR_LAST_FINISHED_AT = "last_finished_at"
+ATTR_LAST_STARTED_AT = "last_started_at"  # with last_finished_at: how long the last run took
 ATTR_FIRE_PREFIX = "fire_"  # fire_schedule: duplicate-detection key of the newest scheduled fire claimed
 ATTR_FIRED_PREFIX = "fired_"  # fired_<trigger>: the newest claimed scheduled_time per trigger
 

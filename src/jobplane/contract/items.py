@@ -138,8 +138,10 @@ def execution_key(execution: Text) -> dict[str, Value]:
     return {"pk": formatted(dm.EXEC_PREFIX, execution), "sk": dm.EXEC_SK}
 
 
-def release_job(job: str, *, execution: Text, status: ExecutionStatus | str, finished_at: Text) -> Update:
-    """The job-state half of a run's end: note the outcome and drop the run's claim.
+def release_job(job: str, *, execution: Text, status: ExecutionStatus | str, started_at: Text,
+                finished_at: Text) -> Update:
+    """The job-state half of a run's end: note the outcome, when the run started and ended (the
+    jobs page sorts by how long the last run took), and drop the run's claim.
 
     A success ends any block (acknowledged or not); any other end starts a new one,
     unacknowledged (SKIP_IF_FAILED fires skip until a success or an acknowledgement)."""
@@ -150,9 +152,11 @@ def release_job(job: str, *, execution: Text, status: ExecutionStatus | str, fin
     return Update(
         key=job_key(job),
         expression=(f"SET {dm.ATTR_LAST_STATUS} = :st, {dm.ATTR_LAST_EXECUTION} = :me, "
-                    f"{dm.ATTR_LAST_FINISHED_AT} = :now" + block + " DELETE #running :meset"),
+                    f"{dm.ATTR_LAST_STARTED_AT} = :started, {dm.ATTR_LAST_FINISHED_AT} = :now" + block
+                    + " DELETE #running :meset"),
         names={"#running": dm.ATTR_RUNNING},
-        values={":st": status.value, ":me": execution, ":now": finished_at, ":meset": StringSet(execution)},
+        values={":st": status.value, ":me": execution, ":started": started_at, ":now": finished_at,
+                ":meset": StringSet(execution)},
     )
 
 

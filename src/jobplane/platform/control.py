@@ -145,6 +145,7 @@ class JobSummary:
     entry: CatalogJob
     state: JobState | None
     next_fires: list[datetime] = field(default_factory=list)
+    recent_failures: int = 0  # among the newest RECENT_FAILURES failures across jobs
 
     @property
     def name(self) -> str:
@@ -161,6 +162,11 @@ class JobSummary:
     @property
     def paused(self) -> bool:
         return bool(self.state and self.state.paused)
+
+
+#: How the jobs page may sort, and how far back "recent failures" looks.
+JOB_SORTS = ("failures", "duration")
+RECENT_FAILURES = 200
 
 
 @dataclass(frozen=True)
@@ -259,8 +265,16 @@ class ControlPlane:
             raise NotFound(f"no job named {job!r}", {"job": job}) from None
 
     def jobs(self, team: str | None = None, status: str | None = None, text: str | None = None,
-             fires: int = 3) -> list[JobSummary]:
+             fires: int = 3, sort: str | None = None) -> list[JobSummary]:
+        """The jobs, by team and name; ``sort``: "failures" (most failures among the newest
+        RECENT_FAILURES across jobs first) or "duration" (the longest last run first)."""
+        if sort not in (None, *JOB_SORTS):
+            raise Invalid(f"sort must be one of {', '.join(JOB_SORTS)}", {"sort": "unknown"})
         states = {s.job: s for s in self.repo.job_states()}
+        failures: dict[str, int] = {}
+        if sort == "failures":  # one read of the failures feed, not one per job
+            for x in self.repo.recent_failures(RECENT_FAILURES).items:
+                failures[x.job] = failures.get(x.job, 0) + 1
         out = []
         needle = (text or "").lower()
         for entry in sorted(self.entries.values(), key=lambda e: (e.team, e.name)):
@@ -272,7 +286,12 @@ class ControlPlane:
                 continue
             if needle and needle not in entry.name.lower() and needle not in entry.description.lower():
                 continue
-            out.append(JobSummary(entry, state, next_fires(entry, fires, anchors=self._anchors(entry)) if fires else []))
+            out.append(JobSummary(entry, state, next_fires(entry, fires, anchors=self._anchors(entry)) if fires else [],
+                                  failures.get(entry.name, 0)))
+        if sort == "failures":
+            out.sort(key=lambda j: -j.recent_failures)  # stable: team and name order among equals
+        elif sort == "duration":
+            out.sort(key=lambda j: -(j.state.last_duration or 0.0) if j.state else 0.0)
         return out
 
     def job(self, job: str) -> JobSummary:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
@@ -41,6 +42,7 @@ class JobState:
     last_status: str | None = None
     last_execution: str | None = None
     last_finished_at: str | None = None
+    last_started_at: str | None = None  # of the last run that ended (none before this was kept)
     blocked_by: str | None = None  # the failed run that blocks SKIP_IF_FAILED fires...
     acknowledged_by: str | None = None  # ...unless someone acknowledged it
     paused_by: str | None = None
@@ -50,6 +52,14 @@ class JobState:
     @property
     def paused(self) -> bool:
         return self.paused_at is not None
+
+    @property
+    def last_duration(self) -> float | None:
+        """Seconds the last run that ended took, when both its times are known."""
+        if not (self.last_started_at and self.last_finished_at):
+            return None
+        start, end = (datetime.fromisoformat(t.replace("Z", "+00:00")) for t in (self.last_started_at, self.last_finished_at))
+        return max((end - start).total_seconds(), 0.0)
 
     @property
     def blocked(self) -> bool:
@@ -65,6 +75,7 @@ class JobState:
         return cls(job=p.get("job") or p["pk"].removeprefix(dm.JOB_PREFIX), team=p.get("team", ""), running=running,
                    holder=p.get(dm.ATTR_HOLDER), last_status=p.get(dm.ATTR_LAST_STATUS),
                    last_execution=p.get(dm.ATTR_LAST_EXECUTION), last_finished_at=p.get(dm.ATTR_LAST_FINISHED_AT),
+                   last_started_at=p.get(dm.ATTR_LAST_STARTED_AT),
                    blocked_by=p.get(dm.ATTR_BLOCKED_BY), acknowledged_by=p.get(dm.ATTR_ACKNOWLEDGED_BY),
                    paused_by=p.get(dm.ATTR_PAUSED_BY),
                    paused_reason=p.get(dm.ATTR_PAUSED_REASON), paused_at=p.get(dm.ATTR_PAUSED_AT))
@@ -197,7 +208,8 @@ class Repository:
             requested_by=given.get("requested_by"), input_json=input_json, started_at=started_at,
             finished_at=finished_at, steps="{}", failed_step=failed_step, error=error, only_if_new=True,
             alert_pending=True)
-        release = items.release_job(job, execution=execution, status=status, finished_at=finished_at)
+        release = items.release_job(job, execution=execution, status=status, started_at=started_at,
+                                    finished_at=finished_at)
         try:
             self.ddb.transact_write_items(TransactItems=[{"Put": record.boto(self.table)},
                                                          {"Update": release.boto(self.table)}])

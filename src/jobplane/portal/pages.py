@@ -14,7 +14,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from jobplane.contract import execution_input
 from jobplane.contract import runner as rc
 from jobplane.contract.statuses import ExecutionStatus
-from jobplane.platform.control import IDEMPOTENCY_KEY_MAX, Invalid, NotFound, check_cursor
+from jobplane.platform.control import (IDEMPOTENCY_KEY_MAX, JOB_SORTS, RECENT_FAILURES, Invalid, NotFound,
+                                      check_cursor)
 from jobplane.portal import charts, logview
 from jobplane.portal.diagram import svg
 from jobplane.portal.views import failure_groups, step_rows
@@ -28,12 +29,15 @@ def _portal(request: Request) -> Any:
 
 
 @router.get("/", response_class=HTMLResponse)
-def jobs_page(request: Request, team: str | None = None, status: str | None = None, q: str | None = None) -> Any:
+def jobs_page(request: Request, team: str | None = None, status: str | None = None, q: str | None = None,
+              sort: str | None = Query(None, max_length=20)) -> Any:
     portal = _portal(request)
-    jobs = portal.control.jobs(team or None, status or None, q or None)
+    sort = sort if sort in JOB_SORTS else None  # a view, not an action: an unknown sort is the default
+    jobs = portal.control.jobs(team or None, status or None, q or None, sort=sort)
     teams = sorted({e.team for e in portal.control.entries.values()})
-    return portal.render(request, "jobs.html", jobs=jobs, teams=teams, statuses=STATUSES,
-                         filters={"team": team or "", "status": status or "", "q": q or ""})
+    return portal.render(request, "jobs.html", jobs=jobs, teams=teams, statuses=STATUSES, sorts=JOB_SORTS,
+                         recent_failures=RECENT_FAILURES,
+                         filters={"team": team or "", "status": status or "", "q": q or "", "sort": sort or ""})
 
 
 @router.get("/jobs/{job}", response_class=HTMLResponse)
