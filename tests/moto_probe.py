@@ -52,6 +52,16 @@ def ecs_task(aws, argv: list[str], retry: dict | None = None) -> dict:
     return run_machine(aws.client("stepfunctions"), {"StartAt": "t", "States": {"t": task}})
 
 
+def count_parses() -> list[int]:
+    """Count moto's ASL parses from now on (one entry per AmazonStateLanguageParser.parse call)."""
+    from moto.stepfunctions.parser.asl.parse import asl_parser
+
+    calls: list[int] = []
+    original = asl_parser.AmazonStateLanguageParser.parse
+    asl_parser.AmazonStateLanguageParser.parse = staticmethod(lambda d, *a, **k: (calls.append(1), original(d, *a, **k))[1])
+    return calls
+
+
 def scenario(name: str, fixed: bool) -> dict:
     from jobplane.platform.local import moto_fixes
 
@@ -155,11 +165,7 @@ def scenario(name: str, fixed: bool) -> dict:
         return with_engine(fixes, body)
 
     if name == "parse_once":
-        from moto.stepfunctions.parser.asl.parse import asl_parser
-
-        calls = []
-        original = asl_parser.AmazonStateLanguageParser.parse
-        asl_parser.AmazonStateLanguageParser.parse = staticmethod(lambda d, *a, **k: (calls.append(1), original(d, *a, **k))[1])
+        calls = count_parses()
 
         def body(aws):
             sfn = aws.client("stepfunctions")
@@ -175,11 +181,8 @@ def scenario(name: str, fixed: bool) -> dict:
 
     if name == "validate_on_first_run":
         from botocore.exceptions import ClientError
-        from moto.stepfunctions.parser.asl.parse import asl_parser
 
-        calls = []
-        original = asl_parser.AmazonStateLanguageParser.parse
-        asl_parser.AmazonStateLanguageParser.parse = staticmethod(lambda d, *a, **k: (calls.append(1), original(d, *a, **k))[1])
+        calls = count_parses()
 
         def body(aws):
             sfn = aws.client("stepfunctions")
