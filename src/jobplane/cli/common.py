@@ -105,9 +105,10 @@ class Target:
         return f"{self.portal_url}/executions/{quote(execution, safe='')}" if self.portal_url else ""
 
 
-def aws_target(deployment_file: Path) -> Target:
+def aws_target(deployment_file: Path, identify: bool = True) -> Target:
     """A deployment from the compiled root's ``jobplane`` output; the actor is the caller's AWS
-    identity (what CloudTrail also records for the calls)."""
+    identity (what CloudTrail also records for the calls). ``identify`` False: a command that
+    only reads acts as nobody, and skips the STS call that would name the caller."""
     import json
 
     from jobplane.platform.control import ControlPlane, Deployment
@@ -123,7 +124,7 @@ def aws_target(deployment_file: Path) -> Target:
         raise click.ClickException(f"{deployment_file}: not the `jobplane` output of terraform/jobs "
                                    f"(`terraform output -json > {deployment_file.name}`): {e!r}") from None
     try:
-        actor = deployment.client("sts").get_caller_identity()["Arn"]
+        actor = deployment.client("sts").get_caller_identity()["Arn"] if identify else ""
         control = ControlPlane(deployment)
     except Exception as e:  # noqa: BLE001 - credentials, network, a missing catalog: say which
         raise click.ClickException(f"cannot reach the platform of {deployment_file}: {e}") from None

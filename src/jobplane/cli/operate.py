@@ -10,7 +10,7 @@ import sys
 import time
 from datetime import timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import click
 
@@ -85,16 +85,9 @@ def status(obj: Any, data_dir: Path | None, deployment: Path | None, as_json: bo
     """Jobs: last status, running executions, next fire time (of `jobplane dev`, or with
     --deployment on AWS). While `jobplane dev` is not running, its last saved state (no next
     fires: nothing fires)."""
-    from jobplane.devserver.runtime import DevError, control_for
-
-    if deployment is not None:
-        control = aws_target(deployment).control
-    else:
-        try:
-            control = control_for(resolve_data_dir(obj, data_dir))
-        except DevError as e:
-            _offline_status(resolve_data_dir(obj, data_dir), e, as_json)
-            return
+    control = _reader(obj, data_dir, deployment, lambda where, why: _offline_status(where, why, as_json))
+    if control is None:
+        return
     jobs = control.jobs(fires=1)
     if as_json:
         click.echo(json.dumps([{"job": j.name, "team": j.team, "last_status": j.state.last_status if j.state else None,
@@ -130,16 +123,9 @@ def logs(obj: Any, execution: str, step: str | None, data_dir: Path | None, depl
     """Print the step logs of EXECUTION (every attempt, in the order they ran), read from
     CloudWatch Logs (of `jobplane dev`, or with --deployment on AWS); while `jobplane dev` is
     stopped, from its cache in the data directory."""
-    from jobplane.devserver.runtime import DevError, control_for
-
-    if deployment is not None:
-        control = aws_target(deployment).control
-    else:
-        try:
-            control = control_for(resolve_data_dir(obj, data_dir))
-        except DevError as e:
-            _offline_logs(resolve_data_dir(obj, data_dir), execution, step, e)
-            return
+    control = _reader(obj, data_dir, deployment, lambda where, why: _offline_logs(where, execution, step, why))
+    if control is None:
+        return
     try:
         view = control.execution(execution)
     except control_error() as e:
@@ -150,6 +136,22 @@ def logs(obj: Any, execution: str, step: str | None, data_dir: Path | None, depl
         raise click.ClickException(f"no logs for {what} ({view.status}; steps that ran: "
                                    f"{', '.join(sorted({r['step'] for r in view.timeline})) or 'none'})")
     _print_streams(streams)
+
+
+def _reader(obj: Any, data_dir: Path | None, deployment: Path | None,
+            offline: Callable[[Path, Exception], None]) -> Any | None:
+    """The control plane a read-only command asks: the deployment on AWS with --deployment,
+    else the running `jobplane dev`; while that is stopped, ``offline`` answers from its data
+    directory instead, and None is returned."""
+    from jobplane.devserver.runtime import DevError, control_for
+
+    if deployment is not None:
+        return aws_target(deployment, identify=False).control
+    try:
+        return control_for(resolve_data_dir(obj, data_dir))
+    except DevError as e:
+        offline(resolve_data_dir(obj, data_dir), e)
+        return None
 
 
 def _print_streams(streams: list[Any]) -> None:

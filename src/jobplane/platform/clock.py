@@ -15,6 +15,15 @@ def now_iso() -> str:
     return iso_millis(datetime.now(timezone.utc))
 
 
+def parse_iso(value: str) -> datetime:
+    """A timestamp written in that form (or any ISO 8601 with an offset) as an aware datetime."""
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def seconds_between(start: str, end: str) -> float:
+    return (parse_iso(end) - parse_iso(start)).total_seconds()
+
+
 def as_iso(value: object) -> str:
     """A boto3 timestamp (datetime) or an already formatted one, as Step Functions writes it."""
     return iso_millis(value) if isinstance(value, datetime) else str(value)

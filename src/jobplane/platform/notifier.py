@@ -26,6 +26,7 @@ from slack_sdk.webhook import WebhookClient
 
 from jobplane.contract.notifications import NotificationMessage
 from jobplane.contract.statuses import DEFAULT_EVENTS, Event
+from jobplane.platform.clock import seconds_between
 from jobplane.platform.logs import StepLogs, error_excerpt
 from jobplane.platform.timeline import history, timeline
 
@@ -116,10 +117,7 @@ def code_span(text: str) -> str:
 def _duration(start: str | None, end: str | None) -> str:
     if not start or not end:
         return "—"
-    from datetime import datetime
-
-    seconds = int((datetime.fromisoformat(end.replace("Z", "+00:00"))
-                   - datetime.fromisoformat(start.replace("Z", "+00:00"))).total_seconds())
+    seconds = int(seconds_between(start, end))
     hours, rest = divmod(max(seconds, 0), 3600)
     minutes, secs = divmod(rest, 60)
     return f"{hours} h {minutes} min" if hours else f"{minutes} min {secs} s" if minutes else f"{secs} s"

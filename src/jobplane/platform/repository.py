@@ -8,14 +8,13 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from jobplane.contract import datamodel as dm
 from jobplane.contract import execution_input, items
-from jobplane.platform.clock import now_iso
+from jobplane.platform.clock import now_iso, seconds_between
 from jobplane.platform.timeline import attempt_rows
 
 _des, _ser = TypeDeserializer(), TypeSerializer()
@@ -58,8 +57,7 @@ class JobState:
         """Seconds the last run that ended took, when both its times are known."""
         if not (self.last_started_at and self.last_finished_at):
             return None
-        start, end = (datetime.fromisoformat(t.replace("Z", "+00:00")) for t in (self.last_started_at, self.last_finished_at))
-        return max((end - start).total_seconds(), 0.0)
+        return max(seconds_between(self.last_started_at, self.last_finished_at), 0.0)
 
     @property
     def blocked(self) -> bool:

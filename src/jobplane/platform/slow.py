@@ -19,7 +19,7 @@ from typing import Any, Callable
 from jobplane.contract.catalog import CatalogJob
 from jobplane.contract.notifications import NotificationMessage, Outcome, publish
 from jobplane.contract.statuses import Event, ExecutionStatus
-from jobplane.platform.clock import iso_millis
+from jobplane.platform.clock import iso_millis, parse_iso
 from jobplane.platform.control import ControlPlane, NotFound
 
 log = logging.getLogger(__name__)
@@ -29,10 +29,6 @@ Clock = Callable[[], datetime]
 
 def _now() -> datetime:
     return datetime.now(timezone.utc)
-
-
-def _parse(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
 class SlowWatch:
@@ -58,7 +54,7 @@ class SlowWatch:
                     continue
                 if not view.running or not view.started_at:
                     continue
-                took = now - _parse(view.started_at)
+                took = now - parse_iso(view.started_at)
                 expected = timedelta(seconds=entry.expected_duration)
                 if took <= expected or not self.control.repo.mark_slow(name, int((now + timedelta(days=7)).timestamp())):
                     continue

@@ -11,6 +11,7 @@ from datetime import datetime
 from html import escape
 from typing import Any, Iterable
 
+from jobplane.platform.clock import parse_iso
 from jobplane.portal.views import seconds
 
 COLOURS = {"succeeded": "#16a34a", "SUCCEEDED": "#16a34a", "failed": "#dc2626", "FAILED": "#dc2626",
@@ -23,9 +24,7 @@ LABEL = 170
 
 
 def _t(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return parse_iso(value) if value else None
 
 
 def _svg(height: int, label: str, body: Iterable[str]) -> str:

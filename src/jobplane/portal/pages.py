@@ -35,7 +35,7 @@ def jobs_page(request: Request, team: str | None = None, status: str | None = No
     sort = sort if sort in JOB_SORTS else None  # a view, not an action: an unknown sort is the default
     jobs = portal.control.jobs(team or None, status or None, q or None, sort=sort)
     teams = sorted({e.team for e in portal.control.entries.values()})
-    return portal.render(request, "jobs.html", jobs=jobs, teams=teams, statuses=STATUSES, sorts=JOB_SORTS,
+    return portal.render(request, "jobs.html", jobs=jobs, teams=teams, statuses=STATUSES,
                          recent_failures=RECENT_FAILURES,
                          filters={"team": team or "", "status": status or "", "q": q or "", "sort": sort or ""})
 

@@ -11,6 +11,7 @@ from cron_descriptor import Options, get_description
 
 from jobplane.contract.catalog import StepRetry
 from jobplane.contract.schedule import AtExpression, CronExpression, RateExpression, parse
+from jobplane.platform.clock import parse_iso
 from jobplane.platform.timeline import attempt_rows
 
 
@@ -39,7 +40,7 @@ def schedule_words(expression: str) -> str:
 def duration(start: str | None, end: str | None) -> str:
     if not start or not end:
         return ""
-    seconds = (_dt(end) - _dt(start)).total_seconds()
+    seconds = (parse_iso(end) - parse_iso(start)).total_seconds()
     if seconds < 60:
         return f"{seconds:.1f} s"
     minutes, secs = divmod(int(seconds), 60)
@@ -50,17 +51,13 @@ def duration(start: str | None, end: str | None) -> str:
 
 
 def duration_seconds(start: str | None, end: str | None) -> float | None:
-    return (_dt(end) - _dt(start)).total_seconds() if start and end else None
-
-
-def _dt(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return (parse_iso(end) - parse_iso(start)).total_seconds() if start and end else None
 
 
 def local_time(value: str | datetime | None, zone: str) -> str:
     if not value:
         return ""
-    when = _dt(value) if isinstance(value, str) else value
+    when = parse_iso(value) if isinstance(value, str) else value
     return when.astimezone(ZoneInfo(zone)).strftime("%Y-%m-%d %a %H:%M %Z")
 
 

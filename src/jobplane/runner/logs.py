@@ -61,10 +61,9 @@ class RunFormatter(logging.Formatter):
     def __init__(self, fields: dict[str, Any], secrets: list[str]):
         super().__init__()
         self.fields = fields
-        self.secrets = secrets
         # A secret also appears JSON-escaped inside the serialised line.
-        self._patterns = [re.escape(s) for s in secrets] + [re.escape(json.dumps(s)[1:-1]) for s in secrets]
-        self._secret_re = re.compile("|".join(self._patterns)) if self._patterns else None
+        patterns = [re.escape(s) for s in secrets] + [re.escape(json.dumps(s)[1:-1]) for s in secrets]
+        self._secret_re = re.compile("|".join(patterns)) if patterns else None
 
     def fields_of(self, record: logging.LogRecord) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -101,7 +100,7 @@ def _plain(value: Any) -> Any:
 _RESERVED = frozenset({
     "args", "asctime", "created", "exc_info", "exc_text", "filename", "funcName", "levelname", "levelno", "lineno",
     "message", "module", "msecs", "msg", "name", "pathname", "process", "processName", "relativeCreated",
-    "stack_info", "thread", "threadName", "taskName", "run_fields",
+    "stack_info", "thread", "threadName", "taskName",
 })
 
 

@@ -72,7 +72,7 @@ class LocalAWS:
     status_events: list[tuple[str, str]] = field(default_factory=list)
     _clients: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     _clients_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-    _groups: set[str] = field(default_factory=set, repr=False, compare=False)  # schedule groups known to exist
+    _group_ready: bool = field(default=False, repr=False, compare=False)  # the schedule group exists
     _roles: dict[str, str] = field(default_factory=dict, repr=False, compare=False)  # IAM roles known: name -> ARN
 
     def __enter__(self) -> LocalAWS:
@@ -83,7 +83,7 @@ class LocalAWS:
 
         moto_fixes.apply(*(self.fixes or ()))
         self._clients.clear()  # bound to an endpoint and credentials: this start's
-        self._groups.clear()
+        self._group_ready = False
         self._roles.clear()
         if self.server_port is None:
             for name, value in {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
@@ -310,11 +310,11 @@ class LocalAWS:
 
     def _ensure_schedule_group(self) -> str:
         group = self.prefix
-        if group not in self._groups:  # once per engine, not once per job
+        if not self._group_ready:  # once per engine, not once per job
             scheduler = self.client("scheduler")
             if not any(g["Name"] == group for g in scheduler.list_schedule_groups().get("ScheduleGroups", [])):
                 scheduler.create_schedule_group(Name=group)
-            self._groups.add(group)
+            self._group_ready = True
         return group
 
     def deploy_schedules(self, job: CatalogJob, state_machine_arn: str) -> list[str]:
