@@ -33,17 +33,18 @@ compile: $(STAMP)
 package: $(STAMP)
 	$(BIN)/python scripts/build_lambda.py
 
-## tfcheck: offline terraform validate + ASL lint + checkov, for the compiled jobs (with the base
-## module they use) and for the base module alone; then a real `terraform plan` of the compiled
-## root against tfcheck's stand-in provider (every expression, function and module input
-## evaluated; it reads build/jobplane-lambda.zip). Fails on any checkov finding not fixed or
-## skipped with a reason (inline #checkov:skip in terraform/platform).
+## tfcheck: offline terraform validate + ASL lint + checkov for every compiled root (the base root
+## with the base module it uses, each team's root) and for the base module alone; then a real
+## `terraform plan` of each compiled root against tfcheck's stand-in provider (every expression,
+## function and module input evaluated; the base root reads build/jobplane-lambda.zip). Fails on
+## any checkov finding not fixed or skipped with a reason (inline #checkov:skip in terraform/platform).
 TFCHECK := ../shared/tools/tfcheck
+JOBS_OUT := terraform/jobs
 PLAN_VARS := --var region=us-east-1 --var 'runner_image=123456789012.dkr.ecr.us-east-1.amazonaws.com/app:1' \
 	--var 'subnet_ids=["subnet-0123456789abcdef0"]' --var 'security_group_ids=["sg-0123456789abcdef0"]'
 tfcheck: compile package
 	$(TFCHECK)/setup.sh
-	@set -e; for root in terraform/jobs terraform/platform; do \
+	@set -e; for root in $(JOBS_OUT)/base $(JOBS_OUT)/teams/* terraform/platform; do \
 	  echo "== tfcheck $$root"; \
 	  out=$$($(TFCHECK)/validate.py --tree terraform $$root) || { echo "$$out"; exit 1; }; \
 	  echo "$$out"; \
@@ -52,8 +53,13 @@ tfcheck: compile package
 	done
 	@set -e; for extra in "" "--var vpc_endpoints={vpc_id=\"vpc-1\",route_table_ids=[\"rtb-1\"]}" \
 	    "--var-file $(CURDIR)/deploy/portal.example.tfvars.json"; do \
-	  echo "== plan terraform/jobs $$extra"; \
-	  out=$$($(TFCHECK)/plan.py --tree terraform $(PLAN_VARS) $$extra terraform/jobs) || { echo "$$out"; exit 1; }; \
+	  echo "== plan $(JOBS_OUT)/base $$extra"; \
+	  out=$$($(TFCHECK)/plan.py --tree terraform $(PLAN_VARS) $$extra $(JOBS_OUT)/base) || { echo "$$out"; exit 1; }; \
+	  echo "$$out" | tail -n 1; \
+	done
+	@set -e; for root in $(JOBS_OUT)/teams/*; do \
+	  echo "== plan $$root"; \
+	  out=$$($(TFCHECK)/plan.py --tree terraform --var region=us-east-1 $$root) || { echo "$$out"; exit 1; }; \
 	  echo "$$out" | tail -n 1; \
 	done
 

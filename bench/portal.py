@@ -33,6 +33,8 @@ from compile import definition  # noqa: E402  (the same generated jobs as the co
 
 from jobplane.compiler.output import compile_all, write_output  # noqa: E402
 from jobplane.contract import datamodel as dm  # noqa: E402
+from jobplane.contract.bindings import asl_of  # noqa: E402
+from jobplane.contract.catalog import Catalog  # noqa: E402
 from jobplane.platform.clock import iso_millis  # noqa: E402
 from jobplane.contract.config import load_config  # noqa: E402
 from jobplane.platform.control import ControlPlane, Deployment  # noqa: E402
@@ -136,19 +138,19 @@ def main() -> None:
         write_output(compiled, out)
         print(f"compiled {args.jobs} jobs in {time.perf_counter() - t:.1f} s")
         with LocalAWS(server_port=0, log_dir=repo / "logs") as aws:
-            catalog = json.loads((out / "catalog.json").read_text())
+            catalog = json.loads(Catalog.load(out).render())
             # Only the measured job's state machine is deployed (its page draws the deployed ASL):
             # moto validates each definition with its ANTLR parser on create (~1 s per job), and
             # no page here needs the other 999.
             t = time.perf_counter()
             busy_entry = catalog["jobs"][0]
-            aws.deploy(busy_entry["name"], (out / busy_entry["asl"]).read_text())
+            aws.deploy(busy_entry["name"], asl_of((out / busy_entry["asl"]).read_text()))
             print(f"deployed the measured job's state machine in {time.perf_counter() - t:.1f} s")
             t = time.perf_counter()
             busy, execution = seed(aws, catalog, args.executions, rng)
             print(f"wrote {args.executions} execution records in {time.perf_counter() - t:.1f} s")
             deployment = Deployment(table=aws.resources["table_name"], topic_arn=aws.resources["topic_arn"],
-                                    endpoint_url=aws.endpoint_url, catalog_path=out / "catalog.json", log_group=aws.log_group,
+                                    endpoint_url=aws.endpoint_url, catalog_path=out, log_group=aws.log_group,
                                     access_key_id=aws.credentials.access_key_id,
                                     secret_access_key=aws.credentials.secret_access_key)
             app = create_app(PortalSettings.from_config(config, deployment, AuthSettings(mode="dev")),

@@ -47,7 +47,8 @@ def test_a_step_is_limited_by_its_task_size_not_by_the_container() -> None:
     from jobplane.contract.config import load_config
 
     # the per-job task definition of a job with secrets
-    compiled = json.loads(compile_all(load_config(ROOT)).files["month-end-close.tf.json"])
+    files = compile_all(load_config(ROOT)).files
+    compiled = json.loads(files["teams/billing/month-end-close.job.tf.json"])
     c = json.loads(compiled["resource"]["aws_ecs_task_definition"]["month_end_close"]["container_definitions"])[0]
     assert "memory" not in c and c["memoryReservation"] > 0
 
@@ -72,11 +73,11 @@ def test_every_runner_container_writes_the_log_streams_the_readers_read() -> Non
     text = (bm.MODULE / "runner.tf").read_text()
     assert re.search(rf'^\s+name\s+= "{rc.CONTAINER_NAME}"$', text, re.M)
     assert re.search(rf'^\s+awslogs-stream-prefix\s+= "{rc.LOG_STREAM_PREFIX}"$', text, re.M)
-    compiled = json.loads(compile_all(load_config(ROOT)).files["month-end-close.tf.json"])
+    compiled = json.loads(compile_all(load_config(ROOT)).files["teams/billing/month-end-close.job.tf.json"])
     c = json.loads(compiled["resource"]["aws_ecs_task_definition"]["month_end_close"]["container_definitions"])[0]
     assert c["name"] == rc.CONTAINER_NAME
     assert c["logConfiguration"]["options"]["awslogs-stream-prefix"] == rc.LOG_STREAM_PREFIX
-    assert c["logConfiguration"]["options"]["awslogs-group"] == "${module.platform.log_group_name}"
+    assert c["logConfiguration"]["options"]["awslogs-group"] == "${local.platform.log_group_name}"
     outputs = (bm.MODULE / "outputs.tf").read_text()
     assert 'output "log_group_name" { value = aws_cloudwatch_log_group.runner.name }' in outputs
 
@@ -93,18 +94,41 @@ def test_the_slow_run_check_runs_on_a_schedule_with_the_catalog_each_apply_uploa
     fn = bm.resource("aws_lambda_function", "slow")
     assert fn["handler"] == "jobplane.platform.slow.handler"
     env = fn["environment"][0]["variables"]
-    assert env["JOBPLANE_CATALOG"] == "s3://${aws_s3_bucket.catalog.id}/catalog.json"
-    # the compiled root uploads the catalog there, a new version whenever it changes
+    assert env["JOBPLANE_CATALOG"] == "s3://${aws_s3_bucket.catalog.id}/catalog/"
+    # each compiled team root uploads its part there, a new version whenever it changes
     from jobplane.compiler.output import compile_all
     from jobplane.contract.catalog import CATALOG_FILE
     from jobplane.contract.config import load_config
 
     files = compile_all(load_config(ROOT)).files
-    [root] = [json.loads(text) for name, text in files.items()
-              if name.endswith(".tf.json") and "aws_s3_object" in json.loads(text).get("resource", {})]
-    obj = root["resource"]["aws_s3_object"]["catalog"]
-    assert obj["bucket"] == "${module.platform.catalog_bucket}" and obj["key"] == CATALOG_FILE
-    assert obj["source"] == "${path.module}/" + CATALOG_FILE and "filemd5" in obj["source_hash"]
+    uploads = {name: json.loads(text)["resource"]["aws_s3_object"]["catalog"] for name, text in files.items()
+               if name.endswith(".tf.json") and "aws_s3_object" in json.loads(text).get("resource", {})}
+    assert sorted(uploads) == [f"teams/{t}/main.tf.json" for t in ("billing", "growth", "platform")]
+    for name, obj in uploads.items():
+        team = name.split("/")[1]
+        assert obj["bucket"] == "${local.platform.catalog_bucket}" and obj["key"] == f"catalog/{team}.json"
+        assert obj["source"] == "${path.module}/" + CATALOG_FILE and "filemd5" in obj["source_hash"]
+    # and the readers may list and read exactly those objects
+    for role in ("slow", "portal"):
+        statements = {s["sid"]: s for s in bm.module()["data"]["aws_iam_policy_document"][role]["statement"]}
+        assert statements["ReadCatalog"]["resources"] == ["${aws_s3_bucket.catalog.arn}/catalog/*"]
+        assert statements["ListCatalog"]["actions"] == ["s3:ListBucket"]
+        assert statements["ListCatalog"]["condition"][0]["values"] == ["catalog/*"]
+
+
+def test_what_the_base_module_publishes_is_what_the_team_roots_read() -> None:
+    """terraform/platform/published.tf and contract/published.py list the same values; each
+    parameter is named as the compiled team roots look it up."""
+    from jobplane.contract.published import PUBLISHED, parameter_name
+
+    text = (bm.MODULE / "published.tf").read_text()
+    block = text[text.index("published = {"):text.index("\n  }\n")]
+    assert sorted(re.findall(r"^\s+([a-z_]+)\s+=", block, re.M)) == sorted(PUBLISHED)
+    param = bm.resource("aws_ssm_parameter", "published")
+    assert param["for_each"] == "${local.published}" and param["type"] == "String"
+    assert param["name"] == "/${var.name_prefix}/platform/${each.key}"
+    assert param["name"].replace("${var.name_prefix}", bm.PREFIX).replace("${each.key}", "table_arn") == \
+        parameter_name(bm.PREFIX, "table_arn")
 
 
 def test_the_portal_image_and_service_agree_with_the_portal(monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -130,7 +154,7 @@ def test_the_portal_image_and_service_agree_with_the_portal(monkeypatch) -> None
     assert '{ name = "JOBPLANE_AUTH_MODE", value = "alb-oidc" }' in portal
     values = {"JOBPLANE_TABLE": "jobplane", "JOBPLANE_TOPIC_ARN": "arn:aws:sns:us-east-1:123456789012:jobplane-events",
               "JOBPLANE_NAME_PREFIX": "jobplane", "JOBPLANE_ACCOUNT_ID": "123456789012", "AWS_REGION": "us-east-1",
-              "JOBPLANE_CATALOG": "s3://jobplane-catalog-0test/catalog.json", "JOBPLANE_LOG_GROUP": "/jobplane/runner",
+              "JOBPLANE_CATALOG": "s3://jobplane-catalog-0test/catalog/", "JOBPLANE_LOG_GROUP": "/jobplane/runner",
               "JOBPLANE_AUTH_MODE": "alb-oidc",
               "JOBPLANE_ALB_ARN": "arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/app/jobplane-portal/0abc",
               "JOBPLANE_PORTAL_URL": "https://jobs.example.com", "JOBPLANE_ADMINS": "platform@example.com",

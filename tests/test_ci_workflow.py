@@ -32,4 +32,5 @@ def test_what_it_runs_exists_here() -> None:
     for path in ("scripts/build_lambda.py", "src/jobplane/runner/Dockerfile"):
         assert path in text and (ROOT / path).exists()
     assert "jobplane validate" in text and "jobplane plan --against-ref" in text and "jobplane compile" in text
-    assert "terraform -chdir=terraform/jobs apply" in text
+    assert 'terraform -chdir="$root" apply' in text and "jobplane plan --against-ref" in text
+    assert "--roots --image-changed" in text  # options the CLI has: tests/test_compile.py runs them

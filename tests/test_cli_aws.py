@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from jobplane.cli import main
 from jobplane.contract import execution_input
-from jobplane.contract.catalog import CATALOG_FILE
+from jobplane.contract.layout import catalog_parts
 from jobplane.devserver.dev_platform import DevPlatform
 from portal_kit import start_platform
 
@@ -31,20 +31,21 @@ def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevPlatform]:
 
 @pytest.fixture(scope="module")
 def deployment(platform: DevPlatform, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """What `terraform output -json` prints for the compiled root, and the catalog each apply
-    uploads to the base module's bucket."""
+    """What `terraform output -json` prints for the compiled base root, and the catalog parts the
+    team roots upload to the base module's bucket."""
     aws = platform.aws
     s3 = aws.client("s3")
     import base_module as bm
 
     bucket = bm.resolve("${aws_s3_bucket.catalog.id}", {"name_prefix": platform.config.name_prefix})
     s3.create_bucket(Bucket=bucket)
-    s3.put_object(Bucket=bucket, Key=CATALOG_FILE, Body=(platform.output_dir / CATALOG_FILE).read_bytes())
+    for part in catalog_parts(platform.output_dir):  # what each team root's aws_s3_object uploads
+        s3.put_object(Bucket=bucket, Key=f"catalog/{part.parent.name}.json", Body=part.read_bytes())
     out = tmp_path_factory.mktemp("outputs") / "deployment.json"
     out.write_text(json.dumps({"jobplane": {"sensitive": False, "type": ["object", {}], "value": {
         "table": aws.resources["table_name"], "topic_arn": aws.resources["topic_arn"], "region": aws.region,
         "account_id": platform.deployment.account_id, "name_prefix": platform.config.name_prefix,
-        "catalog_uri": f"s3://{bucket}/{CATALOG_FILE}", "log_group": aws.log_group,
+        "catalog_uri": f"s3://{bucket}/catalog/", "log_group": aws.log_group,
         "portal_url": "https://jobs.example.com"}}}))
     return out
 
@@ -206,6 +207,10 @@ def iam_calls(recorded: list[dict[str, Any]]) -> list[Any]:
             if op == "UpdateSchedule":  # the schedule's role is passed again
                 out.append(Call("iam:PassRole", p["Target"]["RoleArn"],
                                 {"iam:PassedToService": "scheduler.amazonaws.com"}, why))
+        elif service == "s3" and op == "ListObjectsV2":
+            # s3:ListBucket on the bucket, with the prefix asked for as s3:prefix
+            # (https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListObjectsV2.html, Permissions)
+            out.append(Call("s3:ListBucket", f"arn:aws:s3:::{p['Bucket']}", {"s3:prefix": p.get("Prefix", "")}, why))
         elif service == "s3":
             out.append(Call("s3:GetObject", f"arn:aws:s3:::{p['Bucket']}/{p['Key']}", {}, why))
             # an SSE-KMS object: https://docs.aws.amazon.com/AmazonS3/latest/userguide/UsingKMSEncryption.html
@@ -226,7 +231,7 @@ def portal_role_allows_every_call(platform: DevPlatform) -> None:
 
     calls = iam_calls(CALLS)
     assert {c.action for c in calls} >= {"states:StartExecution", "states:StopExecution", "scheduler:UpdateSchedule",
-                                        "iam:PassRole", "logs:GetLogEvents", "s3:GetObject", "dynamodb:Query"}
+                                        "iam:PassRole", "logs:GetLogEvents", "s3:GetObject", "s3:ListBucket", "dynamodb:Query"}
     statements = bm.policy_statements("portal", {"name_prefix": platform.config.name_prefix})
     assert denied_calls(statements, calls) == []
     for i, statement in enumerate(statements):

@@ -10,16 +10,26 @@ from typing import Any, Callable
 import pytest
 
 from conftest import ROOT, Repo, minimal_job
-from jobplane.compiler import asl
+from jobplane.compiler import asl, terraform
 from jobplane.contract import bindings
 from jobplane.compiler.model import Job
-from jobplane.compiler.output import compile_all
+from jobplane.compiler.output import compile_all, job_files
 from jobplane.contract.config import load_config
 
 
 @pytest.fixture(scope="module")
 def examples() -> dict[str, str]:
     return compile_all(load_config(ROOT)).files
+
+
+def tf_of(files: dict[str, str], job_name: str) -> dict[str, Any]:
+    """A job's compiled Terraform file."""
+    return json.loads(files[job_files(files)[job_name]])
+
+
+def asl_of(files: dict[str, str], job_name: str) -> str:
+    """A job's ASL, tokens included, from the one copy its Terraform file holds."""
+    return bindings.asl_of(files[job_files(files)[job_name]])
 
 
 def job(**overrides: Any) -> Job:
@@ -141,16 +151,13 @@ def test_policy_is_in_the_claim_condition() -> None:
 def test_output_is_deterministic(examples: dict[str, str]) -> None:
     again = compile_all(load_config(ROOT)).files
     assert again == examples
-    month_end = json.loads(examples["asl/month-end-close.asl.json"])
+    month_end = json.loads(asl_of(examples, "month-end-close"))
     assert month_end["StartAt"] == "Start"
 
 
 def test_terraform_is_scoped_to_each_job(examples: dict[str, str]) -> None:
-    for path, text in examples.items():
-        if not path.endswith(".tf.json") or path == "main.tf.json":
-            continue
-        doc = json.loads(text)
-        job_name = path.removesuffix(".tf.json")
+    for job_name, path in job_files(examples).items():
+        doc = json.loads(examples[path])
         for role, policy in doc["data"]["aws_iam_policy_document"].items():
             for st in policy["statement"]:
                 assert all("*" not in a for a in st["actions"]), (path, role, st)
@@ -164,34 +171,66 @@ def test_terraform_is_scoped_to_each_job(examples: dict[str, str]) -> None:
 
 
 def test_schedules_carry_timezone_retry_and_dead_letter(examples: dict[str, str]) -> None:
-    doc = json.loads(examples["daily-sales-report.tf.json"])
+    doc = tf_of(examples, "daily-sales-report")
     (schedule,) = doc["resource"]["aws_scheduler_schedule"].values()
     assert schedule["schedule_expression"] == "cron(0 2 * * ? *)"
     assert schedule["schedule_expression_timezone"] == "Asia/Tokyo"
     assert schedule["target"]["retry_policy"]["maximum_retry_attempts"] > 0
-    assert schedule["target"]["dead_letter_config"]["arn"] == "${module.platform.scheduler_dlq_arn}"
+    assert schedule["target"]["dead_letter_config"]["arn"] == "${local.platform.scheduler_dlq_arn}"
     sent = json.loads(schedule["target"]["input"])
     assert sent["scheduled_time"] == "<aws.scheduler.scheduled-time>" and sent["trigger"] == "schedule"
-    paused = json.loads(examples["rotate-audit-archives.tf.json"])["resource"]["aws_scheduler_schedule"]
+    paused = tf_of(examples, "rotate-audit-archives")["resource"]["aws_scheduler_schedule"]
     assert [s["state"] for s in paused.values()] == ["DISABLED"]
-    assert "aws_scheduler_schedule" not in json.loads(examples["backfill-search-index.tf.json"])["resource"]
+    assert "aws_scheduler_schedule" not in tf_of(examples, "backfill-search-index")["resource"]
 
 
 def test_user_text_is_never_interpolated_by_terraform(examples: dict[str, str]) -> None:
-    tf = json.loads(examples["weekly-cohort-export.tf.json"])
+    tf = tf_of(examples, "weekly-cohort-export")
     definition = tf["resource"]["aws_sfn_state_machine"]["weekly_cohort_export"]["definition"]
     assert "$${EXPORT_DIR:-/tmp/export}" in definition
-    assert "${local.jobplane.table_name}" in definition
+    assert "${local.platform.table_name}" in definition and "${local.platform.runner_family}" in definition
     assert "<<jobplane:" not in definition
     # Terraform's own unescaping gives back the compiled ASL with the deployment values bound.
     unescaped = definition.replace("$${", "${")
-    expected = bindings.bind(examples["asl/weekly-cohort-export.asl.json"],
-                             {n: "${local.jobplane." + n + "}" for n in bindings.NAMES})
+    job = next(lj.job for lj in compile_all(load_config(ROOT)).jobs if lj.job.name == "weekly-cohort-export")
+    expected = bindings.bind(asl.render(asl.build_definition(job, "jobplane")),
+                             {n: "${" + e + "}" for n, e in bindings.terraform_expressions("weekly_cohort_export", False).items()})
     assert unescaped == expected
 
 
+@pytest.mark.parametrize("text", ["${x}", "$${x}", "$$${x}", "%{if}", "%%{x}", "$", "%", "${", "}${local.platform.table_name}",
+                                  "a$b%c{d}", "<<jobplane>>"])
+def test_the_asl_read_back_from_terraform_is_the_compiled_asl(text: str) -> None:
+    """The job's Terraform file is the one stored copy of its ASL: reading it back gives the exact
+    bytes, whatever template-like text a step's arguments hold."""
+    job = Job.model_validate({"name": "tricky", "team": "billing", "timezone": "UTC", "params": {"p": text},
+                              "steps": [{"name": "s", "python": "m:f", "kwargs": {"k": text}},
+                                        {"name": "t", "shell": ["echo", text]}]})
+    compiled = asl.render(asl.build_definition(job, "jobplane"))
+    doc = json.loads(terraform.render(terraform.job_module(job, compiled, load_config(ROOT))))
+    assert bindings.asl_of(json.dumps(doc)) == compiled
+    with pytest.raises(ValueError, match="not a template"):  # anything else is refused, never guessed
+        bindings.unbind_terraform("${var.region}", bindings.terraform_expressions("tricky", False))
+
+
+def test_each_asl_is_stored_once(examples: dict[str, str]) -> None:
+    for lj in compile_all(load_config(ROOT)).jobs:
+        compiled = asl.render(asl.build_definition(lj.job, "jobplane"))
+        assert asl_of(examples, lj.job.name) == compiled
+    # no other file holds a state machine: no asl/ copies, nothing in the catalogs or root files
+    assert [rel for rel, text in examples.items() if "StartAt" in text] == sorted(job_files(examples).values())
+
+
+def test_the_binding_token_is_refused_in_definitions(repo: Repo) -> None:
+    repo.write("jobs/billing/a.jsonnet", minimal_job("job-a").replace(
+        "jp.python('run', 'examples.noop:run')", "jp.python('run', 'examples.noop:run', kwargs={ t: 'x<<jobplane:table_name>>' })"))
+    result = repo.cli("validate")
+    assert result.exit_code == 2
+    assert "job 'job-a': steps[0].kwargs.t: '<<jobplane:' is reserved" in result.stderr
+
+
 def test_secrets_get_a_task_definition_and_a_scoped_execution_role(examples: dict[str, str]) -> None:
-    doc = json.loads(examples["month-end-close.tf.json"])
+    doc = tf_of(examples, "month-end-close")
     container = json.loads(doc["resource"]["aws_ecs_task_definition"]["month_end_close"]["container_definitions"])[0]
     # a secret given by name: its full ARN is looked up at plan time (a missing secret fails the plan)...
     assert doc["data"]["aws_secretsmanager_secret"] == {
@@ -205,7 +244,11 @@ def test_secrets_get_a_task_definition_and_a_scoped_execution_role(examples: dic
                                  "${data.aws_region.current.region}:${data.aws_caller_identity.current.account_id}:"
                                  "secret:billing/ledger-api-token-??????"]
     # the secret value itself never appears in the state machine
-    assert "LEDGER_API_TOKEN" not in examples["asl/month-end-close.asl.json"]
+    assert "LEDGER_API_TOKEN" not in asl_of(examples, "month-end-close")
+    # its state machine runs its own task definition's family (the latest ACTIVE revision)
+    assert json.loads(asl_of(examples, "month-end-close")).__repr__().count("<<jobplane:task_definition>>") > 0
+    definition = doc["resource"]["aws_sfn_state_machine"]["month_end_close"]["definition"]
+    assert "${aws_ecs_task_definition.month_end_close.family}" in definition and "runner_family" not in definition
 
 
 @pytest.mark.parametrize("value, accepted", [
@@ -234,7 +277,7 @@ def test_a_secret_is_a_name_or_a_full_arn(value: str, accepted: bool) -> None:
 
 
 def test_catalog_describes_jobs_for_the_portal(examples: dict[str, str]) -> None:
-    catalog = json.loads(examples["catalog.json"])
+    catalog = json.loads(compile_all(load_config(ROOT)).catalog.render())
     jobs = {j["name"]: j for j in catalog["jobs"]}
     assert len(jobs) == 7 and {t["name"] for t in catalog["teams"]} == {"billing", "growth", "platform"}
     close = jobs["month-end-close"]
@@ -243,9 +286,13 @@ def test_catalog_describes_jobs_for_the_portal(examples: dict[str, str]) -> None
     assert close["runbook"]["recovery"].startswith("Fix the cause")
     assert [s["name"] for s in close["steps"][1]["parallel"]] == ["reconcile-card-payments", "reconcile-bank-transfers"]
     assert close["steps"][2]["secrets"] == ["LEDGER_API_TOKEN"]
-    assert close["states"] == len(json.loads(examples["asl/month-end-close.asl.json"])["States"]) + sum(
-        len(b["States"]) for s in json.loads(examples["asl/month-end-close.asl.json"])["States"].values()
-        for b in s.get("Branches", []))
+    definition = json.loads(asl_of(examples, "month-end-close"))
+    assert close["states"] == len(definition["States"]) + sum(
+        len(b["States"]) for s in definition["States"].values() for b in s.get("Branches", []))
+    # each team's root uploads its part, which names only that team; the parts merge into the whole
+    billing = json.loads(examples["teams/billing/catalog.json"])
+    assert [t["name"] for t in billing["teams"]] == ["billing"] and {j["team"] for j in billing["jobs"]} == {"billing"}
+    assert close["asl"] == "teams/billing/month-end-close.job.tf.json" and close["asl"] in examples
     assert jobs["backfill-search-index"]["schedule"] == []
 
 
@@ -258,8 +305,8 @@ def test_compile_replaces_only_its_own_files(repo: Repo) -> None:
     (repo.path / "jobs/billing/b.jsonnet").unlink()
     result = repo.cli("compile")
     assert result.exit_code == 0
-    assert "b.tf.json" not in [p.name for p in repo.out.iterdir()]
-    assert not (repo.out / "asl" / "job-b.asl.json").exists()
+    assert not (repo.out / "teams/billing/job-b.job.tf.json").exists()
+    assert (repo.out / "teams/billing/job-a.job.tf.json").exists()
     assert (repo.out / "terraform.tfvars").read_text() == 'region = "ap-northeast-1"\n'
     assert (repo.out / ".terraform").is_dir()
     assert repo.cli("compile").stdout.startswith("Compiled 1 jobs") and "0 files changed" in repo.cli("compile").stdout
@@ -291,26 +338,82 @@ def test_every_example_parses_with_the_interpreter_that_runs_it(examples: dict[s
     from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 
     local = {n: "arn:aws:states:us-east-1:123456789012:placeholder" for n in bindings.NAMES}
-    for path, text in examples.items():
-        if path.startswith("asl/"):
-            AmazonStateLanguageParser.parse(bindings.bind(text, local))
+    for job_name in job_files(examples):
+        AmazonStateLanguageParser.parse(bindings.bind(asl_of(examples, job_name), local))
 
 
-def test_the_root_keeps_its_state_in_the_configured_s3_bucket(examples: dict[str, str], tmp_path: Path) -> None:
-    from jobplane.compiler.terraform import root_module
+def test_each_root_keeps_its_state_in_the_configured_s3_bucket(examples: dict[str, str], tmp_path: Path) -> None:
+    from jobplane.compiler.terraform import base_root, team_root
     from jobplane.contract.config import ConfigError, load_config
 
-    settings = json.loads(examples["main.tf.json"])["terraform"]
-    assert settings["backend"] == {"s3": {"bucket": "example-jobplane-terraform-state", "key": "jobplane/jobs.tfstate",
-                                          "region": "ap-northeast-1", "encrypt": True, "use_lockfile": True}}
+    s3 = {"bucket": "example-jobplane-terraform-state", "region": "ap-northeast-1", "encrypt": True, "use_lockfile": True}
+    assert json.loads(examples["base/main.tf.json"])["terraform"]["backend"] == {"s3": {**s3, "key": "jobplane/base.tfstate"}}
+    for team in ("billing", "growth", "platform"):
+        backend = json.loads(examples[f"teams/{team}/main.tf.json"])["terraform"]["backend"]
+        assert backend == {"s3": {**s3, "key": f"jobplane/teams/{team}.tfstate"}}
     toml = (ROOT / "jobplane.toml").read_text()
     (tmp_path / "jobplane.toml").write_text(toml.replace('bucket = "example-jobplane-terraform-state"',
                                                          'bucket = "Not A Bucket"'))
     with pytest.raises(ConfigError, match=r"\[terraform\] bucket"):
         load_config(tmp_path)
+    for bad in ('"jobplane/teams.tfstate"', '"jobplane/{team}/{team}.tfstate"', '"jobplane/{team}-{x}.tfstate"'):
+        (tmp_path / "jobplane.toml").write_text(toml.replace('"jobplane/teams/{team}.tfstate"', bad))
+        with pytest.raises(ConfigError, match=r"team_key must hold \{team\} once"):
+            load_config(tmp_path)
     start = toml.index("[terraform]")
     (tmp_path / "jobplane.toml").write_text(toml[:start] + toml[toml.index("[dev]"):])
-    assert "backend" not in root_module(load_config(tmp_path))["terraform"]
+    assert "backend" not in base_root(load_config(tmp_path))["terraform"]
+    assert "backend" not in team_root(load_config(tmp_path), "billing")["terraform"]
+
+
+def test_the_base_and_each_team_are_separate_roots(examples: dict[str, str]) -> None:
+    """The base module in its own root; each team's jobs in one root per team, which reads what
+    the base publishes (never its state) and uploads its part of the catalog."""
+    from jobplane.contract.published import PUBLISHED
+
+    assert compile_all(load_config(ROOT)).roots == ["base", "teams/billing", "teams/growth", "teams/platform"]
+    base = json.loads(examples["base/main.tf.json"])
+    assert base["module"]["platform"]["source"] == "../../platform"  # jobplane.toml's ../platform, one level deeper
+    assert "resource" not in base and "aws_sfn_state_machine" not in examples["base/main.tf.json"]
+    for team in ("billing", "growth", "platform"):
+        root = json.loads(examples[f"teams/{team}/main.tf.json"])
+        assert "module" not in root and "terraform_remote_state" not in json.dumps(root)
+        lookup = root["data"]["aws_ssm_parameter"]["platform"]
+        assert lookup["name"] == "/jobplane/platform/${each.key}" and json.loads(lookup["for_each"][len("${toset("):-2]) == list(PUBLISHED)
+        assert root["resource"]["aws_s3_object"]["catalog"]["key"] == f"catalog/{team}.json"
+        assert set(root["variable"]) == {"region"}
+    for job_name, path in job_files(examples).items():
+        team = path.split("/")[1]
+        assert json.loads(examples[f"teams/{team}/catalog.json"])["jobs"][0]["team"] == team
+        assert "module.platform" not in examples[path] and "var.runner_image" not in examples[path]
+
+
+def test_a_change_to_one_job_touches_only_its_teams_root(repo: Repo) -> None:
+    def growth(policy: str = "SKIP_IF_RUNNING") -> str:
+        return minimal_job("job-b", policy).replace("team: 'billing'", "team: 'growth'")
+
+    repo.write("jobs/billing/a.jsonnet", minimal_job("job-a").replace(
+        "steps: [", "steps: [{ name: 's', python: 'm:f', secrets: { T: jp.secret('x') } },"))
+    repo.write("jobs/growth/b.jsonnet", growth())
+    assert repo.cli("compile").exit_code == 0
+    assert repo.cli("plan", "--roots").stdout == ""
+    # a new runner image reaches the base and the roots with task definitions of their own (job-a's)
+    assert repo.cli("plan", "--roots", "--image-changed").stdout == "terraform/jobs/base\nterraform/jobs/teams/billing\n"
+    repo.write("jobs/growth/b.jsonnet", growth("ALWAYS_RUN"))
+    result = repo.cli("plan", "--roots", "--exit-code")
+    assert (result.exit_code, result.stdout) == (2, "terraform/jobs/teams/growth\n")
+    words = repo.cli("plan").stdout
+    assert "~ job-b" in words and "Terraform roots to plan and apply, in this order: teams/growth" in words
+    # moving a job to another team touches both teams' roots
+    repo.write("jobs/growth/b.jsonnet", minimal_job("job-b"))
+    assert repo.cli("plan", "--roots").stdout == "terraform/jobs/teams/billing\nterraform/jobs/teams/growth\n"
+
+
+def test_a_team_name_must_be_a_directory_name(repo: Repo) -> None:
+    toml = (repo.path / "jobplane.toml").read_text()
+    (repo.path / "jobplane.toml").write_text(toml.replace("[teams.billing]", '[teams."../billing"]'))
+    result = repo.cli("validate")
+    assert result.exit_code != 0 and "a team name is 1-40 lower-case letters" in (result.stderr + result.stdout)
 
 
 def test_the_reserved_names_are_the_base_modules_own() -> None:
@@ -344,7 +447,8 @@ def test_overrides_that_cannot_fit_ecs_are_refused_at_validation(tmp_path: Path)
     # with a third of that, it fits; the catalog says how much room runs have for their params
     repo.write("jobs/billing/bulky.jsonnet", minimal_job("bulky").replace("steps: [", f"params: {{ a: '{big}' }},\n  steps: ["))
     assert repo.cli("compile").exit_code == 0
-    entry = next(j for j in json.loads((repo.path / "terraform/jobs/catalog.json").read_text())["jobs"] if j["name"] == "bulky")
+    entry = next(j for j in json.loads((repo.path / "terraform/jobs/teams/billing/catalog.json").read_text())["jobs"]
+                 if j["name"] == "bulky")
     assert 3000 < entry["params_budget"] < 8192
 
 

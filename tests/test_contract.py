@@ -22,7 +22,8 @@ from conftest import ROOT
 from jobplane.compiler import asl
 from jobplane.compiler.model import Job
 from jobplane.compiler.output import compile_all
-from jobplane.contract import items
+from jobplane.contract import items, layout
+from jobplane.contract.bindings import asl_of
 from jobplane.contract import states as sn
 from jobplane.contract.config import load_config
 from jobplane.contract.statuses import ExecutionStatus, SkipReason
@@ -92,7 +93,8 @@ def assert_classified(job: Job, definition: dict[str, Any]) -> None:
 
 def _compiled_repo(root: Path) -> list[tuple[Job, dict[str, Any]]]:
     compiled = compile_all(load_config(root))
-    return [(lj.job, json.loads(compiled.files[f"asl/{lj.job.name}.asl.json"])) for lj in compiled.jobs]
+    return [(lj.job, json.loads(asl_of(compiled.files[layout.job_file(lj.job.team, lj.job.name)])))
+            for lj in compiled.jobs]
 
 
 def test_every_state_of_every_example_classifies(tmp_path: Path) -> None:

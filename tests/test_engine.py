@@ -367,18 +367,23 @@ def test_a_stale_claim_does_not_block_the_next_run(aws: LocalAWS, tmp_path: Path
 
 
 def test_compiled_output_deploys_byte_identical_with_its_schedules(aws: LocalAWS, tmp_path: Path) -> None:
+    from jobplane.compiler import asl
+    from jobplane.compiler.output import compile_all, job_files, write_output
     from jobplane.contract.bindings import bind
-    from jobplane.compiler.output import compile_all, write_output
     from jobplane.contract.config import load_config
 
     out = tmp_path / "compiled"
-    write_output(compile_all(load_config(HERE.parent)), out)
+    compiled = compile_all(load_config(HERE.parent))
+    write_output(compiled, out)
     names = aws.deploy_output(out)
     assert len(names) == 7
     sfn, scheduler = aws.client("stepfunctions"), aws.client("scheduler")
+    rendered = {lj.job.name: asl.render(asl.build_definition(lj.job, aws.prefix)) for lj in compiled.jobs}
     for name in names:
         deployed = sfn.describe_state_machine(stateMachineArn=aws.state_machines[name])["definition"]
-        assert deployed == bind((out / "asl" / f"{name}.asl.json").read_text(), aws.bindings())
+        # the compiler's bytes, read back from the job's Terraform file, bound to the local resources
+        assert deployed == bind(rendered[name], aws.bindings())
+        assert (out / job_files(compiled.files)[name]).is_file()
     daily = scheduler.get_schedule(Name="jobplane-daily-sales-report", GroupName=aws.prefix)
     assert daily["ScheduleExpression"] == "cron(0 2 * * ? *)" and daily["ScheduleExpressionTimezone"] == "Asia/Tokyo"
     assert json.loads(daily["Target"]["Input"])["scheduled_time"] == "<aws.scheduler.scheduled-time>"
@@ -558,7 +563,7 @@ def test_step_output_goes_to_cloudwatch_logs_as_the_awslogs_driver_writes_it(aws
     job2 = f"job-{uuid.uuid4().hex[:10]}"
     aws.deploy(job2, asl.compile_job(Job.model_validate({
         "name": job2, "team": "billing", "timezone": "UTC", "steps": [{"name": "work", "python": BEHAVE}]}),
-        aws.prefix), task_definition_arn=broken)
+        aws.prefix), task_definition=broken)
     arn = aws.start(job2, fire({"mode": "ok"}))
     sfn = aws.client("stepfunctions")
     from jobplane.platform.timeline import history, timeline

@@ -20,26 +20,35 @@ import pytest
 from conftest import ROOT
 from iam_policy import Call, allowed, denied_calls
 
-from jobplane.compiler.output import compile_all
+from jobplane.compiler.output import compile_all, job_files
 from jobplane.contract.config import load_config
 
 PARTITION, REGION, ACCOUNT = "aws", "us-east-1", "123456789012"
 PREFIX = "jobplane"
-MODULE = {  # the base module's outputs, as ARNs of the names terraform/platform gives them
+PUBLISHED = {  # what the base module publishes (terraform/platform/published.tf), as AWS would name it
+    "table_name": PREFIX,
     "table_arn": f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{PREFIX}",
     "topic_arn": f"arn:aws:sns:{REGION}:{ACCOUNT}:{PREFIX}-events",
     "cluster_arn": f"arn:aws:ecs:{REGION}:{ACCOUNT}:cluster/{PREFIX}",
     "cluster_name": PREFIX,
-    "runner_task_definition_arn": f"arn:aws:ecs:{REGION}:{ACCOUNT}:task-definition/{PREFIX}-runner:7",
+    "runner_family": f"{PREFIX}-runner",
+    "runner_image": f"{ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com/{PREFIX}-runner:1",
     "runner_task_role_arn": f"arn:aws:iam::{ACCOUNT}:role/{PREFIX}-runner-task",
     "runner_execution_role_arn": f"arn:aws:iam::{ACCOUNT}:role/{PREFIX}-runner-exec",
     "runner_repository_arn": f"arn:aws:ecr:{REGION}:{ACCOUNT}:repository/{PREFIX}-runner",
+    "runner_logging_policy_arn": f"arn:aws:iam::{ACCOUNT}:policy/{PREFIX}-runner-logging",
+    "log_group_name": f"/{PREFIX}/runner",
+    "sfn_log_group_arn": f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:/aws/vendedlogs/states/{PREFIX}",
+    "sfn_observability_policy_arn": f"arn:aws:iam::{ACCOUNT}:policy/{PREFIX}-workflow-observability",
+    "schedule_group_name": PREFIX,
     "scheduler_dlq_arn": f"arn:aws:sqs:{REGION}:{ACCOUNT}:{PREFIX}-scheduler-dlq",
     "kms_key_arn": f"arn:aws:kms:{REGION}:{ACCOUNT}:key/0000aaaa-bbbb-cccc-dddd-eeeeffff0000",
+    "catalog_bucket": f"{PREFIX}-catalog-20260101",
+    "subnets": "subnet-1",
+    "security_groups": "sg-1",
 }
-LOCALS = {"table_name": PREFIX, "topic_arn": MODULE["topic_arn"], "cluster_arn": MODULE["cluster_arn"],
-          "task_definition_arn": MODULE["runner_task_definition_arn"], "subnets": "subnet-1",
-          "security_groups": "sg-1"}
+MODULE = PUBLISHED  # the names the guards below use
+ACTIVE_REVISION = 7  # the revision ECS resolves a family to (RunTask: "the latest ACTIVE revision")
 
 
 class Resolver:
@@ -56,11 +65,11 @@ class Resolver:
             return REGION
         if ref == "data.aws_caller_identity.current.account_id":
             return ACCOUNT
-        if parts[0] == "module":
-            return MODULE[parts[2]]
-        if parts[0] == "local":
-            return LOCALS[parts[2]]
+        if parts[:2] == ["local", "platform"]:
+            return PUBLISHED[parts[2]]
         resources = self.doc["resource"]
+        if parts[0] == "aws_ecs_task_definition" and parts[2] == "family":
+            return resources["aws_ecs_task_definition"][parts[1]]["family"]
         if parts[0] == "aws_iam_role" and parts[2] == "arn":
             return f"arn:aws:iam::{ACCOUNT}:role/{resources['aws_iam_role'][parts[1]]['name']}"
         if parts[0] == "aws_ecs_task_definition" and parts[2] == "arn":
@@ -128,7 +137,10 @@ def sfn_calls(job_doc: dict[str, Any], r: Resolver, tid: str) -> list[Call]:
                                   {"dynamodb:LeadingKeys": [_pk(key["pk"])]}, why))
         elif resource == "arn:aws:states:::ecs:runTask.sync":
             # https://docs.aws.amazon.com/step-functions/latest/dg/ecs-iam.html (Run a job, .sync)
-            task_def = params["TaskDefinition"]
+            # a family runs its latest ACTIVE revision; IAM sees that revision's ARN
+            family = params["TaskDefinition"]
+            assert ":" not in family, f"{why}: a task definition family, not {family}"
+            task_def = f"arn:aws:ecs:{REGION}:{ACCOUNT}:task-definition/{family}:{ACTIVE_REVISION}"
             task_role, exec_role = _task_roles(job_doc, r, task_def)
             calls += [
                 Call("ecs:RunTask", task_def, {"ecs:cluster": params["Cluster"]}, why),
@@ -153,7 +165,7 @@ def _task_roles(job_doc: dict[str, Any], r: Resolver, task_def_arn: str) -> tupl
     for tdef in job_doc["resource"].get("aws_ecs_task_definition", {}).values():
         if task_def_arn.startswith(f"arn:aws:ecs:{REGION}:{ACCOUNT}:task-definition/{tdef['family']}:"):
             return r.text(tdef["task_role_arn"]), r.text(tdef["execution_role_arn"])
-    assert task_def_arn == MODULE["runner_task_definition_arn"], task_def_arn
+    assert task_def_arn == f"arn:aws:ecs:{REGION}:{ACCOUNT}:task-definition/{PUBLISHED['runner_family']}:{ACTIVE_REVISION}"
     return MODULE["runner_task_role_arn"], MODULE["runner_execution_role_arn"]
 
 
@@ -190,8 +202,7 @@ def execution_role_calls(job_doc: dict[str, Any], r: Resolver) -> list[Call]:
 
 def _compiled(root: Path) -> dict[str, dict[str, Any]]:
     files = compile_all(load_config(root)).files
-    return {rel[:-len(".tf.json")]: json.loads(text) for rel, text in files.items()
-            if rel.endswith(".tf.json") and rel != "main.tf.json"}
+    return {job: json.loads(files[rel]) for job, rel in job_files(files).items()}
 
 
 JOBS = _compiled(ROOT)

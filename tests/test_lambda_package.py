@@ -72,7 +72,7 @@ calls = []
 _call = botocore.client.BaseClient._make_api_call
 def _recorded(self, operation, params):
     named = {{k: params[k] for k in ("TableName", "TopicArn", "SecretId", "executionArn", "logGroupName",
-                                    "logStreamName", "Bucket", "Key") if k in params}}
+                                    "logStreamName", "Bucket", "Key", "Prefix") if k in params}}
     if "TransactItems" in params:
         named["TransactItems"] = [[kind, body["TableName"]] for item in params["TransactItems"] for kind, body in item.items()]
     calls.append({{"service": self.meta.service_model.service_name, "operation": operation, "params": named}})
@@ -195,13 +195,13 @@ def test_the_slow_run_handler_announces_a_run_past_its_expected_duration(
         name=name, team="billing", policy=job.policy, timeout=job.timeout, expected_duration=1,
         notify=NotifySettings(events=job.notify.events), steps=[], state_machine=f"{aws.prefix}-{name}",
         asl="", states=0)])
-    # on AWS the check reads the catalog each apply uploads to the base module's bucket
+    # on AWS the check reads the catalog parts the team roots upload to the base module's bucket
     import base_module as bm
 
     bucket = bm.resolve("${aws_s3_bucket.catalog.id}", {})
     s3 = aws.client("s3")
     s3.create_bucket(Bucket=bucket)
-    s3.put_object(Bucket=bucket, Key="catalog.json", Body=catalog.render().encode())
+    s3.put_object(Bucket=bucket, Key="catalog/billing.json", Body=catalog.render().encode())
     arn = aws.start(name, execution_input.manual("ops", overrides={"mode": "sleep", "seconds": 120}))
     try:
         deadline = time.monotonic() + 300  # a hang guard: the run must be claimed and 1 s old
@@ -209,7 +209,7 @@ def test_the_slow_run_handler_announces_a_run_past_its_expected_duration(
             assert time.monotonic() < deadline
             time.sleep(0.1)
         time.sleep(2)  # past its expected duration of 1 s (the step sleeps 120 s)
-        env = lambda_env(aws, JOBPLANE_ACCOUNT_ID="123456789012", JOBPLANE_CATALOG=f"s3://{bucket}/catalog.json")
+        env = lambda_env(aws, JOBPLANE_ACCOUNT_ID="123456789012", JOBPLANE_CATALOG=f"s3://{bucket}/catalog/")
         first = call_handler(lambda_root, "jobplane.platform.slow.handler", {}, env)
         again = call_handler(lambda_root, "jobplane.platform.slow.handler", {}, env)
         assert first["alerted"] == [arn.rsplit(":", 1)[1]] and again["alerted"] == []  # announced once
@@ -262,6 +262,10 @@ def recorded_calls(recorded: list[dict[str, Any]]) -> list[Call]:
             calls.append(Call(f"sns:{op}", params["TopicArn"], {}, why))
         elif service == "secretsmanager":
             calls.append(Call(f"secretsmanager:{op}", params["SecretId"], {}, why))
+        elif service == "s3" and op == "ListObjectsV2":
+            # s3:ListBucket on the bucket, the prefix as s3:prefix
+            # (https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListObjectsV2.html, Permissions)
+            calls.append(Call("s3:ListBucket", f"arn:aws:s3:::{params['Bucket']}", {"s3:prefix": params.get("Prefix", "")}, why))
         elif service == "s3" and op == "GetObject":
             calls.append(Call("s3:GetObject", f"arn:aws:s3:::{params['Bucket']}/{params['Key']}", {}, why))
         elif service == "logs" and op == "GetLogEvents":

@@ -56,7 +56,7 @@ def test_a_symlink_out_of_jobs_is_refused(repo: Repo, tmp_path: Path) -> None:
     result = repo.cli("compile")
     assert result.exit_code == 2
     assert "import 'notes.txt' from jobs/billing/ refused: it leads outside jobs/" in result.output
-    assert SECRET not in result.output and not (repo.path / "terraform" / "jobs" / "catalog.json").exists()
+    assert SECRET not in result.output and not (repo.path / "terraform" / "jobs").exists()
 
 
 def test_imports_inside_jobs_still_work(repo: Repo) -> None:
@@ -66,7 +66,7 @@ def test_imports_inside_jobs_still_work(repo: Repo) -> None:
                + JOB % "description: common.description + ' / ' + importstr 'notes.txt',")
     result = repo.cli("compile")
     assert result.exit_code == 0, result.output
-    catalog = (repo.out / "catalog.json").read_text()
+    catalog = (repo.out / "teams" / "billing" / "catalog.json").read_text()
     assert "shared by billing jobs / Runbook text kept beside the job." in catalog
 
 

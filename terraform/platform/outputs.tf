@@ -1,4 +1,5 @@
-# Consumed by the compiler's root module (terraform/jobs/main.tf.json -> locals.jobplane).
+# Read by the compiled base root (terraform/jobs/base: its output "jobplane"). The team roots read
+# the parameters of published.tf instead, so that they never need this root's state.
 output "table_name" { value = aws_dynamodb_table.jobplane.name }
 output "table_arn" { value = aws_dynamodb_table.jobplane.arn }
 output "topic_arn" { value = aws_sns_topic.events.arn }
@@ -17,4 +18,4 @@ output "scheduler_dlq_arn" { value = aws_sqs_queue.scheduler_dlq.arn }
 output "events_dlq_arn" { value = aws_sqs_queue.events_dlq.arn }
 output "kms_key_arn" { value = aws_kms_key.platform.arn }
 output "catalog_bucket" { value = aws_s3_bucket.catalog.id }
-output "catalog_uri" { value = "s3://${aws_s3_bucket.catalog.id}/catalog.json" }
+output "catalog_uri" { value = "s3://${aws_s3_bucket.catalog.id}/catalog/" }

@@ -190,7 +190,18 @@ data "aws_iam_policy_document" "portal" {
   statement {
     sid       = "ReadCatalog"
     actions   = ["s3:GetObject"]
-    resources = ["${aws_s3_bucket.catalog.arn}/catalog.json"]
+    resources = ["${aws_s3_bucket.catalog.arn}/catalog/*"]
+  }
+  statement {
+    # one object per team root: the reader lists them (ListObjectsV2 needs s3:ListBucket)
+    sid       = "ListCatalog"
+    actions   = ["s3:ListBucket"]
+    resources = [aws_s3_bucket.catalog.arn]
+    condition {
+      test     = "StringLike"
+      variable = "s3:prefix"
+      values   = ["catalog/*"]
+    }
   }
   statement {
     sid       = "ReadStepLogs"
@@ -275,7 +286,7 @@ resource "aws_ecs_task_definition" "portal" {
       { name = "JOBPLANE_NAME_PREFIX", value = var.name_prefix },
       { name = "JOBPLANE_ACCOUNT_ID", value = local.account },
       { name = "AWS_REGION", value = local.region },
-      { name = "JOBPLANE_CATALOG", value = "s3://${aws_s3_bucket.catalog.id}/catalog.json" },
+      { name = "JOBPLANE_CATALOG", value = "s3://${aws_s3_bucket.catalog.id}/catalog/" },
       { name = "JOBPLANE_LOG_GROUP", value = aws_cloudwatch_log_group.runner.name },
       { name = "JOBPLANE_AUTH_MODE", value = "alb-oidc" },
       { name = "JOBPLANE_ALB_ARN", value = aws_lb.portal[0].arn },

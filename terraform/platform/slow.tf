@@ -1,9 +1,10 @@
 # The slow-run check (jobplane.platform.slow.handler) on a schedule, and the compiled catalog it
 # reads: a run still going after its job's expected_duration is announced once (SLOW).
 #
-# The catalog (expected durations, channels, runbooks: terraform/jobs/catalog.json) changes with
-# every job definition, so the compiled root uploads it to this bucket (aws_s3_object.catalog
-# there) and the function reads it at each check; the portal reads the same object.
+# The catalog (expected durations, channels, runbooks) changes with every job definition, so each
+# compiled team root uploads its team's part to this bucket (catalog/<team>.json:
+# aws_s3_object.catalog there) and the function reads every part at each check; the portal reads
+# the same objects.
 
 resource "aws_s3_bucket" "catalog" {
   #checkov:skip=CKV_AWS_18:One small object written by the platform's own CI apply; access logging would add a second bucket for it.
@@ -94,7 +95,18 @@ data "aws_iam_policy_document" "slow" {
   statement {
     sid       = "ReadCatalog"
     actions   = ["s3:GetObject"]
-    resources = ["${aws_s3_bucket.catalog.arn}/catalog.json"]
+    resources = ["${aws_s3_bucket.catalog.arn}/catalog/*"]
+  }
+  statement {
+    # one object per team root: the reader lists them (ListObjectsV2 needs s3:ListBucket)
+    sid       = "ListCatalog"
+    actions   = ["s3:ListBucket"]
+    resources = [aws_s3_bucket.catalog.arn]
+    condition {
+      test     = "StringLike"
+      variable = "s3:prefix"
+      values   = ["catalog/*"]
+    }
   }
   statement {
     # job state (who is running), the SLOW marker written once with a condition, the record
@@ -150,7 +162,7 @@ resource "aws_lambda_function" "slow" {
       JOBPLANE_ACCOUNT_ID  = local.account
       JOBPLANE_TABLE       = aws_dynamodb_table.jobplane.name
       JOBPLANE_TOPIC_ARN   = aws_sns_topic.events.arn
-      JOBPLANE_CATALOG     = "s3://${aws_s3_bucket.catalog.id}/catalog.json"
+      JOBPLANE_CATALOG     = "s3://${aws_s3_bucket.catalog.id}/catalog/"
       JOBPLANE_LOG_GROUP   = aws_cloudwatch_log_group.runner.name
     }
   }

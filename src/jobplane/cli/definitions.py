@@ -37,7 +37,8 @@ def validate(obj: Context) -> None:
               help="Output directory (default: output_dir of jobplane.toml).")
 @click.pass_obj
 def compile_command(obj: Context, out: Path | None) -> None:
-    """Compile jobs/ into Terraform JSON, state machine ASL and the catalog.
+    """Compile jobs/ into Terraform roots: base/ (the base module) and teams/<team>/ (each
+    job's state machine, schedules and roles; the team's catalog).
 
     Writes nothing unless every definition is valid.
     """
@@ -61,11 +62,24 @@ def compile_command(obj: Context, out: Path | None) -> None:
 @click.option("--against-ref", default=None, metavar="REF",
               help="Compare with the definitions at this git ref instead (e.g. origin/main).")
 @click.option("--exit-code", is_flag=True, help="Exit 2 when anything would change (for CI).")
+@click.option("--roots", "roots_only", is_flag=True,
+              help="Print only the Terraform roots the change touches, one path per line, base first (for CI).")
+@click.option("--image-changed", is_flag=True,
+              help="With --roots: the runner image changes too, so add the roots whose task definitions carry "
+                   "it (the base, and teams with jobs that have secrets).")
 @click.pass_obj
-def plan(obj: Context, against_dir: Path | None, against_ref: str | None, exit_code: bool) -> None:
-    """Say in words what compiling now would change: jobs added, removed and changed."""
-    from jobplane.compiler.output import compile_all, read_output
+def plan(obj: Context, against_dir: Path | None, against_ref: str | None, exit_code: bool, roots_only: bool,
+         image_changed: bool) -> None:
+    """Say in words what compiling now would change: jobs added, removed and changed, and which
+    Terraform roots (the base, one per team) that touches."""
+    import posixpath
+
+    from jobplane.compiler.output import changed_roots, compile_all, image_roots, read_output
     from jobplane.compiler.plan import describe_plan, previous_from_ref
+    from jobplane.contract.layout import apply_order
+
+    if image_changed and not roots_only:
+        raise click.UsageError("--image-changed goes with --roots")
 
     try:
         compiled = compile_all(obj.config)
@@ -81,6 +95,13 @@ def plan(obj: Context, against_dir: Path | None, against_ref: str | None, exit_c
             raise click.ClickException(str(e)) from None
     else:
         previous = read_output(against_dir or obj.config.output_path)
+    if roots_only:
+        roots = set(changed_roots(previous, compiled.files)) | (image_roots(compiled.files) if image_changed else set())
+        for root in apply_order(roots):
+            click.echo(posixpath.join(obj.config.output_dir, root))
+        if exit_code and roots:
+            sys.exit(EXIT_INVALID)
+        return
     text, changes = describe_plan(previous, compiled.files, now=datetime.now(timezone.utc))
     click.echo(text)
     if exit_code and changes:

@@ -171,20 +171,22 @@ def _offline_logs(data_dir: Path, execution: str, step: str | None, why: Excepti
 
 
 def _offline_status(data_dir: Path, why: Exception, as_json: bool) -> None:
-    """The jobs' last state as the stopped platform saved it (state.json, compiled/catalog.json)."""
+    """The jobs' last state as the stopped platform saved it (state.json, and the catalog of its
+    compiled/ output)."""
     from jobplane.contract import datamodel as dm
     from jobplane.contract.catalog import Catalog
+    from jobplane.contract.layout import catalog_parts
     from jobplane.devserver.runtime import SNAPSHOT_FILE
     from jobplane.devserver.snapshot import Snapshot
     from jobplane.platform.repository import JobState
 
     snapshot = Snapshot.load(data_dir / SNAPSHOT_FILE)
-    catalog_path = data_dir / "compiled" / "catalog.json"
-    if snapshot is None or not catalog_path.exists():
+    compiled = data_dir / "compiled"
+    if snapshot is None or not catalog_parts(compiled):
         raise click.ClickException(str(why))
     states = {s.job: s for s in (JobState.from_item(i) for i in snapshot.items
                                  if i.get("sk", {}).get("S") == dm.STATE_SK and i.get("pk", {}).get("S", "").startswith(dm.JOB_PREFIX))}
-    jobs = Catalog.load(catalog_path).jobs
+    jobs = Catalog.load(compiled).jobs
     rows = [{"job": j.name, "team": j.team, "last_status": states[j.name].last_status if j.name in states else None,
              "last_finished_at": states[j.name].last_finished_at if j.name in states else None,
              "paused": bool(j.name in states and states[j.name].paused)} for j in jobs]

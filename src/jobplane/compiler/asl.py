@@ -332,7 +332,7 @@ class _Builder:
     def run_task_parameters(self, step: Step, attempt: int) -> dict[str, Any]:
         return {
             "Cluster": token("cluster_arn"),
-            "TaskDefinition": token("task_definition_arn"),
+            "TaskDefinition": token("task_definition"),
             "LaunchType": "FARGATE",
             "Group": f"jobplane:{self.job.name}"[:255],
             "NetworkConfiguration": {"AwsvpcConfiguration": {

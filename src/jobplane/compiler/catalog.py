@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from jobplane.compiler.model import Step
 from jobplane.compiler.validate import LoadedJob
-from jobplane.contract import names
+from jobplane.contract import layout, names
 from jobplane.contract.catalog import CATALOG_VERSION, Catalog, CatalogJob, CatalogStep, CatalogTeam
 from jobplane.contract.config import PlatformConfig
 
@@ -23,7 +23,10 @@ def step_entry(step: Step) -> CatalogStep:
         env=dict(sorted(step.env.items())), secrets=sorted(step.secrets))
 
 
-def build_catalog(jobs: list[LoadedJob], config: PlatformConfig, state_counts: dict[str, int]) -> Catalog:
+def build_catalog(jobs: list[LoadedJob], config: PlatformConfig, state_counts: dict[str, int],
+                  team: str | None = None) -> Catalog:
+    """The catalog of ``jobs``; with ``team``, that team's part (its root uploads it), which
+    names only that team."""
     entries = []
     for lj in jobs:
         job = lj.job
@@ -34,9 +37,9 @@ def build_catalog(jobs: list[LoadedJob], config: PlatformConfig, state_counts: d
             expected_duration=job.expected_duration, notify=job.notify.model_dump(mode="json"), params=job.params,
             steps=[step_entry(s) for s in job.steps],
             state_machine=names.state_machine_name(config.name_prefix, job.name),
-            asl=f"asl/{job.name}.asl.json", states=state_counts[job.name],
+            asl=layout.job_file(job.team, job.name), states=state_counts[job.name],
             params_budget=lj.params_budget))
-    teams = sorted({lj.job.team for lj in jobs} | set(config.teams))
+    teams = [team] if team else sorted({lj.job.team for lj in jobs} | set(config.teams))
     return Catalog(version=CATALOG_VERSION, name_prefix=config.name_prefix,
                    teams=[CatalogTeam(name=t, channel=config.teams[t].channel if t in config.teams else None)
                           for t in teams],

@@ -1,8 +1,9 @@
 """Compile every job and write the output directory all at once, or not at all.
 
-The compiler owns ``*.tf.json``, ``catalog.json`` and ``asl/`` in the output directory. Anything
-else there (``.terraform/``, a lock file, ``terraform.tfvars``) belongs to whoever runs
-Terraform and is left untouched.
+The output holds one Terraform root for the base module and one per team (contract/layout.py).
+The compiler owns ``*.tf.json`` and ``catalog.json`` there (and removes the ``asl/`` copies of
+the single-root layout before it). Anything else (``.terraform/``, lock files,
+``terraform.tfvars``) belongs to whoever runs Terraform and is left untouched.
 """
 
 from __future__ import annotations
@@ -14,12 +15,9 @@ from pathlib import Path
 
 from jobplane.compiler import asl, catalog, terraform
 from jobplane.compiler.validate import LoadedJob, load_jobs
+from jobplane.contract import layout
 from jobplane.contract.catalog import CATALOG_FILE, Catalog
 from jobplane.contract.config import PlatformConfig
-
-ROOT_FILE = "main.tf.json"
-ASL_DIR = "asl"
-
 
 @dataclass(frozen=True)
 class CompiledOutput:
@@ -30,25 +28,65 @@ class CompiledOutput:
 
     @property
     def catalog(self) -> Catalog:
-        return Catalog.model_validate_json(self.files[CATALOG_FILE])
+        """Every team's part, merged (what the readers of a deployment see)."""
+        return Catalog.merge([Catalog.model_validate_json(text) for rel, text in self.files.items()
+                              if rel.endswith("/" + CATALOG_FILE) and layout.root_of(rel)])
+
+    @property
+    def roots(self) -> list[str]:
+        return layout.apply_order({r for r in map(layout.root_of, self.files) if r})
 
 
 def is_generated(relpath: str) -> bool:
-    return relpath.endswith(".tf.json") or relpath == CATALOG_FILE or relpath.split("/")[0] == ASL_DIR
+    """The compiler's files, including those of the single-root layout before per-team roots
+    (main.tf.json, asl/ and catalog.json at the top), so that a compile removes them."""
+    parts = relpath.split("/")
+    return relpath.endswith(".tf.json") or parts[-1] == CATALOG_FILE or layout.ASL_DIR in parts[:-1]
 
 
 def compile_all(config: PlatformConfig, jobs: list[LoadedJob] | None = None) -> CompiledOutput:
     jobs = load_jobs(config) if jobs is None else jobs
-    files: dict[str, str] = {ROOT_FILE: terraform.render(terraform.root_module(config))}
-    counts: dict[str, int] = {}
+    files: dict[str, str] = {f"{layout.BASE_ROOT}/{layout.ROOT_FILE}": terraform.render(terraform.base_root(config))}
+    # every declared team has a root, also without jobs: removing a team's last job then
+    # destroys its resources in that root instead of leaving them in a state nobody plans
+    by_team: dict[str, list[LoadedJob]] = {team: [] for team in config.teams}
     for lj in jobs:
-        definition = asl.build_definition(lj.job, config.name_prefix)
-        counts[lj.job.name] = count_states(definition)
-        asl_text = asl.render(definition)
-        files[f"{ASL_DIR}/{lj.job.name}.asl.json"] = asl_text
-        files[f"{lj.job.name}.tf.json"] = terraform.render(terraform.job_module(lj.job, asl_text, config))
-    files[CATALOG_FILE] = catalog.build_catalog(jobs, config, counts).render()
+        by_team.setdefault(lj.job.team, []).append(lj)
+    for team, team_jobs in sorted(by_team.items()):
+        root = layout.team_root(team)
+        files[f"{root}/{layout.ROOT_FILE}"] = terraform.render(terraform.team_root(config, team))
+        counts: dict[str, int] = {}
+        for lj in team_jobs:
+            definition = asl.build_definition(lj.job, config.name_prefix)
+            counts[lj.job.name] = count_states(definition)
+            files[layout.job_file(team, lj.job.name)] = terraform.render(
+                terraform.job_module(lj.job, asl.render(definition), config))
+        files[f"{root}/{CATALOG_FILE}"] = catalog.build_catalog(team_jobs, config, counts, team=team).render()
     return CompiledOutput(files=dict(sorted(files.items())), jobs=jobs)
+
+
+def job_files(files: dict[str, str]) -> dict[str, str]:
+    """job name -> its Terraform file, for every job of a compiler output."""
+    return {rel.rsplit("/", 1)[1].removesuffix(layout.JOB_SUFFIX): rel for rel in files
+            if rel.endswith(layout.JOB_SUFFIX) and layout.root_of(rel) not in (None, layout.BASE_ROOT)}
+
+
+def image_roots(files: dict[str, str]) -> set[str]:
+    """The roots whose resources carry the runner image: the base (the shared task definition)
+    and the teams with a job that has its own task definition (steps with secrets). A new image
+    is applied there; every other job runs the family's latest revision and needs nothing."""
+    roots = {layout.BASE_ROOT}
+    for rel in job_files(files).values():
+        if '"aws_ecs_task_definition"' in files[rel]:
+            roots.add(layout.root_of(rel) or layout.BASE_ROOT)
+    return roots
+
+
+def changed_roots(old: dict[str, str], new: dict[str, str]) -> list[str]:
+    """The roots whose files differ between two compiles, in apply order. A root that is gone
+    is listed too: its state still holds resources (docs/deploy.md, "Removing a team")."""
+    roots = {layout.root_of(rel) for rel in set(old) | set(new) if old.get(rel) != new.get(rel)}
+    return layout.apply_order({r for r in roots if r})
 
 
 def count_states(definition: dict) -> int:
@@ -94,9 +132,11 @@ def write_output(compiled: CompiledOutput, directory: Path) -> list[str]:
     for rel in changed:
         if rel not in compiled.files:
             (directory / rel).unlink()
-    asl_dir = directory / ASL_DIR
-    if asl_dir.is_dir() and not any(asl_dir.iterdir()):
-        asl_dir.rmdir()
+    for rel in changed:  # directories a removed file leaves empty (an old asl/, a team's root)
+        parent = (directory / rel).parent
+        while parent != directory and parent.is_dir() and not any(parent.iterdir()):
+            parent.rmdir()
+            parent = parent.parent
     return changed
 
 

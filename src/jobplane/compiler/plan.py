@@ -11,8 +11,9 @@ import json
 import subprocess
 import tempfile
 from datetime import datetime
-from jobplane.compiler.output import compile_all
+from jobplane.compiler.output import changed_roots, compile_all, job_files
 from jobplane.compiler.terraform import iam_summary
+from jobplane.contract import layout
 from jobplane.contract.catalog import CATALOG_FILE, Catalog, CatalogJob, CatalogStep
 from jobplane.contract.config import PlatformConfig, load_config
 from jobplane.contract.schedule import RateExpression, next_fire_times, parse
@@ -47,9 +48,18 @@ def previous_from_ref(config: PlatformConfig, ref: str) -> dict[str, str]:
 
 
 def _jobs(files: dict[str, str]) -> dict[str, CatalogJob]:
-    if CATALOG_FILE not in files:
-        return {}
-    return {j.name: j for j in Catalog.model_validate_json(files[CATALOG_FILE]).jobs}
+    """Every job of a compiler output: the teams' catalogs, or the one catalog of an output
+    written before the per-team roots."""
+    parts = [Catalog.model_validate_json(text) for rel, text in files.items()
+             if rel.endswith("/" + CATALOG_FILE) and layout.root_of(rel)]
+    if not parts and CATALOG_FILE in files:
+        parts = [Catalog.model_validate_json(files[CATALOG_FILE])]
+    return {j.name: j for j in Catalog.merge(parts).jobs} if parts else {}
+
+
+def _job_file(files: dict[str, str], job: str) -> str | None:
+    """The job's Terraform file in either layout."""
+    return job_files(files).get(job) or (f"{job}.tf.json" if f"{job}.tf.json" in files else None)
 
 
 def _fires(expressions: list[str], tz: str, now: datetime) -> list[str]:
@@ -101,8 +111,8 @@ def _step_changes(old: CatalogStep, new: CatalogStep) -> list[str]:
 
 
 def _iam(files: dict[str, str], job: str) -> dict[str, list[str]]:
-    path = f"{job}.tf.json"
-    return iam_summary(json.loads(files[path])) if path in files else {}
+    path = _job_file(files, job)
+    return iam_summary(json.loads(files[path])) if path else {}
 
 
 def _notify_words(job: CatalogJob) -> str:
@@ -148,7 +158,7 @@ def describe_job_change(old: CatalogJob, new: CatalogJob, old_files: dict[str, s
     if old.states != new.states:
         lines.append(f"state machine: {old.states} -> {new.states} states")
     if not lines and old_files.get(old.asl) != new_files.get(new.asl):
-        lines.append("state machine definition changed (compiler update)")
+        lines.append("Terraform changed (platform or compiler update)")
     return lines
 
 
@@ -161,7 +171,8 @@ def describe_plan(old_files: dict[str, str], new_files: dict[str, str], now: dat
     changed = []
     for name in sorted(set(old_jobs) & set(new_jobs)):
         lines = describe_job_change(old_jobs[name], new_jobs[name], old_files, new_files, now)
-        if lines or old_files.get(f"{name}.tf.json") != new_files.get(f"{name}.tf.json"):
+        old_tf, new_tf = _job_file(old_files, name), _job_file(new_files, name)
+        if lines or old_files.get(old_tf or "") != new_files.get(new_tf or ""):
             changed.append((name, lines or ["Terraform changed (platform or compiler update)"]))
     for name in added:
         job = new_jobs[name]
@@ -178,10 +189,13 @@ def describe_plan(old_files: dict[str, str], new_files: dict[str, str], now: dat
         out += [f"    {line}" for line in lines]
     for name in removed:
         out.append(f"- {name} (removed: its state machine, schedules and roles will be destroyed; history is kept)")
-    root_changed = old_files.get("main.tf.json") != new_files.get("main.tf.json") and bool(old_files)
-    if root_changed:
-        out.append("~ platform root module (main.tf.json) changed")
-    total = len(added) + len(changed) + len(removed) + int(root_changed)
+    roots = changed_roots(old_files, new_files)
+    base_changed = bool(old_files) and layout.BASE_ROOT in roots
+    if base_changed:
+        out.append(f"~ base root ({layout.BASE_ROOT}/{layout.ROOT_FILE}) changed")
+    total = len(added) + len(changed) + len(removed) + int(base_changed)
+    if roots and total:
+        out += ["", "Terraform roots to plan and apply, in this order: " + ", ".join(roots)]
     if not old_files:
         header = f"No earlier compile to compare with: everything is new. Plan: {len(added)} to add."
     elif total == 0:

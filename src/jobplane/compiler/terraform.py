@@ -1,13 +1,17 @@
-"""Terraform JSON for the compiled jobs: one root module that uses the hand-written base module.
+"""Terraform JSON for the compiled jobs: a base root that uses the hand-written base module, and
+one root per team holding its jobs (contract/layout.py; docs/deploy.md "Terraform roots").
 
 Why JSON and not CDK for Terraform: CDKTF was deprecated upstream in December 2025 and needs
-Node.js; Terraform reads ``*.tf.json`` natively. Each job gets its own file holding its state
-machine, schedules and IAM roles scoped to it (no wildcard actions; resources named).
+Node.js; Terraform reads ``*.tf.json`` natively. Each job gets its own file in its team's root
+holding its state machine, schedules and IAM roles scoped to it (no wildcard actions; resources
+named). That file is the one stored copy of the job's ASL (the state machine's definition, a
+Terraform template); ``contract.bindings.asl_of`` reads the ASL back from it for the local engine and the tests.
 """
 
 from __future__ import annotations
 
 import json
+import posixpath
 from typing import Any
 
 from jobplane.compiler.model import Job
@@ -15,7 +19,8 @@ from jobplane.contract.catalog import CATALOG_FILE
 from jobplane.contract import datamodel as dm
 from jobplane.contract import execution_input, names
 from jobplane.contract import runner as rc
-from jobplane.contract.bindings import NAMES, bind_for_terraform
+from jobplane.contract.bindings import bind_for_terraform, terraform_expressions
+from jobplane.contract.published import PUBLISHED
 from jobplane.contract.config import PlatformConfig
 
 ACCOUNT = "${data.aws_caller_identity.current.account_id}"
@@ -23,37 +28,45 @@ REGION = "${data.aws_region.current.region}"
 PARTITION = "${data.aws_partition.current.partition}"
 
 
-def root_module(config: PlatformConfig) -> dict[str, Any]:
-    """The shared root: variables, provider, the base module and the values the ASL binds to."""
-    module_vars = ["runner_image", "subnet_ids", "security_group_ids", "portal_url",
-                   "slack_webhook_secret_arn", "lambda_package", "lambda_reserved_concurrency", "vpc_endpoints", "portal"]
-    locals_values = {
-        "table_name": "${module.platform.table_name}",
-        "topic_arn": "${module.platform.topic_arn}",
-        "cluster_arn": "${module.platform.cluster_arn}",
-        "task_definition_arn": "${module.platform.runner_task_definition_arn}",
-        "subnets": '${join(",", var.subnet_ids)}',
-        "security_groups": '${join(",", var.security_group_ids)}',
-    }
-    assert set(locals_values) == set(NAMES)
+def _settings(config: PlatformConfig, key: str | None) -> dict[str, Any]:
     settings: dict[str, Any] = {"required_providers": {"aws": {"source": "hashicorp/aws", "version": ">= 6.0"}}}
-    if config.terraform is not None:
+    if config.terraform is not None and key is not None:
         # S3 state with S3's own lock file (Terraform >= 1.10), encrypted at rest:
         # https://developer.hashicorp.com/terraform/language/backend/s3
         backend = config.terraform
-        settings["backend"] = {"s3": {"bucket": backend.bucket, "key": backend.key, "encrypt": True,
+        settings["backend"] = {"s3": {"bucket": backend.bucket, "key": key, "encrypt": True,
                                       "use_lockfile": True, **({"region": backend.region} if backend.region else {})}}
+    return settings
+
+
+_PROVIDER = {"aws": {"region": "${var.region}", "default_tags": {"tags": {"managed-by": "jobplane"}}}}
+_REGION_VAR = {"type": "string", "description": "AWS region of the platform."}
+_IDENTITY = {"aws_caller_identity": {"current": {}}, "aws_region": {"current": {}}, "aws_partition": {"current": {}}}
+
+
+def module_source(config: PlatformConfig) -> str:
+    """The base module's source as seen from ``<output_dir>/base``: a relative path in
+    jobplane.toml is relative to the output directory, one level up from the base root."""
+    source = config.platform_module
+    return posixpath.normpath(posixpath.join("..", source)) if source.startswith(("./", "../")) else source
+
+
+def base_root(config: PlatformConfig) -> dict[str, Any]:
+    """The base root: variables, provider and the base module (which publishes what the team
+    roots read: terraform/platform/published.tf), and the output operators' tools read."""
+    module_vars = ["runner_image", "subnet_ids", "security_group_ids", "portal_url",
+                   "slack_webhook_secret_arn", "lambda_package", "lambda_reserved_concurrency", "vpc_endpoints", "portal"]
     return {
-        "terraform": settings,
+        "terraform": _settings(config, config.terraform.key if config.terraform else None),
         "variable": {
-            "region": {"type": "string", "description": "AWS region of the platform."},
+            "region": _REGION_VAR,
             "runner_image": {"type": "string", "description": "Image with the application and jobplane-runner installed."},
             "subnet_ids": {"type": "list(string)", "description": "Private subnets for the runner's Fargate tasks."},
             "security_group_ids": {"type": "list(string)", "description": "Security groups for the runner's tasks."},
             "portal_url": {"type": "string", "default": "", "description": "Base URL of the portal, for links in alerts."},
             "slack_webhook_secret_arn": {"type": "string", "default": "",
                                          "description": "Secrets Manager ARN of the Slack incoming webhook URL."},
-            "lambda_package": {"type": "string", "default": "../../build/jobplane-lambda.zip",
+            "lambda_package": {"type": "string", "default": "../../../build/jobplane-lambda.zip",
                                "description": "Zip of the notifier/reconciler Lambda, built by the project."},
             "lambda_reserved_concurrency": {"type": "number", "default": None,
                                             "description": "Reserved concurrency per Lambda (null: none)."},
@@ -63,15 +76,12 @@ def root_module(config: PlatformConfig) -> dict[str, Any]:
                        "description": "The portal behind an ALB with OIDC sign-in (the base module's variable "
                                       "'portal'; deploy/portal.example.tfvars.json); null: none."},
         },
-        "provider": {"aws": {"region": "${var.region}",
-                             "default_tags": {"tags": {"managed-by": "jobplane"}}}},
-        "module": {"platform": {"source": config.platform_module, "name_prefix": config.name_prefix,
+        "provider": _PROVIDER,
+        "module": {"platform": {"source": module_source(config), "name_prefix": config.name_prefix,
                                 "team_channels": {t.name: t.channel for t in config.teams.values() if t.channel},
                                 "default_channel": config.default_channel or "",
                                 **{v: "${var." + v + "}" for v in module_vars}}},
-        "data": {"aws_caller_identity": {"current": {}}, "aws_region": {"current": {}},
-                 "aws_partition": {"current": {}}},
-        "locals": {"jobplane": locals_values},
+        "data": {"aws_caller_identity": {"current": {}}},
         # Where operators' tools find the platform: `terraform output -json > deployment.json`,
         # then `jobplane status --deployment deployment.json` (cli/common.py: aws_target).
         "output": {"jobplane": {"description": "The platform's names, for jobplane --deployment", "value": {
@@ -79,11 +89,31 @@ def root_module(config: PlatformConfig) -> dict[str, Any]:
             "region": "${var.region}", "account_id": "${data.aws_caller_identity.current.account_id}",
             "name_prefix": config.name_prefix, "catalog_uri": "${module.platform.catalog_uri}",
             "log_group": "${module.platform.log_group_name}", "portal_url": "${var.portal_url}"}}},
-        # What the slow-run check and the portal read on AWS: the compiler's catalog, uploaded
-        # by each apply (a new version when it changed) to the base module's bucket.
+    }
+
+
+def team_key(config: PlatformConfig, team: str) -> str | None:
+    return config.terraform.team_key.format(team=team) if config.terraform else None
+
+
+def team_root(config: PlatformConfig, team: str) -> dict[str, Any]:
+    """A team's root (its jobs' files sit beside it): what the base module published, read from
+    SSM Parameter Store, and the team's part of the catalog uploaded where the portal and the
+    slow-run check read it. It never reads the base root's state (published.py says why)."""
+    return {
+        "terraform": _settings(config, team_key(config, team)),
+        "variable": {"region": _REGION_VAR},
+        "provider": _PROVIDER,
+        "data": {**_IDENTITY, "aws_ssm_parameter": {"platform": {
+            "for_each": "${toset(" + json.dumps(list(PUBLISHED)) + ")}",
+            "name": "/" + config.name_prefix + "/platform/${each.key}",
+        }}},
+        # insecure_value: these are names and ARNs, and a sensitive value would hide every state
+        # machine definition and policy built from them in the plan a reviewer reads
+        "locals": {"platform": "${{ for k, p in data.aws_ssm_parameter.platform : k => p.insecure_value }}"},
         "resource": {"aws_s3_object": {"catalog": {
-            "bucket": "${module.platform.catalog_bucket}",
-            "key": CATALOG_FILE,
+            "bucket": "${local.platform.catalog_bucket}",
+            "key": f"catalog/{team}.json",
             "source": "${path.module}/" + CATALOG_FILE,
             "source_hash": "${filemd5(\"${path.module}/" + CATALOG_FILE + "\")}",
             "content_type": "application/json",
@@ -133,17 +163,29 @@ def _secret_references(tid: str, secrets: dict[str, str], data: dict[str, Any]) 
     return value_from, sorted(sm_arns), sorted(ssm_arns)
 
 
+def definition_bindings(job: Job) -> dict[str, str]:
+    """The Terraform expression each token of the job's ASL binds to (contract/bindings.py)."""
+    return terraform_expressions(names.tf_id(job.name), own_task_definition=any(s.secrets for s in job.runnable_steps()))
+
+
 def job_module(job: Job, asl_text: str, config: PlatformConfig) -> dict[str, Any]:
+    """The job's resources in its team's root. The state machine's definition holds the one
+    stored copy of its ASL (``asl_of`` reads it back)."""
     prefix = config.name_prefix
     tid = names.tf_id(job.name)
     sm_name = names.state_machine_name(prefix, job.name)
     sm_arn = f"arn:{PARTITION}:states:{REGION}:{ACCOUNT}:stateMachine:{sm_name}"
     secrets = {k: v for s in job.runnable_steps() for k, v in sorted(s.secrets.items())}
     own_task_definition = bool(secrets)
-    task_def_arn = (f"${{aws_ecs_task_definition.{tid}.arn}}" if own_task_definition
-                    else "${module.platform.runner_task_definition_arn}")
+    # The state machine runs a task definition family, whose latest ACTIVE revision ECS picks,
+    # and may run any revision of it ("family:*"): RunTask "If a revision isn't specified, the
+    # latest ACTIVE revision is used ... you must either specify a specific revision, or all
+    # revisions in the ARN" (https://docs.aws.amazon.com/AmazonECS/latest/APIReference/API_RunTask.html).
+    # A new runner image then changes no state machine and no team root.
+    family = definition_bindings(job)["task_definition"]
+    task_def_arn = f"arn:{PARTITION}:ecs:{REGION}:{ACCOUNT}:task-definition/${{{family}}}:*"
     exec_role_arn = (f"${{aws_iam_role.{tid}_exec.arn}}" if own_task_definition
-                     else "${module.platform.runner_execution_role_arn}")
+                     else "${local.platform.runner_execution_role_arn}")
 
     resource: dict[str, dict[str, Any]] = {}
     data: dict[str, dict[str, Any]] = {"aws_iam_policy_document": {}}
@@ -153,18 +195,18 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> dict[str, Any
     docs[f"{tid}_sfn_assume"] = _assume("states.amazonaws.com")
     docs[f"{tid}_sfn"] = {"statement": [
         _statement("RunRunnerTasks", ["ecs:RunTask"], [task_def_arn],
-                   [{"test": "ArnEquals", "variable": "ecs:cluster", "values": ["${module.platform.cluster_arn}"]}]),
+                   [{"test": "ArnEquals", "variable": "ecs:cluster", "values": ["${local.platform.cluster_arn}"]}]),
         _statement("WatchRunnerTasks", ["ecs:DescribeTasks", "ecs:StopTask"],
-                   [f"arn:{PARTITION}:ecs:{REGION}:{ACCOUNT}:task/${{module.platform.cluster_name}}/*"]),
+                   [f"arn:{PARTITION}:ecs:{REGION}:{ACCOUNT}:task/${{local.platform.cluster_name}}/*"]),
         _statement("SyncTaskEvents", ["events:DescribeRule", "events:PutRule", "events:PutTargets"],
                    [f"arn:{PARTITION}:events:{REGION}:{ACCOUNT}:rule/StepFunctionsGetEventsForECSTaskRule"]),
-        _statement("PassRunnerRoles", ["iam:PassRole"], ["${module.platform.runner_task_role_arn}", exec_role_arn],
+        _statement("PassRunnerRoles", ["iam:PassRole"], ["${local.platform.runner_task_role_arn}", exec_role_arn],
                    [{"test": "StringEquals", "variable": "iam:PassedToService", "values": ["ecs-tasks.amazonaws.com"]}]),
         _statement("JobStateAndHistory", ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
-                   ["${module.platform.table_arn}"],
+                   ["${local.platform.table_arn}"],
                    [{"test": "ForAllValues:StringLike", "variable": "dynamodb:LeadingKeys",
                      "values": [dm.job_partition(job.name), f"{dm.EXEC_PREFIX}*"]}]),
-        _statement("PublishOutcome", ["sns:Publish"], ["${module.platform.topic_arn}"]),
+        _statement("PublishOutcome", ["sns:Publish"], ["${local.platform.topic_arn}"]),
     ]}
     if job.policy.skips_if_running:  # only these policies ask whether a claim's holder still runs
         docs[f"{tid}_sfn"]["statement"].append(
@@ -181,14 +223,14 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> dict[str, Any
     }
     attachments: dict[str, Any] = {
         f"{tid}_sfn_observability": {"role": f"${{aws_iam_role.{tid}_sfn.name}}",
-                                     "policy_arn": "${module.platform.sfn_observability_policy_arn}"},
+                                     "policy_arn": "${local.platform.sfn_observability_policy_arn}"},
     }
     resource["aws_sfn_state_machine"] = {tid: {
         "name": sm_name,
         "type": "STANDARD",
         "role_arn": f"${{aws_iam_role.{tid}_sfn.arn}}",
-        "definition": bind_for_terraform(asl_text, task_def_arn if own_task_definition else None),
-        "logging_configuration": {"log_destination": "${module.platform.sfn_log_group_arn}:*",
+        "definition": bind_for_terraform(asl_text, definition_bindings(job)),
+        "logging_configuration": {"log_destination": "${local.platform.sfn_log_group_arn}:*",
                                   "include_execution_data": True, "level": "ERROR"},
         "tracing_configuration": {"enabled": True},
         "tags": {"jobplane:job": job.name, "jobplane:team": job.team},
@@ -199,12 +241,12 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> dict[str, Any
         docs[f"{tid}_scheduler_assume"] = _assume("scheduler.amazonaws.com")
         docs[f"{tid}_scheduler"] = {"statement": [
             _statement("StartJob", ["states:StartExecution"], [sm_arn]),
-            _statement("DeadLetter", ["sqs:SendMessage"], ["${module.platform.scheduler_dlq_arn}"]),
+            _statement("DeadLetter", ["sqs:SendMessage"], ["${local.platform.scheduler_dlq_arn}"]),
             # The schedule is KMS-encrypted (Decrypt), and a dead letter goes to a KMS-encrypted
             # queue, whose sender needs GenerateDataKey and Decrypt:
             # https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-key-management.html
             _statement("ScheduleAndDeadLetterKeys", ["kms:Decrypt", "kms:GenerateDataKey"],
-                       ["${module.platform.kms_key_arn}"]),
+                       ["${local.platform.kms_key_arn}"]),
         ]}
         roles[f"{tid}_scheduler"] = {"name": names.scheduler_role_name(prefix, job.name),
                                      "description": f"EventBridge Scheduler role of jobplane job {job.name}",
@@ -216,19 +258,19 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> dict[str, Any
         for i, expr in enumerate(job.schedule):
             schedules[tid if i == 0 else f"{tid}_{i + 1}"] = {
                 "name": names.schedule_name(prefix, job.name, i),
-                "group_name": "${module.platform.schedule_group_name}",
+                "group_name": "${local.platform.schedule_group_name}",
                 "description": f"{job.name} ({job.team})",
                 "schedule_expression": expr,
                 "schedule_expression_timezone": job.timezone,
                 "state": "ENABLED" if job.enabled else "DISABLED",
                 "flexible_time_window": {"mode": "OFF"},
-                "kms_key_arn": "${module.platform.kms_key_arn}",
+                "kms_key_arn": "${local.platform.kms_key_arn}",
                 "target": {
                     "arn": f"${{aws_sfn_state_machine.{tid}.arn}}",
                     "role_arn": f"${{aws_iam_role.{tid}_scheduler.arn}}",
                     "input": schedule_input,
                     "retry_policy": {"maximum_event_age_in_seconds": 3600, "maximum_retry_attempts": 10},
-                    "dead_letter_config": {"arn": "${module.platform.scheduler_dlq_arn}"},
+                    "dead_letter_config": {"arn": "${local.platform.scheduler_dlq_arn}"},
                 },
             }
         resource["aws_scheduler_schedule"] = schedules
@@ -239,7 +281,7 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> dict[str, Any
         value_from, sm_arns, ssm_arns = _secret_references(tid, secrets, data)
         statements = [_statement("PullImageAndLog",
                                  ["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
-                                 ["${module.platform.runner_repository_arn}"]),
+                                 ["${local.platform.runner_repository_arn}"]),
                       _statement("ReadJobSecrets", ["secretsmanager:GetSecretValue"], sm_arns) if sm_arns else None,
                       _statement("ReadJobParameters", ["ssm:GetParameters"], ssm_arns) if ssm_arns else None]
         docs[f"{tid}_exec"] = {"statement": [s for s in statements if s]}
@@ -249,10 +291,10 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> dict[str, Any
         role_policies[f"{tid}_exec"] = {"name": "secrets", "role": f"${{aws_iam_role.{tid}_exec.id}}",
                                         "policy": f"${{data.aws_iam_policy_document.{tid}_exec.json}}"}
         attachments[f"{tid}_exec_logs"] = {"role": f"${{aws_iam_role.{tid}_exec.name}}",
-                                           "policy_arn": "${module.platform.runner_logging_policy_arn}"}
+                                           "policy_arn": "${local.platform.runner_logging_policy_arn}"}
         container = [{
             "name": rc.CONTAINER_NAME,
-            "image": "${var.runner_image}",
+            "image": "${local.platform.runner_image}",
             "essential": True,
             "memoryReservation": 128,  # soft: the step's task-level Memory is its limit (runner.tf)
             "readonlyRootFilesystem": True,
@@ -261,7 +303,7 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> dict[str, Any
             # the runner never prints these variables' values (runner/logs.py)
             "environment": [{"name": "JOBPLANE_SECRET_NAMES", "value": ",".join(sorted(secrets))}],
             "logConfiguration": {"logDriver": "awslogs", "options": {
-                "awslogs-group": "${module.platform.log_group_name}",
+                "awslogs-group": "${local.platform.log_group_name}",
                 "awslogs-region": REGION,
                 # the readers find a task's stream by its id alone (contract/runner.py: log_stream)
                 "awslogs-stream-prefix": rc.LOG_STREAM_PREFIX}},
@@ -273,7 +315,7 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> dict[str, Any
             "cpu": "256",
             "memory": "512",
             "execution_role_arn": exec_role_arn,
-            "task_role_arn": "${module.platform.runner_task_role_arn}",
+            "task_role_arn": "${local.platform.runner_task_role_arn}",
             "volume": [{"name": "tmp"}],
             "container_definitions": json.dumps(container, sort_keys=True),
         }}
@@ -301,4 +343,5 @@ def iam_summary(job_doc: dict[str, Any]) -> dict[str, list[str]]:
                     lines.append(f"{action} on {res}")
         out[name] = sorted(lines)
     return out
+
 

@@ -22,7 +22,7 @@ from jobplane.compiler.model import (NAME_RE, Job, did_you_mean, duplicate_step_
 from jobplane.compiler.problems import DefinitionError, Problem, rel
 from jobplane.contract import names
 from jobplane.contract import runner as rc
-from jobplane.contract.config import PlatformConfig
+from jobplane.contract.config import TEAM_RE, PlatformConfig
 from jobplane.contract.names import base_module_names, too_long
 from jobplane.contract.quoting import quoted
 
@@ -224,6 +224,21 @@ def override_problems(source: str, job: Job, budget: int) -> list[Problem]:
                     "shorten env values, kwargs or params")]
 
 
+RESERVED_TEXT = "<<jobplane:"  # contract/bindings.py: the tokens in compiled ASL
+
+
+def _reserved_text(value: Any, path: str = "") -> list[str]:
+    """The field paths of a definition whose keys or strings hold the binding token's prefix."""
+    if isinstance(value, str):
+        return [path or "(definition)"] if RESERVED_TEXT in value else []
+    if isinstance(value, dict):
+        found = [f"{path}.{k}".lstrip(".") for k in value if isinstance(k, str) and RESERVED_TEXT in k]
+        return found + [p for k, v in value.items() for p in _reserved_text(v, f"{path}.{k}".lstrip("."))]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _reserved_text(v, f"{path}[{i}]")]
+    return []
+
+
 def raw_problems(source: str, job: str, item: dict[str, Any], config: PlatformConfig) -> list[Problem]:
     """The checks that need only a few fields, on the definition as Jsonnet produced it."""
     problems = []
@@ -231,6 +246,12 @@ def raw_problems(source: str, job: str, item: dict[str, Any], config: PlatformCo
     if isinstance(team, str) and config.teams and team not in config.teams:
         problems.append(Problem(source, job, "team", f"unknown team {quoted(team)}; teams are declared in jobplane.toml"
                                 + did_you_mean(team, list(config.teams))))
+    elif isinstance(team, str) and not TEAM_RE.match(team):
+        problems.append(Problem(source, job, "team", f"team {quoted(team)} is not 1-40 lower-case letters, digits and "
+                                "'-' (it names the team's Terraform root directory)"))
+    for where in _reserved_text(item):
+        problems.append(Problem(source, job, where, f"{quoted(RESERVED_TEXT)} is reserved: the compiler marks "
+                                "where deployment values (table, cluster, ...) go with it, and would bind this text too"))
     name = item.get("name")
     if isinstance(name, str) and NAME_RE.match(name):
         order = ["state machine", "schedule", "IAM role", "task definition family"]

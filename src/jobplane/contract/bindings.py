@@ -1,7 +1,7 @@
 """Deployment values a compiled state machine refers to, and how each deployment binds them.
 
 The ASL is compiled once, with a token such as ``<<jobplane:table_name>>`` where a deployment
-value goes. Terraform binds the tokens to the base module's outputs (``${local.jobplane.X}``);
+value goes. Terraform binds the tokens to what the base module publishes (``local.platform``);
 the local engine binds them to the resources it provisioned. Everything else in the definition
 is the same bytes in both places.
 """
@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import re
 
-NAMES = ("table_name", "topic_arn", "cluster_arn", "task_definition_arn", "subnets", "security_groups")
+#: ``task_definition`` is a task definition family (the latest ACTIVE revision runs), so a new
+#: runner image (a new revision, registered by the base root) needs no change to any state machine.
+NAMES = ("table_name", "topic_arn", "cluster_arn", "task_definition", "subnets", "security_groups")
 _TOKEN_RE = re.compile(r"<<jobplane:([a-z_]+)>>")
 
 
@@ -35,8 +37,51 @@ def terraform_escape(text: str) -> str:
     return text.replace("${", "$${").replace("%{", "%%{")
 
 
-def bind_for_terraform(asl_text: str, job_task_definition: str | None = None) -> str:
-    values = {n: "${local.jobplane." + n + "}" for n in NAMES}
-    if job_task_definition:
-        values["task_definition_arn"] = job_task_definition
-    return bind(terraform_escape(asl_text), values)
+def bind_for_terraform(asl_text: str, expressions: dict[str, str]) -> str:
+    """The ASL as a Terraform template string: user text escaped, each token an interpolation of
+    the Terraform expression given for it (``local.platform.table_name``)."""
+    return bind(terraform_escape(asl_text), {n: "${" + e + "}" for n, e in expressions.items()})
+
+
+_TEMPLATE_RE = re.compile(r"\$\$\{|%%\{|\$\{([^{}]*)\}|%\{")
+
+
+def unbind_terraform(template: str, expressions: dict[str, str]) -> str:
+    """The ASL with its tokens back, from the template :func:`bind_for_terraform` made: the exact
+    inverse, read the way Terraform reads a template (``$${`` and ``%%{`` are the literal
+    sequences, ``${expr}`` an interpolation). The job's Terraform file is then the one stored
+    copy of its ASL, and the local engine deploys the bytes Terraform would."""
+    names = {e: n for n, e in expressions.items()}
+
+    def sub(m: re.Match[str]) -> str:
+        text = m.group(0)
+        if text == "$${":
+            return "${"
+        if text == "%%{":
+            return "%{"
+        if m.group(1) is not None and m.group(1) in names:
+            return token(names[m.group(1)])
+        raise ValueError(f"not a template the compiler writes: {text[:80]!r}")
+
+    return _TEMPLATE_RE.sub(sub, template)
+
+
+def terraform_expressions(tf_id: str, own_task_definition: bool) -> dict[str, str]:
+    """What each token binds to in a job's Terraform file: what the base module publishes
+    (``local.platform``, contract/published.py), and the job's own task definition family when
+    its steps have secrets."""
+    values = {n: f"local.platform.{n}" for n in NAMES if n != "task_definition"}
+    values["task_definition"] = (f"aws_ecs_task_definition.{tf_id}.family" if own_task_definition
+                                 else "local.platform.runner_family")
+    return values
+
+
+def asl_of(job_terraform: str) -> str:
+    """A job's ASL, tokens included, from its compiled Terraform file: the state machine's
+    definition is the one stored copy, and this gives back the exact bytes the compiler rendered."""
+    import json
+
+    resources = json.loads(job_terraform)["resource"]
+    ((tf_id, machine),) = resources["aws_sfn_state_machine"].items()
+    return unbind_terraform(machine["definition"],
+                            terraform_expressions(tf_id, own_task_definition="aws_ecs_task_definition" in resources))

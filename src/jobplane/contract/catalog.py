@@ -1,4 +1,5 @@
-"""The catalog: what the compiler tells the runtime about every job (``catalog.json``).
+"""The catalog: what the compiler tells the runtime about every job (``catalog.json``, one part
+per team root, merged by the readers).
 
 The portal, the CLI, the slow-run check and the local engine read jobs from here instead of
 parsing Jsonnet or Terraform; the compiler writes it from its validated model. Both sides use
@@ -14,10 +15,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from jobplane.contract.layout import CATALOG_FILE, catalog_parts
 from jobplane.contract.statuses import Event, Policy
 
 CATALOG_VERSION = 1
-CATALOG_FILE = "catalog.json"
+__all__ = ["CATALOG_FILE", "CATALOG_VERSION", "Catalog", "CatalogJob", "CatalogStep", "CatalogTeam"]
 
 
 class _Model(BaseModel):
@@ -74,7 +76,9 @@ class CatalogJob(_Model):
     params: dict[str, Any] = Field(default_factory=dict)
     steps: list[CatalogStep]
     state_machine: str
-    asl: str  # its ASL file, relative to the catalog
+    # where its ASL is stored, relative to the compiler's output directory: its Terraform file
+    # (teams/<team>/<job>.job.tf.json; read with contract.bindings.asl_of), or an .asl.json file
+    asl: str
     states: int  # how many states it has (the portal shows it; docs/state-machine.md)
     # Characters a run's params may take in its steps' ECS overrides (runner.params_in_override);
     # None: not known (a catalog from before it was added).
@@ -113,5 +117,31 @@ class Catalog(_Model):
                           ensure_ascii=False) + "\n"
 
     @classmethod
-    def load(cls, path: Path) -> Catalog:
-        return cls.model_validate_json(Path(path).read_text())
+    def merge(cls, parts: list[Catalog]) -> Catalog:
+        """One catalog of every job from the teams' parts (one per Terraform root, contract/layout.py).
+        Parts of two platforms, or a job in two parts, are refused rather than silently mixed."""
+        if not parts:
+            raise ValueError("no catalog parts: compile first (jobplane compile)")
+        prefixes = {p.name_prefix for p in parts}
+        if len(prefixes) > 1:
+            raise ValueError(f"catalog parts of different platforms: {', '.join(sorted(prefixes))}")
+        teams = {t.name: t for p in parts for t in p.teams}
+        jobs: dict[str, CatalogJob] = {}
+        for part in parts:
+            for job in part.jobs:
+                if job.name in jobs:
+                    raise ValueError(f"job {job.name!r} is in two catalog parts")
+                jobs[job.name] = job
+        return cls(version=max(p.version for p in parts), name_prefix=parts[0].name_prefix,
+                   teams=[teams[n] for n in sorted(teams)], jobs=[jobs[n] for n in sorted(jobs)])
+
+    @classmethod
+    def load(cls, path: Path | str) -> Catalog:
+        """A catalog file, or a compiler output directory (every team's part, merged)."""
+        path = Path(path)
+        if path.is_dir():
+            parts = catalog_parts(path)
+            if not parts:
+                raise FileNotFoundError(f"{path}: no teams/*/catalog.json (compile first: jobplane compile)")
+            return cls.merge([cls.model_validate_json(p.read_text()) for p in parts])
+        return cls.model_validate_json(path.read_text())

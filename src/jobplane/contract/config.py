@@ -28,15 +28,18 @@ class Team:
 
 @dataclass(frozen=True)
 class TerraformBackend:
-    """Where the compiled root keeps its Terraform state: an S3 bucket, with S3's own lock file
+    """Where the compiled roots keep their Terraform state: an S3 bucket, with S3's own lock file
     (``use_lockfile``, no DynamoDB table needed). Without it, state stays on the machine that
-    ran ``terraform apply`` (a CI runner forgets it, and the next apply fails on every name)."""
+    ran ``terraform apply`` (a CI runner forgets it, and the next apply fails on every name).
+    ``key`` is the base root's state; ``team_key`` each team root's, ``{team}`` filled in."""
 
     bucket: str
-    key: str = "jobplane/jobs.tfstate"
+    key: str = "jobplane/base.tfstate"
     region: str = ""
+    team_key: str = "jobplane/teams/{team}.tfstate"
 
 
+TEAM_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
 BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 PORT_PLACEHOLDER = re.compile(r"\{port:([A-Za-z0-9_-]+)\}")
 
@@ -127,6 +130,9 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
     admins = tuple(plat.pop("admins", ()))
     teams = {}
     for name, t in data.get("teams", {}).items():
+        if not TEAM_RE.match(name):
+            raise ConfigError(f"{path}: team {name!r}: a team name is 1-40 lower-case letters, digits and '-' "
+                              "(it names the team's Terraform root directory and state)")
         _check_keys(path, f"teams.{name}", t, {"channel", "members"})
         teams[name] = Team(name=name, channel=t.get("channel"), members=tuple(t.get("members", ())))
     dev_raw = dict(data.get("dev", {}))
@@ -145,12 +151,18 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
     backend = None
     if "terraform" in data:
         tf = data["terraform"]
-        _check_keys(path, "terraform", tf, {"bucket", "key", "region"})
+        _check_keys(path, "terraform", tf, {"bucket", "key", "region", "team_key"})
         if not isinstance(tf.get("bucket"), str) or not BUCKET_RE.match(tf["bucket"]):
             raise ConfigError(f"{path}: [terraform] bucket must be the S3 bucket that keeps the state "
                               "(3-63 lower-case letters, digits, '.' or '-')")
-        if not isinstance(tf.get("key", ""), str) or not isinstance(tf.get("region", ""), str):
-            raise ConfigError(f"{path}: [terraform] key and region are strings")
+        if not all(isinstance(tf.get(k, ""), str) for k in ("key", "region", "team_key")):
+            raise ConfigError(f"{path}: [terraform] key, team_key and region are strings")
+        rest = tf.get("team_key", "{team}").replace("{team}", "", 1)
+        if "{team}" not in tf.get("team_key", "{team}") or "{" in rest or "}" in rest:
+            raise ConfigError(f"{path}: [terraform] team_key must hold {{team}} once (each team root's own "
+                              f"state), and no other braces: {tf['team_key']!r}")
+        if "team_key" in tf and tf["team_key"].replace("{team}", "x") == tf.get("key", TerraformBackend.key):
+            raise ConfigError(f"{path}: [terraform] team_key and key must differ (one state per root)")
         backend = TerraformBackend(**tf)
     unknown_top = set(data) - {"platform", "teams", "dev", "terraform"}
     if unknown_top:

@@ -27,7 +27,6 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Callable
 
-from jobplane.contract.catalog import CATALOG_FILE
 from jobplane.contract.config import PlatformConfig, expand_ports
 from jobplane.devserver import services as svc
 from jobplane.devserver.runtime import (RUNTIME_FILE, SNAPSHOT_FILE, DevError, owner_only, read_runtime,
@@ -120,7 +119,7 @@ class DevPlatform:
         self.deployment = Deployment(
             table=aws.resources["table_name"], topic_arn=aws.resources["topic_arn"],
             name_prefix=self.config.name_prefix, region=aws.region, account_id=ACCOUNT,
-            endpoint_url=aws.endpoint_url, catalog_path=self.output_dir / CATALOG_FILE,
+            endpoint_url=aws.endpoint_url, catalog_path=self.output_dir,
             log_group=aws.log_group, access_key_id=aws.credentials.access_key_id,
             secret_access_key=aws.credentials.secret_access_key)
         self.control = ControlPlane(self.deployment)

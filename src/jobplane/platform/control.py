@@ -70,7 +70,7 @@ class Deployment:
     region: str = "us-east-1"
     account_id: str = "123456789012"
     endpoint_url: str | None = None  # the embedded local AWS; None for real AWS
-    catalog_path: Path | str | None = None  # the compiler's catalog.json: a path, or s3://bucket/key on AWS
+    catalog_path: Path | str | None = None  # the compiler's output dir or a catalog file, or s3://bucket/catalog/ on AWS
     log_group: str | None = None  # the step logs' CloudWatch Logs group (default: names.runner_log_group)
     # The embedded local AWS's per-start key (dev.json); None: boto3's standard credential chain.
     access_key_id: str | None = None
@@ -128,15 +128,24 @@ def idempotent_name(job: str, actor: str, key: str) -> str:
 
 
 def load_catalog(deployment: Deployment) -> Catalog:
-    """The compiler's catalog: a file (jobplane dev, a checkout), or on AWS the object each apply
-    uploads to the base module's bucket (``s3://<bucket>/catalog.json``: its output catalog_uri)."""
+    """The compiler's catalog: a compiler output directory or one file (jobplane dev, a
+    checkout), or on AWS the objects the team roots upload to the base module's bucket: every
+    ``catalog/<team>.json`` under the base module's output catalog_uri (``s3://<bucket>/catalog/``),
+    merged. A location that names one object (``.json``) is read alone."""
     location = str(deployment.catalog_path or "")
     if not location:
         raise ValueError("a catalog or deployment.catalog_path is needed")
     if location.startswith("s3://"):
         bucket, _, key = location[len("s3://"):].partition("/")
-        body = deployment.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
-        return Catalog.model_validate_json(body)
+        s3 = deployment.client("s3")
+        if key.endswith(".json"):
+            return Catalog.model_validate_json(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+        keys = [o["Key"] for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=key)
+                for o in page.get("Contents", []) if o["Key"].endswith(".json")]
+        if not keys:
+            raise ValueError(f"no catalog under {location}: apply the team roots (docs/deploy.md)")
+        return Catalog.merge([Catalog.model_validate_json(s3.get_object(Bucket=bucket, Key=k)["Body"].read())
+                              for k in sorted(keys)])
     return Catalog.load(Path(location))
 
 

@@ -90,7 +90,7 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
 
     from jobplane.platform.control import Deployment
 
-    catalog = os.environ["JOBPLANE_CATALOG"]  # s3://<bucket>/catalog.json (the base module), or a file
+    catalog = os.environ["JOBPLANE_CATALOG"]  # s3://<bucket>/catalog/ (the base module), or a path
     deployment = Deployment(table=os.environ["JOBPLANE_TABLE"], topic_arn=os.environ["JOBPLANE_TOPIC_ARN"],
                             name_prefix=os.environ.get("JOBPLANE_NAME_PREFIX", "jobplane"),
                             region=os.environ.get("AWS_REGION", "us-east-1"), account_id=os.environ["JOBPLANE_ACCOUNT_ID"],

@@ -32,11 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from jobplane.contract.bindings import bind
+from jobplane.contract.bindings import asl_of, bind
 from jobplane.contract import datamodel as dm
 from jobplane.contract import names
 from jobplane.contract import runner as rc
-from jobplane.contract.catalog import CATALOG_FILE, Catalog, CatalogJob
+from jobplane.contract.catalog import Catalog, CatalogJob
 from jobplane.platform.local.front import Credentials
 
 log = logging.getLogger(__name__)
@@ -252,7 +252,7 @@ class LocalAWS:
         )["Role"]["Arn"]
         self.resources = {
             "table_name": self.prefix, "topic_arn": topic, "cluster_arn": cluster,
-            "task_definition_arn": task_def, "subnets": subnet, "security_groups": group,
+            "task_definition": f"{self.prefix}-runner", "task_definition_arn": task_def, "subnets": subnet, "security_groups": group,
             "role_arn": role,
         }
 
@@ -297,15 +297,18 @@ class LocalAWS:
         return self.state_machines[job]
 
     def deploy_output(self, output_dir: Path | str, **overrides: str) -> list[str]:
-        """Deploy every job of a compiler output directory: its state machine from asl/ and its
-        schedules (stored with timezone, state and target input, as Terraform creates them;
-        moto never fires them — the local scheduler reads them)."""
+        """Deploy every job of a compiler output directory: its state machine from the ASL its
+        Terraform file holds (bound here to the local resources, as Terraform binds it to what
+        the base module publishes), and its schedules (stored with timezone, state and target
+        input, as Terraform creates them; moto never fires them — the local scheduler reads them)."""
         output_dir = Path(output_dir)
-        catalog = Catalog.load(output_dir / CATALOG_FILE)
+        catalog = Catalog.load(output_dir)
         # One job at a time: moto's IAM backend answered 500 to concurrent CreateRole/GetRole
         # calls when four deployed at once (bench/dev_scale.py, 1,000 jobs), and gained little.
         for job in catalog.jobs:
-            self.deploy_schedules(job, self.deploy(job.name, (output_dir / job.asl).read_text(), **overrides))
+            stored = (output_dir / job.asl).read_text()
+            asl_text = asl_of(stored) if job.asl.endswith(".tf.json") else stored
+            self.deploy_schedules(job, self.deploy(job.name, asl_text, **overrides))
         return [j.name for j in catalog.jobs]
 
     def _ensure_schedule_group(self) -> str:
