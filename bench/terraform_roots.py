@@ -1,0 +1,117 @@
+"""Terraform at scale: how the compiled roots split 1,000 jobs, and what planning one team costs.
+
+    .venv/bin/python bench/terraform_roots.py [--jobs 1000] [--no-plan]
+
+With bench/compile.py's generated jobs in three teams, prints, in one run on one machine:
+- the resources of each root (the base root's from its offline plan, a team root's from its
+  files) and the largest root's share of all of them (target: at most 40%);
+- which roots a one-line change to one job touches (target: one);
+- the compiled output's size (target: at most 60 MB);
+- an offline `terraform plan` (tfcheck's plan.py: real Terraform, stand-in provider) of one team's
+  root next to a plan of the same 1,000 jobs compiled into a single root, as every job lived
+  before the per-team roots (target: the team's plan at most a third of the single root's).
+The plans need tfcheck (../shared/tools/tfcheck/setup.sh); --no-plan skips them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from compile import definition  # noqa: E402  (the compiler benchmark's generated jobs)
+
+from jobplane.compiler.output import changed_roots, compile_all, write_output  # noqa: E402
+from jobplane.contract import layout  # noqa: E402
+from jobplane.contract.config import load_config  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+PLAN = ROOT.parent / "shared" / "tools" / "tfcheck" / "plan.py"
+TEAMS = ["billing", "growth", "platform"]
+BASE_VARS = ["--var", "region=us-east-1", "--var", "runner_image=123456789012.dkr.ecr.us-east-1.amazonaws.com/app:1",
+             "--var", 'subnet_ids=["subnet-1"]', "--var", 'security_group_ids=["sg-1"]']
+
+
+def project(tmp: Path, name: str, jobs: int, teams: list[str]) -> Path:
+    """A repository like ours with ``jobs`` generated definitions spread over ``teams``."""
+    repo = tmp / name
+    (repo / "jobs").mkdir(parents=True)
+    shutil.copy(ROOT / "jobplane.toml", repo / "jobplane.toml")
+    shutil.copytree(ROOT / "jobs" / "lib", repo / "jobs" / "lib")
+    shutil.copytree(ROOT / "terraform" / "platform", repo / "terraform" / "platform")
+    rng = random.Random(42)
+    for i in range(jobs):
+        team = teams[i % len(teams)]
+        path = repo / "jobs" / team / f"bench-{i:04d}.jsonnet"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(definition(rng, i, team))
+    return repo
+
+
+def resources(files: dict[str, str], root: str) -> int:
+    return sum(len(named) for rel, text in files.items() if layout.root_of(rel) == root and rel.endswith(".tf.json")
+               for named in json.loads(text).get("resource", {}).values())
+
+
+def plan(repo: Path, root: str, extra: list[str]) -> tuple[float, str]:
+    started = time.perf_counter()
+    out = subprocess.run([sys.executable, str(PLAN), "--tree", str(repo / "terraform"), *extra,
+                          str(repo / "terraform" / "jobs" / root)], capture_output=True, text=True)
+    last = (out.stdout.strip().splitlines() or ["(no output)"])[-1]
+    if out.returncode:
+        raise SystemExit(f"plan of {root} failed:\n{out.stdout[-3000:]}\n{out.stderr[-2000:]}")
+    return time.perf_counter() - started, last
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--jobs", type=int, default=1000)
+    ap.add_argument("--no-plan", action="store_true")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = project(Path(tmp), "teams", args.jobs, TEAMS)
+        config = load_config(repo)
+        compiled = compile_all(config)
+        write_output(compiled, config.output_path)
+        size = sum(len(text.encode()) for text in compiled.files.values())
+        counts = {root: resources(compiled.files, root) for root in compiled.roots}
+
+        # a one-line change to one job: its team's root alone changes
+        first = sorted((repo / "jobs" / "growth").glob("*.jsonnet"))[0]
+        first.write_text(first.read_text().replace("description: 'Synthetic", "description: 'Changed synthetic"))
+        touched = changed_roots(compiled.files, compile_all(load_config(repo)).files)
+
+        if not args.no_plan:
+            base_s, base_line = plan(repo, layout.BASE_ROOT, BASE_VARS)
+            counts[layout.BASE_ROOT] = int(base_line.split("to_add=")[1].split()[0])
+        total = sum(counts.values())
+        print(f"jobs: {args.jobs} in {len(TEAMS)} teams  output: {size / 1e6:.1f} MB (target <= 60 MB)")
+        for root, n in counts.items():
+            print(f"  {root:<16} {n:>6} resources  {n / total:6.1%}")
+        largest = max(counts, key=lambda r: counts[r])
+        print(f"largest root: {largest}, {counts[largest] / total:.1%} of {total} resources (target <= 40%)"
+              + ("" if not args.no_plan else "  (base root not planned: its module's resources not counted)"))
+        print(f"a one-line change to {first.stem} touches: {', '.join(touched)} (target: one root)")
+        if args.no_plan:
+            return
+        team = layout.team_root("growth")
+        team_s, team_line = plan(repo, team, ["--var", "region=us-east-1"])
+        single = project(Path(tmp), "single", args.jobs, ["billing"])
+        single_config = load_config(single)
+        write_output(compile_all(single_config), single_config.output_path)
+        whole_s, whole_line = plan(single, layout.team_root("billing"), ["--var", "region=us-east-1"])
+        print(f"offline plan, base root:                 {base_s:6.1f} s  ({base_line})")
+        print(f"offline plan, one team's root ({team}): {team_s:6.1f} s  ({team_line})")
+        print(f"offline plan, all {args.jobs} jobs in one root:  {whole_s:6.1f} s  ({whole_line})")
+        print(f"ratio team root / single root: {team_s / whole_s:.2f} (target <= 0.33)")
+
+
+if __name__ == "__main__":
+    main()
