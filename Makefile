@@ -67,6 +67,7 @@ tfcheck: compile package
 screenshots: $(STAMP)
 	$(BIN)/python scripts/screenshots.py
 
+## bench: every benchmark (the last plans Terraform offline: run `make tfcheck` once before).
 bench: $(STAMP)
 	$(BIN)/python bench/compile.py
 	$(BIN)/python bench/runner_start.py
@@ -75,6 +76,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/dev_e2e.py
 	$(BIN)/python bench/dev_scale.py
 	$(BIN)/python bench/portal.py
+	$(BIN)/python bench/terraform_roots.py
 
 clean:
 	rm -rf $(VENV) build terraform/jobs .pytest_cache .jobplane

@@ -10,7 +10,8 @@ With bench/compile.py's generated jobs in three teams, prints, in one run on one
 - an offline `terraform plan` (tfcheck's plan.py: real Terraform, stand-in provider) of one team's
   root next to a plan of the same 1,000 jobs compiled into a single root, as every job lived
   before the per-team roots (target: the team's plan at most a third of the single root's).
-The plans need tfcheck (../shared/tools/tfcheck/setup.sh); --no-plan skips them.
+The plans need tfcheck (../shared/tools/tfcheck/setup.sh) and the Lambda package (make package):
+`make tfcheck` makes both; --no-plan skips them.
 """
 
 from __future__ import annotations
@@ -35,8 +36,9 @@ from jobplane.contract.config import load_config  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 PLAN = ROOT.parent / "shared" / "tools" / "tfcheck" / "plan.py"
 TEAMS = ["billing", "growth", "platform"]
+PACKAGE = ROOT / "build" / "jobplane-lambda.zip"  # make package
 BASE_VARS = ["--var", "region=us-east-1", "--var", "runner_image=123456789012.dkr.ecr.us-east-1.amazonaws.com/app:1",
-             "--var", 'subnet_ids=["subnet-1"]', "--var", 'security_group_ids=["sg-1"]']
+             "--var", 'subnet_ids=["subnet-1"]', "--var", 'security_group_ids=["sg-1"]', "--var", f"lambda_package={PACKAGE}"]
 
 
 def project(tmp: Path, name: str, jobs: int, teams: list[str]) -> Path:
@@ -89,6 +91,8 @@ def main() -> None:
         touched = changed_roots(compiled.files, compile_all(load_config(repo)).files)
 
         if not args.no_plan:
+            if not PACKAGE.exists():
+                raise SystemExit(f"{PACKAGE} is missing: make package (or make tfcheck) first, or --no-plan")
             base_s, base_line = plan(repo, layout.BASE_ROOT, BASE_VARS)
             counts[layout.BASE_ROOT] = int(base_line.split("to_add=")[1].split()[0])
         total = sum(counts.values())
