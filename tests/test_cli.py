@@ -107,3 +107,33 @@ def test_console_script_help_lists_every_command() -> None:
     assert out.returncode == 0, out.stderr
     for command in ("validate", "compile", "plan", "next", "schema", "init"):
         assert f"  {command} " in out.stdout
+
+
+def test_the_help_table_is_each_commands_own_help() -> None:
+    """`jobplane --help` lists commands from cli/app.py's table without importing them: the table
+    must say what each command's own help says, shortened the same way, and name every command."""
+    import click
+
+    from jobplane.cli.app import COMMANDS, main
+
+    ctx = click.Context(main)
+    for name, (module, attribute, first_paragraph) in COMMANDS.items():
+        command = main.get_command(ctx, name)
+        assert command is not None and command.name == name and command.callback is not None
+        assert " ".join((command.help or "").split("\n\n")[0].split()) == first_paragraph, name
+        for limit in (30, 45, 60, 200):
+            assert click.utils.make_default_short_help(first_paragraph, limit) == command.get_short_help_str(limit)
+    assert main.get_command(ctx, "no-such-command") is None
+
+
+def test_help_imports_no_command_module() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys; from click.testing import CliRunner; from jobplane.cli import main; "
+            "r = CliRunner().invoke(main, ['--help']); assert r.exit_code == 0, r.output; "
+            "print(sorted(m for m in sys.modules if m.startswith(('jobplane.cli.', 'jobplane.compiler', "
+            "'jobplane.contract.config', 'pydantic', 'boto3'))))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['jobplane.cli.app']"

@@ -1,16 +1,86 @@
-"""The ``jobplane`` command line: one group, its commands from :mod:`jobplane.cli.definitions`
-(read definitions) and :mod:`jobplane.cli.local` (run or talk to a platform)."""
+"""The ``jobplane`` command line: one group whose commands live in :mod:`jobplane.cli.definitions`
+(read definitions), :mod:`jobplane.cli.local` and :mod:`jobplane.cli.operate` (run or talk to a
+platform).
+
+The group imports a command's module only when that command runs: ``jobplane --help`` lists
+every command from :data:`COMMANDS` alone, so it costs Click and nothing of the compiler, pydantic
+or boto3 (bench/cli_start.py). ``tests/test_cli.py`` checks the table against the commands.
+"""
 
 from __future__ import annotations
+
+import importlib
 
 import click
 
 from jobplane import __version__
-from jobplane.cli import definitions, local, operate
-from jobplane.cli.common import Context
+
+#: name -> (module, attribute, the first paragraph of its help): what ``--help`` shows of each
+#: command, without importing it. Click shortens it as it would the command's own help.
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "validate": ("jobplane.cli.definitions", "validate",
+                 "Check every definition under jobs/ and report all problems at once (exit 2 if any)."),
+    "compile": ("jobplane.cli.definitions", "compile_command",
+                "Compile jobs/ into Terraform roots: base/ (the base module) and teams/<team>/ (each job's "
+                "state machine, schedules and roles; the team's catalog)."),
+    "plan": ("jobplane.cli.definitions", "plan",
+             "Say in words what compiling now would change: jobs added, removed and changed, and which "
+             "Terraform roots (the base, one per team) that touches."),
+    "next": ("jobplane.cli.definitions", "next_command",
+             "Upcoming fire times of JOB_NAME in its timezone, with EventBridge Scheduler semantics."),
+    "schema": ("jobplane.cli.definitions", "schema",
+               "JSON Schema of a resolved job definition, for editor completion and checks."),
+    "init": ("jobplane.cli.definitions", "init",
+             "Create jobs/TEAM/JOB.jsonnet from a commented template (never overwrites)."),
+    "dev": ("jobplane.cli.local", "dev", "Run the whole platform on this machine until Ctrl-C."),
+    "run": ("jobplane.cli.operate", "run",
+            "Start JOB now (on the running `jobplane dev`, or with --deployment on AWS), and follow it to the end."),
+    "status": ("jobplane.cli.operate", "status",
+               "Jobs: last status, running executions, next fire time (of `jobplane dev`, or with --deployment "
+               "on AWS). While `jobplane dev` is not running, its last saved state (no next fires: nothing fires)."),
+    "logs": ("jobplane.cli.operate", "logs",
+             "Print the step logs of EXECUTION (every attempt, in the order they ran), read from CloudWatch "
+             "Logs (of `jobplane dev`, or with --deployment on AWS); while `jobplane dev` is stopped, from its "
+             "cache in the data directory."),
+    "stop": ("jobplane.cli.operate", "stop",
+             "Stop a running EXECUTION: its step's task is stopped, the run is recorded ABORTED and its claim "
+             "released."),
+    "pause": ("jobplane.cli.operate", "pause",
+              "Pause JOB's schedules: no scheduled run starts until `jobplane resume` (manual runs still can)."),
+    "resume": ("jobplane.cli.operate", "resume", "Resume JOB's schedules after `jobplane pause`."),
+    "ack": ("jobplane.cli.operate", "ack",
+            "Acknowledge JOB's last failure: a SKIP_IF_FAILED job's scheduled runs start again (the next "
+            "success still announces RECOVERED)."),
+    "portal": ("jobplane.cli.local", "portal",
+               "Serve the portal against real AWS (production). Configured by the environment: see "
+               "docs/portal.md (JOBPLANE_TABLE, JOBPLANE_TOPIC_ARN, JOBPLANE_CATALOG, JOBPLANE_AUTH_MODE ...). "
+               "Locally, `jobplane dev` already serves it."),
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """A group that imports a command on first use (the pattern of Click's own documentation,
+    "Lazily Loading Subcommands"), and lists commands from :data:`COMMANDS`."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module, attribute, _ = COMMANDS[cmd_name]
+        command = getattr(importlib.import_module(module), attribute)
+        assert isinstance(command, click.Command) and command.name == cmd_name, (cmd_name, command)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
+        rows = [(name, click.utils.make_default_short_help(COMMANDS[name][2], limit)) for name in sorted(COMMANDS)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--root", default=".", show_default=True, envvar="JOBPLANE_ROOT",
               help="Repository root (holds jobplane.toml and jobs/).")
 @click.version_option(__version__, prog_name="jobplane")
@@ -23,10 +93,6 @@ def main(ctx: click.Context, root: str) -> None:
     the whole platform locally; `jobplane run`, `status`, `logs`, `stop`, `pause`, `resume` and
     `ack` talk to it, or with --deployment to the platform on AWS.
     """
+    from jobplane.cli.common import Context
+
     ctx.obj = Context(root)
-
-
-for command in (definitions.validate, definitions.compile_command, definitions.plan, definitions.next_command,
-                definitions.schema, definitions.init, local.dev, operate.run, operate.status, operate.logs, operate.stop,
-                operate.pause, operate.resume, operate.ack, local.portal):
-    main.add_command(command)
