@@ -29,12 +29,17 @@ class CompiledOutput:
     @property
     def catalog(self) -> Catalog:
         """Every team's part, merged (what the readers of a deployment see)."""
-        return Catalog.merge([Catalog.model_validate_json(text) for rel, text in self.files.items()
-                              if rel.endswith("/" + CATALOG_FILE) and layout.root_of(rel)])
+        return Catalog.merge(catalog_parts(self.files))
 
     @property
     def roots(self) -> list[str]:
         return layout.apply_order({r for r in map(layout.root_of, self.files) if r})
+
+
+def catalog_parts(files: dict[str, str]) -> list[Catalog]:
+    """The teams' catalogs among a compiler output's files."""
+    return [Catalog.model_validate_json(text) for rel, text in files.items()
+            if rel.endswith("/" + CATALOG_FILE) and layout.root_of(rel)]
 
 
 def is_generated(relpath: str) -> bool:
@@ -78,7 +83,7 @@ def image_roots(files: dict[str, str]) -> set[str]:
     roots = {layout.BASE_ROOT}
     for rel in job_files(files).values():
         if '"aws_ecs_task_definition"' in files[rel]:
-            roots.add(layout.root_of(rel) or layout.BASE_ROOT)
+            roots.add(rel.rsplit("/", 1)[0])  # job_files lists team roots' files only
     return roots
 
 

@@ -11,7 +11,7 @@ import json
 import subprocess
 import tempfile
 from datetime import datetime
-from jobplane.compiler.output import changed_roots, compile_all, job_files
+from jobplane.compiler.output import catalog_parts, changed_roots, compile_all, job_files
 from jobplane.compiler.terraform import iam_summary
 from jobplane.contract import layout
 from jobplane.contract.catalog import CATALOG_FILE, Catalog, CatalogJob, CatalogStep
@@ -50,8 +50,7 @@ def previous_from_ref(config: PlatformConfig, ref: str) -> dict[str, str]:
 def _jobs(files: dict[str, str]) -> dict[str, CatalogJob]:
     """Every job of a compiler output: the teams' catalogs, or the one catalog of an output
     written before the per-team roots."""
-    parts = [Catalog.model_validate_json(text) for rel, text in files.items()
-             if rel.endswith("/" + CATALOG_FILE) and layout.root_of(rel)]
+    parts = catalog_parts(files)
     if not parts and CATALOG_FILE in files:
         parts = [Catalog.model_validate_json(files[CATALOG_FILE])]
     return {j.name: j for j in Catalog.merge(parts).jobs} if parts else {}

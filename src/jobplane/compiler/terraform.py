@@ -163,11 +163,6 @@ def _secret_references(tid: str, secrets: dict[str, str], data: dict[str, Any]) 
     return value_from, sorted(sm_arns), sorted(ssm_arns)
 
 
-def definition_bindings(job: Job) -> dict[str, str]:
-    """The Terraform expression each token of the job's ASL binds to (contract/bindings.py)."""
-    return terraform_expressions(names.tf_id(job.name), own_task_definition=any(s.secrets for s in job.runnable_steps()))
-
-
 def job_module(job: Job, asl_text: str, config: PlatformConfig) -> dict[str, Any]:
     """The job's resources in its team's root. The state machine's definition holds the one
     stored copy of its ASL (``asl_of`` reads it back)."""
@@ -182,7 +177,8 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> dict[str, Any
     # latest ACTIVE revision is used ... you must either specify a specific revision, or all
     # revisions in the ARN" (https://docs.aws.amazon.com/AmazonECS/latest/APIReference/API_RunTask.html).
     # A new runner image then changes no state machine and no team root.
-    family = definition_bindings(job)["task_definition"]
+    bindings = terraform_expressions(tid, own_task_definition)  # what the ASL's tokens bind to
+    family = bindings["task_definition"]
     task_def_arn = f"arn:{PARTITION}:ecs:{REGION}:{ACCOUNT}:task-definition/${{{family}}}:*"
     exec_role_arn = (f"${{aws_iam_role.{tid}_exec.arn}}" if own_task_definition
                      else "${local.platform.runner_execution_role_arn}")
@@ -229,7 +225,7 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> dict[str, Any
         "name": sm_name,
         "type": "STANDARD",
         "role_arn": f"${{aws_iam_role.{tid}_sfn.arn}}",
-        "definition": bind_for_terraform(asl_text, definition_bindings(job)),
+        "definition": bind_for_terraform(asl_text, bindings),
         "logging_configuration": {"log_destination": "${local.platform.sfn_log_group_arn}:*",
                                   "include_execution_data": True, "level": "ERROR"},
         "tracing_configuration": {"enabled": True},
