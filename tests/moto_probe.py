@@ -62,6 +62,87 @@ def count_parses() -> list[int]:
     return calls
 
 
+def dynamodb_reads(name: str, fixes: tuple[str, ...]) -> dict:
+    """The same writes and reads with or without one of the DynamoDB read fixes: every raw answer
+    body (the tests compare them across modes) and how much work moto did for them."""
+    from moto import mock_aws
+    from moto.core import serialize
+    from moto.dynamodb.models.table import Table
+
+    from jobplane.platform.local import moto_fixes
+
+    walks = {"table_sorts": 0, "shape_walks": 0}
+    sort_all, walk = Table.all_items, serialize.JSONSerializer._serialize_type_structure
+
+    def counted_sort(self):  # type: ignore[no-untyped-def]
+        walks["table_sorts"] += 1
+        return sort_all(self)
+
+    def counted_walk(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        walks["shape_walks"] += 1
+        return walk(self, *args, **kwargs)
+
+    Table.all_items, serialize.JSONSerializer._serialize_type_structure = counted_sort, counted_walk
+    moto_fixes.apply(*fixes)  # the fixes wrap the counted originals
+    bodies: list = []
+    with mock_aws():
+        ddb = boto3.client("dynamodb", region_name="us-east-1")
+        ddb.meta.events.register("after-call.dynamodb", lambda http_response, **_: bodies.append(
+            json.loads(http_response.content or b"{}")))
+        ddb.create_table(TableName="t", BillingMode="PAY_PER_REQUEST", KeySchema=[
+            {"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+            AttributeDefinitions=[{"AttributeName": a, "AttributeType": "S"} for a in ("pk", "sk", "gpk", "gsk")],
+            GlobalSecondaryIndexes=[{"IndexName": "gsi", "Projection": {"ProjectionType": "ALL"}, "KeySchema": [
+                {"AttributeName": "gpk", "KeyType": "HASH"}, {"AttributeName": "gsk", "KeyType": "RANGE"}]}])
+        for i in range(90):
+            item = {"pk": {"S": f"p{i % 7}"}, "sk": {"S": f"s{i:03d}"}, "n": {"N": str(i)}, "ok": {"BOOL": i % 2 == 0},
+                    "none": {"NULL": True}, "l": {"L": [{"S": "x"}, {"N": "1.5"}, {"L": []}]}, "m": {"M": {"a": {"M": {}}}},
+                    "ss": {"SS": ["b", "a"]}, "ns": {"NS": ["2", "1"]}}
+            if i % 3:
+                item |= {"gpk": {"S": "A" if i % 3 == 1 else "B"}, "gsk": {"S": f"{(i * 37) % 90:03d}"}}
+            if i == 5:
+                item["bin"] = {"B": b"\x00\x01"}
+            ddb.put_item(TableName="t", Item=item)
+
+        def reads() -> None:
+            for forward in (True, False):
+                start = None
+                while True:  # every page of partition A, 7 at a time
+                    page = ddb.query(TableName="t", IndexName="gsi", KeyConditionExpression="gpk = :a",
+                                     ExpressionAttributeValues={":a": {"S": "A"}}, Limit=7, ScanIndexForward=forward,
+                                     **({"ExclusiveStartKey": start} if start else {}))
+                    if not (start := page.get("LastEvaluatedKey")):
+                        break
+            ddb.query(TableName="t", IndexName="gsi", KeyConditionExpression="gpk = :b AND gsk > :s",
+                      FilterExpression="ok = :t", ProjectionExpression="pk, sk, l, m",
+                      ExpressionAttributeValues={":b": {"S": "B"}, ":s": {"S": "040"}, ":t": {"BOOL": True}},
+                      ReturnConsumedCapacity="TOTAL")
+            ddb.query(TableName="t", IndexName="gsi", KeyConditionExpression="gpk = :c",
+                      ExpressionAttributeValues={":c": {"S": "none"}})
+            ddb.query(TableName="t", IndexName="gsi", KeyConditionExpression="gpk = :a", Select="COUNT",
+                      ExpressionAttributeValues={":a": {"S": "A"}})
+            ddb.query(TableName="t", KeyConditionExpression="pk = :p", ExpressionAttributeValues={":p": {"S": "p3"}})
+            ddb.scan(TableName="t", Limit=30)
+            ddb.get_item(TableName="t", Key={"pk": {"S": "p1"}, "sk": {"S": "s001"}})
+            ddb.get_item(TableName="t", Key={"pk": {"S": "p5"}, "sk": {"S": "s005"}})  # the binary one
+            ddb.get_item(TableName="t", Key={"pk": {"S": "p0"}, "sk": {"S": "nothing"}})
+            ddb.batch_get_item(RequestItems={"t": {"Keys": [{"pk": {"S": "p1"}, "sk": {"S": "s001"}},
+                                                            {"pk": {"S": "p2"}, "sk": {"S": "s002"}}]}})
+
+        reads()
+        before = dict(walks)
+        # changes between reads: an item moves to the other partition, one leaves the index, one goes
+        ddb.update_item(TableName="t", Key={"pk": {"S": "p1"}, "sk": {"S": "s001"}}, UpdateExpression="SET gpk = :b",
+                        ExpressionAttributeValues={":b": {"S": "B"}})
+        ddb.update_item(TableName="t", Key={"pk": {"S": "p2"}, "sk": {"S": "s002"}}, UpdateExpression="REMOVE gpk")
+        ddb.delete_item(TableName="t", Key={"pk": {"S": "p4"}, "sk": {"S": "s004"}})
+        ddb.transact_write_items(TransactItems=[{"Put": {"TableName": "t", "Item": {
+            "pk": {"S": "new"}, "sk": {"S": "new"}, "gpk": {"S": "A"}, "gsk": {"S": "000"}}}}])
+        reads()
+    return {"answers": [b for b in bodies if "Items" in b or "Item" in b or "Responses" in b or "Count" in b],
+            "first_reads": before, "all_reads": walks}
+
+
 def scenario(name: str, fixed: bool) -> dict:
     from jobplane.platform.local import moto_fixes
 
@@ -334,6 +415,9 @@ def scenario(name: str, fixed: bool) -> dict:
             result = ecs_task(aws, ["sleep", "1"])
             return {"status": result["status"], "poll_waits": sorted(set(waits))}
         return with_engine(fixes, body)
+
+    if name == "dynamodb_index_queries" or name == "dynamodb_fast_answers":
+        return dynamodb_reads(name, fixes)
 
     if name == "ecs_local_tasks":
         def body(aws):

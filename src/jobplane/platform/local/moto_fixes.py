@@ -15,6 +15,7 @@ from importlib.metadata import version
 from typing import Any
 
 from jobplane.platform.clock import iso_millis
+from jobplane.platform.local.moto_dynamodb import fix_dynamodb_fast_answers, fix_dynamodb_index_queries
 
 MOTO_VERSION = "5.2.5"
 
@@ -620,6 +621,8 @@ FIXES = {
     "global_cors": fix_global_cors,
     "stop_while_starting": fix_stop_while_starting,
     "execution_name_default": fix_execution_name_default,
+    "dynamodb_index_queries": fix_dynamodb_index_queries,
+    "dynamodb_fast_answers": fix_dynamodb_fast_answers,
 }
 
 

@@ -1,0 +1,161 @@
+"""Two moto fixes that make the local DynamoDB answer reads at the cost DynamoDB's own design
+implies (issue 13: the portal's jobs page took 1-3 s with 1,000 jobs and 20,000 executions).
+
+Both are registered in :data:`jobplane.platform.local.moto_fixes.FIXES`, pinned to its
+``MOTO_VERSION``, and probed stock-vs-fixed by tests/test_moto_fixes.py: the answers must be the
+same, only the work behind them differs.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import threading
+from typing import Any
+
+#: DynamoDBBackend methods that never change a table's items. Every other public method (writes,
+#: table changes, PartiQL, imports, restores, and any method a later moto adds) counts as a change.
+_READS = frozenset({
+    "default_vpc_endpoint_service", "describe_endpoints", "list_tags_of_resource", "list_tables", "describe_table",
+    "get_table_keys_name", "get_keys_value", "get_schema", "get_table", "get_item", "query", "scan",
+    "describe_time_to_live", "check_unicity", "describe_continuous_backups", "get_backup", "list_backups",
+    "describe_backup", "batch_get_item", "transact_get_items", "describe_import", "describe_export", "list_exports",
+    "get_resource_policy", "iter_tagged_resources",
+})
+
+_generation = [0]  # bumped before and after every change, so no bucket built meanwhile survives it
+_scope = threading.local()
+
+
+def _bucket_key(value: Any) -> tuple[str, str]:
+    """A hashable form of an index key attribute (a DynamoType). Only string keys are looked up
+    (numbers compare by value, "1" = "1.0", which a string key would not)."""
+    raw = value.value
+    return value.type, raw if isinstance(raw, str) else json.dumps(raw, sort_keys=True, default=str)
+
+
+def _buckets(table: Any, index: Any, hash_attr: str) -> dict[tuple[str, str], list[Any]]:
+    """The table's items by their value of the index's hash key, built once per generation."""
+    cached = getattr(table, "_jobplane_buckets", None)
+    if cached is None or cached[0] != _generation[0]:
+        cached = table._jobplane_buckets = (_generation[0], {})
+    by_index = cached[1]
+    if index.name not in by_index:
+        buckets: dict[tuple[str, str], list[Any]] = {}
+        for entry in table.items.values():
+            for item in entry.values() if table.range_key_attr else (entry,):
+                value = item.attrs.get(hash_attr)
+                if value is not None:
+                    buckets.setdefault(_bucket_key(value), []).append(item)
+        by_index[index.name] = buckets
+    return by_index[index.name]
+
+
+def fix_dynamodb_index_queries() -> None:
+    """moto 5.2.5 answers a query on an index by sorting every item of the table by its primary
+    key (``Table.all_items``) and then comparing each one's index key with the query's: a
+    query for one job's 20 newest runs read all 20,000 executions (~330 ms), the jobs' state
+    query ~1 s. DynamoDB reads only the queried partition of the index. Fixed: the query is
+    given only the items whose index hash key equals the query's (a map per index, rebuilt after
+    any change to the tables); moto's own code still filters, sorts, pages and projects them, so
+    the answer is the same (its order is fully set by the index and primary keys, never by the
+    order the candidates come in). The sort itself compares each key's cast value once per item
+    instead of re-casting both sides of every comparison (the order is the same: moto's
+    comparisons are those of the cast values)."""
+    from moto.dynamodb.models import DynamoDBBackend
+    from moto.dynamodb.models.table import Table
+
+    for name, method in list(vars(DynamoDBBackend).items()):
+        if name.startswith("_") or name in _READS or not inspect.isfunction(method):
+            continue  # (static methods and properties are no plain functions)
+
+        def changes(self, *args, __original=method, **kwargs):  # type: ignore[no-untyped-def]
+            _generation[0] += 1
+            try:
+                return __original(self, *args, **kwargs)
+            finally:
+                _generation[0] += 1
+
+        changes.__name__ = name
+        setattr(DynamoDBBackend, name, changes)
+
+    all_items, query = Table.all_items, Table.query
+
+    def candidates(self):  # type: ignore[no-untyped-def]
+        given = getattr(_scope, "candidates", None)
+        if given is not None and given[0] is self:
+            return list(given[1])
+        return all_items(self)
+
+    def indexed_query(self, hash_key, range_comparison, range_objs, limit, exclusive_start_key,  # type: ignore[no-untyped-def]
+                      scan_index_forward, projection_expressions, index_name=None, consistent_read=False,
+                      filter_expression=None, hash_key_conditions=None, range_key_conditions=None, **filter_kwargs):
+        args = (hash_key, range_comparison, range_objs, limit, exclusive_start_key, scan_index_forward,
+                projection_expressions)
+        kwargs = dict(index_name=index_name, consistent_read=consistent_read, filter_expression=filter_expression,
+                      hash_key_conditions=hash_key_conditions, range_key_conditions=range_key_conditions,
+                      **filter_kwargs)
+        index = next((i for i in self.all_indexes() if i.name == index_name), None) if index_name else None
+        hashes = [k["AttributeName"] for k in index.schema if k["KeyType"] == "HASH"] if index else []
+        if len(hashes) != 1 or not hash_key_conditions or len(hash_key_conditions) != 1 \
+                or hash_key_conditions[0][0] != hashes[0] or hash_key_conditions[0][1].type != "S":
+            return query(self, *args, **kwargs)  # the table, a multi-attribute or non-string key: as moto does
+        found = _buckets(self, index, hashes[0]).get(_bucket_key(hash_key_conditions[0][1]), [])
+        _scope.candidates = (self, found)
+        try:
+            return query(self, *args, **kwargs)
+        finally:
+            _scope.candidates = None
+
+    def sorted_items(self, hash_key_attrs, range_key_attrs, items):  # type: ignore[no-untyped-def]
+        attrs = self._generate_attr_to_sort_by(hash_key_attrs, range_key_attrs)
+        items.sort(key=lambda x: tuple(x.attrs[a].cast_value for a in attrs))
+        return items
+
+    Table.all_items = candidates
+    Table.query = indexed_query
+    Table.sorted_items = sorted_items
+
+
+#: Keys of a read's answer that hold items (AttributeValue maps), passed through as they are.
+_ITEM_KEYS = ("Items", "Item", "LastEvaluatedKey", "Responses")
+_FAST_OPERATIONS = frozenset({"Query", "Scan", "GetItem", "BatchGetItem"})
+
+
+def _wire_ready(value: Any) -> bool:
+    """True when ``value`` (moto's item dicts) is already what DynamoDB's JSON protocol sends:
+    strings, booleans, lists and maps only. Binary values (bytes, which the protocol sends as
+    base64) and anything else are left to moto's serializer."""
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _wire_ready(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_wire_ready(v) for v in value)
+    return isinstance(value, (str, bool))
+
+
+def fix_dynamodb_fast_answers() -> None:
+    """moto 5.2.5 serialises every answer by walking botocore's shape model value by value: for
+    the 1,000 job states of the jobs page that took ~3 s of the request (cProfile; 270,000 shape
+    lookups). A read's items are stored as DynamoDB's wire form already (``{"S": "..."}``,
+    numbers as strings), so Query, Scan, GetItem and BatchGetItem answers made only of such
+    values are written with ``json.dumps``; the rest of the answer (counts, consumed capacity)
+    still goes through moto's serializer, and an answer holding a binary value entirely."""
+    from moto.dynamodb.responses import DynamoResult
+
+    original = DynamoResult.execute_result
+
+    def execute_result(self, context):  # type: ignore[no-untyped-def]
+        result = self.result
+        if context.operation_model.name not in _FAST_OPERATIONS or not isinstance(result, dict):
+            return original(self, context)
+        held = {k: result[k] for k in _ITEM_KEYS if result.get(k) is not None}
+        if not _wire_ready(held):
+            return original(self, context)
+        rest = DynamoResult.__new__(DynamoResult)
+        rest._result = {k: v for k, v in result.items() if k not in held}
+        status, headers, body = original(rest, context)
+        answer = json.loads(body) if body else {}
+        answer.update(held)
+        return status, headers, json.dumps(answer)
+
+    DynamoResult.execute_result = execute_result
