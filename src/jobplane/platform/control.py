@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import time
 import uuid
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -26,6 +25,7 @@ from jobplane.contract.catalog import Catalog, CatalogJob
 from jobplane.contract.quoting import quoted
 from jobplane.contract.schedule import next_fire_times, parse
 from jobplane.contract.statuses import ExecutionStatus
+from jobplane.platform.anchors import ScheduleAnchors
 from jobplane.platform.clock import as_iso, now_iso
 from jobplane.platform.logs import LogStream, StepLogs, error_excerpt
 from jobplane.platform.repository import Execution, JobState, Page, Repository
@@ -264,7 +264,7 @@ class ControlPlane:
         self.catalog = catalog
         self.entries = {j.name: j for j in catalog.jobs}
         self.logs = StepLogs(deployment.client("logs"), deployment.runner_log_group)
-        self._anchor_cache: dict[str, tuple[float, datetime | None]] = {}
+        self.anchors = ScheduleAnchors(self.scheduler, deployment.name_prefix)
 
     # -- reads ------------------------------------------------------------------------------
     def entry(self, job: str) -> CatalogJob:
@@ -308,24 +308,13 @@ class ControlPlane:
         return JobSummary(entry, self.repo.job_state(job), next_fires(entry, 5, anchors=self._anchors(entry)))
 
     def _anchors(self, entry: CatalogJob) -> tuple[datetime | None, ...]:
-        """When each of the job's rate() schedules started, read from the deployed schedule
-        (GetSchedule's StartDate, else CreationDate; the same call locally and on AWS), cached
-        for a minute. cron() and at() schedules need none."""
+        """When each of the job's rate() schedules started (platform/anchors.py); cron() and
+        at() schedules need none."""
         anchors: list[datetime | None] = []
         for i, expression in enumerate(entry.schedule):
-            if not expression.startswith("rate("):
-                anchors.append(None)
-                continue
-            name = names.schedule_name(self.deployment.name_prefix, entry.name, i)
-            cached = self._anchor_cache.get(name)
-            if cached is None or cached[0] < time.monotonic():
-                try:
-                    found = self.scheduler.get_schedule(Name=name, GroupName=self.deployment.name_prefix)
-                    anchor = found.get("StartDate") or found.get("CreationDate")
-                except self.scheduler.exceptions.ResourceNotFoundException:
-                    anchor = None
-                cached = self._anchor_cache[name] = (time.monotonic() + 60, anchor)
-            anchors.append(cached[1])
+            rate = expression.startswith("rate(")
+            anchors.append(self.anchors.get(names.schedule_name(self.deployment.name_prefix, entry.name, i))
+                           if rate else None)
         return tuple(anchors)
 
     def executions(self, job: str, limit: int = 20, cursor: str | None = None) -> Page:
