@@ -24,6 +24,12 @@ _READS = frozenset({
 })
 
 _generation = [0]  # bumped before and after every change, so no bucket built meanwhile survives it
+_generation_lock = threading.Lock()
+
+
+def _bump() -> None:
+    with _generation_lock:  # concurrent changes must never lose a bump
+        _generation[0] += 1
 _scope = threading.local()
 
 
@@ -70,11 +76,11 @@ def fix_dynamodb_index_queries() -> None:
             continue  # (static methods and properties are no plain functions)
 
         def changes(self, *args, __original=method, **kwargs):  # type: ignore[no-untyped-def]
-            _generation[0] += 1
+            _bump()
             try:
                 return __original(self, *args, **kwargs)
             finally:
-                _generation[0] += 1
+                _bump()
 
         changes.__name__ = name
         setattr(DynamoDBBackend, name, changes)
