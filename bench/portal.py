@@ -38,6 +38,7 @@ from jobplane.contract.bindings import asl_of  # noqa: E402
 from jobplane.contract.catalog import Catalog  # noqa: E402
 from jobplane.platform.clock import iso_millis  # noqa: E402
 from jobplane.contract.config import load_config  # noqa: E402
+from jobplane.devserver.dev_platform import freeze_started_heap  # noqa: E402
 from jobplane.platform.control import ControlPlane, Deployment  # noqa: E402
 from jobplane.platform.local.engine import ACCOUNT, LocalAWS  # noqa: E402
 from jobplane.portal.app import create_app  # noqa: E402
@@ -166,6 +167,8 @@ def main() -> None:
             threading.Thread(target=server.run, daemon=True).start()
             while not server.started:
                 time.sleep(0.05)
+            # what `jobplane dev` does once started (the records here stand for its restored snapshot)
+            freeze_started_heap()
             pages = {JOBS_PAGE: "/", "jobs page, filtered to one team": "/?team=billing",
                      JOB_PAGE: f"/jobs/{busy}",
                      "execution page": f"/executions/{execution}", "API: one execution": f"/api/executions/{execution}"}

@@ -357,6 +357,32 @@ def scenario(name: str, fixed: bool) -> dict:
                                               "Authorization": "AWS4-HMAC-SHA256 Credential=x/20260101/us-east-1/ecs/aws4_request"})
         return {"allow_origin": answer.headers.get("Access-Control-Allow-Origin")}
 
+    if name == "server_dispatch":
+        import os
+
+        from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+        from werkzeug.test import Client
+
+        if fixed:
+            moto_fixes.apply("server_dispatch")
+        import moto
+
+        package = os.path.dirname(moto.__file__)
+        scans = []
+        listdir = os.listdir
+        os.listdir = lambda path=".": (scans.append(path), listdir(path))[1]  # type: ignore[assignment]
+        client = Client(DomainDispatcherApplication(create_backend_app))
+        answers = []
+        for service, target, body in [("dynamodb", "DynamoDB_20120810.ListTables", "{}"),
+                                      ("states", "AWSStepFunctions.ListStateMachines", "{}"),
+                                      ("dynamodb", "DynamoDB_20120810.DescribeTable", '{"TableName": "none"}')] * 10:
+            answer = client.post("/", data=body, headers={
+                "Host": "localhost:4566", "X-Amz-Target": target, "Content-Type": "application/x-amz-json-1.0",
+                "Authorization": f"AWS4-HMAC-SHA256 Credential=x/20260101/us-east-1/{service}/aws4_request"})
+            answers.append([answer.status_code, json.loads(answer.get_data() or b"{}")])
+        os.listdir = listdir
+        return {"answers": answers, "directory_scans": sum(1 for p in scans if os.fspath(p) == package)}
+
     if name == "stop_while_starting":
         from moto.stepfunctions.parser.asl.parse import asl_parser
 

@@ -51,7 +51,7 @@ def dev(obj: Any, reset: bool, data_dir: Path | None, aws_port: int | None, port
     and the portal. State is kept in the data directory across restarts.
     """
     from jobplane.compiler.problems import DefinitionError
-    from jobplane.devserver.dev_platform import DevError, DevPlatform
+    from jobplane.devserver.dev_platform import DevError, DevPlatform, freeze_started_heap
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
                         datefmt="%H:%M:%S")
@@ -76,6 +76,7 @@ def dev(obj: Any, reset: bool, data_dir: Path | None, aws_port: int | None, port
         fail_definitions(e)
     except (DevError, OSError) as e:
         raise click.ClickException(str(e)) from None
+    freeze_started_heap()
     click.echo(platform.banner(), err=False)
     sys.stdout.flush()
     try:

@@ -67,8 +67,13 @@ def fix_dynamodb_index_queries() -> None:
     the answer is the same (its order is fully set by the index and primary keys, never by the
     order the candidates come in). The sort itself compares each key's cast value once per item
     instead of re-casting both sides of every comparison (the order is the same: moto's
-    comparisons are those of the cast values)."""
+    comparisons are those of the cast values). And the items it answers are not deep-copied:
+    the query only reads them (a projection builds new items) and the answer is made of new
+    dicts (``dynamo_to_dict``); the copies of the jobs page's 1,000 states outlived each request
+    in reference cycles, so full garbage collections of ~300,000 objects paused the process for
+    up to 0.7 s (bench/portal.py with gc callbacks)."""
     from moto.dynamodb.models import DynamoDBBackend
+    from moto.dynamodb.models.dynamo_type import Item
     from moto.dynamodb.models.table import Table
 
     for name, method in list(vars(DynamoDBBackend).items()):
@@ -107,17 +112,23 @@ def fix_dynamodb_index_queries() -> None:
                 or hash_key_conditions[0][0] != hashes[0] or hash_key_conditions[0][1].type != "S":
             return query(self, *args, **kwargs)  # the table, a multi-attribute or non-string key: as moto does
         found = _buckets(self, index, hashes[0]).get(_bucket_key(hash_key_conditions[0][1]), [])
-        _scope.candidates = (self, found)
+        _scope.candidates, _scope.share_items = (self, found), True
         try:
             return query(self, *args, **kwargs)
         finally:
-            _scope.candidates = None
+            _scope.candidates, _scope.share_items = None, False
 
     def sorted_items(self, hash_key_attrs, range_key_attrs, items):  # type: ignore[no-untyped-def]
         attrs = self._generate_attr_to_sort_by(hash_key_attrs, range_key_attrs)
         items.sort(key=lambda x: tuple(x.attrs[a].cast_value for a in attrs))
         return items
 
+    item_deepcopy = Item.__deepcopy__
+
+    def share_or_copy(self, memo):  # type: ignore[no-untyped-def]
+        return self if getattr(_scope, "share_items", False) else item_deepcopy(self, memo)
+
+    Item.__deepcopy__ = share_or_copy
     Table.all_items = candidates
     Table.query = indexed_query
     Table.sorted_items = sorted_items
