@@ -365,12 +365,15 @@ def scenario(name: str, fixed: bool) -> dict:
 
         if fixed:
             moto_fixes.apply("server_dispatch")
+        import inspect
+
         import moto
 
         package = os.path.dirname(moto.__file__)
-        scans = []
-        listdir = os.listdir
+        scans, member_walks = [], []
+        listdir, getmembers = os.listdir, inspect.getmembers
         os.listdir = lambda path=".": (scans.append(path), listdir(path))[1]  # type: ignore[assignment]
+        inspect.getmembers = lambda obj, predicate=None: (member_walks.append(obj), getmembers(obj, predicate))[1]
         client = Client(DomainDispatcherApplication(create_backend_app))
         answers = []
         for service, target, body in [("dynamodb", "DynamoDB_20120810.ListTables", "{}"),
@@ -380,8 +383,9 @@ def scenario(name: str, fixed: bool) -> dict:
                 "Host": "localhost:4566", "X-Amz-Target": target, "Content-Type": "application/x-amz-json-1.0",
                 "Authorization": f"AWS4-HMAC-SHA256 Credential=x/20260101/us-east-1/{service}/aws4_request"})
             answers.append([answer.status_code, json.loads(answer.get_data() or b"{}")])
-        os.listdir = listdir
-        return {"answers": answers, "directory_scans": sum(1 for p in scans if os.fspath(p) == package)}
+        os.listdir, inspect.getmembers = listdir, getmembers
+        return {"answers": answers, "directory_scans": sum(1 for p in scans if os.fspath(p) == package),
+                "member_walks": len(member_walks)}
 
     if name == "stop_while_starting":
         from moto.stepfunctions.parser.asl.parse import asl_parser

@@ -206,10 +206,13 @@ def test_read_answers_are_written_as_they_are_stored_and_answer_the_same() -> No
     assert stock["all_reads"]["shape_walks"] > 10 * fixed["all_reads"]["shape_walks"]
 
 
-def test_the_server_finds_a_requests_backend_without_scanning_motos_package_each_time() -> None:
+def test_the_server_finds_a_requests_backend_and_action_without_scanning_each_time() -> None:
     stock, fixed = probe("server_dispatch", "stock"), probe("server_dispatch", "fixed")
     assert fixed["answers"] == stock["answers"] and len(stock["answers"]) == 30
     assert {a[0] for a in stock["answers"]} == {200, 400}  # lists, and a table that does not exist
     # 30 requests to two services (two hosts): stock lists moto's package for each request,
     # fixed once per host (what remains is moto's own start-up, the same in both)
     assert stock["directory_scans"] >= 30 and fixed["directory_scans"] == stock["directory_scans"] - 28
+    # and the action methods of each response class: stock walks its members per request
+    assert stock["member_walks"] >= 30 and fixed["member_walks"] == stock["member_walks"] - 28
+
