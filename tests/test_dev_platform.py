@@ -336,3 +336,27 @@ def _answers(url: str) -> bool:
             return r.status == 200
     except OSError:
         return False
+
+
+def test_a_restart_with_unchanged_definitions_keeps_the_compiled_output(repo_root: Path, tmp_path: Path) -> None:
+    """The compile is skipped only when its inputs and the kept output are what they were."""
+    data = tmp_path / "data"
+
+    def start() -> tuple[bool, list[str]]:
+        platform = start_platform(repo_root, data)
+        try:
+            return platform.compile_reused, sorted(platform.jobs)
+        finally:
+            platform.stop()
+
+    first = start()
+    assert first[0] is False and first[1]  # nothing kept yet: compiled
+    assert start() == (True, first[1])  # the same inputs: kept
+    job = next((repo_root / "jobs").rglob("*.jsonnet"))
+    job.write_text(job.read_text() + "\n// edited\n")
+    assert start() == (False, first[1])  # a job file changed: compiled again
+    assert start()[0] is True
+    kept = next((data / "compiled").rglob("*.job.tf.json"))
+    kept.write_text(kept.read_text().replace("jobplane-runner", "tampered", 1))
+    assert start()[0] is False  # the kept output was changed: compiled again, and put right
+    assert "tampered" not in kept.read_text()

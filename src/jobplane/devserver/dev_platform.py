@@ -15,6 +15,7 @@ Everything lives under one data directory (``.jobplane/``): ``state.json`` (the 
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -29,8 +30,8 @@ from typing import Any, Callable
 
 from jobplane.contract.config import PlatformConfig, expand_ports
 from jobplane.devserver import services as svc
-from jobplane.devserver.runtime import (RUNTIME_FILE, SNAPSHOT_FILE, DevError, owner_only, read_runtime,
-                                        remove_runtime, write_runtime)
+from jobplane.devserver.runtime import (COMPILED_STAMP, RUNTIME_FILE, SNAPSHOT_FILE, DevError, owner_only,
+                                        read_runtime, remove_runtime, write_runtime)
 from jobplane.devserver.snapshot import Snapshot
 from jobplane.platform.control import ControlPlane, Deployment
 from jobplane.platform.local.engine import ACCOUNT, LocalAWS
@@ -67,6 +68,7 @@ class DevPlatform:
         self.dead_letters: Any = None  # alerts Slack refused, kept on disk
         self.portal: Any = None  # the portal's uvicorn.Server
         self.jobs: list[str] = []
+        self.compile_reused = False  # this start kept the last start's compiled output
         self.interrupted: list[str] = []  # executions the last shutdown left running, now ABORTED
         self.services: dict[str, subprocess.Popen[bytes]] = {}
         self.service_ports: dict[str, int] = {}
@@ -81,8 +83,6 @@ class DevPlatform:
 
     # -- start ------------------------------------------------------------------------------
     def start(self) -> DevPlatform:
-        from jobplane.compiler.output import compile_all, write_output
-
         if self.reset and self.data_dir.exists():
             self._check_not_running()
             shutil.rmtree(self.data_dir)
@@ -92,8 +92,7 @@ class DevPlatform:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         owner_only(self.data_dir)
         self._check_not_running()
-        compiled = compile_all(self.config)  # raises DefinitionError before anything starts
-        write_output(compiled, self.output_dir)
+        self._compile()  # raises DefinitionError before anything starts
         # A port per service named by {port:NAME}: chosen now, so steps ([dev] env) and the
         # service agree on it, and a second instance gets its own.
         self.service_ports = {name: svc.free_port() for name in self.config.dev.port_names()}
@@ -101,6 +100,28 @@ class DevPlatform:
             self._start_all(stack)
             self._stack = stack.pop_all()  # started: from here on stop() undoes it
         return self
+
+    def _compile(self) -> None:
+        """Compile into the data directory, unless what it holds is the output of these very
+        inputs (compiler/inputs.py) and unchanged since: then a restart skips the compile."""
+        from jobplane.compiler import inputs
+        from jobplane.compiler.output import compile_all, read_output, write_output
+
+        stamp = self.data_dir / COMPILED_STAMP
+        wanted = inputs.digest(self.config)
+        try:
+            kept = json.loads(stamp.read_text())
+        except (OSError, ValueError):
+            kept = {}
+        if kept.get("inputs") == wanted and kept.get("output") == inputs.output_digest(read_output(self.output_dir)):
+            self.compile_reused = True
+            log.info("job definitions unchanged since the last start: compiled output kept")
+            return
+        compiled = compile_all(self.config)
+        stamp.unlink(missing_ok=True)  # an output being rewritten is never taken for a kept one
+        write_output(compiled, self.output_dir)
+        stamp.write_text(json.dumps({"inputs": wanted, "output": inputs.output_digest(compiled.files)}))
+        self.compile_reused = False
 
     def _start_all(self, stack: ExitStack) -> None:
         def on_stop(what: str, action: Callable[[], Any]) -> None:

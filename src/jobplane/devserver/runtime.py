@@ -15,6 +15,7 @@ from jobplane.platform.control import ControlPlane, Deployment
 
 RUNTIME_FILE = "dev.json"
 SNAPSHOT_FILE = "state.json"
+COMPILED_STAMP = "compiled.json"  # what the kept compiled/ was compiled from (compiler/inputs.py)
 
 
 class DevError(RuntimeError):
