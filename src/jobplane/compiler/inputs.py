@@ -26,8 +26,12 @@ def _files(root: Path) -> list[Path]:
 def digest(config: PlatformConfig) -> str:
     h = hashlib.sha256(f"jobplane {jobplane.__version__}\n".encode())
     sources = [(config.root / CONFIG_FILE, config.root)]
+    seen: set[Path] = set()
     for root in (config.jobs_path, config.library_path, *_CODE):
-        sources += [(p, root) for p in _files(root)]
+        for path in _files(root):
+            if path.resolve() not in seen:  # the library is usually under jobs/: read it once
+                seen.add(path.resolve())
+                sources.append((path, root))
     for path, root in sources:
         if not path.is_file():
             continue

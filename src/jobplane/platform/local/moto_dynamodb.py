@@ -71,7 +71,7 @@ def fix_dynamodb_index_queries() -> None:
     the query only reads them (a projection builds new items) and the answer is made of new
     dicts (``dynamo_to_dict``); the copies of the jobs page's 1,000 states outlived each request
     in reference cycles, so full garbage collections of ~300,000 objects paused the process for
-    up to 0.7 s (bench/portal.py with gc callbacks)."""
+    up to 0.9 s (bench/portal.py with gc callbacks)."""
     from moto.dynamodb.models import DynamoDBBackend
     from moto.dynamodb.models.dynamo_type import Item
     from moto.dynamodb.models.table import Table
