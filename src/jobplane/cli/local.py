@@ -97,6 +97,9 @@ def portal(host: str, port: int) -> None:
     Locally, `jobplane dev` already serves it."""
     import uvicorn
 
+    import threading
+
+    from jobplane.platform.backfill import BackfillDriver
     from jobplane.portal.app import create_app
     from jobplane.portal.settings import PortalSettings
 
@@ -104,4 +107,8 @@ def portal(host: str, port: int) -> None:
         settings = PortalSettings.from_env()
     except (KeyError, ValueError) as e:
         raise click.ClickException(f"portal configuration incomplete: {e}") from None
-    uvicorn.run(create_app(settings), host=host, port=port, proxy_headers=True)
+    app = create_app(settings)
+    # Backfills created here (or left by an interrupted CLI) are moved on by the portal's process.
+    driver = BackfillDriver(app.state.portal.backfills)
+    threading.Thread(target=driver.run, args=(threading.Event(),), name="backfill-driver", daemon=True).start()
+    uvicorn.run(app, host=host, port=port, proxy_headers=True)

@@ -46,7 +46,7 @@ from jobplane.contract import runner as rc
 from jobplane.contract import states as sn
 from jobplane.contract.bindings import token
 from jobplane.contract.items import Ref
-from jobplane.contract.statuses import Event, ExecutionStatus, SkipReason, Trigger
+from jobplane.contract.statuses import OPERATOR_TRIGGERS, Event, ExecutionStatus, SkipReason, Trigger
 
 _TRANSIENT = ("ProvisionedThroughputExceededException", "ThrottlingException", "InternalServerErrorException",
               "RequestLimitExceeded")
@@ -112,8 +112,8 @@ INFRA = "$.run.infra"
 #: The latest failed attempt's error ({Error, Cause}); the attempt's own slot holds only a success.
 ERROR = "$.run.error"
 BLOCKER = f"$.state.Item.{dm.ATTR_BLOCKED_BY}.S"
-INVALID_INPUT_ERROR = ("invalid input: trigger must be schedule, manual or rerun; scheduled_time and requested_by "
-                       "strings; resume_from and rerun_of strings or null (docs/state-machine.md, Input)")
+INVALID_INPUT_ERROR = (f"invalid input: trigger must be {', '.join(t.value for t in Trigger)}; scheduled_time and "
+                       "requested_by strings; resume_from and rerun_of strings or null (docs/state-machine.md, Input)")
 #: The holder a job state without one is read with: no ARN, so DescribeExecution refuses it
 #: (Base64 of its JSON: an intrinsic's string argument would need escapes for the braces).
 _NO_HOLDER = base64.b64encode(json.dumps({dm.ATTR_HOLDER: {"S": "none"}}).encode()).decode()
@@ -231,8 +231,9 @@ class _Builder:
         (the state's holder must still be the one found stale) instead of requiring none."""
         policy = self.job.policy
         # Duplicate fires: a scheduled fire must be newer than the newest claimed. The stored key
-        # is "<is manual or rerun>|<time>", so it orders by time among scheduled fires, while a
-        # manual run or re-run ("true|...") always sorts after them and is never a duplicate;
+        # is "<started by an operator>|<time>", so it orders by time among scheduled fires, while a
+        # manual run, re-run or backfill ("true|...") always sorts after them and is never a
+        # duplicate (a backfill's fires are guarded by their own leases, platform/backfill.py);
         # it is stored under its own trigger's name, so it never moves the scheduled key.
         conditions = ["(attribute_not_exists(#sched) OR #sched < :fire)"]
         names = {"#sched": f"{dm.ATTR_FIRE_PREFIX}{Trigger.SCHEDULE.value}",
@@ -241,8 +242,8 @@ class _Builder:
                  "#running": dm.ATTR_RUNNING}
         values: dict[str, Any] = {
             ":t": _s("$.scheduled_time"),
-            ":fire": _s("States.Format('{}|{}', States.ArrayContains(States.Array('manual', 'rerun'), $.trigger), "
-                        "$.scheduled_time)"),
+            ":fire": _s("States.Format('{}|{}', States.ArrayContains(States.Array("
+                        + ", ".join(f"'{t.value}'" for t in OPERATOR_TRIGGERS) + "), $.trigger), $.scheduled_time)"),
             ":me": {"SS.$": "States.Array($$.Execution.Name)"},
             ":job": _lit(self.job.name),
             ":team": _lit(self.job.team),

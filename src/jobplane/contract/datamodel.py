@@ -11,12 +11,17 @@ job state             ``JOB#<job>``          ``STATE``   ``JOBS`` / ``<job>``   
 execution             ``EXEC#<execution>``   ``EXEC``    ``JOB#<job>`` / ``<started_at>``  ``FAILURES`` or ``SKIPS`` / ``<finished_at>``
 audit entry           ``AUDIT#<id>``         ``AUDIT``   ``AUDIT`` / ``<at>``              ``JOB#<job>#AUDIT`` / ``<at>``
 slow-run marker       ``SLOW#<execution>``   ``SLOW``    -                                 -
+backfill              ``BACKFILL#<id>``      ``BACKFILL`` ``BACKFILLS`` / ``<created>#<id>`` ``JOB#<job>#BACKFILL`` / ``<created>``
+fire lease            ``FIRE#<job>#<time>``  ``FIRE``    ``FIRES#<job>`` / ``<time>``      -
 ====================  =====================  ==========  ================================  ==============
 
 * jobs with their last status: Query gsi1 ``JOBS``;
 * a job's executions newest first: Query gsi1 ``JOB#<job>`` descending;
 * recent failures (or skips) across jobs: Query gsi2 ``FAILURES`` (``SKIPS``) descending;
-* one execution: GetItem ``EXEC#<execution>``.
+* one execution: GetItem ``EXEC#<execution>``;
+* backfills being driven: Query gsi1 ``BACKFILLS`` (only while RUNNING: a backfill leaves the
+  partition when it ends, so the drivers' poll stays small); a job's backfills: gsi2;
+* which past fires a backfill already started: Query gsi1 ``FIRES#<job>`` between two times.
 """
 
 from __future__ import annotations
@@ -36,6 +41,11 @@ STATE_SK = "STATE"
 EXEC_SK = "EXEC"
 AUDIT_SK = "AUDIT"
 SLOW_SK = "SLOW"
+BACKFILL_PREFIX = "BACKFILL#"
+BACKFILL_SK = "BACKFILL"
+BACKFILLS_PARTITION = "BACKFILLS"
+FIRE_PREFIX = "FIRE#"
+FIRE_SK = "FIRE"
 
 # Job state attributes.
 ATTR_RUNNING = "running"  # string set of execution names currently holding a claim
@@ -90,3 +100,22 @@ def job_audit_partition(job: str) -> str:
 def slow_pk(execution: str) -> str:
     """The marker item that says a slow run was announced (once)."""
     return f"{SLOW_PREFIX}{execution}"
+
+
+def backfill_pk(backfill_id: str) -> str:
+    return f"{BACKFILL_PREFIX}{backfill_id}"
+
+
+def job_backfill_partition(job: str) -> str:
+    """gsi2 partition of a job's backfills."""
+    return f"{JOB_PREFIX}{job}#BACKFILL"
+
+
+def fire_pk(job: str, fire: str) -> str:
+    """The lease of one past fire of a job (``fire``: its UTC time, execution_input.iso)."""
+    return f"{FIRE_PREFIX}{job}#{fire}"
+
+
+def job_fires_partition(job: str) -> str:
+    """gsi1 partition of a job's fire leases, sorted by fire time."""
+    return f"FIRES#{job}"

@@ -71,6 +71,14 @@ def rerun(requested_by: str, of_execution: str, params: dict[str, Any], resume_f
     return base | {"trigger": Trigger.RERUN.value, "resume_from": resume_from, "rerun_of": of_execution}
 
 
+def backfill(requested_by: str, fire: datetime, params: dict[str, Any], backfill_id: str) -> dict[str, Any]:
+    """A past fire started by a backfill: its scheduled_time is the fire's (what the job's code
+    reads as the time it runs for); ``backfill`` names the backfill (lineage; the state machine
+    does not read it)."""
+    return {"trigger": Trigger.BACKFILL.value, "scheduled_time": iso(fire), "requested_by": requested_by,
+            "params": dict(params), "resume_from": None, "rerun_of": None, "backfill": backfill_id}
+
+
 def parse_params(items: list[str]) -> dict[str, Any]:
     """'key=value' items from a person (CLI flags, a portal form's lines): values that parse as
     JSON (numbers, booleans, lists) are taken as such, anything else as a string."""

@@ -67,6 +67,11 @@ class Trigger(str, Enum):
     SCHEDULE = "schedule"
     MANUAL = "manual"
     RERUN = "rerun"
+    BACKFILL = "backfill"  # a past fire started by an operator's backfill (platform/backfill.py)
+
+
+#: Triggers a person starts: never compared for duplicate delivery, never blocked by a failure.
+OPERATOR_TRIGGERS = tuple(t for t in Trigger if t != Trigger.SCHEDULE)
 
 
 def decide(policy: Policy, *, running: bool, last_failed: bool) -> bool:

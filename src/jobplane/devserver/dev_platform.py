@@ -64,6 +64,7 @@ class DevPlatform:
         self.deployment: Deployment | None = None
         self.control: ControlPlane | None = None
         self.scheduler: LocalScheduler | None = None
+        self.backfills: Any = None  # platform/backfill.py: Backfills over the control plane
         self.alerts: Any = None  # the local AlertFeed (SNS -> SQS -> the Slack notifier)
         self.dead_letters: Any = None  # alerts Slack refused, kept on disk
         self.portal: Any = None  # the portal's uvicorn.Server
@@ -161,8 +162,13 @@ class DevPlatform:
         from jobplane.platform.slow import SlowWatch
 
         slow = SlowWatch(self.control, aws.client("sns"), self.deployment.topic_arn)  # real time
+        from jobplane.platform.backfill import BackfillDriver, Backfills
+
+        self.backfills = Backfills(self.control)  # backfills left running by the last start go on
         threads = [threading.Thread(target=self._save_loop, name="dev-snapshot", daemon=True),
-                   threading.Thread(target=slow.run, args=(self._stop, 5.0), name="slow-watch", daemon=True)]
+                   threading.Thread(target=slow.run, args=(self._stop, 5.0), name="slow-watch", daemon=True),
+                   threading.Thread(target=BackfillDriver(self.backfills).run, args=(self._stop,),
+                                    name="backfill-driver", daemon=True)]
         if self.run_scheduler:
             threads.append(threading.Thread(target=self.scheduler.run, args=(self._stop,), name="local-scheduler",
                                             daemon=True))

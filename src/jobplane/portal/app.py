@@ -22,6 +22,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from jobplane import __version__
+from jobplane.platform.backfill import Backfills
 from jobplane.platform.control import ControlPlane
 from jobplane.portal import errors, views
 from jobplane.portal.auth import AlbKeys, RateLimiter, User, identify
@@ -73,6 +74,7 @@ class Portal:
         settings.check()  # refuse to start open (auth mode without what makes it safe, no host names)
         self.settings = settings
         self.control = control or ControlPlane(settings.deployment)
+        self.backfills = Backfills(self.control)
         self.csrf = Csrf(settings.secret_key)
         self.limiter = RateLimiter(settings.actions_per_minute)
         self.alb_keys = AlbKeys(settings.auth.alb_key_url, settings.auth.alb_region) \

@@ -1,0 +1,220 @@
+"""Backfill on the local engine (issue 15): the window's fires come from the job's schedule and
+timezone (the evaluator of `jobplane next`), only the missed ones run by default, a fire never
+runs twice at once, the job's policy holds, and every backfill is audited.
+
+The compiled state machines run on the embedded local AWS and the runner as real subprocesses;
+the test drives each backfill itself (`Backfills.follow`), as the CLI does, while the platform's
+own background driver may move it on too: both are meant to run at once.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+import threading
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from click.testing import CliRunner
+
+from devkit import make_repo
+from jobplane.cli.app import main
+from jobplane.contract import execution_input
+from jobplane.contract.config import load_config
+from jobplane.devserver.dev_platform import DevPlatform
+from jobplane.platform.backfill_model import Backfill, FireState, Status
+from jobplane.platform.control import Conflict, Invalid
+
+HOURLY = """\
+    local jp = import 'jobplane.libsonnet';
+    {
+      name: '%(name)s',
+      team: 'billing',
+      description: 'Half past every hour, New York time.',
+      schedule: 'cron(30 * * * ? *)',
+      timezone: 'America/New_York',
+      policy: jp.policy.%(policy)s,
+      params: { mode: 'ok', marker: null, seconds: 30, release: null },
+      steps: [jp.python('work', 'sample_apps.functions:behave')],
+    }
+"""
+ME = "aiko@example.com"
+
+
+def repo(path: Path) -> Path:
+    r = make_repo(path)
+    r.write("jobs/billing/hourly.jsonnet", textwrap.dedent(HOURLY % {"name": "hourly", "policy": "ALWAYS_RUN"}))
+    r.write("jobs/billing/serial.jsonnet", textwrap.dedent(HOURLY % {"name": "serial", "policy": "SKIP_IF_RUNNING"}))
+    return path
+
+
+@pytest.fixture(scope="module")
+def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevPlatform]:
+    tmp = tmp_path_factory.mktemp("backfill")
+    p = DevPlatform(load_config(repo(tmp / "repo")), tmp / "data", 0, 0, run_scheduler=False, run_services=False,
+                    snapshot_interval=3600).start()
+    yield p
+    p.stop()
+
+
+def drive(platform: DevPlatform, bf: Backfill) -> Backfill:
+    """Drive ``bf`` to its end, with a hang guard (not a time budget: each run is a no-op)."""
+    stop = threading.Event()
+    timer = threading.Timer(600, stop.set)
+    timer.start()
+    try:
+        done = platform.backfills.follow(bf.id, lambda b: None, interval=0.1, stop=stop)
+    finally:
+        timer.cancel()
+    assert not stop.is_set(), f"{bf.id} still driven after 600 s: {done}"
+    return done
+
+
+def records(platform: DevPlatform, job: str, trigger: str = "backfill") -> list:  # type: ignore[type-arg]
+    page = platform.control.repo.executions(job, limit=500)
+    return [r for r in page.items if r.trigger == trigger]
+
+
+def run_scheduled(platform: DevPlatform, job: str, fire: str) -> str:
+    """A fire as EventBridge Scheduler would have delivered it; its final status."""
+    arn = platform.aws.start(job, execution_input.scheduled(fire, {}))
+    platform.aws.wait(arn, timeout=300)
+    return platform.control.repo.execution(arn.rsplit(":", 1)[1]).status
+
+
+def test_a_window_over_a_dst_change_backfills_exactly_the_fires_jobplane_next_lists(platform: DevPlatform) -> None:
+    # 2026-03-08: New York springs forward at 02:00, so 02:30 local does not exist and does not fire
+    r = CliRunner().invoke(main, ["--root", str(platform.config.root), "next", "hourly", "-n", "4",
+                                  "--after", "2026-03-07T23:59:00-05:00"])
+    assert r.exit_code == 0, r.output
+    listed = re.findall(r"^\s+(2026-03-08 Sun \d\d:\d\d \w+)", r.output, re.M)
+    assert listed == ["2026-03-08 Sun 00:30 EST", "2026-03-08 Sun 01:30 EST", "2026-03-08 Sun 03:30 EDT",
+                      "2026-03-08 Sun 04:30 EDT"]
+    backfills = platform.backfills
+    preview = backfills.preview("hourly", "2026-03-08T00:00", "2026-03-08T04:59")  # the job's own timezone
+    assert [p.local.strftime("%Y-%m-%d %a %H:%M %Z") for p in preview] == listed
+    assert all(p.runs and p.covered_by is None for p in preview)
+    bf = backfills.create("hourly", ME, "2026-03-08T00:00", "2026-03-08T04:59", reason="outage on the 8th",
+                          max_concurrent=4)
+    done = drive(platform, bf)
+    assert done.status == Status.COMPLETED and [f.status for f in done.fires] == ["SUCCEEDED"] * 4
+    ran = sorted(r.scheduled_time for r in records(platform, "hourly"))
+    assert ran == ["2026-03-08T05:30:00Z", "2026-03-08T06:30:00Z", "2026-03-08T07:30:00Z", "2026-03-08T08:30:00Z"]
+    assert {r.requested_by for r in records(platform, "hourly")} == {ME}
+    entry = next(a for a in platform.control.audit(50) if a["action"] == "backfill" and bf.id in a["details"])
+    assert (entry["actor"], entry["reason"], entry["job"]) == (ME, "outage on the 8th", "hourly")
+    # the same window again: nothing is missing any more
+    with pytest.raises(Conflict, match="every one of the 4 fires"):
+        backfills.create("hourly", ME, "2026-03-08T00:00", "2026-03-08T04:59", reason="again")
+
+
+def test_only_missed_starts_only_the_fires_with_no_record(platform: DevPlatform) -> None:
+    fires = [f"2026-04-01T{h:02d}:30:00Z" for h in range(10, 15)]  # 06:30 .. 10:30 New York (EDT)
+    assert run_scheduled(platform, "hourly", fires[1]) == "SUCCEEDED"
+    assert run_scheduled(platform, "hourly", fires[3]) == "SUCCEEDED"
+    assert run_scheduled(platform, "hourly", fires[2]) == "SKIPPED"  # older than a claimed fire: a duplicate
+    preview = platform.backfills.preview("hourly", fires[0], fires[-1])
+    assert [p.at for p in preview] == fires
+    assert [p.runs for p in preview] == [True, False, False, False, True]
+    assert preview[1].covered_by.startswith("SUCCEEDED ") and preview[2].covered_by.startswith("SKIPPED ")
+    bf = platform.backfills.create("hourly", ME, fires[0], fires[-1], reason="missed two", max_concurrent=2)
+    assert [f.at for f in bf.fires] == [fires[0], fires[4]]
+    done = drive(platform, bf)
+    assert [(f.at, f.status) for f in done.fires] == [(fires[0], "SUCCEEDED"), (fires[4], "SUCCEEDED")]
+    mine = [r for r in records(platform, "hourly") if r.input.get("backfill") == bf.id]
+    assert sorted(r.scheduled_time for r in mine) == [fires[0], fires[4]]
+    # --all re-runs every fire, each once more
+    again = drive(platform, platform.backfills.create("hourly", ME, fires[0], fires[-1], mode="all", reason="re-run",
+                                                      max_concurrent=5))
+    assert [f.status for f in again.fires] == ["SUCCEEDED"] * 5
+    rerun = [r for r in records(platform, "hourly") if r.input.get("backfill") == again.id]
+    assert sorted(r.scheduled_time for r in rerun) == fires
+
+
+def test_two_concurrent_backfills_of_one_window_run_each_fire_once(platform: DevPlatform) -> None:
+    start, end = "2026-05-01T00:00:00Z", "2026-05-01T05:59:00Z"
+    a = platform.backfills.create("hourly", ME, start, end, reason="first", max_concurrent=3)
+    b = platform.backfills.create("hourly", "ben@example.com", start, end, reason="second", max_concurrent=3)
+    assert len(a.fires) == len(b.fires) == 6  # both planned before either ran a fire
+    results: dict[str, Backfill] = {}
+    threads = [threading.Thread(target=lambda x=x: results.__setitem__(x.id, drive(platform, x))) for x in (a, b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    ran = [r.scheduled_time for r in records(platform, "hourly") if r.input.get("backfill") in (a.id, b.id)]
+    assert sorted(ran) == [f.at for f in a.fires]  # each fire once, by one of the two
+    for x in results.values():
+        assert x.status == Status.COMPLETED
+        assert all(f.state in (FireState.DONE, FireState.TAKEN) for f in x.fires)
+    taken = [f for x in results.values() for f in x.fires if f.state == FireState.TAKEN]
+    assert len(taken) == 6 and all(f.note and f.note.startswith("run by bf-") for f in taken)
+
+
+def test_skip_if_running_backfills_one_at_a_time_in_order_and_waits_for_a_held_claim(platform: DevPlatform,
+                                                                                    tmp_path: Path) -> None:
+    release = tmp_path / "release"
+    held = platform.control.run_now("serial", ME, {"mode": "wait", "release": str(release), "seconds": 600})
+    deadline = time.monotonic() + 300  # hang guard
+    while not platform.control.repo.job_state("serial") or not platform.control.repo.job_state("serial").running:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    bf = platform.backfills.create("serial", ME, "2026-06-01T00:00:00Z", "2026-06-01T02:59:00Z", max_concurrent=5,
+                                   reason="backfill a serial job")
+    assert bf.max_concurrent == 1
+    for _ in range(3):  # the claim is held: the backfill waits rather than start runs to be skipped
+        after = platform.backfills.tick(bf.id)
+        assert all(f.state == FireState.PENDING for f in after.fires)
+    release.write_text("go")
+    done = drive(platform, bf)
+    assert done.status == Status.COMPLETED and [f.status for f in done.fires] == ["SUCCEEDED"] * 3
+    runs = sorted(records(platform, "serial"), key=lambda r: r.started_at)
+    assert [r.scheduled_time for r in runs] == [f.at for f in bf.fires]  # in order
+    for earlier, later in zip(runs, runs[1:]):
+        assert earlier.finished_at <= later.started_at  # one at a time
+    assert platform.control.execution(held).status == "SUCCEEDED"
+
+
+def test_cancel_stops_new_fires_and_resume_goes_on_each_audited(platform: DevPlatform, tmp_path: Path) -> None:
+    release = tmp_path / "release"
+    bf = platform.backfills.create("hourly", ME, "2026-07-01T00:00:00Z", "2026-07-01T02:59:00Z", max_concurrent=1,
+                                   params={"mode": "wait", "release": str(release), "seconds": 600},
+                                   reason="with a held first run")
+    first = platform.backfills.tick(bf.id)
+    assert [f.state for f in first.fires] == [FireState.RUNNING, FireState.PENDING, FireState.PENDING]
+    cancelled = platform.backfills.cancel(bf.id, "ben@example.com", "wrong params")
+    assert cancelled.status == Status.CANCELLED and cancelled.driven  # its run still goes on
+    with pytest.raises(Conflict, match="is CANCELLED"):
+        platform.backfills.cancel(bf.id, ME, "twice")
+    release.write_text("go")
+    after = drive(platform, bf)  # follows the run in flight, starts nothing
+    assert after.status == Status.CANCELLED and not after.driven
+    assert [f.state for f in after.fires] == [FireState.DONE, FireState.PENDING, FireState.PENDING]
+    platform.backfills.resume(bf.id, ME, "params were right after all")
+    done = drive(platform, bf)
+    assert done.status == Status.COMPLETED and [f.status for f in done.fires] == ["SUCCEEDED"] * 3
+    actions = [(a["actor"], a["action"], a["reason"]) for a in platform.control.audit(100) if bf.id in a["details"]]
+    assert set(actions) == {(ME, "backfill", "with a held first run"), ("ben@example.com", "backfill_cancel", "wrong params"),
+                            (ME, "backfill_resume", "params were right after all")}
+
+
+def test_what_a_backfill_refuses_says_which_field(platform: DevPlatform) -> None:
+    b = platform.backfills
+    cases = [
+        (dict(job="every-minute", start="2026-01-01T00:00:00Z", end="2026-01-02T00:00:00Z"), "more than 1,000 fires"),
+        (dict(job="hourly", start="2026-01-01T00:00:00Z", end="2099-01-01T00:00:00Z"), "in the future"),
+        (dict(job="hourly", start="2026-01-02T00:00:00Z", end="2026-01-01T00:00:00Z"), "is after to"),
+        (dict(job="hourly", start="yesterday", end="2026-01-01T00:00:00Z"), "from: 'yesterday' is not an ISO 8601"),
+        (dict(job="flaky-load", start="2026-01-01T00:00:00Z", end="2026-01-02T00:00:00Z"), "has no schedule"),
+        (dict(job="hourly", start="2026-01-01T00:00:00Z", end="2026-01-01T00:10:00Z"), "no fire of hourly"),
+    ]
+    for kwargs, message in cases:
+        with pytest.raises(Invalid, match=re.escape(message)):
+            b.create(kwargs["job"], ME, kwargs["start"], kwargs["end"], reason="checks")
+    with pytest.raises(Invalid, match="a reason is required"):
+        b.create("hourly", ME, "2026-01-01T00:00:00Z", "2026-01-01T02:00:00Z")
+    with pytest.raises(Invalid, match="hourly has no param"):
+        b.create("hourly", ME, "2026-01-01T00:00:00Z", "2026-01-01T02:00:00Z", params={"nope": 1}, reason="x")
+    assert not [a for a in platform.control.audit(100) if a["reason"] == "checks"]  # nothing refused is audited
