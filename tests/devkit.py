@@ -126,6 +126,30 @@ def make_repo(path: Path) -> Repo:
     return repo
 
 
+#: Two hourly jobs in a timezone with daylight saving, for the backfill tests.
+HOURLY = """\
+    local jp = import 'jobplane.libsonnet';
+    {
+      name: '%(name)s',
+      team: 'billing',
+      description: 'Half past every hour, New York time.',
+      schedule: 'cron(30 * * * ? *)',
+      timezone: 'America/New_York',
+      policy: jp.policy.%(policy)s,
+      params: { mode: 'ok', marker: null, seconds: 30, release: null },
+      steps: [jp.python('work', 'sample_apps.functions:behave')],
+    }
+"""
+
+
+def backfill_repo(path: Path) -> Path:
+    """The scratch repository plus ``hourly`` (ALWAYS_RUN) and ``serial`` (SKIP_IF_RUNNING)."""
+    r = make_repo(path)
+    r.write("jobs/billing/hourly.jsonnet", textwrap.dedent(HOURLY % {"name": "hourly", "policy": "ALWAYS_RUN"}))
+    r.write("jobs/billing/serial.jsonnet", textwrap.dedent(HOURLY % {"name": "serial", "policy": "SKIP_IF_RUNNING"}))
+    return path
+
+
 class FakeClock:
     def __init__(self, start: datetime):
         self.now = start

@@ -10,7 +10,6 @@ own background driver may move it on too: both are meant to run at once.
 from __future__ import annotations
 
 import re
-import textwrap
 import threading
 import time
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Iterator
 import pytest
 from click.testing import CliRunner
 
-from devkit import make_repo
+from devkit import backfill_repo
 from jobplane.cli.app import main
 from jobplane.contract import execution_input
 from jobplane.contract.config import load_config
@@ -27,33 +26,13 @@ from jobplane.devserver.dev_platform import DevPlatform
 from jobplane.platform.backfill_model import Backfill, FireState, Status
 from jobplane.platform.control import Conflict, Invalid
 
-HOURLY = """\
-    local jp = import 'jobplane.libsonnet';
-    {
-      name: '%(name)s',
-      team: 'billing',
-      description: 'Half past every hour, New York time.',
-      schedule: 'cron(30 * * * ? *)',
-      timezone: 'America/New_York',
-      policy: jp.policy.%(policy)s,
-      params: { mode: 'ok', marker: null, seconds: 30, release: null },
-      steps: [jp.python('work', 'sample_apps.functions:behave')],
-    }
-"""
 ME = "aiko@example.com"
-
-
-def repo(path: Path) -> Path:
-    r = make_repo(path)
-    r.write("jobs/billing/hourly.jsonnet", textwrap.dedent(HOURLY % {"name": "hourly", "policy": "ALWAYS_RUN"}))
-    r.write("jobs/billing/serial.jsonnet", textwrap.dedent(HOURLY % {"name": "serial", "policy": "SKIP_IF_RUNNING"}))
-    return path
 
 
 @pytest.fixture(scope="module")
 def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevPlatform]:
     tmp = tmp_path_factory.mktemp("backfill")
-    p = DevPlatform(load_config(repo(tmp / "repo")), tmp / "data", 0, 0, run_scheduler=False, run_services=False,
+    p = DevPlatform(load_config(backfill_repo(tmp / "repo")), tmp / "data", 0, 0, run_scheduler=False, run_services=False,
                     snapshot_interval=3600).start()
     yield p
     p.stop()
@@ -218,3 +197,71 @@ def test_what_a_backfill_refuses_says_which_field(platform: DevPlatform) -> None
     with pytest.raises(Invalid, match="hourly has no param"):
         b.create("hourly", ME, "2026-01-01T00:00:00Z", "2026-01-01T02:00:00Z", params={"nope": 1}, reason="x")
     assert not [a for a in platform.control.audit(100) if a["reason"] == "checks"]  # nothing refused is audited
+
+
+def test_the_cli_previews_starts_and_follows_a_backfill(platform: DevPlatform) -> None:
+    def cli(*args: str):  # type: ignore[no-untyped-def]
+        return CliRunner().invoke(main, ["--root", str(platform.config.root), "backfill", *args,
+                                         "--data-dir", str(platform.data_dir)])
+
+    window = ("--from", "2026-08-01T00:00", "--to", "2026-08-01T02:00")  # New York time: 3 fires
+    assert run_scheduled(platform, "hourly", "2026-08-01T05:30:00Z") == "SUCCEEDED"  # 01:30 EDT ran
+    r = cli("hourly", *window, "--dry-run")
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert lines[0] == "hourly (America/New_York): 2 fires in the window, 1 to run (only-missed)"
+    assert lines[1] == "  2026-08-01 Sat 00:30 EDT  2026-08-01T04:30:00Z  runs"
+    assert lines[2].startswith("  2026-08-01 Sat 01:30 EDT  2026-08-01T05:30:00Z  has a record  (SUCCEEDED ")
+    assert lines[3] == "dry run: nothing started"
+    assert not [b for b in platform.backfills.of_job("hourly") if b.start.startswith("2026-08-01")]
+    r = cli("hourly", *window)
+    assert r.exit_code == 2 and "--reason is required" in r.output
+    r = cli("hourly", *window, "--all", "--max-concurrent", "2", "-p", "mode=ok", "--reason", "re-run August 1st",
+            "--detach")
+    assert r.exit_code == 0, r.output
+    backfill_id = re.search(r"^started (bf-[0-9a-f]{12}): 2 runs, 2 at a time \(", r.output, re.M)[1]
+    r = cli(backfill_id)  # follow it to the end
+    assert r.exit_code == 0, r.output
+    assert re.search(r"^  2026-08-01T04:30:00Z  SUCCEEDED  bf-", r.output, re.M)
+    assert r.output.rstrip().splitlines()[-1] == f"{backfill_id}: COMPLETED (2 SUCCEEDED)"
+    r = cli(backfill_id, "--cancel", "--reason", "too late")
+    assert r.exit_code == 1 and f"{backfill_id} is COMPLETED" in r.output
+    r = cli("hourly", "--from", "2026-08-01T00:00", "--to", "2099-01-01T00:00", "--dry-run")
+    assert r.exit_code == 1 and "is in the future" in r.output
+
+
+def test_the_api_previews_starts_reads_and_cancels_a_backfill_for_members_only(platform: DevPlatform,
+                                                                                tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from portal_kit import BILLING, GROWTH, as_user, header_app
+
+    client = TestClient(header_app(platform))
+    window = {"from": "2026-09-01T00:00:00Z", "to": "2026-09-01T02:59:00Z"}
+    r = client.get("/api/jobs/hourly/backfill-preview", params=window, headers=as_user(GROWTH))  # any reader
+    assert r.status_code == 200 and [f["at"] for f in r.json()] == [f"2026-09-01T0{h}:30:00Z" for h in range(3)]
+    assert all(f["runs"] and f["local"].endswith("-04:00") for f in r.json())
+    body = window | {"reason": "API backfill", "params": {"mode": "wait", "release": str(tmp_path / "go")}}
+    r = client.post("/api/jobs/hourly/backfills", json=body, headers=as_user(GROWTH))
+    assert r.status_code == 403  # growth may read billing's jobs, not act on them
+    r = client.post("/api/jobs/hourly/backfills", json=body | {"mode": "sometimes"}, headers=as_user(BILLING))
+    assert r.status_code == 400
+    r = client.post("/api/jobs/hourly/backfills", json=body, headers=as_user(BILLING))
+    assert r.status_code == 202, r.text
+    out = r.json()
+    assert (out["status"], out["requested_by"], len(out["fires"]), out["url"]) == (
+        "RUNNING", BILLING, 3, f"/backfills/{out['id']}")
+    r = client.post(f"/api/backfills/{out['id']}/cancel", json={"reason": "not now"}, headers=as_user(BILLING))
+    assert r.status_code == 200 and r.json()["status"] == "CANCELLED"
+    r = client.post(f"/api/backfills/{out['id']}/cancel", json={"reason": "again"}, headers=as_user(BILLING))
+    assert r.status_code == 409
+    (tmp_path / "go").write_text("go")
+    done = drive(platform, platform.backfills.get(out["id"]))  # whatever started before the cancel finishes
+    r = client.get(f"/api/backfills/{out['id']}", headers=as_user(GROWTH))
+    assert r.status_code == 200 and r.json()["status"] == "CANCELLED"
+    assert [f["state"] for f in r.json()["fires"]] == [f.state.value for f in done.fires]
+    assert all(f["state"] in ("pending", "done") for f in r.json()["fires"])
+    listed = client.get("/api/jobs/hourly/backfills", headers=as_user(GROWTH)).json()
+    assert out["id"] in [b["id"] for b in listed]
+    assert client.get("/api/backfills/bf-000000000000", headers=as_user(GROWTH)).status_code == 404
+

@@ -86,7 +86,22 @@ def test_operator_commands_on_aws_as_locally_within_the_portal_role(platform: De
     CALLS.clear()
     run_status_and_logs(platform, deployment)
     stop_pause_resume_and_ack(platform, deployment, tmp_path)
+    backfill_a_window(platform, deployment)
     portal_role_allows_every_call(platform)
+
+
+def backfill_a_window(platform: DevPlatform, deployment: Path) -> None:
+    """A backfill run from an operator's shell: planned, started and followed to its end with
+    the calls the portal's driver makes too (so the portal's role must allow them)."""
+    caller = platform.aws.client("sts").get_caller_identity()["Arn"]
+    r = cli(platform, deployment, "backfill", "long-wait", "--from", "2026-02-01T00:00", "--to", "2026-02-02T23:59",
+            "--reason", "missed while the scheduler was paused")
+    assert r.exit_code == 0, r.output
+    assert "long-wait (UTC): 2 fires in the window, 2 to run (only-missed)" in r.output
+    assert "https://jobs.example.com/executions/bf-" in r.output
+    backfill_id = re.search(r"^(bf-[0-9a-f]{12}): COMPLETED \(2 SUCCEEDED\)$", r.output, re.M)[1]
+    bf = platform.backfills.get(backfill_id)
+    assert bf.requested_by == caller and [f.status for f in bf.fires] == ["SUCCEEDED", "SUCCEEDED"]
 
 
 def run_status_and_logs(platform: DevPlatform, deployment: Path) -> None:
@@ -225,13 +240,14 @@ def iam_calls(recorded: list[dict[str, Any]]) -> list[Any]:
 
 def portal_role_allows_every_call(platform: DevPlatform) -> None:
     """The base module's portal role against what the operator commands above called through
-    the control plane the portal shares (run, stop, pause, resume, acknowledge, logs)."""
+    the control plane the portal shares (run, stop, pause, resume, acknowledge, logs, backfill)."""
     import base_module as bm
     from iam_policy import denied_calls
 
     calls = iam_calls(CALLS)
     assert {c.action for c in calls} >= {"states:StartExecution", "states:StopExecution", "scheduler:UpdateSchedule",
-                                        "iam:PassRole", "logs:GetLogEvents", "s3:GetObject", "s3:ListBucket", "dynamodb:Query"}
+                                        "iam:PassRole", "logs:GetLogEvents", "s3:GetObject", "s3:ListBucket", "dynamodb:Query",
+                                        "dynamodb:PutItem", "dynamodb:UpdateItem"}
     statements = bm.policy_statements("portal", {"name_prefix": platform.config.name_prefix})
     assert denied_calls(statements, calls) == []
     for i, statement in enumerate(statements):

@@ -325,3 +325,23 @@ def test_the_docs_screenshots_come_from_the_script_that_makes_them(tmp_path) -> 
     shown = {m for doc in ("portal.md", "operate.md")
              for m in re.findall(r"\(img/([\w.-]+\.png)\)", (root / "docs" / doc).read_text())}
     assert shown and shown <= written and shown == {p.name for p in (root / "docs" / "img").glob("*.png")}
+
+
+def test_backfill_a_past_window_from_the_job_page_and_watch_it_finish(page, platform: DevPlatform) -> None:  # type: ignore[no-untyped-def]
+    from playwright.sync_api import expect
+
+    page.goto("/jobs/long-wait")
+    page.click("#backfill")
+    page.fill("input[name=from]", "2026-01-01T00:00")
+    page.fill("input[name=to]", "2026-01-03T23:59")
+    page.click("#preview")
+    expect(page.locator("tr[data-fire]")).to_have_count(3)  # daily at 02:00 UTC
+    expect(page.locator("tr[data-fire='2026-01-02T02:00:00Z']")).to_contain_text("2026-01-02 Fri 02:00 UTC")
+    page.fill("input[name=reason]", "the scheduler was down on Jan 1-3")
+    page.click("#start-backfill")
+    expect(page).to_have_url(re.compile(r"/backfills/bf-[0-9a-f]{12}\?notice=backfill"))
+    expect(page.locator("#live h2 [data-status]")).to_have_attribute("data-status", "COMPLETED")  # refreshed in place
+    expect(page.locator("tr[data-fire] [data-status='SUCCEEDED']")).to_have_count(3)
+    page.locator("tr[data-fire='2026-01-01T02:00:00Z'] a").click()
+    expect(page.locator("[data-backfill]")).to_have_text(re.compile(r"bf-[0-9a-f]{12}"))
+    expect(page.locator("#live")).to_contain_text("backfill for 2026-01-01T02:00:00Z")

@@ -51,6 +51,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "ack": ("jobplane.cli.operate", "ack",
             "Acknowledge JOB's last failure: a SKIP_IF_FAILED job's scheduled runs start again (the next "
             "success still announces RECOVERED)."),
+    "backfill": ("jobplane.cli.backfill", "backfill",
+                 "Run JOB for the fires of a past window, exactly once each: by default only those with no record. "
+                 "With a BACKFILL id instead: follow it, or --cancel / --resume it."),
     "portal": ("jobplane.cli.local", "portal",
                "Serve the portal against real AWS (production). Configured by the environment: see "
                "docs/portal.md (JOBPLANE_TABLE, JOBPLANE_TOPIC_ARN, JOBPLANE_CATALOG, JOBPLANE_AUTH_MODE ...). "
@@ -90,8 +93,8 @@ def main(ctx: click.Context, root: str) -> None:
 
     Typical flow: write jobs/<team>/<job>.jsonnet, then `jobplane validate`, `jobplane plan`
     and `jobplane compile`; `jobplane next JOB` shows when it will fire. `jobplane dev` runs
-    the whole platform locally; `jobplane run`, `status`, `logs`, `stop`, `pause`, `resume` and
-    `ack` talk to it, or with --deployment to the platform on AWS.
+    the whole platform locally; `jobplane run`, `status`, `logs`, `stop`, `pause`, `resume`,
+    `ack` and `backfill` talk to it, or with --deployment to the platform on AWS.
     """
     from jobplane.cli.common import Context
 

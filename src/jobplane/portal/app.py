@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +75,6 @@ class Portal:
         settings.check()  # refuse to start open (auth mode without what makes it safe, no host names)
         self.settings = settings
         self.control = control or ControlPlane(settings.deployment)
-        self.backfills = Backfills(self.control)
         self.csrf = Csrf(settings.secret_key)
         self.limiter = RateLimiter(settings.actions_per_minute)
         self.alb_keys = AlbKeys(settings.auth.alb_key_url, settings.auth.alb_region) \
@@ -88,6 +88,10 @@ class Portal:
         env.filters.update(schedule_words=views.schedule_words, local_time=views.local_time,
                            short_time=views.short_time, duration=views.duration, notice_text=notice_text,
                            step_call=views.step_call, seconds=views.seconds, retry_words=views.retry_words)
+
+    @cached_property
+    def backfills(self) -> Backfills:
+        return Backfills(self.control)
 
     def user(self, request: Request) -> User:
         user = getattr(request.state, "user", None)
@@ -110,7 +114,7 @@ class Portal:
 
 
 def create_app(settings: PortalSettings, control: ControlPlane | None = None) -> FastAPI:
-    from jobplane.portal import api, pages
+    from jobplane.portal import api, backfill_api, backfill_pages, pages
 
     app = FastAPI(title="jobplane portal API", version=__version__, docs_url=None, redoc_url=None,
                   openapi_url="/api/openapi.json",
@@ -156,6 +160,8 @@ def create_app(settings: PortalSettings, control: ControlPlane | None = None) ->
 
     signed_in = [Depends(authenticated)]
     app.include_router(api.router, dependencies=signed_in)
+    app.include_router(backfill_api.router, dependencies=signed_in)
+    app.include_router(backfill_pages.router, dependencies=signed_in)  # before pages' /jobs/{job}/{action}
     app.include_router(pages.router, dependencies=signed_in)
 
     @app.get("/api/docs", include_in_schema=False, dependencies=signed_in)

@@ -146,6 +146,9 @@ NOTICES = {
     "resume": "Schedule resumed.",
     "acknowledge": "Failure acknowledged.",
     "release-claim": "Stale claim released.",
+    "backfill": "Backfill started: its fires start in order, and this page follows them.",
+    "backfill-cancel": "Backfill cancelled: no further fire starts; runs in flight finish.",
+    "backfill-resume": "Backfill resumed.",
 }
 
 
