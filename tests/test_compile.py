@@ -279,7 +279,7 @@ def test_a_secret_is_a_name_or_a_full_arn(value: str, accepted: bool) -> None:
 def test_catalog_describes_jobs_for_the_portal(examples: dict[str, str]) -> None:
     catalog = json.loads(compile_all(load_config(ROOT)).catalog.render())
     jobs = {j["name"]: j for j in catalog["jobs"]}
-    assert len(jobs) == 7 and {t["name"] for t in catalog["teams"]} == {"billing", "growth", "platform"}
+    assert len(jobs) == 8 and {t["name"] for t in catalog["teams"]} == {"billing", "growth", "platform"}
     close = jobs["month-end-close"]
     assert close["source"] == "jobs/billing/month-end-close.jsonnet"
     assert close["policy"] == "SKIP_IF_RUNNING_OR_FAILED" and close["timezone"] == "Asia/Tokyo"
@@ -294,6 +294,7 @@ def test_catalog_describes_jobs_for_the_portal(examples: dict[str, str]) -> None
     assert [t["name"] for t in billing["teams"]] == ["billing"] and {j["team"] for j in billing["jobs"]} == {"billing"}
     assert close["asl"] == "teams/billing/month-end-close.job.tf.json" and close["asl"] in examples
     assert jobs["backfill-search-index"]["schedule"] == []
+    assert jobs["archive-sales-report"]["after"] == [{"job": "daily-sales-report", "on": "SUCCEEDED"}]
 
 
 def test_compile_replaces_only_its_own_files(repo: Repo) -> None:

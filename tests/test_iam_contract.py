@@ -184,6 +184,15 @@ def scheduler_calls(job_doc: dict[str, Any], r: Resolver) -> list[Call]:
     return calls
 
 
+def after_calls(job_doc: dict[str, Any], r: Resolver) -> list[Call]:
+    """An `after` rule's target starts the job with the role it names; its dead letters are sent
+    by EventBridge itself, under the queue's and the key's policies, not the role
+    (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-use-resource-based.html#eb-sfn-permissions,
+    https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-rule-dlq.html)."""
+    return [Call("states:StartExecution", r.text(target["arn"]), {}, name)
+            for name, target in job_doc["resource"].get("aws_cloudwatch_event_target", {}).items()]
+
+
 def execution_role_calls(job_doc: dict[str, Any], r: Resolver) -> list[Call]:
     """The ECS agent pulls the image and reads the container's secrets with the task execution
     role (https://docs.aws.amazon.com/AmazonECS/latest/developerguide/secrets-envvar-secrets-manager.html);
@@ -217,6 +226,8 @@ def _roles(job: str) -> list[tuple[str, list[dict[str, Any]], list[Call]]]:
     out = [("sfn", r.text(docs[f"{tid}_sfn"]["statement"]), sfn_calls(doc, r, tid))]
     if f"{tid}_scheduler" in docs:
         out.append(("scheduler", r.text(docs[f"{tid}_scheduler"]["statement"]), scheduler_calls(doc, r)))
+    if f"{tid}_after" in docs:
+        out.append(("after", r.text(docs[f"{tid}_after"]["statement"]), after_calls(doc, r)))
     if f"{tid}_exec" in docs:
         out.append(("exec", r.text(docs[f"{tid}_exec"]["statement"]), execution_role_calls(doc, r)))
     return out
@@ -241,7 +252,7 @@ def test_every_statement_of_a_role_is_needed_by_some_call(job: str) -> None:
 
 def test_the_examples_cover_every_role_kind() -> None:
     kinds = {name for job in JOBS for name, _, _ in _roles(job)}
-    assert kinds == {"sfn", "scheduler", "exec"}
+    assert kinds == {"sfn", "scheduler", "exec", "after"}
 
 
 def test_the_evaluator_refuses_what_it_should() -> None:

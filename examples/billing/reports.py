@@ -60,3 +60,14 @@ def publish_report(recipients: list[str], report_date: str | None = None) -> str
         (outbox / f"{day}-sales-{r}.txt").write_text(report)
     log.info("published the %s report to %s", day, ", ".join(recipients))
     return str(out / "report.txt")
+
+
+def archive_report(report_date: str | None = None) -> str:
+    """Keeps the published report of the day its upstream run was scheduled for (this runs
+    after daily-sales-report, with that run's scheduled time)."""
+    day, out = _day_dir(report_date)
+    archive = workspace.area("billing", "archive")
+    target = archive / f"{day}-sales.txt"
+    target.write_text((out / "report.txt").read_text())
+    log.info("archived the %s sales report", day)
+    return str(target)

@@ -57,6 +57,11 @@
   // No schedule: the job runs only when started by hand (portal, API or `jobplane run`).
   manual:: [],
 
+  // --- run after another job (`after: [jp.after('extract-orders')]`): when its run SUCCEEDED,
+  // or with on='FAILED' when a step of it failed or timed out (a clean-up job). A skipped run
+  // of it starts nothing; the run carries its scheduled time.
+  after(job, on='SUCCEEDED'):: { job: job, on: on },
+
   // --- retries of a step's own retryable failures (infrastructure errors are retried anyway)
   retry(attempts, interval='30s', backoff=2, max_interval='1h'):: {
     attempts: attempts,

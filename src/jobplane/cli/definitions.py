@@ -134,9 +134,13 @@ def next_command(obj: Context, job_name: str, count: int, after: str | None) -> 
         raise click.ClickException(f"no job named {job_name!r}{did_you_mean(job_name, list(jobs))}")
     job = jobs[job_name]
     start = _parse_after(after)
+    after = ", ".join(f"{a.job} ({a.on})" for a in job.after)
     if not job.schedule:
-        click.echo(f"{job.name} has no schedule: it runs only when started by hand.")
+        click.echo(f"{job.name} has no schedule: it runs " + (f"after {after}, or " if after else "only ")
+                   + "when started by hand.")
         return
+    if after:
+        click.echo(f"{job.name} also runs after {after}.")
     state = "" if job.enabled else " (schedule DISABLED: these times will not fire until it is enabled)"
     click.echo(f"{job.name} ({job.timezone}){state}")
     for expr in job.schedule:

@@ -43,10 +43,11 @@ from jobplane.compiler.states import DISCARD, Catch, Choice, Fail, Graph, Parall
 from jobplane.contract import datamodel as dm
 from jobplane.contract import execution_input, items
 from jobplane.contract import runner as rc
+from jobplane.contract import upstream
 from jobplane.contract import states as sn
 from jobplane.contract.bindings import token
 from jobplane.contract.items import Ref
-from jobplane.contract.statuses import OPERATOR_TRIGGERS, Event, ExecutionStatus, SkipReason, Trigger
+from jobplane.contract.statuses import AUTOMATIC_TRIGGERS, UNCOMPARED_TRIGGERS, Event, ExecutionStatus, SkipReason, Trigger
 
 _TRANSIENT = ("ProvisionedThroughputExceededException", "ThrottlingException", "InternalServerErrorException",
               "RequestLimitExceeded")
@@ -162,7 +163,7 @@ class _Builder:
     def _order(self, name: str) -> tuple[int, str]:
         # Stable, readable order: start, claims, route, steps (in definition order), the rest by name.
         state = sn.classify(name)
-        first = {sn.Role.START: 0, sn.Role.CLAIM: 1, sn.Role.ROUTE: 2}
+        first = {sn.Role.START: 0, sn.Role.UPSTREAM: 1, sn.Role.CLAIM: 1, sn.Role.ROUTE: 2}
         if state.role in first:
             return (first[state.role], name)
         if state.step is not None:
@@ -186,17 +187,24 @@ class _Builder:
         missing = [{"Not": {"Variable": f"$.{f}", "IsPresent": True}} for f in execution_input.FIELDS]
         nullable_string = lambda f: {"Or": [{"Variable": f"$.{f}", "IsString": True},  # noqa: E731
                                             {"Variable": f"$.{f}", "IsNull": True}]}
+        by_upstream = {"Variable": "$.trigger", "StringEquals": Trigger.UPSTREAM.value}
         valid = {"And": [
             {"Or": [{"Variable": "$.trigger", "StringEquals": t.value} for t in Trigger]},
             {"Variable": "$.scheduled_time", "IsString": True},
             {"Variable": "$.requested_by", "IsString": True},
             nullable_string("resume_from"),
-            nullable_string("rerun_of")]}
-        self.add(sn.START, Choice(choices=[
+            nullable_string("rerun_of"),
+            # a run started by another job's end names that run
+            {"Or": [{"Not": by_upstream}, {"Variable": "$.upstream", "IsString": True}]}]}
+        choices = [
             {"Or": missing, "Next": sn.START_DEFAULTS},
             {"Not": valid, "Next": sn.INVALID_INPUT},
             {"Variable": "$.resume_from", "IsString": True, "Next": sn.CLAIM_RERUN},
-        ], default=sn.CLAIM))
+        ]
+        if self.job.after:
+            choices.append({**by_upstream, "Next": sn.UPSTREAM_LOAD})
+            self.upstream_states()
+        self.add(sn.START, Choice(choices=choices, default=sn.CLAIM))
         fallback = execution_input.defaults(started_at="", params=self.job.params)
         fallback.pop("scheduled_time")
         fallback.pop("params")
@@ -225,15 +233,62 @@ class _Builder:
             result_selector={"status": ExecutionStatus.FAILED.value, "step": None, "reason": "invalid input"},
             result_path="$.outcome", retry=[DDB_RETRY], next=sn.FAIL))
 
+    def upstream_states(self) -> None:
+        """A run started by the end of a run of a job this one is ``after`` (contract/upstream.py):
+        read that run's record; start only if it ended the way this job waits for (the status
+        event cannot tell a skip from a success); mark it, so the same event delivered again is
+        a duplicate; then run with its scheduled_time, as a scheduled run of this job would."""
+        record = "$.upstream_record.Item"
+        self.add(sn.UPSTREAM_LOAD, Task(
+            comment="The upstream run's record (it is written before its execution ends)",
+            resource=GET_ITEM,
+            parameters={"TableName": token("table_name"),
+                        "Key": items.as_asl(items.execution_key(Ref("$.upstream"))), "ConsistentRead": True},
+            result_path="$.upstream_record", retry=[DDB_RETRY], next=sn.UPSTREAM_CHECK))
+        matches = []
+        for a in self.job.after:
+            matches.append({"And": [
+                {"Variable": f"{record}.job.S", "IsPresent": True},
+                {"Variable": f"{record}.job.S", "StringEquals": a.job},
+                {"Variable": f"{record}.scheduled_time.S", "IsPresent": True},
+                {"Or": [{"Variable": f"{record}.status.S", "StringEquals": s} for s in upstream.RECORD_STATUSES[a.on]]}],
+                "Next": sn.UPSTREAM_ONCE})
+        self.add(sn.UPSTREAM_CHECK, Choice(choices=matches, default=sn.UPSTREAM_NOTHING))
+        self.add(sn.UPSTREAM_NOTHING, Pass(
+            comment="The upstream run was a skip, or ended otherwise than this job waits for: nothing runs"))
+        self.add(sn.UPSTREAM_ONCE, Task(
+            comment="Mark the upstream run as having started this job; already marked: a duplicate event",
+            resource=UPDATE_ITEM,
+            parameters={"TableName": token("table_name"),
+                        "Key": items.as_asl(items.execution_key(Ref("$.upstream"))),
+                        "UpdateExpression": "ADD #jobs :job, #runs :me",
+                        "ConditionExpression": "attribute_exists(pk) AND NOT contains(#jobs, :name)",
+                        "ExpressionAttributeNames": {"#jobs": dm.ATTR_AFTER_JOBS, "#runs": dm.ATTR_AFTER_RUNS},
+                        "ExpressionAttributeValues": {":job": {"SS": [self.job.name]}, ":name": _lit(self.job.name),
+                                                      ":me": {"SS.$": "States.Array($$.Execution.Name)"}}},
+            result_path=DISCARD, retry=[DDB_RETRY],
+            catch=[Catch(["DynamoDB.ConditionalCheckFailedException"], self.skip_record(SkipReason.DUPLICATE),
+                         "$.claim_error")],
+            next=sn.UPSTREAM_CARRY))
+        encoded = base64.b64encode(json.dumps(self.job.params, sort_keys=True, separators=(",", ":"),
+                                              ensure_ascii=False).encode()).decode()
+        self.add(sn.UPSTREAM_CARRY, Pass(
+            comment="Run for the upstream run's scheduled time, with this job's params",
+            parameters={"trigger.$": "$.trigger", "scheduled_time.$": f"{record}.scheduled_time.S",
+                        "requested_by.$": "$.requested_by",
+                        "params.$": f"States.StringToJson(States.Base64Decode('{encoded}'))",
+                        "resume_from": None, "rerun_of": None, "upstream.$": "$.upstream"},
+            next=sn.CLAIM))
+
     # -- claim ------------------------------------------------------------------------------
     def claim_update(self, takeover: bool = False) -> dict[str, Any]:
         """The claim's conditional UpdateItem. ``takeover``: replace the claim of a stale holder
         (the state's holder must still be the one found stale) instead of requiring none."""
         policy = self.job.policy
         # Duplicate fires: a scheduled fire must be newer than the newest claimed. The stored key
-        # is "<started by an operator>|<time>", so it orders by time among scheduled fires, while a
-        # manual run, re-run or backfill ("true|...") always sorts after them and is never a
-        # duplicate (a backfill's fires are guarded by their own leases, platform/backfill.py);
+        # is "<not a scheduled fire>|<time>", so it orders by time among scheduled fires, while a
+        # manual run, re-run, backfill or upstream-started run ("true|...") always sorts after them
+        # and is never a duplicate (each has its own guard: statuses.UNCOMPARED_TRIGGERS);
         # it is stored under its own trigger's name, so it never moves the scheduled key.
         conditions = ["(attribute_not_exists(#sched) OR #sched < :fire)"]
         names = {"#sched": f"{dm.ATTR_FIRE_PREFIX}{Trigger.SCHEDULE.value}",
@@ -243,7 +298,7 @@ class _Builder:
         values: dict[str, Any] = {
             ":t": _s("$.scheduled_time"),
             ":fire": _s("States.Format('{}|{}', States.ArrayContains(States.Array("
-                        + ", ".join(f"'{t.value}'" for t in OPERATOR_TRIGGERS) + "), $.trigger), $.scheduled_time)"),
+                        + ", ".join(f"'{t.value}'" for t in UNCOMPARED_TRIGGERS) + "), $.trigger), $.scheduled_time)"),
             ":me": {"SS.$": "States.Array($$.Execution.Name)"},
             ":job": _lit(self.job.name),
             ":team": _lit(self.job.team),
@@ -255,7 +310,8 @@ class _Builder:
             update += f", {dm.ATTR_HOLDER} = :arn"
             values[":arn"] = _s("$$.Execution.Id")
         if policy.skips_if_failed:
-            # Only scheduled fires are blocked: a manual run or a re-run is how operators recover.
+            # Only scheduled and upstream-started runs are blocked (block_<trigger>): a manual run,
+            # a re-run or a backfill is how operators recover.
             conditions.append("attribute_not_exists(#blocked)")
             names["#blocked.$"] = f"States.Format('{dm.ATTR_BLOCK_PREFIX}{{}}', $.trigger)"
         # A fresh claim adds this run to the set; a takeover replaces the stale holder's set.
@@ -622,9 +678,11 @@ class _Builder:
                              "$.claim_error")],
                 next=sn.ROUTE))
         if policy.skips_if_failed:
-            choices.append({"And": [{"Variable": "$.trigger", "StringEquals": Trigger.SCHEDULE.value},
-                                    {"Variable": f"$.state.Item.{dm.ATTR_BLOCK_SCHEDULE}", "IsPresent": True}],
-                            "Next": self.skip_record(SkipReason.LAST_FAILED)})
+            for trigger in AUTOMATIC_TRIGGERS:
+                choices.append({"And": [{"Variable": "$.trigger", "StringEquals": trigger.value},
+                                        {"Variable": f"$.state.Item.{dm.ATTR_BLOCK_PREFIX}{trigger.value}",
+                                         "IsPresent": True}],
+                                "Next": self.skip_record(SkipReason.LAST_FAILED)})
         self.add(sn.SKIP_WHY, Choice(choices=choices, default=self.skip_record(SkipReason.CLAIM_CONFLICT)))
 
     def skip_record(self, reason: SkipReason) -> str:

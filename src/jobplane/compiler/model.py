@@ -265,6 +265,13 @@ class Notify(Strict):
         return v
 
 
+class After(Strict):
+    job: str = Field(description="The upstream job, by name.")
+    on: Literal["SUCCEEDED", "FAILED"] = Field(
+        "SUCCEEDED", description="Start when the upstream run ends this way: SUCCEEDED, or FAILED (a step failed or "
+                                 "timed out: for clean-up jobs). A skipped upstream run starts nothing.")
+
+
 class Job(Strict):
     """A job definition after defaults. Field docs become the JSON Schema shown in editors."""
 
@@ -282,6 +289,9 @@ class Job(Strict):
     expected_duration: Duration | None = Field(None, description="A run still going after this raises SLOW.")
     notify: Notify = Field(default_factory=Notify)
     params: dict[str, Any] = Field(default_factory=dict, description="Defaults a manual run may override.")
+    after: list[After] = Field(default_factory=list,
+                               description="Start this job when another job's run ends: [{job, on}]. "
+                                           "A schedule may be given too.")
 
     @field_validator("name")
     @classmethod
@@ -321,6 +331,15 @@ class Job(Strict):
         if problem:
             raise ValueError(problem)
         return steps
+
+    @field_validator("after")
+    @classmethod
+    def _after(cls, v: list[After]) -> list[After]:
+        seen = [a.job for a in v]
+        twice = sorted({j for j in seen if seen.count(j) > 1})
+        if twice:
+            raise ValueError(f"{', '.join(quoted(j) for j in twice)} is listed twice: one entry per upstream job")
+        return v
 
     @field_validator("expected_duration")
     @classmethod

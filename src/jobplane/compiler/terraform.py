@@ -17,7 +17,7 @@ from typing import Any
 from jobplane.compiler.model import Job
 from jobplane.contract.catalog import CATALOG_FILE
 from jobplane.contract import datamodel as dm
-from jobplane.contract import execution_input, names
+from jobplane.contract import execution_input, names, upstream
 from jobplane.contract import runner as rc
 from jobplane.contract.bindings import bind_for_terraform, terraform_expressions
 from jobplane.contract.published import PUBLISHED
@@ -270,6 +270,40 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> dict[str, Any
                 },
             }
         resource["aws_scheduler_schedule"] = schedules
+
+    # -- after: a rule on each upstream job's status events, starting this job ----------------
+    if job.after:
+        docs[f"{tid}_after_assume"] = _assume("events.amazonaws.com")
+        # The target's role only starts the job; a dead letter is sent by EventBridge itself
+        # (the queue's and the key's policies allow events.amazonaws.com, base module):
+        # https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-rule-dlq.html
+        docs[f"{tid}_after"] = {"statement": [_statement("StartJob", ["states:StartExecution"], [sm_arn])]}
+        roles[f"{tid}_after"] = {"name": names.after_role_name(prefix, job.name),
+                                 "description": f"EventBridge role that starts jobplane job {job.name} after others",
+                                 "assume_role_policy": f"${{data.aws_iam_policy_document.{tid}_after_assume.json}}"}
+        role_policies[f"{tid}_after"] = {"name": "start-job", "role": f"${{aws_iam_role.{tid}_after.id}}",
+                                         "policy": f"${{data.aws_iam_policy_document.{tid}_after.json}}"}
+        rules, targets = {}, {}
+        for a in job.after:
+            rid = f"{tid}_after_{names.tf_id(a.job)}"
+            upstream_arn = (f"arn:{PARTITION}:states:{REGION}:{ACCOUNT}:stateMachine:"
+                            f"{names.state_machine_name(prefix, a.job)}")
+            rules[rid] = {"name": upstream.rule_name(prefix, job.name, a.job),
+                          "description": f"Start {job.name} when a run of {a.job} ends {a.on}",
+                          "event_pattern": json.dumps(upstream.event_pattern(upstream_arn, a.on), sort_keys=True),
+                          "tags": {"jobplane:job": job.name, "jobplane:team": job.team}}
+            targets[rid] = {
+                "rule": f"${{aws_cloudwatch_event_rule.{rid}.name}}",
+                "target_id": "start-job",
+                "arn": f"${{aws_sfn_state_machine.{tid}.arn}}",
+                "role_arn": f"${{aws_iam_role.{tid}_after.arn}}",
+                "input_transformer": {"input_paths": dict(upstream.INPUT_PATHS),
+                                      "input_template": upstream.INPUT_TEMPLATE},
+                "retry_policy": {"maximum_event_age_in_seconds": 3600, "maximum_retry_attempts": 10},
+                "dead_letter_config": {"arn": "${local.platform.scheduler_dlq_arn}"},
+            }
+        resource["aws_cloudwatch_event_rule"] = rules
+        resource["aws_cloudwatch_event_target"] = targets
 
     # -- a task definition of its own, only when steps need secrets ---------------------------
     if own_task_definition:

@@ -206,9 +206,40 @@ def load_jobs(config: PlatformConfig, files: list[Path] | None = None) -> list[L
             budget = params_budget(job, config.name_prefix)
             loaded.append(LoadedJob(job, source, budget))
             problems.extend(override_problems(source, job, budget))
+    problems.extend(after_problems(loaded, set(first_seen), complete=files is None))
     if problems:
         raise DefinitionError(sorted(set(problems)))
     return sorted(loaded, key=lambda lj: lj.job.name)
+
+
+def after_problems(loaded: list[LoadedJob], known: set[str], complete: bool = True) -> list[Problem]:
+    """``after`` across jobs: every upstream job exists (only when every file was read:
+    ``complete``), and no job waits, through others, for itself (each cycle named once)."""
+    problems: list[Problem] = []
+    graph = {lj.job.name: [a.job for a in lj.job.after] for lj in loaded}
+    where = {lj.job.name: lj for lj in loaded}
+    for lj in loaded:
+        for i, a in enumerate(lj.job.after):
+            if complete and a.job not in known:
+                problems.append(Problem(lj.source, lj.job.name, f"after[{i}].job",
+                                        f"no job named {quoted(a.job)}" + did_you_mean(a.job, sorted(known))))
+    seen_cycles: set[tuple[str, ...]] = set()
+    for start in sorted(graph):
+        stack = [(start, [start])]
+        while stack:
+            node, path = stack.pop()
+            for nxt in graph.get(node, []):
+                if nxt == start:
+                    cycle = path + [start]
+                    key = tuple(sorted(path))
+                    if key not in seen_cycles:
+                        seen_cycles.add(key)
+                        i = [a.job for a in where[start].job.after].index(path[1] if len(path) > 1 else start)
+                        problems.append(Problem(where[start].source, start, f"after[{i}].job",
+                                                "a cycle: " + " -> ".join(cycle) + " (a job cannot wait for itself)"))
+                elif nxt in graph and nxt not in path:
+                    stack.append((nxt, path + [nxt]))
+    return problems
 
 
 def override_problems(source: str, job: Job, budget: int) -> list[Problem]:
@@ -298,6 +329,8 @@ def raw_derived_names(prefix: str, name: str, item: dict[str, Any]) -> list[tupl
     if count:
         out.append(("IAM role", names.scheduler_role_name(prefix, name)))
         out.extend(("schedule", names.schedule_name(prefix, name, i)) for i in range(count))
+    if isinstance(item.get("after"), list) and item["after"]:
+        out.append(("IAM role", names.after_role_name(prefix, name)))
     if any(s.get("secrets") for s in runnable):
         out.append(("IAM role", names.task_execution_role_name(prefix, name)))
         out.append(("task definition family", names.task_family(prefix, name)))

@@ -60,6 +60,13 @@ class NotifySettings(_Model):
     events: list[Event] = Field(default_factory=list)
 
 
+class CatalogAfter(_Model):
+    """One upstream job a job runs after (contract/upstream.py)."""
+
+    job: str
+    on: str = "SUCCEEDED"
+
+
 class CatalogJob(_Model):
     name: str
     team: str
@@ -83,6 +90,7 @@ class CatalogJob(_Model):
     # Characters a run's params may take in its steps' ECS overrides (runner.params_in_override);
     # None: not known (a catalog from before it was added).
     params_budget: int | None = None
+    after: list[CatalogAfter] = Field(default_factory=list)
 
     @property
     def step_names(self) -> list[str]:

@@ -52,9 +52,13 @@ ATTR_RUNNING = "running"  # string set of execution names currently holding a cl
 ATTR_HOLDER = "holder"  # execution ARN of the latest exclusive claim (stale-claim check)
 ATTR_BLOCKED_BY = "blocked_by"  # execution whose failure blocks SKIP_IF_FAILED policies
 # block_<trigger>: set to the failed execution; the claim of a SKIP_IF_FAILED job requires
-# block_<its trigger> to be absent, so only block_schedule exists (manual runs are never blocked).
+# block_<its trigger> to be absent, so only block_schedule and block_upstream exist (manual runs,
+# re-runs and backfills are never blocked).
 ATTR_BLOCK_PREFIX = "block_"
 ATTR_BLOCK_SCHEDULE = "block_schedule"
+ATTR_BLOCK_UPSTREAM = "block_upstream"
+#: Every block_<trigger> a failure sets (statuses.AUTOMATIC_TRIGGERS).
+ATTR_BLOCKS = (ATTR_BLOCK_SCHEDULE, ATTR_BLOCK_UPSTREAM)
 # Who acknowledged that failure: scheduled runs go ahead (block_schedule is removed) while
 # blocked_by stays, so the next success still announces RECOVERED and clears both.
 ATTR_ACKNOWLEDGED_BY = "acknowledged_by"
@@ -77,6 +81,10 @@ ATTR_EXPIRES_AT = "expires_at"  # TTL (epoch seconds), set by the reconciler onc
 # Set with a record the reconciler writes, removed once its alert is published: a failure
 # between the two is retried from the record, so the alert is never lost (an outbox).
 ATTR_ALERT_PENDING = "alert_pending"
+# On an upstream run's record: the downstream jobs its end started (string set; also the mark that
+# makes a status event delivered twice start a downstream job once) and their executions.
+ATTR_AFTER_JOBS = "after_jobs"
+ATTR_AFTER_RUNS = "after_runs"
 
 
 def job_partition(job: str) -> str:

@@ -146,9 +146,11 @@ def release_job(job: str, *, execution: Text, status: ExecutionStatus | str, sta
     A success ends any block (acknowledged or not); any other end starts a new one,
     unacknowledged (SKIP_IF_FAILED fires skip until a success or an acknowledgement)."""
     status = ExecutionStatus(status)
-    block = (f" REMOVE {dm.ATTR_BLOCKED_BY}, {dm.ATTR_BLOCK_SCHEDULE}, {dm.ATTR_ACKNOWLEDGED_BY}"
+    blocks = ", ".join(dm.ATTR_BLOCKS)
+    block = (f" REMOVE {dm.ATTR_BLOCKED_BY}, {blocks}, {dm.ATTR_ACKNOWLEDGED_BY}"
              if status == ExecutionStatus.SUCCEEDED else
-             f", {dm.ATTR_BLOCKED_BY} = :me, {dm.ATTR_BLOCK_SCHEDULE} = :me REMOVE {dm.ATTR_ACKNOWLEDGED_BY}")
+             f", {dm.ATTR_BLOCKED_BY} = :me, " + ", ".join(f"{b} = :me" for b in dm.ATTR_BLOCKS)
+             + f" REMOVE {dm.ATTR_ACKNOWLEDGED_BY}")
     return Update(
         key=job_key(job),
         expression=(f"SET {dm.ATTR_LAST_STATUS} = :st, {dm.ATTR_LAST_EXECUTION} = :me, "

@@ -40,6 +40,11 @@ def scheduler_role_name(prefix: str, job: str) -> str:
     return f"{prefix}-{job}-scheduler"
 
 
+def after_role_name(prefix: str, job: str) -> str:
+    """The role EventBridge starts a job with when a job it runs ``after`` ends."""
+    return f"{prefix}-{job}-after"
+
+
 def task_execution_role_name(prefix: str, job: str) -> str:
     return f"{prefix}-{job}-exec"
 

@@ -45,6 +45,7 @@ class Role(str, Enum):
     SKIP = "skip"  # finds out why a claim was refused
     SKIP_RECORD = "skip record"  # records a skip (reason in StateName.reason)
     TAKE_OVER = "take over"  # replaces a stale claim
+    UPSTREAM = "upstream"  # a run started by another job's end: reads and marks that run (contract/upstream.py)
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,11 @@ SKIP_WHY = "Skip: why"
 SKIP_CHECK_HOLDER = "Skip: check holder"
 SKIP_HOLDER_RUNNING = "Skip: holder running?"  # no longer compiled; read in histories before 0.6
 TAKE_OVER = "Take over stale claim"
+UPSTREAM_LOAD = "Upstream: load"
+UPSTREAM_CHECK = "Upstream: check"
+UPSTREAM_ONCE = "Upstream: once"
+UPSTREAM_CARRY = "Upstream: carry"
+UPSTREAM_NOTHING = "Upstream: nothing to do"
 
 _FIXED: dict[str, Role] = {
     START: Role.START, START_DEFAULTS: Role.START, START_MERGE: Role.START, INVALID_INPUT: Role.START,
@@ -93,6 +99,7 @@ _FIXED: dict[str, Role] = {
     NOTIFY_SKIPPED_LAST_FAILED: Role.NOTIFY, FAIL: Role.FAIL,
     SKIP_LOAD_STATE: Role.SKIP, SKIP_WHY: Role.SKIP, SKIP_CHECK_HOLDER: Role.SKIP, SKIP_HOLDER_RUNNING: Role.SKIP,
     TAKE_OVER: Role.TAKE_OVER,
+    **{n: Role.UPSTREAM for n in (UPSTREAM_LOAD, UPSTREAM_CHECK, UPSTREAM_ONCE, UPSTREAM_CARRY, UPSTREAM_NOTHING)},
 }
 
 

@@ -68,10 +68,15 @@ class Trigger(str, Enum):
     MANUAL = "manual"
     RERUN = "rerun"
     BACKFILL = "backfill"  # a past fire started by an operator's backfill (platform/backfill.py)
+    UPSTREAM = "upstream"  # the end of another job's run (the job's ``after``; contract/upstream.py)
 
 
-#: Triggers a person starts: never compared for duplicate delivery, never blocked by a failure.
-OPERATOR_TRIGGERS = tuple(t for t in Trigger if t != Trigger.SCHEDULE)
+#: Triggers whose runs are never compared with scheduled fires for duplicate delivery (each has
+#: its own guard: an execution name, a backfill's fire lease, the upstream run's mark).
+UNCOMPARED_TRIGGERS = tuple(t for t in Trigger if t != Trigger.SCHEDULE)
+#: Triggers nobody chose at the time: a SKIP_IF_FAILED job's failure blocks them (block_<trigger>)
+#: until a success or an acknowledgement; manual runs, re-runs and backfills are how people recover.
+AUTOMATIC_TRIGGERS = (Trigger.SCHEDULE, Trigger.UPSTREAM)
 
 
 def decide(policy: Policy, *, running: bool, last_failed: bool) -> bool:

@@ -216,6 +216,15 @@ class ExecutionView:
         return self.record.rerun_by if self.record else ()
 
     @property
+    def upstream(self) -> str | None:
+        value = self.input.get("upstream")
+        return value if isinstance(value, str) else None
+
+    @property
+    def after_runs(self) -> tuple[str, ...]:
+        return self.record.after_runs if self.record else ()
+
+    @property
     def failed_step(self) -> str | None:
         return self.record.failed_step if self.record else None
 

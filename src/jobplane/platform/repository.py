@@ -101,6 +101,7 @@ class Execution:
     timeline: list[dict[str, Any]] = field(default_factory=list)
     transitions: int | None = None
     rerun_by: tuple[str, ...] = ()
+    after_runs: tuple[str, ...] = ()  # the runs of downstream jobs this run's end started (``after``)
     alert_pending: bool = False  # recorded by the reconciler, its alert not yet published
 
     @property
@@ -110,6 +111,12 @@ class Execution:
     @property
     def rerun_of(self) -> str | None:
         return self.input.get("rerun_of")
+
+    @property
+    def upstream(self) -> str | None:
+        """The run of another job whose end started this one (``after``)."""
+        value = self.input.get("upstream")
+        return value if isinstance(value, str) else None
 
     def attempts(self, step: str) -> list[dict[str, Any]]:
         """The step's attempts in order, each with its outcome, exit code and, for a failed one,
@@ -131,6 +138,7 @@ class Execution:
             team=p.get("team", ""), timeline=json.loads(p["timeline"]) if p.get("timeline") else [],
             transitions=int(p["transitions"]) if p.get("transitions") is not None else None,
             rerun_by=tuple(sorted(p.get("rerun_by", ()))), blocked_by=p.get(dm.ATTR_BLOCKED_BY),
+            after_runs=tuple(sorted(p.get(dm.ATTR_AFTER_RUNS, ()))),
             alert_pending=dm.ATTR_ALERT_PENDING in p,
         )
 
@@ -335,7 +343,7 @@ class Repository:
             blocked_by = state.blocked_by
         try:
             self.ddb.update_item(TableName=self.table, Key=_job_key(job),
-                                 UpdateExpression=f"REMOVE {dm.ATTR_BLOCK_SCHEDULE} SET {dm.ATTR_ACKNOWLEDGED_BY} = :a",
+                                 UpdateExpression=f"REMOVE {', '.join(dm.ATTR_BLOCKS)} SET {dm.ATTR_ACKNOWLEDGED_BY} = :a",
                                  ConditionExpression=f"{dm.ATTR_BLOCKED_BY} = :b AND attribute_not_exists({dm.ATTR_ACKNOWLEDGED_BY})",
                                  ExpressionAttributeValues={":b": {"S": blocked_by}, ":a": {"S": actor or "unknown"}})
         except self.ddb.exceptions.ConditionalCheckFailedException:

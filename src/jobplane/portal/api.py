@@ -122,6 +122,8 @@ class ExecutionOut(ExecutionSummary):
     resume_from: str | None
     rerun_of: str | None
     rerun_by: list[str]
+    upstream: str | None = Field(None, description="the run of another job whose end started this one (after:)")
+    after_runs: list[str] = Field(default_factory=list, description="runs of jobs this run's end started")
     transitions: int | None
     steps: list[StepAttempt]
 
@@ -204,6 +206,7 @@ def execution_out(v: ExecutionView) -> ExecutionOut:
         skip_reason=r.skip_reason if r else None, blocked_by=r.blocked_by if r else None, error=v.error,
         url=f"/executions/{v.execution}",
         params=v.input.get("params") or {}, resume_from=v.resume_from, rerun_of=v.rerun_of, rerun_by=list(v.rerun_by),
+        upstream=v.upstream, after_runs=list(v.after_runs),
         transitions=v.transitions,
         steps=[StepAttempt(**{k: row.get(k) for k in StepAttempt.model_fields}) for row in step_rows(v)])
 

@@ -29,6 +29,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
@@ -70,6 +71,8 @@ class LocalAWS:
     state_machines: dict[str, str] = field(default_factory=dict)
     resources: dict[str, str] = field(default_factory=dict)
     status_events: list[tuple[str, str]] = field(default_factory=list)
+    # upstream job -> [(downstream job, on)]: the compiled `after` rules (contract/upstream.py)
+    after_rules: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     _clients: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     _clients_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     _group_ready: bool = field(default=False, repr=False, compare=False)  # the schedule group exists
@@ -165,6 +168,10 @@ class LocalAWS:
     def _handle_status(self, execution_arn: str, status: str) -> None:
         if status in ("ABORTED", "TIMED_OUT"):
             self.agent.stop_execution_tasks(execution_arn.rsplit(":", 1)[1])
+        try:
+            self.deliver_status_event(execution_arn, status)
+        except Exception:  # EventBridge retries a failed target, then dead-letters: say so loudly
+            log.exception("starting the jobs after %s (%s) failed", execution_arn, status)
         if not self.reconcile:
             return
         from jobplane.platform.reconciler import Reconciler
@@ -179,6 +186,24 @@ class LocalAWS:
             except Exception:
                 log.exception("reconciling %s (%s) failed, attempt %d of 3", execution_arn, status, attempt + 1)
                 time.sleep(1 + 2 * attempt)
+
+    def deliver_status_event(self, execution_arn: str, status: str) -> list[str]:
+        """What the compiled `after` rules do with an execution's status event: start each job
+        that runs after this one with the rule's transformed input (contract/upstream.py). Public,
+        so a test can deliver an event twice, as EventBridge may."""
+        from jobplane.contract import execution_input, upstream
+
+        machine = execution_arn.split(":")[6] if execution_arn.count(":") >= 7 else ""
+        job = next((j for j, arn in self.state_machines.items() if arn.rsplit(":", 1)[1] == machine), None)
+        started = []
+        for downstream, on in self.after_rules.get(job or "", []):
+            if status not in upstream.EVENT_STATUSES[on] or downstream not in self.state_machines:
+                continue
+            payload = upstream.transformed_input(execution_arn.rsplit(":", 1)[1],
+                                                 execution_input.iso(datetime.now(timezone.utc)))
+            started.append(self.client("stepfunctions").start_execution(
+                stateMachineArn=self.state_machines[downstream], input=json.dumps(payload))["executionArn"])
+        return started
 
     def repository(self):  # type: ignore[no-untyped-def]
         from jobplane.platform.repository import Repository
@@ -303,6 +328,10 @@ class LocalAWS:
         input, as Terraform creates them; moto never fires them — the local scheduler reads them)."""
         output_dir = Path(output_dir)
         catalog = Catalog.load(output_dir)
+        self.after_rules = {}
+        for job in catalog.jobs:
+            for a in job.after:
+                self.after_rules.setdefault(a.job, []).append((job.name, a.on))
         # One job at a time: moto's IAM backend answered 500 to concurrent CreateRole/GetRole
         # calls when four deployed at once (bench/dev_scale.py, 1,000 jobs), and gained little.
         for job in catalog.jobs:

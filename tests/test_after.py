@@ -1,0 +1,147 @@
+"""Run after another job (issue 15, `after:`), on the local engine: the compiled state machines
+on moto, the runner as real subprocesses, and the status events delivered by the engine as the
+compiled EventBridge rules deliver them on AWS (contract/upstream.py).
+"""
+
+from __future__ import annotations
+
+import textwrap
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from devkit import make_repo
+from jobplane.compiler.problems import DefinitionError
+from jobplane.compiler.validate import load_jobs
+from jobplane.contract import execution_input
+from jobplane.contract.config import load_config
+from jobplane.devserver.dev_platform import DevPlatform
+
+JOB = """\
+    local jp = import 'jobplane.libsonnet';
+    {
+      name: '%(name)s',
+      team: 'billing',
+      description: '%(name)s',
+      schedule: %(schedule)s,
+      policy: jp.policy.SKIP_IF_RUNNING,
+      params: { mode: 'ok', marker: null, seconds: 30, release: null },
+      steps: [jp.python('work', 'sample_apps.functions:behave')],
+      after: %(after)s,
+    }
+"""
+
+
+def write_job(repo, name: str, after: str = "[]", schedule: str = "jp.daily('02:00')") -> None:  # type: ignore[no-untyped-def]
+    repo.write(f"jobs/billing/{name}.jsonnet", textwrap.dedent(JOB % {"name": name, "after": after,
+                                                                      "schedule": schedule}))
+
+
+@pytest.fixture(scope="module")
+def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevPlatform]:
+    tmp = tmp_path_factory.mktemp("after")
+    repo = make_repo(tmp / "repo")
+    write_job(repo, "extract")
+    write_job(repo, "load", "[jp.after('extract')]", "jp.manual")
+    write_job(repo, "cleanup", "[jp.after('extract', on='FAILED')]", "jp.manual")
+    p = DevPlatform(load_config(tmp / "repo"), tmp / "data", 0, 0, run_scheduler=False, run_services=False,
+                    snapshot_interval=3600).start()
+    yield p
+    p.stop()
+
+
+def fire(platform: DevPlatform, when: str, mode: str = "ok") -> str:
+    """A scheduled fire of the upstream job, run to its end and its status event handled."""
+    arn = platform.aws.start("extract", execution_input.scheduled(when, {"mode": mode}))
+    platform.aws.wait(arn, timeout=300)
+    platform.aws.wait_reconciled(arn, timeout=300)
+    return arn
+
+
+def runs_after(platform: DevPlatform, job: str, upstream_arn: str) -> list:  # type: ignore[type-arg]
+    """The records of ``job``'s runs started by the upstream execution, once they have ended."""
+    name = upstream_arn.rsplit(":", 1)[1]
+    deadline = time.monotonic() + 300  # hang guard
+    while True:
+        sfn = platform.aws.client("stepfunctions")
+        running = sfn.list_executions(stateMachineArn=platform.aws.state_machines[job], statusFilter="RUNNING")
+        if not running["executions"]:
+            break
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    page = platform.control.repo.executions(job, limit=200)
+    return [r for r in page.items if r.input.get("upstream") == name]
+
+
+def test_an_upstream_success_starts_the_downstream_once_even_when_the_event_comes_twice(platform: DevPlatform) -> None:
+    upstream = fire(platform, "2026-03-01T02:00:00Z")
+    runs = runs_after(platform, "load", upstream)
+    assert [(r.status, r.trigger) for r in runs] == [("SUCCEEDED", "upstream")]
+    run = runs[0]
+    assert run.scheduled_time == "2026-03-01T02:00:00Z"  # the upstream run's, carried over
+    assert run.requested_by == f"after {upstream.rsplit(':', 1)[1]}"
+    assert not runs_after(platform, "cleanup", upstream)  # waits for a failure only
+    record = platform.control.repo.execution(upstream.rsplit(":", 1)[1])
+    assert record is not None and record.status == "SUCCEEDED"
+    # EventBridge delivers at least once: the same event again starts nothing new
+    again = platform.aws.deliver_status_event(upstream, "SUCCEEDED")
+    assert len(again) == 1
+    platform.aws.wait(again[0], timeout=300)
+    runs = runs_after(platform, "load", upstream)
+    assert sorted((r.status, r.skip_reason) for r in runs) == [("SKIPPED", "DUPLICATE"), ("SUCCEEDED", None)]
+    # lineage both ways: the upstream record names the run it started
+    item = platform.aws.client("dynamodb").get_item(TableName=platform.deployment.table,
+                                                    Key={"pk": {"S": f"EXEC#{upstream.rsplit(':', 1)[1]}"},
+                                                         "sk": {"S": "EXEC"}})["Item"]
+    assert item["after_jobs"]["SS"] == ["load"] and item["after_runs"]["SS"] == [run.execution]
+    from fastapi.testclient import TestClient
+
+    from portal_kit import READER, as_user, header_app
+
+    client = TestClient(header_app(platform))
+    up = client.get(f"/api/executions/{upstream.rsplit(':', 1)[1]}", headers=as_user(READER)).json()
+    down = client.get(f"/api/executions/{run.execution}", headers=as_user(READER)).json()
+    assert (up["after_runs"], down["upstream"], down["trigger"]) == ([run.execution], up["execution"], "upstream")
+    page = client.get(f"/executions/{run.execution}", headers=as_user(READER)).text
+    assert f'<a href="/executions/{up["execution"]}" data-upstream>' in page
+    page = client.get(f"/executions/{up['execution']}", headers=as_user(READER)).text
+    assert f'<a href="/executions/{run.execution}" data-after-run>' in page
+
+
+def test_an_upstream_failure_starts_the_clean_up_job_and_not_the_downstream(platform: DevPlatform) -> None:
+    upstream = fire(platform, "2026-03-02T02:00:00Z", mode="fail")
+    assert [(r.status, r.trigger) for r in runs_after(platform, "cleanup", upstream)] == [("SUCCEEDED", "upstream")]
+    assert runs_after(platform, "load", upstream) == []
+
+
+def test_a_skipped_upstream_run_starts_nothing(platform: DevPlatform) -> None:
+    fire(platform, "2026-03-04T02:00:00Z")
+    skipped = fire(platform, "2026-03-03T02:00:00Z")  # older than a claimed fire: a duplicate skip
+    name = skipped.rsplit(":", 1)[1]
+    assert platform.control.repo.execution(name).status == "SKIPPED"
+    assert runs_after(platform, "load", skipped) == []
+    sfn = platform.aws.client("stepfunctions")
+    started = [e for e in sfn.list_executions(stateMachineArn=platform.aws.state_machines["load"])["executions"]
+               if name in (sfn.describe_execution(executionArn=e["executionArn"]).get("input") or "")]
+    assert len(started) == 1  # the rule fired (the event cannot tell a skip) and the run did nothing
+    history = sfn.get_execution_history(executionArn=started[0]["executionArn"])["events"]
+    entered = [e["stateEnteredEventDetails"]["name"] for e in history if "stateEnteredEventDetails" in e]
+    assert entered == ["Start", "Upstream: load", "Upstream: check", "Upstream: nothing to do"]
+
+
+def test_unknown_upstream_jobs_and_cycles_are_refused_naming_them(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    write_job(repo, "a", "[jp.after('b')]")
+    write_job(repo, "b", "[jp.after('c')]")
+    write_job(repo, "c", "[jp.after('a')]")
+    write_job(repo, "d", "[jp.after('d')]")
+    write_job(repo, "e", "[jp.after('flaky-lod')]")
+    with pytest.raises(DefinitionError) as e:
+        load_jobs(load_config(tmp_path / "repo"))
+    text = str(e.value)
+    assert "jobs/billing/a.jsonnet: job 'a': after[0].job: a cycle: a -> b -> c -> a (a job cannot wait for itself)" in text
+    assert "jobs/billing/d.jsonnet: job 'd': after[0].job: a cycle: d -> d" in text
+    assert "jobs/billing/e.jsonnet: job 'e': after[0].job: no job named 'flaky-lod' (did you mean 'flaky-load'?)" in text
+    assert text.count("a cycle") == 2  # each cycle once, not once per member
