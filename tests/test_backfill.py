@@ -261,7 +261,7 @@ def test_the_api_previews_starts_reads_and_cancels_a_backfill_for_members_only(p
     assert r.status_code == 200 and r.json()["status"] == "CANCELLED"
     assert [f["state"] for f in r.json()["fires"]] == [f.state.value for f in done.fires]
     assert all(f["state"] in ("pending", "done") for f in r.json()["fires"])
-    listed = client.get("/api/jobs/hourly/backfills", headers=as_user(GROWTH)).json()
+    listed = client.get("/api/backfills", params={"job": "hourly"}, headers=as_user(GROWTH)).json()
     assert out["id"] in [b["id"] for b in listed]
     assert client.get("/api/backfills/bf-000000000000", headers=as_user(GROWTH)).status_code == 404
 

@@ -376,7 +376,7 @@ def test_compiled_output_deploys_byte_identical_with_its_schedules(aws: LocalAWS
     compiled = compile_all(load_config(HERE.parent))
     write_output(compiled, out)
     names = aws.deploy_output(out)
-    assert len(names) == 7
+    assert len(names) == 8
     sfn, scheduler = aws.client("stepfunctions"), aws.client("scheduler")
     rendered = {lj.job.name: asl.render(asl.build_definition(lj.job, aws.prefix)) for lj in compiled.jobs}
     for name in names:

@@ -3,7 +3,6 @@ running ``jobplane dev`` or, with ``--deployment``, on AWS, and follow it to the
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,6 @@ import click
 
 from jobplane.cli.common import control_error, data_dir_option, deployment_option, parse_params, target
 
-BACKFILL_ID = re.compile(r"^bf-[0-9a-f]{12}$")
 
 
 @click.command()
@@ -44,12 +42,12 @@ def backfill(obj: Any, job_or_backfill: str, start: str | None, end: str | None,
     after Ctrl-C it goes on (the portal or `jobplane dev` drives it) and `jobplane backfill
     BACKFILL` follows it again. Exits 0 when every run it started succeeded, 1 otherwise.
     """
-    from jobplane.platform.backfill import Backfills
+    from jobplane.platform.backfill import BACKFILL_ID, Backfills
 
     where = target(obj, data_dir, deployment)
     backfills = Backfills(where.control)
     try:
-        if BACKFILL_ID.match(job_or_backfill) and start is None:
+        if BACKFILL_ID.fullmatch(job_or_backfill) and start is None:
             if cancel or resume:
                 if not reason:
                     raise click.UsageError("--reason is required to cancel or resume a backfill")

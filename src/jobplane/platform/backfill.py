@@ -18,6 +18,7 @@ backfill at the first failed fire until someone resumes it.
 from __future__ import annotations
 
 import logging
+import re
 import secrets
 import threading
 import time
@@ -28,6 +29,7 @@ from typing import Any, Callable
 from jobplane.contract import datamodel as dm
 from jobplane.contract import execution_input
 from jobplane.contract.catalog import CatalogJob
+from jobplane.contract.quoting import quoted
 from jobplane.contract.schedule import validate_timezone
 from jobplane.contract.statuses import FAILED_STATUSES, ExecutionStatus, SkipReason, Trigger
 from jobplane.platform.backfill_model import (MAX_CONCURRENT, Backfill, Fire, FireState, Mode, Status, execution_name,
@@ -37,6 +39,9 @@ from jobplane.platform.clock import iso_millis, now_iso, parse_iso
 from jobplane.platform.control import Conflict, ControlPlane, Invalid, NotFound, _check_reason
 
 log = logging.getLogger(__name__)
+
+#: What a backfill id looks like (``bf-`` and 12 hex digits); anything else is no backfill.
+BACKFILL_ID = re.compile(r"bf-[0-9a-f]{12}")
 
 #: A lease whose execution never started (its driver died between the two) is taken over after this.
 ORPHAN_LEASE_SECONDS = 60
@@ -60,9 +65,9 @@ class Backfills:
 
     # -- reads --------------------------------------------------------------------------------
     def get(self, backfill_id: str) -> Backfill:
-        bf = self.store.get(backfill_id) if backfill_id.startswith("bf-") and len(backfill_id) <= 40 else None
+        bf = self.store.get(backfill_id) if BACKFILL_ID.fullmatch(backfill_id) else None
         if bf is None:
-            raise NotFound(f"no backfill named {backfill_id!r}", {"backfill": backfill_id[:40]})
+            raise NotFound(f"no backfill named {quoted(backfill_id, 40)}", {"backfill": backfill_id[:40]})
         return bf
 
     def of_job(self, job: str, limit: int = 20) -> list[Backfill]:

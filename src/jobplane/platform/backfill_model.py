@@ -119,7 +119,10 @@ def window_time(text: str, zone: str) -> datetime:
         raise ValueError(f"{text!r} is not an ISO 8601 time (2026-03-08T00:00, with or without an offset)") from None
     if t.tzinfo is None:
         t = t.replace(tzinfo=validate_timezone(zone))
-    return t.astimezone(timezone.utc)
+    try:
+        return t.astimezone(timezone.utc)
+    except OverflowError:  # year 1 with a positive offset, year 9999 with a negative one
+        raise ValueError(f"{text!r} is out of range") from None
 
 
 def plan_fires(schedule: list[str], zone: str, start: datetime, end: datetime,

@@ -80,9 +80,10 @@ def preview(request: Request, job: str, start: str = Query(alias="from", min_len
             for p in portal.backfills.preview(job, start, end, mode)]
 
 
-@router.get("/jobs/{job}/backfills", response_model=list[BackfillOut], responses=_errors(404),
+# (not GET /jobs/{job}/backfills: one path, one method, so a 405's Allow header is exact)
+@router.get("/backfills", response_model=list[BackfillOut], responses=_errors(404),
             summary="A job's backfills, newest first")
-def job_backfills(request: Request, job: str, portal: Any = Reader) -> Any:
+def job_backfills(request: Request, job: str = Query(min_length=1, max_length=200), portal: Any = Reader) -> Any:
     return [backfill_out(b) for b in portal.backfills.of_job(job)]
 
 

@@ -13,7 +13,7 @@ from jobplane.platform.backfill_model import MAX_CONCURRENT
 from jobplane.platform.control import ControlError, NotFound
 from jobplane.portal.pages import _act, _back, _portal, parse_params
 
-router = APIRouter()
+router = APIRouter(include_in_schema=False)
 
 
 @router.get("/jobs/{job}/backfill", response_class=HTMLResponse)
