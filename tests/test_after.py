@@ -26,7 +26,7 @@ JOB = """\
       team: 'billing',
       description: '%(name)s',
       schedule: %(schedule)s,
-      policy: jp.policy.SKIP_IF_RUNNING,
+      policy: jp.policy.%(policy)s,
       params: { mode: 'ok', marker: null, seconds: 30, release: null },
       steps: [jp.python('work', 'sample_apps.functions:behave')],
       after: %(after)s,
@@ -34,9 +34,10 @@ JOB = """\
 """
 
 
-def write_job(repo, name: str, after: str = "[]", schedule: str = "jp.daily('02:00')") -> None:  # type: ignore[no-untyped-def]
+def write_job(repo, name: str, after: str = "[]", schedule: str = "jp.daily('02:00')",  # type: ignore[no-untyped-def]
+              policy: str = "SKIP_IF_RUNNING") -> None:
     repo.write(f"jobs/billing/{name}.jsonnet", textwrap.dedent(JOB % {"name": name, "after": after,
-                                                                      "schedule": schedule}))
+                                                                      "schedule": schedule, "policy": policy}))
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +47,7 @@ def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevPlatform]:
     write_job(repo, "extract")
     write_job(repo, "load", "[jp.after('extract')]", "jp.manual")
     write_job(repo, "cleanup", "[jp.after('extract', on='FAILED')]", "jp.manual")
+    write_job(repo, "guarded", "[jp.after('extract')]", "jp.manual", policy="SKIP_IF_FAILED")
     p = DevPlatform(load_config(tmp / "repo"), tmp / "data", 0, 0, run_scheduler=False, run_services=False,
                     snapshot_interval=3600).start()
     yield p
@@ -87,15 +89,20 @@ def test_an_upstream_success_starts_the_downstream_once_even_when_the_event_come
     assert record is not None and record.status == "SUCCEEDED"
     # EventBridge delivers at least once: the same event again starts nothing new
     again = platform.aws.deliver_status_event(upstream, "SUCCEEDED")
-    assert len(again) == 1
-    platform.aws.wait(again[0], timeout=300)
+    assert sorted(a.split(":")[6] for a in again) == ["jp-guarded", "jp-load"]  # each job waiting for it
+    for arn in again:
+        platform.aws.wait(arn, timeout=300)
     runs = runs_after(platform, "load", upstream)
     assert sorted((r.status, r.skip_reason) for r in runs) == [("SKIPPED", "DUPLICATE"), ("SUCCEEDED", None)]
     # lineage both ways: the upstream record names the run it started
     item = platform.aws.client("dynamodb").get_item(TableName=platform.deployment.table,
                                                     Key={"pk": {"S": f"EXEC#{upstream.rsplit(':', 1)[1]}"},
                                                          "sk": {"S": "EXEC"}})["Item"]
-    assert item["after_jobs"]["SS"] == ["load"] and item["after_runs"]["SS"] == [run.execution]
+    guarded = runs_after(platform, "guarded", upstream)  # the other job waiting for it: the same
+    assert sorted((r.status, r.skip_reason) for r in guarded) == [("SKIPPED", "DUPLICATE"), ("SUCCEEDED", None)]
+    guarded = [r for r in guarded if r.status == "SUCCEEDED"]
+    assert sorted(item["after_jobs"]["SS"]) == ["guarded", "load"]
+    assert sorted(item["after_runs"]["SS"]) == sorted([run.execution, guarded[0].execution])
     from fastapi.testclient import TestClient
 
     from portal_kit import READER, as_user, header_app
@@ -103,7 +110,7 @@ def test_an_upstream_success_starts_the_downstream_once_even_when_the_event_come
     client = TestClient(header_app(platform))
     up = client.get(f"/api/executions/{upstream.rsplit(':', 1)[1]}", headers=as_user(READER)).json()
     down = client.get(f"/api/executions/{run.execution}", headers=as_user(READER)).json()
-    assert (up["after_runs"], down["upstream"], down["trigger"]) == ([run.execution], up["execution"], "upstream")
+    assert run.execution in up["after_runs"] and (down["upstream"], down["trigger"]) == (up["execution"], "upstream")
     page = client.get(f"/executions/{run.execution}", headers=as_user(READER)).text
     assert f'<a href="/executions/{up["execution"]}" data-upstream>' in page
     page = client.get(f"/executions/{up['execution']}", headers=as_user(READER)).text
@@ -129,6 +136,23 @@ def test_a_skipped_upstream_run_starts_nothing(platform: DevPlatform) -> None:
     history = sfn.get_execution_history(executionArn=started[0]["executionArn"])["events"]
     entered = [e["stateEnteredEventDetails"]["name"] for e in history if "stateEnteredEventDetails" in e]
     assert entered == ["Start", "Upstream: load", "Upstream: check", "Upstream: nothing to do"]
+
+
+def test_the_downstream_policy_holds_a_failure_blocks_upstream_started_runs_until_acknowledged(
+        platform: DevPlatform) -> None:
+    control = platform.control
+    failed = control.run_now("guarded", "aiko@example.com", {"mode": "fail"})
+    deadline = time.monotonic() + 300  # hang guard
+    while control.repo.execution(failed) is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert control.repo.execution(failed).status == "FAILED"
+    upstream = fire(platform, "2026-03-05T02:00:00Z")
+    assert [(r.status, r.skip_reason) for r in runs_after(platform, "guarded", upstream)] == [("SKIPPED", "LAST_FAILED")]
+    control.acknowledge("guarded", "aiko@example.com", "known partner outage")
+    upstream = fire(platform, "2026-03-06T02:00:00Z")
+    assert [(r.status, r.trigger) for r in runs_after(platform, "guarded", upstream)] == [("SUCCEEDED", "upstream")]
+    assert not control.repo.job_state("guarded").blocked  # a success ends the block
 
 
 def test_unknown_upstream_jobs_and_cycles_are_refused_naming_them(tmp_path: Path) -> None:
