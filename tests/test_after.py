@@ -47,7 +47,7 @@ def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevPlatform]:
     write_job(repo, "extract")
     write_job(repo, "load", "[jp.after('extract')]", "jp.manual")
     write_job(repo, "cleanup", "[jp.after('extract', on='FAILED')]", "jp.manual")
-    write_job(repo, "guarded", "[jp.after('extract')]", "jp.manual", policy="SKIP_IF_FAILED")
+    write_job(repo, "guarded", "[jp.after('extract')]", policy="SKIP_IF_FAILED")  # a schedule too
     p = DevPlatform(load_config(tmp / "repo"), tmp / "data", 0, 0, run_scheduler=False, run_services=False,
                     snapshot_interval=3600).start()
     yield p

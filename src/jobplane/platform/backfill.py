@@ -36,7 +36,7 @@ from jobplane.platform.backfill_model import (MAX_CONCURRENT, Backfill, Fire, Fi
                                               plan_fires, window_time)
 from jobplane.platform.backfill_store import BackfillStore
 from jobplane.platform.clock import iso_millis, now_iso, parse_iso
-from jobplane.platform.control import Conflict, ControlPlane, Invalid, NotFound, _check_reason
+from jobplane.platform.control import Conflict, ControlPlane, Invalid, NotFound, check_reason
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ class Backfills:
 
     def _plan(self, entry: CatalogJob, t1: datetime, t2: datetime, mode: Mode) -> list[PlannedFire]:
         try:
-            fires = plan_fires(entry.schedule, entry.timezone, t1, t2, self.control._anchors(entry))
+            fires = plan_fires(entry.schedule, entry.timezone, t1, t2, self.control.schedule_anchors(entry))
         except ValueError as e:
             raise Invalid(f"{entry.name}: {e}", {"to": "window too wide"}) from None
         covered = self._covered(entry, t1, t2)
@@ -161,13 +161,13 @@ class Backfills:
                max_concurrent: int = 1, params: dict[str, Any] | None = None, reason: str = "") -> Backfill:
         """Plan the window and save the backfill (audited); a driver starts its fires."""
         entry = self.control.entry(job)
-        _check_reason(reason)
+        check_reason(reason)
         mode = _mode(mode)
         if not 1 <= max_concurrent <= MAX_CONCURRENT:
             raise Invalid(f"max_concurrent is 1 to {MAX_CONCURRENT}", {"max_concurrent": "out of range"})
         if entry.policy.skips_if_running:
             max_concurrent = 1  # its claim would skip a second run anyway: one at a time, in order
-        overrides = self.control._checked_params(entry, params)
+        overrides = self.control.checked_params(entry, params)
         t1, t2 = self._window(entry, start, end)
         planned = self._plan(entry, t1, t2, mode)
         fires = [Fire(p.at) for p in planned if p.runs]
@@ -183,19 +183,19 @@ class Backfills:
                       created_at=now_iso(), fires=fires)
         details = {"backfill": bf.id, "from": bf.start, "to": bf.end, "mode": mode.value, "fires": len(fires),
                    "max_concurrent": max_concurrent, "params": overrides}
-        self.control._audited(actor, "backfill", job, None, reason, details, lambda: self.store.create(bf),
+        self.control.audited(actor, "backfill", job, None, reason, details, lambda: self.store.create(bf),
                               undo=[lambda: self.store.delete(bf.id)])
         return bf
 
     def cancel(self, backfill_id: str, actor: str, reason: str) -> Backfill:
         """No further fire starts; runs already started finish and are recorded."""
-        _check_reason(reason)
+        check_reason(reason)
         return self._set_status(backfill_id, actor, reason, "backfill_cancel", (Status.RUNNING, Status.HALTED),
                                 Status.CANCELLED, f"cancelled by {actor}: {reason}")
 
     def resume(self, backfill_id: str, actor: str, reason: str) -> Backfill:
         """A halted or cancelled backfill goes on with its fires not yet started."""
-        _check_reason(reason)
+        check_reason(reason)
         return self._set_status(backfill_id, actor, reason, "backfill_resume", (Status.HALTED, Status.CANCELLED),
                                 Status.RUNNING, None)
 
@@ -213,7 +213,7 @@ class Backfills:
                     raise _Moved  # a driver saved progress in between: no entry kept, read again
 
             try:
-                self.control._audited(actor, action, bf.job, None, reason, {"backfill": bf.id}, act)
+                self.control.audited(actor, action, bf.job, None, reason, {"backfill": bf.id}, act)
                 return bf
             except _Moved:
                 continue
@@ -228,6 +228,9 @@ class Backfills:
         entry = self.control.entries.get(bf.job)
         for fire in [f for f in bf.fires if f.state == FireState.RUNNING]:
             self._follow(bf, fire, entry)
+        if bf.status == Status.RUNNING and entry is None:  # removed from the definitions since
+            bf.status, bf.finished_at = Status.HALTED, now_iso()
+            bf.note = f"{bf.job} is no longer in the catalog: nothing more to start"
         if bf.status == Status.RUNNING and entry is not None:
             self._start_next(bf, entry)
         if bf.status == Status.RUNNING and all(f.state in (FireState.DONE, FireState.TAKEN) for f in bf.fires):
@@ -276,7 +279,7 @@ class Backfills:
                 continue
             payload = execution_input.backfill(bf.requested_by, parse_iso(fire.at), bf.params, bf.id)
             try:
-                self.control._start(bf.job, payload, name)
+                self.control.start_execution(bf.job, payload, name)
             except self.control.sfn.exceptions.ExecutionAlreadyExists:
                 pass  # another driver of this backfill started it: the same run
             except Conflict as e:  # the job is not deployed (any more)

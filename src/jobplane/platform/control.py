@@ -304,7 +304,7 @@ class ControlPlane:
                 continue
             if needle and needle not in entry.name.lower() and needle not in entry.description.lower():
                 continue
-            out.append(JobSummary(entry, state, next_fires(entry, fires, anchors=self._anchors(entry)) if fires else [],
+            out.append(JobSummary(entry, state, next_fires(entry, fires, anchors=self.schedule_anchors(entry)) if fires else [],
                                   failures.get(entry.name, 0)))
         if sort == "failures":
             out.sort(key=lambda j: -j.recent_failures)  # stable: team and name order among equals
@@ -314,9 +314,9 @@ class ControlPlane:
 
     def job(self, job: str) -> JobSummary:
         entry = self.entry(job)
-        return JobSummary(entry, self.repo.job_state(job), next_fires(entry, 5, anchors=self._anchors(entry)))
+        return JobSummary(entry, self.repo.job_state(job), next_fires(entry, 5, anchors=self.schedule_anchors(entry)))
 
-    def _anchors(self, entry: CatalogJob) -> tuple[datetime | None, ...]:
+    def schedule_anchors(self, entry: CatalogJob) -> tuple[datetime | None, ...]:
         """When each of the job's rate() schedules started (platform/anchors.py); cron() and
         at() schedules need none."""
         anchors: list[datetime | None] = []
@@ -424,26 +424,26 @@ class ControlPlane:
         """Start a run now; its execution name. With ``idempotency_key``, the same request again
         (a double click, a retried call) answers with the run it started, not a second one."""
         entry = self.entry(job)
-        _check_reason(reason, required=False)
+        check_reason(reason, required=False)
         if from_step is not None and from_step not in self.step_names(job):
             raise Invalid(f"{job} has no step {quoted(from_step)}; steps: {', '.join(self.step_names(job))}",
                           {"from_step": "unknown step"})
-        params = self._checked_params(entry, params)
+        params = self.checked_params(entry, params)
         payload = execution_input.manual(actor, entry.params, params) | {"resume_from": from_step}
         name = name or (idempotent_name(job, actor, idempotency_key) if idempotency_key is not None else uuid.uuid4().hex)
-        return self._start_once(job, payload, name, idempotency_key is not None, lambda: self._audited(
+        return self._start_once(job, payload, name, idempotency_key is not None, lambda: self.audited(
             actor, "run", job, name, reason, {"params": params} | ({"from_step": from_step} if from_step else {}),
-            lambda: self._start(job, payload, name)))
+            lambda: self.start_execution(job, payload, name)))
 
     def rerun(self, execution: str, actor: str, from_failed_step: bool = True,
               params: dict[str, Any] | None = None, reason: str = "", name: str | None = None,
               idempotency_key: str | None = None) -> str:
-        _check_reason(reason, required=False)
+        check_reason(reason, required=False)
         original = self.execution(execution)
         if original.running:
             raise Conflict(f"{execution} is still running; stop it first", {"execution": execution})
         entry = self.entry(original.job)
-        overrides = self._checked_params(entry, params)
+        overrides = self.checked_params(entry, params)
         resume_from = None
         if from_failed_step:
             resume_from = original.failed_step
@@ -460,10 +460,10 @@ class ControlPlane:
         payload = execution_input.rerun(actor, execution, merged, resume_from)
         name = name or (idempotent_name(original.job, actor, idempotency_key) if idempotency_key is not None
                         else uuid.uuid4().hex)
-        self._start_once(original.job, payload, name, idempotency_key is not None, lambda: self._audited(
+        self._start_once(original.job, payload, name, idempotency_key is not None, lambda: self.audited(
             actor, "rerun_from_failed_step" if from_failed_step else "rerun", original.job, name, reason,
             {"rerun_of": execution, "resume_from": resume_from, "params": overrides},
-            lambda: self._start(original.job, payload, name)))
+            lambda: self.start_execution(original.job, payload, name)))
         self.repo.link_rerun(execution, name)  # lineage: best effort, the audit entry names the original too
         return name
 
@@ -493,7 +493,7 @@ class ControlPlane:
                            {"execution": name, "idempotency_key": "reused"})
         return True
 
-    def _checked_params(self, entry: CatalogJob, params: dict[str, Any] | None) -> dict[str, Any]:
+    def checked_params(self, entry: CatalogJob, params: dict[str, Any] | None) -> dict[str, Any]:
         """A run's params: only those the job declares (they never reach a step's fixed
         arguments, see runner/targets.py), within the size an ECS override can carry."""
         params = dict(params or {})
@@ -515,8 +515,8 @@ class ControlPlane:
                           f"overrides; its steps leave {entry.params_budget}", {"params": "too large"})
         return params
 
-    def _audited(self, actor: str, action: str, job: str, execution: str | None, reason: str,
-                 details: dict[str, Any] | None, act: Any, undo: Any = None) -> Any:
+    def audited(self, actor: str, action: str, job: str, execution: str | None, reason: str,
+                details: dict[str, Any] | None, act: Any, undo: Any = None) -> Any:
         """An action and its audit entry, all or nothing: the entry is written first (a failed
         write changes nothing), then the action; if the action fails, the entry is removed (and
         ``undo``, a list of callables, reverses what the action had done) before the error
@@ -533,7 +533,7 @@ class ControlPlane:
             self.repo.delete_audit(entry)
             raise
 
-    def _start(self, job: str, payload: dict[str, Any], name: str) -> str:
+    def start_execution(self, job: str, payload: dict[str, Any], name: str) -> str:
         try:
             self.sfn.start_execution(stateMachineArn=self.deployment.state_machine_arn(job), name=name,
                                      input=json.dumps(payload))
@@ -542,15 +542,15 @@ class ControlPlane:
         return name
 
     def stop(self, execution: str, actor: str, reason: str) -> None:
-        _check_reason(reason)
+        check_reason(reason)
         view = self.execution(execution)
         if not view.running:
             raise Conflict(f"{execution} is not running ({view.status})", {"execution": execution, "status": view.status})
-        self._audited(actor, "stop", view.job, execution, reason, None, lambda: self.sfn.stop_execution(
+        self.audited(actor, "stop", view.job, execution, reason, None, lambda: self.sfn.stop_execution(
             executionArn=view.execution_arn, error="Stopped", cause=f"stopped by {actor}: {reason}"))
 
     def pause(self, job: str, actor: str, reason: str) -> None:
-        _check_reason(reason)
+        check_reason(reason)
         entry = self.entry(job)
         state = self.repo.job_state(job)
         if state and state.paused:
@@ -564,10 +564,10 @@ class ControlPlane:
 
         undo = [lambda: self.repo.clear_paused(job),
                 lambda: self._set_schedule_state(entry, "ENABLED" if entry.enabled else "DISABLED")]
-        self._audited(actor, "pause", job, None, reason, None, act, undo)
+        self.audited(actor, "pause", job, None, reason, None, act, undo)
 
     def resume(self, job: str, actor: str, reason: str) -> None:
-        _check_reason(reason)
+        check_reason(reason)
         entry = self.entry(job)
         state = self.repo.job_state(job)
         if not (state and state.paused):
@@ -581,7 +581,7 @@ class ControlPlane:
         undo = [lambda: self.repo.set_paused(job, entry.team, state.paused_by or actor, state.paused_reason or "",
                                              state.paused_at or now_iso()),
                 lambda: self._set_schedule_state(entry, "DISABLED")]
-        self._audited(actor, "resume", job, None, reason, None, act, undo)
+        self.audited(actor, "resume", job, None, reason, None, act, undo)
 
     def apply_pauses(self) -> list[str]:
         """Re-disable the schedules of paused jobs (after a deploy re-created them)."""
@@ -606,7 +606,7 @@ class ControlPlane:
             self.scheduler.update_schedule(Name=name, GroupName=group, State=state, **spec)
 
     def acknowledge(self, job: str, actor: str, reason: str) -> None:
-        _check_reason(reason)
+        check_reason(reason)
         self.entry(job)
         state = self.repo.job_state(job)
         if state is None or not state.blocked:
@@ -616,11 +616,11 @@ class ControlPlane:
             if not self.repo.acknowledge_failure(job, state.blocked_by, actor):
                 raise Conflict(f"{job} has no unacknowledged failure", {"job": job})
 
-        self._audited(actor, "acknowledge_failure", job, state.blocked_by, reason, None, act)
+        self.audited(actor, "acknowledge_failure", job, state.blocked_by, reason, None, act)
 
     def release_claim(self, job: str, actor: str, reason: str) -> list[str]:
         """Release claims held by executions that are no longer running (a crashed cleanup)."""
-        _check_reason(reason)
+        check_reason(reason)
         self.entry(job)
         state = self.repo.job_state(job)
         holders = set(state.running) if state else set()
@@ -649,7 +649,7 @@ class ControlPlane:
                 raise Conflict(f"{job}'s stale claims were released meanwhile", {"job": job})
             return released
 
-        return self._audited(actor, "release_claim", job, stale[0], reason, {"released": stale}, act)
+        return self.audited(actor, "release_claim", job, stale[0], reason, {"released": stale}, act)
 
 
 _CURSOR_KEYS = {"pk", "sk", "gsi1pk", "gsi1sk", "gsi2pk", "gsi2sk"}
@@ -672,7 +672,7 @@ def check_cursor(cursor: str | None, index_keys: tuple[str, ...] = ()) -> str | 
     raise Invalid("cursor is not one this API returned", {"cursor": "invalid"})
 
 
-def _check_reason(reason: str, required: bool = True) -> None:
+def check_reason(reason: str, required: bool = True) -> None:
     """Checked before any side effect: a reason is what the audit log says, so it is bounded."""
     if required and (not reason or not reason.strip()):
         raise Invalid("a reason is required", {"reason": "required"})

@@ -325,7 +325,7 @@ class Repository:
         return entry_id
 
     def delete_audit(self, entry_id: str) -> None:
-        """Only for an action that failed after its entry was written (ControlPlane._audited)."""
+        """Only for an action that failed after its entry was written (ControlPlane.audited)."""
         self.ddb.delete_item(TableName=self.table, Key={"pk": {"S": dm.audit_pk(entry_id)}, "sk": {"S": dm.AUDIT_SK}})
 
     def audit_log(self, limit: int = 100) -> list[dict[str, Any]]:
