@@ -265,3 +265,21 @@ def test_the_api_previews_starts_reads_and_cancels_a_backfill_for_members_only(p
     assert out["id"] in [b["id"] for b in listed]
     assert client.get("/api/backfills/bf-000000000000", headers=as_user(GROWTH)).status_code == 404
 
+
+
+def test_a_fire_whose_run_is_in_flight_is_never_started_again_even_with_all(platform: DevPlatform,
+                                                                            tmp_path: Path) -> None:
+    release = tmp_path / "release"
+    fires = ["2026-10-05T10:30:00Z", "2026-10-05T11:30:00Z"]
+    arn = platform.aws.start("hourly", execution_input.scheduled(fires[0], {"mode": "wait", "release": str(release),
+                                                                            "seconds": 600}))
+    name = arn.rsplit(":", 1)[1]
+    deadline = time.monotonic() + 300  # hang guard
+    while name not in (platform.control.repo.job_state("hourly").running if platform.control.repo.job_state("hourly") else ()):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    preview = platform.backfills.preview("hourly", fires[0], fires[1], mode="all")
+    assert [(p.at, p.runs, p.covered_by) for p in preview] == [(fires[0], False, f"in flight: {name}"),
+                                                               (fires[1], True, None)]
+    release.write_text("go")
+    platform.aws.wait(arn, timeout=300)

@@ -37,6 +37,7 @@ from jobplane.platform.backfill_model import (MAX_CONCURRENT, Backfill, Fire, Fi
 from jobplane.platform.backfill_store import BackfillStore
 from jobplane.platform.clock import iso_millis, now_iso, parse_iso
 from jobplane.platform.control import Conflict, ControlPlane, Invalid, NotFound, check_reason
+from jobplane.platform.repository import query_items
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,14 @@ class PlannedFire:
     local: datetime  # the same instant in the job's timezone (what the schedule says)
     covered_by: str | None  # what already covers it ("SUCCEEDED <execution>", "in flight ...")
     runs: bool  # whether a backfill in the asked mode starts it
+
+
+@dataclass(frozen=True)
+class Cover:
+    """What already covers a fire: a record, a run in flight, another backfill's lease."""
+
+    text: str
+    in_flight: bool = False  # never started again, even by ``--all``
 
 
 class Backfills:
@@ -92,11 +101,14 @@ class Backfills:
         for t in fires:
             at = execution_input.iso(t)
             by = covered.get(at)
-            runs = by is None or (mode == Mode.ALL and not by.startswith("in flight"))
-            out.append(PlannedFire(at, t.astimezone(zone), by, runs))
+            runs = by is None or (mode == Mode.ALL and not by.in_flight)
+            out.append(PlannedFire(at, t.astimezone(zone), by.text if by else None, runs))
         return out
 
     def _window(self, entry: CatalogJob, start: str, end: str) -> tuple[datetime, datetime]:
+        if not entry.schedule:
+            raise Invalid(f"{entry.name} has no schedule: there are no past fires to backfill (start it with `run`)",
+                          {"job": "no schedule"})
         problems: dict[str, str] = {}
         times: dict[str, datetime] = {}
         for field, text in (("from", start), ("to", end)):
@@ -112,16 +124,13 @@ class Backfills:
         if t2 > datetime.now(timezone.utc):
             raise Invalid(f"to ({execution_input.iso(t2)}) is in the future: a backfill runs past fires only; "
                           "the schedule runs the others", {"to": "in the future"})
-        if not entry.schedule:
-            raise Invalid(f"{entry.name} has no schedule: there are no past fires to backfill (start it with `run`)",
-                          {"job": "no schedule"})
         return t1, t2
 
-    def _covered(self, entry: CatalogJob, t1: datetime, t2: datetime) -> dict[str, str]:
+    def _covered(self, entry: CatalogJob, t1: datetime, t2: datetime) -> dict[str, Cover]:
         """Fires of the window that already have a record (run, skipped, duplicate), a run in
         flight or another backfill's lease: what ``--only-missed`` leaves alone."""
         a, b = execution_input.iso(t1), execution_input.iso(t2)
-        covered: dict[str, str] = {}
+        covered: dict[str, Cover] = {}
         # Every record of a run started since the window opened (a fire's run starts at or after
         # it); a minute early, as a record's millisecond times sort before the same second's 'Z'.
         kwargs: dict[str, Any] = {
@@ -131,29 +140,23 @@ class Backfills:
                                           ":a": {"S": iso_millis(t1 - timedelta(minutes=1))}},
             "ProjectionExpression": "execution, scheduled_time, #st, #tr, skip_reason",
             "ExpressionAttributeNames": {"#st": "status", "#tr": "trigger"}}
-        while True:
-            out = self.control.ddb.query(**kwargs)
-            for item in out.get("Items", []):
-                trigger, status = item.get("trigger", {}).get("S"), item.get("status", {}).get("S")
-                if trigger not in (Trigger.SCHEDULE.value, Trigger.BACKFILL.value) or "scheduled_time" not in item:
-                    continue
-                if trigger == Trigger.BACKFILL.value and status == ExecutionStatus.SKIPPED.value:
-                    continue  # a backfill's run that waited for a claim: its fire is tried again
-                fire = _fire_key(item["scheduled_time"]["S"])
-                if fire and a <= fire <= b:
-                    covered.setdefault(fire, f"{status} {item['execution']['S']}")
-            if "LastEvaluatedKey" not in out:
-                break
-            kwargs["ExclusiveStartKey"] = out["LastEvaluatedKey"]
-        for view in self.control.running_executions(entry.name):
-            fire = _fire_key(str(view.input.get("scheduled_time", "")))
-            if view.input.get("trigger") in (Trigger.SCHEDULE.value, Trigger.BACKFILL.value) and fire and a <= fire <= b:
-                covered[fire] = f"in flight: {view.name}"
+        for item in query_items(self.control.ddb, kwargs)[0]:
+            trigger, status = item.get("trigger", {}).get("S"), item.get("status", {}).get("S")
+            if trigger not in (Trigger.SCHEDULE.value, Trigger.BACKFILL.value) or "scheduled_time" not in item:
+                continue
+            if trigger == Trigger.BACKFILL.value and status == ExecutionStatus.SKIPPED.value:
+                continue  # a backfill's run that waited for a claim: its fire is tried again
+            fire = _fire_key(item["scheduled_time"]["S"])
+            if fire and a <= fire <= b:
+                covered.setdefault(fire, Cover(f"{status} {item['execution']['S']}"))
+        for fire, execution in self._scheduled_in_flight(entry.name).items():
+            if a <= fire <= b:
+                covered[fire] = Cover(f"in flight: {execution}", in_flight=True)
         for fire, lease in self.store.leases(entry.name, a, b).items():
             if lease.state == "running":
-                covered[fire] = f"in flight: {lease.execution} (backfill {lease.backfill})"
+                covered[fire] = Cover(f"in flight: {lease.execution} (backfill {lease.backfill})", in_flight=True)
             else:
-                covered.setdefault(fire, f"backfilled by {lease.backfill}: {lease.execution}")
+                covered.setdefault(fire, Cover(f"backfilled by {lease.backfill}: {lease.execution}"))
         return covered
 
     # -- actions ------------------------------------------------------------------------------
@@ -263,6 +266,7 @@ class Backfills:
 
     def _start_next(self, bf: Backfill, entry: CatalogJob) -> None:
         in_flight = sum(f.state == FireState.RUNNING for f in bf.fires)
+        others: dict[str, str] | None = None  # fires of runs in flight that no backfill started
         for fire in [f for f in bf.fires if f.state == FireState.PENDING]:
             if in_flight >= bf.max_concurrent:
                 return
@@ -270,6 +274,11 @@ class Backfills:
                 state = self.control.repo.job_state(bf.job)
                 if state and state.running:
                     return  # another run holds the claim: wait for it, in order
+            if others is None:  # a scheduled run may have started since the backfill was planned
+                others = self._scheduled_in_flight(bf.job)
+            if fire.at in others:
+                fire.state, fire.note = FireState.TAKEN, f"run by {others[fire.at]} (in flight when it was its turn)"
+                continue
             fire.tries += 1
             name = execution_name(bf.id, fire.at, fire.tries)
             holder = self._lease(bf, fire, name)
@@ -289,6 +298,15 @@ class Backfills:
                 return
             fire.state, fire.execution = FireState.RUNNING, name
             in_flight += 1
+
+    def _scheduled_in_flight(self, job: str) -> dict[str, str]:
+        """Fire -> execution, for the job's scheduled runs in flight (a backfill's own hold leases)."""
+        out = {}
+        for view in self.control.running_executions(job):
+            fire = _fire_key(str(view.input.get("scheduled_time", "")))
+            if view.input.get("trigger") == Trigger.SCHEDULE.value and fire:
+                out[fire] = view.execution
+        return out
 
     def _lease(self, bf: Backfill, fire: Fire, name: str) -> str | None:
         """None when ``fire`` is leased for ``name``, else what holds it."""

@@ -21,6 +21,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from jobplane.contract import datamodel as dm
 from jobplane.platform.backfill_model import Backfill, Fire, Mode, Status, fires_json
 from jobplane.platform.clock import now_iso
+from jobplane.platform.repository import query_items
 
 _des, _ser = TypeDeserializer(), TypeSerializer()
 
@@ -113,15 +114,7 @@ class BackfillStore:
             kwargs["KeyConditionExpression"] += " AND #s BETWEEN :a AND :b"
             kwargs["ExpressionAttributeNames"]["#s"] = sort_key
             kwargs["ExpressionAttributeValues"] |= {":a": {"S": between[0]}, ":b": {"S": between[1]}}
-        items: list[dict[str, Any]] = []
-        while True:
-            if limit is not None:
-                kwargs["Limit"] = limit - len(items)
-            out = self.ddb.query(**kwargs)
-            items += out.get("Items", [])
-            if not out.get("LastEvaluatedKey") or (limit is not None and len(items) >= limit):
-                return items
-            kwargs["ExclusiveStartKey"] = out["LastEvaluatedKey"]
+        return query_items(self.ddb, kwargs, limit)[0]
 
     # -- fire leases ----------------------------------------------------------------------------
     def leases(self, job: str, start: str, end: str) -> dict[str, Lease]:

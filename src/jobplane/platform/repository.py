@@ -24,6 +24,22 @@ def _plain(item: dict[str, Any]) -> dict[str, Any]:
     return {k: _des.deserialize(v) for k, v in item.items()}
 
 
+def query_items(ddb: Any, kwargs: dict[str, Any], limit: int | None = None) -> tuple[list[dict[str, Any]], Any]:
+    """A Query read page by page (DynamoDB answers at most 1 MB at a time) until ``limit`` items,
+    or all of them: the items, and the key a next read would go on from (None at the end)."""
+    kwargs = dict(kwargs)
+    items: list[dict[str, Any]] = []
+    while True:
+        if limit is not None:
+            kwargs["Limit"] = limit - len(items)
+        out = ddb.query(**kwargs)
+        items += out.get("Items", [])
+        last = out.get("LastEvaluatedKey")
+        if not last or (limit is not None and len(items) >= limit):
+            return items, last
+        kwargs["ExclusiveStartKey"] = last
+
+
 def _job_key(job: str) -> dict[str, Any]:
     return items.as_boto(items.job_key(job))
 
@@ -187,16 +203,8 @@ class Repository:
                                   "ExpressionAttributeValues": {":v": {"S": value}}, "ScanIndexForward": forward}
         if cursor:
             kwargs["ExclusiveStartKey"] = json.loads(cursor)
-        items: list[dict[str, Any]] = []
-        while True:
-            if limit is not None:
-                kwargs["Limit"] = limit - len(items)
-            out = self.ddb.query(**kwargs)
-            items += out.get("Items", [])
-            last = out.get("LastEvaluatedKey")
-            if not last or (limit is not None and len(items) >= limit):
-                return Page(items, json.dumps(last) if last else None)
-            kwargs["ExclusiveStartKey"] = last
+        items, last = query_items(self.ddb, kwargs, limit)
+        return Page(items, json.dumps(last) if last else None)
 
     # -- writes outside the state machine ------------------------------------------------------
     def finish_without_cleanup(self, *, job: str, team: str, execution: str, execution_arn: str, status: str,
