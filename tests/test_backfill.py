@@ -283,3 +283,32 @@ def test_a_fire_whose_run_is_in_flight_is_never_started_again_even_with_all(plat
                                                                (fires[1], True, None)]
     release.write_text("go")
     platform.aws.wait(arn, timeout=300)
+
+
+def test_a_backfill_goes_on_after_its_cli_is_interrupted(platform: DevPlatform, tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    release = tmp_path / "release"
+    cli = subprocess.Popen(
+        [str(Path(sys.executable).parent / "jobplane"), "--root", str(platform.config.root), "backfill", "hourly",
+         "--from", "2026-10-10T00:00", "--to", "2026-10-10T01:59", "-p", "mode=wait", "-p", f"release={release}",
+         "--reason", "interrupted on purpose", "--data-dir", str(platform.data_dir)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    for line in cli.stdout:  # type: ignore[union-attr]
+        lines.append(line)
+        if line.startswith("  2026-") and "running" in line:  # its first run started: interrupt it
+            cli.send_signal(signal.SIGINT)
+            break
+    rest = cli.communicate(timeout=300)[0]
+    assert cli.returncode == 130, "".join(lines) + rest
+    backfill_id = re.search(r"^started (bf-[0-9a-f]{12})", "".join(lines), re.M)[1]
+    assert f"interrupted: {backfill_id} goes on" in rest
+    release.write_text("go")
+    deadline = time.monotonic() + 600  # hang guard: the platform's own driver finishes it
+    while platform.backfills.get(backfill_id).status != Status.COMPLETED:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    assert [f.status for f in platform.backfills.get(backfill_id).fires] == ["SUCCEEDED", "SUCCEEDED"]
