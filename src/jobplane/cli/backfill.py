@@ -39,8 +39,9 @@ def backfill(obj: Any, job_or_backfill: str, start: str | None, end: str | None,
 
     Fire times come from the job's schedules and timezone (as `jobplane next` lists them); each run
     has trigger `backfill` and its fire as scheduled_time. The backfill is kept by the platform:
-    after Ctrl-C it goes on (the portal or `jobplane dev` drives it) and `jobplane backfill
-    BACKFILL` follows it again. Exits 0 when every run it started succeeded, 1 otherwise.
+    after Ctrl-C the portal or `jobplane dev` drives it on (on AWS without a portal, nothing
+    does until `jobplane backfill BACKFILL` follows it again). Exits 0 when every run it started
+    succeeded, 1 otherwise.
     """
     from jobplane.platform.backfill import BACKFILL_ID, Backfills
 
@@ -103,8 +104,8 @@ def _follow(backfills: Any, backfill_id: str, where: Any) -> None:
     try:
         bf = backfills.follow(backfill_id, show)
     except KeyboardInterrupt:
-        click.echo(f"\ninterrupted: {backfill_id} goes on (the portal or `jobplane dev` drives it); "
-                   f"`jobplane backfill {backfill_id}` follows it again, --cancel stops it")
+        click.echo(f"\ninterrupted: {backfill_id} goes on where the portal or `jobplane dev` drives it; "
+                   f"`jobplane backfill {backfill_id}` follows (and drives) it again, --cancel stops it")
         sys.exit(130)
     counts = bf.counts()
     summary = ", ".join(f"{n} {k}" for k, n in counts.items() if n and k not in ("pending", "running", "done"))
