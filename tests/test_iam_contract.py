@@ -185,10 +185,11 @@ def scheduler_calls(job_doc: dict[str, Any], r: Resolver) -> list[Call]:
 
 
 def after_calls(job_doc: dict[str, Any], r: Resolver) -> list[Call]:
-    """An `after` rule's target starts the job with the role it names; its dead letters are sent
-    by EventBridge itself, under the queue's and the key's policies, not the role
-    (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-use-resource-based.html#eb-sfn-permissions,
-    https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-rule-dlq.html)."""
+    """An `after` rule's target starts the job with the role it names, which needs only
+    states:StartExecution on the state machine (as the AWS CDK's own Step Functions target grants
+    it: aws-cdk, packages/@aws-cdk/aws-events-targets/lib/state-machine.ts); its dead letters are
+    sent by EventBridge itself, under the queue's and the key's policies, not the role
+    (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-rule-dlq.html)."""
     return [Call("states:StartExecution", r.text(target["arn"]), {}, name)
             for name, target in job_doc["resource"].get("aws_cloudwatch_event_target", {}).items()]
 
