@@ -33,7 +33,7 @@ from jobplane.contract.quoting import quoted
 from jobplane.contract.schedule import validate_timezone
 from jobplane.contract.statuses import FAILED_STATUSES, ExecutionStatus, SkipReason, Trigger
 from jobplane.platform.backfill_model import (MAX_CONCURRENT, Backfill, Fire, FireState, Mode, Status, execution_name,
-                                              plan_fires, window_time)
+                                              fires_json, plan_fires, window_time)
 from jobplane.platform.backfill_store import BackfillStore
 from jobplane.platform.clock import iso_millis, now_iso, parse_iso
 from jobplane.platform.control import Conflict, ControlPlane, Invalid, NotFound, check_reason
@@ -228,6 +228,7 @@ class Backfills:
         bf = self.get(backfill_id)
         if not bf.driven:
             return bf
+        before = (bf.status, bf.note, fires_json(bf.fires))
         entry = self.control.entries.get(bf.job)
         for fire in [f for f in bf.fires if f.state == FireState.RUNNING]:
             self._follow(bf, fire, entry)
@@ -238,6 +239,8 @@ class Backfills:
             self._start_next(bf, entry)
         if bf.status == Status.RUNNING and all(f.state in (FireState.DONE, FireState.TAKEN) for f in bf.fires):
             bf.status, bf.finished_at = Status.COMPLETED, now_iso()
+        if (bf.status, bf.note, fires_json(bf.fires)) == before:
+            return bf  # nothing moved (runs still going): no write, the drivers poll every few seconds
         if not self.store.save(bf):
             return self.get(backfill_id)  # another driver moved it on
         return bf

@@ -71,7 +71,7 @@ class LocalAWS:
     state_machines: dict[str, str] = field(default_factory=dict)
     resources: dict[str, str] = field(default_factory=dict)
     status_events: list[tuple[str, str]] = field(default_factory=list)
-    # upstream job -> [(downstream job, on)]: the compiled `after` rules (contract/upstream.py)
+    # upstream state machine name -> [(downstream job, on)]: the compiled `after` rules (contract/upstream.py)
     after_rules: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     _clients: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     _clients_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
@@ -194,9 +194,8 @@ class LocalAWS:
         from jobplane.contract import execution_input, upstream
 
         machine = execution_arn.split(":")[6] if execution_arn.count(":") >= 7 else ""
-        job = next((j for j, arn in self.state_machines.items() if arn.rsplit(":", 1)[1] == machine), None)
         started = []
-        for downstream, on in self.after_rules.get(job or "", []):
+        for downstream, on in self.after_rules.get(machine, []):
             if status not in upstream.EVENT_STATUSES[on] or downstream not in self.state_machines:
                 continue
             payload = upstream.transformed_input(execution_arn.rsplit(":", 1)[1],
@@ -331,7 +330,7 @@ class LocalAWS:
         self.after_rules = {}
         for job in catalog.jobs:
             for a in job.after:
-                self.after_rules.setdefault(a.job, []).append((job.name, a.on))
+                self.after_rules.setdefault(names.state_machine_name(self.prefix, a.job), []).append((job.name, a.on))
         # One job at a time: moto's IAM backend answered 500 to concurrent CreateRole/GetRole
         # calls when four deployed at once (bench/dev_scale.py, 1,000 jobs), and gained little.
         for job in catalog.jobs:
