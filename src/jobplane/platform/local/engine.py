@@ -38,12 +38,13 @@ from jobplane.contract import datamodel as dm
 from jobplane.contract import names
 from jobplane.contract import runner as rc
 from jobplane.contract.catalog import Catalog, CatalogJob
+from jobplane.platform.local import moto_deploy
 from jobplane.platform.local.front import Credentials
 
 log = logging.getLogger(__name__)
 
 REGION = "us-east-1"
-ACCOUNT = "123456789012"
+ACCOUNT = moto_deploy.ACCOUNT
 
 
 @dataclass
@@ -309,15 +310,13 @@ class LocalAWS:
 
     def deploy(self, job: str, asl_text: str, **overrides: str) -> str:
         """Create (or update) a job's state machine from its compiled ASL."""
-        sfn = self.client("stepfunctions")
         definition = bind(asl_text, self.bindings(**overrides))
-        name = f"{self.prefix}-{job}"
         if job in self.state_machines:
-            sfn.update_state_machine(stateMachineArn=self.state_machines[job], definition=definition)
-        else:
-            self.state_machines[job] = sfn.create_state_machine(
-                name=name, definition=definition, roleArn=self.resources["role_arn"], type="STANDARD",
-            )["stateMachineArn"]
+            self.client("stepfunctions").update_state_machine(
+                stateMachineArn=self.state_machines[job], definition=definition)
+        else:  # as terraform apply creates it: not through our code's API calls (moto_deploy.py)
+            self.state_machines[job] = moto_deploy.create_state_machine(
+                self.region, f"{self.prefix}-{job}", definition, self.resources["role_arn"])
         return self.state_machines[job]
 
     def deploy_output(self, output_dir: Path | str, **overrides: str) -> list[str]:
@@ -352,7 +351,6 @@ class LocalAWS:
         from jobplane.contract import execution_input
         from jobplane.contract.names import schedule_name, scheduler_role_name
 
-        scheduler = self.client("scheduler")
         group = self._ensure_schedule_group()
         names = []
         target_input = json.dumps(execution_input.scheduled(execution_input.SCHEDULER_TIME, job.params), sort_keys=True)
@@ -365,19 +363,16 @@ class LocalAWS:
                 self._roles.update({r["RoleName"]: r["Arn"] for r in page["Roles"]})
         role_arn = self._roles.get(role_name)
         if role_arn is None:
-            role_arn = self._roles[role_name] = iam.create_role(RoleName=role_name, AssumeRolePolicyDocument=json.dumps({
+            role_arn = self._roles[role_name] = moto_deploy.create_role(role_name, json.dumps({
                 "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
-                                                        "Principal": {"Service": "scheduler.amazonaws.com"}}]}))["Role"]["Arn"]
+                                                        "Principal": {"Service": "scheduler.amazonaws.com"}}]}))
         for i, expression in enumerate(job.schedule):
             name = schedule_name(self.prefix, job.name, i)
             spec = dict(Name=name, GroupName=group, ScheduleExpression=expression,
                         ScheduleExpressionTimezone=job.timezone, State="ENABLED" if job.enabled else "DISABLED",
                         FlexibleTimeWindow={"Mode": "OFF"},
                         Target={"Arn": state_machine_arn, "RoleArn": role_arn, "Input": target_input})
-            try:
-                scheduler.create_schedule(**spec)
-            except scheduler.exceptions.ConflictException:
-                scheduler.update_schedule(**spec)
+            moto_deploy.put_schedule(self.region, spec)
             names.append(name)
         return names
 

@@ -9,6 +9,7 @@ behaviour (tests/test_moto_fixes.py), so an upgrade tells which fixes are still 
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import threading
 from importlib.metadata import version
@@ -23,6 +24,7 @@ _applied: set[str] = set()
 _lock = threading.Lock()
 
 
+@functools.cache  # reading the installed metadata costs ~3 ms; it cannot change in a process
 def check_version() -> None:
     installed = version("moto")
     if installed != MOTO_VERSION:

@@ -1,0 +1,67 @@
+"""Terraform's part on the local AWS: create the compiled jobs' state machines, schedule roles and
+schedules in moto's backends directly, not through its HTTP API.
+
+Why: on AWS these objects are created by `terraform apply`, not by jobplane's code, so nothing of
+ours has to reach them through boto3 here either; what our code then *reads* (DescribeStateMachine,
+GetSchedule, StartExecution, ...) still goes through the ordinary API. Through the API each create
+cost 5-14 ms of HTTP round trip and request parsing: 1,000 jobs took ~28 s of `jobplane dev`'s start
+(bench/dev_scale.py, issue 13); straight into the backends it is ~1 s.
+
+These calls reach into moto internals, so they are pinned with the fixes (``MOTO_VERSION``), and
+tests/test_moto_deploy.py creates the same job both ways and checks every read API answers the
+same about both: an upgrade that changes a backend's signature or what the API layer adds fails
+there, not in a user's `jobplane dev`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jobplane.platform.local import moto_fixes
+
+# moto's default account: what it answers to any access key that does not name an account (ours)
+ACCOUNT = "123456789012"
+
+
+def _check() -> None:
+    moto_fixes.check_version()
+
+
+def create_state_machine(region: str, name: str, definition: str, role_arn: str) -> str:
+    """As CreateStateMachine with ``type=STANDARD``; returns the ARN. A definition the backend
+    refuses raises moto's own error (the same one the API would have answered)."""
+    _check()
+    from moto.stepfunctions.responses import get_backend
+
+    # get_backend picks the interpreting backend when execute_state_machine is configured,
+    # exactly as the API layer does for each request
+    return get_backend(ACCOUNT, region).create_state_machine(
+        name=name, definition=definition, roleArn=role_arn, sm_type="STANDARD").arn
+
+
+def create_role(name: str, trust_policy: str) -> str:
+    """As CreateRole with only a trust policy (the API's defaults: path /, one hour sessions)."""
+    _check()
+    from moto.iam.models import iam_backends
+
+    return iam_backends[ACCOUNT]["global"].create_role(name, trust_policy, "/", None, None, [], 3600).arn
+
+
+def put_schedule(region: str, spec: dict[str, Any]) -> None:
+    """As CreateSchedule, or UpdateSchedule when the schedule exists; ``spec`` holds the API's
+    request fields (Name, GroupName, ScheduleExpression, ..., Target)."""
+    _check()
+    from moto.scheduler.exceptions import ScheduleExists
+    from moto.scheduler.models import scheduler_backends
+
+    backend = scheduler_backends[ACCOUNT][region]
+    fields = dict(
+        description=spec.get("Description"), end_date=spec.get("EndDate"),
+        flexible_time_window=spec["FlexibleTimeWindow"], group_name=spec["GroupName"],
+        kms_key_arn=spec.get("KmsKeyArn"), name=spec["Name"], schedule_expression=spec["ScheduleExpression"],
+        schedule_expression_timezone=spec.get("ScheduleExpressionTimezone"), start_date=spec.get("StartDate"),
+        state=spec.get("State"), target=spec["Target"])
+    try:
+        backend.create_schedule(**fields, action_after_completion=spec.get("ActionAfterCompletion"))
+    except ScheduleExists:
+        backend.update_schedule(**fields)
