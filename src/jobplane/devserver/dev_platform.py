@@ -286,7 +286,7 @@ class DevPlatform:
     def save(self) -> None:
         assert self.aws is not None
         Snapshot.capture(self.aws.client("dynamodb"), self.aws.resources["table_name"], self.aws.client("stepfunctions"),
-                         list(self.aws.state_machines.values())).save(self.data_dir / SNAPSHOT_FILE)
+                         self.aws.running_executions()).save(self.data_dir / SNAPSHOT_FILE)
 
     def _save_loop(self) -> None:
         while not self._stop.wait(self.snapshot_interval):
@@ -333,11 +333,9 @@ class DevPlatform:
         assert self.aws is not None
         arns = []
         sfn = self.aws.client("stepfunctions")
-        for arn in list(self.aws.state_machines.values()):
-            for ex in sfn.list_executions(stateMachineArn=arn, statusFilter="RUNNING").get("executions", []):
-                sfn.stop_execution(executionArn=ex["executionArn"], error="jobplane.dev.Stopped",
-                                   cause="jobplane dev was stopped")
-                arns.append(ex["executionArn"])
+        for arn in self.aws.running_executions():
+            sfn.stop_execution(executionArn=arn, error="jobplane.dev.Stopped", cause="jobplane dev was stopped")
+            arns.append(arn)
         for arn in arns:
             try:
                 self.aws.wait_reconciled(arn, timeout=30)

@@ -26,7 +26,8 @@ class Snapshot:
     running: list[dict[str, Any]] = field(default_factory=list)  # executions RUNNING when saved
 
     @classmethod
-    def capture(cls, ddb: Any, table: str, sfn: Any, state_machine_arns: list[str]) -> Snapshot:
+    def capture(cls, ddb: Any, table: str, sfn: Any, running_arns: list[str]) -> Snapshot:
+        """The whole table, and how each of ``running_arns`` (executions RUNNING now) started."""
         items: list[dict[str, Any]] = []
         kwargs: dict[str, Any] = {"TableName": table}
         while True:  # a scan is fine here: local data, whole-table copy by design
@@ -36,11 +37,12 @@ class Snapshot:
                 break
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         running = []
-        for arn in state_machine_arns:
-            for ex in sfn.list_executions(stateMachineArn=arn, statusFilter="RUNNING").get("executions", []):
-                d = sfn.describe_execution(executionArn=ex["executionArn"])
-                running.append({"execution_arn": d["executionArn"], "name": d["name"], "input": d.get("input") or "{}",
-                                "started_at": d["startDate"].isoformat()})
+        for arn in running_arns:
+            d = sfn.describe_execution(executionArn=arn)
+            if d["status"] != "RUNNING":  # ended since it was listed: nothing to resume
+                continue
+            running.append({"execution_arn": d["executionArn"], "name": d["name"], "input": d.get("input") or "{}",
+                            "started_at": d["startDate"].isoformat()})
         return cls(items, running)
 
     def save(self, path: Path) -> None:

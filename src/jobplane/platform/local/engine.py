@@ -38,13 +38,13 @@ from jobplane.contract import datamodel as dm
 from jobplane.contract import names
 from jobplane.contract import runner as rc
 from jobplane.contract.catalog import Catalog, CatalogJob
-from jobplane.platform.local import moto_deploy
+from jobplane.platform.local import moto_backends
 from jobplane.platform.local.front import Credentials
 
 log = logging.getLogger(__name__)
 
 REGION = "us-east-1"
-ACCOUNT = moto_deploy.ACCOUNT
+ACCOUNT = moto_backends.ACCOUNT
 
 
 @dataclass
@@ -314,8 +314,8 @@ class LocalAWS:
         if job in self.state_machines:
             self.client("stepfunctions").update_state_machine(
                 stateMachineArn=self.state_machines[job], definition=definition)
-        else:  # as terraform apply creates it: not through our code's API calls (moto_deploy.py)
-            self.state_machines[job] = moto_deploy.create_state_machine(
+        else:  # as terraform apply creates it: not through our code's API calls (moto_backends.py)
+            self.state_machines[job] = moto_backends.create_state_machine(
                 self.region, f"{self.prefix}-{job}", definition, self.resources["role_arn"])
         return self.state_machines[job]
 
@@ -363,7 +363,7 @@ class LocalAWS:
                 self._roles.update({r["RoleName"]: r["Arn"] for r in page["Roles"]})
         role_arn = self._roles.get(role_name)
         if role_arn is None:
-            role_arn = self._roles[role_name] = moto_deploy.create_role(role_name, json.dumps({
+            role_arn = self._roles[role_name] = moto_backends.create_role(role_name, json.dumps({
                 "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
                                                         "Principal": {"Service": "scheduler.amazonaws.com"}}]}))
         for i, expression in enumerate(job.schedule):
@@ -372,7 +372,7 @@ class LocalAWS:
                         ScheduleExpressionTimezone=job.timezone, State="ENABLED" if job.enabled else "DISABLED",
                         FlexibleTimeWindow={"Mode": "OFF"},
                         Target={"Arn": state_machine_arn, "RoleArn": role_arn, "Input": target_input})
-            moto_deploy.put_schedule(self.region, spec)
+            moto_backends.put_schedule(self.region, spec)
             names.append(name)
         return names
 
@@ -407,10 +407,14 @@ class LocalAWS:
     def run(self, job: str, execution_input: dict[str, Any], timeout: float = 60.0) -> Execution:
         return self.wait(self.start(job, execution_input), timeout)
 
+    def running_executions(self) -> list[str]:
+        """The ARNs of the deployed jobs' executions RUNNING now, read from the engine's own
+        backend: the API would take one ListExecutions per job (moto_backends.py)."""
+        return moto_backends.running_executions(self.region, set(self.state_machines.values()))
+
     def stop_all(self) -> None:
         """Stop what still runs, so no execution thread outlives the mock (see notes)."""
         sfn = self.client("stepfunctions")
-        for arn in self.state_machines.values():
-            for ex in sfn.list_executions(stateMachineArn=arn, statusFilter="RUNNING").get("executions", []):
-                sfn.stop_execution(executionArn=ex["executionArn"])
+        for arn in self.running_executions():
+            sfn.stop_execution(executionArn=arn)
         self.state_machines.clear()

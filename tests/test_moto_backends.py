@@ -1,4 +1,4 @@
-"""The local AWS creates the compiled jobs' objects in moto's backends directly (moto_deploy.py, as
+"""The local AWS creates the compiled jobs' objects in moto's backends directly (moto_backends.py, as
 `terraform apply` creates them on AWS). This is its probe: the same job created through the API
 and straight into the backends must read the same through every API our code reads them with,
 and run the same. An upgrade of moto that changes a backend signature or adds something in its
@@ -7,6 +7,7 @@ API layer fails here."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from jobplane.compiler import asl
 from jobplane.compiler.model import Job
 from jobplane.contract import execution_input
 from jobplane.contract.bindings import bind
-from jobplane.platform.local import moto_deploy
+from jobplane.platform.local import moto_backends
 from jobplane.platform.local.engine import LocalAWS
 
 HERE = Path(__file__).resolve().parent
@@ -42,7 +43,7 @@ def test_a_job_created_in_the_backends_reads_and_runs_as_one_created_through_the
         arns = {
             "api": sfn.create_state_machine(name="jobplane-api", definition=definition, roleArn=role,
                                             type="STANDARD")["stateMachineArn"],
-            "direct": moto_deploy.create_state_machine(aws.region, "jobplane-direct", definition, role),
+            "direct": moto_backends.create_state_machine(aws.region, "jobplane-direct", definition, role),
         }
         described = {how: sfn.describe_state_machine(stateMachineArn=arn) for how, arn in arns.items()}
         assert described["direct"]["name"] == "jobplane-direct"
@@ -53,7 +54,7 @@ def test_a_job_created_in_the_backends_reads_and_runs_as_one_created_through_the
         assert {"jobplane-api", "jobplane-direct"} <= listed
 
         roles = {"api": iam.create_role(RoleName="probe-api", AssumeRolePolicyDocument=TRUST)["Role"]["Arn"],
-                 "direct": moto_deploy.create_role("probe-direct", TRUST)}
+                 "direct": moto_backends.create_role("probe-direct", TRUST)}
         got = {how: iam.get_role(RoleName=f"probe-{how}")["Role"] for how in roles}
         assert got["direct"]["Arn"] == roles["direct"]
         assert same_shape(got["api"]) == same_shape(got["direct"])
@@ -67,8 +68,8 @@ def test_a_job_created_in_the_backends_reads_and_runs_as_one_created_through_the
                 scheduler.create_schedule(**spec)
                 scheduler.update_schedule(**(spec | {"State": "ENABLED"}))
             else:
-                moto_deploy.put_schedule(aws.region, spec)
-                moto_deploy.put_schedule(aws.region, spec | {"State": "ENABLED"})  # exists: updated
+                moto_backends.put_schedule(aws.region, spec)
+                moto_backends.put_schedule(aws.region, spec | {"State": "ENABLED"})  # exists: updated
         schedules = {how: scheduler.get_schedule(Name=f"probe-{how}", GroupName=group) for how in ("api", "direct")}
         assert schedules["direct"]["State"] == "ENABLED"
         assert schedules["direct"]["Target"]["Arn"] == arns["direct"]
@@ -83,3 +84,39 @@ def test_a_job_created_in_the_backends_reads_and_runs_as_one_created_through_the
             runs[how] = aws.run(how, execution_input.scheduled(f"2027-01-01T0{hour}:00:00Z"))
         assert runs["direct"].status == runs["api"].status == "SUCCEEDED"
         assert runs["direct"].states_entered == runs["api"].states_entered
+
+
+def test_the_running_executions_are_those_list_executions_answers() -> None:
+    jobs = {name: Job.model_validate({"name": name, "team": "billing", "timezone": "UTC", "policy": "ALWAYS_RUN",
+                                      "steps": [{"name": "work", "shell": argv}]})
+            for name, argv in (("slow", ["sleep", "120"]), ("quick", ["true"]))}
+    with LocalAWS(env={"PYTHONPATH": str(HERE)}) as aws:
+        sfn = aws.client("stepfunctions")
+        for job in jobs.values():
+            aws.deploy(job.name, asl.compile_job(job, aws.prefix))
+        # an execution of a state machine that is not a deployed job's is not the engine's
+        other = sfn.create_state_machine(name="not-a-job", roleArn=aws.resources["role_arn"], definition=json.dumps(
+            {"StartAt": "W", "States": {"W": {"Type": "Wait", "Seconds": 120, "End": True}}}))["stateMachineArn"]
+        sfn.start_execution(stateMachineArn=other)
+        quick = aws.run("quick", execution_input.scheduled("2027-01-01T00:00:00Z"))
+        # manual runs: two scheduled fires could be taken for duplicates of each other
+        slow = [aws.start("slow", execution_input.manual(f"probe-{n}@example.com")) for n in (1, 2)]
+
+        def listed() -> list[str]:
+            return [e["executionArn"] for arn in aws.state_machines.values()
+                    for e in sfn.list_executions(stateMachineArn=arn, statusFilter="RUNNING")["executions"]]
+
+        for arn in slow:  # both in their step (a stop at the very start is stop_is_final's case)
+            deadline = time.monotonic() + 120
+            while "TaskSubmitted" not in [e["type"] for e in sfn.get_execution_history(executionArn=arn)["events"]]:
+                assert time.monotonic() < deadline, sfn.describe_execution(executionArn=arn)
+                time.sleep(0.05)
+        assert quick.status == "SUCCEEDED"
+        assert sorted(aws.running_executions()) == sorted(listed()) == sorted(slow)
+        sfn.stop_execution(executionArn=slow[0])
+        assert aws.wait(slow[0]).status == "ABORTED"
+        assert aws.running_executions() == listed() == [slow[1]]
+        aws.stop_all()
+        assert aws.running_executions() == listed() == []
+        assert sfn.list_executions(stateMachineArn=other, statusFilter="RUNNING")["executions"]  # not the engine's
+        sfn.stop_execution(executionArn=sfn.list_executions(stateMachineArn=other)["executions"][0]["executionArn"])

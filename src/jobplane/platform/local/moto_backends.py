@@ -1,16 +1,19 @@
-"""Terraform's part on the local AWS: create the compiled jobs' state machines, schedule roles and
-schedules in moto's backends directly, not through its HTTP API.
+"""What the local AWS does straight in moto's backends instead of through its HTTP API: Terraform's
+part (create the compiled jobs' state machines, schedule roles and schedules) and one question of
+the engine's own bookkeeping (which executions run now).
 
 Why: on AWS these objects are created by `terraform apply`, not by jobplane's code, so nothing of
 ours has to reach them through boto3 here either; what our code then *reads* (DescribeStateMachine,
 GetSchedule, StartExecution, ...) still goes through the ordinary API. Through the API each create
 cost 5-14 ms of HTTP round trip and request parsing: 1,000 jobs took ~28 s of `jobplane dev`'s start
-(bench/dev_scale.py, issue 13); straight into the backends it is ~1 s.
+(bench/dev_scale.py, issue 13); straight into the backends it is ~2.5 s. Likewise AWS lists
+executions one state machine at a time: at 1,000 jobs the snapshot saver's 1,000 ListExecutions
+every 5 s kept a core busy, and a stop listed them twice more.
 
 These calls reach into moto internals, so they are pinned with the fixes (``MOTO_VERSION``), and
-tests/test_moto_deploy.py creates the same job both ways and checks every read API answers the
-same about both: an upgrade that changes a backend's signature or what the API layer adds fails
-there, not in a user's `jobplane dev`.
+tests/test_moto_backends.py checks each against the API: the same job created both ways reads and
+runs the same, and the running executions are those ListExecutions answers. An upgrade that
+changes a backend fails there, not in a user's `jobplane dev`.
 """
 
 from __future__ import annotations
@@ -65,3 +68,14 @@ def put_schedule(region: str, spec: dict[str, Any]) -> None:
         backend.create_schedule(**fields, action_after_completion=spec.get("ActionAfterCompletion"))
     except ScheduleExists:
         backend.update_schedule(**fields)
+
+
+def running_executions(region: str, state_machine_arns: set[str]) -> list[str]:
+    """The ARNs of the RUNNING executions of these state machines (ListExecutions with
+    statusFilter RUNNING, for all of them at once)."""
+    _check()
+    from moto.stepfunctions.responses import get_backend
+
+    return [execution.execution_arn for machine in list(get_backend(ACCOUNT, region).state_machines)
+            if machine.arn in state_machine_arns
+            for execution in list(machine.executions) if execution.status == "RUNNING"]
