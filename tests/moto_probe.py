@@ -387,6 +387,42 @@ def scenario(name: str, fixed: bool) -> dict:
         return {"answers": answers, "directory_scans": sum(1 for p in scans if os.fspath(p) == package),
                 "member_walks": len(member_walks)}
 
+    if name == "stop_is_final":
+        import threading
+
+        from moto.stepfunctions.parser.asl.component.state.state_pass.state_pass import StatePass
+
+        original_pass = StatePass._eval_state
+        entered, stopped = threading.Event(), threading.Event()
+
+        def torn(self, env):  # type: ignore[no-untyped-def]
+            # the state a stop lands in: it raises once the stop closed the frames under it,
+            # as a Task or Choice did (every time: the race made deterministic)
+            entered.set()
+            stopped.wait(30)
+            raise IndexError("pop from empty list")
+
+        StatePass._eval_state = torn
+
+        def body(aws):
+            sfn = aws.client("stepfunctions")
+            arn = sfn.create_state_machine(name="probe-torn", roleArn=ROLE, definition=json.dumps(
+                {"StartAt": "p", "States": {"p": {"Type": "Pass", "End": True}}}))["stateMachineArn"]
+            ex = sfn.start_execution(stateMachineArn=arn, name="torn", input="{}")["executionArn"]
+            entered.wait(30)
+            sfn.stop_execution(executionArn=ex, error="Stopped", cause="stopped by aiko")
+            stopped.set()
+            while (d := sfn.describe_execution(executionArn=ex))["status"] == "RUNNING":
+                time.sleep(0.02)
+            ends = {"ExecutionFailed", "ExecutionAborted", "ExecutionSucceeded", "ExecutionTimedOut"}
+            deadline = time.monotonic() + 60  # the worker may write its last event after the status
+            while (last := sfn.get_execution_history(executionArn=ex)["events"][-1]["type"]) not in ends:
+                assert time.monotonic() < deadline, last
+                time.sleep(0.02)
+            StatePass._eval_state = original_pass
+            return {"status": d["status"], "error": d.get("error"), "cause": d.get("cause"), "last_event": last}
+        return with_engine(fixes, body)
+
     if name == "stop_while_starting":
         from moto.stepfunctions.parser.asl.parse import asl_parser
 

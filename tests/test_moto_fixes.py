@@ -175,6 +175,15 @@ def test_an_execution_can_be_stopped_as_soon_as_it_starts(mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_a_stop_that_lands_inside_a_state_stays_a_stop(mode: str) -> None:
+    r = probe("stop_is_final", mode)
+    if mode == "stock":
+        assert r["status"] == "FAILED" and "pop from empty list" in r["cause"] and r["last_event"] == "ExecutionFailed"
+    else:
+        assert r == {"status": "ABORTED", "error": "Stopped", "cause": "stopped by aiko", "last_event": "ExecutionAborted"}
+
+
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
 def test_an_execution_started_without_a_name_gets_a_uuid(mode: str) -> None:
     r = probe("execution_name_default", mode)
     if mode == "stock":

@@ -368,6 +368,29 @@ def fix_stop_while_starting() -> None:
     execution_worker.ExecutionWorker.stop = stop
 
 
+def fix_stop_is_final() -> None:
+    """A StopExecution that lands while the worker is inside a state closes the execution's
+    frames under that state, which then raises ("IndexError(pop from empty list)", "'dict' object
+    has no attribute 'region'", a half-bound DynamoDB request: seen stopping a run within
+    milliseconds of its start), and moto 5.2.5 lets that error replace the stop: the execution
+    ends FAILED with the garbage as its cause, and the reconciler alerts on a run an operator
+    stopped. On AWS a stopped execution is ABORTED with the stop's error and cause. A stop stays
+    final here: an error or timeout reported after it is ignored."""
+    from moto.stepfunctions.parser.asl.eval.environment import Environment
+    from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
+
+    def keeping_a_stop(original):  # type: ignore[no-untyped-def]
+        def method(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            with self._state_mutex:  # an RLock: the original takes it again
+                if isinstance(self._program_state, ProgramStopped):
+                    return None
+                return original(self, *args, **kwargs)
+        return method
+
+    Environment.set_error = keeping_a_stop(Environment.set_error)
+    Environment.set_timed_out = keeping_a_stop(Environment.set_timed_out)
+
+
 def fix_execution_name_default() -> None:
     """StartExecution without a name: AWS names the execution with a UUID ("If you don't
     provide a name for the execution, Step Functions automatically generates a universally
@@ -651,6 +674,7 @@ FIXES = {
     "global_cors": fix_global_cors,
     "server_dispatch": fix_server_dispatch,
     "stop_while_starting": fix_stop_while_starting,
+    "stop_is_final": fix_stop_is_final,
     "execution_name_default": fix_execution_name_default,
     "dynamodb_index_queries": fix_dynamodb_index_queries,
     "dynamodb_fast_answers": fix_dynamodb_fast_answers,
