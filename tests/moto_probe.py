@@ -387,6 +387,16 @@ def scenario(name: str, fixed: bool) -> dict:
         return {"answers": answers, "directory_scans": sum(1 for p in scans if os.fspath(p) == package),
                 "member_walks": len(member_walks)}
 
+    if name == "jsonpath_variables":
+        def body(aws):
+            return run_machine(aws.client("stepfunctions"), {"StartAt": "c", "States": {
+                "c": {"Type": "Choice", "Assign": {"step": "extract", "more": {"codes": [78, 143]}},
+                      "Choices": [{"Variable": "$.go", "IsPresent": True, "Next": "p"}], "Default": "p"},
+                "p": {"Type": "Pass", "End": True, "Parameters": {
+                    "step.$": "$step", "key.$": "States.Format('STEP#{}', $step)", "code.$": "$more.codes[1]"}}}},
+                {"go": True})
+        return with_engine(fixes, body)
+
     if name == "stop_is_final":
         import threading
 

@@ -184,6 +184,15 @@ def test_a_stop_that_lands_inside_a_state_stays_a_stop(mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_a_jsonpath_state_reads_workflow_variables(mode: str) -> None:
+    r = probe("jsonpath_variables", mode)
+    if mode == "stock":
+        assert r["status"] == "FAILED" and "'NoneType' object is not callable" in r["cause"]
+    else:
+        assert r["status"] == "SUCCEEDED" and json.loads(r["output"]) == {"step": "extract", "key": "STEP#extract", "code": 143}
+
+
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
 def test_an_execution_started_without_a_name_gets_a_uuid(mode: str) -> None:
     r = probe("execution_name_default", mode)
     if mode == "stock":

@@ -391,6 +391,37 @@ def fix_stop_is_final() -> None:
     Environment.set_timed_out = keeping_a_stop(Environment.set_timed_out)
 
 
+def fix_jsonpath_variables() -> None:
+    """A JSONPath state that reads a workflow variable (``"x.$": "$name"``, or ``$name`` as an
+    intrinsic function's argument) fails in moto 5.2.5 with ``TypeError('NoneType' object is not
+    callable)``: it samples every variable through its JSONata evaluator, which needs a library it
+    does not ship. AWS reads variables in JSONPath states ("To reference a variable, prefix the
+    name with a dollar sign", docs.aws.amazon.com/step-functions/latest/dg/workflow-variables.html);
+    our state machines record a failure through one state per job that reads the failed step from
+    a variable. Read the variable from the store, then the rest of the path from its value."""
+    import copy
+    import re
+
+    from moto.stepfunctions.parser.asl.component.common.query_language import QueryLanguageMode
+    from moto.stepfunctions.parser.asl.component.common.string.string_expression import StringVariableSample
+    from moto.stepfunctions.parser.asl.utils.json_path import extract_json
+
+    original = StringVariableSample._eval_body
+    reference = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)(.*)$", re.S)
+
+    def _eval_body(self, env):  # type: ignore[no-untyped-def]
+        match = reference.match(self.expression) if self.query_language_mode == QueryLanguageMode.JSONPath else None
+        if match is None:
+            return original(self, env)
+        name, rest = match.groups()
+        value = env.variable_store.get(name)
+        if rest:
+            value = extract_json("$" + rest, value)
+        env.stack.append(copy.deepcopy(value))
+
+    StringVariableSample._eval_body = _eval_body
+
+
 def fix_execution_name_default() -> None:
     """StartExecution without a name: AWS names the execution with a UUID ("If you don't
     provide a name for the execution, Step Functions automatically generates a universally
@@ -675,6 +706,7 @@ FIXES = {
     "server_dispatch": fix_server_dispatch,
     "stop_while_starting": fix_stop_while_starting,
     "stop_is_final": fix_stop_is_final,
+    "jsonpath_variables": fix_jsonpath_variables,
     "execution_name_default": fix_execution_name_default,
     "dynamodb_index_queries": fix_dynamodb_index_queries,
     "dynamodb_fast_answers": fix_dynamodb_fast_answers,
