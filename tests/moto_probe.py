@@ -398,8 +398,6 @@ def scenario(name: str, fixed: bool) -> dict:
         return with_engine(fixes, body)
 
     if name == "stop_is_final":
-        import threading
-
         from moto.stepfunctions.parser.asl.component.state.state_pass.state_pass import StatePass
 
         original_pass = StatePass._eval_state
