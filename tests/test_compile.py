@@ -117,7 +117,15 @@ def test_failures_and_skips_stay_within_the_state_budget() -> None:
     plain = asl.build_definition(job(), "jobplane")
     assert walk(plain, caught("States.TaskFailed")) == ["Start", "Claim", "only", "only: check", "only: failed",
                                                         "Notify failure", "Fail"]
-    assert walk(plain, caught("States.Timeout"))[-3:] == ["only: timed out", "Notify failure", "Fail"]
+    # a timeout skips the check: its catcher names the step for the job's one timeout record
+    assert walk(plain, caught("States.Timeout")) == ["Start", "Claim", "only", "Finish (timed out)", "Notify failure",
+                                                     "Fail"]
+    timeout_catcher = next(c for c in plain["States"]["only"]["Catch"] if c["ErrorEquals"] == ["States.Timeout"])
+    assert timeout_catcher["Assign"] == {"failed_step": "only"}
+    record = plain["States"]["Finish (timed out)"]
+    assert record["ResultSelector"] == {"status": "TIMED_OUT", "step.$": "States.Format('{}', $failed_step)"}
+    assert record["Parameters"]["TransactItems"][1]["Put"]["Item"]["failed_step"] == {
+        "S.$": "States.Format('{}', $failed_step)"}
     dup = walk(asl.build_definition(job(policy="ALWAYS_RUN"), "jobplane"), skipped("Skip: duplicate"))
     assert dup == ["Start", "Claim", "Skip: load state", "Skip: why", "Skip: duplicate"]
     exclusive = asl.build_definition(job(policy="SKIP_IF_RUNNING"), "jobplane")

@@ -343,6 +343,22 @@ def test_a_run_that_cannot_clean_up_is_reconciled(aws: LocalAWS, tmp_path: Path,
     msgs = [NotificationMessage.model_validate_json(m["Message"]) for m in messages_for(aws, job)]
     assert [(m.event, m.outcome.step) for m in msgs] == [(expected, "work")]
     assert rec.expires_at is not None
+
+
+def test_a_step_that_times_out_is_recorded_at_that_step_by_the_jobs_one_timeout_record(aws: LocalAWS) -> None:
+    # the second step can only time out (a 2 s timeout around a 300 s sleep); its catcher names
+    # it in $failed_step for Finish (timed out), shared by every step of the job
+    job = deploy(aws, steps=[{"name": "prepare", "shell": ["true"]},
+                             {"name": "load", "python": BEHAVE, "timeout": 2}])
+    ex, rec = finish(aws, aws.start(job, fire({"mode": "sleep", "seconds": 300})))
+    assert ex.status == "FAILED" and ex.error == "Job.TIMED_OUT"
+    assert ex.states_entered == ["Start", "Claim", "prepare", "prepare: check", "load", "Finish (timed out)",
+                                 "Notify failure", "Fail"]
+    assert rec.status == "TIMED_OUT" and rec.failed_step == "load"
+    state = aws.repository().job_state(job)
+    assert state.running == frozenset() and state.last_status == "TIMED_OUT"
+    msgs = [NotificationMessage.model_validate_json(m["Message"]) for m in messages_for(aws, job)]
+    assert [(m.event, m.outcome.step) for m in msgs] == [("TIMED_OUT", "load")]
     # the next scheduled start runs normally
     assert finish(aws, aws.start(job, fire({"mode": "ok"})))[1].status == "SUCCEEDED"
 

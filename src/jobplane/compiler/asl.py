@@ -46,7 +46,7 @@ from jobplane.contract import runner as rc
 from jobplane.contract import upstream
 from jobplane.contract import states as sn
 from jobplane.contract.bindings import token
-from jobplane.contract.items import Ref
+from jobplane.contract.items import Ref, Text
 from jobplane.contract.statuses import AUTOMATIC_TRIGGERS, UNCOMPARED_TRIGGERS, Event, ExecutionStatus, SkipReason, Trigger
 
 _TRANSIENT = ("ProvisionedThroughputExceededException", "ThrottlingException", "InternalServerErrorException",
@@ -105,6 +105,15 @@ SCHEDULED_TIME = Ref("$.scheduled_time")
 REQUESTED_BY = Ref("$.requested_by")
 RESUME_FROM = Ref("$.resume_from")
 STEPS_JSON = Ref("States.JsonToString($.run.steps)")
+# The step a timeout is recorded at: a workflow variable that the timed-out attempt's catcher
+# assigns, so one Finish (timed out) per job records any step's timeout instead of a ~2 KB
+# transaction per step (issue 19). Variables work in JSONPath states ("To reference a variable,
+# prefix the name with a dollar sign": docs.aws.amazon.com/step-functions/latest/dg/workflow-variables.html;
+# a Catcher's Assign runs when it matches). Read through States.Format, the form the ASL linter
+# (statelint) accepts in a JSONPath state; it only allows Assign on catchers there, so a failure
+# that the check decides (it can follow a Task that succeeded) keeps its per-step record.
+FAILED_STEP_VAR = "failed_step"
+FAILED_STEP = Ref(f"States.Format('{{}}', ${FAILED_STEP_VAR})")
 HOLDER = f"$.state.Item.{dm.ATTR_HOLDER}.S"
 #: Seconds before each retry of an attempt whose task never ran the step (rc.INFRA_STOP_CODES);
 #: one budget per run (per parallel branch), counted at $.run.infra.n.
@@ -423,6 +432,8 @@ class _Builder:
         slot = _steps_slot(step)
         failed = self.step_failure_state(step, ExecutionStatus.FAILED, into, record)
         timed_out = self.step_failure_state(step, ExecutionStatus.TIMED_OUT, into, record)
+        # names the step for the job's one timeout record (inside a branch: the branch's own Pass)
+        at_step = {FAILED_STEP_VAR: step.name} if record else None
         for n in range(1, attempts + 1):
             name = sn.attempt(step.name, n)
             result = f"{slot}.{sn.attempt_key(n)}"
@@ -441,7 +452,7 @@ class _Builder:
                 # the infrastructure's and from an operator's stop. Its error (the task's whole
                 # JSON) goes to the one ERROR slot, which the next failure overwrites, so the
                 # state data stays bounded however many attempts fail.
-                catch=[Catch(["States.Timeout"], timed_out, ERROR),
+                catch=[Catch(["States.Timeout"], timed_out, ERROR, assign=at_step),
                        Catch(["States.TaskFailed"], check, ERROR),
                        Catch(["States.ALL"], failed, ERROR)],
                 next=check))
@@ -491,6 +502,13 @@ class _Builder:
         return retry
 
     def step_failure_state(self, step: Step, status: ExecutionStatus, into: Graph, record: bool) -> str:
+        """Where a step's failure goes: its own record state (a timeout: the job's one
+        Finish (timed out), told the step by the catcher's FAILED_STEP), or inside a parallel
+        branch a Pass that ends the branch with the member's outcome."""
+        if record and status == ExecutionStatus.TIMED_OUT:
+            if sn.FINISH_TIMED_OUT not in self.graph:
+                self.graph.add(sn.FINISH_TIMED_OUT, self.record_state(status, FAILED_STEP))
+            return sn.FINISH_TIMED_OUT
         name = sn.step_failed(step.name) if status == ExecutionStatus.FAILED else sn.step_timed_out(step.name)
         if name in into:
             return name
@@ -541,7 +559,7 @@ class _Builder:
             status=status, trigger=TRIGGER, scheduled_time=SCHEDULED_TIME, requested_by=REQUESTED_BY,
             input_json=INPUT_JSON, started_at=STARTED_AT, finished_at=NOW, **extra)
 
-    def record_state(self, status: ExecutionStatus, step: str | None, next_: str | None = None) -> Task:
+    def record_state(self, status: ExecutionStatus, step: Text | None, next_: str | None = None) -> Task:
         """Release the claim and write the final execution record in one transaction. A failure
         goes on to its notification; a success ends the run unless ``next_`` says otherwise."""
         succeeded = status == ExecutionStatus.SUCCEEDED
@@ -555,7 +573,8 @@ class _Builder:
             resource=TRANSACT,
             parameters={"TransactItems": [{"Update": release.asl(table)},
                                           {"Put": self.execution_record(status, **extra).asl(table)}]},
-            result_selector={"status": status.value, "step": step},
+            result_selector={"status": status.value,
+                             **({"step.$": step.expr} if isinstance(step, Ref) else {"step": step})},
             result_path="$.outcome",
             retry=[SDK_DDB_RETRY],
             next=next_ if succeeded else sn.NOTIFY_FAILURE)

@@ -22,11 +22,14 @@ class Catch:
     errors: list[str]
     next: str
     result_path: str | None = None
+    assign: dict[str, Any] | None = None  # workflow variables set when this catcher matches
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"ErrorEquals": list(self.errors)}
         if self.result_path is not None:
             out["ResultPath"] = self.result_path
+        if self.assign is not None:
+            out["Assign"] = self.assign
         out["Next"] = self.next
         return out
 
