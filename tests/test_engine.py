@@ -359,6 +359,10 @@ def test_a_step_that_times_out_is_recorded_at_that_step_by_the_jobs_one_timeout_
     assert state.running == frozenset() and state.last_status == "TIMED_OUT"
     msgs = [NotificationMessage.model_validate_json(m["Message"]) for m in messages_for(aws, job)]
     assert [(m.event, m.outcome.step) for m in msgs] == [("TIMED_OUT", "load")]
+    # The local engine stops a run's tasks when the *execution* is stopped or times out; a step's
+    # own timeout leaves its task running (see docs/state-machine.md): end it, so no other test
+    # of this module meets a stray runner.
+    aws.agent.stop_execution_tasks(ex.arn.rsplit(":", 1)[1])
     # the next scheduled start runs normally
     assert finish(aws, aws.start(job, fire({"mode": "ok"})))[1].status == "SUCCEEDED"
 
@@ -500,7 +504,8 @@ def test_a_killed_runner_takes_its_shell_command_with_it(aws: LocalAWS, tmp_path
                               "retry": {"attempts": 2, "interval": 1}}], policy="SKIP_IF_RUNNING")
     arn = aws.start(job, fire())
     first = started_process(pids)
-    runner = next(pid for pid in aws.agent.running_processes().values())
+    # this run's runner: the module's local AWS may still hold other tests' tasks
+    runner = next(iter(aws.agent.running_processes(arn.rsplit(":", 1)[1]).values()))
     os.kill(runner, signal.SIGKILL)  # the runner dies; ECS would end the whole container
     deadline = time.monotonic() + 120
     while alive(first):

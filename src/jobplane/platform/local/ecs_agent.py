@@ -217,9 +217,11 @@ class LocalEcsAgent:
                 except subprocess.TimeoutExpired:
                     _signal_group(t.process, signal.SIGKILL)
 
-    def running_processes(self) -> dict[str, int]:
+    def running_processes(self, execution_id: str | None = None) -> dict[str, int]:
+        """Task ARN -> runner pid of the tasks running now (of one execution, if named)."""
         with self._lock:
-            return {arn: t.process.pid for arn, t in self.tasks.items()}
+            return {arn: t.process.pid for arn, t in self.tasks.items()
+                    if execution_id is None or t.execution_id == execution_id}
 
 
 #: Set in each task's environment: how the agent finds every process the task started.
