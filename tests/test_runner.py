@@ -242,6 +242,27 @@ def test_sigterm_stops_a_shell_child(tmp_path: Path) -> None:
         pytest.fail(f"shell child {child} still alive after the runner stopped")
 
 
+def test_a_step_past_its_timeout_stops_itself_a_margin_later(tmp_path: Path) -> None:
+    """Step Functions' timeout stops no task: the runner ends the step itself, as a SIGTERM would."""
+    ready = tmp_path / "ready"
+    proc = subprocess.Popen([RUNNER, "run", "python"], stdout=subprocess.PIPE, text=True, env=env_for(
+        "python", {"target": "sample_apps.functions:slow", "kwargs": {"ready": str(ready)}},
+        **{rc.ENV_STEP_TIMEOUT: "1", "JOBPLANE_TIMEOUT_MARGIN_SECONDS": "0.5"}))
+    wait_for(ready)
+    out, _ = proc.communicate(timeout=50)  # the step sleeps 60 s: only its own stop ends it sooner
+    assert proc.returncode == rc.EXIT_TERMINATED
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert "0.5 s past the step's timeout (1 s): stopping" in lines[-2]["message"]
+    assert lines[-1]["message"] == "stopped by SIGTERM"
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "soon"])
+def test_a_step_timeout_that_is_not_a_positive_number_is_permanent(value: str) -> None:
+    code, lines, _ = run("python", {"target": "sample_apps.functions:mark_called"}, **{rc.ENV_STEP_TIMEOUT: value})
+    assert code == rc.EXIT_PERMANENT
+    assert "JOBPLANE_STEP_TIMEOUT must be a positive whole number of seconds" in lines[-1]["message"]
+
+
 def test_bad_environment_is_permanent() -> None:
     env = env_for("python", {"target": "m:f"})
     env[rc.ENV_PARAMS] = "{not json"

@@ -381,6 +381,7 @@ class _Builder:
             {"Name": rc.ENV_TEAM, "Value": self.job.team},
             {"Name": rc.ENV_STEP, "Value": step.name},
             {"Name": rc.ENV_ATTEMPT, "Value": str(attempt)},
+            {"Name": rc.ENV_STEP_TIMEOUT, "Value": str(step.timeout)},
             {"Name": rc.ENV_TARGET, "Value": json.dumps(step.target_spec(), sort_keys=True, separators=(",", ":"))},
             {"Name": rc.ENV_EXECUTION_ID, "Value.$": "$$.Execution.Name"},
             {"Name": rc.ENV_SCHEDULED_TIME, "Value.$": "$.scheduled_time"},

@@ -17,6 +17,7 @@ ENV_PARAMS = "JOBPLANE_PARAMS"  # JSON object: the run's params (defaults merged
 ENV_ATTEMPT = "JOBPLANE_ATTEMPT"  # 1-based attempt number of this step
 ENV_TARGET = "JOBPLANE_TARGET"  # JSON object: the step's kind, target, args and kwargs
 ENV_TRACEPARENT = "TRACEPARENT"  # W3C trace context, continued by the runner
+ENV_STEP_TIMEOUT = "JOBPLANE_STEP_TIMEOUT"  # seconds: the attempt's Task TimeoutSeconds (the runner outlives it by a margin at most)
 
 #: Why ECS stopped a task that never ran the step to its end through no fault of the step: it
 #: could not start (capacity, image pull, network interface, secrets), or AWS stopped it (host

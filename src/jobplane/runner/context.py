@@ -54,15 +54,15 @@ def _hex(s: str) -> bool:
 class RunContext:
     """Passed to a python step whose function has a ``context`` parameter. Read-only."""
 
-    __slots__ = ("job", "team", "step", "execution_id", "scheduled_time", "trigger", "attempt", "params", "target",
-                 "trace", "logger")
+    __slots__ = ("job", "team", "step", "execution_id", "scheduled_time", "trigger", "attempt", "timeout", "params",
+                 "target", "trace", "logger")
     _COMPARED = __slots__[:-1]  # not the logger
 
     def __init__(self, *, job: str, team: str, step: str, execution_id: str, scheduled_time: str, trigger: str,
                  attempt: int, params: dict[str, Any], target: dict[str, Any], trace: TraceContext,
-                 logger: logging.Logger | None = None):
+                 timeout: int | None = None, logger: logging.Logger | None = None):
         values = dict(job=job, team=team, step=step, execution_id=execution_id, scheduled_time=scheduled_time,
-                      trigger=trigger, attempt=attempt, params=params, target=target, trace=trace,
+                      trigger=trigger, attempt=attempt, timeout=timeout, params=params, target=target, trace=trace,
                       logger=logger or logging.getLogger("jobplane.step"))
         for name, value in values.items():
             object.__setattr__(self, name, value)
@@ -110,6 +110,14 @@ def from_environment(kind: str, env: Mapping[str, str] | None = None) -> RunCont
         attempt = int(env.get(rc.ENV_ATTEMPT, "1"))
     except ValueError:
         raise ContractError(f"{rc.ENV_ATTEMPT} must be a whole number") from None
+    timeout = None
+    if env.get(rc.ENV_STEP_TIMEOUT):
+        try:
+            timeout = int(env[rc.ENV_STEP_TIMEOUT])
+        except ValueError:
+            timeout = 0
+        if timeout <= 0:
+            raise ContractError(f"{rc.ENV_STEP_TIMEOUT} must be a positive whole number of seconds")
     return RunContext(
         job=env.get(rc.ENV_JOB, ""),
         team=env.get(rc.ENV_TEAM, ""),
@@ -118,6 +126,7 @@ def from_environment(kind: str, env: Mapping[str, str] | None = None) -> RunCont
         scheduled_time=env.get(rc.ENV_SCHEDULED_TIME, ""),
         trigger=env.get(rc.ENV_TRIGGER, ""),
         attempt=attempt,
+        timeout=timeout,
         params=params,
         target=target,
         trace=TraceContext.continue_from(env.get(rc.ENV_TRACEPARENT)),

@@ -103,6 +103,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     fields = {"job": ctx.job, "step": ctx.step, "execution_id": ctx.execution_id, "attempt": ctx.attempt,
               "trace_id": ctx.trace.trace_id, "span_id": ctx.trace.span_id}
     log = logs.configure(fields)
+    stop.stop_after(ctx.timeout, log.warning)
     try:
         code = run(kind, ctx, log)
     except Terminated:  # SIGTERM between steps of our own bookkeeping

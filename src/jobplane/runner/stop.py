@@ -14,9 +14,15 @@ import signal
 import threading
 from types import FrameType
 
+TYPE_CHECKING = False  # typing is not imported at run time: the runner's start-up
+if TYPE_CHECKING:
+    from typing import Callable
+
 from jobplane.contract import runner as rc
 
 ENV_STOP_GRACE = "JOBPLANE_STOP_GRACE_SECONDS"
+#: How long past its Task's timeout the step may run before the runner stops it (default 60 s).
+ENV_TIMEOUT_MARGIN = "JOBPLANE_TIMEOUT_MARGIN_SECONDS"
 
 _holding = False
 _pending = False
@@ -64,3 +70,25 @@ def drop() -> None:
     """Stop holding without raising (already leaving by another exception)."""
     global _holding
     _holding = False
+
+
+def stop_after(timeout: int | None, warn: Callable[[str], object]) -> None:
+    """Stop this step (as ECS's SIGTERM would) once it has run a margin past ``timeout``.
+
+    When an attempt's Task times out, Step Functions records it and the run ends, releasing
+    its claim; AWS documents stopping a .sync task when the *execution* is stopped, not when a
+    Task state times out. A step left running could then overlap the job's next run (under
+    SKIP_IF_RUNNING too), so the runner ends itself. The margin makes Step Functions' timeout,
+    which counts from the Task state's start (before the container started), come first.
+    """
+    if not timeout:
+        return
+    margin = float(os.environ.get(ENV_TIMEOUT_MARGIN, "60"))
+
+    def expire() -> None:
+        warn(f"still running {margin:g} s past the step's timeout ({timeout} s): stopping")
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    timer = threading.Timer(timeout + margin, expire)
+    timer.daemon = True
+    timer.start()
