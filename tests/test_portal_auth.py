@@ -7,7 +7,7 @@ import base64
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Iterator
 
 import jwt
@@ -21,6 +21,8 @@ from jobplane.portal.auth import AlbKeys, identify
 from jobplane.portal.errors import PortalError
 from jobplane.portal.settings import AuthSettings, PortalSettings
 from jobplane.platform.control import Deployment
+
+from quiet_http import QuietThreadingHTTPServer
 
 ALB = "arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/app/portal/50dc6c495c0c9188"
 
@@ -46,7 +48,7 @@ def keys() -> Iterator[tuple[ec.EllipticCurvePrivateKey, str]]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = QuietThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield private, f"http://127.0.0.1:{server.server_address[1]}/{{kid}}"
     server.shutdown()

@@ -10,7 +10,7 @@ import re
 import threading
 import time
 from dataclasses import replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -22,6 +22,7 @@ from jobplane.devserver.dev_platform import DevPlatform
 from jobplane.portal.app import create_app
 from jobplane.portal.settings import AuthSettings, PortalSettings
 from portal_kit import ADMIN, BILLING, PROXY_SECRET, READER, as_user, header_app, start_platform
+from quiet_http import QuietThreadingHTTPServer
 
 
 @pytest.fixture(scope="module")
@@ -273,7 +274,7 @@ class SlowKeyServer:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = QuietThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/{{kid}}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
