@@ -316,7 +316,7 @@ class LocalAWS:
                 stateMachineArn=self.state_machines[job], definition=definition)
         else:  # as terraform apply creates it: not through our code's API calls (moto_backends.py)
             self.state_machines[job] = moto_backends.create_state_machine(
-                self.region, f"{self.prefix}-{job}", definition, self.resources["role_arn"])
+                self.region, names.state_machine_name(self.prefix, job), definition, self.resources["role_arn"])
         return self.state_machines[job]
 
     def deploy_output(self, output_dir: Path | str, **overrides: str) -> list[str]:

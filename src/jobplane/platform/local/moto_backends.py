@@ -26,14 +26,10 @@ from jobplane.platform.local import moto_fixes
 ACCOUNT = "123456789012"
 
 
-def _check() -> None:
-    moto_fixes.check_version()
-
-
 def create_state_machine(region: str, name: str, definition: str, role_arn: str) -> str:
     """As CreateStateMachine with ``type=STANDARD``; returns the ARN. A definition the backend
     refuses raises moto's own error (the same one the API would have answered)."""
-    _check()
+    moto_fixes.check_version()
     from moto.stepfunctions.responses import get_backend
 
     # get_backend picks the interpreting backend when execute_state_machine is configured,
@@ -44,7 +40,7 @@ def create_state_machine(region: str, name: str, definition: str, role_arn: str)
 
 def create_role(name: str, trust_policy: str) -> str:
     """As CreateRole with only a trust policy (the API's defaults: path /, one hour sessions)."""
-    _check()
+    moto_fixes.check_version()
     from moto.iam.models import iam_backends
 
     return iam_backends[ACCOUNT]["global"].create_role(name, trust_policy, "/", None, None, [], 3600).arn
@@ -53,7 +49,7 @@ def create_role(name: str, trust_policy: str) -> str:
 def put_schedule(region: str, spec: dict[str, Any]) -> None:
     """As CreateSchedule, or UpdateSchedule when the schedule exists; ``spec`` holds the API's
     request fields (Name, GroupName, ScheduleExpression, ..., Target)."""
-    _check()
+    moto_fixes.check_version()
     from moto.scheduler.exceptions import ScheduleExists
     from moto.scheduler.models import scheduler_backends
 
@@ -73,7 +69,7 @@ def put_schedule(region: str, spec: dict[str, Any]) -> None:
 def running_executions(region: str, state_machine_arns: set[str]) -> list[str]:
     """The ARNs of the RUNNING executions of these state machines (ListExecutions with
     statusFilter RUNNING, for all of them at once)."""
-    _check()
+    moto_fixes.check_version()
     from moto.stepfunctions.responses import get_backend
 
     return [execution.execution_arn for machine in list(get_backend(ACCOUNT, region).state_machines)
