@@ -6,7 +6,8 @@ With bench/compile.py's generated jobs in three teams, prints, in one run on one
 - the resources of each root (the base root's from its offline plan, a team root's from its
   files) and the largest root's share of all of them (target: at most 40%);
 - which roots a one-line change to one job touches (target: one);
-- the compiled output's size (target: at most 60 MB);
+- the compiled output's size (target: at most 60 MB), and where its state machines' bytes go, by
+  the role of each state (contract/states.py's classify), as written in the .tf.json;
 - an offline `terraform plan` (tfcheck's plan.py: real Terraform, stand-in provider) of one team's
   root next to a plan of the same 1,000 jobs compiled into a single root, as every job lived
   before the per-team roots (target: the team's plan at most a third of the single root's).
@@ -17,6 +18,7 @@ The plans need tfcheck (../shared/tools/tfcheck/setup.sh) and the Lambda package
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import random
 import shutil
@@ -32,6 +34,7 @@ from compile import definition  # noqa: E402  (the compiler benchmark's generate
 from jobplane.compiler.output import changed_roots, compile_all, write_output  # noqa: E402
 from jobplane.contract import layout  # noqa: E402
 from jobplane.contract.config import load_config  # noqa: E402
+from jobplane.contract.states import classify  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PLAN = ROOT.parent / "shared" / "tools" / "tfcheck" / "plan.py"
@@ -60,6 +63,27 @@ def project(tmp: Path, name: str, jobs: int, teams: list[str]) -> Path:
 def resources(files: dict[str, str], root: str) -> int:
     return sum(len(named) for rel, text in files.items() if layout.root_of(rel) == root and rel.endswith(".tf.json")
                for named in json.loads(text).get("resource", {}).values())
+
+
+def asl_bytes(files: dict[str, str]) -> collections.Counter[str]:
+    """Bytes of every state machine state by role ("step Task", "check Choice", ...), each
+    state as its .tf.json holds it: inside the definition string, escaped."""
+    by_role: collections.Counter[str] = collections.Counter()
+
+    def walk(states: dict[str, dict]) -> None:
+        for name, state in states.items():
+            own = state
+            if state["Type"] == "Parallel":
+                own = {k: v for k, v in state.items() if k != "Branches"}
+                for branch in state["Branches"]:
+                    walk(branch["States"])
+            text = json.dumps({name: own}, separators=(",", ":"))[1:-1]
+            by_role[f"{classify(name).role.value} {state['Type']}"] += len(json.dumps(text)) - 1  # + the comma
+    for rel, text in files.items():
+        if rel.endswith(".tf.json"):
+            for body in json.loads(text).get("resource", {}).get("aws_sfn_state_machine", {}).values():
+                walk(json.loads(body["definition"])["States"])
+    return by_role
 
 
 def plan(repo: Path, root: str, extra: list[str]) -> tuple[float, str]:
@@ -97,6 +121,11 @@ def main() -> None:
             counts[layout.BASE_ROOT] = int(base_line.split("to_add=")[1].split()[0])
         total = sum(counts.values())
         print(f"jobs: {args.jobs} in {len(TEAMS)} teams  output: {size / 1e6:.1f} MB (target <= 60 MB)")
+        by_role = asl_bytes(compiled.files)
+        top = by_role.most_common(8)
+        rest = sum(by_role.values()) - sum(n for _, n in top)
+        print(f"  state machines' states: {sum(by_role.values()) / 1e6:.1f} MB: "
+              + ", ".join(f"{role} {n / 1e6:.1f}" for role, n in top) + f", other {rest / 1e6:.1f}")
         for root, n in counts.items():
             print(f"  {root:<16} {n:>6} resources  {n / total:6.1%}")
         largest = max(counts, key=lambda r: counts[r])
