@@ -40,14 +40,23 @@ def run(kind: str, target: dict[str, Any], params: dict[str, Any] | None = None,
 
 
 def test_python_success_with_json_logs(tmp_path: Path) -> None:
+    import re
+    from datetime import datetime, timedelta
+
     out = tmp_path / "out.json"
+    before = datetime.now().astimezone()
     code, lines, proc = run("python", {"target": "sample_apps.functions:write_greeting", "kwargs": {"out": str(out)}})
+    after = datetime.now().astimezone()
     assert code == 0, proc.stdout + proc.stderr
     assert json.loads(out.read_text()) == {"text": "hello, world"}
     for line in lines:  # every line is a JSON object carrying the run's identity
         assert line["job"] == "month-end-close" and line["step"] == "post-ledger"
         assert line["execution_id"] == "exec-123" and line["trace_id"] == TRACEPARENT.split("-")[1]
         assert {"time", "level", "message"} <= set(line)
+        # ISO 8601 in UTC to the millisecond, the time of the line
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", line["time"]), line["time"]
+        at = datetime.fromisoformat(line["time"].replace("Z", "+00:00"))
+        assert before - timedelta(milliseconds=1) <= at <= after, (before, line["time"], after)
     messages = [(line["logger"], line["message"]) for line in lines]
     assert ("sample_apps.functions", "greeting world") in messages  # the user's own logging
     assert ("jobplane.output", "hello, world") in messages  # and its print()
@@ -284,3 +293,70 @@ def test_runner_imports_only_what_an_application_image_has(tmp_path: Path) -> No
                           env=env_for("python", {"target": "sample_apps.functions:mark_called",
                                                  "kwargs": {"out": str(tmp_path / "t")}}))
     assert "HEAVY=" in proc.stderr and proc.stderr.split("HEAVY=")[1].strip() == ""
+
+
+# -- binding a python step's arguments without inspect (its import is ~10 ms of every start) ---
+def _greet(out, name="world", greeting="hello"):  # noqa: ANN001, ANN202
+    return out, name, greeting
+
+
+def _keyword_only(*, day, mode="full"):  # noqa: ANN001, ANN202
+    return day, mode
+
+
+def _anything(out, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+    return out, args, kwargs
+
+
+def _with_context(out, context):  # noqa: ANN001, ANN202
+    return out, context
+
+
+def _positional_only(out, /, name="x"):  # noqa: ANN001, ANN202
+    return out, name
+
+
+def _decorated(fn):  # noqa: ANN001, ANN202
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        return fn(*args, **kwargs)
+    return wrapper
+
+
+class _Job:
+    def __init__(self, out, day=None):  # noqa: ANN001
+        self.out = out
+
+
+@pytest.mark.parametrize("fn", [_greet, _keyword_only, _anything, _with_context, _positional_only, _decorated(_greet),
+                                _Job, print, __import__("functools").partial(_greet, name="fixed")],
+                         ids=lambda f: getattr(f, "__name__", type(f).__name__))
+@pytest.mark.parametrize("kwargs,params", [
+    ({"out": "o"}, {}), ({"out": "o"}, {"name": "p", "day": "2026-11-30", "other": 1}),
+    ({"out": "o", "name": "fixed"}, {"name": "param"}), ({}, {"day": "2026-11-30"}), ({"colour": "red"}, {}),
+    ({"out": "o", "day": "d"}, {"mode": "m"}),
+])
+def test_arguments_bind_as_inspect_binds_them(fn: Any, kwargs: dict[str, Any], params: dict[str, Any],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runner's reading of a plain function's code object gives exactly what
+    inspect.signature gives, or leaves the function to it: same arguments, same permanent error."""
+    from jobplane.runner import targets
+    from jobplane.runner.context import RunContext, TraceContext
+
+    ctx = RunContext(job="j", team="t", step="s", execution_id="e", scheduled_time="2026-11-30T00:00:00Z",
+                     trigger="manual", attempt=1, params=params, target={}, trace=TraceContext("0" * 32, "1" * 16, None))
+
+    def outcome() -> Any:
+        try:
+            return targets.call_arguments(fn, kwargs, ctx)
+        except targets.PermanentError as e:
+            return f"PermanentError: {e}"
+
+    fast = outcome()
+    monkeypatch.setattr(targets, "_plain_parameters", lambda fn: None)  # inspect.signature for everything
+    assert fast == outcome()
+    if fn in (_greet, _keyword_only, _anything, _with_context):
+        monkeypatch.undo()
+        assert targets._plain_parameters(fn) is not None  # these are read without inspect

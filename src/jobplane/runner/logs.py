@@ -13,8 +13,8 @@ import logging
 import os
 import re
 import sys
+import time
 import traceback
-from datetime import datetime, timezone
 
 TYPE_CHECKING = False  # typing is not imported at run time: the runner's start-up
 if TYPE_CHECKING:
@@ -67,8 +67,9 @@ class RunFormatter(logging.Formatter):
 
     def fields_of(self, record: logging.LogRecord) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "time": datetime.fromtimestamp(record.created, timezone.utc).isoformat(timespec="milliseconds")
-            .replace("+00:00", "Z"),
+            # ISO 8601 in UTC to the millisecond, from logging's own split of the time (datetime's
+            # import would be ~3 ms of the runner's start-up)
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
             "level": record.levelname.lower(),
             "logger": record.name,
             **self.fields,

@@ -8,11 +8,11 @@ exception raised by the user's own code is retryable.
 from __future__ import annotations
 
 import importlib
-import inspect
 import logging
 import os
 import signal
 import threading
+from types import FunctionType
 
 TYPE_CHECKING = False  # typing is not imported at run time: the runner's start-up
 if TYPE_CHECKING:
@@ -63,6 +63,21 @@ def call_arguments(fn: Callable[..., Any], kwargs: dict[str, Any], ctx: RunConte
     what the definition fixed, such as a report's recipient. Arguments that cannot bind are a
     permanent error, raised before any user code runs.
     """
+    plain = _plain_parameters(fn) if not args else None
+    if plain is not None:
+        names, required, accepts_any = plain
+        merged = dict(kwargs)
+        for name, value in ctx.params.items():
+            if name not in kwargs and (accepts_any or name in names):
+                merged[name] = value
+        if "context" in names:
+            merged["context"] = ctx
+        if required <= merged.keys() and (accepts_any or merged.keys() <= names):
+            return [], merged
+    # anything else, or arguments that do not fit: inspect says how (its import is ~10 ms of the
+    # runner's start-up, so the common case above reads the function's code object instead)
+    import inspect
+
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
@@ -79,6 +94,26 @@ def call_arguments(fn: Callable[..., Any], kwargs: dict[str, Any], ctx: RunConte
     except TypeError as e:
         raise PermanentError(f"arguments do not fit {getattr(fn, '__qualname__', fn)}{sig}: {e}") from None
     return list(args or []), merged
+
+
+_CO_VARKEYWORDS = 0x08  # inspect.CO_VARKEYWORDS
+
+
+def _plain_parameters(fn: Any) -> tuple[frozenset[str], frozenset[str], bool] | None:
+    """For a plain function whose parameters all take keywords (no positional-only ones, no
+    ``*args`` needed): the names it accepts, those without a default, and whether it takes
+    ``**kwargs``. None for anything else (a class, a partial, a builtin, a method), which
+    :func:`call_arguments` leaves to ``inspect.signature``; so do arguments that do not fit."""
+    if type(fn) is not FunctionType or hasattr(fn, "__wrapped__") or hasattr(fn, "__signature__"):
+        return None  # inspect reads a decorated function's own signature through these
+    code = fn.__code__
+    if code.co_posonlyargcount:
+        return None
+    positional = code.co_varnames[:code.co_argcount]
+    keyword_only = code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]
+    defaulted = set(positional[len(positional) - len(fn.__defaults__ or ()):]) | set(fn.__kwdefaults__ or ())
+    names = frozenset(positional + keyword_only)
+    return names, names - defaulted, bool(code.co_flags & _CO_VARKEYWORDS)
 
 
 def run_python(ctx: RunContext) -> Any:
