@@ -48,6 +48,8 @@ def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevPlatform]:
     write_job(repo, "load", "[jp.after('extract')]", "jp.manual")
     write_job(repo, "cleanup", "[jp.after('extract', on='FAILED')]", "jp.manual")
     write_job(repo, "guarded", "[jp.after('extract')]", policy="SKIP_IF_FAILED")  # a schedule too
+    write_job(repo, "report", schedule="jp.manual")  # these two: the catch-up's anchor test only
+    write_job(repo, "publish", "[jp.after('report')]", "jp.manual")
     p = DevPlatform(load_config(tmp / "repo"), tmp / "data", 0, 0, run_scheduler=False, run_services=False,
                     snapshot_interval=3600).start()
     yield p
@@ -153,6 +155,88 @@ def test_the_downstream_policy_holds_a_failure_blocks_upstream_started_runs_unti
     upstream = fire(platform, "2026-03-06T02:00:00Z")
     assert [(r.status, r.trigger) for r in runs_after(platform, "guarded", upstream)] == [("SUCCEEDED", "upstream")]
     assert not control.repo.job_state("guarded").blocked  # a success ends the block
+
+
+def settled(platform: DevPlatform) -> None:
+    """Every run an upstream event started has ended (and so marked the upstream record)."""
+    sfn = platform.aws.client("stepfunctions")
+    deadline = time.monotonic() + 300  # hang guard
+    for job in ("load", "cleanup", "guarded"):
+        while sfn.list_executions(stateMachineArn=platform.aws.state_machines[job], statusFilter="RUNNING")["executions"]:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+
+
+def test_a_lost_upstream_event_is_caught_up_once_and_a_late_one_is_a_duplicate(platform: DevPlatform) -> None:
+    from datetime import datetime, timedelta, timezone
+
+    from jobplane.platform.catchup import GRACE, UpstreamCatchUp, catch_up_name
+
+    first = fire(platform, "2026-04-01T02:00:00Z")  # delivered: the rule is known to exist
+    assert [r.status for r in runs_after(platform, "load", first)] == ["SUCCEEDED"]
+    settled(platform)
+    # Step Functions sends status events best effort: EventBridge never sees the next one
+    machine = platform.aws.state_machines["extract"].split(":")[-1]
+    rules = platform.aws.after_rules.pop(machine)
+    try:
+        lost = fire(platform, "2026-04-02T02:00:00Z")
+    finally:
+        platform.aws.after_rules[machine] = rules
+    lost_name = lost.rsplit(":", 1)[1]
+    assert runs_after(platform, "load", lost) == []
+    assert UpstreamCatchUp(platform.control).check() == []  # just ended: its event may still come
+    later = lambda: datetime.now(timezone.utc) + GRACE + timedelta(minutes=1)  # noqa: E731
+    started = UpstreamCatchUp(platform.control, clock=later).check()
+    # each job waiting for its success, once
+    assert sorted(started) == sorted(catch_up_name(job, lost_name) for job in ("load", "guarded"))
+    runs = runs_after(platform, "load", lost)
+    assert [(r.status, r.trigger, r.requested_by, r.execution) for r in runs] == [
+        ("SUCCEEDED", "upstream", f"catch-up after {lost_name}", catch_up_name("load", lost_name))]
+    assert runs[0].scheduled_time == "2026-04-02T02:00:00Z"  # the upstream run's, as the rule's run
+    assert [r.execution for r in runs_after(platform, "guarded", lost)] == [catch_up_name("guarded", lost_name)]
+    settled(platform)
+    audit = [a for a in platform.control.audit() if a["action"] == "catch-up" and a.get("execution") in started]
+    assert sorted(a["job"] for a in audit) == ["guarded", "load"] and {a["actor"] for a in audit} == {"jobplane"}
+    assert all(lost_name in a["reason"] for a in audit)
+    assert UpstreamCatchUp(platform.control, clock=later).check() == []  # once: its runs marked the record
+    # the event arrives after all: recorded as a duplicate, nothing runs twice
+    for arn in platform.aws.deliver_status_event(lost, "SUCCEEDED"):
+        platform.aws.wait(arn, timeout=300)
+    assert sorted((r.status, r.skip_reason) for r in runs_after(platform, "load", lost)) == [
+        ("SKIPPED", "DUPLICATE"), ("SUCCEEDED", None)]
+
+
+def test_only_runs_newer_than_one_that_started_the_downstream_are_caught_up(platform: DevPlatform) -> None:
+    """A run of the upstream job that ended before any of its runs started the downstream may
+    predate the rule (``after`` just added): it is never caught up. One after such a start is."""
+    from datetime import datetime, timedelta, timezone
+
+    from jobplane.platform.catchup import GRACE, UpstreamCatchUp, catch_up_name
+
+    aws = platform.aws
+    machine = aws.state_machines["report"].split(":")[-1]
+
+    def report(delivered: bool) -> str:
+        rules = aws.after_rules.pop(machine) if not delivered else None
+        try:
+            arn = aws.start("report", execution_input.manual("t"))
+            aws.wait(arn, timeout=300)
+            aws.wait_reconciled(arn, timeout=300)
+        finally:
+            if rules is not None:
+                aws.after_rules[machine] = rules
+        return arn
+
+    later = lambda: datetime.now(timezone.utc) + GRACE + timedelta(minutes=1)  # noqa: E731
+    before_rule = report(delivered=False)
+    assert UpstreamCatchUp(platform.control, clock=later).check() == []  # no run ever started publish
+    delivered = report(delivered=True)
+    assert [r.status for r in runs_after(platform, "publish", delivered)] == ["SUCCEEDED"]
+    lost = report(delivered=False)
+    started = UpstreamCatchUp(platform.control, clock=later).check()
+    assert started == [catch_up_name("publish", lost.rsplit(":", 1)[1])]  # not the run before the first start
+    assert [r.execution for r in runs_after(platform, "publish", lost)] == started
+    assert runs_after(platform, "publish", before_rule) == []
 
 
 def test_unknown_upstream_jobs_and_cycles_are_refused_naming_them(tmp_path: Path) -> None:

@@ -71,8 +71,9 @@ import botocore.client
 calls = []
 _call = botocore.client.BaseClient._make_api_call
 def _recorded(self, operation, params):
-    named = {{k: params[k] for k in ("TableName", "TopicArn", "SecretId", "executionArn", "logGroupName",
-                                    "logStreamName", "Bucket", "Key", "Prefix") if k in params}}
+    named = {{k: params[k] for k in ("TableName", "IndexName", "TopicArn", "SecretId", "executionArn",
+                                    "stateMachineArn", "logGroupName", "logStreamName", "Bucket", "Key", "Prefix")
+             if k in params}}
     if "TransactItems" in params:
         named["TransactItems"] = [[kind, body["TableName"]] for item in params["TransactItems"] for kind, body in item.items()]
     calls.append({{"service": self.meta.service_model.service_name, "operation": operation, "params": named}})
@@ -180,21 +181,53 @@ def test_the_notifier_handler_posts_to_slack_with_the_error_read_from_cloudwatch
         receiver.close()
 
 
-def test_the_slow_run_handler_announces_a_run_past_its_expected_duration(
+def _upstream_record(aws: LocalAWS, job: str, ended_minutes_ago: int, after_jobs: list[str]) -> str:
+    """A finished run of ``job`` as its state machine records it, ``after_jobs`` the jobs its
+    status event started (the mark their runs write): what the catch-up reads."""
+    from datetime import datetime, timedelta, timezone
+
+    from jobplane.contract import items
+    from jobplane.platform.clock import iso_millis
+
+    name = uuid.uuid4().hex
+    ended = datetime.now(timezone.utc) - timedelta(minutes=ended_minutes_ago)
+    started = iso_millis(ended - timedelta(seconds=30))
+    put = items.execution_record(
+        execution=name, execution_arn=f"arn:aws:states:{aws.region}:123456789012:execution:{aws.prefix}-{job}:{name}",
+        job=job, team="billing", status="SUCCEEDED", trigger="schedule", scheduled_time=started[:19] + "Z",
+        requested_by="scheduler", input_json="{}", started_at=started, finished_at=iso_millis(ended)).boto(
+        aws.resources["table_name"])
+    if after_jobs:
+        put["Item"]["after_jobs"] = {"SS": after_jobs}
+    aws.client("dynamodb").put_item(**put)
+    return name
+
+
+def test_the_periodic_handler_announces_a_slow_run_and_catches_up_a_lost_after_event(
         aws: LocalAWS, lambda_root: dict[str, Path], tmp_path: Path) -> None:
     import time
 
-    from jobplane.contract.catalog import CATALOG_VERSION, Catalog, CatalogJob, NotifySettings
+    from jobplane.contract.catalog import CATALOG_VERSION, Catalog, CatalogAfter, CatalogJob, NotifySettings
+    from jobplane.platform.catchup import catch_up_name
 
     name = f"job-{uuid.uuid4().hex[:8]}"
     job = Job.model_validate({"name": name, "team": "billing", "timezone": "UTC", "expected_duration": "1s",
                               "notify": {"events": ["FAILED", "SLOW"]},
                               "steps": [{"name": "work", "python": "sample_apps.functions:behave"}]})
     aws.deploy(name, asl.compile_job(job, aws.prefix))
-    catalog = Catalog(version=CATALOG_VERSION, name_prefix=aws.prefix, jobs=[CatalogJob(
-        name=name, team="billing", policy=job.policy, timeout=job.timeout, expected_duration=1,
-        notify=NotifySettings(events=job.notify.events), steps=[], state_machine=f"{aws.prefix}-{name}",
-        asl="", states=0)])
+    # a job that runs after another: an earlier run of the upstream started it, the latest's
+    # status event never came (ended 20 minutes ago)
+    upstream, downstream = f"up-{uuid.uuid4().hex[:8]}", f"down-{uuid.uuid4().hex[:8]}"
+    after = Job.model_validate({"name": downstream, "team": "billing", "timezone": "UTC", "after": [{"job": upstream}],
+                                "steps": [{"name": "work", "python": "sample_apps.functions:behave"}]})
+    aws.deploy(downstream, asl.compile_job(after, aws.prefix))
+    _upstream_record(aws, upstream, 60, [downstream])
+    lost = _upstream_record(aws, upstream, 20, [])
+    entry = lambda n, **kw: CatalogJob(name=n, team="billing", policy=job.policy, timeout=job.timeout,  # noqa: E731
+                                       steps=[], state_machine=f"{aws.prefix}-{n}", asl="", states=0, **kw)
+    catalog = Catalog(version=CATALOG_VERSION, name_prefix=aws.prefix, jobs=[
+        entry(name, expected_duration=1, notify=NotifySettings(events=job.notify.events)),
+        entry(upstream), entry(downstream, after=[CatalogAfter(job=upstream)])])
     # on AWS the check reads the catalog parts the team roots upload to the base module's bucket
     import base_module as bm
 
@@ -213,6 +246,12 @@ def test_the_slow_run_handler_announces_a_run_past_its_expected_duration(
         first = call_handler(lambda_root, "jobplane.platform.slow.handler", {}, env)
         again = call_handler(lambda_root, "jobplane.platform.slow.handler", {}, env)
         assert first["alerted"] == [arn.rsplit(":", 1)[1]] and again["alerted"] == []  # announced once
+        assert first["caught_up"] == [catch_up_name(downstream, lost)] and again["caught_up"] == []  # started once
+        caught = aws.client("stepfunctions").describe_execution(executionArn=aws.state_machines[downstream].replace(
+            ":stateMachine:", ":execution:") + ":" + first["caught_up"][0])
+        assert json.loads(caught["input"])["upstream"] == lost
+        aws.wait(caught["executionArn"], timeout=300)
+        assert aws.repository().execution(first["caught_up"][0]).status == "SUCCEEDED"
         assert_role_allows("slow", RECORDED["jobplane.platform.slow.handler"], {})
     finally:
         aws.client("stepfunctions").stop_execution(executionArn=arn)
@@ -254,8 +293,14 @@ def recorded_calls(recorded: list[dict[str, Any]]) -> list[Call]:
             # each write of a transaction needs its own action
             # (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis-iam.html)
             calls += [Call(f"dynamodb:{kind}Item", table(t), {}, why) for kind, t in params["TransactItems"]]
+        elif service == "dynamodb" and "IndexName" in params:
+            # a query of an index is authorised on the index's ARN
+            # (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/specifying-conditions.html)
+            calls.append(Call(f"dynamodb:{op}", f"{table(params['TableName'])}/index/{params['IndexName']}", {}, why))
         elif service == "dynamodb":
             calls.append(Call(f"dynamodb:{op}", table(params["TableName"]), {}, why))
+        elif service in ("states", "stepfunctions") and op == "StartExecution":
+            calls.append(Call("states:StartExecution", params["stateMachineArn"], {}, why))
         elif service in ("states", "stepfunctions"):  # botocore names the service stepfunctions
             calls.append(Call(f"states:{op}", params["executionArn"], {}, why))
         elif service == "sns":

@@ -1,5 +1,7 @@
-# The slow-run check (jobplane.platform.slow.handler) on a schedule, and the compiled catalog it
-# reads: a run still going after its job's expected_duration is announced once (SLOW).
+# The platform's periodic check (jobplane.platform.slow.handler) on a schedule, and the compiled
+# catalog it reads: a run still going after its job's expected_duration is announced once (SLOW),
+# and a job's `after` run that a lost status event never started is started (platform/catchup.py:
+# Step Functions sends those events best effort).
 #
 # The catalog (expected durations, channels, runbooks) changes with every job definition, so each
 # compiled team root uploads its team's part to this bucket (catalog/<team>.json:
@@ -109,10 +111,23 @@ data "aws_iam_policy_document" "slow" {
     }
   }
   statement {
-    # job state (who is running), the SLOW marker written once with a condition, the record
+    # job state (who is running), the SLOW marker written once with a condition, the record, the
+    # audit entry of a catch-up start (deleted again if the start fails)
     sid       = "Records"
-    actions   = ["dynamodb:GetItem", "dynamodb:PutItem"]
+    actions   = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"]
     resources = [aws_dynamodb_table.jobplane.arn]
+  }
+  statement {
+    # an upstream job's newest records, by job (the catch-up)
+    sid       = "JobExecutions"
+    actions   = ["dynamodb:Query"]
+    resources = ["${aws_dynamodb_table.jobplane.arn}/index/gsi1"]
+  }
+  statement {
+    # the catch-up starts the run a lost `after` event did not
+    sid       = "StartJobs"
+    actions   = ["states:StartExecution"]
+    resources = ["arn:${local.partition}:states:${local.region}:${local.account}:stateMachine:${var.name_prefix}-*"]
   }
   statement {
     sid       = "ReadExecutions"
@@ -170,10 +185,10 @@ resource "aws_lambda_function" "slow" {
 }
 
 # A missed check is made good by the next one (a run is announced once it is past its expected
-# duration, whenever that is noticed): no dead-letter queue on this target.
+# duration, a lost event caught up, whenever that is noticed): no dead-letter queue on this target.
 resource "aws_cloudwatch_event_rule" "slow_check" {
   name                = "${var.name_prefix}-slow-check"
-  description         = "Announce jobplane runs past their expected duration"
+  description         = "Announce jobplane runs past their expected duration; start after-runs a lost event did not"
   schedule_expression = var.slow_check_schedule
 }
 

@@ -2,8 +2,8 @@
 
 Start order: compile jobs/ -> embedded local AWS (moto server, ECS agent, reconciler) -> restore
 the saved state -> deploy every job -> re-apply pauses and close runs a crash interrupted ->
-alert feed (SNS -> Slack notifier) -> dev services -> local scheduler and slow-run check ->
-portal. Each part registers its own stop on one ``ExitStack`` as it starts, so a failed start
+alert feed (SNS -> Slack notifier) -> dev services -> local scheduler, slow-run check, `after`
+catch-up -> portal. Each part registers its own stop on one ``ExitStack`` as it starts, so a failed start
 undoes exactly what had started, and a stop runs in reverse: portal, scheduler, then the running
 executions (recorded ABORTED and alerted, as on AWS), services, queued alerts, a last save of the
 state, the local AWS. Each stop step runs even if an earlier one failed.
@@ -162,11 +162,15 @@ class DevPlatform:
         from jobplane.platform.slow import SlowWatch
 
         slow = SlowWatch(self.control, aws.client("sns"), self.deployment.topic_arn)  # real time
+        from jobplane.platform.catchup import UpstreamCatchUp
+
+        catch_up = UpstreamCatchUp(self.control)  # `after` runs a lost status event did not start
         from jobplane.platform.backfill import BackfillDriver, Backfills
 
         self.backfills = Backfills(self.control)  # backfills left running by the last start go on
         threads = [threading.Thread(target=self._save_loop, name="dev-snapshot", daemon=True),
                    threading.Thread(target=slow.run, args=(self._stop, 5.0), name="slow-watch", daemon=True),
+                   threading.Thread(target=catch_up.run, args=(self._stop, 60.0), name="after-catch-up", daemon=True),
                    threading.Thread(target=BackfillDriver(self.backfills).run, args=(self._stop,),
                                     name="backfill-driver", daemon=True)]
         if self.run_scheduler:
@@ -177,7 +181,7 @@ class DevPlatform:
                                             args=(self.services, self.data_dir / "services", self._stop)))
         for t in threads:
             t.start()
-        on_stop("stop the scheduler, slow-run check and saver", lambda: self._join(threads))
+        on_stop("stop the scheduler, slow-run check, catch-up and saver", lambda: self._join(threads))
         on_stop("stop the portal", self._start_portal(portal_socket))
         write_runtime(self.data_dir, self.portal_url, self.deployment, self.service_ports)
         on_stop(f"remove {RUNTIME_FILE}", lambda: remove_runtime(self.data_dir))

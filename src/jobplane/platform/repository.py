@@ -118,6 +118,7 @@ class Execution:
     transitions: int | None = None
     rerun_by: tuple[str, ...] = ()
     after_runs: tuple[str, ...] = ()  # the runs of downstream jobs this run's end started (``after``)
+    after_jobs: tuple[str, ...] = ()  # ...and their jobs
     alert_pending: bool = False  # recorded by the reconciler, its alert not yet published
 
     @property
@@ -155,6 +156,7 @@ class Execution:
             transitions=int(p["transitions"]) if p.get("transitions") is not None else None,
             rerun_by=tuple(sorted(p.get("rerun_by", ()))), blocked_by=p.get(dm.ATTR_BLOCKED_BY),
             after_runs=tuple(sorted(p.get(dm.ATTR_AFTER_RUNS, ()))),
+            after_jobs=tuple(sorted(p.get(dm.ATTR_AFTER_JOBS, ()))),
             alert_pending=dm.ATTR_ALERT_PENDING in p,
         )
 

@@ -82,7 +82,9 @@ class SlowWatch:
 
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     """Production entry point, on the base module's schedule (var.slow_check_schedule, every 5
-    minutes by default): the same check against AWS."""
+    minutes by default): the same check against AWS, then the catch-up of `after` runs whose
+    status event never came (platform/catchup.py). One failing does not keep the other from
+    running; the invocation then fails, and Lambda tries it again."""
     import os
     from pathlib import Path
 
@@ -96,6 +98,19 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
                             region=os.environ.get("AWS_REGION", "us-east-1"), account_id=os.environ["JOBPLANE_ACCOUNT_ID"],
                             catalog_path=catalog if catalog.startswith("s3://") else Path(catalog),
                             log_group=os.environ.get("JOBPLANE_LOG_GROUP") or None)
+    from jobplane.platform.catchup import UpstreamCatchUp
+
     started = time.monotonic()
-    alerted = SlowWatch(ControlPlane(deployment), boto3.client("sns"), deployment.topic_arn).check()
-    return {"alerted": alerted, "seconds": round(time.monotonic() - started, 3)}
+    control = ControlPlane(deployment)
+    result: dict[str, Any] = {}
+    failed: list[BaseException] = []
+    for key, check in (("alerted", SlowWatch(control, boto3.client("sns"), deployment.topic_arn).check),
+                       ("caught_up", UpstreamCatchUp(control).check)):
+        try:
+            result[key] = check()
+        except Exception as e:
+            log.exception("the %s part of the periodic check failed", key)
+            failed.append(e)
+    if failed:
+        raise failed[0]
+    return result | {"seconds": round(time.monotonic() - started, 3)}

@@ -1,0 +1,114 @@
+"""Catch up `after` runs whose upstream status event never came.
+
+A job with ``after`` starts from an EventBridge rule on the upstream job's "Execution Status
+Change" events, which Step Functions sends on a *best-effort* basis
+(https://docs.aws.amazon.com/eventbridge/latest/ref/events-ref-states.html: "Delivery type:
+Best effort"). A lost event would start nothing and tell no one, so the platform's periodic
+check (the slow-run check's schedule, every 5 minutes by default) also looks for it.
+
+The upstream run's record says what its event started: each downstream run marks it
+(``after_jobs``, the compiled ``Upstream: once`` state). A run of the upstream job that ended as
+the downstream waits for, at least :data:`GRACE` ago and within :data:`WINDOW`, with no mark of
+the downstream job, is started now, as the rule would have. Only a run *newer than one that
+did start the downstream* counts: that earlier mark shows the rule existed, so adding ``after``
+to a job never starts it for upstream runs that ended before the rule was deployed.
+
+Started at most once: the name is derived from the upstream run (Step Functions refuses a name
+twice), and the downstream run itself marks the upstream record as the rule's run would; an
+event that arrives after all is then recorded as a DUPLICATE skip. Each start has its audit
+entry (actor ``jobplane``, action ``catch-up``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from datetime import datetime, timedelta, timezone
+from typing import Callable
+
+from jobplane.contract import execution_input, upstream
+from jobplane.platform.clock import parse_iso
+from jobplane.platform.control import Conflict, ControlPlane
+from jobplane.platform.repository import Execution
+
+log = logging.getLogger(__name__)
+
+#: An upstream run this recent may still have its event on the way: EventBridge delivers within
+#: seconds, and retries a target it could not start (the compiled rules' retry policy).
+GRACE = timedelta(minutes=10)
+#: An upstream run older than this is left to an operator (docs/operate.md): a downstream run a
+#: day late may do more harm than good.
+WINDOW = timedelta(hours=24)
+#: How many of the upstream job's newest records are read, per job it starts (one Query).
+LOOK_BACK = 50
+ACTOR = "jobplane"
+ACTION = "catch-up"
+
+Clock = Callable[[], datetime]
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def catch_up_name(job: str, upstream_execution: str) -> str:
+    """The execution name of ``job``'s run for an upstream run: the same for every check, and
+    unique across jobs (records are keyed by execution name alone)."""
+    return "catchup-" + hashlib.sha256(f"{job}\n{upstream_execution}".encode()).hexdigest()[:32]
+
+
+class UpstreamCatchUp:
+    def __init__(self, control: ControlPlane, clock: Clock = _now):
+        self.control = control
+        self.clock = clock
+
+    def check(self) -> list[str]:
+        """Start every downstream run a lost event did not start; their execution names."""
+        now = self.clock()
+        started = []
+        for entry in self.control.entries.values():
+            for after in entry.after:
+                for record in self.missed(entry.name, after.job, after.on, now):
+                    name = self.start(entry.name, record, now)
+                    if name is not None:
+                        started.append(name)
+        return started
+
+    def missed(self, job: str, upstream_job: str, on: str, now: datetime) -> list[Execution]:
+        """The runs of ``upstream_job`` whose event should have started ``job`` and did not."""
+        wanted = upstream.RECORD_STATUSES[on]
+        candidates = []
+        for record in self.control.repo.executions(upstream_job, limit=LOOK_BACK).items:  # newest first
+            if record.status not in wanted or not record.finished_at:
+                continue
+            if job in record.after_jobs:
+                return candidates  # this run started it: the rule existed for the newer ones
+            if now - WINDOW <= parse_iso(record.finished_at) <= now - GRACE:
+                candidates.append(record)
+        return []  # no run in sight ever started it: the rule may be newer than all of them
+
+    def start(self, job: str, record: Execution, now: datetime) -> str | None:
+        name = catch_up_name(job, record.execution)
+        payload = upstream.transformed_input(record.execution, execution_input.iso(now))
+        payload["requested_by"] = f"catch-up after {record.execution}"
+        reason = (f"the status event of {record.job} run {record.execution} ({record.status}, ended "
+                  f"{record.finished_at}) did not start {job}")
+        try:
+            self.control.audited(ACTOR, ACTION, job, name, reason, {"upstream": record.execution},
+                                 lambda: self.control.start_execution(job, payload, name))
+        except self.control.sfn.exceptions.ExecutionAlreadyExists:
+            return None  # an earlier check started it; its run marks the upstream record
+        except Conflict as e:  # the job is in the catalog but its state machine is not deployed
+            log.error("cannot catch up %s after %s: %s", job, record.execution, e)
+            return None
+        log.warning("started %s as %s: %s", job, name, reason)
+        return name
+
+    def run(self, stop: threading.Event, interval: float = 60.0) -> None:
+        while not stop.wait(interval):
+            try:
+                self.check()
+            except Exception:
+                log.exception("after catch-up check failed")
+
