@@ -203,7 +203,7 @@ def _upstream_record(aws: LocalAWS, job: str, ended_minutes_ago: int, after_jobs
     return name
 
 
-def test_the_periodic_handler_announces_a_slow_run_and_catches_up_a_lost_after_event(
+def test_the_periodic_handler_announces_a_slow_run_and_catches_up_lost_status_events(
         aws: LocalAWS, lambda_root: dict[str, Path], tmp_path: Path) -> None:
     import time
 
@@ -223,11 +223,26 @@ def test_the_periodic_handler_announces_a_slow_run_and_catches_up_a_lost_after_e
     aws.deploy(downstream, asl.compile_job(after, aws.prefix))
     _upstream_record(aws, upstream, 60, [downstream])
     lost = _upstream_record(aws, upstream, 20, [])
+    # a run stopped whose status event never reached the reconciler: no record, its claim held
+    # (this module's local AWS hands no event to a reconciler: the packaged handlers do)
+    gone = f"gone-{uuid.uuid4().hex[:8]}"
+    aws.deploy(gone, asl.compile_job(Job.model_validate({
+        "name": gone, "team": "billing", "timezone": "UTC",
+        "steps": [{"name": "work", "python": "sample_apps.functions:behave"}]}), aws.prefix))
+    stopped = aws.start(gone, execution_input.manual("ops", overrides={"mode": "sleep", "seconds": 120}))
+    deadline = time.monotonic() + 300  # a hang guard: the run must hold its claim
+    while not (aws.repository().job_state(gone) and aws.repository().job_state(gone).running):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    aws.client("stepfunctions").stop_execution(executionArn=stopped, error="Ops.Stop", cause="lost event test")
+    aws.wait(stopped, timeout=300)
+    stopped_name = stopped.rsplit(":", 1)[1]
+    assert aws.repository().execution(stopped_name) is None and aws.repository().job_state(gone).running
     entry = lambda n, **kw: CatalogJob(name=n, team="billing", policy=job.policy, timeout=job.timeout,  # noqa: E731
                                        steps=[], state_machine=f"{aws.prefix}-{n}", asl="", states=0, **kw)
     catalog = Catalog(version=CATALOG_VERSION, name_prefix=aws.prefix, jobs=[
         entry(name, expected_duration=1, notify=NotifySettings(events=job.notify.events)),
-        entry(upstream), entry(downstream, after=[CatalogAfter(job=upstream)])])
+        entry(upstream), entry(downstream, after=[CatalogAfter(job=upstream)]), entry(gone)])
     # on AWS the check reads the catalog parts the team roots upload to the base module's bucket
     import base_module as bm
 
@@ -246,6 +261,10 @@ def test_the_periodic_handler_announces_a_slow_run_and_catches_up_a_lost_after_e
         first = call_handler(lambda_root, "jobplane.platform.slow.handler", {}, env)
         again = call_handler(lambda_root, "jobplane.platform.slow.handler", {}, env)
         assert first["alerted"] == [arn.rsplit(":", 1)[1]] and again["alerted"] == []  # announced once
+        assert first["reconciled"] == [stopped_name] and again["reconciled"] == []  # recorded once
+        record = aws.repository().execution(stopped_name)
+        assert record.status == "ABORTED" and "lost event test" in record.error and not record.alert_pending
+        assert not aws.repository().job_state(gone).running  # the claim is released
         assert first["caught_up"] == [catch_up_name(downstream, lost)] and again["caught_up"] == []  # started once
         caught = aws.client("stepfunctions").describe_execution(executionArn=aws.state_machines[downstream].replace(
             ":stateMachine:", ":execution:") + ":" + first["caught_up"][0])

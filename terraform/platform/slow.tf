@@ -1,7 +1,8 @@
 # The platform's periodic check (jobplane.platform.slow.handler) on a schedule, and the compiled
-# catalog it reads: a run still going after its job's expected_duration is announced once (SLOW),
-# and a job's `after` run that a lost status event never started is started (platform/catchup.py:
-# Step Functions sends those events best effort).
+# catalog it reads: a run still going after its job's expected_duration is announced once (SLOW);
+# and what a lost status event would have done is done (platform/catchup.py: Step Functions sends
+# those events best effort): a run that ended without recording itself is recorded, its claim
+# released and its alert sent, as the reconciler does; a job's `after` run is started.
 #
 # The catalog (expected durations, channels, runbooks) changes with every job definition, so each
 # compiled team root uploads its team's part to this bucket (catalog/<team>.json:
@@ -111,14 +112,16 @@ data "aws_iam_policy_document" "slow" {
     }
   }
   statement {
-    # job state (who is running), the SLOW marker written once with a condition, the record, the
-    # audit entry of a catch-up start (deleted again if the start fails)
+    # job state (who is running), the SLOW marker written once with a condition; the record of a
+    # run that ended without its own and its claim's release (one transaction: a Put and an
+    # Update), its alert mark and timeline; the audit entry of a catch-up start (deleted again if
+    # the start fails)
     sid       = "Records"
-    actions   = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"]
+    actions   = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
     resources = [aws_dynamodb_table.jobplane.arn]
   }
   statement {
-    # an upstream job's newest records, by job (the catch-up)
+    # every job's state (the claims), an upstream job's newest records (the catch-up)
     sid       = "JobExecutions"
     actions   = ["dynamodb:Query"]
     resources = ["${aws_dynamodb_table.jobplane.arn}/index/gsi1"]
@@ -179,6 +182,8 @@ resource "aws_lambda_function" "slow" {
       JOBPLANE_TOPIC_ARN   = aws_sns_topic.events.arn
       JOBPLANE_CATALOG     = "s3://${aws_s3_bucket.catalog.id}/catalog/"
       JOBPLANE_LOG_GROUP   = aws_cloudwatch_log_group.runner.name
+      # the TTL of a record it writes for a run that could not (as the reconciler's)
+      JOBPLANE_EXECUTION_RETENTION_DAYS = tostring(var.execution_retention_days)
     }
   }
   depends_on = [aws_cloudwatch_log_group.slow]

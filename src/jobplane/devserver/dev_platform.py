@@ -2,11 +2,11 @@
 
 Start order: compile jobs/ -> embedded local AWS (moto server, ECS agent, reconciler) -> restore
 the saved state -> deploy every job -> re-apply pauses and close runs a crash interrupted ->
-alert feed (SNS -> Slack notifier) -> dev services -> local scheduler, slow-run check, `after`
-catch-up -> portal. Each part registers its own stop on one ``ExitStack`` as it starts, so a failed start
-undoes exactly what had started, and a stop runs in reverse: portal, scheduler, then the running
-executions (recorded ABORTED and alerted, as on AWS), services, queued alerts, a last save of the
-state, the local AWS. Each stop step runs even if an earlier one failed.
+alert feed (SNS -> Slack notifier) -> dev services -> local scheduler, slow-run check, catch-up
+of lost status events -> portal. Each part registers its own stop on one ``ExitStack`` as it
+starts, so a failed start undoes exactly what had started, and a stop runs in reverse: portal,
+scheduler, then the running executions (recorded ABORTED and alerted, as on AWS), services,
+queued alerts, a last save of the state, the local AWS. Each stop step runs even if an earlier one failed.
 
 Everything lives under one data directory (``.jobplane/``): ``state.json`` (the table),
 ``logs/`` (one file per step attempt), ``dead-letters/`` (alerts Slack refused), ``examples/``
@@ -162,15 +162,17 @@ class DevPlatform:
         from jobplane.platform.slow import SlowWatch
 
         slow = SlowWatch(self.control, aws.client("sns"), self.deployment.topic_arn)  # real time
-        from jobplane.platform.catchup import UpstreamCatchUp
+        from jobplane.platform import catchup
 
-        catch_up = UpstreamCatchUp(self.control)  # `after` runs a lost status event did not start
+        # what a lost status event would have done (the local engine loses none while it runs;
+        # a crash of `jobplane dev` can, as AWS can)
+        checks = [catchup.LostEndings(self.control, aws.reconciler()).check, catchup.UpstreamCatchUp(self.control).check]
         from jobplane.platform.backfill import BackfillDriver, Backfills
 
         self.backfills = Backfills(self.control)  # backfills left running by the last start go on
         threads = [threading.Thread(target=self._save_loop, name="dev-snapshot", daemon=True),
                    threading.Thread(target=slow.run, args=(self._stop, 5.0), name="slow-watch", daemon=True),
-                   threading.Thread(target=catch_up.run, args=(self._stop, 60.0), name="after-catch-up", daemon=True),
+                   threading.Thread(target=catchup.run, args=(self._stop, checks), name="catch-up", daemon=True),
                    threading.Thread(target=BackfillDriver(self.backfills).run, args=(self._stop,),
                                     name="backfill-driver", daemon=True)]
         if self.run_scheduler:

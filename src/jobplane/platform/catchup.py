@@ -1,12 +1,19 @@
-"""Catch up `after` runs whose upstream status event never came.
+"""Catch up what a lost status event would have done.
 
-A job with ``after`` starts from an EventBridge rule on the upstream job's "Execution Status
-Change" events, which Step Functions sends on a *best-effort* basis
+Step Functions sends its "Execution Status Change" events on a *best-effort* basis
 (https://docs.aws.amazon.com/eventbridge/latest/ref/events-ref-states.html: "Delivery type:
-Best effort"). A lost event would start nothing and tell no one, so the platform's periodic
-check (the slow-run check's schedule, every 5 minutes by default) also looks for it.
+Best effort"), and two parts of the platform start from them: the reconciler, which records a
+run that could not record itself (stopped, timed out), releases its claim and sends its alert;
+and the `after` rules, which start a job when another one ends. A lost event would drop a
+record and an alert, or a run, and tell no one, so the platform's periodic check (the slow-run
+check's schedule, every 5 minutes by default; a thread in ``jobplane dev``) looks for both.
 
-The upstream run's record says what its event started: each downstream run marks it
+:class:`LostEndings`: a run that ended without recording itself still holds its claim (the job
+state's ``running``): every claim is looked up, and one whose execution has ended is handed to
+the reconciler, as its event would have been. The reconciler is idempotent (its record is
+written only if none exists), so a check that meets the event's own delivery does nothing twice.
+
+:class:`UpstreamCatchUp`: the upstream run's record says what its event started: each downstream run marks it
 (``after_jobs``, the compiled ``Upstream: once`` state). A run of the upstream job that ended as
 the downstream waits for, at least :data:`GRACE` ago and within :data:`WINDOW`, with no mark of
 the downstream job, is started now, as the rule would have. Only a run *newer than one that
@@ -30,6 +37,7 @@ from typing import Callable
 from jobplane.contract import execution_input, upstream
 from jobplane.platform.clock import parse_iso
 from jobplane.platform.control import Conflict, ControlPlane
+from jobplane.platform.reconciler import Reconciler
 from jobplane.platform.repository import Execution
 
 log = logging.getLogger(__name__)
@@ -105,10 +113,37 @@ class UpstreamCatchUp:
         log.warning("started %s as %s: %s", job, name, reason)
         return name
 
-    def run(self, stop: threading.Event, interval: float = 60.0) -> None:
-        while not stop.wait(interval):
+
+
+class LostEndings:
+    def __init__(self, control: ControlPlane, reconciler: Reconciler):
+        self.control = control
+        self.reconciler = reconciler
+
+    def check(self) -> list[str]:
+        """Reconcile every ended run that still holds its job's claim; the names it recorded."""
+        recorded = []
+        sfn = self.control.sfn
+        for state in self.control.repo.job_states():  # one Query for every job
+            for name in sorted(state.running):
+                arn = self.control.deployment.execution_arn(state.job, name)
+                try:
+                    status = sfn.describe_execution(executionArn=arn)["status"]
+                except sfn.exceptions.ExecutionDoesNotExist:
+                    continue  # the claim's next contender takes it over (Skip: check holder)
+                if status != "RUNNING" and self.reconciler.handle(arn, status) == "recorded":
+                    log.warning("recorded %s run %s (%s): its status event never reached the reconciler",
+                                state.job, name, status)
+                    recorded.append(name)
+        return recorded
+
+
+def run(stop: threading.Event, checks: list[Callable[[], list[str]]], interval: float = 60.0) -> None:
+    """``jobplane dev``: the checks every ``interval`` seconds until ``stop``."""
+    while not stop.wait(interval):
+        for check in checks:
             try:
-                self.check()
+                check()
             except Exception:
-                log.exception("after catch-up check failed")
+                log.exception("catch-up check %s failed", getattr(check, "__qualname__", check))
 

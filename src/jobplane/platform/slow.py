@@ -82,9 +82,10 @@ class SlowWatch:
 
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     """Production entry point, on the base module's schedule (var.slow_check_schedule, every 5
-    minutes by default): the same check against AWS, then the catch-up of `after` runs whose
-    status event never came (platform/catchup.py). One failing does not keep the other from
-    running; the invocation then fails, and Lambda tries it again."""
+    minutes by default): the same check against AWS, then the catch-up of what a lost status
+    event would have done (platform/catchup.py): record a run that ended without recording
+    itself, start an `after` run. One part failing does not keep the others from running; the
+    invocation then fails, and Lambda tries it again."""
     import os
     from pathlib import Path
 
@@ -98,13 +99,19 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
                             region=os.environ.get("AWS_REGION", "us-east-1"), account_id=os.environ["JOBPLANE_ACCOUNT_ID"],
                             catalog_path=catalog if catalog.startswith("s3://") else Path(catalog),
                             log_group=os.environ.get("JOBPLANE_LOG_GROUP") or None)
-    from jobplane.platform.catchup import UpstreamCatchUp
+    from jobplane.platform.catchup import LostEndings, UpstreamCatchUp
+    from jobplane.platform.reconciler import DEFAULT_RETENTION_DAYS, Reconciler
 
     started = time.monotonic()
     control = ControlPlane(deployment)
+    sns = boto3.client("sns")
+    # no step logs: a run recorded here carries its own error (stopped, timed out, failed)
+    reconciler = Reconciler(control.repo, sns, deployment.topic_arn, control.sfn, deployment.name_prefix,
+                            int(os.environ.get("JOBPLANE_EXECUTION_RETENTION_DAYS", DEFAULT_RETENTION_DAYS)))
     result: dict[str, Any] = {}
     failed: list[BaseException] = []
-    for key, check in (("alerted", SlowWatch(control, boto3.client("sns"), deployment.topic_arn).check),
+    for key, check in (("alerted", SlowWatch(control, sns, deployment.topic_arn).check),
+                       ("reconciled", LostEndings(control, reconciler).check),
                        ("caught_up", UpstreamCatchUp(control).check)):
         try:
             result[key] = check()

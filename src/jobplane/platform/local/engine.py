@@ -175,10 +175,7 @@ class LocalAWS:
             log.exception("starting the jobs after %s (%s) failed", execution_arn, status)
         if not self.reconcile:
             return
-        from jobplane.platform.reconciler import Reconciler
-
-        reconciler = Reconciler(self.repository(), self.client("sns"), self.resources["topic_arn"],
-                                self.client("stepfunctions"), self.prefix, logs=self.step_logs())
+        reconciler = self.reconciler()
         # As Lambda does for an asynchronous invocation that fails: two more tries, backing off.
         for attempt in range(3):
             try:
@@ -204,6 +201,13 @@ class LocalAWS:
             started.append(self.client("stepfunctions").start_execution(
                 stateMachineArn=self.state_machines[downstream], input=json.dumps(payload))["executionArn"])
         return started
+
+    def reconciler(self):  # type: ignore[no-untyped-def]
+        """The reconciler as the base module's Lambda runs it, on this local AWS."""
+        from jobplane.platform.reconciler import Reconciler
+
+        return Reconciler(self.repository(), self.client("sns"), self.resources["topic_arn"],
+                          self.client("stepfunctions"), self.prefix, logs=self.step_logs())
 
     def repository(self):  # type: ignore[no-untyped-def]
         from jobplane.platform.repository import Repository
