@@ -96,7 +96,7 @@ def test_plan_against_a_git_ref(repo: Repo) -> None:
     # a ref that is an option of git: a name that does not exist, never an option (issue 10, item 14)
     target = repo.path / "written-by-git.tar"
     for ref in (f"--output={target}", f"--remote=file://{repo.path}", "-o/tmp/x"):
-        attack = repo.cli(f"plan", f"--against-ref={ref}")
+        attack = repo.cli("plan", f"--against-ref={ref}")
         assert attack.exit_code == 1 and "does not name a commit" in attack.output, attack.output
     assert not target.exists()
 

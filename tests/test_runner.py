@@ -272,6 +272,18 @@ def test_a_step_timeout_that_is_not_a_positive_number_is_permanent(value: str) -
     assert "JOBPLANE_STEP_TIMEOUT must be a positive whole number of seconds" in lines[-1]["message"]
 
 
+@pytest.mark.parametrize("name", ["JOBPLANE_STOP_GRACE_SECONDS", "JOBPLANE_TIMEOUT_MARGIN_SECONDS"])
+@pytest.mark.parametrize("value", ["-1", "ten", "nan", "inf"])
+def test_a_stop_setting_that_is_not_seconds_is_refused_before_the_step(name: str, value: str, tmp_path: Path) -> None:
+    """Read once at start: a bad value would otherwise crash the runner in its SIGTERM handler."""
+    out = tmp_path / "called"
+    code, lines, proc = run("python", {"target": "sample_apps.functions:mark_called", "kwargs": {"out": str(out)}},
+                            **{rc.ENV_STEP_TIMEOUT: "60", name: value})
+    assert code == rc.EXIT_PERMANENT, proc.stdout + proc.stderr
+    assert lines[-1]["message"] == f"bad runner environment: {name} must be a number of seconds, 0 or more (got {value!r})"
+    assert not out.exists() and "Traceback" not in proc.stderr  # the step never ran
+
+
 def test_bad_environment_is_permanent() -> None:
     env = env_for("python", {"target": "m:f"})
     env[rc.ENV_PARAMS] = "{not json"

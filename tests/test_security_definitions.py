@@ -73,7 +73,7 @@ def test_imports_inside_jobs_still_work(repo: Repo) -> None:
 def test_an_error_quotes_at_most_80_characters_of_a_value(repo: Repo) -> None:
     long_value = "Z" * 5000
     repo.write("jobs/billing/leaky.jsonnet", JOB % f"timezone: '{long_value}', runbook: {{ impact: 1 }},")
-    repo.write("jobs/billing/other.jsonnet", (JOB % f"description: 'x',").replace("leaky", "other").replace(
+    repo.write("jobs/billing/other.jsonnet", (JOB % "description: 'x',").replace("leaky", "other").replace(
         "jp.daily('02:00')", f"'cron({'9' * 3000} * * * ? *)'"))
     result = repo.cli("validate")
     assert result.exit_code == 2

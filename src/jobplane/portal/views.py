@@ -128,7 +128,7 @@ def failure_groups(failures: list[Any], states: dict[str, Any], entries: dict[st
         g = groups.setdefault(x.job, {"job": x.job, "team": x.team, "latest": x, "count": 0})
         g["count"] += 1
     for g in groups.values():
-        state, entry, latest = states.get(g["job"]), entries.get(g["job"]), g["latest"]
+        state, entry = states.get(g["job"]), entries.get(g["job"])
         g["state_by"] = None
         if state is not None and state.last_status == "SUCCEEDED":
             g["state"], g["action"] = "recovered", None

@@ -97,6 +97,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         ctx = from_environment(kind)
+        stop.configure()
     except ContractError as e:
         logs.configure({}).error("bad runner environment: %s", e, extra={"error_type": "ContractError"})
         sys.exit(rc.EXIT_PERMANENT)

@@ -16,16 +16,48 @@ from types import FrameType
 
 TYPE_CHECKING = False  # typing is not imported at run time: the runner's start-up
 if TYPE_CHECKING:
-    from typing import Callable
+    from typing import Callable, Mapping
 
 from jobplane.contract import runner as rc
+from jobplane.runner.context import ContractError
 
+#: How long a stopped step (and a shell step's child) has between SIGTERM and SIGKILL (default 10 s).
 ENV_STOP_GRACE = "JOBPLANE_STOP_GRACE_SECONDS"
 #: How long past its Task's timeout the step may run before the runner stops it (default 60 s).
 ENV_TIMEOUT_MARGIN = "JOBPLANE_TIMEOUT_MARGIN_SECONDS"
 
 _holding = False
 _pending = False
+_grace = 10.0
+_margin = 60.0
+
+
+def configure(env: Mapping[str, str] | None = None) -> None:
+    """Read the two settings once, at start: a value that is not a number of seconds is a
+    ContractError then (a permanent failure with its own log line), not a crash inside the
+    SIGTERM handler later; and the step's own code cannot change them by editing os.environ."""
+    global _grace, _margin
+    env = os.environ if env is None else env
+    _grace = _seconds(env, ENV_STOP_GRACE, 10.0)
+    _margin = _seconds(env, ENV_TIMEOUT_MARGIN, 60.0)
+
+
+def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise ContractError(f"{name} must be a number of seconds, 0 or more (got {raw[:40]!r})")
+    return value
+
+
+def grace() -> float:
+    """Seconds between SIGTERM and SIGKILL for what the step started."""
+    return _grace
 
 
 class Terminated(BaseException):
@@ -42,9 +74,8 @@ def on_sigterm(signum: int, frame: FrameType | None) -> None:
 
 
 def _terminate() -> None:
-    grace = float(os.environ.get(ENV_STOP_GRACE, "10"))
     # If user code sits in a C call that never returns to Python, leave anyway before ECS's SIGKILL.
-    watchdog = threading.Timer(grace + 5, lambda: os._exit(rc.EXIT_TERMINATED))
+    watchdog = threading.Timer(_grace + 5, lambda: os._exit(rc.EXIT_TERMINATED))
     watchdog.daemon = True
     watchdog.start()
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one stop request is enough
@@ -83,7 +114,7 @@ def stop_after(timeout: int | None, warn: Callable[[str], object]) -> None:
     """
     if not timeout:
         return
-    margin = float(os.environ.get(ENV_TIMEOUT_MARGIN, "60"))
+    margin = _margin
 
     def expire() -> None:
         warn(f"still running {margin:g} s past the step's timeout ({timeout} s): stopping")

@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from typing import Any, Callable
 
 from jobplane.runner import stop
-from jobplane.runner.stop import ENV_STOP_GRACE
 from jobplane.runner.context import RunContext
 
 
@@ -212,7 +211,7 @@ def _stop_child(child: subprocess.Popen[str], log: logging.Logger) -> None:
 
     if child.poll() is not None:
         return
-    grace = float(os.environ.get(ENV_STOP_GRACE, "10"))
+    grace = stop.grace()
     try:
         os.killpg(child.pid, signal.SIGTERM)
         child.wait(timeout=grace)
