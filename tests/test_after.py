@@ -50,6 +50,11 @@ def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevPlatform]:
     write_job(repo, "guarded", "[jp.after('extract')]", policy="SKIP_IF_FAILED")  # a schedule too
     write_job(repo, "report", schedule="jp.manual")  # these two: the catch-up's anchor test only
     write_job(repo, "publish", "[jp.after('report')]", "jp.manual")
+    # these two: the catch-up tells a step's timeout from the whole job's
+    repo.write("jobs/billing/slowpoke.jsonnet", textwrap.dedent(JOB % {
+        "name": "slowpoke", "after": "[]", "schedule": "jp.manual", "policy": "ALWAYS_RUN"}).replace(
+        "after: [],", "after: [], timeout: '5s',"))
+    write_job(repo, "mop", "[jp.after('slowpoke', on='FAILED')]", "jp.manual")
     p = DevPlatform(load_config(tmp / "repo"), tmp / "data", 0, 0, run_scheduler=False, run_services=False,
                     snapshot_interval=3600).start()
     yield p
@@ -237,6 +242,39 @@ def test_only_runs_newer_than_one_that_started_the_downstream_are_caught_up(plat
     assert started == [catch_up_name("publish", lost.rsplit(":", 1)[1])]  # not the run before the first start
     assert [r.execution for r in runs_after(platform, "publish", lost)] == started
     assert runs_after(platform, "publish", before_rule) == []
+
+
+def test_a_run_the_rule_would_not_have_started_is_not_caught_up(platform: DevPlatform) -> None:
+    """`on: 'FAILED'` starts after a failed or a step's timed-out run (the execution FAILED), not
+    after the whole job ran out of time (the execution TIMED_OUT): both are recorded TIMED_OUT,
+    so the catch-up asks Step Functions how the execution ended, as the event would have said."""
+    from datetime import datetime, timedelta, timezone
+
+    from jobplane.platform.catchup import GRACE, UpstreamCatchUp
+
+    aws = platform.aws
+    machine = aws.state_machines["slowpoke"].split(":")[-1]
+
+    def slowpoke(mode: str, delivered: bool) -> str:
+        rules = aws.after_rules.pop(machine) if not delivered else None
+        try:
+            arn = aws.start("slowpoke", execution_input.manual("t", overrides={"mode": mode, "seconds": 60}))
+            aws.wait(arn, timeout=300)
+            aws.wait_reconciled(arn, timeout=300)
+        finally:
+            if rules is not None:
+                aws.after_rules[machine] = rules
+        return arn
+
+    failed = slowpoke("fail", delivered=True)  # mop runs after it: the rule is known to exist
+    assert [r.status for r in runs_after(platform, "mop", failed)] == ["SUCCEEDED"]
+    timed_out = slowpoke("sleep", delivered=False)  # past the job's 5 s
+    name = timed_out.rsplit(":", 1)[1]
+    assert aws.client("stepfunctions").describe_execution(executionArn=timed_out)["status"] == "TIMED_OUT"
+    assert platform.control.repo.execution(name).status == "TIMED_OUT"
+    later = lambda: datetime.now(timezone.utc) + GRACE + timedelta(minutes=1)  # noqa: E731
+    assert UpstreamCatchUp(platform.control, clock=later).missed("mop", "slowpoke", "FAILED", later()) == []
+    assert runs_after(platform, "mop", timed_out) == []
 
 
 def test_unknown_upstream_jobs_and_cycles_are_refused_naming_them(tmp_path: Path) -> None:

@@ -181,25 +181,27 @@ def test_the_notifier_handler_posts_to_slack_with_the_error_read_from_cloudwatch
         receiver.close()
 
 
-def _upstream_record(aws: LocalAWS, job: str, ended_minutes_ago: int, after_jobs: list[str]) -> str:
-    """A finished run of ``job`` as its state machine records it, ``after_jobs`` the jobs its
-    status event started (the mark their runs write): what the catch-up reads."""
+def _upstream_run(aws: LocalAWS, job: str, ended_minutes_ago: int, after_jobs: list[str]) -> str:
+    """A finished run of ``job`` (a real execution, its record as the state machine wrote it),
+    moved ``ended_minutes_ago`` into the past, as the packaged handler reads time from the clock;
+    ``after_jobs``: the jobs its status event started (the mark their runs write)."""
     from datetime import datetime, timedelta, timezone
 
-    from jobplane.contract import items
     from jobplane.platform.clock import iso_millis
 
-    name = uuid.uuid4().hex
+    arn = aws.start(job, execution_input.manual("ops"))
+    assert aws.wait(arn, timeout=300).status == "SUCCEEDED"
+    name = arn.rsplit(":", 1)[1]
     ended = datetime.now(timezone.utc) - timedelta(minutes=ended_minutes_ago)
     started = iso_millis(ended - timedelta(seconds=30))
-    put = items.execution_record(
-        execution=name, execution_arn=f"arn:aws:states:{aws.region}:123456789012:execution:{aws.prefix}-{job}:{name}",
-        job=job, team="billing", status="SUCCEEDED", trigger="schedule", scheduled_time=started[:19] + "Z",
-        requested_by="scheduler", input_json="{}", started_at=started, finished_at=iso_millis(ended)).boto(
-        aws.resources["table_name"])
+    values = {":s": {"S": started}, ":f": {"S": iso_millis(ended)}}
+    update = "SET started_at = :s, gsi1sk = :s, finished_at = :f"
     if after_jobs:
-        put["Item"]["after_jobs"] = {"SS": after_jobs}
-    aws.client("dynamodb").put_item(**put)
+        update += " ADD after_jobs :jobs"
+        values[":jobs"] = {"SS": after_jobs}
+    aws.client("dynamodb").update_item(TableName=aws.resources["table_name"], Key={"pk": {"S": f"EXEC#{name}"},
+                                                                                 "sk": {"S": "EXEC"}},
+                                       UpdateExpression=update, ExpressionAttributeValues=values)
     return name
 
 
@@ -218,11 +220,12 @@ def test_the_periodic_handler_announces_a_slow_run_and_catches_up_lost_status_ev
     # a job that runs after another: an earlier run of the upstream started it, the latest's
     # status event never came (ended 20 minutes ago)
     upstream, downstream = f"up-{uuid.uuid4().hex[:8]}", f"down-{uuid.uuid4().hex[:8]}"
-    after = Job.model_validate({"name": downstream, "team": "billing", "timezone": "UTC", "after": [{"job": upstream}],
-                                "steps": [{"name": "work", "python": "sample_apps.functions:behave"}]})
-    aws.deploy(downstream, asl.compile_job(after, aws.prefix))
-    _upstream_record(aws, upstream, 60, [downstream])
-    lost = _upstream_record(aws, upstream, 20, [])
+    for n, after_jobs in ((upstream, []), (downstream, [{"job": upstream}])):
+        aws.deploy(n, asl.compile_job(Job.model_validate({  # (this local AWS delivers no `after` event)
+            "name": n, "team": "billing", "timezone": "UTC", "after": after_jobs,
+            "steps": [{"name": "work", "python": "sample_apps.functions:behave"}]}), aws.prefix))
+    _upstream_run(aws, upstream, 60, [downstream])
+    lost = _upstream_run(aws, upstream, 20, [])
     # a run stopped whose status event never reached the reconciler: no record, its claim held
     # (this module's local AWS hands no event to a reconciler: the packaged handlers do)
     gone = f"gone-{uuid.uuid4().hex[:8]}"

@@ -91,10 +91,23 @@ class UpstreamCatchUp:
             if record.status not in wanted or not record.finished_at:
                 continue
             if job in record.after_jobs:
-                return candidates  # this run started it: the rule existed for the newer ones
+                return [r for r in candidates if self.rule_matches(r, on)]  # the rule existed for these
             if now - WINDOW <= parse_iso(record.finished_at) <= now - GRACE:
                 candidates.append(record)
         return []  # no run in sight ever started it: the rule may be newer than all of them
+
+    def rule_matches(self, record: Execution, on: str) -> bool:
+        """Whether the rule matches the execution's own status, as its event would have carried
+        it: a TIMED_OUT record is a step's timeout (the execution FAILED: the rule of
+        ``on: 'FAILED'`` starts) or the whole job's (the execution TIMED_OUT: it does not)."""
+        if not record.execution_arn:
+            return False
+        sfn = self.control.sfn
+        try:
+            status = sfn.describe_execution(executionArn=record.execution_arn)["status"]
+        except sfn.exceptions.ExecutionDoesNotExist:
+            return False
+        return status in upstream.EVENT_STATUSES[on]
 
     def start(self, job: str, record: Execution, now: datetime) -> str | None:
         name = catch_up_name(job, record.execution)
