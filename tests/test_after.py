@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import textwrap
 import time
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Iterator
 
@@ -162,6 +163,29 @@ def test_the_downstream_policy_holds_a_failure_blocks_upstream_started_runs_unti
     assert not control.repo.job_state("guarded").blocked  # a success ends the block
 
 
+def run_upstream(platform: DevPlatform, job: str, delivered: bool = True, **overrides: object) -> str:
+    """A manual run of ``job`` to its end; ``delivered=False``: EventBridge never sees its status
+    event (Step Functions sends them best effort), so no job waiting for it starts."""
+    aws = platform.aws
+    machine = aws.state_machines[job].split(":")[-1]
+    rules = aws.after_rules.pop(machine) if not delivered else None
+    try:
+        arn = aws.start(job, execution_input.manual("t", overrides=overrides or None))
+        aws.wait(arn, timeout=300)
+        aws.wait_reconciled(arn, timeout=300)
+    finally:
+        if rules is not None:
+            aws.after_rules[machine] = rules
+    return arn
+
+
+def past_grace() -> datetime:
+    """A clock for the catch-up at which a run that ended just now is past its grace period."""
+    from jobplane.platform.catchup import GRACE
+
+    return datetime.now(timezone.utc) + GRACE + timedelta(minutes=1)
+
+
 def settled(platform: DevPlatform) -> None:
     """Every run an upstream event started has ended (and so marked the upstream record)."""
     sfn = platform.aws.client("stepfunctions")
@@ -173,9 +197,7 @@ def settled(platform: DevPlatform) -> None:
 
 
 def test_a_lost_upstream_event_is_caught_up_once_and_a_late_one_is_a_duplicate(platform: DevPlatform) -> None:
-    from datetime import datetime, timedelta, timezone
-
-    from jobplane.platform.catchup import GRACE, UpstreamCatchUp, catch_up_name
+    from jobplane.platform.catchup import UpstreamCatchUp, catch_up_name
 
     first = fire(platform, "2026-04-01T02:00:00Z")  # delivered: the rule is known to exist
     assert [r.status for r in runs_after(platform, "load", first)] == ["SUCCEEDED"]
@@ -190,8 +212,7 @@ def test_a_lost_upstream_event_is_caught_up_once_and_a_late_one_is_a_duplicate(p
     lost_name = lost.rsplit(":", 1)[1]
     assert runs_after(platform, "load", lost) == []
     assert UpstreamCatchUp(platform.control).check() == []  # just ended: its event may still come
-    later = lambda: datetime.now(timezone.utc) + GRACE + timedelta(minutes=1)  # noqa: E731
-    started = UpstreamCatchUp(platform.control, clock=later).check()
+    started = UpstreamCatchUp(platform.control, clock=past_grace).check()
     # each job waiting for its success, once
     assert sorted(started) == sorted(catch_up_name(job, lost_name) for job in ("load", "guarded"))
     runs = runs_after(platform, "load", lost)
@@ -203,7 +224,7 @@ def test_a_lost_upstream_event_is_caught_up_once_and_a_late_one_is_a_duplicate(p
     audit = [a for a in platform.control.audit() if a["action"] == "catch-up" and a.get("execution") in started]
     assert sorted(a["job"] for a in audit) == ["guarded", "load"] and {a["actor"] for a in audit} == {"jobplane"}
     assert all(lost_name in a["reason"] for a in audit)
-    assert UpstreamCatchUp(platform.control, clock=later).check() == []  # once: its runs marked the record
+    assert UpstreamCatchUp(platform.control, clock=past_grace).check() == []  # once: its runs marked the record
     # the event arrives after all: recorded as a duplicate, nothing runs twice
     for arn in platform.aws.deliver_status_event(lost, "SUCCEEDED"):
         platform.aws.wait(arn, timeout=300)
@@ -214,31 +235,14 @@ def test_a_lost_upstream_event_is_caught_up_once_and_a_late_one_is_a_duplicate(p
 def test_only_runs_newer_than_one_that_started_the_downstream_are_caught_up(platform: DevPlatform) -> None:
     """A run of the upstream job that ended before any of its runs started the downstream may
     predate the rule (``after`` just added): it is never caught up. One after such a start is."""
-    from datetime import datetime, timedelta, timezone
+    from jobplane.platform.catchup import UpstreamCatchUp, catch_up_name
 
-    from jobplane.platform.catchup import GRACE, UpstreamCatchUp, catch_up_name
-
-    aws = platform.aws
-    machine = aws.state_machines["report"].split(":")[-1]
-
-    def report(delivered: bool) -> str:
-        rules = aws.after_rules.pop(machine) if not delivered else None
-        try:
-            arn = aws.start("report", execution_input.manual("t"))
-            aws.wait(arn, timeout=300)
-            aws.wait_reconciled(arn, timeout=300)
-        finally:
-            if rules is not None:
-                aws.after_rules[machine] = rules
-        return arn
-
-    later = lambda: datetime.now(timezone.utc) + GRACE + timedelta(minutes=1)  # noqa: E731
-    before_rule = report(delivered=False)
-    assert UpstreamCatchUp(platform.control, clock=later).check() == []  # no run ever started publish
-    delivered = report(delivered=True)
+    before_rule = run_upstream(platform, "report", delivered=False)
+    assert UpstreamCatchUp(platform.control, clock=past_grace).check() == []  # no run ever started publish
+    delivered = run_upstream(platform, "report")
     assert [r.status for r in runs_after(platform, "publish", delivered)] == ["SUCCEEDED"]
-    lost = report(delivered=False)
-    started = UpstreamCatchUp(platform.control, clock=later).check()
+    lost = run_upstream(platform, "report", delivered=False)
+    started = UpstreamCatchUp(platform.control, clock=past_grace).check()
     assert started == [catch_up_name("publish", lost.rsplit(":", 1)[1])]  # not the run before the first start
     assert [r.execution for r in runs_after(platform, "publish", lost)] == started
     assert runs_after(platform, "publish", before_rule) == []
@@ -248,32 +252,15 @@ def test_a_run_the_rule_would_not_have_started_is_not_caught_up(platform: DevPla
     """`on: 'FAILED'` starts after a failed or a step's timed-out run (the execution FAILED), not
     after the whole job ran out of time (the execution TIMED_OUT): both are recorded TIMED_OUT,
     so the catch-up asks Step Functions how the execution ended, as the event would have said."""
-    from datetime import datetime, timedelta, timezone
+    from jobplane.platform.catchup import UpstreamCatchUp
 
-    from jobplane.platform.catchup import GRACE, UpstreamCatchUp
-
-    aws = platform.aws
-    machine = aws.state_machines["slowpoke"].split(":")[-1]
-
-    def slowpoke(mode: str, delivered: bool) -> str:
-        rules = aws.after_rules.pop(machine) if not delivered else None
-        try:
-            arn = aws.start("slowpoke", execution_input.manual("t", overrides={"mode": mode, "seconds": 60}))
-            aws.wait(arn, timeout=300)
-            aws.wait_reconciled(arn, timeout=300)
-        finally:
-            if rules is not None:
-                aws.after_rules[machine] = rules
-        return arn
-
-    failed = slowpoke("fail", delivered=True)  # mop runs after it: the rule is known to exist
+    failed = run_upstream(platform, "slowpoke", mode="fail")  # mop runs after it: the rule is known to exist
     assert [r.status for r in runs_after(platform, "mop", failed)] == ["SUCCEEDED"]
-    timed_out = slowpoke("sleep", delivered=False)  # past the job's 5 s
-    name = timed_out.rsplit(":", 1)[1]
-    assert aws.client("stepfunctions").describe_execution(executionArn=timed_out)["status"] == "TIMED_OUT"
-    assert platform.control.repo.execution(name).status == "TIMED_OUT"
-    later = lambda: datetime.now(timezone.utc) + GRACE + timedelta(minutes=1)  # noqa: E731
-    assert UpstreamCatchUp(platform.control, clock=later).missed("mop", "slowpoke", "FAILED", later()) == []
+    timed_out = run_upstream(platform, "slowpoke", delivered=False, mode="sleep", seconds=60)  # past the job's 5 s
+    assert platform.aws.client("stepfunctions").describe_execution(executionArn=timed_out)["status"] == "TIMED_OUT"
+    assert platform.control.repo.execution(timed_out.rsplit(":", 1)[1]).status == "TIMED_OUT"
+    catch_up = UpstreamCatchUp(platform.control, clock=past_grace)
+    assert catch_up.missed("mop", "slowpoke", "FAILED", past_grace()) == []
     assert runs_after(platform, "mop", timed_out) == []
 
 
