@@ -110,15 +110,10 @@ STEPS_JSON = Ref("States.JsonToString($.run.steps)")
 # transaction per step (issue 19). Variables work in JSONPath states ("To reference a variable,
 # prefix the name with a dollar sign": docs.aws.amazon.com/step-functions/latest/dg/workflow-variables.html;
 # a Catcher's Assign runs when it matches). Read through States.Format, the form the ASL linter
-# (statelint) accepts in a JSONPath state; it only allows Assign on catchers there.
+# (statelint) accepts in a JSONPath state; it only allows Assign on catchers there, so a failure
+# that the check decides (it can follow a Task that succeeded) keeps its per-step record.
 FAILED_STEP_VAR = "failed_step"
 FAILED_STEP = Ref(f"States.Format('{{}}', ${FAILED_STEP_VAR})")
-# A failure is decided by the step's check, a Choice (it can follow a Task that succeeded, where
-# no catcher runs), and a Choice cannot assign: the step's own small Pass, ``<step>: failed``,
-# writes the outcome ({status, step}) here and goes on to the job's one Finish (failed), which
-# records the step from it. One ~150-byte Pass per step instead of a ~2 KB transaction (issue 19).
-OUTCOME = "$.outcome"
-OUTCOME_STEP = Ref(f"{OUTCOME}.step")
 HOLDER = f"$.state.Item.{dm.ATTR_HOLDER}.S"
 #: Seconds before each retry of an attempt whose task never ran the step (rc.INFRA_STOP_CODES);
 #: one budget per run (per parallel branch), counted at $.run.infra.n.
@@ -364,9 +359,7 @@ class _Builder:
                                 "Next": sn.attempt(group.name)})
         # A resume_from naming no step must not silently run the whole job.
         choices.append({"Variable": "$.resume_from", "IsString": True, "Next": sn.UNKNOWN_RESUME_FROM})
-        self.add(sn.UNKNOWN_RESUME_FROM, Pass(parameters={"status": ExecutionStatus.FAILED.value,
-                                                         "step.$": RESUME_FROM.expr},
-                                             result_path=OUTCOME, next=self.finish_failed()))
+        self.add(sn.UNKNOWN_RESUME_FROM, self.record_state(ExecutionStatus.FAILED, None))
         return Choice(choices=choices, default=first)
 
     # -- steps ------------------------------------------------------------------------------
@@ -510,10 +503,9 @@ class _Builder:
         return retry
 
     def step_failure_state(self, step: Step, status: ExecutionStatus, into: Graph, record: bool) -> str:
-        """Where a step's failure goes. A timeout: the job's one Finish (timed out), told the step
-        by the catcher's FAILED_STEP. A failure: the step's Pass that names it in OUTCOME, then the
-        job's one Finish (failed). Inside a parallel branch: a Pass that ends the branch with the
-        member's outcome."""
+        """Where a step's failure goes: its own record state (a timeout: the job's one
+        Finish (timed out), told the step by the catcher's FAILED_STEP), or inside a parallel
+        branch a Pass that ends the branch with the member's outcome."""
         if record and status == ExecutionStatus.TIMED_OUT:
             if sn.FINISH_TIMED_OUT not in self.graph:
                 self.graph.add(sn.FINISH_TIMED_OUT, self.record_state(status, FAILED_STEP))
@@ -522,17 +514,10 @@ class _Builder:
         if name in into:
             return name
         if record:
-            into.add(name, Pass(parameters={"status": status.value, "step": step.name}, result_path=OUTCOME,
-                                next=self.finish_failed()))
+            into.add(name, self.record_state(status, step.name))
         else:
             into.add(name, Pass(parameters={"attempts.$": _steps_slot(step), "status": status.value}))
         return name
-
-    def finish_failed(self) -> str:
-        """The job's one record of a failure; the state before it names the step in OUTCOME."""
-        if sn.FINISH_FAILED not in self.graph:
-            self.graph.add(sn.FINISH_FAILED, self.record_state(ExecutionStatus.FAILED, OUTCOME_STEP, outcome_set=True))
-        return sn.FINISH_FAILED
 
     def parallel_states(self, group: Step, nxt: str, is_last: bool) -> str:
         members = group.parallel or []
@@ -575,15 +560,13 @@ class _Builder:
             status=status, trigger=TRIGGER, scheduled_time=SCHEDULED_TIME, requested_by=REQUESTED_BY,
             input_json=INPUT_JSON, started_at=STARTED_AT, finished_at=NOW, **extra)
 
-    def record_state(self, status: ExecutionStatus, step: Text | None, next_: str | None = None,
-                     outcome_set: bool = False) -> Task:
+    def record_state(self, status: ExecutionStatus, step: Text | None, next_: str | None = None) -> Task:
         """Release the claim and write the final execution record in one transaction. A failure
-        goes on to its notification; a success ends the run unless ``next_`` says otherwise.
-        ``outcome_set``: the state before wrote OUTCOME (and ``step`` reads it), so it is kept."""
+        goes on to its notification; a success ends the run unless ``next_`` says otherwise."""
         succeeded = status == ExecutionStatus.SUCCEEDED
         extra: dict[str, Any] = {"steps": STEPS_JSON}
         if not succeeded:
-            extra["failed_step"] = step
+            extra["failed_step"] = step if step else RESUME_FROM
         release = items.release_job(self.job.name, execution=EXECUTION_NAME, status=status, started_at=STARTED_AT,
                                     finished_at=NOW)
         table = token("table_name")
@@ -591,9 +574,9 @@ class _Builder:
             resource=TRANSACT,
             parameters={"TransactItems": [{"Update": release.asl(table)},
                                           {"Put": self.execution_record(status, **extra).asl(table)}]},
-            result_selector=None if outcome_set else {
-                "status": status.value, **({"step.$": step.expr} if isinstance(step, Ref) else {"step": step})},
-            result_path=DISCARD if outcome_set else OUTCOME,
+            result_selector={"status": status.value,
+                             **({"step.$": step.expr} if isinstance(step, Ref) else {"step": step})},
+            result_path="$.outcome",
             retry=[SDK_DDB_RETRY],
             next=next_ if succeeded else sn.NOTIFY_FAILURE)
 

@@ -36,7 +36,7 @@ class Role(str, Enum):
     WAIT = "wait"  # the back-off before the next attempt
     INFRA_RETRY = "infra retry"  # counts a retry of the same attempt after an infrastructure failure
     INFRA_WAIT = "infra wait"  # the back-off before that retry
-    STEP_FAILED = "failed"  # a step's failure: its Pass naming it, then the job's Finish (failed) record
+    STEP_FAILED = "failed"  # records the job's failure at this step (a Pass inside a branch)
     STEP_TIMED_OUT = "timed out"  # the same, for a step's own timeout (Finish (timed out) for the job)
     BRANCH_DONE = "done"  # a parallel branch's success
     FINISH = "finish"  # records success
@@ -76,7 +76,6 @@ UNKNOWN_RESUME_FROM = "Unknown resume_from"
 FINISH = "Finish"
 FINISH_RECOVERED = "Finish (recovered)"
 FINISH_TIMED_OUT = "Finish (timed out)"  # records a step's own timeout (the step: the $failed_step variable)
-FINISH_FAILED = "Finish (failed)"  # records a step's failure (the step: $.outcome, from its `<step>: failed` Pass)
 NOTIFY_RECOVERED = "Notify recovered"
 NOTIFY_FAILURE = "Notify failure"
 NOTIFY_SKIPPED = "Notify skipped"
@@ -97,7 +96,7 @@ _FIXED: dict[str, Role] = {
     START: Role.START, START_DEFAULTS: Role.START, START_MERGE: Role.START, INVALID_INPUT: Role.START,
     CLAIM: Role.CLAIM, CLAIM_RERUN: Role.CLAIM, ROUTE: Role.ROUTE, UNKNOWN_RESUME_FROM: Role.UNKNOWN_RESUME,
     FINISH: Role.FINISH, FINISH_RECOVERED: Role.FINISH,
-    FINISH_TIMED_OUT: Role.STEP_TIMED_OUT, FINISH_FAILED: Role.STEP_FAILED,
+    FINISH_TIMED_OUT: Role.STEP_TIMED_OUT,
     NOTIFY_RECOVERED: Role.NOTIFY, NOTIFY_FAILURE: Role.NOTIFY, NOTIFY_SKIPPED: Role.NOTIFY,
     NOTIFY_SKIPPED_LAST_FAILED: Role.NOTIFY, FAIL: Role.FAIL,
     SKIP_LOAD_STATE: Role.SKIP, SKIP_WHY: Role.SKIP, SKIP_CHECK_HOLDER: Role.SKIP, SKIP_HOLDER_RUNNING: Role.SKIP,
