@@ -191,7 +191,8 @@ def settled(platform: DevPlatform) -> None:
     sfn = platform.aws.client("stepfunctions")
     deadline = time.monotonic() + 300  # hang guard
     for job in ("load", "cleanup", "guarded"):
-        while sfn.list_executions(stateMachineArn=platform.aws.state_machines[job], statusFilter="RUNNING")["executions"]:
+        machine = platform.aws.state_machines[job]
+        while sfn.list_executions(stateMachineArn=machine, statusFilter="RUNNING")["executions"]:
             assert time.monotonic() < deadline
             time.sleep(0.1)
 

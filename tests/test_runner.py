@@ -280,7 +280,8 @@ def test_a_stop_setting_that_is_not_seconds_is_refused_before_the_step(name: str
     code, lines, proc = run("python", {"target": "sample_apps.functions:mark_called", "kwargs": {"out": str(out)}},
                             **{rc.ENV_STEP_TIMEOUT: "60", name: value})
     assert code == rc.EXIT_PERMANENT, proc.stdout + proc.stderr
-    assert lines[-1]["message"] == f"bad runner environment: {name} must be a number of seconds, 0 or more (got {value!r})"
+    assert lines[-1]["message"] == (f"bad runner environment: {name} must be a number of seconds, 0 or more "
+                                    f"(got {value!r})")
     assert not out.exists() and "Traceback" not in proc.stderr  # the step never ran
 
 
@@ -358,7 +359,8 @@ def test_arguments_bind_as_inspect_binds_them(fn: Any, kwargs: dict[str, Any], p
     from jobplane.runner.context import RunContext, TraceContext
 
     ctx = RunContext(job="j", team="t", step="s", execution_id="e", scheduled_time="2026-11-30T00:00:00Z",
-                     trigger="manual", attempt=1, params=params, target={}, trace=TraceContext("0" * 32, "1" * 16, None))
+                     trigger="manual", attempt=1, params=params, target={},
+                     trace=TraceContext("0" * 32, "1" * 16, None))
 
     def outcome() -> Any:
         try:

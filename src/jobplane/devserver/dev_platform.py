@@ -6,7 +6,8 @@ alert feed (SNS -> Slack notifier) -> dev services -> local scheduler, slow-run 
 of lost status events -> portal. Each part registers its own stop on one ``ExitStack`` as it
 starts, so a failed start undoes exactly what had started, and a stop runs in reverse: portal,
 scheduler, then the running executions (recorded ABORTED and alerted, as on AWS), services,
-queued alerts, a last save of the state, the local AWS. Each stop step runs even if an earlier one failed.
+queued alerts, a last save of the state, the local AWS. Each stop step runs even if an earlier
+one failed.
 
 Everything lives under one data directory (``.jobplane/``): ``state.json`` (the table),
 ``logs/`` (one file per step attempt), ``dead-letters/`` (alerts Slack refused), ``examples/``
@@ -166,7 +167,8 @@ class DevPlatform:
 
         # what a lost status event would have done (the local engine loses none while it runs;
         # a crash of `jobplane dev` can, as AWS can)
-        checks = [catchup.LostEndings(self.control, aws.reconciler()).check, catchup.UpstreamCatchUp(self.control).check]
+        checks = [catchup.LostEndings(self.control, aws.reconciler()).check,
+                  catchup.UpstreamCatchUp(self.control).check]
         from jobplane.platform.backfill import BackfillDriver, Backfills
 
         self.backfills = Backfills(self.control)  # backfills left running by the last start go on

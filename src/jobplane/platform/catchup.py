@@ -13,17 +13,18 @@ state's ``running``): every claim is looked up, and one whose execution has ende
 the reconciler, as its event would have been. The reconciler is idempotent (its record is
 written only if none exists), so a check that meets the event's own delivery does nothing twice.
 
-:class:`UpstreamCatchUp`: the upstream run's record says what its event started: each downstream run marks it
-(``after_jobs``, the compiled ``Upstream: once`` state). A run of the upstream job that ended as
-the downstream waits for, at least :data:`GRACE` ago and within :data:`WINDOW`, with no mark of
-the downstream job, is started now, as the rule would have. Only a run *newer than one that
-did start the downstream* counts: that earlier mark shows the rule existed, so adding ``after``
-to a job never starts it for upstream runs that ended before the rule was deployed.
+:class:`UpstreamCatchUp`: the upstream run's record says what its event started: each
+downstream run marks it (``after_jobs``, the compiled ``Upstream: once`` state). A run of the
+upstream job that ended as the downstream waits for, at least :data:`GRACE` ago and within
+:data:`WINDOW`, with no mark of the downstream job, and whose execution ended with a status the
+rule matches, is started now, as the rule would have. Only a run *newer than one that did start
+the downstream* counts: that earlier mark shows the rule existed, so adding ``after`` to a job
+never starts it for upstream runs that ended before the rule was deployed.
 
-Started at most once: the name is derived from the upstream run (Step Functions refuses a name
-twice), and the downstream run itself marks the upstream record as the rule's run would; an
-event that arrives after all is then recorded as a DUPLICATE skip. Each start has its audit
-entry (actor ``jobplane``, action ``catch-up``).
+Started at most once: the name is derived from the job and the upstream run (Step Functions
+refuses a name twice), and the downstream run itself marks the upstream record as the rule's run
+would; an event that arrives after all is then recorded as a DUPLICATE skip. Each start has its
+audit entry (actor ``jobplane``, action ``catch-up``).
 """
 
 from __future__ import annotations
@@ -127,7 +128,6 @@ class UpstreamCatchUp:
         return name
 
 
-
 class LostEndings:
     def __init__(self, control: ControlPlane, reconciler: Reconciler):
         self.control = control
@@ -159,4 +159,3 @@ def run(stop: threading.Event, checks: list[Callable[[], list[str]]], interval: 
                 check()
             except Exception:
                 log.exception("catch-up check %s failed", getattr(check, "__qualname__", check))
-
