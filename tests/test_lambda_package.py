@@ -317,7 +317,7 @@ def recorded_calls(recorded: list[dict[str, Any]]) -> list[Call]:
             calls += [Call(f"dynamodb:{kind}Item", table(t), {}, why) for kind, t in params["TransactItems"]]
         elif service == "dynamodb" and "IndexName" in params:
             # a query of an index is authorised on the index's ARN
-            # (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/specifying-conditions.html)
+            # (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/iam-policy-specific-table-indexes.html)
             calls.append(Call(f"dynamodb:{op}", f"{table(params['TableName'])}/index/{params['IndexName']}", {}, why))
         elif service == "dynamodb":
             calls.append(Call(f"dynamodb:{op}", table(params["TableName"]), {}, why))
