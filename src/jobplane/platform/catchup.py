@@ -75,20 +75,31 @@ class UpstreamCatchUp:
     def check(self) -> list[str]:
         """Start every downstream run a lost event did not start; their execution names."""
         now = self.clock()
-        started = []
+        waiting: dict[str, list[tuple[str, str]]] = {}  # upstream job -> [(job, on)]
         for entry in self.control.entries.values():
             for after in entry.after:
-                for record in self.missed(entry.name, after.job, after.on, now):
-                    name = self.start(entry.name, record, now)
+                waiting.setdefault(after.job, []).append((entry.name, after.on))
+        started = []
+        for upstream_job, jobs in waiting.items():
+            records = self._newest(upstream_job)  # one Query, whatever number of jobs wait for it
+            for job, on in jobs:
+                for record in self._missed(job, on, records, now):
+                    name = self.start(job, record, now)
                     if name is not None:
                         started.append(name)
         return started
 
+    def _newest(self, upstream_job: str) -> list[Execution]:
+        return self.control.repo.executions(upstream_job, limit=LOOK_BACK).items  # newest first
+
     def missed(self, job: str, upstream_job: str, on: str, now: datetime) -> list[Execution]:
         """The runs of ``upstream_job`` whose event should have started ``job`` and did not."""
+        return self._missed(job, on, self._newest(upstream_job), now)
+
+    def _missed(self, job: str, on: str, records: list[Execution], now: datetime) -> list[Execution]:
         wanted = upstream.RECORD_STATUSES[on]
         candidates = []
-        for record in self.control.repo.executions(upstream_job, limit=LOOK_BACK).items:  # newest first
+        for record in records:
             if record.status not in wanted or not record.finished_at:
                 continue
             if job in record.after_jobs:
