@@ -147,7 +147,8 @@ def scenario(name: str, fixed: bool) -> dict:
     from jobplane.platform.local import moto_fixes
 
     everything = tuple(moto_fixes.FIXES)
-    without = tuple(f for f in everything if f != name)
+    fix = {"stop_before_running": "stop_while_starting"}.get(name, name)  # a second probe of one fix
+    without = tuple(f for f in everything if f != fix)
     fixes = everything if fixed else without
 
     if name == "context_start_time":
@@ -453,6 +454,34 @@ def scenario(name: str, fixed: bool) -> dict:
                 return {"stopped": False, "error": str(e)[:300]}
             while (d := sfn.describe_execution(executionArn=ex))["status"] == "RUNNING":
                 time.sleep(0.02)
+            return {"stopped": True, "status": d["status"]}
+        return with_engine(fixes, body)
+
+    if name == "stop_before_running":
+        from moto.stepfunctions.parser.asl.component.program.program import Program
+
+        original_eval = Program.eval
+
+        def slow_eval(self, env):  # type: ignore[no-untyped-def]
+            time.sleep(0.5)  # the environment exists, its program has not set its first state yet
+            return original_eval(self, env)
+
+        Program.eval = slow_eval
+
+        def body(aws):
+            sfn = aws.client("stepfunctions")
+            arn = sfn.create_state_machine(name="probe-stop-before-running", roleArn=ROLE, definition=json.dumps(
+                {"StartAt": "w", "States": {"w": {"Type": "Wait", "Seconds": 2, "End": True}}}))["stateMachineArn"]
+            ex = sfn.start_execution(stateMachineArn=arn, name="early", input="{}")["executionArn"]
+            time.sleep(0.2)  # within the window: after the environment, before the program runs
+            try:
+                sfn.stop_execution(executionArn=ex, error="Stopped", cause="at once")
+            except Exception as e:  # stock, if the stop came before the environment after all
+                Program.eval = original_eval
+                return {"stopped": False, "error": str(e)[:300]}
+            while (d := sfn.describe_execution(executionArn=ex))["status"] == "RUNNING":
+                time.sleep(0.02)
+            Program.eval = original_eval
             return {"stopped": True, "status": d["status"]}
         return with_engine(fixes, body)
 

@@ -175,6 +175,17 @@ def test_an_execution_can_be_stopped_as_soon_as_it_starts(mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_a_stop_before_the_program_runs_is_not_lost(mode: str) -> None:
+    """The same fix: a stop after the worker built its environment but before its program set
+    its first state was silently dropped, and the run went on to its end."""
+    r = probe("stop_before_running", mode)
+    if mode == "stock":
+        assert r != {"stopped": True, "status": "ABORTED"}, r  # a 500, or the run SUCCEEDED
+    else:
+        assert r == {"stopped": True, "status": "ABORTED"}
+
+
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
 def test_a_stop_that_lands_inside_a_state_stays_a_stop(mode: str) -> None:
     r = probe("stop_is_final", mode)
     if mode == "stock":

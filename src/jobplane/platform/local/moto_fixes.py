@@ -351,17 +351,24 @@ def fix_stop_cause() -> None:
 def fix_stop_while_starting() -> None:
     """StopExecution right after StartExecution fails in moto 5.2.5 with a 500
     ("'NoneType' object has no attribute 'set_stop'"): the execution's worker thread creates its
-    environment only after parsing the definition, and a stop in between finds none. On AWS a
-    just-started execution can be stopped. Wait (bounded) for the worker's environment."""
+    environment only after parsing the definition, and a stop in between finds none. A stop a
+    moment later is lost: the new environment's program state stays None until the program sets
+    its first state, and ``set_stop`` acts only on a running program, so the execution runs on to
+    its end (seen once as a stopped test run that SUCCEEDED). On AWS a just-started execution can
+    be stopped. Wait (bounded) for the worker's program to run (or to have ended)."""
     import time
 
     from moto.stepfunctions.parser.backend import execution_worker
 
     original = execution_worker.ExecutionWorker.stop
 
+    def started(worker) -> bool:  # type: ignore[no-untyped-def]
+        env = getattr(worker, "env", None)
+        return env is not None and env.program_state() is not None
+
     def stop(self, stop_date, error, cause):  # type: ignore[no-untyped-def]
         deadline = time.monotonic() + 60
-        while getattr(self, "env", None) is None and time.monotonic() < deadline:
+        while not started(self) and time.monotonic() < deadline:
             time.sleep(0.01)
         return original(self, stop_date=stop_date, error=error, cause=cause)
 
@@ -397,8 +404,8 @@ def fix_jsonpath_variables() -> None:
     callable)``: it samples every variable through its JSONata evaluator, which needs a library it
     does not ship. AWS reads variables in JSONPath states ("To reference a variable, prefix the
     name with a dollar sign", docs.aws.amazon.com/step-functions/latest/dg/workflow-variables.html);
-    our state machines record a failure through one state per job that reads the failed step from
-    a variable. Read the variable from the store, then the rest of the path from its value."""
+    our state machines record a step's timeout through one state per job that reads the step from a
+    variable. Read the variable from the store, then the rest of the path from its value."""
     import copy
     import re
 
