@@ -62,7 +62,7 @@ def seed(aws: LocalAWS, catalog: dict, executions: int, rng: random.Random) -> t
     jobs = catalog["jobs"]
     busy = jobs[0]["name"]
     start = datetime(2026, 1, 1, tzinfo=timezone.utc)
-    items, last = [], {}
+    items, last, started = [], {}, {}
     for i in range(executions):
         job = jobs[0] if i < executions // 10 else rng.choice(jobs)
         began = start + timedelta(minutes=7 * i)
@@ -85,9 +85,13 @@ def seed(aws: LocalAWS, catalog: dict, executions: int, rng: random.Random) -> t
                      "error": "ConnectionError: upstream answered 503"}
         items.append(item)
         last[job["name"]] = (status, name, iso_millis(ended), job["team"])
+        started[job["name"]] = iso_millis(began)
     for job, (status, name, ended, team) in last.items():
+        # as the state machines leave a job's state: its claim's duplicate keys, its last run
         items.append({"pk": f"JOB#{job}", "sk": dm.STATE_SK, "job": job, "team": team, "gsi1pk": dm.JOBS_PARTITION,
-                      "gsi1sk": job, "last_status": status, "last_execution": name, "last_finished_at": ended})
+                      "gsi1sk": job, "fire_schedule": f"false|{started[job]}", "fired_schedule": started[job],
+                      "last_status": status, "last_execution": name, "last_started_at": started[job],
+                      "last_finished_at": ended})
     for i in range(0, len(items), 25):
         pending = {table: [{"PutRequest": {"Item": {k: ser.serialize(v) for k, v in it.items()}}} for it in items[i:i + 25]]}
         while pending:
