@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 import uuid
+from typing import Any
 from pathlib import Path
 
 import boto3
@@ -71,8 +72,21 @@ def dynamodb_reads(name: str, fixes: tuple[str, ...]) -> dict:
 
     from jobplane.platform.local import moto_fixes
 
-    walks = {"table_sorts": 0, "shape_walks": 0}
+    from moto.dynamodb.models.dynamo_type import Item
+
+    walks = {"table_sorts": 0, "shape_walks": 0, "item_conversions": 0, "item_sizings": 0}
     sort_all, walk = Table.all_items, serialize.JSONSerializer._serialize_type_structure
+    convert, size = Item.to_regular_json, Item.size
+
+    def counted_convert(self):  # type: ignore[no-untyped-def]
+        walks["item_conversions"] += 1
+        return convert(self)
+
+    def counted_size(self):  # type: ignore[no-untyped-def]
+        walks["item_sizings"] += 1
+        return size(self)
+
+    Item.to_regular_json, Item.size = counted_convert, counted_size
 
     def counted_sort(self):  # type: ignore[no-untyped-def]
         walks["table_sorts"] += 1
@@ -88,7 +102,7 @@ def dynamodb_reads(name: str, fixes: tuple[str, ...]) -> dict:
     with mock_aws():
         ddb = boto3.client("dynamodb", region_name="us-east-1")
         ddb.meta.events.register("after-call.dynamodb", lambda http_response, **_: bodies.append(
-            json.loads(http_response.content or b"{}")))
+            _unordered_sets(json.loads(http_response.content or b"{}"))))
         ddb.create_table(TableName="t", BillingMode="PAY_PER_REQUEST", KeySchema=[
             {"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
             AttributeDefinitions=[{"AttributeName": a, "AttributeType": "S"} for a in ("pk", "sk", "gpk", "gsk")],
@@ -103,6 +117,9 @@ def dynamodb_reads(name: str, fixes: tuple[str, ...]) -> dict:
             if i == 5:
                 item["bin"] = {"B": b"\x00\x01"}
             ddb.put_item(TableName="t", Item=item)
+        for i in range(4):  # 1.2 MB in one partition of the index: two pages of DynamoDB's 1 MB
+            ddb.put_item(TableName="t", Item={"pk": {"S": "big"}, "sk": {"S": f"b{i}"}, "gpk": {"S": "BIG"},
+                                              "gsk": {"S": f"{i}"}, "blob": {"S": "x" * 300_000}})
 
         def reads() -> None:
             for forward in (True, False):
@@ -119,6 +136,21 @@ def dynamodb_reads(name: str, fixes: tuple[str, ...]) -> dict:
                       ReturnConsumedCapacity="TOTAL")
             ddb.query(TableName="t", IndexName="gsi", KeyConditionExpression="gpk = :c",
                       ExpressionAttributeValues={":c": {"S": "none"}})
+            # top-level projections: sets, a number, a reserved word by placeholder, a missing one;
+            # then nested paths and a list element (moto's own projection in both modes)
+            ddb.query(TableName="t", IndexName="gsi", KeyConditionExpression="gpk = :a",
+                      ProjectionExpression="gsk, ss, ns, n, #s, absent, #none, ok",
+                      ExpressionAttributeNames={"#s": "size", "#none": "none"}, ExpressionAttributeValues={":a": {"S": "A"}})
+            ddb.query(TableName="t", IndexName="gsi", KeyConditionExpression="gpk = :a",
+                      ProjectionExpression="m.a, l[1], pk", ExpressionAttributeValues={":a": {"S": "A"}})
+            ddb.get_item(TableName="t", Key={"pk": {"S": "p5"}, "sk": {"S": "s005"}}, ProjectionExpression="bin, n, ss")
+            start = None
+            while True:  # the 1 MB pages
+                page = ddb.query(TableName="t", IndexName="gsi", KeyConditionExpression="gpk = :g",
+                                 ProjectionExpression="pk, gsk", ExpressionAttributeValues={":g": {"S": "BIG"}},
+                                 **({"ExclusiveStartKey": start} if start else {}))
+                if not (start := page.get("LastEvaluatedKey")):
+                    break
             ddb.query(TableName="t", IndexName="gsi", KeyConditionExpression="gpk = :a", Select="COUNT",
                       ExpressionAttributeValues={":a": {"S": "A"}})
             ddb.query(TableName="t", KeyConditionExpression="pk = :p", ExpressionAttributeValues={":p": {"S": "p3"}})
@@ -129,7 +161,9 @@ def dynamodb_reads(name: str, fixes: tuple[str, ...]) -> dict:
             ddb.batch_get_item(RequestItems={"t": {"Keys": [{"pk": {"S": "p1"}, "sk": {"S": "s001"}},
                                                             {"pk": {"S": "p2"}, "sk": {"S": "s002"}}]}})
 
+        start = len(Item.instances_tracked)  # type: ignore[attr-defined]
         reads()
+        walks["items_kept"] = len(Item.instances_tracked) - start  # type: ignore[attr-defined]
         before = dict(walks)
         # changes between reads: an item moves to the other partition, one leaves the index, one goes
         ddb.update_item(TableName="t", Key={"pk": {"S": "p1"}, "sk": {"S": "s001"}}, UpdateExpression="SET gpk = :b",
@@ -139,8 +173,20 @@ def dynamodb_reads(name: str, fixes: tuple[str, ...]) -> dict:
         ddb.transact_write_items(TransactItems=[{"Put": {"TableName": "t", "Item": {
             "pk": {"S": "new"}, "sk": {"S": "new"}, "gpk": {"S": "A"}, "gsk": {"S": "000"}}}}])
         reads()
+        walks["items_kept"] = len(Item.instances_tracked) - start  # type: ignore[attr-defined]
     return {"answers": [b for b in bodies if "Items" in b or "Item" in b or "Responses" in b or "Count" in b],
             "first_reads": before, "all_reads": walks}
+
+
+def _unordered_sets(value: Any) -> Any:
+    """An answer with its string, number and binary sets sorted: DynamoDB sets have no order,
+    and moto's own projection rebuilds them through a Python set (hash order varies by process)."""
+    if isinstance(value, dict):
+        return {k: sorted(v) if k in ("SS", "NS", "BS") and isinstance(v, list) else _unordered_sets(v)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unordered_sets(v) for v in value]
+    return value
 
 
 def scenario(name: str, fixed: bool) -> dict:
@@ -519,7 +565,8 @@ def scenario(name: str, fixed: bool) -> dict:
             return {"status": result["status"], "poll_waits": sorted(set(waits))}
         return with_engine(fixes, body)
 
-    if name == "dynamodb_index_queries" or name == "dynamodb_fast_answers":
+    if name == "dynamodb_index_queries" or name == "dynamodb_fast_answers" or name == "dynamodb_fast_projection" \
+            or name == "dynamodb_sizes_once" or name == "dynamodb_items_untracked":
         return dynamodb_reads(name, fixes)
 
     if name == "ecs_local_tasks":

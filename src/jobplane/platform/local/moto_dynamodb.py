@@ -1,7 +1,7 @@
-"""Two moto fixes that make the local DynamoDB answer reads at the cost DynamoDB's own design
+"""moto fixes that make the local DynamoDB answer reads at the cost DynamoDB's own design
 implies (issue 13: the portal's jobs page took 1-3 s with 1,000 jobs and 20,000 executions).
 
-Both are registered in :data:`jobplane.platform.local.moto_fixes.FIXES`, pinned to its
+Each is registered in :data:`jobplane.platform.local.moto_fixes.FIXES`, pinned to its
 ``MOTO_VERSION``, and probed stock-vs-fixed by tests/test_moto_fixes.py: the answers must be the
 same, only the work behind them differs.
 """
@@ -150,6 +150,38 @@ def _wire_ready(value: Any) -> bool:
     return isinstance(value, (str, bool))
 
 
+def _flat_items(result: Any) -> dict[str, Any] | None:
+    """A Query, Scan or GetItem answer's ``Items`` / ``Item`` as DynamoDB's wire form, when every
+    value of every item is a string, number, boolean or null (moto keeps these as ``str`` or
+    ``bool``); None for anything else (a binary, a set, a list or map, another kind of answer),
+    which moto converts as it does."""
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    if not isinstance(result, dict):
+        return None
+    out: dict[str, Any] = {}
+    for key in ("Items", "Item"):
+        held = result.get(key)
+        if held is None:
+            continue
+        items = held if key == "Items" else [held]
+        if not isinstance(items, list):
+            return None
+        flat = []
+        for item in items:
+            if not isinstance(item, dict):
+                return None
+            wire = {}
+            for name, value in item.items():
+                if type(value) is not DynamoType or type(name) is not str or value.type == "B" \
+                        or type(value.value) not in (str, bool):
+                    return None
+                wire[name] = {value.type: value.value}
+            flat.append(wire)
+        out[key] = flat if key == "Items" else flat[0]
+    return out or None
+
+
 def fix_dynamodb_fast_answers() -> None:
     """moto 5.2.5 serialises every answer by walking botocore's shape model value by value: for
     the 1,000 job states of the jobs page that took ~3 s of the request (cProfile; 270,000 shape
@@ -159,14 +191,27 @@ def fix_dynamodb_fast_answers() -> None:
     still goes through moto's serializer, and an answer holding a binary value entirely."""
     from moto.dynamodb.responses import DynamoResult
 
-    original = DynamoResult.execute_result
+    original, init = DynamoResult.execute_result, DynamoResult.__init__
+
+    def converted(self, result):  # type: ignore[no-untyped-def]
+        """moto converts the answer's stored values to plain dicts value by value first
+        (``dynamo_to_dict``); items of flat strings, numbers, booleans and nulls are converted
+        in one step here and known to be wire-ready, so they are not checked again below."""
+        flat = _flat_items(result)
+        if flat is None:
+            init(self, result)
+            self._jobplane_ready = False
+        else:
+            init(self, {k: v for k, v in result.items() if k not in flat})
+            self._result.update(flat)
+            self._jobplane_ready = True
 
     def execute_result(self, context):  # type: ignore[no-untyped-def]
         result = self.result
         if context.operation_model.name not in _FAST_OPERATIONS or not isinstance(result, dict):
             return original(self, context)
         held = {k: result[k] for k in _ITEM_KEYS if result.get(k) is not None}
-        if not _wire_ready(held):
+        if not getattr(self, "_jobplane_ready", False) and not _wire_ready(held):
             return original(self, context)
         rest = DynamoResult.__new__(DynamoResult)
         rest._result = {k: v for k, v in result.items() if k not in held}
@@ -175,4 +220,77 @@ def fix_dynamodb_fast_answers() -> None:
         answer.update(held)
         return status, headers, json.dumps(answer)
 
+    DynamoResult.__init__ = converted
     DynamoResult.execute_result = execute_result
+
+
+def fix_dynamodb_fast_projection() -> None:
+    """moto 5.2.5 projects an item by converting the whole item to plain Python once per
+    projected attribute (``Item.to_regular_json`` inside the loop), then serialising the result
+    back into a new item whose every insert re-sizes all attributes before it: the jobs' state
+    query (13 attributes of 1,000 items) took ~4x as long with a projection as without one. Fixed
+    for the common form, a list of top-level attribute names: the new item takes those
+    attributes as stored, in the expression's order (moto's own order), and a missing one is
+    left out as before. Nested paths and list elements (``a.b``, ``a[1]``) still go through
+    moto's code. The one difference is an improvement: a string, number or binary set keeps its
+    stored order instead of a Python set's (DynamoDB sets have no order)."""
+    from moto.dynamodb.models.dynamo_type import Item, LimitedSizeDict
+
+    original = Item.project
+
+    def project(self, projection_expressions):  # type: ignore[no-untyped-def]
+        if not all(len(path) == 1 and "[" not in path[0] for path in projection_expressions):
+            return original(self, projection_expressions)
+        result = Item.__new__(Item)
+        result.hash_key, result.range_key = self.hash_key, self.range_key
+        attrs = LimitedSizeDict.__new__(LimitedSizeDict)  # no larger than the stored item: no size check
+        dict.__init__(attrs)
+        for (name,) in projection_expressions:
+            value = self.attrs.get(name)
+            if value is not None:
+                dict.__setitem__(attrs, name, value)  # read only: the answer is made of new dicts
+        result.attrs = attrs
+        return result
+
+    Item.project = project
+
+
+def fix_dynamodb_sizes_once() -> None:
+    """moto 5.2.5 sizes each item a query or scan reads twice (for the 1 MB page limit: once to
+    test, once to add), walking every attribute value each time: ~1/4 of the local store's work
+    for the jobs' state query. Fixed: an item's size is computed once per generation of the
+    tables (any change starts a new one, see :func:`_bump`), so a page read again between changes
+    costs no sizing at all. The pages and their ``LastEvaluatedKey`` are the same."""
+    from moto.dynamodb.models.dynamo_type import Item
+
+    size = Item.size
+
+    def remembered(self):  # type: ignore[no-untyped-def]
+        # Kept on the item itself, so it goes with the item: a table of sizes would keep every
+        # item it ever sized alive (the answers' projected items too) until the next change.
+        generation = _generation[0]
+        known = getattr(self, "_jobplane_size", None)
+        if known is not None and known[0] == generation:
+            return known[1]
+        value = size(self)
+        self._jobplane_size = (generation, value)
+        return value
+
+    Item.size = remembered
+
+
+def fix_dynamodb_items_untracked() -> None:
+    """moto 5.2.5 appends every model object it ever creates to its class's ``instances_tracked``
+    list (``BaseModel.__new__``), for its ``/moto-api/`` dashboard, and never removes one: every
+    item a query copies or projects for its answer stays in memory for the life of the process.
+    The jobs page alone left 1,000 items behind per view; the heap grew by ~2 objects per item
+    read, and each full garbage collection, walking them all, paused the local AWS for 100-150 ms
+    (the page's p95). ``jobplane dev`` never serves ``/moto-api/`` (see front.py), so a DynamoDB
+    item is simply not tracked: it lives as long as the table or the answer that holds it."""
+    from moto.dynamodb.models.dynamo_type import Item
+
+    def new(cls, *args, **kwargs):  # type: ignore[no-untyped-def]
+        return object.__new__(cls)
+
+    Item.__new__ = new  # type: ignore[method-assign]
+    Item.instances_tracked.clear()  # type: ignore[attr-defined]

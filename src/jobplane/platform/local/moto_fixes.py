@@ -16,7 +16,9 @@ from importlib.metadata import version
 from typing import Any
 
 from jobplane.platform.clock import iso_millis
-from jobplane.platform.local.moto_dynamodb import fix_dynamodb_fast_answers, fix_dynamodb_index_queries
+from jobplane.platform.local.moto_dynamodb import (fix_dynamodb_fast_answers, fix_dynamodb_fast_projection,
+                                                   fix_dynamodb_index_queries, fix_dynamodb_items_untracked,
+                                                   fix_dynamodb_sizes_once)
 
 MOTO_VERSION = "5.2.5"
 
@@ -717,6 +719,9 @@ FIXES = {
     "execution_name_default": fix_execution_name_default,
     "dynamodb_index_queries": fix_dynamodb_index_queries,
     "dynamodb_fast_answers": fix_dynamodb_fast_answers,
+    "dynamodb_fast_projection": fix_dynamodb_fast_projection,
+    "dynamodb_sizes_once": fix_dynamodb_sizes_once,
+    "dynamodb_items_untracked": fix_dynamodb_items_untracked,
 }
 
 
