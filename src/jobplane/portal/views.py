@@ -57,7 +57,11 @@ def duration_seconds(start: str | None, end: str | None) -> float | None:
 def local_time(value: str | datetime | None, zone: str) -> str:
     if not value:
         return ""
-    when = parse_iso(value) if isinstance(value, str) else value
+    return _local_time(parse_iso(value) if isinstance(value, str) else value, zone)
+
+
+@lru_cache(maxsize=8192)  # the jobs page words ~3,000 next fires, the same ones within a minute
+def _local_time(when: datetime, zone: str) -> str:
     return when.astimezone(ZoneInfo(zone)).strftime("%Y-%m-%d %a %H:%M %Z")
 
 
