@@ -91,29 +91,34 @@ def test_a_malformed_running_set_reads_as_no_claim() -> None:
     assert state.running == frozenset({"abc"})
 
 
-def test_the_jobs_state_query_reads_every_field_a_state_has() -> None:
+def test_the_jobs_state_query_reads_every_field_a_state_has(platform: DevPlatform) -> None:
     """The jobs' state query asks for JobState.ATTRIBUTES only: a state with every field set
     (plus what the claim writes beside them) reads the same through it as through GetItem of
-    the whole item. A field added to JobState but not to the projection fails here."""
+    the whole item. A field added to JobState but not to the projection fails here.
+
+    It writes into the module's platform (a second LocalAWS in this process would reset the
+    shared in-process moto backend under it) and removes its item after."""
     from dataclasses import fields
 
     from jobplane.contract import datamodel as dm
-    from jobplane.platform.local.engine import LocalAWS
     from jobplane.platform.repository import JobState, Repository
 
-    with LocalAWS() as aws:
-        ddb = aws.client("dynamodb")
-        item = {"pk": {"S": "JOB#nightly"}, "sk": {"S": dm.STATE_SK}, "gsi1pk": {"S": dm.JOBS_PARTITION},
-                "gsi1sk": {"S": "nightly"}, "fire_schedule": {"S": "false|2026-11-30T01:00:00.000Z"},
-                "fired_schedule": {"S": "2026-11-30T01:00:00.000Z"}, "block_schedule": {"S": "x"}}
-        for f in fields(JobState):
-            item[f.name] = {"SS": ["run-1", "run-2"]} if f.name == dm.ATTR_RUNNING else \
-                {"S": "nightly" if f.name == "job" else f"2026-11-30T0{len(f.name) % 10}:00:00.000Z"}
-        ddb.put_item(TableName=aws.resources["table_name"], Item=item)
-        repo = Repository(ddb, aws.resources["table_name"])
-        [listed] = repo.job_states()
-        assert listed == repo.job_state("nightly")
+    job = "state-query-probe"
+    ddb, table = platform.aws.client("dynamodb"), platform.aws.resources["table_name"]
+    item = {"pk": {"S": f"JOB#{job}"}, "sk": {"S": dm.STATE_SK}, "gsi1pk": {"S": dm.JOBS_PARTITION},
+            "gsi1sk": {"S": job}, "fire_schedule": {"S": "false|2026-11-30T01:00:00.000Z"},
+            "fired_schedule": {"S": "2026-11-30T01:00:00.000Z"}, "block_schedule": {"S": "x"}}
+    for f in fields(JobState):
+        item[f.name] = {"SS": ["run-1", "run-2"]} if f.name == dm.ATTR_RUNNING else \
+            {"S": job if f.name == "job" else f"2026-11-30T0{len(f.name) % 10}:00:00.000Z"}
+    ddb.put_item(TableName=table, Item=item)
+    try:
+        repo = Repository(ddb, table)
+        [listed] = [s for s in repo.job_states() if s.job == job]
+        assert listed == repo.job_state(job)
         assert all(getattr(listed, f.name) != f.default for f in fields(JobState))  # every field was read
+    finally:
+        ddb.delete_item(TableName=table, Key={"pk": item["pk"], "sk": item["sk"]})
 
 
 def test_a_stopped_attempt_is_shown_as_stopped(platform: DevPlatform, tmp_path) -> None:  # type: ignore[no-untyped-def]
