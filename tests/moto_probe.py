@@ -531,6 +531,52 @@ def scenario(name: str, fixed: bool) -> dict:
             return {"stopped": True, "status": d["status"]}
         return with_engine(fixes, body)
 
+    if name == "no_wait_after_stop":
+        from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import state_task_service_callback as cb
+
+        thread_errors: list[str] = []
+        threading.excepthook = lambda a: thread_errors.append(f"{a.thread.name}: {a.exc_type.__name__}: {a.exc_value}")
+        entered, stopped, done = threading.Event(), threading.Event(), threading.Event()
+
+        def body(aws):
+            # Installed once the engine applied the fixes, so it runs first: the stop lands after
+            # the ECS RunTask and before the .sync wait is set up (the race, every time).
+            before = cb.StateTaskServiceCallback._eval_integration_pattern
+
+            def held(self, env, *args, **kwargs):  # type: ignore[no-untyped-def]
+                entered.set()
+                stopped.wait(30)
+                try:
+                    return before(self, env, *args, **kwargs)
+                finally:
+                    done.set()
+
+            cb.StateTaskServiceCallback._eval_integration_pattern = held
+            sfn, r = aws.client("stepfunctions"), aws.resources
+            task = {"Type": "Task", "Resource": "arn:aws:states:::ecs:runTask.sync", "End": True, "Parameters": {
+                "Cluster": r["cluster_arn"], "TaskDefinition": r["task_definition_arn"], "LaunchType": "FARGATE",
+                "NetworkConfiguration": {"AwsvpcConfiguration": {"Subnets": [r["subnets"]],
+                                                                 "SecurityGroups": [r["security_groups"]]}},
+                "Overrides": {"ContainerOverrides": [{"Name": "runner", "Command": ["jobplane-runner", "run", "shell"],
+                              "Environment": [{"Name": "JOBPLANE_TARGET",
+                                               "Value": json.dumps({"kind": "shell", "argv": ["sleep", "30"]})}]}]}}}
+            arn = sfn.create_state_machine(name="probe-stop-before-wait", roleArn=ROLE, definition=json.dumps(
+                {"StartAt": "t", "States": {"t": task}}))["stateMachineArn"]
+            ex = sfn.start_execution(stateMachineArn=arn, name="held", input=json.dumps({"job": "x"}))["executionArn"]
+            if not entered.wait(60):
+                return {"status": sfn.describe_execution(executionArn=ex)["status"], "never_held": True,
+                        "events": [e["type"] for e in sfn.get_execution_history(executionArn=ex)["events"]]}
+            sfn.stop_execution(executionArn=ex, error="Stopped", cause="before the wait")
+            stopped.set()
+            while (d := sfn.describe_execution(executionArn=ex))["status"] == "RUNNING":
+                time.sleep(0.02)
+            assert done.wait(60), "the stopped task never went on"
+            for t in [t for t in cb.TMP_THREADS if t.name.startswith("WaitForTaskToken")]:
+                t.join(60)  # its wait (or its error) is over before the answer is read
+            cb.StateTaskServiceCallback._eval_integration_pattern = before
+            return {"status": d["status"], "thread_errors": thread_errors}
+        return with_engine(fixes, body)
+
     if name == "execution_name_default":
         def body(aws):
             sfn = aws.client("stepfunctions")

@@ -195,6 +195,19 @@ def test_a_stop_that_lands_inside_a_state_stays_a_stop(mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_a_stop_before_a_sync_tasks_wait_leaves_no_thread_raising(mode: str) -> None:
+    """A stop landing after the ECS RunTask and before the .sync wait: the run is ABORTED either
+    way, and stock moto's abandoned wait thread raises a TypeError (its timeout popped from a
+    stack its pruned evaluation never pushed to)."""
+    r = probe("no_wait_after_stop", mode)
+    assert r["status"] == "ABORTED", r
+    if mode == "stock":
+        assert len(r["thread_errors"]) == 1 and "TypeError: '>' not supported" in r["thread_errors"][0], r
+    else:
+        assert r["thread_errors"] == []
+
+
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
 def test_a_jsonpath_state_reads_workflow_variables(mode: str) -> None:
     r = probe("jsonpath_variables", mode)
     if mode == "stock":

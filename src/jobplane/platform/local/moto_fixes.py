@@ -400,6 +400,27 @@ def fix_stop_is_final() -> None:
     Environment.set_timed_out = keeping_a_stop(Environment.set_timed_out)
 
 
+def fix_no_wait_after_stop() -> None:
+    """A stop (or the state's timeout) that ends a Task's frame between the ECS RunTask and the
+    start of its ``.sync`` wait left a thread raising ``TypeError: '>' not supported between
+    instances of 'dict' and 'int'`` (seen twice in `make test`). moto's components skip their
+    evaluation once the frame is no longer running ("Pruning") but the caller pops the stack all
+    the same, so the wait-for-token thread got the task's output as its timeout. The frame is
+    over by then and the run already stopped, so nothing was lost, but the traceback reached
+    stderr of `jobplane dev` and pytest. A frame that is not running (program states only move
+    away from running, so this holds for every pruned pop) has nothing to wait for."""
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import state_task_service_callback as cb
+
+    original = cb.StateTaskServiceCallback._eval_wait_for_task_token
+
+    def _eval_wait_for_task_token(self, env, timeout_seconds, callback_endpoint, heartbeat_endpoint):  # type: ignore[no-untyped-def]
+        if not env.is_running():
+            return None
+        return original(self, env, timeout_seconds, callback_endpoint, heartbeat_endpoint)
+
+    cb.StateTaskServiceCallback._eval_wait_for_task_token = _eval_wait_for_task_token
+
+
 def fix_jsonpath_variables() -> None:
     """A JSONPath state that reads a workflow variable (``"x.$": "$name"``, or ``$name`` as an
     intrinsic function's argument) fails in moto 5.2.5 with ``TypeError('NoneType' object is not
@@ -715,6 +736,7 @@ FIXES = {
     "server_dispatch": fix_server_dispatch,
     "stop_while_starting": fix_stop_while_starting,
     "stop_is_final": fix_stop_is_final,
+    "no_wait_after_stop": fix_no_wait_after_stop,
     "jsonpath_variables": fix_jsonpath_variables,
     "execution_name_default": fix_execution_name_default,
     "dynamodb_index_queries": fix_dynamodb_index_queries,
