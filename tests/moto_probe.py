@@ -40,17 +40,22 @@ def with_engine(fixes: tuple[str, ...], body):  # type: ignore[no-untyped-def]
 
 
 def ecs_task(aws, argv: list[str], retry: dict | None = None) -> dict:
+    """Runs a one-state machine whose state is ecs_task_state(aws, argv), with ``retry``."""
+    task = ecs_task_state(aws, argv)
+    if retry:
+        task["Retry"] = [retry]
+    return run_machine(aws.client("stepfunctions"), {"StartAt": "t", "States": {"t": task}})
+
+
+def ecs_task_state(aws, argv: list[str]) -> dict:
     """A .sync task of the runner running ``argv`` as a shell step (the local agent runs only the runner)."""
     r = aws.resources
     target = json.dumps({"kind": "shell", "argv": argv})
-    task = {"Type": "Task", "Resource": "arn:aws:states:::ecs:runTask.sync", "End": True, "Parameters": {
+    return {"Type": "Task", "Resource": "arn:aws:states:::ecs:runTask.sync", "End": True, "Parameters": {
         "Cluster": r["cluster_arn"], "TaskDefinition": r["task_definition_arn"], "LaunchType": "FARGATE",
         "NetworkConfiguration": {"AwsvpcConfiguration": {"Subnets": [r["subnets"]], "SecurityGroups": [r["security_groups"]]}},
         "Overrides": {"ContainerOverrides": [{"Name": "runner", "Command": ["jobplane-runner", "run", "shell"],
                                               "Environment": [{"Name": "JOBPLANE_TARGET", "Value": target}]}]}}}
-    if retry:
-        task["Retry"] = [retry]
-    return run_machine(aws.client("stepfunctions"), {"StartAt": "t", "States": {"t": task}})
 
 
 def count_parses() -> list[int]:
@@ -552,14 +557,7 @@ def scenario(name: str, fixed: bool) -> dict:
                     done.set()
 
             cb.StateTaskServiceCallback._eval_integration_pattern = held
-            sfn, r = aws.client("stepfunctions"), aws.resources
-            task = {"Type": "Task", "Resource": "arn:aws:states:::ecs:runTask.sync", "End": True, "Parameters": {
-                "Cluster": r["cluster_arn"], "TaskDefinition": r["task_definition_arn"], "LaunchType": "FARGATE",
-                "NetworkConfiguration": {"AwsvpcConfiguration": {"Subnets": [r["subnets"]],
-                                                                 "SecurityGroups": [r["security_groups"]]}},
-                "Overrides": {"ContainerOverrides": [{"Name": "runner", "Command": ["jobplane-runner", "run", "shell"],
-                              "Environment": [{"Name": "JOBPLANE_TARGET",
-                                               "Value": json.dumps({"kind": "shell", "argv": ["sleep", "30"]})}]}]}}}
+            sfn, task = aws.client("stepfunctions"), ecs_task_state(aws, ["sleep", "30"])
             arn = sfn.create_state_machine(name="probe-stop-before-wait", roleArn=ROLE, definition=json.dumps(
                 {"StartAt": "t", "States": {"t": task}}))["stateMachineArn"]
             ex = sfn.start_execution(stateMachineArn=arn, name="held", input=json.dumps({"job": "x"}))["executionArn"]

@@ -403,7 +403,7 @@ def fix_stop_is_final() -> None:
 def fix_no_wait_after_stop() -> None:
     """A stop (or the state's timeout) that ends a Task's frame between the ECS RunTask and the
     start of its ``.sync`` wait left a thread raising ``TypeError: '>' not supported between
-    instances of 'dict' and 'int'`` (seen twice in `make test`). moto's components skip their
+    instances of 'dict' and 'int'`` (seen three times in `make test`). moto's components skip their
     evaluation once the frame is no longer running ("Pruning") but the caller pops the stack all
     the same, so the wait-for-token thread got the task's output as its timeout. The frame is
     over by then and the run already stopped, so nothing was lost, but the traceback reached
