@@ -122,7 +122,7 @@ def test_the_help_table_is_each_commands_own_help() -> None:
         assert command is not None and command.name == name and command.callback is not None
         assert " ".join((command.help or "").split("\n\n")[0].split()) == first_paragraph, name
         for limit in (30, 45, 60, 200):
-            assert click.utils.make_default_short_help(first_paragraph, limit) == command.get_short_help_str(limit)
+            assert click.Command(name, help=first_paragraph).get_short_help_str(limit) == command.get_short_help_str(limit)
     assert main.get_command(ctx, "no-such-command") is None
 
 

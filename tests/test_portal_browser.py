@@ -40,7 +40,7 @@ def platform(tmp_path_factory: pytest.TempPathFactory, slack: Receiver) -> Itera
 
 #: Checked on every page a test leaves (the page fixture): the accessibility basics the portal
 #: keeps. Each problem is named with the element, so a failure says what to fix.
-A11Y_CHECK = """() => {
+A11Y_CHECK = r"""() => {
   const problems = [];
   const name = (el) => (el.getAttribute('aria-label') || el.getAttribute('title') || el.textContent || '').trim();
   if (!document.documentElement.lang) problems.push('html without lang');
