@@ -51,13 +51,13 @@ BAD = {
         """, [("job 'dup-steps'", "steps: ", "step name 'load' is used twice, at steps[0] and steps[1].parallel[0]")]),
     "bad cron": ("""\
         { name: 'bad-cron', team: 'billing', schedule: 'cron(0 25 * * ? *)', steps: [{ name: 'a', python: 'm:f' }] }
-        """, [("job 'bad-cron'", "schedule", "hours field: 25 is outside 0-23")]),
+        """, [("job 'bad-cron'", "schedule: 'cron(0 25", "hours field: 25 is outside 0-23")]),
     "bad rate": ("""\
         { name: 'bad-rate', team: 'billing', schedule: 'rate(0 minutes)', steps: [{ name: 'a', python: 'm:f' }] }
-        """, [("job 'bad-rate'", "schedule", "at least 1")]),
+        """, [("job 'bad-rate'", "schedule: 'rate(0 minutes)'", "at least 1")]),
     "unix cron": ("""\
         { name: 'unix-cron', team: 'billing', schedule: '30 2 * * 1-5', steps: [{ name: 'a', python: 'm:f' }] }
-        """, [("job 'unix-cron'", "schedule", "cron(30 2 ? * 2-6 *)")]),
+        """, [("job 'unix-cron'", "schedule: '30 2 * * 1-5'", "cron(30 2 ? * 2-6 *)")]),
     "timezone": ("""\
         { name: 'bad-tz', team: 'billing', timezone: 'Asia/Tokio', steps: [{ name: 'a', python: 'm:f' }] }
         """, [("job 'bad-tz'", "timezone", "did you mean 'Asia/Tokyo'")]),

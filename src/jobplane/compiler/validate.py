@@ -142,10 +142,13 @@ def _loc_text(loc: tuple[Any, ...]) -> str:
     return out
 
 
-def _pydantic_problems(source: str, job_name: str | None, err: ValidationError) -> list[Problem]:
+def _pydantic_problems(source: str, job_name: str | None, err: ValidationError,
+                       raw: dict[str, Any] | None = None) -> list[Problem]:
     problems = []
     for e in err.errors(include_url=False):
         loc = tuple(p for p in e["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+        if loc[:2] == ("schedule", 0) and raw is not None and isinstance(raw.get("schedule"), str):
+            loc = loc[:1] + loc[2:]  # one expression written alone: name the field as written, not [0]
         field = _loc_text(loc) or None
         kind = e["type"]
         if kind == "extra_forbidden":
@@ -201,7 +204,7 @@ def load_jobs(config: PlatformConfig, files: list[Path] | None = None) -> list[L
             try:
                 job = Job.model_validate(data)
             except ValidationError as e:
-                problems.extend(_pydantic_problems(source, name, e))
+                problems.extend(_pydantic_problems(source, name, e, item))
                 continue
             budget = params_budget(job, config.name_prefix)
             loaded.append(LoadedJob(job, source, budget))
