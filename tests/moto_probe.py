@@ -183,6 +183,75 @@ def dynamodb_reads(name: str, fixes: tuple[str, ...]) -> dict:
             "first_reads": before, "all_reads": walks}
 
 
+def dynamodb_transactions(fixes: tuple[str, ...]) -> dict:
+    """Transactions that succeed and that fail part-way (a condition, the same key twice, an
+    update that would create an item), on a table with a range key and one without, each
+    followed by reads of every key it named and of the index: every answer and error, and how
+    many copies of a table moto made for the rollbacks (its tracked Table objects)."""
+    from botocore.exceptions import ClientError
+    from moto import mock_aws
+    from moto.dynamodb.models.table import Table
+
+    from jobplane.platform.local import moto_fixes
+
+    moto_fixes.apply(*fixes)
+    answers: list = []
+    with mock_aws():
+        ddb = boto3.client("dynamodb", region_name="us-east-1")
+        ddb.create_table(TableName="t", BillingMode="PAY_PER_REQUEST", KeySchema=[
+            {"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+            AttributeDefinitions=[{"AttributeName": a, "AttributeType": "S"} for a in ("pk", "sk", "gpk")],
+            GlobalSecondaryIndexes=[{"IndexName": "gsi", "Projection": {"ProjectionType": "ALL"}, "KeySchema": [
+                {"AttributeName": "gpk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}]}])
+        ddb.create_table(TableName="h", BillingMode="PAY_PER_REQUEST", KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+                         AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}])
+        for i in range(200):
+            ddb.put_item(TableName="t", Item={"pk": {"S": f"p{i % 5}"}, "sk": {"S": f"s{i:03d}"}, "gpk": {"S": "G"},
+                                              "n": {"N": str(i)}, "ss": {"SS": ["x", str(i)]}})
+        ddb.put_item(TableName="h", Item={"id": {"S": "one"}, "v": {"N": "1"}})
+        copies_before = len(Table.instances_tracked)  # type: ignore[attr-defined]
+
+        def key(pk: str, sk: str) -> dict:
+            return {"pk": {"S": pk}, "sk": {"S": sk}}
+
+        put_new = {"Put": {"TableName": "t", "Item": {**key("p9", "new"), "gpk": {"S": "G"}}}}
+        update = {"Update": {"TableName": "t", "Key": key("p1", "s001"), "UpdateExpression": "SET n = :n, gpk = :g",
+                             "ExpressionAttributeValues": {":n": {"N": "-1"}, ":g": {"S": "MOVED"}}}}
+        delete = {"Delete": {"TableName": "t", "Key": key("p2", "s002")}}
+        upsert = {"Update": {"TableName": "t", "Key": key("p8", "created"), "UpdateExpression": "SET v = :v",
+                             "ExpressionAttributeValues": {":v": {"S": "x"}}}}
+        hash_only = {"Update": {"TableName": "h", "Key": {"id": {"S": "one"}}, "UpdateExpression": "ADD v :one",
+                                "ExpressionAttributeValues": {":one": {"N": "1"}}}}
+        hash_new = {"Put": {"TableName": "h", "Item": {"id": {"S": "two"}}}}
+        refused = {"ConditionCheck": {"TableName": "t", "Key": key("p3", "s003"), "ConditionExpression": "n = :no",
+                                      "ExpressionAttributeValues": {":no": {"N": "12345"}}}}
+        twice = {"Delete": {"TableName": "t", "Key": key("p1", "s001")}}
+        cases = {
+            "condition fails last": [put_new, update, delete, upsert, hash_only, hash_new, refused],
+            "same key twice": [put_new, upsert, update, hash_new, twice],
+            "condition fails first": [refused, put_new],
+            "all succeed": [put_new, update, delete, upsert, hash_only, hash_new],
+        }
+        for label, actions in cases.items():
+            try:
+                ddb.transact_write_items(TransactItems=actions)
+                answers.append([label, "ok"])
+            except ClientError as e:
+                answers.append([label, e.response["Error"]["Code"], e.response["Error"]["Message"],
+                                e.response.get("CancellationReasons")])
+            for k in (key("p9", "new"), key("p1", "s001"), key("p2", "s002"), key("p8", "created"), key("p3", "s003")):
+                answers.append(_unordered_sets(ddb.get_item(TableName="t", Key=k).get("Item")))
+            for i in ("one", "two"):
+                answers.append(ddb.get_item(TableName="h", Key={"id": {"S": i}}).get("Item"))
+            for g in ("G", "MOVED"):
+                found = ddb.query(TableName="t", IndexName="gsi", KeyConditionExpression="gpk = :g",
+                                  ExpressionAttributeValues={":g": {"S": g}}, ProjectionExpression="pk, sk")["Items"]
+                answers.append([g, len(found), [f"{i['pk']['S']}/{i['sk']['S']}" for i in found[:3]]])
+            answers.append([label, "items", ddb.scan(TableName="t", Select="COUNT")["Count"],
+                            ddb.scan(TableName="h", Select="COUNT")["Count"]])
+        return {"answers": answers, "table_copies": len(Table.instances_tracked) - copies_before}  # type: ignore[attr-defined]
+
+
 def _unordered_sets(value: Any) -> Any:
     """An answer with its string, number and binary sets sorted: DynamoDB sets have no order,
     and moto's own projection rebuilds them through a Python set (hash order varies by process)."""
@@ -612,6 +681,26 @@ def scenario(name: str, fixed: bool) -> dict:
     if name == "dynamodb_index_queries" or name == "dynamodb_fast_answers" or name == "dynamodb_fast_projection" \
             or name == "dynamodb_sizes_once" or name == "dynamodb_items_untracked":
         return dynamodb_reads(name, fixes)
+
+    if name == "dynamodb_transaction_journal":
+        return dynamodb_transactions(fixes)
+
+    if name == "ecs_tasks_untracked":
+        def body(aws):
+            # Two steps, one that polls for a second: how many task objects moto still holds
+            # only in its tracking list (DescribeTasks' copies) once they have ended.
+            import gc
+
+            from moto.ecs.models import Task
+
+            start = len(Task.instances_tracked)  # type: ignore[attr-defined]
+            statuses = [ecs_task(aws, ["true"])["status"], ecs_task(aws, ["sleep", "1"])["status"]]
+            gc.collect()
+            tracked = Task.instances_tracked  # type: ignore[attr-defined]
+            # referenced by the list, the loop's name and getrefcount's argument only
+            kept_only_there = sum(1 for i in range(start, len(tracked)) if sys.getrefcount(tracked[i]) <= 2)
+            return {"statuses": statuses, "tasks_tracked": len(tracked) - start, "kept_only_by_tracking": kept_only_there}
+        return with_engine(fixes, body)
 
     if name == "ecs_local_tasks":
         def body(aws):

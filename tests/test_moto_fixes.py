@@ -283,6 +283,31 @@ def test_items_a_read_copies_for_its_answer_are_not_kept_for_the_life_of_the_pro
     assert fixed["first_reads"]["items_kept"] == 0 and fixed["all_reads"]["items_kept"] == 0
 
 
+def test_a_transaction_undoes_its_own_writes_instead_of_copying_whole_tables() -> None:
+    stock, fixed = probe("dynamodb_transaction_journal", "stock"), probe("dynamodb_transaction_journal", "fixed")
+    assert fixed["answers"] == stock["answers"]
+    outcomes = [a for a in stock["answers"] if isinstance(a, list) and len(a) >= 2 and a[1] != "items"
+                and a[0] in ("condition fails last", "same key twice", "condition fails first", "all succeed")]
+    assert [o[:2] for o in outcomes] == [["condition fails last", "TransactionCanceledException"],
+                                         ["same key twice", "ValidationException"],
+                                         ["condition fails first", "TransactionCanceledException"],
+                                         ["all succeed", "ok"]]
+    counts = [a[2:] for a in stock["answers"] if isinstance(a, list) and len(a) == 4 and a[1] == "items"]
+    assert counts == [[200, 1], [200, 1], [200, 1], [201, 2]]  # a failed one leaves both tables as they were
+    # stock deep-copies each named table once per action, every item in it, and keeps the copy
+    # for ever (a tracked model); fixed copies no table
+    assert stock["table_copies"] >= 7 + 5 + 2 + 6 and fixed["table_copies"] == 0
+
+
+def test_the_copies_describe_tasks_answers_with_are_not_kept_for_the_life_of_the_process() -> None:
+    stock, fixed = probe("ecs_tasks_untracked", "stock"), probe("ecs_tasks_untracked", "fixed")
+    assert stock["statuses"] == fixed["statuses"] == ["SUCCEEDED", "SUCCEEDED"]
+    # stock: each .sync poll's copy of a task stays in moto's tracking list after the answer (at
+    # least one poll per step; a one-second step polls many times); fixed: nothing is tracked
+    assert stock["kept_only_by_tracking"] >= 2 and stock["tasks_tracked"] >= stock["kept_only_by_tracking"]
+    assert fixed["tasks_tracked"] == 0
+
+
 def test_the_server_finds_a_requests_backend_and_action_without_scanning_each_time() -> None:
     stock, fixed = probe("server_dispatch", "stock"), probe("server_dispatch", "fixed")
     assert fixed["answers"] == stock["answers"] and len(stock["answers"]) == 30

@@ -294,3 +294,98 @@ def fix_dynamodb_items_untracked() -> None:
 
     Item.__new__ = new  # type: ignore[method-assign]
     Item.instances_tracked.clear()  # type: ignore[attr-defined]
+
+
+#: The lock every DynamoDB backend method that reads or writes items holds (moto_fixes'
+#: ``dynamodb_atomic_writes``); a transaction's undo runs under it too, so no reader sees the
+#: writes of a transaction that failed.
+LOCK = threading.RLock()
+
+
+def fix_dynamodb_transaction_journal() -> None:
+    """moto 5.2.5 makes TransactWriteItems all-or-nothing by deep-copying each table the
+    transaction names, once per action, before it starts, and putting the copies back if an
+    action fails. The copy is of every item in the table: with 25,000 items (a few weeks of
+    `jobplane dev`, or bench/portal.py's store) one transaction took 2.4 s, and every run ends in
+    one (the record and the claim's release). Each copy was also kept for ever, as a tracked
+    model (see ``dynamodb_items_untracked``): two full tables per transaction. Fixed: the
+    transaction keeps an undo journal instead, the item each of its writes replaces (or that
+    there was none), and a failed transaction puts those back, all under the one DynamoDB lock,
+    so no reader sees its partial writes. moto still decides every outcome (conditions, the
+    cancellation reasons, the same key twice); only what it copies changes. No stream is
+    enabled on the local table (a rolled-back write's stream record would remain)."""
+    import copy
+
+    from moto.dynamodb.models import DynamoDBBackend
+    from moto.dynamodb.models.dynamo_type import DynamoType
+    from moto.dynamodb.models.table import Table
+
+    def table_deepcopy(self, memo):  # type: ignore[no-untyped-def]
+        if getattr(_scope, "journal", None) is not None:
+            return self  # moto's rollback copy: the journal stands in for it
+        return copy._reconstruct(self, memo, *self.__reduce_ex__(4))  # type: ignore[attr-defined]  # as without __deepcopy__
+
+    def remember(backend, table_name, key):  # type: ignore[no-untyped-def]
+        journal = getattr(_scope, "journal", None)
+        table = backend.tables.get(table_name) if journal is not None else None
+        if table is None or not isinstance(key, dict):
+            return
+        try:
+            hash_value = DynamoType(key[table.hash_key_attr])
+            range_value = DynamoType(key[table.range_key_attr]) if table.range_key_attr else None
+        except (KeyError, TypeError):
+            return  # moto refuses the write itself, before it changes anything
+        slot = (table_name, hash_value, range_value)
+        if slot in journal:
+            return
+        bucket = table.items.get(hash_value)  # (.get: the items are a defaultdict)
+        current = bucket if range_value is None else (bucket or {}).get(range_value)
+        journal[slot] = (table, bucket is not None, copy.deepcopy(current))
+
+    def undo(journal):  # type: ignore[no-untyped-def]
+        for (_, hash_value, range_value), (table, bucket_existed, original) in journal.items():
+            if range_value is None:
+                if original is None:
+                    table.items.pop(hash_value, None)
+                else:
+                    table.items[hash_value] = original
+                continue
+            bucket = table.items[hash_value]
+            if original is not None:
+                bucket[range_value] = original
+                continue
+            bucket.pop(range_value, None)
+            if not bucket and not bucket_existed:
+                del table.items[hash_value]
+
+    put_item, update_item, delete_item = DynamoDBBackend.put_item, DynamoDBBackend.update_item, DynamoDBBackend.delete_item
+
+    def journaled_put(self, table_name, item_attrs, *args, **kwargs):  # type: ignore[no-untyped-def]
+        remember(self, table_name, item_attrs)
+        return put_item(self, table_name, item_attrs, *args, **kwargs)
+
+    def journaled_update(self, table_name, key, *args, **kwargs):  # type: ignore[no-untyped-def]
+        remember(self, table_name, key)
+        return update_item(self, table_name, key, *args, **kwargs)
+
+    def journaled_delete(self, table_name, key, *args, **kwargs):  # type: ignore[no-untyped-def]
+        remember(self, table_name, key)
+        return delete_item(self, table_name, key, *args, **kwargs)
+
+    transact_write_items = DynamoDBBackend.transact_write_items
+
+    def transact(self, transact_items):  # type: ignore[no-untyped-def]
+        with LOCK:
+            _scope.journal = journal = {}
+            try:
+                return transact_write_items(self, transact_items)
+            except BaseException:
+                undo(journal)
+                raise
+            finally:
+                _scope.journal = None
+                _bump()
+
+    Table.__deepcopy__ = table_deepcopy  # type: ignore[attr-defined]
+    DynamoDBBackend.put_item, DynamoDBBackend.update_item = journaled_put, journaled_update  # type: ignore[method-assign]
+    DynamoDBBackend.delete_item, DynamoDBBackend.transact_write_items = journaled_delete, transact  # type: ignore[method-assign]

@@ -16,9 +16,10 @@ from importlib.metadata import version
 from typing import Any
 
 from jobplane.platform.clock import iso_millis
+from jobplane.platform.local.moto_dynamodb import LOCK as DYNAMODB_LOCK
 from jobplane.platform.local.moto_dynamodb import (fix_dynamodb_fast_answers, fix_dynamodb_fast_projection,
                                                    fix_dynamodb_index_queries, fix_dynamodb_items_untracked,
-                                                   fix_dynamodb_sizes_once)
+                                                   fix_dynamodb_sizes_once, fix_dynamodb_transaction_journal)
 
 MOTO_VERSION = "5.2.5"
 
@@ -167,7 +168,8 @@ def fix_dynamodb_atomic_writes() -> None:
 
     _serialise(DynamoDBBackend, ("put_item", "update_item", "delete_item", "transact_write_items", "batch_write_item",
                                  "get_item", "query", "scan", "batch_get_item", "transact_get_items",
-                                 "create_table", "update_table", "delete_table", "update_time_to_live"))
+                                 "create_table", "update_table", "delete_table", "update_time_to_live"),
+               lock=DYNAMODB_LOCK)  # shared with dynamodb_transaction_journal's undo
 
 
 #: Called with (execution_arn, status, state_machine_arn) when an execution ends, as AWS's
@@ -696,6 +698,26 @@ def fix_ecs_thread_safe() -> None:
     _build_ecs_methods()
 
 
+def fix_ecs_tasks_untracked() -> None:
+    """moto keeps every model object it creates in its class's ``instances_tracked`` list, for
+    its ``/moto-api/`` dashboard, which ``jobplane dev`` never serves (as for DynamoDB items,
+    ``dynamodb_items_untracked``). For ECS tasks that list is a leak: DescribeTasks answers with
+    a copy of each task and its containers taken under ``ECS_LOCK`` (``ecs_thread_safe``), and
+    the .sync wait of every running step asks again and again, so each poll left a task and its
+    containers behind for the life of the process: 149 of 197 tasks after 45 runs of no-op
+    steps, and a step that runs for an hour polls thousands of times. Tasks and containers are
+    not tracked: a copy goes with the answer it was made for, a task with the backend."""
+    from moto.ecs import models
+
+    for cls in (models.Task, models.Container):
+        cls.__new__ = _untracked_new  # type: ignore[method-assign]
+        cls.instances_tracked.clear()  # type: ignore[attr-defined]
+
+
+def _untracked_new(cls, *args, **kwargs):  # type: ignore[no-untyped-def]
+    return object.__new__(cls)  # moto's BaseModel.__new__ without the tracking
+
+
 def fix_ecs_local_tasks() -> None:
     """moto's ECS backend runs nothing: a task moves PENDING -> RUNNING -> STOPPED on a timer and
     its container reports exit code 0 from the start. Locally each task is the runner as a
@@ -744,6 +766,8 @@ FIXES = {
     "dynamodb_fast_projection": fix_dynamodb_fast_projection,
     "dynamodb_sizes_once": fix_dynamodb_sizes_once,
     "dynamodb_items_untracked": fix_dynamodb_items_untracked,
+    "dynamodb_transaction_journal": fix_dynamodb_transaction_journal,
+    "ecs_tasks_untracked": fix_ecs_tasks_untracked,
 }
 
 
