@@ -697,7 +697,7 @@ def scenario(name: str, fixed: bool) -> dict:
             statuses = [ecs_task(aws, ["true"])["status"], ecs_task(aws, ["sleep", "1"])["status"]]
             gc.collect()
             tracked = Task.instances_tracked  # type: ignore[attr-defined]
-            # referenced by the list, the loop's name and getrefcount's argument only
+            # referenced by the list and getrefcount's argument only
             kept_only_there = sum(1 for i in range(start, len(tracked)) if sys.getrefcount(tracked[i]) <= 2)
             return {"statuses": statuses, "tasks_tracked": len(tracked) - start, "kept_only_by_tracking": kept_only_there}
         return with_engine(fixes, body)

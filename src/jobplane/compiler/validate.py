@@ -143,11 +143,11 @@ def _loc_text(loc: tuple[Any, ...]) -> str:
 
 
 def _pydantic_problems(source: str, job_name: str | None, err: ValidationError,
-                       raw: dict[str, Any] | None = None) -> list[Problem]:
+                       raw: dict[str, Any]) -> list[Problem]:
     problems = []
     for e in err.errors(include_url=False):
         loc = tuple(p for p in e["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-        if loc[:2] == ("schedule", 0) and raw is not None and isinstance(raw.get("schedule"), str):
+        if loc[:2] == ("schedule", 0) and isinstance(raw.get("schedule"), str):
             loc = loc[:1] + loc[2:]  # one expression written alone: name the field as written, not [0]
         field = _loc_text(loc) or None
         kind = e["type"]

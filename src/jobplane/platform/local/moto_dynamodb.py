@@ -289,11 +289,19 @@ def fix_dynamodb_items_untracked() -> None:
     item is simply not tracked: it lives as long as the table or the answer that holds it."""
     from moto.dynamodb.models.dynamo_type import Item
 
-    def new(cls, *args, **kwargs):  # type: ignore[no-untyped-def]
-        return object.__new__(cls)
+    untrack(Item)
 
-    Item.__new__ = new  # type: ignore[method-assign]
-    Item.instances_tracked.clear()  # type: ignore[attr-defined]
+
+def untrack(*classes: type) -> None:
+    """New objects of these moto model classes are not added to ``instances_tracked`` (moto's
+    ``BaseModel.__new__`` without the tracking), and those tracked so far are let go."""
+    for cls in classes:
+        cls.__new__ = _untracked_new  # type: ignore[assignment]
+        cls.instances_tracked.clear()  # type: ignore[attr-defined]
+
+
+def _untracked_new(cls, *args, **kwargs):  # type: ignore[no-untyped-def]
+    return object.__new__(cls)
 
 
 #: The lock every DynamoDB backend method that reads or writes items holds (moto_fixes'

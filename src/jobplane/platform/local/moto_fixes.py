@@ -19,7 +19,7 @@ from jobplane.platform.clock import iso_millis
 from jobplane.platform.local.moto_dynamodb import LOCK as DYNAMODB_LOCK
 from jobplane.platform.local.moto_dynamodb import (fix_dynamodb_fast_answers, fix_dynamodb_fast_projection,
                                                    fix_dynamodb_index_queries, fix_dynamodb_items_untracked,
-                                                   fix_dynamodb_sizes_once, fix_dynamodb_transaction_journal)
+                                                   fix_dynamodb_sizes_once, fix_dynamodb_transaction_journal, untrack)
 
 MOTO_VERSION = "5.2.5"
 
@@ -709,13 +709,7 @@ def fix_ecs_tasks_untracked() -> None:
     not tracked: a copy goes with the answer it was made for, a task with the backend."""
     from moto.ecs import models
 
-    for cls in (models.Task, models.Container):
-        cls.__new__ = _untracked_new  # type: ignore[method-assign]
-        cls.instances_tracked.clear()  # type: ignore[attr-defined]
-
-
-def _untracked_new(cls, *args, **kwargs):  # type: ignore[no-untyped-def]
-    return object.__new__(cls)  # moto's BaseModel.__new__ without the tracking
+    untrack(models.Task, models.Container)
 
 
 def fix_ecs_local_tasks() -> None:
