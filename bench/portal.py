@@ -26,7 +26,7 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-import httpx
+import httpx2
 from boto3.dynamodb.types import TypeSerializer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -99,7 +99,7 @@ def seed(aws: LocalAWS, catalog: dict, executions: int, rng: random.Random) -> t
     return busy, items[executions // 20]["execution"]
 
 
-def timed(client: httpx.Client, url: str, n: int) -> list[float]:
+def timed(client: httpx2.Client, url: str, n: int) -> list[float]:
     for _ in range(3):
         assert client.get(url).status_code == 200, url
     out = []
@@ -181,7 +181,7 @@ def main() -> None:
                      JOB_PAGE: f"/jobs/{busy}",
                      "execution page": f"/executions/{execution}", "API: one execution": f"/api/executions/{execution}"}
             results = {}
-            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
+            with httpx2.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
                 for label, url in pages.items():
                     results[label] = timed(client, url, args.n)
             server.should_exit = True
