@@ -3,7 +3,8 @@ validate` of the example jobs, medians of N runs and their ratios, in one run.
 
     .venv/bin/python bench/cli_start.py [-n 10]
 
-Targets (issue 13): --help <= 5x the floor, validate of the examples <= 10x.
+Targets (issue 13): --help <= 5x the floor, validate of the examples <= 10x. A reference line
+shows what importing pydantic alone costs (validate needs its DSL models), next to the target.
 
 The package's bytecode is compiled first, as ``pip install`` does: on a machine with
 PYTHONDONTWRITEBYTECODE set (this one), changed modules would otherwise be compiled from source
@@ -42,11 +43,14 @@ def main() -> None:
     floor = median_seconds([sys.executable, "-c", "pass"], n)
     rows = [("jobplane --help", median_seconds([jobplane, "--help"], n), 5),
             ("jobplane validate (examples)", median_seconds([jobplane, "validate"], n), 10)]
+    pydantic = median_seconds([sys.executable, "-c", "from pydantic import BaseModel"], n)
     print(f"{'python -c pass (floor)':32s} median {floor * 1000:7.1f} ms over {n} runs")
     for label, seconds, target in rows:
         ratio = seconds / floor
         print(f"{label:32s} median {seconds * 1000:7.1f} ms  = {ratio:4.1f}x the floor (target <= {target}x: "
               f"{'met' if ratio <= target else 'NOT met'})")
+    print(f"{'  reference: import pydantic':32s} median {pydantic * 1000:7.1f} ms  = {pydantic / floor:4.1f}x the floor "
+          "(`from pydantic import BaseModel` alone)")
 
 
 if __name__ == "__main__":
