@@ -17,11 +17,13 @@ import contextlib
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Iterator
 
+from jobplane.cli.local import ENGINE_LOG, engine_log_to_file
 from jobplane.compiler import asl
 from jobplane.compiler.model import Job
 from jobplane.contract import execution_input
@@ -44,6 +46,11 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--burners", type=int, default=2, help="CPU-bound processes running during the rounds")
     args = ap.parse_args()
+    # moto logs each failed state and each absent path a Choice tests as an ERROR line of
+    # interpreter internals: to a file, as under `jobplane dev`, so the figures stand alone
+    logs = Path(tempfile.mkdtemp(prefix="jobplane-bench-engine-"))
+    engine_log_to_file(logs)
+    print(f"engine log: {logs / ENGINE_LOG}")
     with LocalAWS(env={"PYTHONPATH": str(TESTS)}) as aws:
         deploy(aws, "one", 1)
         deploy(aws, "three", 3)

@@ -19,7 +19,7 @@ from jobplane.cli.common import data_dir_option, fail_definitions, resolve_data_
 ENGINE_LOG = "engine.log"
 
 
-def _engine_log_to_file(data_dir: Path) -> None:
+def engine_log_to_file(data_dir: Path) -> None:
     """moto logs every failed state as a multi-KB ERROR line of interpreter internals: useful
     when debugging the engine, noise for an operator. They go to <data dir>/engine.log; the
     console keeps one line per event (alerts, services, start and stop)."""
@@ -58,7 +58,7 @@ def dev(obj: Any, reset: bool, data_dir: Path | None, aws_port: int | None, port
     for noisy in ("botocore", "urllib3", "werkzeug", "uvicorn.access"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     config = obj.config
-    _engine_log_to_file(resolve_data_dir(obj, data_dir))
+    engine_log_to_file(resolve_data_dir(obj, data_dir))
     platform = DevPlatform(config, resolve_data_dir(obj, data_dir), config.dev.aws_port if aws_port is None else aws_port,
                            config.dev.portal_port if portal_port is None else portal_port, reset=reset,
                            webhook_url=os.environ.get("JOBPLANE_SLACK_WEBHOOK_URL") or None,
