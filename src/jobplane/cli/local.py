@@ -58,8 +58,9 @@ def dev(obj: Any, reset: bool, data_dir: Path | None, aws_port: int | None, port
     for noisy in ("botocore", "urllib3", "werkzeug", "uvicorn.access"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     config = obj.config
-    engine_log_to_file(resolve_data_dir(obj, data_dir))
-    platform = DevPlatform(config, resolve_data_dir(obj, data_dir), config.dev.aws_port if aws_port is None else aws_port,
+    data = resolve_data_dir(obj, data_dir)
+    engine_log_to_file(data)
+    platform = DevPlatform(config, data, config.dev.aws_port if aws_port is None else aws_port,
                            config.dev.portal_port if portal_port is None else portal_port, reset=reset,
                            webhook_url=os.environ.get("JOBPLANE_SLACK_WEBHOOK_URL") or None,
                            run_services=not no_services)
