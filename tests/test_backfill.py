@@ -132,6 +132,26 @@ def test_two_concurrent_backfills_of_one_window_run_each_fire_once(platform: Dev
     assert len(taken) == 6 and all(f.note and f.note.startswith("run by bf-") for f in taken)
 
 
+def test_a_driver_that_read_the_backfill_before_its_run_ended_does_not_lease_the_fire_again(
+        platform: DevPlatform) -> None:
+    """Two drivers move a backfill at once (the CLI and the platform's background driver). One
+    that read the backfill before a fire's run ended tries to lease that fire for the same
+    execution; the lease must stay done, or the fire looks in flight for ever (a CI run of
+    test_only_missed_starts_only_the_fires_with_no_record lost a fire from its --all backfill)."""
+    start, end = "2026-10-01T00:00:00Z", "2026-10-01T01:59:00Z"
+    done = drive(platform, platform.backfills.create("hourly", ME, start, end, reason="missed", max_concurrent=2))
+    assert [f.status for f in done.fires] == ["SUCCEEDED"] * 2
+    store, fire = platform.backfills.store, done.fires[0]
+    assert fire.execution is not None
+    for over_done in (False, True):  # the stale driver of an --only-missed and of an --all backfill
+        held = store.lease("hourly", fire.at, done.id, fire.execution, over_done=over_done)
+        assert held is not None and (held.execution, held.state) == (fire.execution, "done")
+    assert store.leases("hourly", start, end)[fire.at].state == "done"
+    preview = platform.backfills.preview("hourly", start, end, mode="all")
+    assert [p.runs for p in preview] == [True, True]
+    assert preview[0].covered_by == f"SUCCEEDED {fire.execution}"  # its record, not "in flight: ..."
+
+
 def test_skip_if_running_backfills_one_at_a_time_in_order_and_waits_for_a_held_claim(platform: DevPlatform,
                                                                                     tmp_path: Path) -> None:
     release = tmp_path / "release"

@@ -132,14 +132,18 @@ class BackfillStore:
               replacing: str | None = None) -> Lease | None:
         """Lease ``fire`` for ``execution``: None when it is ours, else the lease that holds it.
 
-        Granted when nobody leased the fire, when this execution already holds it (a second
-        driver of the same backfill), with ``over_done`` when the holder's run has ended, and
-        with ``replacing`` when the holder is still that execution (whose run is known to be over
-        or never started)."""
-        conditions = ["attribute_not_exists(pk)", "execution = :e"]
-        values: dict[str, Any] = {":e": execution}
+        Granted when nobody leased the fire, when this execution holds it and its run has not
+        ended (a second driver of the same backfill), with ``over_done`` when another
+        execution's run has ended, and with ``replacing`` when the holder is still that execution
+        (whose run is known to be over or never started).
+
+        This execution's own ended lease is never granted again: a driver that read the backfill
+        before that run ended would set the lease back to running, and the fire would look in
+        flight for ever (a later backfill, ``--all`` too, would leave it out)."""
+        conditions = ["attribute_not_exists(pk)", "(execution = :e AND #state = :running)"]
+        values: dict[str, Any] = {":e": execution, ":running": "running"}
         if over_done:
-            conditions.append("#state = :done")
+            conditions.append("(#state = :done AND execution <> :e)")
             values[":done"] = "done"
         if replacing:
             conditions.append("execution = :old")
@@ -147,10 +151,9 @@ class BackfillStore:
         item = _item({"pk": dm.fire_pk(job, fire), "sk": dm.FIRE_SK, "job": job, "fire": fire, "backfill": backfill_id,
                       "execution": execution, "state": "running", "leased_at": now_iso(),
                       "gsi1pk": dm.job_fires_partition(job), "gsi1sk": fire})
-        names = {"ExpressionAttributeNames": {"#state": "state"}} if over_done else {}
         try:
             self.ddb.put_item(TableName=self.table, Item=item, ConditionExpression=" OR ".join(conditions),
-                              ExpressionAttributeValues=_item(values), **names)
+                              ExpressionAttributeValues=_item(values), ExpressionAttributeNames={"#state": "state"})
             return None
         except self.ddb.exceptions.ConditionalCheckFailedException:
             out = self.ddb.get_item(TableName=self.table, ConsistentRead=True,
