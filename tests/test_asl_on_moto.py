@@ -43,7 +43,7 @@ def aws():
 def deploy(aws: LocalAWS, policy: str = "SKIP_IF_RUNNING", steps: list[dict[str, Any]] | None = None,
            **fields: Any) -> str:
     name = f"job-{uuid.uuid4().hex[:10]}"
-    job = Job.model_validate({"name": name, "team": "billing", "timezone": "UTC", "policy": policy,
+    job = Job.from_definition({"name": name, "team": "billing", "timezone": "UTC", "policy": policy,
                               "steps": steps or [{"name": "only", "python": "m:f"}]} | fields)
     aws.deploy(name, asl.compile_job(job, aws.prefix), cluster_arn=MISSING_CLUSTER)
     return name
@@ -193,7 +193,7 @@ def test_unknown_resume_from_fails_instead_of_running_everything(aws: LocalAWS) 
 def test_steps_get_a_w3c_traceparent_shared_by_the_run(aws: LocalAWS) -> None:
     import re
 
-    job = Job.model_validate({"name": "traced", "team": "billing", "steps": [{"name": "a", "python": "m:f"}]})
+    job = Job.from_definition({"name": "traced", "team": "billing", "steps": [{"name": "a", "python": "m:f"}]})
     task = asl.build_definition(job, aws.prefix)["States"]["a"]
     env = task["Parameters"]["Overrides"]["ContainerOverrides"][0]["Environment"]
     expression = next(e["Value.$"] for e in env if e["Name"] == "TRACEPARENT")

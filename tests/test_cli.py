@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import Repo, minimal_job
+from conftest import ROOT, Repo, minimal_job
 
 NY_JOB = """\
 local jp = import 'jobplane.libsonnet';
@@ -137,3 +137,20 @@ def test_help_imports_no_command_module() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "['jobplane.cli.app']"
+
+
+def test_validate_imports_neither_pydantic_nor_the_asl_builder() -> None:
+    """Issue 13's validate budget (10x `python -c pass`): pydantic's import alone took 7x, and
+    the ASL builder and boto3 are not needed to check definitions (compiler/fields.py,
+    compiler/overrides.py). A structural check, so no test asserts a wall-clock time; the
+    figure itself is bench/cli_start.py's."""
+    code = ("import sys; from click.testing import CliRunner; from jobplane.cli import main; "
+            f"r = CliRunner().invoke(main, ['--root', {str(ROOT)!r}, 'validate']); assert r.exit_code == 0, r.output; "
+            "print(r.output.strip()); "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'boto3', 'botocore', 'moto'}) + "
+            "sorted(m for m in sys.modules if m in ('jobplane.compiler.asl', 'jobplane.compiler.terraform')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    valid, imported = done.stdout.strip().splitlines()
+    assert "jobs valid" in valid
+    assert imported == "[]"

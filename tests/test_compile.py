@@ -35,7 +35,7 @@ def asl_of(files: dict[str, str], job_name: str) -> str:
 def job(**overrides: Any) -> Job:
     base = {"name": "nightly", "team": "billing", "timezone": "UTC", "schedule": ["cron(0 2 * * ? *)"],
             "steps": [{"name": "only", "python": "m:f"}]}
-    return Job.model_validate(base | overrides)
+    return Job.from_definition(base | overrides)
 
 
 def steps(n: int, **step: Any) -> list[dict[str, Any]]:
@@ -216,7 +216,7 @@ def test_user_text_is_never_interpolated_by_terraform(examples: dict[str, str]) 
 def test_the_asl_read_back_from_terraform_is_the_compiled_asl(text: str) -> None:
     """The job's Terraform file is the one stored copy of its ASL: reading it back gives the exact
     bytes, whatever template-like text a step's arguments hold."""
-    job = Job.model_validate({"name": "tricky", "team": "billing", "timezone": "UTC", "params": {"p": text},
+    job = Job.from_definition({"name": "tricky", "team": "billing", "timezone": "UTC", "params": {"p": text},
                               "steps": [{"name": "s", "python": "m:f", "kwargs": {"k": text}},
                                         {"name": "t", "shell": ["echo", text]}]})
     compiled = asl.render(asl.build_definition(job, "jobplane"))
@@ -274,15 +274,14 @@ def test_secrets_get_a_task_definition_and_a_scoped_execution_role(examples: dic
     ("hunter2 with spaces", False),
 ])
 def test_a_secret_is_a_name_or_a_full_arn(value: str, accepted: bool) -> None:
-    from pydantic import ValidationError
-
+    from jobplane.compiler.fields import Invalid
     from jobplane.compiler.model import Step
 
     if accepted:
-        assert Step.model_validate({"name": "s", "python": "m:f", "secrets": {"TOKEN": value}}).secrets["TOKEN"] == value
+        assert Step.from_definition({"name": "s", "python": "m:f", "secrets": {"TOKEN": value}}).secrets["TOKEN"] == value
     else:
-        with pytest.raises(ValidationError) as raised:
-            Step.model_validate({"name": "s", "python": "m:f", "secrets": {"TOKEN": value}})
+        with pytest.raises(Invalid) as raised:
+            Step.from_definition({"name": "s", "python": "m:f", "secrets": {"TOKEN": value}})
         text = str(raised.value)
         assert "never the secret" in text or "partial Secrets Manager ARN" in text
         if "partial" in text:
@@ -338,6 +337,61 @@ def test_schema_export_describes_the_job(repo: Repo) -> None:
     assert {"name", "team", "steps", "schedule", "policy"} <= set(schema["properties"])
     assert schema["additionalProperties"] is False
     assert "SKIP_IF_RUNNING" in json.dumps(schema)
+
+
+#: Mistakes that both the checker and the schema must refuse, each on a valid definition.
+SCHEMA_MISTAKES: dict[str, Callable[[dict[str, Any]], None]] = {
+    "unknown field": lambda d: d.update(shedule="rate(1 hour)"),
+    "unknown step field": lambda d: d["steps"][0].update(retyr={"attempts": 2}),
+    "missing team": lambda d: d.pop("team"),
+    "no steps": lambda d: d.update(steps=[]),
+    "policy": lambda d: d.update(policy="NEVER"),
+    "enabled as text": lambda d: d.update(enabled="yes"),
+    "attempts as text": lambda d: d["steps"][0].update(retry={"attempts": "3"}),
+    "too many attempts": lambda d: d["steps"][0].update(retry={"attempts": 11}),
+    "backoff below 1": lambda d: d["steps"][0].update(retry={"backoff": 0.5}),
+    "memory as text": lambda d: d["steps"][0].update(memory="512"),
+    "duration": lambda d: d.update(timeout=0),
+    "empty duration": lambda d: d.update(timeout=""),
+    "event": lambda d: d.update(notify={"events": ["FAILD"]}),
+    "env value": lambda d: d["steps"][0].update(env={"A": 1}),
+    "after without job": lambda d: d.update(after=[{"on": "FAILED"}]),
+    "runbook without recovery": lambda d: d.update(runbook={"impact": "x"}),
+    "params as text": lambda d: d.update(params="x"),
+}
+
+
+@pytest.mark.parametrize("mistake", list(SCHEMA_MISTAKES))
+def test_the_schema_and_the_checker_come_from_one_table(repo: Repo, mistake: str) -> None:
+    """`jobplane schema` is generated from the fields that check definitions (compiler/fields.py):
+    it accepts every example job as the checker does, and refuses each planted mistake that the
+    checker refuses (shape and type mistakes: rules such as cron syntax are the checker's alone)."""
+    import copy
+
+    import jsonschema
+
+    from jobplane.compiler.fields import Invalid
+    from jobplane.compiler.validate import evaluate
+
+    repo.copy_examples()
+    schema = json.loads(repo.cli("schema").stdout)
+    validator = jsonschema.Draft202012Validator(schema)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    config = load_config(repo.path)
+    definitions = []
+    for path in sorted(config.jobs_path.rglob("*.jsonnet")):
+        if "lib" not in path.relative_to(config.jobs_path).parts:
+            value = evaluate(path, config)
+            definitions.extend([value] if isinstance(value, dict) else value)
+    assert len(definitions) >= 7
+    for definition in definitions:
+        assert not list(validator.iter_errors(definition)), definition["name"]
+        Job.from_definition(definition)
+    bad = copy.deepcopy(next(d for d in definitions if d["steps"][0].get("python")))
+    SCHEMA_MISTAKES[mistake](bad)
+    assert list(validator.iter_errors(bad)), f"the schema accepts {mistake}"
+    with pytest.raises(Invalid):
+        Job.from_definition(bad)
 
 
 def test_init_scaffolds_a_valid_job(repo: Repo) -> None:

@@ -126,7 +126,7 @@ def jobs(draw: Any) -> Job:
         else:
             steps.append({"name": names[i], "python": BEHAVE, "retry": {"attempts": draw(st.integers(1, 4))}})
             i += 1
-    return Job.model_validate({
+    return Job.from_definition({
         "name": "prop-job", "team": "billing", "timezone": "UTC", "steps": steps,
         "policy": draw(st.sampled_from(["ALWAYS_RUN", "SKIP_IF_RUNNING", "SKIP_IF_FAILED", "SKIP_IF_RUNNING_OR_FAILED"])),
         "notify": {"events": draw(st.lists(st.sampled_from(["FAILED", "SKIPPED", "RECOVERED", "TIMED_OUT"]),
@@ -195,7 +195,7 @@ def aws():
 
 def _deploy(aws: LocalAWS, **fields: Any) -> str:
     name = f"job-{uuid.uuid4().hex[:10]}"
-    job = Job.model_validate({"name": name, "team": "billing", "timezone": "UTC",
+    job = Job.from_definition({"name": name, "team": "billing", "timezone": "UTC",
                               "steps": [{"name": "prepare", "python": BEHAVE}, {"name": "load", "python": BEHAVE}]}
                              | fields)
     aws.deploy(name, asl.compile_job(job, aws.prefix))

@@ -39,7 +39,7 @@ def aws():
 def deploy(aws: LocalAWS, steps: list[dict[str, Any]] | None = None, name: str | None = None, **fields: Any) -> str:
     """Deploy a test job (a new name, or a new definition of ``name``)."""
     name = name or f"job-{uuid.uuid4().hex[:10]}"
-    job = Job.model_validate({"name": name, "team": "billing", "timezone": "UTC",
+    job = Job.from_definition({"name": name, "team": "billing", "timezone": "UTC",
                               "steps": steps or [{"name": "work", "python": BEHAVE}]} | fields)
     aws.deploy(name, asl.compile_job(job, aws.prefix))
     return name
@@ -458,7 +458,7 @@ def test_a_step_gets_its_declared_environment_not_the_developers(aws: LocalAWS, 
     monkeypatch.setenv("JOBPLANE_SLACK_WEBHOOK_URL", "https://hooks.slack.com/services/T9/B9/SECRET")
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_developer_token")
     out = tmp_path / "env.json"
-    job = Job.model_validate({"name": "env-check", "team": "billing", "timezone": "UTC",
+    job = Job.from_definition({"name": "env-check", "team": "billing", "timezone": "UTC",
                               "steps": [{"name": "dump", "python": "sample_apps.functions:record_env",
                                          "kwargs": {"out": str(out)}, "env": {"REPORT_BUCKET": "reports"}}]})
     aws.deploy(job.name, asl.compile_job(job, aws.prefix))
@@ -586,7 +586,7 @@ def test_step_output_goes_to_cloudwatch_logs_as_the_awslogs_driver_writes_it(aws
                 "awslogs-group": "/nobody/made/this", "awslogs-region": aws.region,
                 "awslogs-stream-prefix": rc.LOG_STREAM_PREFIX}}}])["taskDefinition"]["taskDefinitionArn"]
     job2 = f"job-{uuid.uuid4().hex[:10]}"
-    aws.deploy(job2, asl.compile_job(Job.model_validate({
+    aws.deploy(job2, asl.compile_job(Job.from_definition({
         "name": job2, "team": "billing", "timezone": "UTC", "steps": [{"name": "work", "python": BEHAVE}]}),
         aws.prefix), task_definition=broken)
     arn = aws.start(job2, fire({"mode": "ok"}))

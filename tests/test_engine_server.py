@@ -22,7 +22,7 @@ def test_server_mode_serves_other_clients(tmp_path: Path) -> None:
     with LocalAWS(prefix="jpserver", server_port=0, env={"PYTHONPATH": str(HERE)}) as server:
         port, key = server.server_port, server.credentials
         name = f"job-{uuid.uuid4().hex[:8]}"
-        job = Job.model_validate({"name": name, "team": "billing", "timezone": "UTC",
+        job = Job.from_definition({"name": name, "team": "billing", "timezone": "UTC",
                                   "steps": [{"name": "work", "python": "sample_apps.functions:behave"}]})
         server.deploy(name, asl.compile_job(job, server.prefix))
         marker = tmp_path / "ran"

@@ -123,7 +123,7 @@ def test_two_builds_give_the_same_bytes(package: Path, tmp_path: Path) -> None:
 
 def test_the_reconciler_handler_records_a_stopped_run(aws: LocalAWS, lambda_root: dict[str, Path]) -> None:
     name = f"job-{uuid.uuid4().hex[:8]}"
-    job = Job.model_validate({"name": name, "team": "billing", "timezone": "UTC",
+    job = Job.from_definition({"name": name, "team": "billing", "timezone": "UTC",
                               "steps": [{"name": "work", "python": "sample_apps.functions:behave"}]})
     aws.deploy(name, asl.compile_job(job, aws.prefix))
     arn = aws.start(name, execution_input.manual("ops", overrides={"mode": "sleep", "seconds": 60}))
@@ -153,7 +153,7 @@ def test_the_notifier_handler_posts_to_slack_with_the_error_read_from_cloudwatch
     failed attempt's task in the execution history and reads its CloudWatch Logs stream, which
     the runner's log driver wrote (the local ECS agent, as awslogs does on AWS)."""
     name = f"job-{uuid.uuid4().hex[:8]}"
-    job = Job.model_validate({"name": name, "team": "billing", "timezone": "UTC",
+    job = Job.from_definition({"name": name, "team": "billing", "timezone": "UTC",
                               "steps": [{"name": "load", "python": "sample_apps.functions:behave"}]})
     aws.deploy(name, asl.compile_job(job, aws.prefix))
     arn = aws.start(name, execution_input.manual("ops", overrides={"mode": "fail"}))
@@ -213,7 +213,7 @@ def test_the_periodic_handler_announces_a_slow_run_and_catches_up_lost_status_ev
     from jobplane.platform.catchup import catch_up_name
 
     name = f"job-{uuid.uuid4().hex[:8]}"
-    job = Job.model_validate({"name": name, "team": "billing", "timezone": "UTC", "expected_duration": "1s",
+    job = Job.from_definition({"name": name, "team": "billing", "timezone": "UTC", "expected_duration": "1s",
                               "notify": {"events": ["FAILED", "SLOW"]},
                               "steps": [{"name": "work", "python": "sample_apps.functions:behave"}]})
     aws.deploy(name, asl.compile_job(job, aws.prefix))
@@ -221,7 +221,7 @@ def test_the_periodic_handler_announces_a_slow_run_and_catches_up_lost_status_ev
     # status event never came (ended 20 minutes ago)
     upstream, downstream = f"up-{uuid.uuid4().hex[:8]}", f"down-{uuid.uuid4().hex[:8]}"
     for n, after_jobs in ((upstream, []), (downstream, [{"job": upstream}])):
-        aws.deploy(n, asl.compile_job(Job.model_validate({  # (this local AWS delivers no `after` event)
+        aws.deploy(n, asl.compile_job(Job.from_definition({  # (this local AWS delivers no `after` event)
             "name": n, "team": "billing", "timezone": "UTC", "after": after_jobs,
             "steps": [{"name": "work", "python": "sample_apps.functions:behave"}]}), aws.prefix))
     _upstream_run(aws, upstream, 60, [downstream])
@@ -229,7 +229,7 @@ def test_the_periodic_handler_announces_a_slow_run_and_catches_up_lost_status_ev
     # a run stopped whose status event never reached the reconciler: no record, its claim held
     # (this module's local AWS hands no event to a reconciler: the packaged handlers do)
     gone = f"gone-{uuid.uuid4().hex[:8]}"
-    aws.deploy(gone, asl.compile_job(Job.model_validate({
+    aws.deploy(gone, asl.compile_job(Job.from_definition({
         "name": gone, "team": "billing", "timezone": "UTC",
         "steps": [{"name": "work", "python": "sample_apps.functions:behave"}]}), aws.prefix))
     stopped = aws.start(gone, execution_input.manual("ops", overrides={"mode": "sleep", "seconds": 120}))

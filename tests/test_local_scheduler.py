@@ -43,7 +43,7 @@ def no_schedules_from_other_tests(aws: LocalAWS) -> None:
 
 def deploy(aws: LocalAWS, expression: str, enabled: bool = True, tz: str = "UTC") -> str:
     name = f"job-{uuid.uuid4().hex[:8]}"
-    job = Job.model_validate({"name": name, "team": "billing", "timezone": tz, "schedule": [expression],
+    job = Job.from_definition({"name": name, "team": "billing", "timezone": tz, "schedule": [expression],
                               "steps": [{"name": "work", "python": "sample_apps.functions:behave"}]})
     arn = aws.deploy(name, asl.compile_job(job, aws.prefix))
     aws.deploy_schedules(CatalogJob(name=name, team="billing", schedule=job.schedule, timezone=tz, enabled=enabled,

@@ -34,7 +34,7 @@ def same_shape(answer: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("server", [False, True], ids=["in-process", "server"])
 def test_a_job_created_in_the_backends_reads_and_runs_as_one_created_through_the_api(server: bool) -> None:
-    job = Job.model_validate({"name": "probe", "team": "billing", "timezone": "UTC",
+    job = Job.from_definition({"name": "probe", "team": "billing", "timezone": "UTC",
                               "steps": [{"name": "work", "shell": ["true"]}]})
     with LocalAWS(server_port=0 if server else None, env={"PYTHONPATH": str(HERE)}) as aws:
         sfn, iam, scheduler = aws.client("stepfunctions"), aws.client("iam"), aws.client("scheduler")
@@ -87,7 +87,7 @@ def test_a_job_created_in_the_backends_reads_and_runs_as_one_created_through_the
 
 
 def test_the_running_executions_are_those_list_executions_answers() -> None:
-    jobs = {name: Job.model_validate({"name": name, "team": "billing", "timezone": "UTC", "policy": "ALWAYS_RUN",
+    jobs = {name: Job.from_definition({"name": name, "team": "billing", "timezone": "UTC", "policy": "ALWAYS_RUN",
                                       "steps": [{"name": "work", "shell": argv}]})
             for name, argv in (("slow", ["sleep", "120"]), ("quick", ["true"]))}
     with LocalAWS(env={"PYTHONPATH": str(HERE)}) as aws:

@@ -129,7 +129,7 @@ def next_command(obj: Context, job_name: str, count: int, after: str | None) -> 
     except DefinitionError as e:
         fail_definitions(e)
     if job_name not in jobs:
-        from jobplane.compiler.model import did_you_mean
+        from jobplane.contract.quoting import did_you_mean
 
         raise click.ClickException(f"no job named {job_name!r}{did_you_mean(job_name, list(jobs))}")
     job = jobs[job_name]
@@ -170,11 +170,10 @@ def _parse_after(after: str | None) -> datetime:
               help="Write to this file instead of standard output.")
 def schema(out: Path | None) -> None:
     """JSON Schema of a resolved job definition, for editor completion and checks."""
+    from jobplane.compiler.fields import json_schema
     from jobplane.compiler.model import Job
 
-    doc = Job.model_json_schema()
-    doc["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    doc["title"] = "jobplane job"
+    doc = json_schema(Job, "jobplane job")
     text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
     if out:
         out.write_text(text)
@@ -191,7 +190,7 @@ def init(obj: Context, path: str) -> None:
     from jobplane.compiler.model import NAME_RE
 
     team, _, job = path.partition("/")
-    if not team or not NAME_RE.match(job or ""):
+    if not team or not NAME_RE.fullmatch(job or ""):
         raise click.BadParameter("give TEAM/JOB with a kebab-case job name, e.g. billing/daily-report")
     target = obj.config.jobs_path / team / f"{job}.jsonnet"
     if target.exists():

@@ -39,6 +39,7 @@ import json
 from typing import Any
 
 from jobplane.compiler.model import Job, Step
+from jobplane.compiler.overrides import container_overrides
 from jobplane.compiler.states import DISCARD, Catch, Choice, Fail, Graph, Parallel, Pass, State, Task, Wait
 from jobplane.contract import datamodel as dm
 from jobplane.contract import execution_input, items
@@ -219,7 +220,7 @@ class _Builder:
         fallback.pop("params")
         # The job's params go in as Base64 of their JSON: a key ending in ".$" stays a key, and
         # no character needs an intrinsic-function escape. Their size is bounded by the steps'
-        # container overrides (params_budget), well inside what the intrinsic accepts.
+        # container overrides (overrides.params_budget), well inside what the intrinsic accepts.
         encoded = base64.b64encode(json.dumps(self.job.params, sort_keys=True, separators=(",", ":"),
                                               ensure_ascii=False).encode()).decode()
         self.add(sn.START_DEFAULTS, Pass(
@@ -375,27 +376,6 @@ class _Builder:
                 nxt = self.step_states(step, nxt, is_last, self.graph, record=True)
         return nxt
 
-    def container_env(self, step: Step, attempt: int) -> list[dict[str, str]]:
-        env = [
-            {"Name": rc.ENV_JOB, "Value": self.job.name},
-            {"Name": rc.ENV_TEAM, "Value": self.job.team},
-            {"Name": rc.ENV_STEP, "Value": step.name},
-            {"Name": rc.ENV_ATTEMPT, "Value": str(attempt)},
-            {"Name": rc.ENV_STEP_TIMEOUT, "Value": str(step.timeout)},
-            {"Name": rc.ENV_TARGET, "Value": json.dumps(step.target_spec(), sort_keys=True, separators=(",", ":"))},
-            {"Name": rc.ENV_EXECUTION_ID, "Value.$": "$$.Execution.Name"},
-            {"Name": rc.ENV_SCHEDULED_TIME, "Value.$": "$.scheduled_time"},
-            {"Name": rc.ENV_TRIGGER, "Value.$": "$.trigger"},
-            {"Name": rc.ENV_PARAMS, "Value.$": "States.JsonToString($.params)"},
-            # W3C trace context: the trace id is the MD5 of the execution ARN (32 hex, shared by
-            # every step of the run); the parent id is 16 hex from a fresh UUID's last group.
-            {"Name": rc.ENV_TRACEPARENT,
-             "Value.$": "States.Format('00-{}-0000{}-01', States.Hash($$.Execution.Id, 'MD5'), "
-                        "States.ArrayGetItem(States.StringSplit(States.UUID(), '-'), 4))"},
-        ]
-        env += [{"Name": k, "Value": v} for k, v in sorted(step.env.items())]
-        return env
-
     def run_task_parameters(self, step: Step, attempt: int) -> dict[str, Any]:
         return {
             "Cluster": token("cluster_arn"),
@@ -409,11 +389,7 @@ class _Builder:
             "Overrides": {
                 "Cpu": str(step.cpu),
                 "Memory": str(step.memory),
-                "ContainerOverrides": [{
-                    "Name": rc.CONTAINER_NAME,
-                    "Command": rc.container_command(step.kind),
-                    "Environment": self.container_env(step, attempt),
-                }],
+                "ContainerOverrides": container_overrides(self.job, step, attempt),
             },
         }
 
@@ -608,7 +584,7 @@ class _Builder:
             "outcome.$": "$.outcome",
             "channels": self.job.notify.channels,
             "events": [e.value for e in self.job.notify.events],
-            "runbook": self.job.runbook.model_dump() if self.job.runbook else None,
+            "runbook": self.job.runbook.as_dict() if self.job.runbook else None,
         }
         if outcome is not None:
             del message["outcome.$"]
@@ -737,21 +713,6 @@ class _Builder:
 def _stop_code_rules(cause: str, codes: tuple[str, ...]) -> list[dict[str, Any]]:
     """The task JSON in ``cause`` has one of these StopCodes (compact or spaced JSON)."""
     return [{"Variable": cause, "StringMatches": f'*"StopCode":{sep}"{code}"*'} for code in codes for sep in ("", " ")]
-
-
-def params_budget(job: Job, prefix: str) -> int:
-    """Characters left for the run's params in the largest container override any step attempt
-    sends (the rest is fixed by the definition, or bounded: rc.RUN_TIME_VALUE_MAX)."""
-    builder = _Builder(job, prefix)
-    largest = 0
-    for step in job.runnable_steps():
-        for n in {1, step.retry.attempts}:
-            override = builder.run_task_parameters(step, n)["Overrides"]["ContainerOverrides"]
-            sized = [{**o, "Environment": [
-                {"Name": e["Name"], "Value": "x" * rc.RUN_TIME_VALUE_MAX.get(e["Name"], 0)} if "Value.$" in e else e
-                for e in o["Environment"]]} for o in override]
-            largest = max(largest, len(json.dumps(sized, separators=(",", ":"), ensure_ascii=False)))
-    return rc.OVERRIDES_LIMIT - largest
 
 
 def build_definition(job: Job, prefix: str) -> dict[str, Any]:

@@ -19,7 +19,7 @@ def step_entry(step: Step) -> CatalogStep:
                            parallel=[step_entry(s) for s in step.parallel])
     return CatalogStep(
         name=step.name, kind=step.kind, description=step.description, target=step.target_spec(),
-        timeout=step.timeout, retry=step.retry.model_dump(), cpu=step.cpu, memory=step.memory,
+        timeout=step.timeout, retry=step.retry.as_dict(), cpu=step.cpu, memory=step.memory,
         env=dict(sorted(step.env.items())), secrets=sorted(step.secrets))
 
 
@@ -32,9 +32,9 @@ def build_catalog(jobs: list[LoadedJob], config: PlatformConfig, state_counts: d
         job = lj.job
         entries.append(CatalogJob(
             name=job.name, team=job.team, description=job.description,
-            runbook=job.runbook.model_dump() if job.runbook else None, source=lj.source, schedule=job.schedule,
+            runbook=job.runbook.as_dict() if job.runbook else None, source=lj.source, schedule=job.schedule,
             timezone=job.timezone, enabled=job.enabled, policy=job.policy, timeout=job.timeout,
-            expected_duration=job.expected_duration, notify=job.notify.model_dump(mode="json"), params=job.params,
+            expected_duration=job.expected_duration, notify=job.notify.as_dict(), params=job.params,
             steps=[step_entry(s) for s in job.steps],
             state_machine=names.state_machine_name(config.name_prefix, job.name),
             asl=layout.job_file(job.team, job.name), states=state_counts[job.name],

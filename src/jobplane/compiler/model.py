@@ -1,18 +1,20 @@
 """The resolved job model: what a Jsonnet definition means once defaults are applied.
 
-pydantic does the per-field checking (types, unknown fields, enums); cross-field rules that a
-person would state in one sentence live next to their field as validators. Cross-job rules
+Each model is a frozen dataclass whose fields say their type, default, description and checks
+(:mod:`jobplane.compiler.fields`); the same table gives `jobplane schema` its JSON Schema. A rule
+that a person would state in one sentence lives next to its field as a check. Cross-job rules
 (unique names, derived AWS name lengths, known teams) live in :mod:`jobplane.compiler.validate`.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
 
-from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt,
-                      ValidationInfo, field_validator, model_validator)
-
+from jobplane.compiler.fields import (Anything, Bool, Choice, Int, ListOf, MapOf, Model, Nested, Nullable, Number,
+                                     Parsed, Str, field)
 from jobplane.contract import runner as rc
 from jobplane.contract.quoting import quoted
 from jobplane.contract.schedule import ScheduleError, parse, validate_timezone
@@ -35,6 +37,7 @@ SECRET_ANY_ARN_RE = re.compile(r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12
 PARAMETER_ARN_RE = re.compile(r"^arn:aws[a-z-]*:ssm:[a-z0-9-]+:\d{12}:parameter/.+$")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SECRETISH_RE = re.compile(r"(PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|PRIVATE_?KEY|CREDENTIAL)", re.I)
+SLACK_CHANNEL_RE = re.compile(r"^#[a-z0-9][a-z0-9._-]{0,79}$")
 _DURATION_RE = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 
 MAX_ATTEMPTS = 10
@@ -66,20 +69,19 @@ def parse_duration(value: Any) -> int:
     raise ValueError(f"{quoted(value)} is not a duration: use seconds or a string like '90s', '15m', '2h', '1h30m'")
 
 
-Duration = Annotated[int, BeforeValidator(parse_duration)]
+#: Seconds, or a string such as '90s', '15m', '2h', '1h30m', '1d'.
+Duration = Parsed(parse_duration, {"anyOf": [{"type": "integer", "exclusiveMinimum": 0},
+                                             {"type": "string", "minLength": 1, "pattern": _DURATION_RE.pattern}]})
 
 
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Retry(Strict):
+@dataclass(frozen=True, kw_only=True)
+class Retry(Model):
     """How often a step's own retryable failures are retried (infrastructure errors are separate)."""
 
-    attempts: StrictInt = Field(1, ge=1, le=MAX_ATTEMPTS, description="Total attempts, the first included.")
-    interval: Duration = Field(30, description="Wait before the second attempt.")
-    backoff: float = Field(2.0, ge=1.0, le=10.0, description="Each wait is the previous times this.")
-    max_interval: Duration = Field(3600, description="Upper bound of any single wait.")
+    attempts: int = field(Int(ge=1, le=MAX_ATTEMPTS), 1, description="Total attempts, the first included.")
+    interval: int = field(Duration, 30, description="Wait before the second attempt.")
+    backoff: float = field(Number(ge=1.0, le=10.0), 2.0, description="Each wait is the previous times this.")
+    max_interval: int = field(Duration, 3600, description="Upper bound of any single wait.")
 
     def delays(self) -> list[int]:
         """Seconds to wait before attempts 2..n (static: EventBridge/Step Functions have no pow)."""
@@ -99,7 +101,11 @@ def fargate_size_problem(cpu: int, memory: int) -> str | None:
     return None
 
 
-def _schedule_expression(v: str) -> str:
+def _schedule_expression(v: Any) -> str:
+    if not isinstance(v, str):
+        raise ValueError("Input should be a valid string")
+    if v != v.strip():  # deployed as written: EventBridge would be given the spaces too
+        raise ValueError(f"{quoted(v)} has spaces or a line break around it")
     try:
         parse(v)
     except ScheduleError as e:
@@ -107,122 +113,101 @@ def _schedule_expression(v: str) -> str:
     return v
 
 
-#: One schedule expression: checked on its own, so every bad one of a list is reported.
-ScheduleExpression = Annotated[str, AfterValidator(_schedule_expression)]
+def _matches(pattern: re.Pattern[str], message: str) -> Any:
+    """A field check: the whole value (when given) matches ``pattern``, else ``message`` about it.
+    (Whole: ``$`` alone also matches before a final line break, which let 'name\n' through.)"""
+    def check(v: str | None, _: dict[str, Any]) -> Iterator[str]:
+        if v is not None and not pattern.fullmatch(v):
+            yield message.format(value=quoted(v))
+    return check
 
 
-class Step(Strict):
+def _shell(v: list[str] | None, _: dict[str, Any]) -> Iterator[str]:
+    if v is not None and (not v or not v[0]):
+        yield "shell takes a non-empty argv list, e.g. ['bash', '-c', 'echo hi']"
+
+
+def _step_name(v: str, _: dict[str, Any]) -> Iterator[str]:
+    if not STEP_NAME_RE.fullmatch(v) or len(v) > STEP_NAME_MAX:
+        yield f"{quoted(v)}: step names are 1-40 lower-case letters, digits, '-' or '_', starting with a letter"
+
+
+def _env(v: dict[str, str], _: dict[str, Any]) -> Iterator[str]:
+    for key, value in v.items():
+        if not ENV_NAME_RE.fullmatch(key):
+            yield f"{quoted(key)} is not a valid environment variable name"
+        elif key.startswith("JOBPLANE_") or key == rc.ENV_TRACEPARENT:
+            yield f"{quoted(key)} is reserved for the platform"
+        elif SECRETISH_RE.search(key) and value:
+            yield f"{quoted(key)} looks like a secret given as plain text; put its ARN under secrets instead"
+
+
+def _secrets(v: dict[str, str], _: dict[str, Any]) -> Iterator[str]:
+    for key, value in v.items():
+        if not ENV_NAME_RE.fullmatch(key):
+            yield f"{quoted(key)} is not a valid environment variable name"
+        elif SECRET_FULL_ARN_RE.fullmatch(value) or PARAMETER_ARN_RE.fullmatch(value):
+            continue
+        elif partial := SECRET_ANY_ARN_RE.fullmatch(value):
+            yield (f"{quoted(key)}: {quoted(value)} is a partial Secrets Manager ARN (no 6-character suffix), which "
+                   f"IAM does not match; name the secret ({quoted(SECRET_NAME_PREFIX + partial['name'])}, "
+                   "or jp.secret(NAME)) or give its full ARN (arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME-AbCdEf)")
+        elif not SECRET_NAME_RE.fullmatch(value):
+            yield (f"{quoted(key)} is given as a plain value; secrets take a Secrets Manager secret by name "
+                   "('secretsmanager:billing/ledger-api-token', or jp.secret(NAME)) or full ARN, or an SSM "
+                   "parameter's ARN, never the secret itself")
+
+
+KINDS = ("python", "celery", "django", "shell", "parallel")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Step(Model):
     """One unit of work: exactly one of python, celery, django, shell or parallel."""
 
-    name: str = Field(description="Unique within the job; kebab-case or snake_case.")
-    description: str = ""
-    python: str | None = Field(None, description="'package.module:function', called with kwargs.")
-    celery: str | None = Field(None, description="Registered Celery task name, executed inline.")
-    django: str | None = Field(None, description="Django management command name, run with args.")
-    shell: list[str] | None = Field(None, description="argv list, run as a child process.")
-    parallel: list[Step] | None = Field(None, description="Steps run concurrently; fails if any fails.")
-    args: list[Any] = Field(default_factory=list)
-    kwargs: dict[str, Any] = Field(default_factory=dict)
-    timeout: Duration = Field(3600, description="Per attempt.")
-    retry: Retry = Field(default_factory=Retry)
-    cpu: StrictInt = Field(256, description="Fargate CPU units.")
-    memory: StrictInt = Field(512, description="MiB; must suit cpu on Fargate.")
-    env: dict[str, str] = Field(default_factory=dict)
-    secrets: dict[str, str] = Field(default_factory=dict, description="ENV_NAME -> jp.secret(NAME), a full Secrets Manager ARN or an SSM parameter ARN.")
+    name: str = field(Str(), description="Unique within the job; kebab-case or snake_case.", check=_step_name)
+    description: str = field(Str(), "")
+    python: str | None = field(Nullable(Str()), None, description="'package.module:function', called with kwargs.",
+                               check=_matches(PYTHON_TARGET_RE, "{value} is not of the form 'package.module:function'"))
+    celery: str | None = field(Nullable(Str()), None, description="Registered Celery task name, executed inline.",
+                               check=_matches(CELERY_TASK_RE,
+                                              "{value} is not a Celery task name such as 'billing.tasks.close_month'"))
+    django: str | None = field(Nullable(Str()), None, description="Django management command name, run with args.",
+                               check=_matches(DJANGO_COMMAND_RE,
+                                              "{value} is not a management command name such as 'clearsessions'"))
+    shell: list[str] | None = field(Nullable(ListOf(Str())), None, description="argv list, run as a child process.",
+                                    check=_shell)
+    parallel: list[Step] | None = field(Nullable(ListOf(Nested(lambda: Step))), None,
+                                        description="Steps run concurrently; fails if any fails.")
+    args: list[Any] = field(ListOf(Anything()), factory=list, description="Arguments of a celery or django step.")
+    kwargs: dict[str, Any] = field(MapOf(Anything()), factory=dict,
+                                   description="Keyword arguments of a python or celery step.")
+    timeout: int = field(Duration, 3600, description="Per attempt.")
+    retry: Retry = field(Nested(lambda: Retry), factory=Retry)
+    cpu: int = field(Int(), 256, description="Fargate CPU units.")
+    memory: int = field(Int(), 512, description="MiB; must suit cpu on Fargate.")
+    env: dict[str, str] = field(MapOf(Str()), factory=dict, check=_env)
+    secrets: dict[str, str] = field(MapOf(Str()), factory=dict, check=_secrets, description=(
+        "ENV_NAME -> jp.secret(NAME), a full Secrets Manager ARN or an SSM parameter ARN."))
 
-    @field_validator("name")
-    @classmethod
-    def _name(cls, v: str) -> str:
-        if not STEP_NAME_RE.match(v) or len(v) > STEP_NAME_MAX:
-            raise ValueError(f"{quoted(v)}: step names are 1-40 lower-case letters, digits, '-' or '_', starting with a letter")
-        return v
-
-    @field_validator("python")
-    @classmethod
-    def _python(cls, v: str | None) -> str | None:
-        if v is not None and not PYTHON_TARGET_RE.match(v):
-            raise ValueError(f"{quoted(v)} is not of the form 'package.module:function'")
-        return v
-
-    @field_validator("celery")
-    @classmethod
-    def _celery(cls, v: str | None) -> str | None:
-        if v is not None and not CELERY_TASK_RE.match(v):
-            raise ValueError(f"{quoted(v)} is not a Celery task name such as 'billing.tasks.close_month'")
-        return v
-
-    @field_validator("django")
-    @classmethod
-    def _django(cls, v: str | None) -> str | None:
-        if v is not None and not DJANGO_COMMAND_RE.match(v):
-            raise ValueError(f"{quoted(v)} is not a management command name such as 'clearsessions'")
-        return v
-
-    @field_validator("shell")
-    @classmethod
-    def _shell(cls, v: list[str] | None) -> list[str] | None:
-        if v is not None and (not v or not v[0]):
-            raise ValueError("shell takes a non-empty argv list, e.g. ['bash', '-c', 'echo hi']")
-        return v
-
-    @field_validator("env")
-    @classmethod
-    def _env(cls, v: dict[str, str]) -> dict[str, str]:
-        for key, value in v.items():
-            if not ENV_NAME_RE.match(key):
-                raise ValueError(f"{quoted(key)} is not a valid environment variable name")
-            if key.startswith("JOBPLANE_") or key == rc.ENV_TRACEPARENT:
-                raise ValueError(f"{quoted(key)} is reserved for the platform")
-            if SECRETISH_RE.search(key) and value:
-                raise ValueError(
-                    f"{quoted(key)} looks like a secret given as plain text; put its ARN under secrets instead")
-        return v
-
-    @field_validator("secrets")
-    @classmethod
-    def _secrets(cls, v: dict[str, str]) -> dict[str, str]:
-        for key, value in v.items():
-            if not ENV_NAME_RE.match(key):
-                raise ValueError(f"{quoted(key)} is not a valid environment variable name")
-            if SECRET_FULL_ARN_RE.match(value) or PARAMETER_ARN_RE.match(value):
-                continue
-            partial = SECRET_ANY_ARN_RE.match(value)
-            if partial:
-                raise ValueError(
-                    f"{quoted(key)}: {quoted(value)} is a partial Secrets Manager ARN (no 6-character suffix), which "
-                    f"IAM does not match; name the secret ({quoted(SECRET_NAME_PREFIX + partial['name'])}, "
-                    "or jp.secret(NAME)) or give its full ARN (arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME-AbCdEf)")
-            if not SECRET_NAME_RE.match(value):
-                raise ValueError(
-                    f"{quoted(key)} is given as a plain value; secrets take a Secrets Manager secret by name "
-                    "('secretsmanager:billing/ledger-api-token', or jp.secret(NAME)) or full ARN, or an SSM "
-                    "parameter's ARN, never the secret itself")
-        return v
-
-    @model_validator(mode="after")
-    def _one_kind(self) -> Step:
-        kinds = [k for k in ("python", "celery", "django", "shell", "parallel") if getattr(self, k) is not None]
+    def model_problems(self) -> Iterator[str]:
+        kinds = [k for k in KINDS if getattr(self, k) is not None]
         if len(kinds) != 1:
-            found = ", ".join(kinds) if kinds else "none"
-            raise ValueError(f"a step needs exactly one of python, celery, django, shell, parallel (found {found})")
-        kind = kinds[0]
-        if self.args and kind not in ("celery", "django"):
-            raise ValueError(f"args apply to celery and django steps, not {kind}")
-        if self.kwargs and kind not in ("python", "celery"):
-            raise ValueError(f"kwargs apply to python and celery steps, not {kind}")
-        if kind == "parallel":
-            if len(self.parallel or []) < 2:
-                raise ValueError("a parallel group needs at least two steps")
-            if any(s.parallel is not None for s in self.parallel or []):
-                raise ValueError("parallel groups cannot be nested")
-        size_problem = fargate_size_problem(self.cpu, self.memory)
-        if size_problem:
-            raise ValueError(size_problem)
-        return self
+            yield f"a step needs exactly one of {', '.join(KINDS)} (found {', '.join(kinds) if kinds else 'none'})"
+        elif self.args and kinds[0] not in ("celery", "django"):
+            yield f"args apply to celery and django steps, not {kinds[0]}"
+        elif self.kwargs and kinds[0] not in ("python", "celery"):
+            yield f"kwargs apply to python and celery steps, not {kinds[0]}"
+        elif kinds[0] == "parallel" and len(self.parallel or []) < 2:
+            yield "a parallel group needs at least two steps"
+        elif kinds[0] == "parallel" and any(s.parallel is not None for s in self.parallel or []):
+            yield "parallel groups cannot be nested"
+        if size_problem := fargate_size_problem(self.cpu, self.memory):
+            yield size_problem
 
     @property
     def kind(self) -> Literal["python", "celery", "django", "shell", "parallel"]:
-        for k in ("python", "celery", "django", "shell", "parallel"):
+        for k in KINDS:
             if getattr(self, k) is not None:
                 return k  # type: ignore[return-value]
         raise AssertionError("validated step has a kind")
@@ -246,108 +231,107 @@ class Step(Strict):
         return spec
 
 
-class Runbook(Strict):
-    impact: str = Field(description="What breaks, for whom, if this job does not run.")
-    workaround: str = ""
-    recovery: str = Field(description="How to recover: is a re-run safe, from which step.")
+@dataclass(frozen=True, kw_only=True)
+class Runbook(Model):
+    """What an operator reads in the failure alert and on the job page."""
+
+    impact: str = field(Str(), description="What breaks, for whom, if this job does not run.")
+    workaround: str = field(Str(), "")
+    recovery: str = field(Str(), description="How to recover: is a re-run safe, from which step.")
 
 
-class Notify(Strict):
-    channels: list[str] = Field(default_factory=list, description="Slack channels; empty: the team's default.")
-    events: list[Event] = Field(default_factory=lambda: list(DEFAULT_EVENTS))
-
-    @field_validator("channels")
-    @classmethod
-    def _channels(cls, v: list[str]) -> list[str]:
-        for ch in v:
-            if not re.match(r"^#[a-z0-9][a-z0-9._-]{0,79}$", ch):
-                raise ValueError(f"{quoted(ch)} is not a Slack channel name such as '#billing-alerts'")
-        return v
+def _channels(v: list[str], _: dict[str, Any]) -> Iterator[str]:
+    for ch in v:
+        if not SLACK_CHANNEL_RE.fullmatch(ch):
+            yield f"{quoted(ch)} is not a Slack channel name such as '#billing-alerts'"
 
 
-class After(Strict):
-    job: str = Field(description="The upstream job, by name.")
-    on: Literal["SUCCEEDED", "FAILED"] = Field(
-        "SUCCEEDED", description="Start when the upstream run ends this way: SUCCEEDED, or FAILED (a step failed or "
-                                 "timed out: for clean-up jobs). A skipped upstream run starts nothing.")
+@dataclass(frozen=True, kw_only=True)
+class Notify(Model):
+    """Where and for which events the job's alerts go."""
+
+    channels: list[str] = field(ListOf(Str()), factory=list, check=_channels,
+                                description="Slack channels; empty: the team's default.")
+    events: list[Event] = field(ListOf(Choice(Event)), factory=lambda: list(DEFAULT_EVENTS))
 
 
-class Job(Strict):
+@dataclass(frozen=True, kw_only=True)
+class After(Model):
+    """An upstream job whose run's end starts this job."""
+
+    job: str = field(Str(), description="The upstream job, by name.")
+    on: Literal["SUCCEEDED", "FAILED"] = field(Choice(("SUCCEEDED", "FAILED")), "SUCCEEDED", description=(
+        "Start when the upstream run ends this way: SUCCEEDED, or FAILED (a step failed or timed out: for clean-up "
+        "jobs). A skipped upstream run starts nothing."))
+
+
+def _schedule_list(v: Any) -> Any:
+    """A lone expression is a list of one; null is none (manual only)."""
+    if v is None:
+        return []
+    return [v] if isinstance(v, str) else v
+
+
+def _distinct_schedules(v: list[str], _: dict[str, Any]) -> Iterator[str]:
+    if len(set(v)) != len(v):
+        yield "the same expression is listed twice"
+
+
+def _timezone(v: str | None, _: dict[str, Any]) -> Iterator[str]:
+    if v is not None:
+        try:
+            validate_timezone(v)
+        except ScheduleError as e:
+            yield str(e)
+
+
+def _unique_steps(steps: list[Step], _: dict[str, Any]) -> Iterator[str]:
+    if problem := duplicate_step_problem([(s.name, [m.name for m in s.parallel or []]) for s in steps]):
+        yield problem
+
+
+def _unique_upstreams(v: list[After], _: dict[str, Any]) -> Iterator[str]:
+    seen = [a.job for a in v]
+    if twice := sorted({j for j in seen if seen.count(j) > 1}):
+        yield f"{', '.join(quoted(j) for j in twice)} is listed twice: one entry per upstream job"
+
+
+def _shorter_than_timeout(v: int | None, checked: dict[str, Any]) -> Iterator[str]:
+    timeout = checked.get("timeout")  # absent: refused, and reported on its own
+    if v is not None and timeout is not None and v >= timeout:
+        yield f"expected_duration ({v}s) must be shorter than timeout ({timeout}s)"
+
+
+_SCHEDULE = {"type": "string", "description": "cron(...), rate(...) or at(...)"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Job(Model):
     """A job definition after defaults. Field docs become the JSON Schema shown in editors."""
 
-    name: str = Field(description="kebab-case, unique across the repository.")
-    team: str = Field(description="Owning team, as declared in jobplane.toml.")
-    description: str = ""
-    runbook: Runbook | None = None
-    schedule: list[ScheduleExpression] = Field(default_factory=list,
-                                               description="EventBridge cron()/rate()/at(); empty: manual only.")
-    timezone: str | None = Field(None, description="IANA name; default from jobplane.toml.")
-    enabled: StrictBool = True
-    policy: Policy = DEFAULT_POLICY
-    steps: list[Step] = Field(min_length=1)
-    timeout: Duration = Field(86400, description="Whole job; the execution ends TIMED_OUT after it.")
-    expected_duration: Duration | None = Field(None, description="A run still going after this raises SLOW.")
-    notify: Notify = Field(default_factory=Notify)
-    params: dict[str, Any] = Field(default_factory=dict, description="Defaults a manual run may override.")
-    after: list[After] = Field(default_factory=list,
-                               description="Start this job when another job's run ends: [{job, on}]. "
-                                           "A schedule may be given too.")
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, v: str) -> str:
-        if not NAME_RE.match(v):
-            raise ValueError(f"{quoted(v)} is not kebab-case (lower-case letters and digits separated by '-')")
-        return v
-
-    @field_validator("schedule", mode="before")
-    @classmethod
-    def _schedule_list(cls, v: Any) -> Any:
-        if v is None:
-            return []
-        return [v] if isinstance(v, str) else v
-
-    @field_validator("schedule")
-    @classmethod
-    def _schedule(cls, v: list[str]) -> list[str]:
-        if len(set(v)) != len(v):
-            raise ValueError("the same expression is listed twice")
-        return v
-
-    @field_validator("timezone")
-    @classmethod
-    def _timezone(cls, v: str | None) -> str | None:
-        if v is not None:
-            try:
-                validate_timezone(v)
-            except ScheduleError as e:
-                raise ValueError(str(e)) from None
-        return v
-
-    @field_validator("steps")
-    @classmethod
-    def _unique_steps(cls, steps: list[Step]) -> list[Step]:
-        problem = duplicate_step_problem([(s.name, [m.name for m in s.parallel or []]) for s in steps])
-        if problem:
-            raise ValueError(problem)
-        return steps
-
-    @field_validator("after")
-    @classmethod
-    def _after(cls, v: list[After]) -> list[After]:
-        seen = [a.job for a in v]
-        twice = sorted({j for j in seen if seen.count(j) > 1})
-        if twice:
-            raise ValueError(f"{', '.join(quoted(j) for j in twice)} is listed twice: one entry per upstream job")
-        return v
-
-    @field_validator("expected_duration")
-    @classmethod
-    def _expected(cls, v: int | None, info: ValidationInfo) -> int | None:
-        timeout = info.data.get("timeout")
-        if v is not None and timeout is not None and v >= timeout:
-            raise ValueError(f"expected_duration ({v}s) must be shorter than timeout ({timeout}s)")
-        return v
+    name: str = field(Str(), description="kebab-case, unique across the repository.",
+                      check=_matches(NAME_RE, "{value} is not kebab-case (lower-case letters and digits separated by '-')"))
+    team: str = field(Str(), description="Owning team, as declared in jobplane.toml.")
+    description: str = field(Str(), "")
+    runbook: Runbook | None = field(Nullable(Nested(lambda: Runbook)), None)
+    schedule: list[str] = field(ListOf(Parsed(_schedule_expression, _SCHEDULE)), factory=list,
+                                description="EventBridge cron()/rate()/at(); empty: manual only.",
+                                before=_schedule_list, check=_distinct_schedules,
+                                json_schema={"anyOf": [_SCHEDULE, {"type": "array", "items": _SCHEDULE}, {"type": "null"}]})
+    timezone: str | None = field(Nullable(Str()), None, description="IANA name; default from jobplane.toml.",
+                                 check=_timezone)
+    enabled: bool = field(Bool(), True)
+    policy: Policy = field(Choice(Policy), DEFAULT_POLICY)
+    steps: list[Step] = field(ListOf(Nested(lambda: Step), min_length=1, too_short="a job needs at least one step"),
+                              check=_unique_steps)
+    timeout: int = field(Duration, 86400, description="Whole job; the execution ends TIMED_OUT after it.")
+    expected_duration: int | None = field(Nullable(Duration), None, check=_shorter_than_timeout,
+                                          description="A run still going after this raises SLOW.")
+    notify: Notify = field(Nested(lambda: Notify), factory=Notify)
+    params: dict[str, Any] = field(MapOf(Anything()), factory=dict,
+                                   description="Defaults a manual run may override.")
+    after: list[After] = field(ListOf(Nested(lambda: After)), factory=list, check=_unique_upstreams, description=(
+        "Start this job when another job's run ends: [{job, on}]. A schedule may be given too."))
 
     def all_steps(self) -> list[Step]:
         """Every step including the members of parallel groups, in order."""
@@ -377,27 +361,3 @@ def duplicate_step_problem(steps: list[tuple[str, list[str]]]) -> str | None:
     return None
 
 
-def did_you_mean(word: str, options: list[str]) -> str:
-    import difflib
-
-    close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
-    return f" (did you mean {quoted(close[0])}?)" if close else ""
-
-
-def fields_at(loc: tuple[Any, ...]) -> list[str]:
-    """Field names of the model that owns ``loc`` (for did-you-mean on unknown fields)."""
-    model: type[BaseModel] = Job
-    for part in loc:
-        if isinstance(part, int):
-            continue
-        if part in ("steps", "parallel"):
-            model = Step
-        elif part == "retry":
-            model = Retry
-        elif part == "notify":
-            model = Notify
-        elif part == "runbook":
-            model = Runbook
-        else:
-            break
-    return list(model.model_fields)

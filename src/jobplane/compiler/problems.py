@@ -6,12 +6,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class Problem:
     file: str
     job: str | None
     field: str | None
     message: str
+
+    def sort_key(self) -> tuple[str, str, str, str]:
+        """By file, job, field: a problem without a job or field (a whole file, a whole job) first.
+        (Comparing None with a name raised TypeError: a file holding a job and a non-object crashed.)"""
+        return self.file, self.job or "", self.field or "", self.message
 
     def __str__(self) -> str:
         where = [self.file]
@@ -26,7 +31,7 @@ class DefinitionError(Exception):
     """Raised when any definition is invalid; carries every problem found, not just the first."""
 
     def __init__(self, problems: list[Problem]):
-        self.problems = sorted(problems)
+        self.problems = sorted(problems, key=Problem.sort_key)
         super().__init__("\n".join(str(p) for p in self.problems))
 
 

@@ -14,19 +14,17 @@ from pathlib import Path
 from typing import Any
 
 import _gojsonnet as _jsonnet
-from pydantic import ValidationError
-
-from jobplane.compiler.asl import params_budget
-from jobplane.compiler.model import (NAME_RE, Job, did_you_mean, duplicate_step_problem, fargate_size_problem,
-                                     fields_at)
+from jobplane.compiler.fields import Invalid, Loc
+from jobplane.compiler.model import NAME_RE, Job, duplicate_step_problem, fargate_size_problem
+from jobplane.compiler.overrides import params_budget
 from jobplane.compiler.problems import DefinitionError, Problem, rel
 from jobplane.contract import names
 from jobplane.contract import runner as rc
 from jobplane.contract.config import TEAM_RE, PlatformConfig
 from jobplane.contract.names import base_module_names, too_long
-from jobplane.contract.quoting import quoted
+from jobplane.contract.quoting import did_you_mean, quoted
 
-#: Longest message text taken from Jsonnet or pydantic (each quotes values with ``quoted``).
+#: Longest message text taken from Jsonnet or a model check (each quotes values with ``quoted``).
 MAX_MESSAGE = 400
 
 
@@ -135,35 +133,19 @@ def _jsonnet_problem(source: str, err: RuntimeError) -> Problem:
     return Problem(source, None, None, f"Jsonnet {kind}: {message}{where}")
 
 
-def _loc_text(loc: tuple[Any, ...]) -> str:
+def _loc_text(loc: Loc) -> str:
     out = ""
     for part in loc:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out
 
 
-def _pydantic_problems(source: str, job_name: str | None, err: ValidationError,
-                       raw: dict[str, Any]) -> list[Problem]:
+def _model_problems(source: str, job_name: str | None, err: Invalid, raw: dict[str, Any]) -> list[Problem]:
     problems = []
-    for e in err.errors(include_url=False):
-        loc = tuple(p for p in e["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+    for loc, message in err.problems:
         if loc[:2] == ("schedule", 0) and isinstance(raw.get("schedule"), str):
             loc = loc[:1] + loc[2:]  # one expression written alone: name the field as written, not [0]
-        field = _loc_text(loc) or None
-        kind = e["type"]
-        if kind == "extra_forbidden":
-            msg = "unknown field" + did_you_mean(str(loc[-1]), fields_at(loc[:-1]))
-        elif kind == "missing":
-            msg = "required field is missing"
-        elif kind == "enum":
-            expected = e.get("ctx", {}).get("expected", "")
-            options = re.findall(r"'([^']+)'", expected)
-            msg = f"{quoted(e['input'])} is not one of {', '.join(options)}" + did_you_mean(str(e["input"])[:80], options)
-        elif kind == "too_short" and loc and loc[-1] == "steps":
-            msg = "a job needs at least one step"
-        else:
-            msg = e["msg"].removeprefix("Value error, ")[:MAX_MESSAGE]
-        problems.append(Problem(source, job_name, field, msg))
+        problems.append(Problem(source, job_name, _loc_text(loc) or None, message[:MAX_MESSAGE]))
     return problems
 
 
@@ -172,7 +154,7 @@ def load_jobs(config: PlatformConfig, files: list[Path] | None = None) -> list[L
 
     Two passes over each definition, so no problem hides another: the checks that need only a
     few fields (team, name lengths, name uniqueness across files, step names, Fargate sizes) run
-    on the raw object whatever else is wrong with it; pydantic then checks every field. A
+    on the raw object whatever else is wrong with it; the model then checks every field. A
     problem both find is reported once."""
     problems: list[Problem] = []
     loaded: list[LoadedJob] = []
@@ -190,7 +172,7 @@ def load_jobs(config: PlatformConfig, files: list[Path] | None = None) -> list[L
         items = value if isinstance(value, list) else [value]
         for i, item in enumerate(items):
             if not isinstance(item, dict):
-                problems.append(Problem(source, None, None, f"item {i} is a {type(item).__name__}, expected a job object"))
+                problems.append(Problem(source, None, None, f"item {i} is {_json_kind(item)}, expected a job object"))
                 continue
             name = item.get("name") if isinstance(item.get("name"), str) else f"#{i + 1}"
             if isinstance(item.get("name"), str):
@@ -202,17 +184,26 @@ def load_jobs(config: PlatformConfig, files: list[Path] | None = None) -> list[L
             data = dict(item)
             data.setdefault("timezone", config.default_timezone)
             try:
-                job = Job.model_validate(data)
-            except ValidationError as e:
-                problems.extend(_pydantic_problems(source, name, e, item))
+                job = Job.from_definition(data)
+            except Invalid as e:
+                problems.extend(_model_problems(source, name, e, item))
                 continue
-            budget = params_budget(job, config.name_prefix)
+            budget = params_budget(job)
             loaded.append(LoadedJob(job, source, budget))
             problems.extend(override_problems(source, job, budget))
     problems.extend(after_problems(loaded, set(first_seen), complete=files is None))
     if problems:
-        raise DefinitionError(sorted(set(problems)))
+        raise DefinitionError(list(set(problems)))
     return sorted(loaded, key=lambda lj: lj.job.name)
+
+
+def _json_kind(value: Any) -> str:
+    """What a JSON value is, in the words of the definition's author (not Python's type names)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    return {int: "a number", float: "a number", str: "a string", list: "an array"}.get(type(value), "a value")
 
 
 def after_problems(loaded: list[LoadedJob], known: set[str], complete: bool = True) -> list[Problem]:
@@ -280,14 +271,14 @@ def raw_problems(source: str, job: str, item: dict[str, Any], config: PlatformCo
     if isinstance(team, str) and config.teams and team not in config.teams:
         problems.append(Problem(source, job, "team", f"unknown team {quoted(team)}; teams are declared in jobplane.toml"
                                 + did_you_mean(team, list(config.teams))))
-    elif isinstance(team, str) and not TEAM_RE.match(team):
+    elif isinstance(team, str) and not TEAM_RE.fullmatch(team):
         problems.append(Problem(source, job, "team", f"team {quoted(team)} is not 1-40 lower-case letters, digits and "
                                 "'-' (it names the team's Terraform root directory)"))
     for where in _reserved_text(item):
         problems.append(Problem(source, job, where, f"{quoted(RESERVED_TEXT)} is reserved: the compiler marks "
                                 "where deployment values (table, cluster, ...) go with it, and would bind this text too"))
     name = item.get("name")
-    if isinstance(name, str) and NAME_RE.match(name):
+    if isinstance(name, str) and NAME_RE.fullmatch(name):
         order = ["state machine", "schedule", "IAM role", "task definition family"]
         long = sorted(too_long(raw_derived_names(config.name_prefix, name, item)), key=lambda x: order.index(x[0]))
         taken = sorted({n for _, n in raw_derived_names(config.name_prefix, name, item)}

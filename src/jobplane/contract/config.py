@@ -130,7 +130,7 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
     admins = tuple(plat.pop("admins", ()))
     teams = {}
     for name, t in data.get("teams", {}).items():
-        if not TEAM_RE.match(name):
+        if not TEAM_RE.fullmatch(name):
             raise ConfigError(f"{path}: team {name!r}: a team name is 1-40 lower-case letters, digits and '-' "
                               "(it names the team's Terraform root directory and state)")
         _check_keys(path, f"teams.{name}", t, {"channel", "members"})
@@ -152,7 +152,7 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
     if "terraform" in data:
         tf = data["terraform"]
         _check_keys(path, "terraform", tf, {"bucket", "key", "region", "team_key"})
-        if not isinstance(tf.get("bucket"), str) or not BUCKET_RE.match(tf["bucket"]):
+        if not isinstance(tf.get("bucket"), str) or not BUCKET_RE.fullmatch(tf["bucket"]):
             raise ConfigError(f"{path}: [terraform] bucket must be the S3 bucket that keeps the state "
                               "(3-63 lower-case letters, digits, '.' or '-')")
         if not all(isinstance(tf.get(k, ""), str) for k in ("key", "region", "team_key")):

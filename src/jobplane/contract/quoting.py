@@ -16,3 +16,11 @@ def quoted(value: object, limit: int = LIMIT) -> str:
         return f"{value[:limit]!r}… ({len(value)} characters)"
     text = repr(value)
     return text if len(text) <= limit + 2 else f"{text[:limit]}… ({len(text)} characters)"
+
+
+def did_you_mean(word: str, options: list[str]) -> str:
+    """' (did you mean 'X'?)' for the closest option, or '' (unknown fields, teams, enums, jobs)."""
+    import difflib
+
+    close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
+    return f" (did you mean {quoted(close[0])}?)" if close else ""

@@ -100,11 +100,11 @@ def parse(expression: str) -> Expression:
     if not isinstance(expression, str):
         raise ScheduleError(f"expected an expression string, got {type(expression).__name__}")
     text = expression.strip()
-    if m := _CRON_RE.match(text):
+    if m := _CRON_RE.fullmatch(text):
         return _parse_cron(text, m.group(1))
-    if m := _RATE_RE.match(text):
+    if m := _RATE_RE.fullmatch(text):
         return _parse_rate(text, m.group(1))
-    if m := _AT_RE.match(text):
+    if m := _AT_RE.fullmatch(text):
         try:
             when = datetime.strptime(m.group(1).strip(), "%Y-%m-%dT%H:%M:%S")
         except ValueError:

@@ -159,8 +159,8 @@ def classify(name: str) -> StateName:
         return StateName(name, _FIXED[name])
     if name in _SKIP_RECORDS:
         return StateName(name, Role.SKIP_RECORD, reason=_SKIP_RECORDS[name])
-    m = _STEP_STATE.match(name)
-    if m is None or not STEP_NAME_RE.match(m["step"]) or len(m["step"]) > STEP_NAME_MAX:
+    m = _STEP_STATE.fullmatch(name)
+    if m is None or not STEP_NAME_RE.fullmatch(m["step"]) or len(m["step"]) > STEP_NAME_MAX:
         raise ValueError(f"not a state name the compiler makes: {name[:100]!r}")
     suffix, n = m["suffix"], m["n"]
     if n is not None and (suffix not in (None, *_NUMBERED) or n == "1"):

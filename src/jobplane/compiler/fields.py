@@ -1,0 +1,370 @@
+"""Typed fields for the job DSL: one table per model drives both the checks and the JSON Schema.
+
+Why not pydantic, which the runtime models use: ``jobplane validate`` runs on every pull request
+and in editor hooks, and importing pydantic alone took 7x ``python -c pass`` of issue 13's 10x
+budget for the whole command. The DSL needs a dozen types, so they are written out here, each with
+its check and its schema side by side, and the models in :mod:`jobplane.compiler.model` are frozen
+dataclasses whose fields carry a :class:`FieldSpec`.
+
+Every problem is collected, not the first: a developer fixing a pull request wants the whole list,
+each naming its field. A field's own ``check`` runs only once its type is right, and a model's
+``model_problems`` only once all its fields are, so no problem is reported from a value that was
+already refused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Iterator
+from enum import Enum
+from typing import Any, ClassVar, TypeVar
+
+from jobplane.contract.quoting import did_you_mean, quoted
+
+#: Where a problem is: field names and list indexes from the definition's root.
+Loc = tuple[str | int, ...]
+Problems = list[tuple[Loc, str]]
+
+M = TypeVar("M", bound="Model")
+
+
+class _Bad:
+    """What a check returns for a refused value (its problems are already recorded)."""
+
+
+BAD: Any = _Bad()
+
+
+class Invalid(ValueError):
+    """A definition that does not fit the model: every problem, as (location, message)."""
+
+    def __init__(self, problems: Problems):
+        super().__init__("; ".join(f"{'.'.join(map(str, loc)) or '(root)'}: {msg}" for loc, msg in problems))
+        self.problems = problems
+
+
+class Type:
+    """One kind of value: ``check`` returns the value to keep, or BAD after recording why not."""
+
+    def check(self, value: Any, loc: Loc, problems: Problems) -> Any:
+        raise NotImplementedError
+
+    def schema(self, defs: dict[str, Any]) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+class _Scalar(Type):
+    """A JSON scalar of one Python type (bool is never an int or a number here, unlike Python)."""
+
+    kinds: tuple[type, ...] = ()
+    what = ""
+    json_type = ""
+
+    def check(self, value: Any, loc: Loc, problems: Problems) -> Any:
+        if isinstance(value, bool) != (bool in self.kinds) or not isinstance(value, self.kinds):
+            problems.append((loc, f"Input should be a valid {self.what}"))
+            return BAD
+        return value
+
+    def schema(self, defs: dict[str, Any]) -> dict[str, Any]:
+        return {"type": self.json_type}
+
+
+class Str(_Scalar):
+    kinds, what, json_type = (str,), "string", "string"
+
+
+class Bool(_Scalar):
+    kinds, what, json_type = (bool,), "boolean", "boolean"
+
+
+class _Bounded(_Scalar):
+    def __init__(self, ge: float | None = None, le: float | None = None):
+        self.ge, self.le = ge, le
+
+    def check(self, value: Any, loc: Loc, problems: Problems) -> Any:
+        value = super().check(value, loc, problems)
+        if value is BAD:
+            return BAD
+        if self.ge is not None and value < self.ge:
+            problems.append((loc, f"Input should be greater than or equal to {self.ge:g}"))
+            return BAD
+        if self.le is not None and value > self.le:
+            problems.append((loc, f"Input should be less than or equal to {self.le:g}"))
+            return BAD
+        return value
+
+    def schema(self, defs: dict[str, Any]) -> dict[str, Any]:
+        out = super().schema(defs)
+        if self.ge is not None:
+            out["minimum"] = self.ge
+        if self.le is not None:
+            out["maximum"] = self.le
+        return out
+
+
+class Int(_Bounded):
+    """A whole number written as one: '3' and 3.5 are refused, not coerced."""
+
+    kinds, what, json_type = (int,), "integer", "integer"
+
+
+class Number(_Bounded):
+    kinds, what, json_type = (int, float), "number", "number"
+
+
+class Anything(Type):
+    """Any JSON value (job params, kwargs): passed through to the step as written."""
+
+    def check(self, value: Any, loc: Loc, problems: Problems) -> Any:
+        return value
+
+    def schema(self, defs: dict[str, Any]) -> dict[str, Any]:
+        return {}
+
+
+class Parsed(Type):
+    """A value read by a function that raises ValueError with the message to show (durations)."""
+
+    def __init__(self, parse: Callable[[Any], Any], json_schema: dict[str, Any]):
+        self.parse, self.json_schema = parse, json_schema
+
+    def check(self, value: Any, loc: Loc, problems: Problems) -> Any:
+        try:
+            return self.parse(value)
+        except ValueError as e:
+            problems.append((loc, str(e)))
+            return BAD
+
+    def schema(self, defs: dict[str, Any]) -> dict[str, Any]:
+        return dict(self.json_schema)
+
+
+class Choice(Type):
+    """One of fixed strings; an Enum class keeps its members (and its docstring in the schema)."""
+
+    def __init__(self, options: type[Enum] | tuple[str, ...]):
+        self.enum = options if isinstance(options, type) else None
+        self.options = [m.value for m in options] if isinstance(options, type) else list(options)
+
+    def check(self, value: Any, loc: Loc, problems: Problems) -> Any:
+        if isinstance(value, str) and value in self.options:
+            return self.enum(value) if self.enum else value
+        hint = did_you_mean(value[:80], self.options) if isinstance(value, str) else ""
+        problems.append((loc, f"{quoted(value)} is not one of {', '.join(self.options)}{hint}"))
+        return BAD
+
+    def schema(self, defs: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "string", "enum": list(self.options)}
+        if self.enum is None:
+            return out
+        if self.enum.__doc__ and self.enum.__doc__ != Enum.__doc__:
+            out["description"] = self.enum.__doc__.strip()
+        defs[self.enum.__name__] = out
+        return {"$ref": f"#/$defs/{self.enum.__name__}"}
+
+
+class ListOf(Type):
+    def __init__(self, item: Type, min_length: int = 0, too_short: str = ""):
+        self.item, self.min_length, self.too_short = item, min_length, too_short
+
+    def check(self, value: Any, loc: Loc, problems: Problems) -> Any:
+        if not isinstance(value, list):
+            problems.append((loc, "Input should be a valid list"))
+            return BAD
+        if len(value) < self.min_length:
+            problems.append((loc, self.too_short or f"at least {self.min_length} items are needed"))
+            return BAD
+        out = [self.item.check(v, loc + (i,), problems) for i, v in enumerate(value)]
+        return BAD if any(v is BAD for v in out) else out
+
+    def schema(self, defs: dict[str, Any]) -> dict[str, Any]:
+        out = {"type": "array", "items": self.item.schema(defs)}
+        if self.min_length:
+            out["minItems"] = self.min_length
+        return out
+
+
+class MapOf(Type):
+    """A JSON object with free keys (env, secrets, kwargs): each value checked under its key."""
+
+    def __init__(self, value: Type):
+        self.value = value
+
+    def check(self, value: Any, loc: Loc, problems: Problems) -> Any:
+        if not isinstance(value, dict):
+            problems.append((loc, "Input should be a valid dictionary"))
+            return BAD
+        out = {k: self.value.check(v, loc + (k,), problems) for k, v in value.items()}
+        return BAD if any(v is BAD for v in out.values()) else out
+
+    def schema(self, defs: dict[str, Any]) -> dict[str, Any]:
+        inner = self.value.schema(defs)
+        return {"type": "object", "additionalProperties": inner or True}
+
+
+class Nullable(Type):
+    """The value, or null (which means 'not given': the field's default is None)."""
+
+    def __init__(self, inner: Type):
+        self.inner = inner
+
+    def check(self, value: Any, loc: Loc, problems: Problems) -> Any:
+        return None if value is None else self.inner.check(value, loc, problems)
+
+    def schema(self, defs: dict[str, Any]) -> dict[str, Any]:
+        return {"anyOf": [self.inner.schema(defs), {"type": "null"}]}
+
+
+class Nested(Type):
+    """A model inside a model. ``model`` is a function so a model can hold itself (parallel)."""
+
+    def __init__(self, model: Callable[[], type[Model]]):
+        self.model = model
+
+    def check(self, value: Any, loc: Loc, problems: Problems) -> Any:
+        return self.model().build(value, loc, problems)
+
+    def schema(self, defs: dict[str, Any]) -> dict[str, Any]:
+        model = self.model()
+        if model.__name__ not in defs:
+            defs[model.__name__] = {}  # placeholder first: the model may refer to itself
+            defs[model.__name__] = model.object_schema(defs)
+        return {"$ref": f"#/$defs/{model.__name__}"}
+
+
+@dataclasses.dataclass(frozen=True)
+class FieldSpec:
+    type: Type
+    description: str = ""
+    #: Yields problems with a value of the right type. Gets the fields before it that are right
+    #: (or defaulted), in declaration order; a field that was refused is absent.
+    check: Callable[[Any, dict[str, Any]], Iterable[str]] | None = None
+    #: Rewrites the value as written before its type is checked (a lone schedule string -> list).
+    before: Callable[[Any], Any] | None = None
+    #: The schema of the value as written, when ``before`` accepts more than ``type`` describes.
+    json_schema: dict[str, Any] | None = None
+
+
+_REQUIRED: Any = dataclasses.MISSING
+
+
+def field(type_: Type, default: Any = _REQUIRED, *, factory: Callable[[], Any] | None = None,
+          description: str = "", check: Callable[[Any, dict[str, Any]], Iterable[str]] | None = None,
+          before: Callable[[Any], Any] | None = None, json_schema: dict[str, Any] | None = None) -> Any:
+    """A model field: its type, default (or factory, for lists, dicts and models) and checks."""
+    meta = {"jobplane": FieldSpec(type_, description, check, before, json_schema)}
+    if factory is not None:
+        return dataclasses.field(default_factory=factory, metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+class Model:
+    """Base of the DSL models (frozen, keyword-only dataclasses whose fields come from :func:`field`)."""
+
+    _specs: ClassVar[dict[type, list[tuple[dataclasses.Field[Any], FieldSpec]]]] = {}
+
+    @classmethod
+    def from_definition(cls: type[M], data: Any) -> M:
+        """The model of ``data``, or :class:`Invalid` with every problem found in it."""
+        problems: Problems = []
+        built = cls.build(data, (), problems)
+        if problems:
+            raise Invalid(problems)
+        return built
+
+    @classmethod
+    def fields_with_specs(cls) -> list[tuple[dataclasses.Field[Any], FieldSpec]]:
+        if cls not in Model._specs:
+            Model._specs[cls] = [(f, f.metadata["jobplane"]) for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+        return Model._specs[cls]
+
+    @classmethod
+    def build(cls: type[M], data: Any, loc: Loc, problems: Problems) -> M:
+        if not isinstance(data, dict):
+            problems.append((loc, "Input should be a valid dictionary"))
+            return BAD
+        before = len(problems)
+        specs = cls.fields_with_specs()
+        names = [f.name for f, _ in specs]
+        for key in data:
+            if key not in names:
+                problems.append((loc + (key,), "unknown field" + did_you_mean(str(key), names)))
+        values: dict[str, Any] = {}
+        for f, spec in specs:
+            where = loc + (f.name,)
+            if f.name not in data:
+                if f.default is not _REQUIRED:
+                    values[f.name] = f.default
+                elif f.default_factory is not _REQUIRED:
+                    values[f.name] = f.default_factory()
+                else:
+                    problems.append((where, "required field is missing"))
+                continue
+            raw = spec.before(data[f.name]) if spec.before else data[f.name]
+            value = spec.type.check(raw, where, problems)
+            if value is BAD:
+                continue
+            found = list(spec.check(value, values)) if spec.check else []
+            problems.extend((where, message) for message in found)
+            if not found:
+                values[f.name] = value
+        if len(problems) > before:
+            return BAD
+        built = cls(**values)
+        found = list(built.model_problems())
+        problems.extend((loc, message) for message in found)
+        return BAD if found else built
+
+    def model_problems(self) -> Iterator[str]:
+        """Rules across this model's fields (checked once every field is right)."""
+        return iter(())
+
+    def as_dict(self) -> dict[str, Any]:
+        """The model as JSON data (enums as their values), for the catalog and the ASL."""
+        return _plain(self)
+
+    @classmethod
+    def object_schema(cls, defs: dict[str, Any]) -> dict[str, Any]:
+        properties: dict[str, Any] = {}
+        required = []
+        for f, spec in cls.fields_with_specs():
+            prop = dict(spec.json_schema) if spec.json_schema is not None else spec.type.schema(defs)
+            if spec.description:
+                prop["description"] = spec.description
+            if f.default is not _REQUIRED:
+                prop["default"] = _plain(f.default)
+            elif f.default_factory is not _REQUIRED and not isinstance(default := f.default_factory(), Model):
+                prop["default"] = _plain(default)
+            elif f.default_factory is _REQUIRED:
+                required.append(f.name)
+            properties[f.name] = prop
+        out: dict[str, Any] = {"type": "object", "title": cls.__name__, "properties": properties,
+                               "additionalProperties": False}
+        if cls.__doc__:
+            out["description"] = " ".join(cls.__doc__.split())
+        if required:
+            out["required"] = required
+        return out
+
+
+def json_schema(model: type[Model], title: str) -> dict[str, Any]:
+    """A JSON Schema (2020-12) of definitions of ``model``, for editors and `jobplane schema`."""
+    defs: dict[str, Any] = {}
+    out = model.object_schema(defs)
+    out.pop("title")
+    defs.pop(model.__name__, None)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": title, **out,
+            "$defs": dict(sorted(defs.items()))}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Model):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}  # type: ignore[arg-type]
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value

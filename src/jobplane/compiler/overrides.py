@@ -1,0 +1,61 @@
+"""What one step attempt's ECS container override holds, and how much room it leaves for params.
+
+ECS refuses a RunTask whose container overrides exceed 8,192 characters, and a run's params
+travel in them (JOBPLANE_PARAMS). The compiled Task sends this override; ``jobplane validate``
+checks every job's budget with it. It is its own module so validate does not import the whole
+ASL builder (issue 13: validate's start-up).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from jobplane.contract import runner as rc
+
+if TYPE_CHECKING:
+    from jobplane.compiler.model import Job, Step
+
+
+def container_env(job: Job, step: Step, attempt: int) -> list[dict[str, str]]:
+    env = [
+        {"Name": rc.ENV_JOB, "Value": job.name},
+        {"Name": rc.ENV_TEAM, "Value": job.team},
+        {"Name": rc.ENV_STEP, "Value": step.name},
+        {"Name": rc.ENV_ATTEMPT, "Value": str(attempt)},
+        {"Name": rc.ENV_STEP_TIMEOUT, "Value": str(step.timeout)},
+        {"Name": rc.ENV_TARGET, "Value": json.dumps(step.target_spec(), sort_keys=True, separators=(",", ":"))},
+        {"Name": rc.ENV_EXECUTION_ID, "Value.$": "$$.Execution.Name"},
+        {"Name": rc.ENV_SCHEDULED_TIME, "Value.$": "$.scheduled_time"},
+        {"Name": rc.ENV_TRIGGER, "Value.$": "$.trigger"},
+        {"Name": rc.ENV_PARAMS, "Value.$": "States.JsonToString($.params)"},
+        # W3C trace context: the trace id is the MD5 of the execution ARN (32 hex, shared by
+        # every step of the run); the parent id is 16 hex from a fresh UUID's last group.
+        {"Name": rc.ENV_TRACEPARENT,
+         "Value.$": "States.Format('00-{}-0000{}-01', States.Hash($$.Execution.Id, 'MD5'), "
+                    "States.ArrayGetItem(States.StringSplit(States.UUID(), '-'), 4))"},
+    ]
+    env += [{"Name": k, "Value": v} for k, v in sorted(step.env.items())]
+    return env
+
+
+def container_overrides(job: Job, step: Step, attempt: int) -> list[dict[str, Any]]:
+    """RunTask's Overrides.ContainerOverrides for one attempt of ``step``."""
+    return [{
+        "Name": rc.CONTAINER_NAME,
+        "Command": rc.container_command(step.kind),
+        "Environment": container_env(job, step, attempt),
+    }]
+
+
+def params_budget(job: Job) -> int:
+    """Characters left for the run's params in the largest container override any step attempt
+    sends (the rest is fixed by the definition, or bounded: rc.RUN_TIME_VALUE_MAX)."""
+    largest = 0
+    for step in job.runnable_steps():
+        for n in {1, step.retry.attempts}:
+            sized = [{**o, "Environment": [
+                {"Name": e["Name"], "Value": "x" * rc.RUN_TIME_VALUE_MAX.get(e["Name"], 0)} if "Value.$" in e else e
+                for e in o["Environment"]]} for o in container_overrides(job, step, n)]
+            largest = max(largest, len(json.dumps(sized, separators=(",", ":"), ensure_ascii=False)))
+    return rc.OVERRIDES_LIMIT - largest
