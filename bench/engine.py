@@ -34,7 +34,7 @@ NOOP = "sample_apps.functions:behave"
 
 
 def deploy(aws: LocalAWS, name: str, steps: int, policy: str = "ALWAYS_RUN") -> None:
-    job = Job.model_validate({"name": name, "team": "billing", "timezone": "UTC", "policy": policy,
+    job = Job.from_definition({"name": name, "team": "billing", "timezone": "UTC", "policy": policy,
                               "steps": [{"name": f"s{i}", "python": NOOP} for i in range(steps)]})
     aws.deploy(name, asl.compile_job(job, aws.prefix))
 
