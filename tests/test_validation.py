@@ -86,6 +86,12 @@ BAD = {
     "two kinds": ("""\
         { name: 'two-kinds', team: 'billing', steps: [{ name: 'a', python: 'm:f', shell: ['true'] }] }
         """, [("job 'two-kinds'", "steps[0]", "exactly one of python, celery, django, shell, parallel (found python, shell)")]),
+    "deep params": ("""\
+        local nest(n) = std.foldl(function(acc, i) [acc], std.range(1, n), []);
+        { name: 'deep', team: 'billing', params: { p: nest(40) },
+          steps: [{ name: 'a', python: 'm:f', kwargs: { k: { a: nest(40) } } }] }
+        """, [("job 'deep'", "params.p: nested more than 32 lists or objects deep"),
+              ("job 'deep'", "steps[0].kwargs.k: nested more than 32")]),
     "fargate size": ("""\
         { name: 'too-small', team: 'billing', steps: [{ name: 'a', python: 'm:f', cpu: 256, memory: 4096 }] }
         """, [("job 'too-small'", "steps[0]", "memory 4096 does not fit cpu 256")]),
@@ -108,6 +114,18 @@ def test_bad_definition_is_reported_and_nothing_written(compiled_repo: Repo, cas
     # (failed once in CI with a line from elsewhere; the message shows it if it recurs)
     assert all(line.startswith("jobs/billing/bad.jsonnet: ") for line in problems), result.stderr
     assert snapshot(compiled_repo.out) == before
+
+
+def test_params_as_deep_as_allowed_compile(repo: Repo) -> None:
+    """32 levels of nesting compile (the deep-params case above is refused before the catalog's
+    serialiser, which gave up at ~250 levels with a traceback)."""
+    repo.write("jobs/billing/deep.jsonnet", """\
+        local nest(n) = std.foldl(function(acc, i) [acc], std.range(1, n), []);
+        { name: 'deep', team: 'billing', params: { p: nest(31) }, steps: [{ name: 'a', python: 'm:f' }] }
+        """)
+    result = repo.cli("compile")
+    assert result.exit_code == 0, result.stderr
+    assert "Compiled 1 jobs" in result.stdout
 
 
 def test_every_problem_in_every_file_in_one_run(compiled_repo: Repo) -> None:
