@@ -4,6 +4,7 @@ recovery flow (run, fail, re-run from the failed step with fixed params, lineage
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 import time
@@ -121,6 +122,23 @@ def test_forms_need_a_valid_csrf_token_of_the_same_user(client: TestClient, plat
     r = client.post("/api/jobs/long-wait/resume", json={"reason": "vendor back"}, headers=as_user(ADMIN))
     assert r.status_code == 200 and not platform.control.job("long-wait").paused
     assert audit_actions(client)[:2] == [(ADMIN, "resume", "long-wait"), (BILLING, "pause", "long-wait")]
+
+
+def test_params_nested_too_deep_are_refused_before_the_run_starts(client: TestClient) -> None:
+    """A run's params nest at most 32 levels, as a definition's do. Before, params 300 levels
+    deep started a run whose execution the API then could not show (500: the serialiser gives
+    up at ~250 levels)."""
+    def nested(depth: int) -> str:
+        return '{"params": {"mode": ' + "[" * depth + "]" * depth + "}}"
+
+    headers = as_user(BILLING) | {"Content-Type": "application/json"}
+    body = assert_envelope(client.post("/api/jobs/flaky-load/runs", content=nested(300), headers=headers),
+                           400, "VALIDATION_ERROR")
+    assert "params nest more than 32 lists or objects deep" in body["message"]
+    r = client.post("/api/jobs/flaky-load/runs", content=nested(32), headers=headers)  # as deep as allowed
+    assert r.status_code == 202, r.text
+    done = wait_done(client, r.json()["execution"], "flaky-load")
+    assert done["params"]["mode"] == json.loads(nested(32))["params"]["mode"]
 
 
 def test_api_status_codes_and_error_envelope(client: TestClient) -> None:

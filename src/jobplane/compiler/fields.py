@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from enum import Enum
 from typing import Any, ClassVar, TypeVar
 
+from jobplane.contract import runner as rc
 from jobplane.contract.quoting import did_you_mean, quoted
 
 #: Where a problem is: field names and list indexes from the definition's root.
@@ -118,30 +119,17 @@ class Anything(Type):
     most ``max_depth`` lists and objects deep (Jsonnet allows ~500; what reads the value
     later, the catalog's serialiser among them, gives up at ~250 with a traceback)."""
 
-    def __init__(self, max_depth: int = 32):
+    def __init__(self, max_depth: int = rc.MAX_PARAMS_DEPTH):
         self.max_depth = max_depth
 
     def check(self, value: Any, loc: Loc, problems: Problems) -> Any:
-        if _nesting(value, self.max_depth) > self.max_depth:
+        if rc.nesting(value, self.max_depth) > self.max_depth:
             problems.append((loc, f"nested more than {self.max_depth} lists or objects deep"))
             return BAD
         return value
 
     def schema(self, defs: dict[str, Any]) -> dict[str, Any]:
         return {}
-
-
-def _nesting(value: Any, limit: int) -> int:
-    """How many lists and objects deep ``value`` is ('x': 0, []: 1, [[]]: 2), counted level by
-    level (no recursion on hostile input), stopping once past ``limit``."""
-    depth, level = 0, [value]
-    while depth <= limit:
-        containers = [c for c in level if isinstance(c, (list, dict))]
-        if not containers:
-            break
-        depth += 1
-        level = [v for c in containers for v in (c.values() if isinstance(c, dict) else c)]
-    return depth
 
 
 class Parsed(Type):

@@ -45,6 +45,26 @@ def params_in_override(params: dict) -> int:
 
     return len(json.dumps(json.dumps(params, separators=(",", ":"), sort_keys=True))) - 2
 
+#: How many lists and objects deep a run's params (and a step's kwargs and args) may nest.
+#: Deeper than any job needs; what reads them later gives up far above it (pydantic's
+#: serialiser, behind the catalog and the portal's API, at ~250 levels: an execution started
+#: with deeper params could not be shown).
+MAX_PARAMS_DEPTH = 32
+
+
+def nesting(value: object, limit: int = MAX_PARAMS_DEPTH) -> int:
+    """How many lists and objects deep ``value`` is ('x': 0, []: 1, [[]]: 2), counted level by
+    level (no recursion on hostile input), stopping once past ``limit``."""
+    depth, level = 0, [value]
+    while depth <= limit:
+        containers = [c for c in level if isinstance(c, (list, dict))]
+        if not containers:
+            break
+        depth += 1
+        level = [v for c in containers for v in (c.values() if isinstance(c, dict) else c)]
+    return depth
+
+
 RUNNER_EXECUTABLE = "jobplane-runner"
 CONTAINER_NAME = "runner"
 #: The runner container's awslogs driver (terraform/platform/runner.tf, and the local ECS agent)
