@@ -59,6 +59,30 @@ def test_a_symlink_out_of_jobs_is_refused(repo: Repo, tmp_path: Path) -> None:
     assert SECRET not in result.output and not (repo.path / "terraform" / "jobs").exists()
 
 
+def test_a_definition_that_is_a_symlink_out_of_jobs_is_not_read(repo: Repo, tmp_path: Path) -> None:
+    """The definition file itself, not only what it imports: a link named like a job to a file
+    of the CI machine was read, and the problems quoted its text (a JSON file of secrets whose
+    "name" is not kebab-case, here). A link to /dev/zero would have read for ever."""
+    outside = tmp_path / "deploy-config.json"
+    outside.write_text('{"name": "%s", "team": "billing"}' % SECRET)
+    (repo.path / "jobs" / "billing").mkdir(parents=True)
+    os.symlink(outside, repo.path / "jobs" / "billing" / "config.jsonnet")
+    os.symlink("/dev/zero", repo.path / "jobs" / "billing" / "zero.jsonnet")
+    repo.write("jobs/billing/real.jsonnet", JOB.replace("leaky", "real") % "")
+    os.symlink("real.jsonnet", repo.path / "jobs" / "billing" / "alias.jsonnet")  # inside jobs/: read
+    for command in ("validate", "compile"):
+        result = repo.cli(command)
+        assert result.exit_code == 2, result.output
+        problems = result.stderr.strip().splitlines()[:-1]
+        assert sorted(problems) == [
+            "jobs/billing/config.jsonnet: refused: it leads outside jobs/ (a symbolic link?); a definition is a file under it",
+            "jobs/billing/real.jsonnet: job 'real': name: job name is already used in jobs/billing/alias.jsonnet",
+            "jobs/billing/zero.jsonnet: refused: it leads outside jobs/ (a symbolic link?); a definition is a file under it",
+        ], result.stderr
+        assert SECRET not in result.output
+    assert not (repo.path / "terraform").exists()
+
+
 def test_imports_inside_jobs_still_work(repo: Repo) -> None:
     repo.write("jobs/billing/common.libsonnet", "{ description: 'shared by billing jobs' }")
     repo.write("jobs/billing/notes.txt", "Runbook text kept beside the job.")

@@ -36,7 +36,9 @@ class DefinitionError(Exception):
 
 
 def rel(path: Path, root: Path) -> str:
+    """``path`` relative to ``root`` as it was found: its directory resolved, but not a file that
+    is a symbolic link (the problem names the link, not whatever it points at)."""
     try:
-        return str(path.resolve().relative_to(root))
+        return str((path.absolute().parent.resolve() / path.name).relative_to(root.resolve()))
     except ValueError:
         return str(path)

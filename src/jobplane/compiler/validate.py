@@ -50,6 +50,9 @@ def evaluate(path: Path, config: PlatformConfig) -> Any:
     Imports are confined (:class:`ConfinedImporter`): a job file comes from a pull request and
     is evaluated on the CI machine, so ``importstr '/etc/passwd'`` must not work.
     """
+    refusal = outside_definitions(path, config)
+    if refusal:
+        raise ImportRefused([refusal])
     importer = ConfinedImporter((config.jobs_path, config.library_path), config.root)
     try:
         text = _jsonnet.evaluate_file(str(path), jpathdir=[str(config.library_path)], import_callback=importer)
@@ -60,6 +63,20 @@ def evaluate(path: Path, config: PlatformConfig) -> Any:
     if importer.refusals:
         raise ImportRefused(importer.refusals)
     return json.loads(text)
+
+
+def outside_definitions(path: Path, config: PlatformConfig) -> str | None:
+    """Why ``path`` may not be read as a definition, or None. A definition is a regular file
+    that resolves inside jobs/ and the repository: a pull request can add a symbolic link named
+    ``x.jsonnet`` to a file of the CI machine (credentials, ``/dev/zero``), whose text Jsonnet
+    would read and the problems would quote, as the import rules below keep imports from doing."""
+    real = path.resolve()
+    jobs = config.jobs_path.resolve()
+    if not (real.is_relative_to(jobs) and real.is_relative_to(config.root.resolve())):
+        return f"refused: it leads outside {rel_to(jobs, config.root)}/ (a symbolic link?); a definition is a file under it"
+    if not real.is_file():
+        return "refused: not a regular file"
+    return None
 
 
 class ImportRefused(Exception):
