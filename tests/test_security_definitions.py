@@ -107,3 +107,40 @@ def test_an_error_quotes_at_most_80_characters_of_a_value(repo: Repo) -> None:
         assert "Z" * 81 not in line and "9" * 81 not in line, line
         assert len(line) < 600, line
     assert "(5000 characters)" in result.output
+
+
+@pytest.mark.parametrize("setting", ['jobs_dir = "/etc"', 'jobs_dir = "../elsewhere"', 'output_dir = "/tmp/jobplane-out"',
+                                     'output_dir = "terraform/../../elsewhere"'])
+def test_jobplane_toml_cannot_point_the_compiler_outside_the_repository(repo: Repo, setting: str) -> None:
+    """jobplane.toml comes in the same pull request as the jobs: its jobs_dir may not make the
+    compiler read the machine's files, nor its output_dir write over them."""
+    import re
+
+    config = repo.path / "jobplane.toml"
+    key = setting.split(" = ")[0]
+    config.write_text(re.sub(rf"(?m)^{key} = .*$", setting, config.read_text(), count=1))
+    assert setting in config.read_text()
+    repo.write("jobs/billing/leaky.jsonnet", JOB % "")
+    for command in ("validate", "compile"):
+        result = repo.cli(command)
+        assert result.exit_code != 0
+        assert f"{setting.split(' = ')[0]} {setting.split(' = ')[1][1:-1]!r} leads outside the repository" in result.output
+    assert not Path("/tmp/jobplane-out").exists()
+
+
+def test_a_library_linked_out_of_the_repository_is_refused(repo: Repo, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The DSL library is one of the two places imports may read: a pull request that turns
+    jobs/lib into a link to another directory would widen what they may read to it."""
+    elsewhere = tmp_path_factory.mktemp("outside-the-repository") / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "jobplane.libsonnet").write_text((repo.path / "jobs" / "lib" / "jobplane.libsonnet").read_text())
+    (elsewhere / "secret.txt").write_text(SECRET)
+    import shutil
+
+    shutil.rmtree(repo.path / "jobs" / "lib")
+    os.symlink(elsewhere, repo.path / "jobs" / "lib")
+    repo.write("jobs/billing/leaky.jsonnet", JOB % "description: importstr 'secret.txt',")
+    result = repo.cli("compile")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("jobs/lib/: refused: it leads outside the repository (a symbolic link?)"), result.stderr
+    assert SECRET not in result.output and not (repo.path / "terraform" / "jobs").exists()

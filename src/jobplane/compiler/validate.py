@@ -173,6 +173,10 @@ def load_jobs(config: PlatformConfig, files: list[Path] | None = None) -> list[L
     few fields (team, name lengths, name uniqueness across files, step names, Fargate sizes) run
     on the raw object whatever else is wrong with it; the model then checks every field. A
     problem both find is reported once."""
+    for directory in (config.jobs_path, config.library_path):  # what the import rules trust
+        if directory.exists() and not directory.resolve().is_relative_to(config.root.resolve()):
+            raise DefinitionError([Problem(rel(directory, config.root) + "/", None, None,
+                                           "refused: it leads outside the repository (a symbolic link?)")])
     problems: list[Problem] = []
     loaded: list[LoadedJob] = []
     first_seen: dict[str, str] = {}

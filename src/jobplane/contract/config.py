@@ -164,6 +164,13 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
         if "team_key" in tf and tf["team_key"].replace("{team}", "x") == tf.get("key", TerraformBackend.key):
             raise ConfigError(f"{path}: [terraform] team_key and key must differ (one state per root)")
         backend = TerraformBackend(**tf)
+    for key in ("jobs_dir", "output_dir"):
+        # read and written by CI on every pull request, whose jobplane.toml may be hostile too:
+        # it may not point the compiler at the machine's files, or its output over them
+        value = plat.get(key)
+        if value is not None and (not isinstance(value, str) or not (root / value).resolve().is_relative_to(root)):
+            raise ConfigError(f"{path}: [platform] {key} {value!r} leads outside the repository; "
+                              "it names a directory inside it")
     unknown_top = set(data) - {"platform", "teams", "dev", "terraform"}
     if unknown_top:
         raise ConfigError(f"{path}: unknown sections: {', '.join(sorted(unknown_top))}")
