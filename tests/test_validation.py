@@ -258,3 +258,23 @@ def test_every_planted_problem_is_reported_exactly_once(repo: Repo) -> None:
         for fragment in fragments:
             matching = [line for line in problems if line.startswith(rel + ": ") and fragment in line]
             assert len(matching) == 1, f"{rel}: {fragment!r} reported {len(matching)} times in:\n{result.stderr}"
+
+
+def test_definitions_evaluated_together_are_each_as_evaluated_alone(repo: Repo) -> None:
+    """load_jobs evaluates every file in one Jsonnet run (the library parsed once) and falls back
+    to one run per file when any fails: both give the same values, and the fallback names the
+    failing file (test_every_problem_in_every_file_in_one_run)."""
+    from jobplane.compiler.validate import definition_files, evaluate, evaluate_together
+    from jobplane.contract.config import load_config
+
+    repo.copy_examples()
+    repo.write("jobs/billing/common.libsonnet", "{ owner: 'billing' }")
+    repo.write("jobs/billing/shared.jsonnet", "local c = import 'common.libsonnet';\n"
+               + minimal_job("shared").replace("team: 'billing',", "team: c.owner, description: std.thisFile,"))
+    config = load_config(repo.path)
+    paths = definition_files(config)
+    together = evaluate_together(paths, config)
+    assert together is not None and len(together) == len(paths) >= 8
+    assert together == [evaluate(p, config) for p in paths]
+    repo.write("jobs/billing/broken.jsonnet", "{ name: 'broken' ")
+    assert evaluate_together(definition_files(config), config) is None

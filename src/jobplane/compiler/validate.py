@@ -65,6 +65,24 @@ def evaluate(path: Path, config: PlatformConfig) -> Any:
     return json.loads(text)
 
 
+def evaluate_together(paths: list[Path], config: PlatformConfig) -> list[Any] | None:
+    """Every definition of ``paths`` in one Jsonnet run, in order, so the DSL library is parsed
+    once instead of once per file (a third of validate's evaluation of the examples). None when
+    any file fails or is refused: each is then evaluated alone (:func:`evaluate`), so a
+    problem names its own file. Each file is imported under the same rules as its imports."""
+    jobs = config.jobs_path.absolute()
+    if not paths or any(not p.absolute().is_relative_to(jobs) or outside_definitions(p, config) for p in paths):
+        return None
+    listing = ",".join(f"import {json.dumps(p.absolute().relative_to(jobs).as_posix())}" for p in paths)
+    importer = ConfinedImporter((config.jobs_path, config.library_path), config.root)
+    try:
+        text = _jsonnet.evaluate_snippet(str(jobs / "<definitions>"), f"[{listing}]",
+                                         jpathdir=[str(config.library_path)], import_callback=importer)
+    except RuntimeError:
+        return None
+    return None if importer.refusals else json.loads(text)
+
+
 def outside_definitions(path: Path, config: PlatformConfig) -> str | None:
     """Why ``path`` may not be read as a definition, or None. A definition is a regular file
     that resolves inside jobs/ and the repository: a pull request can add a symbolic link named
@@ -180,10 +198,12 @@ def load_jobs(config: PlatformConfig, files: list[Path] | None = None) -> list[L
     problems: list[Problem] = []
     loaded: list[LoadedJob] = []
     first_seen: dict[str, str] = {}
-    for path in files if files is not None else definition_files(config):
+    paths = list(files) if files is not None else definition_files(config)
+    together = evaluate_together(paths, config)
+    for n, path in enumerate(paths):
         source = rel(path, config.root)
         try:
-            value = evaluate(path, config)
+            value = together[n] if together is not None else evaluate(path, config)
         except ImportRefused as e:
             problems.extend(Problem(source, None, None, r) for r in e.refusals)
             continue
