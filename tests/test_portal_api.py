@@ -4,6 +4,7 @@ recovery flow (run, fail, re-run from the failed step with fixed params, lineage
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import uuid
@@ -135,6 +136,15 @@ def test_params_nested_too_deep_are_refused_before_the_run_starts(client: TestCl
     body = assert_envelope(client.post("/api/jobs/flaky-load/runs", content=nested(300), headers=headers),
                            400, "VALIDATION_ERROR")
     assert "params nest more than 32 lists or objects deep" in body["message"]
+    # the portal's form box: a value too deep even to parse (json.loads's RecursionError was a
+    # 500), and a line that is not key=value, quoted in part
+    page = client.get("/jobs/flaky-load", headers=as_user(BILLING)).text
+    for box, message in (("mode=" + "[" * 100_000 + "]" * 100_000, "'mode': the value nests too deep"),
+                         ("x" * 5000, "is not key=value")):
+        r = client.post("/jobs/flaky-load/run", data={"csrf_token": csrf_of(page), "params": box, "reason": ""},
+                        headers=as_user(BILLING))
+        assert r.status_code == 400 and message in html.unescape(r.text), r.text[:300]
+        assert "x" * 100 not in r.text
     r = client.post("/api/jobs/flaky-load/runs", content=nested(32), headers=headers)  # as deep as allowed
     assert r.status_code == 202, r.text
     done = wait_done(client, r.json()["execution"], "flaky-load")

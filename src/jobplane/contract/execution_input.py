@@ -84,15 +84,19 @@ def parse_params(items: list[str]) -> dict[str, Any]:
     JSON (numbers, booleans, lists) are taken as such, anything else as a string."""
     import json
 
+    from jobplane.contract.quoting import quoted
+
     params: dict[str, Any] = {}
     for item in (i.strip() for i in items):
         if not item:
             continue
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise ValueError(f"{item!r} is not key=value")
+            raise ValueError(f"{quoted(item)} is not key=value")
         try:
             params[key.strip()] = json.loads(value.strip())
+        except RecursionError:  # a RuntimeError, not a ValueError: it was a 500 from the portal's form
+            raise ValueError(f"{quoted(key.strip())}: the value nests too deep") from None
         except ValueError:
             params[key.strip()] = value.strip()
     return params
