@@ -37,6 +37,14 @@ def test_runner_lines_become_columns_with_the_error_expanded() -> None:
     assert failed.fields["retryable"] is True
 
 
+def test_a_line_too_deep_to_parse_is_shown_as_printed() -> None:
+    """A step prints what it likes: a line of ~1,000 brackets made json.loads raise
+    RecursionError, and the execution page answered 500 for that run."""
+    deep = "[" * 5000 + "]" * 5000
+    lines = logview.parse("before\n" + deep + "\nafter")
+    assert [(line.level, line.message) for line in lines] == [("", "before"), ("", deep), ("", "after")]
+
+
 def test_filters_keep_a_level_and_above_and_lines_without_one() -> None:
     lines = logview.parse("plain text\n" + runner_output("fail"))
     errors = logview.select(lines, "error")

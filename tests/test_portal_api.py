@@ -136,6 +136,9 @@ def test_params_nested_too_deep_are_refused_before_the_run_starts(client: TestCl
     body = assert_envelope(client.post("/api/jobs/flaky-load/runs", content=nested(300), headers=headers),
                            400, "VALIDATION_ERROR")
     assert "params nest more than 32 lists or objects deep" in body["message"]
+    # a paging cursor of 1,000 brackets (json.loads's RecursionError was a 500 too)
+    assert_envelope(client.get("/api/jobs/flaky-load/executions", params={"cursor": "[" * 1000 + "]" * 1000},
+                               headers=as_user(READER)), 400, "VALIDATION_ERROR")
     # the portal's form box: a value too deep even to parse (json.loads's RecursionError was a
     # 500), and a line that is not key=value, quoted in part
     page = client.get("/jobs/flaky-load", headers=as_user(BILLING)).text

@@ -85,7 +85,7 @@ def test_a_valid_alb_token_names_the_user(keys) -> None:  # type: ignore[no-unty
 
 
 @pytest.mark.parametrize("case", ["missing", "other signer", "expired", "tampered", "unknown kid", "garbage",
-                                  "other key"])
+                                  "other key", "deep header"])
 def test_an_unverifiable_alb_token_is_rejected(keys, case: str) -> None:  # type: ignore[no-untyped-def]
     private, url = keys
     good = token(private)
@@ -99,6 +99,8 @@ def test_an_unverifiable_alb_token_is_rejected(keys, case: str) -> None:  # type
         "unknown kid": {"x-amzn-oidc-data": token(private, kid="kid-2")},
         "garbage": {"x-amzn-oidc-data": "not-a-jwt"},
         "other key": {"x-amzn-oidc-data": token(ec.generate_private_key(ec.SECP256R1()))},
+        # a header of 1,000 brackets: json.loads's RecursionError was a 500, not a 401
+        "deep header": {"x-amzn-oidc-data": base64.urlsafe_b64encode(b"[" * 1000 + b"]" * 1000).decode() + ".x.y"},
     }[case]
     body = client(url).get("/whoami", headers=headers).json()
     assert body["status"] == 401, body

@@ -666,7 +666,7 @@ def check_cursor(cursor: str | None, index_keys: tuple[str, ...] = ()) -> str | 
         return None
     try:
         value = json.loads(cursor)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: ~1,000 brackets fit in a cursor
         value = None
     if (isinstance(value, dict) and {"pk", "sk", *index_keys} <= set(value) <= _CURSOR_KEYS
             and all(isinstance(v, dict) and list(v) == ["S"] and isinstance(v["S"], str) and 0 < len(v["S"]) <= 1024

@@ -111,7 +111,7 @@ def alb_identity(token: str, auth: AuthSettings, keys: AlbKeys) -> str:
     """Verify the ALB's x-amzn-oidc-data JWT (ES256, signer = our ALB, not expired)."""
     try:
         header = json.loads(base64.urlsafe_b64decode(token.split(".")[0] + "=="))
-    except (ValueError, IndexError):
+    except (ValueError, IndexError, RecursionError):
         raise PortalError(401, "malformed identity token") from None
     if not isinstance(header, dict):
         raise PortalError(401, "malformed identity token")

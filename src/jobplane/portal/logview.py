@@ -49,7 +49,7 @@ def parse(text: str) -> list[LogLine]:
             continue
         try:
             doc = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # a step may print anything, ~1,000 brackets deep too
             doc = None
         if not isinstance(doc, dict):
             lines.append(LogLine(None, "", None, raw))
