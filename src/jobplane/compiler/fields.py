@@ -116,15 +116,12 @@ class Number(_Bounded):
 
 class Anything(Type):
     """Any JSON value (job params, kwargs): passed through to the step as written, nested at
-    most ``max_depth`` lists and objects deep (Jsonnet allows ~500; what reads the value
+    most rc.MAX_PARAMS_DEPTH lists and objects deep (Jsonnet allows ~500; what reads the value
     later, the catalog's serialiser among them, gives up at ~250 with a traceback)."""
 
-    def __init__(self, max_depth: int = rc.MAX_PARAMS_DEPTH):
-        self.max_depth = max_depth
-
     def check(self, value: Any, loc: Loc, problems: Problems) -> Any:
-        if rc.nesting(value, self.max_depth) > self.max_depth:
-            problems.append((loc, f"nested more than {self.max_depth} lists or objects deep"))
+        if rc.nesting(value) > rc.MAX_PARAMS_DEPTH:
+            problems.append((loc, f"nested more than {rc.MAX_PARAMS_DEPTH} lists or objects deep"))
             return BAD
         return value
 

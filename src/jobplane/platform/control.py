@@ -505,7 +505,7 @@ class ControlPlane:
                           + (f"; it takes {', '.join(sorted(declared))}" if declared else "; it takes none"),
                           {"job": entry.name, "unknown_params": [k[:40] for k in unknown[:10]],
                            "params": sorted(declared)})
-        if rc.nesting(params, rc.MAX_PARAMS_DEPTH + 1) > rc.MAX_PARAMS_DEPTH + 1:  # the params object is one level
+        if any(rc.nesting(v) > rc.MAX_PARAMS_DEPTH for v in params.values()):  # each value, as in a definition
             raise Invalid(f"params nest more than {rc.MAX_PARAMS_DEPTH} lists or objects deep",
                           {"params": "too deep"})
         size = len(json.dumps(params, separators=(",", ":")))
