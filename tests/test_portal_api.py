@@ -289,6 +289,30 @@ def test_jobs_filter_by_team_status_and_text(client: TestClient, platform: DevPl
     assert "other-team" in page and 'data-job="flaky-load"' not in page
 
 
+def test_the_jobs_page_rows_follow_every_change_though_rendered_rows_are_kept(client: TestClient) -> None:
+    """Rows are cached by what they show (portal/job_rows.py): a changed state, or another
+    column set, must give a freshly rendered row, and the old state the old row again."""
+    def row(**params: str) -> str:
+        page = client.get("/", params=params, headers=as_user(READER))
+        assert page.status_code == 200
+        m = re.search(r'<tr data-job="other-team">.*?</tr>', page.text, re.S)
+        assert m, "the page lists the job"
+        return m.group(0)
+
+    before = row()
+    assert "badge paused" not in before and 'class="recent-failures"' not in before
+    assert 'class="recent-failures"' in row(sort="failures")
+    r = client.post("/api/jobs/other-team/pause", json={"reason": "row <cache> check"}, headers=as_user(GROWTH))
+    assert r.status_code == 200, r.text
+    try:
+        paused = row()
+        assert 'badge paused" title="row &lt;cache&gt; check"' in paused
+    finally:
+        r = client.post("/api/jobs/other-team/resume", json={"reason": "done"}, headers=as_user(GROWTH))
+        assert r.status_code == 200, r.text
+    assert row() == before
+
+
 def test_a_repeated_request_with_the_same_idempotency_key_starts_one_run(client: TestClient) -> None:
     from concurrent.futures import ThreadPoolExecutor
 

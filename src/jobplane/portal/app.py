@@ -29,6 +29,7 @@ from jobplane.portal import errors, views
 from jobplane.portal.auth import AlbKeys, RateLimiter, User, identify
 from jobplane.portal.csrf import Csrf
 from jobplane.portal.errors import PortalError
+from jobplane.portal.job_rows import RowRenderer
 from jobplane.portal.settings import PortalSettings
 
 log = logging.getLogger(__name__)
@@ -88,6 +89,7 @@ class Portal:
         env.filters.update(schedule_words=views.schedule_words, local_time=views.local_time,
                            short_time=views.short_time, duration=views.duration, notice_text=notice_text,
                            step_call=views.step_call, seconds=views.seconds, retry_words=views.retry_words)
+        env.globals["job_rows"] = RowRenderer(env.get_template("_job_row.html"))
 
     @cached_property
     def backfills(self) -> Backfills:
