@@ -120,7 +120,7 @@ def fix_dynamodb_index_queries() -> None:
 
     def sorted_items(self, hash_key_attrs, range_key_attrs, items):  # type: ignore[no-untyped-def]
         attrs = self._generate_attr_to_sort_by(hash_key_attrs, range_key_attrs)
-        items.sort(key=lambda x: tuple(x.attrs[a].cast_value for a in attrs))
+        items.sort(key=lambda x: tuple([_sort_value(x.attrs[a]) for a in attrs]))
         return items
 
     item_deepcopy = Item.__deepcopy__
@@ -132,6 +132,12 @@ def fix_dynamodb_index_queries() -> None:
     Table.all_items = candidates
     Table.query = indexed_query
     Table.sorted_items = sorted_items
+
+
+def _sort_value(value: Any) -> Any:
+    """What moto's ``cast_value`` gives, without its five type tests for a string key (index
+    keys are strings, numbers or binaries; a string casts to itself)."""
+    return value.value if value.type == "S" else value.cast_value
 
 
 #: Keys of a read's answer that hold items (AttributeValue maps), passed through as they are.
@@ -237,9 +243,21 @@ def fix_dynamodb_fast_projection() -> None:
     from moto.dynamodb.models.dynamo_type import Item, LimitedSizeDict
 
     original = Item.project
+    # A query projects each of its items with the same list: whether it is all top-level names
+    # is decided once per list, not once per item (13 names x 1,000 items on the jobs page).
+    # The list itself is held, so its identity cannot pass to another list; the pair is one
+    # tuple, read and replaced whole, so threads never mix one list's answer with another's.
+    last: list[tuple[Any, bool]] = [(None, False)]
+
+    def top_level_names(projection_expressions):  # type: ignore[no-untyped-def]
+        seen, simple = last[0]
+        if seen is not projection_expressions:
+            simple = all(len(path) == 1 and "[" not in path[0] for path in projection_expressions)
+            last[0] = (projection_expressions, simple)
+        return simple
 
     def project(self, projection_expressions):  # type: ignore[no-untyped-def]
-        if not all(len(path) == 1 and "[" not in path[0] for path in projection_expressions):
+        if not top_level_names(projection_expressions):
             return original(self, projection_expressions)
         result = Item.__new__(Item)
         result.hash_key, result.range_key = self.hash_key, self.range_key
