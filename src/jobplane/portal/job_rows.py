@@ -8,10 +8,11 @@ value is a complete cache key: a cached row cannot show anything its inputs do n
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 from markupsafe import Markup
 
