@@ -9,7 +9,8 @@ the jobs page, a job page (the busy job) and an execution page, N times each aft
 then the store queries behind them alone. Prints median and p95 of each and the ratio to the
 cheapest, and each page against its target (issue 13: p95 <= 100 ms for the jobs page and a
 job page). The "store only" lines show how much of a page is the local store rather than the
-portal (docs/local-engine.md: the DynamoDB read fixes).
+portal (docs/local-engine.md: the DynamoDB read fixes); the "rows only" lines, the jobs page's
+rows as the portal keeps them (portal/job_rows.py) and as they render afresh.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from jobplane.devserver.dev_platform import freeze_started_heap  # noqa: E402
 from jobplane.platform.control import ControlPlane, Deployment  # noqa: E402
 from jobplane.platform.local.engine import ACCOUNT, LocalAWS  # noqa: E402
 from jobplane.portal.app import create_app  # noqa: E402
+from jobplane.portal.job_rows import JobRow  # noqa: E402
 from jobplane.portal.settings import AuthSettings, PortalSettings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -188,6 +190,11 @@ def main() -> None:
             results[f"store only: jobs' state query ({args.jobs:,} items, GSI)"] = _time(control.repo.job_states, args.n)
             results["store only: a job's 20 newest executions (GSI)"] = _time(lambda: control.repo.executions(busy), args.n)
             results["store only: one execution (GetItem)"] = _time(lambda: control.repo.execution(execution), args.n)
+            # the jobs page's rows alone: kept (portal/job_rows.py, unchanged rows) and rendered afresh
+            rows, jobs = app.state.portal.templates.env.globals["job_rows"], control.jobs()
+            results[f"rows only: {len(jobs):,} rows, kept"] = _time(lambda: rows(jobs, False), args.n)
+            results[f"rows only: {len(jobs):,} rows, rendered afresh"] = _time(
+                lambda: [rows.template.render(r=JobRow.of(j, False)) for j in jobs], args.n)
             at_scale = args.jobs >= 1000 and args.executions >= 20000  # the size the targets are for
             cheapest = min(statistics.median(v) for v in results.values())
             print(f"\nlatency over HTTP, n={args.n} each after 3 warm-up requests:")
