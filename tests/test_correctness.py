@@ -121,6 +121,40 @@ def test_the_jobs_state_query_reads_every_field_a_state_has(platform: DevPlatfor
         ddb.delete_item(TableName=table, Key={"pk": item["pk"], "sk": item["sk"]})
 
 
+def test_the_jobs_page_reads_less_of_each_state_and_shows_the_same_rows(platform: DevPlatform) -> None:
+    """The jobs page reads only portal/job_rows.py's STATE_ATTRIBUTES of each state: read that
+    way, a state with every field set (and again without its acknowledgement, so that it blocks)
+    gives the same row as read whole. An attribute a row shows but the list leaves out fails here."""
+    from dataclasses import fields
+
+    from jobplane.contract import datamodel as dm
+    from jobplane.platform.control import JobSummary
+    from jobplane.platform.repository import JobState, Repository
+    from jobplane.portal.job_rows import STATE_ATTRIBUTES, JobRow
+
+    job = "state-page-probe"
+    ddb, table = platform.aws.client("dynamodb"), platform.aws.resources["table_name"]
+    key = {"pk": {"S": f"JOB#{job}"}, "sk": {"S": dm.STATE_SK}}
+    item = key | {"gsi1pk": {"S": dm.JOBS_PARTITION}, "gsi1sk": {"S": job}}
+    for f in fields(JobState):
+        item[f.name] = {"SS": ["run-1", "run-2"]} if f.name == dm.ATTR_RUNNING else \
+            {"S": job if f.name == "job" else f"2026-11-30T0{len(f.name) % 10}:00:00.000Z"}
+    entry = next(iter(platform.control.entries.values()))
+    repo = Repository(ddb, table)
+    try:
+        for acknowledged in (True, False):
+            ddb.put_item(TableName=table, Item=item if acknowledged else
+                         {k: v for k, v in item.items() if k != dm.ATTR_ACKNOWLEDGED_BY})
+            [whole] = [s for s in repo.job_states() if s.job == job]
+            [listed] = [s for s in repo.job_states(STATE_ATTRIBUTES) if s.job == job]
+            assert listed != whole  # the page's read really is narrower...
+            assert whole.blocked is not acknowledged and whole.paused and whole.running
+            for shown in (False, True):  # ...and shows the same, with or without the failures column
+                assert JobRow.of(JobSummary(entry, listed), shown) == JobRow.of(JobSummary(entry, whole), shown)
+    finally:
+        ddb.delete_item(TableName=table, Key=key)
+
+
 def test_a_stopped_attempt_is_shown_as_stopped(platform: DevPlatform, tmp_path) -> None:  # type: ignore[no-untyped-def]
     name = platform.control.run_now("long-wait", "dev@localhost", {"release": str(tmp_path / "never")})
     deadline = time.monotonic() + 300

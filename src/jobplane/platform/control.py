@@ -283,12 +283,16 @@ class ControlPlane:
             raise NotFound(f"no job named {job!r}", {"job": job}) from None
 
     def jobs(self, team: str | None = None, status: str | None = None, text: str | None = None,
-             fires: int = 3, sort: str | None = None) -> list[JobSummary]:
+             fires: int = 3, sort: str | None = None, state_attributes: tuple[str, ...] = JobState.ATTRIBUTES,
+             ) -> list[JobSummary]:
         """The jobs, by team and name; ``sort``: "failures" (most failures among the newest
-        RECENT_FAILURES across jobs first) or "duration" (the longest last run first)."""
+        RECENT_FAILURES across jobs first) or "duration" (the longest last run first).
+        ``state_attributes``: what of each job's state to read (Repository.job_states); the
+        filters and sorts need ``job``, ``running``, ``last_status``, the last run's times and
+        ``paused_at``."""
         if sort not in (None, *JOB_SORTS):
             raise Invalid(f"sort must be one of {', '.join(JOB_SORTS)}", {"sort": "unknown"})
-        states = {s.job: s for s in self.repo.job_states()}
+        states = {s.job: s for s in self.repo.job_states(state_attributes)}
         failures: dict[str, int] = {}
         if sort == "failures":  # one read of the failures feed, not one per job
             for x in self.repo.recent_failures(RECENT_FAILURES).items:

@@ -192,10 +192,12 @@ class Repository:
         item = self.ddb.get_item(TableName=self.table, Key=_job_key(job), ConsistentRead=True).get("Item")
         return JobState.from_item(item) if item else None
 
-    def job_states(self) -> list[JobState]:
+    def job_states(self, attributes: tuple[str, ...] = JobState.ATTRIBUTES) -> list[JobState]:
         """Every job that has a state (it ran, was claimed or paused), by name. Each writer that
-        puts a state in the JOBS partition also sets its ``job``, so the projection holds it."""
-        page = self._query(dm.GSI_BY_OWNER, "gsi1pk", dm.JOBS_PARTITION, None, True, attributes=JobState.ATTRIBUTES)
+        puts a state in the JOBS partition also sets its ``job``, so the projection holds it.
+        ``attributes``: a reader that shows fewer (the jobs page) reads fewer; the fields of the
+        others keep their defaults."""
+        page = self._query(dm.GSI_BY_OWNER, "gsi1pk", dm.JOBS_PARTITION, None, True, attributes=attributes)
         return [JobState.from_item(i) for i in page.items]
 
     def execution(self, name: str) -> Execution | None:

@@ -18,6 +18,7 @@ from jobplane.platform.control import (IDEMPOTENCY_KEY_MAX, JOB_SORTS, RECENT_FA
                                       check_cursor)
 from jobplane.portal import charts, logview
 from jobplane.portal.diagram import svg
+from jobplane.portal.job_rows import STATE_ATTRIBUTES
 from jobplane.portal.views import failure_groups, step_rows
 
 router = APIRouter(include_in_schema=False)
@@ -33,7 +34,7 @@ def jobs_page(request: Request, team: str | None = None, status: str | None = No
               sort: str | None = Query(None, max_length=20)) -> Any:
     portal = _portal(request)
     sort = sort if sort in JOB_SORTS else None  # a view, not an action: an unknown sort is the default
-    jobs = portal.control.jobs(team or None, status or None, q or None, sort=sort)
+    jobs = portal.control.jobs(team or None, status or None, q or None, sort=sort, state_attributes=STATE_ATTRIBUTES)
     teams = sorted({e.team for e in portal.control.entries.values()})
     return portal.render(request, "jobs.html", jobs=jobs, teams=teams, statuses=STATUSES,
                          recent_failures=RECENT_FAILURES,
