@@ -85,7 +85,7 @@ def main() -> None:
 
 
 def measure(env: dict[str, str], data: Path, n: int, concurrent: int) -> None:
-    from jobplane.devserver.dev_platform import control_for
+    from jobplane.devserver.runtime import control_for
 
     cli = []
     for _ in range(n):
