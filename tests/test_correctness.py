@@ -91,6 +91,22 @@ def test_a_malformed_running_set_reads_as_no_claim() -> None:
     assert state.running == frozenset({"abc"})
 
 
+def full_state_item(job: str) -> dict[str, Any]:
+    """A job's state item with every JobState field set, index keys included: what the jobs'
+    state query finds for a job that ran, is running, is paused and was blocked."""
+    from dataclasses import fields
+
+    from jobplane.contract import datamodel as dm
+    from jobplane.platform.repository import JobState
+
+    item = {"pk": {"S": f"JOB#{job}"}, "sk": {"S": dm.STATE_SK}, "gsi1pk": {"S": dm.JOBS_PARTITION},
+            "gsi1sk": {"S": job}}
+    for f in fields(JobState):
+        item[f.name] = {"SS": ["run-1", "run-2"]} if f.name == dm.ATTR_RUNNING else \
+            {"S": job if f.name == "job" else f"2026-11-30T0{len(f.name) % 10}:00:00.000Z"}
+    return item
+
+
 def test_the_jobs_state_query_reads_every_field_a_state_has(platform: DevPlatform) -> None:
     """The jobs' state query asks for JobState.ATTRIBUTES only: a state with every field set
     (plus what the claim writes beside them) reads the same through it as through GetItem of
@@ -100,17 +116,12 @@ def test_the_jobs_state_query_reads_every_field_a_state_has(platform: DevPlatfor
     shared in-process moto backend under it) and removes its item after."""
     from dataclasses import fields
 
-    from jobplane.contract import datamodel as dm
     from jobplane.platform.repository import JobState, Repository
 
     job = "state-query-probe"
     ddb, table = platform.aws.client("dynamodb"), platform.aws.resources["table_name"]
-    item = {"pk": {"S": f"JOB#{job}"}, "sk": {"S": dm.STATE_SK}, "gsi1pk": {"S": dm.JOBS_PARTITION},
-            "gsi1sk": {"S": job}, "fire_schedule": {"S": "false|2026-11-30T01:00:00.000Z"},
-            "fired_schedule": {"S": "2026-11-30T01:00:00.000Z"}, "block_schedule": {"S": "x"}}
-    for f in fields(JobState):
-        item[f.name] = {"SS": ["run-1", "run-2"]} if f.name == dm.ATTR_RUNNING else \
-            {"S": job if f.name == "job" else f"2026-11-30T0{len(f.name) % 10}:00:00.000Z"}
+    item = full_state_item(job) | {"fire_schedule": {"S": "false|2026-11-30T01:00:00.000Z"},
+                                   "fired_schedule": {"S": "2026-11-30T01:00:00.000Z"}, "block_schedule": {"S": "x"}}
     ddb.put_item(TableName=table, Item=item)
     try:
         repo = Repository(ddb, table)
@@ -125,20 +136,15 @@ def test_the_jobs_page_reads_less_of_each_state_and_shows_the_same_rows(platform
     """The jobs page reads only portal/job_rows.py's STATE_ATTRIBUTES of each state: read that
     way, a state with every field set (and again without its acknowledgement, so that it blocks)
     gives the same row as read whole. An attribute a row shows but the list leaves out fails here."""
-    from dataclasses import fields
-
     from jobplane.contract import datamodel as dm
     from jobplane.platform.control import JobSummary
-    from jobplane.platform.repository import JobState, Repository
+    from jobplane.platform.repository import Repository
     from jobplane.portal.job_rows import STATE_ATTRIBUTES, JobRow
 
     job = "state-page-probe"
     ddb, table = platform.aws.client("dynamodb"), platform.aws.resources["table_name"]
-    key = {"pk": {"S": f"JOB#{job}"}, "sk": {"S": dm.STATE_SK}}
-    item = key | {"gsi1pk": {"S": dm.JOBS_PARTITION}, "gsi1sk": {"S": job}}
-    for f in fields(JobState):
-        item[f.name] = {"SS": ["run-1", "run-2"]} if f.name == dm.ATTR_RUNNING else \
-            {"S": job if f.name == "job" else f"2026-11-30T0{len(f.name) % 10}:00:00.000Z"}
+    item = full_state_item(job)
+    key = {"pk": item["pk"], "sk": item["sk"]}
     entry = next(iter(platform.control.entries.values()))
     repo = Repository(ddb, table)
     try:

@@ -30,7 +30,7 @@ ROWS_KEPT = 4096
 #: and sorts by. Not the holder, the last execution's name, who paused it or the state's copy of
 #: the team (the catalog's is shown): at 1,000 jobs, each attribute left out of the answer is
 #: parsing left undone (bench/portal.py: the page's state read ~20% faster than reading all 13).
-#: tests/test_portal_api.py checks that a state read this way gives the same row.
+#: tests/test_correctness.py checks that a state read this way gives the same row.
 STATE_ATTRIBUTES = ("job", dm.ATTR_RUNNING, dm.ATTR_LAST_STATUS, dm.ATTR_LAST_STARTED_AT, dm.ATTR_LAST_FINISHED_AT,
                     dm.ATTR_BLOCKED_BY, dm.ATTR_ACKNOWLEDGED_BY, dm.ATTR_PAUSED_AT, dm.ATTR_PAUSED_REASON)
 
@@ -75,11 +75,12 @@ class RowRenderer:
 
     def __init__(self, template: Template, kept: int = ROWS_KEPT):
         self.template = template
-        self.rendered = lru_cache(maxsize=kept)(self._render)
+        self.rendered = lru_cache(maxsize=kept)(self.render)
 
     def __call__(self, jobs: Iterable[JobSummary], failures_shown: bool) -> Markup:
         rendered = self.rendered
         return Markup("").join(rendered(JobRow.of(job, failures_shown)) for job in jobs)
 
-    def _render(self, row: JobRow) -> Markup:
+    def render(self, row: JobRow) -> Markup:
+        """One row rendered afresh (``rendered``: the same, kept)."""
         return Markup(self.template.render(r=row))  # autoescaped: the template is .html
