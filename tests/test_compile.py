@@ -140,16 +140,32 @@ def test_failures_and_skips_stay_within_the_state_budget() -> None:
     assert len(walk(exclusive, skipped("Skip: duplicate"))) <= 6
 
 
-def test_retries_are_unrolled_with_backoff_waits() -> None:
+def test_retries_loop_through_one_task_with_backoff_waits() -> None:
     d = asl.build_definition(job(steps=steps(1, retry={"attempts": 4, "interval": "10s", "backoff": 3,
                                                         "max_interval": "60s"})), "jobplane")
-    waits = [d["States"][f"s0{'' if n == 1 else f' #{n}'}: wait"]["Seconds"] for n in range(1, 4)]
-    assert waits == [10, 30, 60]
-    attempts = [s for s in d["States"].values() if s.get("Resource", "").endswith("runTask.sync")]
-    assert [a["ResultSelector"]["Attempt"] for a in attempts] == [1, 2, 3, 4]
-    env = {e["Name"]: e.get("Value") for e in attempts[2]["Parameters"]["Overrides"]["ContainerOverrides"][0]["Environment"]}
-    assert env["JOBPLANE_ATTEMPT"] == "3"
-    assert json.loads(env["JOBPLANE_TARGET"]) == {"kind": "python", "target": "m:f"}
+    states = d["States"]
+    # one Task runs every attempt (issue 19: unrolled, each attempt repeated the Task and its check)
+    attempts = [n for n, s in states.items() if s.get("Resource", "").endswith("runTask.sync")]
+    assert attempts == ["s0"] and [n for n, s in states.items() if s["Type"] == "Choice" and n.startswith("s0")] == ["s0: check"]
+    assert states["s0"]["ResultPath"] == "$.run.steps.s0.result"
+    # the claim starts the counter; the retry state counts and picks attempt n's back-off (index n)
+    assert states["Claim"]["ResultSelector"]["steps"] == {"s0": {"n": 1}}
+    retry = states["s0: retry"]["Parameters"]
+    assert retry["n.$"] == "States.MathAdd($.run.steps.s0.n, 1)"
+    assert retry["wait.$"] == "States.ArrayGetItem(States.Array(0, 10, 30, 60), $.run.steps.s0.n)"
+    assert states["s0: retry"]["ResultPath"] == "$.run.steps.s0"  # the last attempt's result goes
+    assert states["s0: wait"] == {"Type": "Wait", "SecondsPath": "$.run.steps.s0.wait", "Next": "s0"}
+    # the last attempt fails the step whatever its error
+    rules = states["s0: check"]["Choices"]
+    assert {"Variable": "$.run.steps.s0.n", "NumericGreaterThanEquals": 4, "Next": "s0: failed"} in rules
+    env = {e["Name"]: e for e in states["s0"]["Parameters"]["Overrides"]["ContainerOverrides"][0]["Environment"]}
+    assert env["JOBPLANE_ATTEMPT"] == {"Name": "JOBPLANE_ATTEMPT", "Value.$": "States.Format('{}', $.run.steps.s0.n)"}
+    assert json.loads(env["JOBPLANE_TARGET"]["Value"]) == {"kind": "python", "target": "m:f"}
+    # a step with one attempt has no counter, no retry and no wait
+    once = asl.build_definition(job(steps=steps(1)), "jobplane")["States"]
+    assert "s0: retry" not in once and "s0: wait" not in once and once["Claim"]["ResultSelector"]["steps"] == {}
+    env = {e["Name"]: e for e in once["s0"]["Parameters"]["Overrides"]["ContainerOverrides"][0]["Environment"]}
+    assert env["JOBPLANE_ATTEMPT"] == {"Name": "JOBPLANE_ATTEMPT", "Value": "1"}
 
 
 def test_policy_is_in_the_claim_condition() -> None:

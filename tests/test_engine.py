@@ -78,6 +78,19 @@ def task_logs(aws: LocalAWS, execution: str) -> dict[str, str]:
     return {f"{s.step}#{s.attempt}": s.read()[-2000:] for s in aws.step_logs().streams(rec.timeline if rec else [])}
 
 
+def logged_attempts(text: str) -> set[int]:
+    """The attempt numbers a step's runner logged (its JSON lines carry JOBPLANE_ATTEMPT)."""
+    found = set()
+    for line in text.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and "attempt" in event:
+            found.add(event["attempt"])
+    return found
+
+
 def record(aws: LocalAWS, arn: str):
     return aws.repository().execution(arn.rsplit(":", 1)[1])
 
@@ -217,14 +230,18 @@ def test_retryable_failure_is_retried_and_permanent_is_not(aws: LocalAWS) -> Non
     assert ex.status == "FAILED" and rec.status == "FAILED" and rec.failed_step == "flaky"
     attempts = rec.attempts("flaky")
     assert [(a["outcome"], a["exit_code"], a["error"]) for a in attempts] == [("failed", 75, "States.TaskFailed")] * 3
-    # the state data keeps no failed attempt's task (4-6 KB each, against a 256 KB limit): what
-    # each check reads is as large after the third failure as after the first
-    assert rec.steps == {}
+    # one Task looped through three attempts, each told its number (the runner logs it)
+    assert ex.states_entered.count("flaky") == 3 and ex.states_entered.count("flaky: wait") == 2
+    assert [a["attempt"] for a in attempts] == [1, 2, 3]
+    told = [logged_attempts(stream.read()) for stream in aws.step_logs().streams(rec.timeline)]
+    assert told == [{1}, {2}, {3}], task_logs(aws, rec.execution)
+    # the state data keeps no failed attempt's task (4-6 KB each, against a 256 KB limit), only
+    # the attempt counter: what each check reads is as large after the third failure as after the first
+    assert rec.steps == {"flaky": {"n": 3, "wait": 1}}
     events = aws.client("stepfunctions").get_execution_history(executionArn=ex.arn, maxResults=1000)["events"]
-    sizes = {e["stateEnteredEventDetails"]["name"]: len(e["stateEnteredEventDetails"]["input"])
-             for e in events if e["type"] == "ChoiceStateEntered"}
-    first, third = sizes["flaky: check"], sizes["flaky #3: check"]
-    assert first > 1000 and abs(third - first) < 200, sizes
+    sizes = [len(e["stateEnteredEventDetails"]["input"]) for e in events
+             if e["type"] == "ChoiceStateEntered" and e["stateEnteredEventDetails"]["name"] == "flaky: check"]
+    assert len(sizes) == 3 and sizes[0] > 1000 and abs(sizes[2] - sizes[0]) < 200, sizes
     state = aws.repository().job_state(job)
     assert state.running == frozenset() and state.last_status == "FAILED"
     msgs = messages_for(aws, job)
@@ -238,7 +255,7 @@ def test_retryable_failure_is_retried_and_permanent_is_not(aws: LocalAWS) -> Non
                                "retry": {"attempts": 3, "interval": 1}}])
     ex, rec = finish(aws, aws.start(job2, fire()))
     assert rec.status == "FAILED" and len(rec.attempts("gone")) == 1
-    assert "gone #2" not in ex.states_entered
+    assert ex.states_entered.count("gone") == 1 and "gone: retry" not in ex.states_entered
 
 
 class _FailsToStartFirst:
@@ -290,7 +307,8 @@ def test_a_task_someone_stopped_is_not_retried(aws: LocalAWS, tmp_path: Path) ->
     ecs.stop_task(cluster=aws.resources["cluster_arn"], task=task, reason="operator")
     ex, rec = finish(aws, arn)
     assert rec.status == "FAILED" and rec.failed_step == "work" and len(rec.attempts("work")) == 1
-    assert "work #2" not in ex.states_entered and not any("infra" in s for s in ex.states_entered)
+    assert ex.states_entered.count("work") == 1 and "work: retry" not in ex.states_entered
+    assert not any("infra" in s for s in ex.states_entered)
 
 
 def test_resume_from_skips_earlier_steps(aws: LocalAWS, tmp_path: Path) -> None:
@@ -317,7 +335,7 @@ def test_parallel_group_with_a_failing_branch(aws: LocalAWS, tmp_path: Path) -> 
     ex, rec = finish(aws, aws.start(job, fire()))
     assert ex.status == "FAILED" and rec.status == "FAILED" and rec.failed_step == "both"
     group = rec.steps["both"]
-    assert group["card"]["status"] == "SUCCEEDED" and group["card"]["attempts"]["a1"]["Container"]["ExitCode"] == 0
+    assert group["card"]["status"] == "SUCCEEDED" and group["card"]["attempts"]["result"]["Container"]["ExitCode"] == 0
     assert group["bank"]["status"] == "FAILED" and group["bank"]["attempts"] == {}
     assert [(a["outcome"], a["exit_code"]) for a in rec.attempts("bank")] == [("failed", 75)]
     assert (tmp_path / "card").exists()

@@ -8,10 +8,10 @@ state machine" and by cost (Standard workflows bill per state transition):
 * **Claim** is one DynamoDB conditional UpdateItem. Its condition holds the whole policy table
   and duplicate-fire detection, so deciding and claiming cost one state and can never race.
 * **Route** sends a re-run to ``resume_from``; only a re-run's claim (``Claim (re-run)``) goes there.
-* Each step attempt is an ``ecs:runTask.sync`` Task followed by a **check** Choice on the
-  container's exit code (on AWS a non-zero exit fails the Task; on moto it does not; both
-  shapes arrive at the same check). Retries of the step's own failures are unrolled into one
-  Task per attempt, so each attempt's result is kept and no counter state is needed.
+* Each step is an ``ecs:runTask.sync`` Task followed by a **check** Choice on the container's
+  exit code (on AWS a non-zero exit fails the Task; the local engine does the same; a Task that
+  succeeded with one is judged on its result). Retries of the step's own failures loop back to
+  the same Task through a counter (``<step>: retry``) and the back-off (``<step>: wait``).
 * **Finish** / **record failure** are one DynamoDB transaction each: release the claim and write
   the execution record together (the very writes the reconciler makes for a run that could not:
   :mod:`jobplane.contract.items`).
@@ -23,13 +23,14 @@ States are typed objects (:mod:`jobplane.compiler.states`) named only through
 :mod:`jobplane.contract.states`, whose classifier the runtime uses to read histories back.
 
 State data: the input fields (:mod:`jobplane.contract.execution_input`), ``$.run.old`` (the job
-state before the claim), ``$.run.steps.<step_key>.a<N>`` (attempt N's container, when its task
-succeeded), ``$.run.error`` (the latest failed attempt's error: one slot, so the state data cannot
-grow with failed attempts toward the 256 KB limit), ``$.run.infra`` (infrastructure retries used).
+state before the claim), ``$.run.steps.<step_key>`` (the attempt counter, and the current
+attempt's container when its task ran to its end), ``$.run.error`` (the latest failed attempt's
+error: one slot, so the state data cannot grow with failed attempts toward the 256 KB limit),
+``$.run.infra`` (infrastructure retries used).
 What each attempt ended with is read back from the execution history (:mod:`jobplane.platform.timeline`).
 
 Transitions (see docs/state-machine.md): one-step success 5, each further step +2, skip 5-6,
-failure 6-7.
+failure 6-7, each retry +4.
 """
 
 from __future__ import annotations
@@ -120,8 +121,11 @@ HOLDER = f"$.state.Item.{dm.ATTR_HOLDER}.S"
 #: one budget per run (per parallel branch), counted at $.run.infra.n.
 INFRA_WAITS = (15, 60, 180)
 INFRA = "$.run.infra"
-#: The latest failed attempt's error ({Error, Cause}); the attempt's own slot holds only a success.
+#: The latest failed attempt's error ({Error, Cause}); a step's slot holds only a success.
 ERROR = "$.run.error"
+#: In a step's slot ($.run.steps.<key>): this attempt's container and task, when its task ran
+#: to its end; the attempt number (only for a step that may be retried); its back-off seconds.
+RESULT, ATTEMPT, BACKOFF = "result", "n", "wait"
 BLOCKER = f"$.state.Item.{dm.ATTR_BLOCKED_BY}.S"
 INVALID_INPUT_ERROR = (f"invalid input: trigger must be {', '.join(t.value for t in Trigger)}; scheduled_time and "
                        "requested_by strings; resume_from and rerun_of strings or null (docs/state-machine.md, Input)")
@@ -140,6 +144,11 @@ def _lit(value: str) -> dict[str, str]:
 
 def _steps_slot(step: Step) -> str:
     return f"$.run.steps.{step.key}"
+
+
+def _initial_slots(steps: list[Step]) -> dict[str, Any]:
+    """The attempt counter of each step that may be retried, before its first attempt."""
+    return {s.key: {ATTEMPT: 1} for s in steps if s.parallel is None and s.retry.attempts > 1}
 
 
 class _Builder:
@@ -338,9 +347,10 @@ class _Builder:
             "ReturnValues": "ALL_OLD",
         }
 
-    @staticmethod
-    def run_selector() -> dict[str, Any]:
-        return {"old.$": "$", "steps": {}, "infra": {"n": 0}}
+    def run_selector(self) -> dict[str, Any]:
+        """``$.run`` as a claim starts it; each retried step's attempt counter at 1 (a re-run
+        from a step starts its attempts afresh, as the claim is its own)."""
+        return {"old.$": "$", "steps": _initial_slots(self.job.steps), "infra": {"n": 0}}
 
     def claim_state(self, next_: str) -> Task:
         return Task(
@@ -376,7 +386,8 @@ class _Builder:
                 nxt = self.step_states(step, nxt, is_last, self.graph, record=True)
         return nxt
 
-    def run_task_parameters(self, step: Step, attempt: int) -> dict[str, Any]:
+    def run_task_parameters(self, step: Step, counter: str | None) -> dict[str, Any]:
+        """RunTask's parameters; ``counter``: where the attempt number is (None: one attempt)."""
         return {
             "Cluster": token("cluster_arn"),
             "TaskDefinition": token("task_definition"),
@@ -389,7 +400,7 @@ class _Builder:
             "Overrides": {
                 "Cpu": str(step.cpu),
                 "Memory": str(step.memory),
-                "ContainerOverrides": container_overrides(self.job, step, attempt),
+                "ContainerOverrides": container_overrides(self.job, step, counter),
             },
         }
 
@@ -400,82 +411,101 @@ class _Builder:
                 "Next": sn.FINISH_RECOVERED}
 
     def step_states(self, step: Step, nxt: str, is_last: bool, into: Graph, record: bool) -> str:
-        """Attempt chain of one step, going on to ``nxt`` when it succeeds.
+        """The attempt loop of one step, going on to ``nxt`` when it succeeds.
+
+        One Task runs every attempt: a failure that may be retried goes through ``<step>: retry``
+        (count the attempt, pick its back-off) and ``<step>: wait`` back to it. Unrolling one
+        Task and one check per attempt repeated the Task's overrides and the check's rules in
+        every attempt, most of a 1,000-job project's bytes (issue 19); a loop costs one more
+        state transition per retry, never on a run that succeeds at once.
 
         ``record`` False means inside a parallel branch: failures end the branch instead of the job.
         """
         attempts = step.retry.attempts
-        delays = step.retry.delays()
         slot = _steps_slot(step)
+        result = f"{slot}.{RESULT}"
+        counter = f"{slot}.{ATTEMPT}"
         failed = self.step_failure_state(step, ExecutionStatus.FAILED, into, record)
         timed_out = self.step_failure_state(step, ExecutionStatus.TIMED_OUT, into, record)
         # names the step for the job's one timeout record (inside a branch: the branch's own Pass)
         at_step = {FAILED_STEP_VAR: step.name} if record else None
-        for n in range(1, attempts + 1):
-            name = sn.attempt(step.name, n)
-            result = f"{slot}.{sn.attempt_key(n)}"
-            last_attempt = n == attempts
-            check = sn.check(step.name, n)
-            into.add(name, Task(
-                comment=f"{step.kind} step, attempt {n} of {attempts}",
-                resource=RUN_TASK,
-                parameters=self.run_task_parameters(step, n),
-                result_selector={"Container.$": "States.ArrayGetItem($.Containers, 0)", "TaskArn.$": "$.TaskArn",
-                                 "Attempt": n},
-                result_path=result,
-                timeout_seconds=step.timeout,
-                retry=[ECS_TASK_OUTCOMES, ECS_INFRA_RETRY, ECS_CALL_RETRY],
-                # a failed task always reaches the check: it tells the step's own failures from
-                # the infrastructure's and from an operator's stop. Its error (the task's whole
-                # JSON) goes to the one ERROR slot, which the next failure overwrites, so the
-                # state data stays bounded however many attempts fail.
-                catch=[Catch(["States.Timeout"], timed_out, ERROR, assign=at_step),
-                       Catch(["States.TaskFailed"], check, ERROR),
-                       Catch(["States.ALL"], failed, ERROR)],
-                next=check))
-            exit_code = f"{result}.Container.ExitCode"
-            ok = {"And": [{"Variable": exit_code, "IsPresent": True},
-                          {"Variable": exit_code, "NumericEquals": rc.EXIT_OK}]}
-            choices: list[dict[str, Any]] = []
-            if is_last and record and Event.RECOVERED in self.events:
-                choices.append(self.recovered_rule(ok))
-            choices.append({**ok, "Next": nxt})
-            # A Task that succeeded with a non-zero exit code (not AWS's behaviour, kept for any
-            # engine that does it) is judged on its own result: ERROR may hold an earlier
-            # attempt's failure. Every rule after these reads ERROR, written by this attempt.
-            wait = sn.wait(step.name, n)
-            if not last_attempt:
-                permanent = [{"Variable": exit_code, "NumericEquals": code} for code in rc.NOT_RETRIED_EXIT_CODES]
-                choices.append({"And": [{"Variable": exit_code, "IsPresent": True}, {"Or": permanent}], "Next": failed})
-            choices.append({"Variable": f"{result}.Attempt", "IsPresent": True,
-                            "Next": failed if last_attempt else wait})
-            # On AWS a failed task arrives as States.TaskFailed whose Cause is the task's JSON.
-            cause = f"{ERROR}.Cause"
-            choices.append({"And": [{"Variable": cause, "IsPresent": True},
-                                    {"Or": _stop_code_rules(cause, rc.INFRA_STOP_CODES)},
-                                    {"Variable": f"{INFRA}.n", "NumericLessThan": len(INFRA_WAITS)}],
-                            "Next": self.infra_states(step, n, into)})
-            choices.append({"And": [{"Variable": cause, "IsPresent": True},
-                                    {"Or": _stop_code_rules(cause, (rc.OPERATOR_STOP_CODE,))}],
-                            "Next": failed})  # someone stopped the task: never retried
-            if not last_attempt:
-                cause_permanent = [{"Variable": cause, "StringMatches": f'*"ExitCode":{sep}{code},*'}
-                                   for code in rc.NOT_RETRIED_EXIT_CODES for sep in ("", " ")]
-                choices.append({"And": [{"Variable": cause, "IsPresent": True}, {"Or": cause_permanent}], "Next": failed})
-                choices.append({"Variable": f"{ERROR}.Error", "IsPresent": True, "Next": wait})
-                into.add(wait, Wait(seconds=delays[n - 1], next=sn.attempt(step.name, n + 1)))
-            into.add(check, Choice(choices=choices, default=failed))
-        return sn.attempt(step.name)
+        name, check = sn.attempt(step.name), sn.check(step.name)
+        retried = attempts > 1
+        into.add(name, Task(
+            comment=f"{step.kind} step, up to {attempts} attempt{'s' if retried else ''}",
+            resource=RUN_TASK,
+            parameters=self.run_task_parameters(step, counter if retried else None),
+            result_selector={"Container.$": "States.ArrayGetItem($.Containers, 0)", "TaskArn.$": "$.TaskArn"},
+            result_path=result,
+            timeout_seconds=step.timeout,
+            retry=[ECS_TASK_OUTCOMES, ECS_INFRA_RETRY, ECS_CALL_RETRY],
+            # a failed task always reaches the check: it tells the step's own failures from
+            # the infrastructure's and from an operator's stop. Its error (the task's whole
+            # JSON) goes to the one ERROR slot, which the next failure overwrites, so the
+            # state data stays bounded however many attempts fail.
+            catch=[Catch(["States.Timeout"], timed_out, ERROR, assign=at_step),
+                   Catch(["States.TaskFailed"], check, ERROR),
+                   Catch(["States.ALL"], failed, ERROR)],
+            next=check))
+        # RESULT is written only by a Task that succeeded, and the retry state clears it before
+        # the next attempt: present means "this attempt's task ran to its end". When it is
+        # absent, the Task failed and ERROR was written by this attempt.
+        exit_code = f"{result}.Container.ExitCode"
+        ran = {"Variable": result, "IsPresent": True}
+        ok = {"And": [{"Variable": exit_code, "IsPresent": True},
+                      {"Variable": exit_code, "NumericEquals": rc.EXIT_OK}]}
+        last = {"Variable": counter, "NumericGreaterThanEquals": attempts}
+        retry = sn.retry(step.name)
+        choices: list[dict[str, Any]] = []
+        if is_last and record and Event.RECOVERED in self.events:
+            choices.append(self.recovered_rule(ok))
+        choices.append({**ok, "Next": nxt})
+        # A Task that succeeded with a non-zero exit code (not AWS's behaviour, kept for any
+        # engine that does it) is judged on its own result.
+        if retried:
+            permanent = [{"Variable": exit_code, "NumericEquals": code} for code in rc.NOT_RETRIED_EXIT_CODES]
+            choices.append({"And": [{"Variable": exit_code, "IsPresent": True}, {"Or": permanent}], "Next": failed})
+            choices.append({"And": [ran, last], "Next": failed})
+            choices.append({**ran, "Next": retry})
+        else:
+            choices.append({**ran, "Next": failed})
+        # On AWS a failed task arrives as States.TaskFailed whose Cause is the task's JSON.
+        cause = f"{ERROR}.Cause"
+        choices.append({"And": [{"Variable": cause, "IsPresent": True},
+                                {"Or": _stop_code_rules(cause, rc.INFRA_STOP_CODES)},
+                                {"Variable": f"{INFRA}.n", "NumericLessThan": len(INFRA_WAITS)}],
+                        "Next": self.infra_states(step, into)})
+        choices.append({"And": [{"Variable": cause, "IsPresent": True},
+                                {"Or": _stop_code_rules(cause, (rc.OPERATOR_STOP_CODE,))}],
+                        "Next": failed})  # someone stopped the task: never retried
+        if retried:
+            choices.append({**last, "Next": failed})
+            cause_permanent = [{"Variable": cause, "StringMatches": f'*"ExitCode":{sep}{code},*'}
+                               for code in rc.NOT_RETRIED_EXIT_CODES for sep in ("", " ")]
+            choices.append({"And": [{"Variable": cause, "IsPresent": True}, {"Or": cause_permanent}], "Next": failed})
+            choices.append({"Variable": f"{ERROR}.Error", "IsPresent": True, "Next": retry})
+            wait = sn.wait(step.name)
+            # Back-offs are static (no pow in the intrinsics): attempt n waits delays[n - 1],
+            # index n of an array that starts with a placeholder.
+            delays = ", ".join(str(d) for d in (0, *step.retry.delays()))
+            into.add(retry, Pass(
+                comment="Count the next attempt; a fresh result slot, so the check reads only its own",
+                parameters={f"{ATTEMPT}.$": f"States.MathAdd({counter}, 1)",
+                            f"{BACKOFF}.$": f"States.ArrayGetItem(States.Array({delays}), {counter})"},
+                result_path=slot, next=wait))
+            into.add(wait, Wait(seconds_path=f"{slot}.{BACKOFF}", next=name))
+        into.add(check, Choice(choices=choices, default=failed))
+        return name
 
-    def infra_states(self, step: Step, n: int, into: Graph) -> str:
-        """Count an infrastructure retry of attempt ``n``, wait, run the same attempt again."""
-        retry, wait = sn.infra_retry(step.name, n), sn.infra_wait(step.name, n)
+    def infra_states(self, step: Step, into: Graph) -> str:
+        """Count an infrastructure retry of the attempt, wait, run the same attempt again."""
+        retry, wait = sn.infra_retry(step.name), sn.infra_wait(step.name)
         into.add(retry, Pass(
             comment="The task never ran the step to its end (rc.INFRA_STOP_CODES): not the step's attempt",
             parameters={"n.$": f"States.MathAdd({INFRA}.n, 1)",
                         "wait.$": f"States.ArrayGetItem(States.Array({', '.join(map(str, INFRA_WAITS))}), {INFRA}.n)"},
             result_path=INFRA, next=wait))
-        into.add(wait, Wait(seconds_path=f"{INFRA}.wait", next=sn.attempt(step.name, n)))
+        into.add(wait, Wait(seconds_path=f"{INFRA}.wait", next=sn.attempt(step.name)))
         return retry
 
     def step_failure_state(self, step: Step, status: ExecutionStatus, into: Graph, record: bool) -> str:
@@ -512,7 +542,7 @@ class _Builder:
             parameters={f"{f}.$": f"$.{f}" for f in ("trigger", "scheduled_time", "params")}
             # each member's slot exists from the start: a member whose attempts all failed has
             # no result in it, and its branch still reports the (empty) slot
-            | {"run": {"steps": {m.key: {} for m in members}, "infra": {"n": 0}}},
+            | {"run": {"steps": {m.key: {} for m in members} | _initial_slots(members), "infra": {"n": 0}}},
             branches=branches,
             result_selector={f"{m.key}.$": f"States.ArrayGetItem($, {i})" for i, m in enumerate(members)},
             result_path=_steps_slot(group),

@@ -17,12 +17,14 @@ if TYPE_CHECKING:
     from jobplane.compiler.model import Job, Step
 
 
-def container_env(job: Job, step: Step, attempt: int) -> list[dict[str, str]]:
+def container_env(job: Job, step: Step, counter: str | None) -> list[dict[str, str]]:
+    """``counter``: the state-data path of the step's attempt number (None: it has one attempt)."""
+    attempt = {"Value.$": f"States.Format('{{}}', {counter})"} if counter else {"Value": "1"}
     env = [
         {"Name": rc.ENV_JOB, "Value": job.name},
         {"Name": rc.ENV_TEAM, "Value": job.team},
         {"Name": rc.ENV_STEP, "Value": step.name},
-        {"Name": rc.ENV_ATTEMPT, "Value": str(attempt)},
+        {"Name": rc.ENV_ATTEMPT, **attempt},
         {"Name": rc.ENV_STEP_TIMEOUT, "Value": str(step.timeout)},
         {"Name": rc.ENV_TARGET, "Value": json.dumps(step.target_spec(), sort_keys=True, separators=(",", ":"))},
         {"Name": rc.ENV_EXECUTION_ID, "Value.$": "$$.Execution.Name"},
@@ -39,12 +41,12 @@ def container_env(job: Job, step: Step, attempt: int) -> list[dict[str, str]]:
     return env
 
 
-def container_overrides(job: Job, step: Step, attempt: int) -> list[dict[str, Any]]:
-    """RunTask's Overrides.ContainerOverrides for one attempt of ``step``."""
+def container_overrides(job: Job, step: Step, counter: str | None) -> list[dict[str, Any]]:
+    """RunTask's Overrides.ContainerOverrides for every attempt of ``step``."""
     return [{
         "Name": rc.CONTAINER_NAME,
         "Command": rc.container_command(step.kind),
-        "Environment": container_env(job, step, attempt),
+        "Environment": container_env(job, step, counter),
     }]
 
 
@@ -53,9 +55,9 @@ def params_budget(job: Job) -> int:
     sends (the rest is fixed by the definition, or bounded: rc.RUN_TIME_VALUE_MAX)."""
     largest = 0
     for step in job.runnable_steps():
-        for n in {1, step.retry.attempts}:
-            sized = [{**o, "Environment": [
-                {"Name": e["Name"], "Value": "x" * rc.RUN_TIME_VALUE_MAX.get(e["Name"], 0)} if "Value.$" in e else e
-                for e in o["Environment"]]} for o in container_overrides(job, step, n)]
-            largest = max(largest, len(json.dumps(sized, separators=(",", ":"), ensure_ascii=False)))
+        counter = "$.attempt" if step.retry.attempts > 1 else None  # any path: its value is sized
+        sized = [{**o, "Environment": [
+            {"Name": e["Name"], "Value": "x" * rc.RUN_TIME_VALUE_MAX.get(e["Name"], 0)} if "Value.$" in e else e
+            for e in o["Environment"]]} for o in container_overrides(job, step, counter)]
+        largest = max(largest, len(json.dumps(sized, separators=(",", ":"), ensure_ascii=False)))
     return rc.OVERRIDES_LIMIT - largest

@@ -34,8 +34,9 @@ OPERATOR_STOP_CODE = "UserInitiated"
 OVERRIDES_LIMIT = 8192
 #: The longest each run-time environment value can be (params are budgeted per job instead):
 #: an execution name is at most 80 characters (StartExecution), a scheduled time ~30, a trigger a
-#: word, a traceparent 55.
-RUN_TIME_VALUE_MAX = {ENV_EXECUTION_ID: 80, ENV_SCHEDULED_TIME: 32, ENV_TRIGGER: 16, ENV_TRACEPARENT: 55}
+#: word, a traceparent 55, an attempt number 2 (the DSL allows at most 10 attempts).
+RUN_TIME_VALUE_MAX = {ENV_EXECUTION_ID: 80, ENV_SCHEDULED_TIME: 32, ENV_TRIGGER: 16, ENV_TRACEPARENT: 55,
+                      ENV_ATTEMPT: 2}
 
 
 def params_in_override(params: dict) -> int:

@@ -31,8 +31,9 @@ class Role(str, Enum):
     CLAIM = "claim"  # the conditional write that applies the policy and claims the job
     ROUTE = "route"  # honours resume_from
     UNKNOWN_RESUME = "unknown resume_from"  # records a re-run from a step that does not exist
-    STEP = "step"  # a step's own state: an attempt's ecs:runTask.sync Task, or a parallel group
+    STEP = "step"  # a step's own state: its ecs:runTask.sync Task (entered once per attempt), or a parallel group
     CHECK = "check"  # after an attempt (or a group): did it succeed, retry or fail?
+    RETRY = "retry"  # counts the next attempt and picks its back-off
     WAIT = "wait"  # the back-off before the next attempt
     INFRA_RETRY = "infra retry"  # counts a retry of the same attempt after an infrastructure failure
     INFRA_WAIT = "infra wait"  # the back-off before that retry
@@ -55,7 +56,10 @@ class StateName:
     name: str
     role: Role
     step: str | None = None
-    attempt: int | None = None  # Role.STEP / CHECK / WAIT / INFRA_*: which attempt (a group is attempt 1)
+    #: Role.STEP / CHECK / WAIT / INFRA_*: the attempt a state name carried. Machines compiled
+    #: before the attempt loop (issue 19) had one state per attempt (``<step> #N``); a loop's
+    #: states are all attempt 1 by name, and the timeline counts attempts from the history.
+    attempt: int | None = None
     reason: SkipReason | None = None  # Role.SKIP_RECORD
 
     @property
@@ -106,7 +110,9 @@ _FIXED: dict[str, Role] = {
 
 
 def attempt(step: str, n: int = 1) -> str:
-    """Attempt ``n`` of a step (the first carries the bare step name; a parallel group too)."""
+    """The step's Task (a parallel group's Parallel), entered once per attempt. ``n`` > 1 names
+    the per-attempt states of machines compiled before the attempt loop (``<step> #N``), which
+    histories of runs started before an upgrade still hold; the compiler no longer makes them."""
     return step if n == 1 else f"{step} #{n}"
 
 
@@ -114,18 +120,23 @@ def check(step: str, n: int = 1) -> str:
     return f"{attempt(step, n)}: check"
 
 
-def wait(step: str, n: int) -> str:
-    """The wait after attempt ``n``, before attempt ``n + 1``."""
+def retry(step: str) -> str:
+    """After a failed attempt that may be retried: count the next attempt, pick its back-off."""
+    return f"{step}: retry"
+
+
+def wait(step: str, n: int = 1) -> str:
+    """The back-off before the step's next attempt (``n``: the attempt before it, old machines)."""
     return f"{attempt(step, n)}: wait"
 
 
-def infra_retry(step: str, n: int) -> str:
-    """Before attempt ``n`` runs again because its task never ran its step (not an attempt of
+def infra_retry(step: str, n: int = 1) -> str:
+    """Before the same attempt runs again because its task never ran its step (not an attempt of
     the step's own: capacity, image pull, a Fargate maintenance stop)."""
     return f"{attempt(step, n)}: infra retry"
 
 
-def infra_wait(step: str, n: int) -> str:
+def infra_wait(step: str, n: int = 1) -> str:
     return f"{attempt(step, n)}: infra wait"
 
 
@@ -146,11 +157,11 @@ def skip_record(reason: SkipReason) -> str:
 
 
 _SKIP_RECORDS = {skip_record(r): r for r in SkipReason}
-_SUFFIXES = {"check": Role.CHECK, "wait": Role.WAIT, "failed": Role.STEP_FAILED, "timed out": Role.STEP_TIMED_OUT,
+_SUFFIXES = {"check": Role.CHECK, "retry": Role.RETRY, "wait": Role.WAIT, "failed": Role.STEP_FAILED, "timed out": Role.STEP_TIMED_OUT,
              "done": Role.BRANCH_DONE, "infra retry": Role.INFRA_RETRY, "infra wait": Role.INFRA_WAIT}
 _NUMBERED = ("check", "wait", "infra retry", "infra wait")
 _STEP_STATE = re.compile(r"^(?P<step>[a-z][a-z0-9_-]*)(?: #(?P<n>[1-9]\d*))?"
-                         r"(?:: (?P<suffix>check|wait|failed|timed out|done|infra retry|infra wait))?$")
+                         r"(?:: (?P<suffix>check|retry|wait|failed|timed out|done|infra retry|infra wait))?$")
 
 
 def classify(name: str) -> StateName:
@@ -171,10 +182,11 @@ def classify(name: str) -> StateName:
 
 
 def step_key(step: str) -> str:
-    """Where a step's attempt results live (``$.run.steps.<key>.a<N>`` in the state data, the
-    record's ``steps``): the name made JSONPath-safe."""
+    """Where a step's attempt counter and latest result live (``$.run.steps.<key>`` in the state
+    data, the record's ``steps``): the name made JSONPath-safe."""
     return step.replace("-", "_")
 
 
 def attempt_key(n: int) -> str:
+    """Attempt ``n``'s result in the ``steps`` of records written before the attempt loop."""
     return f"a{n}"

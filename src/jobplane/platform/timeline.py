@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from jobplane.contract.states import Role, attempt_key, classify, step_key
+from jobplane.contract.states import Role, StateName, attempt_key, classify, step_key
 from jobplane.platform.clock import as_iso
 
 
@@ -22,7 +22,13 @@ def timeline(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     An attempt cut short by the end of its execution (stopped, or the whole run timed out) is
     'stopped' / 'timed out', whatever its Task said: moto 5.2.5 writes a TaskSucceeded with no
     output for the running task of a stopped execution (AWS writes none), and a .sync task that
-    really succeeded always has its task as output."""
+    really succeeded always has its task as output.
+
+    A step's Task is entered once per attempt (the attempt loop), and once more for an attempt
+    the infrastructure retried: the attempt number is one more than the back-off waits
+    (Role.WAIT) the step has entered, which also holds for machines compiled before the loop
+    (``<step> #N``, each preceded by ``<step> #N-1: wait``)."""
+    waits: dict[str, int] = {}  # step -> back-off waits entered so far
     row_of: dict[int, dict[str, Any]] = {}  # event id -> its attempt row (events chain by previousEventId)
     rows: list[dict[str, Any]] = []
     by_state: dict[str, dict[str, Any]] = {}
@@ -36,15 +42,19 @@ def timeline(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     row["outcome"] = ended
                     row["finished_at"] = row["finished_at"] or as_iso(e["timestamp"])
             continue
-        if kind == "TaskStateEntered":
+        if kind == "WaitStateEntered":
+            state = _classified(e["stateEnteredEventDetails"]["name"])
+            if state is not None and state.role == Role.WAIT and state.step is not None:
+                waits[state.step] = waits.get(state.step, 0) + 1
+        elif kind == "TaskStateEntered":
             name = e["stateEnteredEventDetails"]["name"]
-            try:
-                state = classify(name)
-            except ValueError:  # not a compiled job's state machine: it has no steps to show
+            state = _classified(name)
+            # not a compiled job's state machine (no steps to show), or the platform's own
+            # Tasks (claim, records, notifications)
+            if state is None or state.role != Role.STEP or state.step is None:
                 continue
-            if state.role != Role.STEP:  # the platform's own Tasks (claim, records, notifications)
-                continue
-            row = {"step": state.step, "attempt": state.attempt, "started_at": as_iso(e["timestamp"]),
+            attempt = 1 + waits.get(state.step, 0)
+            row = {"step": state.step, "attempt": attempt, "started_at": as_iso(e["timestamp"]),
                    "finished_at": None, "outcome": "running"}
             rows.append(row)
             row_of[e["id"]] = row
@@ -80,6 +90,13 @@ def timeline(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 row["finished_at"] = as_iso(e["timestamp"])
                 row["outcome"] = "succeeded"
     return rows
+
+
+def _classified(name: str) -> StateName | None:
+    try:
+        return classify(name)
+    except ValueError:
+        return None
 
 
 #: How much of a stop reason or an unparsed error cause a row keeps (rows live on the record).
