@@ -64,7 +64,7 @@ def compile_all(config: PlatformConfig, jobs: list[LoadedJob] | None = None) -> 
         for lj in team_jobs:
             definition = asl.build_definition(lj.job, config.name_prefix)
             counts[lj.job.name] = count_states(definition)
-            files[layout.job_file(team, lj.job.name)] = terraform.render(
+            files[layout.job_file(team, lj.job.name)] = terraform.render_job(
                 terraform.job_module(lj.job, asl.render(definition), config))
         files[f"{root}/{CATALOG_FILE}"] = catalog.build_catalog(team_jobs, config, counts, team=team).render()
     return CompiledOutput(files=dict(sorted(files.items())), jobs=jobs)

@@ -357,7 +357,16 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> dict[str, Any
 
 
 def render(doc: dict[str, Any]) -> str:
+    """A root's own file (``main.tf.json``): indented, a reviewer reads it."""
     return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def render_job(doc: dict[str, Any]) -> str:
+    """A job's file: compact. The job files are nearly all of the compiled output, and their
+    bulk, the state machine's definition, is one string whatever the indentation: indenting
+    the rest cost 6 of 63 MB at 1,000 jobs (issue 19). ``jq .`` shows one indented; reviewers
+    read ``jobplane plan`` and Terraform's plan, not these files."""
+    return json.dumps(doc, separators=(",", ":"), sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def iam_summary(job_doc: dict[str, Any]) -> dict[str, list[str]]:

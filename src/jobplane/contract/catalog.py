@@ -118,11 +118,12 @@ class Catalog(_Model):
         return next((j for j in self.jobs if j.name == name), None)
 
     def render(self) -> str:
-        """The file's bytes: stable (sorted keys), fields the compiler did not set left out."""
+        """The file's bytes: stable (sorted keys), fields the compiler did not set left out;
+        compact, as the job files (a program reads it; ``jq .`` shows it indented)."""
         import json
 
-        return json.dumps(self.model_dump(mode="json", exclude_unset=True), indent=2, sort_keys=True,
-                          ensure_ascii=False) + "\n"
+        return json.dumps(self.model_dump(mode="json", exclude_unset=True), separators=(",", ":"),
+                          sort_keys=True, ensure_ascii=False) + "\n"
 
     @classmethod
     def merge(cls, parts: list[Catalog]) -> Catalog:
