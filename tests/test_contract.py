@@ -261,6 +261,33 @@ def test_a_failed_step_is_named_by_the_reconciler_as_by_the_timeline(aws: LocalA
     assert aws.repository().execution(arn.rsplit(":", 1)[1]).failed_step == "prepare"
 
 
+def _entered(kind: str, name: str) -> dict[str, Any]:
+    return {"type": f"{kind}StateEntered", "stateEnteredEventDetails": {"name": name}}
+
+
+def test_the_timeline_numbers_attempts_of_a_loop_and_of_a_machine_compiled_before_it() -> None:
+    """The same history, as a looped machine and as an unrolled one (a run started before an
+    upgrade) writes it: attempt 1 failed and was retried after its back-off; attempt 2's task
+    never ran (an infrastructure stop), so attempt 2 ran again; both read as attempts 1, 2, 2."""
+    looped = [("Task", "s"), ("Choice", "s: check"), ("Pass", "s: retry"), ("Wait", "s: wait"),
+              ("Task", "s"), ("Choice", "s: check"), ("Pass", "s: infra retry"), ("Wait", "s: infra wait"),
+              ("Task", "s"), ("Choice", "s: check")]
+    unrolled = [("Task", "s"), ("Choice", "s: check"), ("Wait", "s: wait"),
+                ("Task", "s #2"), ("Choice", "s #2: check"), ("Pass", "s #2: infra retry"),
+                ("Wait", "s #2: infra wait"), ("Task", "s #2"), ("Choice", "s #2: check")]
+    for states in (looped, unrolled):
+        events = []
+        for kind, name in [("Task", "Claim")] + states:
+            events.append({**_entered(kind, name), "id": len(events) + 1, "timestamp": 1_800_000_000 + len(events)})
+            if kind == "Task":  # the task ends: the step's first two tasks fail, the third succeeds
+                failed = len([e for e in events if e["type"] == "TaskStateEntered"]) in (2, 3)
+                events.append({"type": "TaskFailed" if failed else "TaskSucceeded", "id": len(events) + 1,
+                               "previousEventId": len(events), "timestamp": 1_800_000_000 + len(events)})
+        rows = timeline(events)
+        assert [(r["step"], r["attempt"]) for r in rows] == [("s", 1), ("s", 2), ("s", 2)], states
+        assert [r["outcome"] for r in rows] == ["failed", "failed", "succeeded"]
+
+
 def _refusing(aws: LocalAWS, service: str, operation: str, code: str, body: bytes) -> Any:
     """A client of the local AWS whose ``operation`` the service refuses with ``code``, without
     retries: what a Lambda sees once botocore has given up."""

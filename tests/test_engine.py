@@ -294,6 +294,7 @@ def test_a_task_that_never_started_is_retried_without_using_an_attempt(aws: Loca
     assert ex.status == "SUCCEEDED" and rec.status == "SUCCEEDED", task_logs(aws, rec.execution)
     assert [s for s in ex.states_entered if "infra" in s] == ["work: infra retry", "work: infra wait"]
     assert ex.states_entered.count("work") == 2  # the same attempt, run again
+    assert [a["attempt"] for a in rec.attempts("work")] == [1, 1]
 
 
 def test_a_task_someone_stopped_is_not_retried(aws: LocalAWS, tmp_path: Path) -> None:
