@@ -73,14 +73,18 @@ def seed(aws: LocalAWS, catalog: dict, executions: int, rng: random.Random) -> t
         status = "FAILED" if failed else "SUCCEEDED"
         name = f"{i:08d}{rng.getrandbits(64):016x}"
         steps = [s["name"] for s in job["steps"]]
+        # as the reconciler stores them: each row with its exit code; a step's slot holds its
+        # counter (retried steps) and, when its task ran to its end, its container
+        outcomes = ["failed" if failed and k == len(steps) - 1 else "succeeded" for k in range(len(steps))]
         timeline = [{"step": s, "attempt": 1, "started_at": iso_millis(began), "finished_at": iso_millis(ended),
-                     "outcome": "failed" if failed and k == len(steps) - 1 else "succeeded"} for k, s in enumerate(steps)]
+                     "outcome": o, "exit_code": 75 if o == "failed" else 0} for s, o in zip(steps, outcomes)]
         item = {"pk": dm.execution_pk(name), "sk": dm.EXEC_SK, "execution": name, "job": job["name"], "team": job["team"],
                 "execution_arn": f"arn:aws:states:us-east-1:{ACCOUNT}:execution:jobplane-{job['name']}:{name}",
                 "status": status, "trigger": "schedule", "scheduled_time": iso_millis(began), "requested_by": "scheduler",
                 "input": json.dumps({"trigger": "schedule", "params": {}}), "started_at": iso_millis(began),
                 "finished_at": iso_millis(ended), "gsi1pk": dm.job_partition(job["name"]), "gsi1sk": iso_millis(began),
-                "steps": json.dumps({s.replace("-", "_"): {"a1": {"Container": {"ExitCode": 75 if failed else 0}}} for s in steps}),
+                "steps": json.dumps({s.replace("-", "_"): {"result": {"Container": {"ExitCode": 0}}} if o == "succeeded" else {}
+                                     for s, o in zip(steps, outcomes)}),
                 "timeline": json.dumps(timeline), "transitions": 3 + 2 * len(steps)}
         if failed:
             item |= {"gsi2pk": dm.FAILURES_PARTITION, "gsi2sk": iso_millis(ended), "failed_step": steps[-1],
