@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +87,7 @@ def test_a_job_created_in_the_backends_reads_and_runs_as_one_created_through_the
         assert runs["direct"].states_entered == runs["api"].states_entered
 
 
-def test_the_running_executions_are_those_list_executions_answers() -> None:
+def test_the_running_executions_are_those_list_executions_answers_and_ended_ones_can_be_forgotten() -> None:
     jobs = {name: Job.from_definition({"name": name, "team": "billing", "timezone": "UTC", "policy": "ALWAYS_RUN",
                                       "steps": [{"name": "work", "shell": argv}]})
             for name, argv in (("slow", ["sleep", "120"]), ("quick", ["true"]))}
@@ -116,6 +117,19 @@ def test_the_running_executions_are_those_list_executions_answers() -> None:
         sfn.stop_execution(executionArn=slow[0])
         assert aws.wait(slow[0]).status == "ABORTED"
         assert aws.running_executions() == listed() == [slow[1]]
+
+        # a long `jobplane dev` lets moto forget what ended long ago; what runs is never forgotten
+        def everything() -> list[str]:
+            return sorted(e["executionArn"] for arn in aws.state_machines.values()
+                          for e in sfn.list_executions(stateMachineArn=arn)["executions"])
+
+        assert len(everything()) == 3
+        assert aws.forget_ended_executions(datetime.now(timezone.utc) - timedelta(minutes=5)) == 0
+        assert aws.forget_ended_executions(datetime.now(timezone.utc) + timedelta(seconds=1)) == 2
+        assert everything() == [slow[1]] and aws.running_executions() == [slow[1]]
+        with pytest.raises(sfn.exceptions.ExecutionDoesNotExist):
+            sfn.describe_execution(executionArn=quick.arn)
+        assert sfn.describe_execution(executionArn=slow[1])["status"] == "RUNNING"
         aws.stop_all()
         assert aws.running_executions() == listed() == []
         assert sfn.list_executions(stateMachineArn=other, statusFilter="RUNNING")["executions"]  # not the engine's

@@ -26,6 +26,7 @@ import sys
 import threading
 import time
 from contextlib import ExitStack
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
@@ -34,11 +35,17 @@ from jobplane.devserver import services as svc
 from jobplane.devserver.runtime import (COMPILED_STAMP, RUNTIME_FILE, SNAPSHOT_FILE, DevError, owner_only,
                                         read_runtime, remove_runtime, write_runtime)
 from jobplane.devserver.snapshot import Snapshot
+from jobplane.platform.catchup import WINDOW as CATCHUP_WINDOW
 from jobplane.platform.control import ControlPlane, Deployment
 from jobplane.platform.local.engine import ACCOUNT, LocalAWS
 from jobplane.platform.local.scheduler import Clock, LocalScheduler, system_clock
 
 log = logging.getLogger("jobplane.dev")
+
+#: How long an ended execution stays in the local AWS (DescribeExecution, its history): beyond
+#: the catch-up's window, which asks about runs that ended up to that long ago (catchup.WINDOW).
+ENDED_KEPT_FOR = 2 * CATCHUP_WINDOW
+FORGET_EVERY = 3600.0  # seconds between two passes
 
 __all__ = ["DevError", "DevPlatform", "RUNTIME_FILE", "SNAPSHOT_FILE"]
 
@@ -297,11 +304,28 @@ class DevPlatform:
                          self.aws.running_executions()).save(self.data_dir / SNAPSHOT_FILE)
 
     def _save_loop(self) -> None:
+        forgotten_at = time.monotonic()
         while not self._stop.wait(self.snapshot_interval):
             try:
                 self.save()
             except Exception:
                 log.exception("saving local state failed (will retry)")
+            if time.monotonic() - forgotten_at >= FORGET_EVERY:
+                forgotten_at = time.monotonic()
+                self.forget_ended_executions()
+
+    def forget_ended_executions(self) -> int:
+        """Bound the local AWS's memory on a long run: executions that ended more than
+        ENDED_KEPT_FOR ago leave moto (their records, timelines and logs stay)."""
+        assert self.aws is not None
+        try:
+            n = self.aws.forget_ended_executions(datetime.now(timezone.utc) - ENDED_KEPT_FOR)
+        except Exception:
+            log.exception("forgetting old executions failed (will retry)")
+            return 0
+        if n:
+            log.info("forgot %d executions that ended more than %s ago", n, ENDED_KEPT_FOR)
+        return n
 
     def banner(self) -> str:
         assert self.aws is not None

@@ -422,6 +422,11 @@ class LocalAWS:
         backend: the API would take one ListExecutions per job (moto_backends.py)."""
         return moto_backends.running_executions(self.region, set(self.state_machines.values()))
 
+    def forget_ended_executions(self, ended_before: datetime) -> int:
+        """Let moto drop the deployed jobs' executions that ended before ``ended_before``
+        (moto_backends.forget_ended_executions says when that is safe)."""
+        return moto_backends.forget_ended_executions(self.region, set(self.state_machines.values()), ended_before)
+
     def stop_all(self) -> None:
         """Stop what still runs, so no execution thread outlives the mock (see notes)."""
         sfn = self.client("stepfunctions")
