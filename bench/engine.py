@@ -4,8 +4,8 @@
 
 Runs real compiled jobs with real runner subprocesses (the local ECS agent) and prints:
 states entered (billed transitions on AWS Standard) for a one-step success, a three-step
-success, a failure and a skip; the start-to-finish latency of a one-step no-op job (median of
-N); and ROUNDS rounds of N concurrent starts of an ALWAYS_RUN no-op job (all finished, none
+success, a failure (at once, and after three attempts: what each retry costs) and a skip; the
+start-to-finish latency of a one-step no-op job (median of N); and ROUNDS rounds of N concurrent starts of an ALWAYS_RUN no-op job (all finished, none
 lost, none FAILED), with BURNERS processes spinning on the CPU beside them: the spurious
 failure of issue 13 showed only on a loaded machine.
 """
@@ -33,9 +33,10 @@ TESTS = Path(__file__).resolve().parents[1] / "tests"
 NOOP = "sample_apps.functions:behave"
 
 
-def deploy(aws: LocalAWS, name: str, steps: int, policy: str = "ALWAYS_RUN") -> None:
+def deploy(aws: LocalAWS, name: str, steps: int, policy: str = "ALWAYS_RUN", attempts: int = 1) -> None:
+    retry = {"retry": {"attempts": attempts, "interval": 1, "backoff": 1}} if attempts > 1 else {}
     job = Job.from_definition({"name": name, "team": "billing", "timezone": "UTC", "policy": policy,
-                              "steps": [{"name": f"s{i}", "python": NOOP} for i in range(steps)]})
+                              "steps": [{"name": f"s{i}", "python": NOOP, **retry} for i in range(steps)]})
     aws.deploy(name, asl.compile_job(job, aws.prefix))
 
 
@@ -55,6 +56,7 @@ def main() -> None:
         deploy(aws, "one", 1)
         deploy(aws, "three", 3)
         deploy(aws, "skipper", 1, policy="SKIP_IF_RUNNING")
+        deploy(aws, "retried", 1, attempts=3)
 
         def run(job: str, params: dict, t: str | None = None):
             inp = execution_input.scheduled(t, params) if t else execution_input.manual("bench", overrides=params)
@@ -63,6 +65,7 @@ def main() -> None:
         one = run("one", {"mode": "ok"})
         three = run("three", {"mode": "ok"})
         failed = run("one", {"mode": "fail"})
+        retried = run("retried", {"mode": "fail"})
         dup_first = run("skipper", {"mode": "ok"}, "2027-01-01T00:00:00Z")
         duplicate = run("skipper", {"mode": "ok"}, "2027-01-01T00:00:00Z")
         plain_first = run("one", {"mode": "ok"}, "2027-01-01T00:00:00Z")
@@ -71,6 +74,7 @@ def main() -> None:
             stateMachineArn=aws.state_machines["one"], input="{}")["executionArn"])
         print("states entered (transitions billed on AWS):")
         for label, ex in (("one-step success", one), ("three-step success", three), ("one-step failure", failed),
+                          ("failure after 3 attempts", retried),
                           ("duplicate fire (skip)", plain_duplicate), ("duplicate, SKIP_IF_RUNNING", duplicate),
                           ("console start with {}", console)):
             print(f"  {label:27s} {len(ex.states_entered):2d}  {' > '.join(ex.states_entered)}")
