@@ -35,3 +35,13 @@ def test_every_make_target_the_docs_name_exists() -> None:
     targets = set(re.findall(r"^([a-z][\w-]*):", (ROOT / "Makefile").read_text(), re.M))
     named = {(page.relative_to(ROOT), t) for page in PAGES for t in re.findall(r"`make ([a-z][\w-]*)", page.read_text())}
     assert named and not [f"{page}: make {t}" for page, t in sorted(named) if t not in targets]
+
+
+def test_every_cli_command_the_docs_name_exists() -> None:
+    import click
+
+    from jobplane.cli.app import main
+
+    commands = set(main.list_commands(click.Context(main)))
+    named = {(page.relative_to(ROOT), c) for page in PAGES for c in re.findall(r"`jobplane ([a-z][\w-]*)", page.read_text())}
+    assert named and not [f"{page}: jobplane {c}" for page, c in sorted(named) if c not in commands]
