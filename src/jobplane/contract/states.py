@@ -109,15 +109,15 @@ _FIXED: dict[str, Role] = {
 }
 
 
-def attempt(step: str, n: int = 1) -> str:
-    """The step's Task (a parallel group's Parallel), entered once per attempt. ``n`` > 1 names
-    the per-attempt states of machines compiled before the attempt loop (``<step> #N``), which
-    histories of runs started before an upgrade still hold; the compiler no longer makes them."""
-    return step if n == 1 else f"{step} #{n}"
+def attempt(step: str) -> str:
+    """The step's Task (a parallel group's Parallel), entered once per attempt. Machines compiled
+    before the attempt loop also had ``<step> #N`` per attempt; histories of runs started before
+    an upgrade still hold them, and :func:`classify` still reads them, but nothing makes them."""
+    return step
 
 
-def check(step: str, n: int = 1) -> str:
-    return f"{attempt(step, n)}: check"
+def check(step: str) -> str:
+    return f"{step}: check"
 
 
 def retry(step: str) -> str:
@@ -125,19 +125,19 @@ def retry(step: str) -> str:
     return f"{step}: retry"
 
 
-def wait(step: str, n: int = 1) -> str:
-    """The back-off before the step's next attempt (``n``: the attempt before it, old machines)."""
-    return f"{attempt(step, n)}: wait"
+def wait(step: str) -> str:
+    """The back-off before the step's next attempt."""
+    return f"{step}: wait"
 
 
-def infra_retry(step: str, n: int = 1) -> str:
+def infra_retry(step: str) -> str:
     """Before the same attempt runs again because its task never ran its step (not an attempt of
     the step's own: capacity, image pull, a Fargate maintenance stop)."""
-    return f"{attempt(step, n)}: infra retry"
+    return f"{step}: infra retry"
 
 
-def infra_wait(step: str, n: int = 1) -> str:
-    return f"{attempt(step, n)}: infra wait"
+def infra_wait(step: str) -> str:
+    return f"{step}: infra wait"
 
 
 def step_failed(step: str) -> str:
