@@ -486,7 +486,11 @@ class _Builder:
             choices.append({"Variable": f"{ERROR}.Error", "IsPresent": True, "Next": retry})
             wait = sn.wait(step.name)
             # Back-offs are static (no pow in the intrinsics): attempt n waits delays[n - 1],
-            # index n of an array that starts with a placeholder.
+            # index n of an array that starts with a placeholder. States.MathAdd, States.Array
+            # and States.ArrayGetItem (0-based) are JSONPath intrinsics allowed in a Pass's
+            # Parameters (https://docs.aws.amazon.com/step-functions/latest/dg/intrinsic-functions.html);
+            # a Wait takes its seconds from a path with SecondsPath
+            # (https://docs.aws.amazon.com/step-functions/latest/dg/state-wait.html).
             delays = ", ".join(str(d) for d in (0, *step.retry.delays()))
             into.add(retry, Pass(
                 comment="Count the next attempt; a fresh result slot, so the check reads only its own",
