@@ -18,7 +18,8 @@ ALLOWED = {
     "runner": {"contract"},
     "portal": {"contract", "platform"},
     "devserver": {"contract", "compiler", "platform", "portal"},
-    "cli": {"contract", "compiler", "platform", "portal", "devserver"},
+    "importer": {"contract", "compiler"},
+    "cli": {"contract", "compiler", "platform", "portal", "devserver", "importer"},
 }
 
 

@@ -32,6 +32,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                "JSON Schema of a resolved job definition, for editor completion and checks."),
     "init": ("jobplane.cli.definitions", "init",
              "Create jobs/TEAM/JOB.jsonnet from a commented template (never overwrites)."),
+    "import": ("jobplane.cli.importing", "import_command",
+               "Turn existing schedules into job files under jobs/TEAM/, one per job, each validated and proved "
+               "to fire at the same instants as its source (docs/import.md)."),
     "dev": ("jobplane.cli.local", "dev", "Run the whole platform on this machine until Ctrl-C."),
     "run": ("jobplane.cli.operate", "run",
             "Start JOB now (on the running `jobplane dev`, or with --deployment on AWS), and follow it to the end."),

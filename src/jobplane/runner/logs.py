@@ -21,19 +21,12 @@ if TYPE_CHECKING:
     from typing import Any, Mapping
 
 from jobplane.contract.runner import ENV_PARAMS, ENV_TARGET
+from jobplane.contract.secret_names import NOT_SECRET as _NOT_SECRET_NAMES
+from jobplane.contract.secret_names import SECRET_NAME, URL_PASSWORD
 
-#: Environment variable names whose values are never printed: words that name credentials
-#: anywhere in the name, and short ones (KEY, PWD, PASS) as whole parts (STRIPE_KEY, MYSQL_PWD;
-#: not KEYBOARD_LAYOUT, nor the shell's own PWD, the working directory).
-SECRET_NAME = re.compile(
-    r"PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|CREDENTIAL|PRIVATE|WEBHOOK|DSN|AUTH|COOKIE|SIGNATURE|"
-    r"APIKEY|ACCESSKEY|(?:^|_)(?:API_|ACCESS_|SESSION_|SIGNING_|ENCRYPTION_|MASTER_)?KEYS?(?:_|$)|(?:^|_)(?:PWD|PASS)(?:_|$)",
-    re.I)
-NOT_SECRET = frozenset({"PWD", "OLDPWD", ENV_TARGET, ENV_PARAMS})
+NOT_SECRET = _NOT_SECRET_NAMES | {ENV_TARGET, ENV_PARAMS}
 #: The declared secrets of the step (ECS ``secrets``), by name: set by the job's task definition.
 ENV_SECRET_NAMES = "JOBPLANE_SECRET_NAMES"
-#: user:password@ in a URL (postgres://app:pw@db/app): the password part.
-URL_PASSWORD = re.compile(r"(?<=://)([^\s:/@]+):([^\s@/]+)@")
 REDACTED = "[redacted]"
 MIN_SECRET_LENGTH = 4  # shorter values would redact ordinary words
 

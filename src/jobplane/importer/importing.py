@@ -1,0 +1,377 @@
+"""``jobplane import``: read the sources, map each entry to a job file, validate them all with
+the repository's own jobs exactly as ``jobplane validate`` would, prove each job's fires against
+its source, and only then write, all at once.
+
+An entry becomes a job or a refusal with its reason, never a guess: a schedule EventBridge
+cannot say, a fire that would move, a value the source does not hold, a file that exists. Input
+that cannot be read at all (a bad crontab line, invalid YAML) stops the whole import before
+anything is mapped (exit 2), every problem named with its ``file:line``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from jobplane.compiler.problems import DefinitionError, Problem
+from jobplane.compiler.validate import LoadedJob, load_jobs
+from jobplane.contract.config import CONFIG_FILE, PlatformConfig
+from jobplane.contract.schedule import ScheduleError, validate_timezone
+from jobplane.importer import celery_beat, crontab, ecschedule, eventbridge, kubernetes
+from jobplane.importer.entries import Entry, InputProblem, Origin, Reading, Skipped
+from jobplane.importer.naming import Namer
+from jobplane.importer.render import JobFile, render
+from jobplane.importer.schedules import translate
+from jobplane.importer.steps import SecretTodo, name_from_command, step_for
+from jobplane.importer.verify import WINDOW_DAYS, Verdict, verify
+from jobplane.importer.yamldocs import YamlError, documents
+
+Format = Literal["auto", "crontab", "system-crontab", "kubernetes", "eventbridge", "ecschedule", "celery"]
+#: A step's timeout when the source sets none: cron and EventBridge never stop a command, so the
+#: step may run as long as the job (jobplane's job default, 24 h), not jobplane's step default (1 h).
+NO_LIMIT = 86400
+MAX_ATTEMPTS = 10
+#: A job that fires this often or more may overlap itself: the report suggests SKIP_IF_RUNNING.
+FREQUENT_PER_DAY = 24
+
+
+class UnreadableInput(Exception):
+    def __init__(self, problems: list[str]):
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class Options:
+    team: str
+    timezone: str | None = None
+    force: bool = False
+    verify: bool = True
+    dry_run: bool = False
+    accept_dst: bool = False
+    replace_as: str | None = None
+    source_format: Format = "auto"
+    start: datetime | None = None  # the verification window starts the day after (default: now)
+
+
+@dataclass
+class Outcome:
+    """One source entry's fate, as the terminal table and ``--report`` show it."""
+
+    origin: Origin
+    source_schedule: str
+    job: str | None = None
+    file: str | None = None
+    schedules: tuple[str, ...] = ()
+    timezone: str | None = None
+    policy: str | None = None
+    enabled: bool = True
+    verdict: Verdict | None = None
+    refused: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    todos: list[SecretTodo] = field(default_factory=list)
+    rendered: str | None = None
+
+    @property
+    def imported(self) -> bool:
+        return not self.refused and self.rendered is not None
+
+    def as_json(self) -> dict[str, Any]:
+        verdict = None
+        if self.verdict is not None:
+            verdict = {"status": self.verdict.status, "fires": self.verdict.fires,
+                       "window_days": self.verdict.days,
+                       "window_start": self.verdict.start.isoformat() if self.verdict.start else None,
+                       "first_difference": str(self.verdict.first) if self.verdict.first else None,
+                       "differences": len(self.verdict.differences), "dst_only": self.verdict.dst_only,
+                       "summary": self.verdict.summary()}
+        return {"source": {"file": self.origin.file, "line": self.origin.line, "entry": self.origin.label,
+                           "schedule": self.source_schedule},
+                "imported": self.imported, "job": self.job, "file": self.file, "schedule": list(self.schedules),
+                "timezone": self.timezone, "policy": self.policy, "enabled": self.enabled, "verified": verdict,
+                "refused": self.refused, "notes": self.notes, "todo": [str(t) for t in self.todos]}
+
+
+@dataclass
+class Result:
+    outcomes: list[Outcome]
+    skipped: list[Skipped]
+    written: list[str]
+    dry_run: bool
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.skipped or any(not o.imported for o in self.outcomes) else 0
+
+    def as_json(self) -> dict[str, Any]:
+        return {"imported": sum(o.imported for o in self.outcomes),
+                "refused": sum(not o.imported for o in self.outcomes) + len(self.skipped),
+                "written": self.written, "dry_run": self.dry_run,
+                "jobs": [o.as_json() for o in self.outcomes],
+                "not_imported": [{"source": {"file": s.origin.file, "line": s.origin.line, "entry": s.origin.label},
+                                  "reason": s.reason} for s in self.skipped]}
+
+
+# -- reading --------------------------------------------------------------------------------
+
+def read_sources(paths: list[Path], options: Options, team: str) -> Reading:
+    reading = Reading()
+    texts: dict[Path, str] = {}
+    for path in paths:
+        try:
+            texts[path] = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            reading.problems.append(InputProblem(Origin(str(path), None, "file"), f"cannot be read: {e}"))
+    json_docs: dict[Path, Any] = {}
+    for path, text in texts.items():
+        if _format(path, text, options.source_format) == "eventbridge":
+            try:
+                json_docs[path] = json.loads(text)
+            except json.JSONDecodeError as e:
+                reading.problems.append(InputProblem(Origin(str(path), e.lineno, "JSON"), f"invalid JSON: {e.msg}"))
+    targets = {p.name.removesuffix(".json").removesuffix(".targets"): d["Targets"]
+               for p, d in json_docs.items() if eventbridge.is_targets(d)}
+    for path, text in texts.items():
+        kind = _format(path, text, options.source_format)
+        name = str(path)
+        if kind == "eventbridge":
+            if path in json_docs and not eventbridge.is_targets(json_docs[path]):
+                reading.extend(eventbridge.read(name, json_docs[path], targets))
+        elif kind == "kubernetes":
+            reading.extend(kubernetes.read(name, text, team))
+        elif kind == "ecschedule":
+            reading.extend(ecschedule.read(name, text))
+        elif kind == "celery":
+            reading.extend(celery_beat.read(name, text))
+        elif kind in ("crontab", "system-crontab"):
+            system = True if kind == "system-crontab" else None
+            reading.extend(crontab.read(name, text, system=system))
+        else:
+            reading.problems.append(InputProblem(Origin(name, None, "file"), kind))
+    return reading
+
+
+def _format(path: Path, text: str, given: Format) -> str:
+    """The source's format: as given, else from the file's name and content."""
+    if given != "auto":
+        return given
+    suffix = path.suffix.lower()
+    if suffix == ".json":
+        return "eventbridge"
+    if suffix == ".py":
+        return "celery"
+    if suffix in (".yaml", ".yml"):
+        try:
+            docs = documents(ecschedule.quote_templates(text))
+        except YamlError:
+            docs = []
+        if ecschedule.looks_like(docs):
+            return "ecschedule"
+        return "kubernetes"
+    if text.lstrip().startswith(("{", "[")):
+        return "eventbridge"
+    return "crontab"
+
+
+# -- mapping --------------------------------------------------------------------------------
+
+def _plan(entry: Entry, options: Options, config: PlatformConfig, namer: Namer) -> Outcome:
+    source_schedule = "; ".join(s.text for s in entry.schedules)
+    out = Outcome(entry.origin, source_schedule, enabled=entry.enabled, notes=list(entry.notes))
+    out.refused.extend(entry.blockers)
+    zone = entry.timezone or options.timezone or entry.timezone_default
+    if options.timezone and entry.timezone and options.timezone != entry.timezone:
+        out.notes.append(f"the source says {entry.timezone}: --timezone {options.timezone} is not used for it")
+    if zone is None:
+        out.refused.append("the source does not say its timezone (a crontab runs in its host's): give "
+                           "--timezone, e.g. --timezone Asia/Tokyo; jobplane does not assume UTC")
+    else:
+        try:
+            validate_timezone(zone)
+        except ScheduleError as e:
+            out.refused.append(f"timezone: {e}")
+            zone = None
+    out.timezone = zone
+    expressions: list[str] = []
+    for schedule in entry.schedules:
+        t = translate(schedule)
+        if t.refusal:
+            out.refused.append(t.refusal)
+        expressions.extend(t.expressions)
+    out.schedules = tuple(expressions)
+    policy = {"allow": "ALWAYS_RUN", "forbid": "SKIP_IF_RUNNING"}.get(entry.concurrency)
+    if entry.concurrency == "replace":
+        if options.replace_as:
+            policy = options.replace_as
+            out.notes.append(f"concurrencyPolicy Replace (stop the running job, start the new one) has no jobplane "
+                             f"equivalent: imported as {policy}, as --replace-as says")
+        else:
+            out.refused.append("concurrencyPolicy Replace stops the running job to start the new one; jobplane has "
+                               "no such policy: choose --replace-as SKIP_IF_RUNNING (keep the running one) or "
+                               "--replace-as ALWAYS_RUN (run both)")
+    out.policy = policy
+    attempts = entry.attempts
+    if attempts and attempts > MAX_ATTEMPTS:
+        out.notes.append(f"backoffLimit allowed {attempts} attempts; jobplane allows {MAX_ATTEMPTS}")
+        attempts = MAX_ATTEMPTS
+    if attempts and attempts > 1:
+        out.notes.append(f"{attempts} attempts: Kubernetes retried any failure, jobplane retries retryable exits "
+                         "only (docs/runner-contract.md)")
+    step, todos = step_for(entry, options.team)
+    hint = entry.name_hint or name_from_command(entry.command, step)
+    name = namer.name(hint, f"cron-line-{entry.origin.line or 1}", len(expressions), bool(step.secrets))
+    if hint and name != _simple(hint):
+        out.notes.append(f"named {name!r} (from {hint!r})")
+    out.notes.extend(step.notes)
+    out.todos = todos
+    out.job = name
+    out.file = f"{config.jobs_dir}/{options.team}/{name}.jsonnet"
+    if policy == "ALWAYS_RUN" and _frequent(expressions):
+        out.notes.append("fires often and ran ALWAYS_RUN (its scheduler's behaviour): consider SKIP_IF_RUNNING so "
+                         "runs never overlap")
+    if out.refused or zone is None or policy is None:
+        return out
+    header = [f"Imported by `jobplane import` from {entry.origin} ({entry.origin.label}): {source_schedule}"]
+    header += [f"TODO: {t}" for t in todos]
+    try:
+        out.rendered = render(JobFile(
+            name=name, team=options.team, description=entry.description[:500], schedules=tuple(expressions),
+            timezone=zone, policy=policy, enabled=entry.enabled, timeout=entry.timeout_seconds,
+            step=step, step_timeout=entry.timeout_seconds or NO_LIMIT, attempts=attempts, header=tuple(header)))
+    except ValueError as e:
+        out.refused.append(f"a value cannot be written as JSON: {e}")
+    if entry.timeout_seconds is None:
+        out.notes.append("no time limit in the source: the step may run 24h (jobplane's job timeout)")
+    return out
+
+
+def _simple(hint: str) -> str:
+    from jobplane.importer.naming import kebab
+
+    return kebab(hint, "")
+
+
+def _frequent(expressions: list[str]) -> bool:
+    from jobplane.contract.schedule import CronExpression, RateExpression, parse
+
+    for e in expressions:
+        expr = parse(e)
+        if isinstance(expr, RateExpression) and expr.interval.total_seconds() <= 86400 / FREQUENT_PER_DAY:
+            return True
+        if isinstance(expr, CronExpression) and len(expr.times_of_day()) >= FREQUENT_PER_DAY:
+            return True
+    return False
+
+
+# -- the import -----------------------------------------------------------------------------
+
+def run_import(config: PlatformConfig, paths: list[Path], options: Options) -> Result:
+    if config.teams and options.team not in config.teams:
+        raise UnreadableInput([f"--team {options.team!r} is not declared in {CONFIG_FILE} "
+                               f"(teams: {', '.join(sorted(config.teams))})"])
+    if options.timezone:
+        try:
+            validate_timezone(options.timezone)
+        except ScheduleError as e:
+            raise UnreadableInput([f"--timezone: {e}"]) from None
+    reading = read_sources(paths, options, options.team)
+    if reading.problems:
+        raise UnreadableInput([str(p) for p in reading.problems])
+    try:
+        existing = load_jobs(config)
+    except DefinitionError as e:
+        raise UnreadableInput(["the repository's jobs do not validate; fix them first (`jobplane validate`):"]
+                              + [str(p) for p in e.problems]) from None
+    target_dir = config.jobs_path / options.team
+    overwritable = {lj.job.name for lj in existing if options.force and
+                    (config.root / lj.source).resolve().parent == target_dir.resolve()
+                    and (config.root / lj.source).stem == lj.job.name}
+    namer = Namer(config.name_prefix, {lj.job.name: (len(lj.job.schedule), _has_secrets(lj))
+                                       for lj in existing if lj.job.name not in overwritable})
+    outcomes = [_plan(entry, options, config, namer) for entry in reading.entries]
+    for o in outcomes:
+        if o.rendered is not None and not o.refused and (config.root / o.file).exists() and not options.force:
+            o.refused.append(f"{o.file} exists: pass --force to overwrite it")
+    staged = _validated(config, outcomes)
+    start = options.start or datetime.now().astimezone()
+    for o in outcomes:
+        if not o.imported or not options.verify:
+            continue
+        job = staged[o.job].job
+        entry = next(e for e in reading.entries if e.origin == o.origin)
+        o.verdict = verify(entry.schedules, list(job.schedule), job.timezone or config.default_timezone, start,
+                           WINDOW_DAYS)
+        if o.verdict.status == "differs":
+            if o.verdict.dst_only and options.accept_dst:
+                o.notes.append(f"fires differ on daylight-saving change days, accepted by --accept-dst: "
+                               f"{'; '.join(str(d) for d in o.verdict.differences[:4])}")
+            else:
+                o.refused.append(f"the fires would change: {o.verdict.summary()}" + (
+                    "; cron and EventBridge treat a daylight-saving change differently (docs/import.md): "
+                    "pass --accept-dst to take EventBridge's rule" if o.verdict.dst_only else ""))
+    written: list[str] = []
+    if not options.dry_run:
+        written = _write(config, [o for o in outcomes if o.imported])
+    return Result(outcomes, reading.skipped, written, options.dry_run)
+
+
+def _has_secrets(lj: LoadedJob) -> bool:
+    return any(s.secrets for step in lj.job.steps for s in [step, *(step.parallel or [])])
+
+
+def _validated(config: PlatformConfig, outcomes: list[Outcome]) -> dict[str, LoadedJob]:
+    """Validate the repository with the imported files in place, in a copy of it: a file with a
+    problem is refused with it and the rest validated again, until what is left is clean."""
+    for _ in range(len(outcomes) + 1):
+        candidates = [o for o in outcomes if o.imported]
+        with tempfile.TemporaryDirectory(prefix="jobplane-import-") as tmp:
+            root = Path(tmp)
+            if (config.root / CONFIG_FILE).exists():
+                shutil.copy(config.root / CONFIG_FILE, root / CONFIG_FILE)
+            shutil.copytree(config.jobs_path, root / config.jobs_dir, symlinks=True, dirs_exist_ok=True)
+            for o in candidates:
+                target = root / o.file
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(o.rendered)
+            try:
+                loaded = load_jobs(replace(config, root=root))
+            except DefinitionError as e:
+                by_file: dict[str, list[Problem]] = {}
+                for p in e.problems:
+                    by_file.setdefault(p.file, []).append(p)
+                refused = [o for o in candidates if o.file in by_file]
+                if not refused:
+                    raise UnreadableInput(["the import would make the repository invalid:"]
+                                          + [str(p) for p in e.problems]) from None
+                for o in refused:
+                    o.refused.extend(f"jobplane validate: {p.field + ': ' if p.field else ''}{p.message}"
+                                     for p in by_file[o.file])
+                continue
+            return {lj.job.name: lj for lj in loaded}
+    raise AssertionError("each pass refuses at least one file")
+
+
+def _write(config: PlatformConfig, outcomes: list[Outcome]) -> list[str]:
+    """Every file or none: each is written beside its target and renamed over it once all are."""
+    pending: list[tuple[Path, Path]] = []
+    try:
+        for o in outcomes:
+            target = config.root / o.file
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(o.rendered or "")
+            pending.append((Path(tmp), target))
+    except OSError:
+        for tmp, _ in pending:
+            tmp.unlink(missing_ok=True)
+        raise
+    for tmp, target in pending:
+        os.replace(tmp, target)
+    return [o.file for o in outcomes if o.file]

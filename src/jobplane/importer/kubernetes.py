@@ -1,0 +1,143 @@
+"""Kubernetes CronJob manifests (``batch/v1``; ``batch/v1beta1`` reads the same): one or more
+YAML documents, a ``List`` of them too.
+
+The schedule is Unix cron as Kubernetes evaluates it (its cron library treats ``?`` as ``*`` and
+ORs the day fields unless one starts with ``*``, as Vixie cron does), in ``timeZone`` or, without
+it, the kube-controller-manager's local zone, which the manifest does not say. The job's
+container (the first; others are reported) gives the command: ``command`` + ``args``; an env
+``value`` is kept (a secret-looking one becomes a secret reference), a ``secretKeyRef`` becomes a
+reference to a named secret, never a value; values from ConfigMaps or the pod's fields cannot be
+read from the manifest, so such a job is refused with what to set instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jobplane.importer.crontab import KEYWORDS
+from jobplane.importer.entries import Command, Entry, InputProblem, Origin, Reading, SecretRef, Skipped, SourceSchedule
+from jobplane.importer.yamldocs import YamlError, documents, line_of
+
+#: Kubernetes' default when a CronJob gives no backoffLimit (the Job API reference).
+DEFAULT_BACKOFF_LIMIT = 6
+
+
+def looks_like(docs: list[Any]) -> bool:
+    return any(isinstance(d, dict) and (d.get("kind") in ("CronJob", "List") or "apiVersion" in d) for d in docs)
+
+
+def read(path: str, text: str, team: str) -> Reading:
+    out = Reading()
+    try:
+        docs = documents(text)
+    except YamlError as e:
+        out.problems.append(InputProblem(Origin(path, e.line, "manifest"), str(e)))
+        return out
+    for doc in _flatten(docs):
+        line = line_of(doc)
+        if not isinstance(doc, dict):
+            out.problems.append(InputProblem(Origin(path, line, "manifest"), "a document is not a Kubernetes object"))
+            continue
+        kind = doc.get("kind")
+        name = (doc.get("metadata") or {}).get("name") if isinstance(doc.get("metadata"), dict) else None
+        origin = Origin(path, line, f"{kind} {name!r}" if name else str(kind))
+        if kind != "CronJob":
+            out.skipped.append(Skipped(origin, f"a {kind}, not a CronJob: nothing to schedule"))
+            continue
+        if str(doc.get("apiVersion")) not in ("batch/v1", "batch/v1beta1"):
+            out.problems.append(InputProblem(origin, f"apiVersion {doc.get('apiVersion')!r}: CronJobs are batch/v1"))
+            continue
+        _cronjob(origin, doc, team, out)
+    return out
+
+
+def _flatten(docs: list[Any]) -> list[Any]:
+    flat: list[Any] = []
+    for d in docs:
+        if isinstance(d, dict) and d.get("kind") == "List" and isinstance(d.get("items"), list):
+            flat.extend(d["items"])
+        else:
+            flat.append(d)
+    return flat
+
+
+def _cronjob(origin: Origin, doc: dict[str, Any], team: str, out: Reading) -> None:
+    spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
+    problems: list[str] = []
+    schedule = spec.get("schedule")
+    if not isinstance(schedule, str) or not schedule.strip():
+        problems.append("spec.schedule: missing")
+        schedule = ""
+    schedule = KEYWORDS.get(schedule.strip(), schedule.strip())
+    if schedule.upper().startswith(("TZ=", "CRON_TZ=")):
+        problems.append("spec.schedule: a TZ= prefix is refused by Kubernetes since 1.27; use spec.timeZone")
+    elif schedule and len(schedule.split()) != 5:
+        problems.append(f"spec.schedule: {schedule!r} is not a 5-field cron schedule")
+    job_spec = _get(spec, "jobTemplate", "spec")
+    pod_spec = _get(job_spec, "template", "spec")
+    containers = pod_spec.get("containers") if isinstance(pod_spec.get("containers"), list) else []
+    if not containers or not isinstance(containers[0], dict):
+        problems.append("spec.jobTemplate.spec.template.spec.containers: no container")
+    if problems:
+        out.problems.extend(InputProblem(origin, p) for p in problems)
+        return
+    container = containers[0]
+    notes: list[str] = []
+    blockers: list[str] = []
+    if len(containers) > 1:
+        notes.append(f"only the first container ({container.get('name')!r}) is imported; the pod had "
+                     f"{len(containers)}")
+    command = [str(x) for x in container.get("command") or []]
+    args = [str(x) for x in container.get("args") or []]
+    if not command and not args:
+        blockers.append("the container runs its image's default command, which the manifest does not show: "
+                        "add command: to the manifest (or write the step by hand)")
+    elif not command:
+        notes.append("the container gives args only: they ran after the image's ENTRYPOINT, which the manifest "
+                     "does not show; check the step's argv")
+    env, secrets = [], []
+    for i, var in enumerate(container.get("env") or []):
+        if not isinstance(var, dict) or not isinstance(var.get("name"), str):
+            continue
+        vname = var["name"]
+        source = var.get("valueFrom")
+        if isinstance(source, dict) and isinstance(source.get("secretKeyRef"), dict):
+            ref = source["secretKeyRef"]
+            secrets.append((vname, SecretRef(f"{team}/{ref.get('name')}-{ref.get('key')}",
+                                             f"Kubernetes secret {ref.get('name')!r}, key {ref.get('key')!r}")))
+        elif isinstance(source, dict):
+            what = next(iter(source), "valueFrom")
+            blockers.append(f"env {vname}: its value comes from {what} ({source[what]!r}), which the manifest "
+                            "does not hold: give it as a value or a secret")
+        else:
+            env.append((vname, "" if var.get("value") is None else str(var.get("value"))))
+    if container.get("envFrom"):
+        blockers.append("envFrom: the variables come from a ConfigMap or Secret the manifest does not hold: list them")
+    policy = str(spec.get("concurrencyPolicy") or "Allow")
+    deadline = job_spec.get("activeDeadlineSeconds")
+    backoff = job_spec.get("backoffLimit", DEFAULT_BACKOFF_LIMIT)
+    if spec.get("startingDeadlineSeconds") is not None:
+        notes.append(f"startingDeadlineSeconds {spec['startingDeadlineSeconds']}: a late start is not dropped "
+                     "by jobplane (a missed fire is run by backfill)")
+    out.entries.append(Entry(
+        origin=origin,
+        name_hint=str((doc.get("metadata") or {}).get("name") or ""),
+        schedules=(SourceSchedule("unix-cron", schedule.replace("?", "*")),),
+        command=Command(argv=tuple(command + args)),
+        timezone=spec.get("timeZone") if isinstance(spec.get("timeZone"), str) else None,
+        enabled=not bool(spec.get("suspend")),
+        concurrency={"Allow": "allow", "Forbid": "forbid", "Replace": "replace"}.get(policy, "allow"),
+        description=str(_get(doc, "metadata", "annotations").get("description", "")),
+        env=tuple(env),
+        secrets=tuple(secrets),
+        timeout_seconds=int(deadline) if isinstance(deadline, int) and deadline > 0 else None,
+        attempts=int(backoff) + 1 if isinstance(backoff, int) and backoff >= 0 else None,
+        blockers=tuple(blockers),
+        notes=tuple(notes),
+    ))
+
+
+def _get(value: Any, *keys: str) -> dict[str, Any]:
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value if isinstance(value, dict) else {}

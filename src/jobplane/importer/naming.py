@@ -1,0 +1,72 @@
+"""Job names for imported entries: kebab-case from what the source calls the job, short enough
+for every AWS name derived from it, and unique, across the repository's jobs and among the
+imported ones, in every derived name (a job ``nightly`` with two schedules names the schedule
+``<prefix>-nightly-2``, so a job ``nightly-2`` would collide with it at apply). A collision takes
+the first free ``-2``, ``-3`` ... in input order, so the same input always gives the same names.
+"""
+
+from __future__ import annotations
+
+import re
+
+from jobplane.compiler.model import NAME_RE
+from jobplane.contract import names
+
+#: Shortest a trimmed name may get before a suffix.
+MIN_NAME = 3
+
+
+def kebab(hint: str, fallback: str) -> str:
+    name = re.sub(r"[^a-z0-9]+", "-", re.sub(r"([a-z0-9])([A-Z])", r"\1-\2", hint).lower()).strip("-")
+    name = re.sub(r"-+", "-", name)
+    if not name:
+        name = fallback
+    if not name[0].isalpha():
+        name = f"job-{name}"
+    return name
+
+
+def derived(prefix: str, job: str, schedules: int, secrets: bool) -> list[tuple[str, str]]:
+    out = [("state machine", names.state_machine_name(prefix, job)), ("IAM role", names.sfn_role_name(prefix, job))]
+    if schedules:
+        out.append(("IAM role", names.scheduler_role_name(prefix, job)))
+        out.extend(("schedule", names.schedule_name(prefix, job, i)) for i in range(schedules))
+    if secrets:
+        out.append(("IAM role", names.task_execution_role_name(prefix, job)))
+        out.append(("task definition family", names.task_family(prefix, job)))
+    return out
+
+
+class Namer:
+    """Hands out names; ``taken`` holds every derived AWS name already in use."""
+
+    def __init__(self, prefix: str, existing: dict[str, tuple[int, bool]]):
+        self.prefix = prefix
+        self.jobs: set[str] = set(existing)
+        self.taken: set[str] = {n for job, (count, secrets) in existing.items()
+                                for _, n in derived(prefix, job, count, secrets)} | names.base_module_names(prefix)
+
+    def _fits(self, job: str, schedules: int, secrets: bool) -> bool:
+        return not names.too_long(derived(self.prefix, job, schedules, secrets))
+
+    def _free(self, job: str, schedules: int, secrets: bool) -> bool:
+        return job not in self.jobs and not ({n for _, n in derived(self.prefix, job, schedules, secrets)} & self.taken)
+
+    def name(self, hint: str, fallback: str, schedules: int, secrets: bool) -> str:
+        base = kebab(hint, fallback)
+        n = 1
+        while True:
+            suffix = "" if n == 1 else f"-{n}"
+            stem = base
+            while stem and not self._fits(stem + suffix, schedules, secrets) and len(stem) > MIN_NAME:
+                stem = stem[:-1].rstrip("-")
+            candidate = stem + suffix
+            if NAME_RE.fullmatch(candidate) and self._fits(candidate, schedules, secrets) \
+                    and self._free(candidate, schedules, secrets):
+                self.claim(candidate, schedules, secrets)
+                return candidate
+            n += 1
+
+    def claim(self, job: str, schedules: int, secrets: bool) -> None:
+        self.jobs.add(job)
+        self.taken |= {n for _, n in derived(self.prefix, job, schedules, secrets)}

@@ -1,0 +1,48 @@
+"""YAML documents with the line each mapping starts on, so a problem names ``file:line``.
+
+PyYAML's safe loader (no tags that build Python objects: a manifest is input, not code), with
+each mapping built as a :class:`Lined` dict that remembers its line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+
+class Lined(dict):  # type: ignore[type-arg]  # a plain dict to every reader, plus .line
+    line: int = 0
+
+
+class _Loader(yaml.SafeLoader):
+    pass
+
+
+def _mapping(loader: _Loader, node: yaml.MappingNode) -> Lined:
+    value = Lined(loader.construct_mapping(node, deep=True))
+    value.line = node.start_mark.line + 1
+    return value
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
+
+
+class YamlError(ValueError):
+    def __init__(self, line: int | None, message: str):
+        super().__init__(message)
+        self.line = line
+
+
+def documents(text: str) -> list[Any]:
+    """Every document of a multi-document stream; a syntax error names its line."""
+    try:
+        return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        problem = getattr(e, "problem", None) or str(e)
+        raise YamlError(mark.line + 1 if mark else None, f"invalid YAML: {problem}") from None
+
+
+def line_of(value: Any, default: int | None = None) -> int | None:
+    return value.line if isinstance(value, Lined) else default
