@@ -114,7 +114,7 @@ def _entry(origin: Origin, line: str, system: bool, env: dict[str, str], cron_tz
             return None
     notes: list[str] = []
     if system:
-        user, _, rest = rest.strip().partition(" ")
+        user, rest = (rest.split(None, 1) + [""])[:2]
         rest = rest.strip()
         if not _USER.match(user) or not rest:
             out.problems.append(InputProblem(origin, "a system crontab entry needs a user field before the "
@@ -165,4 +165,4 @@ def split_percent(command: str) -> tuple[str, str | None]:
     parts.append(current)
     if len(parts) == 1:
         return parts[0].strip(), None
-    return parts[0].strip(), "\n".join(parts[1:]) + "\n"
+    return parts[0].strip(), "\n".join(parts[1:])

@@ -289,15 +289,18 @@ def run_import(config: PlatformConfig, paths: list[Path], options: Options) -> R
         raise UnreadableInput(["the repository's jobs do not validate; fix them first (`jobplane validate`):"]
                               + [str(p) for p in e.problems]) from None
     target_dir = config.jobs_path / options.team
-    overwritable = {lj.job.name for lj in existing if options.force and
-                    (config.root / lj.source).resolve().parent == target_dir.resolve()
+    # a job in the very file an entry would be written to is that entry's earlier import (or a
+    # job of the same name): the entry takes the same name and file, which --force overwrites,
+    # rather than a new name beside it
+    overwritable = {lj.job.name for lj in existing
+                    if (config.root / lj.source).resolve().parent == target_dir.resolve()
                     and (config.root / lj.source).stem == lj.job.name}
-    namer = Namer(config.name_prefix, {lj.job.name: (len(lj.job.schedule), _has_secrets(lj))
-                                       for lj in existing if lj.job.name not in overwritable})
+    namer = Namer(config.name_prefix, {lj.job.name: (len(lj.job.schedule), _has_secrets(lj)) for lj in existing},
+                  overwritable)
     outcomes = [_plan(entry, options, config, namer) for entry in reading.entries]
     for o in outcomes:
         if o.rendered is not None and not o.refused and (config.root / o.file).exists() and not options.force:
-            o.refused.append(f"{o.file} exists: pass --force to overwrite it")
+            o.refused.append(f"{o.file} exists: pass --force to overwrite it (or rename the job there)")
     staged = _validated(config, outcomes)
     start = options.start or datetime.now().astimezone()
     for o in outcomes:

@@ -40,17 +40,23 @@ def derived(prefix: str, job: str, schedules: int, secrets: bool) -> list[tuple[
 class Namer:
     """Hands out names; ``taken`` holds every derived AWS name already in use."""
 
-    def __init__(self, prefix: str, existing: dict[str, tuple[int, bool]]):
+    def __init__(self, prefix: str, existing: dict[str, tuple[int, bool]], replaceable: set[str] = frozenset()):
+        """``replaceable``: existing jobs an entry of the same name may take over (its file is the
+        one the entry would be written to: an earlier import of it)."""
         self.prefix = prefix
+        self.replaceable = set(replaceable)
+        self.owned = {job: {n for _, n in derived(prefix, job, count, secrets)} for job, (count, secrets) in existing.items()}
         self.jobs: set[str] = set(existing)
-        self.taken: set[str] = {n for job, (count, secrets) in existing.items()
-                                for _, n in derived(prefix, job, count, secrets)} | names.base_module_names(prefix)
+        self.taken: set[str] = set().union(*self.owned.values()) | names.base_module_names(prefix)
 
     def _fits(self, job: str, schedules: int, secrets: bool) -> bool:
         return not names.too_long(derived(self.prefix, job, schedules, secrets))
 
     def _free(self, job: str, schedules: int, secrets: bool) -> bool:
-        return job not in self.jobs and not ({n for _, n in derived(self.prefix, job, schedules, secrets)} & self.taken)
+        mine = {n for _, n in derived(self.prefix, job, schedules, secrets)}
+        if job in self.replaceable:
+            return not (mine & (self.taken - self.owned.get(job, set())))
+        return job not in self.jobs and not (mine & self.taken)
 
     def name(self, hint: str, fallback: str, schedules: int, secrets: bool) -> str:
         base = kebab(hint, fallback)
@@ -68,5 +74,6 @@ class Namer:
             n += 1
 
     def claim(self, job: str, schedules: int, secrets: bool) -> None:
+        self.replaceable.discard(job)  # taken over once: a second entry of that name is renamed
         self.jobs.add(job)
         self.taken |= {n for _, n in derived(self.prefix, job, schedules, secrets)}

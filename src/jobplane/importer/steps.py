@@ -144,11 +144,12 @@ def name_from_command(command: Command, step: StepSpec) -> str:
     text = command.shell_text or " ".join(command.argv)
     if m := re.search(r"manage\.py\s+([a-z_][a-z0-9_]*)", text):  # cd /srv/app && python manage.py X
         return m.group(1)
+    text = re.sub(r"\d*(>>?|<)&?\s*\S+", " ", text)  # where output goes is not what the job is
     words = re.findall(r"[\w./-]+", text)
-    scripts = [w for w in words if re.search(r"\.(sh|py|rb|pl|php|js)$", w) or ("/" in w and not w.startswith("/dev"))]
-    skip = {"cd", "sh", "bash", "env", "nice", "ionice", "flock", "timeout", "sudo", "exec", "test", "-c"}
-    candidates = [w for w in scripts if PurePosixPath(w).name not in skip] or [w for w in words if w not in skip
-                                                                                 and not w.startswith("-")]
-    if not candidates:
-        return ""
-    return PurePosixPath(candidates[-1] if scripts else candidates[0]).stem
+    skip = {"cd", "sh", "bash", "env", "nice", "ionice", "flock", "timeout", "sudo", "exec", "test", "echo"}
+    paths = [PurePosixPath(w) for w in words if "/" in w and PurePosixPath(w).name]
+    if paths:  # the last path named: the script, or what run-parts runs (/etc/cron.daily)
+        last = paths[-1]
+        return last.stem if re.search(r"\.(sh|py|rb|pl|php|js)$", last.name) else last.name
+    plain = [w for w in words if w not in skip and not w.startswith("-")]
+    return plain[0] if plain else (words[0] if words else "")
