@@ -76,6 +76,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/dev_e2e.py
 	$(BIN)/python bench/dev_scale.py
 	$(BIN)/python bench/portal.py
+	$(BIN)/python bench/import.py
 	$(BIN)/python bench/terraform_roots.py
 
 clean:

@@ -303,11 +303,10 @@ def run_import(config: PlatformConfig, paths: list[Path], options: Options) -> R
             o.refused.append(f"{o.file} exists: pass --force to overwrite it (or rename the job there)")
     staged = _validated(config, outcomes)
     start = options.start or datetime.now().astimezone()
-    for o in outcomes:
+    for entry, o in zip(reading.entries, outcomes):
         if not o.imported or not options.verify:
             continue
         job = staged[o.job].job
-        entry = next(e for e in reading.entries if e.origin == o.origin)
         o.verdict = verify(entry.schedules, list(job.schedule), job.timezone or config.default_timezone, start,
                            WINDOW_DAYS)
         if o.verdict.status == "differs":
