@@ -139,3 +139,17 @@ def target(obj: Context, data_dir: Path | None, deployment: Path | None) -> Targ
     control = running_control(obj, data_dir)
     runtime = json.loads((resolve_data_dir(obj, data_dir) / "dev.json").read_text())
     return Target(control, obj.config.dev.dev_user, runtime.get("portal_url", ""), "jobplane dev")
+
+
+def aware_time(text: str, param_hint: str) -> "datetime":
+    """An ISO 8601 time with its offset, as an option takes it (a time without one is refused:
+    which zone it meant is the question the option answers)."""
+    from datetime import datetime
+
+    try:
+        t = datetime.fromisoformat(text)
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not an ISO 8601 time", param_hint=param_hint) from None
+    if t.tzinfo is None:
+        raise click.BadParameter("give an offset, e.g. 2026-03-08T00:00:00-05:00 or ...Z", param_hint=param_hint)
+    return t

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from jobplane.cli.common import EXIT_INVALID, Context, fail_definitions
+from jobplane.cli.common import EXIT_INVALID, Context, aware_time, fail_definitions
 from jobplane.compiler.problems import DefinitionError
 
 
@@ -133,7 +133,7 @@ def next_command(obj: Context, job_name: str, count: int, after: str | None) -> 
 
         raise click.ClickException(f"no job named {job_name!r}{did_you_mean(job_name, list(jobs))}")
     job = jobs[job_name]
-    start = _parse_after(after)
+    start = aware_time(after, "--after") if after else datetime.now(timezone.utc)
     after = ", ".join(f"{a.job} ({a.on})" for a in job.after)
     if not job.schedule:
         click.echo(f"{job.name} has no schedule: it runs " + (f"after {after}, or " if after else "only ")
@@ -151,18 +151,6 @@ def next_command(obj: Context, job_name: str, count: int, after: str | None) -> 
         for t in next_fire_times(parsed, job.timezone, start, count):
             utc = f"  ({t.astimezone(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')})" if t.utcoffset() else ""
             click.echo(f"    {t.strftime('%Y-%m-%d %a %H:%M %Z')}{utc}")
-
-
-def _parse_after(after: str | None) -> datetime:
-    if after is None:
-        return datetime.now(timezone.utc)
-    try:
-        t = datetime.fromisoformat(after)
-    except ValueError:
-        raise click.BadParameter(f"{after!r} is not an ISO 8601 time", param_hint="--after") from None
-    if t.tzinfo is None:
-        raise click.BadParameter("give an offset, e.g. 2026-03-08T00:00:00-05:00 or ...Z", param_hint="--after")
-    return t
 
 
 @click.command()

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime
 from pathlib import Path
 
 import click
 
-from jobplane.cli.common import Context
+from jobplane.cli.common import Context, aware_time
 
 EXIT_REFUSED = 1
 EXIT_UNREADABLE = 2
@@ -55,7 +54,7 @@ def import_command(obj: Context, sources: tuple[Path, ...], team: str, timezone:
 
     options = Options(team=team, timezone=timezone, force=force, verify=verify, dry_run=dry_run,
                       accept_dst=accept_dst, replace_as=replace_as, source_format=source_format,  # type: ignore[arg-type]
-                      start=_start(start))
+                      start=aware_time(start, "--from") if start else None)
     try:
         result = run_import(obj.config, list(sources), options)
     except UnreadableInput as e:
@@ -68,18 +67,6 @@ def import_command(obj: Context, sources: tuple[Path, ...], team: str, timezone:
         report_path.write_text(json.dumps(result.as_json(), indent=2) + "\n")
         click.echo(f"Report: {report_path}")
     sys.exit(result.exit_code)
-
-
-def _start(text: str | None) -> datetime | None:
-    if text is None:
-        return None
-    try:
-        t = datetime.fromisoformat(text)
-    except ValueError:
-        raise click.BadParameter(f"{text!r} is not an ISO 8601 time", param_hint="--from") from None
-    if t.tzinfo is None:
-        raise click.BadParameter("give an offset, e.g. 2026-12-01T00:00:00Z", param_hint="--from")
-    return t
 
 
 def _table(result: "object") -> str:

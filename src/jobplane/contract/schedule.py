@@ -393,7 +393,7 @@ def _unix_dow_to_eb(field: str) -> str | None:
             out.append(",".join(sorted(set(conv_list), key=int)))
             continue
         out.append("-".join(conv) + (slash + step if slash else ""))
-    return ",".join(out)
+    return ",".join(dict.fromkeys(out))  # 0,7 (both Sunday) is 1 once
 
 
 def translate_unix_cron(text: str) -> list[str] | None:
