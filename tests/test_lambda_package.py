@@ -72,7 +72,8 @@ calls = []
 _call = botocore.client.BaseClient._make_api_call
 def _recorded(self, operation, params):
     named = {{k: params[k] for k in ("TableName", "IndexName", "TopicArn", "SecretId", "executionArn",
-                                    "stateMachineArn", "logGroupName", "logStreamName", "Bucket", "Key", "Prefix")
+                                    "stateMachineArn", "logGroupName", "logStreamName", "Bucket", "Key", "Prefix",
+                                    "Name", "GroupName", "QueueUrl", "QueueName")
              if k in params}}
     if "TransactItems" in params:
         named["TransactItems"] = [[kind, body["TableName"]] for item in params["TransactItems"] for kind, body in item.items()]
@@ -340,6 +341,18 @@ def recorded_calls(recorded: list[dict[str, Any]]) -> list[Call]:
             # https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazoncloudwatchlogs.html)
             calls.append(Call("logs:GetLogEvents", f"arn:aws:logs:{bm.REGION}:{bm.ACCOUNT}:log-group:"
                               f"{params['logGroupName']}:log-stream:{params['logStreamName']}", {}, why))
+        elif service == "scheduler" and op == "GetSchedule":
+            # a schedule's ARN (Service Authorization Reference, Amazon EventBridge Scheduler:
+            # https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazoneventbridgescheduler.html)
+            calls.append(Call("scheduler:GetSchedule", f"arn:aws:scheduler:{bm.REGION}:{bm.ACCOUNT}:schedule/"
+                              f"{params.get('GroupName', 'default')}/{params['Name']}", {}, why))
+        elif service == "scheduler" and op == "ListSchedules":
+            calls.append(Call("scheduler:ListSchedules", "*", {}, why))  # no resource type (same reference)
+        elif service == "sqs":
+            # a queue's ARN from its URL's last part (or GetQueueUrl's QueueName)
+            # (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonsqs.html)
+            queue = params.get("QueueName") or params["QueueUrl"].rstrip("/").rsplit("/", 1)[-1]
+            calls.append(Call(f"sqs:{op}", f"arn:aws:sqs:{bm.REGION}:{bm.ACCOUNT}:{queue}", {}, why))
         else:
             raise AssertionError(f"no IAM mapping for {why}; add it with its AWS doc")
     return calls

@@ -142,6 +142,27 @@ data "aws_iam_policy_document" "slow" {
     actions   = ["sns:Publish"]
     resources = [aws_sns_topic.events.arn]
   }
+  statement {
+    # the fire ledger (jobplane.platform.missed): when each job's schedules were created, and
+    # what a schedule of a job with missed fires says now (missing, DISABLED, changed)
+    # https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazoneventbridgescheduler.html
+    sid       = "ReadSchedules"
+    actions   = ["scheduler:GetSchedule"]
+    resources = ["arn:${local.partition}:scheduler:${local.region}:${local.account}:schedule/${var.name_prefix}/${var.name_prefix}-*"]
+  }
+  statement {
+    #checkov:skip=CKV_AWS_356:ListSchedules has no resource type: it is authorised on "*" only.
+    sid       = "ListSchedules"
+    actions   = ["scheduler:ListSchedules"]
+    resources = ["*"] # no resource-level permissions (Service Authorization Reference, EventBridge Scheduler)
+  }
+  statement {
+    # the fires EventBridge Scheduler could not start: read, recorded as MISSED, deleted
+    # https://docs.aws.amazon.com/scheduler/latest/UserGuide/configuring-schedule-dlq.html
+    sid       = "SchedulerDeadLetters"
+    actions   = ["sqs:GetQueueUrl", "sqs:ReceiveMessage", "sqs:DeleteMessage"]
+    resources = [aws_sqs_queue.scheduler_dlq.arn]
+  }
 }
 
 resource "aws_iam_role" "slow" {

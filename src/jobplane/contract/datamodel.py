@@ -69,6 +69,17 @@ ATTR_LAST_STARTED_AT = "last_started_at"  # with last_finished_at: how long the 
 ATTR_FIRE_PREFIX = "fire_"  # fire_schedule: duplicate-detection key of the newest scheduled fire claimed
 ATTR_FIRED_PREFIX = "fired_"  # fired_<trigger>: the newest claimed scheduled_time per trigger
 
+# The fire ledger (platform/missed.py): every scheduled fire up to this time is accounted for
+# (ran, skipped or recorded MISSED); an open episode of missed fires (the first missed fire, how
+# many, why) and whether its alert is still to be published (an outbox, as alert_pending).
+ATTR_FIRES_CHECKED = "fires_checked_until"
+ATTR_MISSED_SINCE = "missed_since"
+ATTR_MISSED_COUNT = "missed_count"
+ATTR_MISSED_CAUSE = "missed_cause"
+ATTR_MISSED_ALERT = "missed_alert_pending"
+#: gsi2 partition of MISSED records across jobs, newest first.
+MISSED_PARTITION = "MISSED"
+
 ATTR_PAUSED_BY = "paused_by"
 ATTR_PAUSED_REASON = "paused_reason"
 ATTR_PAUSED_AT = "paused_at"
@@ -127,3 +138,9 @@ def fire_pk(job: str, fire: str) -> str:
 def job_fires_partition(job: str) -> str:
     """gsi1 partition of a job's fire leases, sorted by fire time."""
     return f"FIRES#{job}"
+
+
+def missed_execution(job: str, fire: str) -> str:
+    """The record name of a missed fire (``fire``: its UTC time, execution_input.iso): one per
+    job and fire, so recording it twice is one record."""
+    return f"missed-{job}-{fire.replace('-', '').replace(':', '')}"

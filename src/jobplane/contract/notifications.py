@@ -1,8 +1,9 @@
 """The notification message contract: one SNS message per event.
 
-Two producers write it — the compiled state machine (FAILED, TIMED_OUT, SKIPPED, RECOVERED) and
-the reconciler (ABORTED, TIMED_OUT of a whole run, FAILED without cleanup) — and the Slack
-notifier reads it. The model below is the schema (docs/notifications.md); tests hold both
+Three producers write it — the compiled state machine (FAILED, TIMED_OUT, SKIPPED, RECOVERED),
+the reconciler (ABORTED, TIMED_OUT of a whole run, FAILED without cleanup) and the periodic
+check (SLOW; MISSED, whose ``outcome.status`` is MISSED when fires stop and RECOVERED when they
+resume) — and the Slack notifier reads it. The model below is the schema (docs/notifications.md); tests hold both
 producers to it.
 
 Message attributes, for subscription filter policies: ``team``, ``job``, ``status`` (String).
@@ -14,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-Event = Literal["FAILED", "TIMED_OUT", "ABORTED", "SKIPPED", "RECOVERED", "SLOW"]
+Event = Literal["FAILED", "TIMED_OUT", "ABORTED", "SKIPPED", "RECOVERED", "SLOW", "MISSED"]
 
 
 class Outcome(BaseModel):
@@ -54,3 +55,10 @@ def attributes(message: NotificationMessage) -> dict[str, dict[str, str]]:
 def publish(sns: Any, topic_arn: str, message: NotificationMessage) -> str:
     return sns.publish(TopicArn=topic_arn, Message=message.model_dump_json(),
                        MessageAttributes=attributes(message))["MessageId"]
+
+
+def subscribed(message: NotificationMessage, defaults: tuple[str, ...]) -> bool:
+    """Whether the job wants this event: it is among its events (``defaults`` when it names
+    none); a MISSED fire goes wherever failures go."""
+    events = message.events or list(defaults)
+    return message.event in events or (message.event == "MISSED" and "FAILED" in events)

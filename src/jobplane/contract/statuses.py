@@ -16,6 +16,8 @@ class ExecutionStatus(str, Enum):
     TIMED_OUT = "TIMED_OUT"
     ABORTED = "ABORTED"
     SKIPPED = "SKIPPED"
+    #: Not an execution: a scheduled fire that neither ran nor was skipped (platform/missed.py)
+    MISSED = "MISSED"
 
 
 #: Finished statuses that block a SKIP_IF_FAILED job until a run succeeds or someone acknowledges.
@@ -58,6 +60,9 @@ class Event(str, Enum):
     SKIPPED = "SKIPPED"
     RECOVERED = "RECOVERED"
     SLOW = "SLOW"
+    #: A scheduled fire neither ran nor was skipped (platform/missed.py); sent to every job
+    #: subscribed to FAILED, since a job that silently stopped is a failure nobody saw.
+    MISSED = "MISSED"
 
 
 DEFAULT_EVENTS = (Event.FAILED, Event.TIMED_OUT, Event.ABORTED)

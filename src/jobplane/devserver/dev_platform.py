@@ -166,7 +166,7 @@ class DevPlatform:
             self._start_services(on_stop)
         on_stop("stop running executions", self._stop_executions)
         self.scheduler = LocalScheduler(aws.client("scheduler"), aws.client("stepfunctions"),
-                                        self.config.name_prefix, clock=self.clock)
+                                        self.config.name_prefix, clock=self.clock, sqs_client=aws.client("sqs"))
         from jobplane.platform.slow import SlowWatch
 
         slow = SlowWatch(self.control, aws.client("sns"), self.deployment.topic_arn)  # real time
@@ -174,8 +174,12 @@ class DevPlatform:
 
         # what a lost status event would have done (the local engine loses none while it runs;
         # a crash of `jobplane dev` can, as AWS can)
+        from jobplane.platform.missed import MissedFires
+
+        # and every expected fire is accounted for: a missed one is recorded and alerted
         checks = [catchup.LostEndings(self.control, aws.reconciler()).check,
-                  catchup.UpstreamCatchUp(self.control).check]
+                  catchup.UpstreamCatchUp(self.control).check,
+                  MissedFires(self.control, aws.client("sns"), self.deployment.topic_arn, aws.client("sqs")).check]
         from jobplane.platform.backfill import BackfillDriver, Backfills
 
         self.backfills = Backfills(self.control)  # backfills left running by the last start go on

@@ -90,6 +90,10 @@ class Backfills:
         t1, t2 = self._window(entry, start, end)
         return self._plan(entry, t1, t2, mode)
 
+    def plan_window(self, entry: CatalogJob, t1: datetime, t2: datetime, mode: Mode = Mode.ONLY_MISSED) -> list[PlannedFire]:
+        """:meth:`preview` of a window already checked (the fire ledger's, platform/missed.py)."""
+        return self._plan(entry, t1, t2, mode)
+
     def _plan(self, entry: CatalogJob, t1: datetime, t2: datetime, mode: Mode) -> list[PlannedFire]:
         try:
             fires = plan_fires(entry.schedule, entry.timezone, t1, t2, self.control.schedule_anchors(entry))

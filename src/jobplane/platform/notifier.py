@@ -24,7 +24,7 @@ from slack_sdk.models.blocks import (ActionsBlock, ButtonElement, ContextBlock, 
                                      SectionBlock)
 from slack_sdk.webhook import WebhookClient
 
-from jobplane.contract.notifications import NotificationMessage
+from jobplane.contract.notifications import NotificationMessage, subscribed
 from jobplane.contract.statuses import DEFAULT_EVENTS, Event
 from jobplane.platform.clock import seconds_between
 from jobplane.platform.logs import StepLogs, error_excerpt
@@ -33,7 +33,8 @@ from jobplane.platform.timeline import history, timeline
 log = logging.getLogger(__name__)
 
 EMOJI = {Event.FAILED.value: ":x:", Event.TIMED_OUT.value: ":hourglass:", Event.ABORTED.value: ":octagonal_sign:",
-         Event.SKIPPED.value: ":fast_forward:", Event.RECOVERED.value: ":white_check_mark:", Event.SLOW.value: ":turtle:"}
+         Event.SKIPPED.value: ":fast_forward:", Event.RECOVERED.value: ":white_check_mark:", Event.SLOW.value: ":turtle:",
+         Event.MISSED.value: ":ghost:"}
 
 
 @dataclass(frozen=True)
@@ -204,7 +205,7 @@ class SlackNotifier:
         """Deliver to every routed channel; returns what happened per channel ('sent', 'logged',
         'dead-lettered'), or ['not subscribed'] when the job does not want this event.
         Raises only when delivery fails and there is no dead-letter store."""
-        if message.event not in (message.events or [e.value for e in DEFAULT_EVENTS]):
+        if not subscribed(message, tuple(e.value for e in DEFAULT_EVENTS)):
             return ["not subscribed"]
         rendered = blocks(message, self.portal_url)
         text = mrkdwn(f"{message.job} {message.event}: {message.outcome.step or ''}".strip())

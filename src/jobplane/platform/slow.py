@@ -84,7 +84,8 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     """Production entry point, on the base module's schedule (var.slow_check_schedule, every 5
     minutes by default): the same check against AWS, then the catch-up of what a lost status
     event would have done (platform/catchup.py): record a run that ended without recording
-    itself, start an `after` run. One part failing does not keep the others from running; the
+    itself, start an `after` run; then the fire ledger (platform/missed.py): record and alert
+    the fires that neither ran nor were skipped. One part failing does not keep the others from running; the
     invocation then fails, and Lambda tries it again."""
     import os
     from pathlib import Path
@@ -100,6 +101,7 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
                             catalog_path=catalog if catalog.startswith("s3://") else Path(catalog),
                             log_group=os.environ.get("JOBPLANE_LOG_GROUP") or None)
     from jobplane.platform.catchup import LostEndings, UpstreamCatchUp
+    from jobplane.platform.missed import MissedFires
     from jobplane.platform.reconciler import DEFAULT_RETENTION_DAYS, Reconciler
 
     started = time.monotonic()
@@ -112,7 +114,8 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     failed: list[BaseException] = []
     for key, check in (("alerted", SlowWatch(control, sns, deployment.topic_arn).check),
                        ("reconciled", LostEndings(control, reconciler).check),
-                       ("caught_up", UpstreamCatchUp(control).check)):
+                       ("caught_up", UpstreamCatchUp(control).check),
+                       ("missed", MissedFires(control, sns, deployment.topic_arn, boto3.client("sqs")).check)):
         try:
             result[key] = check()
         except Exception as e:

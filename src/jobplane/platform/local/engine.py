@@ -261,6 +261,10 @@ class LocalAWS:
                                {"AttributeName": f"{gsi}sk", "KeyType": "RANGE"}]}
                 for gsi in (dm.GSI_BY_OWNER, dm.GSI_BY_KIND)])
         topic = self.client("sns").create_topic(Name=f"{self.prefix}-events")["TopicArn"]
+        # as terraform/platform/notifications.tf: the fires EventBridge Scheduler could not start
+        sqs = self.client("sqs")
+        dlq_url = sqs.create_queue(QueueName=f"{self.prefix}-scheduler-dlq")["QueueUrl"]
+        dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
         ec2 = self.client("ec2")
         vpc = ec2.create_vpc(CidrBlock="10.90.0.0/16")["Vpc"]["VpcId"]
         ec2.modify_vpc_attribute(VpcId=vpc, EnableDnsHostnames={"Value": True})
@@ -288,7 +292,7 @@ class LocalAWS:
         self.resources = {
             "table_name": self.prefix, "topic_arn": topic, "cluster_arn": cluster,
             "task_definition": f"{self.prefix}-runner", "task_definition_arn": task_def, "subnets": subnet, "security_groups": group,
-            "role_arn": role,
+            "role_arn": role, "scheduler_dlq_arn": dlq_arn,
         }
 
     def restore_logs(self) -> int:
@@ -381,7 +385,9 @@ class LocalAWS:
             spec = dict(Name=name, GroupName=group, ScheduleExpression=expression,
                         ScheduleExpressionTimezone=job.timezone, State="ENABLED" if job.enabled else "DISABLED",
                         FlexibleTimeWindow={"Mode": "OFF"},
-                        Target={"Arn": state_machine_arn, "RoleArn": role_arn, "Input": target_input})
+                        Target={"Arn": state_machine_arn, "RoleArn": role_arn, "Input": target_input,
+                                # as the compiled Terraform: a fire that cannot start goes there
+                                "DeadLetterConfig": {"Arn": self.resources["scheduler_dlq_arn"]}})
             moto_backends.put_schedule(self.region, spec)
             names.append(name)
         return names

@@ -6,7 +6,13 @@ Same semantics as production and as ``jobplane next`` (one implementation:
 rate() counted from the schedule's creation, ENABLED/DISABLED honoured. Each fire starts the
 schedule's target with the target input, ``<aws.scheduler.scheduled-time>`` replaced by the fire's
 time, so duplicate detection sees what it would see on AWS. Like EventBridge Scheduler it does
-not replay fires missed while it was not running; it logs that it skipped them.
+not replay fires missed while it was not running; it logs that it skipped them (the fire ledger,
+platform/missed.py, records and alerts them). A start that is refused (the state machine gone,
+access denied) is delivered to the schedule's dead-letter queue as EventBridge Scheduler
+delivers it: the target input as the body, ERROR_CODE, ERROR_MESSAGE, EXHAUSTED_RETRY_CONDITION,
+RETRY_ATTEMPTS, SCHEDULE_ARN and TARGET_ARN as message attributes
+(https://docs.aws.amazon.com/scheduler/latest/UserGuide/configuring-schedule-dlq.html). A refused
+start is not retried here: the errors that refuse one are not ones a retry mends.
 
 Time comes from an injectable clock, so tests drive it without sleeping.
 """
@@ -19,6 +25,8 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable
+
+from botocore.exceptions import ClientError
 
 from jobplane.contract.execution_input import SCHEDULER_TIME, iso
 from jobplane.contract.schedule import iter_fire_times, parse, validate_timezone
@@ -41,8 +49,9 @@ class Fire:
 
 class LocalScheduler:
     def __init__(self, scheduler_client: Any, sfn_client: Any, group: str, clock: Clock = system_clock,
-                 max_event_age: timedelta = timedelta(hours=1)):
+                 max_event_age: timedelta = timedelta(hours=1), sqs_client: Any = None):
         self.scheduler = scheduler_client
+        self.sqs = sqs_client  # the dead-letter queues' client (none: a refused start is only logged)
         # A fire is delivered late only within the schedule's retry window (the compiled Terraform
         # sets maximum_event_age_in_seconds = 3600); older ones were missed, as on AWS.
         self.max_event_age = max_event_age
@@ -92,20 +101,42 @@ class LocalScheduler:
                 if now - when > self.max_event_age:
                     late += 1
                     continue
-                started.append(self._fire(schedule, when))
+                fired = self._fire(schedule, when)
+                if fired is not None:
+                    started.append(fired)
             if late:
                 log.warning("%s: %d fires older than %s were missed, not replayed", schedule["Name"], late,
                             self.max_event_age)
         return started
 
-    def _fire(self, schedule: dict[str, Any], when: datetime) -> Fire:
+    def _fire(self, schedule: dict[str, Any], when: datetime) -> Fire | None:
         target = schedule["Target"]
         payload = (target.get("Input") or "{}").replace(SCHEDULER_TIME, iso(when))
-        arn = self.sfn.start_execution(stateMachineArn=target["Arn"], name=str(uuid.uuid4()), input=payload)["executionArn"]
+        try:
+            arn = self.sfn.start_execution(stateMachineArn=target["Arn"], name=str(uuid.uuid4()),
+                                           input=payload)["executionArn"]
+        except ClientError as e:
+            self._dead_letter(schedule, payload, e)
+            return None
         fire = Fire(schedule["Name"], when, arn)
         self.fired.append(fire)
         log.info("fired %s for %s: %s", schedule["Name"], iso(when), arn)
         return fire
+
+    def _dead_letter(self, schedule: dict[str, Any], payload: str, error: ClientError) -> None:
+        code = error.response.get("Error", {}).get("Code", "Unknown")
+        message = error.response.get("Error", {}).get("Message", str(error))
+        dlq = (schedule["Target"].get("DeadLetterConfig") or {}).get("Arn")
+        log.error("%s could not start %s: %s: %s%s", schedule["Name"], schedule["Target"]["Arn"], code, message,
+                  f"; delivered to {dlq}" if dlq and self.sqs else "")
+        if not dlq or self.sqs is None:
+            return
+        url = self.sqs.get_queue_url(QueueName=dlq.rsplit(":", 1)[-1])["QueueUrl"]
+        text = lambda v: {"DataType": "String", "StringValue": v}  # noqa: E731
+        self.sqs.send_message(QueueUrl=url, MessageBody=payload, MessageAttributes={
+            "ERROR_CODE": text(code), "ERROR_MESSAGE": text(message[:1000] or code),
+            "EXHAUSTED_RETRY_CONDITION": text("MaximumRetryAttempts"), "RETRY_ATTEMPTS": text("0"),
+            "SCHEDULE_ARN": text(schedule["Arn"]), "TARGET_ARN": text(schedule["Target"]["Arn"])})
 
     def run(self, stop: threading.Event, interval: float = 1.0) -> None:
         """Tick until ``stop`` is set (the loop `jobplane dev` runs)."""

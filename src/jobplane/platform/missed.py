@@ -1,0 +1,366 @@
+"""Missed fires: every expected fire of a scheduled job is accounted for, and one that neither
+ran nor was skipped is recorded and alerted, once per episode.
+
+The failure nobody sees is the job that stopped: a schedule disabled or deleted by hand, a
+start EventBridge Scheduler could not make (it puts the fire into the scheduler dead-letter
+queue, and nothing else happens), or the scheduler itself down (``jobplane dev`` stopped). The
+platform knows every job's schedule (the catalog), so its periodic check (``jobplane dev``'s
+thread; on AWS the periodic Lambda, :func:`jobplane.platform.slow.handler`) keeps a ledger:
+
+* each job's fires after its watermark (``fires_checked_until`` on its state; at first the
+  creation of its schedules, so fires before the job was deployed never count) up to ``now -
+  grace`` are matched with the job's records exactly as a backfill matches them
+  (:meth:`Backfills.preview`: a run or a recorded skip with that ``scheduled_time``, or a run in
+  flight); a fire with neither is MISSED: a record (status MISSED, listed with the job's runs,
+  in the ``MISSED`` feed, and in the API) naming the cause where AWS says it;
+* causes: a dead letter of that fire (its ``ERROR_CODE`` / ``ERROR_MESSAGE`` attributes,
+  https://docs.aws.amazon.com/scheduler/latest/UserGuide/configuring-schedule-dlq.html), else
+  what the deployed schedule says (:func:`schedule_problems`: missing, DISABLED outside
+  jobplane, expression or timezone changed), else "no start seen";
+* one alert per episode: the first missed fire opens it (a conditional write: two checkers
+  never both alert) and its alert counts what was found; later missed fires of the same episode
+  only add to the count; the first fire that runs again closes it with a RECOVERED note;
+* a paused job, a job with ``enabled: false`` and a manual-only job miss nothing: their
+  watermark just moves on.
+
+A missed fire is recovered by running it as that fire: ``jobplane backfill JOB --from F --to F``
+(or the portal's button), whose fire lease starts it once, however often it is asked.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any, Callable
+
+from boto3.dynamodb.types import TypeSerializer
+
+from jobplane.contract import datamodel as dm
+from jobplane.contract import execution_input, names
+from jobplane.contract.catalog import CatalogJob
+from jobplane.contract.notifications import NotificationMessage, Outcome, publish
+from jobplane.contract.statuses import Event, ExecutionStatus, Trigger
+from jobplane.platform.backfill import Backfills
+from jobplane.platform.backfill_model import Mode
+from jobplane.platform.clock import iso_millis, parse_iso
+from jobplane.platform.control import ControlPlane
+
+log = logging.getLogger(__name__)
+_ser = TypeSerializer()
+
+#: A fire may start this late and still count as on time (EventBridge delivers within seconds;
+#: a busy local engine within a minute); a job's ``missed_after`` overrides it.
+GRACE = timedelta(minutes=10)
+#: The ledger of a job that has none starts at most this far back (a platform just upgraded does
+#: not alert on last month).
+LOOK_BACK = timedelta(hours=24)
+#: The longest window one job's pass accounts for (a backfill plans at most 1,000 fires; a
+#: minutely job's day is 1,440): a longer gap is caught up over the next passes.
+CHUNK = timedelta(hours=12)
+#: How many batches of dead letters one pass reads (10 messages each).
+DEAD_LETTER_BATCHES = 10
+#: A missed fire's record is kept as long as a run's (reconciler.DEFAULT_RETENTION_DAYS).
+RETENTION = timedelta(days=400)
+NO_START = "no start seen: the schedule is deployed and enabled, yet nothing started this fire"
+
+Clock = Callable[[], datetime]
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """A job's fire accounting as its state holds it."""
+
+    checked_until: str | None = None
+    missed_since: str | None = None
+    missed_count: int = 0
+    cause: str | None = None
+    alert_pending: bool = False
+
+    ATTRIBUTES = ("job", dm.ATTR_PAUSED_AT, dm.ATTR_FIRES_CHECKED, dm.ATTR_MISSED_SINCE, dm.ATTR_MISSED_COUNT,
+                  dm.ATTR_MISSED_CAUSE, dm.ATTR_MISSED_ALERT)
+
+    @classmethod
+    def from_item(cls, item: dict[str, Any]) -> Ledger:
+        get = lambda k: item.get(k, {}).get("S")  # noqa: E731
+        count = item.get(dm.ATTR_MISSED_COUNT, {}).get("N")
+        return cls(get(dm.ATTR_FIRES_CHECKED), get(dm.ATTR_MISSED_SINCE), int(count) if count else 0,
+                   get(dm.ATTR_MISSED_CAUSE), dm.ATTR_MISSED_ALERT in item)
+
+
+def schedule_problems(scheduler: Any, prefix: str, entry: CatalogJob, paused: bool) -> dict[str, str]:
+    """What is wrong with the job's deployed schedules, by schedule name (GetSchedule each): not
+    deployed, DISABLED though the job is enabled and not paused, or an expression or timezone
+    that is not the compiled one. Empty: deployed as compiled."""
+    problems = {}
+    for i, expression in enumerate(entry.schedule):
+        name = names.schedule_name(prefix, entry.name, i)
+        try:
+            found = scheduler.get_schedule(Name=name, GroupName=prefix)
+        except scheduler.exceptions.ResourceNotFoundException:
+            problems[name] = f"schedule {name} is missing (deleted outside jobplane?); deploy the job again"
+            continue
+        if found.get("State") == "DISABLED" and entry.enabled and not paused:
+            problems[name] = (f"schedule {name} is DISABLED outside jobplane (the job is enabled and not paused); "
+                              "resume it with `jobplane resume` or deploy again")
+        elif found.get("ScheduleExpression") != expression:
+            problems[name] = (f"schedule {name} says {found.get('ScheduleExpression')} outside jobplane; "
+                              f"compiled: {expression}")
+        elif (found.get("ScheduleExpressionTimezone") or "UTC") != entry.timezone:
+            problems[name] = (f"schedule {name} runs in {found.get('ScheduleExpressionTimezone') or 'UTC'} "
+                              f"outside jobplane; compiled: {entry.timezone}")
+    return problems
+
+
+class MissedFires:
+    def __init__(self, control: ControlPlane, sns: Any, topic_arn: str, sqs: Any, clock: Clock = _now,
+                 grace: timedelta = GRACE):
+        self.control = control
+        self.sns = sns
+        self.sqs = sqs
+        self.topic_arn = topic_arn
+        self.clock = clock
+        self.grace = grace
+        self.backfills = Backfills(control)
+        self.prefix = control.deployment.name_prefix
+        self.table = control.deployment.table
+        self.ddb = control.ddb
+        self._queue_url: str | None = None
+
+    # -- the pass --------------------------------------------------------------------------------
+    def check(self, only: set[str] | None = None) -> list[str]:
+        """One pass: read the dead letters, then every scheduled job's fires since its watermark
+        (``only``: these jobs'); returns the jobs whose missed fires were alerted (an episode
+        opened) in this pass."""
+        now = self.clock()
+        dead = self.dead_letters()
+        created = self._schedules_created()
+        ledgers = self._ledgers()
+        alerted = []
+        for entry in sorted(self.control.entries.values(), key=lambda e: e.name):
+            if not entry.schedule or (only is not None and entry.name not in only):
+                continue
+            ledger, paused = ledgers.get(entry.name, (Ledger(), False))
+            if ledger.alert_pending:
+                self._alert(entry, ledger)
+            until = now - self._grace(entry)
+            first_deploy = created.get(entry.name)
+            since = parse_iso(ledger.checked_until) if ledger.checked_until else None
+            if since is None:
+                if first_deploy is None:
+                    continue  # not deployed yet: nothing was expected
+                since = max(first_deploy, now - LOOK_BACK)
+            if since >= until:
+                continue
+            until = min(until, since + CHUNK)
+            if not entry.enabled or paused:  # nothing is expected while it does not fire
+                self._advance(entry, ledger.checked_until, until)
+                continue
+            if self._account(entry, ledger, since, until, dead):
+                alerted.append(entry.name)
+        return alerted
+
+    def _grace(self, entry: CatalogJob) -> timedelta:
+        seconds = getattr(entry, "missed_after", None)
+        return timedelta(seconds=seconds) if seconds else self.grace
+
+    def _account(self, entry: CatalogJob, ledger: Ledger, since: datetime, until: datetime,
+                 dead: dict[tuple[str, str], str]) -> bool:
+        plan = self.backfills.plan_window(entry, since + timedelta(milliseconds=1), until, Mode.ONLY_MISSED)
+        missed = [p.at for p in plan if p.covered_by is None]
+        ran = [p.at for p in plan if p.covered_by is not None]
+        opened = False
+        if missed:
+            problems = schedule_problems(self.control.scheduler, self.prefix, entry, paused=False)
+            cause = "; ".join(problems.values()) or NO_START
+            new = [f for f in missed if self._record(entry, f, dead.get((entry.name, f), cause))]
+            opened = self._open(entry, missed[0], len(new), dead.get((entry.name, missed[0]), cause), ledger)
+        elif ran and ledger.missed_since:
+            self._close(entry, ledger, ran[0])
+        self._advance(entry, ledger.checked_until, until)
+        if opened:
+            fresh = self._ledgers([entry.name]).get(entry.name, (Ledger(), False))[0]
+            self._alert(entry, fresh)
+        return opened
+
+    # -- dead letters ----------------------------------------------------------------------------
+    def queue_url(self) -> str | None:
+        """The scheduler dead-letter queue (the base module's ``<prefix>-scheduler-dlq``)."""
+        if self._queue_url is None:
+            try:
+                self._queue_url = self.sqs.get_queue_url(QueueName=f"{self.prefix}-scheduler-dlq")["QueueUrl"]
+            except self.sqs.exceptions.QueueDoesNotExist:
+                log.warning("no scheduler dead-letter queue %s-scheduler-dlq: failed starts cannot be told apart",
+                            self.prefix)
+        return self._queue_url
+
+    def dead_letters(self) -> dict[tuple[str, str], str]:
+        """Read the scheduler's dead letters: each is a fire EventBridge Scheduler could not start
+        after its retries. Recorded as that fire's MISSED record (with AWS's error code and
+        message), then deleted; one that names no job of the catalog is left for a person."""
+        url = self.queue_url()
+        if url is None:
+            return {}
+        jobs = {names.schedule_name(self.prefix, e.name, i): e for e in self.control.entries.values()
+                for i in range(len(e.schedule))}
+        found: dict[tuple[str, str], str] = {}
+        for _ in range(DEAD_LETTER_BATCHES):
+            batch = self.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, MessageAttributeNames=["All"],
+                                             VisibilityTimeout=60, WaitTimeSeconds=0).get("Messages", [])
+            if not batch:
+                break
+            for message in batch:
+                attrs = {k: v.get("StringValue", "") for k, v in (message.get("MessageAttributes") or {}).items()}
+                schedule = attrs.get("SCHEDULE_ARN", "").rsplit("/", 1)[-1]
+                entry = jobs.get(schedule)
+                try:
+                    fire = _fire_key(json.loads(message.get("Body") or "{}").get("scheduled_time"))
+                except (json.JSONDecodeError, AttributeError):
+                    fire = None
+                if entry is None or fire is None:
+                    log.warning("scheduler dead letter for %s (%s) names no job's fire; left in the queue",
+                                schedule or "an unknown schedule", attrs.get("ERROR_CODE"))
+                    continue
+                cause = (f"EventBridge Scheduler could not start it: {attrs.get('ERROR_CODE', 'unknown error')}: "
+                         f"{attrs.get('ERROR_MESSAGE', '')}".rstrip(": "))
+                self._record(entry, fire, cause)
+                found[(entry.name, fire)] = cause
+                self.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+        return found
+
+    # -- the table -------------------------------------------------------------------------------
+    def _schedules_created(self) -> dict[str, datetime]:
+        """When each job's schedules were first created (the earliest of them), from ListSchedules."""
+        by_schedule = {}
+        kwargs: dict[str, Any] = {"GroupName": self.prefix}
+        while True:
+            page = self.control.scheduler.list_schedules(**kwargs)
+            for s in page.get("Schedules", []):
+                if s.get("CreationDate"):
+                    by_schedule[s["Name"]] = s["CreationDate"].astimezone(timezone.utc)
+            if not page.get("NextToken"):
+                break
+            kwargs["NextToken"] = page["NextToken"]
+        out = {}
+        for e in self.control.entries.values():
+            times = [by_schedule[n] for i in range(len(e.schedule))
+                     if (n := names.schedule_name(self.prefix, e.name, i)) in by_schedule]
+            if times:
+                out[e.name] = min(times)
+        return out
+
+    def _ledgers(self, only: list[str] | None = None) -> dict[str, tuple[Ledger, bool]]:
+        if only:
+            items = [self.ddb.get_item(TableName=self.table, Key={"pk": {"S": dm.job_partition(j)}, "sk": {"S": dm.STATE_SK}},
+                                       ConsistentRead=True).get("Item") for j in only]
+            states = [i for i in items if i]
+        else:
+            states = [s for s in self.control.repo._query(dm.GSI_BY_OWNER, "gsi1pk", dm.JOBS_PARTITION, None, True,
+                                                          attributes=Ledger.ATTRIBUTES).items]
+        out = {}
+        for item in states:
+            job = item.get("job", {}).get("S") or item.get("pk", {}).get("S", "").removeprefix(dm.JOB_PREFIX)
+            out[job] = (Ledger.from_item(item), dm.ATTR_PAUSED_AT in item)
+        return out
+
+    def _state_update(self, entry: CatalogJob, expression: str, values: dict[str, Any], condition: str | None = None) -> bool:
+        kwargs: dict[str, Any] = {
+            "TableName": self.table, "Key": {"pk": {"S": dm.job_partition(entry.name)}, "sk": {"S": dm.STATE_SK}},
+            "UpdateExpression": expression + ", team = if_not_exists(team, :team), job = if_not_exists(job, :job), "
+                                             "gsi1pk = :jobs, gsi1sk = :job",
+            "ExpressionAttributeValues": {k: _ser.serialize(v) for k, v in (values | {
+                ":team": entry.team, ":job": entry.name, ":jobs": dm.JOBS_PARTITION}).items()}}
+        if condition:
+            kwargs["ConditionExpression"] = condition
+        try:
+            self.ddb.update_item(**kwargs)
+            return True
+        except self.ddb.exceptions.ConditionalCheckFailedException:
+            return False
+
+    def _advance(self, entry: CatalogJob, old: str | None, until: datetime) -> bool:
+        """Move the watermark, unless another checker moved it first."""
+        condition = f"attribute_not_exists({dm.ATTR_FIRES_CHECKED})" if old is None else f"{dm.ATTR_FIRES_CHECKED} = :old"
+        values: dict[str, Any] = {":until": iso_millis(until)} | ({":old": old} if old else {})
+        return self._state_update(entry, f"SET {dm.ATTR_FIRES_CHECKED} = :until", values, condition)
+
+    def _record(self, entry: CatalogJob, fire: str, cause: str) -> bool:
+        """The MISSED record of one fire (once: a second write of it changes nothing)."""
+        now = self.clock()
+        name = dm.missed_execution(entry.name, fire)
+        item = {"pk": dm.execution_pk(name), "sk": dm.EXEC_SK, "execution": name, "job": entry.name,
+                "team": entry.team, "status": ExecutionStatus.MISSED.value, "scheduled_time": fire,
+                "started_at": iso_millis(parse_iso(fire)), "finished_at": iso_millis(now), "error": cause,
+                # the input the fire would have had, for the pages; no `trigger` attribute, so a
+                # backfill still sees the fire as uncovered and can run it
+                "input": json.dumps({"trigger": Trigger.SCHEDULE.value, "scheduled_time": fire,
+                                     "requested_by": "EventBridge Scheduler", "params": entry.params}),
+                "timeline": "[]", "transitions": 0,
+                "gsi1pk": dm.job_partition(entry.name), "gsi1sk": iso_millis(parse_iso(fire)),
+                "gsi2pk": dm.MISSED_PARTITION, "gsi2sk": iso_millis(now),
+                dm.ATTR_EXPIRES_AT: int((now + RETENTION).timestamp())}
+        try:
+            self.ddb.put_item(TableName=self.table, Item={k: _ser.serialize(v) for k, v in item.items()},
+                              ConditionExpression="attribute_not_exists(pk)")
+            return True
+        except self.ddb.exceptions.ConditionalCheckFailedException:
+            return False
+
+    def _open(self, entry: CatalogJob, first: str, new: int, cause: str, ledger: Ledger) -> bool:
+        """Open the job's episode of missed fires (True: this pass opened it, so it alerts), or
+        add to the open one's count."""
+        if ledger.missed_since is None and self._state_update(
+                entry, f"SET {dm.ATTR_MISSED_SINCE} = :first, {dm.ATTR_MISSED_COUNT} = :n, "
+                       f"{dm.ATTR_MISSED_CAUSE} = :cause, {dm.ATTR_MISSED_ALERT} = :yes",
+                {":first": first, ":n": new, ":cause": cause, ":yes": True},
+                f"attribute_not_exists({dm.ATTR_MISSED_SINCE})"):
+            return True
+        if new:
+            self._state_update(entry, f"ADD {dm.ATTR_MISSED_COUNT} :n SET {dm.ATTR_MISSED_CAUSE} = :cause",
+                               {":n": new, ":cause": cause})
+        return False
+
+    def _close(self, entry: CatalogJob, ledger: Ledger, resumed: str) -> None:
+        if self._state_update(entry, f"REMOVE {dm.ATTR_MISSED_SINCE}, {dm.ATTR_MISSED_COUNT}, {dm.ATTR_MISSED_CAUSE}, "
+                                     f"{dm.ATTR_MISSED_ALERT} SET {dm.ATTR_FIRES_CHECKED} = {dm.ATTR_FIRES_CHECKED}",
+                              {":since": ledger.missed_since}, f"{dm.ATTR_MISSED_SINCE} = :since"):
+            self._publish(entry, ExecutionStatus.MISSED, resumed, status="RECOVERED",
+                          error=f"fires resumed at {resumed} after {ledger.missed_count} missed since "
+                                f"{ledger.missed_since}")
+
+    # -- alerts ----------------------------------------------------------------------------------
+    def _alert(self, entry: CatalogJob, ledger: Ledger) -> None:
+        """Publish the open episode's alert, then clear its outbox flag (a failure between the two
+        publishes it again on the next pass: at least once, never lost)."""
+        if not ledger.missed_since:
+            return
+        count = ledger.missed_count
+        self._publish(entry, ExecutionStatus.MISSED, ledger.missed_since, status=ExecutionStatus.MISSED.value,
+                      error=f"{count} scheduled fire{'s' if count != 1 else ''} missed since {ledger.missed_since}: "
+                            f"{ledger.cause or NO_START}. Run a missed fire with `jobplane backfill {entry.name} "
+                            f"--from {ledger.missed_since} --to {ledger.missed_since}` (once per fire).")
+        self._state_update(entry, f"REMOVE {dm.ATTR_MISSED_ALERT} SET {dm.ATTR_MISSED_SINCE} = {dm.ATTR_MISSED_SINCE}", {})
+
+    def _publish(self, entry: CatalogJob, _: ExecutionStatus, fire: str, status: str, error: str) -> None:
+        publish(self.sns, self.topic_arn, NotificationMessage(
+            version=1, event=Event.MISSED.value, job=entry.name, team=entry.team,
+            execution=dm.missed_execution(entry.name, fire), execution_arn="", trigger=Trigger.SCHEDULE.value,
+            scheduled_time=fire, requested_by="EventBridge Scheduler", finished_at=iso_millis(self.clock()),
+            outcome=Outcome(status=status), channels=entry.notify.channels,
+            events=[e.value if hasattr(e, "value") else e for e in entry.notify.events] or None,
+            runbook=entry.runbook.model_dump() if entry.runbook else None, error=error))
+        log.warning("%s: %s", entry.name, error)
+
+
+def _fire_key(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return execution_input.iso(parse_iso(value))
+    except ValueError:
+        return None

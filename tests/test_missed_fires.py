@@ -1,0 +1,272 @@
+"""The fire ledger on the local AWS (platform/missed.py): each cause of a silent stop reproduced
+with the real API calls (the Scheduler API disabling or deleting a schedule outside jobplane, a
+state machine gone so the local scheduler's start is refused and dead-lettered as EventBridge
+Scheduler does, no scheduler running across fires); each gives one alert, delivered to a real
+local Slack receiver, and MISSED records a backfill can run once; what is not missing (paused,
+disabled, manual-only, late within grace, skipped) gives none.
+
+"Time passes" by the ledger's clock: its watermark is set back (the ledger last looked minutes
+ago) or its clock is moved on, never by sleeping."""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+import threading
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from devkit import make_repo
+from slack_receiver import Receiver
+
+from jobplane.contract import datamodel as dm
+from jobplane.contract import execution_input
+from jobplane.contract.config import load_config
+from jobplane.devserver.dev_platform import DevPlatform
+from jobplane.platform.clock import iso_millis
+from jobplane.platform.control import Conflict
+from jobplane.platform.local.scheduler import LocalScheduler
+from jobplane.platform.missed import MissedFires
+
+ME = "aiko@example.com"
+MINUTELY = """\
+    local jp = import 'jobplane.libsonnet';
+    {
+      name: '%(name)s',
+      team: 'billing',
+      schedule: 'cron(0/1 * * * ? *)',
+      timezone: '%(zone)s',
+      enabled: %(enabled)s,
+      policy: jp.policy.%(policy)s,
+      params: { mode: 'ok', marker: null, seconds: 1, release: null },
+      steps: [jp.python('work', 'sample_apps.functions:behave')],
+      notify: jp.slack('#billing-alerts'),
+    }
+"""
+JOBS = {"stopped": "UTC", "disabled-outside": "UTC", "deleted-outside": "UTC", "refused": "UTC",
+        "paused": "UTC", "on-time": "Asia/Tokyo", "late": "America/New_York", "skipped": "UTC"}
+
+
+@pytest.fixture(scope="module")
+def slack() -> Iterator[Receiver]:
+    receiver = Receiver([])
+    yield receiver
+    receiver.server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def platform(tmp_path_factory: pytest.TempPathFactory, slack: Receiver) -> Iterator[DevPlatform]:
+    tmp = tmp_path_factory.mktemp("missed")
+    repo = make_repo(tmp / "repo")
+    for name, zone in JOBS.items():
+        policy = "SKIP_IF_RUNNING" if name == "skipped" else "ALWAYS_RUN"
+        repo.write(f"jobs/billing/{name}.jsonnet", textwrap.dedent(MINUTELY % {"name": name, "zone": zone,
+                                                                               "enabled": "true", "policy": policy}))
+    repo.write("jobs/billing/off.jsonnet", textwrap.dedent(MINUTELY % {"name": "off", "zone": "UTC",
+                                                                        "enabled": "false", "policy": "ALWAYS_RUN"}))
+    p = DevPlatform(load_config(repo.path), tmp / "data", 0, 0, run_scheduler=False, run_services=False,
+                    snapshot_interval=3600, webhook_url=slack.url).start()
+    yield p
+    p.stop()
+
+
+def ledger(platform: DevPlatform, ahead: timedelta = timedelta(0)) -> MissedFires:
+    aws = platform.aws
+    return MissedFires(platform.control, aws.client("sns"), platform.deployment.topic_arn, aws.client("sqs"),
+                       clock=lambda: datetime.now(timezone.utc) + ahead, grace=timedelta(seconds=30))
+
+
+def look_back(platform: DevPlatform, job: str, minutes: int) -> datetime:
+    """As if the ledger had last accounted for ``job``'s fires ``minutes`` ago."""
+    at = datetime.now(timezone.utc) - timedelta(minutes=minutes)
+    platform.aws.client("dynamodb").update_item(
+        TableName=platform.deployment.table, Key={"pk": {"S": dm.job_partition(job)}, "sk": {"S": dm.STATE_SK}},
+        UpdateExpression=f"SET {dm.ATTR_FIRES_CHECKED} = :t, job = :j, team = :team, gsi1pk = :p, gsi1sk = :j",
+        ExpressionAttributeValues={":t": {"S": iso_millis(at)}, ":j": {"S": job}, ":team": {"S": "billing"},
+                                   ":p": {"S": dm.JOBS_PARTITION}})
+    return at
+
+
+def missed_records(platform: DevPlatform, job: str) -> list:  # type: ignore[type-arg]
+    return [r for r in platform.control.repo.executions(job, limit=500).items if r.status == "MISSED"]
+
+
+def alerts(slack: Receiver, job: str, status: str = "MISSED") -> list[dict]:  # type: ignore[type-arg]
+    """The Slack posts of ``job``'s MISSED event whose status field is ``status``."""
+    return [p for p in list(slack.posts) if re.search(rf"(^|\s){re.escape(job)} MISSED\b", p.get("text", "")) and
+            f"*Status*\\n{status}" in json.dumps(p.get("blocks", []))]
+
+
+def wait_until(condition, limit: float = 120.0) -> None:  # type: ignore[no-untyped-def]
+    """A hang guard for the alert feed's delivery (SNS -> SQS -> notifier), not a time budget."""
+    deadline = time.monotonic() + limit
+    while not condition():
+        assert time.monotonic() < deadline, "not delivered"
+        time.sleep(0.1)
+
+
+def minute_fires(since: datetime, until: datetime) -> list[str]:
+    t = since.replace(second=0, microsecond=0) + timedelta(minutes=1)
+    out = []
+    while t <= until:
+        out.append(execution_input.iso(t))
+        t += timedelta(minutes=1)
+    return out
+
+
+def test_fires_missed_while_nothing_started_them_alert_once_and_each_runs_once(platform: DevPlatform,
+                                                                                slack: Receiver) -> None:
+    since = look_back(platform, "stopped", 7)  # the scheduler was down for 7 minutes
+    check = ledger(platform)
+    check.check({"stopped"})
+    expected = minute_fires(since, datetime.now(timezone.utc) - timedelta(seconds=30))
+    missed = missed_records(platform, "stopped")
+    assert sorted(r.scheduled_time for r in missed) == expected and len(expected) >= 5
+    assert all("no start seen" in r.error for r in missed)
+    wait_until(lambda: len(alerts(slack, "stopped")) >= 1)
+    check.check({"stopped"})  # a second pass finds nothing new and does not alert again
+    time.sleep(0.5)
+    assert len(alerts(slack, "stopped")) == 1
+    text = json.dumps(alerts(slack, "stopped")[0]["blocks"])
+    assert f"{len(expected)} scheduled fires missed since {expected[0]}" in text
+    state = platform.control.repo.ddb.get_item(TableName=platform.deployment.table, Key={
+        "pk": {"S": dm.job_partition("stopped")}, "sk": {"S": dm.STATE_SK}})["Item"]
+    assert state[dm.ATTR_MISSED_SINCE]["S"] == expected[0] and state[dm.ATTR_MISSED_COUNT]["N"] == str(len(expected))
+    # each missed fire is run once, as that fire: a backfill over it; a second one finds it covered
+    first = expected[0]
+    bf = platform.backfills.create("stopped", ME, first, first, reason="missed while the scheduler was down")
+    done = platform.backfills.follow(bf.id, lambda b: None, interval=0.1, stop=_hang_guard())
+    assert [(f.state.value, f.status) for f in done.fires] == [("done", "SUCCEEDED")]
+    run = platform.control.repo.execution(done.fires[0].execution)
+    assert (run.trigger, run.scheduled_time) == ("backfill", first)  # run as that fire
+    again = platform.backfills.preview("stopped", first, first)
+    assert [p.runs for p in again] == [False] and "SUCCEEDED" in (again[0].covered_by or "")
+    with pytest.raises(Conflict):  # a second recovery of the same fire starts nothing
+        platform.backfills.create("stopped", ME, first, first, reason="again")
+    # fires resume: the next one runs, and the episode closes with one RECOVERED note
+    ahead = timedelta(minutes=2)
+    nxt = minute_fires(datetime.now(timezone.utc) - timedelta(seconds=30),
+                       datetime.now(timezone.utc) + ahead - timedelta(seconds=30))
+    for fire in nxt:
+        platform.aws.wait(platform.aws.start("stopped", execution_input.scheduled(fire, {})), timeout=300)
+    ledger(platform, ahead).check({"stopped"})
+    wait_until(lambda: len(alerts(slack, "stopped", "RECOVERED")) == 1)
+    state = platform.control.repo.ddb.get_item(TableName=platform.deployment.table, Key={
+        "pk": {"S": dm.job_partition("stopped")}, "sk": {"S": dm.STATE_SK}})["Item"]
+    assert dm.ATTR_MISSED_SINCE not in state
+
+
+def _hang_guard() -> threading.Event:
+    stop = threading.Event()
+    threading.Timer(600, stop.set).start()
+    return stop
+
+
+def test_a_schedule_disabled_outside_jobplane_is_named_as_the_cause(platform: DevPlatform, slack: Receiver) -> None:
+    _change_schedule(platform, "disabled-outside", State="DISABLED")
+    look_back(platform, "disabled-outside", 4)
+    ledger(platform).check({"disabled-outside"})
+    wait_until(lambda: len(alerts(slack, "disabled-outside")) == 1)
+    assert "DISABLED outside jobplane" in json.dumps(alerts(slack, "disabled-outside")[0]["blocks"]), [r.error for r in missed_records(platform, "disabled-outside")]
+    assert all("DISABLED outside jobplane" in r.error for r in missed_records(platform, "disabled-outside"))
+
+
+def test_a_deleted_schedule_is_named_as_the_cause(platform: DevPlatform, slack: Receiver) -> None:
+    name = f"{platform.config.name_prefix}-deleted-outside"
+    platform.aws.client("scheduler").delete_schedule(Name=name, GroupName=platform.config.name_prefix)
+    look_back(platform, "deleted-outside", 4)
+    ledger(platform).check({"deleted-outside"})
+    wait_until(lambda: len(alerts(slack, "deleted-outside")) == 1)
+    assert f"schedule {name} is missing" in json.dumps(alerts(slack, "deleted-outside")[0]["blocks"])
+
+
+def test_a_refused_start_is_dead_lettered_and_its_aws_error_is_the_cause(platform: DevPlatform,
+                                                                         slack: Receiver) -> None:
+    aws = platform.aws
+    sfn = aws.client("stepfunctions")
+    sfn.delete_state_machine(stateMachineArn=aws.state_machines["refused"])
+    since = look_back(platform, "refused", 3)
+    scheduler = LocalScheduler(aws.client("scheduler"), sfn, platform.config.name_prefix,
+                               clock=lambda: datetime.now(timezone.utc), sqs_client=aws.client("sqs"))
+    scheduler.checked_until = since
+    assert [f.schedule for f in scheduler.tick() if "refused" in f.schedule] == []  # nothing started
+    ledger(platform).check({"refused"})
+    records = missed_records(platform, "refused")
+    assert records and all("StateMachineDoesNotExist" in r.error for r in records)
+    wait_until(lambda: len(alerts(slack, "refused")) == 1)
+    assert "EventBridge Scheduler could not start it: StateMachineDoesNotExist" in json.dumps(alerts(slack, "refused")[0])
+    url = aws.client("sqs").get_queue_url(QueueName=f"{platform.config.name_prefix}-scheduler-dlq")["QueueUrl"]
+    left = aws.client("sqs").receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=0)
+    assert left.get("Messages", []) == []  # read, recorded, deleted
+
+
+def test_what_is_not_missing_raises_nothing(platform: DevPlatform, slack: Receiver) -> None:
+    platform.control.pause("paused", ME, "maintenance window")
+    for job in ("paused", "off", "on-time", "late", "skipped"):
+        look_back(platform, job, 4)
+    now = datetime.now(timezone.utc)
+    fires = minute_fires(now - timedelta(minutes=4), now - timedelta(seconds=30))
+    for fire in fires:  # on time; late but within grace (started now, up to 4 minutes late)
+        platform.aws.wait(platform.aws.start("on-time", execution_input.scheduled(fire, {})), timeout=300)
+        platform.aws.wait(platform.aws.start("late", execution_input.scheduled(fire, {})), timeout=300)
+    # skipped fires: a manual run holds the claim, so each scheduled fire is recorded SKIPPED (RUNNING)
+    holder = platform.aws.start("skipped", execution_input.manual(ME, overrides={"mode": "sleep", "seconds": 120}))
+    deadline = time.monotonic() + 300  # a hang guard: the run must hold its claim
+    while not (platform.control.repo.job_state("skipped") and platform.control.repo.job_state("skipped").running):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    for fire in fires:
+        platform.aws.wait(platform.aws.start("skipped", execution_input.scheduled(fire, {})), timeout=300)
+    platform.aws.client("stepfunctions").stop_execution(executionArn=holder)
+    skips = [r for r in platform.control.repo.executions("skipped", limit=50).items if r.status == "SKIPPED"]
+    assert set(fires) <= {r.scheduled_time for r in skips}  # each fire was skipped (a run may stand beside it:
+    # another test's scheduler tick, in this module's platform, may have fired it before)
+    ledger(platform).check({"paused", "off", "on-time", "late", "skipped", "slow-report"})
+    for job in ("paused", "off", "on-time", "late", "skipped", "slow-report"):
+        assert missed_records(platform, job) == [], job
+    time.sleep(1)
+    assert [p["text"] for p in slack.posts if any(j in p.get("text", "") for j in
+                                                  ("paused MISSED", "off MISSED", "on-time", "late MISSED",
+                                                   "skipped MISSED"))] == []
+
+
+def _change_schedule(platform: DevPlatform, job: str, **changes: str) -> None:
+    scheduler = platform.aws.client("scheduler")
+    name = f"{platform.config.name_prefix}-{job}"
+    current = scheduler.get_schedule(Name=name, GroupName=platform.config.name_prefix)
+    spec = {k: current[k] for k in ("ScheduleExpression", "ScheduleExpressionTimezone", "FlexibleTimeWindow",
+                                    "Target", "State") if k in current}
+    scheduler.update_schedule(Name=name, GroupName=platform.config.name_prefix, **(spec | changes))
+
+
+@pytest.mark.parametrize("zone, day, local_fires", [
+    # spring forward: 02:00-03:00 does not exist, so 02:30 does not fire (nor is it expected)
+    ("America/New_York", "2027-03-14", ["00:30 EST", "01:30 EST", "03:30 EDT"]),
+    # fall back: 01:30 happens twice and fires once, at the first
+    ("America/New_York", "2027-11-07", ["00:30 EDT", "01:30 EDT", "02:30 EST", "03:30 EST"]),
+    ("Asia/Tokyo", "2027-03-14", ["00:30 JST", "01:30 JST", "02:30 JST", "03:30 JST"]),
+])
+def test_the_ledger_expects_the_fires_jobplane_next_lists_across_dst(platform: DevPlatform, zone: str, day: str,
+                                                                      local_fires: list[str]) -> None:
+    """What the ledger expects is what `jobplane next` lists (one function): no fire a clock
+    change removed is expected (a false MISSED), none it keeps is left out."""
+    from zoneinfo import ZoneInfo
+
+    from jobplane.contract.catalog import CatalogJob
+    from jobplane.contract.schedule import next_fire_times
+
+    entry = CatalogJob(name="dst", team="billing", schedule=["cron(30 * * * ? *)"], timezone=zone,
+                       policy="ALWAYS_RUN", timeout=60, steps=[], state_machine="x", asl="", states=0)
+    z = ZoneInfo(zone)
+    start = datetime.fromisoformat(f"{day}T00:00:00").replace(tzinfo=z)
+    end = datetime.fromisoformat(f"{day}T03:59:00").replace(tzinfo=z)
+    expected = ledger(platform).backfills.plan_window(entry, start, end)
+    shown = [p.local.strftime("%H:%M %Z") for p in expected]
+    assert shown == local_fires
+    assert [p.at for p in expected] == [execution_input.iso(t) for t in next_fire_times(
+        "cron(30 * * * ? *)", z, start - timedelta(seconds=1), len(local_fires))]
