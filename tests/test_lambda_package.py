@@ -6,6 +6,7 @@ SDK's AWS_ENDPOINT_URL and the per-start key), and the notifier posts to a real 
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta, timezone
 import subprocess
 import sys
 import sysconfig
@@ -244,9 +245,18 @@ def test_the_periodic_handler_announces_a_slow_run_and_catches_up_lost_status_ev
     assert aws.repository().execution(stopped_name) is None and aws.repository().job_state(gone).running
     entry = lambda n, **kw: CatalogJob(name=n, team="billing", policy=job.policy, timeout=job.timeout,  # noqa: E731
                                        steps=[], state_machine=f"{aws.prefix}-{n}", asl="", states=0, **kw)
+    # a scheduled job whose schedule was deleted outside jobplane; the ledger last looked 15 minutes
+    # ago (its fires up to 10 minutes ago, the grace, are due)
+    stopped_job = f"sched-{uuid.uuid4().hex[:8]}"
+    aws.client("dynamodb").update_item(
+        TableName=aws.resources["table_name"], Key={"pk": {"S": f"JOB#{stopped_job}"}, "sk": {"S": "STATE"}},
+        UpdateExpression="SET fires_checked_until = :t, job = :j, gsi1pk = :p, gsi1sk = :j",
+        ExpressionAttributeValues={":t": {"S": (datetime.now(timezone.utc) - timedelta(minutes=15)).strftime(
+            "%Y-%m-%dT%H:%M:%S.000Z")}, ":j": {"S": stopped_job}, ":p": {"S": "JOBS"}})
     catalog = Catalog(version=CATALOG_VERSION, name_prefix=aws.prefix, jobs=[
         entry(name, expected_duration=1, notify=NotifySettings(events=job.notify.events)),
-        entry(upstream), entry(downstream, after=[CatalogAfter(job=upstream)]), entry(gone)])
+        entry(upstream), entry(downstream, after=[CatalogAfter(job=upstream)]), entry(gone),
+        entry(stopped_job, schedule=["cron(0/1 * * * ? *)"])])
     # on AWS the check reads the catalog parts the team roots upload to the base module's bucket
     import base_module as bm
 
@@ -270,6 +280,9 @@ def test_the_periodic_handler_announces_a_slow_run_and_catches_up_lost_status_ev
         assert record.status == "ABORTED" and "lost event test" in record.error and not record.alert_pending
         assert not aws.repository().job_state(gone).running  # the claim is released
         assert first["caught_up"] == [catch_up_name(downstream, lost)] and again["caught_up"] == []  # started once
+        assert first["missed"] == [stopped_job] and again["missed"] == []  # alerted once
+        missed = [r for r in aws.repository().executions(stopped_job).items if r.status == "MISSED"]
+        assert missed and all("is missing" in r.error for r in missed)
         caught = aws.client("stepfunctions").describe_execution(executionArn=aws.state_machines[downstream].replace(
             ":stateMachine:", ":execution:") + ":" + first["caught_up"][0])
         assert json.loads(caught["input"])["upstream"] == lost
