@@ -15,15 +15,18 @@ import re
 import textwrap
 import threading
 import time
+import urllib.request
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Iterator
 
 import pytest
+from click.testing import CliRunner
 
 from devkit import make_repo
 from slack_receiver import Receiver
 
+from jobplane.cli.app import main
 from jobplane.contract import datamodel as dm
 from jobplane.contract import execution_input
 from jobplane.contract.config import load_config
@@ -137,6 +140,16 @@ def test_fires_missed_while_nothing_started_them_alert_once_and_each_runs_once(p
     state = platform.control.repo.ddb.get_item(TableName=platform.deployment.table, Key={
         "pk": {"S": dm.job_partition("stopped")}, "sk": {"S": dm.STATE_SK}})["Item"]
     assert state[dm.ATTR_MISSED_SINCE]["S"] == expected[0] and state[dm.ATTR_MISSED_COUNT]["N"] == str(len(expected))
+    # shown: `jobplane status`, the API, the jobs and job pages, the missed fire's own page
+    status = cli(platform, "status")
+    assert status.exit_code == 0 and f"  stopped: {len(expected)} since {expected[0]}: no start seen" in status.output
+    api = get_json(platform, "/api/jobs/stopped")
+    assert (api["missed_since"], api["missed_count"]) == (expected[0], len(expected))
+    assert f"{len(expected)} missed since" in get(platform, "/")
+    page = get(platform, "/jobs/stopped")
+    assert f"{len(expected)} scheduled fires missed since" in page and 'data-status="MISSED"' in page
+    fire_page = get(platform, f"/executions/{dm.missed_execution('stopped', expected[0])}")
+    assert 'id="run-missed-fire"' in fire_page and f"from={expected[0].replace(':', '%3A')}" in fire_page
     # each missed fire is run once, as that fire: a backfill over it; a second one finds it covered
     first = expected[0]
     bf = platform.backfills.create("stopped", ME, first, first, reason="missed while the scheduler was down")
@@ -161,6 +174,19 @@ def test_fires_missed_while_nothing_started_them_alert_once_and_each_runs_once(p
     assert dm.ATTR_MISSED_SINCE not in state
 
 
+def cli(platform: DevPlatform, *args: str):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(main, ["--root", str(platform.config.root), *args, "--data-dir", str(platform.data_dir)])
+
+
+def get(platform: DevPlatform, path: str) -> str:
+    with urllib.request.urlopen(f"{platform.portal_url}{path}", timeout=60) as r:
+        return r.read().decode()
+
+
+def get_json(platform: DevPlatform, path: str) -> dict:  # type: ignore[type-arg]
+    return json.loads(get(platform, path))
+
+
 def _hang_guard() -> threading.Event:
     stop = threading.Event()
     threading.Timer(600, stop.set).start()
@@ -174,6 +200,9 @@ def test_a_schedule_disabled_outside_jobplane_is_named_as_the_cause(platform: De
     wait_until(lambda: len(alerts(slack, "disabled-outside")) == 1)
     assert "DISABLED outside jobplane" in json.dumps(alerts(slack, "disabled-outside")[0]["blocks"]), [r.error for r in missed_records(platform, "disabled-outside")]
     assert all("DISABLED outside jobplane" in r.error for r in missed_records(platform, "disabled-outside"))
+    status = cli(platform, "status")
+    assert "Schedules not as compiled:" in status.output and "disabled-outside: schedule" in status.output
+    assert "DISABLED outside jobplane" in get(platform, "/jobs/disabled-outside")
 
 
 def test_a_deleted_schedule_is_named_as_the_cause(platform: DevPlatform, slack: Receiver) -> None:
@@ -270,3 +299,15 @@ def test_the_ledger_expects_the_fires_jobplane_next_lists_across_dst(platform: D
     assert shown == local_fires
     assert [p.at for p in expected] == [execution_input.iso(t) for t in next_fire_times(
         "cron(30 * * * ? *)", z, start - timedelta(seconds=1), len(local_fires))]
+
+
+def test_missed_after_is_validated_and_reaches_the_ledger() -> None:
+    from jobplane.compiler.fields import Invalid as FieldsInvalid
+    from jobplane.compiler.model import Job
+
+    base = {"name": "x", "team": "billing", "timezone": "UTC", "schedule": "cron(0 2 * * ? *)",
+            "steps": [{"name": "s", "python": "a.b:c"}]}
+    with pytest.raises(FieldsInvalid) as e:
+        Job.from_definition(base | {"missed_after": "30s"})
+    assert "missed_after (30s) must be 1m to 24h" in str(e.value.problems)
+    assert Job.from_definition(base | {"missed_after": "45m"}).missed_after == 2700

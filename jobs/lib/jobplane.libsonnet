@@ -28,6 +28,7 @@
     SKIPPED: 'SKIPPED',
     RECOVERED: 'RECOVERED',
     SLOW: 'SLOW',
+    MISSED: 'MISSED',
   },
 
   // --- schedules: each returns an EventBridge Scheduler expression (or a list of them)

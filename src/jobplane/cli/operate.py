@@ -99,11 +99,15 @@ def status(obj: Any, data_dir: Path | None, deployment: Path | None, as_json: bo
     if control is None:
         return
     jobs = control.jobs(fires=1)
+    # schedules changed outside jobplane (GetSchedule each; not while the platform is stopped)
+    problems = {j.name: list(control.schedule_problems(j.name).values()) for j in jobs
+                if j.entry.schedule}
     if as_json:
         click.echo(json.dumps([{"job": j.name, "team": j.team, "last_status": j.state.last_status if j.state else None,
                                 "last_finished_at": j.state.last_finished_at if j.state else None,
                                 "running": j.running, "paused": j.paused,
-                                "next_fire": j.next_fires[0].isoformat() if j.next_fires else None} for j in jobs],
+                                "next_fire": j.next_fires[0].isoformat() if j.next_fires else None,
+                                "missed": _missed(j), "schedule_problems": problems.get(j.name, [])} for j in jobs],
                                indent=2))
         return
     width = max(len(j.name) for j in jobs) if jobs else 10
@@ -121,6 +125,23 @@ def status(obj: Any, data_dir: Path | None, deployment: Path | None, as_json: bo
         else:
             nxt = "manual" if not j.entry.schedule else "disabled"
         click.echo(f"{j.name:<{width}}  {j.team:<9} {last:<10} {finished or '-':<20} {len(j.running) or '-':<8} {nxt}")
+    missed = [(j, _missed(j)) for j in jobs if _missed(j)]
+    if missed:
+        click.echo("\nMissed fires (neither ran nor skipped; run one with `jobplane backfill JOB --from FIRE --to FIRE`):")
+        for j, m in missed:
+            click.echo(f"  {j.name}: {m['count']} since {m['since']}: {m['cause']}")
+    changed = [(name, p) for name, ps in problems.items() for p in ps]
+    if changed:
+        click.echo("\nSchedules not as compiled:")
+        for name, p in changed:
+            click.echo(f"  {name}: {p}")
+
+
+def _missed(job: Any) -> dict[str, Any] | None:
+    s = job.state
+    if not (s and s.missed_since):
+        return None
+    return {"since": s.missed_since, "count": s.missed_count, "cause": s.missed_cause}
 
 
 @click.command()

@@ -296,6 +296,11 @@ def _unique_upstreams(v: list[After], _: dict[str, Any]) -> Iterator[str]:
         yield f"{', '.join(quoted(j) for j in twice)} is listed twice: one entry per upstream job"
 
 
+def _missed_after_range(v: int | None, _: dict[str, Any]) -> Iterator[str]:
+    if v is not None and not 60 <= v <= 86400:
+        yield f"missed_after ({v}s) must be 1m to 24h: how late a fire may start before it counts as missed"
+
+
 def _shorter_than_timeout(v: int | None, checked: dict[str, Any]) -> Iterator[str]:
     timeout = checked.get("timeout")  # absent: refused, and reported on its own
     if v is not None and timeout is not None and v >= timeout:
@@ -327,6 +332,9 @@ class Job(Model):
     timeout: int = field(Duration, 86400, description="Whole job; the execution ends TIMED_OUT after it.")
     expected_duration: int | None = field(Nullable(Duration), None, check=_shorter_than_timeout,
                                           description="A run still going after this raises SLOW.")
+    missed_after: int | None = field(Nullable(Duration), None, check=_missed_after_range, description=(
+        "A scheduled fire that has neither run nor been skipped this long after its time is MISSED "
+        "(recorded and alerted); default 10m."))
     notify: Notify = field(Nested(lambda: Notify), factory=Notify)
     params: dict[str, Any] = field(MapOf(Anything()), factory=dict,
                                    description="Defaults a manual run may override.")

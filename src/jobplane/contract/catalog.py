@@ -79,6 +79,7 @@ class CatalogJob(_Model):
     policy: Policy
     timeout: int
     expected_duration: int | None = None
+    missed_after: int | None = None  # seconds a fire may be late before it is MISSED (None: the default)
     notify: NotifySettings = Field(default_factory=NotifySettings)
     params: dict[str, Any] = Field(default_factory=dict)
     steps: list[CatalogStep]

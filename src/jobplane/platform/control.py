@@ -320,6 +320,15 @@ class ControlPlane:
         entry = self.entry(job)
         return JobSummary(entry, self.repo.job_state(job), next_fires(entry, 5, anchors=self.schedule_anchors(entry)))
 
+    def schedule_problems(self, job: str) -> dict[str, str]:
+        """What is wrong with the job's deployed schedules (platform/schedule_health.py): none
+        when they are deployed as compiled."""
+        from jobplane.platform.schedule_health import schedule_problems
+
+        entry = self.entry(job)
+        state = self.repo.job_state(job)
+        return schedule_problems(self.scheduler, self.deployment.name_prefix, entry, bool(state and state.paused))
+
     def schedule_anchors(self, entry: CatalogJob) -> tuple[datetime | None, ...]:
         """When each of the job's rate() schedules started (platform/anchors.py); cron() and
         at() schedules need none."""
@@ -446,6 +455,11 @@ class ControlPlane:
         original = self.execution(execution)
         if original.running:
             raise Conflict(f"{execution} is still running; stop it first", {"execution": execution})
+        if original.status == ExecutionStatus.MISSED.value:  # no run to repeat: run the fire itself, once
+            fire = original.input.get("scheduled_time")
+            raise Conflict(f"{execution} is a missed fire, not a run: run it as that fire with a backfill "
+                           f"(jobplane backfill {original.job} --from {fire} --to {fire})",
+                           {"execution": execution, "status": original.status})
         entry = self.entry(original.job)
         overrides = self.checked_params(entry, params)
         resume_from = None

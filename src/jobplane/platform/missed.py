@@ -46,6 +46,7 @@ from jobplane.platform.backfill import Backfills
 from jobplane.platform.backfill_model import Mode
 from jobplane.platform.clock import iso_millis, parse_iso
 from jobplane.platform.control import ControlPlane
+from jobplane.platform.schedule_health import schedule_problems
 
 log = logging.getLogger(__name__)
 _ser = TypeSerializer()
@@ -91,30 +92,6 @@ class Ledger:
         count = item.get(dm.ATTR_MISSED_COUNT, {}).get("N")
         return cls(get(dm.ATTR_FIRES_CHECKED), get(dm.ATTR_MISSED_SINCE), int(count) if count else 0,
                    get(dm.ATTR_MISSED_CAUSE), dm.ATTR_MISSED_ALERT in item)
-
-
-def schedule_problems(scheduler: Any, prefix: str, entry: CatalogJob, paused: bool) -> dict[str, str]:
-    """What is wrong with the job's deployed schedules, by schedule name (GetSchedule each): not
-    deployed, DISABLED though the job is enabled and not paused, or an expression or timezone
-    that is not the compiled one. Empty: deployed as compiled."""
-    problems = {}
-    for i, expression in enumerate(entry.schedule):
-        name = names.schedule_name(prefix, entry.name, i)
-        try:
-            found = scheduler.get_schedule(Name=name, GroupName=prefix)
-        except scheduler.exceptions.ResourceNotFoundException:
-            problems[name] = f"schedule {name} is missing (deleted outside jobplane?); deploy the job again"
-            continue
-        if found.get("State") == "DISABLED" and entry.enabled and not paused:
-            problems[name] = (f"schedule {name} is DISABLED outside jobplane (the job is enabled and not paused); "
-                              "resume it with `jobplane resume` or deploy again")
-        elif found.get("ScheduleExpression") != expression:
-            problems[name] = (f"schedule {name} says {found.get('ScheduleExpression')} outside jobplane; "
-                              f"compiled: {expression}")
-        elif (found.get("ScheduleExpressionTimezone") or "UTC") != entry.timezone:
-            problems[name] = (f"schedule {name} runs in {found.get('ScheduleExpressionTimezone') or 'UTC'} "
-                              f"outside jobplane; compiled: {entry.timezone}")
-    return problems
 
 
 class MissedFires:
@@ -166,8 +143,7 @@ class MissedFires:
         return alerted
 
     def _grace(self, entry: CatalogJob) -> timedelta:
-        seconds = getattr(entry, "missed_after", None)
-        return timedelta(seconds=seconds) if seconds else self.grace
+        return timedelta(seconds=entry.missed_after) if entry.missed_after else self.grace
 
     def _account(self, entry: CatalogJob, ledger: Ledger, since: datetime, until: datetime,
                  dead: dict[tuple[str, str], str]) -> bool:

@@ -69,6 +69,10 @@ class JobState:
     paused_by: str | None = None
     paused_reason: str | None = None
     paused_at: str | None = None
+    # an open episode of missed fires (platform/missed.py): the first, how many, why
+    missed_since: str | None = None
+    missed_count: int = 0
+    missed_cause: str | None = None
 
     @property
     def paused(self) -> bool:
@@ -93,7 +97,8 @@ class JobState:
     #: jobs, bench/portal.py).
     ATTRIBUTES = ("job", "team", dm.ATTR_RUNNING, dm.ATTR_HOLDER, dm.ATTR_LAST_STATUS, dm.ATTR_LAST_EXECUTION,
                   dm.ATTR_LAST_FINISHED_AT, dm.ATTR_LAST_STARTED_AT, dm.ATTR_BLOCKED_BY, dm.ATTR_ACKNOWLEDGED_BY,
-                  dm.ATTR_PAUSED_BY, dm.ATTR_PAUSED_REASON, dm.ATTR_PAUSED_AT)
+                  dm.ATTR_PAUSED_BY, dm.ATTR_PAUSED_REASON, dm.ATTR_PAUSED_AT, dm.ATTR_MISSED_SINCE,
+                  dm.ATTR_MISSED_COUNT, dm.ATTR_MISSED_CAUSE)
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> JobState:
@@ -107,7 +112,9 @@ class JobState:
                    last_started_at=p.get(dm.ATTR_LAST_STARTED_AT),
                    blocked_by=p.get(dm.ATTR_BLOCKED_BY), acknowledged_by=p.get(dm.ATTR_ACKNOWLEDGED_BY),
                    paused_by=p.get(dm.ATTR_PAUSED_BY),
-                   paused_reason=p.get(dm.ATTR_PAUSED_REASON), paused_at=p.get(dm.ATTR_PAUSED_AT))
+                   paused_reason=p.get(dm.ATTR_PAUSED_REASON), paused_at=p.get(dm.ATTR_PAUSED_AT),
+                   missed_since=p.get(dm.ATTR_MISSED_SINCE), missed_count=int(p.get(dm.ATTR_MISSED_COUNT) or 0),
+                   missed_cause=p.get(dm.ATTR_MISSED_CAUSE))
 
 
 @dataclass(frozen=True)

@@ -78,6 +78,11 @@ class JobOut(BaseModel):
     paused_by: str | None
     blocked_by: str | None = Field(description="the failed run blocking scheduled fires (none once acknowledged)")
     acknowledged_by: str | None = Field(None, description="who acknowledged the failure that blocked it")
+    missed_since: str | None = Field(None, description=(
+        "an open episode of missed fires: the first scheduled fire that neither ran nor was skipped; "
+        "the job's executions list each as status MISSED"))
+    missed_count: int = Field(0, description="how many fires the open episode has missed")
+    missed_cause: str | None = Field(None, description="why, as far as AWS tells")
     next_fires: list[str]
     params: dict[str, Any]
     url: str
@@ -183,6 +188,8 @@ def job_out(s: JobSummary) -> JobOut:
                   running=s.running, paused=s.paused, paused_reason=st.paused_reason if st else None,
                   paused_by=st.paused_by if st else None, blocked_by=st.blocked_by if st and st.blocked else None,
                   acknowledged_by=st.acknowledged_by if st else None,
+                  missed_since=st.missed_since if st else None, missed_count=st.missed_count if st else 0,
+                  missed_cause=st.missed_cause if st else None,
                   next_fires=[t.isoformat() for t in s.next_fires], params=e.params,
                   url=f"/jobs/{s.name}")
 

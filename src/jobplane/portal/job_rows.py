@@ -32,7 +32,8 @@ ROWS_KEPT = 4096
 #: parsing left undone (bench/portal.py: the page's state read ~20% faster than reading all 13).
 #: tests/test_correctness.py checks that a state read this way gives the same row.
 STATE_ATTRIBUTES = ("job", dm.ATTR_RUNNING, dm.ATTR_LAST_STATUS, dm.ATTR_LAST_STARTED_AT, dm.ATTR_LAST_FINISHED_AT,
-                    dm.ATTR_BLOCKED_BY, dm.ATTR_ACKNOWLEDGED_BY, dm.ATTR_PAUSED_AT, dm.ATTR_PAUSED_REASON)
+                    dm.ATTR_BLOCKED_BY, dm.ATTR_ACKNOWLEDGED_BY, dm.ATTR_PAUSED_AT, dm.ATTR_PAUSED_REASON,
+                    dm.ATTR_MISSED_SINCE, dm.ATTR_MISSED_COUNT)
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,8 @@ class JobRow:
     paused_reason: str | None
     blocked: bool
     recent_failures: int | None  # None: the page does not show the column
+    missed_since: str | None  # an open episode of missed fires: the last expected fire did not run
+    missed_count: int
 
     @classmethod
     def of(cls, job: JobSummary, failures_shown: bool) -> JobRow:
@@ -66,7 +69,8 @@ class JobRow:
                    last_started_at=s.last_started_at if s else None, last_finished_at=s.last_finished_at if s else None,
                    has_duration=bool(s and s.last_duration is not None), paused=job.paused,
                    paused_reason=s.paused_reason if s else None, blocked=bool(s and s.blocked),
-                   recent_failures=job.recent_failures if failures_shown else None)
+                   recent_failures=job.recent_failures if failures_shown else None,
+                   missed_since=s.missed_since if s else None, missed_count=s.missed_count if s else 0)
 
 
 class RowRenderer:

@@ -4,6 +4,7 @@ the job's team and answered with a redirect (303) to the page that shows the res
 from __future__ import annotations
 
 import json
+import logging
 from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import quote
@@ -21,6 +22,7 @@ from jobplane.portal.diagram import svg
 from jobplane.portal.job_rows import STATE_ATTRIBUTES
 from jobplane.portal.views import failure_groups, step_rows
 
+log = logging.getLogger(__name__)
 router = APIRouter(include_in_schema=False)
 STATUSES = [s.value for s in ExecutionStatus] + ["NEVER_RUN", "PAUSED"]  # the jobs page's filter
 
@@ -46,7 +48,17 @@ def job_page(request: Request, job: str, cursor: str | None = Query(None, max_le
     portal = _portal(request)
     summary = portal.control.job(job)
     return portal.render(request, "job.html", job=summary, e=summary.entry, diagram=_diagram(portal, job),
-                         **_history(portal, job, cursor))
+                         schedule_problems=_schedule_problems(portal, job), **_history(portal, job, cursor))
+
+
+def _schedule_problems(portal: Any, job: str) -> list[str] | None:
+    """The job's schedules as deployed against the compiled ones (GetSchedule each); None when
+    AWS does not answer (the page says so instead of hiding it)."""
+    try:
+        return list(portal.control.schedule_problems(job).values())
+    except Exception as e:  # noqa: BLE001 - any AWS error: shown as unavailable, logged
+        log.warning("could not read %s's schedules: %s", job, e)
+        return None
 
 
 @router.get("/jobs/{job}/live", response_class=HTMLResponse)
