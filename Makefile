@@ -77,6 +77,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/dev_scale.py
 	$(BIN)/python bench/portal.py
 	$(BIN)/python bench/import.py
+	$(BIN)/python bench/missed_fires.py
 	$(BIN)/python bench/terraform_roots.py
 
 clean:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable
@@ -60,6 +61,8 @@ LOOK_BACK = timedelta(hours=24)
 #: The longest window one job's pass accounts for (a backfill plans at most 1,000 fires; a
 #: minutely job's day is 1,440): a longer gap is caught up over the next passes.
 CHUNK = timedelta(hours=12)
+#: Jobs accounted for at once in a pass.
+WORKERS = 8
 #: How many batches of dead letters one pass reads (10 messages each).
 DEAD_LETTER_BATCHES = 10
 #: A missed fire's record is kept as long as a run's (reconciler.DEFAULT_RETENTION_DAYS).
@@ -118,29 +121,34 @@ class MissedFires:
         dead = self.dead_letters()
         created = self._schedules_created()
         ledgers = self._ledgers()
-        alerted = []
-        for entry in sorted(self.control.entries.values(), key=lambda e: e.name):
-            if not entry.schedule or (only is not None and entry.name not in only):
-                continue
-            ledger, paused = ledgers.get(entry.name, (Ledger(), False))
-            if ledger.alert_pending:
-                self._alert(entry, ledger)
-            until = now - self._grace(entry)
-            first_deploy = created.get(entry.name)
-            since = parse_iso(ledger.checked_until) if ledger.checked_until else None
-            if since is None:
-                if first_deploy is None:
-                    continue  # not deployed yet: nothing was expected
-                since = max(first_deploy, now - LOOK_BACK)
-            if since >= until:
-                continue
-            until = min(until, since + CHUNK)
-            if not entry.enabled or paused:  # nothing is expected while it does not fire
-                self._advance(entry, ledger.checked_until, until)
-                continue
-            if self._account(entry, ledger, since, until, dead):
-                alerted.append(entry.name)
-        return alerted
+        due = [e for e in sorted(self.control.entries.values(), key=lambda e: e.name)
+               if e.schedule and (only is None or e.name in only)]
+        # each job's accounting is its own reads and conditional writes: they run side by side,
+        # as a pass is mostly waiting for DynamoDB (~4 calls a job)
+        with ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="jobplane-ledger") as pool:
+            done = list(pool.map(lambda e: self._job(e, now, ledgers, created, dead), due))
+        return [e.name for e, opened in zip(due, done) if opened]
+
+    def _job(self, entry: CatalogJob, now: datetime, ledgers: dict[str, tuple[Ledger, bool]],
+             created: dict[str, datetime], dead: dict[tuple[str, str], str]) -> bool:
+        """Account for one job's fires since its watermark; True: it opened an episode (alerted)."""
+        ledger, paused = ledgers.get(entry.name, (Ledger(), False))
+        if ledger.alert_pending:
+            self._alert(entry, ledger)
+        until = now - self._grace(entry)
+        first_deploy = created.get(entry.name)
+        since = parse_iso(ledger.checked_until) if ledger.checked_until else None
+        if since is None:
+            if first_deploy is None:
+                return False  # not deployed yet: nothing was expected
+            since = max(first_deploy, now - LOOK_BACK)
+        if since >= until:
+            return False
+        until = min(until, since + CHUNK)
+        if not entry.enabled or paused:  # nothing is expected while it does not fire
+            self._advance(entry, ledger.checked_until, until)
+            return False
+        return self._account(entry, ledger, since, until, dead)
 
     def _grace(self, entry: CatalogJob) -> timedelta:
         return timedelta(seconds=entry.missed_after) if entry.missed_after else self.grace

@@ -1,0 +1,127 @@
+"""The fire ledger's pass (platform/missed.py) at 1,000 minutely jobs (issue 38's target: under
+2 s per pass).
+
+    .venv/bin/python bench/missed_fires.py [--jobs 1000] [--hours 2] [--rounds 3]
+
+On the embedded local AWS in server mode (the ledger's calls go over HTTP, as on AWS): 1,000
+jobs firing every minute, each with its schedule deployed and ``--hours`` of minutely run
+records, as the state machines write them; each round, the last 5 minutes' fires of every job are
+run (records written) and the ledger's watermark stands where the previous pass left it, so a
+round is the steady state of the periodic check (every 5 minutes). A last round leaves one job's
+fires unrun, to time a pass that records and alerts. Prints each pass's time and the median.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from boto3.dynamodb.types import TypeSerializer
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from jobplane.contract import datamodel as dm  # noqa: E402
+from jobplane.contract.catalog import CATALOG_VERSION, Catalog, CatalogJob  # noqa: E402
+from jobplane.contract.names import schedule_name  # noqa: E402
+from jobplane.platform.clock import iso_millis  # noqa: E402
+from jobplane.platform.control import ControlPlane, Deployment  # noqa: E402
+from jobplane.platform.local import moto_backends  # noqa: E402
+from jobplane.platform.local.engine import ACCOUNT, LocalAWS  # noqa: E402
+from jobplane.platform.missed import GRACE, MissedFires  # noqa: E402
+
+PREFIX = "jobplane"
+TARGET_S = 2.0
+ser = TypeSerializer()
+
+
+def write(ddb: object, table: str, items: list[dict]) -> None:  # type: ignore[type-arg]
+    for i in range(0, len(items), 25):
+        pending = {table: [{"PutRequest": {"Item": {k: ser.serialize(v) for k, v in it.items()}}} for it in items[i:i + 25]]}
+        while pending:
+            pending = ddb.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}  # type: ignore[attr-defined]
+
+
+def runs(job: str, fires: list[datetime]) -> list[dict]:  # type: ignore[type-arg]
+    out = []
+    for t in fires:
+        name = f"{job}-{int(t.timestamp())}"
+        out.append({"pk": dm.execution_pk(name), "sk": dm.EXEC_SK, "execution": name, "job": job, "team": "billing",
+                    "status": "SUCCEEDED", "trigger": "schedule", "scheduled_time": t.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    "started_at": iso_millis(t + timedelta(seconds=1)), "finished_at": iso_millis(t + timedelta(seconds=20)),
+                    "gsi1pk": dm.job_partition(job), "gsi1sk": iso_millis(t + timedelta(seconds=1)),
+                    "input": json.dumps({"trigger": "schedule"})})
+    return out
+
+
+def minutes(since: datetime, until: datetime) -> list[datetime]:
+    t = since.replace(second=0, microsecond=0) + timedelta(minutes=1)
+    out = []
+    while t <= until:
+        out.append(t)
+        t += timedelta(minutes=1)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=1000)
+    parser.add_argument("--hours", type=float, default=2.0)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    names = [f"job-{i:04d}" for i in range(args.jobs)]
+    with tempfile.TemporaryDirectory() as tmp, LocalAWS(prefix=PREFIX, server_port=0) as aws:
+        catalog = Catalog(version=CATALOG_VERSION, name_prefix=PREFIX, jobs=[
+            CatalogJob(name=n, team="billing", schedule=["cron(0/1 * * * ? *)"], timezone="UTC", policy="ALWAYS_RUN",
+                       timeout=3600, steps=[], state_machine=f"{PREFIX}-{n}", asl="", states=0) for n in names])
+        path = Path(tmp) / "catalog.json"
+        path.write_text(catalog.render())
+        aws.client("scheduler").create_schedule_group(Name=PREFIX)
+        target = {"Arn": f"arn:aws:states:{aws.region}:{ACCOUNT}:stateMachine:x", "RoleArn": f"arn:aws:iam::{ACCOUNT}:role/x"}
+        for n in names:
+            moto_backends.put_schedule(aws.region, {"Name": schedule_name(PREFIX, n, 0), "GroupName": PREFIX,
+                                                    "ScheduleExpression": "cron(0/1 * * * ? *)", "State": "ENABLED",
+                                                    "FlexibleTimeWindow": {"Mode": "OFF"}, "Target": dict(target)})
+        ddb, table = aws.client("dynamodb"), aws.resources["table_name"]
+        now = datetime.now(timezone.utc)
+        t = time.perf_counter()
+        history = minutes(now - timedelta(hours=args.hours), now - GRACE)
+        write(ddb, table, [item for n in names for item in runs(n, history)])
+        watermark = history[-1]
+        write(ddb, table, [{"pk": dm.job_partition(n), "sk": dm.STATE_SK, "job": n, "team": "billing",
+                            "gsi1pk": dm.JOBS_PARTITION, "gsi1sk": n, dm.ATTR_FIRES_CHECKED: iso_millis(watermark)}
+                           for n in names])
+        print(f"{args.jobs} minutely jobs, {len(history) * args.jobs:,} run records ({args.hours:g} h each), "
+              f"written in {time.perf_counter() - t:.1f} s")
+        deployment = Deployment(table=table, topic_arn=aws.resources["topic_arn"], name_prefix=PREFIX,
+                                endpoint_url=aws.endpoint_url, catalog_path=path,
+                                access_key_id=aws.credentials.access_key_id,
+                                secret_access_key=aws.credentials.secret_access_key)
+        control = ControlPlane(deployment)
+        passes = []
+        for n in range(args.rounds + 1):
+            clock_now = watermark + GRACE + timedelta(minutes=5)
+            fires = minutes(watermark, clock_now - GRACE)
+            last = n == args.rounds  # the last round: one job's fires did not run
+            write(ddb, table, [item for j in names if not (last and j == names[0]) for item in runs(j, fires)])
+            ledger = MissedFires(control, deployment.client("sns"), deployment.topic_arn, deployment.client("sqs"),
+                                 clock=lambda c=clock_now: c)  # type: ignore[misc]
+            t = time.perf_counter()
+            alerted = ledger.check()
+            took = time.perf_counter() - t
+            watermark = fires[-1] if fires else watermark
+            what = f"alerted {alerted}" if last else f"{len(fires)} fires a job, none missed"
+            print(f"pass {n + 1}: {took:.2f} s ({what})")
+            if not last:
+                passes.append(took)
+            assert (alerted == [names[0]]) if last else not alerted, alerted
+        median = statistics.median(passes)
+        print(f"{args.jobs} jobs: the periodic pass takes {median:.2f} s (median of {len(passes)}; target < {TARGET_S:g} s)")
+
+
+if __name__ == "__main__":
+    main()
