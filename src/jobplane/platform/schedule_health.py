@@ -28,7 +28,7 @@ def schedule_problems(scheduler: Any, prefix: str, entry: CatalogJob, paused: bo
             continue
         if found.get("State") == "DISABLED" and entry.enabled and not paused:
             problems[name] = (f"schedule {name} is DISABLED outside jobplane (the job is enabled and not paused); "
-                              "resume it with `jobplane resume` or deploy again")
+                              "deploy the job again to enable it, or `jobplane pause` and then `jobplane resume` it")
         elif found.get("ScheduleExpression") != expression:
             problems[name] = (f"schedule {name} says {found.get('ScheduleExpression')} outside jobplane; "
                               f"compiled: {expression}")
