@@ -155,7 +155,8 @@ class MissedFires:
 
     def _account(self, entry: CatalogJob, ledger: Ledger, since: datetime, until: datetime,
                  dead: dict[tuple[str, str], str]) -> bool:
-        plan = self.backfills.plan_window(entry, since + timedelta(milliseconds=1), until, Mode.ONLY_MISSED)
+        plan = self.backfills.plan_window(entry, since + timedelta(milliseconds=1), until, Mode.ONLY_MISSED,
+                                          records_first=True)
         missed = [p.at for p in plan if p.covered_by is None]
         ran = [p.at for p in plan if p.covered_by is not None]
         opened = False
