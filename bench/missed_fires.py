@@ -72,6 +72,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1000)
     parser.add_argument("--hours", type=float, default=2.0)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=1, help="jobs accounted for at once (jobplane dev: 1)")
     args = parser.parse_args()
     names = [f"job-{i:04d}" for i in range(args.jobs)]
     with tempfile.TemporaryDirectory() as tmp, LocalAWS(prefix=PREFIX, server_port=0) as aws:
@@ -109,7 +110,7 @@ def main() -> None:
             last = n == args.rounds  # the last round: one job's fires did not run
             write(ddb, table, [item for j in names if not (last and j == names[0]) for item in runs(j, fires)])
             ledger = MissedFires(control, deployment.client("sns"), deployment.topic_arn, deployment.client("sqs"),
-                                 clock=lambda c=clock_now: c)  # type: ignore[misc]
+                                 clock=lambda c=clock_now: c, workers=args.workers)  # type: ignore[misc]
             t = time.perf_counter()
             alerted = ledger.check()
             took = time.perf_counter() - t

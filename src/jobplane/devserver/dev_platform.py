@@ -179,7 +179,8 @@ class DevPlatform:
         # and every expected fire is accounted for: a missed one is recorded and alerted
         checks = [catchup.LostEndings(self.control, aws.reconciler()).check,
                   catchup.UpstreamCatchUp(self.control).check,
-                  MissedFires(self.control, aws.client("sns"), self.deployment.topic_arn, aws.client("sqs")).check]
+                  MissedFires(self.control, aws.client("sns"), self.deployment.topic_arn, aws.client("sqs"),
+                              workers=1).check]  # the store is in this process: threads only contend
         from jobplane.platform.backfill import BackfillDriver, Backfills
 
         self.backfills = Backfills(self.control)  # backfills left running by the last start go on
