@@ -6,10 +6,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from jobplane.cli.common import Context, aware_time
+
+if TYPE_CHECKING:  # the command imports the importer only when it runs (cli/app.py: --help stays cheap)
+    from jobplane.importer.importing import Result
 
 EXIT_REFUSED = 1
 EXIT_UNREADABLE = 2
@@ -69,10 +73,7 @@ def import_command(obj: Context, sources: tuple[Path, ...], team: str, timezone:
     sys.exit(result.exit_code)
 
 
-def _table(result: "object") -> str:
-    from jobplane.importer.importing import Result
-
-    assert isinstance(result, Result)
+def _table(result: Result) -> str:
     rows = [("source", "job file", "schedule", "policy", "same fires")]
     for o in result.outcomes:
         if not o.imported:

@@ -360,13 +360,20 @@ def raw_derived_names(prefix: str, name: str, item: dict[str, Any]) -> list[tupl
     count = 1 if isinstance(schedule, str) else len(schedule) if isinstance(schedule, list) else 0
     steps = [s for s in item.get("steps") or [] if isinstance(s, dict)] if isinstance(item.get("steps"), list) else []
     runnable = steps + [m for s in steps if isinstance(s.get("parallel"), list) for m in s["parallel"] if isinstance(m, dict)]
+    return derived_names(prefix, name, count, bool(isinstance(item.get("after"), list) and item["after"]),
+                         any(s.get("secrets") for s in runnable))
+
+
+def derived_names(prefix: str, name: str, schedules: int, after: bool, secrets: bool) -> list[tuple[str, str]]:
+    """(kind, name) of every AWS name a job with ``schedules`` schedules, ``after`` rules and
+    steps with secrets or not derives from its name (``jobplane import`` names jobs with it too)."""
     out = [("state machine", names.state_machine_name(prefix, name)), ("IAM role", names.sfn_role_name(prefix, name))]
-    if count:
+    if schedules:
         out.append(("IAM role", names.scheduler_role_name(prefix, name)))
-        out.extend(("schedule", names.schedule_name(prefix, name, i)) for i in range(count))
-    if isinstance(item.get("after"), list) and item["after"]:
+        out.extend(("schedule", names.schedule_name(prefix, name, i)) for i in range(schedules))
+    if after:
         out.append(("IAM role", names.after_role_name(prefix, name)))
-    if any(s.get("secrets") for s in runnable):
+    if secrets:
         out.append(("IAM role", names.task_execution_role_name(prefix, name)))
         out.append(("task definition family", names.task_family(prefix, name)))
     return out

@@ -22,10 +22,10 @@ from typing import Any, Literal
 from jobplane.compiler.problems import DefinitionError, Problem
 from jobplane.compiler.validate import LoadedJob, load_jobs
 from jobplane.contract.config import CONFIG_FILE, PlatformConfig
-from jobplane.contract.schedule import ScheduleError, validate_timezone
+from jobplane.contract.schedule import CronExpression, RateExpression, ScheduleError, parse, validate_timezone
 from jobplane.importer import celery_beat, crontab, ecschedule, eventbridge, kubernetes
 from jobplane.importer.entries import Entry, InputProblem, Origin, Reading, Skipped
-from jobplane.importer.naming import Namer
+from jobplane.importer.naming import Namer, kebab
 from jobplane.importer.render import JobFile, render
 from jobplane.importer.schedules import translate
 from jobplane.importer.steps import SecretTodo, name_from_command, step_for
@@ -252,14 +252,10 @@ def _plan(entry: Entry, options: Options, config: PlatformConfig, namer: Namer) 
 
 
 def _simple(hint: str) -> str:
-    from jobplane.importer.naming import kebab
-
     return kebab(hint, "")
 
 
 def _frequent(expressions: list[str]) -> bool:
-    from jobplane.contract.schedule import CronExpression, RateExpression, parse
-
     for e in expressions:
         expr = parse(e)
         if isinstance(expr, RateExpression) and expr.interval.total_seconds() <= 86400 / FREQUENT_PER_DAY:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from jobplane.compiler.model import NAME_RE
+from jobplane.compiler.validate import derived_names
 from jobplane.contract import names
 
 #: Shortest a trimmed name may get before a suffix.
@@ -27,14 +28,8 @@ def kebab(hint: str, fallback: str) -> str:
 
 
 def derived(prefix: str, job: str, schedules: int, secrets: bool) -> list[tuple[str, str]]:
-    out = [("state machine", names.state_machine_name(prefix, job)), ("IAM role", names.sfn_role_name(prefix, job))]
-    if schedules:
-        out.append(("IAM role", names.scheduler_role_name(prefix, job)))
-        out.extend(("schedule", names.schedule_name(prefix, job, i)) for i in range(schedules))
-    if secrets:
-        out.append(("IAM role", names.task_execution_role_name(prefix, job)))
-        out.append(("task definition family", names.task_family(prefix, job)))
-    return out
+    """Every AWS name an imported job derives (it has no ``after``), as validation computes them."""
+    return derived_names(prefix, job, schedules, False, secrets)
 
 
 class Namer:

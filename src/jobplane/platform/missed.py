@@ -256,11 +256,16 @@ class MissedFires:
             out[job] = (Ledger.from_item(item), dm.ATTR_PAUSED_AT in item)
         return out
 
-    def _state_update(self, entry: CatalogJob, expression: str, values: dict[str, Any], condition: str | None = None) -> bool:
+    def _state_update(self, entry: CatalogJob, values: dict[str, Any], *, set_: str = "", add: str = "",
+                      remove: str = "", condition: str | None = None) -> bool:
+        """One conditional update of the job's state item; every write also keeps it in the JOBS
+        partition (with its job and team), as the other writers of a state do."""
+        sets = ", ".join(x for x in (set_, "team = if_not_exists(team, :team), job = if_not_exists(job, :job), "
+                                          "gsi1pk = :jobs, gsi1sk = :job") if x)
+        expression = f"SET {sets}" + (f" ADD {add}" if add else "") + (f" REMOVE {remove}" if remove else "")
         kwargs: dict[str, Any] = {
             "TableName": self.table, "Key": {"pk": {"S": dm.job_partition(entry.name)}, "sk": {"S": dm.STATE_SK}},
-            "UpdateExpression": expression + ", team = if_not_exists(team, :team), job = if_not_exists(job, :job), "
-                                             "gsi1pk = :jobs, gsi1sk = :job",
+            "UpdateExpression": expression,
             "ExpressionAttributeValues": {k: _ser.serialize(v) for k, v in (values | {
                 ":team": entry.team, ":job": entry.name, ":jobs": dm.JOBS_PARTITION}).items()}}
         if condition:
@@ -275,7 +280,7 @@ class MissedFires:
         """Move the watermark, unless another checker moved it first."""
         condition = f"attribute_not_exists({dm.ATTR_FIRES_CHECKED})" if old is None else f"{dm.ATTR_FIRES_CHECKED} = :old"
         values: dict[str, Any] = {":until": iso_millis(until)} | ({":old": old} if old else {})
-        return self._state_update(entry, f"SET {dm.ATTR_FIRES_CHECKED} = :until", values, condition)
+        return self._state_update(entry, values, set_=f"{dm.ATTR_FIRES_CHECKED} = :until", condition=condition)
 
     def _record(self, entry: CatalogJob, fire: str, cause: str) -> bool:
         """The MISSED record of one fire (once: a second write of it changes nothing)."""
@@ -303,21 +308,22 @@ class MissedFires:
         """Open the job's episode of missed fires (True: this pass opened it, so it alerts), or
         add to the open one's count."""
         if ledger.missed_since is None and self._state_update(
-                entry, f"SET {dm.ATTR_MISSED_SINCE} = :first, {dm.ATTR_MISSED_COUNT} = :n, "
-                       f"{dm.ATTR_MISSED_CAUSE} = :cause, {dm.ATTR_MISSED_ALERT} = :yes",
-                {":first": first, ":n": new, ":cause": cause, ":yes": True},
-                f"attribute_not_exists({dm.ATTR_MISSED_SINCE})"):
+                entry, {":first": first, ":n": new, ":cause": cause, ":yes": True},
+                set_=f"{dm.ATTR_MISSED_SINCE} = :first, {dm.ATTR_MISSED_COUNT} = :n, {dm.ATTR_MISSED_CAUSE} = :cause, "
+                     f"{dm.ATTR_MISSED_ALERT} = :yes",
+                condition=f"attribute_not_exists({dm.ATTR_MISSED_SINCE})"):
             return True
         if new:
-            self._state_update(entry, f"ADD {dm.ATTR_MISSED_COUNT} :n SET {dm.ATTR_MISSED_CAUSE} = :cause",
-                               {":n": new, ":cause": cause})
+            self._state_update(entry, {":n": new, ":cause": cause}, add=f"{dm.ATTR_MISSED_COUNT} :n",
+                               set_=f"{dm.ATTR_MISSED_CAUSE} = :cause")
         return False
 
     def _close(self, entry: CatalogJob, ledger: Ledger, resumed: str) -> None:
-        if self._state_update(entry, f"REMOVE {dm.ATTR_MISSED_SINCE}, {dm.ATTR_MISSED_COUNT}, {dm.ATTR_MISSED_CAUSE}, "
-                                     f"{dm.ATTR_MISSED_ALERT} SET {dm.ATTR_FIRES_CHECKED} = {dm.ATTR_FIRES_CHECKED}",
-                              {":since": ledger.missed_since}, f"{dm.ATTR_MISSED_SINCE} = :since"):
-            self._publish(entry, ExecutionStatus.MISSED, resumed, status="RECOVERED",
+        if self._state_update(entry, {":since": ledger.missed_since},
+                              remove=f"{dm.ATTR_MISSED_SINCE}, {dm.ATTR_MISSED_COUNT}, {dm.ATTR_MISSED_CAUSE}, "
+                                     f"{dm.ATTR_MISSED_ALERT}",
+                              condition=f"{dm.ATTR_MISSED_SINCE} = :since"):
+            self._publish(entry, resumed, status="RECOVERED",
                           error=f"fires resumed at {resumed} after {ledger.missed_count} missed since "
                                 f"{ledger.missed_since}")
 
@@ -328,13 +334,13 @@ class MissedFires:
         if not ledger.missed_since:
             return
         count = ledger.missed_count
-        self._publish(entry, ExecutionStatus.MISSED, ledger.missed_since, status=ExecutionStatus.MISSED.value,
+        self._publish(entry, ledger.missed_since, status=ExecutionStatus.MISSED.value,
                       error=f"{count} scheduled fire{'s' if count != 1 else ''} missed since {ledger.missed_since}: "
                             f"{ledger.cause or NO_START}. Run a missed fire with `jobplane backfill {entry.name} "
                             f"--from {ledger.missed_since} --to {ledger.missed_since}` (once per fire).")
-        self._state_update(entry, f"REMOVE {dm.ATTR_MISSED_ALERT} SET {dm.ATTR_MISSED_SINCE} = {dm.ATTR_MISSED_SINCE}", {})
+        self._state_update(entry, {}, remove=dm.ATTR_MISSED_ALERT)
 
-    def _publish(self, entry: CatalogJob, _: ExecutionStatus, fire: str, status: str, error: str) -> None:
+    def _publish(self, entry: CatalogJob, fire: str, status: str, error: str) -> None:
         publish(self.sns, self.topic_arn, NotificationMessage(
             version=1, event=Event.MISSED.value, job=entry.name, team=entry.team,
             execution=dm.missed_execution(entry.name, fire), execution_arn="", trigger=Trigger.SCHEDULE.value,
