@@ -75,7 +75,7 @@ def dynamodb_reads(name: str, fixes: tuple[str, ...]) -> dict:
     from moto.core import serialize
     from moto.dynamodb.models.table import Table
 
-    from jobplane.platform.local import moto_fixes
+    from jobplane.platform.local import moto_dynamodb, moto_fixes
 
     from moto.dynamodb.models.dynamo_type import Item
 
@@ -102,6 +102,16 @@ def dynamodb_reads(name: str, fixes: tuple[str, ...]) -> dict:
         return walk(self, *args, **kwargs)
 
     Table.all_items, serialize.JSONSerializer._serialize_type_structure = counted_sort, counted_walk
+    walks["bucket_builds"] = 0  # the index maps moto_dynamodb builds (fixed only)
+    buckets = moto_dynamodb._buckets
+
+    def counted_buckets(table, index, hash_attr):  # type: ignore[no-untyped-def]
+        cached = getattr(table, "_jobplane_buckets", None)
+        if cached is None or cached[0] != moto_dynamodb._generation[0] or index.name not in cached[1]:
+            walks["bucket_builds"] += 1
+        return buckets(table, index, hash_attr)
+
+    moto_dynamodb._buckets = counted_buckets
     moto_fixes.apply(*fixes)  # the fixes wrap the counted originals
     bodies: list = []
     with mock_aws():
@@ -170,17 +180,40 @@ def dynamodb_reads(name: str, fixes: tuple[str, ...]) -> dict:
         reads()
         walks["items_kept"] = len(Item.instances_tracked) - start  # type: ignore[attr-defined]
         before = dict(walks)
-        # changes between reads: an item moves to the other partition, one leaves the index, one goes
+        # changes between reads: a transaction (a new generation of the tables), then reads that
+        # build the index's map again (not recorded), then single-item writes, which keep it up
+        # to date: an item moves to the other partition, one leaves the index, one goes, a put
+        # replaces one with another partition, an update creates one, a refused update changes
+        # nothing
+        between = dict(walks)
+        ddb.transact_write_items(TransactItems=[{"Put": {"TableName": "t", "Item": {
+            "pk": {"S": "new"}, "sk": {"S": "new"}, "gpk": {"S": "A"}, "gsk": {"S": "000"}}}}])
+        quiet = boto3.client("dynamodb", region_name="us-east-1")
+        for partition in ("A", "B"):
+            quiet.query(TableName="t", IndexName="gsi", KeyConditionExpression="gpk = :p",
+                        ExpressionAttributeValues={":p": {"S": partition}})
+        builds_before_writes = walks["bucket_builds"]
         ddb.update_item(TableName="t", Key={"pk": {"S": "p1"}, "sk": {"S": "s001"}}, UpdateExpression="SET gpk = :b",
                         ExpressionAttributeValues={":b": {"S": "B"}})
         ddb.update_item(TableName="t", Key={"pk": {"S": "p2"}, "sk": {"S": "s002"}}, UpdateExpression="REMOVE gpk")
         ddb.delete_item(TableName="t", Key={"pk": {"S": "p4"}, "sk": {"S": "s004"}})
-        ddb.transact_write_items(TransactItems=[{"Put": {"TableName": "t", "Item": {
-            "pk": {"S": "new"}, "sk": {"S": "new"}, "gpk": {"S": "A"}, "gsk": {"S": "000"}}}}])
+        ddb.put_item(TableName="t", Item={"pk": {"S": "p6"}, "sk": {"S": "s006"}, "gpk": {"S": "A"}, "gsk": {"S": "001"},
+                                          "n": {"N": "6"}})
+        ddb.update_item(TableName="t", Key={"pk": {"S": "p0"}, "sk": {"S": "fresh"}},
+                        UpdateExpression="SET gpk = :a, gsk = :k, ok = :t",
+                        ExpressionAttributeValues={":a": {"S": "A"}, ":k": {"S": "002"}, ":t": {"BOOL": True}})
+        try:
+            ddb.update_item(TableName="t", Key={"pk": {"S": "p3"}, "sk": {"S": "s003"}}, UpdateExpression="SET gpk = :b",
+                            ConditionExpression="attribute_not_exists(pk)", ExpressionAttributeValues={":b": {"S": "B"}})
+        except ddb.exceptions.ConditionalCheckFailedException:
+            pass
+        # the changes' own work is not the reads' (the map's builds are counted whole)
+        changes = {k: walks[k] - between[k] for k in between if k != "bucket_builds"}
         reads()
+        walks["bucket_builds_after_writes"] = walks["bucket_builds"] - builds_before_writes
         walks["items_kept"] = len(Item.instances_tracked) - start  # type: ignore[attr-defined]
     return {"answers": [b for b in bodies if "Items" in b or "Item" in b or "Responses" in b or "Count" in b],
-            "first_reads": before, "all_reads": walks}
+            "first_reads": before, "all_reads": {k: v - changes.get(k, 0) for k, v in walks.items()}}
 
 
 def dynamodb_transactions(fixes: tuple[str, ...]) -> dict:

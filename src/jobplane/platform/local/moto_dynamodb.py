@@ -40,21 +40,71 @@ def _bucket_key(value: Any) -> tuple[str, str]:
     return value.type, raw if isinstance(raw, str) else json.dumps(raw, sort_keys=True, default=str)
 
 
-def _buckets(table: Any, index: Any, hash_attr: str) -> dict[tuple[str, str], list[Any]]:
-    """The table's items by their value of the index's hash key, built once per generation."""
+def _primary(item: Any) -> tuple[tuple[str, str], tuple[str, str] | None]:
+    return _bucket_key(item.hash_key), _bucket_key(item.range_key) if item.range_key is not None else None
+
+
+def _buckets(table: Any, index: Any, hash_attr: str) -> dict[tuple[str, str], dict[Any, Any]]:
+    """The table's items by their value of the index's hash key (each bucket: primary key ->
+    item), built once per generation and kept up to date by the single-item writes
+    (:func:`_reindexed`)."""
     cached = getattr(table, "_jobplane_buckets", None)
     if cached is None or cached[0] != _generation[0]:
         cached = table._jobplane_buckets = (_generation[0], {})
     by_index = cached[1]
     if index.name not in by_index:
-        buckets: dict[tuple[str, str], list[Any]] = {}
+        buckets: dict[tuple[str, str], dict[Any, Any]] = {}
         for entry in table.items.values():
             for item in entry.values() if table.range_key_attr else (entry,):
                 value = item.attrs.get(hash_attr)
                 if value is not None:
-                    buckets.setdefault(_bucket_key(value), []).append(item)
-        by_index[index.name] = buckets
-    return by_index[index.name]
+                    buckets.setdefault(_bucket_key(value), {})[_primary(item)] = item
+        by_index[index.name] = (hash_attr, buckets)
+    return by_index[index.name][1]
+
+
+def _stored(table: Any, key: Any) -> Any:
+    """The item a single-item write names (its key, or the whole item of a put), as stored now."""
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    try:
+        hash_value = DynamoType(key[table.hash_key_attr])
+        range_value = DynamoType(key[table.range_key_attr]) if table.range_key_attr else None
+    except (KeyError, TypeError, AttributeError):
+        return None  # moto refuses the write itself
+    entry = table.items.get(hash_value)  # (.get: the items are a defaultdict)
+    return entry if range_value is None or entry is None else entry.get(range_value)
+
+
+def _reindexed(backend: Any, table_name: Any, key: Any, write: Any) -> Any:
+    """Run one single-item write (``write()``) and move that item between the cached buckets of
+    its table: where its index keys were before, where they are after (an update changes the
+    stored item in place, a put replaces it, a delete removes it). Any other change starts a new
+    generation instead."""
+    with LOCK:
+        table = backend.tables.get(table_name) if isinstance(table_name, str) else None
+        cached = getattr(table, "_jobplane_buckets", None) if table is not None else None
+        if cached is None or cached[0] != _generation[0] or not isinstance(key, dict):
+            return write()
+        before = _stored(table, key)
+        was = {name: before.attrs.get(attr) if before is not None else None
+               for name, (attr, _) in cached[1].items()}
+        was = {name: _bucket_key(v) if v is not None else None for name, v in was.items()}
+        try:
+            return write()
+        finally:
+            after = _stored(table, key)
+            for item in (before, after):
+                if item is not None:
+                    item.__dict__.pop("_jobplane_size", None)  # sized again (sizes_once)
+            for name, (attr, buckets) in cached[1].items():
+                if before is not None and was[name] is not None:
+                    bucket = buckets.get(was[name])
+                    if bucket is not None:
+                        bucket.pop(_primary(before), None)
+                value = after.attrs.get(attr) if after is not None else None
+                if value is not None:
+                    buckets.setdefault(_bucket_key(value), {})[_primary(after)] = after
 
 
 def fix_dynamodb_index_queries() -> None:
@@ -62,8 +112,10 @@ def fix_dynamodb_index_queries() -> None:
     key (``Table.all_items``) and then comparing each one's index key with the query's: a
     query for one job's 20 newest runs read all 20,000 executions (~330 ms), the jobs' state
     query ~1 s. DynamoDB reads only the queried partition of the index. Fixed: the query is
-    given only the items whose index hash key equals the query's (a map per index, rebuilt after
-    any change to the tables); moto's own code still filters, sorts, pages and projects them, so
+    given only the items whose index hash key equals the query's (a map per index, built on the
+    first query, kept up to date by single-item puts, updates and deletes, and built again after
+    any other change to the tables: the fire ledger's pass, a query and a conditional update
+    for each of 1,000 jobs, rebuilt the map 1,000 times); moto's own code still filters, sorts, pages and projects them, so
     the answer is the same (its order is fully set by the index and primary keys, never by the
     order the candidates come in). The sort itself compares each key's cast value once per item
     instead of re-casting both sides of every comparison (the order is the same: moto's
@@ -79,6 +131,14 @@ def fix_dynamodb_index_queries() -> None:
     for name, method in list(vars(DynamoDBBackend).items()):
         if name.startswith("_") or name in _READS or not inspect.isfunction(method):
             continue  # (static methods and properties are no plain functions)
+
+        if name in ("put_item", "update_item", "delete_item"):
+            def one_item(self, table_name, key, *args, __original=method, **kwargs):  # type: ignore[no-untyped-def]
+                return _reindexed(self, table_name, key, lambda: __original(self, table_name, key, *args, **kwargs))
+
+            one_item.__name__ = name
+            setattr(DynamoDBBackend, name, one_item)
+            continue
 
         def changes(self, *args, __original=method, **kwargs):  # type: ignore[no-untyped-def]
             _bump()
@@ -111,7 +171,8 @@ def fix_dynamodb_index_queries() -> None:
         if len(hashes) != 1 or not hash_key_conditions or len(hash_key_conditions) != 1 \
                 or hash_key_conditions[0][0] != hashes[0] or hash_key_conditions[0][1].type != "S":
             return query(self, *args, **kwargs)  # the table, a multi-attribute or non-string key: as moto does
-        found = _buckets(self, index, hashes[0]).get(_bucket_key(hash_key_conditions[0][1]), [])
+        with LOCK:
+            found = list(_buckets(self, index, hashes[0]).get(_bucket_key(hash_key_conditions[0][1]), {}).values())
         _scope.candidates, _scope.share_items = (self, found), True
         try:
             return query(self, *args, **kwargs)
