@@ -90,6 +90,34 @@ def test_new_york_fall_back_repeated_hour_runs_once() -> None:
     assert [t.astimezone(UTC).strftime("%H:%M") for t in got] == ["04:30", "05:00", "05:30", "07:00"]
 
 
+@pytest.mark.parametrize("zone, start", [
+    ("America/New_York", "2026-03-07T20:17:00"), ("America/New_York", "2026-10-31T21:03:00"),
+    ("Australia/Lord_Howe", "2026-04-04T22:41:00"),  # a half-hour clock change
+    ("America/Havana", "2026-03-07T21:30:00"),  # the clock changes at midnight
+    ("Asia/Tokyo", "2026-03-07T20:59:00"), ("UTC", "2026-03-07T20:00:00"),
+])
+@pytest.mark.parametrize("expression, fields", [
+    ("cron(0/7 * * * ? *)", (range(0, 60, 7), range(24))),
+    ("cron(30 0,1,2,23 * * ? *)", ([30], [0, 1, 2, 23])),
+])
+def test_fires_are_every_instant_whose_first_wall_time_matches(zone: str, start: str, expression: str,
+                                                                 fields: tuple) -> None:  # type: ignore[type-arg]
+    """An oracle of its own for two days around a clock change: each UTC minute fires when its
+    wall time in the zone matches the fields and it is that wall time's first occurrence (a
+    repeated time fires once; a skipped one never). Starting mid-day, as the fire ledger asks."""
+    tz = ZoneInfo(zone)
+    after = datetime.fromisoformat(start).replace(tzinfo=tz)
+    minutes, hours = fields
+    t, expected = after.astimezone(UTC).replace(second=0) + timedelta(minutes=1), []
+    while t < after + timedelta(days=2):
+        local = t.astimezone(tz)
+        if local.minute in minutes and local.hour in hours and local.fold == 0:
+            expected.append(t)
+        t += timedelta(minutes=1)
+    got = next_fire_times(expression, tz, after, len(expected) + 1)
+    assert [g.astimezone(UTC) for g in got[:-1]] == expected and got[-1] >= after + timedelta(days=2)
+
+
 def test_tokyo_month_end_close() -> None:
     # Tokyo has no DST; the last day of the month at 23:30 JST, February in a leap year included.
     assert fires("cron(30 23 L * ? *)", "Asia/Tokyo", "2027-12-15T00:00:00+09:00", 4) == [

@@ -26,6 +26,7 @@ from jobplane.contract.quoting import quoted
 
 import calendar
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from typing import Iterator
@@ -342,11 +343,32 @@ def iter_fire_times(expr: Expression, tz: ZoneInfo, after: datetime,
         if expr.years is not None and day.year > max(expr.years):
             return
         if expr.matches_day(day):
-            for h, m in times:
-                aware = _localize(datetime(day.year, day.month, day.day, h, m), tz)
-                if aware is not None and aware > after:
-                    yield aware
+            if _steady(day, tz):
+                # no clock change this day: wall times are instants in the same order, so the
+                # first day starts after `after` by its wall time (a minutely job's window no
+                # longer localizes every minute since midnight: the fire ledger's pass, 1,000 jobs)
+                first = bisect_right(times, (local_after.hour, local_after.minute)) if day == local_after.date() else 0
+                for h, m in times[first:]:
+                    yield datetime(day.year, day.month, day.day, h, m, tzinfo=tz)
+            else:
+                for h, m in times:
+                    aware = _localize(datetime(day.year, day.month, day.day, h, m), tz)
+                    if aware is not None and aware > after:
+                        yield aware
         day += timedelta(days=1)
+
+
+def _steady(day: date, tz: ZoneInfo) -> bool:
+    """True when ``tz`` keeps one UTC offset through the whole of ``day`` (its midnight and the
+    next both exist, with the same offset): no wall time of it is skipped or repeated."""
+    try:
+        start = _localize(datetime(day.year, day.month, day.day), tz)
+        following = day + timedelta(days=1)
+        end = _localize(datetime(following.year, following.month, following.day), tz)
+    except OverflowError:
+        return False
+    return start is not None and end is not None and start.utcoffset() == end.utcoffset() \
+        and start.astimezone(timezone.utc) + timedelta(days=1) == end.astimezone(timezone.utc)
 
 
 def next_fire_times(expression: str | Expression, tz: str | ZoneInfo, after: datetime,
