@@ -253,10 +253,22 @@ def test_the_periodic_handler_announces_a_slow_run_and_catches_up_lost_status_ev
         UpdateExpression="SET fires_checked_until = :t, job = :j, gsi1pk = :p, gsi1sk = :j",
         ExpressionAttributeValues={":t": {"S": (datetime.now(timezone.utc) - timedelta(minutes=15)).strftime(
             "%Y-%m-%dT%H:%M:%S.000Z")}, ":j": {"S": stopped_job}, ":p": {"S": "JOBS"}})
+    # and one just deployed, which the ledger has not looked at: its fires count from its
+    # schedule's creation (ListSchedules), so none is due yet
+    fresh_job = f"new-{uuid.uuid4().hex[:8]}"
+    scheduler = aws.client("scheduler")
+    try:
+        scheduler.create_schedule_group(Name=aws.prefix)
+    except scheduler.exceptions.ConflictException:
+        pass
+    scheduler.create_schedule(Name=f"{aws.prefix}-{fresh_job}", GroupName=aws.prefix,
+                              ScheduleExpression="cron(0/1 * * * ? *)", FlexibleTimeWindow={"Mode": "OFF"},
+                              Target={"Arn": f"arn:aws:states:{aws.region}:123456789012:stateMachine:{aws.prefix}-{fresh_job}",
+                                      "RoleArn": "arn:aws:iam::123456789012:role/scheduler"})
     catalog = Catalog(version=CATALOG_VERSION, name_prefix=aws.prefix, jobs=[
         entry(name, expected_duration=1, notify=NotifySettings(events=job.notify.events)),
         entry(upstream), entry(downstream, after=[CatalogAfter(job=upstream)]), entry(gone),
-        entry(stopped_job, schedule=["cron(0/1 * * * ? *)"])])
+        entry(stopped_job, schedule=["cron(0/1 * * * ? *)"]), entry(fresh_job, schedule=["cron(0/1 * * * ? *)"])])
     # on AWS the check reads the catalog parts the team roots upload to the base module's bucket
     import base_module as bm
 

@@ -52,7 +52,7 @@ MINUTELY = """\
     }
 """
 JOBS = {"stopped": "UTC", "disabled-outside": "UTC", "deleted-outside": "UTC", "refused": "UTC",
-        "paused": "UTC", "on-time": "Asia/Tokyo", "late": "America/New_York", "skipped": "UTC"}
+        "paused": "UTC", "on-time": "Asia/Tokyo", "late": "America/New_York", "skipped": "UTC", "counted": "UTC"}
 
 
 @pytest.fixture(scope="module")
@@ -262,6 +262,66 @@ def test_what_is_not_missing_raises_nothing(platform: DevPlatform, slack: Receiv
     assert [p["text"] for p in slack.posts if any(j in p.get("text", "") for j in
                                                   ("paused MISSED", "off MISSED", "on-time", "late MISSED",
                                                    "skipped MISSED"))] == []
+
+
+def test_a_steady_job_is_accounted_by_its_claim_count_and_a_gap_reads_its_runs(platform: DevPlatform,
+                                                                                slack: Receiver) -> None:
+    """The steady state reads no run: each claim counts itself (claims_schedule on the job's
+    state, written by the compiled claim), and when the count since the watermark is the number
+    of fires the schedule made, every one was claimed. A fire that did not run breaks the count,
+    and its runs are read: exactly that fire is MISSED."""
+    job, table = "counted", platform.deployment.table
+    ddb = platform.aws.client("dynamodb")
+
+    def state() -> dict:  # type: ignore[type-arg]
+        return ddb.get_item(TableName=table, Key={"pk": {"S": dm.job_partition(job)}, "sk": {"S": dm.STATE_SK}},
+                            ConsistentRead=True)["Item"]
+
+    def run(fires: list[datetime]) -> None:  # started as EventBridge Scheduler starts them
+        for fire in fires:
+            platform.aws.wait(platform.aws.start(job, execution_input.scheduled(execution_input.iso(fire), {})),
+                              timeout=300)
+
+    def check_at(at: datetime) -> list[str]:
+        """One pass with its clock at ``at``; the runs of the job it read (its Query calls)."""
+        reads: list[str] = []
+
+        def seen(params: dict, **_: object) -> None:  # type: ignore[type-arg]
+            if params.get("ExpressionAttributeValues", {}).get(":p", {}).get("S") == dm.job_partition(job):
+                reads.append(params["KeyConditionExpression"])
+
+        events = platform.control.ddb.meta.events
+        events.register("before-parameter-build.dynamodb.Query", seen, unique_id="ledger-reads")
+        try:
+            MissedFires(platform.control, platform.aws.client("sns"), platform.deployment.topic_arn,
+                        platform.aws.client("sqs"), clock=lambda: at, grace=timedelta(seconds=30)).check({job})
+        finally:
+            events.unregister("before-parameter-build.dynamodb.Query", unique_id="ledger-reads")
+        return reads
+
+    now = datetime.now(timezone.utc)
+    look_back(platform, job, 4)
+    first = [datetime.fromisoformat(f.replace("Z", "+00:00"))
+             for f in minute_fires(now - timedelta(minutes=4), now - timedelta(seconds=30))]
+    run(first)
+    assert check_at(now), "without a known count the runs are read"
+    item = state()
+    claims = int(item[f"{dm.ATTR_CLAIMS_PREFIX}schedule"]["N"])
+    assert claims >= len(first) and int(item[dm.ATTR_FIRES_CLAIMS]["N"]) == claims
+    newest = datetime.fromisoformat(item[f"{dm.ATTR_FIRED_PREFIX}schedule"]["S"].replace("Z", "+00:00"))
+    assert newest == first[-1] and item[dm.ATTR_FIRES_CHECKED]["S"] >= iso_millis(newest)
+    # three more fires, all run: counted, not read
+    steady = [newest + timedelta(minutes=i) for i in (1, 2, 3)]
+    run(steady)
+    assert check_at(steady[-1] + timedelta(seconds=31)) == []
+    assert missed_records(platform, job) == []
+    # three more, the middle one never started: the count is short, the runs are read, that fire is MISSED
+    gap = [steady[-1] + timedelta(minutes=i) for i in (1, 2, 3)]
+    run([gap[0], gap[2]])
+    assert check_at(gap[-1] + timedelta(seconds=31))
+    assert [r.scheduled_time for r in missed_records(platform, job)] == [execution_input.iso(gap[1])]
+    wait_until(lambda: len(alerts(slack, job)) == 1)
+    assert f"1 scheduled fire missed since {execution_input.iso(gap[1])}" in json.dumps(alerts(slack, job)[0]["blocks"])
 
 
 def _change_schedule(platform: DevPlatform, job: str, **changes: str) -> None:

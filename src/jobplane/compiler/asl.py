@@ -313,6 +313,7 @@ class _Builder:
         names = {"#sched": f"{dm.ATTR_FIRE_PREFIX}{Trigger.SCHEDULE.value}",
                  "#fire.$": f"States.Format('{dm.ATTR_FIRE_PREFIX}{{}}', $.trigger)",
                  "#fired.$": f"States.Format('{dm.ATTR_FIRED_PREFIX}{{}}', $.trigger)",
+                 "#claims.$": f"States.Format('{dm.ATTR_CLAIMS_PREFIX}{{}}', $.trigger)",
                  "#running": dm.ATTR_RUNNING}
         values: dict[str, Any] = {
             ":t": _s("$.scheduled_time"),
@@ -322,6 +323,7 @@ class _Builder:
             ":job": _lit(self.job.name),
             ":team": _lit(self.job.team),
             ":jobs": _lit(dm.JOBS_PARTITION),
+            ":one": {"N": "1"},
         }
         update = "SET #fire = :fire, #fired = :t, job = :job, team = :team, gsi1pk = :jobs, gsi1sk = :job"
         if policy.skips_if_running:
@@ -334,7 +336,10 @@ class _Builder:
             conditions.append("attribute_not_exists(#blocked)")
             names["#blocked.$"] = f"States.Format('{dm.ATTR_BLOCK_PREFIX}{{}}', $.trigger)"
         # A fresh claim adds this run to the set; a takeover replaces the stale holder's set.
-        update += ", #running = :me" if takeover else " ADD #running :me"
+        # Each claim counts itself (claims_<trigger>): as scheduled fires are claimed strictly in
+        # order, the count since a time tells the fire ledger (platform/missed.py) that every
+        # fire since then ran, without reading the runs.
+        update += ", #running = :me ADD #claims :one" if takeover else " ADD #running :me, #claims :one"
         if takeover:
             values[":stale"] = _s(HOLDER)
         return {

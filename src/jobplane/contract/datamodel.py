@@ -68,11 +68,13 @@ ATTR_LAST_FINISHED_AT = "last_finished_at"
 ATTR_LAST_STARTED_AT = "last_started_at"  # with last_finished_at: how long the last run took
 ATTR_FIRE_PREFIX = "fire_"  # fire_schedule: duplicate-detection key of the newest scheduled fire claimed
 ATTR_FIRED_PREFIX = "fired_"  # fired_<trigger>: the newest claimed scheduled_time per trigger
+ATTR_CLAIMS_PREFIX = "claims_"  # claims_<trigger>: how many claims of that trigger ever succeeded (a count)
 
 # The fire ledger (platform/missed.py): every scheduled fire up to this time is accounted for
 # (ran, skipped or recorded MISSED); an open episode of missed fires (the first missed fire, how
 # many, why) and whether its alert is still to be published (an outbox, as alert_pending).
 ATTR_FIRES_CHECKED = "fires_checked_until"
+ATTR_FIRES_CLAIMS = "fires_claims_checked"  # claims_schedule counted for the fires up to fires_checked_until
 ATTR_MISSED_SINCE = "missed_since"
 ATTR_MISSED_COUNT = "missed_count"
 ATTR_MISSED_CAUSE = "missed_cause"

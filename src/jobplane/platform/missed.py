@@ -9,7 +9,10 @@ thread; on AWS the periodic Lambda, :func:`jobplane.platform.slow.handler`) keep
 
 * each job's fires after its watermark (``fires_checked_until`` on its state; at first the
   creation of its schedules, so fires before the job was deployed never count) up to ``now -
-  grace`` are matched with the job's records exactly as a backfill matches them
+  grace`` are counted: the claim counts each scheduled fire it takes, in order, so a count that
+  matches the schedule's fires means each was claimed, and no run is read (:meth:`_counted`);
+  any other count, and a job without one, has them matched with the job's records exactly as a
+  backfill matches them
   (:meth:`Backfills.preview`: a run or a recorded skip with that ``scheduled_time``, or a run in
   flight); a fire with neither is MISSED: a record (status MISSED, listed with the job's runs,
   in the ``MISSED`` feed, and in the API) naming the cause where AWS says it;
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import json
 import logging
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -44,7 +48,7 @@ from jobplane.contract.catalog import CatalogJob
 from jobplane.contract.notifications import NotificationMessage, Outcome, publish
 from jobplane.contract.statuses import Event, ExecutionStatus, Trigger
 from jobplane.platform.backfill import Backfills
-from jobplane.platform.backfill_model import Mode
+from jobplane.platform.backfill_model import Mode, plan_fires
 from jobplane.platform.clock import iso_millis, parse_iso
 from jobplane.platform.control import ControlPlane
 from jobplane.platform.schedule_health import schedule_problems
@@ -69,6 +73,13 @@ DEAD_LETTER_BATCHES = 10
 RETENTION = timedelta(days=400)
 NO_START = "no start seen: the schedule is deployed and enabled, yet nothing started this fire"
 
+#: How far back a pass counts fires without reading runs (:meth:`MissedFires._counted`); past
+#: it, the runs are read. A job's watermark moves on at most every REFRESH (+ a spread by job).
+COUNT_SPAN = timedelta(hours=2)
+REFRESH = timedelta(minutes=30)
+_FIRED = f"{dm.ATTR_FIRED_PREFIX}{Trigger.SCHEDULE.value}"
+_CLAIMS = f"{dm.ATTR_CLAIMS_PREFIX}{Trigger.SCHEDULE.value}"
+
 Clock = Callable[[], datetime]
 
 
@@ -85,16 +96,22 @@ class Ledger:
     missed_count: int = 0
     cause: str | None = None
     alert_pending: bool = False
+    #: ``claims_schedule`` as it was counted for the fires up to ``checked_until`` (None: not known)
+    claims_checked: int | None = None
+    #: the newest scheduled fire claimed and how many were ever claimed, as the claim writes them
+    fired: str | None = None
+    claims: int = 0
 
     ATTRIBUTES = ("job", dm.ATTR_PAUSED_AT, dm.ATTR_FIRES_CHECKED, dm.ATTR_MISSED_SINCE, dm.ATTR_MISSED_COUNT,
-                  dm.ATTR_MISSED_CAUSE, dm.ATTR_MISSED_ALERT)
+                  dm.ATTR_MISSED_CAUSE, dm.ATTR_MISSED_ALERT, dm.ATTR_FIRES_CLAIMS, _FIRED, _CLAIMS)
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> Ledger:
         get = lambda k: item.get(k, {}).get("S")  # noqa: E731
-        count = item.get(dm.ATTR_MISSED_COUNT, {}).get("N")
-        return cls(get(dm.ATTR_FIRES_CHECKED), get(dm.ATTR_MISSED_SINCE), int(count) if count else 0,
-                   get(dm.ATTR_MISSED_CAUSE), dm.ATTR_MISSED_ALERT in item)
+        number = lambda k: int(item[k]["N"]) if "N" in item.get(k, {}) else None  # noqa: E731
+        return cls(get(dm.ATTR_FIRES_CHECKED), get(dm.ATTR_MISSED_SINCE), number(dm.ATTR_MISSED_COUNT) or 0,
+                   get(dm.ATTR_MISSED_CAUSE), dm.ATTR_MISSED_ALERT in item, number(dm.ATTR_FIRES_CLAIMS),
+                   _fire_key(get(_FIRED)), number(_CLAIMS) or 0)
 
 
 class MissedFires:
@@ -120,10 +137,12 @@ class MissedFires:
         opened) in this pass."""
         now = self.clock()
         dead = self.dead_letters()
-        created = self._schedules_created()
         ledgers = self._ledgers()
         due = [e for e in sorted(self.control.entries.values(), key=lambda e: e.name)
                if e.schedule and (only is None or e.name in only)]
+        # when a job's schedules were created matters only until its ledger has a watermark
+        new = any(not ledgers.get(e.name, (Ledger(), False))[0].checked_until for e in due)
+        created = self._schedules_created() if new else {}
         # each job's accounting is its own reads and conditional writes: on AWS they run side by
         # side, as a pass is mostly waiting for DynamoDB (2 calls a job in the steady state); an
         # in-process store (`jobplane dev`) gains nothing from threads (bench/missed_fires.py:
@@ -149,19 +168,79 @@ class MissedFires:
             return False
         until = min(until, since + CHUNK)
         if not entry.enabled or paused:  # nothing is expected while it does not fire
-            self._advance(entry, ledger.checked_until, until)
+            self._advance(entry, ledger.checked_until, until, None)
             return False
-        return self._account(entry, ledger, since, until, dead)
+        if self._counted(entry, ledger, since, until, now):
+            return False
+        return self._account(entry, ledger, since, until, dead, chunked=until < now - self._grace(entry))
 
     def _grace(self, entry: CatalogJob) -> timedelta:
         return timedelta(seconds=entry.missed_after) if entry.missed_after else self.grace
 
+    def _counted(self, entry: CatalogJob, ledger: Ledger, since: datetime, until: datetime, now: datetime) -> bool:
+        """The steady state, without reading a run: True when the claims counted since the
+        watermark prove that every fire up to ``until`` was claimed.
+
+        The claim counts each scheduled fire it takes (``claims_schedule``) and takes them
+        strictly in order (a fire older than the newest claimed is a duplicate), so when the
+        watermark's count is known (``fires_claims_checked``: every claim then was of a fire up to
+        the watermark), ``claims - fires_claims_checked`` fires after the watermark were claimed,
+        all of them up to the newest (``fired_schedule``). If that is how many fires the schedule
+        has from the watermark to the newest, and that newest is one of them, each was claimed
+        (a claim is of a fire the schedule makes; a schedule changed outside jobplane is read in
+        the runs' pass, which any difference in the count leads to). A fire after the newest
+        and before ``until`` was not claimed (and never will be): the runs are read. The
+        watermark moves on only every REFRESH or so (one write a job per half hour, not per
+        pass), as the count stays right until then."""
+        if ledger.claims_checked is None or ledger.missed_since or ledger.checked_until is None:
+            return False
+        claimed = ledger.claims - ledger.claims_checked
+        newest = parse_iso(ledger.fired) if ledger.fired else None
+        if claimed < 0 or (claimed and (newest is None or newest <= since)) \
+                or (not claimed and newest is not None and newest > since):
+            return False
+        end = max(until, newest) if claimed and newest else until
+        if end - since > COUNT_SPAN:
+            return False
+        try:
+            fires = plan_fires(entry.schedule, entry.timezone, since + timedelta(milliseconds=1), end,
+                               self.control.schedule_anchors(entry))
+        except ValueError:
+            return False
+        if claimed:
+            upto = [f for f in fires if f <= newest]  # type: ignore[operator]
+            if len(upto) != claimed or not upto or upto[-1] != newest or any(newest < f <= until for f in fires):  # type: ignore[operator]
+                return False
+        elif any(f <= until for f in fires):
+            return False
+        if now - since >= REFRESH + timedelta(seconds=zlib.crc32(entry.name.encode()) % int(REFRESH.total_seconds())):
+            self._advance(entry, ledger.checked_until, end, ledger.claims)
+        return True
+
     def _account(self, entry: CatalogJob, ledger: Ledger, since: datetime, until: datetime,
-                 dead: dict[tuple[str, str], str]) -> bool:
-        plan = self.backfills.plan_window(entry, since + timedelta(milliseconds=1), until, Mode.ONLY_MISSED,
+                 dead: dict[tuple[str, str], str], chunked: bool = False) -> bool:
+        """Read the runs of the window and record what none covers. The window is read on to the
+        newest claimed fire: when every fire to it is covered, the watermark moves to it with
+        the claim count (every claim then is of a fire up to it), so the next pass can count
+        instead of reading (:meth:`_counted`)."""
+        newest = parse_iso(ledger.fired) if ledger.fired else None
+        extend = not chunked and newest is not None and until < newest <= since + CHUNK
+        end = newest if extend and newest else until
+        plan = self.backfills.plan_window(entry, since + timedelta(milliseconds=1), end, Mode.ONLY_MISSED,
                                           records_first=True)
-        missed = [p.at for p in plan if p.covered_by is None]
-        ran = [p.at for p in plan if p.covered_by is not None]
+        last = execution_input.iso(until)
+        missed = [p.at for p in plan if p.covered_by is None and p.at <= last]
+        ran = [p.at for p in plan if p.covered_by is not None and p.at <= last]
+        later = [p for p in plan if p.at > last]
+        newest_iso = execution_input.iso(newest) if newest else ""
+        if extend and all(p.covered_by is not None for p in later):
+            watermark, claims = end, ledger.claims  # every fire to the newest claimed is covered
+        elif chunked or (newest is not None and newest > until) or any(p.at > newest_iso for p in plan):
+            # counting resumes once every fire to the newest claimed is covered, and none after
+            # it is due (one could still be claimed late, and counted as if after the watermark)
+            watermark, claims = until, None
+        else:
+            watermark, claims = until, ledger.claims
         opened = False
         if missed:
             problems = schedule_problems(self.control.scheduler, self.prefix, entry, paused=False)
@@ -170,7 +249,7 @@ class MissedFires:
             opened = self._open(entry, missed[0], len(new), dead.get((entry.name, missed[0]), cause), ledger)
         elif ran and ledger.missed_since:
             self._close(entry, ledger, ran[0])
-        self._advance(entry, ledger.checked_until, until)
+        self._advance(entry, ledger.checked_until, watermark, claims)
         if opened:
             fresh = self._ledgers([entry.name]).get(entry.name, (Ledger(), False))[0]
             self._alert(entry, fresh)
@@ -276,11 +355,17 @@ class MissedFires:
         except self.ddb.exceptions.ConditionalCheckFailedException:
             return False
 
-    def _advance(self, entry: CatalogJob, old: str | None, until: datetime) -> bool:
-        """Move the watermark, unless another checker moved it first."""
+    def _advance(self, entry: CatalogJob, old: str | None, until: datetime, claims: int | None) -> bool:
+        """Move the watermark (with the claim count of the fires up to it, or without one: not
+        known), unless another checker moved it first."""
         condition = f"attribute_not_exists({dm.ATTR_FIRES_CHECKED})" if old is None else f"{dm.ATTR_FIRES_CHECKED} = :old"
         values: dict[str, Any] = {":until": iso_millis(until)} | ({":old": old} if old else {})
-        return self._state_update(entry, values, set_=f"{dm.ATTR_FIRES_CHECKED} = :until", condition=condition)
+        if claims is None:
+            return self._state_update(entry, values, set_=f"{dm.ATTR_FIRES_CHECKED} = :until",
+                                      remove=dm.ATTR_FIRES_CLAIMS, condition=condition)
+        return self._state_update(entry, values | {":claims": claims},
+                                  set_=f"{dm.ATTR_FIRES_CHECKED} = :until, {dm.ATTR_FIRES_CLAIMS} = :claims",
+                                  condition=condition)
 
     def _record(self, entry: CatalogJob, fire: str, cause: str) -> bool:
         """The MISSED record of one fire (once: a second write of it changes nothing)."""
