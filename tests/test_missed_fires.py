@@ -51,6 +51,9 @@ MINUTELY = """\
       notify: jp.slack('#billing-alerts'),
     }
 """
+HOURLY = {  # hourly at :30 across a clock change, each with its own history
+    "dst-ny-spring": "America/New_York", "dst-ny-fall": "America/New_York",
+    "dst-tokyo-spring": "Asia/Tokyo", "dst-tokyo-fall": "Asia/Tokyo"}
 JOBS = {"stopped": "UTC", "disabled-outside": "UTC", "deleted-outside": "UTC", "refused": "UTC",
         "paused": "UTC", "on-time": "Asia/Tokyo", "late": "America/New_York", "skipped": "UTC", "counted": "UTC"}
 
@@ -70,6 +73,10 @@ def platform(tmp_path_factory: pytest.TempPathFactory, slack: Receiver) -> Itera
         policy = "SKIP_IF_RUNNING" if name == "skipped" else "ALWAYS_RUN"
         repo.write(f"jobs/billing/{name}.jsonnet", textwrap.dedent(MINUTELY % {"name": name, "zone": zone,
                                                                                "enabled": "true", "policy": policy}))
+    for name, zone in HOURLY.items():
+        repo.write(f"jobs/billing/{name}.jsonnet", textwrap.dedent(MINUTELY % {
+            "name": name, "zone": zone, "enabled": "true", "policy": "ALWAYS_RUN"}).replace(
+            "cron(0/1 * * * ? *)", "cron(30 * * * ? *)"))
     repo.write("jobs/billing/off.jsonnet", textwrap.dedent(MINUTELY % {"name": "off", "zone": "UTC",
                                                                         "enabled": "false", "policy": "ALWAYS_RUN"}))
     p = DevPlatform(load_config(repo.path), tmp / "data", 0, 0, run_scheduler=False, run_services=False,
@@ -86,10 +93,15 @@ def ledger(platform: DevPlatform, ahead: timedelta = timedelta(0)) -> MissedFire
 
 def look_back(platform: DevPlatform, job: str, minutes: int) -> datetime:
     """As if the ledger had last accounted for ``job``'s fires ``minutes`` ago."""
-    at = datetime.now(timezone.utc) - timedelta(minutes=minutes)
+    return watermark(platform, job, datetime.now(timezone.utc) - timedelta(minutes=minutes))
+
+
+def watermark(platform: DevPlatform, job: str, at: datetime) -> datetime:
+    """As if the ledger had accounted for ``job``'s fires up to ``at`` (no claim count known)."""
     platform.aws.client("dynamodb").update_item(
         TableName=platform.deployment.table, Key={"pk": {"S": dm.job_partition(job)}, "sk": {"S": dm.STATE_SK}},
-        UpdateExpression=f"SET {dm.ATTR_FIRES_CHECKED} = :t, job = :j, team = :team, gsi1pk = :p, gsi1sk = :j",
+        UpdateExpression=f"SET {dm.ATTR_FIRES_CHECKED} = :t, job = :j, team = :team, gsi1pk = :p, gsi1sk = :j "
+                         f"REMOVE {dm.ATTR_FIRES_CLAIMS}",
         ExpressionAttributeValues={":t": {"S": iso_millis(at)}, ":j": {"S": job}, ":team": {"S": "billing"},
                                    ":p": {"S": dm.JOBS_PARTITION}})
     return at
@@ -359,6 +371,45 @@ def test_the_ledger_expects_the_fires_jobplane_next_lists_across_dst(platform: D
     assert shown == local_fires
     assert [p.at for p in expected] == [execution_input.iso(t) for t in next_fire_times(
         "cron(30 * * * ? *)", z, start - timedelta(seconds=1), len(local_fires))]
+
+
+@pytest.mark.parametrize("job, start, end, fires, dropped", [
+    # New York sprang forward 2026-03-08 at 02:00 EST: 00:30 EST, 01:30 EST, 03:30 EDT
+    ("dst-ny-spring", "2026-03-08T05:00:00Z", "2026-03-08T08:00:00Z",
+     ["2026-03-08T05:30:00Z", "2026-03-08T06:30:00Z", "2026-03-08T07:30:00Z"], "2026-03-08T07:30:00Z"),
+    # and fell back 2026-11-01 at 02:00 EDT: 01:30 happened twice (05:30Z, 06:30Z) and fired once
+    ("dst-ny-fall", "2026-11-01T04:00:00Z", "2026-11-01T09:00:00Z",
+     ["2026-11-01T04:30:00Z", "2026-11-01T05:30:00Z", "2026-11-01T07:30:00Z", "2026-11-01T08:30:00Z"],
+     "2026-11-01T07:30:00Z"),
+    # Tokyo kept its clock on both days: every :30 fired
+    ("dst-tokyo-spring", "2026-03-07T15:00:00Z", "2026-03-07T19:00:00Z",
+     ["2026-03-07T15:30:00Z", "2026-03-07T16:30:00Z", "2026-03-07T17:30:00Z", "2026-03-07T18:30:00Z"],
+     "2026-03-07T17:30:00Z"),
+    ("dst-tokyo-fall", "2026-10-31T15:00:00Z", "2026-10-31T19:00:00Z",
+     ["2026-10-31T15:30:00Z", "2026-10-31T16:30:00Z", "2026-10-31T17:30:00Z", "2026-10-31T18:30:00Z"],
+     "2026-10-31T16:30:00Z"),
+])
+def test_across_a_clock_change_only_the_fire_that_did_not_run_is_missed(
+        platform: DevPlatform, slack: Receiver, job: str, start: str, end: str, fires: list[str],
+        dropped: str) -> None:
+    """The fires EventBridge made across this year's clock changes (written out here by hand, in
+    UTC), each run through the job's state machine as the scheduler starts it (now: late, as
+    after an outage; the ledger asks whether a fire ran, not when), except one: the ledger, its
+    clock just after the window, finds exactly that one missed. No fire a clock change removed
+    or repeated is expected (a false MISSED), none is lost."""
+    parse = lambda t: datetime.fromisoformat(t.replace("Z", "+00:00"))  # noqa: E731
+    watermark(platform, job, parse(start))
+    for fire in fires:
+        if fire != dropped:
+            platform.aws.wait(platform.aws.start(job, execution_input.scheduled(fire, {})), timeout=300)
+    MissedFires(platform.control, platform.aws.client("sns"), platform.deployment.topic_arn,
+                platform.aws.client("sqs"), clock=lambda: parse(end) + timedelta(seconds=31),
+                grace=timedelta(seconds=30)).check({job})
+    assert [r.scheduled_time for r in missed_records(platform, job)] == [dropped]
+    ran = [r.scheduled_time for r in platform.control.repo.executions(job, limit=50).items if r.status == "SUCCEEDED"]
+    assert sorted(ran) == [f for f in fires if f != dropped]
+    wait_until(lambda: len(alerts(slack, job)) == 1)
+    assert f"1 scheduled fire missed since {dropped}" in json.dumps(alerts(slack, job)[0]["blocks"])
 
 
 def test_missed_after_is_validated_and_reaches_the_ledger() -> None:
