@@ -55,7 +55,8 @@ class DevPlatform:
 
     def __init__(self, config: PlatformConfig, data_dir: Path, aws_port: int, portal_port: int, *,
                  reset: bool = False, clock: Clock = system_clock, webhook_url: str | None = None,
-                 run_scheduler: bool = True, run_services: bool = True, snapshot_interval: float = 5.0):
+                 run_scheduler: bool = True, run_services: bool = True, snapshot_interval: float = 5.0,
+                 catch_up_interval: float = 60.0):
         self.config = config
         self.data_dir = Path(data_dir).resolve()
         self.output_dir = self.data_dir / "compiled"
@@ -67,6 +68,7 @@ class DevPlatform:
         self.run_scheduler = run_scheduler
         self.run_services = run_services
         self.snapshot_interval = snapshot_interval
+        self.catch_up_interval = catch_up_interval  # the catch-up checks run at start, then this often
         # Set while starting (None until then): what the rest of the process and the tests use.
         self.aws: LocalAWS | None = None
         self.deployment: Deployment | None = None
@@ -180,13 +182,14 @@ class DevPlatform:
         checks = [catchup.LostEndings(self.control, aws.reconciler()).check,
                   catchup.UpstreamCatchUp(self.control).check,
                   MissedFires(self.control, aws.client("sns"), self.deployment.topic_arn, aws.client("sqs"),
-                              workers=1).check]  # the store is in this process: threads only contend
+                              clock=self.clock, workers=1).check]  # the scheduler's time; threads only contend
         from jobplane.platform.backfill import BackfillDriver, Backfills
 
         self.backfills = Backfills(self.control)  # backfills left running by the last start go on
         threads = [threading.Thread(target=self._save_loop, name="dev-snapshot", daemon=True),
                    threading.Thread(target=slow.run, args=(self._stop, 5.0), name="slow-watch", daemon=True),
-                   threading.Thread(target=catchup.run, args=(self._stop, checks), name="catch-up", daemon=True),
+                   threading.Thread(target=catchup.run, args=(self._stop, checks, self.catch_up_interval),
+                                    name="catch-up", daemon=True),
                    threading.Thread(target=BackfillDriver(self.backfills).run, args=(self._stop,),
                                     name="backfill-driver", daemon=True)]
         if self.run_scheduler:

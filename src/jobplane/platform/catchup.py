@@ -163,10 +163,14 @@ class LostEndings:
 
 
 def run(stop: threading.Event, checks: list[Callable[[], list[str]]], interval: float = 60.0) -> None:
-    """``jobplane dev``: the checks every ``interval`` seconds until ``stop``."""
-    while not stop.wait(interval):
+    """``jobplane dev``: the checks at once (a start after a stop, or a crash, accounts for what
+    happened meanwhile: fires missed while nothing ran them, endings nobody heard), then every
+    ``interval`` seconds until ``stop``."""
+    while True:
         for check in checks:
             try:
                 check()
             except Exception:
                 log.exception("catch-up check %s failed", getattr(check, "__qualname__", check))
+        if stop.wait(interval):
+            return
