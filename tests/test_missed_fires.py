@@ -40,7 +40,8 @@ HOURLY = {  # hourly at :30 across a clock change, each with its own history
     "dst-ny-spring": "America/New_York", "dst-ny-fall": "America/New_York",
     "dst-tokyo-spring": "Asia/Tokyo", "dst-tokyo-fall": "Asia/Tokyo"}
 JOBS = {"stopped": "UTC", "disabled-outside": "UTC", "deleted-outside": "UTC", "refused": "UTC",
-        "paused": "UTC", "on-time": "Asia/Tokyo", "late": "America/New_York", "skipped": "UTC", "counted": "UTC"}
+        "paused": "UTC", "on-time": "Asia/Tokyo", "late": "America/New_York", "skipped": "UTC", "counted": "UTC",
+        "flexible": "UTC"}
 
 
 @pytest.fixture(scope="module")
@@ -307,7 +308,24 @@ def test_a_steady_job_is_accounted_by_its_claim_count_and_a_gap_reads_its_runs(p
     assert f"1 scheduled fire missed since {execution_input.iso(gap[1])}" in json.dumps(alerts(slack, job)[0]["blocks"])
 
 
-def _change_schedule(platform: DevPlatform, job: str, **changes: str) -> None:
+def test_a_flexible_window_set_outside_jobplane_delays_what_is_missed_and_is_named(platform: DevPlatform) -> None:
+    """EventBridge Scheduler may start a fire anywhere in a schedule's flexible time window:
+    jobplane compiles none, and one set outside jobplane moves what counts as missed to its end
+    (and is named as the schedule's drift)."""
+    _change_schedule(platform, "flexible", FlexibleTimeWindow={"Mode": "FLEXIBLE", "MaximumWindowInMinutes": 15})
+    since = look_back(platform, "flexible", 4)
+    ledger(platform).check({"flexible"})
+    assert missed_records(platform, "flexible") == []  # each may still start
+    ahead = timedelta(minutes=20)
+    ledger(platform, ahead).check({"flexible"})
+    records = missed_records(platform, "flexible")
+    end = datetime.now(timezone.utc) + ahead - timedelta(seconds=30) - timedelta(minutes=15)
+    assert [r.scheduled_time for r in sorted(records, key=lambda r: r.scheduled_time)] == minute_fires(since, end)[
+        :len(records)] and len(records) >= 4
+    assert all("flexible time window of 15 minutes set outside jobplane" in r.error for r in records)
+
+
+def _change_schedule(platform: DevPlatform, job: str, **changes: object) -> None:
     scheduler = platform.aws.client("scheduler")
     name = f"{platform.config.name_prefix}-{job}"
     current = scheduler.get_schedule(Name=name, GroupName=platform.config.name_prefix)

@@ -51,7 +51,7 @@ from jobplane.platform.backfill import Backfills
 from jobplane.platform.backfill_model import Mode, plan_fires
 from jobplane.platform.clock import iso_millis, parse_iso
 from jobplane.platform.control import ControlPlane
-from jobplane.platform.schedule_health import schedule_problems
+from jobplane.platform.schedule_health import flexible_window, schedule_problems
 
 log = logging.getLogger(__name__)
 _ser = TypeSerializer()
@@ -241,6 +241,12 @@ class MissedFires:
             watermark, claims = until, None
         else:
             watermark, claims = until, ledger.claims
+        window = flexible_window(self.control.scheduler, self.prefix, entry) if missed else timedelta(0)
+        if window:  # a window set outside jobplane: a fire may still start until its end
+            cut = until - window
+            missed = [f for f in missed if f <= execution_input.iso(cut)]
+            ran = [f for f in ran if f <= execution_input.iso(cut)]
+            watermark, claims = max(since, cut), None
         opened = False
         if missed:
             problems = schedule_problems(self.control.scheduler, self.prefix, entry, paused=False)

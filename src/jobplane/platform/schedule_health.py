@@ -2,12 +2,13 @@
 missed fires (platform/missed.py), and what ``jobplane status`` and the job page show.
 
 A schedule can be changed outside jobplane (the console, a script, a bad apply): deleted,
-DISABLED, its expression or timezone edited. EventBridge Scheduler then fires differently or
+DISABLED, its expression, timezone or flexible time window edited. EventBridge Scheduler then fires differently or
 not at all and says nothing; GetSchedule (the same call locally and on AWS) tells.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from jobplane.contract import names
@@ -35,4 +36,27 @@ def schedule_problems(scheduler: Any, prefix: str, entry: CatalogJob, paused: bo
         elif (found.get("ScheduleExpressionTimezone") or "UTC") != entry.timezone:
             problems[name] = (f"schedule {name} runs in {found.get('ScheduleExpressionTimezone') or 'UTC'} "
                               f"outside jobplane; compiled: {entry.timezone}")
+        elif minutes := _window(found):
+            problems[name] = (f"schedule {name} has a flexible time window of {minutes} minutes set outside "
+                              "jobplane (each fire may start that much later); compiled: OFF")
     return problems
+
+
+def flexible_window(scheduler: Any, prefix: str, entry: CatalogJob) -> timedelta:
+    """The longest flexible time window of the job's deployed schedules: EventBridge Scheduler
+    may start a fire anywhere within it after the fire's time
+    (https://docs.aws.amazon.com/scheduler/latest/UserGuide/managing-schedule-flexible-time-windows.html).
+    jobplane compiles OFF; a window set outside jobplane delays what counts as missed."""
+    longest = 0
+    for i in range(len(entry.schedule)):
+        try:
+            found = scheduler.get_schedule(Name=names.schedule_name(prefix, entry.name, i), GroupName=prefix)
+        except scheduler.exceptions.ResourceNotFoundException:
+            continue
+        longest = max(longest, _window(found))
+    return timedelta(minutes=longest)
+
+
+def _window(schedule: dict[str, Any]) -> int:
+    window = schedule.get("FlexibleTimeWindow") or {}
+    return int(window.get("MaximumWindowInMinutes") or 0) if window.get("Mode") == "FLEXIBLE" else 0
