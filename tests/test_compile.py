@@ -171,10 +171,24 @@ def test_retries_loop_through_one_task_with_backoff_waits() -> None:
 def test_policy_is_in_the_claim_condition() -> None:
     conditions = {p: asl.build_definition(job(policy=p), "jobplane")["States"]["Claim"]["Parameters"]["ConditionExpression"]
                   for p in ("ALWAYS_RUN", "SKIP_IF_RUNNING", "SKIP_IF_FAILED", "SKIP_IF_RUNNING_OR_FAILED")}
-    assert conditions["ALWAYS_RUN"] == "(attribute_not_exists(#sched) OR #sched < :fire)"
+    assert conditions["ALWAYS_RUN"] == "(attribute_not_exists(#sched) OR #sched < :fire) AND attribute_not_exists(#paused)"
     assert conditions["SKIP_IF_RUNNING"].endswith("AND attribute_not_exists(#running)")
     assert conditions["SKIP_IF_FAILED"].endswith("AND attribute_not_exists(#blocked)")
     assert conditions["SKIP_IF_RUNNING_OR_FAILED"].endswith("attribute_not_exists(#running) AND attribute_not_exists(#blocked)")
+
+
+def test_a_paused_jobs_scheduled_fire_is_refused_by_the_claim_itself() -> None:
+    """A pause disables the schedule, and an apply of the team's root enables it again (the
+    compiled state is ENABLED): every policy's claim refuses a fire whose trigger has its
+    pause_<trigger> set (a pause sets pause_schedule), and says why (SKIPPED, PAUSED)."""
+    for p in ("ALWAYS_RUN", "SKIP_IF_RUNNING", "SKIP_IF_FAILED", "SKIP_IF_RUNNING_OR_FAILED"):
+        states = asl.build_definition(job(policy=p), "jobplane")["States"]
+        claim = states["Claim"]["Parameters"]
+        assert "attribute_not_exists(#paused)" in claim["ConditionExpression"]
+        assert claim["ExpressionAttributeNames"]["#paused.$"] == "States.Format('pause_{}', $.trigger)"
+        why = states["Skip: why"]["Choices"][0]
+        assert why["And"][1] == {"Variable": "$.state.Item.pause_schedule", "IsPresent": True}
+        assert states[why["Next"]]["ResultSelector"]["reason"] == "PAUSED"
 
 
 def test_output_is_deterministic(examples: dict[str, str]) -> None:

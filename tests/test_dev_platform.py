@@ -360,3 +360,38 @@ def test_a_restart_with_unchanged_definitions_keeps_the_compiled_output(repo_roo
     kept.write_text(kept.read_text().replace("jobplane-runner", "tampered", 1))
     assert start()[0] is False  # the kept output was changed: compiled again, and put right
     assert "tampered" not in kept.read_text()
+
+
+def test_a_pause_holds_when_an_apply_enables_the_schedule_again(repo_root: Path, tmp_path: Path) -> None:
+    """A pause disables the job's schedule, but the team's next `terraform apply` sets the
+    compiled state (ENABLED) again: the claim itself refuses a paused job's scheduled fires
+    (recorded SKIPPED, reason PAUSED), while a manual run still runs. The pause's UpdateSchedule
+    passes back every field the schedule has: one left out (its KMS key) would be reset."""
+    from jobplane.contract import execution_input
+
+    platform = start_platform(repo_root, tmp_path / "data")
+    try:
+        scheduler, job, name = platform.aws.client("scheduler"), "every-minute", "jp-every-minute"
+        spec = {k: v for k, v in scheduler.get_schedule(Name=name, GroupName="jp").items()
+                if k in ("ScheduleExpression", "ScheduleExpressionTimezone", "FlexibleTimeWindow", "Target")}
+        key = "arn:aws:kms:us-east-1:123456789012:key/0a1b2c3d-4e5f-6789-abcd-ef0123456789"
+        scheduler.update_schedule(Name=name, GroupName="jp", State="ENABLED", KmsKeyArn=key, **spec)
+        platform.control.pause(job, "dev@localhost", "vendor outage")
+        paused = scheduler.get_schedule(Name=name, GroupName="jp")
+        assert paused["State"] == "DISABLED" and paused.get("KmsKeyArn") == key
+        scheduler.update_schedule(Name=name, GroupName="jp", State="ENABLED", KmsKeyArn=key, **spec)  # the apply
+
+        def fire(at: str) -> object:
+            arn = platform.aws.start(job, execution_input.scheduled(at, {}))
+            platform.aws.wait(arn, timeout=300)
+            return platform.control.repo.execution(arn.rsplit(":", 1)[1])
+
+        skipped = fire("2027-03-01T10:01:00Z")
+        assert (skipped.status, skipped.skip_reason) == ("SKIPPED", "PAUSED")
+        manual = platform.control.run_now(job, "dev@localhost")
+        assert finished(platform, manual, job).record.status == "SUCCEEDED"
+        platform.control.resume(job, "dev@localhost", "vendor back")
+        ran = fire("2027-03-01T10:02:00Z")
+        assert ran.status == "SUCCEEDED"
+    finally:
+        platform.stop()

@@ -309,11 +309,14 @@ class _Builder:
         # manual run, re-run, backfill or upstream-started run ("true|...") always sorts after them
         # and is never a duplicate (each has its own guard: statuses.UNCOMPARED_TRIGGERS);
         # it is stored under its own trigger's name, so it never moves the scheduled key.
-        conditions = ["(attribute_not_exists(#sched) OR #sched < :fire)"]
+        # A paused job refuses its scheduled fires (pause_schedule): the pause disables the
+        # schedule, but an apply of the team's Terraform root enables it again.
+        conditions = ["(attribute_not_exists(#sched) OR #sched < :fire)", "attribute_not_exists(#paused)"]
         names = {"#sched": f"{dm.ATTR_FIRE_PREFIX}{Trigger.SCHEDULE.value}",
                  "#fire.$": f"States.Format('{dm.ATTR_FIRE_PREFIX}{{}}', $.trigger)",
                  "#fired.$": f"States.Format('{dm.ATTR_FIRED_PREFIX}{{}}', $.trigger)",
                  "#claims.$": f"States.Format('{dm.ATTR_CLAIMS_PREFIX}{{}}', $.trigger)",
+                 "#paused.$": f"States.Format('{dm.ATTR_PAUSE_PREFIX}{{}}', $.trigger)",
                  "#running": dm.ATTR_RUNNING}
         values: dict[str, Any] = {
             ":t": _s("$.scheduled_time"),
@@ -671,7 +674,10 @@ class _Builder:
             load.result_selector = {"Item.$": f"States.JsonMerge(States.StringToJson(States.Base64Decode("
                                               f"'{_NO_HOLDER}')), $.Item, false)"}
         self.add(sn.SKIP_LOAD_STATE, load)
-        choices: list[dict[str, Any]] = []
+        choices: list[dict[str, Any]] = [{"And": [
+            {"Variable": "$.trigger", "StringEquals": Trigger.SCHEDULE.value},
+            {"Variable": f"$.state.Item.{dm.ATTR_PAUSE_PREFIX}{Trigger.SCHEDULE.value}", "IsPresent": True}],
+            "Next": self.skip_record(SkipReason.PAUSED)}]
         fired = f"$.state.Item.{dm.ATTR_FIRED_PREFIX}{Trigger.SCHEDULE.value}.S"
         choices.append({"And": [
             {"Variable": "$.trigger", "StringEquals": Trigger.SCHEDULE.value},

@@ -85,6 +85,9 @@ MISSED_PARTITION = "MISSED"
 ATTR_PAUSED_BY = "paused_by"
 ATTR_PAUSED_REASON = "paused_reason"
 ATTR_PAUSED_AT = "paused_at"
+#: pause_<trigger>: set with a pause for the triggers the claim then refuses (schedule): a pause
+#: holds even when something enables the job's schedule again (a Terraform apply of its root).
+ATTR_PAUSE_PREFIX = "pause_"
 
 # Execution attributes.
 ATTR_EXECUTION = "execution"

@@ -49,6 +49,7 @@ class SkipReason(str, Enum):
     RUNNING = "RUNNING"  # policy skips while a run is in progress
     LAST_FAILED = "LAST_FAILED"  # policy skips while the last finished run failed
     CLAIM_CONFLICT = "CLAIM_CONFLICT"  # lost the race for the claim to a concurrent start
+    PAUSED = "PAUSED"  # a scheduled fire of a paused job (its schedule was enabled again outside a resume)
 
 
 class Event(str, Enum):

@@ -621,7 +621,11 @@ class ControlPlane:
                 raise Conflict(f"{entry.name}'s schedule {name} is not deployed; deploy the job first",
                                {"job": entry.name, "schedule": name}) from None
             spec = {k: current[k] for k in ("ScheduleExpression", "FlexibleTimeWindow", "Target") if k in current}
-            for k in ("ScheduleExpressionTimezone", "StartDate", "EndDate", "Description"):
+            # UpdateSchedule replaces the whole schedule: a field left out is reset to its default
+            # (a customer managed KMS key to the AWS owned one), so every one it has is passed back
+            # (https://docs.aws.amazon.com/scheduler/latest/APIReference/API_UpdateSchedule.html)
+            for k in ("ScheduleExpressionTimezone", "StartDate", "EndDate", "Description", "KmsKeyArn",
+                      "ActionAfterCompletion"):
                 if current.get(k):
                     spec[k] = current[k]
             self.scheduler.update_schedule(Name=name, GroupName=group, State=state, **spec)

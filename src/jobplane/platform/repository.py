@@ -14,8 +14,12 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from jobplane.contract import datamodel as dm
 from jobplane.contract import execution_input, items
+from jobplane.contract.statuses import Trigger
 from jobplane.platform.clock import now_iso, seconds_between
 from jobplane.platform.timeline import attempt_rows
+
+#: The claim refuses a scheduled fire while this is set (contract/datamodel.ATTR_PAUSE_PREFIX).
+PAUSE_SCHEDULE = f"{dm.ATTR_PAUSE_PREFIX}{Trigger.SCHEDULE.value}"
 
 _des, _ser = TypeDeserializer(), TypeSerializer()
 
@@ -318,8 +322,10 @@ class Repository:
 
     def set_paused(self, job: str, team: str, actor: str, reason: str, at: str) -> None:
         self.ddb.update_item(TableName=self.table, Key=_job_key(job),
-                             UpdateExpression="SET paused_by = :a, paused_reason = :r, paused_at = :t, team = if_not_exists(team, :team), "
-                                              "job = if_not_exists(job, :job), gsi1pk = :jobs, gsi1sk = :job",
+                             UpdateExpression="SET paused_by = :a, paused_reason = :r, paused_at = :t, #pause = :t, "
+                                              "team = if_not_exists(team, :team), job = if_not_exists(job, :job), "
+                                              "gsi1pk = :jobs, gsi1sk = :job",
+                             ExpressionAttributeNames={"#pause": PAUSE_SCHEDULE},
                              ExpressionAttributeValues={":a": {"S": actor}, ":r": {"S": reason}, ":t": {"S": at},
                                                         ":team": {"S": team}, ":job": {"S": job},
                                                         ":jobs": {"S": dm.JOBS_PARTITION}})
@@ -327,7 +333,8 @@ class Repository:
     def clear_paused(self, job: str) -> bool:
         try:
             self.ddb.update_item(TableName=self.table, Key=_job_key(job),
-                                 UpdateExpression="REMOVE paused_by, paused_reason, paused_at",
+                                 UpdateExpression="REMOVE paused_by, paused_reason, paused_at, #pause",
+                                 ExpressionAttributeNames={"#pause": PAUSE_SCHEDULE},
                                  ConditionExpression="attribute_exists(paused_at)")
             return True
         except self.ddb.exceptions.ConditionalCheckFailedException:
