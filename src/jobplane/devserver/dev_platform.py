@@ -140,7 +140,7 @@ class DevPlatform:
 
         aws = self.aws = stack.enter_context(LocalAWS(
             prefix=self.config.name_prefix, server_port=self.aws_port, log_dir=self.data_dir / "logs",
-            env=self.config.dev_env(self.data_dir, self.service_ports)))
+            env=self.config.dev_env(self.data_dir, self.service_ports), clock=self.clock))
         portal_socket = self._bind_portal()
         on_stop("close the portal's socket", portal_socket.close)
         snapshot = None if self.reset else Snapshot.load(self.data_dir / SNAPSHOT_FILE)

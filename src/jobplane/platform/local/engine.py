@@ -72,6 +72,8 @@ class LocalAWS:
     fixes: tuple[str, ...] | None = None  # moto fixes to apply (default: all; tests omit one to show stock behaviour)
     server_port: int | None = None  # serve over HTTP on 127.0.0.1:<port> (0: any free port) instead of in-process only
     credentials: Credentials = field(default_factory=lambda: Credentials("local", "local"))
+    #: the time new schedules are created at (``jobplane dev``'s clock); None: the real time
+    clock: Callable[[], datetime] | None = None
     state_machines: dict[str, str] = field(default_factory=dict)
     resources: dict[str, str] = field(default_factory=dict)
     #: execution ARN -> the status it ended with, newest last, for wait_reconciled; the oldest
@@ -388,7 +390,7 @@ class LocalAWS:
                         Target={"Arn": state_machine_arn, "RoleArn": role_arn, "Input": target_input,
                                 # as the compiled Terraform: a fire that cannot start goes there
                                 "DeadLetterConfig": {"Arn": self.resources["scheduler_dlq_arn"]}})
-            moto_backends.put_schedule(self.region, spec)
+            moto_backends.put_schedule(self.region, spec, created_at=self.clock() if self.clock else None)
             names.append(name)
         return names
 

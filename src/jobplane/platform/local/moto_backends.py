@@ -47,9 +47,11 @@ def create_role(name: str, trust_policy: str) -> str:
     return iam_backends[ACCOUNT]["global"].create_role(name, trust_policy, "/", None, None, [], 3600).arn
 
 
-def put_schedule(region: str, spec: dict[str, Any]) -> None:
+def put_schedule(region: str, spec: dict[str, Any], created_at: datetime | None = None) -> None:
     """As CreateSchedule, or UpdateSchedule when the schedule exists; ``spec`` holds the API's
-    request fields (Name, GroupName, ScheduleExpression, ..., Target)."""
+    request fields (Name, GroupName, ScheduleExpression, ..., Target). ``created_at``: the time a
+    new schedule is stamped with (``jobplane dev``'s clock, which the local scheduler and the
+    fire ledger keep: fires before a schedule's creation are never expected), not moto's."""
     moto_fixes.check_version()
     from moto.scheduler.exceptions import ScheduleExists
     from moto.scheduler.models import scheduler_backends
@@ -62,9 +64,12 @@ def put_schedule(region: str, spec: dict[str, Any]) -> None:
         schedule_expression_timezone=spec.get("ScheduleExpressionTimezone"), start_date=spec.get("StartDate"),
         state=spec.get("State"), target=spec["Target"])
     try:
-        backend.create_schedule(**fields, action_after_completion=spec.get("ActionAfterCompletion"))
+        created = backend.create_schedule(**fields, action_after_completion=spec.get("ActionAfterCompletion"))
     except ScheduleExists:
         backend.update_schedule(**fields)
+        return
+    if created_at is not None:
+        created.creation_date = created.last_modified_date = created_at.timestamp()
 
 
 def running_executions(region: str, state_machine_arns: set[str]) -> list[str]:
