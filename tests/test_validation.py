@@ -10,6 +10,8 @@ import pytest
 
 from conftest import Repo, minimal_job
 
+from jobplane.contract.config import load_config
+
 
 def snapshot(directory: Path) -> dict[str, str]:
     if not directory.exists():
@@ -278,3 +280,19 @@ def test_definitions_evaluated_together_are_each_as_evaluated_alone(repo: Repo) 
     assert together == [evaluate(p, config) for p in paths]
     repo.write("jobs/billing/broken.jsonnet", "{ name: 'broken' ")
     assert evaluate_together(definition_files(config), config) is None
+
+
+def test_two_jobs_deriving_one_aws_name_are_refused_naming_both(repo: Repo) -> None:
+    """`nightly` with two schedules compiles the schedule `<prefix>-nightly-2`, as a job named
+    `nightly-2` does: validation passed and the apply failed half way (issue 41 item 6)."""
+    repo.write("jobs/billing/nightly.jsonnet", minimal_job("nightly").replace(
+        "schedule: jp.daily('02:00'),", "schedule: [jp.daily('02:00'), jp.daily('14:00')],"))
+    repo.write("jobs/billing/nightly-2.jsonnet", minimal_job("nightly-2"))
+    result = repo.cli("validate")
+    assert result.exit_code != 0
+    prefix = load_config(repo.path).name_prefix
+    assert (f"jobs/billing/nightly.jsonnet: job 'nightly': name: its schedule name '{prefix}-nightly-2' is also one "
+            f"that job 'nightly-2' (jobs/billing/nightly-2.jsonnet) derives; rename one of them") in result.stderr \
+        or (f"jobs/billing/nightly-2.jsonnet: job 'nightly-2': name: its schedule name '{prefix}-nightly-2' is also "
+            f"one that job 'nightly' (jobs/billing/nightly.jsonnet) derives; rename one of them") in result.stderr, \
+        result.stderr

@@ -198,6 +198,7 @@ def load_jobs(config: PlatformConfig, files: list[Path] | None = None) -> list[L
     problems: list[Problem] = []
     loaded: list[LoadedJob] = []
     first_seen: dict[str, str] = {}
+    derived_seen: dict[str, tuple[str, str]] = {}  # AWS name -> (file, job) that derives it first
     paths = list(files) if files is not None else definition_files(config)
     together = evaluate_together(paths, config)
     for n, path in enumerate(paths):
@@ -222,6 +223,7 @@ def load_jobs(config: PlatformConfig, files: list[Path] | None = None) -> list[L
                 else:
                     first_seen[name] = source
             problems.extend(raw_problems(source, name, item, config))
+            problems.extend(_derived_collisions(source, name, item, config, derived_seen))
             data = dict(item)
             data.setdefault("timezone", config.default_timezone)
             try:
@@ -236,6 +238,23 @@ def load_jobs(config: PlatformConfig, files: list[Path] | None = None) -> list[L
     if problems:
         raise DefinitionError(list(set(problems)))
     return sorted(loaded, key=lambda lj: lj.job.name)
+
+
+def _derived_collisions(source: str, name: str, item: dict[str, Any], config: PlatformConfig,
+                        seen: dict[str, tuple[str, str]]) -> list[Problem]:
+    """Two jobs deriving one AWS name: ``nightly`` with two schedules makes ``<prefix>-nightly-2``,
+    the schedule name a job called ``nightly-2`` makes too. Validation passed and the apply
+    failed half way; now the second job in file order is told which job and file it collides
+    with (a job name used twice is told once, by the name check)."""
+    if not isinstance(item.get("name"), str) or not NAME_RE.fullmatch(name):
+        return []
+    problems = []
+    for kind, derived in raw_derived_names(config.name_prefix, name, item):
+        first = seen.setdefault(derived, (source, name))
+        if first[1] != name:
+            problems.append(Problem(source, name, "name", f"its {kind} name {derived!r} is also one that job "
+                                                          f"{quoted(first[1])} ({first[0]}) derives; rename one of them"))
+    return problems
 
 
 def _json_kind(value: Any) -> str:
