@@ -128,6 +128,45 @@ def test_jobplane_toml_cannot_point_the_compiler_outside_the_repository(repo: Re
     assert not Path("/tmp/jobplane-out").exists()
 
 
+@pytest.mark.parametrize("setting", ['jobs_dir = "."', 'jobs_dir = ".git"', 'jobs_dir = "jobs/.hidden"',
+                                     'output_dir = "."', 'output_dir = ".git/hooks"'])
+def test_jobplane_toml_cannot_point_the_compiler_at_the_checkout_or_its_hidden_directories(repo: Repo,
+                                                                                             setting: str) -> None:
+    """Issue 40 item 8: `jobs_dir = "."` let a definition `importstr '.git/config'` (the
+    checkout's auth header) into a catalog; an output_dir there would write over the checkout."""
+    import re
+
+    config = repo.path / "jobplane.toml"
+    key, value = setting.split(" = ")
+    text = config.read_text()
+    config.write_text(re.sub(rf"(?m)^{key} = .*$", setting, text, count=1) if re.search(rf"(?m)^{key} = ", text)
+                      else text.replace("[platform]\n", f"[platform]\n{setting}\n", 1))
+    assert setting in config.read_text()
+    repo.write("jobs/billing/leaky.jsonnet", JOB % "")
+    for command in ("validate", "compile"):
+        result = repo.cli(command)
+        assert result.exit_code != 0
+        assert f"{key} {value[1:-1]!r} is the repository itself or a hidden directory" in result.output
+
+
+@pytest.mark.parametrize("prefix", ['jp${file(\"/etc/hostname\")}', "JP", "1jp", "a" * 22, ""])
+def test_a_name_prefix_that_is_not_a_plain_name_is_refused(repo: Repo, prefix: str) -> None:
+    """Issue 40 item 7: name_prefix starts every AWS name and reached the Terraform JSON as it
+    was (`jp${file("/etc/hostname")}` would read the runner's files at plan)."""
+    import re
+
+    config = repo.path / "jobplane.toml"
+    text = config.read_text()
+    setting = f"name_prefix = '{prefix}'"  # a TOML literal string: the prefix as it is
+    config.write_text(re.sub(r"(?m)^name_prefix = .*$", lambda _: setting, text, count=1)
+                      if re.search(r"(?m)^name_prefix = ", text) else text.replace("[platform]\n", f"[platform]\n{setting}\n", 1))
+    for command in ("validate", "compile"):
+        result = repo.cli(command)
+        assert result.exit_code != 0 and "name_prefix" in result.output and "is not 1-21 lower-case" in result.output
+    assert not (repo.path / "terraform").exists() or "hostname" not in "".join(
+        f.read_text() for f in (repo.path / "terraform").rglob("*.json"))
+
+
 def test_a_library_linked_out_of_the_repository_is_refused(repo: Repo, tmp_path_factory: pytest.TempPathFactory) -> None:
     """The DSL library is one of the two places imports may read: a pull request that turns
     jobs/lib into a link to another directory would widen what they may read to it."""

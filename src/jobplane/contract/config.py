@@ -114,6 +114,10 @@ class PlatformConfig:
         return self.jobs_path / "lib"
 
 
+#: The prefix of every derived AWS name (issue 40 item 7: a prefix reached the Terraform JSON unchecked).
+NAME_PREFIX_RE = re.compile(r"[a-z][a-z0-9-]{0,20}")
+
+
 def load_config(root: Path | str = ".") -> PlatformConfig:
     root = Path(root).resolve()
     path = root / CONFIG_FILE
@@ -166,11 +170,22 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
         backend = TerraformBackend(**tf)
     for key in ("jobs_dir", "output_dir"):
         # read and written by CI on every pull request, whose jobplane.toml may be hostile too:
-        # it may not point the compiler at the machine's files, or its output over them
+        # it may not point the compiler at the machine's files, or its output over them, nor at
+        # the checkout itself or its hidden directories (`importstr '.git/config'` copied the
+        # checkout's credentials into a catalog)
         value = plat.get(key)
         if value is not None and (not isinstance(value, str) or not (root / value).resolve().is_relative_to(root)):
             raise ConfigError(f"{path}: [platform] {key} {value!r} leads outside the repository; "
                               "it names a directory inside it")
+        if value is not None and ((root / value).resolve() == root
+                                  or any(part.startswith(".") for part in (root / value).resolve().relative_to(root).parts)):
+            raise ConfigError(f"{path}: [platform] {key} {value!r} is the repository itself or a hidden directory "
+                              "(.git, ...); it names a directory of its own, e.g. 'jobs'")
+    prefix = plat.get("name_prefix")
+    if prefix is not None and (not isinstance(prefix, str) or not NAME_PREFIX_RE.fullmatch(prefix)):
+        # it starts every AWS name and is written into the Terraform JSON as it is
+        raise ConfigError(f"{path}: [platform] name_prefix {prefix!r} is not 1-21 lower-case letters, digits and "
+                          "'-', starting with a letter (it starts every AWS name the compiler derives)")
     unknown_top = set(data) - {"platform", "teams", "dev", "terraform"}
     if unknown_top:
         raise ConfigError(f"{path}: unknown sections: {', '.join(sorted(unknown_top))}")
