@@ -332,3 +332,24 @@ def test_a_backfill_goes_on_after_its_cli_is_interrupted(platform: DevPlatform, 
         assert time.monotonic() < deadline
         time.sleep(0.2)
     assert [f.status for f in platform.backfills.get(backfill_id).fires] == ["SUCCEEDED", "SUCCEEDED"]
+
+
+@pytest.mark.parametrize("window", [
+    {"from": "0001-01-01T00:00:00Z", "to": "0001-01-01T05:00:00Z"},
+    {"from": "0001-01-01T00:00:00", "to": "0001-01-02T00:00:00"},  # local time, New York: before year 1 in UTC
+    {"from": "9999-12-31T20:00:00Z", "to": "9999-12-31T23:59:59Z"},
+    {"from": "0001-01-01T00:00:00Z", "to": "2026-09-01T00:00:00Z"},
+])
+def test_dates_at_the_ends_of_the_calendar_are_a_clear_400_not_a_server_error(platform: DevPlatform,
+                                                                               window: dict) -> None:  # type: ignore[type-arg]
+    """Issue 40 item 11: a preview from year 0001 was a 500 (OverflowError)."""
+    from fastapi.testclient import TestClient
+
+    from portal_kit import BILLING, as_user, header_app
+
+    client = TestClient(header_app(platform), raise_server_exceptions=False)
+    r = client.get("/api/jobs/hourly/backfill-preview", params=window, headers=as_user(BILLING))
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["message"]
+    r = client.post("/api/jobs/hourly/backfills", json=window | {"reason": "edge"}, headers=as_user(BILLING))
+    assert r.status_code == 400, r.text

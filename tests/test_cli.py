@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import subprocess
 import sys
 from pathlib import Path
@@ -33,6 +35,15 @@ def test_next_for_the_month_end_example(repo: Repo) -> None:
     result = repo.cli("next", "month-end-close", "-n", "3", "--after", "2028-01-15T00:00:00+09:00")
     assert "    2028-01-31 Mon 23:30 JST  (2028-01-31 14:30 UTC)" in result.stdout
     assert "    2028-02-29 Tue 23:30 JST  (2028-02-29 14:30 UTC)" in result.stdout
+
+
+@pytest.mark.parametrize("after", ["9999-12-31T23:00:00Z", "0001-01-01T00:00:00+05:00", "1969-12-31T23:59:59Z"])
+def test_next_refuses_the_ends_of_the_calendar_clearly(repo: Repo, after: str) -> None:
+    """Issue 40 item 11, for every date input: year 9999 overflowed the fire arithmetic (a traceback)."""
+    repo.copy_examples()
+    result = repo.cli("next", "month-end-close", "--after", after)
+    assert result.exit_code == 2 and f"Invalid value for --after: {after!r} is outside 1970-9998" in result.output
+    assert "Traceback" not in result.output
 
 
 def test_next_explains_manual_and_paused_jobs_and_typos(repo: Repo) -> None:

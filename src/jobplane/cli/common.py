@@ -144,7 +144,7 @@ def target(obj: Context, data_dir: Path | None, deployment: Path | None) -> Targ
 def aware_time(text: str, param_hint: str) -> "datetime":
     """An ISO 8601 time with its offset, as an option takes it (a time without one is refused:
     which zone it meant is the question the option answers)."""
-    from datetime import datetime
+    from datetime import datetime, timezone
 
     try:
         t = datetime.fromisoformat(text)
@@ -152,4 +152,11 @@ def aware_time(text: str, param_hint: str) -> "datetime":
         raise click.BadParameter(f"{text!r} is not an ISO 8601 time", param_hint=param_hint) from None
     if t.tzinfo is None:
         raise click.BadParameter("give an offset, e.g. 2026-03-08T00:00:00-05:00 or ...Z", param_hint=param_hint)
+    try:
+        utc = t.astimezone(timezone.utc)
+    except OverflowError:
+        utc = None
+    if utc is None or not datetime(1970, 1, 1, tzinfo=timezone.utc) <= utc < datetime(9999, 1, 1, tzinfo=timezone.utc):
+        # the calendar's ends overflow the fire arithmetic (a traceback, issue 40 item 11)
+        raise click.BadParameter(f"{text!r} is outside 1970-9998", param_hint=param_hint)
     return t

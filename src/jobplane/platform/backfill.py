@@ -51,6 +51,10 @@ _WAIT_REASONS = {SkipReason.RUNNING.value, SkipReason.CLAIM_CONFLICT.value}
 _NOT_STARTED = "NOT_STARTED"
 
 
+#: The earliest time a backfill window may start at (year 1 overflowed the plan's arithmetic: a 500).
+EARLIEST = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
 @dataclass(frozen=True)
 class PlannedFire:
     at: str  # UTC ISO
@@ -124,6 +128,9 @@ class Backfills:
                 times[field] = window_time(str(text), entry.timezone)
             except ValueError as e:
                 problems[field] = str(e)
+                continue
+            if times[field] < EARLIEST:  # no schedule fired then; and year 1 overflows what the plan reckons
+                problems[field] = f"{text!r} is before {EARLIEST.year}: no schedule fired then"
         if problems:
             raise Invalid("; ".join(f"{k}: {v}" for k, v in problems.items()), problems)
         t1, t2 = times["from"], times["to"]
