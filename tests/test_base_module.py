@@ -165,3 +165,15 @@ def test_the_portal_image_and_service_agree_with_the_portal(monkeypatch) -> None
     settings = PortalSettings.from_env()
     assert settings.auth.mode == "alb-oidc" and str(settings.deployment.catalog_path).startswith("s3://")
     assert settings.deployment.log_group == "/jobplane/runner"
+
+
+def test_security_group_rules_are_resources_of_their_own() -> None:
+    """Issue 41 item 3: an inline egress block on the portal ALB's group beside a separate egress
+    rule resource, which the AWS provider documents as overwriting each other on every apply: the
+    ALB lost its route to the tasks on every second apply. No group has an inline rule."""
+    groups = bm.module()["resource"]["aws_security_group"]
+    assert groups and all("ingress" not in g and "egress" not in g for g in groups.values()), groups
+    rules = {**bm.module()["resource"]["aws_vpc_security_group_ingress_rule"],
+             **bm.module()["resource"]["aws_vpc_security_group_egress_rule"]}
+    assert {"portal_alb_https", "portal_alb_oidc", "portal_alb_to_tasks", "portal_aws_apis", "portal_from_alb",
+            "endpoints_from_tasks"} <= set(rules)

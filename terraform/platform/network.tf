@@ -14,13 +14,17 @@ resource "aws_security_group" "endpoints" {
   name        = "${var.name_prefix}-endpoints"
   description = "HTTPS from the runner tasks to the VPC endpoints"
   vpc_id      = var.vpc_endpoints.vpc_id
-  ingress {
-    description     = "HTTPS from the runner tasks"
-    from_port       = 443
-    to_port         = 443
-    protocol        = "tcp"
-    security_groups = var.security_group_ids
-  }
+}
+
+# A rule of its own (never inline beside separate rules: see portal.tf)
+resource "aws_vpc_security_group_ingress_rule" "endpoints_from_tasks" {
+  for_each                     = var.vpc_endpoints == null ? toset([]) : toset(var.security_group_ids)
+  security_group_id            = aws_security_group.endpoints[0].id
+  description                  = "HTTPS from the runner tasks"
+  ip_protocol                  = "tcp"
+  from_port                    = 443
+  to_port                      = 443
+  referenced_security_group_id = each.value
 }
 
 resource "aws_vpc_endpoint" "interface" {

@@ -14,29 +14,38 @@ data "aws_secretsmanager_secret_version" "portal_oidc" {
   secret_id = var.portal.oidc.client_secret_arn # the ALB takes the client secret itself
 }
 
+# Every rule is a resource of its own, never an inline ingress/egress block beside one: the AWS
+# provider documents that mixing the two makes each apply overwrite the other's rules (the ALB
+# lost its route to the tasks on every second apply)
+# (https://registry.terraform.io/providers/hashicorp/aws/latest/docs/resources/security_group).
 resource "aws_security_group" "portal_alb" {
   #checkov:skip=CKV_AWS_260:The listener is HTTPS on 443 only; ingress is limited to var.portal.allowed_cidrs.
   count       = local.portal_count
   name        = "${var.name_prefix}-portal-alb"
   description = "HTTPS to the portal's load balancer"
   vpc_id      = var.portal.vpc_id
-  ingress {
-    description = "HTTPS from the people who may use the portal"
-    from_port   = 443
-    to_port     = 443
-    protocol    = "tcp"
-    cidr_blocks = var.portal.allowed_cidrs
-  }
-  egress {
-    description = "OIDC endpoints of the identity provider (the ALB calls them during sign-in)"
-    from_port   = 443
-    to_port     = 443
-    protocol    = "tcp"
-    cidr_blocks = ["0.0.0.0/0"]
-  }
 }
 
-# Separate rules: the two groups refer to each other.
+resource "aws_vpc_security_group_ingress_rule" "portal_alb_https" {
+  for_each          = local.portal_count == 1 ? toset(var.portal.allowed_cidrs) : toset([])
+  security_group_id = aws_security_group.portal_alb[0].id
+  description       = "HTTPS from the people who may use the portal"
+  ip_protocol       = "tcp"
+  from_port         = 443
+  to_port           = 443
+  cidr_ipv4         = each.value
+}
+
+resource "aws_vpc_security_group_egress_rule" "portal_alb_oidc" {
+  count             = local.portal_count
+  security_group_id = aws_security_group.portal_alb[0].id
+  description       = "OIDC endpoints of the identity provider (the ALB calls them during sign-in)"
+  ip_protocol       = "tcp"
+  from_port         = 443
+  to_port           = 443
+  cidr_ipv4         = "0.0.0.0/0"
+}
+
 resource "aws_vpc_security_group_egress_rule" "portal_alb_to_tasks" {
   count                        = local.portal_count
   security_group_id            = aws_security_group.portal_alb[0].id
@@ -52,13 +61,16 @@ resource "aws_security_group" "portal" {
   name        = "${var.name_prefix}-portal"
   description = "The portal's tasks: reachable from its load balancer only"
   vpc_id      = var.portal.vpc_id
-  egress {
-    description = "AWS APIs (DynamoDB, Step Functions, Scheduler, S3, CloudWatch Logs) over HTTPS"
-    from_port   = 443
-    to_port     = 443
-    protocol    = "tcp"
-    cidr_blocks = ["0.0.0.0/0"]
-  }
+}
+
+resource "aws_vpc_security_group_egress_rule" "portal_aws_apis" {
+  count             = local.portal_count
+  security_group_id = aws_security_group.portal[0].id
+  description       = "AWS APIs (DynamoDB, Step Functions, Scheduler, S3, CloudWatch Logs) over HTTPS"
+  ip_protocol       = "tcp"
+  from_port         = 443
+  to_port           = 443
+  cidr_ipv4         = "0.0.0.0/0"
 }
 
 resource "aws_vpc_security_group_ingress_rule" "portal_from_alb" {
