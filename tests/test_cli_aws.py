@@ -6,6 +6,7 @@ output and exit codes as against `jobplane dev`."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import time
@@ -59,14 +60,21 @@ CALLS: list[dict[str, Any]] = []
 def cli(platform: DevPlatform, deployment: Path, *args: str) -> Any:
     """`jobplane ARGS` with only what an operator's shell on AWS would have: the deployment file
     and boto3's standard environment (no dev.json: the data directory is elsewhere)."""
-    import threading
-
-    import botocore.client
-
     aws = platform.aws
     env = {"JOBPLANE_DEPLOYMENT": str(deployment), "AWS_ENDPOINT_URL": aws.endpoint_url,
            "AWS_ACCESS_KEY_ID": aws.credentials.access_key_id, "AWS_SECRET_ACCESS_KEY": aws.credentials.secret_access_key,
            "AWS_DEFAULT_REGION": aws.region, "JOBPLANE_DATA_DIR": str(deployment.parent / "no-dev-here")}
+    with recording():
+        return CliRunner().invoke(main, ["--root", str(platform.config.root), *args], env=env, catch_exceptions=False)
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[None]:
+    """Every AWS call this thread makes meanwhile goes into CALLS."""
+    import threading
+
+    import botocore.client
+
     me, real = threading.current_thread(), botocore.client.BaseClient._make_api_call
 
     def recorded(client: Any, operation: str, params: dict[str, Any]) -> Any:
@@ -76,9 +84,21 @@ def cli(platform: DevPlatform, deployment: Path, *args: str) -> Any:
 
     botocore.client.BaseClient._make_api_call = recorded  # type: ignore[method-assign]
     try:
-        return CliRunner().invoke(main, ["--root", str(platform.config.root), *args], env=env, catch_exceptions=False)
+        yield
     finally:
         botocore.client.BaseClient._make_api_call = real  # type: ignore[method-assign]
+
+
+def job_page_diagram(platform: DevPlatform) -> None:
+    """The job page draws the deployed definition (DescribeStateMachine, issue 41 item 7: the
+    portal role lacked it, and the error was swallowed, so the diagram never showed on AWS)."""
+    from types import SimpleNamespace
+
+    from jobplane.portal.pages import _diagram
+
+    with recording():
+        drawn = _diagram(SimpleNamespace(control=platform.control), "long-wait")
+    assert drawn and drawn.startswith("<svg")
 
 
 def test_operator_commands_on_aws_as_locally_within_the_portal_role(platform: DevPlatform, deployment: Path,
@@ -87,6 +107,7 @@ def test_operator_commands_on_aws_as_locally_within_the_portal_role(platform: De
     run_status_and_logs(platform, deployment)
     stop_pause_resume_and_ack(platform, deployment, tmp_path)
     backfill_a_window(platform, deployment)
+    job_page_diagram(platform)
     portal_role_allows_every_call(platform)
 
 
@@ -213,8 +234,8 @@ def iam_calls(recorded: list[dict[str, Any]]) -> list[Any]:
         if service == "dynamodb":
             table = f"arn:aws:dynamodb:{arn}:table/{p['TableName']}"
             out.append(Call(f"dynamodb:{op}", table + (f"/index/{p['IndexName']}" if p.get("IndexName") else ""), {}, why))
-        elif service == "stepfunctions" and op == "StartExecution":
-            out.append(Call("states:StartExecution", p["stateMachineArn"], {}, why))
+        elif service == "stepfunctions" and op in ("StartExecution", "DescribeStateMachine"):
+            out.append(Call(f"states:{op}", p["stateMachineArn"], {}, why))
         elif service == "stepfunctions":
             out.append(Call(f"states:{op}", p["executionArn"], {}, why))
         elif service == "scheduler":
@@ -246,6 +267,7 @@ def portal_role_allows_every_call(platform: DevPlatform) -> None:
 
     calls = iam_calls(CALLS)
     assert {c.action for c in calls} >= {"states:StartExecution", "states:StopExecution", "scheduler:UpdateSchedule",
+                                        "states:DescribeStateMachine",
                                         "iam:PassRole", "logs:GetLogEvents", "s3:GetObject", "s3:ListBucket", "dynamodb:Query",
                                         "dynamodb:PutItem", "dynamodb:UpdateItem"}
     statements = bm.policy_statements("portal", {"name_prefix": platform.config.name_prefix})

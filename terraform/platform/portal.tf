@@ -175,7 +175,7 @@ data "aws_iam_policy_document" "portal" {
   }
   statement {
     sid       = "StartJobs"
-    actions   = ["states:StartExecution"]
+    actions   = ["states:StartExecution", "states:DescribeStateMachine"] # the job page draws the deployed definition
     resources = ["arn:${local.partition}:states:${local.region}:${local.account}:stateMachine:${var.name_prefix}-*"]
   }
   statement {

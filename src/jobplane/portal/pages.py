@@ -23,6 +23,8 @@ from jobplane.portal.job_rows import STATE_ATTRIBUTES
 from jobplane.portal.views import failure_groups, step_rows
 
 log = logging.getLogger(__name__)
+#: What the job page shows in the diagram's place when AWS would not say (a constant: rendered as is).
+DIAGRAM_UNAVAILABLE = '<p class="muted">Diagram unavailable: the deployed definition could not be read (the portal logs why).</p>'
 router = APIRouter(include_in_schema=False)
 STATUSES = [s.value for s in ExecutionStatus] + ["NEVER_RUN", "PAUSED"]  # the jobs page's filter
 
@@ -75,10 +77,17 @@ def _history(portal: Any, job: str, cursor: str | None) -> dict[str, Any]:
 
 
 def _diagram(portal: Any, job: str) -> str | None:
+    """The deployed definition drawn; None when it is not deployed (yet). Any other error
+    (denied, throttled) is logged and shown as unavailable, never swallowed: a missing
+    permission once hid the diagram on AWS without a word."""
+    sfn = portal.control.sfn
     try:
-        described = portal.control.sfn.describe_state_machine(stateMachineArn=portal.control.deployment.state_machine_arn(job))
-    except Exception:  # not deployed (yet): the page still shows the definition
+        described = sfn.describe_state_machine(stateMachineArn=portal.control.deployment.state_machine_arn(job))
+    except sfn.exceptions.StateMachineDoesNotExist:
         return None
+    except Exception as e:  # noqa: BLE001 - any AWS error: the page still renders, and says so
+        log.warning("the diagram of %s is unavailable: %s", job, e)
+        return DIAGRAM_UNAVAILABLE
     return svg(json.loads(described["definition"]))
 
 
