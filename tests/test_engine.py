@@ -261,18 +261,20 @@ def test_retryable_failure_is_retried_and_permanent_is_not(aws: LocalAWS) -> Non
 class _FailsToStartFirst:
     """What AWS does to a task now and then (no capacity, image pull, a maintenance stop): its
     first task never runs and stops with StopCode TaskFailedToStart, as the local agent records
-    for a command it cannot start; the rest go to the real agent."""
+    for a command it cannot start (or as given); the rest go to the real agent."""
 
-    def __init__(self, agent: Any):
+    def __init__(self, agent: Any, exit_code: int | None = None,
+                 reason: str = "CannotPullContainerError: pull access denied", stop_code: str = "TaskFailedToStart"):
         self.agent = agent
         self.refused: list[str] = []
+        self.ending = (exit_code, reason, stop_code)
 
     def start(self, task: Any) -> None:
         from jobplane.platform.local import moto_fixes
 
         if not self.refused:
             self.refused.append(task.task_arn)
-            moto_fixes.finish_task(task, None, "CannotPullContainerError: pull access denied", "TaskFailedToStart")
+            moto_fixes.finish_task(task, *self.ending)
         else:
             self.agent.start(task)
 
@@ -295,6 +297,41 @@ def test_a_task_that_never_started_is_retried_without_using_an_attempt(aws: Loca
     assert [s for s in ex.states_entered if "infra" in s] == ["work: infra retry", "work: infra wait"]
     assert ex.states_entered.count("work") == 2  # the same attempt, run again
     assert [a["attempt"] for a in rec.attempts("work")] == [1, 1]
+
+
+def test_a_task_stopped_by_a_fargate_retirement_is_run_again_as_the_same_attempt(aws: LocalAWS) -> None:
+    """Issue 41 item 12: a Fargate task retirement stops a standalone task (its container ends 143
+    on the SIGTERM) with a stop code the step did not choose, which is not on the list of known
+    infrastructure codes: still infrastructure, not the step's failed attempt."""
+    from jobplane.platform.local import moto_fixes
+
+    job = deploy(aws, steps=[{"name": "work", "python": BEHAVE}])
+    retired = _FailsToStartFirst(aws.agent, 143, "ECS is performing maintenance on the underlying infrastructure "
+                                                 "hosting the task", "TaskRetirementNotAListedCode")
+    moto_fixes.ECS_TASK_RUNNERS.append(retired)
+    try:
+        ex, rec = finish(aws, aws.start(job, fire({"mode": "ok"})))
+    finally:
+        moto_fixes.ECS_TASK_RUNNERS.remove(retired)
+    assert ex.status == "SUCCEEDED" and rec.status == "SUCCEEDED", task_logs(aws, rec.execution)
+    assert [s for s in ex.states_entered if "infra" in s] == ["work: infra retry", "work: infra wait"]
+    assert [a["attempt"] for a in rec.attempts("work")] == [1, 1]
+
+
+def test_a_step_whose_own_container_exited_143_is_its_failed_attempt(aws: LocalAWS) -> None:
+    """The counterpart: the step's container exiting (EssentialContainerExited) is the step's own
+    outcome, whatever its code."""
+    from jobplane.platform.local import moto_fixes
+
+    job = deploy(aws, steps=[{"name": "work", "python": BEHAVE}])
+    exited = _FailsToStartFirst(aws.agent, 143, "Essential container in task exited", "EssentialContainerExited")
+    moto_fixes.ECS_TASK_RUNNERS.append(exited)
+    try:
+        ex, rec = finish(aws, aws.start(job, fire({"mode": "ok"})))
+    finally:
+        moto_fixes.ECS_TASK_RUNNERS.remove(exited)
+    assert rec.status == "FAILED" and rec.failed_step == "work" and len(rec.attempts("work")) == 1
+    assert not [s for s in ex.states_entered if "infra" in s]
 
 
 def test_a_task_someone_stopped_is_not_retried(aws: LocalAWS, tmp_path: Path) -> None:

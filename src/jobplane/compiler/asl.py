@@ -479,8 +479,11 @@ class _Builder:
             choices.append({**ran, "Next": failed})
         # On AWS a failed task arrives as States.TaskFailed whose Cause is the task's JSON.
         cause = f"{ERROR}.Cause"
+        # a stop neither the step (its container exited) nor an operator chose: infrastructure
+        # (rc.INFRA_STOP_CODES and any code AWS adds: a Fargate task retirement's)
         choices.append({"And": [{"Variable": cause, "IsPresent": True},
-                                {"Or": _stop_code_rules(cause, rc.INFRA_STOP_CODES)},
+                                {"Or": [{"Variable": cause, "StringMatches": f'*"StopCode":{sep}"*'} for sep in ("", " ")]},
+                                {"Not": {"Or": _stop_code_rules(cause, (rc.RUNNER_STOP_CODE, rc.OPERATOR_STOP_CODE))}},
                                 {"Variable": f"{INFRA}.n", "NumericLessThan": len(INFRA_WAITS)}],
                         "Next": self.infra_states(step, into)})
         choices.append({"And": [{"Variable": cause, "IsPresent": True},

@@ -28,6 +28,12 @@ ENV_STEP_TIMEOUT = "JOBPLANE_STEP_TIMEOUT"  # seconds: the attempt's Task Timeou
 INFRA_STOP_CODES = ("TaskFailedToStart", "InfrastructureHealth", "SpotInterruption", "TerminationNotice",
                     "ServiceSchedulerInitiated")
 OPERATOR_STOP_CODE = "UserInitiated"
+#: The one stop the step itself chooses: its container exited. Every stop that is neither this
+#: nor an operator's counts as infrastructure, the codes above and any other: a Fargate task
+#: retirement stops a standalone task ("ECS is performing maintenance on the underlying
+#: infrastructure hosting the task", its container ending 143 on the SIGTERM), and AWS adds codes
+#: (https://docs.aws.amazon.com/AmazonECS/latest/developerguide/task-maintenance.html).
+RUNNER_STOP_CODE = "EssentialContainerExited"
 
 #: ECS allows 8,192 characters of overrides in a RunTask, JSON punctuation included
 #: (https://docs.aws.amazon.com/AmazonECS/latest/APIReference/API_RunTask.html, "overrides").
