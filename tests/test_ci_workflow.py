@@ -34,3 +34,44 @@ def test_what_it_runs_exists_here() -> None:
     assert "jobplane validate" in text and "jobplane plan --against-ref" in text and "jobplane compile" in text
     assert 'terraform -chdir="$root" apply' in text and "jobplane plan --against-ref" in text
     assert "--roots --image-changed" in text  # options the CLI has: tests/test_compile.py runs them
+
+
+def test_the_plan_comment_quotes_what_the_pull_request_names_without_letting_it_write_markdown(tmp_path: Path) -> None:
+    """Issue 40 item 9: a definition file named to close the comment's code fence wrote markdown
+    of its own into the plan comment. The workflow's own script (actions/github-script runs it
+    on Node), given plans that quote such names, keeps each inside one code block."""
+    import json
+    import re
+
+    import yaml
+
+    doc = yaml.safe_load(WORKFLOW.read_text())
+    step = next(s for s in doc["jobs"]["plan"]["steps"] if s.get("uses", "").startswith("actions/github-script"))
+    hostile = "jobs/billing/x```\n# Approved by security\n```.jsonnet: job 'nightly' ``` `` `"
+    (tmp_path / "jobplane-plan.txt").write_text(f"+ {hostile}\n  runs daily")
+    (tmp_path / "terraform-plan.txt").write_text("## root\n````\n+ resource ```` x")
+    harness = tmp_path / "run.js"
+    harness.write_text(
+        "const github = {rest: {issues: {createComment: async (a) => console.log(JSON.stringify(a.body))}}};\n"
+        "const context = {repo: {owner: 'o', repo: 'r'}, issue: {number: 1}};\n"
+        f"(async () => {{\n{step['with']['script']}\n}})();\n")
+    node = shutil.which("node")
+    assert node, "node runs the workflow's github-script (installed by .ci/run)"
+    done = subprocess.run([node, str(harness)], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    body = json.loads(done.stdout)
+    # CommonMark: a block opened by N backticks closes only on a line of at least N backticks
+    outside, blocks, fence, current = [], [], "", []
+    for line in body.split("\n"):
+        if not fence and (m := re.match(r"(`{3,})", line)):
+            fence, current = m.group(1), []
+        elif fence and re.fullmatch(rf"`{{{len(fence)},}}\s*", line):
+            blocks.append("\n".join(current))
+            fence = ""
+        elif fence:
+            current.append(line)
+        else:
+            outside.append(line)
+    assert not fence and blocks == [(tmp_path / "jobplane-plan.txt").read_text(), (tmp_path / "terraform-plan.txt").read_text()]
+    assert [line for line in outside if line] == ["### jobplane plan", "<details><summary>terraform plan</summary>",
+                                                 "</details>"]

@@ -296,3 +296,14 @@ def test_two_jobs_deriving_one_aws_name_are_refused_naming_both(repo: Repo) -> N
         or (f"jobs/billing/nightly-2.jsonnet: job 'nightly-2': name: its schedule name '{prefix}-nightly-2' is also "
             f"one that job 'nightly' (jobs/billing/nightly.jsonnet) derives; rename one of them") in result.stderr, \
         result.stderr
+
+
+@pytest.mark.parametrize("name", ["x```y.jsonnet", "a b.jsonnet", "-flag.jsonnet", "ok/we*rd.jsonnet", "é.jsonnet"])
+def test_definition_files_are_plainly_named(repo: Repo, name: str) -> None:
+    """Issue 40 item 9: a file name is quoted in the pull request's comment and the job log; one
+    that closes a code fence (or holds a newline, a space, a glob) is refused before evaluation."""
+    repo.write(f"jobs/billing/{name}", minimal_job("odd"))
+    result = repo.cli("validate")
+    assert result.exit_code != 0
+    assert "file and directory names are letters, digits, '.', '_' and '-'" in result.stderr
+    assert "```" not in result.stderr and "\n" not in result.stderr.strip().split("rename", 1)[0].split(": ", 1)[0]

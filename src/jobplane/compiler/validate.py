@@ -184,6 +184,17 @@ def _model_problems(source: str, job_name: str | None, err: Invalid, raw: dict[s
     return problems
 
 
+#: What a definition's file and directory names may hold (issue 40 item 9: a name closing the
+#: PR comment's code fence wrote markdown of its own).
+FILE_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def _inert(name: str) -> str:
+    """A name as it can be printed anywhere: escapes for what is not printable ASCII, and for
+    the backtick (it would close a markdown code block)."""
+    return ascii(name)[1:-1].replace("`", "\\x60")
+
+
 def load_jobs(config: PlatformConfig, files: list[Path] | None = None) -> list[LoadedJob]:
     """Every job under jobs/, validated; raises DefinitionError listing every problem.
 
@@ -203,6 +214,13 @@ def load_jobs(config: PlatformConfig, files: list[Path] | None = None) -> list[L
     together = evaluate_together(paths, config)
     for n, path in enumerate(paths):
         source = rel(path, config.root)
+        odd = [part for part in path.relative_to(config.jobs_path).parts if not FILE_NAME_RE.fullmatch(part)] \
+            if path.is_relative_to(config.jobs_path) else []
+        if odd:  # a name is quoted in the pull request's comment and in logs: plain names only
+            problems.append(Problem(_inert(source), None, None,
+                                    f"file and directory names are letters, digits, '.', '_' and '-' "
+                                    f"(starting with a letter or digit): rename '{_inert(odd[0])}'"))
+            continue
         try:
             value = together[n] if together is not None else evaluate(path, config)
         except ImportRefused as e:
