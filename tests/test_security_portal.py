@@ -111,6 +111,57 @@ def test_trusted_proxies_by_address(platform: DevPlatform) -> None:
     assert direct.get("/api/jobs", headers={"X-Forwarded-Email": ADMIN}).status_code == 401
 
 
+def test_a_forged_forwarded_for_is_not_the_proxys_address(platform: DevPlatform, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 40 item 3: `jobplane portal` ran uvicorn with proxy headers, so with
+    FORWARDED_ALLOW_IPS=* (common in containers) a direct request's own X-Forwarded-For became
+    its address: one naming the proxy's network, with an identity header, paused a job. Served
+    here as `jobplane portal` serves it (its uvicorn options, a real socket), the forged request
+    is refused and changes nothing; the proxy's peer is believed."""
+    import socket
+    import urllib.error
+    import urllib.request
+
+    import uvicorn
+
+    from jobplane.portal.settings import server_options
+
+    monkeypatch.setenv("FORWARDED_ALLOW_IPS", "*")
+    for trusted, expected in ((("10.0.0.0/8",), 401), (("127.0.0.0/8",), 200)):
+        settings = PortalSettings.from_config(platform.config, platform.deployment, AuthSettings(
+            mode="trusted-header", trusted_proxies=trusted), base_url="http://testserver")
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        server = uvicorn.Server(uvicorn.Config(create_app(settings, platform.control), log_level="warning",
+                                               **server_options(settings)))
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+        thread.start()
+        try:
+            deadline = time.monotonic() + 60  # a hang guard
+            while not server.started:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            before = audit_count(platform)
+            request = urllib.request.Request(
+                f"http://127.0.0.1:{sock.getsockname()[1]}/api/jobs/long-wait/pause", method="POST",
+                data=json.dumps({"reason": "forged"}).encode(),
+                headers={"X-Forwarded-For": "10.1.2.3", "X-Forwarded-Email": ADMIN, "Content-Type": "application/json",
+                         "Host": "testserver", "Origin": "http://testserver"})
+            try:
+                with urllib.request.urlopen(request, timeout=60) as r:
+                    status = r.status
+            except urllib.error.HTTPError as e:
+                status = e.code
+            assert status == expected, (trusted, status)
+            if expected == 401:
+                assert not platform.control.job("long-wait").paused and audit_count(platform) == before
+            else:  # the real peer is the proxy's: believed (and the pause undone)
+                assert platform.control.job("long-wait").paused
+                platform.control.resume("long-wait", ADMIN, "test over")
+        finally:
+            server.should_exit = True
+            thread.join(timeout=60)
+
+
 # -- 4. params: declared only, everywhere -------------------------------------------------------
 def test_rerun_refuses_undeclared_params(client: TestClient, platform: DevPlatform) -> None:
     done = platform.control.run_now("flaky-load", BILLING, {"mode": "ok"})

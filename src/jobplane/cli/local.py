@@ -102,7 +102,7 @@ def portal(host: str, port: int) -> None:
 
     from jobplane.platform.backfill import BackfillDriver
     from jobplane.portal.app import create_app
-    from jobplane.portal.settings import PortalSettings
+    from jobplane.portal.settings import PortalSettings, server_options
 
     try:
         settings = PortalSettings.from_env()
@@ -112,4 +112,4 @@ def portal(host: str, port: int) -> None:
     # Backfills created here (or left by an interrupted CLI) are moved on by the portal's process.
     driver = BackfillDriver(app.state.portal.backfills)
     threading.Thread(target=driver.run, args=(threading.Event(),), name="backfill-driver", daemon=True).start()
-    uvicorn.run(app, host=host, port=port, proxy_headers=True)
+    uvicorn.run(app, host=host, port=port, **server_options(settings))

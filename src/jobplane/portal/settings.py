@@ -135,3 +135,12 @@ class PortalSettings:
 
 def _items(text: str) -> tuple[str, ...]:
     return tuple(x.strip() for x in text.split(",") if x.strip())
+
+
+def server_options(settings: PortalSettings) -> dict[str, bool]:
+    """How ``jobplane portal`` runs uvicorn. In trusted-header mode the connection's own peer is
+    what is checked against ``trusted_proxies``: uvicorn's proxy headers would replace it with
+    the request's X-Forwarded-For (for any peer, with FORWARDED_ALLOW_IPS=*, common in
+    containers), and a direct request forging both the address and the identity header paused a
+    job (issue 40 item 3). The other modes keep them (the ALB's signed token names the user)."""
+    return {"proxy_headers": settings.auth.mode != "trusted-header"}
