@@ -40,7 +40,8 @@ def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevPlatform]:
 
 
 def aws_call(platform: DevPlatform, service: str, target: str, body: dict, key: str | None = None,
-             headers: dict[str, str] | None = None, method: str = "POST", path: str = "/") -> tuple[int, dict[str, str], bytes]:
+             headers: dict[str, str] | None = None, method: str = "POST", path: str = "/",
+             secret: str = "whatever") -> tuple[int, dict[str, str], bytes]:
     """An AWS JSON-protocol call as a page's fetch() or another process would send it: signed
     with ``key`` (any key a page could make up), with extra headers such as Origin or Host."""
     url = f"{platform.aws.endpoint_url}{path}"
@@ -48,7 +49,7 @@ def aws_call(platform: DevPlatform, service: str, target: str, body: dict, key: 
     request = AWSRequest(method=method, url=url, data=data,
                          headers={"Content-Type": "application/x-amz-json-1.1", "X-Amz-Target": target})
     if key is not None:
-        SigV4Auth(Credentials(key, "whatever"), service, "us-east-1").add_auth(request)
+        SigV4Auth(Credentials(key, secret), service, "us-east-1").add_auth(request)
     sent = dict(request.headers.items()) | (headers or {})
     try:
         with urllib.request.urlopen(urllib.request.Request(url, data=data if method == "POST" else None,
@@ -100,6 +101,27 @@ def test_dns_rebinding_and_unknown_keys_are_refused(platform: DevPlatform, tmp_p
     for bad_key in (None, "local", "AKIAIOSFODNN7EXAMPLE", key[:-1]):
         status, _, body = aws_call(platform, "ecs", RUN_TASK, run_task_body(platform, marker), bad_key)
         assert status == 403, bad_key
+    time.sleep(0.5)
+    assert not marker.exists()
+
+
+def test_the_key_id_alone_is_not_a_credential(platform: DevPlatform, tmp_path: Path) -> None:
+    """Issue 40 item 10: the front checked only the access key id, which boto3's debug log
+    prints; a RunTask signed with it and any secret ran. The signature is now checked with the
+    secret, as AWS does; the right secret still works (the same request, signed properly)."""
+    import boto3
+
+    marker = tmp_path / "pwned"
+    key = platform.aws.credentials.access_key_id
+    status, _, body = aws_call(platform, "ecs", RUN_TASK, run_task_body(platform, marker), key)
+    assert status == 403 and b"signature does not match" in body
+    forged = boto3.client("ecs", endpoint_url=platform.aws.endpoint_url, region_name=platform.aws.region,
+                          aws_access_key_id=key, aws_secret_access_key=platform.aws.credentials.secret_access_key[:-1] + "x")
+    with pytest.raises(forged.exceptions.ClientError, match="signature does not match"):
+        forged.list_clusters()
+    status, _, body = aws_call(platform, "ecs", "AmazonEC2ContainerServiceV20141113.ListClusters", {}, key,
+                               secret=platform.aws.credentials.secret_access_key)
+    assert status == 200 and b"clusterArns" in body
     time.sleep(0.5)
     assert not marker.exists()
 

@@ -10,10 +10,11 @@ SDK on this machine sends:
 * ``Host`` must be ``127.0.0.1:<port>`` or ``localhost:<port>`` (no DNS rebinding);
 * no ``Origin`` and no ``Sec-Fetch-*`` header: only browsers send those, and no browser page has
   any business here;
-* the request is signed (SigV4) with the access key id generated for this start (written to the
-  data directory's ``dev.json``, mode 0600, for the CLI and the portal); a request under any
-  other key, or unsigned, is refused. The key id is 120 random bits that never leave this
-  machine's loopback interface and owner-only files, so knowing it is the credential;
+* the request is signed (SigV4) with the access key generated for this start (written to the
+  data directory's ``dev.json``, mode 0600, for the CLI and the portal), and the signature is
+  checked with its secret, as AWS checks it (botocore computes the expected one): a request
+  under any other key, unsigned, or signed with another secret is refused. The key id alone is
+  not a credential: boto3's debug log prints it (issue 40 item 10);
 * ``/moto-api/`` (moto's own control API: dump, reset, configure) is not served at all; the
   engine configures and resets moto in process.
 
@@ -32,6 +33,21 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 _CREDENTIAL = re.compile(r"Credential=([A-Za-z0-9]+)/")
+_AUTHORIZATION = re.compile(r"AWS4-HMAC-SHA256 Credential=([A-Za-z0-9]+)/\d{8}/([a-z0-9-]+)/([a-z0-9-]+)/aws4_request,"
+                            r"\s*SignedHeaders=([a-z0-9;-]+),\s*Signature=([0-9a-f]{64})")
+
+
+def _body(environ: dict[str, Any]) -> bytes:
+    """The request's body, read once and put back for moto."""
+    import io
+
+    from werkzeug.wsgi import get_input_stream
+
+    body = get_input_stream(environ).read()
+    environ["wsgi.input"] = io.BytesIO(body)
+    environ["CONTENT_LENGTH"] = str(len(body))
+    environ.pop("HTTP_TRANSFER_ENCODING", None)
+    return body
 _KEY_ALPHABET = string.ascii_uppercase + string.digits
 
 
@@ -74,7 +90,47 @@ class Front:
             return "the request is not signed; use the access key in the data directory's dev.json"
         if not hmac.compare_digest(match.group(1).encode(), self.credentials.access_key_id.encode()):
             return "unknown access key; use the one in the data directory's dev.json (it changes at every start)"
+        if not self.signed_by_us(environ):
+            return "the signature does not match; sign with the secret key in the data directory's dev.json"
         return None
+
+    def signed_by_us(self, environ: dict[str, Any]) -> bool:
+        """The request's SigV4 signature is the one its method, path, query, signed headers and
+        body give under this start's secret (https://docs.aws.amazon.com/IAM/latest/UserGuide/
+        reference_sigv-create-signed-request.html). The body is read here and handed on."""
+        from urllib.parse import quote
+
+        from botocore.auth import S3SigV4Auth, SigV4Auth
+        from botocore.awsrequest import AWSRequest
+        from botocore.credentials import Credentials as BotoCredentials
+
+        match = _AUTHORIZATION.fullmatch(environ.get("HTTP_AUTHORIZATION", "").strip())
+        if match is None:
+            return False
+        _, region, service, signed, signature = match.groups()
+        body = _body(environ)
+        headers = {}
+        for name in signed.split(";"):
+            value = environ.get("HTTP_" + name.upper().replace("-", "_"))
+            if value is None and name in ("content-type", "content-length"):
+                value = environ.get(name.upper().replace("-", "_"))
+            if value is None:
+                return False
+            headers[name] = value
+        if "x-amz-date" not in headers:
+            return False
+        path = quote(environ.get("RAW_URI", "").split("?", 1)[0] or environ.get("PATH_INFO", "/"), safe="/%~")
+        query = environ.get("QUERY_STRING", "")
+        url = f"http://{environ.get('HTTP_HOST', '')}{path}" + (f"?{query}" if query else "")
+        request = AWSRequest(method=environ.get("REQUEST_METHOD", "GET"), url=url, data=body, headers=headers)
+        request.context["timestamp"] = headers["x-amz-date"]
+        signer = (S3SigV4Auth if service == "s3" else SigV4Auth)(
+            BotoCredentials(self.credentials.access_key_id, self.credentials.secret_access_key), service, region)
+        try:
+            expected = signer.signature(signer.string_to_sign(request, signer.canonical_request(request)), request)
+        except Exception:  # noqa: BLE001 - whatever cannot be reckoned is not a valid signature
+            return False
+        return hmac.compare_digest(expected.encode(), signature.encode())
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         reason = self.refusal(environ)
