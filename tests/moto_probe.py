@@ -32,6 +32,15 @@ def run_machine(sfn, definition: dict, execution_input: dict | None = None) -> d
             "events": [e["type"] for e in events]}
 
 
+def deploy_step(aws, argv: list[str]) -> str:  # type: ignore[no-untyped-def]
+    """A state machine that sends ``argv`` as a shell step, deployed, not run: the local agent
+    runs only targets a deployed state machine sends. Returns the step's JOBPLANE_TARGET."""
+    state = ecs_task_state(aws, argv)
+    aws.client("stepfunctions").create_state_machine(
+        name=f"probe-{uuid.uuid4().hex[:8]}", definition=json.dumps({"StartAt": "t", "States": {"t": state}}), roleArn=ROLE)
+    return state["Parameters"]["Overrides"]["ContainerOverrides"][0]["Environment"][0]["Value"]
+
+
 def with_engine(fixes: tuple[str, ...], body):  # type: ignore[no-untyped-def]
     from jobplane.platform.local.engine import LocalAWS
 
@@ -469,7 +478,7 @@ def scenario(name: str, fixed: bool) -> dict:
             r = aws.resources
             backend = ecs_backends["123456789012"]["us-east-1"]
             ecs = aws.client("ecs")
-            target = json.dumps({"kind": "shell", "argv": ["sleep", "30"]})
+            target = deploy_step(aws, ["sleep", "30"])
             arn = ecs.run_task(cluster=r["cluster_arn"], taskDefinition=r["task_definition_arn"], launchType="FARGATE",
                                networkConfiguration={"awsvpcConfiguration": {"subnets": [r["subnets"]],
                                                                              "securityGroups": [r["security_groups"]]}},
@@ -744,7 +753,7 @@ def scenario(name: str, fixed: bool) -> dict:
             out = Path(tempfile.mkdtemp()) / "ran"
             r = aws.resources
             ecs = aws.client("ecs")
-            target = json.dumps({"kind": "shell", "argv": ["sh", "-c", f"sleep 1; echo ok > {out}"]})
+            target = deploy_step(aws, ["sh", "-c", f"sleep 1; echo ok > {out}"])
             task = ecs.run_task(cluster=r["cluster_arn"], taskDefinition=r["task_definition_arn"], launchType="FARGATE",
                                 networkConfiguration={"awsvpcConfiguration": {"subnets": [r["subnets"]],
                                                                               "securityGroups": [r["security_groups"]]}},

@@ -126,6 +126,26 @@ def test_the_key_id_alone_is_not_a_credential(platform: DevPlatform, tmp_path: P
     assert not marker.exists()
 
 
+def test_with_the_secret_too_only_a_deployed_step_runs(platform: DevPlatform, tmp_path: Path) -> None:
+    """Issue 40 item 10's second half: a signed RunTask of the runner with a JOBPLANE_TARGET of
+    its own (a shell step running `id`) is refused to start; the runner runs only what a
+    deployed state machine sends."""
+    marker = tmp_path / "pwned"
+    ecs = platform.aws.client("ecs")
+    body = run_task_body(platform, marker)
+    target = json.dumps({"kind": "shell", "argv": ["sh", "-c", f"id > {marker}"]})
+    task = ecs.run_task(cluster=body["cluster"], taskDefinition=body["taskDefinition"], launchType="FARGATE",
+                        networkConfiguration=body["networkConfiguration"],
+                        overrides={"containerOverrides": [{"name": "runner", "command": ["jobplane-runner", "run", "shell"],
+                                                           "environment": [{"name": "JOBPLANE_TARGET", "value": target}]}]}
+                        )["tasks"][0]
+    described = ecs.describe_tasks(cluster=body["cluster"], tasks=[task["taskArn"]])["tasks"][0]
+    assert described["lastStatus"] == "STOPPED" and described["stopCode"] == "TaskFailedToStart"
+    assert "runs only the steps of deployed state machines" in described["stoppedReason"]
+    time.sleep(0.5)
+    assert not marker.exists()
+
+
 def test_moto_control_api_is_not_served(platform: DevPlatform) -> None:
     key = platform.aws.credentials.access_key_id
     before = platform.control.repo.job_states()

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from jobplane.contract import runner as rc
-from jobplane.platform.local import moto_fixes
+from jobplane.platform.local import moto_backends, moto_fixes
 from jobplane.platform.local.awslogs import Destination, LogCache, start_shipping
 
 log = logging.getLogger(__name__)
@@ -109,6 +109,16 @@ class LocalEcsAgent:
                                 f"'{rc.RUNNER_EXECUTABLE} run <{'|'.join(rc.STEP_KINDS)}>'; refused command {shown}",
                     "TaskFailedToStart")
             log.warning("refused to start task %s: command %s", task.id, shown)
+            return
+        target = next((i.get("value") for i in override.get("environment") or [] if i.get("name") == rc.ENV_TARGET), None)
+        if not isinstance(target, str) or not moto_backends.deploys_target(task._account_id, task.region_name, target):
+            # the runner runs what a deployed state machine sends, not a target any caller makes
+            # up (a RunTask with the key and its own JOBPLANE_TARGET ran `id`, issue 40 item 10)
+            shown = json.dumps(target)[:200]
+            moto_fixes.finish_task(task, None, "CannotStartContainerError: the local ECS agent runs only the steps of "
+                                               f"deployed state machines; refused JOBPLANE_TARGET {shown}",
+                                   "TaskFailedToStart")
+            log.warning("refused to start task %s: JOBPLANE_TARGET %s", task.id, shown)
             return
         command = [str(RUNNER_PATH), *command[1:]]
         env = container_env(self.extra_env)

@@ -18,6 +18,8 @@ changes a backend fails there, not in a user's `jobplane dev`.
 
 from __future__ import annotations
 
+import json
+
 from datetime import datetime, timezone
 from typing import Any
 
@@ -112,3 +114,13 @@ def forget_ended_executions(region: str, state_machine_arns: set[str], ended_bef
                 machine.executions.remove(execution)
                 forgotten += 1
     return forgotten
+
+
+def deploys_target(account: str, region: str, target: str) -> bool:
+    """Whether a state machine of this account and region sends ``target`` (a step's
+    JOBPLANE_TARGET, a JSON string written literally into its ASL) to the runner."""
+    moto_fixes.check_version()
+    from moto.stepfunctions.responses import get_backend
+
+    quoted = json.dumps(target)[1:-1]  # as the value sits in the definition's JSON text
+    return any(quoted in (machine.definition or "") for machine in list(get_backend(account, region).state_machines))
