@@ -177,3 +177,20 @@ def test_security_group_rules_are_resources_of_their_own() -> None:
              **bm.module()["resource"]["aws_vpc_security_group_egress_rule"]}
     assert {"portal_alb_https", "portal_alb_oidc", "portal_alb_to_tasks", "portal_aws_apis", "portal_from_alb",
             "endpoints_from_tasks"} <= set(rules)
+
+
+def test_terraform_and_the_provider_are_pinned_to_what_the_roots_need() -> None:
+    """Issue 41 item 11: `aws >= 6.0` let the next init take a new major version, and
+    `required_version >= 1.6` allowed a Terraform without S3 lock files (use_lockfile: 1.10)."""
+    import hcl2
+
+    versions = bm._clean(hcl2.loads((bm.MODULE / "versions.tf").read_text()))["terraform"][0]
+    assert versions["required_version"] == ">= 1.10"
+    assert versions["required_providers"][0]["aws"]["version"] == "~> 6.0"
+    from jobplane.compiler.output import compile_all
+    from jobplane.contract.config import load_config
+
+    files = compile_all(load_config(ROOT)).files
+    pinned = [doc["terraform"] for doc in (json.loads(t) for p, t in files.items() if p.endswith(".tf.json"))
+              if "terraform" in doc]
+    assert pinned and all(t["required_providers"]["aws"]["version"] == "~> 6.0" for t in pinned), pinned[:1]

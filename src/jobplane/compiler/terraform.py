@@ -23,13 +23,16 @@ from jobplane.contract.bindings import bind_for_terraform, terraform_expressions
 from jobplane.contract.published import PUBLISHED
 from jobplane.contract.config import PlatformConfig
 
+PROVIDER_VERSION = "~> 6.0"
 ACCOUNT = "${data.aws_caller_identity.current.account_id}"
 REGION = "${data.aws_region.current.region}"
 PARTITION = "${data.aws_partition.current.partition}"
 
 
 def _settings(config: PlatformConfig, key: str | None) -> dict[str, Any]:
-    settings: dict[str, Any] = {"required_providers": {"aws": {"source": "hashicorp/aws", "version": ">= 6.0"}}}
+    # the provider's next major version is adopted deliberately, not by the next init (as the
+    # base module's versions.tf pins it)
+    settings: dict[str, Any] = {"required_providers": {"aws": {"source": "hashicorp/aws", "version": PROVIDER_VERSION}}}
     if config.terraform is not None and key is not None:
         # S3 state with S3's own lock file (Terraform >= 1.10), encrypted at rest:
         # https://developer.hashicorp.com/terraform/language/backend/s3
