@@ -75,3 +75,34 @@ def test_the_plan_comment_quotes_what_the_pull_request_names_without_letting_it_
     assert not fence and blocks == [(tmp_path / "jobplane-plan.txt").read_text(), (tmp_path / "terraform-plan.txt").read_text()]
     assert [line for line in outside if line] == ["### jobplane plan", "<details><summary>terraform plan</summary>",
                                                  "</details>"]
+
+
+def test_a_rerun_of_the_apply_does_not_push_its_image_again(tmp_path: Path) -> None:
+    """Issue 41 item 4: the runner repository's tags are IMMUTABLE, so re-running a failed apply
+    failed at the push of the same tag. The workflow's own build step, run by bash with `aws`
+    and `docker` standing in as recorders on PATH: the tag found, nothing is built or pushed;
+    not found, it is built and pushed."""
+    import os
+
+    import yaml
+
+    doc = yaml.safe_load(WORKFLOW.read_text())
+    step = next(s for s in doc["jobs"]["apply"]["steps"] if s.get("name") == "Build and push the runner image")
+    calls = tmp_path / "calls"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("aws", "docker"):
+        (bin_dir / tool).write_text(f'#!/bin/sh\necho "{tool} $*" >> {calls}\n'
+                                    + ('exit "${FOUND:-254}"\n' if tool == "aws" else "exit 0\n"))
+        (bin_dir / tool).chmod(0o755)
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "APP_IMAGE": "app:1", "TAG": "abc123",
+           "RUNNER_REPOSITORY": "123456789012.dkr.ecr.us-east-1.amazonaws.com/team/jobplane-runner"}
+    for found, built in (("0", False), ("254", True)):
+        calls.write_text("")
+        done = subprocess.run(["bash", "-e", "-c", step["run"]], env=env | {"FOUND": found}, capture_output=True,
+                              text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        lines = calls.read_text().splitlines()
+        assert lines[0] == ("aws ecr describe-images --repository-name team/jobplane-runner "
+                            "--image-ids imageTag=abc123")
+        assert [line.split()[:2] for line in lines[1:]] == ([["docker", "build"], ["docker", "push"]] if built else [])
