@@ -22,7 +22,7 @@ FIELDS = ("trigger", "scheduled_time", "requested_by", "params", "resume_from", 
 #: object has no caller:
 #: https://docs.aws.amazon.com/step-functions/latest/dg/input-output-contextobject.html); CloudTrail's
 #: StartExecution event for the execution names the caller (``userIdentity``).
-UNATTRIBUTED = "sfn:StartExecution"
+UNATTRIBUTED = "console (unknown caller)"
 
 
 def defaults(started_at: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
