@@ -265,10 +265,16 @@ def test_the_periodic_handler_announces_a_slow_run_and_catches_up_lost_status_ev
                               ScheduleExpression="cron(0/1 * * * ? *)", FlexibleTimeWindow={"Mode": "OFF"},
                               Target={"Arn": f"arn:aws:states:{aws.region}:123456789012:stateMachine:{aws.prefix}-{fresh_job}",
                                       "RoleArn": "arn:aws:iam::123456789012:role/scheduler"})
+    # and a backfill someone started from a laptop that then slept: nothing else drives it
+    backfilled = f"bf-{uuid.uuid4().hex[:8]}"
+    aws.deploy(backfilled, asl.compile_job(Job.from_definition({
+        "name": backfilled, "team": "billing", "timezone": "UTC", "schedule": "cron(15 * * * ? *)",
+        "steps": [{"name": "work", "python": "sample_apps.functions:behave"}]}), aws.prefix))
     catalog = Catalog(version=CATALOG_VERSION, name_prefix=aws.prefix, jobs=[
         entry(name, expected_duration=1, notify=NotifySettings(events=job.notify.events)),
         entry(upstream), entry(downstream, after=[CatalogAfter(job=upstream)]), entry(gone),
-        entry(stopped_job, schedule=["cron(0/1 * * * ? *)"]), entry(fresh_job, schedule=["cron(0/1 * * * ? *)"])])
+        entry(stopped_job, schedule=["cron(0/1 * * * ? *)"]), entry(fresh_job, schedule=["cron(0/1 * * * ? *)"]),
+        entry(backfilled, schedule=["cron(15 * * * ? *)"])])
     # on AWS the check reads the catalog parts the team roots upload to the base module's bucket
     import base_module as bm
 
@@ -276,6 +282,18 @@ def test_the_periodic_handler_announces_a_slow_run_and_catches_up_lost_status_ev
     s3 = aws.client("s3")
     s3.create_bucket(Bucket=bucket)
     s3.put_object(Bucket=bucket, Key="catalog/billing.json", Body=catalog.render().encode())
+    from jobplane.platform.backfill import Backfills
+    from jobplane.platform.control import ControlPlane, Deployment
+
+    (tmp_path / "catalog.json").write_text(catalog.render())
+    laptop = ControlPlane(Deployment(table=aws.resources["table_name"], topic_arn=aws.resources["topic_arn"],
+                                     name_prefix=aws.prefix, endpoint_url=aws.endpoint_url,
+                                     catalog_path=tmp_path / "catalog.json",
+                                     access_key_id=aws.credentials.access_key_id,
+                                     secret_access_key=aws.credentials.secret_access_key))
+    hour = datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0) - timedelta(hours=2)
+    bf = Backfills(laptop).create(backfilled, "ops@example.com", hour.isoformat(), (hour + timedelta(minutes=59)).isoformat(),
+                                  reason="missed while the account was moved")
     arn = aws.start(name, execution_input.manual("ops", overrides={"mode": "sleep", "seconds": 120}))
     try:
         deadline = time.monotonic() + 300  # a hang guard: the run must be claimed and 1 s old
@@ -293,6 +311,9 @@ def test_the_periodic_handler_announces_a_slow_run_and_catches_up_lost_status_ev
         assert not aws.repository().job_state(gone).running  # the claim is released
         assert first["caught_up"] == [catch_up_name(downstream, lost)] and again["caught_up"] == []  # started once
         assert first["missed"] == [stopped_job] and again["missed"] == []  # alerted once
+        assert bf.id in first["backfills"]  # moved on by the periodic pass: its fire started once
+        fires = Backfills(laptop).get(bf.id).fires
+        assert [f.at for f in fires] == [execution_input.iso(hour + timedelta(minutes=15))] and fires[0].execution
         missed = [r for r in aws.repository().executions(stopped_job).items if r.status == "MISSED"]
         assert missed and all("is missing" in r.error for r in missed)
         caught = aws.client("stepfunctions").describe_execution(executionArn=aws.state_machines[downstream].replace(

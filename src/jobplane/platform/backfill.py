@@ -379,12 +379,16 @@ class BackfillDriver:
         self.backfills = backfills
         self.interval = interval
 
-    def drive_once(self) -> None:
+    def drive_once(self) -> list[str]:
+        """One move of every running backfill; returns the ones moved without trouble."""
+        moved = []
         for backfill_id in self.backfills.store.active_ids():
             try:
                 self.backfills.tick(backfill_id)
+                moved.append(backfill_id)
             except Exception:  # one backfill's trouble must not stop the others
                 log.exception("could not move backfill %s on", backfill_id)
+        return moved
 
     def run(self, stop: threading.Event) -> None:
         while not stop.wait(self.interval):

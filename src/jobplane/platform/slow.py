@@ -85,7 +85,7 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     minutes by default): the same check against AWS, then the catch-up of what a lost status
     event would have done (platform/catchup.py): record a run that ended without recording
     itself, start an `after` run; then the fire ledger (platform/missed.py): record and alert
-    the fires that neither ran nor were skipped. One part failing does not keep the others from running; the
+    the fires that neither ran nor were skipped; then move every open backfill on. One part failing does not keep the others from running; the
     invocation then fails, and Lambda tries it again."""
     import os
     from pathlib import Path
@@ -100,6 +100,7 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
                             region=os.environ.get("AWS_REGION", "us-east-1"), account_id=os.environ["JOBPLANE_ACCOUNT_ID"],
                             catalog_path=catalog if catalog.startswith("s3://") else Path(catalog),
                             log_group=os.environ.get("JOBPLANE_LOG_GROUP") or None)
+    from jobplane.platform.backfill import BackfillDriver, Backfills
     from jobplane.platform.catchup import LostEndings, UpstreamCatchUp
     from jobplane.platform.missed import MissedFires
     from jobplane.platform.reconciler import DEFAULT_RETENTION_DAYS, Reconciler
@@ -115,7 +116,11 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     for key, check in (("alerted", SlowWatch(control, sns, deployment.topic_arn).check),
                        ("reconciled", LostEndings(control, reconciler).check),
                        ("caught_up", UpstreamCatchUp(control).check),
-                       ("missed", MissedFires(control, sns, deployment.topic_arn, boto3.client("sqs")).check)):
+                       ("missed", MissedFires(control, sns, deployment.topic_arn, boto3.client("sqs")).check),
+                       # a backfill started from a laptop that then slept still completes: each
+                       # pass moves every open one on (its fire leases keep two drivers from
+                       # starting a fire twice)
+                       ("backfills", BackfillDriver(Backfills(control)).drive_once)):
         try:
             result[key] = check()
         except Exception as e:
