@@ -109,17 +109,23 @@ def test_an_error_quotes_at_most_80_characters_of_a_value(repo: Repo) -> None:
     assert "(5000 characters)" in result.output
 
 
+def set_platform(repo: Repo, setting: str) -> None:
+    """jobplane.toml's [platform] with ``setting`` (``key = value``, TOML) in place of its key's line."""
+    import re
+
+    config = repo.path / "jobplane.toml"
+    key, text = setting.split(" = ")[0], config.read_text()
+    config.write_text(re.sub(rf"(?m)^{key} = .*$", lambda _: setting, text, count=1) if re.search(rf"(?m)^{key} = ", text)
+                      else text.replace("[platform]\n", f"[platform]\n{setting}\n", 1))
+    assert setting in config.read_text()
+
+
 @pytest.mark.parametrize("setting", ['jobs_dir = "/etc"', 'jobs_dir = "../elsewhere"', 'output_dir = "/tmp/jobplane-out"',
                                      'output_dir = "terraform/../../elsewhere"'])
 def test_jobplane_toml_cannot_point_the_compiler_outside_the_repository(repo: Repo, setting: str) -> None:
     """jobplane.toml comes in the same pull request as the jobs: its jobs_dir may not make the
     compiler read the machine's files, nor its output_dir write over them."""
-    import re
-
-    config = repo.path / "jobplane.toml"
-    key = setting.split(" = ")[0]
-    config.write_text(re.sub(rf"(?m)^{key} = .*$", setting, config.read_text(), count=1))
-    assert setting in config.read_text()
+    set_platform(repo, setting)
     repo.write("jobs/billing/leaky.jsonnet", JOB % "")
     for command in ("validate", "compile"):
         result = repo.cli(command)
@@ -134,14 +140,8 @@ def test_jobplane_toml_cannot_point_the_compiler_at_the_checkout_or_its_hidden_d
                                                                                              setting: str) -> None:
     """Issue 40 item 8: `jobs_dir = "."` let a definition `importstr '.git/config'` (the
     checkout's auth header) into a catalog; an output_dir there would write over the checkout."""
-    import re
-
-    config = repo.path / "jobplane.toml"
     key, value = setting.split(" = ")
-    text = config.read_text()
-    config.write_text(re.sub(rf"(?m)^{key} = .*$", setting, text, count=1) if re.search(rf"(?m)^{key} = ", text)
-                      else text.replace("[platform]\n", f"[platform]\n{setting}\n", 1))
-    assert setting in config.read_text()
+    set_platform(repo, setting)
     repo.write("jobs/billing/leaky.jsonnet", JOB % "")
     for command in ("validate", "compile"):
         result = repo.cli(command)
@@ -153,13 +153,7 @@ def test_jobplane_toml_cannot_point_the_compiler_at_the_checkout_or_its_hidden_d
 def test_a_name_prefix_that_is_not_a_plain_name_is_refused(repo: Repo, prefix: str) -> None:
     """Issue 40 item 7: name_prefix starts every AWS name and reached the Terraform JSON as it
     was (`jp${file("/etc/hostname")}` would read the runner's files at plan)."""
-    import re
-
-    config = repo.path / "jobplane.toml"
-    text = config.read_text()
-    setting = f"name_prefix = '{prefix}'"  # a TOML literal string: the prefix as it is
-    config.write_text(re.sub(r"(?m)^name_prefix = .*$", lambda _: setting, text, count=1)
-                      if re.search(r"(?m)^name_prefix = ", text) else text.replace("[platform]\n", f"[platform]\n{setting}\n", 1))
+    set_platform(repo, f"name_prefix = '{prefix}'")  # a TOML literal string: the prefix as it is
     for command in ("validate", "compile"):
         result = repo.cli(command)
         assert result.exit_code != 0 and "name_prefix" in result.output and "is not 1-21 lower-case" in result.output
