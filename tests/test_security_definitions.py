@@ -161,6 +161,17 @@ def test_a_name_prefix_that_is_not_a_plain_name_is_refused(repo: Repo, prefix: s
         f.read_text() for f in (repo.path / "terraform").rglob("*.json"))
 
 
+@pytest.mark.parametrize("module", ["git::https://evil.example/module.git", "hashicorp/consul/aws", "/etc",
+                                    "../../../elsewhere"])
+def test_the_base_module_source_is_a_directory_of_the_repository(repo: Repo, module: str) -> None:
+    """platform_module becomes the base root's module source, which CI plans with its role: a
+    pull request naming a git or registry module (or a path out of the checkout) is refused."""
+    set_platform(repo, f"platform_module = '{module}'")
+    for command in ("validate", "compile"):
+        result = repo.cli(command)
+        assert result.exit_code != 0 and "platform_module" in result.output and "inside the repository" in result.output
+
+
 def test_a_library_linked_out_of_the_repository_is_refused(repo: Repo, tmp_path_factory: pytest.TempPathFactory) -> None:
     """The DSL library is one of the two places imports may read: a pull request that turns
     jobs/lib into a link to another directory would widen what they may read to it."""

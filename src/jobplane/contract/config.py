@@ -181,6 +181,13 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
                                   or any(part.startswith(".") for part in (root / value).resolve().relative_to(root).parts)):
             raise ConfigError(f"{path}: [platform] {key} {value!r} is the repository itself or a hidden directory "
                               "(.git, ...); it names a directory of its own, e.g. 'jobs'")
+    module = plat.get("platform_module")
+    if module is not None and (not isinstance(module, str) or not module.startswith(("./", "../"))
+                               or not (root / plat.get("output_dir", "terraform/jobs") / module).resolve().is_relative_to(root)):
+        # the base root's module source, planned with the CI role's credentials: a git or registry
+        # source named in a pull request would run someone else's module there
+        raise ConfigError(f"{path}: [platform] platform_module {module!r} must be a relative path to a directory "
+                          "inside the repository (relative to output_dir), e.g. '../platform'")
     prefix = plat.get("name_prefix")
     if prefix is not None and (not isinstance(prefix, str) or not NAME_PREFIX_RE.fullmatch(prefix)):
         # it starts every AWS name and is written into the Terraform JSON as it is
