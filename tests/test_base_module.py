@@ -194,3 +194,19 @@ def test_terraform_and_the_provider_are_pinned_to_what_the_roots_need() -> None:
     pinned = [doc["terraform"] for doc in (json.loads(t) for p, t in files.items() if p.endswith(".tf.json"))
               if "terraform" in doc]
     assert pinned and all(t["required_providers"]["aws"]["version"] == "~> 6.0" for t in pinned), pinned[:1]
+
+
+def test_the_operator_policy_is_the_portal_policy_and_an_output() -> None:
+    """Issue 41 item 9: the operator role was prose in docs/deploy.md and lacked kms:Decrypt for
+    the SSE-KMS catalog. It is now a managed policy made of the portal's statements (which the
+    IAM contract in tests/test_cli_aws.py checks against every operator command's calls), an
+    output of the module and of the compiled base root."""
+    from jobplane.compiler import terraform
+    from jobplane.contract.config import load_config
+
+    policy = bm.module()["resource"]["aws_iam_policy"]["operator"]
+    assert policy["policy"] == "${data.aws_iam_policy_document.portal.json}"
+    actions = {a for st in bm.policy_statements("portal", {}) for a in st["actions"]}
+    assert "kms:Decrypt" in actions
+    root = terraform.base_root(load_config(ROOT))
+    assert root["output"]["operator_policy_arn"]["value"] == "${module.platform.operator_policy_arn}"

@@ -19,3 +19,4 @@ output "events_dlq_arn" { value = aws_sqs_queue.events_dlq.arn }
 output "kms_key_arn" { value = aws_kms_key.platform.arn }
 output "catalog_bucket" { value = aws_s3_bucket.catalog.id }
 output "catalog_uri" { value = "s3://${aws_s3_bucket.catalog.id}/catalog/" }
+output "operator_policy_arn" { value = aws_iam_policy.operator.arn }

@@ -167,6 +167,16 @@ resource "aws_cloudwatch_log_group" "portal" {
 
 # What the portal's control plane calls (tests/test_cli_aws.py checks this policy against the
 # calls the operator commands make through the same control plane).
+# What an operator's own role needs for the CLI with --deployment (status, run, stop, pause,
+# logs, backfill: the portal's actions through the same control plane), as a managed policy to
+# attach, rather than prose to copy (the prose once lacked kms:Decrypt for the catalog).
+# tests/test_cli_aws.py checks these statements against every call the operator commands make.
+resource "aws_iam_policy" "operator" {
+  name        = "${var.name_prefix}-operator"
+  description = "jobplane's operator commands (the CLI with --deployment): the portal's actions"
+  policy      = data.aws_iam_policy_document.portal.json
+}
+
 data "aws_iam_policy_document" "portal" {
   statement {
     sid     = "Records"

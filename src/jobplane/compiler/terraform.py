@@ -91,7 +91,10 @@ def base_root(config: PlatformConfig) -> dict[str, Any]:
             "table": "${module.platform.table_name}", "topic_arn": "${module.platform.topic_arn}",
             "region": "${var.region}", "account_id": "${data.aws_caller_identity.current.account_id}",
             "name_prefix": config.name_prefix, "catalog_uri": "${module.platform.catalog_uri}",
-            "log_group": "${module.platform.log_group_name}", "portal_url": "${var.portal_url}"}}},
+            "log_group": "${module.platform.log_group_name}", "portal_url": "${var.portal_url}"}},
+            # the managed policy to attach to operators' roles (the portal's actions)
+            "operator_policy_arn": {"description": "Attach to the roles of people who run jobplane --deployment",
+                                    "value": "${module.platform.operator_policy_arn}"}},
     }
 
 
