@@ -482,7 +482,7 @@ class _Builder:
         # a stop neither the step (its container exited) nor an operator chose: infrastructure
         # (rc.INFRA_STOP_CODES and any code AWS adds: a Fargate task retirement's)
         choices.append({"And": [{"Variable": cause, "IsPresent": True},
-                                {"Or": [{"Variable": cause, "StringMatches": f'*"StopCode":{sep}"*'} for sep in ("", " ")]},
+                                {"Or": _stop_code_rules(cause, ("*",))},  # any StopCode at all
                                 {"Not": {"Or": _stop_code_rules(cause, (rc.RUNNER_STOP_CODE, rc.OPERATOR_STOP_CODE))}},
                                 {"Variable": f"{INFRA}.n", "NumericLessThan": len(INFRA_WAITS)}],
                         "Next": self.infra_states(step, into)})

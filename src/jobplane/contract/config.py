@@ -174,11 +174,13 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
         # the checkout itself or its hidden directories (`importstr '.git/config'` copied the
         # checkout's credentials into a catalog)
         value = plat.get(key)
-        if value is not None and (not isinstance(value, str) or not (root / value).resolve().is_relative_to(root)):
+        if value is None:
+            continue
+        target = (root / value).resolve() if isinstance(value, str) else None
+        if target is None or not target.is_relative_to(root):
             raise ConfigError(f"{path}: [platform] {key} {value!r} leads outside the repository; "
                               "it names a directory inside it")
-        if value is not None and ((root / value).resolve() == root
-                                  or any(part.startswith(".") for part in (root / value).resolve().relative_to(root).parts)):
+        if target == root or any(part.startswith(".") for part in target.relative_to(root).parts):
             raise ConfigError(f"{path}: [platform] {key} {value!r} is the repository itself or a hidden directory "
                               "(.git, ...); it names a directory of its own, e.g. 'jobs'")
     module = plat.get("platform_module")

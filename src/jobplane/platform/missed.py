@@ -36,7 +36,6 @@ import json
 import logging
 import zlib
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable
 
@@ -51,7 +50,8 @@ from jobplane.platform.backfill import Backfills
 from jobplane.platform.backfill_model import Mode, plan_fires
 from jobplane.platform.clock import iso_millis, parse_iso
 from jobplane.platform.control import ControlPlane
-from jobplane.platform.schedule_health import flexible_window, schedule_problems
+from jobplane.platform.repository import CLAIMS_SCHEDULE, FIRED_SCHEDULE, JobState
+from jobplane.platform.schedule_health import deployed_schedules, flexible_window, schedule_problems
 
 log = logging.getLogger(__name__)
 _ser = TypeSerializer()
@@ -77,8 +77,6 @@ NO_START = "no start seen: the schedule is deployed and enabled, yet nothing sta
 #: it, the runs are read. A job's watermark moves on at most every REFRESH (+ a spread by job).
 COUNT_SPAN = timedelta(hours=2)
 REFRESH = timedelta(minutes=30)
-_FIRED = f"{dm.ATTR_FIRED_PREFIX}{Trigger.SCHEDULE.value}"
-_CLAIMS = f"{dm.ATTR_CLAIMS_PREFIX}{Trigger.SCHEDULE.value}"
 
 Clock = Callable[[], datetime]
 
@@ -87,31 +85,9 @@ def _now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-@dataclass(frozen=True)
-class Ledger:
-    """A job's fire accounting as its state holds it."""
-
-    checked_until: str | None = None
-    missed_since: str | None = None
-    missed_count: int = 0
-    cause: str | None = None
-    alert_pending: bool = False
-    #: ``claims_schedule`` as it was counted for the fires up to ``checked_until`` (None: not known)
-    claims_checked: int | None = None
-    #: the newest scheduled fire claimed and how many were ever claimed, as the claim writes them
-    fired: str | None = None
-    claims: int = 0
-
-    ATTRIBUTES = ("job", dm.ATTR_PAUSED_AT, dm.ATTR_FIRES_CHECKED, dm.ATTR_MISSED_SINCE, dm.ATTR_MISSED_COUNT,
-                  dm.ATTR_MISSED_CAUSE, dm.ATTR_MISSED_ALERT, dm.ATTR_FIRES_CLAIMS, _FIRED, _CLAIMS)
-
-    @classmethod
-    def from_item(cls, item: dict[str, Any]) -> Ledger:
-        get = lambda k: item.get(k, {}).get("S")  # noqa: E731
-        number = lambda k: int(item[k]["N"]) if "N" in item.get(k, {}) else None  # noqa: E731
-        return cls(get(dm.ATTR_FIRES_CHECKED), get(dm.ATTR_MISSED_SINCE), number(dm.ATTR_MISSED_COUNT) or 0,
-                   get(dm.ATTR_MISSED_CAUSE), dm.ATTR_MISSED_ALERT in item, number(dm.ATTR_FIRES_CLAIMS),
-                   _fire_key(get(_FIRED)), number(_CLAIMS) or 0)
+#: The job state's attributes the ledger reads (the jobs page reads others: JobState.ATTRIBUTES).
+LEDGER_ATTRIBUTES = ("job", dm.ATTR_PAUSED_AT, dm.ATTR_FIRES_CHECKED, dm.ATTR_MISSED_SINCE, dm.ATTR_MISSED_COUNT,
+                     dm.ATTR_MISSED_CAUSE, dm.ATTR_MISSED_ALERT, dm.ATTR_FIRES_CLAIMS, FIRED_SCHEDULE, CLAIMS_SCHEDULE)
 
 
 class MissedFires:
@@ -137,29 +113,29 @@ class MissedFires:
         opened) in this pass."""
         now = self.clock()
         dead = self.dead_letters()
-        ledgers = self._ledgers()
+        states = {s.job: s for s in self.control.repo.job_states(LEDGER_ATTRIBUTES)}
         due = [e for e in sorted(self.control.entries.values(), key=lambda e: e.name)
                if e.schedule and (only is None or e.name in only)]
         # when a job's schedules were created matters only until its ledger has a watermark
-        new = any(not ledgers.get(e.name, (Ledger(), False))[0].checked_until for e in due)
+        new = any(not (states.get(e.name) or JobState(e.name)).fires_checked_until for e in due)
         created = self._schedules_created() if new else {}
-        # each job's accounting is its own reads and conditional writes: on AWS they run side by
-        # side, as a pass is mostly waiting for DynamoDB (2 calls a job in the steady state); an
-        # in-process store (`jobplane dev`) gains nothing from threads (bench/missed_fires.py:
-        # 200 jobs 4.2 s with 8, 2.6 s with 1)
+        # each job's accounting is its own reads and conditional writes (none in the steady
+        # state, where the claims are counted): on AWS the jobs whose runs are read run side by
+        # side, as that is mostly waiting for DynamoDB; an in-process store (`jobplane dev`)
+        # gains nothing from threads (bench/missed_fires.py: 200 jobs 4.2 s with 8, 2.6 s with 1)
         with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="jobplane-ledger") as pool:
-            done = list(pool.map(lambda e: self._job(e, now, ledgers, created, dead), due))
+            done = list(pool.map(lambda e: self._job(e, now, states.get(e.name) or JobState(e.name), created, dead),
+                                 due))
         return [e.name for e, opened in zip(due, done) if opened]
 
-    def _job(self, entry: CatalogJob, now: datetime, ledgers: dict[str, tuple[Ledger, bool]],
-             created: dict[str, datetime], dead: dict[tuple[str, str], str]) -> bool:
+    def _job(self, entry: CatalogJob, now: datetime, ledger: JobState, created: dict[str, datetime],
+             dead: dict[tuple[str, str], str]) -> bool:
         """Account for one job's fires since its watermark; True: it opened an episode (alerted)."""
-        ledger, paused = ledgers.get(entry.name, (Ledger(), False))
-        if ledger.alert_pending:
+        if ledger.missed_alert_pending:
             self._alert(entry, ledger)
         until = now - self._grace(entry)
         first_deploy = created.get(entry.name)
-        since = parse_iso(ledger.checked_until) if ledger.checked_until else None
+        since = parse_iso(ledger.fires_checked_until) if ledger.fires_checked_until else None
         if since is None:
             if first_deploy is None:
                 return False  # not deployed yet: nothing was expected
@@ -167,8 +143,8 @@ class MissedFires:
         if since >= until:
             return False
         until = min(until, since + CHUNK)
-        if not entry.enabled or paused:  # nothing is expected while it does not fire
-            self._advance(entry, ledger.checked_until, until, None)
+        if not entry.enabled or ledger.paused:  # nothing is expected while it does not fire
+            self._advance(entry, ledger.fires_checked_until, until, None)
             return False
         if self._counted(entry, ledger, since, until, now):
             return False
@@ -177,7 +153,7 @@ class MissedFires:
     def _grace(self, entry: CatalogJob) -> timedelta:
         return timedelta(seconds=entry.missed_after) if entry.missed_after else self.grace
 
-    def _counted(self, entry: CatalogJob, ledger: Ledger, since: datetime, until: datetime, now: datetime) -> bool:
+    def _counted(self, entry: CatalogJob, ledger: JobState, since: datetime, until: datetime, now: datetime) -> bool:
         """The steady state, without reading a run: True when the claims counted since the
         watermark prove that every fire up to ``until`` was claimed.
 
@@ -192,10 +168,10 @@ class MissedFires:
         and before ``until`` was not claimed (and never will be): the runs are read. The
         watermark moves on only every REFRESH or so (one write a job per half hour, not per
         pass), as the count stays right until then."""
-        if ledger.claims_checked is None or ledger.missed_since or ledger.checked_until is None:
+        if ledger.fires_claims_checked is None or ledger.missed_since or ledger.fires_checked_until is None:
             return False
-        claimed = ledger.claims - ledger.claims_checked
-        newest = parse_iso(ledger.fired) if ledger.fired else None
+        claimed = ledger.claims_schedule - ledger.fires_claims_checked
+        newest = parse_iso(ledger.fired_schedule) if ledger.fired_schedule else None
         if claimed < 0 or (claimed and (newest is None or newest <= since)) \
                 or (not claimed and newest is not None and newest > since):
             return False
@@ -214,16 +190,16 @@ class MissedFires:
         elif any(f <= until for f in fires):
             return False
         if now - since >= REFRESH + timedelta(seconds=zlib.crc32(entry.name.encode()) % int(REFRESH.total_seconds())):
-            self._advance(entry, ledger.checked_until, end, ledger.claims)
+            self._advance(entry, ledger.fires_checked_until, end, ledger.claims_schedule)
         return True
 
-    def _account(self, entry: CatalogJob, ledger: Ledger, since: datetime, until: datetime,
+    def _account(self, entry: CatalogJob, ledger: JobState, since: datetime, until: datetime,
                  dead: dict[tuple[str, str], str], chunked: bool = False) -> bool:
         """Read the runs of the window and record what none covers. The window is read on to the
         newest claimed fire: when every fire to it is covered, the watermark moves to it with
         the claim count (every claim then is of a fire up to it), so the next pass can count
         instead of reading (:meth:`_counted`)."""
-        newest = parse_iso(ledger.fired) if ledger.fired else None
+        newest = parse_iso(ledger.fired_schedule) if ledger.fired_schedule else None
         extend = not chunked and newest is not None and until < newest <= since + CHUNK
         end = newest if extend and newest else until
         plan = self.backfills.plan_window(entry, since + timedelta(milliseconds=1), end, Mode.ONLY_MISSED,
@@ -234,14 +210,17 @@ class MissedFires:
         later = [p for p in plan if p.at > last]
         newest_iso = execution_input.iso(newest) if newest else ""
         if extend and all(p.covered_by is not None for p in later):
-            watermark, claims = end, ledger.claims  # every fire to the newest claimed is covered
+            watermark, claims = end, ledger.claims_schedule  # every fire to the newest claimed is covered
         elif chunked or (newest is not None and newest > until) or any(p.at > newest_iso for p in plan):
             # counting resumes once every fire to the newest claimed is covered, and none after
             # it is due (one could still be claimed late, and counted as if after the watermark)
             watermark, claims = until, None
         else:
-            watermark, claims = until, ledger.claims
-        window = flexible_window(self.control.scheduler, self.prefix, entry) if missed else timedelta(0)
+            watermark, claims = until, ledger.claims_schedule
+        # the deployed schedules, read once, only when a fire is missing: their flexible window
+        # (a fire may still start) and what is wrong with them (the cause)
+        deployed = deployed_schedules(self.control.scheduler, self.prefix, entry) if missed else {}
+        window = flexible_window(deployed)
         if window:  # a window set outside jobplane: a fire may still start until its end
             cut = until - window
             missed = [f for f in missed if f <= execution_input.iso(cut)]
@@ -249,16 +228,15 @@ class MissedFires:
             watermark, claims = max(since, cut), None
         opened = False
         if missed:
-            problems = schedule_problems(self.control.scheduler, self.prefix, entry, paused=False)
+            problems = schedule_problems(self.control.scheduler, self.prefix, entry, False, deployed)
             cause = "; ".join(problems.values()) or NO_START
             new = [f for f in missed if self._record(entry, f, dead.get((entry.name, f), cause))]
             opened = self._open(entry, missed[0], len(new), dead.get((entry.name, missed[0]), cause), ledger)
         elif ran and ledger.missed_since:
             self._close(entry, ledger, ran[0])
-        self._advance(entry, ledger.checked_until, watermark, claims)
+        self._advance(entry, ledger.fires_checked_until, watermark, claims)
         if opened:
-            fresh = self._ledgers([entry.name]).get(entry.name, (Ledger(), False))[0]
-            self._alert(entry, fresh)
+            self._alert(entry, self.control.repo.job_state(entry.name) or JobState(entry.name))
         return opened
 
     # -- dead letters ----------------------------------------------------------------------------
@@ -327,20 +305,6 @@ class MissedFires:
                 out[e.name] = min(times)
         return out
 
-    def _ledgers(self, only: list[str] | None = None) -> dict[str, tuple[Ledger, bool]]:
-        if only:
-            items = [self.ddb.get_item(TableName=self.table, Key={"pk": {"S": dm.job_partition(j)}, "sk": {"S": dm.STATE_SK}},
-                                       ConsistentRead=True).get("Item") for j in only]
-            states = [i for i in items if i]
-        else:
-            states = [s for s in self.control.repo._query(dm.GSI_BY_OWNER, "gsi1pk", dm.JOBS_PARTITION, None, True,
-                                                          attributes=Ledger.ATTRIBUTES).items]
-        out = {}
-        for item in states:
-            job = item.get("job", {}).get("S") or item.get("pk", {}).get("S", "").removeprefix(dm.JOB_PREFIX)
-            out[job] = (Ledger.from_item(item), dm.ATTR_PAUSED_AT in item)
-        return out
-
     def _state_update(self, entry: CatalogJob, values: dict[str, Any], *, set_: str = "", add: str = "",
                       remove: str = "", condition: str | None = None) -> bool:
         """One conditional update of the job's state item; every write also keeps it in the JOBS
@@ -395,7 +359,7 @@ class MissedFires:
         except self.ddb.exceptions.ConditionalCheckFailedException:
             return False
 
-    def _open(self, entry: CatalogJob, first: str, new: int, cause: str, ledger: Ledger) -> bool:
+    def _open(self, entry: CatalogJob, first: str, new: int, cause: str, ledger: JobState) -> bool:
         """Open the job's episode of missed fires (True: this pass opened it, so it alerts), or
         add to the open one's count."""
         if ledger.missed_since is None and self._state_update(
@@ -409,7 +373,7 @@ class MissedFires:
                                set_=f"{dm.ATTR_MISSED_CAUSE} = :cause")
         return False
 
-    def _close(self, entry: CatalogJob, ledger: Ledger, resumed: str) -> None:
+    def _close(self, entry: CatalogJob, ledger: JobState, resumed: str) -> None:
         if self._state_update(entry, {":since": ledger.missed_since},
                               remove=f"{dm.ATTR_MISSED_SINCE}, {dm.ATTR_MISSED_COUNT}, {dm.ATTR_MISSED_CAUSE}, "
                                      f"{dm.ATTR_MISSED_ALERT}",
@@ -419,7 +383,7 @@ class MissedFires:
                                 f"{ledger.missed_since}")
 
     # -- alerts ----------------------------------------------------------------------------------
-    def _alert(self, entry: CatalogJob, ledger: Ledger) -> None:
+    def _alert(self, entry: CatalogJob, ledger: JobState) -> None:
         """Publish the open episode's alert, then clear its outbox flag (a failure between the two
         publishes it again on the next pass: at least once, never lost)."""
         if not ledger.missed_since:
@@ -427,7 +391,7 @@ class MissedFires:
         count = ledger.missed_count
         self._publish(entry, ledger.missed_since, status=ExecutionStatus.MISSED.value,
                       error=f"{count} scheduled fire{'s' if count != 1 else ''} missed since {ledger.missed_since}: "
-                            f"{ledger.cause or NO_START}. Run a missed fire with `jobplane backfill {entry.name} "
+                            f"{ledger.missed_cause or NO_START}. Run a missed fire with `jobplane backfill {entry.name} "
                             f"--from {ledger.missed_since} --to {ledger.missed_since}` (once per fire).")
         self._state_update(entry, {}, remove=dm.ATTR_MISSED_ALERT)
 

@@ -20,6 +20,9 @@ from jobplane.platform.timeline import attempt_rows
 
 #: The claim refuses a scheduled fire while this is set (contract/datamodel.ATTR_PAUSE_PREFIX).
 PAUSE_SCHEDULE = f"{dm.ATTR_PAUSE_PREFIX}{Trigger.SCHEDULE.value}"
+#: What the claim writes of scheduled fires: the newest claimed, and how many were ever claimed.
+FIRED_SCHEDULE = f"{dm.ATTR_FIRED_PREFIX}{Trigger.SCHEDULE.value}"
+CLAIMS_SCHEDULE = f"{dm.ATTR_CLAIMS_PREFIX}{Trigger.SCHEDULE.value}"
 
 _des, _ser = TypeDeserializer(), TypeSerializer()
 
@@ -77,6 +80,14 @@ class JobState:
     missed_since: str | None = None
     missed_count: int = 0
     missed_cause: str | None = None
+    # the fire ledger's own (platform/missed.py reads them with LEDGER_ATTRIBUTES): its watermark
+    # and the claim count for it, the alert's outbox flag; and what the claims wrote: the newest
+    # scheduled fire claimed and how many were ever claimed
+    fires_checked_until: str | None = None
+    fires_claims_checked: int | None = None
+    missed_alert_pending: bool = False
+    fired_schedule: str | None = None
+    claims_schedule: int = 0
 
     @property
     def paused(self) -> bool:
@@ -118,7 +129,10 @@ class JobState:
                    paused_by=p.get(dm.ATTR_PAUSED_BY),
                    paused_reason=p.get(dm.ATTR_PAUSED_REASON), paused_at=p.get(dm.ATTR_PAUSED_AT),
                    missed_since=p.get(dm.ATTR_MISSED_SINCE), missed_count=int(p.get(dm.ATTR_MISSED_COUNT) or 0),
-                   missed_cause=p.get(dm.ATTR_MISSED_CAUSE))
+                   missed_cause=p.get(dm.ATTR_MISSED_CAUSE), fires_checked_until=p.get(dm.ATTR_FIRES_CHECKED),
+                   fires_claims_checked=None if p.get(dm.ATTR_FIRES_CLAIMS) is None else int(p[dm.ATTR_FIRES_CLAIMS]),
+                   missed_alert_pending=dm.ATTR_MISSED_ALERT in p, fired_schedule=p.get(FIRED_SCHEDULE),
+                   claims_schedule=int(p.get(CLAIMS_SCHEDULE) or 0))
 
 
 @dataclass(frozen=True)

@@ -15,19 +15,29 @@ from jobplane.contract import names
 from jobplane.contract.catalog import CatalogJob
 
 
-def schedule_problems(scheduler: Any, prefix: str, entry: CatalogJob, paused: bool) -> dict[str, str]:
-    """What is wrong with the job's deployed schedules, by schedule name (GetSchedule each): not
-    deployed, DISABLED though the job is enabled and not paused, or an expression or timezone
-    that is not the compiled one. Empty: deployed as compiled."""
-    problems = {}
-    for i, expression in enumerate(entry.schedule):
+def deployed_schedules(scheduler: Any, prefix: str, entry: CatalogJob) -> dict[str, dict[str, Any] | None]:
+    """The job's schedules as deployed (GetSchedule each), by name; None: not deployed."""
+    found: dict[str, dict[str, Any] | None] = {}
+    for i in range(len(entry.schedule)):
         name = names.schedule_name(prefix, entry.name, i)
         try:
-            found = scheduler.get_schedule(Name=name, GroupName=prefix)
+            found[name] = scheduler.get_schedule(Name=name, GroupName=prefix)
         except scheduler.exceptions.ResourceNotFoundException:
+            found[name] = None
+    return found
+
+
+def schedule_problems(scheduler: Any, prefix: str, entry: CatalogJob, paused: bool,
+                      deployed: dict[str, dict[str, Any] | None] | None = None) -> dict[str, str]:
+    """What is wrong with the job's deployed schedules (``deployed``, or read now), by schedule
+    name: not deployed, DISABLED though the job is enabled and not paused, or an expression,
+    timezone or flexible time window that is not the compiled one. Empty: deployed as compiled."""
+    deployed = deployed_schedules(scheduler, prefix, entry) if deployed is None else deployed
+    problems = {}
+    for (name, found), expression in zip(deployed.items(), entry.schedule):
+        if found is None:
             problems[name] = f"schedule {name} is missing (deleted outside jobplane?); deploy the job again"
-            continue
-        if found.get("State") == "DISABLED" and entry.enabled and not paused:
+        elif found.get("State") == "DISABLED" and entry.enabled and not paused:
             problems[name] = (f"schedule {name} is DISABLED outside jobplane (the job is enabled and not paused); "
                               "deploy the job again to enable it, or `jobplane pause` and then `jobplane resume` it")
         elif found.get("ScheduleExpression") != expression:
@@ -42,19 +52,12 @@ def schedule_problems(scheduler: Any, prefix: str, entry: CatalogJob, paused: bo
     return problems
 
 
-def flexible_window(scheduler: Any, prefix: str, entry: CatalogJob) -> timedelta:
+def flexible_window(deployed: dict[str, dict[str, Any] | None]) -> timedelta:
     """The longest flexible time window of the job's deployed schedules: EventBridge Scheduler
     may start a fire anywhere within it after the fire's time
     (https://docs.aws.amazon.com/scheduler/latest/UserGuide/managing-schedule-flexible-time-windows.html).
     jobplane compiles OFF; a window set outside jobplane delays what counts as missed."""
-    longest = 0
-    for i in range(len(entry.schedule)):
-        try:
-            found = scheduler.get_schedule(Name=names.schedule_name(prefix, entry.name, i), GroupName=prefix)
-        except scheduler.exceptions.ResourceNotFoundException:
-            continue
-        longest = max(longest, _window(found))
-    return timedelta(minutes=longest)
+    return timedelta(minutes=max((_window(found) for found in deployed.values() if found), default=0))
 
 
 def _window(schedule: dict[str, Any]) -> int:

@@ -87,9 +87,8 @@ def _reindexed(backend: Any, table_name: Any, key: Any, write: Any) -> Any:
         if cached is None or cached[0] != _generation[0] or not isinstance(key, dict):
             return write()
         before = _stored(table, key)
-        was = {name: before.attrs.get(attr) if before is not None else None
-               for name, (attr, _) in cached[1].items()}
-        was = {name: _bucket_key(v) if v is not None else None for name, v in was.items()}
+        values = {name: before.attrs.get(attr) if before is not None else None for name, (attr, _) in cached[1].items()}
+        was = {name: _bucket_key(v) if v is not None else None for name, v in values.items()}
         try:
             return write()
         finally:
