@@ -358,8 +358,9 @@ def raw_problems(source: str, job: str, item: dict[str, Any], config: PlatformCo
     name = item.get("name")
     if isinstance(name, str) and NAME_RE.fullmatch(name):
         order = ["state machine", "schedule", "IAM role", "task definition family"]
-        long = sorted(too_long(raw_derived_names(config.name_prefix, name, item)), key=lambda x: order.index(x[0]))
-        taken = sorted({n for _, n in raw_derived_names(config.name_prefix, name, item)}
+        derived = raw_derived_names(config.name_prefix, name, item)
+        long = sorted(too_long(derived), key=lambda x: order.index(x[0]))
+        taken = sorted({n for _, n in derived}
                        & base_module_names(config.name_prefix))
         if taken:
             problems.append(Problem(source, job, "name", f"{quoted(name)} would name {', '.join(map(repr, taken))}, "
