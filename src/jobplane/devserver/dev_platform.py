@@ -343,7 +343,7 @@ class DevPlatform:
             f"jobplane dev is ready: {len(self.jobs)} jobs deployed on the embedded local AWS.",
             f"  portal      {self.portal_url}/   (signed in as {self.config.dev.dev_user})",
             f"  health      {self.portal_url}/healthz",
-            f"  local AWS   {self.aws.endpoint_url}   (boto3 endpoint_url; its access key is in {self.data_dir / RUNTIME_FILE})",
+            f"  local AWS   {self.aws.endpoint_url}   (boto3 endpoint_url; sign with the access key and secret in {self.data_dir / RUNTIME_FILE})",
             f"  step logs   CloudWatch Logs {self.aws.log_group} (jobplane logs EXECUTION), cached in {self.data_dir / 'logs'}; "
             f"engine details in {self.data_dir / 'engine.log'}",
             f"  alerts      {webhook}; undeliverable ones kept in {self.data_dir / 'dead-letters'}",
