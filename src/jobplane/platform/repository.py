@@ -106,14 +106,16 @@ class JobState:
         return self.blocked_by is not None and self.acknowledged_by is None
 
     #: Every attribute :meth:`from_item` reads: the jobs' state query asks for these alone. A
-    #: claimed job's item also holds its duplicate keys (``fire_*``, ``fired_*``), blocks and
-    #: index keys, which no reader of a state needs; leaving them out of the answer is what
-    #: DynamoDB sends and every client parses (~40% of the jobs page's store time at 1,000
-    #: jobs, bench/portal.py).
+    #: claimed job's item also holds its duplicate keys (``fire_*``, the other triggers'
+    #: ``fired_*`` and ``claims_*``), blocks and index keys, which no reader of a state needs;
+    #: leaving them out of the answer is what DynamoDB sends and every client parses (~40% of the
+    #: jobs page's store time at 1,000 jobs, bench/portal.py). Readers of a few fields ask for
+    #: fewer (the jobs page, the fire ledger).
     ATTRIBUTES = ("job", "team", dm.ATTR_RUNNING, dm.ATTR_HOLDER, dm.ATTR_LAST_STATUS, dm.ATTR_LAST_EXECUTION,
                   dm.ATTR_LAST_FINISHED_AT, dm.ATTR_LAST_STARTED_AT, dm.ATTR_BLOCKED_BY, dm.ATTR_ACKNOWLEDGED_BY,
                   dm.ATTR_PAUSED_BY, dm.ATTR_PAUSED_REASON, dm.ATTR_PAUSED_AT, dm.ATTR_MISSED_SINCE,
-                  dm.ATTR_MISSED_COUNT, dm.ATTR_MISSED_CAUSE)
+                  dm.ATTR_MISSED_COUNT, dm.ATTR_MISSED_CAUSE, dm.ATTR_FIRES_CHECKED, dm.ATTR_FIRES_CLAIMS,
+                  dm.ATTR_MISSED_ALERT, FIRED_SCHEDULE, CLAIMS_SCHEDULE)
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> JobState:
