@@ -142,6 +142,33 @@ def test_declared_secrets_keys_and_url_passwords_never_reach_the_logs() -> None:
     assert printed["layout"] == "us-intl" and printed["cwd"] == os.getcwd()  # ordinary values stay
 
 
+def test_what_a_python_steps_children_and_c_code_print_is_redacted_and_logged() -> None:
+    """Issue 40, item 6: os.system, subprocess and writes to fds 1 and 2 bypassed sys.stdout."""
+    code, lines, proc = run("python", {"target": "sample_apps.functions:leaky_children"},
+                            DB_PASSWORD="correct-horse-battery", STRIPE_KEY="sk_live_abcdef123456")
+    assert code == 0, proc.stdout + proc.stderr
+    for secret in ("correct-horse-battery", "sk_live_abcdef123456"):
+        assert secret not in proc.stdout and secret not in proc.stderr, secret
+    printed = {(line["stream"], line["message"]) for line in lines if line.get("stream")}
+    assert printed == {("stdout", "system=[redacted]"), ("stderr", "child-err=[redacted]"),
+                       ("stdout", "fd1=[redacted]"), ("stderr", "dunder=[redacted]")}
+    for line in lines:  # each as a log line of the run, at the stream's level
+        if line.get("stream"):
+            assert line["job"] == "month-end-close" and line["logger"] == "jobplane.output"
+            assert line["level"] == ("info" if line["stream"] == "stdout" else "warning")
+    assert lines[-1]["message"] == "step succeeded"  # the children's lines are logged before the result
+    assert proc.stderr == ""
+
+
+def test_a_crash_of_the_interpreter_still_shows_where() -> None:
+    """With fds 1 and 2 captured by a thread of the dying process, faulthandler writes to the real
+    stderr: the crash's stack (names, no values) is not lost."""
+    code, lines, proc = run("python", {"target": "sample_apps.functions:segfault"})
+    assert code == -signal.SIGSEGV, proc.stdout + proc.stderr
+    assert "about to crash" in [line["message"] for line in lines]
+    assert "Fatal Python error: Segmentation fault" in proc.stderr and "segfault" in proc.stderr
+
+
 def test_celery_task_runs_inline_without_a_broker(tmp_path: Path) -> None:
     out = tmp_path / "celery.txt"
     code, lines, proc = run("celery", {"target": "billing.tasks.close_month", "kwargs": {"out": str(out)}},

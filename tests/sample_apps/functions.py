@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -41,6 +42,25 @@ def leaky() -> None:
     log.info("connecting with password %s", secret)
     print(f"dsn=postgres://app:{secret}@db/app")
     raise RuntimeError(f"login failed for password {secret}")
+
+
+def leaky_children() -> None:
+    """What a python step's own children and C code write goes to fds 1 and 2, not sys.stdout."""
+    import subprocess
+
+    os.system("echo system=$STRIPE_KEY")
+    subprocess.run(["sh", "-c", "echo child-err=$DB_PASSWORD >&2"], check=True)
+    os.write(1, f"fd1={os.environ['DB_PASSWORD']}\n".encode())
+    sys.__stderr__.write(f"dunder={os.environ['STRIPE_KEY']}\n")
+    sys.__stderr__.flush()
+
+
+def segfault() -> None:
+    """A C extension's crash: the interpreter dies with the thread that reads the pipes."""
+    import ctypes
+
+    print("about to crash")
+    ctypes.string_at(0)
 
 
 def slow(ready: str, seconds: float = 60) -> None:

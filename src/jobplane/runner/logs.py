@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 from jobplane.contract.runner import ENV_PARAMS, ENV_TARGET
 from jobplane.contract.secret_names import NOT_SECRET as _NOT_SECRET_NAMES
 from jobplane.contract.secret_names import SECRET_NAME, URL_PASSWORD
+from jobplane.runner.capture import Capture
 
 NOT_SECRET = _NOT_SECRET_NAMES | {ENV_TARGET, ENV_PARAMS}
 #: The declared secrets of the step (ECS ``secrets``), by name: set by the job's task definition.
@@ -121,10 +122,15 @@ class LineLogger(io.TextIOBase):
             self.logger.log(self.level, line, extra={"stream": self.stream})
 
 
+_capture = Capture()
+
+
 def configure(fields: dict[str, Any], env: Mapping[str, str] | None = None) -> logging.Logger:
-    """Route every log record and every print through one JSON handler on the real stdout."""
+    """Route every log record, every print and everything written to fds 1 and 2 (children
+    included: runner/capture.py) through one JSON handler on the real stdout."""
     env = os.environ if env is None else env
-    out = sys.__stdout__
+    output = logging.getLogger("jobplane.output")
+    out = _capture.start(output) if not _capture.saved else _capture.real_stdout
     handler = logging.StreamHandler(out)
     handler.setFormatter(RunFormatter(fields, secret_values(env)))
     root = logging.getLogger()
@@ -133,7 +139,14 @@ def configure(fields: dict[str, Any], env: Mapping[str, str] | None = None) -> l
     root.addHandler(handler)
     root.setLevel(os.environ.get("JOBPLANE_LOG_LEVEL", "INFO").upper())
     logging.captureWarnings(True)
-    output = logging.getLogger("jobplane.output")
     sys.stdout = LineLogger(output, logging.INFO, "stdout")  # type: ignore[assignment]
     sys.stderr = LineLogger(output, logging.WARNING, "stderr")  # type: ignore[assignment]
     return logging.getLogger("jobplane.runner")
+
+
+def release_descriptors() -> None:
+    """Give fds 1 and 2 back and log what the step's children wrote before: called before the
+    step's result is logged, so that the result is the last line."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    _capture.close()

@@ -58,14 +58,17 @@ def run(kind: str, ctx: RunContext, log: logging.Logger) -> int:
     started = time.monotonic()
     log.info("step started", extra={"kind": kind, "target": ctx.target.get("target") or ctx.target.get("argv")})
     try:
-        if kind == "python":
-            targets.run_python(ctx)
-        elif kind == "celery":
-            targets.run_celery(ctx)
-        elif kind == "django":
-            targets.run_django(ctx)
-        else:
-            targets.run_shell(ctx, log)
+        try:
+            if kind == "python":
+                targets.run_python(ctx)
+            elif kind == "celery":
+                targets.run_celery(ctx)
+            elif kind == "django":
+                targets.run_django(ctx)
+            else:
+                targets.run_shell(ctx, log)
+        finally:
+            logs.release_descriptors()
     except Terminated:
         log.warning("stopped by SIGTERM", extra={"duration": _since(started)})
         return rc.EXIT_TERMINATED
@@ -100,6 +103,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
         stop.configure()
     except ContractError as e:
         logs.configure({}).error("bad runner environment: %s", e, extra={"error_type": "ContractError"})
+        logs.release_descriptors()
         sys.exit(rc.EXIT_PERMANENT)
     fields = {"job": ctx.job, "step": ctx.step, "execution_id": ctx.execution_id, "attempt": ctx.attempt,
               "trace_id": ctx.trace.trace_id, "span_id": ctx.trace.span_id}
@@ -110,8 +114,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     except Terminated:  # SIGTERM between steps of our own bookkeeping
         log.warning("stopped by SIGTERM")
         code = rc.EXIT_TERMINATED
-    sys.stdout.flush()
-    sys.stderr.flush()
+    logs.release_descriptors()
     logging.shutdown()
     sys.exit(code)
 
