@@ -55,7 +55,7 @@ def make_runs(platform) -> dict[str, str]:  # type: ignore[no-untyped-def]
     return {"report": report, "failed": failed, "rerun": rerun, "backfill": backfill.id}
 
 
-def shoot(portal_url: str, runs: dict[str, str], out: Path) -> list[Path]:
+def shoot(portal_url: str, login_url: str, runs: dict[str, str], out: Path) -> list[Path]:
     from playwright.sync_api import sync_playwright
 
     pages = {
@@ -71,6 +71,7 @@ def shoot(portal_url: str, runs: dict[str, str], out: Path) -> list[Path]:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
                                      args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
         page = browser.new_page(base_url=portal_url, viewport={"width": 1280, "height": 800})
+        page.goto(login_url)  # this start's sign-in link, as the banner prints it
         for file, path in pages.items():
             page.goto(path)
             page.wait_for_load_state("networkidle")
@@ -98,7 +99,7 @@ def main() -> None:
         platform.start()
         try:
             runs = make_runs(platform)
-            for path in shoot(platform.portal_url, runs, args.out):
+            for path in shoot(platform.portal_url, platform.portal_login_url, runs, args.out):
                 print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
         finally:
             platform.stop()

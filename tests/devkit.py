@@ -3,7 +3,9 @@ whose steps run tests/sample_apps through the real runner."""
 
 from __future__ import annotations
 
+import http.cookiejar
 import textwrap
+import urllib.request
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -163,3 +165,12 @@ def utc(text: str) -> datetime:
 
 
 __all__ = ["ROOT", "make_repo", "FakeClock", "utc"]
+
+
+def signed_in(login_url: str) -> urllib.request.OpenerDirector:
+    """An HTTP client signed in to a ``jobplane dev`` portal the way a browser is: through the
+    start's login link, keeping the session cookie it sets."""
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+    with opener.open(login_url, timeout=60) as r:
+        assert r.status == 200 and r.url.rstrip("/") == login_url.split("/login")[0], r.url
+    return opener

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import time
-import urllib.request
+import urllib.error
 from typing import Any, Iterator
 
 import pytest
 
 from jobplane.devserver.dev_platform import DevPlatform
+from devkit import signed_in
 from portal_kit import start_platform
 
 
@@ -60,7 +61,7 @@ def wait_record(platform: DevPlatform, name: str, timeout: float = 300) -> Any:
 
 def get(platform: DevPlatform, path: str) -> tuple[int, bytes]:
     try:
-        with urllib.request.urlopen(f"{platform.portal_url}{path}", timeout=60) as r:
+        with signed_in(platform.portal_login_url).open(f"{platform.portal_url}{path}", timeout=60) as r:
             return r.status, r.read()
     except urllib.error.HTTPError as e:
         return e.code, e.read()

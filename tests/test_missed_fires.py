@@ -14,14 +14,13 @@ import json
 import textwrap
 import threading
 import time
-import urllib.request
 from datetime import datetime, timedelta, timezone
 from typing import Iterator
 
 import pytest
 from click.testing import CliRunner
 
-from devkit import make_repo
+from devkit import make_repo, signed_in
 from ledger_kit import MINUTELY, alerts, missed_records, wait_until
 from slack_receiver import Receiver
 
@@ -160,7 +159,7 @@ def cli(platform: DevPlatform, *args: str):  # type: ignore[no-untyped-def]
 
 
 def get(platform: DevPlatform, path: str) -> str:
-    with urllib.request.urlopen(f"{platform.portal_url}{path}", timeout=60) as r:
+    with signed_in(platform.portal_login_url).open(f"{platform.portal_url}{path}", timeout=60) as r:
         return r.read().decode()
 
 

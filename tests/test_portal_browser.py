@@ -96,6 +96,7 @@ def page(browser, platform: DevPlatform):  # type: ignore[no-untyped-def]
 
     context = browser.new_context(base_url=platform.portal_url)
     page = context.new_page()
+    page.goto(platform.portal_login_url)  # this start's sign-in link, as a developer opens it
     # Bounds that only catch a hang: expect()'s own default is 5 s, which a run on a loaded
     # 2-core machine can exceed (it failed once in make test beside a soak).
     page.set_default_timeout(120_000)

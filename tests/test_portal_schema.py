@@ -45,13 +45,14 @@ _import_everything(schemathesis)
 _import_everything(hypothesis, skip=("hypothesis.extra",))
 from jobplane.devserver.dev_platform import DevPlatform
 from jobplane.portal.app import create_app
-from jobplane.portal.settings import PortalSettings
+from jobplane.portal.settings import AuthSettings, PortalSettings
 from portal_kit import READER, Served, as_user, header_app, start_platform
 
 # The schema is the app's own; it does not depend on the platform behind it (generated at import
 # so schemathesis can parametrize; requests go to a real portal over HTTP, below).
 schema = schemathesis.openapi.from_dict(
-    create_app(PortalSettings(Deployment(table="t", topic_arn="t")), control=object()).openapi())  # type: ignore[arg-type]
+    create_app(PortalSettings(Deployment(table="t", topic_arn="t"), AuthSettings(mode="dev", dev_login="x" * 32)),
+               control=object()).openapi())  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,11 @@ Each test performs the attack and shows that it now fails (issue 10, items 1 and
 
 from __future__ import annotations
 
+import http.cookiejar
 import json
+import os
 import stat
+import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -17,7 +20,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-from devkit import make_repo
+from devkit import make_repo, signed_in
 from jobplane.contract.config import load_config
 from jobplane.devserver.dev_platform import DevPlatform
 
@@ -189,6 +192,65 @@ def test_the_cli_and_portal_use_the_key_from_an_owner_only_dev_json(platform: De
     assert platform.aws.credentials.access_key_id not in ("local", "ak")
 
 
+def portal_call(platform: DevPlatform, path: str, *, opener: urllib.request.OpenerDirector | None = None,
+                body: dict | None = None) -> tuple[int, bytes]:
+    request = urllib.request.Request(f"{platform.portal_url}{path}", method="POST" if body is not None else "GET",
+                                     data=json.dumps(body).encode() if body is not None else None,
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with (opener or urllib.request.build_opener()).open(request, timeout=60) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def test_another_local_user_is_not_the_dev_user(platform: DevPlatform, tmp_path: Path) -> None:
+    """Issue 40, item 5: the portal made every account on the machine its admin (as uid nobody:
+    step logs through the API, a pause audited as dev@localhost). Now only a browser signed in with
+    this start's link is; nobody can read the link from the 0600 dev.json in the 0700 directory."""
+    name = platform.control.run_now("flaky-load", "dev@localhost", {"mode": "ok"})
+    for path in ("/api/jobs", f"/api/executions/{name}", f"/api/executions/{name}/logs", "/jobs/flaky-load", "/"):
+        status, body = portal_call(platform, path)
+        assert status == 401 and b"login link" in body, (path, status)
+    status, _ = portal_call(platform, "/api/jobs/flaky-load/pause", body={"reason": "attack"})
+    assert status == 401
+    state = platform.control.repo.job_state("flaky-load")
+    assert state is None or not state.paused
+    # a guessed or old link, or a cookie of another start, signs in to nothing
+    assert portal_call(platform, "/login?token=" + "A" * 43)[0] == 401
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    jar.set_cookie(http.cookiejar.Cookie(0, "jobplane_dev_" + "0" * 12, "f" * 64, None, False, "127.0.0.1", False,
+                                         False, "/", True, False, None, True, None, None, {}))
+    assert portal_call(platform, "/api/jobs", opener=opener)[0] == 401
+    if os.geteuid() == 0:  # what the review did: another account on the machine (CI runs as root)
+        attacker = subprocess.run(
+            ["/usr/bin/python3", "-c", ATTACKER, str(platform.data_dir / "dev.json"), platform.portal_url],
+            user="nobody", capture_output=True, text=True, timeout=120, cwd="/")
+        assert attacker.stdout.split() == ["dev.json:PermissionError", "api:401"], attacker.stdout + attacker.stderr
+    # the developer's browser, through the link the banner prints
+    assert platform.portal_login_url in platform.banner()
+    assert json.loads((platform.data_dir / "dev.json").read_text())["portal_login_url"] == platform.portal_login_url
+    opener = signed_in(platform.portal_login_url)
+    status, body = portal_call(platform, "/api/jobs", opener=opener)
+    assert status == 200 and "flaky-load" in {job["name"] for job in json.loads(body)}
+
+
+ATTACKER = """
+import sys, urllib.request, urllib.error
+try:
+    open(sys.argv[1]).read()
+    print("dev.json:read")
+except OSError as e:
+    print("dev.json:" + type(e).__name__)
+try:
+    urllib.request.urlopen(sys.argv[2] + "/api/jobs", timeout=60)
+    print("api:200")
+except urllib.error.HTTPError as e:
+    print("api:%d" % e.code)
+"""
+
+
 def test_the_data_directory_is_owner_only(platform: DevPlatform) -> None:
     name = platform.control.run_now("flaky-load", "dev@localhost", {"mode": "ok"})
     deadline = time.monotonic() + 120
@@ -215,3 +277,13 @@ def test_local_aws_key_is_random_per_start() -> None:
 
     keys = {Credentials.generate().access_key_id for _ in range(50)}
     assert len(keys) == 50 and all(len(k) == 31 and k.isalnum() for k in keys)
+
+
+def test_a_dev_portal_without_a_login_secret_does_not_start() -> None:
+    from jobplane.platform.control import Deployment
+    from jobplane.portal.app import create_app
+    from jobplane.portal.settings import AuthSettings, PortalSettings
+
+    for login in (None, "short"):
+        with pytest.raises(ValueError, match="per-start login secret"):
+            create_app(PortalSettings(Deployment(table="t", topic_arn="t"), AuthSettings(mode="dev", dev_login=login)))

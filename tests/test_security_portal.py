@@ -21,6 +21,7 @@ from jobplane.platform.control import Deployment
 from jobplane.devserver.dev_platform import DevPlatform
 from jobplane.portal.app import create_app
 from jobplane.portal.settings import AuthSettings, PortalSettings
+from devkit import signed_in
 from portal_kit import ADMIN, BILLING, PROXY_SECRET, READER, as_user, header_app, start_platform
 from quiet_http import QuietThreadingHTTPServer
 
@@ -244,11 +245,12 @@ def test_dns_rebinding_cannot_read_the_portal(client: TestClient, platform: DevP
     import urllib.error
     import urllib.request
 
-    # the dev portal as served: its own name answers, another name does not
-    assert urllib.request.urlopen(f"{platform.portal_url}/", timeout=30).status == 200
+    # the dev portal as served, to a signed-in browser: its own name answers, another name does not
+    browser = signed_in(platform.portal_login_url)
+    assert browser.open(f"{platform.portal_url}/", timeout=30).status == 200
     with pytest.raises(urllib.error.HTTPError) as refused:
-        urllib.request.urlopen(urllib.request.Request(f"{platform.portal_url}/", headers={"Host": "rebind.evil.example"}),
-                               timeout=30)
+        browser.open(urllib.request.Request(f"{platform.portal_url}/", headers={"Host": "rebind.evil.example"}),
+                     timeout=30)
     assert refused.value.code == 400
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -62,6 +63,8 @@ class DevPlatform:
         self.output_dir = self.data_dir / "compiled"
         self.aws_port = aws_port
         self.portal_port = portal_port
+        # the portal's sign-in secret, new at every start (portal/settings.AuthSettings, dev mode)
+        self._login_token = secrets.token_urlsafe(32)
         self.reset = reset
         self.clock = clock
         self.webhook_url = webhook_url
@@ -202,7 +205,7 @@ class DevPlatform:
             t.start()
         on_stop("stop the scheduler, slow-run check, catch-up and saver", lambda: self._join(threads))
         on_stop("stop the portal", self._start_portal(portal_socket))
-        write_runtime(self.data_dir, self.portal_url, self.deployment, self.service_ports)
+        write_runtime(self.data_dir, self.portal_url, self.deployment, self.service_ports, self.portal_login_url)
         on_stop(f"remove {RUNTIME_FILE}", lambda: remove_runtime(self.data_dir))
 
     def _check_not_running(self) -> None:
@@ -261,6 +264,11 @@ class DevPlatform:
     def portal_url(self) -> str:
         return f"http://127.0.0.1:{self.portal_port}"
 
+    @property
+    def portal_login_url(self) -> str:
+        """The link that signs a browser in to this start's portal (``/login``)."""
+        return f"{self.portal_url}/login?token={self._login_token}"
+
     def _bind_portal(self) -> socket.socket:
         """Bound first, before anything is told the portal's URL (alert links, dev.json): port 0
         takes a free port with no race between parallel tests or two instances."""
@@ -284,7 +292,8 @@ class DevPlatform:
 
         assert self.deployment is not None
         settings = PortalSettings.from_config(self.config, self.deployment,
-                                              AuthSettings(mode="dev", dev_user=self.config.dev.dev_user),
+                                              AuthSettings(mode="dev", dev_user=self.config.dev.dev_user,
+                                                           dev_login=self._login_token),
                                               base_url=self.portal_url)
         server = uvicorn.Server(uvicorn.Config(create_app(settings, self.control), log_level="warning",
                                                lifespan="off"))
@@ -341,7 +350,9 @@ class DevPlatform:
         lines = [
             "",
             f"jobplane dev is ready: {len(self.jobs)} jobs deployed on the embedded local AWS.",
-            f"  portal      {self.portal_url}/   (signed in as {self.config.dev.dev_user})",
+            f"  portal      {self.portal_login_url}",
+            f"              (this start's sign-in link, as {self.config.dev.dev_user}; only you can read it, "
+            f"also in {RUNTIME_FILE})",
             f"  health      {self.portal_url}/healthz",
             f"  local AWS   {self.aws.endpoint_url}   (boto3 endpoint_url; sign with the access key and secret in {self.data_dir / RUNTIME_FILE})",
             f"  step logs   CloudWatch Logs {self.aws.log_group} (jobplane logs EXECUTION), cached in {self.data_dir / 'logs'}; "

@@ -44,9 +44,12 @@ def control_for(data_dir: Path) -> ControlPlane:
     return ControlPlane(Deployment.from_json(read_runtime(data_dir)["deployment"]))
 
 
-def write_runtime(data_dir: Path, portal_url: str, deployment: Deployment, service_ports: dict[str, int]) -> Path:
-    """dev.json holds the local AWS's key: created 0600, never readable by another user."""
-    runtime = {"pid": os.getpid(), "portal_url": portal_url, "deployment": deployment.to_json(),
+def write_runtime(data_dir: Path, portal_url: str, deployment: Deployment, service_ports: dict[str, int],
+                  portal_login_url: str) -> Path:
+    """dev.json holds the local AWS's key and the portal's sign-in link: created 0600, never
+    readable by another user."""
+    runtime = {"pid": os.getpid(), "portal_url": portal_url, "portal_login_url": portal_login_url,
+               "deployment": deployment.to_json(),
                "data_dir": str(data_dir), "started_at": time.time(), "service_ports": service_ports}
     tmp = data_dir / (RUNTIME_FILE + ".tmp")
     tmp.unlink(missing_ok=True)

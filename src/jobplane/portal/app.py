@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import Depends, FastAPI, Request
-from fastapi.responses import HTMLResponse, PlainTextResponse
+from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from starlette.datastructures import Headers
@@ -26,7 +26,7 @@ from jobplane import __version__
 from jobplane.platform.backfill import Backfills
 from jobplane.platform.control import ControlPlane
 from jobplane.portal import errors, views
-from jobplane.portal.auth import AlbKeys, RateLimiter, User, identify
+from jobplane.portal.auth import AlbKeys, RateLimiter, User, dev_cookie, dev_login_accepted, identify
 from jobplane.portal.csrf import Csrf
 from jobplane.portal.errors import PortalError
 from jobplane.portal.job_rows import RowRenderer
@@ -154,6 +154,20 @@ def create_app(settings: PortalSettings, control: ControlPlane | None = None) ->
     def healthz() -> dict[str, Any]:
         portal.control.repo.job_state("__health__")  # one cheap read: the store answers
         return {"status": "ok", "version": __version__, "jobs": len(portal.control.entries)}
+
+    @app.get("/login", include_in_schema=False)
+    def dev_login(request: Request, token: str = "") -> Response:
+        """``jobplane dev``'s sign-in: the per-start link sets this start's session cookie (404 in
+        the production modes, whose identity comes from the proxy or the ALB)."""
+        if settings.auth.mode != "dev":
+            raise PortalError(404, "not found")
+        if not dev_login_accepted(token, settings.auth):
+            raise PortalError(401, "this login link is not the one of this jobplane dev start: use the link it "
+                                   "printed (also in dev.json in its data directory, as portal_login_url)")
+        name, value = dev_cookie(settings.auth)
+        response = RedirectResponse("/", status_code=303)
+        response.set_cookie(name, value, httponly=True, samesite="lax", path="/")
+        return response
 
     def authenticated(request: Request) -> None:
         """Identity first, before any store work: an anonymous request learns nothing, not even

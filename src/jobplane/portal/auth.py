@@ -154,9 +154,27 @@ def _network(cidr: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
     return ipaddress.ip_network(cidr, strict=False)
 
 
+def dev_cookie(auth: AuthSettings) -> tuple[str, str]:
+    """The session cookie of one ``jobplane dev`` start: name and value both derived from its login
+    secret, so two platforms on one host (cookies ignore the port) keep separate sessions and a
+    cookie of an earlier start opens nothing."""
+    key = (auth.dev_login or "").encode()
+    name = hmac.new(key, b"jobplane dev cookie name", "sha256").hexdigest()[:12]
+    return f"jobplane_dev_{name}", hmac.new(key, b"jobplane dev session", "sha256").hexdigest()
+
+
+def dev_login_accepted(token: str, auth: AuthSettings) -> bool:
+    return auth.mode == "dev" and bool(auth.dev_login) and hmac.compare_digest(token.encode(),
+                                                                                (auth.dev_login or "").encode())
+
+
 def identify(request: Request, settings: PortalSettings, keys: AlbKeys | None) -> User:
     auth = settings.auth
     if auth.mode == "dev":
+        cookie, session = dev_cookie(auth)
+        if not (auth.dev_login and hmac.compare_digest(request.cookies.get(cookie, "").encode(), session.encode())):
+            raise PortalError(401, "not signed in: open the login link jobplane dev printed when it started "
+                                   "(also in dev.json in its data directory, as portal_login_url)")
         name = auth.dev_user
     elif auth.mode == "trusted-header":
         _from_trusted_proxy(request, auth)

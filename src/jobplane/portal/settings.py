@@ -22,7 +22,10 @@ from jobplane.platform.control import Deployment
 class AuthSettings:
     """Who the user is. ``mode``:
 
-    * ``dev``: every request is ``dev_user`` (local only; ``jobplane dev`` binds to 127.0.0.1);
+    * ``dev``: a request that carries the session cookie of this start is ``dev_user``; the cookie
+      is set by ``/login?token=<dev_login>``, a per-start secret that only the user who started
+      ``jobplane dev`` sees (its banner and the 0600 dev.json). Binding to 127.0.0.1 alone let
+      every local account in (issue 40, item 5);
     * ``trusted-header``: an authenticating proxy in front sets ``header`` (e.g. X-Forwarded-Email).
       The header is believed only from the proxy: the request must come from an address in
       ``trusted_proxies`` (CIDRs) and/or carry ``proxy_secret`` in ``proxy_secret_header``;
@@ -33,6 +36,7 @@ class AuthSettings:
 
     mode: str = "dev"
     dev_user: str = "dev@localhost"
+    dev_login: str | None = None
     header: str = "X-Forwarded-Email"
     trusted_proxies: tuple[str, ...] = ()
     proxy_secret: str | None = None
@@ -57,6 +61,9 @@ class AuthSettings:
                     raise ValueError(f"trusted proxy {cidr!r} is not an address or CIDR") from None
             if self.proxy_secret is not None and len(self.proxy_secret) < 16:
                 raise ValueError("the proxy secret must be at least 16 characters")
+        if self.mode == "dev" and len(self.dev_login or "") < 32:
+            raise ValueError("dev mode needs a per-start login secret of at least 32 characters (jobplane dev "
+                             "makes one): otherwise every account on the machine is the dev user")
         if self.mode == "alb-oidc" and not (self.alb_arn and self.alb_arn.startswith("arn:")):
             raise ValueError("alb-oidc mode needs the load balancer's ARN (JOBPLANE_ALB_ARN): the signer of "
                              "every identity token is checked against it")
