@@ -65,7 +65,7 @@ def test_plan_says_in_words_what_changes(repo: Repo) -> None:
     text = text.replace("policy: jp.policy.SKIP_IF_RUNNING", "policy: jp.policy.SKIP_IF_RUNNING_OR_FAILED")
     text = text.replace("opts={ retry: jp.retry(3, '1m'), timeout: '30m' }",
                         "opts={ retry: jp.retry(5, '1m'), timeout: '30m', secrets: { "
-                        "WAREHOUSE_PASSWORD: 'arn:aws:secretsmanager:ap-northeast-1:123456789012:secret:wh-AbC123' } }")
+                        "WAREHOUSE_PASSWORD: jp.secret('billing/warehouse') } }")
     text = text.replace("  ],\n  notify", "    jp.shell('archive', ['gzip', '-k', 'report.csv']),\n  ],\n  notify")
     daily.write_text(text)
     (repo.path / "jobs/growth/weekly-cohort-export.jsonnet").unlink()
@@ -85,8 +85,11 @@ def test_plan_says_in_words_what_changes(repo: Repo) -> None:
     assert "    step added: archive (shell gzip -k report.csv)" in out
     assert "    step extract-orders: retry attempts 3 -> 5" in out
     assert "    step extract-orders: secrets added WAREHOUSE_PASSWORD" in out
-    assert ("    IAM daily_sales_report_exec: + secretsmanager:GetSecretValue on "
-            "arn:aws:secretsmanager:ap-northeast-1:123456789012:secret:wh-AbC123") in out
+    assert "    may now read Secrets Manager secret billing/warehouse" in out  # the grant, in words
+    assert ("    IAM daily_sales_report_exec: + secretsmanager:GetSecretValue on arn:${data.aws_partition.current."
+            "partition}:secretsmanager:${data.aws_region.current.region}:${data.aws_caller_identity.current."
+            "account_id}:secret:billing/warehouse-??????") in out  # in the deployment's own account
+    assert "    reads secrets: none" in out.split("+ ad-spend-import", 1)[1]
     # compiling makes the plan empty again
     assert repo.cli("compile").exit_code == 0
     assert repo.cli("plan", "--exit-code").exit_code == 0

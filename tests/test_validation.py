@@ -218,7 +218,8 @@ PLANTED = {  # file: (text, [fragments of each problem planted in it, one line e
         """, ["after[0].on: 'DONE' is not one of SUCCEEDED, FAILED", "after[1].jobb: unknown field (did you mean 'job'?)",
               "after[1].job: required field is missing",
               "steps[0].env: 'JOBPLANE_X' is reserved", "steps[0].env: 'TRACEPARENT' is reserved",
-              "steps[0].secrets: 'OK': 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:db' is a partial",
+              "steps[0].secrets: 'OK': 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:db' is an ARN; name the "
+              "secret instead (jp.secret('db'))",
               "steps[0].secrets: 'bad key' is not a valid environment variable name"]),
     # a file whose items are not all jobs, beside a job with no usable name (this crashed while
     # sorting: a problem with no job was compared with one naming '#3')
@@ -296,6 +297,52 @@ def test_two_jobs_deriving_one_aws_name_are_refused_naming_both(repo: Repo) -> N
         or (f"jobs/billing/nightly-2.jsonnet: job 'nightly-2': name: its schedule name '{prefix}-nightly-2' is also "
             f"one that job 'nightly' (jobs/billing/nightly.jsonnet) derives; rename one of them") in result.stderr, \
         result.stderr
+
+
+def test_a_team_reads_only_its_own_secrets_and_those_shared_with_it(repo: Repo) -> None:
+    """Issue 40, item 4: a growth job compiled `jp.secret('billing/...')` (and an ARN of another
+    account) into a grant. Now each is refused naming the file, job and field; the names a
+    platform owner lists in `[teams.growth] secrets` are allowed, and the plan says each grant."""
+    secrets = ("{ A: jp.secret('billing/stripe-key'), B: jp.parameter('/billing/db-password'), "
+               "C: jp.secret('datadog-api-key'), D: jp.secret('growth/ads-token'), E: jp.parameter('/growth/x'), "
+               "F: jp.secret('growthy/not-growth') }")
+    repo.write("jobs/growth/ads.jsonnet", minimal_job("ads").replace("'billing'", "'growth'").replace(
+        "steps: [jp.python('run', 'examples.noop:run')]",
+        f"steps: [{{ name: 'p', parallel: [jp.python('run', 'm:f', opts={{ secrets: {secrets} }}), "
+        "jp.python('other', 'm:g')] }]"))
+    result = repo.cli("validate")
+    assert result.exit_code != 0
+    problems = [line for line in result.stderr.splitlines() if "secrets." in line]
+    assert len(problems) == 4, result.stderr
+    for env, what in (("A", "Secrets Manager secret billing/stripe-key"), ("B", "SSM parameter /billing/db-password"),
+                      ("C", "Secrets Manager secret datadog-api-key"), ("F", "Secrets Manager secret growthy/not-growth")):
+        assert any(line.startswith(f"jobs/growth/ads.jsonnet: job 'ads': steps[0].parallel[0].secrets.{env}: team growth's "
+                                   "jobs may read only Secrets Manager secrets named 'growth/...', SSM parameters named "
+                                   f"'/growth/...' and the names listed in [teams.growth] secrets in jobplane.toml; {what} "
+                                   "is neither") for line in problems), (env, problems)
+    # an ARN, of this account or another, is refused with the name to use (compiler/model.py)
+    repo.write("jobs/growth/arn.jsonnet", minimal_job("arn-job").replace("'billing'", "'growth'").replace(
+        "jp.python('run', 'examples.noop:run')", "jp.python('run', 'm:f', opts={ secrets: { K: "
+        "'arn:aws:secretsmanager:us-east-1:999999999999:secret:growth/k-AbC123' } })"))
+    stderr = repo.cli("validate").stderr
+    assert "jobs/growth/arn.jsonnet: job 'arn-job': steps[0].secrets: 'K': " in stderr
+    assert "is an ARN; name the secret instead (jp.secret('growth/k'))" in stderr
+    (repo.path / "jobs/growth/arn.jsonnet").unlink()
+    # shared by the platform's configuration, by exact name: the job compiles, and the plan says what it reads
+    toml = repo.path / "jobplane.toml"
+    toml.write_text(toml.read_text().replace('[teams.growth]\n', '[teams.growth]\nsecrets = ["datadog-api-key", '
+                                             '"billing/stripe-key", "/billing/db-password", "growthy/not-growth"]\n'))
+    assert repo.cli("compile").exit_code == 0
+    plan_out = repo.cli("plan", "--against", str(repo.path / "nothing")).stdout
+    assert ("    reads secrets: SSM parameter /billing/db-password, SSM parameter /growth/x, Secrets Manager secret "
+            "billing/stripe-key, Secrets Manager secret datadog-api-key, Secrets Manager secret growth/ads-token, "
+            "Secrets Manager secret growthy/not-growth") in plan_out, plan_out
+    # no wildcard, no ARN in the list
+    for bad in ('"billing/*"', '"arn:aws:secretsmanager:us-east-1:999999999999:secret:x-AbC123"'):
+        toml.write_text(toml.read_text().replace('secrets = ["datadog-api-key"', f'secrets = [{bad}, "datadog-api-key"'))
+        out = repo.cli("validate")
+        assert out.exit_code != 0 and "teams.growth.secrets: a list of exact secret names" in out.stderr + out.stdout
+        toml.write_text(toml.read_text().replace(f'secrets = [{bad}, "datadog-api-key"', 'secrets = ["datadog-api-key"'))
 
 
 @pytest.mark.parametrize("name", ["x```y.jsonnet", "a b.jsonnet", "-flag.jsonnet", "ok/we*rd.jsonnet", "é.jsonnet"])

@@ -71,8 +71,11 @@
     max_interval: max_interval,
   },
 
-  // --- a Secrets Manager secret by name, for a step's `secrets` (its full ARN is looked up at plan time)
+  // --- a Secrets Manager secret by name, for a step's `secrets` (its full ARN is looked up at plan time).
+  // A team's jobs use names under '<team>/' and those its [teams.<team>] secrets list allows.
   secret(name):: 'secretsmanager:' + name,
+  // --- an SSM Parameter Store parameter by name ('/<team>/...'), for a step's `secrets`
+  parameter(name):: 'ssm:' + name,
 
   // --- steps. `opts` adds any step field: timeout, retry, cpu, memory, env, secrets, description.
   python(name, target, kwargs={}, opts={}):: { name: name, python: target } + (if kwargs == {} then {} else { kwargs: kwargs }) + opts,

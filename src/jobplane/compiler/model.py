@@ -25,16 +25,19 @@ NAME_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 PYTHON_TARGET_RE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 CELERY_TASK_RE = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$")
 DJANGO_COMMAND_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
-# A secret is a Secrets Manager secret by name ('secretsmanager:NAME', jp.secret(NAME): the prefix
-# says it is a name, so a password pasted here is still refused as a plain value), by full ARN
-# (the name plus the 6-character suffix Secrets Manager adds), or an SSM parameter's ARN. IAM
-# matches full ARNs only, so a partial ARN (no suffix) would be denied at run time: it is refused
-# here, with what to write instead.
+# A secret is named, never given by ARN: a Secrets Manager secret ('secretsmanager:NAME',
+# jp.secret(NAME)) or an SSM parameter ('ssm:NAME', jp.parameter(NAME)), both in the deployment's
+# own account and region (the compiler builds the ARNs from them), so a job cannot be granted a
+# secret in another account or by wildcard; which names a team may use is checked in validation
+# (compiler/secret_scope.py). The prefix says it is a name, so a password pasted here is still
+# refused as a plain value. Names use the characters each service allows; an SSM name with a
+# '/' is fully qualified (starts with '/'), as Parameter Store requires.
 SECRET_NAME_PREFIX = "secretsmanager:"
+PARAMETER_NAME_PREFIX = "ssm:"
 SECRET_NAME_RE = re.compile(r"^secretsmanager:[A-Za-z0-9/_+=.@-]{1,512}$")
-SECRET_FULL_ARN_RE = re.compile(r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+-[A-Za-z0-9]{6}$")
-SECRET_ANY_ARN_RE = re.compile(r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:(?P<name>.+)$")
-PARAMETER_ARN_RE = re.compile(r"^arn:aws[a-z-]*:ssm:[a-z0-9-]+:\d{12}:parameter/.+$")
+PARAMETER_NAME_RE = re.compile(r"^ssm:(/[A-Za-z0-9_.-]+)+$|^ssm:[A-Za-z0-9_.-]+$")
+SECRET_ANY_ARN_RE = re.compile(r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:(?P<name>.+?)(-[A-Za-z0-9]{6})?$")
+PARAMETER_ARN_RE = re.compile(r"^arn:aws[a-z-]*:ssm:[a-z0-9-]+:\d{12}:parameter(?P<name>/.+)$")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SECRETISH_RE = re.compile(r"(PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|PRIVATE_?KEY|CREDENTIAL)", re.I)
 SLACK_CHANNEL_RE = re.compile(r"^#[a-z0-9][a-z0-9._-]{0,79}$")
@@ -139,23 +142,30 @@ def _env(v: dict[str, str], _: dict[str, Any]) -> Iterator[str]:
         elif key.startswith("JOBPLANE_") or key == rc.ENV_TRACEPARENT:
             yield f"{quoted(key)} is reserved for the platform"
         elif SECRETISH_RE.search(key) and value:
-            yield f"{quoted(key)} looks like a secret given as plain text; put its ARN under secrets instead"
+            yield f"{quoted(key)} looks like a secret given as plain text; put it under secrets instead (jp.secret(NAME))"
 
 
 def _secrets(v: dict[str, str], _: dict[str, Any]) -> Iterator[str]:
     for key, value in v.items():
         if not ENV_NAME_RE.fullmatch(key):
             yield f"{quoted(key)} is not a valid environment variable name"
-        elif SECRET_FULL_ARN_RE.fullmatch(value) or PARAMETER_ARN_RE.fullmatch(value):
+        elif SECRET_NAME_RE.fullmatch(value) or PARAMETER_NAME_RE.fullmatch(value):
             continue
-        elif partial := SECRET_ANY_ARN_RE.fullmatch(value):
-            yield (f"{quoted(key)}: {quoted(value)} is a partial Secrets Manager ARN (no 6-character suffix), which "
-                   f"IAM does not match; name the secret ({quoted(SECRET_NAME_PREFIX + partial['name'])}, "
-                   "or jp.secret(NAME)) or give its full ARN (arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME-AbCdEf)")
-        elif not SECRET_NAME_RE.fullmatch(value):
-            yield (f"{quoted(key)} is given as a plain value; secrets take a Secrets Manager secret by name "
-                   "('secretsmanager:billing/ledger-api-token', or jp.secret(NAME)) or full ARN, or an SSM "
-                   "parameter's ARN, never the secret itself")
+        elif arn := SECRET_ANY_ARN_RE.fullmatch(value):
+            yield (f"{quoted(key)}: {quoted(value)} is an ARN; name the secret instead "
+                   f"(jp.secret({quoted(arn['name'])})): it is read in the deployment's own account and region, "
+                   "and a secret of another account is not granted")
+        elif arn := PARAMETER_ARN_RE.fullmatch(value):
+            yield (f"{quoted(key)}: {quoted(value)} is an ARN; name the parameter instead "
+                   f"(jp.parameter({quoted(arn['name'])})): it is read in the deployment's own account and "
+                   "region, and a parameter of another account is not granted")
+        elif value.startswith(PARAMETER_NAME_PREFIX):
+            yield (f"{quoted(key)}: {quoted(value)} is not a Parameter Store name: letters, digits, '_', '.', '-', "
+                   "and a name with '/' starts with '/' (fully qualified)")
+        else:
+            yield (f"{quoted(key)} is given as a plain value; secrets take a Secrets Manager secret or an SSM "
+                   "parameter by name (jp.secret('billing/ledger-api-token'), jp.parameter('/billing/api-key')), "
+                   "never the secret itself")
 
 
 KINDS = ("python", "celery", "django", "shell", "parallel")
@@ -188,7 +198,8 @@ class Step(Model):
     memory: int = field(Int(), 512, description="MiB; must suit cpu on Fargate.")
     env: dict[str, str] = field(MapOf(Str()), factory=dict, check=_env)
     secrets: dict[str, str] = field(MapOf(Str()), factory=dict, check=_secrets, description=(
-        "ENV_NAME -> jp.secret(NAME), a full Secrets Manager ARN or an SSM parameter ARN."))
+        "ENV_NAME -> jp.secret(NAME) (Secrets Manager) or jp.parameter(NAME) (SSM Parameter Store), a name "
+        "the job's team may use."))
 
     def model_problems(self) -> Iterator[str]:
         kinds = [k for k in KINDS if getattr(self, k) is not None]

@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 from datetime import datetime
 from jobplane.compiler.output import catalog_parts, changed_roots, compile_all, job_files
-from jobplane.compiler.terraform import iam_summary
+from jobplane.compiler.terraform import iam_summary, secret_grants
 from jobplane.contract import layout
 from jobplane.contract.catalog import CATALOG_FILE, Catalog, CatalogJob, CatalogStep
 from jobplane.contract.config import PlatformConfig, load_config
@@ -114,6 +114,11 @@ def _iam(files: dict[str, str], job: str) -> dict[str, list[str]]:
     return iam_summary(json.loads(files[path])) if path else {}
 
 
+def _grants(files: dict[str, str], job: str) -> list[str]:
+    path = _job_file(files, job)
+    return secret_grants(json.loads(files[path])) if path else []
+
+
 def _notify_words(job: CatalogJob) -> str:
     return f"{', '.join(job.notify.channels) or 'team default'} on {', '.join(e.value for e in job.notify.events)}"
 
@@ -149,6 +154,9 @@ def describe_job_change(old: CatalogJob, new: CatalogJob, old_files: dict[str, s
     for name in old_steps:
         if name not in new_steps:
             lines.append(f"step removed: {name}")
+    old_grants, new_grants = _grants(old_files, old.name), _grants(new_files, new.name)
+    lines += [f"may now read {g}" for g in new_grants if g not in old_grants]
+    lines += [f"may no longer read {g}" for g in old_grants if g not in new_grants]
     old_iam, new_iam = _iam(old_files, old.name), _iam(new_files, new.name)
     for role in sorted(set(old_iam) | set(new_iam)):
         added = sorted(set(new_iam.get(role, [])) - set(old_iam.get(role, [])))
@@ -181,6 +189,7 @@ def describe_plan(old_files: dict[str, str], new_files: dict[str, str], now: dat
         out += ["      " + f for f in _fires(job.schedule, job.timezone, now)]
         out.append(f"    policy: {job.policy.value}")
         out.append(f"    steps: {' -> '.join(_step_line(s) for s in job.steps)}")
+        out.append(f"    reads secrets: {', '.join(_grants(new_files, name)) or 'none'}")
         out.append(f"    state machine: {job.states} states; IAM roles: "
                    + ", ".join(sorted(_iam(new_files, name))))
     for name, lines in changed:

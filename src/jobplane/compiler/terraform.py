@@ -15,6 +15,7 @@ import posixpath
 from typing import Any
 
 from jobplane.compiler.model import Job
+from jobplane.compiler.secret_scope import SecretRef
 from jobplane.contract.catalog import CATALOG_FILE
 from jobplane.contract import datamodel as dm
 from jobplane.contract import execution_input, names, upstream
@@ -145,27 +146,28 @@ def _assume(service: str) -> dict[str, Any]:
 def _secret_references(tid: str, secrets: dict[str, str], data: dict[str, Any]) -> tuple[
         dict[str, str], list[str], list[str]]:
     """Where each secret comes from (the container's valueFrom) and what the execution role may
-    read. A secret given by name is looked up at plan time (a data source: a missing secret
-    fails the plan, not the first run) and granted as ``NAME-??????``: IAM matches a Secrets
-    Manager secret's full ARN, which ends in a hyphen and 6 random characters
+    read, all in the deployment's own account and region (the names the job's team may use:
+    compiler/secret_scope.py). A Secrets Manager secret is looked up at plan time (a data source:
+    a missing secret fails the plan, not the first run) and granted as ``NAME-??????``: IAM
+    matches a Secrets Manager secret's full ARN, which ends in a hyphen and 6 random characters
     (https://docs.aws.amazon.com/secretsmanager/latest/userguide/auth-and-access_examples.html,
-    "wildcard ... -??????"). A full ARN is used as it is."""
+    "wildcard ... -??????"; '?' cannot occur in a name). An SSM parameter is given to ECS by its
+    full ARN, ``parameter`` then its fully qualified name
+    (https://docs.aws.amazon.com/AmazonECS/latest/developerguide/secrets-envvar-ssm-paramstore.html)."""
     value_from: dict[str, str] = {}
     sm_arns: set[str] = set()
     ssm_arns: set[str] = set()
     for env, value in sorted(secrets.items()):
-        if value.startswith("arn:") and ":ssm:" in value:
-            value_from[env] = value
-            ssm_arns.add(value)
-        elif value.startswith("arn:"):
-            value_from[env] = value
-            sm_arns.add(value)
-        else:  # "secretsmanager:NAME"
-            value = value.split(":", 1)[1]
+        ref = SecretRef.parse(env, value)
+        if ref.service == "ssm":
+            arn = f"arn:{PARTITION}:ssm:{REGION}:{ACCOUNT}:parameter/{ref.name.lstrip('/')}"
+            value_from[env] = arn
+            ssm_arns.add(arn)
+        else:
             lookup = f"{tid}_{env.lower()}"
-            data.setdefault("aws_secretsmanager_secret", {})[lookup] = {"name": value}
+            data.setdefault("aws_secretsmanager_secret", {})[lookup] = {"name": ref.name}
             value_from[env] = f"${{data.aws_secretsmanager_secret.{lookup}.arn}}"
-            sm_arns.add(f"arn:{PARTITION}:secretsmanager:{REGION}:{ACCOUNT}:secret:{value}-??????")
+            sm_arns.add(f"arn:{PARTITION}:secretsmanager:{REGION}:{ACCOUNT}:secret:{ref.name}-??????")
     return value_from, sorted(sm_arns), sorted(ssm_arns)
 
 
@@ -373,6 +375,22 @@ def render_job(doc: dict[str, Any]) -> str:
     the rest cost 3.3 of 63.5 MB at 1,000 jobs (issue 19; the catalogs 1.4 more). ``jq .`` shows one indented; reviewers
     read ``jobplane plan`` and Terraform's plan, not these files."""
     return json.dumps(doc, separators=(",", ":"), sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def secret_grants(job_doc: dict[str, Any]) -> list[str]:
+    """What a job's task execution role may read, in words (the plan's reviewers read these, not
+    ARNs): 'Secrets Manager secret billing/ledger-api-token', 'SSM parameter /billing/key'."""
+    words = []
+    for name, doc in job_doc.get("data", {}).get("aws_iam_policy_document", {}).items():
+        if not name.endswith("_exec"):
+            continue
+        for st in doc["statement"]:
+            for res in st["resources"]:
+                if st.get("sid") == "ReadJobSecrets":
+                    words.append("Secrets Manager secret " + res.split(":secret:", 1)[1].removesuffix("-??????"))
+                elif st.get("sid") == "ReadJobParameters":
+                    words.append("SSM parameter /" + res.split(":parameter/", 1)[1])
+    return sorted(words)
 
 
 def iam_summary(job_doc: dict[str, Any]) -> dict[str, list[str]]:

@@ -17,6 +17,7 @@ import _gojsonnet as _jsonnet
 from jobplane.compiler.fields import Invalid, Loc
 from jobplane.compiler.model import NAME_RE, Job, duplicate_step_problem, fargate_size_problem
 from jobplane.compiler.overrides import params_budget
+from jobplane.compiler.secret_scope import scope_problems
 from jobplane.compiler.problems import DefinitionError, Problem, rel
 from jobplane.contract import names
 from jobplane.contract import runner as rc
@@ -251,6 +252,7 @@ def load_jobs(config: PlatformConfig, files: list[Path] | None = None) -> list[L
                 continue
             budget = params_budget(job)
             loaded.append(LoadedJob(job, source, budget))
+            problems.extend(Problem(source, job.name, where, message) for where, message in scope_problems(job, config))
             problems.extend(override_problems(source, job, budget))
     problems.extend(after_problems(loaded, set(first_seen), complete=files is None))
     if problems:

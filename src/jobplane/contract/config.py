@@ -24,6 +24,9 @@ class Team:
     name: str
     channel: str | None = None
     members: tuple[str, ...] = ()  # who may act on the team's jobs in the portal
+    # secrets outside the team's own '<team>/' names that its jobs may read, each by exact name
+    # (a Secrets Manager name, or an SSM parameter name starting with '/'): compiler/secret_scope.py
+    secrets: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,8 @@ class TerraformBackend:
 
 
 TEAM_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
+# an exact name the services allow (no '*' or '?', which IAM would read as wildcards)
+SHARED_SECRET_RE = re.compile(r"^[A-Za-z0-9_+=.@-][A-Za-z0-9/_+=.@-]{0,511}$|^(/[A-Za-z0-9_.-]+)+$")
 BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 PORT_PLACEHOLDER = re.compile(r"\{port:([A-Za-z0-9_-]+)\}")
 
@@ -137,8 +142,14 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
         if not TEAM_RE.fullmatch(name):
             raise ConfigError(f"{path}: team {name!r}: a team name is 1-40 lower-case letters, digits and '-' "
                               "(it names the team's Terraform root directory and state)")
-        _check_keys(path, f"teams.{name}", t, {"channel", "members"})
-        teams[name] = Team(name=name, channel=t.get("channel"), members=tuple(t.get("members", ())))
+        _check_keys(path, f"teams.{name}", t, {"channel", "members", "secrets"})
+        allowed = t.get("secrets", [])
+        if not isinstance(allowed, list) or not all(isinstance(s, str) and SHARED_SECRET_RE.fullmatch(s)
+                                                    for s in allowed):
+            raise ConfigError(f"{path}: teams.{name}.secrets: a list of exact secret names (Secrets Manager names, "
+                              "or SSM parameter names starting with '/'); no wildcards, no ARNs")
+        teams[name] = Team(name=name, channel=t.get("channel"), members=tuple(t.get("members", ())),
+                           secrets=tuple(allowed))
     dev_raw = dict(data.get("dev", {}))
     _check_keys(path, "dev", dev_raw, {"data_dir", "aws_port", "portal_port", "env", "services", "dev_user"})
     services = {}

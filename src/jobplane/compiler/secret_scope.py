@@ -1,0 +1,73 @@
+"""Which secrets a job may be granted: those of its own team, by name, in the deployment's own
+account (issue 40, item 4: a growth job compiled `jp.secret('billing/...')` into a grant).
+
+A team's jobs read Secrets Manager secrets named ``<team>/...`` and SSM parameters named
+``/<team>/...``, plus the exact names its ``[teams.<team>] secrets`` list in jobplane.toml allows
+(a shared secret, reviewed with the platform's own configuration). The ARNs are built from the
+names in the deployment's account and region (compiler/terraform.py), so a definition cannot
+reach another account, and a name has no wildcard characters (compiler/model.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from jobplane.compiler.model import PARAMETER_NAME_PREFIX, SECRET_NAME_PREFIX, Job, Step
+from jobplane.contract.config import PlatformConfig
+
+
+@dataclass(frozen=True)
+class SecretRef:
+    """One entry of a step's ``secrets``: what it names, in which service."""
+
+    env: str
+    service: str  # "secretsmanager" | "ssm"
+    name: str
+
+    @classmethod
+    def parse(cls, env: str, value: str) -> SecretRef:
+        if value.startswith(PARAMETER_NAME_PREFIX):
+            return cls(env, "ssm", value[len(PARAMETER_NAME_PREFIX):])
+        return cls(env, "secretsmanager", value.removeprefix(SECRET_NAME_PREFIX))
+
+    def words(self) -> str:
+        kind = "SSM parameter" if self.service == "ssm" else "Secrets Manager secret"
+        return f"{kind} {self.name}"
+
+
+def own_prefix(team: str, service: str) -> str:
+    return f"/{team}/" if service == "ssm" else f"{team}/"
+
+
+def allowed(ref: SecretRef, team: str, config: PlatformConfig) -> bool:
+    shared = config.teams[team].secrets if team in config.teams else ()
+    return ref.name.startswith(own_prefix(team, ref.service)) or ref.name in shared
+
+
+def scope_problems(job: Job, config: PlatformConfig) -> list[tuple[str, str]]:
+    """(field, message) for each secret the job's team may not read."""
+    out = []
+    for where, step in _steps_with_paths(job):
+        for env, value in sorted(step.secrets.items()):
+            ref = SecretRef.parse(env, value)
+            if allowed(ref, job.team, config):
+                continue
+            out.append((f"{where}.secrets.{env}",
+                        f"team {job.team}'s jobs may read only {_own_words(job.team)} and the names listed in "
+                        f"[teams.{job.team}] secrets in jobplane.toml; {ref.words()} is neither "
+                        "(a platform owner adds a shared secret to that list)"))
+    return out
+
+
+def _own_words(team: str) -> str:
+    return f"Secrets Manager secrets named '{team}/...', SSM parameters named '/{team}/...'"
+
+
+def _steps_with_paths(job: Job) -> list[tuple[str, Step]]:
+    out = []
+    for i, step in enumerate(job.steps):
+        if step.parallel is None:
+            out.append((f"steps[{i}]", step))
+        for j, member in enumerate(step.parallel or []):
+            out.append((f"steps[{i}].parallel[{j}]", member))
+    return out
