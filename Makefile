@@ -36,7 +36,8 @@ package: $(STAMP)
 ## tfcheck: offline terraform validate + ASL lint + checkov for every compiled root (the base root
 ## with the base module it uses, each team's root) and for the base module alone; then a real
 ## `terraform plan` of each compiled root against tfcheck's stand-in provider (every expression,
-## function and module input evaluated; the base root reads build/jobplane-lambda.zip). Fails on
+## function and module input evaluated; the base root reads build/jobplane-lambda.zip), and of the
+## base root with only the pipeline's own environment (scripts/check_workflow_plan.py). Fails on
 ## any checkov finding not fixed or skipped with a reason (inline #checkov:skip in terraform/platform).
 TFCHECK := ../shared/tools/tfcheck
 JOBS_OUT := terraform/jobs
@@ -57,6 +58,8 @@ tfcheck: compile package
 	  out=$$($(TFCHECK)/plan.py --tree terraform $(PLAN_VARS) $$extra $(JOBS_OUT)/base) || { echo "$$out"; exit 1; }; \
 	  echo "$$out" | tail -n 1; \
 	done
+	@echo "== plan the base root as the pipeline does (its TF_VAR_*, [deploy] from jobplane.toml)"
+	$(BIN)/python scripts/check_workflow_plan.py
 	@set -e; for root in $(JOBS_OUT)/teams/*; do \
 	  echo "== plan $$root"; \
 	  out=$$($(TFCHECK)/plan.py --tree terraform --var region=us-east-1 $$root) || { echo "$$out"; exit 1; }; \

@@ -323,6 +323,65 @@ def test_a_secret_is_a_name(value: str, accepted: bool, says: str) -> None:
         assert says in str(raised.value)
 
 
+DEPLOY = """
+[deploy]
+portal_url = "https://jobs.example.com"
+slack_webhook_secret_arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:jobplane/slack-AbC123"
+vpc_endpoints = { vpc_id = "vpc-0123456789abcdef0", route_table_ids = ["rtb-0123456789abcdef0"] }
+"""
+
+
+def test_the_base_roots_settings_are_committed_and_read_by_terraform_itself(repo: Repo) -> None:
+    """Issue 41, item 1: the optional variables lived in a git-ignored terraform.tfvars, so the
+    first CI apply reset them. [deploy] in jobplane.toml compiles to the base root's
+    jobplane.auto.tfvars.json (Terraform loads it with no flag); the portal's admins and team
+    members come from jobplane.toml's own lists."""
+    portal = json.loads((ROOT / "deploy/portal.example.tfvars.json").read_text())["portal"]
+    toml = repo.path / "jobplane.toml"
+    lines = [DEPLOY, "[deploy.portal]"]
+    lines += [f"{k} = {json.dumps(v)}" for k, v in portal.items() if k not in ("oidc", "admins", "team_members")]
+    lines += ["[deploy.portal.oidc]"] + [f"{k} = {json.dumps(v)}" for k, v in portal["oidc"].items()]
+    toml.write_text(toml.read_text() + "\n".join(lines) + "\n")
+    assert repo.cli("compile").exit_code == 0
+    tfvars = json.loads((repo.out / "base/jobplane.auto.tfvars.json").read_text())
+    config = load_config(repo.path)
+    assert tfvars == {
+        "portal_url": "https://jobs.example.com",
+        "slack_webhook_secret_arn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:jobplane/slack-AbC123",
+        "vpc_endpoints": {"vpc_id": "vpc-0123456789abcdef0", "route_table_ids": ["rtb-0123456789abcdef0"]},
+        "portal": {**{k: v for k, v in portal.items() if k not in ("admins", "team_members")},
+                   "admins": list(config.platform_admins),
+                   "team_members": {t.name: list(t.members) for t in config.teams.values()}}}
+    # every name the file sets is a variable the base root declares, of the module's portal shape
+    base = json.loads((repo.out / "base/main.tf.json").read_text())
+    assert set(tfvars) <= set(base["variable"]) and set(tfvars["portal"]) == set(portal)
+    # a change to [deploy] is a change of the base root, in words
+    toml.write_text(toml.read_text().replace('portal_url = "https://jobs.example.com"',
+                                             'portal_url = "https://jobplane.example.com"'))
+    out = repo.cli("plan").stdout
+    assert "~ base root changed (base/jobplane.auto.tfvars.json)" in out, out
+    assert '    [deploy] portal_url: "https://jobs.example.com" -> "https://jobplane.example.com"' in out
+    # without [deploy] the file says nothing: the module's defaults
+    toml.write_text(toml.read_text().split("\n[deploy]")[0])
+    assert repo.cli("compile").exit_code == 0
+    assert json.loads((repo.out / "base/jobplane.auto.tfvars.json").read_text()) == {}
+
+
+@pytest.mark.parametrize("bad, says", [
+    ('portal_url = "http://jobs.example.com"', "portal_url: the portal's https:// URL"),
+    ('slack_webhook_secret_arn = "https://hooks.slack.com/services/T/B/C"', "full ARN of the Secrets Manager secret"),
+    ('vpc_endpoints = { vpc_id = "vpc-1" }', "vpc_endpoints: missing route_table_ids"),
+    ('portal = { image = "x", admins = ["a@example.com"] }', "admins and team_members come from [platform] admins"),
+    ('region = "us-east-1"', "[deploy] has unknown keys: region"),
+])
+def test_a_bad_deploy_section_is_refused_with_every_problem(repo: Repo, bad: str, says: str) -> None:
+    toml = repo.path / "jobplane.toml"
+    toml.write_text(toml.read_text() + "\n[deploy]\n" + bad + "\n")
+    result = repo.cli("validate")
+    assert result.exit_code != 0 and says in result.stderr + result.stdout, result.stderr + result.stdout
+    assert "jobplane.toml" in result.stderr + result.stdout
+
+
 def test_catalog_describes_jobs_for_the_portal(examples: dict[str, str]) -> None:
     catalog = json.loads(compile_all(load_config(ROOT)).catalog.render())
     jobs = {j["name"]: j for j in catalog["jobs"]}

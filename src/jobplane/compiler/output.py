@@ -46,12 +46,13 @@ def is_generated(relpath: str) -> bool:
     """The compiler's files, including those of the single-root layout before per-team roots
     (main.tf.json, asl/ and catalog.json at the top), so that a compile removes them."""
     parts = relpath.split("/")
-    return relpath.endswith(".tf.json") or parts[-1] == CATALOG_FILE or layout.ASL_DIR in parts[:-1]
+    return relpath.endswith(".tf.json") or parts[-1] in (CATALOG_FILE, layout.BASE_TFVARS) or layout.ASL_DIR in parts[:-1]
 
 
 def compile_all(config: PlatformConfig, jobs: list[LoadedJob] | None = None) -> CompiledOutput:
     jobs = load_jobs(config) if jobs is None else jobs
-    files: dict[str, str] = {f"{layout.BASE_ROOT}/{layout.ROOT_FILE}": terraform.render(terraform.base_root(config))}
+    files: dict[str, str] = {f"{layout.BASE_ROOT}/{layout.ROOT_FILE}": terraform.render(terraform.base_root(config)),
+                             f"{layout.BASE_ROOT}/{layout.BASE_TFVARS}": terraform.render(terraform.base_tfvars(config))}
     # every declared team has a root, also without jobs: removing a team's last job then
     # destroys its resources in that root instead of leaving them in a state nobody plans
     by_team: dict[str, list[LoadedJob]] = {team: [] for team in config.teams}

@@ -169,6 +169,11 @@ def describe_job_change(old: CatalogJob, new: CatalogJob, old_files: dict[str, s
     return lines
 
 
+def _setting(value: object) -> str:
+    """A [deploy] value as the plan prints it: unset is the module's default."""
+    return "(default)" if value is None else json.dumps(value, sort_keys=True)[:300]
+
+
 def describe_plan(old_files: dict[str, str], new_files: dict[str, str], now: datetime) -> tuple[str, int]:
     """The plan as text, and the number of changed jobs (0: nothing to apply)."""
     old_jobs, new_jobs = _jobs(old_files), _jobs(new_files)
@@ -200,7 +205,15 @@ def describe_plan(old_files: dict[str, str], new_files: dict[str, str], now: dat
     roots = changed_roots(old_files, new_files)
     base_changed = bool(old_files) and layout.BASE_ROOT in roots
     if base_changed:
-        out.append(f"~ base root ({layout.BASE_ROOT}/{layout.ROOT_FILE}) changed")
+        which = [rel for rel in (f"{layout.BASE_ROOT}/{layout.ROOT_FILE}", f"{layout.BASE_ROOT}/{layout.BASE_TFVARS}")
+                 if old_files.get(rel) != new_files.get(rel)]
+        out.append(f"~ base root changed ({', '.join(which) or layout.BASE_ROOT})")
+        tfvars = f"{layout.BASE_ROOT}/{layout.BASE_TFVARS}"
+        if old_files.get(tfvars) != new_files.get(tfvars):
+            before, after = json.loads(old_files.get(tfvars) or "{}"), json.loads(new_files.get(tfvars) or "{}")
+            for key in sorted(set(before) | set(after)):
+                if before.get(key) != after.get(key):
+                    out.append(f"    [deploy] {key}: {_setting(before.get(key))} -> {_setting(after.get(key))}")
     total = len(added) + len(changed) + len(removed) + int(base_changed)
     if roots and total:
         out += ["", "Terraform roots to plan and apply, in this order: " + ", ".join(roots)]

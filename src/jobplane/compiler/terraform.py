@@ -99,6 +99,12 @@ def base_root(config: PlatformConfig) -> dict[str, Any]:
     }
 
 
+def base_tfvars(config: PlatformConfig) -> dict[str, Any]:
+    """The base root's optional variables as jobplane.toml's [deploy] sets them (a file Terraform
+    loads itself: contract/deploy_settings.py says why they are committed, not passed)."""
+    return config.deploy.tfvars(config.platform_admins, {t.name: t.members for t in config.teams.values()})
+
+
 def team_key(config: PlatformConfig, team: str) -> str | None:
     return config.terraform.team_key.format(team=team) if config.terraform else None
 

@@ -12,6 +12,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jobplane.contract.deploy_settings import DeploySettings, parse_deploy
+
 CONFIG_FILE = "jobplane.toml"
 
 
@@ -91,6 +93,7 @@ class PlatformConfig:
     dev: DevConfig = field(default_factory=DevConfig)
     platform_admins: tuple[str, ...] = ()
     terraform: TerraformBackend | None = None  # [terraform]: the compiled root's S3 backend
+    deploy: DeploySettings = field(default_factory=DeploySettings)  # [deploy]: the base root's settings
 
     @property
     def jobs_path(self) -> Path:
@@ -206,11 +209,15 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
         # it starts every AWS name and is written into the Terraform JSON as it is
         raise ConfigError(f"{path}: [platform] name_prefix {prefix!r} is not 1-21 lower-case letters, digits and "
                           "'-', starting with a letter (it starts every AWS name the compiler derives)")
-    unknown_top = set(data) - {"platform", "teams", "dev", "terraform"}
+    unknown_top = set(data) - {"platform", "teams", "dev", "terraform", "deploy"}
     if unknown_top:
         raise ConfigError(f"{path}: unknown sections: {', '.join(sorted(unknown_top))}")
+    try:
+        deploy = parse_deploy(str(path), data.get("deploy", {}))
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
     return PlatformConfig(root=root, teams=teams, dev=DevConfig(env=env, services=services, **dev_raw),
-                          platform_admins=admins, terraform=backend, **plat)
+                          platform_admins=admins, terraform=backend, deploy=deploy, **plat)
 
 
 def _check_keys(path: Path, section: str, table: dict, known: set[str]) -> None:

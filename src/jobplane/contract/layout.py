@@ -15,6 +15,9 @@ TEAMS_DIR = "teams"
 ASL_DIR = "asl"  # the single-root layout's copies of the ASL; no longer written
 CATALOG_FILE = "catalog.json"
 ROOT_FILE = "main.tf.json"
+# the base root's settings from jobplane.toml's [deploy] (contract/deploy_settings.py), read by
+# every terraform plan and apply in that directory
+BASE_TFVARS = "jobplane.auto.tfvars.json"
 JOB_SUFFIX = ".job.tf.json"  # teams/<team>/<job>.job.tf.json: never main.tf.json, whatever the job's name
 
 

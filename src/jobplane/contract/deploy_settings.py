@@ -1,0 +1,133 @@
+"""``[deploy]`` in jobplane.toml: the base root's optional settings, committed with the
+definitions (issue 41, item 1).
+
+They used to live in a ``terraform.tfvars`` beside the compiled base root, a directory the
+repository ignores, so the first CI apply set every one of them back to its default: the Slack
+secret and portal link to "" (alerts only logged), the VPC endpoints to none (destroyed) and the
+portal to none (half-deleted, stopped by the load balancer's deletion protection). The compiler
+writes them to ``<output_dir>/base/jobplane.auto.tfvars.json``, which Terraform reads on every
+plan and apply in that directory without a flag
+(https://developer.hashicorp.com/terraform/language/values/variables#variable-definitions-tfvars-files:
+"Any files with names ending in .auto.tfvars or .auto.tfvars.json"), so the workflow's own
+``terraform plan`` / ``apply`` get them as reviewed in the pull request.
+
+What stays outside: the region, subnets, security groups and runner image, which the workflow
+passes as repository variables (they differ per environment, and the image per commit).
+Who may act in the portal on AWS is not repeated here: ``[platform] admins`` and the teams'
+``members`` are the portal's ``admins`` and ``team_members``, as in ``jobplane dev``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+SECRET_ARN_RE = re.compile(r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+-[A-Za-z0-9]{6}$")
+HTTPS_URL_RE = re.compile(r"^https://[A-Za-z0-9.-]+(:\d{1,5})?(/[A-Za-z0-9._~/-]*)?$")
+VPC_RE = re.compile(r"^vpc-[0-9a-f]{8,17}$")
+ROUTE_TABLE_RE = re.compile(r"^rtb-[0-9a-f]{8,17}$")
+SUBNET_RE = re.compile(r"^subnet-[0-9a-f]{8,17}$")
+CIDR_RE = re.compile(r"^[0-9a-fA-F.:]+/\d{1,3}$")
+ACM_ARN_RE = re.compile(r"^arn:aws[a-z-]*:acm:[a-z0-9-]+:\d{12}:certificate/[0-9a-f-]+$")
+HOST_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+$")
+IMAGE_RE = re.compile(r"^[a-z0-9][a-z0-9._/:@-]{0,254}$")
+
+#: The base module's ``portal`` object (terraform/platform/variables.tf), less what jobplane.toml says elsewhere.
+PORTAL_KEYS = {"image", "host_name", "certificate_arn", "vpc_id", "alb_subnet_ids", "allowed_cidrs", "oidc",
+               "session_secret_arn"}
+OIDC_KEYS = {"issuer", "authorization_endpoint", "token_endpoint", "user_info_endpoint", "client_id",
+             "client_secret_arn"}
+
+
+@dataclass(frozen=True)
+class DeploySettings:
+    """The base root's optional variables as jobplane.toml sets them; ``None``: the module's default."""
+
+    portal_url: str | None = None
+    slack_webhook_secret_arn: str | None = None
+    lambda_reserved_concurrency: int | None = None
+    vpc_endpoints: dict[str, Any] | None = None
+    portal: dict[str, Any] | None = field(default=None)
+
+    def tfvars(self, admins: tuple[str, ...], team_members: dict[str, tuple[str, ...]]) -> dict[str, Any]:
+        """The base root's ``jobplane.auto.tfvars.json``: every setting jobplane.toml makes."""
+        out: dict[str, Any] = {k: v for k, v in (("portal_url", self.portal_url),
+                                                 ("slack_webhook_secret_arn", self.slack_webhook_secret_arn),
+                                                 ("lambda_reserved_concurrency", self.lambda_reserved_concurrency),
+                                                 ("vpc_endpoints", self.vpc_endpoints)) if v is not None}
+        if self.portal is not None:
+            out["portal"] = {**self.portal, "admins": list(admins),
+                             "team_members": {team: list(m) for team, m in sorted(team_members.items())}}
+        return out
+
+
+def parse_deploy(where: str, table: Any) -> DeploySettings:
+    """``[deploy]`` checked whole (a pull request may edit it too): every problem at once."""
+    problems: list[str] = []
+    if not isinstance(table, dict):
+        raise ValueError(f"{where}: [deploy] must be a table")
+    unknown = set(table) - {"portal_url", "slack_webhook_secret_arn", "lambda_reserved_concurrency", "vpc_endpoints",
+                            "portal"}
+    if unknown:
+        problems.append(f"[deploy] has unknown keys: {', '.join(sorted(unknown))}")
+    url = table.get("portal_url")
+    if url is not None and not (isinstance(url, str) and HTTPS_URL_RE.fullmatch(url)):
+        problems.append("[deploy] portal_url: the portal's https:// URL (alerts link to it)")
+    arn = table.get("slack_webhook_secret_arn")
+    if arn is not None and not (isinstance(arn, str) and SECRET_ARN_RE.fullmatch(arn)):
+        problems.append("[deploy] slack_webhook_secret_arn: the full ARN of the Secrets Manager secret holding the "
+                        "Slack webhook URL (arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME-AbCdEf)")
+    reserved = table.get("lambda_reserved_concurrency")
+    if reserved is not None and not (type(reserved) is int and 0 <= reserved <= 1000):
+        problems.append("[deploy] lambda_reserved_concurrency: a whole number, 0-1000")
+    endpoints = table.get("vpc_endpoints")
+    if endpoints is not None:
+        problems += _problems("vpc_endpoints", endpoints, {"vpc_id": VPC_RE, "route_table_ids": [ROUTE_TABLE_RE]})
+    portal = table.get("portal")
+    if portal is not None:
+        if isinstance(portal, dict) and {"admins", "team_members"} & set(portal):
+            problems.append("[deploy.portal] admins and team_members come from [platform] admins and the teams' "
+                            "members in jobplane.toml; remove them here")
+            portal = {k: v for k, v in portal.items() if k not in ("admins", "team_members")}
+        problems += _problems("portal", portal, {
+            "image": IMAGE_RE, "host_name": HOST_RE, "certificate_arn": ACM_ARN_RE, "vpc_id": VPC_RE,
+            "alb_subnet_ids": [SUBNET_RE], "allowed_cidrs": [CIDR_RE], "session_secret_arn": SECRET_ARN_RE,
+            "oidc": {"issuer": HTTPS_URL_RE, "authorization_endpoint": HTTPS_URL_RE, "token_endpoint": HTTPS_URL_RE,
+                     "user_info_endpoint": HTTPS_URL_RE, "client_id": re.compile(r"^[\x21-\x7e]{1,255}$"),
+                     "client_secret_arn": SECRET_ARN_RE}})
+    if problems:
+        raise ValueError(f"{where}: " + "; ".join(problems))
+    return DeploySettings(portal_url=url, slack_webhook_secret_arn=arn, lambda_reserved_concurrency=reserved,
+                          vpc_endpoints=endpoints, portal=portal)
+
+
+def _problems(name: str, value: Any, shape: Any) -> list[str]:
+    """Each place where ``value`` does not have ``shape`` (a pattern, [pattern] or {key: shape})."""
+    if isinstance(shape, dict):
+        if not isinstance(value, dict):
+            return [f"[deploy] {name}: a table with {', '.join(sorted(shape))}"]
+        out = []
+        if set(value) != set(shape):
+            missing, extra = sorted(set(shape) - set(value)), sorted(set(value) - set(shape))
+            out.append(f"[deploy] {name}: " + "; ".join(
+                part for part in (f"missing {', '.join(missing)}" if missing else "",
+                                  f"unknown {', '.join(extra)}" if extra else "") if part))
+        for key, sub in shape.items():
+            if key in value:
+                out += _problems(f"{name}.{key}", value[key], sub)
+        return out
+    if isinstance(shape, list):
+        if not isinstance(value, list) or not value:
+            return [f"[deploy] {name}: a non-empty list"]
+        return [p for i, v in enumerate(value) for p in _problems(f"{name}[{i}]", v, shape[0])]
+    if not (isinstance(value, str) and shape.fullmatch(value)):
+        return [f"[deploy] {name}: {str(value)[:80]!r} is not what it must be ({_words(shape)})"]
+    return []
+
+
+def _words(pattern: re.Pattern[str]) -> str:
+    return {SECRET_ARN_RE: "a Secrets Manager secret's full ARN", HTTPS_URL_RE: "an https:// URL",
+            VPC_RE: "vpc-...", ROUTE_TABLE_RE: "rtb-...", SUBNET_RE: "subnet-...", CIDR_RE: "a CIDR",
+            ACM_ARN_RE: "an ACM certificate ARN", HOST_RE: "a DNS name", IMAGE_RE: "an image reference"
+            }.get(pattern, "a plain value")
