@@ -4,13 +4,26 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test soak compile package plan tfcheck screenshots bench clean
+.PHONY: dev test soak compile package plan tfcheck screenshots bench clean lock
 
-$(STAMP): pyproject.toml
+# The environment is the lock (requirements/dev.txt: every package at one version, with its
+# hashes), then jobplane itself; `make lock` refreshes the locks after pyproject.toml changes.
+$(STAMP): pyproject.toml requirements/dev.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q --require-hashes -r requirements/dev.txt
+	$(BIN)/pip install -q --no-deps -e .
 	touch $(STAMP)
+
+## lock: re-resolve requirements/dev.txt (tests, make dev) and requirements/runtime.txt (the
+## pipeline, the portal image, the Lambda package) from pyproject.toml, with hashes, by uv.
+## The runtime lock takes each version from the dev lock, so what ships is what the tests ran.
+UV_VERSION := 0.13.8
+LOCK_ARGS := --generate-hashes --universal --python-version 3.11 --custom-compile-command "make lock" -q
+lock:
+	test -x .venv-lock/bin/uv || { $(PYTHON) -m venv .venv-lock && .venv-lock/bin/pip install -q uv==$(UV_VERSION); }
+	.venv-lock/bin/uv pip compile pyproject.toml --extra test $(LOCK_ARGS) --upgrade -o requirements/dev.txt
+	.venv-lock/bin/uv pip compile pyproject.toml $(LOCK_ARGS) --constraint requirements/dev.txt -o requirements/runtime.txt
 
 ## dev: the main job: the whole platform on this machine (`jobplane dev`) until Ctrl-C.
 ## DEV_ARGS passes options, e.g. make dev DEV_ARGS=--reset

@@ -5,7 +5,7 @@
 What goes in: the runtime half of jobplane (``jobplane/contract``, ``jobplane/platform`` without
 the embedded local AWS) and its third-party dependencies as wheels for the runtime and
 architecture ``terraform/platform/functions.tf`` declares, at the very versions installed in this
-environment (the ones the tests ran). boto3 is not packaged: the Lambda Python runtime provides
+environment (the ones the tests ran), each checked against the hashes in requirements/runtime.txt. boto3 is not packaged: the Lambda Python runtime provides
 it (https://docs.aws.amazon.com/lambda/latest/dg/lambda-python.html, "Runtime-included SDK").
 
 Reproducible: two builds from the same sources and versions give the same bytes (entries sorted,
@@ -28,6 +28,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 FUNCTIONS_TF = ROOT / "terraform" / "platform" / "functions.tf"
+LOCK = ROOT / "requirements" / "runtime.txt"  # versions and hashes (make lock)
 #: Third-party packages the handlers import (besides boto3 and the stdlib), by distribution name.
 DEPENDENCIES = ("pydantic", "pydantic-core", "typing-extensions", "annotated-types", "typing-inspection",
                 "tzdata", "slack_sdk")
@@ -48,14 +49,44 @@ def declared_runtime(text: str) -> tuple[str, str]:
     return runtimes.pop(), arches.pop()
 
 
+def _key(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def locked(lock_text: str) -> dict[str, str]:
+    """distribution -> its entry in the lock (``name==version`` and every ``--hash``)."""
+    entries: dict[str, str] = {}
+    for block in re.split(r"\n(?=[A-Za-z0-9])", lock_text):
+        first = block.split(" ", 1)[0].split(";", 1)[0]
+        if "==" in first:
+            lines = [line.strip().rstrip("\\").strip() for line in block.splitlines()]
+            entries[_key(first.split("==")[0])] = " ".join(line for line in lines if line and not line.startswith("#"))
+    return entries
+
+
 def pinned() -> list[str]:
-    return [f"{name}=={importlib.metadata.version(name)}" for name in DEPENDENCIES]
+    """The handlers' dependencies as the runtime lock has them, hashes included; each must be
+    the version installed here (the one the tests ran), or the lock is stale."""
+    entries = locked(LOCK.read_text())
+    out = []
+    for name in DEPENDENCIES:
+        entry = entries.get(_key(name))
+        installed = importlib.metadata.version(name)
+        if entry is None or not entry.startswith(f"{entry.split('==')[0]}=={installed}"):
+            raise SystemExit(f"{LOCK}: {name} is {'missing' if entry is None else entry.split(' ')[0]}, but the tests "
+                             f"ran {installed}: refresh the environment (make test) or the lock (make lock)")
+        out.append(entry)
+    return out
 
 
 def install_dependencies(target: Path, python_version: str, arch: str) -> None:
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", "--no-deps",
-                    "--only-binary=:all:", "--platform", PLATFORMS[arch], "--python-version", python_version,
-                    "--implementation", "cp", "--target", str(target), *pinned()], check=True)
+    with tempfile.NamedTemporaryFile("w", suffix=".txt") as requirements:
+        requirements.write("\n".join(pinned()) + "\n")
+        requirements.flush()
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", "--no-deps",
+                        "--require-hashes", "--only-binary=:all:", "--platform", PLATFORMS[arch],
+                        "--python-version", python_version, "--implementation", "cp", "--target", str(target),
+                        "-r", requirements.name], check=True)
 
 
 def copy_sources(target: Path) -> None:
