@@ -71,6 +71,12 @@ tfcheck: compile package
 	  out=$$($(TFCHECK)/plan.py --tree terraform $(PLAN_VARS) $$extra $(JOBS_OUT)/base) || { echo "$$out"; exit 1; }; \
 	  echo "$$out" | tail -n 1; \
 	done
+	@echo "== tfcheck deploy/ci-roles (the pipeline's plan and apply roles)"
+	@out=$$($(TFCHECK)/validate.py --tree deploy deploy/ci-roles) || { echo "$$out"; exit 1; }; echo "$$out" | tail -n 1; \
+	  echo "$$out" | tail -n 1 | grep -q "checkov_failed=0 checkov_parse_errors=0" || { echo "$$out"; exit 1; }
+	@out=$$($(TFCHECK)/plan.py --tree deploy --var region=us-east-1 --var github_repository=acme/jobs \
+	  --var state_bucket=acme-jobplane-state --var 'apply_policy_arns=["arn:aws:iam::aws:policy/PowerUserAccess"]' \
+	  deploy/ci-roles) || { echo "$$out"; exit 1; }; echo "$$out" | tail -n 1
 	@echo "== plan the base root as the pipeline does (its TF_VAR_*, [deploy] from jobplane.toml)"
 	$(BIN)/python scripts/check_workflow_plan.py
 	@set -e; for root in $(JOBS_OUT)/teams/*; do \

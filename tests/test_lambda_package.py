@@ -74,7 +74,7 @@ _call = botocore.client.BaseClient._make_api_call
 def _recorded(self, operation, params):
     named = {{k: params[k] for k in ("TableName", "IndexName", "TopicArn", "SecretId", "executionArn",
                                     "stateMachineArn", "logGroupName", "logStreamName", "Bucket", "Key", "Prefix",
-                                    "Name", "GroupName", "QueueUrl", "QueueName")
+                                    "Name", "GroupName", "QueueUrl", "QueueName", "RuleArn", "RuleArns")
              if k in params}}
     if "TransactItems" in params:
         named["TransactItems"] = [[kind, body["TableName"]] for item in params["TransactItems"] for kind, body in item.items()]
@@ -181,6 +181,41 @@ def test_the_notifier_handler_posts_to_slack_with_the_error_read_from_cloudwatch
                            {"slack_webhook_secret_arn": secret})
     finally:
         receiver.close()
+
+
+def test_the_portal_oidc_secret_handler_sets_the_rule_and_returns_no_secret(aws: LocalAWS,
+                                                                            lambda_root: dict[str, Path]) -> None:
+    """Issue 41 item 10: the OIDC client secret no longer passes through Terraform (state the plan
+    role reads). The handler Terraform invokes reads it with its own role and writes it into the
+    load balancer's rule, keeping every other action; its result, kept in the state, holds the
+    secret's version only."""
+    ec2, elb, sm = aws.client("ec2"), aws.client("elbv2"), aws.client("secretsmanager")
+    vpc = ec2.create_vpc(CidrBlock="10.9.0.0/16")["Vpc"]["VpcId"]
+    subnets = [ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.9.{i}.0/24", AvailabilityZone=f"{aws.region}{z}")
+               ["Subnet"]["SubnetId"] for i, z in ((1, "a"), (2, "b"))]
+    lb = elb.create_load_balancer(Name="jobplane-portal", Subnets=subnets)["LoadBalancers"][0]["LoadBalancerArn"]
+    tg = elb.create_target_group(Name="jobplane-portal", Protocol="HTTP", Port=8080, VpcId=vpc,
+                                 TargetType="ip")["TargetGroups"][0]["TargetGroupArn"]
+    listener = elb.create_listener(LoadBalancerArn=lb, Protocol="HTTP", Port=80, DefaultActions=[
+        {"Type": "fixed-response", "FixedResponseConfig": {"StatusCode": "404"}}])["Listeners"][0]["ListenerArn"]
+    oidc = {"Issuer": "https://login.example.com", "AuthorizationEndpoint": "https://login.example.com/a",
+            "TokenEndpoint": "https://login.example.com/t", "UserInfoEndpoint": "https://login.example.com/u",
+            "ClientId": "jobplane-portal", "ClientSecret": "set-by-jobplane-portal-oidc-secret",
+            "Scope": "openid email", "OnUnauthenticatedRequest": "authenticate"}
+    forward = {"Type": "forward", "Order": 2, "TargetGroupArn": tg}
+    rule = elb.create_rule(ListenerArn=listener, Priority=10, Conditions=[
+        {"Field": "host-header", "HostHeaderConfig": {"Values": ["jobs.example.com"]}}], Actions=[
+        {"Type": "authenticate-oidc", "Order": 1, "AuthenticateOidcConfig": oidc}, forward])["Rules"][0]["RuleArn"]
+    secret = sm.create_secret(Name="jobplane/portal-oidc", SecretString="the-oidc-client-secret-4711")
+    result = call_handler(lambda_root, "jobplane.platform.oidc_secret.handler", {"RuleArn": "arn:elsewhere"},
+                          lambda_env(aws, JOBPLANE_PORTAL_RULE_ARN=rule, JOBPLANE_PORTAL_OIDC_SECRET_ARN=secret["ARN"]))
+    assert result == {"rule": rule, "secret_version": secret["VersionId"]}  # the event names nothing it uses
+    assert "the-oidc-client-secret-4711" not in json.dumps(result)
+    actions = elb.describe_rules(RuleArns=[rule])["Rules"][0]["Actions"]
+    assert actions[0]["AuthenticateOidcConfig"] == {**oidc, "ClientSecret": "the-oidc-client-secret-4711"}
+    assert actions[1] == forward
+    assert_role_allows("portal_oidc_secret", RECORDED["jobplane.platform.oidc_secret.handler"],
+                       {"portal.oidc.client_secret_arn": secret["ARN"], "aws_lb_listener_rule.portal.arn": rule})
 
 
 def _upstream_run(aws: LocalAWS, job: str, ended_minutes_ago: int, after_jobs: list[str]) -> str:
@@ -342,11 +377,11 @@ def lambda_service_calls(function: str, vars: dict[str, str]) -> list[Call]:
     calls = [Call("logs:CreateLogStream", stream, {}, "logs"), Call("logs:PutLogEvents", stream, {}, "logs")]
     if fn["tracing_config"][0]["mode"] == "Active":
         calls += [Call(a, "*", {}, "tracing") for a in ("xray:PutTraceSegments", "xray:PutTelemetryRecords")]
-    dlq = bm.resolve(fn["dead_letter_config"][0]["target_arn"], vars)
-    calls += [Call("sqs:SendMessage", dlq, {}, "dead letters"),
-              Call("kms:GenerateDataKey", bm.KMS_KEY_ARN, {}, "encrypted dead-letter queue"),
-              Call("kms:Decrypt", bm.KMS_KEY_ARN, {}, "encrypted environment")]
-    return calls
+    if fn.get("dead_letter_config"):
+        dlq = bm.resolve(fn["dead_letter_config"][0]["target_arn"], vars)
+        calls += [Call("sqs:SendMessage", dlq, {}, "dead letters"),
+                  Call("kms:GenerateDataKey", bm.KMS_KEY_ARN, {}, "encrypted dead-letter queue")]
+    return calls + [Call("kms:Decrypt", bm.KMS_KEY_ARN, {}, "encrypted environment")]
 
 
 def recorded_calls(recorded: list[dict[str, Any]]) -> list[Call]:
@@ -394,6 +429,12 @@ def recorded_calls(recorded: list[dict[str, Any]]) -> list[Call]:
                               f"{params.get('GroupName', 'default')}/{params['Name']}", {}, why))
         elif service == "scheduler" and op == "ListSchedules":
             calls.append(Call("scheduler:ListSchedules", "*", {}, why))  # no resource type (same reference)
+        elif service == "elbv2" and op == "DescribeRules":
+            # no resource-level permissions (Service Authorization Reference, Elastic Load Balancing V2:
+            # https://docs.aws.amazon.com/service-authorization/latest/reference/list_awselasticloadbalancingv2.html)
+            calls.append(Call("elasticloadbalancing:DescribeRules", "*", {}, why))
+        elif service == "elbv2":
+            calls.append(Call(f"elasticloadbalancing:{op}", params["RuleArn"], {}, why))  # a listener rule's ARN
         elif service == "sqs":
             # a queue's ARN from its URL's last part (or GetQueueUrl's QueueName)
             # (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonsqs.html)

@@ -104,14 +104,14 @@ resource "aws_ecs_task_definition" "runner" {
     name = "tmp"
   }
   container_definitions = jsonencode([{
-    name                   = "runner"
-    image                  = var.runner_image
-    essential              = true
+    name      = "runner"
+    image     = var.runner_image
+    essential = true
     # A soft reservation, no hard container limit: each step's size comes from the task-level
     # Cpu/Memory its state machine overrides, and a container "memory" would OOM-kill a step
     # given more. (Fargate needs only the task-level values:
     # https://docs.aws.amazon.com/AmazonECS/latest/developerguide/task_definition_parameters.html#container_definition_memory)
-    memoryReservation      = 128
+    memoryReservation = 128
     # Application code may write to /tmp only (an ephemeral task volume); the image stays read-only.
     # The runner image declares VOLUME /tmp (mode 1777), so the data plane copies that directory,
     # with its permissions, into the bind mount and a non-root user can write there:

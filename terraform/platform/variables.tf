@@ -90,9 +90,9 @@ variable "slow_check_schedule" {
 
 variable "portal" {
   type = object({
-    image           = string       # the portal image (src/jobplane/portal/Dockerfile), e.g. in the runner's ECR
-    host_name       = string       # e.g. jobs.example.com (its DNS name points at the load balancer)
-    certificate_arn = string       # ACM certificate for host_name
+    image           = string # the portal image (src/jobplane/portal/Dockerfile), e.g. in the runner's ECR
+    host_name       = string # e.g. jobs.example.com (its DNS name points at the load balancer)
+    certificate_arn = string # ACM certificate for host_name
     vpc_id          = string
     alb_subnet_ids  = list(string) # public subnets of the load balancer; the tasks use var.subnet_ids
     allowed_cidrs   = list(string) # who may reach the portal at all (then OIDC decides who signs in)

@@ -1,0 +1,213 @@
+# The two roles the pipeline (deploy/github-actions/jobplane.yml) assumes with GitHub's OIDC
+# token, created once by an administrator: `terraform init && terraform apply` here
+# (docs/deploy.md, step 6). Their trust and their limits are what a pull request's author can
+# and cannot do with AWS (issue 40, items 1 and 2):
+#
+# - plan: any pull request of the repository may assume it, and GitHub runs a pull request's own
+#   version of the workflow, so it must be harmless in any hands: it reads (AWS's ReadOnlyAccess),
+#   may not write the state bucket (the pipeline plans with -lock=false), and may not read a
+#   secret value or a parameter other than the ones the base module publishes.
+# - apply: only a job on `main` that declares the `production` environment may assume it. The
+#   token's subject carries both only when the repository's OIDC subject template includes the
+#   context and the ref (docs/deploy.md gives the command); AWS reads no other GitHub claim
+#   (https://docs.github.com/en/actions/how-tos/secure-your-work/security-harden-deployments/oidc-in-aws:
+#   "Support for custom claims for OIDC is unavailable in AWS").
+
+terraform {
+  required_version = ">= 1.10"
+  required_providers {
+    aws = {
+      source  = "hashicorp/aws"
+      version = "~> 6.0"
+    }
+  }
+}
+
+variable "region" {
+  type = string
+}
+
+variable "github_repository" {
+  type        = string
+  description = "The teams' repository, ORG/REPO."
+  validation {
+    condition     = can(regex("^[A-Za-z0-9-]+/[A-Za-z0-9._-]+$", var.github_repository))
+    error_message = "github_repository is ORG/REPO."
+  }
+}
+
+variable "state_bucket" {
+  type        = string
+  description = "The bucket of [terraform] in jobplane.toml (the compiled roots' state)."
+}
+
+variable "state_prefix" {
+  type        = string
+  default     = "jobplane/"
+  description = "The keys of the roots' states in that bucket (key and team_key of [terraform])."
+}
+
+variable "name_prefix" {
+  type    = string
+  default = "jobplane"
+}
+
+variable "environment" {
+  type        = string
+  default     = "production"
+  description = "The GitHub environment the apply job declares."
+}
+
+variable "branch" {
+  type    = string
+  default = "main"
+}
+
+variable "apply_policy_arns" {
+  type        = list(string)
+  description = "What the apply role may do: create and change what the base module and the compiled roots hold (your organisation's deployment policy)."
+}
+
+variable "create_oidc_provider" {
+  type        = bool
+  default     = true
+  description = "false when the account already has token.actions.githubusercontent.com."
+}
+
+provider "aws" {
+  region = var.region
+}
+
+data "aws_partition" "current" {}
+data "aws_caller_identity" "current" {}
+
+resource "aws_iam_openid_connect_provider" "github" {
+  count          = var.create_oidc_provider ? 1 : 0
+  url            = "https://token.actions.githubusercontent.com"
+  client_id_list = ["sts.amazonaws.com"]
+}
+
+locals {
+  partition    = data.aws_partition.current.partition
+  provider_arn = var.create_oidc_provider ? aws_iam_openid_connect_provider.github[0].arn : "arn:${local.partition}:iam::${data.aws_caller_identity.current.account_id}:oidc-provider/token.actions.githubusercontent.com"
+  # subjects as the repository's customised template (repo, context, ref) writes them
+  pull_request_subject = "repo:${var.github_repository}:pull_request:ref:refs/pull/*/merge"
+  apply_subject        = "repo:${var.github_repository}:environment:${var.environment}:ref:refs/heads/${var.branch}"
+  state_bucket_arn     = "arn:${local.partition}:s3:::${var.state_bucket}"
+}
+
+data "aws_iam_policy_document" "plan_trust" {
+  statement {
+    actions = ["sts:AssumeRoleWithWebIdentity"]
+    principals {
+      type        = "Federated"
+      identifiers = [local.provider_arn]
+    }
+    condition {
+      test     = "StringEquals"
+      variable = "token.actions.githubusercontent.com:aud"
+      values   = ["sts.amazonaws.com"]
+    }
+    condition {
+      test     = "StringLike"
+      variable = "token.actions.githubusercontent.com:sub"
+      values   = [local.pull_request_subject]
+    }
+  }
+}
+
+data "aws_iam_policy_document" "apply_trust" {
+  statement {
+    actions = ["sts:AssumeRoleWithWebIdentity"]
+    principals {
+      type        = "Federated"
+      identifiers = [local.provider_arn]
+    }
+    condition {
+      test     = "StringEquals"
+      variable = "token.actions.githubusercontent.com:aud"
+      values   = ["sts.amazonaws.com"]
+    }
+    condition {
+      test     = "StringEquals"
+      variable = "token.actions.githubusercontent.com:sub"
+      values   = [local.apply_subject]
+    }
+  }
+}
+
+# What the plan role may do beyond reading: read the states, and nothing that writes them or
+# reads a secret. Deny wins over any allow, ReadOnlyAccess's included
+# (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_evaluation-logic.html).
+data "aws_iam_policy_document" "plan_limits" {
+  statement {
+    sid       = "ReadStates"
+    actions   = ["s3:GetObject"]
+    resources = ["${local.state_bucket_arn}/${var.state_prefix}*"]
+  }
+  statement {
+    sid       = "ListStates"
+    actions   = ["s3:ListBucket"]
+    resources = [local.state_bucket_arn]
+  }
+  statement {
+    sid       = "NeverWriteStates"
+    effect    = "Deny"
+    actions   = ["s3:PutObject", "s3:DeleteObject", "s3:DeleteObjectVersion", "s3:PutObjectAcl", "s3:PutBucketPolicy", "s3:PutBucketVersioning"]
+    resources = [local.state_bucket_arn, "${local.state_bucket_arn}/*"]
+  }
+  statement {
+    sid       = "NeverReadSecrets"
+    effect    = "Deny"
+    actions   = ["secretsmanager:GetSecretValue", "secretsmanager:BatchGetSecretValue"]
+    resources = ["*"]
+  }
+  statement {
+    # the team roots read what the base module publishes (names and ARNs, plain strings)
+    sid           = "NoOtherParameters"
+    effect        = "Deny"
+    actions       = ["ssm:GetParameter", "ssm:GetParameters", "ssm:GetParametersByPath", "ssm:GetParameterHistory"]
+    not_resources = ["arn:${local.partition}:ssm:*:${data.aws_caller_identity.current.account_id}:parameter/${var.name_prefix}/platform/*"]
+  }
+}
+
+resource "aws_iam_role" "plan" {
+  name                 = "${var.name_prefix}-ci-plan"
+  description          = "jobplane pipeline: plans of pull requests (read only)"
+  assume_role_policy   = data.aws_iam_policy_document.plan_trust.json
+  max_session_duration = 3600
+}
+
+resource "aws_iam_role_policy_attachment" "plan_read" {
+  role       = aws_iam_role.plan.name
+  policy_arn = "arn:${local.partition}:iam::aws:policy/ReadOnlyAccess"
+}
+
+resource "aws_iam_role_policy" "plan_limits" {
+  name   = "limits"
+  role   = aws_iam_role.plan.id
+  policy = data.aws_iam_policy_document.plan_limits.json
+}
+
+resource "aws_iam_role" "apply" {
+  name                 = "${var.name_prefix}-ci-apply"
+  description          = "jobplane pipeline: applies of ${var.branch} in the ${var.environment} environment"
+  assume_role_policy   = data.aws_iam_policy_document.apply_trust.json
+  max_session_duration = 3600
+}
+
+resource "aws_iam_role_policy_attachment" "apply" {
+  for_each   = toset(var.apply_policy_arns)
+  role       = aws_iam_role.apply.name
+  policy_arn = each.value
+}
+
+output "plan_role_arn" {
+  description = "The repository variable JOBPLANE_PLAN_ROLE_ARN"
+  value       = aws_iam_role.plan.arn
+}
+
+output "apply_role_arn" {
+  description = "The repository variable JOBPLANE_APPLY_ROLE_ARN"
+  value       = aws_iam_role.apply.arn
+}
