@@ -107,6 +107,10 @@ def main() -> int:
     summary = out.strip().splitlines()[-1] if out.strip() else ""
     expected = {
         "the VPC endpoints": "module.platform.aws_vpc_endpoint.",
+        "the portal's endpoints (Step Functions, Scheduler, DynamoDB)": 'aws_vpc_endpoint.interface["states"]',
+        "the portal's Scheduler endpoint": 'aws_vpc_endpoint.interface["scheduler"]',
+        "the portal's DynamoDB endpoint": "module.platform.aws_vpc_endpoint.dynamodb",
+        "the endpoints admitting the portal's tasks": "module.platform.aws_vpc_security_group_ingress_rule.endpoints_from_portal",
         "the portal's load balancer": "module.platform.aws_lb.portal",
         "the portal's sign-in rule": "authenticate_oidc",
         "the Slack secret in the notifier's environment": SLACK,

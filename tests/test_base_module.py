@@ -230,3 +230,27 @@ def test_terraform_never_reads_a_secret_value() -> None:
     function = bm.resource("aws_lambda_function", "portal_oidc_secret")
     assert function["handler"] == "jobplane.platform.oidc_secret.handler"
     assert "portal_oidc" in data["aws_secretsmanager_secret_versions"]  # version ids: metadata only
+
+
+def test_the_portal_reaches_each_aws_service_it_calls_through_the_endpoints() -> None:
+    """Issue 41 item 5: with vpc_endpoints set the portal could not start: the endpoints'
+    security group admitted only the runner's tasks, and DynamoDB, Step Functions and Scheduler
+    had no endpoint. Every service the portal's role names has one (IAM and KMS are no call of
+    its own: PassRole is authorisation, S3 decrypts the catalog with KMS itself), and the
+    endpoints admit the portal's tasks."""
+    text = (bm.MODULE / "network.tf").read_text()
+    interface = re.search(r'\["ecr.api", "ecr.dkr", "logs", "secretsmanager", "ssm"\],\s*'
+                          r'local.with_portal_endpoints \? (\[[^\]]*\])', text)
+    assert interface, "the interface endpoints' list changed shape; read it again here"
+    endpoints = {"ecr.api", "ecr.dkr", "logs", "secretsmanager", "ssm", *json.loads(interface[1])}
+    gateways = {bm.resolve(body["service_name"], {}).rsplit(".", 1)[1] for body in bm.module()["resource"]["aws_vpc_endpoint"].values()
+                if body["vpc_endpoint_type"] == "Gateway"}
+    services = {action.split(":")[0] for statement in bm.policy_statements("portal", {}) for action in statement["actions"]}
+    reachable = endpoints | gateways
+    assert services - {"iam", "kms"} <= reachable, sorted(services - reachable)
+    rule = bm.resource("aws_vpc_security_group_ingress_rule", "endpoints_from_portal")
+    assert rule["referenced_security_group_id"] == "${aws_security_group.portal[0].id}"
+    assert rule["count"] == "${local.with_portal_endpoints ? 1 : 0}"
+    assert bm.resource("aws_vpc_endpoint", "dynamodb")["vpc_endpoint_type"] == "Gateway"
+    service = bm.resource("aws_ecs_service", "portal")
+    assert service["network_configuration"][0]["subnets"] == "${coalesce(var.portal.task_subnet_ids, var.subnet_ids)}"

@@ -5,8 +5,17 @@
 # and the S3 gateway for image layers; CloudWatch Logs for the awslogs driver; Secrets Manager
 # and SSM for task secrets; https://docs.aws.amazon.com/AmazonECS/latest/developerguide/vpc-endpoints.html).
 # What the application itself calls (its database, other AWS services) is the application's to add.
+#
+# With the portal too, its tasks (same subnets, their own security group) also call Step
+# Functions and EventBridge Scheduler (interface endpoints) and DynamoDB (a gateway endpoint);
+# S3, CloudWatch Logs, ECR and Secrets Manager are the runner's endpoints above. The one call no
+# endpoint serves is the portal's fetch of the ALB's public signing keys
+# (public-keys.auth.elb.REGION.amazonaws.com, the alb-oidc mode): give the portal
+# portal.task_subnet_ids with a route to the internet, or it refuses every sign-in (docs/deploy.md).
 locals {
-  interface_endpoints = var.vpc_endpoints == null ? [] : ["ecr.api", "ecr.dkr", "logs", "secretsmanager", "ssm"]
+  with_portal_endpoints = var.vpc_endpoints != null && var.portal != null
+  interface_endpoints = var.vpc_endpoints == null ? [] : concat(["ecr.api", "ecr.dkr", "logs", "secretsmanager", "ssm"],
+  local.with_portal_endpoints ? ["states", "scheduler"] : [])
 }
 
 resource "aws_security_group" "endpoints" {
@@ -27,6 +36,16 @@ resource "aws_vpc_security_group_ingress_rule" "endpoints_from_tasks" {
   referenced_security_group_id = each.value
 }
 
+resource "aws_vpc_security_group_ingress_rule" "endpoints_from_portal" {
+  count                        = local.with_portal_endpoints ? 1 : 0
+  security_group_id            = aws_security_group.endpoints[0].id
+  description                  = "HTTPS from the portal's tasks"
+  ip_protocol                  = "tcp"
+  from_port                    = 443
+  to_port                      = 443
+  referenced_security_group_id = aws_security_group.portal[0].id
+}
+
 resource "aws_vpc_endpoint" "interface" {
   for_each            = toset(local.interface_endpoints)
   vpc_id              = var.vpc_endpoints.vpc_id
@@ -41,6 +60,14 @@ resource "aws_vpc_endpoint" "s3" {
   count             = var.vpc_endpoints == null ? 0 : 1
   vpc_id            = var.vpc_endpoints.vpc_id
   service_name      = "com.amazonaws.${local.region}.s3"
+  vpc_endpoint_type = "Gateway"
+  route_table_ids   = var.vpc_endpoints.route_table_ids
+}
+
+resource "aws_vpc_endpoint" "dynamodb" {
+  count             = local.with_portal_endpoints ? 1 : 0
+  vpc_id            = var.vpc_endpoints.vpc_id
+  service_name      = "com.amazonaws.${local.region}.dynamodb"
   vpc_endpoint_type = "Gateway"
   route_table_ids   = var.vpc_endpoints.route_table_ids
 }

@@ -454,7 +454,7 @@ resource "aws_ecs_service" "portal" {
   desired_count   = 2
   launch_type     = "FARGATE"
   network_configuration {
-    subnets          = var.subnet_ids
+    subnets          = coalesce(var.portal.task_subnet_ids, var.subnet_ids)
     security_groups  = [aws_security_group.portal[0].id]
     assign_public_ip = false
   }

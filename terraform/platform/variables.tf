@@ -94,7 +94,10 @@ variable "portal" {
     host_name       = string # e.g. jobs.example.com (its DNS name points at the load balancer)
     certificate_arn = string # ACM certificate for host_name
     vpc_id          = string
-    alb_subnet_ids  = list(string) # public subnets of the load balancer; the tasks use var.subnet_ids
+    alb_subnet_ids  = list(string) # public subnets of the load balancer
+    # the tasks' subnets (default: var.subnet_ids); with vpc_endpoints and no NAT gateway there,
+    # subnets that do reach the internet: the ALB's signing keys have no VPC endpoint
+    task_subnet_ids = optional(list(string))
     allowed_cidrs   = list(string) # who may reach the portal at all (then OIDC decides who signs in)
     oidc = object({
       issuer                 = string

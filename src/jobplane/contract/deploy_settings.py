@@ -33,13 +33,6 @@ ACM_ARN_RE = re.compile(r"^arn:aws[a-z-]*:acm:[a-z0-9-]+:\d{12}:certificate/[0-9
 HOST_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+$")
 IMAGE_RE = re.compile(r"^[a-z0-9][a-z0-9._/:@-]{0,254}$")
 
-#: The base module's ``portal`` object (terraform/platform/variables.tf), less what jobplane.toml says elsewhere.
-PORTAL_KEYS = {"image", "host_name", "certificate_arn", "vpc_id", "alb_subnet_ids", "allowed_cidrs", "oidc",
-               "session_secret_arn"}
-OIDC_KEYS = {"issuer", "authorization_endpoint", "token_endpoint", "user_info_endpoint", "client_id",
-             "client_secret_arn"}
-
-
 @dataclass(frozen=True)
 class DeploySettings:
     """The base root's optional variables as jobplane.toml sets them; ``None``: the module's default."""
@@ -90,8 +83,10 @@ def parse_deploy(where: str, table: Any) -> DeploySettings:
             problems.append("[deploy.portal] admins and team_members come from [platform] admins and the teams' "
                             "members in jobplane.toml; remove them here")
             portal = {k: v for k, v in portal.items() if k not in ("admins", "team_members")}
+        # the base module's portal object (terraform/platform/variables.tf), less admins and
+        # team_members; a key ending in '?' is optional
         problems += _problems("portal", portal, {
-            "image": IMAGE_RE, "host_name": HOST_RE, "certificate_arn": ACM_ARN_RE, "vpc_id": VPC_RE,
+            "task_subnet_ids?": [SUBNET_RE], "image": IMAGE_RE, "host_name": HOST_RE, "certificate_arn": ACM_ARN_RE, "vpc_id": VPC_RE,
             "alb_subnet_ids": [SUBNET_RE], "allowed_cidrs": [CIDR_RE], "session_secret_arn": SECRET_ARN_RE,
             "oidc": {"issuer": HTTPS_URL_RE, "authorization_endpoint": HTTPS_URL_RE, "token_endpoint": HTTPS_URL_RE,
                      "user_info_endpoint": HTTPS_URL_RE, "client_id": re.compile(r"^[\x21-\x7e]{1,255}$"),
@@ -106,14 +101,16 @@ def _problems(name: str, value: Any, shape: Any) -> list[str]:
     """Each place where ``value`` does not have ``shape`` (a pattern, [pattern] or {key: shape})."""
     if isinstance(shape, dict):
         if not isinstance(value, dict):
-            return [f"[deploy] {name}: a table with {', '.join(sorted(shape))}"]
+            return [f"[deploy] {name}: a table with {', '.join(sorted(k.rstrip('?') for k in shape))}"]
+        required = {k for k in shape if not k.endswith("?")}
+        known = {k.rstrip("?"): sub for k, sub in shape.items()}
+        missing, extra = sorted(required - set(value)), sorted(set(value) - set(known))
         out = []
-        if set(value) != set(shape):
-            missing, extra = sorted(set(shape) - set(value)), sorted(set(value) - set(shape))
+        if missing or extra:
             out.append(f"[deploy] {name}: " + "; ".join(
                 part for part in (f"missing {', '.join(missing)}" if missing else "",
                                   f"unknown {', '.join(extra)}" if extra else "") if part))
-        for key, sub in shape.items():
+        for key, sub in known.items():
             if key in value:
                 out += _problems(f"{name}.{key}", value[key], sub)
         return out

@@ -10,9 +10,9 @@ LIMITS = {"state machine": 80, "schedule": 64, "IAM role": 64, "task definition 
 #: What the base module (terraform/platform) names "<prefix>-<suffix>" (tests/test_compile.py
 #: reads them from the module): a job whose derived names equal one of these would collide
 #: with it at apply ("EntityAlreadyExists"), so validation refuses such a job name.
-BASE_MODULE_SUFFIXES = ("endpoints", "events", "events-dlq", "execution-status", "notifier", "operator", "portal", "portal-alb",
-                        "portal-exec", "reconciler", "runner", "runner-exec", "runner-logging", "runner-task",
-                        "scheduler-dlq", "slow-check", "workflow-observability")
+BASE_MODULE_SUFFIXES = ("endpoints", "events", "events-dlq", "execution-status", "notifier", "operator", "portal",
+                        "portal-alb", "portal-exec", "portal-oidc-secret", "reconciler", "runner", "runner-exec",
+                        "runner-logging", "runner-task", "scheduler-dlq", "slow-check", "workflow-observability")
 
 
 def base_module_names(prefix: str) -> set[str]:
