@@ -183,6 +183,46 @@ def test_the_notifier_handler_posts_to_slack_with_the_error_read_from_cloudwatch
         receiver.close()
 
 
+def test_the_notifier_handler_posts_each_teams_alert_to_its_channel_with_a_bot_token(
+        aws: LocalAWS, lambda_root: dict[str, Path]) -> None:
+    """Issue 41 item 8, as deployed: the packaged notifier reads the bot token from its secret
+    and posts each SNS record by chat.postMessage to the channel it is routed to, with only the
+    role the base module gives it (the webhook's statement absent, the bot token's used)."""
+    from slack_receiver import BOT_TOKEN
+
+    receiver = Receiver([])
+    RECORDED.pop("jobplane.platform.notifier.handler", None)  # this configuration's calls alone
+    try:
+        secret = aws.client("secretsmanager").create_secret(Name=f"slack-bot-{uuid.uuid4().hex[:6]}",
+                                                            SecretString=BOT_TOKEN)["ARN"]
+        records = []
+        for team in ("billing", "growth"):
+            message = {"version": 1, "event": "FAILED", "job": f"{team}-job", "team": team, "execution": f"{team}-1",
+                       "execution_arn": f"arn:aws:states:us-east-1:123456789012:execution:jobplane-{team}-job:{team}-1",
+                       "trigger": "manual", "scheduled_time": "2027-01-01T00:00:00Z", "requested_by": "ops",
+                       "outcome": {"status": "FAILED", "step": "load"}, "channels": [],
+                       "error": "ValueError: bad input"}
+            records.append({"EventSource": "aws:sns", "Sns": {"Message": json.dumps(message)}})
+        out = call_handler(lambda_root, "jobplane.platform.notifier.handler", {"Records": records}, lambda_env(
+            aws, JOBPLANE_SLACK_BOT_TOKEN_SECRET_ARN=secret, JOBPLANE_SLACK_API_URL=receiver.api_url,
+            JOBPLANE_TEAM_CHANNELS=json.dumps({"billing": "#billing-alerts", "growth": "#growth-alerts"})))
+        assert out["results"] == [["sent"], ["sent"]]
+        assert [(path, body["channel"], body["text"].split(" ")[0]) for path, body in receiver.requests] == [
+            ("/api/chat.postMessage", "#billing-alerts", "billing-job"),
+            ("/api/chat.postMessage", "#growth-alerts", "growth-job")]
+        # every call allowed by the role as configured for a bot token, and its statement needed
+        # (the webhook configuration's test above checks that each statement is used)
+        import base_module as bm
+
+        vars = {"slack_bot_token_secret_arn": secret}
+        statements = bm.policy_statements("notifier", vars)
+        calls = recorded_calls(RECORDED["jobplane.platform.notifier.handler"]) + lambda_service_calls("notifier", vars)
+        assert denied_calls(statements, calls) == []
+        assert denied_calls([st for st in statements if st.get("sid") != "SlackBotToken"], calls)
+    finally:
+        receiver.close()
+
+
 def test_the_portal_oidc_secret_handler_sets_the_rule_and_returns_no_secret(aws: LocalAWS,
                                                                             lambda_root: dict[str, Path]) -> None:
     """Issue 41 item 10: the OIDC client secret no longer passes through Terraform (state the plan

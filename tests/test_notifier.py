@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Iterator
 
@@ -115,3 +116,81 @@ def test_the_webhook_url_never_reaches_the_logs(receiver: Receiver, tmp_path: Pa
     logged = "\n".join(r.getMessage() for r in caplog.records)
     assert "retry" in logged.lower()  # slack_sdk did log its retries...
     assert "/services/T000/B000/XXXX" not in logged  # ...without the URL
+
+
+# -- issue 41 item 8: every routed channel gets its alert -----------------------------------------
+MULTI = Routing({"billing": "#billing-alerts", "growth": "#growth-alerts"}, "#jobplane-alerts")
+
+
+def test_a_bot_token_posts_each_alert_to_its_own_channels(receiver: Receiver, tmp_path: Path) -> None:
+    """One webhook could reach one channel only (Slack: a webhook cannot override its channel),
+    so every team's alert went to the same one. With a bot token each goes by chat.postMessage
+    to the channel it is routed to: the job's own channels, else its team's, else the default."""
+    from slack_receiver import BOT_TOKEN
+
+    notifier = SlackNotifier(None, MULTI, "http://localhost:8080", DeadLetterStore(tmp_path), bot_token=BOT_TOKEN,
+                             api_url=receiver.api_url)
+    assert notifier.notify(message(team="billing")) == ["sent"]
+    assert notifier.notify(message(team="growth", job="weekly-cohort-export")) == ["sent"]
+    assert notifier.notify(message(team="platform")) == ["sent"]  # no team channel: the default
+    assert notifier.notify(message(channels=["#close-war-room", "#finance"])) == ["sent", "sent"]
+    got = [(path, body["channel"], body["text"]) for path, body in receiver.requests]
+    assert [(p, c) for p, c, _ in got] == [("/api/chat.postMessage", c) for c in (
+        "#billing-alerts", "#growth-alerts", "#jobplane-alerts", "#close-war-room", "#finance")]
+    assert got[1][2].startswith("weekly-cohort-export FAILED")  # the text says the job, not another channel
+    assert all(Block.parse(b) for _, body in receiver.requests for b in body["blocks"])
+    assert not DeadLetterStore(tmp_path).entries()
+
+
+def test_a_channel_the_app_cannot_post_to_is_dead_lettered_with_slacks_reason(tmp_path: Path) -> None:
+    from slack_receiver import BOT_TOKEN
+
+    receiver = Receiver([], missing_channels=("#growth-alerts",))
+    try:
+        notifier = SlackNotifier(None, MULTI, "", DeadLetterStore(tmp_path), bot_token=BOT_TOKEN, api_url=receiver.api_url)
+        assert notifier.notify(message(channels=["#billing-alerts", "#growth-alerts"])) == ["sent", "dead-lettered"]
+        [kept] = DeadLetterStore(tmp_path).entries()
+        assert kept["channel"] == "#growth-alerts" and kept["reason"] == "Slack API error: channel_not_found"
+        wrong = SlackNotifier(None, MULTI, "", DeadLetterStore(tmp_path / "wrong"), bot_token="xoxb-not-ours",
+                              api_url=receiver.api_url)
+        assert wrong.notify(message()) == ["dead-lettered"]
+        assert DeadLetterStore(tmp_path / "wrong").entries()[0]["reason"] == "Slack API error: invalid_auth"
+    finally:
+        receiver.close()
+
+
+@pytest.mark.parametrize("receiver", [[429, 503]], indirect=True)
+def test_chat_post_message_is_retried_on_rate_limits_and_server_errors(receiver: Receiver, tmp_path: Path) -> None:
+    from slack_receiver import BOT_TOKEN
+
+    notifier = SlackNotifier(None, MULTI, "", DeadLetterStore(tmp_path), bot_token=BOT_TOKEN, api_url=receiver.api_url)
+    assert notifier.notify(message()) == ["sent"]
+    assert len(receiver.requests) == 3 and not DeadLetterStore(tmp_path).entries()
+
+
+def test_webhooks_per_channel_each_get_their_channels_alerts(receiver: Receiver, tmp_path: Path) -> None:
+    """The simple option, one incoming webhook per channel: a JSON object of channel -> URL.
+    A channel with no webhook of its own goes to "*" when there is one, named in the text;
+    else it is dead-lettered, never posted to another team's channel."""
+    hooks = {"#billing-alerts": receiver.webhook("billing"), "#growth-alerts": receiver.webhook("growth")}
+    notifier = SlackNotifier(json.dumps(hooks), MULTI, "", DeadLetterStore(tmp_path))
+    assert notifier.notify(message(team="billing")) == ["sent"]
+    assert notifier.notify(message(team="growth")) == ["sent"]
+    assert notifier.notify(message(team="platform")) == ["dead-lettered"]  # #jobplane-alerts has none
+    assert [(path, body["text"].split(":")[0]) for path, body in receiver.requests] == [
+        ("/services/T000/billing/XXXX", "daily-sales-report FAILED"), ("/services/T000/growth/XXXX", "daily-sales-report FAILED")]
+    assert DeadLetterStore(tmp_path).entries()[0]["reason"].startswith("no incoming webhook for #jobplane-alerts")
+    fallback = SlackNotifier(json.dumps({**hooks, "*": receiver.webhook("ops")}), MULTI, "", DeadLetterStore(tmp_path / "f"))
+    assert fallback.notify(message(team="platform")) == ["sent"]
+    assert receiver.requests[-1][0] == "/services/T000/ops/XXXX"
+    assert receiver.requests[-1][1]["text"].startswith("#jobplane-alerts: ")
+
+
+@pytest.mark.parametrize("setting, token, says", [
+    ("xoxb-123", None, "an https:// URL or a JSON object"),  # a token in the webhook setting
+    ('{"#a": "not-a-url"}', None, "JSON object of channel -> webhook URL"),
+    (None, "https://hooks.slack.com/services/T/B/C", "bot user token, xoxb-"),
+])
+def test_a_misplaced_slack_setting_is_refused_not_sent_somewhere(setting: str | None, token: str | None, says: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(says)):
+        SlackNotifier(setting, MULTI, bot_token=token)

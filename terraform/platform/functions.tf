@@ -76,6 +76,14 @@ data "aws_iam_policy_document" "notifier" {
       resources = [statement.value]
     }
   }
+  dynamic "statement" {
+    for_each = var.slack_bot_token_secret_arn == "" ? [] : [var.slack_bot_token_secret_arn]
+    content {
+      sid       = "SlackBotToken"
+      actions   = ["secretsmanager:GetSecretValue"]
+      resources = [statement.value]
+    }
+  }
 }
 
 data "aws_iam_policy_document" "reconciler" {
@@ -173,11 +181,12 @@ resource "aws_lambda_function" "notifier" {
   }
   environment {
     variables = {
-      JOBPLANE_PORTAL_URL               = var.portal_url
-      JOBPLANE_SLACK_WEBHOOK_SECRET_ARN = var.slack_webhook_secret_arn
-      JOBPLANE_TEAM_CHANNELS            = jsonencode(var.team_channels)
-      JOBPLANE_DEFAULT_CHANNEL          = var.default_channel
-      JOBPLANE_LOG_GROUP                = aws_cloudwatch_log_group.runner.name
+      JOBPLANE_PORTAL_URL                 = var.portal_url
+      JOBPLANE_SLACK_WEBHOOK_SECRET_ARN   = var.slack_webhook_secret_arn
+      JOBPLANE_SLACK_BOT_TOKEN_SECRET_ARN = var.slack_bot_token_secret_arn
+      JOBPLANE_TEAM_CHANNELS              = jsonencode(var.team_channels)
+      JOBPLANE_DEFAULT_CHANNEL            = var.default_channel
+      JOBPLANE_LOG_GROUP                  = aws_cloudwatch_log_group.runner.name
     }
   }
   depends_on = [aws_cloudwatch_log_group.notifier]

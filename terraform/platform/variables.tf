@@ -39,7 +39,13 @@ variable "portal_url" {
 
 variable "slack_webhook_secret_arn" {
   type        = string
-  description = "Secrets Manager ARN holding the Slack incoming webhook URL (empty: alerts are only logged)."
+  description = "Secrets Manager ARN holding a Slack incoming webhook URL, or a JSON object of channel -> webhook URL (one per channel)."
+  default     = ""
+}
+
+variable "slack_bot_token_secret_arn" {
+  type        = string
+  description = "Secrets Manager ARN holding a Slack app's bot token (xoxb-): alerts go by chat.postMessage to each routed channel. Wins over the webhooks; neither set: alerts are only logged."
   default     = ""
 }
 

@@ -47,8 +47,9 @@ def dev(obj: Any, reset: bool, data_dir: Path | None, aws_port: int | None, port
 
     Compiles jobs/, starts the embedded local AWS (moto) with every job deployed, the local
     scheduler (jobs fire on their real schedules), the local ECS agent (steps run the real
-    jobplane-runner as subprocesses), Slack alerts (JOBPLANE_SLACK_WEBHOOK_URL, else the console)
-    and the portal. State is kept in the data directory across restarts.
+    jobplane-runner as subprocesses), Slack alerts (JOBPLANE_SLACK_BOT_TOKEN: chat.postMessage to
+    each routed channel; or JOBPLANE_SLACK_WEBHOOK_URL: one URL, or a JSON object of channel ->
+    URL; else the console) and the portal. State is kept in the data directory across restarts.
     """
     from jobplane.compiler.problems import DefinitionError
     from jobplane.devserver.dev_platform import DevError, DevPlatform, freeze_started_heap
@@ -63,6 +64,8 @@ def dev(obj: Any, reset: bool, data_dir: Path | None, aws_port: int | None, port
     platform = DevPlatform(config, data, config.dev.aws_port if aws_port is None else aws_port,
                            config.dev.portal_port if portal_port is None else portal_port, reset=reset,
                            webhook_url=os.environ.get("JOBPLANE_SLACK_WEBHOOK_URL") or None,
+                           slack_bot_token=os.environ.get("JOBPLANE_SLACK_BOT_TOKEN") or None,
+                           slack_api_url=os.environ.get("JOBPLANE_SLACK_API_URL") or None,
                            run_services=not no_services)
     stop = threading.Event()
 

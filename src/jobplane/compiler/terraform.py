@@ -59,7 +59,7 @@ def base_root(config: PlatformConfig) -> dict[str, Any]:
     """The base root: variables, provider and the base module (which publishes what the team
     roots read: terraform/platform/published.tf), and the output operators' tools read."""
     module_vars = ["runner_image", "subnet_ids", "security_group_ids", "portal_url",
-                   "slack_webhook_secret_arn", "lambda_package", "lambda_reserved_concurrency", "vpc_endpoints", "portal"]
+                   "slack_webhook_secret_arn", "slack_bot_token_secret_arn", "lambda_package", "lambda_reserved_concurrency", "vpc_endpoints", "portal"]
     return {
         "terraform": _settings(config, config.terraform.key if config.terraform else None),
         "variable": {
@@ -69,7 +69,11 @@ def base_root(config: PlatformConfig) -> dict[str, Any]:
             "security_group_ids": {"type": "list(string)", "description": "Security groups for the runner's tasks."},
             "portal_url": {"type": "string", "default": "", "description": "Base URL of the portal, for links in alerts."},
             "slack_webhook_secret_arn": {"type": "string", "default": "",
-                                         "description": "Secrets Manager ARN of the Slack incoming webhook URL."},
+                                         "description": "Secrets Manager ARN of the Slack incoming webhook URL, or "
+                                                        "of a JSON object of channel -> webhook URL."},
+            "slack_bot_token_secret_arn": {"type": "string", "default": "",
+                                           "description": "Secrets Manager ARN of a Slack app's bot token (xoxb-): "
+                                                          "chat.postMessage to each routed channel."},
             "lambda_package": {"type": "string", "default": "../../../build/jobplane-lambda.zip",
                                "description": "Zip of the notifier/reconciler Lambda, built by the project."},
             "lambda_reserved_concurrency": {"type": "number", "default": None,

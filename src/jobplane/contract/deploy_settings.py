@@ -39,6 +39,7 @@ class DeploySettings:
 
     portal_url: str | None = None
     slack_webhook_secret_arn: str | None = None
+    slack_bot_token_secret_arn: str | None = None
     lambda_reserved_concurrency: int | None = None
     vpc_endpoints: dict[str, Any] | None = None
     portal: dict[str, Any] | None = field(default=None)
@@ -47,6 +48,7 @@ class DeploySettings:
         """The base root's ``jobplane.auto.tfvars.json``: every setting jobplane.toml makes."""
         out: dict[str, Any] = {k: v for k, v in (("portal_url", self.portal_url),
                                                  ("slack_webhook_secret_arn", self.slack_webhook_secret_arn),
+                                                 ("slack_bot_token_secret_arn", self.slack_bot_token_secret_arn),
                                                  ("lambda_reserved_concurrency", self.lambda_reserved_concurrency),
                                                  ("vpc_endpoints", self.vpc_endpoints)) if v is not None}
         if self.portal is not None:
@@ -60,17 +62,19 @@ def parse_deploy(where: str, table: Any) -> DeploySettings:
     problems: list[str] = []
     if not isinstance(table, dict):
         raise ValueError(f"{where}: [deploy] must be a table")
-    unknown = set(table) - {"portal_url", "slack_webhook_secret_arn", "lambda_reserved_concurrency", "vpc_endpoints",
-                            "portal"}
+    unknown = set(table) - {"portal_url", "slack_webhook_secret_arn", "slack_bot_token_secret_arn",
+                            "lambda_reserved_concurrency", "vpc_endpoints", "portal"}
     if unknown:
         problems.append(f"[deploy] has unknown keys: {', '.join(sorted(unknown))}")
     url = table.get("portal_url")
     if url is not None and not (isinstance(url, str) and HTTPS_URL_RE.fullmatch(url)):
         problems.append("[deploy] portal_url: the portal's https:// URL (alerts link to it)")
-    arn = table.get("slack_webhook_secret_arn")
-    if arn is not None and not (isinstance(arn, str) and SECRET_ARN_RE.fullmatch(arn)):
-        problems.append("[deploy] slack_webhook_secret_arn: the full ARN of the Secrets Manager secret holding the "
-                        "Slack webhook URL (arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME-AbCdEf)")
+    for key, holding in (("slack_webhook_secret_arn", "the Slack webhook URL(s)"),
+                         ("slack_bot_token_secret_arn", "the Slack app's bot token")):
+        value = table.get(key)
+        if value is not None and not (isinstance(value, str) and SECRET_ARN_RE.fullmatch(value)):
+            problems.append(f"[deploy] {key}: the full ARN of the Secrets Manager secret holding {holding} "
+                            "(arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME-AbCdEf)")
     reserved = table.get("lambda_reserved_concurrency")
     if reserved is not None and not (type(reserved) is int and 0 <= reserved <= 1000):
         problems.append("[deploy] lambda_reserved_concurrency: a whole number, 0-1000")
@@ -93,7 +97,9 @@ def parse_deploy(where: str, table: Any) -> DeploySettings:
                      "client_secret_arn": SECRET_ARN_RE}})
     if problems:
         raise ValueError(f"{where}: " + "; ".join(problems))
-    return DeploySettings(portal_url=url, slack_webhook_secret_arn=arn, lambda_reserved_concurrency=reserved,
+    return DeploySettings(portal_url=url, slack_webhook_secret_arn=table.get("slack_webhook_secret_arn"),
+                          slack_bot_token_secret_arn=table.get("slack_bot_token_secret_arn"),
+                          lambda_reserved_concurrency=reserved,
                           vpc_endpoints=endpoints, portal=portal)
 
 

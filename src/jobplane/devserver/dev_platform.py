@@ -56,7 +56,7 @@ class DevPlatform:
 
     def __init__(self, config: PlatformConfig, data_dir: Path, aws_port: int, portal_port: int, *,
                  reset: bool = False, clock: Clock = system_clock, webhook_url: str | None = None,
-                 run_scheduler: bool = True, run_services: bool = True, snapshot_interval: float = 5.0,
+                 slack_bot_token: str | None = None, slack_api_url: str | None = None, run_scheduler: bool = True, run_services: bool = True, snapshot_interval: float = 5.0,
                  catch_up_interval: float = 60.0):
         self.config = config
         self.data_dir = Path(data_dir).resolve()
@@ -68,6 +68,8 @@ class DevPlatform:
         self.reset = reset
         self.clock = clock
         self.webhook_url = webhook_url
+        self.slack_bot_token = slack_bot_token
+        self.slack_api_url = slack_api_url
         self.run_scheduler = run_scheduler
         self.run_services = run_services
         self.snapshot_interval = snapshot_interval
@@ -223,7 +225,12 @@ class DevPlatform:
         assert self.aws is not None
         routing = Routing({n: t.channel for n, t in self.config.teams.items() if t.channel}, self.config.default_channel)
         self.dead_letters = DeadLetterStore(self.data_dir / "dead-letters")
-        notifier = SlackNotifier(self.webhook_url, routing, self.portal_url, self.dead_letters)
+        try:
+            notifier = SlackNotifier(self.webhook_url, routing, self.portal_url, self.dead_letters,
+                                     bot_token=self.slack_bot_token, **({"api_url": self.slack_api_url}
+                                                                        if self.slack_api_url else {}))
+        except ValueError as e:  # JOBPLANE_SLACK_WEBHOOK_URL / JOBPLANE_SLACK_BOT_TOKEN as given
+            raise DevError(f"Slack alerts: {e}") from None
         return AlertFeed(self.aws.client("sns"), self.aws.client("sqs"), self.aws.resources["topic_arn"],
                          f"{self.config.name_prefix}-local-notifier", notifier, self.aws.client("stepfunctions"),
                          self.aws.step_logs())
@@ -346,7 +353,9 @@ class DevPlatform:
 
     def banner(self) -> str:
         assert self.aws is not None
-        webhook = "Slack webhook" if self.webhook_url else "this console (set JOBPLANE_SLACK_WEBHOOK_URL for Slack)"
+        webhook = ("Slack (bot token: chat.postMessage to each routed channel)" if self.slack_bot_token else
+                   "Slack webhook" if self.webhook_url else
+                   "this console (set JOBPLANE_SLACK_BOT_TOKEN or JOBPLANE_SLACK_WEBHOOK_URL for Slack)")
         lines = [
             "",
             f"jobplane dev is ready: {len(self.jobs)} jobs deployed on the embedded local AWS.",

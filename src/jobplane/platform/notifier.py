@@ -1,5 +1,12 @@
-"""The Slack notifier: a notification message in, a Block Kit message out through an incoming
-webhook (slack_sdk), routed to the job's channels, else its team's, else the platform's.
+"""The Slack notifier: a notification message in, a Block Kit message out, routed to the job's
+channels, else its team's, else the platform's, and posted to each of them (slack_sdk):
+
+- with a bot token (``xoxb-``), by ``chat.postMessage`` to each routed channel: one Slack app
+  reaches every channel it is invited to (https://docs.slack.dev/reference/methods/chat.postMessage);
+- with incoming webhooks, one per channel (a JSON map of channel -> URL, ``"*"`` for any other):
+  Slack documents that a webhook posts only to the channel it was made for and cannot be told
+  another (https://docs.slack.dev/messaging/sending-messages-using-incoming-webhooks), so a
+  single URL reaches one channel, and the routed channel is then named in the text.
 
 Delivery never drops a message: slack_sdk retries 5xx answers, rate limits and connection errors
 with backoff; a message still undeliverable is kept in a dead-letter store (locally a directory
@@ -22,6 +29,8 @@ from slack_sdk.http_retry.builtin_handlers import (ConnectionErrorRetryHandler, 
                                                    ServerErrorRetryHandler)
 from slack_sdk.models.blocks import (ActionsBlock, ButtonElement, ContextBlock, HeaderBlock, MarkdownTextObject,
                                      SectionBlock)
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web import WebClient
 from slack_sdk.webhook import WebhookClient
 
 from jobplane.contract.notifications import NotificationMessage, subscribed
@@ -181,25 +190,85 @@ class DeadLetterStore:
         return [json.loads(p.read_text()) for p in sorted(self.directory.glob("*.json"))]
 
 
+SLACK_API_URL = "https://slack.com/api/"
+ANY_CHANNEL = "*"
+
+
+def webhooks_of(setting: str | None) -> dict[str, str]:
+    """channel -> incoming-webhook URL, from one URL (the channel it was made for: ``*``) or a
+    JSON object of channel -> URL; raises ValueError for anything else (a token pasted in the
+    wrong place must not be sent somewhere as a URL)."""
+    if not setting:
+        return {}
+    text = setting.strip()
+    if text.startswith("{"):
+        try:
+            mapping = json.loads(text)
+        except json.JSONDecodeError:
+            mapping = None
+        if not (isinstance(mapping, dict) and mapping and all(
+                isinstance(k, str) and isinstance(v, str) and v.startswith(("https://", "http://"))
+                for k, v in mapping.items())):
+            raise ValueError("the Slack webhook setting is a JSON object of channel -> webhook URL (https://...)")
+        return mapping
+    if not text.startswith(("https://", "http://")):
+        raise ValueError("the Slack webhook setting is an https:// URL or a JSON object of channel -> URL")
+    return {ANY_CHANNEL: text}
+
+
 class SlackNotifier:
     def __init__(self, webhook_url: str | None, routing: Routing, portal_url: str = "",
-                 dead_letters: DeadLetterStore | None = None, timeout: int = 5, retries: int = 3):
-        self.webhook_url = webhook_url
+                 dead_letters: DeadLetterStore | None = None, timeout: int = 5, retries: int = 3, *,
+                 bot_token: str | None = None, api_url: str = SLACK_API_URL):
+        self.webhooks = webhooks_of(webhook_url)
+        if bot_token is not None and not bot_token.startswith("xoxb-"):
+            raise ValueError("the Slack bot token is a bot user token, xoxb-...")
+        self.bot_token = bot_token
+        self.api_url = api_url
         self.routing = routing
         self.portal_url = portal_url
         self.dead_letters = dead_letters
         self.timeout = timeout
         self.retries = retries
 
-    def client(self) -> WebhookClient:
-        assert self.webhook_url
+    @property
+    def delivers(self) -> bool:
+        return bool(self.bot_token or self.webhooks)
+
+    def _retries(self) -> list[Any]:
+        return [ServerErrorRetryHandler(max_retry_count=self.retries),
+                ConnectionErrorRetryHandler(max_retry_count=self.retries),
+                RateLimitErrorRetryHandler(max_retry_count=self.retries)]
+
+    def client(self, url: str) -> WebhookClient:
         # slack_sdk logs the webhook URL (a credential: whoever has it can post) when it retries
         # or debugs: its own logger gets a filter that blanks the URL out.
-        return WebhookClient(self.webhook_url, timeout=self.timeout, logger=_webhook_logger(self.webhook_url), retry_handlers=[
-            ServerErrorRetryHandler(max_retry_count=self.retries),
-            ConnectionErrorRetryHandler(max_retry_count=self.retries),
-            RateLimitErrorRetryHandler(max_retry_count=self.retries),
-        ])
+        return WebhookClient(url, timeout=self.timeout, logger=_webhook_logger(url), retry_handlers=self._retries())
+
+    def web_client(self) -> WebClient:
+        # slack_sdk's request log shows the Authorization header as "(redacted)"
+        return WebClient(token=self.bot_token, base_url=self.api_url, timeout=self.timeout,
+                         retry_handlers=self._retries())
+
+    def _post(self, channel: str | None, text: str, rendered: list[Any]) -> tuple[bool, str]:
+        """One delivery: (delivered, why not)."""
+        try:
+            if self.bot_token:
+                if not channel:
+                    return False, "no channel to post to: set the job's notify channels or a team or default channel"
+                self.web_client().chat_postMessage(channel=channel, text=text, blocks=rendered)
+                return True, ""
+            url = self.webhooks.get(channel or "") or self.webhooks.get(ANY_CHANNEL)
+            if url is None:
+                return False, f"no incoming webhook for {channel}: add it to the webhook setting's channels"
+            # a webhook made for another channel posts there: say where the alert was routed
+            body_text = f"{channel}: {text}" if channel and channel not in self.webhooks else text
+            response = self.client(url).send(text=body_text, blocks=rendered)
+            return response.status_code == 200, f"HTTP {response.status_code}: {response.body}"
+        except SlackApiError as e:  # chat.postMessage answered ok=false (channel_not_found, not_in_channel, ...)
+            return False, f"Slack API error: {e.response.get('error')}"
+        except Exception as e:  # timeouts and connection errors after the retries
+            return False, f"{type(e).__name__}: {e}"
 
     def notify(self, message: NotificationMessage) -> list[str]:
         """Deliver to every routed channel; returns what happened per channel ('sent', 'logged',
@@ -211,17 +280,11 @@ class SlackNotifier:
         text = mrkdwn(f"{message.job} {message.event}: {message.outcome.step or ''}".strip())
         results = []
         for channel in self.routing.channels(message) or [None]:
-            if not self.webhook_url:
+            if not self.delivers:
                 log.warning("%s", console_text(message, channel, self.portal_url))
                 results.append("logged")
                 continue
-            # An incoming webhook posts to its own channel; the routed channel is shown in the text.
-            body_text = f"{channel}: {text}" if channel else text
-            try:
-                response = self.client().send(text=body_text, blocks=rendered)
-                ok, reason = response.status_code == 200, f"HTTP {response.status_code}: {response.body}"
-            except Exception as e:  # timeouts and connection errors after the retries
-                ok, reason = False, f"{type(e).__name__}: {e}"
+            ok, reason = self._post(channel, text, rendered)
             if ok:
                 results.append("sent")
                 continue
@@ -254,9 +317,11 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     import boto3
 
     url = os.environ.get("JOBPLANE_SLACK_WEBHOOK_URL") or _secret(os.environ.get("JOBPLANE_SLACK_WEBHOOK_SECRET_ARN"))
+    token = os.environ.get("JOBPLANE_SLACK_BOT_TOKEN") or _secret(os.environ.get("JOBPLANE_SLACK_BOT_TOKEN_SECRET_ARN"))
     routing = Routing(json.loads(os.environ.get("JOBPLANE_TEAM_CHANNELS", "{}")),
                       os.environ.get("JOBPLANE_DEFAULT_CHANNEL") or None)
-    notifier = SlackNotifier(url, routing, os.environ.get("JOBPLANE_PORTAL_URL", ""))
+    notifier = SlackNotifier(url, routing, os.environ.get("JOBPLANE_PORTAL_URL", ""), bot_token=token,
+                             api_url=os.environ.get("JOBPLANE_SLACK_API_URL") or SLACK_API_URL)
     sfn, logs = boto3.client("stepfunctions"), StepLogs(boto3.client("logs"), os.environ["JOBPLANE_LOG_GROUP"])
     results = []
     for record in event.get("Records", []):
