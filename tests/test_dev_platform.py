@@ -291,10 +291,11 @@ def test_cli_run_from_a_step_status_and_logs_talk_to_the_running_platform(repo_r
 
 
 def test_two_instances_run_their_own_services_and_a_dead_service_is_reported(
-        repo_root: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+        repo_root: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 17: the example service's port was fixed in [dev.services]; a second `jobplane dev`
     could not start its own (and its jobs silently used the first one's). {port:NAME} is now a
-    port chosen per instance, and a service that exits is said."""
+    port chosen per instance, and a service that exits is said. Issue 40 (decided): a service
+    gets what a step gets, the OS basics and [dev] env, not the developer's whole environment."""
     import json
     import os
     import signal
@@ -304,7 +305,12 @@ def test_two_instances_run_their_own_services_and_a_dead_service_is_reported(
     toml = repo_root / "jobplane.toml"
     toml.write_text(toml.read_text().replace("[dev.env]\n", '[dev.env]\nECHO_URL = "http://127.0.0.1:{port:echo}/"\n')
                     + '\n[dev.services]\necho = ["python", "-m", "http.server", "{port:echo}", "--bind", "127.0.0.1"]\n'
-                    + 'crash = ["python", "-c", "import sys; sys.exit(3)"]\n')
+                    + 'crash = ["python", "-c", "import sys; sys.exit(3)"]\n'
+                    + 'envdump = ["python", "-c", "import json, os, sys; open(sys.argv[1] + \'.tmp\', \'w\').write('
+                      'json.dumps(dict(os.environ))); os.replace(sys.argv[1] + \'.tmp\', sys.argv[1])", '
+                      f'"{tmp_path}/service-env-{{port:echo}}.json"]\n')
+    monkeypatch.setenv("JOBPLANE_SLACK_WEBHOOK_URL", "https://hooks.slack.com/services/T1/B2/developers-own")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "developers-own-aws-secret")
     caplog.set_level("INFO", logger="jobplane.dev")
     first = DevPlatform(load_config(repo_root), tmp_path / "a", 0, 0, run_scheduler=False, run_services=True,
                         snapshot_interval=3600).start()
@@ -322,6 +328,12 @@ def test_two_instances_run_their_own_services_and_a_dead_service_is_reported(
             assert wait_for(lambda p=port: _answers(f"http://127.0.0.1:{p}/"), timeout=60, what=f"service on {port}")
         wait_for(lambda: any("service crash exited with status 3" in r.getMessage() for r in caplog.records),
                  timeout=60, what="the dead service to be reported")
+        dumped = tmp_path / f"service-env-{ports[0]}.json"
+        service_env = wait_for(lambda: dumped.exists() and json.loads(dumped.read_text()), timeout=60,
+                               what="the envdump service")
+        assert "JOBPLANE_SLACK_WEBHOOK_URL" not in service_env and "AWS_SECRET_ACCESS_KEY" not in service_env
+        assert service_env["ECHO_URL"] == f"http://127.0.0.1:{ports[0]}/"  # [dev] env, its ports filled in
+        assert service_env["PATH"].split(os.pathsep)[0] == str(Path(sys.executable).parent)
     finally:
         first.stop()
         if second is not None:

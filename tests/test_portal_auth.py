@@ -55,8 +55,8 @@ def keys() -> Iterator[tuple[ec.EllipticCurvePrivateKey, str]]:
 
 
 def token(private: ec.EllipticCurvePrivateKey, signer: str = ALB, kid: str = "kid-1", exp: float | None = None,
-          email: str = "aiko@example.com") -> str:
-    claims = {"email": email, "sub": "1234", "exp": int(exp if exp is not None else time.time() + 60)}
+          email: str = "aiko@example.com", **more: object) -> str:
+    claims = {"email": email, "sub": "1234", "exp": int(exp if exp is not None else time.time() + 60), **more}
     return jwt.encode(claims, private, algorithm="ES256", headers={"signer": signer, "kid": kid, "client": "c"})
 
 
@@ -112,3 +112,19 @@ def test_dev_mode_is_refused_in_production_settings(monkeypatch: pytest.MonkeyPa
         monkeypatch.setenv(k, v)
     with pytest.raises(ValueError, match="jobplane dev only"):
         PortalSettings.from_env()
+
+
+@pytest.mark.parametrize("verified, name", [(False, None), ("false", None), (True, "aiko@example.com"),
+                                            ("true", "aiko@example.com"), ("absent", "aiko@example.com")])
+def test_an_email_the_identity_provider_did_not_verify_names_nobody(keys, verified: object, name: str | None) -> None:  # type: ignore[no-untyped-def]
+    """Issue 40 (decided): an IdP that lets people set an address it has not verified would let
+    anyone sign in as a team member or an admin by typing their address. A token whose
+    email_verified is false (Okta and Cognito send it as a string) is refused; a provider that
+    does not send the claim at all is taken at its word (docs/portal.md)."""
+    private, url = keys
+    more = {} if verified == "absent" else {"email_verified": verified}
+    body = client(url).get("/whoami", headers={"x-amzn-oidc-data": token(private, **more)}).json()
+    if name is None:
+        assert body["status"] == 401 and "not verified" in body["message"], body
+    else:
+        assert body["name"] == name, body

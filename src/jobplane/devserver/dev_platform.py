@@ -38,6 +38,7 @@ from jobplane.devserver.runtime import (COMPILED_STAMP, RUNTIME_FILE, SNAPSHOT_F
 from jobplane.devserver.snapshot import Snapshot
 from jobplane.platform.catchup import WINDOW as CATCHUP_WINDOW
 from jobplane.platform.control import ControlPlane, Deployment
+from jobplane.platform.local.ecs_agent import container_env
 from jobplane.platform.local.engine import ACCOUNT, LocalAWS
 from jobplane.platform.local.scheduler import Clock, LocalScheduler, system_clock
 
@@ -256,8 +257,10 @@ class DevPlatform:
         return closed
 
     def _start_services(self, on_stop: Callable[[str, Callable[[], Any]], None]) -> None:
-        env = dict(os.environ) | self.config.dev_env(self.data_dir, self.service_ports)
-        env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+        # what a step gets: the OS basics and [dev] env, never the rest of the developer's
+        # environment (AWS keys, JOBPLANE_SLACK_WEBHOOK_URL, tokens): a service is the project's
+        # code, and its log a file anyone debugging reads
+        env = container_env(self.config.dev_env(self.data_dir, self.service_ports))
         log_dir = self.data_dir / "services"
         log_dir.mkdir(exist_ok=True)
         for name, command in self.config.dev.services.items():

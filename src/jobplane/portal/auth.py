@@ -128,6 +128,10 @@ def alb_identity(token: str, auth: AuthSettings, keys: AlbKeys) -> str:
         claims = jwt.decode(token, key, algorithms=["ES256"], options={"require": ["exp"]})
     except jwt.PyJWTError as e:
         raise PortalError(401, f"identity token rejected: {e}") from None
+    # An address the IdP did not verify is whatever its user typed: it would sign in as anyone's
+    # address (a team member's, an admin's). Some IdPs send the claim as a string.
+    if claims.get("email") and str(claims.get("email_verified", True)).lower() == "false":
+        raise PortalError(401, "the identity provider has not verified this e-mail address")
     name = claims.get("email") or claims.get("sub")
     if not name or not isinstance(name, str):
         raise PortalError(401, "identity token names no user")
