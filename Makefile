@@ -18,11 +18,12 @@ $(STAMP): pyproject.toml requirements/dev.txt
 ## lock: re-resolve requirements/dev.txt (tests, make dev) and requirements/runtime.txt (the
 ## pipeline, the portal image, the Lambda package) from pyproject.toml, with hashes, by uv.
 ## The runtime lock takes each version from the dev lock, so what ships is what the tests ran.
+## Versions already locked are kept; `make lock LOCK_UPGRADE=--upgrade` moves every one to its newest.
 UV_VERSION := 0.13.8
 LOCK_ARGS := --generate-hashes --universal --python-version 3.11 --custom-compile-command "make lock" -q
 lock:
 	test -x .venv-lock/bin/uv || { $(PYTHON) -m venv .venv-lock && .venv-lock/bin/pip install -q uv==$(UV_VERSION); }
-	.venv-lock/bin/uv pip compile pyproject.toml --extra test $(LOCK_ARGS) --upgrade -o requirements/dev.txt
+	.venv-lock/bin/uv pip compile pyproject.toml --extra test $(LOCK_ARGS) $(LOCK_UPGRADE) -o requirements/dev.txt
 	.venv-lock/bin/uv pip compile pyproject.toml $(LOCK_ARGS) --constraint requirements/dev.txt -o requirements/runtime.txt
 
 ## dev: the main job: the whole platform on this machine (`jobplane dev`) until Ctrl-C.
@@ -30,8 +31,10 @@ lock:
 dev: $(STAMP)
 	$(BIN)/jobplane dev $(DEV_ARGS)
 
-## test: the whole test suite, in parallel.
+## test: the type check (mypy, strict on contract/, compiler/, platform/: [tool.mypy]), then the
+## whole test suite, in parallel.
 test: $(STAMP)
+	$(BIN)/mypy
 	$(BIN)/pytest -n auto
 
 ## soak: the whole test suite N times in a row (default 5), every failure by test id.

@@ -59,3 +59,23 @@ local jp = import 'jobplane.libsonnet';
 
 def minimal_job(name: str = "nightly", policy: str = "SKIP_IF_RUNNING") -> str:
     return MINIMAL % {"name": name, "policy": policy}
+
+
+@pytest.fixture(scope="module")
+def platform(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """A running local platform (the example repository, no scheduler or services), one per
+    test module that asks for it; a module that needs another defines its own ``platform``."""
+    from portal_kit import start_platform  # portal_kit imports this module: not at its top
+
+    p = start_platform(tmp_path_factory.mktemp(request.module.__name__.removeprefix("test_").replace("_", "-")))
+    yield p
+    p.stop()
+
+
+@pytest.fixture(scope="module")
+def client(platform):  # type: ignore[no-untyped-def]
+    """The portal over ``platform`` behind an authenticating proxy (portal_kit.header_app)."""
+    from fastapi.testclient import TestClient
+    from portal_kit import header_app
+
+    return TestClient(header_app(platform), follow_redirects=False)

@@ -17,6 +17,7 @@ from jobplane.compiler import asl
 from jobplane.compiler.model import Job
 from jobplane.contract import execution_input
 from jobplane.contract import states as sn
+from jobplane.contract.statuses import Policy, decide
 from jobplane.platform.local.engine import LocalAWS
 
 MISSING_CLUSTER = "arn:aws:ecs:us-east-1:123456789012:cluster/missing"
@@ -74,27 +75,23 @@ def ran(execution) -> bool:
 
 
 # -- the policy table ---------------------------------------------------------------------------
-TABLE = {  # policy: (runs while one is running, runs after a failure)
-    "ALWAYS_RUN": (True, True),
-    "SKIP_IF_RUNNING": (False, True),
-    "SKIP_IF_FAILED": (True, False),
-    "SKIP_IF_RUNNING_OR_FAILED": (False, False),
-}
-
-
-@pytest.mark.parametrize("policy", list(TABLE))
-@pytest.mark.parametrize("before", ["nothing", "running", "last failed", "last succeeded"])
-def test_policy_table(aws: LocalAWS, policy: str, before: str) -> None:
-    job = deploy(aws, policy)
-    if before == "running":
+@pytest.mark.parametrize("policy", list(Policy))
+@pytest.mark.parametrize("before", ["nothing", "running", "last failed", "running after a failure", "last succeeded"])
+def test_policy_table(aws: LocalAWS, policy: Policy, before: str) -> None:
+    """The compiled claim decides as statuses.decide(), SPEC.md's table, for every policy and
+    every state a scheduled fire can meet (issue 39: the table was the test's own copy)."""
+    job = deploy(aws, policy.value)
+    running, last_failed = before.startswith("running"), "fail" in before
+    if running and last_failed:
+        seed(aws, job, running={"SS": ["other"]}, holder={"S": live_holder(aws)}, last_status={"S": "FAILED"},
+             blocked_by={"S": "x"}, block_schedule={"S": "x"})
+    elif running:
         seed(aws, job, running={"SS": ["other"]}, holder={"S": live_holder(aws)})
-    elif before == "last failed":
+    elif last_failed:
         seed(aws, job, last_status={"S": "FAILED"}, blocked_by={"S": "x"}, block_schedule={"S": "x"})
     elif before == "last succeeded":
         seed(aws, job, last_status={"S": "SUCCEEDED"})
-    run_while_running, run_after_failure = TABLE[policy]
-    expected = {"nothing": True, "last succeeded": True, "running": run_while_running,
-                "last failed": run_after_failure}[before]
+    expected = decide(policy, running=running, last_failed=last_failed)
     ex = aws.run(job, execution_input.scheduled(T0))
     assert ran(ex) == expected, ex.states_entered
     record = execution_record(aws, ex.arn)
@@ -103,7 +100,7 @@ def test_policy_table(aws: LocalAWS, policy: str, before: str) -> None:
     else:
         assert ex.status == "SUCCEEDED"  # a skip ends the execution successfully
         assert record["status"]["S"] == "SKIPPED"
-        assert record["skip_reason"]["S"] == ("RUNNING" if before == "running" else "LAST_FAILED")
+        assert record["skip_reason"]["S"] == ("RUNNING" if running and policy.skips_if_running else "LAST_FAILED")
         assert record["gsi2pk"]["S"] == "SKIPS"
 
 

@@ -20,14 +20,6 @@ from jobplane.cli import main
 from jobplane.contract import execution_input
 from jobplane.contract.layout import catalog_parts
 from jobplane.devserver.dev_platform import DevPlatform
-from portal_kit import start_platform
-
-
-@pytest.fixture(scope="module")
-def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevPlatform]:
-    p = start_platform(tmp_path_factory.mktemp("cli-aws"))
-    yield p
-    p.stop()
 
 
 @pytest.fixture(scope="module")

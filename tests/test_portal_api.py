@@ -10,25 +10,13 @@ import re
 import uuid
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
 from jobplane.devserver.dev_platform import DevPlatform
-from portal_kit import ADMIN, BILLING, GROWTH, READER, as_user, header_app, start_platform
-
-
-@pytest.fixture(scope="module")
-def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevPlatform]:
-    p = start_platform(tmp_path_factory.mktemp("portal-api"))
-    yield p
-    p.stop()
-
-
-@pytest.fixture(scope="module")
-def client(platform: DevPlatform) -> TestClient:
-    return TestClient(header_app(platform), follow_redirects=False)
+from portal_kit import ADMIN, BILLING, GROWTH, READER, as_user, header_app
 
 
 def wait_done(client: TestClient, name: str, job: str, timeout: float = 60) -> dict[str, Any]:

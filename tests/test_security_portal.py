@@ -12,7 +12,7 @@ import time
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -22,20 +22,8 @@ from jobplane.devserver.dev_platform import DevPlatform
 from jobplane.portal.app import create_app
 from jobplane.portal.settings import AuthSettings, PortalSettings
 from devkit import signed_in
-from portal_kit import ADMIN, BILLING, PROXY_SECRET, READER, as_user, header_app, start_platform
+from portal_kit import ADMIN, BILLING, PROXY_SECRET, READER, as_user
 from quiet_http import QuietThreadingHTTPServer
-
-
-@pytest.fixture(scope="module")
-def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevPlatform]:
-    p = start_platform(tmp_path_factory.mktemp("portal-security"))
-    yield p
-    p.stop()
-
-
-@pytest.fixture(scope="module")
-def client(platform: DevPlatform) -> TestClient:
-    return TestClient(header_app(platform), follow_redirects=False)
 
 
 def audit_count(platform: DevPlatform) -> int:

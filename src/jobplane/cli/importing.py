@@ -57,6 +57,7 @@ def import_command(obj: Context, sources: tuple[Path, ...], team: str, timezone:
     from jobplane.importer.importing import Options, UnreadableInput, run_import
 
     options = Options(team=team, timezone=timezone, force=force, verify=verify, dry_run=dry_run,
+                      # click's Choice has checked both against the Literal each field is
                       accept_dst=accept_dst, replace_as=replace_as, source_format=source_format,  # type: ignore[arg-type]
                       start=aware_time(start, "--from") if start else None)
     try:

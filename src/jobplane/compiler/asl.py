@@ -204,8 +204,10 @@ class _Builder:
         A re-run goes to its own claim, whose next state honours ``resume_from``, so a run that
         resumes nothing never pays for the Route."""
         missing = [{"Not": {"Variable": f"$.{f}", "IsPresent": True}} for f in execution_input.FIELDS]
-        nullable_string = lambda f: {"Or": [{"Variable": f"$.{f}", "IsString": True},  # noqa: E731
-                                            {"Variable": f"$.{f}", "IsNull": True}]}
+
+        def nullable_string(f: str) -> dict[str, Any]:
+            return {"Or": [{"Variable": f"$.{f}", "IsString": True}, {"Variable": f"$.{f}", "IsNull": True}]}
+
         by_upstream = {"Variable": "$.trigger", "StringEquals": Trigger.UPSTREAM.value}
         valid = {"And": [
             {"Or": [{"Variable": "$.trigger", "StringEquals": t.value} for t in Trigger]},
@@ -215,7 +217,7 @@ class _Builder:
             nullable_string("rerun_of"),
             # a run started by another job's end names that run
             {"Or": [{"Not": by_upstream}, {"Variable": "$.upstream", "IsString": True}]}]}
-        choices = [
+        choices: list[dict[str, Any]] = [
             {"Or": missing, "Next": sn.START_DEFAULTS},
             {"Not": valid, "Next": sn.INVALID_INPUT},
             {"Variable": "$.resume_from", "IsString": True, "Next": sn.CLAIM_RERUN},
@@ -369,8 +371,8 @@ class _Builder:
             next=next_)
 
     def route_state(self, first: str) -> Choice:
-        choices = [{"Variable": "$.resume_from", "StringEquals": s.name, "Next": sn.attempt(s.name)}
-                   for s in self.job.steps]
+        choices: list[dict[str, Any]] = [
+            {"Variable": "$.resume_from", "StringEquals": s.name, "Next": sn.attempt(s.name)} for s in self.job.steps]
         for group in self.job.steps:
             for member in group.parallel or []:
                 # Resuming from a member of a parallel group re-runs the whole group.

@@ -9,7 +9,8 @@ from __future__ import annotations
 from jobplane.compiler.model import Step
 from jobplane.compiler.validate import LoadedJob
 from jobplane.contract import layout, names
-from jobplane.contract.catalog import CATALOG_VERSION, Catalog, CatalogJob, CatalogStep, CatalogTeam
+from jobplane.contract.catalog import (CATALOG_VERSION, Catalog, CatalogAfter, CatalogJob, CatalogStep, CatalogTeam,
+                                       NotifySettings, Runbook, StepRetry)
 from jobplane.contract.config import PlatformConfig
 
 
@@ -19,7 +20,7 @@ def step_entry(step: Step) -> CatalogStep:
                            parallel=[step_entry(s) for s in step.parallel])
     return CatalogStep(
         name=step.name, kind=step.kind, description=step.description, target=step.target_spec(),
-        timeout=step.timeout, retry=step.retry.as_dict(), cpu=step.cpu, memory=step.memory,
+        timeout=step.timeout, retry=StepRetry.model_validate(step.retry.as_dict()), cpu=step.cpu, memory=step.memory,
         env=dict(sorted(step.env.items())), secrets=sorted(step.secrets))
 
 
@@ -32,13 +33,13 @@ def build_catalog(jobs: list[LoadedJob], config: PlatformConfig, state_counts: d
         job = lj.job
         entries.append(CatalogJob(
             name=job.name, team=job.team, description=job.description,
-            runbook=job.runbook.as_dict() if job.runbook else None, source=lj.source, schedule=job.schedule,
-            timezone=job.timezone, enabled=job.enabled, policy=job.policy, timeout=job.timeout,
-            expected_duration=job.expected_duration, notify=job.notify.as_dict(), params=job.params,
+            runbook=Runbook.model_validate(job.runbook.as_dict()) if job.runbook else None, source=lj.source, schedule=job.schedule,
+            timezone=job.timezone or config.default_timezone, enabled=job.enabled, policy=job.policy, timeout=job.timeout,
+            expected_duration=job.expected_duration, notify=NotifySettings.model_validate(job.notify.as_dict()), params=job.params,
             steps=[step_entry(s) for s in job.steps],
             state_machine=names.state_machine_name(config.name_prefix, job.name),
             asl=layout.job_file(job.team, job.name), states=state_counts[job.name],
-            params_budget=lj.params_budget, after=[{"job": a.job, "on": a.on} for a in job.after],
+            params_budget=lj.params_budget, after=[CatalogAfter(job=a.job, on=a.on) for a in job.after],
             **({"missed_after": job.missed_after} if job.missed_after is not None else {})))
     teams = [team] if team else sorted({lj.job.team for lj in jobs} | set(config.teams))
     return Catalog(version=CATALOG_VERSION, name_prefix=config.name_prefix,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator
 from enum import Enum
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, cast
 
 from jobplane.contract import runner as rc
 from jobplane.contract.quoting import did_you_mean, quoted
@@ -185,7 +185,7 @@ class ListOf(Type):
         return BAD if any(v is BAD for v in out) else out
 
     def schema(self, defs: dict[str, Any]) -> dict[str, Any]:
-        out = {"type": "array", "items": self.item.schema(defs)}
+        out: dict[str, Any] = {"type": "array", "items": self.item.schema(defs)}
         if self.min_length:
             out["minItems"] = self.min_length
         return out
@@ -282,6 +282,7 @@ class Model:
     @classmethod
     def fields_with_specs(cls) -> list[tuple[dataclasses.Field[Any], FieldSpec]]:
         if cls not in Model._specs:
+            # every Model subclass is a dataclass (its decorator), which type[Model] cannot say
             Model._specs[cls] = [(f, f.metadata["jobplane"]) for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
         return Model._specs[cls]
 
@@ -289,7 +290,7 @@ class Model:
     def build(cls: type[M], data: Any, loc: Loc, problems: Problems) -> M:
         if not isinstance(data, dict):
             problems.append((loc, "Input should be a valid dictionary"))
-            return BAD
+            return cast("M", BAD)
         before = len(problems)
         specs = cls.fields_with_specs()
         names = [f.name for f, _ in specs]
@@ -302,7 +303,7 @@ class Model:
             if f.name not in data:
                 if f.default is not _REQUIRED:
                     values[f.name] = f.default
-                elif f.default_factory is not _REQUIRED:
+                elif callable(f.default_factory):  # dataclasses.MISSING when there is none
                     values[f.name] = f.default_factory()
                 else:
                     problems.append((where, "required field is missing"))
@@ -316,11 +317,11 @@ class Model:
             if not found:
                 values[f.name] = value
         if len(problems) > before:
-            return BAD
+            return cast("M", BAD)
         built = cls(**values)
         found = list(built.model_problems())
         problems.extend((loc, message) for message in found)
-        return BAD if found else built
+        return cast("M", BAD) if found else built
 
     def model_problems(self) -> Iterator[str]:
         """Rules across this model's fields (checked once every field is right)."""
@@ -328,7 +329,7 @@ class Model:
 
     def as_dict(self) -> dict[str, Any]:
         """The model as JSON data (enums as their values), for the catalog and the ASL."""
-        return _plain(self)
+        return cast(dict[str, Any], _plain(self))
 
     @classmethod
     def object_schema(cls, defs: dict[str, Any]) -> dict[str, Any]:
@@ -340,7 +341,7 @@ class Model:
                 prop["description"] = spec.description
             if f.default is not _REQUIRED:
                 prop["default"] = _plain(f.default)
-            elif f.default_factory is not _REQUIRED and not isinstance(default := f.default_factory(), Model):
+            elif callable(f.default_factory) and not isinstance(default := f.default_factory(), Model):
                 prop["default"] = _plain(default)
             elif f.default_factory is _REQUIRED:
                 required.append(f.name)
@@ -366,6 +367,7 @@ def json_schema(model: type[Model], title: str) -> dict[str, Any]:
 
 def _plain(value: Any) -> Any:
     if isinstance(value, Model):
+        # a Model instance is a dataclass instance (see fields_with_specs)
         return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}  # type: ignore[arg-type]
     if isinstance(value, Enum):
         return value.value

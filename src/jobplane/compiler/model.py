@@ -168,7 +168,8 @@ def _secrets(v: dict[str, str], _: dict[str, Any]) -> Iterator[str]:
                    "never the secret itself")
 
 
-KINDS = ("python", "celery", "django", "shell", "parallel")
+StepKind = Literal["python", "celery", "django", "shell", "parallel"]
+KINDS: tuple[StepKind, ...] = ("python", "celery", "django", "shell", "parallel")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -217,10 +218,10 @@ class Step(Model):
             yield size_problem
 
     @property
-    def kind(self) -> Literal["python", "celery", "django", "shell", "parallel"]:
+    def kind(self) -> StepKind:
         for k in KINDS:
             if getattr(self, k) is not None:
-                return k  # type: ignore[return-value]
+                return k
         raise AssertionError("validated step has a kind")
 
     @property

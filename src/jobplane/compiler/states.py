@@ -142,7 +142,7 @@ class Pass(_Flowing):
     output_path: str | None = None
 
     def fields(self) -> dict[str, Any]:
-        out = {"Parameters": self.parameters} if self.parameters is not None else {}
+        out: dict[str, Any] = {"Parameters": self.parameters} if self.parameters is not None else {}
         out |= _result_fields(None, self.result_path)
         if self.output_path is not None:
             out["OutputPath"] = self.output_path

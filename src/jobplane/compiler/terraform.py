@@ -45,7 +45,7 @@ def _settings(config: PlatformConfig, key: str | None) -> dict[str, Any]:
 
 _PROVIDER = {"aws": {"region": "${var.region}", "default_tags": {"tags": {"managed-by": "jobplane"}}}}
 _REGION_VAR = {"type": "string", "description": "AWS region of the platform."}
-_IDENTITY = {"aws_caller_identity": {"current": {}}, "aws_region": {"current": {}}, "aws_partition": {"current": {}}}
+_IDENTITY: dict[str, dict[str, Any]] = {"aws_caller_identity": {"current": {}}, "aws_region": {"current": {}}, "aws_partition": {"current": {}}}
 
 
 def module_source(config: PlatformConfig) -> str:

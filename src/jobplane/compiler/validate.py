@@ -235,8 +235,9 @@ def load_jobs(config: PlatformConfig, files: list[Path] | None = None) -> list[L
             if not isinstance(item, dict):
                 problems.append(Problem(source, None, None, f"item {i} is {_json_kind(item)}, expected a job object"))
                 continue
-            name = item.get("name") if isinstance(item.get("name"), str) else f"#{i + 1}"
-            if isinstance(item.get("name"), str):
+            raw_name = item.get("name")
+            name = raw_name if isinstance(raw_name, str) else f"#{i + 1}"
+            if isinstance(raw_name, str):
                 if name in first_seen:
                     problems.append(Problem(source, name, "name", f"job name is already used in {first_seen[name]}"))
                 else:
@@ -368,17 +369,18 @@ def raw_problems(source: str, job: str, item: dict[str, Any], config: PlatformCo
             problems.append(Problem(source, job, "name", f"{quoted(name)} would name {', '.join(map(repr, taken))}, "
                                                          "which the base module already uses; choose another job name"))
         if long:  # one problem, however many derived names it makes too long
-            kind, derived, limit = long[0]
+            kind, first, limit = long[0]
             more = "".join(f"; the {k} name {n!r} would be {len(n)} (AWS allows {lim})" for k, n, lim in long[1:])
-            problems.append(Problem(source, job, "name", f"too long: the {kind} name {derived!r} would be {len(derived)} "
+            problems.append(Problem(source, job, "name", f"too long: the {kind} name {first!r} would be {len(first)} "
                                                          f"characters (AWS allows {limit}){more}; shorten the job name"))
     steps = item.get("steps")
     if isinstance(steps, list):
-        named = []
+        named: list[tuple[Any, list[Any]]] = []
         for i, step in enumerate(steps):
             if not isinstance(step, dict):
                 continue
-            members = step.get("parallel") if isinstance(step.get("parallel"), list) else []
+            group = step.get("parallel")
+            members: list[Any] = group if isinstance(group, list) else []
             named.append((step.get("name"), [m.get("name") for m in members if isinstance(m, dict)]))
             for where, s in [(f"steps[{i}]", step)] + [(f"steps[{i}].parallel[{j}]", m) for j, m in enumerate(members)]:
                 if not isinstance(s, dict) or isinstance(s.get("parallel"), list):
@@ -387,7 +389,7 @@ def raw_problems(source: str, job: str, item: dict[str, Any], config: PlatformCo
                 if type(cpu) is int and type(memory) is int and (size := fargate_size_problem(cpu, memory)):
                     problems.append(Problem(source, job, where, size))
         if all(isinstance(n, str) and all(isinstance(m, str) for m in ms) for n, ms in named):
-            duplicate = duplicate_step_problem(named)
+            duplicate = duplicate_step_problem(named)  # every name a str, just checked
             if duplicate:
                 problems.append(Problem(source, job, "steps", duplicate))
     return problems

@@ -11,11 +11,21 @@ Message attributes, for subscription filter policies: ``team``, ``job``, ``statu
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
 Event = Literal["FAILED", "TIMED_OUT", "ABORTED", "SKIPPED", "RECOVERED", "SLOW", "MISSED"]
+EVENTS: tuple[Event, ...] = get_args(Event)
+
+
+def event_of(value: str) -> Event:
+    """A status or event name as a message's event (a record's status is one for the runs that
+    end in an alert); anything else is a programming error, said at once."""
+    for event in EVENTS:
+        if event == value:
+            return event
+    raise ValueError(f"{value!r} is not a notification event ({', '.join(EVENTS)})")
 
 
 class Outcome(BaseModel):
@@ -53,12 +63,13 @@ def attributes(message: NotificationMessage) -> dict[str, dict[str, str]]:
 
 
 def publish(sns: Any, topic_arn: str, message: NotificationMessage) -> str:
-    return sns.publish(TopicArn=topic_arn, Message=message.model_dump_json(),
-                       MessageAttributes=attributes(message))["MessageId"]
+    message_id: str = sns.publish(TopicArn=topic_arn, Message=message.model_dump_json(),
+                                  MessageAttributes=attributes(message))["MessageId"]
+    return message_id
 
 
 def subscribed(message: NotificationMessage, defaults: tuple[str, ...]) -> bool:
     """Whether the job wants this event: it is among its events (``defaults`` when it names
     none); a MISSED fire goes wherever failures go."""
-    events = message.events or list(defaults)
+    events: list[str] = list(message.events) if message.events else list(defaults)
     return message.event in events or (message.event == "MISSED" and "FAILED" in events)

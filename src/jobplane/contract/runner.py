@@ -6,6 +6,10 @@ reads them back, so both sides change together or not at all (docs/runner-contra
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing is not imported at run time: the runner's start-up (bench/runner_start.py)
+if TYPE_CHECKING:
+    from typing import Any, TypeGuard
+
 # Environment set on every step's container by the state machine.
 ENV_JOB = "JOBPLANE_JOB"
 ENV_TEAM = "JOBPLANE_TEAM"
@@ -45,7 +49,7 @@ RUN_TIME_VALUE_MAX = {ENV_EXECUTION_ID: 80, ENV_SCHEDULED_TIME: 32, ENV_TRIGGER:
                       ENV_ATTEMPT: 2}
 
 
-def params_in_override(params: dict) -> int:
+def params_in_override(params: dict[str, Any]) -> int:
     """How many characters ``params`` take in a RunTask's overrides: a JSON document inside a
     JSON string, so its quotes and backslashes are escaped once more."""
     import json
@@ -112,7 +116,7 @@ def container_command(kind: str) -> list[str]:
     return [RUNNER_EXECUTABLE, "run", kind]
 
 
-def is_runner_command(command: object) -> bool:
+def is_runner_command(command: object) -> TypeGuard[list[str]]:
     """Whether a container command is one the compiler writes (``jobplane-runner run <kind>``):
     the local ECS agent runs nothing else."""
     return (isinstance(command, list) and len(command) == 3 and command[:2] == [RUNNER_EXECUTABLE, "run"]

@@ -257,7 +257,7 @@ def _dom_matches(spec: str, values: frozenset[int] | None, d: date) -> bool:
     if spec == "LW":
         return d.day == _nearest_weekday(d.year, d.month, _last_day(d))
     if spec.endswith("W"):
-        (day,) = values  # type: ignore[misc]
+        (day,) = tuple(values or ())  # a W field names one day (the parser's rule)
         if day > _last_day(d):
             return False
         return d.day == _nearest_weekday(d.year, d.month, day)

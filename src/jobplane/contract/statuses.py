@@ -86,10 +86,12 @@ AUTOMATIC_TRIGGERS = (Trigger.SCHEDULE, Trigger.UPSTREAM)
 
 
 def decide(policy: Policy, *, running: bool, last_failed: bool) -> bool:
-    """The policy table of SPEC.md as a function: True means run, False means skip.
+    """The policy table of SPEC.md as a function, for a scheduled fire: True means run, False
+    means skip.
 
     The compiled state machine evaluates the same table inside one DynamoDB condition
-    expression; this function is the readable reference that tests hold it to.
+    expression (compiler/asl.py: ``claim_update``); tests/test_asl_on_moto.py runs that claim for
+    every policy and state and holds it to this function.
     """
     if running and policy.skips_if_running:
         return False

@@ -44,7 +44,8 @@ def event_pattern(upstream_state_machine_arn: str, on: str) -> dict[str, Any]:
 
 def transformed_input(name: str, time: str) -> dict[str, Any]:
     """What the rule's target sends for an event (the local engine's delivery)."""
-    return json.loads(INPUT_TEMPLATE.replace("<name>", name).replace("<time>", time))
+    out: dict[str, Any] = json.loads(INPUT_TEMPLATE.replace("<name>", name).replace("<time>", time))
+    return out
 
 
 def rule_name(prefix: str, job: str, upstream: str) -> str:

@@ -47,7 +47,7 @@ class ScheduleAnchors:
     def _read(self, name: str) -> datetime | None:
         try:
             found = self.scheduler.get_schedule(Name=name, GroupName=self.group)
-            anchor = found.get("StartDate") or found.get("CreationDate")
+            anchor: datetime | None = found.get("StartDate") or found.get("CreationDate")
         except self.scheduler.exceptions.ResourceNotFoundException:
             anchor = None
         self._known[name] = (time.monotonic() + self.max_age, anchor)

@@ -98,7 +98,7 @@ class UpstreamCatchUp:
 
     def _missed(self, job: str, on: str, records: list[Execution], now: datetime) -> list[Execution]:
         wanted = upstream.RECORD_STATUSES[on]
-        candidates = []
+        candidates: list[Execution] = []
         for record in records:
             if record.status not in wanted or not record.finished_at:
                 continue

@@ -347,7 +347,8 @@ class ControlPlane:
         """A page read; a cursor of the right shape that the store still refuses (a key of
         another index) is the caller's mistake, not a server error."""
         try:
-            return read()
+            page: Page = read()
+            return page
         except self.ddb.exceptions.ClientError as e:
             if cursor is not None and e.response.get("Error", {}).get("Code") == "ValidationException":
                 raise Invalid("cursor is not one this API returned", {"cursor": "invalid"}) from None
@@ -674,7 +675,8 @@ class ControlPlane:
                 raise Conflict(f"{job}'s stale claims were released meanwhile", {"job": job})
             return released
 
-        return self.audited(actor, "release_claim", job, stale[0], reason, {"released": stale}, act)
+        released: list[str] = self.audited(actor, "release_claim", job, stale[0], reason, {"released": stale}, act)
+        return released
 
 
 _CURSOR_KEYS = {"pk", "sk", "gsi1pk", "gsi1sk", "gsi2pk", "gsi2sk"}

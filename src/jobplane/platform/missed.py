@@ -44,7 +44,7 @@ from boto3.dynamodb.types import TypeSerializer
 from jobplane.contract import datamodel as dm
 from jobplane.contract import execution_input, names
 from jobplane.contract.catalog import CatalogJob
-from jobplane.contract.notifications import NotificationMessage, Outcome, publish
+from jobplane.contract.notifications import NotificationMessage, Outcome, event_of, publish
 from jobplane.contract.statuses import Event, ExecutionStatus, Trigger
 from jobplane.platform.backfill import Backfills
 from jobplane.platform.backfill_model import Mode, plan_fires
@@ -183,9 +183,9 @@ class MissedFires:
                                self.control.schedule_anchors(entry))
         except ValueError:
             return False
-        if claimed:
-            upto = [f for f in fires if f <= newest]  # type: ignore[operator]
-            if len(upto) != claimed or not upto or upto[-1] != newest or any(newest < f <= until for f in fires):  # type: ignore[operator]
+        if claimed and newest is not None:  # a count without a newest claim returned above
+            upto = [f for f in fires if f <= newest]
+            if len(upto) != claimed or not upto or upto[-1] != newest or any(newest < f <= until for f in fires):
                 return False
         elif any(f <= until for f in fires):
             return False
@@ -401,7 +401,7 @@ class MissedFires:
             execution=dm.missed_execution(entry.name, fire), execution_arn="", trigger=Trigger.SCHEDULE.value,
             scheduled_time=fire, requested_by="EventBridge Scheduler", finished_at=iso_millis(self.clock()),
             outcome=Outcome(status=status), channels=entry.notify.channels,
-            events=[e.value if hasattr(e, "value") else e for e in entry.notify.events] or None,
+            events=[event_of(getattr(e, "value", e)) for e in entry.notify.events] or None,
             runbook=entry.runbook.model_dump() if entry.runbook else None, error=error))
         log.warning("%s: %s", entry.name, error)
 

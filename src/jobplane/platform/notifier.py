@@ -279,7 +279,8 @@ class SlackNotifier:
         rendered = blocks(message, self.portal_url)
         text = mrkdwn(f"{message.job} {message.event}: {message.outcome.step or ''}".strip())
         results = []
-        for channel in self.routing.channels(message) or [None]:
+        routed: list[str | None] = list(self.routing.channels(message))
+        for channel in routed or [None]:
             if not self.delivers:
                 log.warning("%s", console_text(message, channel, self.portal_url))
                 results.append("logged")
@@ -335,4 +336,5 @@ def _secret(arn: str | None) -> str | None:
         return None
     import boto3
 
-    return boto3.client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"]
+    value: str = boto3.client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"]
+    return value

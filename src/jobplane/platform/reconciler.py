@@ -17,7 +17,7 @@ import os
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from jobplane.contract.notifications import NotificationMessage, Outcome, publish
+from jobplane.contract.notifications import NotificationMessage, Outcome, event_of, publish
 from jobplane.contract.states import classify
 from jobplane.contract.statuses import ExecutionStatus
 from jobplane.platform.clock import as_iso, now_iso
@@ -119,7 +119,7 @@ class Reconciler:
     def announce(self, record: Execution) -> None:
         """Publish the alert of a record this reconciler wrote, then clear its pending mark."""
         publish(self.sns, self.topic_arn, NotificationMessage(
-            version=1, event=record.status, job=record.job, team=record.team, execution=record.execution,
+            version=1, event=event_of(record.status), job=record.job, team=record.team, execution=record.execution,
             execution_arn=record.execution_arn or "", trigger=record.trigger, scheduled_time=record.scheduled_time,
             requested_by=record.requested_by, started_at=record.started_at, finished_at=record.finished_at,
             outcome=Outcome(status=record.status, step=record.failed_step), channels=[], error=record.error))

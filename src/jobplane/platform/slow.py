@@ -17,7 +17,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Callable
 
 from jobplane.contract.catalog import CatalogJob
-from jobplane.contract.notifications import NotificationMessage, Outcome, publish
+from jobplane.contract.notifications import NotificationMessage, Outcome, event_of, publish
 from jobplane.contract.statuses import Event, ExecutionStatus
 from jobplane.platform.clock import iso_millis, parse_iso
 from jobplane.platform.control import ControlPlane, NotFound
@@ -55,16 +55,16 @@ class SlowWatch:
                 if not view.running or not view.started_at:
                     continue
                 took = now - parse_iso(view.started_at)
-                expected = timedelta(seconds=entry.expected_duration)
+                expected = timedelta(seconds=entry.expected_duration or 0)  # watched(): set
                 if took <= expected or not self.control.repo.mark_slow(name, int((now + timedelta(days=7)).timestamp())):
                     continue
                 step = next((r["step"] for r in reversed(view.timeline) if r["outcome"] == "running"), None)
                 publish(self.sns, self.topic_arn, NotificationMessage(
-                    version=1, event=Event.SLOW, job=entry.name, team=entry.team, execution=name,
+                    version=1, event=event_of(Event.SLOW.value), job=entry.name, team=entry.team, execution=name,
                     execution_arn=view.execution_arn, trigger=view.trigger, scheduled_time=view.input.get("scheduled_time"),
                     requested_by=view.requested_by, started_at=view.started_at, finished_at=iso_millis(now),
                     outcome=Outcome(status=ExecutionStatus.RUNNING.value, step=step), channels=entry.notify.channels,
-                    events=list(entry.notify.events),
+                    events=[event_of(e.value) for e in entry.notify.events],
                     runbook=entry.runbook.model_dump() if entry.runbook else None,
                     error=f"still running after {int(took.total_seconds())} s; expected {entry.expected_duration} s"))
                 log.warning("%s run %s is slow: %d s, expected %d s", entry.name, name, took.total_seconds(),

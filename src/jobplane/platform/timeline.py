@@ -68,26 +68,26 @@ def timeline(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     row["task_id"] = _task_id(tasks[0]["TaskArn"])
         elif kind in ("TaskSucceeded", "TaskFailed", "TaskTimedOut", "TaskStartFailed", "TaskSubmitFailed"):
             # parallel branches interleave: follow the event chain, else the newest open attempt
-            row = row_of.get(e.get("previousEventId", -1)) or _latest_open(rows)
-            if row is not None:
-                row["finished_at"] = as_iso(e["timestamp"])
+            ended_row = row_of.get(e.get("previousEventId", -1)) or _latest_open(rows)
+            if ended_row is not None:
+                ended_row["finished_at"] = as_iso(e["timestamp"])
                 if kind == "TaskSucceeded":
-                    row["outcome"] = "succeeded"
+                    ended_row["outcome"] = "succeeded"
                     output = (e.get("taskSucceededEventDetails") or {}).get("output")
                     if output in (None, "null", ""):
-                        cut_short.append(row)
-                    row.update(_task_facts(output, with_reason=False))
+                        cut_short.append(ended_row)
+                    ended_row.update(_task_facts(output, with_reason=False))
                 else:
-                    details = next((v for k, v in e.items() if k.endswith("EventDetails")), {}) or {}
-                    row["outcome"] = "timed out" if kind == "TaskTimedOut" else "failed"
+                    details: dict[str, Any] = next((v for k, v in e.items() if k.endswith("EventDetails")), {}) or {}
+                    ended_row["outcome"] = "timed out" if kind == "TaskTimedOut" else "failed"
                     if details.get("error"):
-                        row["error"] = details["error"]
-                    row.update(_task_facts(details.get("cause"), with_reason=True))
+                        ended_row["error"] = details["error"]
+                    ended_row.update(_task_facts(details.get("cause"), with_reason=True))
         elif kind == "TaskStateExited":
             name = e["stateExitedEventDetails"]["name"]
-            row = by_state.get(name)
-            if row is not None and row["finished_at"] is None:
-                row["finished_at"] = as_iso(e["timestamp"])
+            exited_row = by_state.get(name)
+            if exited_row is not None and exited_row["finished_at"] is None:
+                exited_row["finished_at"] = as_iso(e["timestamp"])
                 row["outcome"] = "succeeded"
     return rows
 
@@ -123,10 +123,7 @@ def _task_facts(text: str | None, with_reason: bool) -> dict[str, Any]:
 
 
 def _latest_open(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
-    for row in reversed(rows):
-        if row["finished_at"] is None:
-            return row
-    return None
+    return next((row for row in reversed(rows) if row["finished_at"] is None), None)
 
 
 def history(sfn: Any, execution_arn: str) -> list[dict[str, Any]]:

@@ -139,6 +139,7 @@ def configure(fields: dict[str, Any], env: Mapping[str, str] | None = None) -> l
     root.addHandler(handler)
     root.setLevel(os.environ.get("JOBPLANE_LOG_LEVEL", "INFO").upper())
     logging.captureWarnings(True)
+    # a text stream in all but its type (TextIOBase, not TextIO): what print() and tracebacks need
     sys.stdout = LineLogger(output, logging.INFO, "stdout")  # type: ignore[assignment]
     sys.stderr = LineLogger(output, logging.WARNING, "stderr")  # type: ignore[assignment]
     return logging.getLogger("jobplane.runner")

@@ -21,7 +21,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Callable
+from typing import IO, Any, BinaryIO, Callable
 
 from jobplane.platform.logs import LogStream
 
@@ -113,7 +113,7 @@ def _load(path: Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     return header, events
 
 
-def ship(pipe: BinaryIO, destination: Destination, put: Put, cache: BinaryIO) -> None:
+def ship(pipe: IO[bytes], destination: Destination, put: Put, cache: BinaryIO) -> None:
     """Read a container's output until it closes; each line becomes an event, sent as soon as it
     is read (whatever one read returns is one PutLogEvents call), so a running step's log can
     be followed. Returns once everything is sent, which the agent waits for before it reports
@@ -153,7 +153,7 @@ def _send(lines: list[bytes], destination: Destination, put: Put, cache: BinaryI
     return now
 
 
-def start_shipping(pipe: BinaryIO, destination: Destination, put: Put, cache: BinaryIO,
+def start_shipping(pipe: IO[bytes], destination: Destination, put: Put, cache: BinaryIO,
                    name: str) -> threading.Thread:
     thread = threading.Thread(target=ship, args=(pipe, destination, put, cache), name=name, daemon=True)
     thread.start()

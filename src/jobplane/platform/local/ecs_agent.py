@@ -201,7 +201,7 @@ class LocalEcsAgent:
         with self._lock:
             arn = next((a for a in self.tasks if a == task or a.endswith("/" + task)), None)
             running = self.tasks.get(arn) if arn else None
-        if running is None:
+        if running is None or arn is None:
             return None
         self.stop(arn)
         return running.task
@@ -244,7 +244,7 @@ def _end_task_processes(runner_pid: int, task_id: str) -> list[int]:
     own; a runner killed with SIGKILL cannot stop it): SIGKILL the runner's process group and
     every process that still carries this task's mark in its environment (Linux /proc; the
     developer's own processes only). Returns the pids killed."""
-    killed = []
+    killed: list[int] = []
     try:
         os.killpg(runner_pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -300,7 +300,8 @@ def _container_definition(task: Any) -> dict[str, Any]:
 def _container_override(task: Any, name: str | None) -> dict[str, Any]:
     for o in (task.overrides or {}).get("containerOverrides", []) or []:
         if o.get("name") in (None, name):
-            return o
+            override: dict[str, Any] = o
+            return override
     return {}
 
 

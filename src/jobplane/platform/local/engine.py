@@ -32,7 +32,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from jobplane.contract.bindings import asl_of, bind
 from jobplane.contract import datamodel as dm
@@ -41,6 +41,10 @@ from jobplane.contract import runner as rc
 from jobplane.contract.catalog import Catalog, CatalogJob
 from jobplane.platform.local import moto_backends
 from jobplane.platform.local.front import Credentials
+
+if TYPE_CHECKING:  # imported where used: the reconciler's module is the Lambda's, loaded only for it
+    from jobplane.platform.reconciler import Reconciler
+    from jobplane.platform.repository import Repository
 
 log = logging.getLogger(__name__)
 
@@ -211,14 +215,14 @@ class LocalAWS:
                 stateMachineArn=self.state_machines[downstream], input=json.dumps(payload))["executionArn"])
         return started
 
-    def reconciler(self):  # type: ignore[no-untyped-def]
+    def reconciler(self) -> Reconciler:
         """The reconciler as the base module's Lambda runs it, on this local AWS."""
         from jobplane.platform.reconciler import Reconciler
 
         return Reconciler(self.repository(), self.client("sns"), self.resources["topic_arn"],
                           self.client("stepfunctions"), self.prefix, logs=self.step_logs())
 
-    def repository(self):  # type: ignore[no-untyped-def]
+    def repository(self) -> Repository:
         from jobplane.platform.repository import Repository
 
         return Repository(self.client("dynamodb"), self.resources["table_name"])
@@ -396,9 +400,10 @@ class LocalAWS:
 
     # -- executions ---------------------------------------------------------------------------
     def start(self, job: str, execution_input: dict[str, Any], name: str | None = None) -> str:
-        return self.client("stepfunctions").start_execution(
+        arn: str = self.client("stepfunctions").start_execution(
             stateMachineArn=self.state_machines[job], name=name or str(uuid.uuid4()),
             input=json.dumps(execution_input))["executionArn"]
+        return arn
 
     def wait(self, arn: str, timeout: float = 60.0) -> Execution:
         sfn = self.client("stepfunctions")

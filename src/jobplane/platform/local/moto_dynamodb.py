@@ -4,6 +4,9 @@ implies (issue 13: the portal's jobs page took 1-3 s with 1,000 jobs and 20,000 
 Each is registered in :data:`jobplane.platform.local.moto_fixes.FIXES`, pinned to its
 ``MOTO_VERSION``, and probed stock-vs-fixed by tests/test_moto_fixes.py: the answers must be the
 same, only the work behind them differs.
+
+Not type-checked (``[tool.mypy]`` in pyproject.toml: ``ignore_errors``): it reaches into moto's
+untyped internals; its stock-vs-fixed probes in tests/moto_probe.py hold it instead.
 """
 
 from __future__ import annotations
@@ -132,14 +135,14 @@ def fix_dynamodb_index_queries() -> None:
             continue  # (static methods and properties are no plain functions)
 
         if name in ("put_item", "update_item", "delete_item"):
-            def one_item(self, table_name, key, *args, __original=method, **kwargs):  # type: ignore[no-untyped-def]
+            def one_item(self, table_name, key, *args, __original=method, **kwargs):
                 return _reindexed(self, table_name, key, lambda: __original(self, table_name, key, *args, **kwargs))
 
             one_item.__name__ = name
             setattr(DynamoDBBackend, name, one_item)
             continue
 
-        def changes(self, *args, __original=method, **kwargs):  # type: ignore[no-untyped-def]
+        def changes(self, *args, __original=method, **kwargs):
             _bump()
             try:
                 return __original(self, *args, **kwargs)
@@ -151,13 +154,13 @@ def fix_dynamodb_index_queries() -> None:
 
     all_items, query = Table.all_items, Table.query
 
-    def candidates(self):  # type: ignore[no-untyped-def]
+    def candidates(self):
         given = getattr(_scope, "candidates", None)
         if given is not None and given[0] is self:
             return list(given[1])
         return all_items(self)
 
-    def indexed_query(self, hash_key, range_comparison, range_objs, limit, exclusive_start_key,  # type: ignore[no-untyped-def]
+    def indexed_query(self, hash_key, range_comparison, range_objs, limit, exclusive_start_key,
                       scan_index_forward, projection_expressions, index_name=None, consistent_read=False,
                       filter_expression=None, hash_key_conditions=None, range_key_conditions=None, **filter_kwargs):
         args = (hash_key, range_comparison, range_objs, limit, exclusive_start_key, scan_index_forward,
@@ -178,14 +181,14 @@ def fix_dynamodb_index_queries() -> None:
         finally:
             _scope.candidates, _scope.share_items = None, False
 
-    def sorted_items(self, hash_key_attrs, range_key_attrs, items):  # type: ignore[no-untyped-def]
+    def sorted_items(self, hash_key_attrs, range_key_attrs, items):
         attrs = self._generate_attr_to_sort_by(hash_key_attrs, range_key_attrs)
         items.sort(key=lambda x: tuple([_sort_value(x.attrs[a]) for a in attrs]))
         return items
 
     item_deepcopy = Item.__deepcopy__
 
-    def share_or_copy(self, memo):  # type: ignore[no-untyped-def]
+    def share_or_copy(self, memo):
         return self if getattr(_scope, "share_items", False) else item_deepcopy(self, memo)
 
     Item.__deepcopy__ = share_or_copy
@@ -259,7 +262,7 @@ def fix_dynamodb_fast_answers() -> None:
 
     original, init = DynamoResult.execute_result, DynamoResult.__init__
 
-    def converted(self, result):  # type: ignore[no-untyped-def]
+    def converted(self, result):
         """moto converts the answer's stored values to plain dicts value by value first
         (``dynamo_to_dict``); items of flat strings, numbers, booleans and nulls are converted
         in one step here and known to be wire-ready, so they are not checked again below."""
@@ -272,7 +275,7 @@ def fix_dynamodb_fast_answers() -> None:
             self._result.update(flat)
             self._jobplane_ready = True
 
-    def execute_result(self, context):  # type: ignore[no-untyped-def]
+    def execute_result(self, context):
         result = self.result
         if context.operation_model.name not in _FAST_OPERATIONS or not isinstance(result, dict):
             return original(self, context)
@@ -309,14 +312,14 @@ def fix_dynamodb_fast_projection() -> None:
     # tuple, read and replaced whole, so threads never mix one list's answer with another's.
     last: list[tuple[Any, bool]] = [(None, False)]
 
-    def top_level_names(projection_expressions):  # type: ignore[no-untyped-def]
+    def top_level_names(projection_expressions):
         seen, simple = last[0]
         if seen is not projection_expressions:
             simple = all(len(path) == 1 and "[" not in path[0] for path in projection_expressions)
             last[0] = (projection_expressions, simple)
         return simple
 
-    def project(self, projection_expressions):  # type: ignore[no-untyped-def]
+    def project(self, projection_expressions):
         if not top_level_names(projection_expressions):
             return original(self, projection_expressions)
         result = Item.__new__(Item)
@@ -343,7 +346,7 @@ def fix_dynamodb_sizes_once() -> None:
 
     size = Item.size
 
-    def remembered(self):  # type: ignore[no-untyped-def]
+    def remembered(self):
         # Kept on the item itself, so it goes with the item: a table of sizes would keep every
         # item it ever sized alive (the answers' projected items too) until the next change.
         generation = _generation[0]
@@ -374,11 +377,11 @@ def untrack(*classes: type) -> None:
     """New objects of these moto model classes are not added to ``instances_tracked`` (moto's
     ``BaseModel.__new__`` without the tracking), and those tracked so far are let go."""
     for cls in classes:
-        cls.__new__ = _untracked_new  # type: ignore[assignment]
-        cls.instances_tracked.clear()  # type: ignore[attr-defined]
+        cls.__new__ = _untracked_new
+        cls.instances_tracked.clear()
 
 
-def _untracked_new(cls, *args, **kwargs):  # type: ignore[no-untyped-def]
+def _untracked_new(cls, *args, **kwargs):
     return object.__new__(cls)
 
 
@@ -406,12 +409,12 @@ def fix_dynamodb_transaction_journal() -> None:
     from moto.dynamodb.models.dynamo_type import DynamoType
     from moto.dynamodb.models.table import Table
 
-    def table_deepcopy(self, memo):  # type: ignore[no-untyped-def]
+    def table_deepcopy(self, memo):
         if getattr(_scope, "journal", None) is not None:
             return self  # moto's rollback copy: the journal stands in for it
-        return copy._reconstruct(self, memo, *self.__reduce_ex__(4))  # type: ignore[attr-defined]  # as without __deepcopy__
+        return copy._reconstruct(self, memo, *self.__reduce_ex__(4))  # as without __deepcopy__
 
-    def remember(backend, table_name, key):  # type: ignore[no-untyped-def]
+    def remember(backend, table_name, key):
         journal = getattr(_scope, "journal", None)
         table = backend.tables.get(table_name) if journal is not None else None
         if table is None or not isinstance(key, dict):
@@ -428,7 +431,7 @@ def fix_dynamodb_transaction_journal() -> None:
         current = bucket if range_value is None else (bucket or {}).get(range_value)
         journal[slot] = (table, bucket is not None, copy.deepcopy(current))
 
-    def undo(journal):  # type: ignore[no-untyped-def]
+    def undo(journal):
         for (_, hash_value, range_value), (table, bucket_existed, original) in journal.items():
             if range_value is None:
                 if original is None:
@@ -446,21 +449,21 @@ def fix_dynamodb_transaction_journal() -> None:
 
     put_item, update_item, delete_item = DynamoDBBackend.put_item, DynamoDBBackend.update_item, DynamoDBBackend.delete_item
 
-    def journaled_put(self, table_name, item_attrs, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def journaled_put(self, table_name, item_attrs, *args, **kwargs):
         remember(self, table_name, item_attrs)
         return put_item(self, table_name, item_attrs, *args, **kwargs)
 
-    def journaled_update(self, table_name, key, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def journaled_update(self, table_name, key, *args, **kwargs):
         remember(self, table_name, key)
         return update_item(self, table_name, key, *args, **kwargs)
 
-    def journaled_delete(self, table_name, key, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def journaled_delete(self, table_name, key, *args, **kwargs):
         remember(self, table_name, key)
         return delete_item(self, table_name, key, *args, **kwargs)
 
     transact_write_items = DynamoDBBackend.transact_write_items
 
-    def transact(self, transact_items):  # type: ignore[no-untyped-def]
+    def transact(self, transact_items):
         with LOCK:
             _scope.journal = journal = {}
             try:
@@ -472,6 +475,6 @@ def fix_dynamodb_transaction_journal() -> None:
                 _scope.journal = None
                 _bump()
 
-    Table.__deepcopy__ = table_deepcopy  # type: ignore[attr-defined]
-    DynamoDBBackend.put_item, DynamoDBBackend.update_item = journaled_put, journaled_update  # type: ignore[method-assign]
-    DynamoDBBackend.delete_item, DynamoDBBackend.transact_write_items = journaled_delete, transact  # type: ignore[method-assign]
+    Table.__deepcopy__ = table_deepcopy
+    DynamoDBBackend.put_item, DynamoDBBackend.update_item = journaled_put, journaled_update
+    DynamoDBBackend.delete_item, DynamoDBBackend.transact_write_items = journaled_delete, transact

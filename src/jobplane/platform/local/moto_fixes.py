@@ -4,6 +4,9 @@ compiled state machines depend on.
 Each fix names the upstream behaviour it corrects and is pinned to ``MOTO_VERSION``: these reach
 into moto internals, so an upgrade must re-check them. Every fix has a test that shows the stock
 behaviour (tests/test_moto_fixes.py), so an upgrade tells which fixes are still needed.
+
+Not type-checked (``[tool.mypy]`` in pyproject.toml: ``ignore_errors``): it reaches into moto's
+untyped internals; its stock-vs-fixed probes in tests/moto_probe.py hold it instead.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ def _serialise(cls: type, names: tuple[str, ...], lock: threading.RLock | None =
     for name in names:
         original = getattr(cls, name)
 
-        def locked(self, *args, __original=original, **kwargs):  # type: ignore[no-untyped-def]
+        def locked(self, *args, __original=original, **kwargs):
             with lock:
                 return __original(self, *args, **kwargs)
 
@@ -60,7 +63,7 @@ def fix_context_start_time() -> None:
 
     original = execution_worker.ExecutionWorker._get_evaluation_environment
 
-    def _get_evaluation_environment(self):  # type: ignore[no-untyped-def]
+    def _get_evaluation_environment(self):
         env = original(self)
         execution = env.states.context_object.context_object_data["Execution"]
         if isinstance(execution.get("StartTime"), datetime.datetime):
@@ -76,7 +79,7 @@ def _epoch_millis(value: object) -> None:
     items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
     for key, item in list(items):
         if isinstance(item, datetime.datetime):
-            value[key] = int(item.timestamp() * 1000)  # type: ignore[index]
+            value[key] = int(item.timestamp() * 1000)
         else:
             _epoch_millis(item)
 
@@ -96,7 +99,7 @@ def fix_service_casing() -> None:
     operations: dict[tuple[str, str], object] = {}
     lock = threading.Lock()
 
-    def operation(service: str, action: str):  # type: ignore[no-untyped-def]
+    def operation(service: str, action: str):
         key = (service, action)
         if key not in operations:
             with lock:  # load each service model once, even when 50 executions ask at once
@@ -106,12 +109,12 @@ def fix_service_casing() -> None:
                     operations[key] = model.operation_model(by_snake[xform_name(action)])
         return operations[key]
 
-    def _normalise_parameters(self, parameters, boto_service_name=None, service_action_name=None):  # type: ignore[no-untyped-def]
+    def _normalise_parameters(self, parameters, boto_service_name=None, service_action_name=None):
         op = operation(self._get_boto_service_name(boto_service_name), self._get_boto_service_action(service_action_name))
         if op.input_shape is not None:
             self._to_boto_request(parameters, op.input_shape)
 
-    def _normalise_response(self, response, boto_service_name=None, service_action_name=None):  # type: ignore[no-untyped-def]
+    def _normalise_response(self, response, boto_service_name=None, service_action_name=None):
         op = operation(self._get_boto_service_name(boto_service_name), self._get_boto_service_action(service_action_name))
         if op.output_shape is not None:
             self._from_boto_response(response, op.output_shape)
@@ -135,10 +138,10 @@ def fix_sync_task_exit_code() -> None:
 
     original = ecs.StateTaskServiceEcs._build_sync_resolver
 
-    def _build_sync_resolver(self, env, resource_runtime_part, normalised_parameters, state_credentials):  # type: ignore[no-untyped-def]
+    def _build_sync_resolver(self, env, resource_runtime_part, normalised_parameters, state_credentials):
         resolver = original(self, env, resource_runtime_part, normalised_parameters, state_credentials)
 
-        def checked():  # type: ignore[no-untyped-def]
+        def checked():
             task = resolver()
             if task is None:
                 return None
@@ -183,7 +186,7 @@ def fix_execution_status_events() -> None:
 
     original = ex.BaseExecutionWorkerCommunication.terminated
 
-    def terminated(self):  # type: ignore[no-untyped-def]
+    def terminated(self):
         original(self)
         execution = self.execution
         # Bounded memory for a long-running local server: moto never prunes finished threads.
@@ -219,7 +222,7 @@ def _ensure_request_id(parsed: dict | None = None, **_: object) -> None:
 
 #: The access key the server-mode front (jobplane.platform.local.front) accepts; the
 #: interpreter's own calls to localhost:$MOTO_PORT must be signed with it too.
-SERVER_CREDENTIALS = None
+SERVER_CREDENTIALS: Any = None  # the front's Credentials of this start (server mode)
 
 
 def fix_client_reuse() -> None:
@@ -242,7 +245,7 @@ def fix_client_reuse() -> None:
     cache: dict[tuple, object] = {}
     lock = threading.Lock()
 
-    def boto_client_for(region, service, state_credentials=None):  # type: ignore[no-untyped-def]
+    def boto_client_for(region, service, state_credentials=None):
         from moto.core.models import botocore_stubber
 
         # The endpoint is part of the key: a server-mode client calls localhost:$MOTO_PORT, and
@@ -300,7 +303,7 @@ def fix_server_dispatch() -> None:
     original = DomainDispatcherApplication.get_backend_for_host
     known: dict[str, Any] = {}
 
-    def get_backend_for_host(self, host):  # type: ignore[no-untyped-def]
+    def get_backend_for_host(self, host):
         if host is None:
             return None
         if host not in known:
@@ -318,18 +321,18 @@ def fix_stop_cause() -> None:
     Pass them through."""
     from moto.stepfunctions import models, responses
 
-    def stop_execution(self, execution_arn: str, error: str | None = None, cause: str | None = None):  # type: ignore[no-untyped-def]
+    def stop_execution(self, execution_arn: str, error: str | None = None, cause: str | None = None):
         execution = next((x for x in self.executions if x.execution_arn == execution_arn), None)
         if not execution:
             raise models.ExecutionDoesNotExist("Execution Does Not Exist: '" + execution_arn + "'")
         execution.stop(stop_date=models.utcnow(), error=error or "", cause=cause or "")
         return execution
 
-    def backend_stop_execution(self, execution_arn: str, error: str | None = None, cause: str | None = None):  # type: ignore[no-untyped-def]
+    def backend_stop_execution(self, execution_arn: str, error: str | None = None, cause: str | None = None):
         self._validate_execution_arn(execution_arn)
         return self._get_state_machine_for_execution(execution_arn).stop_execution(execution_arn, error, cause)
 
-    def response_stop_execution(self):  # type: ignore[no-untyped-def]
+    def response_stop_execution(self):
         execution = self.stepfunction_backend.stop_execution(
             self._get_param("executionArn"), self._get_param("error"), self._get_param("cause"))
         return responses.ActionResult({"stopDate": execution.stop_date})
@@ -339,7 +342,7 @@ def fix_stop_cause() -> None:
 
     original_reflect = parser_execution.BaseExecutionWorkerCommunication._reflect_execution_status
 
-    def reflect(self):  # type: ignore[no-untyped-def]
+    def reflect(self):
         original_reflect(self)
         state = self.execution.exec_worker.env.program_state()
         if isinstance(state, ProgramStopped):
@@ -366,11 +369,11 @@ def fix_stop_while_starting() -> None:
 
     original = execution_worker.ExecutionWorker.stop
 
-    def started(worker) -> bool:  # type: ignore[no-untyped-def]
+    def started(worker) -> bool:
         env = getattr(worker, "env", None)
         return env is not None and env.program_state() is not None
 
-    def stop(self, stop_date, error, cause):  # type: ignore[no-untyped-def]
+    def stop(self, stop_date, error, cause):
         deadline = time.monotonic() + 60
         while not started(self) and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -390,8 +393,8 @@ def fix_stop_is_final() -> None:
     from moto.stepfunctions.parser.asl.eval.environment import Environment
     from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
 
-    def keeping_a_stop(original):  # type: ignore[no-untyped-def]
-        def method(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def keeping_a_stop(original):
+        def method(self, *args, **kwargs):
             with self._state_mutex:  # an RLock: the original takes it again
                 if isinstance(self._program_state, ProgramStopped):
                     return None
@@ -415,7 +418,7 @@ def fix_no_wait_after_stop() -> None:
 
     original = cb.StateTaskServiceCallback._eval_wait_for_task_token
 
-    def _eval_wait_for_task_token(self, env, timeout_seconds, callback_endpoint, heartbeat_endpoint):  # type: ignore[no-untyped-def]
+    def _eval_wait_for_task_token(self, env, timeout_seconds, callback_endpoint, heartbeat_endpoint):
         if not env.is_running():
             return None
         return original(self, env, timeout_seconds, callback_endpoint, heartbeat_endpoint)
@@ -441,7 +444,7 @@ def fix_jsonpath_variables() -> None:
     original = StringVariableSample._eval_body
     reference = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)(.*)$", re.S)
 
-    def _eval_body(self, env):  # type: ignore[no-untyped-def]
+    def _eval_body(self, env):
         match = reference.match(self.expression) if self.query_language_mode == QueryLanguageMode.JSONPath else None
         if match is None:
             return original(self, env)
@@ -466,7 +469,7 @@ def fix_execution_name_default() -> None:
 
     original = StepFunctionsParserBackend.start_execution
 
-    def start_execution(self, state_machine_arn, name=None, execution_input=None, trace_header=None):  # type: ignore[no-untyped-def]
+    def start_execution(self, state_machine_arn, name=None, execution_input=None, trace_header=None):
         return original(self, state_machine_arn, name or str(uuid.uuid4()), execution_input, trace_header)
 
     StepFunctionsParserBackend.start_execution = start_execution
@@ -516,7 +519,7 @@ def _program_for(definition: str) -> object:
 def _install_program_source() -> None:
     from moto.stepfunctions.parser.backend import execution_worker
 
-    def _get_evaluation_entrypoint(self):  # type: ignore[no-untyped-def]
+    def _get_evaluation_entrypoint(self):
         return _program_for(self._evaluation_details.state_machine_details.definition)
 
     execution_worker.ExecutionWorker._get_evaluation_entrypoint = _get_evaluation_entrypoint
@@ -584,7 +587,7 @@ def fix_sync_retry() -> None:
 
     original = cb.StateTaskServiceCallback._eval_integration_pattern
 
-    def _eval_integration_pattern(self, env, resource_runtime_part, normalised_parameters, state_credentials):  # type: ignore[no-untyped-def]
+    def _eval_integration_pattern(self, env, resource_runtime_part, normalised_parameters, state_credentials):
         if (self.resource.condition in (ResourceCondition.Sync, ResourceCondition.Sync2)
                 and ResourceCondition.WaitForTaskToken in self._supported_integration_patterns):
             token = env.states.context_object.update_task_token()
@@ -639,7 +642,7 @@ def _build_ecs_methods() -> None:
     def guard() -> Any:
         return ECS_LOCK if locked else contextlib.nullcontext()
 
-    def run_task(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def run_task(self, *args, **kwargs):
         with guard():
             tasks = original["run_task"](self, *args, **kwargs)
         if local:  # handed over outside the lock: starting a process must not hold up DescribeTasks
@@ -651,7 +654,7 @@ def _build_ecs_methods() -> None:
                     finish_task(task, None, "no local ECS agent is running", "TaskFailedToStart")
         return tasks
 
-    def stop_task(self, cluster_str, task_str, reason):  # type: ignore[no-untyped-def]
+    def stop_task(self, cluster_str, task_str, reason):
         if local and ECS_TASK_RUNNERS:
             stopped = ECS_TASK_RUNNERS[-1].stop_task(task_str)
             if stopped is not None:
@@ -659,15 +662,15 @@ def _build_ecs_methods() -> None:
         with guard():
             return original["stop_task"](self, cluster_str, task_str, reason)
 
-    def start_task(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def start_task(self, *args, **kwargs):
         with guard():
             return original["start_task"](self, *args, **kwargs)
 
-    def list_tasks(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def list_tasks(self, *args, **kwargs):
         with guard():
             return original["list_tasks"](self, *args, **kwargs)
 
-    def describe_tasks(self, cluster_str, tasks):  # type: ignore[no-untyped-def]
+    def describe_tasks(self, cluster_str, tasks):
         if not locked:
             return original["describe_tasks"](self, cluster_str, tasks)
         with ECS_LOCK:
@@ -725,7 +728,7 @@ def fix_ecs_local_tasks() -> None:
     state_manager.set_transition("ecs::task", {"progression": "manual", "times": 2**62})
     original_container_init = models.Container.__init__
 
-    def container_init(self, task_def):  # type: ignore[no-untyped-def]
+    def container_init(self, task_def):
         original_container_init(self, task_def)
         self.exitCode = None  # not exited yet (moto says 0 from the start)
 

@@ -132,7 +132,10 @@ class LocalScheduler:
         if not dlq or self.sqs is None:
             return
         url = self.sqs.get_queue_url(QueueName=dlq.rsplit(":", 1)[-1])["QueueUrl"]
-        text = lambda v: {"DataType": "String", "StringValue": v}  # noqa: E731
+
+        def text(value: str) -> dict[str, str]:
+            return {"DataType": "String", "StringValue": value}
+
         self.sqs.send_message(QueueUrl=url, MessageBody=payload, MessageAttributes={
             "ERROR_CODE": text(code), "ERROR_MESSAGE": text(message[:1000] or code),
             "EXHAUSTED_RETRY_CONDITION": text("MaximumRetryAttempts"), "RETRY_ATTEMPTS": text("0"),
