@@ -180,7 +180,8 @@ def test_actions_beyond_the_per_user_budget_get_429(platform: DevPlatform) -> No
                         headers=as_user(BILLING)).status_code == 409  # budgets are per user
 
 
-def test_recover_a_failure_by_rerunning_from_the_failed_step_with_fixed_params(client: TestClient) -> None:
+def test_recover_a_failure_by_rerunning_from_the_failed_step_with_fixed_params(client: TestClient,
+                                                                               platform: DevPlatform) -> None:
     r = client.post("/api/jobs/flaky-load/runs", json={"params": {"mode": "fail"}, "reason": "try"},
                     headers=as_user(BILLING))
     failed = wait_done(client, r.json()["execution"], "flaky-load")
@@ -193,10 +194,22 @@ def test_recover_a_failure_by_rerunning_from_the_failed_step_with_fixed_params(c
     logs = client.get(f"/api/executions/{failed['execution']}/logs", params={"step": "load"}, headers=as_user(READER)).json()
     assert "partner API answered 503" in logs[0]["text"]
 
-    r = client.post(f"/api/executions/{failed['execution']}/rerun",
-                    json={"from_failed_step": True, "params": {"mode": "ok"}, "reason": "upstream fixed"},
-                    headers=as_user(BILLING))
+    reads: list[str] = []  # issue 39: the handler and the control plane each read the original
+
+    def count(params: dict[str, Any], **_: Any) -> None:
+        if params.get("Key", {}).get("pk", {}).get("S") == f"EXEC#{failed['execution']}":
+            reads.append("GetItem")
+
+    events = platform.control.repo.ddb.meta.events
+    events.register("provide-client-params.dynamodb.GetItem", count)
+    try:
+        r = client.post(f"/api/executions/{failed['execution']}/rerun",
+                        json={"from_failed_step": True, "params": {"mode": "ok"}, "reason": "upstream fixed"},
+                        headers=as_user(BILLING))
+    finally:
+        events.unregister("provide-client-params.dynamodb.GetItem", count)
     assert r.status_code == 202
+    assert reads == ["GetItem"]  # loaded once, to authorize and to re-run
     rerun = wait_done(client, r.json()["execution"], "flaky-load")
     assert rerun["status"] == "SUCCEEDED" and rerun["resume_from"] == "load"
     assert [s["step"] for s in rerun["steps"]] == ["load"]  # prepare was not run again

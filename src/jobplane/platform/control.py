@@ -451,9 +451,11 @@ class ControlPlane:
 
     def rerun(self, execution: str, actor: str, from_failed_step: bool = True,
               params: dict[str, Any] | None = None, reason: str = "", name: str | None = None,
-              idempotency_key: str | None = None) -> str:
+              idempotency_key: str | None = None, loaded: ExecutionView | None = None) -> str:
+        """``loaded``: the execution as the caller just read it (to authorize the actor), so it
+        is not read again (a GetItem, and possibly its history and logs)."""
         check_reason(reason, required=False)
-        original = self.execution(execution)
+        original = loaded if loaded is not None and loaded.execution == execution else self.execution(execution)
         if original.running:
             raise Conflict(f"{execution} is still running; stop it first", {"execution": execution})
         if original.status == ExecutionStatus.MISSED.value:  # no run to repeat: run the fire itself, once
@@ -563,9 +565,9 @@ class ControlPlane:
             raise Conflict(f"{job} is not deployed", {"job": job}) from None
         return name
 
-    def stop(self, execution: str, actor: str, reason: str) -> None:
+    def stop(self, execution: str, actor: str, reason: str, loaded: ExecutionView | None = None) -> None:
         check_reason(reason)
-        view = self.execution(execution)
+        view = loaded if loaded is not None and loaded.execution == execution else self.execution(execution)
         if not view.running:
             raise Conflict(f"{execution} is not running ({view.status})", {"execution": execution, "status": view.status})
         self.audited(actor, "stop", view.job, execution, reason, None, lambda: self.sfn.stop_execution(

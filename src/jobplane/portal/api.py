@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from jobplane.platform.control import IDEMPOTENCY_KEY_MAX, ExecutionView, JobSummary, check_cursor
 from jobplane.platform.repository import Execution
+from jobplane.portal import actions
 from jobplane.portal.errors import PortalError
 from jobplane.portal.views import duration_seconds
 
@@ -280,29 +281,25 @@ IdempotencyKey = Header(None, alias="Idempotency-Key", min_length=1, max_length=
              dependencies=[Depends(json_body)], summary="Run a job now, with params")
 def run_job(request: Request, job: str, body: RunIn, idempotency_key: str | None = IdempotencyKey) -> Any:
     portal = _portal(request)
-    user = portal.authorize(request, portal.control.entry(job).team)
-    name = portal.control.run_now(job, user.name, body.params, body.reason, idempotency_key=idempotency_key)
-    return Accepted(execution=name, url=f"/executions/{name}?job={job}")
+    started = actions.run(portal.control, lambda team: portal.authorize(request, team), job, body.params,
+                          body.reason, idempotency_key)
+    return Accepted(execution=started.execution, url=f"/executions/{started.execution}?job={job}")
 
 
 @router.post("/executions/{execution}/rerun", status_code=202, response_model=Accepted, responses=ACTION_ERRORS,
              dependencies=[Depends(json_body)], summary="Re-run from the failed step, or the whole job")
 def rerun(request: Request, execution: str, body: RerunIn, idempotency_key: str | None = IdempotencyKey) -> Any:
     portal = _portal(request)
-    view = portal.control.execution(execution)
-    user = portal.authorize(request, portal.control.entry(view.job).team)
-    name = portal.control.rerun(execution, user.name, body.from_failed_step, body.params, body.reason,
-                                idempotency_key=idempotency_key)
-    return Accepted(execution=name, url=f"/executions/{name}?job={view.job}")
+    started = actions.rerun(portal.control, lambda team: portal.authorize(request, team), execution,
+                            body.from_failed_step, body.params, body.reason, idempotency_key)
+    return Accepted(execution=started.execution, url=f"/executions/{started.execution}?job={started.job}")
 
 
 @router.post("/executions/{execution}/stop", status_code=202, response_model=Done, responses=ACTION_ERRORS,
              dependencies=[Depends(json_body)])
 def stop(request: Request, execution: str, body: ReasonIn) -> Any:
     portal = _portal(request)
-    view = portal.control.execution(execution)
-    user = portal.authorize(request, portal.control.entry(view.job).team)
-    portal.control.stop(execution, user.name, body.reason)
+    actions.stop(portal.control, lambda team: portal.authorize(request, team), execution, body.reason)
     return Done(message=f"stop requested for {execution}")
 
 

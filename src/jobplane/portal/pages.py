@@ -17,7 +17,7 @@ from jobplane.contract import runner as rc
 from jobplane.contract.statuses import ExecutionStatus
 from jobplane.platform.control import (IDEMPOTENCY_KEY_MAX, JOB_SORTS, RECENT_FAILURES, Invalid, NotFound,
                                       check_cursor)
-from jobplane.portal import charts, logview
+from jobplane.portal import actions, charts, logview
 from jobplane.portal.diagram import svg
 from jobplane.portal.job_rows import STATE_ATTRIBUTES
 from jobplane.portal.views import failure_groups, step_rows
@@ -195,9 +195,9 @@ def parse_params(text: str) -> dict[str, Any]:
 def run_form(request: Request, job: str, csrf_token: str | None = Form(None), params: str = Form(""),
              reason: str = Form(""), idempotency_key: str | None = Form(None, max_length=IDEMPOTENCY_KEY_MAX)) -> Any:
     portal = _portal(request)
-    user = _act(request, portal.control.entry(job).team, csrf_token)
-    name = portal.control.run_now(job, user.name, parse_params(params), reason, idempotency_key=idempotency_key)
-    return _back(f"/executions/{name}?job={quote(job)}", "started")
+    started = actions.run(portal.control, lambda team: _act(request, team, csrf_token), job, parse_params(params),
+                          reason, idempotency_key)
+    return _back(f"/executions/{started.execution}?job={quote(job)}", "started")
 
 
 @router.post("/executions/{execution}/rerun")
@@ -205,19 +205,15 @@ def rerun_form(request: Request, execution: str, csrf_token: str | None = Form(N
                mode: str = Form("failed-step"), params: str = Form(""), reason: str = Form(""),
                idempotency_key: str | None = Form(None, max_length=IDEMPOTENCY_KEY_MAX)) -> Any:
     portal = _portal(request)
-    view = portal.control.execution(execution)
-    user = _act(request, portal.control.entry(view.job).team, csrf_token)
-    name = portal.control.rerun(execution, user.name, mode == "failed-step", parse_params(params), reason,
-                                idempotency_key=idempotency_key)
-    return _back(f"/executions/{name}?job={quote(view.job)}", "rerun")
+    started = actions.rerun(portal.control, lambda team: _act(request, team, csrf_token), execution,
+                            mode == "failed-step", parse_params(params), reason, idempotency_key)
+    return _back(f"/executions/{started.execution}?job={quote(started.job)}", "rerun")
 
 
 @router.post("/executions/{execution}/stop")
 def stop_form(request: Request, execution: str, csrf_token: str | None = Form(None), reason: str = Form("")) -> Any:
     portal = _portal(request)
-    view = portal.control.execution(execution)
-    user = _act(request, portal.control.entry(view.job).team, csrf_token)
-    portal.control.stop(execution, user.name, reason)
+    actions.stop(portal.control, lambda team: _act(request, team, csrf_token), execution, reason)
     return _back(f"/executions/{execution}", "stop")
 
 

@@ -1,0 +1,46 @@
+"""The operator actions on one execution or job, one path for the pages (forms) and the JSON API.
+
+Each action loads what it acts on once, asks ``authorize`` (the caller's check: a form's CSRF
+token and the team, or the API's team check) whether this user may act on the job, and hands
+the loaded execution to the control plane, which does not read it again. The two routers differ
+only in how they read the request and answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from jobplane.platform.control import ControlPlane
+
+#: the caller's check of the user against the job's team; returns the user (with .name)
+Authorize = Callable[[str], Any]
+
+
+@dataclass(frozen=True)
+class Started:
+    execution: str
+    job: str
+
+
+def run(control: ControlPlane, authorize: Authorize, job: str, params: dict[str, Any], reason: str,
+        idempotency_key: str | None) -> Started:
+    user = authorize(control.entry(job).team)
+    return Started(control.run_now(job, user.name, params, reason, idempotency_key=idempotency_key), job)
+
+
+def rerun(control: ControlPlane, authorize: Authorize, execution: str, from_failed_step: bool,
+          params: dict[str, Any] | None, reason: str, idempotency_key: str | None) -> Started:
+    view = control.execution(execution)
+    user = authorize(control.entry(view.job).team)
+    name = control.rerun(execution, user.name, from_failed_step, params, reason, idempotency_key=idempotency_key,
+                         loaded=view)
+    return Started(name, view.job)
+
+
+def stop(control: ControlPlane, authorize: Authorize, execution: str, reason: str) -> str:
+    """Returns the job of the stopped execution."""
+    view = control.execution(execution)
+    user = authorize(control.entry(view.job).team)
+    control.stop(execution, user.name, reason, loaded=view)
+    return view.job
