@@ -1,0 +1,90 @@
+"""Where a deployment is (its names, region, endpoint and credentials) and its catalog: what
+the control plane is built on, locally and on AWS alike."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jobplane.contract import names
+from jobplane.contract.catalog import Catalog
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """Where a platform's resources are (the base module's outputs)."""
+
+    table: str
+    topic_arn: str
+    name_prefix: str = "jobplane"
+    region: str = "us-east-1"
+    account_id: str = "123456789012"
+    endpoint_url: str | None = None  # the embedded local AWS; None for real AWS
+    catalog_path: Path | str | None = None  # the compiler's output dir or a catalog file, or s3://bucket/catalog/ on AWS
+    log_group: str | None = None  # the step logs' CloudWatch Logs group (default: names.runner_log_group)
+    # The embedded local AWS's per-start key (dev.json); None: boto3's standard credential chain.
+    access_key_id: str | None = None
+    secret_access_key: str | None = None
+
+    def client(self, service: str) -> Any:
+        import boto3
+
+        kwargs: dict[str, Any] = {"region_name": self.region}
+        if self.endpoint_url:
+            kwargs["endpoint_url"] = self.endpoint_url
+        if self.access_key_id and self.secret_access_key:
+            kwargs |= {"aws_access_key_id": self.access_key_id, "aws_secret_access_key": self.secret_access_key}
+        return boto3.client(service, **kwargs)
+
+    @property
+    def runner_log_group(self) -> str:
+        return self.log_group or names.runner_log_group(self.name_prefix)
+
+    def state_machine_arn(self, job: str) -> str:
+        return (f"arn:aws:states:{self.region}:{self.account_id}:stateMachine:"
+                f"{names.state_machine_name(self.name_prefix, job)}")
+
+    def execution_arn(self, job: str, execution: str) -> str:
+        return (f"arn:aws:states:{self.region}:{self.account_id}:execution:"
+                f"{names.state_machine_name(self.name_prefix, job)}:{execution}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"table": self.table, "topic_arn": self.topic_arn, "name_prefix": self.name_prefix,
+                "region": self.region, "account_id": self.account_id, "endpoint_url": self.endpoint_url,
+                "catalog_path": str(self.catalog_path) if self.catalog_path else None,
+                "log_group": self.log_group,
+                "access_key_id": self.access_key_id, "secret_access_key": self.secret_access_key}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Deployment:
+        data = dict(data)
+        data.pop("log_dir", None)  # written by earlier versions (logs were local files)
+        where = data.get("catalog_path")
+        data["catalog_path"] = (where if str(where).startswith("s3://") else Path(where)) if where else None
+        return cls(**data)
+
+
+def load_catalog(deployment: Deployment) -> Catalog:
+    """The compiler's catalog: a compiler output directory or one file (jobplane dev, a
+    checkout), or on AWS the objects the team roots upload to the base module's bucket: every
+    ``catalog/<team>.json`` under the base module's output catalog_uri (``s3://<bucket>/catalog/``),
+    merged. A location that names one object (``.json``) is read alone."""
+    location = str(deployment.catalog_path or "")
+    if not location:
+        raise ValueError("a catalog or deployment.catalog_path is needed")
+    if location.startswith("s3://"):
+        bucket, _, key = location[len("s3://"):].partition("/")
+        s3 = deployment.client("s3")
+        if key.endswith(".json"):
+            return Catalog.model_validate_json(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+        keys = [o["Key"] for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=key)
+                for o in page.get("Contents", []) if o["Key"].endswith(".json")]
+        if not keys:
+            raise ValueError(f"no catalog under {location}: apply the team roots (docs/deploy.md)")
+        return Catalog.merge([Catalog.model_validate_json(s3.get_object(Bucket=bucket, Key=k)["Body"].read())
+                              for k in sorted(keys)])
+    return Catalog.load(Path(location))

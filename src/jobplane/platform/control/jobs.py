@@ -1,0 +1,120 @@
+"""The actions on jobs: pause and resume their schedules, acknowledge a failure that blocks a
+SKIP_IF_FAILED job, release a claim its holder no longer holds."""
+
+from __future__ import annotations
+
+from jobplane.contract import names
+from jobplane.contract.catalog import CatalogJob
+from jobplane.contract.statuses import ExecutionStatus
+from jobplane.platform.clock import now_iso
+from jobplane.platform.control.errors import Conflict, check_reason
+from jobplane.platform.control.runs import Runs
+
+
+class JobActions(Runs):
+    def pause(self, job: str, actor: str, reason: str) -> None:
+        check_reason(reason)
+        entry = self.entry(job)
+        state = self.repo.job_state(job)
+        if state and state.paused:
+            raise Conflict(f"{job} is already paused (by {state.paused_by}: {state.paused_reason})", {"job": job})
+        if not entry.schedule:
+            raise Conflict(f"{job} has no schedule to pause (it runs only when started)", {"job": job})
+
+        def act() -> None:  # the flag first (what the portal shows), then the schedules
+            self.repo.set_paused(job, entry.team, actor, reason, now_iso())
+            self._set_schedule_state(entry, "DISABLED")
+
+        undo = [lambda: self.repo.clear_paused(job),
+                lambda: self._set_schedule_state(entry, "ENABLED" if entry.enabled else "DISABLED")]
+        self.audited(actor, "pause", job, None, reason, None, act, undo)
+
+    def resume(self, job: str, actor: str, reason: str) -> None:
+        check_reason(reason)
+        entry = self.entry(job)
+        state = self.repo.job_state(job)
+        if not (state and state.paused):
+            raise Conflict(f"{job} is not paused", {"job": job})
+
+        def act() -> None:
+            if not self.repo.clear_paused(job):
+                raise Conflict(f"{job} is not paused", {"job": job})
+            self._set_schedule_state(entry, "ENABLED" if entry.enabled else "DISABLED")
+
+        undo = [lambda: self.repo.set_paused(job, entry.team, state.paused_by or actor, state.paused_reason or "",
+                                             state.paused_at or now_iso()),
+                lambda: self._set_schedule_state(entry, "DISABLED")]
+        self.audited(actor, "resume", job, None, reason, None, act, undo)
+
+    def apply_pauses(self) -> list[str]:
+        """Re-disable the schedules of paused jobs (after a deploy re-created them)."""
+        paused = [s.job for s in self.repo.job_states() if s.paused and s.job in self.entries]
+        for job in paused:
+            self._set_schedule_state(self.entries[job], "DISABLED")
+        return paused
+
+    def _set_schedule_state(self, entry: CatalogJob, state: str) -> None:
+        group = self.deployment.name_prefix
+        for i in range(len(entry.schedule)):
+            name = names.schedule_name(self.deployment.name_prefix, entry.name, i)
+            try:
+                current = self.scheduler.get_schedule(Name=name, GroupName=group)
+            except self.scheduler.exceptions.ResourceNotFoundException:
+                raise Conflict(f"{entry.name}'s schedule {name} is not deployed; deploy the job first",
+                               {"job": entry.name, "schedule": name}) from None
+            spec = {k: current[k] for k in ("ScheduleExpression", "FlexibleTimeWindow", "Target") if k in current}
+            # UpdateSchedule replaces the whole schedule: a field left out is reset to its default
+            # (a customer managed KMS key to the AWS owned one), so every one it has is passed back
+            # (https://docs.aws.amazon.com/scheduler/latest/APIReference/API_UpdateSchedule.html)
+            for k in ("ScheduleExpressionTimezone", "StartDate", "EndDate", "Description", "KmsKeyArn",
+                      "ActionAfterCompletion"):
+                if current.get(k):
+                    spec[k] = current[k]
+            self.scheduler.update_schedule(Name=name, GroupName=group, State=state, **spec)
+
+    def acknowledge(self, job: str, actor: str, reason: str) -> None:
+        check_reason(reason)
+        self.entry(job)
+        state = self.repo.job_state(job)
+        if state is None or not state.blocked:
+            raise Conflict(f"{job} has no unacknowledged failure", {"job": job})
+
+        def act() -> None:
+            if not self.repo.acknowledge_failure(job, state.blocked_by, actor):
+                raise Conflict(f"{job} has no unacknowledged failure", {"job": job})
+
+        self.audited(actor, "acknowledge_failure", job, state.blocked_by, reason, None, act)
+
+    def release_claim(self, job: str, actor: str, reason: str) -> list[str]:
+        """Release claims held by executions that are no longer running (a crashed cleanup)."""
+        check_reason(reason)
+        self.entry(job)
+        state = self.repo.job_state(job)
+        holders = set(state.running) if state else set()
+        if state and state.holder:
+            holders.add(state.holder.rsplit(":", 1)[1])
+        stale = []
+        for name in sorted(holders):
+            arn = self.deployment.execution_arn(job, name)
+            try:
+                status = self.sfn.describe_execution(executionArn=arn)["status"]
+            except (self.sfn.exceptions.ExecutionDoesNotExist, self.sfn.exceptions.InvalidArn):
+                status = "GONE"
+            if status != ExecutionStatus.RUNNING.value:
+                stale.append(name)
+        if not stale:
+            raise Conflict(f"{job} has no stale claim: every claim belongs to a running execution"
+                           if holders else f"{job} holds no claim", {"job": job, "claims": sorted(holders)[:20]})
+
+        def act() -> list[str]:
+            released = []
+            for name in stale:
+                holder_arn = state.holder if state and state.holder and state.holder.endswith(":" + name) else None
+                if self.repo.release_claim(job, name, holder_arn):
+                    released.append(name)
+            if not released:
+                raise Conflict(f"{job}'s stale claims were released meanwhile", {"job": job})
+            return released
+
+        released: list[str] = self.audited(actor, "release_claim", job, stale[0], reason, {"released": stale}, act)
+        return released

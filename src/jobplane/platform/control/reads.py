@@ -1,0 +1,193 @@
+"""Every operator read (jobs, executions, logs, failures, skips, audit): the control plane's
+base, which holds the deployment's clients, store and catalog."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from jobplane.contract import execution_input, names
+from jobplane.contract.catalog import Catalog, CatalogJob
+from jobplane.contract.statuses import ExecutionStatus
+from jobplane.platform.anchors import ScheduleAnchors
+from jobplane.platform.clock import as_iso
+from jobplane.platform.logs import LogStream, StepLogs, error_excerpt
+from jobplane.platform.repository import JobState, Page, Repository
+from jobplane.platform.timeline import history, state_transitions, timeline
+from jobplane.platform.control.deployment import Deployment, load_catalog
+from jobplane.platform.control.errors import Invalid, NotFound, check_cursor
+from jobplane.platform.control.views import JOB_SORTS, RECENT_FAILURES, ExecutionView, JobSummary, next_fires
+
+
+class Reads:
+    def __init__(self, deployment: Deployment, catalog: Catalog | None = None):
+        self.deployment = deployment
+        self.ddb = deployment.client("dynamodb")
+        self.sfn = deployment.client("stepfunctions")
+        self.scheduler = deployment.client("scheduler")
+        self.repo = Repository(self.ddb, deployment.table)
+        if catalog is None:
+            catalog = load_catalog(deployment)
+        self.catalog = catalog
+        self.entries = {j.name: j for j in catalog.jobs}
+        self.logs = StepLogs(deployment.client("logs"), deployment.runner_log_group)
+        self.anchors = ScheduleAnchors(self.scheduler, deployment.name_prefix)
+
+    # -- reads ------------------------------------------------------------------------------
+    def entry(self, job: str) -> CatalogJob:
+        try:
+            return self.entries[job]
+        except KeyError:
+            raise NotFound(f"no job named {job!r}", {"job": job}) from None
+
+    def jobs(self, team: str | None = None, status: str | None = None, text: str | None = None,
+             fires: int = 3, sort: str | None = None, state_attributes: tuple[str, ...] = JobState.ATTRIBUTES,
+             ) -> list[JobSummary]:
+        """The jobs, by team and name; ``sort``: "failures" (most failures among the newest
+        RECENT_FAILURES across jobs first) or "duration" (the longest last run first).
+        ``state_attributes``: what of each job's state to read (Repository.job_states); the
+        filters and sorts need ``job``, ``running``, ``last_status``, the last run's times and
+        ``paused_at``."""
+        if sort not in (None, *JOB_SORTS):
+            raise Invalid(f"sort must be one of {', '.join(JOB_SORTS)}", {"sort": "unknown"})
+        states = {s.job: s for s in self.repo.job_states(state_attributes)}
+        failures: dict[str, int] = {}
+        if sort == "failures":  # one read of the failures feed, not one per job
+            for x in self.repo.recent_failures(RECENT_FAILURES).items:
+                failures[x.job] = failures.get(x.job, 0) + 1
+        out = []
+        needle = (text or "").lower()
+        for entry in sorted(self.entries.values(), key=lambda e: (e.team, e.name)):
+            state = states.get(entry.name)
+            if team and entry.team != team:
+                continue
+            last = ExecutionStatus.RUNNING.value if state and state.running else (state.last_status if state else None) or "NEVER_RUN"
+            if status and status != last and not (status == "PAUSED" and state and state.paused):
+                continue
+            if needle and needle not in entry.name.lower() and needle not in entry.description.lower():
+                continue
+            out.append(JobSummary(entry, state, next_fires(entry, fires, anchors=self.schedule_anchors(entry)) if fires else [],
+                                  failures.get(entry.name, 0)))
+        if sort == "failures":
+            out.sort(key=lambda j: -j.recent_failures)  # stable: team and name order among equals
+        elif sort == "duration":
+            out.sort(key=lambda j: -(j.state.last_duration or 0.0) if j.state else 0.0)
+        return out
+
+    def job(self, job: str) -> JobSummary:
+        entry = self.entry(job)
+        return JobSummary(entry, self.repo.job_state(job), next_fires(entry, 5, anchors=self.schedule_anchors(entry)))
+
+    def schedule_problems(self, job: str) -> dict[str, str]:
+        """What is wrong with the job's deployed schedules (platform/schedule_health.py): none
+        when they are deployed as compiled."""
+        from jobplane.platform.schedule_health import schedule_problems
+
+        entry = self.entry(job)
+        state = self.repo.job_state(job)
+        return schedule_problems(self.scheduler, self.deployment.name_prefix, entry, bool(state and state.paused))
+
+    def schedule_anchors(self, entry: CatalogJob) -> tuple[datetime | None, ...]:
+        """When each of the job's rate() schedules started (platform/anchors.py); cron() and
+        at() schedules need none."""
+        anchors: list[datetime | None] = []
+        for i, expression in enumerate(entry.schedule):
+            rate = expression.startswith("rate(")
+            anchors.append(self.anchors.get(names.schedule_name(self.deployment.name_prefix, entry.name, i))
+                           if rate else None)
+        return tuple(anchors)
+
+    def executions(self, job: str, limit: int = 20, cursor: str | None = None) -> Page:
+        self.entry(job)
+        return self._paged(lambda: self.repo.executions(job, limit, check_cursor(cursor, ("gsi1pk", "gsi1sk"))), cursor)
+
+    def _paged(self, read: Any, cursor: str | None) -> Page:
+        """A page read; a cursor of the right shape that the store still refuses (a key of
+        another index) is the caller's mistake, not a server error."""
+        try:
+            page: Page = read()
+            return page
+        except self.ddb.exceptions.ClientError as e:
+            if cursor is not None and e.response.get("Error", {}).get("Code") == "ValidationException":
+                raise Invalid("cursor is not one this API returned", {"cursor": "invalid"}) from None
+            raise
+
+    def running_executions(self, job: str) -> list[ExecutionView]:
+        state = self.repo.job_state(job)
+        views = []
+        for name in sorted(state.running if state else ()):
+            try:
+                views.append(self.execution(name, job))
+            except NotFound:
+                continue
+        return views
+
+    def execution(self, name: str, job: str | None = None) -> ExecutionView:
+        record = self.repo.execution(name)
+        if record is not None:
+            arn = record.execution_arn or self.deployment.execution_arn(record.job, name)
+            steps, transitions = record.timeline, record.transitions
+            if transitions is None:  # just ended: the reconciler has not added the history yet
+                try:
+                    events = history(self.sfn, arn)
+                    steps, transitions = timeline(events), state_transitions(events)
+                except self.sfn.exceptions.ExecutionDoesNotExist:
+                    pass
+            live_error = None
+            if not record.error and record.failed_step:  # the reconciler adds it a moment later
+                live_error = error_excerpt(self.logs.streams(steps, record.failed_step))
+            given = self._completed(record.job, record.input, record.started_at)
+            return ExecutionView(record.execution, record.job, record.status, given, record, steps,
+                                 transitions, record.started_at, record.finished_at, arn, live_error)
+        job = job or self._job_running(name)
+        if job is None:
+            raise NotFound(f"no execution named {name!r}", {"execution": name})
+        arn = self.deployment.execution_arn(job, name)
+        try:
+            d = self.sfn.describe_execution(executionArn=arn)
+        except self.sfn.exceptions.ExecutionDoesNotExist:
+            raise NotFound(f"no execution named {name!r}", {"execution": name}) from None
+        events = history(self.sfn, arn)
+        stop = d.get("stopDate")
+        live_error = ": ".join(x for x in (d.get("error"), d.get("cause")) if x) or None
+        started = as_iso(d["startDate"])
+        given = self._completed(job, json.loads(d.get("input") or "{}"), started)
+        return ExecutionView(name, job, d["status"], given, None, timeline(events),
+                             state_transitions(events), started, as_iso(stop) if stop else None, arn, live_error)
+
+    def _completed(self, job: str, given: dict[str, Any], started_at: str | None) -> dict[str, Any]:
+        """The input the run had: a console start's missing fields are the state machine's
+        defaults (the job's params as the catalog declares them now)."""
+        entry = self.entries.get(job)
+        return execution_input.complete(given, started_at, entry.params if entry else {})
+
+    def _job_running(self, name: str) -> str | None:
+        for state in self.repo.job_states():
+            if name in state.running:
+                return state.job
+        return None
+
+    def log_streams(self, execution: str | ExecutionView, step: str | None = None) -> list[LogStream]:
+        """The step logs of an execution's attempts (which task ran each is in its timeline);
+        none yet for an execution that has not started its first step, or is not known yet."""
+        if isinstance(execution, str):
+            try:
+                execution = self.execution(execution)
+            except NotFound:
+                return []
+        return self.logs.streams(execution.timeline, step)
+
+    def failures(self, limit: int = 50, cursor: str | None = None) -> Page:
+        return self._paged(lambda: self.repo.recent_failures(limit, check_cursor(cursor, ("gsi2pk", "gsi2sk"))), cursor)
+
+    def skips(self, limit: int = 50, cursor: str | None = None) -> Page:
+        return self._paged(lambda: self.repo.recent_skips(limit, check_cursor(cursor, ("gsi2pk", "gsi2sk"))), cursor)
+
+    def audit(self, limit: int = 100) -> list[dict[str, Any]]:
+        return self.repo.audit_log(limit)
+
+    # -- actions ----------------------------------------------------------------------------
+    def step_names(self, job: str) -> list[str]:
+        """Steps a run can start at: top-level steps and parallel groups' members."""
+        return self.entry(job).step_names

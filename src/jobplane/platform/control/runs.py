@@ -1,0 +1,174 @@
+"""The actions on runs: start one now, re-run one (from its failed step), stop one; each
+audited all or nothing (``audited``), and each start idempotent when asked."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import uuid
+from typing import Any
+
+from jobplane.contract import execution_input
+from jobplane.contract import runner as rc
+from jobplane.contract.catalog import CatalogJob
+from jobplane.contract.quoting import quoted
+from jobplane.contract.statuses import ExecutionStatus
+from jobplane.platform.control.errors import MAX_PARAMS_BYTES, Conflict, Invalid, check_reason
+from jobplane.platform.control.reads import Reads
+from jobplane.platform.control.views import ExecutionView
+
+log = logging.getLogger(__name__)
+
+#: An Idempotency-Key: what a client may send (IETF draft "The Idempotency-Key HTTP Header Field").
+IDEMPOTENCY_KEY_MAX = 255
+
+def idempotent_name(job: str, actor: str, key: str) -> str:
+    """The execution name of a request with an idempotency key: the same job, person and key give
+    the same name (Step Functions starts a name only once), another person's key never does."""
+    if not key or len(key) > IDEMPOTENCY_KEY_MAX or not key.isprintable():
+        raise Invalid(f"an Idempotency-Key is 1 to {IDEMPOTENCY_KEY_MAX} printable characters",
+                      {"idempotency_key": "invalid"})
+    return hashlib.sha256(f"{job}\n{actor}\n{key}".encode()).hexdigest()[:32]
+
+
+class Runs(Reads):
+    def run_now(self, job: str, actor: str, params: dict[str, Any] | None = None, reason: str = "",
+                from_step: str | None = None, name: str | None = None, idempotency_key: str | None = None) -> str:
+        """Start a run now; its execution name. With ``idempotency_key``, the same request again
+        (a double click, a retried call) answers with the run it started, not a second one."""
+        entry = self.entry(job)
+        check_reason(reason, required=False)
+        if from_step is not None and from_step not in self.step_names(job):
+            raise Invalid(f"{job} has no step {quoted(from_step)}; steps: {', '.join(self.step_names(job))}",
+                          {"from_step": "unknown step"})
+        params = self.checked_params(entry, params)
+        payload = execution_input.manual(actor, entry.params, params) | {"resume_from": from_step}
+        name = name or (idempotent_name(job, actor, idempotency_key) if idempotency_key is not None else uuid.uuid4().hex)
+        return self._start_once(job, payload, name, idempotency_key is not None, lambda: self.audited(
+            actor, "run", job, name, reason, {"params": params} | ({"from_step": from_step} if from_step else {}),
+            lambda: self.start_execution(job, payload, name)))
+
+    def rerun(self, execution: str, actor: str, from_failed_step: bool = True,
+              params: dict[str, Any] | None = None, reason: str = "", name: str | None = None,
+              idempotency_key: str | None = None, loaded: ExecutionView | None = None) -> str:
+        """``loaded``: the execution as the caller just read it (to authorize the actor), so it
+        is not read again (a GetItem, and possibly its history and logs)."""
+        check_reason(reason, required=False)
+        original = loaded if loaded is not None and loaded.execution == execution else self.execution(execution)
+        if original.running:
+            raise Conflict(f"{execution} is still running; stop it first", {"execution": execution})
+        if original.status == ExecutionStatus.MISSED.value:  # no run to repeat: run the fire itself, once
+            fire = original.input.get("scheduled_time")
+            raise Conflict(f"{execution} is a missed fire, not a run: run it as that fire with a backfill "
+                           f"(jobplane backfill {original.job} --from {fire} --to {fire})",
+                           {"execution": execution, "status": original.status})
+        entry = self.entry(original.job)
+        overrides = self.checked_params(entry, params)
+        resume_from = None
+        if from_failed_step:
+            resume_from = original.failed_step
+            if original.status in (ExecutionStatus.SUCCEEDED.value, ExecutionStatus.SKIPPED.value) or not resume_from:
+                raise Conflict(f"{execution} has no failed step to resume from ({original.status}); re-run the whole job",
+                               {"execution": execution, "status": original.status})
+            if resume_from not in self.step_names(original.job):
+                raise Conflict(f"step {resume_from!r} is no longer in {original.job}; re-run the whole job",
+                               {"execution": execution, "step": resume_from})
+        declared = entry.params
+        # The original run's values for params the job still declares, then the operator's changes.
+        kept = {k: v for k, v in (original.input.get("params") or {}).items() if k in declared}
+        merged = {**declared, **kept, **overrides}
+        payload = execution_input.rerun(actor, execution, merged, resume_from)
+        name = name or (idempotent_name(original.job, actor, idempotency_key) if idempotency_key is not None
+                        else uuid.uuid4().hex)
+        self._start_once(original.job, payload, name, idempotency_key is not None, lambda: self.audited(
+            actor, "rerun_from_failed_step" if from_failed_step else "rerun", original.job, name, reason,
+            {"rerun_of": execution, "resume_from": resume_from, "params": overrides},
+            lambda: self.start_execution(original.job, payload, name)))
+        self.repo.link_rerun(execution, name)  # lineage: best effort, the audit entry names the original too
+        return name
+
+    def _start_once(self, job: str, payload: dict[str, Any], name: str, idempotent: bool, start: Any) -> str:
+        """``start()`` (the audited start of execution ``name``), unless an idempotent request
+        already started it: then the same answer, and no second run or audit entry. Step
+        Functions starts a name once (two racing requests: one wins, the other finds its run)."""
+        if idempotent and self._started_as(job, name, payload):
+            return name
+        try:
+            start()
+        except self.sfn.exceptions.ExecutionAlreadyExists:
+            if idempotent and self._started_as(job, name, payload):
+                return name  # the same request won the race; its audit entry is the one kept
+            raise Conflict(f"an execution named {name} exists already", {"execution": name}) from None
+        return name
+
+    def _started_as(self, job: str, name: str, payload: dict[str, Any]) -> bool:
+        """True if ``name`` was started by the same request; Conflict if by another one."""
+        try:
+            d = self.sfn.describe_execution(executionArn=self.deployment.execution_arn(job, name))
+        except self.sfn.exceptions.ExecutionDoesNotExist:
+            return False
+        given = json.loads(d.get("input") or "{}")
+        if any(given.get(k) != payload.get(k) for k in ("trigger", "requested_by", "params", "resume_from", "rerun_of")):
+            raise Conflict("this Idempotency-Key was used for another request; send a new key for a new run",
+                           {"execution": name, "idempotency_key": "reused"})
+        return True
+
+    def checked_params(self, entry: CatalogJob, params: dict[str, Any] | None) -> dict[str, Any]:
+        """A run's params: only those the job declares (they never reach a step's fixed
+        arguments, see runner/targets.py), within the size an ECS override can carry."""
+        params = dict(params or {})
+        declared = entry.params
+        unknown = sorted(set(params) - set(declared))
+        if unknown:
+            shown = [quoted(k, 40) for k in unknown[:10]]
+            raise Invalid(f"{entry.name} has no param{'s' if len(unknown) > 1 else ''} {', '.join(shown)}"
+                          + (f"; it takes {', '.join(sorted(declared))}" if declared else "; it takes none"),
+                          {"job": entry.name, "unknown_params": [k[:40] for k in unknown[:10]],
+                           "params": sorted(declared)})
+        if any(rc.nesting(v) > rc.MAX_PARAMS_DEPTH for v in params.values()):  # each value, as in a definition
+            raise Invalid(f"params nest more than {rc.MAX_PARAMS_DEPTH} lists or objects deep",
+                          {"params": "too deep"})
+        size = len(json.dumps(params, separators=(",", ":")))
+        if size > MAX_PARAMS_BYTES:
+            raise Invalid(f"params are {size} bytes as JSON; at most {MAX_PARAMS_BYTES} (ECS passes them in "
+                          "the task's overrides, 8,192 characters in all)", {"params": "too large"})
+        merged = {**entry.params, **params}
+        if entry.params_budget is not None and rc.params_in_override(merged) > entry.params_budget:
+            raise Invalid(f"params would take {rc.params_in_override(merged)} characters of {entry.name}'s ECS "
+                          f"overrides; its steps leave {entry.params_budget}", {"params": "too large"})
+        return params
+
+    def audited(self, actor: str, action: str, job: str, execution: str | None, reason: str,
+                details: dict[str, Any] | None, act: Any, undo: Any = None) -> Any:
+        """An action and its audit entry, all or nothing: the entry is written first (a failed
+        write changes nothing), then the action; if the action fails, the entry is removed (and
+        ``undo``, a list of callables, reverses what the action had done) before the error
+        propagates."""
+        entry = self.repo.add_audit(actor, action, job, execution, reason, details)
+        try:
+            return act()
+        except BaseException:
+            for step in undo or ():  # each part on its own: one that fails must not stop the others
+                try:
+                    step()
+                except Exception:
+                    log.exception("could not undo part of a failed %s of %s", action, job)
+            self.repo.delete_audit(entry)
+            raise
+
+    def start_execution(self, job: str, payload: dict[str, Any], name: str) -> str:
+        try:
+            self.sfn.start_execution(stateMachineArn=self.deployment.state_machine_arn(job), name=name,
+                                     input=json.dumps(payload))
+        except self.sfn.exceptions.StateMachineDoesNotExist:
+            raise Conflict(f"{job} is not deployed", {"job": job}) from None
+        return name
+
+    def stop(self, execution: str, actor: str, reason: str, loaded: ExecutionView | None = None) -> None:
+        check_reason(reason)
+        view = loaded if loaded is not None and loaded.execution == execution else self.execution(execution)
+        if not view.running:
+            raise Conflict(f"{execution} is not running ({view.status})", {"execution": execution, "status": view.status})
+        self.audited(actor, "stop", view.job, execution, reason, None, lambda: self.sfn.stop_execution(
+            executionArn=view.execution_arn, error="Stopped", cause=f"stopped by {actor}: {reason}"))

@@ -1,0 +1,125 @@
+"""What an operator sees of a job and of an execution: a record composed with the live state,
+and the next fire times."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from datetime import datetime, timezone
+from typing import Any
+
+from jobplane.contract.catalog import CatalogJob
+from jobplane.contract.schedule import next_fire_times, parse
+from jobplane.contract.statuses import ExecutionStatus
+from jobplane.platform.repository import Execution, JobState
+
+
+@dataclass(frozen=True)
+class JobSummary:
+    entry: CatalogJob
+    state: JobState | None
+    next_fires: list[datetime] = field(default_factory=list)
+    recent_failures: int = 0  # among the newest RECENT_FAILURES failures across jobs
+
+    @property
+    def name(self) -> str:
+        return self.entry.name
+
+    @property
+    def team(self) -> str:
+        return self.entry.team
+
+    @property
+    def running(self) -> list[str]:
+        return sorted(self.state.running) if self.state else []
+
+    @property
+    def paused(self) -> bool:
+        return bool(self.state and self.state.paused)
+
+
+JOB_SORTS = ("failures", "duration")
+RECENT_FAILURES = 200
+
+
+@dataclass(frozen=True)
+class ExecutionView:
+    """One execution as an operator sees it: its final record, or while it runs, what Step
+    Functions reports so far."""
+
+    execution: str
+    job: str
+    status: str
+    input: dict[str, Any]
+    record: Execution | None
+    timeline: list[dict[str, Any]]
+    transitions: int | None
+    started_at: str | None
+    finished_at: str | None
+    execution_arn: str
+    live_error: str | None = None  # what Step Functions says, until the final record exists
+
+    @property
+    def trigger(self) -> str | None:
+        return self.input.get("trigger")
+
+    @property
+    def requested_by(self) -> str | None:
+        return self.input.get("requested_by")
+
+    @property
+    def rerun_of(self) -> str | None:
+        return self.input.get("rerun_of")
+
+    @property
+    def resume_from(self) -> str | None:
+        return self.input.get("resume_from")
+
+    @property
+    def rerun_by(self) -> tuple[str, ...]:
+        return self.record.rerun_by if self.record else ()
+
+    @property
+    def upstream(self) -> str | None:
+        value = self.input.get("upstream")
+        return value if isinstance(value, str) else None
+
+    @property
+    def after_runs(self) -> tuple[str, ...]:
+        return self.record.after_runs if self.record else ()
+
+    @property
+    def failed_step(self) -> str | None:
+        return self.record.failed_step if self.record else None
+
+    @property
+    def error(self) -> str | None:
+        return (self.record.error if self.record else None) or self.live_error
+
+    @property
+    def running(self) -> bool:
+        return self.status == ExecutionStatus.RUNNING.value
+
+
+def next_fires(entry: CatalogJob, count: int = 3, after: datetime | None = None,
+               anchors: tuple[datetime | None, ...] = ()) -> list[datetime]:
+    """The job's next fire times over all its schedules, in its timezone (none when disabled).
+
+    ``anchors``: per schedule, when a rate() schedule started (its StartDate, else its
+    CreationDate): EventBridge Scheduler counts a rate from there, not from now."""
+    if not entry.scheduled:
+        return []
+    if after is None:  # for display: the same minute gives the same answer, so cache by minute...
+        now = datetime.now(timezone.utc)
+        minute = now.replace(second=0, microsecond=0)
+        fires = _next_fires(tuple(entry.schedule), entry.timezone, count + 1, minute, tuple(anchors))
+        return [t for t in fires if t > now][:count]  # ...and drop a rate() fire earlier in this minute
+    return list(_next_fires(tuple(entry.schedule), entry.timezone, count, after, tuple(anchors)))
+
+
+@lru_cache(maxsize=8192)
+def _next_fires(schedule: tuple[str, ...], zone: str, count: int, after: datetime,
+                anchors: tuple[datetime | None, ...] = ()) -> tuple[datetime, ...]:
+    times = [t for i, expression in enumerate(schedule)
+             for t in next_fire_times(parse(expression), zone, after, count, anchors[i] if i < len(anchors) else None)]
+    return tuple(sorted(times)[:count])
