@@ -41,7 +41,7 @@ from typing import Any
 
 from jobplane.compiler.model import Job, Step
 from jobplane.compiler.overrides import container_overrides
-from jobplane.compiler.states import DISCARD, Catch, Choice, Fail, Graph, Parallel, Pass, State, Task, Wait
+from jobplane.compiler.states import DISCARD, Catch, Choice, Fail, Graph, Parallel, Pass, Retry, State, Task, Wait
 from jobplane.contract import datamodel as dm
 from jobplane.contract import execution_input, items
 from jobplane.contract import runner as rc
@@ -53,18 +53,18 @@ from jobplane.contract.statuses import AUTOMATIC_TRIGGERS, UNCOMPARED_TRIGGERS, 
 
 _TRANSIENT = ("ProvisionedThroughputExceededException", "ThrottlingException", "InternalServerErrorException",
               "RequestLimitExceeded")
-_BACKOFF = {"IntervalSeconds": 1, "MaxAttempts": 5, "BackoffRate": 2.0, "MaxDelaySeconds": 20, "JitterStrategy": "FULL"}
+
 # The optimised DynamoDB integration names errors "DynamoDB.X"; the aws-sdk one "DynamoDb.X".
-DDB_RETRY = {"ErrorEquals": [f"DynamoDB.{e}" for e in _TRANSIENT] + ["DynamoDB.AmazonDynamoDBException"], **_BACKOFF}
+DDB_RETRY = Retry((*(f"DynamoDB.{e}" for e in _TRANSIENT), "DynamoDB.AmazonDynamoDBException"), 5, interval=1,
+                  backoff=2.0, max_delay=20, full_jitter=True)
 # A transaction without conditions is only cancelled by a conflicting concurrent write: retry it.
-SDK_DDB_RETRY = {"ErrorEquals": [f"DynamoDb.{e}" for e in _TRANSIENT]
-                 + ["DynamoDb.TransactionCanceledException", "DynamoDb.TransactionConflictException"], **_BACKOFF}
-ECS_INFRA_RETRY = {
-    # Launch failures, capacity and throttling: not the step's fault, retried with backoff.
-    "ErrorEquals": ["ECS.AmazonECSException", "ECS.ServerException", "ECS.ThrottlingException",
-                    "ECS.LimitExceededException", "ECS.ServiceUnavailableException"],
-    "IntervalSeconds": 5, "MaxAttempts": 4, "BackoffRate": 2.0, "MaxDelaySeconds": 60, "JitterStrategy": "FULL",
-}
+SDK_DDB_RETRY = Retry((*(f"DynamoDb.{e}" for e in _TRANSIENT), "DynamoDb.TransactionCanceledException",
+                       "DynamoDb.TransactionConflictException"), 5, interval=1, backoff=2.0, max_delay=20,
+                      full_jitter=True)
+# Launch failures, capacity and throttling: not the step's fault, retried with backoff.
+ECS_INFRA_RETRY = Retry(("ECS.AmazonECSException", "ECS.ServerException", "ECS.ThrottlingException",
+                         "ECS.LimitExceededException", "ECS.ServiceUnavailableException"), 4, interval=5, backoff=2.0,
+                        max_delay=60, full_jitter=True)
 # A task that ran and failed (States.TaskFailed, its exit code or StopCode in the Cause) goes to
 # the check, and a timeout to its record: neither is retried here. Any other error of the RunTask
 # call is the call's, not the step's: when RunTask answers with `failures` (no capacity, ...) the
@@ -76,18 +76,13 @@ ECS_INFRA_RETRY = {
 # parameters, the role) fails at once and is recorded. States.Runtime is never retriable on AWS
 # (https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html); moto's
 # interpreter would retry it with States.ALL, so it is listed to behave the same in both places.
-ECS_TASK_OUTCOMES = {"ErrorEquals": ["States.TaskFailed", "States.Timeout", "States.Runtime", "States.Permissions",
-                                     "ECS.ClusterNotFoundException", "ECS.InvalidParameterException",
-                                     "ECS.AccessDeniedException"], "MaxAttempts": 0}
-ECS_CALL_RETRY = {"ErrorEquals": ["States.ALL"], "IntervalSeconds": 5, "MaxAttempts": 4, "BackoffRate": 2.0,
-                  "MaxDelaySeconds": 60, "JitterStrategy": "FULL"}
-SNS_RETRY = {
-    "ErrorEquals": ["SNS.ThrottledException", "SNS.InternalErrorException", "SNS.AmazonSNSException",
-                    "SNS.KMSThrottlingException"],
-    "IntervalSeconds": 1, "MaxAttempts": 5, "BackoffRate": 2.0, "JitterStrategy": "FULL",
-}
-SFN_RETRY = {"ErrorEquals": ["Sfn.ThrottlingException", "Sfn.SfnException"], "IntervalSeconds": 1,
-             "MaxAttempts": 3, "BackoffRate": 2.0}
+ECS_TASK_OUTCOMES = Retry(("States.TaskFailed", "States.Timeout", "States.Runtime", "States.Permissions",
+                           "ECS.ClusterNotFoundException", "ECS.InvalidParameterException",
+                           "ECS.AccessDeniedException"), 0)
+ECS_CALL_RETRY = Retry(("States.ALL",), 4, interval=5, backoff=2.0, max_delay=60, full_jitter=True)
+SNS_RETRY = Retry(("SNS.ThrottledException", "SNS.InternalErrorException", "SNS.AmazonSNSException",
+                   "SNS.KMSThrottlingException"), 5, interval=1, backoff=2.0, full_jitter=True)
+SFN_RETRY = Retry(("Sfn.ThrottlingException", "Sfn.SfnException"), 3, interval=1, backoff=2.0)
 UPDATE_ITEM = "arn:aws:states:::dynamodb:updateItem"
 GET_ITEM = "arn:aws:states:::dynamodb:getItem"
 PUT_ITEM = "arn:aws:states:::dynamodb:putItem"

@@ -17,6 +17,33 @@ from typing import Any, ClassVar, Iterator
 DISCARD = object()
 
 
+@dataclass(frozen=True)
+class Retry:
+    """One Retry rule of a Task: the errors it matches, how many more tries, how far apart
+    (https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html). Only
+    what is set is written, in the order the ASL reference lists the fields."""
+
+    errors: tuple[str, ...]
+    max_attempts: int
+    interval: int | None = None
+    backoff: float | None = None
+    max_delay: int | None = None
+    full_jitter: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"ErrorEquals": list(self.errors)}
+        if self.interval is not None:
+            out["IntervalSeconds"] = self.interval
+        out["MaxAttempts"] = self.max_attempts
+        if self.backoff is not None:
+            out["BackoffRate"] = self.backoff
+        if self.max_delay is not None:
+            out["MaxDelaySeconds"] = self.max_delay
+        if self.full_jitter:
+            out["JitterStrategy"] = "FULL"
+        return out
+
+
 @dataclass
 class Catch:
     errors: list[str]
@@ -104,7 +131,7 @@ class Task(_Catching):
     result_selector: dict[str, Any] | None = None
     result_path: Any = None  # a path, DISCARD, or None for the default ($)
     timeout_seconds: int | None = None
-    retry: list[dict[str, Any]] = field(default_factory=list)
+    retry: list[Retry] = field(default_factory=list)
 
     def fields(self) -> dict[str, Any]:
         out: dict[str, Any] = {"Resource": self.resource}
@@ -114,7 +141,7 @@ class Task(_Catching):
         if self.timeout_seconds is not None:
             out["TimeoutSeconds"] = self.timeout_seconds
         if self.retry:
-            out["Retry"] = list(self.retry)
+            out["Retry"] = [r.to_dict() for r in self.retry]
         return out | self.catch_fields()
 
 
