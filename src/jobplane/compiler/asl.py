@@ -41,6 +41,8 @@ from typing import Any
 
 from jobplane.compiler.model import Job, Step
 from jobplane.compiler.overrides import container_overrides
+from jobplane.compiler.choice_rules import (Not, Rule, Test, When, all_of, any_of, equals, is_null, is_string,
+                                          matches, number_equals, present)
 from jobplane.compiler.states import DISCARD, Catch, Choice, Fail, Graph, Parallel, Pass, Retry, State, Task, Wait
 from jobplane.contract import datamodel as dm
 from jobplane.contract import execution_input, items
@@ -198,27 +200,27 @@ class _Builder:
         ``States.Runtime``.
         A re-run goes to its own claim, whose next state honours ``resume_from``, so a run that
         resumes nothing never pays for the Route."""
-        missing = [{"Not": {"Variable": f"$.{f}", "IsPresent": True}} for f in execution_input.FIELDS]
+        missing = any_of(*(Not(present(f"$.{f}")) for f in execution_input.FIELDS))
 
-        def nullable_string(f: str) -> dict[str, Any]:
-            return {"Or": [{"Variable": f"$.{f}", "IsString": True}, {"Variable": f"$.{f}", "IsNull": True}]}
+        def nullable_string(f: str) -> Rule:
+            return any_of(is_string(f"$.{f}"), is_null(f"$.{f}"))
 
-        by_upstream = {"Variable": "$.trigger", "StringEquals": Trigger.UPSTREAM.value}
-        valid = {"And": [
-            {"Or": [{"Variable": "$.trigger", "StringEquals": t.value} for t in Trigger]},
-            {"Variable": "$.scheduled_time", "IsString": True},
-            {"Variable": "$.requested_by", "IsString": True},
+        by_upstream = equals("$.trigger", Trigger.UPSTREAM.value)
+        valid = all_of(
+            any_of(*(equals("$.trigger", t.value) for t in Trigger)),
+            is_string("$.scheduled_time"),
+            is_string("$.requested_by"),
             nullable_string("resume_from"),
             nullable_string("rerun_of"),
             # a run started by another job's end names that run
-            {"Or": [{"Not": by_upstream}, {"Variable": "$.upstream", "IsString": True}]}]}
-        choices: list[dict[str, Any]] = [
-            {"Or": missing, "Next": sn.START_DEFAULTS},
-            {"Not": valid, "Next": sn.INVALID_INPUT},
-            {"Variable": "$.resume_from", "IsString": True, "Next": sn.CLAIM_RERUN},
+            any_of(Not(by_upstream), is_string("$.upstream")))
+        choices = [
+            When(missing, sn.START_DEFAULTS),
+            When(Not(valid), sn.INVALID_INPUT),
+            When(is_string("$.resume_from"), sn.CLAIM_RERUN),
         ]
         if self.job.after:
-            choices.append({**by_upstream, "Next": sn.UPSTREAM_LOAD})
+            choices.append(When(by_upstream, sn.UPSTREAM_LOAD))
             self.upstream_states()
         self.add(sn.START, Choice(choices=choices, default=sn.CLAIM))
         fallback = execution_input.defaults(started_at="", params=self.job.params)
@@ -263,12 +265,12 @@ class _Builder:
             result_path="$.upstream_record", retry=[DDB_RETRY], next=sn.UPSTREAM_CHECK))
         matches = []
         for a in self.job.after:
-            matches.append({"And": [
-                {"Variable": f"{record}.job.S", "IsPresent": True},
-                {"Variable": f"{record}.job.S", "StringEquals": a.job},
-                {"Variable": f"{record}.scheduled_time.S", "IsPresent": True},
-                {"Or": [{"Variable": f"{record}.status.S", "StringEquals": s} for s in upstream.RECORD_STATUSES[a.on]]}],
-                "Next": sn.UPSTREAM_ONCE})
+            matches.append(When(all_of(
+                present(f"{record}.job.S"),
+                equals(f"{record}.job.S", a.job),
+                present(f"{record}.scheduled_time.S"),
+                any_of(*(equals(f"{record}.status.S", s) for s in upstream.RECORD_STATUSES[a.on]))),
+                sn.UPSTREAM_ONCE))
         self.add(sn.UPSTREAM_CHECK, Choice(choices=matches, default=sn.UPSTREAM_NOTHING))
         self.add(sn.UPSTREAM_NOTHING, Pass(
             comment="The upstream run was a skip, or ended otherwise than this job waits for: nothing runs"))
@@ -366,15 +368,13 @@ class _Builder:
             next=next_)
 
     def route_state(self, first: str) -> Choice:
-        choices: list[dict[str, Any]] = [
-            {"Variable": "$.resume_from", "StringEquals": s.name, "Next": sn.attempt(s.name)} for s in self.job.steps]
+        choices = [When(equals("$.resume_from", s.name), sn.attempt(s.name)) for s in self.job.steps]
         for group in self.job.steps:
             for member in group.parallel or []:
                 # Resuming from a member of a parallel group re-runs the whole group.
-                choices.append({"Variable": "$.resume_from", "StringEquals": member.name,
-                                "Next": sn.attempt(group.name)})
+                choices.append(When(equals("$.resume_from", member.name), sn.attempt(group.name)))
         # A resume_from naming no step must not silently run the whole job.
-        choices.append({"Variable": "$.resume_from", "IsString": True, "Next": sn.UNKNOWN_RESUME_FROM})
+        choices.append(When(is_string("$.resume_from"), sn.UNKNOWN_RESUME_FROM))
         self.add(sn.UNKNOWN_RESUME_FROM, self.record_state(ExecutionStatus.FAILED, None))
         return Choice(choices=choices, default=first)
 
@@ -409,11 +409,10 @@ class _Builder:
             },
         }
 
-    def recovered_rule(self, ok: dict[str, Any] | list[dict[str, Any]]) -> dict[str, Any]:
+    def recovered_rule(self, ok: Rule | list[Rule]) -> When:
         """A success that ends a failure streak announces RECOVERED."""
         rules = ok if isinstance(ok, list) else [ok]
-        return {"And": rules + [{"Variable": f"$.run.old.Attributes.{dm.ATTR_BLOCKED_BY}", "IsPresent": True}],
-                "Next": sn.FINISH_RECOVERED}
+        return When(all_of(*rules, present(f"$.run.old.Attributes.{dm.ATTR_BLOCKED_BY}")), sn.FINISH_RECOVERED)
 
     def step_states(self, step: Step, nxt: str, is_last: bool, into: Graph, record: bool) -> str:
         """The attempt loop of one step, going on to ``nxt`` when it succeeds.
@@ -456,42 +455,40 @@ class _Builder:
         # the next attempt: present means "this attempt's task ran to its end". When it is
         # absent, the Task failed and ERROR was written by this attempt.
         exit_code = f"{result}.Container.ExitCode"
-        ran = {"Variable": result, "IsPresent": True}
-        ok = {"And": [{"Variable": exit_code, "IsPresent": True},
-                      {"Variable": exit_code, "NumericEquals": rc.EXIT_OK}]}
-        last = {"Variable": counter, "NumericGreaterThanEquals": attempts}
+        ran = present(result)
+        ok = all_of(present(exit_code), number_equals(exit_code, rc.EXIT_OK))
+        last = Test(counter, "NumericGreaterThanEquals", attempts)
         retry = sn.retry(step.name)
-        choices: list[dict[str, Any]] = []
+        choices: list[When] = []
         if is_last and record and Event.RECOVERED in self.events:
             choices.append(self.recovered_rule(ok))
-        choices.append({**ok, "Next": nxt})
+        choices.append(When(ok, nxt))
         # A Task that succeeded with a non-zero exit code (not AWS's behaviour, kept for any
         # engine that does it) is judged on its own result.
         if retried:
-            permanent = [{"Variable": exit_code, "NumericEquals": code} for code in rc.NOT_RETRIED_EXIT_CODES]
-            choices.append({"And": [{"Variable": exit_code, "IsPresent": True}, {"Or": permanent}], "Next": failed})
-            choices.append({"And": [ran, last], "Next": failed})
-            choices.append({**ran, "Next": retry})
+            permanent = any_of(*(number_equals(exit_code, code) for code in rc.NOT_RETRIED_EXIT_CODES))
+            choices.append(When(all_of(present(exit_code), permanent), failed))
+            choices.append(When(all_of(ran, last), failed))
+            choices.append(When(ran, retry))
         else:
-            choices.append({**ran, "Next": failed})
+            choices.append(When(ran, failed))
         # On AWS a failed task arrives as States.TaskFailed whose Cause is the task's JSON.
         cause = f"{ERROR}.Cause"
         # a stop neither the step (its container exited) nor an operator chose: infrastructure
         # (rc.INFRA_STOP_CODES and any code AWS adds: a Fargate task retirement's)
-        choices.append({"And": [{"Variable": cause, "IsPresent": True},
-                                {"Or": _stop_code_rules(cause, ("*",))},  # any StopCode at all
-                                {"Not": {"Or": _stop_code_rules(cause, (rc.RUNNER_STOP_CODE, rc.OPERATOR_STOP_CODE))}},
-                                {"Variable": f"{INFRA}.n", "NumericLessThan": len(INFRA_WAITS)}],
-                        "Next": self.infra_states(step, into)})
-        choices.append({"And": [{"Variable": cause, "IsPresent": True},
-                                {"Or": _stop_code_rules(cause, (rc.OPERATOR_STOP_CODE,))}],
-                        "Next": failed})  # someone stopped the task: never retried
+        choices.append(When(all_of(present(cause),
+                                   any_of(*_stop_code_rules(cause, ("*",))),  # any StopCode at all
+                                   Not(any_of(*_stop_code_rules(cause, (rc.RUNNER_STOP_CODE, rc.OPERATOR_STOP_CODE)))),
+                                   Test(f"{INFRA}.n", "NumericLessThan", len(INFRA_WAITS))),
+                            self.infra_states(step, into)))
+        choices.append(When(all_of(present(cause), any_of(*_stop_code_rules(cause, (rc.OPERATOR_STOP_CODE,)))),
+                            failed))  # someone stopped the task: never retried
         if retried:
-            choices.append({**last, "Next": failed})
-            cause_permanent = [{"Variable": cause, "StringMatches": f'*"ExitCode":{sep}{code},*'}
-                               for code in rc.NOT_RETRIED_EXIT_CODES for sep in ("", " ")]
-            choices.append({"And": [{"Variable": cause, "IsPresent": True}, {"Or": cause_permanent}], "Next": failed})
-            choices.append({"Variable": f"{ERROR}.Error", "IsPresent": True, "Next": retry})
+            choices.append(When(last, failed))
+            cause_permanent = any_of(*(matches(cause, f'*"ExitCode":{sep}{code},*')
+                                       for code in rc.NOT_RETRIED_EXIT_CODES for sep in ("", " ")))
+            choices.append(When(all_of(present(cause), cause_permanent), failed))
+            choices.append(When(present(f"{ERROR}.Error"), retry))
             wait = sn.wait(step.name)
             # Back-offs are static (no pow in the intrinsics): attempt n waits delays[n - 1],
             # index n of an array that starts with a placeholder. States.MathAdd, States.Array
@@ -560,12 +557,12 @@ class _Builder:
             result_path=_steps_slot(group),
             catch=[Catch(["States.ALL"], failed, _steps_slot(group))],
             next=check))
-        succeeded = [{"Variable": f"{_steps_slot(group)}.{m.key}.status", "StringEquals": ExecutionStatus.SUCCEEDED.value}
-                     for m in members]
-        choices: list[dict[str, Any]] = []
+        succeeded: list[Rule] = [equals(f"{_steps_slot(group)}.{m.key}.status", ExecutionStatus.SUCCEEDED.value)
+                                 for m in members]
+        choices: list[When] = []
         if is_last and Event.RECOVERED in self.events:
             choices.append(self.recovered_rule(succeeded))
-        choices.append({"And": succeeded, "Next": nxt})
+        choices.append(When(all_of(*succeeded), nxt))
         self.add(check, Choice(choices=choices, default=failed))
         return sn.attempt(group.name)
 
@@ -674,16 +671,16 @@ class _Builder:
             load.result_selector = {"Item.$": f"States.JsonMerge(States.StringToJson(States.Base64Decode("
                                               f"'{_NO_HOLDER}')), $.Item, false)"}
         self.add(sn.SKIP_LOAD_STATE, load)
-        choices: list[dict[str, Any]] = [{"And": [
-            {"Variable": "$.trigger", "StringEquals": Trigger.SCHEDULE.value},
-            {"Variable": f"$.state.Item.{dm.ATTR_PAUSE_PREFIX}{Trigger.SCHEDULE.value}", "IsPresent": True}],
-            "Next": self.skip_record(SkipReason.PAUSED)}]
+        choices = [When(all_of(
+            equals("$.trigger", Trigger.SCHEDULE.value),
+            present(f"$.state.Item.{dm.ATTR_PAUSE_PREFIX}{Trigger.SCHEDULE.value}")),
+            self.skip_record(SkipReason.PAUSED))]
         fired = f"$.state.Item.{dm.ATTR_FIRED_PREFIX}{Trigger.SCHEDULE.value}.S"
-        choices.append({"And": [
-            {"Variable": "$.trigger", "StringEquals": Trigger.SCHEDULE.value},
-            {"Variable": fired, "IsPresent": True},
-            {"Variable": fired, "StringGreaterThanEqualsPath": "$.scheduled_time"}],
-            "Next": self.skip_record(SkipReason.DUPLICATE)})
+        choices.append(When(all_of(
+            equals("$.trigger", Trigger.SCHEDULE.value),
+            present(fired),
+            Test(fired, "StringGreaterThanEqualsPath", "$.scheduled_time")),
+            self.skip_record(SkipReason.DUPLICATE)))
         if policy.skips_if_running:
             self.add(sn.SKIP_CHECK_HOLDER, Task(
                 comment="Is the execution holding the claim still running? A stale claim is taken over",
@@ -695,19 +692,17 @@ class _Builder:
                 # any answer goes on to the Choice: {Status} or {Error, Cause}
                 catch=[Catch(["States.ALL"], sn.SKIP_WHY, "$.holder")],
                 next=sn.SKIP_WHY))
-            running = {"Variable": f"$.state.Item.{dm.ATTR_RUNNING}", "IsPresent": True}
+            running = present(f"$.state.Item.{dm.ATTR_RUNNING}")
             status = "$.holder.Status"
-            choices.append({"And": [running, {"Variable": status, "IsPresent": True},
-                                    {"Variable": status, "StringEquals": "RUNNING"}],
-                            "Next": self.skip_record(SkipReason.RUNNING)})
+            choices.append(When(all_of(running, present(status), equals(status, "RUNNING")),
+                                self.skip_record(SkipReason.RUNNING)))
             # ended, or gone (a holder that never existed is just as stale): take over
-            choices.append({"And": [running, {"Or": [
-                {"Variable": status, "IsPresent": True},
-                {"And": [{"Variable": "$.holder.Error", "IsPresent": True},
-                         {"Variable": "$.holder.Error", "StringEquals": "Sfn.ExecutionDoesNotExistException"}]}]}],
-                "Next": sn.TAKE_OVER})
+            choices.append(When(all_of(running, any_of(
+                present(status),
+                all_of(present("$.holder.Error"), equals("$.holder.Error", "Sfn.ExecutionDoesNotExistException")))),
+                sn.TAKE_OVER))
             # Step Functions could not say (no holder recorded, throttled, denied): honour the claim
-            choices.append({**running, "Next": self.skip_record(SkipReason.RUNNING)})
+            choices.append(When(running, self.skip_record(SkipReason.RUNNING)))
             self.add(sn.TAKE_OVER, Task(
                 comment="The holder is no longer running: replace its claim if nobody else did",
                 resource=UPDATE_ITEM,
@@ -720,10 +715,9 @@ class _Builder:
                 next=sn.ROUTE))
         if policy.skips_if_failed:
             for trigger in AUTOMATIC_TRIGGERS:
-                choices.append({"And": [{"Variable": "$.trigger", "StringEquals": trigger.value},
-                                        {"Variable": f"$.state.Item.{dm.ATTR_BLOCK_PREFIX}{trigger.value}",
-                                         "IsPresent": True}],
-                                "Next": self.skip_record(SkipReason.LAST_FAILED)})
+                choices.append(When(all_of(equals("$.trigger", trigger.value),
+                                           present(f"$.state.Item.{dm.ATTR_BLOCK_PREFIX}{trigger.value}")),
+                                    self.skip_record(SkipReason.LAST_FAILED)))
         self.add(sn.SKIP_WHY, Choice(choices=choices, default=self.skip_record(SkipReason.CLAIM_CONFLICT)))
 
     def skip_record(self, reason: SkipReason) -> str:
@@ -755,9 +749,9 @@ class _Builder:
         return name
 
 
-def _stop_code_rules(cause: str, codes: tuple[str, ...]) -> list[dict[str, Any]]:
+def _stop_code_rules(cause: str, codes: tuple[str, ...]) -> list[Rule]:
     """The task JSON in ``cause`` has one of these StopCodes (compact or spaced JSON)."""
-    return [{"Variable": cause, "StringMatches": f'*"StopCode":{sep}"{code}"*'} for code in codes for sep in ("", " ")]
+    return [matches(cause, f'*"StopCode":{sep}"{code}"*') for code in codes for sep in ("", " ")]
 
 
 def build_definition(job: Job, prefix: str) -> dict[str, Any]:

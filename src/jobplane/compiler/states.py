@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterator
 
+from jobplane.compiler.choice_rules import When
+
 #: ``ResultPath: null``: keep the state's input, discard its result (distinct from "no ResultPath").
 DISCARD = object()
 
@@ -192,17 +194,17 @@ class Wait(_Flowing):
 
 @dataclass
 class Choice(State):
-    """Rules are ASL choice rules (dicts); each top-level rule names its ``Next``."""
+    """Its rules in order (compiler/choice_rules.py), each naming the state it leads to."""
 
     type: ClassVar[str] = "Choice"
-    choices: list[dict[str, Any]]
+    choices: list[When]
     default: str
 
     def fields(self) -> dict[str, Any]:
-        return {"Choices": list(self.choices), "Default": self.default}
+        return {"Choices": [c.to_dict() for c in self.choices], "Default": self.default}
 
     def targets(self) -> list[str]:
-        return [c["Next"] for c in self.choices] + [self.default]
+        return [c.next for c in self.choices] + [self.default]
 
 
 @dataclass
