@@ -6,7 +6,6 @@ and what the plan role, which any pull request can use, may not do."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import hcl2

@@ -323,12 +323,15 @@ def test_a_secret_is_a_name(value: str, accepted: bool, says: str) -> None:
         assert says in str(raised.value)
 
 
-DEPLOY = """
-[deploy]
-portal_url = "https://jobs.example.com"
-slack_webhook_secret_arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:jobplane/slack-AbC123"
-vpc_endpoints = { vpc_id = "vpc-0123456789abcdef0", route_table_ids = ["rtb-0123456789abcdef0"] }
-"""
+def deploy_section() -> str:
+    """Every [deploy] value, as `make tfcheck`'s pipeline plan writes them (scripts/check_workflow_plan.py)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("check_workflow_plan", ROOT / "scripts" / "check_workflow_plan.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return str(module.deploy_section())
 
 
 def test_the_base_roots_settings_are_committed_and_read_by_terraform_itself(repo: Repo) -> None:
@@ -338,10 +341,7 @@ def test_the_base_roots_settings_are_committed_and_read_by_terraform_itself(repo
     members come from jobplane.toml's own lists."""
     portal = json.loads((ROOT / "deploy/portal.example.tfvars.json").read_text())["portal"]
     toml = repo.path / "jobplane.toml"
-    lines = [DEPLOY, "[deploy.portal]"]
-    lines += [f"{k} = {json.dumps(v)}" for k, v in portal.items() if k not in ("oidc", "admins", "team_members")]
-    lines += ["[deploy.portal.oidc]"] + [f"{k} = {json.dumps(v)}" for k, v in portal["oidc"].items()]
-    toml.write_text(toml.read_text() + "\n".join(lines) + "\n")
+    toml.write_text(toml.read_text() + deploy_section())
     assert repo.cli("compile").exit_code == 0
     tfvars = json.loads((repo.out / "base/jobplane.auto.tfvars.json").read_text())
     config = load_config(repo.path)

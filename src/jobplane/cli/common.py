@@ -12,6 +12,8 @@ import click
 from jobplane.contract.config import ConfigError, PlatformConfig, load_config
 
 if TYPE_CHECKING:  # the compiler, boto3 and the control plane load only in the commands that use them
+    from datetime import datetime
+
     from jobplane.compiler.problems import DefinitionError
     from jobplane.platform.control import ControlPlane
 

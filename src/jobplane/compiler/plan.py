@@ -11,6 +11,8 @@ import json
 import subprocess
 import tempfile
 from datetime import datetime
+from typing import Any
+
 from jobplane.compiler.output import catalog_parts, changed_roots, compile_all, job_files
 from jobplane.compiler.terraform import iam_summary, secret_grants
 from jobplane.contract import layout
@@ -109,14 +111,10 @@ def _step_changes(old: CatalogStep, new: CatalogStep) -> list[str]:
     return changes
 
 
-def _iam(files: dict[str, str], job: str) -> dict[str, list[str]]:
+def _job_doc(files: dict[str, str], job: str) -> dict[str, Any]:
+    """The job's Terraform document, read once for both its IAM lines and its grants."""
     path = _job_file(files, job)
-    return iam_summary(json.loads(files[path])) if path else {}
-
-
-def _grants(files: dict[str, str], job: str) -> list[str]:
-    path = _job_file(files, job)
-    return secret_grants(json.loads(files[path])) if path else []
+    return json.loads(files[path]) if path else {}
 
 
 def _notify_words(job: CatalogJob) -> str:
@@ -154,10 +152,11 @@ def describe_job_change(old: CatalogJob, new: CatalogJob, old_files: dict[str, s
     for name in old_steps:
         if name not in new_steps:
             lines.append(f"step removed: {name}")
-    old_grants, new_grants = _grants(old_files, old.name), _grants(new_files, new.name)
+    old_doc, new_doc = _job_doc(old_files, old.name), _job_doc(new_files, new.name)
+    old_grants, new_grants = secret_grants(old_doc), secret_grants(new_doc)
     lines += [f"may now read {g}" for g in new_grants if g not in old_grants]
     lines += [f"may no longer read {g}" for g in old_grants if g not in new_grants]
-    old_iam, new_iam = _iam(old_files, old.name), _iam(new_files, new.name)
+    old_iam, new_iam = iam_summary(old_doc), iam_summary(new_doc)
     for role in sorted(set(old_iam) | set(new_iam)):
         added = sorted(set(new_iam.get(role, [])) - set(old_iam.get(role, [])))
         removed = sorted(set(old_iam.get(role, [])) - set(new_iam.get(role, [])))
@@ -194,9 +193,10 @@ def describe_plan(old_files: dict[str, str], new_files: dict[str, str], now: dat
         out += ["      " + f for f in _fires(job.schedule, job.timezone, now)]
         out.append(f"    policy: {job.policy.value}")
         out.append(f"    steps: {' -> '.join(_step_line(s) for s in job.steps)}")
-        out.append(f"    reads secrets: {', '.join(_grants(new_files, name)) or 'none'}")
+        doc = _job_doc(new_files, name)
+        out.append(f"    reads secrets: {', '.join(secret_grants(doc)) or 'none'}")
         out.append(f"    state machine: {job.states} states; IAM roles: "
-                   + ", ".join(sorted(_iam(new_files, name))))
+                   + ", ".join(sorted(iam_summary(doc))))
     for name, lines in changed:
         out.append(f"~ {name}")
         out += [f"    {line}" for line in lines]

