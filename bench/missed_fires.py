@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from jobplane.contract import datamodel as dm  # noqa: E402
 from jobplane.contract.catalog import CATALOG_VERSION, Catalog, CatalogJob  # noqa: E402
 from jobplane.contract.names import schedule_name  # noqa: E402
-from jobplane.platform.clock import iso_millis  # noqa: E402
+from jobplane.contract.clock import iso_millis  # noqa: E402
 from jobplane.platform.control import ControlPlane, Deployment  # noqa: E402
 from jobplane.platform.local import moto_backends  # noqa: E402
 from jobplane.platform.local.engine import ACCOUNT, LocalAWS  # noqa: E402

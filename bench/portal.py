@@ -38,7 +38,7 @@ from jobplane.compiler.output import compile_all, write_output  # noqa: E402
 from jobplane.contract import datamodel as dm  # noqa: E402
 from jobplane.contract.bindings import asl_of  # noqa: E402
 from jobplane.contract.catalog import Catalog  # noqa: E402
-from jobplane.platform.clock import iso_millis  # noqa: E402
+from jobplane.contract.clock import iso_millis  # noqa: E402
 from jobplane.contract.config import load_config  # noqa: E402
 from jobplane.devserver.dev_platform import freeze_started_heap  # noqa: E402
 from jobplane.platform.control import ControlPlane, Deployment  # noqa: E402

@@ -82,7 +82,7 @@ def runs_after(platform: DevPlatform, job: str, upstream_arn: str) -> list:  # t
         assert time.monotonic() < deadline
         time.sleep(0.1)
     page = platform.control.repo.executions(job, limit=200)
-    return [r for r in page.items if r.input.get("upstream") == name]
+    return [r for r in page.items if r.input.upstream == name]
 
 
 def test_an_upstream_success_starts_the_downstream_once_even_when_the_event_comes_twice(platform: DevPlatform) -> None:

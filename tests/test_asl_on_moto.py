@@ -220,7 +220,7 @@ def test_a_partial_input_is_completed_and_a_wrong_one_recorded_without_a_claim(a
     # a field of the wrong type: failed and recorded before any claim, the job state untouched
     aws.wait_reconciled(ex.arn, timeout=300)
     before = job_state(aws, job)
-    bad = execution_input.manual("alice@example.com") | {"trigger": "cron"}
+    bad = execution_input.manual("alice@example.com").to_json() | {"trigger": "cron"}
     ex = aws.run(job, bad)
     assert ex.status == "FAILED" and ex.states_entered == ["Start", "Start: invalid input", "Fail"]
     record = execution_record(aws, ex.arn)
@@ -228,7 +228,7 @@ def test_a_partial_input_is_completed_and_a_wrong_one_recorded_without_a_claim(a
     assert json.loads(record["input"]["S"])["trigger"] == "cron"
     assert job_state(aws, job) == before
     for wrong in ({"resume_from": 3}, {"requested_by": None}, {"scheduled_time": ["x"]}):
-        ex = aws.run(job, execution_input.manual("alice@example.com") | wrong)
+        ex = aws.run(job, execution_input.manual("alice@example.com").to_json() | wrong)
         assert ex.states_entered[:2] == ["Start", "Start: invalid input"], wrong
 
 

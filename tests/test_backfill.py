@@ -102,13 +102,13 @@ def test_only_missed_starts_only_the_fires_with_no_record(platform: DevPlatform)
     assert [f.at for f in bf.fires] == [fires[0], fires[4]]
     done = drive(platform, bf)
     assert [(f.at, f.status) for f in done.fires] == [(fires[0], "SUCCEEDED"), (fires[4], "SUCCEEDED")]
-    mine = [r for r in records(platform, "hourly") if r.input.get("backfill") == bf.id]
+    mine = [r for r in records(platform, "hourly") if r.input.backfill == bf.id]
     assert sorted(r.scheduled_time for r in mine) == [fires[0], fires[4]]
     # --all re-runs every fire, each once more
     again = drive(platform, platform.backfills.create("hourly", ME, fires[0], fires[-1], mode="all", reason="re-run",
                                                       max_concurrent=5))
     assert [f.status for f in again.fires] == ["SUCCEEDED"] * 5
-    rerun = [r for r in records(platform, "hourly") if r.input.get("backfill") == again.id]
+    rerun = [r for r in records(platform, "hourly") if r.input.backfill == again.id]
     assert sorted(r.scheduled_time for r in rerun) == fires
 
 
@@ -123,7 +123,7 @@ def test_two_concurrent_backfills_of_one_window_run_each_fire_once(platform: Dev
         t.start()
     for t in threads:
         t.join()
-    ran = [r.scheduled_time for r in records(platform, "hourly") if r.input.get("backfill") in (a.id, b.id)]
+    ran = [r.scheduled_time for r in records(platform, "hourly") if r.input.backfill in (a.id, b.id)]
     assert sorted(ran) == [f.at for f in a.fires]  # each fire once, by one of the two
     for x in results.values():
         assert x.status == Status.COMPLETED

@@ -194,7 +194,7 @@ def test_a_console_start_with_no_input_is_a_manual_run_that_unblocks_the_job(pla
     name = arn.rsplit(":", 1)[1]
     record = control.repo.execution(name)
     assert (record.trigger, record.requested_by) == ("manual", "console (unknown caller)")  # not "sfn:StartExecution"
-    assert record.scheduled_time == record.started_at and record.input == {}  # what was sent is kept as sent
+    assert record.scheduled_time == record.started_at and record.given == {}  # what was sent is kept as sent
     view = control.execution(name)
     assert view.input == execution_input.defaults(record.started_at, control.entry("other-team").params)
     r = cli(platform, deployment, "status", "--json")

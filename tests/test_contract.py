@@ -257,7 +257,7 @@ def test_a_failed_step_is_named_by_the_reconciler_as_by_the_timeline(aws: LocalA
     entered = [e["stateEnteredEventDetails"]["name"] for e in events if e["type"] == "TaskStateEntered"]
     assert sn.step_failed("prepare") in entered  # the history ends in the step's record state
     assert current_step(events) == "prepare"
-    assert [(r["step"], r["outcome"]) for r in timeline(events)] == [("prepare", "failed")]
+    assert [(r.step, r.outcome) for r in timeline(events)] == [("prepare", "failed")]
     assert aws.repository().execution(arn.rsplit(":", 1)[1]).failed_step == "prepare"
 
 
@@ -284,8 +284,8 @@ def test_the_timeline_numbers_attempts_of_a_loop_and_of_a_machine_compiled_befor
                 events.append({"type": "TaskFailed" if failed else "TaskSucceeded", "id": len(events) + 1,
                                "previousEventId": len(events), "timestamp": 1_800_000_000 + len(events)})
         rows = timeline(events)
-        assert [(r["step"], r["attempt"]) for r in rows] == [("s", 1), ("s", 2), ("s", 2)], states
-        assert [r["outcome"] for r in rows] == ["failed", "failed", "succeeded"]
+        assert [(r.step, r.attempt) for r in rows] == [("s", 1), ("s", 2), ("s", 2)], states
+        assert [r.outcome for r in rows] == ["failed", "failed", "succeeded"]
 
 
 def _refusing(aws: LocalAWS, service: str, operation: str, code: str, body: bytes) -> Any:

@@ -85,7 +85,7 @@ def test_a_malformed_running_set_reads_as_no_claim() -> None:
     """What the unnamed execution used to leave behind (null in the running set, written by the
     claim before the moto fix) is read as no claim rather than failing every page that lists
     jobs. (moto no longer stores it, so this reads the item shape directly.)"""
-    from jobplane.platform.repository import JobState
+    from jobplane.contract.records import JobState
 
     state = JobState.from_item({"pk": {"S": "JOB#long-wait"}, "sk": {"S": "STATE"}, "job": {"S": "long-wait"},
                                 "running": {"SS": [None, "abc"]}})
@@ -98,7 +98,7 @@ def full_state_item(job: str) -> dict[str, Any]:
     from dataclasses import fields
 
     from jobplane.contract import datamodel as dm
-    from jobplane.platform.repository import JobState
+    from jobplane.contract.records import JobState
 
     item = {"pk": {"S": f"JOB#{job}"}, "sk": {"S": dm.STATE_SK}, "gsi1pk": {"S": dm.JOBS_PARTITION},
             "gsi1sk": {"S": job}}
@@ -119,7 +119,8 @@ def test_the_jobs_state_query_reads_every_field_a_state_has(platform: DevPlatfor
     shared in-process moto backend under it) and removes its item after."""
     from dataclasses import fields
 
-    from jobplane.platform.repository import JobState, Repository
+    from jobplane.contract.records import JobState
+    from jobplane.platform.repository import Repository
 
     job = "state-query-probe"
     ddb, table = platform.aws.client("dynamodb"), platform.aws.resources["table_name"]
@@ -167,13 +168,13 @@ def test_the_jobs_page_reads_less_of_each_state_and_shows_the_same_rows(platform
 def test_a_stopped_attempt_is_shown_as_stopped(platform: DevPlatform, tmp_path) -> None:  # type: ignore[no-untyped-def]
     name = platform.control.run_now("long-wait", "dev@localhost", {"release": str(tmp_path / "never")})
     deadline = time.monotonic() + 300
-    while not any(r["outcome"] == "running" for r in platform.control.execution(name, "long-wait").timeline):
+    while not any(r.outcome == "running" for r in platform.control.execution(name, "long-wait").timeline):
         assert time.monotonic() < deadline, "the step never started"
         time.sleep(0.1)
     platform.control.stop(name, "dev@localhost", "wrong day")
     record = wait_record(platform, name)
     assert record.status == "ABORTED"
-    assert [(r["step"], r["outcome"]) for r in record.timeline] == [("wait", "stopped")]
+    assert [(r.step, r.outcome) for r in record.timeline] == [("wait", "stopped")]
     status, body = get(platform, f"/api/executions/{name}")
     steps = json.loads(body)["steps"]
     assert status == 200 and [(s["step"], s["outcome"]) for s in steps] == [("wait", "stopped")]

@@ -64,12 +64,12 @@ def test_a_job_fires_on_time_by_the_local_clock_and_runs_its_steps(repo_root: Pa
         name = fires[0].execution_arn.rsplit(":", 1)[1]
         view = finished(platform, name, "every-minute")
         assert view.status == "SUCCEEDED"
-        assert view.input["scheduled_time"] == "2027-03-01T10:01:00Z" and view.trigger == "schedule"
-        assert [(r["step"], r["outcome"]) for r in view.timeline] == [("tick", "succeeded")]
+        assert view.input.scheduled_time == "2027-03-01T10:01:00Z" and view.trigger == "schedule"
+        assert [(r.step, r.outcome) for r in view.timeline] == [("tick", "succeeded")]
         stream = platform.control.log_streams(name, "tick")[0]
         assert '"message": "step succeeded"' in stream.read()  # the real runner's JSON log line
         # the same minute delivered again (at-least-once) is recorded as a duplicate, not run
-        again = platform.aws.start("every-minute", fires[0] and {**view.input})
+        again = platform.aws.start("every-minute", fires[0] and view.input.to_json())
         dup = finished(platform, again.rsplit(":", 1)[1], "every-minute")
         assert (dup.status, dup.record.skip_reason) == ("SKIPPED", "DUPLICATE")
     finally:
@@ -177,7 +177,7 @@ def test_a_restart_keeps_job_state_history_pauses_and_audit(repo_root: Path, tmp
         assert (state.last_status, state.last_execution, state.blocked_by) == ("FAILED", bad, bad)
         history = {x.execution: x.status for x in again.control.executions("flaky-load").items}
         assert history == {ok: "SUCCEEDED", bad: "FAILED"}
-        assert [r["step"] for r in again.control.execution(bad).timeline] == ["prepare", "load"]  # kept on the record
+        assert [r.step for r in again.control.execution(bad).timeline] == ["prepare", "load"]  # kept on the record
         assert again.control.log_streams(bad, "load")  # logs are files in the data dir
         long_wait = again.control.job("long-wait")
         assert long_wait.paused and long_wait.state.paused_reason == "waiting for the vendor"

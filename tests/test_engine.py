@@ -229,10 +229,10 @@ def test_retryable_failure_is_retried_and_permanent_is_not(aws: LocalAWS) -> Non
     ex, rec = finish(aws, aws.start(job, fire({"mode": "fail"})))
     assert ex.status == "FAILED" and rec.status == "FAILED" and rec.failed_step == "flaky"
     attempts = rec.attempts("flaky")
-    assert [(a["outcome"], a["exit_code"], a["error"]) for a in attempts] == [("failed", 75, "States.TaskFailed")] * 3
+    assert [(a.outcome, a.exit_code, a.error) for a in attempts] == [("failed", 75, "States.TaskFailed")] * 3
     # one Task looped through three attempts, each told its number (the runner logs it)
     assert ex.states_entered.count("flaky") == 3 and ex.states_entered.count("flaky: wait") == 2
-    assert [a["attempt"] for a in attempts] == [1, 2, 3]
+    assert [a.attempt for a in attempts] == [1, 2, 3]
     told = [logged_attempts(stream.read()) for stream in aws.step_logs().streams(rec.timeline)]
     assert told == [{1}, {2}, {3}], task_logs(aws, rec.execution)
     # the state data keeps no failed attempt's task (4-6 KB each, against a 256 KB limit), only
@@ -296,7 +296,7 @@ def test_a_task_that_never_started_is_retried_without_using_an_attempt(aws: Loca
     assert ex.status == "SUCCEEDED" and rec.status == "SUCCEEDED", task_logs(aws, rec.execution)
     assert [s for s in ex.states_entered if "infra" in s] == ["work: infra retry", "work: infra wait"]
     assert ex.states_entered.count("work") == 2  # the same attempt, run again
-    assert [a["attempt"] for a in rec.attempts("work")] == [1, 1]
+    assert [a.attempt for a in rec.attempts("work")] == [1, 1]
 
 
 def test_a_task_stopped_by_a_fargate_retirement_is_run_again_as_the_same_attempt(aws: LocalAWS) -> None:
@@ -315,7 +315,7 @@ def test_a_task_stopped_by_a_fargate_retirement_is_run_again_as_the_same_attempt
         moto_fixes.ECS_TASK_RUNNERS.remove(retired)
     assert ex.status == "SUCCEEDED" and rec.status == "SUCCEEDED", task_logs(aws, rec.execution)
     assert [s for s in ex.states_entered if "infra" in s] == ["work: infra retry", "work: infra wait"]
-    assert [a["attempt"] for a in rec.attempts("work")] == [1, 1]
+    assert [a.attempt for a in rec.attempts("work")] == [1, 1]
 
 
 def test_a_step_whose_own_container_exited_143_is_its_failed_attempt(aws: LocalAWS) -> None:
@@ -375,7 +375,7 @@ def test_parallel_group_with_a_failing_branch(aws: LocalAWS, tmp_path: Path) -> 
     group = rec.steps["both"]
     assert group["card"]["status"] == "SUCCEEDED" and group["card"]["attempts"]["result"]["Container"]["ExitCode"] == 0
     assert group["bank"]["status"] == "FAILED" and group["bank"]["attempts"] == {}
-    assert [(a["outcome"], a["exit_code"]) for a in rec.attempts("bank")] == [("failed", 75)]
+    assert [(a.outcome, a.exit_code) for a in rec.attempts("bank")] == [("failed", 75)]
     assert (tmp_path / "card").exists()
 
 
@@ -619,7 +619,7 @@ def test_step_output_goes_to_cloudwatch_logs_as_the_awslogs_driver_writes_it(aws
     ex, rec = finish(aws, aws.start(job, fire()))
     assert rec.status == "SUCCEEDED", task_logs(aws, rec.execution)
     [row] = rec.timeline
-    stream = rc.log_stream(row["task_id"])
+    stream = rc.log_stream(row.task_id)
     logs = aws.client("logs")
     events = logs.get_log_events(logGroupName=aws.log_group, logStreamName=stream, startFromHead=True)["events"]
     records = [json.loads(e["message"]) for e in events]  # one event per line the runner printed
@@ -627,7 +627,7 @@ def test_step_output_goes_to_cloudwatch_logs_as_the_awslogs_driver_writes_it(aws
     assert printed == lines + ["no newline at the end"]
     assert records[0]["message"] == "step started" and records[-1]["message"] == "step succeeded"
     [s] = aws.step_logs().streams(rec.timeline)
-    assert (s.step, s.attempt, s.task_id) == ("talk", 1, row["task_id"])
+    assert (s.step, s.attempt, s.task_id) == ("talk", 1, row.task_id)
     assert s.read() == "".join(e["message"] + "\n" for e in events)
     tail = s.read(limit=1000)  # a long log shows its end
     assert tail.startswith("[... earlier lines not shown ...]\n") and '"step succeeded"' in tail.splitlines()[-1]
@@ -650,10 +650,10 @@ def test_step_output_goes_to_cloudwatch_logs_as_the_awslogs_driver_writes_it(aws
     from jobplane.platform.timeline import history, timeline
 
     deadline = time.monotonic() + 300  # a hang guard only
-    while not (rows := [r for r in timeline(history(sfn, arn)) if r["outcome"] == "failed"]):
+    while not (rows := [r for r in timeline(history(sfn, arn)) if r.outcome == "failed"]):
         assert time.monotonic() < deadline, "the task neither started nor failed"
         time.sleep(0.2)
     sfn.stop_execution(executionArn=arn)  # what follows is the infrastructure retry (15 s, 60 s, 180 s)
-    assert rows[0]["stop_code"] == "TaskFailedToStart" and "/nobody/made/this" in rows[0]["reason"]
-    assert rows[0]["exit_code"] is None
+    assert rows[0].stop_code == "TaskFailedToStart" and "/nobody/made/this" in (rows[0].reason or "")
+    assert rows[0].exit_code is None
     finish(aws, arn)

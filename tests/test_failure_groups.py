@@ -6,7 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from jobplane.contract.statuses import Policy
-from jobplane.platform.repository import JobState
+from jobplane.contract.records import JobState
 from jobplane.portal.views import failure_groups
 
 

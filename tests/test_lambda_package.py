@@ -145,7 +145,7 @@ def test_the_reconciler_handler_records_a_stopped_run(aws: LocalAWS, lambda_root
         "result": "expiry"}
     record = aws.repository().execution(failed.rsplit(":", 1)[1])
     assert record.error == "ConnectionError: partner API answered 503"
-    assert [(r["step"], r["outcome"], r["exit_code"]) for r in record.timeline] == [("work", "failed", 75)]
+    assert [(r.step, r.outcome, r.exit_code) for r in record.timeline] == [("work", "failed", 75)]
     assert_role_allows("reconciler", RECORDED["jobplane.platform.reconciler.handler"], {})
 
 
@@ -264,7 +264,7 @@ def _upstream_run(aws: LocalAWS, job: str, ended_minutes_ago: int, after_jobs: l
     ``after_jobs``: the jobs its status event started (the mark their runs write)."""
     from datetime import datetime, timedelta, timezone
 
-    from jobplane.platform.clock import iso_millis
+    from jobplane.contract.clock import iso_millis
 
     arn = aws.start(job, execution_input.manual("ops"))
     assert aws.wait(arn, timeout=300).status == "SUCCEEDED"

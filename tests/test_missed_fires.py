@@ -29,7 +29,7 @@ from jobplane.contract import datamodel as dm
 from jobplane.contract import execution_input
 from jobplane.contract.config import load_config
 from jobplane.devserver.dev_platform import DevPlatform
-from jobplane.platform.clock import iso_millis
+from jobplane.contract.clock import iso_millis
 from jobplane.platform.control import Conflict
 from jobplane.platform.local.scheduler import LocalScheduler
 from jobplane.platform.missed import MissedFires

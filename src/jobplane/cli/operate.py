@@ -59,10 +59,10 @@ def run(obj: Any, job: str, params: tuple[str, ...], from_step: str | None, wait
     while True:
         view = control.execution(name, job)
         for row in view.timeline:
-            key = (row["step"], row["attempt"])
-            if row["finished_at"] and key not in seen:
+            key = (row.step, row.attempt)
+            if row.finished_at and key not in seen:
                 seen.add(key)
-                click.echo(f"  {row['step']} (attempt {row['attempt']}): {row['outcome']}")
+                click.echo(f"  {row.step} (attempt {row.attempt}): {row.outcome}")
         if not view.running and (view.record is not None or time.monotonic() > deadline):
             break
         if time.monotonic() > deadline:
@@ -71,10 +71,10 @@ def run(obj: Any, job: str, params: tuple[str, ...], from_step: str | None, wait
         pause = min(pause * 1.5, LAST_POLL)
     suffix = f" at {view.failed_step}" if view.failed_step else ""
     if view.failed_step and view.record:
-        from jobplane.platform.timeline import attempt_rows
+        from jobplane.contract.attempts import attempt_rows
 
-        codes = [r["exit_code"] for r in attempt_rows(view.record.steps, view.timeline)
-                 if r["step"] == view.failed_step and r.get("exit_code") is not None]
+        codes = [r.exit_code for r in attempt_rows(view.record.steps, view.timeline)
+                 if r.step == view.failed_step and r.exit_code is not None]
         if codes:
             suffix += f" (exit code {codes[-1]})"
     skip = view.record.skip_reason if view.record else None
@@ -165,7 +165,7 @@ def logs(obj: Any, execution: str, step: str | None, data_dir: Path | None, depl
     if not streams:
         what = f"step {step!r} of {execution}" if step else execution
         raise click.ClickException(f"no logs for {what} ({view.status}; steps that ran: "
-                                   f"{', '.join(sorted({r['step'] for r in view.timeline})) or 'none'})")
+                                   f"{', '.join(sorted({r.step for r in view.timeline})) or 'none'})")
     _print_streams(streams)
 
 
@@ -209,7 +209,7 @@ def _offline_status(data_dir: Path, why: Exception, as_json: bool) -> None:
     from jobplane.contract.layout import catalog_parts
     from jobplane.devserver.runtime import SNAPSHOT_FILE
     from jobplane.devserver.snapshot import Snapshot
-    from jobplane.platform.repository import JobState
+    from jobplane.contract.records import JobState
 
     snapshot = Snapshot.load(data_dir / SNAPSHOT_FILE)
     compiled = data_dir / "compiled"

@@ -46,6 +46,7 @@ from jobplane.compiler.choice_rules import (Not, Rule, Test, When, all_of, any_o
 from jobplane.compiler.states import DISCARD, Catch, Choice, Fail, Graph, Parallel, Pass, Retry, State, Task, Wait
 from jobplane.contract import datamodel as dm
 from jobplane.contract import execution_input, items
+from jobplane.contract.execution_input import ExecutionInput
 from jobplane.contract import runner as rc
 from jobplane.contract import upstream
 from jobplane.contract import states as sn
@@ -99,10 +100,10 @@ EXECUTION_ARN = Ref("$$.Execution.Id")
 STARTED_AT = Ref("$$.Execution.StartTime")
 NOW = Ref("$$.State.EnteredTime")
 INPUT_JSON = Ref("States.JsonToString($$.Execution.Input)")
-TRIGGER = Ref("$.trigger")
-SCHEDULED_TIME = Ref("$.scheduled_time")
-REQUESTED_BY = Ref("$.requested_by")
-RESUME_FROM = Ref("$.resume_from")
+TRIGGER = ExecutionInput.ref("trigger")
+SCHEDULED_TIME = ExecutionInput.ref("scheduled_time")
+REQUESTED_BY = ExecutionInput.ref("requested_by")
+RESUME_FROM = ExecutionInput.ref("resume_from")
 STEPS_JSON = Ref("States.JsonToString($.run.steps)")
 # The step a timeout is recorded at: a workflow variable that the timed-out attempt's catcher
 # assigns, so one Finish (timed out) per job records any step's timeout instead of a ~2 KB
@@ -200,42 +201,35 @@ class _Builder:
         ``States.Runtime``.
         A re-run goes to its own claim, whose next state honours ``resume_from``, so a run that
         resumes nothing never pays for the Route."""
-        missing = any_of(*(Not(present(f"$.{f}")) for f in execution_input.FIELDS))
+        missing = any_of(*(Not(present(ExecutionInput.ref(f).expr)) for f in execution_input.FIELDS))
 
         def nullable_string(f: str) -> Rule:
-            return any_of(is_string(f"$.{f}"), is_null(f"$.{f}"))
+            return any_of(is_string(ExecutionInput.ref(f).expr), is_null(ExecutionInput.ref(f).expr))
 
-        by_upstream = equals("$.trigger", Trigger.UPSTREAM.value)
+        by_upstream = equals(TRIGGER.expr, Trigger.UPSTREAM.value)
         valid = all_of(
-            any_of(*(equals("$.trigger", t.value) for t in Trigger)),
-            is_string("$.scheduled_time"),
-            is_string("$.requested_by"),
+            any_of(*(equals(TRIGGER.expr, t.value) for t in Trigger)),
+            is_string(SCHEDULED_TIME.expr),
+            is_string(REQUESTED_BY.expr),
             nullable_string("resume_from"),
             nullable_string("rerun_of"),
             # a run started by another job's end names that run
-            any_of(Not(by_upstream), is_string("$.upstream")))
+            any_of(Not(by_upstream), is_string(ExecutionInput.ref("upstream").expr)))
         choices = [
             When(missing, sn.START_DEFAULTS),
             When(Not(valid), sn.INVALID_INPUT),
-            When(is_string("$.resume_from"), sn.CLAIM_RERUN),
+            When(is_string(RESUME_FROM.expr), sn.CLAIM_RERUN),
         ]
         if self.job.after:
             choices.append(When(by_upstream, sn.UPSTREAM_LOAD))
             self.upstream_states()
         self.add(sn.START, Choice(choices=choices, default=sn.CLAIM))
         fallback = execution_input.defaults(started_at="", params=self.job.params)
-        fallback.pop("scheduled_time")
-        fallback.pop("params")
-        # The job's params go in as Base64 of their JSON: a key ending in ".$" stays a key, and
-        # no character needs an intrinsic-function escape. Their size is bounded by the steps'
-        # container overrides (overrides.params_budget), well inside what the intrinsic accepts.
-        encoded = base64.b64encode(json.dumps(self.job.params, sort_keys=True, separators=(",", ":"),
-                                              ensure_ascii=False).encode()).decode()
         self.add(sn.START_DEFAULTS, Pass(
             comment="Started without jobplane's input (the console): a manual run of the job's default params",
-            parameters={"defaults": {**fallback, "scheduled_time.$": "$$.Execution.StartTime",
-                                     "params.$": f"States.StringToJson(States.Base64Decode('{encoded}'))"},
-                        "given.$": "$"},
+            parameters={"defaults": ExecutionInput.asl(
+                trigger=fallback.trigger, scheduled_time=STARTED_AT, requested_by=fallback.requested_by,
+                params=self.params_ref(), refs_last=True), "given.$": "$"},
             next=sn.START_MERGE))
         self.add(sn.START_MERGE, Pass(parameters={"input.$": "States.JsonMerge($.defaults, $.given, false)"},
                                       output_path="$.input", next=sn.START))
@@ -251,6 +245,15 @@ class _Builder:
             result_selector={"status": ExecutionStatus.FAILED.value, "step": None, "reason": "invalid input"},
             result_path="$.outcome", retry=[DDB_RETRY], next=sn.FAIL))
 
+    def params_ref(self) -> Ref:
+        """The job's params as the state machine builds them: Base64 of their JSON, so a key
+        ending in ".$" stays a key and no character needs an intrinsic-function escape. Their
+        size is bounded by the steps' container overrides (overrides.params_budget), well inside
+        what the intrinsic accepts."""
+        encoded = base64.b64encode(json.dumps(self.job.params, sort_keys=True, separators=(",", ":"),
+                                              ensure_ascii=False).encode()).decode()
+        return Ref(f"States.StringToJson(States.Base64Decode('{encoded}'))")
+
     def upstream_states(self) -> None:
         """A run started by the end of a run of a job this one is ``after`` (contract/upstream.py):
         read that run's record; start only if it ended the way this job waits for (the status
@@ -261,7 +264,7 @@ class _Builder:
             comment="The upstream run's record (it is written before its execution ends)",
             resource=GET_ITEM,
             parameters={"TableName": token("table_name"),
-                        "Key": items.as_asl(items.execution_key(Ref("$.upstream"))), "ConsistentRead": True},
+                        "Key": items.as_asl(items.execution_key(ExecutionInput.ref("upstream"))), "ConsistentRead": True},
             result_path="$.upstream_record", retry=[DDB_RETRY], next=sn.UPSTREAM_CHECK))
         matches = []
         for a in self.job.after:
@@ -278,7 +281,7 @@ class _Builder:
             comment="Mark the upstream run as having started this job; already marked: a duplicate event",
             resource=UPDATE_ITEM,
             parameters={"TableName": token("table_name"),
-                        "Key": items.as_asl(items.execution_key(Ref("$.upstream"))),
+                        "Key": items.as_asl(items.execution_key(ExecutionInput.ref("upstream"))),
                         "UpdateExpression": "ADD #jobs :job, #runs :me",
                         "ConditionExpression": "attribute_exists(pk) AND NOT contains(#jobs, :name)",
                         "ExpressionAttributeNames": {"#jobs": dm.ATTR_AFTER_JOBS, "#runs": dm.ATTR_AFTER_RUNS},
@@ -288,14 +291,11 @@ class _Builder:
             catch=[Catch(["DynamoDB.ConditionalCheckFailedException"], self.skip_record(SkipReason.DUPLICATE),
                          "$.claim_error")],
             next=sn.UPSTREAM_CARRY))
-        encoded = base64.b64encode(json.dumps(self.job.params, sort_keys=True, separators=(",", ":"),
-                                              ensure_ascii=False).encode()).decode()
         self.add(sn.UPSTREAM_CARRY, Pass(
             comment="Run for the upstream run's scheduled time, with this job's params",
-            parameters={"trigger.$": "$.trigger", "scheduled_time.$": f"{record}.scheduled_time.S",
-                        "requested_by.$": "$.requested_by",
-                        "params.$": f"States.StringToJson(States.Base64Decode('{encoded}'))",
-                        "resume_from": None, "rerun_of": None, "upstream.$": "$.upstream"},
+            parameters=ExecutionInput.asl(trigger=TRIGGER, scheduled_time=Ref(f"{record}.scheduled_time.S"),
+                                          requested_by=REQUESTED_BY, params=self.params_ref(),
+                                          upstream=ExecutionInput.ref("upstream")),
             next=sn.CLAIM))
 
     # -- claim ------------------------------------------------------------------------------
@@ -318,7 +318,7 @@ class _Builder:
                  "#paused.$": f"States.Format('{dm.ATTR_PAUSE_PREFIX}{{}}', $.trigger)",
                  "#running": dm.ATTR_RUNNING}
         values: dict[str, Any] = {
-            ":t": _s("$.scheduled_time"),
+            ":t": _s(SCHEDULED_TIME.expr),
             ":fire": _s("States.Format('{}|{}', States.ArrayContains(States.Array("
                         + ", ".join(f"'{t.value}'" for t in UNCOMPARED_TRIGGERS) + "), $.trigger), $.scheduled_time)"),
             ":me": {"SS.$": "States.Array($$.Execution.Name)"},
@@ -368,13 +368,13 @@ class _Builder:
             next=next_)
 
     def route_state(self, first: str) -> Choice:
-        choices = [When(equals("$.resume_from", s.name), sn.attempt(s.name)) for s in self.job.steps]
+        choices = [When(equals(RESUME_FROM.expr, s.name), sn.attempt(s.name)) for s in self.job.steps]
         for group in self.job.steps:
             for member in group.parallel or []:
                 # Resuming from a member of a parallel group re-runs the whole group.
-                choices.append(When(equals("$.resume_from", member.name), sn.attempt(group.name)))
+                choices.append(When(equals(RESUME_FROM.expr, member.name), sn.attempt(group.name)))
         # A resume_from naming no step must not silently run the whole job.
-        choices.append(When(is_string("$.resume_from"), sn.UNKNOWN_RESUME_FROM))
+        choices.append(When(is_string(RESUME_FROM.expr), sn.UNKNOWN_RESUME_FROM))
         self.add(sn.UNKNOWN_RESUME_FROM, self.record_state(ExecutionStatus.FAILED, None))
         return Choice(choices=choices, default=first)
 
@@ -548,7 +548,7 @@ class _Builder:
         self.add(sn.attempt(group.name), Parallel(
             comment="steps run concurrently; each branch records its outcome instead of failing",
             # Each branch gets only what its tasks read, not the whole state data.
-            parameters={f"{f}.$": f"$.{f}" for f in ("trigger", "scheduled_time", "params")}
+            parameters={f"{f}.$": ExecutionInput.ref(f).expr for f in ("trigger", "scheduled_time", "params")}
             # each member's slot exists from the start: a member whose attempts all failed has
             # no result in it, and its branch still reports the (empty) slot
             | {"run": {"steps": {m.key: {} for m in members} | _initial_slots(members), "infra": {"n": 0}}},
@@ -615,9 +615,9 @@ class _Builder:
             "team": self.job.team,
             "execution.$": "$$.Execution.Name",
             "execution_arn.$": "$$.Execution.Id",
-            "trigger.$": "$.trigger",
-            "scheduled_time.$": "$.scheduled_time",
-            "requested_by.$": "$.requested_by",
+            "trigger.$": TRIGGER.expr,
+            "scheduled_time.$": SCHEDULED_TIME.expr,
+            "requested_by.$": REQUESTED_BY.expr,
             "started_at.$": "$$.Execution.StartTime",
             "finished_at.$": "$$.State.EnteredTime",
             "outcome.$": "$.outcome",
@@ -672,14 +672,14 @@ class _Builder:
                                               f"'{_NO_HOLDER}')), $.Item, false)"}
         self.add(sn.SKIP_LOAD_STATE, load)
         choices = [When(all_of(
-            equals("$.trigger", Trigger.SCHEDULE.value),
+            equals(TRIGGER.expr, Trigger.SCHEDULE.value),
             present(f"$.state.Item.{dm.ATTR_PAUSE_PREFIX}{Trigger.SCHEDULE.value}")),
             self.skip_record(SkipReason.PAUSED))]
         fired = f"$.state.Item.{dm.ATTR_FIRED_PREFIX}{Trigger.SCHEDULE.value}.S"
         choices.append(When(all_of(
-            equals("$.trigger", Trigger.SCHEDULE.value),
+            equals(TRIGGER.expr, Trigger.SCHEDULE.value),
             present(fired),
-            Test(fired, "StringGreaterThanEqualsPath", "$.scheduled_time")),
+            Test(fired, "StringGreaterThanEqualsPath", SCHEDULED_TIME.expr)),
             self.skip_record(SkipReason.DUPLICATE)))
         if policy.skips_if_running:
             self.add(sn.SKIP_CHECK_HOLDER, Task(
@@ -715,7 +715,7 @@ class _Builder:
                 next=sn.ROUTE))
         if policy.skips_if_failed:
             for trigger in AUTOMATIC_TRIGGERS:
-                choices.append(When(all_of(equals("$.trigger", trigger.value),
+                choices.append(When(all_of(equals(TRIGGER.expr, trigger.value),
                                            present(f"$.state.Item.{dm.ATTR_BLOCK_PREFIX}{trigger.value}")),
                                     self.skip_record(SkipReason.LAST_FAILED)))
         self.add(sn.SKIP_WHY, Choice(choices=choices, default=self.skip_record(SkipReason.CLAIM_CONFLICT)))

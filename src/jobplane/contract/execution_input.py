@@ -1,15 +1,22 @@
 """The input every starter gives a compiled state machine (SPEC "The compiled state machine").
 
-EventBridge Scheduler sends the schedule's form (written into Terraform by the compiler); the
-CLI, the portal and the local scheduler build theirs here, so all of them agree on the contract.
+:class:`ExecutionInput` is defined once: EventBridge Scheduler sends the schedule's form
+(written into Terraform by the compiler); the CLI, the portal and the local scheduler build
+theirs here; the compiled ``Start: defaults`` and upstream states build theirs with
+:meth:`ExecutionInput.asl`; readers get it back from a record with :meth:`ExecutionInput.read`.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Union
 
+from jobplane.contract.items import Ref
 from jobplane.contract.statuses import Trigger
+from jobplane.contract.types import JsonObject, JsonValue, Params
 
 #: Replaced by EventBridge Scheduler with the fire's scheduled time (ISO 8601, UTC, 'Z').
 SCHEDULER_TIME = "<aws.scheduler.scheduled-time>"
@@ -24,22 +31,100 @@ FIELDS = ("trigger", "scheduled_time", "requested_by", "params", "resume_from", 
 #: StartExecution event for the execution names the caller (``userIdentity``).
 UNATTRIBUTED = "console (unknown caller)"
 
+#: A field's value as the state machine builds it: known now, or a path it reads when it runs.
+Template = Union[str, None, Ref]
 
-def defaults(started_at: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+
+@dataclass(frozen=True)
+class ExecutionInput:
+    """What a run was started with. ``upstream`` and ``backfill`` are lineage: sent only by the
+    starters that have them, and read by no claim."""
+
+    trigger: str
+    scheduled_time: str
+    requested_by: str
+    params: Params = field(default_factory=dict)
+    resume_from: str | None = None
+    rerun_of: str | None = None
+    upstream: str | None = None  # the run of another job whose end started this one (``after``)
+    backfill: str | None = None  # the backfill that started this past fire
+
+    def to_json(self) -> JsonObject:
+        """The object a starter sends: every one of :data:`FIELDS`, lineage only when set."""
+        out: JsonObject = {f: getattr(self, f) for f in FIELDS}
+        out["params"] = dict(self.params)
+        for lineage in ("upstream", "backfill"):
+            if getattr(self, lineage) is not None:
+                out[lineage] = getattr(self, lineage)
+        return out
+
+    @classmethod
+    def read(cls, given: JsonValue, started_at: str | None, params: Params | None = None) -> ExecutionInput:
+        """The input a run had, from what was sent (a record's ``input``, DescribeExecution's).
+
+        A field that is missing gets :func:`defaults`' value, the way the compiled ``Start:
+        defaults`` state merges it (``States.JsonMerge``, shallow: a given ``params`` replaces
+        the defaults' whole object). A value of the wrong type (an input the state machine
+        refused as invalid) reads as its JSON text (an optional one as absent), so a hostile input
+        is shown as sent, never raised on."""
+        sent = given if isinstance(given, dict) else {}
+        base = defaults(started_at or "", params)
+
+        def text(name: str, fallback: str) -> str:
+            value = sent.get(name, fallback)
+            return value if isinstance(value, str) else json.dumps(value)
+
+        def optional(name: str) -> str | None:
+            value = sent.get(name)
+            return value if isinstance(value, str) else None
+
+        given_params = sent.get("params", base.params)
+        return cls(trigger=text("trigger", base.trigger), scheduled_time=text("scheduled_time", base.scheduled_time),
+                   requested_by=text("requested_by", base.requested_by),
+                   params=dict(given_params) if isinstance(given_params, dict) else {},
+                   resume_from=optional("resume_from"), rerun_of=optional("rerun_of"),
+                   upstream=optional("upstream"), backfill=optional("backfill"))
+
+    @staticmethod
+    def asl(*, trigger: Template, scheduled_time: Template, requested_by: Template, params: Params | Ref,
+            resume_from: Template = None, rerun_of: Template = None, upstream: Template = None,
+            refs_last: bool = False) -> JsonObject:
+        """The input as an ASL ``Parameters`` block: a :class:`Ref` becomes a ``<field>.$`` key.
+
+        The keyword names are the record's fields (a test holds them equal). ``refs_last``
+        writes the literal fields before the paths, the order ``Start: defaults`` has always
+        had: kept so no deployed state machine's definition changes for a refactor."""
+        values: dict[str, Template | Params | Ref] = {
+            "trigger": trigger, "scheduled_time": scheduled_time, "requested_by": requested_by, "params": params,
+            "resume_from": resume_from, "rerun_of": rerun_of, "upstream": upstream}
+        literal: JsonObject = {}
+        paths: JsonObject = {}
+        for name, value in values.items():
+            if isinstance(value, Ref):
+                paths[f"{name}.$"] = value.expr
+            elif value is not None or name in FIELDS:
+                literal[name] = value
+        if refs_last:
+            return literal | paths
+        ordered = {(f"{n}.$" if isinstance(v, Ref) else n): None for n, v in values.items()}
+        both = literal | paths
+        return {k: both[k] for k in ordered if k in both}
+
+    @staticmethod
+    def ref(name: str) -> Ref:
+        """The path of one of the input's fields in the state data (checked: a misspelt field
+        is an error when the compiler runs, not when the state machine does)."""
+        if name not in {f.name for f in dataclasses.fields(ExecutionInput)}:
+            raise KeyError(f"the execution input has no field {name!r}")
+        return Ref(f"$.{name}")
+
+
+def defaults(started_at: str, params: Params | None = None) -> ExecutionInput:
     """What a run whose input lacks fields gets for them: a manual run of the job's default
     params, scheduled at the execution's start. The compiled ``Start: defaults`` state builds the
     same object in ASL (``started_at`` is ``$$.Execution.StartTime`` there)."""
-    return {"trigger": Trigger.MANUAL.value, "scheduled_time": started_at, "requested_by": UNATTRIBUTED,
-            "params": dict(params or {}), "resume_from": None, "rerun_of": None}
-
-
-def complete(given: dict[str, Any], started_at: str | None, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The input the state machine ran with: ``given`` as sent, or, when a field is missing,
-    merged over :func:`defaults` the way ``States.JsonMerge`` does it (shallow: a given
-    ``params`` replaces the defaults' whole object). Readers show this, not the raw input."""
-    if all(f in given for f in FIELDS):
-        return given
-    return defaults(started_at or "", params) | given
+    return ExecutionInput(trigger=Trigger.MANUAL.value, scheduled_time=started_at, requested_by=UNATTRIBUTED,
+                          params=dict(params or {}))
 
 
 def iso(t: datetime) -> str:
@@ -47,46 +132,44 @@ def iso(t: datetime) -> str:
     return t.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def scheduled(scheduled_time: datetime | str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+def scheduled(scheduled_time: datetime | str, params: Params | None = None) -> ExecutionInput:
     """What a schedule sends; the compiler writes it with ``SCHEDULER_TIME`` as the time."""
     when = scheduled_time if isinstance(scheduled_time, str) else iso(scheduled_time)
-    return {"trigger": Trigger.SCHEDULE.value, "scheduled_time": when, "requested_by": "scheduler",
-            "params": dict(params or {}), "resume_from": None, "rerun_of": None}
+    return ExecutionInput(trigger=Trigger.SCHEDULE.value, scheduled_time=when, requested_by="scheduler",
+                          params=dict(params or {}))
 
 
-def manual(requested_by: str, defaults: dict[str, Any] | None = None, overrides: dict[str, Any] | None = None,
-           now: datetime | None = None) -> dict[str, Any]:
+def manual(requested_by: str, defaults: Params | None = None, overrides: Params | None = None,
+           now: datetime | None = None, resume_from: str | None = None) -> ExecutionInput:
     """A run started by a person. Its scheduled_time is the request time with microseconds, so
     a double-submitted request (same instant) is recognised as a duplicate, two requests are not."""
     now = now or datetime.now(timezone.utc)
-    return {"trigger": Trigger.MANUAL.value,
-            "scheduled_time": now.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-            "requested_by": requested_by, "params": {**(defaults or {}), **(overrides or {})},
-            "resume_from": None, "rerun_of": None}
+    return ExecutionInput(trigger=Trigger.MANUAL.value,
+                          scheduled_time=now.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                          requested_by=requested_by, params={**(defaults or {}), **(overrides or {})},
+                          resume_from=resume_from)
 
 
-def rerun(requested_by: str, of_execution: str, params: dict[str, Any], resume_from: str | None,
-          now: datetime | None = None) -> dict[str, Any]:
-    base = manual(requested_by, params, None, now)
-    return base | {"trigger": Trigger.RERUN.value, "resume_from": resume_from, "rerun_of": of_execution}
+def rerun(requested_by: str, of_execution: str, params: Params, resume_from: str | None,
+          now: datetime | None = None) -> ExecutionInput:
+    return dataclasses.replace(manual(requested_by, params, None, now), trigger=Trigger.RERUN.value,
+                               resume_from=resume_from, rerun_of=of_execution)
 
 
-def backfill(requested_by: str, fire: datetime, params: dict[str, Any], backfill_id: str) -> dict[str, Any]:
+def backfill(requested_by: str, fire: datetime, params: Params, backfill_id: str) -> ExecutionInput:
     """A past fire started by a backfill: its scheduled_time is the fire's (what the job's code
     reads as the time it runs for); ``backfill`` names the backfill (lineage; the state machine
     does not read it)."""
-    return {"trigger": Trigger.BACKFILL.value, "scheduled_time": iso(fire), "requested_by": requested_by,
-            "params": dict(params), "resume_from": None, "rerun_of": None, "backfill": backfill_id}
+    return ExecutionInput(trigger=Trigger.BACKFILL.value, scheduled_time=iso(fire), requested_by=requested_by,
+                          params=dict(params), backfill=backfill_id)
 
 
-def parse_params(items: list[str]) -> dict[str, Any]:
+def parse_params(items: list[str]) -> Params:
     """'key=value' items from a person (CLI flags, a portal form's lines): values that parse as
     JSON (numbers, booleans, lists) are taken as such, anything else as a string."""
-    import json
-
     from jobplane.contract.quoting import quoted
 
-    params: dict[str, Any] = {}
+    params: Params = {}
     for item in (i.strip() for i in items):
         if not item:
             continue

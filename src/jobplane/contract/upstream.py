@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
+from jobplane.contract.execution_input import ExecutionInput
 from jobplane.contract.statuses import ExecutionStatus, Trigger
 
 On = Literal["SUCCEEDED", "FAILED"]
@@ -42,10 +43,9 @@ def event_pattern(upstream_state_machine_arn: str, on: str) -> dict[str, Any]:
             "detail": {"status": list(EVENT_STATUSES[on]), "stateMachineArn": [upstream_state_machine_arn]}}
 
 
-def transformed_input(name: str, time: str) -> dict[str, Any]:
+def transformed_input(name: str, time: str) -> ExecutionInput:
     """What the rule's target sends for an event (the local engine's delivery)."""
-    out: dict[str, Any] = json.loads(INPUT_TEMPLATE.replace("<name>", name).replace("<time>", time))
-    return out
+    return ExecutionInput.read(json.loads(INPUT_TEMPLATE.replace("<name>", name).replace("<time>", time)), None)
 
 
 def rule_name(prefix: str, job: str, upstream: str) -> str:

@@ -35,7 +35,7 @@ from jobplane.contract.statuses import FAILED_STATUSES, ExecutionStatus, SkipRea
 from jobplane.platform.backfill_model import (MAX_CONCURRENT, Backfill, Fire, FireState, Mode, Status, execution_name,
                                               fires_json, plan_fires, window_time)
 from jobplane.platform.backfill_store import BackfillStore
-from jobplane.platform.clock import iso_millis, now_iso, parse_iso
+from jobplane.contract.clock import iso_millis, now_iso, parse_iso
 from jobplane.platform.control import Conflict, ControlPlane, Invalid, NotFound, check_reason
 from jobplane.platform.repository import query_items
 
@@ -325,8 +325,8 @@ class Backfills:
         """Fire -> execution, for the job's scheduled runs in flight (a backfill's own hold leases)."""
         out = {}
         for view in self.control.running_executions(job):
-            fire = _fire_key(str(view.input.get("scheduled_time", "")))
-            if view.input.get("trigger") == Trigger.SCHEDULE.value and fire:
+            fire = _fire_key(view.input.scheduled_time)
+            if view.input.trigger == Trigger.SCHEDULE.value and fire:
                 out[fire] = view.execution
         return out
 

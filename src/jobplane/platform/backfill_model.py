@@ -17,7 +17,7 @@ from enum import Enum
 from typing import Any
 
 from jobplane.contract.schedule import iter_fire_times, parse, validate_timezone
-from jobplane.platform.clock import parse_iso
+from jobplane.contract.clock import parse_iso
 
 #: The most fires one backfill may hold: a wider window is refused, not truncated.
 MAX_FIRES = 1000

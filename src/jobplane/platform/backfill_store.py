@@ -20,7 +20,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from jobplane.contract import datamodel as dm
 from jobplane.platform.backfill_model import Backfill, Fire, Mode, Status, fires_json
-from jobplane.platform.clock import now_iso
+from jobplane.contract.clock import now_iso
 from jobplane.platform.repository import query_items
 
 _des, _ser = TypeDeserializer(), TypeSerializer()

@@ -29,6 +29,7 @@ audit entry (actor ``jobplane``, action ``catch-up``).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import threading
@@ -36,10 +37,10 @@ from datetime import datetime, timedelta, timezone
 from typing import Callable
 
 from jobplane.contract import execution_input, upstream
-from jobplane.platform.clock import parse_iso
+from jobplane.contract.clock import parse_iso
 from jobplane.platform.control import Conflict, ControlPlane
 from jobplane.platform.reconciler import Reconciler
-from jobplane.platform.repository import Execution
+from jobplane.contract.records import ExecutionRecord
 
 log = logging.getLogger(__name__)
 
@@ -89,16 +90,16 @@ class UpstreamCatchUp:
                         started.append(name)
         return started
 
-    def _newest(self, upstream_job: str) -> list[Execution]:
+    def _newest(self, upstream_job: str) -> list[ExecutionRecord]:
         return self.control.repo.executions(upstream_job, limit=LOOK_BACK).items  # newest first
 
-    def missed(self, job: str, upstream_job: str, on: str, now: datetime) -> list[Execution]:
+    def missed(self, job: str, upstream_job: str, on: str, now: datetime) -> list[ExecutionRecord]:
         """The runs of ``upstream_job`` whose event should have started ``job`` and did not."""
         return self._missed(job, on, self._newest(upstream_job), now)
 
-    def _missed(self, job: str, on: str, records: list[Execution], now: datetime) -> list[Execution]:
+    def _missed(self, job: str, on: str, records: list[ExecutionRecord], now: datetime) -> list[ExecutionRecord]:
         wanted = upstream.RECORD_STATUSES[on]
-        candidates: list[Execution] = []
+        candidates: list[ExecutionRecord] = []
         for record in records:
             if record.status not in wanted or not record.finished_at:
                 continue
@@ -108,7 +109,7 @@ class UpstreamCatchUp:
                 candidates.append(record)
         return []  # no run in sight ever started it: the rule may be newer than all of them
 
-    def rule_matches(self, record: Execution, on: str) -> bool:
+    def rule_matches(self, record: ExecutionRecord, on: str) -> bool:
         """Whether the rule matches the execution's own status, as its event would have carried
         it: a TIMED_OUT record is a step's timeout (the execution FAILED: the rule of
         ``on: 'FAILED'`` starts) or the whole job's (the execution TIMED_OUT: it does not)."""
@@ -121,10 +122,10 @@ class UpstreamCatchUp:
             return False
         return status in upstream.EVENT_STATUSES[on]
 
-    def start(self, job: str, record: Execution, now: datetime) -> str | None:
+    def start(self, job: str, record: ExecutionRecord, now: datetime) -> str | None:
         name = catch_up_name(job, record.execution)
-        payload = upstream.transformed_input(record.execution, execution_input.iso(now))
-        payload["requested_by"] = f"catch-up after {record.execution}"
+        payload = dataclasses.replace(upstream.transformed_input(record.execution, execution_input.iso(now)),
+                                      requested_by=f"catch-up after {record.execution}")
         reason = (f"the status event of {record.job} run {record.execution} ({record.status}, ended "
                   f"{record.finished_at}) did not start {job}")
         try:

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Sequence
+from typing import Protocol
 
 from jobplane.contract import runner as rc
+from jobplane.contract.records import Attempt
+from jobplane.contract.types import Client, JsonObject
 
 #: The most one read returns: a page of the portal or one `jobplane logs` stream.
 READ_LIMIT = 1_000_000
@@ -35,25 +38,25 @@ class LogStream:
         return self.source.read(self.task_id, limit)
 
 
-def streams_of(source: LogSource, rows: list[dict[str, Any]], step: str | None = None) -> list[LogStream]:
+def streams_of(source: LogSource, rows: Sequence[Attempt], step: str | None = None) -> list[LogStream]:
     """The log streams of an execution's attempts (timeline rows), in the order they ran."""
     out, seen = [], set()
     for row in rows:
-        task_id = row.get("task_id")
-        if task_id and task_id not in seen and (step is None or row["step"] == step):
+        task_id = row.task_id
+        if task_id and task_id not in seen and (step is None or row.step == step):
             seen.add(task_id)
-            out.append(LogStream(row["step"], int(row.get("attempt") or 1), task_id, source))
+            out.append(LogStream(row.step, row.attempt, task_id, source))
     return out
 
 
 class StepLogs:
     """Step output in CloudWatch Logs (GetLogEvents on the runner's log group)."""
 
-    def __init__(self, client: Any, group: str):
+    def __init__(self, client: Client, group: str):
         self.client = client
         self.group = group
 
-    def streams(self, rows: list[dict[str, Any]], step: str | None = None) -> list[LogStream]:
+    def streams(self, rows: Sequence[Attempt], step: str | None = None) -> list[LogStream]:
         return streams_of(self, rows, step)
 
     def read(self, task_id: str, limit: int = READ_LIMIT) -> str:
@@ -62,7 +65,7 @@ class StepLogs:
         empty."""
         lines: list[str] = []
         size, cut = 0, False
-        kwargs: dict[str, Any] = {"logGroupName": self.group, "logStreamName": rc.log_stream(task_id),
+        kwargs: JsonObject = {"logGroupName": self.group, "logStreamName": rc.log_stream(task_id),
                                   "startFromHead": False}
         while not cut:
             try:

@@ -48,9 +48,9 @@ from jobplane.contract.notifications import NotificationMessage, Outcome, event_
 from jobplane.contract.statuses import Event, ExecutionStatus, Trigger
 from jobplane.platform.backfill import Backfills
 from jobplane.platform.backfill_model import Mode, plan_fires
-from jobplane.platform.clock import iso_millis, parse_iso
+from jobplane.contract.clock import iso_millis, parse_iso
 from jobplane.platform.control import ControlPlane
-from jobplane.platform.repository import CLAIMS_SCHEDULE, FIRED_SCHEDULE, JobState
+from jobplane.contract.records import CLAIMS_SCHEDULE, FIRED_SCHEDULE, JobState
 from jobplane.platform.schedule_health import deployed_schedules, flexible_window, schedule_problems
 
 log = logging.getLogger(__name__)

@@ -36,7 +36,7 @@ from slack_sdk.webhook import WebhookClient
 
 from jobplane.contract.notifications import NotificationMessage, subscribed
 from jobplane.contract.statuses import DEFAULT_EVENTS, Event
-from jobplane.platform.clock import seconds_between
+from jobplane.contract.clock import seconds_between
 from jobplane.platform.logs import StepLogs, error_excerpt
 from jobplane.platform.timeline import history, timeline
 

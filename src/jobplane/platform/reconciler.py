@@ -20,9 +20,10 @@ from typing import Any
 from jobplane.contract.notifications import NotificationMessage, Outcome, event_of, publish
 from jobplane.contract.states import classify
 from jobplane.contract.statuses import ExecutionStatus
-from jobplane.platform.clock import as_iso, now_iso
+from jobplane.contract.clock import as_iso, now_iso
 from jobplane.platform.logs import StepLogs, error_excerpt
-from jobplane.platform.repository import Execution, Repository
+from jobplane.contract.records import ExecutionRecord
+from jobplane.platform.repository import Repository
 from jobplane.platform.timeline import history, state_transitions, timeline
 
 log = logging.getLogger(__name__)
@@ -116,7 +117,7 @@ class Reconciler:
                 self.announce(record)
         return recorded
 
-    def announce(self, record: Execution) -> None:
+    def announce(self, record: ExecutionRecord) -> None:
         """Publish the alert of a record this reconciler wrote, then clear its pending mark."""
         publish(self.sns, self.topic_arn, NotificationMessage(
             version=1, event=event_of(record.status), job=record.job, team=record.team, execution=record.execution,

@@ -19,7 +19,7 @@ from typing import Any, Callable
 from jobplane.contract.catalog import CatalogJob
 from jobplane.contract.notifications import NotificationMessage, Outcome, event_of, publish
 from jobplane.contract.statuses import Event, ExecutionStatus
-from jobplane.platform.clock import iso_millis, parse_iso
+from jobplane.contract.clock import iso_millis, parse_iso
 from jobplane.platform.control import ControlPlane, NotFound
 
 log = logging.getLogger(__name__)
@@ -58,10 +58,10 @@ class SlowWatch:
                 expected = timedelta(seconds=entry.expected_duration or 0)  # watched(): set
                 if took <= expected or not self.control.repo.mark_slow(name, int((now + timedelta(days=7)).timestamp())):
                     continue
-                step = next((r["step"] for r in reversed(view.timeline) if r["outcome"] == "running"), None)
+                step = next((r.step for r in reversed(view.timeline) if r.outcome == "running"), None)
                 publish(self.sns, self.topic_arn, NotificationMessage(
                     version=1, event=event_of(Event.SLOW.value), job=entry.name, team=entry.team, execution=name,
-                    execution_arn=view.execution_arn, trigger=view.trigger, scheduled_time=view.input.get("scheduled_time"),
+                    execution_arn=view.execution_arn, trigger=view.trigger, scheduled_time=view.input.scheduled_time,
                     requested_by=view.requested_by, started_at=view.started_at, finished_at=iso_millis(now),
                     outcome=Outcome(status=ExecutionStatus.RUNNING.value, step=step), channels=entry.notify.channels,
                     events=[event_of(e.value) for e in entry.notify.events],

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Depends, Header, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from jobplane.platform.control import IDEMPOTENCY_KEY_MAX, ExecutionView, JobSummary, check_cursor
-from jobplane.platform.repository import Execution
+from jobplane.contract.records import ExecutionRecord
 from jobplane.portal import actions
 from jobplane.portal.errors import PortalError
 from jobplane.portal.views import duration_seconds
@@ -195,7 +195,7 @@ def job_out(s: JobSummary) -> JobOut:
                   url=f"/jobs/{s.name}")
 
 
-def summary_out(x: Execution) -> ExecutionSummary:
+def summary_out(x: ExecutionRecord) -> ExecutionSummary:
     return ExecutionSummary(execution=x.execution, job=x.job, status=x.status, trigger=x.trigger,
                             requested_by=x.requested_by, scheduled_time=x.scheduled_time, started_at=x.started_at,
                             finished_at=x.finished_at, duration_seconds=duration_seconds(x.started_at, x.finished_at),
@@ -209,14 +209,14 @@ def execution_out(v: ExecutionView) -> ExecutionOut:
     r = v.record
     return ExecutionOut(
         execution=v.execution, job=v.job, status=v.status, trigger=v.trigger, requested_by=v.requested_by,
-        scheduled_time=v.input.get("scheduled_time"), started_at=v.started_at, finished_at=v.finished_at,
+        scheduled_time=v.input.scheduled_time, started_at=v.started_at, finished_at=v.finished_at,
         duration_seconds=duration_seconds(v.started_at, v.finished_at), failed_step=v.failed_step,
         skip_reason=r.skip_reason if r else None, blocked_by=r.blocked_by if r else None, error=v.error,
         url=f"/executions/{v.execution}",
-        params=v.input.get("params") or {}, resume_from=v.resume_from, rerun_of=v.rerun_of, rerun_by=list(v.rerun_by),
+        params=v.input.params, resume_from=v.resume_from, rerun_of=v.rerun_of, rerun_by=list(v.rerun_by),
         upstream=v.upstream, after_runs=list(v.after_runs),
         transitions=v.transitions,
-        steps=[StepAttempt(**{k: row.get(k) for k in StepAttempt.model_fields}) for row in step_rows(v)])
+        steps=[StepAttempt(**{k: getattr(row, k) for k in StepAttempt.model_fields}) for row in step_rows(v)])
 
 
 # -- reads -------------------------------------------------------------------------------------

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from datetime import datetime
 from html import escape
-from typing import Any, Iterable
+from collections.abc import Iterable, Sequence
+from typing import Any
 
-from jobplane.platform.clock import parse_iso
+from jobplane.contract.clock import parse_iso
+from jobplane.contract.records import Attempt
 from jobplane.portal.views import seconds
 
 COLOURS = {"succeeded": "#16a34a", "SUCCEEDED": "#16a34a", "failed": "#dc2626", "FAILED": "#dc2626",
@@ -33,31 +35,31 @@ def _svg(height: int, label: str, body: Iterable[str]) -> str:
             f'<title>{escape(label)}</title>{"".join(body)}</svg>')
 
 
-def attempt_gantt(rows: list[dict[str, Any]], started_at: str | None, finished_at: str | None,
+def attempt_gantt(rows: Sequence[Attempt], started_at: str | None, finished_at: str | None,
                   now: datetime) -> str | None:
     """One bar per step attempt, placed by its start and end on the run's time axis (an attempt
     still running ends at ``now``). None when no attempt has a start time yet."""
-    timed = [r for r in rows if _t(r.get("started_at"))]
+    timed = [r for r in rows if _t(r.started_at)]
     if not timed:
         return None
-    t0 = _t(started_at) or min(_t(r["started_at"]) for r in timed)
-    ends = [_t(r.get("finished_at")) or now for r in timed] + ([_t(finished_at)] if finished_at else [])
+    t0 = _t(started_at) or min(t for r in timed if (t := _t(r.started_at)))
+    ends = [_t(r.finished_at) or now for r in timed] + ([_t(finished_at)] if finished_at else [])
     t1 = max(e for e in ends if e is not None)
     span = max((t1 - t0).total_seconds(), 0.001)
     plot = WIDTH - LABEL - 10
     body = []
     for i, r in enumerate(timed):
-        start = _t(r["started_at"])
-        end = _t(r.get("finished_at")) or now
+        start = _t(r.started_at) or t0
+        end = _t(r.finished_at) or now
         x = LABEL + plot * (start - t0).total_seconds() / span
         w = max(plot * (end - start).total_seconds() / span, 2)
         y = 6 + i * ROW
-        outcome = str(r.get("outcome") or "")
-        took = seconds(max((end - start).total_seconds(), 0)) if r.get("finished_at") else "running"
-        tip = f"{r['step']} attempt {r.get('attempt', 1)}: {outcome or 'running'}, {took}, from +{seconds((start - t0).total_seconds())}"
+        outcome = r.outcome
+        took = seconds(max((end - start).total_seconds(), 0)) if r.finished_at else "running"
+        tip = f"{r.step} attempt {r.attempt}: {outcome or 'running'}, {took}, from +{seconds((start - t0).total_seconds())}"
         body.append(f'<text x="{LABEL - 8}" y="{y + 14}" text-anchor="end" font-size="12" fill="#334155">'
-                    f'{escape(str(r["step"]))} #{int(r.get("attempt") or 1)}</text>'
-                    f'<rect class="attempt" data-step="{escape(str(r["step"]))}" data-outcome="{escape(outcome)}" '
+                    f'{escape(r.step)} #{r.attempt}</text>'
+                    f'<rect class="attempt" data-step="{escape(r.step)}" data-outcome="{escape(outcome)}" '
                     f'x="{x:.1f}" y="{y}" width="{w:.1f}" height="{ROW - 6}" rx="3" '
                     f'fill="{COLOURS.get(outcome, OTHER)}"><title>{escape(tip)}</title></rect>')
     height = 6 + len(timed) * ROW + 18

@@ -13,7 +13,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from jobplane.platform.clock import now_iso
+from jobplane.contract.clock import now_iso
 from jobplane.platform.control import Conflict, ControlError, Invalid, NotFound
 
 log = logging.getLogger(__name__)

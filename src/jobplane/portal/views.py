@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -11,8 +13,10 @@ from cron_descriptor import Options, get_description
 
 from jobplane.contract.catalog import StepRetry
 from jobplane.contract.schedule import AtExpression, CronExpression, RateExpression, parse
-from jobplane.platform.clock import parse_iso
-from jobplane.platform.timeline import attempt_rows
+from jobplane.contract.clock import parse_iso
+from jobplane.contract.attempts import attempt_rows
+from jobplane.contract.records import Attempt
+from jobplane.platform.control import ExecutionView
 
 
 @lru_cache(maxsize=4096)  # cron-descriptor loads its locale per call: ~2/3 of the jobs page (bench/portal.py)
@@ -69,13 +73,18 @@ def short_time(value: str | None) -> str:
     return value.replace("T", " ")[:19] + " UTC" if value else ""
 
 
-def step_rows(view: Any) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class StepRow(Attempt):
+    """An attempt as the execution page shows it: with how long it took, in words."""
+
+    duration: str = ""
+
+
+def step_rows(view: ExecutionView) -> list[StepRow]:
     """The execution page's step timeline: one row per attempt, with what the record knows
     (exit code, error) laid over what the history knows (times), and each attempt's duration."""
-    rows = attempt_rows(view.record.steps if view.record else {}, view.timeline)
-    for row in rows:
-        row["duration"] = duration(row.get("started_at"), row.get("finished_at"))
-    return rows
+    return [StepRow(**dataclasses.asdict(row), duration=duration(row.started_at, row.finished_at))
+            for row in attempt_rows(view.record.steps if view.record else {}, view.timeline)]
 
 
 def step_call(target: dict[str, Any] | None) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from jobplane.contract import names
 from jobplane.contract.catalog import CatalogJob
 from jobplane.contract.statuses import ExecutionStatus
-from jobplane.platform.clock import now_iso
+from jobplane.contract.clock import now_iso
 from jobplane.platform.control.errors import Conflict, check_reason
 from jobplane.platform.control.runs import Runs
 

@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
+from collections.abc import Callable, Sequence
 
-from jobplane.contract import execution_input, names
+from jobplane.contract import names
+from jobplane.contract.execution_input import ExecutionInput
 from jobplane.contract.catalog import Catalog, CatalogJob
 from jobplane.contract.statuses import ExecutionStatus
 from jobplane.platform.anchors import ScheduleAnchors
-from jobplane.platform.clock import as_iso
+from jobplane.contract.clock import as_iso
 from jobplane.platform.logs import LogStream, StepLogs, error_excerpt
-from jobplane.platform.repository import JobState, Page, Repository
+from jobplane.contract.records import Attempt, ExecutionRecord, JobState
+from jobplane.contract.types import JsonObject, JsonValue
+from jobplane.platform.repository import Page, Repository
 from jobplane.platform.timeline import history, state_transitions, timeline
 from jobplane.platform.control.deployment import Deployment, load_catalog
 from jobplane.platform.control.errors import Invalid, NotFound, check_cursor
@@ -98,16 +101,15 @@ class Reads:
                            if rate else None)
         return tuple(anchors)
 
-    def executions(self, job: str, limit: int = 20, cursor: str | None = None) -> Page:
+    def executions(self, job: str, limit: int = 20, cursor: str | None = None) -> Page[ExecutionRecord]:
         self.entry(job)
         return self._paged(lambda: self.repo.executions(job, limit, check_cursor(cursor, ("gsi1pk", "gsi1sk"))), cursor)
 
-    def _paged(self, read: Any, cursor: str | None) -> Page:
+    def _paged(self, read: Callable[[], Page[ExecutionRecord]], cursor: str | None) -> Page[ExecutionRecord]:
         """A page read; a cursor of the right shape that the store still refuses (a key of
         another index) is the caller's mistake, not a server error."""
         try:
-            page: Page = read()
-            return page
+            return read()
         except self.ddb.exceptions.ClientError as e:
             if cursor is not None and e.response.get("Error", {}).get("Code") == "ValidationException":
                 raise Invalid("cursor is not one this API returned", {"cursor": "invalid"}) from None
@@ -127,7 +129,8 @@ class Reads:
         record = self.repo.execution(name)
         if record is not None:
             arn = record.execution_arn or self.deployment.execution_arn(record.job, name)
-            steps, transitions = record.timeline, record.transitions
+            steps: Sequence[Attempt] = record.timeline
+            transitions = record.transitions
             if transitions is None:  # just ended: the reconciler has not added the history yet
                 try:
                     events = history(self.sfn, arn)
@@ -137,7 +140,7 @@ class Reads:
             live_error = None
             if not record.error and record.failed_step:  # the reconciler adds it a moment later
                 live_error = error_excerpt(self.logs.streams(steps, record.failed_step))
-            given = self._completed(record.job, record.input, record.started_at)
+            given = self._completed(record.job, record.given, record.started_at)
             return ExecutionView(record.execution, record.job, record.status, given, record, steps,
                                  transitions, record.started_at, record.finished_at, arn, live_error)
         job = job or self._job_running(name)
@@ -156,11 +159,11 @@ class Reads:
         return ExecutionView(name, job, d["status"], given, None, timeline(events),
                              state_transitions(events), started, as_iso(stop) if stop else None, arn, live_error)
 
-    def _completed(self, job: str, given: dict[str, Any], started_at: str | None) -> dict[str, Any]:
+    def _completed(self, job: str, given: JsonValue, started_at: str | None) -> ExecutionInput:
         """The input the run had: a console start's missing fields are the state machine's
         defaults (the job's params as the catalog declares them now)."""
         entry = self.entries.get(job)
-        return execution_input.complete(given, started_at, entry.params if entry else {})
+        return ExecutionInput.read(given, started_at, entry.params if entry else {})
 
     def _job_running(self, name: str) -> str | None:
         for state in self.repo.job_states():
@@ -178,13 +181,13 @@ class Reads:
                 return []
         return self.logs.streams(execution.timeline, step)
 
-    def failures(self, limit: int = 50, cursor: str | None = None) -> Page:
+    def failures(self, limit: int = 50, cursor: str | None = None) -> Page[ExecutionRecord]:
         return self._paged(lambda: self.repo.recent_failures(limit, check_cursor(cursor, ("gsi2pk", "gsi2sk"))), cursor)
 
-    def skips(self, limit: int = 50, cursor: str | None = None) -> Page:
+    def skips(self, limit: int = 50, cursor: str | None = None) -> Page[ExecutionRecord]:
         return self._paged(lambda: self.repo.recent_skips(limit, check_cursor(cursor, ("gsi2pk", "gsi2sk"))), cursor)
 
-    def audit(self, limit: int = 100) -> list[dict[str, Any]]:
+    def audit(self, limit: int = 100) -> list[JsonObject]:
         return self.repo.audit_log(limit)
 
     # -- actions ----------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import uuid
 from typing import Any
 
 from jobplane.contract import execution_input
+from jobplane.contract.execution_input import ExecutionInput
 from jobplane.contract import runner as rc
 from jobplane.contract.catalog import CatalogJob
 from jobplane.contract.quoting import quoted
@@ -43,7 +44,7 @@ class Runs(Reads):
             raise Invalid(f"{job} has no step {quoted(from_step)}; steps: {', '.join(self.step_names(job))}",
                           {"from_step": "unknown step"})
         params = self.checked_params(entry, params)
-        payload = execution_input.manual(actor, entry.params, params) | {"resume_from": from_step}
+        payload = execution_input.manual(actor, entry.params, params, resume_from=from_step)
         name = name or (idempotent_name(job, actor, idempotency_key) if idempotency_key is not None else uuid.uuid4().hex)
         return self._start_once(job, payload, name, idempotency_key is not None, lambda: self.audited(
             actor, "run", job, name, reason, {"params": params} | ({"from_step": from_step} if from_step else {}),
@@ -59,7 +60,7 @@ class Runs(Reads):
         if original.running:
             raise Conflict(f"{execution} is still running; stop it first", {"execution": execution})
         if original.status == ExecutionStatus.MISSED.value:  # no run to repeat: run the fire itself, once
-            fire = original.input.get("scheduled_time")
+            fire = original.input.scheduled_time
             raise Conflict(f"{execution} is a missed fire, not a run: run it as that fire with a backfill "
                            f"(jobplane backfill {original.job} --from {fire} --to {fire})",
                            {"execution": execution, "status": original.status})
@@ -76,7 +77,7 @@ class Runs(Reads):
                                {"execution": execution, "step": resume_from})
         declared = entry.params
         # The original run's values for params the job still declares, then the operator's changes.
-        kept = {k: v for k, v in (original.input.get("params") or {}).items() if k in declared}
+        kept = {k: v for k, v in original.input.params.items() if k in declared}
         merged = {**declared, **kept, **overrides}
         payload = execution_input.rerun(actor, execution, merged, resume_from)
         name = name or (idempotent_name(original.job, actor, idempotency_key) if idempotency_key is not None
@@ -88,7 +89,7 @@ class Runs(Reads):
         self.repo.link_rerun(execution, name)  # lineage: best effort, the audit entry names the original too
         return name
 
-    def _start_once(self, job: str, payload: dict[str, Any], name: str, idempotent: bool, start: Any) -> str:
+    def _start_once(self, job: str, payload: ExecutionInput, name: str, idempotent: bool, start: Any) -> str:
         """``start()`` (the audited start of execution ``name``), unless an idempotent request
         already started it: then the same answer, and no second run or audit entry. Step
         Functions starts a name once (two racing requests: one wins, the other finds its run)."""
@@ -102,14 +103,14 @@ class Runs(Reads):
             raise Conflict(f"an execution named {name} exists already", {"execution": name}) from None
         return name
 
-    def _started_as(self, job: str, name: str, payload: dict[str, Any]) -> bool:
+    def _started_as(self, job: str, name: str, payload: ExecutionInput) -> bool:
         """True if ``name`` was started by the same request; Conflict if by another one."""
         try:
             d = self.sfn.describe_execution(executionArn=self.deployment.execution_arn(job, name))
         except self.sfn.exceptions.ExecutionDoesNotExist:
             return False
-        given = json.loads(d.get("input") or "{}")
-        if any(given.get(k) != payload.get(k) for k in ("trigger", "requested_by", "params", "resume_from", "rerun_of")):
+        given, sent = json.loads(d.get("input") or "{}"), payload.to_json()
+        if any(given.get(k) != sent.get(k) for k in ("trigger", "requested_by", "params", "resume_from", "rerun_of")):
             raise Conflict("this Idempotency-Key was used for another request; send a new key for a new run",
                            {"execution": name, "idempotency_key": "reused"})
         return True
@@ -157,10 +158,10 @@ class Runs(Reads):
             self.repo.delete_audit(entry)
             raise
 
-    def start_execution(self, job: str, payload: dict[str, Any], name: str) -> str:
+    def start_execution(self, job: str, payload: ExecutionInput, name: str) -> str:
         try:
             self.sfn.start_execution(stateMachineArn=self.deployment.state_machine_arn(job), name=name,
-                                     input=json.dumps(payload))
+                                     input=json.dumps(payload.to_json()))
         except self.sfn.exceptions.StateMachineDoesNotExist:
             raise Conflict(f"{job} is not deployed", {"job": job}) from None
         return name

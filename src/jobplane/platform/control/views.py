@@ -6,12 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 from datetime import datetime, timezone
-from typing import Any
+from collections.abc import Sequence
 
 from jobplane.contract.catalog import CatalogJob
 from jobplane.contract.schedule import next_fire_times, parse
 from jobplane.contract.statuses import ExecutionStatus
-from jobplane.platform.repository import Execution, JobState
+from jobplane.contract.execution_input import ExecutionInput
+from jobplane.contract.records import Attempt, ExecutionRecord, JobState
 
 
 @dataclass(frozen=True)
@@ -50,9 +51,9 @@ class ExecutionView:
     execution: str
     job: str
     status: str
-    input: dict[str, Any]
-    record: Execution | None
-    timeline: list[dict[str, Any]]
+    input: ExecutionInput  # as the run had it (a console start's missing fields filled in)
+    record: ExecutionRecord | None
+    timeline: Sequence[Attempt]
     transitions: int | None
     started_at: str | None
     finished_at: str | None
@@ -60,20 +61,20 @@ class ExecutionView:
     live_error: str | None = None  # what Step Functions says, until the final record exists
 
     @property
-    def trigger(self) -> str | None:
-        return self.input.get("trigger")
+    def trigger(self) -> str:
+        return self.input.trigger
 
     @property
-    def requested_by(self) -> str | None:
-        return self.input.get("requested_by")
+    def requested_by(self) -> str:
+        return self.input.requested_by
 
     @property
     def rerun_of(self) -> str | None:
-        return self.input.get("rerun_of")
+        return self.input.rerun_of
 
     @property
     def resume_from(self) -> str | None:
-        return self.input.get("resume_from")
+        return self.input.resume_from
 
     @property
     def rerun_by(self) -> tuple[str, ...]:
@@ -81,8 +82,7 @@ class ExecutionView:
 
     @property
     def upstream(self) -> str | None:
-        value = self.input.get("upstream")
-        return value if isinstance(value, str) else None
+        return self.input.upstream
 
     @property
     def after_runs(self) -> tuple[str, ...]:

@@ -39,6 +39,8 @@ from jobplane.contract import datamodel as dm
 from jobplane.contract import names
 from jobplane.contract import runner as rc
 from jobplane.contract.catalog import Catalog, CatalogJob
+from jobplane.contract.execution_input import ExecutionInput
+from jobplane.contract.types import JsonObject
 from jobplane.platform.local import moto_backends
 from jobplane.platform.local.front import Credentials
 
@@ -212,7 +214,7 @@ class LocalAWS:
             payload = upstream.transformed_input(execution_arn.rsplit(":", 1)[1],
                                                  execution_input.iso(datetime.now(timezone.utc)))
             started.append(self.client("stepfunctions").start_execution(
-                stateMachineArn=self.state_machines[downstream], input=json.dumps(payload))["executionArn"])
+                stateMachineArn=self.state_machines[downstream], input=json.dumps(payload.to_json()))["executionArn"])
         return started
 
     def reconciler(self) -> Reconciler:
@@ -373,7 +375,7 @@ class LocalAWS:
 
         group = self._ensure_schedule_group()
         names = []
-        target_input = json.dumps(execution_input.scheduled(execution_input.SCHEDULER_TIME, job.params), sort_keys=True)
+        target_input = json.dumps(execution_input.scheduled(execution_input.SCHEDULER_TIME, job.params).to_json(), sort_keys=True)
         # the job's own schedule role, named as the compiled Terraform names it, so a schedule
         # here carries what it carries on AWS (an UpdateSchedule passes that role again)
         iam = self.client("iam")
@@ -399,10 +401,13 @@ class LocalAWS:
         return names
 
     # -- executions ---------------------------------------------------------------------------
-    def start(self, job: str, execution_input: dict[str, Any], name: str | None = None) -> str:
+    def start(self, job: str, execution_input: ExecutionInput | JsonObject, name: str | None = None) -> str:
+        """Start the job's state machine with a jobplane input, or with any JSON object (what
+        a console start or a hostile caller may send)."""
+        sent = execution_input.to_json() if isinstance(execution_input, ExecutionInput) else execution_input
         arn: str = self.client("stepfunctions").start_execution(
             stateMachineArn=self.state_machines[job], name=name or str(uuid.uuid4()),
-            input=json.dumps(execution_input))["executionArn"]
+            input=json.dumps(sent))["executionArn"]
         return arn
 
     def wait(self, arn: str, timeout: float = 60.0) -> Execution:
@@ -427,7 +432,7 @@ class LocalAWS:
         output = json.loads(d["output"]) if d.get("output") else None
         return Execution(arn, d["status"], d.get("error"), d.get("cause"), output, entered)
 
-    def run(self, job: str, execution_input: dict[str, Any], timeout: float = 60.0) -> Execution:
+    def run(self, job: str, execution_input: ExecutionInput | JsonObject, timeout: float = 60.0) -> Execution:
         return self.wait(self.start(job, execution_input), timeout)
 
     def running_executions(self) -> list[str]:

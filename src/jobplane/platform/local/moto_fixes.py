@@ -18,7 +18,7 @@ import threading
 from importlib.metadata import version
 from typing import Any
 
-from jobplane.platform.clock import iso_millis
+from jobplane.contract.clock import iso_millis
 from jobplane.platform.local.moto_dynamodb import LOCK as DYNAMODB_LOCK
 from jobplane.platform.local.moto_dynamodb import (fix_dynamodb_fast_answers, fix_dynamodb_fast_projection,
                                                    fix_dynamodb_index_queries, fix_dynamodb_items_untracked,

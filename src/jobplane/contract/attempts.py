@@ -1,0 +1,81 @@
+"""What an attempt's ECS task said, read where the state machine leaves it: a ``.sync`` Task's
+output, or a failed one's ``Cause`` (the task's JSON), and, in records written before the
+timeline carried them, the step's slot of the run's ``steps``.
+
+The state data does not keep failed attempts' tasks (their JSON is 4-6 KB each), so the
+timeline rows built from the history (platform/timeline.py) carry these facts, and
+:func:`attempt_rows` fills them in for older records.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+
+from jobplane.contract.records import Attempt
+from jobplane.contract.states import attempt_key, step_key
+from jobplane.contract.types import JsonObject, JsonValue
+
+#: How much of a stop reason or an unparsed error cause a row keeps (rows live on the record).
+REASON_MAX = 300
+
+
+def task_facts(text: str | None, with_reason: bool) -> JsonObject:
+    """The container's exit code, the task's id, StopCode and stop reason, from a task's JSON
+    (``with_reason``: a failed attempt's Cause, whose text is the reason when it is not JSON)."""
+    task = _task_of(text)
+    if task is None:
+        return {"reason": text[:REASON_MAX]} if with_reason and text else {}
+    container = (task.get("Containers") or [{}])[0] or {}
+    facts: JsonObject = {"exit_code": container.get("ExitCode")}
+    if task.get("TaskArn"):
+        facts["task_id"] = task_id(task["TaskArn"])
+    if task.get("StopCode"):
+        facts["stop_code"] = task["StopCode"]
+    reason = task.get("StoppedReason") or container.get("Reason")
+    if with_reason and reason:
+        facts["reason"] = str(reason)[:REASON_MAX]
+    return facts
+
+
+def attempt_rows(record_steps: JsonObject, rows: Sequence[Attempt]) -> list[Attempt]:
+    """Timeline rows, each with its container's exit code (None if it never exited), and for a
+    failed attempt its error, StopCode and stop reason. Rows read from the history carry these
+    themselves; records written before they did kept each attempt's result in ``steps``."""
+    out = []
+    for row in rows:
+        if (row.exit_code, row.reason, row.stop_code, row.task_id) == (None, None, None, None):
+            result = _attempt_result(record_steps, row.step, row.attempt) or {}
+            if result.get("Error"):
+                facts = task_facts(result.get("Cause"), with_reason=True)
+                row = dataclasses.replace(row, error=result["Error"], **facts)
+            else:
+                code = (result.get("Container") or {}).get("ExitCode")
+                row = dataclasses.replace(row, exit_code=code if isinstance(code, int) else None)
+        out.append(row)
+    return out
+
+
+def _attempt_result(steps: JsonObject, step: str, attempt: int) -> JsonObject | None:
+    slot = steps.get(step_key(step))
+    value = slot.get(attempt_key(attempt)) if isinstance(slot, dict) else None
+    return value if isinstance(value, dict) else None
+
+
+def _task_of(cause: str | None) -> JsonObject | None:
+    """A failed ecs:runTask.sync's Cause is the task's JSON (exit code, stop reason)."""
+    task = parse_json(cause)
+    return task if isinstance(task, dict) else None
+
+
+def parse_json(text: str | None) -> JsonValue:
+    try:
+        return json.loads(text or "")
+    except ValueError:
+        return None
+
+
+def task_id(task_arn: str) -> str:
+    """arn:aws:ecs:<region>:<account>:task/<cluster>/<task id> -> <task id>"""
+    return str(task_arn).rsplit("/", 1)[-1]

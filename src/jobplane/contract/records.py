@@ -1,0 +1,313 @@
+"""The records of a run, each defined once: a job's state, an execution's final record and a
+step attempt (the execution's input is :class:`jobplane.contract.execution_input.ExecutionInput`).
+
+The compiled state machines write the items (:mod:`jobplane.contract.items` builds those
+writes); the repository reads them back into these records with ``from_item``; the portal's
+API models derive from their JSON Schema (:mod:`jobplane.contract.record_schema`), so a field
+added here is a field of the API. ``to_item`` gives the item back as DynamoDB holds it (a test
+reads items the state machines wrote and holds ``to_item(from_item(item))`` to them).
+Descriptions live in each field's metadata: they are the API's descriptions too.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from jobplane.contract import datamodel as dm
+from jobplane.contract.attribute_values import plain, to_attribute
+from jobplane.contract.clock import seconds_between
+from jobplane.contract.execution_input import ExecutionInput
+from jobplane.contract.statuses import ExecutionStatus, Trigger
+from jobplane.contract.types import Item, JsonObject, JsonValue
+
+#: The claim refuses a scheduled fire while this is set (datamodel.ATTR_PAUSE_PREFIX).
+PAUSE_SCHEDULE = f"{dm.ATTR_PAUSE_PREFIX}{Trigger.SCHEDULE.value}"
+#: What the claim writes of scheduled fires: the newest claimed, and how many were ever claimed.
+FIRED_SCHEDULE = f"{dm.ATTR_FIRED_PREFIX}{Trigger.SCHEDULE.value}"
+CLAIMS_SCHEDULE = f"{dm.ATTR_CLAIMS_PREFIX}{Trigger.SCHEDULE.value}"
+
+
+def doc(text: str) -> dict[str, str]:
+    """A field's description (dataclass metadata), read by the JSON Schema and the API."""
+    return {"description": text}
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One attempt of a step, as the execution history tells it (platform/timeline.py): when it
+    ran, how it ended, and what its ECS task said."""
+
+    step: str
+    attempt: int
+    started_at: str | None
+    finished_at: str | None
+    outcome: str = field(metadata=doc("running, succeeded, failed, timed out or stopped"))
+    exit_code: int | None = field(default=None, metadata=doc("the container's exit code, if it exited"))
+    error: str | None = None
+    stop_code: str | None = field(default=None, metadata=doc("the ECS task's StopCode, for an attempt that failed"))
+    reason: str | None = field(default=None, metadata=doc("why the task stopped, for an attempt that failed"))
+    task_id: str | None = field(default=None, metadata=doc("the ECS task that ran it (its log stream's name)"))
+
+    def to_json(self) -> JsonObject:
+        """As the record's ``timeline`` keeps it: unset facts left out."""
+        out: JsonObject = {"step": self.step, "attempt": self.attempt, "started_at": self.started_at,
+                           "finished_at": self.finished_at, "outcome": self.outcome}
+        for name in ("exit_code", "error", "stop_code", "reason", "task_id"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        return out
+
+    @classmethod
+    def from_json(cls, row: JsonValue) -> Attempt | None:
+        """A row of a stored timeline; None for one that is not a row (never raised on: a page
+        that lists executions must not fail for one damaged record)."""
+        if not isinstance(row, dict) or not isinstance(row.get("step"), str) or not isinstance(row.get("attempt"), int):
+            return None
+
+        def text(name: str) -> str | None:
+            value = row.get(name)
+            return value if isinstance(value, str) else None
+
+        code = row.get("exit_code")
+        return cls(step=row["step"], attempt=row["attempt"], started_at=text("started_at"),
+                   finished_at=text("finished_at"), outcome=text("outcome") or "unknown",
+                   exit_code=code if isinstance(code, int) and not isinstance(code, bool) else None,
+                   error=text("error"), stop_code=text("stop_code"), reason=text("reason"), task_id=text("task_id"))
+
+
+def timeline_of(rows: JsonValue) -> tuple[Attempt, ...]:
+    return tuple(a for a in (Attempt.from_json(r) for r in (rows if isinstance(rows, list) else [])) if a)
+
+
+@dataclass(frozen=True)
+class JobState:
+    """A job's state item (pk ``JOB#<job>``, sk ``STATE``): its claims, its last run, a block, a
+    pause, the fire ledger. The claim writes most of it (compiler/asl.py, ``Claim``)."""
+
+    job: str
+    team: str = ""
+    running: frozenset[str] = field(default=frozenset(), metadata=doc("executions holding a claim"))
+    holder: str | None = field(default=None, metadata=doc("execution ARN of the latest exclusive claim"))
+    last_status: str | None = None
+    last_execution: str | None = None
+    last_finished_at: str | None = None
+    last_started_at: str | None = field(default=None, metadata=doc("of the last run that ended"))
+    blocked_by: str | None = field(default=None, metadata=doc("the failed run that blocks SKIP_IF_FAILED fires"))
+    acknowledged_by: str | None = field(default=None, metadata=doc("who acknowledged the failure that blocked it"))
+    paused_by: str | None = None
+    paused_reason: str | None = None
+    paused_at: str | None = None
+    missed_since: str | None = field(default=None, metadata=doc(
+        "an open episode of missed fires: the first scheduled fire that neither ran nor was skipped; "
+        "the job's executions list each as status MISSED"))
+    missed_count: int = field(default=0, metadata=doc("how many fires the open episode has missed"))
+    missed_cause: str | None = field(default=None, metadata=doc("why, as far as AWS tells"))
+    # the fire ledger's own (platform/missed.py reads them with LEDGER_ATTRIBUTES): its watermark
+    # and the claim count for it, the alert's outbox flag; and what the claims wrote: the newest
+    # scheduled fire claimed and how many were ever claimed
+    fires_checked_until: str | None = None
+    fires_claims_checked: int | None = None
+    missed_alert_pending: bool = False
+    fired_schedule: str | None = None
+    claims_schedule: int = 0
+
+    @property
+    def paused(self) -> bool:
+        return self.paused_at is not None
+
+    @property
+    def last_duration(self) -> float | None:
+        """Seconds the last run that ended took, when both its times are known."""
+        if not (self.last_started_at and self.last_finished_at):
+            return None
+        return max(seconds_between(self.last_started_at, self.last_finished_at), 0.0)
+
+    @property
+    def blocked(self) -> bool:
+        """A failure blocks scheduled fires of SKIP_IF_FAILED jobs (not yet acknowledged)."""
+        return self.blocked_by is not None and self.acknowledged_by is None
+
+    #: Every attribute :meth:`from_item` reads: the jobs' state query asks for these alone. A
+    #: claimed job's item also holds its duplicate keys (``fire_*``, the other triggers'
+    #: ``fired_*`` and ``claims_*``), blocks and index keys, which no reader of a state needs;
+    #: leaving them out of the answer is what DynamoDB sends and every client parses (~40% of the
+    #: jobs page's store time at 1,000 jobs, bench/portal.py). Readers of a few fields ask for
+    #: fewer (the jobs page, the fire ledger).
+    ATTRIBUTES = ("job", "team", dm.ATTR_RUNNING, dm.ATTR_HOLDER, dm.ATTR_LAST_STATUS, dm.ATTR_LAST_EXECUTION,
+                  dm.ATTR_LAST_FINISHED_AT, dm.ATTR_LAST_STARTED_AT, dm.ATTR_BLOCKED_BY, dm.ATTR_ACKNOWLEDGED_BY,
+                  dm.ATTR_PAUSED_BY, dm.ATTR_PAUSED_REASON, dm.ATTR_PAUSED_AT, dm.ATTR_MISSED_SINCE,
+                  dm.ATTR_MISSED_COUNT, dm.ATTR_MISSED_CAUSE, dm.ATTR_FIRES_CHECKED, dm.ATTR_FIRES_CLAIMS,
+                  dm.ATTR_MISSED_ALERT, FIRED_SCHEDULE, CLAIMS_SCHEDULE)
+
+    @classmethod
+    def from_item(cls, item: Item) -> JobState:
+        p = plain(item)
+        # A claim's name set is read defensively: one malformed item (an execution once named
+        # null) must not take every page that lists jobs down.
+        running = frozenset(r for r in p.get(dm.ATTR_RUNNING) or () if isinstance(r, str) and r)
+        checked = p.get(dm.ATTR_FIRES_CLAIMS)
+        return cls(job=_text(p, "job") or str(p.get("pk", "")).removeprefix(dm.JOB_PREFIX),
+                   team=_text(p, "team") or "", running=running,
+                   holder=_text(p, dm.ATTR_HOLDER), last_status=_text(p, dm.ATTR_LAST_STATUS),
+                   last_execution=_text(p, dm.ATTR_LAST_EXECUTION), last_finished_at=_text(p, dm.ATTR_LAST_FINISHED_AT),
+                   last_started_at=_text(p, dm.ATTR_LAST_STARTED_AT),
+                   blocked_by=_text(p, dm.ATTR_BLOCKED_BY), acknowledged_by=_text(p, dm.ATTR_ACKNOWLEDGED_BY),
+                   paused_by=_text(p, dm.ATTR_PAUSED_BY),
+                   paused_reason=_text(p, dm.ATTR_PAUSED_REASON), paused_at=_text(p, dm.ATTR_PAUSED_AT),
+                   missed_since=_text(p, dm.ATTR_MISSED_SINCE), missed_count=int(p.get(dm.ATTR_MISSED_COUNT) or 0),
+                   missed_cause=_text(p, dm.ATTR_MISSED_CAUSE), fires_checked_until=_text(p, dm.ATTR_FIRES_CHECKED),
+                   fires_claims_checked=None if checked is None else int(checked),
+                   missed_alert_pending=dm.ATTR_MISSED_ALERT in p, fired_schedule=_text(p, FIRED_SCHEDULE),
+                   claims_schedule=int(p.get(CLAIMS_SCHEDULE) or 0))
+
+    def to_item(self) -> Item:
+        """The attributes :meth:`from_item` reads, with the item's keys (what the claim and the
+        pause write of them; other triggers' duplicate keys are not part of the record)."""
+        values: JsonObject = {
+            "pk": dm.job_partition(self.job), "sk": dm.STATE_SK, "gsi1pk": dm.JOBS_PARTITION, "gsi1sk": self.job,
+            "job": self.job, "team": self.team or None, dm.ATTR_RUNNING: set(self.running) or None,
+            dm.ATTR_HOLDER: self.holder, dm.ATTR_LAST_STATUS: self.last_status,
+            dm.ATTR_LAST_EXECUTION: self.last_execution, dm.ATTR_LAST_FINISHED_AT: self.last_finished_at,
+            dm.ATTR_LAST_STARTED_AT: self.last_started_at, dm.ATTR_BLOCKED_BY: self.blocked_by,
+            dm.ATTR_ACKNOWLEDGED_BY: self.acknowledged_by, dm.ATTR_PAUSED_BY: self.paused_by,
+            dm.ATTR_PAUSED_REASON: self.paused_reason, dm.ATTR_PAUSED_AT: self.paused_at,
+            PAUSE_SCHEDULE: self.paused_at, dm.ATTR_MISSED_SINCE: self.missed_since,
+            dm.ATTR_MISSED_COUNT: self.missed_count or None, dm.ATTR_MISSED_CAUSE: self.missed_cause,
+            dm.ATTR_FIRES_CHECKED: self.fires_checked_until, dm.ATTR_FIRES_CLAIMS: self.fires_claims_checked,
+            dm.ATTR_MISSED_ALERT: 1 if self.missed_alert_pending else None, FIRED_SCHEDULE: self.fired_schedule,
+            CLAIMS_SCHEDULE: self.claims_schedule or None,
+        }
+        return {k: to_attribute(v) for k, v in values.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class ExecutionRecord:
+    """An execution's final record (pk ``EXEC#<execution>``): a run's end, a skip, or a missed
+    fire (docs/data-model.md). The state machine writes it when it ends
+    (``items.execution_record``); the reconciler adds the history's timeline and a TTL."""
+
+    execution: str
+    job: str
+    status: str = field(metadata=doc("SUCCEEDED, FAILED, TIMED_OUT, ABORTED, SKIPPED or MISSED"))
+    trigger: str | None = None
+    scheduled_time: str | None = None
+    requested_by: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    failed_step: str | None = None
+    skip_reason: str | None = None
+    error: str | None = None
+    given: JsonObject = field(default_factory=dict, metadata=doc(
+        "the execution's input as it was sent (a console start's may lack fields; see input)"))
+    blocked_by: str | None = field(default=None, metadata=doc("a LAST_FAILED skip: the failed run that blocked it"))
+    steps: JsonObject = field(default_factory=dict, metadata=doc("each step's attempts' results, as the run kept them"))
+    execution_arn: str | None = None
+    expires_at: int | None = None
+    team: str = ""
+    timeline: tuple[Attempt, ...] = ()
+    transitions: int | None = field(default=None, metadata=doc("state transitions the execution used (billed)"))
+    rerun_by: tuple[str, ...] = ()
+    after_runs: tuple[str, ...] = field(default=(), metadata=doc("runs of jobs this run's end started"))
+    after_jobs: tuple[str, ...] = ()  # ...and their jobs
+    alert_pending: bool = False  # recorded by the reconciler, its alert not yet published
+
+    @property
+    def input(self) -> ExecutionInput:
+        """The input the run had (missing fields as the state machine's defaults, with no
+        params: the control plane reads it again with the job's declared params)."""
+        return ExecutionInput.read(self.given, self.started_at)
+
+    @property
+    def resume_from(self) -> str | None:
+        return self.input.resume_from
+
+    @property
+    def rerun_of(self) -> str | None:
+        return self.input.rerun_of
+
+    @property
+    def upstream(self) -> str | None:
+        """The run of another job whose end started this one (``after``)."""
+        return self.input.upstream
+
+    @property
+    def status_enum(self) -> ExecutionStatus:
+        return ExecutionStatus(self.status)
+
+    @classmethod
+    def from_item(cls, item: Item) -> ExecutionRecord:
+        p = plain(item)
+        given = _json(p.get("input"))
+        steps = _json(p.get("steps"))
+        return cls(
+            execution=str(p["execution"]), job=str(p["job"]), status=str(p["status"]), trigger=_text(p, "trigger"),
+            scheduled_time=_text(p, "scheduled_time"), requested_by=_text(p, "requested_by"),
+            started_at=_text(p, "started_at"), finished_at=_text(p, "finished_at"), failed_step=_text(p, "failed_step"),
+            skip_reason=_text(p, "skip_reason"), error=_text(p, "error"),
+            given=given if isinstance(given, dict) else {}, steps=steps if isinstance(steps, dict) else {},
+            execution_arn=_text(p, dm.ATTR_EXECUTION_ARN), expires_at=_int(p.get(dm.ATTR_EXPIRES_AT)),
+            team=_text(p, "team") or "", timeline=timeline_of(_json(p.get("timeline"))),
+            transitions=_int(p.get("transitions")),
+            rerun_by=tuple(sorted(p.get("rerun_by", ()))), blocked_by=_text(p, dm.ATTR_BLOCKED_BY),
+            after_runs=tuple(sorted(p.get(dm.ATTR_AFTER_RUNS, ()))),
+            after_jobs=tuple(sorted(p.get(dm.ATTR_AFTER_JOBS, ()))),
+            alert_pending=dm.ATTR_ALERT_PENDING in p,
+        )
+
+    def to_item(self) -> Item:
+        """The item as the state machine and the reconciler leave it (keys and indexes as
+        ``items.execution_record`` writes them; JSON attributes compact)."""
+        status = ExecutionStatus(self.status)
+        feed = None
+        if status != ExecutionStatus.SUCCEEDED:
+            feed = dm.SKIPS_PARTITION if status == ExecutionStatus.SKIPPED else dm.FAILURES_PARTITION
+        values: JsonObject = {
+            "pk": dm.execution_pk(self.execution), "sk": dm.EXEC_SK, dm.ATTR_EXECUTION: self.execution,
+            dm.ATTR_EXECUTION_ARN: self.execution_arn, "job": self.job, "team": self.team, "status": self.status,
+            "trigger": self.trigger, "scheduled_time": self.scheduled_time, "requested_by": self.requested_by,
+            "input": _dumps(self.given), "started_at": self.started_at, "finished_at": self.finished_at,
+            "gsi1pk": dm.job_partition(self.job), "gsi1sk": self.started_at,
+            dm.ATTR_STEPS: _dumps(self.steps), "skip_reason": self.skip_reason,
+            "gsi2pk": feed, "gsi2sk": self.finished_at if feed else None,
+            "failed_step": self.failed_step, dm.ATTR_BLOCKED_BY: self.blocked_by, "error": self.error,
+            dm.ATTR_ALERT_PENDING: 1 if self.alert_pending else None, dm.ATTR_EXPIRES_AT: self.expires_at,
+            "timeline": _dumps([a.to_json() for a in self.timeline]) if self.transitions is not None else None,
+            "transitions": self.transitions, "rerun_by": set(self.rerun_by) or None,
+            dm.ATTR_AFTER_RUNS: set(self.after_runs) or None, dm.ATTR_AFTER_JOBS: set(self.after_jobs) or None,
+        }
+        return {k: to_attribute(v) for k, v in values.items() if v is not None}
+
+    def attempts(self, step: str) -> list[Attempt]:
+        """The step's attempts in order, each with its outcome, exit code and, for a failed one,
+        error, StopCode and reason (:func:`jobplane.platform.timeline.attempt_rows`)."""
+        from jobplane.contract.attempts import attempt_rows
+
+        return [row for row in attempt_rows(self.steps, self.timeline) if row.step == step]
+
+
+def _text(p: JsonObject, name: str) -> str | None:
+    value = p.get(name)
+    return value if isinstance(value, str) else None
+
+
+def _int(value: JsonValue) -> int | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _json(text: JsonValue) -> JsonValue:
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _dumps(value: JsonValue) -> str:
+    return json.dumps(value, separators=(",", ":"))
