@@ -6,14 +6,13 @@ import re
 from datetime import datetime, timezone
 from types import SimpleNamespace
 
+from jobplane.contract.attempts import Attempt
 from jobplane.portal import charts
 
 
 def test_attempts_sit_on_the_runs_time_axis_with_the_retry_wait_as_a_gap() -> None:
-    rows = [{"step": "load", "attempt": 1, "outcome": "failed",
-             "started_at": "2026-11-30T10:00:00Z", "finished_at": "2026-11-30T10:00:10Z"},
-            {"step": "load", "attempt": 2, "outcome": "succeeded",
-             "started_at": "2026-11-30T10:00:30Z", "finished_at": "2026-11-30T10:00:40Z"}]
+    rows = [Attempt("load", 1, "2026-11-30T10:00:00Z", "2026-11-30T10:00:10Z", outcome="failed"),
+            Attempt("load", 2, "2026-11-30T10:00:30Z", "2026-11-30T10:00:40Z", outcome="succeeded")]
     svg = charts.attempt_gantt(rows, "2026-11-30T10:00:00Z", "2026-11-30T10:00:40Z", datetime.now(timezone.utc))
     bars = [(float(x), float(w)) for x, w in re.findall(r'class="attempt".*?x="([\d.]+)".*?width="([\d.]+)"', svg)]
     assert len(bars) == 2
@@ -25,10 +24,10 @@ def test_attempts_sit_on_the_runs_time_axis_with_the_retry_wait_as_a_gap() -> No
 
 def test_a_run_still_going_ends_now_and_nothing_unescaped_is_drawn() -> None:
     now = datetime(2026, 11, 30, 10, 1, tzinfo=timezone.utc)
-    rows = [{"step": "a<b>", "attempt": 1, "outcome": None, "started_at": "2026-11-30T10:00:00Z"}]
+    rows = [Attempt("a<b>", 1, "2026-11-30T10:00:00Z", None, outcome="running")]
     svg = charts.attempt_gantt(rows, "2026-11-30T10:00:00Z", None, now)
     assert "a&lt;b&gt;" in svg and "<b>" not in svg and "running" in svg
-    assert charts.attempt_gantt([{"step": "x", "attempt": 1}], None, None, now) is None
+    assert charts.attempt_gantt([Attempt("x", 1, None, None, outcome="running")], None, None, now) is None
 
 
 def test_recent_runs_give_a_success_rate_of_the_runs_that_ran() -> None:

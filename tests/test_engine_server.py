@@ -30,7 +30,7 @@ def test_server_mode_serves_other_clients(tmp_path: Path) -> None:
                  f"endpoint_url='http://127.0.0.1:{port}', aws_access_key_id='{key.access_key_id}', "
                  f"aws_secret_access_key='{key.secret_access_key}'); "
                  "print(c.start_execution(stateMachineArn=sys.argv[1], name='from-outside', input=sys.argv[2])['executionArn'])")
-        payload = json.dumps(execution_input.manual("cli", overrides={"mode": "ok", "marker": str(marker)}))
+        payload = json.dumps(execution_input.manual("cli", overrides={"mode": "ok", "marker": str(marker)}).to_json())
         out = subprocess.run([sys.executable, "-c", start, server.state_machines[name], payload],
                              capture_output=True, text=True, timeout=60)
         assert out.returncode == 0, out.stderr

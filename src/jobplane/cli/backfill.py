@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
-from jobplane.cli.common import control_error, data_dir_option, deployment_option, parse_params, target
+from jobplane.cli.common import (Context, Target, control_error, data_dir_option, deployment_option, parse_params,
+                                 target)
+
+if TYPE_CHECKING:  # imported by the command itself (the CLI's start-up)
+    from jobplane.platform.backfill import Backfills
+    from jobplane.platform.backfill_model import Backfill
 
 
 
@@ -31,7 +36,7 @@ from jobplane.cli.common import control_error, data_dir_option, deployment_optio
 @data_dir_option
 @deployment_option
 @click.pass_obj
-def backfill(obj: Any, job_or_backfill: str, start: str | None, end: str | None, only_missed: bool,
+def backfill(obj: Context, job_or_backfill: str, start: str | None, end: str | None, only_missed: bool,
              max_concurrent: int, params: tuple[str, ...], reason: str | None, dry_run: bool, detach: bool,
              cancel: bool, resume: bool, data_dir: Path | None, deployment: Path | None) -> None:
     """Run JOB for the fires of a past window, exactly once each: by default only those with no
@@ -87,10 +92,10 @@ def backfill(obj: Any, job_or_backfill: str, start: str | None, end: str | None,
         raise click.ClickException(e.message) from None
 
 
-def _follow(backfills: Any, backfill_id: str, where: Any) -> None:
+def _follow(backfills: Backfills, backfill_id: str, where: Target) -> None:
     seen: dict[str, tuple[str, str | None]] = {}
 
-    def show(bf: Any) -> None:
+    def show(bf: Backfill) -> None:
         for f in bf.fires:
             now = (f.state.value, f.status)
             if seen.get(f.at) != now:

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 from jobplane.contract.config import ConfigError, PlatformConfig, load_config
+from jobplane.contract.types import JsonObject
 
 if TYPE_CHECKING:  # the compiler, boto3 and the control plane load only in the commands that use them
     from datetime import datetime
@@ -73,7 +74,7 @@ def control_error() -> type[Exception]:
     return ControlError
 
 
-def parse_params(values: tuple[str, ...]) -> dict[str, Any]:
+def parse_params(values: tuple[str, ...]) -> JsonObject:
     from jobplane.contract.execution_input import parse_params as parse
 
     try:

@@ -10,11 +10,11 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from types import FrameType
 
 import click
 
-from jobplane.cli.common import data_dir_option, fail_definitions, resolve_data_dir
+from jobplane.cli.common import Context, data_dir_option, fail_definitions, resolve_data_dir
 
 ENGINE_LOG = "engine.log"
 
@@ -41,7 +41,7 @@ def engine_log_to_file(data_dir: Path) -> None:
               help="Port of the portal (default: [dev] portal_port; 0: any free port).")
 @click.option("--no-services", is_flag=True, help="Do not start the [dev.services] processes.")
 @click.pass_obj
-def dev(obj: Any, reset: bool, data_dir: Path | None, aws_port: int | None, portal_port: int | None,
+def dev(obj: Context, reset: bool, data_dir: Path | None, aws_port: int | None, portal_port: int | None,
         no_services: bool) -> None:
     """Run the whole platform on this machine until Ctrl-C.
 
@@ -69,7 +69,7 @@ def dev(obj: Any, reset: bool, data_dir: Path | None, aws_port: int | None, port
                            run_services=not no_services)
     stop = threading.Event()
 
-    def on_signal(signum: int, frame: Any) -> None:
+    def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()
 
     signal.signal(signal.SIGINT, on_signal)

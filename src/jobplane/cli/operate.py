@@ -10,13 +10,18 @@ import sys
 import time
 from datetime import timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 import click
 
-from jobplane.cli.common import (aws_target, control_error, data_dir_option, deployment_option, parse_params,
-                                 resolve_data_dir, target)
+from jobplane.cli.common import (Context, aws_target, control_error, data_dir_option, deployment_option,
+                                 parse_params, resolve_data_dir, target)
 from jobplane.contract.statuses import ExecutionStatus
+from jobplane.contract.types import JsonObject
+
+if TYPE_CHECKING:  # the platform is imported by the commands that use it (the CLI's start-up)
+    from jobplane.platform.control import ControlPlane, JobSummary
+    from jobplane.platform.logs import LogStream
 
 
 #: How often `run` asks about the execution it follows: soon at first (a short job is done in a
@@ -37,7 +42,7 @@ FIRST_POLL, LAST_POLL = 0.05, 2.0
 @data_dir_option
 @deployment_option
 @click.pass_obj
-def run(obj: Any, job: str, params: tuple[str, ...], from_step: str | None, wait: bool, timeout: float,
+def run(obj: Context, job: str, params: tuple[str, ...], from_step: str | None, wait: bool, timeout: float,
         data_dir: Path | None, deployment: Path | None) -> None:
     """Start JOB now (on the running `jobplane dev`, or with --deployment on AWS), and follow it
     to the end.
@@ -91,7 +96,7 @@ def run(obj: Any, job: str, params: tuple[str, ...], from_step: str | None, wait
 @deployment_option
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_obj
-def status(obj: Any, data_dir: Path | None, deployment: Path | None, as_json: bool) -> None:
+def status(obj: Context, data_dir: Path | None, deployment: Path | None, as_json: bool) -> None:
     """Jobs: last status, running executions, next fire time (of `jobplane dev`, or with
     --deployment on AWS). While `jobplane dev` is not running, its last saved state (no next
     fires: nothing fires)."""
@@ -137,7 +142,7 @@ def status(obj: Any, data_dir: Path | None, deployment: Path | None, as_json: bo
             click.echo(f"  {name}: {p}")
 
 
-def _missed(job: Any) -> dict[str, Any] | None:
+def _missed(job: JobSummary) -> JsonObject | None:
     s = job.state
     if not (s and s.missed_since):
         return None
@@ -150,7 +155,7 @@ def _missed(job: Any) -> dict[str, Any] | None:
 @data_dir_option
 @deployment_option
 @click.pass_obj
-def logs(obj: Any, execution: str, step: str | None, data_dir: Path | None, deployment: Path | None) -> None:
+def logs(obj: Context, execution: str, step: str | None, data_dir: Path | None, deployment: Path | None) -> None:
     """Print the step logs of EXECUTION (every attempt, in the order they ran), read from
     CloudWatch Logs (of `jobplane dev`, or with --deployment on AWS); while `jobplane dev` is
     stopped, from its cache in the data directory."""
@@ -169,8 +174,8 @@ def logs(obj: Any, execution: str, step: str | None, data_dir: Path | None, depl
     _print_streams(streams)
 
 
-def _reader(obj: Any, data_dir: Path | None, deployment: Path | None,
-            offline: Callable[[Path, Exception], None]) -> Any | None:
+def _reader(obj: Context, data_dir: Path | None, deployment: Path | None,
+            offline: Callable[[Path, Exception], None]) -> ControlPlane | None:
     """The control plane a read-only command asks: the deployment on AWS with --deployment,
     else the running `jobplane dev`; while that is stopped, ``offline`` answers from its data
     directory instead, and None is returned."""
@@ -185,7 +190,7 @@ def _reader(obj: Any, data_dir: Path | None, deployment: Path | None,
         return None
 
 
-def _print_streams(streams: list[Any]) -> None:
+def _print_streams(streams: list[LogStream]) -> None:
     for s in streams:
         click.echo(f"==> {s.step} (attempt {s.attempt}, task {s.task_id}) <==")
         click.echo(s.read(), nl=False)
@@ -237,7 +242,8 @@ def _offline_status(data_dir: Path, why: Exception, as_json: bool) -> None:
 reason_option = click.option("--reason", required=True, help="Why (shown in the audit log and the portal).")
 
 
-def _act(obj: Any, data_dir: Path | None, deployment: Path | None, action: Any, done: str) -> None:
+def _act(obj: Context, data_dir: Path | None, deployment: Path | None,
+         action: Callable[[ControlPlane, str], object], done: str) -> None:
     where = target(obj, data_dir, deployment)
     try:
         action(where.control, where.actor)
@@ -252,7 +258,7 @@ def _act(obj: Any, data_dir: Path | None, deployment: Path | None, action: Any, 
 @data_dir_option
 @deployment_option
 @click.pass_obj
-def stop(obj: Any, execution: str, reason: str, data_dir: Path | None, deployment: Path | None) -> None:
+def stop(obj: Context, execution: str, reason: str, data_dir: Path | None, deployment: Path | None) -> None:
     """Stop a running EXECUTION: its step's task is stopped, the run is recorded ABORTED and its
     claim released."""
     _act(obj, data_dir, deployment, lambda c, actor: c.stop(execution, actor, reason), f"stop requested for {execution}")
@@ -260,7 +266,7 @@ def stop(obj: Any, execution: str, reason: str, data_dir: Path | None, deploymen
 
 def _job_action(name: str, method: str, done: str, doc: str) -> click.Command:
     """``jobplane NAME JOB --reason R``: one of the control plane's audited job actions."""
-    def command(obj: Any, job: str, reason: str, data_dir: Path | None, deployment: Path | None) -> None:
+    def command(obj: Context, job: str, reason: str, data_dir: Path | None, deployment: Path | None) -> None:
         _act(obj, data_dir, deployment, lambda c, actor: getattr(c, method)(job, actor, reason), done.format(job=job))
 
     command.__doc__ = doc

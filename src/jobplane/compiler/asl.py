@@ -53,6 +53,7 @@ from jobplane.contract import states as sn
 from jobplane.contract.bindings import token
 from jobplane.contract.items import Ref, Text
 from jobplane.contract.statuses import AUTOMATIC_TRIGGERS, UNCOMPARED_TRIGGERS, Event, ExecutionStatus, SkipReason, Trigger
+from jobplane.contract.types import JsonObject
 
 _TRANSIENT = ("ProvisionedThroughputExceededException", "ThrottlingException", "InternalServerErrorException",
               "RequestLimitExceeded")
@@ -144,7 +145,7 @@ def _steps_slot(step: Step) -> str:
     return f"$.run.steps.{step.key}"
 
 
-def _initial_slots(steps: list[Step]) -> dict[str, Any]:
+def _initial_slots(steps: list[Step]) -> JsonObject:
     """The attempt counter of each step that may be retried, before its first attempt."""
     return {s.key: {ATTEMPT: 1} for s in steps if s.parallel is None and s.retry.attempts > 1}
 
@@ -160,7 +161,7 @@ class _Builder:
         return self.graph.add(name, state)
 
     # -- the whole machine ------------------------------------------------------------------
-    def build(self) -> dict[str, Any]:
+    def build(self) -> JsonObject:
         first = self.steps_chain(self.job.steps, final=self.finish_states())
         self.start_states()
         self.add(sn.CLAIM, self.claim_state(next_=first))
@@ -299,7 +300,7 @@ class _Builder:
             next=sn.CLAIM))
 
     # -- claim ------------------------------------------------------------------------------
-    def claim_update(self, takeover: bool = False) -> dict[str, Any]:
+    def claim_update(self, takeover: bool = False) -> JsonObject:
         """The claim's conditional UpdateItem. ``takeover``: replace the claim of a stale holder
         (the state's holder must still be the one found stale) instead of requiring none."""
         policy = self.job.policy
@@ -317,7 +318,7 @@ class _Builder:
                  "#claims.$": f"States.Format('{dm.ATTR_CLAIMS_PREFIX}{{}}', $.trigger)",
                  "#paused.$": f"States.Format('{dm.ATTR_PAUSE_PREFIX}{{}}', $.trigger)",
                  "#running": dm.ATTR_RUNNING}
-        values: dict[str, Any] = {
+        values: JsonObject = {
             ":t": _s(SCHEDULED_TIME.expr),
             ":fire": _s("States.Format('{}|{}', States.ArrayContains(States.Array("
                         + ", ".join(f"'{t.value}'" for t in UNCOMPARED_TRIGGERS) + "), $.trigger), $.scheduled_time)"),
@@ -354,7 +355,7 @@ class _Builder:
             "ReturnValues": "ALL_OLD",
         }
 
-    def run_selector(self) -> dict[str, Any]:
+    def run_selector(self) -> JsonObject:
         """``$.run`` as a claim starts it; each retried step's attempt counter at 1 (a re-run
         from a step starts its attempts afresh, as the claim is its own)."""
         return {"old.$": "$", "steps": _initial_slots(self.job.steps), "infra": {"n": 0}}
@@ -391,7 +392,7 @@ class _Builder:
                 nxt = self.step_states(step, nxt, is_last, self.graph, record=True)
         return nxt
 
-    def run_task_parameters(self, step: Step, counter: str | None) -> dict[str, Any]:
+    def run_task_parameters(self, step: Step, counter: str | None) -> JsonObject:
         """RunTask's parameters; ``counter``: where the attempt number is (None: one attempt)."""
         return {
             "Cluster": token("cluster_arn"),
@@ -579,7 +580,7 @@ class _Builder:
         """Release the claim and write the final execution record in one transaction. A failure
         goes on to its notification; a success ends the run unless ``next_`` says otherwise."""
         succeeded = status == ExecutionStatus.SUCCEEDED
-        extra: dict[str, Any] = {"steps": STEPS_JSON}
+        extra: JsonObject = {"steps": STEPS_JSON}
         if not succeeded:
             extra["failed_step"] = step if step else RESUME_FROM
         release = items.release_job(self.job.name, execution=EXECUTION_NAME, status=status, started_at=STARTED_AT,
@@ -604,7 +605,7 @@ class _Builder:
         return sn.FINISH
 
     def publish_state(self, event: str | None, next_: str | None = None,
-                      outcome: dict[str, Any] | None = None) -> Task:
+                      outcome: JsonObject | None = None) -> Task:
         """One SNS message per event; attributes let subscribers filter by team, job, status.
         ``outcome``: built here instead of taken from ``$.outcome``."""
         event_field = {"event": event} if event else {"event.$": "$.outcome.status"}
@@ -754,11 +755,11 @@ def _stop_code_rules(cause: str, codes: tuple[str, ...]) -> list[Rule]:
     return [matches(cause, f'*"StopCode":{sep}"{code}"*') for code in codes for sep in ("", " ")]
 
 
-def build_definition(job: Job, prefix: str) -> dict[str, Any]:
+def build_definition(job: Job, prefix: str) -> JsonObject:
     return _Builder(job, prefix).build()
 
 
-def render(definition: dict[str, Any]) -> str:
+def render(definition: JsonObject) -> str:
     """Deterministic, compact bytes: the very string deployed (after binding), so its size is
     what counts against the 1 MB definition quota. ``jq .`` or the portal show it indented."""
     return json.dumps(definition, separators=(",", ":"), ensure_ascii=False)

@@ -8,11 +8,11 @@ the same bytes as when these were written by hand.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from jobplane.contract.types import JsonObject
 
 
 class Rule:
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         raise NotImplementedError
 
 
@@ -22,9 +22,9 @@ class Test(Rule):
 
     variable: str
     operator: str
-    value: Any = True
+    value: str | int | float | bool = True
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"Variable": self.variable, self.operator: self.value}
 
 
@@ -32,7 +32,7 @@ class Test(Rule):
 class And(Rule):
     rules: tuple[Rule, ...]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"And": [r.to_dict() for r in self.rules]}
 
 
@@ -40,7 +40,7 @@ class And(Rule):
 class Or(Rule):
     rules: tuple[Rule, ...]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"Or": [r.to_dict() for r in self.rules]}
 
 
@@ -48,7 +48,7 @@ class Or(Rule):
 class Not(Rule):
     rule: Rule
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"Not": self.rule.to_dict()}
 
 
@@ -59,7 +59,7 @@ class When:
     rule: Rule
     next: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {**self.rule.to_dict(), "Next": self.next}
 
 

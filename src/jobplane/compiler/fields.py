@@ -21,6 +21,7 @@ from typing import Any, ClassVar, TypeVar, cast
 
 from jobplane.contract import runner as rc
 from jobplane.contract.quoting import did_you_mean, quoted
+from jobplane.contract.types import JsonObject, JsonValue
 
 #: Where a problem is: field names and list indexes from the definition's root.
 Loc = tuple[str | int, ...]
@@ -47,10 +48,10 @@ class Invalid(ValueError):
 class Type:
     """One kind of value: ``check`` returns the value to keep, or BAD after recording why not."""
 
-    def check(self, value: Any, loc: Loc, problems: Problems) -> Any:
+    def check(self, value: JsonValue, loc: Loc, problems: Problems) -> JsonValue:
         raise NotImplementedError
 
-    def schema(self, defs: dict[str, Any]) -> dict[str, Any]:
+    def schema(self, defs: JsonObject) -> JsonObject:
         raise NotImplementedError
 
 
@@ -61,13 +62,13 @@ class _Scalar(Type):
     what = ""
     json_type = ""
 
-    def check(self, value: Any, loc: Loc, problems: Problems) -> Any:
+    def check(self, value: JsonValue, loc: Loc, problems: Problems) -> JsonValue:
         if isinstance(value, bool) != (bool in self.kinds) or not isinstance(value, self.kinds):
             problems.append((loc, f"Input should be a valid {self.what}"))
             return BAD
         return value
 
-    def schema(self, defs: dict[str, Any]) -> dict[str, Any]:
+    def schema(self, defs: JsonObject) -> JsonObject:
         return {"type": self.json_type}
 
 
@@ -83,7 +84,7 @@ class _Bounded(_Scalar):
     def __init__(self, ge: float | None = None, le: float | None = None):
         self.ge, self.le = ge, le
 
-    def check(self, value: Any, loc: Loc, problems: Problems) -> Any:
+    def check(self, value: JsonValue, loc: Loc, problems: Problems) -> JsonValue:
         value = super().check(value, loc, problems)
         if value is BAD:
             return BAD
@@ -95,7 +96,7 @@ class _Bounded(_Scalar):
             return BAD
         return value
 
-    def schema(self, defs: dict[str, Any]) -> dict[str, Any]:
+    def schema(self, defs: JsonObject) -> JsonObject:
         out = super().schema(defs)
         if self.ge is not None:
             out["minimum"] = self.ge
@@ -119,30 +120,30 @@ class Anything(Type):
     most rc.MAX_PARAMS_DEPTH lists and objects deep (Jsonnet allows ~500; what reads the value
     later, the catalog's serialiser among them, gives up at ~250 with a traceback)."""
 
-    def check(self, value: Any, loc: Loc, problems: Problems) -> Any:
+    def check(self, value: JsonValue, loc: Loc, problems: Problems) -> JsonValue:
         if rc.nesting(value) > rc.MAX_PARAMS_DEPTH:
             problems.append((loc, f"nested more than {rc.MAX_PARAMS_DEPTH} lists or objects deep"))
             return BAD
         return value
 
-    def schema(self, defs: dict[str, Any]) -> dict[str, Any]:
+    def schema(self, defs: JsonObject) -> JsonObject:
         return {}
 
 
 class Parsed(Type):
     """A value read by a function that raises ValueError with the message to show (durations)."""
 
-    def __init__(self, parse: Callable[[Any], Any], json_schema: dict[str, Any]):
+    def __init__(self, parse: Callable[[JsonValue], JsonValue], json_schema: JsonObject):
         self.parse, self.json_schema = parse, json_schema
 
-    def check(self, value: Any, loc: Loc, problems: Problems) -> Any:
+    def check(self, value: JsonValue, loc: Loc, problems: Problems) -> JsonValue:
         try:
             return self.parse(value)
         except ValueError as e:
             problems.append((loc, str(e)))
             return BAD
 
-    def schema(self, defs: dict[str, Any]) -> dict[str, Any]:
+    def schema(self, defs: JsonObject) -> JsonObject:
         return dict(self.json_schema)
 
 
@@ -153,15 +154,15 @@ class Choice(Type):
         self.enum = options if isinstance(options, type) else None
         self.options = [m.value for m in options] if isinstance(options, type) else list(options)
 
-    def check(self, value: Any, loc: Loc, problems: Problems) -> Any:
+    def check(self, value: JsonValue, loc: Loc, problems: Problems) -> JsonValue:
         if isinstance(value, str) and value in self.options:
             return self.enum(value) if self.enum else value
         hint = did_you_mean(value[:80], self.options) if isinstance(value, str) else ""
         problems.append((loc, f"{quoted(value)} is not one of {', '.join(self.options)}{hint}"))
         return BAD
 
-    def schema(self, defs: dict[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": "string", "enum": list(self.options)}
+    def schema(self, defs: JsonObject) -> JsonObject:
+        out: JsonObject = {"type": "string", "enum": list(self.options)}
         if self.enum is None:
             return out
         if self.enum.__doc__ and self.enum.__doc__ != Enum.__doc__:
@@ -174,7 +175,7 @@ class ListOf(Type):
     def __init__(self, item: Type, min_length: int = 0, too_short: str = ""):
         self.item, self.min_length, self.too_short = item, min_length, too_short
 
-    def check(self, value: Any, loc: Loc, problems: Problems) -> Any:
+    def check(self, value: JsonValue, loc: Loc, problems: Problems) -> JsonValue:
         if not isinstance(value, list):
             problems.append((loc, "Input should be a valid list"))
             return BAD
@@ -184,8 +185,8 @@ class ListOf(Type):
         out = [self.item.check(v, loc + (i,), problems) for i, v in enumerate(value)]
         return BAD if any(v is BAD for v in out) else out
 
-    def schema(self, defs: dict[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": "array", "items": self.item.schema(defs)}
+    def schema(self, defs: JsonObject) -> JsonObject:
+        out: JsonObject = {"type": "array", "items": self.item.schema(defs)}
         if self.min_length:
             out["minItems"] = self.min_length
         return out
@@ -197,14 +198,14 @@ class MapOf(Type):
     def __init__(self, value: Type):
         self.value = value
 
-    def check(self, value: Any, loc: Loc, problems: Problems) -> Any:
+    def check(self, value: JsonValue, loc: Loc, problems: Problems) -> JsonValue:
         if not isinstance(value, dict):
             problems.append((loc, "Input should be a valid dictionary"))
             return BAD
         out = {k: self.value.check(v, loc + (k,), problems) for k, v in value.items()}
         return BAD if any(v is BAD for v in out.values()) else out
 
-    def schema(self, defs: dict[str, Any]) -> dict[str, Any]:
+    def schema(self, defs: JsonObject) -> JsonObject:
         inner = self.value.schema(defs)
         return {"type": "object", "additionalProperties": inner or True}
 
@@ -215,10 +216,10 @@ class Nullable(Type):
     def __init__(self, inner: Type):
         self.inner = inner
 
-    def check(self, value: Any, loc: Loc, problems: Problems) -> Any:
+    def check(self, value: JsonValue, loc: Loc, problems: Problems) -> JsonValue:
         return None if value is None else self.inner.check(value, loc, problems)
 
-    def schema(self, defs: dict[str, Any]) -> dict[str, Any]:
+    def schema(self, defs: JsonObject) -> JsonObject:
         return {"anyOf": [self.inner.schema(defs), {"type": "null"}]}
 
 
@@ -228,10 +229,10 @@ class Nested(Type):
     def __init__(self, model: Callable[[], type[Model]]):
         self.model = model
 
-    def check(self, value: Any, loc: Loc, problems: Problems) -> Any:
+    def check(self, value: JsonValue, loc: Loc, problems: Problems) -> JsonValue:
         return self.model().build(value, loc, problems)
 
-    def schema(self, defs: dict[str, Any]) -> dict[str, Any]:
+    def schema(self, defs: JsonObject) -> JsonObject:
         model = self.model()
         if model.__name__ not in defs:
             defs[model.__name__] = {}  # placeholder first: the model may refer to itself
@@ -245,19 +246,19 @@ class FieldSpec:
     description: str = ""
     #: Yields problems with a value of the right type. Gets the fields before it that are right
     #: (or defaulted), in declaration order; a field that was refused is absent.
-    check: Callable[[Any, dict[str, Any]], Iterable[str]] | None = None
+    check: Callable[[JsonValue, JsonObject], Iterable[str]] | None = None
     #: Rewrites the value as written before its type is checked (a lone schedule string -> list).
-    before: Callable[[Any], Any] | None = None
+    before: Callable[[JsonValue], JsonValue] | None = None
     #: The schema of the value as written, when ``before`` accepts more than ``type`` describes.
-    json_schema: dict[str, Any] | None = None
+    json_schema: JsonObject | None = None
 
 
 _REQUIRED: Any = dataclasses.MISSING
 
 
-def field(type_: Type, default: Any = _REQUIRED, *, factory: Callable[[], Any] | None = None,
-          description: str = "", check: Callable[[Any, dict[str, Any]], Iterable[str]] | None = None,
-          before: Callable[[Any], Any] | None = None, json_schema: dict[str, Any] | None = None) -> Any:
+def field(type_: Type, default: JsonValue = _REQUIRED, *, factory: Callable[[], JsonValue] | None = None,
+          description: str = "", check: Callable[[JsonValue, JsonObject], Iterable[str]] | None = None,
+          before: Callable[[JsonValue], JsonValue] | None = None, json_schema: JsonObject | None = None) -> JsonValue:
     """A model field: its type, default (or factory, for lists, dicts and models) and checks."""
     meta = {"jobplane": FieldSpec(type_, description, check, before, json_schema)}
     if factory is not None:
@@ -271,7 +272,7 @@ class Model:
     _specs: ClassVar[dict[type, list[tuple[dataclasses.Field[Any], FieldSpec]]]] = {}
 
     @classmethod
-    def from_definition(cls: type[M], data: Any) -> M:
+    def from_definition(cls: type[M], data: JsonValue) -> M:
         """The model of ``data``, or :class:`Invalid` with every problem found in it."""
         problems: Problems = []
         built = cls.build(data, (), problems)
@@ -287,7 +288,7 @@ class Model:
         return Model._specs[cls]
 
     @classmethod
-    def build(cls: type[M], data: Any, loc: Loc, problems: Problems) -> M:
+    def build(cls: type[M], data: JsonValue, loc: Loc, problems: Problems) -> M:
         if not isinstance(data, dict):
             problems.append((loc, "Input should be a valid dictionary"))
             return cast("M", BAD)
@@ -297,7 +298,7 @@ class Model:
         for key in data:
             if key not in names:
                 problems.append((loc + (key,), "unknown field" + did_you_mean(str(key), names)))
-        values: dict[str, Any] = {}
+        values: JsonObject = {}
         for f, spec in specs:
             where = loc + (f.name,)
             if f.name not in data:
@@ -327,13 +328,13 @@ class Model:
         """Rules across this model's fields (checked once every field is right)."""
         return iter(())
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         """The model as JSON data (enums as their values), for the catalog and the ASL."""
-        return cast(dict[str, Any], _plain(self))
+        return cast(JsonObject, _plain(self))
 
     @classmethod
-    def object_schema(cls, defs: dict[str, Any]) -> dict[str, Any]:
-        properties: dict[str, Any] = {}
+    def object_schema(cls, defs: JsonObject) -> JsonObject:
+        properties: JsonObject = {}
         required = []
         for f, spec in cls.fields_with_specs():
             prop = dict(spec.json_schema) if spec.json_schema is not None else spec.type.schema(defs)
@@ -346,7 +347,7 @@ class Model:
             elif f.default_factory is _REQUIRED:
                 required.append(f.name)
             properties[f.name] = prop
-        out: dict[str, Any] = {"type": "object", "title": cls.__name__, "properties": properties,
+        out: JsonObject = {"type": "object", "title": cls.__name__, "properties": properties,
                                "additionalProperties": False}
         if cls.__doc__:
             out["description"] = " ".join(cls.__doc__.split())
@@ -355,9 +356,9 @@ class Model:
         return out
 
 
-def json_schema(model: type[Model], title: str) -> dict[str, Any]:
+def json_schema(model: type[Model], title: str) -> JsonObject:
     """A JSON Schema (2020-12) of definitions of ``model``, for editors and `jobplane schema`."""
-    defs: dict[str, Any] = {}
+    defs: JsonObject = {}
     out = model.object_schema(defs)
     out.pop("title")
     defs.pop(model.__name__, None)
@@ -365,7 +366,7 @@ def json_schema(model: type[Model], title: str) -> dict[str, Any]:
             "$defs": dict(sorted(defs.items()))}
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: JsonValue) -> JsonValue:
     if isinstance(value, Model):
         # a Model instance is a dataclass instance (see fields_with_specs)
         return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}  # type: ignore[arg-type]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from jobplane.compiler.fields import (Anything, Bool, Choice, Int, ListOf, MapOf, Model, Nested, Nullable, Number,
                                      Parsed, Str, field)
@@ -20,6 +20,7 @@ from jobplane.contract.quoting import quoted
 from jobplane.contract.schedule import ScheduleError, parse, validate_timezone
 from jobplane.contract.states import STEP_NAME_MAX, STEP_NAME_RE, step_key
 from jobplane.contract.statuses import DEFAULT_EVENTS, DEFAULT_POLICY, Event, Policy
+from jobplane.contract.types import JsonObject, JsonValue
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 PYTHON_TARGET_RE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
@@ -56,7 +57,7 @@ FARGATE_SIZES = {
 }
 
 
-def parse_duration(value: Any) -> int:
+def parse_duration(value: JsonValue) -> int:
     """Seconds from 90, '90s', '15m', '2h', '1h30m' or '1d'. Why strings: '2h' reads better than 7200."""
     if isinstance(value, bool):
         raise ValueError("a duration is a number of seconds or a string like '15m'")
@@ -104,7 +105,7 @@ def fargate_size_problem(cpu: int, memory: int) -> str | None:
     return None
 
 
-def _schedule_expression(v: Any) -> str:
+def _schedule_expression(v: JsonValue) -> str:
     if not isinstance(v, str):
         raise ValueError("Input should be a valid string")
     if v != v.strip():  # deployed as written: EventBridge would be given the spaces too
@@ -116,26 +117,26 @@ def _schedule_expression(v: Any) -> str:
     return v
 
 
-def _matches(pattern: re.Pattern[str], message: str) -> Any:
+def _matches(pattern: re.Pattern[str], message: str) -> JsonValue:
     """A field check: the whole value (when given) matches ``pattern``, else ``message`` about it.
     (Whole: ``$`` alone also matches before a final line break, which let 'name\n' through.)"""
-    def check(v: str | None, _: dict[str, Any]) -> Iterator[str]:
+    def check(v: str | None, _: JsonObject) -> Iterator[str]:
         if v is not None and not pattern.fullmatch(v):
             yield message.format(value=quoted(v))
     return check
 
 
-def _shell(v: list[str] | None, _: dict[str, Any]) -> Iterator[str]:
+def _shell(v: list[str] | None, _: JsonObject) -> Iterator[str]:
     if v is not None and (not v or not v[0]):
         yield "shell takes a non-empty argv list, e.g. ['bash', '-c', 'echo hi']"
 
 
-def _step_name(v: str, _: dict[str, Any]) -> Iterator[str]:
+def _step_name(v: str, _: JsonObject) -> Iterator[str]:
     if not STEP_NAME_RE.fullmatch(v) or len(v) > STEP_NAME_MAX:
         yield f"{quoted(v)}: step names are 1-40 lower-case letters, digits, '-' or '_', starting with a letter"
 
 
-def _env(v: dict[str, str], _: dict[str, Any]) -> Iterator[str]:
+def _env(v: dict[str, str], _: JsonObject) -> Iterator[str]:
     for key, value in v.items():
         if not ENV_NAME_RE.fullmatch(key):
             yield f"{quoted(key)} is not a valid environment variable name"
@@ -145,7 +146,7 @@ def _env(v: dict[str, str], _: dict[str, Any]) -> Iterator[str]:
             yield f"{quoted(key)} looks like a secret given as plain text; put it under secrets instead (jp.secret(NAME))"
 
 
-def _secrets(v: dict[str, str], _: dict[str, Any]) -> Iterator[str]:
+def _secrets(v: dict[str, str], _: JsonObject) -> Iterator[str]:
     for key, value in v.items():
         if not ENV_NAME_RE.fullmatch(key):
             yield f"{quoted(key)} is not a valid environment variable name"
@@ -190,8 +191,8 @@ class Step(Model):
                                     check=_shell)
     parallel: list[Step] | None = field(Nullable(ListOf(Nested(lambda: Step))), None,
                                         description="Steps run concurrently; fails if any fails.")
-    args: list[Any] = field(ListOf(Anything()), factory=list, description="Arguments of a celery or django step.")
-    kwargs: dict[str, Any] = field(MapOf(Anything()), factory=dict,
+    args: list[JsonValue] = field(ListOf(Anything()), factory=list, description="Arguments of a celery or django step.")
+    kwargs: JsonObject = field(MapOf(Anything()), factory=dict,
                                    description="Keyword arguments of a python or celery step.")
     timeout: int = field(Duration, 3600, description="Per attempt.")
     retry: Retry = field(Nested(lambda: Retry), factory=Retry)
@@ -229,9 +230,9 @@ class Step(Model):
         """A JSONPath-safe identifier for the step (state data keys, DynamoDB JSON)."""
         return step_key(self.name)
 
-    def target_spec(self) -> dict[str, Any]:
+    def target_spec(self) -> JsonObject:
         """What the runner needs to find and call the target (the JOBPLANE_TARGET variable)."""
-        spec: dict[str, Any] = {"kind": self.kind}
+        spec: JsonObject = {"kind": self.kind}
         if self.kind == "shell":
             spec["argv"] = self.shell
         else:
@@ -252,7 +253,7 @@ class Runbook(Model):
     recovery: str = field(Str(), description="How to recover: is a re-run safe, from which step.")
 
 
-def _channels(v: list[str], _: dict[str, Any]) -> Iterator[str]:
+def _channels(v: list[str], _: JsonObject) -> Iterator[str]:
     for ch in v:
         if not SLACK_CHANNEL_RE.fullmatch(ch):
             yield f"{quoted(ch)} is not a Slack channel name such as '#billing-alerts'"
@@ -277,19 +278,19 @@ class After(Model):
         "jobs). A skipped upstream run starts nothing."))
 
 
-def _schedule_list(v: Any) -> Any:
+def _schedule_list(v: JsonValue) -> JsonValue:
     """A lone expression is a list of one; null is none (manual only)."""
     if v is None:
         return []
     return [v] if isinstance(v, str) else v
 
 
-def _distinct_schedules(v: list[str], _: dict[str, Any]) -> Iterator[str]:
+def _distinct_schedules(v: list[str], _: JsonObject) -> Iterator[str]:
     if len(set(v)) != len(v):
         yield "the same expression is listed twice"
 
 
-def _timezone(v: str | None, _: dict[str, Any]) -> Iterator[str]:
+def _timezone(v: str | None, _: JsonObject) -> Iterator[str]:
     if v is not None:
         try:
             validate_timezone(v)
@@ -297,23 +298,23 @@ def _timezone(v: str | None, _: dict[str, Any]) -> Iterator[str]:
             yield str(e)
 
 
-def _unique_steps(steps: list[Step], _: dict[str, Any]) -> Iterator[str]:
+def _unique_steps(steps: list[Step], _: JsonObject) -> Iterator[str]:
     if problem := duplicate_step_problem([(s.name, [m.name for m in s.parallel or []]) for s in steps]):
         yield problem
 
 
-def _unique_upstreams(v: list[After], _: dict[str, Any]) -> Iterator[str]:
+def _unique_upstreams(v: list[After], _: JsonObject) -> Iterator[str]:
     seen = [a.job for a in v]
     if twice := sorted({j for j in seen if seen.count(j) > 1}):
         yield f"{', '.join(quoted(j) for j in twice)} is listed twice: one entry per upstream job"
 
 
-def _missed_after_range(v: int | None, _: dict[str, Any]) -> Iterator[str]:
+def _missed_after_range(v: int | None, _: JsonObject) -> Iterator[str]:
     if v is not None and not 60 <= v <= 86400:
         yield f"missed_after ({v}s) must be 1m to 24h: how late a fire may start before it counts as missed"
 
 
-def _shorter_than_timeout(v: int | None, checked: dict[str, Any]) -> Iterator[str]:
+def _shorter_than_timeout(v: int | None, checked: JsonObject) -> Iterator[str]:
     timeout = checked.get("timeout")  # absent: refused, and reported on its own
     if v is not None and timeout is not None and v >= timeout:
         yield f"expected_duration ({v}s) must be shorter than timeout ({timeout}s)"
@@ -348,7 +349,7 @@ class Job(Model):
         "A scheduled fire that has neither run nor been skipped this long after its time is MISSED "
         "(recorded and alerted); default 10m."))
     notify: Notify = field(Nested(lambda: Notify), factory=Notify)
-    params: dict[str, Any] = field(MapOf(Anything()), factory=dict,
+    params: JsonObject = field(MapOf(Anything()), factory=dict,
                                    description="Defaults a manual run may override.")
     after: list[After] = field(ListOf(Nested(lambda: After)), factory=list, check=_unique_upstreams, description=(
         "Start this job when another job's run ends: [{job, on}]. A schedule may be given too."))

@@ -12,13 +12,13 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from jobplane.compiler import asl, catalog, terraform
 from jobplane.compiler.validate import LoadedJob, load_jobs
 from jobplane.contract import layout
 from jobplane.contract.catalog import CATALOG_FILE, Catalog
 from jobplane.contract.config import PlatformConfig
+from jobplane.contract.types import JsonObject
 
 @dataclass(frozen=True)
 class CompiledOutput:
@@ -96,7 +96,7 @@ def changed_roots(old: dict[str, str], new: dict[str, str]) -> list[str]:
     return layout.apply_order({r for r in roots if r})
 
 
-def count_states(definition: dict[str, Any]) -> int:
+def count_states(definition: JsonObject) -> int:
     total = 0
     for state in definition["States"].values():
         total += 1

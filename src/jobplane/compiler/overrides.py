@@ -9,9 +9,10 @@ ASL builder (issue 13: validate's start-up).
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from jobplane.contract import runner as rc
+from jobplane.contract.types import JsonObject
 
 if TYPE_CHECKING:
     from jobplane.compiler.model import Job, Step
@@ -41,7 +42,7 @@ def container_env(job: Job, step: Step, counter: str | None) -> list[dict[str, s
     return env
 
 
-def container_overrides(job: Job, step: Step, counter: str | None) -> list[dict[str, Any]]:
+def container_overrides(job: Job, step: Step, counter: str | None) -> list[JsonObject]:
     """RunTask's Overrides.ContainerOverrides for every attempt of ``step``."""
     return [{
         "Name": rc.CONTAINER_NAME,

@@ -11,7 +11,6 @@ import json
 import subprocess
 import tempfile
 from datetime import datetime
-from typing import Any
 
 from jobplane.compiler.output import catalog_parts, changed_roots, compile_all, job_files
 from jobplane.compiler.terraform import iam_summary, secret_grants
@@ -19,6 +18,7 @@ from jobplane.contract import layout
 from jobplane.contract.catalog import CATALOG_FILE, Catalog, CatalogJob, CatalogStep
 from jobplane.contract.config import PlatformConfig, load_config
 from jobplane.contract.schedule import RateExpression, next_fire_times, parse
+from jobplane.contract.types import JsonObject
 
 NEXT_FIRES = 3
 
@@ -111,7 +111,7 @@ def _step_changes(old: CatalogStep, new: CatalogStep) -> list[str]:
     return changes
 
 
-def _job_doc(files: dict[str, str], job: str) -> dict[str, Any]:
+def _job_doc(files: dict[str, str], job: str) -> JsonObject:
     """The job's Terraform document, read once for both its IAM lines and its grants."""
     path = _job_file(files, job)
     return json.loads(files[path]) if path else {}

@@ -11,12 +11,19 @@ TimeoutSeconds, Retry, Catch, Next/End), which keeps the compiled bytes stable.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterator
+from typing import ClassVar, Iterator, Union
 
 from jobplane.compiler.choice_rules import When
+from jobplane.contract.types import JsonObject
 
 #: ``ResultPath: null``: keep the state's input, discard its result (distinct from "no ResultPath").
-DISCARD = object()
+class _Discard:
+    """``ResultPath: null``: the state's result is dropped (None already means "the default")."""
+
+
+DISCARD = _Discard()
+#: Where a state puts its result: a path, DISCARD, or None for the default ($).
+ResultPath = Union[str, _Discard, None]
 
 
 @dataclass(frozen=True)
@@ -32,8 +39,8 @@ class Retry:
     max_delay: int | None = None
     full_jitter: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"ErrorEquals": list(self.errors)}
+    def to_dict(self) -> JsonObject:
+        out: JsonObject = {"ErrorEquals": list(self.errors)}
         if self.interval is not None:
             out["IntervalSeconds"] = self.interval
         out["MaxAttempts"] = self.max_attempts
@@ -51,10 +58,10 @@ class Catch:
     errors: list[str]
     next: str
     result_path: str | None = None
-    assign: dict[str, Any] | None = None  # workflow variables set when this catcher matches
+    assign: JsonObject | None = None  # workflow variables set when this catcher matches
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"ErrorEquals": list(self.errors)}
+    def to_dict(self) -> JsonObject:
+        out: JsonObject = {"ErrorEquals": list(self.errors)}
         if self.result_path is not None:
             out["ResultPath"] = self.result_path
         if self.assign is not None:
@@ -68,7 +75,7 @@ class State:
     type: ClassVar[str]
     comment: str | None = field(default=None, kw_only=True)
 
-    def fields(self) -> dict[str, Any]:
+    def fields(self) -> JsonObject:
         """The type's own fields, in order, between Comment and the transition."""
         return {}
 
@@ -76,11 +83,11 @@ class State:
         """Every state this one can go to."""
         return []
 
-    def transition(self) -> dict[str, Any]:
+    def transition(self) -> JsonObject:
         return {}
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"Type": self.type}
+    def to_dict(self) -> JsonObject:
+        out: JsonObject = {"Type": self.type}
         if self.comment is not None:
             out["Comment"] = self.comment
         out |= self.fields()
@@ -97,12 +104,12 @@ class _Flowing(State):
     def targets(self) -> list[str]:
         return [self.next] if self.next else []
 
-    def transition(self) -> dict[str, Any]:
+    def transition(self) -> JsonObject:
         return {"Next": self.next} if self.next else {"End": True}
 
 
-def _result_fields(result_selector: dict[str, Any] | None, result_path: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _result_fields(result_selector: JsonObject | None, result_path: ResultPath) -> JsonObject:
+    out: JsonObject = {}
     if result_selector is not None:
         out["ResultSelector"] = result_selector
     if result_path is DISCARD:
@@ -121,7 +128,7 @@ class _Catching(_Flowing):
     def targets(self) -> list[str]:
         return super().targets() + [c.next for c in self.catch]
 
-    def catch_fields(self) -> dict[str, Any]:
+    def catch_fields(self) -> JsonObject:
         return {"Catch": [c.to_dict() for c in self.catch]} if self.catch else {}
 
 
@@ -129,14 +136,14 @@ class _Catching(_Flowing):
 class Task(_Catching):
     type: ClassVar[str] = "Task"
     resource: str
-    parameters: dict[str, Any] | None = None
-    result_selector: dict[str, Any] | None = None
-    result_path: Any = None  # a path, DISCARD, or None for the default ($)
+    parameters: JsonObject | None = None
+    result_selector: JsonObject | None = None
+    result_path: ResultPath = None
     timeout_seconds: int | None = None
     retry: list[Retry] = field(default_factory=list)
 
-    def fields(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"Resource": self.resource}
+    def fields(self) -> JsonObject:
+        out: JsonObject = {"Resource": self.resource}
         if self.parameters is not None:
             out["Parameters"] = self.parameters
         out |= _result_fields(self.result_selector, self.result_path)
@@ -151,12 +158,12 @@ class Task(_Catching):
 class Parallel(_Catching):
     type: ClassVar[str] = "Parallel"
     branches: list[Graph]
-    parameters: dict[str, Any] | None = None
-    result_selector: dict[str, Any] | None = None
-    result_path: Any = None
+    parameters: JsonObject | None = None
+    result_selector: JsonObject | None = None
+    result_path: ResultPath = None
 
-    def fields(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def fields(self) -> JsonObject:
+        out: JsonObject = {}
         if self.parameters is not None:
             out["Parameters"] = self.parameters
         out["Branches"] = [b.to_dict() for b in self.branches]
@@ -166,12 +173,12 @@ class Parallel(_Catching):
 @dataclass
 class Pass(_Flowing):
     type: ClassVar[str] = "Pass"
-    parameters: dict[str, Any] | None = None
-    result_path: Any = None
+    parameters: JsonObject | None = None
+    result_path: ResultPath = None
     output_path: str | None = None
 
-    def fields(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"Parameters": self.parameters} if self.parameters is not None else {}
+    def fields(self) -> JsonObject:
+        out: JsonObject = {"Parameters": self.parameters} if self.parameters is not None else {}
         out |= _result_fields(None, self.result_path)
         if self.output_path is not None:
             out["OutputPath"] = self.output_path
@@ -186,7 +193,7 @@ class Wait(_Flowing):
     seconds: int | None = None
     seconds_path: str | None = None
 
-    def fields(self) -> dict[str, Any]:
+    def fields(self) -> JsonObject:
         if (self.seconds is None) == (self.seconds_path is None):
             raise ValueError("a Wait takes Seconds or SecondsPath")
         return {"Seconds": self.seconds} if self.seconds is not None else {"SecondsPath": self.seconds_path}
@@ -200,7 +207,7 @@ class Choice(State):
     choices: list[When]
     default: str
 
-    def fields(self) -> dict[str, Any]:
+    def fields(self) -> JsonObject:
         return {"Choices": [c.to_dict() for c in self.choices], "Default": self.default}
 
     def targets(self) -> list[str]:
@@ -213,8 +220,8 @@ class Fail(State):
     error_path: str | None = None
     cause_path: str | None = None
 
-    def fields(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def fields(self) -> JsonObject:
+        out: JsonObject = {}
         if self.error_path is not None:
             out["ErrorPath"] = self.error_path
         if self.cause_path is not None:
@@ -267,7 +274,7 @@ class Graph:
         if unreachable:
             raise ValueError(f"unreachable states: {unreachable}")
 
-    def to_dict(self, order: list[str] | None = None) -> dict[str, Any]:
+    def to_dict(self, order: list[str] | None = None) -> JsonObject:
         self.check()
         names = order if order is not None else list(self.states)
         return {"StartAt": self.start_at, "States": {n: self.states[n].to_dict() for n in names}}

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import posixpath
-from typing import Any
 
 from jobplane.compiler.model import Job
 from jobplane.compiler.secret_scope import SecretRef
@@ -23,6 +22,7 @@ from jobplane.contract import runner as rc
 from jobplane.contract.bindings import bind_for_terraform, terraform_expressions
 from jobplane.contract.published import PUBLISHED
 from jobplane.contract.config import PlatformConfig
+from jobplane.contract.types import JsonObject
 
 PROVIDER_VERSION = "~> 6.0"
 ACCOUNT = "${data.aws_caller_identity.current.account_id}"
@@ -30,10 +30,10 @@ REGION = "${data.aws_region.current.region}"
 PARTITION = "${data.aws_partition.current.partition}"
 
 
-def _settings(config: PlatformConfig, key: str | None) -> dict[str, Any]:
+def _settings(config: PlatformConfig, key: str | None) -> JsonObject:
     # the provider's next major version is adopted deliberately, not by the next init (as the
     # base module's versions.tf pins it)
-    settings: dict[str, Any] = {"required_providers": {"aws": {"source": "hashicorp/aws", "version": PROVIDER_VERSION}}}
+    settings: JsonObject = {"required_providers": {"aws": {"source": "hashicorp/aws", "version": PROVIDER_VERSION}}}
     if config.terraform is not None and key is not None:
         # S3 state with S3's own lock file (Terraform >= 1.10), encrypted at rest:
         # https://developer.hashicorp.com/terraform/language/backend/s3
@@ -45,7 +45,7 @@ def _settings(config: PlatformConfig, key: str | None) -> dict[str, Any]:
 
 _PROVIDER = {"aws": {"region": "${var.region}", "default_tags": {"tags": {"managed-by": "jobplane"}}}}
 _REGION_VAR = {"type": "string", "description": "AWS region of the platform."}
-_IDENTITY: dict[str, dict[str, Any]] = {"aws_caller_identity": {"current": {}}, "aws_region": {"current": {}}, "aws_partition": {"current": {}}}
+_IDENTITY: dict[str, JsonObject] = {"aws_caller_identity": {"current": {}}, "aws_region": {"current": {}}, "aws_partition": {"current": {}}}
 
 
 def module_source(config: PlatformConfig) -> str:
@@ -55,7 +55,7 @@ def module_source(config: PlatformConfig) -> str:
     return posixpath.normpath(posixpath.join("..", source)) if source.startswith(("./", "../")) else source
 
 
-def base_root(config: PlatformConfig) -> dict[str, Any]:
+def base_root(config: PlatformConfig) -> JsonObject:
     """The base root: variables, provider and the base module (which publishes what the team
     roots read: terraform/platform/published.tf), and the output operators' tools read."""
     module_vars = ["runner_image", "subnet_ids", "security_group_ids", "portal_url",
@@ -103,7 +103,7 @@ def base_root(config: PlatformConfig) -> dict[str, Any]:
     }
 
 
-def base_tfvars(config: PlatformConfig) -> dict[str, Any]:
+def base_tfvars(config: PlatformConfig) -> JsonObject:
     """The base root's optional variables as jobplane.toml's [deploy] sets them (a file Terraform
     loads itself: contract/deploy_settings.py says why they are committed, not passed)."""
     return config.deploy.tfvars(config.platform_admins, {t.name: t.members for t in config.teams.values()})
@@ -113,7 +113,7 @@ def team_key(config: PlatformConfig, team: str) -> str | None:
     return config.terraform.team_key.format(team=team) if config.terraform else None
 
 
-def team_root(config: PlatformConfig, team: str) -> dict[str, Any]:
+def team_root(config: PlatformConfig, team: str) -> JsonObject:
     """A team's root (its jobs' files sit beside it): what the base module published, read from
     SSM Parameter Store, and the team's part of the catalog uploaded where the portal and the
     slow-run check read it. It never reads the base root's state (published.py says why)."""
@@ -138,14 +138,14 @@ def team_root(config: PlatformConfig, team: str) -> dict[str, Any]:
     }
 
 
-def _statement(sid: str, actions: list[str], resources: list[str], conditions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    st: dict[str, Any] = {"sid": sid, "effect": "Allow", "actions": sorted(actions), "resources": resources}
+def _statement(sid: str, actions: list[str], resources: list[str], conditions: list[JsonObject] | None = None) -> JsonObject:
+    st: JsonObject = {"sid": sid, "effect": "Allow", "actions": sorted(actions), "resources": resources}
     if conditions:
         st["condition"] = conditions
     return st
 
 
-def _assume(service: str) -> dict[str, Any]:
+def _assume(service: str) -> JsonObject:
     return {"statement": [{
         "effect": "Allow", "actions": ["sts:AssumeRole"],
         "principals": [{"type": "Service", "identifiers": [service]}],
@@ -153,7 +153,7 @@ def _assume(service: str) -> dict[str, Any]:
     }]}
 
 
-def _secret_references(tid: str, secrets: dict[str, str], data: dict[str, Any]) -> tuple[
+def _secret_references(tid: str, secrets: dict[str, str], data: JsonObject) -> tuple[
         dict[str, str], list[str], list[str]]:
     """Where each secret comes from (the container's valueFrom) and what the execution role may
     read, all in the deployment's own account and region (the names the job's team may use:
@@ -181,7 +181,7 @@ def _secret_references(tid: str, secrets: dict[str, str], data: dict[str, Any]) 
     return value_from, sorted(sm_arns), sorted(ssm_arns)
 
 
-def job_module(job: Job, asl_text: str, config: PlatformConfig) -> dict[str, Any]:
+def job_module(job: Job, asl_text: str, config: PlatformConfig) -> JsonObject:
     """The job's resources in its team's root. The state machine's definition holds the one
     stored copy of its ASL (``asl_of`` reads it back)."""
     prefix = config.name_prefix
@@ -201,8 +201,8 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> dict[str, Any
     exec_role_arn = (f"${{aws_iam_role.{tid}_exec.arn}}" if own_task_definition
                      else "${local.platform.runner_execution_role_arn}")
 
-    resource: dict[str, dict[str, Any]] = {}
-    data: dict[str, dict[str, Any]] = {"aws_iam_policy_document": {}}
+    resource: dict[str, JsonObject] = {}
+    data: dict[str, JsonObject] = {"aws_iam_policy_document": {}}
     docs = data["aws_iam_policy_document"]
 
     # -- state machine and its role -------------------------------------------------------
@@ -226,16 +226,16 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> dict[str, Any
         docs[f"{tid}_sfn"]["statement"].append(
             _statement("CheckClaimHolder", ["states:DescribeExecution"],
                        [f"arn:{PARTITION}:states:{REGION}:{ACCOUNT}:execution:{sm_name}:*"]))
-    roles: dict[str, Any] = {
+    roles: JsonObject = {
         f"{tid}_sfn": {"name": names.sfn_role_name(prefix, job.name),
                        "description": f"Step Functions role of jobplane job {job.name}",
                        "assume_role_policy": f"${{data.aws_iam_policy_document.{tid}_sfn_assume.json}}"},
     }
-    role_policies: dict[str, Any] = {
+    role_policies: JsonObject = {
         f"{tid}_sfn": {"name": "job", "role": f"${{aws_iam_role.{tid}_sfn.id}}",
                        "policy": f"${{data.aws_iam_policy_document.{tid}_sfn.json}}"},
     }
-    attachments: dict[str, Any] = {
+    attachments: JsonObject = {
         f"{tid}_sfn_observability": {"role": f"${{aws_iam_role.{tid}_sfn.name}}",
                                      "policy_arn": "${local.platform.sfn_observability_policy_arn}"},
     }
@@ -374,12 +374,12 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> dict[str, Any
     return {"data": data, "resource": {k: resource[k] for k in sorted(resource)}}
 
 
-def render(doc: dict[str, Any]) -> str:
+def render(doc: JsonObject) -> str:
     """A root's own file (``main.tf.json``): indented, a reviewer reads it."""
     return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def render_job(doc: dict[str, Any]) -> str:
+def render_job(doc: JsonObject) -> str:
     """A job's file: compact. The job files are nearly all of the compiled output, and their
     bulk, the state machine's definition, is one string whatever the indentation: indenting
     the rest cost 3.3 of 63.5 MB at 1,000 jobs (issue 19; the catalogs 1.4 more). ``jq .`` shows one indented; reviewers
@@ -387,7 +387,7 @@ def render_job(doc: dict[str, Any]) -> str:
     return json.dumps(doc, separators=(",", ":"), sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def secret_grants(job_doc: dict[str, Any]) -> list[str]:
+def secret_grants(job_doc: JsonObject) -> list[str]:
     """What a job's task execution role may read, in words (the plan's reviewers read these, not
     ARNs): 'Secrets Manager secret billing/ledger-api-token', 'SSM parameter /billing/key'."""
     words = []
@@ -403,7 +403,7 @@ def secret_grants(job_doc: dict[str, Any]) -> list[str]:
     return sorted(words)
 
 
-def iam_summary(job_doc: dict[str, Any]) -> dict[str, list[str]]:
+def iam_summary(job_doc: JsonObject) -> dict[str, list[str]]:
     """role document -> sorted 'action on resource' lines, for the plan's IAM diff."""
     out: dict[str, list[str]] = {}
     for name, doc in job_doc.get("data", {}).get("aws_iam_policy_document", {}).items():

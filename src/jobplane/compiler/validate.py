@@ -11,7 +11,6 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import _gojsonnet as _jsonnet
 from jobplane.compiler.fields import Invalid, Loc
@@ -24,6 +23,7 @@ from jobplane.contract import runner as rc
 from jobplane.contract.config import TEAM_RE, PlatformConfig
 from jobplane.contract.names import base_module_names, too_long
 from jobplane.contract.quoting import did_you_mean, quoted
+from jobplane.contract.types import JsonObject, JsonValue
 
 #: Longest message text taken from Jsonnet or a model check (each quotes values with ``quoted``).
 MAX_MESSAGE = 400
@@ -42,7 +42,7 @@ def definition_files(config: PlatformConfig) -> list[Path]:
     return [f for f in files if lib not in f.resolve().parents]
 
 
-def evaluate(path: Path, config: PlatformConfig) -> Any:
+def evaluate(path: Path, config: PlatformConfig) -> JsonValue:
     """Evaluate one Jsonnet file with the DSL library on the import path.
 
     go-jsonnet (PyPI ``gojsonnet``), not the C++ binding: the C++ one spends ~60 ms per file
@@ -66,7 +66,7 @@ def evaluate(path: Path, config: PlatformConfig) -> Any:
     return json.loads(text)
 
 
-def evaluate_together(paths: list[Path], config: PlatformConfig) -> list[Any] | None:
+def evaluate_together(paths: list[Path], config: PlatformConfig) -> list[JsonValue] | None:
     """Every definition of ``paths`` in one Jsonnet run, in order, so the DSL library is parsed
     once instead of once per file (a third of validate's evaluation of the examples). None when
     any file fails or is refused: each is then evaluated alone (:func:`evaluate`), so a
@@ -176,7 +176,7 @@ def _loc_text(loc: Loc) -> str:
     return out
 
 
-def _model_problems(source: str, job_name: str | None, err: Invalid, raw: dict[str, Any]) -> list[Problem]:
+def _model_problems(source: str, job_name: str | None, err: Invalid, raw: JsonObject) -> list[Problem]:
     problems = []
     for loc, message in err.problems:
         if loc[:2] == ("schedule", 0) and isinstance(raw.get("schedule"), str):
@@ -261,7 +261,7 @@ def load_jobs(config: PlatformConfig, files: list[Path] | None = None) -> list[L
     return sorted(loaded, key=lambda lj: lj.job.name)
 
 
-def _derived_collisions(source: str, name: str, item: dict[str, Any], config: PlatformConfig,
+def _derived_collisions(source: str, name: str, item: JsonObject, config: PlatformConfig,
                         seen: dict[str, tuple[str, str]]) -> list[Problem]:
     """Two jobs deriving one AWS name: ``nightly`` with two schedules makes ``<prefix>-nightly-2``,
     the schedule name a job called ``nightly-2`` makes too. Validation passed and the apply
@@ -278,7 +278,7 @@ def _derived_collisions(source: str, name: str, item: dict[str, Any], config: Pl
     return problems
 
 
-def _json_kind(value: Any) -> str:
+def _json_kind(value: JsonValue) -> str:
     """What a JSON value is, in the words of the definition's author (not Python's type names)."""
     if value is None:
         return "null"
@@ -333,7 +333,7 @@ def override_problems(source: str, job: Job, budget: int) -> list[Problem]:
 RESERVED_TEXT = "<<jobplane:"  # contract/bindings.py: the tokens in compiled ASL
 
 
-def _reserved_text(value: Any, path: str = "") -> list[str]:
+def _reserved_text(value: JsonValue, path: str = "") -> list[str]:
     """The field paths of a definition whose keys or strings hold the binding token's prefix."""
     if isinstance(value, str):
         return [path or "(definition)"] if RESERVED_TEXT in value else []
@@ -345,7 +345,7 @@ def _reserved_text(value: Any, path: str = "") -> list[str]:
     return []
 
 
-def raw_problems(source: str, job: str, item: dict[str, Any], config: PlatformConfig) -> list[Problem]:
+def raw_problems(source: str, job: str, item: JsonObject, config: PlatformConfig) -> list[Problem]:
     """The checks that need only a few fields, on the definition as Jsonnet produced it."""
     problems = []
     team = item.get("team")
@@ -375,12 +375,12 @@ def raw_problems(source: str, job: str, item: dict[str, Any], config: PlatformCo
                                                          f"characters (AWS allows {limit}){more}; shorten the job name"))
     steps = item.get("steps")
     if isinstance(steps, list):
-        named: list[tuple[Any, list[Any]]] = []
+        named: list[tuple[JsonValue, list[JsonValue]]] = []
         for i, step in enumerate(steps):
             if not isinstance(step, dict):
                 continue
             group = step.get("parallel")
-            members: list[Any] = group if isinstance(group, list) else []
+            members: list[JsonValue] = group if isinstance(group, list) else []
             named.append((step.get("name"), [m.get("name") for m in members if isinstance(m, dict)]))
             for where, s in [(f"steps[{i}]", step)] + [(f"steps[{i}].parallel[{j}]", m) for j, m in enumerate(members)]:
                 if not isinstance(s, dict) or isinstance(s.get("parallel"), list):
@@ -395,7 +395,7 @@ def raw_problems(source: str, job: str, item: dict[str, Any], config: PlatformCo
     return problems
 
 
-def raw_derived_names(prefix: str, name: str, item: dict[str, Any]) -> list[tuple[str, str]]:
+def raw_derived_names(prefix: str, name: str, item: JsonObject) -> list[tuple[str, str]]:
     """names.derived_names for a definition that may not validate: from its name, how many
     schedules it lists and whether any step has secrets."""
     schedule = item.get("schedule")

@@ -1,6 +1,6 @@
-"""What an attempt's ECS task said, read where the state machine leaves it: a ``.sync`` Task's
-output, or a failed one's ``Cause`` (the task's JSON), and, in records written before the
-timeline carried them, the step's slot of the run's ``steps``.
+"""A step attempt (:class:`Attempt`), and what its ECS task said, read where the state machine
+leaves it: a ``.sync`` Task's output, or a failed one's ``Cause`` (the task's JSON), and, in
+records written before the timeline carried them, the step's slot of the run's ``steps``.
 
 The state data does not keep failed attempts' tasks (their JSON is 4-6 KB each), so the
 timeline rows built from the history (platform/timeline.py) carry these facts, and
@@ -12,10 +12,58 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
-from jobplane.contract.records import Attempt
 from jobplane.contract.states import attempt_key, step_key
-from jobplane.contract.types import JsonObject, JsonValue
+from jobplane.contract.types import JsonObject, JsonValue, doc
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One attempt of a step, as the execution history tells it (platform/timeline.py): when it
+    ran, how it ended, and what its ECS task said."""
+
+    step: str
+    attempt: int
+    started_at: str | None
+    finished_at: str | None
+    outcome: str = field(metadata=doc("running, succeeded, failed, timed out or stopped"))
+    exit_code: int | None = field(default=None, metadata=doc("the container's exit code, if it exited"))
+    error: str | None = None
+    stop_code: str | None = field(default=None, metadata=doc("the ECS task's StopCode, for an attempt that failed"))
+    reason: str | None = field(default=None, metadata=doc("why the task stopped, for an attempt that failed"))
+    task_id: str | None = field(default=None, metadata=doc("the ECS task that ran it (its log stream's name)"))
+
+    def to_json(self) -> JsonObject:
+        """As the record's ``timeline`` keeps it: unset facts left out."""
+        out: JsonObject = {"step": self.step, "attempt": self.attempt, "started_at": self.started_at,
+                           "finished_at": self.finished_at, "outcome": self.outcome}
+        for name in ("exit_code", "error", "stop_code", "reason", "task_id"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        return out
+
+    @classmethod
+    def from_json(cls, row: JsonValue) -> Attempt | None:
+        """A row of a stored timeline; None for one that is not a row (never raised on: a page
+        that lists executions must not fail for one damaged record)."""
+        if not isinstance(row, dict) or not isinstance(row.get("step"), str) or not isinstance(row.get("attempt"), int):
+            return None
+
+        def text(name: str) -> str | None:
+            value = row.get(name)
+            return value if isinstance(value, str) else None
+
+        code = row.get("exit_code")
+        return cls(step=row["step"], attempt=row["attempt"], started_at=text("started_at"),
+                   finished_at=text("finished_at"), outcome=text("outcome") or "unknown",
+                   exit_code=code if isinstance(code, int) and not isinstance(code, bool) else None,
+                   error=text("error"), stop_code=text("stop_code"), reason=text("reason"), task_id=text("task_id"))
+
+
+def timeline_of(rows: JsonValue) -> tuple[Attempt, ...]:
+    return tuple(a for a in (Attempt.from_json(r) for r in (rows if isinstance(rows, list) else [])) if a)
+
 
 #: How much of a stop reason or an unparsed error cause a row keeps (rows live on the record).
 REASON_MAX = 300

@@ -11,12 +11,12 @@ defaults, never rename.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from jobplane.contract.layout import CATALOG_FILE, catalog_parts
 from jobplane.contract.statuses import Event, Policy
+from jobplane.contract.types import JsonObject
 
 CATALOG_VERSION = 1
 __all__ = ["CATALOG_FILE", "CATALOG_VERSION", "Catalog", "CatalogJob", "CatalogStep", "CatalogTeam"]
@@ -40,7 +40,7 @@ class CatalogStep(_Model):
     kind: str
     description: str = ""
     parallel: list[CatalogStep] | None = None
-    target: dict[str, Any] | None = None  # the runner's target spec (runner contract)
+    target: JsonObject | None = None  # the runner's target spec (runner contract)
     timeout: int | None = None
     retry: StepRetry | None = None
     cpu: int | None = None
@@ -81,7 +81,7 @@ class CatalogJob(_Model):
     expected_duration: int | None = None
     missed_after: int | None = None  # seconds a fire may be late before it is MISSED (None: the default)
     notify: NotifySettings = Field(default_factory=NotifySettings)
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: JsonObject = Field(default_factory=dict)
     steps: list[CatalogStep]
     state_machine: str
     # where its ASL is stored, relative to the compiler's output directory: its Terraform file

@@ -11,9 +11,9 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from jobplane.contract.deploy_settings import DeploySettings, parse_deploy
+from jobplane.contract.types import JsonObject
 
 CONFIG_FILE = "jobplane.toml"
 
@@ -221,7 +221,7 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
                           platform_admins=admins, terraform=backend, deploy=deploy, **plat)
 
 
-def _check_keys(path: Path, section: str, table: dict[str, Any], known: set[str]) -> None:
+def _check_keys(path: Path, section: str, table: JsonObject, known: set[str]) -> None:
     unknown = set(table) - known
     if unknown:
         raise ConfigError(f"{path}: [{section}] has unknown keys: {', '.join(sorted(unknown))}")

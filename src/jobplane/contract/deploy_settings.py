@@ -20,8 +20,9 @@ Who may act in the portal on AWS is not repeated here: ``[platform] admins`` and
 from __future__ import annotations
 
 import re
+from typing import Union
 from dataclasses import dataclass, field
-from typing import Any
+from jobplane.contract.types import JsonObject, JsonValue
 
 SECRET_ARN_RE = re.compile(r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+-[A-Za-z0-9]{6}$")
 HTTPS_URL_RE = re.compile(r"^https://[A-Za-z0-9.-]+(:\d{1,5})?(/[A-Za-z0-9._~/-]*)?$")
@@ -41,12 +42,12 @@ class DeploySettings:
     slack_webhook_secret_arn: str | None = None
     slack_bot_token_secret_arn: str | None = None
     lambda_reserved_concurrency: int | None = None
-    vpc_endpoints: dict[str, Any] | None = None
-    portal: dict[str, Any] | None = field(default=None)
+    vpc_endpoints: JsonObject | None = None
+    portal: JsonObject | None = field(default=None)
 
-    def tfvars(self, admins: tuple[str, ...], team_members: dict[str, tuple[str, ...]]) -> dict[str, Any]:
+    def tfvars(self, admins: tuple[str, ...], team_members: dict[str, tuple[str, ...]]) -> JsonObject:
         """The base root's ``jobplane.auto.tfvars.json``: every setting jobplane.toml makes."""
-        out: dict[str, Any] = {k: v for k, v in (("portal_url", self.portal_url),
+        out: JsonObject = {k: v for k, v in (("portal_url", self.portal_url),
                                                  ("slack_webhook_secret_arn", self.slack_webhook_secret_arn),
                                                  ("slack_bot_token_secret_arn", self.slack_bot_token_secret_arn),
                                                  ("lambda_reserved_concurrency", self.lambda_reserved_concurrency),
@@ -57,7 +58,7 @@ class DeploySettings:
         return out
 
 
-def parse_deploy(where: str, table: Any) -> DeploySettings:
+def parse_deploy(where: str, table: JsonValue) -> DeploySettings:
     """``[deploy]`` checked whole (a pull request may edit it too): every problem at once."""
     problems: list[str] = []
     if not isinstance(table, dict):
@@ -103,7 +104,12 @@ def parse_deploy(where: str, table: Any) -> DeploySettings:
                           vpc_endpoints=endpoints, portal=portal)
 
 
-def _problems(name: str, value: Any, shape: Any) -> list[str]:
+#: What a [deploy] value must be: a pattern, a non-empty list of one shape, or a table of shapes
+#: (a key ending in "?" may be left out).
+Shape = Union["re.Pattern[str]", list["Shape"], dict[str, "Shape"]]
+
+
+def _problems(name: str, value: JsonValue, shape: Shape) -> list[str]:
     """Each place where ``value`` does not have ``shape`` (a pattern, [pattern] or {key: shape})."""
     if isinstance(shape, dict):
         if not isinstance(value, dict):
@@ -124,6 +130,7 @@ def _problems(name: str, value: Any, shape: Any) -> list[str]:
         if not isinstance(value, list) or not value:
             return [f"[deploy] {name}: a non-empty list"]
         return [p for i, v in enumerate(value) for p in _problems(f"{name}[{i}]", v, shape[0])]
+    assert isinstance(shape, re.Pattern)
     if not (isinstance(value, str) and shape.fullmatch(value)):
         return [f"[deploy] {name}: {str(value)[:80]!r} is not what it must be ({_words(shape)})"]
     return []

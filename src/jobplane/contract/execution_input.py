@@ -88,7 +88,7 @@ class ExecutionInput:
     @staticmethod
     def asl(*, trigger: Template, scheduled_time: Template, requested_by: Template, params: Params | Ref,
             resume_from: Template = None, rerun_of: Template = None, upstream: Template = None,
-            refs_last: bool = False) -> JsonObject:
+            backfill: Template = None, refs_last: bool = False) -> JsonObject:
         """The input as an ASL ``Parameters`` block: a :class:`Ref` becomes a ``<field>.$`` key.
 
         The keyword names are the record's fields (a test holds them equal). ``refs_last``
@@ -96,7 +96,7 @@ class ExecutionInput:
         had: kept so no deployed state machine's definition changes for a refactor."""
         values: dict[str, Template | Params | Ref] = {
             "trigger": trigger, "scheduled_time": scheduled_time, "requested_by": requested_by, "params": params,
-            "resume_from": resume_from, "rerun_of": rerun_of, "upstream": upstream}
+            "resume_from": resume_from, "rerun_of": rerun_of, "upstream": upstream, "backfill": backfill}
         literal: JsonObject = {}
         paths: JsonObject = {}
         for name, value in values.items():

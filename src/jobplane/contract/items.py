@@ -12,10 +12,12 @@ values for the repository, which refuses a Ref.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Union
+from collections.abc import Callable
+from typing import Union
 
 from jobplane.contract import datamodel as dm
 from jobplane.contract.statuses import ExecutionStatus
+from jobplane.contract.types import JsonObject
 
 
 @dataclass(frozen=True)
@@ -50,9 +52,9 @@ def formatted(prefix: str, value: Text) -> Text:
     return prefix + value
 
 
-def as_asl(values: dict[str, Value]) -> dict[str, dict[str, Any]]:
+def as_asl(values: dict[str, Value]) -> dict[str, JsonObject]:
     """DynamoDB JSON for an ASL ``Parameters`` block: a Ref becomes a ``.$`` field."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, JsonObject] = {}
     for name, v in values.items():
         if isinstance(v, StringSet):
             out[name] = ({"SS.$": f"States.Array({v.value.expr})"} if isinstance(v.value, Ref)
@@ -66,14 +68,14 @@ def as_asl(values: dict[str, Value]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def as_boto(values: dict[str, Value]) -> dict[str, dict[str, Any]]:
+def as_boto(values: dict[str, Value]) -> dict[str, JsonObject]:
     """DynamoDB JSON for a boto3 call; every value must be known (no Ref)."""
     def known(v: Text) -> str:
         if isinstance(v, Ref):
             raise TypeError(f"{v.expr} is only known inside the state machine")
         return v
 
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, JsonObject] = {}
     for name, v in values.items():
         if isinstance(v, StringSet):
             out[name] = {"SS": [known(v.value)]}
@@ -94,8 +96,8 @@ class Update:
     names: dict[str, str] = field(default_factory=dict)
     condition: str | None = None
 
-    def _params(self, table: str, render: Any) -> dict[str, Any]:
-        out: dict[str, Any] = {"TableName": table, "Key": render(self.key), "UpdateExpression": self.expression}
+    def _params(self, table: str, render: Callable[[dict[str, Value]], JsonObject]) -> JsonObject:
+        out: JsonObject = {"TableName": table, "Key": render(self.key), "UpdateExpression": self.expression}
         if self.condition:
             out["ConditionExpression"] = self.condition
         if self.names:
@@ -103,10 +105,10 @@ class Update:
         out["ExpressionAttributeValues"] = render(self.values)
         return out
 
-    def asl(self, table: str) -> dict[str, Any]:
+    def asl(self, table: str) -> JsonObject:
         return self._params(table, as_asl)
 
-    def boto(self, table: str) -> dict[str, Any]:
+    def boto(self, table: str) -> JsonObject:
         return self._params(table, as_boto)
 
 
@@ -117,16 +119,16 @@ class Put:
     item: dict[str, Value]
     condition: str | None = None
 
-    def _params(self, table: str, render: Any) -> dict[str, Any]:
-        out: dict[str, Any] = {"TableName": table, "Item": render(self.item)}
+    def _params(self, table: str, render: Callable[[dict[str, Value]], JsonObject]) -> JsonObject:
+        out: JsonObject = {"TableName": table, "Item": render(self.item)}
         if self.condition:
             out["ConditionExpression"] = self.condition
         return out
 
-    def asl(self, table: str) -> dict[str, Any]:
+    def asl(self, table: str) -> JsonObject:
         return self._params(table, as_asl)
 
-    def boto(self, table: str) -> dict[str, Any]:
+    def boto(self, table: str) -> JsonObject:
         return self._params(table, as_boto)
 
 

@@ -11,9 +11,10 @@ Message attributes, for subscription filter policies: ``team``, ``job``, ``statu
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
+from jobplane.contract.types import Client
 
 Event = Literal["FAILED", "TIMED_OUT", "ABORTED", "SKIPPED", "RECOVERED", "SLOW", "MISSED"]
 EVENTS: tuple[Event, ...] = get_args(Event)
@@ -62,7 +63,7 @@ def attributes(message: NotificationMessage) -> dict[str, dict[str, str]]:
     return {k: {"DataType": "String", "StringValue": v} for k, v in values.items() if v}
 
 
-def publish(sns: Any, topic_arn: str, message: NotificationMessage) -> str:
+def publish(sns: Client, topic_arn: str, message: NotificationMessage) -> str:
     message_id: str = sns.publish(TopicArn=topic_arn, Message=message.model_dump_json(),
                                   MessageAttributes=attributes(message))["MessageId"]
     return message_id

@@ -1,5 +1,6 @@
-"""The records of a run, each defined once: a job's state, an execution's final record and a
-step attempt (the execution's input is :class:`jobplane.contract.execution_input.ExecutionInput`).
+"""The records of a run, each defined once: a job's state and an execution's final record (its
+input is :class:`jobplane.contract.execution_input.ExecutionInput`, its step attempts
+:class:`jobplane.contract.attempts.Attempt`).
 
 The compiled state machines write the items (:mod:`jobplane.contract.items` builds those
 writes); the repository reads them back into these records with ``from_item``; the portal's
@@ -15,69 +16,18 @@ import json
 from dataclasses import dataclass, field
 
 from jobplane.contract import datamodel as dm
+from jobplane.contract.attempts import Attempt, attempt_rows, timeline_of
 from jobplane.contract.attribute_values import plain, to_attribute
 from jobplane.contract.clock import seconds_between
 from jobplane.contract.execution_input import ExecutionInput
 from jobplane.contract.statuses import ExecutionStatus, Trigger
-from jobplane.contract.types import Item, JsonObject, JsonValue
+from jobplane.contract.types import Item, JsonObject, JsonValue, doc
 
 #: The claim refuses a scheduled fire while this is set (datamodel.ATTR_PAUSE_PREFIX).
 PAUSE_SCHEDULE = f"{dm.ATTR_PAUSE_PREFIX}{Trigger.SCHEDULE.value}"
 #: What the claim writes of scheduled fires: the newest claimed, and how many were ever claimed.
 FIRED_SCHEDULE = f"{dm.ATTR_FIRED_PREFIX}{Trigger.SCHEDULE.value}"
 CLAIMS_SCHEDULE = f"{dm.ATTR_CLAIMS_PREFIX}{Trigger.SCHEDULE.value}"
-
-
-def doc(text: str) -> dict[str, str]:
-    """A field's description (dataclass metadata), read by the JSON Schema and the API."""
-    return {"description": text}
-
-
-@dataclass(frozen=True)
-class Attempt:
-    """One attempt of a step, as the execution history tells it (platform/timeline.py): when it
-    ran, how it ended, and what its ECS task said."""
-
-    step: str
-    attempt: int
-    started_at: str | None
-    finished_at: str | None
-    outcome: str = field(metadata=doc("running, succeeded, failed, timed out or stopped"))
-    exit_code: int | None = field(default=None, metadata=doc("the container's exit code, if it exited"))
-    error: str | None = None
-    stop_code: str | None = field(default=None, metadata=doc("the ECS task's StopCode, for an attempt that failed"))
-    reason: str | None = field(default=None, metadata=doc("why the task stopped, for an attempt that failed"))
-    task_id: str | None = field(default=None, metadata=doc("the ECS task that ran it (its log stream's name)"))
-
-    def to_json(self) -> JsonObject:
-        """As the record's ``timeline`` keeps it: unset facts left out."""
-        out: JsonObject = {"step": self.step, "attempt": self.attempt, "started_at": self.started_at,
-                           "finished_at": self.finished_at, "outcome": self.outcome}
-        for name in ("exit_code", "error", "stop_code", "reason", "task_id"):
-            if getattr(self, name) is not None:
-                out[name] = getattr(self, name)
-        return out
-
-    @classmethod
-    def from_json(cls, row: JsonValue) -> Attempt | None:
-        """A row of a stored timeline; None for one that is not a row (never raised on: a page
-        that lists executions must not fail for one damaged record)."""
-        if not isinstance(row, dict) or not isinstance(row.get("step"), str) or not isinstance(row.get("attempt"), int):
-            return None
-
-        def text(name: str) -> str | None:
-            value = row.get(name)
-            return value if isinstance(value, str) else None
-
-        code = row.get("exit_code")
-        return cls(step=row["step"], attempt=row["attempt"], started_at=text("started_at"),
-                   finished_at=text("finished_at"), outcome=text("outcome") or "unknown",
-                   exit_code=code if isinstance(code, int) and not isinstance(code, bool) else None,
-                   error=text("error"), stop_code=text("stop_code"), reason=text("reason"), task_id=text("task_id"))
-
-
-def timeline_of(rows: JsonValue) -> tuple[Attempt, ...]:
-    return tuple(a for a in (Attempt.from_json(r) for r in (rows if isinstance(rows, list) else [])) if a)
 
 
 @dataclass(frozen=True)
@@ -281,8 +231,6 @@ class ExecutionRecord:
     def attempts(self, step: str) -> list[Attempt]:
         """The step's attempts in order, each with its outcome, exit code and, for a failed one,
         error, StopCode and reason (:func:`jobplane.platform.timeline.attempt_rows`)."""
-        from jobplane.contract.attempts import attempt_rows
-
         return [row for row in attempt_rows(self.steps, self.timeline) if row.step == step]
 
 

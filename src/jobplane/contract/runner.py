@@ -8,7 +8,8 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing is not imported at run time: the runner's start-up (bench/runner_start.py)
 if TYPE_CHECKING:
-    from typing import Any, TypeGuard
+    from typing import TypeGuard
+    from jobplane.contract.types import JsonObject
 
 # Environment set on every step's container by the state machine.
 ENV_JOB = "JOBPLANE_JOB"
@@ -49,7 +50,7 @@ RUN_TIME_VALUE_MAX = {ENV_EXECUTION_ID: 80, ENV_SCHEDULED_TIME: 32, ENV_TRIGGER:
                       ENV_ATTEMPT: 2}
 
 
-def params_in_override(params: dict[str, Any]) -> int:
+def params_in_override(params: JsonObject) -> int:
     """How many characters ``params`` take in a RunTask's overrides: a JSON document inside a
     JSON string, so its quotes and backslashes are escaped once more."""
     import json

@@ -14,10 +14,11 @@ nothing, and a second delivery finds its mark and is recorded as a DUPLICATE ski
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Literal
 
 from jobplane.contract.execution_input import ExecutionInput
 from jobplane.contract.statuses import ExecutionStatus, Trigger
+from jobplane.contract.types import JsonObject
 
 On = Literal["SUCCEEDED", "FAILED"]
 
@@ -38,7 +39,7 @@ INPUT_TEMPLATE = ('{"trigger":"' + Trigger.UPSTREAM.value + '","scheduled_time":
                   '"params":{},"resume_from":null,"rerun_of":null,"upstream":"<name>"}')
 
 
-def event_pattern(upstream_state_machine_arn: str, on: str) -> dict[str, Any]:
+def event_pattern(upstream_state_machine_arn: str, on: str) -> JsonObject:
     return {"source": ["aws.states"], "detail-type": ["Step Functions Execution Status Change"],
             "detail": {"status": list(EVENT_STATUSES[on]), "stateMachineArn": [upstream_state_machine_arn]}}
 

@@ -28,7 +28,7 @@ import time
 from contextlib import ExitStack
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from jobplane.contract.config import PlatformConfig, expand_ports
 from jobplane.devserver import services as svc
@@ -40,6 +40,14 @@ from jobplane.platform.control import ControlPlane, Deployment
 from jobplane.platform.local.ecs_agent import container_env
 from jobplane.platform.local.engine import ACCOUNT, LocalAWS
 from jobplane.platform.local.scheduler import Clock, LocalScheduler, system_clock
+from jobplane.contract.types import JsonObject
+
+if TYPE_CHECKING:  # imported when the platform starts them (the CLI's start-up)
+    import uvicorn
+
+    from jobplane.platform.backfill import Backfills
+    from jobplane.platform.local.alerts import AlertFeed
+    from jobplane.platform.notifier import DeadLetterStore
 
 log = logging.getLogger("jobplane.dev")
 
@@ -79,10 +87,10 @@ class DevPlatform:
         self.deployment: Deployment | None = None
         self.control: ControlPlane | None = None
         self.scheduler: LocalScheduler | None = None
-        self.backfills: Any = None  # platform/backfill.py: Backfills over the control plane
-        self.alerts: Any = None  # the local AlertFeed (SNS -> SQS -> the Slack notifier)
-        self.dead_letters: Any = None  # alerts Slack refused, kept on disk
-        self.portal: Any = None  # the portal's uvicorn.Server
+        self.backfills: Backfills | None = None  # over the control plane
+        self.alerts: AlertFeed | None = None  # SNS -> SQS -> the Slack notifier
+        self.dead_letters: DeadLetterStore | None = None  # alerts Slack refused, kept on disk
+        self.portal: uvicorn.Server | None = None
         self.jobs: list[str] = []
         self.compile_reused = False  # this start kept the last start's compiled output
         self.interrupted: list[str] = []  # executions the last shutdown left running, now ABORTED
@@ -140,7 +148,7 @@ class DevPlatform:
         self.compile_reused = False
 
     def _start_all(self, stack: ExitStack) -> None:
-        def on_stop(what: str, action: Callable[[], Any]) -> None:
+        def on_stop(what: str, action: Callable[[], object]) -> None:
             stack.callback(_phase, what, action)
 
         aws = self.aws = stack.enter_context(LocalAWS(
@@ -218,7 +226,7 @@ class DevPlatform:
         if runtime["pid"] != os.getpid():
             raise DevError(f"jobplane dev is already running (pid {runtime['pid']}) with data in {self.data_dir}")
 
-    def _alert_feed(self) -> Any:
+    def _alert_feed(self) -> AlertFeed:
         from jobplane.platform.local.alerts import AlertFeed
         from jobplane.platform.notifier import DeadLetterStore, Routing, SlackNotifier
 
@@ -235,7 +243,7 @@ class DevPlatform:
                          f"{self.config.name_prefix}-local-notifier", notifier, self.aws.client("stepfunctions"),
                          self.aws.step_logs())
 
-    def _close_interrupted(self, running: list[dict[str, Any]]) -> list[str]:
+    def _close_interrupted(self, running: list[JsonObject]) -> list[str]:
         """Runs that were executing when the last `jobplane dev` died without stopping them:
         record them ABORTED (with an alert) so their claims do not block the job forever."""
         from jobplane.platform.reconciler import Reconciler
@@ -255,7 +263,7 @@ class DevPlatform:
             log.warning("recorded %d executions interrupted by the last shutdown as ABORTED", len(closed))
         return closed
 
-    def _start_services(self, on_stop: Callable[[str, Callable[[], Any]], None]) -> None:
+    def _start_services(self, on_stop: Callable[[str, Callable[[], object]], None]) -> None:
         # what a step gets: the OS basics and [dev] env, never the rest of the developer's
         # environment (AWS keys, JOBPLANE_SLACK_WEBHOOK_URL, tokens): a service is the project's
         # code, and its log a file anyone debugging reads
@@ -423,7 +431,7 @@ def freeze_started_heap() -> None:
     gc.freeze()
 
 
-def _phase(what: str, action: Callable[[], Any]) -> None:
+def _phase(what: str, action: Callable[[], object]) -> None:
     try:
         action()
     except Exception:

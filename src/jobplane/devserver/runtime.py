@@ -9,9 +9,9 @@ import os
 import stat
 import time
 from pathlib import Path
-from typing import Any
 
 from jobplane.platform.control import ControlPlane, Deployment
+from jobplane.contract.types import JsonObject
 
 RUNTIME_FILE = "dev.json"
 SNAPSHOT_FILE = "state.json"
@@ -22,7 +22,7 @@ class DevError(RuntimeError):
     pass
 
 
-def read_runtime(data_dir: Path) -> dict[str, Any]:
+def read_runtime(data_dir: Path) -> JsonObject:
     """What a running ``jobplane dev`` wrote for the CLI; raises DevError if none is running."""
     path = Path(data_dir) / RUNTIME_FILE
     elsewhere = "if it runs with another data directory, pass --data-dir or set JOBPLANE_DATA_DIR"

@@ -15,21 +15,21 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from jobplane.contract.types import Client, JsonObject
 
 SNAPSHOT_VERSION = 1
 
 
 @dataclass
 class Snapshot:
-    items: list[dict[str, Any]] = field(default_factory=list)
-    running: list[dict[str, Any]] = field(default_factory=list)  # executions RUNNING when saved
+    items: list[JsonObject] = field(default_factory=list)
+    running: list[JsonObject] = field(default_factory=list)  # executions RUNNING when saved
 
     @classmethod
-    def capture(cls, ddb: Any, table: str, sfn: Any, running_arns: list[str]) -> Snapshot:
+    def capture(cls, ddb: Client, table: str, sfn: Client, running_arns: list[str]) -> Snapshot:
         """The whole table, and how each of ``running_arns`` (executions RUNNING now) started."""
-        items: list[dict[str, Any]] = []
-        kwargs: dict[str, Any] = {"TableName": table}
+        items: list[JsonObject] = []
+        kwargs: JsonObject = {"TableName": table}
         while True:  # a scan is fine here: local data, whole-table copy by design
             page = ddb.scan(**kwargs)
             items += page.get("Items", [])
@@ -64,10 +64,10 @@ class Snapshot:
                              "start with --reset")
         return cls(data.get("items", []), data.get("running", []))
 
-    def restore(self, ddb: Any, table: str) -> int:
+    def restore(self, ddb: Client, table: str) -> int:
         for i in range(0, len(self.items), 25):
             requests = [{"PutRequest": {"Item": item}} for item in self.items[i:i + 25]]
-            pending: dict[str, Any] = {table: requests}
+            pending: JsonObject = {table: requests}
             while pending:
                 pending = ddb.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}
         return len(self.items)

@@ -11,15 +11,15 @@ is refused with the variable to give by hand.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from jobplane.importer.entries import Command, Entry, InputProblem, Origin, Reading, SourceSchedule
 from jobplane.importer.yamldocs import YamlError, documents, line_of
+from jobplane.contract.types import JsonValue
 
 _TEMPLATE = re.compile(r"\{\{.*?\}\}")
 
 
-def looks_like(docs: list[Any]) -> bool:
+def looks_like(docs: list[JsonValue]) -> bool:
     return len(docs) == 1 and isinstance(docs[0], dict) and isinstance(docs[0].get("rules"), list)
 
 

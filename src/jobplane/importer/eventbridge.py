@@ -17,24 +17,24 @@ The command is an ECS ``RunTask`` target's container override: a templated ECS t
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from jobplane.importer.entries import Command, Entry, InputProblem, Origin, Reading, Skipped, SourceSchedule
+from jobplane.contract.types import JsonObject, JsonValue
 
 UNIVERSAL_RUN_TASK = "arn:aws:scheduler:::aws-sdk:ecs:runTask"
 
 
-def is_targets(doc: Any) -> bool:
+def is_targets(doc: JsonValue) -> bool:
     return isinstance(doc, dict) and isinstance(doc.get("Targets"), list) and "Rules" not in doc
 
 
-def looks_like(doc: Any) -> bool:
+def looks_like(doc: JsonValue) -> bool:
     items = doc if isinstance(doc, list) else [doc]
     return bool(items) and all(isinstance(d, dict) for d in items) and any(
         "ScheduleExpression" in d or "Rules" in d or "Schedules" in d for d in items)
 
 
-def read(path: str, doc: Any, targets: dict[str, list[Any]]) -> Reading:
+def read(path: str, doc: JsonValue, targets: dict[str, list[JsonValue]]) -> Reading:
     """``targets``: rule name -> its targets, from the ``*.targets.json`` files given."""
     out = Reading()
     if isinstance(doc, dict) and isinstance(doc.get("Schedules"), list):
@@ -69,7 +69,7 @@ def read(path: str, doc: Any, targets: dict[str, list[Any]]) -> Reading:
     return out
 
 
-def _entry(origin: Origin, item: dict[str, Any], targets: list[Any] | None, tz: str, out: Reading,
+def _entry(origin: Origin, item: JsonObject, targets: list[JsonValue] | None, tz: str, out: Reading,
            rule: bool) -> None:
     expression = item.get("ScheduleExpression")
     if not isinstance(expression, str):
@@ -114,7 +114,7 @@ def _entry(origin: Origin, item: dict[str, Any], targets: list[Any] | None, tz: 
     ))
 
 
-def _container_override(target: Any) -> tuple[dict[str, Any] | None, str]:
+def _container_override(target: JsonValue) -> tuple[JsonObject | None, str]:
     if not isinstance(target, dict):
         return None, "the target is not a JSON object"
     arn = str(target.get("Arn", ""))

@@ -17,7 +17,7 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from jobplane.compiler.problems import DefinitionError, Problem
 from jobplane.compiler.validate import LoadedJob, load_jobs
@@ -31,6 +31,7 @@ from jobplane.importer.schedules import translate
 from jobplane.importer.steps import SecretTodo, name_from_command, step_for
 from jobplane.importer.verify import WINDOW_DAYS, Verdict, verify
 from jobplane.importer.yamldocs import YamlError, documents
+from jobplane.contract.types import JsonObject, JsonValue
 
 Format = Literal["auto", "crontab", "system-crontab", "kubernetes", "eventbridge", "ecschedule", "celery"]
 #: A step's timeout when the source sets none: cron and EventBridge never stop a command, so the
@@ -82,7 +83,7 @@ class Outcome:
     def imported(self) -> bool:
         return not self.refused and self.rendered is not None
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> JsonObject:
         verdict = None
         if self.verdict is not None:
             verdict = {"status": self.verdict.status, "fires": self.verdict.fires,
@@ -109,7 +110,7 @@ class Result:
     def exit_code(self) -> int:
         return 1 if self.skipped or any(not o.imported for o in self.outcomes) else 0
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> JsonObject:
         return {"imported": sum(o.imported for o in self.outcomes),
                 "refused": sum(not o.imported for o in self.outcomes) + len(self.skipped),
                 "written": self.written, "dry_run": self.dry_run,
@@ -128,7 +129,7 @@ def read_sources(paths: list[Path], options: Options, team: str) -> Reading:
             texts[path] = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
             reading.problems.append(InputProblem(Origin(str(path), None, "file"), f"cannot be read: {e}"))
-    json_docs: dict[Path, Any] = {}
+    json_docs: dict[Path, JsonValue] = {}
     for path, text in texts.items():
         if _format(path, text, options.source_format) == "eventbridge":
             try:

@@ -12,17 +12,17 @@ read from the manifest, so such a job is refused with what to set instead.
 
 from __future__ import annotations
 
-from typing import Any
 
 from jobplane.importer.crontab import KEYWORDS
 from jobplane.importer.entries import Command, Entry, InputProblem, Origin, Reading, SecretRef, Skipped, SourceSchedule
 from jobplane.importer.yamldocs import YamlError, documents, line_of
+from jobplane.contract.types import JsonObject, JsonValue
 
 #: Kubernetes' default when a CronJob gives no backoffLimit (the Job API reference).
 DEFAULT_BACKOFF_LIMIT = 6
 
 
-def looks_like(docs: list[Any]) -> bool:
+def looks_like(docs: list[JsonValue]) -> bool:
     return any(isinstance(d, dict) and (d.get("kind") in ("CronJob", "List") or "apiVersion" in d) for d in docs)
 
 
@@ -51,8 +51,8 @@ def read(path: str, text: str, team: str) -> Reading:
     return out
 
 
-def _flatten(docs: list[Any]) -> list[Any]:
-    flat: list[Any] = []
+def _flatten(docs: list[JsonValue]) -> list[JsonValue]:
+    flat: list[JsonValue] = []
     for d in docs:
         if isinstance(d, dict) and d.get("kind") == "List" and isinstance(d.get("items"), list):
             flat.extend(d["items"])
@@ -61,7 +61,7 @@ def _flatten(docs: list[Any]) -> list[Any]:
     return flat
 
 
-def _cronjob(origin: Origin, doc: dict[str, Any], team: str, out: Reading) -> None:
+def _cronjob(origin: Origin, doc: JsonObject, team: str, out: Reading) -> None:
     spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
     problems: list[str] = []
     schedule = spec.get("schedule")
@@ -137,7 +137,7 @@ def _cronjob(origin: Origin, doc: dict[str, Any], team: str, out: Reading) -> No
     ))
 
 
-def _get(value: Any, *keys: str) -> dict[str, Any]:
+def _get(value: JsonValue, *keys: str) -> JsonObject:
     for key in keys:
         value = value.get(key) if isinstance(value, dict) else None
     return value if isinstance(value, dict) else {}

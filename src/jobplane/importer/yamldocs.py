@@ -6,9 +6,10 @@ each mapping built as a :class:`Lined` dict that remembers its line.
 
 from __future__ import annotations
 
-from typing import Any
 
 import yaml
+
+from jobplane.contract.types import JsonValue
 
 
 class Lined(dict):  # type: ignore[type-arg]  # a plain dict to every reader, plus .line
@@ -34,7 +35,7 @@ class YamlError(ValueError):
         self.line = line
 
 
-def documents(text: str) -> list[Any]:
+def documents(text: str) -> list[JsonValue]:
     """Every document of a multi-document stream; a syntax error names its line."""
     try:
         return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
@@ -44,5 +45,5 @@ def documents(text: str) -> list[Any]:
         raise YamlError(mark.line + 1 if mark else None, f"invalid YAML: {problem}") from None
 
 
-def line_of(value: Any, default: int | None = None) -> int | None:
+def line_of(value: JsonValue, default: int | None = None) -> int | None:
     return value.line if isinstance(value, Lined) else default

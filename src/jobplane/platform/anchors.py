@@ -15,13 +15,13 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from typing import Any
+from jobplane.contract.types import Client
 
 log = logging.getLogger(__name__)
 
 
 class ScheduleAnchors:
-    def __init__(self, scheduler: Any, group: str, max_age: float = 60.0):
+    def __init__(self, scheduler: Client, group: str, max_age: float = 60.0):
         self.scheduler, self.group, self.max_age = scheduler, group, max_age
         self._known: dict[str, tuple[float, datetime | None]] = {}  # name -> (fresh until, anchor)
         self._refreshing: set[str] = set()

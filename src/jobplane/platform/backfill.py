@@ -24,7 +24,7 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any, Callable
+from typing import Callable
 
 from jobplane.contract import datamodel as dm
 from jobplane.contract import execution_input
@@ -38,6 +38,7 @@ from jobplane.platform.backfill_store import BackfillStore
 from jobplane.contract.clock import iso_millis, now_iso, parse_iso
 from jobplane.platform.control import Conflict, ControlPlane, Invalid, NotFound, check_reason
 from jobplane.platform.repository import query_items
+from jobplane.contract.types import JsonObject
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +151,7 @@ class Backfills:
         covered: dict[str, Cover] = {}
         # Every record of a run started since the window opened (a fire's run starts at or after
         # it); a minute early, as a record's millisecond times sort before the same second's 'Z'.
-        kwargs: dict[str, Any] = {
+        kwargs: JsonObject = {
             "TableName": self.control.deployment.table, "IndexName": dm.GSI_BY_OWNER,
             "KeyConditionExpression": "gsi1pk = :p AND gsi1sk >= :a",
             "ExpressionAttributeValues": {":p": {"S": dm.job_partition(entry.name)},
@@ -180,7 +181,7 @@ class Backfills:
 
     # -- actions ------------------------------------------------------------------------------
     def create(self, job: str, actor: str, start: str, end: str, *, mode: Mode | str = Mode.ONLY_MISSED,
-               max_concurrent: int = 1, params: dict[str, Any] | None = None, reason: str = "") -> Backfill:
+               max_concurrent: int = 1, params: JsonObject | None = None, reason: str = "") -> Backfill:
         """Plan the window and save the backfill (audited); a driver starts its fires."""
         entry = self.control.entry(job)
         check_reason(reason)

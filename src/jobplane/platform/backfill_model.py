@@ -14,10 +14,10 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from enum import Enum
-from typing import Any
 
 from jobplane.contract.schedule import iter_fire_times, parse, validate_timezone
 from jobplane.contract.clock import parse_iso
+from jobplane.contract.types import JsonObject
 
 #: The most fires one backfill may hold: a wider window is refused, not truncated.
 MAX_FIRES = 1000
@@ -53,13 +53,13 @@ class Fire:
     tries: int = 0  # starts so far: a run the policy skipped (a claim held) is tried again
     note: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"at": self.at, "state": self.state.value, "tries": self.tries}
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {"at": self.at, "state": self.state.value, "tries": self.tries}
         out |= {k: v for k, v in (("execution", self.execution), ("status", self.status), ("note", self.note)) if v}
         return out
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Fire:
+    def from_json(cls, data: JsonObject) -> Fire:
         return cls(data["at"], FireState(data["state"]), data.get("execution"), data.get("status"),
                    int(data.get("tries", 0)), data.get("note"))
 
@@ -73,7 +73,7 @@ class Backfill:
     end: str
     mode: Mode
     max_concurrent: int
-    params: dict[str, Any]
+    params: JsonObject
     requested_by: str
     reason: str
     created_at: str

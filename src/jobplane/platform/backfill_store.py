@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
@@ -22,15 +21,16 @@ from jobplane.contract import datamodel as dm
 from jobplane.platform.backfill_model import Backfill, Fire, Mode, Status, fires_json
 from jobplane.contract.clock import now_iso
 from jobplane.platform.repository import query_items
+from jobplane.contract.types import Client, JsonObject
 
 _des, _ser = TypeDeserializer(), TypeSerializer()
 
 
-def _item(values: dict[str, Any]) -> dict[str, Any]:
+def _item(values: JsonObject) -> JsonObject:
     return {k: _ser.serialize(v) for k, v in values.items() if v is not None}
 
 
-def _plain(item: dict[str, Any]) -> dict[str, Any]:
+def _plain(item: JsonObject) -> JsonObject:
     return {k: _des.deserialize(v) for k, v in item.items()}
 
 
@@ -44,13 +44,13 @@ class Lease:
 
 
 class BackfillStore:
-    def __init__(self, ddb: Any, table: str):
+    def __init__(self, ddb: Client, table: str):
         self.ddb = ddb
         self.table = table
 
     # -- backfills ------------------------------------------------------------------------------
-    def _to_item(self, bf: Backfill) -> dict[str, Any]:
-        values: dict[str, Any] = {
+    def _to_item(self, bf: Backfill) -> JsonObject:
+        values: JsonObject = {
             "pk": dm.backfill_pk(bf.id), "sk": dm.BACKFILL_SK, "id": bf.id, "job": bf.job, "team": bf.team,
             "window_start": bf.start, "window_end": bf.end, "mode": bf.mode.value,
             "max_concurrent": bf.max_concurrent, "params": json.dumps(bf.params, sort_keys=True),
@@ -63,7 +63,7 @@ class BackfillStore:
         return _item(values)
 
     @staticmethod
-    def _from_item(item: dict[str, Any]) -> Backfill:
+    def _from_item(item: JsonObject) -> Backfill:
         d = _plain(item)
         return Backfill(
             id=d["id"], job=d["job"], team=d["team"], start=d["window_start"], end=d["window_end"],
@@ -106,8 +106,8 @@ class BackfillStore:
                                                         False, limit)]
 
     def _query(self, index: str, key: str, value: str, forward: bool, limit: int | None = None,
-               between: tuple[str, str] | None = None, sort_key: str = "") -> list[dict[str, Any]]:
-        kwargs: dict[str, Any] = {"TableName": self.table, "IndexName": index, "ScanIndexForward": forward,
+               between: tuple[str, str] | None = None, sort_key: str = "") -> list[JsonObject]:
+        kwargs: JsonObject = {"TableName": self.table, "IndexName": index, "ScanIndexForward": forward,
                                   "KeyConditionExpression": "#k = :v", "ExpressionAttributeNames": {"#k": key},
                                   "ExpressionAttributeValues": {":v": {"S": value}}}
         if between:
@@ -124,7 +124,7 @@ class BackfillStore:
         return {lease.fire: lease for lease in map(self._lease_of, rows)}
 
     @staticmethod
-    def _lease_of(item: dict[str, Any]) -> Lease:
+    def _lease_of(item: JsonObject) -> Lease:
         d = _plain(item)
         return Lease(d["fire"], d["backfill"], d["execution"], d["state"], d["leased_at"])
 
@@ -141,7 +141,7 @@ class BackfillStore:
         before that run ended would set the lease back to running, and the fire would look in
         flight for ever (a later backfill, ``--all`` too, would leave it out)."""
         conditions = ["attribute_not_exists(pk)", "(execution = :e AND #state = :running)"]
-        values: dict[str, Any] = {":e": execution, ":running": "running"}
+        values: JsonObject = {":e": execution, ":running": "running"}
         if over_done:
             conditions.append("(#state = :done AND execution <> :e)")
             values[":done"] = "done"

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from jobplane.contract import runner as rc
-from jobplane.contract.records import Attempt
+from jobplane.contract.attempts import Attempt
 from jobplane.contract.types import Client, JsonObject
 
 #: The most one read returns: a page of the portal or one `jobplane logs` stream.

@@ -37,7 +37,7 @@ import logging
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
-from typing import Any, Callable
+from typing import Callable
 
 from boto3.dynamodb.types import TypeSerializer
 
@@ -52,6 +52,7 @@ from jobplane.contract.clock import iso_millis, parse_iso
 from jobplane.platform.control import ControlPlane
 from jobplane.contract.records import CLAIMS_SCHEDULE, FIRED_SCHEDULE, JobState
 from jobplane.platform.schedule_health import deployed_schedules, flexible_window, schedule_problems
+from jobplane.contract.types import Client, JsonObject
 
 log = logging.getLogger(__name__)
 _ser = TypeSerializer()
@@ -91,7 +92,7 @@ LEDGER_ATTRIBUTES = ("job", dm.ATTR_PAUSED_AT, dm.ATTR_FIRES_CHECKED, dm.ATTR_MI
 
 
 class MissedFires:
-    def __init__(self, control: ControlPlane, sns: Any, topic_arn: str, sqs: Any, clock: Clock = _now,
+    def __init__(self, control: ControlPlane, sns: Client, topic_arn: str, sqs: Client, clock: Clock = _now,
                  grace: timedelta = GRACE, workers: int = WORKERS):
         self.control = control
         self.sns = sns
@@ -288,7 +289,7 @@ class MissedFires:
     def _schedules_created(self) -> dict[str, datetime]:
         """When each job's schedules were first created (the earliest of them), from ListSchedules."""
         by_schedule = {}
-        kwargs: dict[str, Any] = {"GroupName": self.prefix}
+        kwargs: JsonObject = {"GroupName": self.prefix}
         while True:
             page = self.control.scheduler.list_schedules(**kwargs)
             for s in page.get("Schedules", []):
@@ -305,14 +306,14 @@ class MissedFires:
                 out[e.name] = min(times)
         return out
 
-    def _state_update(self, entry: CatalogJob, values: dict[str, Any], *, set_: str = "", add: str = "",
+    def _state_update(self, entry: CatalogJob, values: JsonObject, *, set_: str = "", add: str = "",
                       remove: str = "", condition: str | None = None) -> bool:
         """One conditional update of the job's state item; every write also keeps it in the JOBS
         partition (with its job and team), as the other writers of a state do."""
         sets = ", ".join(x for x in (set_, "team = if_not_exists(team, :team), job = if_not_exists(job, :job), "
                                           "gsi1pk = :jobs, gsi1sk = :job") if x)
         expression = f"SET {sets}" + (f" ADD {add}" if add else "") + (f" REMOVE {remove}" if remove else "")
-        kwargs: dict[str, Any] = {
+        kwargs: JsonObject = {
             "TableName": self.table, "Key": {"pk": {"S": dm.job_partition(entry.name)}, "sk": {"S": dm.STATE_SK}},
             "UpdateExpression": expression,
             "ExpressionAttributeValues": {k: _ser.serialize(v) for k, v in (values | {
@@ -329,7 +330,7 @@ class MissedFires:
         """Move the watermark (with the claim count of the fires up to it, or without one: not
         known), unless another checker moved it first."""
         condition = f"attribute_not_exists({dm.ATTR_FIRES_CHECKED})" if old is None else f"{dm.ATTR_FIRES_CHECKED} = :old"
-        values: dict[str, Any] = {":until": iso_millis(until)} | ({":old": old} if old else {})
+        values: JsonObject = {":until": iso_millis(until)} | ({":old": old} if old else {})
         if claims is None:
             return self._state_update(entry, values, set_=f"{dm.ATTR_FIRES_CHECKED} = :until",
                                       remove=dm.ATTR_FIRES_CLAIMS, condition=condition)
@@ -406,7 +407,7 @@ class MissedFires:
         log.warning("%s: %s", entry.name, error)
 
 
-def _fire_key(value: Any) -> str | None:
+def _fire_key(value: object) -> str | None:
     if not isinstance(value, str):
         return None
     try:

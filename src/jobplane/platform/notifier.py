@@ -24,21 +24,22 @@ from functools import cached_property
 from urllib.parse import quote
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from slack_sdk.http_retry.builtin_handlers import (ConnectionErrorRetryHandler, RateLimitErrorRetryHandler,
                                                    ServerErrorRetryHandler)
-from slack_sdk.models.blocks import (ActionsBlock, ButtonElement, ContextBlock, HeaderBlock, MarkdownTextObject,
+from slack_sdk.http_retry.handler import RetryHandler
+from slack_sdk.models.blocks import (ActionsBlock, Block, ButtonElement, ContextBlock, HeaderBlock, MarkdownTextObject,
                                      SectionBlock)
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web import WebClient
 from slack_sdk.webhook import WebhookClient
 
-from jobplane.contract.notifications import NotificationMessage, subscribed
+from jobplane.contract.notifications import NotificationMessage, Outcome, subscribed
 from jobplane.contract.statuses import DEFAULT_EVENTS, Event
 from jobplane.contract.clock import seconds_between
 from jobplane.platform.logs import StepLogs, error_excerpt
 from jobplane.platform.timeline import history, timeline
+from jobplane.contract.types import Client, JsonObject
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +79,7 @@ def code_block(text: str) -> str:
     return "```" + mrkdwn(text).replace("`", "`\u200b") + "```"
 
 
-def blocks(message: NotificationMessage, portal_url: str) -> list[Any]:
+def blocks(message: NotificationMessage, portal_url: str) -> list[Block]:
     """The Block Kit message: what failed, where, when, what to do, and the link to act.
     Everything that comes from a definition or a run goes through :func:`mrkdwn`."""
     o = message.outcome
@@ -89,7 +90,7 @@ def blocks(message: NotificationMessage, portal_url: str) -> list[Any]:
               MarkdownTextObject(text=f"*Scheduled time*\n{mrkdwn(message.scheduled_time or '—')}"),
               MarkdownTextObject(text=f"*Started*\n{mrkdwn(message.started_at or '—')}"),
               MarkdownTextObject(text=f"*Duration*\n{_duration(message.started_at, message.finished_at)}")]
-    out: list[Any] = [HeaderBlock(text=headline[:150]), SectionBlock(fields=fields)]  # header: plain_text
+    out: list[Block] = [HeaderBlock(text=headline[:150]), SectionBlock(fields=fields)]  # header: plain_text
     detail = message.error or skip_detail(o)
     if detail:
         out.append(SectionBlock(text=MarkdownTextObject(text=f"*Error*\n{code_block(detail[:2500])}")))
@@ -109,7 +110,7 @@ def blocks(message: NotificationMessage, portal_url: str) -> list[Any]:
     return out
 
 
-def skip_detail(outcome: Any) -> str | None:
+def skip_detail(outcome: Outcome) -> str | None:
     """Why a fire was skipped, naming the failed run that blocks a LAST_FAILED skip."""
     reason = getattr(outcome, "reason", None)
     if not reason:
@@ -187,7 +188,7 @@ class DeadLetterStore:
                                     "message": json.loads(message.model_dump_json())}, indent=2))
         return path
 
-    def entries(self) -> list[dict[str, Any]]:
+    def entries(self) -> list[JsonObject]:
         return [json.loads(p.read_text()) for p in sorted(self.directory.glob("*.json"))]
 
 
@@ -236,7 +237,7 @@ class SlackNotifier:
     def delivers(self) -> bool:
         return bool(self.bot_token or self.webhooks)
 
-    def _retries(self) -> list[Any]:
+    def _retries(self) -> list[RetryHandler]:
         return [ServerErrorRetryHandler(max_retry_count=self.retries),
                 ConnectionErrorRetryHandler(max_retry_count=self.retries),
                 RateLimitErrorRetryHandler(max_retry_count=self.retries)]
@@ -252,7 +253,7 @@ class SlackNotifier:
         return WebClient(token=self.bot_token, base_url=self.api_url, timeout=self.timeout,
                          retry_handlers=self._retries())
 
-    def _post(self, channel: str | None, text: str, rendered: list[Any]) -> tuple[bool, str]:
+    def _post(self, channel: str | None, text: str, rendered: list[Block]) -> tuple[bool, str]:
         """One delivery: (delivered, why not)."""
         try:
             if self.bot_token:
@@ -299,7 +300,7 @@ class SlackNotifier:
         return results
 
 
-def with_error_excerpt(message: NotificationMessage, sfn: Any, logs: StepLogs) -> NotificationMessage:
+def with_error_excerpt(message: NotificationMessage, sfn: Client, logs: StepLogs) -> NotificationMessage:
     """The state machine cannot read logs: add the failed step's error line from them (the
     stream of its last attempt's task, found in the execution's history). A run whose history
     or log cannot be read is still announced, without the line."""
@@ -314,7 +315,7 @@ def with_error_excerpt(message: NotificationMessage, sfn: Any, logs: StepLogs) -
     return message.model_copy(update={"error": excerpt}) if excerpt else message
 
 
-def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+def handler(event: JsonObject, context: object = None) -> JsonObject:
     """AWS Lambda entry point for the platform topic's SNS records. A failed delivery raises, so
     Lambda's asynchronous retries and then the function's dead-letter queue keep the message."""
     import boto3

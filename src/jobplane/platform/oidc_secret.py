@@ -20,13 +20,13 @@ so the actions are read back and sent again with the secret set on the authentic
 from __future__ import annotations
 
 import os
-from typing import Any
+from jobplane.contract.types import Client, JsonObject
 
 ENV_RULE = "JOBPLANE_PORTAL_RULE_ARN"
 ENV_SECRET = "JOBPLANE_PORTAL_OIDC_SECRET_ARN"
 
 
-def set_client_secret(elbv2: Any, secretsmanager: Any, rule_arn: str, secret_arn: str) -> dict[str, str]:
+def set_client_secret(elbv2: Client, secretsmanager: Client, rule_arn: str, secret_arn: str) -> dict[str, str]:
     secret = secretsmanager.get_secret_value(SecretId=secret_arn)
     rules = elbv2.describe_rules(RuleArns=[rule_arn])["Rules"]
     if len(rules) != 1:
@@ -43,7 +43,7 @@ def set_client_secret(elbv2: Any, secretsmanager: Any, rule_arn: str, secret_arn
     return {"rule": rule_arn, "secret_version": secret["VersionId"]}
 
 
-def handler(event: dict[str, Any], context: Any) -> dict[str, str]:
+def handler(event: JsonObject, context: object) -> dict[str, str]:
     import boto3
 
     return set_client_secret(boto3.client("elbv2"), boto3.client("secretsmanager"), os.environ[ENV_RULE],

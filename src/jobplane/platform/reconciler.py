@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import os
 from datetime import datetime, timedelta, timezone
-from typing import Any
 
 from jobplane.contract.notifications import NotificationMessage, Outcome, event_of, publish
 from jobplane.contract.states import classify
@@ -25,6 +24,7 @@ from jobplane.platform.logs import StepLogs, error_excerpt
 from jobplane.contract.records import ExecutionRecord
 from jobplane.platform.repository import Repository
 from jobplane.platform.timeline import history, state_transitions, timeline
+from jobplane.contract.types import Client, JsonObject
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ LOST = frozenset({ABORTED, TIMED_OUT, ExecutionStatus.FAILED.value})
 
 
 class Reconciler:
-    def __init__(self, repository: Repository, sns: Any, topic_arn: str, sfn: Any, name_prefix: str,
+    def __init__(self, repository: Repository, sns: Client, topic_arn: str, sfn: Client, name_prefix: str,
                  retention_days: int = DEFAULT_RETENTION_DAYS, logs: StepLogs | None = None):
         self.repo = repository
         self.logs = logs  # step logs, for the error excerpt of a failed step
@@ -127,7 +127,7 @@ class Reconciler:
         self.repo.alert_published(record.execution)
 
 
-def current_step(events: list[dict[str, Any]]) -> str | None:
+def current_step(events: list[JsonObject]) -> str | None:
     """The step a run was in when it ended: the one whose state (an attempt, a parallel group,
     or the record of its failure) was entered last."""
     for e in sorted(events, key=lambda e: e["id"], reverse=True):
@@ -142,7 +142,7 @@ def current_step(events: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def handler(event: dict[str, Any], context: Any = None) -> dict[str, str]:
+def handler(event: JsonObject, context: object = None) -> dict[str, str]:
     """AWS Lambda entry point for "Step Functions Execution Status Change" events."""
     import boto3
 

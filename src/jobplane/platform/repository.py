@@ -17,7 +17,8 @@ from jobplane.contract import items
 from jobplane.contract.attribute_values import plain
 from jobplane.contract.clock import now_iso
 from jobplane.contract.execution_input import ExecutionInput
-from jobplane.contract.records import PAUSE_SCHEDULE, Attempt, ExecutionRecord, JobState
+from jobplane.contract.attempts import Attempt
+from jobplane.contract.records import PAUSE_SCHEDULE, ExecutionRecord, JobState
 from jobplane.contract.types import Client, Item, JsonObject
 
 _ser = TypeSerializer()

@@ -9,15 +9,15 @@ not at all and says nothing; GetSchedule (the same call locally and on AWS) tell
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 from jobplane.contract import names
 from jobplane.contract.catalog import CatalogJob
+from jobplane.contract.types import Client, JsonObject
 
 
-def deployed_schedules(scheduler: Any, prefix: str, entry: CatalogJob) -> dict[str, dict[str, Any] | None]:
+def deployed_schedules(scheduler: Client, prefix: str, entry: CatalogJob) -> dict[str, JsonObject | None]:
     """The job's schedules as deployed (GetSchedule each), by name; None: not deployed."""
-    found: dict[str, dict[str, Any] | None] = {}
+    found: dict[str, JsonObject | None] = {}
     for i in range(len(entry.schedule)):
         name = names.schedule_name(prefix, entry.name, i)
         try:
@@ -27,8 +27,8 @@ def deployed_schedules(scheduler: Any, prefix: str, entry: CatalogJob) -> dict[s
     return found
 
 
-def schedule_problems(scheduler: Any, prefix: str, entry: CatalogJob, paused: bool,
-                      deployed: dict[str, dict[str, Any] | None] | None = None) -> dict[str, str]:
+def schedule_problems(scheduler: Client, prefix: str, entry: CatalogJob, paused: bool,
+                      deployed: dict[str, JsonObject | None] | None = None) -> dict[str, str]:
     """What is wrong with the job's deployed schedules (``deployed``, or read now), by schedule
     name: not deployed, DISABLED though the job is enabled and not paused, or an expression,
     timezone or flexible time window that is not the compiled one. Empty: deployed as compiled."""
@@ -52,7 +52,7 @@ def schedule_problems(scheduler: Any, prefix: str, entry: CatalogJob, paused: bo
     return problems
 
 
-def flexible_window(deployed: dict[str, dict[str, Any] | None]) -> timedelta:
+def flexible_window(deployed: dict[str, JsonObject | None]) -> timedelta:
     """The longest flexible time window of the job's deployed schedules: EventBridge Scheduler
     may start a fire anywhere within it after the fire's time
     (https://docs.aws.amazon.com/scheduler/latest/UserGuide/managing-schedule-flexible-time-windows.html).
@@ -60,6 +60,6 @@ def flexible_window(deployed: dict[str, dict[str, Any] | None]) -> timedelta:
     return timedelta(minutes=max((_window(found) for found in deployed.values() if found), default=0))
 
 
-def _window(schedule: dict[str, Any]) -> int:
+def _window(schedule: JsonObject) -> int:
     window = schedule.get("FlexibleTimeWindow") or {}
     return int(window.get("MaximumWindowInMinutes") or 0) if window.get("Mode") == "FLEXIBLE" else 0

@@ -14,13 +14,14 @@ import logging
 import threading
 import time
 from datetime import datetime, timedelta, timezone
-from typing import Any, Callable
+from typing import Callable
 
 from jobplane.contract.catalog import CatalogJob
 from jobplane.contract.notifications import NotificationMessage, Outcome, event_of, publish
 from jobplane.contract.statuses import Event, ExecutionStatus
 from jobplane.contract.clock import iso_millis, parse_iso
 from jobplane.platform.control import ControlPlane, NotFound
+from jobplane.contract.types import Client, JsonObject
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +33,7 @@ def _now() -> datetime:
 
 
 class SlowWatch:
-    def __init__(self, control: ControlPlane, sns: Any, topic_arn: str, clock: Clock = _now):
+    def __init__(self, control: ControlPlane, sns: Client, topic_arn: str, clock: Clock = _now):
         self.control = control
         self.sns = sns
         self.topic_arn = topic_arn
@@ -80,7 +81,7 @@ class SlowWatch:
                 log.exception("slow-run check failed")
 
 
-def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+def handler(event: JsonObject, context: object = None) -> JsonObject:
     """Production entry point, on the base module's schedule (var.slow_check_schedule, every 5
     minutes by default): the same check against AWS, then the catch-up of what a lost status
     event would have done (platform/catchup.py): record a run that ended without recording
@@ -111,7 +112,7 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     # no step logs: a run recorded here carries its own error (stopped, timed out, failed)
     reconciler = Reconciler(control.repo, sns, deployment.topic_arn, control.sfn, deployment.name_prefix,
                             int(os.environ.get("JOBPLANE_EXECUTION_RETENTION_DAYS", DEFAULT_RETENTION_DAYS)))
-    result: dict[str, Any] = {}
+    result: JsonObject = {}
     failed: list[BaseException] = []
     for key, check in (("alerted", SlowWatch(control, sns, deployment.topic_arn).check),
                        ("reconciled", LostEndings(control, reconciler).check),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from jobplane.contract.attempts import parse_json, task_facts, task_id
 from jobplane.contract.clock import as_iso
-from jobplane.contract.records import Attempt
+from jobplane.contract.attempts import Attempt
 from jobplane.contract.states import Role, StateName, classify
 from jobplane.contract.types import Client, JsonObject, Response
 

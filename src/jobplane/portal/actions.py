@@ -9,12 +9,13 @@ only in how they read the request and answer.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 from jobplane.platform.control import ControlPlane
+from jobplane.contract.types import JsonObject
 
 #: the caller's check of the user against the job's team; returns the user (with .name)
-Authorize = Callable[[str], Any]
+Authorize = Callable[[str], object]
 
 
 @dataclass(frozen=True)
@@ -23,14 +24,14 @@ class Started:
     job: str
 
 
-def run(control: ControlPlane, authorize: Authorize, job: str, params: dict[str, Any], reason: str,
+def run(control: ControlPlane, authorize: Authorize, job: str, params: JsonObject, reason: str,
         idempotency_key: str | None) -> Started:
     user = authorize(control.entry(job).team)
     return Started(control.run_now(job, user.name, params, reason, idempotency_key=idempotency_key), job)
 
 
 def rerun(control: ControlPlane, authorize: Authorize, execution: str, from_failed_step: bool,
-          params: dict[str, Any] | None, reason: str, idempotency_key: str | None) -> Started:
+          params: JsonObject | None, reason: str, idempotency_key: str | None) -> Started:
     view = control.execution(execution)
     user = authorize(control.entry(view.job).team)
     name = control.rerun(execution, user.name, from_failed_step, params, reason, idempotency_key=idempotency_key,

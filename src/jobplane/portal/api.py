@@ -7,22 +7,29 @@ pause a paused job) 409; more than the per-user action budget 429. Actions take 
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
 
 from fastapi import APIRouter, Depends, Header, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from jobplane.platform.control import IDEMPOTENCY_KEY_MAX, ExecutionView, JobSummary, check_cursor
-from jobplane.contract.records import ExecutionRecord
+from jobplane.platform.repository import Page
+from jobplane.contract.catalog import CatalogJob
+from jobplane.contract.execution_input import ExecutionInput
+from jobplane.contract.attempts import Attempt
+from jobplane.contract.records import ExecutionRecord, JobState
 from jobplane.portal import actions
+from jobplane.portal.api_models import model_from
 from jobplane.portal.errors import PortalError
+from jobplane.portal.services import Portal, portal_of
 from jobplane.portal.views import duration_seconds
+from jobplane.contract.types import JsonObject
 
 
 class ErrorBody(BaseModel):
     code: str
     message: str
-    details: list[dict[str, Any]]
+    details: list[JsonObject]
     request_id: str
     timestamp: str
 
@@ -31,7 +38,7 @@ class ErrorEnvelope(BaseModel):
     error: ErrorBody
 
 
-def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+def _errors(*codes: int) -> dict[int | str, JsonObject]:
     return {code: {"model": ErrorEnvelope} for code in codes}
 
 
@@ -44,11 +51,11 @@ async def json_body(request: Request) -> None:
 router = APIRouter(prefix="/api", tags=["api"], responses=_errors(400, 401, 500))
 
 
-def _portal(request: Request) -> Any:
-    return request.app.state.portal
+def _portal(request: Request) -> Portal:
+    return portal_of(request)
 
 
-def signed_in(request: Request) -> Any:
+def signed_in(request: Request) -> Portal:
     """Reads need an identity (any signed-in user may read)."""
     portal = _portal(request)
     portal.user(request)
@@ -58,52 +65,27 @@ def signed_in(request: Request) -> Any:
 Reader = Depends(signed_in)
 
 
-def page_out(page: Any) -> ExecutionPage:
+def page_out(page: Page[ExecutionRecord]) -> BaseModel:
     return ExecutionPage(items=[summary_out(x) for x in page.items], cursor=page.cursor)
 
 
 # -- models ------------------------------------------------------------------------------------
-class JobOut(BaseModel):
-    name: str
-    team: str
-    description: str
-    schedule: list[str]
-    timezone: str
-    enabled: bool
-    policy: str
-    last_status: str | None
-    last_finished_at: str | None
-    running: list[str]
-    paused: bool
-    paused_reason: str | None
-    paused_by: str | None
-    blocked_by: str | None = Field(description="the failed run blocking scheduled fires (none once acknowledged)")
-    acknowledged_by: str | None = Field(None, description="who acknowledged the failure that blocked it")
-    missed_since: str | None = Field(None, description=(
-        "an open episode of missed fires: the first scheduled fire that neither ran nor was skipped; "
-        "the job's executions list each as status MISSED"))
-    missed_count: int = Field(0, description="how many fires the open episode has missed")
-    missed_cause: str | None = Field(None, description="why, as far as AWS tells")
-    next_fires: list[str]
-    params: dict[str, Any]
-    url: str
+#: What a job's state shows of itself (contract/records.JobState); the rest is the catalog's.
+JOB_STATE_FIELDS = ("last_status", "last_finished_at", "running", "paused_reason", "paused_by",
+                    "acknowledged_by", "missed_since", "missed_count", "missed_cause")
+JobOut = model_from(
+    "JobOut", [(CatalogJob, ("name", "team", "description", "schedule", "timezone", "enabled")),
+               (JobState, JOB_STATE_FIELDS)],
+    policy=(str, ...), paused=(bool, ...),
+    # not the state's field: the state keeps its blocker once acknowledged, the API shows what blocks
+    blocked_by=(str | None, Field(None, description="the failed run blocking scheduled fires (none once acknowledged)")),
+    next_fires=(list[str], ...), params=(JsonObject, ...), url=(str, ...))
 
-
-class ExecutionSummary(BaseModel):
-    execution: str
-    job: str
-    status: str
-    trigger: str | None
-    requested_by: str | None
-    scheduled_time: str | None
-    started_at: str | None
-    finished_at: str | None
-    duration_seconds: float | None
-    failed_step: str | None
-    skip_reason: str | None
-    blocked_by: str | None = Field(None, description="a LAST_FAILED skip: the failed run that blocked it")
-    error: str | None
-    url: str
+#: A row of a list of executions: the record's own fields.
+SUMMARY_FIELDS = ("execution", "job", "status", "trigger", "requested_by", "scheduled_time", "started_at",
+                  "finished_at", "failed_step", "skip_reason", "blocked_by", "error")
+ExecutionSummary = model_from("ExecutionSummary", [(ExecutionRecord, SUMMARY_FIELDS)],
+                              duration_seconds=(float | None, None), url=(str, ...))
 
 
 class ExecutionPage(BaseModel):
@@ -111,27 +93,11 @@ class ExecutionPage(BaseModel):
     cursor: str | None = Field(description="pass back as ?cursor= for the next page")
 
 
-class StepAttempt(BaseModel):
-    step: str
-    attempt: int
-    started_at: str | None
-    finished_at: str | None
-    outcome: str
-    exit_code: int | None = None
-    error: str | None = None
-    stop_code: str | None = Field(None, description="the ECS task's StopCode, for an attempt that failed")
-    reason: str | None = Field(None, description="why the task stopped, for an attempt that failed")
-
-
-class ExecutionOut(ExecutionSummary):
-    params: dict[str, Any]
-    resume_from: str | None
-    rerun_of: str | None
-    rerun_by: list[str]
-    upstream: str | None = Field(None, description="the run of another job whose end started this one (after:)")
-    after_runs: list[str] = Field(default_factory=list, description="runs of jobs this run's end started")
-    transitions: int | None
-    steps: list[StepAttempt]
+StepAttempt = model_from("StepAttempt", [(Attempt, tuple(f.name for f in dataclasses.fields(Attempt)))])
+ExecutionOut = model_from(
+    "ExecutionOut", [(ExecutionInput, ("params", "resume_from", "rerun_of", "upstream")),
+                     (ExecutionRecord, ("rerun_by", "after_runs", "transitions"))],
+    base=ExecutionSummary, steps=(list[StepAttempt], ...))  # type: ignore[valid-type]  # built at run time
 
 
 class LogOut(BaseModel):
@@ -164,14 +130,14 @@ class Done(BaseModel):
 
 class RunIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: JsonObject = Field(default_factory=dict)
     reason: str = ""
 
 
 class RerunIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     from_failed_step: bool = True
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: JsonObject = Field(default_factory=dict)
     reason: str = ""
 
 
@@ -222,47 +188,47 @@ def execution_out(v: ExecutionView) -> ExecutionOut:
 # -- reads -------------------------------------------------------------------------------------
 @router.get("/jobs", response_model=list[JobOut], summary="Jobs, filtered by team, status and text")
 def list_jobs(request: Request, team: str | None = Query(None, max_length=100),
-              status: str | None = Query(None, max_length=40), q: str | None = Query(None, max_length=200), portal: Any = Reader) -> Any:
+              status: str | None = Query(None, max_length=40), q: str | None = Query(None, max_length=200), portal: Portal = Reader) -> object:
     return [job_out(s) for s in portal.control.jobs(team, status, q)]
 
 
 @router.get("/jobs/{job}", response_model=JobOut, responses=_errors(404))
-def get_job(request: Request, job: str, portal: Any = Reader) -> Any:
+def get_job(request: Request, job: str, portal: Portal = Reader) -> object:
     return job_out(portal.control.job(job))
 
 
 @router.get("/jobs/{job}/executions", response_model=ExecutionPage, responses=_errors(404),
             summary="A job's executions and skips, newest first")
 def job_executions(request: Request, job: str, limit: int = Query(20, ge=1, le=200),
-                   cursor: str | None = Query(None, max_length=2000), portal: Any = Reader) -> Any:
+                   cursor: str | None = Query(None, max_length=2000), portal: Portal = Reader) -> object:
     return page_out(portal.control.executions(job, limit, check_cursor(cursor)))
 
 
 @router.get("/executions/{execution}", response_model=ExecutionOut, responses=_errors(404))
 def get_execution(request: Request, execution: str, job: str | None = Query(
-        None, max_length=200, description="the job, to find an execution started a moment ago"), portal: Any = Reader) -> Any:
+        None, max_length=200, description="the job, to find an execution started a moment ago"), portal: Portal = Reader) -> object:
     return execution_out(portal.control.execution(execution, job if job in portal.control.entries else None))
 
 
 @router.get("/executions/{execution}/logs", response_model=list[LogOut], responses=_errors(404))
-def execution_logs(request: Request, execution: str, step: str | None = Query(None, max_length=200), portal: Any = Reader) -> Any:
+def execution_logs(request: Request, execution: str, step: str | None = Query(None, max_length=200), portal: Portal = Reader) -> object:
     view = portal.control.execution(execution)
     return [LogOut(step=s.step, attempt=s.attempt, task_id=s.task_id, text=s.read())
             for s in portal.control.log_streams(view, step)]
 
 
 @router.get("/failures", response_model=ExecutionPage, summary="Failed, timed-out and stopped runs, newest first")
-def failures(request: Request, limit: int = Query(50, ge=1, le=200), cursor: str | None = Query(None, max_length=2000), portal: Any = Reader) -> Any:
+def failures(request: Request, limit: int = Query(50, ge=1, le=200), cursor: str | None = Query(None, max_length=2000), portal: Portal = Reader) -> object:
     return page_out(portal.control.failures(limit, check_cursor(cursor)))
 
 
 @router.get("/skips", response_model=ExecutionPage, summary="Skipped and duplicate fires, newest first")
-def skips(request: Request, limit: int = Query(50, ge=1, le=200), cursor: str | None = Query(None, max_length=2000), portal: Any = Reader) -> Any:
+def skips(request: Request, limit: int = Query(50, ge=1, le=200), cursor: str | None = Query(None, max_length=2000), portal: Portal = Reader) -> object:
     return page_out(portal.control.skips(limit, check_cursor(cursor)))
 
 
 @router.get("/audit", response_model=list[AuditOut])
-def audit(request: Request, limit: int = Query(100, ge=1, le=500), portal: Any = Reader) -> Any:
+def audit(request: Request, limit: int = Query(100, ge=1, le=500), portal: Portal = Reader) -> object:
     return [AuditOut(at=a["at"], actor=a["actor"], action=a["action"], job=a["job"], execution=a.get("execution"),
                      reason=a.get("reason", ""), details=a.get("details", "{}")) for a in portal.control.audit(limit)]
 
@@ -279,7 +245,7 @@ IdempotencyKey = Header(None, alias="Idempotency-Key", min_length=1, max_length=
 
 @router.post("/jobs/{job}/runs", status_code=202, response_model=Accepted, responses=ACTION_ERRORS,
              dependencies=[Depends(json_body)], summary="Run a job now, with params")
-def run_job(request: Request, job: str, body: RunIn, idempotency_key: str | None = IdempotencyKey) -> Any:
+def run_job(request: Request, job: str, body: RunIn, idempotency_key: str | None = IdempotencyKey) -> object:
     portal = _portal(request)
     started = actions.run(portal.control, lambda team: portal.authorize(request, team), job, body.params,
                           body.reason, idempotency_key)
@@ -288,7 +254,7 @@ def run_job(request: Request, job: str, body: RunIn, idempotency_key: str | None
 
 @router.post("/executions/{execution}/rerun", status_code=202, response_model=Accepted, responses=ACTION_ERRORS,
              dependencies=[Depends(json_body)], summary="Re-run from the failed step, or the whole job")
-def rerun(request: Request, execution: str, body: RerunIn, idempotency_key: str | None = IdempotencyKey) -> Any:
+def rerun(request: Request, execution: str, body: RerunIn, idempotency_key: str | None = IdempotencyKey) -> object:
     portal = _portal(request)
     started = actions.rerun(portal.control, lambda team: portal.authorize(request, team), execution,
                             body.from_failed_step, body.params, body.reason, idempotency_key)
@@ -297,14 +263,14 @@ def rerun(request: Request, execution: str, body: RerunIn, idempotency_key: str 
 
 @router.post("/executions/{execution}/stop", status_code=202, response_model=Done, responses=ACTION_ERRORS,
              dependencies=[Depends(json_body)])
-def stop(request: Request, execution: str, body: ReasonIn) -> Any:
+def stop(request: Request, execution: str, body: ReasonIn) -> object:
     portal = _portal(request)
     actions.stop(portal.control, lambda team: portal.authorize(request, team), execution, body.reason)
     return Done(message=f"stop requested for {execution}")
 
 
 def _job_action(action: str, summary: str) -> None:
-    def endpoint(request: Request, job: str, body: ReasonIn) -> Any:
+    def endpoint(request: Request, job: str, body: ReasonIn) -> object:
         portal = _portal(request)
         user = portal.authorize(request, portal.control.entry(job).team)
         result = getattr(portal.control, action.replace("-", "_"))(job, user.name, body.reason)

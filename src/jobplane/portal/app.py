@@ -10,27 +10,23 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
-from functools import cached_property
 from pathlib import Path
-from typing import Any
+from collections.abc import Awaitable, Callable
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
-from fastapi.templating import Jinja2Templates
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from jobplane import __version__
-from jobplane.platform.backfill import Backfills
 from jobplane.platform.control import ControlPlane
-from jobplane.portal import errors, views
-from jobplane.portal.auth import AlbKeys, RateLimiter, User, dev_cookie, dev_login_accepted, identify
-from jobplane.portal.csrf import Csrf
+from jobplane.portal import errors
+from jobplane.portal.auth import dev_cookie, dev_login_accepted
 from jobplane.portal.errors import PortalError
-from jobplane.portal.job_rows import RowRenderer
+from jobplane.portal.services import Portal
 from jobplane.portal.settings import PortalSettings
+from jobplane.contract.types import JsonObject
 
 log = logging.getLogger(__name__)
 HERE = Path(__file__).parent
@@ -69,52 +65,6 @@ class AllowedHosts:
         await self.app(scope, receive, send)
 
 
-class Portal:
-    """What every request handler needs; stored on ``app.state.portal``."""
-
-    def __init__(self, settings: PortalSettings, control: ControlPlane | None = None):
-        settings.check()  # refuse to start open (auth mode without what makes it safe, no host names)
-        self.settings = settings
-        self.control = control or ControlPlane(settings.deployment)
-        self.csrf = Csrf(settings.secret_key)
-        self.limiter = RateLimiter(settings.actions_per_minute)
-        self.alb_keys = AlbKeys(settings.auth.alb_key_url, settings.auth.alb_region) \
-            if settings.auth.mode == "alb-oidc" else None
-        self.templates = Jinja2Templates(directory=str(HERE / "templates"))  # autoescape on for .html
-        env = self.templates.env
-        # one key per rendered form that starts a run: submitting it twice starts one run
-        env.globals.update(version=__version__, form_key=lambda: uuid.uuid4().hex)
-        from jobplane.portal.pages import notice_text
-
-        env.filters.update(schedule_words=views.schedule_words, local_time=views.local_time,
-                           short_time=views.short_time, duration=views.duration, notice_text=notice_text,
-                           step_call=views.step_call, seconds=views.seconds, retry_words=views.retry_words)
-        env.globals["job_rows"] = RowRenderer(env.get_template("_job_row.html"))
-
-    @cached_property
-    def backfills(self) -> Backfills:
-        return Backfills(self.control)
-
-    def user(self, request: Request) -> User:
-        user = getattr(request.state, "user", None)
-        if user is None:
-            user = request.state.user = identify(request, self.settings, self.alb_keys)
-        return user
-
-    def authorize(self, request: Request, team: str) -> User:
-        user = self.user(request)
-        if not user.can_act(team):
-            raise PortalError(403, f"{user.name} may read but not act on team {team}'s jobs "
-                                   "(ask to be added to the team in jobplane.toml, or a platform admin)")
-        self.limiter.check(user.name)
-        return user
-
-    def render(self, request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
-        user = self.user(request)
-        context |= {"user": user, "csrf_token": self.csrf.token(user.name), "request_id": errors.request_id(request)}
-        return self.templates.TemplateResponse(request, template, context, status_code=status)
-
-
 def create_app(settings: PortalSettings, control: ControlPlane | None = None) -> FastAPI:
     from jobplane.portal import api, backfill_api, backfill_pages, pages
 
@@ -126,7 +76,7 @@ def create_app(settings: PortalSettings, control: ControlPlane | None = None) ->
     app.state.portal = portal
 
     @app.middleware("http")
-    async def headers(request: Request, call_next: Any) -> Any:
+    async def headers(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         started = time.perf_counter()
         rid = errors.request_id(request)
         response = await call_next(request)
@@ -137,7 +87,7 @@ def create_app(settings: PortalSettings, control: ControlPlane | None = None) ->
                  (time.perf_counter() - started) * 1000, getattr(getattr(request.state, "user", None), "name", "-"))
         return response
 
-    def render_error(request: Request, status: int, message: str, headers: dict[str, str] | None) -> Any:
+    def render_error(request: Request, status: int, message: str, headers: dict[str, str] | None) -> Response:
         try:
             response = portal.render(request, "error.html", status=status, status_code=status, message=message)
         except PortalError:  # no identity: a page without the user bar
@@ -151,7 +101,7 @@ def create_app(settings: PortalSettings, control: ControlPlane | None = None) ->
     errors.install(app, render_error)
 
     @app.get("/healthz", tags=["health"], summary="Liveness and store reachability")
-    def healthz() -> dict[str, Any]:
+    def healthz() -> JsonObject:
         portal.control.repo.job_state("__health__")  # one cheap read: the store answers
         return {"status": "ok", "version": __version__, "jobs": len(portal.control.entries)}
 

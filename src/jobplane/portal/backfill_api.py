@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
-from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from jobplane.platform.backfill_model import MAX_CONCURRENT, Backfill
 from jobplane.portal.api import ACTION_ERRORS, ReasonIn, Reader, _errors, _portal, json_body
+from jobplane.portal.services import Portal
+from jobplane.contract.types import JsonObject
 
 router = APIRouter(prefix="/api", tags=["backfill"], responses=_errors(400, 401, 500))
 
@@ -40,7 +41,7 @@ class BackfillOut(BaseModel):
     end: str
     mode: str
     max_concurrent: int
-    params: dict[str, Any]
+    params: JsonObject
     requested_by: str
     reason: str
     created_at: str
@@ -57,7 +58,7 @@ class BackfillIn(BaseModel):
     end: str = Field(alias="to", min_length=1, max_length=40)
     mode: str = Field("only-missed", pattern="^(only-missed|all)$")
     max_concurrent: int = Field(1, ge=1, le=MAX_CONCURRENT)
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: JsonObject = Field(default_factory=dict)
     reason: str = Field(min_length=1, max_length=500)
 
 
@@ -75,7 +76,7 @@ def backfill_out(bf: Backfill) -> BackfillOut:
             summary="The fires of a past window and which a backfill would start")
 def preview(request: Request, job: str, start: str = Query(alias="from", min_length=1, max_length=40),
             end: str = Query(alias="to", min_length=1, max_length=40),
-            mode: str = Query("only-missed", pattern="^(only-missed|all)$"), portal: Any = Reader) -> Any:
+            mode: str = Query("only-missed", pattern="^(only-missed|all)$"), portal: Portal = Reader) -> object:
     return [PlannedFireOut(at=p.at, local=p.local.isoformat(), covered_by=p.covered_by, runs=p.runs)
             for p in portal.backfills.preview(job, start, end, mode)]
 
@@ -83,18 +84,18 @@ def preview(request: Request, job: str, start: str = Query(alias="from", min_len
 # (not GET /jobs/{job}/backfills: one path, one method, so a 405's Allow header is exact)
 @router.get("/backfills", response_model=list[BackfillOut], responses=_errors(404),
             summary="A job's backfills, newest first")
-def job_backfills(request: Request, job: str = Query(min_length=1, max_length=200), portal: Any = Reader) -> Any:
+def job_backfills(request: Request, job: str = Query(min_length=1, max_length=200), portal: Portal = Reader) -> object:
     return [backfill_out(b) for b in portal.backfills.of_job(job)]
 
 
 @router.get("/backfills/{backfill}", response_model=BackfillOut, responses=_errors(404))
-def get_backfill(request: Request, backfill: str, portal: Any = Reader) -> Any:
+def get_backfill(request: Request, backfill: str, portal: Portal = Reader) -> object:
     return backfill_out(portal.backfills.get(backfill))
 
 
 @router.post("/jobs/{job}/backfills", status_code=202, response_model=BackfillOut, responses=ACTION_ERRORS,
              dependencies=[Depends(json_body)], summary="Backfill a past window (reason required)")
-def start_backfill(request: Request, job: str, body: BackfillIn) -> Any:
+def start_backfill(request: Request, job: str, body: BackfillIn) -> object:
     portal = _portal(request)
     user = portal.authorize(request, portal.control.entry(job).team)
     bf = portal.backfills.create(job, user.name, body.start, body.end, mode=body.mode,
@@ -103,7 +104,7 @@ def start_backfill(request: Request, job: str, body: BackfillIn) -> Any:
 
 
 def _backfill_action(action: str) -> None:
-    def endpoint(request: Request, backfill: str, body: ReasonIn) -> Any:
+    def endpoint(request: Request, backfill: str, body: ReasonIn) -> object:
         portal = _portal(request)
         bf = portal.backfills.get(backfill)
         user = portal.authorize(request, bf.team)

@@ -3,11 +3,10 @@ backfill, and its progress page (refreshed in place while it runs), with cancel 
 
 from __future__ import annotations
 
-from typing import Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, Form, Query, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 
 from jobplane.platform.backfill_model import MAX_CONCURRENT
 from jobplane.platform.control import ControlError, NotFound
@@ -19,7 +18,7 @@ router = APIRouter(include_in_schema=False)
 @router.get("/jobs/{job}/backfill", response_class=HTMLResponse)
 def backfill_preview(request: Request, job: str, start: str | None = Query(None, alias="from", max_length=40),
                      end: str | None = Query(None, alias="to", max_length=40),
-                     mode: str = Query("only-missed", pattern="^(only-missed|all)$")) -> Any:
+                     mode: str = Query("only-missed", pattern="^(only-missed|all)$")) -> Response:
     """The window form and, once a window is given, its fires: what covers each, what would run.
     A window the platform refuses is shown on the form with the reason, not as an error page."""
     portal = _portal(request)
@@ -39,7 +38,7 @@ def backfill_preview(request: Request, job: str, start: str | None = Query(None,
 def backfill_form(request: Request, job: str, csrf_token: str | None = Form(None), start: str = Form(..., alias="from",
                   max_length=40), end: str = Form(..., alias="to", max_length=40), mode: str = Form("only-missed"),
                   max_concurrent: int = Form(1, ge=1, le=MAX_CONCURRENT), params: str = Form(""),
-                  reason: str = Form("")) -> Any:
+                  reason: str = Form("")) -> Response:
     portal = _portal(request)
     user = _act(request, portal.control.entry(job).team, csrf_token)
     bf = portal.backfills.create(job, user.name, start, end, mode=mode, max_concurrent=max_concurrent,
@@ -48,14 +47,14 @@ def backfill_form(request: Request, job: str, csrf_token: str | None = Form(None
 
 
 @router.get("/backfills/{backfill}", response_class=HTMLResponse)
-def backfill_page(request: Request, backfill: str) -> Any:
+def backfill_page(request: Request, backfill: str) -> Response:
     portal = _portal(request)
     bf = portal.backfills.get(backfill)
     return portal.render(request, "backfill.html", bf=bf, e=portal.control.entry(bf.job))
 
 
 @router.get("/backfills/{backfill}/live", response_class=HTMLResponse)
-def backfill_live(request: Request, backfill: str) -> Any:
+def backfill_live(request: Request, backfill: str) -> Response:
     portal = _portal(request)
     bf = portal.backfills.get(backfill)
     return portal.render(request, "_backfill_live.html", bf=bf, e=portal.control.entry(bf.job))
@@ -63,7 +62,7 @@ def backfill_live(request: Request, backfill: str) -> Any:
 
 @router.post("/backfills/{backfill}/{action}")
 def backfill_action_form(request: Request, backfill: str, action: str, csrf_token: str | None = Form(None),
-                         reason: str = Form("")) -> Any:
+                         reason: str = Form("")) -> Response:
     portal = _portal(request)
     if action not in ("cancel", "resume"):
         raise NotFound(f"unknown action {action!r}")

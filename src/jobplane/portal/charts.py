@@ -10,11 +10,12 @@ from __future__ import annotations
 from datetime import datetime
 from html import escape
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from jobplane.contract.clock import parse_iso
-from jobplane.contract.records import Attempt
+from jobplane.contract.attempts import Attempt
+from jobplane.contract.records import ExecutionRecord
 from jobplane.portal.views import seconds
+from jobplane.contract.types import JsonObject
 
 COLOURS = {"succeeded": "#16a34a", "SUCCEEDED": "#16a34a", "failed": "#dc2626", "FAILED": "#dc2626",
            "TIMED_OUT": "#b45309", "timed out": "#b45309", "ABORTED": "#64748b", "stopped": "#64748b",
@@ -69,7 +70,7 @@ def attempt_gantt(rows: Sequence[Attempt], started_at: str | None, finished_at: 
     return _svg(height, f"Step attempts over the run's {seconds(span) if span >= 1 else f'{span:.1f} s'}", body)
 
 
-def duration_bars(executions: list[Any]) -> tuple[str, dict[str, Any]] | None:
+def duration_bars(executions: Sequence[ExecutionRecord]) -> tuple[str, JsonObject] | None:
     """The job's recent runs, oldest left: bar height its duration, colour its outcome (skips
     are short grey marks). Returns the SVG and the figures it shows (runs, success rate of the
     runs that ran, median duration), or None without a finished run."""

@@ -8,14 +8,14 @@ back (retry loops) are drawn dashed. Parallel branches are drawn as a note on th
 from __future__ import annotations
 
 from html import escape
-from typing import Any
+from jobplane.contract.types import JsonObject
 
 BOX_W, BOX_H, GAP_X, GAP_Y = 190, 34, 24, 30
 COLORS = {"Task": "#e8f0fe", "Choice": "#fff4e5", "Wait": "#f3f3f3", "Fail": "#fde8e8", "Succeed": "#e6f4ea",
           "Parallel": "#ede7f6", "Pass": "#f3f3f3"}
 
 
-def edges_of(state: dict[str, Any]) -> list[str]:
+def edges_of(state: JsonObject) -> list[str]:
     out = []
     if state.get("Next"):
         out.append(state["Next"])
@@ -26,7 +26,7 @@ def edges_of(state: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def layers(definition: dict[str, Any]) -> dict[str, int]:
+def layers(definition: JsonObject) -> dict[str, int]:
     states = definition["States"]
     order = list(states)
     index = {name: i for i, name in enumerate(order)}
@@ -44,7 +44,7 @@ def layers(definition: dict[str, Any]) -> dict[str, int]:
     return depth
 
 
-def svg(definition: dict[str, Any]) -> str:
+def svg(definition: JsonObject) -> str:
     states = definition["States"]
     depth = layers(definition)
     rows: dict[int, list[str]] = {}

@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any
+from collections.abc import Callable
 
-from fastapi import Request
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from jobplane.contract.clock import now_iso
 from jobplane.platform.control import Conflict, ControlError, Invalid, NotFound
+from jobplane.contract.types import JsonObject
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +27,7 @@ STATUS_OF = {NotFound: 404, Conflict: 409, Invalid: 400}
 class PortalError(Exception):
     """An error raised by the portal itself (authentication, authorization, CSRF, rate limit)."""
 
-    def __init__(self, status: int, message: str, details: list[dict[str, Any]] | None = None,
+    def __init__(self, status: int, message: str, details: list[JsonObject] | None = None,
                  headers: dict[str, str] | None = None):
         super().__init__(message)
         self.status, self.message, self.details, self.headers = status, message, details or [], headers or {}
@@ -39,8 +40,8 @@ def request_id(request: Request) -> str:
     return rid
 
 
-def envelope(request: Request, status: int, message: str, details: list[dict[str, Any]] | None = None,
-             code: str | None = None) -> dict[str, Any]:
+def envelope(request: Request, status: int, message: str, details: list[JsonObject] | None = None,
+             code: str | None = None) -> JsonObject:
     return {"error": {"code": code or CODES.get(status, "ERROR"), "message": message, "details": details or [],
                       "request_id": request_id(request), "timestamp": now_iso()}}
 
@@ -49,7 +50,7 @@ def control_status(err: ControlError) -> int:
     return next((s for cls, s in STATUS_OF.items() if isinstance(err, cls)), 400)
 
 
-def details_of(err: ControlError) -> list[dict[str, Any]]:
+def details_of(err: ControlError) -> list[JsonObject]:
     return [{"field": k, "message": v if isinstance(v, str) else repr(v)} for k, v in err.details.items()]
 
 
@@ -57,34 +58,34 @@ def wants_json(request: Request) -> bool:
     return request.url.path.startswith("/api/") or "application/json" in request.headers.get("accept", "")
 
 
-def install(app: Any, render_error: Any) -> None:
+def install(app: FastAPI, render_error: Callable[[Request, int, str, dict[str, str] | None], Response]) -> None:
     """``render_error(request, status, message)`` renders the HTML error page for browsers."""
 
-    def respond(request: Request, status: int, message: str, details: list[dict[str, Any]] | None = None,
-                headers: dict[str, str] | None = None) -> Any:
+    def respond(request: Request, status: int, message: str, details: list[JsonObject] | None = None,
+                headers: dict[str, str] | None = None) -> Response:
         if wants_json(request):
             return JSONResponse(envelope(request, status, message, details), status_code=status, headers=headers)
         return render_error(request, status, message, headers)
 
     @app.exception_handler(ControlError)
-    async def _control(request: Request, exc: ControlError) -> Any:
+    async def _control(request: Request, exc: ControlError) -> Response:
         return respond(request, control_status(exc), exc.message, details_of(exc))
 
     @app.exception_handler(PortalError)
-    async def _portal(request: Request, exc: PortalError) -> Any:
+    async def _portal(request: Request, exc: PortalError) -> Response:
         return respond(request, exc.status, exc.message, exc.details, exc.headers)
 
     @app.exception_handler(RequestValidationError)
-    async def _validation(request: Request, exc: RequestValidationError) -> Any:
+    async def _validation(request: Request, exc: RequestValidationError) -> Response:
         details = [{"field": ".".join(str(p) for p in e.get("loc", ()) if p not in ("body", "query", "path")),
                     "message": e.get("msg", "")} for e in exc.errors()]
         return respond(request, 400, "the request is not valid", details)
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(request: Request, exc: StarletteHTTPException) -> Any:
+    async def _http(request: Request, exc: StarletteHTTPException) -> Response:
         return respond(request, exc.status_code, str(exc.detail), headers=exc.headers)  # e.g. 405's Allow
 
     @app.exception_handler(Exception)
-    async def _unexpected(request: Request, exc: Exception) -> Any:
+    async def _unexpected(request: Request, exc: Exception) -> Response:
         log.exception("unhandled error in %s %s (%s)", request.method, request.url.path, request_id(request))
         return respond(request, 500, "internal error; quote the request id when reporting it")

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import quote
+from jobplane.contract.types import JsonObject
 
 #: Lowest first: a filter on a level shows that level and the ones after it.
 LEVELS = ("debug", "info", "warning", "error", "critical")
@@ -29,7 +29,7 @@ class LogLine:
     message: str
     error_type: str | None = None
     traceback: str | None = None
-    fields: dict[str, Any] = field(default_factory=dict)  # the call's extras: duration, exit_code, stream, ...
+    fields: JsonObject = field(default_factory=dict)  # the call's extras: duration, exit_code, stream, ...
 
     @property
     def is_error(self) -> bool:

@@ -6,11 +6,10 @@ from __future__ import annotations
 import json
 import logging
 from datetime import datetime, timezone
-from typing import Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, Form, Query, Request
-from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from jobplane.contract import execution_input
 from jobplane.contract import runner as rc
@@ -20,7 +19,13 @@ from jobplane.platform.control import (IDEMPOTENCY_KEY_MAX, JOB_SORTS, RECENT_FA
 from jobplane.portal import actions, charts, logview
 from jobplane.portal.diagram import svg
 from jobplane.portal.job_rows import STATE_ATTRIBUTES
+from jobplane.platform.control import Deployment
+from jobplane.platform.logs import LogStream
+from jobplane.portal.auth import User
+from jobplane.portal.notices import NOTICES
+from jobplane.portal.services import Portal, portal_of
 from jobplane.portal.views import failure_groups, step_rows
+from jobplane.contract.types import JsonObject
 
 log = logging.getLogger(__name__)
 #: What the job page shows in the diagram's place when AWS would not say (a constant: rendered as is).
@@ -29,13 +34,13 @@ router = APIRouter(include_in_schema=False)
 STATUSES = [s.value for s in ExecutionStatus] + ["NEVER_RUN", "PAUSED"]  # the jobs page's filter
 
 
-def _portal(request: Request) -> Any:
-    return request.app.state.portal
+def _portal(request: Request) -> Portal:
+    return portal_of(request)
 
 
 @router.get("/", response_class=HTMLResponse)
 def jobs_page(request: Request, team: str | None = None, status: str | None = None, q: str | None = None,
-              sort: str | None = Query(None, max_length=20)) -> Any:
+              sort: str | None = Query(None, max_length=20)) -> Response:
     portal = _portal(request)
     sort = sort if sort in JOB_SORTS else None  # a view, not an action: an unknown sort is the default
     jobs = portal.control.jobs(team or None, status or None, q or None, sort=sort, state_attributes=STATE_ATTRIBUTES)
@@ -46,14 +51,14 @@ def jobs_page(request: Request, team: str | None = None, status: str | None = No
 
 
 @router.get("/jobs/{job}", response_class=HTMLResponse)
-def job_page(request: Request, job: str, cursor: str | None = Query(None, max_length=2000)) -> Any:
+def job_page(request: Request, job: str, cursor: str | None = Query(None, max_length=2000)) -> Response:
     portal = _portal(request)
     summary = portal.control.job(job)
     return portal.render(request, "job.html", job=summary, e=summary.entry, diagram=_diagram(portal, job),
                          schedule_problems=_schedule_problems(portal, job), **_history(portal, job, cursor))
 
 
-def _schedule_problems(portal: Any, job: str) -> list[str] | None:
+def _schedule_problems(portal: Portal, job: str) -> list[str] | None:
     """The job's schedules as deployed against the compiled ones (GetSchedule each); None when
     AWS does not answer (the page says so instead of hiding it)."""
     try:
@@ -64,19 +69,19 @@ def _schedule_problems(portal: Any, job: str) -> list[str] | None:
 
 
 @router.get("/jobs/{job}/live", response_class=HTMLResponse)
-def job_live(request: Request, job: str) -> Any:
+def job_live(request: Request, job: str) -> Response:
     portal = _portal(request)
     summary = portal.control.job(job)
     return portal.render(request, "_job_live.html", job=summary, e=summary.entry, **_history(portal, job, None))
 
 
-def _history(portal: Any, job: str, cursor: str | None) -> dict[str, Any]:
+def _history(portal: Portal, job: str, cursor: str | None) -> JsonObject:
     page = portal.control.executions(job, 20, check_cursor(cursor))
     return {"history": page.items, "next_cursor": page.cursor, "running": portal.control.running_executions(job),
             "trend": charts.duration_bars(page.items)}
 
 
-def _diagram(portal: Any, job: str) -> str | None:
+def _diagram(portal: Portal, job: str) -> str | None:
     """The deployed definition drawn; None when it is not deployed (yet). Any other error
     (denied, throttled) is logged and shown as unavailable, never swallowed: a missing
     permission once hid the diagram on AWS without a word."""
@@ -94,7 +99,7 @@ def _diagram(portal: Any, job: str) -> str | None:
 @router.get("/executions/{execution}", response_class=HTMLResponse)
 def execution_page(request: Request, execution: str, job: str | None = Query(None, max_length=200),
                    level: str | None = Query(None, max_length=20),
-                   q: str | None = Query(None, max_length=logview.QUERY_MAX)) -> Any:
+                   q: str | None = Query(None, max_length=logview.QUERY_MAX)) -> Response:
     portal = _portal(request)
     return portal.render(request, "execution.html", **_execution_context(portal, execution, job, level, q))
 
@@ -102,13 +107,13 @@ def execution_page(request: Request, execution: str, job: str | None = Query(Non
 @router.get("/executions/{execution}/live", response_class=HTMLResponse)
 def execution_live(request: Request, execution: str, job: str | None = Query(None, max_length=200),
                    level: str | None = Query(None, max_length=20),
-                   q: str | None = Query(None, max_length=logview.QUERY_MAX)) -> Any:
+                   q: str | None = Query(None, max_length=logview.QUERY_MAX)) -> Response:
     portal = _portal(request)
     return portal.render(request, "_execution_live.html", **_execution_context(portal, execution, job, level, q))
 
 
-def _execution_context(portal: Any, execution: str, job: str | None = None, level: str | None = None,
-                       q: str | None = None) -> dict[str, Any]:
+def _execution_context(portal: Portal, execution: str, job: str | None = None, level: str | None = None,
+                       q: str | None = None) -> JsonObject:
     # ?job= finds an execution that has just started (before its claim lists it as running)
     view = portal.control.execution(execution, job if job in portal.control.entries else None)
     entry = portal.control.entry(view.job)
@@ -124,7 +129,7 @@ def _execution_context(portal: Any, execution: str, job: str | None = None, leve
             "log_level": level, "log_q": q}
 
 
-def log_console_url(deployment: Any, stream: Any) -> str | None:
+def log_console_url(deployment: Deployment, stream: LogStream) -> str | None:
     """The stream in the CloudWatch console, for a platform on AWS (the embedded local AWS has
     no console: its endpoint is set)."""
     if deployment.endpoint_url:
@@ -133,7 +138,7 @@ def log_console_url(deployment: Any, stream: Any) -> str | None:
 
 
 @router.get("/failures", response_class=HTMLResponse)
-def failures_page(request: Request, cursor: str | None = Query(None, max_length=2000)) -> Any:
+def failures_page(request: Request, cursor: str | None = Query(None, max_length=2000)) -> Response:
     portal = _portal(request)
     failures = portal.control.failures(50, check_cursor(cursor))
     skips = portal.control.skips(20)
@@ -145,37 +150,17 @@ def failures_page(request: Request, cursor: str | None = Query(None, max_length=
 
 
 @router.get("/audit", response_class=HTMLResponse)
-def audit_page(request: Request) -> Any:
+def audit_page(request: Request) -> Response:
     portal = _portal(request)
     return portal.render(request, "audit.html", entries=portal.control.audit(200))
 
 
 # -- form actions ------------------------------------------------------------------------------
-def _act(request: Request, team: str, csrf_token: str | None) -> Any:
+def _act(request: Request, team: str, csrf_token: str | None) -> User:
     portal = _portal(request)
     user = portal.user(request)
     portal.csrf.check(csrf_token, user.name)
     return portal.authorize(request, team)
-
-
-#: What a form action's redirect may announce: the page shows only these texts, by code, so a
-#: crafted link cannot put words of its choosing on the portal (``?notice=``).
-NOTICES = {
-    "started": "Run started.",
-    "rerun": "Re-run started.",
-    "stop": "Stop requested.",
-    "pause": "Schedule paused.",
-    "resume": "Schedule resumed.",
-    "acknowledge": "Failure acknowledged.",
-    "release-claim": "Stale claim released.",
-    "backfill": "Backfill started: its fires start in order, and this page follows them.",
-    "backfill-cancel": "Backfill cancelled: no further fire starts; runs in flight finish.",
-    "backfill-resume": "Backfill resumed.",
-}
-
-
-def notice_text(code: str | None) -> str | None:
-    return NOTICES.get(code or "")
 
 
 def _back(path: str, notice: str) -> RedirectResponse:
@@ -183,7 +168,7 @@ def _back(path: str, notice: str) -> RedirectResponse:
     return RedirectResponse(f"{path}{'&' if '?' in path else '?'}notice={notice}", status_code=303)
 
 
-def parse_params(text: str) -> dict[str, Any]:
+def parse_params(text: str) -> JsonObject:
     """The form's params box: 'key=value' per line."""
     try:
         return execution_input.parse_params(text.splitlines())
@@ -193,7 +178,7 @@ def parse_params(text: str) -> dict[str, Any]:
 
 @router.post("/jobs/{job}/run")
 def run_form(request: Request, job: str, csrf_token: str | None = Form(None), params: str = Form(""),
-             reason: str = Form(""), idempotency_key: str | None = Form(None, max_length=IDEMPOTENCY_KEY_MAX)) -> Any:
+             reason: str = Form(""), idempotency_key: str | None = Form(None, max_length=IDEMPOTENCY_KEY_MAX)) -> Response:
     portal = _portal(request)
     started = actions.run(portal.control, lambda team: _act(request, team, csrf_token), job, parse_params(params),
                           reason, idempotency_key)
@@ -203,7 +188,7 @@ def run_form(request: Request, job: str, csrf_token: str | None = Form(None), pa
 @router.post("/executions/{execution}/rerun")
 def rerun_form(request: Request, execution: str, csrf_token: str | None = Form(None),
                mode: str = Form("failed-step"), params: str = Form(""), reason: str = Form(""),
-               idempotency_key: str | None = Form(None, max_length=IDEMPOTENCY_KEY_MAX)) -> Any:
+               idempotency_key: str | None = Form(None, max_length=IDEMPOTENCY_KEY_MAX)) -> Response:
     portal = _portal(request)
     started = actions.rerun(portal.control, lambda team: _act(request, team, csrf_token), execution,
                             mode == "failed-step", parse_params(params), reason, idempotency_key)
@@ -211,7 +196,7 @@ def rerun_form(request: Request, execution: str, csrf_token: str | None = Form(N
 
 
 @router.post("/executions/{execution}/stop")
-def stop_form(request: Request, execution: str, csrf_token: str | None = Form(None), reason: str = Form("")) -> Any:
+def stop_form(request: Request, execution: str, csrf_token: str | None = Form(None), reason: str = Form("")) -> Response:
     portal = _portal(request)
     actions.stop(portal.control, lambda team: _act(request, team, csrf_token), execution, reason)
     return _back(f"/executions/{execution}", "stop")
@@ -219,7 +204,7 @@ def stop_form(request: Request, execution: str, csrf_token: str | None = Form(No
 
 @router.post("/jobs/{job}/{action}")
 def job_action_form(request: Request, job: str, action: str, csrf_token: str | None = Form(None),
-                    reason: str = Form("")) -> Any:
+                    reason: str = Form("")) -> Response:
     portal = _portal(request)
     if action not in ("pause", "resume", "acknowledge", "release-claim"):
         raise NotFound(f"unknown action {action!r}")

@@ -6,7 +6,6 @@ import dataclasses
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
-from typing import Any
 from zoneinfo import ZoneInfo
 
 from cron_descriptor import Options, get_description
@@ -15,8 +14,11 @@ from jobplane.contract.catalog import StepRetry
 from jobplane.contract.schedule import AtExpression, CronExpression, RateExpression, parse
 from jobplane.contract.clock import parse_iso
 from jobplane.contract.attempts import attempt_rows
-from jobplane.contract.records import Attempt
+from jobplane.contract.catalog import CatalogJob
+from jobplane.contract.attempts import Attempt
+from jobplane.contract.records import ExecutionRecord, JobState
 from jobplane.platform.control import ExecutionView
+from jobplane.contract.types import JsonObject
 
 
 @lru_cache(maxsize=4096)  # cron-descriptor loads its locale per call: ~2/3 of the jobs page (bench/portal.py)
@@ -87,7 +89,7 @@ def step_rows(view: ExecutionView) -> list[StepRow]:
             for row in attempt_rows(view.record.steps if view.record else {}, view.timeline)]
 
 
-def step_call(target: dict[str, Any] | None) -> str:
+def step_call(target: JsonObject | None) -> str:
     """A step's target as a person would write the call: ``module:function(day="x", n=1)``,
     ``manage.py post_ledger --period 2026-10``, or a shell command line."""
     import json
@@ -128,7 +130,8 @@ def retry_words(retry: StepRetry | None) -> str:
     return text
 
 
-def failure_groups(failures: list[Any], states: dict[str, Any], entries: dict[str, Any]) -> list[dict[str, Any]]:
+def failure_groups(failures: list[ExecutionRecord], states: dict[str, JobState],
+                   entries: dict[str, CatalogJob]) -> list[JsonObject]:
     """The failures page's incident view: the listed failures grouped by job, newest first,
     each with what the job is doing now and the one action that moves it on.
 
@@ -136,7 +139,7 @@ def failure_groups(failures: list[Any], states: dict[str, Any], entries: dict[st
     skipping its schedule until someone acts), "acknowledged" (by whom is in ``state_by``) or
     "failing". ``action``: "acknowledge" for a blocked job (its schedule goes on), "rerun" of the
     newest failure (from its failed step when it has one) for a failing one, else None."""
-    groups: dict[str, dict[str, Any]] = {}
+    groups: dict[str, JsonObject] = {}
     for x in failures:  # newest first: the first of a job is its newest failure
         g = groups.setdefault(x.job, {"job": x.job, "team": x.team, "latest": x, "count": 0})
         g["count"] += 1

@@ -13,7 +13,8 @@ from collections import namedtuple
 
 TYPE_CHECKING = False  # typing is not imported at run time: the runner's start-up
 if TYPE_CHECKING:
-    from typing import Any, Mapping
+    from typing import Mapping
+    from jobplane.contract.types import JsonObject, JsonValue
 
 from jobplane.contract import runner as rc
 
@@ -59,7 +60,7 @@ class RunContext:
     _COMPARED = __slots__[:-1]  # not the logger
 
     def __init__(self, *, job: str, team: str, step: str, execution_id: str, scheduled_time: str, trigger: str,
-                 attempt: int, params: dict[str, Any], target: dict[str, Any], trace: TraceContext,
+                 attempt: int, params: JsonObject, target: JsonObject, trace: TraceContext,
                  timeout: int | None = None, logger: logging.Logger | None = None):
         values = dict(job=job, team=team, step=step, execution_id=execution_id, scheduled_time=scheduled_time,
                       trigger=trigger, attempt=attempt, timeout=timeout, params=params, target=target, trace=trace,
@@ -67,7 +68,7 @@ class RunContext:
         for name, value in values.items():
             object.__setattr__(self, name, value)
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"RunContext is read-only: cannot set {name!r}")
 
     def __eq__(self, other: object) -> bool:
@@ -86,7 +87,7 @@ class RunContext:
         return self.trace.traceparent
 
 
-def _json(env: Mapping[str, str], name: str, default: Any) -> Any:
+def _json(env: Mapping[str, str], name: str, default: JsonValue) -> JsonValue:
     raw = env.get(name)
     if raw is None or raw == "":
         return default

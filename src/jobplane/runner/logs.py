@@ -18,7 +18,8 @@ import traceback
 
 TYPE_CHECKING = False  # typing is not imported at run time: the runner's start-up
 if TYPE_CHECKING:
-    from typing import Any, Mapping
+    from typing import Mapping
+    from jobplane.contract.types import JsonObject, JsonValue
 
 from jobplane.contract.runner import ENV_PARAMS, ENV_TARGET
 from jobplane.contract.secret_names import NOT_SECRET as _NOT_SECRET_NAMES
@@ -52,15 +53,15 @@ class RunFormatter(logging.Formatter):
     passed as ``extra`` (a record attribute the logging module does not set itself); secret
     values replaced."""
 
-    def __init__(self, fields: dict[str, Any], secrets: list[str]):
+    def __init__(self, fields: JsonObject, secrets: list[str]):
         super().__init__()
         self.fields = fields
         # A secret also appears JSON-escaped inside the serialised line.
         patterns = [re.escape(s) for s in secrets] + [re.escape(json.dumps(s)[1:-1]) for s in secrets]
         self._secret_re = re.compile("|".join(patterns)) if patterns else None
 
-    def fields_of(self, record: logging.LogRecord) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def fields_of(self, record: logging.LogRecord) -> JsonObject:
+        out: JsonObject = {
             # ISO 8601 in UTC to the millisecond, from logging's own split of the time (datetime's
             # import would be ~3 ms of the runner's start-up)
             "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
@@ -84,7 +85,7 @@ class RunFormatter(logging.Formatter):
         return URL_PASSWORD.sub(lambda m: f"{m.group(1)}:{REDACTED}@", line)  # a DSN the step built itself
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: JsonValue) -> JsonValue:
     """An ``extra`` value JSON has no type for: dates as ISO 8601, anything else as its str()."""
     isoformat = getattr(value, "isoformat", None)
     return isoformat() if callable(isoformat) else str(value)
@@ -125,7 +126,7 @@ class LineLogger(io.TextIOBase):
 _capture = Capture()
 
 
-def configure(fields: dict[str, Any], env: Mapping[str, str] | None = None) -> logging.Logger:
+def configure(fields: JsonObject, env: Mapping[str, str] | None = None) -> logging.Logger:
     """Route every log record, every print and everything written to fds 1 and 2 (children
     included: runner/capture.py) through one JSON handler on the real stdout."""
     env = os.environ if env is None else env

@@ -17,7 +17,8 @@ from types import FunctionType
 TYPE_CHECKING = False  # typing is not imported at run time: the runner's start-up
 if TYPE_CHECKING:
     import subprocess
-    from typing import Any, Callable
+    from typing import IO, Any, Callable
+    from jobplane.contract.types import JsonObject, JsonValue
 
 from jobplane.runner import stop
 from jobplane.runner.context import RunContext
@@ -52,8 +53,8 @@ def import_object(spec: str) -> Any:
     return obj
 
 
-def call_arguments(fn: Callable[..., Any], kwargs: dict[str, Any], ctx: RunContext,
-                   args: list[Any] | None = None) -> tuple[list[Any], dict[str, Any]]:
+def call_arguments(fn: Callable[..., object], kwargs: JsonObject, ctx: RunContext,
+                   args: list[JsonValue] | None = None) -> tuple[list[JsonValue], JsonObject]:
     """The step's kwargs plus the run's params, for the parameters ``fn`` takes.
 
     Params are job-wide, so a step only receives those its function names (or all of them if it
@@ -98,7 +99,7 @@ def call_arguments(fn: Callable[..., Any], kwargs: dict[str, Any], ctx: RunConte
 _CO_VARKEYWORDS = 0x08  # inspect.CO_VARKEYWORDS
 
 
-def _plain_parameters(fn: Any) -> tuple[frozenset[str], frozenset[str], bool] | None:
+def _plain_parameters(fn: Callable[..., object]) -> tuple[frozenset[str], frozenset[str], bool] | None:
     """For a plain function whose parameters all take keywords (no positional-only ones, no
     ``*args`` needed): the names it accepts, those without a default, and whether it takes
     ``**kwargs``. None for anything else (a class, a partial, a builtin, a method), which
@@ -115,7 +116,7 @@ def _plain_parameters(fn: Any) -> tuple[frozenset[str], frozenset[str], bool] | 
     return names, names - defaulted, bool(code.co_flags & _CO_VARKEYWORDS)
 
 
-def run_python(ctx: RunContext) -> Any:
+def run_python(ctx: RunContext) -> object:
     fn = import_object(ctx.target["target"])
     if not callable(fn):
         raise PermanentError(f"{ctx.target['target']!r} is not callable")
@@ -123,7 +124,7 @@ def run_python(ctx: RunContext) -> Any:
     return fn(*args, **kwargs)
 
 
-def run_celery(ctx: RunContext) -> Any:
+def run_celery(ctx: RunContext) -> object:
     app_spec = os.environ.get(ENV_CELERY_APP)
     if not app_spec:
         raise PermanentError(f"{ENV_CELERY_APP} must name the Celery app, e.g. 'myproject.celery:app'")
@@ -141,7 +142,7 @@ def run_celery(ctx: RunContext) -> Any:
     return result.get(disable_sync_subtasks=False) if result is not None else None
 
 
-def run_django(ctx: RunContext) -> Any:
+def run_django(ctx: RunContext) -> object:
     if not os.environ.get("DJANGO_SETTINGS_MODULE"):
         raise PermanentError("DJANGO_SETTINGS_MODULE must name the settings module")
     try:
@@ -200,7 +201,7 @@ def run_shell(ctx: RunContext, log: logging.Logger) -> None:
         raise ExitCode(128 - code if code < 0 else code)
 
 
-def _pump(pipe: Any, logger: logging.Logger, level: int, stream: str) -> None:
+def _pump(pipe: IO[bytes], logger: logging.Logger, level: int, stream: str) -> None:
     for line in pipe:
         logger.log(level, line.rstrip("\n"), extra={"stream": stream})
 

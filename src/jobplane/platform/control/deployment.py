@@ -6,10 +6,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from jobplane.contract import names
 from jobplane.contract.catalog import Catalog
+from jobplane.contract.types import Client, JsonObject
 
 log = logging.getLogger(__name__)
 
@@ -30,10 +30,10 @@ class Deployment:
     access_key_id: str | None = None
     secret_access_key: str | None = None
 
-    def client(self, service: str) -> Any:
+    def client(self, service: str) -> Client:
         import boto3
 
-        kwargs: dict[str, Any] = {"region_name": self.region}
+        kwargs: JsonObject = {"region_name": self.region}
         if self.endpoint_url:
             kwargs["endpoint_url"] = self.endpoint_url
         if self.access_key_id and self.secret_access_key:
@@ -52,7 +52,7 @@ class Deployment:
         return (f"arn:aws:states:{self.region}:{self.account_id}:execution:"
                 f"{names.state_machine_name(self.name_prefix, job)}:{execution}")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"table": self.table, "topic_arn": self.topic_arn, "name_prefix": self.name_prefix,
                 "region": self.region, "account_id": self.account_id, "endpoint_url": self.endpoint_url,
                 "catalog_path": str(self.catalog_path) if self.catalog_path else None,
@@ -60,7 +60,7 @@ class Deployment:
                 "access_key_id": self.access_key_id, "secret_access_key": self.secret_access_key}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Deployment:
+    def from_json(cls, data: JsonObject) -> Deployment:
         data = dict(data)
         data.pop("log_dir", None)  # written by earlier versions (logs were local files)
         where = data.get("catalog_path")

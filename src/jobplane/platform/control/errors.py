@@ -4,7 +4,7 @@ and the checks of what an operator sends, made before anything changes."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from jobplane.contract.types import JsonObject
 
 
 #: Bounds on what an operator sends, checked before anything changes.
@@ -15,7 +15,7 @@ MAX_PARAMS_BYTES = 4096
 class ControlError(Exception):
     code = "error"
 
-    def __init__(self, message: str, details: dict[str, Any] | None = None):
+    def __init__(self, message: str, details: JsonObject | None = None):
         super().__init__(message)
         self.message = message
         self.details = details or {}

@@ -14,7 +14,8 @@ from jobplane.contract.statuses import ExecutionStatus
 from jobplane.platform.anchors import ScheduleAnchors
 from jobplane.contract.clock import as_iso
 from jobplane.platform.logs import LogStream, StepLogs, error_excerpt
-from jobplane.contract.records import Attempt, ExecutionRecord, JobState
+from jobplane.contract.attempts import Attempt
+from jobplane.contract.records import ExecutionRecord, JobState
 from jobplane.contract.types import JsonObject, JsonValue
 from jobplane.platform.repository import Page, Repository
 from jobplane.platform.timeline import history, state_transitions, timeline

@@ -7,7 +7,8 @@ import hashlib
 import json
 import logging
 import uuid
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from jobplane.contract import execution_input
 from jobplane.contract.execution_input import ExecutionInput
@@ -18,6 +19,7 @@ from jobplane.contract.statuses import ExecutionStatus
 from jobplane.platform.control.errors import MAX_PARAMS_BYTES, Conflict, Invalid, check_reason
 from jobplane.platform.control.reads import Reads
 from jobplane.platform.control.views import ExecutionView
+from jobplane.contract.types import JsonObject
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +35,11 @@ def idempotent_name(job: str, actor: str, key: str) -> str:
     return hashlib.sha256(f"{job}\n{actor}\n{key}".encode()).hexdigest()[:32]
 
 
+T = TypeVar("T")
+
+
 class Runs(Reads):
-    def run_now(self, job: str, actor: str, params: dict[str, Any] | None = None, reason: str = "",
+    def run_now(self, job: str, actor: str, params: JsonObject | None = None, reason: str = "",
                 from_step: str | None = None, name: str | None = None, idempotency_key: str | None = None) -> str:
         """Start a run now; its execution name. With ``idempotency_key``, the same request again
         (a double click, a retried call) answers with the run it started, not a second one."""
@@ -51,7 +56,7 @@ class Runs(Reads):
             lambda: self.start_execution(job, payload, name)))
 
     def rerun(self, execution: str, actor: str, from_failed_step: bool = True,
-              params: dict[str, Any] | None = None, reason: str = "", name: str | None = None,
+              params: JsonObject | None = None, reason: str = "", name: str | None = None,
               idempotency_key: str | None = None, loaded: ExecutionView | None = None) -> str:
         """``loaded``: the execution as the caller just read it (to authorize the actor), so it
         is not read again (a GetItem, and possibly its history and logs)."""
@@ -89,7 +94,8 @@ class Runs(Reads):
         self.repo.link_rerun(execution, name)  # lineage: best effort, the audit entry names the original too
         return name
 
-    def _start_once(self, job: str, payload: ExecutionInput, name: str, idempotent: bool, start: Any) -> str:
+    def _start_once(self, job: str, payload: ExecutionInput, name: str, idempotent: bool,
+                    start: Callable[[], object]) -> str:
         """``start()`` (the audited start of execution ``name``), unless an idempotent request
         already started it: then the same answer, and no second run or audit entry. Step
         Functions starts a name once (two racing requests: one wins, the other finds its run)."""
@@ -115,7 +121,7 @@ class Runs(Reads):
                            {"execution": name, "idempotency_key": "reused"})
         return True
 
-    def checked_params(self, entry: CatalogJob, params: dict[str, Any] | None) -> dict[str, Any]:
+    def checked_params(self, entry: CatalogJob, params: JsonObject | None) -> JsonObject:
         """A run's params: only those the job declares (they never reach a step's fixed
         arguments, see runner/targets.py), within the size an ECS override can carry."""
         params = dict(params or {})
@@ -141,7 +147,8 @@ class Runs(Reads):
         return params
 
     def audited(self, actor: str, action: str, job: str, execution: str | None, reason: str,
-                details: dict[str, Any] | None, act: Any, undo: Any = None) -> Any:
+                details: JsonObject | None, act: Callable[[], T],
+                undo: Sequence[Callable[[], object]] | None = None) -> T:
         """An action and its audit entry, all or nothing: the entry is written first (a failed
         write changes nothing), then the action; if the action fails, the entry is removed (and
         ``undo``, a list of callables, reverses what the action had done) before the error

@@ -12,7 +12,8 @@ from jobplane.contract.catalog import CatalogJob
 from jobplane.contract.schedule import next_fire_times, parse
 from jobplane.contract.statuses import ExecutionStatus
 from jobplane.contract.execution_input import ExecutionInput
-from jobplane.contract.records import Attempt, ExecutionRecord, JobState
+from jobplane.contract.attempts import Attempt
+from jobplane.contract.records import ExecutionRecord, JobState
 
 
 @dataclass(frozen=True)

@@ -11,18 +11,18 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from typing import Any
 
 from jobplane.contract.notifications import NotificationMessage
 from jobplane.platform.logs import StepLogs
 from jobplane.platform.notifier import SlackNotifier, with_error_excerpt
+from jobplane.contract.types import Client
 
 log = logging.getLogger(__name__)
 
 
 class AlertFeed:
-    def __init__(self, sns: Any, sqs: Any, topic_arn: str, queue_name: str, notifier: SlackNotifier,
-                 sfn: Any, logs: StepLogs):
+    def __init__(self, sns: Client, sqs: Client, topic_arn: str, queue_name: str, notifier: SlackNotifier,
+                 sfn: Client, logs: StepLogs):
         self.sqs = sqs
         self.sfn = sfn
         self.logs = logs

@@ -21,9 +21,10 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, BinaryIO, Callable
+from typing import IO, BinaryIO, Callable
 
 from jobplane.platform.logs import LogStream
+from jobplane.contract.types import JsonObject
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +34,7 @@ EVENT_MAX_CHARS = 64 * 1024
 _UNSAFE = re.compile(r"[^A-Za-z0-9._#-]")
 
 #: put(group, stream, events): how events reach CloudWatch Logs (moto's backend in its process).
-Put = Callable[[str, str, list[dict[str, Any]]], None]
+Put = Callable[[str, str, list[JsonObject]], None]
 
 
 def _safe(part: str) -> str:
@@ -99,7 +100,7 @@ class LogCache:
         return count
 
 
-def _load(path: Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+def _load(path: Path) -> tuple[JsonObject | None, list[JsonObject]]:
     header, events = None, []
     for n, line in enumerate(path.read_bytes().splitlines()):
         try:

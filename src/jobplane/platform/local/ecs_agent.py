@@ -36,6 +36,7 @@ from typing import Any
 from jobplane.contract import runner as rc
 from jobplane.platform.local import moto_backends, moto_fixes
 from jobplane.platform.local.awslogs import Destination, LogCache, start_shipping
+from jobplane.contract.types import JsonObject
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +81,7 @@ class LocalEcsAgent:
     extra_env: dict[str, str] = field(default_factory=dict)  # [dev] env: added to every task's environment
     stop_grace_seconds: float = 10.0
     tasks: dict[str, RunningTask] = field(default_factory=dict)
-    finished: dict[str, dict[str, Any]] = field(default_factory=dict)
+    finished: dict[str, JsonObject] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.log_dir = Path(self.log_dir)
@@ -147,7 +148,7 @@ class LocalEcsAgent:
         task.started_at = datetime.datetime.now(datetime.timezone.utc)
         threading.Thread(target=self._wait, args=(running,), name=f"ecs-agent-{task_id}", daemon=True).start()
 
-    def _log_destination(self, task: Any, container_def: dict[str, Any], env: dict[str, str]) -> Destination | str:
+    def _log_destination(self, task: Any, container_def: JsonObject, env: dict[str, str]) -> Destination | str:
         """The container's awslogs stream, or why the task cannot start: ECS refuses to start a
         task whose log group does not exist (ResourceInitializationError)."""
         config = container_def.get("logConfiguration") or {}
@@ -282,14 +283,14 @@ def _put_events(task: Any) -> Any:
 
     backend = logs_backends[task._account_id][task.region_name]
 
-    def put(group: str, stream: str, events: list[dict[str, Any]]) -> None:
+    def put(group: str, stream: str, events: list[JsonObject]) -> None:
         backend.ensure_log_stream(group, stream)
         backend.put_log_events(group, stream, events)
 
     return put
 
 
-def _container_definition(task: Any) -> dict[str, Any]:
+def _container_definition(task: Any) -> JsonObject:
     from moto.ecs.models import ecs_backends
 
     backend = ecs_backends[task._account_id][task.region_name]
@@ -297,10 +298,10 @@ def _container_definition(task: Any) -> dict[str, Any]:
     return task_def.container_definitions[0]
 
 
-def _container_override(task: Any, name: str | None) -> dict[str, Any]:
+def _container_override(task: Any, name: str | None) -> JsonObject:
     for o in (task.overrides or {}).get("containerOverrides", []) or []:
         if o.get("name") in (None, name):
-            override: dict[str, Any] = o
+            override: JsonObject = o
             return override
     return {}
 

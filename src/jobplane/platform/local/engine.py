@@ -32,7 +32,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from jobplane.contract.bindings import asl_of, bind
 from jobplane.contract import datamodel as dm
@@ -40,11 +40,12 @@ from jobplane.contract import names
 from jobplane.contract import runner as rc
 from jobplane.contract.catalog import Catalog, CatalogJob
 from jobplane.contract.execution_input import ExecutionInput
-from jobplane.contract.types import JsonObject
+from jobplane.contract.types import Client, JsonObject, JsonValue
 from jobplane.platform.local import moto_backends
 from jobplane.platform.local.front import Credentials
 
 if TYPE_CHECKING:  # imported where used: the reconciler's module is the Lambda's, loaded only for it
+    from jobplane.platform.logs import StepLogs
     from jobplane.platform.reconciler import Reconciler
     from jobplane.platform.repository import Repository
 
@@ -62,7 +63,7 @@ class Execution:
     status: str
     error: str | None
     cause: str | None
-    output: Any
+    output: JsonValue
     states_entered: list[str]
 
 
@@ -87,7 +88,7 @@ class LocalAWS:
     ended: collections.OrderedDict[str, str] = field(default_factory=collections.OrderedDict)
     # upstream state machine name -> [(downstream job, on)]: the compiled `after` rules (contract/upstream.py)
     after_rules: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
-    _clients: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    _clients: JsonObject = field(default_factory=dict, repr=False, compare=False)
     _clients_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     _group_ready: bool = field(default=False, repr=False, compare=False)  # the schedule group exists
     _roles: dict[str, str] = field(default_factory=dict, repr=False, compare=False)  # IAM roles known: name -> ARN
@@ -241,7 +242,7 @@ class LocalAWS:
                     raise TimeoutError(f"no status event for {arn}")
                 self._ended.wait(left)
 
-    def client(self, service: str) -> Any:
+    def client(self, service: str) -> Client:
         """One client per service for this engine: creating one costs ~15 ms (its service model
         loaded and its handlers built), which deploying 1,000 jobs paid ~3,000 times
         (bench/dev_scale.py). Clients are thread-safe to call; creating them is not, hence the lock."""
@@ -310,7 +311,7 @@ class LocalAWS:
 
         logs = self.client("logs")
 
-        def put(group: str, stream: str, events: list[dict[str, Any]]) -> None:
+        def put(group: str, stream: str, events: list[JsonObject]) -> None:
             try:
                 logs.create_log_stream(logGroupName=group, logStreamName=stream)
             except logs.exceptions.ResourceAlreadyExistsException:
@@ -319,7 +320,7 @@ class LocalAWS:
 
         return LogCache(Path(self.log_dir)).restore(put) if self.log_dir else 0
 
-    def step_logs(self) -> Any:
+    def step_logs(self) -> StepLogs:
         from jobplane.platform.logs import StepLogs
 
         return StepLogs(self.client("logs"), self.log_group)
@@ -421,7 +422,7 @@ class LocalAWS:
                 raise TimeoutError(f"{arn} still RUNNING after {timeout}s")
             time.sleep(0.02)
         events = []
-        kwargs: dict[str, Any] = {"executionArn": arn, "maxResults": 1000}
+        kwargs: JsonObject = {"executionArn": arn, "maxResults": 1000}
         while True:
             page = sfn.get_execution_history(**kwargs)
             events += page["events"]

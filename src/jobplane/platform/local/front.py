@@ -29,15 +29,18 @@ import json
 import re
 import secrets
 import string
+import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Callable, Iterable
+
+from jobplane.contract.types import JsonObject
 
 _CREDENTIAL = re.compile(r"Credential=([A-Za-z0-9]+)/")
 _AUTHORIZATION = re.compile(r"AWS4-HMAC-SHA256 Credential=([A-Za-z0-9]+)/\d{8}/([a-z0-9-]+)/([a-z0-9-]+)/aws4_request,"
                             r"\s*SignedHeaders=([a-z0-9;-]+),\s*Signature=([0-9a-f]{64})")
 
 
-def _body(environ: dict[str, Any]) -> bytes:
+def _body(environ: JsonObject) -> bytes:
     """The request's body, read once and put back for moto."""
     import io
 
@@ -65,7 +68,7 @@ class Credentials:
         return cls(key, secrets.token_urlsafe(30))
 
 
-WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+WsgiApp = Callable[[JsonObject, Callable[..., object]], Iterable[bytes]]
 
 
 class Front:
@@ -76,7 +79,7 @@ class Front:
         self.hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
         self.credentials = credentials
 
-    def refusal(self, environ: dict[str, Any]) -> str | None:
+    def refusal(self, environ: JsonObject) -> str | None:
         """Why this request is refused, or None to let it through."""
         host = environ.get("HTTP_HOST", "")
         if host.lower() not in self.hosts:
@@ -94,7 +97,7 @@ class Front:
             return "the signature does not match; sign with the secret key in the data directory's dev.json"
         return None
 
-    def signed_by_us(self, environ: dict[str, Any]) -> bool:
+    def signed_by_us(self, environ: JsonObject) -> bool:
         """The request's SigV4 signature is the one its method, path, query, signed headers and
         body give under this start's secret (https://docs.aws.amazon.com/IAM/latest/UserGuide/
         reference_sigv-create-signed-request.html). The body is read here and handed on."""
@@ -132,7 +135,7 @@ class Front:
             return False
         return hmac.compare_digest(expected.encode(), signature.encode())
 
-    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+    def __call__(self, environ: JsonObject, start_response: Callable[..., object]) -> Iterable[bytes]:
         reason = self.refusal(environ)
         if reason is None:
             return self.app(environ, start_response)
@@ -159,7 +162,7 @@ class FrontServer:
                                    request_handler=MotoRequestHandler)
         self.port = self._server.server_port
         self._app = Front(DomainDispatcherApplication(create_backend_app), self.port, credentials)
-        self._thread: Any = None
+        self._thread: threading.Thread | None = None
 
     def start(self) -> None:
         import threading

@@ -24,6 +24,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from jobplane.platform.local import moto_fixes
+from jobplane.contract.types import JsonObject
 
 # moto's default account: what it answers to any access key that does not name an account (ours)
 ACCOUNT = "123456789012"
@@ -49,7 +50,7 @@ def create_role(name: str, trust_policy: str) -> str:
     return iam_backends[ACCOUNT]["global"].create_role(name, trust_policy, "/", None, None, [], 3600).arn
 
 
-def put_schedule(region: str, spec: dict[str, Any], created_at: datetime | None = None) -> None:
+def put_schedule(region: str, spec: JsonObject, created_at: datetime | None = None) -> None:
     """As CreateSchedule, or UpdateSchedule when the schedule exists; ``spec`` holds the API's
     request fields (Name, GroupName, ScheduleExpression, ..., Target). ``created_at``: the time a
     new schedule is stamped with (``jobplane dev``'s clock, which the local scheduler and the

@@ -15,6 +15,7 @@ import inspect
 import json
 import threading
 from typing import Any
+from jobplane.contract.types import JsonObject
 
 #: DynamoDBBackend methods that never change a table's items. Every other public method (writes,
 #: table changes, PartiQL, imports, restores, and any method a later moto adds) counts as a change.
@@ -219,7 +220,7 @@ def _wire_ready(value: Any) -> bool:
     return isinstance(value, (str, bool))
 
 
-def _flat_items(result: Any) -> dict[str, Any] | None:
+def _flat_items(result: Any) -> JsonObject | None:
     """A Query, Scan or GetItem answer's ``Items`` / ``Item`` as DynamoDB's wire form, when every
     value of every item is a string, number, boolean or null (moto keeps these as ``str`` or
     ``bool``); None for anything else (a binary, a set, a list or map, another kind of answer),
@@ -228,7 +229,7 @@ def _flat_items(result: Any) -> dict[str, Any] | None:
 
     if not isinstance(result, dict):
         return None
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     for key in ("Items", "Item"):
         held = result.get(key)
         if held is None:

@@ -23,6 +23,7 @@ from jobplane.platform.local.moto_dynamodb import LOCK as DYNAMODB_LOCK
 from jobplane.platform.local.moto_dynamodb import (fix_dynamodb_fast_answers, fix_dynamodb_fast_projection,
                                                    fix_dynamodb_index_queries, fix_dynamodb_items_untracked,
                                                    fix_dynamodb_sizes_once, fix_dynamodb_transaction_journal, untrack)
+from jobplane.contract.types import JsonObject
 
 MOTO_VERSION = "5.2.5"
 
@@ -301,7 +302,7 @@ def fix_server_dispatch() -> None:
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication
 
     original = DomainDispatcherApplication.get_backend_for_host
-    known: dict[str, Any] = {}
+    known: JsonObject = {}
 
     def get_backend_for_host(self, host):
         if host is None:
@@ -606,7 +607,7 @@ ECS_LOCK = threading.RLock()
 ECS_TASK_RUNNERS: list[Any] = []
 
 _ECS_FIXES: set[str] = set()  # which of the two ECS fixes are applied
-_ECS_ORIGINALS: dict[str, Any] = {}  # moto's own methods, captured before either fix replaced them
+_ECS_ORIGINALS: JsonObject = {}  # moto's own methods, captured before either fix replaced them
 
 
 def finish_task(task: Any, exit_code: int | None, reason: str, stop_code: str) -> None:

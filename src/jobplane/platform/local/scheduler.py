@@ -24,12 +24,13 @@ import threading
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any, Callable
+from typing import Callable
 
 from botocore.exceptions import ClientError
 
 from jobplane.contract.execution_input import SCHEDULER_TIME, iso
 from jobplane.contract.schedule import iter_fire_times, parse, validate_timezone
+from jobplane.contract.types import Client, JsonObject
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +49,8 @@ class Fire:
 
 
 class LocalScheduler:
-    def __init__(self, scheduler_client: Any, sfn_client: Any, group: str, clock: Clock = system_clock,
-                 max_event_age: timedelta = timedelta(hours=1), sqs_client: Any = None):
+    def __init__(self, scheduler_client: Client, sfn_client: Client, group: str, clock: Clock = system_clock,
+                 max_event_age: timedelta = timedelta(hours=1), sqs_client: Client = None):
         self.scheduler = scheduler_client
         self.sqs = sqs_client  # the dead-letter queues' client (none: a refused start is only logged)
         # A fire is delivered late only within the schedule's retry window (the compiled Terraform
@@ -61,7 +62,7 @@ class LocalScheduler:
         self.checked_until: datetime | None = None
         self.fired: list[Fire] = []
 
-    def schedules(self) -> list[dict[str, Any]]:
+    def schedules(self) -> list[JsonObject]:
         out, kwargs = [], {"GroupName": self.group}
         while True:
             page = self.scheduler.list_schedules(**kwargs)
@@ -109,7 +110,7 @@ class LocalScheduler:
                             self.max_event_age)
         return started
 
-    def _fire(self, schedule: dict[str, Any], when: datetime) -> Fire | None:
+    def _fire(self, schedule: JsonObject, when: datetime) -> Fire | None:
         target = schedule["Target"]
         payload = (target.get("Input") or "{}").replace(SCHEDULER_TIME, iso(when))
         try:
@@ -123,7 +124,7 @@ class LocalScheduler:
         log.info("fired %s for %s: %s", schedule["Name"], iso(when), arn)
         return fire
 
-    def _dead_letter(self, schedule: dict[str, Any], payload: str, error: ClientError) -> None:
+    def _dead_letter(self, schedule: JsonObject, payload: str, error: ClientError) -> None:
         code = error.response.get("Error", {}).get("Code", "Unknown")
         message = error.response.get("Error", {}).get("Message", str(error))
         dlq = (schedule["Target"].get("DeadLetterConfig") or {}).get("Arn")

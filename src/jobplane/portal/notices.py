@@ -1,0 +1,22 @@
+"""The notices a page may show after a form action (``?notice=<code>``), by code."""
+
+from __future__ import annotations
+
+#: What a form action's redirect may announce: the page shows only these texts, by code, so a
+#: crafted link cannot put words of its choosing on the portal (``?notice=``).
+NOTICES = {
+    "started": "Run started.",
+    "rerun": "Re-run started.",
+    "stop": "Stop requested.",
+    "pause": "Schedule paused.",
+    "resume": "Schedule resumed.",
+    "acknowledge": "Failure acknowledged.",
+    "release-claim": "Stale claim released.",
+    "backfill": "Backfill started: its fires start in order, and this page follows them.",
+    "backfill-cancel": "Backfill cancelled: no further fire starts; runs in flight finish.",
+    "backfill-resume": "Backfill resumed.",
+}
+
+
+def notice_text(code: str | None) -> str | None:
+    return NOTICES.get(code or "")
