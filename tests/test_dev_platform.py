@@ -64,7 +64,7 @@ def test_a_job_fires_on_time_by_the_local_clock_and_runs_its_steps(repo_root: Pa
         name = fires[0].execution_arn.rsplit(":", 1)[1]
         view = finished(platform, name, "every-minute")
         assert view.status == "SUCCEEDED"
-        assert view.input.scheduled_time == "2027-03-01T10:01:00Z" and view.trigger == "schedule"
+        assert view.input.scheduled_time == "2027-03-01T10:01:00Z" and view.input.trigger == "schedule"
         assert [(r.step, r.outcome) for r in view.timeline] == [("tick", "succeeded")]
         stream = platform.control.log_streams(name, "tick")[0]
         assert '"message": "step succeeded"' in stream.read()  # the real runner's JSON log line

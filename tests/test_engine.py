@@ -362,7 +362,7 @@ def test_resume_from_skips_earlier_steps(aws: LocalAWS, tmp_path: Path) -> None:
     ex, rec = finish(aws, aws.start(job, rerun))
     assert rec.status == "SUCCEEDED"
     assert not markers["extract"].exists() and markers["transform"].exists() and markers["load"].exists()
-    assert rec.rerun_of == first.execution and rec.resume_from == "transform" and rec.trigger == "rerun"
+    assert rec.input.rerun_of == first.execution and rec.input.resume_from == "transform" and rec.trigger == "rerun"
     assert set(rec.steps) == {"transform", "load"}
 
 

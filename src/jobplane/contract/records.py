@@ -168,23 +168,6 @@ class ExecutionRecord:
         params: the control plane reads it again with the job's declared params)."""
         return ExecutionInput.read(self.given, self.started_at)
 
-    @property
-    def resume_from(self) -> str | None:
-        return self.input.resume_from
-
-    @property
-    def rerun_of(self) -> str | None:
-        return self.input.rerun_of
-
-    @property
-    def upstream(self) -> str | None:
-        """The run of another job whose end started this one (``after``)."""
-        return self.input.upstream
-
-    @property
-    def status_enum(self) -> ExecutionStatus:
-        return ExecutionStatus(self.status)
-
     @classmethod
     def from_item(cls, item: Item) -> ExecutionRecord:
         p = plain(item)

@@ -62,8 +62,8 @@ class SlowWatch:
                 step = next((r.step for r in reversed(view.timeline) if r.outcome == "running"), None)
                 publish(self.sns, self.topic_arn, NotificationMessage(
                     version=1, event=event_of(Event.SLOW.value), job=entry.name, team=entry.team, execution=name,
-                    execution_arn=view.execution_arn, trigger=view.trigger, scheduled_time=view.input.scheduled_time,
-                    requested_by=view.requested_by, started_at=view.started_at, finished_at=iso_millis(now),
+                    execution_arn=view.execution_arn, trigger=view.input.trigger, scheduled_time=view.input.scheduled_time,
+                    requested_by=view.input.requested_by, started_at=view.started_at, finished_at=iso_millis(now),
                     outcome=Outcome(status=ExecutionStatus.RUNNING.value, step=step), channels=entry.notify.channels,
                     events=[event_of(e.value) for e in entry.notify.events],
                     runbook=entry.runbook.model_dump() if entry.runbook else None,

@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from typing import Callable
 
 from jobplane.platform.control import ControlPlane
+from jobplane.portal.auth import User
 from jobplane.contract.types import JsonObject
 
 #: the caller's check of the user against the job's team; returns the user (with .name)
-Authorize = Callable[[str], object]
+Authorize = Callable[[str], User]
 
 
 @dataclass(frozen=True)

@@ -89,7 +89,7 @@ ExecutionSummary = model_from("ExecutionSummary", [(ExecutionRecord, SUMMARY_FIE
 
 
 class ExecutionPage(BaseModel):
-    items: list[ExecutionSummary]
+    items: list[ExecutionSummary]  # type: ignore[valid-type]  # a model built from the record at import
     cursor: str | None = Field(description="pass back as ?cursor= for the next page")
 
 
@@ -147,7 +147,7 @@ class ReasonIn(BaseModel):
 
 
 # -- conversions -------------------------------------------------------------------------------
-def job_out(s: JobSummary) -> JobOut:
+def job_out(s: JobSummary) -> BaseModel:
     e, st = s.entry, s.state
     return JobOut(name=s.name, team=s.team, description=e.description, schedule=e.schedule,
                   timezone=e.timezone, enabled=e.enabled, policy=e.policy.value,
@@ -161,7 +161,7 @@ def job_out(s: JobSummary) -> JobOut:
                   url=f"/jobs/{s.name}")
 
 
-def summary_out(x: ExecutionRecord) -> ExecutionSummary:
+def summary_out(x: ExecutionRecord) -> BaseModel:
     return ExecutionSummary(execution=x.execution, job=x.job, status=x.status, trigger=x.trigger,
                             requested_by=x.requested_by, scheduled_time=x.scheduled_time, started_at=x.started_at,
                             finished_at=x.finished_at, duration_seconds=duration_seconds(x.started_at, x.finished_at),
@@ -169,24 +169,25 @@ def summary_out(x: ExecutionRecord) -> ExecutionSummary:
                             url=f"/executions/{x.execution}")
 
 
-def execution_out(v: ExecutionView) -> ExecutionOut:
+def execution_out(v: ExecutionView) -> BaseModel:
     from jobplane.portal.views import step_rows
 
     r = v.record
     return ExecutionOut(
-        execution=v.execution, job=v.job, status=v.status, trigger=v.trigger, requested_by=v.requested_by,
+        execution=v.execution, job=v.job, status=v.status, trigger=v.input.trigger, requested_by=v.input.requested_by,
         scheduled_time=v.input.scheduled_time, started_at=v.started_at, finished_at=v.finished_at,
         duration_seconds=duration_seconds(v.started_at, v.finished_at), failed_step=v.failed_step,
         skip_reason=r.skip_reason if r else None, blocked_by=r.blocked_by if r else None, error=v.error,
         url=f"/executions/{v.execution}",
-        params=v.input.params, resume_from=v.resume_from, rerun_of=v.rerun_of, rerun_by=list(v.rerun_by),
-        upstream=v.upstream, after_runs=list(v.after_runs),
+        params=v.input.params, resume_from=v.input.resume_from, rerun_of=v.input.rerun_of,
+        rerun_by=list(v.rerun_by), upstream=v.input.upstream, after_runs=list(v.after_runs),
         transitions=v.transitions,
         steps=[StepAttempt(**{k: getattr(row, k) for k in StepAttempt.model_fields}) for row in step_rows(v)])
 
 
 # -- reads -------------------------------------------------------------------------------------
-@router.get("/jobs", response_model=list[JobOut], summary="Jobs, filtered by team, status and text")
+@router.get("/jobs", response_model=list[JobOut],  # type: ignore[valid-type]  # (as ExecutionPage.items)
+            summary="Jobs, filtered by team, status and text")
 def list_jobs(request: Request, team: str | None = Query(None, max_length=100),
               status: str | None = Query(None, max_length=40), q: str | None = Query(None, max_length=200), portal: Portal = Reader) -> object:
     return [job_out(s) for s in portal.control.jobs(team, status, q)]

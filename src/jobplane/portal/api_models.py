@@ -41,6 +41,8 @@ def model_from(name: str, sources: list[Source], base: type[BaseModel] = BaseMod
             for n in names:
                 fields[n] = (record.model_fields[n].annotation, record.model_fields[n])
             continue
+        if not dataclasses.is_dataclass(record):
+            raise TypeError(f"{record.__name__} is neither a record nor a model")
         types_of = field_types(record)
         by_name = {f.name: f for f in dataclasses.fields(record)}
         unknown = set(names) - set(by_name)

@@ -140,6 +140,5 @@ def create_app(settings: PortalSettings, control: ControlPlane | None = None) ->
 
     app.mount("/static/swagger-ui", StaticFiles(directory=str(swagger_ui_path)), name="swagger-ui")
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
-    # a plain ASGI middleware class: Starlette's _MiddlewareFactory protocol does not describe its __init__
-    app.add_middleware(AllowedHosts, names=settings.allowed_host_names())  # type: ignore[arg-type]
+    app.add_middleware(AllowedHosts, names=settings.allowed_host_names())
     return app

@@ -104,7 +104,8 @@ class AlbKeys:
     def _fetch(self, kid: str) -> str:
         url = self.url_template.format(region=self.region, kid=kid)
         with urllib.request.urlopen(url, timeout=self.timeout) as response:
-            return response.read(65536).decode()
+            body: bytes = response.read(65536)
+            return body.decode()
 
 
 def alb_identity(token: str, auth: AuthSettings, keys: AlbKeys) -> str:

@@ -74,19 +74,19 @@ def duration_bars(executions: Sequence[ExecutionRecord]) -> tuple[str, JsonObjec
     """The job's recent runs, oldest left: bar height its duration, colour its outcome (skips
     are short grey marks). Returns the SVG and the figures it shows (runs, success rate of the
     runs that ran, median duration), or None without a finished run."""
-    runs = [x for x in reversed(executions) if x.started_at and x.finished_at]
+    runs = [(x, t0, t1) for x in reversed(executions) if (t0 := _t(x.started_at)) and (t1 := _t(x.finished_at))]
     if not runs:
         return None
-    took = [max((_t(x.finished_at) - _t(x.started_at)).total_seconds(), 0) for x in runs]
-    ran = [x for x in runs if x.status != "SKIPPED"]
+    took = [max((t1 - t0).total_seconds(), 0) for _, t0, t1 in runs]
+    ran = [x for x, _, _ in runs if x.status != "SKIPPED"]
     ok = sum(1 for x in ran if x.status == "SUCCEEDED")
     longest = max(took) or 1.0
     height, base = 90, 70
     step = min((WIDTH - 20) / len(runs), 24.0)  # a few runs stay bars, not walls
     body = []
-    for i, (x, s) in enumerate(zip(runs, took)):
+    for i, ((x, t0, _), s) in enumerate(zip(runs, took)):
         h = 3 if x.status == "SKIPPED" else max(60 * s / longest, 3)
-        tip = f"{x.execution[:12]} {x.status}, {seconds(s) if s >= 1 else f'{s:.1f} s'}, started {x.started_at[:19].replace('T', ' ')} UTC"
+        tip = f"{x.execution[:12]} {x.status}, {seconds(s) if s >= 1 else f'{s:.1f} s'}, started {t0.strftime('%Y-%m-%d %H:%M:%S')} UTC"
         body.append(f'<a href="/executions/{escape(x.execution)}"><rect class="run" data-status="{escape(x.status)}" '
                     f'x="{10 + i * step + 1:.1f}" y="{base - h:.1f}" width="{max(step - 2, 1):.1f}" height="{h:.1f}" '
                     f'fill="{COLOURS.get(x.status, OTHER)}"><title>{escape(tip)}</title></rect></a>')
@@ -94,7 +94,7 @@ def duration_bars(executions: Sequence[ExecutionRecord]) -> tuple[str, JsonObjec
                 f'<text x="10" y="{height - 4}" font-size="11" fill="#64748b">oldest</text>'
                 f'<text x="{WIDTH - 10}" y="{height - 4}" font-size="11" fill="#64748b" text-anchor="end">newest; '
                 f'tallest {escape(seconds(longest) if longest >= 1 else f"{longest:.1f} s")}</text>')
-    ordered = sorted(s for x, s in zip(runs, took) if x.status != "SKIPPED") or [0.0]
+    ordered = sorted(s for (x, _, _), s in zip(runs, took) if x.status != "SKIPPED") or [0.0]
     median = ordered[len(ordered) // 2]
     figures = {"runs": len(runs), "ran": len(ran), "succeeded": ok,
                "success_rate": round(100 * ok / len(ran)) if ran else None,

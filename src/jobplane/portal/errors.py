@@ -83,7 +83,8 @@ def install(app: FastAPI, render_error: Callable[[Request, int, str, dict[str, s
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> Response:
-        return respond(request, exc.status_code, str(exc.detail), headers=exc.headers)  # e.g. 405's Allow
+        return respond(request, exc.status_code, str(exc.detail),  # e.g. 405's Allow
+                       headers=dict(exc.headers) if exc.headers else None)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> Response:

@@ -10,6 +10,7 @@ import ipaddress
 import json
 import os
 import secrets
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -103,9 +104,10 @@ class PortalSettings:
     @classmethod
     def from_config(cls, config: PlatformConfig, deployment: Deployment, auth: AuthSettings,
                     base_url: str = "", secret_key: str | None = None) -> PortalSettings:
-        return cls(deployment=deployment, auth=auth, admins=frozenset(config.platform_admins),
-                   team_members={name: frozenset(t.members) for name, t in config.teams.items()},
-                   base_url=base_url, **({"secret_key": secret_key} if secret_key else {}))
+        settings = cls(deployment=deployment, auth=auth, admins=frozenset(config.platform_admins),
+                       team_members={name: frozenset(t.members) for name, t in config.teams.items()},
+                       base_url=base_url)
+        return dataclasses.replace(settings, secret_key=secret_key) if secret_key else settings
 
     @classmethod
     def from_env(cls) -> PortalSettings:

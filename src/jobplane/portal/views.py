@@ -38,7 +38,7 @@ def schedule_words(expression: str) -> str:
     minute, hour, dom, month, dow, year = fields
     unix_like = " ".join([minute, hour, dom, month, dow] + ([] if year == "*" else [year]))
     try:
-        return get_description(unix_like, options)
+        return str(get_description(unix_like, options))
     except Exception:  # a form the describer does not know: show the expression itself
         return expression
 

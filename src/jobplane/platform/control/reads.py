@@ -3,9 +3,10 @@ base, which holds the deployment's clients, store and catalog."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import datetime
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from jobplane.contract import names
 from jobplane.contract.execution_input import ExecutionInput
@@ -14,14 +15,14 @@ from jobplane.contract.statuses import ExecutionStatus
 from jobplane.platform.anchors import ScheduleAnchors
 from jobplane.contract.clock import as_iso
 from jobplane.platform.logs import LogStream, StepLogs, error_excerpt
-from jobplane.contract.attempts import Attempt
 from jobplane.contract.records import ExecutionRecord, JobState
 from jobplane.contract.types import JsonObject, JsonValue
 from jobplane.platform.repository import Page, Repository
 from jobplane.platform.timeline import history, state_transitions, timeline
 from jobplane.platform.control.deployment import Deployment, load_catalog
 from jobplane.platform.control.errors import Invalid, NotFound, check_cursor
-from jobplane.platform.control.views import JOB_SORTS, RECENT_FAILURES, ExecutionView, JobSummary, next_fires
+from jobplane.platform.control.views import (JOB_SORTS, RECENT_FAILURES, ExecutionView, JobSummary, LiveExecution,
+                                             next_fires)
 
 
 class Reads:
@@ -130,35 +131,36 @@ class Reads:
         record = self.repo.execution(name)
         if record is not None:
             arn = record.execution_arn or self.deployment.execution_arn(record.job, name)
-            steps: Sequence[Attempt] = record.timeline
-            transitions = record.transitions
-            if transitions is None:  # just ended: the reconciler has not added the history yet
-                try:
-                    events = history(self.sfn, arn)
-                    steps, transitions = timeline(events), state_transitions(events)
-                except self.sfn.exceptions.ExecutionDoesNotExist:
-                    pass
-            live_error = None
+            live = None
+            if record.transitions is None:  # just ended: the reconciler has not added the history yet
+                live = self._live(arn)
+            view = ExecutionView(name, record.job, arn, self._completed(record.job, record.given, record.started_at),
+                                 record, live)
             if not record.error and record.failed_step:  # the reconciler adds it a moment later
-                live_error = error_excerpt(self.logs.streams(steps, record.failed_step))
-            given = self._completed(record.job, record.given, record.started_at)
-            return ExecutionView(record.execution, record.job, record.status, given, record, steps,
-                                 transitions, record.started_at, record.finished_at, arn, live_error)
+                return dataclasses.replace(view, log_error=error_excerpt(
+                    self.logs.streams(view.timeline, record.failed_step)))
+            return view
         job = job or self._job_running(name)
         if job is None:
             raise NotFound(f"no execution named {name!r}", {"execution": name})
-        arn = self.deployment.execution_arn(job, name)
+        live = self._live(self.deployment.execution_arn(job, name))
+        if live is None:
+            raise NotFound(f"no execution named {name!r}", {"execution": name})
+        return ExecutionView(name, job, live.execution_arn, self._completed(job, live.sent, live.started_at), None, live)
+
+    def _live(self, arn: str) -> LiveExecution | None:
+        """What Step Functions says of the execution; None if it does not know it (any more)."""
         try:
             d = self.sfn.describe_execution(executionArn=arn)
+            events = history(self.sfn, arn)
         except self.sfn.exceptions.ExecutionDoesNotExist:
-            raise NotFound(f"no execution named {name!r}", {"execution": name}) from None
-        events = history(self.sfn, arn)
+            return None
         stop = d.get("stopDate")
-        live_error = ": ".join(x for x in (d.get("error"), d.get("cause")) if x) or None
-        started = as_iso(d["startDate"])
-        given = self._completed(job, json.loads(d.get("input") or "{}"), started)
-        return ExecutionView(name, job, d["status"], given, None, timeline(events),
-                             state_transitions(events), started, as_iso(stop) if stop else None, arn, live_error)
+        return LiveExecution(arn, d["status"], as_iso(d["startDate"]), as_iso(stop) if stop else None,
+                             tuple(timeline(events)), state_transitions(events),
+                             ": ".join(x for x in (d.get("error"), d.get("cause")) if x) or None,
+                             sent=_json_object(d.get("input")))
+
 
     def _completed(self, job: str, given: JsonValue, started_at: str | None) -> ExecutionInput:
         """The input the run had: a console start's missing fields are the state machine's
@@ -195,3 +197,12 @@ class Reads:
     def step_names(self, job: str) -> list[str]:
         """Steps a run can start at: top-level steps and parallel groups' members."""
         return self.entry(job).step_names
+
+
+def _json_object(text: str | None) -> JsonObject:
+    """An execution's input as sent: a JSON object, or (anything else) an empty one."""
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

@@ -14,6 +14,7 @@ from jobplane.contract.statuses import ExecutionStatus
 from jobplane.contract.execution_input import ExecutionInput
 from jobplane.contract.attempts import Attempt
 from jobplane.contract.records import ExecutionRecord, JobState
+from jobplane.contract.types import JsonObject
 
 
 @dataclass(frozen=True)
@@ -45,45 +46,74 @@ RECENT_FAILURES = 200
 
 
 @dataclass(frozen=True)
+class LiveExecution:
+    """What Step Functions says of an execution (DescribeExecution and its history): all there
+    is while it runs, and the timeline of one that just ended, until the reconciler stores it
+    on the record."""
+
+    execution_arn: str
+    status: str
+    started_at: str | None
+    finished_at: str | None
+    timeline: tuple[Attempt, ...]
+    transitions: int
+    error: str | None = None  # DescribeExecution's error and cause
+    sent: JsonObject = field(default_factory=dict)  # the input as it was sent
+
+
+@dataclass(frozen=True)
 class ExecutionView:
-    """One execution as an operator sees it: its final record, or while it runs, what Step
-    Functions reports so far."""
+    """One execution as an operator sees it: its final record composed with what Step
+    Functions says of it now (``live``); either may be missing, never both."""
 
     execution: str
     job: str
-    status: str
+    execution_arn: str
     input: ExecutionInput  # as the run had it (a console start's missing fields filled in)
     record: ExecutionRecord | None
-    timeline: Sequence[Attempt]
-    transitions: int | None
-    started_at: str | None
-    finished_at: str | None
-    execution_arn: str
-    live_error: str | None = None  # what Step Functions says, until the final record exists
+    live: LiveExecution | None
+    #: the failed step's error line from its log, until the reconciler adds it to the record
+    log_error: str | None = None
+
+    def __post_init__(self) -> None:
+        assert self.record is not None or self.live is not None, "a view of nothing"
 
     @property
-    def trigger(self) -> str:
-        return self.input.trigger
+    def known(self) -> ExecutionRecord | LiveExecution:
+        """The record once it exists (the run's own account), else what Step Functions says."""
+        if self.record is not None:
+            return self.record
+        assert self.live is not None
+        return self.live
 
     @property
-    def requested_by(self) -> str:
-        return self.input.requested_by
+    def status(self) -> str:
+        return self.known.status
 
     @property
-    def rerun_of(self) -> str | None:
-        return self.input.rerun_of
+    def started_at(self) -> str | None:
+        return self.known.started_at
 
     @property
-    def resume_from(self) -> str | None:
-        return self.input.resume_from
+    def finished_at(self) -> str | None:
+        return self.known.finished_at
+
+    @property
+    def timeline(self) -> Sequence[Attempt]:
+        """The record's, once the reconciler stored it; the history's until then."""
+        if self.record and (self.record.transitions is not None or self.live is None):
+            return self.record.timeline
+        return self.live.timeline if self.live else ()
+
+    @property
+    def transitions(self) -> int | None:
+        if self.record and self.record.transitions is not None:
+            return self.record.transitions
+        return self.live.transitions if self.live else None
 
     @property
     def rerun_by(self) -> tuple[str, ...]:
         return self.record.rerun_by if self.record else ()
-
-    @property
-    def upstream(self) -> str | None:
-        return self.input.upstream
 
     @property
     def after_runs(self) -> tuple[str, ...]:
@@ -95,7 +125,9 @@ class ExecutionView:
 
     @property
     def error(self) -> str | None:
-        return (self.record.error if self.record else None) or self.live_error
+        if self.record:
+            return self.record.error or self.log_error
+        return self.live.error if self.live else None
 
     @property
     def running(self) -> bool:
