@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -64,29 +65,45 @@ def _comparable(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_the_items_the_state_machines_write_read_into_records_and_back(aws: LocalAWS) -> None:
-    job = _deploy(aws)
-    ran = [aws.start(job, execution_input.scheduled("2027-01-04T02:00:00Z", {"mode": "ok"})),
-           aws.start(job, execution_input.manual("ops@example.com", overrides={"mode": "fail"})),
-           aws.start(job, {"params": {"mode": "ok"}})]  # a console start: fields missing
-    for arn in ran:
-        aws.wait(arn, timeout=600)  # a bound that catches a hang
+    """Every kind of execution record (a success, a failure after retries, a console start, a
+    skip, a run the reconciler recorded) and the job state, as the platform really writes them."""
+    job = _deploy(aws, "SKIP_IF_RUNNING")
+    ran = []
+    for sent in (execution_input.scheduled("2027-01-04T02:00:00Z", {"mode": "ok"}),
+                 execution_input.manual("ops@example.com", overrides={"mode": "fail"}),
+                 {"params": {"mode": "ok"}}):  # a console start: fields missing
+        ran.append(aws.start(job, sent))  # one at a time: the policy would skip one that overlaps
+        aws.wait(ran[-1], timeout=600)  # a bound that catches a hang
+        aws.wait_reconciled(ran[-1], timeout=600)
+    sleeper = aws.start(job, execution_input.manual("ops@example.com", overrides={"mode": "sleep", "seconds": 300}))
+    deadline = time.monotonic() + 600  # a hang guard only
+    while not JobState.from_item(_items(aws, job)[0]).running:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    skipped = aws.start(job, execution_input.scheduled("2027-01-05T02:00:00Z", {"mode": "ok"}))
+    aws.wait(skipped, timeout=600)
+    aws.client("stepfunctions").stop_execution(executionArn=sleeper, error="Ops.Stop", cause="test")
+    for arn in (skipped, sleeper):
+        aws.wait(arn, timeout=600)
         aws.wait_reconciled(arn, timeout=600)
     state_item, record_items = _items(aws, job)
-    assert len(record_items) == 3
+    assert len(record_items) == 5
 
     state = JobState.from_item(state_item)
-    assert state.job == job and state.last_status in ("SUCCEEDED", "FAILED") and not state.running
+    assert state.job == job and state.last_status == "ABORTED" and not state.running
     assert state.claims_schedule == 1 and state.fired_schedule == "2027-01-04T02:00:00Z"
     written = {k: v for k, v in state_item.items() if k in state.to_item()}
     assert state.to_item() == written  # every attribute the record holds, as the claim wrote it
     assert JobState.from_item(state.to_item()) == state
 
     by_name = {r.execution: r for r in map(ExecutionRecord.from_item, record_items)}
-    scheduled, failed, console = (by_name[arn.rsplit(":", 1)[1]] for arn in ran)
+    scheduled, failed, console, skip, stopped = (by_name[arn.rsplit(":", 1)[1]] for arn in ran + [skipped, sleeper])
     assert failed.status == "FAILED" and failed.failed_step == "prepare" and failed.transitions
     assert [(a.step, a.attempt, a.outcome) for a in failed.timeline] == [("prepare", 1, "failed"), ("prepare", 2, "failed")]
     assert [a.exit_code for a in failed.attempts("prepare")] == [75, 75] and all(a.task_id for a in failed.timeline)
     assert [(a.step, a.outcome) for a in scheduled.timeline] == [("prepare", "succeeded"), ("load", "succeeded")]
+    assert (skip.status, skip.skip_reason, skip.steps) == ("SKIPPED", "RUNNING", None)
+    assert stopped.status == "ABORTED" and stopped.steps == {}  # written by the reconciler
     for record, item in zip(map(ExecutionRecord.from_item, record_items), record_items):
         assert _comparable(record.to_item()) == _comparable(item), record.execution
         assert ExecutionRecord.from_item(record.to_item()) == record
@@ -96,6 +113,21 @@ def test_the_items_the_state_machines_write_read_into_records_and_back(aws: Loca
     assert console.input == ExecutionInput(trigger="manual", scheduled_time=console.started_at or "",
                                            requested_by=execution_input.UNATTRIBUTED, params={"mode": "ok"})
     assert scheduled.input == execution_input.scheduled("2027-01-04T02:00:00Z", {"mode": "ok"})
+
+
+def test_a_missed_fire_s_record_joins_the_missed_feed() -> None:
+    """The fire ledger's MISSED record (platform/missed.py writes it with to_item) is in the
+    job's history and the missed feed, never the failures feed, and has no trigger (a backfill
+    still sees its fire as uncovered)."""
+    record = ExecutionRecord(execution="missed-j-20270101T000000Z", job="j", team="t", status="MISSED",
+                             scheduled_time="2027-01-01T00:00:00Z", started_at="2027-01-01T00:00:00.000Z",
+                             finished_at="2027-01-01T00:20:00.000Z", given={"trigger": "schedule"}, transitions=0,
+                             expires_at=1)
+    item = plain(record.to_item())
+    assert (item["gsi1pk"], item["gsi1sk"]) == ("JOB#j", "2027-01-01T00:00:00.000Z")
+    assert (item["gsi2pk"], item["gsi2sk"]) == (dm.MISSED_PARTITION, "2027-01-01T00:20:00.000Z")
+    assert "trigger" not in item and "steps" not in item and item["timeline"] == "[]"
+    assert ExecutionRecord.from_item(record.to_item()) == record
 
 
 @pytest.mark.parametrize("sent", [

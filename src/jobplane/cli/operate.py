@@ -78,7 +78,7 @@ def run(obj: Context, job: str, params: tuple[str, ...], from_step: str | None, 
     if view.failed_step and view.record:
         from jobplane.contract.attempts import attempt_rows
 
-        codes = [r.exit_code for r in attempt_rows(view.record.steps, view.timeline)
+        codes = [r.exit_code for r in attempt_rows(view.record.steps or {}, view.timeline)
                  if r.step == view.failed_step and r.exit_code is not None]
         if codes:
             suffix += f" (exit code {codes[-1]})"

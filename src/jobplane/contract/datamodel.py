@@ -103,6 +103,12 @@ ATTR_AFTER_JOBS = "after_jobs"
 ATTR_AFTER_RUNS = "after_runs"
 
 
+def feed_of(status: str) -> str | None:
+    """The gsi2 feed an execution record of ``status`` joins: failures, skips, missed fires;
+    a success joins none."""
+    return {"SUCCEEDED": None, "SKIPPED": SKIPS_PARTITION, "MISSED": MISSED_PARTITION}.get(status, FAILURES_PARTITION)
+
+
 def job_partition(job: str) -> str:
     """A job's state item pk, and the gsi1 partition of its executions."""
     return f"{JOB_PREFIX}{job}"

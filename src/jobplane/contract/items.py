@@ -164,16 +164,17 @@ def release_job(job: str, *, execution: Text, status: ExecutionStatus | str, sta
     )
 
 
-def execution_record(*, execution: Text, execution_arn: Text, job: str, team: str, status: ExecutionStatus | str,
-                     trigger: Text | None, scheduled_time: Text | None, requested_by: Text | None,
-                     input_json: Text, started_at: Text, finished_at: Text, steps: Text | None = None,
+def execution_record(*, execution: Text, execution_arn: Text | None, job: str, team: str,
+                     status: ExecutionStatus | str, trigger: Text | None, scheduled_time: Text | None,
+                     requested_by: Text | None, input_json: Text, started_at: Text | None, finished_at: Text | None,
+                     steps: Text | None = None,
                      failed_step: Text | None = None, skip_reason: str | None = None,
                      blocked_by: Text | None = None, error: str | None = None,
                      only_if_new: bool = False, alert_pending: bool = False) -> Put:
     """The final record of a run or a skip (docs/data-model.md).
 
-    It joins the job's history (gsi1, by start time) and, unless it succeeded, the failures or
-    skips feed (gsi2, by end time). ``only_if_new``: do not replace a record already written."""
+    It joins the job's history (gsi1, by start time) and, unless it succeeded, the feed of its
+    status (gsi2, by end time: failures, skips, missed fires). ``only_if_new``: do not replace a record already written."""
     status = ExecutionStatus(status)
     item: dict[str, Value | None] = {
         **execution_key(execution),
@@ -185,8 +186,8 @@ def execution_record(*, execution: Text, execution_arn: Text, job: str, team: st
     }
     if skip_reason is not None:
         item["skip_reason"] = skip_reason
-    if status != ExecutionStatus.SUCCEEDED:
-        feed = dm.SKIPS_PARTITION if status == ExecutionStatus.SKIPPED else dm.FAILURES_PARTITION
+    feed = dm.feed_of(status.value)
+    if feed is not None:
         item |= {"gsi2pk": feed, "gsi2sk": finished_at}
     item |= {"failed_step": failed_step, dm.ATTR_BLOCKED_BY: blocked_by, "error": error,
              dm.ATTR_ALERT_PENDING: Number(1) if alert_pending else None}

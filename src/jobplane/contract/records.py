@@ -16,11 +16,12 @@ import json
 from dataclasses import dataclass, field
 
 from jobplane.contract import datamodel as dm
+from jobplane.contract import items
 from jobplane.contract.attempts import Attempt, attempt_rows, timeline_of
 from jobplane.contract.attribute_values import plain, to_attribute
 from jobplane.contract.clock import seconds_between
 from jobplane.contract.execution_input import ExecutionInput
-from jobplane.contract.statuses import ExecutionStatus, Trigger
+from jobplane.contract.statuses import Trigger
 from jobplane.contract.types import Item, JsonObject, JsonValue, doc
 
 #: The claim refuses a scheduled fire while this is set (datamodel.ATTR_PAUSE_PREFIX).
@@ -151,7 +152,8 @@ class ExecutionRecord:
     given: JsonObject = field(default_factory=dict, metadata=doc(
         "the execution's input as it was sent (a console start's may lack fields; see input)"))
     blocked_by: str | None = field(default=None, metadata=doc("a LAST_FAILED skip: the failed run that blocked it"))
-    steps: JsonObject = field(default_factory=dict, metadata=doc("each step's attempts' results, as the run kept them"))
+    steps: JsonObject | None = field(default=None, metadata=doc(
+        "each step's attempts' results, as the run kept them (none for a skip or a missed fire)"))
     execution_arn: str | None = None
     expires_at: int | None = None
     team: str = ""
@@ -178,7 +180,7 @@ class ExecutionRecord:
             scheduled_time=_text(p, "scheduled_time"), requested_by=_text(p, "requested_by"),
             started_at=_text(p, "started_at"), finished_at=_text(p, "finished_at"), failed_step=_text(p, "failed_step"),
             skip_reason=_text(p, "skip_reason"), error=_text(p, "error"),
-            given=given if isinstance(given, dict) else {}, steps=steps if isinstance(steps, dict) else {},
+            given=given if isinstance(given, dict) else {}, steps=steps if isinstance(steps, dict) else None,
             execution_arn=_text(p, dm.ATTR_EXECUTION_ARN), expires_at=_int(p.get(dm.ATTR_EXPIRES_AT)),
             team=_text(p, "team") or "", timeline=timeline_of(_json(p.get("timeline"))),
             transitions=_int(p.get("transitions")),
@@ -189,32 +191,29 @@ class ExecutionRecord:
         )
 
     def to_item(self) -> Item:
-        """The item as the state machine and the reconciler leave it (keys and indexes as
-        ``items.execution_record`` writes them; JSON attributes compact)."""
-        status = ExecutionStatus(self.status)
-        feed = None
-        if status != ExecutionStatus.SUCCEEDED:
-            feed = dm.SKIPS_PARTITION if status == ExecutionStatus.SKIPPED else dm.FAILURES_PARTITION
-        values: JsonObject = {
-            "pk": dm.execution_pk(self.execution), "sk": dm.EXEC_SK, dm.ATTR_EXECUTION: self.execution,
-            dm.ATTR_EXECUTION_ARN: self.execution_arn, "job": self.job, "team": self.team, "status": self.status,
-            "trigger": self.trigger, "scheduled_time": self.scheduled_time, "requested_by": self.requested_by,
-            "input": _dumps(self.given), "started_at": self.started_at, "finished_at": self.finished_at,
-            "gsi1pk": dm.job_partition(self.job), "gsi1sk": self.started_at,
-            dm.ATTR_STEPS: _dumps(self.steps), "skip_reason": self.skip_reason,
-            "gsi2pk": feed, "gsi2sk": self.finished_at if feed else None,
-            "failed_step": self.failed_step, dm.ATTR_BLOCKED_BY: self.blocked_by, "error": self.error,
-            dm.ATTR_ALERT_PENDING: 1 if self.alert_pending else None, dm.ATTR_EXPIRES_AT: self.expires_at,
+        """The item as the state machine, the reconciler and the fire ledger leave it: what a
+        run's end writes, by the same builder (``items.execution_record``: keys, indexes, the
+        feed of its status), then what is added later (its timeline, TTL, lineage). JSON
+        attributes are compact."""
+        written = items.execution_record(
+            execution=self.execution, execution_arn=self.execution_arn, job=self.job, team=self.team,
+            status=self.status, trigger=self.trigger, scheduled_time=self.scheduled_time,
+            requested_by=self.requested_by, input_json=_dumps(self.given), started_at=self.started_at,
+            finished_at=self.finished_at, steps=None if self.steps is None else _dumps(self.steps),
+            failed_step=self.failed_step, skip_reason=self.skip_reason, blocked_by=self.blocked_by, error=self.error,
+            alert_pending=self.alert_pending)
+        later: JsonObject = {
+            dm.ATTR_EXPIRES_AT: self.expires_at,
             "timeline": _dumps([a.to_json() for a in self.timeline]) if self.transitions is not None else None,
             "transitions": self.transitions, "rerun_by": set(self.rerun_by) or None,
             dm.ATTR_AFTER_RUNS: set(self.after_runs) or None, dm.ATTR_AFTER_JOBS: set(self.after_jobs) or None,
         }
-        return {k: to_attribute(v) for k, v in values.items() if v is not None}
+        return items.as_boto(written.item) | {k: to_attribute(v) for k, v in later.items() if v is not None}
 
     def attempts(self, step: str) -> list[Attempt]:
         """The step's attempts in order, each with its outcome, exit code and, for a failed one,
         error, StopCode and reason (:func:`jobplane.platform.timeline.attempt_rows`)."""
-        return [row for row in attempt_rows(self.steps, self.timeline) if row.step == step]
+        return [row for row in attempt_rows(self.steps or {}, self.timeline) if row.step == step]
 
 
 def _text(p: JsonObject, name: str) -> str | None:

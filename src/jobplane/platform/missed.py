@@ -50,7 +50,7 @@ from jobplane.platform.backfill import Backfills
 from jobplane.platform.backfill_model import Mode, plan_fires
 from jobplane.contract.clock import iso_millis, parse_iso
 from jobplane.platform.control import ControlPlane
-from jobplane.contract.records import CLAIMS_SCHEDULE, FIRED_SCHEDULE, JobState
+from jobplane.contract.records import CLAIMS_SCHEDULE, FIRED_SCHEDULE, ExecutionRecord, JobState
 from jobplane.platform.schedule_health import deployed_schedules, flexible_window, schedule_problems
 from jobplane.contract.types import Client, JsonObject
 
@@ -342,20 +342,16 @@ class MissedFires:
         """The MISSED record of one fire (once: a second write of it changes nothing)."""
         now = self.clock()
         name = dm.missed_execution(entry.name, fire)
-        item = {"pk": dm.execution_pk(name), "sk": dm.EXEC_SK, "execution": name, "job": entry.name,
-                "team": entry.team, "status": ExecutionStatus.MISSED.value, "scheduled_time": fire,
-                "started_at": iso_millis(parse_iso(fire)), "finished_at": iso_millis(now), "error": cause,
-                # the input the fire would have had, for the pages; no `trigger` attribute, so a
-                # backfill still sees the fire as uncovered and can run it
-                "input": json.dumps({"trigger": Trigger.SCHEDULE.value, "scheduled_time": fire,
-                                     "requested_by": "EventBridge Scheduler", "params": entry.params}),
-                "timeline": "[]", "transitions": 0,
-                "gsi1pk": dm.job_partition(entry.name), "gsi1sk": iso_millis(parse_iso(fire)),
-                "gsi2pk": dm.MISSED_PARTITION, "gsi2sk": iso_millis(now),
-                dm.ATTR_EXPIRES_AT: int((now + RETENTION).timestamp())}
+        record = ExecutionRecord(
+            execution=name, job=entry.name, team=entry.team, status=ExecutionStatus.MISSED.value,
+            scheduled_time=fire, started_at=iso_millis(parse_iso(fire)), finished_at=iso_millis(now), error=cause,
+            # the input the fire would have had, for the pages; no `trigger` attribute, so a
+            # backfill still sees the fire as uncovered and can run it
+            given={"trigger": Trigger.SCHEDULE.value, "scheduled_time": fire,
+                   "requested_by": "EventBridge Scheduler", "params": entry.params},
+            transitions=0, expires_at=int((now + RETENTION).timestamp()))
         try:
-            self.ddb.put_item(TableName=self.table, Item={k: _ser.serialize(v) for k, v in item.items()},
-                              ConditionExpression="attribute_not_exists(pk)")
+            self.ddb.put_item(TableName=self.table, Item=record.to_item(), ConditionExpression="attribute_not_exists(pk)")
             return True
         except self.ddb.exceptions.ConditionalCheckFailedException:
             return False

@@ -86,7 +86,7 @@ def step_rows(view: ExecutionView) -> list[StepRow]:
     """The execution page's step timeline: one row per attempt, with what the record knows
     (exit code, error) laid over what the history knows (times), and each attempt's duration."""
     return [StepRow(**dataclasses.asdict(row), duration=duration(row.started_at, row.finished_at))
-            for row in attempt_rows(view.record.steps if view.record else {}, view.timeline)]
+            for row in attempt_rows(view.record.steps or {} if view.record else {}, view.timeline)]
 
 
 def step_call(target: JsonObject | None) -> str:
