@@ -222,9 +222,9 @@ def test_a_lost_upstream_event_is_caught_up_once_and_a_late_one_is_a_duplicate(p
     assert runs[0].scheduled_time == "2026-04-02T02:00:00Z"  # the upstream run's, as the rule's run
     assert [r.execution for r in runs_after(platform, "guarded", lost)] == [catch_up_name("guarded", lost_name)]
     settled(platform)
-    audit = [a for a in platform.control.audit() if a["action"] == "catch-up" and a.get("execution") in started]
-    assert sorted(a["job"] for a in audit) == ["guarded", "load"] and {a["actor"] for a in audit} == {"jobplane"}
-    assert all(lost_name in a["reason"] for a in audit)
+    audit = [a for a in platform.control.audit() if a.action == "catch-up" and a.execution in started]
+    assert sorted(a.job for a in audit) == ["guarded", "load"] and {a.actor for a in audit} == {"jobplane"}
+    assert all(lost_name in a.reason for a in audit)
     assert UpstreamCatchUp(platform.control, clock=past_grace).check() == []  # once: its runs marked the record
     # the event arrives after all: recorded as a duplicate, nothing runs twice
     for arn in platform.aws.deliver_status_event(lost, "SUCCEEDED"):

@@ -82,8 +82,8 @@ def test_a_window_over_a_dst_change_backfills_exactly_the_fires_jobplane_next_li
     ran = sorted(r.scheduled_time for r in records(platform, "hourly"))
     assert ran == ["2026-03-08T05:30:00Z", "2026-03-08T06:30:00Z", "2026-03-08T07:30:00Z", "2026-03-08T08:30:00Z"]
     assert {r.requested_by for r in records(platform, "hourly")} == {ME}
-    entry = next(a for a in platform.control.audit(50) if a["action"] == "backfill" and bf.id in a["details"])
-    assert (entry["actor"], entry["reason"], entry["job"]) == (ME, "outage on the 8th", "hourly")
+    entry = next(a for a in platform.control.audit(50) if a.action == "backfill" and bf.id in a.details)
+    assert (entry.actor, entry.reason, entry.job) == (ME, "outage on the 8th", "hourly")
     # the same window again: nothing is missing any more
     with pytest.raises(Conflict, match="every one of the 4 fires"):
         backfills.create("hourly", ME, "2026-03-08T00:00", "2026-03-08T04:59", reason="again")
@@ -194,7 +194,7 @@ def test_cancel_stops_new_fires_and_resume_goes_on_each_audited(platform: DevPla
     platform.backfills.resume(bf.id, ME, "params were right after all")
     done = drive(platform, bf)
     assert done.status == Status.COMPLETED and [f.status for f in done.fires] == ["SUCCEEDED"] * 3
-    actions = [(a["actor"], a["action"], a["reason"]) for a in platform.control.audit(100) if bf.id in a["details"]]
+    actions = [(a.actor, a.action, a.reason) for a in platform.control.audit(100) if bf.id in a.details]
     assert set(actions) == {(ME, "backfill", "with a held first run"), ("ben@example.com", "backfill_cancel", "wrong params"),
                             (ME, "backfill_resume", "params were right after all")}
 
@@ -216,7 +216,7 @@ def test_what_a_backfill_refuses_says_which_field(platform: DevPlatform) -> None
         b.create("hourly", ME, "2026-01-01T00:00:00Z", "2026-01-01T02:00:00Z")
     with pytest.raises(Invalid, match="hourly has no param"):
         b.create("hourly", ME, "2026-01-01T00:00:00Z", "2026-01-01T02:00:00Z", params={"nope": 1}, reason="x")
-    assert not [a for a in platform.control.audit(100) if a["reason"] == "checks"]  # nothing refused is audited
+    assert not [a for a in platform.control.audit(100) if a.reason == "checks"]  # nothing refused is audited
 
 
 def test_the_cli_previews_starts_and_follows_a_backfill(platform: DevPlatform) -> None:

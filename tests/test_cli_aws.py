@@ -170,7 +170,7 @@ def stop_pause_resume_and_ack(platform: DevPlatform, deployment: Path, tmp_path:
     assert control.repo.job_state("other-team").acknowledged_by == caller
     ran = platform.aws.start("other-team", execution_input.scheduled("2027-06-14T10:00:00Z", {}))
     assert platform.aws.wait(ran, timeout=300).status == "SUCCEEDED"
-    audit = [(a["actor"], a["action"]) for a in control.audit(20)]
+    audit = [(a.actor, a.action) for a in control.audit(20)]
     assert (caller, "acknowledge_failure") in audit and (caller, "stop") in audit and (caller, "pause") in audit
 
 

@@ -183,7 +183,7 @@ def test_a_restart_keeps_job_state_history_pauses_and_audit(repo_root: Path, tmp
         assert long_wait.paused and long_wait.state.paused_reason == "waiting for the vendor"
         schedule = again.aws.client("scheduler").get_schedule(Name="jp-long-wait", GroupName="jp")
         assert schedule["State"] == "DISABLED"  # redeployed, and still paused
-        assert [a["action"] for a in again.control.audit()][:1] == ["pause"]
+        assert [a.action for a in again.control.audit()][:1] == ["pause"]
     finally:
         again.stop()
 

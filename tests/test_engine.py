@@ -500,11 +500,11 @@ def test_repository_pages_and_feeds(aws: LocalAWS) -> None:
     assert not repo.acknowledge_failure(job, blocker)  # once
     # audit entries: newest first, and one can be withdrawn (an action that failed after it)
     entry_id = repo.add_audit("ops@example.com", "acknowledge_failure", job, blocker, "known partner outage")
-    entry = next(e for e in repo.audit_log() if e["job"] == job)
-    assert entry["actor"] == "ops@example.com" and entry["action"] == "acknowledge_failure"
-    assert entry["reason"] == "known partner outage" and entry["execution"] == blocker
+    entry = next(e for e in repo.audit_log() if e.job == job)
+    assert (entry.id, entry.actor, entry.action) == (entry_id, "ops@example.com", "acknowledge_failure")
+    assert entry.reason == "known partner outage" and entry.execution == blocker
     repo.delete_audit(entry_id)
-    assert not any(e["job"] == job for e in repo.audit_log())
+    assert not any(e.job == job for e in repo.audit_log())
 
 
 def test_a_step_gets_its_declared_environment_not_the_developers(aws: LocalAWS, tmp_path: Path,

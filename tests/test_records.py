@@ -23,7 +23,7 @@ from jobplane.contract.execution_input import ExecutionInput
 from jobplane.contract.items import Ref
 from jobplane.contract.record_schema import json_schema
 from jobplane.contract.attempts import Attempt
-from jobplane.contract.records import ExecutionRecord, JobState
+from jobplane.contract.records import AuditEntry, ExecutionRecord, JobState
 from jobplane.platform.local.engine import LocalAWS
 
 HERE = Path(__file__).resolve().parent
@@ -189,7 +189,7 @@ def _types(prop: dict[str, Any]) -> set[str]:
 
 @pytest.mark.parametrize("model, record, fields", [
     ("StepAttempt", Attempt, None), ("ExecutionSummary", ExecutionRecord, "SUMMARY_FIELDS"),
-    ("JobOut", JobState, "JOB_STATE_FIELDS"),
+    ("JobOut", JobState, "JOB_STATE_FIELDS"), ("AuditOut", AuditEntry, "AUDIT_FIELDS"),
 ])
 def test_the_api_models_are_the_records_fields(model: str, record: type, fields: str | None) -> None:
     from jobplane.portal import api

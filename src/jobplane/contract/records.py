@@ -1,6 +1,6 @@
-"""The records of a run, each defined once: a job's state and an execution's final record (its
+"""The records of a run, each defined once: a job's state, an execution's final record (its
 input is :class:`jobplane.contract.execution_input.ExecutionInput`, its step attempts
-:class:`jobplane.contract.attempts.Attempt`).
+:class:`jobplane.contract.attempts.Attempt`), and the audit entry of an operator's action.
 
 The compiled state machines write the items (:mod:`jobplane.contract.items` builds those
 writes); the repository reads them back into these records with ``from_item``; the portal's
@@ -241,3 +241,34 @@ def _json(text: JsonValue) -> JsonValue:
 
 def _dumps(value: JsonValue) -> str:
     return json.dumps(value, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One operator action (pk ``AUDIT#<id>``), written before the action and removed if the
+    action fails (``ControlPlane.audited``): who did what to which job, when and why."""
+
+    id: str
+    at: str
+    actor: str
+    action: str = field(metadata=doc("run, rerun, rerun_from_failed_step, stop, pause, resume, acknowledge, ..."))
+    job: str
+    execution: str | None = None
+    reason: str = ""
+    details: str = field(default="{}", metadata=doc("what the action was given, as sorted JSON"))
+
+    def to_item(self) -> Item:
+        values: JsonObject = {
+            "pk": dm.audit_pk(self.id), "sk": dm.AUDIT_SK, "actor": self.actor, "action": self.action,
+            "job": self.job, "reason": self.reason, "at": self.at, "gsi1pk": dm.AUDIT_PARTITION, "gsi1sk": self.at,
+            "gsi2pk": dm.job_audit_partition(self.job), "gsi2sk": self.at, "details": self.details,
+            "execution": self.execution or None}
+        return {k: to_attribute(v) for k, v in values.items() if v is not None}
+
+    @classmethod
+    def from_item(cls, item: Item) -> AuditEntry:
+        p = plain(item)
+        return cls(id=str(p.get("pk", "")).removeprefix(dm.AUDIT_PREFIX), at=_text(p, "at") or "",
+                   actor=_text(p, "actor") or "", action=_text(p, "action") or "", job=_text(p, "job") or "",
+                   execution=_text(p, "execution"), reason=_text(p, "reason") or "",
+                   details=_text(p, "details") or "{}")

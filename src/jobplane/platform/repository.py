@@ -14,11 +14,10 @@ from boto3.dynamodb.types import TypeSerializer
 
 from jobplane.contract import datamodel as dm
 from jobplane.contract import items
-from jobplane.contract.attribute_values import plain
 from jobplane.contract.clock import now_iso
 from jobplane.contract.execution_input import ExecutionInput
 from jobplane.contract.attempts import Attempt
-from jobplane.contract.records import PAUSE_SCHEDULE, ExecutionRecord, JobState
+from jobplane.contract.records import PAUSE_SCHEDULE, AuditEntry, ExecutionRecord, JobState
 from jobplane.contract.types import Client, Item, JsonObject
 
 _ser = TypeSerializer()
@@ -228,23 +227,19 @@ class Repository:
 
     def add_audit(self, actor: str, action: str, job: str, execution: str | None = None, reason: str = "",
                   details: JsonObject | None = None) -> str:
-        at = now_iso()
-        entry_id = uuid.uuid4().hex
-        item = {"pk": dm.audit_pk(entry_id), "sk": dm.AUDIT_SK, "actor": actor, "action": action, "job": job,
-                "reason": reason, "at": at, "gsi1pk": dm.AUDIT_PARTITION, "gsi1sk": at,
-                "gsi2pk": dm.job_audit_partition(job), "gsi2sk": at,
-                "details": json.dumps(details or {}, sort_keys=True)}
-        if execution:
-            item["execution"] = execution
-        self.ddb.put_item(TableName=self.table, Item={k: _ser.serialize(v) for k, v in item.items()})
-        return entry_id
+        entry = AuditEntry(id=uuid.uuid4().hex, at=now_iso(), actor=actor, action=action, job=job,
+                           execution=execution, reason=reason, details=json.dumps(details or {}, sort_keys=True))
+        self.ddb.put_item(TableName=self.table, Item=entry.to_item())
+        return entry.id
 
     def delete_audit(self, entry_id: str) -> None:
         """Only for an action that failed after its entry was written (ControlPlane.audited)."""
         self.ddb.delete_item(TableName=self.table, Key={"pk": {"S": dm.audit_pk(entry_id)}, "sk": {"S": dm.AUDIT_SK}})
 
-    def audit_log(self, limit: int = 100) -> list[JsonObject]:
-        return [plain(i) for i in self._query(dm.GSI_BY_OWNER, "gsi1pk", dm.AUDIT_PARTITION, limit, False).items]
+    def audit_log(self, limit: int = 100) -> list[AuditEntry]:
+        """The newest operator actions first."""
+        return [AuditEntry.from_item(i) for i in self._query(dm.GSI_BY_OWNER, "gsi1pk", dm.AUDIT_PARTITION, limit,
+                                                              False).items]
 
     def acknowledge_failure(self, job: str, blocked_by: str | None = None, actor: str = "") -> bool:
         """Unblock a SKIP_IF_FAILED job without a successful run (the control plane audits it):

@@ -17,7 +17,7 @@ from jobplane.platform.repository import Page
 from jobplane.contract.catalog import CatalogJob
 from jobplane.contract.execution_input import ExecutionInput
 from jobplane.contract.attempts import Attempt
-from jobplane.contract.records import ExecutionRecord, JobState
+from jobplane.contract.records import AuditEntry, ExecutionRecord, JobState
 from jobplane.portal import actions
 from jobplane.portal.api_models import model_from
 from jobplane.portal.errors import PortalError
@@ -107,14 +107,9 @@ class LogOut(BaseModel):
     text: str
 
 
-class AuditOut(BaseModel):
-    at: str
-    actor: str
-    action: str
-    job: str
-    execution: str | None
-    reason: str
-    details: str
+#: An audit entry as the API shows it: all but its id.
+AUDIT_FIELDS = ("at", "actor", "action", "job", "execution", "reason", "details")
+AuditOut = model_from("AuditOut", [(AuditEntry, AUDIT_FIELDS)])
 
 
 class Accepted(BaseModel):
@@ -228,10 +223,9 @@ def skips(request: Request, limit: int = Query(50, ge=1, le=200), cursor: str | 
     return page_out(portal.control.skips(limit, check_cursor(cursor)))
 
 
-@router.get("/audit", response_model=list[AuditOut])
+@router.get("/audit", response_model=list[AuditOut])  # type: ignore[valid-type]  # (as ExecutionPage.items)
 def audit(request: Request, limit: int = Query(100, ge=1, le=500), portal: Portal = Reader) -> object:
-    return [AuditOut(at=a["at"], actor=a["actor"], action=a["action"], job=a["job"], execution=a.get("execution"),
-                     reason=a.get("reason", ""), details=a.get("details", "{}")) for a in portal.control.audit(limit)]
+    return [AuditOut(**{k: getattr(a, k) for k in AuditOut.model_fields}) for a in portal.control.audit(limit)]
 
 
 # -- actions -----------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from jobplane.contract.statuses import ExecutionStatus
 from jobplane.platform.anchors import ScheduleAnchors
 from jobplane.contract.clock import as_iso
 from jobplane.platform.logs import LogStream, StepLogs, error_excerpt
-from jobplane.contract.records import ExecutionRecord, JobState
+from jobplane.contract.records import AuditEntry, ExecutionRecord, JobState
 from jobplane.contract.types import JsonObject, JsonValue
 from jobplane.platform.repository import Page, Repository
 from jobplane.platform.timeline import history, state_transitions, timeline
@@ -190,7 +190,7 @@ class Reads:
     def skips(self, limit: int = 50, cursor: str | None = None) -> Page[ExecutionRecord]:
         return self._paged(lambda: self.repo.recent_skips(limit, check_cursor(cursor, ("gsi2pk", "gsi2sk"))), cursor)
 
-    def audit(self, limit: int = 100) -> list[JsonObject]:
+    def audit(self, limit: int = 100) -> list[AuditEntry]:
         return self.repo.audit_log(limit)
 
     # -- actions ----------------------------------------------------------------------------

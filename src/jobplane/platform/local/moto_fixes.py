@@ -164,7 +164,7 @@ def fix_sync_task_exit_code() -> None:
 def fix_dynamodb_atomic_writes() -> None:
     """DynamoDB conditional writes are atomic on AWS. In moto 5.2.5 concurrent requests evaluate
     a condition and write without a lock: 50 threads racing one conditional update had several
-    winners (shared/notes/local-aws-moto.md). One process-wide lock around the write paths -- and
+    winners (docs/local-engine.md, the fixes table). One process-wide lock around the write paths -- and
     the reads: transact_write_items deep-copies every table for its rollback, and a read running
     meanwhile ("dictionary changed size during iteration", a 500 from the server in 1 of 100
     concurrent runs, bench/dev_e2e.py) broke it."""
@@ -206,7 +206,7 @@ def fix_execution_status_events() -> None:
 
 def fix_fast_sync_poll(seconds: float = 0.05) -> None:
     """moto polls a .sync task every 0.5 s; locally the task is a process we watch, so poll
-    faster (2 ECS steps: ~1.2 s -> ~0.3 s per run, shared/notes/local-aws-moto.md)."""
+    faster (2 ECS steps: ~1.2 s -> ~0.3 s per run, docs/local-engine.md)."""
     from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import state_task_service_callback
 
     state_task_service_callback._DELAY_SECONDS_SYNC_CONDITION_CHECK = seconds
