@@ -31,7 +31,7 @@ lock:
 dev: $(STAMP)
 	$(BIN)/jobplane dev $(DEV_ARGS)
 
-## test: the type check (mypy, strict on contract/, compiler/, platform/: [tool.mypy]), then the
+## test: the type check (mypy, strict on the whole package: [tool.mypy]), then the
 ## whole test suite, in parallel.
 test: $(STAMP)
 	$(BIN)/mypy

@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # the compiler, boto3 and the control plane load only in the 
     from datetime import datetime
 
     from jobplane.compiler.problems import DefinitionError
+    from jobplane.platform.control import ControlError
     from jobplane.platform.control import ControlPlane
 
 # `jobplane --help` and every command pay only for what they run (issue 13: start-up), so the
@@ -68,7 +69,7 @@ def running_control(obj: Context, given: Path | None) -> ControlPlane:
         raise click.ClickException(str(e)) from None
 
 
-def control_error() -> type[Exception]:
+def control_error() -> type[ControlError]:
     from jobplane.platform.control import ControlError
 
     return ControlError

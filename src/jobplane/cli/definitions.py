@@ -148,7 +148,7 @@ def next_command(obj: Context, job_name: str, count: int, after: str | None) -> 
         parsed = parse(expr)
         if isinstance(parsed, RateExpression):
             click.echo("    (rate schedules count from when the schedule is created; shown from the start time)")
-        for t in next_fire_times(parsed, job.timezone, start, count):
+        for t in next_fire_times(parsed, job.timezone or obj.config.default_timezone, start, count):
             utc = f"  ({t.astimezone(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')})" if t.utcoffset() else ""
             click.echo(f"    {t.strftime('%Y-%m-%d %a %H:%M %Z')}{utc}")
 

@@ -130,7 +130,7 @@ def status(obj: Context, data_dir: Path | None, deployment: Path | None, as_json
         else:
             nxt = "manual" if not j.entry.schedule else "disabled"
         click.echo(f"{j.name:<{width}}  {j.team:<9} {last:<10} {finished or '-':<20} {len(j.running) or '-':<8} {nxt}")
-    missed = [(j, _missed(j)) for j in jobs if _missed(j)]
+    missed = [(j, m) for j in jobs if (m := _missed(j)) is not None]
     if missed:
         click.echo("\nMissed fires (neither ran nor skipped; run one with `jobplane backfill JOB --from FIRE --to FIRE`):")
         for j, m in missed:
@@ -223,7 +223,8 @@ def _offline_status(data_dir: Path, why: Exception, as_json: bool) -> None:
     states = {s.job: s for s in (JobState.from_item(i) for i in snapshot.items
                                  if i.get("sk", {}).get("S") == dm.STATE_SK and i.get("pk", {}).get("S", "").startswith(dm.JOB_PREFIX))}
     jobs = Catalog.load(compiled).jobs
-    rows = [{"job": j.name, "team": j.team, "last_status": states[j.name].last_status if j.name in states else None,
+    rows: list[JsonObject] = [
+            {"job": j.name, "team": j.team, "last_status": states[j.name].last_status if j.name in states else None,
              "last_finished_at": states[j.name].last_finished_at if j.name in states else None,
              "paused": bool(j.name in states and states[j.name].paused)} for j in jobs]
     if as_json:
@@ -270,10 +271,8 @@ def _job_action(name: str, method: str, done: str, doc: str) -> click.Command:
         _act(obj, data_dir, deployment, lambda c, actor: getattr(c, method)(job, actor, reason), done.format(job=job))
 
     command.__doc__ = doc
-    for decorate in reversed((click.command(name), click.argument("job"), reason_option, data_dir_option,
-                              deployment_option, click.pass_obj)):
-        command = decorate(command)
-    return command
+    return click.command(name)(click.argument("job")(reason_option(data_dir_option(deployment_option(
+        click.pass_obj(command))))))
 
 
 pause = _job_action("pause", "pause", "{job} paused",

@@ -16,6 +16,7 @@ Everything lives under one data directory (``.jobplane/``): ``state.json`` (the 
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -228,15 +229,14 @@ class DevPlatform:
 
     def _alert_feed(self) -> AlertFeed:
         from jobplane.platform.local.alerts import AlertFeed
-        from jobplane.platform.notifier import DeadLetterStore, Routing, SlackNotifier
+        from jobplane.platform.notifier import SLACK_API_URL, DeadLetterStore, Routing, SlackNotifier
 
         assert self.aws is not None
         routing = Routing({n: t.channel for n, t in self.config.teams.items() if t.channel}, self.config.default_channel)
         self.dead_letters = DeadLetterStore(self.data_dir / "dead-letters")
         try:
             notifier = SlackNotifier(self.webhook_url, routing, self.portal_url, self.dead_letters,
-                                     bot_token=self.slack_bot_token, **({"api_url": self.slack_api_url}
-                                                                        if self.slack_api_url else {}))
+                                     bot_token=self.slack_bot_token, api_url=self.slack_api_url or SLACK_API_URL)
         except ValueError as e:  # JOBPLANE_SLACK_WEBHOOK_URL / JOBPLANE_SLACK_BOT_TOKEN as given
             raise DevError(f"Slack alerts: {e}") from None
         return AlertFeed(self.aws.client("sns"), self.aws.client("sqs"), self.aws.resources["topic_arn"],
@@ -275,7 +275,7 @@ class DevPlatform:
             process = svc.start_service(name, argv, env, self.config.root, log_dir / f"{name}.log")
             if process is not None:
                 self.services[name] = process
-                on_stop(f"stop service {name}", lambda p=process, n=name: svc.terminate(p, n))
+                on_stop(f"stop service {name}", functools.partial(svc.terminate, process, name))
 
     @property
     def portal_url(self) -> str:
@@ -314,7 +314,6 @@ class DevPlatform:
                                               base_url=self.portal_url)
         server = uvicorn.Server(uvicorn.Config(create_app(settings, self.control), log_level="warning",
                                                lifespan="off"))
-        server.install_signal_handlers = lambda: None  # type: ignore[method-assign]  # the CLI owns signals
         self.portal = server
         thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="portal", daemon=True)
         thread.start()

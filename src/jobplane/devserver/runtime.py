@@ -29,7 +29,7 @@ def read_runtime(data_dir: Path) -> JsonObject:
     if not path.exists():
         raise DevError(f"jobplane dev is not running with data directory {Path(data_dir)} (no {RUNTIME_FILE} there); "
                        f"start it with `make dev` or `jobplane dev`; {elsewhere}")
-    runtime = json.loads(path.read_text())
+    runtime: JsonObject = json.loads(path.read_text())
     try:
         os.kill(runtime["pid"], 0)
     except ProcessLookupError:

@@ -27,7 +27,8 @@ def free_port() -> int:
     """A port the kernel says is free now, for a service that binds it a moment later."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def start_service(name: str, argv: list[str], env: dict[str, str], cwd: Path, log_path: Path) -> subprocess.Popen[bytes] | None:

@@ -83,6 +83,13 @@ class Outcome:
     def imported(self) -> bool:
         return not self.refused and self.rendered is not None
 
+    @property
+    def written(self) -> tuple[str, str, str]:
+        """(job, file, rendered definition) of an outcome that has them (it was rendered)."""
+        if self.job is None or self.file is None or self.rendered is None:
+            raise ValueError(f"{self.source_schedule!r} was not rendered")
+        return self.job, self.file, self.rendered
+
     def as_json(self) -> JsonObject:
         verdict = None
         if self.verdict is not None:
@@ -296,14 +303,14 @@ def run_import(config: PlatformConfig, paths: list[Path], options: Options) -> R
                   overwritable)
     outcomes = [_plan(entry, options, config, namer) for entry in reading.entries]
     for o in outcomes:
-        if o.rendered is not None and not o.refused and (config.root / o.file).exists() and not options.force:
+        if o.imported and (config.root / o.written[1]).exists() and not options.force:
             o.refused.append(f"{o.file} exists: pass --force to overwrite it (or rename the job there)")
     staged = _validated(config, outcomes)
     start = options.start or datetime.now().astimezone()
     for entry, o in zip(reading.entries, outcomes):
         if not o.imported or not options.verify:
             continue
-        job = staged[o.job].job
+        job = staged[o.written[0]].job
         o.verdict = verify(entry.schedules, list(job.schedule), job.timezone or config.default_timezone, start,
                            WINDOW_DAYS)
         if o.verdict.status == "differs":
@@ -335,9 +342,10 @@ def _validated(config: PlatformConfig, outcomes: list[Outcome]) -> dict[str, Loa
                 shutil.copy(config.root / CONFIG_FILE, root / CONFIG_FILE)
             shutil.copytree(config.jobs_path, root / config.jobs_dir, symlinks=True, dirs_exist_ok=True)
             for o in candidates:
-                target = root / o.file
+                _, file, rendered = o.written
+                target = root / file
                 target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(o.rendered)
+                target.write_text(rendered)
             try:
                 loaded = load_jobs(replace(config, root=root))
             except DefinitionError as e:
@@ -350,7 +358,7 @@ def _validated(config: PlatformConfig, outcomes: list[Outcome]) -> dict[str, Loa
                                           + [str(p) for p in e.problems]) from None
                 for o in refused:
                     o.refused.extend(f"jobplane validate: {p.field + ': ' if p.field else ''}{p.message}"
-                                     for p in by_file[o.file])
+                                     for p in by_file[o.written[1]])
                 continue
             return {lj.job.name: lj for lj in loaded}
     raise AssertionError("each pass refuses at least one file")
@@ -361,12 +369,13 @@ def _write(config: PlatformConfig, outcomes: list[Outcome]) -> list[str]:
     pending: list[tuple[Path, Path]] = []
     try:
         for o in outcomes:
-            target = config.root / o.file
+            _, file, rendered = o.written
+            target = config.root / file
             target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+            fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
             with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(o.rendered or "")
-            pending.append((Path(tmp), target))
+                f.write(rendered)
+            pending.append((Path(tmp_name), target))
     except OSError:
         for tmp, _ in pending:
             tmp.unlink(missing_ok=True)

@@ -12,6 +12,7 @@ read from the manifest, so such a job is refused with what to set instead.
 
 from __future__ import annotations
 
+from typing import Literal
 
 from jobplane.importer.crontab import KEYWORDS
 from jobplane.importer.entries import Command, Entry, InputProblem, Origin, Reading, SecretRef, Skipped, SourceSchedule
@@ -61,8 +62,13 @@ def _flatten(docs: list[JsonValue]) -> list[JsonValue]:
     return flat
 
 
+#: Kubernetes concurrencyPolicy as the entry's (a policy it does not know is Allow, its default).
+CONCURRENCY: dict[str, Literal["allow", "forbid", "replace"]] = {"Allow": "allow", "Forbid": "forbid",
+                                                                 "Replace": "replace"}
+
+
 def _cronjob(origin: Origin, doc: JsonObject, team: str, out: Reading) -> None:
-    spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
+    spec = _get(doc, "spec")
     problems: list[str] = []
     schedule = spec.get("schedule")
     if not isinstance(schedule, str) or not schedule.strip():
@@ -75,13 +81,14 @@ def _cronjob(origin: Origin, doc: JsonObject, team: str, out: Reading) -> None:
         problems.append(f"spec.schedule: {schedule!r} is not a 5-field cron schedule")
     job_spec = _get(spec, "jobTemplate", "spec")
     pod_spec = _get(job_spec, "template", "spec")
-    containers = pod_spec.get("containers") if isinstance(pod_spec.get("containers"), list) else []
+    found = pod_spec.get("containers")
+    containers: list[JsonValue] = found if isinstance(found, list) else []
     if not containers or not isinstance(containers[0], dict):
         problems.append("spec.jobTemplate.spec.template.spec.containers: no container")
     if problems:
         out.problems.extend(InputProblem(origin, p) for p in problems)
         return
-    container = containers[0]
+    container: JsonObject = containers[0]
     notes: list[str] = []
     blockers: list[str] = []
     if len(containers) > 1:
@@ -126,7 +133,7 @@ def _cronjob(origin: Origin, doc: JsonObject, team: str, out: Reading) -> None:
         command=Command(argv=tuple(command + args)),
         timezone=spec.get("timeZone") if isinstance(spec.get("timeZone"), str) else None,
         enabled=not bool(spec.get("suspend")),
-        concurrency={"Allow": "allow", "Forbid": "forbid", "Replace": "replace"}.get(policy, "allow"),
+        concurrency=CONCURRENCY.get(policy, "allow"),
         description=str(_get(doc, "metadata", "annotations").get("description", "")),
         env=tuple(env),
         secrets=tuple(secrets),

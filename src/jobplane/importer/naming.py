@@ -35,7 +35,7 @@ def derived(prefix: str, job: str, schedules: int, secrets: bool) -> list[tuple[
 class Namer:
     """Hands out names; ``taken`` holds every derived AWS name already in use."""
 
-    def __init__(self, prefix: str, existing: dict[str, tuple[int, bool]], replaceable: set[str] = frozenset()):
+    def __init__(self, prefix: str, existing: dict[str, tuple[int, bool]], replaceable: frozenset[str] | set[str] = frozenset()):
         """``replaceable``: existing jobs an entry of the same name may take over (its file is the
         one the entry would be written to: an earlier import of it)."""
         self.prefix = prefix

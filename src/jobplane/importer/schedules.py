@@ -64,9 +64,9 @@ def translate(schedule: SourceSchedule) -> Translation:
         return Translation(refusal=f"{schedule.text!r} has no EventBridge equivalent (a day-of-week EventBridge "
                                    "cannot number: write it with 1-7 = SUN-SAT, L or #)")
     problems = []
-    for e in expressions:
+    for expression in expressions:
         try:
-            parse(e)
+            parse(expression)
         except ScheduleError as err:
             problems.append(str(err))
     if problems:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from jobplane.contract.secret_names import URL_PASSWORD, is_secret_name
-from jobplane.importer.entries import Command, Entry, SecretRef
+from jobplane.importer.entries import Command, Entry
 
 #: Shell syntax that a split argv would not keep.
 _SHELL_SYNTAX = re.compile(r"[|&;<>()$`*?\[\]{}~!#\n]|^\s*\w+=|\\")

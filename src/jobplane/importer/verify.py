@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
 from functools import lru_cache
+from collections.abc import Callable, Iterator
 from typing import Literal
 from zoneinfo import ZoneInfo
 
@@ -130,11 +131,15 @@ def _clock_change_days(zone: ZoneInfo, first: date, days: int) -> frozenset[date
     return frozenset(out)
 
 
+#: The fire times of one schedule from a time on, in a zone (cronsim's iterator, or ours).
+Walker = Callable[[datetime, ZoneInfo], Iterator[datetime]]
+
+
 class _DaySide:
     """One schedule as days and times of day (ordinary days) and as a fire-by-fire walk
     (clock-change days)."""
 
-    def __init__(self, days: frozenset[date], times: frozenset[tuple[int, int]], walker: object):
+    def __init__(self, days: frozenset[date], times: frozenset[tuple[int, int]], walker: Walker):
         self.days, self.times, self._walker = days, times, walker
 
     def times_on(self, day: date) -> frozenset[tuple[int, int]]:
@@ -144,7 +149,7 @@ class _DaySide:
         begin = datetime.combine(day, time(0), tzinfo=zone) - timedelta(seconds=1)
         end = datetime.combine(day + timedelta(days=1), time(0), tzinfo=zone)
         out = set()
-        for t in self._walker(begin, zone):  # type: ignore[operator]  # a generator factory
+        for t in self._walker(begin, zone):
             if t >= end:
                 break
             out.add(t.astimezone(timezone.utc))
@@ -162,7 +167,7 @@ class _DaySide:
             if dom not in ("*", "?") and dow not in ("*", "?"):
                 raise ValueError("a Celery crontab with both day fields restricted has no Unix form")
 
-        def walker(begin: datetime, z: ZoneInfo):  # noqa: ANN202 - cronsim's own iterator
+        def walker(begin: datetime, z: ZoneInfo) -> Iterator[datetime]:  # cronsim's own iterator
             return CronSim(text, begin)
 
         return cls(_cron_days(f"{dom} {month} {dow}", first, days), _cron_times(f"{minute} {hour}"), walker)
@@ -171,7 +176,7 @@ class _DaySide:
     def of_expression(cls, expression: str, first: date, days: int) -> _DaySide:
         expr = parse(expression)
 
-        def walker(begin: datetime, z: ZoneInfo):  # noqa: ANN202
+        def walker(begin: datetime, z: ZoneInfo) -> Iterator[datetime]:
             return iter_fire_times(expr, z, begin)
 
         if isinstance(expr, CronExpression):

@@ -6,13 +6,14 @@ it from jobplane.toml and the local AWS it started.
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import json
 import os
 import secrets
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypedDict
 from urllib.parse import urlsplit
 
 from jobplane.contract.config import PlatformConfig
@@ -146,7 +147,11 @@ def _items(text: str) -> tuple[str, ...]:
     return tuple(x.strip() for x in text.split(",") if x.strip())
 
 
-def server_options(settings: PortalSettings) -> dict[str, bool]:
+class ServerOptions(TypedDict):
+    proxy_headers: bool
+
+
+def server_options(settings: PortalSettings) -> ServerOptions:
     """How ``jobplane portal`` runs uvicorn. In trusted-header mode the connection's own peer is
     what is checked against ``trusted_proxies``: uvicorn's proxy headers would replace it with
     the request's X-Forwarded-For (for any peer, with FORWARDED_ALLOW_IPS=*, common in

@@ -58,6 +58,18 @@ class RunContext:
     __slots__ = ("job", "team", "step", "execution_id", "scheduled_time", "trigger", "attempt", "timeout", "params",
                  "target", "trace", "logger")
     _COMPARED = __slots__[:-1]  # not the logger
+    job: str
+    team: str
+    step: str
+    execution_id: str
+    scheduled_time: str
+    trigger: str
+    attempt: int
+    timeout: int | None
+    params: JsonObject
+    target: JsonObject
+    trace: TraceContext
+    logger: logging.Logger
 
     def __init__(self, *, job: str, team: str, step: str, execution_id: str, scheduled_time: str, trigger: str,
                  attempt: int, params: JsonObject, target: JsonObject, trace: TraceContext,
@@ -84,7 +96,8 @@ class RunContext:
 
     @property
     def traceparent(self) -> str:
-        return self.trace.traceparent
+        traceparent: str = self.trace.traceparent
+        return traceparent
 
 
 def _json(env: Mapping[str, str], name: str, default: JsonValue) -> JsonValue:

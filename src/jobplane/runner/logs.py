@@ -140,9 +140,9 @@ def configure(fields: JsonObject, env: Mapping[str, str] | None = None) -> loggi
     root.addHandler(handler)
     root.setLevel(os.environ.get("JOBPLANE_LOG_LEVEL", "INFO").upper())
     logging.captureWarnings(True)
-    # a text stream in all but its type (TextIOBase, not TextIO): what print() and tracebacks need
-    sys.stdout = LineLogger(output, logging.INFO, "stdout")  # type: ignore[assignment]
-    sys.stderr = LineLogger(output, logging.WARNING, "stderr")  # type: ignore[assignment]
+    # a text stream (TextIOBase): what print() and tracebacks need
+    sys.stdout = LineLogger(output, logging.INFO, "stdout")
+    sys.stderr = LineLogger(output, logging.WARNING, "stderr")
     return logging.getLogger("jobplane.runner")
 
 

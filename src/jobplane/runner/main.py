@@ -34,7 +34,8 @@ def parse_kind(argv: list[str] | None) -> str:
     args = sys.argv[1:] if argv is None else argv
     if len(args) == 2 and args[0] == "run" and args[1] in KINDS:
         return args[1]
-    return parse_args(args).kind
+    kind: str = parse_args(args).kind
+    return kind
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

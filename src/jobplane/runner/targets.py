@@ -201,7 +201,7 @@ def run_shell(ctx: RunContext, log: logging.Logger) -> None:
         raise ExitCode(128 - code if code < 0 else code)
 
 
-def _pump(pipe: IO[bytes], logger: logging.Logger, level: int, stream: str) -> None:
+def _pump(pipe: IO[str], logger: logging.Logger, level: int, stream: str) -> None:
     for line in pipe:
         logger.log(level, line.rstrip("\n"), extra={"stream": stream})
 
