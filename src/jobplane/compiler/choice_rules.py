@@ -8,6 +8,7 @@ the same bytes as when these were written by hand.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 from jobplane.contract.types import JsonObject
 
 

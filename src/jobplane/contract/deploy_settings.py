@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from typing import Union
 from dataclasses import dataclass, field
+
 from jobplane.contract.types import JsonObject, JsonValue
 
 SECRET_ARN_RE = re.compile(r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+-[A-Za-z0-9]{6}$")

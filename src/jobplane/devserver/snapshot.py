@@ -15,6 +15,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+
 from jobplane.contract.types import Client, JsonObject
 
 SNAPSHOT_VERSION = 1

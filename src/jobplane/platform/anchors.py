@@ -15,6 +15,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
+
 from jobplane.contract.types import Client
 
 log = logging.getLogger(__name__)

@@ -20,6 +20,7 @@ so the actions are read back and sent again with the secret set on the authentic
 from __future__ import annotations
 
 import os
+
 from jobplane.contract.types import Client, JsonObject
 
 ENV_RULE = "JOBPLANE_PORTAL_RULE_ARN"

@@ -8,6 +8,7 @@ back (retry loops) are drawn dashed. Parallel branches are drawn as a note on th
 from __future__ import annotations
 
 from html import escape
+
 from jobplane.contract.types import JsonObject
 
 BOX_W, BOX_H, GAP_X, GAP_Y = 190, 34, 24, 30

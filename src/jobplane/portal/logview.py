@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from urllib.parse import quote
+
 from jobplane.contract.types import JsonObject
 
 #: Lowest first: a filter on a level shows that level and the ones after it.

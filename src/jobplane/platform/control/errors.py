@@ -4,6 +4,7 @@ and the checks of what an operator sends, made before anything changes."""
 from __future__ import annotations
 
 import json
+
 from jobplane.contract.types import JsonObject
 
 

@@ -31,12 +31,15 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Callable
 
 from jobplane.contract import runner as rc
 from jobplane.platform.local import moto_backends, moto_fixes
 from jobplane.platform.local.awslogs import Destination, LogCache, start_shipping
 from jobplane.contract.types import JsonObject
+
+if TYPE_CHECKING:
+    from moto.ecs.models import Task
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +53,7 @@ RUNNER_PATH = Path(sys.executable).parent / "jobplane-runner"
 
 @dataclass
 class RunningTask:
-    task: Any  # moto's ecs Task
+    task: Task  # moto's
     process: subprocess.Popen[bytes]
     execution_id: str
     job: str
@@ -100,7 +103,7 @@ class LocalEcsAgent:
             moto_fixes.ECS_TASK_RUNNERS.remove(self)
 
     # -- hooks called from moto's ECS backend --------------------------------------------------
-    def start(self, task: Any) -> None:
+    def start(self, task: Task) -> None:
         container_def = _container_definition(task)
         override = _container_override(task, container_def.get("name"))
         command = override.get("command") or container_def.get("command")
@@ -145,10 +148,11 @@ class LocalEcsAgent:
                               env.get(rc.ENV_STEP, ""), destination.cache, shipper)
         with self._lock:
             self.tasks[task.task_arn] = running
-        task.started_at = datetime.datetime.now(datetime.timezone.utc)
+        # not an attribute moto declares: its response shows it as startedAt when set (as on AWS)
+        task.started_at = datetime.datetime.now(datetime.timezone.utc)  # type: ignore[attr-defined]
         threading.Thread(target=self._wait, args=(running,), name=f"ecs-agent-{task_id}", daemon=True).start()
 
-    def _log_destination(self, task: Any, container_def: JsonObject, env: dict[str, str]) -> Destination | str:
+    def _log_destination(self, task: Task, container_def: JsonObject, env: dict[str, str]) -> Destination | str:
         """The container's awslogs stream, or why the task cannot start: ECS refuses to start a
         task whose log group does not exist (ResourceInitializationError)."""
         config = container_def.get("logConfiguration") or {}
@@ -196,7 +200,7 @@ class LocalEcsAgent:
         threading.Timer(self.stop_grace_seconds, _signal_group, args=(running.process, signal.SIGKILL)).start()
         return True
 
-    def stop_task(self, task: str) -> Any:
+    def stop_task(self, task: str) -> Task | None:
         """StopTask on one of this agent's tasks (by ARN or id): stop its process, answer with
         the task; None if the task is not this agent's (moto's own StopTask handles it)."""
         with self._lock:
@@ -276,7 +280,7 @@ def _signal_group(process: subprocess.Popen[bytes], sig: int) -> None:
             pass
 
 
-def _put_events(task: Any) -> Any:
+def _put_events(task: Task) -> Callable[[str, str, list[JsonObject]], None]:
     """PutLogEvents into the embedded CloudWatch Logs of the task's account and region, as the
     awslogs driver does (the agent lives in the moto process)."""
     from moto.logs.models import logs_backends
@@ -290,7 +294,7 @@ def _put_events(task: Any) -> Any:
     return put
 
 
-def _container_definition(task: Any) -> JsonObject:
+def _container_definition(task: Task) -> JsonObject:
     from moto.ecs.models import ecs_backends
 
     backend = ecs_backends[task._account_id][task.region_name]
@@ -298,7 +302,7 @@ def _container_definition(task: Any) -> JsonObject:
     return task_def.container_definitions[0]
 
 
-def _container_override(task: Any, name: str | None) -> JsonObject:
+def _container_override(task: Task, name: str | None) -> JsonObject:
     for o in (task.overrides or {}).get("containerOverrides", []) or []:
         if o.get("name") in (None, name):
             override: JsonObject = o

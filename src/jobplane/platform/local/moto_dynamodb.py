@@ -15,6 +15,7 @@ import inspect
 import json
 import threading
 from typing import Any
+
 from jobplane.contract.types import JsonObject
 
 #: DynamoDBBackend methods that never change a table's items. Every other public method (writes,
