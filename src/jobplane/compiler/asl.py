@@ -133,14 +133,6 @@ INVALID_INPUT_ERROR = (f"invalid input: trigger must be {', '.join(t.value for t
 _NO_HOLDER = base64.b64encode(json.dumps({dm.ATTR_HOLDER: {"S": "none"}}).encode()).decode()
 
 
-def _s(path: str) -> dict[str, str]:
-    return {"S.$": path}
-
-
-def _lit(value: str) -> dict[str, str]:
-    return {"S": value}
-
-
 def _steps_slot(step: Step) -> str:
     return f"$.run.steps.{step.key}"
 
@@ -286,8 +278,9 @@ class _Builder:
                         "UpdateExpression": "ADD #jobs :job, #runs :me",
                         "ConditionExpression": "attribute_exists(pk) AND NOT contains(#jobs, :name)",
                         "ExpressionAttributeNames": {"#jobs": dm.ATTR_AFTER_JOBS, "#runs": dm.ATTR_AFTER_RUNS},
-                        "ExpressionAttributeValues": {":job": {"SS": [self.job.name]}, ":name": _lit(self.job.name),
-                                                      ":me": {"SS.$": "States.Array($$.Execution.Name)"}}},
+                        "ExpressionAttributeValues": items.as_asl({
+                            ":job": items.StringSet(self.job.name), ":name": self.job.name,
+                            ":me": items.StringSet(EXECUTION_NAME)})},
             result_path=DISCARD, retry=[DDB_RETRY],
             catch=[Catch(["DynamoDB.ConditionalCheckFailedException"], self.skip_record(SkipReason.DUPLICATE),
                          "$.claim_error")],
@@ -318,21 +311,21 @@ class _Builder:
                  "#claims.$": f"States.Format('{dm.ATTR_CLAIMS_PREFIX}{{}}', $.trigger)",
                  "#paused.$": f"States.Format('{dm.ATTR_PAUSE_PREFIX}{{}}', $.trigger)",
                  "#running": dm.ATTR_RUNNING}
-        values: JsonObject = {
-            ":t": _s(SCHEDULED_TIME.expr),
-            ":fire": _s("States.Format('{}|{}', States.ArrayContains(States.Array("
-                        + ", ".join(f"'{t.value}'" for t in UNCOMPARED_TRIGGERS) + "), $.trigger), $.scheduled_time)"),
-            ":me": {"SS.$": "States.Array($$.Execution.Name)"},
-            ":job": _lit(self.job.name),
-            ":team": _lit(self.job.team),
-            ":jobs": _lit(dm.JOBS_PARTITION),
-            ":one": {"N": "1"},
+        values: dict[str, items.Value] = {
+            ":t": SCHEDULED_TIME,
+            ":fire": Ref("States.Format('{}|{}', States.ArrayContains(States.Array("
+                         + ", ".join(f"'{t.value}'" for t in UNCOMPARED_TRIGGERS) + "), $.trigger), $.scheduled_time)"),
+            ":me": items.StringSet(EXECUTION_NAME),
+            ":job": self.job.name,
+            ":team": self.job.team,
+            ":jobs": dm.JOBS_PARTITION,
+            ":one": items.Number(1),
         }
         update = "SET #fire = :fire, #fired = :t, job = :job, team = :team, gsi1pk = :jobs, gsi1sk = :job"
         if policy.skips_if_running:
             conditions.append(f"{dm.ATTR_HOLDER} = :stale" if takeover else "attribute_not_exists(#running)")
             update += f", {dm.ATTR_HOLDER} = :arn"
-            values[":arn"] = _s("$$.Execution.Id")
+            values[":arn"] = EXECUTION_ARN
         if policy.skips_if_failed:
             # Only scheduled and upstream-started runs are blocked (block_<trigger>): a manual run,
             # a re-run or a backfill is how operators recover.
@@ -344,14 +337,14 @@ class _Builder:
         # fire since then ran, without reading the runs.
         update += ", #running = :me ADD #claims :one" if takeover else " ADD #running :me, #claims :one"
         if takeover:
-            values[":stale"] = _s(HOLDER)
+            values[":stale"] = Ref(HOLDER)
         return {
             "TableName": token("table_name"),
             "Key": items.as_asl(items.job_key(self.job.name)),
             "UpdateExpression": update,
             "ConditionExpression": " AND ".join(conditions),
             "ExpressionAttributeNames": names,
-            "ExpressionAttributeValues": values,
+            "ExpressionAttributeValues": items.as_asl(values),
             "ReturnValues": "ALL_OLD",
         }
 
