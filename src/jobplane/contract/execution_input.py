@@ -97,18 +97,12 @@ class ExecutionInput:
         values: dict[str, Template | Params | Ref] = {
             "trigger": trigger, "scheduled_time": scheduled_time, "requested_by": requested_by, "params": params,
             "resume_from": resume_from, "rerun_of": rerun_of, "upstream": upstream, "backfill": backfill}
-        literal: JsonObject = {}
-        paths: JsonObject = {}
-        for name, value in values.items():
-            if isinstance(value, Ref):
-                paths[f"{name}.$"] = value.expr
-            elif value is not None or name in FIELDS:
-                literal[name] = value
+        rendered = [(f"{name}.$", value.expr) if isinstance(value, Ref) else (name, value)
+                    for name, value in values.items()
+                    if isinstance(value, Ref) or value is not None or name in FIELDS]  # lineage only when set
         if refs_last:
-            return literal | paths
-        ordered = {(f"{n}.$" if isinstance(v, Ref) else n): None for n, v in values.items()}
-        both = literal | paths
-        return {k: both[k] for k in ordered if k in both}
+            rendered.sort(key=lambda item: item[0].endswith(".$"))  # stable: each group keeps field order
+        return dict(rendered)
 
     @staticmethod
     def ref(name: str) -> Ref:

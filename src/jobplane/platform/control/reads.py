@@ -161,7 +161,6 @@ class Reads:
                              ": ".join(x for x in (d.get("error"), d.get("cause")) if x) or None,
                              sent=_json_object(d.get("input")))
 
-
     def _completed(self, job: str, given: JsonValue, started_at: str | None) -> ExecutionInput:
         """The input the run had: a console start's missing fields are the state machine's
         defaults (the job's params as the catalog declares them now)."""
