@@ -306,15 +306,15 @@ class _Builder:
         # schedule, but an apply of the team's Terraform root enables it again.
         conditions = ["(attribute_not_exists(#sched) OR #sched < :fire)", "attribute_not_exists(#paused)"]
         names = {"#sched": f"{dm.ATTR_FIRE_PREFIX}{Trigger.SCHEDULE.value}",
-                 "#fire.$": f"States.Format('{dm.ATTR_FIRE_PREFIX}{{}}', $.trigger)",
-                 "#fired.$": f"States.Format('{dm.ATTR_FIRED_PREFIX}{{}}', $.trigger)",
-                 "#claims.$": f"States.Format('{dm.ATTR_CLAIMS_PREFIX}{{}}', $.trigger)",
-                 "#paused.$": f"States.Format('{dm.ATTR_PAUSE_PREFIX}{{}}', $.trigger)",
+                 "#fire.$": f"States.Format('{dm.ATTR_FIRE_PREFIX}{{}}', {TRIGGER.expr})",
+                 "#fired.$": f"States.Format('{dm.ATTR_FIRED_PREFIX}{{}}', {TRIGGER.expr})",
+                 "#claims.$": f"States.Format('{dm.ATTR_CLAIMS_PREFIX}{{}}', {TRIGGER.expr})",
+                 "#paused.$": f"States.Format('{dm.ATTR_PAUSE_PREFIX}{{}}', {TRIGGER.expr})",
                  "#running": dm.ATTR_RUNNING}
         values: dict[str, items.Value] = {
             ":t": SCHEDULED_TIME,
             ":fire": Ref("States.Format('{}|{}', States.ArrayContains(States.Array("
-                         + ", ".join(f"'{t.value}'" for t in UNCOMPARED_TRIGGERS) + "), $.trigger), $.scheduled_time)"),
+                         + ", ".join(f"'{t.value}'" for t in UNCOMPARED_TRIGGERS) + f"), {TRIGGER.expr}), {SCHEDULED_TIME.expr})"),
             ":me": items.StringSet(EXECUTION_NAME),
             ":job": self.job.name,
             ":team": self.job.team,
@@ -330,7 +330,7 @@ class _Builder:
             # Only scheduled and upstream-started runs are blocked (block_<trigger>): a manual run,
             # a re-run or a backfill is how operators recover.
             conditions.append("attribute_not_exists(#blocked)")
-            names["#blocked.$"] = f"States.Format('{dm.ATTR_BLOCK_PREFIX}{{}}', $.trigger)"
+            names["#blocked.$"] = f"States.Format('{dm.ATTR_BLOCK_PREFIX}{{}}', {TRIGGER.expr})"
         # A fresh claim adds this run to the set; a takeover replaces the stale holder's set.
         # Each claim counts itself (claims_<trigger>): as scheduled fires are claimed strictly in
         # order, the count since a time tells the fire ledger (platform/missed.py) that every

@@ -12,6 +12,7 @@ import json
 from typing import TYPE_CHECKING
 
 from jobplane.contract import runner as rc
+from jobplane.contract.execution_input import ExecutionInput
 from jobplane.contract.types import JsonObject
 
 if TYPE_CHECKING:
@@ -29,9 +30,9 @@ def container_env(job: Job, step: Step, counter: str | None) -> list[dict[str, s
         {"Name": rc.ENV_STEP_TIMEOUT, "Value": str(step.timeout)},
         {"Name": rc.ENV_TARGET, "Value": json.dumps(step.target_spec(), sort_keys=True, separators=(",", ":"))},
         {"Name": rc.ENV_EXECUTION_ID, "Value.$": "$$.Execution.Name"},
-        {"Name": rc.ENV_SCHEDULED_TIME, "Value.$": "$.scheduled_time"},
-        {"Name": rc.ENV_TRIGGER, "Value.$": "$.trigger"},
-        {"Name": rc.ENV_PARAMS, "Value.$": "States.JsonToString($.params)"},
+        {"Name": rc.ENV_SCHEDULED_TIME, "Value.$": ExecutionInput.ref("scheduled_time").expr},
+        {"Name": rc.ENV_TRIGGER, "Value.$": ExecutionInput.ref("trigger").expr},
+        {"Name": rc.ENV_PARAMS, "Value.$": f"States.JsonToString({ExecutionInput.ref('params').expr})"},
         # W3C trace context: the trace id is the MD5 of the execution ARN (32 hex, shared by
         # every step of the run); the parent id is 16 hex from a fresh UUID's last group.
         {"Name": rc.ENV_TRACEPARENT,
