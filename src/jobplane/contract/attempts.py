@@ -10,12 +10,13 @@ timeline rows built from the history (platform/timeline.py) carry these facts, a
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from jobplane.contract.attribute_values import json_text
 from jobplane.contract.states import attempt_key, step_key
-from jobplane.contract.types import JsonObject, JsonValue, doc
+from jobplane.contract.record_schema import doc
+from jobplane.contract.types import JsonObject, JsonValue
 
 
 @dataclass(frozen=True)
@@ -113,15 +114,8 @@ def _attempt_result(steps: JsonObject, step: str, attempt: int) -> JsonObject | 
 
 def _task_of(cause: str | None) -> JsonObject | None:
     """A failed ecs:runTask.sync's Cause is the task's JSON (exit code, stop reason)."""
-    task = parse_json(cause)
+    task = json_text(cause)
     return task if isinstance(task, dict) else None
-
-
-def parse_json(text: str | None) -> JsonValue:
-    try:
-        return json.loads(text or "")
-    except ValueError:
-        return None
 
 
 def task_id(task_arn: str) -> str:

@@ -8,6 +8,8 @@ items at a time, so the common case is read directly (most values are strings).
 
 from __future__ import annotations
 
+import json
+
 from jobplane.contract.types import AttributeValue, Item, JsonObject, JsonValue
 
 
@@ -53,6 +55,28 @@ def to_attribute(value: JsonValue) -> AttributeValue:
     if isinstance(value, dict):
         return {"M": {str(k): to_attribute(v) for k, v in value.items()}}
     raise TypeError(f"no DynamoDB type for {type(value).__name__}")
+
+
+def item_of(values: JsonObject) -> Item:
+    """Plain values as an item (or a key, or expression values); a None is left out."""
+    return {k: to_attribute(v) for k, v in values.items() if v is not None}
+
+
+def json_text(value: JsonValue) -> JsonValue:
+    """The value a JSON text attribute (``input``, ``steps``, ``timeline``, a task's Cause)
+    holds; None when it is not JSON text (a damaged item is shown, never raised on)."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return json.loads(value)
+    except ValueError:
+        return None
+
+
+def json_object(value: JsonValue) -> JsonObject:
+    """:func:`json_text` when it holds an object; an empty one otherwise."""
+    parsed = json_text(value)
+    return parsed if isinstance(parsed, dict) else {}
 
 
 def plain(item: Item) -> JsonObject:

@@ -20,6 +20,11 @@ _SCALARS: dict[object, JsonObject] = {str: {"type": "string"}, int: {"type": "in
                                       type(None): {"type": "null"}}
 
 
+def doc(text: str) -> dict[str, str]:
+    """A record field's description (its dataclass metadata): the JSON Schema's and the API's."""
+    return {"description": text}
+
+
 def field_types(record: type) -> dict[str, object]:
     """Each field's resolved annotation (the records use ``from __future__ import annotations``)."""
     hints = typing.get_type_hints(record)

@@ -18,11 +18,12 @@ from dataclasses import dataclass, field
 from jobplane.contract import datamodel as dm
 from jobplane.contract import items
 from jobplane.contract.attempts import Attempt, attempt_rows, timeline_of
-from jobplane.contract.attribute_values import plain, to_attribute
+from jobplane.contract.attribute_values import item_of, json_object, json_text, plain
 from jobplane.contract.clock import seconds_between
 from jobplane.contract.execution_input import ExecutionInput
 from jobplane.contract.statuses import Trigger
-from jobplane.contract.types import Item, JsonObject, JsonValue, doc
+from jobplane.contract.record_schema import doc
+from jobplane.contract.types import Item, JsonObject, JsonValue
 
 #: The claim refuses a scheduled fire while this is set (datamodel.ATTR_PAUSE_PREFIX).
 PAUSE_SCHEDULE = f"{dm.ATTR_PAUSE_PREFIX}{Trigger.SCHEDULE.value}"
@@ -129,7 +130,7 @@ class JobState:
             dm.ATTR_MISSED_ALERT: 1 if self.missed_alert_pending else None, FIRED_SCHEDULE: self.fired_schedule,
             CLAIMS_SCHEDULE: self.claims_schedule or None,
         }
-        return {k: to_attribute(v) for k, v in values.items() if v is not None}
+        return item_of(values)
 
 
 @dataclass(frozen=True)
@@ -173,16 +174,15 @@ class ExecutionRecord:
     @classmethod
     def from_item(cls, item: Item) -> ExecutionRecord:
         p = plain(item)
-        given = _json(p.get("input"))
-        steps = _json(p.get("steps"))
+        steps = json_text(p.get("steps"))
         return cls(
             execution=str(p["execution"]), job=str(p["job"]), status=str(p["status"]), trigger=_text(p, "trigger"),
             scheduled_time=_text(p, "scheduled_time"), requested_by=_text(p, "requested_by"),
             started_at=_text(p, "started_at"), finished_at=_text(p, "finished_at"), failed_step=_text(p, "failed_step"),
             skip_reason=_text(p, "skip_reason"), error=_text(p, "error"),
-            given=given if isinstance(given, dict) else {}, steps=steps if isinstance(steps, dict) else None,
+            given=json_object(p.get("input")), steps=steps if isinstance(steps, dict) else None,
             execution_arn=_text(p, dm.ATTR_EXECUTION_ARN), expires_at=_int(p.get(dm.ATTR_EXPIRES_AT)),
-            team=_text(p, "team") or "", timeline=timeline_of(_json(p.get("timeline"))),
+            team=_text(p, "team") or "", timeline=timeline_of(json_text(p.get("timeline"))),
             transitions=_int(p.get("transitions")),
             rerun_by=tuple(sorted(p.get("rerun_by", ()))), blocked_by=_text(p, dm.ATTR_BLOCKED_BY),
             after_runs=tuple(sorted(p.get(dm.ATTR_AFTER_RUNS, ()))),
@@ -208,7 +208,7 @@ class ExecutionRecord:
             "transitions": self.transitions, "rerun_by": set(self.rerun_by) or None,
             dm.ATTR_AFTER_RUNS: set(self.after_runs) or None, dm.ATTR_AFTER_JOBS: set(self.after_jobs) or None,
         }
-        return items.as_boto(written.item) | {k: to_attribute(v) for k, v in later.items() if v is not None}
+        return items.as_boto(written.item) | item_of(later)
 
     def attempts(self, step: str) -> list[Attempt]:
         """The step's attempts in order, each with its outcome, exit code and, for a failed one,
@@ -227,15 +227,6 @@ def _int(value: JsonValue) -> int | None:
     try:
         return int(value)
     except (TypeError, ValueError):
-        return None
-
-
-def _json(text: JsonValue) -> JsonValue:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
         return None
 
 
@@ -263,7 +254,7 @@ class AuditEntry:
             "job": self.job, "reason": self.reason, "at": self.at, "gsi1pk": dm.AUDIT_PARTITION, "gsi1sk": self.at,
             "gsi2pk": dm.job_audit_partition(self.job), "gsi2sk": self.at, "details": self.details,
             "execution": self.execution or None}
-        return {k: to_attribute(v) for k, v in values.items() if v is not None}
+        return item_of(values)
 
     @classmethod
     def from_item(cls, item: Item) -> AuditEntry:

@@ -27,8 +27,3 @@ Item: TypeAlias = dict[str, AttributeValue]
 #: and the local AWS instead).
 Client: TypeAlias = Any
 Response: TypeAlias = dict[str, Any]
-
-
-def doc(text: str) -> dict[str, str]:
-    """A record field's description (dataclass metadata): the JSON Schema's and the API's."""
-    return {"description": text}

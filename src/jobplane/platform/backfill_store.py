@@ -15,24 +15,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
-
 from jobplane.contract import datamodel as dm
+from jobplane.contract.attribute_values import item_of, plain
 from jobplane.platform.backfill_model import Backfill, Fire, Mode, Status, fires_json
 from jobplane.contract.clock import now_iso
 from jobplane.platform.repository import query_items
 from jobplane.contract.types import Client, JsonObject
-
-_des, _ser = TypeDeserializer(), TypeSerializer()
-
-
-def _item(values: JsonObject) -> JsonObject:
-    return {k: _ser.serialize(v) for k, v in values.items() if v is not None}
-
-
-def _plain(item: JsonObject) -> JsonObject:
-    return {k: _des.deserialize(v) for k, v in item.items()}
-
 
 @dataclass(frozen=True)
 class Lease:
@@ -60,11 +48,11 @@ class BackfillStore:
             "gsi2pk": dm.job_backfill_partition(bf.job), "gsi2sk": bf.created_at}
         if bf.driven:  # only backfills with work left are in the drivers' partition
             values |= {"gsi1pk": dm.BACKFILLS_PARTITION, "gsi1sk": f"{bf.created_at}#{bf.id}"}
-        return _item(values)
+        return item_of(values)
 
     @staticmethod
     def _from_item(item: JsonObject) -> Backfill:
-        d = _plain(item)
+        d = plain(item)
         return Backfill(
             id=d["id"], job=d["job"], team=d["team"], start=d["window_start"], end=d["window_end"],
             mode=Mode(d["mode"]), max_concurrent=int(d["max_concurrent"]), params=json.loads(d["params"]),
@@ -78,11 +66,11 @@ class BackfillStore:
 
     def delete(self, backfill_id: str) -> None:
         """Only for a create whose audit entry could not be completed (all or nothing)."""
-        self.ddb.delete_item(TableName=self.table, Key=_item({"pk": dm.backfill_pk(backfill_id), "sk": dm.BACKFILL_SK}))
+        self.ddb.delete_item(TableName=self.table, Key=item_of({"pk": dm.backfill_pk(backfill_id), "sk": dm.BACKFILL_SK}))
 
     def get(self, backfill_id: str) -> Backfill | None:
         out = self.ddb.get_item(TableName=self.table, ConsistentRead=True,
-                                Key=_item({"pk": dm.backfill_pk(backfill_id), "sk": dm.BACKFILL_SK}))
+                                Key=item_of({"pk": dm.backfill_pk(backfill_id), "sk": dm.BACKFILL_SK}))
         return self._from_item(out["Item"]) if "Item" in out else None
 
     def save(self, bf: Backfill) -> bool:
@@ -125,7 +113,7 @@ class BackfillStore:
 
     @staticmethod
     def _lease_of(item: JsonObject) -> Lease:
-        d = _plain(item)
+        d = plain(item)
         return Lease(d["fire"], d["backfill"], d["execution"], d["state"], d["leased_at"])
 
     def lease(self, job: str, fire: str, backfill_id: str, execution: str, *, over_done: bool,
@@ -148,16 +136,16 @@ class BackfillStore:
         if replacing:
             conditions.append("execution = :old")
             values[":old"] = replacing
-        item = _item({"pk": dm.fire_pk(job, fire), "sk": dm.FIRE_SK, "job": job, "fire": fire, "backfill": backfill_id,
+        item = item_of({"pk": dm.fire_pk(job, fire), "sk": dm.FIRE_SK, "job": job, "fire": fire, "backfill": backfill_id,
                       "execution": execution, "state": "running", "leased_at": now_iso(),
                       "gsi1pk": dm.job_fires_partition(job), "gsi1sk": fire})
         try:
             self.ddb.put_item(TableName=self.table, Item=item, ConditionExpression=" OR ".join(conditions),
-                              ExpressionAttributeValues=_item(values), ExpressionAttributeNames={"#state": "state"})
+                              ExpressionAttributeValues=item_of(values), ExpressionAttributeNames={"#state": "state"})
             return None
         except self.ddb.exceptions.ConditionalCheckFailedException:
             out = self.ddb.get_item(TableName=self.table, ConsistentRead=True,
-                                    Key=_item({"pk": dm.fire_pk(job, fire), "sk": dm.FIRE_SK}))
+                                    Key=item_of({"pk": dm.fire_pk(job, fire), "sk": dm.FIRE_SK}))
             if "Item" not in out:  # released in between: try once more
                 return self.lease(job, fire, backfill_id, execution, over_done=over_done)
             return self._lease_of(out["Item"])
@@ -165,14 +153,14 @@ class BackfillStore:
     def finish_lease(self, job: str, fire: str, execution: str, *, keep: bool) -> None:
         """The run of ``execution`` ended: keep the lease as done (the fire is covered) or, for a
         run the policy skipped, drop it (the fire is still missing). Only if it is still ours."""
-        key = _item({"pk": dm.fire_pk(job, fire), "sk": dm.FIRE_SK})
+        key = item_of({"pk": dm.fire_pk(job, fire), "sk": dm.FIRE_SK})
         try:
             if keep:
                 self.ddb.update_item(TableName=self.table, Key=key, UpdateExpression="SET #state = :done",
                                      ConditionExpression="execution = :e", ExpressionAttributeNames={"#state": "state"},
-                                     ExpressionAttributeValues=_item({":done": "done", ":e": execution}))
+                                     ExpressionAttributeValues=item_of({":done": "done", ":e": execution}))
             else:
                 self.ddb.delete_item(TableName=self.table, Key=key, ConditionExpression="execution = :e",
-                                     ExpressionAttributeValues=_item({":e": execution}))
+                                     ExpressionAttributeValues=item_of({":e": execution}))
         except self.ddb.exceptions.ConditionalCheckFailedException:
             pass  # another backfill took it over: its lease is its own

@@ -39,7 +39,6 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 from typing import Callable
 
-from boto3.dynamodb.types import TypeSerializer
 
 from jobplane.contract import datamodel as dm
 from jobplane.contract import execution_input, names
@@ -50,12 +49,12 @@ from jobplane.platform.backfill import Backfills
 from jobplane.platform.backfill_model import Mode, plan_fires
 from jobplane.contract.clock import iso_millis, parse_iso
 from jobplane.platform.control import ControlPlane
+from jobplane.contract.attribute_values import item_of
 from jobplane.contract.records import CLAIMS_SCHEDULE, FIRED_SCHEDULE, ExecutionRecord, JobState
 from jobplane.platform.schedule_health import deployed_schedules, flexible_window, schedule_problems
 from jobplane.contract.types import Client, JsonObject
 
 log = logging.getLogger(__name__)
-_ser = TypeSerializer()
 
 #: A fire may start this late and still count as on time (EventBridge delivers within seconds;
 #: a busy local engine within a minute); a job's ``missed_after`` overrides it.
@@ -316,8 +315,8 @@ class MissedFires:
         kwargs: JsonObject = {
             "TableName": self.table, "Key": {"pk": {"S": dm.job_partition(entry.name)}, "sk": {"S": dm.STATE_SK}},
             "UpdateExpression": expression,
-            "ExpressionAttributeValues": {k: _ser.serialize(v) for k, v in (values | {
-                ":team": entry.team, ":job": entry.name, ":jobs": dm.JOBS_PARTITION}).items()}}
+            "ExpressionAttributeValues": item_of(values | {
+                ":team": entry.team, ":job": entry.name, ":jobs": dm.JOBS_PARTITION})}
         if condition:
             kwargs["ConditionExpression"] = condition
         try:

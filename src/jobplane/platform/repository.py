@@ -10,18 +10,14 @@ import uuid
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from boto3.dynamodb.types import TypeSerializer
-
 from jobplane.contract import datamodel as dm
 from jobplane.contract import items
+from jobplane.contract.attribute_values import json_object
 from jobplane.contract.clock import now_iso
 from jobplane.contract.execution_input import ExecutionInput
 from jobplane.contract.attempts import Attempt
 from jobplane.contract.records import PAUSE_SCHEDULE, AuditEntry, ExecutionRecord, JobState
 from jobplane.contract.types import Client, Item, JsonObject
-
-_ser = TypeSerializer()
-
 
 def query_items(ddb: Client, kwargs: JsonObject, limit: int | None = None) -> tuple[list[Item], Item | None]:
     """A Query read page by page (DynamoDB answers at most 1 MB at a time) until ``limit`` items,
@@ -114,11 +110,7 @@ class Repository:
         claim, in one transaction: the same two writes its state machine would have made
         (:mod:`jobplane.contract.items`), the record marked ``alert_pending`` until
         :meth:`alert_published`. False if a final record already exists (nothing changed)."""
-        try:
-            sent = json.loads(input_json or "{}")
-        except ValueError:
-            sent = {}
-        given = ExecutionInput.read(sent, started_at)
+        given = ExecutionInput.read(json_object(input_json), started_at)
         record = items.execution_record(
             execution=execution, execution_arn=execution_arn, job=job, team=team, status=status,
             trigger=given.trigger, scheduled_time=given.scheduled_time,

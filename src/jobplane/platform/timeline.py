@@ -9,7 +9,8 @@ not at all across a restart locally), and the portal builds it live while the ex
 from __future__ import annotations
 
 
-from jobplane.contract.attempts import parse_json, task_facts, task_id
+from jobplane.contract.attempts import task_facts, task_id
+from jobplane.contract.attribute_values import json_text
 from jobplane.contract.clock import as_iso
 from jobplane.contract.attempts import Attempt
 from jobplane.contract.states import Role, StateName, classify
@@ -63,7 +64,7 @@ def timeline(events: list[Response]) -> list[Attempt]:
         elif kind in ("TaskScheduled", "TaskStarted", "TaskSubmitted") and e.get("previousEventId") in row_of:
             row = row_of[e["id"]] = row_of[e["previousEventId"]]
             if kind == "TaskSubmitted":  # RunTask's answer: the task (and its log stream) is known
-                submitted = parse_json((e.get("taskSubmittedEventDetails") or {}).get("output"))
+                submitted = json_text((e.get("taskSubmittedEventDetails") or {}).get("output"))
                 tasks = submitted.get("Tasks") if isinstance(submitted, dict) else None
                 if tasks and isinstance(tasks[0], dict) and tasks[0].get("TaskArn"):
                     row["task_id"] = task_id(tasks[0]["TaskArn"])

@@ -4,7 +4,6 @@ base, which holds the deployment's clients, store and catalog."""
 from __future__ import annotations
 
 import dataclasses
-import json
 from datetime import datetime
 from collections.abc import Callable
 
@@ -16,13 +15,14 @@ from jobplane.platform.anchors import ScheduleAnchors
 from jobplane.contract.clock import as_iso
 from jobplane.platform.logs import LogStream, StepLogs, error_excerpt
 from jobplane.contract.records import AuditEntry, ExecutionRecord, JobState
-from jobplane.contract.types import JsonObject, JsonValue
+from jobplane.contract.attribute_values import json_object
+from jobplane.contract.types import JsonValue
 from jobplane.platform.repository import Page, Repository
 from jobplane.platform.timeline import history, state_transitions, timeline
 from jobplane.platform.control.deployment import Deployment, load_catalog
 from jobplane.platform.control.errors import Invalid, NotFound, check_cursor
-from jobplane.platform.control.views import (JOB_SORTS, RECENT_FAILURES, ExecutionView, JobSummary, LiveExecution,
-                                             next_fires)
+from jobplane.platform.control.views import (JOB_SORTS, RECENT_FAILURES, ExecutionHistory, ExecutionView, JobSummary,
+                                             LiveExecution, next_fires)
 
 
 class Reads:
@@ -131,11 +131,10 @@ class Reads:
         record = self.repo.execution(name)
         if record is not None:
             arn = record.execution_arn or self.deployment.execution_arn(record.job, name)
-            live = None
-            if record.transitions is None:  # just ended: the reconciler has not added the history yet
-                live = self._live(arn)
+            # just ended: the reconciler has not added the history yet
+            steps = self._history(arn) if record.transitions is None else None
             view = ExecutionView(name, record.job, arn, self._completed(record.job, record.given, record.started_at),
-                                 record, live)
+                                 record, None, steps)
             if not record.error and record.failed_step:  # the reconciler adds it a moment later
                 return dataclasses.replace(view, log_error=error_excerpt(
                     self.logs.streams(view.timeline, record.failed_step)))
@@ -143,23 +142,28 @@ class Reads:
         job = job or self._job_running(name)
         if job is None:
             raise NotFound(f"no execution named {name!r}", {"execution": name})
-        live = self._live(self.deployment.execution_arn(job, name))
-        if live is None:
-            raise NotFound(f"no execution named {name!r}", {"execution": name})
-        return ExecutionView(name, job, live.execution_arn, self._completed(job, live.sent, live.started_at), None, live)
-
-    def _live(self, arn: str) -> LiveExecution | None:
-        """What Step Functions says of the execution; None if it does not know it (any more)."""
+        arn = self.deployment.execution_arn(job, name)
         try:
             d = self.sfn.describe_execution(executionArn=arn)
+        except self.sfn.exceptions.ExecutionDoesNotExist:
+            raise NotFound(f"no execution named {name!r}", {"execution": name}) from None
+        steps = self._history(arn)
+        if steps is None:
+            raise NotFound(f"no execution named {name!r}", {"execution": name})
+        stop = d.get("stopDate")
+        live = LiveExecution(d["status"], as_iso(d["startDate"]), as_iso(stop) if stop else None,
+                             ": ".join(x for x in (d.get("error"), d.get("cause")) if x) or None,
+                             sent=json_object(d.get("input")))
+        return ExecutionView(name, job, arn, self._completed(job, live.sent, live.started_at), None, live, steps)
+
+    def _history(self, arn: str) -> ExecutionHistory | None:
+        """The execution's step attempts and transitions; None if Step Functions does not know
+        it (any more)."""
+        try:
             events = history(self.sfn, arn)
         except self.sfn.exceptions.ExecutionDoesNotExist:
             return None
-        stop = d.get("stopDate")
-        return LiveExecution(arn, d["status"], as_iso(d["startDate"]), as_iso(stop) if stop else None,
-                             tuple(timeline(events)), state_transitions(events),
-                             ": ".join(x for x in (d.get("error"), d.get("cause")) if x) or None,
-                             sent=_json_object(d.get("input")))
+        return ExecutionHistory(tuple(timeline(events)), state_transitions(events))
 
     def _completed(self, job: str, given: JsonValue, started_at: str | None) -> ExecutionInput:
         """The input the run had: a console start's missing fields are the state machine's
@@ -196,12 +200,3 @@ class Reads:
     def step_names(self, job: str) -> list[str]:
         """Steps a run can start at: top-level steps and parallel groups' members."""
         return self.entry(job).step_names
-
-
-def _json_object(text: str | None) -> JsonObject:
-    """An execution's input as sent: a JSON object, or (anything else) an empty one."""
-    try:
-        value = json.loads(text or "{}")
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from jobplane.contract import execution_input
+from jobplane.contract.attribute_values import json_object
 from jobplane.contract.execution_input import ExecutionInput
 from jobplane.contract import runner as rc
 from jobplane.contract.catalog import CatalogJob
@@ -115,7 +116,7 @@ class Runs(Reads):
             d = self.sfn.describe_execution(executionArn=self.deployment.execution_arn(job, name))
         except self.sfn.exceptions.ExecutionDoesNotExist:
             return False
-        given, sent = json.loads(d.get("input") or "{}"), payload.to_json()
+        given, sent = json_object(d.get("input")), payload.to_json()
         if any(given.get(k) != sent.get(k) for k in ("trigger", "requested_by", "params", "resume_from", "rerun_of")):
             raise Conflict("this Idempotency-Key was used for another request; send a new key for a new run",
                            {"execution": name, "idempotency_key": "reused"})

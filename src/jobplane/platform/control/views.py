@@ -47,24 +47,28 @@ RECENT_FAILURES = 200
 
 @dataclass(frozen=True)
 class LiveExecution:
-    """What Step Functions says of an execution (DescribeExecution and its history): all there
-    is while it runs, and the timeline of one that just ended, until the reconciler stores it
-    on the record."""
+    """What DescribeExecution says of an execution that has no record yet (it runs)."""
 
-    execution_arn: str
     status: str
     started_at: str | None
     finished_at: str | None
-    timeline: tuple[Attempt, ...]
-    transitions: int
     error: str | None = None  # DescribeExecution's error and cause
     sent: JsonObject = field(default_factory=dict)  # the input as it was sent
 
 
 @dataclass(frozen=True)
+class ExecutionHistory:
+    """The step attempts and state transitions the execution history shows: read while a run
+    has no record, or a record no timeline yet (the reconciler stores it a moment after)."""
+
+    timeline: tuple[Attempt, ...]
+    transitions: int
+
+
+@dataclass(frozen=True)
 class ExecutionView:
-    """One execution as an operator sees it: its final record composed with what Step
-    Functions says of it now (``live``); either may be missing, never both."""
+    """One execution as an operator sees it: its final record, or while it has none what
+    Step Functions says of it (``live``), with its history when the record does not hold it."""
 
     execution: str
     job: str
@@ -72,6 +76,7 @@ class ExecutionView:
     input: ExecutionInput  # as the run had it (a console start's missing fields filled in)
     record: ExecutionRecord | None
     live: LiveExecution | None
+    history: ExecutionHistory | None = None
     #: the failed step's error line from its log, until the reconciler adds it to the record
     log_error: str | None = None
 
@@ -100,16 +105,16 @@ class ExecutionView:
 
     @property
     def timeline(self) -> Sequence[Attempt]:
-        """The record's, once the reconciler stored it; the history's until then."""
-        if self.record and (self.record.transitions is not None or self.live is None):
-            return self.record.timeline
-        return self.live.timeline if self.live else ()
+        """The history's when it was read, else the record's (the reconciler stored it)."""
+        if self.history is not None:
+            return self.history.timeline
+        return self.record.timeline if self.record else ()
 
     @property
     def transitions(self) -> int | None:
-        if self.record and self.record.transitions is not None:
-            return self.record.transitions
-        return self.live.transitions if self.live else None
+        if self.history is not None:
+            return self.history.transitions
+        return self.record.transitions if self.record else None
 
     @property
     def rerun_by(self) -> tuple[str, ...]:
