@@ -1,0 +1,84 @@
+"""The contract between a compiled Lambda step's Task and the runner's Lambda handler.
+
+A Lambda step (``jp.lambda(name, 'pkg.mod:fn')``) runs the same runner as an ECS step, inside a
+Lambda function built from the runner image: the state machine invokes the function with the
+Step Functions Lambda integration (``arn:aws:states:::lambda:invoke``, request-response), the
+payload carrying the very environment an ECS step's container gets (:mod:`jobplane.contract.runner`
+``ENV_*``), and the handler (``jobplane.runner.lambda_handler.handler``) runs the step and answers:
+
+* a success returns :class:`Answer`'s fields (``exit_code`` 0 and where its log went);
+* a failure raises an error whose name (Lambda's ``errorType``, the Task's ``Error``) says its
+  class, :data:`ERROR_RETRYABLE` or :data:`ERROR_PERMANENT`, and whose message (the ``Cause``'s
+  ``errorMessage``) is the same JSON, so the state machine retries only what the runner would
+  and the timeline reads the exit code and log stream back from the history.
+
+Why a payload and not environment variables: a function's environment is fixed at deploy time,
+while these values change per attempt. Lambda allows a 256 KB synchronous payload
+(https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html), far above the 8,192
+characters ECS allows the same values (the step's params are budgeted for ECS's limit anyway).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+
+INVOKE_RESOURCE = "arn:aws:states:::lambda:invoke"
+#: The payload's one key: the step's environment, name -> value (strings), as an ECS container's.
+PAYLOAD_ENVIRONMENT = "environment"
+#: Error names the handler raises (Python exception class names, so no dots).
+ERROR_RETRYABLE = "JobplaneStepFailed"
+ERROR_PERMANENT = "JobplaneStepFailedPermanently"
+ERRORS = (ERROR_RETRYABLE, ERROR_PERMANENT)
+#: The Lambda service's own errors, retried as AWS recommends for the Lambda integration
+#: ("Handling transient Lambda service exceptions": Lambda.ServiceException,
+#: Lambda.AWSLambdaException, Lambda.SdkClientException, Lambda.TooManyRequestsException,
+#: https://docs.aws.amazon.com/step-functions/latest/dg/bp-lambda-serviceexception.html).
+SERVICE_ERRORS = ("Lambda.ServiceException", "Lambda.AWSLambdaException", "Lambda.SdkClientException",
+                  "Lambda.TooManyRequestsException")
+#: Lambda's hard limit on a function's timeout: 900 seconds
+#: (https://docs.aws.amazon.com/lambda/latest/dg/configuration-timeout.html).
+MAX_TIMEOUT = 900
+#: How much longer the function may run than the step's Task timeout, so the Task's own
+#: TimeoutSeconds (States.Timeout, recorded TIMED_OUT) always fires first.
+FUNCTION_TIMEOUT_MARGIN = 5
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the handler says about one attempt, on success (returned) or failure (the error's
+    message, as JSON). ``log_group``/``log_stream``: where CloudWatch Logs holds its output."""
+
+    exit_code: int
+    log_group: str
+    log_stream: str
+    request_id: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> Answer | None:
+        """The answer in a handler's message, or None for anything else (an error raised before
+        the handler ran: an import error of the package, a Lambda timeout)."""
+        try:
+            data = json.loads(text)
+        except (TypeError, ValueError):
+            return None
+        if not isinstance(data, dict) or not isinstance(data.get("exit_code"), int):
+            return None
+        return cls(exit_code=data["exit_code"], log_group=str(data.get("log_group", "")),
+                   log_stream=str(data.get("log_stream", "")), request_id=str(data.get("request_id", "")))
+
+
+def error_name(exit_code: int) -> str:
+    """The error a failed attempt raises: permanent for the exit codes the runner never retries."""
+    from jobplane.contract.runner import NOT_RETRIED_EXIT_CODES
+
+    return ERROR_PERMANENT if exit_code in NOT_RETRIED_EXIT_CODES else ERROR_RETRYABLE
+
+
+def function_name(prefix: str, job: str) -> str:
+    """One function per job that has Lambda steps: its role is the job's own (the secrets and
+    calls it declares), as an ECS step's task role is. At most 64 characters (names.LIMITS)."""
+    return f"{prefix}-{job}-runner"
