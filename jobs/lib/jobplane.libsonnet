@@ -85,6 +85,8 @@
   django(name, command, args=[], opts={}):: { name: name, django: command } + (if args == [] then {} else { args: args }) + opts,
   shell(name, argv, opts={}):: { name: name, shell: argv } + opts,
   parallel(name, steps, opts={}):: { name: name, parallel: steps } + opts,
+  // a python function run on AWS Lambda (starts in about a second; at most 15 minutes; memory, no cpu)
+  lambda(name, target, kwargs={}, opts={}):: { name: name, lambda: target } + (if kwargs == {} then {} else { kwargs: kwargs }) + opts,
 
   // --- notifications
   slack(channels, events=null):: { channels: if std.isArray(channels) then channels else [channels] }

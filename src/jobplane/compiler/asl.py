@@ -40,7 +40,7 @@ import json
 from typing import Any
 
 from jobplane.compiler.model import Job, Step
-from jobplane.compiler.overrides import container_overrides
+from jobplane.compiler.state_data import ATTEMPT, BACKOFF, FAILED_STEP, steps_slot
 from jobplane.compiler.choice_rules import (Not, Rule, Test, When, all_of, any_of, equals, is_null, is_string,
                                           matches, number_equals, present)
 from jobplane.compiler.states import DISCARD, Catch, Choice, Fail, Graph, Parallel, Pass, Retry, State, Task, Wait
@@ -65,25 +65,6 @@ DDB_RETRY = Retry((*(f"DynamoDB.{e}" for e in _TRANSIENT), "DynamoDB.AmazonDynam
 SDK_DDB_RETRY = Retry((*(f"DynamoDb.{e}" for e in _TRANSIENT), "DynamoDb.TransactionCanceledException",
                        "DynamoDb.TransactionConflictException"), 5, interval=1, backoff=2.0, max_delay=20,
                       full_jitter=True)
-# Launch failures, capacity and throttling: not the step's fault, retried with backoff.
-ECS_INFRA_RETRY = Retry(("ECS.AmazonECSException", "ECS.ServerException", "ECS.ThrottlingException",
-                         "ECS.LimitExceededException", "ECS.ServiceUnavailableException"), 4, interval=5, backoff=2.0,
-                        max_delay=60, full_jitter=True)
-# A task that ran and failed (States.TaskFailed, its exit code or StopCode in the Cause) goes to
-# the check, and a timeout to its record: neither is retried here. Any other error of the RunTask
-# call is the call's, not the step's: when RunTask answers with `failures` (no capacity, ...) the
-# Task fails with `AmazonECS.Unknown` ("Key features of Optimized Amazon ECS/Fargate integration",
-# https://docs.aws.amazon.com/step-functions/latest/dg/connect-ecs.html), and other call errors
-# are not all documented by name, so whatever remains is retried with the same backoff before
-# the Catch records it.
-# Errors that a retry cannot mend are not retried either: a misconfiguration (the cluster, the
-# parameters, the role) fails at once and is recorded. States.Runtime is never retriable on AWS
-# (https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html); moto's
-# interpreter would retry it with States.ALL, so it is listed to behave the same in both places.
-ECS_TASK_OUTCOMES = Retry(("States.TaskFailed", "States.Timeout", "States.Runtime", "States.Permissions",
-                           "ECS.ClusterNotFoundException", "ECS.InvalidParameterException",
-                           "ECS.AccessDeniedException"), 0)
-ECS_CALL_RETRY = Retry(("States.ALL",), 4, interval=5, backoff=2.0, max_delay=60, full_jitter=True)
 SNS_RETRY = Retry(("SNS.ThrottledException", "SNS.InternalErrorException", "SNS.AmazonSNSException",
                    "SNS.KMSThrottlingException"), 5, interval=1, backoff=2.0, full_jitter=True)
 SFN_RETRY = Retry(("Sfn.ThrottlingException", "Sfn.SfnException"), 3, interval=1, backoff=2.0)
@@ -91,7 +72,6 @@ UPDATE_ITEM = "arn:aws:states:::dynamodb:updateItem"
 GET_ITEM = "arn:aws:states:::dynamodb:getItem"
 PUT_ITEM = "arn:aws:states:::dynamodb:putItem"
 TRANSACT = "arn:aws:states:::aws-sdk:dynamodb:transactWriteItems"
-RUN_TASK = "arn:aws:states:::ecs:runTask.sync"
 DESCRIBE_EXECUTION = "arn:aws:states:::aws-sdk:sfn:describeExecution"
 PUBLISH = "arn:aws:states:::sns:publish"
 
@@ -106,35 +86,13 @@ SCHEDULED_TIME = ExecutionInput.ref("scheduled_time")
 REQUESTED_BY = ExecutionInput.ref("requested_by")
 RESUME_FROM = ExecutionInput.ref("resume_from")
 STEPS_JSON = Ref("States.JsonToString($.run.steps)")
-# The step a timeout is recorded at: a workflow variable that the timed-out attempt's catcher
-# assigns, so one Finish (timed out) per job records any step's timeout instead of a ~2 KB
-# transaction per step (issue 19). Variables work in JSONPath states ("To reference a variable,
-# prefix the name with a dollar sign": docs.aws.amazon.com/step-functions/latest/dg/workflow-variables.html;
-# a Catcher's Assign runs when it matches). Read through States.Format, the form the ASL linter
-# (statelint) accepts in a JSONPath state; it only allows Assign on catchers there, so a failure
-# that the check decides (it can follow a Task that succeeded) keeps its per-step record.
-FAILED_STEP_VAR = "failed_step"
-FAILED_STEP = Ref(f"States.Format('{{}}', ${FAILED_STEP_VAR})")
 HOLDER = f"$.state.Item.{dm.ATTR_HOLDER}.S"
-#: Seconds before each retry of an attempt whose task never ran the step (rc.INFRA_STOP_CODES);
-#: one budget per run (per parallel branch), counted at $.run.infra.n.
-INFRA_WAITS = (15, 60, 180)
-INFRA = "$.run.infra"
-#: The latest failed attempt's error ({Error, Cause}); a step's slot holds only a success.
-ERROR = "$.run.error"
-#: In a step's slot ($.run.steps.<key>): this attempt's container and task, when its task ran
-#: to its end; the attempt number (only for a step that may be retried); its back-off seconds.
-RESULT, ATTEMPT, BACKOFF = "result", "n", "wait"
 BLOCKER = f"$.state.Item.{dm.ATTR_BLOCKED_BY}.S"
 INVALID_INPUT_ERROR = (f"invalid input: trigger must be {', '.join(t.value for t in Trigger)}; scheduled_time and "
                        "requested_by strings; resume_from and rerun_of strings or null (docs/state-machine.md, Input)")
 #: The holder a job state without one is read with: no ARN, so DescribeExecution refuses it
 #: (Base64 of its JSON: an intrinsic's string argument would need escapes for the braces).
 _NO_HOLDER = base64.b64encode(json.dumps({dm.ATTR_HOLDER: {"S": "none"}}).encode()).decode()
-
-
-def _steps_slot(step: Step) -> str:
-    return f"$.run.steps.{step.key}"
 
 
 def _initial_slots(steps: list[Step]) -> JsonObject:
@@ -385,130 +343,35 @@ class _Builder:
                 nxt = self.step_states(step, nxt, is_last, self.graph, record=True)
         return nxt
 
-    def run_task_parameters(self, step: Step, counter: str | None) -> JsonObject:
-        """RunTask's parameters; ``counter``: where the attempt number is (None: one attempt)."""
-        return {
-            "Cluster": token("cluster_arn"),
-            "TaskDefinition": token("task_definition"),
-            "LaunchType": "FARGATE",
-            "Group": f"jobplane:{self.job.name}"[:255],
-            "NetworkConfiguration": {"AwsvpcConfiguration": {
-                "Subnets.$": f"States.StringSplit('{token('subnets')}', ',')",
-                "SecurityGroups.$": f"States.StringSplit('{token('security_groups')}', ',')",
-                "AssignPublicIp": "DISABLED"}},
-            "Overrides": {
-                "Cpu": str(step.cpu),
-                "Memory": str(step.memory),
-                "ContainerOverrides": container_overrides(self.job, step, counter),
-            },
-        }
-
     def recovered_rule(self, ok: Rule | list[Rule]) -> When:
         """A success that ends a failure streak announces RECOVERED."""
         rules = ok if isinstance(ok, list) else [ok]
         return When(all_of(*rules, present(f"$.run.old.Attributes.{dm.ATTR_BLOCKED_BY}")), sn.FINISH_RECOVERED)
 
     def step_states(self, step: Step, nxt: str, is_last: bool, into: Graph, record: bool) -> str:
-        """The attempt loop of one step, going on to ``nxt`` when it succeeds.
+        """The attempts of one step, as its kind's executor compiles them (compiler/executors/)."""
+        return step.kind.executor.attempt_states(self, step, nxt, is_last, into, record)
 
-        One Task runs every attempt: a failure that may be retried goes through ``<step>: retry``
-        (count the attempt, pick its back-off) and ``<step>: wait`` back to it. Unrolling one
-        Task and one check per attempt repeated the Task's overrides and the check's rules in
-        every attempt, most of a 1,000-job project's bytes (issue 19); a loop costs one more
-        state transition per retry, never on a run that succeeds at once.
+    def retry_loop(self, step: Step, into: Graph) -> str:
+        """``<step>: retry`` and ``<step>: wait``: count the next attempt of a step's own retried
+        failure, wait its back-off, run the attempt's Task again.
 
-        ``record`` False means inside a parallel branch: failures end the branch instead of the job.
-        """
-        attempts = step.retry.attempts
-        slot = _steps_slot(step)
-        result = f"{slot}.{RESULT}"
+        Back-offs are static (no pow in the intrinsics): attempt n waits delays[n - 1], index n
+        of an array that starts with a placeholder. States.MathAdd, States.Array and
+        States.ArrayGetItem (0-based) are JSONPath intrinsics allowed in a Pass's Parameters
+        (https://docs.aws.amazon.com/step-functions/latest/dg/intrinsic-functions.html); a Wait
+        takes its seconds from a path with SecondsPath
+        (https://docs.aws.amazon.com/step-functions/latest/dg/state-wait.html)."""
+        slot = steps_slot(step)
         counter = f"{slot}.{ATTEMPT}"
-        failed = self.step_failure_state(step, ExecutionStatus.FAILED, into, record)
-        timed_out = self.step_failure_state(step, ExecutionStatus.TIMED_OUT, into, record)
-        # names the step for the job's one timeout record (inside a branch: the branch's own Pass)
-        at_step = {FAILED_STEP_VAR: step.name} if record else None
-        name, check = sn.attempt(step.name), sn.check(step.name)
-        retried = attempts > 1
-        into.add(name, Task(
-            comment=f"{step.kind} step, up to {attempts} attempt{'s' if retried else ''}",
-            resource=RUN_TASK,
-            parameters=self.run_task_parameters(step, counter if retried else None),
-            result_selector={"Container.$": "States.ArrayGetItem($.Containers, 0)", "TaskArn.$": "$.TaskArn"},
-            result_path=result,
-            timeout_seconds=step.timeout,
-            retry=[ECS_TASK_OUTCOMES, ECS_INFRA_RETRY, ECS_CALL_RETRY],
-            # a failed task always reaches the check: it tells the step's own failures from
-            # the infrastructure's and from an operator's stop. Its error (the task's whole
-            # JSON) goes to the one ERROR slot, which the next failure overwrites, so the
-            # state data stays bounded however many attempts fail.
-            catch=[Catch(["States.Timeout"], timed_out, ERROR, assign=at_step),
-                   Catch(["States.TaskFailed"], check, ERROR),
-                   Catch(["States.ALL"], failed, ERROR)],
-            next=check))
-        # RESULT is written only by a Task that succeeded, and the retry state clears it before
-        # the next attempt: present means "this attempt's task ran to its end". When it is
-        # absent, the Task failed and ERROR was written by this attempt.
-        exit_code = f"{result}.Container.ExitCode"
-        ran = present(result)
-        ok = all_of(present(exit_code), number_equals(exit_code, rc.EXIT_OK))
-        last = Test(counter, "NumericGreaterThanEquals", attempts)
-        retry = sn.retry(step.name)
-        choices: list[When] = []
-        if is_last and record and Event.RECOVERED in self.events:
-            choices.append(self.recovered_rule(ok))
-        choices.append(When(ok, nxt))
-        # A Task that succeeded with a non-zero exit code (not AWS's behaviour, kept for any
-        # engine that does it) is judged on its own result.
-        if retried:
-            permanent = any_of(*(number_equals(exit_code, code) for code in rc.NOT_RETRIED_EXIT_CODES))
-            choices.append(When(all_of(present(exit_code), permanent), failed))
-            choices.append(When(all_of(ran, last), failed))
-            choices.append(When(ran, retry))
-        else:
-            choices.append(When(ran, failed))
-        # On AWS a failed task arrives as States.TaskFailed whose Cause is the task's JSON.
-        cause = f"{ERROR}.Cause"
-        # a stop neither the step (its container exited) nor an operator chose: infrastructure
-        # (rc.INFRA_STOP_CODES and any code AWS adds: a Fargate task retirement's)
-        choices.append(When(all_of(present(cause),
-                                   any_of(*_stop_code_rules(cause, ("*",))),  # any StopCode at all
-                                   Not(any_of(*_stop_code_rules(cause, (rc.RUNNER_STOP_CODE, rc.OPERATOR_STOP_CODE)))),
-                                   Test(f"{INFRA}.n", "NumericLessThan", len(INFRA_WAITS))),
-                            self.infra_states(step, into)))
-        choices.append(When(all_of(present(cause), any_of(*_stop_code_rules(cause, (rc.OPERATOR_STOP_CODE,)))),
-                            failed))  # someone stopped the task: never retried
-        if retried:
-            choices.append(When(last, failed))
-            cause_permanent = any_of(*(matches(cause, f'*"ExitCode":{sep}{code},*')
-                                       for code in rc.NOT_RETRIED_EXIT_CODES for sep in ("", " ")))
-            choices.append(When(all_of(present(cause), cause_permanent), failed))
-            choices.append(When(present(f"{ERROR}.Error"), retry))
-            wait = sn.wait(step.name)
-            # Back-offs are static (no pow in the intrinsics): attempt n waits delays[n - 1],
-            # index n of an array that starts with a placeholder. States.MathAdd, States.Array
-            # and States.ArrayGetItem (0-based) are JSONPath intrinsics allowed in a Pass's
-            # Parameters (https://docs.aws.amazon.com/step-functions/latest/dg/intrinsic-functions.html);
-            # a Wait takes its seconds from a path with SecondsPath
-            # (https://docs.aws.amazon.com/step-functions/latest/dg/state-wait.html).
-            delays = ", ".join(str(d) for d in (0, *step.retry.delays()))
-            into.add(retry, Pass(
-                comment="Count the next attempt; a fresh result slot, so the check reads only its own",
-                parameters={f"{ATTEMPT}.$": f"States.MathAdd({counter}, 1)",
-                            f"{BACKOFF}.$": f"States.ArrayGetItem(States.Array({delays}), {counter})"},
-                result_path=slot, next=wait))
-            into.add(wait, Wait(seconds_path=f"{slot}.{BACKOFF}", next=name))
-        into.add(check, Choice(choices=choices, default=failed))
-        return name
-
-    def infra_states(self, step: Step, into: Graph) -> str:
-        """Count an infrastructure retry of the attempt, wait, run the same attempt again."""
-        retry, wait = sn.infra_retry(step.name), sn.infra_wait(step.name)
+        retry, wait = sn.retry(step.name), sn.wait(step.name)
+        delays = ", ".join(str(d) for d in (0, *step.retry.delays()))
         into.add(retry, Pass(
-            comment="The task never ran the step to its end (rc.INFRA_STOP_CODES): not the step's attempt",
-            parameters={"n.$": f"States.MathAdd({INFRA}.n, 1)",
-                        "wait.$": f"States.ArrayGetItem(States.Array({', '.join(map(str, INFRA_WAITS))}), {INFRA}.n)"},
-            result_path=INFRA, next=wait))
-        into.add(wait, Wait(seconds_path=f"{INFRA}.wait", next=sn.attempt(step.name)))
+            comment="Count the next attempt; a fresh result slot, so the check reads only its own",
+            parameters={f"{ATTEMPT}.$": f"States.MathAdd({counter}, 1)",
+                        f"{BACKOFF}.$": f"States.ArrayGetItem(States.Array({delays}), {counter})"},
+            result_path=slot, next=wait))
+        into.add(wait, Wait(seconds_path=f"{slot}.{BACKOFF}", next=sn.attempt(step.name)))
         return retry
 
     def step_failure_state(self, step: Step, status: ExecutionStatus, into: Graph, record: bool) -> str:
@@ -525,7 +388,7 @@ class _Builder:
         if record:
             into.add(name, self.record_state(status, step.name))
         else:
-            into.add(name, Pass(parameters={"attempts.$": _steps_slot(step), "status": status.value}))
+            into.add(name, Pass(parameters={"attempts.$": steps_slot(step), "status": status.value}))
         return name
 
     def parallel_states(self, group: Step, nxt: str, is_last: bool) -> str:
@@ -534,7 +397,7 @@ class _Builder:
         for member in members:
             branch = Graph()
             done = branch.add(sn.branch_done(member.name),
-                              Pass(parameters={"attempts.$": _steps_slot(member), "status": ExecutionStatus.SUCCEEDED.value}))
+                              Pass(parameters={"attempts.$": steps_slot(member), "status": ExecutionStatus.SUCCEEDED.value}))
             branch.start_at = self.step_states(member, done, False, branch, record=False)
             branches.append(branch)
         check = sn.check(group.name)
@@ -548,10 +411,10 @@ class _Builder:
             | {"run": {"steps": {m.key: {} for m in members} | _initial_slots(members), "infra": {"n": 0}}},
             branches=branches,
             result_selector={f"{m.key}.$": f"States.ArrayGetItem($, {i})" for i, m in enumerate(members)},
-            result_path=_steps_slot(group),
-            catch=[Catch(["States.ALL"], failed, _steps_slot(group))],
+            result_path=steps_slot(group),
+            catch=[Catch(["States.ALL"], failed, steps_slot(group))],
             next=check))
-        succeeded: list[Rule] = [equals(f"{_steps_slot(group)}.{m.key}.status", ExecutionStatus.SUCCEEDED.value)
+        succeeded: list[Rule] = [equals(f"{steps_slot(group)}.{m.key}.status", ExecutionStatus.SUCCEEDED.value)
                                  for m in members]
         choices: list[When] = []
         if is_last and Event.RECOVERED in self.events:
@@ -741,11 +604,6 @@ class _Builder:
             retry=[DDB_RETRY],
             next=nxt))
         return name
-
-
-def _stop_code_rules(cause: str, codes: tuple[str, ...]) -> list[Rule]:
-    """The task JSON in ``cause`` has one of these StopCodes (compact or spaced JSON)."""
-    return [matches(cause, f'*"StopCode":{sep}"{code}"*') for code in codes for sep in ("", " ")]
 
 
 def build_definition(job: Job, prefix: str) -> JsonObject:

@@ -16,10 +16,10 @@ from jobplane.contract.config import PlatformConfig
 
 def step_entry(step: Step) -> CatalogStep:
     if step.parallel is not None:
-        return CatalogStep(name=step.name, kind=step.kind, description=step.description,
+        return CatalogStep(name=step.name, kind=step.kind.name, description=step.description,
                            parallel=[step_entry(s) for s in step.parallel])
     return CatalogStep(
-        name=step.name, kind=step.kind, description=step.description, target=step.target_spec(),
+        name=step.name, kind=step.kind.name, description=step.description, target=step.target_spec(),
         timeout=step.timeout, retry=StepRetry.model_validate(step.retry.as_dict()), cpu=step.cpu, memory=step.memory,
         env=dict(sorted(step.env.items())), secrets=sorted(step.secrets))
 

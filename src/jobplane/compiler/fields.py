@@ -266,10 +266,26 @@ def field(type_: Type, default: JsonValue = _REQUIRED, *, factory: Callable[[], 
     return dataclasses.field(default=default, metadata=meta)
 
 
+@dataclasses.dataclass(frozen=True)
+class Slot:
+    """One field of a model's table: its name, spec and default (or factory). Most come from
+    the dataclass's fields; a model may add slots that are not attributes of its own (a step's
+    kind fields, from the kinds registry) and fold them in :meth:`Model.construct`."""
+
+    name: str
+    spec: FieldSpec
+    default: Any = _REQUIRED
+    factory: Callable[[], Any] | None = None
+
+    @property
+    def required(self) -> bool:
+        return self.default is _REQUIRED and self.factory is None
+
+
 class Model:
     """Base of the DSL models (frozen, keyword-only dataclasses whose fields come from :func:`field`)."""
 
-    _specs: ClassVar[dict[type, list[tuple[dataclasses.Field[Any], FieldSpec]]]] = {}
+    _slots: ClassVar[dict[type, list[Slot]]] = {}
 
     @classmethod
     def from_definition(cls: type[M], data: JsonValue) -> M:
@@ -281,11 +297,19 @@ class Model:
         return built
 
     @classmethod
-    def fields_with_specs(cls) -> list[tuple[dataclasses.Field[Any], FieldSpec]]:
-        if cls not in Model._specs:
+    def slots(cls) -> list[Slot]:
+        if cls not in Model._slots:
             # every Model subclass is a dataclass (its decorator), which type[Model] cannot say
-            Model._specs[cls] = [(f, f.metadata["jobplane"]) for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
-        return Model._specs[cls]
+            Model._slots[cls] = [
+                Slot(f.name, f.metadata["jobplane"], f.default,
+                     f.default_factory if callable(f.default_factory) else None)
+                for f in dataclasses.fields(cls) if "jobplane" in f.metadata]  # type: ignore[arg-type]
+        return Model._slots[cls]
+
+    @classmethod
+    def construct(cls: type[M], values: JsonObject) -> M:
+        """The model from its checked values (one per slot)."""
+        return cls(**values)
 
     @classmethod
     def build(cls: type[M], data: JsonValue, loc: Loc, problems: Problems) -> M:
@@ -293,33 +317,34 @@ class Model:
             problems.append((loc, "Input should be a valid dictionary"))
             return cast("M", BAD)
         before = len(problems)
-        specs = cls.fields_with_specs()
-        names = [f.name for f, _ in specs]
+        slots = cls.slots()
+        names = [s.name for s in slots]
         for key in data:
             if key not in names:
                 problems.append((loc + (key,), "unknown field" + did_you_mean(str(key), names)))
         values: JsonObject = {}
-        for f, spec in specs:
-            where = loc + (f.name,)
-            if f.name not in data:
-                if f.default is not _REQUIRED:
-                    values[f.name] = f.default
-                elif callable(f.default_factory):  # dataclasses.MISSING when there is none
-                    values[f.name] = f.default_factory()
+        for slot in slots:
+            spec = slot.spec
+            where = loc + (slot.name,)
+            if slot.name not in data:
+                if slot.default is not _REQUIRED:
+                    values[slot.name] = slot.default
+                elif slot.factory is not None:
+                    values[slot.name] = slot.factory()
                 else:
                     problems.append((where, "required field is missing"))
                 continue
-            raw = spec.before(data[f.name]) if spec.before else data[f.name]
+            raw = spec.before(data[slot.name]) if spec.before else data[slot.name]
             value = spec.type.check(raw, where, problems)
             if value is BAD:
                 continue
             found = list(spec.check(value, values)) if spec.check else []
             problems.extend((where, message) for message in found)
             if not found:
-                values[f.name] = value
+                values[slot.name] = value
         if len(problems) > before:
             return cast("M", BAD)
-        built = cls(**values)
+        built = cls.construct(values)
         found = list(built.model_problems())
         problems.extend((loc, message) for message in found)
         return cast("M", BAD) if found else built
@@ -336,17 +361,18 @@ class Model:
     def object_schema(cls, defs: JsonObject) -> JsonObject:
         properties: JsonObject = {}
         required = []
-        for f, spec in cls.fields_with_specs():
+        for slot in cls.slots():
+            spec = slot.spec
             prop = dict(spec.json_schema) if spec.json_schema is not None else spec.type.schema(defs)
             if spec.description:
                 prop["description"] = spec.description
-            if f.default is not _REQUIRED:
-                prop["default"] = _plain(f.default)
-            elif callable(f.default_factory) and not isinstance(default := f.default_factory(), Model):
+            if slot.default is not _REQUIRED:
+                prop["default"] = _plain(slot.default)
+            elif slot.factory is not None and not isinstance(default := slot.factory(), Model):
                 prop["default"] = _plain(default)
-            elif f.default_factory is _REQUIRED:
-                required.append(f.name)
-            properties[f.name] = prop
+            elif slot.required:
+                required.append(slot.name)
+            properties[slot.name] = prop
         out: JsonObject = {"type": "object", "title": cls.__name__, "properties": properties,
                                "additionalProperties": False}
         if cls.__doc__:
@@ -368,8 +394,9 @@ def json_schema(model: type[Model], title: str) -> JsonObject:
 
 def _plain(value: JsonValue) -> JsonValue:
     if isinstance(value, Model):
-        # a Model instance is a dataclass instance (see fields_with_specs)
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}  # type: ignore[arg-type]
+        # a Model instance is a dataclass instance (see Model.slots)
+        return {f.name: _plain(getattr(value, f.name))
+                for f in dataclasses.fields(value) if "jobplane" in f.metadata}  # type: ignore[arg-type]
     if isinstance(value, Enum):
         return value.value
     if isinstance(value, (list, tuple)):

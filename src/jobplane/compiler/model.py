@@ -8,13 +8,16 @@ that a person would state in one sentence lives next to its field as a check. Cr
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-from jobplane.compiler.fields import (Anything, Bool, Choice, Int, ListOf, MapOf, Model, Nested, Nullable, Number,
-                                     Parsed, Str, field)
+from jobplane.compiler import kinds as kinds_registry
+from jobplane.compiler.fields import (Anything, Bool, Choice, Int, ListOf, Loc, MapOf, Model, Nested, Nullable, Number,
+                                     Parsed, Problems, Slot, Str, field)
+from jobplane.compiler.kinds import StepKind
 from jobplane.contract import runner as rc
 from jobplane.contract.quoting import quoted
 from jobplane.contract.schedule import ScheduleError, parse, validate_timezone
@@ -23,9 +26,6 @@ from jobplane.contract.statuses import DEFAULT_EVENTS, DEFAULT_POLICY, Event, Po
 from jobplane.contract.types import JsonObject, JsonValue
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
-PYTHON_TARGET_RE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
-CELERY_TASK_RE = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$")
-DJANGO_COMMAND_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
 # A secret is named, never given by ARN: a Secrets Manager secret ('secretsmanager:NAME',
 # jp.secret(NAME)) or an SSM parameter ('ssm:NAME', jp.parameter(NAME)), both in the deployment's
 # own account and region (the compiler builds the ARNs from them), so a job cannot be granted a
@@ -45,16 +45,6 @@ SLACK_CHANNEL_RE = re.compile(r"^#[a-z0-9][a-z0-9._-]{0,79}$")
 _DURATION_RE = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 
 MAX_ATTEMPTS = 10
-#: Fargate CPU units -> allowed memory (MiB) as (low, high, step).
-FARGATE_SIZES = {
-    256: [(512, 512, 1), (1024, 2048, 1024)],
-    512: [(1024, 4096, 1024)],
-    1024: [(2048, 8192, 1024)],
-    2048: [(4096, 16384, 1024)],
-    4096: [(8192, 30720, 1024)],
-    8192: [(16384, 61440, 4096)],
-    16384: [(32768, 122880, 8192)],
-}
 
 
 def parse_duration(value: JsonValue) -> int:
@@ -93,18 +83,6 @@ class Retry(Model):
                 for i in range(self.attempts - 1)]
 
 
-def fargate_size_problem(cpu: int, memory: int) -> str | None:
-    """What is wrong with a cpu/memory pair on Fargate, or None (also checked on the raw
-    definition, so it is reported even when the step has other errors)."""
-    sizes = FARGATE_SIZES.get(cpu)
-    if sizes is None:
-        return f"cpu {cpu} is not a Fargate size ({', '.join(map(str, FARGATE_SIZES))})"
-    if not any(lo <= memory <= hi and (memory - lo) % step == 0 for lo, hi, step in sizes):
-        allowed = "; ".join(f"{lo}-{hi} in steps of {step}" if lo != hi else str(lo) for lo, hi, step in sizes)
-        return f"memory {memory} does not fit cpu {cpu} on Fargate (allowed: {allowed})"
-    return None
-
-
 def _schedule_expression(v: JsonValue) -> str:
     if not isinstance(v, str):
         raise ValueError("Input should be a valid string")
@@ -124,11 +102,6 @@ def _matches(pattern: re.Pattern[str], message: str) -> JsonValue:
         if v is not None and not pattern.fullmatch(v):
             yield message.format(value=quoted(v))
     return check
-
-
-def _shell(v: list[str] | None, _: JsonObject) -> Iterator[str]:
-    if v is not None and (not v or not v[0]):
-        yield "shell takes a non-empty argv list, e.g. ['bash', '-c', 'echo hi']"
 
 
 def _step_name(v: str, _: JsonObject) -> Iterator[str]:
@@ -169,61 +142,79 @@ def _secrets(v: dict[str, str], _: JsonObject) -> Iterator[str]:
                    "never the secret itself")
 
 
-StepKind = Literal["python", "celery", "django", "shell", "parallel"]
-KINDS: tuple[StepKind, ...] = ("python", "celery", "django", "shell", "parallel")
-
-
 @dataclass(frozen=True, kw_only=True)
 class Step(Model):
-    """One unit of work: exactly one of python, celery, django, shell or parallel."""
+    """One unit of work: exactly one kind field (python, celery, django, shell, parallel or
+    lambda: compiler/kinds/), its target, and what the kind takes of the common fields."""
 
     name: str = field(Str(), description="Unique within the job; kebab-case or snake_case.", check=_step_name)
     description: str = field(Str(), "")
-    python: str | None = field(Nullable(Str()), None, description="'package.module:function', called with kwargs.",
-                               check=_matches(PYTHON_TARGET_RE, "{value} is not of the form 'package.module:function'"))
-    celery: str | None = field(Nullable(Str()), None, description="Registered Celery task name, executed inline.",
-                               check=_matches(CELERY_TASK_RE,
-                                              "{value} is not a Celery task name such as 'billing.tasks.close_month'"))
-    django: str | None = field(Nullable(Str()), None, description="Django management command name, run with args.",
-                               check=_matches(DJANGO_COMMAND_RE,
-                                              "{value} is not a management command name such as 'clearsessions'"))
-    shell: list[str] | None = field(Nullable(ListOf(Str())), None, description="argv list, run as a child process.",
-                                    check=_shell)
-    parallel: list[Step] | None = field(Nullable(ListOf(Nested(lambda: Step))), None,
-                                        description="Steps run concurrently; fails if any fails.")
+    # The kind fields (one per registered kind) sit here in the definition's table (Step.slots);
+    # the one given becomes ``kind`` and its value ``target``.
     args: list[JsonValue] = field(ListOf(Anything()), factory=list, description="Arguments of a celery or django step.")
     kwargs: JsonObject = field(MapOf(Anything()), factory=dict,
-                                   description="Keyword arguments of a python or celery step.")
-    timeout: int = field(Duration, 3600, description="Per attempt.")
+                                   description="Keyword arguments of a python, celery or lambda step.")
+    timeout: int = field(Duration, 3600, description="Per attempt (a lambda step: at most 15m, its default).")
     retry: Retry = field(Nested(lambda: Retry), factory=Retry)
     cpu: int = field(Int(), 256, description="Fargate CPU units.")
-    memory: int = field(Int(), 512, description="MiB; must suit cpu on Fargate.")
+    memory: int = field(Int(), 512, description="MiB; must suit cpu on Fargate (a lambda step: 128-10240).")
     env: dict[str, str] = field(MapOf(Str()), factory=dict, check=_env)
     secrets: dict[str, str] = field(MapOf(Str()), factory=dict, check=_secrets, description=(
         "ENV_NAME -> jp.secret(NAME) (Secrets Manager) or jp.parameter(NAME) (SSM Parameter Store), a name "
         "the job's team may use."))
+    #: The kind the definition names (None only while it is checked: model_problems refuses it).
+    kind_: StepKind | None = dataclasses.field(default=None)
+    #: The kind field's value: a python target, a task or command name, an argv, a group's steps.
+    target: Any = dataclasses.field(default=None)
+    #: The kind fields a definition gave, when it did not give exactly one (for its message).
+    kinds_given: tuple[str, ...] = dataclasses.field(default=())
+
+    @classmethod
+    def slots(cls) -> list[Slot]:
+        own = super().slots()
+        kinds = [Slot(k.name, k.spec, None) for k in kinds_registry.REGISTRY]
+        return own[:2] + kinds + own[2:]
+
+    @classmethod
+    def build(cls, data: JsonValue, loc: Loc, problems: Problems) -> Step:
+        """A kind's own defaults (a lambda step's timeout) apply where the definition is silent."""
+        if isinstance(data, dict):
+            named = [k for k in kinds_registry.REGISTRY if data.get(k.name) is not None]
+            if len(named) == 1 and (defaults := getattr(named[0], "defaults", None)):
+                data = {**defaults, **data}
+        return super().build(data, loc, problems)
+
+    @classmethod
+    def construct(cls, values: JsonObject) -> Step:
+        given = [k for k in kinds_registry.REGISTRY if values.get(k.name) is not None]
+        kind = given[0] if len(given) == 1 else None
+        target = values[kind.name] if kind else None
+        rest = {k: v for k, v in values.items() if k not in kinds_registry.BY_NAME}
+        return cls(**rest, kind_=kind, target=target, kinds_given=() if kind else tuple(k.name for k in given))
 
     def model_problems(self) -> Iterator[str]:
-        kinds = [k for k in KINDS if getattr(self, k) is not None]
-        if len(kinds) != 1:
-            yield f"a step needs exactly one of {', '.join(KINDS)} (found {', '.join(kinds) if kinds else 'none'})"
-        elif self.args and kinds[0] not in ("celery", "django"):
-            yield f"args apply to celery and django steps, not {kinds[0]}"
-        elif self.kwargs and kinds[0] not in ("python", "celery"):
-            yield f"kwargs apply to python and celery steps, not {kinds[0]}"
-        elif kinds[0] == "parallel" and len(self.parallel or []) < 2:
-            yield "a parallel group needs at least two steps"
-        elif kinds[0] == "parallel" and any(s.parallel is not None for s in self.parallel or []):
-            yield "parallel groups cannot be nested"
-        if size_problem := fargate_size_problem(self.cpu, self.memory):
-            yield size_problem
+        kind = self.kind_
+        if kind is None:
+            found = self.kinds_given
+            yield (f"a step needs exactly one of {', '.join(kinds_registry.NAMES)} "
+                   f"(found {', '.join(found) if found else 'none'})")
+            return
+        if self.args and not kind.takes_args:
+            yield f"args apply to {_which('takes_args')} steps, not {kind.name}"
+        elif self.kwargs and not kind.takes_kwargs:
+            yield f"kwargs apply to {_which('takes_kwargs')} steps, not {kind.name}"
+        yield from kind.problems(self)
 
     @property
     def kind(self) -> StepKind:
-        for k in KINDS:
-            if getattr(self, k) is not None:
-                return k
-        raise AssertionError("validated step has a kind")
+        if self.kind_ is None:
+            raise AssertionError("validated step has a kind")
+        return self.kind_
+
+    @property
+    def parallel(self) -> list[Step] | None:
+        """A group's members; None for a step that runs itself."""
+        return self.target if self.kind_ is not None and self.kind_.name == "parallel" else None
 
     @property
     def key(self) -> str:
@@ -232,16 +223,12 @@ class Step(Model):
 
     def target_spec(self) -> JsonObject:
         """What the runner needs to find and call the target (the JOBPLANE_TARGET variable)."""
-        spec: JsonObject = {"kind": self.kind}
-        if self.kind == "shell":
-            spec["argv"] = self.shell
-        else:
-            spec["target"] = getattr(self, self.kind)
-        if self.args:
-            spec["args"] = self.args
-        if self.kwargs:
-            spec["kwargs"] = self.kwargs
-        return spec
+        return self.kind.target_spec(self)
+
+
+def _which(flag: str) -> str:
+    names = [k.name for k in kinds_registry.REGISTRY if getattr(k, flag)]
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -47,7 +47,7 @@ def container_overrides(job: Job, step: Step, counter: str | None) -> list[JsonO
     """RunTask's Overrides.ContainerOverrides for every attempt of ``step``."""
     return [{
         "Name": rc.CONTAINER_NAME,
-        "Command": rc.container_command(step.kind),
+        "Command": rc.container_command(str(step.kind.info.runner_kind)),
         "Environment": container_env(job, step, counter),
     }]
 

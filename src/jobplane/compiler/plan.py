@@ -77,7 +77,7 @@ def _step_line(step: CatalogStep) -> str:
     if step.parallel is not None:
         return f"{step.name} (parallel: {', '.join(s.name for s in step.parallel)})"
     target = step.target or {}
-    what = " ".join(target.get("argv", [])) if step.kind == "shell" else target.get("target", "")
+    what = " ".join(target.get("argv", [])) if target.get("kind") == "shell" else target.get("target", "")
     return f"{step.name} ({step.kind} {what})"
 
 

@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import json
 import posixpath
+from dataclasses import dataclass, field
 
-from jobplane.compiler.model import Job
-from jobplane.compiler.secret_scope import SecretRef
+from jobplane.compiler import kinds
+from jobplane.compiler.executors.base import StepExecutor
+from jobplane.compiler.executors.ecs import ECS
+from jobplane.compiler.model import Job, Step
+from jobplane.compiler.terraform_iam import ACCOUNT, PARTITION, REGION, assume, secret_references, statement
 from jobplane.contract.catalog import CATALOG_FILE
 from jobplane.contract import datamodel as dm
 from jobplane.contract import execution_input, names, upstream
@@ -25,9 +29,6 @@ from jobplane.contract.config import PlatformConfig
 from jobplane.contract.types import JsonObject
 
 PROVIDER_VERSION = "~> 6.0"
-ACCOUNT = "${data.aws_caller_identity.current.account_id}"
-REGION = "${data.aws_region.current.region}"
-PARTITION = "${data.aws_partition.current.partition}"
 
 
 def _settings(config: PlatformConfig, key: str | None) -> JsonObject:
@@ -138,47 +139,38 @@ def team_root(config: PlatformConfig, team: str) -> JsonObject:
     }
 
 
-def _statement(sid: str, actions: list[str], resources: list[str], conditions: list[JsonObject] | None = None) -> JsonObject:
-    st: JsonObject = {"sid": sid, "effect": "Allow", "actions": sorted(actions), "resources": resources}
-    if conditions:
-        st["condition"] = conditions
-    return st
+_statement, _assume, _secret_references = statement, assume, secret_references
 
 
-def _assume(service: str) -> JsonObject:
-    return {"statement": [{
-        "effect": "Allow", "actions": ["sts:AssumeRole"],
-        "principals": [{"type": "Service", "identifiers": [service]}],
-        "condition": [{"test": "StringEquals", "variable": "aws:SourceAccount", "values": [ACCOUNT]}],
-    }]}
+@dataclass
+class JobTerraform:
+    """The job's Terraform document while it is built: what an executor adds its resources and
+    statements to (compiler/executors/base.py TerraformContext)."""
+
+    job: Job
+    config: PlatformConfig
+    tid: str
+    resource: dict[str, JsonObject] = field(default_factory=dict)
+    data: dict[str, JsonObject] = field(default_factory=lambda: {"aws_iam_policy_document": {}})
+    roles: JsonObject = field(default_factory=dict)
+    role_policies: JsonObject = field(default_factory=dict)
+    attachments: JsonObject = field(default_factory=dict)
+
+    @property
+    def docs(self) -> JsonObject:
+        return self.data["aws_iam_policy_document"]
 
 
-def _secret_references(tid: str, secrets: dict[str, str], data: JsonObject) -> tuple[
-        dict[str, str], list[str], list[str]]:
-    """Where each secret comes from (the container's valueFrom) and what the execution role may
-    read, all in the deployment's own account and region (the names the job's team may use:
-    compiler/secret_scope.py). A Secrets Manager secret is looked up at plan time (a data source:
-    a missing secret fails the plan, not the first run) and granted as ``NAME-??????``: IAM
-    matches a Secrets Manager secret's full ARN, which ends in a hyphen and 6 random characters
-    (https://docs.aws.amazon.com/secretsmanager/latest/userguide/auth-and-access_examples.html,
-    "wildcard ... -??????"; '?' cannot occur in a name). An SSM parameter is given to ECS by its
-    full ARN, ``parameter`` then its fully qualified name
-    (https://docs.aws.amazon.com/AmazonECS/latest/developerguide/secrets-envvar-ssm-paramstore.html)."""
-    value_from: dict[str, str] = {}
-    sm_arns: set[str] = set()
-    ssm_arns: set[str] = set()
-    for env, value in sorted(secrets.items()):
-        ref = SecretRef.parse(env, value)
-        if ref.service == "ssm":
-            arn = f"arn:{PARTITION}:ssm:{REGION}:{ACCOUNT}:parameter/{ref.name.lstrip('/')}"
-            value_from[env] = arn
-            ssm_arns.add(arn)
-        else:
-            lookup = f"{tid}_{env.lower()}"
-            data.setdefault("aws_secretsmanager_secret", {})[lookup] = {"name": ref.name}
-            value_from[env] = f"${{data.aws_secretsmanager_secret.{lookup}.arn}}"
-            sm_arns.add(f"arn:{PARTITION}:secretsmanager:{REGION}:{ACCOUNT}:secret:{ref.name}-??????")
-    return value_from, sorted(sm_arns), sorted(ssm_arns)
+def executors_of(job: Job) -> list[tuple[StepExecutor, list[Step]]]:
+    """The executors the job's steps run on, each with its steps, in registry order (so a job's
+    role statements keep one order whatever order its steps come in)."""
+    by_executor: dict[str, tuple[StepExecutor, list[Step]]] = {}
+    for kind in kinds.REGISTRY:
+        steps = [s for s in job.runnable_steps() if s.kind is kind]
+        if steps:
+            executor = kind.executor
+            by_executor.setdefault(executor.name, (executor, []))[1].extend(steps)
+    return list(by_executor.values())
 
 
 def job_module(job: Job, asl_text: str, config: PlatformConfig) -> JsonObject:
@@ -188,34 +180,17 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> JsonObject:
     tid = names.tf_id(job.name)
     sm_name = names.state_machine_name(prefix, job.name)
     sm_arn = f"arn:{PARTITION}:states:{REGION}:{ACCOUNT}:stateMachine:{sm_name}"
-    secrets = {k: v for s in job.runnable_steps() for k, v in sorted(s.secrets.items())}
-    own_task_definition = bool(secrets)
-    # The state machine runs a task definition family, whose latest ACTIVE revision ECS picks,
-    # and may run any revision of it ("family:*"): RunTask "If a revision isn't specified, the
-    # latest ACTIVE revision is used ... you must either specify a specific revision, or all
-    # revisions in the ARN" (https://docs.aws.amazon.com/AmazonECS/latest/APIReference/API_RunTask.html).
-    # A new runner image then changes no state machine and no team root.
-    bindings = terraform_expressions(tid, own_task_definition)  # what the ASL's tokens bind to
-    family = bindings["task_definition"]
-    task_def_arn = f"arn:{PARTITION}:ecs:{REGION}:{ACCOUNT}:task-definition/${{{family}}}:*"
-    exec_role_arn = (f"${{aws_iam_role.{tid}_exec.arn}}" if own_task_definition
-                     else "${local.platform.runner_execution_role_arn}")
-
-    resource: dict[str, JsonObject] = {}
-    data: dict[str, JsonObject] = {"aws_iam_policy_document": {}}
-    docs = data["aws_iam_policy_document"]
+    tf = JobTerraform(job=job, config=config, tid=tid)
+    ecs_steps = [s for s in job.runnable_steps() if s.kind.executor is ECS]
+    bindings = terraform_expressions(tid, ECS.own_task_definition(ecs_steps))  # what the ASL's tokens bind to
+    resource, data, docs = tf.resource, tf.data, tf.docs
+    roles, role_policies, attachments = tf.roles, tf.role_policies, tf.attachments
+    executors = executors_of(job)
 
     # -- state machine and its role -------------------------------------------------------
     docs[f"{tid}_sfn_assume"] = _assume("states.amazonaws.com")
     docs[f"{tid}_sfn"] = {"statement": [
-        _statement("RunRunnerTasks", ["ecs:RunTask"], [task_def_arn],
-                   [{"test": "ArnEquals", "variable": "ecs:cluster", "values": ["${local.platform.cluster_arn}"]}]),
-        _statement("WatchRunnerTasks", ["ecs:DescribeTasks", "ecs:StopTask"],
-                   [f"arn:{PARTITION}:ecs:{REGION}:{ACCOUNT}:task/${{local.platform.cluster_name}}/*"]),
-        _statement("SyncTaskEvents", ["events:DescribeRule", "events:PutRule", "events:PutTargets"],
-                   [f"arn:{PARTITION}:events:{REGION}:{ACCOUNT}:rule/StepFunctionsGetEventsForECSTaskRule"]),
-        _statement("PassRunnerRoles", ["iam:PassRole"], ["${local.platform.runner_task_role_arn}", exec_role_arn],
-                   [{"test": "StringEquals", "variable": "iam:PassedToService", "values": ["ecs-tasks.amazonaws.com"]}]),
+        *(st for executor, steps in executors for st in executor.role_statements(tf, steps)),
         _statement("JobStateAndHistory", ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
                    ["${local.platform.table_arn}"],
                    [{"test": "ForAllValues:StringLike", "variable": "dynamodb:LeadingKeys",
@@ -226,19 +201,13 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> JsonObject:
         docs[f"{tid}_sfn"]["statement"].append(
             _statement("CheckClaimHolder", ["states:DescribeExecution"],
                        [f"arn:{PARTITION}:states:{REGION}:{ACCOUNT}:execution:{sm_name}:*"]))
-    roles: JsonObject = {
-        f"{tid}_sfn": {"name": names.sfn_role_name(prefix, job.name),
-                       "description": f"Step Functions role of jobplane job {job.name}",
-                       "assume_role_policy": f"${{data.aws_iam_policy_document.{tid}_sfn_assume.json}}"},
-    }
-    role_policies: JsonObject = {
-        f"{tid}_sfn": {"name": "job", "role": f"${{aws_iam_role.{tid}_sfn.id}}",
-                       "policy": f"${{data.aws_iam_policy_document.{tid}_sfn.json}}"},
-    }
-    attachments: JsonObject = {
-        f"{tid}_sfn_observability": {"role": f"${{aws_iam_role.{tid}_sfn.name}}",
-                                     "policy_arn": "${local.platform.sfn_observability_policy_arn}"},
-    }
+    roles[f"{tid}_sfn"] = {"name": names.sfn_role_name(prefix, job.name),
+                           "description": f"Step Functions role of jobplane job {job.name}",
+                           "assume_role_policy": f"${{data.aws_iam_policy_document.{tid}_sfn_assume.json}}"}
+    role_policies[f"{tid}_sfn"] = {"name": "job", "role": f"${{aws_iam_role.{tid}_sfn.id}}",
+                                   "policy": f"${{data.aws_iam_policy_document.{tid}_sfn.json}}"}
+    attachments[f"{tid}_sfn_observability"] = {"role": f"${{aws_iam_role.{tid}_sfn.name}}",
+                                               "policy_arn": "${local.platform.sfn_observability_policy_arn}"}
     resource["aws_sfn_state_machine"] = {tid: {
         "name": sm_name,
         "type": "STANDARD",
@@ -323,50 +292,9 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> JsonObject:
         resource["aws_cloudwatch_event_rule"] = rules
         resource["aws_cloudwatch_event_target"] = targets
 
-    # -- a task definition of its own, only when steps need secrets ---------------------------
-    if own_task_definition:
-        docs[f"{tid}_exec_assume"] = _assume("ecs-tasks.amazonaws.com")
-        value_from, sm_arns, ssm_arns = _secret_references(tid, secrets, data)
-        statements = [_statement("PullImageAndLog",
-                                 ["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
-                                 ["${local.platform.runner_repository_arn}"]),
-                      _statement("ReadJobSecrets", ["secretsmanager:GetSecretValue"], sm_arns) if sm_arns else None,
-                      _statement("ReadJobParameters", ["ssm:GetParameters"], ssm_arns) if ssm_arns else None]
-        docs[f"{tid}_exec"] = {"statement": [s for s in statements if s]}
-        roles[f"{tid}_exec"] = {"name": names.task_execution_role_name(prefix, job.name),
-                                "description": f"ECS task execution role of jobplane job {job.name} (reads its secrets)",
-                                "assume_role_policy": f"${{data.aws_iam_policy_document.{tid}_exec_assume.json}}"}
-        role_policies[f"{tid}_exec"] = {"name": "secrets", "role": f"${{aws_iam_role.{tid}_exec.id}}",
-                                        "policy": f"${{data.aws_iam_policy_document.{tid}_exec.json}}"}
-        attachments[f"{tid}_exec_logs"] = {"role": f"${{aws_iam_role.{tid}_exec.name}}",
-                                           "policy_arn": "${local.platform.runner_logging_policy_arn}"}
-        container = [{
-            "name": rc.CONTAINER_NAME,
-            "image": "${local.platform.runner_image}",
-            "essential": True,
-            "memoryReservation": 128,  # soft: the step's task-level Memory is its limit (runner.tf)
-            "readonlyRootFilesystem": True,
-            "mountPoints": [{"sourceVolume": "tmp", "containerPath": "/tmp", "readOnly": False}],
-            "secrets": [{"name": k, "valueFrom": value_from[k]} for k in sorted(secrets)],
-            # the runner never prints these variables' values (runner/logs.py)
-            "environment": [{"name": "JOBPLANE_SECRET_NAMES", "value": ",".join(sorted(secrets))}],
-            "logConfiguration": {"logDriver": "awslogs", "options": {
-                "awslogs-group": "${local.platform.log_group_name}",
-                "awslogs-region": REGION,
-                # the readers find a task's stream by its id alone (contract/runner.py: log_stream)
-                "awslogs-stream-prefix": rc.LOG_STREAM_PREFIX}},
-        }]
-        resource["aws_ecs_task_definition"] = {tid: {
-            "family": names.task_family(prefix, job.name),
-            "requires_compatibilities": ["FARGATE"],
-            "network_mode": "awsvpc",
-            "cpu": "256",
-            "memory": "512",
-            "execution_role_arn": exec_role_arn,
-            "task_role_arn": "${local.platform.runner_task_role_arn}",
-            "volume": [{"name": "tmp"}],
-            "container_definitions": json.dumps(container, sort_keys=True),
-        }}
+    # -- what each executor needs besides the state machine (a task definition, a function) ----
+    for executor, steps in executors:
+        executor.resources(tf, steps)
 
     resource["aws_iam_role"] = roles
     resource["aws_iam_role_policy"] = role_policies

@@ -14,7 +14,10 @@ from pathlib import Path
 
 import _gojsonnet as _jsonnet
 from jobplane.compiler.fields import Invalid, Loc
-from jobplane.compiler.model import NAME_RE, Job, duplicate_step_problem, fargate_size_problem
+from jobplane.compiler import kinds
+from jobplane.compiler.model import NAME_RE, Job, duplicate_step_problem
+from jobplane.contract import lambda_step
+from jobplane.contract.step_kinds import Executor
 from jobplane.compiler.overrides import params_budget
 from jobplane.compiler.secret_scope import scope_problems
 from jobplane.compiler.problems import DefinitionError, Problem, rel
@@ -383,11 +386,11 @@ def raw_problems(source: str, job: str, item: JsonObject, config: PlatformConfig
             members: list[JsonValue] = group if isinstance(group, list) else []
             named.append((step.get("name"), [m.get("name") for m in members if isinstance(m, dict)]))
             for where, s in [(f"steps[{i}]", step)] + [(f"steps[{i}].parallel[{j}]", m) for j, m in enumerate(members)]:
-                if not isinstance(s, dict) or isinstance(s.get("parallel"), list):
+                if not isinstance(s, dict):
                     continue
-                cpu, memory = s.get("cpu", 256), s.get("memory", 512)
-                if type(cpu) is int and type(memory) is int and (size := fargate_size_problem(cpu, memory)):
-                    problems.append(Problem(source, job, where, size))
+                given = [k for k in kinds.REGISTRY if s.get(k.name) is not None]
+                if len(given) == 1 and given[0].info.executor is not Executor.GROUP:
+                    problems.extend(Problem(source, job, where, p) for p in given[0].executor.raw_problems(s))
         if all(isinstance(n, str) and all(isinstance(m, str) for m in ms) for n, ms in named):
             duplicate = duplicate_step_problem(named)  # every name a str, just checked
             if duplicate:
@@ -403,10 +406,11 @@ def raw_derived_names(prefix: str, name: str, item: JsonObject) -> list[tuple[st
     steps = [s for s in item.get("steps") or [] if isinstance(s, dict)] if isinstance(item.get("steps"), list) else []
     runnable = steps + [m for s in steps if isinstance(s.get("parallel"), list) for m in s["parallel"] if isinstance(m, dict)]
     return derived_names(prefix, name, count, bool(isinstance(item.get("after"), list) and item["after"]),
-                         any(s.get("secrets") for s in runnable))
+                         any(s.get("secrets") for s in runnable), any(s.get("lambda") is not None for s in runnable))
 
 
-def derived_names(prefix: str, name: str, schedules: int, after: bool, secrets: bool) -> list[tuple[str, str]]:
+def derived_names(prefix: str, name: str, schedules: int, after: bool, secrets: bool,
+                  lambda_steps: bool = False) -> list[tuple[str, str]]:
     """(kind, name) of every AWS name a job with ``schedules`` schedules, ``after`` rules and
     steps with secrets or not derives from its name (``jobplane import`` names jobs with it too)."""
     out = [("state machine", names.state_machine_name(prefix, name)), ("IAM role", names.sfn_role_name(prefix, name))]
@@ -418,4 +422,7 @@ def derived_names(prefix: str, name: str, schedules: int, after: bool, secrets: 
     if secrets:
         out.append(("IAM role", names.task_execution_role_name(prefix, name)))
         out.append(("task definition family", names.task_family(prefix, name)))
+    if lambda_steps:
+        out.append(("Lambda function", lambda_step.function_name(prefix, name)))
+        out.append(("IAM role", lambda_step.role_name(prefix, name)))
     return out

@@ -82,3 +82,25 @@ def function_name(prefix: str, job: str) -> str:
     """One function per job that has Lambda steps: its role is the job's own (the secrets and
     calls it declares), as an ECS step's task role is. At most 64 characters (names.LIMITS)."""
     return f"{prefix}-{job}-runner"
+
+
+def role_name(prefix: str, job: str) -> str:
+    """The function's execution role (names.LIMITS: 64 characters)."""
+    return f"{prefix}-{job}-lambda"
+
+
+#: The function's environment variable naming where each secret of its steps is read from
+#: (JSON: ENV_NAME -> Secrets Manager secret ARN or SSM parameter ARN). ECS injects secrets into
+#: the container; a Lambda function cannot, so the handler reads them with the function's role
+#: (which may read exactly these) before it starts the runner.
+ENV_SECRET_SOURCES = "JOBPLANE_SECRET_SOURCES"
+
+
+def secret_sources_json(sources: dict[str, str]) -> str:
+    return json.dumps(dict(sorted(sources.items())), separators=(",", ":"))
+
+
+#: The image's entry point and handler when Lambda runs it: the runtime interface client, as in
+#: AWS's "Using an alternative base image with the runtime interface client".
+IMAGE_ENTRY_POINT = ("python", "-m", "awslambdaric")
+HANDLER = "jobplane.runner.lambda_handler.handler"

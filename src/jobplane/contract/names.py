@@ -5,7 +5,7 @@ Checked at validation time so that a long job name fails in the pull request, no
 
 from __future__ import annotations
 
-LIMITS = {"state machine": 80, "schedule": 64, "IAM role": 64, "task definition family": 255}
+LIMITS = {"state machine": 80, "schedule": 64, "IAM role": 64, "task definition family": 255, "Lambda function": 64}
 
 #: What the base module (terraform/platform) names "<prefix>-<suffix>" (tests/test_compile.py
 #: reads them from the module): a job whose derived names equal one of these would collide

@@ -12,6 +12,7 @@ from cron_descriptor import Options, get_description
 
 from jobplane.contract.catalog import StepRetry
 from jobplane.contract.schedule import AtExpression, CronExpression, RateExpression, parse
+from jobplane.contract.step_kinds import call_of
 from jobplane.contract.clock import parse_iso
 from jobplane.contract.attempts import attempt_rows
 from jobplane.contract.catalog import CatalogJob
@@ -91,21 +92,8 @@ def step_rows(view: ExecutionView) -> list[StepRow]:
 
 def step_call(target: JsonObject | None) -> str:
     """A step's target as a person would write the call: ``module:function(day="x", n=1)``,
-    ``manage.py post_ledger --period 2026-10``, or a shell command line."""
-    import json
-    import shlex
-
-    if not target:
-        return ""
-    kind = target.get("kind")
-    if kind == "shell":
-        return shlex.join(str(a) for a in target.get("argv", []))
-    args = [json.dumps(a) for a in target.get("args", [])]
-    kwargs = [f"{k}={json.dumps(v)}" for k, v in (target.get("kwargs") or {}).items()]
-    if kind == "django":
-        return " ".join(["manage.py", str(target.get("target", "")), *(shlex.quote(str(a)) for a in target.get("args", [])),
-                         *(f"--{k.replace('_', '-')}={shlex.quote(str(v))}" for k, v in (target.get("kwargs") or {}).items())])
-    return f"{target.get('target', '')}({', '.join(args + kwargs)})"
+    ``manage.py post_ledger --period 2026-10``, or a shell command line (contract/step_kinds.py)."""
+    return call_of(target)
 
 
 def seconds(value: int | float | None) -> str:

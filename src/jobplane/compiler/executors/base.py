@@ -1,0 +1,70 @@
+"""The executor seam: what the ASL builder and the Terraform ask of the place a step runs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Protocol
+
+from jobplane.contract.types import JsonObject
+
+if TYPE_CHECKING:
+    from jobplane.compiler.choice_rules import Rule, When
+    from jobplane.compiler.model import Job, Step
+    from jobplane.compiler.states import Graph
+    from jobplane.contract.config import PlatformConfig
+    from jobplane.contract.statuses import Event, ExecutionStatus
+
+
+class AttemptBuilder(Protocol):
+    """What an executor may use of the job's builder (compiler/asl.py): the job, its events, the
+    failure states every step shares and the retry loop of the step's own failures."""
+
+    job: Job
+    prefix: str
+    events: set[Event]
+
+    def step_failure_state(self, step: Step, status: ExecutionStatus, into: Graph, record: bool) -> str: ...
+
+    def recovered_rule(self, ok: Rule | list[Rule]) -> When: ...
+
+    def retry_loop(self, step: Step, into: Graph) -> str: ...
+
+
+class TerraformContext(Protocol):
+    """What an executor may use of the job's Terraform document as compiler/terraform.py builds it."""
+
+    job: Job
+    config: PlatformConfig
+    tid: str
+    resource: dict[str, JsonObject]
+    roles: JsonObject
+    role_policies: JsonObject
+    attachments: JsonObject
+    data: dict[str, JsonObject]
+
+    @property
+    def docs(self) -> JsonObject: ...
+
+
+class StepExecutor(Protocol):
+    name: str
+
+    def problems(self, step: Step) -> Iterator[str]:
+        """What this place cannot run (a size, a time limit)."""
+        ...
+
+    def raw_problems(self, step: JsonObject) -> Iterator[str]:
+        """The same, on a definition that may not validate (reported with its other problems)."""
+        ...
+
+    def attempt_states(self, b: AttemptBuilder, step: Step, nxt: str, is_last: bool, into: Graph, record: bool) -> str:
+        """Add the states of the step's attempts to ``into``; return the first one's name."""
+        ...
+
+    def role_statements(self, tf: TerraformContext, steps: list[Step]) -> list[JsonObject]:
+        """What the state machine's role may call to run ``steps`` (the job's steps of this executor)."""
+        ...
+
+    def resources(self, tf: TerraformContext, steps: list[Step]) -> None:
+        """Add what running ``steps`` needs besides the state machine (a task definition, a function)."""
+        ...

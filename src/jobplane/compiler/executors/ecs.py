@@ -1,0 +1,285 @@
+"""ECS on Fargate: each attempt is an ``ecs:runTask.sync`` Task of the runner image, followed by
+a **check** Choice on the container's exit code and the task's StopCode.
+
+On AWS a non-zero exit fails the Task (States.TaskFailed, the stopped task's JSON as Cause:
+shared notes, aws-facts); the local engine does the same; a Task that succeeded with one is
+judged on its result. A stop that neither the step nor an operator chose is the
+infrastructure's, retried on its own bounded budget without counting as an attempt.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from jobplane.compiler.choice_rules import Not, Rule, Test, When, all_of, any_of, matches, number_equals, present
+from jobplane.compiler.executors.base import AttemptBuilder, TerraformContext
+from jobplane.compiler.overrides import container_overrides
+from jobplane.compiler.state_data import ATTEMPT, ERROR, FAILED_STEP_VAR, INFRA, INFRA_WAITS, RESULT, steps_slot
+from jobplane.compiler.states import Catch, Choice, Graph, Pass, Retry, Task, Wait
+from jobplane.compiler.terraform_iam import ACCOUNT, PARTITION, REGION, statement
+from jobplane.contract import names
+from jobplane.contract import runner as rc
+from jobplane.contract import states as sn
+from jobplane.contract.bindings import token
+from jobplane.contract.statuses import Event, ExecutionStatus
+from jobplane.contract.types import JsonObject
+
+if TYPE_CHECKING:
+    from jobplane.compiler.model import Step
+
+RUN_TASK = "arn:aws:states:::ecs:runTask.sync"
+# Launch failures, capacity and throttling: not the step's fault, retried with backoff.
+ECS_INFRA_RETRY = Retry(("ECS.AmazonECSException", "ECS.ServerException", "ECS.ThrottlingException",
+                         "ECS.LimitExceededException", "ECS.ServiceUnavailableException"), 4, interval=5, backoff=2.0,
+                        max_delay=60, full_jitter=True)
+# A task that ran and failed (States.TaskFailed, its exit code or StopCode in the Cause) goes to
+# the check, and a timeout to its record: neither is retried here. Any other error of the RunTask
+# call is the call's, not the step's: when RunTask answers with `failures` (no capacity, ...) the
+# Task fails with `AmazonECS.Unknown` ("Key features of Optimized Amazon ECS/Fargate integration",
+# https://docs.aws.amazon.com/step-functions/latest/dg/connect-ecs.html), and other call errors
+# are not all documented by name, so whatever remains is retried with the same backoff before
+# the Catch records it.
+# Errors that a retry cannot mend are not retried either: a misconfiguration (the cluster, the
+# parameters, the role) fails at once and is recorded. States.Runtime is never retriable on AWS
+# (https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html); moto's
+# interpreter would retry it with States.ALL, so it is listed to behave the same in both places.
+ECS_TASK_OUTCOMES = Retry(("States.TaskFailed", "States.Timeout", "States.Runtime", "States.Permissions",
+                           "ECS.ClusterNotFoundException", "ECS.InvalidParameterException",
+                           "ECS.AccessDeniedException"), 0)
+ECS_CALL_RETRY = Retry(("States.ALL",), 4, interval=5, backoff=2.0, max_delay=60, full_jitter=True)
+
+#: Fargate CPU units -> allowed memory (MiB) as (low, high, step).
+FARGATE_SIZES = {
+    256: [(512, 512, 1), (1024, 2048, 1024)],
+    512: [(1024, 4096, 1024)],
+    1024: [(2048, 8192, 1024)],
+    2048: [(4096, 16384, 1024)],
+    4096: [(8192, 30720, 1024)],
+    8192: [(16384, 61440, 4096)],
+    16384: [(32768, 122880, 8192)],
+}
+
+
+def fargate_size_problem(cpu: int, memory: int) -> str | None:
+    """What is wrong with a cpu/memory pair on Fargate, or None (also checked on the raw
+    definition, so it is reported even when the step has other errors)."""
+    sizes = FARGATE_SIZES.get(cpu)
+    if sizes is None:
+        return f"cpu {cpu} is not a Fargate size ({', '.join(map(str, FARGATE_SIZES))})"
+    if not any(lo <= memory <= hi and (memory - lo) % step == 0 for lo, hi, step in sizes):
+        allowed = "; ".join(f"{lo}-{hi} in steps of {step}" if lo != hi else str(lo) for lo, hi, step in sizes)
+        return f"memory {memory} does not fit cpu {cpu} on Fargate (allowed: {allowed})"
+    return None
+
+
+def _stop_code_rules(cause: str, codes: tuple[str, ...]) -> list[Rule]:
+    """The task JSON in ``cause`` has one of these StopCodes (compact or spaced JSON)."""
+    return [matches(cause, f'*"StopCode":{sep}"{code}"*') for code in codes for sep in ("", " ")]
+
+
+class EcsExecutor:
+    name = "ecs"
+
+    def problems(self, step: Step) -> Iterator[str]:
+        if size_problem := fargate_size_problem(step.cpu, step.memory):
+            yield size_problem
+
+    def raw_problems(self, step: JsonObject) -> Iterator[str]:
+        cpu, memory = step.get("cpu", 256), step.get("memory", 512)
+        if type(cpu) is int and type(memory) is int and (size := fargate_size_problem(cpu, memory)):
+            yield size
+
+    def run_task_parameters(self, b: AttemptBuilder, step: Step, counter: str | None) -> JsonObject:
+        """RunTask's parameters; ``counter``: where the attempt number is (None: one attempt)."""
+        return {
+            "Cluster": token("cluster_arn"),
+            "TaskDefinition": token("task_definition"),
+            "LaunchType": "FARGATE",
+            "Group": f"jobplane:{b.job.name}"[:255],
+            "NetworkConfiguration": {"AwsvpcConfiguration": {
+                "Subnets.$": f"States.StringSplit('{token('subnets')}', ',')",
+                "SecurityGroups.$": f"States.StringSplit('{token('security_groups')}', ',')",
+                "AssignPublicIp": "DISABLED"}},
+            "Overrides": {
+                "Cpu": str(step.cpu),
+                "Memory": str(step.memory),
+                "ContainerOverrides": container_overrides(b.job, step, counter),
+            },
+        }
+
+    def attempt_states(self, b: AttemptBuilder, step: Step, nxt: str, is_last: bool, into: Graph, record: bool) -> str:
+        """The attempt loop of one step, going on to ``nxt`` when it succeeds.
+
+        One Task runs every attempt: a failure that may be retried goes through ``<step>: retry``
+        (count the attempt, pick its back-off) and ``<step>: wait`` back to it. Unrolling one
+        Task and one check per attempt repeated the Task's overrides and the check's rules in
+        every attempt, most of a 1,000-job project's bytes (issue 19); a loop costs one more
+        state transition per retry, never on a run that succeeds at once.
+
+        ``record`` False means inside a parallel branch: failures end the branch instead of the job.
+        """
+        attempts = step.retry.attempts
+        slot = steps_slot(step)
+        result = f"{slot}.{RESULT}"
+        counter = f"{slot}.{ATTEMPT}"
+        failed = b.step_failure_state(step, ExecutionStatus.FAILED, into, record)
+        timed_out = b.step_failure_state(step, ExecutionStatus.TIMED_OUT, into, record)
+        # names the step for the job's one timeout record (inside a branch: the branch's own Pass)
+        at_step = {FAILED_STEP_VAR: step.name} if record else None
+        name, check = sn.attempt(step.name), sn.check(step.name)
+        retried = attempts > 1
+        into.add(name, Task(
+            comment=f"{step.kind} step, up to {attempts} attempt{'s' if retried else ''}",
+            resource=RUN_TASK,
+            parameters=self.run_task_parameters(b, step, counter if retried else None),
+            result_selector={"Container.$": "States.ArrayGetItem($.Containers, 0)", "TaskArn.$": "$.TaskArn"},
+            result_path=result,
+            timeout_seconds=step.timeout,
+            retry=[ECS_TASK_OUTCOMES, ECS_INFRA_RETRY, ECS_CALL_RETRY],
+            # a failed task always reaches the check: it tells the step's own failures from
+            # the infrastructure's and from an operator's stop. Its error (the task's whole
+            # JSON) goes to the one ERROR slot, which the next failure overwrites, so the
+            # state data stays bounded however many attempts fail.
+            catch=[Catch(["States.Timeout"], timed_out, ERROR, assign=at_step),
+                   Catch(["States.TaskFailed"], check, ERROR),
+                   Catch(["States.ALL"], failed, ERROR)],
+            next=check))
+        # RESULT is written only by a Task that succeeded, and the retry state clears it before
+        # the next attempt: present means "this attempt's task ran to its end". When it is
+        # absent, the Task failed and ERROR was written by this attempt.
+        exit_code = f"{result}.Container.ExitCode"
+        ran = present(result)
+        ok = all_of(present(exit_code), number_equals(exit_code, rc.EXIT_OK))
+        last = Test(counter, "NumericGreaterThanEquals", attempts)
+        retry = sn.retry(step.name)
+        choices: list[When] = []
+        if is_last and record and Event.RECOVERED in b.events:
+            choices.append(b.recovered_rule(ok))
+        choices.append(When(ok, nxt))
+        # A Task that succeeded with a non-zero exit code (not AWS's behaviour, kept for any
+        # engine that does it) is judged on its own result.
+        if retried:
+            permanent = any_of(*(number_equals(exit_code, code) for code in rc.NOT_RETRIED_EXIT_CODES))
+            choices.append(When(all_of(present(exit_code), permanent), failed))
+            choices.append(When(all_of(ran, last), failed))
+            choices.append(When(ran, retry))
+        else:
+            choices.append(When(ran, failed))
+        # On AWS a failed task arrives as States.TaskFailed whose Cause is the task's JSON.
+        cause = f"{ERROR}.Cause"
+        # a stop neither the step (its container exited) nor an operator chose: infrastructure
+        # (rc.INFRA_STOP_CODES and any code AWS adds: a Fargate task retirement's)
+        choices.append(When(all_of(present(cause),
+                                   any_of(*_stop_code_rules(cause, ("*",))),  # any StopCode at all
+                                   Not(any_of(*_stop_code_rules(cause, (rc.RUNNER_STOP_CODE, rc.OPERATOR_STOP_CODE)))),
+                                   Test(f"{INFRA}.n", "NumericLessThan", len(INFRA_WAITS))),
+                            self.infra_states(step, into)))
+        choices.append(When(all_of(present(cause), any_of(*_stop_code_rules(cause, (rc.OPERATOR_STOP_CODE,)))),
+                            failed))  # someone stopped the task: never retried
+        if retried:
+            choices.append(When(last, failed))
+            cause_permanent = any_of(*(matches(cause, f'*"ExitCode":{sep}{code},*')
+                                       for code in rc.NOT_RETRIED_EXIT_CODES for sep in ("", " ")))
+            choices.append(When(all_of(present(cause), cause_permanent), failed))
+            choices.append(When(present(f"{ERROR}.Error"), retry))
+            b.retry_loop(step, into)
+        into.add(check, Choice(choices=choices, default=failed))
+        return name
+
+    def infra_states(self, step: Step, into: Graph) -> str:
+        """Count an infrastructure retry of the attempt, wait, run the same attempt again."""
+        retry, wait = sn.infra_retry(step.name), sn.infra_wait(step.name)
+        into.add(retry, Pass(
+            comment="The task never ran the step to its end (rc.INFRA_STOP_CODES): not the step's attempt",
+            parameters={"n.$": f"States.MathAdd({INFRA}.n, 1)",
+                        "wait.$": f"States.ArrayGetItem(States.Array({', '.join(map(str, INFRA_WAITS))}), {INFRA}.n)"},
+            result_path=INFRA, next=wait))
+        into.add(wait, Wait(seconds_path=f"{INFRA}.wait", next=sn.attempt(step.name)))
+        return retry
+
+    # -- Terraform ---------------------------------------------------------------------------
+    @staticmethod
+    def own_task_definition(steps: list[Step]) -> bool:
+        """A job whose ECS steps need secrets runs a task definition of its own (its execution
+        role reads them); every other runs the base module's."""
+        return any(s.secrets for s in steps)
+
+    def role_statements(self, tf: TerraformContext, steps: list[Step]) -> list[JsonObject]:
+        tid = tf.tid
+        # The state machine runs a task definition family, whose latest ACTIVE revision ECS picks,
+        # and may run any revision of it ("family:*"): RunTask "If a revision isn't specified, the
+        # latest ACTIVE revision is used ... you must either specify a specific revision, or all
+        # revisions in the ARN" (https://docs.aws.amazon.com/AmazonECS/latest/APIReference/API_RunTask.html).
+        # A new runner image then changes no state machine and no team root.
+        own = self.own_task_definition(steps)
+        family = (f"aws_ecs_task_definition.{tid}.family" if own else "local.platform.runner_family")
+        task_def_arn = f"arn:{PARTITION}:ecs:{REGION}:{ACCOUNT}:task-definition/${{{family}}}:*"
+        exec_role_arn = (f"${{aws_iam_role.{tid}_exec.arn}}" if own else "${local.platform.runner_execution_role_arn}")
+        return [
+            statement("RunRunnerTasks", ["ecs:RunTask"], [task_def_arn],
+                      [{"test": "ArnEquals", "variable": "ecs:cluster", "values": ["${local.platform.cluster_arn}"]}]),
+            statement("WatchRunnerTasks", ["ecs:DescribeTasks", "ecs:StopTask"],
+                      [f"arn:{PARTITION}:ecs:{REGION}:{ACCOUNT}:task/${{local.platform.cluster_name}}/*"]),
+            statement("SyncTaskEvents", ["events:DescribeRule", "events:PutRule", "events:PutTargets"],
+                      [f"arn:{PARTITION}:events:{REGION}:{ACCOUNT}:rule/StepFunctionsGetEventsForECSTaskRule"]),
+            statement("PassRunnerRoles", ["iam:PassRole"], ["${local.platform.runner_task_role_arn}", exec_role_arn],
+                      [{"test": "StringEquals", "variable": "iam:PassedToService", "values": ["ecs-tasks.amazonaws.com"]}]),
+        ]
+
+    def resources(self, tf: TerraformContext, steps: list[Step]) -> None:
+        """A task definition of its own, only when steps need secrets."""
+        if not self.own_task_definition(steps):
+            return
+        from jobplane.compiler.terraform_iam import assume, secret_references
+
+        tid, job, docs = tf.tid, tf.job, tf.docs
+        prefix = tf.config.name_prefix
+        secrets = {k: v for s in steps for k, v in sorted(s.secrets.items())}
+        exec_role_arn = f"${{aws_iam_role.{tid}_exec.arn}}"
+        docs[f"{tid}_exec_assume"] = assume("ecs-tasks.amazonaws.com")
+        value_from, sm_arns, ssm_arns = secret_references(tid, secrets, tf.data)
+        statements = [statement("PullImageAndLog",
+                                ["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
+                                ["${local.platform.runner_repository_arn}"]),
+                      statement("ReadJobSecrets", ["secretsmanager:GetSecretValue"], sm_arns) if sm_arns else None,
+                      statement("ReadJobParameters", ["ssm:GetParameters"], ssm_arns) if ssm_arns else None]
+        docs[f"{tid}_exec"] = {"statement": [s for s in statements if s]}
+        tf.roles[f"{tid}_exec"] = {"name": names.task_execution_role_name(prefix, job.name),
+                                   "description": f"ECS task execution role of jobplane job {job.name} (reads its secrets)",
+                                   "assume_role_policy": f"${{data.aws_iam_policy_document.{tid}_exec_assume.json}}"}
+        tf.role_policies[f"{tid}_exec"] = {"name": "secrets", "role": f"${{aws_iam_role.{tid}_exec.id}}",
+                                           "policy": f"${{data.aws_iam_policy_document.{tid}_exec.json}}"}
+        tf.attachments[f"{tid}_exec_logs"] = {"role": f"${{aws_iam_role.{tid}_exec.name}}",
+                                              "policy_arn": "${local.platform.runner_logging_policy_arn}"}
+        container = [{
+            "name": rc.CONTAINER_NAME,
+            "image": "${local.platform.runner_image}",
+            "essential": True,
+            "memoryReservation": 128,  # soft: the step's task-level Memory is its limit (runner.tf)
+            "readonlyRootFilesystem": True,
+            "mountPoints": [{"sourceVolume": "tmp", "containerPath": "/tmp", "readOnly": False}],
+            "secrets": [{"name": k, "valueFrom": value_from[k]} for k in sorted(secrets)],
+            # the runner never prints these variables' values (runner/logs.py)
+            "environment": [{"name": "JOBPLANE_SECRET_NAMES", "value": ",".join(sorted(secrets))}],
+            "logConfiguration": {"logDriver": "awslogs", "options": {
+                "awslogs-group": "${local.platform.log_group_name}",
+                "awslogs-region": REGION,
+                # the readers find a task's stream by its id alone (contract/runner.py: log_stream)
+                "awslogs-stream-prefix": rc.LOG_STREAM_PREFIX}},
+        }]
+        tf.resource["aws_ecs_task_definition"] = {tid: {
+            "family": names.task_family(prefix, job.name),
+            "requires_compatibilities": ["FARGATE"],
+            "network_mode": "awsvpc",
+            "cpu": "256",
+            "memory": "512",
+            "execution_role_arn": exec_role_arn,
+            "task_role_arn": "${local.platform.runner_task_role_arn}",
+            "volume": [{"name": "tmp"}],
+            "container_definitions": json.dumps(container, sort_keys=True),
+        }}
+
+
+ECS = EcsExecutor()

@@ -1,0 +1,176 @@
+"""Lambda: each attempt is a ``lambda:invoke`` (request-response) of the job's runner function,
+built from the runner image, which runs the step with the same runner as ECS
+(contract/lambda_step.py, runner/lambda_handler.py).
+
+The Task's own retries are the Lambda service's transient errors, as AWS recommends for the
+Lambda integration; the step's own failures arrive as the handler's error (its name says
+retryable or permanent, its message the exit code and log stream) and go to the check, which
+retries them through the same loop as an ECS step's; anything else the function raised (it
+could not even import the runner) fails the step at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from jobplane.compiler.choice_rules import Test, When, equals, present
+from jobplane.compiler.executors.base import AttemptBuilder, TerraformContext
+from jobplane.compiler.overrides import container_env
+from jobplane.compiler.state_data import ATTEMPT, ERROR, FAILED_STEP_VAR, RESULT, steps_slot
+from jobplane.compiler.states import Catch, Choice, Graph, Retry, Task
+from jobplane.compiler.terraform_iam import ACCOUNT, PARTITION, REGION, assume, secret_references, statement
+from jobplane.contract import lambda_step
+from jobplane.contract import states as sn
+from jobplane.contract.statuses import Event, ExecutionStatus
+from jobplane.contract.types import JsonObject
+
+if TYPE_CHECKING:
+    from jobplane.compiler.model import Step
+
+# "Handle transient Lambda service exceptions": retry these with backoff
+# (https://docs.aws.amazon.com/step-functions/latest/dg/bp-lambda-serviceexception.html).
+LAMBDA_SERVICE_RETRY = Retry(lambda_step.SERVICE_ERRORS, 6, interval=2, backoff=2.0, max_delay=60, full_jitter=True)
+#: Lambda function memory, MB ("Configure Lambda function memory": 128 to 10,240 MB,
+#: https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html).
+MEMORY_RANGE = (128, 10240)
+#: How long a Lambda step's logs are kept (as the runner's log group on ECS: runner.tf).
+LOG_RETENTION_DAYS = 365
+
+
+def payload(b: AttemptBuilder, step: Step, counter: str | None) -> JsonObject:
+    """The invocation's payload: the environment an ECS step's container gets, as a map."""
+    env: JsonObject = {}
+    for var in container_env(b.job, step, counter):
+        if "Value.$" in var:
+            env[f"{var['Name']}.$"] = var["Value.$"]
+        else:
+            env[var["Name"]] = var["Value"]
+    return {lambda_step.PAYLOAD_ENVIRONMENT: env}
+
+
+class LambdaExecutor:
+    name = "lambda"
+
+    def problems(self, step: Step) -> Iterator[str]:
+        if step.timeout > lambda_step.MAX_TIMEOUT:
+            yield (f"timeout {step.timeout}s is longer than Lambda's limit of {lambda_step.MAX_TIMEOUT}s (15m); "
+                   "run a longer step on ECS (jp.python)")
+        low, high = MEMORY_RANGE
+        if not low <= step.memory <= high:
+            yield f"memory {step.memory} MB is outside Lambda's {low}-{high} MB"
+        if step.cpu != 256:
+            yield "cpu does not apply to a lambda step: Lambda gives CPU in proportion to memory"
+
+    def raw_problems(self, step: JsonObject) -> Iterator[str]:
+        return iter(())
+
+    def attempt_states(self, b: AttemptBuilder, step: Step, nxt: str, is_last: bool, into: Graph, record: bool) -> str:
+        attempts = step.retry.attempts
+        slot = steps_slot(step)
+        result = f"{slot}.{RESULT}"
+        counter = f"{slot}.{ATTEMPT}"
+        failed = b.step_failure_state(step, ExecutionStatus.FAILED, into, record)
+        timed_out = b.step_failure_state(step, ExecutionStatus.TIMED_OUT, into, record)
+        at_step = {FAILED_STEP_VAR: step.name} if record else None
+        name, check = sn.attempt(step.name), sn.check(step.name)
+        retried = attempts > 1
+        into.add(name, Task(
+            comment=f"lambda step, up to {attempts} attempt{'s' if retried else ''}",
+            resource=lambda_step.INVOKE_RESOURCE,
+            parameters={"FunctionName": lambda_step.function_name(b.prefix, b.job.name),
+                        "Payload": payload(b, step, counter if retried else None)},
+            result_selector={"Payload.$": "$.Payload"},
+            result_path=result,
+            timeout_seconds=step.timeout,
+            retry=[LAMBDA_SERVICE_RETRY],
+            catch=[Catch(["States.Timeout"], timed_out, ERROR, assign=at_step),
+                   Catch(list(lambda_step.ERRORS), check, ERROR),
+                   Catch(["States.ALL"], failed, ERROR)],
+            next=check))
+        ok = present(result)  # only a success returns: the handler raises every failure
+        error = f"{ERROR}.Error"
+        choices: list[When] = []
+        if is_last and record and Event.RECOVERED in b.events:
+            choices.append(b.recovered_rule(ok))
+        choices.append(When(ok, nxt))
+        if retried:
+            choices.append(When(Test(counter, "NumericGreaterThanEquals", attempts), failed))
+            choices.append(When(equals(error, lambda_step.ERROR_RETRYABLE), b.retry_loop(step, into)))
+        into.add(check, Choice(choices=choices, default=failed))
+        return name
+
+    # -- Terraform ---------------------------------------------------------------------------
+    def role_statements(self, tf: TerraformContext, steps: list[Step]) -> list[JsonObject]:
+        function = lambda_step.function_name(tf.config.name_prefix, tf.job.name)
+        arn = f"arn:{PARTITION}:lambda:{REGION}:{ACCOUNT}:function:{function}"
+        # InvokeFunction on the function and its versions ("IAM policies for invoking AWS Lambda",
+        # https://docs.aws.amazon.com/step-functions/latest/dg/lambda-iam.html)
+        return [statement("InvokeRunnerFunction", ["lambda:InvokeFunction"], [arn, f"{arn}:*"])]
+
+    def resources(self, tf: TerraformContext, steps: list[Step]) -> None:
+        """The job's runner function, from the runner image, with a role of its own that reads
+        only the secrets its Lambda steps name, in the platform's subnets like an ECS task."""
+        tid, job, docs = tf.tid, tf.job, tf.docs
+        prefix = tf.config.name_prefix
+        function = lambda_step.function_name(prefix, job.name)
+        role = f"{tid}_lambda"
+        secrets = {k: v for s in steps for k, v in sorted(s.secrets.items())}
+        docs[f"{role}_assume"] = assume("lambda.amazonaws.com")
+        statements: list[JsonObject] = [
+            statement("WriteItsLogs", ["logs:CreateLogStream", "logs:PutLogEvents"],
+                      [f"arn:{PARTITION}:logs:{REGION}:{ACCOUNT}:log-group:/aws/lambda/{function}:*"]),
+            # tracing Active needs these ("Using AWS Lambda with AWS X-Ray", execution role)
+            statement("Trace", ["xray:PutTelemetryRecords", "xray:PutTraceSegments"], ["*"]),
+        ]
+        sources: dict[str, str] = {}
+        if secrets:
+            value_from, sm_arns, ssm_arns = secret_references(f"{role}", secrets, tf.data)
+            sources = value_from
+            if sm_arns:
+                statements.append(statement("ReadJobSecrets", ["secretsmanager:GetSecretValue"], sm_arns))
+            if ssm_arns:
+                statements.append(statement("ReadJobParameters", ["ssm:GetParameters"], ssm_arns))
+        docs[role] = {"statement": statements}
+        tf.roles[role] = {"name": lambda_step.role_name(prefix, job.name),
+                          "description": f"Lambda role of jobplane job {job.name}'s runner function",
+                          "assume_role_policy": f"${{data.aws_iam_policy_document.{role}_assume.json}}"}
+        tf.role_policies[role] = {"name": "runner", "role": f"${{aws_iam_role.{role}.id}}",
+                                  "policy": f"${{data.aws_iam_policy_document.{role}.json}}"}
+        # ENIs in the platform's subnets ("Giving Lambda functions access to resources in an
+        # Amazon VPC": the AWSLambdaVPCAccessExecutionRole managed policy)
+        tf.attachments[f"{role}_vpc"] = {
+            "role": f"${{aws_iam_role.{role}.name}}",
+            "policy_arn": f"arn:{PARTITION}:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole"}
+        tf.resource["aws_cloudwatch_log_group"] = {role: {
+            "name": f"/aws/lambda/{function}", "retention_in_days": LOG_RETENTION_DAYS,
+            "kms_key_id": "${local.platform.kms_key_arn}",
+            "tags": {"jobplane:job": job.name, "jobplane:team": job.team}}}
+        environment = {"JOBPLANE_FUNCTION": function}
+        if sources:
+            environment[lambda_step.ENV_SECRET_SOURCES] = lambda_step.secret_sources_json(sources)
+        timeout = min(lambda_step.MAX_TIMEOUT, max(s.timeout for s in steps) + lambda_step.FUNCTION_TIMEOUT_MARGIN)
+        tf.resource["aws_lambda_function"] = {role: {
+            "function_name": function,
+            "description": f"jobplane runner of job {job.name} ({job.team}): its lambda steps",
+            "role": f"${{aws_iam_role.{role}.arn}}",
+            "package_type": "Image",
+            "image_uri": "${local.platform.runner_image}",
+            # the runtime interface client runs the handler ("Using an alternative base image
+            # with the runtime interface client",
+            # https://docs.aws.amazon.com/lambda/latest/dg/python-image.html#python-image-clients)
+            "image_config": {"entry_point": list(lambda_step.IMAGE_ENTRY_POINT),
+                             "command": [lambda_step.HANDLER]},
+            "memory_size": max(s.memory for s in steps),
+            "timeout": timeout,
+            "environment": {"variables": environment},
+            "kms_key_arn": "${local.platform.kms_key_arn}",
+            "tracing_config": {"mode": "Active"},
+            "vpc_config": {"subnet_ids": "${split(\",\", local.platform.subnets)}",
+                           "security_group_ids": "${split(\",\", local.platform.security_groups)}"},
+            "depends_on": [f"aws_cloudwatch_log_group.{role}"],
+            "tags": {"jobplane:job": job.name, "jobplane:team": job.team},
+        }}
+
+
+LAMBDA = LambdaExecutor()

@@ -1,0 +1,24 @@
+"""The step kinds, one class each (compiler/kinds/*.py), and the registry every part reads.
+
+Adding a kind: its module here (its field, checks and target), a line in ``REGISTRY``, its
+:class:`~jobplane.contract.step_kinds.KindInfo` line in contract/step_kinds.py (what the runtime
+reads), and its ``jp.*`` helper in jobs/lib/jobplane.libsonnet (tests/test_kinds.py holds the
+three lists equal). A kind that runs somewhere new brings an executor (compiler/executors/).
+"""
+
+from __future__ import annotations
+
+from jobplane.compiler.kinds.base import StepKind
+from jobplane.compiler.kinds.celery import CeleryKind
+from jobplane.compiler.kinds.django import DjangoKind
+from jobplane.compiler.kinds.lambda_ import LambdaKind
+from jobplane.compiler.kinds.parallel import ParallelKind
+from jobplane.compiler.kinds.python import PythonKind
+from jobplane.compiler.kinds.shell import ShellKind
+
+#: In the order a definition's fields, the JSON Schema and messages list them.
+REGISTRY: tuple[StepKind, ...] = (PythonKind(), CeleryKind(), DjangoKind(), ShellKind(), ParallelKind(), LambdaKind())
+BY_NAME: dict[str, StepKind] = {k.name: k for k in REGISTRY}
+NAMES: tuple[str, ...] = tuple(BY_NAME)
+
+__all__ = ["BY_NAME", "NAMES", "REGISTRY", "StepKind"]

@@ -1,0 +1,41 @@
+"""``jp.parallel(name, [steps])``: members run concurrently; the group fails if any member fails.
+A group has no attempt of its own (no target, no executor): its members are the steps."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from jobplane.compiler.fields import FieldSpec, ListOf, Model, Nested, Nullable
+from jobplane.compiler.kinds.base import StepKind
+from jobplane.contract.types import JsonObject
+
+if TYPE_CHECKING:
+    from jobplane.compiler.executors.base import StepExecutor
+    from jobplane.compiler.model import Step
+
+
+def _step_model() -> type[Model]:
+    from jobplane.compiler.model import Step
+
+    return Step
+
+
+class ParallelKind(StepKind):
+    name = "parallel"
+    spec = FieldSpec(Nullable(ListOf(Nested(_step_model))), "Steps run concurrently; fails if any fails.")
+    helper = "parallel(name, steps, opts={})"
+
+    @property
+    def executor(self) -> StepExecutor:
+        raise TypeError("a parallel group has no executor: its members run")
+
+    def problems(self, step: Step) -> Iterator[str]:
+        members = step.parallel or []
+        if len(members) < 2:
+            yield "a parallel group needs at least two steps"
+        elif any(s.parallel is not None for s in members):
+            yield "parallel groups cannot be nested"
+
+    def target_spec(self, step: Step) -> JsonObject:
+        raise TypeError("a parallel group has no target")

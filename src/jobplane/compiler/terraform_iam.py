@@ -1,0 +1,55 @@
+"""The IAM pieces every job's Terraform is built from: statements, trust documents, and the
+references to a job's secrets, in the deployment's own account, region and partition (read by
+data sources, so the compiled Terraform names no account)."""
+
+from __future__ import annotations
+
+from jobplane.compiler.secret_scope import SecretRef
+from jobplane.contract.types import JsonObject
+
+ACCOUNT = "${data.aws_caller_identity.current.account_id}"
+REGION = "${data.aws_region.current.region}"
+PARTITION = "${data.aws_partition.current.partition}"
+
+
+def statement(sid: str, actions: list[str], resources: list[str], conditions: list[JsonObject] | None = None) -> JsonObject:
+    st: JsonObject = {"sid": sid, "effect": "Allow", "actions": sorted(actions), "resources": resources}
+    if conditions:
+        st["condition"] = conditions
+    return st
+
+
+def assume(service: str) -> JsonObject:
+    return {"statement": [{
+        "effect": "Allow", "actions": ["sts:AssumeRole"],
+        "principals": [{"type": "Service", "identifiers": [service]}],
+        "condition": [{"test": "StringEquals", "variable": "aws:SourceAccount", "values": [ACCOUNT]}],
+    }]}
+
+
+def secret_references(tid: str, secrets: dict[str, str], data: JsonObject) -> tuple[
+        dict[str, str], list[str], list[str]]:
+    """Where each secret comes from (the container's valueFrom) and what the execution role may
+    read, all in the deployment's own account and region (the names the job's team may use:
+    compiler/secret_scope.py). A Secrets Manager secret is looked up at plan time (a data source:
+    a missing secret fails the plan, not the first run) and granted as ``NAME-??????``: IAM
+    matches a Secrets Manager secret's full ARN, which ends in a hyphen and 6 random characters
+    (https://docs.aws.amazon.com/secretsmanager/latest/userguide/auth-and-access_examples.html,
+    "wildcard ... -??????"; '?' cannot occur in a name). An SSM parameter is given to ECS by its
+    full ARN, ``parameter`` then its fully qualified name
+    (https://docs.aws.amazon.com/AmazonECS/latest/developerguide/secrets-envvar-ssm-paramstore.html)."""
+    value_from: dict[str, str] = {}
+    sm_arns: set[str] = set()
+    ssm_arns: set[str] = set()
+    for env, value in sorted(secrets.items()):
+        ref = SecretRef.parse(env, value)
+        if ref.service == "ssm":
+            arn = f"arn:{PARTITION}:ssm:{REGION}:{ACCOUNT}:parameter/{ref.name.lstrip('/')}"
+            value_from[env] = arn
+            ssm_arns.add(arn)
+        else:
+            lookup = f"{tid}_{env.lower()}"
+            data.setdefault("aws_secretsmanager_secret", {})[lookup] = {"name": ref.name}
+            value_from[env] = f"${{data.aws_secretsmanager_secret.{lookup}.arn}}"
+            sm_arns.add(f"arn:{PARTITION}:secretsmanager:{REGION}:{ACCOUNT}:secret:{ref.name}-??????")
+    return value_from, sorted(sm_arns), sorted(ssm_arns)

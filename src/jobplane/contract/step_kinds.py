@@ -1,0 +1,90 @@
+"""The step kinds as the runtime sees them: the catalog names a step's kind, and this table says
+where such a step runs (its executor), which runner dispatch it uses and how a person reads its
+call. The compiler's classes (:mod:`jobplane.compiler.kinds`) hold everything else a kind owns
+(its field, checks, Task states, IAM); each of them points at one entry here, and a test holds
+the two lists equal.
+
+Why two halves: the runtime (timeline, logs, portal) must not import the compiler (one-way
+layers, tests/test_layers.py), and what it needs of a kind is small and fixed: the executor
+decides how an attempt's facts and logs are read; the call is what the portal shows.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+
+from jobplane.contract.types import JsonObject
+
+
+class Executor(str, Enum):
+    """Where a step's attempts run; each reads its attempt facts and logs its own way."""
+
+    ECS = "ecs"  # ecs:runTask.sync of the runner image on Fargate (awslogs stream per task)
+    LAMBDA = "lambda"  # lambda:invoke of the job's runner function (its log stream per request)
+    GROUP = "group"  # no attempt of its own: a parallel group's members run
+
+
+def _python_call(target: JsonObject) -> str:
+    args = [json.dumps(a) for a in target.get("args", [])]
+    kwargs = [f"{k}={json.dumps(v)}" for k, v in (target.get("kwargs") or {}).items()]
+    return f"{target.get('target', '')}({', '.join(args + kwargs)})"
+
+
+def _django_call(target: JsonObject) -> str:
+    return " ".join(["manage.py", str(target.get("target", "")),
+                     *(shlex.quote(str(a)) for a in target.get("args", [])),
+                     *(f"--{k.replace('_', '-')}={shlex.quote(str(v))}" for k, v in (target.get("kwargs") or {}).items())])
+
+
+def _shell_call(target: JsonObject) -> str:
+    return shlex.join(str(a) for a in target.get("argv", []))
+
+
+@dataclass(frozen=True)
+class KindInfo:
+    """One step kind as the runtime reads it. ``runner_kind``: the runner's dispatch
+    (``jobplane-runner run <kind>``), None for a group."""
+
+    name: str
+    executor: Executor
+    runner_kind: str | None
+    show_call: Callable[[JsonObject], str]
+
+    def call(self, target: JsonObject | None) -> str:
+        """The step's target as a person would write the call (the portal, `jobplane plan`)."""
+        return self.show_call(target) if target else ""
+
+
+def _no_call(target: JsonObject) -> str:
+    return ""
+
+
+KINDS: tuple[KindInfo, ...] = (
+    KindInfo("python", Executor.ECS, "python", _python_call),
+    KindInfo("celery", Executor.ECS, "celery", _python_call),
+    KindInfo("django", Executor.ECS, "django", _django_call),
+    KindInfo("shell", Executor.ECS, "shell", _shell_call),
+    KindInfo("parallel", Executor.GROUP, None, _no_call),
+    KindInfo("lambda", Executor.LAMBDA, "python", _python_call),
+)
+_BY_NAME = {k.name: k for k in KINDS}
+#: What ``jobplane-runner run <kind>`` dispatches on, in registry order, once each.
+RUNNER_KINDS: tuple[str, ...] = tuple(dict.fromkeys(k.runner_kind for k in KINDS if k.runner_kind))
+
+
+def kind_info(name: str) -> KindInfo:
+    """The kind a catalog names; an unknown name (a catalog newer than this code) reads as an
+    ECS python step, the runtime's long-standing default, rather than failing a page."""
+    return _BY_NAME.get(name) or KindInfo(name, Executor.ECS, None, _python_call)
+
+
+def call_of(target: JsonObject | None) -> str:
+    """The call a runner target spec describes, by its runner kind (the spec's ``kind``)."""
+    if not target:
+        return ""
+    show = {"shell": _shell_call, "django": _django_call}.get(str(target.get("kind")), _python_call)
+    return show(target)
