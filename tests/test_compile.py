@@ -641,3 +641,21 @@ def test_only_errors_of_the_runtask_call_are_retried_by_the_task_itself() -> Non
     assert {"States.Runtime", "ECS.ClusterNotFoundException"} <= set(retry[0]["ErrorEquals"])
     # ...any other error of the call is, with backoff, last (States.ALL must be the last retrier)
     assert retry[-1]["ErrorEquals"] == ["States.ALL"] and retry[-1]["MaxAttempts"] > 0
+
+
+def test_runtask_failures_get_the_bounded_infrastructure_retry() -> None:
+    """Issue 49.1: RunTask's Failures (capacity, vCPU quota, ENI) fail the Task with
+    AmazonECS.Unknown. After the call's own quick retries it must reach the check, which sends it
+    to the infrastructure retry while that budget lasts, not straight to `<step>: failed`."""
+    from jobplane.compiler.executors.ecs import RUN_TASK_FAILURES
+
+    d = asl.build_definition(job(), "jobplane")
+    task = d["States"]["only"]
+    first = next(c for c in task["Catch"] if RUN_TASK_FAILURES in c["ErrorEquals"] or "States.ALL" in c["ErrorEquals"])
+    assert RUN_TASK_FAILURES in first["ErrorEquals"] and first["Next"] == "only: check"
+    rule = next(c for c in d["States"]["only: check"]["Choices"]
+                if any(x.get("StringEquals") == RUN_TASK_FAILURES for x in c.get("And", [])))
+    assert rule["Next"] == "only: infra retry"
+    assert {"Variable": "$.run.infra.n", "NumericLessThan": 3} in rule["And"]
+    # the budget spent, it is the step's failure (recorded with the error), never a silent loop
+    assert d["States"]["only: check"]["Default"] == "only: failed"

@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from jobplane.compiler.choice_rules import Not, Rule, Test, When, all_of, any_of, matches, number_equals, present
+from jobplane.compiler.choice_rules import Not, Rule, Test, When, all_of, any_of, equals, matches, number_equals, present
 from jobplane.compiler.executors.base import AttemptBuilder, TerraformContext
 from jobplane.compiler.overrides import container_overrides
 from jobplane.compiler.state_data import ATTEMPT, ERROR, FAILED_STEP_VAR, INFRA, INFRA_WAITS, RESULT, steps_slot
@@ -48,6 +48,10 @@ ECS_INFRA_RETRY = Retry(("ECS.AmazonECSException", "ECS.ServerException", "ECS.T
 ECS_TASK_OUTCOMES = Retry(("States.TaskFailed", "States.Timeout", "States.Runtime", "States.Permissions",
                            "ECS.ClusterNotFoundException", "ECS.InvalidParameterException",
                            "ECS.AccessDeniedException"), 0)
+#: RunTask's ``Failures`` (capacity, quota, ENI): "If a non-empty Failures field is encountered,
+#: the task is failed with an AmazonECS.Unknown error" (Step Functions developer guide, "Run
+#: Amazon ECS or Fargate tasks", https://docs.aws.amazon.com/step-functions/latest/dg/connect-ecs.html).
+RUN_TASK_FAILURES = "AmazonECS.Unknown"
 ECS_CALL_RETRY = Retry(("States.ALL",), 4, interval=5, backoff=2.0, max_delay=60, full_jitter=True)
 
 #: Fargate CPU units -> allowed memory (MiB) as (low, high, step).
@@ -143,7 +147,7 @@ class EcsExecutor:
             # JSON) goes to the one ERROR slot, which the next failure overwrites, so the
             # state data stays bounded however many attempts fail.
             catch=[Catch(["States.Timeout"], timed_out, ERROR, assign=at_step),
-                   Catch(["States.TaskFailed"], check, ERROR),
+                   Catch(["States.TaskFailed", RUN_TASK_FAILURES], check, ERROR),
                    Catch(["States.ALL"], failed, ERROR)],
             next=check))
         # RESULT is written only by a Task that succeeded, and the retry state clears it before
@@ -171,11 +175,18 @@ class EcsExecutor:
         cause = f"{ERROR}.Cause"
         # a stop neither the step (its container exited) nor an operator chose: infrastructure
         # (rc.INFRA_STOP_CODES and any code AWS adds: a Fargate task retirement's)
+        infra = self.infra_states(step, into)
         choices.append(When(all_of(present(cause),
                                    any_of(*_stop_code_rules(cause, ("*",))),  # any StopCode at all
                                    Not(any_of(*_stop_code_rules(cause, (rc.RUNNER_STOP_CODE, rc.OPERATOR_STOP_CODE)))),
                                    Test(f"{INFRA}.n", "NumericLessThan", len(INFRA_WAITS))),
-                            self.infra_states(step, into)))
+                            infra))
+        # RunTask answered with Failures (no Fargate capacity, the vCPU quota, no ENI): after the
+        # call's own quick retries, the same bounded infrastructure retry as a task that could
+        # not start; past its budget the step fails with the reason in its attempt's error.
+        choices.append(When(all_of(present(f"{ERROR}.Error"), equals(f"{ERROR}.Error", RUN_TASK_FAILURES),
+                                   Test(f"{INFRA}.n", "NumericLessThan", len(INFRA_WAITS))),
+                            infra))
         choices.append(When(all_of(present(cause), any_of(*_stop_code_rules(cause, (rc.OPERATOR_STOP_CODE,)))),
                             failed))  # someone stopped the task: never retried
         if retried:

@@ -1,0 +1,100 @@
+"""The step-kind registry (compiler/kinds/) and what reads it: the runtime's table
+(contract/step_kinds.py), the runner's dispatch, the DSL library's jp.* helpers and the JSON
+Schema must name the same kinds; a Lambda step is checked against Lambda's limits."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from conftest import ROOT, Repo
+from jobplane.compiler import kinds
+from jobplane.compiler.executors.ecs import ECS
+from jobplane.compiler.executors.lambda_ import LAMBDA
+from jobplane.contract import lambda_step
+from jobplane.contract import runner as rc
+from jobplane.contract import step_kinds
+
+
+def test_the_registry_and_the_runtime_table_name_the_same_kinds() -> None:
+    assert [k.name for k in kinds.REGISTRY] == [k.name for k in step_kinds.KINDS]
+    for kind in kinds.REGISTRY:
+        assert kind.info.name == kind.name
+    # the runner dispatches on what the kinds run as, and nothing else
+    assert step_kinds.RUNNER_KINDS == rc.STEP_KINDS
+
+
+def test_every_kind_has_its_helper_in_the_dsl_library() -> None:
+    library = (ROOT / "jobs" / "lib" / "jobplane.libsonnet").read_text()
+    for kind in kinds.REGISTRY:
+        line = re.search(rf"^  {re.escape(kind.helper)}::(.*)$", library, re.M)
+        assert line, f"jp.{kind.helper} is missing from jobplane.libsonnet"
+        assert f"{kind.name}: " in line[1], f"jp.{kind.helper} does not write the '{kind.name}' field"
+
+
+def test_the_schema_lists_every_kind_field(repo: Repo) -> None:
+    result = repo.cli("schema")
+    assert result.exit_code == 0
+    step = json.loads(result.stdout)["$defs"]["Step"]["properties"]
+    assert set(kinds.NAMES) <= set(step)
+
+
+def test_each_kind_compiles_with_its_executor(repo: Repo) -> None:
+    repo.write("jobs/billing/mixed.jsonnet", """\
+        local jp = import 'jobplane.libsonnet';
+        {
+          name: 'mixed', team: 'billing', schedule: jp.daily('03:00'),
+          steps: [
+            jp.lambda('quick', 'examples.noop:run', opts={ retry: jp.retry(2, '10s'), memory: 1024 }),
+            jp.python('slow', 'examples.noop:run'),
+          ],
+        }
+        """)
+    assert repo.cli("compile").exit_code == 0
+    doc = json.loads((repo.out / "teams/billing/mixed.job.tf.json").read_text())
+    from jobplane.contract.bindings import asl_of
+    states = json.loads(asl_of((repo.out / "teams/billing/mixed.job.tf.json").read_text()))["States"]
+    assert states["quick"]["Resource"] == lambda_step.INVOKE_RESOURCE
+    assert states["quick"]["Parameters"]["FunctionName"] == lambda_step.function_name("jobplane", "mixed")
+    env = states["quick"]["Parameters"]["Payload"][lambda_step.PAYLOAD_ENVIRONMENT]
+    assert json.loads(env[rc.ENV_TARGET]) == {"kind": "python", "target": "examples.noop:run"}
+    assert {r["ErrorEquals"][0] for r in states["quick"]["Retry"]} == {lambda_step.SERVICE_ERRORS[0]}
+    assert states["slow"]["Resource"] == "arn:aws:states:::ecs:runTask.sync"
+    function = doc["resource"]["aws_lambda_function"]["mixed_lambda"]
+    assert function["function_name"] == "jobplane-mixed-runner" and function["memory_size"] == 1024
+    assert function["timeout"] == lambda_step.MAX_TIMEOUT  # a lambda step's default timeout is Lambda's limit
+    sids = [s["sid"] for s in doc["data"]["aws_iam_policy_document"]["mixed_sfn"]["statement"]]
+    assert sids[:5] == ["RunRunnerTasks", "WatchRunnerTasks", "SyncTaskEvents", "PassRunnerRoles", "InvokeRunnerFunction"]
+
+
+@pytest.mark.parametrize("opts, message", [
+    ("{ timeout: '16m' }", "timeout 960s is longer than Lambda's limit of 900s"),
+    ("{ memory: 64 }", "memory 64 MB is outside Lambda's 128-10240 MB"),
+    ("{ cpu: 1024 }", "cpu does not apply to a lambda step"),
+])
+def test_a_lambda_step_is_held_to_lambdas_limits(repo: Repo, opts: str, message: str) -> None:
+    repo.write("jobs/billing/fast.jsonnet", f"""\
+        local jp = import 'jobplane.libsonnet';
+        {{ name: 'fast', team: 'billing', steps: [jp.lambda('go', 'examples.noop:run', opts={opts})] }}
+        """)
+    result = repo.cli("validate")
+    assert result.exit_code == 2
+    assert f"jobs/billing/fast.jsonnet: job 'fast': steps[0]: {message}" in result.stderr
+
+
+def test_an_ecs_size_problem_is_still_reported_with_other_problems(repo: Repo) -> None:
+    repo.write("jobs/billing/big.jsonnet", """\
+        local jp = import 'jobplane.libsonnet';
+        { name: 'big', team: 'billing', steps: [jp.python('go', 'nope', opts={ cpu: 256, memory: 4096 })] }
+        """)
+    result = repo.cli("validate")
+    assert result.exit_code == 2
+    assert "memory 4096 does not fit cpu 256 on Fargate" in result.stderr
+    assert "is not of the form 'package.module:function'" in result.stderr
+
+
+def test_executors_are_what_the_kinds_say() -> None:
+    assert {k.name: k.executor for k in kinds.REGISTRY if k.info.executor is not step_kinds.Executor.GROUP} == {
+        "python": ECS, "celery": ECS, "django": ECS, "shell": ECS, "lambda": LAMBDA}
