@@ -151,6 +151,10 @@ def sfn_calls(job_doc: dict[str, Any], r: Resolver, tid: str) -> list[Call]:
                 *(Call("iam:PassRole", role, {"iam:PassedToService": "ecs-tasks.amazonaws.com"}, why)
                   for role in (task_role, exec_role)),
             ]
+        elif resource == "arn:aws:states:::lambda:invoke":
+            # https://docs.aws.amazon.com/step-functions/latest/dg/lambda-iam.html
+            calls.append(Call("lambda:InvokeFunction",
+                              f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{params['FunctionName']}", {}, why))
         elif resource == "arn:aws:states:::sns:publish":
             calls.append(Call("sns:Publish", params["TopicArn"], {}, why))
         elif resource == "arn:aws:states:::aws-sdk:sfn:describeExecution":
@@ -210,12 +214,58 @@ def execution_role_calls(job_doc: dict[str, Any], r: Resolver) -> list[Call]:
     return calls
 
 
+def lambda_role_calls(job_doc: dict[str, Any], r: Resolver) -> list[Call]:
+    """The runner function writes its output to its own log group, sends its X-Ray segments
+    (tracing Active: "Using AWS Lambda with AWS X-Ray", execution role permissions) and reads the
+    secrets its steps name before it starts the runner (runner/lambda_handler.py:
+    secretsmanager:GetSecretValue, ssm:GetParameters); its network interfaces come from the
+    AWSLambdaVPCAccessExecutionRole managed policy, not the inline one."""
+    calls = []
+    for function in job_doc["resource"].get("aws_lambda_function", {}).values():
+        name = function["function_name"]
+        group = f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:/aws/lambda/{name}"
+        calls += [Call(a, f"{group}:log-stream:2026/12/03/[$LATEST]0a1b", {}, name)
+                  for a in ("logs:CreateLogStream", "logs:PutLogEvents")]
+        calls += [Call(a, "*", {}, name) for a in ("xray:PutTraceSegments", "xray:PutTelemetryRecords")]
+        sources = json.loads(function["environment"]["variables"].get("JOBPLANE_SECRET_SOURCES", "{}"))
+        for env, source in sources.items():
+            arn = r.text(source)
+            action = "ssm:GetParameters" if ":ssm:" in arn else "secretsmanager:GetSecretValue"
+            calls.append(Call(action, arn, {}, env))
+    return calls
+
+
 def _compiled(root: Path) -> dict[str, dict[str, Any]]:
     files = compile_all(load_config(root)).files
     return {job: json.loads(files[rel]) for job, rel in job_files(files).items()}
 
 
-JOBS = _compiled(ROOT)
+def _with_lambda_steps() -> dict[str, dict[str, Any]]:
+    """A job with Lambda steps beside ECS steps, one reading a secret and a parameter: the
+    examples show every ECS role, this shows the Lambda ones."""
+    import shutil
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        shutil.copy(ROOT / "jobplane.toml", root / "jobplane.toml")
+        shutil.copytree(ROOT / "jobs" / "lib", root / "jobs" / "lib")
+        (root / "jobs" / "billing").mkdir()
+        (root / "jobs" / "billing" / "quick-close.jsonnet").write_text("""
+local jp = import 'jobplane.libsonnet';
+{
+  name: 'quick-close', team: 'billing', schedule: jp.daily('03:00'),
+  steps: [
+    jp.lambda('totals', 'examples.noop:run', opts={ retry: jp.retry(2, '10s'),
+              secrets: { LEDGER_TOKEN: jp.secret('billing/ledger-api-token'), API_KEY: jp.parameter('/billing/api-key') } }),
+    jp.parallel('both', [jp.lambda('left', 'examples.noop:run'), jp.python('right', 'examples.noop:run')]),
+  ],
+}
+""")
+        return _compiled(root)
+
+
+JOBS = _compiled(ROOT) | _with_lambda_steps()
 
 
 def _roles(job: str) -> list[tuple[str, list[dict[str, Any]], list[Call]]]:
@@ -231,6 +281,8 @@ def _roles(job: str) -> list[tuple[str, list[dict[str, Any]], list[Call]]]:
         out.append(("after", r.text(docs[f"{tid}_after"]["statement"]), after_calls(doc, r)))
     if f"{tid}_exec" in docs:
         out.append(("exec", r.text(docs[f"{tid}_exec"]["statement"]), execution_role_calls(doc, r)))
+    if f"{tid}_lambda" in docs:
+        out.append(("lambda", r.text(docs[f"{tid}_lambda"]["statement"]), lambda_role_calls(doc, r)))
     return out
 
 
@@ -253,7 +305,7 @@ def test_every_statement_of_a_role_is_needed_by_some_call(job: str) -> None:
 
 def test_the_examples_cover_every_role_kind() -> None:
     kinds = {name for job in JOBS for name, _, _ in _roles(job)}
-    assert kinds == {"sfn", "scheduler", "exec", "after"}
+    assert kinds == {"sfn", "scheduler", "exec", "after", "lambda"}
 
 
 def test_the_evaluator_refuses_what_it_should() -> None:
