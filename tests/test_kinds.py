@@ -98,3 +98,22 @@ def test_an_ecs_size_problem_is_still_reported_with_other_problems(repo: Repo) -
 def test_executors_are_what_the_kinds_say() -> None:
     assert {k.name: k.executor for k in kinds.REGISTRY if k.info.executor is not step_kinds.Executor.GROUP} == {
         "python": ECS, "celery": ECS, "django": ECS, "shell": ECS, "lambda": LAMBDA}
+
+
+def test_plan_says_where_steps_run_and_which_could_run_on_lambda(repo: Repo) -> None:
+    repo.write("jobs/billing/both.jsonnet", """\
+        local jp = import 'jobplane.libsonnet';
+        {
+          name: 'both', team: 'billing', schedule: jp.daily('03:00'),
+          steps: [
+            jp.lambda('quick', 'examples.noop:run'),
+            jp.python('short', 'examples.noop:run', opts={ timeout: '10m' }),
+            jp.python('long', 'examples.noop:run'),
+          ],
+        }
+        """)
+    result = repo.cli("plan")
+    assert result.exit_code == 0, result.output
+    assert "    on Lambda: quick (at most 15 min an attempt" in result.output
+    assert "    could run on Lambda (python, timeout <= 15m): short (" in result.output
+    assert "long" not in result.output.split("could run on Lambda")[1].splitlines()[0]

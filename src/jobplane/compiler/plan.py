@@ -14,10 +14,11 @@ from datetime import datetime
 
 from jobplane.compiler.output import catalog_parts, changed_roots, compile_all, job_files
 from jobplane.compiler.terraform import iam_summary, secret_grants
-from jobplane.contract import layout
+from jobplane.contract import lambda_step, layout
 from jobplane.contract.catalog import CATALOG_FILE, Catalog, CatalogJob, CatalogStep
 from jobplane.contract.config import PlatformConfig, load_config
 from jobplane.contract.schedule import RateExpression, next_fire_times, parse
+from jobplane.contract.step_kinds import Executor, kind_info
 from jobplane.contract.types import JsonObject
 
 NEXT_FIRES = 3
@@ -111,6 +112,24 @@ def _step_changes(old: CatalogStep, new: CatalogStep) -> list[str]:
     return changes
 
 
+def where_steps_run(steps: list[CatalogStep]) -> list[str]:
+    """Which steps run on Lambda, and which short python steps could: the choice docs/dsl.md
+    "Lambda or ECS" explains (a Fargate task starts in tens of seconds, a warm Lambda in about
+    one; a Lambda attempt lasts at most 15 minutes)."""
+    flat = _flat_steps(steps).values()
+    on_lambda = [s.name for s in flat if kind_info(s.kind).executor is Executor.LAMBDA]
+    could = [s.name for s in flat if s.kind == "python" and s.timeout is not None
+             and s.timeout <= lambda_step.MAX_TIMEOUT]
+    lines = []
+    if on_lambda:
+        lines.append(f"on Lambda: {', '.join(on_lambda)} (at most 15 min an attempt, starts in about a second; "
+                     "docs/dsl.md \"Lambda or ECS\")")
+    if could:
+        lines.append(f"could run on Lambda (python, timeout <= 15m): {', '.join(could)} (jp.lambda starts in about a "
+                     "second, a Fargate task in tens of seconds; docs/dsl.md \"Lambda or ECS\")")
+    return lines
+
+
 def _job_doc(files: dict[str, str], job: str) -> JsonObject:
     """The job's Terraform document, read once for both its IAM lines and its grants."""
     path = _job_file(files, job)
@@ -161,6 +180,8 @@ def describe_job_change(old: CatalogJob, new: CatalogJob, old_files: dict[str, s
         added = sorted(set(new_iam.get(role, [])) - set(old_iam.get(role, [])))
         removed = sorted(set(old_iam.get(role, [])) - set(new_iam.get(role, [])))
         lines += [f"IAM {role}: + {a}" for a in added] + [f"IAM {role}: - {r}" for r in removed]
+    if where_steps_run(old.steps) != (where := where_steps_run(new.steps)):
+        lines += where
     if old.states != new.states:
         lines.append(f"state machine: {old.states} -> {new.states} states")
     if not lines and old_files.get(old.asl) != new_files.get(new.asl):
@@ -193,6 +214,7 @@ def describe_plan(old_files: dict[str, str], new_files: dict[str, str], now: dat
         out += ["      " + f for f in _fires(job.schedule, job.timezone, now)]
         out.append(f"    policy: {job.policy.value}")
         out.append(f"    steps: {' -> '.join(_step_line(s) for s in job.steps)}")
+        out += [f"    {line}" for line in where_steps_run(job.steps)]
         doc = _job_doc(new_files, name)
         out.append(f"    reads secrets: {', '.join(secret_grants(doc)) or 'none'}")
         out.append(f"    state machine: {job.states} states; IAM roles: "

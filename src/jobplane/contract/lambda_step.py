@@ -30,12 +30,15 @@ PAYLOAD_ENVIRONMENT = "environment"
 ERROR_RETRYABLE = "JobplaneStepFailed"
 ERROR_PERMANENT = "JobplaneStepFailedPermanently"
 ERRORS = (ERROR_RETRYABLE, ERROR_PERMANENT)
-#: The Lambda service's own errors, retried as AWS recommends for the Lambda integration
-#: ("Handling transient Lambda service exceptions": Lambda.ServiceException,
-#: Lambda.AWSLambdaException, Lambda.SdkClientException, Lambda.TooManyRequestsException,
-#: https://docs.aws.amazon.com/step-functions/latest/dg/bp-lambda-serviceexception.html).
-SERVICE_ERRORS = ("Lambda.ServiceException", "Lambda.AWSLambdaException", "Lambda.SdkClientException",
-                  "Lambda.TooManyRequestsException")
+#: The Lambda service's own transient errors, retried as AWS recommends for the Lambda
+#: integration ("Handle Lambda service exceptions": ClientExecutionTimeoutException,
+#: ServiceException, AWSLambdaException, SdkClientException, with IntervalSeconds 2, MaxAttempts
+#: 6, BackoffRate 2, https://docs.aws.amazon.com/step-functions/latest/dg/bp-lambda-serviceexception.html),
+#: and its throttle (TooManyRequestsException, "when Lambda hits the maximum number of
+#: invocations", same page): a full account is capacity, not the step's fault. An unhandled
+#: error (out of memory, the function's own timeout) is Lambda.Unknown: the step's failure.
+SERVICE_ERRORS = ("Lambda.ClientExecutionTimeoutException", "Lambda.ServiceException", "Lambda.AWSLambdaException",
+                  "Lambda.SdkClientException", "Lambda.TooManyRequestsException")
 #: Lambda's hard limit on a function's timeout: 900 seconds
 #: (https://docs.aws.amazon.com/lambda/latest/dg/configuration-timeout.html).
 MAX_TIMEOUT = 900

@@ -28,8 +28,8 @@ from jobplane.contract.types import JsonObject
 if TYPE_CHECKING:
     from jobplane.compiler.model import Step
 
-# "Handle transient Lambda service exceptions": retry these with backoff
-# (https://docs.aws.amazon.com/step-functions/latest/dg/bp-lambda-serviceexception.html).
+# AWS's recommended retry of the service's transient errors (contract/lambda_step.py), with jitter
+# so many steps throttled at once do not retry in step.
 LAMBDA_SERVICE_RETRY = Retry(lambda_step.SERVICE_ERRORS, 6, interval=2, backoff=2.0, max_delay=60, full_jitter=True)
 #: Lambda function memory, MB ("Configure Lambda function memory": 128 to 10,240 MB,
 #: https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html).
