@@ -67,15 +67,18 @@ def compile_command(obj: Context, out: Path | None) -> None:
 @click.option("--image-changed", is_flag=True,
               help="With --roots: the runner image changes too, so add the roots whose task definitions carry "
                    "it (the base, and teams with jobs that have secrets).")
+@click.option("--quotas", "all_quotas", is_flag=True,
+              help="List every AWS quota the deployment counts against, not only those at 80% or more.")
 @click.pass_obj
 def plan(obj: Context, against_dir: Path | None, against_ref: str | None, exit_code: bool, roots_only: bool,
-         image_changed: bool) -> None:
-    """Say in words what compiling now would change: jobs added, removed and changed, and which
-    Terraform roots (the base, one per team) that touches."""
+         image_changed: bool, all_quotas: bool) -> None:
+    """Say in words what compiling now would change: jobs added, removed and changed, which
+    Terraform roots (the base, one per team) that touches, and any AWS quota the deployment
+    nears (80%: a warning) or exceeds (exit 2: the apply would fail)."""
     import posixpath
 
     from jobplane.compiler.output import changed_roots, compile_all, image_roots, read_output
-    from jobplane.compiler.plan import describe_plan, previous_from_ref
+    from jobplane.compiler.plan import describe_plan, previous_from_ref, quota_lines
     from jobplane.contract.layout import apply_order
 
     if image_changed and not roots_only:
@@ -104,6 +107,12 @@ def plan(obj: Context, against_dir: Path | None, against_ref: str | None, exit_c
         return
     text, changes = describe_plan(previous, compiled.files, now=datetime.now(timezone.utc))
     click.echo(text)
+    quotas, over = quota_lines(compiled.files, obj.config, all_quotas)
+    if quotas:
+        click.echo("\n" + "\n".join(quotas))
+    if over:
+        click.echo("An apply would fail on an AWS quota (above): raise it, or change the jobs.", err=True)
+        sys.exit(EXIT_INVALID)
     if exit_code and changes:
         sys.exit(EXIT_INVALID)
 

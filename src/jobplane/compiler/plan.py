@@ -17,6 +17,7 @@ from jobplane.compiler.terraform import iam_summary, secret_grants
 from jobplane.contract import lambda_step, layout
 from jobplane.contract.catalog import CATALOG_FILE, Catalog, CatalogJob, CatalogStep
 from jobplane.contract.config import PlatformConfig, load_config
+from jobplane.contract.quotas import ROLE_INLINE_POLICY_CHARS
 from jobplane.contract.schedule import RateExpression, next_fire_times, parse
 from jobplane.contract.step_kinds import Executor, kind_info
 from jobplane.contract.types import JsonObject
@@ -246,3 +247,23 @@ def describe_plan(old_files: dict[str, str], new_files: dict[str, str], now: dat
     else:
         header = f"Plan: {len(added)} to add, {len(changed)} to change, {len(removed)} to remove."
     return "\n".join([header, *([""] if out else []), *out]), total
+
+
+def quota_lines(files: dict[str, str], config: PlatformConfig, show_all: bool) -> tuple[list[str], bool]:
+    """What the compiled deployment uses of each AWS quota (contract/quotas.py): every quota with
+    ``show_all``, else those at 80% or more, and every role whose inline policies outgrow IAM's
+    limit; True when an apply would fail on one."""
+    from jobplane.compiler.quota_usage import oversized_roles, usage
+    from jobplane.compiler.terraform import module_source
+
+    module_dir = (config.output_path / "base" / module_source(config)).resolve()
+    uses = usage(files, module_dir, config.quotas)
+    shown = [u for u in uses if show_all or u.level != "ok"]
+    lines = [f"  {u.level.upper() + ': ' if u.level != 'ok' else ''}{u.line()}" for u in shown]
+    big = oversized_roles(files)
+    lines += [f"  ERROR: IAM role {role} ({rel}): its inline policies take {n:,} characters, over IAM's "
+              f"{ROLE_INLINE_POLICY_CHARS:,} (cannot be raised)" for rel, role, n in big]
+    if lines:
+        lines.insert(0, "AWS quotas (this deployment's resources in one account; the base module counted with "
+                        "its optional parts):")
+    return lines, any(u.level == "error" for u in uses) or bool(big)

@@ -95,6 +95,8 @@ class PlatformConfig:
     platform_admins: tuple[str, ...] = ()
     terraform: TerraformBackend | None = None  # [terraform]: the compiled root's S3 backend
     deploy: DeploySettings = field(default_factory=DeploySettings)  # [deploy]: the base root's settings
+    #: [quotas]: AWS quotas this account has raised, by contract/quotas.py key (jobplane plan)
+    quotas: dict[str, int] = field(default_factory=dict)
 
     @property
     def jobs_path(self) -> Path:
@@ -210,7 +212,16 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
         # it starts every AWS name and is written into the Terraform JSON as it is
         raise ConfigError(f"{path}: [platform] name_prefix {prefix!r} is not 1-21 lower-case letters, digits and "
                           "'-', starting with a letter (it starts every AWS name the compiler derives)")
-    unknown_top = set(data) - {"platform", "teams", "dev", "terraform", "deploy"}
+    quotas = data.get("quotas", {})
+    if not isinstance(quotas, dict):
+        raise ConfigError(f"{path}: [quotas] must be a table of quota names and numbers")
+    from jobplane.contract.quotas import BY_KEY as QUOTA_KEYS
+    for key, value in quotas.items():
+        if key not in QUOTA_KEYS:
+            raise ConfigError(f"{path}: [quotas] {key!r} is no quota jobplane counts; known: {', '.join(QUOTA_KEYS)}")
+        if type(value) is not int or value < 1:
+            raise ConfigError(f"{path}: [quotas] {key} = {value!r}: the account's raised quota, a whole number")
+    unknown_top = set(data) - {"platform", "teams", "dev", "terraform", "deploy", "quotas"}
     if unknown_top:
         raise ConfigError(f"{path}: unknown sections: {', '.join(sorted(unknown_top))}")
     try:
@@ -218,7 +229,7 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
     except ValueError as e:
         raise ConfigError(str(e)) from None
     return PlatformConfig(root=root, teams=teams, dev=DevConfig(env=env, services=services, **dev_raw),
-                          platform_admins=admins, terraform=backend, deploy=deploy, **plat)
+                          platform_admins=admins, terraform=backend, deploy=deploy, quotas=dict(quotas), **plat)
 
 
 def _check_keys(path: Path, section: str, table: JsonObject, known: set[str]) -> None:

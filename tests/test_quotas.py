@@ -1,0 +1,79 @@
+"""jobplane plan measures the compiled deployment against AWS's quotas (contract/quotas.py):
+a warning at 80%, an error (exit 2: the apply would fail) past 100%, a raised quota declared in
+jobplane.toml, and every role's inline policy size against IAM's fixed limit."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from conftest import Repo
+from jobplane.compiler.quota_usage import oversized_roles
+from jobplane.contract.quotas import BY_KEY, ROLE_INLINE_POLICY_CHARS
+
+JOB = """local jp = import 'jobplane.libsonnet';
+{ name: 'job-%(i)04d', team: 'billing', schedule: jp.daily('02:00'), steps: [jp.python('run', 'examples.noop:run')] }
+"""
+
+
+def _jobs(repo: Repo, start: int, stop: int) -> None:
+    for i in range(start, stop):
+        repo.write(f"jobs/billing/job-{i:04d}.jsonnet", JOB % {"i": i})
+
+
+def _roles_line(output: str) -> str:
+    return next(line for line in output.splitlines() if "Roles per account" in line)
+
+
+def test_plan_warns_near_a_quota_refuses_past_it_and_honours_a_raised_one(repo: Repo) -> None:
+    _jobs(repo, 0, 420)  # a scheduled job has two roles (its state machine's, its schedule's)
+    near = repo.cli("plan")
+    assert near.exit_code == 0, near.output
+    line = _roles_line(near.output)
+    used = int(re.search(r"Roles per account: ([\d,]+) of 1,000", line)[1].replace(",", ""))  # type: ignore[index]
+    assert 800 <= used <= 1000 and line.strip().startswith("WARNING:")
+    assert "L-FE177D64" in line and "[quotas] iam_roles" in line
+
+    _jobs(repo, 420, 520)
+    over = repo.cli("plan")
+    assert over.exit_code == 2
+    assert _roles_line(over.output).strip().startswith("ERROR: Roles per account:")
+    assert "An apply would fail on an AWS quota" in over.stderr
+
+    toml = repo.path / "jobplane.toml"
+    toml.write_text(toml.read_text() + "\n[quotas]\niam_roles = 5000\n")
+    raised = repo.cli("plan")
+    assert raised.exit_code == 0, raised.output
+    assert "Roles per account" not in raised.output  # under 80% of 5,000: not worth a line
+    listed = repo.cli("plan", "--quotas")
+    assert "Roles per account" in listed.output and "of 5,000 (raised from 1,000)" in listed.output
+
+
+def test_an_unknown_or_bad_quota_in_jobplane_toml_is_refused(repo: Repo) -> None:
+    toml = repo.path / "jobplane.toml"
+    base = toml.read_text()
+    toml.write_text(base + "\n[quotas]\niam_rolez = 5000\n")
+    result = repo.cli("validate")
+    assert result.exit_code != 0 and "[quotas] 'iam_rolez' is no quota jobplane counts" in result.output
+    toml.write_text(base + "\n[quotas]\niam_roles = '5000'\n")
+    result = repo.cli("validate")
+    assert result.exit_code != 0 and "[quotas] iam_roles = '5000'" in result.output
+
+
+def test_a_role_whose_inline_policies_outgrow_iam_is_named() -> None:
+    statements = [{"sid": f"S{i}", "effect": "Allow", "actions": ["secretsmanager:GetSecretValue"],
+                   "resources": [f"arn:aws:secretsmanager:us-east-1:123456789012:secret:billing/s{i:04d}-??????"]}
+                  for i in range(200)]
+    doc = {"data": {"aws_iam_policy_document": {"j_sfn": {"statement": statements[:3]},
+                                                "j_exec": {"statement": statements}}},
+           "resource": {"aws_iam_role_policy": {
+               "j_sfn": {"role": "${aws_iam_role.j_sfn.id}", "policy": "${data.aws_iam_policy_document.j_sfn.json}"},
+               "j_exec": {"role": "${aws_iam_role.j_exec.id}", "policy": "${data.aws_iam_policy_document.j_exec.json}"}}}}
+    found = oversized_roles({"teams/billing/j.job.tf.json": json.dumps(doc)})
+    assert [(role, n > ROLE_INLINE_POLICY_CHARS) for _, role, n in found] == [("j_exec", True)]
+
+
+def test_every_quota_cites_its_source() -> None:
+    for quota in BY_KEY.values():
+        assert quota.source.startswith("https://docs.aws.amazon.com/"), quota.key
+        assert quota.code is None or re.fullmatch(r"L-[0-9A-F]{8}", quota.code), quota.key
