@@ -1,5 +1,7 @@
 """``jobplane import``: existing schedules (crontab, Kubernetes CronJobs, EventBridge,
-ecschedule, Celery beat) into validated job files, each proved to fire when its source did."""
+ecschedule, Celery beat, GitHub Actions) into validated job files, each proved to fire when its
+source did. The formats, ``--format``'s choices and its help come from
+:data:`jobplane.importer.formats.FORMATS` (this module is imported only when the command runs)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from jobplane.cli.common import Context, aware_time
+from jobplane.importer import formats
 
 if TYPE_CHECKING:  # the command imports the importer only when it runs (cli/app.py: --help stays cheap)
     from jobplane.importer.importing import Result
@@ -25,11 +28,9 @@ EXIT_UNREADABLE = 2
 @click.option("--timezone", default=None, metavar="IANA",
               help="The zone of a source that does not say its own (a crontab runs in its host's). Required for "
                    "those: never assumed.")
-@click.option("--format", "source_format", default="auto", show_default=True,
-              type=click.Choice(["auto", "crontab", "system-crontab", "kubernetes", "eventbridge", "ecschedule",
-                                 "celery"]),
-              help="The sources' format (auto: .json EventBridge, .py Celery beat, .yaml ecschedule or Kubernetes, "
-                   "otherwise crontab; a file named crontab or under cron.d/ has a user field).")
+@click.option("--format", "source_format", default=formats.AUTO, show_default=True,
+              type=click.Choice([formats.AUTO, *formats.names()]),
+              help=f"The sources' format (auto, the first that fits: {formats.detection_help()}).")
 @click.option("--verify/--no-verify", default=True, show_default=True,
               help="Prove each job's fires over the next 366 days against its source; a job whose fires differ "
                    "is not written.")
@@ -57,8 +58,7 @@ def import_command(obj: Context, sources: tuple[Path, ...], team: str, timezone:
     from jobplane.importer.importing import Options, UnreadableInput, run_import
 
     options = Options(team=team, timezone=timezone, force=force, verify=verify, dry_run=dry_run,
-                      # click's Choice has checked both against the Literal each field is
-                      accept_dst=accept_dst, replace_as=replace_as, source_format=source_format,  # type: ignore[arg-type]
+                      accept_dst=accept_dst, replace_as=replace_as, source_format=source_format,
                       start=aware_time(start, "--from") if start else None)
     try:
         result = run_import(obj.config, list(sources), options)

@@ -18,7 +18,9 @@ import ast
 from datetime import timedelta
 from typing import Any
 
+from jobplane.importer.dialects import CELERY_CRONTAB, INTERVAL
 from jobplane.importer.entries import Command, Entry, InputProblem, Origin, Reading, Skipped, SourceSchedule
+from jobplane.importer.sources import ReadContext, Source, SourceFormat
 
 SCHEDULE_NAMES = {"beat_schedule", "CELERY_BEAT_SCHEDULE", "CELERYBEAT_SCHEDULE"}
 TIMEZONE_NAMES = {"timezone", "CELERY_TIMEZONE"}
@@ -46,8 +48,12 @@ class Solar:
         self.text = text
 
 
-def looks_like(path: str, text: str) -> bool:
-    return path.endswith(".py") and any(name in text for name in SCHEDULE_NAMES)
+def looks_like(source: Source) -> bool:
+    return source.suffix == ".py"
+
+
+def _read(source: Source, context: ReadContext) -> Reading:
+    return read(source.name, source.text)
 
 
 def read(path: str, text: str) -> Reading:
@@ -157,10 +163,10 @@ def _entry(origin: Origin, key: str, entry: Any, zone: str | None, out: Reading)
                                            "EventBridge cannot express; not imported"))
         return
     if isinstance(when, Crontab):
-        schedule = SourceSchedule("celery-crontab", when.unix())
+        schedule = SourceSchedule(CELERY_CRONTAB.name, when.unix())
     elif isinstance(when, timedelta) or isinstance(when, (int, float)) and not isinstance(when, bool):
         seconds = when.total_seconds() if isinstance(when, timedelta) else float(when)
-        schedule = SourceSchedule("interval", f"every {seconds:g} s", seconds=int(seconds) if seconds == int(seconds) else None)
+        schedule = SourceSchedule(INTERVAL.name, f"every {seconds:g} s", seconds=int(seconds) if seconds == int(seconds) else None)
     else:
         out.problems.append(InputProblem(origin, f"schedule {when!r}: expected crontab(), timedelta() or seconds"))
         return
@@ -181,3 +187,6 @@ def _entry(origin: Origin, key: str, entry: Any, zone: str | None, out: Reading)
         timezone_default="UTC",
         notes=tuple(notes),
     ))
+
+
+FORMAT = SourceFormat("celery", "a .py file", looks_like, _read, (CELERY_CRONTAB, INTERVAL))

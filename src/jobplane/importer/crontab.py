@@ -17,7 +17,9 @@ from pathlib import PurePath
 
 from cronsim import CronSim, CronSimError
 
+from jobplane.importer.dialects import UNIX_CRON
 from jobplane.importer.entries import Command, Entry, InputProblem, Origin, Reading, Skipped, SourceSchedule
+from jobplane.importer.sources import ReadContext, Source, SourceFormat
 
 KEYWORDS = {
     "@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *", "@weekly": "0 0 * * 0",
@@ -134,7 +136,7 @@ def _entry(origin: Origin, line: str, system: bool, env: dict[str, str], cron_tz
     return Entry(
         origin=origin,
         name_hint="",
-        schedules=(SourceSchedule("unix-cron", expression if source_text == expression else expression),),
+        schedules=(SourceSchedule(UNIX_CRON.name, expression),),
         command=Command(shell_text=command_text, shell=shell, stdin=stdin),
         timezone=cron_tz,
         description=" ".join(comments),
@@ -166,3 +168,18 @@ def split_percent(command: str) -> tuple[str, str | None]:
     if len(parts) == 1:
         return parts[0].strip(), None
     return parts[0].strip(), "\n".join(parts[1:])
+
+
+def _read_user(source: Source, context: ReadContext) -> Reading:
+    return read(source.name, source.text, system=False)
+
+
+def _read_system(source: Source, context: ReadContext) -> Reading:
+    return read(source.name, source.text, system=True)
+
+
+#: A system crontab (``/etc/crontab``, ``/etc/cron.d/*``): a user field before each command.
+SYSTEM = SourceFormat("system-crontab", "a file named crontab or under cron.d/",
+                      lambda source: is_system_crontab(source.name), _read_system, (UNIX_CRON,))
+#: A user's crontab (``crontab -l``): whatever no other format claims.
+USER = SourceFormat("crontab", "anything else", lambda source: True, _read_user, (UNIX_CRON,))

@@ -1,6 +1,6 @@
 """What every source format is read into: one :class:`Entry` per scheduled job found, in the
 source's own terms (its schedule language, its command, its environment), before anything is
-translated. Readers only read; :mod:`jobplane.importer.translate` decides what jobplane makes of
+translated. Readers only read; :mod:`jobplane.importer.importing` decides what jobplane makes of
 an entry, so the mapping rules live in one place whatever the format.
 """
 
@@ -9,11 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-#: The schedule languages a source may speak. ``unix-cron``: 5 fields, Vixie/Debian cron's
-#: rules (crontab, Kubernetes). ``eventbridge``: cron()/rate()/at() as EventBridge evaluates them.
-#: ``celery-crontab``: Celery's crontab(), whose day fields must *both* match.
-#: ``interval``: every N seconds from when the scheduler started (Celery's timedelta).
-Dialect = Literal["unix-cron", "eventbridge", "celery-crontab", "interval"]
 
 
 @dataclass(frozen=True)
@@ -31,7 +26,10 @@ class Origin:
 
 @dataclass(frozen=True)
 class SourceSchedule:
-    dialect: Dialect
+    #: the name of the schedule language it speaks: a :class:`jobplane.importer.dialects.Dialect`
+    #: of a registered format (``unix-cron``, ``eventbridge``, ``celery-crontab``, ``interval``,
+    #: ``github-cron``), which carries its translation and its oracle
+    dialect: str
     text: str  # as the source writes it: '0 9 1 * MON', 'cron(0 9 * * ? *)', 'every 30 s'
     seconds: int | None = None  # interval only
 

@@ -17,8 +17,11 @@ The command is an ECS ``RunTask`` target's container override: a templated ECS t
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 
+from jobplane.importer.dialects import EVENTBRIDGE
 from jobplane.importer.entries import Command, Entry, InputProblem, Origin, Reading, Skipped, SourceSchedule
+from jobplane.importer.sources import ReadContext, Source, SourceFormat
 from jobplane.contract.types import JsonObject, JsonValue
 
 UNIVERSAL_RUN_TASK = "arn:aws:scheduler:::aws-sdk:ecs:runTask"
@@ -28,10 +31,34 @@ def is_targets(doc: JsonValue) -> bool:
     return isinstance(doc, dict) and isinstance(doc.get("Targets"), list) and "Rules" not in doc
 
 
-def looks_like(doc: JsonValue) -> bool:
-    items = doc if isinstance(doc, list) else [doc]
-    return bool(items) and all(isinstance(d, dict) for d in items) and any(
-        "ScheduleExpression" in d or "Rules" in d or "Schedules" in d for d in items)
+def looks_like(source: Source) -> bool:
+    return source.suffix == ".json" or (
+        not source.is_yaml and source.suffix != ".py" and source.text.lstrip().startswith(("{", "[")))
+
+
+@lru_cache(maxsize=256)
+def _parsed(source: Source) -> JsonValue | InputProblem:
+    try:
+        value: JsonValue = json.loads(source.text)
+        return value
+    except json.JSONDecodeError as e:
+        return InputProblem(Origin(source.name, e.lineno, "JSON"), f"invalid JSON: {e.msg}")
+
+
+def _read(source: Source, context: ReadContext) -> Reading:
+    """A rules file with its targets files beside it (given in the same import), or schedules;
+    a targets file is read with its rules, not on its own."""
+    doc = _parsed(source)
+    if isinstance(doc, InputProblem):
+        return Reading(problems=[doc])
+    if is_targets(doc):
+        return Reading()
+    targets: dict[str, list[JsonValue]] = {}
+    for other in context.siblings:
+        value = _parsed(other)
+        if other != source and isinstance(value, dict) and is_targets(value):
+            targets[other.path.name.removesuffix(".json").removesuffix(".targets")] = value["Targets"]
+    return read(source.name, doc, targets)
 
 
 def read(path: str, doc: JsonValue, targets: dict[str, list[JsonValue]]) -> Reading:
@@ -103,7 +130,7 @@ def _entry(origin: Origin, item: JsonObject, targets: list[JsonValue] | None, tz
     out.entries.append(Entry(
         origin=origin,
         name_hint=str(item.get("Name") or ""),
-        schedules=(SourceSchedule("eventbridge", expression.strip()),),
+        schedules=(SourceSchedule(EVENTBRIDGE.name, expression.strip()),),
         command=Command(argv=argv),
         timezone=tz,
         enabled=item.get("State", "ENABLED") != "DISABLED",
@@ -134,3 +161,7 @@ def _container_override(target: JsonValue) -> tuple[JsonObject | None, str]:
         return None, ("the ECS target does not override the container's command, so it runs the task "
                       "definition's, which this JSON does not show: add the command to the import")
     return overrides[0], ""
+
+
+FORMAT = SourceFormat("eventbridge", "a .json file, or text that starts with { or [", looks_like, _read,
+                      (EVENTBRIDGE,))

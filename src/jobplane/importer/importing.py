@@ -10,30 +10,29 @@ anything is mapped (exit 2), every problem named with its ``file:line``.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
 
 from jobplane.compiler.problems import DefinitionError, Problem
 from jobplane.compiler.validate import LoadedJob, load_jobs
 from jobplane.contract.config import CONFIG_FILE, PlatformConfig
 from jobplane.contract.schedule import CronExpression, RateExpression, ScheduleError, parse, validate_timezone
-from jobplane.importer import celery_beat, crontab, ecschedule, eventbridge, kubernetes
+from jobplane.importer import formats
 from jobplane.importer.entries import Entry, InputProblem, Origin, Reading, Skipped
 from jobplane.importer.naming import Namer, kebab
 from jobplane.importer.render import JobFile, render
-from jobplane.importer.schedules import translate
+from jobplane.importer.sources import ReadContext, Source
 from jobplane.importer.steps import SecretTodo, name_from_command, step_for
 from jobplane.importer.verify import WINDOW_DAYS, Verdict, verify
-from jobplane.importer.yamldocs import YamlError, documents
-from jobplane.contract.types import JsonObject, JsonValue
+from jobplane.contract.types import JsonObject
 
-Format = Literal["auto", "crontab", "system-crontab", "kubernetes", "eventbridge", "ecschedule", "celery"]
+#: ``auto`` or the name of a format in :data:`jobplane.importer.formats.FORMATS` (checked by
+#: :func:`run_import`; the CLI's choices are the same list).
+Format = str
 #: A step's timeout when the source sets none: cron and EventBridge never stop a command, so the
 #: step may run as long as the job (jobplane's job default, 24 h), not jobplane's step default (1 h).
 NO_LIMIT = 86400
@@ -129,62 +128,21 @@ class Result:
 # -- reading --------------------------------------------------------------------------------
 
 def read_sources(paths: list[Path], options: Options, team: str) -> Reading:
+    """Each file by its format (as given, else the first of :data:`formats.FORMATS` that
+    recognises it), every problem of every file collected."""
     reading = Reading()
-    texts: dict[Path, str] = {}
+    sources: list[Source] = []
     for path in paths:
         try:
-            texts[path] = path.read_text(encoding="utf-8")
+            sources.append(Source(path, path.read_text(encoding="utf-8")))
         except (OSError, UnicodeDecodeError) as e:
             reading.problems.append(InputProblem(Origin(str(path), None, "file"), f"cannot be read: {e}"))
-    json_docs: dict[Path, JsonValue] = {}
-    for path, text in texts.items():
-        if _format(path, text, options.source_format) == "eventbridge":
-            try:
-                json_docs[path] = json.loads(text)
-            except json.JSONDecodeError as e:
-                reading.problems.append(InputProblem(Origin(str(path), e.lineno, "JSON"), f"invalid JSON: {e.msg}"))
-    targets = {p.name.removesuffix(".json").removesuffix(".targets"): d["Targets"]
-               for p, d in json_docs.items() if eventbridge.is_targets(d)}
-    for path, text in texts.items():
-        kind = _format(path, text, options.source_format)
-        name = str(path)
-        if kind == "eventbridge":
-            if path in json_docs and not eventbridge.is_targets(json_docs[path]):
-                reading.extend(eventbridge.read(name, json_docs[path], targets))
-        elif kind == "kubernetes":
-            reading.extend(kubernetes.read(name, text, team))
-        elif kind == "ecschedule":
-            reading.extend(ecschedule.read(name, text))
-        elif kind == "celery":
-            reading.extend(celery_beat.read(name, text))
-        elif kind in ("crontab", "system-crontab"):
-            system = True if kind == "system-crontab" else None
-            reading.extend(crontab.read(name, text, system=system))
-        else:
-            reading.problems.append(InputProblem(Origin(name, None, "file"), kind))
+    detected = options.source_format == formats.AUTO
+    kinds = [formats.detect(s) if detected else formats.by_name(options.source_format) for s in sources]
+    for source, kind in zip(sources, kinds):
+        siblings = tuple(s for s, k in zip(sources, kinds) if k is kind)
+        reading.extend(kind.read(source, ReadContext(team, siblings, detected)))
     return reading
-
-
-def _format(path: Path, text: str, given: Format) -> str:
-    """The source's format: as given, else from the file's name and content."""
-    if given != "auto":
-        return given
-    suffix = path.suffix.lower()
-    if suffix == ".json":
-        return "eventbridge"
-    if suffix == ".py":
-        return "celery"
-    if suffix in (".yaml", ".yml"):
-        try:
-            docs = documents(ecschedule.quote_templates(text))
-        except YamlError:
-            docs = []
-        if ecschedule.looks_like(docs):
-            return "ecschedule"
-        return "kubernetes"
-    if text.lstrip().startswith(("{", "[")):
-        return "eventbridge"
-    return "crontab"
 
 
 # -- mapping --------------------------------------------------------------------------------
@@ -208,7 +166,7 @@ def _plan(entry: Entry, options: Options, config: PlatformConfig, namer: Namer) 
     out.timezone = zone
     expressions: list[str] = []
     for schedule in entry.schedules:
-        t = translate(schedule)
+        t = formats.translate(schedule)
         if t.refusal:
             out.refused.append(t.refusal)
         expressions.extend(t.expressions)
@@ -279,6 +237,9 @@ def run_import(config: PlatformConfig, paths: list[Path], options: Options) -> R
     if config.teams and options.team not in config.teams:
         raise UnreadableInput([f"--team {options.team!r} is not declared in {CONFIG_FILE} "
                                f"(teams: {', '.join(sorted(config.teams))})"])
+    if options.source_format != formats.AUTO and options.source_format not in formats.names():
+        raise UnreadableInput([f"--format {options.source_format!r}: not a format jobplane reads "
+                               f"({', '.join([formats.AUTO, *formats.names()])})"])
     if options.timezone:
         try:
             validate_timezone(options.timezone)

@@ -15,7 +15,9 @@ from __future__ import annotations
 from typing import Literal
 
 from jobplane.importer.crontab import KEYWORDS
+from jobplane.importer.dialects import UNIX_CRON
 from jobplane.importer.entries import Command, Entry, InputProblem, Origin, Reading, SecretRef, Skipped, SourceSchedule
+from jobplane.importer.sources import ReadContext, Source, SourceFormat
 from jobplane.importer.yamldocs import YamlError, documents, line_of
 from jobplane.contract.types import JsonObject, JsonValue
 
@@ -23,8 +25,12 @@ from jobplane.contract.types import JsonObject, JsonValue
 DEFAULT_BACKOFF_LIMIT = 6
 
 
-def looks_like(docs: list[JsonValue]) -> bool:
-    return any(isinstance(d, dict) and (d.get("kind") in ("CronJob", "List") or "apiVersion" in d) for d in docs)
+def looks_like(source: Source) -> bool:
+    return source.is_yaml
+
+
+def _read(source: Source, context: ReadContext) -> Reading:
+    return read(source.name, source.text, context.team)
 
 
 def read(path: str, text: str, team: str) -> Reading:
@@ -129,7 +135,7 @@ def _cronjob(origin: Origin, doc: JsonObject, team: str, out: Reading) -> None:
     out.entries.append(Entry(
         origin=origin,
         name_hint=str((doc.get("metadata") or {}).get("name") or ""),
-        schedules=(SourceSchedule("unix-cron", schedule.replace("?", "*")),),
+        schedules=(SourceSchedule(UNIX_CRON.name, schedule.replace("?", "*")),),
         command=Command(argv=tuple(command + args)),
         timezone=spec.get("timeZone") if isinstance(spec.get("timeZone"), str) else None,
         enabled=not bool(spec.get("suspend")),
@@ -148,3 +154,6 @@ def _get(value: JsonValue, *keys: str) -> JsonObject:
     for key in keys:
         value = value.get(key) if isinstance(value, dict) else None
     return value if isinstance(value, dict) else {}
+
+
+FORMAT = SourceFormat("kubernetes", "any other .yaml file", looks_like, _read, (UNIX_CRON,))
