@@ -13,7 +13,9 @@ is the command's standard input. The comment lines right above an entry become i
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import PurePath
+from typing import Literal
 
 from cronsim import CronSim, CronSimError
 
@@ -31,14 +33,85 @@ _USER = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}\$?$")
 _PROBE_START = __import__("datetime").datetime(1970, 1, 1, tzinfo=__import__("datetime").timezone.utc)
 
 
-def is_system_crontab(path: str) -> bool:
-    """``/etc/crontab`` and ``/etc/cron.d/*`` have a user field; a user's crontab does not."""
+#: Commands, wrappers and shell built-ins a crontab line starts with: a sixth field that is one of
+#: these is the command, not a user field (``15 6 * * * source ~/.bash_profile && ./run.sh``).
+COMMAND_WORDS = frozenset({
+    "source", "cd", "sh", "bash", "zsh", "dash", "ksh", "csh", "python", "python2", "python3", "php", "ruby",
+    "perl", "node", "nodejs", "java", "test", "echo", "printf", "curl", "wget", "env", "nice", "ionice", "flock",
+    "timeout", "sudo", "su", "exec", "command", "nohup", "time", "make", "docker", "kubectl", "aws", "git", "rsync",
+    "cp", "mv", "rm", "find", "tar", "gzip", "mysqldump", "pg_dump", "psql", "run-parts", "true", "false", "sleep",
+    "date", "touch", "mkdir", "cat", "ls", "npm", "npx", "yarn", "bundle", "rake", "rails", "certbot",
+    "logrotate", "uv", "poetry", "pipenv", "ansible-playbook", "systemctl", "service", "export", "set", "if",
+    "for", "while", "[", "[[", "wp", "drush", "artisan", "composer", "deno", "bun", "go", "cargo",
+})
+#: Accounts a system crontab names (Debian's base system users and common service accounts).
+KNOWN_USERS = frozenset({
+    "root", "daemon", "bin", "sys", "sync", "games", "man", "lp", "mail", "news", "uucp", "proxy", "www-data",
+    "backup", "list", "irc", "nobody", "_apt", "postgres", "mysql", "redis", "nginx", "apache", "www", "ubuntu",
+    "ec2-user", "admin", "deploy", "app", "operator", "smmsp", "_www", "postfix", "git", "jenkins", "ftp",
+})
+_NOT_A_NAME = re.compile(r"[/~$`'\"=%;&|<>(){}\[\]*?!]|^[.#-]")
+
+
+def is_system_path(path: str) -> bool:
+    """Files under ``cron.d/`` are system crontabs by definition (cron(8)); a file merely named
+    ``crontab`` is as often ``crontab -l > crontab`` as ``/etc/crontab``, so the name alone
+    decides nothing."""
     p = PurePath(path)
-    return p.name == "crontab" or "cron.d" in p.parts
+    return "cron.d" in p.parts or p.as_posix() == "/etc/crontab"
+
+
+@dataclass(frozen=True)
+class UserField:
+    """Whether a crontab's entries carry a user field, decided from what they hold."""
+
+    verdict: Literal["yes", "no", "unknown"]
+    why: str = ""
+
+
+def user_field(path: str, text: str) -> UserField:
+    """``no`` as soon as one entry's sixth field cannot be an account (a path, shell syntax, a
+    command's name, or nothing after it); ``yes`` when every one is an account a system crontab
+    names, or the file is under cron.d/; otherwise ``unknown``, with the line that leaves it open."""
+    unknown: tuple[int, str] | None = None
+    seen = False
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#") or (_ENV.match(line) and not (line[0].isdigit() or line[0] in "*@")):
+            continue
+        fields = line.split(None, 2 if line.startswith("@") else 7)
+        sixth_at = 1 if line.startswith("@") else 5
+        if len(fields) <= sixth_at:
+            continue
+        seen = True
+        sixth = fields[sixth_at]
+        after = fields[sixth_at + 1] if len(fields) > sixth_at + 1 else ""
+        if _NOT_A_NAME.search(sixth) or sixth.lower() in COMMAND_WORDS or not _USER.match(sixth) or not after \
+                or after.startswith("-"):
+            return UserField("no", f"line {number}: {sixth!r} is the command, not a user")
+        if sixth not in KNOWN_USERS and unknown is None:
+            unknown = (number, sixth)
+    if not seen:
+        return UserField("no")
+    if unknown is None:
+        return UserField("yes", "every entry names an account")
+    if is_system_path(path):
+        return UserField("yes", "under cron.d/")
+    number, word = unknown
+    return UserField("unknown", f"line {number}: {word!r} may be a user (a system crontab) or the command (a user's "
+                                "crontab)")
 
 
 def read(path: str, text: str, system: bool | None = None) -> Reading:
-    system = is_system_crontab(path) if system is None else system
+    """``system``: whether entries carry a user field; None: decided from the content, and a file
+    it leaves open is refused, naming the ``--format`` that says."""
+    if system is None:
+        found = user_field(path, text)
+        if found.verdict == "unknown":
+            return Reading(problems=[InputProblem(Origin(path, None, "crontab"), (
+                f"cannot tell whether the entries have a user field ({found.why}): pass --format crontab (a "
+                "user's crontab, `crontab -l`) or --format system-crontab (/etc/crontab, /etc/cron.d/*)"))])
+        system = found.verdict == "yes"
     out = Reading()
     env: dict[str, str] = {}
     cron_tz: str | None = None
@@ -115,13 +188,18 @@ def _entry(origin: Origin, line: str, system: bool, env: dict[str, str], cron_tz
             out.problems.append(InputProblem(origin, f"{expression!r} is not a valid cron schedule: {e}"))
             return None
     notes: list[str] = []
+    blockers: list[str] = []
     if system:
         user, rest = (rest.split(None, 1) + [""])[:2]
         rest = rest.strip()
         if not _USER.match(user) or not rest:
             out.problems.append(InputProblem(origin, "a system crontab entry needs a user field before the "
-                                                     f"command (e.g. 'root'); got {line[:80]!r}"))
+                                                     f"command (e.g. 'root'); got {line[:80]!r} (a crontab without "
+                                                     "user fields: pass --format crontab)"))
             return None
+        if user.lower() in COMMAND_WORDS or rest.startswith("-"):
+            blockers.append(f"the user field {user!r} is not a plausible account (it is a command's name, or what "
+                            "follows it is an option): if this crontab has no user field, pass --format crontab")
         if user != "root":
             notes.append(f"ran as user {user!r}: the step runs as the runner image's user")
     if not rest.strip():
@@ -141,6 +219,7 @@ def _entry(origin: Origin, line: str, system: bool, env: dict[str, str], cron_tz
         timezone=cron_tz,
         description=" ".join(comments),
         env=tuple(job_env.items()),
+        blockers=tuple(blockers),
         notes=tuple(notes) + ((f"{source_text} is {expression}",) if source_text != expression else ()),
     )
 
@@ -171,7 +250,9 @@ def split_percent(command: str) -> tuple[str, str | None]:
 
 
 def _read_user(source: Source, context: ReadContext) -> Reading:
-    return read(source.name, source.text, system=False)
+    """Given with --format crontab: no user field. Detected (no other format claimed it): the
+    content decides, and a file it leaves open is refused."""
+    return read(source.name, source.text, system=None if context.detected else False)
 
 
 def _read_system(source: Source, context: ReadContext) -> Reading:
@@ -179,7 +260,8 @@ def _read_system(source: Source, context: ReadContext) -> Reading:
 
 
 #: A system crontab (``/etc/crontab``, ``/etc/cron.d/*``): a user field before each command.
-SYSTEM = SourceFormat("system-crontab", "a file named crontab or under cron.d/",
-                      lambda source: is_system_crontab(source.name), _read_system, (UNIX_CRON,))
+SYSTEM = SourceFormat("system-crontab", "entries with a user field (every sixth field an account, or under cron.d/)",
+                      lambda source: user_field(source.name, source.text).verdict == "yes", _read_system,
+                      (UNIX_CRON,))
 #: A user's crontab (``crontab -l``): whatever no other format claims.
 USER = SourceFormat("crontab", "anything else", lambda source: True, _read_user, (UNIX_CRON,))

@@ -1,0 +1,75 @@
+"""``jobplane import`` on inputs shaped like the real-world files that wrote a wrong command or fire
+behind a "yes" (issue 50): each test feeds the shape that failed and checks that what is written
+is what the source ran, or that it is refused, naming why and what to do."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from jobplane.compiler.validate import load_jobs
+from jobplane.contract.config import load_config
+
+FROM = "2026-12-03T00:00:00Z"
+
+
+def _import(repo, *args: str):
+    return repo.cli("import", "--team", "billing", "--from", FROM, *args)
+
+
+def _jobs(repo) -> dict[str, str]:
+    team = repo.path / "jobs" / "billing"
+    return {p.stem: p.read_text() for p in sorted(team.glob("*.jsonnet"))} if team.is_dir() else {}
+
+
+def _shells(repo) -> dict[str, list[str] | None]:
+    return {lj.job.name: lj.job.steps[0].shell for lj in load_jobs(load_config(repo.path))}
+
+
+# -- item 2: a user crontab named `crontab` ------------------------------------------------------
+
+def test_a_user_crontab_named_crontab_keeps_its_commands(repo, tmp_path) -> None:
+    """`crontab -l > crontab` is how repositories keep one: the sixth field is the command."""
+    tab = tmp_path / "crontab"
+    tab.write_text("15 6 * * * source ~/.bash_profile && ./run.sh\n0 1 * * * python /srv/nightly.py\n")
+    result = _import(repo, str(tab), "--timezone", "UTC")
+    assert result.exit_code == 0, result.output
+    shells = _shells(repo)
+    assert ["/bin/sh", "-c", "source ~/.bash_profile && ./run.sh"] in shells.values()
+    assert ["python", "/srv/nightly.py"] in shells.values()
+    assert "ran as user" not in result.output
+
+
+def test_a_bsd_root_crontab_without_user_fields_imports(repo, tmp_path) -> None:
+    tab = tmp_path / "crontab"
+    tab.write_text("#minute\thour\tmday\tmonth\twday\tcommand\n*/10\t*\t*\t*\t*\t/usr/libexec/atrun\n"
+                   "0\t*\t*\t*\t*\t/usr/bin/newsyslog\n")
+    result = _import(repo, str(tab), "--timezone", "UTC")
+    assert result.exit_code == 0, result.output
+    assert sorted(_shells(repo).values()) == [["/usr/bin/newsyslog"], ["/usr/libexec/atrun"]]
+
+
+def test_an_ambiguous_crontab_is_refused_until_format_says_and_format_always_wins(repo, tmp_path) -> None:
+    tab = tmp_path / "crontab"
+    tab.write_text("0 1 * * * reports /srv/bin/weekly.sh\n")
+    result = _import(repo, str(tab), "--timezone", "UTC")
+    assert result.exit_code == 2 and _jobs(repo) == {}
+    assert "'reports' may be a user" in result.output
+    assert "--format crontab" in result.output and "--format system-crontab" in result.output
+    result = _import(repo, str(tab), "--timezone", "UTC", "--format", "crontab")
+    assert result.exit_code == 0 and ["reports", "/srv/bin/weekly.sh"] in _shells(repo).values()
+    result = _import(repo, str(tab), "--timezone", "UTC", "--format", "system-crontab", "--force")
+    assert result.exit_code == 0 and ["/srv/bin/weekly.sh"] in _shells(repo).values()
+    assert "ran as user 'reports'" in result.output
+
+
+def test_a_system_crontab_user_field_must_be_an_account(repo, tmp_path) -> None:
+    tab = tmp_path / "etc-crontab"
+    tab.write_text("0 1 * * * python /srv/nightly.py\n0 2 * * * root /srv/bin/ok.sh\n")
+    result = _import(repo, str(tab), "--timezone", "UTC", "--format", "system-crontab")
+    assert result.exit_code == 1
+    assert "the user field 'python' is not a plausible account" in result.output
+    assert list(_shells(repo).values()) == [["/srv/bin/ok.sh"]]
+    bsd = tmp_path / "root"
+    bsd.write_text("*/10\t*\t*\t*\t*\t/usr/libexec/atrun\n")
+    result = _import(repo, str(bsd), "--timezone", "UTC", "--format", "system-crontab")
+    assert result.exit_code == 2 and "pass --format crontab" in result.output
