@@ -73,3 +73,51 @@ def test_a_system_crontab_user_field_must_be_an_account(repo, tmp_path) -> None:
     bsd.write_text("*/10\t*\t*\t*\t*\t/usr/libexec/atrun\n")
     result = _import(repo, str(bsd), "--timezone", "UTC", "--format", "system-crontab")
     assert result.exit_code == 2 and "pass --format crontab" in result.output
+
+
+# -- items 3 and 4: what a Kubernetes pod gave the command ---------------------------------------
+
+POD = """\
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: %(name)s}
+spec:
+  schedule: "0 3 * * *"
+  timeZone: UTC
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          serviceAccountName: reporter
+          volumes:
+          - name: config
+            configMap: {name: report-config}
+          containers:
+          - name: app
+            image: ghcr.io/acme/report:1.4
+%(container)s
+            volumeMounts:
+            - {name: config, mountPath: /etc/report}
+"""
+
+
+def test_kubernetes_args_without_a_command_are_refused(repo, tmp_path) -> None:
+    manifest = tmp_path / "cj.yaml"
+    manifest.write_text(POD % {"name": "pinger", "container": '            args: ["-cmd", "ping"]'})
+    result = _import(repo, str(manifest))
+    assert result.exit_code == 1 and _jobs(repo) == {}
+    assert "gives args (['-cmd', 'ping']) but no command" in result.output and "add command:" in result.output
+
+
+def test_kubernetes_pod_context_is_reported_and_a_mounted_path_refuses(repo, tmp_path) -> None:
+    manifest = tmp_path / "cj.yaml"
+    manifest.write_text(POD % {"name": "reads-config",
+                               "container": "            command: [/app/report, --config, /etc/report/report.yaml]"}
+                        + "---\n" + POD % {"name": "plain", "container": "            command: [/app/report]"})
+    result = _import(repo, str(manifest))
+    assert result.exit_code == 1
+    assert sorted(_jobs(repo)) == ["plain"]
+    assert "the command reads /etc/report, where the pod mounted configMap {'name': 'report-config'}" in result.output
+    for note in ("ran the image 'ghcr.io/acme/report:1.4'", "service account 'reporter'",
+                 "mounted configMap {'name': 'report-config'} at /etc/report, which the step will not have"):
+        assert note in result.output, note

@@ -106,8 +106,10 @@ def _cronjob(origin: Origin, doc: JsonObject, team: str, out: Reading) -> None:
         blockers.append("the container runs its image's default command, which the manifest does not show: "
                         "add command: to the manifest (or write the step by hand)")
     elif not command:
-        notes.append("the container gives args only: they ran after the image's ENTRYPOINT, which the manifest "
-                     "does not show; check the step's argv")
+        blockers.append(f"the container gives args ({_short(args)}) but no command: they ran after its image's "
+                        "ENTRYPOINT, which the manifest does not show: add command: (the image's entrypoint) to "
+                        "the manifest, or write the step by hand")
+    blockers.extend(_pod_context(container, pod_spec, command + args, notes))
     env, secrets = [], []
     for i, var in enumerate(container.get("env") or []):
         if not isinstance(var, dict) or not isinstance(var.get("name"), str):
@@ -148,6 +150,43 @@ def _cronjob(origin: Origin, doc: JsonObject, team: str, out: Reading) -> None:
         blockers=tuple(blockers),
         notes=tuple(notes),
     ))
+
+
+def _pod_context(container: JsonObject, pod_spec: JsonObject, argv: list[str], notes: list[str]) -> list[str]:
+    """What the pod gave the command that a jobplane step does not have: the image, mounted
+    volumes, the service account. Each is reported with what to do; a command that names a
+    mounted path is refused (its files would not be there)."""
+    blockers: list[str] = []
+    image = container.get("image")
+    if isinstance(image, str) and image:
+        notes.append(f"the container ran the image {image!r}; the step runs in the team's runner image, which must "
+                     "have the program and files it used (or be built from it)")
+    account = pod_spec.get("serviceAccountName") or pod_spec.get("serviceAccount")
+    if isinstance(account, str) and account:
+        notes.append(f"the pod ran as the service account {account!r} (its RBAC and cloud permissions); the step "
+                     "runs with the job's IAM role: grant what the command needs there")
+    volumes = {str(v.get("name")): v for v in pod_spec.get("volumes") or [] if isinstance(v, dict)}
+    text = " ".join(argv)
+    for mount in container.get("volumeMounts") or []:
+        if not isinstance(mount, dict) or not isinstance(mount.get("mountPath"), str):
+            continue
+        path = str(mount["mountPath"]).rstrip("/") or "/"
+        volume = volumes.get(str(mount.get("name")), {})
+        kinds = [k for k in volume if k != "name"]
+        what = f"{kinds[0]} {_short(volume[kinds[0]])}" if kinds else f"volume {mount.get('name')!r}"
+        if path != "/" and path in text:
+            blockers.append(f"the command reads {path}, where the pod mounted {what}; the step will not have it: "
+                            "bake the files into the runner image or read them from S3 or Secrets Manager, change "
+                            "the command, and import again")
+        else:
+            notes.append(f"the pod mounted {what} at {path}, which the step will not have: if the command reads it, "
+                         "bake the files into the runner image or read them from S3 or Secrets Manager")
+    return blockers
+
+
+def _short(value: JsonValue) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _get(value: JsonValue, *keys: str) -> JsonObject:
