@@ -121,3 +121,30 @@ def test_kubernetes_pod_context_is_reported_and_a_mounted_path_refuses(repo, tmp
     for note in ("ran the image 'ghcr.io/acme/report:1.4'", "service account 'reporter'",
                  "mounted configMap {'name': 'report-config'} at /etc/report, which the step will not have"):
         assert note in result.output, note
+
+
+# -- item 1: EventBridge bounds, retries and dead-letter queues ---------------------------------
+
+def test_a_bounded_eventbridge_schedule_is_refused_and_delivery_settings_reported(repo, tmp_path) -> None:
+    import json
+
+    target = {"Arn": "arn:aws:scheduler:::aws-sdk:ecs:runTask", "RoleArn": "arn:aws:iam::123456789012:role/r",
+              "Input": json.dumps({"Cluster": "c", "TaskDefinition": "t",
+                                   "Overrides": {"ContainerOverrides": [{"Name": "app", "Command": ["bin/promo"]}]}}),
+              "RetryPolicy": {"MaximumEventAgeInSeconds": 600, "MaximumRetryAttempts": 2},
+              "DeadLetterConfig": {"Arn": "arn:aws:sqs:us-east-1:123456789012:promo-dlq"}}
+    schedules = tmp_path / "schedules.json"
+    schedules.write_text(json.dumps([
+        {"Name": "promo-weekdays", "ScheduleExpression": "cron(0 9 ? * MON-FRI *)",
+         "ScheduleExpressionTimezone": "UTC", "StartDate": "2027-01-04T00:00:00Z", "EndDate": "2027-01-24T23:59:00Z",
+         "FlexibleTimeWindow": {"Mode": "OFF"}, "Target": target},
+        {"Name": "promo-report", "ScheduleExpression": "cron(0 10 ? * MON *)", "FlexibleTimeWindow": {"Mode": "OFF"},
+         "Target": target}]))
+    result = _import(repo, str(schedules))
+    assert result.exit_code == 1
+    assert sorted(_jobs(repo)) == ["promo-report"]
+    # three weeks of weekdays: 15 fires, not the 261 a year an unbounded job would make
+    assert ("schedule 'promo-weekdays', [0]): the schedule fires only within StartDate 2027-01-04T00:00:00Z and "
+            "EndDate 2027-01-24T23:59:00Z (it fires 15 times between them)") in result.output
+    assert "RetryPolicy (MaximumRetryAttempts 2, MaximumEventAgeInSeconds 600) is not carried" in result.output
+    assert "the dead-letter queue 'arn:aws:sqs:us-east-1:123456789012:promo-dlq' is not carried" in result.output
