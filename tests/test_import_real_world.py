@@ -148,3 +148,43 @@ def test_a_bounded_eventbridge_schedule_is_refused_and_delivery_settings_reporte
             "EndDate 2027-01-24T23:59:00Z (it fires 15 times between them)") in result.output
     assert "RetryPolicy (MaximumRetryAttempts 2, MaximumEventAgeInSeconds 600) is not carried" in result.output
     assert "the dead-letter queue 'arn:aws:sqs:us-east-1:123456789012:promo-dlq' is not carried" in result.output
+
+
+# -- item 5: hostile inputs end as named refusals, never a traceback or a hang -------------------
+
+BOMB = "\n".join(["a: &a [x,x,x,x,x,x,x,x,x]"] + [f"{c}: &{c} [" + ",".join([f"*{p}"] * 9) + "]"
+                                                  for p, c in zip("abcdefgh", "bcdefghi")]) + "\n"
+
+
+def test_yaml_aliases_deep_nesting_and_huge_values_are_refused_by_name(repo, tmp_path) -> None:
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(BOMB)
+    assert len(BOMB) < 800  # the shape of the 701-byte bomb: 9**9 leaves when walked
+    deep_json = tmp_path / "deep.json"
+    deep_json.write_text("[" * 200_000 + "]" * 200_000)
+    deep_yaml = tmp_path / "deep.yaml"
+    deep_yaml.write_text("[" * 100_000 + "]" * 100_000)
+    huge = tmp_path / "huge.crontab"
+    huge.write_text("# " + "x" * (1024 * 1024) + "\n0 1 * * * /srv/x.sh\n")
+    result = _import(repo, str(bomb), str(deep_json), str(deep_yaml), str(huge), "--timezone", "UTC")
+    assert result.exit_code == 2 and _jobs(repo) == {}
+    assert f"{bomb}:2: invalid YAML: an alias (*a) refers to another value: aliases are not read" in result.output
+    assert f"{deep_json}: invalid JSON: nested too deep" in result.output
+    assert f"{deep_yaml}: invalid YAML: nested too deep" in result.output
+    assert f"{huge}: larger than 1024 KiB" in result.output and "Traceback" not in result.output
+
+
+def test_celery_overflows_are_named_and_oversized_commands_refused(repo, tmp_path) -> None:
+    beat = tmp_path / "beat.py"
+    beat.write_text("beat_schedule = {\n"
+                    "    'forever': {'task': 'm.a', 'schedule': timedelta(days=9999999999)},\n"
+                    "    'infinite': {'task': 'm.b', 'schedule': 1e308*10},\n}\n")
+    result = _import(repo, str(beat))
+    assert result.exit_code == 2
+    assert f"{beat}:2: 'timedelta(days=9999999999)' is not a usable interval" in result.output
+    assert f"{beat}:3: schedule inf: not an interval a scheduler can keep" in result.output
+    tab = tmp_path / "tab"
+    tab.write_text(f"0 1 * * * /srv/ok.sh\n0 2 * * * /srv/x.sh {'a' * 40_000}\n")
+    result = _import(repo, str(tab), "--timezone", "UTC")
+    assert result.exit_code == 1 and list(_jobs(repo)) == ["ok"]
+    assert "longer than 32768 characters" in result.output

@@ -47,6 +47,8 @@ def _parsed(source: Source) -> JsonValue | InputProblem:
         return value
     except json.JSONDecodeError as e:
         return InputProblem(Origin(source.name, e.lineno, "JSON"), f"invalid JSON: {e.msg}")
+    except RecursionError:
+        return InputProblem(Origin(source.name, None, "JSON"), "invalid JSON: nested too deep")
 
 
 def _read(source: Source, context: ReadContext) -> Reading:

@@ -37,6 +37,11 @@ Format = str
 #: step may run as long as the job (jobplane's job default, 24 h), not jobplane's step default (1 h).
 NO_LIMIT = 86400
 MAX_ATTEMPTS = 10
+#: Limits on input before anything is mapped (every input is hostile): a schedule file is kilobytes.
+MAX_INPUT_BYTES = 1024 * 1024
+MAX_ARGV = 256
+MAX_ENV = 256
+MAX_VALUE_CHARS = 32 * 1024
 #: A job that fires this often or more may overlap itself: the report suggests SKIP_IF_RUNNING.
 FREQUENT_PER_DAY = 24
 
@@ -134,6 +139,10 @@ def read_sources(paths: list[Path], options: Options, team: str) -> Reading:
     sources: list[Source] = []
     for path in paths:
         try:
+            if path.stat().st_size > MAX_INPUT_BYTES:
+                reading.problems.append(InputProblem(Origin(str(path), None, "file"), (
+                    f"larger than {MAX_INPUT_BYTES // 1024} KiB: not read (a schedule file is far smaller; split it)")))
+                continue
             sources.append(Source(path, path.read_text(encoding="utf-8")))
         except (OSError, UnicodeDecodeError) as e:
             reading.problems.append(InputProblem(Origin(str(path), None, "file"), f"cannot be read: {e}"))
@@ -141,7 +150,11 @@ def read_sources(paths: list[Path], options: Options, team: str) -> Reading:
     kinds = [formats.detect(s) if detected else formats.by_name(options.source_format) for s in sources]
     for source, kind in zip(sources, kinds):
         siblings = tuple(s for s, k in zip(sources, kinds) if k is kind)
-        reading.extend(kind.read(source, ReadContext(team, siblings, detected)))
+        try:
+            reading.extend(kind.read(source, ReadContext(team, siblings, detected)))
+        except (RecursionError, OverflowError, MemoryError) as e:  # hostile input, named, never a traceback
+            reading.problems.append(InputProblem(Origin(source.name, None, kind.name),
+                                                 f"not read: {type(e).__name__} ({e or 'nested too deep'})"))
     return reading
 
 
@@ -217,6 +230,31 @@ def _plan(entry: Entry, options: Options, config: PlatformConfig, namer: Namer) 
     return out
 
 
+def _planned(entry: Entry, options: Options, config: PlatformConfig, namer: Namer) -> Outcome:
+    """An entry's outcome; an entry whose values are too large, or that fails to map, is refused
+    naming why, and the other entries go on."""
+    too_big = _oversized(entry)
+    if too_big:
+        return Outcome(entry.origin, "; ".join(s.text[:80] for s in entry.schedules), refused=[too_big])
+    try:
+        return _plan(entry, options, config, namer)
+    except (ValueError, OverflowError, RecursionError) as e:
+        return Outcome(entry.origin, "; ".join(s.text[:80] for s in entry.schedules),
+                       refused=[f"cannot be mapped: {type(e).__name__}: {str(e)[:200]}"])
+
+
+def _oversized(entry: Entry) -> str | None:
+    c = entry.command
+    texts = [*c.argv, c.shell_text or "", c.stdin or "", *(v for _, v in entry.env), *(n for n, _ in entry.env),
+             entry.name_hint, *(s.text for s in entry.schedules)]
+    if len(c.argv) > MAX_ARGV or len(entry.env) > MAX_ENV:
+        return (f"{len(c.argv)} arguments and {len(entry.env)} environment variables: more than jobplane imports "
+                f"({MAX_ARGV} and {MAX_ENV})")
+    if any(len(t) > MAX_VALUE_CHARS for t in texts):
+        return f"a command, argument or value longer than {MAX_VALUE_CHARS} characters: not imported"
+    return None
+
+
 def _simple(hint: str) -> str:
     return kebab(hint, "")
 
@@ -262,7 +300,7 @@ def run_import(config: PlatformConfig, paths: list[Path], options: Options) -> R
                     and (config.root / lj.source).stem == lj.job.name}
     namer = Namer(config.name_prefix, {lj.job.name: (len(lj.job.schedule), _has_secrets(lj)) for lj in existing},
                   overwritable)
-    outcomes = [_plan(entry, options, config, namer) for entry in reading.entries]
+    outcomes = [_planned(entry, options, config, namer) for entry in reading.entries]
     for o in outcomes:
         if o.imported and (config.root / o.written[1]).exists() and not options.force:
             o.refused.append(f"{o.file} exists: pass --force to overwrite it (or rename the job there)")
