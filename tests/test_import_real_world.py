@@ -188,3 +188,35 @@ def test_celery_overflows_are_named_and_oversized_commands_refused(repo, tmp_pat
     result = _import(repo, str(tab), "--timezone", "UTC")
     assert result.exit_code == 1 and list(_jobs(repo)) == ["ok"]
     assert "longer than 32768 characters" in result.output
+
+
+# -- item 6: the team is one directory under jobs/ ----------------------------------------------
+
+def test_a_team_outside_the_jobs_directory_is_refused_even_without_declared_teams(repo, tmp_path) -> None:
+    repo.write("jobplane.toml", "[platform]\nname_prefix = 'jobplane'\n")
+    tab = tmp_path / "tab"
+    tab.write_text("0 1 * * * /srv/x.sh\n")
+    for team in ("../../x", "..", "a/b", "lib", "/tmp/x", "data_science"):
+        result = repo.cli("import", "--team", team, "--timezone", "UTC", str(tab))
+        assert result.exit_code == 2, (team, result.output)
+        assert "a team is one directory under jobs/" in result.output
+    assert not (repo.path.parent / "x").exists() and not list(repo.path.rglob("x.jsonnet"))
+    result = repo.cli("import", "--team", "data-science", "--timezone", "UTC", str(tab))
+    assert result.exit_code == 0, result.output
+    assert (repo.path / "jobs" / "data-science" / "x.jsonnet").is_file()
+
+
+# -- item 8: text from a source reaches the terminal inert ---------------------------------------
+
+def test_terminal_controls_from_a_source_are_printed_inert(repo, tmp_path) -> None:
+    manifest = tmp_path / "svc.yaml"
+    manifest.write_text('apiVersion: v1\nkind: "Service\\e]52;c;aGVsbG8=\\a"\nmetadata: {name: "web\\u202e"}\n')
+    tab = tmp_path / "tab"
+    tab.write_text("0 1 * * * /srv/x.sh\n0 2 * *\x1b[2J * /srv/y.sh\n")
+    for source in (manifest, tab):
+        result = _import(repo, str(source), "--timezone", "UTC")
+        assert result.exit_code in (1, 2)
+        assert "\x1b" not in result.output and "\x07" not in result.output and "\u202e" not in result.output
+    assert "\\x1b[2J" in result.output
+    result = _import(repo, str(manifest))
+    assert "Service\\x1b]52;c;aGVsbG8=\\x07" in result.output and "web\\u202e" in result.output

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from jobplane.compiler.problems import DefinitionError, Problem
 from jobplane.compiler.validate import LoadedJob, load_jobs
-from jobplane.contract.config import CONFIG_FILE, PlatformConfig
+from jobplane.contract.config import CONFIG_FILE, TEAM_RE, PlatformConfig
 from jobplane.contract.schedule import CronExpression, RateExpression, ScheduleError, parse, validate_timezone
 from jobplane.importer import formats
 from jobplane.importer.entries import Entry, InputProblem, Origin, Reading, Skipped
@@ -272,6 +272,12 @@ def _frequent(expressions: list[str]) -> bool:
 # -- the import -----------------------------------------------------------------------------
 
 def run_import(config: PlatformConfig, paths: list[Path], options: Options) -> Result:
+    if not TEAM_RE.fullmatch(options.team) or options.team == config.library_path.name:
+        raise UnreadableInput([f"--team {options.team!r}: a team is one directory under {config.jobs_dir}/, named "
+                               f"by 1-40 lower-case letters, digits and '-' (not {config.library_path.name!r})"])
+    target = (config.jobs_path / options.team).resolve()
+    if target.parent != config.jobs_path.resolve():
+        raise UnreadableInput([f"--team {options.team!r}: its files would be written outside {config.jobs_dir}/"])
     if config.teams and options.team not in config.teams:
         raise UnreadableInput([f"--team {options.team!r} is not declared in {CONFIG_FILE} "
                                f"(teams: {', '.join(sorted(config.teams))})"])
