@@ -215,8 +215,80 @@ def test_terminal_controls_from_a_source_are_printed_inert(repo, tmp_path) -> No
     tab.write_text("0 1 * * * /srv/x.sh\n0 2 * *\x1b[2J * /srv/y.sh\n")
     for source in (manifest, tab):
         result = _import(repo, str(source), "--timezone", "UTC")
-        assert result.exit_code in (1, 2)
+        assert result.exit_code in (0, 2)
         assert "\x1b" not in result.output and "\x07" not in result.output and "\u202e" not in result.output
     assert "\\x1b[2J" in result.output
     result = _import(repo, str(manifest))
     assert "Service\\x1b]52;c;aGVsbG8=\\x07" in result.output and "web\\u202e" in result.output
+
+
+# -- item 11: formats jobplane does not read are named, with what to do --------------------------
+
+def test_terraform_and_helm_files_are_named_with_what_to_do(repo, tmp_path) -> None:
+    tf = tmp_path / "schedules.tf"
+    tf.write_text('resource "aws_scheduler_schedule" "nightly" {\n  name = "nightly"\n'
+                  '  schedule_expression = "cron(0 2 * * ? *)"\n}\n' * 5)
+    chart = tmp_path / "templates"
+    chart.mkdir()
+    helm = chart / "cronjob.yaml"
+    helm.write_text('apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: {{ include "app.fullname" . }}\n'
+                    'spec:\n  schedule: {{ .Values.schedule | quote }}\n')
+    result = _import(repo, str(tf), str(helm))
+    assert result.exit_code == 2
+    assert result.output.count("\n") < 8  # one problem a file, not one a line
+    assert f"{tf}: a Terraform configuration" in result.output and "get-schedule" in result.output
+    assert f"{helm}: a Helm template" in result.output and "helm template RELEASE CHART" in result.output
+
+
+# -- item 12: a CronJob beside its Role and ServiceAccount -----------------------------------------
+
+def test_a_cronjob_with_its_rbac_documents_imports_and_names_where_the_secret_is(repo, tmp_path) -> None:
+    manifest = tmp_path / "cleanup.yaml"
+    manifest.write_text("""\
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: cleanup}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: cleanup}
+rules: [{apiGroups: [""], resources: [pods], verbs: [delete]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: cleanup}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: cleanup}
+subjects: [{kind: ServiceAccount, name: cleanup}]
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: cleanup-token}
+stringData: {token: s3cr3t-value-never-printed}
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: cleanup}
+spec:
+  schedule: "0 4 * * *"
+  timeZone: UTC
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          containers:
+          - name: app
+            command: [/app/cleanup]
+            env:
+            - name: API_TOKEN
+              valueFrom: {secretKeyRef: {name: cleanup-token, key: token}}
+            - name: OTHER
+              valueFrom: {secretKeyRef: {name: elsewhere, key: pw}}
+""")
+    result = _import(repo, str(manifest))
+    assert result.exit_code == 0, result.output
+    assert sorted(_jobs(repo)) == ["cleanup"]
+    assert "Skipped (nothing to schedule):" in result.output and "a RoleBinding, not a CronJob" in result.output
+    assert "Not imported:" not in result.output
+    assert f"its value is in {manifest}:16, data.token" in result.output
+    assert "kubectl get secret elsewhere -o jsonpath='{.data.pw}' | base64 -d" in result.output
+    assert "s3cr3t-value-never-printed" not in result.output + "".join(_jobs(repo).values())

@@ -87,10 +87,10 @@ def _table(result: Result) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r[:4], widths)) + "  " + r[4] for r in rows] if len(rows) > 1 else []
     refused = [o for o in result.outcomes if not o.imported]
-    if refused or result.skipped:
+    if refused or result.not_imported:
         lines.append("")
         lines.append("Not imported:")
-        rows_out = [(o.origin, "; ".join(o.refused)) for o in refused] + [(s.origin, s.reason) for s in result.skipped]
+        rows_out = [(o.origin, "; ".join(o.refused)) for o in refused] + [(s.origin, s.reason) for s in result.not_imported]
         for origin, why in sorted(rows_out, key=lambda r: (r[0].file, r[0].line or 0)):
             lines.append(f"  {origin} ({origin.label}): {why}")
     notes = [(o, n) for o in result.outcomes if o.imported for n in o.notes]
@@ -103,7 +103,10 @@ def _table(result: Result) -> str:
             needed.setdefault(str(t), []).append(o.job or "")
         lines += ["", "To do before the first run:"] + [f"  {t} (used by {', '.join(jobs)})" for t, jobs in needed.items()]
     imported = sum(o.imported for o in result.outcomes)
-    not_imported = len(refused) + len(result.skipped)
+    if result.nothing_to_schedule:
+        lines += ["", "Skipped (nothing to schedule):"] + [f"  {s.origin} ({s.origin.label}): {s.reason}"
+                                                          for s in result.nothing_to_schedule]
+    not_imported = len(refused) + len(result.not_imported)
     verb = "Would write" if result.dry_run else "Wrote"
     lines += ["", f"{verb} {imported} job file{'s' if imported != 1 else ''}; {not_imported} not imported."]
     return "\n".join(inert(line) for line in lines) + "\n"

@@ -81,10 +81,14 @@ class Entry:
 
 @dataclass(frozen=True)
 class Skipped:
-    """An entry that is read but not imported by design (``@reboot``, a Celery ``solar``)."""
+    """An entry that is read but not imported by design. ``counts``: the source ran something
+    jobplane will not (``@reboot``, a Celery ``solar``): not imported, exit 1. Otherwise there was
+    nothing to schedule (a ServiceAccount beside a CronJob, an event-pattern rule, a workflow
+    without a schedule): reported as skipped, and the import can still succeed."""
 
     origin: Origin
     reason: str
+    counts: bool = True
 
 
 @dataclass(frozen=True)

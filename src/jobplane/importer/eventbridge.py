@@ -92,7 +92,7 @@ def read(path: str, doc: JsonValue, targets: dict[str, list[JsonValue]]) -> Read
         origin = Origin(path, None, f"{kind} {name!r}" + (f", {where}" if where else ""))
         if kind == "rule":
             if "ScheduleExpression" not in item:
-                out.skipped.append(Skipped(origin, "an event-pattern rule, not a schedule"))
+                out.skipped.append(Skipped(origin, "an event-pattern rule, not a schedule", counts=False))
                 continue
             rule_targets = item.get("Targets") if isinstance(item.get("Targets"), list) else targets.get(name)
             _entry(origin, item, rule_targets, "UTC", out, rule=True)

@@ -11,6 +11,9 @@ comes last since it claims whatever is left.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+
 from jobplane.importer import celery_beat, crontab, ecschedule, eventbridge, github_actions, kubernetes
 from jobplane.importer.dialects import Dialect
 from jobplane.importer.entries import SourceSchedule
@@ -44,6 +47,26 @@ def by_name(name: str) -> SourceFormat:
 
 def detect(source: Source) -> SourceFormat:
     return next(f for f in FORMATS if f.looks_like(source))
+
+
+_HELM = re.compile(r"\{\{-?\s*(?:\.Values|\.Release|\.Chart|\.Capabilities|include\s|toYaml|template\s|if\s|range\s)|-\}\}")
+
+#: Files people hand to ``jobplane import`` that hold schedules in a form it does not read, each
+#: with what to give it instead (checked before detection: a .tf file would otherwise be read as
+#: a crontab and fail on every line).
+UNSUPPORTED: tuple[tuple[Callable[[Source], bool], str], ...] = (
+    (lambda s: s.suffix in (".tf", ".hcl") or s.path.name.endswith(".tf.json"),
+     "a Terraform configuration, which jobplane does not read: after `terraform apply`, save `aws scheduler "
+     "get-schedule --name NAME` for each schedule (or `aws events list-rules` and each rule's "
+     "`list-targets-by-rule`) and import those"),
+    (lambda s: s.is_yaml and _HELM.search(s.text) is not None,
+     "a Helm template, which is not YAML until rendered: run `helm template RELEASE CHART > rendered.yaml` "
+     "and import rendered.yaml"),
+)
+
+
+def unsupported(source: Source) -> str | None:
+    return next((why for test, why in UNSUPPORTED if test(source)), None)
 
 
 def _dialects() -> dict[str, Dialect]:

@@ -195,7 +195,7 @@ def _read(source: Source, context: ReadContext) -> Reading:
         reason = ("runs on workflow_dispatch only (started by hand): not scheduled, nothing to import; "
                   "`jobplane run` starts a job by hand" if set(events) == {"workflow_dispatch"} else
                   f"not scheduled (on: {', '.join(sorted(events))}): nothing to import")
-        out.skipped.append(Skipped(origin, reason))
+        out.skipped.append(Skipped(origin, reason, counts=False))
         return out
     schedules, zones, problems = _schedules(events["schedule"])
     jobs = workflow.get("jobs")

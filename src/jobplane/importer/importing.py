@@ -119,15 +119,26 @@ class Result:
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.skipped or any(not o.imported for o in self.outcomes) else 0
+        return 1 if self.not_imported or any(not o.imported for o in self.outcomes) else 0
+
+    @property
+    def not_imported(self) -> list[Skipped]:
+        """What the source ran and jobplane will not (``@reboot``): each counts as not imported."""
+        return [s for s in self.skipped if s.counts]
+
+    @property
+    def nothing_to_schedule(self) -> list[Skipped]:
+        return [s for s in self.skipped if not s.counts]
 
     def as_json(self) -> JsonObject:
         return {"imported": sum(o.imported for o in self.outcomes),
-                "refused": sum(not o.imported for o in self.outcomes) + len(self.skipped),
+                "refused": sum(not o.imported for o in self.outcomes) + len(self.not_imported),
                 "written": self.written, "dry_run": self.dry_run,
                 "jobs": [o.as_json() for o in self.outcomes],
                 "not_imported": [{"source": {"file": s.origin.file, "line": s.origin.line, "entry": s.origin.label},
-                                  "reason": s.reason} for s in self.skipped]}
+                                  "reason": s.reason} for s in self.not_imported],
+                "skipped": [{"source": {"file": s.origin.file, "line": s.origin.line, "entry": s.origin.label},
+                             "reason": s.reason} for s in self.nothing_to_schedule]}
 
 
 # -- reading --------------------------------------------------------------------------------
@@ -149,6 +160,9 @@ def read_sources(paths: list[Path], options: Options, team: str) -> Reading:
     detected = options.source_format == formats.AUTO
     kinds = [formats.detect(s) if detected else formats.by_name(options.source_format) for s in sources]
     for source, kind in zip(sources, kinds):
+        if detected and (why := formats.unsupported(source)):
+            reading.problems.append(InputProblem(Origin(source.name, None, "file"), why))
+            continue
         siblings = tuple(s for s, k in zip(sources, kinds) if k is kind)
         try:
             reading.extend(kind.read(source, ReadContext(team, siblings, detected)))

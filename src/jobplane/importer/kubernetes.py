@@ -40,7 +40,11 @@ def read(path: str, text: str, team: str) -> Reading:
     except YamlError as e:
         out.problems.append(InputProblem(Origin(path, e.line, "manifest"), str(e)))
         return out
-    for doc in _flatten(docs):
+    flat = _flatten(docs)
+    # the Secrets the given manifest holds, so a to-do can name the file and line of the value
+    held = {str(_get(d, "metadata").get("name")): f"{path}:{line_of(d)}" for d in flat
+            if isinstance(d, dict) and d.get("kind") == "Secret"}
+    for doc in flat:
         line = line_of(doc)
         if not isinstance(doc, dict):
             out.problems.append(InputProblem(Origin(path, line, "manifest"), "a document is not a Kubernetes object"))
@@ -49,12 +53,12 @@ def read(path: str, text: str, team: str) -> Reading:
         name = (doc.get("metadata") or {}).get("name") if isinstance(doc.get("metadata"), dict) else None
         origin = Origin(path, line, f"{kind} {name!r}" if name else str(kind))
         if kind != "CronJob":
-            out.skipped.append(Skipped(origin, f"a {kind}, not a CronJob: nothing to schedule"))
+            out.skipped.append(Skipped(origin, f"a {kind}, not a CronJob: nothing to schedule", counts=False))
             continue
         if str(doc.get("apiVersion")) not in ("batch/v1", "batch/v1beta1"):
             out.problems.append(InputProblem(origin, f"apiVersion {doc.get('apiVersion')!r}: CronJobs are batch/v1"))
             continue
-        _cronjob(origin, doc, team, out)
+        _cronjob(origin, doc, team, held, out)
     return out
 
 
@@ -73,7 +77,7 @@ CONCURRENCY: dict[str, Literal["allow", "forbid", "replace"]] = {"Allow": "allow
                                                                  "Replace": "replace"}
 
 
-def _cronjob(origin: Origin, doc: JsonObject, team: str, out: Reading) -> None:
+def _cronjob(origin: Origin, doc: JsonObject, team: str, held: dict[str, str], out: Reading) -> None:
     spec = _get(doc, "spec")
     problems: list[str] = []
     schedule = spec.get("schedule")
@@ -118,8 +122,11 @@ def _cronjob(origin: Origin, doc: JsonObject, team: str, out: Reading) -> None:
         source = var.get("valueFrom")
         if isinstance(source, dict) and isinstance(source.get("secretKeyRef"), dict):
             ref = source["secretKeyRef"]
-            secrets.append((vname, SecretRef(f"{team}/{ref.get('name')}-{ref.get('key')}",
-                                             f"Kubernetes secret {ref.get('name')!r}, key {ref.get('key')!r}")))
+            secret, key = str(ref.get("name")), str(ref.get("key"))
+            where = (f"its value is in {held[secret]}, data.{key}" if secret in held else
+                     f"the cluster holds it: kubectl get secret {secret} -o jsonpath='{{.data.{key}}}' | base64 -d")
+            secrets.append((vname, SecretRef(f"{team}/{secret}-{key}",
+                                             f"Kubernetes secret {secret!r}, key {key!r}; {where}")))
         elif isinstance(source, dict):
             what = next(iter(source), "valueFrom")
             blockers.append(f"env {vname}: its value comes from {what} ({source[what]!r}), which the manifest "
