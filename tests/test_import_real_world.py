@@ -292,3 +292,31 @@ spec:
     assert f"its value is in {manifest}:16, data.token" in result.output
     assert "kubectl get secret elsewhere -o jsonpath='{.data.pw}' | base64 -d" in result.output
     assert "s3cr3t-value-never-printed" not in result.output + "".join(_jobs(repo).values())
+
+
+# -- item 9: names from what a line runs, and no header as a description ---------------------------
+
+def test_names_come_from_what_runs_never_from_builtins_wrappers_or_arguments(repo, tmp_path) -> None:
+    tab = tmp_path / "tab"
+    tab.write_text("""\
+# m h  dom mon dow   command
+0 1 * * * cd /srv/app && python manage.py cron send_reminders
+0 2 * * * cd /srv/app && python manage.py cron rebuild_index
+10 2 * * * cd /home/deploy/app/bin; php artisan cache:prune >> /dev/null 2>&1
+20 2 * * * command -v certbot >/dev/null && certbot renew -q
+30 2 * * * PATH=/usr/local/bin:/usr/bin flock -n /tmp/sync.lock /srv/bin/sync-feeds.sh
+40 2 * * * mysqldump -a shop | gzip > /backup/shop.sql.gz
+50 2 * * * cd /srv/app && bundle exec rake reports:weekly
+""")
+    result = _import(repo, str(tab), "--timezone", "UTC")
+    assert result.exit_code == 0, result.output
+    assert sorted(_jobs(repo)) == ["cache-prune", "certbot", "mysqldump", "rebuild-index", "reports-weekly",
+                                   "send-reminders", "sync-feeds"]
+    assert not any("description" in text for text in _jobs(repo).values())  # the column header is not one
+
+
+def test_debians_column_diagram_is_not_a_description(repo) -> None:
+    fixture = Path(__file__).parent / "fixtures" / "import" / "etc" / "crontab"
+    result = _import(repo, str(fixture), "--timezone", "UTC")
+    assert result.exit_code == 0, result.output
+    assert "description" not in _jobs(repo)["cron-hourly"]

@@ -124,7 +124,9 @@ def read(path: str, text: str, system: bool | None = None) -> Reading:
             continue
         if line.startswith("#"):
             comment = line.lstrip("#").strip()
-            if comment and not _looks_like_entry(comment):
+            if is_column_header(comment):
+                comments = []  # the block above a column header is the file's preamble, not a description
+            elif comment and re.search(r"[A-Za-z0-9]", comment) and not _looks_like_entry(comment):
                 comments.append(comment)
             continue
         if m := _ENV.match(line):
@@ -147,6 +149,24 @@ def _unquote(value: str) -> str:
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
         return value[1:-1]
     return value
+
+
+#: Words of a crontab's column header (``m h  dom mon dow   command``, Debian's ``.---- minute
+#: (0 - 59)`` diagram): such a comment describes the file's columns, not the entry below it.
+_HEADER_WORDS = frozenset({
+    "m", "h", "dom", "mon", "dow", "min", "minute", "minutes", "hour", "hours", "day", "days", "mday", "wday",
+    "month", "months", "week", "weekday", "of", "or", "command", "cmd", "user", "username", "user-name", "to", "be",
+    "executed", "sunday", "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec", "sun",
+    "tue", "wed", "thu", "fri", "sat", "who", "what",
+})
+
+
+def is_column_header(comment: str) -> bool:
+    words = re.findall(r"[a-z][a-z-]*", comment.lower())
+    marks = sum(w in ("m", "h", "dom", "mon", "dow", "minute", "hour", "month", "mday", "wday", "command", "cmd")
+                for w in words)
+    return bool(words) and marks >= 1 and all(w.strip("-") in _HEADER_WORDS or w == "-" for w in words) and (
+        marks >= 3 or "|" in comment or "---" in comment)
 
 
 def _looks_like_entry(text: str) -> bool:
