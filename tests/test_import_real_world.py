@@ -320,3 +320,25 @@ def test_debians_column_diagram_is_not_a_description(repo) -> None:
     result = _import(repo, str(fixture), "--timezone", "UTC")
     assert result.exit_code == 0, result.output
     assert "description" not in _jobs(repo)["cron-hourly"]
+
+
+# -- item 10: a multi-line script reads as one ------------------------------------------------------
+
+def test_a_multi_line_script_is_a_text_block_that_says_exactly_the_script(repo, tmp_path) -> None:
+    import shutil
+    import subprocess
+
+    script = 'set -u\nfor url in "$PRIMARY" "$MIRROR"; do\n  curl -fsS "$url/health"\n\n\tdone_tab=1\ndone\n'
+    workflow = tmp_path / "health.yml"
+    workflow.write_text("on:\n  schedule: [{cron: '*/15 * * * *'}]\njobs:\n  check:\n    env: {PRIMARY: a, MIRROR: b}\n"
+                        "    steps:\n      - run: |\n" + "".join(f"          {line}\n" if line else "\n"
+                                                                  for line in script.splitlines()))
+    result = _import(repo, str(workflow))
+    assert result.exit_code == 0, result.output
+    job = _jobs(repo)["health"]
+    assert "jp.shell('run', ['bash', '-e', '-c', |||\n      set -u\n      for url in" in job
+    assert "\n\n      \tdone_tab=1\n      done\n    |||], opts=" in job
+    assert _shells(repo)["health"] == ["bash", "-e", "-c", script]  # exactly the script, as validated
+    assert shutil.which("jsonnetfmt")
+    written = repo.path / "jobs" / "billing" / "health.jsonnet"
+    assert subprocess.run(["jsonnetfmt", "--test", str(written)]).returncode == 0

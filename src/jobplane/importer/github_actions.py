@@ -363,7 +363,7 @@ def _argv(scripts: list[tuple[tuple[str, ...], str]]) -> tuple[str, ...]:
         shell, script = scripts[0]
         return (*shell, "-c", script)
     lines = ["set -e"] + [" ".join([*shell, "-c", shlex.quote(script)]) for shell, script in scripts]
-    return ("sh", "-c", "\n".join(lines))
+    return ("sh", "-c", "\n".join(lines) + "\n")
 
 
 def _env(values: dict[str, JsonValue], team: str, blockers: list[str]) -> tuple[dict[str, str], dict[str, SecretRef]]:
