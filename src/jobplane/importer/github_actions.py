@@ -376,7 +376,9 @@ def _env(values: dict[str, JsonValue], team: str, blockers: list[str]) -> tuple[
                                                               "GITHUB_TOKEN had (GitHub issued one per run)")
         elif m := _SECRET.match(text):
             secret = m.group(1)
-            secrets[name] = SecretRef(f"{team}/{secret.lower().replace('_', '-')}", f"the GitHub secret {secret}")
+            secrets[name] = SecretRef(f"{team}/{secret.lower().replace('_', '-')}",
+                                      f"the GitHub secret {secret} (the repository's or organization's Actions "
+                                      "secrets)")
         elif _EXPRESSION.search(text):
             blockers.append(f"env {name}: {text!r} is a GitHub expression, evaluated when the workflow runs: give its "
                             "value (or a secret)")
