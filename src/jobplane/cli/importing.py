@@ -1,9 +1,12 @@
 """``jobplane import``: existing schedules (crontab, Kubernetes CronJobs, EventBridge,
-ecschedule, Celery beat) into validated job files, each proved to fire when its source did."""
+ecschedule, Celery beat, GitHub Actions) into validated job files, each proved to fire when its
+source did. The formats, ``--format``'s choices and its help come from
+:data:`jobplane.importer.formats.FORMATS` (this module is imported only when the command runs)."""
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -11,6 +14,7 @@ from typing import TYPE_CHECKING
 import click
 
 from jobplane.cli.common import Context, aware_time
+from jobplane.importer import formats
 
 if TYPE_CHECKING:  # the command imports the importer only when it runs (cli/app.py: --help stays cheap)
     from jobplane.importer.importing import Result
@@ -25,11 +29,9 @@ EXIT_UNREADABLE = 2
 @click.option("--timezone", default=None, metavar="IANA",
               help="The zone of a source that does not say its own (a crontab runs in its host's). Required for "
                    "those: never assumed.")
-@click.option("--format", "source_format", default="auto", show_default=True,
-              type=click.Choice(["auto", "crontab", "system-crontab", "kubernetes", "eventbridge", "ecschedule",
-                                 "celery"]),
-              help="The sources' format (auto: .json EventBridge, .py Celery beat, .yaml ecschedule or Kubernetes, "
-                   "otherwise crontab; a file named crontab or under cron.d/ has a user field).")
+@click.option("--format", "source_format", default=formats.AUTO, show_default=True,
+              type=click.Choice([formats.AUTO, *formats.names()]),
+              help=f"The sources' format (auto, the first that fits: {formats.detection_help()}).")
 @click.option("--verify/--no-verify", default=True, show_default=True,
               help="Prove each job's fires over the next 366 days against its source; a job whose fires differ "
                    "is not written.")
@@ -57,14 +59,13 @@ def import_command(obj: Context, sources: tuple[Path, ...], team: str, timezone:
     from jobplane.importer.importing import Options, UnreadableInput, run_import
 
     options = Options(team=team, timezone=timezone, force=force, verify=verify, dry_run=dry_run,
-                      # click's Choice has checked both against the Literal each field is
-                      accept_dst=accept_dst, replace_as=replace_as, source_format=source_format,  # type: ignore[arg-type]
+                      accept_dst=accept_dst, replace_as=replace_as, source_format=source_format,
                       start=aware_time(start, "--from") if start else None)
     try:
         result = run_import(obj.config, list(sources), options)
     except UnreadableInput as e:
         for line in e.problems:
-            click.echo(line, err=True)
+            click.echo(inert(line), err=True)
         click.echo("Nothing was written.", err=True)
         sys.exit(EXIT_UNREADABLE)
     click.echo(_table(result), nl=False)
@@ -86,10 +87,10 @@ def _table(result: Result) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r[:4], widths)) + "  " + r[4] for r in rows] if len(rows) > 1 else []
     refused = [o for o in result.outcomes if not o.imported]
-    if refused or result.skipped:
+    if refused or result.not_imported:
         lines.append("")
         lines.append("Not imported:")
-        rows_out = [(o.origin, "; ".join(o.refused)) for o in refused] + [(s.origin, s.reason) for s in result.skipped]
+        rows_out = [(o.origin, "; ".join(o.refused)) for o in refused] + [(s.origin, s.reason) for s in result.not_imported]
         for origin, why in sorted(rows_out, key=lambda r: (r[0].file, r[0].line or 0)):
             lines.append(f"  {origin} ({origin.label}): {why}")
     notes = [(o, n) for o in result.outcomes if o.imported for n in o.notes]
@@ -102,7 +103,22 @@ def _table(result: Result) -> str:
             needed.setdefault(str(t), []).append(o.job or "")
         lines += ["", "To do before the first run:"] + [f"  {t} (used by {', '.join(jobs)})" for t, jobs in needed.items()]
     imported = sum(o.imported for o in result.outcomes)
-    not_imported = len(refused) + len(result.skipped)
+    if result.nothing_to_schedule:
+        lines += ["", "Skipped (nothing to schedule):"] + [f"  {s.origin} ({s.origin.label}): {s.reason}"
+                                                          for s in result.nothing_to_schedule]
+    not_imported = len(refused) + len(result.not_imported)
     verb = "Would write" if result.dry_run else "Wrote"
     lines += ["", f"{verb} {imported} job file{'s' if imported != 1 else ''}; {not_imported} not imported."]
-    return "\n".join(lines) + "\n"
+    return "\n".join(inert(line) for line in lines) + "\n"
+
+
+#: Characters a terminal acts on: C0 and C1 controls, DEL, and the bidirectional overrides that
+#: make text read differently from what it is. A source's text is printed with these escaped, so
+#: a `kind: "Service\x1b]52;c;..."` cannot write the clipboard (OSC 52) or repaint the screen.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def inert(text: str) -> str:
+    """One line of output with every terminal control in it shown as an escape (``\\x1b``)."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                        else f"\\u{ord(m.group()):04x}", text)

@@ -15,14 +15,19 @@ literal (a variable, a function call) is reported with its line: write that entr
 from __future__ import annotations
 
 import ast
+import math
 from datetime import timedelta
 from typing import Any
 
+from jobplane.importer.dialects import CELERY_CRONTAB, INTERVAL
 from jobplane.importer.entries import Command, Entry, InputProblem, Origin, Reading, Skipped, SourceSchedule
+from jobplane.importer.sources import ReadContext, Source, SourceFormat
 
 SCHEDULE_NAMES = {"beat_schedule", "CELERY_BEAT_SCHEDULE", "CELERYBEAT_SCHEDULE"}
 TIMEZONE_NAMES = {"timezone", "CELERY_TIMEZONE"}
 CRONTAB_FIELDS = ("minute", "hour", "day_of_week", "day_of_month", "month_of_year")
+#: The longest interval read (a year): past it, a "schedule" is a typo or an attack.
+MAX_INTERVAL_SECONDS = 366 * 86400
 _TIMEDELTA_ARGS = ("days", "seconds", "microseconds", "milliseconds", "minutes", "hours", "weeks")
 
 
@@ -46,8 +51,12 @@ class Solar:
         self.text = text
 
 
-def looks_like(path: str, text: str) -> bool:
-    return path.endswith(".py") and any(name in text for name in SCHEDULE_NAMES)
+def looks_like(source: Source) -> bool:
+    return source.suffix == ".py"
+
+
+def _read(source: Source, context: ReadContext) -> Reading:
+    return read(source.name, source.text)
 
 
 def read(path: str, text: str) -> Reading:
@@ -56,6 +65,9 @@ def read(path: str, text: str) -> Reading:
         tree = ast.parse(text, path)
     except SyntaxError as e:
         out.problems.append(InputProblem(Origin(path, e.lineno, "module"), f"not valid Python: {e.msg}"))
+        return out
+    except (RecursionError, MemoryError):
+        out.problems.append(InputProblem(Origin(path, None, "module"), "not read: nested too deep"))
         return out
     schedules: list[ast.expr] = []
     zone: str | None = None
@@ -79,6 +91,9 @@ def read(path: str, text: str) -> Reading:
                 entry = _literal(entry_node)
             except NotLiteral as e:
                 out.problems.append(InputProblem(Origin(path, e.line or line, "beat_schedule"), str(e)))
+                continue
+            except (RecursionError, OverflowError, ValueError) as e:
+                out.problems.append(InputProblem(Origin(path, line, "beat_schedule"), f"not read: {e or 'too deep'}"))
                 continue
             origin = Origin(path, line, f"beat entry {key!r}")
             _entry(origin, str(key), entry, zone, out)
@@ -131,7 +146,10 @@ def _literal(node: ast.AST) -> Any:
                 raise NotLiteral(node, f"crontab() takes {', '.join(CRONTAB_FIELDS)}; not {', '.join(sorted(unknown))}")
             return Crontab({f: _cron_field(fields.get(f, "*")) for f in CRONTAB_FIELDS})
         if func == "timedelta":
-            return timedelta(**dict(zip(_TIMEDELTA_ARGS, args)) | kwargs)
+            try:
+                return timedelta(**dict(zip(_TIMEDELTA_ARGS, args)) | kwargs)
+            except (OverflowError, TypeError, ValueError) as e:
+                raise NotLiteral(node, f"{ast.unparse(node)[:80]!r} is not a usable interval: {e}") from None
         if func == "schedule":
             every = kwargs.get("run_every", args[0] if args else None)
             return every
@@ -157,10 +175,14 @@ def _entry(origin: Origin, key: str, entry: Any, zone: str | None, out: Reading)
                                            "EventBridge cannot express; not imported"))
         return
     if isinstance(when, Crontab):
-        schedule = SourceSchedule("celery-crontab", when.unix())
+        schedule = SourceSchedule(CELERY_CRONTAB.name, when.unix())
     elif isinstance(when, timedelta) or isinstance(when, (int, float)) and not isinstance(when, bool):
         seconds = when.total_seconds() if isinstance(when, timedelta) else float(when)
-        schedule = SourceSchedule("interval", f"every {seconds:g} s", seconds=int(seconds) if seconds == int(seconds) else None)
+        if not math.isfinite(seconds) or seconds > MAX_INTERVAL_SECONDS:
+            out.problems.append(InputProblem(origin, f"schedule {when!r}: not an interval a scheduler can keep "
+                                                     f"(at most {MAX_INTERVAL_SECONDS // 86400} days)"))
+            return
+        schedule = SourceSchedule(INTERVAL.name, f"every {seconds:g} s", seconds=int(seconds) if seconds == int(seconds) else None)
     else:
         out.problems.append(InputProblem(origin, f"schedule {when!r}: expected crontab(), timedelta() or seconds"))
         return
@@ -181,3 +203,6 @@ def _entry(origin: Origin, key: str, entry: Any, zone: str | None, out: Reading)
         timezone_default="UTC",
         notes=tuple(notes),
     ))
+
+
+FORMAT = SourceFormat("celery", "a .py file", looks_like, _read, (CELERY_CRONTAB, INTERVAL))

@@ -13,11 +13,15 @@ is the command's standard input. The comment lines right above an entry become i
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import PurePath
+from typing import Literal
 
 from cronsim import CronSim, CronSimError
 
+from jobplane.importer.dialects import UNIX_CRON
 from jobplane.importer.entries import Command, Entry, InputProblem, Origin, Reading, Skipped, SourceSchedule
+from jobplane.importer.sources import ReadContext, Source, SourceFormat
 
 KEYWORDS = {
     "@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *", "@weekly": "0 0 * * 0",
@@ -29,14 +33,85 @@ _USER = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}\$?$")
 _PROBE_START = __import__("datetime").datetime(1970, 1, 1, tzinfo=__import__("datetime").timezone.utc)
 
 
-def is_system_crontab(path: str) -> bool:
-    """``/etc/crontab`` and ``/etc/cron.d/*`` have a user field; a user's crontab does not."""
+#: Commands, wrappers and shell built-ins a crontab line starts with: a sixth field that is one of
+#: these is the command, not a user field (``15 6 * * * source ~/.bash_profile && ./run.sh``).
+COMMAND_WORDS = frozenset({
+    "source", "cd", "sh", "bash", "zsh", "dash", "ksh", "csh", "python", "python2", "python3", "php", "ruby",
+    "perl", "node", "nodejs", "java", "test", "echo", "printf", "curl", "wget", "env", "nice", "ionice", "flock",
+    "timeout", "sudo", "su", "exec", "command", "nohup", "time", "make", "docker", "kubectl", "aws", "git", "rsync",
+    "cp", "mv", "rm", "find", "tar", "gzip", "mysqldump", "pg_dump", "psql", "run-parts", "true", "false", "sleep",
+    "date", "touch", "mkdir", "cat", "ls", "npm", "npx", "yarn", "bundle", "rake", "rails", "certbot",
+    "logrotate", "uv", "poetry", "pipenv", "ansible-playbook", "systemctl", "service", "export", "set", "if",
+    "for", "while", "[", "[[", "wp", "drush", "artisan", "composer", "deno", "bun", "go", "cargo",
+})
+#: Accounts a system crontab names (Debian's base system users and common service accounts).
+KNOWN_USERS = frozenset({
+    "root", "daemon", "bin", "sys", "sync", "games", "man", "lp", "mail", "news", "uucp", "proxy", "www-data",
+    "backup", "list", "irc", "nobody", "_apt", "postgres", "mysql", "redis", "nginx", "apache", "www", "ubuntu",
+    "ec2-user", "admin", "deploy", "app", "operator", "smmsp", "_www", "postfix", "git", "jenkins", "ftp",
+})
+_NOT_A_NAME = re.compile(r"[/~$`'\"=%;&|<>(){}\[\]*?!]|^[.#-]")
+
+
+def is_system_path(path: str) -> bool:
+    """Files under ``cron.d/`` are system crontabs by definition (cron(8)); a file merely named
+    ``crontab`` is as often ``crontab -l > crontab`` as ``/etc/crontab``, so the name alone
+    decides nothing."""
     p = PurePath(path)
-    return p.name == "crontab" or "cron.d" in p.parts
+    return "cron.d" in p.parts or p.as_posix() == "/etc/crontab"
+
+
+@dataclass(frozen=True)
+class UserField:
+    """Whether a crontab's entries carry a user field, decided from what they hold."""
+
+    verdict: Literal["yes", "no", "unknown"]
+    why: str = ""
+
+
+def user_field(path: str, text: str) -> UserField:
+    """``no`` as soon as one entry's sixth field cannot be an account (a path, shell syntax, a
+    command's name, or nothing after it); ``yes`` when every one is an account a system crontab
+    names, or the file is under cron.d/; otherwise ``unknown``, with the line that leaves it open."""
+    unknown: tuple[int, str] | None = None
+    seen = False
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#") or (_ENV.match(line) and not (line[0].isdigit() or line[0] in "*@")):
+            continue
+        fields = line.split(None, 2 if line.startswith("@") else 7)
+        sixth_at = 1 if line.startswith("@") else 5
+        if len(fields) <= sixth_at:
+            continue
+        seen = True
+        sixth = fields[sixth_at]
+        after = fields[sixth_at + 1] if len(fields) > sixth_at + 1 else ""
+        if _NOT_A_NAME.search(sixth) or sixth.lower() in COMMAND_WORDS or not _USER.match(sixth) or not after \
+                or after.startswith("-"):
+            return UserField("no", f"line {number}: {sixth!r} is the command, not a user")
+        if sixth not in KNOWN_USERS and unknown is None:
+            unknown = (number, sixth)
+    if not seen:
+        return UserField("no")
+    if unknown is None:
+        return UserField("yes", "every entry names an account")
+    if is_system_path(path):
+        return UserField("yes", "under cron.d/")
+    number, word = unknown
+    return UserField("unknown", f"line {number}: {word!r} may be a user (a system crontab) or the command (a user's "
+                                "crontab)")
 
 
 def read(path: str, text: str, system: bool | None = None) -> Reading:
-    system = is_system_crontab(path) if system is None else system
+    """``system``: whether entries carry a user field; None: decided from the content, and a file
+    it leaves open is refused, naming the ``--format`` that says."""
+    if system is None:
+        found = user_field(path, text)
+        if found.verdict == "unknown":
+            return Reading(problems=[InputProblem(Origin(path, None, "crontab"), (
+                f"cannot tell whether the entries have a user field ({found.why}): pass --format crontab (a "
+                "user's crontab, `crontab -l`) or --format system-crontab (/etc/crontab, /etc/cron.d/*)"))])
+        system = found.verdict == "yes"
     out = Reading()
     env: dict[str, str] = {}
     cron_tz: str | None = None
@@ -49,7 +124,9 @@ def read(path: str, text: str, system: bool | None = None) -> Reading:
             continue
         if line.startswith("#"):
             comment = line.lstrip("#").strip()
-            if comment and not _looks_like_entry(comment):
+            if is_column_header(comment):
+                comments = []  # the block above a column header is the file's preamble, not a description
+            elif comment and re.search(r"[A-Za-z0-9]", comment) and not _looks_like_entry(comment):
                 comments.append(comment)
             continue
         if m := _ENV.match(line):
@@ -72,6 +149,24 @@ def _unquote(value: str) -> str:
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
         return value[1:-1]
     return value
+
+
+#: Words of a crontab's column header (``m h  dom mon dow   command``, Debian's ``.---- minute
+#: (0 - 59)`` diagram): such a comment describes the file's columns, not the entry below it.
+_HEADER_WORDS = frozenset({
+    "m", "h", "dom", "mon", "dow", "min", "minute", "minutes", "hour", "hours", "day", "days", "mday", "wday",
+    "month", "months", "week", "weekday", "of", "or", "command", "cmd", "user", "username", "user-name", "to", "be",
+    "executed", "sunday", "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec", "sun",
+    "tue", "wed", "thu", "fri", "sat", "who", "what",
+})
+
+
+def is_column_header(comment: str) -> bool:
+    words = re.findall(r"[a-z][a-z-]*", comment.lower())
+    marks = sum(w in ("m", "h", "dom", "mon", "dow", "minute", "hour", "month", "mday", "wday", "command", "cmd")
+                for w in words)
+    return bool(words) and marks >= 1 and all(w.strip("-") in _HEADER_WORDS or w == "-" for w in words) and (
+        marks >= 3 or "|" in comment or "---" in comment)
 
 
 def _looks_like_entry(text: str) -> bool:
@@ -113,13 +208,18 @@ def _entry(origin: Origin, line: str, system: bool, env: dict[str, str], cron_tz
             out.problems.append(InputProblem(origin, f"{expression!r} is not a valid cron schedule: {e}"))
             return None
     notes: list[str] = []
+    blockers: list[str] = []
     if system:
         user, rest = (rest.split(None, 1) + [""])[:2]
         rest = rest.strip()
         if not _USER.match(user) or not rest:
             out.problems.append(InputProblem(origin, "a system crontab entry needs a user field before the "
-                                                     f"command (e.g. 'root'); got {line[:80]!r}"))
+                                                     f"command (e.g. 'root'); got {line[:80]!r} (a crontab without "
+                                                     "user fields: pass --format crontab)"))
             return None
+        if user.lower() in COMMAND_WORDS or rest.startswith("-"):
+            blockers.append(f"the user field {user!r} is not a plausible account (it is a command's name, or what "
+                            "follows it is an option): if this crontab has no user field, pass --format crontab")
         if user != "root":
             notes.append(f"ran as user {user!r}: the step runs as the runner image's user")
     if not rest.strip():
@@ -134,11 +234,12 @@ def _entry(origin: Origin, line: str, system: bool, env: dict[str, str], cron_tz
     return Entry(
         origin=origin,
         name_hint="",
-        schedules=(SourceSchedule("unix-cron", expression if source_text == expression else expression),),
+        schedules=(SourceSchedule(UNIX_CRON.name, expression),),
         command=Command(shell_text=command_text, shell=shell, stdin=stdin),
         timezone=cron_tz,
         description=" ".join(comments),
         env=tuple(job_env.items()),
+        blockers=tuple(blockers),
         notes=tuple(notes) + ((f"{source_text} is {expression}",) if source_text != expression else ()),
     )
 
@@ -166,3 +267,21 @@ def split_percent(command: str) -> tuple[str, str | None]:
     if len(parts) == 1:
         return parts[0].strip(), None
     return parts[0].strip(), "\n".join(parts[1:])
+
+
+def _read_user(source: Source, context: ReadContext) -> Reading:
+    """Given with --format crontab: no user field. Detected (no other format claimed it): the
+    content decides, and a file it leaves open is refused."""
+    return read(source.name, source.text, system=None if context.detected else False)
+
+
+def _read_system(source: Source, context: ReadContext) -> Reading:
+    return read(source.name, source.text, system=True)
+
+
+#: A system crontab (``/etc/crontab``, ``/etc/cron.d/*``): a user field before each command.
+SYSTEM = SourceFormat("system-crontab", "entries with a user field (every sixth field an account, or under cron.d/)",
+                      lambda source: user_field(source.name, source.text).verdict == "yes", _read_system,
+                      (UNIX_CRON,))
+#: A user's crontab (``crontab -l``): whatever no other format claims.
+USER = SourceFormat("crontab", "anything else", lambda source: True, _read_user, (UNIX_CRON,))

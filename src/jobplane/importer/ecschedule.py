@@ -12,15 +12,30 @@ from __future__ import annotations
 
 import re
 
+from jobplane.importer.dialects import EVENTBRIDGE
 from jobplane.importer.entries import Command, Entry, InputProblem, Origin, Reading, SourceSchedule
+from jobplane.importer.sources import ReadContext, Source, SourceFormat
 from jobplane.importer.yamldocs import YamlError, documents, line_of
 from jobplane.contract.types import JsonValue
 
 _TEMPLATE = re.compile(r"\{\{.*?\}\}")
 
 
-def looks_like(docs: list[JsonValue]) -> bool:
+def _is_config(docs: list[JsonValue]) -> bool:
     return len(docs) == 1 and isinstance(docs[0], dict) and isinstance(docs[0].get("rules"), list)
+
+
+def looks_like(source: Source) -> bool:
+    if not source.is_yaml:
+        return False
+    try:
+        return _is_config(documents(quote_templates(source.text)))
+    except YamlError:
+        return False
+
+
+def _read(source: Source, context: ReadContext) -> Reading:
+    return read(source.name, source.text)
 
 
 def quote_templates(text: str) -> str:
@@ -36,7 +51,7 @@ def read(path: str, text: str) -> Reading:
     except YamlError as e:
         out.problems.append(InputProblem(Origin(path, e.line, "config"), str(e)))
         return out
-    if not looks_like(docs):
+    if not _is_config(docs):
         out.problems.append(InputProblem(Origin(path, None, "config"), "not an ecschedule config: no rules: list"))
         return out
     for i, rule in enumerate(docs[0]["rules"]):
@@ -71,7 +86,7 @@ def read(path: str, text: str) -> Reading:
         out.entries.append(Entry(
             origin=origin,
             name_hint=name,
-            schedules=(SourceSchedule("eventbridge", expression.strip()),),
+            schedules=(SourceSchedule(EVENTBRIDGE.name, expression.strip()),),
             command=Command(argv=argv),
             timezone="UTC",
             enabled=not bool(rule.get("disabled")),
@@ -81,3 +96,6 @@ def read(path: str, text: str) -> Reading:
             notes=tuple(notes),
         ))
     return out
+
+
+FORMAT = SourceFormat("ecschedule", "a .yaml file with rules:", looks_like, _read, (EVENTBRIDGE,))

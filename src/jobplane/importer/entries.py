@@ -1,6 +1,6 @@
 """What every source format is read into: one :class:`Entry` per scheduled job found, in the
 source's own terms (its schedule language, its command, its environment), before anything is
-translated. Readers only read; :mod:`jobplane.importer.translate` decides what jobplane makes of
+translated. Readers only read; :mod:`jobplane.importer.importing` decides what jobplane makes of
 an entry, so the mapping rules live in one place whatever the format.
 """
 
@@ -9,11 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-#: The schedule languages a source may speak. ``unix-cron``: 5 fields, Vixie/Debian cron's
-#: rules (crontab, Kubernetes). ``eventbridge``: cron()/rate()/at() as EventBridge evaluates them.
-#: ``celery-crontab``: Celery's crontab(), whose day fields must *both* match.
-#: ``interval``: every N seconds from when the scheduler started (Celery's timedelta).
-Dialect = Literal["unix-cron", "eventbridge", "celery-crontab", "interval"]
 
 
 @dataclass(frozen=True)
@@ -31,7 +26,10 @@ class Origin:
 
 @dataclass(frozen=True)
 class SourceSchedule:
-    dialect: Dialect
+    #: the name of the schedule language it speaks: a :class:`jobplane.importer.dialects.Dialect`
+    #: of a registered format (``unix-cron``, ``eventbridge``, ``celery-crontab``, ``interval``,
+    #: ``github-cron``), which carries its translation and its oracle
+    dialect: str
     text: str  # as the source writes it: '0 9 1 * MON', 'cron(0 9 * * ? *)', 'every 30 s'
     seconds: int | None = None  # interval only
 
@@ -83,10 +81,14 @@ class Entry:
 
 @dataclass(frozen=True)
 class Skipped:
-    """An entry that is read but not imported by design (``@reboot``, a Celery ``solar``)."""
+    """An entry that is read but not imported by design. ``counts``: the source ran something
+    jobplane will not (``@reboot``, a Celery ``solar``): not imported, exit 1. Otherwise there was
+    nothing to schedule (a ServiceAccount beside a CronJob, an event-pattern rule, a workflow
+    without a schedule): reported as skipped, and the import can still succeed."""
 
     origin: Origin
     reason: str
+    counts: bool = True
 
 
 @dataclass(frozen=True)

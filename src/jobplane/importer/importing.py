@@ -10,34 +10,38 @@ anything is mapped (exit 2), every problem named with its ``file:line``.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
 
 from jobplane.compiler.problems import DefinitionError, Problem
 from jobplane.compiler.validate import LoadedJob, load_jobs
-from jobplane.contract.config import CONFIG_FILE, PlatformConfig
+from jobplane.contract.config import CONFIG_FILE, TEAM_RE, PlatformConfig
 from jobplane.contract.schedule import CronExpression, RateExpression, ScheduleError, parse, validate_timezone
-from jobplane.importer import celery_beat, crontab, ecschedule, eventbridge, kubernetes
+from jobplane.importer import formats
 from jobplane.importer.entries import Entry, InputProblem, Origin, Reading, Skipped
 from jobplane.importer.naming import Namer, kebab
 from jobplane.importer.render import JobFile, render
-from jobplane.importer.schedules import translate
+from jobplane.importer.sources import ReadContext, Source
 from jobplane.importer.steps import SecretTodo, name_from_command, step_for
 from jobplane.importer.verify import WINDOW_DAYS, Verdict, verify
-from jobplane.importer.yamldocs import YamlError, documents
-from jobplane.contract.types import JsonObject, JsonValue
+from jobplane.contract.types import JsonObject
 
-Format = Literal["auto", "crontab", "system-crontab", "kubernetes", "eventbridge", "ecschedule", "celery"]
+#: ``auto`` or the name of a format in :data:`jobplane.importer.formats.FORMATS` (checked by
+#: :func:`run_import`; the CLI's choices are the same list).
+Format = str
 #: A step's timeout when the source sets none: cron and EventBridge never stop a command, so the
 #: step may run as long as the job (jobplane's job default, 24 h), not jobplane's step default (1 h).
 NO_LIMIT = 86400
 MAX_ATTEMPTS = 10
+#: Limits on input before anything is mapped (every input is hostile): a schedule file is kilobytes.
+MAX_INPUT_BYTES = 1024 * 1024
+MAX_ARGV = 256
+MAX_ENV = 256
+MAX_VALUE_CHARS = 32 * 1024
 #: A job that fires this often or more may overlap itself: the report suggests SKIP_IF_RUNNING.
 FREQUENT_PER_DAY = 24
 
@@ -115,76 +119,57 @@ class Result:
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.skipped or any(not o.imported for o in self.outcomes) else 0
+        return 1 if self.not_imported or any(not o.imported for o in self.outcomes) else 0
+
+    @property
+    def not_imported(self) -> list[Skipped]:
+        """What the source ran and jobplane will not (``@reboot``): each counts as not imported."""
+        return [s for s in self.skipped if s.counts]
+
+    @property
+    def nothing_to_schedule(self) -> list[Skipped]:
+        return [s for s in self.skipped if not s.counts]
 
     def as_json(self) -> JsonObject:
         return {"imported": sum(o.imported for o in self.outcomes),
-                "refused": sum(not o.imported for o in self.outcomes) + len(self.skipped),
+                "refused": sum(not o.imported for o in self.outcomes) + len(self.not_imported),
                 "written": self.written, "dry_run": self.dry_run,
                 "jobs": [o.as_json() for o in self.outcomes],
                 "not_imported": [{"source": {"file": s.origin.file, "line": s.origin.line, "entry": s.origin.label},
-                                  "reason": s.reason} for s in self.skipped]}
+                                  "reason": s.reason} for s in self.not_imported],
+                "skipped": [{"source": {"file": s.origin.file, "line": s.origin.line, "entry": s.origin.label},
+                             "reason": s.reason} for s in self.nothing_to_schedule]}
 
 
 # -- reading --------------------------------------------------------------------------------
 
 def read_sources(paths: list[Path], options: Options, team: str) -> Reading:
+    """Each file by its format (as given, else the first of :data:`formats.FORMATS` that
+    recognises it), every problem of every file collected."""
     reading = Reading()
-    texts: dict[Path, str] = {}
+    sources: list[Source] = []
     for path in paths:
         try:
-            texts[path] = path.read_text(encoding="utf-8")
+            if path.stat().st_size > MAX_INPUT_BYTES:
+                reading.problems.append(InputProblem(Origin(str(path), None, "file"), (
+                    f"larger than {MAX_INPUT_BYTES // 1024} KiB: not read (a schedule file is far smaller; split it)")))
+                continue
+            sources.append(Source(path, path.read_text(encoding="utf-8")))
         except (OSError, UnicodeDecodeError) as e:
             reading.problems.append(InputProblem(Origin(str(path), None, "file"), f"cannot be read: {e}"))
-    json_docs: dict[Path, JsonValue] = {}
-    for path, text in texts.items():
-        if _format(path, text, options.source_format) == "eventbridge":
-            try:
-                json_docs[path] = json.loads(text)
-            except json.JSONDecodeError as e:
-                reading.problems.append(InputProblem(Origin(str(path), e.lineno, "JSON"), f"invalid JSON: {e.msg}"))
-    targets = {p.name.removesuffix(".json").removesuffix(".targets"): d["Targets"]
-               for p, d in json_docs.items() if eventbridge.is_targets(d)}
-    for path, text in texts.items():
-        kind = _format(path, text, options.source_format)
-        name = str(path)
-        if kind == "eventbridge":
-            if path in json_docs and not eventbridge.is_targets(json_docs[path]):
-                reading.extend(eventbridge.read(name, json_docs[path], targets))
-        elif kind == "kubernetes":
-            reading.extend(kubernetes.read(name, text, team))
-        elif kind == "ecschedule":
-            reading.extend(ecschedule.read(name, text))
-        elif kind == "celery":
-            reading.extend(celery_beat.read(name, text))
-        elif kind in ("crontab", "system-crontab"):
-            system = True if kind == "system-crontab" else None
-            reading.extend(crontab.read(name, text, system=system))
-        else:
-            reading.problems.append(InputProblem(Origin(name, None, "file"), kind))
-    return reading
-
-
-def _format(path: Path, text: str, given: Format) -> str:
-    """The source's format: as given, else from the file's name and content."""
-    if given != "auto":
-        return given
-    suffix = path.suffix.lower()
-    if suffix == ".json":
-        return "eventbridge"
-    if suffix == ".py":
-        return "celery"
-    if suffix in (".yaml", ".yml"):
+    detected = options.source_format == formats.AUTO
+    kinds = [formats.detect(s) if detected else formats.by_name(options.source_format) for s in sources]
+    for source, kind in zip(sources, kinds):
+        if detected and (why := formats.unsupported(source)):
+            reading.problems.append(InputProblem(Origin(source.name, None, "file"), why))
+            continue
+        siblings = tuple(s for s, k in zip(sources, kinds) if k is kind)
         try:
-            docs = documents(ecschedule.quote_templates(text))
-        except YamlError:
-            docs = []
-        if ecschedule.looks_like(docs):
-            return "ecschedule"
-        return "kubernetes"
-    if text.lstrip().startswith(("{", "[")):
-        return "eventbridge"
-    return "crontab"
+            reading.extend(kind.read(source, ReadContext(team, siblings, detected)))
+        except (RecursionError, OverflowError, MemoryError) as e:  # hostile input, named, never a traceback
+            reading.problems.append(InputProblem(Origin(source.name, None, kind.name),
+                                                 f"not read: {type(e).__name__} ({e or 'nested too deep'})"))
+    return reading
 
 
 # -- mapping --------------------------------------------------------------------------------
@@ -208,7 +193,7 @@ def _plan(entry: Entry, options: Options, config: PlatformConfig, namer: Namer) 
     out.timezone = zone
     expressions: list[str] = []
     for schedule in entry.schedules:
-        t = translate(schedule)
+        t = formats.translate(schedule)
         if t.refusal:
             out.refused.append(t.refusal)
         expressions.extend(t.expressions)
@@ -259,6 +244,31 @@ def _plan(entry: Entry, options: Options, config: PlatformConfig, namer: Namer) 
     return out
 
 
+def _planned(entry: Entry, options: Options, config: PlatformConfig, namer: Namer) -> Outcome:
+    """An entry's outcome; an entry whose values are too large, or that fails to map, is refused
+    naming why, and the other entries go on."""
+    too_big = _oversized(entry)
+    if too_big:
+        return Outcome(entry.origin, "; ".join(s.text[:80] for s in entry.schedules), refused=[too_big])
+    try:
+        return _plan(entry, options, config, namer)
+    except (ValueError, OverflowError, RecursionError) as e:
+        return Outcome(entry.origin, "; ".join(s.text[:80] for s in entry.schedules),
+                       refused=[f"cannot be mapped: {type(e).__name__}: {str(e)[:200]}"])
+
+
+def _oversized(entry: Entry) -> str | None:
+    c = entry.command
+    texts = [*c.argv, c.shell_text or "", c.stdin or "", *(v for _, v in entry.env), *(n for n, _ in entry.env),
+             entry.name_hint, *(s.text for s in entry.schedules)]
+    if len(c.argv) > MAX_ARGV or len(entry.env) > MAX_ENV:
+        return (f"{len(c.argv)} arguments and {len(entry.env)} environment variables: more than jobplane imports "
+                f"({MAX_ARGV} and {MAX_ENV})")
+    if any(len(t) > MAX_VALUE_CHARS for t in texts):
+        return f"a command, argument or value longer than {MAX_VALUE_CHARS} characters: not imported"
+    return None
+
+
 def _simple(hint: str) -> str:
     return kebab(hint, "")
 
@@ -276,9 +286,18 @@ def _frequent(expressions: list[str]) -> bool:
 # -- the import -----------------------------------------------------------------------------
 
 def run_import(config: PlatformConfig, paths: list[Path], options: Options) -> Result:
+    if not TEAM_RE.fullmatch(options.team) or options.team == config.library_path.name:
+        raise UnreadableInput([f"--team {options.team!r}: a team is one directory under {config.jobs_dir}/, named "
+                               f"by 1-40 lower-case letters, digits and '-' (not {config.library_path.name!r})"])
+    target = (config.jobs_path / options.team).resolve()
+    if target.parent != config.jobs_path.resolve():
+        raise UnreadableInput([f"--team {options.team!r}: its files would be written outside {config.jobs_dir}/"])
     if config.teams and options.team not in config.teams:
         raise UnreadableInput([f"--team {options.team!r} is not declared in {CONFIG_FILE} "
                                f"(teams: {', '.join(sorted(config.teams))})"])
+    if options.source_format != formats.AUTO and options.source_format not in formats.names():
+        raise UnreadableInput([f"--format {options.source_format!r}: not a format jobplane reads "
+                               f"({', '.join([formats.AUTO, *formats.names()])})"])
     if options.timezone:
         try:
             validate_timezone(options.timezone)
@@ -301,7 +320,7 @@ def run_import(config: PlatformConfig, paths: list[Path], options: Options) -> R
                     and (config.root / lj.source).stem == lj.job.name}
     namer = Namer(config.name_prefix, {lj.job.name: (len(lj.job.schedule), _has_secrets(lj)) for lj in existing},
                   overwritable)
-    outcomes = [_plan(entry, options, config, namer) for entry in reading.entries]
+    outcomes = [_planned(entry, options, config, namer) for entry in reading.entries]
     for o in outcomes:
         if o.imported and (config.root / o.written[1]).exists() and not options.force:
             o.refused.append(f"{o.file} exists: pass --force to overwrite it (or rename the job there)")

@@ -15,7 +15,9 @@ from __future__ import annotations
 from typing import Literal
 
 from jobplane.importer.crontab import KEYWORDS
+from jobplane.importer.dialects import UNIX_CRON
 from jobplane.importer.entries import Command, Entry, InputProblem, Origin, Reading, SecretRef, Skipped, SourceSchedule
+from jobplane.importer.sources import ReadContext, Source, SourceFormat
 from jobplane.importer.yamldocs import YamlError, documents, line_of
 from jobplane.contract.types import JsonObject, JsonValue
 
@@ -23,8 +25,12 @@ from jobplane.contract.types import JsonObject, JsonValue
 DEFAULT_BACKOFF_LIMIT = 6
 
 
-def looks_like(docs: list[JsonValue]) -> bool:
-    return any(isinstance(d, dict) and (d.get("kind") in ("CronJob", "List") or "apiVersion" in d) for d in docs)
+def looks_like(source: Source) -> bool:
+    return source.is_yaml
+
+
+def _read(source: Source, context: ReadContext) -> Reading:
+    return read(source.name, source.text, context.team)
 
 
 def read(path: str, text: str, team: str) -> Reading:
@@ -34,7 +40,11 @@ def read(path: str, text: str, team: str) -> Reading:
     except YamlError as e:
         out.problems.append(InputProblem(Origin(path, e.line, "manifest"), str(e)))
         return out
-    for doc in _flatten(docs):
+    flat = _flatten(docs)
+    # the Secrets the given manifest holds, so a to-do can name the file and line of the value
+    held = {str(_get(d, "metadata").get("name")): f"{path}:{line_of(d)}" for d in flat
+            if isinstance(d, dict) and d.get("kind") == "Secret"}
+    for doc in flat:
         line = line_of(doc)
         if not isinstance(doc, dict):
             out.problems.append(InputProblem(Origin(path, line, "manifest"), "a document is not a Kubernetes object"))
@@ -43,12 +53,12 @@ def read(path: str, text: str, team: str) -> Reading:
         name = (doc.get("metadata") or {}).get("name") if isinstance(doc.get("metadata"), dict) else None
         origin = Origin(path, line, f"{kind} {name!r}" if name else str(kind))
         if kind != "CronJob":
-            out.skipped.append(Skipped(origin, f"a {kind}, not a CronJob: nothing to schedule"))
+            out.skipped.append(Skipped(origin, f"a {kind}, not a CronJob: nothing to schedule", counts=False))
             continue
         if str(doc.get("apiVersion")) not in ("batch/v1", "batch/v1beta1"):
             out.problems.append(InputProblem(origin, f"apiVersion {doc.get('apiVersion')!r}: CronJobs are batch/v1"))
             continue
-        _cronjob(origin, doc, team, out)
+        _cronjob(origin, doc, team, held, out)
     return out
 
 
@@ -67,7 +77,7 @@ CONCURRENCY: dict[str, Literal["allow", "forbid", "replace"]] = {"Allow": "allow
                                                                  "Replace": "replace"}
 
 
-def _cronjob(origin: Origin, doc: JsonObject, team: str, out: Reading) -> None:
+def _cronjob(origin: Origin, doc: JsonObject, team: str, held: dict[str, str], out: Reading) -> None:
     spec = _get(doc, "spec")
     problems: list[str] = []
     schedule = spec.get("schedule")
@@ -100,8 +110,10 @@ def _cronjob(origin: Origin, doc: JsonObject, team: str, out: Reading) -> None:
         blockers.append("the container runs its image's default command, which the manifest does not show: "
                         "add command: to the manifest (or write the step by hand)")
     elif not command:
-        notes.append("the container gives args only: they ran after the image's ENTRYPOINT, which the manifest "
-                     "does not show; check the step's argv")
+        blockers.append(f"the container gives args ({_short(args)}) but no command: they ran after its image's "
+                        "ENTRYPOINT, which the manifest does not show: add command: (the image's entrypoint) to "
+                        "the manifest, or write the step by hand")
+    blockers.extend(_pod_context(container, pod_spec, command + args, notes))
     env, secrets = [], []
     for i, var in enumerate(container.get("env") or []):
         if not isinstance(var, dict) or not isinstance(var.get("name"), str):
@@ -110,8 +122,11 @@ def _cronjob(origin: Origin, doc: JsonObject, team: str, out: Reading) -> None:
         source = var.get("valueFrom")
         if isinstance(source, dict) and isinstance(source.get("secretKeyRef"), dict):
             ref = source["secretKeyRef"]
-            secrets.append((vname, SecretRef(f"{team}/{ref.get('name')}-{ref.get('key')}",
-                                             f"Kubernetes secret {ref.get('name')!r}, key {ref.get('key')!r}")))
+            secret, key = str(ref.get("name")), str(ref.get("key"))
+            where = (f"its value is in {held[secret]}, data.{key}" if secret in held else
+                     f"the cluster holds it: kubectl get secret {secret} -o jsonpath='{{.data.{key}}}' | base64 -d")
+            secrets.append((vname, SecretRef(f"{team}/{secret}-{key}",
+                                             f"Kubernetes secret {secret!r}, key {key!r}; {where}")))
         elif isinstance(source, dict):
             what = next(iter(source), "valueFrom")
             blockers.append(f"env {vname}: its value comes from {what} ({source[what]!r}), which the manifest "
@@ -129,7 +144,7 @@ def _cronjob(origin: Origin, doc: JsonObject, team: str, out: Reading) -> None:
     out.entries.append(Entry(
         origin=origin,
         name_hint=str((doc.get("metadata") or {}).get("name") or ""),
-        schedules=(SourceSchedule("unix-cron", schedule.replace("?", "*")),),
+        schedules=(SourceSchedule(UNIX_CRON.name, schedule.replace("?", "*")),),
         command=Command(argv=tuple(command + args)),
         timezone=spec.get("timeZone") if isinstance(spec.get("timeZone"), str) else None,
         enabled=not bool(spec.get("suspend")),
@@ -144,7 +159,47 @@ def _cronjob(origin: Origin, doc: JsonObject, team: str, out: Reading) -> None:
     ))
 
 
+def _pod_context(container: JsonObject, pod_spec: JsonObject, argv: list[str], notes: list[str]) -> list[str]:
+    """What the pod gave the command that a jobplane step does not have: the image, mounted
+    volumes, the service account. Each is reported with what to do; a command that names a
+    mounted path is refused (its files would not be there)."""
+    blockers: list[str] = []
+    image = container.get("image")
+    if isinstance(image, str) and image:
+        notes.append(f"the container ran the image {image!r}; the step runs in the team's runner image, which must "
+                     "have the program and files it used (or be built from it)")
+    account = pod_spec.get("serviceAccountName") or pod_spec.get("serviceAccount")
+    if isinstance(account, str) and account:
+        notes.append(f"the pod ran as the service account {account!r} (its RBAC and cloud permissions); the step "
+                     "runs with the job's IAM role: grant what the command needs there")
+    volumes = {str(v.get("name")): v for v in pod_spec.get("volumes") or [] if isinstance(v, dict)}
+    text = " ".join(argv)
+    for mount in container.get("volumeMounts") or []:
+        if not isinstance(mount, dict) or not isinstance(mount.get("mountPath"), str):
+            continue
+        path = str(mount["mountPath"]).rstrip("/") or "/"
+        volume = volumes.get(str(mount.get("name")), {})
+        kinds = [k for k in volume if k != "name"]
+        what = f"{kinds[0]} {_short(volume[kinds[0]])}" if kinds else f"volume {mount.get('name')!r}"
+        if path != "/" and path in text:
+            blockers.append(f"the command reads {path}, where the pod mounted {what}; the step will not have it: "
+                            "bake the files into the runner image or read them from S3 or Secrets Manager, change "
+                            "the command, and import again")
+        else:
+            notes.append(f"the pod mounted {what} at {path}, which the step will not have: if the command reads it, "
+                         "bake the files into the runner image or read them from S3 or Secrets Manager")
+    return blockers
+
+
+def _short(value: JsonValue) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _get(value: JsonValue, *keys: str) -> JsonObject:
     for key in keys:
         value = value.get(key) if isinstance(value, dict) else None
     return value if isinstance(value, dict) else {}
+
+
+FORMAT = SourceFormat("kubernetes", "any other .yaml file", looks_like, _read, (UNIX_CRON,))

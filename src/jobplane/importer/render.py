@@ -89,6 +89,25 @@ def duration(seconds: int) -> str:
     return f"{seconds}s"
 
 
+#: The indentation of a step's line in the file :func:`render` writes.
+STEP_INDENT = "    "
+_BLOCK_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def text_block(text: str, indent: str) -> str | None:
+    """A multi-line script as a Jsonnet text block (``|||``), as a person would write it, or None
+    when a block would not say exactly ``text``: a text block ends with a line break and takes
+    its first line's indentation as its own, jsonnetfmt empties a line of blanks, and ``|||``
+    would end it."""
+    if "\n" not in text[:-1] or not text.endswith("\n") or "|||" in text or text[0] in " \t" \
+            or _BLOCK_UNSAFE.search(text):
+        return None
+    lines = text[:-1].split("\n")
+    if any(line and not line.strip() for line in lines):
+        return None
+    return "|||\n" + "".join(f"{indent}  {line}\n" if line else "\n" for line in lines) + f"{indent}|||"
+
+
 def _comment(line: str) -> str:
     return "// " + re.sub(r"[\x00-\x1f\x7f]", " ", line).rstrip() if line else "//"
 
@@ -113,7 +132,8 @@ def _step(job: JobFile) -> str:
         if s.args or s.kwargs or opts:
             args = f", {value(list(s.args))}, {value(dict(s.kwargs))}"
         return f"jp.celery({string(s.name)}, {string(s.command)}{args}{tail})"
-    return f"jp.shell({string(s.name)}, {value(list(s.argv))}{tail})"
+    argv = "[" + ", ".join(text_block(a, STEP_INDENT) or string(a) for a in s.argv) + "]"
+    return f"jp.shell({string(s.name)}, {argv}{tail})"
 
 
 def render(job: JobFile) -> str:

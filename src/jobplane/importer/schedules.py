@@ -9,7 +9,8 @@ a day that matches both fires once, the second start being recorded as a duplica
 two restricted fields has no EventBridge form: refused, with the nearest exact alternative when
 there is one (days 1-7 of a month on a Monday is ``MON#1``). Celery's crontab() always ANDs.
 Whatever this module produces is then proved fire by fire (:mod:`jobplane.importer.verify`),
-so a rule missed here shows as a difference, never as a silent change.
+so a rule missed here shows as a difference, never as a silent change. Which translation a
+source's schedule takes is its dialect's (:mod:`jobplane.importer.dialects`).
 """
 
 from __future__ import annotations
@@ -33,24 +34,34 @@ class Translation:
     refusal: str | None = None
 
 
-def translate(schedule: SourceSchedule) -> Translation:
-    if schedule.dialect == "eventbridge":
-        try:
-            parse(schedule.text)
-        except ScheduleError as e:
-            return Translation(refusal=f"{schedule.text!r} is not a valid EventBridge expression: {e}")
-        return Translation((schedule.text,))
-    if schedule.dialect == "interval":
-        return _interval(schedule)
+def translate_eventbridge(schedule: SourceSchedule) -> Translation:
+    try:
+        parse(schedule.text)
+    except ScheduleError as e:
+        return Translation(refusal=f"{schedule.text!r} is not a valid EventBridge expression: {e}")
+    return Translation((schedule.text,))
+
+
+def translate_unix(schedule: SourceSchedule) -> Translation:
+    """Unix cron (Vixie/Debian): the day fields OR, unless one starts with ``*``."""
+    return _translate_cron(schedule, always_and=False)
+
+
+def translate_celery(schedule: SourceSchedule) -> Translation:
+    """Celery's crontab(): the day fields always AND."""
+    return _translate_cron(schedule, always_and=True)
+
+
+def _translate_cron(schedule: SourceSchedule, always_and: bool) -> Translation:
     text = unix_equivalent(schedule)
     fields = text.split()
     if len(fields) != 5:
         return Translation(refusal=f"{schedule.text!r} is not a 5-field cron schedule")
     minute, hour, dom, month, dow = fields
-    ands = schedule.dialect == "celery-crontab" or dom.startswith("*") or dow.startswith("*")
+    ands = always_and or dom.startswith("*") or dow.startswith("*")
     if ands and _restricted(dom) and _restricted(dow):
         rule = ("Celery's crontab() runs only on days that match both day_of_month and day_of_week"
-                if schedule.dialect == "celery-crontab" else
+                if always_and else
                 f"cron runs this only on days that match both day-of-month {dom!r} and day-of-week {dow!r} (a day "
                 "field that starts with '*' makes cron require both)")
         return Translation(refusal=f"{rule}; an EventBridge expression restricts one of them, so no schedule says "
@@ -97,7 +108,7 @@ def _and_alternative(minute: str, hour: str, dom: str, month: str, dow: str) -> 
             "early on the other days, or on the day-of-month alone.")
 
 
-def _interval(schedule: SourceSchedule) -> Translation:
+def translate_interval(schedule: SourceSchedule) -> Translation:
     seconds = schedule.seconds
     if not seconds or seconds < 60 or seconds % 60:
         return Translation(refusal=f"{schedule.text}: EventBridge schedules at most once a minute, in whole "

@@ -136,20 +136,95 @@ def _step_name(word: str) -> str:
     return name if name[:1].isalpha() else "run"
 
 
+#: Django management commands that run another job named by their first argument
+#: (``manage.py cron send_reminders``, django-extensions' ``runjob``/``runscript``).
+_DJANGO_RUNNERS = frozenset({"cron", "runjob", "runjobs", "runscript", "run_task", "runtask", "crontab", "task"})
+#: Words that set up or wrap a command rather than name it.
+_SETUP = frozenset({"cd", "source", ".", "export", "set", "unset", "umask", "ulimit", "test", "[", "[[", "echo",
+                    "printf", "command", "type", "hash", "which", "sleep", "true", "false", ":", "mkdir", "touch",
+                    "date", "exit", "if", "then", "else", "fi", "{", "}", "(", ")", "!", "do", "done", "for", "while"})
+#: Wrappers: the command is what follows them: their options (with the values of those listed)
+#: and as many arguments as the number say (timeout's duration, flock's lock file) are skipped.
+_WRAPPERS: dict[str, tuple[int, frozenset[str]]] = {
+    "nice": (0, frozenset({"-n"})), "ionice": (0, frozenset({"-c", "-n", "-p"})), "nohup": (0, frozenset()),
+    "exec": (0, frozenset()), "time": (0, frozenset()), "env": (0, frozenset({"-u", "-C"})),
+    "sudo": (0, frozenset({"-u", "-g", "-C"})), "chronic": (0, frozenset()), "cronic": (0, frozenset()),
+    "setsid": (0, frozenset()), "stdbuf": (0, frozenset({"-i", "-o", "-e"})), "timeout": (1, frozenset({"-s", "-k"})),
+    "flock": (1, frozenset({"-w", "-E"})), "setlock": (1, frozenset()),
+}
+#: Tools that run another (``bundle exec rake x``, ``uv run x``): the name is what they run.
+_RUNNERS = {"bundle": "exec", "poetry": "run", "uv": "run", "pipenv": "run", "npx": "", "yarn": "run", "npm": "run",
+            "pnpm": "run"}
+#: Programs whose first argument names the job (``rake jobs:work``, ``make report``).
+_TASK_RUNNERS = frozenset({"rake", "make", "invoke", "fab", "just", "task"})
+_INTERPRETERS = re.compile(r"^(?:python\d*(?:\.\d+)?|php\d*|ruby|node|nodejs|perl|bash|sh|zsh|dash|deno|bun|"
+                           r"Rscript|java)$")
+_SCRIPT = re.compile(r"\.(sh|py|rb|pl|php|js|ts|bash)$")
+
+
 def name_from_command(command: Command, step: StepSpec) -> str:
-    """A job name for a crontab line, which has none: the Django command, the Celery task, or
-    the script the line runs."""
-    if step.kind in ("django", "celery"):
+    """A job name for a crontab line, which has none: the Django command (or the task a runner
+    command runs), the Celery task, the script or program the line runs; never a shell built-in,
+    a wrapper, a variable assignment or an argument (``cd .../bin; php artisan x`` is ``x``)."""
+    if step.kind == "django":
+        if step.command in _DJANGO_RUNNERS and step.args and isinstance(step.args[0], str) \
+                and re.fullmatch(r"[A-Za-z_][\w.:-]*", step.args[0]):
+            return step.args[0].rsplit(".", 1)[-1]
+        return step.command
+    if step.kind == "celery":
         return step.command.rsplit(".", 1)[-1]
-    text = command.shell_text or " ".join(command.argv)
-    if m := re.search(r"manage\.py\s+([a-z_][a-z0-9_]*)", text):  # cd /srv/app && python manage.py X
-        return m.group(1)
-    text = re.sub(r"\d*(>>?|<)&?\s*\S+", " ", text)  # where output goes is not what the job is
+    text = command.shell_text if command.shell_text is not None else " ".join(shlex.quote(a) for a in command.argv)
+    text = re.sub(r"\$\([^()]*\)|`[^`]*`", " ", text)  # what a substitution prints is not what the job is
+    text = re.sub(r"\d*(>>?|<)&?\s*\S+", " ", text)  # nor where output goes
+    for segment in re.split(r"&&|\|\||[;|\n]", text):
+        name = _segment_name(_words(segment))
+        if name:
+            return name
+    return _first_word(text)
+
+
+def _words(segment: str) -> list[str]:
+    try:
+        words = shlex.split(segment)
+    except ValueError:
+        words = segment.split()
+    return [w for w in words if w not in ("{", "}", "(", ")")]
+
+
+def _segment_name(words: list[str]) -> str:
+    while words and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0]):  # PATH=... cmd
+        words = words[1:]
+    while words and PurePosixPath(words[0]).name in _WRAPPERS:
+        skip, with_value = _WRAPPERS[PurePosixPath(words[0]).name]
+        words = words[1:]
+        while words and (words[0].startswith("-") or re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0])):
+            words = words[2:] if words[0] in with_value else words[1:]
+        words = words[skip:]
+    while words and words[0] in _RUNNERS and (not _RUNNERS[words[0]] or words[1:2] == [_RUNNERS[words[0]]]):
+        words = words[2:] if _RUNNERS[words[0]] else words[1:]
+    if not words or words[0] in _SETUP or words[0].startswith("$") and "/" not in words[0]:
+        return ""
+    program = PurePosixPath(words[0]).name
+    args = [w for w in words[1:] if not w.startswith("-")]
+    if program == "run-parts" and args:
+        return PurePosixPath(args[-1]).name  # /etc/cron.daily
+    if program in _TASK_RUNNERS and args:
+        return args[0].replace(":", "-")
+    if program in ("manage.py", "artisan", "console"):  # ./manage.py x, as an executable
+        args = [program, *args]
+    elif not _INTERPRETERS.match(program):
+        return _SCRIPT.sub("", program)
+    if len(args) > 1 and PurePosixPath(args[0]).name in ("artisan", "console", "manage.py"):
+        if PurePosixPath(args[0]).name == "manage.py" and args[1] in _DJANGO_RUNNERS and len(args) > 2:
+            return args[2].rsplit(".", 1)[-1]  # manage.py cron send_reminders
+        return args[1].replace(":", "-")  # php artisan cache:prune, python manage.py clearsessions
+    if "-m" in words[1:] and words.index("-m") + 1 < len(words):  # python -m app.jobs.cleanup
+        return words[words.index("-m") + 1].rsplit(".", 1)[-1]
+    return _SCRIPT.sub("", PurePosixPath(args[0]).name) if args else program
+
+
+def _first_word(text: str) -> str:
+    """The last resort (a line that only echoes): the first word that is not a built-in."""
     words = re.findall(r"[\w./-]+", text)
-    skip = {"cd", "sh", "bash", "env", "nice", "ionice", "flock", "timeout", "sudo", "exec", "test", "echo"}
-    paths = [PurePosixPath(w) for w in words if "/" in w and PurePosixPath(w).name]
-    if paths:  # the last path named: the script, or what run-parts runs (/etc/cron.daily)
-        last = paths[-1]
-        return last.stem if re.search(r"\.(sh|py|rb|pl|php|js)$", last.name) else last.name
-    plain = [w for w in words if w not in skip and not w.startswith("-")]
+    plain = [w for w in words if w not in _SETUP and w not in _WRAPPERS and not w.startswith("-")]
     return plain[0] if plain else (words[0] if words else "")

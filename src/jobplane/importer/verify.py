@@ -3,9 +3,10 @@ by default, so both daylight-saving changes of any zone fall in it), the source'
 scheduler computes them, the written job's as ``jobplane next`` does (the same function,
 :func:`jobplane.contract.schedule.iter_fire_times`, on the schedules of the file as validated).
 
-The source side is computed by a well-kept library, never by the code under test: cronsim
-(healthchecks.io's cron evaluator, which follows Debian cron, DST rules included) for Unix cron
-and Celery crontab; for EventBridge sources the source semantics *are* EventBridge's, so both
+The source side is computed by the source dialect's oracle (:mod:`jobplane.importer.dialects`),
+never by the code under test: cronsim (healthchecks.io's cron evaluator, which follows Debian
+cron, DST rules included) for Unix cron, Celery crontab and GitHub Actions' cron (with GitHub's
+documented DST rule); for EventBridge sources the source semantics *are* EventBridge's, so both
 sides use ``iter_fire_times`` and the check proves that what was written is what was read.
 
 Cron's fires on a day without a clock change are the day's matching (day-of-month, month,
@@ -33,8 +34,9 @@ from zoneinfo import ZoneInfo
 from cronsim import CronSim
 
 from jobplane.contract.schedule import AtExpression, CronExpression, RateExpression, iter_fire_times, parse
+from jobplane.importer.dialects import CronOracle, ExpressionOracle, IntervalOracle, Oracle, Walker
 from jobplane.importer.entries import SourceSchedule
-from jobplane.importer.schedules import unix_equivalent
+from jobplane.importer.formats import dialect_named
 
 WINDOW_DAYS = 366
 Status = Literal["same", "differs", "interval"]
@@ -79,13 +81,15 @@ def verify(sources: tuple[SourceSchedule, ...], schedules: list[str], tz: str, s
            days: int = WINDOW_DAYS) -> Verdict:
     """Compare the fires of ``sources`` with those of the job's EventBridge ``schedules``, both
     in the zone ``tz``, on the ``days`` local days after ``start``."""
-    if any(s.dialect == "interval" for s in sources) or any(isinstance(parse(e), RateExpression) for e in schedules):
+    oracles = [dialect_named(s.dialect).oracle(s) for s in sources]
+    if any(isinstance(o, IntervalOracle) for o in oracles) or any(isinstance(parse(e), RateExpression)
+                                                                  for e in schedules):
         return Verdict("interval", 0)
     zone = ZoneInfo(tz)
     first_day = start.astimezone(zone).date() + timedelta(days=1)
     window = [first_day + timedelta(days=i) for i in range(days)]
     changes = _clock_change_days(zone, first_day, days)
-    src_days = [_DaySide.of_source(s, first_day, days) for s in sources]
+    src_days = [_DaySide.of_source(o, first_day, days) for o in oracles]
     job_days = [_DaySide.of_expression(e, first_day, days) for e in schedules]
     fires = 0
     diffs: list[Difference] = []
@@ -131,10 +135,6 @@ def _clock_change_days(zone: ZoneInfo, first: date, days: int) -> frozenset[date
     return frozenset(out)
 
 
-#: The fire times of one schedule from a time on, in a zone (cronsim's iterator, or ours).
-Walker = Callable[[datetime, ZoneInfo], Iterator[datetime]]
-
-
 class _DaySide:
     """One schedule as days and times of day (ordinary days) and as a fire-by-fire walk
     (clock-change days)."""
@@ -156,21 +156,19 @@ class _DaySide:
         return out
 
     @classmethod
-    def of_source(cls, schedule: SourceSchedule, first: date, days: int) -> _DaySide:
-        if schedule.dialect == "eventbridge":
-            return cls.of_expression(schedule.text, first, days)
-        text = unix_equivalent(schedule)
-        minute, hour, dom, month, dow = text.split()
-        if schedule.dialect == "celery-crontab":  # Celery ANDs the day fields: the translation
-            # refused a Celery crontab with both restricted, so at most one is; cronsim ANDs
-            # when one of them is '*'
-            if dom not in ("*", "?") and dow not in ("*", "?"):
-                raise ValueError("a Celery crontab with both day fields restricted has no Unix form")
+    def of_source(cls, oracle: Oracle, first: date, days: int) -> _DaySide:
+        if isinstance(oracle, ExpressionOracle):
+            return cls.of_expression(oracle.expression, first, days)
+        if not isinstance(oracle, CronOracle):
+            raise ValueError("an interval has no days and times")
+        minute, hour, dom, month, dow = oracle.fields.split()
+        text = oracle.fields
 
-        def walker(begin: datetime, z: ZoneInfo) -> Iterator[datetime]:  # cronsim's own iterator
+        def cronsim(begin: datetime, z: ZoneInfo) -> Iterator[datetime]:  # cronsim's own iterator
             return CronSim(text, begin)
 
-        return cls(_cron_days(f"{dom} {month} {dow}", first, days), _cron_times(f"{minute} {hour}"), walker)
+        return cls(_cron_days(f"{dom} {month} {dow}", first, days), _cron_times(f"{minute} {hour}"),
+                   oracle.walker or cronsim)
 
     @classmethod
     def of_expression(cls, expression: str, first: date, days: int) -> _DaySide:
