@@ -9,6 +9,11 @@ from pathlib import Path
 from jobplane.compiler.validate import load_jobs
 from jobplane.contract.config import load_config
 
+
+def _argv(step):  # type: ignore[no-untyped-def]
+    """A shell step's argv (the kind's target), None for any other kind."""
+    return step.target if step.kind.name == "shell" else None
+
 FROM = "2026-12-03T00:00:00Z"
 
 
@@ -22,7 +27,7 @@ def _jobs(repo) -> dict[str, str]:
 
 
 def _shells(repo) -> dict[str, list[str] | None]:
-    return {lj.job.name: lj.job.steps[0].shell for lj in load_jobs(load_config(repo.path))}
+    return {lj.job.name: _argv(lj.job.steps[0]) for lj in load_jobs(load_config(repo.path))}
 
 
 # -- item 2: a user crontab named `crontab` ------------------------------------------------------
