@@ -17,7 +17,8 @@ from jobplane.compiler import asl
 from jobplane.compiler.model import Job
 from jobplane.contract import execution_input
 from jobplane.contract import states as sn
-from jobplane.contract.statuses import Policy, decide
+from jobplane.contract.policies import Decision, decide
+from jobplane.contract.statuses import Policy
 from jobplane.platform.local.engine import LocalAWS
 
 MISSING_CLUSTER = "arn:aws:ecs:us-east-1:123456789012:cluster/missing"
@@ -82,26 +83,35 @@ def test_policy_table(aws: LocalAWS, policy: Policy, before: str) -> None:
     every state a scheduled fire can meet (issue 39: the table was the test's own copy)."""
     job = deploy(aws, policy.value)
     running, last_failed = before.startswith("running"), "fail" in before
+    holder_arn = live_holder(aws) if running else ""
     if running and last_failed:
-        seed(aws, job, running={"SS": ["other"]}, holder={"S": live_holder(aws)}, last_status={"S": "FAILED"},
+        seed(aws, job, running={"SS": ["other"]}, holder={"S": holder_arn}, last_status={"S": "FAILED"},
              blocked_by={"S": "x"}, block_schedule={"S": "x"})
     elif running:
-        seed(aws, job, running={"SS": ["other"]}, holder={"S": live_holder(aws)})
+        seed(aws, job, running={"SS": ["other"]}, holder={"S": holder_arn})
     elif last_failed:
         seed(aws, job, last_status={"S": "FAILED"}, blocked_by={"S": "x"}, block_schedule={"S": "x"})
     elif before == "last succeeded":
         seed(aws, job, last_status={"S": "SUCCEEDED"})
     expected = decide(policy, running=running, last_failed=last_failed)
     ex = aws.run(job, execution_input.scheduled(T0))
-    assert ran(ex) == expected, ex.states_entered
+    assert ran(ex) == expected.runs, ex.states_entered
     record = execution_record(aws, ex.arn)
-    if expected:
+    if expected.runs:
         assert record["status"]["S"] == "FAILED"  # its task could not start: see the module docstring
     else:
         assert ex.status == "SUCCEEDED"  # a skip ends the execution successfully
         assert record["status"]["S"] == "SKIPPED"
-        assert record["skip_reason"]["S"] == ("RUNNING" if running and policy.skips_if_running else "LAST_FAILED")
+        assert record["skip_reason"]["S"] == ("RUNNING" if running and policy != Policy.SKIP_IF_FAILED
+                                              else "LAST_FAILED")
         assert record["gsi2pk"]["S"] == "SKIPS"
+    if expected == Decision.REPLACE:  # the holder was stopped, its claim taken over by this run
+        assert sn.REPLACE_STOP_HOLDER in ex.states_entered and sn.TAKE_OVER in ex.states_entered
+        holder = aws.client("stepfunctions").describe_execution(executionArn=holder_arn)
+        assert holder["status"] == "ABORTED" and holder["error"] == "jobplane.Replaced"
+        assert holder["cause"] == ex.arn
+    elif running:
+        assert aws.client("stepfunctions").describe_execution(executionArn=holder_arn)["status"] == "RUNNING"
 
 
 def test_same_scheduled_time_three_times_runs_once(aws: LocalAWS) -> None:

@@ -150,7 +150,7 @@ def failure_groups(failures: list[ExecutionRecord], states: dict[str, JobState],
             g["state"], g["action"] = "recovered", None
         elif state is not None and state.running:
             g["state"], g["action"] = "running", None
-        elif state is not None and state.blocked and entry is not None and entry.policy.skips_if_failed:
+        elif state is not None and state.blocked and entry is not None and entry.policy_rules.skips_after_failure:
             g["state"], g["action"] = "blocked", "acknowledge"
         elif state is not None and state.acknowledged_by:
             g["state"], g["state_by"], g["action"] = "acknowledged", state.acknowledged_by, "rerun"
