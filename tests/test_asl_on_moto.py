@@ -252,3 +252,55 @@ def test_a_running_claim_without_a_holder_is_honoured(aws: LocalAWS) -> None:
                                  "Skip: running"]
     assert execution_record(aws, ex.arn)["skip_reason"]["S"] == "RUNNING"
     assert job_state(aws, job)["running"] == {"SS": ["other"]}
+
+
+# -- REPLACE ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("before, takes_over", [
+    ("the stopped holder's claim", True),
+    ("the claim already released by the reconciler", True),
+    ("another run's claim", False),
+])
+def test_replace_takes_over_a_stopped_holder_whoever_ran_first(aws: LocalAWS, before: str, takes_over: bool) -> None:
+    """After stopping the holder, a REPLACE fire's takeover races the reconciler, which may
+    record the stopped run and release its claim first: the takeover accepts either, but never
+    a claim someone else took meanwhile (a claim conflict). Run here as the compiled takeover
+    state alone, on the state each order leaves."""
+    job = deploy(aws, "REPLACE")
+    definition = asl.build_definition(Job.from_definition(
+        {"name": job, "team": "billing", "policy": "REPLACE", "steps": [{"name": "only", "python": "m:f"}]}), aws.prefix)
+    takeover = dict(definition["States"][sn.TAKE_OVER])
+    del takeover["Next"]
+    takeover["End"] = True
+    takeover["Catch"] = [dict(takeover["Catch"][0], Next="conflict")]
+    probe = json.dumps({"StartAt": sn.TAKE_OVER, "States": {
+        sn.TAKE_OVER: takeover, "conflict": {"Type": "Pass", "End": True}}})
+    probe_job = f"{job}-probe"
+    aws.deploy(probe_job, probe)
+    stale = "arn:aws:states:us-east-1:123456789012:execution:x:stopped"
+    if before == "the stopped holder's claim":
+        seed(aws, job, running={"SS": ["stopped"]}, holder={"S": stale})
+    elif before == "another run's claim":
+        seed(aws, job, running={"SS": ["newer"]}, holder={"S": stale.replace("stopped", "newer")})
+    else:
+        seed(aws, job, last_status={"S": "SUCCEEDED"})  # running and holder removed
+    given = execution_input.scheduled(T0).to_json() | {"state": {"Item": {"holder": {"S": stale}}}}
+    ex = aws.wait(aws.start(probe_job, given))
+    assert ex.status == "SUCCEEDED"
+    state = job_state(aws, job)
+    me = ex.arn.rsplit(":", 1)[1]
+    if takes_over:
+        assert "conflict" not in ex.states_entered
+        assert state["running"] == {"SS": [me]} and state["holder"]["S"] == ex.arn
+    else:
+        assert "conflict" in ex.states_entered and state["running"] == {"SS": ["newer"]}
+
+
+def test_replace_honours_a_claim_whose_holder_cannot_be_told(aws: LocalAWS) -> None:
+    """A holder Step Functions cannot describe (none recorded) is never stopped: the claim is
+    honoured, as for SKIP_IF_RUNNING."""
+    job = deploy(aws, "REPLACE")
+    seed(aws, job, running={"SS": ["other"]})
+    ex = aws.run(job, execution_input.scheduled(T0))
+    assert ex.states_entered == ["Start", "Claim", "Skip: load state", "Skip: check holder", "Skip: why",
+                                 "Skip: running"]
+    assert job_state(aws, job)["running"] == {"SS": ["other"]}
