@@ -139,6 +139,7 @@ TABLE = {  # policy: (runs while one is running, runs after a failed / timed-out
     "SKIP_IF_RUNNING": (False, True),
     "SKIP_IF_FAILED": (True, False),
     "SKIP_IF_RUNNING_OR_FAILED": (False, False),
+    "REPLACE": (True, True),  # runs in place of the run in progress, which it stops
 }
 
 
@@ -188,7 +189,8 @@ def test_policy_table(aws: LocalAWS, policy: str, tmp_path: Path) -> None:
     ran, rec = scheduled_run()
     assert ran == while_running and (ran or rec.skip_reason == "RUNNING")
     release.write_text("go")
-    assert finish(aws, holder)[1].status == "SUCCEEDED"
+    held = finish(aws, holder)[1]
+    assert (held.status, held.abort_reason) == (("ABORTED", "REPLACED") if policy == "REPLACE" else ("SUCCEEDED", None))
 
 
 def test_replace_stops_the_run_in_progress_and_runs(aws: LocalAWS, tmp_path: Path) -> None:

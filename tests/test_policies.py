@@ -39,6 +39,13 @@ def test_the_dsl_offers_every_policy() -> None:
     assert [k for k, _ in pairs] == [p.value for p in Policy]
 
 
+def test_the_job_schema_offers_every_policy() -> None:
+    from jobplane.compiler.fields import json_schema
+
+    schema = json_schema(Job, "jobplane job")
+    assert schema["$defs"]["Policy"]["enum"] == [p.value for p in Policy]
+
+
 def test_the_documented_table_is_decide() -> None:
     """docs/dsl.md's Policies table, row by row, is what ``decide`` (each class's row) says."""
     text = (ROOT / "docs" / "dsl.md").read_text()

@@ -25,8 +25,8 @@ FAILED_STATUSES = frozenset({ExecutionStatus.FAILED, ExecutionStatus.TIMED_OUT, 
 
 
 class Policy(str, Enum):
-    """The wire names of the execution policies; what each does is its class in
-    :mod:`jobplane.contract.policies`."""
+    """What a run does while another run of the job holds its claim, or after a failure
+    (docs/dsl.md, Policies; each policy's behaviour is its class in contract/policies.py)."""
 
     ALWAYS_RUN = "ALWAYS_RUN"
     SKIP_IF_RUNNING = "SKIP_IF_RUNNING"
