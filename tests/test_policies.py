@@ -82,6 +82,10 @@ def _states(policy: Policy) -> dict[str, dict]:  # type: ignore[type-arg]
     return asl.build_definition(job, "jobplane")["States"]
 
 
+def test_the_compiler_reads_the_holder_the_policy_takes_over() -> None:
+    assert asl.HOLDER == policies.STALE_HOLDER.expr
+
+
 def test_only_replace_compiles_a_stop_and_its_takeover_accepts_a_released_claim() -> None:
     for p in Policy:
         states = _states(p)

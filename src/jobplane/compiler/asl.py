@@ -116,7 +116,7 @@ STEPS_JSON = Ref("States.JsonToString($.run.steps)")
 # that the check decides (it can follow a Task that succeeded) keeps its per-step record.
 FAILED_STEP_VAR = "failed_step"
 FAILED_STEP = Ref(f"States.Format('{{}}', ${FAILED_STEP_VAR})")
-HOLDER = policies.STALE_HOLDER.expr  # the claim's holder, as the skip path read it
+HOLDER = f"$.state.Item.{dm.ATTR_HOLDER}.S"
 #: Seconds before each retry of an attempt whose task never ran the step (rc.INFRA_STOP_CODES);
 #: one budget per run (per parallel branch), counted at $.run.infra.n.
 INFRA_WAITS = (15, 60, 180)

@@ -225,7 +225,8 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> JsonObject:
     # what the policy's skip path calls about the claim's holder, on this job's executions only
     for sid, actions in policies.of(job.policy).holder_statements():
         docs[f"{tid}_sfn"]["statement"].append(
-            _statement(sid, list(actions), [f"arn:{PARTITION}:states:{REGION}:{ACCOUNT}:execution:{sm_name}:*"]))
+            _statement(sid, list(actions),
+                       [f"arn:{PARTITION}:states:{REGION}:{ACCOUNT}:execution:{sm_name}:*"]))
     roles: JsonObject = {
         f"{tid}_sfn": {"name": names.sfn_role_name(prefix, job.name),
                        "description": f"Step Functions role of jobplane job {job.name}",
