@@ -17,7 +17,8 @@ from jobplane.compiler import asl
 from jobplane.compiler.model import Job
 from jobplane.contract import execution_input
 from jobplane.contract import states as sn
-from jobplane.contract.statuses import Policy, decide
+from jobplane.contract.policies import Decision, decide
+from jobplane.contract.statuses import Policy
 from jobplane.platform.local.engine import LocalAWS
 
 MISSING_CLUSTER = "arn:aws:ecs:us-east-1:123456789012:cluster/missing"
@@ -82,26 +83,35 @@ def test_policy_table(aws: LocalAWS, policy: Policy, before: str) -> None:
     every state a scheduled fire can meet (issue 39: the table was the test's own copy)."""
     job = deploy(aws, policy.value)
     running, last_failed = before.startswith("running"), "fail" in before
+    holder_arn = live_holder(aws) if running else ""
     if running and last_failed:
-        seed(aws, job, running={"SS": ["other"]}, holder={"S": live_holder(aws)}, last_status={"S": "FAILED"},
+        seed(aws, job, running={"SS": ["other"]}, holder={"S": holder_arn}, last_status={"S": "FAILED"},
              blocked_by={"S": "x"}, block_schedule={"S": "x"})
     elif running:
-        seed(aws, job, running={"SS": ["other"]}, holder={"S": live_holder(aws)})
+        seed(aws, job, running={"SS": ["other"]}, holder={"S": holder_arn})
     elif last_failed:
         seed(aws, job, last_status={"S": "FAILED"}, blocked_by={"S": "x"}, block_schedule={"S": "x"})
     elif before == "last succeeded":
         seed(aws, job, last_status={"S": "SUCCEEDED"})
     expected = decide(policy, running=running, last_failed=last_failed)
     ex = aws.run(job, execution_input.scheduled(T0))
-    assert ran(ex) == expected, ex.states_entered
+    assert ran(ex) == expected.runs, ex.states_entered
     record = execution_record(aws, ex.arn)
-    if expected:
+    if expected.runs:
         assert record["status"]["S"] == "FAILED"  # its task could not start: see the module docstring
     else:
         assert ex.status == "SUCCEEDED"  # a skip ends the execution successfully
         assert record["status"]["S"] == "SKIPPED"
-        assert record["skip_reason"]["S"] == ("RUNNING" if running and policy.skips_if_running else "LAST_FAILED")
+        assert record["skip_reason"]["S"] == ("RUNNING" if running and policy != Policy.SKIP_IF_FAILED
+                                              else "LAST_FAILED")
         assert record["gsi2pk"]["S"] == "SKIPS"
+    if expected == Decision.REPLACE:  # the holder was stopped, its claim taken over by this run
+        assert sn.REPLACE_STOP_HOLDER in ex.states_entered and sn.TAKE_OVER in ex.states_entered
+        holder = aws.client("stepfunctions").describe_execution(executionArn=holder_arn)
+        assert holder["status"] == "ABORTED" and holder["error"] == "jobplane.Replaced"
+        assert holder["cause"] == ex.arn
+    elif running:
+        assert aws.client("stepfunctions").describe_execution(executionArn=holder_arn)["status"] == "RUNNING"
 
 
 def test_same_scheduled_time_three_times_runs_once(aws: LocalAWS) -> None:
@@ -241,4 +251,56 @@ def test_a_running_claim_without_a_holder_is_honoured(aws: LocalAWS) -> None:
     assert ex.states_entered == ["Start", "Claim", "Skip: load state", "Skip: check holder", "Skip: why",
                                  "Skip: running"]
     assert execution_record(aws, ex.arn)["skip_reason"]["S"] == "RUNNING"
+    assert job_state(aws, job)["running"] == {"SS": ["other"]}
+
+
+# -- REPLACE ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("before, takes_over", [
+    ("the stopped holder's claim", True),
+    ("the claim already released by the reconciler", True),
+    ("another run's claim", False),
+])
+def test_replace_takes_over_a_stopped_holder_whoever_ran_first(aws: LocalAWS, before: str, takes_over: bool) -> None:
+    """After stopping the holder, a REPLACE fire's takeover races the reconciler, which may
+    record the stopped run and release its claim first: the takeover accepts either, but never
+    a claim someone else took meanwhile (a claim conflict). Run here as the compiled takeover
+    state alone, on the state each order leaves."""
+    job = deploy(aws, "REPLACE")
+    definition = asl.build_definition(Job.from_definition(
+        {"name": job, "team": "billing", "policy": "REPLACE", "steps": [{"name": "only", "python": "m:f"}]}), aws.prefix)
+    takeover = dict(definition["States"][sn.TAKE_OVER])
+    del takeover["Next"]
+    takeover["End"] = True
+    takeover["Catch"] = [dict(takeover["Catch"][0], Next="conflict")]
+    probe = json.dumps({"StartAt": sn.TAKE_OVER, "States": {
+        sn.TAKE_OVER: takeover, "conflict": {"Type": "Pass", "End": True}}})
+    probe_job = f"{job}-probe"
+    aws.deploy(probe_job, probe)
+    stale = "arn:aws:states:us-east-1:123456789012:execution:x:stopped"
+    if before == "the stopped holder's claim":
+        seed(aws, job, running={"SS": ["stopped"]}, holder={"S": stale})
+    elif before == "another run's claim":
+        seed(aws, job, running={"SS": ["newer"]}, holder={"S": stale.replace("stopped", "newer")})
+    else:
+        seed(aws, job, last_status={"S": "SUCCEEDED"})  # running and holder removed
+    given = execution_input.scheduled(T0).to_json() | {"state": {"Item": {"holder": {"S": stale}}}}
+    ex = aws.wait(aws.start(probe_job, given))
+    assert ex.status == "SUCCEEDED"
+    state = job_state(aws, job)
+    me = ex.arn.rsplit(":", 1)[1]
+    if takes_over:
+        assert "conflict" not in ex.states_entered
+        assert state["running"] == {"SS": [me]} and state["holder"]["S"] == ex.arn
+    else:
+        assert "conflict" in ex.states_entered and state["running"] == {"SS": ["newer"]}
+
+
+def test_replace_honours_a_claim_whose_holder_cannot_be_told(aws: LocalAWS) -> None:
+    """A holder Step Functions cannot describe (none recorded) is never stopped: the claim is
+    honoured, as for SKIP_IF_RUNNING."""
+    job = deploy(aws, "REPLACE")
+    seed(aws, job, running={"SS": ["other"]})
+    ex = aws.run(job, execution_input.scheduled(T0))
+    assert ex.states_entered == ["Start", "Claim", "Skip: load state", "Skip: check holder", "Skip: why",
+                                 "Skip: running"]
     assert job_state(aws, job)["running"] == {"SS": ["other"]}

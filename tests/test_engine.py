@@ -139,6 +139,7 @@ TABLE = {  # policy: (runs while one is running, runs after a failed / timed-out
     "SKIP_IF_RUNNING": (False, True),
     "SKIP_IF_FAILED": (True, False),
     "SKIP_IF_RUNNING_OR_FAILED": (False, False),
+    "REPLACE": (True, True),  # runs in place of the run in progress, which it stops
 }
 
 
@@ -188,7 +189,61 @@ def test_policy_table(aws: LocalAWS, policy: str, tmp_path: Path) -> None:
     ran, rec = scheduled_run()
     assert ran == while_running and (ran or rec.skip_reason == "RUNNING")
     release.write_text("go")
-    assert finish(aws, holder)[1].status == "SUCCEEDED"
+    held = finish(aws, holder)[1]
+    assert (held.status, held.abort_reason) == (("ABORTED", "REPLACED") if policy == "REPLACE" else ("SUCCEEDED", None))
+
+
+def test_replace_stops_the_run_in_progress_and_runs(aws: LocalAWS, tmp_path: Path) -> None:
+    """REPLACE (Kubernetes' concurrencyPolicy: Replace): a new fire stops the run in progress,
+    whose step's process is stopped and whose record says ABORTED, reason REPLACED, by whom, with
+    its claim released and no alert (nor a RECOVERED after it); the new fire runs and succeeds."""
+    job = deploy(aws, policy="REPLACE", timeout=3600,
+                 notify={"channels": ["#billing-alerts"], "events": ["FAILED", "ABORTED", "RECOVERED"]})
+    repo = aws.repository()
+    assert finish(aws, aws.start(job, fire({"mode": "ok"})))[1].status == "SUCCEEDED"
+    marker = tmp_path / "old"
+    old = aws.start(job, fire({"mode": "sleep", "seconds": 300, "marker": str(marker)}))
+    pid = started_process(marker)
+    assert repo.job_state(job).running == frozenset({old.rsplit(":", 1)[1]})
+    new_ex, new = finish(aws, aws.start(job, fire({"mode": "ok"})))
+    assert new.status == "SUCCEEDED", new_ex.states_entered
+    assert new_ex.states_entered[:7] == ["Start", "Claim", "Skip: load state", "Skip: check holder", "Skip: why",
+                                         "Replace: stop holder", "Take over stale claim"]
+    _, replaced = finish(aws, old)
+    assert (replaced.status, replaced.abort_reason) == ("ABORTED", "REPLACED")
+    assert replaced.error == f"replaced by {new.execution}" and replaced.failed_step == "work"
+    assert not replaced.alert_pending
+    described = aws.client("stepfunctions").describe_execution(executionArn=old)
+    assert (described["error"], described["cause"]) == ("jobplane.Replaced", new_ex.arn)
+    deadline = time.monotonic() + 60  # a bound that only catches a hang: the agent stops the task at once
+    while alive(pid):
+        assert time.monotonic() < deadline, "the replaced run's step process still runs"
+        time.sleep(0.05)
+    state = repo.job_state(job)
+    assert not state.running and state.holder is None
+    assert state.last_status == "SUCCEEDED" and state.last_execution == new.execution and not state.blocked
+    events = [(json.loads(m["Message"])["execution"], json.loads(m["Message"])["event"]) for m in messages_for(aws, job)]
+    assert events == []  # no ABORTED alert for the replaced run, no RECOVERED for its successor
+    # not a failure: the failures feed does not list it, the job's history does
+    assert replaced.execution not in {r.execution for r in repo.recent_failures(limit=100).items}
+    assert replaced.execution in {r.execution for r in repo.executions(job, limit=10).items}
+
+
+@pytest.mark.parametrize("cause", ["another job's run", "no run", "itself"])
+def test_a_stop_that_only_claims_to_be_a_replacement_is_alerted(aws: LocalAWS, tmp_path: Path, cause: str) -> None:
+    """Anyone may stop a run with the REPLACE error: it counts as a replacement (no alert) only if
+    its cause is an existing run of the same job; any other stop is recorded and alerted as one."""
+    job, other = deploy(aws, policy="REPLACE", timeout=3600), deploy(aws, policy="REPLACE")
+    marker = tmp_path / "pid"
+    arn = aws.start(job, fire({"mode": "sleep", "seconds": 300, "marker": str(marker)}))
+    started_process(marker)
+    claimed = {"another job's run": finish(aws, aws.start(other, fire({"mode": "ok"})))[0].arn,
+               "no run": arn.rsplit(":", 1)[0] + ":never-ran", "itself": arn}[cause]
+    aws.client("stepfunctions").stop_execution(executionArn=arn, error="jobplane.Replaced", cause=claimed)
+    _, rec = finish(aws, arn)
+    assert (rec.status, rec.abort_reason) == ("ABORTED", None)
+    msgs = [NotificationMessage.model_validate_json(m["Message"]) for m in messages_for(aws, job)]
+    assert [m.event for m in msgs] == ["ABORTED"]
 
 
 def test_fifty_simultaneous_starts_run_once(aws: LocalAWS, tmp_path: Path) -> None:

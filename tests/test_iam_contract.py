@@ -160,6 +160,12 @@ def sfn_calls(job_doc: dict[str, Any], r: Resolver, tid: str) -> list[Call]:
         elif resource == "arn:aws:states:::aws-sdk:sfn:describeExecution":
             calls.append(Call("states:DescribeExecution",
                               f"arn:aws:states:{REGION}:{ACCOUNT}:execution:{sm['name']}:holder-run", {}, why))
+        elif resource == "arn:aws:states:::aws-sdk:sfn:stopExecution":
+            # a REPLACE job stops the holder of its claim: always one of its own executions
+            # (the claim's holder is written by its own claim); StopExecution's resource is the
+            # execution (https://docs.aws.amazon.com/service-authorization/latest/reference/list_awsstepfunctions.html)
+            calls.append(Call("states:StopExecution",
+                              f"arn:aws:states:{REGION}:{ACCOUNT}:execution:{sm['name']}:holder-run", {}, why))
         else:
             raise AssertionError(f"{why}: no IAM mapping for integration {resource}; add it with its AWS doc")
     return calls
@@ -286,6 +292,24 @@ def _roles(job: str) -> list[tuple[str, list[dict[str, Any]], list[Call]]]:
     return out
 
 
+def _every_policy() -> dict[str, dict[str, Any]]:
+    """One job per policy (the examples need not use every one), compiled as the examples are."""
+    import tempfile
+
+    from conftest import Repo, minimal_job
+    from jobplane.contract.statuses import Policy
+
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = Repo(Path(tmp))
+        for p in Policy:
+            name = f"policy-{p.value.lower().replace('_', '-')}"
+            repo.write(f"jobs/billing/{name}.jsonnet", minimal_job(name, p.value))
+        return _compiled(repo.path)
+
+
+JOBS |= _every_policy()
+
+
 @pytest.mark.parametrize("job", sorted(JOBS))
 def test_every_call_a_job_makes_is_allowed_by_its_roles(job: str) -> None:
     roles = _roles(job)
@@ -306,6 +330,20 @@ def test_every_statement_of_a_role_is_needed_by_some_call(job: str) -> None:
 def test_the_examples_cover_every_role_kind() -> None:
     kinds = {name for job in JOBS for name, _, _ in _roles(job)}
     assert kinds == {"sfn", "scheduler", "exec", "after", "lambda"}
+
+
+def test_a_replace_job_may_stop_only_its_own_executions() -> None:
+    """REPLACE stops the running holder of its claim; its role stops no other job's runs."""
+    (_, statements, _), *_ = _roles("policy-replace")
+    stop = Call("states:StopExecution", f"arn:aws:states:{REGION}:{ACCOUNT}:execution:jobplane-policy-replace:run-1")
+    assert allowed(statements, stop)
+    assert not allowed(statements, Call("states:StopExecution",
+                                        f"arn:aws:states:{REGION}:{ACCOUNT}:execution:jobplane-nightly:run-1"))
+    assert not allowed(statements, Call("states:StopExecution",
+                                        f"arn:aws:states:{REGION}:{ACCOUNT}:execution:jobplane-policy-replace-2:run-1"))
+    for other in ("policy-skip-if-running", "policy-always-run"):
+        (_, other_statements, _), *_ = _roles(other)
+        assert not any("states:StopExecution" in st["actions"] for st in other_statements)
 
 
 def test_the_evaluator_refuses_what_it_should() -> None:

@@ -18,6 +18,7 @@
     SKIP_IF_RUNNING: 'SKIP_IF_RUNNING',
     SKIP_IF_FAILED: 'SKIP_IF_FAILED',
     SKIP_IF_RUNNING_OR_FAILED: 'SKIP_IF_RUNNING_OR_FAILED',
+    REPLACE: 'REPLACE',  // a new fire stops the running execution (recorded ABORTED, REPLACED) and runs
   },
 
   // --- notification events

@@ -15,9 +15,9 @@ state machine" and by cost (Standard workflows bill per state transition):
 * **Finish** / **record failure** are one DynamoDB transaction each: release the claim and write
   the execution record together (the very writes the reconciler makes for a run that could not:
   :mod:`jobplane.contract.items`).
-* The skip path loads the job state once and (for a job that skips while running) asks Step
+* The skip path loads the job state once and (for a job whose policy holds the claim) asks Step
   Functions about the claim's holder, then one Choice says *why* (duplicate, running, last
-  failed); a stale holder is taken over.
+  failed); a stale holder is taken over, and a REPLACE job stops a running one and takes over.
 
 States are typed objects (:mod:`jobplane.compiler.states`) named only through
 :mod:`jobplane.contract.states`, whose classifier the runtime uses to read histories back.
@@ -45,7 +45,7 @@ from jobplane.compiler.choice_rules import (Not, Rule, Test, When, all_of, any_o
                                           matches, number_equals, present)
 from jobplane.compiler.states import DISCARD, Catch, Choice, Fail, Graph, Parallel, Pass, Retry, State, Task, Wait
 from jobplane.contract import datamodel as dm
-from jobplane.contract import execution_input, items
+from jobplane.contract import execution_input, items, policies
 from jobplane.contract.execution_input import ExecutionInput
 from jobplane.contract import runner as rc
 from jobplane.contract import upstream
@@ -73,6 +73,7 @@ GET_ITEM = "arn:aws:states:::dynamodb:getItem"
 PUT_ITEM = "arn:aws:states:::dynamodb:putItem"
 TRANSACT = "arn:aws:states:::aws-sdk:dynamodb:transactWriteItems"
 DESCRIBE_EXECUTION = "arn:aws:states:::aws-sdk:sfn:describeExecution"
+STOP_EXECUTION = "arn:aws:states:::aws-sdk:sfn:stopExecution"
 PUBLISH = "arn:aws:states:::sns:publish"
 
 # What the running execution knows about itself (the context object) and its input.
@@ -106,6 +107,7 @@ class _Builder:
         self.prefix = prefix
         self.graph = Graph()
         self.events = set(job.notify.events)
+        self.policy = policies.of(job.policy)
 
     def add(self, name: str, state: State) -> str:
         return self.graph.add(name, state)
@@ -253,8 +255,8 @@ class _Builder:
     # -- claim ------------------------------------------------------------------------------
     def claim_update(self, takeover: bool = False) -> JsonObject:
         """The claim's conditional UpdateItem. ``takeover``: replace the claim of a stale holder
-        (the state's holder must still be the one found stale) instead of requiring none."""
-        policy = self.job.policy
+        (the state's holder must still be the one found stale) instead of requiring none. The
+        policy adds its own conditions and writes (contract/policies.py)."""
         # Duplicate fires: a scheduled fire must be newer than the newest claimed. The stored key
         # is "<not a scheduled fire>|<time>", so it orders by time among scheduled fires, while a
         # manual run, re-run, backfill or upstream-started run ("true|...") always sorts after them
@@ -280,22 +282,18 @@ class _Builder:
             ":one": items.Number(1),
         }
         update = "SET #fire = :fire, #fired = :t, job = :job, team = :team, gsi1pk = :jobs, gsi1sk = :job"
-        if policy.skips_if_running:
-            conditions.append(f"{dm.ATTR_HOLDER} = :stale" if takeover else "attribute_not_exists(#running)")
-            update += f", {dm.ATTR_HOLDER} = :arn"
-            values[":arn"] = EXECUTION_ARN
-        if policy.skips_if_failed:
-            # Only scheduled and upstream-started runs are blocked (block_<trigger>): a manual run,
-            # a re-run or a backfill is how operators recover.
-            conditions.append("attribute_not_exists(#blocked)")
-            names["#blocked.$"] = f"States.Format('{dm.ATTR_BLOCK_PREFIX}{{}}', {TRIGGER.expr})"
+        terms = self.policy.claim_terms(takeover)
+        conditions += terms.conditions
+        update += terms.set_
+        names |= terms.names
+        values |= terms.values
         # A fresh claim adds this run to the set; a takeover replaces the stale holder's set.
         # Each claim counts itself (claims_<trigger>): as scheduled fires are claimed strictly in
         # order, the count since a time tells the fire ledger (platform/missed.py) that every
         # fire since then ran, without reading the runs.
         update += ", #running = :me ADD #claims :one" if takeover else " ADD #running :me, #claims :one"
         if takeover:
-            values[":stale"] = Ref(HOLDER)
+            values[":stale"] = policies.STALE_HOLDER
         return {
             "TableName": token("table_name"),
             "Key": items.as_asl(items.job_key(self.job.name)),
@@ -510,18 +508,20 @@ class _Builder:
 
     # -- skip path --------------------------------------------------------------------------
     def skip_states(self) -> None:
-        """Say why the claim was refused: load the job state once and, for a job that skips
-        while running, ask Step Functions about the claim's holder at once, so one Choice
-        decides (duplicate, holder really running, stale holder to take over, blocked)."""
-        policy = self.job.policy
+        """Say why the claim was refused: load the job state once and, for a job whose policy
+        holds the claim (contract/policies.py), ask Step Functions about the claim's holder at
+        once, so one Choice decides (duplicate, holder really running, stale holder to take
+        over, blocked). What a running holder means is the policy's: a skip, or (REPLACE) a
+        stop of the holder before the takeover."""
+        policy = self.policy
         load = Task(
             comment="The claim was refused: read the job state once to record why",
             resource=GET_ITEM,
             parameters={"TableName": token("table_name"), "Key": items.as_asl(items.job_key(self.job.name)),
                         "ConsistentRead": True},
             result_path="$.state", retry=[DDB_RETRY],
-            next=sn.SKIP_CHECK_HOLDER if policy.skips_if_running else sn.SKIP_WHY)
-        if policy.skips_if_running:
+            next=sn.SKIP_CHECK_HOLDER if policy.holds_claim else sn.SKIP_WHY)
+        if policy.holds_claim:
             # A refused claim found an item (the condition read it); its holder may be missing
             # (a job that skipped nothing before), so the item is merged over a holder that
             # DescribeExecution refuses as no ARN, which the Choice reads as "cannot tell".
@@ -538,7 +538,7 @@ class _Builder:
             present(fired),
             Test(fired, "StringGreaterThanEqualsPath", SCHEDULED_TIME.expr)),
             self.skip_record(SkipReason.DUPLICATE)))
-        if policy.skips_if_running:
+        if policy.holds_claim:
             self.add(sn.SKIP_CHECK_HOLDER, Task(
                 comment="Is the execution holding the claim still running? A stale claim is taken over",
                 resource=DESCRIBE_EXECUTION,
@@ -552,7 +552,7 @@ class _Builder:
             running = present(f"$.state.Item.{dm.ATTR_RUNNING}")
             status = "$.holder.Status"
             choices.append(When(all_of(running, present(status), equals(status, "RUNNING")),
-                                self.skip_record(SkipReason.RUNNING)))
+                                self.holder_running()))
             # ended, or gone (a holder that never existed is just as stale): take over
             choices.append(When(all_of(running, any_of(
                 present(status),
@@ -570,12 +570,40 @@ class _Builder:
                 catch=[Catch(["DynamoDB.ConditionalCheckFailedException"], self.skip_record(SkipReason.CLAIM_CONFLICT),
                              "$.claim_error")],
                 next=sn.ROUTE))
-        if policy.skips_if_failed:
+        if policy.skips_after_failure:
             for trigger in AUTOMATIC_TRIGGERS:
                 choices.append(When(all_of(equals(TRIGGER.expr, trigger.value),
                                            present(f"$.state.Item.{dm.ATTR_BLOCK_PREFIX}{trigger.value}")),
                                     self.skip_record(SkipReason.LAST_FAILED)))
         self.add(sn.SKIP_WHY, Choice(choices=choices, default=self.skip_record(SkipReason.CLAIM_CONFLICT)))
+
+    def holder_running(self) -> str:
+        """Where a refused claim goes when its holder really runs: the policy decides
+        (contract/policies.py ``WhileRunning``)."""
+        if self.policy.while_running is policies.WhileRunning.REPLACE:
+            return self.replace_states()
+        return self.skip_record(SkipReason.RUNNING)
+
+    def replace_states(self) -> str:
+        """REPLACE: stop the running holder, then take over its claim (``Take over stale claim``,
+        whose condition also accepts a claim the reconciler already released).
+
+        The stop names the policy's error and, as its cause, this execution's ARN: the
+        reconciler reads both back from DescribeExecution and records the stopped run ABORTED
+        with reason REPLACED and no failure alert (platform/reconciler.py). StopExecution
+        takes ``error`` and ``cause`` (https://docs.aws.amazon.com/step-functions/latest/apireference/API_StopExecution.html);
+        stopping an execution stops the ECS task of its ``.sync`` step
+        (https://docs.aws.amazon.com/step-functions/latest/dg/connect-ecs.html). A stop that
+        fails after its retries (throttled, denied) honours the claim: a RUNNING skip."""
+        self.add(sn.REPLACE_STOP_HOLDER, Task(
+            comment="REPLACE: stop the running execution that holds the claim, then take the claim over",
+            resource=STOP_EXECUTION,
+            parameters={"ExecutionArn.$": HOLDER, "Error": policies.REPLACED_ERROR, "Cause.$": EXECUTION_ARN.expr},
+            result_path=DISCARD,
+            retry=[SFN_RETRY],
+            catch=[Catch(["States.ALL"], self.skip_record(SkipReason.RUNNING), "$.stop_error")],
+            next=sn.TAKE_OVER))
+        return sn.REPLACE_STOP_HOLDER
 
     def skip_record(self, reason: SkipReason) -> str:
         name = sn.skip_record(reason)

@@ -21,7 +21,7 @@ from jobplane.compiler.model import Job, Step
 from jobplane.compiler.terraform_iam import ACCOUNT, PARTITION, REGION, assume, secret_references, statement
 from jobplane.contract.catalog import CATALOG_FILE
 from jobplane.contract import datamodel as dm
-from jobplane.contract import execution_input, names, upstream
+from jobplane.contract import execution_input, names, policies, upstream
 from jobplane.contract import runner as rc
 from jobplane.contract.bindings import bind_for_terraform, terraform_expressions
 from jobplane.contract.published import PUBLISHED
@@ -197,9 +197,10 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> JsonObject:
                      "values": [dm.job_partition(job.name), f"{dm.EXEC_PREFIX}*"]}]),
         _statement("PublishOutcome", ["sns:Publish"], ["${local.platform.topic_arn}"]),
     ]}
-    if job.policy.skips_if_running:  # only these policies ask whether a claim's holder still runs
+    # what the policy's skip path calls about the claim's holder, on this job's executions only
+    for sid, actions in policies.of(job.policy).holder_statements():
         docs[f"{tid}_sfn"]["statement"].append(
-            _statement("CheckClaimHolder", ["states:DescribeExecution"],
+            _statement(sid, list(actions),
                        [f"arn:{PARTITION}:states:{REGION}:{ACCOUNT}:execution:{sm_name}:*"]))
     roles[f"{tid}_sfn"] = {"name": names.sfn_role_name(prefix, job.name),
                            "description": f"Step Functions role of jobplane job {job.name}",

@@ -15,6 +15,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from jobplane.contract.layout import CATALOG_FILE, catalog_parts
+from jobplane.contract import policies
+from jobplane.contract.policies import ExecutionPolicy
 from jobplane.contract.statuses import Event, Policy
 from jobplane.contract.types import JsonObject
 
@@ -97,6 +99,11 @@ class CatalogJob(_Model):
     def step_names(self) -> list[str]:
         """Every step a run can start from: the top-level steps, then the members of groups."""
         return [s.name for s in self.steps] + [m.name for s in self.steps for m in s.parallel or []]
+
+    @property
+    def policy_rules(self) -> ExecutionPolicy:
+        """What the job's policy does (contract/policies.py): backfills and the portal ask it."""
+        return policies.of(self.policy)
 
     @property
     def scheduled(self) -> bool:

@@ -100,6 +100,8 @@ ATTR_ALERT_PENDING = "alert_pending"
 # On an upstream run's record: the downstream jobs its end started (string set; also the mark that
 # makes a status event delivered twice start a downstream job once) and their executions.
 ATTR_AFTER_JOBS = "after_jobs"
+#: An ABORTED record the platform stopped on purpose: why (statuses.AbortReason; REPLACED).
+ATTR_ABORT_REASON = "abort_reason"
 ATTR_AFTER_RUNS = "after_runs"
 
 

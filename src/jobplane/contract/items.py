@@ -164,16 +164,25 @@ def release_job(job: str, *, execution: Text, status: ExecutionStatus | str, sta
     )
 
 
+def release_claim(job: str, *, execution: str) -> Update:
+    """Drop a run's claim and nothing else: the end of a run another run replaced (a REPLACE
+    job), which says nothing about how the job is doing, so its last status, failure block and
+    last run stay as they were (the replacing run sets them when it ends)."""
+    return Update(key=job_key(job), expression="DELETE #running :meset", names={"#running": dm.ATTR_RUNNING},
+                  values={":meset": StringSet(execution)})
+
+
 def execution_record(*, execution: Text, execution_arn: Text | None, job: str, team: str,
                      status: ExecutionStatus | str, trigger: Text | None, scheduled_time: Text | None,
                      requested_by: Text | None, input_json: Text, started_at: Text | None, finished_at: Text | None,
                      steps: Text | None = None,
                      failed_step: Text | None = None, skip_reason: str | None = None,
                      blocked_by: Text | None = None, error: str | None = None,
-                     only_if_new: bool = False, alert_pending: bool = False) -> Put:
+                     only_if_new: bool = False, alert_pending: bool = False, abort_reason: str | None = None) -> Put:
     """The final record of a run or a skip (docs/data-model.md).
 
-    It joins the job's history (gsi1, by start time) and, unless it succeeded, the feed of its
+    It joins the job's history (gsi1, by start time) and, unless it succeeded or the platform
+    stopped it on purpose (``abort_reason``: a replaced run is no failure), the feed of its
     status (gsi2, by end time: failures, skips, missed fires). ``only_if_new``: do not replace a record already written."""
     status = ExecutionStatus(status)
     item: dict[str, Value | None] = {
@@ -186,7 +195,9 @@ def execution_record(*, execution: Text, execution_arn: Text | None, job: str, t
     }
     if skip_reason is not None:
         item["skip_reason"] = skip_reason
-    feed = dm.feed_of(status.value)
+    if abort_reason is not None:
+        item[dm.ATTR_ABORT_REASON] = abort_reason
+    feed = None if abort_reason is not None else dm.feed_of(status.value)
     if feed is not None:
         item |= {"gsi2pk": feed, "gsi2sk": finished_at}
     item |= {"failed_step": failed_step, dm.ATTR_BLOCKED_BY: blocked_by, "error": error,

@@ -149,6 +149,8 @@ class ExecutionRecord:
     finished_at: str | None = None
     failed_step: str | None = None
     skip_reason: str | None = None
+    abort_reason: str | None = field(default=None, metadata=doc(
+        "an ABORTED run the platform stopped on purpose: REPLACED (a newer run of a REPLACE job); no alert"))
     error: str | None = None
     given: JsonObject = field(default_factory=dict, metadata=doc(
         "the execution's input as it was sent (a console start's may lack fields; see input)"))
@@ -179,7 +181,7 @@ class ExecutionRecord:
             execution=str(p["execution"]), job=str(p["job"]), status=str(p["status"]), trigger=_text(p, "trigger"),
             scheduled_time=_text(p, "scheduled_time"), requested_by=_text(p, "requested_by"),
             started_at=_text(p, "started_at"), finished_at=_text(p, "finished_at"), failed_step=_text(p, "failed_step"),
-            skip_reason=_text(p, "skip_reason"), error=_text(p, "error"),
+            skip_reason=_text(p, "skip_reason"), abort_reason=_text(p, dm.ATTR_ABORT_REASON), error=_text(p, "error"),
             given=json_object(p.get("input")), steps=steps if isinstance(steps, dict) else None,
             execution_arn=_text(p, dm.ATTR_EXECUTION_ARN), expires_at=_int(p.get(dm.ATTR_EXPIRES_AT)),
             team=_text(p, "team") or "", timeline=timeline_of(json_text(p.get("timeline"))),
@@ -201,7 +203,7 @@ class ExecutionRecord:
             requested_by=self.requested_by, input_json=_dumps(self.given), started_at=self.started_at,
             finished_at=self.finished_at, steps=None if self.steps is None else _dumps(self.steps),
             failed_step=self.failed_step, skip_reason=self.skip_reason, blocked_by=self.blocked_by, error=self.error,
-            alert_pending=self.alert_pending)
+            alert_pending=self.alert_pending, abort_reason=self.abort_reason)
         later: JsonObject = {
             dm.ATTR_EXPIRES_AT: self.expires_at,
             "timeline": _dumps([a.to_json() for a in self.timeline]) if self.transitions is not None else None,

@@ -46,6 +46,7 @@ class Role(str, Enum):
     SKIP = "skip"  # finds out why a claim was refused
     SKIP_RECORD = "skip record"  # records a skip (reason in StateName.reason)
     TAKE_OVER = "take over"  # replaces a stale claim
+    REPLACE = "replace"  # a REPLACE job's fire stops the running execution that holds the claim
     UPSTREAM = "upstream"  # a run started by another job's end: reads and marks that run (contract/upstream.py)
 
 
@@ -90,6 +91,7 @@ SKIP_WHY = "Skip: why"
 SKIP_CHECK_HOLDER = "Skip: check holder"
 SKIP_HOLDER_RUNNING = "Skip: holder running?"  # no longer compiled; read in histories before 0.6
 TAKE_OVER = "Take over stale claim"
+REPLACE_STOP_HOLDER = "Replace: stop holder"  # REPLACE: stop the running holder, then take over its claim
 UPSTREAM_LOAD = "Upstream: load"
 UPSTREAM_CHECK = "Upstream: check"
 UPSTREAM_ONCE = "Upstream: once"
@@ -104,7 +106,7 @@ _FIXED: dict[str, Role] = {
     NOTIFY_RECOVERED: Role.NOTIFY, NOTIFY_FAILURE: Role.NOTIFY, NOTIFY_SKIPPED: Role.NOTIFY,
     NOTIFY_SKIPPED_LAST_FAILED: Role.NOTIFY, FAIL: Role.FAIL,
     SKIP_LOAD_STATE: Role.SKIP, SKIP_WHY: Role.SKIP, SKIP_CHECK_HOLDER: Role.SKIP, SKIP_HOLDER_RUNNING: Role.SKIP,
-    TAKE_OVER: Role.TAKE_OVER,
+    TAKE_OVER: Role.TAKE_OVER, REPLACE_STOP_HOLDER: Role.REPLACE,
     **{n: Role.UPSTREAM for n in (UPSTREAM_LOAD, UPSTREAM_CHECK, UPSTREAM_ONCE, UPSTREAM_CARRY, UPSTREAM_NOTHING)},
 }
 

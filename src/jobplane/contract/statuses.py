@@ -25,18 +25,14 @@ FAILED_STATUSES = frozenset({ExecutionStatus.FAILED, ExecutionStatus.TIMED_OUT, 
 
 
 class Policy(str, Enum):
+    """What a run does while another run of the job holds its claim, or after a failure
+    (docs/dsl.md, Policies; each policy's behaviour is its class in contract/policies.py)."""
+
     ALWAYS_RUN = "ALWAYS_RUN"
     SKIP_IF_RUNNING = "SKIP_IF_RUNNING"
     SKIP_IF_FAILED = "SKIP_IF_FAILED"
     SKIP_IF_RUNNING_OR_FAILED = "SKIP_IF_RUNNING_OR_FAILED"
-
-    @property
-    def skips_if_running(self) -> bool:
-        return self in (Policy.SKIP_IF_RUNNING, Policy.SKIP_IF_RUNNING_OR_FAILED)
-
-    @property
-    def skips_if_failed(self) -> bool:
-        return self in (Policy.SKIP_IF_FAILED, Policy.SKIP_IF_RUNNING_OR_FAILED)
+    REPLACE = "REPLACE"  # a new fire stops the running execution and runs (Kubernetes' Replace)
 
 
 DEFAULT_POLICY = Policy.SKIP_IF_RUNNING
@@ -50,6 +46,12 @@ class SkipReason(str, Enum):
     LAST_FAILED = "LAST_FAILED"  # policy skips while the last finished run failed
     CLAIM_CONFLICT = "CLAIM_CONFLICT"  # lost the race for the claim to a concurrent start
     PAUSED = "PAUSED"  # a scheduled fire of a paused job (its schedule was enabled again outside a resume)
+
+
+class AbortReason(str, Enum):
+    """Why the platform itself stopped a run (recorded ABORTED, with no failure alert)."""
+
+    REPLACED = "REPLACED"  # a newer run of a REPLACE job stopped it (contract/policies.py)
 
 
 class Event(str, Enum):
@@ -84,17 +86,3 @@ UNCOMPARED_TRIGGERS = tuple(t for t in Trigger if t != Trigger.SCHEDULE)
 #: until a success or an acknowledgement; manual runs, re-runs and backfills are how people recover.
 AUTOMATIC_TRIGGERS = (Trigger.SCHEDULE, Trigger.UPSTREAM)
 
-
-def decide(policy: Policy, *, running: bool, last_failed: bool) -> bool:
-    """The policy table of SPEC.md as a function, for a scheduled fire: True means run, False
-    means skip.
-
-    The compiled state machine evaluates the same table inside one DynamoDB condition
-    expression (compiler/asl.py: ``claim_update``); tests/test_asl_on_moto.py runs that claim for
-    every policy and state and holds it to this function.
-    """
-    if running and policy.skips_if_running:
-        return False
-    if last_failed and policy.skips_if_failed:
-        return False
-    return True

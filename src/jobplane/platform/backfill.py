@@ -9,10 +9,11 @@ step of a backfill is a conditional save, execution names are deterministic per 
 (Step Functions starts a name once), and each fire is leased before its run starts, so a fire is
 never run twice at once, whoever drives and however many backfills cover it.
 
-The job's policy holds: its claim decides as for any run; a job that skips while running is
-backfilled one fire at a time, in order, waiting while another run holds the claim (a run the
-policy skipped anyway is tried again, never dropped); a job that skips after a failure halts its
-backfill at the first failed fire until someone resumes it.
+The job's policy holds (its rules for backfills: contract/policies.py): its claim decides as for
+any run; a job that skips (or replaces) while running is backfilled one fire at a time, in order,
+waiting while another run holds the claim (a run the policy skipped anyway is tried again, never
+dropped); a job that skips after a failure halts its backfill at the first failed fire until
+someone resumes it.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Callable
 
 from jobplane.contract import datamodel as dm
-from jobplane.contract import execution_input
+from jobplane.contract import execution_input, policies
 from jobplane.contract.catalog import CatalogJob
 from jobplane.contract.quoting import quoted
 from jobplane.contract.schedule import validate_timezone
@@ -188,8 +189,8 @@ class Backfills:
         mode = _mode(mode)
         if not 1 <= max_concurrent <= MAX_CONCURRENT:
             raise Invalid(f"max_concurrent is 1 to {MAX_CONCURRENT}", {"max_concurrent": "out of range"})
-        if entry.policy.skips_if_running:
-            max_concurrent = 1  # its claim would skip a second run anyway: one at a time, in order
+        if policies.of(entry.policy).backfills_in_order:
+            max_concurrent = 1  # its claim would skip (or stop) a second run: one at a time, in order
         overrides = self.control.checked_params(entry, params)
         t1, t2 = self._window(entry, start, end)
         planned = self._plan(entry, t1, t2, mode)
@@ -281,7 +282,8 @@ class Backfills:
             return
         self.store.finish_lease(bf.job, fire.at, fire.execution, keep=True)
         fire.state, fire.status = FireState.DONE, status
-        if entry is not None and entry.policy.skips_if_failed and status in {s.value for s in FAILED_STATUSES}:
+        if (entry is not None and policies.of(entry.policy).halts_backfill_on_failure
+                and status in {s.value for s in FAILED_STATUSES}):
             if bf.status == Status.RUNNING:
                 bf.status, bf.finished_at = Status.HALTED, now_iso()
                 bf.note = (f"the run for {fire.at} ended {status} and {bf.job} skips after a failure "
@@ -293,7 +295,7 @@ class Backfills:
         for fire in [f for f in bf.fires if f.state == FireState.PENDING]:
             if in_flight >= bf.max_concurrent:
                 return
-            if entry.policy.skips_if_running:
+            if policies.of(entry.policy).backfills_in_order:
                 state = self.control.repo.job_state(bf.job)
                 if state and state.running:
                     return  # another run holds the claim: wait for it, in order

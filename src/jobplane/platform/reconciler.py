@@ -2,7 +2,8 @@
 
 A compiled state machine records its own outcome and releases its own claim — unless it was
 stopped (ABORTED), ran out of its whole-job timeout (TIMED_OUT) or failed inside the platform's
-own states. Every terminal status reaches this handler (in production a Lambda behind the base
+own states. A run that a newer run of its REPLACE job stopped is recorded ABORTED with reason
+REPLACED, its claim released, and no alert (nothing failed). Every terminal status reaches this handler (in production a Lambda behind the base
 module's EventBridge rule; locally the engine calls it): if the execution left no final record,
 it writes one, releases the claim in the same transaction, clears the holder if it is this
 execution, and publishes the notification. It also adds what only the execution history knows
@@ -17,6 +18,7 @@ import os
 from datetime import datetime, timedelta, timezone
 
 from jobplane.contract.notifications import NotificationMessage, Outcome, event_of, publish
+from jobplane.contract.policies import REPLACED_ERROR
 from jobplane.contract.states import classify
 from jobplane.contract.statuses import ExecutionStatus
 from jobplane.contract.clock import as_iso, now_iso
@@ -67,7 +69,12 @@ class Reconciler:
         finished = described.get("stopDate") or datetime.now(timezone.utc)
         events = history(self.sfn, execution_arn)
         recorded_now = False
-        if record is None and status in LOST:
+        replaced_by = self.replaced_by(execution_arn, described) if status == ABORTED else None
+        if record is None and replaced_by is not None:
+            recorded_now = self.record_replaced(job, name, execution_arn, described, as_iso(finished),
+                                                current_step(events), replaced_by)
+            record = self.repo.execution(name)
+        elif record is None and status in LOST:
             step = current_step(events)
             error = {ABORTED: "the execution was stopped", TIMED_OUT: "the job ran past its timeout"}.get(
                 status, f"{described.get('error') or 'failed'}: {(described.get('cause') or '')[:500]}")
@@ -115,6 +122,36 @@ class Reconciler:
             record = self.repo.execution(name)
             if record is not None:
                 self.announce(record)
+        return recorded
+
+    def replaced_by(self, execution_arn: str, described: JsonObject) -> str | None:
+        """The run that replaced this stopped one (a REPLACE job's newer run stops the holder
+        with the policy's error and its own ARN as the cause: compiler/asl.py), or None.
+
+        Only an existing execution of the same state machine counts, so a stop by anyone else
+        that names the error (an operator, a script) is still a stop with its alert."""
+        cause = described.get("cause")
+        if described.get("error") != REPLACED_ERROR or not isinstance(cause, str):
+            return None
+        if cause == execution_arn or cause.rsplit(":", 1)[0] != execution_arn.rsplit(":", 1)[0]:
+            return None
+        try:
+            self.sfn.describe_execution(executionArn=cause)
+        except self.sfn.exceptions.ExecutionDoesNotExist:
+            return None
+        return cause
+
+    def record_replaced(self, job: str, name: str, execution_arn: str, described: JsonObject, finished_at: str,
+                        step: str | None, replaced_by: str) -> bool:
+        """Record a replaced run ABORTED, reason REPLACED, and release its claim: no alert,
+        since nothing failed (the replacing run is the job's run now)."""
+        state = self.repo.job_state(job)
+        recorded = self.repo.record_replaced(
+            job=job, team=state.team if state else "", execution=name, execution_arn=execution_arn,
+            started_at=as_iso(described["startDate"]), finished_at=finished_at,
+            input_json=described.get("input") or "{}", step=step, replaced_by=replaced_by.rsplit(":", 1)[1])
+        if recorded:
+            log.info("recorded %s as replaced by %s (step %s) and released its claim", name, replaced_by, step)
         return recorded
 
     def announce(self, record: ExecutionRecord) -> None:

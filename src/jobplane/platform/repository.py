@@ -12,6 +12,7 @@ from typing import Generic, TypeVar
 
 from jobplane.contract import datamodel as dm
 from jobplane.contract import items
+from jobplane.contract.statuses import AbortReason, ExecutionStatus
 from jobplane.contract.attribute_values import json_object
 from jobplane.contract.clock import now_iso
 from jobplane.contract.execution_input import ExecutionInput
@@ -119,6 +120,27 @@ class Repository:
             alert_pending=True)
         release = items.release_job(job, execution=execution, status=status, started_at=started_at,
                                     finished_at=finished_at)
+        try:
+            self.ddb.transact_write_items(TransactItems=[{"Put": record.boto(self.table)},
+                                                         {"Update": release.boto(self.table)}])
+        except self.ddb.exceptions.TransactionCanceledException:
+            return False
+        self.release_holder(job, execution_arn)
+        return True
+
+    def record_replaced(self, *, job: str, team: str, execution: str, execution_arn: str, started_at: str,
+                        finished_at: str, input_json: str, step: str | None, replaced_by: str) -> bool:
+        """Record a run a newer run of its REPLACE job stopped: ABORTED, reason REPLACED, no
+        alert (nothing failed), and drop its claim only (``items.release_claim``: the job's last
+        status and failure block are the replacing run's to set). One transaction; False if a
+        final record already exists (it ended on its own just before the stop)."""
+        given = ExecutionInput.read(json_object(input_json), started_at)
+        record = items.execution_record(
+            execution=execution, execution_arn=execution_arn, job=job, team=team, status=ExecutionStatus.ABORTED,
+            trigger=given.trigger, scheduled_time=given.scheduled_time, requested_by=given.requested_by,
+            input_json=input_json, started_at=started_at, finished_at=finished_at, steps="{}", failed_step=step,
+            error=f"replaced by {replaced_by}", abort_reason=AbortReason.REPLACED.value, only_if_new=True)
+        release = items.release_claim(job, execution=execution)
         try:
             self.ddb.transact_write_items(TransactItems=[{"Put": record.boto(self.table)},
                                                          {"Update": release.boto(self.table)}])

@@ -83,7 +83,7 @@ JobOut = model_from(
 
 #: A row of a list of executions: the record's own fields.
 SUMMARY_FIELDS = ("execution", "job", "status", "trigger", "requested_by", "scheduled_time", "started_at",
-                  "finished_at", "failed_step", "skip_reason", "blocked_by", "error")
+                  "finished_at", "failed_step", "skip_reason", "abort_reason", "blocked_by", "error")
 ExecutionSummary = model_from("ExecutionSummary", [(ExecutionRecord, SUMMARY_FIELDS)],
                               duration_seconds=(float | None, None), url=(str, ...))
 
@@ -160,7 +160,8 @@ def summary_out(x: ExecutionRecord) -> BaseModel:
     return ExecutionSummary(execution=x.execution, job=x.job, status=x.status, trigger=x.trigger,
                             requested_by=x.requested_by, scheduled_time=x.scheduled_time, started_at=x.started_at,
                             finished_at=x.finished_at, duration_seconds=duration_seconds(x.started_at, x.finished_at),
-                            failed_step=x.failed_step, skip_reason=x.skip_reason, blocked_by=x.blocked_by, error=x.error,
+                            failed_step=x.failed_step, skip_reason=x.skip_reason, abort_reason=x.abort_reason,
+                            blocked_by=x.blocked_by, error=x.error,
                             url=f"/executions/{x.execution}")
 
 
@@ -172,7 +173,8 @@ def execution_out(v: ExecutionView) -> BaseModel:
         execution=v.execution, job=v.job, status=v.status, trigger=v.input.trigger, requested_by=v.input.requested_by,
         scheduled_time=v.input.scheduled_time, started_at=v.started_at, finished_at=v.finished_at,
         duration_seconds=duration_seconds(v.started_at, v.finished_at), failed_step=v.failed_step,
-        skip_reason=r.skip_reason if r else None, blocked_by=r.blocked_by if r else None, error=v.error,
+        skip_reason=r.skip_reason if r else None, abort_reason=r.abort_reason if r else None,
+        blocked_by=r.blocked_by if r else None, error=v.error,
         url=f"/executions/{v.execution}",
         params=v.input.params, resume_from=v.input.resume_from, rerun_of=v.input.rerun_of,
         rerun_by=list(v.rerun_by), upstream=v.input.upstream, after_runs=list(v.after_runs),

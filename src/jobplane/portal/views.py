@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 
 from cron_descriptor import Options, get_description
 
+from jobplane.contract import policies
 from jobplane.contract.catalog import StepRetry
 from jobplane.contract.schedule import AtExpression, CronExpression, RateExpression, parse
 from jobplane.contract.step_kinds import call_of
@@ -138,7 +139,7 @@ def failure_groups(failures: list[ExecutionRecord], states: dict[str, JobState],
             g["state"], g["action"] = "recovered", None
         elif state is not None and state.running:
             g["state"], g["action"] = "running", None
-        elif state is not None and state.blocked and entry is not None and entry.policy.skips_if_failed:
+        elif state is not None and state.blocked and entry is not None and policies.of(entry.policy).skips_after_failure:
             g["state"], g["action"] = "blocked", "acknowledge"
         elif state is not None and state.acknowledged_by:
             g["state"], g["state_by"], g["action"] = "acknowledged", state.acknowledged_by, "rerun"
