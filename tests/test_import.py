@@ -173,7 +173,7 @@ def test_kubernetes_policies_secrets_and_what_a_manifest_does_not_hold(repo, tmp
     result = _import(repo, str(manifest))
     assert result.exit_code == 1
     jobs = _jobs(repo)
-    assert sorted(jobs) == ["ledger-close"]
+    assert sorted(jobs) == ["cache-warm", "ledger-close"]  # Replace is imported (REPLACE), no longer refused
     close = jobs["ledger-close"]
     assert "jp.django('close_ledger', 'close_ledger', ['--day', 'yesterday']" in close
     assert "policy: jp.policy.SKIP_IF_RUNNING" in close and "enabled: false" in close
@@ -181,9 +181,11 @@ def test_kubernetes_policies_secrets_and_what_a_manifest_does_not_hold(repo, tmp
     assert "DB_PASSWORD: jp.secret('billing/ledger-db-password')" in close and "strict" in close
     assert "timezone: 'Asia/Tokyo'" in close and "description: \"Closes the day's ledger\"" in close
     assert "create the Secrets Manager secret 'billing/ledger-db-password'" in result.output
-    assert "concurrencyPolicy Replace" in result.output and "--replace-as" in result.output
     assert "configMapKeyRef" in result.output
+    # concurrencyPolicy Replace is the REPLACE policy (issue 51.6); --replace-as still chooses another
+    assert "policy: jp.policy.REPLACE" in _jobs(repo)["cache-warm"]
     result = _import(repo, str(manifest), "--replace-as", "SKIP_IF_RUNNING", "--force")
+    assert "imported as SKIP_IF_RUNNING, as --replace-as says" in result.output
     warm = _jobs(repo)["cache-warm"]
     assert "jp.celery('warm', 'cache.warm', [], { full: true }" in warm
     assert "policy: jp.policy.SKIP_IF_RUNNING" in warm

@@ -145,8 +145,9 @@ def test_cancel_in_progress_is_replace_and_takes_replace_as(repo, tmp_path) -> N
     workflow.write_text("on:\n  schedule: [{cron: '*/30 * * * *'}]\nconcurrency: {group: x, cancel-in-progress: true}\n"
                         "jobs:\n  sync:\n    steps: [{run: ./sync}]\n")
     result = _import(repo, str(workflow))
-    assert result.exit_code == 1 and "--replace-as" in result.output
-    result = _import(repo, str(workflow), "--replace-as", "SKIP_IF_RUNNING")
+    assert result.exit_code == 0, result.output
+    assert "policy: jp.policy.REPLACE" in _jobs(repo)["wf"]
+    result = _import(repo, str(workflow), "--replace-as", "SKIP_IF_RUNNING", "--force")
     assert result.exit_code == 0, result.output
     assert "policy: jp.policy.SKIP_IF_RUNNING" in _jobs(repo)["wf"]
 

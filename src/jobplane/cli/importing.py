@@ -39,7 +39,8 @@ EXIT_UNREADABLE = 2
               help="Write jobs whose fires differ only on daylight-saving change days (cron and EventBridge treat "
                    "those differently), listing the instants.")
 @click.option("--replace-as", type=click.Choice(["SKIP_IF_RUNNING", "ALWAYS_RUN"]), default=None,
-              help="The policy for Kubernetes concurrencyPolicy: Replace, which jobplane has no equivalent of.")
+              help="Import Kubernetes concurrencyPolicy: Replace (and GitHub cancel-in-progress) as this policy "
+                   "instead of REPLACE (which stops the running execution).")
 @click.option("--force", is_flag=True, help="Overwrite existing job files of the same name.")
 @click.option("--dry-run", is_flag=True, help="Validate, verify and report, but write nothing.")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path), default=None,

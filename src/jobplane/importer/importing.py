@@ -198,16 +198,13 @@ def _plan(entry: Entry, options: Options, config: PlatformConfig, namer: Namer) 
             out.refused.append(t.refusal)
         expressions.extend(t.expressions)
     out.schedules = tuple(expressions)
-    policy = {"allow": "ALWAYS_RUN", "forbid": "SKIP_IF_RUNNING"}.get(entry.concurrency)
-    if entry.concurrency == "replace":
-        if options.replace_as:
-            policy = options.replace_as
-            out.notes.append(f"concurrencyPolicy Replace (stop the running job, start the new one) has no jobplane "
-                             f"equivalent: imported as {policy}, as --replace-as says")
-        else:
-            out.refused.append("concurrencyPolicy Replace stops the running job to start the new one; jobplane has "
-                               "no such policy: choose --replace-as SKIP_IF_RUNNING (keep the running one) or "
-                               "--replace-as ALWAYS_RUN (run both)")
+    # Replace (Kubernetes concurrencyPolicy, GitHub cancel-in-progress) is the REPLACE policy:
+    # a new fire stops the running execution and runs (docs/dsl.md, Policies)
+    policy = {"allow": "ALWAYS_RUN", "forbid": "SKIP_IF_RUNNING", "replace": "REPLACE"}.get(entry.concurrency)
+    if entry.concurrency == "replace" and options.replace_as:
+        policy = options.replace_as
+        out.notes.append(f"concurrency Replace (stop the running job, start the new one) imported as {policy}, "
+                         "as --replace-as says")
     out.policy = policy
     attempts = entry.attempts
     if attempts and attempts > MAX_ATTEMPTS:
