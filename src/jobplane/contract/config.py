@@ -50,6 +50,19 @@ TEAM_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
 SHARED_SECRET_RE = re.compile(r"^[A-Za-z0-9_+=.@-][A-Za-z0-9/_+=.@-]{0,511}$|^(/[A-Za-z0-9_.-]+)+$")
 BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 PORT_PLACEHOLDER = re.compile(r"\{port:([A-Za-z0-9_-]+)\}")
+#: A Slack channel as jobplane.toml names it: '#name' (Slack's own rule: lower-case letters,
+#: digits, '-', '_', '.'; at most 80) or a channel's id (C0123ABCD; G/D for private and direct).
+#: Issue 48 item 1: a channel is written into the base root's Terraform, where '${...}' would be
+#: evaluated at plan; a value of this shape holds no '$', '%', '{' or quote.
+CHANNEL_RE = re.compile(r"#[a-z0-9][a-z0-9._-]{0,79}|[CGD][A-Z0-9]{8,20}")
+#: Shapes of the other jobplane.toml strings the compiler writes into Terraform or CI reads:
+#: a repository-relative directory, an IANA time zone name, an S3 key, an AWS region, a person.
+REL_DIR_RE = re.compile(r"[A-Za-z0-9._/-]{1,255}")
+TIMEZONE_RE = re.compile(r"[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+){0,2}")
+S3_KEY_RE = re.compile(r"[A-Za-z0-9!_.*'()/-]{1,1024}")
+TEAM_KEY_RE = re.compile(r"[A-Za-z0-9!_.*'()/-]*\{team\}[A-Za-z0-9!_.*'()/-]*")
+REGION_RE = re.compile(r"[a-z]{2}(-[a-z]+)+-\d")
+PERSON_RE = re.compile(r"[A-Za-z0-9._%+@-]{1,254}")
 
 
 def expand_ports(text: str, ports: dict[str, int]) -> str:
@@ -140,6 +153,7 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
     known = {"name_prefix", "default_timezone", "default_channel", "jobs_dir", "output_dir", "platform_module",
              "admins"}
     _check_keys(path, "platform", plat, known)
+    shapes = shape_problems(data)  # raised after the checks that say more (a path outside the repository)
     admins = tuple(plat.pop("admins", ()))
     teams = {}
     for name, t in data.get("teams", {}).items():
@@ -213,12 +227,69 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
     unknown_top = set(data) - {"platform", "teams", "dev", "terraform", "deploy"}
     if unknown_top:
         raise ConfigError(f"{path}: unknown sections: {', '.join(sorted(unknown_top))}")
+    if shapes:  # every string the compiler may write into Terraform, checked for its own shape at once
+        raise ConfigError(f"{path}: " + "; ".join(shapes))
     try:
         deploy = parse_deploy(str(path), data.get("deploy", {}))
     except ValueError as e:
         raise ConfigError(str(e)) from None
     return PlatformConfig(root=root, teams=teams, dev=DevConfig(env=env, services=services, **dev_raw),
                           platform_admins=admins, terraform=backend, deploy=deploy, **plat)
+
+
+def _shape(where: str, value: object, pattern: re.Pattern[str], what: str) -> list[str]:
+    if value is None or (isinstance(value, str) and pattern.fullmatch(value)):
+        return []
+    shown = repr(value)[:80]
+    return [f"{where} {shown} is not {what}"]
+
+
+def shape_problems(data: JsonObject) -> list[str]:
+    """Each jobplane.toml string that is not of its own shape (issue 48 item 1). A pull request
+    may edit jobplane.toml; the base root's module block, the backend and the tfvars carry these
+    values, and a string Terraform reads as a template (``${file("/proc/self/environ")}`` in a
+    channel) would run at plan with the CI role's credentials. Shapes, not escaping alone: a
+    value of the shape is also right for Slack, S3 and the portal."""
+    out: list[str] = []
+    plat = data.get("platform", {})
+    if not isinstance(plat, dict):
+        return ["[platform] must be a table"]
+    out += _shape("[platform] default_channel", plat.get("default_channel"), CHANNEL_RE,
+                  "a Slack channel ('#name', lower-case, or a channel id such as C0123ABCD)")
+    out += _shape("[platform] default_timezone", plat.get("default_timezone"), TIMEZONE_RE,
+                  "an IANA time zone name such as 'Asia/Tokyo'")
+    for key in ("jobs_dir", "output_dir"):
+        out += _shape(f"[platform] {key}", plat.get(key), REL_DIR_RE,
+                      "a relative directory of letters, digits, '.', '_', '-' and '/'")
+    module = plat.get("platform_module")
+    out += _shape("[platform] platform_module", module, REL_DIR_RE, "a relative path of letters, digits, '.', "
+                  "'_', '-' and '/'")
+    admins = plat.get("admins", [])
+    if not isinstance(admins, list):
+        out.append("[platform] admins must be a list of people (e-mail addresses)")
+    else:
+        for a in admins:
+            out += _shape("[platform] admins:", a, PERSON_RE, "a person's e-mail address or user name")
+    teams = data.get("teams", {})
+    for name, t in teams.items() if isinstance(teams, dict) else ():
+        if not isinstance(t, dict):
+            out.append(f"[teams.{name}] must be a table")
+            continue
+        out += _shape(f"[teams.{name}] channel", t.get("channel"), CHANNEL_RE,
+                      "a Slack channel ('#name', lower-case, or a channel id such as C0123ABCD)")
+        members = t.get("members", [])
+        if not isinstance(members, list):
+            out.append(f"[teams.{name}] members must be a list of people (e-mail addresses)")
+        else:
+            for m in members:
+                out += _shape(f"[teams.{name}] members:", m, PERSON_RE, "a person's e-mail address or user name")
+    tf = data.get("terraform")
+    if isinstance(tf, dict):
+        out += _shape("[terraform] key", tf.get("key"), S3_KEY_RE, "an S3 key (letters, digits, '/', '.', '_', '-')")
+        out += _shape("[terraform] team_key", tf.get("team_key"), TEAM_KEY_RE,
+                      "an S3 key holding {team} (letters, digits, '/', '.', '_', '-')")
+        out += _shape("[terraform] region", tf.get("region") or None, REGION_RE, "an AWS region such as 'ap-northeast-1'")
+    return out
 
 
 def _check_keys(path: Path, section: str, table: JsonObject, known: set[str]) -> None:

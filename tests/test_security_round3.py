@@ -1,0 +1,175 @@
+"""Security review, round 3 (issue 48): each finding performed as the attack it describes, and
+seen refused."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import Repo
+from jobplane.contract.config import ConfigError, load_config
+
+# -- item 1: jobplane.toml's and a job file's strings never reach Terraform as templates -------
+
+PAYLOAD = '${file("/etc/passwd")}%{ if true }x%{ endif }'
+MARKERS = ("file(", "/etc/passwd", "if true", "endif")
+
+
+def interpolations(text: str) -> list[str]:
+    """Every template sequence Terraform would evaluate in ``text`` (``${...}`` and ``%{...}``),
+    read as Terraform reads a string of a .tf.json: ``$${`` and ``%%{`` are literal text."""
+    found, i = [], 0
+    while i < len(text):
+        if text.startswith(("$${", "%%{"), i):
+            i += 3
+        elif text.startswith(("${", "%{"), i):
+            depth, j = 0, i + 1
+            while j < len(text):
+                depth += {"{": 1, "}": -1}.get(text[j], 0)
+                j += 1
+                if depth == 0:
+                    break
+            found.append(text[i:j])
+            i = j
+        else:
+            i += 1
+    return found
+
+
+def strings_of(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (k, *strings_of(v))]
+    if isinstance(value, list):
+        return [s for v in value for s in strings_of(v)]
+    return []
+
+
+def compiled_interpolations(out: Path) -> dict[str, set[str]]:
+    return {str(f.relative_to(out)): {i for s in strings_of(json.loads(f.read_text())) for i in interpolations(s)}
+            for f in sorted(out.rglob("*.tf.json"))}
+
+
+def test_the_interpolation_reader_reads_as_terraform_does() -> None:
+    assert interpolations('a${x}b$${y}%%{z}%{ if a }') == ["${x}", "%{ if a }"]
+    assert interpolations('${f("${path.module}/c")}') == ['${f("${path.module}/c")}']
+
+
+#: every string of jobplane.toml that the compiler writes into Terraform or CI reads, each
+#: (section, key, value with the payload) and the words of its refusal
+HOSTILE_SETTINGS = [
+    ("platform", "default_timezone", f"'{PAYLOAD}'", "default_timezone"),
+    ("platform", "default_channel", f"'#alerts{PAYLOAD}'", "default_channel"),
+    ("platform", "jobs_dir", f"'jobs{PAYLOAD}'", "jobs_dir"),
+    ("platform", "output_dir", f"'out{PAYLOAD}'", "output_dir"),
+    ("platform", "platform_module", f"'../platform{PAYLOAD}'", "platform_module"),
+    ("platform", "admins", f"['{PAYLOAD}']", "admins"),
+    ("platform", "name_prefix", f"'jp{PAYLOAD}'", "name_prefix"),
+    ("teams.billing", "channel", f"'#billing{PAYLOAD}'", "[teams.billing] channel"),
+    ("teams.billing", "channel", "'C0123ABCD\"'", "[teams.billing] channel"),
+    ("teams.billing", "members", f"['{PAYLOAD}']", "[teams.billing] members"),
+    ("teams.billing", "secrets", f"['{PAYLOAD}']", "teams.billing.secrets"),
+    ("terraform", "key", f"'base{PAYLOAD}'", "[terraform] key"),
+    ("terraform", "team_key", f"'teams/{{team}}{PAYLOAD}'", "[terraform] team_key"),
+    ("terraform", "region", f"'{PAYLOAD}'", "[terraform] region"),
+]
+
+
+def set_setting(repo: Repo, section: str, key: str, value: str) -> None:
+    """jobplane.toml with ``key = value`` in ``[section]`` (replacing the key's line if any)."""
+    path = repo.path / "jobplane.toml"
+    text = path.read_text()
+    start = text.index(f"[{section}]\n")
+    end = text.find("\n[", start + 1)
+    end = len(text) if end < 0 else end
+    body = re.sub(rf"(?m)^{key} = .*\n", "", text[start:end])
+    path.write_text(text[:start] + body.replace(f"[{section}]\n", f"[{section}]\n{key} = {value}\n", 1) + text[end:])
+
+
+@pytest.mark.parametrize("section, key, value, words", HOSTILE_SETTINGS, ids=[f"{s}.{k}" for s, k, *_ in HOSTILE_SETTINGS])
+def test_every_jobplane_toml_string_terraform_would_read_is_refused_unless_of_its_shape(
+        repo: Repo, section: str, key: str, value: str, words: str) -> None:
+    """Issue 48 item 1: a channel `#growth-${file("/proc/self/environ")}` put the CI runner's
+    AWS key into the notifier's environment and the plan comment. Every string that reaches the
+    base root, the backend or the tfvars is checked for its own shape; the refusal names it."""
+    set_setting(repo, section, key, value)
+    with pytest.raises(ConfigError, match=re.escape(words)):
+        load_config(repo.path)
+    repo.write("jobs/billing/x.jsonnet", "{}")
+    result = repo.cli("compile")
+    assert result.exit_code != 0 and words in result.output
+    assert not repo.out.exists()
+
+
+def test_a_channel_may_be_a_slack_channel_id(repo: Repo) -> None:
+    set_setting(repo, "teams.billing", "channel", "'C0123ABCD'")
+    assert load_config(repo.path).teams["billing"].channel == "C0123ABCD"
+
+
+HOSTILE_JOB = """\
+local jp = import 'jobplane.libsonnet';
+local p = %(payload)s;
+{
+  name: 'hostile',
+  team: 'billing',
+  description: p,
+  runbook: jp.runbook(p, p, p),
+  schedule: jp.daily('02:00'),
+  notify: jp.slack('#billing-alerts'),
+  params: { [p]: p, list: [p, { nested: p }] },
+  steps: [
+    jp.python('py', 'examples.noop:run', { [p]: p }, { description: p, env: { NOTE: p } }),
+    jp.shell('sh', ['echo', p], { env: { OTHER: p } }),
+    jp.celery('cel', 'examples.tasks.noop', [p], { k: p }),
+    jp.django('dj', 'noop', [p]),
+    jp.parallel('both', [jp.shell('a', ['echo', p]), jp.shell('b', [p])]),
+  ],
+}
+"""
+
+
+def test_no_compiled_terraform_file_holds_an_interpolation_the_compiler_did_not_write(repo: Repo) -> None:
+    """Issue 48 item 1's walk: a tree whose every free string (jobplane.toml's data-only fields
+    and every text field of a job) carries `${file("/etc/passwd")}` and `%{ if true }` compiles,
+    and every *.tf.json holds exactly the interpolations the same tree compiles to with plain
+    text in their place: none of the payload's."""
+    set_setting(repo, "dev", "dev_user", f"'{PAYLOAD}'")
+    toml = (repo.path / "jobplane.toml").read_text()
+    (repo.path / "jobplane.toml").write_text(toml + f"""
+[deploy.portal]
+image = "example/portal:1"
+host_name = "jobs.example.com"
+certificate_arn = "arn:aws:acm:ap-northeast-1:123456789012:certificate/0a1b"
+vpc_id = "vpc-0123456789abcdef0"
+alb_subnet_ids = ["subnet-0123456789abcdef0"]
+allowed_cidrs = ["10.0.0.0/8"]
+session_secret_arn = "arn:aws:secretsmanager:ap-northeast-1:123456789012:secret:s-AbCdEf"
+[deploy.portal.oidc]
+issuer = "https://idp.example.com"
+authorization_endpoint = "https://idp.example.com/a"
+token_endpoint = "https://idp.example.com/t"
+user_info_endpoint = "https://idp.example.com/u"
+client_id = '{PAYLOAD.split()[0]}'
+client_secret_arn = "arn:aws:secretsmanager:ap-northeast-1:123456789012:secret:c-AbCdEf"
+""")
+    seen = {}
+    for label, payload in (("plain", "'plain text'"), ("hostile", json.dumps(PAYLOAD))):
+        repo.write("jobs/billing/hostile.jsonnet", HOSTILE_JOB % {"payload": payload})
+        result = repo.cli("compile")
+        assert result.exit_code == 0, result.output
+        seen[label] = compiled_interpolations(repo.out)
+        if label == "hostile":
+            everything = "".join(f.read_text() for f in repo.out.rglob("*.json"))
+            assert "/etc/passwd" in everything  # the payload is there, as text
+    assert seen["hostile"] == seen["plain"]
+    for name, found in seen["hostile"].items():
+        for i in found:
+            assert not any(m in i for m in MARKERS), (name, i)
+    # tfvars: data Terraform never evaluates (a variable definitions file holds values, not
+    # expressions); the payload is there verbatim
+    tfvars = json.loads((repo.out / "base" / "jobplane.auto.tfvars.json").read_text())
+    assert tfvars["portal"]["oidc"]["client_id"] == PAYLOAD.split()[0]
