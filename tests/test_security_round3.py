@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import Repo
+from conftest import Repo, minimal_job
 from jobplane.contract.config import ConfigError, load_config
 
 # -- item 1: jobplane.toml's and a job file's strings never reach Terraform as templates -------
@@ -173,3 +174,57 @@ client_secret_arn = "arn:aws:secretsmanager:ap-northeast-1:123456789012:secret:c
     # expressions); the payload is there verbatim
     tfvars = json.loads((repo.out / "base" / "jobplane.auto.tfvars.json").read_text())
     assert tfvars["portal"]["oidc"]["client_id"] == PAYLOAD.split()[0]
+
+
+# -- item 2: a job's team is the directory its file sits in --------------------------------------
+
+def test_a_job_in_another_teams_directory_is_refused_naming_both(repo: Repo) -> None:
+    """Issue 48 item 2: a file in jobs/growth/ declaring team 'billing' compiled into billing's
+    root with a grant on billing/ledger-api-token, reviewed only by growth's code owners."""
+    repo.write("jobs/growth/steal.jsonnet", """\
+        local jp = import 'jobplane.libsonnet';
+        { name: 'steal', team: 'billing', schedule: jp.daily('02:00'),
+          steps: [jp.python('run', 'examples.noop:run', opts={ secrets: { T: jp.secret('billing/ledger-api-token') } })] }
+        """)
+    repo.write("jobs/loose.jsonnet", minimal_job("loose"))
+    for command in ("validate", "compile"):
+        result = repo.cli(command)
+        assert result.exit_code == 2
+        assert ("jobs/growth/steal.jsonnet: job 'steal': team: the job declares team 'billing' but its file is in "
+                "jobs/growth/") in result.stderr
+        assert "move it to jobs/billing/ or declare team 'growth'" in result.stderr
+        assert "jobs/loose.jsonnet: job 'loose': team: the job declares team 'billing' but its file is in jobs/ itself" \
+            in result.stderr
+    assert not repo.out.exists()
+    (repo.path / "jobs/loose.jsonnet").unlink()
+    (repo.path / "jobs/billing").mkdir()
+    (repo.path / "jobs/growth/steal.jsonnet").rename(repo.path / "jobs/billing/steal.jsonnet")
+    assert repo.cli("validate").exit_code == 0  # in its team's directory it is billing's to review
+
+
+def git_commit(repo: Repo, message: str) -> None:
+    git = ["git", "-C", str(repo.path), "-c", "user.email=t@example.com", "-c", "user.name=t"]
+    if not (repo.path / ".git").exists():
+        subprocess.run(git + ["init", "-q"], check=True)
+    subprocess.run(git + ["add", "-A"], check=True)
+    subprocess.run(git + ["commit", "-qm", message], check=True)
+
+
+def test_plan_names_each_security_relevant_change_of_jobplane_toml(repo: Repo) -> None:
+    """A pull request granting billing's secret to growth, adding an admin or moving the state
+    bucket changes no job; the plan names each such key, old -> new, and counts it as a change."""
+    repo.write("jobs/billing/nightly.jsonnet", minimal_job())
+    git_commit(repo, "base")
+    assert repo.cli("plan", "--against-ref", "HEAD", "--exit-code").exit_code == 0
+    set_setting(repo, "teams.growth", "secrets", "['billing/ledger-api-token']")
+    set_setting(repo, "platform", "admins", "['dev@localhost', 'mallory@example.com']")
+    set_setting(repo, "terraform", "bucket", "'someone-elses-bucket'")
+    set_setting(repo, "dev", "portal_port", "9090")  # local only: not named
+    result = repo.cli("plan", "--against-ref", "HEAD", "--exit-code")
+    assert result.exit_code == 2, result.output
+    out = result.stdout
+    assert "~ jobplane.toml: security-relevant settings changed" in out
+    assert '    teams.growth.secrets: (unset) -> ["billing/ledger-api-token"]' in out
+    assert '    platform.admins: ["dev@localhost"] -> ["dev@localhost", "mallory@example.com"]' in out
+    assert '    terraform.bucket: "example-jobplane-terraform-state" -> "someone-elses-bucket"' in out
+    assert "portal_port" not in out

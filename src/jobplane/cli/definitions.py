@@ -75,7 +75,7 @@ def plan(obj: Context, against_dir: Path | None, against_ref: str | None, exit_c
     import posixpath
 
     from jobplane.compiler.output import changed_roots, compile_all, image_roots, read_output
-    from jobplane.compiler.plan import describe_plan, previous_from_ref
+    from jobplane.compiler.plan import config_changes, config_text_at_ref, describe_plan, previous_from_ref
     from jobplane.contract.layout import apply_order
 
     if image_changed and not roots_only:
@@ -85,9 +85,13 @@ def plan(obj: Context, against_dir: Path | None, against_ref: str | None, exit_c
         compiled = compile_all(obj.config)
     except DefinitionError as e:
         fail_definitions(e)
+    settings: list[str] = []
     if against_ref:
         try:
             previous = previous_from_ref(obj.config, against_ref)
+            current = obj.config.root / "jobplane.toml"
+            settings = config_changes(config_text_at_ref(obj.config, against_ref),
+                                      current.read_text() if current.exists() else None)
         except DefinitionError as e:
             click.echo(f"the definitions at {against_ref} do not compile:", err=True)
             fail_definitions(e)
@@ -102,7 +106,7 @@ def plan(obj: Context, against_dir: Path | None, against_ref: str | None, exit_c
         if exit_code and roots:
             sys.exit(EXIT_INVALID)
         return
-    text, changes = describe_plan(previous, compiled.files, now=datetime.now(timezone.utc))
+    text, changes = describe_plan(previous, compiled.files, now=datetime.now(timezone.utc), settings=settings)
     click.echo(text)
     if exit_code and changes:
         sys.exit(EXIT_INVALID)

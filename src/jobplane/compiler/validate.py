@@ -243,6 +243,7 @@ def load_jobs(config: PlatformConfig, files: list[Path] | None = None) -> list[L
                 else:
                     first_seen[name] = source
             problems.extend(raw_problems(source, name, item, config))
+            problems.extend(team_directory_problems(path, source, name, item, config))
             problems.extend(_derived_collisions(source, name, item, config, derived_seen))
             data = dict(item)
             data.setdefault("timezone", config.default_timezone)
@@ -259,6 +260,28 @@ def load_jobs(config: PlatformConfig, files: list[Path] | None = None) -> list[L
     if problems:
         raise DefinitionError(list(set(problems)))
     return sorted(loaded, key=lambda lj: lj.job.name)
+
+
+def team_directory_problems(path: Path, source: str, job: str, item: JsonObject,
+                            config: PlatformConfig) -> list[Problem]:
+    """A job's team is the directory its file sits in, ``<jobs_dir>/<team>/`` (issue 48 item 2).
+
+    Code owners are assigned per directory (docs/deploy.md: CODEOWNERS): a file in jobs/growth/
+    declaring ``team: 'billing'`` was reviewed by growth's owners and compiled into billing's
+    root, with a grant on billing's secrets. The declared team must name the directory too, so a
+    directory's reviewers approve every job that runs with its team's rights."""
+    team = item.get("team")
+    if not isinstance(team, str) or (config.teams and team not in config.teams) or not TEAM_RE.fullmatch(team):
+        return []  # the model names a missing team, raw_problems an unknown or odd one
+    jobs = config.jobs_path
+    parts = path.relative_to(jobs).parts if path.is_relative_to(jobs) else ()
+    directory = parts[0] if len(parts) > 1 else None
+    if directory == team:
+        return []
+    where = f"{config.jobs_dir}/{directory}/" if directory else f"{config.jobs_dir}/ itself"
+    return [Problem(source, job, "team", f"the job declares team {quoted(team)} but its file is in {where}: a job's "
+                    f"file sits under {config.jobs_dir}/<its team>/ (whose code owners review it); move it to "
+                    f"{config.jobs_dir}/{_inert(team)}/ or declare team {quoted(directory or '')}")]
 
 
 def _derived_collisions(source: str, name: str, item: JsonObject, config: PlatformConfig,
