@@ -4,8 +4,10 @@ seen refused."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -228,3 +230,107 @@ def test_plan_names_each_security_relevant_change_of_jobplane_toml(repo: Repo) -
     assert '    platform.admins: ["dev@localhost"] -> ["dev@localhost", "mallory@example.com"]' in out
     assert '    terraform.bucket: "example-jobplane-terraform-state" -> "someone-elses-bucket"' in out
     assert "portal_port" not in out
+
+
+# -- item 3: step-log redaction holds for the shapes real secrets take ---------------------------
+
+def run_step(kind: str, target: dict[str, object], **env: str) -> tuple[int, list[dict[str, object]], str]:
+    """The runner as a real subprocess (tests/test_runner.py's harness); its exit code, its log
+    lines and everything it wrote to stdout and stderr."""
+    from test_runner import run
+
+    code, lines, proc = run(kind, target, **env)
+    return code, lines, proc.stdout + proc.stderr
+
+
+def messages(lines: list[dict[str, object]]) -> list[str]:
+    return [str(line["message"]) for line in lines if line.get("stream")]
+
+
+def test_a_secret_with_a_trailing_newline_is_redacted_stripped() -> None:
+    """`--secret-string file://` keeps the file's newline; the step prints the value stripped."""
+    code, lines, out = run_step("shell", {"argv": ["sh", "-c", "echo v=$DB_PASSWORD"]},
+                                DB_PASSWORD="newline-pass-5521\n")
+    assert code == 0 and "newline-pass-5521" not in out
+    assert messages(lines) == ["v=[redacted]"]
+
+
+def test_each_string_of_a_json_secret_is_redacted_after_the_step_parses_it() -> None:
+    secret = json.dumps({"username": "app", "password": "json-pass-8812", "engine": "postgres", "port": 5432,
+                         "extra": {"token": "nested-tok-771"}})
+    script = ("import json, os; s = json.loads(os.environ['DB_SECRET']); "
+              "print('pw=' + s['password']); print('tok=' + s['extra']['token']); print('user=' + s['username'])")
+    code, lines, out = run_step("shell", {"argv": [sys.executable, "-c", script]}, DB_SECRET=secret)
+    assert code == 0, out
+    assert "json-pass-8812" not in out and "nested-tok-771" not in out
+    assert messages(lines) == ["pw=[redacted]", "tok=[redacted]", "user=app"]  # 8+ characters only
+
+
+@pytest.mark.parametrize("url, password", [
+    ("redis://:cache-pass-31@cache:6379/0", "cache-pass-31"),              # no user name
+    ("amqp://worker:p%40ss-word-9@mq/vhost", "p%40ss-word-9"),              # %40 in the password
+    ("postgres://app:pg-pass-4711@db.internal/app", "pg-pass-4711"),        # user and password
+])
+def test_a_url_password_is_redacted_with_any_or_no_user(url: str, password: str) -> None:
+    """`redis://:password@host` printed in clear: the user name may be empty. The same URL
+    built by the step itself, and the decoded password, are redacted too."""
+    script = f"echo env=$BROKER_URL; echo built={url.replace('://', '://x')}; printf 'decoded=%s\\n' '{password.replace('%40', '@')}'"
+    code, lines, out = run_step("shell", {"argv": ["sh", "-c", script]}, BROKER_URL=url)
+    assert code == 0, out
+    assert password not in out and password.replace("%40", "@") not in out
+    scheme, rest = url.split("://")
+    user = rest.split(":")[0]
+    assert messages(lines) == [f"env={scheme}://{user}:[redacted]@{rest.split('@')[1]}",
+                               f"built={scheme}://x{user}:[redacted]@{rest.split('@')[1]}", "decoded=[redacted]"]
+
+
+def test_a_line_over_64_kib_split_inside_a_secret_is_redacted() -> None:
+    """A child's line longer than the capture's piece (64 KiB) was logged in pieces, cut inside
+    the secret: neither half matched."""
+    from jobplane.runner.capture import MAX_LINE
+
+    script = f"import os, sys; sys.stdout.write('x' * {MAX_LINE - 6} + os.environ['API_TOKEN'] + 'y' * 10 + '\\n')"
+    code, lines, out = run_step("shell", {"argv": [sys.executable, "-c", script]}, API_TOKEN="split-tok-90210")
+    assert code == 0, out
+    assert "split-tok-90210" not in out and "split-" not in out and "tok-90210" not in out
+    assert "".join(messages(lines)) == "x" * (MAX_LINE - 6) + "[redacted]" + "y" * 10
+
+
+def test_what_an_atexit_handler_prints_after_the_result_is_redacted(tmp_path: Path) -> None:
+    """Output written after the runner handed fds 1/2 back (`atexit` running
+    `os.system('echo $KEY')`) was printed in clear."""
+    (tmp_path / "late_leak.py").write_text(
+        "import atexit, os\n\ndef run():\n    atexit.register(lambda: os.system('echo late=$API_KEY'))\n")
+    code, lines, out = run_step("python", {"target": "late_leak:run"}, API_KEY="late-key-6633",
+                                PYTHONPATH=f"{tmp_path}{os.pathsep}{Path(__file__).parent}")
+    assert code == 0, out
+    assert "late-key-6633" not in out
+    assert messages(lines) == ["late=[redacted]"]
+    assert [line["message"] for line in lines][-2:] == ["step succeeded", "late=[redacted]"]
+
+
+def test_a_secret_with_a_quote_and_a_non_ascii_character_is_redacted() -> None:
+    secret = 'q"uote-é-3141'
+    code, lines, out = run_step("shell", {"argv": [sys.executable, "-c", "import os; print('s=' + os.environ['X_SECRET'])"]},
+                                X_SECRET=secret)
+    assert code == 0, out
+    assert secret not in out and json.dumps(secret, ensure_ascii=False)[1:-1] not in out
+    assert json.dumps(secret)[1:-1] not in out
+    assert messages(lines) == ["s=[redacted]"]
+
+
+def test_import_writes_no_url_password_whatever_its_user(repo: Repo, tmp_path: Path) -> None:
+    """Issue 50 item 7: `redis://:password@host` was written in clear into the job file. The
+    importer asks the rule the runner redacts by (contract/secret_names.py); a URL without a
+    password stays a value."""
+    tab = tmp_path / "tab"
+    tab.write_text("CACHE_URL=redis://:cache-pass-31@cache:6379/0\nBROKER=amqp://worker:p%40ss-word-9@mq/vhost\n"
+                   "MIRROR=https://mirror@example.com/pub\nPLAIN=redis://cache:6379/0\n"
+                   "0 1 * * * /srv/bin/charge.sh\n")
+    result = repo.cli("import", "--team", "billing", "--from", "2026-12-03T00:00:00Z", "--format", "crontab",
+                      str(tab), "--timezone", "UTC")
+    assert result.exit_code == 0, result.output
+    written = "".join(p.read_text() for p in (repo.path / "jobs" / "billing").glob("*.jsonnet")) + result.output
+    assert "cache-pass-31" not in written and "p%40ss-word-9" not in written
+    assert "CACHE_URL: jp.secret('billing/cache-url')" in written and "BROKER: jp.secret('billing/broker')" in written
+    assert "MIRROR: 'https://mirror@example.com/pub'" in written and "PLAIN: 'redis://cache:6379/0'" in written
