@@ -334,3 +334,57 @@ def test_import_writes_no_url_password_whatever_its_user(repo: Repo, tmp_path: P
     assert "cache-pass-31" not in written and "p%40ss-word-9" not in written
     assert "CACHE_URL: jp.secret('billing/cache-url')" in written and "BROKER: jp.secret('billing/broker')" in written
     assert "MIRROR: 'https://mirror@example.com/pub'" in written and "PLAIN: 'redis://cache:6379/0'" in written
+
+
+# -- item 5: Jsonnet from a pull request is evaluated within limits ----------------------------
+
+def good_and_bad(repo: Repo, bad: str) -> None:
+    repo.write("jobs/billing/good.jsonnet", minimal_job("good"))
+    repo.write("jobs/billing/bomb.jsonnet", bad)
+
+
+def test_a_definition_that_takes_too_much_memory_is_stopped_and_named(repo: Repo) -> None:
+    """A 4-line definition reached 13 GB in 2 minutes, evaluated in the CI process."""
+    with (repo.path / "jobplane.toml").open("a") as f:
+        f.write("\n[evaluation]\nmemory_mb = 256\n")
+    good_and_bad(repo, "local s = std.repeat('x', 1000000);\n"
+                       "{ name: std.toString(std.length(std.join('', [s + i for i in std.range(1, 20000)]))) }\n")
+    result = repo.cli("validate")
+    assert result.exit_code == 2, result.output
+    assert ("jobs/billing/bomb.jsonnet: Jsonnet evaluation needed more than 256 MiB and was stopped "
+            "([evaluation] memory_mb in jobplane.toml)") in result.stderr
+    assert "good.jsonnet" not in result.stderr  # the other file was evaluated and is valid
+    assert result.stderr.strip().splitlines()[-1] == "1 problem found; nothing was written."
+
+
+def test_a_definition_that_runs_too_long_is_stopped_and_named(repo: Repo) -> None:
+    """Exponential recursion ran past 60 s with no bound but the workflow's 6 hours."""
+    with (repo.path / "jobplane.toml").open("a") as f:
+        f.write("\n[evaluation]\ntimeout_seconds = 5\n")
+    good_and_bad(repo, "local f(n) = if n == 0 then 1 else f(n - 1) + f(n - 1);\n{ name: 'x' + f(60) }\n")
+    result = repo.cli("validate")
+    assert result.exit_code == 2, result.output
+    assert ("jobs/billing/bomb.jsonnet: Jsonnet evaluation took longer than 5 s and was stopped "
+            "([evaluation] timeout_seconds in jobplane.toml)") in result.stderr
+    assert "good.jsonnet" not in result.stderr
+
+
+@pytest.mark.parametrize("setting, words", [("memory_mb = 100000", "memory_mb: a whole number of MiB, 256-8192"),
+                                            ("timeout_seconds = 86400", "timeout_seconds: a whole number of seconds, 5-900"),
+                                            ("timeout_seconds = '60'", "timeout_seconds"), ("cpu = 2", "unknown keys: cpu")])
+def test_a_pull_request_cannot_lift_the_limits(repo: Repo, setting: str, words: str) -> None:
+    with (repo.path / "jobplane.toml").open("a") as f:
+        f.write(f"\n[evaluation]\n{setting}\n")
+    with pytest.raises(ConfigError, match=re.escape(words)):
+        load_config(repo.path)
+
+
+def test_every_pipeline_job_has_a_timeout() -> None:
+    """GitHub's default is 6 hours of the runner, for anything a pull request makes it do."""
+    import yaml
+
+    from conftest import ROOT
+
+    workflow = yaml.safe_load((ROOT / "deploy" / "github-actions" / "jobplane.yml").read_text())
+    for name, job in workflow["jobs"].items():
+        assert isinstance(job.get("timeout-minutes"), int) and 0 < job["timeout-minutes"] <= 120, name

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -95,6 +94,23 @@ class DevConfig:
 
 
 @dataclass(frozen=True)
+class EvaluationLimits:
+    """``[evaluation]``: what evaluating the definitions may take (issue 48 item 5). A pull
+    request's Jsonnet runs on the CI machine: a 4-line definition reached 13 GB in 2 minutes,
+    and exponential recursion ran past 60 s. Each evaluation runs in a child process with this
+    much memory (MiB, its data segment) and this long (seconds, for all files at once, then for
+    each file alone); exceeding either is a problem naming the file. The defaults hold 1,000 jobs
+    on a 2-core runner with room (measured: docs/deploy.md); a pull request may lower them, and
+    may not raise them past the maxima below."""
+
+    memory_mb: int = 2048
+    timeout_seconds: int = 120
+
+    MAX_MEMORY_MB = 8192
+    MAX_TIMEOUT_SECONDS = 900
+
+
+@dataclass(frozen=True)
 class PlatformConfig:
     root: Path
     name_prefix: str = "jobplane"
@@ -108,6 +124,7 @@ class PlatformConfig:
     platform_admins: tuple[str, ...] = ()
     terraform: TerraformBackend | None = None  # [terraform]: the compiled root's S3 backend
     deploy: DeploySettings = field(default_factory=DeploySettings)  # [deploy]: the base root's settings
+    evaluation: EvaluationLimits = field(default_factory=EvaluationLimits)  # [evaluation]: Jsonnet's limits
 
     @property
     def jobs_path(self) -> Path:
@@ -141,6 +158,8 @@ NAME_PREFIX_RE = re.compile(r"[a-z][a-z0-9-]{0,20}")
 
 
 def load_config(root: Path | str = ".") -> PlatformConfig:
+    import tomllib  # here: the Jsonnet child (compiler/sandbox.py) imports this module, never reads TOML
+
     root = Path(root).resolve()
     path = root / CONFIG_FILE
     if not path.exists():
@@ -224,7 +243,18 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
         # it starts every AWS name and is written into the Terraform JSON as it is
         raise ConfigError(f"{path}: [platform] name_prefix {prefix!r} is not 1-21 lower-case letters, digits and "
                           "'-', starting with a letter (it starts every AWS name the compiler derives)")
-    unknown_top = set(data) - {"platform", "teams", "dev", "terraform", "deploy"}
+    evaluation = EvaluationLimits()
+    if "evaluation" in data:
+        ev = data["evaluation"]
+        _check_keys(path, "evaluation", ev, {"memory_mb", "timeout_seconds"})
+        memory, timeout = ev.get("memory_mb", evaluation.memory_mb), ev.get("timeout_seconds", evaluation.timeout_seconds)
+        if type(memory) is not int or not 256 <= memory <= EvaluationLimits.MAX_MEMORY_MB:
+            raise ConfigError(f"{path}: [evaluation] memory_mb: a whole number of MiB, 256-{EvaluationLimits.MAX_MEMORY_MB}")
+        if type(timeout) is not int or not 5 <= timeout <= EvaluationLimits.MAX_TIMEOUT_SECONDS:
+            raise ConfigError(f"{path}: [evaluation] timeout_seconds: a whole number of seconds, "
+                              f"5-{EvaluationLimits.MAX_TIMEOUT_SECONDS}")
+        evaluation = EvaluationLimits(memory_mb=memory, timeout_seconds=timeout)
+    unknown_top = set(data) - {"platform", "teams", "dev", "terraform", "deploy", "evaluation"}
     if unknown_top:
         raise ConfigError(f"{path}: unknown sections: {', '.join(sorted(unknown_top))}")
     if shapes:  # every string the compiler may write into Terraform, checked for its own shape at once
@@ -234,7 +264,7 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
     except ValueError as e:
         raise ConfigError(str(e)) from None
     return PlatformConfig(root=root, teams=teams, dev=DevConfig(env=env, services=services, **dev_raw),
-                          platform_admins=admins, terraform=backend, deploy=deploy, **plat)
+                          platform_admins=admins, terraform=backend, deploy=deploy, evaluation=evaluation, **plat)
 
 
 def _shape(where: str, value: object, pattern: re.Pattern[str], what: str) -> list[str]:
