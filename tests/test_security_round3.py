@@ -388,3 +388,24 @@ def test_every_pipeline_job_has_a_timeout() -> None:
     workflow = yaml.safe_load((ROOT / "deploy" / "github-actions" / "jobplane.yml").read_text())
     for name, job in workflow["jobs"].items():
         assert isinstance(job.get("timeout-minutes"), int) and 0 < job["timeout-minutes"] <= 120, name
+
+
+# -- item 6: a job alerts its team's channels only ---------------------------------------------
+
+def test_a_job_may_not_alert_another_teams_channel(repo: Repo) -> None:
+    """Issue 48 item 6: a job could send its alerts to any Slack channel, another team's too."""
+    repo.write("jobs/growth/noisy.jsonnet", """\
+        local jp = import 'jobplane.libsonnet';
+        { name: 'noisy', team: 'growth', schedule: jp.daily('02:00'),
+          notify: jp.slack(['#growth-alerts', '#billing-alerts', '#exec-team']),
+          steps: [jp.python('run', 'examples.noop:run')] }
+        """)
+    result = repo.cli("validate")
+    assert result.exit_code == 2
+    assert [line for line in result.stderr.splitlines() if "noisy" in line] == [
+        f"jobs/growth/noisy.jsonnet: job 'noisy': notify.channels[{i}]: team 'growth' may not alert '{channel}': "
+        "its jobs alert '#growth-alerts'; another channel is added to [teams.growth] notify_channels in jobplane.toml "
+        "(its code owners review that)" for i, channel in ((1, "#billing-alerts"), (2, "#exec-team"))]
+    # the team's allow-list admits the channels it names
+    set_setting(repo, "teams.growth", "notify_channels", "['#exec-team', '#billing-alerts']")
+    assert repo.cli("validate").exit_code == 0

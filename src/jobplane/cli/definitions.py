@@ -188,7 +188,9 @@ def init(obj: Context, path: str) -> None:
     if target.exists():
         raise click.ClickException(f"{target} already exists")
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(TEMPLATE.format(job=job, team=team))
+    declared = obj.config.teams.get(team)
+    channel = declared.channel if declared and declared.channel else f"#{team}-alerts"  # notify may name its own
+    target.write_text(TEMPLATE.format(job=job, team=team, channel=channel))
     click.echo(f"Created {target}. Edit it, then run `jobplane validate` and `jobplane plan`.")
 
 
@@ -211,7 +213,7 @@ local jp = import 'jobplane.libsonnet';
     // its form only; a missing function fails the run, permanently (exit 78), not the PR.
     jp.python('run', 'myapp.jobs:{func}', opts={{ retry: jp.retry(3, '1m') }}),
   ],
-  notify: jp.slack('#{team}-alerts'),
+  notify: jp.slack('{channel}'),
 }}
 """
 TEMPLATE = TEMPLATE.replace("{func}", "run")

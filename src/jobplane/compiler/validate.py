@@ -7,7 +7,6 @@ job and the field; so nothing here stops at the first error.
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -149,11 +148,27 @@ def load_jobs(config: PlatformConfig, files: list[Path] | None = None) -> list[L
             budget = params_budget(job)
             loaded.append(LoadedJob(job, source, budget))
             problems.extend(Problem(source, job.name, where, message) for where, message in scope_problems(job, config))
+            problems.extend(notify_problems(source, job, config))
             problems.extend(override_problems(source, job, budget))
     problems.extend(after_problems(loaded, set(first_seen), complete=files is None))
     if problems:
         raise DefinitionError(list(set(problems)))
     return sorted(loaded, key=lambda lj: lj.job.name)
+
+
+def notify_problems(source: str, job: Job, config: PlatformConfig) -> list[Problem]:
+    """A job alerts its team's channel and the channels jobplane.toml lets the team name
+    (``[teams.<team>] notify_channels``), no other (issue 48 item 6: a job could page another
+    team's channel)."""
+    team = config.teams.get(job.team)
+    if team is None:
+        return []  # no teams declared (nothing to check against), or an unknown team, named elsewhere
+    allowed = [c for c in (team.channel, *team.notify_channels) if c]
+    return [Problem(source, job.name, f"notify.channels[{i}]",
+                    f"team {quoted(job.team)} may not alert {quoted(channel)}: its jobs alert "
+                    f"{', '.join(map(quoted, allowed)) or 'its default channel only'}; another channel is added to "
+                    f"[teams.{job.team}] notify_channels in jobplane.toml (its code owners review that)")
+            for i, channel in enumerate(job.notify.channels) if not team.may_notify(channel)]
 
 
 def _odd_parts(path: Path, config: PlatformConfig) -> list[str]:

@@ -29,6 +29,12 @@ class Team:
     # secrets outside the team's own '<team>/' names that its jobs may read, each by exact name
     # (a Secrets Manager name, or an SSM parameter name starting with '/'): compiler/secret_scope.py
     secrets: tuple[str, ...] = ()
+    # Slack channels its jobs' ``notify`` may name besides ``channel`` (issue 48 item 6: a job
+    # could alert any channel, another team's included): compiler/validate.py
+    notify_channels: tuple[str, ...] = ()
+
+    def may_notify(self, channel: str) -> bool:
+        return channel == self.channel or channel in self.notify_channels
 
 
 @dataclass(frozen=True)
@@ -179,14 +185,17 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
         if not TEAM_RE.fullmatch(name):
             raise ConfigError(f"{path}: team {name!r}: a team name is 1-40 lower-case letters, digits and '-' "
                               "(it names the team's Terraform root directory and state)")
-        _check_keys(path, f"teams.{name}", t, {"channel", "members", "secrets"})
+        _check_keys(path, f"teams.{name}", t, {"channel", "members", "secrets", "notify_channels"})
         allowed = t.get("secrets", [])
         if not isinstance(allowed, list) or not all(isinstance(s, str) and SHARED_SECRET_RE.fullmatch(s)
                                                     for s in allowed):
             raise ConfigError(f"{path}: teams.{name}.secrets: a list of exact secret names (Secrets Manager names, "
                               "or SSM parameter names starting with '/'); no wildcards, no ARNs")
+        notify = t.get("notify_channels", [])
+        if not isinstance(notify, list):
+            raise ConfigError(f"{path}: teams.{name}.notify_channels: a list of Slack channels ('#name' or an id)")
         teams[name] = Team(name=name, channel=t.get("channel"), members=tuple(t.get("members", ())),
-                           secrets=tuple(allowed))
+                           secrets=tuple(allowed), notify_channels=tuple(notify))
     dev_raw = dict(data.get("dev", {}))
     _check_keys(path, "dev", dev_raw, {"data_dir", "aws_port", "portal_port", "env", "services", "dev_user"})
     services = {}
@@ -307,6 +316,9 @@ def shape_problems(data: JsonObject) -> list[str]:
             continue
         out += _shape(f"[teams.{name}] channel", t.get("channel"), CHANNEL_RE,
                       "a Slack channel ('#name', lower-case, or a channel id such as C0123ABCD)")
+        for channel in t.get("notify_channels", []) if isinstance(t.get("notify_channels"), list) else ():
+            out += _shape(f"[teams.{name}] notify_channels:", channel, CHANNEL_RE,
+                          "a Slack channel ('#name', lower-case, or a channel id such as C0123ABCD)")
         members = t.get("members", [])
         if not isinstance(members, list):
             out.append(f"[teams.{name}] members must be a list of people (e-mail addresses)")
