@@ -409,3 +409,50 @@ def test_a_job_may_not_alert_another_teams_channel(repo: Repo) -> None:
     # the team's allow-list admits the channels it names
     set_setting(repo, "teams.growth", "notify_channels", "['#exec-team', '#billing-alerts']")
     assert repo.cli("validate").exit_code == 0
+
+
+# -- item 8: symbolic link loops are refused by name; the API schema is public, data is not ----
+
+def test_a_symbolic_link_loop_under_jobs_is_refused_by_name(repo: Repo) -> None:
+    """A link loop under jobs/ crashed `jobplane validate` and the pipeline's staging with a
+    traceback."""
+    jobs = repo.path / "jobs" / "billing"
+    jobs.mkdir(parents=True)
+    (jobs / "self.jsonnet").symlink_to("self.jsonnet")
+    (jobs / "a.jsonnet").symlink_to("b.jsonnet")
+    (jobs / "b.jsonnet").symlink_to("a.jsonnet")
+    repo.write("jobs/billing/uses.jsonnet", "local x = import 'self.jsonnet';\n"
+               "{ name: 'uses', team: 'billing', steps: [{ name: 'a', python: 'm:f' }], description: std.toString(x) }\n")
+    result = repo.cli("validate")
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    loop = "refused: a symbolic link loop (it never leads to a file)"
+    assert result.stderr.splitlines() == [
+        f"jobs/billing/a.jsonnet: {loop}", f"jobs/billing/b.jsonnet: {loop}", f"jobs/billing/self.jsonnet: {loop}",
+        f"jobs/billing/uses.jsonnet: import 'self.jsonnet' from jobs/billing/ {loop}",
+        "4 problems found; nothing was written."]
+    from conftest import ROOT
+
+    staged = subprocess.run([sys.executable, str(ROOT / "scripts" / "stage_pull_request.py"), str(ROOT), str(repo.path)],
+                            capture_output=True, text=True, timeout=60)
+    assert staged.returncode == 1 and "Traceback" not in staged.stderr, staged.stderr
+    assert "refused: jobs/billing/self.jsonnet is a symbolic link loop" in staged.stderr.splitlines()
+
+
+def test_the_api_schema_is_public_and_holds_no_data() -> None:
+    """Decided (docs/portal.md): /api/openapi.json is served without sign-in. It is the API's
+    shape only, generated from the code with no store behind it: the same document an app with
+    no control plane at all serves; every data route still answers an anonymous request 401."""
+    from fastapi.testclient import TestClient
+
+    from jobplane.platform.control import Deployment
+    from jobplane.portal.app import create_app
+    from jobplane.portal.settings import AuthSettings, PortalSettings
+
+    app = create_app(PortalSettings(Deployment(table="t", topic_arn="t"), AuthSettings(mode="dev", dev_login="x" * 32)),
+                     control=object())  # type: ignore[arg-type]
+    client = TestClient(app, base_url="http://127.0.0.1")
+    served = client.get("/api/openapi.json")
+    assert served.status_code == 200 and served.json() == app.openapi()
+    for path, operations in served.json()["paths"].items():
+        if "get" in operations and "{" not in path and path != "/healthz":
+            assert client.get(path).status_code == 401, path

@@ -14,6 +14,20 @@ from jobplane.contract.quoting import quoted
 from jobplane.contract.types import JsonValue
 
 
+#: Why a symbolic link loop is not read (issue 48 item 8: it crashed validate with a traceback).
+LOOP = "refused: a symbolic link loop (it never leads to a file)"
+
+
+def resolved(path: Path) -> Path | None:
+    """``path`` with every link followed, or None when links loop (Python 3.11 raises
+    RuntimeError, later versions OSError; ``strict`` is not used: a link out of jobs/ to a
+    missing file is refused by where it leads, not as missing)."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError):
+        return None
+
+
 def evaluate(path: Path, config: PlatformConfig) -> JsonValue:
     """Evaluate one Jsonnet file with the DSL library on the import path.
 
@@ -61,7 +75,9 @@ def outside_definitions(path: Path, config: PlatformConfig) -> str | None:
     that resolves inside jobs/ and the repository: a pull request can add a symbolic link named
     ``x.jsonnet`` to a file of the CI machine (credentials, ``/dev/zero``), whose text Jsonnet
     would read and the problems would quote, as the import rules below keep imports from doing."""
-    real = path.resolve()
+    real = resolved(path)
+    if real is None:
+        return LOOP
     jobs = config.jobs_path.resolve()
     if not (real.is_relative_to(jobs) and real.is_relative_to(config.root.resolve())):
         return f"refused: it leads outside {rel_to(jobs, config.root)}/ (a symbolic link?); a definition is a file under it"
@@ -110,7 +126,9 @@ class ConfinedImporter:
         for candidate in (Path(base) / rel, self.library / rel):
             if not os.path.lexists(candidate):
                 continue
-            real = candidate.resolve()
+            real = resolved(candidate)
+            if real is None:
+                return self._refuse(f"import {quoted(rel)} from {importing}/ refused: {LOOP.removeprefix('refused: ')}")
             if not self._inside(real):
                 return self._refuse(f"import {quoted(rel)} from {importing}/ refused: it leads outside {allowed}")
             if not real.is_file():

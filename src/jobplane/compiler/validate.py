@@ -13,7 +13,7 @@ from pathlib import Path
 
 from jobplane.compiler.fields import Invalid, Loc
 from jobplane.compiler.jsonnet_eval import (ConfinedImporter, ImportRefused, evaluate, evaluate_together,  # noqa: F401
-                                            outside_definitions, rel_to)
+                                            outside_definitions, rel_to, resolved)
 from jobplane.compiler.sandbox import evaluate_all
 from jobplane.compiler.model import NAME_RE, Job, duplicate_step_problem, fargate_size_problem
 from jobplane.compiler.overrides import params_budget
@@ -40,7 +40,8 @@ class LoadedJob:
 def definition_files(config: PlatformConfig) -> list[Path]:
     lib = config.library_path.resolve()
     files = sorted(config.jobs_path.rglob("*.jsonnet"))
-    return [f for f in files if lib not in f.resolve().parents]
+    # a link loop stays in the list: its evaluation refuses it, naming it (jsonnet_eval.LOOP)
+    return [f for f in files if (real := resolved(f)) is None or lib not in real.parents]
 
 
 def _jsonnet_problem(source: str, err: RuntimeError) -> Problem:
