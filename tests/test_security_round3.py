@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -456,3 +457,99 @@ def test_the_api_schema_is_public_and_holds_no_data() -> None:
     for path, operations in served.json()["paths"].items():
         if "get" in operations and "{" not in path and path != "/healthz":
             assert client.get(path).status_code == 401, path
+
+
+# -- item 7: the dev sign-in link is good once, the session is bound to the portal and expires --
+
+SECRET_OF_START = "s" * 43
+
+
+def dev_app():  # type: ignore[no-untyped-def]
+    from jobplane.platform.control import Deployment
+    from jobplane.portal.app import create_app
+    from jobplane.portal.settings import AuthSettings, PortalSettings
+
+    return create_app(PortalSettings(Deployment(table="t", topic_arn="t"),
+                                     AuthSettings(mode="dev", dev_login=SECRET_OF_START)), control=object())  # type: ignore[arg-type]
+
+
+def browser(app, port: int):  # type: ignore[no-untyped-def]
+    """A fresh browser of the portal at 127.0.0.1:``port`` (the connection's own port)."""
+    from fastapi.testclient import TestClient
+
+    return TestClient(app, base_url=f"http://127.0.0.1:{port}", follow_redirects=False)
+
+
+def test_a_sign_in_link_is_good_once_and_a_fresh_one_is_minted() -> None:
+    """Issue 48 item 7: the link worked for the whole start, from any scrollback or history."""
+    from jobplane.portal.auth import dev_logins
+
+    app = dev_app()
+    logins = dev_logins(SECRET_OF_START)
+    link = logins.current()
+    first, second = browser(app, 8123), browser(app, 8123)
+    assert first.get(f"/login?token={link}").status_code == 303
+    assert first.get("/api/docs").status_code == 200  # signed in
+    taken = second.get(f"/login?token={link}")
+    assert taken.status_code == 401 and "used already" in taken.text
+    assert second.get("/api/docs").status_code == 401
+    fresh = logins.current()  # what `jobplane dev` hands the next browser
+    assert fresh != link and second.get(f"/login?token={fresh}").status_code == 303
+    assert second.get("/api/docs").status_code == 200
+
+
+def test_an_expired_or_forged_link_signs_in_to_nothing() -> None:
+    from jobplane.portal.auth import LINK_SECONDS, mint_login_token
+
+    app = dev_app()
+    old = mint_login_token(SECRET_OF_START, now=time.time() - LINK_SECONDS - 5)
+    other_start = mint_login_token("o" * 43)
+    nonce, expires, mac = mint_login_token(SECRET_OF_START).split(".")
+    longer = f"{nonce}.{int(expires) + 86400}.{mac}"  # the expiry is signed too
+    for token in (old, other_start, longer, "A" * 43, ""):
+        assert browser(app, 8123).get(f"/login?token={token}").status_code == 401, token
+
+
+def test_the_session_opens_only_its_own_portal_and_expires() -> None:
+    """The cookie reached every loopback port (cookies ignore the port): it is now signed for
+    the portal's own port and an expiry, both checked by the server; a session cookie carried to
+    another port's portal (another start, or whoever listens there replaying it under that
+    port's name) opens nothing."""
+    from jobplane.portal.auth import SESSION_SECONDS, dev_cookie_name, dev_logins, dev_session
+    from jobplane.portal.settings import AuthSettings
+
+    app = dev_app()
+    here = browser(app, 8123)
+    signed = here.get(f"/login?token={dev_logins(SECRET_OF_START).current()}")
+    assert signed.status_code == 303
+    cookie = signed.headers["set-cookie"]
+    assert "HttpOnly" in cookie and f"Max-Age={SESSION_SECONDS}" in cookie and "SameSite=lax" in cookie
+    name, value = cookie.split(";")[0].split("=", 1)
+    assert name == dev_cookie_name(AuthSettings(dev_login=SECRET_OF_START), 8123)
+    elsewhere = browser(app, 9999)
+    elsewhere.cookies.set(name, value)
+    assert elsewhere.get("/api/docs").status_code == 401
+    elsewhere.cookies.set(dev_cookie_name(AuthSettings(dev_login=SECRET_OF_START), 9999), value)
+    assert elsewhere.get("/api/docs").status_code == 401  # renamed for that port: its signature says 8123
+    auth = AuthSettings(dev_login=SECRET_OF_START)
+    stale = browser(app, 8123)
+    stale.cookies.set(*dev_session(auth, 8123, now=time.time() - SESSION_SECONDS - 5))
+    assert stale.get("/api/docs").status_code == 401
+    fine = browser(app, 8123)
+    fine.cookies.set(*dev_session(auth, 8123))
+    assert fine.get("/api/docs").status_code == 200
+
+
+def test_dev_login_mints_a_link_from_dev_json(repo: Repo, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "dev.json").write_text(json.dumps({"pid": os.getpid(), "portal_url": "http://127.0.0.1:8123",
+                                               "portal_login_secret": SECRET_OF_START}))
+    result = repo.cli("dev-login", "--data-dir", str(data))
+    assert result.exit_code == 0, result.output
+    link = result.stdout.strip()
+    assert link.startswith("http://127.0.0.1:8123/login?token=")
+    app = dev_app()
+    token = link.split("token=")[1]
+    assert browser(app, 8123).get(f"/login?token={token}").status_code == 303
+    assert browser(app, 8123).get(f"/login?token={token}").status_code == 401  # once
