@@ -553,3 +553,167 @@ def test_dev_login_mints_a_link_from_dev_json(repo: Repo, tmp_path: Path) -> Non
     token = link.split("token=")[1]
     assert browser(app, 8123).get(f"/login?token={token}").status_code == 303
     assert browser(app, 8123).get(f"/login?token={token}").status_code == 401  # once
+
+
+# -- item 4: the pull-request plan role reads what a plan reads, no data -------------------------
+
+ACCT, REG = "123456789012", "us-east-1"
+
+
+def _arn(service: str, rest: str) -> str:
+    return f"arn:aws:{service}:{REG}:{ACCT}:{rest}"
+
+
+ROLE, POLICY = f"arn:aws:iam::{ACCT}:role/jobplane-daily-sales-report-sfn", f"arn:aws:iam::{ACCT}:policy/jobplane-operator"
+FUNCTION = _arn("lambda", "function:jobplane-notifier")
+TOPIC = _arn("sns", "jobplane-events")
+QUEUE = _arn("sqs", "jobplane-scheduler-dlq")
+TABLE = _arn("dynamodb", "table/jobplane")
+RULE = _arn("events", "rule/jobplane-month-end-close-after-daily-sales-report")
+CATALOG = "arn:aws:s3:::jobplane-catalog-20261203000000000000000001"
+KEY = _arn("kms", "key/0000aaaa-bbbb-cccc-dddd-eeeeffff0000")
+PARAMETER = _arn("ssm", "parameter/jobplane/platform/table_name")
+VIEW = "view"  # a Describe/List on "*" that ViewOnlyAccess grants
+
+#: What `terraform plan` reads for each resource type (its refresh) and data source type (its
+#: read) the compiled roots hold, as (action, resource) of the example deployment (prefix
+#: "jobplane"); a resource by VIEW is read by ViewOnlyAccess's describes.
+PLAN_READS: dict[str, list[tuple[str, str]]] = {
+    "aws_iam_role": [("iam:GetRole", ROLE), ("iam:ListRolePolicies", ROLE), ("iam:ListAttachedRolePolicies", ROLE)],
+    "aws_iam_role_policy": [("iam:GetRolePolicy", ROLE)],
+    "aws_iam_role_policy_attachment": [("iam:ListAttachedRolePolicies", ROLE)],
+    "aws_iam_policy": [("iam:GetPolicy", POLICY), ("iam:GetPolicyVersion", POLICY), ("iam:ListPolicyVersions", POLICY)],
+    "aws_sfn_state_machine": [("states:DescribeStateMachine", _arn("states", "stateMachine:jobplane-month-end-close")),
+                              ("states:ListTagsForResource", _arn("states", "stateMachine:jobplane-month-end-close"))],
+    "aws_scheduler_schedule": [("scheduler:GetSchedule", _arn("scheduler", "schedule/jobplane/jobplane-month-end-close"))],
+    "aws_scheduler_schedule_group": [("scheduler:GetScheduleGroup", _arn("scheduler", "schedule-group/jobplane")),
+                                     ("scheduler:ListTagsForResource", _arn("scheduler", "schedule-group/jobplane"))],
+    "aws_cloudwatch_event_rule": [("events:DescribeRule", RULE), ("events:ListTagsForResource", RULE)],
+    "aws_cloudwatch_event_target": [("events:ListTargetsByRule", RULE)],
+    "aws_ecs_task_definition": [("ecs:DescribeTaskDefinition", "*")],
+    "aws_ecs_cluster": [("ecs:DescribeClusters", _arn("ecs", "cluster/jobplane"))],
+    "aws_ecs_service": [("ecs:DescribeServices", _arn("ecs", "service/jobplane/jobplane-portal"))],
+    "aws_ecr_repository": [("ecr:DescribeRepositories", _arn("ecr", "repository/jobplane-runner")),
+                           ("ecr:ListTagsForResource", _arn("ecr", "repository/jobplane-runner"))],
+    "aws_ecr_lifecycle_policy": [("ecr:GetLifecyclePolicy", _arn("ecr", "repository/jobplane-runner"))],
+    "aws_dynamodb_table": [("dynamodb:DescribeTable", TABLE), ("dynamodb:DescribeContinuousBackups", TABLE),
+                           ("dynamodb:DescribeTimeToLive", TABLE), ("dynamodb:ListTagsOfResource", TABLE)],
+    "aws_sqs_queue": [("sqs:GetQueueAttributes", QUEUE), ("sqs:ListQueueTags", QUEUE)],
+    "aws_sqs_queue_policy": [("sqs:GetQueueAttributes", QUEUE)],
+    "aws_sns_topic": [("sns:GetTopicAttributes", TOPIC), ("sns:ListTagsForResource", TOPIC)],
+    "aws_sns_topic_subscription": [("sns:GetSubscriptionAttributes", TOPIC + ":0b1c2d3e")],
+    "aws_kms_key": [("kms:DescribeKey", KEY), ("kms:GetKeyPolicy", KEY), ("kms:GetKeyRotationStatus", KEY),
+                    ("kms:ListResourceTags", KEY)],
+    "aws_kms_alias": [("kms:ListAliases", "*")],
+    "aws_lambda_function": [("lambda:GetFunction", FUNCTION), ("lambda:GetFunctionCodeSigningConfig", FUNCTION),
+                            ("lambda:ListVersionsByFunction", FUNCTION)],
+    "aws_lambda_permission": [("lambda:GetPolicy", FUNCTION)],
+    "aws_lambda_invocation": [],  # its result lives in the state
+    "aws_cloudwatch_log_group": [("logs:DescribeLogGroups", VIEW),
+                                 ("logs:ListTagsForResource", _arn("logs", "log-group:/jobplane/runner"))],
+    "aws_s3_bucket": [("s3:ListBucket", CATALOG), ("s3:GetBucketPolicy", CATALOG), ("s3:GetBucketAcl", CATALOG),
+                      ("s3:GetBucketTagging", CATALOG), ("s3:GetBucketVersioning", CATALOG), ("s3:GetBucketCORS", CATALOG),
+                      ("s3:GetBucketWebsite", CATALOG), ("s3:GetBucketLogging", CATALOG),
+                      ("s3:GetAccelerateConfiguration", CATALOG), ("s3:GetBucketRequestPayment", CATALOG),
+                      ("s3:GetReplicationConfiguration", CATALOG), ("s3:GetBucketObjectLockConfiguration", CATALOG),
+                      ("s3:GetEncryptionConfiguration", CATALOG), ("s3:GetLifecycleConfiguration", CATALOG)],
+    "aws_s3_bucket_lifecycle_configuration": [("s3:GetLifecycleConfiguration", CATALOG)],
+    "aws_s3_bucket_ownership_controls": [("s3:GetBucketOwnershipControls", CATALOG)],
+    "aws_s3_bucket_public_access_block": [("s3:GetBucketPublicAccessBlock", CATALOG)],
+    "aws_s3_bucket_server_side_encryption_configuration": [("s3:GetEncryptionConfiguration", CATALOG)],
+    "aws_s3_bucket_versioning": [("s3:GetBucketVersioning", CATALOG)],
+    "aws_s3_object": [("s3:GetObject", CATALOG + "/catalog/billing.json"),
+                      ("s3:GetObjectTagging", CATALOG + "/catalog/billing.json")],
+    "aws_ssm_parameter": [("ssm:GetParameter", PARAMETER), ("ssm:ListTagsForResource", PARAMETER),
+                          ("ssm:DescribeParameters", VIEW)],
+    "aws_lb": [("elasticloadbalancing:DescribeLoadBalancers", VIEW),
+               ("elasticloadbalancing:DescribeLoadBalancerAttributes", VIEW), ("elasticloadbalancing:DescribeTags", VIEW)],
+    "aws_lb_listener": [("elasticloadbalancing:DescribeListeners", VIEW)],
+    "aws_lb_listener_rule": [("elasticloadbalancing:DescribeRules", VIEW)],
+    "aws_lb_target_group": [("elasticloadbalancing:DescribeTargetGroups", VIEW),
+                            ("elasticloadbalancing:DescribeTargetGroupAttributes", VIEW)],
+    "aws_security_group": [("ec2:DescribeSecurityGroups", VIEW)],
+    "aws_vpc_security_group_egress_rule": [("ec2:DescribeSecurityGroupRules", VIEW)],
+    "aws_vpc_security_group_ingress_rule": [("ec2:DescribeSecurityGroupRules", VIEW)],
+    "aws_vpc_endpoint": [("ec2:DescribeVpcEndpoints", VIEW), ("ec2:DescribePrefixLists", VIEW)],
+    # data sources
+    "aws_caller_identity": [], "aws_region": [], "aws_partition": [], "aws_iam_policy_document": [],
+    "aws_secretsmanager_secret": [("secretsmanager:DescribeSecret", _arn("secretsmanager", "secret:billing/ledger-api-token-AbC123"))],
+    "aws_secretsmanager_secret_versions": [
+        ("secretsmanager:ListSecretVersionIds", _arn("secretsmanager", "secret:jobplane/portal-oidc-AbC123"))],
+}
+
+#: Data a plan never reads: each must be refused whatever ViewOnlyAccess holds.
+DATA_READS = [
+    ("s3:GetObject", "arn:aws:s3:::acme-payroll/exports/2026-11.csv", "another bucket's object"),
+    ("s3:GetObject", CATALOG + "/elsewhere/notes.txt", "the catalog bucket outside catalog/"),
+    ("s3:GetObjectVersion", "arn:aws:s3:::acme-payroll/exports/2026-10.csv", "an old version of another object"),
+    ("s3:GetObject", "arn:aws:s3:::acme-jobplane-state/other-app/terraform.tfstate", "another state in the bucket"),
+    ("dynamodb:GetItem", TABLE, "a run record"), ("dynamodb:Query", TABLE, "a job's runs and params"),
+    ("dynamodb:Scan", TABLE, "the audit"), ("dynamodb:BatchGetItem", _arn("dynamodb", "table/payroll"), "another table"),
+    ("dynamodb:PartiQLSelect", TABLE, "the table by PartiQL"),
+    ("logs:GetLogEvents", _arn("logs", "log-group:/jobplane/runner:log-stream:runner/x"), "a step's output"),
+    ("logs:FilterLogEvents", _arn("logs", "log-group:/aws/lambda/payroll"), "another app's log"),
+    ("logs:StartQuery", _arn("logs", "log-group:/jobplane/runner"), "Logs Insights"),
+    ("states:GetExecutionHistory", _arn("states", "execution:jobplane-month-end-close:abc"), "a run's input and output"),
+    ("states:DescribeExecution", _arn("states", "execution:jobplane-month-end-close:abc"), "a run's params"),
+    ("sqs:ReceiveMessage", QUEUE, "a dead letter"),
+    ("lambda:GetFunctionConfiguration", _arn("lambda", "function:payroll-api"), "another function's environment"),
+    ("lambda:GetFunction", _arn("lambda", "function:payroll-api"), "another function's code and environment"),
+    ("lambda:ListFunctions", "*", "every function's environment"),
+    ("secretsmanager:GetSecretValue", _arn("secretsmanager", "secret:billing/ledger-api-token-AbC123"), "a secret"),
+    ("ssm:GetParameter", _arn("ssm", "parameter/billing/db-password"), "a team's parameter"),
+]
+
+#: ViewOnlyAccess as the checks model it. What a plan needs is checked against its describes and
+#: lists only (all it surely grants); what must be refused, against every Get/List/Describe of
+#: every service (more than it grants): the role's own denies must hold whatever AWS puts in it.
+VIEW_ONLY_SURE = {"sid": "ViewOnlyAccess", "actions": ["*:List*", "*:Describe*"], "resources": ["*"]}
+VIEW_ONLY_AT_MOST = {"sid": "ViewOnlyAccess", "actions": ["*:List*", "*:Describe*", "*:Get*", "*:BatchGet*"],
+                     "resources": ["*"]}
+
+
+def compiled_types(repo: Repo) -> set[str]:
+    """The resource and data types of every compiled root: the team roots and job files as
+    compiled from the examples, and the base module the base root instantiates."""
+    from base_module import module
+
+    repo.copy_examples()
+    assert repo.cli("compile").exit_code == 0
+    types = set()
+    for path in repo.out.rglob("*.tf.json"):
+        doc = json.loads(path.read_text())
+        types |= set(doc.get("resource", {})) | set(doc.get("data", {}))
+    base = module()
+    return types | set(base["resource"]) | set(base["data"])
+
+
+def test_the_plan_role_reads_what_a_plan_of_the_compiled_roots_reads(repo: Repo) -> None:
+    """Issue 48 item 4: ReadOnlyAccess gave anyone who can open a pull request the account's
+    S3 objects, DynamoDB items, logs and Lambda configurations. The role now has ViewOnlyAccess
+    and the reads a plan makes, derived here from the compiled roots' types."""
+    from iam_policy import Call, allowed
+    from test_ci_roles import document, statements
+
+    types = compiled_types(repo)
+    assert types - set(PLAN_READS) == set(), "a type the roots hold whose plan reads are not known"
+    limits = statements("plan_limits")
+    missing = [f"{t}: {a} on {r}" for t in sorted(types) for a, r in PLAN_READS[t]
+               if not allowed([VIEW_ONLY_SURE, *limits], Call(a, "*" if r == VIEW else r))]
+    assert missing == []
+    attached = [b for block in document()["resource"] for t, named in block.items()
+                if t == "aws_iam_role_policy_attachment" for n, b in named.items() if n == "plan_read"]
+    assert [a["policy_arn"] for a in attached] == ["arn:${local.partition}:iam::aws:policy/job-function/ViewOnlyAccess"]
+
+
+def test_the_plan_role_reads_no_data() -> None:
+    from iam_policy import Call, allowed
+    from test_ci_roles import statements
+
+    limits = statements("plan_limits")
+    leaks = [f"{a} on {r} ({why})" for a, r, why in DATA_READS if allowed([VIEW_ONLY_AT_MOST, *limits], Call(a, r))]
+    assert leaks == []
+    # the data a plan does read: the states and the catalog
+    for action, resource in (("s3:GetObject", "arn:aws:s3:::acme-jobplane-state/jobplane/base.tfstate"),
+                             ("s3:GetObject", CATALOG + "/catalog/billing.json")):
+        assert allowed([VIEW_ONLY_AT_MOST, *limits], Call(action, resource))
