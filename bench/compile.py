@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 POLICIES = ["ALWAYS_RUN", "SKIP_IF_RUNNING", "SKIP_IF_FAILED", "SKIP_IF_RUNNING_OR_FAILED"]
 SCHEDULES = ["jp.daily('02:00')", "jp.everyMinutes(15)", "jp.weekly('MON', '06:00')", "jp.monthly('L', '23:30')",
              "'rate(1 hour)'", "jp.weekdays(['09:00', '18:00'])", "jp.manual"]
+CHANNELS = {"billing": "#billing-alerts", "growth": "#growth-alerts", "platform": "#platform-oncall"}  # jobplane.toml's
 ZONES = ["UTC", "Asia/Tokyo", "America/New_York", "Europe/Berlin"]
 
 
@@ -53,7 +54,7 @@ def definition(rng: random.Random, i: int, team: str) -> str:
   timezone: '{rng.choice(ZONES)}',
   policy: '{rng.choice(POLICIES)}',
   steps: [{', '.join(steps)}],
-  notify: jp.slack('#{team}-alerts'),
+  notify: jp.slack('{CHANNELS[team]}'),
 }}
 """
 

@@ -52,7 +52,14 @@ def problems(trusted: Path, pr: Path) -> list[str]:
         for dirpath, dirnames, filenames in os.walk(jobs):
             for name in dirnames + filenames:
                 path = Path(dirpath) / name
-                if path.is_symlink() and not path.resolve().is_relative_to(jobs.resolve()):
+                if not path.is_symlink():
+                    continue
+                try:
+                    real = path.resolve()
+                except (RuntimeError, OSError):  # a loop (issue 48 item 8: it crashed the staging)
+                    out.append(f"{path.relative_to(pr)} is a symbolic link loop")
+                    continue
+                if not real.is_relative_to(jobs.resolve()):
                     out.append(f"{path.relative_to(pr)} is a symbolic link leading out of {base['jobs_dir']}")
     return out
 

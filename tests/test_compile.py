@@ -566,8 +566,9 @@ def test_a_change_to_one_job_touches_only_its_teams_root(repo: Repo) -> None:
     assert (result.exit_code, result.stdout) == (2, "terraform/jobs/teams/growth\n")
     words = repo.cli("plan").stdout
     assert "~ job-b" in words and "Terraform roots to plan and apply, in this order: teams/growth" in words
-    # moving a job to another team touches both teams' roots
-    repo.write("jobs/growth/b.jsonnet", minimal_job("job-b"))
+    # moving a job to another team (its file to the team's directory) touches both teams' roots
+    (repo.path / "jobs/growth/b.jsonnet").unlink()
+    repo.write("jobs/billing/b.jsonnet", minimal_job("job-b"))
     assert repo.cli("plan", "--roots").stdout == "terraform/jobs/teams/billing\nterraform/jobs/teams/growth\n"
 
 

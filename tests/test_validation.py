@@ -134,7 +134,8 @@ def test_every_problem_in_every_file_in_one_run(compiled_repo: Repo) -> None:
     compiled_repo.write("jobs/billing/one.jsonnet", BAD["policy"][0])
     compiled_repo.write("jobs/growth/two.jsonnet", BAD["timezone"][0].replace("'billing'", "'growth'"))
     compiled_repo.write("jobs/growth/three.jsonnet", BAD["syntax"][0])
-    compiled_repo.write("jobs/platform/copy.jsonnet", minimal_job("nightly"))  # same name as billing/nightly
+    compiled_repo.write("jobs/platform/copy.jsonnet",  # same name as billing/nightly
+                        minimal_job("nightly").replace("'billing'", "'platform'"))
     result = compiled_repo.cli("validate")
     assert result.exit_code == 2
     err = result.stderr

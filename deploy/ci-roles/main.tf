@@ -4,9 +4,13 @@
 # and cannot do with AWS (issue 40, items 1 and 2):
 #
 # - plan: any pull request of the repository may assume it, and GitHub runs a pull request's own
-#   version of the workflow, so it must be harmless in any hands: it reads (AWS's ReadOnlyAccess),
-#   may not write the state bucket (the pipeline plans with -lock=false), and may not read a
-#   secret value or a parameter other than the ones the base module publishes.
+#   version of the workflow, so it must be harmless in any hands: it sees what the account holds
+#   (AWS's ViewOnlyAccess: lists and describes, no data), reads what a plan of the compiled roots
+#   reads on <name_prefix> resources, the states and the catalog, and nothing else: no object,
+#   item, log event, execution or function configuration of anything else (issue 48 item 4:
+#   ReadOnlyAccess let any pull request read the account's data). It may not write the state
+#   bucket (the pipeline plans with -lock=false), nor read a secret value or a parameter other
+#   than the ones the base module publishes.
 # - apply: only a job on `main` that declares the `production` environment may assume it. The
 #   token's subject carries both only when the repository's OIDC subject template includes the
 #   context and the ref (docs/deploy.md gives the command); AWS reads no other GitHub claim
@@ -136,10 +140,85 @@ data "aws_iam_policy_document" "apply_trust" {
   }
 }
 
-# What the plan role may do beyond reading: read the states, and nothing that writes them or
-# reads a secret. Deny wins over any allow, ReadOnlyAccess's included
+# What the plan role may do beyond ViewOnlyAccess: what `terraform plan` of the base and team
+# roots reads (their data sources, and the refresh of each resource type they hold, on
+# <name_prefix> resources; tests/test_security_round3.py derives the set from the compiled
+# roots' types), the states and the catalog; and nothing that writes them or reads data. Deny
+# wins over any allow, ViewOnlyAccess's included
 # (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_evaluation-logic.html).
+locals {
+  account = data.aws_caller_identity.current.account_id
+  arn     = "arn:${local.partition}"
+}
+
 data "aws_iam_policy_document" "plan_limits" {
+  statement {
+    sid = "RefreshPlatformResources"
+    actions = [
+      "iam:GetRole", "iam:GetRolePolicy", "iam:ListRolePolicies", "iam:ListAttachedRolePolicies", "iam:ListRoleTags",
+      "iam:GetPolicy", "iam:GetPolicyVersion", "iam:ListPolicyVersions", "iam:ListPolicyTags",
+      "states:DescribeStateMachine", "states:ListTagsForResource",
+      "scheduler:GetSchedule", "scheduler:GetScheduleGroup", "scheduler:ListTagsForResource",
+      "events:DescribeRule", "events:ListTargetsByRule", "events:ListTagsForResource",
+      "ecs:DescribeClusters", "ecs:DescribeServices", "ecs:ListTagsForResource",
+      "ecr:DescribeRepositories", "ecr:GetLifecyclePolicy", "ecr:GetRepositoryPolicy", "ecr:ListTagsForResource",
+      "dynamodb:DescribeTable", "dynamodb:DescribeContinuousBackups", "dynamodb:DescribeTimeToLive", "dynamodb:ListTagsOfResource",
+      "sqs:GetQueueAttributes", "sqs:ListQueueTags",
+      "sns:GetTopicAttributes", "sns:GetSubscriptionAttributes", "sns:ListTagsForResource",
+      "lambda:GetFunction", "lambda:GetFunctionCodeSigningConfig", "lambda:GetFunctionConcurrency", "lambda:GetPolicy",
+      "lambda:ListVersionsByFunction", "lambda:ListTags",
+      "logs:ListTagsForResource", "logs:ListTagsLogGroup",
+      "s3:GetBucketAcl", "s3:GetBucketCORS", "s3:GetBucketLogging", "s3:GetBucketObjectLockConfiguration",
+      "s3:GetBucketOwnershipControls", "s3:GetBucketPolicy", "s3:GetBucketPublicAccessBlock", "s3:GetBucketRequestPayment",
+      "s3:GetBucketTagging", "s3:GetBucketVersioning", "s3:GetBucketWebsite", "s3:GetAccelerateConfiguration",
+      "s3:GetEncryptionConfiguration", "s3:GetLifecycleConfiguration", "s3:GetReplicationConfiguration",
+      "ssm:ListTagsForResource", "ssm:GetParameter", "ssm:GetParameters", "s3:ListBucket",
+    ]
+    resources = [
+      "${local.arn}:iam::${local.account}:role/${var.name_prefix}-*",
+      "${local.arn}:iam::${local.account}:policy/${var.name_prefix}-*",
+      "${local.arn}:states:*:${local.account}:stateMachine:${var.name_prefix}-*",
+      "${local.arn}:scheduler:*:${local.account}:schedule/${var.name_prefix}/*",
+      "${local.arn}:scheduler:*:${local.account}:schedule-group/${var.name_prefix}",
+      "${local.arn}:events:*:${local.account}:rule/${var.name_prefix}-*",
+      "${local.arn}:ecs:*:${local.account}:cluster/${var.name_prefix}",
+      "${local.arn}:ecs:*:${local.account}:service/${var.name_prefix}/*",
+      "${local.arn}:ecr:*:${local.account}:repository/${var.name_prefix}-*",
+      "${local.arn}:dynamodb:*:${local.account}:table/${var.name_prefix}",
+      "${local.arn}:sqs:*:${local.account}:${var.name_prefix}-*",
+      "${local.arn}:sns:*:${local.account}:${var.name_prefix}-*",
+      "${local.arn}:lambda:*:${local.account}:function:${var.name_prefix}-*",
+      "${local.arn}:logs:*:${local.account}:log-group:/aws/lambda/${var.name_prefix}-*",
+      "${local.arn}:logs:*:${local.account}:log-group:/${var.name_prefix}/*",
+      "${local.arn}:s3:::${var.name_prefix}-catalog-*",
+      "${local.arn}:ssm:*:${local.account}:parameter/${var.name_prefix}/platform/*",
+    ]
+  }
+  statement {
+    # the KMS key (its ARN is a random id) and the secrets the job files look up by name (each
+    # team's own names: metadata only, GetSecretValue is denied below)
+    sid = "RefreshKeyAndSecretMetadata"
+    actions = [
+      "kms:DescribeKey", "kms:GetKeyPolicy", "kms:GetKeyRotationStatus", "kms:ListResourceTags",
+      "secretsmanager:DescribeSecret", "secretsmanager:ListSecretVersionIds",
+    ]
+    resources = [
+      "${local.arn}:kms:*:${local.account}:key/*",
+      "${local.arn}:secretsmanager:*:${local.account}:secret:*",
+    ]
+  }
+  statement {
+    # these actions take no resource (Service Authorization Reference): the job files' task
+    # definitions and the key's alias
+    sid       = "RefreshUnscopable"
+    actions   = ["ecs:DescribeTaskDefinition", "kms:ListAliases"]
+    resources = ["*"]
+  }
+  statement {
+    sid       = "ReadCatalog"
+    actions   = ["s3:GetObject", "s3:GetObjectTagging"]
+    resources = ["${local.arn}:s3:::${var.name_prefix}-catalog-*/catalog/*"]
+  }
   statement {
     sid       = "ReadStates"
     actions   = ["s3:GetObject"]
@@ -163,6 +242,29 @@ data "aws_iam_policy_document" "plan_limits" {
     resources = ["*"]
   }
   statement {
+    # no data: objects other than the states and the catalog, items, log events, executions'
+    # input and output, messages, and other functions' configurations (their environment)
+    sid           = "NeverReadOtherObjects"
+    effect        = "Deny"
+    actions       = ["s3:GetObject", "s3:GetObjectVersion", "s3:GetObjectAttributes"]
+    not_resources = ["${local.state_bucket_arn}/${var.state_prefix}*", "${local.arn}:s3:::${var.name_prefix}-catalog-*/catalog/*"]
+  }
+  statement {
+    sid    = "NeverReadData"
+    effect = "Deny"
+    actions = ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:Scan", "dynamodb:PartiQLSelect",
+      "dynamodb:GetRecords", "logs:GetLogEvents", "logs:FilterLogEvents", "logs:StartQuery", "logs:GetQueryResults",
+      "logs:GetLogRecord", "logs:StartLiveTail", "logs:Unmask", "states:GetExecutionHistory", "states:DescribeExecution",
+    "sqs:ReceiveMessage", "lambda:ListFunctions", "lambda:InvokeFunction"]
+    resources = ["*"]
+  }
+  statement {
+    sid           = "NoOtherFunctions"
+    effect        = "Deny"
+    actions       = ["lambda:GetFunction", "lambda:GetFunctionConfiguration"]
+    not_resources = ["${local.arn}:lambda:*:${local.account}:function:${var.name_prefix}-*"]
+  }
+  statement {
     # the team roots read what the base module publishes (names and ARNs, plain strings)
     sid           = "NoOtherParameters"
     effect        = "Deny"
@@ -180,7 +282,7 @@ resource "aws_iam_role" "plan" {
 
 resource "aws_iam_role_policy_attachment" "plan_read" {
   role       = aws_iam_role.plan.name
-  policy_arn = "arn:${local.partition}:iam::aws:policy/ReadOnlyAccess"
+  policy_arn = "arn:${local.partition}:iam::aws:policy/job-function/ViewOnlyAccess"
 }
 
 resource "aws_iam_role_policy" "plan_limits" {

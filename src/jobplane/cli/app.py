@@ -36,6 +36,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                "Turn existing schedules into job files under jobs/TEAM/, one per job, each validated and proved "
                "to fire at the same instants as its source (docs/import.md)."),
     "dev": ("jobplane.cli.local", "dev", "Run the whole platform on this machine until Ctrl-C."),
+    "dev-login": ("jobplane.cli.local", "dev_login",
+                  "Print a new sign-in link of the running `jobplane dev`'s portal (each link is good once, "
+                  "for 15 minutes), minted from its dev.json."),
     "run": ("jobplane.cli.operate", "run",
             "Start JOB now (on the running `jobplane dev`, or with --deployment on AWS), and follow it to the end."),
     "status": ("jobplane.cli.operate", "status",

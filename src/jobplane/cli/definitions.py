@@ -78,7 +78,7 @@ def plan(obj: Context, against_dir: Path | None, against_ref: str | None, exit_c
     import posixpath
 
     from jobplane.compiler.output import changed_roots, compile_all, image_roots, read_output
-    from jobplane.compiler.plan import describe_plan, previous_from_ref, quota_lines
+    from jobplane.compiler.plan import config_changes, config_text_at_ref, describe_plan, previous_from_ref, quota_lines
     from jobplane.contract.layout import apply_order
 
     if image_changed and not roots_only:
@@ -88,9 +88,13 @@ def plan(obj: Context, against_dir: Path | None, against_ref: str | None, exit_c
         compiled = compile_all(obj.config)
     except DefinitionError as e:
         fail_definitions(e)
+    settings: list[str] = []
     if against_ref:
         try:
             previous = previous_from_ref(obj.config, against_ref)
+            current = obj.config.root / "jobplane.toml"
+            settings = config_changes(config_text_at_ref(obj.config, against_ref),
+                                      current.read_text() if current.exists() else None)
         except DefinitionError as e:
             click.echo(f"the definitions at {against_ref} do not compile:", err=True)
             fail_definitions(e)
@@ -105,7 +109,7 @@ def plan(obj: Context, against_dir: Path | None, against_ref: str | None, exit_c
         if exit_code and roots:
             sys.exit(EXIT_INVALID)
         return
-    text, changes = describe_plan(previous, compiled.files, now=datetime.now(timezone.utc))
+    text, changes = describe_plan(previous, compiled.files, now=datetime.now(timezone.utc), settings=settings)
     click.echo(text)
     quotas, over = quota_lines(compiled.files, obj.config, all_quotas)
     if quotas:
@@ -193,7 +197,9 @@ def init(obj: Context, path: str) -> None:
     if target.exists():
         raise click.ClickException(f"{target} already exists")
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(TEMPLATE.format(job=job, team=team))
+    declared = obj.config.teams.get(team)
+    channel = declared.channel if declared and declared.channel else f"#{team}-alerts"  # notify may name its own
+    target.write_text(TEMPLATE.format(job=job, team=team, channel=channel))
     click.echo(f"Created {target}. Edit it, then run `jobplane validate` and `jobplane plan`.")
 
 
@@ -216,7 +222,7 @@ local jp = import 'jobplane.libsonnet';
     // its form only; a missing function fails the run, permanently (exit 78), not the PR.
     jp.python('run', 'myapp.jobs:{func}', opts={{ retry: jp.retry(3, '1m') }}),
   ],
-  notify: jp.slack('#{team}-alerts'),
+  notify: jp.slack('{channel}'),
 }}
 """
 TEMPLATE = TEMPLATE.replace("{func}", "run")

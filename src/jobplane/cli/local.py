@@ -92,6 +92,26 @@ def dev(obj: Context, reset: bool, data_dir: Path | None, aws_port: int | None, 
         click.echo("jobplane dev stopped.")
 
 
+@click.command(name="dev-login")
+@data_dir_option
+@click.pass_obj
+def dev_login(obj: Context, data_dir: Path | None) -> None:
+    """Print a new sign-in link of the running `jobplane dev`'s portal (each link is good once,
+    for 15 minutes), minted from its dev.json."""
+    from jobplane.devserver.runtime import DevError, read_runtime
+    from jobplane.portal.auth import mint_login_token
+
+    try:
+        runtime = read_runtime(resolve_data_dir(obj, data_dir))
+    except DevError as e:
+        raise click.ClickException(str(e)) from None
+    secret = runtime.get("portal_login_secret")
+    if not isinstance(secret, str):
+        raise click.ClickException("this jobplane dev start wrote no login secret to dev.json (an older version): "
+                                   "restart it")
+    click.echo(f"{runtime['portal_url']}/login?token={mint_login_token(secret)}")
+
+
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8080, show_default=True)

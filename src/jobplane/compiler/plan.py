@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import subprocess
 import tempfile
+import tomllib
 from datetime import datetime
 
 from jobplane.compiler.output import catalog_parts, changed_roots, compile_all, job_files
 from jobplane.compiler.terraform import iam_summary, secret_grants
 from jobplane.contract import lambda_step, layout
 from jobplane.contract.catalog import CATALOG_FILE, Catalog, CatalogJob, CatalogStep
-from jobplane.contract.config import PlatformConfig, load_config
+from jobplane.contract.config import CONFIG_FILE, PlatformConfig, load_config
 from jobplane.contract.quotas import ROLE_INLINE_POLICY_CHARS
 from jobplane.contract.schedule import RateExpression, next_fire_times, parse
 from jobplane.contract.step_kinds import Executor, kind_info
@@ -32,11 +33,7 @@ def previous_from_ref(config: PlatformConfig, ref: str) -> dict[str, str]:
     commit first, after ``--end-of-options``, so a ref such as ``--output=/tmp/x`` is a name
     that does not exist, never an option of git.
     """
-    resolved = subprocess.run(["git", "-C", str(config.root), "rev-parse", "--verify", "--quiet", "--end-of-options",
-                               f"{ref}^{{commit}}"], capture_output=True, text=True)
-    commit = resolved.stdout.strip()
-    if resolved.returncode != 0 or not commit or commit.startswith("-"):
-        raise RuntimeError(f"git ref {ref[:80]!r} does not name a commit in {config.root}")
+    commit = _commit(config, ref)
     with tempfile.TemporaryDirectory() as tmp:
         rel_jobs = config.jobs_dir
         archive = subprocess.run(["git", "-C", str(config.root), "archive", commit, "--", rel_jobs, "jobplane.toml"],
@@ -49,6 +46,53 @@ def previous_from_ref(config: PlatformConfig, ref: str) -> dict[str, str]:
         subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
         old_config = load_config(tmp)
         return compile_all(old_config).files
+
+
+def _commit(config: PlatformConfig, ref: str) -> str:
+    resolved = subprocess.run(["git", "-C", str(config.root), "rev-parse", "--verify", "--quiet", "--end-of-options",
+                               f"{ref}^{{commit}}"], capture_output=True, text=True)
+    commit = resolved.stdout.strip()
+    if resolved.returncode != 0 or not commit or commit.startswith("-"):
+        raise RuntimeError(f"git ref {ref[:80]!r} does not name a commit in {config.root}")
+    return commit
+
+
+def config_text_at_ref(config: PlatformConfig, ref: str) -> str | None:
+    """jobplane.toml as it was at ``ref`` (None: there was none)."""
+    shown = subprocess.run(["git", "-C", str(config.root), "show", f"{_commit(config, ref)}:{CONFIG_FILE}"],
+                           capture_output=True, text=True)
+    return shown.stdout if shown.returncode == 0 else None
+
+
+#: jobplane.toml's sections that only ``jobplane dev`` reads: every other key decides who may act
+#: (admins, members), what a team's jobs may read (secrets) or alert (channels), where state
+#: lives and what CI runs ([terraform], [deploy], platform_module, the evaluation limits).
+LOCAL_ONLY_SECTIONS = ("dev",)
+
+
+def _flat(value: object, prefix: str = "") -> dict[str, object]:
+    if isinstance(value, dict):
+        out: dict[str, object] = {}
+        for k, v in value.items():
+            out.update(_flat(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    return {prefix: value}
+
+
+def config_changes(old_text: str | None, new_text: str | None) -> list[str]:
+    """Each security-relevant jobplane.toml key a change adds, removes or alters, old -> new
+    (issue 48 item 2): its reviewers see a new member, a secret granted to a team, another
+    state bucket, in the plan, not only in a diff of a file they may not be owners of."""
+    def flat(text: str | None) -> dict[str, object]:
+        try:
+            data = tomllib.loads(text or "")
+        except tomllib.TOMLDecodeError:
+            return {"(unreadable jobplane.toml)": (text or "")[:80]}
+        return {k: v for k, v in _flat(data).items() if k.split(".", 1)[0] not in LOCAL_ONLY_SECTIONS}
+
+    before, after = flat(old_text), flat(new_text)
+    return [f"{key}: {_setting(before.get(key))} -> {_setting(after.get(key))}".replace("(default)", "(unset)")
+            for key in sorted(set(before) | set(after)) if before.get(key) != after.get(key)]
 
 
 def _jobs(files: dict[str, str]) -> dict[str, CatalogJob]:
@@ -195,8 +239,10 @@ def _setting(value: object) -> str:
     return "(default)" if value is None else json.dumps(value, sort_keys=True)[:300]
 
 
-def describe_plan(old_files: dict[str, str], new_files: dict[str, str], now: datetime) -> tuple[str, int]:
-    """The plan as text, and the number of changed jobs (0: nothing to apply)."""
+def describe_plan(old_files: dict[str, str], new_files: dict[str, str], now: datetime,
+                  settings: list[str] | None = None) -> tuple[str, int]:
+    """The plan as text, and the number of changes (0: nothing to apply); ``settings``: the
+    changed jobplane.toml keys (:func:`config_changes`), each a change of its own."""
     old_jobs, new_jobs = _jobs(old_files), _jobs(new_files)
     out: list[str] = []
     added = sorted(set(new_jobs) - set(old_jobs))
@@ -237,7 +283,10 @@ def describe_plan(old_files: dict[str, str], new_files: dict[str, str], now: dat
             for key in sorted(set(before) | set(after)):
                 if before.get(key) != after.get(key):
                     out.append(f"    [deploy] {key}: {_setting(before.get(key))} -> {_setting(after.get(key))}")
-    total = len(added) + len(changed) + len(removed) + int(base_changed)
+    if settings:
+        out.append("~ jobplane.toml: security-relevant settings changed (its code owners review them)")
+        out += [f"    {line}" for line in settings]
+    total = len(added) + len(changed) + len(removed) + int(base_changed) + len(settings or [])
     if roots and total:
         out += ["", "Terraform roots to plan and apply, in this order: " + ", ".join(roots)]
     if not old_files:

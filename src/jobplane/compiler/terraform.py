@@ -23,7 +23,7 @@ from jobplane.contract.catalog import CATALOG_FILE
 from jobplane.contract import datamodel as dm
 from jobplane.contract import execution_input, names, policies, upstream
 from jobplane.contract import runner as rc
-from jobplane.contract.bindings import bind_for_terraform, terraform_expressions
+from jobplane.contract.bindings import bind_for_terraform, terraform_escape, terraform_expressions
 from jobplane.contract.published import PUBLISHED
 from jobplane.contract.config import PlatformConfig
 from jobplane.contract.types import JsonObject
@@ -86,9 +86,13 @@ def base_root(config: PlatformConfig) -> JsonObject:
                                       "'portal'; deploy/portal.example.tfvars.json); null: none."},
         },
         "provider": _PROVIDER,
-        "module": {"platform": {"source": module_source(config), "name_prefix": config.name_prefix,
-                                "team_channels": {t.name: t.channel for t in config.teams.values() if t.channel},
-                                "default_channel": config.default_channel or "",
+        # jobplane.toml's strings are of their own shape (contract/config.py: no '$' or '%' in
+        # any), and escaped as well: Terraform reads every string of a .tf.json as a template,
+        # and a config string must reach it as text, never as an expression (issue 48 item 1)
+        "module": {"platform": {"source": module_source(config), "name_prefix": terraform_escape(config.name_prefix),
+                                "team_channels": {t.name: terraform_escape(t.channel)
+                                                  for t in config.teams.values() if t.channel},
+                                "default_channel": terraform_escape(config.default_channel or ""),
                                 **{v: "${var." + v + "}" for v in module_vars}}},
         "data": {"aws_caller_identity": {"current": {}}},
         # Where operators' tools find the platform: `terraform output -json > deployment.json`,

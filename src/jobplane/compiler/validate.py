@@ -7,14 +7,15 @@ job and the field; so nothing here stops at the first error.
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import _gojsonnet as _jsonnet
 from jobplane.compiler.fields import Invalid, Loc
 from jobplane.compiler import kinds
+from jobplane.compiler.jsonnet_eval import (ConfinedImporter, ImportRefused, evaluate, evaluate_together,  # noqa: F401
+                                            outside_definitions, rel_to, resolved)
+from jobplane.compiler.sandbox import evaluate_all
 from jobplane.compiler.model import NAME_RE, Job, duplicate_step_problem
 from jobplane.contract import lambda_step
 from jobplane.contract.step_kinds import Executor
@@ -42,120 +43,8 @@ class LoadedJob:
 def definition_files(config: PlatformConfig) -> list[Path]:
     lib = config.library_path.resolve()
     files = sorted(config.jobs_path.rglob("*.jsonnet"))
-    return [f for f in files if lib not in f.resolve().parents]
-
-
-def evaluate(path: Path, config: PlatformConfig) -> JsonValue:
-    """Evaluate one Jsonnet file with the DSL library on the import path.
-
-    go-jsonnet (PyPI ``gojsonnet``), not the C++ binding: the C++ one spends ~60 ms per file
-    initialising its standard library, which made 1,000 jobs take over a minute.
-
-    Imports are confined (:class:`ConfinedImporter`): a job file comes from a pull request and
-    is evaluated on the CI machine, so ``importstr '/etc/passwd'`` must not work.
-    """
-    refusal = outside_definitions(path, config)
-    if refusal:
-        raise ImportRefused([refusal])
-    importer = ConfinedImporter((config.jobs_path, config.library_path), config.root)
-    try:
-        text = _jsonnet.evaluate_file(str(path), jpathdir=[str(config.library_path)], import_callback=importer)
-    except RuntimeError:
-        if importer.refusals:  # the refusal is the cause; Jsonnet only saw an empty file
-            raise ImportRefused(importer.refusals) from None
-        raise
-    if importer.refusals:
-        raise ImportRefused(importer.refusals)
-    return json.loads(text)
-
-
-def evaluate_together(paths: list[Path], config: PlatformConfig) -> list[JsonValue] | None:
-    """Every definition of ``paths`` in one Jsonnet run, in order, so the DSL library is parsed
-    once instead of once per file (a third of validate's evaluation of the examples). None when
-    any file fails or is refused: each is then evaluated alone (:func:`evaluate`), so a
-    problem names its own file. Each file is imported under the same rules as its imports."""
-    jobs = config.jobs_path.absolute()
-    if not paths or any(not p.absolute().is_relative_to(jobs) or outside_definitions(p, config) for p in paths):
-        return None
-    listing = ",".join(f"import {json.dumps(p.absolute().relative_to(jobs).as_posix())}" for p in paths)
-    importer = ConfinedImporter((config.jobs_path, config.library_path), config.root)
-    try:
-        text = _jsonnet.evaluate_snippet(str(jobs / "<definitions>"), f"[{listing}]",
-                                         jpathdir=[str(config.library_path)], import_callback=importer)
-    except RuntimeError:
-        return None
-    return None if importer.refusals else json.loads(text)
-
-
-def outside_definitions(path: Path, config: PlatformConfig) -> str | None:
-    """Why ``path`` may not be read as a definition, or None. A definition is a regular file
-    that resolves inside jobs/ and the repository: a pull request can add a symbolic link named
-    ``x.jsonnet`` to a file of the CI machine (credentials, ``/dev/zero``), whose text Jsonnet
-    would read and the problems would quote, as the import rules below keep imports from doing."""
-    real = path.resolve()
-    jobs = config.jobs_path.resolve()
-    if not (real.is_relative_to(jobs) and real.is_relative_to(config.root.resolve())):
-        return f"refused: it leads outside {rel_to(jobs, config.root)}/ (a symbolic link?); a definition is a file under it"
-    if not real.is_file():
-        return "refused: not a regular file"
-    return None
-
-
-class ImportRefused(Exception):
-    def __init__(self, refusals: list[str]):
-        super().__init__("; ".join(refusals))
-        self.refusals = refusals
-
-
-class ConfinedImporter:
-    """Jsonnet's import callback: only files under the allowed roots (jobs/ and the DSL library).
-
-    Absolute paths are refused outright; a relative path is looked up beside the importing file,
-    then in the library, and must *resolve* (``..`` and symlinks followed) to a regular file
-    inside a root.
-
-    A refusal is recorded and the import answered with an empty file, never raised: gojsonnet
-    0.22.0 reads an exception's message from the callback past its end (garbage, or a
-    UnicodeDecodeError), so nothing may cross that boundary as an error.
-    """
-
-    def __init__(self, roots: tuple[Path, ...], repo_root: Path):
-        self.roots = tuple(r.resolve() for r in roots)
-        self.repo_root = repo_root.resolve()
-        self.library = self.roots[-1]
-        self.refusals: list[str] = []
-
-    def _refuse(self, message: str) -> tuple[str, bytes]:
-        self.refusals.append(message)
-        return f"<refused import {len(self.refusals)}>", b""
-
-    def _inside(self, path: Path) -> bool:
-        return any(path == root or root in path.parents for root in self.roots)
-
-    def __call__(self, base: str, rel: str) -> tuple[str, bytes]:
-        importing = rel_to(Path(base), self.repo_root)
-        allowed = " or ".join(rel_to(r, self.repo_root) + "/" for r in self.roots)
-        if Path(rel).is_absolute():
-            return self._refuse(f"import {quoted(rel)} from {importing}/ refused: absolute paths are not allowed; "
-                                f"import files under {allowed} by relative path")
-        for candidate in (Path(base) / rel, self.library / rel):
-            if not os.path.lexists(candidate):
-                continue
-            real = candidate.resolve()
-            if not self._inside(real):
-                return self._refuse(f"import {quoted(rel)} from {importing}/ refused: it leads outside {allowed}")
-            if not real.is_file():
-                return self._refuse(f"import {quoted(rel)} from {importing}/ refused: not a regular file")
-            return str(candidate), real.read_bytes()
-        return self._refuse(f"import {quoted(rel)} from {importing}/: no such file (looked beside it and in "
-                            f"{rel_to(self.library, self.repo_root)}/)")
-
-
-def rel_to(path: Path, root: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(root)) or "."
-    except ValueError:
-        return str(path)
+    # a link loop stays in the list: its evaluation refuses it, naming it (jsonnet_eval.LOOP)
+    return [f for f in files if (real := resolved(f)) is None or lib not in real.parents]
 
 
 def _jsonnet_problem(source: str, err: RuntimeError) -> Problem:
@@ -215,24 +104,29 @@ def load_jobs(config: PlatformConfig, files: list[Path] | None = None) -> list[L
     first_seen: dict[str, str] = {}
     derived_seen: dict[str, tuple[str, str]] = {}  # AWS name -> (file, job) that derives it first
     paths = list(files) if files is not None else definition_files(config)
-    together = evaluate_together(paths, config)
-    for n, path in enumerate(paths):
+    # Jsonnet runs in a child process within jobplane.toml's [evaluation] limits (sandbox.py);
+    # only the files whose names pass the check below are evaluated
+    plain = [p for p in paths if not _odd_parts(p, config)]
+    evaluated = dict(zip(plain, evaluate_all(plain, config))) if plain else {}
+    for path in paths:
         source = rel(path, config.root)
-        odd = [part for part in path.relative_to(config.jobs_path).parts if not FILE_NAME_RE.fullmatch(part)] \
-            if path.is_relative_to(config.jobs_path) else []
+        odd = _odd_parts(path, config)
         if odd:  # a name is quoted in the pull request's comment and in logs: plain names only
             problems.append(Problem(_inert(source), None, None,
                                     f"file and directory names are letters, digits, '.', '_' and '-' "
                                     f"(starting with a letter or digit): rename '{_inert(odd[0])}'"))
             continue
-        try:
-            value = together[n] if together is not None else evaluate(path, config)
-        except ImportRefused as e:
-            problems.extend(Problem(source, None, None, r) for r in e.refusals)
+        outcome = evaluated[path]
+        if outcome.refusals:
+            problems.extend(Problem(source, None, None, r) for r in outcome.refusals)
             continue
-        except RuntimeError as e:
-            problems.append(_jsonnet_problem(source, e))
+        if outcome.error is not None:
+            problems.append(_jsonnet_problem(source, RuntimeError(outcome.error)))
             continue
+        if outcome.limit is not None:
+            problems.append(Problem(source, None, None, outcome.limit))
+            continue
+        value = outcome.value
         items = value if isinstance(value, list) else [value]
         for i, item in enumerate(items):
             if not isinstance(item, dict):
@@ -246,6 +140,7 @@ def load_jobs(config: PlatformConfig, files: list[Path] | None = None) -> list[L
                 else:
                     first_seen[name] = source
             problems.extend(raw_problems(source, name, item, config))
+            problems.extend(team_directory_problems(path, source, name, item, config))
             problems.extend(_derived_collisions(source, name, item, config, derived_seen))
             data = dict(item)
             data.setdefault("timezone", config.default_timezone)
@@ -257,11 +152,56 @@ def load_jobs(config: PlatformConfig, files: list[Path] | None = None) -> list[L
             budget = params_budget(job)
             loaded.append(LoadedJob(job, source, budget))
             problems.extend(Problem(source, job.name, where, message) for where, message in scope_problems(job, config))
+            problems.extend(notify_problems(source, job, config))
             problems.extend(override_problems(source, job, budget))
     problems.extend(after_problems(loaded, set(first_seen), complete=files is None))
     if problems:
         raise DefinitionError(list(set(problems)))
     return sorted(loaded, key=lambda lj: lj.job.name)
+
+
+def notify_problems(source: str, job: Job, config: PlatformConfig) -> list[Problem]:
+    """A job alerts its team's channel and the channels jobplane.toml lets the team name
+    (``[teams.<team>] notify_channels``), no other (issue 48 item 6: a job could page another
+    team's channel)."""
+    team = config.teams.get(job.team)
+    if team is None:
+        return []  # no teams declared (nothing to check against), or an unknown team, named elsewhere
+    allowed = [c for c in (team.channel, *team.notify_channels) if c]
+    return [Problem(source, job.name, f"notify.channels[{i}]",
+                    f"team {quoted(job.team)} may not alert {quoted(channel)}: its jobs alert "
+                    f"{', '.join(map(quoted, allowed)) or 'its default channel only'}; another channel is added to "
+                    f"[teams.{job.team}] notify_channels in jobplane.toml (its code owners review that)")
+            for i, channel in enumerate(job.notify.channels) if not team.may_notify(channel)]
+
+
+def _odd_parts(path: Path, config: PlatformConfig) -> list[str]:
+    """The parts of a definition's path under jobs/ that are not plain names."""
+    if not path.is_relative_to(config.jobs_path):
+        return []
+    return [part for part in path.relative_to(config.jobs_path).parts if not FILE_NAME_RE.fullmatch(part)]
+
+
+def team_directory_problems(path: Path, source: str, job: str, item: JsonObject,
+                            config: PlatformConfig) -> list[Problem]:
+    """A job's team is the directory its file sits in, ``<jobs_dir>/<team>/`` (issue 48 item 2).
+
+    Code owners are assigned per directory (docs/deploy.md: CODEOWNERS): a file in jobs/growth/
+    declaring ``team: 'billing'`` was reviewed by growth's owners and compiled into billing's
+    root, with a grant on billing's secrets. The declared team must name the directory too, so a
+    directory's reviewers approve every job that runs with its team's rights."""
+    team = item.get("team")
+    if not isinstance(team, str) or (config.teams and team not in config.teams) or not TEAM_RE.fullmatch(team):
+        return []  # the model names a missing team, raw_problems an unknown or odd one
+    jobs = config.jobs_path
+    parts = path.relative_to(jobs).parts if path.is_relative_to(jobs) else ()
+    directory = parts[0] if len(parts) > 1 else None
+    if directory == team:
+        return []
+    where = f"{config.jobs_dir}/{directory}/" if directory else f"{config.jobs_dir}/ itself"
+    return [Problem(source, job, "team", f"the job declares team {quoted(team)} but its file is in {where}: a job's "
+                    f"file sits under {config.jobs_dir}/<its team>/ (whose code owners review it); move it to "
+                    f"{config.jobs_dir}/{_inert(team)}/ or declare team {quoted(directory or '')}")]
 
 
 def _derived_collisions(source: str, name: str, item: JsonObject, config: PlatformConfig,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +29,12 @@ class Team:
     # secrets outside the team's own '<team>/' names that its jobs may read, each by exact name
     # (a Secrets Manager name, or an SSM parameter name starting with '/'): compiler/secret_scope.py
     secrets: tuple[str, ...] = ()
+    # Slack channels its jobs' ``notify`` may name besides ``channel`` (issue 48 item 6: a job
+    # could alert any channel, another team's included): compiler/validate.py
+    notify_channels: tuple[str, ...] = ()
+
+    def may_notify(self, channel: str) -> bool:
+        return channel == self.channel or channel in self.notify_channels
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,19 @@ TEAM_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
 SHARED_SECRET_RE = re.compile(r"^[A-Za-z0-9_+=.@-][A-Za-z0-9/_+=.@-]{0,511}$|^(/[A-Za-z0-9_.-]+)+$")
 BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 PORT_PLACEHOLDER = re.compile(r"\{port:([A-Za-z0-9_-]+)\}")
+#: A Slack channel as jobplane.toml names it: '#name' (Slack's own rule: lower-case letters,
+#: digits, '-', '_', '.'; at most 80) or a channel's id (C0123ABCD; G/D for private and direct).
+#: Issue 48 item 1: a channel is written into the base root's Terraform, where '${...}' would be
+#: evaluated at plan; a value of this shape holds no '$', '%', '{' or quote.
+CHANNEL_RE = re.compile(r"#[a-z0-9][a-z0-9._-]{0,79}|[CGD][A-Z0-9]{8,20}")
+#: Shapes of the other jobplane.toml strings the compiler writes into Terraform or CI reads:
+#: a repository-relative directory, an IANA time zone name, an S3 key, an AWS region, a person.
+REL_DIR_RE = re.compile(r"[A-Za-z0-9._/-]{1,255}")
+TIMEZONE_RE = re.compile(r"[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+){0,2}")
+S3_KEY_RE = re.compile(r"[A-Za-z0-9!_.*'()/-]{1,1024}")
+TEAM_KEY_RE = re.compile(r"[A-Za-z0-9!_.*'()/-]*\{team\}[A-Za-z0-9!_.*'()/-]*")
+REGION_RE = re.compile(r"[a-z]{2}(-[a-z]+)+-\d")
+PERSON_RE = re.compile(r"[A-Za-z0-9._%+@-]{1,254}")
 
 
 def expand_ports(text: str, ports: dict[str, int]) -> str:
@@ -82,6 +100,23 @@ class DevConfig:
 
 
 @dataclass(frozen=True)
+class EvaluationLimits:
+    """``[evaluation]``: what evaluating the definitions may take (issue 48 item 5). A pull
+    request's Jsonnet runs on the CI machine: a 4-line definition reached 13 GB in 2 minutes,
+    and exponential recursion ran past 60 s. Each evaluation runs in a child process with this
+    much memory (MiB, its data segment) and this long (seconds, for all files at once, then for
+    each file alone); exceeding either is a problem naming the file. The defaults hold 1,000 jobs
+    on a 2-core runner with room (measured: docs/deploy.md); a pull request may lower them, and
+    may not raise them past the maxima below."""
+
+    memory_mb: int = 2048
+    timeout_seconds: int = 120
+
+    MAX_MEMORY_MB = 8192
+    MAX_TIMEOUT_SECONDS = 900
+
+
+@dataclass(frozen=True)
 class PlatformConfig:
     root: Path
     name_prefix: str = "jobplane"
@@ -97,6 +132,7 @@ class PlatformConfig:
     deploy: DeploySettings = field(default_factory=DeploySettings)  # [deploy]: the base root's settings
     #: [quotas]: AWS quotas this account has raised, by contract/quotas.py key (jobplane plan)
     quotas: dict[str, int] = field(default_factory=dict)
+    evaluation: EvaluationLimits = field(default_factory=EvaluationLimits)  # [evaluation]: Jsonnet's limits
 
     @property
     def jobs_path(self) -> Path:
@@ -130,6 +166,8 @@ NAME_PREFIX_RE = re.compile(r"[a-z][a-z0-9-]{0,20}")
 
 
 def load_config(root: Path | str = ".") -> PlatformConfig:
+    import tomllib  # here: the Jsonnet child (compiler/sandbox.py) imports this module, never reads TOML
+
     root = Path(root).resolve()
     path = root / CONFIG_FILE
     if not path.exists():
@@ -142,20 +180,24 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
     known = {"name_prefix", "default_timezone", "default_channel", "jobs_dir", "output_dir", "platform_module",
              "admins"}
     _check_keys(path, "platform", plat, known)
+    shapes = shape_problems(data)  # raised after the checks that say more (a path outside the repository)
     admins = tuple(plat.pop("admins", ()))
     teams = {}
     for name, t in data.get("teams", {}).items():
         if not TEAM_RE.fullmatch(name):
             raise ConfigError(f"{path}: team {name!r}: a team name is 1-40 lower-case letters, digits and '-' "
                               "(it names the team's Terraform root directory and state)")
-        _check_keys(path, f"teams.{name}", t, {"channel", "members", "secrets"})
+        _check_keys(path, f"teams.{name}", t, {"channel", "members", "secrets", "notify_channels"})
         allowed = t.get("secrets", [])
         if not isinstance(allowed, list) or not all(isinstance(s, str) and SHARED_SECRET_RE.fullmatch(s)
                                                     for s in allowed):
             raise ConfigError(f"{path}: teams.{name}.secrets: a list of exact secret names (Secrets Manager names, "
                               "or SSM parameter names starting with '/'); no wildcards, no ARNs")
+        notify = t.get("notify_channels", [])
+        if not isinstance(notify, list):
+            raise ConfigError(f"{path}: teams.{name}.notify_channels: a list of Slack channels ('#name' or an id)")
         teams[name] = Team(name=name, channel=t.get("channel"), members=tuple(t.get("members", ())),
-                           secrets=tuple(allowed))
+                           secrets=tuple(allowed), notify_channels=tuple(notify))
     dev_raw = dict(data.get("dev", {}))
     _check_keys(path, "dev", dev_raw, {"data_dir", "aws_port", "portal_port", "env", "services", "dev_user"})
     services = {}
@@ -212,6 +254,17 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
         # it starts every AWS name and is written into the Terraform JSON as it is
         raise ConfigError(f"{path}: [platform] name_prefix {prefix!r} is not 1-21 lower-case letters, digits and "
                           "'-', starting with a letter (it starts every AWS name the compiler derives)")
+    evaluation = EvaluationLimits()
+    if "evaluation" in data:
+        ev = data["evaluation"]
+        _check_keys(path, "evaluation", ev, {"memory_mb", "timeout_seconds"})
+        memory, timeout = ev.get("memory_mb", evaluation.memory_mb), ev.get("timeout_seconds", evaluation.timeout_seconds)
+        if type(memory) is not int or not 256 <= memory <= EvaluationLimits.MAX_MEMORY_MB:
+            raise ConfigError(f"{path}: [evaluation] memory_mb: a whole number of MiB, 256-{EvaluationLimits.MAX_MEMORY_MB}")
+        if type(timeout) is not int or not 5 <= timeout <= EvaluationLimits.MAX_TIMEOUT_SECONDS:
+            raise ConfigError(f"{path}: [evaluation] timeout_seconds: a whole number of seconds, "
+                              f"5-{EvaluationLimits.MAX_TIMEOUT_SECONDS}")
+        evaluation = EvaluationLimits(memory_mb=memory, timeout_seconds=timeout)
     quotas = data.get("quotas", {})
     if not isinstance(quotas, dict):
         raise ConfigError(f"{path}: [quotas] must be a table of quota names and numbers")
@@ -221,15 +274,76 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
             raise ConfigError(f"{path}: [quotas] {key!r} is no quota jobplane counts; known: {', '.join(QUOTA_KEYS)}")
         if type(value) is not int or value < 1:
             raise ConfigError(f"{path}: [quotas] {key} = {value!r}: the account's raised quota, a whole number")
-    unknown_top = set(data) - {"platform", "teams", "dev", "terraform", "deploy", "quotas"}
+    unknown_top = set(data) - {"platform", "teams", "dev", "terraform", "deploy", "evaluation", "quotas"}
     if unknown_top:
         raise ConfigError(f"{path}: unknown sections: {', '.join(sorted(unknown_top))}")
+    if shapes:  # every string the compiler may write into Terraform, checked for its own shape at once
+        raise ConfigError(f"{path}: " + "; ".join(shapes))
     try:
         deploy = parse_deploy(str(path), data.get("deploy", {}))
     except ValueError as e:
         raise ConfigError(str(e)) from None
     return PlatformConfig(root=root, teams=teams, dev=DevConfig(env=env, services=services, **dev_raw),
-                          platform_admins=admins, terraform=backend, deploy=deploy, quotas=dict(quotas), **plat)
+                          platform_admins=admins, terraform=backend, deploy=deploy, evaluation=evaluation,
+                          quotas=dict(quotas), **plat)
+
+
+def _shape(where: str, value: object, pattern: re.Pattern[str], what: str) -> list[str]:
+    if value is None or (isinstance(value, str) and pattern.fullmatch(value)):
+        return []
+    shown = repr(value)[:80]
+    return [f"{where} {shown} is not {what}"]
+
+
+def shape_problems(data: JsonObject) -> list[str]:
+    """Each jobplane.toml string that is not of its own shape (issue 48 item 1). A pull request
+    may edit jobplane.toml; the base root's module block, the backend and the tfvars carry these
+    values, and a string Terraform reads as a template (``${file("/proc/self/environ")}`` in a
+    channel) would run at plan with the CI role's credentials. Shapes, not escaping alone: a
+    value of the shape is also right for Slack, S3 and the portal."""
+    out: list[str] = []
+    plat = data.get("platform", {})
+    if not isinstance(plat, dict):
+        return ["[platform] must be a table"]
+    out += _shape("[platform] default_channel", plat.get("default_channel"), CHANNEL_RE,
+                  "a Slack channel ('#name', lower-case, or a channel id such as C0123ABCD)")
+    out += _shape("[platform] default_timezone", plat.get("default_timezone"), TIMEZONE_RE,
+                  "an IANA time zone name such as 'Asia/Tokyo'")
+    for key in ("jobs_dir", "output_dir"):
+        out += _shape(f"[platform] {key}", plat.get(key), REL_DIR_RE,
+                      "a relative directory of letters, digits, '.', '_', '-' and '/'")
+    module = plat.get("platform_module")
+    out += _shape("[platform] platform_module", module, REL_DIR_RE, "a relative path of letters, digits, '.', "
+                  "'_', '-' and '/'")
+    admins = plat.get("admins", [])
+    if not isinstance(admins, list):
+        out.append("[platform] admins must be a list of people (e-mail addresses)")
+    else:
+        for a in admins:
+            out += _shape("[platform] admins:", a, PERSON_RE, "a person's e-mail address or user name")
+    teams = data.get("teams", {})
+    for name, t in teams.items() if isinstance(teams, dict) else ():
+        if not isinstance(t, dict):
+            out.append(f"[teams.{name}] must be a table")
+            continue
+        out += _shape(f"[teams.{name}] channel", t.get("channel"), CHANNEL_RE,
+                      "a Slack channel ('#name', lower-case, or a channel id such as C0123ABCD)")
+        for channel in t.get("notify_channels", []) if isinstance(t.get("notify_channels"), list) else ():
+            out += _shape(f"[teams.{name}] notify_channels:", channel, CHANNEL_RE,
+                          "a Slack channel ('#name', lower-case, or a channel id such as C0123ABCD)")
+        members = t.get("members", [])
+        if not isinstance(members, list):
+            out.append(f"[teams.{name}] members must be a list of people (e-mail addresses)")
+        else:
+            for m in members:
+                out += _shape(f"[teams.{name}] members:", m, PERSON_RE, "a person's e-mail address or user name")
+    tf = data.get("terraform")
+    if isinstance(tf, dict):
+        out += _shape("[terraform] key", tf.get("key"), S3_KEY_RE, "an S3 key (letters, digits, '/', '.', '_', '-')")
+        out += _shape("[terraform] team_key", tf.get("team_key"), TEAM_KEY_RE,
+                      "an S3 key holding {team} (letters, digits, '/', '.', '_', '-')")
+        out += _shape("[terraform] region", tf.get("region") or None, REGION_RE, "an AWS region such as 'ap-northeast-1'")
+    return out
 
 
 def _check_keys(path: Path, section: str, table: JsonObject, known: set[str]) -> None:

@@ -18,8 +18,23 @@ SECRET_NAME = re.compile(
     re.I)
 #: Names the rule would match that are not credentials.
 NOT_SECRET = frozenset({"PWD", "OLDPWD"})
-#: user:password@ in a URL (postgres://app:pw@db/app): the password part.
-URL_PASSWORD = re.compile(r"(?<=://)([^\s:/@]+):([^\s@/]+)@")
+#: ``user:password@`` in a URL, the user name possibly empty (``redis://:pw@cache``, the form
+#: Redis and many brokers document): group 1 the user, group 2 the password. The password runs to
+#: the last ``@`` before the host (``%40`` or a bare ``@`` in it stays in it); quotes and
+#: backslashes end it, so a match never spans two JSON strings of a log line. ONE definition of
+#: a secret-bearing URL (issue 50 item 7): the runner redacts what it matches, the importer
+#: turns a value it matches into a secret reference. ``scheme://user@host`` holds no password.
+URL_PASSWORD = re.compile(r"(?<=://)([^\s:/@\"'\\]*):([^\s/\"'\\]+)@")
+
+
+def url_passwords(text: str) -> list[str]:
+    """Every password embedded in a URL in ``text``, as written (percent-encoded or not)."""
+    return [m.group(2) for m in URL_PASSWORD.finditer(text)]
+
+
+def has_url_password(text: str) -> bool:
+    """Whether ``text`` holds a URL with a password (then it is a secret, whatever its name)."""
+    return URL_PASSWORD.search(text) is not None
 
 
 def is_secret_name(name: str) -> bool:

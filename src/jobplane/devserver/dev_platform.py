@@ -216,7 +216,8 @@ class DevPlatform:
             t.start()
         on_stop("stop the scheduler, slow-run check, catch-up and saver", lambda: self._join(threads))
         on_stop("stop the portal", self._start_portal(portal_socket))
-        write_runtime(self.data_dir, self.portal_url, self.deployment, self.service_ports, self.portal_login_url)
+        write_runtime(self.data_dir, self.portal_url, self.deployment, self.service_ports, self.portal_login_url,
+                      self._login_token)
         on_stop(f"remove {RUNTIME_FILE}", lambda: remove_runtime(self.data_dir))
 
     def _check_not_running(self) -> None:
@@ -283,8 +284,12 @@ class DevPlatform:
 
     @property
     def portal_login_url(self) -> str:
-        """The link that signs a browser in to this start's portal (``/login``)."""
-        return f"{self.portal_url}/login?token={self._login_token}"
+        """A link that signs a browser in to this start's portal (``/login``): the one not taken
+        yet, good once and for 15 minutes (portal/auth.py: DevLogins); each fresh browser asks
+        again, and ``jobplane dev-login`` mints another from dev.json."""
+        from jobplane.portal.auth import dev_logins
+
+        return f"{self.portal_url}/login?token={dev_logins(self._login_token).current()}"
 
     def _bind_portal(self) -> socket.socket:
         """Bound first, before anything is told the portal's URL (alert links, dev.json): port 0

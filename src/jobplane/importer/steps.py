@@ -18,7 +18,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from jobplane.contract.secret_names import URL_PASSWORD, is_secret_name
+from jobplane.contract.secret_names import has_url_password, is_secret_name
 from jobplane.importer.entries import Command, Entry
 
 #: Shell syntax that a split argv would not keep.
@@ -55,7 +55,7 @@ def step_for(entry: Entry, team: str) -> tuple[StepSpec, list[SecretTodo]]:
     secrets: list[tuple[str, str]] = []
     todos: list[SecretTodo] = []
     for name, value in entry.env:
-        if value and (is_secret_name(name) or URL_PASSWORD.search(value)):
+        if value and (is_secret_name(name) or has_url_password(value)):
             # one secret per variable of the team: a crontab's variable serves every entry below it
             secret = f"{team}/{name.lower().replace('_', '-')}"
             secrets.append((name, secret))

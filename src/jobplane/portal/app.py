@@ -22,7 +22,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from jobplane import __version__
 from jobplane.platform.control import ControlPlane
 from jobplane.portal import errors
-from jobplane.portal.auth import dev_cookie, dev_login_accepted
+from jobplane.portal.auth import SESSION_SECONDS, dev_logins, dev_session, portal_port
 from jobplane.portal.errors import PortalError
 from jobplane.portal.services import Portal
 from jobplane.portal.settings import PortalSettings
@@ -111,12 +111,12 @@ def create_app(settings: PortalSettings, control: ControlPlane | None = None) ->
         the production modes, whose identity comes from the proxy or the ALB)."""
         if settings.auth.mode != "dev":
             raise PortalError(404, "not found")
-        if not dev_login_accepted(token, settings.auth):
-            raise PortalError(401, "this login link is not the one of this jobplane dev start: use the link it "
-                                   "printed (also in dev.json in its data directory, as portal_login_url)")
-        name, value = dev_cookie(settings.auth)
+        if not (settings.auth.dev_login and dev_logins(settings.auth.dev_login).take(token)):
+            raise PortalError(401, "this login link was used already, has expired, or is not one of this jobplane dev "
+                                   "start: `jobplane dev-login` prints a new one (each link is good once)")
+        name, value = dev_session(settings.auth, portal_port(request))
         response = RedirectResponse("/", status_code=303)
-        response.set_cookie(name, value, httponly=True, samesite="lax", path="/")
+        response.set_cookie(name, value, httponly=True, samesite="lax", path="/", max_age=SESSION_SECONDS)
         return response
 
     def authenticated(request: Request) -> None:

@@ -159,31 +159,110 @@ def _network(cidr: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
     return ipaddress.ip_network(cidr, strict=False)
 
 
-def dev_cookie(auth: AuthSettings) -> tuple[str, str]:
-    """The session cookie of one ``jobplane dev`` start: name and value both derived from its login
-    secret, so two platforms on one host (cookies ignore the port) keep separate sessions and a
-    cookie of an earlier start opens nothing."""
-    return _dev_cookie(auth.dev_login or "")
+#: How long a ``jobplane dev`` sign-in link is good for, once (issue 48 item 7: one link opened the
+#: portal for the whole start, from the terminal's scrollback or the browser's history).
+LINK_SECONDS = 15 * 60
+#: How long the session cookie a link sets is good for.
+SESSION_SECONDS = 12 * 3600
 
 
-@lru_cache(maxsize=4)
-def _dev_cookie(secret: str) -> tuple[str, str]:  # derived once per start, not at every request
-    key = secret.encode()
-    name = hmac.new(key, b"jobplane dev cookie name", "sha256").hexdigest()[:12]
-    return f"jobplane_dev_{name}", hmac.new(key, b"jobplane dev session", "sha256").hexdigest()
+def _mac(secret: str, text: str) -> str:
+    return hmac.new(secret.encode(), text.encode(), "sha256").hexdigest()
 
 
-def dev_login_accepted(token: str, auth: AuthSettings) -> bool:
-    return bool(auth.dev_login) and hmac.compare_digest(token.encode(), (auth.dev_login or "").encode())
+class DevLogins:
+    """The sign-in links of one ``jobplane dev`` start: each minted from the start's secret (so
+    whoever can read dev.json, 0600, can mint one: ``jobplane dev-login``), each good once and
+    for ``LINK_SECONDS``. The portal remembers which it has taken; ``current`` is the link not
+    yet taken, minted anew once it is (what the banner shows, and each test's fresh browser)."""
+
+    def __init__(self, secret: str):
+        self.secret = secret
+        self._taken: dict[str, int] = {}  # nonce -> its expiry, forgotten after it
+        self._current: str | None = None
+        self._lock = threading.Lock()
+
+    def mint(self, now: float | None = None) -> str:
+        return mint_login_token(self.secret, now)
+
+    def take(self, token: str, now: float | None = None) -> bool:
+        """Whether ``token`` is a link of this start, unexpired and not taken before (it is now)."""
+        now = time.time() if now is None else now
+        parts = token.split(".")
+        if len(parts) != 3 or not parts[1].isdigit():
+            return False
+        nonce, expires, mac = parts[0], int(parts[1]), parts[2]
+        if not hmac.compare_digest(mac.encode(), _mac(self.secret, f"link:{nonce}:{expires}").encode()):
+            return False
+        with self._lock:
+            self._taken = {n: e for n, e in self._taken.items() if e >= now}
+            if expires < now or nonce in self._taken:
+                return False
+            self._taken[nonce] = expires
+            return True
+
+    def current(self) -> str:
+        now = time.time()
+        with self._lock:
+            if self._current is not None:
+                nonce, expires = self._current.split(".")[:2]
+                if nonce not in self._taken and int(expires) > now + 60:
+                    return self._current
+            self._current = self.mint(now)
+            return self._current
+
+
+def mint_login_token(secret: str, now: float | None = None) -> str:
+    """A new sign-in token of the start whose secret is ``secret``: ``nonce.expiry.mac``."""
+    import secrets as random
+
+    nonce = random.token_urlsafe(12)
+    expires = int(time.time() if now is None else now) + LINK_SECONDS
+    return f"{nonce}.{expires}.{_mac(secret, f'link:{nonce}:{expires}')}"
+
+
+@lru_cache(maxsize=8)
+def dev_logins(secret: str) -> DevLogins:
+    """This process's record of the start's links (the portal and ``jobplane dev`` share it)."""
+    return DevLogins(secret)
+
+
+def dev_cookie_name(auth: AuthSettings, port: int) -> str:
+    """The session cookie's name: per start and per port, so two platforms on one host (cookies
+    ignore the port) keep separate sessions."""
+    return f"jobplane_dev_{_mac(auth.dev_login or '', 'jobplane dev cookie name')[:12]}_{port}"
+
+
+def dev_session(auth: AuthSettings, port: int, now: float | None = None) -> tuple[str, str]:
+    """A new session cookie, bound to this start (its secret), to the portal's port and to an
+    expiry the server checks (``expiry.mac``): a cookie of another start or port, or an expired
+    one, opens nothing."""
+    expires = int(time.time() if now is None else now) + SESSION_SECONDS
+    return dev_cookie_name(auth, port), f"{expires}.{_mac(auth.dev_login or '', f'session:{port}:{expires}')}"
+
+
+def dev_session_valid(auth: AuthSettings, port: int, value: str, now: float | None = None) -> bool:
+    expires, _, mac = value.partition(".")
+    if not (auth.dev_login and expires.isdigit() and mac):
+        return False
+    if int(expires) < (time.time() if now is None else now):
+        return False
+    return hmac.compare_digest(mac.encode(), _mac(auth.dev_login, f"session:{port}:{expires}").encode())
+
+
+def portal_port(request: Request) -> int:
+    """The port this portal listens on (the connection's own, not the Host header's)."""
+    server = request.scope.get("server")
+    return int(server[1]) if server and server[1] is not None else 0
 
 
 def identify(request: Request, settings: PortalSettings, keys: AlbKeys | None) -> User:
     auth = settings.auth
     if auth.mode == "dev":
-        cookie, session = dev_cookie(auth)
-        if not (auth.dev_login and hmac.compare_digest(request.cookies.get(cookie, "").encode(), session.encode())):
-            raise PortalError(401, "not signed in: open the login link jobplane dev printed when it started "
-                                   "(also in dev.json in its data directory, as portal_login_url)")
+        port = portal_port(request)
+        if not dev_session_valid(auth, port, request.cookies.get(dev_cookie_name(auth, port), "")):
+            raise PortalError(401, "not signed in: open a login link of this jobplane dev start (it printed one; "
+                                   "`jobplane dev-login` prints a new one, each is good once)")
         name = auth.dev_user
     elif auth.mode == "trusted-header":
         _from_trusted_proxy(request, auth)

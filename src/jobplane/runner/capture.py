@@ -7,6 +7,13 @@ Each descriptor becomes the write end of a pipe that a daemon thread reads line 
 ``jobplane.output`` logger (stdout at INFO, stderr at WARNING, as print() already is), whose
 formatter redacts; the log handler itself writes to a duplicate of the real stdout kept aside.
 
+The descriptors stay captured until the process exits (issue 48 item 3): an ``atexit`` handler
+of the step's code running ``os.system('echo $KEY')`` printed in clear once they were given
+back. ``drain`` (before the step's result is logged) swaps in fresh pipes and waits for the old
+ones' readers, so the result follows what the step wrote; at exit, the descriptors are pointed
+at /dev/null and the readers log what is left. A line longer than ``MAX_LINE`` is logged in
+pieces, never cut inside a secret (its start is held back for the next piece).
+
 What would be lost if only a pipe carried it: a fatal error of the interpreter itself (a
 segfault in a C extension) kills the reading thread with the process, so faulthandler is pointed
 at the real stderr. Its output is a stack of file and function names, no values.
@@ -14,9 +21,12 @@ at the real stderr. Its output is a stack of file and function names, no values.
 
 from __future__ import annotations
 
+import atexit
+import codecs
 import faulthandler
 import logging
 import os
+import sys
 import threading
 
 TYPE_CHECKING = False  # typing is not imported at run time: the runner's start-up
@@ -32,48 +42,96 @@ DRAIN_SECONDS = 5.0
 
 
 class Capture:
-    """The two redirections of one runner process; ``close`` restores the descriptors and waits
-    for the readers to log what was written before it."""
+    """The two redirections of one runner process, from ``start`` to the process's exit."""
 
     def __init__(self) -> None:
         self.saved: dict[int, int] = {}
-        self.readers: list[threading.Thread] = []
+        self.readers: dict[int, threading.Thread] = {}
         self.real_stdout: TextIO | None = None
         self.real_stderr: TextIO | None = None
+        self.logger: logging.Logger | None = None
+        self.secrets: list[str] = []
 
-    def start(self, logger: logging.Logger) -> TextIO:
+    def start(self, logger: logging.Logger, secrets: list[str] | None = None) -> TextIO:
         """Redirect fds 1 and 2; returns the real stdout, for the log handler to write to."""
-        for fd, level, stream in ((1, logging.INFO, "stdout"), (2, logging.WARNING, "stderr")):
+        self.logger, self.secrets = logger, list(secrets or [])
+        for fd in (1, 2):
             self.saved[fd] = os.dup(fd)
-            read_end, write_end = os.pipe()
-            os.dup2(write_end, fd)
-            os.close(write_end)
-            reader = threading.Thread(target=_read_lines, args=(os.fdopen(read_end, "rb"), logger, level, stream),
-                                      name=f"jobplane-{stream}", daemon=True)
-            reader.start()
-            self.readers.append(reader)
+            self._redirect(fd)
         self.real_stdout = os.fdopen(self.saved[1], "w", encoding="utf-8", errors="backslashreplace",
                                      buffering=1, closefd=False)
         self.real_stderr = os.fdopen(self.saved[2], "w", encoding="utf-8", errors="backslashreplace",
                                      buffering=1, closefd=False)
         faulthandler.enable(file=self.real_stderr)
+        atexit.register(self.finish)  # registered before the step's code runs: its handlers run first
         return self.real_stdout
 
-    def close(self) -> None:
-        """Put the real descriptors back (which closes the pipes' last write ends this process
-        holds) and let the readers log what is left; idempotent."""
-        for fd, saved in self.saved.items():
-            os.dup2(saved, fd)
+    def _redirect(self, fd: int) -> None:
+        """Point ``fd`` at a fresh pipe read by a new thread (closing the old pipe's write end
+        this process held there); wait for the old pipe's reader to log what is left."""
+        assert self.logger is not None
+        level, stream = (logging.INFO, "stdout") if fd == 1 else (logging.WARNING, "stderr")
+        read_end, write_end = os.pipe()
+        os.dup2(write_end, fd)
+        os.close(write_end)
+        old = self.readers.get(fd)
+        reader = threading.Thread(target=_read_lines, args=(os.fdopen(read_end, "rb"), self.logger, level, stream,
+                                                            self.secrets), name=f"jobplane-{stream}", daemon=True)
+        reader.start()
+        self.readers[fd] = reader
+        if old is not None:
+            old.join(timeout=DRAIN_SECONDS)
+
+    def drain(self) -> None:
+        """Log everything written to fds 1 and 2 so far; they stay captured."""
+        for fd in list(self.saved):
+            self._redirect(fd)
+
+    def finish(self) -> None:
+        """At exit: nothing more can be written through fds 1 and 2 (/dev/null), and the readers
+        log what is left; idempotent."""
+        if not self.saved:
+            return
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        null = os.open(os.devnull, os.O_WRONLY)
+        for fd in self.saved:
+            os.dup2(null, fd)
+        os.close(null)
         self.saved.clear()
-        for reader in self.readers:
+        for reader in self.readers.values():
             reader.join(timeout=DRAIN_SECONDS)
         self.readers.clear()
 
 
-def _read_lines(pipe: BinaryIO, logger: logging.Logger, level: int, stream: str) -> None:
+def held_back(text: str, secrets: list[str]) -> int:
+    """How many characters at the end of ``text`` may be the start of a secret (the longest
+    end of ``text`` that is a proper beginning of one): a piece of a long line keeps them for
+    the next piece, so no secret is logged cut in two, each half unrecognised."""
+    keep = 0
+    for secret in secrets:
+        for k in range(min(len(secret) - 1, len(text)), keep, -1):
+            if text.endswith(secret[:k]):
+                keep = k
+                break
+    return keep
+
+
+def _read_lines(pipe: BinaryIO, logger: logging.Logger, level: int, stream: str, secrets: list[str]) -> None:
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")  # a piece may end inside a character
+    held = ""
     with pipe:
         while True:
-            line = pipe.readline(MAX_LINE)  # returns what a write made available: no waiting for more
-            if not line:
+            piece = pipe.readline(MAX_LINE)
+            text = held + decoder.decode(piece, final=not piece)
+            held = ""
+            if piece and not piece.endswith(b"\n"):  # a piece of a longer line
+                keep = held_back(text, secrets)
+                text, held = text[:len(text) - keep], text[len(text) - keep:]
+            if text:
+                logger.log(level, text.rstrip("\r\n"), extra={"stream": stream})
+            if not piece:
                 return
-            logger.log(level, line.decode("utf-8", "replace").rstrip("\r\n"), extra={"stream": stream})

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 from jobplane.contract.runner import ENV_PARAMS, ENV_TARGET
 from jobplane.contract.secret_names import NOT_SECRET as _NOT_SECRET_NAMES
-from jobplane.contract.secret_names import SECRET_NAME, URL_PASSWORD
+from jobplane.contract.secret_names import SECRET_NAME, URL_PASSWORD, url_passwords
 from jobplane.runner.capture import Capture
 
 NOT_SECRET = _NOT_SECRET_NAMES | {ENV_TARGET, ENV_PARAMS}
@@ -31,20 +31,60 @@ NOT_SECRET = _NOT_SECRET_NAMES | {ENV_TARGET, ENV_PARAMS}
 ENV_SECRET_NAMES = "JOBPLANE_SECRET_NAMES"
 REDACTED = "[redacted]"
 MIN_SECRET_LENGTH = 4  # shorter values would redact ordinary words
+#: A string inside a JSON secret is redacted from this length: its keys' values include short
+#: ordinary words ("postgres", a port as text), which would redact the step's own log text.
+MIN_JSON_LEAF_LENGTH = 8
+
+
+def secret_forms(value: str) -> set[str]:
+    """What a secret value may be printed as (issue 48 item 3): itself; stripped (``aws
+    secretsmanager create-secret --secret-string file://x`` keeps the file's last newline, and
+    a step prints the value it uses, stripped); each string leaf of 8+ characters of a JSON
+    secret (Secrets Manager's and RDS's norm: the step parses it and prints a field); and each
+    password of a URL in any of these, as written and percent-decoded."""
+    forms = {value, value.strip()}
+    text = value.strip()
+    if text[:1] in ("{", "["):
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            parsed = None
+        forms.update(s for s in _string_leaves(parsed) if len(s) >= MIN_JSON_LEAF_LENGTH)
+    for form in list(forms):
+        for password in url_passwords(form):
+            forms.update((password, _unquote(password)))
+    return {f for f in forms if len(f) >= MIN_SECRET_LENGTH}
+
+
+def _unquote(text: str) -> str:
+    from urllib.parse import unquote  # only when a URL holds a password: not on every start-up
+
+    return unquote(text)
+
+
+def _string_leaves(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value, value.strip()]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _string_leaves(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _string_leaves(v)]
+    return []
 
 
 def secret_values(env: Mapping[str, str]) -> list[str]:
     """What must never be printed: the values of the step's declared secrets and of
-    secret-looking variables, and every password embedded in a URL-valued variable; longest
-    first (so overlapping values redact whole)."""
+    secret-looking variables in every form they may be printed (:func:`secret_forms`), and
+    every password embedded in a URL-valued variable (contract/secret_names.py, any or no
+    user name); longest first (so overlapping values redact whole)."""
     declared = {n.strip() for n in env.get(ENV_SECRET_NAMES, "").split(",") if n.strip()}
     values = set()
     for k, v in env.items():
         if k in NOT_SECRET or len(v) < MIN_SECRET_LENGTH:
             continue
         if k in declared or SECRET_NAME.search(k):
-            values.add(v)
-        values.update(m.group(2) for m in URL_PASSWORD.finditer(v) if len(m.group(2)) >= MIN_SECRET_LENGTH)
+            values.update(secret_forms(v))
+        values.update(form for p in url_passwords(v) for form in (p, _unquote(p)) if len(form) >= MIN_SECRET_LENGTH)
     return sorted(values, key=len, reverse=True)
 
 
@@ -56,8 +96,11 @@ class RunFormatter(logging.Formatter):
     def __init__(self, fields: JsonObject, secrets: list[str]):
         super().__init__()
         self.fields = fields
-        # A secret also appears JSON-escaped inside the serialised line.
-        patterns = [re.escape(s) for s in secrets] + [re.escape(json.dumps(s)[1:-1]) for s in secrets]
+        # A secret also appears JSON-escaped inside the serialised line, as this formatter
+        # escapes it (quotes and control characters, non-ASCII kept: ensure_ascii=False below),
+        # and as json.dumps' default escapes it, when the step logs JSON text it serialised itself.
+        escaped = {json.dumps(s, ensure_ascii=ascii_only)[1:-1] for s in secrets for ascii_only in (False, True)}
+        patterns = sorted({re.escape(s) for s in [*secrets, *escaped]}, key=len, reverse=True)
         self._secret_re = re.compile("|".join(patterns)) if patterns else None
 
     def fields_of(self, record: logging.LogRecord) -> JsonObject:
@@ -131,9 +174,10 @@ def configure(fields: JsonObject, env: Mapping[str, str] | None = None) -> loggi
     included: runner/capture.py) through one JSON handler on the real stdout."""
     env = os.environ if env is None else env
     output = logging.getLogger("jobplane.output")
-    out = _capture.start(output) if not _capture.saved else _capture.real_stdout
+    secrets = secret_values(env)
+    out = _capture.start(output, secrets) if _capture.real_stdout is None else _capture.real_stdout
     handler = logging.StreamHandler(out)
-    handler.setFormatter(RunFormatter(fields, secret_values(env)))
+    handler.setFormatter(RunFormatter(fields, secrets))
     root = logging.getLogger()
     for h in list(root.handlers):
         root.removeHandler(h)
@@ -147,8 +191,10 @@ def configure(fields: JsonObject, env: Mapping[str, str] | None = None) -> loggi
 
 
 def release_descriptors() -> None:
-    """Give fds 1 and 2 back and log what the step's children wrote before: called before the
-    step's result is logged, so that the result is the last line."""
+    """Log what the step and its children wrote so far: called before the step's result is
+    logged, so that the result follows it. Fds 1 and 2 stay captured until the process exits
+    (issue 48 item 3: an ``atexit`` handler's ``os.system('echo $KEY')`` printed in clear once
+    they were handed back): what is written later is logged after the result, redacted."""
     sys.stdout.flush()
     sys.stderr.flush()
-    _capture.close()
+    _capture.drain()
