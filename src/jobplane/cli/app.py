@@ -24,8 +24,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                 "Compile jobs/ into Terraform roots: base/ (the base module) and teams/<team>/ (each job's "
                 "state machine, schedules and roles; the team's catalog)."),
     "plan": ("jobplane.cli.definitions", "plan",
-             "Say in words what compiling now would change: jobs added, removed and changed, and which "
-             "Terraform roots (the base, one per team) that touches."),
+             "Say in words what compiling now would change: jobs added, removed and changed, which "
+             "Terraform roots (the base, one per team) that touches, and any AWS quota the deployment "
+             "nears (80%: a warning) or exceeds (exit 2: the apply would fail)."),
     "next": ("jobplane.cli.definitions", "next_command",
              "Upcoming fire times of JOB_NAME in its timezone, with EventBridge Scheduler semantics."),
     "schema": ("jobplane.cli.definitions", "schema",
