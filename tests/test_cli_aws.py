@@ -235,6 +235,11 @@ def iam_calls(recorded: list[dict[str, Any]]) -> list[Any]:
             if op == "UpdateSchedule":  # the schedule's role is passed again
                 out.append(Call("iam:PassRole", p["Target"]["RoleArn"],
                                 {"iam:PassedToService": "scheduler.amazonaws.com"}, why))
+                # on AWS every schedule has the platform key (the compiled kms_key_arn), which
+                # Scheduler uses for the caller to encrypt the target's input again
+                # (https://docs.aws.amazon.com/scheduler/latest/UserGuide/encryption-rest.html)
+                out.append(Call("kms:Encrypt", bm.KMS_KEY_ARN, {"kms:ViaService": f"scheduler.{bm.REGION}.amazonaws.com"},
+                                "UpdateSchedule of a schedule under the platform key"))
         elif service == "s3" and op == "ListObjectsV2":
             # s3:ListBucket on the bucket, with the prefix asked for as s3:prefix
             # (https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListObjectsV2.html, Permissions)

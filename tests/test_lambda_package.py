@@ -5,6 +5,7 @@ SDK's AWS_ENDPOINT_URL and the per-start key), and the notifier posts to a real 
 
 from __future__ import annotations
 
+import functools
 import json
 from datetime import datetime, timedelta, timezone
 import subprocess
@@ -24,6 +25,7 @@ from slack_receiver import Receiver
 from jobplane.compiler import asl
 from jobplane.compiler.model import Job
 from jobplane.contract import execution_input
+from jobplane.contract.lambda_runtimes import CURRENT, CURRENT_RUNTIME
 from jobplane.platform.local.engine import LocalAWS
 
 HERE = Path(__file__).resolve().parent
@@ -33,10 +35,28 @@ BUILD = ROOT / "scripts" / "build_lambda.py"
 RUNTIME_PACKAGES = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "urllib3", "six.py")
 
 
+@functools.cache
+def lambda_python() -> str:
+    """An interpreter of the Lambda runtime's Python version (the package's compiled wheels are
+    built for it, not for the one running the tests): on PATH, or pyenv's."""
+    import glob
+    import shutil
+
+    candidates = [shutil.which(f"python{CURRENT.python}"), *sorted(glob.glob(
+        str(Path.home() / f".pyenv/versions/{CURRENT.python}.*/bin/python{CURRENT.python}")), reverse=True)]
+    found = next((c for c in candidates if c and subprocess.run(
+        [c, "-c", "import sys; assert sys.version_info[:2] == " + repr(tuple(map(int, CURRENT.python.split("."))))],
+        capture_output=True).returncode == 0), None)
+    if found is None:
+        pytest.fail(f"no Python {CURRENT.python} here ({CURRENT_RUNTIME}, the Lambda runtime the package is built for): "
+                    f"install it (pyenv install {CURRENT.python}, or the distribution's python{CURRENT.python})")
+    return found
+
+
 def build(out: Path) -> Path:
     done = subprocess.run([sys.executable, str(BUILD), "--out", str(out)], capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    assert "MB (python3.11, x86_64), sha256 " in done.stdout
+    assert f"MB ({CURRENT_RUNTIME}, x86_64), sha256 " in done.stdout
     return out
 
 
@@ -87,7 +107,7 @@ leaked = sorted(m for m in sys.modules if m.split(".")[0] in ("moto", "fastapi",
 print("RESULT " + json.dumps({{"result": result, "leaked": leaked, "calls": calls,
                                "jobplane_from": sys.modules["jobplane"].__file__}}, default=str))
 """
-    done = subprocess.run([sys.executable, "-I", "-S", "-c", code], input=json.dumps(event), capture_output=True,
+    done = subprocess.run([lambda_python(), "-I", "-S", "-c", code], input=json.dumps(event), capture_output=True,
                           text=True, env=env, timeout=300)
     line = next((l for l in done.stdout.splitlines() if l.startswith("RESULT ")), None)
     assert done.returncode == 0 and line, done.stdout[-2000:] + done.stderr[-4000:]

@@ -181,7 +181,7 @@ resource "aws_lambda_function" "slow" {
   #checkov:skip=CKV_AWS_272:The package is built and deployed by our own CI from this repository; code signing is an organisation-level choice.
   function_name                  = "${var.name_prefix}-slow-check"
   role                           = aws_iam_role.slow.arn
-  runtime                        = "python3.11" # scripts/build_lambda.py builds for this runtime...
+  runtime                        = "python3.13" # jobplane.contract.lambda_runtimes.CURRENT_RUNTIME; build_lambda.py builds for it...
   architectures                  = ["x86_64"]   # ...and this architecture
   handler                        = "jobplane.platform.slow.handler"
   filename                       = var.lambda_package
