@@ -151,6 +151,35 @@ data "aws_iam_policy_document" "slow" {
     resources = ["arn:${local.partition}:scheduler:${local.region}:${local.account}:schedule/${var.name_prefix}/${var.name_prefix}-*"]
   }
   statement {
+    # a paused job's schedule found ENABLED (an apply wrote the compiled state) is disabled
+    # again (jobplane.platform.control.jobs.repair_pauses, issue 49): UpdateSchedule passes the
+    # schedule's role again and has Scheduler encrypt its input with the platform key for us
+    # (https://docs.aws.amazon.com/scheduler/latest/UserGuide/encryption-rest.html)
+    sid       = "RepairPauses"
+    actions   = ["scheduler:UpdateSchedule"]
+    resources = ["arn:${local.partition}:scheduler:${local.region}:${local.account}:schedule/${var.name_prefix}/${var.name_prefix}-*"]
+  }
+  statement {
+    sid       = "PassScheduleRoles"
+    actions   = ["iam:PassRole"]
+    resources = ["arn:${local.partition}:iam::${local.account}:role/${var.name_prefix}-*-scheduler"]
+    condition {
+      test     = "StringEquals"
+      variable = "iam:PassedToService"
+      values   = ["scheduler.amazonaws.com"]
+    }
+  }
+  statement {
+    sid       = "ScheduleKey"
+    actions   = ["kms:Encrypt"]
+    resources = [aws_kms_key.platform.arn]
+    condition {
+      test     = "StringEquals"
+      variable = "kms:ViaService"
+      values   = ["scheduler.${local.region}.amazonaws.com"]
+    }
+  }
+  statement {
     #checkov:skip=CKV_AWS_356:ListSchedules has no resource type: it is authorised on "*" only.
     sid       = "ListSchedules"
     actions   = ["scheduler:ListSchedules"]
