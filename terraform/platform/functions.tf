@@ -202,7 +202,8 @@ resource "aws_lambda_function" "reconciler" {
   handler                        = "jobplane.platform.reconciler.handler"
   filename                       = var.lambda_package
   source_code_hash               = filebase64sha256(var.lambda_package)
-  timeout                        = 60
+  # a throttled GetExecutionHistory is waited for, up to ~40 s (platform/timeline.py, Patience)
+  timeout = 120
   reserved_concurrent_executions = var.lambda_reserved_concurrency
   kms_key_arn                    = aws_kms_key.platform.arn
   dead_letter_config {

@@ -91,7 +91,8 @@ class JobActions(Runs):
             self._update_schedule(name, current, state)
 
     def _update_schedule(self, name: str, current: dict[str, object], state: str) -> None:
-        spec = {k: current[k] for k in ("ScheduleExpression", "FlexibleTimeWindow", "Target") if k in current}
+        spec: dict[str, object] = {k: current[k] for k in ("ScheduleExpression", "FlexibleTimeWindow", "Target")
+                                   if k in current}
         # UpdateSchedule replaces the whole schedule: a field left out is reset to its default
         # (a customer managed KMS key to the AWS owned one), so every one it has is passed back
         # (https://docs.aws.amazon.com/scheduler/latest/APIReference/API_UpdateSchedule.html)
