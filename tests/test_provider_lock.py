@@ -80,3 +80,57 @@ def test_tfchecks_stand_in_provider_never_meets_a_lock() -> None:
     recipe = (ROOT / "Makefile").read_text().split("\ntfcheck:", 1)[1].split("\n\n", 1)[0]
     drop = recipe.index(f"find $(JOBS_OUT) -name {ROOT_LOCK} -delete")
     assert drop < recipe.index("$(TFCHECK)/validate.py")
+
+
+def test_the_lock_providers_job_locks_four_platforms_and_opens_a_pull_request(tmp_path: Path) -> None:
+    """The shipped pipeline's `lock-providers` job (workflow_dispatch, action lock-providers),
+    its own steps run by bash: `terraform providers lock` for the four platforms over the base
+    module's required_providers, the result as terraform/providers.lock.hcl on a new branch,
+    pushed and proposed by `gh pr create`. `terraform`, `gh` and `git push` are recorders."""
+    import os
+    import subprocess
+
+    import yaml
+
+    doc = yaml.safe_load((ROOT / "deploy/github-actions/jobplane.yml").read_text())  # YAML 1.1: `on` reads as True
+    assert "lock-providers" in doc[True]["workflow_dispatch"]["inputs"]["action"]["options"]
+    job = doc["jobs"]["lock-providers"]
+    assert "inputs.action == 'lock-providers'" in job["if"] and "inputs.action == 'apply'" in doc["jobs"]["apply"]["if"]
+    assert job["permissions"] == {"contents": "write", "pull-requests": "write"}
+    steps = {s["name"]: s for s in job["steps"] if "name" in s}
+    repo, bin_dir, calls = tmp_path / "repo", tmp_path / "bin", tmp_path / "calls"
+    (repo / "terraform/platform").mkdir(parents=True)
+    shutil.copy(MODULE / "versions.tf", repo / "terraform/platform/versions.tf")
+    git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "init.defaultBranch=main"]
+    subprocess.run([*git, "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "-C", str(repo), "add", "-A"], check=True)
+    subprocess.run([*git, "-C", str(repo), "commit", "-qm", "base"], check=True)
+    bin_dir.mkdir()
+    real_git = shutil.which("git")
+    tools = {
+        # terraform providers lock writes the lock into its working directory
+        "terraform": f'#!/bin/sh\necho "terraform $*" >> {calls}\n'
+                     f'dir=$(echo "$1" | sed "s/^-chdir=//")\ncp {FIXTURE} "$dir/.terraform.lock.hcl"\n',
+        "gh": f'#!/bin/sh\necho "gh $*" >> {calls}\n',
+        "git": f'#!/bin/sh\nif [ "$1" = push ]; then echo "git $*" >> {calls}; exit 0; fi\nexec {real_git} "$@"\n',
+    }
+    for name, text in tools.items():
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "HOME": str(tmp_path), "GH_TOKEN": "t0ken",
+           "GITHUB_RUN_ID": "42", "GITHUB_REPOSITORY": "acme/jobs", "GITHUB_REF_NAME": "main"}
+    for name in ("Lock the AWS provider for every platform", "Open a pull request with the lock file"):
+        done = subprocess.run(["bash", "-e", "-c", steps[name]["run"]], cwd=repo, env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, (name, done.stdout, done.stderr)
+    lines = calls.read_text().splitlines()
+    lock = [line for line in lines if line.startswith("terraform ")]
+    assert len(lock) == 1 and lock[0].split()[2:] == ["providers", "lock", "-platform=linux_amd64", "-platform=linux_arm64",
+                                                      "-platform=darwin_amd64", "-platform=darwin_arm64"]
+    assert (repo / PROVIDER_LOCK).read_text() == FIXTURE.read_text()
+    shown = subprocess.run([*git, "-C", str(repo), "show", "--name-only", "--format=%s", "HEAD"], capture_output=True,
+                           text=True, check=True).stdout.split()
+    assert PROVIDER_LOCK in shown
+    assert any(line.startswith("git push https://x-access-token:t0ken@github.com/acme/jobs.git jobplane/providers-lock-42")
+               for line in lines)
+    assert any(line.startswith("gh pr create --base main --head jobplane/providers-lock-42") for line in lines)
