@@ -84,7 +84,7 @@ tfcheck: compile package
 	  --var state_bucket=acme-jobplane-state --var 'apply_policy_arns=["arn:aws:iam::aws:policy/PowerUserAccess"]' \
 	  deploy/ci-roles) || { echo "$$out"; exit 1; }; echo "$$out" | tail -n 1
 	@echo "== plan the base root as the pipeline does (its TF_VAR_*, [deploy] from jobplane.toml)"
-	$(BIN)/python scripts/check_workflow_plan.py
+	TFCHECK=$(TFCHECK) $(BIN)/python scripts/check_workflow_plan.py
 	@set -e; for root in $(JOBS_OUT)/teams/*; do \
 	  echo "== plan $$root"; \
 	  out=$$($(TFCHECK)/plan.py --tree terraform --var region=us-east-1 $$root) || { echo "$$out"; exit 1; }; \
