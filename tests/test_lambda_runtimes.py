@@ -17,7 +17,8 @@ from jobplane.contract.lambda_runtimes import CURRENT_RUNTIME, MARGIN_DAYS, RUNT
 
 
 def compiled_runtimes() -> dict[str, str]:
-    """file -> runtime of every aws_lambda_function in the compiled roots of this repository."""
+    """file -> runtime of every .zip aws_lambda_function in the compiled roots of this repository
+    (every such function must name its runtime; an image function has none)."""
     from jobplane.compiler.output import compile_all
     from jobplane.contract.config import load_config
 
@@ -27,6 +28,8 @@ def compiled_runtimes() -> dict[str, str]:
             continue
         doc: dict[str, Any] = json.loads(text)
         for name, fn in doc.get("resource", {}).get("aws_lambda_function", {}).items():
+            if fn.get("package_type") == "Image":
+                continue  # a container image brings its own Python: no managed runtime to retire
             found[f"{path}:{name}"] = fn["runtime"]
     return found
 
