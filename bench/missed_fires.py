@@ -13,13 +13,20 @@ the periodic check, including the passes in which a job's watermark moves on (ev
 minutes a job: run 13 rounds or more to see them). A last round leaves one job's fires unrun, to
 time a pass that reads its runs, records and alerts. Prints each pass's time, the median and the
 slowest.
+
+Then the whole periodic Lambda handler (``jobplane.platform.slow.handler``: SLOW check, catch-up,
+this ledger, backfills, pause repair) once, in a fresh interpreter as Lambda runs it, against the
+same 1,000 jobs: its time and its peak memory (the process's maximum resident set), which sizes
+the function's ``memory_size`` in terraform/platform/slow.tf (issue 49, item 9).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -162,9 +169,41 @@ def main() -> None:
             if not last:
                 passes.append(took)
             assert (alerted == [names[0]]) if last else not alerted, alerted
-        median = statistics.median(passes)
+        median = statistics.median(passes) if passes else float("nan")
         print(f"{args.jobs} jobs: the periodic pass takes {median:.2f} s (median of {len(passes)}, slowest "
-              f"{max(passes):.2f} s; target < {TARGET_S:g} s)")
+              f"{max(passes or [float('nan')]):.2f} s; target < {TARGET_S:g} s)")
+        periodic_handler(aws, path)
+
+
+#: The handler as Lambda calls it, in a process of its own: prints its result's counts, its time
+#: and the process's peak resident memory. Read as VmHWM (proc(5): "Peak resident set size"),
+#: which a new program starts afresh; ru_maxrss would carry this bench's own (the local AWS with
+#: its records) over the fork and exec.
+HANDLER = """
+import json, re, time
+t = time.perf_counter()
+from jobplane.platform.slow import handler
+result = handler({}, None)
+took = time.perf_counter() - t
+peak = int(re.search(r"VmHWM:\\s+(\\d+) kB", open("/proc/self/status").read())[1]) / 1024
+print(json.dumps({"seconds": round(took, 2), "peak_mb": round(peak, 1),
+                  "result": {k: (len(v) if isinstance(v, list) else v) for k, v in result.items()}}))
+"""
+
+
+def periodic_handler(aws: LocalAWS, catalog: Path) -> None:
+    env = {"PATH": os.environ["PATH"], "AWS_ENDPOINT_URL": aws.endpoint_url or "",
+           "AWS_ACCESS_KEY_ID": aws.credentials.access_key_id, "AWS_SECRET_ACCESS_KEY": aws.credentials.secret_access_key,
+           "AWS_REGION": aws.region, "AWS_DEFAULT_REGION": aws.region, "JOBPLANE_NAME_PREFIX": PREFIX,
+           "JOBPLANE_TABLE": aws.resources["table_name"], "JOBPLANE_TOPIC_ARN": aws.resources["topic_arn"],
+           "JOBPLANE_ACCOUNT_ID": ACCOUNT, "JOBPLANE_CATALOG": str(catalog), "JOBPLANE_LOG_GROUP": aws.log_group}
+    done = subprocess.run([sys.executable, "-c", HANDLER], env=env, capture_output=True, text=True, timeout=900)
+    line = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    if done.returncode != 0 or not line.startswith("{"):
+        raise SystemExit(f"the periodic handler failed:\n{done.stdout[-2000:]}{done.stderr[-4000:]}")
+    out = json.loads(line)
+    print(f"the periodic Lambda handler, whole, at these jobs: {out['seconds']:.2f} s, peak memory "
+          f"{out['peak_mb']:.0f} MB ({out['result']})")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@
 
 What goes in: the runtime half of jobplane (``jobplane/contract``, ``jobplane/platform`` without
 the embedded local AWS) and its third-party dependencies as wheels for the runtime and
-architecture ``terraform/platform/functions.tf`` declares, at the very versions installed in this
+architecture every function of ``terraform/platform`` declares (the runtime must be
+``jobplane.contract.lambda_runtimes.CURRENT_RUNTIME``, the one table of runtimes and their dates), at the very versions installed in this
 environment (the ones the tests ran), each checked against the hashes in requirements/runtime.txt. boto3 is not packaged: the Lambda Python runtime provides
 it (https://docs.aws.amazon.com/lambda/latest/dg/lambda-python.html, "Runtime-included SDK").
 
@@ -27,7 +28,7 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FUNCTIONS_TF = ROOT / "terraform" / "platform" / "functions.tf"
+MODULE = ROOT / "terraform" / "platform"
 LOCK = ROOT / "requirements" / "runtime.txt"  # versions and hashes (make lock)
 #: Third-party packages the handlers import (besides boto3 and the stdlib), by distribution name.
 DEPENDENCIES = ("pydantic", "pydantic-core", "typing-extensions", "annotated-types", "typing-inspection",
@@ -39,13 +40,23 @@ FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 PLATFORMS = {"x86_64": "manylinux2014_x86_64", "arm64": "manylinux2014_aarch64"}
 
 
+def module_text() -> str:
+    return "\n".join(p.read_text() for p in sorted(MODULE.glob("*.tf")))
+
+
 def declared_runtime(text: str) -> tuple[str, str]:
-    """(python version, architecture) the module declares for its functions; all must agree."""
+    """(python version, architecture) the module declares for its functions; all must agree,
+    and the runtime must be the current one of jobplane.contract.lambda_runtimes."""
+    from jobplane.contract.lambda_runtimes import CURRENT
+
     runtimes = set(re.findall(r'runtime\s*=\s*"python(\d+\.\d+)"', text))
     arches = set(re.findall(r'architectures\s*=\s*\["(x86_64|arm64)"\]', text))
     if len(runtimes) != 1 or len(arches) != 1:
-        raise SystemExit(f"{FUNCTIONS_TF}: expected one python runtime and one architecture for every function, "
+        raise SystemExit(f"{MODULE}: expected one python runtime and one architecture for every function, "
                          f"found runtimes {sorted(runtimes)} and architectures {sorted(arches)}")
+    if runtimes != {CURRENT.python}:
+        raise SystemExit(f"{MODULE}: its functions declare python{runtimes.pop()}, but "
+                         f"jobplane.contract.lambda_runtimes.CURRENT_RUNTIME is {CURRENT.identifier}")
     return runtimes.pop(), arches.pop()
 
 
@@ -121,7 +132,7 @@ def write_zip(tree: Path, out: Path) -> None:
 
 
 def build(out: Path) -> Path:
-    python_version, arch = declared_runtime(FUNCTIONS_TF.read_text())
+    python_version, arch = declared_runtime(module_text())
     with tempfile.TemporaryDirectory(prefix="jobplane-lambda-") as tmp:
         tree = Path(tmp) / "package"
         install_dependencies(tree, python_version, arch)
@@ -140,7 +151,7 @@ def main() -> None:
     args = ap.parse_args()
     out = build(args.out)
     digest = hashlib.sha256(out.read_bytes()).hexdigest()
-    python_version, arch = declared_runtime(FUNCTIONS_TF.read_text())
+    python_version, arch = declared_runtime(module_text())
     print(f"{out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}: {out.stat().st_size / 1e6:.2f} MB "
           f"(python{python_version}, {arch}), sha256 {digest}")
 

@@ -28,7 +28,8 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-TFCHECK = ROOT.parent / "shared" / "tools" / "tfcheck"
+# the Makefile's TFCHECK (relative to the repository root), or where it lies beside the repository
+TFCHECK = (ROOT / os.environ["TFCHECK"]).resolve() if os.environ.get("TFCHECK") else ROOT.parent / "shared" / "tools" / "tfcheck"
 WORKFLOW = ROOT / "deploy" / "github-actions" / "jobplane.yml"
 SAMPLES = {  # what a repository's variables hold (docs/deploy.md)
     "vars.AWS_REGION": "us-east-1",

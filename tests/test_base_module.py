@@ -16,12 +16,14 @@ from conftest import ROOT
 def test_the_lambdas_are_built_for_the_runtime_the_module_declares() -> None:
     sys.path.insert(0, str(ROOT / "scripts"))
     try:
-        from build_lambda import declared_runtime
+        from build_lambda import declared_runtime, module_text
     finally:
         sys.path.remove(str(ROOT / "scripts"))
+    from jobplane.contract.lambda_runtimes import CURRENT
+
     functions = bm.module()["resource"]["aws_lambda_function"]
-    assert {(f["runtime"], tuple(f["architectures"])) for f in functions.values()} == {("python3.11", ("x86_64",))}
-    assert declared_runtime((bm.MODULE / "functions.tf").read_text()) == ("3.11", "x86_64")
+    assert {(f["runtime"], tuple(f["architectures"])) for f in functions.values()} == {(CURRENT.identifier, ("x86_64",))}
+    assert declared_runtime(module_text()) == (CURRENT.python, "x86_64")
 
 
 def test_reserved_concurrency_is_not_reserved_unless_asked() -> None:
@@ -254,3 +256,86 @@ def test_the_portal_reaches_each_aws_service_it_calls_through_the_endpoints() ->
     assert bm.resource("aws_vpc_endpoint", "dynamodb")["vpc_endpoint_type"] == "Gateway"
     service = bm.resource("aws_ecs_service", "portal")
     assert service["network_configuration"][0]["subnets"] == "${coalesce(var.portal.task_subnet_ids, var.subnet_ids)}"
+
+
+def test_the_runner_repository_keeps_the_rollback_window_and_expires_the_rest() -> None:
+    """Issue 49, item 5: one IMMUTABLE tag per merge grows the repository without bound; the
+    lifecycle policy expires untagged images and all but the newest ``runner_images_kept``
+    (https://docs.aws.amazon.com/AmazonECR/latest/userguide/lifecycle_policy_parameters.html)."""
+    kept = bm.module()["variable"]["runner_images_kept"]
+    n = kept["default"]
+    assert n >= 10 and "var.runner_images_kept >= 10" in kept["validation"][0]["condition"]
+    lifecycle = bm.resource("aws_ecr_lifecycle_policy", "runner")
+    assert lifecycle["repository"] == "${aws_ecr_repository.runner.name}"
+    # the jsonencode() argument as JSON, with the variable at its default
+    expr = lifecycle["policy"].removeprefix("${jsonencode(").removesuffix(")}")
+    expr = expr.replace("${var.runner_images_kept}", str(n)).replace("var.runner_images_kept", str(n))
+    policy = json.loads(re.sub(r"(\w+) = ", r'"\1": ', expr))
+    rules = sorted(policy["rules"], key=lambda r: r["rulePriority"])
+    assert [(r["selection"]["tagStatus"], r["selection"]["countType"], r["selection"]["countNumber"], r["action"]["type"])
+            for r in rules] == [("untagged", "sinceImagePushed", 1, "expire"), ("any", "imageCountMoreThan", n, "expire")]
+    # a rule of tagStatus "any" must be evaluated last (the highest priority)
+    assert rules[-1]["selection"]["tagStatus"] == "any"
+    # the rollback window docs/deploy.md promises is what is kept
+    assert f"`runner_images_kept` (default {n}," in (ROOT / "docs" / "deploy.md").read_text()
+
+
+def test_interface_endpoints_take_one_subnet_per_availability_zone() -> None:
+    """Issue 49, item 7: an interface endpoint given two subnets of one zone is refused by
+    CreateVpcEndpoint (DuplicateSubnetsInSameZone), and the task subnets often are two per zone.
+    The endpoints take ``vpc_endpoints.endpoint_subnet_ids`` (checked: one per zone) or else one
+    task subnet per zone, never the task subnets as they are."""
+    endpoint = bm.resource("aws_vpc_endpoint", "interface")
+    assert endpoint["subnet_ids"] == "${local.endpoint_subnet_ids}"
+    [check] = endpoint["lifecycle"][0]["precondition"]
+    assert check["condition"] == "${length(local.endpoint_subnets_by_zone) == length(local.endpoint_subnet_ids)}"
+    assert "DuplicateSubnetsInSameZone" in check["error_message"]
+    subnets = bm.module()["data"]["aws_subnet"]["endpoint_candidates"]
+    assert subnets["for_each"] == "${toset(local.endpoint_subnet_candidates)}"
+    text = (bm.MODULE / "network.tf").read_text()
+    # the zones group the candidates; without a list of its own, the first subnet of each zone
+    assert "{ for s in data.aws_subnet.endpoint_candidates : s.availability_zone => s.id... }" in text
+    assert "[for zone, ids in local.endpoint_subnets_by_zone : sort(ids)[0]]" in text
+    variable = bm.module()["variable"]["vpc_endpoints"]
+    assert "endpoint_subnet_ids = optional(list(string))" in (bm.MODULE / "variables.tf").read_text()
+    assert "length(distinct(var.vpc_endpoints.endpoint_subnet_ids))" in variable["validation"][0]["condition"]
+
+
+def test_pausing_a_schedule_under_the_platform_key_may_encrypt_with_it_through_scheduler_only() -> None:
+    """Issue 49, item 8: every compiled schedule is encrypted with the platform key (a customer
+    managed key), so UpdateSchedule (pause, resume) has Scheduler encrypt the target's input with
+    it for the caller; the portal and operator policy allowed only kms:Decrypt. It may now use the
+    key through Scheduler (kms:ViaService), and not directly."""
+    from iam_policy import Call, denied_calls
+    from jobplane.compiler.output import compile_all
+    from jobplane.contract.config import load_config
+
+    compiled = json.loads(compile_all(load_config(ROOT)).files["teams/billing/month-end-close.job.tf.json"])
+    assert {s["kms_key_arn"] for s in compiled["resource"]["aws_scheduler_schedule"].values()} == {
+        "${local.platform.kms_key_arn}"}
+    statements = bm.policy_statements("portal", {})
+    via = {"kms:ViaService": f"scheduler.{bm.REGION}.amazonaws.com"}
+    allowed = [Call(a, bm.KMS_KEY_ARN, via, "UpdateSchedule") for a in ("kms:Encrypt", "kms:Decrypt", "kms:GenerateDataKey")]
+    assert denied_calls(statements, allowed) == []
+    direct = [Call("kms:Encrypt", bm.KMS_KEY_ARN, {}, "direct"),
+              Call("kms:Encrypt", bm.KMS_KEY_ARN, {"kms:ViaService": f"s3.{bm.REGION}.amazonaws.com"}, "via S3")]
+    assert denied_calls(statements, direct) == [str(c) for c in direct]
+    assert bm.resource("aws_iam_policy", "operator")["policy"] == "${data.aws_iam_policy_document.portal.json}"
+
+
+#: The periodic handler's peak memory at 1,000 jobs, MB, as bench/missed_fires.py printed it
+#: (`--jobs 1000 --hours 0.5 --rounds 1`, 2026-12-03: "1.50 s, peak memory 69 MB").
+PERIODIC_PEAK_MB_AT_1000_JOBS = 69
+
+
+def test_the_periodic_lambda_is_sized_from_the_measurement() -> None:
+    """Issue 49, item 9: the periodic Lambda ran at the default 128 MB (and so a 14th of a vCPU)
+    while it merges catalogs, runs the ledger and drives backfills. Its memory is several times
+    the measured peak, and its CPU share keeps the measured pass well inside the timeout."""
+    fn = bm.resource("aws_lambda_function", "slow")
+    memory, timeout = fn["memory_size"], fn["timeout"]
+    assert memory >= 4 * PERIODIC_PEAK_MB_AT_1000_JOBS
+    measured_cpu_seconds = 1.5  # the same bench line
+    assert measured_cpu_seconds * 1769 / memory * 4 <= timeout  # 4 times the work still fits
+    reconciler = bm.resource("aws_lambda_function", "reconciler")
+    assert reconciler["timeout"] >= 60 + 40  # its own work and the longest throttle wait (timeline.Patience)

@@ -62,7 +62,15 @@ def environment(workspace: Path) -> dict[str, str]:
     for tool in ("terraform", "python"):
         (bin_dir / tool).chmod(0o755)
     return {"PATH": f"{bin_dir}:{Path(sys.executable).parent}:{os.environ['PATH']}", "HOME": str(workspace),
-            "TF_VAR_runner_image": "repo:abc"}
+            "TF_VAR_runner_image": "repo:abc", **workflow_env(workspace)}
+
+
+def workflow_env(workspace: Path) -> dict[str, str]:
+    """The workflow's own `env:` that the steps rely on, as GitHub sets it (the plugin cache
+    under the workspace: issue 49, item 10)."""
+    env = yaml.safe_load(WORKFLOW.read_text())["env"]
+    assert env["TF_PLUGIN_CACHE_DIR"] == "${{ github.workspace }}/.terraform-plugin-cache"
+    return {"TF_PLUGIN_CACHE_DIR": str(workspace / ".terraform-plugin-cache")}
 
 
 def test_the_plan_runs_the_pull_requests_definitions_never_its_code(workspace: Path) -> None:

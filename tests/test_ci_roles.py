@@ -141,3 +141,22 @@ def test_the_pipeline_uses_the_roles_as_they_are_made() -> None:
     plans = re.findall(r"terraform [^\n]*\bplan\b[^\n]*", plan_runs)
     assert plans and all("-lock=false" in p for p in plans)
     assert flow[True]["push"]["branches"] == [VARS["branch"]]  # YAML 1.1 reads the key `on` as true
+
+
+def test_the_apply_role_records_the_commit_it_applied_in_its_one_parameter() -> None:
+    """Issue 49, item 4: the apply diffs against the last commit applied in full, which it reads
+    and writes in one SSM parameter (the workflow's APPLIED_PARAMETER), and no other."""
+    import yaml
+
+    workflow = yaml.safe_load((ROOT / "deploy/github-actions/jobplane.yml").read_text())
+    step = next(s for s in workflow["jobs"]["apply"]["steps"] if s.get("name") == "Compile and apply, base first")
+    name = step["env"]["APPLIED_PARAMETER"].replace("${{ github.repository }}", VARS["github_repository"])
+    parameter = f"arn:aws:ssm:{VARS['region']}:{ACCOUNT}:parameter{name}"
+    policy = statements("apply_commit")
+    for action in ("ssm:GetParameter", "ssm:PutParameter"):
+        assert allowed(policy, Call(action, parameter))
+        assert not allowed(policy, Call(action, f"arn:aws:ssm:{VARS['region']}:{ACCOUNT}:parameter/jobplane/other"))
+    attached = document()["resource"]
+    [role_policy] = [named["apply_commit"] for block in attached for t, named in block.items()
+                     if t == "aws_iam_role_policy" and "apply_commit" in named]
+    assert role_policy["role"] == "${aws_iam_role.apply.id}"

@@ -99,8 +99,67 @@ def test_operator_commands_on_aws_as_locally_within_the_portal_role(platform: De
     run_status_and_logs(platform, deployment)
     stop_pause_resume_and_ack(platform, deployment, tmp_path)
     backfill_a_window(platform, deployment)
+    a_pause_survives_an_apply(platform, deployment)
     job_page_diagram(platform)
     portal_role_allows_every_call(platform)
+
+
+def a_pause_survives_an_apply(platform: DevPlatform, deployment: Path) -> None:
+    """Issue 49, item 3: `terraform apply` of the team root writes each schedule as compiled
+    (ENABLED), which undid a pause on AWS: every fire then started an execution. After the apply
+    the pipeline runs `jobplane repair-pauses` (and the periodic Lambda repairs what it finds, as
+    drift): the paused job's next fire starts no execution at all. Fired by the local scheduler
+    as EventBridge Scheduler would (an ENABLED schedule's due fire starts its state machine)."""
+    from datetime import datetime, timedelta, timezone
+
+    from jobplane.contract.schedule import iter_fire_times, parse, validate_timezone
+    from jobplane.platform.local.scheduler import LocalScheduler
+
+    aws, job, prefix = platform.aws, "long-wait", platform.config.name_prefix
+    scheduler, name = aws.client("scheduler"), f"{prefix}-{job}"
+    assert cli(platform, deployment, "pause", job, "--reason", "vendor outage").exit_code == 0
+    assert scheduler.get_schedule(Name=name, GroupName=prefix)["State"] == "DISABLED"
+
+    def apply_team_root() -> None:
+        """What `terraform apply` of the team root does to the schedule: its compiled arguments."""
+        compiled = json.loads((platform.output_dir / "teams/billing/long-wait.job.tf.json").read_text())
+        [tf] = compiled["resource"]["aws_scheduler_schedule"].values()
+        current = scheduler.get_schedule(Name=name, GroupName=prefix)
+        assert tf["name"] == name and tf["state"] == "ENABLED"
+        scheduler.update_schedule(Name=name, GroupName=prefix, State=tf["state"], ScheduleExpression=tf["schedule_expression"],
+                                  ScheduleExpressionTimezone=tf["schedule_expression_timezone"],
+                                  FlexibleTimeWindow={"Mode": tf["flexible_time_window"]["mode"]}, Target=current["Target"])
+
+    def fires_after(repair: Any) -> list[Any]:
+        """The schedule's next fire, as the scheduler sees it after the apply and ``repair``."""
+        schedule = scheduler.get_schedule(Name=name, GroupName=prefix)
+        start = datetime(2027, 3, 1, tzinfo=timezone.utc)
+        due = next(iter(iter_fire_times(parse(schedule["ScheduleExpression"]),
+                                        validate_timezone(schedule["ScheduleExpressionTimezone"]), start)))
+        now = [due - timedelta(minutes=5)]
+        local = LocalScheduler(scheduler, aws.client("stepfunctions"), prefix, clock=lambda: now[0])
+        local.start()
+        apply_team_root()
+        assert scheduler.get_schedule(Name=name, GroupName=prefix)["State"] == "ENABLED"  # the pause undone
+        repair()
+        now[0] = due + timedelta(minutes=1)
+        return [f for f in local.tick() if f.schedule == name]
+
+    # the pipeline's step after the apply
+    def pipeline() -> None:
+        r = cli(platform, deployment, "repair-pauses")
+        assert r.exit_code == 0 and f"{name}: ENABLED though its job is paused; disabled again" in r.output, r.output
+
+    assert fires_after(pipeline) == []
+    # the periodic Lambda's part: what it finds is repaired and reported
+    from jobplane.platform.slow import _repair_pauses
+
+    assert fires_after(lambda: _repair_pauses(platform.control) == [name] or pytest.fail("not repaired")) == []
+    # without either, the apply's ENABLED schedule fires the paused job
+    started = fires_after(lambda: None)
+    assert [f.schedule for f in started] == [name]
+    aws.wait(started[0].execution_arn, timeout=300)
+    assert cli(platform, deployment, "resume", job, "--reason", "vendor back").exit_code == 0
 
 
 def backfill_a_window(platform: DevPlatform, deployment: Path) -> None:
@@ -235,6 +294,11 @@ def iam_calls(recorded: list[dict[str, Any]]) -> list[Any]:
             if op == "UpdateSchedule":  # the schedule's role is passed again
                 out.append(Call("iam:PassRole", p["Target"]["RoleArn"],
                                 {"iam:PassedToService": "scheduler.amazonaws.com"}, why))
+                # on AWS every schedule has the platform key (the compiled kms_key_arn), which
+                # Scheduler uses for the caller to encrypt the target's input again
+                # (https://docs.aws.amazon.com/scheduler/latest/UserGuide/encryption-rest.html)
+                out.append(Call("kms:Encrypt", bm.KMS_KEY_ARN, {"kms:ViaService": f"scheduler.{bm.REGION}.amazonaws.com"},
+                                "UpdateSchedule of a schedule under the platform key"))
         elif service == "s3" and op == "ListObjectsV2":
             # s3:ListBucket on the bucket, with the prefix asked for as s3:prefix
             # (https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListObjectsV2.html, Permissions)

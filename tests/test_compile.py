@@ -371,6 +371,11 @@ def test_the_base_roots_settings_are_committed_and_read_by_terraform_itself(repo
     ('portal_url = "http://jobs.example.com"', "portal_url: the portal's https:// URL"),
     ('slack_webhook_secret_arn = "https://hooks.slack.com/services/T/B/C"', "full ARN of the Secrets Manager secret"),
     ('vpc_endpoints = { vpc_id = "vpc-1" }', "vpc_endpoints: missing route_table_ids"),
+    ('vpc_endpoints = { vpc_id = "vpc-0123456789abcdef0", route_table_ids = ["rtb-0123456789abcdef0"], '
+     'endpoint_subnet_ids = ["subnet-0123456789abcdef0", "subnet-0123456789abcdef0"] }',
+     "vpc_endpoints.endpoint_subnet_ids: a subnet is named twice"),
+    ('vpc_endpoints = { vpc_id = "vpc-0123456789abcdef0", route_table_ids = ["rtb-0123456789abcdef0"], '
+     'endpoint_subnet_ids = ["sn-1"] }', "vpc_endpoints.endpoint_subnet_ids[0]"),
     ('portal = { image = "x", admins = ["a@example.com"] }', "admins and team_members come from [platform] admins"),
     ('region = "us-east-1"', "[deploy] has unknown keys: region"),
 ])

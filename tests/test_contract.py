@@ -331,6 +331,59 @@ def test_a_store_error_fails_the_reconciler_so_it_is_retried(aws: LocalAWS) -> N
     assert aws.repository().execution(arn.rsplit(":", 1)[1]).expires_at is not None
 
 
+def _throttling_history(aws: LocalAWS, times: int) -> tuple[Any, list[int]]:
+    """A Step Functions client of the local AWS whose first ``times`` GetExecutionHistory calls
+    are refused as AWS refuses a caller over its quota (HTTP 400, ThrottlingException), each
+    after botocore's own retries gave up; then the service answers. Returns the client and the
+    count of refusals so far."""
+    client = boto3.client("stepfunctions", region_name=aws.region, endpoint_url=aws.endpoint_url,
+                          aws_access_key_id=aws.credentials.access_key_id,
+                          aws_secret_access_key=aws.credentials.secret_access_key,
+                          config=Config(retries={"total_max_attempts": 1, "mode": "standard"}))
+    refused = [0]
+    body = json.dumps({"__type": "ThrottlingException", "message": "Rate exceeded"}).encode()
+
+    def refuse(request: Any, **_: Any) -> AWSResponse | None:
+        if refused[0] >= times:
+            return None  # sent to the service
+        refused[0] += 1
+        return AWSResponse(request.url, 400, {"x-amzn-errortype": "ThrottlingException"}, _Raw(body))
+
+    client.meta.events.register("before-send.sfn.GetExecutionHistory", refuse)
+    return client, refused
+
+
+def test_a_throttled_history_read_is_waited_for_never_dropped(aws: LocalAWS) -> None:
+    """Issue 49, item 9: many runs ending at once throttle GetExecutionHistory (a small token
+    bucket per account) for every reconciler invocation; botocore's few retries run out and the
+    event failed, its record left without TTL or timeline. The reconciler waits a throttle out
+    with backoff (timeline.Patience); past its patience it fails, so Lambda tries the event
+    again, and nothing is half-written."""
+    from jobplane.platform.timeline import Patience
+
+    job = _deploy(aws)
+    arn = _stopped_run(aws, job)
+    name = arn.rsplit(":", 1)[1]
+    waited: list[float] = []
+    patience = Patience(attempts=5, sleep=waited.append)
+    # throttled past its patience: it fails (the event is retried), nothing written
+    sfn, refused = _throttling_history(aws, times=5)
+    reconciler = Reconciler(Repository(aws.client("dynamodb"), aws.resources["table_name"]), aws.client("sns"),
+                            aws.resources["topic_arn"], sfn, aws.prefix, patience=patience)
+    with pytest.raises(ClientError) as raised:
+        reconciler.handle(arn, "ABORTED")
+    assert raised.value.response["Error"]["Code"] == "ThrottlingException" and refused[0] == 5
+    assert len(waited) == 4 and all(0 <= w <= min(patience.cap, patience.base * 2 ** i) for i, w in enumerate(waited))
+    assert aws.repository().execution(name) is None  # the stopped run: not recorded half-way
+    # throttled three times: waited out within the same invocation, and the run recorded whole
+    waited.clear()
+    sfn, refused = _throttling_history(aws, times=3)
+    reconciler.sfn = sfn
+    assert reconciler.handle(arn, "ABORTED") == "recorded" and refused[0] == 3 and len(waited) == 3
+    record = aws.repository().execution(name)
+    assert record.status == "ABORTED" and record.expires_at is not None and record.transitions
+
+
 def _stopped_run(aws: LocalAWS, job: str) -> str:
     sfn = aws.client("stepfunctions")
     arn = sfn.start_execution(stateMachineArn=aws.state_machines[job], input=json.dumps(

@@ -5,6 +5,7 @@ SDK's AWS_ENDPOINT_URL and the per-start key), and the notifier posts to a real 
 
 from __future__ import annotations
 
+import functools
 import json
 from datetime import datetime, timedelta, timezone
 import subprocess
@@ -24,6 +25,7 @@ from slack_receiver import Receiver
 from jobplane.compiler import asl
 from jobplane.compiler.model import Job
 from jobplane.contract import execution_input
+from jobplane.contract.lambda_runtimes import CURRENT, CURRENT_RUNTIME
 from jobplane.platform.local.engine import LocalAWS
 
 HERE = Path(__file__).resolve().parent
@@ -33,10 +35,28 @@ BUILD = ROOT / "scripts" / "build_lambda.py"
 RUNTIME_PACKAGES = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "urllib3", "six.py")
 
 
+@functools.cache
+def lambda_python() -> str:
+    """An interpreter of the Lambda runtime's Python version (the package's compiled wheels are
+    built for it, not for the one running the tests): on PATH, or pyenv's."""
+    import glob
+    import shutil
+
+    candidates = [shutil.which(f"python{CURRENT.python}"), *sorted(glob.glob(
+        str(Path.home() / f".pyenv/versions/{CURRENT.python}.*/bin/python{CURRENT.python}")), reverse=True)]
+    found = next((c for c in candidates if c and subprocess.run(
+        [c, "-c", "import sys; assert sys.version_info[:2] == " + repr(tuple(map(int, CURRENT.python.split("."))))],
+        capture_output=True).returncode == 0), None)
+    if found is None:
+        pytest.fail(f"no Python {CURRENT.python} here ({CURRENT_RUNTIME}, the Lambda runtime the package is built for): "
+                    f"install it (pyenv install {CURRENT.python}, or the distribution's python{CURRENT.python})")
+    return found
+
+
 def build(out: Path) -> Path:
     done = subprocess.run([sys.executable, str(BUILD), "--out", str(out)], capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    assert "MB (python3.11, x86_64), sha256 " in done.stdout
+    assert f"MB ({CURRENT_RUNTIME}, x86_64), sha256 " in done.stdout
     return out
 
 
@@ -76,6 +96,8 @@ def _recorded(self, operation, params):
                                     "stateMachineArn", "logGroupName", "logStreamName", "Bucket", "Key", "Prefix",
                                     "Name", "GroupName", "QueueUrl", "QueueName", "RuleArn", "RuleArns")
              if k in params}}
+    if "Target" in params:  # UpdateSchedule passes the schedule's role
+        named["RoleArn"] = params["Target"].get("RoleArn")
     if "TransactItems" in params:
         named["TransactItems"] = [[kind, body["TableName"]] for item in params["TransactItems"] for kind, body in item.items()]
     calls.append({{"service": self.meta.service_model.service_name, "operation": operation, "params": named}})
@@ -87,7 +109,7 @@ leaked = sorted(m for m in sys.modules if m.split(".")[0] in ("moto", "fastapi",
 print("RESULT " + json.dumps({{"result": result, "leaked": leaked, "calls": calls,
                                "jobplane_from": sys.modules["jobplane"].__file__}}, default=str))
 """
-    done = subprocess.run([sys.executable, "-I", "-S", "-c", code], input=json.dumps(event), capture_output=True,
+    done = subprocess.run([lambda_python(), "-I", "-S", "-c", code], input=json.dumps(event), capture_output=True,
                           text=True, env=env, timeout=300)
     line = next((l for l in done.stdout.splitlines() if l.startswith("RESULT ")), None)
     assert done.returncode == 0 and line, done.stdout[-2000:] + done.stderr[-4000:]
@@ -339,7 +361,11 @@ def test_the_periodic_handler_announces_a_slow_run_and_catches_up_lost_status_ev
     scheduler.create_schedule(Name=f"{aws.prefix}-{fresh_job}", GroupName=aws.prefix,
                               ScheduleExpression="cron(0/1 * * * ? *)", FlexibleTimeWindow={"Mode": "OFF"},
                               Target={"Arn": f"arn:aws:states:{aws.region}:123456789012:stateMachine:{aws.prefix}-{fresh_job}",
-                                      "RoleArn": "arn:aws:iam::123456789012:role/scheduler"})
+                                      "RoleArn": f"arn:aws:iam::123456789012:role/{aws.prefix}-{fresh_job}-scheduler"})
+    # ... and paused, but an apply wrote its compiled state (ENABLED) again: the periodic pass
+    # disables it again, as drift (issue 49, item 3)
+    aws.repository().set_paused(fresh_job, "billing", "ops@example.com", "vendor outage",
+                                datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z"))
     # and a backfill someone started from a laptop that then slept: nothing else drives it
     backfilled = f"bf-{uuid.uuid4().hex[:8]}"
     aws.deploy(backfilled, asl.compile_job(Job.from_definition({
@@ -387,6 +413,8 @@ def test_the_periodic_handler_announces_a_slow_run_and_catches_up_lost_status_ev
         assert first["caught_up"] == [catch_up_name(downstream, lost)] and again["caught_up"] == []  # started once
         assert first["missed"] == [stopped_job] and again["missed"] == []  # alerted once
         assert bf.id in first["backfills"]  # moved on by the periodic pass: its fire started once
+        assert first["pauses_repaired"] == [f"{aws.prefix}-{fresh_job}"] and again["pauses_repaired"] == []
+        assert scheduler.get_schedule(Name=f"{aws.prefix}-{fresh_job}", GroupName=aws.prefix)["State"] == "DISABLED"
         fires = Backfills(laptop).get(bf.id).fires
         assert [f.at for f in fires] == [execution_input.iso(hour + timedelta(minutes=15))] and fires[0].execution
         missed = [r for r in aws.repository().executions(stopped_job).items if r.status == "MISSED"]
@@ -467,6 +495,14 @@ def recorded_calls(recorded: list[dict[str, Any]]) -> list[Call]:
             # https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazoneventbridgescheduler.html)
             calls.append(Call("scheduler:GetSchedule", f"arn:aws:scheduler:{bm.REGION}:{bm.ACCOUNT}:schedule/"
                               f"{params.get('GroupName', 'default')}/{params['Name']}", {}, why))
+        elif service == "scheduler" and op == "UpdateSchedule":
+            # the schedule's ARN; its role passed again; on AWS the schedule is under the
+            # platform key (the compiled kms_key_arn), used by Scheduler for the caller
+            # (https://docs.aws.amazon.com/scheduler/latest/UserGuide/encryption-rest.html)
+            calls += [Call("scheduler:UpdateSchedule", f"arn:aws:scheduler:{bm.REGION}:{bm.ACCOUNT}:schedule/"
+                           f"{params['GroupName']}/{params['Name']}", {}, why),
+                      Call("iam:PassRole", params["RoleArn"], {"iam:PassedToService": "scheduler.amazonaws.com"}, why),
+                      Call("kms:Encrypt", bm.KMS_KEY_ARN, {"kms:ViaService": f"scheduler.{bm.REGION}.amazonaws.com"}, why)]
         elif service == "scheduler" and op == "ListSchedules":
             calls.append(Call("scheduler:ListSchedules", "*", {}, why))  # no resource type (same reference)
         elif service == "elbv2" and op == "DescribeRules":

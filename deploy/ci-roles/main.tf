@@ -298,6 +298,30 @@ resource "aws_iam_role" "apply" {
   max_session_duration = 3600
 }
 
+# The last commit the pipeline applied in full: each apply diffs against it, not against the
+# push's `before`, since GitHub cancels a pending run when a newer one queues in the same
+# concurrency group, and the roots only the cancelled push changed would never be applied
+# (https://docs.github.com/en/actions/how-tos/write-workflows/choose-when-workflows-run/control-workflow-concurrency:
+# "any existing pending job or workflow in the same concurrency group will be canceled").
+# Written by the apply role after every root applied; read by it before (issue 49, item 4).
+locals {
+  applied_commit_parameter = "/jobplane-ci/${var.github_repository}/applied-commit"
+}
+
+data "aws_iam_policy_document" "apply_commit" {
+  statement {
+    sid       = "AppliedCommit"
+    actions   = ["ssm:GetParameter", "ssm:PutParameter"]
+    resources = ["arn:${local.partition}:ssm:${var.region}:${data.aws_caller_identity.current.account_id}:parameter${local.applied_commit_parameter}"]
+  }
+}
+
+resource "aws_iam_role_policy" "apply_commit" {
+  name   = "applied-commit"
+  role   = aws_iam_role.apply.id
+  policy = data.aws_iam_policy_document.apply_commit.json
+}
+
 resource "aws_iam_role_policy_attachment" "apply" {
   for_each   = toset(var.apply_policy_arns)
   role       = aws_iam_role.apply.name

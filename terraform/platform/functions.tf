@@ -165,7 +165,7 @@ resource "aws_lambda_function" "notifier" {
   #checkov:skip=CKV_AWS_272:The package is built and deployed by our own CI from this repository; code signing is an organisation-level choice.
   function_name                  = "${var.name_prefix}-notifier"
   role                           = aws_iam_role.notifier.arn
-  runtime                        = "python3.11" # scripts/build_lambda.py builds for this runtime...
+  runtime                        = "python3.13" # jobplane.contract.lambda_runtimes.CURRENT_RUNTIME; build_lambda.py builds for it...
   architectures                  = ["x86_64"]   # ...and this architecture
   handler                        = "jobplane.platform.notifier.handler"
   filename                       = var.lambda_package
@@ -197,12 +197,13 @@ resource "aws_lambda_function" "reconciler" {
   #checkov:skip=CKV_AWS_272:The package is built and deployed by our own CI from this repository; code signing is an organisation-level choice.
   function_name                  = "${var.name_prefix}-reconciler"
   role                           = aws_iam_role.reconciler.arn
-  runtime                        = "python3.11" # scripts/build_lambda.py builds for this runtime...
+  runtime                        = "python3.13" # jobplane.contract.lambda_runtimes.CURRENT_RUNTIME; build_lambda.py builds for it...
   architectures                  = ["x86_64"]   # ...and this architecture
   handler                        = "jobplane.platform.reconciler.handler"
   filename                       = var.lambda_package
   source_code_hash               = filebase64sha256(var.lambda_package)
-  timeout                        = 60
+  # a throttled GetExecutionHistory is waited for, up to ~40 s (platform/timeline.py, Patience)
+  timeout = 120
   reserved_concurrent_executions = var.lambda_reserved_concurrency
   kms_key_arn                    = aws_kms_key.platform.arn
   dead_letter_config {

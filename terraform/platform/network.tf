@@ -16,6 +16,22 @@ locals {
   with_portal_endpoints = var.vpc_endpoints != null && var.portal != null
   interface_endpoints = var.vpc_endpoints == null ? [] : concat(["ecr.api", "ecr.dkr", "logs", "secretsmanager", "ssm"],
   local.with_portal_endpoints ? ["states", "scheduler"] : [])
+  # An interface endpoint takes at most one subnet per Availability Zone: two in one zone make
+  # CreateVpcEndpoint fail with DuplicateSubnetsInSameZone
+  # (https://docs.aws.amazon.com/vpc/latest/privatelink/create-interface-endpoint.html: "You can
+  # select one subnet per Availability Zone"; https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateVpcEndpoint.html).
+  # vpc_endpoints.endpoint_subnet_ids names them (checked below: one per zone); left out, the
+  # first (by ID) of the task subnets in each zone serves that zone's tasks.
+  endpoint_subnet_candidates = var.vpc_endpoints == null ? [] : (
+  var.vpc_endpoints.endpoint_subnet_ids != null ? var.vpc_endpoints.endpoint_subnet_ids : var.subnet_ids)
+  endpoint_subnets_by_zone = { for s in data.aws_subnet.endpoint_candidates : s.availability_zone => s.id... }
+  endpoint_subnet_ids = (var.vpc_endpoints == null ? [] : var.vpc_endpoints.endpoint_subnet_ids != null ?
+  var.vpc_endpoints.endpoint_subnet_ids : [for zone, ids in local.endpoint_subnets_by_zone : sort(ids)[0]])
+}
+
+data "aws_subnet" "endpoint_candidates" {
+  for_each = toset(local.endpoint_subnet_candidates)
+  id       = each.value
 }
 
 resource "aws_security_group" "endpoints" {
@@ -51,9 +67,15 @@ resource "aws_vpc_endpoint" "interface" {
   vpc_id              = var.vpc_endpoints.vpc_id
   service_name        = "com.amazonaws.${local.region}.${each.value}"
   vpc_endpoint_type   = "Interface"
-  subnet_ids          = var.subnet_ids
+  subnet_ids          = local.endpoint_subnet_ids
   security_group_ids  = [aws_security_group.endpoints[0].id]
   private_dns_enabled = true
+  lifecycle {
+    precondition {
+      condition     = length(local.endpoint_subnets_by_zone) == length(local.endpoint_subnet_ids)
+      error_message = "vpc_endpoints.endpoint_subnet_ids: at most one subnet per Availability Zone (CreateVpcEndpoint refuses two: DuplicateSubnetsInSameZone)."
+    }
+  }
 }
 
 resource "aws_vpc_endpoint" "s3" {

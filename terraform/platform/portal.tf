@@ -236,7 +236,7 @@ resource "aws_lambda_function" "portal_oidc_secret" {
   count                          = local.portal_count
   function_name                  = "${var.name_prefix}-portal-oidc-secret"
   role                           = aws_iam_role.portal_oidc_secret[0].arn
-  runtime                        = "python3.11" # scripts/build_lambda.py builds for this runtime...
+  runtime                        = "python3.13" # jobplane.contract.lambda_runtimes.CURRENT_RUNTIME; build_lambda.py builds for it...
   architectures                  = ["x86_64"]   # ...and this architecture
   handler                        = "jobplane.platform.oidc_secret.handler"
   filename                       = var.lambda_package
@@ -347,6 +347,22 @@ data "aws_iam_policy_document" "portal" {
     sid       = "Decrypt"
     actions   = ["kms:Decrypt"]
     resources = [aws_kms_key.platform.arn]
+  }
+  statement {
+    # Every schedule is encrypted with the platform key (a customer managed key: the compiled
+    # kms_key_arn), and Scheduler uses it on behalf of the caller: GetSchedule decrypts the
+    # target's input, UpdateSchedule (pause, resume) encrypts it again, so the caller needs the
+    # key's use, but only through Scheduler
+    # (https://docs.aws.amazon.com/scheduler/latest/UserGuide/encryption-rest.html;
+    # kms:ViaService: https://docs.aws.amazon.com/kms/latest/developerguide/conditions-kms.html#conditions-kms-via-service).
+    sid       = "ScheduleKey"
+    actions   = ["kms:Encrypt", "kms:Decrypt", "kms:GenerateDataKey"]
+    resources = [aws_kms_key.platform.arn]
+    condition {
+      test     = "StringEquals"
+      variable = "kms:ViaService"
+      values   = ["scheduler.${local.region}.amazonaws.com"]
+    }
   }
 }
 

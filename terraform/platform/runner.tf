@@ -19,6 +19,33 @@ resource "aws_ecr_repository" "runner" {
   }
 }
 
+# One image per merge (tag = commit, IMMUTABLE): without a lifecycle policy the repository only
+# grows. Untagged images (a failed push's layers) go after a day; of the rest the newest
+# var.runner_images_kept stay, so any of the last that many merges can be rolled back to by tag
+# (docs/deploy.md, "Rolling back"). A rule with tagStatus "any" must have the highest priority
+# and needs no tag list:
+# https://docs.aws.amazon.com/AmazonECR/latest/userguide/lifecycle_policy_parameters.html
+# https://docs.aws.amazon.com/AmazonECR/latest/userguide/lifecycle_policy_examples.html
+resource "aws_ecr_lifecycle_policy" "runner" {
+  repository = aws_ecr_repository.runner.name
+  policy = jsonencode({
+    rules = [
+      {
+        rulePriority = 1
+        description  = "Expire untagged images a day after their push"
+        selection    = { tagStatus = "untagged", countType = "sinceImagePushed", countUnit = "days", countNumber = 1 }
+        action       = { type = "expire" }
+      },
+      {
+        rulePriority = 2
+        description  = "Keep the newest ${var.runner_images_kept} images (the rollback window)"
+        selection    = { tagStatus = "any", countType = "imageCountMoreThan", countNumber = var.runner_images_kept }
+        action       = { type = "expire" }
+      },
+    ]
+  })
+}
+
 resource "aws_cloudwatch_log_group" "runner" {
   name              = "/${var.name_prefix}/runner"
   retention_in_days = var.log_retention_days

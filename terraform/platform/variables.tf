@@ -19,16 +19,39 @@ variable "security_group_ids" {
   description = "Security groups of the runner's tasks."
 }
 
+variable "runner_images_kept" {
+  type        = number
+  description = <<-EOT
+    How many runner images (one per merge) the ECR lifecycle policy keeps: the rollback window
+    of docs/deploy.md, "Rolling back". Older images and untagged ones are expired.
+  EOT
+  default     = 50
+  validation {
+    condition     = var.runner_images_kept >= 10 && floor(var.runner_images_kept) == var.runner_images_kept
+    error_message = "runner_images_kept: a whole number >= 10 (the rollback window docs/deploy.md promises)."
+  }
+}
+
 variable "vpc_endpoints" {
   type = object({
     vpc_id          = string
     route_table_ids = list(string) # of the task subnets, for the S3 gateway endpoint
+    # the interface endpoints' subnets, at most one per Availability Zone (network.tf); left out:
+    # one of subnet_ids per zone
+    endpoint_subnet_ids = optional(list(string))
   })
   description = <<-EOT
     Create the VPC endpoints runner tasks need without a NAT gateway (ECR, S3, CloudWatch Logs,
     Secrets Manager, SSM; see network.tf). null: the subnets reach AWS through a NAT gateway.
   EOT
   default     = null
+  validation {
+    condition = (var.vpc_endpoints == null ? true : var.vpc_endpoints.endpoint_subnet_ids == null ? true :
+      length(var.vpc_endpoints.endpoint_subnet_ids) > 0 &&
+      length(distinct(var.vpc_endpoints.endpoint_subnet_ids)) == length(var.vpc_endpoints.endpoint_subnet_ids) &&
+    alltrue([for s in var.vpc_endpoints.endpoint_subnet_ids : can(regex("^subnet-[0-9a-f]{8,17}$", s))]))
+    error_message = "vpc_endpoints.endpoint_subnet_ids: a non-empty list of distinct subnet IDs (subnet-...), one per Availability Zone."
+  }
 }
 
 variable "portal_url" {

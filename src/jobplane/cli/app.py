@@ -55,6 +55,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "pause": ("jobplane.cli.operate", "pause",
               "Pause JOB's schedules: no scheduled run starts until `jobplane resume` (manual runs still can)."),
     "resume": ("jobplane.cli.operate", "resume", "Resume JOB's schedules after `jobplane pause`."),
+    "repair-pauses": ("jobplane.cli.operate", "repair_pauses",
+                      "Disable again every paused job's schedule found ENABLED (the pipeline runs it after each "
+                      "apply, which writes the compiled state)."),
     "ack": ("jobplane.cli.operate", "ack",
             "Acknowledge JOB's last failure: a SKIP_IF_FAILED job's scheduled runs start again (the next "
             "success still announces RECOVERED)."),

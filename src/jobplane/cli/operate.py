@@ -281,3 +281,23 @@ resume = _job_action("resume", "resume", "{job} resumed", "Resume JOB's schedule
 ack = _job_action("ack", "acknowledge", "{job}'s failure acknowledged",
                   "Acknowledge JOB's last failure: a SKIP_IF_FAILED job's scheduled runs start again (the next "
                   "success still announces RECOVERED).")
+
+
+@click.command("repair-pauses")
+@data_dir_option
+@deployment_option
+@click.pass_obj
+def repair_pauses(obj: Context, data_dir: Path | None, deployment: Path | None) -> None:
+    """Disable again every paused job's schedule found ENABLED (the pipeline runs it after each
+    apply, which writes the compiled state).
+
+    `terraform apply` of a team root writes each schedule's compiled state (ENABLED) and would
+    undo a pause (docs/deploy.md). Prints each schedule it disabled."""
+    where = target(obj, data_dir, deployment)
+    try:
+        repaired = where.control.repair_pauses()
+    except control_error() as e:
+        raise click.ClickException(e.message) from None
+    for name in repaired:
+        click.echo(f"{name}: ENABLED though its job is paused; disabled again")
+    click.echo(f"{len(repaired)} paused job schedule(s) disabled again ({where.where})")

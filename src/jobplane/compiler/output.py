@@ -3,7 +3,14 @@
 The output holds one Terraform root for the base module and one per team (contract/layout.py).
 The compiler owns ``*.tf.json`` and ``catalog.json`` there (and removes the ``asl/`` copies of
 the single-root layout before it). Anything else (``.terraform/``, lock files,
-``terraform.tfvars``) belongs to whoever runs Terraform and is left untouched.
+``terraform.tfvars``) belongs to whoever runs Terraform and is left untouched, but for one: a
+repository that commits ``terraform/providers.lock.hcl`` (the provider lock file, docs/deploy.md)
+gets it copied into every root as ``.terraform.lock.hcl``, the name ``terraform init`` reads, so
+every root is planned and applied with the provider versions and checksums reviewed in git
+(https://developer.hashicorp.com/terraform/language/files/dependency-lock: "You should include
+this file in your version control repository"; the pipeline inits with -lockfile=readonly).
+The copy is not a compiled file: it changes no root's plan, and a root's own lock (a local
+`terraform init` without a committed one) is never removed.
 """
 
 from __future__ import annotations
@@ -20,12 +27,17 @@ from jobplane.contract.catalog import CATALOG_FILE, Catalog
 from jobplane.contract.config import PlatformConfig
 from jobplane.contract.types import JsonObject
 
+#: The committed provider lock file (relative to the repository root), and its name in a root.
+PROVIDER_LOCK = "terraform/providers.lock.hcl"
+ROOT_LOCK = ".terraform.lock.hcl"
+
 @dataclass(frozen=True)
 class CompiledOutput:
     """Every output file, path relative to the output directory -> content."""
 
     files: dict[str, str]
     jobs: list[LoadedJob]
+    provider_lock: str | None = None  # terraform/providers.lock.hcl, when the repository commits one
 
     @property
     def catalog(self) -> Catalog:
@@ -69,7 +81,9 @@ def compile_all(config: PlatformConfig, jobs: list[LoadedJob] | None = None) -> 
             files[layout.job_file(team, lj.job.name)] = terraform.render_job(
                 terraform.job_module(lj.job, asl.render(definition), config))
         files[f"{root}/{CATALOG_FILE}"] = catalog.build_catalog(team_jobs, config, counts, team=team).render()
-    return CompiledOutput(files=dict(sorted(files.items())), jobs=jobs)
+    lock = config.root / PROVIDER_LOCK
+    return CompiledOutput(files=dict(sorted(files.items())), jobs=jobs,
+                          provider_lock=lock.read_text() if lock.is_file() else None)
 
 
 def job_files(files: dict[str, str]) -> dict[str, str]:
@@ -130,12 +144,7 @@ def write_output(compiled: CompiledOutput, directory: Path) -> list[str]:
         target = directory / rel
         if rel not in compiled.files:
             continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-        with os.fdopen(fd, "w") as f:
-            f.write(compiled.files[rel])
-        os.chmod(tmp, mode)  # mkstemp makes 0600; a generated file is as readable as any other
-        os.replace(tmp, target)
+        _write(target, compiled.files[rel], mode)
     for rel in changed:
         if rel not in compiled.files:
             (directory / rel).unlink()
@@ -144,7 +153,23 @@ def write_output(compiled: CompiledOutput, directory: Path) -> list[str]:
         while parent != directory and parent.is_dir() and not any(parent.iterdir()):
             parent.rmdir()
             parent = parent.parent
+    if compiled.provider_lock is not None:
+        for root in compiled.roots:
+            lock = directory / root / ROOT_LOCK
+            if not lock.is_file() or lock.read_text() != compiled.provider_lock:
+                _write(lock, compiled.provider_lock, mode)
+                changed.append(f"{root}/{ROOT_LOCK}")
     return changed
+
+
+def _write(target: Path, text: str, mode: int) -> None:
+    """Replace ``target`` atomically."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.chmod(tmp, mode)  # mkstemp makes 0600; a generated file is as readable as any other
+    os.replace(tmp, target)
 
 
 def _file_mode() -> int:

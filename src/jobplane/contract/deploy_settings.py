@@ -82,7 +82,13 @@ def parse_deploy(where: str, table: JsonValue) -> DeploySettings:
         problems.append("[deploy] lambda_reserved_concurrency: a whole number, 0-1000")
     endpoints = table.get("vpc_endpoints")
     if endpoints is not None:
-        problems += _problems("vpc_endpoints", endpoints, {"vpc_id": VPC_RE, "route_table_ids": [ROUTE_TABLE_RE]})
+        # endpoint_subnet_ids: the interface endpoints' subnets, one per Availability Zone (the
+        # base module checks the zones at plan: terraform/platform/network.tf)
+        problems += _problems("vpc_endpoints", endpoints, {"vpc_id": VPC_RE, "route_table_ids": [ROUTE_TABLE_RE],
+                                                           "endpoint_subnet_ids?": [SUBNET_RE]})
+        ids = endpoints.get("endpoint_subnet_ids") if isinstance(endpoints, dict) else None
+        if isinstance(ids, list) and len(set(map(str, ids))) != len(ids):
+            problems.append("[deploy] vpc_endpoints.endpoint_subnet_ids: a subnet is named twice (one per Availability Zone)")
     portal = table.get("portal")
     if portal is not None:
         if isinstance(portal, dict) and {"admins", "team_members"} & set(portal):

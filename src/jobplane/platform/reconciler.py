@@ -25,7 +25,7 @@ from jobplane.contract.clock import as_iso, now_iso
 from jobplane.platform.logs import StepLogs, error_excerpt
 from jobplane.contract.records import ExecutionRecord
 from jobplane.platform.repository import Repository
-from jobplane.platform.timeline import history, state_transitions, timeline
+from jobplane.platform.timeline import Patience, history, state_transitions, timeline
 from jobplane.contract.types import Client, JsonObject
 
 log = logging.getLogger(__name__)
@@ -38,8 +38,10 @@ LOST = frozenset({ABORTED, TIMED_OUT, ExecutionStatus.FAILED.value})
 
 class Reconciler:
     def __init__(self, repository: Repository, sns: Client, topic_arn: str, sfn: Client, name_prefix: str,
-                 retention_days: int = DEFAULT_RETENTION_DAYS, logs: StepLogs | None = None):
+                 retention_days: int = DEFAULT_RETENTION_DAYS, logs: StepLogs | None = None,
+                 patience: Patience = Patience()):
         self.repo = repository
+        self.patience = patience  # a throttled history read is waited for (timeline.Patience)
         self.logs = logs  # step logs, for the error excerpt of a failed step
         self.sns = sns
         self.topic_arn = topic_arn
@@ -67,7 +69,7 @@ class Reconciler:
         record = self.repo.execution(name)
         described = self.sfn.describe_execution(executionArn=execution_arn)
         finished = described.get("stopDate") or datetime.now(timezone.utc)
-        events = history(self.sfn, execution_arn)
+        events = history(self.sfn, execution_arn, self.patience)
         recorded_now = False
         replaced_by = self.replaced_by(execution_arn, described) if status == ABORTED else None
         if record is None and replaced_by is not None:

@@ -81,12 +81,21 @@ class SlowWatch:
                 log.exception("slow-run check failed")
 
 
+def _repair_pauses(control: ControlPlane) -> list[str]:
+    repaired = control.repair_pauses()
+    if repaired:
+        log.warning("drift: schedules of paused jobs were ENABLED (an apply, or a change outside jobplane); "
+                    "disabled again: %s", ", ".join(repaired))
+    return repaired
+
+
 def handler(event: JsonObject, context: object = None) -> JsonObject:
     """Production entry point, on the base module's schedule (var.slow_check_schedule, every 5
     minutes by default): the same check against AWS, then the catch-up of what a lost status
     event would have done (platform/catchup.py): record a run that ended without recording
     itself, start an `after` run; then the fire ledger (platform/missed.py): record and alert
-    the fires that neither ran nor were skipped; then move every open backfill on. One part failing does not keep the others from running; the
+    the fires that neither ran nor were skipped; then move every open backfill on; then disable
+    again a paused job's schedule found ENABLED (drift: an apply writes the compiled state). One part failing does not keep the others from running; the
     invocation then fails, and Lambda tries it again."""
     import os
     from pathlib import Path
@@ -121,7 +130,10 @@ def handler(event: JsonObject, context: object = None) -> JsonObject:
                        # a backfill started from a laptop that then slept still completes: each
                        # pass moves every open one on (its fire leases keep two drivers from
                        # starting a fire twice)
-                       ("backfills", BackfillDriver(Backfills(control)).drive_once)):
+                       ("backfills", BackfillDriver(Backfills(control)).drive_once),
+                       # a paused job's schedule an apply enabled again (issue 49): disabled
+                       # again, and reported as drift
+                       ("pauses_repaired", lambda: _repair_pauses(control))):
         try:
             result[key] = check()
         except Exception as e:

@@ -8,6 +8,12 @@ not at all across a restart locally), and the portal builds it live while the ex
 
 from __future__ import annotations
 
+import random
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from botocore.exceptions import ClientError
 
 from jobplane.contract.attempts import task_facts, task_id
 from jobplane.contract.attribute_values import json_text
@@ -105,15 +111,61 @@ def _latest_open(rows: list[JsonObject]) -> JsonObject | None:
     return next((row for row in reversed(rows) if row["finished_at"] is None), None)
 
 
-def history(sfn: Client, execution_arn: str) -> list[Response]:
+#: What Step Functions answers when a caller is over its API quota.
+THROTTLED = frozenset({"ThrottlingException", "TooManyRequestsException"})
+
+
+@dataclass(frozen=True)
+class Patience:
+    """How a reader that must not give up (the reconciler) waits out a throttled history read.
+
+    GetExecutionHistory draws on a small token bucket per account and Region, shared by the
+    portal, the operator CLI, the notifier, the periodic check and the reconciler (Step Functions
+    developer guide, "Service quotas", API action throttling:
+    https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html#service-limits-api-action-throttling-general).
+    When many runs end at once, every reconciler invocation reads a history in the same second;
+    botocore's own retries (a few, within a second or two) run out while the bucket refills. A
+    throttled read is retried with capped exponential backoff and full jitter, spreading the
+    readers over the refill (https://docs.aws.amazon.com/sdkref/latest/guide/feature-retry-behavior.html);
+    past ``attempts`` the error propagates, the Lambda fails and its event is tried again
+    (never dropped: a read that gave up leaves the record for the retry, not half-done).
+    Worst case about 40 s of waiting, inside the reconciler's timeout (functions.tf)."""
+
+    attempts: int = 8
+    base: float = 0.5
+    cap: float = 10.0
+    sleep: Callable[[float], None] = time.sleep
+
+    def delay(self, attempt: int) -> float:
+        return random.uniform(0, min(self.cap, self.base * 2 ** attempt))
+
+
+def history(sfn: Client, execution_arn: str, patience: Patience | None = None) -> list[Response]:
+    """Every event of an execution's history, oldest first. With ``patience``, a throttled page
+    is waited for and asked again (see :class:`Patience`); without it (a page someone is looking
+    at), the first throttle is the caller's to show."""
     events: list[Response] = []
     kwargs: JsonObject = {"executionArn": execution_arn, "maxResults": 1000}
     while True:
-        page = sfn.get_execution_history(**kwargs)
+        page = _page(sfn, kwargs, patience)
         events += page["events"]
         if not page.get("nextToken"):
             return events
         kwargs["nextToken"] = page["nextToken"]
+
+
+def _page(sfn: Client, kwargs: JsonObject, patience: Patience | None) -> Response:
+    attempt = 0
+    while True:
+        try:
+            page: Response = sfn.get_execution_history(**kwargs)
+            return page
+        except ClientError as e:
+            if patience is None or e.response.get("Error", {}).get("Code") not in THROTTLED \
+                    or attempt + 1 >= patience.attempts:
+                raise
+            patience.sleep(patience.delay(attempt))
+            attempt += 1
 
 
 def state_transitions(events: list[Response]) -> int:

@@ -53,6 +53,32 @@ class JobActions(Runs):
             self._set_schedule_state(self.entries[job], "DISABLED")
         return paused
 
+    def repair_pauses(self) -> list[str]:
+        """The paused jobs whose schedule was found ENABLED (an apply set the compiled state
+        again, or someone outside jobplane did), each disabled again; returns the schedules.
+
+        On AWS nothing else re-disables them: `terraform apply` of a team root writes each
+        schedule's compiled state, and a paused job's fires would each start an execution (the
+        claim then records it SKIPPED). The pipeline runs this after every apply (`jobplane
+        repair-pauses`) and the periodic Lambda on every pass, which reports what it repaired as
+        drift. A schedule not deployed (yet) is left for the apply that creates it."""
+        repaired = []
+        group = self.deployment.name_prefix
+        for state in self.repo.job_states():
+            entry = self.entries.get(state.job)
+            if not state.paused or entry is None:
+                continue
+            for i in range(len(entry.schedule)):
+                name = names.schedule_name(group, entry.name, i)
+                try:
+                    current = self.scheduler.get_schedule(Name=name, GroupName=group)
+                except self.scheduler.exceptions.ResourceNotFoundException:
+                    continue
+                if current.get("State") == "ENABLED":
+                    self._update_schedule(name, current, "DISABLED")
+                    repaired.append(name)
+        return repaired
+
     def _set_schedule_state(self, entry: CatalogJob, state: str) -> None:
         group = self.deployment.name_prefix
         for i in range(len(entry.schedule)):
@@ -62,15 +88,19 @@ class JobActions(Runs):
             except self.scheduler.exceptions.ResourceNotFoundException:
                 raise Conflict(f"{entry.name}'s schedule {name} is not deployed; deploy the job first",
                                {"job": entry.name, "schedule": name}) from None
-            spec = {k: current[k] for k in ("ScheduleExpression", "FlexibleTimeWindow", "Target") if k in current}
-            # UpdateSchedule replaces the whole schedule: a field left out is reset to its default
-            # (a customer managed KMS key to the AWS owned one), so every one it has is passed back
-            # (https://docs.aws.amazon.com/scheduler/latest/APIReference/API_UpdateSchedule.html)
-            for k in ("ScheduleExpressionTimezone", "StartDate", "EndDate", "Description", "KmsKeyArn",
-                      "ActionAfterCompletion"):
-                if current.get(k):
-                    spec[k] = current[k]
-            self.scheduler.update_schedule(Name=name, GroupName=group, State=state, **spec)
+            self._update_schedule(name, current, state)
+
+    def _update_schedule(self, name: str, current: dict[str, object], state: str) -> None:
+        spec: dict[str, object] = {k: current[k] for k in ("ScheduleExpression", "FlexibleTimeWindow", "Target")
+                                   if k in current}
+        # UpdateSchedule replaces the whole schedule: a field left out is reset to its default
+        # (a customer managed KMS key to the AWS owned one), so every one it has is passed back
+        # (https://docs.aws.amazon.com/scheduler/latest/APIReference/API_UpdateSchedule.html)
+        for k in ("ScheduleExpressionTimezone", "StartDate", "EndDate", "Description", "KmsKeyArn",
+                  "ActionAfterCompletion"):
+            if current.get(k):
+                spec[k] = current[k]
+        self.scheduler.update_schedule(Name=name, GroupName=self.deployment.name_prefix, State=state, **spec)
 
     def acknowledge(self, job: str, actor: str, reason: str) -> None:
         check_reason(reason)
