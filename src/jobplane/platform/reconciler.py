@@ -13,9 +13,10 @@ the same event twice changes nothing the second time.
 from __future__ import annotations
 
 import logging
-import os
 from datetime import datetime, timedelta, timezone
 
+from jobplane.contract import environment
+from jobplane.contract.environment import DEFAULT_RETENTION_DAYS, RuntimeEnvironment
 from jobplane.contract.notifications import NotificationMessage, Outcome, event_of, publish
 from jobplane.contract.states import classify
 from jobplane.contract.statuses import ExecutionStatus
@@ -28,7 +29,6 @@ from jobplane.contract.types import Client, JsonObject
 
 log = logging.getLogger(__name__)
 
-DEFAULT_RETENTION_DAYS = 400
 ABORTED, TIMED_OUT = ExecutionStatus.ABORTED.value, ExecutionStatus.TIMED_OUT.value
 #: How an execution ends without recording itself (Step Functions' statuses are ours by design).
 LOST = frozenset({ABORTED, TIMED_OUT, ExecutionStatus.FAILED.value})
@@ -147,10 +147,9 @@ def handler(event: JsonObject, context: object = None) -> dict[str, str]:
     import boto3
 
     detail = event["detail"]
+    env = RuntimeEnvironment.from_environment()
     reconciler = Reconciler(
-        Repository(boto3.client("dynamodb"), os.environ["JOBPLANE_TABLE"]), boto3.client("sns"),
-        os.environ["JOBPLANE_TOPIC_ARN"], boto3.client("stepfunctions"),
-        os.environ.get("JOBPLANE_NAME_PREFIX", "jobplane"),
-        int(os.environ.get("JOBPLANE_EXECUTION_RETENTION_DAYS", DEFAULT_RETENTION_DAYS)),
-        logs=StepLogs(boto3.client("logs"), os.environ["JOBPLANE_LOG_GROUP"]))
+        Repository(boto3.client("dynamodb"), env.table), boto3.client("sns"), env.topic_arn,
+        boto3.client("stepfunctions"), env.name_prefix, env.execution_retention_days,
+        logs=StepLogs(boto3.client("logs"), env.required(environment.LOG_GROUP)))
     return {"result": reconciler.handle(detail["executionArn"], detail["status"])}

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jobplane.contract import names
+from jobplane.contract.environment import RuntimeEnvironment
 from jobplane.contract.catalog import Catalog
 from jobplane.contract.types import Client, JsonObject
 
@@ -29,6 +30,16 @@ class Deployment:
     # The embedded local AWS's per-start key (dev.json); None: boto3's standard credential chain.
     access_key_id: str | None = None
     secret_access_key: str | None = None
+
+    @classmethod
+    def from_environment(cls, env: RuntimeEnvironment | None = None) -> Deployment:
+        """The deployment a Lambda handler or the portal's task runs in, from the environment the
+        base module gives it (contract/environment.py), boto3's own credentials."""
+        env = env or RuntimeEnvironment.from_environment()
+        catalog = env.catalog
+        return cls(table=env.table, topic_arn=env.topic_arn, name_prefix=env.name_prefix, region=env.region,
+                   account_id=env.account_id, catalog_path=catalog if catalog.startswith("s3://") else Path(catalog),
+                   log_group=env.log_group)
 
     def client(self, service: str) -> Client:
         import boto3
