@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 
+from jobplane.contract.arns import service_of
 from jobplane.importer.entries import Command, Entry, InputProblem, Origin, Reading, Skipped, SourceSchedule
 from jobplane.contract.types import JsonObject, JsonValue
 
@@ -127,7 +128,7 @@ def _container_override(target: JsonValue) -> tuple[JsonObject | None, str]:
     elif ":ecs:" in arn and (target.get("EcsParameters") or ":cluster/" in arn):
         overrides = payload.get("containerOverrides") if isinstance(payload, dict) else None
     else:
-        service = arn.split(":")[2] if arn.count(":") >= 2 else "unknown"
+        service = service_of(arn) or "unknown"
         return None, (f"the target is {service} ({arn or 'no ARN'}), not an ECS task: jobplane runs commands; "
                       "write a step that does what it did")
     if not isinstance(overrides, list) or not overrides or not isinstance(overrides[0], dict):

@@ -16,6 +16,7 @@ import logging
 from datetime import datetime, timedelta, timezone
 
 from jobplane.contract import environment
+from jobplane.contract.arns import ExecutionArn
 from jobplane.contract.environment import DEFAULT_RETENTION_DAYS, RuntimeEnvironment
 from jobplane.contract.notifications import NotificationMessage, Outcome, event_of, publish
 from jobplane.contract.states import classify
@@ -46,10 +47,10 @@ class Reconciler:
         self.retention = timedelta(days=retention_days)
 
     def job_of(self, execution_arn: str) -> str | None:
-        # arn:aws:states:region:account:execution:<state machine>:<name>
-        parts = execution_arn.split(":")
-        machine = parts[6] if len(parts) > 7 else ""
-        return machine[len(self.prefix) + 1:] if machine.startswith(self.prefix + "-") else None
+        try:
+            return ExecutionArn.parse(execution_arn).job(self.prefix)
+        except ValueError:
+            return None
 
     def handle(self, execution_arn: str, status: str) -> str:
         """What was done: 'recorded' (this call wrote the final record), 'expiry' (the run had
@@ -61,7 +62,7 @@ class Reconciler:
         job = self.job_of(execution_arn)
         if job is None:
             return "ignored"
-        name = execution_arn.rsplit(":", 1)[1]
+        name = ExecutionArn.parse(execution_arn).name
         record = self.repo.execution(name)
         described = self.sfn.describe_execution(executionArn=execution_arn)
         finished = described.get("stopDate") or datetime.now(timezone.utc)

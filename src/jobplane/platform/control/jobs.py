@@ -3,7 +3,7 @@ SKIP_IF_FAILED job, release a claim its holder no longer holds."""
 
 from __future__ import annotations
 
-from jobplane.contract import names
+from jobplane.contract import arns, names
 from jobplane.contract.catalog import CatalogJob
 from jobplane.contract.statuses import ExecutionStatus
 from jobplane.contract.clock import now_iso
@@ -92,7 +92,7 @@ class JobActions(Runs):
         state = self.repo.job_state(job)
         holders = set(state.running) if state else set()
         if state and state.holder:
-            holders.add(state.holder.rsplit(":", 1)[1])
+            holders.add(arns.execution_name(state.holder))
         stale = []
         for name in sorted(holders):
             arn = self.deployment.execution_arn(job, name)
