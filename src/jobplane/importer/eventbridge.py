@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import json
 
-from jobplane.contract.arns import service_of
 from jobplane.importer.entries import Command, Entry, InputProblem, Origin, Reading, Skipped, SourceSchedule
 from jobplane.contract.types import JsonObject, JsonValue
+from jobplane.contract.arns import service_of
 
 UNIVERSAL_RUN_TASK = "arn:aws:scheduler:::aws-sdk:ecs:runTask"
 
