@@ -28,7 +28,10 @@ OPERATOR = "dev@localhost"  # the signed-in user of `jobplane dev` (jobplane.tom
 
 def make_runs(platform) -> dict[str, str]:  # type: ignore[no-untyped-def]
     """Run the examples into the states the pages should show; their execution names."""
+    from jobplane.platform.control import Access
+
     control, aws = platform.control, platform.aws
+    operator = Access.from_config(platform.config).person(OPERATOR)  # as the portal and the CLI judge them
 
     def finished(job: str, name: str) -> str:
         arn = control.deployment.execution_arn(job, name)
@@ -36,18 +39,18 @@ def make_runs(platform) -> dict[str, str]:  # type: ignore[no-untyped-def]
         aws.wait_reconciled(arn, timeout=600)
         return name
 
-    report = finished("daily-sales-report", control.run_now("daily-sales-report", OPERATOR))
+    report = finished("daily-sales-report", control.run_now("daily-sales-report", operator))
     failed = finished("backfill-search-index", control.run_now(
-        "backfill-search-index", OPERATOR, reason="mapping change of 2026-11-28"))
+        "backfill-search-index", operator, reason="mapping change of 2026-11-28"))
     rerun = finished("backfill-search-index", control.rerun(
-        failed, OPERATOR, from_failed_step=True, params={"from": "2026-11-01", "to": "2026-11-28"},
+        failed, operator, from_failed_step=True, params={"from": "2026-11-01", "to": "2026-11-28"},
         reason="forgot the range"))
     for name, want in ((report, "SUCCEEDED"), (failed, "FAILED"), (rerun, "SUCCEEDED")):
         status = control.execution(name).status
         if status != want:
             raise SystemExit(f"{name}: {status}, not {want}: the examples no longer behave as the docs say")
     # the report's missed nights of a past week, backfilled (docs/operate.md)
-    backfill = platform.backfills.create("daily-sales-report", OPERATOR, "2026-11-16T00:00", "2026-11-20T23:59",
+    backfill = platform.backfills.create("daily-sales-report", operator, "2026-11-16T00:00", "2026-11-20T23:59",
                                          reason="scheduler paused by mistake")
     done = platform.backfills.follow(backfill.id, lambda b: None, interval=0.2)
     if done.status.value != "COMPLETED" or any(f.status != "SUCCEEDED" for f in done.fires):

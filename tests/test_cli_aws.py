@@ -231,6 +231,8 @@ def stop_pause_resume_and_ack(platform: DevPlatform, deployment: Path, tmp_path:
     assert platform.aws.wait(ran, timeout=300).status == "SUCCEEDED"
     audit = [(a.actor, a.action) for a in control.audit(20)]
     assert (caller, "acknowledge_failure") in audit and (caller, "stop") in audit and (caller, "pause") in audit
+    # the CLI with --deployment acts as an operator (IAM decides), and its entries say so (issue 47 item 4)
+    assert {a.authority for a in control.audit(20) if a.actor == caller} == {"operator"}
 
 
 def test_a_console_start_with_no_input_is_a_manual_run_that_unblocks_the_job(platform: DevPlatform,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 import urllib.error
+from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
@@ -221,16 +222,19 @@ def test_the_job_page_shows_steps_as_written(platform: DevPlatform) -> None:
     assert "no retry" in page
 
 
-def test_a_failed_shell_step_says_its_exit_code_once(platform: DevPlatform) -> None:
+def test_a_failed_shell_step_says_its_exit_code_once(platform: DevPlatform, tmp_path: Path) -> None:
     """Issue 17: the alert read "error: error: command exited with status 3" and `jobplane run`
-    did not print the exit code."""
+    did not print the exit code. The job is growth's, so the command runs as a growth member
+    (`[dev] dev_user`): it obeys the team rule as the portal does (issue 47 item 4)."""
     from click.testing import CliRunner
 
     from jobplane.cli import main
     from jobplane.platform.notifier import console_text
     from jobplane.contract.notifications import NotificationMessage, Outcome
 
-    out = CliRunner().invoke(main, ["--root", str(platform.config.root), "run", "shell-fail",
+    toml = (platform.config.root / "jobplane.toml").read_text()
+    (tmp_path / "jobplane.toml").write_text(toml.replace('dev_user = "dev@localhost"', 'dev_user = "ben@example.com"'))
+    out = CliRunner().invoke(main, ["--root", str(tmp_path), "run", "shell-fail",
                                     "--data-dir", str(platform.data_dir)])
     assert out.exit_code == 1
     assert "FAILED at cleanup (exit code 3): command exited with status 3" in out.output, out.output

@@ -554,7 +554,9 @@ def test_repository_pages_and_feeds(aws: LocalAWS) -> None:
     assert not acked.blocked and acked.acknowledged_by == "ops@example.com" and acked.blocked_by == blocker
     assert not repo.acknowledge_failure(job, blocker)  # once
     # audit entries: newest first, and one can be withdrawn (an action that failed after it)
-    entry_id = repo.add_audit("ops@example.com", "acknowledge_failure", job, blocker, "known partner outage")
+    from jobplane.contract import audit
+
+    entry_id = repo.add_audit("ops@example.com", audit.Acknowledge(job, blocker), "known partner outage")
     entry = next(e for e in repo.audit_log() if e.job == job)
     assert (entry.id, entry.actor, entry.action) == (entry_id, "ops@example.com", "acknowledge_failure")
     assert entry.reason == "known partner outage" and entry.execution == blocker

@@ -42,6 +42,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                   "for 15 minutes), minted from its dev.json."),
     "run": ("jobplane.cli.operate", "run",
             "Start JOB now (on the running `jobplane dev`, or with --deployment on AWS), and follow it to the end."),
+    "rerun": ("jobplane.cli.operate", "rerun",
+              "Re-run EXECUTION from its failed step (or --whole) with its params, as the portal's re-run button "
+              "does; prints the new execution's name and does not wait for it."),
     "status": ("jobplane.cli.operate", "status",
                "Jobs: last status, running executions, next fire time (of `jobplane dev`, or with --deployment "
                "on AWS). While `jobplane dev` is not running, its last saved state (no next fires: nothing fires)."),
@@ -105,8 +108,8 @@ def main(ctx: click.Context, root: str) -> None:
 
     Typical flow: write jobs/<team>/<job>.jsonnet, then `jobplane validate`, `jobplane plan`
     and `jobplane compile`; `jobplane next JOB` shows when it will fire. `jobplane dev` runs
-    the whole platform locally; `jobplane run`, `status`, `logs`, `stop`, `pause`, `resume`,
-    `ack` and `backfill` talk to it, or with --deployment to the platform on AWS.
+    the whole platform locally; `jobplane run`, `rerun`, `status`, `logs`, `stop`, `pause`,
+    `resume`, `ack` and `backfill` talk to it, or with --deployment to the platform on AWS.
     """
     from jobplane.cli.common import Context
 

@@ -59,7 +59,7 @@ def backfill(obj: Context, job_or_backfill: str, start: str | None, end: str | N
                     raise click.UsageError("--reason is required to cancel or resume a backfill")
                 act = backfills.cancel if cancel else backfills.resume
                 bf = act(job_or_backfill, where.actor, reason)
-                click.echo(f"{bf.id}: {bf.status.value} ({where.where}, as {where.actor})")
+                click.echo(f"{bf.id}: {bf.status.value} ({where.where}, as {where.as_whom})")
                 if cancel or detach:
                     return
             bf = backfills.get(job_or_backfill)
@@ -83,7 +83,7 @@ def backfill(obj: Context, job_or_backfill: str, start: str | None, end: str | N
             raise click.UsageError("--reason is required to start a backfill (the audit log keeps it)")
         bf = backfills.create(job_or_backfill, where.actor, start, end, mode=mode, max_concurrent=max_concurrent,
                               params=parse_params(params), reason=reason)
-        click.echo(f"started {bf.id}: {len(bf.fires)} runs, {bf.max_concurrent} at a time ({where.where}, as {where.actor})")
+        click.echo(f"started {bf.id}: {len(bf.fires)} runs, {bf.max_concurrent} at a time ({where.where}, as {where.as_whom})")
         if detach:
             click.echo(f"  follow it: jobplane backfill {bf.id}")
             return

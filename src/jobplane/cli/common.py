@@ -16,8 +16,7 @@ if TYPE_CHECKING:  # the compiler, boto3 and the control plane load only in the 
     from datetime import datetime
 
     from jobplane.compiler.problems import DefinitionError
-    from jobplane.platform.control import ControlError
-    from jobplane.platform.control import ControlPlane
+    from jobplane.platform.control import Actor, ControlError, ControlPlane
 
 # `jobplane --help` and every command pay only for what they run (issue 13: start-up), so the
 # compiler (pydantic, go-jsonnet) and boto3 are imported inside the commands.
@@ -95,13 +94,21 @@ deployment_option = click.option(
 class Target:
     """The platform a command talks to: the running ``jobplane dev`` or a deployment on AWS.
     Both are reached through the same control plane and boto3 calls; only where the names come
-    from (dev.json, or the base module's outputs) and who the actor is differ."""
+    from (dev.json, or the base module's outputs) and who the actor is differ: on ``jobplane
+    dev``, ``[dev] dev_user`` as a person, judged by jobplane.toml's teams and admins as the
+    portal judges them; with ``--deployment``, the caller's AWS identity as an operator
+    (platform/control/access.py, docs/operate.md)."""
 
-    def __init__(self, control: ControlPlane, actor: str, portal_url: str, where: str):
+    def __init__(self, control: ControlPlane, actor: Actor, portal_url: str, where: str):
         self.control = control
         self.actor = actor
         self.portal_url = portal_url.rstrip("/")
         self.where = where
+
+    @property
+    def as_whom(self) -> str:
+        """Who the command acts as, for its output: the name, and an operator's kind."""
+        return f"{self.actor.name} (operator)" if self.actor.kind == "operator" else self.actor.name
 
     def link(self, execution: str) -> str:
         from urllib.parse import quote
@@ -111,11 +118,12 @@ class Target:
 
 def aws_target(deployment_file: Path, identify: bool = True) -> Target:
     """A deployment from the compiled root's ``jobplane`` output; the actor is the caller's AWS
-    identity (what CloudTrail also records for the calls). ``identify`` False: a command that
-    only reads acts as nobody, and skips the STS call that would name the caller."""
+    identity (what CloudTrail also records for the calls), an operator: IAM's operator policy
+    decides what it may do. ``identify`` False: a command that only reads acts as nobody, and
+    skips the STS call that would name the caller."""
     import json
 
-    from jobplane.platform.control import ControlPlane, Deployment
+    from jobplane.platform.control import Actor, ControlPlane, Deployment
 
     try:
         data = json.loads(deployment_file.read_text())
@@ -128,7 +136,7 @@ def aws_target(deployment_file: Path, identify: bool = True) -> Target:
         raise click.ClickException(f"{deployment_file}: not the `jobplane` output of terraform/jobs "
                                    f"(`terraform output -json > {deployment_file.name}`): {e!r}") from None
     try:
-        actor = deployment.client("sts").get_caller_identity()["Arn"] if identify else ""
+        actor = Actor.operator(deployment.client("sts").get_caller_identity()["Arn"] if identify else "")
         control = ControlPlane(deployment)
     except Exception as e:  # noqa: BLE001 - credentials, network, a missing catalog: say which
         raise click.ClickException(f"cannot reach the platform of {deployment_file}: {e}") from None
@@ -140,9 +148,12 @@ def target(obj: Context, data_dir: Path | None, deployment: Path | None) -> Targ
         return aws_target(deployment)
     import json
 
+    from jobplane.platform.control import Access
+
     control = running_control(obj, data_dir)
     runtime = json.loads((resolve_data_dir(obj, data_dir) / "dev.json").read_text())
-    return Target(control, obj.config.dev.dev_user, runtime.get("portal_url", ""), "jobplane dev")
+    actor = Access.from_config(obj.config).person(obj.config.dev.dev_user)
+    return Target(control, actor, runtime.get("portal_url", ""), "jobplane dev")
 
 
 def aware_time(text: str, param_hint: str) -> "datetime":

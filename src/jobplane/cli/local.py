@@ -5,7 +5,6 @@ on AWS, are in :mod:`jobplane.cli.operate`."""
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import sys
 import threading
@@ -52,6 +51,8 @@ def dev(obj: Context, reset: bool, data_dir: Path | None, aws_port: int | None, 
     URL; else the console) and the portal. State is kept in the data directory across restarts.
     """
     from jobplane.compiler.problems import DefinitionError
+    from jobplane.contract import environment as E
+    from jobplane.contract.environment import RuntimeEnvironment
     from jobplane.devserver.dev_platform import DevError, DevPlatform, freeze_started_heap
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
@@ -61,11 +62,11 @@ def dev(obj: Context, reset: bool, data_dir: Path | None, aws_port: int | None, 
     config = obj.config
     data = resolve_data_dir(obj, data_dir)
     engine_log_to_file(data)
+    env = RuntimeEnvironment.from_environment()  # the developer's Slack settings, named as on AWS
     platform = DevPlatform(config, data, config.dev.aws_port if aws_port is None else aws_port,
                            config.dev.portal_port if portal_port is None else portal_port, reset=reset,
-                           webhook_url=os.environ.get("JOBPLANE_SLACK_WEBHOOK_URL") or None,
-                           slack_bot_token=os.environ.get("JOBPLANE_SLACK_BOT_TOKEN") or None,
-                           slack_api_url=os.environ.get("JOBPLANE_SLACK_API_URL") or None,
+                           webhook_url=env.optional(E.SLACK_WEBHOOK_URL), slack_bot_token=env.optional(E.SLACK_BOT_TOKEN),
+                           slack_api_url=env.optional(E.SLACK_API_URL),
                            run_services=not no_services)
     stop = threading.Event()
 

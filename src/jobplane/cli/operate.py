@@ -1,5 +1,5 @@
-"""The ``jobplane`` commands an operator uses on a running platform: ``run``, ``status``,
-``logs``, ``stop``, ``pause``, ``resume`` and ``ack``. They talk to the running ``jobplane dev``
+"""The ``jobplane`` commands an operator uses on a running platform: ``run``, ``rerun``,
+``status``, ``logs``, ``stop``, ``pause``, ``resume`` and ``ack``. They talk to the running ``jobplane dev``
 (found through its data directory's dev.json) or, with ``--deployment`` / JOBPLANE_DEPLOYMENT, to
 a deployment on AWS, through the same control plane: same output, same exit codes."""
 
@@ -20,7 +20,7 @@ from jobplane.contract.statuses import ExecutionStatus
 from jobplane.contract.types import JsonObject
 
 if TYPE_CHECKING:  # the platform is imported by the commands that use it (the CLI's start-up)
-    from jobplane.platform.control import ControlPlane, JobSummary
+    from jobplane.platform.control import Actor, ControlPlane, JobSummary
     from jobplane.platform.logs import LogStream
 
 
@@ -244,13 +244,13 @@ reason_option = click.option("--reason", required=True, help="Why (shown in the 
 
 
 def _act(obj: Context, data_dir: Path | None, deployment: Path | None,
-         action: Callable[[ControlPlane, str], object], done: str) -> None:
+         action: Callable[[ControlPlane, Actor], object], done: str) -> None:
     where = target(obj, data_dir, deployment)
     try:
         action(where.control, where.actor)
     except control_error() as e:
         raise click.ClickException(e.message) from None
-    click.echo(f"{done} ({where.where}, as {where.actor})")
+    click.echo(f"{done} ({where.where}, as {where.as_whom})")
 
 
 @click.command()
@@ -263,6 +263,28 @@ def stop(obj: Context, execution: str, reason: str, data_dir: Path | None, deplo
     """Stop a running EXECUTION: its step's task is stopped, the run is recorded ABORTED and its
     claim released."""
     _act(obj, data_dir, deployment, lambda c, actor: c.stop(execution, actor, reason), f"stop requested for {execution}")
+
+
+@click.command()
+@click.argument("execution")
+@click.option("--whole", is_flag=True, help="Re-run every step (default: from the failed step).")
+@click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE",
+              help="Change a param of the original run (repeatable).")
+@click.option("--reason", default="", help="Why (shown in the audit log and the portal).")
+@data_dir_option
+@deployment_option
+@click.pass_obj
+def rerun(obj: Context, execution: str, whole: bool, params: tuple[str, ...], reason: str, data_dir: Path | None,
+          deployment: Path | None) -> None:
+    """Re-run EXECUTION from its failed step (or --whole) with its params, as the portal's
+    re-run button does; prints the new execution's name and does not wait for it."""
+    where = target(obj, data_dir, deployment)
+    try:
+        name = where.control.rerun(execution, where.actor, not whole, parse_params(params), reason)
+    except control_error() as e:
+        raise click.ClickException(e.message) from None
+    click.echo(f"started {name}, a re-run of {execution} ({where.where}, as {where.as_whom})"
+               + (f"\n  {where.link(name)}" if where.link(name) else ""))
 
 
 def _job_action(name: str, method: str, done: str, doc: str) -> click.Command:

@@ -13,6 +13,7 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from jobplane.contract.arns import resource_name
 from jobplane.contract.attribute_values import json_text
 from jobplane.contract.states import attempt_key, step_key
 from jobplane.contract.record_schema import doc
@@ -119,5 +120,8 @@ def _task_of(cause: str | None) -> JsonObject | None:
 
 
 def task_id(task_arn: str) -> str:
-    """arn:aws:ecs:<region>:<account>:task/<cluster>/<task id> -> <task id>"""
-    return str(task_arn).rsplit("/", 1)[-1]
+    """arn:aws:ecs:<region>:<account>:task/<cluster>/<task id> -> <task id> (an id as it is, too)"""
+    try:
+        return resource_name(str(task_arn))
+    except ValueError:
+        return str(task_arn)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from jobplane.contract.audit import AuditEvent, details_text, event_of
 from jobplane.contract import datamodel as dm
 from jobplane.contract import items
 from jobplane.contract.attempts import Attempt, attempt_rows, timeline_of
@@ -239,7 +240,10 @@ def _dumps(value: JsonValue) -> str:
 @dataclass(frozen=True)
 class AuditEntry:
     """One operator action (pk ``AUDIT#<id>``), written before the action and removed if the
-    action fails (``ControlPlane.audited``): who did what to which job, when and why."""
+    action fails (``ControlPlane.audited``): who did what to which job, when and why, and by
+    which right (``authority``). ``event`` is what happened, typed (contract/audit.py); the
+    stored ``action``, ``execution`` and ``details`` are its serialised form, as entries always
+    held them."""
 
     id: str
     at: str
@@ -249,13 +253,25 @@ class AuditEntry:
     execution: str | None = None
     reason: str = ""
     details: str = field(default="{}", metadata=doc("what the action was given, as sorted JSON"))
+    authority: str = field(default="", metadata=doc(
+        "by which right the actor acted: 'team <name>' (a member), 'admin', 'operator' (an operator identity, "
+        "docs/operate.md), 'platform' (the platform itself); empty for entries written before it was recorded"))
+
+    @classmethod
+    def of(cls, event: AuditEvent, id: str, at: str, actor: str, reason: str = "", authority: str = "") -> AuditEntry:
+        return cls(id=id, at=at, actor=actor, action=event.action, job=event.job, execution=event.execution,
+                   reason=reason, details=details_text(event), authority=authority)
+
+    @property
+    def event(self) -> AuditEvent:
+        return event_of(self.action, self.job, self.execution, self.details)
 
     def to_item(self) -> Item:
         values: JsonObject = {
             "pk": dm.audit_pk(self.id), "sk": dm.AUDIT_SK, "actor": self.actor, "action": self.action,
             "job": self.job, "reason": self.reason, "at": self.at, "gsi1pk": dm.AUDIT_PARTITION, "gsi1sk": self.at,
             "gsi2pk": dm.job_audit_partition(self.job), "gsi2sk": self.at, "details": self.details,
-            "execution": self.execution or None}
+            "execution": self.execution or None, "authority": self.authority or None}
         return item_of(values)
 
     @classmethod
@@ -264,4 +280,4 @@ class AuditEntry:
         return cls(id=str(p.get("pk", "")).removeprefix(dm.AUDIT_PREFIX), at=_text(p, "at") or "",
                    actor=_text(p, "actor") or "", action=_text(p, "action") or "", job=_text(p, "job") or "",
                    execution=_text(p, "execution"), reason=_text(p, "reason") or "",
-                   details=_text(p, "details") or "{}")
+                   details=_text(p, "details") or "{}", authority=_text(p, "authority") or "")

@@ -27,6 +27,7 @@ from jobplane.importer.dialects import EVENTBRIDGE
 from jobplane.importer.entries import Command, Entry, InputProblem, Origin, Reading, Skipped, SourceSchedule
 from jobplane.importer.sources import ReadContext, Source, SourceFormat
 from jobplane.contract.types import JsonObject, JsonValue
+from jobplane.contract.arns import service_of
 
 UNIVERSAL_RUN_TASK = "arn:aws:scheduler:::aws-sdk:ecs:runTask"
 
@@ -217,7 +218,7 @@ def _container_override(target: JsonValue) -> tuple[JsonObject | None, str]:
     elif ":ecs:" in arn and (target.get("EcsParameters") or ":cluster/" in arn):
         overrides = payload.get("containerOverrides") if isinstance(payload, dict) else None
     else:
-        service = arn.split(":")[2] if arn.count(":") >= 2 else "unknown"
+        service = service_of(arn) or "unknown"
         return None, (f"the target is {service} ({arn or 'no ARN'}), not an ECS task: jobplane runs commands; "
                       "write a step that does what it did")
     if not isinstance(overrides, list) or not overrides or not isinstance(overrides[0], dict):

@@ -27,12 +27,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Callable
 
+from jobplane.contract import audit
 from jobplane.contract import datamodel as dm
 from jobplane.contract import execution_input, policies
 from jobplane.contract.catalog import CatalogJob
 from jobplane.contract.quoting import quoted
 from jobplane.contract.schedule import validate_timezone
 from jobplane.contract.statuses import FAILED_STATUSES, ExecutionStatus, SkipReason, Trigger
+from jobplane.platform.control.access import Actor, as_actor
 from jobplane.platform.backfill_model import (MAX_CONCURRENT, Backfill, Fire, FireState, Mode, Status, execution_name,
                                               fires_json, plan_fires, window_time)
 from jobplane.platform.backfill_store import BackfillStore
@@ -181,10 +183,11 @@ class Backfills:
         return covered
 
     # -- actions ------------------------------------------------------------------------------
-    def create(self, job: str, actor: str, start: str, end: str, *, mode: Mode | str = Mode.ONLY_MISSED,
+    def create(self, job: str, actor: Actor | str, start: str, end: str, *, mode: Mode | str = Mode.ONLY_MISSED,
                max_concurrent: int = 1, params: JsonObject | None = None, reason: str = "") -> Backfill:
         """Plan the window and save the backfill (audited); a driver starts its fires."""
         entry = self.control.entry(job)
+        self.control.authorize(actor, job)
         check_reason(reason)
         mode = _mode(mode)
         if not 1 <= max_concurrent <= MAX_CONCURRENT:
@@ -203,27 +206,27 @@ class Backfills:
                            "flight; mode 'all' re-runs them", {"fires": len(planned)})
         bf = Backfill(id=f"bf-{secrets.token_hex(6)}", job=job, team=entry.team, start=execution_input.iso(t1),
                       end=execution_input.iso(t2), mode=mode, max_concurrent=max_concurrent,
-                      params={**entry.params, **overrides}, requested_by=actor, reason=reason,
+                      params={**entry.params, **overrides}, requested_by=as_actor(actor).name,
+                      reason=reason,
                       created_at=now_iso(), fires=fires)
-        details = {"backfill": bf.id, "from": bf.start, "to": bf.end, "mode": mode.value, "fires": len(fires),
-                   "max_concurrent": max_concurrent, "params": overrides}
-        self.control.audited(actor, "backfill", job, None, reason, details, lambda: self.store.create(bf),
-                              undo=[lambda: self.store.delete(bf.id)])
+        event = audit.StartBackfill(job, bf.id, bf.start, bf.end, mode.value, len(fires), max_concurrent, overrides)
+        self.control.audited(actor, event, reason, lambda: self.store.create(bf), undo=[lambda: self.store.delete(bf.id)])
         return bf
 
-    def cancel(self, backfill_id: str, actor: str, reason: str) -> Backfill:
+    def cancel(self, backfill_id: str, actor: Actor | str, reason: str) -> Backfill:
         """No further fire starts; runs already started finish and are recorded."""
         check_reason(reason)
-        return self._set_status(backfill_id, actor, reason, "backfill_cancel", (Status.RUNNING, Status.HALTED),
-                                Status.CANCELLED, f"cancelled by {actor}: {reason}")
+        return self._set_status(backfill_id, actor, reason, audit.CancelBackfill, (Status.RUNNING, Status.HALTED),
+                                Status.CANCELLED, f"cancelled by {as_actor(actor).name}: {reason}")
 
-    def resume(self, backfill_id: str, actor: str, reason: str) -> Backfill:
+    def resume(self, backfill_id: str, actor: Actor | str, reason: str) -> Backfill:
         """A halted or cancelled backfill goes on with its fires not yet started."""
         check_reason(reason)
-        return self._set_status(backfill_id, actor, reason, "backfill_resume", (Status.HALTED, Status.CANCELLED),
+        return self._set_status(backfill_id, actor, reason, audit.ResumeBackfill, (Status.HALTED, Status.CANCELLED),
                                 Status.RUNNING, None)
 
-    def _set_status(self, backfill_id: str, actor: str, reason: str, action: str, from_: tuple[Status, ...],
+    def _set_status(self, backfill_id: str, actor: Actor | str, reason: str, action: type[audit.CancelBackfill],
+                    from_: tuple[Status, ...],
                     to: Status, note: str | None) -> Backfill:
         while True:
             bf = self.get(backfill_id)
@@ -237,7 +240,7 @@ class Backfills:
                     raise _Moved  # a driver saved progress in between: no entry kept, read again
 
             try:
-                self.control.audited(actor, action, bf.job, None, reason, {"backfill": bf.id}, act)
+                self.control.audited(actor, action(bf.job, bf.id), reason, act)
                 return bf
             except _Moved:
                 continue

@@ -36,6 +36,7 @@ import threading
 from datetime import datetime, timedelta, timezone
 from typing import Callable
 
+from jobplane.contract import audit
 from jobplane.contract import execution_input, upstream
 from jobplane.contract.clock import parse_iso
 from jobplane.platform.control import Conflict, ControlPlane
@@ -53,7 +54,6 @@ WINDOW = timedelta(hours=24)
 #: How many of the upstream job's newest records are read, per job it starts (one Query).
 LOOK_BACK = 50
 ACTOR = "jobplane"
-ACTION = "catch-up"
 
 Clock = Callable[[], datetime]
 
@@ -129,7 +129,7 @@ class UpstreamCatchUp:
         reason = (f"the status event of {record.job} run {record.execution} ({record.status}, ended "
                   f"{record.finished_at}) did not start {job}")
         try:
-            self.control.audited(ACTOR, ACTION, job, name, reason, {"upstream": record.execution},
+            self.control.audited(ACTOR, audit.CatchUp(job, name, record.execution), reason,
                                  lambda: self.control.start_execution(job, payload, name))
         except self.control.sfn.exceptions.ExecutionAlreadyExists:
             return None  # an earlier check started it; its run marks the upstream record

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import uuid
 from functools import cached_property
 from urllib.parse import quote
@@ -34,6 +33,8 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web import WebClient
 from slack_sdk.webhook import WebhookClient
 
+from jobplane.contract import environment
+from jobplane.contract.environment import RuntimeEnvironment
 from jobplane.contract.notifications import NotificationMessage, Outcome, subscribed
 from jobplane.contract.statuses import DEFAULT_EVENTS, Event
 from jobplane.contract.clock import seconds_between
@@ -320,13 +321,13 @@ def handler(event: JsonObject, context: object = None) -> JsonObject:
     Lambda's asynchronous retries and then the function's dead-letter queue keep the message."""
     import boto3
 
-    url = os.environ.get("JOBPLANE_SLACK_WEBHOOK_URL") or _secret(os.environ.get("JOBPLANE_SLACK_WEBHOOK_SECRET_ARN"))
-    token = os.environ.get("JOBPLANE_SLACK_BOT_TOKEN") or _secret(os.environ.get("JOBPLANE_SLACK_BOT_TOKEN_SECRET_ARN"))
-    routing = Routing(json.loads(os.environ.get("JOBPLANE_TEAM_CHANNELS", "{}")),
-                      os.environ.get("JOBPLANE_DEFAULT_CHANNEL") or None)
-    notifier = SlackNotifier(url, routing, os.environ.get("JOBPLANE_PORTAL_URL", ""), bot_token=token,
-                             api_url=os.environ.get("JOBPLANE_SLACK_API_URL") or SLACK_API_URL)
-    sfn, logs = boto3.client("stepfunctions"), StepLogs(boto3.client("logs"), os.environ["JOBPLANE_LOG_GROUP"])
+    env = RuntimeEnvironment.from_environment()
+    url = env.optional(environment.SLACK_WEBHOOK_URL) or _secret(env.optional(environment.SLACK_WEBHOOK_SECRET_ARN))
+    token = env.optional(environment.SLACK_BOT_TOKEN) or _secret(env.optional(environment.SLACK_BOT_TOKEN_SECRET_ARN))
+    routing = Routing(env.team_channels, env.optional(environment.DEFAULT_CHANNEL))
+    notifier = SlackNotifier(url, routing, env.portal_url, bot_token=token,
+                             api_url=env.optional(environment.SLACK_API_URL) or SLACK_API_URL)
+    sfn, logs = boto3.client("stepfunctions"), StepLogs(boto3.client("logs"), env.required(environment.LOG_GROUP))
     results = []
     for record in event.get("Records", []):
         message = NotificationMessage.model_validate_json(record["Sns"]["Message"])

@@ -19,12 +19,8 @@ so the actions are read back and sent again with the secret set on the authentic
 
 from __future__ import annotations
 
-import os
-
+from jobplane.contract.environment import PORTAL_OIDC_SECRET_ARN, PORTAL_RULE_ARN, RuntimeEnvironment
 from jobplane.contract.types import Client, JsonObject
-
-ENV_RULE = "JOBPLANE_PORTAL_RULE_ARN"
-ENV_SECRET = "JOBPLANE_PORTAL_OIDC_SECRET_ARN"
 
 
 def set_client_secret(elbv2: Client, secretsmanager: Client, rule_arn: str, secret_arn: str) -> dict[str, str]:
@@ -47,5 +43,6 @@ def set_client_secret(elbv2: Client, secretsmanager: Client, rule_arn: str, secr
 def handler(event: JsonObject, context: object) -> dict[str, str]:
     import boto3
 
-    return set_client_secret(boto3.client("elbv2"), boto3.client("secretsmanager"), os.environ[ENV_RULE],
-                             os.environ[ENV_SECRET])
+    env = RuntimeEnvironment.from_environment()
+    return set_client_secret(boto3.client("elbv2"), boto3.client("secretsmanager"), env.required(PORTAL_RULE_ARN),
+                             env.required(PORTAL_OIDC_SECRET_ARN))

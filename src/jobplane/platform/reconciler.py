@@ -14,9 +14,11 @@ the same event twice changes nothing the second time.
 from __future__ import annotations
 
 import logging
-import os
 from datetime import datetime, timedelta, timezone
 
+from jobplane.contract import environment
+from jobplane.contract.arns import ExecutionArn
+from jobplane.contract.environment import DEFAULT_RETENTION_DAYS, RuntimeEnvironment
 from jobplane.contract.notifications import NotificationMessage, Outcome, event_of, publish
 from jobplane.contract.policies import REPLACED_ERROR
 from jobplane.contract.states import classify
@@ -30,7 +32,6 @@ from jobplane.contract.types import Client, JsonObject
 
 log = logging.getLogger(__name__)
 
-DEFAULT_RETENTION_DAYS = 400
 ABORTED, TIMED_OUT = ExecutionStatus.ABORTED.value, ExecutionStatus.TIMED_OUT.value
 #: How an execution ends without recording itself (Step Functions' statuses are ours by design).
 LOST = frozenset({ABORTED, TIMED_OUT, ExecutionStatus.FAILED.value})
@@ -50,10 +51,10 @@ class Reconciler:
         self.retention = timedelta(days=retention_days)
 
     def job_of(self, execution_arn: str) -> str | None:
-        # arn:aws:states:region:account:execution:<state machine>:<name>
-        parts = execution_arn.split(":")
-        machine = parts[6] if len(parts) > 7 else ""
-        return machine[len(self.prefix) + 1:] if machine.startswith(self.prefix + "-") else None
+        try:
+            return ExecutionArn.parse(execution_arn).job(self.prefix)
+        except ValueError:
+            return None
 
     def handle(self, execution_arn: str, status: str) -> str:
         """What was done: 'recorded' (this call wrote the final record), 'expiry' (the run had
@@ -65,7 +66,7 @@ class Reconciler:
         job = self.job_of(execution_arn)
         if job is None:
             return "ignored"
-        name = execution_arn.rsplit(":", 1)[1]
+        name = ExecutionArn.parse(execution_arn).name
         record = self.repo.execution(name)
         described = self.sfn.describe_execution(executionArn=execution_arn)
         finished = described.get("stopDate") or datetime.now(timezone.utc)
@@ -186,10 +187,9 @@ def handler(event: JsonObject, context: object = None) -> dict[str, str]:
     import boto3
 
     detail = event["detail"]
+    env = RuntimeEnvironment.from_environment()
     reconciler = Reconciler(
-        Repository(boto3.client("dynamodb"), os.environ["JOBPLANE_TABLE"]), boto3.client("sns"),
-        os.environ["JOBPLANE_TOPIC_ARN"], boto3.client("stepfunctions"),
-        os.environ.get("JOBPLANE_NAME_PREFIX", "jobplane"),
-        int(os.environ.get("JOBPLANE_EXECUTION_RETENTION_DAYS", DEFAULT_RETENTION_DAYS)),
-        logs=StepLogs(boto3.client("logs"), os.environ["JOBPLANE_LOG_GROUP"]))
+        Repository(boto3.client("dynamodb"), env.table), boto3.client("sns"), env.topic_arn,
+        boto3.client("stepfunctions"), env.name_prefix, env.execution_retention_days,
+        logs=StepLogs(boto3.client("logs"), env.required(environment.LOG_GROUP)))
     return {"result": reconciler.handle(detail["executionArn"], detail["status"])}

@@ -10,6 +10,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from jobplane.contract.audit import AuditEvent
 from jobplane.contract import datamodel as dm
 from jobplane.contract import items
 from jobplane.contract.statuses import AbortReason, ExecutionStatus
@@ -239,10 +240,9 @@ class Repository:
         except self.ddb.exceptions.ConditionalCheckFailedException:
             return False
 
-    def add_audit(self, actor: str, action: str, job: str, execution: str | None = None, reason: str = "",
-                  details: JsonObject | None = None) -> str:
-        entry = AuditEntry(id=uuid.uuid4().hex, at=now_iso(), actor=actor, action=action, job=job,
-                           execution=execution, reason=reason, details=json.dumps(details or {}, sort_keys=True))
+    def add_audit(self, actor: str, event: AuditEvent, reason: str = "", authority: str = "") -> str:
+        entry = AuditEntry.of(event, id=uuid.uuid4().hex, at=now_iso(), actor=actor, reason=reason,
+                              authority=authority)
         self.ddb.put_item(TableName=self.table, Item=entry.to_item())
         return entry.id
 

@@ -97,30 +97,24 @@ def handler(event: JsonObject, context: object = None) -> JsonObject:
     the fires that neither ran nor were skipped; then move every open backfill on; then disable
     again a paused job's schedule found ENABLED (drift: an apply writes the compiled state). One part failing does not keep the others from running; the
     invocation then fails, and Lambda tries it again."""
-    import os
-    from pathlib import Path
-
     import boto3
 
+    from jobplane.contract.environment import RuntimeEnvironment
     from jobplane.platform.control import Deployment
 
-    catalog = os.environ["JOBPLANE_CATALOG"]  # s3://<bucket>/catalog/ (the base module), or a path
-    deployment = Deployment(table=os.environ["JOBPLANE_TABLE"], topic_arn=os.environ["JOBPLANE_TOPIC_ARN"],
-                            name_prefix=os.environ.get("JOBPLANE_NAME_PREFIX", "jobplane"),
-                            region=os.environ.get("AWS_REGION", "us-east-1"), account_id=os.environ["JOBPLANE_ACCOUNT_ID"],
-                            catalog_path=catalog if catalog.startswith("s3://") else Path(catalog),
-                            log_group=os.environ.get("JOBPLANE_LOG_GROUP") or None)
+    env = RuntimeEnvironment.from_environment()
+    deployment = Deployment.from_environment(env)
     from jobplane.platform.backfill import BackfillDriver, Backfills
     from jobplane.platform.catchup import LostEndings, UpstreamCatchUp
     from jobplane.platform.missed import MissedFires
-    from jobplane.platform.reconciler import DEFAULT_RETENTION_DAYS, Reconciler
+    from jobplane.platform.reconciler import Reconciler
 
     started = time.monotonic()
     control = ControlPlane(deployment)
     sns = boto3.client("sns")
     # no step logs: a run recorded here carries its own error (stopped, timed out, failed)
     reconciler = Reconciler(control.repo, sns, deployment.topic_arn, control.sfn, deployment.name_prefix,
-                            int(os.environ.get("JOBPLANE_EXECUTION_RETENTION_DAYS", DEFAULT_RETENTION_DAYS)))
+                            env.execution_retention_days)
     result: JsonObject = {}
     failed: list[BaseException] = []
     for key, check in (("alerted", SlowWatch(control, sns, deployment.topic_arn).check),

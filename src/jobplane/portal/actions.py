@@ -1,8 +1,9 @@
 """The operator actions on one execution or job, one path for the pages (forms) and the JSON API.
 
-Each action loads what it acts on once, asks ``authorize`` (the caller's check: a form's CSRF
-token and the team, or the API's team check) whether this user may act on the job, and hands
-the loaded execution to the control plane, which does not read it again. The two routers differ
+Each action reads only what it needs to authorize (the job, or an execution's record: never its
+history or logs), asks ``authorize`` (the caller's check: a form's CSRF token and the team, or
+the API's team check, with the action budget) whether this user may act on the job, and hands
+what it read to the control plane, which applies the same rule again and does not read it again. The two routers differ
 only in how they read the request and answer.
 """
 
@@ -28,21 +29,21 @@ class Started:
 def run(control: ControlPlane, authorize: Authorize, job: str, params: JsonObject, reason: str,
         idempotency_key: str | None) -> Started:
     user = authorize(control.entry(job).team)
-    return Started(control.run_now(job, user.name, params, reason, idempotency_key=idempotency_key), job)
+    return Started(control.run_now(job, user, params, reason, idempotency_key=idempotency_key), job)
 
 
 def rerun(control: ControlPlane, authorize: Authorize, execution: str, from_failed_step: bool,
           params: JsonObject | None, reason: str, idempotency_key: str | None) -> Started:
-    view = control.execution(execution)
-    user = authorize(control.entry(view.job).team)
-    name = control.rerun(execution, user.name, from_failed_step, params, reason, idempotency_key=idempotency_key,
-                         loaded=view)
-    return Started(name, view.job)
+    subject = control.subject(execution)
+    user = authorize(control.entry(subject.job).team)
+    name = control.rerun(execution, user, from_failed_step, params, reason, idempotency_key=idempotency_key,
+                         loaded=subject)
+    return Started(name, subject.job)
 
 
 def stop(control: ControlPlane, authorize: Authorize, execution: str, reason: str) -> str:
     """Returns the job of the stopped execution."""
-    view = control.execution(execution)
-    user = authorize(control.entry(view.job).team)
-    control.stop(execution, user.name, reason, loaded=view)
-    return view.job
+    subject = control.subject(execution)
+    user = authorize(control.entry(subject.job).team)
+    control.stop(execution, user, reason, loaded=subject)
+    return subject.job

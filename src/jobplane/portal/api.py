@@ -108,7 +108,7 @@ class LogOut(BaseModel):
 
 
 #: An audit entry as the API shows it: all but its id.
-AUDIT_FIELDS = ("at", "actor", "action", "job", "execution", "reason", "details")
+AUDIT_FIELDS = ("at", "actor", "authority", "action", "job", "execution", "reason", "details")
 AuditOut = model_from("AuditOut", [(AuditEntry, AUDIT_FIELDS)])
 
 
@@ -270,7 +270,7 @@ def _job_action(action: str, summary: str) -> None:
     def endpoint(request: Request, job: str, body: ReasonIn) -> object:
         portal = _portal(request)
         user = portal.authorize(request, portal.control.entry(job).team)
-        result = getattr(portal.control, action.replace("-", "_"))(job, user.name, body.reason)
+        result = getattr(portal.control, action.replace("-", "_"))(job, user, body.reason)
         extra = f": released {', '.join(result)}" if isinstance(result, list) else ""
         return Done(message=f"{action} {job}{extra}")
 

@@ -1,7 +1,8 @@
 """Who is asking, and may they act on this job?
 
 Reading is open to every authenticated user; acting on a job needs membership of the job's team
-or the platform admin list (jobplane.toml in dev, the environment in production).
+or the platform admin list (jobplane.toml in dev, the environment in production): the rule of
+platform/control/access.py, which the control plane applies to the CLI's actions too.
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ import re
 import threading
 import time
 import urllib.request
-from dataclasses import dataclass
 from functools import lru_cache
 
 import jwt
 from fastapi import Request
 
+from jobplane.platform.control.access import Access, Actor
 from jobplane.portal.errors import PortalError
 from jobplane.portal.settings import AuthSettings, PortalSettings
 
@@ -27,19 +28,13 @@ from jobplane.portal.settings import AuthSettings, PortalSettings
 _KID = re.compile(r"[A-Za-z0-9-]{1,128}")  # whole string (fullmatch): no trailing newline
 
 
-@dataclass(frozen=True)
-class User:
-    name: str
-    teams: frozenset[str]
-    admin: bool
-
-    def can_act(self, team: str) -> bool:
-        return self.admin or team in self.teams
+#: The signed-in user: a person under the control plane's one rule (platform/control/access.py),
+#: judged by the same teams and admins whichever way they act.
+User = Actor
 
 
 def user_for(name: str, settings: PortalSettings) -> User:
-    teams = frozenset(t for t, members in settings.team_members.items() if name in members)
-    return User(name, teams, name in settings.admins)
+    return Access(settings.admins, settings.team_members).person(name)
 
 
 class KeyUnavailable(Exception):

@@ -98,7 +98,7 @@ def get_backfill(request: Request, backfill: str, portal: Portal = Reader) -> ob
 def start_backfill(request: Request, job: str, body: BackfillIn) -> object:
     portal = _portal(request)
     user = portal.authorize(request, portal.control.entry(job).team)
-    bf = portal.backfills.create(job, user.name, body.start, body.end, mode=body.mode,
+    bf = portal.backfills.create(job, user, body.start, body.end, mode=body.mode,
                                  max_concurrent=body.max_concurrent, params=body.params, reason=body.reason)
     return backfill_out(bf)
 
@@ -108,7 +108,7 @@ def _backfill_action(action: str) -> None:
         portal = _portal(request)
         bf = portal.backfills.get(backfill)
         user = portal.authorize(request, bf.team)
-        return backfill_out(getattr(portal.backfills, action)(backfill, user.name, body.reason))
+        return backfill_out(getattr(portal.backfills, action)(backfill, user, body.reason))
 
     endpoint.__name__ = f"{action}_backfill"
     router.post(f"/backfills/{{backfill}}/{action}", response_model=BackfillOut, responses=ACTION_ERRORS,

@@ -41,7 +41,7 @@ def backfill_form(request: Request, job: str, csrf_token: str | None = Form(None
                   reason: str = Form("")) -> Response:
     portal = _portal(request)
     user = _act(request, portal.control.entry(job).team, csrf_token)
-    bf = portal.backfills.create(job, user.name, start, end, mode=mode, max_concurrent=max_concurrent,
+    bf = portal.backfills.create(job, user, start, end, mode=mode, max_concurrent=max_concurrent,
                                  params=parse_params(params), reason=reason)
     return _back(f"/backfills/{quote(bf.id)}", "backfill")
 
@@ -68,5 +68,5 @@ def backfill_action_form(request: Request, backfill: str, action: str, csrf_toke
         raise NotFound(f"unknown action {action!r}")
     bf = portal.backfills.get(backfill)
     user = _act(request, bf.team, csrf_token)
-    getattr(portal.backfills, action)(backfill, user.name, reason)
+    getattr(portal.backfills, action)(backfill, user, reason)
     return _back(f"/backfills/{quote(bf.id)}", f"backfill-{action}")

@@ -14,14 +14,14 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from jobplane.contract.clock import now_iso
-from jobplane.platform.control import Conflict, ControlError, Invalid, NotFound
+from jobplane.platform.control import Conflict, ControlError, Forbidden, Invalid, NotFound
 from jobplane.contract.types import JsonObject
 
 log = logging.getLogger(__name__)
 
 CODES = {400: "VALIDATION_ERROR", 401: "UNAUTHENTICATED", 403: "FORBIDDEN", 404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED",
          409: "CONFLICT", 415: "UNSUPPORTED_MEDIA_TYPE", 429: "RATE_LIMIT_EXCEEDED", 500: "INTERNAL_ERROR"}
-STATUS_OF = {NotFound: 404, Conflict: 409, Invalid: 400}
+STATUS_OF = {NotFound: 404, Conflict: 409, Invalid: 400, Forbidden: 403}
 
 
 class PortalError(Exception):

@@ -209,5 +209,5 @@ def job_action_form(request: Request, job: str, action: str, csrf_token: str | N
     if action not in ("pause", "resume", "acknowledge", "release-claim"):
         raise NotFound(f"unknown action {action!r}")
     user = _act(request, portal.control.entry(job).team, csrf_token)
-    getattr(portal.control, action.replace("-", "_"))(job, user.name, reason)
+    getattr(portal.control, action.replace("-", "_"))(job, user, reason)
     return _back(f"/jobs/{quote(job)}", action)

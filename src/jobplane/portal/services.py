@@ -14,7 +14,7 @@ from fastapi.templating import Jinja2Templates
 
 from jobplane import __version__
 from jobplane.platform.backfill import Backfills
-from jobplane.platform.control import ControlPlane
+from jobplane.platform.control import ControlPlane, Forbidden
 from jobplane.portal import errors, views
 from jobplane.portal.auth import AlbKeys, RateLimiter, User, identify
 from jobplane.portal.csrf import Csrf
@@ -62,10 +62,13 @@ class Portal:
         return user
 
     def authorize(self, request: Request, team: str) -> User:
+        """The user, if they may act on ``team``'s jobs (the control plane's rule, checked here
+        first so a refused request costs nothing more), within their action budget."""
         user = self.user(request)
-        if not user.can_act(team):
-            raise PortalError(403, f"{user.name} may read but not act on team {team}'s jobs "
-                                   "(ask to be added to the team in jobplane.toml, or a platform admin)")
+        try:
+            user.authority(team)
+        except Forbidden as e:
+            raise PortalError(403, e.message) from None
         self.limiter.check(user.name)
         return user
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import json
-import os
 import secrets
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TypedDict
 from urllib.parse import urlsplit
 
+from jobplane.contract import environment as E
 from jobplane.contract.config import PlatformConfig
+from jobplane.contract.environment import RuntimeEnvironment
 from jobplane.platform.control import Deployment
 
 
@@ -119,32 +119,22 @@ class PortalSettings:
         separated), JOBPLANE_TEAM_MEMBERS (JSON {team: [user, ...]}), JOBPLANE_LOG_GROUP (the
         step logs' group; default /<prefix>/runner, as the base module names it). Raises ValueError for a
         setting that would leave the portal open."""
-        env = os.environ
-        deployment = Deployment(
-            table=env["JOBPLANE_TABLE"], topic_arn=env["JOBPLANE_TOPIC_ARN"],
-            name_prefix=env.get("JOBPLANE_NAME_PREFIX", "jobplane"), region=env.get("AWS_REGION", "us-east-1"),
-            account_id=env["JOBPLANE_ACCOUNT_ID"],
-            catalog_path=env["JOBPLANE_CATALOG"] if env["JOBPLANE_CATALOG"].startswith("s3://") else Path(env["JOBPLANE_CATALOG"]),
-            log_group=env.get("JOBPLANE_LOG_GROUP") or None)
-        mode = env.get("JOBPLANE_AUTH_MODE", "alb-oidc")
+        env = RuntimeEnvironment.from_environment()
+        deployment = Deployment.from_environment(env)
+        mode = env.optional(E.AUTH_MODE) or "alb-oidc"
         if mode == "dev":
-            raise ValueError("JOBPLANE_AUTH_MODE=dev is for jobplane dev only")
-        auth = AuthSettings(mode=mode, header=env.get("JOBPLANE_AUTH_HEADER", "X-Forwarded-Email"),
-                            trusted_proxies=_items(env.get("JOBPLANE_TRUSTED_PROXIES", "")),
-                            proxy_secret=env.get("JOBPLANE_PROXY_SECRET") or None,
-                            alb_arn=env.get("JOBPLANE_ALB_ARN"), alb_region=deployment.region)
-        members = json.loads(env.get("JOBPLANE_TEAM_MEMBERS", "{}"))
-        settings = cls(deployment=deployment, auth=auth,
-                       admins=frozenset(_items(env.get("JOBPLANE_ADMINS", ""))),
+            raise ValueError(f"{E.AUTH_MODE}=dev is for jobplane dev only")
+        auth = AuthSettings(mode=mode, header=env.optional(E.AUTH_HEADER) or "X-Forwarded-Email",
+                            trusted_proxies=env.names_list(E.TRUSTED_PROXIES),
+                            proxy_secret=env.optional(E.PROXY_SECRET), alb_arn=env.optional(E.ALB_ARN),
+                            alb_region=deployment.region)
+        members = json.loads(env.optional(E.TEAM_MEMBERS) or "{}")
+        settings = cls(deployment=deployment, auth=auth, admins=frozenset(env.names_list(E.ADMINS)),
                        team_members={t: frozenset(m) for t, m in members.items()},
-                       secret_key=env["JOBPLANE_PORTAL_SECRET"], base_url=env.get("JOBPLANE_PORTAL_URL", ""),
-                       allowed_hosts=frozenset(_items(env.get("JOBPLANE_ALLOWED_HOSTS", ""))))
+                       secret_key=env.required(E.PORTAL_SECRET), base_url=env.portal_url,
+                       allowed_hosts=frozenset(env.names_list(E.ALLOWED_HOSTS)))
         settings.check()
         return settings
-
-
-def _items(text: str) -> tuple[str, ...]:
-    return tuple(x.strip() for x in text.split(",") if x.strip())
 
 
 class ServerOptions(TypedDict):

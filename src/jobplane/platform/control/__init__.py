@@ -7,7 +7,8 @@ Actions check what they act on and fail with a typed error (:class:`NotFound`,
 each successful action writes an audit entry naming who, what, which job or execution and why.
 
 The plane is split by concern: ``reads`` (every read, and the clients and catalog it holds),
-``runs`` (run, re-run, stop; the audit), ``jobs`` (pause, resume, acknowledge, release a claim),
+``access`` (who may act: one rule for every way in), ``runs`` (run, re-run, stop; the
+authorization and the audit), ``jobs`` (pause, resume, acknowledge, release a claim),
 ``views`` (what a read returns), ``deployment`` (where it all is), ``errors`` (what fails and
 the checks of operator input). :class:`ControlPlane` is all of them; everything is importable
 from here.
@@ -15,18 +16,21 @@ from here.
 
 from __future__ import annotations
 
+from jobplane.platform.control.access import Access, Actor
 from jobplane.platform.control.deployment import Deployment, load_catalog
-from jobplane.platform.control.errors import (MAX_PARAMS_BYTES, MAX_REASON, Conflict, ControlError, Invalid, NotFound,
-                                              check_cursor, check_reason)
+from jobplane.platform.control.errors import (MAX_PARAMS_BYTES, MAX_REASON, Conflict, ControlError, Forbidden, Invalid,
+                                              NotFound, check_cursor, check_reason)
 from jobplane.platform.control.jobs import JobActions
 from jobplane.platform.control.runs import IDEMPOTENCY_KEY_MAX, idempotent_name
-from jobplane.platform.control.views import (JOB_SORTS, RECENT_FAILURES, ExecutionView, JobSummary, next_fires)
+from jobplane.platform.control.views import (JOB_SORTS, RECENT_FAILURES, ExecutionSubject, ExecutionView, JobSummary,
+                                             next_fires)
 
 
 class ControlPlane(JobActions):
     """Every read and action on one deployment (see the module's docstring for the parts)."""
 
 
-__all__ = ["IDEMPOTENCY_KEY_MAX", "JOB_SORTS", "MAX_PARAMS_BYTES", "MAX_REASON", "RECENT_FAILURES", "Conflict",
-           "ControlError", "ControlPlane", "Deployment", "ExecutionView", "Invalid", "JobSummary", "NotFound",
+__all__ = ["IDEMPOTENCY_KEY_MAX", "JOB_SORTS", "MAX_PARAMS_BYTES", "MAX_REASON", "RECENT_FAILURES", "Access", "Actor",
+           "Conflict", "ControlError", "ControlPlane", "Deployment", "ExecutionSubject", "ExecutionView", "Forbidden",
+           "Invalid", "JobSummary", "NotFound",
            "check_cursor", "check_reason", "idempotent_name", "load_catalog", "next_fires"]

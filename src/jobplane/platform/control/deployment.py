@@ -7,7 +7,8 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from jobplane.contract import names
+from jobplane.contract import arns, names
+from jobplane.contract.environment import RuntimeEnvironment
 from jobplane.contract.catalog import Catalog
 from jobplane.contract.types import Client, JsonObject
 
@@ -30,6 +31,16 @@ class Deployment:
     access_key_id: str | None = None
     secret_access_key: str | None = None
 
+    @classmethod
+    def from_environment(cls, env: RuntimeEnvironment | None = None) -> Deployment:
+        """The deployment a Lambda handler or the portal's task runs in, from the environment the
+        base module gives it (contract/environment.py), boto3's own credentials."""
+        env = env or RuntimeEnvironment.from_environment()
+        catalog = env.catalog
+        return cls(table=env.table, topic_arn=env.topic_arn, name_prefix=env.name_prefix, region=env.region,
+                   account_id=env.account_id, catalog_path=catalog if catalog.startswith("s3://") else Path(catalog),
+                   log_group=env.log_group)
+
     def client(self, service: str) -> Client:
         import boto3
 
@@ -45,12 +56,11 @@ class Deployment:
         return self.log_group or names.runner_log_group(self.name_prefix)
 
     def state_machine_arn(self, job: str) -> str:
-        return (f"arn:aws:states:{self.region}:{self.account_id}:stateMachine:"
-                f"{names.state_machine_name(self.name_prefix, job)}")
+        return arns.state_machine_arn(self.region, self.account_id, names.state_machine_name(self.name_prefix, job))
 
     def execution_arn(self, job: str, execution: str) -> str:
-        return (f"arn:aws:states:{self.region}:{self.account_id}:execution:"
-                f"{names.state_machine_name(self.name_prefix, job)}:{execution}")
+        return arns.execution_arn(self.region, self.account_id, names.state_machine_name(self.name_prefix, job),
+                                  execution)
 
     def to_json(self) -> JsonObject:
         return {"table": self.table, "topic_arn": self.topic_arn, "name_prefix": self.name_prefix,

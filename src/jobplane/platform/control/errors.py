@@ -34,6 +34,12 @@ class Invalid(ControlError):
     code = "validation_error"
 
 
+class Forbidden(ControlError):
+    """The actor may not act on this job (platform/control/access.py)."""
+
+    code = "forbidden"
+
+
 _CURSOR_KEYS = {"pk", "sk", "gsi1pk", "gsi1sk", "gsi2pk", "gsi2sk"}
 
 

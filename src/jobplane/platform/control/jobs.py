@@ -3,18 +3,20 @@ SKIP_IF_FAILED job, release a claim its holder no longer holds."""
 
 from __future__ import annotations
 
-from jobplane.contract import names
+from jobplane.contract import arns, audit, names
 from jobplane.contract.catalog import CatalogJob
 from jobplane.contract.statuses import ExecutionStatus
 from jobplane.contract.clock import now_iso
+from jobplane.platform.control.access import Actor
 from jobplane.platform.control.errors import Conflict, check_reason
 from jobplane.platform.control.runs import Runs
 
 
 class JobActions(Runs):
-    def pause(self, job: str, actor: str, reason: str) -> None:
+    def pause(self, job: str, actor: Actor | str, reason: str) -> None:
         check_reason(reason)
         entry = self.entry(job)
+        who = self.authorize(actor, job)
         state = self.repo.job_state(job)
         if state and state.paused:
             raise Conflict(f"{job} is already paused (by {state.paused_by}: {state.paused_reason})", {"job": job})
@@ -22,16 +24,17 @@ class JobActions(Runs):
             raise Conflict(f"{job} has no schedule to pause (it runs only when started)", {"job": job})
 
         def act() -> None:  # the flag first (what the portal shows), then the schedules
-            self.repo.set_paused(job, entry.team, actor, reason, now_iso())
+            self.repo.set_paused(job, entry.team, who.name, reason, now_iso())
             self._set_schedule_state(entry, "DISABLED")
 
         undo = [lambda: self.repo.clear_paused(job),
                 lambda: self._set_schedule_state(entry, "ENABLED" if entry.enabled else "DISABLED")]
-        self.audited(actor, "pause", job, None, reason, None, act, undo)
+        self.audited(who, audit.Pause(job), reason, act, undo)
 
-    def resume(self, job: str, actor: str, reason: str) -> None:
+    def resume(self, job: str, actor: Actor | str, reason: str) -> None:
         check_reason(reason)
         entry = self.entry(job)
+        who = self.authorize(actor, job)
         state = self.repo.job_state(job)
         if not (state and state.paused):
             raise Conflict(f"{job} is not paused", {"job": job})
@@ -41,10 +44,10 @@ class JobActions(Runs):
                 raise Conflict(f"{job} is not paused", {"job": job})
             self._set_schedule_state(entry, "ENABLED" if entry.enabled else "DISABLED")
 
-        undo = [lambda: self.repo.set_paused(job, entry.team, state.paused_by or actor, state.paused_reason or "",
+        undo = [lambda: self.repo.set_paused(job, entry.team, state.paused_by or who.name, state.paused_reason or "",
                                              state.paused_at or now_iso()),
                 lambda: self._set_schedule_state(entry, "DISABLED")]
-        self.audited(actor, "resume", job, None, reason, None, act, undo)
+        self.audited(who, audit.Resume(job), reason, act, undo)
 
     def apply_pauses(self) -> list[str]:
         """Re-disable the schedules of paused jobs (after a deploy re-created them)."""
@@ -102,27 +105,27 @@ class JobActions(Runs):
                 spec[k] = current[k]
         self.scheduler.update_schedule(Name=name, GroupName=self.deployment.name_prefix, State=state, **spec)
 
-    def acknowledge(self, job: str, actor: str, reason: str) -> None:
+    def acknowledge(self, job: str, actor: Actor | str, reason: str) -> None:
         check_reason(reason)
-        self.entry(job)
+        who = self.authorize(actor, job)
         state = self.repo.job_state(job)
         if state is None or not state.blocked:
             raise Conflict(f"{job} has no unacknowledged failure", {"job": job})
 
         def act() -> None:
-            if not self.repo.acknowledge_failure(job, state.blocked_by, actor):
+            if not self.repo.acknowledge_failure(job, state.blocked_by, who.name):
                 raise Conflict(f"{job} has no unacknowledged failure", {"job": job})
 
-        self.audited(actor, "acknowledge_failure", job, state.blocked_by, reason, None, act)
+        self.audited(who, audit.Acknowledge(job, state.blocked_by), reason, act)
 
-    def release_claim(self, job: str, actor: str, reason: str) -> list[str]:
+    def release_claim(self, job: str, actor: Actor | str, reason: str) -> list[str]:
         """Release claims held by executions that are no longer running (a crashed cleanup)."""
         check_reason(reason)
-        self.entry(job)
+        who = self.authorize(actor, job)
         state = self.repo.job_state(job)
         holders = set(state.running) if state else set()
         if state and state.holder:
-            holders.add(state.holder.rsplit(":", 1)[1])
+            holders.add(arns.execution_name(state.holder))
         stale = []
         for name in sorted(holders):
             arn = self.deployment.execution_arn(job, name)
@@ -146,5 +149,5 @@ class JobActions(Runs):
                 raise Conflict(f"{job}'s stale claims were released meanwhile", {"job": job})
             return released
 
-        released: list[str] = self.audited(actor, "release_claim", job, stale[0], reason, {"released": stale}, act)
+        released: list[str] = self.audited(who, audit.ReleaseClaim(job, tuple(stale)), reason, act)
         return released

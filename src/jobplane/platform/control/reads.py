@@ -21,8 +21,8 @@ from jobplane.platform.repository import Page, Repository
 from jobplane.platform.timeline import history, state_transitions, timeline
 from jobplane.platform.control.deployment import Deployment, load_catalog
 from jobplane.platform.control.errors import Invalid, NotFound, check_cursor
-from jobplane.platform.control.views import (JOB_SORTS, RECENT_FAILURES, ExecutionHistory, ExecutionView, JobSummary,
-                                             LiveExecution, next_fires)
+from jobplane.platform.control.views import (JOB_SORTS, RECENT_FAILURES, ExecutionHistory, ExecutionSubject,
+                                             ExecutionView, JobSummary, LiveExecution, next_fires)
 
 
 class Reads:
@@ -155,6 +155,27 @@ class Reads:
                              ": ".join(x for x in (d.get("error"), d.get("cause")) if x) or None,
                              sent=json_object(d.get("input")))
         return ExecutionView(name, job, arn, self._completed(job, live.sent, live.started_at), None, live, steps)
+
+    def subject(self, name: str, job: str | None = None) -> ExecutionSubject:
+        """The execution's job and record, for an action to authorize its actor before it reads
+        anything more (ExecutionSubject). NotFound if neither a record nor a running job names it."""
+        record = self.repo.execution(name)
+        if record is not None:
+            return ExecutionSubject(name, record.job, record)
+        job = job or self._job_running(name)
+        if job is None:
+            raise NotFound(f"no execution named {name!r}", {"execution": name})
+        return ExecutionSubject(name, job, None)
+
+    def record_view(self, subject: ExecutionSubject) -> ExecutionView | None:
+        """The execution as its record tells it, without its history (an action's view: the
+        status, input and failed step); None while it has no record."""
+        record = subject.record
+        if record is None:
+            return None
+        arn = record.execution_arn or self.deployment.execution_arn(record.job, subject.execution)
+        return ExecutionView(subject.execution, record.job, arn,
+                             self._completed(record.job, record.given, record.started_at), record, None)
 
     def _history(self, arn: str) -> ExecutionHistory | None:
         """The execution's step attempts and transitions; None if Step Functions does not know

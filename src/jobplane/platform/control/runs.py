@@ -10,16 +10,17 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from jobplane.contract import execution_input
+from jobplane.contract import audit, execution_input
 from jobplane.contract.attribute_values import json_object
 from jobplane.contract.execution_input import ExecutionInput
 from jobplane.contract import runner as rc
 from jobplane.contract.catalog import CatalogJob
 from jobplane.contract.quoting import quoted
 from jobplane.contract.statuses import ExecutionStatus
-from jobplane.platform.control.errors import MAX_PARAMS_BYTES, Conflict, Invalid, check_reason
+from jobplane.platform.control.access import Actor, as_actor
+from jobplane.platform.control.errors import MAX_PARAMS_BYTES, Conflict, Invalid, NotFound, check_reason
 from jobplane.platform.control.reads import Reads
-from jobplane.platform.control.views import ExecutionView
+from jobplane.platform.control.views import ExecutionSubject
 from jobplane.contract.types import JsonObject
 
 log = logging.getLogger(__name__)
@@ -40,29 +41,33 @@ T = TypeVar("T")
 
 
 class Runs(Reads):
-    def run_now(self, job: str, actor: str, params: JsonObject | None = None, reason: str = "",
+    def run_now(self, job: str, actor: Actor | str, params: JsonObject | None = None, reason: str = "",
                 from_step: str | None = None, name: str | None = None, idempotency_key: str | None = None) -> str:
         """Start a run now; its execution name. With ``idempotency_key``, the same request again
         (a double click, a retried call) answers with the run it started, not a second one."""
         entry = self.entry(job)
+        who = self.authorize(actor, job)
         check_reason(reason, required=False)
         if from_step is not None and from_step not in self.step_names(job):
             raise Invalid(f"{job} has no step {quoted(from_step)}; steps: {', '.join(self.step_names(job))}",
                           {"from_step": "unknown step"})
         params = self.checked_params(entry, params)
-        payload = execution_input.manual(actor, entry.params, params, resume_from=from_step)
-        name = name or (idempotent_name(job, actor, idempotency_key) if idempotency_key is not None else uuid.uuid4().hex)
+        payload = execution_input.manual(who.name, entry.params, params, resume_from=from_step)
+        name = name or (idempotent_name(job, who.name, idempotency_key) if idempotency_key is not None
+                        else uuid.uuid4().hex)
         return self._start_once(job, payload, name, idempotency_key is not None, lambda: self.audited(
-            actor, "run", job, name, reason, {"params": params} | ({"from_step": from_step} if from_step else {}),
-            lambda: self.start_execution(job, payload, name)))
+            who, audit.Run(job, name, params, from_step), reason, lambda: self.start_execution(job, payload, name)))
 
-    def rerun(self, execution: str, actor: str, from_failed_step: bool = True,
+    def rerun(self, execution: str, actor: Actor | str, from_failed_step: bool = True,
               params: JsonObject | None = None, reason: str = "", name: str | None = None,
-              idempotency_key: str | None = None, loaded: ExecutionView | None = None) -> str:
-        """``loaded``: the execution as the caller just read it (to authorize the actor), so it
-        is not read again (a GetItem, and possibly its history and logs)."""
+              idempotency_key: str | None = None, loaded: ExecutionSubject | None = None) -> str:
+        """``loaded``: the execution's subject as the caller just read it (to authorize the
+        actor), so it is not read again. Only the record is read (not the history or logs),
+        unless the execution has none yet: then it is running, or has just ended."""
         check_reason(reason, required=False)
-        original = loaded if loaded is not None and loaded.execution == execution else self.execution(execution)
+        subject = loaded if loaded is not None and loaded.execution == execution else self.subject(execution)
+        who = self.authorize(actor, subject.job)
+        original = self.record_view(subject) or self.execution(execution, subject.job)
         if original.running:
             raise Conflict(f"{execution} is still running; stop it first", {"execution": execution})
         if original.status == ExecutionStatus.MISSED.value:  # no run to repeat: run the fire itself, once
@@ -85,12 +90,11 @@ class Runs(Reads):
         # The original run's values for params the job still declares, then the operator's changes.
         kept = {k: v for k, v in original.input.params.items() if k in declared}
         merged = {**declared, **kept, **overrides}
-        payload = execution_input.rerun(actor, execution, merged, resume_from)
-        name = name or (idempotent_name(original.job, actor, idempotency_key) if idempotency_key is not None
+        payload = execution_input.rerun(who.name, execution, merged, resume_from)
+        name = name or (idempotent_name(original.job, who.name, idempotency_key) if idempotency_key is not None
                         else uuid.uuid4().hex)
         self._start_once(original.job, payload, name, idempotency_key is not None, lambda: self.audited(
-            actor, "rerun_from_failed_step" if from_failed_step else "rerun", original.job, name, reason,
-            {"rerun_of": execution, "resume_from": resume_from, "params": overrides},
+            who, audit.Rerun(original.job, name, execution, resume_from, overrides), reason,
             lambda: self.start_execution(original.job, payload, name)))
         self.repo.link_rerun(execution, name)  # lineage: best effort, the audit entry names the original too
         return name
@@ -147,14 +151,22 @@ class Runs(Reads):
                           f"overrides; its steps leave {entry.params_budget}", {"params": "too large"})
         return params
 
-    def audited(self, actor: str, action: str, job: str, execution: str | None, reason: str,
-                details: JsonObject | None, act: Callable[[], T],
+    def authorize(self, actor: Actor | str, job: str) -> Actor:
+        """The actor, if they may act on ``job`` (platform/control/access.py, ``as_actor`` for a
+        name alone); Forbidden if not."""
+        who = as_actor(actor)
+        who.authority(self.entry(job).team)
+        return who
+
+    def audited(self, actor: Actor | str, event: audit.AuditEvent, reason: str, act: Callable[[], T],
                 undo: Sequence[Callable[[], object]] | None = None) -> T:
-        """An action and its audit entry, all or nothing: the entry is written first (a failed
-        write changes nothing), then the action; if the action fails, the entry is removed (and
-        ``undo``, a list of callables, reverses what the action had done) before the error
-        propagates."""
-        entry = self.repo.add_audit(actor, action, job, execution, reason, details)
+        """An action and its audit entry, all or nothing: the actor is authorized for the event's
+        job (every action passes here), the entry is written (a failed write changes nothing),
+        then the action; if the action fails, the entry is removed (and ``undo``, a list of
+        callables, reverses what the action had done) before the error propagates."""
+        who = as_actor(actor)
+        authority = who.authority(self.entry(event.job).team)
+        entry = self.repo.add_audit(who.name, event, reason, authority)
         try:
             return act()
         except BaseException:
@@ -162,7 +174,7 @@ class Runs(Reads):
                 try:
                     step()
                 except Exception:
-                    log.exception("could not undo part of a failed %s of %s", action, job)
+                    log.exception("could not undo part of a failed %s of %s", event.action, event.job)
             self.repo.delete_audit(entry)
             raise
 
@@ -174,10 +186,21 @@ class Runs(Reads):
             raise Conflict(f"{job} is not deployed", {"job": job}) from None
         return name
 
-    def stop(self, execution: str, actor: str, reason: str, loaded: ExecutionView | None = None) -> None:
+    def stop(self, execution: str, actor: Actor | str, reason: str, loaded: ExecutionSubject | None = None) -> None:
+        """Reads the record (or, while there is none, what DescribeExecution says), never the
+        history or logs."""
         check_reason(reason)
-        view = loaded if loaded is not None and loaded.execution == execution else self.execution(execution)
-        if not view.running:
-            raise Conflict(f"{execution} is not running ({view.status})", {"execution": execution, "status": view.status})
-        self.audited(actor, "stop", view.job, execution, reason, None, lambda: self.sfn.stop_execution(
-            executionArn=view.execution_arn, error="Stopped", cause=f"stopped by {actor}: {reason}"))
+        subject = loaded if loaded is not None and loaded.execution == execution else self.subject(execution)
+        who = self.authorize(actor, subject.job)
+        arn = self.deployment.execution_arn(subject.job, execution)
+        if subject.record is not None and subject.record.status != ExecutionStatus.RUNNING.value:
+            status = subject.record.status
+        else:
+            try:
+                status = self.sfn.describe_execution(executionArn=arn)["status"]
+            except self.sfn.exceptions.ExecutionDoesNotExist:
+                raise NotFound(f"no execution named {execution!r}", {"execution": execution}) from None
+        if status != ExecutionStatus.RUNNING.value:
+            raise Conflict(f"{execution} is not running ({status})", {"execution": execution, "status": status})
+        self.audited(who, audit.Stop(subject.job, execution), reason, lambda: self.sfn.stop_execution(
+            executionArn=arn, error="Stopped", cause=f"stopped by {who.name}: {reason}"))

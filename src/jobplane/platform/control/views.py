@@ -66,6 +66,17 @@ class ExecutionHistory:
 
 
 @dataclass(frozen=True)
+class ExecutionSubject:
+    """What an action on an execution needs to authorize the actor: its job, and its record if
+    it has one (one GetItem; while it runs, the job comes from the job states). Never its
+    history or logs, which a page needs and an action does not."""
+
+    execution: str
+    job: str
+    record: ExecutionRecord | None
+
+
+@dataclass(frozen=True)
 class ExecutionView:
     """One execution as an operator sees it: its final record, or while it has none what
     Step Functions says of it (``live``), with its history when the record does not hold it."""

@@ -34,6 +34,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from jobplane.contract.arns import ExecutionArn
 from jobplane.contract.bindings import asl_of, bind
 from jobplane.contract import datamodel as dm
 from jobplane.contract import names
@@ -184,7 +185,7 @@ class LocalAWS:
 
     def _handle_status(self, execution_arn: str, status: str) -> None:
         if status in ("ABORTED", "TIMED_OUT"):
-            self.agent.stop_execution_tasks(execution_arn.rsplit(":", 1)[1])
+            self.agent.stop_execution_tasks(ExecutionArn.parse(execution_arn).name)
         try:
             self.deliver_status_event(execution_arn, status)
         except Exception:  # EventBridge retries a failed target, then dead-letters: say so loudly
@@ -207,12 +208,13 @@ class LocalAWS:
         so a test can deliver an event twice, as EventBridge may."""
         from jobplane.contract import execution_input, upstream
 
-        machine = execution_arn.split(":")[6] if execution_arn.count(":") >= 7 else ""
+        arn = ExecutionArn.parse(execution_arn)
+        machine = arn.state_machine
         started = []
         for downstream, on in self.after_rules.get(machine, []):
             if status not in upstream.EVENT_STATUSES[on] or downstream not in self.state_machines:
                 continue
-            payload = upstream.transformed_input(execution_arn.rsplit(":", 1)[1],
+            payload = upstream.transformed_input(arn.name,
                                                  execution_input.iso(datetime.now(timezone.utc)))
             started.append(self.client("stepfunctions").start_execution(
                 stateMachineArn=self.state_machines[downstream], input=json.dumps(payload.to_json()))["executionArn"])

@@ -28,6 +28,7 @@ from typing import Callable
 
 from botocore.exceptions import ClientError
 
+from jobplane.contract.arns import resource_name
 from jobplane.contract.execution_input import SCHEDULER_TIME, iso
 from jobplane.contract.schedule import iter_fire_times, parse, validate_timezone
 from jobplane.contract.types import Client, JsonObject
@@ -132,7 +133,7 @@ class LocalScheduler:
                   f"; delivered to {dlq}" if dlq and self.sqs else "")
         if not dlq or self.sqs is None:
             return
-        url = self.sqs.get_queue_url(QueueName=dlq.rsplit(":", 1)[-1])["QueueUrl"]
+        url = self.sqs.get_queue_url(QueueName=resource_name(dlq))["QueueUrl"]
 
         def text(value: str) -> dict[str, str]:
             return {"DataType": "String", "StringValue": value}

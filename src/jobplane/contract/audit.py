@@ -1,0 +1,267 @@
+"""What an audit entry says happened: one small frozen dataclass per kind of action.
+
+An entry was once an action string and a free dict, each writer spelling both; a reader could
+not know which keys a "rerun" carries. Each event now names its action, its job, the execution
+it concerns and its details as fields, and is stored in the shape entries always had (``action``,
+``execution`` and ``details`` as sorted JSON, contract/records.py ``AuditEntry``), so entries
+written before still read back: :func:`event_of` turns a stored action and details into the
+typed event (an action it does not know into :class:`Other`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from jobplane.contract.types import JsonObject, JsonValue
+
+
+@dataclass(frozen=True)
+class AuditEvent:
+    """One kind of operator action on one job."""
+
+    #: the stored ``action`` (one per kind; Rerun has two, as it always had)
+    ACTION: ClassVar[str] = ""
+    job: str
+
+    @property
+    def action(self) -> str:
+        return self.ACTION
+
+    @property
+    def execution(self) -> str | None:
+        """The execution the action concerns (started, stopped, acknowledged), if one."""
+        return None
+
+    def details(self) -> JsonObject:
+        return {}
+
+    @classmethod
+    def read(cls, action: str, job: str, execution: str | None, details: JsonObject) -> AuditEvent:
+        return cls(job)
+
+
+@dataclass(frozen=True)
+class Run(AuditEvent):
+    ACTION: ClassVar[str] = "run"
+    started: str = ""
+    params: JsonObject = field(default_factory=dict)
+    from_step: str | None = None
+
+    @property
+    def execution(self) -> str | None:
+        return self.started
+
+    def details(self) -> JsonObject:
+        return {"params": self.params} | ({"from_step": self.from_step} if self.from_step else {})
+
+    @classmethod
+    def read(cls, action: str, job: str, execution: str | None, details: JsonObject) -> AuditEvent:
+        return cls(job, execution or "", _object(details.get("params")), _str(details.get("from_step")))
+
+
+@dataclass(frozen=True)
+class Rerun(AuditEvent):
+    """A re-run of ``rerun_of``, from its failed step (``resume_from``) or whole."""
+
+    ACTION: ClassVar[str] = "rerun"
+    FROM_FAILED_STEP: ClassVar[str] = "rerun_from_failed_step"
+    started: str = ""
+    rerun_of: str = ""
+    resume_from: str | None = None
+    params: JsonObject = field(default_factory=dict)
+
+    @property
+    def action(self) -> str:
+        return self.FROM_FAILED_STEP if self.resume_from else self.ACTION
+
+    @property
+    def execution(self) -> str | None:
+        return self.started
+
+    def details(self) -> JsonObject:
+        return {"rerun_of": self.rerun_of, "resume_from": self.resume_from, "params": self.params}
+
+    @classmethod
+    def read(cls, action: str, job: str, execution: str | None, details: JsonObject) -> AuditEvent:
+        return cls(job, execution or "", _str(details.get("rerun_of")) or "", _str(details.get("resume_from")),
+                   _object(details.get("params")))
+
+
+@dataclass(frozen=True)
+class Stop(AuditEvent):
+    ACTION: ClassVar[str] = "stop"
+    stopped: str = ""
+
+    @property
+    def execution(self) -> str | None:
+        return self.stopped
+
+    @classmethod
+    def read(cls, action: str, job: str, execution: str | None, details: JsonObject) -> AuditEvent:
+        return cls(job, execution or "")
+
+
+@dataclass(frozen=True)
+class Pause(AuditEvent):
+    ACTION: ClassVar[str] = "pause"
+
+
+@dataclass(frozen=True)
+class Resume(AuditEvent):
+    ACTION: ClassVar[str] = "resume"
+
+
+@dataclass(frozen=True)
+class Acknowledge(AuditEvent):
+    """The failure of ``failed`` no longer blocks a SKIP_IF_FAILED job's fires."""
+
+    ACTION: ClassVar[str] = "acknowledge_failure"
+    failed: str | None = None
+
+    @property
+    def execution(self) -> str | None:
+        return self.failed
+
+    @classmethod
+    def read(cls, action: str, job: str, execution: str | None, details: JsonObject) -> AuditEvent:
+        return cls(job, execution)
+
+
+@dataclass(frozen=True)
+class ReleaseClaim(AuditEvent):
+    """Claims of executions that no longer run, released (the first names the entry)."""
+
+    ACTION: ClassVar[str] = "release_claim"
+    released: tuple[str, ...] = ()
+
+    @property
+    def execution(self) -> str | None:
+        return self.released[0] if self.released else None
+
+    def details(self) -> JsonObject:
+        return {"released": list(self.released)}
+
+    @classmethod
+    def read(cls, action: str, job: str, execution: str | None, details: JsonObject) -> AuditEvent:
+        released = details.get("released")
+        return cls(job, tuple(str(x) for x in released) if isinstance(released, list) else
+                   ((execution,) if execution else ()))
+
+
+@dataclass(frozen=True)
+class StartBackfill(AuditEvent):
+    ACTION: ClassVar[str] = "backfill"
+    backfill: str = ""
+    start: str = ""
+    end: str = ""
+    mode: str = ""
+    fires: int = 0
+    max_concurrent: int = 0
+    params: JsonObject = field(default_factory=dict)
+
+    def details(self) -> JsonObject:
+        return {"backfill": self.backfill, "from": self.start, "to": self.end, "mode": self.mode,
+                "fires": self.fires, "max_concurrent": self.max_concurrent, "params": self.params}
+
+    @classmethod
+    def read(cls, action: str, job: str, execution: str | None, details: JsonObject) -> AuditEvent:
+        return cls(job, _str(details.get("backfill")) or "", _str(details.get("from")) or "",
+                   _str(details.get("to")) or "", _str(details.get("mode")) or "", _int(details.get("fires")),
+                   _int(details.get("max_concurrent")), _object(details.get("params")))
+
+
+@dataclass(frozen=True)
+class CancelBackfill(AuditEvent):
+    ACTION: ClassVar[str] = "backfill_cancel"
+    backfill: str = ""
+
+    def details(self) -> JsonObject:
+        return {"backfill": self.backfill}
+
+    @classmethod
+    def read(cls, action: str, job: str, execution: str | None, details: JsonObject) -> AuditEvent:
+        return cls(job, _str(details.get("backfill")) or "")
+
+
+@dataclass(frozen=True)
+class ResumeBackfill(CancelBackfill):
+    ACTION: ClassVar[str] = "backfill_resume"
+
+
+@dataclass(frozen=True)
+class CatchUp(AuditEvent):
+    """The platform started ``started`` because the status event of ``upstream`` that should
+    have started it was lost (platform/catchup.py)."""
+
+    ACTION: ClassVar[str] = "catch-up"
+    started: str = ""
+    upstream: str = ""
+
+    @property
+    def execution(self) -> str | None:
+        return self.started
+
+    def details(self) -> JsonObject:
+        return {"upstream": self.upstream}
+
+    @classmethod
+    def read(cls, action: str, job: str, execution: str | None, details: JsonObject) -> AuditEvent:
+        return cls(job, execution or "", _str(details.get("upstream")) or "")
+
+
+@dataclass(frozen=True)
+class Other(AuditEvent):
+    """An entry of an action this version does not know (written by a newer one): kept as stored."""
+
+    stored_action: str = ""
+    stored_execution: str | None = None
+    stored_details: JsonObject = field(default_factory=dict)
+
+    @property
+    def action(self) -> str:
+        return self.stored_action
+
+    @property
+    def execution(self) -> str | None:
+        return self.stored_execution
+
+    def details(self) -> JsonObject:
+        return self.stored_details
+
+    @classmethod
+    def read(cls, action: str, job: str, execution: str | None, details: JsonObject) -> AuditEvent:
+        return cls(job, action, execution, details)
+
+
+KINDS: tuple[type[AuditEvent], ...] = (Run, Rerun, Stop, Pause, Resume, Acknowledge, ReleaseClaim, StartBackfill,
+                                       CancelBackfill, ResumeBackfill, CatchUp)
+_BY_ACTION: dict[str, type[AuditEvent]] = {k.ACTION: k for k in KINDS} | {Rerun.FROM_FAILED_STEP: Rerun}
+
+
+def event_of(action: str, job: str, execution: str | None, details: str) -> AuditEvent:
+    """The typed event of a stored entry (``details`` as stored: JSON text)."""
+    try:
+        parsed = json.loads(details or "{}")
+    except (ValueError, RecursionError):
+        parsed = {}
+    values: JsonObject = parsed if isinstance(parsed, dict) else {}
+    return _BY_ACTION.get(action, Other).read(action, job, execution, values)
+
+
+def details_text(event: AuditEvent) -> str:
+    """The details as stored: sorted JSON (what entries always held)."""
+    return json.dumps(event.details(), sort_keys=True)
+
+
+def _object(value: JsonValue) -> JsonObject:
+    return value if isinstance(value, dict) else {}
+
+
+def _str(value: JsonValue) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _int(value: JsonValue) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
