@@ -136,7 +136,11 @@ class Reconciler:
         cause = described.get("cause")
         if described.get("error") != REPLACED_ERROR or not isinstance(cause, str):
             return None
-        if cause == execution_arn or cause.rsplit(":", 1)[0] != execution_arn.rsplit(":", 1)[0]:
+        try:
+            replacing, stopped = ExecutionArn.parse(cause), ExecutionArn.parse(execution_arn)
+        except ValueError:
+            return None
+        if cause == execution_arn or replacing.state_machine != stopped.state_machine:
             return None
         try:
             self.sfn.describe_execution(executionArn=cause)
@@ -152,7 +156,7 @@ class Reconciler:
         recorded = self.repo.record_replaced(
             job=job, team=state.team if state else "", execution=name, execution_arn=execution_arn,
             started_at=as_iso(described["startDate"]), finished_at=finished_at,
-            input_json=described.get("input") or "{}", step=step, replaced_by=replaced_by.rsplit(":", 1)[1])
+            input_json=described.get("input") or "{}", step=step, replaced_by=ExecutionArn.parse(replaced_by).name)
         if recorded:
             log.info("recorded %s as replaced by %s (step %s) and released its claim", name, replaced_by, step)
         return recorded
