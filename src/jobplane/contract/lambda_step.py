@@ -145,3 +145,16 @@ def invocation_lines(lines: list[str], request_id: str) -> list[str]:
         return lines
     end = next((i for i in range(begin + 1, len(lines)) if lines[i].startswith(f"{END_MARK}{request_id}")), len(lines))
     return lines[begin + 1:end]
+
+
+#: The function's handler, as the image's CMD names it for the runtime interface client.
+HANDLER = "jobplane.runner.lambda_handler.handler"
+#: How the local AWS runs one invocation without Lambda (platform/local/lambda_agent.py): the
+#: handler's module as a process of its own, standing in for the runtime interface client, with
+#: the event on stdin, the context in these variables (besides Lambda's own
+#: AWS_LAMBDA_LOG_GROUP_NAME / AWS_LAMBDA_LOG_STREAM_NAME / AWS_LAMBDA_FUNCTION_NAME) and the
+#: answer written as JSON to the file named on its command line: ``{"result": ...}`` or
+#: ``{"errorType", "errorMessage", "stackTrace"}``.
+LOCAL_RUNTIME_MODULE = "jobplane.runner.lambda_handler"
+ENV_LOCAL_REQUEST_ID = "JOBPLANE_LOCAL_REQUEST_ID"
+ENV_LOCAL_DEADLINE = "JOBPLANE_LOCAL_DEADLINE"  # epoch seconds when the function's timeout runs out

@@ -10,8 +10,9 @@ can be stopped before the function's own time runs out.
 
 The handler itself needs nothing but the standard library (boto3 only to read declared secrets),
 so the runtime interface client (``awslambdaric``, in the image only: runner/Dockerfile) calls
-``jobplane.runner.lambda_handler.handler``, and the local AWS calls :func:`invoke` the same way
-(platform/local/lambda_agent.py).
+``jobplane.runner.lambda_handler.handler``; the local AWS runs this module as a process that
+stands in for the runtime interface client and calls the same ``handler`` (:func:`local_invoke`,
+platform/local/lambda_agent.py).
 """
 
 from __future__ import annotations
@@ -286,3 +287,44 @@ def _say(fd: int, level: str, message: str, env: Mapping[str, str]) -> None:
         os.write(fd, (json.dumps(line) + "\n").encode())
     except OSError:
         pass
+
+
+class LocalContext:
+    """Lambda's context object as the local AWS describes it (contract/lambda_step.py LOCAL_*)."""
+
+    def __init__(self, env: Mapping[str, str]):
+        self.aws_request_id = env.get(ls.ENV_LOCAL_REQUEST_ID, "")
+        self.log_group_name = env.get("AWS_LAMBDA_LOG_GROUP_NAME", "")
+        self.log_stream_name = env.get("AWS_LAMBDA_LOG_STREAM_NAME", "")
+        self.function_name = env.get("AWS_LAMBDA_FUNCTION_NAME", "")
+        self._deadline = float(env.get(ls.ENV_LOCAL_DEADLINE) or time.time() + 3)
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self._deadline - time.time()) * 1000))
+
+
+def local_invoke(answer_path: str) -> int:
+    """One invocation as the runtime interface client makes it: the event from stdin, then
+    ``handler(event, context)``; the answer (or the error, as the client reports one) written
+    to ``answer_path``."""
+    import traceback
+
+    try:
+        event: object = json.loads(sys.stdin.read() or "{}")
+    except ValueError:
+        event = None
+    context = LocalContext(os.environ)
+    for name in (ls.ENV_LOCAL_REQUEST_ID, ls.ENV_LOCAL_DEADLINE):
+        os.environ.pop(name, None)
+    answer: JsonObject
+    try:
+        answer = {"result": handler(event, context)}
+    except Exception as e:  # noqa: BLE001 - what the runtime interface client reports
+        answer = {"errorType": type(e).__name__, "errorMessage": str(e),
+                  "stackTrace": [line.rstrip("\n") for line in traceback.format_tb(e.__traceback__)]}
+    Path(answer_path).write_text(json.dumps(answer))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(local_invoke(sys.argv[1]))
