@@ -191,3 +191,20 @@ def test_the_handler_module_needs_no_runtime_interface_client() -> None:
             "assert 'awslambdaric' not in sys.modules and 'boto3' not in sys.modules; print(h.handler.__name__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "handler", out.stderr
+
+
+def test_the_runner_image_builds_a_lambda_target_and_stays_the_ecs_image_by_default() -> None:
+    """What only a build shows is not built here (no Docker): the Dockerfile's stages are read."""
+    import re
+
+    text = (HERE.parent / "src" / "jobplane" / "runner" / "Dockerfile").read_text()
+    stages = re.findall(r"^FROM (\S+)(?: AS (\S+))?$", text, re.M)
+    assert stages == [("${APP_IMAGE}", "runner"), ("runner", "lambda"), ("runner", "ecs")]
+    lambda_stage = text.split("AS lambda", 1)[1].split("AS ecs", 1)[0]
+    assert "python -m awslambdaric" in lambda_stage and "awslambdaric==" in lambda_stage
+    assert json.loads(re.search(r"^CMD (\[.*\])$", lambda_stage, re.M).group(1)) == [ls.HANDLER]  # type: ignore[union-attr]
+    assert f"ENV {lh.ENV_RIC_PATH}=/opt/jobplane-lambda" in lambda_stage and "--target /opt/jobplane-lambda" in lambda_stage
+    # the ECS image (the default, last stage) keeps no entrypoint: the state machine's command runs as sent
+    assert text.split("AS lambda", 1)[0].count('ENTRYPOINT []') == 1 and text.rstrip().endswith("FROM runner AS ecs")
+    module, _, function = ls.HANDLER.rpartition(".")
+    assert module == ls.LOCAL_RUNTIME_MODULE == lh.__name__ and getattr(lh, function) is lh.handler

@@ -270,8 +270,10 @@ def fix_client_reuse() -> None:
             return cache[key]
 
     boto_client.boto_client_for = boto_client_for
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
+
     for module in (state_task_service_aws_sdk, state_task_service_dynamodb, state_task_service_ecs,
-                   state_task_service_sfn, state_task_service_sns):
+                   state_task_service_sfn, state_task_service_sns, lambda_eval_utils):
         if hasattr(module, "boto_client_for"):
             module.boto_client_for = boto_client_for
 
