@@ -128,8 +128,15 @@ def test_a_step_past_its_timeout_times_out_and_is_stopped_before_the_function_en
         assert time.monotonic() < deadline
         time.sleep(0.1)
     messages = [e["message"] for e in aws.client("logs").filter_log_events(logGroupName=group)["events"]]
-    assert any('"stopped by SIGTERM"' in m for m in messages)
     assert any(m.startswith("END RequestId: ") for m in messages)
+    # the Task never answered, so no stream is known: the readers find its lines by the run's identity
+    logs = StepLogs(aws.client("logs"), aws.log_group)
+    assert logs.streams(rows) == []  # a caller that does not name the execution: nothing to show
+    (stream,) = logs.streams(rows, execution=execution.arn.rsplit(":", 1)[1])
+    lines = [json.loads(line) for line in stream.read().splitlines()]
+    assert {(l["step"], str(l["attempt"])) for l in lines} == {("load", "1")}
+    assert lines[0]["message"] == "step started" and lines[-1]["message"] == "stopped by SIGTERM"
+    assert any(l["logger"] == "jobplane.lambda" and l["message"].startswith("stopping the step") for l in lines)
 
 
 def test_only_deployed_steps_run(aws: LocalAWS, tmp_path: Path) -> None:
@@ -144,18 +151,28 @@ def test_only_deployed_steps_run(aws: LocalAWS, tmp_path: Path) -> None:
     assert not marker.exists()
 
 
-def test_the_server_jobplane_dev_runs_answers_a_lambda_step_the_same(tmp_path: Path) -> None:
-    """Over HTTP (``jobplane dev``): the interpreter's Invoke reaches the agent through the front."""
-    with LocalAWS(env={"PYTHONPATH": str(HERE)}, log_dir=tmp_path / "logs", server_port=0) as server:
-        out = tmp_path / "g.json"
-        execution, rows, _ = run_step(server, "sample_apps.functions:write_greeting", {"out": str(out)})
-        assert execution.status == "SUCCEEDED", (execution.error, execution.cause)
-        (stream,) = StepLogs(server.client("logs"), server.log_group).streams(rows)
-        assert '"message": "step succeeded"' in stream.read()
-    # and `jobplane logs` while jobplane dev is stopped: the data directory's cache
-    from jobplane.platform.local.awslogs import LogCache
+def test_an_error_the_handler_did_not_raise_keeps_lambdas_message_as_the_reason() -> None:
+    """Lambda's own errors (the function timed out, the image could not start) carry no answer."""
+    from jobplane.contract.attempts import task_facts
 
-    (cached,) = LogCache(tmp_path / "logs").streams(execution.arn.rsplit(":", 1)[1])
-    assert (cached.step, cached.task_id, cached.log_stream) == ("load", rows[0].task_id, rows[0].log_stream)
-    text = cached.read()
-    assert '"message": "step succeeded"' in text and "RequestId" not in text
+    cause = json.dumps({"errorMessage": "RequestId: 1f2e Error: Task timed out after 65.00 seconds",
+                        "errorType": "Sandbox.Timedout", "requestId": "1f2e", "stackTrace": []})
+    assert task_facts(cause, with_reason=True) == {
+        "task_id": "1f2e", "reason": "RequestId: 1f2e Error: Task timed out after 65.00 seconds"}
+    answer = ls.Answer(78, "/aws/lambda/f", "2026/12/03/[$LATEST]ab", "1f2e")
+    raised = json.dumps({"errorMessage": answer.to_json(), "errorType": ls.ERROR_PERMANENT, "requestId": "1f2e",
+                         "stackTrace": ["  File ..."]})
+    assert task_facts(raised, with_reason=True) == {"exit_code": 78, "log_group": "/aws/lambda/f",
+                                                    "log_stream": "2026/12/03/[$LATEST]ab", "task_id": "1f2e"}
+    # an ECS task's JSON is read as before
+    task = {"TaskArn": "arn:aws:ecs:us-east-1:123456789012:task/c/abc", "StopCode": "EssentialContainerExited",
+            "Containers": [{"ExitCode": 75}]}
+    assert task_facts(json.dumps(task), with_reason=True) == {"exit_code": 75, "task_id": "abc",
+                                                              "stop_code": "EssentialContainerExited"}
+
+
+def test_a_stream_shared_by_invocations_gives_each_attempt_its_own_lines() -> None:
+    lines = ["START RequestId: a Version: $LATEST", "one", "END RequestId: a", "REPORT RequestId: a\tDuration: 1 ms",
+             "START RequestId: b Version: $LATEST", "two", "END RequestId: b", "REPORT RequestId: b\tDuration: 1 ms"]
+    assert ls.invocation_lines(lines, "a") == ["one"] and ls.invocation_lines(lines, "b") == ["two"]
+    assert ls.invocation_lines(["x"], "a") == ["x"]  # a stream without Lambda's marks: all of it
