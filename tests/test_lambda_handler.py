@@ -201,7 +201,12 @@ def test_the_runner_image_builds_a_lambda_target_and_stays_the_ecs_image_by_defa
     stages = re.findall(r"^FROM (\S+)(?: AS (\S+))?$", text, re.M)
     assert stages == [("${APP_IMAGE}", "runner"), ("runner", "lambda"), ("runner", "ecs")]
     lambda_stage = text.split("AS lambda", 1)[1].split("AS ecs", 1)[0]
-    assert "python -m awslambdaric" in lambda_stage and "awslambdaric==" in lambda_stage
+    assert "python -m awslambdaric" in lambda_stage
+    # installed as locked, with hashes, as the portal image installs its packages (tests/test_locks.py)
+    assert "--require-hashes --target /opt/jobplane-lambda -r /tmp/jobplane-lambda.txt" in lambda_stage
+    lock = (HERE.parent / "requirements" / "lambda.txt").read_text()
+    assert re.search(r"^awslambdaric==\d+\.\d+\.\d+ \\$", lock, re.M) and "--hash=sha256:" in lock
+    assert "requirements/lambda.in" in (HERE.parent / "Makefile").read_text()
     assert json.loads(re.search(r"^CMD (\[.*\])$", lambda_stage, re.M).group(1)) == [ls.HANDLER]  # type: ignore[union-attr]
     assert f"ENV {lh.ENV_RIC_PATH}=/opt/jobplane-lambda" in lambda_stage and "--target /opt/jobplane-lambda" in lambda_stage
     # the ECS image (the default, last stage) keeps no entrypoint: the state machine's command runs as sent
