@@ -176,3 +176,19 @@ def test_a_stream_shared_by_invocations_gives_each_attempt_its_own_lines() -> No
              "START RequestId: b Version: $LATEST", "two", "END RequestId: b", "REPORT RequestId: b\tDuration: 1 ms"]
     assert ls.invocation_lines(lines, "a") == ["one"] and ls.invocation_lines(lines, "b") == ["two"]
     assert ls.invocation_lines(["x"], "a") == ["x"]  # a stream without Lambda's marks: all of it
+
+
+def test_the_portal_links_a_lambda_attempt_to_its_functions_stream() -> None:
+    from jobplane.platform.control import Deployment
+    from jobplane.platform.logs import LambdaLog, LogStream
+    from jobplane.portal.pages import log_console_url
+
+    on_aws = Deployment(table="t", topic_arn="arn", name_prefix="jobplane", region="ap-northeast-1")
+    stream = LogStream("load", 1, "1f2e", StepLogs(None, on_aws.runner_log_group),
+                       LambdaLog("/aws/lambda/jobplane-nightly-runner", "2026/12/03/[$LATEST]ab12"))
+    assert log_console_url(on_aws, stream) == (
+        "https://ap-northeast-1.console.aws.amazon.com/cloudwatch/home?region=ap-northeast-1#logsV2:log-groups/"
+        "log-group/$252Faws$252Flambda$252Fjobplane-nightly-runner/log-events/2026$252F12$252F03$252F$255B$2524LATEST$255Dab12")
+    timed_out = LogStream("load", 1, "load#1", stream.source, LambdaLog("/aws/lambda/jobplane-nightly-runner", "",
+                                                                          "exec-1", "load", 1))
+    assert log_console_url(on_aws, timed_out) is None

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from jobplane.contract import execution_input
+from jobplane.contract import runner as rc
 from jobplane.contract.statuses import ExecutionStatus
 from jobplane.platform.control import (IDEMPOTENCY_KEY_MAX, JOB_SORTS, RECENT_FAILURES, Invalid, NotFound,
                                       check_cursor)
@@ -133,8 +134,12 @@ def log_console_url(deployment: Deployment, stream: LogStream) -> str | None:
     no console: its endpoint is set)."""
     if deployment.endpoint_url:
         return None
-    # a Lambda attempt's stream is in its function's group; an ECS task's in the runner's
-    return logview.console_url(deployment.region, stream.log_group or deployment.runner_log_group, stream.log_stream)
+    where = getattr(stream, "where", None)
+    if where is None:  # an ECS task's stream, in the runner's group
+        return logview.console_url(deployment.region, deployment.runner_log_group, rc.log_stream(stream.task_id))
+    # a Lambda attempt's, in its function's group; none for one found by its run's identity
+    # (its Task timed out before the stream was known): its lines are spread over streams
+    return logview.console_url(deployment.region, where.group, where.stream) if where.stream else None
 
 
 @router.get("/failures", response_class=HTMLResponse)
