@@ -320,8 +320,13 @@ def local_invoke(answer_path: str) -> int:
     try:
         answer = {"result": handler(event, context)}
     except Exception as e:  # noqa: BLE001 - what the runtime interface client reports
-        answer = {"errorType": type(e).__name__, "errorMessage": str(e),
-                  "stackTrace": [line.rstrip("\n") for line in traceback.format_tb(e.__traceback__)]}
+        stack = traceback.format_tb(e.__traceback__)
+        answer = {"errorType": type(e).__name__, "errorMessage": str(e), "stackTrace": stack}
+        # and logs, as one line whose lines are joined by carriage returns (its text log format)
+        lines = [f"[ERROR] {type(e).__name__}: {e}", "Traceback (most recent call last):"]
+        lines += [line for entry in stack for line in entry.splitlines()]
+        sys.stdout.write("\r".join(lines) + "\n")
+        sys.stdout.flush()
     Path(answer_path).write_text(json.dumps(answer))
     return 0
 
