@@ -137,7 +137,7 @@ def test_declared_secrets_are_read_given_to_the_step_and_redacted(tmp_path: Path
     env = step_environment("sample_apps.functions:leaky")
     arns = {"DB_PASSWORD": "arn:aws:secretsmanager:us-east-1:123456789012:secret:db-AbCdEf"}
     store = {arns["DB_PASSWORD"]: "hunter2-very-secret"}
-    fenv = function_env(env, **{ls.ENV_SECRETS: json.dumps(arns)})
+    fenv = function_env(env, **{ls.ENV_SECRET_SOURCES: json.dumps(arns)})
     result, lines = call(env, fenv, tmp_path, read_secret=store.__getitem__)
     assert type(result).__name__ == ls.ERROR_RETRYABLE
     text = json.dumps(lines)
@@ -152,14 +152,13 @@ def test_the_step_gets_the_functions_environment_less_the_handlers_own(tmp_path:
     out = tmp_path / "env.json"
     env = step_environment("sample_apps.functions:record_env", {"out": str(out)}, REPORT_DAY="monday")
     fenv = function_env(env, AWS_REGION="ap-northeast-1", AWS_LAMBDA_RUNTIME_API="127.0.0.1:9001",
-                        _HANDLER="jobplane.runner.lambda_handler.handler", JOBPLANE_LAMBDA_PATH="/opt/ric")
-    fenv["PYTHONPATH"] = f"/opt/ric{os.pathsep}{HERE}"
+                        _HANDLER="jobplane.runner.lambda_handler.handler")
     result, _ = call(env, fenv, tmp_path)
     assert isinstance(result, dict) and result["exit_code"] == 0
     seen = json.loads(out.read_text())
     assert seen["AWS_REGION"] == "ap-northeast-1" and seen["REPORT_DAY"] == "monday"
     assert seen["PYTHONPATH"] == str(HERE)
-    assert not {"AWS_LAMBDA_RUNTIME_API", "_HANDLER", "JOBPLANE_LAMBDA_PATH", ls.ENV_STEP_DIGESTS} & set(seen)
+    assert not {"AWS_LAMBDA_RUNTIME_API", "_HANDLER", ls.ENV_STEP_DIGESTS} & set(seen)
 
 
 def test_a_step_still_running_when_the_function_runs_out_of_time_is_stopped(tmp_path: Path) -> None:
@@ -193,23 +192,40 @@ def test_the_handler_module_needs_no_runtime_interface_client() -> None:
     assert out.returncode == 0 and out.stdout.strip() == "handler", out.stderr
 
 
-def test_the_runner_image_builds_a_lambda_target_and_stays_the_ecs_image_by_default() -> None:
-    """What only a build shows is not built here (no Docker): the Dockerfile's stages are read."""
+def test_the_runner_image_is_also_the_lambda_image() -> None:
+    """What only a build shows is not built here (no Docker): the Dockerfile is read. The
+    function's image_config starts the runtime interface client with the handler (the compiled
+    Terraform, contract/lambda_step.py); the image must hold both and stay the ECS image."""
     import re
 
     text = (HERE.parent / "src" / "jobplane" / "runner" / "Dockerfile").read_text()
-    stages = re.findall(r"^FROM (\S+)(?: AS (\S+))?$", text, re.M)
-    assert stages == [("${APP_IMAGE}", "runner"), ("runner", "lambda"), ("runner", "ecs")]
-    lambda_stage = text.split("AS lambda", 1)[1].split("AS ecs", 1)[0]
-    assert "python -m awslambdaric" in lambda_stage
-    # installed as locked, with hashes, as the portal image installs its packages (tests/test_locks.py)
-    assert "--require-hashes --target /opt/jobplane-lambda -r /tmp/jobplane-lambda.txt" in lambda_stage
+    assert ls.IMAGE_ENTRY_POINT == ("python", "-m", "awslambdaric")
+    # the client installed as locked, with hashes, aside, and reachable by `python -m awslambdaric`
+    assert "--require-hashes --target /opt/jobplane-lambda -r /tmp/jobplane-lambda.txt" in text
+    assert re.search(r"echo /opt/jobplane-lambda > .*purelib.*/jobplane-lambda\.pth", text)
+    assert 'python -c "import awslambdaric, jobplane.runner.lambda_handler"' in text
     lock = (HERE.parent / "requirements" / "lambda.txt").read_text()
     assert re.search(r"^awslambdaric==\d+\.\d+\.\d+ \\$", lock, re.M) and "--hash=sha256:" in lock
     assert "requirements/lambda.in" in (HERE.parent / "Makefile").read_text()
-    assert json.loads(re.search(r"^CMD (\[.*\])$", lambda_stage, re.M).group(1)) == [ls.HANDLER]  # type: ignore[union-attr]
-    assert f"ENV {lh.ENV_RIC_PATH}=/opt/jobplane-lambda" in lambda_stage and "--target /opt/jobplane-lambda" in lambda_stage
-    # the ECS image (the default, last stage) keeps no entrypoint: the state machine's command runs as sent
-    assert text.split("AS lambda", 1)[0].count('ENTRYPOINT []') == 1 and text.rstrip().endswith("FROM runner AS ecs")
+    # one stage, no entrypoint: the state machine's ECS command runs as sent
+    assert len(re.findall(r"^FROM ", text, re.M)) == 1 and "ENTRYPOINT []" in text
     module, _, function = ls.HANDLER.rpartition(".")
     assert module == ls.LOCAL_RUNTIME_MODULE == lh.__name__ and getattr(lh, function) is lh.handler
+
+
+def test_a_directory_on_a_pth_line_comes_after_the_images_own_packages(tmp_path: Path) -> None:
+    """Why a .pth and not PYTHONPATH: a site directory's .pth lines are appended to sys.path, so
+    the client's own dependencies never shadow the application's."""
+    import subprocess
+
+    site_dir, aside, own = tmp_path / "site", tmp_path / "aside", tmp_path / "own"
+    for d in (site_dir, aside, own):
+        d.mkdir()
+    (aside / "shared_dep.py").write_text("WHO = 'aside'\n")
+    (aside / "only_aside.py").write_text("WHO = 'aside'\n")
+    (own / "shared_dep.py").write_text("WHO = 'own'\n")
+    (site_dir / "jobplane-lambda.pth").write_text(f"{aside}\n")
+    code = (f"import site, sys; sys.path.insert(0, {str(own)!r}); site.addsitedir({str(site_dir)!r}); "
+            "import shared_dep, only_aside; print(shared_dep.WHO, only_aside.WHO)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["own", "aside"], out.stderr

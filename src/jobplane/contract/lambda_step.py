@@ -21,6 +21,7 @@ characters ECS allows the same values (the step's params are budgeted for ECS's 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 INVOKE_RESOURCE = "arn:aws:states:::lambda:invoke"
@@ -30,12 +31,15 @@ PAYLOAD_ENVIRONMENT = "environment"
 ERROR_RETRYABLE = "JobplaneStepFailed"
 ERROR_PERMANENT = "JobplaneStepFailedPermanently"
 ERRORS = (ERROR_RETRYABLE, ERROR_PERMANENT)
-#: The Lambda service's own errors, retried as AWS recommends for the Lambda integration
-#: ("Handling transient Lambda service exceptions": Lambda.ServiceException,
-#: Lambda.AWSLambdaException, Lambda.SdkClientException, Lambda.TooManyRequestsException,
-#: https://docs.aws.amazon.com/step-functions/latest/dg/bp-lambda-serviceexception.html).
-SERVICE_ERRORS = ("Lambda.ServiceException", "Lambda.AWSLambdaException", "Lambda.SdkClientException",
-                  "Lambda.TooManyRequestsException")
+#: The Lambda service's own transient errors, retried as AWS recommends for the Lambda
+#: integration ("Handle Lambda service exceptions": ClientExecutionTimeoutException,
+#: ServiceException, AWSLambdaException, SdkClientException, with IntervalSeconds 2, MaxAttempts
+#: 6, BackoffRate 2, https://docs.aws.amazon.com/step-functions/latest/dg/bp-lambda-serviceexception.html),
+#: and its throttle (TooManyRequestsException, "when Lambda hits the maximum number of
+#: invocations", same page): a full account is capacity, not the step's fault. An unhandled
+#: error (out of memory, the function's own timeout) is Lambda.Unknown: the step's failure.
+SERVICE_ERRORS = ("Lambda.ClientExecutionTimeoutException", "Lambda.ServiceException", "Lambda.AWSLambdaException",
+                  "Lambda.SdkClientException", "Lambda.TooManyRequestsException")
 #: Lambda's hard limit on a function's timeout: 900 seconds
 #: (https://docs.aws.amazon.com/lambda/latest/dg/configuration-timeout.html).
 MAX_TIMEOUT = 900
@@ -84,6 +88,28 @@ def function_name(prefix: str, job: str) -> str:
     return f"{prefix}-{job}-runner"
 
 
+def role_name(prefix: str, job: str) -> str:
+    """The function's execution role (names.LIMITS: 64 characters)."""
+    return f"{prefix}-{job}-lambda"
+
+
+#: The function's environment variable naming where each secret of its steps is read from
+#: (JSON: ENV_NAME -> Secrets Manager secret ARN or SSM parameter ARN). ECS injects secrets into
+#: the container; a Lambda function cannot, so the handler reads them with the function's role
+#: (which may read exactly these) before it starts the runner.
+ENV_SECRET_SOURCES = "JOBPLANE_SECRET_SOURCES"
+
+
+def secret_sources_json(sources: dict[str, str]) -> str:
+    return json.dumps(dict(sorted(sources.items())), separators=(",", ":"))
+
+
+#: The image's entry point and handler when Lambda runs it: the runtime interface client, as in
+#: AWS's "Using an alternative base image with the runtime interface client".
+IMAGE_ENTRY_POINT = ("python", "-m", "awslambdaric")
+HANDLER = "jobplane.runner.lambda_handler.handler"
+
+
 # -- what the function's own environment carries (set at deploy time by the compiled Terraform) --
 
 #: The digests (:func:`step_digest`, comma-separated) of the fixed part of each Lambda step's
@@ -93,11 +119,6 @@ def function_name(prefix: str, job: str) -> str:
 #: with the job's role. ~65 characters a step, well inside Lambda's 4 KB for a function's
 #: environment (https://docs.aws.amazon.com/lambda/latest/dg/configuration-envvars.html).
 ENV_STEP_DIGESTS = "JOBPLANE_LAMBDA_STEPS"
-#: The step's secrets, as JSON ``{"ENV_NAME": "<Secrets Manager secret ARN or SSM parameter ARN>"}``:
-#: what an ECS task definition's ``secrets`` holds. Lambda has no such field, so the handler reads
-#: them (with the function's role) before each attempt, as ECS does before each task starts.
-ENV_SECRETS = "JOBPLANE_SECRETS"
-
 #: The payload's names whose values change from attempt to attempt (set with ``.$`` paths in the
 #: Task): everything else in a payload is fixed by the compiled definition and digested.
 RUN_TIME_NAMES = frozenset({"JOBPLANE_EXECUTION_ID", "JOBPLANE_SCHEDULED_TIME", "JOBPLANE_TRIGGER", "JOBPLANE_PARAMS",
@@ -106,13 +127,18 @@ RUN_TIME_NAMES = frozenset({"JOBPLANE_EXECUTION_ID", "JOBPLANE_SCHEDULED_TIME", 
 KINDS = ("python",)
 
 
-def step_digest(environment: dict[str, str]) -> str:
+def step_digest(environment: Mapping[str, object]) -> str:
     """SHA-256 (hex) of a step's fixed environment: every name but :data:`RUN_TIME_NAMES`, with
-    its value, in canonical JSON. The compiler computes it over the literal values of the Task's
-    ``Payload.environment`` (the names without ``.$``); the handler over what it was sent."""
+    its value, in canonical JSON. The handler computes it over the environment it was sent; the
+    compiler (and the local engine) over the Task's ``Payload.environment``, whose paths (names
+    ending ``.$``) are the run-time names and are left out here::
+
+        ",".join(sorted(step_digest(payload["environment"]) for each Lambda step of the job))
+
+    is the function's :data:`ENV_STEP_DIGESTS`."""
     import hashlib
 
-    fixed = {k: v for k, v in environment.items() if k not in RUN_TIME_NAMES}
+    fixed = {k: v for k, v in environment.items() if k not in RUN_TIME_NAMES and not k.endswith(".$")}
     text = json.dumps(fixed, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -147,8 +173,6 @@ def invocation_lines(lines: list[str], request_id: str) -> list[str]:
     return lines[begin + 1:end]
 
 
-#: The function's handler, as the image's CMD names it for the runtime interface client.
-HANDLER = "jobplane.runner.lambda_handler.handler"
 #: How the local AWS runs one invocation without Lambda (platform/local/lambda_agent.py): the
 #: handler's module as a process of its own, standing in for the runtime interface client, with
 #: the event on stdin, the context in these variables (besides Lambda's own

@@ -9,7 +9,8 @@ the next invocation with whatever the last one left behind; a child starts clean
 can be stopped before the function's own time runs out.
 
 The handler itself needs nothing but the standard library (boto3 only to read declared secrets),
-so the runtime interface client (``awslambdaric``, in the image only: runner/Dockerfile) calls
+so the runtime interface client (``awslambdaric``, in the image only: runner/Dockerfile; the
+function's image_config runs it, contract/lambda_step.py IMAGE_ENTRY_POINT) calls
 ``jobplane.runner.lambda_handler.handler``; the local AWS runs this module as a process that
 stands in for the runtime interface client and calls the same ``handler`` (:func:`local_invoke`,
 platform/local/lambda_agent.py).
@@ -53,12 +54,9 @@ ANSWER_SECONDS = 1.0
 #: The runner's grace between SIGTERM and SIGKILL for what the step started (its default, 10 s,
 #: is longer than what is left here).
 STOP_GRACE = "2"
-#: Where the image puts the runtime interface client (runner/Dockerfile): on the handler's
-#: PYTHONPATH only, never on the step's, so the application's own packages are not shadowed.
-ENV_RIC_PATH = "JOBPLANE_LAMBDA_PATH"
 #: Of the function's own environment, what the step never gets: the handler's settings, and the
 #: Runtime API's address (through which a step could answer for the invocation itself).
-HANDLER_ONLY = frozenset({ls.ENV_STEP_DIGESTS, ls.ENV_SECRETS, ENV_RIC_PATH, "_HANDLER", "AWS_LAMBDA_RUNTIME_API"})
+HANDLER_ONLY = frozenset({ls.ENV_STEP_DIGESTS, ls.ENV_SECRET_SOURCES, "_HANDLER", "AWS_LAMBDA_RUNTIME_API"})
 #: The runner's list of declared secrets, which it redacts from every line (runner/logs.py).
 ENV_SECRET_NAMES = "JOBPLANE_SECRET_NAMES"
 ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,255}")
@@ -183,7 +181,7 @@ CONTRACT_NAMES = frozenset({rc.ENV_JOB, rc.ENV_TEAM, rc.ENV_STEP, rc.ENV_EXECUTI
 def declared_secrets(function_env: Mapping[str, str], read_secret: Callable[[str], str] | None) -> dict[str, str]:
     """The step's secrets, read now (as ECS reads a task's before it starts): ENV_NAME -> value.
     One that cannot be read refuses the attempt, as ECS fails a task to start."""
-    raw = function_env.get(ls.ENV_SECRETS, "").strip()
+    raw = function_env.get(ls.ENV_SECRET_SOURCES, "").strip()
     if not raw:
         return {}
     try:
@@ -192,7 +190,7 @@ def declared_secrets(function_env: Mapping[str, str], read_secret: Callable[[str
         spec = None
     if not isinstance(spec, dict) or not all(isinstance(k, str) and ENV_NAME_RE.fullmatch(k) and isinstance(v, str)
                                              for k, v in spec.items()):
-        raise Refused(f"the function's {ls.ENV_SECRETS} is not a JSON object of names to ARNs")
+        raise Refused(f"the function's {ls.ENV_SECRET_SOURCES} is not a JSON object of names to ARNs")
     read = read_secret or _read_with_boto3
     values = {}
     for name, arn in sorted(spec.items()):
@@ -207,8 +205,11 @@ def _read_with_boto3(arn: str) -> str:
     """A Secrets Manager secret's string or an SSM parameter's decrypted value, by ARN."""
     import boto3
 
-    if ":ssm:" in arn:
-        value: str = boto3.client("ssm").get_parameter(Name=arn, WithDecryption=True)["Parameter"]["Value"]
+    if ":ssm:" in arn:  # GetParameters: what the function's role may call (ssm:GetParameters)
+        answer = boto3.client("ssm").get_parameters(Names=[arn], WithDecryption=True)
+        if not answer.get("Parameters"):
+            raise LookupError(f"no such parameter (InvalidParameters: {answer.get('InvalidParameters')})")
+        value: str = answer["Parameters"][0]["Value"]
         return value
     secret: str = boto3.client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"]
     return secret
@@ -219,13 +220,6 @@ def child_environment(base: Mapping[str, str], step_env: Mapping[str, str], secr
     the handler's settings, with the step's environment and secrets over it; the secrets named
     in JOBPLANE_SECRET_NAMES so the runner redacts them, as an ECS step's task definition does."""
     env = {k: v for k, v in base.items() if k not in HANDLER_ONLY}
-    ric = base.get(ENV_RIC_PATH)
-    if ric and env.get("PYTHONPATH"):
-        kept = [p for p in env["PYTHONPATH"].split(os.pathsep) if p and p != ric]
-        if kept:
-            env["PYTHONPATH"] = os.pathsep.join(kept)
-        else:
-            del env["PYTHONPATH"]
     env.update(step_env)
     env.update(secrets)
     names = {n for n in env.get(ENV_SECRET_NAMES, "").split(",") if n} | set(secrets)

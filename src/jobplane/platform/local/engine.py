@@ -378,10 +378,9 @@ class LocalAWS:
             env = payload.get(ls.PAYLOAD_ENVIRONMENT) if isinstance(payload, dict) else None
             if not isinstance(name, str) or not isinstance(env, dict):
                 continue
-            fixed = {k: v for k, v in env.items() if not k.endswith(".$") and isinstance(v, str)}
             digests, timeout = functions.setdefault(name, (set(), 0))
             timeout = max(timeout, int(task.get("TimeoutSeconds") or 60) + ls.FUNCTION_TIMEOUT_MARGIN)
-            functions[name] = (digests | {ls.step_digest(fixed)}, min(timeout, ls.MAX_TIMEOUT))
+            functions[name] = (digests | {ls.step_digest(env)}, min(timeout, ls.MAX_TIMEOUT))
         client = self.client("lambda")
         for name, (digests, timeout) in functions.items():
             config: JsonObject = {"FunctionName": name, "Timeout": timeout, "MemorySize": 512,

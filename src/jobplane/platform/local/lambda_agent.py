@@ -110,7 +110,7 @@ class LocalLambdaAgent:
                                    "the local Lambda runs only the steps of deployed state machines; refused "
                                    f"JOBPLANE_TARGET {json.dumps(target)[:200]}", [])
         function_env = {str(k): str(v) for k, v in (fn.environment_vars or {}).items()}
-        secrets = function_env.pop(ls.ENV_SECRETS, None)
+        secrets = function_env.pop(ls.ENV_SECRET_SOURCES, None)
         timeout = float(fn.timeout or 3)
         process_env = container_env(self.extra_env) | function_env | {
             # what Lambda sets in every function's environment
