@@ -16,7 +16,8 @@ $(STAMP): pyproject.toml requirements/dev.txt
 	touch $(STAMP)
 
 ## lock: re-resolve requirements/dev.txt (tests, make dev) and requirements/runtime.txt (the
-## pipeline, the portal image, the Lambda package) from pyproject.toml, with hashes, by uv.
+## pipeline, the portal image, the Lambda package) from pyproject.toml, with hashes, by uv; and
+## requirements/lambda.txt (the runtime interface client a Lambda step's image adds).
 ## The runtime lock takes each version from the dev lock, so what ships is what the tests ran.
 ## Versions already locked are kept; `make lock LOCK_UPGRADE=--upgrade` moves every one to its newest.
 UV_VERSION := 0.13.8
@@ -25,6 +26,7 @@ lock:
 	test -x .venv-lock/bin/uv || { $(PYTHON) -m venv .venv-lock && .venv-lock/bin/pip install -q uv==$(UV_VERSION); }
 	.venv-lock/bin/uv pip compile pyproject.toml --extra test $(LOCK_ARGS) $(LOCK_UPGRADE) -o requirements/dev.txt
 	.venv-lock/bin/uv pip compile pyproject.toml $(LOCK_ARGS) --constraint requirements/dev.txt -o requirements/runtime.txt
+	.venv-lock/bin/uv pip compile requirements/lambda.in $(LOCK_ARGS) $(LOCK_UPGRADE) -o requirements/lambda.txt
 
 ## dev: the main job: the whole platform on this machine (`jobplane dev`) until Ctrl-C.
 ## DEV_ARGS passes options, e.g. make dev DEV_ARGS=--reset

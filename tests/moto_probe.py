@@ -771,6 +771,27 @@ def scenario(name: str, fixed: bool) -> dict:
             return result
         return with_engine(fixes, body)
 
+    if name == "lambda_local_functions":
+        def body(aws):
+            # A runner function invoked by a state machine's lambda:invoke Task: does it run the
+            # handler (the step's process writes its file) and answer as Lambda does?
+            import tempfile
+
+            from jobplane.contract import lambda_step as ls
+
+            out = Path(tempfile.mkdtemp()) / "ran"
+            job = "probe"
+            env = {"JOBPLANE_JOB": job, "JOBPLANE_STEP": "s", "JOBPLANE_TARGET": json.dumps(
+                {"kind": "python", "target": "sample_apps.functions:mark_called", "kwargs": {"out": str(out)}})}
+            task = {"Type": "Task", "Resource": ls.INVOKE_RESOURCE, "End": True, "TimeoutSeconds": 60,
+                    "Parameters": {"FunctionName": ls.function_name(aws.prefix, job), "Payload": {"environment": env}},
+                    "ResultSelector": {"Payload.$": "$.Payload"}}
+            aws.deploy(job, json.dumps({"StartAt": "t", "States": {"t": task}}))
+            ex = aws.run(job, {})
+            return {"status": ex.status, "error": ex.error, "cause": (ex.cause or "")[:300], "ran": out.exists(),
+                    "exit_code": ((ex.output or {}).get("Payload") or {}).get("exit_code")}
+        return with_engine(fixes, body)
+
     raise SystemExit(f"unknown scenario {name}")
 
 

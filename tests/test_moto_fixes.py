@@ -135,6 +135,15 @@ def test_a_task_runs_its_process_and_ends_with_its_exit_code(mode: str) -> None:
         assert r["exit_code_at_start"] is None and r["exit_code_at_end"] == 0 and r["ran"] is True
 
 
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_a_runner_function_runs_the_handler_and_answers_as_lambda(mode: str) -> None:
+    r = probe("lambda_local_functions", mode)
+    if mode == "stock":  # moto's Lambda needs Docker to run anything, and fails an image function
+        assert r["status"] == "FAILED" and r["ran"] is False and "code_digest" in r["cause"]
+    else:
+        assert r == {"status": "SUCCEEDED", "error": None, "cause": "", "ran": True, "exit_code": 0}
+
+
 def test_pinned_version_is_installed() -> None:
     moto_fixes.check_version()
 

@@ -10,6 +10,7 @@ timeline rows built from the history (platform/timeline.py) carry these facts, a
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -34,13 +35,16 @@ class Attempt:
     error: str | None = None
     stop_code: str | None = field(default=None, metadata=doc("the ECS task's StopCode, for an attempt that failed"))
     reason: str | None = field(default=None, metadata=doc("why the task stopped, for an attempt that failed"))
-    task_id: str | None = field(default=None, metadata=doc("the ECS task that ran it (its log stream's name)"))
+    task_id: str | None = field(default=None, metadata=doc(
+        "the ECS task that ran it (its log stream's name), or the Lambda invocation's request id"))
+    log_group: str | None = field(default=None, metadata=doc("a Lambda attempt's log group (/aws/lambda/<function>)"))
+    log_stream: str | None = field(default=None, metadata=doc("a Lambda attempt's log stream in that group"))
 
     def to_json(self) -> JsonObject:
         """As the record's ``timeline`` keeps it: unset facts left out."""
         out: JsonObject = {"step": self.step, "attempt": self.attempt, "started_at": self.started_at,
                            "finished_at": self.finished_at, "outcome": self.outcome}
-        for name in ("exit_code", "error", "stop_code", "reason", "task_id"):
+        for name in ("exit_code", "error", "stop_code", "reason", "task_id", "log_group", "log_stream"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         return out
@@ -60,7 +64,8 @@ class Attempt:
         return cls(step=row["step"], attempt=row["attempt"], started_at=text("started_at"),
                    finished_at=text("finished_at"), outcome=text("outcome") or "unknown",
                    exit_code=code if isinstance(code, int) and not isinstance(code, bool) else None,
-                   error=text("error"), stop_code=text("stop_code"), reason=text("reason"), task_id=text("task_id"))
+                   error=text("error"), stop_code=text("stop_code"), reason=text("reason"), task_id=text("task_id"),
+                   log_group=text("log_group"), log_stream=text("log_stream"))
 
 
 def timeline_of(rows: JsonValue) -> tuple[Attempt, ...]:
@@ -73,10 +78,13 @@ REASON_MAX = 300
 
 def task_facts(text: str | None, with_reason: bool) -> JsonObject:
     """The container's exit code, the task's id, StopCode and stop reason, from a task's JSON
-    (``with_reason``: a failed attempt's Cause, whose text is the reason when it is not JSON)."""
+    (``with_reason``: a failed attempt's Cause, whose text is the reason when it is not JSON);
+    for a Lambda step, what its handler answered (:func:`lambda_facts`)."""
     task = _task_of(text)
     if task is None:
         return {"reason": text[:REASON_MAX]} if with_reason and text else {}
+    if "Payload" in task or "errorType" in task:
+        return lambda_facts(task, with_reason)
     container = (task.get("Containers") or [{}])[0] or {}
     facts: JsonObject = {"exit_code": container.get("ExitCode")}
     if task.get("TaskArn"):
@@ -86,6 +94,31 @@ def task_facts(text: str | None, with_reason: bool) -> JsonObject:
     reason = task.get("StoppedReason") or container.get("Reason")
     if with_reason and reason:
         facts["reason"] = str(reason)[:REASON_MAX]
+    return facts
+
+
+def lambda_facts(result: JsonObject, with_reason: bool) -> JsonObject:
+    """A Lambda step's attempt, from its Task's output (``{"Payload": <the handler's answer>}``)
+    or a failed Task's Cause (Lambda's function error, ``{"errorMessage": <the answer's JSON>,
+    "errorType", "requestId", "stackTrace"}``; contract/lambda_step.py): exit code, log group and
+    stream, request id; for an error the handler did not raise (Sandbox.Timedout, an import
+    error of the image), its message as the reason."""
+    from jobplane.contract.lambda_step import Answer
+
+    payload = result.get("Payload")
+    if isinstance(payload, dict):
+        answer = Answer.from_json(json.dumps(payload))
+    else:
+        answer = Answer.from_json(str(result.get("errorMessage", "")))
+    facts: JsonObject = {}
+    if answer is not None:
+        facts = {"exit_code": answer.exit_code, "log_group": answer.log_group or None,
+                 "log_stream": answer.log_stream or None, "task_id": answer.request_id or None}
+        return {k: v for k, v in facts.items() if v is not None}
+    if isinstance(result.get("requestId"), str) and result["requestId"]:
+        facts["task_id"] = result["requestId"]
+    if with_reason and result.get("errorMessage"):
+        facts["reason"] = str(result["errorMessage"])[:REASON_MAX]
     return facts
 
 

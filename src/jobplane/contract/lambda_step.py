@@ -21,6 +21,7 @@ characters ECS allows the same values (the step's params are budgeted for ECS's 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 INVOKE_RESOURCE = "arn:aws:states:::lambda:invoke"
@@ -107,3 +108,77 @@ def secret_sources_json(sources: dict[str, str]) -> str:
 #: AWS's "Using an alternative base image with the runtime interface client".
 IMAGE_ENTRY_POINT = ("python", "-m", "awslambdaric")
 HANDLER = "jobplane.runner.lambda_handler.handler"
+
+
+# -- what the function's own environment carries (set at deploy time by the compiled Terraform) --
+
+#: The digests (:func:`step_digest`, comma-separated) of the fixed part of each Lambda step's
+#: environment: the handler runs only an invocation whose payload matches one of them. A payload
+#: is input from whoever may invoke the function (hostile until proved otherwise): without this
+#: check a caller could name any importable callable as the target (``subprocess:run``) and run it
+#: with the job's role. ~65 characters a step, well inside Lambda's 4 KB for a function's
+#: environment (https://docs.aws.amazon.com/lambda/latest/dg/configuration-envvars.html).
+ENV_STEP_DIGESTS = "JOBPLANE_LAMBDA_STEPS"
+#: The payload's names whose values change from attempt to attempt (set with ``.$`` paths in the
+#: Task): everything else in a payload is fixed by the compiled definition and digested.
+RUN_TIME_NAMES = frozenset({"JOBPLANE_EXECUTION_ID", "JOBPLANE_SCHEDULED_TIME", "JOBPLANE_TRIGGER", "JOBPLANE_PARAMS",
+                            "JOBPLANE_ATTEMPT", "TRACEPARENT"})
+#: The step kinds a Lambda step runs (the target of ``jp.lambda(name, 'pkg.mod:fn')``).
+KINDS = ("python",)
+
+
+def step_digest(environment: Mapping[str, object]) -> str:
+    """SHA-256 (hex) of a step's fixed environment: every name but :data:`RUN_TIME_NAMES`, with
+    its value, in canonical JSON. The handler computes it over the environment it was sent; the
+    compiler (and the local engine) over the Task's ``Payload.environment``, whose paths (names
+    ending ``.$``) are the run-time names and are left out here::
+
+        ",".join(sorted(step_digest(payload["environment"]) for each Lambda step of the job))
+
+    is the function's :data:`ENV_STEP_DIGESTS`."""
+    import hashlib
+
+    fixed = {k: v for k, v in environment.items() if k not in RUN_TIME_NAMES and not k.endswith(".$")}
+    text = json.dumps(fixed, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def log_group(function: str) -> str:
+    """Where Lambda writes a function's output by default
+    (https://docs.aws.amazon.com/lambda/latest/dg/monitoring-cloudwatchlogs.html)."""
+    return f"/aws/lambda/{function}"
+
+
+def function_of_log_group(group: str) -> str | None:
+    prefix = log_group("")
+    return group[len(prefix):] or None if group.startswith(prefix) else None
+
+
+#: Lambda marks each invocation in its log stream (one stream per execution environment, shared
+#: by the invocations it serves one after another): ``START RequestId: <id> Version: $LATEST``
+#: before the handler's output, ``END RequestId: <id>`` and ``REPORT RequestId: <id> ...`` after.
+START_MARK = "START RequestId: "
+END_MARK = "END RequestId: "
+REPORT_MARK = "REPORT RequestId: "
+
+
+def invocation_lines(lines: list[str], request_id: str) -> list[str]:
+    """One invocation's lines of a stream: from its START line to its END line; the whole stream
+    when it has no START line for that request (a stream written by something else)."""
+    start = f"{START_MARK}{request_id}"
+    begin = next((i for i, line in enumerate(lines) if line.startswith(start)), None)
+    if not request_id or begin is None:
+        return lines
+    end = next((i for i in range(begin + 1, len(lines)) if lines[i].startswith(f"{END_MARK}{request_id}")), len(lines))
+    return lines[begin + 1:end]
+
+
+#: How the local AWS runs one invocation without Lambda (platform/local/lambda_agent.py): the
+#: handler's module as a process of its own, standing in for the runtime interface client, with
+#: the event on stdin, the context in these variables (besides Lambda's own
+#: AWS_LAMBDA_LOG_GROUP_NAME / AWS_LAMBDA_LOG_STREAM_NAME / AWS_LAMBDA_FUNCTION_NAME) and the
+#: answer written as JSON to the file named on its command line: ``{"result": ...}`` or
+#: ``{"errorType", "errorMessage", "stackTrace"}``.
+LOCAL_RUNTIME_MODULE = "jobplane.runner.lambda_handler"
+ENV_LOCAL_REQUEST_ID = "JOBPLANE_LOCAL_REQUEST_ID"
+ENV_LOCAL_DEADLINE = "JOBPLANE_LOCAL_DEADLINE"  # epoch seconds when the function's timeout runs out

@@ -16,6 +16,7 @@ from typing import Protocol
 
 from jobplane.contract import runner as rc
 from jobplane.contract.attempts import Attempt
+from jobplane.contract.lambda_step import invocation_lines
 from jobplane.contract.types import Client, JsonObject
 
 #: The most one read returns: a page of the portal or one `jobplane logs` stream.
@@ -23,29 +24,63 @@ READ_LIMIT = 1_000_000
 
 
 class LogSource(Protocol):
-    def read(self, task_id: str, limit: int) -> str: ...
+    def read(self, task_id: str, limit: int, where: LambdaLog | None = None) -> str: ...
+
+
+@dataclass(frozen=True)
+class LambdaLog:
+    """Where a Lambda attempt's output is: its function's group, the stream of the execution
+    environment that ran it (shared with the invocations it ran before and after: only this
+    request's lines are read, contract/lambda_step.py invocation_lines)."""
+
+    group: str
+    stream: str
+    #: An attempt whose Task timed out has no answer, so no stream: its lines are found by the
+    #: run's identity the runner writes on each (execution id, step, attempt).
+    execution: str = ""
+    step: str = ""
+    attempt: int = 0
 
 
 @dataclass(frozen=True)
 class LogStream:
     step: str
     attempt: int
-    task_id: str
+    task_id: str  # the ECS task, or the Lambda invocation's request id
     source: LogSource
+    where: LambdaLog | None = None  # a Lambda attempt's; an ECS task's stream is named by its id
 
     def read(self, limit: int = READ_LIMIT) -> str:
         """The stream's text, one line per log event; the last ``limit`` characters of a long one."""
-        return self.source.read(self.task_id, limit)
+        return self.source.read(self.task_id, limit, self.where) if self.where else self.source.read(self.task_id, limit)
+
+    @property
+    def log_group(self) -> str | None:
+        return self.where.group if self.where else None
+
+    @property
+    def log_stream(self) -> str:
+        return self.where.stream if self.where else rc.log_stream(self.task_id)
 
 
-def streams_of(source: LogSource, rows: Sequence[Attempt], step: str | None = None) -> list[LogStream]:
-    """The log streams of an execution's attempts (timeline rows), in the order they ran."""
+def streams_of(source: LogSource, rows: Sequence[Attempt], step: str | None = None,
+               execution: str | None = None) -> list[LogStream]:
+    """The log streams of an execution's attempts (timeline rows), in the order they ran; with
+    ``execution`` (its name), also the Lambda attempts that timed out before they answered."""
     out, seen = [], set()
     for row in rows:
-        task_id = row.task_id
-        if task_id and task_id not in seen and (step is None or row.step == step):
+        if step is not None and row.step != step:
+            continue
+        where = None
+        task_id = row.task_id or row.log_stream
+        if row.log_group and row.log_stream:
+            where = LambdaLog(row.log_group, row.log_stream)
+        elif row.log_group and execution and not task_id:
+            task_id = f"{row.step}#{row.attempt}"
+            where = LambdaLog(row.log_group, "", execution, row.step, row.attempt)
+        if task_id and task_id not in seen:
             seen.add(task_id)
-            out.append(LogStream(row.step, row.attempt, task_id, source))
+            out.append(LogStream(row.step, row.attempt, task_id, source, where))
     return out
 
 
@@ -56,17 +91,69 @@ class StepLogs:
         self.client = client
         self.group = group
 
-    def streams(self, rows: Sequence[Attempt], step: str | None = None) -> list[LogStream]:
-        return streams_of(self, rows, step)
+    def streams(self, rows: Sequence[Attempt], step: str | None = None, execution: str | None = None) -> list[LogStream]:
+        return streams_of(self, rows, step, execution)
 
-    def read(self, task_id: str, limit: int = READ_LIMIT) -> str:
+    def read(self, task_id: str, limit: int = READ_LIMIT, where: LambdaLog | None = None) -> str:
         """Newest events first, page by page backwards, until ``limit`` characters: a long log
         shows its end, where the error is. A stream not created yet (the task is starting) is
-        empty."""
+        empty. A Lambda attempt's (``where``): its invocation's lines of its function's stream."""
+        if where is not None and not where.stream:
+            return self._read_by_identity(limit, where)
+        if where is not None:
+            return self._read_invocation(task_id, limit, where)
+        return self._read(self.group, rc.log_stream(task_id), limit)
+
+    def _read_invocation(self, request_id: str, limit: int, where: LambdaLog) -> str:
+        """Read forwards (an execution environment's stream holds every invocation it served, in
+        order; this one's lines are few next to a long-lived stream's) from the head, then keep
+        the lines between this request's START and END (contract/lambda_step.py)."""
+        lines: list[str] = []
+        kwargs: JsonObject = {"logGroupName": where.group, "logStreamName": where.stream, "startFromHead": True}
+        while True:
+            try:
+                page = self.client.get_log_events(**kwargs)
+            except self.client.exceptions.ResourceNotFoundException:
+                break
+            events = page.get("events") or []
+            lines += [event.get("message", "") for event in events]
+            token = page.get("nextForwardToken")
+            if not events or not token or token == kwargs.get("nextToken"):
+                break
+            kwargs["nextToken"] = token
+        text = "".join(line + "\n" for line in invocation_lines(lines, request_id))
+        return ("[... earlier lines not shown ...]\n" + text[-limit:]) if len(text) > limit else text
+
+    def _read_by_identity(self, limit: int, where: LambdaLog) -> str:
+        """The lines of an attempt that never answered (its Task timed out): those of its
+        function's group that carry its run's identity (the runner's and the handler's JSON
+        lines), found with a filter on the execution's name, in the order they were written."""
+        found: list[tuple[int, str]] = []
+        kwargs: JsonObject = {"logGroupName": where.group, "filterPattern": json.dumps(where.execution)}
+        while True:
+            try:
+                page = self.client.filter_log_events(**kwargs)
+            except self.client.exceptions.ResourceNotFoundException:
+                break
+            for event in page.get("events") or []:
+                message = event.get("message", "")
+                try:
+                    record = json.loads(message)
+                except ValueError:
+                    continue
+                if (isinstance(record, dict) and record.get("execution_id") == where.execution
+                        and record.get("step") == where.step and str(record.get("attempt")) == str(where.attempt)):
+                    found.append((int(event.get("timestamp", 0)), message))
+            if not page.get("nextToken"):
+                break
+            kwargs["nextToken"] = page["nextToken"]
+        text = "".join(m + "\n" for _, m in sorted(found, key=lambda f: f[0]))
+        return ("[... earlier lines not shown ...]\n" + text[-limit:]) if len(text) > limit else text
+
+    def _read(self, group: str, stream: str, limit: int) -> str:
         lines: list[str] = []
         size, cut = 0, False
-        kwargs: JsonObject = {"logGroupName": self.group, "logStreamName": rc.log_stream(task_id),
-                                  "startFromHead": False}
+        kwargs: JsonObject = {"logGroupName": group, "logStreamName": stream, "startFromHead": False}
         while not cut:
             try:
                 page = self.client.get_log_events(**kwargs)

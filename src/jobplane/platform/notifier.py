@@ -309,7 +309,7 @@ def with_error_excerpt(message: NotificationMessage, sfn: Client, logs: StepLogs
         return message
     try:
         rows = timeline(history(sfn, message.execution_arn))
-        excerpt = error_excerpt(logs.streams(rows, message.outcome.step))
+        excerpt = error_excerpt(logs.streams(rows, message.outcome.step, message.execution))
     except Exception:  # noqa: BLE001 - the alert matters more than its detail
         log.exception("no error excerpt for %s", message.execution)
         return message

@@ -18,6 +18,7 @@ from botocore.exceptions import ClientError
 from jobplane.contract.attempts import task_facts, task_id
 from jobplane.contract.attribute_values import json_text
 from jobplane.contract.clock import as_iso
+from jobplane.contract.lambda_step import log_group
 from jobplane.contract.attempts import Attempt
 from jobplane.contract.states import Role, StateName, classify
 from jobplane.contract.types import Client, JsonObject, Response
@@ -69,6 +70,10 @@ def timeline(events: list[Response]) -> list[Attempt]:
             by_state[name] = row
         elif kind in ("TaskScheduled", "TaskStarted", "TaskSubmitted") and e.get("previousEventId") in row_of:
             row = row_of[e["id"]] = row_of[e["previousEventId"]]
+            if kind == "TaskScheduled":  # a Lambda step: its function's log group is known before it answers
+                group = _lambda_log_group(e.get("taskScheduledEventDetails") or {})
+                if group:
+                    row["log_group"] = group
             if kind == "TaskSubmitted":  # RunTask's answer: the task (and its log stream) is known
                 submitted = json_text((e.get("taskSubmittedEventDetails") or {}).get("output"))
                 tasks = submitted.get("Tasks") if isinstance(submitted, dict) else None
@@ -98,6 +103,17 @@ def timeline(events: list[Response]) -> list[Attempt]:
                 exited_row["finished_at"] = as_iso(e["timestamp"])
                 exited_row["outcome"] = "succeeded"
     return [Attempt(**row) for row in rows]
+
+
+def _lambda_log_group(details: JsonObject) -> str | None:
+    """The log group of the function a Lambda step's Task invokes (its scheduled parameters)."""
+    if details.get("resourceType") != "lambda":
+        return None
+    params = json_text(details.get("parameters"))
+    name = params.get("FunctionName") if isinstance(params, dict) else None
+    if not isinstance(name, str) or not name:
+        return None
+    return log_group(name.rsplit(":function:", 1)[-1].split(":", 1)[0])
 
 
 def _classified(name: str) -> StateName | None:

@@ -134,7 +134,12 @@ def log_console_url(deployment: Deployment, stream: LogStream) -> str | None:
     no console: its endpoint is set)."""
     if deployment.endpoint_url:
         return None
-    return logview.console_url(deployment.region, deployment.runner_log_group, rc.log_stream(stream.task_id))
+    where = getattr(stream, "where", None)
+    if where is None:  # an ECS task's stream, in the runner's group
+        return logview.console_url(deployment.region, deployment.runner_log_group, rc.log_stream(stream.task_id))
+    # a Lambda attempt's, in its function's group; none for one found by its run's identity
+    # (its Task timed out before the stream was known): its lines are spread over streams
+    return logview.console_url(deployment.region, where.group, where.stream) if where.stream else None
 
 
 @router.get("/failures", response_class=HTMLResponse)

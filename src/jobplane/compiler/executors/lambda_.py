@@ -26,7 +26,7 @@ from jobplane.contract.statuses import Event, ExecutionStatus
 from jobplane.contract.types import JsonObject
 
 if TYPE_CHECKING:
-    from jobplane.compiler.model import Step
+    from jobplane.compiler.model import Job, Step
 
 # AWS's recommended retry of the service's transient errors (contract/lambda_step.py), with jitter
 # so many steps throttled at once do not retry in step.
@@ -47,6 +47,13 @@ def payload(b: AttemptBuilder, step: Step, counter: str | None) -> JsonObject:
         else:
             env[var["Name"]] = var["Value"]
     return {lambda_step.PAYLOAD_ENVIRONMENT: env}
+
+
+def fixed_environment(job: Job, step: Step) -> dict[str, str]:
+    """The literal part of a step's payload environment, as compiled (the ``.$`` names change per
+    attempt and are not part of its digest). The attempt counter's path does not matter here."""
+    counter = "$.n" if step.retry.attempts > 1 else None
+    return {var["Name"]: var["Value"] for var in container_env(job, step, counter) if "Value" in var}
 
 
 class LambdaExecutor:
@@ -146,7 +153,9 @@ class LambdaExecutor:
             "name": f"/aws/lambda/{function}", "retention_in_days": LOG_RETENTION_DAYS,
             "kms_key_id": "${local.platform.kms_key_arn}",
             "tags": {"jobplane:job": job.name, "jobplane:team": job.team}}}
-        environment = {"JOBPLANE_FUNCTION": function}
+        # the handler runs only a payload whose fixed part is one of these steps' (contract/lambda_step.py)
+        digests = sorted({lambda_step.step_digest(fixed_environment(tf.job, s)) for s in steps})
+        environment = {lambda_step.ENV_STEP_DIGESTS: ",".join(digests)}
         if sources:
             environment[lambda_step.ENV_SECRET_SOURCES] = lambda_step.secret_sources_json(sources)
         timeout = min(lambda_step.MAX_TIMEOUT, max(s.timeout for s in steps) + lambda_step.FUNCTION_TIMEOUT_MARGIN)

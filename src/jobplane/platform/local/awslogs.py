@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, BinaryIO, Callable
 
-from jobplane.platform.logs import LogStream
+from jobplane.contract.lambda_step import function_of_log_group, invocation_lines
+from jobplane.platform.logs import LambdaLog, LogStream
 from jobplane.contract.types import JsonObject
 
 log = logging.getLogger(__name__)
@@ -75,15 +76,18 @@ class LogCache:
             step_name, attempt, task_id = path.name[:-len(".jsonl")].rsplit(".", 2)
             if step is None or step_name == _safe(step):
                 found.append((path.stat().st_ctime_ns, LogStream(step_name, int(attempt) if attempt.isdigit() else 1,
-                                                                 task_id, self)))
+                                                                 task_id, self, _lambda_log(path))))
         return [s for _, s in sorted(found, key=lambda f: (f[0], f[1].step, f[1].attempt))]
 
-    def read(self, task_id: str, limit: int) -> str:
+    def read(self, task_id: str, limit: int, where: LambdaLog | None = None) -> str:
+        """A task's (or a Lambda invocation's: ``task_id`` its request id) cached output."""
         path = next(self.log_dir.glob(f"*/*.{_safe(task_id)}.jsonl"), None)
         if path is None:
             return ""
         _, events = _load(path)
         lines = [e["message"] for e in events]
+        if where is not None:
+            lines = invocation_lines(lines, task_id)
         text = "".join(line + "\n" for line in lines)
         return ("[... earlier lines not shown ...]\n" + text[-limit:]) if len(text) > limit else text
 
@@ -98,6 +102,18 @@ class LogCache:
                     put(header["group"], header["stream"], events[i:i + 5000])
                 count += 1
         return count
+
+
+def _lambda_log(path: Path) -> LambdaLog | None:
+    """Where a Lambda invocation's cached stream was (its header), None for a task's."""
+    with open(path, "rb") as f:
+        try:
+            header = json.loads(f.readline())
+        except ValueError:
+            return None
+    if isinstance(header, dict) and function_of_log_group(str(header.get("group", ""))):
+        return LambdaLog(str(header["group"]), str(header.get("stream", "")))
+    return None
 
 
 def _load(path: Path) -> tuple[JsonObject | None, list[JsonObject]]:

@@ -254,7 +254,17 @@ def _end_task_processes(runner_pid: int, task_id: str) -> list[int]:
         os.killpg(runner_pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    needle = f"{ENV_TASK_MARK}={task_id}".encode()
+    killed += kill_marked(ENV_TASK_MARK, task_id)
+    if killed:
+        log.warning("task %s: killed %d process(es) left running after its runner ended: %s", task_id, len(killed), killed)
+    return killed
+
+
+def kill_marked(name: str, value: str) -> list[int]:
+    """SIGKILL every process whose environment holds ``name=value`` (Linux /proc; the developer's
+    own processes only): what a task or an invocation started, wherever it went. The pids killed."""
+    killed: list[int] = []
+    needle = f"{name}={value}".encode()
     proc = Path("/proc")
     if not proc.is_dir():
         return killed
@@ -267,8 +277,6 @@ def _end_task_processes(runner_pid: int, task_id: str) -> list[int]:
                 killed.append(int(entry.name))
         except (OSError, ValueError):
             continue
-    if killed:
-        log.warning("task %s: killed %d process(es) left running after its runner ended: %s", task_id, len(killed), killed)
     return killed
 
 

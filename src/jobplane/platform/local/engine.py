@@ -58,6 +58,24 @@ ENDED_KEPT = 100_000
 ACCOUNT = moto_backends.ACCOUNT
 
 
+def lambda_tasks(node: JsonValue) -> list[JsonObject]:
+    """Every Task state of a definition (Parallel branches and Map processors included) that
+    invokes a Lambda function (contract/lambda_step.py INVOKE_RESOURCE)."""
+    from jobplane.contract import lambda_step as ls
+
+    found: list[JsonObject] = []
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if item.get("Type") == "Task" and item.get("Resource") == ls.INVOKE_RESOURCE:
+                found.append(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
+
+
 @dataclass
 class Execution:
     arn: str
@@ -99,6 +117,7 @@ class LocalAWS:
 
         from jobplane.platform.local import moto_fixes
         from jobplane.platform.local.ecs_agent import LocalEcsAgent
+        from jobplane.platform.local.lambda_agent import LocalLambdaAgent
 
         moto_fixes.apply(*(self.fixes or ()))
         self._clients.clear()  # bound to an endpoint and credentials: this start's
@@ -119,6 +138,7 @@ class LocalAWS:
             self.log_dir = Path(self._tmp.name)
         self.restore_logs()
         self.agent = LocalEcsAgent(self.log_dir, self.env).activate()
+        self.lambda_agent = LocalLambdaAgent(Path(self.log_dir), self.prefix, self.env).activate()
         self._listener: Callable[[str, str, str], None] = self._on_status
         moto_fixes.STATUS_LISTENERS.append(self._listener)
         self._ended = threading.Condition()
@@ -130,6 +150,7 @@ class LocalAWS:
 
         self.stop_all()
         self.agent.deactivate()
+        self.lambda_agent.deactivate()
         with self._ended:  # let status handlers that already started finish against the mock
             self._ended.wait_for(lambda: self._inflight == 0, timeout=30)
         if self._listener in moto_fixes.STATUS_LISTENERS:
@@ -336,6 +357,7 @@ class LocalAWS:
     def deploy(self, job: str, asl_text: str, **overrides: str) -> str:
         """Create (or update) a job's state machine from its compiled ASL."""
         definition = bind(asl_text, self.bindings(**overrides))
+        self.deploy_functions(definition)
         if job in self.state_machines:
             self.client("stepfunctions").update_state_machine(
                 stateMachineArn=self.state_machines[job], definition=definition)
@@ -343,6 +365,36 @@ class LocalAWS:
             self.state_machines[job] = moto_backends.create_state_machine(
                 self.region, names.state_machine_name(self.prefix, job), definition, self.resources["role_arn"])
         return self.state_machines[job]
+
+    def deploy_functions(self, definition: str) -> list[str]:
+        """Create (or update) the runner functions a definition's Lambda steps invoke, as the
+        compiled Terraform creates them: each deployed for the steps that invoke it (the digests
+        of their fixed environments, contract/lambda_step.py ENV_STEP_DIGESTS) with a timeout
+        FUNCTION_TIMEOUT_MARGIN past the longest step's. The local Lambda agent runs them."""
+        from jobplane.contract import lambda_step as ls
+
+        functions: dict[str, tuple[set[str], int]] = {}
+        for task in lambda_tasks(json.loads(definition)):
+            params = task.get("Parameters") or {}
+            name, payload = params.get("FunctionName"), params.get("Payload") or {}
+            env = payload.get(ls.PAYLOAD_ENVIRONMENT) if isinstance(payload, dict) else None
+            if not isinstance(name, str) or not isinstance(env, dict):
+                continue
+            digests, timeout = functions.setdefault(name, (set(), 0))
+            timeout = max(timeout, int(task.get("TimeoutSeconds") or 60) + ls.FUNCTION_TIMEOUT_MARGIN)
+            functions[name] = (digests | {ls.step_digest(env)}, min(timeout, ls.MAX_TIMEOUT))
+        client = self.client("lambda")
+        for name, (digests, timeout) in functions.items():
+            config: JsonObject = {"FunctionName": name, "Timeout": timeout, "MemorySize": 512,
+                                  "Environment": {"Variables": {ls.ENV_STEP_DIGESTS: ",".join(sorted(digests))}}}
+            try:
+                client.get_function(FunctionName=name)
+            except client.exceptions.ResourceNotFoundException:
+                client.create_function(**config, Role=self.resources["role_arn"], PackageType="Image",
+                                       Code={"ImageUri": f"{ACCOUNT}.dkr.ecr.{self.region}.amazonaws.com/jobplane-runner:local"})
+            else:
+                client.update_function_configuration(**config)
+        return sorted(functions)
 
     def deploy_output(self, output_dir: Path | str, **overrides: str) -> list[str]:
         """Deploy every job of a compiler output directory: its state machine from the ASL its

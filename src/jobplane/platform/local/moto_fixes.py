@@ -270,8 +270,10 @@ def fix_client_reuse() -> None:
             return cache[key]
 
     boto_client.boto_client_for = boto_client_for
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
+
     for module in (state_task_service_aws_sdk, state_task_service_dynamodb, state_task_service_ecs,
-                   state_task_service_sfn, state_task_service_sns):
+                   state_task_service_sfn, state_task_service_sns, lambda_eval_utils):
         if hasattr(module, "boto_client_for"):
             module.boto_client_for = boto_client_for
 
@@ -738,6 +740,36 @@ def fix_ecs_local_tasks() -> None:
     _build_ecs_methods()
 
 
+#: Who answers Invoke for the runner functions (fix_lambda_local_functions): the local Lambda
+#: agents, newest last. Each has ``handles(fn) -> bool`` and ``invoke(fn, body, response_headers) -> bytes``.
+LAMBDA_RUNNERS: list[Any] = []
+
+
+def fix_lambda_local_functions() -> None:
+    """moto's Lambda runs a function's code in Docker: without it an Invoke fails inside moto (an
+    image function: ``AttributeError: 'LambdaFunction' object has no attribute 'code_digest'``,
+    States.TaskFailed for the Task). Locally a Lambda step's function is the runner's handler
+    (:mod:`jobplane.platform.local.lambda_agent`): Invoke hands a runner function to the newest
+    agent in ``LAMBDA_RUNNERS`` and answers with what it says (the payload, and the
+    function-error header a raised error sets, which the Step Functions interpreter reads). Any
+    other function goes to moto as before."""
+    from moto.awslambda.models import LambdaBackend
+
+    original = LambdaBackend.invoke
+
+    def invoke(self, function_name, qualifier, body, headers, response_headers):
+        agent = LAMBDA_RUNNERS[-1] if LAMBDA_RUNNERS else None
+        if agent is not None:
+            fn = self.get_function(function_name, qualifier)
+            if agent.handles(fn):
+                payload = agent.invoke(fn, body, response_headers)
+                response_headers["Content-Length"] = str(len(payload))
+                return payload
+        return original(self, function_name, qualifier, body, headers, response_headers)
+
+    LambdaBackend.invoke = invoke
+
+
 FIXES = {
     "context_start_time": fix_context_start_time,
     "service_casing": fix_service_casing,
@@ -766,6 +798,7 @@ FIXES = {
     "dynamodb_items_untracked": fix_dynamodb_items_untracked,
     "dynamodb_transaction_journal": fix_dynamodb_transaction_journal,
     "ecs_tasks_untracked": fix_ecs_tasks_untracked,
+    "lambda_local_functions": fix_lambda_local_functions,
 }
 
 

@@ -1,0 +1,329 @@
+"""The runner's Lambda handler: runs one step attempt of a Lambda step with the very runner an
+ECS task runs (``jobplane-runner run python`` as a child process), so exit classes, redaction,
+trace context, fd capture and the JSON log lines are the runner's own, and answers Step Functions
+as :mod:`jobplane.contract.lambda_step` says.
+
+Why a child process and not an import: the runner owns its process (signal handlers, fds 1 and 2,
+``sys.exit``, the step's imports and globals), and a warm Lambda execution environment serves
+the next invocation with whatever the last one left behind; a child starts clean each time and
+can be stopped before the function's own time runs out.
+
+The handler itself needs nothing but the standard library (boto3 only to read declared secrets),
+so the runtime interface client (``awslambdaric``, in the image only: runner/Dockerfile; the
+function's image_config runs it, contract/lambda_step.py IMAGE_ENTRY_POINT) calls
+``jobplane.runner.lambda_handler.handler``; the local AWS runs this module as a process that
+stands in for the runtime interface client and calls the same ``handler`` (:func:`local_invoke`,
+platform/local/lambda_agent.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable, Mapping, Protocol
+
+    from jobplane.contract.types import JsonObject
+
+    class Context(Protocol):
+        """What the handler reads of Lambda's context object
+        (https://docs.aws.amazon.com/lambda/latest/dg/python-context.html)."""
+
+        aws_request_id: str
+        log_group_name: str
+        log_stream_name: str
+
+        def get_remaining_time_in_millis(self) -> int: ...
+
+from jobplane.contract import lambda_step as ls
+from jobplane.contract import runner as rc
+
+#: Seconds kept back from the function's remaining time: the step gets SIGTERM this long before
+#: Lambda would end the function, then SIGKILL ``ANSWER_SECONDS`` before, so the handler still
+#: answers (exit 143, terminated) and the log says why instead of Lambda's bare timeout.
+STOP_SECONDS = 4.0
+ANSWER_SECONDS = 1.0
+#: The runner's grace between SIGTERM and SIGKILL for what the step started (its default, 10 s,
+#: is longer than what is left here).
+STOP_GRACE = "2"
+#: Of the function's own environment, what the step never gets: the handler's settings, and the
+#: Runtime API's address (through which a step could answer for the invocation itself).
+HANDLER_ONLY = frozenset({ls.ENV_STEP_DIGESTS, ls.ENV_SECRET_SOURCES, "_HANDLER", "AWS_LAMBDA_RUNTIME_API"})
+#: The runner's list of declared secrets, which it redacts from every line (runner/logs.py).
+ENV_SECRET_NAMES = "JOBPLANE_SECRET_NAMES"
+ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,255}")
+#: Biggest payload environment accepted: Lambda takes 256 KB for an asynchronous and 6 MB for a
+#: synchronous invocation; the Task sends what an ECS override of 8,192 characters would hold.
+MAX_ENVIRONMENT_CHARS = 64 * 1024
+#: What no step may set through the payload, whatever the digests say: the runner's own settings.
+RESERVED_PREFIX = "JOBPLANE_"
+
+
+class JobplaneStepFailed(Exception):
+    """The step failed and may be retried (exit 75, or a shell step's own status)."""
+
+
+class JobplaneStepFailedPermanently(Exception):
+    """The step failed and must not be retried (exit 78: cannot run; 143: stopped)."""
+
+
+ERRORS: dict[str, type[Exception]] = {ls.ERROR_RETRYABLE: JobplaneStepFailed,
+                                      ls.ERROR_PERMANENT: JobplaneStepFailedPermanently}
+
+
+class Refused(Exception):
+    """The invocation is not one the compiled state machine sends: nothing runs."""
+
+
+def handler(event: object, context: Context) -> JsonObject:
+    """The function's entry point (the image's CMD): ``event`` is the Task's Payload."""
+    return invoke(event, context, os.environ)
+
+
+def invoke(event: object, context: Context, function_env: Mapping[str, str], *,
+           read_secret: Callable[[str], str] | None = None, output: int | None = None,
+           base_env: Mapping[str, str] | None = None) -> JsonObject:
+    """Run the attempt ``event`` describes and answer: the Answer's fields on success; raise
+    :class:`JobplaneStepFailed` / :class:`JobplaneStepFailedPermanently` with the Answer's JSON
+    as message otherwise (``errorType`` and ``errorMessage`` of Lambda's function error).
+
+    ``function_env``: the function's configuration (``os.environ`` on Lambda); ``base_env``: what
+    the step's process inherits (default: ``function_env``; the local AWS gives it what ECS steps
+    get there); ``output``: the file descriptor the step's output goes to (default: this process's
+    stdout, which Lambda sends to CloudWatch Logs); ``read_secret``: how declared secrets are read
+    (default: boto3 with the function's role)."""
+    out = 1 if output is None else output
+    answer = ls.Answer(exit_code=rc.EXIT_OK, log_group=str(getattr(context, "log_group_name", "") or ""),
+                       log_stream=str(getattr(context, "log_stream_name", "") or ""),
+                       request_id=str(getattr(context, "aws_request_id", "") or ""))
+    try:
+        step_env = payload_environment(event, function_env)
+        secrets = declared_secrets(function_env, read_secret)
+    except Refused as e:
+        _say(out, "error", f"invocation refused: {e}", step_env_of(event))
+        return _answer(answer, rc.EXIT_PERMANENT)
+    env = child_environment(base_env if base_env is not None else function_env, step_env, secrets)
+    kind = json.loads(step_env[rc.ENV_TARGET])["kind"]
+    remaining = context.get_remaining_time_in_millis() / 1000.0
+    code = run_runner(kind, env, out, stop_after=max(0.0, remaining - STOP_SECONDS),
+                      kill_after=max(0.0, remaining - ANSWER_SECONDS))
+    return _answer(answer, code)
+
+
+def _answer(answer: ls.Answer, code: int) -> JsonObject:
+    result = ls.Answer(code, answer.log_group, answer.log_stream, answer.request_id)
+    if code == rc.EXIT_OK:
+        out: JsonObject = json.loads(result.to_json())
+        return out
+    raise ERRORS[ls.error_name(code)](result.to_json())
+
+
+def step_env_of(event: object) -> Mapping[str, str]:
+    """What of a (maybe refused) payload names the attempt, for the refusal's log line."""
+    env = event.get(ls.PAYLOAD_ENVIRONMENT) if isinstance(event, dict) else None
+    if not isinstance(env, dict):
+        return {}
+    names = (rc.ENV_JOB, rc.ENV_STEP, rc.ENV_EXECUTION_ID, rc.ENV_ATTEMPT)
+    return {n: str(env[n])[:100] for n in names if isinstance(env.get(n), str)}
+
+
+def payload_environment(event: object, function_env: Mapping[str, str]) -> dict[str, str]:
+    """The step's environment from the payload, checked: string names and values, no runner
+    setting the contract does not name, and its fixed part one the function was deployed for
+    (:data:`jobplane.contract.lambda_step.ENV_STEP_DIGESTS`). Raises :class:`Refused`."""
+    if not isinstance(event, dict) or set(event) != {ls.PAYLOAD_ENVIRONMENT}:
+        raise Refused(f"the payload must be an object with the one key {ls.PAYLOAD_ENVIRONMENT!r}")
+    env = event[ls.PAYLOAD_ENVIRONMENT]
+    if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+        raise Refused(f"{ls.PAYLOAD_ENVIRONMENT} must map names to strings")
+    if sum(len(k) + len(v) for k, v in env.items()) > MAX_ENVIRONMENT_CHARS:
+        raise Refused(f"{ls.PAYLOAD_ENVIRONMENT} is larger than {MAX_ENVIRONMENT_CHARS} characters")
+    bad = sorted(k for k in env if not ENV_NAME_RE.fullmatch(k) or "\0" in env[k])
+    if bad:
+        raise Refused(f"not an environment variable (name or value): {', '.join(repr(b[:60]) for b in bad[:5])}")
+    unknown = sorted(k for k in env if k.startswith(RESERVED_PREFIX) and k not in CONTRACT_NAMES)
+    if unknown:
+        raise Refused(f"runner settings the contract does not name: {', '.join(unknown[:5])}")
+    missing = [n for n in (rc.ENV_JOB, rc.ENV_STEP, rc.ENV_TARGET) if not env.get(n)]
+    if missing:
+        raise Refused(f"missing {', '.join(missing)}")
+    for name, limit in rc.RUN_TIME_VALUE_MAX.items():
+        if len(env.get(name, "")) > limit:
+            raise Refused(f"{name} is longer than {limit} characters")
+    try:
+        target = json.loads(env[rc.ENV_TARGET])
+    except ValueError:
+        target = None
+    if not isinstance(target, dict) or target.get("kind") not in ls.KINDS:
+        raise Refused(f"{rc.ENV_TARGET} is not a {'/'.join(ls.KINDS)} step's target")
+    deployed = {d.strip() for d in function_env.get(ls.ENV_STEP_DIGESTS, "").split(",") if d.strip()}
+    if ls.step_digest(env) not in deployed:
+        raise Refused(f"step {env[rc.ENV_STEP][:80]!r} of job {env[rc.ENV_JOB][:80]!r} with this target and "
+                      "environment is not a step this function was deployed for")
+    return dict(env)
+
+
+#: The runner settings a payload may carry (contract/runner.py ENV_*); any other JOBPLANE_ name
+#: is refused (the compiler reserves the prefix: a step's own env cannot use it).
+CONTRACT_NAMES = frozenset({rc.ENV_JOB, rc.ENV_TEAM, rc.ENV_STEP, rc.ENV_EXECUTION_ID, rc.ENV_SCHEDULED_TIME,
+                            rc.ENV_TRIGGER, rc.ENV_PARAMS, rc.ENV_ATTEMPT, rc.ENV_TARGET, rc.ENV_TRACEPARENT,
+                            rc.ENV_STEP_TIMEOUT})
+
+
+def declared_secrets(function_env: Mapping[str, str], read_secret: Callable[[str], str] | None) -> dict[str, str]:
+    """The step's secrets, read now (as ECS reads a task's before it starts): ENV_NAME -> value.
+    One that cannot be read refuses the attempt, as ECS fails a task to start."""
+    raw = function_env.get(ls.ENV_SECRET_SOURCES, "").strip()
+    if not raw:
+        return {}
+    try:
+        spec = json.loads(raw)
+    except ValueError:
+        spec = None
+    if not isinstance(spec, dict) or not all(isinstance(k, str) and ENV_NAME_RE.fullmatch(k) and isinstance(v, str)
+                                             for k, v in spec.items()):
+        raise Refused(f"the function's {ls.ENV_SECRET_SOURCES} is not a JSON object of names to ARNs")
+    read = read_secret or _read_with_boto3
+    values = {}
+    for name, arn in sorted(spec.items()):
+        try:
+            values[name] = read(arn)
+        except Exception as e:  # noqa: BLE001 - whatever the SDK raises, the attempt cannot start
+            raise Refused(f"secret {name} ({arn}) cannot be read: {type(e).__name__}: {str(e)[:200]}") from None
+    return values
+
+
+def _read_with_boto3(arn: str) -> str:
+    """A Secrets Manager secret's string or an SSM parameter's decrypted value, by ARN."""
+    import boto3
+
+    if ":ssm:" in arn:  # GetParameters: what the function's role may call (ssm:GetParameters)
+        answer = boto3.client("ssm").get_parameters(Names=[arn], WithDecryption=True)
+        if not answer.get("Parameters"):
+            raise LookupError(f"no such parameter (InvalidParameters: {answer.get('InvalidParameters')})")
+        value: str = answer["Parameters"][0]["Value"]
+        return value
+    secret: str = boto3.client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"]
+    return secret
+
+
+def child_environment(base: Mapping[str, str], step_env: Mapping[str, str], secrets: Mapping[str, str]) -> dict[str, str]:
+    """The runner's environment: the function's own (its role's credentials, region, PATH), less
+    the handler's settings, with the step's environment and secrets over it; the secrets named
+    in JOBPLANE_SECRET_NAMES so the runner redacts them, as an ECS step's task definition does."""
+    env = {k: v for k, v in base.items() if k not in HANDLER_ONLY}
+    env.update(step_env)
+    env.update(secrets)
+    names = {n for n in env.get(ENV_SECRET_NAMES, "").split(",") if n} | set(secrets)
+    if names:
+        env[ENV_SECRET_NAMES] = ",".join(sorted(names))
+    env.setdefault("JOBPLANE_STOP_GRACE_SECONDS", STOP_GRACE)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+def runner_command(kind: str) -> list[str]:
+    """The container command (contract/runner.py), with the runner next to this interpreter when
+    it is there (a Lambda's PATH need not hold the application's bin)."""
+    command = rc.container_command(kind)
+    beside = Path(sys.executable).parent / rc.RUNNER_EXECUTABLE
+    if beside.is_file():
+        command[0] = str(beside)
+    return command
+
+
+def run_runner(kind: str, env: Mapping[str, str], output: int, stop_after: float, kill_after: float) -> int:
+    """Run the runner to its end: its exit code (128+N for signal N). SIGTERM at ``stop_after``
+    seconds, SIGKILL at ``kill_after``, to its whole process group (the step's children too)."""
+    try:
+        process = subprocess.Popen(runner_command(kind), env=dict(env), stdin=subprocess.DEVNULL, stdout=output,
+                                   stderr=output, start_new_session=True)
+    except OSError as e:
+        _say(output, "error", f"the runner cannot start: {e}", env)
+        return rc.EXIT_PERMANENT
+    started = time.monotonic()
+    try:
+        code = process.wait(timeout=stop_after)
+    except subprocess.TimeoutExpired:
+        _say(output, "warning", f"stopping the step: the function has {STOP_SECONDS:g} seconds left", env)
+        _signal_group(process, signal.SIGTERM)
+        try:
+            code = process.wait(timeout=max(0.0, kill_after - (time.monotonic() - started)))
+        except subprocess.TimeoutExpired:
+            _signal_group(process, signal.SIGKILL)
+            code = process.wait()
+    _signal_group(process, signal.SIGKILL)  # what the step left running ends with it, as in a task
+    return 128 - code if code < 0 else code
+
+
+def _signal_group(process: subprocess.Popen[bytes], sig: int) -> None:
+    try:
+        os.killpg(process.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _say(fd: int, level: str, message: str, env: Mapping[str, str]) -> None:
+    """One JSON line of the handler's own, shaped like the runner's (runner/logs.py)."""
+    line: JsonObject = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "level": level,
+                        "logger": "jobplane.lambda", "job": env.get(rc.ENV_JOB, ""), "step": env.get(rc.ENV_STEP, ""),
+                        "execution_id": env.get(rc.ENV_EXECUTION_ID, ""), "attempt": env.get(rc.ENV_ATTEMPT, ""),
+                        "message": message}
+    try:
+        os.write(fd, (json.dumps(line) + "\n").encode())
+    except OSError:
+        pass
+
+
+class LocalContext:
+    """Lambda's context object as the local AWS describes it (contract/lambda_step.py LOCAL_*)."""
+
+    def __init__(self, env: Mapping[str, str]):
+        self.aws_request_id = env.get(ls.ENV_LOCAL_REQUEST_ID, "")
+        self.log_group_name = env.get("AWS_LAMBDA_LOG_GROUP_NAME", "")
+        self.log_stream_name = env.get("AWS_LAMBDA_LOG_STREAM_NAME", "")
+        self.function_name = env.get("AWS_LAMBDA_FUNCTION_NAME", "")
+        self._deadline = float(env.get(ls.ENV_LOCAL_DEADLINE) or time.time() + 3)
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self._deadline - time.time()) * 1000))
+
+
+def local_invoke(answer_path: str) -> int:
+    """One invocation as the runtime interface client makes it: the event from stdin, then
+    ``handler(event, context)``; the answer (or the error, as the client reports one) written
+    to ``answer_path``."""
+    import traceback
+
+    try:
+        event: object = json.loads(sys.stdin.read() or "{}")
+    except ValueError:
+        event = None
+    context = LocalContext(os.environ)
+    for name in (ls.ENV_LOCAL_REQUEST_ID, ls.ENV_LOCAL_DEADLINE):
+        os.environ.pop(name, None)
+    answer: JsonObject
+    try:
+        answer = {"result": handler(event, context)}
+    except Exception as e:  # noqa: BLE001 - what the runtime interface client reports
+        stack = traceback.format_tb(e.__traceback__)
+        answer = {"errorType": type(e).__name__, "errorMessage": str(e), "stackTrace": stack}
+        # and logs, as one line whose lines are joined by carriage returns (its text log format)
+        lines = [f"[ERROR] {type(e).__name__}: {e}", "Traceback (most recent call last):"]
+        lines += [line for entry in stack for line in entry.splitlines()]
+        sys.stdout.write("\r".join(lines) + "\n")
+        sys.stdout.flush()
+    Path(answer_path).write_text(json.dumps(answer))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(local_invoke(sys.argv[1]))
