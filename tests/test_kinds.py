@@ -117,3 +117,27 @@ def test_plan_says_where_steps_run_and_which_could_run_on_lambda(repo: Repo) -> 
     assert "    on Lambda: quick (at most 15 min an attempt" in result.output
     assert "    could run on Lambda (python, timeout <= 15m): short (" in result.output
     assert "long" not in result.output.split("could run on Lambda")[1].splitlines()[0]
+
+
+def test_a_team_root_with_runner_functions_says_which_checks_it_skips_and_takes_new_images(repo: Repo) -> None:
+    """checkov reads no inline skip in a .tf.json: the compiler writes the team root's
+    .checkov.yaml with each finding a runner function cannot fix and why; and a new runner
+    image must be applied to that root, since its functions run the image."""
+    from jobplane.compiler.output import CHECKOV_CONFIG, compile_all, image_roots
+    from jobplane.contract.config import load_config
+
+    repo.write("jobs/billing/fast.jsonnet", """\
+        local jp = import 'jobplane.libsonnet';
+        { name: 'fast', team: 'billing', steps: [jp.lambda('go', 'examples.noop:run')] }
+        """)
+    repo.write("jobs/growth/slow.jsonnet", """\
+        local jp = import 'jobplane.libsonnet';
+        { name: 'slow', team: 'growth', steps: [jp.python('go', 'examples.noop:run')] }
+        """)
+    files = compile_all(load_config(repo.path)).files
+    config = files[f"teams/billing/{CHECKOV_CONFIG}"]
+    assert [line.strip("- ").strip() for line in config.splitlines() if line.startswith("  - ")] == [
+        "CKV_AWS_115", "CKV_AWS_116", "CKV_AWS_272"]
+    assert all(f"# CKV_AWS_{n}: " in config for n in (115, 116, 272))  # each with its reason
+    assert f"teams/growth/{CHECKOV_CONFIG}" not in files  # a root without functions skips nothing
+    assert image_roots(files) == {"base", "teams/billing"}

@@ -137,7 +137,7 @@ class Reads:
                                  record, None, steps)
             if not record.error and record.failed_step:  # the reconciler adds it a moment later
                 return dataclasses.replace(view, log_error=error_excerpt(
-                    self.logs.streams(view.timeline, record.failed_step)))
+                    self.logs.streams(view.timeline, record.failed_step, execution=name)))
             return view
         job = job or self._job_running(name)
         if job is None:
@@ -206,7 +206,8 @@ class Reads:
                 execution = self.execution(execution)
             except NotFound:
                 return []
-        return self.logs.streams(execution.timeline, step)
+        # the execution's name finds a Lambda attempt that timed out before it could say its stream
+        return self.logs.streams(execution.timeline, step, execution=execution.execution)
 
     def failures(self, limit: int = 50, cursor: str | None = None) -> Page[ExecutionRecord]:
         return self._paged(lambda: self.repo.recent_failures(limit, check_cursor(cursor, ("gsi2pk", "gsi2sk"))), cursor)

@@ -1,0 +1,84 @@
+"""Compiled Lambda steps end to end (issue 51.5): a job mixing `jp.lambda` and ECS steps,
+compiled by the compiler, runs on the local AWS with the real runner on both executors; its
+Lambda step's retries follow the step's `retry`; the runner function the Terraform creates is
+the one the engine deploys (the same step digests, so the handler runs exactly these steps)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from jobplane.compiler import asl
+from jobplane.compiler.model import Job
+from jobplane.compiler.terraform import job_module
+from jobplane.contract import execution_input
+from jobplane.contract import lambda_step as ls
+from jobplane.contract.config import PlatformConfig
+from jobplane.platform.local.engine import LocalAWS
+from jobplane.platform.logs import StepLogs
+from jobplane.platform.timeline import history, timeline
+
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture(scope="module")
+def aws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalAWS]:
+    with LocalAWS(env={"PYTHONPATH": str(HERE)}, log_dir=tmp_path_factory.mktemp("logs")) as engine:
+        yield engine
+
+
+def _job(name: str, marker: Path) -> Job:
+    return Job.from_definition({"name": name, "team": "billing", "timezone": "UTC", "steps": [
+        {"name": "quick", "lambda": "sample_apps.functions:behave", "kwargs": {"marker": str(marker)},
+         "retry": {"attempts": 3, "interval": 1}, "timeout": 120},
+        {"name": "publish", "python": "sample_apps.functions:write_greeting", "kwargs": {"out": str(marker) + ".out"}},
+    ]})
+
+
+def test_a_compiled_job_runs_its_lambda_and_ecs_steps(aws: LocalAWS, tmp_path: Path) -> None:
+    name = f"mixed-{uuid.uuid4().hex[:6]}"
+    marker = tmp_path / "calls"
+    aws.deploy(name, asl.compile_job(_job(name, marker), aws.prefix))
+    arn = aws.start(name, execution_input.manual("ops"))
+    execution = aws.wait(arn, timeout=300)
+    assert execution.status == "SUCCEEDED", (execution.error, execution.cause)
+    rows = timeline(history(aws.client("stepfunctions"), arn))
+    assert [(r.step, r.outcome) for r in rows] == [("quick", "succeeded"), ("publish", "succeeded")]
+    quick = rows[0]
+    assert quick.log_group == ls.log_group(ls.function_name(aws.prefix, name)) and quick.log_stream
+    assert json.loads((tmp_path / "calls.out").read_text()) == {"text": "hello, world"}
+    # the Lambda attempt's own output, read back as `jobplane logs` reads it
+    stream = StepLogs(aws.client("logs"), aws.log_group).streams(rows, "quick")[0]
+    assert "step succeeded" in stream.read()
+
+
+def test_a_failing_lambda_step_is_retried_as_its_retry_says_then_fails(aws: LocalAWS, tmp_path: Path) -> None:
+    name = f"flaky-{uuid.uuid4().hex[:6]}"
+    marker = tmp_path / "calls"
+    aws.deploy(name, asl.compile_job(_job(name, marker), aws.prefix))
+    arn = aws.start(name, execution_input.manual("ops", overrides={"mode": "fail"}))
+    execution = aws.wait(arn, timeout=300)
+    assert execution.status == "FAILED"
+    rows = timeline(history(aws.client("stepfunctions"), arn))
+    assert [(r.step, r.attempt, r.exit_code) for r in rows] == [("quick", 1, 75), ("quick", 2, 75), ("quick", 3, 75)]
+    assert len(marker.read_text().split()) == 3  # three real runs of the function, no more
+    assert not (tmp_path / "calls.out").exists()  # the ECS step after it never ran
+
+
+def test_the_terraform_function_is_the_one_the_engine_deploys(aws: LocalAWS, tmp_path: Path) -> None:
+    """The compiled runner function's step digests are those the local engine derives from the
+    same ASL, so on AWS the handler accepts exactly the payloads this job's Task sends."""
+    name = f"digest-{uuid.uuid4().hex[:6]}"
+    job = _job(name, tmp_path / "m")
+    text = asl.compile_job(job, aws.prefix)
+    doc = job_module(job, text, PlatformConfig(root=tmp_path, name_prefix=aws.prefix))
+    (function,) = doc["resource"]["aws_lambda_function"].values()
+    aws.deploy(name, text)
+    deployed = aws.client("lambda").get_function_configuration(FunctionName=function["function_name"])
+    assert (deployed["Environment"]["Variables"][ls.ENV_STEP_DIGESTS]
+            == function["environment"]["variables"][ls.ENV_STEP_DIGESTS])
+    assert function["timeout"] == 120 + ls.FUNCTION_TIMEOUT_MARGIN == deployed["Timeout"]
