@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from datetime import timezone
+from datetime import timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -16,10 +16,14 @@ import click
 
 from jobplane.cli.common import (Context, aws_target, control_error, data_dir_option, deployment_option,
                                  parse_params, resolve_data_dir, target)
+from jobplane.contract import runner as rc
+from jobplane.contract.clock import parse_iso
 from jobplane.contract.statuses import ExecutionStatus
 from jobplane.contract.types import JsonObject
 
 if TYPE_CHECKING:  # the platform is imported by the commands that use it (the CLI's start-up)
+    from jobplane.contract.attempts import Attempt
+    from jobplane.contract.catalog import StepRetry
     from jobplane.platform.control import ControlPlane, JobSummary
     from jobplane.platform.logs import LogStream
 
@@ -61,13 +65,14 @@ def run(obj: Context, job: str, params: tuple[str, ...], from_step: str | None, 
     deadline = time.monotonic() + timeout
     seen: set[tuple[str, int]] = set()
     pause = FIRST_POLL
+    retries = _retries(control, job)
     while True:
         view = control.execution(name, job)
         for row in view.timeline:
             key = (row.step, row.attempt)
             if row.finished_at and key not in seen:
                 seen.add(key)
-                click.echo(f"  {row.step} (attempt {row.attempt}): {row.outcome}")
+                click.echo(attempt_line(row, retries.get(row.step)))
         if not view.running and (view.record is not None or time.monotonic() > deadline):
             break
         if time.monotonic() > deadline:
@@ -89,6 +94,45 @@ def run(obj: Context, job: str, params: tuple[str, ...], from_step: str | None, 
     click.echo(f"{view.status}{suffix}" + (f": {view.error}" if view.error else ""))
     click.echo(f"  logs: jobplane logs {name}")
     sys.exit(0 if view.status == ExecutionStatus.SUCCEEDED.value else 1)
+
+
+def _retries(control: ControlPlane, job: str) -> dict[str, StepRetry]:
+    """Each step's retry policy, from the catalog (none known: the lines say only what happened)."""
+    try:
+        entry = control.entry(job)
+    except control_error():
+        return {}
+    steps = [s for top in entry.steps for s in (top.parallel or [top])]
+    return {s.name: s.retry for s in steps if s.retry is not None}
+
+
+def attempt_line(row: Attempt, retry: StepRetry | None) -> str:
+    """One ended attempt, and what comes next: the wait before the next attempt (as the compiled
+    state machine waits: interval x backoff^(n-1), at most max_interval), or why there is none."""
+    line = f"  {row.step} (attempt {row.attempt}): {row.outcome}"
+    if row.exit_code is not None and row.outcome != "succeeded":
+        line += f" (exit code {row.exit_code})"
+    if row.outcome not in ("failed", "timed out"):
+        return line
+    if row.exit_code is not None and not rc.is_retryable(row.exit_code):
+        return line + "; not retried (a permanent failure)"
+    if retry is None or row.attempt >= retry.attempts:
+        return line + ("; no attempts left" if retry is not None and retry.attempts > 1 else "")
+    wait = min(int(round(retry.interval * retry.backoff ** (row.attempt - 1))), retry.max_interval)
+    at = ""
+    if row.finished_at:
+        at = f" at {(parse_iso(row.finished_at) + timedelta(seconds=wait)).strftime('%H:%M:%S')} UTC"
+    return line + f"; retrying in {_span(wait)} (attempt {row.attempt + 1} of {retry.attempts}{at})"
+
+
+def _span(seconds: int) -> str:
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        m, s = divmod(seconds, 60)
+        return f"{m} min" + (f" {s} s" if s else "")
+    h, rest = divmod(seconds, 3600)
+    return f"{h} h" + (f" {rest // 60} min" if rest // 60 else "")
 
 
 @click.command()
