@@ -99,6 +99,12 @@ class CatalogJob(_Model):
         return [s.name for s in self.steps] + [m.name for s in self.steps for m in s.parallel or []]
 
     @property
+    def started_by(self) -> str:
+        """What starts it besides a person, in words: its upstream jobs ("after load
+        (SUCCEEDED)"), else "manual only"; a schedule is shown by its own words."""
+        return ", ".join(f"after {a.job} ({a.on})" for a in self.after) or "manual only"
+
+    @property
     def scheduled(self) -> bool:
         """Fires on its own (has a schedule and is enabled)."""
         return self.enabled and bool(self.schedule)
