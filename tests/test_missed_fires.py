@@ -11,6 +11,7 @@ ago) or its clock is moved on, never by sleeping."""
 from __future__ import annotations
 
 import json
+import logging
 import textwrap
 import threading
 import time
@@ -106,11 +107,16 @@ def minute_fires(since: datetime, until: datetime) -> list[str]:
     return out
 
 
-def test_fires_missed_while_nothing_started_them_alert_once_and_each_runs_once(platform: DevPlatform,
-                                                                                slack: Receiver) -> None:
+def test_fires_missed_while_nothing_started_them_alert_once_and_each_runs_once(
+        platform: DevPlatform, slack: Receiver, caplog: pytest.LogCaptureFixture) -> None:
     since = look_back(platform, "stopped", 7)  # the scheduler was down for 7 minutes
     check = ledger(platform)
+    caplog.set_level(logging.DEBUG, logger="jobplane.platform.missed")
     check.check({"stopped"})
+    # the alert is the one line the console shows (the alert feed prints it): the ledger's own
+    # line of it is for debugging only
+    said = [r for r in caplog.records if "scheduled fires missed since" in r.getMessage()]
+    assert said and all(r.levelno == logging.DEBUG for r in said)
     expected = minute_fires(since, datetime.now(timezone.utc) - timedelta(seconds=30))
     missed = missed_records(platform, "stopped")
     assert sorted(r.scheduled_time for r in missed) == expected and len(expected) >= 5
