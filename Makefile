@@ -8,12 +8,17 @@ STAMP := $(VENV)/.installed
 
 # The environment is the lock (requirements/dev.txt: every package at one version, with its
 # hashes), then jobplane itself; `make lock` refreshes the locks after pyproject.toml changes.
+# Says what it does as it goes (the first build takes about a minute, longer on a slow network).
 $(STAMP): pyproject.toml requirements/dev.txt
+	@echo "== building $(VENV) (first use, or the lock changed): Python packages from requirements/dev.txt"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q --require-hashes -r requirements/dev.txt
+	@echo "== installing $$(grep -c '^[a-z0-9]' requirements/dev.txt) locked packages (each is listed as it is collected)"
+	bash -o pipefail -c "$(BIN)/pip install --progress-bar off --require-hashes -r requirements/dev.txt | \
+	  awk '/^(Collecting|Successfully installed)/ { print substr(\$$0, 1, 100); fflush() }'"
 	$(BIN)/pip install -q --no-deps -e .
 	touch $(STAMP)
+	@echo "== $(VENV) ready"
 
 ## lock: re-resolve requirements/dev.txt (tests, make dev) and requirements/runtime.txt (the
 ## pipeline, the portal image, the Lambda package) from pyproject.toml, with hashes, by uv; and
@@ -33,9 +38,13 @@ lock:
 dev: $(STAMP)
 	$(BIN)/jobplane dev $(DEV_ARGS)
 
-## test: the type check (mypy, strict on the whole package: [tool.mypy]), then the
-## whole test suite, in parallel.
+## test: the programs the tests run besides Python (installed when it may, else the command
+## to run: scripts/test_prereqs.sh), the type check (mypy, strict on the whole package:
+## [tool.mypy]), then the whole test suite, in parallel. The portal's browser tests are skipped
+## only when asked: make test JOBPLANE_SKIP_BROWSER_TESTS=1.
+export JOBPLANE_SKIP_BROWSER_TESTS
 test: $(STAMP)
+	scripts/test_prereqs.sh
 	$(BIN)/mypy
 	$(BIN)/pytest -n auto
 

@@ -36,7 +36,15 @@ def write_json(path: Path, data: Any) -> Path:
     return path
 
 
-def read_json(path: Path) -> Any:
+class MissingInput(FileNotFoundError):
+    """An input file an earlier step writes is not there: that step has not run for this date
+    (a run started at a later step, `--from-step`, before any full run). Retrying cannot make
+    it appear, so each step reports it as its kind's permanent failure (a Django command's
+    CommandError, a script's exit code 78): the run fails at once, saying which step to run."""
+
+
+def read_json(path: Path, written_by: str = "the previous step") -> Any:
     if not path.exists():
-        raise FileNotFoundError(f"{path} does not exist: did the previous step run for this date?")
+        raise MissingInput(f"{path} does not exist: {written_by} has not run for this date; run it first "
+                           "(or the whole job), then start again from this step")
     return json.loads(path.read_text())

@@ -19,8 +19,17 @@ from portal_kit import start_platform
 from slack_receiver import Receiver
 
 CHROMIUM = os.environ.get("JOBPLANE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM) and not os.environ.get("CI"),
-                                reason="Debian's chromium is not installed (apt-get install chromium; .ci/run does)")
+# Skipped only when asked (issue 47, item 5: a suite that passed with these silently skipped hid
+# them); without chromium, each test fails at once saying how to install it.
+pytestmark = pytest.mark.skipif(os.environ.get("JOBPLANE_SKIP_BROWSER_TESTS") == "1",
+                                reason="asked to: JOBPLANE_SKIP_BROWSER_TESTS=1")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def chromium_installed() -> None:
+    assert os.path.exists(CHROMIUM), (
+        f"Debian's chromium is not installed ({CHROMIUM}): sudo apt-get install -y chromium (`make test` and "
+        ".ci/run install it), or JOBPLANE_SKIP_BROWSER_TESTS=1 to skip the browser tests on purpose")
 
 
 @pytest.fixture(scope="module")

@@ -175,7 +175,7 @@ PLANTED = {  # file: (text, [fragments of each problem planted in it, one line e
     "jobs/billing/f3.jsonnet": ("""\
         { name: 'shared-name', team: 'billing', description: 5, runbook: { impact: 'x' },
           steps: [{ name: 'a', python: 'm:f' }] }
-        """, ["description: Input should be a valid string", "runbook.recovery: required field is missing"]),
+        """, ["description: must be a string, not the number 5", "runbook.recovery: required field is missing"]),
     "jobs/growth/f4.jsonnet": ("""\
         { name: 'shared-name', team: 'growth', schedule: ['rate(0 minutes)', 'cron(0 2 1 * MON *)'],
           steps: [{ name: 'a', python: 'm:f' }] }
@@ -190,26 +190,27 @@ PLANTED = {  # file: (text, [fragments of each problem planted in it, one line e
         { name: 'reconcile-every-payment-provider-settlement-file-for-all-regions', team: 'growth',
           schedule: 'rate(1 hour)', steps: [{ name: 'a', python: 'billing.reports.daily', retry: { attempts: '3' } }] }
         """, ["name: too long: the schedule name", "steps[0].python: 'billing.reports.daily' is not of the form",
-              "steps[0].retry.attempts: Input should be a valid integer"]),
+              "steps[0].retry.attempts: must be a whole number, not the string '3'"]),
     "jobs/platform/f7.jsonnet": ("""\
         [{ name: 'f-seven-a', team: 'platform', enabled: 'yes', steps: [{ name: 'a', python: 'm:f' }] },
          { name: 'f-seven-b', team: 'platform', enabled: 1, steps: [{ name: 'a', python: 'm:f', memory: '512' }] }]
-        """, ["job 'f-seven-a': enabled: Input should be a valid boolean", "job 'f-seven-b': enabled: Input should be a valid boolean",
-              "job 'f-seven-b': steps[0].memory: Input should be a valid integer"]),
+        """, ["job 'f-seven-a': enabled: must be true or false, not the string 'yes'",
+              "job 'f-seven-b': enabled: must be true or false, not the number 1",
+              "job 'f-seven-b': steps[0].memory: must be a whole number, not the string '512'"]),
     "jobs/platform/f8.jsonnet": ("""\
         { name: 'f-eight', team: 'platform' steps: [] }
         """, ["Jsonnet syntax error"]),
     "jobs/platform/f9.jsonnet": ("""\
         { name: 'f-nine', enabled: 'no', timeout: '1h', expected_duration: '2h',
           notify: { channels: ['billing'] }, steps: [{ name: 'a', python: 'm:f' }] }
-        """, ["team: required field is missing", "enabled: Input should be a valid boolean",
+        """, ["team: required field is missing", "enabled: must be true or false, not the string 'no'",
               "expected_duration: expected_duration (7200s) must be shorter than timeout (3600s)",
               "notify.channels: 'billing' is not a Slack channel name"]),
     "jobs/platform/f10.jsonnet": ("""\
         { name: 'F-Ten', team: 'platform', description: ['a'], params: 'x',
           steps: [{ name: 'a', python: 'm:f', shell: ['true'] }] }
-        """, ["name: 'F-Ten' is not kebab-case", "description: Input should be a valid string",
-              "params: Input should be a valid dictionary", "steps[0]: a step needs exactly one of"]),
+        """, ["name: 'F-Ten' is not kebab-case", "description: must be a string, not an array",
+              "params: must be an object {...}, not the string 'x'", "steps[0]: a step needs exactly one of"]),
     # every key of env and secrets is checked, not only the first bad one; unknown fields and
     # choices say what was meant
     "jobs/platform/f11.jsonnet": ("""\
@@ -228,7 +229,7 @@ PLANTED = {  # file: (text, [fragments of each problem planted in it, one line e
         [5, 'x', { name: 5, team: 'platform', steps: [{ name: 'a', python: 'm:f' }] }]
         """, ["jobs/platform/f12.jsonnet: item 0 is a number, expected a job object",
               "jobs/platform/f12.jsonnet: item 1 is a string, expected a job object",
-              "job '#3': name: Input should be a valid string"]),
+              "job '#3': name: must be a string, not the number 5"]),
     # a pattern must match the whole value: `$` alone also matches before a final line break,
     # and these passed with one (into AWS names, file names and the runner's import)
     "jobs/platform/f13.jsonnet": ("""\
@@ -355,3 +356,28 @@ def test_definition_files_are_plainly_named(repo: Repo, name: str) -> None:
     assert result.exit_code != 0
     assert "file and directory names are letters, digits, '.', '_' and '-'" in result.stderr
     assert "```" not in result.stderr and "\n" not in result.stderr.strip().split("rename", 1)[0].split(": ", 1)[0]
+
+
+def test_type_and_range_problems_read_in_the_dsl_words_not_the_type_library_words() -> None:
+    """Issue 47, item 8: "Input should be greater than or equal to 1" and "a valid dictionary"
+    were the type library's words; each names what the DSL wants and what was given."""
+    from jobplane.compiler.fields import Invalid as FieldsInvalid
+    from jobplane.compiler.model import Job
+
+    base = {"name": "x", "team": "billing", "timezone": "UTC", "schedule": "cron(0 2 * * ? *)"}
+    cases = [({"steps": [{"name": "s", "python": "a.b:c", "retry": {"attempts": 0}}]},
+              "steps[0].retry.attempts: must be at least 1, not 0"),
+             ({"steps": [{"name": "s", "python": "a.b:c", "retry": {"attempts": 2, "backoff": 20}}]},
+              "steps[0].retry.backoff: must be at most 10, not 20"),
+             ({"steps": [{"name": "s", "python": "a.b:c", "env": ["A=1"]}]},
+              "steps[0].env: must be an object {...}, not an array"),
+             ({"steps": {"name": "s"}}, "steps: must be an array [...], not an object"),
+             ({"steps": ["s"]}, "steps[0]: must be an object {...}, not the string 's'"),
+             ({"steps": [{"name": "s", "python": "a.b:c"}], "enabled": None}, "enabled: must be true or false, not null")]
+    for extra, expected in cases:
+        with pytest.raises(FieldsInvalid) as e:
+            Job.from_definition(base | extra)
+        text = str(e.value)
+        path, message = expected.split(": ", 1)
+        assert f"{path.replace('[', '.').replace(']', '')}: {message}" in text, text  # its paths use dots
+        assert "Input should" not in text and "valid dictionary" not in text

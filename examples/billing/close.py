@@ -14,7 +14,7 @@ log = logging.getLogger(__name__)
 def reconcile(source: str) -> dict[str, Any]:
     period = workspace.run_date().strftime("%Y-%m")
     close = workspace.area("billing", "close", period)
-    invoices = workspace.read_json(close / "invoices.json")
+    invoices = workspace.read_json(close / "invoices.json", "freeze-invoices")
     rng = random.Random(f"{period}-{source}")
     matched = [i["id"] for i in invoices if rng.random() > 0.02]
     unmatched = sorted(set(i["id"] for i in invoices) - set(matched))

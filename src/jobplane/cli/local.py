@@ -16,19 +16,25 @@ import click
 from jobplane.cli.common import Context, data_dir_option, fail_definitions, resolve_data_dir
 
 ENGINE_LOG = "engine.log"
+#: The loggers whose lines go to engine.log, not the console.
+ENGINE_LOGGERS = ("moto", "urllib3.connectionpool")
 
 
 def engine_log_to_file(data_dir: Path) -> None:
     """moto logs every failed state as a multi-KB ERROR line of interpreter internals: useful
     when debugging the engine, noise for an operator. They go to <data dir>/engine.log; the
-    console keeps one line per event (alerts, services, start and stop)."""
+    console keeps one line per event (alerts, services, start and stop). So do the HTTP client's
+    "Connection pool is full, discarding connection" warnings: many runs at once (100 concurrent
+    starts) open more connections to the local AWS than a client pools, and the extra one is
+    closed after its request, which is all the warning says."""
     data_dir.mkdir(parents=True, exist_ok=True)
     handler = logging.FileHandler(data_dir / ENGINE_LOG)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    engine = logging.getLogger("moto")
-    engine.setLevel(logging.WARNING)
-    engine.addHandler(handler)
-    engine.propagate = False
+    for name in ENGINE_LOGGERS:
+        engine = logging.getLogger(name)
+        engine.setLevel(logging.WARNING)
+        engine.addHandler(handler)
+        engine.propagate = False
 
 
 @click.command()

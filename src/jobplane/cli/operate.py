@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from datetime import timezone
+from datetime import timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -16,10 +16,17 @@ import click
 
 from jobplane.cli.common import (Context, aws_target, control_error, data_dir_option, deployment_option,
                                  parse_params, resolve_data_dir, target)
+from jobplane.contract import runner as rc
+from jobplane.contract.clock import parse_iso
 from jobplane.contract.statuses import ExecutionStatus
 from jobplane.contract.types import JsonObject
 
 if TYPE_CHECKING:  # the platform is imported by the commands that use it (the CLI's start-up)
+    from datetime import datetime
+
+    from jobplane.contract.catalog import CatalogJob
+    from jobplane.contract.attempts import Attempt
+    from jobplane.contract.catalog import StepRetry
     from jobplane.platform.control import Actor, ControlPlane, JobSummary
     from jobplane.platform.logs import LogStream
 
@@ -61,13 +68,14 @@ def run(obj: Context, job: str, params: tuple[str, ...], from_step: str | None, 
     deadline = time.monotonic() + timeout
     seen: set[tuple[str, int]] = set()
     pause = FIRST_POLL
+    retries = _retries(control, job)
     while True:
         view = control.execution(name, job)
         for row in view.timeline:
             key = (row.step, row.attempt)
             if row.finished_at and key not in seen:
                 seen.add(key)
-                click.echo(f"  {row.step} (attempt {row.attempt}): {row.outcome}")
+                click.echo(attempt_line(row, retries.get(row.step)))
         if not view.running and (view.record is not None or time.monotonic() > deadline):
             break
         if time.monotonic() > deadline:
@@ -89,6 +97,45 @@ def run(obj: Context, job: str, params: tuple[str, ...], from_step: str | None, 
     click.echo(f"{view.status}{suffix}" + (f": {view.error}" if view.error else ""))
     click.echo(f"  logs: jobplane logs {name}")
     sys.exit(0 if view.status == ExecutionStatus.SUCCEEDED.value else 1)
+
+
+def _retries(control: ControlPlane, job: str) -> dict[str, StepRetry]:
+    """Each step's retry policy, from the catalog (none known: the lines say only what happened)."""
+    try:
+        entry = control.entry(job)
+    except control_error():
+        return {}
+    steps = [s for top in entry.steps for s in (top.parallel or [top])]
+    return {s.name: s.retry for s in steps if s.retry is not None}
+
+
+def attempt_line(row: Attempt, retry: StepRetry | None) -> str:
+    """One ended attempt, and what comes next: the wait before the next attempt (as the compiled
+    state machine waits: interval x backoff^(n-1), at most max_interval), or why there is none."""
+    line = f"  {row.step} (attempt {row.attempt}): {row.outcome}"
+    if row.exit_code is not None and row.outcome != "succeeded":
+        line += f" (exit code {row.exit_code})"
+    if row.outcome not in ("failed", "timed out"):
+        return line
+    if row.exit_code is not None and not rc.is_retryable(row.exit_code):
+        return line + "; not retried (a permanent failure)"
+    if retry is None or row.attempt >= retry.attempts:
+        return line + ("; no attempts left" if retry is not None and retry.attempts > 1 else "")
+    wait = min(int(round(retry.interval * retry.backoff ** (row.attempt - 1))), retry.max_interval)
+    at = ""
+    if row.finished_at:
+        at = f" at {(parse_iso(row.finished_at) + timedelta(seconds=wait)).strftime('%H:%M:%S')} UTC"
+    return line + f"; retrying in {_span(wait)} (attempt {row.attempt + 1} of {retry.attempts}{at})"
+
+
+def _span(seconds: int) -> str:
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        m, s = divmod(seconds, 60)
+        return f"{m} min" + (f" {s} s" if s else "")
+    h, rest = divmod(seconds, 3600)
+    return f"{h} h" + (f" {rest // 60} min" if rest // 60 else "")
 
 
 @click.command()
@@ -128,7 +175,7 @@ def status(obj: Context, data_dir: Path | None, deployment: Path | None, as_json
             if t.utcoffset():  # the UTC time only where it differs ("09:38 UTC (09:38 UTC)" said nothing)
                 nxt += f" ({t.astimezone(timezone.utc).strftime('%H:%M UTC')})"
         else:
-            nxt = "manual" if not j.entry.schedule else "disabled"
+            nxt = j.entry.started_by if not j.entry.schedule else "disabled"
         click.echo(f"{j.name:<{width}}  {j.team:<9} {last:<10} {finished or '-':<20} {len(j.running) or '-':<8} {nxt}")
     missed = [(j, m) for j in jobs if (m := _missed(j)) is not None]
     if missed:
@@ -208,7 +255,12 @@ def _offline_logs(data_dir: Path, execution: str, step: str | None, why: Excepti
 
 def _offline_status(data_dir: Path, why: Exception, as_json: bool) -> None:
     """The jobs' last state as the stopped platform saved it (state.json, and the catalog of its
-    compiled/ output)."""
+    compiled/ output), with what can be computed without it: each job's next fire (cron
+    schedules: a rate() counts from its schedule's creation, which only the platform knows), its
+    open episode of missed fires, and the fires that fell due since its scheduler stopped (the
+    ledger records them MISSED when it starts again)."""
+    from datetime import datetime
+
     from jobplane.contract import datamodel as dm
     from jobplane.contract.catalog import Catalog
     from jobplane.contract.layout import catalog_parts
@@ -223,21 +275,81 @@ def _offline_status(data_dir: Path, why: Exception, as_json: bool) -> None:
     states = {s.job: s for s in (JobState.from_item(i) for i in snapshot.items
                                  if i.get("sk", {}).get("S") == dm.STATE_SK and i.get("pk", {}).get("S", "").startswith(dm.JOB_PREFIX))}
     jobs = Catalog.load(compiled).jobs
-    rows: list[JsonObject] = [
-            {"job": j.name, "team": j.team, "last_status": states[j.name].last_status if j.name in states else None,
-             "last_finished_at": states[j.name].last_finished_at if j.name in states else None,
-             "paused": bool(j.name in states and states[j.name].paused)} for j in jobs]
+    now = datetime.now(timezone.utc)
+    stopped_at = _scheduler_stopped_at(data_dir)
+    rows: list[JsonObject] = []
+    for j in jobs:
+        state = states.get(j.name)
+        paused = bool(state and state.paused)
+        computable = j.scheduled and not paused and not any(s.startswith("rate(") for s in j.schedule)
+        next_fire = _offline_next_fire(j, now) if computable else None
+        not_started = _fires_between(j, stopped_at, now) if computable and stopped_at else None
+        rows.append({"job": j.name, "team": j.team, "last_status": state.last_status if state else None,
+                     "last_finished_at": state.last_finished_at if state else None, "paused": paused,
+                     "next_fire": next_fire.isoformat() if next_fire else None, "started_by": None if j.schedule else j.started_by,
+                     "missed": {"since": state.missed_since, "count": state.missed_count, "cause": state.missed_cause}
+                     if state and state.missed_since else None,
+                     "not_started": not_started})
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
     saved = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime((data_dir / SNAPSHOT_FILE).stat().st_mtime))
     click.echo(f"jobplane dev is not running; its last saved state ({data_dir / SNAPSHOT_FILE}, {saved}):")
-    width = max([len(r["job"]) for r in rows] + [3])
-    click.echo(f"{'JOB':<{width}}  {'TEAM':<9} {'LAST':<10} FINISHED (UTC)")
+    width = max([len(str(r["job"])) for r in rows] + [3])
+    click.echo(f"{'JOB':<{width}}  {'TEAM':<9} {'LAST':<10} {'FINISHED (UTC)':<20} NEXT FIRE (when it runs again)")
     for r in rows:
-        finished = (r["last_finished_at"] or "")[:19].replace("T", " ")
-        click.echo(f"{r['job']:<{width}}  {r['team']:<9} {r['last_status'] or '-':<10} {finished or '-'}"
-                   + ("  paused" if r["paused"] else ""))
+        finished = str(r["last_finished_at"] or "")[:19].replace("T", " ")
+        if r["paused"]:
+            nxt = "paused"
+        elif r["next_fire"]:
+            nxt = datetime.fromisoformat(str(r["next_fire"])).strftime("%Y-%m-%d %H:%M %Z")
+        else:
+            nxt = str(r["started_by"] or "-")
+        click.echo(f"{r['job']:<{width}}  {r['team']:<9} {r['last_status'] or '-':<10} {finished or '-':<20} {nxt}")
+    missed = [r for r in rows if r["missed"]]
+    if missed:
+        click.echo("\nMissed fires (neither ran nor skipped; run one with `jobplane backfill JOB --from FIRE --to FIRE`):")
+        for r in missed:
+            m = r["missed"]
+            assert isinstance(m, dict)
+            click.echo(f"  {r['job']}: {m['count']} since {m['since']}: {m['cause']}")
+    lagging = [r for r in rows if r["not_started"]]
+    if lagging and stopped_at:
+        click.echo(f"\nNot started since the scheduler stopped ({stopped_at.strftime('%Y-%m-%d %H:%M:%S UTC')}); "
+                   "recorded MISSED when `jobplane dev` starts again:")
+        for r in lagging:
+            d = r["not_started"]
+            assert isinstance(d, dict)
+            click.echo(f"  {r['job']}: {d['count']} fire{'s' if d['count'] != 1 else ''} since {d['first']}")
+
+
+def _scheduler_stopped_at(data_dir: Path) -> datetime | None:
+    """How far the stopped platform's scheduler fired (its record, devserver SCHEDULER_RECORD)."""
+    from jobplane.devserver.dev_platform import SCHEDULER_RECORD
+
+    try:
+        return parse_iso(json.loads((data_dir / SCHEDULER_RECORD).read_text())["running_until"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _offline_next_fire(job: CatalogJob, now: datetime) -> datetime | None:
+    from jobplane.platform.control.views import next_fires
+
+    fires = next_fires(job, 1, after=now)
+    return fires[0] if fires else None
+
+
+def _fires_between(job: CatalogJob, start: datetime, end: datetime) -> JsonObject | None:
+    from jobplane.platform.backfill_model import plan_fires
+
+    try:
+        fires = plan_fires(job.schedule, job.timezone, start + timedelta(milliseconds=1), end)
+    except ValueError:
+        return {"count": "more than 1,000", "first": None}
+    if not fires:
+        return None
+    return {"count": len(fires), "first": fires[0].strftime("%Y-%m-%dT%H:%M:%SZ")}
 
 
 reason_option = click.option("--reason", required=True, help="Why (shown in the audit log and the portal).")

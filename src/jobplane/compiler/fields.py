@@ -64,7 +64,7 @@ class _Scalar(Type):
 
     def check(self, value: JsonValue, loc: Loc, problems: Problems) -> JsonValue:
         if isinstance(value, bool) != (bool in self.kinds) or not isinstance(value, self.kinds):
-            problems.append((loc, f"Input should be a valid {self.what}"))
+            problems.append((loc, f"must be {self.what}, not {_kind(value)}"))
             return BAD
         return value
 
@@ -73,11 +73,11 @@ class _Scalar(Type):
 
 
 class Str(_Scalar):
-    kinds, what, json_type = (str,), "string", "string"
+    kinds, what, json_type = (str,), "a string", "string"
 
 
 class Bool(_Scalar):
-    kinds, what, json_type = (bool,), "boolean", "boolean"
+    kinds, what, json_type = (bool,), "true or false", "boolean"
 
 
 class _Bounded(_Scalar):
@@ -89,10 +89,10 @@ class _Bounded(_Scalar):
         if value is BAD:
             return BAD
         if self.ge is not None and value < self.ge:
-            problems.append((loc, f"Input should be greater than or equal to {self.ge:g}"))
+            problems.append((loc, f"must be at least {self.ge:g}, not {quoted(value)}"))
             return BAD
         if self.le is not None and value > self.le:
-            problems.append((loc, f"Input should be less than or equal to {self.le:g}"))
+            problems.append((loc, f"must be at most {self.le:g}, not {quoted(value)}"))
             return BAD
         return value
 
@@ -108,11 +108,11 @@ class _Bounded(_Scalar):
 class Int(_Bounded):
     """A whole number written as one: '3' and 3.5 are refused, not coerced."""
 
-    kinds, what, json_type = (int,), "integer", "integer"
+    kinds, what, json_type = (int,), "a whole number", "integer"
 
 
 class Number(_Bounded):
-    kinds, what, json_type = (int, float), "number", "number"
+    kinds, what, json_type = (int, float), "a number", "number"
 
 
 class Anything(Type):
@@ -177,7 +177,7 @@ class ListOf(Type):
 
     def check(self, value: JsonValue, loc: Loc, problems: Problems) -> JsonValue:
         if not isinstance(value, list):
-            problems.append((loc, "Input should be a valid list"))
+            problems.append((loc, f"must be an array [...], not {_kind(value)}"))
             return BAD
         if len(value) < self.min_length:
             problems.append((loc, self.too_short or f"at least {self.min_length} items are needed"))
@@ -200,7 +200,7 @@ class MapOf(Type):
 
     def check(self, value: JsonValue, loc: Loc, problems: Problems) -> JsonValue:
         if not isinstance(value, dict):
-            problems.append((loc, "Input should be a valid dictionary"))
+            problems.append((loc, f"must be an object {{...}}, not {_kind(value)}"))
             return BAD
         out = {k: self.value.check(v, loc + (k,), problems) for k, v in value.items()}
         return BAD if any(v is BAD for v in out.values()) else out
@@ -314,7 +314,7 @@ class Model:
     @classmethod
     def build(cls: type[M], data: JsonValue, loc: Loc, problems: Problems) -> M:
         if not isinstance(data, dict):
-            problems.append((loc, "Input should be a valid dictionary"))
+            problems.append((loc, f"must be an object {{...}}, not {_kind(data)}"))
             return cast("M", BAD)
         before = len(problems)
         slots = cls.slots()
@@ -390,6 +390,22 @@ def json_schema(model: type[Model], title: str) -> JsonObject:
     defs.pop(model.__name__, None)
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": title, **out,
             "$defs": dict(sorted(defs.items()))}
+
+
+def _kind(value: JsonValue) -> str:
+    """What a value is, in the words of the definition's author (the Jsonnet/JSON names, not the
+    Python type library's "valid dictionary"), with the value where it is short."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"{'true' if value else 'false'} (true or false)"
+    if isinstance(value, (int, float)):
+        return f"the number {quoted(value)}"
+    if isinstance(value, str):
+        return f"the string {quoted(value)}"
+    if isinstance(value, list):
+        return "an array"
+    return "an object" if isinstance(value, dict) else "a value"
 
 
 def _plain(value: JsonValue) -> JsonValue:

@@ -189,8 +189,8 @@ def describe_job_change(old: CatalogJob, new: CatalogJob, old_files: dict[str, s
                         new_files: dict[str, str], now: datetime) -> list[str]:
     lines: list[str] = []
     if old.schedule != new.schedule or old.timezone != new.timezone:
-        lines.append(f"schedule: {' + '.join(old.schedule) or 'manual only'} ({old.timezone}) -> "
-                     f"{' + '.join(new.schedule) or 'manual only'} ({new.timezone})")
+        lines.append(f"schedule: {' + '.join(old.schedule) or old.started_by} ({old.timezone}) -> "
+                     f"{' + '.join(new.schedule) or new.started_by} ({new.timezone})")
         lines += ["  " + f for f in _fires(new.schedule, new.timezone, now)]
     if old.enabled != new.enabled:
         lines.append(f"schedule {'enabled' if new.enabled else 'DISABLED'}")
@@ -256,7 +256,7 @@ def describe_plan(old_files: dict[str, str], new_files: dict[str, str], now: dat
     for name in added:
         job = new_jobs[name]
         out.append(f"+ {name} (new job of team {job.team}, {job.source})")
-        sched = "manual only" if not job.schedule else f"{' + '.join(job.schedule)} in {job.timezone}"
+        sched = job.started_by if not job.schedule else f"{' + '.join(job.schedule)} in {job.timezone}"
         out.append(f"    schedule: {sched}{'' if job.enabled else ' (DISABLED)'}")
         out += ["      " + f for f in _fires(job.schedule, job.timezone, now)]
         out.append(f"    policy: {job.policy.value}")

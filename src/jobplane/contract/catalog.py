@@ -106,6 +106,12 @@ class CatalogJob(_Model):
         return policies.of(self.policy)
 
     @property
+    def started_by(self) -> str:
+        """What starts it besides a person, in words: its upstream jobs ("after load
+        (SUCCEEDED)"), else "manual only"; a schedule is shown by its own words."""
+        return ", ".join(f"after {a.job} ({a.on})" for a in self.after) or "manual only"
+
+    @property
     def scheduled(self) -> bool:
         """Fires on its own (has a schedule and is enabled)."""
         return self.enabled and bool(self.schedule)

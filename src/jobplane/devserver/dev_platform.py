@@ -11,7 +11,8 @@ one failed.
 
 Everything lives under one data directory (``.jobplane/``): ``state.json`` (the table),
 ``logs/`` (one file per step attempt), ``dead-letters/`` (alerts Slack refused), ``examples/``
-(what the example jobs write) and ``dev.json`` (how the CLI finds the running platform).
+(what the example jobs write), ``scheduler.json`` (how far the local scheduler fired: a start
+after a stop knows the outage) and ``dev.json`` (how the CLI finds the running platform).
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ log = logging.getLogger("jobplane.dev")
 #: the catch-up's window, which asks about runs that ended up to that long ago (catchup.WINDOW).
 ENDED_KEPT_FOR = 2 * CATCHUP_WINDOW
 FORGET_EVERY = 3600.0  # seconds between two passes
+SCHEDULER_RECORD = "scheduler.json"
 
 __all__ = ["DevError", "DevPlatform", "RUNTIME_FILE", "SNAPSHOT_FILE"]
 
@@ -181,8 +183,11 @@ class DevPlatform:
         if self.run_services:
             self._start_services(on_stop)
         on_stop("stop running executions", self._stop_executions)
+        # the scheduler's record of how far it fired: a start after a stop knows the outage
         self.scheduler = LocalScheduler(aws.client("scheduler"), aws.client("stepfunctions"),
-                                        self.config.name_prefix, clock=self.clock, sqs_client=aws.client("sqs"))
+                                        self.config.name_prefix, clock=self.clock, sqs_client=aws.client("sqs"),
+                                        record=self.data_dir / SCHEDULER_RECORD if self.run_scheduler else None)
+        scheduler = self.scheduler
         from jobplane.platform.slow import SlowWatch
 
         slow = SlowWatch(self.control, aws.client("sns"), self.deployment.topic_arn)  # real time
@@ -196,7 +201,8 @@ class DevPlatform:
         checks = [catchup.LostEndings(self.control, aws.reconciler()).check,
                   catchup.UpstreamCatchUp(self.control).check,
                   MissedFires(self.control, aws.client("sns"), self.deployment.topic_arn, aws.client("sqs"),
-                              clock=self.clock, workers=1).check]  # the scheduler's time; threads only contend
+                              clock=self.clock, workers=1,  # the scheduler's time; threads only contend
+                              outages=lambda: scheduler.outages).check]
         from jobplane.platform.backfill import BackfillDriver, Backfills
 
         self.backfills = Backfills(self.control)  # backfills left running by the last start go on

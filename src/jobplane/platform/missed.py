@@ -18,13 +18,20 @@ thread; on AWS the periodic Lambda, :func:`jobplane.platform.slow.handler`) keep
   in the ``MISSED`` feed, and in the API) naming the cause where AWS says it;
 * causes: a dead letter of that fire (its ``ERROR_CODE`` / ``ERROR_MESSAGE`` attributes,
   https://docs.aws.amazon.com/scheduler/latest/UserGuide/configuring-schedule-dlq.html), else
-  what the deployed schedule says (:func:`schedule_problems`: missing, DISABLED outside
-  jobplane, expression or timezone changed), else "no start seen";
+  the scheduler not running then (``jobplane dev``'s local scheduler knows its own stops:
+  ``outages``), else what the deployed schedule says (:func:`schedule_problems`: missing,
+  DISABLED outside jobplane, expression or timezone changed), else "no start seen";
 * one alert per episode: the first missed fire opens it (a conditional write: two checkers
   never both alert) and its alert counts what was found; later missed fires of the same episode
-  only add to the count; the first fire that runs again closes it with a RECOVERED note;
+  only add to the count; the first fire after them that runs (its record, or a run in flight,
+  also one claimed past the grace the pass looks to) closes it with one RECOVERED note, and so
+  does running every missed fire of it (a backfill); the next missed fire opens a new episode,
+  with its own alert. Fires are taken in order, so one pass can close an episode and open the
+  next;
 * a paused job, a job with ``enabled: false`` and a manual-only job miss nothing: their
-  watermark just moves on.
+  watermark just moves on. Nor does a fire inside any pause, however short and whenever the
+  ledger looks: the job's pause history (its ``pause`` / ``resume`` audit entries) is part of
+  what the ledger reads.
 
 A missed fire is recovered by running it as that fire: ``jobplane backfill JOB --from F --to F``
 (or the portal's button), whose fire lease starts it once, however often it is asked.
@@ -32,12 +39,14 @@ A missed fire is recovered by running it as that fire: ``jobplane backfill JOB -
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import zlib
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Callable
+from typing import Callable, Sequence
 
 
 from jobplane.contract import datamodel as dm
@@ -48,7 +57,7 @@ from jobplane.contract.statuses import Event, ExecutionStatus, Trigger
 from jobplane.platform.backfill import Backfills
 from jobplane.platform.backfill_model import Mode, plan_fires
 from jobplane.contract.clock import iso_millis, parse_iso
-from jobplane.platform.control import ControlPlane
+from jobplane.platform.control import ControlPlane, Invalid
 from jobplane.contract.attribute_values import item_of
 from jobplane.contract.records import CLAIMS_SCHEDULE, FIRED_SCHEDULE, ExecutionRecord, JobState
 from jobplane.platform.schedule_health import deployed_schedules, flexible_window, schedule_problems
@@ -72,6 +81,9 @@ DEAD_LETTER_BATCHES = 10
 #: A missed fire's record is kept as long as a run's (reconciler.DEFAULT_RETENTION_DAYS).
 RETENTION = timedelta(days=400)
 NO_START = "no start seen: the schedule is deployed and enabled, yet nothing started this fire"
+#: A resume re-enables the schedules just after its audit entry is written: a fire this close
+#: after it may not have been started either, and is not missed.
+RESUME_SLACK = timedelta(seconds=5)
 
 #: How far back a pass counts fires without reading runs (:meth:`MissedFires._counted`); past
 #: it, the runs are read. A job's watermark moves on at most every REFRESH (+ a spread by job).
@@ -79,6 +91,26 @@ COUNT_SPAN = timedelta(hours=2)
 REFRESH = timedelta(minutes=30)
 
 Clock = Callable[[], datetime]
+#: When the scheduler itself was not running (from, to): ``jobplane dev``'s local scheduler.
+Outages = Callable[[], Sequence[tuple[datetime, datetime]]]
+
+
+def _no_outages() -> Sequence[tuple[datetime, datetime]]:
+    return ()
+
+
+def down_cause(start: datetime, end: datetime) -> str:
+    return (f"jobplane dev was not running from {iso_millis(start)} to {iso_millis(end)}: nothing could start "
+            "this fire (a scheduler that was down does not replay fires, EventBridge Scheduler neither)")
+
+
+@dataclass
+class _Episode:
+    """A run of missed fires in one pass's window: it continues the open episode (``since``
+    given) or opens one at ``fires[0]``; ``closed_by``: the fire after them that ran."""
+    since: str | None
+    fires: list[str] = field(default_factory=list)
+    closed_by: str | None = None
 
 
 def _now() -> datetime:
@@ -92,7 +124,7 @@ LEDGER_ATTRIBUTES = ("job", dm.ATTR_PAUSED_AT, dm.ATTR_FIRES_CHECKED, dm.ATTR_MI
 
 class MissedFires:
     def __init__(self, control: ControlPlane, sns: Client, topic_arn: str, sqs: Client, clock: Clock = _now,
-                 grace: timedelta = GRACE, workers: int = WORKERS):
+                 grace: timedelta = GRACE, workers: int = WORKERS, outages: Outages = _no_outages):
         self.control = control
         self.sns = sns
         self.sqs = sqs
@@ -100,6 +132,7 @@ class MissedFires:
         self.clock = clock
         self.grace = grace
         self.workers = workers
+        self.outages = outages
         self.backfills = Backfills(control)
         self.prefix = control.deployment.name_prefix
         self.table = control.deployment.table
@@ -133,6 +166,8 @@ class MissedFires:
         """Account for one job's fires since its watermark; True: it opened an episode (alerted)."""
         if ledger.missed_alert_pending:
             self._alert(entry, ledger)
+        if ledger.missed_since and ledger.fires_checked_until and self._all_run(entry, ledger):
+            ledger = dataclasses.replace(ledger, missed_since=None, missed_count=0, missed_cause=None)
         until = now - self._grace(entry)
         first_deploy = created.get(entry.name)
         since = parse_iso(ledger.fires_checked_until) if ledger.fires_checked_until else None
@@ -226,18 +261,96 @@ class MissedFires:
             missed = [f for f in missed if f <= execution_input.iso(cut)]
             ran = [f for f in ran if f <= execution_input.iso(cut)]
             watermark, claims = max(since, cut), None
-        opened = False
+        pauses = self._pauses(entry, since, end, ledger) if missed else []
+        missed = [f for f in missed if not _inside(f, pauses)]
+        # every fire that ran closes an open episode, also one claimed after ``until`` (the
+        # watermark moves on to the newest claimed fire: a fire after it is in the next window)
+        if not window:
+            ran = sorted(set(ran) | {p.at for p in later if p.covered_by is not None})
+        general = NO_START
         if missed:
             problems = schedule_problems(self.control.scheduler, self.prefix, entry, False, deployed)
-            cause = "; ".join(problems.values()) or NO_START
-            new = [f for f in missed if self._record(entry, f, dead.get((entry.name, f), cause))]
-            opened = self._open(entry, missed[0], len(new), dead.get((entry.name, missed[0]), cause), ledger)
-        elif ran and ledger.missed_since:
-            self._close(entry, ledger, ran[0])
+            general = "; ".join(problems.values()) or NO_START
+        outages = list(self.outages()) if missed else []
+
+        def cause(fire: str) -> str:
+            at = parse_iso(fire)
+            down = next((down_cause(a, b) for a, b in outages if a < at <= b), None)
+            return dead.get((entry.name, fire)) or down or general
+
+        new = {f for f in missed if self._record(entry, f, cause(f))}
+        opened = False
+        for episode in _episodes(ledger.missed_since, missed, ran):
+            count = sum(1 for f in episode.fires if f in new)
+            if episode.since is None:  # a new episode: its alert, once
+                if self._open(entry, episode.fires[0], count, cause(episode.fires[0]), ledger):
+                    opened = True
+                    self._alert(entry, self.control.repo.job_state(entry.name) or JobState(entry.name))
+            elif count:
+                self._open(entry, episode.since, count, cause(episode.fires[0]), ledger)
+            if episode.closed_by:
+                state = self.control.repo.job_state(entry.name) or JobState(entry.name)
+                if state.missed_since:
+                    self._close(entry, state, episode.closed_by)
+                ledger = dataclasses.replace(ledger, missed_since=None, missed_count=0, missed_cause=None)
         self._advance(entry, ledger.fires_checked_until, watermark, claims)
-        if opened:
-            self._alert(entry, self.control.repo.job_state(entry.name) or JobState(entry.name))
         return opened
+
+    def _all_run(self, entry: CatalogJob, ledger: JobState) -> bool:
+        """Close the open episode when every fire of it has run since (a backfill ran them):
+        each fire from its first to the watermark that is not inside a pause has a record of a
+        run. True: it closed."""
+        assert ledger.missed_since and ledger.fires_checked_until
+        first, end = parse_iso(ledger.missed_since), parse_iso(ledger.fires_checked_until)
+        if end < first:
+            return False
+        try:
+            plan = self.backfills.plan_window(entry, first, end, Mode.ONLY_MISSED, records_first=True)
+        except Invalid:  # a window too wide to plan: a fire after it closes the episode instead
+            return False
+        pauses = self._pauses(entry, first, end, ledger)
+        if any(p.covered_by is None and not _inside(p.at, pauses) for p in plan):
+            return False
+        state = self.control.repo.job_state(entry.name) or JobState(entry.name)
+        if state.missed_since != ledger.missed_since:
+            return False
+        return self._close(entry, state, None)
+
+    def _pauses(self, entry: CatalogJob, start: datetime, end: datetime,
+                ledger: JobState) -> list[tuple[str, str]]:
+        """The job's pauses that overlap ``start``..``end``: (from, to) as UTC ISO times, from
+        its ``pause`` and ``resume`` audit entries (written as the action happens; an action that
+        failed has none), newest first read back to the last one before ``start``; a pause
+        still on ends at ``end``."""
+        kwargs: JsonObject = {
+            "TableName": self.table, "IndexName": dm.GSI_BY_KIND, "ScanIndexForward": False,
+            "KeyConditionExpression": "gsi2pk = :p AND gsi2sk <= :end",
+            "FilterExpression": "#action IN (:pause, :resume)",
+            "ExpressionAttributeNames": {"#action": "action"},
+            "ExpressionAttributeValues": {":p": {"S": dm.job_audit_partition(entry.name)},
+                                          ":end": {"S": iso_millis(end + RESUME_SLACK)},
+                                          ":pause": {"S": "pause"}, ":resume": {"S": "resume"}}}
+        actions: list[tuple[datetime, str]] = []
+        while True:
+            page = self.ddb.query(**kwargs)
+            for item in page.get("Items", []):
+                actions.append((parse_iso(item["at"]["S"]), item["action"]["S"]))
+            if (actions and actions[-1][0] < start) or not page.get("LastEvaluatedKey"):
+                break
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        if ledger.paused_at and not any(a == "pause" for _, a in actions):  # paused before audits were kept
+            actions.append((parse_iso(ledger.paused_at), "pause"))
+        windows: list[tuple[str, str]] = []
+        open_from: datetime | None = None
+        for at, action in sorted(actions):
+            if action == "pause":
+                open_from = at if open_from is None else open_from
+            elif open_from is not None:
+                windows.append((execution_input.iso(open_from), iso_millis(at + RESUME_SLACK)))
+                open_from = None
+        if open_from is not None:
+            windows.append((execution_input.iso(open_from), iso_millis(max(end, self.clock()) + RESUME_SLACK)))
+        return windows
 
     # -- dead letters ----------------------------------------------------------------------------
     def queue_url(self) -> str | None:
@@ -369,14 +482,21 @@ class MissedFires:
                                set_=f"{dm.ATTR_MISSED_CAUSE} = :cause")
         return False
 
-    def _close(self, entry: CatalogJob, ledger: JobState, resumed: str) -> None:
+    def _close(self, entry: CatalogJob, ledger: JobState, resumed: str | None) -> bool:
+        """Close the open episode (a conditional write: one checker closes it, one note):
+        ``resumed``, the fire after it that ran, or None: every fire of it was run since."""
+        assert ledger.missed_since
+        count = ledger.missed_count
+        missed = f"{count} missed fire{'s' if count != 1 else ''} since {ledger.missed_since}"
         if self._state_update(entry, {":since": ledger.missed_since},
                               remove=f"{dm.ATTR_MISSED_SINCE}, {dm.ATTR_MISSED_COUNT}, {dm.ATTR_MISSED_CAUSE}, "
                                      f"{dm.ATTR_MISSED_ALERT}",
                               condition=f"{dm.ATTR_MISSED_SINCE} = :since"):
-            self._publish(entry, resumed, status="RECOVERED",
-                          error=f"fires resumed at {resumed} after {ledger.missed_count} missed since "
-                                f"{ledger.missed_since}")
+            self._publish(entry, resumed or ledger.missed_since, status="RECOVERED",
+                          error=f"fires resumed at {resumed} after {missed}" if resumed else
+                          f"every one of the {missed} has been run since (backfilled)")
+            return True
+        return False
 
     # -- alerts ----------------------------------------------------------------------------------
     def _alert(self, entry: CatalogJob, ledger: JobState) -> None:
@@ -399,7 +519,32 @@ class MissedFires:
             outcome=Outcome(status=status), channels=entry.notify.channels,
             events=[event_of(getattr(e, "value", e)) for e in entry.notify.events] or None,
             runbook=entry.runbook.model_dump() if entry.runbook else None, error=error))
-        log.warning("%s: %s", entry.name, error)
+        # the alert feed shows it (the console or Slack): a warning here would say it twice
+        log.debug("%s: %s", entry.name, error)
+
+
+def _inside(fire: str, pauses: list[tuple[str, str]]) -> bool:
+    return any(a <= fire <= b for a, b in pauses)
+
+
+def _episodes(open_since: str | None, missed: list[str], ran: list[str]) -> list[_Episode]:
+    """The window's missed fires in episodes, in order: one that runs after missed fires (or
+    after the open episode, ``open_since``) closes the episode they make."""
+    out: list[_Episode] = []
+    current = _Episode(open_since) if open_since else None
+    for at, did_run in sorted([(f, False) for f in missed] + [(f, True) for f in ran]):
+        if did_run:
+            if current is not None:
+                current.closed_by = at
+                out.append(current)
+                current = None
+        else:
+            if current is None:
+                current = _Episode(None)
+            current.fires.append(at)
+    if current is not None and (current.fires or current.since is None):
+        out.append(current)
+    return out
 
 
 def _fire_key(value: object) -> str | None:

@@ -44,6 +44,7 @@ class JobRow:
     description: str
     team: str
     schedule: tuple[str, ...]
+    started_by: str  # without a schedule: "after <job> (SUCCEEDED)", or "manual only"
     timezone: str
     next_fires: tuple[datetime, ...]
     policy: str
@@ -64,7 +65,7 @@ class JobRow:
     def of(cls, job: JobSummary, failures_shown: bool) -> JobRow:
         e, s = job.entry, job.state
         return cls(name=e.name, description=e.description, team=e.team, schedule=tuple(e.schedule),
-                   timezone=e.timezone, next_fires=tuple(job.next_fires), policy=e.policy.value, enabled=e.enabled,
+                   started_by=e.started_by, timezone=e.timezone, next_fires=tuple(job.next_fires), policy=e.policy.value, enabled=e.enabled,
                    running=bool(job.running), last_status=s.last_status if s else None,
                    last_started_at=s.last_started_at if s else None, last_finished_at=s.last_finished_at if s else None,
                    has_duration=bool(s and s.last_duration is not None), paused=job.paused,

@@ -7,7 +7,9 @@ rate() counted from the schedule's creation, ENABLED/DISABLED honoured. Each fir
 schedule's target with the target input, ``<aws.scheduler.scheduled-time>`` replaced by the fire's
 time, so duplicate detection sees what it would see on AWS. Like EventBridge Scheduler it does
 not replay fires missed while it was not running; it logs that it skipped them (the fire ledger,
-platform/missed.py, records and alerts them). A start that is refused (the state machine gone,
+platform/missed.py, records and alerts them). It knows its own stops: with a ``record`` file (in
+``jobplane dev``'s data directory) it keeps how far it has fired, so a start after a stop knows
+the outage (:attr:`LocalScheduler.outages`), which the ledger names as the missed fires' cause. A start that is refused (the state machine gone,
 access denied) is delivered to the schedule's dead-letter queue as EventBridge Scheduler
 delivers it: the target input as the body, ERROR_CODE, ERROR_MESSAGE, EXHAUSTED_RETRY_CONDITION,
 RETRY_ATTEMPTS, SCHEDULE_ARN and TARGET_ARN as message attributes
@@ -19,16 +21,20 @@ Time comes from an injectable clock, so tests drive it without sleeping.
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import threading
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Callable
 
 from botocore.exceptions import ClientError
 
 from jobplane.contract.arns import resource_name
+from jobplane.contract.clock import iso_millis, parse_iso
 from jobplane.contract.execution_input import SCHEDULER_TIME, iso
 from jobplane.contract.schedule import iter_fire_times, parse, validate_timezone
 from jobplane.contract.types import Client, JsonObject
@@ -36,6 +42,10 @@ from jobplane.contract.types import Client, JsonObject
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
+#: A gap in the record longer than this is an outage (the loop ticks every second).
+OUTAGE_AFTER = timedelta(seconds=10)
+#: The outages the record keeps (the newest): enough for the ledger's look-back.
+KEEP_OUTAGES = 50
 
 
 def system_clock() -> datetime:
@@ -51,7 +61,8 @@ class Fire:
 
 class LocalScheduler:
     def __init__(self, scheduler_client: Client, sfn_client: Client, group: str, clock: Clock = system_clock,
-                 max_event_age: timedelta = timedelta(hours=1), sqs_client: Client = None):
+                 max_event_age: timedelta = timedelta(hours=1), sqs_client: Client = None,
+                 record: Path | None = None):
         self.scheduler = scheduler_client
         self.sqs = sqs_client  # the dead-letter queues' client (none: a refused start is only logged)
         # A fire is delivered late only within the schedule's retry window (the compiled Terraform
@@ -62,6 +73,41 @@ class LocalScheduler:
         self.clock = clock
         self.checked_until: datetime | None = None
         self.fired: list[Fire] = []
+        self.record = record
+        #: When the scheduler was not running (from, to), oldest first: read from the record,
+        #: with the gap from its last tick to now when this scheduler is made (before the
+        #: platform's first ledger pass, which reads it).
+        self.outages: list[tuple[datetime, datetime]] = self._load_outages()
+
+    def _load_outages(self) -> list[tuple[datetime, datetime]]:
+        if self.record is None:
+            return []
+        try:
+            kept = json.loads(self.record.read_text())
+            outages = [(parse_iso(a), parse_iso(b)) for a, b in kept.get("outages", [])]
+            until = parse_iso(kept["running_until"]) if kept.get("running_until") else None
+        except (OSError, ValueError, TypeError, KeyError):
+            return []  # none kept (a first start), or not readable: no outage known
+        now = self.clock()
+        if until is not None and now - until > OUTAGE_AFTER:
+            outages.append((until, now))
+            log.info("the scheduler was not running from %s to %s: fires then were not started (EventBridge "
+                     "Scheduler does not replay them either); the fire ledger records them MISSED", iso(until), iso(now))
+        return outages[-KEEP_OUTAGES:]
+
+    def _save(self, now: datetime) -> None:
+        """Keep how far the scheduler has fired (and the outages known): written whole, then
+        renamed, so a crash leaves the last good record."""
+        if self.record is None:
+            return
+        text = json.dumps({"running_until": iso_millis(now),
+                           "outages": [[iso_millis(a), iso_millis(b)] for a, b in self.outages]})
+        tmp = self.record.with_name(self.record.name + ".tmp")
+        try:
+            tmp.write_text(text)
+            os.replace(tmp, self.record)
+        except OSError as e:
+            log.warning("could not keep the scheduler's record %s: %s", self.record, e)
 
     def schedules(self) -> list[JsonObject]:
         out, kwargs = [], {"GroupName": self.group}
@@ -80,6 +126,7 @@ class LocalScheduler:
             log.warning("not replaying fires between %s and %s (EventBridge Scheduler does not either)",
                         iso(self.checked_until), iso(now))
         self.checked_until = now
+        self._save(now)
         log.info("local scheduler watching %d schedules in group %s", len(self.schedules()), self.group)
 
     def tick(self) -> list[Fire]:
@@ -109,6 +156,7 @@ class LocalScheduler:
             if late:
                 log.warning("%s: %d fires older than %s were missed, not replayed", schedule["Name"], late,
                             self.max_event_age)
+        self._save(now)
         return started
 
     def _fire(self, schedule: JsonObject, when: datetime) -> Fire | None:

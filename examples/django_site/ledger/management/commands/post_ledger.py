@@ -22,10 +22,13 @@ class Command(BaseCommand):
         if not os.environ.get("LEDGER_API_TOKEN"):
             # In production the token comes from Secrets Manager through the task definition.
             self.stderr.write("LEDGER_API_TOKEN is not set: posting to the local ledger file only")
-        invoices = workspace.read_json(close / "invoices.json")
-        unmatched: set[str] = set()
-        for source in ("card", "bank"):
-            unmatched |= set(workspace.read_json(close / f"reconciled-{source}.json")["unmatched"])
+        try:  # inputs of the earlier steps: missing ones are a permanent failure (CommandError)
+            invoices = workspace.read_json(close / "invoices.json", "freeze-invoices")
+            unmatched: set[str] = set()
+            for source, step in (("card", "reconcile-card-payments"), ("bank", "reconcile-bank-transfers")):
+                unmatched |= set(workspace.read_json(close / f"reconciled-{source}.json", step)["unmatched"])
+        except workspace.MissingInput as e:
+            raise CommandError(str(e)) from None
         if len(unmatched) > len(invoices) // 4:
             raise CommandError(f"{len(unmatched)} invoices unmatched: too many to post; review the reconciliation")
         posted = [i for i in invoices if i["id"] not in unmatched]
