@@ -1,4 +1,4 @@
-"""Each moto fix of jobplane.platform.local, with the stock behaviour it corrects shown in a
+"""Each moto patch of jobplane.platform.local.moto_patches, with the stock behaviour it corrects shown in a
 clean process (tests/moto_probe.py): when an upgrade of the pinned moto makes a "stock" case
 fail, that fix may no longer be needed."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from jobplane.platform.local import moto_fixes
+from jobplane.platform.local import moto_patches
 
 PROBE = Path(__file__).resolve().parent / "moto_probe.py"
 
@@ -28,7 +28,7 @@ def probe(scenario: str, mode: str) -> dict:
 
 def test_every_fix_has_a_probe() -> None:
     text = PROBE.read_text()
-    assert all(f'name == "{fix}"' in text for fix in moto_fixes.FIXES)
+    assert all(f'name == "{fix}"' in text for fix in (patch.name for patch in moto_patches.PATCHES))
 
 
 @pytest.mark.parametrize("mode", ["stock", "fixed"])
@@ -145,7 +145,7 @@ def test_a_runner_function_runs_the_handler_and_answers_as_lambda(mode: str) -> 
 
 
 def test_pinned_version_is_installed() -> None:
-    moto_fixes.check_version()
+    moto_patches.check_version()
 
 
 @pytest.mark.parametrize("mode", ["stock", "fixed"])
