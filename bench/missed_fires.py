@@ -41,7 +41,7 @@ from jobplane.contract.catalog import CATALOG_VERSION, Catalog, CatalogJob  # no
 from jobplane.contract.names import schedule_name  # noqa: E402
 from jobplane.contract.clock import iso_millis  # noqa: E402
 from jobplane.platform.control import ControlPlane, Deployment  # noqa: E402
-from jobplane.platform.local import moto_backends  # noqa: E402
+from jobplane.platform.local import moto_patches  # noqa: E402
 from jobplane.platform.local.engine import ACCOUNT, LocalAWS  # noqa: E402
 from jobplane.platform.missed import GRACE, MissedFires  # noqa: E402
 
@@ -127,7 +127,7 @@ def main() -> None:
         aws.client("scheduler").create_schedule_group(Name=PREFIX)
         target = {"Arn": f"arn:aws:states:{aws.region}:{ACCOUNT}:stateMachine:x", "RoleArn": f"arn:aws:iam::{ACCOUNT}:role/x"}
         for n in names:
-            moto_backends.put_schedule(aws.region, {"Name": schedule_name(PREFIX, n, 0), "GroupName": PREFIX,
+            moto_patches.put_schedule(aws.region, {"Name": schedule_name(PREFIX, n, 0), "GroupName": PREFIX,
                                                     "ScheduleExpression": "cron(0/1 * * * ? *)", "State": "ENABLED",
                                                     "FlexibleTimeWindow": {"Mode": "OFF"}, "Target": dict(target)})
         ddb, table = aws.client("dynamodb"), aws.resources["table_name"]

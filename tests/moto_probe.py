@@ -84,7 +84,8 @@ def dynamodb_reads(name: str, fixes: tuple[str, ...]) -> dict:
     from moto.core import serialize
     from moto.dynamodb.models.table import Table
 
-    from jobplane.platform.local import moto_dynamodb, moto_fixes
+    from jobplane.platform.local import moto_patches
+    from jobplane.platform.local.moto_patches import dynamodb_store  # the patch whose work this probe counts
 
     from moto.dynamodb.models.dynamo_type import Item
 
@@ -111,17 +112,17 @@ def dynamodb_reads(name: str, fixes: tuple[str, ...]) -> dict:
         return walk(self, *args, **kwargs)
 
     Table.all_items, serialize.JSONSerializer._serialize_type_structure = counted_sort, counted_walk
-    walks["bucket_builds"] = 0  # the index maps moto_dynamodb builds (fixed only)
-    buckets = moto_dynamodb._buckets
+    walks["bucket_builds"] = 0  # the index maps dynamodb_store builds (fixed only)
+    buckets = dynamodb_store._buckets
 
     def counted_buckets(table, index, hash_attr):  # type: ignore[no-untyped-def]
         cached = getattr(table, "_jobplane_buckets", None)
-        if cached is None or cached[0] != moto_dynamodb._generation[0] or index.name not in cached[1]:
+        if cached is None or cached[0] != dynamodb_store._generation[0] or index.name not in cached[1]:
             walks["bucket_builds"] += 1
         return buckets(table, index, hash_attr)
 
-    moto_dynamodb._buckets = counted_buckets
-    moto_fixes.apply(*fixes)  # the fixes wrap the counted originals
+    dynamodb_store._buckets = counted_buckets
+    moto_patches.apply(*fixes)  # the fixes wrap the counted originals
     bodies: list = []
     with mock_aws():
         ddb = boto3.client("dynamodb", region_name="us-east-1")
@@ -234,9 +235,9 @@ def dynamodb_transactions(fixes: tuple[str, ...]) -> dict:
     from moto import mock_aws
     from moto.dynamodb.models.table import Table
 
-    from jobplane.platform.local import moto_fixes
+    from jobplane.platform.local import moto_patches
 
-    moto_fixes.apply(*fixes)
+    moto_patches.apply(*fixes)
     answers: list = []
     with mock_aws():
         ddb = boto3.client("dynamodb", region_name="us-east-1")
@@ -306,9 +307,9 @@ def _unordered_sets(value: Any) -> Any:
 
 
 def scenario(name: str, fixed: bool) -> dict:
-    from jobplane.platform.local import moto_fixes
+    from jobplane.platform.local import moto_patches
 
-    everything = tuple(moto_fixes.FIXES)
+    everything = tuple(patch.name for patch in moto_patches.PATCHES)
     fix = {"stop_before_running": "stop_while_starting"}.get(name, name)  # a second probe of one fix
     without = tuple(f for f in everything if f != fix)
     fixes = everything if fixed else without
@@ -365,7 +366,7 @@ def scenario(name: str, fixed: bool) -> dict:
         from moto import mock_aws
 
         if fixed:
-            moto_fixes.apply("dynamodb_atomic_writes")
+            moto_patches.apply("dynamodb_atomic_writes")
         with mock_aws():
             ddb = boto3.client("dynamodb", region_name="us-east-1")
             ddb.create_table(TableName="t", BillingMode="PAY_PER_REQUEST",
@@ -401,7 +402,7 @@ def scenario(name: str, fixed: bool) -> dict:
         def body(aws):
             from moto.stepfunctions.parser.utils import TMP_THREADS
 
-            moto_fixes.STATUS_LISTENERS.append(lambda arn, status, sm: seen.append(status))
+            moto_patches.STATUS_LISTENERS.append(lambda arn, status, sm: seen.append(status))
             for _ in range(20):
                 run_machine(aws.client("stepfunctions"), {"StartAt": "p", "States": {"p": {"Type": "Pass", "End": True}}})
             time.sleep(0.2)
@@ -473,7 +474,7 @@ def scenario(name: str, fixed: bool) -> dict:
             # moto has serialised that answer: stock moto serialises the live object (torn).
             from moto.ecs.models import ecs_backends
 
-            from jobplane.platform.local import moto_fixes
+            from jobplane.platform.local import moto_patches
 
             r = aws.resources
             backend = ecs_backends["123456789012"]["us-east-1"]
@@ -487,7 +488,7 @@ def scenario(name: str, fixed: bool) -> dict:
                                )["tasks"][0]["taskArn"]
             answered = backend.describe_tasks(r["cluster_arn"], [arn])[0]
             live = next(t for tasks in backend.tasks.values() for a, t in tasks.items() if a == arn)
-            moto_fixes.finish_task(live, 0, "Essential container in task exited", "EssentialContainerExited")
+            moto_patches.finish_task(live, 0, "Essential container in task exited", "EssentialContainerExited")
             aws.agent.stop(arn)
             return {"answer_changed_after_it_was_given": answered.containers[0].last_status == "STOPPED",
                     "task_status_in_answer": answered.last_status}
@@ -513,7 +514,7 @@ def scenario(name: str, fixed: bool) -> dict:
         from werkzeug.test import Client
 
         if fixed:
-            moto_fixes.apply("global_cors")
+            moto_patches.apply("global_cors")
         client = Client(DomainDispatcherApplication(create_backend_app))
         answer = client.options("/", headers={"Origin": "https://evil.example", "Host": "localhost:4566",
                                               "Access-Control-Request-Method": "POST",
@@ -527,7 +528,7 @@ def scenario(name: str, fixed: bool) -> dict:
         from werkzeug.test import Client
 
         if fixed:
-            moto_fixes.apply("server_dispatch")
+            moto_patches.apply("server_dispatch")
         import inspect
 
         import moto

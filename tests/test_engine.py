@@ -325,11 +325,11 @@ class _FailsToStartFirst:
         self.ending = (exit_code, reason, stop_code)
 
     def start(self, task: Any) -> None:
-        from jobplane.platform.local import moto_fixes
+        from jobplane.platform.local import moto_patches
 
         if not self.refused:
             self.refused.append(task.task_arn)
-            moto_fixes.finish_task(task, *self.ending)
+            moto_patches.finish_task(task, *self.ending)
         else:
             self.agent.start(task)
 
@@ -338,15 +338,15 @@ class _FailsToStartFirst:
 
 
 def test_a_task_that_never_started_is_retried_without_using_an_attempt(aws: LocalAWS) -> None:
-    from jobplane.platform.local import moto_fixes
+    from jobplane.platform.local import moto_patches
 
     job = deploy(aws, steps=[{"name": "work", "python": BEHAVE}])  # one attempt: no retries of its own
     flaky_infra = _FailsToStartFirst(aws.agent)
-    moto_fixes.ECS_TASK_RUNNERS.append(flaky_infra)
+    moto_patches.ECS_TASK_RUNNERS.append(flaky_infra)
     try:
         ex, rec = finish(aws, aws.start(job, fire({"mode": "ok"})))
     finally:
-        moto_fixes.ECS_TASK_RUNNERS.remove(flaky_infra)
+        moto_patches.ECS_TASK_RUNNERS.remove(flaky_infra)
     assert len(flaky_infra.refused) == 1
     assert ex.status == "SUCCEEDED" and rec.status == "SUCCEEDED", task_logs(aws, rec.execution)
     assert [s for s in ex.states_entered if "infra" in s] == ["work: infra retry", "work: infra wait"]
@@ -358,16 +358,16 @@ def test_a_task_stopped_by_a_fargate_retirement_is_run_again_as_the_same_attempt
     """Issue 41 item 12: a Fargate task retirement stops a standalone task (its container ends 143
     on the SIGTERM) with a stop code the step did not choose, which is not on the list of known
     infrastructure codes: still infrastructure, not the step's failed attempt."""
-    from jobplane.platform.local import moto_fixes
+    from jobplane.platform.local import moto_patches
 
     job = deploy(aws, steps=[{"name": "work", "python": BEHAVE}])
     retired = _FailsToStartFirst(aws.agent, 143, "ECS is performing maintenance on the underlying infrastructure "
                                                  "hosting the task", "TaskRetirementNotAListedCode")
-    moto_fixes.ECS_TASK_RUNNERS.append(retired)
+    moto_patches.ECS_TASK_RUNNERS.append(retired)
     try:
         ex, rec = finish(aws, aws.start(job, fire({"mode": "ok"})))
     finally:
-        moto_fixes.ECS_TASK_RUNNERS.remove(retired)
+        moto_patches.ECS_TASK_RUNNERS.remove(retired)
     assert ex.status == "SUCCEEDED" and rec.status == "SUCCEEDED", task_logs(aws, rec.execution)
     assert [s for s in ex.states_entered if "infra" in s] == ["work: infra retry", "work: infra wait"]
     assert [a.attempt for a in rec.attempts("work")] == [1, 1]
@@ -376,15 +376,15 @@ def test_a_task_stopped_by_a_fargate_retirement_is_run_again_as_the_same_attempt
 def test_a_step_whose_own_container_exited_143_is_its_failed_attempt(aws: LocalAWS) -> None:
     """The counterpart: the step's container exiting (EssentialContainerExited) is the step's own
     outcome, whatever its code."""
-    from jobplane.platform.local import moto_fixes
+    from jobplane.platform.local import moto_patches
 
     job = deploy(aws, steps=[{"name": "work", "python": BEHAVE}])
     exited = _FailsToStartFirst(aws.agent, 143, "Essential container in task exited", "EssentialContainerExited")
-    moto_fixes.ECS_TASK_RUNNERS.append(exited)
+    moto_patches.ECS_TASK_RUNNERS.append(exited)
     try:
         ex, rec = finish(aws, aws.start(job, fire({"mode": "ok"})))
     finally:
-        moto_fixes.ECS_TASK_RUNNERS.remove(exited)
+        moto_patches.ECS_TASK_RUNNERS.remove(exited)
     assert rec.status == "FAILED" and rec.failed_step == "work" and len(rec.attempts("work")) == 1
     assert not [s for s in ex.states_entered if "infra" in s]
 

@@ -1,4 +1,4 @@
-"""The local AWS creates the compiled jobs' objects in moto's backends directly (moto_backends.py, as
+"""The local AWS creates the compiled jobs' objects in moto's backends directly (moto_patches/backends.py, as
 `terraform apply` creates them on AWS). This is its probe: the same job created through the API
 and straight into the backends must read the same through every API our code reads them with,
 and run the same. An upgrade of moto that changes a backend signature or adds something in its
@@ -18,7 +18,7 @@ from jobplane.compiler import asl
 from jobplane.compiler.model import Job
 from jobplane.contract import execution_input
 from jobplane.contract.bindings import bind
-from jobplane.platform.local import moto_backends
+from jobplane.platform.local import moto_patches
 from jobplane.platform.local.engine import LocalAWS
 
 HERE = Path(__file__).resolve().parent
@@ -44,7 +44,7 @@ def test_a_job_created_in_the_backends_reads_and_runs_as_one_created_through_the
         arns = {
             "api": sfn.create_state_machine(name="jobplane-api", definition=definition, roleArn=role,
                                             type="STANDARD")["stateMachineArn"],
-            "direct": moto_backends.create_state_machine(aws.region, "jobplane-direct", definition, role),
+            "direct": moto_patches.create_state_machine(aws.region, "jobplane-direct", definition, role),
         }
         described = {how: sfn.describe_state_machine(stateMachineArn=arn) for how, arn in arns.items()}
         assert described["direct"]["name"] == "jobplane-direct"
@@ -55,7 +55,7 @@ def test_a_job_created_in_the_backends_reads_and_runs_as_one_created_through_the
         assert {"jobplane-api", "jobplane-direct"} <= listed
 
         roles = {"api": iam.create_role(RoleName="probe-api", AssumeRolePolicyDocument=TRUST)["Role"]["Arn"],
-                 "direct": moto_backends.create_role("probe-direct", TRUST)}
+                 "direct": moto_patches.create_role("probe-direct", TRUST)}
         got = {how: iam.get_role(RoleName=f"probe-{how}")["Role"] for how in roles}
         assert got["direct"]["Arn"] == roles["direct"]
         assert same_shape(got["api"]) == same_shape(got["direct"])
@@ -69,8 +69,8 @@ def test_a_job_created_in_the_backends_reads_and_runs_as_one_created_through_the
                 scheduler.create_schedule(**spec)
                 scheduler.update_schedule(**(spec | {"State": "ENABLED"}))
             else:
-                moto_backends.put_schedule(aws.region, spec)
-                moto_backends.put_schedule(aws.region, spec | {"State": "ENABLED"})  # exists: updated
+                moto_patches.put_schedule(aws.region, spec)
+                moto_patches.put_schedule(aws.region, spec | {"State": "ENABLED"})  # exists: updated
         schedules = {how: scheduler.get_schedule(Name=f"probe-{how}", GroupName=group) for how in ("api", "direct")}
         assert schedules["direct"]["State"] == "ENABLED"
         assert schedules["direct"]["Target"]["Arn"] == arns["direct"]

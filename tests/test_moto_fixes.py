@@ -1,20 +1,55 @@
-"""Each moto fix of jobplane.platform.local, with the stock behaviour it corrects shown in a
-clean process (tests/moto_probe.py): when an upgrade of the pinned moto makes a "stock" case
-fail, that fix may no longer be needed."""
+"""Each moto patch of jobplane.platform.local.moto_patches, with the stock behaviour it corrects
+shown in a clean process (tests/moto_probe.py): every patch of the registry (``PATCHES``) has a
+probe here, run once with the patch left out ("stock": the behaviour that differs from AWS) and
+once with it ("fixed"). When an upgrade of the pinned moto makes a probe fail, the failure names
+the patch and the module to re-read (docs/local-engine.md: upgrading moto)."""
 
 from __future__ import annotations
 
+import ast
+import functools
+import inspect
 import json
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
+from typing import Any, Callable, TypeVar
 
 import pytest
 
-from jobplane.platform.local import moto_fixes
+from jobplane.platform.local import moto_patches
+from jobplane.platform.local.moto_patches import PATCHES, Patch
 
 PROBE = Path(__file__).resolve().parent / "moto_probe.py"
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "src" / "jobplane" / "platform" / "local" / "moto_patches"
+
+Test = TypeVar("Test", bound=Callable[..., Any])
+
+#: patch name -> its probe tests (registered by @probes as this module is collected)
+PROBED: dict[str, list[Callable[..., Any]]] = {}
+
+
+def probes(patch: str) -> Callable[[Test], Test]:
+    """Mark a test as a stock-vs-fixed probe of ``patch``. When it fails (after an upgrade stock
+    moto no longer shows the behaviour, or the patch no longer corrects it), the failure says
+    which patch and which module to re-read."""
+    def register(test: Test) -> Test:
+        PROBED.setdefault(patch, []).append(test)
+
+        @functools.wraps(test)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return test(*args, **kwargs)
+            except AssertionError as e:
+                module = next((p.module for p in PATCHES if p.name == patch), "(not in PATCHES)")
+                e.add_note(f"moto patch {patch!r}: re-read {module} (docs/local-engine.md: upgrading moto)")
+                raise
+
+        return run  # type: ignore[return-value]
+    return register
 
 
 def probe(scenario: str, mode: str) -> dict:
@@ -26,11 +61,59 @@ def probe(scenario: str, mode: str) -> dict:
     return json.loads(line[6:])
 
 
-def test_every_fix_has_a_probe() -> None:
-    text = PROBE.read_text()
-    assert all(f'name == "{fix}"' in text for fix in moto_fixes.FIXES)
+@pytest.mark.parametrize("patch", PATCHES, ids=lambda p: p.name)
+def test_every_patch_has_a_probe_that_fails_on_stock_moto(patch: Patch) -> None:
+    """A patch without a probe could outlive the moto bug it corrects, or break unseen on an
+    upgrade. Each probe runs its scenario with the patch left out ("stock") and asserts the
+    behaviour that differs from AWS, then with it."""
+    tests = PROBED.get(patch.name)
+    assert tests, f"moto patch {patch.name!r} ({patch.module}) has no probe: add a scenario to tests/moto_probe.py " \
+                  f"and a test here marked @probes({patch.name!r})"
+    assert f'name == "{patch.name}"' in PROBE.read_text(), f"tests/moto_probe.py has no scenario {patch.name!r}"
+    assert all('"stock"' in inspect.getsource(test) for test in tests), f"a probe of {patch.name!r} never runs stock moto"
 
 
+def test_every_probe_names_a_patch_of_the_registry() -> None:
+    assert set(PROBED) <= {patch.name for patch in PATCHES}
+
+
+def test_every_patch_says_what_it_corrects_and_where_it_lives() -> None:
+    assert len({patch.name for patch in PATCHES}) == len(PATCHES)
+    for patch in PATCHES:
+        assert patch.aws and patch.moto and "\n" not in patch.aws + patch.moto, patch.name
+        assert patch.module.startswith(f"{moto_patches.__name__}.") and patch.install.__name__ == f"fix_{patch.name}"
+
+
+def _modules() -> set[str]:
+    return {f"{moto_patches.__name__}.{path.stem}" for path in PACKAGE.glob("*.py") if path.stem != "__init__"}
+
+
+def test_only_the_patches_internals_are_excluded_from_mypy_each_by_name() -> None:
+    """The facade (and the typed ``backends``) are checked; every other module of the package is
+    listed by name in pyproject.toml, never by a wildcard that would hide a new module."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    excluded = {m for o in config["tool"]["mypy"]["overrides"] if o.get("ignore_errors") for m in o["module"]}
+    package_excluded = {m for m in excluded if m.startswith(moto_patches.__name__)}
+    assert package_excluded == _modules() - {f"{moto_patches.__name__}.backends"}
+
+
+def test_nothing_outside_the_package_imports_its_modules() -> None:
+    """Outside the package only the facade is imported (the DynamoDB probe's counters in
+    tests/moto_probe.py excepted: they instrument the patch they probe)."""
+    inside = _modules()
+    offenders = []
+    for path in [*(ROOT / "src").rglob("*.py"), *(ROOT / "tests").rglob("*.py"), *(ROOT / "bench").rglob("*.py")]:
+        if PACKAGE in path.parents or path == PROBE:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [f"{node.module}.{a.name}" for a in node.names] + [node.module or ""] \
+                if isinstance(node, ast.ImportFrom) else []
+            offenders += [f"{path.relative_to(ROOT)}: {n}" for n in names if n in inside]
+    assert offenders == []
+
+
+@probes("context_start_time")
 @pytest.mark.parametrize("mode", ["stock", "fixed"])
 def test_context_start_time_is_an_iso_string(mode: str) -> None:
     r = probe("context_start_time", mode)
@@ -41,6 +124,7 @@ def test_context_start_time_is_an_iso_string(mode: str) -> None:
         assert r["status"] == "SUCCEEDED" and t.endswith("Z") and len(t) == 24
 
 
+@probes("service_casing")
 @pytest.mark.parametrize("mode", ["stock", "fixed"])
 def test_aws_sdk_parameters_and_results_use_api_casing(mode: str) -> None:
     r = probe("service_casing", mode)
@@ -50,6 +134,7 @@ def test_aws_sdk_parameters_and_results_use_api_casing(mode: str) -> None:
         assert r["status"] == "SUCCEEDED" and json.loads(r["output"]) == {"Status": "RUNNING"}
 
 
+@probes("ecs_local_tasks")
 @pytest.mark.parametrize("mode", ["stock", "fixed"])
 def test_local_ecs_agent_runs_the_command(mode: str) -> None:
     r = probe("ecs_agent", mode)
@@ -59,6 +144,7 @@ def test_local_ecs_agent_runs_the_command(mode: str) -> None:
         assert r["status"] == "SUCCEEDED" and r["command_ran"] is True
 
 
+@probes("sync_task_exit_code")
 @pytest.mark.parametrize("mode", ["stock", "fixed"])
 def test_non_zero_exit_fails_the_sync_task(mode: str) -> None:
     r = probe("sync_task_exit_code", mode)
@@ -69,6 +155,7 @@ def test_non_zero_exit_fails_the_sync_task(mode: str) -> None:
         assert json.loads(r["cause"])["Containers"][0]["ExitCode"] == 3
 
 
+@probes("sync_retry")
 @pytest.mark.parametrize("mode", ["stock", "fixed"])
 def test_a_retried_sync_task_runs_again(mode: str) -> None:
     r = probe("sync_retry", mode)
@@ -78,6 +165,7 @@ def test_a_retried_sync_task_runs_again(mode: str) -> None:
         assert r["error"] == "States.TaskFailed" and r["events"].count("TaskSubmitted") == 2
 
 
+@probes("dynamodb_atomic_writes")
 @pytest.mark.parametrize("mode", ["stock", "fixed"])
 def test_conditional_writes_are_atomic(mode: str) -> None:
     r = probe("dynamodb_atomic_writes", mode)
@@ -87,6 +175,7 @@ def test_conditional_writes_are_atomic(mode: str) -> None:
         assert r["trials_with_several_winners"] == 0
 
 
+@probes("execution_status_events")
 @pytest.mark.parametrize("mode", ["stock", "fixed"])
 def test_execution_status_events_reach_listeners_and_threads_are_pruned(mode: str) -> None:
     r = probe("execution_status_events", mode)
@@ -96,11 +185,13 @@ def test_execution_status_events_reach_listeners_and_threads_are_pruned(mode: st
         assert r["events"] == ["SUCCEEDED"] * 20 and r["threads_kept"] <= 2
 
 
+@probes("parse_once")
 @pytest.mark.parametrize("mode", ["stock", "fixed"])
 def test_each_definition_is_parsed_once(mode: str) -> None:
     assert probe("parse_once", mode)["parses_for_5_executions"] == (5 if mode == "stock" else 1)
 
 
+@probes("validate_on_first_run")
 @pytest.mark.parametrize("mode", ["stock", "fixed"])
 def test_definitions_are_parsed_when_first_run_not_when_deployed(mode: str) -> None:
     r = probe("validate_on_first_run", mode)
@@ -113,11 +204,13 @@ def test_definitions_are_parsed_when_first_run_not_when_deployed(mode: str) -> N
         assert r["shapeless"] == "refused at create"
 
 
+@probes("client_reuse")
 @pytest.mark.parametrize("mode", ["stock", "fixed"])
 def test_interpreter_reuses_its_clients(mode: str) -> None:
     assert probe("client_reuse", mode)["same_client"] is (mode == "fixed")
 
 
+@probes("fast_sync_poll")
 @pytest.mark.parametrize("mode", ["stock", "fixed"])
 def test_sync_tasks_are_polled_quickly(mode: str) -> None:
     # what moto's .sync loop really waits between polls of a running task (not the constant set)
@@ -125,6 +218,7 @@ def test_sync_tasks_are_polled_quickly(mode: str) -> None:
     assert r["status"] == "SUCCEEDED" and r["poll_waits"] == ([0.5] if mode == "stock" else [0.05])
 
 
+@probes("ecs_local_tasks")
 @pytest.mark.parametrize("mode", ["stock", "fixed"])
 def test_a_task_runs_its_process_and_ends_with_its_exit_code(mode: str) -> None:
     r = probe("ecs_local_tasks", mode)
@@ -135,6 +229,7 @@ def test_a_task_runs_its_process_and_ends_with_its_exit_code(mode: str) -> None:
         assert r["exit_code_at_start"] is None and r["exit_code_at_end"] == 0 and r["ran"] is True
 
 
+@probes("lambda_local_functions")
 @pytest.mark.parametrize("mode", ["stock", "fixed"])
 def test_a_runner_function_runs_the_handler_and_answers_as_lambda(mode: str) -> None:
     r = probe("lambda_local_functions", mode)
@@ -145,9 +240,10 @@ def test_a_runner_function_runs_the_handler_and_answers_as_lambda(mode: str) -> 
 
 
 def test_pinned_version_is_installed() -> None:
-    moto_fixes.check_version()
+    moto_patches.check_version()
 
 
+@probes("ecs_thread_safe")
 @pytest.mark.parametrize("mode", ["stock", "fixed"])
 def test_describe_tasks_answers_a_task_as_it_was_at_one_instant(mode: str) -> None:
     # The race itself needs ~100 concurrent executions under load (bench/engine.py, tests/test_engine.py);
@@ -158,6 +254,7 @@ def test_describe_tasks_answers_a_task_as_it_was_at_one_instant(mode: str) -> No
         assert r["task_status_in_answer"] == "RUNNING"
 
 
+@probes("stop_cause")
 @pytest.mark.parametrize("mode", ["stock", "fixed"])
 def test_stop_execution_keeps_its_error_and_cause(mode: str) -> None:
     r = probe("stop_cause", mode)
@@ -168,12 +265,14 @@ def test_stop_execution_keeps_its_error_and_cause(mode: str) -> None:
         assert (r["error"], r["cause"]) == ("Stopped", "stopped by aiko: wrong params")
 
 
+@probes("global_cors")
 @pytest.mark.parametrize("mode", ["stock", "fixed"])
 def test_the_server_sends_no_cors_headers(mode: str) -> None:
     allowed = probe("global_cors", mode)["allow_origin"]  # a preflight from another site's page
     assert allowed == ("https://evil.example" if mode == "stock" else None)
 
 
+@probes("stop_while_starting")
 @pytest.mark.parametrize("mode", ["stock", "fixed"])
 def test_an_execution_can_be_stopped_as_soon_as_it_starts(mode: str) -> None:
     r = probe("stop_while_starting", mode)
@@ -183,6 +282,7 @@ def test_an_execution_can_be_stopped_as_soon_as_it_starts(mode: str) -> None:
         assert r == {"stopped": True, "status": "ABORTED"}
 
 
+@probes("stop_while_starting")
 @pytest.mark.parametrize("mode", ["stock", "fixed"])
 def test_a_stop_before_the_program_runs_is_not_lost(mode: str) -> None:
     """The same fix: a stop after the worker built its environment but before its program set
@@ -194,6 +294,7 @@ def test_a_stop_before_the_program_runs_is_not_lost(mode: str) -> None:
         assert r == {"stopped": True, "status": "ABORTED"}
 
 
+@probes("stop_is_final")
 @pytest.mark.parametrize("mode", ["stock", "fixed"])
 def test_a_stop_that_lands_inside_a_state_stays_a_stop(mode: str) -> None:
     r = probe("stop_is_final", mode)
@@ -203,6 +304,7 @@ def test_a_stop_that_lands_inside_a_state_stays_a_stop(mode: str) -> None:
         assert r == {"status": "ABORTED", "error": "Stopped", "cause": "stopped by aiko", "last_event": "ExecutionAborted"}
 
 
+@probes("no_wait_after_stop")
 @pytest.mark.parametrize("mode", ["stock", "fixed"])
 def test_a_stop_before_a_sync_tasks_wait_leaves_no_thread_raising(mode: str) -> None:
     """A stop landing after the ECS RunTask and before the .sync wait: the run is ABORTED either
@@ -216,6 +318,7 @@ def test_a_stop_before_a_sync_tasks_wait_leaves_no_thread_raising(mode: str) -> 
         assert r["thread_errors"] == []
 
 
+@probes("jsonpath_variables")
 @pytest.mark.parametrize("mode", ["stock", "fixed"])
 def test_a_jsonpath_state_reads_workflow_variables(mode: str) -> None:
     r = probe("jsonpath_variables", mode)
@@ -225,6 +328,7 @@ def test_a_jsonpath_state_reads_workflow_variables(mode: str) -> None:
         assert r["status"] == "SUCCEEDED" and json.loads(r["output"]) == {"step": "extract", "key": "STEP#extract", "code": 143}
 
 
+@probes("execution_name_default")
 @pytest.mark.parametrize("mode", ["stock", "fixed"])
 def test_an_execution_started_without_a_name_gets_a_uuid(mode: str) -> None:
     r = probe("execution_name_default", mode)
@@ -236,6 +340,7 @@ def test_an_execution_started_without_a_name_gets_a_uuid(mode: str) -> None:
         assert str(uuid.UUID(r["arn_name"])) == r["arn_name"] == r["context_name"]
 
 
+@probes("dynamodb_index_queries")
 def test_an_index_query_reads_only_its_partition_and_answers_the_same() -> None:
     stock, fixed = probe("dynamodb_index_queries", "stock"), probe("dynamodb_index_queries", "fixed")
     # 23 reads (pages both ways, a range + filter + projection, an empty partition, projections,
@@ -253,6 +358,7 @@ def test_an_index_query_reads_only_its_partition_and_answers_the_same() -> None:
     assert fixed["all_reads"]["bucket_builds"] == 2 and fixed["all_reads"]["bucket_builds_after_writes"] == 0
 
 
+@probes("dynamodb_fast_answers")
 def test_read_answers_are_written_as_they_are_stored_and_answer_the_same() -> None:
     stock, fixed = probe("dynamodb_fast_answers", "stock"), probe("dynamodb_fast_answers", "fixed")
     assert len(stock["answers"]) == 46 and fixed["answers"] == stock["answers"]
@@ -262,6 +368,7 @@ def test_read_answers_are_written_as_they_are_stored_and_answer_the_same() -> No
     assert stock["all_reads"]["shape_walks"] > 10 * fixed["all_reads"]["shape_walks"]
 
 
+@probes("dynamodb_fast_projection")
 def test_a_projection_of_top_level_attributes_takes_them_as_stored_and_answers_the_same() -> None:
     stock, fixed = probe("dynamodb_fast_projection", "stock"), probe("dynamodb_fast_projection", "fixed")
     assert len(stock["answers"]) == 46 and fixed["answers"] == stock["answers"]
@@ -274,6 +381,7 @@ def test_a_projection_of_top_level_attributes_takes_them_as_stored_and_answers_t
     assert fixed["all_reads"]["item_conversions"] > 0
 
 
+@probes("dynamodb_sizes_once")
 def test_an_item_is_sized_once_between_changes_and_pages_are_the_same() -> None:
     stock, fixed = probe("dynamodb_sizes_once", "stock"), probe("dynamodb_sizes_once", "fixed")
     assert len(stock["answers"]) == 46 and fixed["answers"] == stock["answers"]
@@ -287,6 +395,7 @@ def test_an_item_is_sized_once_between_changes_and_pages_are_the_same() -> None:
     assert fixed["all_reads"]["item_sizings"] > fixed["first_reads"]["item_sizings"] > 0
 
 
+@probes("dynamodb_items_untracked")
 def test_items_a_read_copies_for_its_answer_are_not_kept_for_the_life_of_the_process() -> None:
     stock, fixed = probe("dynamodb_items_untracked", "stock"), probe("dynamodb_items_untracked", "fixed")
     assert len(stock["answers"]) == 46 and fixed["answers"] == stock["answers"]
@@ -296,6 +405,7 @@ def test_items_a_read_copies_for_its_answer_are_not_kept_for_the_life_of_the_pro
     assert fixed["first_reads"]["items_kept"] == 0 and fixed["all_reads"]["items_kept"] == 0
 
 
+@probes("dynamodb_transaction_journal")
 def test_a_transaction_undoes_its_own_writes_instead_of_copying_whole_tables() -> None:
     stock, fixed = probe("dynamodb_transaction_journal", "stock"), probe("dynamodb_transaction_journal", "fixed")
     assert fixed["answers"] == stock["answers"]
@@ -312,6 +422,7 @@ def test_a_transaction_undoes_its_own_writes_instead_of_copying_whole_tables() -
     assert stock["table_copies"] >= 7 + 5 + 2 + 6 and fixed["table_copies"] == 0
 
 
+@probes("ecs_tasks_untracked")
 def test_the_copies_describe_tasks_answers_with_are_not_kept_for_the_life_of_the_process() -> None:
     stock, fixed = probe("ecs_tasks_untracked", "stock"), probe("ecs_tasks_untracked", "fixed")
     assert stock["statuses"] == fixed["statuses"] == ["SUCCEEDED", "SUCCEEDED"]
@@ -321,6 +432,7 @@ def test_the_copies_describe_tasks_answers_with_are_not_kept_for_the_life_of_the
     assert fixed["tasks_tracked"] == 0
 
 
+@probes("server_dispatch")
 def test_the_server_finds_a_requests_backend_and_action_without_scanning_each_time() -> None:
     stock, fixed = probe("server_dispatch", "stock"), probe("server_dispatch", "fixed")
     assert fixed["answers"] == stock["answers"] and len(stock["answers"]) == 30

@@ -2,5 +2,5 @@
 
 Production runs the same ASL on AWS; locally (``jobplane dev`` and the tests) it runs on moto's
 Step Functions interpreter. Each divergence from AWS that matters to us is corrected in
-:mod:`jobplane.platform.local.moto_fixes`, pinned to the moto version it was written against.
+:mod:`jobplane.platform.local.moto_patches`, pinned to the moto version it was written against.
 """

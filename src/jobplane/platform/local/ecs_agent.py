@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from jobplane.contract import runner as rc
-from jobplane.platform.local import moto_backends, moto_fixes
+from jobplane.platform.local import moto_patches
 from jobplane.platform.local.awslogs import Destination, LogCache, start_shipping
 from jobplane.contract.types import JsonObject
 
@@ -93,14 +93,14 @@ class LocalEcsAgent:
 
     # -- lifecycle --------------------------------------------------------------------------
     def activate(self) -> LocalEcsAgent:
-        """From now on RunTask hands its tasks to this agent (moto_fixes.fix_ecs_local_tasks)."""
-        moto_fixes.ECS_TASK_RUNNERS.append(self)
+        """From now on RunTask hands its tasks to this agent (the moto patch ecs_local_tasks)."""
+        moto_patches.ECS_TASK_RUNNERS.append(self)
         return self
 
     def deactivate(self) -> None:
         self.stop_all()
-        if self in moto_fixes.ECS_TASK_RUNNERS:
-            moto_fixes.ECS_TASK_RUNNERS.remove(self)
+        if self in moto_patches.ECS_TASK_RUNNERS:
+            moto_patches.ECS_TASK_RUNNERS.remove(self)
 
     # -- hooks called from moto's ECS backend --------------------------------------------------
     def start(self, task: Task) -> None:
@@ -109,19 +109,19 @@ class LocalEcsAgent:
         command = override.get("command") or container_def.get("command")
         if not rc.is_runner_command(command):
             shown = json.dumps(command)[:200] if command else "none"
-            moto_fixes.finish_task(task, None, f"CannotStartContainerError: the local ECS agent runs only "
-                                f"'{rc.RUNNER_EXECUTABLE} run <{'|'.join(rc.STEP_KINDS)}>'; refused command {shown}",
+            moto_patches.finish_task(task, None, f"CannotStartContainerError: the local ECS agent runs only "
+                                  f"'{rc.RUNNER_EXECUTABLE} run <{'|'.join(rc.STEP_KINDS)}>'; refused command {shown}",
                     "TaskFailedToStart")
             log.warning("refused to start task %s: command %s", task.id, shown)
             return
         target = next((i.get("value") for i in override.get("environment") or [] if i.get("name") == rc.ENV_TARGET), None)
-        if not isinstance(target, str) or not moto_backends.deploys_target(task._account_id, task.region_name, target):
+        if not isinstance(target, str) or not moto_patches.deploys_target(task._account_id, task.region_name, target):
             # the runner runs what a deployed state machine sends, not a target any caller makes
             # up (a RunTask with the key and its own JOBPLANE_TARGET ran `id`, issue 40 item 10)
             shown = json.dumps(target)[:200]
-            moto_fixes.finish_task(task, None, "CannotStartContainerError: the local ECS agent runs only the steps of "
-                                               f"deployed state machines; refused JOBPLANE_TARGET {shown}",
-                                   "TaskFailedToStart")
+            moto_patches.finish_task(task, None, "CannotStartContainerError: the local ECS agent runs only the steps of "
+                                                 f"deployed state machines; refused JOBPLANE_TARGET {shown}",
+                                     "TaskFailedToStart")
             log.warning("refused to start task %s: JOBPLANE_TARGET %s", task.id, shown)
             return
         command = [str(RUNNER_PATH), *command[1:]]
@@ -132,7 +132,7 @@ class LocalEcsAgent:
         env[ENV_TASK_MARK] = task_id  # every process of the task carries it: see _end_task_processes
         destination = self._log_destination(task, container_def, env)
         if isinstance(destination, str):
-            moto_fixes.finish_task(task, None, destination, "TaskFailedToStart")
+            moto_patches.finish_task(task, None, destination, "TaskFailedToStart")
             return
         cache = LogCache(self.log_dir).open(destination)
         try:
@@ -140,7 +140,7 @@ class LocalEcsAgent:
                                        stdin=subprocess.DEVNULL, start_new_session=True)
         except OSError as e:
             cache.close()
-            moto_fixes.finish_task(task, None, f"CannotStartContainerError: {e}", "TaskFailedToStart")
+            moto_patches.finish_task(task, None, f"CannotStartContainerError: {e}", "TaskFailedToStart")
             return
         assert process.stdout is not None
         shipper = start_shipping(process.stdout, destination, _put_events(task), cache, f"awslogs-{task_id}")
@@ -181,7 +181,7 @@ class LocalEcsAgent:
         exit_code = 128 - code if code < 0 else code
         reason = "Task stopped by user" if running.stop_requested else "Essential container in task exited"
         stop_code = "UserInitiated" if running.stop_requested else "EssentialContainerExited"
-        moto_fixes.finish_task(running.task, exit_code, reason, stop_code)
+        moto_patches.finish_task(running.task, exit_code, reason, stop_code)
         with self._lock:
             self.tasks.pop(running.task.task_arn, None)
             while len(self.finished) >= FINISHED_KEPT:  # bounded for a long-running `jobplane dev`

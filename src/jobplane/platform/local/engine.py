@@ -42,7 +42,7 @@ from jobplane.contract import runner as rc
 from jobplane.contract.catalog import Catalog, CatalogJob
 from jobplane.contract.execution_input import ExecutionInput
 from jobplane.contract.types import Client, JsonObject, JsonValue
-from jobplane.platform.local import moto_backends
+from jobplane.platform.local import moto_patches
 from jobplane.platform.local.front import Credentials
 
 if TYPE_CHECKING:  # imported where used: the reconciler's module is the Lambda's, loaded only for it
@@ -55,7 +55,7 @@ log = logging.getLogger(__name__)
 REGION = "us-east-1"
 #: How many ended executions LocalAWS.wait_reconciled can still be asked about.
 ENDED_KEPT = 100_000
-ACCOUNT = moto_backends.ACCOUNT
+ACCOUNT = moto_patches.ACCOUNT
 
 
 def lambda_tasks(node: JsonValue) -> list[JsonObject]:
@@ -115,11 +115,10 @@ class LocalAWS:
     def __enter__(self) -> LocalAWS:
         from moto import mock_aws
 
-        from jobplane.platform.local import moto_fixes
         from jobplane.platform.local.ecs_agent import LocalEcsAgent
         from jobplane.platform.local.lambda_agent import LocalLambdaAgent
 
-        moto_fixes.apply(*(self.fixes or ()))
+        moto_patches.apply(*(self.fixes or ()))
         self._clients.clear()  # bound to an endpoint and credentials: this start's
         self._group_ready = False
         self._roles.clear()
@@ -140,21 +139,20 @@ class LocalAWS:
         self.agent = LocalEcsAgent(self.log_dir, self.env).activate()
         self.lambda_agent = LocalLambdaAgent(Path(self.log_dir), self.prefix, self.env).activate()
         self._listener: Callable[[str, str, str], None] = self._on_status
-        moto_fixes.STATUS_LISTENERS.append(self._listener)
+        moto_patches.STATUS_LISTENERS.append(self._listener)
         self._ended = threading.Condition()
         self._inflight = 0
         return self
 
     def __exit__(self, *exc: object) -> None:
-        from jobplane.platform.local import moto_fixes
 
         self.stop_all()
         self.agent.deactivate()
         self.lambda_agent.deactivate()
         with self._ended:  # let status handlers that already started finish against the mock
             self._ended.wait_for(lambda: self._inflight == 0, timeout=30)
-        if self._listener in moto_fixes.STATUS_LISTENERS:
-            moto_fixes.STATUS_LISTENERS.remove(self._listener)
+        if self._listener in moto_patches.STATUS_LISTENERS:
+            moto_patches.STATUS_LISTENERS.remove(self._listener)
         if self.server_port is None:
             self._mock.stop()
         else:
@@ -164,23 +162,22 @@ class LocalAWS:
 
             self._server.stop()
             moto_api_backend.reset()
-            moto_fixes.SERVER_CREDENTIALS = None
+            moto_patches.use_server_credentials(None)
 
     def _start_server(self) -> None:
         import logging
 
         from moto.moto_api._internal.models import moto_api_backend
 
-        from jobplane.platform.local import moto_fixes
         from jobplane.platform.local.front import FrontServer
 
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per AWS call otherwise
         self._server = FrontServer(self.server_port or 0, self.credentials)
         self.server_port = self._server.port
         # The interpreter's service integrations call back to localhost:$MOTO_PORT, signed with
-        # this start's key (moto_fixes.fix_client_reuse), or the front refuses them too.
+        # this start's key (the moto patch client_reuse), or the front refuses them too.
         os.environ["MOTO_PORT"] = str(self.server_port)
-        moto_fixes.SERVER_CREDENTIALS = self.credentials
+        moto_patches.use_server_credentials(self.credentials)
         moto_api_backend.set_config({"stepfunctions": {"execute_state_machine": True}})
         self._server.start()
 
@@ -361,8 +358,8 @@ class LocalAWS:
         if job in self.state_machines:
             self.client("stepfunctions").update_state_machine(
                 stateMachineArn=self.state_machines[job], definition=definition)
-        else:  # as terraform apply creates it: not through our code's API calls (moto_backends.py)
-            self.state_machines[job] = moto_backends.create_state_machine(
+        else:  # as terraform apply creates it: not through our code's API calls (moto_patches/backends.py)
+            self.state_machines[job] = moto_patches.create_state_machine(
                 self.region, names.state_machine_name(self.prefix, job), definition, self.resources["role_arn"])
         return self.state_machines[job]
 
@@ -440,7 +437,7 @@ class LocalAWS:
                 self._roles.update({r["RoleName"]: r["Arn"] for r in page["Roles"]})
         role_arn = self._roles.get(role_name)
         if role_arn is None:
-            role_arn = self._roles[role_name] = moto_backends.create_role(role_name, json.dumps({
+            role_arn = self._roles[role_name] = moto_patches.create_role(role_name, json.dumps({
                 "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
                                                         "Principal": {"Service": "scheduler.amazonaws.com"}}]}))
         for i, expression in enumerate(job.schedule):
@@ -451,7 +448,7 @@ class LocalAWS:
                         Target={"Arn": state_machine_arn, "RoleArn": role_arn, "Input": target_input,
                                 # as the compiled Terraform: a fire that cannot start goes there
                                 "DeadLetterConfig": {"Arn": self.resources["scheduler_dlq_arn"]}})
-            moto_backends.put_schedule(self.region, spec, created_at=self.clock() if self.clock else None)
+            moto_patches.put_schedule(self.region, spec, created_at=self.clock() if self.clock else None)
             names.append(name)
         return names
 
@@ -492,13 +489,13 @@ class LocalAWS:
 
     def running_executions(self) -> list[str]:
         """The ARNs of the deployed jobs' executions RUNNING now, read from the engine's own
-        backend: the API would take one ListExecutions per job (moto_backends.py)."""
-        return moto_backends.running_executions(self.region, set(self.state_machines.values()))
+        backend: the API would take one ListExecutions per job (moto_patches/backends.py)."""
+        return moto_patches.running_executions(self.region, set(self.state_machines.values()))
 
     def forget_ended_executions(self, ended_before: datetime) -> int:
         """Let moto drop the deployed jobs' executions that ended before ``ended_before``
-        (moto_backends.forget_ended_executions says when that is safe)."""
-        return moto_backends.forget_ended_executions(self.region, set(self.state_machines.values()), ended_before)
+        (moto_patches.forget_ended_executions says when that is safe)."""
+        return moto_patches.forget_ended_executions(self.region, set(self.state_machines.values()), ended_before)
 
     def stop_all(self) -> None:
         """Stop what still runs, so no execution thread outlives the mock (see notes)."""

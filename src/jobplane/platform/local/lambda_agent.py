@@ -22,7 +22,7 @@ the local ECS agent answers RunTask:
   "requestId", "stackTrace"}``, which the Step Functions interpreter turns into the Task's
   ``Error`` (errorType) and ``Cause`` (that JSON), as AWS does.
 
-Only steps of deployed state machines run (as the ECS agent: moto_backends.deploys_target). A
+Only steps of deployed state machines run (as the ECS agent: moto_patches.deploys_target). A
 step's declared secrets are unset locally, as for ECS steps (docs/dev.md).
 """
 
@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from jobplane.contract import lambda_step as ls
 from jobplane.contract import runner as rc
 from jobplane.contract.types import JsonObject
-from jobplane.platform.local import moto_backends, moto_fixes
+from jobplane.platform.local import moto_patches
 from jobplane.platform.local.awslogs import Destination, LogCache, start_shipping
 from jobplane.platform.local.ecs_agent import SHIP_WAIT_SECONDS, container_env, kill_marked
 
@@ -72,13 +72,13 @@ class LocalLambdaAgent:
         self._lock = threading.Lock()
 
     def activate(self) -> LocalLambdaAgent:
-        """From now on moto's Invoke hands runner functions to this agent (moto_fixes.fix_lambda_local_functions)."""
-        moto_fixes.LAMBDA_RUNNERS.append(self)
+        """From now on moto's Invoke hands runner functions to this agent (the moto patch lambda_local_functions)."""
+        moto_patches.LAMBDA_RUNNERS.append(self)
         return self
 
     def deactivate(self) -> None:
-        if self in moto_fixes.LAMBDA_RUNNERS:
-            moto_fixes.LAMBDA_RUNNERS.remove(self)
+        if self in moto_patches.LAMBDA_RUNNERS:
+            moto_patches.LAMBDA_RUNNERS.remove(self)
         self.stop_all()
 
     def stop_all(self) -> None:
@@ -104,7 +104,7 @@ class LocalLambdaAgent:
         env = event.get(ls.PAYLOAD_ENVIRONMENT) if isinstance(event, dict) else None
         env = env if isinstance(env, dict) else {}
         target = env.get(rc.ENV_TARGET)
-        if not isinstance(target, str) or not moto_backends.deploys_target(fn.account_id, fn.region, target):
+        if not isinstance(target, str) or not moto_patches.deploys_target(fn.account_id, fn.region, target):
             log.warning("refused to invoke %s: JOBPLANE_TARGET %s", fn.function_name, json.dumps(target)[:200])
             return _function_error(response_headers, request_id, "Local.Refused",
                                    "the local Lambda runs only the steps of deployed state machines; refused "

@@ -10,10 +10,11 @@ cost 5-14 ms of HTTP round trip and request parsing: 1,000 jobs took ~28 s of `j
 executions one state machine at a time: at 1,000 jobs the snapshot saver's 1,000 ListExecutions
 every 5 s kept a core busy, and a stop listed them twice more.
 
-These calls reach into moto internals, so they are pinned with the fixes (``MOTO_VERSION``), and
+These calls reach into moto internals, so they are pinned with the patches (``MOTO_VERSION``), and
 tests/test_moto_backends.py checks each against the API: the same job created both ways reads and
 runs the same, and the running executions are those ListExecutions answers. An upgrade that
-changes a backend fails there, not in a user's `jobplane dev`.
+changes a backend fails there, not in a user's `jobplane dev`. Unlike the patches this module is
+type-checked (moto's backends carry annotations); it is reached through the package's facade.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
-from jobplane.platform.local import moto_fixes
+from jobplane.platform.local import moto_patches
 from jobplane.contract.types import JsonObject
 
 # moto's default account: what it answers to any access key that does not name an account (ours)
@@ -33,7 +34,7 @@ ACCOUNT = "123456789012"
 def create_state_machine(region: str, name: str, definition: str, role_arn: str) -> str:
     """As CreateStateMachine with ``type=STANDARD``; returns the ARN. A definition the backend
     refuses raises moto's own error (the same one the API would have answered)."""
-    moto_fixes.check_version()
+    moto_patches.check_version()
     from moto.stepfunctions.responses import get_backend
 
     # get_backend picks the interpreting backend when execute_state_machine is configured,
@@ -44,10 +45,13 @@ def create_state_machine(region: str, name: str, definition: str, role_arn: str)
 
 def create_role(name: str, trust_policy: str) -> str:
     """As CreateRole with only a trust policy (the API's defaults: path /, one hour sessions)."""
-    moto_fixes.check_version()
+    moto_patches.check_version()
     from moto.iam.models import iam_backends
 
-    return iam_backends[ACCOUNT]["global"].create_role(name, trust_policy, "/", None, None, [], 3600).arn
+    # None and 3600 are what moto's own CreateRole handler passes for an absent Description and the
+    # default MaxSessionDuration; its annotations (str, str | None) are narrower than its use
+    return iam_backends[ACCOUNT]["global"].create_role(
+        name, trust_policy, "/", None, None, [], 3600).arn  # type: ignore[arg-type]
 
 
 def put_schedule(region: str, spec: JsonObject, created_at: datetime | None = None) -> None:
@@ -55,7 +59,7 @@ def put_schedule(region: str, spec: JsonObject, created_at: datetime | None = No
     request fields (Name, GroupName, ScheduleExpression, ..., Target). ``created_at``: the time a
     new schedule is stamped with (``jobplane dev``'s clock, which the local scheduler and the
     fire ledger keep: fires before a schedule's creation are never expected), not moto's."""
-    moto_fixes.check_version()
+    moto_patches.check_version()
     from moto.scheduler.exceptions import ScheduleExists
     from moto.scheduler.models import scheduler_backends
 
@@ -78,7 +82,7 @@ def put_schedule(region: str, spec: JsonObject, created_at: datetime | None = No
 def running_executions(region: str, state_machine_arns: set[str]) -> list[str]:
     """The ARNs of the RUNNING executions of these state machines (ListExecutions with
     statusFilter RUNNING, for all of them at once)."""
-    moto_fixes.check_version()
+    moto_patches.check_version()
     from moto.stepfunctions.responses import get_backend
 
     return [execution.execution_arn for machine in list(get_backend(ACCOUNT, region).state_machines)
@@ -96,7 +100,7 @@ def forget_ended_executions(region: str, state_machine_arns: set[str], ended_bef
     (platform/catchup.py asks DescribeExecution about runs that ended up to a day ago), so the dev
     server calls this with a cutoff beyond that. Each is removed on its own (``list.remove``), so
     an execution moto appends meanwhile is never lost."""
-    moto_fixes.check_version()
+    moto_patches.check_version()
     from moto.stepfunctions.responses import get_backend
 
     def ended(execution: Any) -> datetime | None:
@@ -120,7 +124,7 @@ def forget_ended_executions(region: str, state_machine_arns: set[str], ended_bef
 def deploys_target(account: str, region: str, target: str) -> bool:
     """Whether a state machine of this account and region sends ``target`` (a step's
     JOBPLANE_TARGET, a JSON string written literally into its ASL) to the runner."""
-    moto_fixes.check_version()
+    moto_patches.check_version()
     from moto.stepfunctions.responses import get_backend
 
     quoted = json.dumps(target)[1:-1]  # as the value sits in the definition's JSON text

@@ -1,12 +1,16 @@
-"""moto fixes that make the local DynamoDB answer reads at the cost DynamoDB's own design
-implies (issue 13: the portal's jobs page took 1-3 s with 1,000 jobs and 20,000 executions).
+"""The moto patches that make the local DynamoDB's item store behave as DynamoDB's under
+concurrency and at scale: ``dynamodb_atomic_writes``, ``dynamodb_index_queries``,
+``dynamodb_sizes_once`` and ``dynamodb_transaction_journal``, registered in
+:data:`jobplane.platform.local.moto_patches.PATCHES`. One module because they share their
+internals: one lock (``LOCK``: the atomic writes hold it, a transaction's undo and the index
+maps' upkeep run under it), one generation counter (``_bump``: every change but a single-item
+write starts a new generation, which drops the index maps of ``dynamodb_index_queries`` and the
+sizes ``dynamodb_sizes_once`` remembers) and one per-thread scope (a query's candidates, a
+transaction's journal). Issue 13: the portal's jobs page took 1-3 s with 1,000 jobs and 20,000
+executions; the answers must be the same, only the work behind them differs.
 
-Each is registered in :data:`jobplane.platform.local.moto_fixes.FIXES`, pinned to its
-``MOTO_VERSION``, and probed stock-vs-fixed by tests/test_moto_fixes.py: the answers must be the
-same, only the work behind them differs.
-
-Not type-checked (``[tool.mypy]`` in pyproject.toml: ``ignore_errors``): it reaches into moto's
-untyped internals; its stock-vs-fixed probes in tests/moto_probe.py hold it instead.
+Untyped: it reaches into moto 5.2.5 internals, so pyproject.toml excludes it from mypy by name;
+its stock-vs-fixed probe (tests/moto_probe.py, run by tests/test_moto_fixes.py) holds it instead.
 """
 
 from __future__ import annotations
@@ -16,7 +20,12 @@ import json
 import threading
 from typing import Any
 
-from jobplane.contract.types import JsonObject
+
+#: The lock every DynamoDB backend method that reads or writes items holds
+#: (``dynamodb_atomic_writes``); a transaction's undo runs under it too, so no reader sees the
+#: writes of a transaction that failed.
+LOCK = threading.RLock()
+
 
 #: DynamoDBBackend methods that never change a table's items. Every other public method (writes,
 #: table changes, PartiQL, imports, restores, and any method a later moto adds) counts as a change.
@@ -28,6 +37,7 @@ _READS = frozenset({
     "get_resource_policy", "iter_tagged_resources",
 })
 
+
 _generation = [0]  # bumped before and after every change, so no bucket built meanwhile survives it
 _generation_lock = threading.Lock()
 
@@ -35,7 +45,38 @@ _generation_lock = threading.Lock()
 def _bump() -> None:
     with _generation_lock:  # concurrent changes must never lose a bump
         _generation[0] += 1
+
+
 _scope = threading.local()
+
+
+def _serialise(cls: type, names: tuple[str, ...], lock: threading.RLock | None = None) -> None:
+    """Wrap the named methods of a moto backend class in one lock shared by all of them."""
+    lock = lock or threading.RLock()
+    for name in names:
+        original = getattr(cls, name)
+
+        def locked(self, *args, __original=original, **kwargs):
+            with lock:
+                return __original(self, *args, **kwargs)
+
+        locked.__name__ = "locked"
+        setattr(cls, name, locked)
+
+
+def fix_dynamodb_atomic_writes() -> None:
+    """DynamoDB conditional writes are atomic on AWS. In moto 5.2.5 concurrent requests evaluate
+    a condition and write without a lock: 50 threads racing one conditional update had several
+    winners (docs/local-engine.md, the patches table). One process-wide lock around the write paths -- and
+    the reads: transact_write_items deep-copies every table for its rollback, and a read running
+    meanwhile ("dictionary changed size during iteration", a 500 from the server in 1 of 100
+    concurrent runs, bench/dev_e2e.py) broke it."""
+    from moto.dynamodb.models import DynamoDBBackend
+
+    _serialise(DynamoDBBackend, ("put_item", "update_item", "delete_item", "transact_write_items", "batch_write_item",
+                                 "get_item", "query", "scan", "batch_get_item", "transact_get_items",
+                                 "create_table", "update_table", "delete_table", "update_time_to_live"),
+               lock=LOCK)  # shared with dynamodb_transaction_journal's undo
 
 
 def _bucket_key(value: Any) -> tuple[str, str]:
@@ -205,139 +246,6 @@ def _sort_value(value: Any) -> Any:
     return value.value if value.type == "S" else value.cast_value
 
 
-#: Keys of a read's answer that hold items (AttributeValue maps), passed through as they are.
-_ITEM_KEYS = ("Items", "Item", "LastEvaluatedKey", "Responses")
-_FAST_OPERATIONS = frozenset({"Query", "Scan", "GetItem", "BatchGetItem"})
-
-
-def _wire_ready(value: Any) -> bool:
-    """True when ``value`` (moto's item dicts) is already what DynamoDB's JSON protocol sends:
-    strings, booleans, lists and maps only. Binary values (bytes, which the protocol sends as
-    base64) and anything else are left to moto's serializer."""
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _wire_ready(v) for k, v in value.items())
-    if isinstance(value, list):
-        return all(_wire_ready(v) for v in value)
-    return isinstance(value, (str, bool))
-
-
-def _flat_items(result: Any) -> JsonObject | None:
-    """A Query, Scan or GetItem answer's ``Items`` / ``Item`` as DynamoDB's wire form, when every
-    value of every item is a string, number, boolean or null (moto keeps these as ``str`` or
-    ``bool``); None for anything else (a binary, a set, a list or map, another kind of answer),
-    which moto converts as it does."""
-    from moto.dynamodb.models.dynamo_type import DynamoType
-
-    if not isinstance(result, dict):
-        return None
-    out: JsonObject = {}
-    for key in ("Items", "Item"):
-        held = result.get(key)
-        if held is None:
-            continue
-        items = held if key == "Items" else [held]
-        if not isinstance(items, list):
-            return None
-        flat = []
-        for item in items:
-            if not isinstance(item, dict):
-                return None
-            wire = {}
-            for name, value in item.items():
-                if type(value) is not DynamoType or type(name) is not str or value.type == "B" \
-                        or type(value.value) not in (str, bool):
-                    return None
-                wire[name] = {value.type: value.value}
-            flat.append(wire)
-        out[key] = flat if key == "Items" else flat[0]
-    return out or None
-
-
-def fix_dynamodb_fast_answers() -> None:
-    """moto 5.2.5 serialises every answer by walking botocore's shape model value by value: for
-    the 1,000 job states of the jobs page that took ~3 s of the request (cProfile; 270,000 shape
-    lookups). A read's items are stored as DynamoDB's wire form already (``{"S": "..."}``,
-    numbers as strings), so Query, Scan, GetItem and BatchGetItem answers made only of such
-    values are written with ``json.dumps``; the rest of the answer (counts, consumed capacity)
-    still goes through moto's serializer, and an answer holding a binary value entirely."""
-    from moto.dynamodb.responses import DynamoResult
-
-    original, init = DynamoResult.execute_result, DynamoResult.__init__
-
-    def converted(self, result):
-        """moto converts the answer's stored values to plain dicts value by value first
-        (``dynamo_to_dict``); items of flat strings, numbers, booleans and nulls are converted
-        in one step here and known to be wire-ready, so they are not checked again below."""
-        flat = _flat_items(result)
-        if flat is None:
-            init(self, result)
-            self._jobplane_ready = False
-        else:
-            init(self, {k: v for k, v in result.items() if k not in flat})
-            self._result.update(flat)
-            self._jobplane_ready = True
-
-    def execute_result(self, context):
-        result = self.result
-        if context.operation_model.name not in _FAST_OPERATIONS or not isinstance(result, dict):
-            return original(self, context)
-        held = {k: result[k] for k in _ITEM_KEYS if result.get(k) is not None}
-        if not getattr(self, "_jobplane_ready", False) and not _wire_ready(held):
-            return original(self, context)
-        rest = DynamoResult.__new__(DynamoResult)
-        rest._result = {k: v for k, v in result.items() if k not in held}
-        status, headers, body = original(rest, context)
-        answer = json.loads(body) if body else {}
-        answer.update(held)
-        return status, headers, json.dumps(answer)
-
-    DynamoResult.__init__ = converted
-    DynamoResult.execute_result = execute_result
-
-
-def fix_dynamodb_fast_projection() -> None:
-    """moto 5.2.5 projects an item by converting the whole item to plain Python once per
-    projected attribute (``Item.to_regular_json`` inside the loop), then serialising the result
-    back into a new item whose every insert re-sizes all attributes before it: the jobs' state
-    query (13 attributes of 1,000 items) took ~4x as long with a projection as without one. Fixed
-    for the common form, a list of top-level attribute names: the new item takes those
-    attributes as stored, in the expression's order (moto's own order), and a missing one is
-    left out as before. Nested paths and list elements (``a.b``, ``a[1]``) still go through
-    moto's code. The one difference is an improvement: a string, number or binary set keeps its
-    stored order instead of a Python set's (DynamoDB sets have no order)."""
-    from moto.dynamodb.models.dynamo_type import Item, LimitedSizeDict
-
-    original = Item.project
-    # A query projects each of its items with the same list: whether it is all top-level names
-    # is decided once per list, not once per item (13 names x 1,000 items on the jobs page).
-    # The list itself is held, so its identity cannot pass to another list; the pair is one
-    # tuple, read and replaced whole, so threads never mix one list's answer with another's.
-    last: list[tuple[Any, bool]] = [(None, False)]
-
-    def top_level_names(projection_expressions):
-        seen, simple = last[0]
-        if seen is not projection_expressions:
-            simple = all(len(path) == 1 and "[" not in path[0] for path in projection_expressions)
-            last[0] = (projection_expressions, simple)
-        return simple
-
-    def project(self, projection_expressions):
-        if not top_level_names(projection_expressions):
-            return original(self, projection_expressions)
-        result = Item.__new__(Item)
-        result.hash_key, result.range_key = self.hash_key, self.range_key
-        attrs = LimitedSizeDict.__new__(LimitedSizeDict)  # no larger than the stored item: no size check
-        dict.__init__(attrs)
-        for (name,) in projection_expressions:
-            value = self.attrs.get(name)
-            if value is not None:
-                dict.__setitem__(attrs, name, value)  # read only: the answer is made of new dicts
-        result.attrs = attrs
-        return result
-
-    Item.project = project
-
-
 def fix_dynamodb_sizes_once() -> None:
     """moto 5.2.5 sizes each item a query or scan reads twice (for the 1 MB page limit: once to
     test, once to add), walking every attribute value each time: ~1/4 of the local store's work
@@ -360,37 +268,6 @@ def fix_dynamodb_sizes_once() -> None:
         return value
 
     Item.size = remembered
-
-
-def fix_dynamodb_items_untracked() -> None:
-    """moto 5.2.5 appends every model object it ever creates to its class's ``instances_tracked``
-    list (``BaseModel.__new__``), for its ``/moto-api/`` dashboard, and never removes one: every
-    item a query copies or projects for its answer stays in memory for the life of the process.
-    The jobs page alone left 1,000 items behind per view; the heap grew by ~2 objects per item
-    read, and each full garbage collection, walking them all, paused the local AWS for 100-150 ms
-    (the page's p95). ``jobplane dev`` never serves ``/moto-api/`` (see front.py), so a DynamoDB
-    item is simply not tracked: it lives as long as the table or the answer that holds it."""
-    from moto.dynamodb.models.dynamo_type import Item
-
-    untrack(Item)
-
-
-def untrack(*classes: type) -> None:
-    """New objects of these moto model classes are not added to ``instances_tracked`` (moto's
-    ``BaseModel.__new__`` without the tracking), and those tracked so far are let go."""
-    for cls in classes:
-        cls.__new__ = _untracked_new
-        cls.instances_tracked.clear()
-
-
-def _untracked_new(cls, *args, **kwargs):
-    return object.__new__(cls)
-
-
-#: The lock every DynamoDB backend method that reads or writes items holds (moto_fixes'
-#: ``dynamodb_atomic_writes``); a transaction's undo runs under it too, so no reader sees the
-#: writes of a transaction that failed.
-LOCK = threading.RLock()
 
 
 def fix_dynamodb_transaction_journal() -> None:
