@@ -20,6 +20,8 @@ from hypothesis import strategies as st
 
 from conftest import ROOT
 from jobplane.compiler import asl
+from jobplane.compiler.executors.ecs import RUN_TASK
+from jobplane.contract import lambda_step
 from jobplane.compiler.model import Job
 from jobplane.compiler.output import compile_all
 from jobplane.contract import items, layout
@@ -61,7 +63,8 @@ def assert_classified(job: Job, definition: dict[str, Any]) -> None:
             if c.step in groups:
                 assert kind == "Parallel", name
             else:
-                assert kind == "Task" and state["Resource"].endswith("ecs:runTask.sync"), name
+                # its executor's Task (compiler/executors/): ECS's runTask.sync or Lambda's invoke
+                assert kind == "Task" and state["Resource"] in (RUN_TASK, lambda_step.INVOKE_RESOURCE), name
         elif c.role == sn.Role.CHECK:
             assert kind == "Choice", name
         elif c.role == sn.Role.RETRY:

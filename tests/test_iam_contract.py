@@ -221,8 +221,7 @@ def execution_role_calls(job_doc: dict[str, Any], r: Resolver) -> list[Call]:
 
 
 def lambda_role_calls(job_doc: dict[str, Any], r: Resolver) -> list[Call]:
-    """The runner function writes its output to its own log group, sends its X-Ray segments
-    (tracing Active: "Using AWS Lambda with AWS X-Ray", execution role permissions) and reads the
+    """The runner function writes its output to its own log group and reads the
     secrets its steps name before it starts the runner (runner/lambda_handler.py:
     secretsmanager:GetSecretValue, ssm:GetParameters); its network interfaces come from the
     AWSLambdaVPCAccessExecutionRole managed policy, not the inline one."""
@@ -232,7 +231,6 @@ def lambda_role_calls(job_doc: dict[str, Any], r: Resolver) -> list[Call]:
         group = f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:/aws/lambda/{name}"
         calls += [Call(a, f"{group}:log-stream:2026/12/03/[$LATEST]0a1b", {}, name)
                   for a in ("logs:CreateLogStream", "logs:PutLogEvents")]
-        calls += [Call(a, "*", {}, name) for a in ("xray:PutTraceSegments", "xray:PutTelemetryRecords")]
         sources = json.loads(function["environment"]["variables"].get("JOBPLANE_SECRET_SOURCES", "{}"))
         for env, source in sources.items():
             arn = r.text(source)

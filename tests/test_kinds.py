@@ -137,7 +137,7 @@ def test_a_team_root_with_runner_functions_says_which_checks_it_skips_and_takes_
     files = compile_all(load_config(repo.path)).files
     config = files[f"teams/billing/{CHECKOV_CONFIG}"]
     assert [line.strip("- ").strip() for line in config.splitlines() if line.startswith("  - ")] == [
-        "CKV_AWS_115", "CKV_AWS_116", "CKV_AWS_272"]
-    assert all(f"# CKV_AWS_{n}: " in config for n in (115, 116, 272))  # each with its reason
+        "CKV_AWS_115", "CKV_AWS_116", "CKV_AWS_272", "CKV_AWS_50"]
+    assert all(f"# CKV_AWS_{n}: " in config for n in (50, 115, 116, 272))  # each with its reason
     assert f"teams/growth/{CHECKOV_CONFIG}" not in files  # a root without functions skips nothing
     assert image_roots(files) == {"base", "teams/billing"}

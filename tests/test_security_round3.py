@@ -638,6 +638,7 @@ PLAN_READS: dict[str, list[tuple[str, str]]] = {
     "aws_vpc_endpoint": [("ec2:DescribeVpcEndpoints", VIEW), ("ec2:DescribePrefixLists", VIEW)],
     # data sources
     "aws_caller_identity": [], "aws_region": [], "aws_partition": [], "aws_iam_policy_document": [],
+    "aws_subnet": [("ec2:DescribeSubnets", VIEW)],  # the endpoints' one subnet per zone (issue 49.7)
     "aws_secretsmanager_secret": [("secretsmanager:DescribeSecret", _arn("secretsmanager", "secret:billing/ledger-api-token-AbC123"))],
     "aws_secretsmanager_secret_versions": [
         ("secretsmanager:ListSecretVersionIds", _arn("secretsmanager", "secret:jobplane/portal-oidc-AbC123"))],

@@ -68,6 +68,9 @@ class LambdaExecutor:
                        "the image is the runner image the pipeline built and pushed",
         "CKV_AWS_116": "invoked synchronously by Step Functions (lambda:invoke, request-response), which "
                        "catches and records every failure; a dead-letter queue only receives asynchronous events",
+        "CKV_AWS_50": "the runner continues each run's W3C trace context (TRACEPARENT) in its logs, as on ECS; "
+                      "X-Ray would need a grant on every resource (its write actions have no resource-level "
+                      "permissions), and a job's roles name their resources",
         "CKV_AWS_115": "a reservation per job would take from the account's unreserved concurrency, of which "
                        "100 must stay free (a new account may have 10 in all): "
                        "https://docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html",
@@ -141,8 +144,6 @@ class LambdaExecutor:
         statements: list[JsonObject] = [
             statement("WriteItsLogs", ["logs:CreateLogStream", "logs:PutLogEvents"],
                       [f"arn:{PARTITION}:logs:{REGION}:{ACCOUNT}:log-group:/aws/lambda/{function}:*"]),
-            # tracing Active needs these ("Using AWS Lambda with AWS X-Ray", execution role)
-            statement("Trace", ["xray:PutTelemetryRecords", "xray:PutTraceSegments"], ["*"]),
         ]
         sources: dict[str, str] = {}
         if secrets:
@@ -188,7 +189,9 @@ class LambdaExecutor:
             "timeout": timeout,
             "environment": {"variables": environment},
             "kms_key_arn": "${local.platform.kms_key_arn}",
-            "tracing_config": {"mode": "Active"},
+            # the runner continues the run's W3C trace context in its logs, as on ECS; X-Ray would
+            # need a grant on "*" (its write actions have no resource-level permissions)
+            "tracing_config": {"mode": "PassThrough"},
             "vpc_config": {"subnet_ids": "${split(\",\", local.platform.subnets)}",
                            "security_group_ids": "${split(\",\", local.platform.security_groups)}"},
             "depends_on": [f"aws_cloudwatch_log_group.{role}"],
