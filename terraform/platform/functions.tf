@@ -64,9 +64,13 @@ data "aws_iam_policy_document" "notifier" {
     # the runner's awslogs driver wrote). A reader of a KMS-encrypted group needs no KMS
     # permission: CloudWatch Logs decrypts with its own grant on the key.
     # https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/encrypt-log-data-kms.html
-    sid       = "ReadStepLogs"
-    actions   = ["logs:GetLogEvents"]
-    resources = ["${aws_cloudwatch_log_group.runner.arn}:*"] # its streams
+    sid     = "ReadStepLogs"
+    actions = ["logs:FilterLogEvents", "logs:GetLogEvents"]
+    # the runner's group (ECS steps: a stream per task) and the jobs' runner functions' groups
+    # (Lambda steps: compiler/executors/lambda_.py; an attempt that timed out before it could
+    # name its stream is found by its execution id, FilterLogEvents)
+    resources = ["${aws_cloudwatch_log_group.runner.arn}:*",
+    "arn:${local.partition}:logs:${local.region}:${local.account}:log-group:/aws/lambda/${var.name_prefix}-*-runner:*"]
   }
   dynamic "statement" {
     for_each = var.slack_webhook_secret_arn == "" ? [] : [var.slack_webhook_secret_arn]
@@ -117,9 +121,13 @@ data "aws_iam_policy_document" "reconciler" {
     # the runner's awslogs driver wrote). A reader of a KMS-encrypted group needs no KMS
     # permission: CloudWatch Logs decrypts with its own grant on the key.
     # https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/encrypt-log-data-kms.html
-    sid       = "ReadStepLogs"
-    actions   = ["logs:GetLogEvents"]
-    resources = ["${aws_cloudwatch_log_group.runner.arn}:*"] # its streams
+    sid     = "ReadStepLogs"
+    actions = ["logs:FilterLogEvents", "logs:GetLogEvents"]
+    # the runner's group (ECS steps: a stream per task) and the jobs' runner functions' groups
+    # (Lambda steps: compiler/executors/lambda_.py; an attempt that timed out before it could
+    # name its stream is found by its execution id, FilterLogEvents)
+    resources = ["${aws_cloudwatch_log_group.runner.arn}:*",
+    "arn:${local.partition}:logs:${local.region}:${local.account}:log-group:/aws/lambda/${var.name_prefix}-*-runner:*"]
   }
   statement {
     sid       = "Publish"
@@ -195,15 +203,15 @@ resource "aws_lambda_function" "notifier" {
 resource "aws_lambda_function" "reconciler" {
   #checkov:skip=CKV_AWS_117:It only calls AWS APIs; a VPC would add a NAT gateway and nothing to protect.
   #checkov:skip=CKV_AWS_272:The package is built and deployed by our own CI from this repository; code signing is an organisation-level choice.
-  function_name                  = "${var.name_prefix}-reconciler"
-  role                           = aws_iam_role.reconciler.arn
-  runtime                        = "python3.13" # jobplane.contract.lambda_runtimes.CURRENT_RUNTIME; build_lambda.py builds for it...
-  architectures                  = ["x86_64"]   # ...and this architecture
-  handler                        = "jobplane.platform.reconciler.handler"
-  filename                       = var.lambda_package
-  source_code_hash               = filebase64sha256(var.lambda_package)
+  function_name    = "${var.name_prefix}-reconciler"
+  role             = aws_iam_role.reconciler.arn
+  runtime          = "python3.13" # jobplane.contract.lambda_runtimes.CURRENT_RUNTIME; build_lambda.py builds for it...
+  architectures    = ["x86_64"]   # ...and this architecture
+  handler          = "jobplane.platform.reconciler.handler"
+  filename         = var.lambda_package
+  source_code_hash = filebase64sha256(var.lambda_package)
   # a throttled GetExecutionHistory is waited for, up to ~40 s (platform/timeline.py, Patience)
-  timeout = 120
+  timeout                        = 120
   reserved_concurrent_executions = var.lambda_reserved_concurrency
   kms_key_arn                    = aws_kms_key.platform.arn
   dead_letter_config {

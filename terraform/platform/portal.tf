@@ -338,9 +338,13 @@ data "aws_iam_policy_document" "portal" {
     }
   }
   statement {
-    sid       = "ReadStepLogs"
-    actions   = ["logs:GetLogEvents"]
-    resources = ["${aws_cloudwatch_log_group.runner.arn}:*"]
+    sid     = "ReadStepLogs"
+    actions = ["logs:FilterLogEvents", "logs:GetLogEvents"]
+    # the runner's group (ECS steps: a stream per task) and the jobs' runner functions' groups
+    # (Lambda steps: compiler/executors/lambda_.py; an attempt that timed out before it could
+    # name its stream is found by its execution id, FilterLogEvents)
+    resources = ["${aws_cloudwatch_log_group.runner.arn}:*",
+    "arn:${local.partition}:logs:${local.region}:${local.account}:log-group:/aws/lambda/${var.name_prefix}-*-runner:*"]
   }
   statement {
     # the catalog object is encrypted with the platform key

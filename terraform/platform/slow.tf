@@ -121,10 +121,11 @@ data "aws_iam_policy_document" "slow" {
     resources = [aws_dynamodb_table.jobplane.arn]
   }
   statement {
-    # every job's state (the claims), an upstream job's newest records (the catch-up)
+    # every job's state (the claims), an upstream job's newest records (the catch-up); a job's
+    # pause and resume audit entries, which the fire ledger reads (gsi2, platform/missed.py)
     sid       = "JobExecutions"
     actions   = ["dynamodb:Query"]
-    resources = ["${aws_dynamodb_table.jobplane.arn}/index/gsi1"]
+    resources = ["${aws_dynamodb_table.jobplane.arn}/index/gsi1", "${aws_dynamodb_table.jobplane.arn}/index/gsi2"]
   }
   statement {
     # the catch-up starts the run a lost `after` event did not
@@ -208,20 +209,20 @@ resource "aws_iam_role_policy" "slow" {
 resource "aws_lambda_function" "slow" {
   #checkov:skip=CKV_AWS_117:It only calls AWS APIs; a VPC would add a NAT gateway and nothing to protect.
   #checkov:skip=CKV_AWS_272:The package is built and deployed by our own CI from this repository; code signing is an organisation-level choice.
-  function_name                  = "${var.name_prefix}-slow-check"
-  role                           = aws_iam_role.slow.arn
-  runtime                        = "python3.13" # jobplane.contract.lambda_runtimes.CURRENT_RUNTIME; build_lambda.py builds for it...
-  architectures                  = ["x86_64"]   # ...and this architecture
-  handler                        = "jobplane.platform.slow.handler"
-  filename                       = var.lambda_package
-  source_code_hash               = filebase64sha256(var.lambda_package)
-  timeout                        = 120
+  function_name    = "${var.name_prefix}-slow-check"
+  role             = aws_iam_role.slow.arn
+  runtime          = "python3.13" # jobplane.contract.lambda_runtimes.CURRENT_RUNTIME; build_lambda.py builds for it...
+  architectures    = ["x86_64"]   # ...and this architecture
+  handler          = "jobplane.platform.slow.handler"
+  filename         = var.lambda_package
+  source_code_hash = filebase64sha256(var.lambda_package)
+  timeout          = 120
   # Measured: the whole handler at 1,000 jobs peaks at 69 MB and takes 1.5 s of one core
   # (bench/missed_fires.py --jobs 1000 --hours 0.5 --rounds 1). Lambda gives CPU in proportion
   # to memory, one vCPU at 1,769 MB (https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html):
   # the default 128 MB would leave the pass ~14 times slower, 512 MB ~3.5 times (about 5 s
   # of the 120 s timeout) with room for catalogs and backfills several times larger.
-  memory_size = 512
+  memory_size                    = 512
   reserved_concurrent_executions = var.lambda_reserved_concurrency
   kms_key_arn                    = aws_kms_key.platform.arn
   dead_letter_config {
