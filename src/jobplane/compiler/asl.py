@@ -1,17 +1,17 @@
 """Expand a job into its Step Functions state machine (Amazon States Language, JSONPath).
 
-The expansion is the product's core guarantee, so its shape is dictated by SPEC.md "The compiled
-state machine" and by cost (Standard workflows bill per state transition):
+The expansion is the product's core guarantee, so its shape is dictated by the product contract
+(docs/state-machine.md) and by cost (Standard workflows bill per state transition):
 
 * **Start** checks the input once: a console start's missing fields get defaults (a manual run),
   a field of the wrong type is recorded and ends the run before any claim.
 * **Claim** is one DynamoDB conditional UpdateItem. Its condition holds the whole policy table
   and duplicate-fire detection, so deciding and claiming cost one state and can never race.
 * **Route** sends a re-run to ``resume_from``; only a re-run's claim (``Claim (re-run)``) goes there.
-* Each step is an ``ecs:runTask.sync`` Task followed by a **check** Choice on the container's
-  exit code (on AWS a non-zero exit fails the Task; the local engine does the same; a Task that
-  succeeded with one is judged on its result). Retries of the step's own failures loop back to
-  the same Task through a counter (``<step>: retry``) and the back-off (``<step>: wait``).
+* Each step's attempts are its kind's executor's (compiler/executors/: an ``ecs:runTask.sync``
+  or ``lambda:invoke`` Task followed by a **check** Choice). Retries of the step's own failures
+  loop back to the same Task through a counter (``<step>: retry``) and the back-off
+  (``<step>: wait``), built here for every executor.
 * **Finish** / **record failure** are one DynamoDB transaction each: release the claim and write
   the execution record together (the very writes the reconciler makes for a run that could not:
   :mod:`jobplane.contract.items`).

@@ -11,7 +11,7 @@ and the portal. Now each of those places asks the job's policy object (:func:`of
   (:attr:`ExecutionPolicy.skips_after_failure`),
 * the IAM statements its state machine needs on its own executions (:meth:`ExecutionPolicy.holder_statements`),
 * how a backfill drives it (:attr:`ExecutionPolicy.backfills_in_order`, :attr:`ExecutionPolicy.halts_backfill_on_failure`),
-* its row of SPEC.md's policy table (:meth:`ExecutionPolicy.decide`).
+* its row of the policy table (docs/dsl.md, Policies) (:meth:`ExecutionPolicy.decide`).
 
 Adding a policy: a value in :class:`jobplane.contract.statuses.Policy` (the wire name), one
 class here and its line in :data:`POLICIES`; a new kind of behaviour (a new
@@ -49,7 +49,7 @@ class WhileRunning(str, Enum):
 
 
 class Decision(str, Enum):
-    """A row's cell of SPEC.md's policy table: what a scheduled fire does."""
+    """A row's cell of the policy table (docs/dsl.md, Policies): what a scheduled fire does."""
 
     RUN = "run"
     SKIP = "skip"
@@ -86,7 +86,7 @@ class ExecutionPolicy:
 
     # -- the policy table ------------------------------------------------------------------------
     def decide(self, *, running: bool, last_failed: bool) -> Decision:
-        """This policy's row of SPEC.md's table, for a scheduled fire."""
+        """This policy's row of the policy table (docs/dsl.md), for a scheduled fire."""
         if running and self.while_running is WhileRunning.SKIP:
             return Decision.SKIP
         if last_failed and self.skips_after_failure:
@@ -194,7 +194,7 @@ def of(policy: Policy | str) -> ExecutionPolicy:
 
 
 def decide(policy: Policy | str, *, running: bool, last_failed: bool) -> Decision:
-    """SPEC.md's policy table as a function, for a scheduled fire.
+    """the policy table (docs/dsl.md, Policies) as a function, for a scheduled fire.
 
     The compiled state machine evaluates the same table inside one DynamoDB condition
     expression (compiler/asl.py: ``claim_update``) and, for a refused claim, its skip path;
