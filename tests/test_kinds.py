@@ -141,3 +141,20 @@ def test_a_team_root_with_runner_functions_says_which_checks_it_skips_and_takes_
     assert all(f"# CKV_AWS_{n}: " in config for n in (50, 115, 116, 272))  # each with its reason
     assert f"teams/growth/{CHECKOV_CONFIG}" not in files  # a root without functions skips nothing
     assert image_roots(files) == {"base", "teams/billing"}
+
+
+def test_what_jobplane_import_writes_is_a_registered_kind_through_its_helper(repo: Repo, tmp_path) -> None:
+    """The importer writes shell, django and celery steps as jp.* calls: each is a kind of the
+    registry and the call is its helper's, so an imported file validates with the same kinds."""
+    crontab = tmp_path / "crontab"
+    crontab.write_text("0 1 * * * python /srv/app/manage.py clearsessions\n"
+                       "0 2 * * * celery -A proj call billing.tasks.close_month\n"
+                       "0 3 * * * /usr/bin/backup.sh --all\n")
+    result = repo.cli("import", "--team", "billing", "--timezone", "UTC", "--format", "crontab", str(crontab))
+    assert result.exit_code == 0, result.output
+    written = "\n".join(p.read_text() for p in sorted((repo.path / "jobs" / "billing").glob("*.jsonnet")))
+    used = set(re.findall(r"jp\.(\w+)\(", written)) & set(kinds.NAMES)
+    assert used == {"django", "celery", "shell"}
+    for name in used:
+        assert kinds.BY_NAME[name].helper.startswith(f"{name}(")
+    assert repo.cli("validate").exit_code == 0
