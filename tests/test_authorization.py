@@ -241,7 +241,9 @@ def test_authorizing_an_action_reads_the_record_not_the_history_or_logs(platform
                       failed, True, {}, "", None)
     assert calls == ["GetItem"]  # the record: refused before anything more is read
     calls.clear()
-    started = actions.rerun(control, authorize, failed, True, {"mode": "wait", "seconds": 60}, "", None)
+    # a step that runs until it is stopped ("wait" without a release file returns at once, so the
+    # stop raced the step's end: it failed once in a clean-clone CI run)
+    started = actions.rerun(control, authorize, failed, True, {"mode": "sleep", "seconds": 120}, "", None)
     assert "GetExecutionHistory" not in calls and not any("Log" in c for c in calls), calls
     wait_running_step(platform, started.execution)
     calls.clear()
