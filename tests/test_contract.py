@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -393,6 +394,14 @@ def _stopped_run(aws: LocalAWS, job: str) -> str:
         {"trigger": "manual", "scheduled_time": f"2027-01-01T00:00:00.{uuid.uuid4().int % 10**6:06d}Z",
          "requested_by": "t", "params": {"mode": "sleep", "seconds": 60}, "resume_from": None,
          "rerun_of": None}))["executionArn"]
+    # stopped once its first step is running, so its history has transitions to record (a stop
+    # that came before the first state left none, and the record's count was 0: a race that
+    # failed once in a clean-clone CI run)
+    for _ in range(600):
+        events = sfn.get_execution_history(executionArn=arn, maxResults=1000)["events"]
+        if any(e["type"] == "TaskStateEntered" for e in events):
+            break
+        time.sleep(0.1)
     sfn.stop_execution(executionArn=arn, error="Ops.Stop", cause="test")
     aws.wait(arn, timeout=600)
     return arn
