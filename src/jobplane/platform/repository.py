@@ -121,6 +121,11 @@ class Repository:
             alert_pending=True)
         release = items.release_job(job, execution=execution, status=status, started_at=started_at,
                                     finished_at=finished_at)
+        return self._record_and_release(record, release, job, execution_arn)
+
+    def _record_and_release(self, record: items.Put, release: items.Update, job: str, execution_arn: str) -> bool:
+        """The final record and the claim's release in one transaction, then the holder mark;
+        False when a final record already exists (the write is ``only_if_new``)."""
         try:
             self.ddb.transact_write_items(TransactItems=[{"Put": record.boto(self.table)},
                                                          {"Update": release.boto(self.table)}])
@@ -142,13 +147,7 @@ class Repository:
             input_json=input_json, started_at=started_at, finished_at=finished_at, steps="{}", failed_step=step,
             error=f"replaced by {replaced_by}", abort_reason=AbortReason.REPLACED.value, only_if_new=True)
         release = items.release_claim(job, execution=execution)
-        try:
-            self.ddb.transact_write_items(TransactItems=[{"Put": record.boto(self.table)},
-                                                         {"Update": release.boto(self.table)}])
-        except self.ddb.exceptions.TransactionCanceledException:
-            return False
-        self.release_holder(job, execution_arn)
-        return True
+        return self._record_and_release(record, release, job, execution_arn)
 
     def alert_published(self, execution: str) -> None:
         """The record's alert went out (finish_without_cleanup left it pending)."""

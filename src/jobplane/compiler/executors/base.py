@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from jobplane.contract.types import JsonObject
@@ -68,3 +69,37 @@ class StepExecutor(Protocol):
     def resources(self, tf: TerraformContext, steps: list[Step]) -> None:
         """Add what running ``steps`` needs besides the state machine (a task definition, a function)."""
         ...
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """What every executor's attempt loop names the same way: the step's state-data paths, its
+    failure states (added to ``into`` here, in this order), its Task's and check's names."""
+
+    attempts: int
+    slot: str
+    result: str
+    counter: str
+    failed: str
+    timed_out: str
+    at_step: JsonObject | None  # the catcher's Assign naming the step for the job's one timeout record
+    name: str
+    check: str
+
+    @property
+    def retried(self) -> bool:
+        return self.attempts > 1
+
+    @classmethod
+    def of(cls, b: AttemptBuilder, step: Step, into: Graph, record: bool) -> Attempt:
+        from jobplane.compiler.state_data import ATTEMPT, FAILED_STEP_VAR, RESULT, steps_slot
+        from jobplane.contract import states as sn
+        from jobplane.contract.statuses import ExecutionStatus
+
+        slot = steps_slot(step)
+        failed = b.step_failure_state(step, ExecutionStatus.FAILED, into, record)
+        timed_out = b.step_failure_state(step, ExecutionStatus.TIMED_OUT, into, record)
+        # inside a branch the branch's own Pass names the step
+        at_step: JsonObject | None = {FAILED_STEP_VAR: step.name} if record else None
+        return cls(step.retry.attempts, slot, f"{slot}.{RESULT}", f"{slot}.{ATTEMPT}", failed, timed_out, at_step,
+                   sn.attempt(step.name), sn.check(step.name))

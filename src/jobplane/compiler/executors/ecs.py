@@ -14,16 +14,16 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from jobplane.compiler.choice_rules import Not, Rule, Test, When, all_of, any_of, equals, matches, number_equals, present
-from jobplane.compiler.executors.base import AttemptBuilder, TerraformContext
+from jobplane.compiler.executors.base import Attempt, AttemptBuilder, TerraformContext
 from jobplane.compiler.overrides import container_overrides
-from jobplane.compiler.state_data import ATTEMPT, ERROR, FAILED_STEP_VAR, INFRA, INFRA_WAITS, RESULT, steps_slot
+from jobplane.compiler.state_data import ERROR, INFRA, INFRA_WAITS
 from jobplane.compiler.states import Catch, Choice, Graph, Pass, Retry, Task, Wait
 from jobplane.compiler.terraform_iam import ACCOUNT, PARTITION, REGION, statement
 from jobplane.contract import names
 from jobplane.contract import runner as rc
 from jobplane.contract import states as sn
 from jobplane.contract.bindings import token
-from jobplane.contract.statuses import Event, ExecutionStatus
+from jobplane.contract.statuses import Event
 from jobplane.contract.types import JsonObject
 
 if TYPE_CHECKING:
@@ -124,16 +124,9 @@ class EcsExecutor:
 
         ``record`` False means inside a parallel branch: failures end the branch instead of the job.
         """
-        attempts = step.retry.attempts
-        slot = steps_slot(step)
-        result = f"{slot}.{RESULT}"
-        counter = f"{slot}.{ATTEMPT}"
-        failed = b.step_failure_state(step, ExecutionStatus.FAILED, into, record)
-        timed_out = b.step_failure_state(step, ExecutionStatus.TIMED_OUT, into, record)
-        # names the step for the job's one timeout record (inside a branch: the branch's own Pass)
-        at_step = {FAILED_STEP_VAR: step.name} if record else None
-        name, check = sn.attempt(step.name), sn.check(step.name)
-        retried = attempts > 1
+        a = Attempt.of(b, step, into, record)
+        attempts, result, counter, failed, timed_out = a.attempts, a.result, a.counter, a.failed, a.timed_out
+        at_step, name, check, retried = a.at_step, a.name, a.check, a.retried
         into.add(name, Task(
             comment=f"{step.kind} step, up to {attempts} attempt{'s' if retried else ''}",
             resource=RUN_TASK,

@@ -15,14 +15,14 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from jobplane.compiler.choice_rules import Test, When, equals, present
-from jobplane.compiler.executors.base import AttemptBuilder, TerraformContext
+from jobplane.compiler.executors.base import Attempt, AttemptBuilder, TerraformContext
 from jobplane.compiler.overrides import container_env
-from jobplane.compiler.state_data import ATTEMPT, ERROR, FAILED_STEP_VAR, RESULT, steps_slot
+from jobplane.compiler.state_data import ERROR
 from jobplane.compiler.states import Catch, Choice, Graph, Retry, Task
 from jobplane.compiler.terraform_iam import ACCOUNT, PARTITION, REGION, assume, secret_references, statement
 from jobplane.contract import lambda_step
 from jobplane.contract import states as sn
-from jobplane.contract.statuses import Event, ExecutionStatus
+from jobplane.contract.statuses import Event
 from jobplane.contract.types import JsonObject
 
 if TYPE_CHECKING:
@@ -90,15 +90,9 @@ class LambdaExecutor:
         return iter(())
 
     def attempt_states(self, b: AttemptBuilder, step: Step, nxt: str, is_last: bool, into: Graph, record: bool) -> str:
-        attempts = step.retry.attempts
-        slot = steps_slot(step)
-        result = f"{slot}.{RESULT}"
-        counter = f"{slot}.{ATTEMPT}"
-        failed = b.step_failure_state(step, ExecutionStatus.FAILED, into, record)
-        timed_out = b.step_failure_state(step, ExecutionStatus.TIMED_OUT, into, record)
-        at_step = {FAILED_STEP_VAR: step.name} if record else None
-        name, check = sn.attempt(step.name), sn.check(step.name)
-        retried = attempts > 1
+        a = Attempt.of(b, step, into, record)
+        attempts, result, counter, failed, timed_out = a.attempts, a.result, a.counter, a.failed, a.timed_out
+        at_step, name, check, retried = a.at_step, a.name, a.check, a.retried
         into.add(name, Task(
             comment=f"lambda step, up to {attempts} attempt{'s' if retried else ''}",
             resource=lambda_step.INVOKE_RESOURCE,
