@@ -88,6 +88,11 @@
   parallel(name, steps, opts={}):: { name: name, parallel: steps } + opts,
   // a python function run on AWS Lambda (starts in about a second; at most 15 minutes; memory, no cpu)
   lambda(name, target, kwargs={}, opts={}):: { name: name, lambda: target } + (if kwargs == {} then {} else { kwargs: kwargs }) + opts,
+  // fan-out: `each` runs once per item the `items` step's function returns (docs/dsl.md "Fan-out");
+  // opts: max_concurrency, tolerated_failures (a count or 'N%'), and any step field
+  map(name, items, each, opts={}):: { name: name, map: { items: items, each: each }
+                                      + { [k]: opts[k] for k in ['max_concurrency', 'tolerated_failures'] if std.objectHas(opts, k) } }
+                                    + { [k]: opts[k] for k in std.objectFields(opts) if k != 'max_concurrency' && k != 'tolerated_failures' },
 
   // --- notifications
   slack(channels, events=null):: { channels: if std.isArray(channels) then channels else [channels] }

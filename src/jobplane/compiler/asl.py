@@ -41,6 +41,7 @@ from typing import Any
 
 from jobplane.compiler.model import Job, Step
 from jobplane.compiler.state_data import ATTEMPT, BACKOFF, FAILED_STEP, steps_slot
+from jobplane.compiler.map_states import map_routes, map_states
 from jobplane.compiler.choice_rules import (Not, Rule, Test, When, all_of, any_of, equals, is_null, is_string,
                                           matches, number_equals, present)
 from jobplane.compiler.states import DISCARD, Catch, Choice, Fail, Graph, Parallel, Pass, Retry, State, Task, Wait
@@ -98,7 +99,9 @@ _NO_HOLDER = base64.b64encode(json.dumps({dm.ATTR_HOLDER: {"S": "none"}}).encode
 
 def _initial_slots(steps: list[Step]) -> JsonObject:
     """The attempt counter of each step that may be retried, before its first attempt."""
-    return {s.key: {ATTEMPT: 1} for s in steps if s.parallel is None and s.retry.attempts > 1}
+    # a map's items step is attempted in the run itself (its each step: in the map's children)
+    items = [s.parallel[0] for s in steps if s.kind_ is not None and s.kind_.name == "map" and s.parallel]
+    return {s.key: {ATTEMPT: 1} for s in steps + items if s.parallel is None and s.retry.attempts > 1}
 
 
 class _Builder:
@@ -318,8 +321,12 @@ class _Builder:
             next=next_)
 
     def route_state(self, first: str) -> Choice:
-        choices = [When(equals(RESUME_FROM.expr, s.name), sn.attempt(s.name)) for s in self.job.steps]
+        choices = [When(equals(RESUME_FROM.expr, s.name), sn.attempt(s.name)) for s in self.job.steps
+                   if s.kind.name != "map"]
         for group in self.job.steps:
+            if group.kind.name == "map":
+                choices += map_routes(group)
+                continue
             for member in group.parallel or []:
                 # Resuming from a member of a parallel group re-runs the whole group.
                 choices.append(When(equals(RESUME_FROM.expr, member.name), sn.attempt(group.name)))
@@ -335,7 +342,9 @@ class _Builder:
         for i in range(len(steps) - 1, -1, -1):
             step = steps[i]
             is_last = i == len(steps) - 1
-            if step.parallel is not None:
+            if step.kind.name == "map":
+                nxt = map_states(self, step, nxt, is_last)
+            elif step.parallel is not None:
                 nxt = self.parallel_states(step, nxt, is_last)
             else:
                 nxt = self.step_states(step, nxt, is_last, self.graph, record=True)

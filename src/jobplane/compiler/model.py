@@ -213,7 +213,9 @@ class Step(Model):
 
     @property
     def parallel(self) -> list[Step] | None:
-        """A group's members; None for a step that runs itself."""
+        """A group's members (a map's: its items and each steps); None for a step that runs itself."""
+        if self.kind_ is not None and self.kind_.name == "map":
+            return [self.target.items, self.target.each]
         return self.target if self.kind_ is not None and self.kind_.name == "parallel" else None
 
     @property

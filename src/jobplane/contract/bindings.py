@@ -12,7 +12,9 @@ import re
 
 #: ``task_definition`` is a task definition family (the latest ACTIVE revision runs), so a new
 #: runner image (a new revision, registered by the base root) needs no change to any state machine.
-NAMES = ("table_name", "topic_arn", "cluster_arn", "task_definition", "subnets", "security_groups")
+#: ``items_bucket``: where a map's items step writes its list (the base module's catalog bucket,
+#: under map-items/: contract/map_items.py).
+NAMES = ("table_name", "topic_arn", "cluster_arn", "task_definition", "subnets", "security_groups", "items_bucket")
 _TOKEN_RE = re.compile(r"<<jobplane:([a-z_]+)>>")
 
 
@@ -70,7 +72,8 @@ def terraform_expressions(tf_id: str, own_task_definition: bool) -> dict[str, st
     """What each token binds to in a job's Terraform file: what the base module publishes
     (``local.platform``, contract/published.py), and the job's own task definition family when
     its steps have secrets."""
-    values = {n: f"local.platform.{n}" for n in NAMES if n != "task_definition"}
+    values = {n: f"local.platform.{n}" for n in NAMES if n not in ("task_definition", "items_bucket")}
+    values["items_bucket"] = "local.platform.catalog_bucket"
     values["task_definition"] = (f"aws_ecs_task_definition.{tf_id}.family" if own_task_definition
                                  else "local.platform.runner_family")
     return values

@@ -23,6 +23,11 @@ ENV_ATTEMPT = "JOBPLANE_ATTEMPT"  # 1-based attempt number of this step
 ENV_TARGET = "JOBPLANE_TARGET"  # JSON object: the step's kind, target, args and kwargs
 ENV_TRACEPARENT = "TRACEPARENT"  # W3C trace context, continued by the runner
 ENV_STEP_TIMEOUT = "JOBPLANE_STEP_TIMEOUT"  # seconds: the attempt's Task TimeoutSeconds (the runner outlives it by a margin at most)
+# a map's steps (contract/map_items.py): where an items step writes its list; an each step's item and index
+ENV_ITEMS_URI = "JOBPLANE_ITEMS_URI"
+ENV_ITEM = "JOBPLANE_ITEM"
+ENV_ITEM_INDEX = "JOBPLANE_ITEM_INDEX"
+ITEM_PARAM = "item"  # the param an each step's function receives its item as
 
 #: Why ECS stopped a task that never ran the step to its end through no fault of the step: it
 #: could not start (capacity, image pull, network interface, secrets), or AWS stopped it (host
@@ -47,7 +52,9 @@ OVERRIDES_LIMIT = 8192
 #: an execution name is at most 80 characters (StartExecution), a scheduled time ~30, a trigger a
 #: word, a traceparent 55, an attempt number 2 (the DSL allows at most 10 attempts).
 RUN_TIME_VALUE_MAX = {ENV_EXECUTION_ID: 80, ENV_SCHEDULED_TIME: 32, ENV_TRIGGER: 16, ENV_TRACEPARENT: 55,
-                      ENV_ATTEMPT: 2}
+                      ENV_ATTEMPT: 2,
+                      # a map's steps (contract/map_items.py): an item's JSON escaped once more, its index, the list's URI
+                      ENV_ITEM: 2 * 1024 + 2, ENV_ITEM_INDEX: 6, ENV_ITEMS_URI: 400}
 
 
 def params_in_override(params: JsonObject) -> int:

@@ -25,7 +25,7 @@ class Executor(str, Enum):
 
     ECS = "ecs"  # ecs:runTask.sync of the runner image on Fargate (awslogs stream per task)
     LAMBDA = "lambda"  # lambda:invoke of the job's runner function (its log stream per request)
-    GROUP = "group"  # no attempt of its own: a parallel group's members run
+    GROUP = "group"  # no attempt of its own: a parallel group's (a map's) members run
 
 
 def _python_call(target: JsonObject) -> str:
@@ -70,6 +70,7 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("shell", Executor.ECS, "shell", _shell_call),
     KindInfo("parallel", Executor.GROUP, None, _no_call),
     KindInfo("lambda", Executor.LAMBDA, "python", _python_call),
+    KindInfo("map", Executor.GROUP, None, _no_call),  # its items and each steps run
 )
 _BY_NAME = {k.name: k for k in KINDS}
 #: What ``jobplane-runner run <kind>`` dispatches on, in registry order, once each.

@@ -56,7 +56,7 @@ class RunContext:
     """Passed to a python step whose function has a ``context`` parameter. Read-only."""
 
     __slots__ = ("job", "team", "step", "execution_id", "scheduled_time", "trigger", "attempt", "timeout", "params",
-                 "target", "trace", "logger")
+                 "target", "trace", "items_uri", "logger")
     _COMPARED = __slots__[:-1]  # not the logger
     job: str
     team: str
@@ -69,14 +69,16 @@ class RunContext:
     params: JsonObject
     target: JsonObject
     trace: TraceContext
+    #: a map's items step: where its list goes (contract/map_items.py); else None
+    items_uri: str | None
     logger: logging.Logger
 
     def __init__(self, *, job: str, team: str, step: str, execution_id: str, scheduled_time: str, trigger: str,
                  attempt: int, params: JsonObject, target: JsonObject, trace: TraceContext,
-                 timeout: int | None = None, logger: logging.Logger | None = None):
+                 timeout: int | None = None, logger: logging.Logger | None = None, items_uri: str | None = None):
         values = dict(job=job, team=team, step=step, execution_id=execution_id, scheduled_time=scheduled_time,
                       trigger=trigger, attempt=attempt, timeout=timeout, params=params, target=target, trace=trace,
-                      logger=logger or logging.getLogger("jobplane.step"))
+                      items_uri=items_uri, logger=logger or logging.getLogger("jobplane.step"))
         for name, value in values.items():
             object.__setattr__(self, name, value)
 
@@ -120,6 +122,8 @@ def from_environment(kind: str, env: Mapping[str, str] | None = None) -> RunCont
     params = _json(env, rc.ENV_PARAMS, {})
     if not isinstance(params, dict):
         raise ContractError(f"{rc.ENV_PARAMS} must be a JSON object")
+    if env.get(rc.ENV_ITEM) is not None:  # a map's each step: its item is a param like any other
+        params = {**params, rc.ITEM_PARAM: _json(env, rc.ENV_ITEM, None)}
     try:
         attempt = int(env.get(rc.ENV_ATTEMPT, "1"))
     except ValueError:
@@ -144,4 +148,5 @@ def from_environment(kind: str, env: Mapping[str, str] | None = None) -> RunCont
         params=params,
         target=target,
         trace=TraceContext.continue_from(env.get(rc.ENV_TRACEPARENT)),
+        items_uri=env.get(rc.ENV_ITEMS_URI) or None,
     )

@@ -61,7 +61,15 @@ def run(kind: str, ctx: RunContext, log: logging.Logger) -> int:
     try:
         try:
             if kind == "python":
-                targets.run_python(ctx)
+                value = targets.run_python(ctx)
+                if ctx.items_uri:  # a map's items step (contract/map_items.py)
+                    from jobplane.runner import items_out
+
+                    try:
+                        count = items_out.write(ctx.items_uri, value)
+                    except items_out.ItemsError as e:
+                        raise targets.PermanentError(str(e)) from None
+                    log.info("items written", extra={"items": count})
             elif kind == "celery":
                 targets.run_celery(ctx)
             elif kind == "django":

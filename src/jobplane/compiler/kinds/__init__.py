@@ -12,12 +12,14 @@ from jobplane.compiler.kinds.base import StepKind
 from jobplane.compiler.kinds.celery import CeleryKind
 from jobplane.compiler.kinds.django import DjangoKind
 from jobplane.compiler.kinds.lambda_ import LambdaKind
+from jobplane.compiler.kinds.map_ import MapKind
 from jobplane.compiler.kinds.parallel import ParallelKind
 from jobplane.compiler.kinds.python import PythonKind
 from jobplane.compiler.kinds.shell import ShellKind
 
 #: In the order a definition's fields, the JSON Schema and messages list them.
-REGISTRY: tuple[StepKind, ...] = (PythonKind(), CeleryKind(), DjangoKind(), ShellKind(), ParallelKind(), LambdaKind())
+REGISTRY: tuple[StepKind, ...] = (PythonKind(), CeleryKind(), DjangoKind(), ShellKind(), ParallelKind(), LambdaKind(),
+                                  MapKind())
 BY_NAME: dict[str, StepKind] = {k.name: k for k in REGISTRY}
 NAMES: tuple[str, ...] = tuple(BY_NAME)
 

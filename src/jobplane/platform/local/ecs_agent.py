@@ -83,6 +83,10 @@ class LocalEcsAgent:
     log_dir: Path
     extra_env: dict[str, str] = field(default_factory=dict)  # [dev] env: added to every task's environment
     stop_grace_seconds: float = 10.0
+    #: what the runner task role gives a map's items step, the one step that calls AWS itself
+    #: (it writes its list to S3: contract/map_items.py): the local endpoint and its key. Only
+    #: such a task gets it; with moto in-process (no endpoint) there is nothing to give.
+    task_role_env: dict[str, str] = field(default_factory=dict)
     tasks: dict[str, RunningTask] = field(default_factory=dict)
     finished: dict[str, JsonObject] = field(default_factory=dict)
 
@@ -128,6 +132,8 @@ class LocalEcsAgent:
         env = container_env(self.extra_env)
         for item in (container_def.get("environment") or []) + (override.get("environment") or []):
             env[item["name"]] = item["value"]
+        if rc.ENV_ITEMS_URI in env:
+            env |= self.task_role_env
         task_id = task.id
         env[ENV_TASK_MARK] = task_id  # every process of the task carries it: see _end_task_processes
         destination = self._log_destination(task, container_def, env)

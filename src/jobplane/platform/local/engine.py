@@ -136,7 +136,10 @@ class LocalAWS:
             self._tmp = tempfile.TemporaryDirectory(prefix="jobplane-tasks-")
             self.log_dir = Path(self._tmp.name)
         self.restore_logs()
-        self.agent = LocalEcsAgent(self.log_dir, self.env).activate()
+        task_role = ({"AWS_ENDPOINT_URL": str(self.endpoint_url), "AWS_ACCESS_KEY_ID": self.credentials.access_key_id,
+                      "AWS_SECRET_ACCESS_KEY": self.credentials.secret_access_key, "AWS_DEFAULT_REGION": self.region}
+                     if self.endpoint_url else {})
+        self.agent = LocalEcsAgent(self.log_dir, self.env, task_role_env=task_role).activate()
         self.lambda_agent = LocalLambdaAgent(Path(self.log_dir), self.prefix, self.env).activate()
         self._listener: Callable[[str, str, str], None] = self._on_status
         moto_patches.STATUS_LISTENERS.append(self._listener)
@@ -318,7 +321,12 @@ class LocalAWS:
             AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [{
                 "Effect": "Allow", "Principal": {"Service": "states.amazonaws.com"}, "Action": "sts:AssumeRole"}]}),
         )["Role"]["Arn"]
+        # as the base module's catalog bucket, where a map's items step writes its list (contract/map_items.py)
+        items_bucket = f"{self.prefix}-catalog"
+        self.client("s3").create_bucket(Bucket=items_bucket, **(
+            {"CreateBucketConfiguration": {"LocationConstraint": self.region}} if self.region != "us-east-1" else {}))
         self.resources = {
+            "items_bucket": items_bucket,
             "table_name": self.prefix, "topic_arn": topic, "cluster_arn": cluster,
             "task_definition": f"{self.prefix}-runner", "task_definition_arn": task_def, "subnets": subnet, "security_groups": group,
             "role_arn": role, "scheduler_dlq_arn": dlq_arn,

@@ -71,7 +71,10 @@ def fix_client_reuse() -> None:
     boto_client.boto_client_for = boto_client_for
     from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
 
+    # a Distributed Map's ItemReader reads S3 with its own import of the function
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.item_reader.eval import resource_eval_s3
+
     for module in (state_task_service_aws_sdk, state_task_service_dynamodb, state_task_service_ecs,
-                   state_task_service_sfn, state_task_service_sns, lambda_eval_utils):
+                   state_task_service_sfn, state_task_service_sns, lambda_eval_utils, resource_eval_s3):
         if hasattr(module, "boto_client_for"):
             module.boto_client_for = boto_client_for

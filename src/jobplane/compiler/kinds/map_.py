@@ -1,0 +1,88 @@
+"""``jp.map(name, items=<step>, each=<step>, opts)``: fan a step out over a list of items.
+
+``items`` is a python step whose function returns the list (tenant ids, small objects); the
+runner writes it to the platform's bucket (contract/map_items.py) and a Distributed Map reads it
+back with ``ItemReader``, running ``each`` once per item as a child workflow execution, at most
+``max_concurrency`` at a time, with the item in its params (``item``) and JOBPLANE_ITEM. Each
+item's attempts are the ``each`` step's own (its retry, timeout, size), and each item's outcome
+is written by the state machine as a record of its own (``ITEM#<map>#<index>`` under the run's
+partition). The map fails once more than ``tolerated_failures`` items failed (a count, or a
+percentage such as ``'1%'``). docs/dsl.md "Fan-out", docs/state-machine.md "A map".
+
+A map has no attempt of its own (like a parallel group): its two members are the steps.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from jobplane.compiler.fields import Anything, FieldSpec, Int, Model, Nested, Nullable, field
+from jobplane.compiler.kinds.base import StepKind
+from jobplane.contract import map_items
+from jobplane.contract.quoting import quoted
+from jobplane.contract.types import JsonObject, JsonValue
+
+if TYPE_CHECKING:
+    from jobplane.compiler.executors.base import StepExecutor
+    from jobplane.compiler.model import Step
+
+_PERCENT_RE = re.compile(r"^(100|[1-9]?[0-9])(\.[0-9]+)?%$")
+
+
+def _step_model() -> type[Model]:
+    from jobplane.compiler.model import Step
+
+    return Step
+
+
+def _tolerated(v: JsonValue, _: JsonObject) -> Iterator[str]:
+    if isinstance(v, bool) or not (isinstance(v, int) and v >= 0 or isinstance(v, str) and _PERCENT_RE.fullmatch(v)):
+        yield (f"{quoted(v)} is neither a count of items (0 or more) nor a percentage such as '1%' (0-100): "
+               "how many items may fail before the map fails")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MapSpec(Model):
+    """What ``jp.map`` fans out: the step that lists the items, the step run per item, and how."""
+
+    items: Any = field(Nested(_step_model), description="A python step whose function returns the items (a list).")
+    each: Any = field(Nested(_step_model), description="The step run once per item, the item in its params as 'item'.")
+    max_concurrency: int = field(Int(ge=1, le=map_items.MAX_CONCURRENCY), 10,
+                                 description="Items running at once (Distributed Map MaxConcurrency).")
+    tolerated_failures: JsonValue = field(Anything(), 0, check=_tolerated, description=(
+        "Items that may fail before the map fails: a count (ToleratedFailureCount) or 'N%' "
+        "(ToleratedFailurePercentage)."))
+
+    def tolerance(self) -> JsonObject:
+        """The Map state's tolerance field."""
+        v = self.tolerated_failures
+        if isinstance(v, str):
+            return {"ToleratedFailurePercentage": float(v[:-1]) if "." in v else int(v[:-1])}
+        return {"ToleratedFailureCount": v}
+
+
+class MapKind(StepKind):
+    name = "map"
+    spec = FieldSpec(Nullable(Nested(lambda: MapSpec)), "Fan-out: {items, each, max_concurrency, tolerated_failures}.")
+    helper = "map(name, items, each, opts={})"
+
+    @property
+    def executor(self) -> StepExecutor:
+        raise TypeError("a map has no executor: its items and each steps run")
+
+    def problems(self, step: Step) -> Iterator[str]:
+        spec: MapSpec = step.target
+        items, each = spec.items, spec.each
+        if items.kind.name != "python":
+            yield f"a map's items step must be a python step (its function returns the items), not {items.kind.name}"
+        if each.parallel is not None or each.kind.info.executor.value != "ecs":
+            yield (f"a map's each step runs on ECS (python, celery, django or shell), not {each.kind.name}: "
+                   "its item reaches it in the task's environment")
+        if step.retry.attempts > 1:
+            yield "a map has no attempts of its own: give retry to its items or each step"
+
+    def target_spec(self, step: Step) -> JsonObject:
+        raise TypeError("a map has no target")

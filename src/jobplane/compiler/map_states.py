@@ -1,0 +1,207 @@
+"""The states of a ``jp.map`` step (compiler/kinds/map_.py): its items step's attempts, then one
+Distributed Map whose child executions each run the ``each`` step's attempts for one item and
+write that item's record.
+
+Why always Distributed (docs/state-machine.md "A map"): the list comes from S3 (steps return no
+data to the state machine), and only a Distributed Map reads S3 with ``ItemReader``; an Inline
+Map runs at most 40 iterations at once and adds every iteration's events to the run's history
+(25,000 events at most), while Distributed runs up to 10,000 child executions, each with its own
+history (https://docs.aws.amazon.com/step-functions/latest/dg/state-map.html). The children are
+STANDARD executions: an ``ecs:runTask.sync`` Task is not supported in an Express workflow
+(https://docs.aws.amazon.com/step-functions/latest/dg/connect-to-resource.html). Cost: one state
+transition per child execution started (https://docs.aws.amazon.com/step-functions/latest/dg/concepts-transitions.html,
+"Transitions in Distributed Map state") plus the child's own, :func:`transitions_per_item`.
+
+The child's ``$$.Execution`` is the child's own, so the run's identity (its execution name, the
+input fields the Tasks read) reaches it in the ``ItemSelector``, evaluated in the parent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+from jobplane.compiler.choice_rules import When, present
+from jobplane.compiler.state_data import ERROR
+from jobplane.compiler.states import DISCARD, Catch, Choice, Graph, State, Task, _Catching
+from jobplane.contract import items as it
+from jobplane.contract import map_items
+from jobplane.contract import states as sn
+from jobplane.contract.bindings import token
+from jobplane.contract.datamodel import EXEC_PREFIX
+from jobplane.contract.execution_input import ExecutionInput
+from jobplane.contract.items import Ref
+from jobplane.contract.statuses import Event, ExecutionStatus
+from jobplane.contract.types import JsonObject
+
+if TYPE_CHECKING:
+    from jobplane.compiler.choice_rules import Rule
+    from jobplane.compiler.kinds.map_ import MapSpec
+    from jobplane.compiler.model import Job, Step
+
+GET_OBJECT = "arn:aws:states:::s3:getObject"
+PUT_ITEM = "arn:aws:states:::dynamodb:putItem"
+#: what the child's Tasks read of the run (the ECS overrides: contract/execution_input.py)
+_RUN_FIELDS = ("trigger", "scheduled_time", "requested_by", "params")
+ITEM_FAILED_ERROR = "Job.ItemFailed"
+
+
+@dataclass
+class Map(_Catching):
+    """A Distributed Map state (JSONPath)."""
+
+    type: ClassVar[str] = "Map"
+    processor: Graph
+    item_reader: JsonObject
+    item_selector: JsonObject
+    max_concurrency: int
+    tolerance: JsonObject
+    result_path: object = DISCARD
+
+    def fields(self) -> JsonObject:
+        return {"ItemReader": self.item_reader, "ItemSelector": self.item_selector,
+                "ItemProcessor": {"ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+                                  **self.processor.to_dict()},
+                "MaxConcurrency": self.max_concurrency, **self.tolerance, "ResultPath": None} | self.catch_fields()
+
+
+@dataclass
+class _ItemFail(State):
+    type: ClassVar[str] = "Fail"
+
+    def fields(self) -> JsonObject:
+        return {"Error": ITEM_FAILED_ERROR, "Cause": "the item's record says why"}
+
+
+def spec_of(step: Step) -> MapSpec:
+    from jobplane.compiler.kinds.map_ import MapSpec
+
+    spec = step.target
+    assert isinstance(spec, MapSpec)
+    return spec
+
+
+def role_in(job: Job, step: Step) -> tuple[str, Step] | None:
+    """("items" or "each", the map) when ``step`` is a member of one of the job's maps."""
+    for s in job.steps:
+        if s.kind_ is not None and s.kind_.name == "map":
+            spec = spec_of(s)
+            if step is spec.items:
+                return "items", s
+            if step is spec.each:
+                return "each", s
+    return None
+
+
+def map_env(job: Job, step: Step) -> tuple[list[dict[str, str]], str | None]:
+    """Extra container environment of a map's member, and the execution name's path for an each
+    step (its own ``$$.Execution`` is the child's)."""
+    role = role_in(job, step)
+    if role is None:
+        return [], None
+    kind, m = role
+    if kind == "items":
+        key = map_items.items_key_format(job.name, m.name)
+        return [{"Name": map_items.ENV_ITEMS_URI,
+                 "Value.$": f"States.Format('s3://{token('items_bucket')}/{key}', $$.Execution.Name)"}], None
+    return [{"Name": map_items.ENV_ITEM, "Value.$": "States.JsonToString($.item)"},
+            {"Name": map_items.ENV_ITEM_INDEX, "Value.$": "States.Format('{}', $.index)"}], "$.execution"
+
+
+def item_record(job: Job, m: Step, status: str) -> it.Put:
+    """The item's record, written by its child execution when the item ends."""
+    return it.Put(item={
+        "pk": it.formatted(EXEC_PREFIX, Ref("$.execution")),
+        "sk": Ref(f"States.Format('{map_items.item_sk(m.name, '{}')}', $.index)"),
+        "execution": Ref("$.execution"), "job": job.name, "map": m.name,
+        "index": Ref("States.Format('{}', $.index)"), "item": Ref("States.JsonToString($.item)"),
+        "status": status, "detail": Ref("States.JsonToString($.run)"), "finished_at": Ref("$$.State.EnteredTime")})
+
+
+class _ItemBuilder:
+    """The job's builder as the each step's attempts see it inside a child execution: a failure
+    writes the item's record and fails the child (so the Map counts it); no RECOVERED there."""
+
+    def __init__(self, outer: object, m: Step, processor: Graph):
+        self.outer = outer
+        self.job: Job = outer.job  # type: ignore[attr-defined]
+        self.prefix: str = outer.prefix  # type: ignore[attr-defined]
+        self.events: set[Event] = set()
+        self.m = m
+        self.processor = processor
+
+    def step_failure_state(self, step: Step, status: ExecutionStatus, into: Graph, record: bool) -> str:
+        name = sn.step_failed(step.name) if status == ExecutionStatus.FAILED else sn.step_timed_out(step.name)
+        if name not in into:
+            into.add(name, _put(self.job, self.m, status.value, sn.FAIL))
+        if sn.FAIL not in into:
+            into.add(sn.FAIL, _ItemFail(comment=f"the item failed: the Map counts it against tolerated_failures"))
+        return name
+
+    def recovered_rule(self, ok: Rule | list[Rule]) -> When:
+        raise AssertionError("an item is never the job's last state")
+
+    def retry_loop(self, step: Step, into: Graph) -> str:
+        return self.outer.retry_loop(step, into)  # type: ignore[attr-defined, no-any-return]
+
+
+def _put(job: Job, m: Step, status: str, next_: str | None) -> Task:
+    from jobplane.compiler.asl import DDB_RETRY
+
+    # the child's output is {} (ResultSelector of nothing over the whole state): the Map's
+    # result is every child's output, which must stay far below the 256 KiB limit
+    return Task(resource=PUT_ITEM, parameters=item_record(job, m, status).asl(token("table_name")),
+                result_selector={}, result_path="$", retry=[DDB_RETRY], next=next_)
+
+
+def map_states(b: object, m: Step, nxt: str, is_last: bool) -> str:
+    """Add the map's states to the job's graph; return the first one's name (its items step's)."""
+    from jobplane.compiler.asl import _initial_slots
+
+    job: Job = b.job  # type: ignore[attr-defined]
+    graph: Graph = b.graph  # type: ignore[attr-defined]
+    spec = spec_of(m)
+    each = spec.each
+    processor = Graph()
+    done = processor.add(sn.branch_done(each.name), _put(job, m, ExecutionStatus.SUCCEEDED.value, None))
+    processor.start_at = each.kind.executor.attempt_states(_ItemBuilder(b, m, processor), each, done, False, processor,
+                                                           False)
+    failed = b.step_failure_state(m, ExecutionStatus.FAILED, graph, True)  # type: ignore[attr-defined]
+    after = nxt
+    if is_last and Event.RECOVERED in b.events:  # type: ignore[attr-defined]
+        after = graph.add(sn.check(m.name), Choice(choices=[b.recovered_rule(present("$.run"))],  # type: ignore[attr-defined]
+                                                   default=nxt))
+    key = map_items.items_key_format(job.name, m.name)
+    graph.add(sn.attempt(m.name), Map(
+        comment=f"each item of {spec.items.name} runs {each.name} in a child execution and records its outcome",
+        item_reader={"Resource": GET_OBJECT, "ReaderConfig": {"InputType": "JSON"},
+                     "Parameters": {"Bucket": token("items_bucket"),
+                                    "Key.$": f"States.Format('{key}', $$.Execution.Name)"}},
+        item_selector={"item.$": "$$.Map.Item.Value.v", "index.$": "$$.Map.Item.Value.i",
+                       "execution.$": "$$.Execution.Name",
+                       **{f"{f}.$": ExecutionInput.ref(f).expr for f in _RUN_FIELDS},
+                       "run": {"steps": {each.key: {}} | _initial_slots([each]), "infra": {"n": 0}}},
+        processor=processor, max_concurrency=spec.max_concurrency, tolerance=spec.tolerance(),
+        catch=[Catch(["States.ALL"], failed, ERROR)], next=after))
+    return b.step_states(spec.items, sn.attempt(m.name), False, graph, record=True)  # type: ignore[attr-defined, no-any-return]
+
+
+def map_routes(m: Step) -> list[When]:
+    """Where a re-run goes: from the map (or its items step) the whole map again, with a fresh
+    list; from its each step, the Map alone, over the list the re-run was given (``jobplane
+    rerun --failed-items`` writes the failed items there: platform/control/map_rerun.py)."""
+    from jobplane.compiler.choice_rules import equals
+
+    spec = spec_of(m)
+    resume = ExecutionInput.ref("resume_from").expr
+    return [When(equals(resume, m.name), sn.attempt(spec.items.name)),
+            When(equals(resume, spec.items.name), sn.attempt(spec.items.name)),
+            When(equals(resume, spec.each.name), sn.attempt(m.name))]
+
+
+def transitions_per_item(each: Step) -> int:
+    """State transitions one item costs when its first attempt succeeds: the child execution's
+    start (billed as one), its Task, its check and its record; each retry adds the retry loop's
+    two states and another Task and check (docs/state-machine.md)."""
+    return 4
+

@@ -1,0 +1,143 @@
+"""A map's items, as the runner writes them, the state machine reads them and the records keep
+them (compiler/kinds/map_.py compiles ``jp.map``).
+
+* **The list**: the items step's function returns a JSON list; the runner writes it to the
+  platform's bucket under :func:`items_key` as a JSON array of ``{"i": index, "v": item}``
+  (the index survives a re-run of only the failed items, which gets a list of its own under
+  the re-run's execution name). A Distributed Map reads it with ``ItemReader`` (InputType JSON).
+* **Per item**: the state machine writes one record per item when the item ends
+  (``EXEC#<execution>`` / ``ITEM#<map>#<index>``): SUCCEEDED or FAILED, the item, and the item's
+  last state data (``detail``: its attempt counter and the last attempt's error) from which
+  :func:`item_outcome` reads the attempts and an error excerpt.
+
+Limits (Step Functions quotas, https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html):
+a child execution's input, like any state's, is at most 256 KiB ("Maximum input or output size
+for a task, state, or execution"), and an item reaches its ECS task in the container overrides,
+which ECS caps at 8,192 characters with the run's params (compiler/overrides.py), so one item is
+refused beyond :data:`MAX_ITEM_BYTES` (pass an id; read the rest in the each step);
+a Distributed Map runs at most 10,000 child executions at once
+(https://docs.aws.amazon.com/step-functions/latest/dg/state-map-distributed.html), the bound of
+``max_concurrency``. The list itself is bounded by :data:`MAX_ITEMS` (ours: the per-item records
+and the portal's list stay readable; Step Functions itself reads S3 objects far larger).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from jobplane.contract import runner as rc
+from jobplane.contract.types import JsonObject, JsonValue
+
+ITEMS_PREFIX = "map-items/"
+ITEM_SK_PREFIX = "ITEM#"
+MAX_CONCURRENCY = 10_000
+MAX_ITEMS = 100_000
+#: one item's JSON: it travels in the each step's ECS container overrides (8,192 characters in all, with the run's params)
+MAX_ITEM_BYTES = 1024
+ERROR_EXCERPT = 300
+
+#: the runner environment (contract/runner.py, which the runner reads without this module)
+ENV_ITEMS_URI, ENV_ITEM, ENV_ITEM_INDEX, ITEM_PARAM = rc.ENV_ITEMS_URI, rc.ENV_ITEM, rc.ENV_ITEM_INDEX, rc.ITEM_PARAM
+
+
+def items_key(job: str, execution: str, map_name: str) -> str:
+    """Where a run's list for one map lives in the platform's bucket."""
+    return f"{ITEMS_PREFIX}{job}/{execution}/{map_name}.json"
+
+
+def items_key_format(job: str, map_name: str) -> str:
+    """:func:`items_key` as a States.Format template whose one argument is the execution name."""
+    return items_key(job, "{}", map_name)
+
+
+def item_sk(map_name: str, index: int | str) -> str:
+    return f"{ITEM_SK_PREFIX}{map_name}#{index}"
+
+
+def encode(items: list[JsonValue], indexes: list[int] | None = None) -> bytes:
+    """The list as the Map reads it. ``indexes``: the items' own indexes (a re-run of failed items)."""
+    idx = indexes if indexes is not None else list(range(len(items)))
+    return json.dumps([{"i": i, "v": v} for i, v in zip(idx, items)], separators=(",", ":"),
+                      ensure_ascii=False).encode()
+
+
+def problems(items: object) -> list[str]:
+    """Why a list an items step returned cannot be fanned out (empty: it can)."""
+    if not isinstance(items, (list, tuple)):
+        return [f"the items step must return a list, not {type(items).__name__}"]
+    out = []
+    if len(items) > MAX_ITEMS:
+        out.append(f"{len(items)} items: a map takes at most {MAX_ITEMS}")
+    for i, item in enumerate(items):
+        try:
+            size = len(json.dumps(item, ensure_ascii=False).encode())
+        except (TypeError, ValueError) as e:
+            out.append(f"item {i} is not JSON: {e}")
+            break
+        if size > MAX_ITEM_BYTES:
+            out.append(f"item {i} is {size} bytes of JSON: at most {MAX_ITEM_BYTES} (it travels in the ECS task's "
+                       "overrides); pass an id and read the rest in the each step")
+            break
+    return out
+
+
+@dataclass(frozen=True)
+class ItemOutcome:
+    """One item of a map as its record tells it."""
+
+    map: str
+    index: int
+    item: JsonValue
+    status: str
+    attempts: int
+    error: str | None
+    finished_at: str | None
+
+    @property
+    def retried(self) -> bool:
+        return self.attempts > 1
+
+    def to_json(self) -> JsonObject:
+        return {"map": self.map, "index": self.index, "item": self.item, "status": self.status,
+                "attempts": self.attempts, "retried": self.retried, "error": self.error,
+                "finished_at": self.finished_at}
+
+
+def _excerpt(error: JsonValue) -> str | None:
+    """A person's line from the last attempt's error: the ECS task's exit code or stop reason
+    when its Cause is the task's JSON, else the error name and the cause's start."""
+    if not isinstance(error, dict):
+        return None
+    name, cause = str(error.get("Error") or ""), error.get("Cause")
+    try:
+        task = json.loads(cause) if isinstance(cause, str) else None
+    except ValueError:
+        task = None
+    if isinstance(task, dict):
+        containers = task.get("Containers") or [{}]
+        code = containers[0].get("ExitCode") if isinstance(containers[0], dict) else None
+        reason = task.get("StoppedReason") or ""
+        text = f"{name}: exit code {code}" + (f" ({reason})" if reason else "")
+    else:
+        text = f"{name}: {cause}" if cause else name
+    return text[:ERROR_EXCERPT]
+
+
+def item_outcome(record: JsonObject) -> ItemOutcome:
+    """An item record (plain attribute values) as an :class:`ItemOutcome`."""
+    try:
+        detail = json.loads(str(record.get("detail") or "{}"))
+    except ValueError:
+        detail = {}
+    try:
+        item = json.loads(str(record.get("item") or "null"))
+    except ValueError:
+        item = record.get("item")
+    slot = next(iter((detail.get("steps") or {}).values()), {}) if isinstance(detail, dict) else {}
+    attempts = slot.get("n", 1) if isinstance(slot, dict) else 1
+    status = str(record.get("status") or "")
+    return ItemOutcome(map=str(record.get("map") or ""), index=int(str(record.get("index") or 0)), item=item,
+                       status=status, attempts=int(attempts) if isinstance(attempts, int) else 1,
+                       error=_excerpt(detail.get("error")) if status != "SUCCEEDED" and isinstance(detail, dict) else None,
+                       finished_at=str(record["finished_at"]) if record.get("finished_at") else None)

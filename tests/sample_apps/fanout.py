@@ -1,0 +1,23 @@
+"""Steps of the fan-out tests and bench (jp.map): list tenants, close one tenant's month.
+
+Which tenants fail is the run's params, so a test says it in the run it starts:
+``fail_once`` fail their first attempt only, ``fail_always`` every attempt.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def list_tenants(count: int = 5, fanout_bad: str | None = None) -> Any:
+    if fanout_bad == "not-a-list":
+        return {"tenants": count}
+    return [f"t-{i:04d}" for i in range(count)]
+
+
+def close_month(item: str, context: Any, fail_once: list[str] | None = None,
+                fail_always: list[str] | None = None) -> None:
+    if item in (fail_always or []):
+        raise RuntimeError(f"ledger refused tenant {item}")
+    if item in (fail_once or []) and context.attempt == 1:
+        raise RuntimeError(f"ledger busy for tenant {item} (first attempt)")
