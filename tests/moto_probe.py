@@ -793,6 +793,26 @@ def scenario(name: str, fixed: bool) -> dict:
                     "exit_code": ((ex.output or {}).get("Payload") or {}).get("exit_code")}
         return with_engine(fixes, body)
 
+    if name == "map_tolerated_failures":
+        # a Distributed Map over [1, 2, 3] whose item 2 fails: over a tolerance of none, and of one
+        def body(aws):
+            def machine(tolerance: dict) -> dict:
+                return {"StartAt": "m", "States": {"m": {
+                    "Type": "Map", "ItemsPath": "$.items", **tolerance, "End": True,
+                    "ItemProcessor": {"ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+                                      "StartAt": "c", "States": {
+                                          "c": {"Type": "Choice", "Choices": [{"Variable": "$", "NumericEquals": 2,
+                                                                               "Next": "f"}], "Default": "ok"},
+                                          "f": {"Type": "Fail", "Error": "Item.Failed"},
+                                          "ok": {"Type": "Pass", "End": True}}}}}}
+            sfn = aws.client("stepfunctions")
+            none = run_machine(sfn, machine({}), {"items": [1, 2, 3]})
+            one = run_machine(sfn, machine({"ToleratedFailureCount": 1}), {"items": [1, 2, 3]})
+            pct = run_machine(sfn, machine({"ToleratedFailurePercentage": 30.0}), {"items": [1, 2, 3]})
+            return {"none": [none["status"], none["error"]], "one": [one["status"], one["error"]],
+                    "pct": [pct["status"], pct["error"]]}
+        return with_engine(fixes, body)
+
     raise SystemExit(f"unknown scenario {name}")
 
 

@@ -443,3 +443,14 @@ def test_the_server_finds_a_requests_backend_and_action_without_scanning_each_ti
     # and the action methods of each response class: stock walks its members per request
     assert stock["member_walks"] >= 30 and fixed["member_walks"] == stock["member_walks"] - 28
 
+
+@probes("map_tolerated_failures")
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_a_distributed_map_fails_past_its_tolerated_failures(mode: str) -> None:
+    r = probe("map_tolerated_failures", mode)
+    assert r["one"] == ["SUCCEEDED", None]  # one failed item of three, one tolerated
+    if mode == "stock":
+        assert r["none"] == ["SUCCEEDED", None] and r["pct"] == ["SUCCEEDED", None]  # the failure is ignored
+    else:
+        assert r["none"] == ["FAILED", "States.ExceedToleratedFailureThreshold"]
+        assert r["pct"] == ["FAILED", "States.ExceedToleratedFailureThreshold"]  # 33% > 30%

@@ -74,6 +74,27 @@ resource "aws_iam_role" "runner_task" {
   assume_role_policy = data.aws_iam_policy_document.ecs_tasks_assume.json
 }
 
+# A map's items step (jp.map) writes its list under map-items/ in the catalog bucket, which the
+# platform key encrypts (contract/map_items.py); the job's state machine reads it back.
+data "aws_iam_policy_document" "runner_map_items" {
+  statement {
+    sid       = "WriteMapItems"
+    actions   = ["s3:PutObject"]
+    resources = ["${aws_s3_bucket.catalog.arn}/map-items/*"]
+  }
+  statement {
+    sid       = "EncryptMapItems"
+    actions   = ["kms:GenerateDataKey"]
+    resources = [aws_kms_key.platform.arn]
+  }
+}
+
+resource "aws_iam_role_policy" "runner_task_map_items" {
+  name   = "map-items"
+  role   = aws_iam_role.runner_task.id
+  policy = data.aws_iam_policy_document.runner_map_items.json
+}
+
 resource "aws_iam_role" "runner_execution" {
   name               = "${var.name_prefix}-runner-exec"
   description        = "ECS task execution role of the shared runner task definition"

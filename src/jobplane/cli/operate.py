@@ -383,16 +383,23 @@ def stop(obj: Context, execution: str, reason: str, data_dir: Path | None, deplo
 @click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE",
               help="Change a param of the original run (repeatable).")
 @click.option("--reason", default="", help="Why (shown in the audit log and the portal).")
+@click.option("--failed-items", is_flag=True, help="Only the map items that failed (jp.map), nothing else before the map.")
+@click.option("--map", "map_name", default=None, help="With --failed-items: which map, when several had failures.")
 @data_dir_option
 @deployment_option
 @click.pass_obj
-def rerun(obj: Context, execution: str, whole: bool, params: tuple[str, ...], reason: str, data_dir: Path | None,
-          deployment: Path | None) -> None:
-    """Re-run EXECUTION from its failed step (or --whole) with its params, as the portal's
-    re-run button does; prints the new execution's name and does not wait for it."""
+def rerun(obj: Context, execution: str, whole: bool, params: tuple[str, ...], reason: str, failed_items: bool,
+          map_name: str | None, data_dir: Path | None, deployment: Path | None) -> None:
+    """Re-run EXECUTION from its failed step (or --whole, or only its --failed-items) with its
+    params, as the portal's re-run buttons do; prints the new execution's name and does not wait for it."""
+    if failed_items and whole:
+        raise click.UsageError("--failed-items and --whole are different re-runs: give one")
     where = target(obj, data_dir, deployment)
     try:
-        name = where.control.rerun(execution, where.actor, not whole, parse_params(params), reason)
+        if failed_items:
+            name = where.control.rerun_failed_items(execution, where.actor, map_name, reason, parse_params(params))
+        else:
+            name = where.control.rerun(execution, where.actor, not whole, parse_params(params), reason)
     except control_error() as e:
         raise click.ClickException(e.message) from None
     click.echo(f"started {name}, a re-run of {execution} ({where.where}, as {where.as_whom})"

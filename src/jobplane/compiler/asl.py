@@ -343,7 +343,7 @@ class _Builder:
             step = steps[i]
             is_last = i == len(steps) - 1
             if step.kind.name == "map":
-                nxt = map_states(self, step, nxt, is_last)
+                nxt = map_states(self, step, nxt, is_last, DDB_RETRY)
             elif step.parallel is not None:
                 nxt = self.parallel_states(step, nxt, is_last)
             else:

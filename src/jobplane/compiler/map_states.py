@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from jobplane.compiler.choice_rules import When, present
-from jobplane.compiler.state_data import ERROR
-from jobplane.compiler.states import DISCARD, Catch, Choice, Graph, State, Task, _Catching
+from jobplane.compiler.state_data import ATTEMPT, ERROR
+from jobplane.compiler.states import DISCARD, Catch, Choice, Graph, Retry, State, Task, _Catching
 from jobplane.contract import items as it
 from jobplane.contract import map_items
 from jobplane.contract import states as sn
@@ -81,33 +81,6 @@ def spec_of(step: Step) -> MapSpec:
     return spec
 
 
-def role_in(job: Job, step: Step) -> tuple[str, Step] | None:
-    """("items" or "each", the map) when ``step`` is a member of one of the job's maps."""
-    for s in job.steps:
-        if s.kind_ is not None and s.kind_.name == "map":
-            spec = spec_of(s)
-            if step is spec.items:
-                return "items", s
-            if step is spec.each:
-                return "each", s
-    return None
-
-
-def map_env(job: Job, step: Step) -> tuple[list[dict[str, str]], str | None]:
-    """Extra container environment of a map's member, and the execution name's path for an each
-    step (its own ``$$.Execution`` is the child's)."""
-    role = role_in(job, step)
-    if role is None:
-        return [], None
-    kind, m = role
-    if kind == "items":
-        key = map_items.items_key_format(job.name, m.name)
-        return [{"Name": map_items.ENV_ITEMS_URI,
-                 "Value.$": f"States.Format('s3://{token('items_bucket')}/{key}', $$.Execution.Name)"}], None
-    return [{"Name": map_items.ENV_ITEM, "Value.$": "States.JsonToString($.item)"},
-            {"Name": map_items.ENV_ITEM_INDEX, "Value.$": "States.Format('{}', $.index)"}], "$.execution"
-
-
 def item_record(job: Job, m: Step, status: str) -> it.Put:
     """The item's record, written by its child execution when the item ends."""
     return it.Put(item={
@@ -122,8 +95,9 @@ class _ItemBuilder:
     """The job's builder as the each step's attempts see it inside a child execution: a failure
     writes the item's record and fails the child (so the Map counts it); no RECOVERED there."""
 
-    def __init__(self, outer: object, m: Step, processor: Graph):
+    def __init__(self, outer: object, m: Step, processor: Graph, ddb_retry: Retry):
         self.outer = outer
+        self.ddb_retry = ddb_retry
         self.job: Job = outer.job  # type: ignore[attr-defined]
         self.prefix: str = outer.prefix  # type: ignore[attr-defined]
         self.events: set[Event] = set()
@@ -133,7 +107,7 @@ class _ItemBuilder:
     def step_failure_state(self, step: Step, status: ExecutionStatus, into: Graph, record: bool) -> str:
         name = sn.step_failed(step.name) if status == ExecutionStatus.FAILED else sn.step_timed_out(step.name)
         if name not in into:
-            into.add(name, _put(self.job, self.m, status.value, sn.FAIL))
+            into.add(name, _put(self.job, self.m, status.value, sn.FAIL, self.ddb_retry))
         if sn.FAIL not in into:
             into.add(sn.FAIL, _ItemFail(comment=f"the item failed: the Map counts it against tolerated_failures"))
         return name
@@ -145,27 +119,24 @@ class _ItemBuilder:
         return self.outer.retry_loop(step, into)  # type: ignore[attr-defined, no-any-return]
 
 
-def _put(job: Job, m: Step, status: str, next_: str | None) -> Task:
-    from jobplane.compiler.asl import DDB_RETRY
-
+def _put(job: Job, m: Step, status: str, next_: str | None, ddb_retry: Retry) -> Task:
     # the child's output is {} (ResultSelector of nothing over the whole state): the Map's
     # result is every child's output, which must stay far below the 256 KiB limit
     return Task(resource=PUT_ITEM, parameters=item_record(job, m, status).asl(token("table_name")),
-                result_selector={}, result_path="$", retry=[DDB_RETRY], next=next_)
+                result_selector={}, result_path="$", retry=[ddb_retry], next=next_)
 
 
-def map_states(b: object, m: Step, nxt: str, is_last: bool) -> str:
-    """Add the map's states to the job's graph; return the first one's name (its items step's)."""
-    from jobplane.compiler.asl import _initial_slots
-
+def map_states(b: object, m: Step, nxt: str, is_last: bool, ddb_retry: Retry) -> str:
+    """Add the map's states to the job's graph; return the first one's name (its items step's).
+    ``ddb_retry``: the job's DynamoDB Retry (compiler/asl.py), for the item records."""
     job: Job = b.job  # type: ignore[attr-defined]
     graph: Graph = b.graph  # type: ignore[attr-defined]
     spec = spec_of(m)
     each = spec.each
     processor = Graph()
-    done = processor.add(sn.branch_done(each.name), _put(job, m, ExecutionStatus.SUCCEEDED.value, None))
-    processor.start_at = each.kind.executor.attempt_states(_ItemBuilder(b, m, processor), each, done, False, processor,
-                                                           False)
+    done = processor.add(sn.branch_done(each.name), _put(job, m, ExecutionStatus.SUCCEEDED.value, None, ddb_retry))
+    processor.start_at = each.kind.executor.attempt_states(_ItemBuilder(b, m, processor, ddb_retry), each, done, False,
+                                                           processor, False)
     failed = b.step_failure_state(m, ExecutionStatus.FAILED, graph, True)  # type: ignore[attr-defined]
     after = nxt
     if is_last and Event.RECOVERED in b.events:  # type: ignore[attr-defined]
@@ -180,7 +151,9 @@ def map_states(b: object, m: Step, nxt: str, is_last: bool) -> str:
         item_selector={"item.$": "$$.Map.Item.Value.v", "index.$": "$$.Map.Item.Value.i",
                        "execution.$": "$$.Execution.Name",
                        **{f"{f}.$": ExecutionInput.ref(f).expr for f in _RUN_FIELDS},
-                       "run": {"steps": {each.key: {}} | _initial_slots([each]), "infra": {"n": 0}}},
+                       # the attempt counter of a retried each step starts at 1, as asl._initial_slots does
+                       "run": {"steps": {each.key: {ATTEMPT: 1} if each.retry.attempts > 1 else {}},
+                               "infra": {"n": 0}}},
         processor=processor, max_concurrency=spec.max_concurrency, tolerance=spec.tolerance(),
         catch=[Catch(["States.ALL"], failed, ERROR)], next=after))
     return b.step_states(spec.items, sn.attempt(m.name), False, graph, record=True)  # type: ignore[attr-defined, no-any-return]
@@ -197,6 +170,29 @@ def map_routes(m: Step) -> list[When]:
     return [When(equals(resume, m.name), sn.attempt(spec.items.name)),
             When(equals(resume, spec.items.name), sn.attempt(spec.items.name)),
             When(equals(resume, spec.each.name), sn.attempt(m.name))]
+
+
+def role_statements(job: Job, sm_name: str) -> list[JsonObject]:
+    """What the job's state machine role calls for its maps, only for a job that has one: read
+    its lists (S3, decrypted with the platform key that encrypts the catalog bucket), start its
+    children and watch or stop them. "IAM policies for using Distributed Map states",
+    https://docs.aws.amazon.com/step-functions/latest/dg/iam-policies-eg-dist-map.html: a Distributed
+    Map's role needs states:StartExecution on its own state machine and states:DescribeExecution
+    and states:StopExecution on the child executions, whose ARNs are
+    ``execution:<state machine>/<map run label>:<id>``."""
+    from jobplane.compiler.terraform_iam import ACCOUNT, PARTITION, REGION, statement
+
+    if not any(s.kind_ is not None and s.kind_.name == "map" for s in job.steps):
+        return []
+    arn = f"arn:{PARTITION}:states:{REGION}:{ACCOUNT}"
+    return [
+        statement("ReadMapItems", ["s3:GetObject"],
+                  [f"arn:{PARTITION}:s3:::${{local.platform.catalog_bucket}}/{map_items.ITEMS_PREFIX}{job.name}/*"]),
+        statement("DecryptMapItems", ["kms:Decrypt"], ["${local.platform.kms_key_arn}"]),
+        statement("StartMapChildren", ["states:StartExecution"], [f"{arn}:stateMachine:{sm_name}"]),
+        statement("WatchMapChildren", ["states:DescribeExecution", "states:StopExecution"],
+                  [f"{arn}:execution:{sm_name}/*"]),
+    ]
 
 
 def transitions_per_item(each: Step) -> int:

@@ -40,7 +40,7 @@ def container_env(job: Job, step: Step, counter: str | None) -> list[dict[str, s
                     "States.ArrayGetItem(States.StringSplit(States.UUID(), '-'), 4))"},
     ]
     env += [{"Name": k, "Value": v} for k, v in sorted(step.env.items())]
-    from jobplane.compiler.map_states import map_env
+    from jobplane.compiler.map_env import map_env
 
     extra, execution = map_env(job, step)  # a map's member (compiler/map_states.py); else nothing
     if execution:

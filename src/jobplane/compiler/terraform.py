@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from jobplane.compiler import kinds
 from jobplane.compiler.executors.base import StepExecutor
 from jobplane.compiler.executors.ecs import ECS
+from jobplane.compiler import map_states
 from jobplane.compiler.model import Job, Step
 from jobplane.compiler.terraform_iam import ACCOUNT, PARTITION, REGION, assume, secret_references, statement
 from jobplane.contract.catalog import CATALOG_FILE
@@ -200,6 +201,7 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> JsonObject:
                    [{"test": "ForAllValues:StringLike", "variable": "dynamodb:LeadingKeys",
                      "values": [dm.job_partition(job.name), f"{dm.EXEC_PREFIX}*"]}]),
         _statement("PublishOutcome", ["sns:Publish"], ["${local.platform.topic_arn}"]),
+        *map_states.role_statements(job, sm_name),  # a job with a jp.map only (compiler/map_states.py)
     ]}
     # what the policy's skip path calls about the claim's holder, on this job's executions only
     for sid, actions in policies.of(job.policy).holder_statements():

@@ -212,6 +212,34 @@ class CatchUp(AuditEvent):
 
 
 @dataclass(frozen=True)
+class RerunItems(AuditEvent):
+    """A re-run of only the items of ``rerun_of``'s map ``map`` that failed (``jp.map``): the run
+    ``started`` resumes at the map with those items alone (platform/control/map_items.py)."""
+
+    ACTION: ClassVar[str] = "rerun_failed_items"
+    started: str = ""
+    rerun_of: str = ""
+    map: str = ""
+    items: int = 0  # how many
+    first: tuple[str, ...] = ()  # the first few, as shown (the records name them all)
+
+    @property
+    def execution(self) -> str | None:
+        return self.started
+
+    def details(self) -> JsonObject:
+        return {"rerun_of": self.rerun_of, "map": self.map, "items": self.items, "first": list(self.first)}
+
+    @classmethod
+    def read(cls, action: str, job: str, execution: str | None, details: JsonObject) -> AuditEvent:
+        count = details.get("items")
+        first = details.get("first")
+        return cls(job, execution or "", _str(details.get("rerun_of")) or "", _str(details.get("map")) or "",
+                   count if isinstance(count, int) else 0,
+                   tuple(str(f) for f in first) if isinstance(first, list) else ())
+
+
+@dataclass(frozen=True)
 class Other(AuditEvent):
     """An entry of an action this version does not know (written by a newer one): kept as stored."""
 
@@ -236,7 +264,7 @@ class Other(AuditEvent):
 
 
 KINDS: tuple[type[AuditEvent], ...] = (Run, Rerun, Stop, Pause, Resume, Acknowledge, ReleaseClaim, StartBackfill,
-                                       CancelBackfill, ResumeBackfill, CatchUp)
+                                       CancelBackfill, ResumeBackfill, CatchUp, RerunItems)
 _BY_ACTION: dict[str, type[AuditEvent]] = {k.ACTION: k for k in KINDS} | {Rerun.FROM_FAILED_STEP: Rerun}
 
 

@@ -134,7 +134,7 @@ def item_outcome(record: JsonObject) -> ItemOutcome:
         item = json.loads(str(record.get("item") or "null"))
     except ValueError:
         item = record.get("item")
-    slot = next(iter((detail.get("steps") or {}).values()), {}) if isinstance(detail, dict) else {}
+    slot: JsonValue = next(iter((detail.get("steps") or {}).values()), {}) if isinstance(detail, dict) else {}
     attempts = slot.get("n", 1) if isinstance(slot, dict) else 1
     status = str(record.get("status") or "")
     return ItemOutcome(map=str(record.get("map") or ""), index=int(str(record.get("index") or 0)), item=item,

@@ -60,7 +60,7 @@ class MapSpec(Model):
         """The Map state's tolerance field."""
         v = self.tolerated_failures
         if isinstance(v, str):
-            return {"ToleratedFailurePercentage": float(v[:-1]) if "." in v else int(v[:-1])}
+            return {"ToleratedFailurePercentage": float(v[:-1])}  # a float: moto's grammar refuses an integer here
         return {"ToleratedFailureCount": v}
 
 

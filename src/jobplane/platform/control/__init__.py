@@ -21,12 +21,13 @@ from jobplane.platform.control.deployment import Deployment, load_catalog
 from jobplane.platform.control.errors import (MAX_PARAMS_BYTES, MAX_REASON, Conflict, ControlError, Forbidden, Invalid,
                                               NotFound, check_cursor, check_reason)
 from jobplane.platform.control.jobs import JobActions
+from jobplane.platform.control.map_items import MapItems
 from jobplane.platform.control.runs import IDEMPOTENCY_KEY_MAX, idempotent_name
 from jobplane.platform.control.views import (JOB_SORTS, RECENT_FAILURES, ExecutionSubject, ExecutionView, JobSummary,
                                              next_fires)
 
 
-class ControlPlane(JobActions):
+class ControlPlane(MapItems, JobActions):
     """Every read and action on one deployment (see the module's docstring for the parts)."""
 
 

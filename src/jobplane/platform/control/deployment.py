@@ -52,6 +52,15 @@ class Deployment:
         return boto3.client(service, **kwargs)
 
     @property
+    def items_bucket(self) -> str:
+        """Where maps' item lists are (contract/map_items.py): the base module's catalog bucket
+        (``s3://<bucket>/catalog/``), or locally the engine's (platform/local/engine.py)."""
+        where = str(self.catalog_path or "")
+        if where.startswith("s3://"):
+            return where[len("s3://"):].split("/", 1)[0]
+        return f"{self.name_prefix}-catalog"
+
+    @property
     def runner_log_group(self) -> str:
         return self.log_group or names.runner_log_group(self.name_prefix)
 

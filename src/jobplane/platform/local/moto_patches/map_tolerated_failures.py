@@ -34,11 +34,14 @@ def fix_map_tolerated_failures() -> None:
         original(self, env, eval_input)
         counter = eval_input.map_run_record.item_counter
         total, failed = counter.total.get(), counter.failed.get() + counter.timed_out.get()
+        # moto reads an absent field as 0: a threshold of 0 is "not given" beside the other one
         count = eval_input.tolerated_failure_count or 0
         percentage = eval_input.tolerated_failure_percentage or 0
-        over_count = failed > count if eval_input.tolerated_failure_count or not percentage else False
-        over_percentage = failed * 100 > percentage * total if percentage or not count else False
-        if failed and total and over_count and over_percentage:
+        if not count and not percentage:
+            exceeded = failed > 0
+        else:  # either threshold given and crossed
+            exceeded = bool(count and failed > count) or bool(percentage and failed * 100 > percentage * total)
+        if total and exceeded:
             name = StatesErrorNameType.StatesExceedToleratedFailureThreshold
             raise FailureEventException(failure_event=FailureEvent(
                 env=env, error_name=StatesErrorName(typ=name), event_type=HistoryEventType.ExecutionFailed,

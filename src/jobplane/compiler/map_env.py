@@ -1,0 +1,42 @@
+"""What a ``jp.map``'s members add to their ECS task's environment (compiler/overrides.py):
+the items step, where to write its list; an each step, its item, its index and the run's
+execution name (a child execution's own ``$$.Execution`` is the child's). Its own module, so the
+overrides (which the ECS executor and ``jobplane validate`` read) do not import the ASL builder.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from jobplane.contract import map_items
+from jobplane.contract.bindings import token
+
+if TYPE_CHECKING:
+    from jobplane.compiler.model import Job, Step
+
+
+def role_in(job: Job, step: Step) -> tuple[str, Step] | None:
+    """("items" or "each", the map) when ``step`` is a member of one of the job's maps."""
+    for s in job.steps:
+        if s.kind_ is not None and s.kind_.name == "map":
+            spec = s.target
+            if step is spec.items:
+                return "items", s
+            if step is spec.each:
+                return "each", s
+    return None
+
+
+def map_env(job: Job, step: Step) -> tuple[list[dict[str, str]], str | None]:
+    """Extra container environment of a map's member, and the execution name's path for an each
+    step (its own ``$$.Execution`` is the child's)."""
+    role = role_in(job, step)
+    if role is None:
+        return [], None
+    kind, m = role
+    if kind == "items":
+        key = map_items.items_key_format(job.name, m.name)
+        return [{"Name": map_items.ENV_ITEMS_URI,
+                 "Value.$": f"States.Format('s3://{token('items_bucket')}/{key}', $$.Execution.Name)"}], None
+    return [{"Name": map_items.ENV_ITEM, "Value.$": "States.JsonToString($.item)"},
+            {"Name": map_items.ENV_ITEM_INDEX, "Value.$": "States.Format('{}', $.index)"}], "$.execution"

@@ -1,0 +1,98 @@
+"""A run's map items (``jp.map``): read them, and re-run only the failed ones.
+
+A re-run of failed items is a re-run from the map's ``each`` step (the compiled Route goes
+straight to the Map: compiler/map_states.py ``map_routes``) whose list is the failed items alone,
+written under the new run's name before it starts (contract/map_items.py), each with its index
+in the original list, so the new run's records line up with the old ones. It is audited
+(``rerun_failed_items``) all or nothing like every action: a start that fails removes the entry
+and the list it wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+from jobplane.contract import audit, execution_input, map_items
+from jobplane.contract.catalog import CatalogJob, CatalogStep
+from jobplane.contract.map_items import ItemOutcome
+from jobplane.platform.control.access import Actor
+from jobplane.contract.types import JsonObject
+from jobplane.platform.control.errors import Conflict, Invalid, check_reason
+from jobplane.platform.control.runs import Runs, idempotent_name
+from jobplane.platform.control.views import ExecutionSubject
+from jobplane.platform.map_records import FIRST_FEW, MapProgress, item_outcomes, item_total, progress
+
+
+def map_steps(entry: CatalogJob) -> list[CatalogStep]:
+    return [s for s in entry.steps if s.kind == "map" and s.parallel and len(s.parallel) == 2]
+
+
+class MapItems(Runs):
+    def map_progress(self, execution: str, loaded: ExecutionSubject | None = None) -> list[MapProgress]:
+        """Each map of the run: done, failed, running of N, and its failed items."""
+        subject = loaded if loaded is not None and loaded.execution == execution else self.subject(execution)
+        entry = self.entry(subject.job)
+        maps = map_steps(entry)
+        if not maps:
+            return []
+        s3 = self.deployment.client("s3")
+        totals = {}
+        for m in maps:
+            total = item_total(s3, self.deployment.items_bucket, subject.job, execution, m.name)
+            if total is not None:
+                totals[m.name] = total
+        return progress(item_outcomes(self.ddb, self.deployment.table, execution), totals)
+
+    def items(self, execution: str, map_name: str | None = None) -> list[ItemOutcome]:
+        self.subject(execution)  # NotFound for an execution that is not there
+        return item_outcomes(self.ddb, self.deployment.table, execution, map_name)
+
+    def rerun_failed_items(self, execution: str, actor: Actor | str, map_name: str | None = None, reason: str = "",
+                           params: JsonObject | None = None, name: str | None = None,
+                           idempotency_key: str | None = None, loaded: ExecutionSubject | None = None) -> str:
+        """Start a run of only the failed items of ``execution``'s map (the only one with failed
+        items, or ``map_name``), with the original run's params and ``params``' changes; the new
+        execution's name."""
+        check_reason(reason, required=False)
+        subject = loaded if loaded is not None and loaded.execution == execution else self.subject(execution)
+        who = self.authorize(actor, subject.job)
+        original = self.record_view(subject) or self.execution(execution, subject.job)
+        if original.running:
+            raise Conflict(f"{execution} is still running; stop it first", {"execution": execution})
+        entry = self.entry(original.job)
+        maps = {m.name: m for m in map_steps(entry)}
+        if map_name is not None and map_name not in maps:
+            raise Invalid(f"{original.job} has no map {map_name!r}" + (f"; maps: {', '.join(maps)}" if maps else ""),
+                          {"map": "unknown"})
+        failed = [o for o in item_outcomes(self.ddb, self.deployment.table, execution, map_name)
+                  if o.status != "SUCCEEDED" and o.map in maps]
+        by_map = sorted({o.map for o in failed})
+        if not failed:
+            raise Conflict(f"{execution} has no failed map items to re-run", {"execution": execution})
+        if len(by_map) > 1:
+            raise Invalid(f"items failed in several maps ({', '.join(by_map)}); name one with map",
+                          {"map": "required", "maps": by_map})
+        m = maps[by_map[0]]
+        each = (m.parallel or [])[1]
+        overrides = self.checked_params(entry, params)
+        declared = entry.params
+        merged = {**declared, **{k: v for k, v in original.input.params.items() if k in declared}, **overrides}
+        payload = execution_input.rerun(who.name, execution, merged, each.name)
+        name = name or (idempotent_name(original.job, who.name, idempotency_key) if idempotency_key is not None
+                        else uuid.uuid4().hex)
+        s3 = self.deployment.client("s3")
+        bucket, key = self.deployment.items_bucket, map_items.items_key(original.job, name, m.name)
+        shown = tuple((o.item if isinstance(o.item, str) else json.dumps(o.item))[:80] for o in failed[:FIRST_FEW])
+
+        def start() -> str:
+            s3.put_object(Bucket=bucket, Key=key, Body=map_items.encode([o.item for o in failed],
+                                                                        [o.index for o in failed]),
+                          ContentType="application/json")
+            return self.start_execution(original.job, payload, name)
+
+        self._start_once(original.job, payload, name, idempotency_key is not None, lambda: self.audited(
+            who, audit.RerunItems(original.job, name, execution, m.name, len(failed), shown), reason, start,
+            undo=[lambda: s3.delete_object(Bucket=bucket, Key=key)]))
+        self.repo.link_rerun(execution, name)
+        return name

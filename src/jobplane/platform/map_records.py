@@ -1,0 +1,98 @@
+"""A run's map items as their records tell them (contract/map_items.py): one Query of the run's
+partition (``EXEC#<execution>``, sort keys ``ITEM#<map>#...``), never a scan, and the summary
+the portal, the CLI and the failure alert show (done, failed, running of N; the failed items)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from jobplane.contract import datamodel as dm
+from jobplane.contract import map_items
+from jobplane.contract.attribute_values import plain
+from jobplane.contract.map_items import ItemOutcome
+from jobplane.contract.types import Client, JsonObject
+from jobplane.platform.repository import query_items
+
+#: how many failed items an alert or a summary names (the records name them all)
+FIRST_FEW = 5
+
+
+def item_outcomes(ddb: Client, table: str, execution: str, map_name: str | None = None) -> list[ItemOutcome]:
+    """Every item record of ``execution`` (of one map, if named), by map and index."""
+    prefix = map_items.item_sk(map_name, "") if map_name else map_items.ITEM_SK_PREFIX
+    rows, _ = query_items(ddb, {"TableName": table, "ConsistentRead": True,
+                                "KeyConditionExpression": "pk = :pk AND begins_with(sk, :items)",
+                                "ExpressionAttributeValues": {":pk": {"S": f"{dm.EXEC_PREFIX}{execution}"},
+                                                              ":items": {"S": prefix}}})
+    outcomes = [map_items.item_outcome(plain(r)) for r in rows]
+    return sorted(outcomes, key=lambda o: (o.map, o.index))
+
+
+@dataclass(frozen=True)
+class MapProgress:
+    """One map of one run: how many items of ``total`` (None: not known, the list is not read)
+    ended each way, and the failed ones."""
+
+    map: str
+    succeeded: int
+    failed: int
+    retried: int
+    failed_items: list[ItemOutcome] = field(default_factory=list)
+    total: int | None = None
+
+    @property
+    def done(self) -> int:
+        return self.succeeded + self.failed
+
+    @property
+    def running(self) -> int | None:
+        return None if self.total is None else max(self.total - self.done, 0)
+
+    def to_json(self) -> JsonObject:
+        return {"map": self.map, "total": self.total, "succeeded": self.succeeded, "failed": self.failed,
+                "running": self.running, "retried": self.retried,
+                "failed_items": [o.to_json() for o in self.failed_items]}
+
+    def summary(self) -> str:
+        """One line: what the alert and the CLI say."""
+        of = f" of {self.total}" if self.total is not None else ""
+        line = f"{self.map}: {self.succeeded} succeeded, {self.failed} failed{of}"
+        if self.failed_items:
+            named = ", ".join(_shown(o) for o in self.failed_items[:FIRST_FEW])
+            more = f" and {self.failed - FIRST_FEW} more" if self.failed > FIRST_FEW else ""
+            line += f" (failed: {named}{more})"
+        return line
+
+
+def _shown(o: ItemOutcome) -> str:
+    import json
+
+    item = o.item if isinstance(o.item, str) else json.dumps(o.item, separators=(",", ":"))
+    return f"#{o.index} {item[:60]}"
+
+
+def progress(outcomes: list[ItemOutcome], totals: dict[str, int] | None = None) -> list[MapProgress]:
+    """Per map, in the order the outcomes come (by map name)."""
+    maps: dict[str, list[ItemOutcome]] = {}
+    for o in outcomes:
+        maps.setdefault(o.map, []).append(o)
+    for name in totals or {}:
+        maps.setdefault(name, [])
+    out = []
+    for name, items in sorted(maps.items()):
+        failed = [o for o in items if o.status != "SUCCEEDED"]
+        out.append(MapProgress(name, len(items) - len(failed), len(failed), sum(1 for o in items if o.retried),
+                               failed, (totals or {}).get(name)))
+    return out
+
+
+def item_total(s3: Client, bucket: str, job: str, execution: str, map_name: str) -> int | None:
+    """How many items the run's list for ``map_name`` holds (None: no list, or unreadable)."""
+    import json
+
+    try:
+        body = s3.get_object(Bucket=bucket, Key=map_items.items_key(job, execution, map_name))["Body"].read()
+        listed = json.loads(body)
+    except Exception:  # no list yet (the items step has not run), or none at all: not known
+        return None
+    return len(listed) if isinstance(listed, list) else None

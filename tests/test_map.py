@@ -1,0 +1,250 @@
+"""jp.map (issue 52, Fan-out): the compiled Distributed Map, its checks and IAM, and runs on the
+local AWS with the runner as a real subprocess: every item's record, tolerated failures, a
+re-run of only the failed items (audited), an items step that returns no list, and a kill -9 of
+an item's runner."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import Repo
+from jobplane.compiler import asl, terraform
+from jobplane.compiler.fields import Invalid
+from jobplane.compiler.model import Job
+from jobplane.contract import audit, execution_input, map_items
+from jobplane.contract.config import load_config
+from jobplane.contract import states as sn
+from jobplane.platform.control import ControlPlane, Deployment
+from jobplane.platform.local.engine import LocalAWS
+from jobplane.platform.map_records import progress
+
+HERE = Path(__file__).resolve().parent
+FANOUT = """\
+local jp = import 'jobplane.libsonnet';
+{
+  name: 'month-end-fanout',
+  team: 'billing',
+  params: { count: 6, fail_once: [], fail_always: [], fanout_bad: null, hold: null, hold_dir: null },
+  steps: [
+    jp.map('close-all',
+           items=jp.python('tenants', 'sample_apps.fanout:list_tenants'),
+           each=jp.python('close-tenant', 'sample_apps.fanout:close_month',
+                          opts={ retry: { attempts: 2, interval: 1 } }),
+           opts={ max_concurrency: 3, tolerated_failures: 1 }),
+    jp.python('report', 'sample_apps.fanout:list_tenants'),
+  ],
+}
+"""
+JOB = "month-end-fanout"
+
+
+def definition(**map_fields: Any) -> dict[str, Any]:
+    spec = {"items": {"name": "tenants", "python": "sample_apps.fanout:list_tenants"},
+            "each": {"name": "close-tenant", "python": "sample_apps.fanout:close_month"}} | map_fields
+    return {"name": "fan", "team": "billing", "timezone": "UTC", "steps": [{"name": "close-all", "map": spec}]}
+
+
+# -- compiled ----------------------------------------------------------------------------------
+def test_the_map_compiles_to_a_distributed_map_over_the_items_steps_list() -> None:
+    job = Job.from_definition(definition(max_concurrency=50, tolerated_failures="0.5%"))
+    states = asl.build_definition(job, "jp")["States"]
+    m = states["close-all"]
+    assert m["Type"] == "Map" and m["MaxConcurrency"] == 50 and m["ToleratedFailurePercentage"] == 0.5
+    assert m["ItemProcessor"]["ProcessorConfig"] == {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"}
+    assert m["ItemReader"]["Resource"] == "arn:aws:states:::s3:getObject"
+    assert m["ItemReader"]["Parameters"]["Key.$"] == "States.Format('map-items/fan/{}/close-all.json', $$.Execution.Name)"
+    # the items step runs first and goes on to the Map; it is told where to write its list
+    assert states["tenants"]["Type"] == "Task" and states["tenants: check"]["Choices"][0]["Next"] == "close-all"
+    env = {e["Name"]: e for e in states["tenants"]["Parameters"]["Overrides"]["ContainerOverrides"][0]["Environment"]}
+    assert "s3://<<jobplane:items_bucket>>/map-items/fan/{}/close-all.json" in env[map_items.ENV_ITEMS_URI]["Value.$"]
+    # each item: its item and the run's execution name (the child's own $$.Execution is the child's)
+    child = m["ItemProcessor"]["States"]
+    each_env = {e["Name"]: e for e in child["close-tenant"]["Parameters"]["Overrides"]["ContainerOverrides"][0]["Environment"]}
+    assert each_env[map_items.ENV_ITEM]["Value.$"] == "States.JsonToString($.item)"
+    assert each_env["JOBPLANE_EXECUTION_ID"]["Value.$"] == "$.execution"
+    assert m["ItemSelector"]["execution.$"] == "$$.Execution.Name"
+    # every item ends in its record; a failure also fails the child, which the Map counts
+    assert child["close-tenant: done"]["Resource"].endswith("dynamodb:putItem") and child["close-tenant: done"]["End"]
+    assert child["close-tenant: failed"]["Next"] == sn.FAIL and child[sn.FAIL]["Error"] == "Job.ItemFailed"
+    assert m["Catch"][0]["Next"] == "close-all: failed"
+    for name in [*states, *child]:
+        sn.classify(name)  # every name reads back
+
+
+def test_a_re_run_from_the_each_step_goes_to_the_map_and_from_the_map_to_its_items_step() -> None:
+    job = Job.from_definition(definition())
+    route = {c["StringEquals"]: c["Next"] for c in asl.build_definition(job, "jp")["States"]["Route"]["Choices"]
+             if "StringEquals" in c}
+    assert route == {"close-all": "tenants", "tenants": "tenants", "close-tenant": "close-all"}
+
+
+@pytest.mark.parametrize(("fields", "message"), [
+    ({"tolerated_failures": "lots"}, "neither a count of items"),
+    ({"tolerated_failures": -1}, "neither a count of items"),
+    ({"max_concurrency": 10_001}, "at most 10000"),
+    ({"items": {"name": "tenants", "shell": ["ls"]}}, "must be a python step"),
+    ({"each": {"name": "close-tenant", "lambda": "a.b:c"}}, "runs on ECS"),
+])
+def test_what_a_map_may_not_be(fields: dict[str, Any], message: str) -> None:
+    with pytest.raises(Invalid) as e:
+        Job.from_definition(definition(**fields))
+    assert message in str(e.value)
+
+
+def test_a_map_inside_a_parallel_group_is_refused() -> None:
+    with pytest.raises(Invalid, match="cannot be nested"):
+        Job.from_definition({"name": "fan", "team": "billing", "steps": [{"name": "g", "parallel": [
+            {"name": "one", "python": "a.b:c"}, {"name": "m", "map": definition()["steps"][0]["map"]}]}]})
+
+
+def test_the_state_machine_role_gets_exactly_what_the_map_calls(tmp_path: Path) -> None:
+    config = load_config(Path(__file__).resolve().parents[1])
+    job = Job.from_definition(definition())
+    module = terraform.job_module(job, asl.compile_job(job, "jp"), config)
+    statements = {s["sid"]: s for s in module["data"]["aws_iam_policy_document"]["fan_sfn"]["statement"]}
+    assert statements["ReadMapItems"]["actions"] == ["s3:GetObject"]
+    assert statements["ReadMapItems"]["resources"] == [
+        "arn:${data.aws_partition.current.partition}:s3:::${local.platform.catalog_bucket}/map-items/fan/*"] or \
+        statements["ReadMapItems"]["resources"][0].endswith(":s3:::${local.platform.catalog_bucket}/map-items/fan/*")
+    assert statements["StartMapChildren"]["actions"] == ["states:StartExecution"]
+    assert statements["StartMapChildren"]["resources"][0].endswith(":stateMachine:jobplane-fan")
+    assert statements["WatchMapChildren"]["actions"] == ["states:DescribeExecution", "states:StopExecution"]
+    assert statements["WatchMapChildren"]["resources"][0].endswith(":execution:jobplane-fan/*")
+    assert statements["DecryptMapItems"]["actions"] == ["kms:Decrypt"]
+    # a job without a map gets none of them
+    plain = Job.from_definition({"name": "plain", "team": "billing", "steps": [{"name": "a", "python": "a.b:c"}]})
+    other = terraform.job_module(plain, asl.compile_job(plain, "jp"), config)
+    sids = {s["sid"] for s in other["data"]["aws_iam_policy_document"]["plain_sfn"]["statement"]}
+    assert not sids & {"ReadMapItems", "DecryptMapItems", "StartMapChildren", "WatchMapChildren"}
+
+
+def test_the_runner_task_role_may_write_map_lists_only() -> None:
+    runner_tf = (Path(__file__).resolve().parents[1] / "terraform/platform/runner.tf").read_text()
+    block = runner_tf[runner_tf.index('data "aws_iam_policy_document" "runner_map_items"'):]
+    block = block[:block.index('resource "aws_iam_role_policy" "runner_task_map_items"')]
+    assert '"s3:PutObject"' in block and '/map-items/*' in block and '"kms:GenerateDataKey"' in block
+    assert block.count("actions") == 2
+
+
+def test_an_items_list_is_checked_against_the_limits() -> None:
+    assert map_items.problems(["a", {"b": 1}]) == []
+    assert "must return a list" in map_items.problems({"a": 1})[0]
+    assert "bytes of JSON" in map_items.problems(["x" * (map_items.MAX_ITEM_BYTES + 1)])[0]
+    assert "at most" in map_items.problems([0] * (map_items.MAX_ITEMS + 1))[0]
+    assert json.loads(map_items.encode(["a", "b"], [4, 9])) == [{"i": 4, "v": "a"}, {"i": 9, "v": "b"}]
+
+
+# -- on the local AWS --------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def fan(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalAWS, ControlPlane]]:
+    root = tmp_path_factory.mktemp("repo")
+    repo = Repo(root)
+    repo.write("jobs/billing/month-end-fanout.jsonnet", FANOUT)
+    out = root / "out"
+    assert repo.cli("compile", "--out", str(out)).exit_code == 0
+    with LocalAWS(server_port=0, env={"PYTHONPATH": str(HERE)}) as aws:
+        aws.deploy_output(out)
+        control = ControlPlane(Deployment(table=aws.resources["table_name"], topic_arn=aws.resources["topic_arn"],
+                                          name_prefix=aws.prefix, endpoint_url=aws.endpoint_url, catalog_path=out,
+                                          access_key_id=aws.credentials.access_key_id,
+                                          secret_access_key=aws.credentials.secret_access_key))
+        yield aws, control
+
+
+def _run(aws: LocalAWS, **params: Any) -> tuple[str, Any]:
+    arn = aws.start(JOB, execution_input.manual("test", overrides=params))
+    ex = aws.wait(arn, timeout=600)  # a hang guard, not a time assert
+    aws.wait_reconciled(arn, timeout=600)
+    return arn.rsplit(":", 1)[1], ex
+
+
+def test_every_item_runs_and_has_its_record(fan: tuple[LocalAWS, ControlPlane]) -> None:
+    aws, control = fan
+    name, ex = _run(aws, count=6, fail_once=["t-0001"], fail_always=["t-0003"])
+    assert ex.status == "SUCCEEDED", ex  # one failure is tolerated
+    outcomes = control.items(name)
+    assert [o.index for o in outcomes] == list(range(6))
+    assert [o.item for o in outcomes] == [f"t-{i:04d}" for i in range(6)]
+    by_item = {o.item: o for o in outcomes}
+    assert by_item["t-0003"].status == "FAILED" and by_item["t-0003"].attempts == 2
+    assert by_item["t-0003"].error is not None and "exit code 75" in by_item["t-0003"].error
+    assert by_item["t-0001"].status == "SUCCEEDED" and by_item["t-0001"].retried
+    assert all(o.status == "SUCCEEDED" and not o.retried for i, o in by_item.items() if i not in ("t-0001", "t-0003"))
+    [p] = control.map_progress(name)
+    assert (p.total, p.succeeded, p.failed, p.running, p.retried) == (6, 5, 1, 0, 2)
+    assert "failed: #3 t-0003" in p.summary()
+    assert control.execution(name, JOB).status == "SUCCEEDED"
+
+
+def test_past_the_tolerance_the_map_fails_and_a_rerun_runs_only_the_failed_items(
+        fan: tuple[LocalAWS, ControlPlane]) -> None:
+    aws, control = fan
+    name, ex = _run(aws, count=6, fail_always=["t-0002", "t-0004"])
+    assert ex.status == "FAILED"
+    record = control.execution(name, JOB)
+    assert record.status == "FAILED" and record.failed_step == "close-all"
+    [p] = control.map_progress(name)
+    assert (p.succeeded, p.failed) == (4, 2) and [o.item for o in p.failed_items] == ["t-0002", "t-0004"]
+    again = control.rerun_failed_items(name, "ops@example.com", reason="ledger fixed", params={"fail_always": []})
+    arn = aws.state_machines[JOB].replace(":stateMachine:", ":execution:") + f":{again}"
+    second = aws.wait(arn, timeout=600)
+    aws.wait_reconciled(arn, timeout=600)
+    assert second.status == "SUCCEEDED"
+    assert "tenants" not in second.states_entered and "report" in second.states_entered  # the list was not made again
+    rerun = control.items(again)
+    assert [(o.index, o.item, o.status) for o in rerun] == [(2, "t-0002", "SUCCEEDED"), (4, "t-0004", "SUCCEEDED")]
+    entries = [e for e in control.audit() if e.execution == again]
+    assert len(entries) == 1 and entries[0].action == audit.RerunItems.ACTION and entries[0].reason == "ledger fixed"
+    assert json.loads(entries[0].details) == {"rerun_of": name, "map": "close-all", "items": 2,
+                                              "first": ["t-0002", "t-0004"]}
+    assert entries[0].actor == "ops@example.com" and entries[0].job == JOB
+    # nothing left to re-run of a run whose items all succeeded
+    from jobplane.platform.control import Conflict
+
+    with pytest.raises(Conflict, match="no failed map items"):
+        control.rerun_failed_items(again, "ops@example.com")
+
+
+def test_an_items_step_that_returns_no_list_fails_at_once(fan: tuple[LocalAWS, ControlPlane]) -> None:
+    aws, control = fan
+    name, ex = _run(aws, fanout_bad="not-a-list")
+    assert ex.status == "FAILED"
+    record = control.execution(name, JOB)
+    assert record.failed_step == "tenants"
+    assert control.items(name) == []
+
+
+def test_a_kill_9_of_an_items_runner_leaves_every_record_consistent(fan: tuple[LocalAWS, ControlPlane],
+                                                                    tmp_path: Path) -> None:
+    aws, control = fan
+    arn = aws.start(JOB, execution_input.manual("test", overrides={"count": 4, "hold": "t-0002",
+                                                                   "hold_dir": str(tmp_path)}))
+    pid_file = tmp_path / "t-0002.pid"
+    deadline = time.monotonic() + 300  # a hang guard
+    while not pid_file.exists():
+        assert time.monotonic() < deadline, "the held item never started"
+        time.sleep(0.05)
+    time.sleep(0.2)  # the pid is written; let the file be whole
+    os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    ex = aws.wait(arn, timeout=600)
+    aws.wait_reconciled(arn, timeout=600)
+    name = arn.rsplit(":", 1)[1]
+    assert ex.status == "SUCCEEDED"  # the killed attempt was the item's first; its retry succeeded
+    outcomes = control.items(name)
+    assert [o.index for o in outcomes] == [0, 1, 2, 3]  # one record per item, none twice, none missing
+    killed = outcomes[2]
+    assert killed.status == "SUCCEEDED" and killed.attempts == 2
+    assert all(o.attempts == 1 for o in outcomes if o.index != 2)
+    record = control.execution(name, JOB)
+    assert record.status == "SUCCEEDED" and not record.running
+    state = control.repo.job_state(JOB)
+    assert state is not None and name not in (state.running or ())
+    assert progress(outcomes, {"close-all": 4})[0].running == 0
