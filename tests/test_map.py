@@ -24,6 +24,8 @@ from jobplane.contract.config import load_config
 from jobplane.contract import states as sn
 from jobplane.platform.control import ControlPlane, Deployment
 from jobplane.platform.local.engine import LocalAWS
+from jobplane.contract.notifications import NotificationMessage
+from jobplane.platform.map_alert import with_failed_items
 from jobplane.platform.map_records import progress
 
 HERE = Path(__file__).resolve().parent
@@ -193,6 +195,12 @@ def test_past_the_tolerance_the_map_fails_and_a_rerun_runs_only_the_failed_items
     assert record.status == "FAILED" and record.failed_step == "close-all"
     [p] = control.map_progress(name)
     assert (p.succeeded, p.failed) == (4, 2) and [o.item for o in p.failed_items] == ["t-0002", "t-0004"]
+    # the failure alert counts the failed items and names them
+    alert = NotificationMessage.model_validate({
+        "version": 1, "event": "FAILED", "job": JOB, "team": "billing", "execution": name, "execution_arn": ex.arn,
+        "outcome": {"status": "FAILED", "step": "close-all"}, "channels": []})
+    told = with_failed_items(alert, aws.client("dynamodb"), aws.resources["table_name"])
+    assert told.error == "2 items failed in map close-all: 4 succeeded, 2 failed (failed: #2 t-0002, #4 t-0004)"
     again = control.rerun_failed_items(name, "ops@example.com", reason="ledger fixed", params={"fail_always": []})
     arn = aws.state_machines[JOB].replace(":stateMachine:", ":execution:") + f":{again}"
     second = aws.wait(arn, timeout=600)

@@ -49,6 +49,17 @@ data "aws_iam_policy_document" "notifier" {
     resources = [aws_sqs_queue.events_dlq.arn]
   }
   statement {
+    # a failed run's map items, counted and named in its alert (jobplane.platform.map_alert)
+    sid       = "ReadMapItems"
+    actions   = ["dynamodb:Query"]
+    resources = [aws_dynamodb_table.jobplane.arn]
+    condition {
+      test     = "ForAllValues:StringLike"
+      variable = "dynamodb:LeadingKeys"
+      values   = ["EXEC#*"]
+    }
+  }
+  statement {
     sid       = "Decrypt"
     actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
     resources = [aws_kms_key.platform.arn]
@@ -194,6 +205,7 @@ resource "aws_lambda_function" "notifier" {
       JOBPLANE_SLACK_BOT_TOKEN_SECRET_ARN = var.slack_bot_token_secret_arn
       JOBPLANE_TEAM_CHANNELS              = jsonencode(var.team_channels)
       JOBPLANE_DEFAULT_CHANNEL            = var.default_channel
+      JOBPLANE_TABLE                      = aws_dynamodb_table.jobplane.name
       JOBPLANE_LOG_GROUP                  = aws_cloudwatch_log_group.runner.name
     }
   }

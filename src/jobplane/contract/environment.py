@@ -58,7 +58,7 @@ FUNCTIONS: dict[str, frozenset[str]] = {
     "jobplane.platform.reconciler.handler": frozenset({NAME_PREFIX, TABLE, TOPIC_ARN, EXECUTION_RETENTION_DAYS,
                                                        LOG_GROUP}),
     "jobplane.platform.notifier.handler": frozenset({PORTAL_URL, SLACK_WEBHOOK_SECRET_ARN, SLACK_BOT_TOKEN_SECRET_ARN,
-                                                     TEAM_CHANNELS, DEFAULT_CHANNEL, LOG_GROUP}),
+                                                     TEAM_CHANNELS, DEFAULT_CHANNEL, LOG_GROUP, TABLE}),
     "jobplane.platform.slow.handler": frozenset({NAME_PREFIX, ACCOUNT_ID, TABLE, TOPIC_ARN, CATALOG, LOG_GROUP,
                                                  EXECUTION_RETENTION_DAYS}),
     "jobplane.platform.oidc_secret.handler": frozenset({PORTAL_RULE_ARN, PORTAL_OIDC_SECRET_ARN}),

@@ -248,7 +248,7 @@ class DevPlatform:
             raise DevError(f"Slack alerts: {e}") from None
         return AlertFeed(self.aws.client("sns"), self.aws.client("sqs"), self.aws.resources["topic_arn"],
                          f"{self.config.name_prefix}-local-notifier", notifier, self.aws.client("stepfunctions"),
-                         self.aws.step_logs())
+                         self.aws.step_logs(), self.aws.client("dynamodb"), self.aws.resources["table_name"])
 
     def _close_interrupted(self, running: list[JsonObject]) -> list[str]:
         """Runs that were executing when the last `jobplane dev` died without stopping them:

@@ -328,10 +328,15 @@ def handler(event: JsonObject, context: object = None) -> JsonObject:
     notifier = SlackNotifier(url, routing, env.portal_url, bot_token=token,
                              api_url=env.optional(environment.SLACK_API_URL) or SLACK_API_URL)
     sfn, logs = boto3.client("stepfunctions"), StepLogs(boto3.client("logs"), env.required(environment.LOG_GROUP))
+    from jobplane.platform.map_alert import with_failed_items
+
+    table = env.optional(environment.TABLE)  # a map's failed items (platform/map_alert.py)
+    ddb = boto3.client("dynamodb") if table else None
     results = []
     for record in event.get("Records", []):
         message = NotificationMessage.model_validate_json(record["Sns"]["Message"])
-        results.append(notifier.notify(with_error_excerpt(message, sfn, logs)))
+        message = with_failed_items(with_error_excerpt(message, sfn, logs), ddb, table)
+        results.append(notifier.notify(message))
     return {"results": results}
 
 
