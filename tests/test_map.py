@@ -256,3 +256,46 @@ def test_a_kill_9_of_an_items_runner_leaves_every_record_consistent(fan: tuple[L
     state = control.repo.job_state(JOB)
     assert state is not None and name not in (state.running or ())
     assert progress(outcomes, {"close-all": 4})[0].running == 0
+
+
+def test_the_portal_shows_a_maps_progress_and_re_runs_its_failed_items(fan: tuple[LocalAWS, ControlPlane]) -> None:
+    from dataclasses import replace
+
+    from fastapi.testclient import TestClient
+
+    from portal_kit import BILLING, READER, as_user
+    from jobplane.portal.app import create_app
+    from jobplane.portal.settings import AuthSettings, PortalSettings
+
+    aws, control = fan
+    name, ex = _run(aws, count=3, fail_always=["t-0001", "t-0002"])
+    assert ex.status == "FAILED"
+    config = load_config(fan_root(control))
+    settings = PortalSettings.from_config(config, control.deployment, AuthSettings(
+        mode="trusted-header", header="X-Forwarded-Email", proxy_secret="proxy-secret-for-tests-0123456789"),
+        base_url="http://testserver")
+    app = create_app(replace(settings, allowed_hosts=frozenset({"testserver"})), control)
+    with TestClient(app) as client:
+        maps = client.get(f"/api/executions/{name}/items", headers=as_user(READER)).json()
+        assert [(m["map"], m["total"], m["succeeded"], m["failed"], m["running"]) for m in maps] == [
+            ("close-all", 3, 1, 2, 0)]
+        assert [i["item"] for i in maps[0]["failed_items"]] == ["t-0001", "t-0002"]
+        page = client.get(f"/executions/{name}?job={JOB}", headers=as_user(BILLING)).text
+        assert "Map items" in page and 'data-item-index="1"' in page and 'data-item-index="2"' in page
+        assert 'id="rerun-failed-items-close-all"' in page and "Re-run the 2 failed items" in page
+        refused = client.post(f"/api/executions/{name}/rerun-failed-items", json={}, headers=as_user(READER))
+        assert refused.status_code == 403
+        started = client.post(f"/api/executions/{name}/rerun-failed-items",
+                              json={"params": {"fail_always": []}, "reason": "fixed"}, headers=as_user(BILLING))
+        assert started.status_code == 202, started.text
+    again = started.json()["execution"]
+    arn = aws.state_machines[JOB].replace(":stateMachine:", ":execution:") + f":{again}"
+    assert aws.wait(arn, timeout=600).status == "SUCCEEDED"
+    assert [(o.index, o.status) for o in control.items(again)] == [(1, "SUCCEEDED"), (2, "SUCCEEDED")]
+    [entry] = [e for e in control.audit() if e.execution == again]
+    assert (entry.actor, entry.action) == (BILLING, "rerun_failed_items")
+
+
+def fan_root(control: ControlPlane) -> Path:
+    """The scratch repository the fixture compiled (its output, the catalog, is root/out)."""
+    return Path(str(control.deployment.catalog_path)).parent

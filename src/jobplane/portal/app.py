@@ -66,7 +66,7 @@ class AllowedHosts:
 
 
 def create_app(settings: PortalSettings, control: ControlPlane | None = None) -> FastAPI:
-    from jobplane.portal import api, backfill_api, backfill_pages, pages
+    from jobplane.portal import api, backfill_api, backfill_pages, map_api, pages
 
     app = FastAPI(title="jobplane portal API", version=__version__, docs_url=None, redoc_url=None,
                   openapi_url="/api/openapi.json",
@@ -128,6 +128,8 @@ def create_app(settings: PortalSettings, control: ControlPlane | None = None) ->
     app.include_router(api.router, dependencies=signed_in)
     app.include_router(backfill_api.router, dependencies=signed_in)
     app.include_router(backfill_pages.router, dependencies=signed_in)  # before pages' /jobs/{job}/{action}
+    app.include_router(map_api.router, dependencies=signed_in)
+    app.include_router(map_api.pages_router, dependencies=signed_in)
     app.include_router(pages.router, dependencies=signed_in)
 
     @app.get("/api/docs", include_in_schema=False, dependencies=signed_in)

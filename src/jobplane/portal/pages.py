@@ -126,7 +126,8 @@ def _execution_context(portal: Portal, execution: str, job: str | None = None, l
     rows = step_rows(view)
     gantt = charts.attempt_gantt(rows, view.started_at, view.finished_at, datetime.now(timezone.utc))
     return {"x": view, "e": entry, "rows": rows, "gantt": gantt, "logs": logs, "log_levels": logview.LEVELS,
-            "log_level": level, "log_q": q}
+            "log_level": level, "log_q": q,
+            "maps": portal.control.map_progress(view.execution) if any(s.kind == "map" for s in entry.steps) else []}
 
 
 def log_console_url(deployment: Deployment, stream: LogStream) -> str | None:
