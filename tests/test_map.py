@@ -299,3 +299,14 @@ def test_the_portal_shows_a_maps_progress_and_re_runs_its_failed_items(fan: tupl
 def fan_root(control: ControlPlane) -> Path:
     """The scratch repository the fixture compiled (its output, the catalog, is root/out)."""
     return Path(str(control.deployment.catalog_path)).parent
+
+
+def test_plan_shows_a_maps_cost_per_item(repo: Repo) -> None:
+    assert repo.cli("compile").exit_code == 0
+    repo.write("jobs/billing/month-end-fanout.jsonnet", FANOUT)
+    result = repo.cli("plan")
+    assert "close-all (map: tenants lists, then per item close-tenant)" in result.stdout
+    # retry attempts 2: 4 transitions an item, 8 when both attempts run (compiler/map_cost.py)
+    assert ("map close-all: close-tenant once per item that tenants lists, in a Distributed Map; "
+            "4 (8 if every attempt fails) state transitions per item, $0.10 per 1,000 items") in result.stdout
+    assert "IAM" in result.stdout or "IAM roles" in result.stdout

@@ -13,6 +13,7 @@ import tempfile
 import tomllib
 from datetime import datetime
 
+from jobplane.compiler.map_cost import map_lines
 from jobplane.compiler.output import catalog_parts, changed_roots, compile_all, job_files
 from jobplane.compiler.terraform import iam_summary, secret_grants
 from jobplane.contract import lambda_step, layout
@@ -120,6 +121,8 @@ def _fires(expressions: list[str], tz: str, now: datetime) -> list[str]:
 
 
 def _step_line(step: CatalogStep) -> str:
+    if step.kind == "map" and step.parallel:
+        return f"{step.name} (map: {' lists, then per item '.join(s.name for s in step.parallel)})"
     if step.parallel is not None:
         return f"{step.name} (parallel: {', '.join(s.name for s in step.parallel)})"
     target = step.target or {}
@@ -227,6 +230,8 @@ def describe_job_change(old: CatalogJob, new: CatalogJob, old_files: dict[str, s
         lines += [f"IAM {role}: + {a}" for a in added] + [f"IAM {role}: - {r}" for r in removed]
     if where_steps_run(old.steps) != (where := where_steps_run(new.steps)):
         lines += where
+    if map_lines(old.steps) != (maps := map_lines(new.steps)):
+        lines += maps
     if old.states != new.states:
         lines.append(f"state machine: {old.states} -> {new.states} states")
     if not lines and old_files.get(old.asl) != new_files.get(new.asl):
@@ -262,6 +267,7 @@ def describe_plan(old_files: dict[str, str], new_files: dict[str, str], now: dat
         out.append(f"    policy: {job.policy.value}")
         out.append(f"    steps: {' -> '.join(_step_line(s) for s in job.steps)}")
         out += [f"    {line}" for line in where_steps_run(job.steps)]
+        out += [f"    {line}" for line in map_lines(job.steps)]  # a jp.map's cost per item (compiler/map_cost.py)
         doc = _job_doc(new_files, name)
         out.append(f"    reads secrets: {', '.join(secret_grants(doc)) or 'none'}")
         out.append(f"    state machine: {job.states} states; IAM roles: "

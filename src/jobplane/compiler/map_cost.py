@@ -1,0 +1,39 @@
+"""What ``jobplane plan`` says a ``jp.map`` costs: state transitions per item (compiler/map_states.py).
+
+Standard workflows bill per state transition ($0.025 per 1,000 in us-east-1,
+https://aws.amazon.com/step-functions/pricing/). A Distributed Map is billed one transition per
+child execution it starts ("Transitions in Distributed Map state",
+https://docs.aws.amazon.com/step-functions/latest/dg/concepts-transitions.html), and each child
+(a STANDARD execution) its own: the each step's Task, its check and the item's record, so 4 per
+item that succeeds at once; every retry of the item adds its retry loop (retry, wait, Task,
+check: 4 more). The run's own states (claim, the items step, finish) are the job's as before.
+"""
+
+from __future__ import annotations
+
+from jobplane.contract.catalog import CatalogStep
+
+PER_ITEM = 4  # the child's start, its Task, its check, its record
+PER_RETRY = 4  # retry, wait, Task, check
+PRICE_PER_TRANSITION = 0.025 / 1000
+
+
+def per_item(each: CatalogStep) -> tuple[int, int]:
+    """Transitions of one item: when its first attempt succeeds, and when it uses every attempt."""
+    attempts = each.retry.attempts if each.retry else 1
+    return PER_ITEM, PER_ITEM + PER_RETRY * (attempts - 1)
+
+
+def map_lines(steps: list[CatalogStep]) -> list[str]:
+    lines = []
+    for s in steps:
+        if s.kind != "map" or not s.parallel or len(s.parallel) != 2:
+            continue
+        items, each = s.parallel
+        low, high = per_item(each)
+        cost = low * 1000 * PRICE_PER_TRANSITION
+        spread = f"{low}" if low == high else f"{low} ({high} if every attempt fails)"
+        lines.append(f"map {s.name}: {each.name} once per item that {items.name} lists, in a Distributed Map; "
+                     f"{spread} state transitions per item, ${cost:.2f} per 1,000 items "
+                     "(docs/state-machine.md \"A map\")")
+    return lines
