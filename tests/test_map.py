@@ -310,3 +310,14 @@ def test_plan_shows_a_maps_cost_per_item(repo: Repo) -> None:
     assert ("map close-all: close-tenant once per item that tenants lists, in a Distributed Map; "
             "4 (8 if every attempt fails) state transitions per item, $0.10 per 1,000 items") in result.stdout
     assert "IAM" in result.stdout or "IAM roles" in result.stdout
+
+
+def test_the_cli_re_runs_failed_items_or_the_whole_job_not_both(repo: Repo) -> None:
+    from click.testing import CliRunner
+
+    from jobplane.cli import main
+
+    result = CliRunner().invoke(main, ["--root", str(repo.path), "rerun", "some-run", "--failed-items", "--whole"])
+    assert result.exit_code == 2 and "--failed-items and --whole are different re-runs" in result.output
+    helped = CliRunner().invoke(main, ["--root", str(repo.path), "rerun", "--help"])
+    assert "--failed-items" in helped.output and "--map" in helped.output
