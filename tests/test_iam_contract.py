@@ -107,6 +107,8 @@ def _states(definition: dict[str, Any]):
         yield name, state
         for branch in state.get("Branches", []):
             yield from _states(branch)
+        if "ItemProcessor" in state:  # a jp.map's children (compiler/map_states.py)
+            yield from _states(state["ItemProcessor"])
 
 
 def sfn_calls(job_doc: dict[str, Any], r: Resolver, tid: str) -> list[Call]:
@@ -116,6 +118,24 @@ def sfn_calls(job_doc: dict[str, Any], r: Resolver, tid: str) -> list[Call]:
     definition = json.loads(r.text(sm["definition"]))
     calls: list[Call] = []
     for name, state in _states(definition):
+        if state["Type"] == "Map" and "ItemReader" in state:
+            # a Distributed Map: it reads its list from S3 (SSE-KMS: decrypting with the platform
+            # key), starts its children and watches or stops them ("IAM policies for using
+            # Distributed Map states", https://docs.aws.amazon.com/step-functions/latest/dg/iam-policies-eg-dist-map.html)
+            why = f"{sm['name']}: {name}"
+            reader = state["ItemReader"]
+            assert reader["Resource"] == "arn:aws:states:::s3:getObject", why
+            key = re.match(r"States\.Format\('([^']*)'", reader["Parameters"]["Key.$"])
+            assert key, why
+            calls += [
+                Call("s3:GetObject", f"arn:aws:s3:::{reader['Parameters']['Bucket']}/{key[1].replace('{}', 'run-1')}",
+                     {}, why),
+                Call("kms:Decrypt", MODULE["kms_key_arn"], {}, why),
+                Call("states:StartExecution", f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{sm['name']}", {}, why),
+                *(Call(a, f"arn:aws:states:{REGION}:{ACCOUNT}:execution:{sm['name']}/close-all-label:child-1", {}, why)
+                  for a in ("states:DescribeExecution", "states:StopExecution")),
+            ]
+            continue
         if state["Type"] != "Task":
             continue
         resource, params = state["Resource"], state["Parameters"]
@@ -306,6 +326,29 @@ def _every_policy() -> dict[str, dict[str, Any]]:
 
 
 JOBS |= _every_policy()
+
+
+def _with_map() -> dict[str, dict[str, Any]]:
+    """A job with a jp.map (its items step, its children's Tasks and records, its Map's reads)."""
+    import tempfile
+
+    from conftest import Repo
+
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = Repo(Path(tmp))
+        repo.write("jobs/billing/fan-out.jsonnet", """
+local jp = import 'jobplane.libsonnet';
+{
+  name: 'fan-out', team: 'billing', schedule: jp.daily('03:00'),
+  steps: [jp.map('close-all', items=jp.python('tenants', 'examples.noop:run'),
+                 each=jp.python('close-tenant', 'examples.noop:run', opts={ retry: jp.retry(2, '10s') }),
+                 opts={ max_concurrency: 50, tolerated_failures: '1%' })],
+}
+""")
+        return _compiled(repo.path)
+
+
+JOBS |= _with_map()
 
 
 @pytest.mark.parametrize("job", sorted(JOBS))
