@@ -33,6 +33,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from jobplane.compiler.problems import DefinitionError, Problem
 from jobplane.contract import datamodel as dm
@@ -162,13 +163,28 @@ def policy_chars(statements: list[JsonObject], resources: dict[str, JsonObject] 
     return size
 
 
+def _renamed(value: Any, moved: dict[str, str]) -> Any:
+    """A copy of ``value`` with each per-job role id in ``moved`` replaced by its shared role's,
+    wherever a string names it (``${aws_iam_role.<id>.arn}``); strings that name no role (the
+    state machine's definition) are kept as they are, not copied."""
+    if isinstance(value, str):
+        if "aws_iam_role." not in value:
+            return value
+        return _ROLE_REF.sub(lambda m: f"aws_iam_role.{moved.get(m[1], m[1])}.", value)
+    if isinstance(value, list):
+        return [_renamed(v, moved) for v in value]
+    if isinstance(value, dict):
+        return {k: _renamed(v, moved) for k, v in value.items()}
+    return value
+
+
 def _grants(job: str, doc: JsonObject) -> list[_Grant]:
     resource = doc.get("resource", {})
     docs = doc.get("data", {}).get("aws_iam_policy_document", {})
     tid = names.tf_id(job)
     out = []
     for rid, role in resource.get("aws_iam_role", {}).items():
-        policies = [(pid, str(p["name"]), list(docs[_doc_id(p["policy"])]["statement"]))
+        policies = [(pid, str(p["name"]), _renamed(docs[_doc_id(p["policy"])]["statement"], {}))
                     for pid, p in sorted(resource.get("aws_iam_role_policy", {}).items())
                     if p["role"] == f"${{aws_iam_role.{rid}.id}}"]
         attachments = [(aid.removeprefix(rid), str(a["policy_arn"]))
@@ -233,8 +249,7 @@ def share(team: str, prefix: str, docs: dict[str, JsonObject], sources: dict[str
     is over ``limit``."""
     if not docs:
         return SharedRoles({}, None, {})
-    texts = {job: json.dumps(doc, sort_keys=True) for job, doc in docs.items()}
-    pending = {job: _grants(job, json.loads(text)) for job, text in texts.items()}
+    pending = {job: _grants(job, doc) for job, doc in docs.items()}
     resources: dict[str, JsonObject] = {}
     for doc in docs.values():
         for kind, blocks in doc.get("resource", {}).items():
@@ -261,10 +276,7 @@ def share(team: str, prefix: str, docs: dict[str, JsonObject], sources: dict[str
         for g in ready:
             pending[g.job].remove(g)
             if moved[g.job]:  # name the shared roles already decided
-                text = json.dumps(g.policies)
-                for old, new in moved[g.job].items():
-                    text = re.sub(rf"aws_iam_role\.{re.escape(old)}\.", f"aws_iam_role.{new}.", text)
-                g.policies = [(a, b, c) for a, b, c in json.loads(text)]
+                g.policies = [(a, b, _renamed(c, moved[g.job])) for a, b, c in g.policies]
             _shape(g, prefix)
             groups.setdefault((g.kind, g.shape), []).append(g)
         for (kind, shape), members in sorted(groups.items()):
@@ -316,25 +328,23 @@ def share(team: str, prefix: str, docs: dict[str, JsonObject], sources: dict[str
     if problems:
         raise DefinitionError(problems)
     jobs: dict[str, JsonObject] = {}
-    for job, text in texts.items():
-        doc = json.loads(text)
+    for job, original in docs.items():
+        # a new document: the job's own policy documents and resources with the shared roles named
+        doc = _renamed(original, moved[job])
         resource = doc.get("resource", {})
         data_docs = doc.get("data", {}).get("aws_iam_policy_document", {})
         for rid in moved[job]:
             for kind in ("aws_iam_role", "aws_iam_role_policy"):
                 resource.get(kind, {}).pop(rid, None)
-            assume = _doc_id(docs[job]["resource"]["aws_iam_role"][rid]["assume_role_policy"])
+            assume = _doc_id(original["resource"]["aws_iam_role"][rid]["assume_role_policy"])
             data_docs.pop(assume, None)
-            for aid in [a for a, att in resource.get("aws_iam_role_policy_attachment", {}).items()
+            for aid in [a for a, att in original["resource"].get("aws_iam_role_policy_attachment", {}).items()
                         if att["role"] == f"${{aws_iam_role.{rid}.name}}"]:
                 resource["aws_iam_role_policy_attachment"].pop(aid)
         for kind in ("aws_iam_role", "aws_iam_role_policy", "aws_iam_role_policy_attachment"):
             if kind in resource and not resource[kind]:
                 del resource[kind]
-        text = json.dumps(doc, sort_keys=True)
-        for old, new in moved[job].items():
-            text = re.sub(rf"aws_iam_role\.{re.escape(old)}\.", f"aws_iam_role.{new}.", text)
-        jobs[job] = json.loads(text)
+        jobs[job] = doc
     roles: JsonObject = {"data": {"aws_iam_policy_document": dict(sorted(out_docs.items()))},
                          "resource": {"aws_iam_role": dict(sorted(out_roles.items())),
                                       "aws_iam_role_policy": dict(sorted(out_policies.items()))}}
