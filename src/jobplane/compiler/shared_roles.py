@@ -33,6 +33,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from jobplane.compiler.problems import DefinitionError, Problem
@@ -360,4 +361,23 @@ def role_refs(job_doc: JsonObject) -> set[str]:
     return set(_ROLE_REF.findall(text))
 
 
-__all__ = ["ROLES_FILE", "SharedRoles", "policy_chars", "role_refs", "share", "value_chars"]
+
+
+@lru_cache(maxsize=32)
+def _roles_of_file(text: str) -> dict[str, tuple[str, str]]:
+    """A roles file's roles: Terraform id -> (kind, name). Cached by the file's text: the plan
+    asks once per job, and a team's roles file is one for all its jobs."""
+    roles = json.loads(text).get("resource", {}).get("aws_iam_role", {})
+    return {rid: (str(role.get("tags", {}).get(KIND_TAG, "")), str(role["name"])) for rid, role in roles.items()}
+
+
+def job_roles(files: dict[str, str], job_rel: str, job_doc: JsonObject) -> dict[str, str]:
+    """kind -> the name of the shared role a job's file names (its team root's roles file)."""
+    roles_file = files.get(f"{job_rel.rsplit('/', 1)[0]}/{ROLES_FILE}")
+    if roles_file is None:
+        return {}
+    roles = _roles_of_file(roles_file)
+    return dict(sorted(roles[rid] for rid in role_refs(job_doc) if rid in roles))
+
+
+__all__ = ["ROLES_FILE", "SharedRoles", "job_roles", "policy_chars", "role_refs", "share", "value_chars"]
