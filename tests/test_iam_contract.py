@@ -6,6 +6,11 @@ What only AWS can show is checked offline here: the calls come from the compiled
 the permissions AWS documents for them, and are evaluated against the compiled policy documents
 with tests/iam_policy.py. Removing any one statement from a role makes some call denied, so the
 test fails when a permission goes missing and when one is granted that no call uses.
+
+The roles a job runs with are its team's, shared by the jobs whose grants are identical
+(compiler/shared_roles.py): each job's own grant (kept in its file) is held to its calls as
+above, and each shared role to exactly the union of its members' identical grants, under IAM's
+role policy size, allowing every member's calls.
 """
 
 from __future__ import annotations

@@ -362,7 +362,7 @@ def share(team: str, prefix: str, docs: dict[str, JsonObject], sources: dict[str
             for sm, block in machines.items():
                 block["definition"] = definitions[sm]
         if moved[job]:
-            text = _ROLE_REF.sub(lambda m, mv=moved[job]: f"aws_iam_role.{mv.get(m[1], m[1])}.", text)  # type: ignore[misc]
+            text = _ROLE_REF.sub(lambda m, mv=moved[job]: f"aws_iam_role.{mv.get(m[1], m[1])}.", text)
         doc = json.loads(text)
         for sm, block in doc.get("resource", {}).get("aws_sfn_state_machine", {}).items():
             block["definition"] = definitions[sm]
