@@ -119,7 +119,7 @@ def _map_values(st: JsonObject, f: dict[str, str]) -> JsonObject:
     return new
 
 
-@dataclass
+@dataclass(eq=False)  # one grant is one job's role: compared by identity
 class _Grant:
     """One job's role of one kind: its inline policies, trust policy and attachments."""
 
@@ -197,6 +197,10 @@ def _renamed(value: Any, moved: dict[str, str]) -> Any:
     if isinstance(value, dict):
         return {k: _renamed(v, moved) for k, v in value.items()}
     return value
+
+
+def _rename_text(text: str, moved: dict[str, str]) -> str:
+    return _ROLE_REF.sub(lambda m: f"aws_iam_role.{moved.get(m[1], m[1])}.", text)
 
 
 def _grants(job: str, doc: JsonObject) -> list[_Grant]:
@@ -291,7 +295,8 @@ def share(team: str, prefix: str, docs: dict[str, JsonObject], sources: dict[str
         for job, grants in pending.items():
             unresolved = {g.rid for g in grants}
             ready += [g for g in grants if not (g.refs & unresolved) - {g.rid}]
-        assert ready, "roles that name each other"
+        if not ready:
+            raise RuntimeError(f"team {team}: roles whose policies name each other cannot be grouped")
         groups: dict[tuple[str, str], list[_Grant]] = {}
         for g in ready:
             pending[g.job].remove(g)
@@ -362,7 +367,7 @@ def share(team: str, prefix: str, docs: dict[str, JsonObject], sources: dict[str
             for sm, block in machines.items():
                 block["definition"] = definitions[sm]
         if moved[job]:
-            text = _ROLE_REF.sub(lambda m, mv=moved[job]: f"aws_iam_role.{mv.get(m[1], m[1])}.", text)
+            text = _rename_text(text, moved[job])
         doc = json.loads(text)
         for sm, block in doc.get("resource", {}).get("aws_sfn_state_machine", {}).items():
             block["definition"] = definitions[sm]
