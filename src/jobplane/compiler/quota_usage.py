@@ -81,11 +81,15 @@ def oversized_roles(files: dict[str, str]) -> list[tuple[str, str, int]]:
     from jobplane.compiler.shared_roles import policy_chars
     from jobplane.contract import layout
 
-    docs = {rel: json.loads(text) for rel, text in sorted(files.items()) if rel.endswith(".tf.json")}
+    # only the files that hold inline policies, and those that name a task definition family
+    # a policy may name, are read (a 5,000-job output is gigabytes of parsed JSON otherwise)
+    docs = {rel: json.loads(text) for rel, text in sorted(files.items())
+            if rel.endswith(".tf.json") and '"aws_iam_role_policy"' in text}
     resources: dict[str | None, dict[str, dict[str, object]]] = {}
-    for rel, doc in docs.items():
-        for kind, blocks in doc.get("resource", {}).items():
-            resources.setdefault(layout.root_of(rel), {}).setdefault(kind, {}).update(blocks)
+    for rel, text in files.items():
+        if rel.endswith(".tf.json") and '"aws_ecs_task_definition"' in text:
+            families = json.loads(text).get("resource", {}).get("aws_ecs_task_definition", {})
+            resources.setdefault(layout.root_of(rel), {}).setdefault("aws_ecs_task_definition", {}).update(families)
     out = []
     for rel, doc in docs.items():
         policy_docs = doc.get("data", {}).get("aws_iam_policy_document", {})
