@@ -396,7 +396,11 @@ def share(team: str, prefix: str, docs: dict[str, JsonObject], sources: dict[str
 def role_refs(job_doc: JsonObject) -> set[str]:
     """The Terraform ids of the roles a job's document names (its resources, not its own
     policy documents, which name the roles it passes)."""
-    text = json.dumps(job_doc.get("resource", {}))
+    resource = job_doc.get("resource", {})
+    # a state machine's definition, nearly all of a job's bytes, never names a role
+    machines = [{k: v for k, v in block.items() if k != "definition"}
+                for block in resource.get("aws_sfn_state_machine", {}).values()]
+    text = json.dumps([machines, {k: v for k, v in resource.items() if k != "aws_sfn_state_machine"}])
     return set(_ROLE_REF.findall(text))
 
 
