@@ -14,6 +14,7 @@ from jobplane.compiler import asl, terraform
 from jobplane.contract import bindings
 from jobplane.compiler.model import Job
 from jobplane.compiler.output import compile_all, job_files
+from jobplane.compiler.shared_roles import ROLES_FILE, role_refs
 from jobplane.contract.config import load_config
 
 
@@ -206,8 +207,12 @@ def test_terraform_is_scoped_to_each_job(examples: dict[str, str]) -> None:
                 assert all("*" not in a for a in st["actions"]), (path, role, st)
                 if "resources" in st:
                     assert "*" not in st["resources"], (path, role, st)
-        for role in doc["resource"]["aws_iam_role"].values():
-            assert len(role["name"]) <= 64 and job_name in role["name"]
+        # its roles are its team's (roles.tf.json), named after the team, never another team's
+        team = path.split("/")[1]
+        roles = json.loads(examples[f"teams/{team}/{ROLES_FILE}"])["resource"]["aws_iam_role"]
+        assert "aws_iam_role" not in doc["resource"]
+        for rid in role_refs(doc):
+            assert len(roles[rid]["name"]) <= 64 and roles[rid]["name"].startswith(f"jobplane-{team}-"), rid
         ddb = next(st for st in doc["data"]["aws_iam_policy_document"][f"{job_name.replace('-', '_')}_sfn"]["statement"]
                    if st["sid"] == "JobStateAndHistory")
         assert ddb["condition"][0]["values"] == [f"JOB#{job_name}", "EXEC#*"]

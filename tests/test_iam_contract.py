@@ -6,6 +6,11 @@ What only AWS can show is checked offline here: the calls come from the compiled
 the permissions AWS documents for them, and are evaluated against the compiled policy documents
 with tests/iam_policy.py. Removing any one statement from a role makes some call denied, so the
 test fails when a permission goes missing and when one is granted that no call uses.
+
+The roles a job runs with are its team's, shared by the jobs whose grants are identical
+(compiler/shared_roles.py): each job's own grant (kept in its file) is held to its calls as
+above, and each shared role to exactly the union of its members' identical grants, under IAM's
+role policy size, allowing every member's calls.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from conftest import ROOT
 from iam_policy import Call, allowed, denied_calls
 
 from jobplane.compiler.output import compile_all, job_files
+from jobplane.compiler.shared_roles import KIND_TAG, role_refs
 from jobplane.contract.config import load_config
 
 PARTITION, REGION, ACCOUNT = "aws", "us-east-1", "123456789012"
@@ -259,9 +265,37 @@ def lambda_role_calls(job_doc: dict[str, Any], r: Resolver) -> list[Call]:
     return calls
 
 
+#: job -> every file of its team's root merged into one document (a shared role, in roles.tf.json,
+#: names its members' task definitions; a job's resources name its team's shared roles)
+ROOT_DOCS: dict[str, dict[str, Any]] = {}
+#: (team root, shared role id) -> the shared role, its statements and its members
+SHARED: dict[tuple[str, str], dict[str, Any]] = {}
+
+
+def _merged(files: dict[str, str], root: str) -> dict[str, Any]:
+    merged: dict[str, Any] = {"data": {}, "resource": {}}
+    for rel, text in files.items():
+        if rel.startswith(root + "/") and rel.endswith(".tf.json"):
+            doc = json.loads(text)
+            for section in ("data", "resource"):
+                for kind, blocks in doc.get(section, {}).items():
+                    merged[section].setdefault(kind, {}).update(blocks)
+    return merged
+
+
 def _compiled(root: Path) -> dict[str, dict[str, Any]]:
     files = compile_all(load_config(root)).files
-    return {job: json.loads(files[rel]) for job, rel in job_files(files).items()}
+    jobs = {job: json.loads(files[rel]) for job, rel in job_files(files).items()}
+    for job, rel in job_files(files).items():
+        team_root = rel.rsplit("/", 1)[0]
+        ROOT_DOCS[job] = merged = _merged(files, team_root)
+        for rid in role_refs(jobs[job]):
+            entry = SHARED.setdefault((f"{root}:{team_root}", rid), {
+                "kind": merged["resource"]["aws_iam_role"][rid]["tags"][KIND_TAG],
+                "statements": merged["data"]["aws_iam_policy_document"][rid]["statement"],
+                "members": []})
+            entry["members"].append(job)
+    return jobs
 
 
 def _with_lambda_steps() -> dict[str, dict[str, Any]]:
@@ -295,7 +329,7 @@ JOBS = _compiled(ROOT) | _with_lambda_steps()
 def _roles(job: str) -> list[tuple[str, list[dict[str, Any]], list[Call]]]:
     """(role, its inline policy statements, the calls made with it) for one compiled job."""
     doc = JOBS[job]
-    r = Resolver(doc)
+    r = Resolver(ROOT_DOCS[job])
     tid = next(iter(doc["resource"]["aws_sfn_state_machine"]))
     docs = doc["data"]["aws_iam_policy_document"]
     out = [("sfn", r.text(docs[f"{tid}_sfn"]["statement"]), sfn_calls(doc, r, tid))]
@@ -404,3 +438,109 @@ def test_the_evaluator_refuses_what_it_should() -> None:
                                     f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:billing/token-AbC123"))
     assert not allowed([wildcard], Call("secretsmanager:GetSecretValue",
                                         f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:billing/token-x-AbC123"))
+
+
+# -- shared roles (issue 54 item 1): the jobs of a team whose grants are identical share a role --
+
+
+def _calls(job: str) -> dict[str, list[Call]]:
+    return {kind: calls for kind, _, calls in _roles(job)}
+
+
+def _own_grant(job: str, kind: str) -> list[dict[str, Any]]:
+    """The job's own statements for a role (what its file keeps), its own names taken out by
+    plain text (not by the compiler's own code)."""
+    tid = job.replace("-", "_")
+    text = json.dumps(JOBS[job]["data"]["aws_iam_policy_document"][f"{tid}_{kind}"]["statement"], sort_keys=True)
+    for own, placeholder in ((f":{PREFIX}-{job}", ":<own>"), (f"JOB#{job}\"", "JOB#<own>\""),
+                             (f"/{PREFIX}-{job}", "/<own>"), (f".{tid}.", ".<own>.")):
+        text = text.replace(own, placeholder)
+    return json.loads(text)
+
+
+@pytest.mark.parametrize("key", sorted(SHARED), ids=lambda k: k[1])
+def test_a_shared_role_is_the_union_of_identical_grants_and_nothing_more(key: tuple[str, str]) -> None:
+    shared = SHARED[key]
+    kind, members = shared["kind"], shared["members"]
+    # its members' own grants are identical once each one's own names are taken out
+    grants = {job: _own_grant(job, kind) for job in members}
+    first = grants[members[0]]
+    assert all(g == first for g in grants.values()), f"{key}: members with different grants share it: {members}"
+    # its statements are the members' statements, each with the union of their values
+    own = {job: JOBS[job]["data"]["aws_iam_policy_document"][f"{job.replace('-', '_')}_{kind}"]["statement"]
+           for job in members}
+    assert len(shared["statements"]) == len(own[members[0]])
+    for s, st in enumerate(shared["statements"]):
+        for job in members:
+            theirs = own[job][s]
+            assert (st["sid"], st["actions"], st.get("effect")) == (theirs["sid"], theirs["actions"], theirs.get("effect"))
+        assert set(st.get("resources", [])) == {r for job in members for r in own[job][s].get("resources", [])}
+        for i, cond in enumerate(st.get("condition", [])):
+            assert set(cond["values"]) == {v for job in members for v in own[job][s]["condition"][i]["values"]}
+    # every member's calls are allowed by it (each member's own statements are each needed by
+    # some call of its own: test_every_statement_of_a_role_is_needed_by_some_call)
+    for job in members:
+        statements = Resolver(ROOT_DOCS[job]).text(shared["statements"])
+        assert denied_calls(statements, _calls(job)[kind]) == [], f"{job}'s {kind} role {key[1]}"
+
+
+def test_the_examples_share_roles_within_a_team_only() -> None:
+    teams = {job: ROOT_DOCS[job]["resource"]["aws_sfn_state_machine"][job.replace("-", "_")]["tags"]["jobplane:team"]
+             for job in JOBS}
+    shared_by_many = 0
+    for (root, rid), shared in SHARED.items():
+        assert len({teams[j] for j in shared["members"]}) == 1, (rid, shared["members"])
+        shared_by_many += len(shared["members"]) > 1
+    assert shared_by_many, "no role is shared by two jobs"
+
+
+def _team_docs(n: int) -> tuple[dict[str, Any], dict[str, str], Any]:
+    """n scheduled jobs of team billing, compiled each on its own (the documents share() groups)."""
+    import tempfile
+
+    from conftest import Repo, minimal_job
+    from jobplane.compiler import asl, terraform
+    from jobplane.compiler.validate import load_jobs
+
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = Repo(Path(tmp))
+        for i in range(n):
+            repo.write(f"jobs/billing/j{i:03d}.jsonnet", minimal_job(f"j{i:03d}", "SKIP_IF_RUNNING"))
+        config = load_config(repo.path)
+        loaded = load_jobs(config)
+    docs = {lj.job.name: terraform.job_module(lj.job, asl.render(asl.build_definition(lj.job, PREFIX)), config)
+            for lj in loaded}
+    return docs, {lj.job.name: lj.source for lj in loaded}, config
+
+
+def test_a_group_too_big_for_one_role_is_split_and_a_job_too_big_alone_is_refused() -> None:
+    from jobplane.compiler.problems import DefinitionError
+    from jobplane.compiler.shared_roles import policy_chars, share
+
+    docs, sources, _ = _team_docs(12)
+    one = share("billing", PREFIX, {"j000": docs["j000"]}, sources)
+    alone = policy_chars(one.roles["data"]["aws_iam_policy_document"][next(
+        rid for rid, role in one.roles["resource"]["aws_iam_role"].items() if role["tags"][KIND_TAG] == "sfn")]["statement"])
+    limit = alone + 400  # room for one or two more jobs' own names, not twelve
+    shared = share("billing", PREFIX, docs, sources, limit=limit)
+    roles = shared.roles["resource"]["aws_iam_role"]
+    sfn = [rid for rid, role in roles.items() if role["tags"][KIND_TAG] == "sfn"]
+    assert len(sfn) >= 2
+    for rid in roles:
+        size = policy_chars(shared.roles["data"]["aws_iam_policy_document"][rid]["statement"])
+        assert size <= limit, (rid, size, limit)
+        assert len(roles[rid]["name"]) <= 64
+    # each job is in exactly one role of each kind, and that role lets it make its calls
+    for job, doc in shared.jobs.items():
+        assert len(role_refs(doc)) == 2 and set(shared.membership[job]) == {"sfn", "scheduler"}
+        merged = {"data": {**doc["data"]}, "resource": {**doc["resource"], **shared.roles["resource"]}}
+        r = Resolver(merged)
+        sm = next(iter(doc["resource"]["aws_sfn_state_machine"]))
+        rid = doc["resource"]["aws_sfn_state_machine"][sm]["role_arn"].split(".")[1]
+        statements = r.text(shared.roles["data"]["aws_iam_policy_document"][rid]["statement"])
+        assert denied_calls(statements, sfn_calls(doc, r, sm)) == []
+    with pytest.raises(DefinitionError) as refused:
+        share("billing", PREFIX, docs, sources, limit=alone - 1)
+    assert len(refused.value.problems) == 12
+    assert "jobs/billing/j000.jsonnet: job 'j000': its Step Functions role's policies would take" in str(refused.value)
+    assert "over IAM's" in str(refused.value) and "cannot be raised" in str(refused.value)

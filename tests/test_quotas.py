@@ -12,41 +12,48 @@ from jobplane.compiler.quota_usage import oversized_roles
 from jobplane.contract.quotas import BY_KEY, ROLE_INLINE_POLICY_CHARS
 
 JOB = """local jp = import 'jobplane.libsonnet';
-{ name: 'job-%(i)04d', team: 'billing', schedule: jp.daily('02:00'), steps: [jp.python('run', 'examples.noop:run')] }
+{ name: 'job-%(i)04d', team: 'billing', %(start)s, steps: [jp.python('run', 'examples.noop:run')] }
 """
 
 
 def _jobs(repo: Repo, start: int, stop: int) -> None:
+    """Jobs that run after job-0000: each one an EventBridge rule on the default bus."""
     for i in range(start, stop):
-        repo.write(f"jobs/billing/job-{i:04d}.jsonnet", JOB % {"i": i})
+        when = "schedule: jp.daily('02:00')" if i == 0 else "after: [jp.after('job-0000')]"
+        repo.write(f"jobs/billing/job-{i:04d}.jsonnet", JOB % {"i": i, "start": when})
 
 
-def _roles_line(output: str) -> str:
-    return next(line for line in output.splitlines() if "Roles per account" in line)
+def _line(output: str, what: str) -> str:
+    return next(line for line in output.splitlines() if what in line)
 
 
 def test_plan_warns_near_a_quota_refuses_past_it_and_honours_a_raised_one(repo: Repo) -> None:
-    _jobs(repo, 0, 420)  # a scheduled job has two roles (its state machine's, its schedule's)
+    rules = "Number of rules (per event bus)"
+    _jobs(repo, 0, 241)  # 240 after rules (and the base module's own, when it is there): 80% of 300
     near = repo.cli("plan")
     assert near.exit_code == 0, near.output
-    line = _roles_line(near.output)
-    used = int(re.search(r"Roles per account: ([\d,]+) of 1,000", line)[1].replace(",", ""))  # type: ignore[index]
-    assert 800 <= used <= 1000 and line.strip().startswith("WARNING:")
-    assert "L-FE177D64" in line and "[quotas] iam_roles" in line
+    line = _line(near.output, rules)
+    used = int(re.search(r"\): ([\d,]+) of 300", line)[1].replace(",", ""))  # type: ignore[index]
+    assert 240 <= used <= 300 and line.strip().startswith("WARNING:")
+    assert "L-244521F2" in line and "[quotas] event_rules" in line
 
-    _jobs(repo, 420, 520)
+    _jobs(repo, 241, 302)  # 301 rules at least: over 300
     over = repo.cli("plan")
     assert over.exit_code == 2
-    assert _roles_line(over.output).strip().startswith("ERROR: Roles per account:")
+    assert _line(over.output, rules).strip().startswith("ERROR: Number of rules")
     assert "An apply would fail on an AWS quota" in over.stderr
 
     toml = repo.path / "jobplane.toml"
-    toml.write_text(toml.read_text() + "\n[quotas]\niam_roles = 5000\n")
+    toml.write_text(toml.read_text() + "\n[quotas]\nevent_rules = 1000\n")
     raised = repo.cli("plan")
     assert raised.exit_code == 0, raised.output
-    assert "Roles per account" not in raised.output  # under 80% of 5,000: not worth a line
+    assert rules not in raised.output  # under 80% of 1,000: not worth a line
     listed = repo.cli("plan", "--quotas")
-    assert "Roles per account" in listed.output and "of 5,000 (raised from 1,000)" in listed.output
+    assert rules in listed.output and "of 1,000 (raised from 300)" in listed.output
+    # 302 jobs run with their team's shared roles (compiler/shared_roles.py): a role per kind
+    # and grant, packed under IAM's role policy size, not two a job
+    roles = int(re.search(r"Roles per account: ([\d,]+) of 1,000", listed.output)[1].replace(",", ""))  # type: ignore[index]
+    assert roles < 30, listed.output
 
 
 def test_an_unknown_or_bad_quota_in_jobplane_toml_is_refused(repo: Repo) -> None:

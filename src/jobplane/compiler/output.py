@@ -20,7 +20,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from jobplane.compiler import asl, catalog, terraform
+from jobplane.compiler import asl, catalog, shared_roles, terraform
 from jobplane.compiler.validate import LoadedJob, load_jobs
 from jobplane.contract import layout
 from jobplane.contract.catalog import CATALOG_FILE, Catalog
@@ -76,11 +76,17 @@ def compile_all(config: PlatformConfig, jobs: list[LoadedJob] | None = None) -> 
         root = layout.team_root(team)
         files[f"{root}/{layout.ROOT_FILE}"] = terraform.render(terraform.team_root(config, team))
         counts: dict[str, int] = {}
+        docs: dict[str, JsonObject] = {}
         for lj in team_jobs:
             definition = asl.build_definition(lj.job, config.name_prefix)
             counts[lj.job.name] = count_states(definition)
-            files[layout.job_file(team, lj.job.name)] = terraform.render_job(
-                terraform.job_module(lj.job, asl.render(definition), config))
+            docs[lj.job.name] = terraform.job_module(lj.job, asl.render(definition), config)
+        # the team's jobs run with roles shared by the jobs whose grants are identical
+        shared = shared_roles.share(team, config.name_prefix, docs, {lj.job.name: lj.source for lj in team_jobs})
+        for name, doc in shared.jobs.items():
+            files[layout.job_file(team, name)] = terraform.render_job(doc)
+        if shared.roles is not None:
+            files[f"{root}/{shared_roles.ROLES_FILE}"] = terraform.render(shared.roles)
         files[f"{root}/{CATALOG_FILE}"] = catalog.build_catalog(team_jobs, config, counts, team=team).render()
         if skips := checkov_skips(team_jobs):
             files[f"{root}/{CHECKOV_CONFIG}"] = skips

@@ -15,6 +15,7 @@ from datetime import datetime
 
 from jobplane.compiler.map_cost import map_lines
 from jobplane.compiler.output import catalog_parts, changed_roots, compile_all, job_files
+from jobplane.compiler.shared_roles import job_roles
 from jobplane.compiler.terraform import iam_summary, secret_grants
 from jobplane.contract import lambda_step, layout
 from jobplane.contract.catalog import CATALOG_FILE, Catalog, CatalogJob, CatalogStep
@@ -223,6 +224,7 @@ def describe_job_change(old: CatalogJob, new: CatalogJob, old_files: dict[str, s
     old_grants, new_grants = secret_grants(old_doc), secret_grants(new_doc)
     lines += [f"may now read {g}" for g in new_grants if g not in old_grants]
     lines += [f"may no longer read {g}" for g in old_grants if g not in new_grants]
+    lines += role_moves(old_files, new_files, old.name, old_doc, new_doc)
     old_iam, new_iam = iam_summary(old_doc), iam_summary(new_doc)
     for role in sorted(set(old_iam) | set(new_iam)):
         added = sorted(set(new_iam.get(role, [])) - set(old_iam.get(role, [])))
@@ -236,6 +238,26 @@ def describe_job_change(old: CatalogJob, new: CatalogJob, old_files: dict[str, s
         lines.append(f"state machine: {old.states} -> {new.states} states")
     if not lines and old_files.get(old.asl) != new_files.get(new.asl):
         lines.append("Terraform changed (platform or compiler update)")
+    return lines
+
+
+def role_moves(old_files: dict[str, str], new_files: dict[str, str], job: str, old_doc: JsonObject,
+               new_doc: JsonObject) -> list[str]:
+    """Which of its team's shared roles a job leaves for another (compiler/shared_roles.py): a
+    changed grant (a secret, a policy, a Lambda step) or a role that grew past IAM's size limit."""
+    old_rel, new_rel = _job_file(old_files, job), _job_file(new_files, job)
+    before = job_roles(old_files, old_rel, old_doc) if old_rel else {}
+    after = job_roles(new_files, new_rel, new_doc) if new_rel else {}
+    lines = []
+    for kind in sorted(set(before) | set(after)):
+        if before.get(kind) == after.get(kind):
+            continue
+        if kind in before and kind in after:
+            lines.append(f"IAM role ({kind}): moves from {before[kind]} to {after[kind]}")
+        elif kind in after:
+            lines.append(f"IAM role ({kind}): now {after[kind]}")
+        else:
+            lines.append(f"IAM role ({kind}): no longer {before[kind]}")
     return lines
 
 
@@ -270,8 +292,9 @@ def describe_plan(old_files: dict[str, str], new_files: dict[str, str], now: dat
         out += [f"    {line}" for line in map_lines(job.steps)]  # a jp.map's cost per item (compiler/map_cost.py)
         doc = _job_doc(new_files, name)
         out.append(f"    reads secrets: {', '.join(secret_grants(doc)) or 'none'}")
-        out.append(f"    state machine: {job.states} states; IAM roles: "
-                   + ", ".join(sorted(iam_summary(doc))))
+        roles = job_roles(new_files, _job_file(new_files, name) or "", doc)
+        out.append(f"    state machine: {job.states} states; IAM roles (its team's, shared by identical grants): "
+                   + ", ".join(f"{kind} {role}" for kind, role in roles.items()))
     for name, lines in changed:
         out.append(f"~ {name}")
         out += [f"    {line}" for line in lines]

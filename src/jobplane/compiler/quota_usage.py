@@ -2,7 +2,7 @@
 compiled roots create plus those of the base module, and each role's inline policy size.
 
 Counted from the compiled files, not estimated from the jobs, so whatever the compiler emits
-(per-job roles today, per-team roles tomorrow) is what is counted. The base module's resources
+(the teams' shared roles, compiler/shared_roles.py) is what is counted. The base module's resources
 are counted from its HCL with every optional part (the portal, VPC endpoints) present: an
 upper bound, said as such.
 """
@@ -73,33 +73,32 @@ def usage(files: dict[str, str], module_dir: Path | None, raised: dict[str, int]
     return [Use(q, sum(counts[r] for r in q.resources), raised.get(q.key, q.default)) for q in QUOTAS]
 
 
-def _policy_chars(statements: list[dict[str, object]]) -> int:
-    """An inline policy's size as IAM counts it: its JSON without whitespace, as the
-    aws_iam_policy_document data source renders it (Version, Statement, Sid/Effect/Action/Resource/Condition)."""
-    rendered = []
-    for st in statements:
-        doc: dict[str, object] = {"Sid": st.get("sid", ""), "Effect": st.get("effect", "Allow"),
-                                  "Action": st.get("actions"), "Resource": st.get("resources")}
-        for cond in st.get("condition", []) or []:  # type: ignore[attr-defined]
-            doc.setdefault("Condition", {}).setdefault(cond["test"], {})[cond["variable"]] = cond["values"]  # type: ignore[attr-defined]
-        rendered.append(doc)
-    text = json.dumps({"Version": "2012-10-17", "Statement": rendered}, separators=(",", ":"))
-    return len(re.sub(r"\s", "", text))
-
-
 def oversized_roles(files: dict[str, str]) -> list[tuple[str, str, int]]:
-    """(file, role, characters) of every compiled role whose inline policies exceed IAM's limit."""
+    """(file, role, characters) of every compiled role whose inline policies exceed IAM's limit,
+    each policy measured as compiler/shared_roles.py packs them: rendered as the
+    aws_iam_policy_document data source does, whitespace not counted, every interpolation at
+    its longest (a task definition's family read from its root's files)."""
+    from jobplane.compiler.shared_roles import policy_chars
+    from jobplane.contract import layout
+
+    # only the files that hold inline policies, and those that name a task definition family
+    # a policy may name, are read (a 5,000-job output is gigabytes of parsed JSON otherwise)
+    docs = {rel: json.loads(text) for rel, text in sorted(files.items())
+            if rel.endswith(".tf.json") and '"aws_iam_role_policy"' in text}
+    resources: dict[str | None, dict[str, dict[str, object]]] = {}
+    for rel, text in files.items():
+        if rel.endswith(".tf.json") and '"aws_ecs_task_definition"' in text:
+            families = json.loads(text).get("resource", {}).get("aws_ecs_task_definition", {})
+            resources.setdefault(layout.root_of(rel), {}).setdefault("aws_ecs_task_definition", {}).update(families)
     out = []
-    for rel, text in sorted(files.items()):
-        if not rel.endswith(".tf.json"):
-            continue
-        doc = json.loads(text)
-        docs = doc.get("data", {}).get("aws_iam_policy_document", {})
+    for rel, doc in docs.items():
+        policy_docs = doc.get("data", {}).get("aws_iam_policy_document", {})
         sizes: Counter[str] = Counter()
         for policy in doc.get("resource", {}).get("aws_iam_role_policy", {}).values():
             role = str(policy["role"]).split(".")[1]
             source = str(policy["policy"]).split(".")[2]
-            sizes[role] += _policy_chars(docs.get(source, {}).get("statement", []))
+            sizes[role] += policy_chars(policy_docs.get(source, {}).get("statement", []),
+                                        resources.get(layout.root_of(rel), {}))
         out += [(rel, role, n) for role, n in sizes.items() if n > ROLE_INLINE_POLICY_CHARS]
     return out
 

@@ -4,7 +4,8 @@ one root per team holding its jobs (contract/layout.py; docs/deploy.md "Terrafor
 Why JSON and not CDK for Terraform: CDKTF was deprecated upstream in December 2025 and needs
 Node.js; Terraform reads ``*.tf.json`` natively. Each job gets its own file in its team's root
 holding its state machine, schedules and IAM roles scoped to it (no wildcard actions; resources
-named). That file is the one stored copy of the job's ASL (the state machine's definition, a
+named), whose roles compiler/shared_roles.py then merges with those of the team's jobs whose
+grants are identical. That file is the one stored copy of the job's ASL (the state machine's definition, a
 Terraform template); ``contract.bindings.asl_of`` reads the ASL back from it for the local engine and the tests.
 """
 
