@@ -77,7 +77,7 @@ def compile_all(config: PlatformConfig, jobs: list[LoadedJob] | None = None) -> 
         files[f"{root}/{layout.ROOT_FILE}"] = terraform.render(terraform.team_root(config, team))
         counts: dict[str, int] = {}
         for lj in team_jobs:
-            definition = asl.build_definition(lj.job, config.name_prefix)
+            definition = asl.build_definition(lj.job, config.name_prefix, config.pools)
             counts[lj.job.name] = count_states(definition)
             files[layout.job_file(team, lj.job.name)] = terraform.render_job(
                 terraform.job_module(lj.job, asl.render(definition), config))
