@@ -89,6 +89,10 @@
   // a python function run on AWS Lambda (starts in about a second; at most 15 minutes; memory, no cpu)
   lambda(name, target, kwargs={}, opts={}):: { name: name, lambda: target } + (if kwargs == {} then {} else { kwargs: kwargs }) + opts,
 
+  // --- a pool of jobplane.toml [pools] with a weight, for a step's or a job's `pool` (a name alone
+  // is weight 1): each attempt holds that many slots while it runs, waiting (WAITING) for them first
+  pool(name, weight=1):: { name: name, weight: weight },
+
   // --- notifications
   slack(channels, events=null):: { channels: if std.isArray(channels) then channels else [channels] }
                                  + (if events == null then {} else { events: events }),
