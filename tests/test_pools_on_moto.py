@@ -226,3 +226,49 @@ def test_the_sweep_releases_a_holder_whose_run_ended_without_the_reconciler(aws:
     sweep = PoolSweep(aws.client("dynamodb"), aws.resources["table_name"], aws.client("stepfunctions"))
     assert [pc.Holder.parse(e).execution_arn for e in sweep.check()] == [arn]
     assert holders(aws, pool) == () and sweep.check() == []
+
+
+POOLED_JOB = """\
+local jp = import 'jobplane.libsonnet';
+{
+  name: '%(name)s', team: 'billing', schedule: jp.manual, policy: jp.policy.ALWAYS_RUN, pool: 'db',
+  steps: [jp.python('load', 'sample_apps.functions:hold', kwargs={ log: '%(log)s', release: '%(release)s' })],
+}
+"""
+
+
+def test_status_and_the_execution_view_say_waiting(aws: LocalAWS, tmp_path: Path) -> None:
+    """`jobplane status`'s pool lines and WAITING runs, and the execution view's status word,
+    from a compiled output deployed as `jobplane dev` deploys it."""
+    from conftest import Repo
+
+    from jobplane.cli.operate import pool_status
+    from jobplane.platform.control import ControlPlane, Deployment
+
+    (tmp_path / "repo").mkdir()
+    repo = Repo(tmp_path / "repo")
+    (repo.path / "jobplane.toml").write_text((repo.path / "jobplane.toml").read_text() + "\n[pools]\ndb = 1\n")
+    log, release = tmp_path / "held.log", tmp_path / "release"
+    for name in ("pooled-first", "pooled-second"):
+        repo.write(f"jobs/billing/{name}.jsonnet", POOLED_JOB % {"name": name, "log": log, "release": release})
+    assert repo.cli("compile").exit_code == 0
+    aws.deploy_output(repo.out)
+    control = ControlPlane(Deployment(table=aws.resources["table_name"], topic_arn=aws.resources["topic_arn"],
+                                      name_prefix=aws.prefix, endpoint_url=aws.endpoint_url,
+                                      catalog_path=repo.out,
+                                      access_key_id=aws.credentials.access_key_id,
+                                      secret_access_key=aws.credentials.secret_access_key))
+    first = start(aws, "pooled-first")
+    until("the first run holds the slot", lambda: log.exists())
+    second = start(aws, "pooled-second")
+    until("the second run waits", lambda: any(a.waiting for a in aws_control_view(aws, second)))
+    view = control.execution(second.rsplit(":", 1)[1], "pooled-second")
+    assert (view.status, view.status_word, view.waiting) == ("RUNNING", "WAITING", True)
+    assert control.execution(first.rsplit(":", 1)[1], "pooled-first").status_word == "RUNNING"
+    status = pool_status(control, control.jobs(fires=1), {"db": 1})
+    assert status.lines == ["  db: 1/1 held by pooled-first/load"]
+    assert list(status.waiting) == ["pooled-second"]
+    assert status.waiting["pooled-second"][0]["steps"] == ["load"]
+    release.write_text("go")
+    assert [finish(aws, arn)[1].status for arn in (first, second)] == ["SUCCEEDED", "SUCCEEDED"]
+    assert pool_status(control, control.jobs(fires=1), {"db": 1}).lines == ["  db: 0/1 held"]

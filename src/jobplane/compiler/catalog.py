@@ -21,7 +21,8 @@ def step_entry(step: Step) -> CatalogStep:
     return CatalogStep(
         name=step.name, kind=step.kind.name, description=step.description, target=step.target_spec(),
         timeout=step.timeout, retry=StepRetry.model_validate(step.retry.as_dict()), cpu=step.cpu, memory=step.memory,
-        env=dict(sorted(step.env.items())), secrets=sorted(step.secrets))
+        env=dict(sorted(step.env.items())), secrets=sorted(step.secrets),
+        **({"pool": step.pool.name} if step.pool is not None else {}))
 
 
 def build_catalog(jobs: list[LoadedJob], config: PlatformConfig, state_counts: dict[str, int],
