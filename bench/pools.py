@@ -51,7 +51,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=2.0)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-X
+        engine_log_to_file(Path(tmp))  # moto's ERROR line for each refused claim goes to <tmp>/engine.log
         log = Path(tmp) / "held.log"
         with LocalAWS(env={"PYTHONPATH": str(TESTS)}) as aws:
             names = [f"month-end-{i}" for i in range(args.jobs)]
