@@ -181,3 +181,23 @@ def test_the_role_allows_exactly_the_pool_calls(repo: Repo) -> None:
     trimmed = [s for s in policy if s.get("sid") != "HoldPoolSlots"]
     assert len(trimmed) == len(policy) - 1
     assert sorted(denied_calls(trimmed, calls)) == sorted(str(c) for c in pool_calls)
+
+
+@pytest.mark.parametrize("pool, ok", [("db", True), ({"name": "db", "weight": 2}, True), (None, True),
+                                      ({"name": "db", "weight": 0}, False), ({"weight": 2}, False),
+                                      ({"name": "db", "wieght": 2}, False), (3, False)])
+def test_the_schema_and_the_checker_agree_on_pool(repo: Repo, pool: Any, ok: bool) -> None:
+    import jsonschema
+
+    from jobplane.compiler.fields import Invalid
+
+    schema = json.loads(repo.cli("schema").stdout)
+    definition = {"name": "a", "team": "billing", "pool": pool,
+                  "steps": [{"name": "s", "python": "m:f", "pool": pool}]}
+    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(definition))
+    try:
+        Job.from_definition(definition)
+        checked = True
+    except Invalid:
+        checked = False
+    assert (not errors, checked) == (ok, ok)

@@ -156,7 +156,12 @@ class PoolUse(Model):
     weight: int = field(Int(ge=1, le=100), 1, description="Slots each attempt holds.")
 
 
-_POOL_SCHEMA = {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/PoolUse"}, {"type": "null"}]}
+_POOL_SCHEMA: JsonObject = {"anyOf": [
+    {"type": "string", "description": "A pool of jobplane.toml [pools] (weight 1)."},
+    {"type": "object", "title": "PoolUse", "additionalProperties": False, "required": ["name"],
+     "properties": {"name": {"type": "string"}, "weight": {"type": "integer", "minimum": 1, "maximum": 100,
+                                                           "default": 1}}},
+    {"type": "null"}]}
 
 
 @dataclass(frozen=True, kw_only=True)
