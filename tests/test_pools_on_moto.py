@@ -272,3 +272,40 @@ def test_status_and_the_execution_view_say_waiting(aws: LocalAWS, tmp_path: Path
     release.write_text("go")
     assert [finish(aws, arn)[1].status for arn in (first, second)] == ["SUCCEEDED", "SUCCEEDED"]
     assert pool_status(control, control.jobs(fires=1), {"db": 1}).lines == ["  db: 0/1 held"]
+
+
+def test_waiting_does_not_consume_the_steps_timeout_but_the_jobs(aws: LocalAWS, tmp_path: Path) -> None:
+    """A step with a 15 s timeout that waits longer than that for its slot still runs (its
+    timeout starts with its Task); a run whose whole-job timeout passes while it waits ends
+    TIMED_OUT at that step, having held nothing."""
+    from jobplane.contract.clock import parse_iso
+
+    log, release = tmp_path / "held.log", tmp_path / "release"
+    pool = f"db-{uuid.uuid4().hex[:6]}"
+    holder = deploy(aws, [{"name": "load", "python": HOLD, "pool": pool,
+                           "kwargs": {"log": str(log), "release": str(release)}}], {pool: 1})
+    patient = deploy(aws, [{"name": "load", "python": HOLD, "pool": pool, "timeout": 15,
+                            "kwargs": {"log": str(log), "seconds": 0.1}}], {pool: 1})
+    hurried = deploy(aws, [{"name": "load", "python": HOLD, "pool": pool,
+                            "kwargs": {"log": str(log), "seconds": 0.1}}], {pool: 1}, timeout=5)
+    holding = start(aws, holder)
+    until("the first run holds the slot", lambda: log.exists())
+    waiting, timing_out = start(aws, patient), start(aws, hurried)
+    ex, rec = finish(aws, timing_out)
+    assert ex.status == "TIMED_OUT" and rec.status == "TIMED_OUT" and rec.failed_step == "load"
+    assert [(a.outcome, a.started_at) for a in rec.timeline] == [("timed out", None)]
+
+    def waited() -> float:  # how long it has been waiting, by the history's clock and this one
+        from datetime import datetime, timezone
+
+        rows = [r for r in aws_control_view(aws, waiting) if r.waiting and r.waiting_since]
+        return (datetime.now(timezone.utc) - parse_iso(rows[0].waiting_since)).total_seconds() if rows else 0.0
+
+    until("the patient run has waited longer than its step's timeout", lambda: waited() > 16)
+    release.write_text("go")
+    ex, rec = finish(aws, waiting)
+    assert rec.status == "SUCCEEDED", rec.error
+    [row] = rec.timeline
+    assert (parse_iso(row.started_at) - parse_iso(row.waiting_since)).total_seconds() > 15
+    assert finish(aws, holding)[1].status == "SUCCEEDED"
+    assert holders(aws, pool) == ()
