@@ -266,6 +266,7 @@ def test_status_and_the_execution_view_say_waiting(aws: LocalAWS, tmp_path: Path
     assert (view.status, view.status_word, view.waiting) == ("RUNNING", "WAITING", True)
     assert control.execution(first.rsplit(":", 1)[1], "pooled-first").status_word == "RUNNING"
     status = pool_status(control, control.jobs(fires=1), {"db": 1})
+    # (the other tests' pools, on this module's local AWS, hold nothing: not listed)
     assert status.lines == ["  db: 1/1 held by pooled-first/load"]
     assert list(status.waiting) == ["pooled-second"]
     assert status.waiting["pooled-second"][0]["steps"] == ["load"]

@@ -201,7 +201,9 @@ def pool_status(control: ControlPlane, jobs: list[JobSummary], sizes: dict[str, 
 
     items = {p.name: p for p in pool_items(control.repo.ddb, control.repo.table)}
     lines = []
-    for name in sorted(set(sizes) | set(items)):
+    # the pools jobplane.toml declares, and any other that still has holders (a pool removed
+    # from jobplane.toml while runs held it)
+    for name in sorted(set(sizes) | {n for n, p in items.items() if p.holders}):
         holders = items[name].holders if name in items else ()
         who: dict[str, int] = {}
         for h in holders:
