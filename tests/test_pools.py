@@ -105,8 +105,9 @@ def _walk(definition: dict[str, Any], outcome: dict[str, str]) -> list[str]:
     return seen
 
 
-def test_a_pooled_step_costs_three_states_per_attempt_and_its_timeout_is_the_tasks() -> None:
-    d = _definition([{"name": "load", "python": "m:f", "pool": "db", "timeout": "10m"}], {"db": 3})
+@pytest.mark.parametrize("kind", ["python", "lambda"])  # each executor's attempt Task is wrapped alike
+def test_a_pooled_step_costs_three_states_per_attempt_and_its_timeout_is_the_tasks(kind: str) -> None:
+    d = _definition([{"name": "load", kind: "m:f", "pool": "db", "timeout": "10m"}], {"db": 3})
     states = d["States"]
     path = _walk(d, {"Start": "Claim"})
     assert path == ["Start", "Claim", "load: pool", "load: pool claim", "load", "load: pool release",
