@@ -94,6 +94,10 @@
                                       + { [k]: opts[k] for k in ['max_concurrency', 'tolerated_failures'] if std.objectHas(opts, k) } }
                                     + { [k]: opts[k] for k in std.objectFields(opts) if k != 'max_concurrency' && k != 'tolerated_failures' },
 
+  // --- a pool of jobplane.toml [pools] with a weight, for a step's or a job's `pool` (a name alone
+  // is weight 1): each attempt holds that many slots while it runs, waiting (WAITING) for them first
+  pool(name, weight=1):: { name: name, weight: weight },
+
   // --- notifications
   slack(channels, events=null):: { channels: if std.isArray(channels) then channels else [channels] }
                                  + (if events == null then {} else { events: events }),

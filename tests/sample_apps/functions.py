@@ -98,3 +98,19 @@ def prepare() -> str:
     """Takes no params, so a run's params never change what it does."""
     print("prepared")
     return "prepared"
+
+
+def hold(log: str, seconds: float = 0.3, release: str | None = None, limit: float = 300) -> None:
+    """A step on a shared resource: appends 'start <pid> <t>' and 'end <pid> <t>' to ``log``
+    (what it really held, from its own process), and stays ``seconds``, or until ``release``
+    exists (at most ``limit``)."""
+    with open(log, "a") as f:
+        f.write(f"start {os.getpid()} {time.time()!r}\n")
+    if release:
+        deadline = time.monotonic() + limit
+        while not os.path.exists(release) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    else:
+        time.sleep(seconds)
+    with open(log, "a") as f:
+        f.write(f"end {os.getpid()} {time.time()!r}\n")

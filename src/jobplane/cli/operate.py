@@ -9,6 +9,7 @@ import json
 import sys
 import time
 from datetime import timedelta, timezone
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -154,13 +155,15 @@ def status(obj: Context, data_dir: Path | None, deployment: Path | None, as_json
     # schedules changed outside jobplane (GetSchedule each; not while the platform is stopped)
     problems = {j.name: list(control.schedule_problems(j.name).values()) for j in jobs
                 if j.entry.schedule}
+    pools = pool_status(control, jobs, obj.config.pools)
     if as_json:
         click.echo(json.dumps([{"job": j.name, "team": j.team, "last_status": j.state.last_status if j.state else None,
                                 "last_finished_at": j.state.last_finished_at if j.state else None,
                                 "running": j.running, "paused": j.paused,
                                 "next_fire": j.next_fires[0].isoformat() if j.next_fires else None,
-                                "missed": _missed(j), "schedule_problems": problems.get(j.name, [])} for j in jobs],
-                               indent=2))
+                                "missed": _missed(j), "schedule_problems": problems.get(j.name, []),
+                                **({"waiting": pools.waiting[j.name]} if j.name in pools.waiting else {})}
+                               for j in jobs], indent=2))
         return
     width = max(len(j.name) for j in jobs) if jobs else 10
     click.echo(f"{'JOB':<{width}}  {'TEAM':<9} {'LAST':<10} {'FINISHED (UTC)':<20} {'RUNNING':<8} NEXT FIRE")
@@ -182,11 +185,63 @@ def status(obj: Context, data_dir: Path | None, deployment: Path | None, as_json
         click.echo("\nMissed fires (neither ran nor skipped; run one with `jobplane backfill JOB --from FIRE --to FIRE`):")
         for j, m in missed:
             click.echo(f"  {j.name}: {m['count']} since {m['since']}: {m['cause']}")
+    pools.echo()
     changed = [(name, p) for name, ps in problems.items() for p in ps]
     if changed:
         click.echo("\nSchedules not as compiled:")
         for name, p in changed:
             click.echo(f"  {name}: {p}")
+
+
+def pool_status(control: ControlPlane, jobs: list[JobSummary], sizes: dict[str, int]) -> PoolStatus:
+    """Each pool's holders (its item) and, for jobs whose steps hold a pool, their runs whose
+    steps are WAITING for a slot (each running run's history: only those jobs' runs are read)."""
+    from jobplane.contract.arns import ExecutionArn
+    from jobplane.platform.pool_slots import pools as pool_items
+
+    items = {p.name: p for p in pool_items(control.repo.ddb, control.repo.table)}
+    lines = []
+    # the pools jobplane.toml declares, and any other that still has holders (a pool removed
+    # from jobplane.toml while runs held it)
+    for name in sorted(set(sizes) | {n for n, p in items.items() if p.holders}):
+        holders = items[name].holders if name in items else ()
+        who: dict[str, int] = {}
+        for h in holders:
+            try:
+                job = ExecutionArn.parse(h.execution_arn).job(control.deployment.name_prefix) or "?"
+            except ValueError:
+                job = "?"
+            who[f"{job}/{h.step}"] = who.get(f"{job}/{h.step}", 0) + 1
+        held = ", ".join(f"{k}" + (f" x{n}" if n > 1 else "") for k, n in sorted(who.items()))
+        lines.append(f"  {name}: {len(holders)}/{sizes.get(name, '?')} held" + (f" by {held}" if held else ""))
+    waiting: dict[str, list[JsonObject]] = {}
+    for j in jobs:
+        if not j.running or not any(s.pool for top in j.entry.steps for s in (top.parallel or [top])):
+            continue
+        for view in control.running_executions(j.name):
+            rows = [r for r in view.timeline if r.waiting]
+            if rows:
+                waiting.setdefault(j.name, []).append(
+                    {"execution": view.execution, "status": view.status_word,
+                     "steps": sorted({r.step for r in rows}), "since": min(r.waiting_since or "" for r in rows)})
+    return PoolStatus(lines, waiting)
+
+
+@dataclass(frozen=True)
+class PoolStatus:
+    lines: list[str]
+    waiting: dict[str, list[JsonObject]]  # job -> its runs WAITING for a pool's slot
+
+    def echo(self) -> None:
+        if self.lines:
+            click.echo("\nPools (slots held / size):")
+            for line in self.lines:
+                click.echo(line)
+        if self.waiting:
+            click.echo("\nWAITING for a pool's slot (not running yet; their steps' timeouts have not started):")
+            for job, runs in sorted(self.waiting.items()):
+                for r in runs:
+                    click.echo(f"  {job}: {r['execution']} {', '.join(r['steps'])} since {r['since'][:19]}")
 
 
 def _missed(job: JobSummary) -> JsonObject | None:

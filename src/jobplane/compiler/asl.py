@@ -105,9 +105,11 @@ def _initial_slots(steps: list[Step]) -> JsonObject:
 
 
 class _Builder:
-    def __init__(self, job: Job, prefix: str):
+    def __init__(self, job: Job, prefix: str, pools: dict[str, int] | None = None):
         self.job = job
         self.prefix = prefix
+        self.pools = pools or {}  # jobplane.toml [pools]: the size each pooled step's claim allows
+        self.entries: dict[str, str] = {}  # a pooled step's first state (its ticket), for Route
         self.graph = Graph()
         self.events = set(job.notify.events)
         self.policy = policies.of(job.policy)
@@ -321,8 +323,8 @@ class _Builder:
             next=next_)
 
     def route_state(self, first: str) -> Choice:
-        choices = [When(equals(RESUME_FROM.expr, s.name), sn.attempt(s.name)) for s in self.job.steps
-                   if s.kind.name != "map"]
+        choices = [When(equals(RESUME_FROM.expr, s.name), self.entries.get(s.name, sn.attempt(s.name)))
+                   for s in self.job.steps if s.kind.name != "map"]
         for group in self.job.steps:
             if group.kind.name == "map":
                 choices += map_routes(group)
@@ -356,8 +358,14 @@ class _Builder:
         return When(all_of(*rules, present(f"$.run.old.Attributes.{dm.ATTR_BLOCKED_BY}")), sn.FINISH_RECOVERED)
 
     def step_states(self, step: Step, nxt: str, is_last: bool, into: Graph, record: bool) -> str:
-        """The attempts of one step, as its kind's executor compiles them (compiler/executors/)."""
-        return step.kind.executor.attempt_states(self, step, nxt, is_last, into, record)
+        """The attempts of one step, as its kind's executor compiles them (compiler/executors/);
+        a pooled step's attempts each hold a slot of its pool (compiler/pools.py)."""
+        first = step.kind.executor.attempt_states(self, step, nxt, is_last, into, record)
+        if step.pool is not None:
+            from jobplane.compiler import pools
+
+            first = self.entries[step.name] = pools.wrap(self, step, into, record, self.pools[step.pool.name])
+        return first
 
     def retry_loop(self, step: Step, into: Graph) -> str:
         """``<step>: retry`` and ``<step>: wait``: count the next attempt of a step's own retried
@@ -643,8 +651,9 @@ class _Builder:
         return name
 
 
-def build_definition(job: Job, prefix: str) -> JsonObject:
-    return _Builder(job, prefix).build()
+def build_definition(job: Job, prefix: str, pools: dict[str, int] | None = None) -> JsonObject:
+    """``pools``: jobplane.toml's [pools] (needed only by a job whose steps hold one)."""
+    return _Builder(job, prefix, pools).build()
 
 
 def render(definition: JsonObject) -> str:
@@ -653,5 +662,5 @@ def render(definition: JsonObject) -> str:
     return json.dumps(definition, separators=(",", ":"), ensure_ascii=False)
 
 
-def compile_job(job: Job, prefix: str) -> str:
-    return render(build_definition(job, prefix))
+def compile_job(job: Job, prefix: str, pools: dict[str, int] | None = None) -> str:
+    return render(build_definition(job, prefix, pools))

@@ -6,6 +6,8 @@ and where it is defined.
 
 from __future__ import annotations
 
+from typing import Any
+
 from jobplane.compiler.model import Step
 from jobplane.compiler.validate import LoadedJob
 from jobplane.contract import layout, names
@@ -15,13 +17,16 @@ from jobplane.contract.config import PlatformConfig
 
 
 def step_entry(step: Step) -> CatalogStep:
+    # set only when the step holds a pool, so a catalog without pools is as it was
+    pool: dict[str, Any] = {"pool": step.pool.name} if step.pool is not None else {}
     if step.parallel is not None:
         return CatalogStep(name=step.name, kind=step.kind.name, description=step.description,
                            parallel=[step_entry(s) for s in step.parallel])
     return CatalogStep(
         name=step.name, kind=step.kind.name, description=step.description, target=step.target_spec(),
         timeout=step.timeout, retry=StepRetry.model_validate(step.retry.as_dict()), cpu=step.cpu, memory=step.memory,
-        env=dict(sorted(step.env.items())), secrets=sorted(step.secrets))
+        env=dict(sorted(step.env.items())), secrets=sorted(step.secrets),
+        **pool)
 
 
 def build_catalog(jobs: list[LoadedJob], config: PlatformConfig, state_counts: dict[str, int],

@@ -142,6 +142,28 @@ def _secrets(v: dict[str, str], _: JsonObject) -> Iterator[str]:
                    "never the secret itself")
 
 
+def _pool_shorthand(v: JsonValue) -> JsonValue:
+    """``pool: 'billing-db'`` is ``pool: {name: 'billing-db'}`` (weight 1)."""
+    return {"name": v} if isinstance(v, str) else v
+
+
+@dataclass(frozen=True, kw_only=True)
+class PoolUse(Model):
+    """A slot (or ``weight`` slots) of a pool declared in jobplane.toml ``[pools]``, held by each
+    attempt of the step while its task runs (docs/pools.md)."""
+
+    name: str = field(Str(), description="A pool of jobplane.toml [pools].")
+    weight: int = field(Int(ge=1, le=100), 1, description="Slots each attempt holds.")
+
+
+_POOL_SCHEMA: JsonObject = {"anyOf": [
+    {"type": "string", "description": "A pool of jobplane.toml [pools] (weight 1)."},
+    {"type": "object", "title": "PoolUse", "additionalProperties": False, "required": ["name"],
+     "properties": {"name": {"type": "string"}, "weight": {"type": "integer", "minimum": 1, "maximum": 100,
+                                                           "default": 1}}},
+    {"type": "null"}]}
+
+
 @dataclass(frozen=True, kw_only=True)
 class Step(Model):
     """One unit of work: exactly one kind field (python, celery, django, shell, parallel or
@@ -162,6 +184,11 @@ class Step(Model):
     secrets: dict[str, str] = field(MapOf(Str()), factory=dict, check=_secrets, description=(
         "ENV_NAME -> jp.secret(NAME) (Secrets Manager) or jp.parameter(NAME) (SSM Parameter Store), a name "
         "the job's team may use."))
+    pool: PoolUse | None = field(Nullable(Nested(lambda: PoolUse)), None, before=_pool_shorthand,
+                                 json_schema=_POOL_SCHEMA, description=(
+                                     "A pool of jobplane.toml [pools] ('billing-db', or {name, weight}): each attempt "
+                                     "holds a slot while it runs, waiting (WAITING) for one first; default: the group's "
+                                     "or the job's pool."))
     #: The kind the definition names (None only while it is checked: model_problems refuses it).
     kind_: StepKind | None = dataclasses.field(default=None)
     #: The kind field's value: a python target, a task or command name, an argv, a group's steps.
@@ -342,6 +369,16 @@ class Job(Model):
                                    description="Defaults a manual run may override.")
     after: list[After] = field(ListOf(Nested(lambda: After)), factory=list, check=_unique_upstreams, description=(
         "Start this job when another job's run ends: [{job, on}]. A schedule may be given too."))
+    pool: PoolUse | None = field(Nullable(Nested(lambda: PoolUse)), None, before=_pool_shorthand,
+                                 json_schema=_POOL_SCHEMA, description=(
+                                     "The pool every step of the job draws on unless it names its own (docs/pools.md)."))
+
+    @classmethod
+    def construct(cls, values: JsonObject) -> Job:
+        """A job's (or a group's) pool is the default of the steps in it that name none."""
+        job_pool = values.get("pool")
+        values["steps"] = [_with_pool(s, job_pool) for s in values.get("steps", [])]
+        return cls(**values)
 
     def all_steps(self) -> list[Step]:
         """Every step including the members of parallel groups, in order."""
@@ -353,6 +390,14 @@ class Job(Model):
 
     def runnable_steps(self) -> list[Step]:
         return [s for s in self.all_steps() if s.parallel is None]
+
+
+def _with_pool(step: Step, default: PoolUse | None) -> Step:
+    pool = step.pool or default
+    members = step.parallel
+    if members is not None:
+        return dataclasses.replace(step, pool=pool, target=[_with_pool(m, pool) for m in members])
+    return step if pool is step.pool else dataclasses.replace(step, pool=pool)
 
 
 def duplicate_step_problem(steps: list[tuple[str, list[str]]]) -> str | None:

@@ -78,7 +78,7 @@ def compile_all(config: PlatformConfig, jobs: list[LoadedJob] | None = None) -> 
         counts: dict[str, int] = {}
         docs: dict[str, JsonObject] = {}
         for lj in team_jobs:
-            definition = asl.build_definition(lj.job, config.name_prefix)
+            definition = asl.build_definition(lj.job, config.name_prefix, config.pools)
             counts[lj.job.name] = count_states(definition)
             docs[lj.job.name] = terraform.job_module(lj.job, asl.render(definition), config)
         # the team's jobs run with roles shared by the jobs whose grants are identical

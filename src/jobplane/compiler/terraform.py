@@ -21,6 +21,7 @@ from jobplane.compiler.executors.ecs import ECS
 from jobplane.compiler import map_states
 from jobplane.compiler.model import Job, Step
 from jobplane.compiler.terraform_iam import ACCOUNT, PARTITION, REGION, assume, secret_references, statement
+from jobplane.compiler.pools import role_statements as pool_statements
 from jobplane.contract.catalog import CATALOG_FILE
 from jobplane.contract import datamodel as dm
 from jobplane.contract import execution_input, names, policies, upstream
@@ -203,6 +204,7 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> JsonObject:
                      "values": [dm.job_partition(job.name), f"{dm.EXEC_PREFIX}*"]}]),
         _statement("PublishOutcome", ["sns:Publish"], ["${local.platform.topic_arn}"]),
         *map_states.role_statements(job, sm_name),  # a job with a jp.map only (compiler/map_states.py)
+        *pool_statements(job),  # only a job whose steps hold a pool (compiler/pools.py)
     ]}
     # what the policy's skip path calls about the claim's holder, on this job's executions only
     for sid, actions in policies.of(job.policy).holder_statements():

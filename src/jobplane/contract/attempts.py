@@ -30,7 +30,7 @@ class Attempt:
     attempt: int
     started_at: str | None
     finished_at: str | None
-    outcome: str = field(metadata=doc("running, succeeded, failed, timed out or stopped"))
+    outcome: str = field(metadata=doc("waiting (for a pool's slot), running, succeeded, failed, timed out or stopped"))
     exit_code: int | None = field(default=None, metadata=doc("the container's exit code, if it exited"))
     error: str | None = None
     stop_code: str | None = field(default=None, metadata=doc("the ECS task's StopCode, for an attempt that failed"))
@@ -39,12 +39,19 @@ class Attempt:
         "the ECS task that ran it (its log stream's name), or the Lambda invocation's request id"))
     log_group: str | None = field(default=None, metadata=doc("a Lambda attempt's log group (/aws/lambda/<function>)"))
     log_stream: str | None = field(default=None, metadata=doc("a Lambda attempt's log stream in that group"))
+    waiting_since: str | None = field(default=None, metadata=doc(
+        "a pooled step's attempt: when it began waiting for its pool's slot (docs/pools.md)"))
+
+    @property
+    def waiting(self) -> bool:
+        """Waiting for a pool's slot: WAITING, not RUNNING (its timeout has not started)."""
+        return self.outcome == "waiting"
 
     def to_json(self) -> JsonObject:
         """As the record's ``timeline`` keeps it: unset facts left out."""
         out: JsonObject = {"step": self.step, "attempt": self.attempt, "started_at": self.started_at,
                            "finished_at": self.finished_at, "outcome": self.outcome}
-        for name in ("exit_code", "error", "stop_code", "reason", "task_id", "log_group", "log_stream"):
+        for name in ("exit_code", "error", "stop_code", "reason", "task_id", "log_group", "log_stream", "waiting_since"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         return out
@@ -65,7 +72,7 @@ class Attempt:
                    finished_at=text("finished_at"), outcome=text("outcome") or "unknown",
                    exit_code=code if isinstance(code, int) and not isinstance(code, bool) else None,
                    error=text("error"), stop_code=text("stop_code"), reason=text("reason"), task_id=text("task_id"),
-                   log_group=text("log_group"), log_stream=text("log_stream"))
+                   log_group=text("log_group"), log_stream=text("log_stream"), waiting_since=text("waiting_since"))
 
 
 def timeline_of(rows: JsonValue) -> tuple[Attempt, ...]:

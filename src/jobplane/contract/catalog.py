@@ -49,6 +49,7 @@ class CatalogStep(_Model):
     memory: int | None = None
     env: dict[str, str] = Field(default_factory=dict)
     secrets: list[str] = Field(default_factory=list)  # names only: the runtime never needs the ARNs
+    pool: str | None = None  # the pool its attempts hold a slot of (docs/pools.md); unset: none
 
 
 class Runbook(_Model):

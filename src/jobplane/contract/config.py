@@ -133,6 +133,8 @@ class PlatformConfig:
     #: [quotas]: AWS quotas this account has raised, by contract/quotas.py key (jobplane plan)
     quotas: dict[str, int] = field(default_factory=dict)
     evaluation: EvaluationLimits = field(default_factory=EvaluationLimits)  # [evaluation]: Jsonnet's limits
+    #: [pools]: name -> size, slots shared by every job's steps that name the pool (docs/pools.md)
+    pools: dict[str, int] = field(default_factory=dict)
 
     @property
     def jobs_path(self) -> Path:
@@ -274,7 +276,11 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
             raise ConfigError(f"{path}: [quotas] {key!r} is no quota jobplane counts; known: {', '.join(QUOTA_KEYS)}")
         if type(value) is not int or value < 1:
             raise ConfigError(f"{path}: [quotas] {key} = {value!r}: the account's raised quota, a whole number")
-    unknown_top = set(data) - {"platform", "teams", "dev", "terraform", "deploy", "evaluation", "quotas"}
+    from jobplane.contract.pools import parse_pools
+    pool_problems, pools = parse_pools(data.get("pools", {}))
+    if pool_problems:
+        raise ConfigError(f"{path}: " + "; ".join(pool_problems))
+    unknown_top = set(data) - {"platform", "teams", "dev", "terraform", "deploy", "evaluation", "quotas", "pools"}
     if unknown_top:
         raise ConfigError(f"{path}: unknown sections: {', '.join(sorted(unknown_top))}")
     if shapes:  # every string the compiler may write into Terraform, checked for its own shape at once
@@ -285,7 +291,7 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
         raise ConfigError(str(e)) from None
     return PlatformConfig(root=root, teams=teams, dev=DevConfig(env=env, services=services, **dev_raw),
                           platform_admins=admins, terraform=backend, deploy=deploy, evaluation=evaluation,
-                          quotas=dict(quotas), **plat)
+                          quotas=dict(quotas), pools=pools, **plat)
 
 
 def _shape(where: str, value: object, pattern: re.Pattern[str], what: str) -> list[str]:

@@ -48,6 +48,11 @@ class Role(str, Enum):
     TAKE_OVER = "take over"  # replaces a stale claim
     REPLACE = "replace"  # a REPLACE job's fire stops the running execution that holds the claim
     UPSTREAM = "upstream"  # a run started by another job's end: reads and marks that run (contract/upstream.py)
+    POOL = "pool"  # an attempt of a pooled step takes its ticket (contract/pools.py): WAITING from here
+    POOL_CLAIM = "pool claim"  # tries to hold the attempt's slots (a conditional write)
+    POOL_BACKOFF = "pool backoff"  # no room: picks how long to sleep before the next try
+    POOL_WAIT = "pool wait"  # sleeps (not a back-off of the step's own: attempts are not counted by it)
+    POOL_RELEASE = "pool release"  # gives the attempt's slots back, whatever the attempt ended with
 
 
 @dataclass(frozen=True)
@@ -150,6 +155,33 @@ def step_timed_out(step: str) -> str:
     return f"{step}: timed out"
 
 
+def pool(step: str) -> str:
+    """An attempt of a pooled step takes its ticket here, before it waits for a slot."""
+    return f"{step}: pool"
+
+
+def pool_claim(step: str) -> str:
+    return f"{step}: pool claim"
+
+
+def pool_backoff(step: str) -> str:
+    return f"{step}: pool backoff"
+
+
+def pool_wait(step: str) -> str:
+    return f"{step}: pool wait"
+
+
+#: The outcomes a pooled attempt's release is followed by, each its own state (a Task state's
+#: outcomes go to different states; each goes through a release first).
+POOL_RELEASE_OUTCOMES = ("", "check", "failed", "timed out")
+
+
+def pool_release(step: str, outcome: str = "") -> str:
+    """Release before ``outcome`` ('' for the attempt's Task's own next state)."""
+    return f"{step}: pool release" + (f" ({outcome})" if outcome else "")
+
+
 def branch_done(step: str) -> str:
     return f"{step}: done"
 
@@ -160,10 +192,14 @@ def skip_record(reason: SkipReason) -> str:
 
 _SKIP_RECORDS = {skip_record(r): r for r in SkipReason}
 _SUFFIXES = {"check": Role.CHECK, "retry": Role.RETRY, "wait": Role.WAIT, "failed": Role.STEP_FAILED, "timed out": Role.STEP_TIMED_OUT,
-             "done": Role.BRANCH_DONE, "infra retry": Role.INFRA_RETRY, "infra wait": Role.INFRA_WAIT}
+             "done": Role.BRANCH_DONE, "infra retry": Role.INFRA_RETRY, "infra wait": Role.INFRA_WAIT,
+             "pool": Role.POOL, "pool claim": Role.POOL_CLAIM, "pool backoff": Role.POOL_BACKOFF,
+             "pool wait": Role.POOL_WAIT,
+             **{pool_release("", o)[2:]: Role.POOL_RELEASE for o in POOL_RELEASE_OUTCOMES}}
 _NUMBERED = ("check", "wait", "infra retry", "infra wait")
 _STEP_STATE = re.compile(r"^(?P<step>[a-z][a-z0-9_-]*)(?: #(?P<n>[1-9]\d*))?"
-                         r"(?:: (?P<suffix>check|retry|wait|failed|timed out|done|infra retry|infra wait))?$")
+                         r"(?:: (?P<suffix>check|retry|wait|failed|timed out|done|infra retry|infra wait"
+                         r"|pool|pool claim|pool backoff|pool wait|pool release(?: \((?:check|failed|timed out)\))?))?$")
 
 
 def classify(name: str) -> StateName:

@@ -196,13 +196,16 @@ class DevPlatform:
         # what a lost status event would have done (the local engine loses none while it runs;
         # a crash of `jobplane dev` can, as AWS can)
         from jobplane.platform.missed import MissedFires
+        from jobplane.platform.pool_slots import PoolSweep
 
         # and every expected fire is accounted for: a missed one is recorded and alerted
         checks = [catchup.LostEndings(self.control, aws.reconciler()).check,
                   catchup.UpstreamCatchUp(self.control).check,
                   MissedFires(self.control, aws.client("sns"), self.deployment.topic_arn, aws.client("sqs"),
                               clock=self.clock, workers=1,  # the scheduler's time; threads only contend
-                              outages=lambda: scheduler.outages).check]
+                              outages=lambda: scheduler.outages).check,
+                  # pool slots of runs that ended without giving them back (docs/pools.md)
+                  PoolSweep(aws.client("dynamodb"), aws.resources["table_name"], aws.client("stepfunctions")).check]
         from jobplane.platform.backfill import BackfillDriver, Backfills
 
         self.backfills = Backfills(self.control)  # backfills left running by the last start go on

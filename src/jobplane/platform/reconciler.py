@@ -6,7 +6,8 @@ own states. A run that a newer run of its REPLACE job stopped is recorded ABORTE
 REPLACED, its claim released, and no alert (nothing failed). Every terminal status reaches this handler (in production a Lambda behind the base
 module's EventBridge rule; locally the engine calls it): if the execution left no final record,
 it writes one, releases the claim in the same transaction, clears the holder if it is this
-execution, and publishes the notification. It also adds what only the execution history knows
+execution, and publishes the notification. It gives back any pool slot the run's history says it
+claimed (platform/pool_slots.py), whatever the status. It also adds what only the execution history knows
 (each step attempt's times, the state transitions used) and the record's TTL. Idempotent: handling
 the same event twice changes nothing the second time.
 """
@@ -25,6 +26,7 @@ from jobplane.contract.states import classify
 from jobplane.contract.statuses import ExecutionStatus
 from jobplane.contract.clock import as_iso, now_iso
 from jobplane.platform.logs import StepLogs, error_excerpt
+from jobplane.platform.pool_slots import release_run
 from jobplane.contract.records import ExecutionRecord
 from jobplane.platform.repository import Repository
 from jobplane.platform.timeline import Patience, history, state_transitions, timeline
@@ -71,6 +73,8 @@ class Reconciler:
         described = self.sfn.describe_execution(executionArn=execution_arn)
         finished = described.get("stopDate") or datetime.now(timezone.utc)
         events = history(self.sfn, execution_arn, self.patience)
+        # a pooled step's slots, if the run ended without giving them back (stopped, timed out)
+        release_run(self.repo.ddb, self.repo.table, events)
         recorded_now = False
         replaced_by = self.replaced_by(execution_arn, described) if status == ABORTED else None
         if record is None and replaced_by is not None:

@@ -107,6 +107,7 @@ def handler(event: JsonObject, context: object = None) -> JsonObject:
     from jobplane.platform.backfill import BackfillDriver, Backfills
     from jobplane.platform.catchup import LostEndings, UpstreamCatchUp
     from jobplane.platform.missed import MissedFires
+    from jobplane.platform.pool_slots import PoolSweep
     from jobplane.platform.reconciler import Reconciler
 
     started = time.monotonic()
@@ -127,7 +128,9 @@ def handler(event: JsonObject, context: object = None) -> JsonObject:
                        ("backfills", BackfillDriver(Backfills(control)).drive_once),
                        # a paused job's schedule an apply enabled again (issue 49): disabled
                        # again, and reported as drift
-                       ("pauses_repaired", lambda: _repair_pauses(control))):
+                       ("pauses_repaired", lambda: _repair_pauses(control)),
+                       # pool slots of runs that ended without giving them back (docs/pools.md)
+                       ("pool_slots_released", PoolSweep(control.repo.ddb, control.repo.table, control.sfn).check)):
         try:
             result[key] = check()
         except Exception as e:

@@ -26,7 +26,11 @@ from jobplane.contract.types import Client, JsonObject, Response
 
 def timeline(events: list[Response]) -> list[Attempt]:
     """[{step, attempt, started_at, finished_at, outcome}] for every step attempt, in order.
-    outcome: 'running', 'succeeded', 'failed', 'timed out' or 'stopped'.
+    outcome: 'waiting', 'running', 'succeeded', 'failed', 'timed out' or 'stopped'.
+
+    A pooled step's attempt is 'waiting' from its ticket (``<step>: pool``) until its Task is
+    entered (its ``started_at``; ``waiting_since`` keeps when it began to wait); one that its
+    execution's end caught waiting is 'stopped' / 'timed out' with no start.
 
     An attempt cut short by the end of its execution (stopped, or the whole run timed out) is
     'stopped' / 'timed out', whatever its Task said: moto 5.2.5 writes a TaskSucceeded with no
@@ -42,12 +46,13 @@ def timeline(events: list[Response]) -> list[Attempt]:
     rows: list[JsonObject] = []
     by_state: dict[str, JsonObject] = {}
     cut_short: list[JsonObject] = []  # attempts the execution's end interrupted
+    others: set[int] = set()  # events of a step's own platform Tasks (its pool's claim and release)
     for e in sorted(events, key=lambda e: e["id"]):
         kind = e["type"]
         if kind in ("ExecutionAborted", "ExecutionTimedOut"):
             ended = "stopped" if kind == "ExecutionAborted" else "timed out"
             for row in rows:
-                if row["outcome"] == "running" or row in cut_short:
+                if row["outcome"] in ("running", "waiting") or row in cut_short:
                     row["outcome"] = ended
                     row["finished_at"] = row["finished_at"] or as_iso(e["timestamp"])
             continue
@@ -55,19 +60,33 @@ def timeline(events: list[Response]) -> list[Attempt]:
             state = _classified(e["stateEnteredEventDetails"]["name"])
             if state is not None and state.role == Role.WAIT and state.step is not None:
                 waits[state.step] = waits.get(state.step, 0) + 1
+        elif kind == "PassStateEntered":
+            state = _classified(e["stateEnteredEventDetails"]["name"])
+            if state is not None and state.role == Role.POOL and state.step is not None:
+                rows.append({"step": state.step, "attempt": 1 + waits.get(state.step, 0), "started_at": None,
+                             "finished_at": None, "outcome": "waiting", "waiting_since": as_iso(e["timestamp"])})
         elif kind == "TaskStateEntered":
             name = e["stateEnteredEventDetails"]["name"]
             state = _classified(name)
             # not a compiled job's state machine (no steps to show), or the platform's own
             # Tasks (claim, records, notifications)
             if state is None or state.role != Role.STEP or state.step is None:
+                if state is not None and state.step is not None:  # a pool's claim or release: not an attempt
+                    others.add(e["id"])
                 continue
             attempt = 1 + waits.get(state.step, 0)
-            row = {"step": state.step, "attempt": attempt, "started_at": as_iso(e["timestamp"]),
-                   "finished_at": None, "outcome": "running"}
-            rows.append(row)
+            waited = next((r for r in rows if r["step"] == state.step and r["outcome"] == "waiting"), None)
+            if waited is not None:  # its pool's slot is held: the attempt runs (the oldest waiting one)
+                row = waited
+                row.update(started_at=as_iso(e["timestamp"]), outcome="running")
+            else:
+                row = {"step": state.step, "attempt": attempt, "started_at": as_iso(e["timestamp"]),
+                       "finished_at": None, "outcome": "running"}
+                rows.append(row)
             row_of[e["id"]] = row
             by_state[name] = row
+        elif kind in ("TaskScheduled", "TaskStarted", "TaskSubmitted") and e.get("previousEventId") in others:
+            others.add(e["id"])
         elif kind in ("TaskScheduled", "TaskStarted", "TaskSubmitted") and e.get("previousEventId") in row_of:
             row = row_of[e["id"]] = row_of[e["previousEventId"]]
             if kind == "TaskScheduled":  # a Lambda step: its function's log group is known before it answers
@@ -80,6 +99,8 @@ def timeline(events: list[Response]) -> list[Attempt]:
                 if tasks and isinstance(tasks[0], dict) and tasks[0].get("TaskArn"):
                     row["task_id"] = task_id(tasks[0]["TaskArn"])
         elif kind in ("TaskSucceeded", "TaskFailed", "TaskTimedOut", "TaskStartFailed", "TaskSubmitFailed"):
+            if e.get("previousEventId") in others:
+                continue
             # parallel branches interleave: follow the event chain, else the newest open attempt
             ended_row = row_of.get(e.get("previousEventId", -1)) or _latest_open(rows)
             if ended_row is not None:
@@ -124,7 +145,7 @@ def _classified(name: str) -> StateName | None:
 
 
 def _latest_open(rows: list[JsonObject]) -> JsonObject | None:
-    return next((row for row in reversed(rows) if row["finished_at"] is None), None)
+    return next((row for row in reversed(rows) if row["finished_at"] is None and row["outcome"] != "waiting"), None)
 
 
 #: What Step Functions answers when a caller is over its API quota.

@@ -149,6 +149,18 @@ class ExecutionView:
     def running(self) -> bool:
         return self.status == ExecutionStatus.RUNNING.value
 
+    @property
+    def waiting(self) -> bool:
+        """Running, with every open attempt waiting for its pool's slot (docs/pools.md): the
+        word an operator reads is WAITING, not RUNNING."""
+        open_rows = [r for r in self.timeline if r.finished_at is None]
+        return self.running and bool(open_rows) and all(r.waiting for r in open_rows)
+
+    @property
+    def status_word(self) -> str:
+        """The status as shown: WAITING for a run whose steps all wait for a pool, else the status."""
+        return "WAITING" if self.waiting else self.status
+
 
 def next_fires(entry: CatalogJob, count: int = 3, after: datetime | None = None,
                anchors: tuple[datetime | None, ...] = ()) -> list[datetime]:
