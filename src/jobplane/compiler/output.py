@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jobplane.compiler import asl, catalog, terraform
+from jobplane.compiler.gc_pause import gc_paused
 from jobplane.compiler.validate import LoadedJob, load_jobs
 from jobplane.contract import layout
 from jobplane.contract.catalog import CATALOG_FILE, Catalog
@@ -63,6 +64,7 @@ def is_generated(relpath: str) -> bool:
             or layout.ASL_DIR in parts[:-1])
 
 
+@gc_paused  # most of a compile's time went to the cyclic collector (gc_pause.py)
 def compile_all(config: PlatformConfig, jobs: list[LoadedJob] | None = None) -> CompiledOutput:
     jobs = load_jobs(config) if jobs is None else jobs
     files: dict[str, str] = {f"{layout.BASE_ROOT}/{layout.ROOT_FILE}": terraform.render(terraform.base_root(config)),
