@@ -20,13 +20,13 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from jobplane.compiler import asl, catalog, terraform
+from jobplane.compiler import catalog, terraform
 from jobplane.compiler.gc_pause import gc_paused
+from jobplane.compiler.job_build import count_states, job_outputs  # noqa: F401 (count_states: output's name)
 from jobplane.compiler.validate import LoadedJob, load_jobs
 from jobplane.contract import layout
 from jobplane.contract.catalog import CATALOG_FILE, Catalog
 from jobplane.contract.config import PlatformConfig
-from jobplane.contract.types import JsonObject
 
 #: The committed provider lock file (relative to the repository root), and its name in a root.
 PROVIDER_LOCK = "terraform/providers.lock.hcl"
@@ -74,15 +74,13 @@ def compile_all(config: PlatformConfig, jobs: list[LoadedJob] | None = None) -> 
     by_team: dict[str, list[LoadedJob]] = {team: [] for team in config.teams}
     for lj in jobs:
         by_team.setdefault(lj.job.team, []).append(lj)
+    built = dict(zip((lj.job.name for lj in jobs), job_outputs(jobs, config)))  # in workers when many (job_build.py)
     for team, team_jobs in sorted(by_team.items()):
         root = layout.team_root(team)
         files[f"{root}/{layout.ROOT_FILE}"] = terraform.render(terraform.team_root(config, team))
         counts: dict[str, int] = {}
         for lj in team_jobs:
-            definition = asl.build_definition(lj.job, config.name_prefix)
-            counts[lj.job.name] = count_states(definition)
-            files[layout.job_file(team, lj.job.name)] = terraform.render_job(
-                terraform.job_module(lj.job, asl.render(definition), config))
+            counts[lj.job.name], files[layout.job_file(team, lj.job.name)] = built[lj.job.name]
         files[f"{root}/{CATALOG_FILE}"] = catalog.build_catalog(team_jobs, config, counts, team=team).render()
         if skips := checkov_skips(team_jobs):
             files[f"{root}/{CHECKOV_CONFIG}"] = skips
@@ -134,15 +132,6 @@ def changed_roots(old: dict[str, str], new: dict[str, str]) -> list[str]:
     is listed too: its state still holds resources (docs/deploy.md, "Removing a team")."""
     roots = {layout.root_of(rel) for rel in set(old) | set(new) if old.get(rel) != new.get(rel)}
     return layout.apply_order({r for r in roots if r})
-
-
-def count_states(definition: JsonObject) -> int:
-    total = 0
-    for state in definition["States"].values():
-        total += 1
-        for branch in state.get("Branches", []):
-            total += count_states(branch)
-    return total
 
 
 def read_output(directory: Path) -> dict[str, str]:
