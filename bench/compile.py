@@ -14,8 +14,9 @@ Where the time went (profiled with cProfile, issue 54): at 1,000 jobs the compil
 cyclic garbage collector walking every live object again and again; at 5,000 jobs the
 collector was most of the compile (10 ms per job against 4.5). Now the passes run with the
 collector paused (compiler/gc_pause.py), two children evaluate the definitions at once on a
-machine with two CPUs (compiler/sandbox.py), the import callback checks and reads the library
-once per evaluation, and the hot spots of the ASL builder and of rendering do less. What is
+machine with two CPUs (compiler/sandbox.py), forked workers build the jobs' files there too
+(compiler/job_build.py), the import callback checks and reads the library once per
+evaluation, and the hot spots of the ASL builder and of rendering do less. What is
 left, per 1,000 jobs in CPU seconds: building the ASL ~1.0-1.4, rendering it ~0.6-0.9,
 validation and the models ~0.6, the Terraform files ~0.6, against ~2.2-2.9 for Jsonnet
 together and ~2.8-3.3 for the denominator (every file alone).
