@@ -58,7 +58,7 @@ def main() -> None:
     f, r = statistics.median(floor), statistics.median(runner_times)
     print(f"python -c (floor):           median {f * 1000:.1f} ms over {n} runs")
     print(f"jobplane-runner to function: median {r * 1000:.1f} ms over {n} runs")
-    print(f"ratio runner / floor:        {r / f:.2f}")
+    print(f"ratio runner / floor:        {r / f:.2f} (target <= 3: {'met' if r / f <= 3 else 'NOT met'})")
 
 
 if __name__ == "__main__":

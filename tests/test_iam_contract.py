@@ -286,11 +286,14 @@ def _merged(files: dict[str, str], root: str) -> dict[str, Any]:
 def _compiled(root: Path) -> dict[str, dict[str, Any]]:
     files = compile_all(load_config(root)).files
     jobs = {job: json.loads(files[rel]) for job, rel in job_files(files).items()}
+    # which compile a shared role came from, named by its jobs: not by the (temporary) root,
+    # whose random name would order the parametrized cases differently in each xdist worker
+    label = ",".join(sorted(jobs))
     for job, rel in job_files(files).items():
         team_root = rel.rsplit("/", 1)[0]
         ROOT_DOCS[job] = merged = _merged(files, team_root)
         for rid in role_refs(jobs[job]):
-            entry = SHARED.setdefault((f"{root}:{team_root}", rid), {
+            entry = SHARED.setdefault((f"{label}:{team_root}", rid), {
                 "kind": merged["resource"]["aws_iam_role"][rid]["tags"][KIND_TAG],
                 "statements": merged["data"]["aws_iam_policy_document"][rid]["statement"],
                 "members": []})

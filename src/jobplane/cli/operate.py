@@ -38,6 +38,11 @@ if TYPE_CHECKING:  # the platform is imported by the commands that use it (the C
 #: Region share with the portal and every other caller (Step Functions developer guide, "Service
 #: quotas", API action throttling): a run followed for an hour asked 18,000 times at a steady 0.2 s.
 FIRST_POLL, LAST_POLL = 0.05, 2.0
+#: Between two asks, for the first WATCH_SECONDS, `run` looks for the run's final record this
+#: often (one DynamoDB read, no Step Functions quota): the asks' growing pauses found a run
+#: that had ended up to half a second late (issue 54 item 5: `jobplane run` of a no-op added
+#: 0.84 s to the platform's own start-to-record, bench/dev_e2e.py).
+RECORD_POLL, WATCH_SECONDS = 0.05, 60.0
 
 
 @click.command()
@@ -69,6 +74,7 @@ def run(obj: Context, job: str, params: tuple[str, ...], from_step: str | None, 
     deadline = time.monotonic() + timeout
     seen: set[tuple[str, int]] = set()
     pause = FIRST_POLL
+    watch_until = time.monotonic() + WATCH_SECONDS
     retries = _retries(control, job)
     while True:
         view = control.execution(name, job)
@@ -81,7 +87,7 @@ def run(obj: Context, job: str, params: tuple[str, ...], from_step: str | None, 
             break
         if time.monotonic() > deadline:
             raise click.ClickException(f"{name} still {view.status} after {timeout:.0f}s")
-        time.sleep(pause)
+        _pause(control, name, pause, watching=time.monotonic() < watch_until)
         pause = min(pause * 1.5, LAST_POLL)
     suffix = f" at {view.failed_step}" if view.failed_step else ""
     if view.failed_step and view.record:
@@ -98,6 +104,19 @@ def run(obj: Context, job: str, params: tuple[str, ...], from_step: str | None, 
     click.echo(f"{view.status}{suffix}" + (f": {view.error}" if view.error else ""))
     click.echo(f"  logs: jobplane logs {name}")
     sys.exit(0 if view.status == ExecutionStatus.SUCCEEDED.value else 1)
+
+
+def _pause(control: ControlPlane, name: str, seconds: float, watching: bool) -> None:
+    """Wait ``seconds`` before the next ask; while ``watching``, end the wait as soon as the
+    run's final record is written."""
+    if not watching:
+        time.sleep(seconds)
+        return
+    end = time.monotonic() + seconds
+    while (left := end - time.monotonic()) > 0:
+        time.sleep(min(RECORD_POLL, left))
+        if control.repo.execution(name) is not None:
+            return
 
 
 def _retries(control: ControlPlane, job: str) -> dict[str, StepRetry]:

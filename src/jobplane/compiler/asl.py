@@ -104,6 +104,10 @@ def _initial_slots(steps: list[Step]) -> JsonObject:
     return {s.key: {ATTEMPT: 1} for s in steps + items if s.parallel is None and s.retry.attempts > 1}
 
 
+#: The states _order puts before the steps, and where.
+_FIRST = {sn.Role.START: 0, sn.Role.UPSTREAM: 1, sn.Role.CLAIM: 1, sn.Role.ROUTE: 2}
+
+
 class _Builder:
     def __init__(self, job: Job, prefix: str, pools: dict[str, int] | None = None):
         self.job = job
@@ -113,6 +117,7 @@ class _Builder:
         self.graph = Graph()
         self.events = set(job.notify.events)
         self.policy = policies.of(job.policy)
+        self._step_index: dict[str, int] | None = None  # _order's
 
     def add(self, name: str, state: State) -> str:
         return self.graph.add(name, state)
@@ -138,13 +143,16 @@ class _Builder:
     def _order(self, name: str) -> tuple[int, str]:
         # Stable, readable order: start, claims, route, steps (in definition order), the rest by name.
         state = sn.classify(name)
-        first = {sn.Role.START: 0, sn.Role.UPSTREAM: 1, sn.Role.CLAIM: 1, sn.Role.ROUTE: 2}
-        if state.role in first:
-            return (first[state.role], name)
+        if state.role in _FIRST:
+            return (_FIRST[state.role], name)
         if state.step is not None:
-            for i, step in enumerate(self.job.steps):
-                if state.step in (step.name, *(m.name for m in step.parallel or [])):
-                    return (3 + i, name)
+            if self._step_index is None:  # each step's and member's position, once per job
+                self._step_index = {}
+                for i, step in enumerate(self.job.steps):
+                    for n in (step.name, *(m.name for m in step.parallel or [])):
+                        self._step_index.setdefault(n, 3 + i)
+            if state.step in self._step_index:
+                return (self._step_index[state.step], name)
         return (1000, name)
 
     # -- start ------------------------------------------------------------------------------
@@ -659,7 +667,9 @@ def build_definition(job: Job, prefix: str, pools: dict[str, int] | None = None)
 def render(definition: JsonObject) -> str:
     """Deterministic, compact bytes: the very string deployed (after binding), so its size is
     what counts against the 1 MB definition quota. ``jq .`` or the portal show it indented."""
-    return json.dumps(definition, separators=(",", ":"), ensure_ascii=False)
+    # check_circular off: a definition is built fresh as a tree, and the check's bookkeeping
+    # for every dict and list was a fifth of rendering (issue 54 item 4)
+    return json.dumps(definition, separators=(",", ":"), ensure_ascii=False, check_circular=False)
 
 
 def compile_job(job: Job, prefix: str, pools: dict[str, int] | None = None) -> str:

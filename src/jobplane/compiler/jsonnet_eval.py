@@ -109,6 +109,10 @@ class ConfinedImporter:
         self.repo_root = repo_root.resolve()
         self.library = self.roots[-1]
         self.refusals: list[str] = []
+        # a path already found allowed -> its bytes: one evaluation of every definition imports
+        # the library once per definition; it is checked and read once (nothing a definition
+        # does changes the files during an evaluation)
+        self.read: dict[str, bytes] = {}
 
     def _refuse(self, message: str) -> tuple[str, bytes]:
         self.refusals.append(message)
@@ -118,23 +122,33 @@ class ConfinedImporter:
         return any(path == root or root in path.parents for root in self.roots)
 
     def __call__(self, base: str, rel: str) -> tuple[str, bytes]:
-        importing = rel_to(Path(base), self.repo_root)
-        allowed = " or ".join(rel_to(r, self.repo_root) + "/" for r in self.roots)
+        # the names in a refusal are worked out only for a refusal: resolving them on every
+        # import was most of an import's cost, and every definition imports the library
+        def importing() -> str:
+            return rel_to(Path(base), self.repo_root)
+
+        def allowed() -> str:
+            return " or ".join(rel_to(r, self.repo_root) + "/" for r in self.roots)
+
         if Path(rel).is_absolute():
-            return self._refuse(f"import {quoted(rel)} from {importing}/ refused: absolute paths are not allowed; "
-                                f"import files under {allowed} by relative path")
+            return self._refuse(f"import {quoted(rel)} from {importing()}/ refused: absolute paths are not allowed; "
+                                f"import files under {allowed()} by relative path")
         for candidate in (Path(base) / rel, self.library / rel):
             if not os.path.lexists(candidate):
                 continue
+            found = str(candidate)
+            if found in self.read:  # checked and read once per evaluation (below)
+                return found, self.read[found]
             real = resolved(candidate)
             if real is None:
-                return self._refuse(f"import {quoted(rel)} from {importing}/ refused: {LOOP.removeprefix('refused: ')}")
+                return self._refuse(f"import {quoted(rel)} from {importing()}/ refused: {LOOP.removeprefix('refused: ')}")
             if not self._inside(real):
-                return self._refuse(f"import {quoted(rel)} from {importing}/ refused: it leads outside {allowed}")
+                return self._refuse(f"import {quoted(rel)} from {importing()}/ refused: it leads outside {allowed()}")
             if not real.is_file():
-                return self._refuse(f"import {quoted(rel)} from {importing}/ refused: not a regular file")
-            return str(candidate), real.read_bytes()
-        return self._refuse(f"import {quoted(rel)} from {importing}/: no such file (looked beside it and in "
+                return self._refuse(f"import {quoted(rel)} from {importing()}/ refused: not a regular file")
+            self.read[found] = real.read_bytes()
+            return found, self.read[found]
+        return self._refuse(f"import {quoted(rel)} from {importing()}/: no such file (looked beside it and in "
                             f"{rel_to(self.library, self.repo_root)}/)")
 
 

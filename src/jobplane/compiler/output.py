@@ -20,7 +20,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from jobplane.compiler import asl, catalog, shared_roles, terraform
+from jobplane.compiler import catalog, shared_roles, terraform
+from jobplane.compiler.gc_pause import gc_paused
+from jobplane.compiler.job_build import count_states, job_outputs  # noqa: F401 (count_states: output's name)
 from jobplane.compiler.validate import LoadedJob, load_jobs
 from jobplane.contract import layout
 from jobplane.contract.catalog import CATALOG_FILE, Catalog
@@ -63,6 +65,7 @@ def is_generated(relpath: str) -> bool:
             or layout.ASL_DIR in parts[:-1])
 
 
+@gc_paused  # most of a compile's time went to the cyclic collector (gc_pause.py)
 def compile_all(config: PlatformConfig, jobs: list[LoadedJob] | None = None) -> CompiledOutput:
     jobs = load_jobs(config) if jobs is None else jobs
     files: dict[str, str] = {f"{layout.BASE_ROOT}/{layout.ROOT_FILE}": terraform.render(terraform.base_root(config)),
@@ -72,15 +75,14 @@ def compile_all(config: PlatformConfig, jobs: list[LoadedJob] | None = None) -> 
     by_team: dict[str, list[LoadedJob]] = {team: [] for team in config.teams}
     for lj in jobs:
         by_team.setdefault(lj.job.team, []).append(lj)
+    built = dict(zip((lj.job.name for lj in jobs), job_outputs(jobs, config)))  # in workers when many (job_build.py)
     for team, team_jobs in sorted(by_team.items()):
         root = layout.team_root(team)
         files[f"{root}/{layout.ROOT_FILE}"] = terraform.render(terraform.team_root(config, team))
         counts: dict[str, int] = {}
         docs: dict[str, JsonObject] = {}
         for lj in team_jobs:
-            definition = asl.build_definition(lj.job, config.name_prefix, config.pools)
-            counts[lj.job.name] = count_states(definition)
-            docs[lj.job.name] = terraform.job_module(lj.job, asl.render(definition), config)
+            counts[lj.job.name], docs[lj.job.name] = built[lj.job.name]
         # the team's jobs run with roles shared by the jobs whose grants are identical
         shared = shared_roles.share(team, config.name_prefix, docs, {lj.job.name: lj.source for lj in team_jobs})
         for name, doc in shared.jobs.items():
@@ -138,15 +140,6 @@ def changed_roots(old: dict[str, str], new: dict[str, str]) -> list[str]:
     is listed too: its state still holds resources (docs/deploy.md, "Removing a team")."""
     roots = {layout.root_of(rel) for rel in set(old) | set(new) if old.get(rel) != new.get(rel)}
     return layout.apply_order({r for r in roots if r})
-
-
-def count_states(definition: JsonObject) -> int:
-    total = 0
-    for state in definition["States"].values():
-        total += 1
-        for branch in state.get("Branches", []):
-            total += count_states(branch)
-    return total
 
 
 def read_output(directory: Path) -> dict[str, str]:

@@ -108,9 +108,13 @@ class ExecutionInput:
     def ref(name: str) -> Ref:
         """The path of one of the input's fields in the state data (checked: a misspelt field
         is an error when the compiler runs, not when the state machine does)."""
-        if name not in {f.name for f in dataclasses.fields(ExecutionInput)}:
+        if name not in _FIELD_NAMES:
             raise KeyError(f"the execution input has no field {name!r}")
         return Ref(f"$.{name}")
+
+
+#: ExecutionInput's field names (ref checks every path the compiler makes against them).
+_FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(ExecutionInput))
 
 
 def defaults(started_at: str, params: Params | None = None) -> ExecutionInput:

@@ -56,15 +56,15 @@ def as_asl(values: dict[str, Value]) -> dict[str, JsonObject]:
     """DynamoDB JSON for an ASL ``Parameters`` block: a Ref becomes a ``.$`` field."""
     out: dict[str, JsonObject] = {}
     for name, v in values.items():
-        if isinstance(v, StringSet):
-            out[name] = ({"SS.$": f"States.Array({v.value.expr})"} if isinstance(v.value, Ref)
-                         else {"SS": [v.value]})
-        elif isinstance(v, Number):
-            out[name] = {"N": str(v.value)}
+        if isinstance(v, str):  # the commonest first: compiling 1,000 jobs renders 400,000 values
+            out[name] = {"S": v}
         elif isinstance(v, Ref):
             out[name] = {"S.$": v.expr}
+        elif isinstance(v, StringSet):
+            out[name] = ({"SS.$": f"States.Array({v.value.expr})"} if isinstance(v.value, Ref)
+                         else {"SS": [v.value]})
         else:
-            out[name] = {"S": v}
+            out[name] = {"N": str(v.value)}
     return out
 
 

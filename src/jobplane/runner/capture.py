@@ -14,6 +14,12 @@ ones' readers, so the result follows what the step wrote; at exit, the descripto
 at /dev/null and the readers log what is left. A line longer than ``MAX_LINE`` is logged in
 pieces, never cut inside a secret (its start is held back for the next piece).
 
+The readers are started with ``_thread``, not ``threading.Thread``: ``Thread.start`` waits
+until the new thread has run, a wait for the scheduler that a loaded machine made several
+milliseconds per thread, before the step's code could start (issue 54 item 5,
+bench/runner_start.py); nothing needs the reader running before the first write, which the
+pipe holds until it reads.
+
 What would be lost if only a pipe carried it: a fatal error of the interpreter itself (a
 segfault in a C extension) kills the reading thread with the process, so faulthandler is pointed
 at the real stderr. Its output is a stack of file and function names, no values.
@@ -27,11 +33,11 @@ import faulthandler
 import logging
 import os
 import sys
-import threading
+import _thread
 
 TYPE_CHECKING = False  # typing is not imported at run time: the runner's start-up
 if TYPE_CHECKING:
-    from typing import BinaryIO, TextIO
+    from typing import BinaryIO, Callable, TextIO
 
 #: A line longer than this is logged in pieces (a child writing binary data must not grow one
 #: record without bound).
@@ -46,7 +52,7 @@ class Capture:
 
     def __init__(self) -> None:
         self.saved: dict[int, int] = {}
-        self.readers: dict[int, threading.Thread] = {}
+        self.readers: dict[int, _thread.LockType] = {}  # each held until its reader has ended
         self.real_stdout: TextIO | None = None
         self.real_stderr: TextIO | None = None
         self.logger: logging.Logger | None = None
@@ -75,12 +81,9 @@ class Capture:
         os.dup2(write_end, fd)
         os.close(write_end)
         old = self.readers.get(fd)
-        reader = threading.Thread(target=_read_lines, args=(os.fdopen(read_end, "rb"), self.logger, level, stream,
-                                                            self.secrets), name=f"jobplane-{stream}", daemon=True)
-        reader.start()
-        self.readers[fd] = reader
+        self.readers[fd] = _spawn(_read_lines, os.fdopen(read_end, "rb"), self.logger, level, stream, self.secrets)
         if old is not None:
-            old.join(timeout=DRAIN_SECONDS)
+            _join(old)
 
     def drain(self) -> None:
         """Log everything written to fds 1 and 2 so far; they stay captured."""
@@ -103,8 +106,30 @@ class Capture:
         os.close(null)
         self.saved.clear()
         for reader in self.readers.values():
-            reader.join(timeout=DRAIN_SECONDS)
+            _join(reader)
         self.readers.clear()
+
+
+def _spawn(target: Callable[..., None], *args: object) -> _thread.LockType:
+    """``target(*args)`` in a new thread, not waiting for it to start (daemonic: it does not
+    hold the process's exit); the lock returned is released when it has ended."""
+    ended = _thread.allocate_lock()
+    ended.acquire()
+
+    def body() -> None:
+        try:
+            target(*args)
+        finally:
+            ended.release()
+
+    _thread.start_new_thread(body, ())
+    return ended
+
+
+def _join(ended: _thread.LockType) -> None:
+    """Wait for a reader to end, at most DRAIN_SECONDS (a step's background child may keep its pipe open)."""
+    if ended.acquire(timeout=DRAIN_SECONDS):
+        ended.release()
 
 
 def held_back(text: str, secrets: list[str]) -> int:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
+import _thread
 from types import FrameType
 
 TYPE_CHECKING = False  # typing is not imported at run time: the runner's start-up
@@ -117,9 +119,10 @@ def stop_after(timeout: int | None, warn: Callable[[str], object]) -> None:
     margin = _margin
 
     def expire() -> None:
+        time.sleep(timeout + margin)
         warn(f"still running {margin:g} s past the step's timeout ({timeout} s): stopping")
         os.kill(os.getpid(), signal.SIGTERM)
 
-    timer = threading.Timer(timeout + margin, expire)
-    timer.daemon = True
-    timer.start()
+    # a daemonic thread that sleeps: threading.Timer's start waits until the thread has run,
+    # which delayed the step's start on a loaded machine (issue 54 item 5, runner/capture.py)
+    _thread.start_new_thread(expire, ())
