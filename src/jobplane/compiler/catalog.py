@@ -40,7 +40,8 @@ def build_catalog(jobs: list[LoadedJob], config: PlatformConfig, state_counts: d
             state_machine=names.state_machine_name(config.name_prefix, job.name),
             asl=layout.job_file(job.team, job.name), states=state_counts[job.name],
             params_budget=lj.params_budget, after=[CatalogAfter(job=a.job, on=a.on) for a in job.after],
-            **({"missed_after": job.missed_after} if job.missed_after is not None else {})))
+            **({"missed_after": job.missed_after} if job.missed_after is not None else {}),
+            **({"deadline": job.deadline} if job.deadline is not None else {})))
     teams = [team] if team else sorted({lj.job.team for lj in jobs} | set(config.teams))
     return Catalog(version=CATALOG_VERSION, name_prefix=config.name_prefix,
                    teams=[CatalogTeam(name=t, channel=config.teams[t].channel if t in config.teams else None)

@@ -195,6 +195,7 @@ class DevPlatform:
 
         # what a lost status event would have done (the local engine loses none while it runs;
         # a crash of `jobplane dev` can, as AWS can)
+        from jobplane.platform.deadlines import DeadlineWatch
         from jobplane.platform.missed import MissedFires
 
         # and every expected fire is accounted for: a missed one is recorded and alerted
@@ -202,7 +203,9 @@ class DevPlatform:
                   catchup.UpstreamCatchUp(self.control).check,
                   MissedFires(self.control, aws.client("sns"), self.deployment.topic_arn, aws.client("sqs"),
                               clock=self.clock, workers=1,  # the scheduler's time; threads only contend
-                              outages=lambda: scheduler.outages).check]
+                              outages=lambda: scheduler.outages).check,
+                  # and each fire of a job with a deadline met it, or is alerted once
+                  DeadlineWatch(self.control, aws.client("sns"), self.deployment.topic_arn, clock=self.clock).check]
         from jobplane.platform.backfill import BackfillDriver, Backfills
 
         self.backfills = Backfills(self.control)  # backfills left running by the last start go on

@@ -1,0 +1,281 @@
+"""Deadlines (issue 53, platform/deadlines.py) on the local AWS: each job's scheduled fire run by
+the compiled state machine with the real runner, its status recorded as on AWS, and the deadline
+checker's passes taken by a clock the test sets (the platform's clock moved, as the fire ledger's
+tests do; never by sleeping). Alerts go SNS -> the local notifier -> a real local Slack receiver.
+
+A deadline met, breached by a slow step, breached by a failure with nothing retrying (alerted
+early), breached for certain by the history's typical step durations (early), met after a
+re-run: one DEADLINE alert each where due, one RECOVERED note when a breached fire lands, none
+otherwise; no duplicate across passes or a checker started again.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from devkit import make_repo
+from slack_receiver import Receiver
+
+from jobplane.compiler.model import Job
+from jobplane.contract import datamodel as dm
+from jobplane.contract import deadlines, execution_input
+from jobplane.contract.attempts import Attempt
+from jobplane.contract.clock import iso_millis
+from jobplane.contract.config import load_config
+from jobplane.contract.records import ExecutionRecord
+from jobplane.devserver.dev_platform import DevPlatform
+from jobplane.platform.deadlines import DeadlineWatch, fires, schedules_created
+
+JOB = """\
+    local jp = import 'jobplane.libsonnet';
+    {
+      name: '%(name)s',
+      team: 'billing',
+      schedule: '%(schedule)s',
+      timezone: '%(zone)s',
+      deadline: '%(deadline)s',
+      policy: jp.policy.ALWAYS_RUN,
+      params: { mode: 'ok', marker: null, seconds: 1, release: null },
+      steps: [jp.python('work', 'sample_apps.functions:behave')],
+      runbook: { impact: 'the %(name)s report is late', recovery: 'jobplane rerun the failed run' },
+      notify: jp.slack('#billing-alerts'),
+    }
+"""
+
+
+@pytest.fixture(scope="module")
+def slack() -> Iterator[Receiver]:
+    receiver = Receiver([])
+    yield receiver
+    receiver.server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def platform(tmp_path_factory: pytest.TempPathFactory, slack: Receiver) -> Iterator[DevPlatform]:
+    tmp = tmp_path_factory.mktemp("deadlines")
+    repo = make_repo(tmp / "repo")
+    # The platform's clock stands 10 minutes back, so the schedules are created then; each job
+    # fires daily at a minute 5 minutes back: its fire is after its schedule was created (a fire
+    # before the job was deployed is not its to answer for) and before its run starts, as on AWS.
+    fire = datetime.now(timezone.utc) - timedelta(minutes=5)
+    daily = f"cron({fire.minute} {fire.hour} * * ? *)"
+    # the wall-time job: in the fixed-offset zone whose 09:xx that minute is, ready by 12:00
+    offset = (9 - fire.hour) % 24
+    offset = offset - 24 if offset > 14 else offset
+    zone = "Etc/GMT" + (f"-{offset}" if offset > 0 else f"+{-offset}" if offset < 0 else "")
+    jobs = {"met": (f"cron({fire.minute} 9 * * ? *)", zone, "12:00"),
+            "slow": (daily, "UTC", "30m"), "failed": (daily, "UTC", "1h"), "rerun": (daily, "UTC", "1h"),
+            "typical": (daily, "UTC", "3h")}
+    for name, (schedule, tz, deadline) in jobs.items():
+        repo.write(f"jobs/billing/{name}.jsonnet", textwrap.dedent(JOB % {
+            "name": name, "schedule": schedule, "zone": tz, "deadline": deadline}))
+    # the platform's own periodic pass runs once, at start: each test takes the passes itself
+    p = DevPlatform(load_config(repo.path), tmp / "data", 0, 0, run_scheduler=False, run_services=False,
+                    snapshot_interval=3600, catch_up_interval=3600, webhook_url=slack.url,
+                    clock=lambda: datetime.now(timezone.utc) - timedelta(minutes=10)).start()
+    yield p
+    p.stop()
+
+
+def watch(platform: DevPlatform, at: datetime) -> DeadlineWatch:
+    """A deadline checker whose clock stands at ``at`` (a new one: as after a restart)."""
+    return DeadlineWatch(platform.control, platform.aws.client("sns"), platform.deployment.topic_arn,
+                         clock=lambda: at)
+
+
+def first_fire(platform: DevPlatform, job: str) -> datetime:
+    """The job's first fire after its schedule was created, by the checker's own computation."""
+    created = schedules_created(platform.control)[job]
+    return fires(platform.control, platform.control.entries[job], created, created + timedelta(days=2))[0]
+
+
+def run(platform: DevPlatform, job: str, given: execution_input.ExecutionInput, wait: bool = True) -> str:
+    arn = platform.aws.start(job, given)
+    if wait:
+        platform.aws.wait(arn, timeout=300)
+        platform.aws.wait_reconciled(arn, timeout=300)
+    return arn.rsplit(":", 1)[1]
+
+
+def posts(slack: Receiver, job: str, status: str) -> list[dict]:  # type: ignore[type-arg]
+    """The Slack posts of ``job``'s DEADLINE event whose status field is ``status``."""
+    return [p for p in list(slack.posts) if re.search(rf"(^|\s){re.escape(job)} DEADLINE\b", p.get("text", "")) and
+            f"*Status*\\n{status}" in json.dumps(p.get("blocks", []))]
+
+
+def settle(platform: DevPlatform) -> None:
+    """Every alert published so far has been handled: the local notifier's queue is empty, none
+    in flight (a message is deleted only once posted to Slack)."""
+    alerts = platform.alerts
+    assert alerts is not None
+    sqs = platform.aws.client("sqs")
+
+    def empty() -> bool:
+        attrs = sqs.get_queue_attributes(QueueUrl=alerts.queue_url, AttributeNames=[
+            "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])["Attributes"]
+        return attrs["ApproximateNumberOfMessages"] == "0" and attrs["ApproximateNumberOfMessagesNotVisible"] == "0"
+
+    wait_for(empty)
+
+
+def wait_for(condition, limit: float = 120.0) -> None:  # type: ignore[no-untyped-def]
+    end = time.monotonic() + limit  # a hang guard, not a time budget
+    while not condition():
+        assert time.monotonic() < end, "never happened"
+        time.sleep(0.05)
+
+
+def outcome(platform: DevPlatform, job: str, fire: datetime) -> dict:  # type: ignore[type-arg]
+    found = [o for o in watch(platform, fire).outcomes(job, execution_input.iso(fire)) if
+             o.fire == execution_input.iso(fire)]
+    assert len(found) == 1
+    return found[0].__dict__ | {"met": found[0].met}
+
+
+def test_a_deadline_met_records_the_fire_and_alerts_nothing(platform: DevPlatform, slack: Receiver) -> None:
+    fire = first_fire(platform, "met")
+    zone = platform.control.entries["met"].timezone
+    assert fire.astimezone(deadlines.ZoneInfo(zone)).strftime("%H") == "09"
+    run(platform, "met", execution_input.scheduled(fire))
+    assert watch(platform, fire + timedelta(minutes=5)).check({"met"}) == []
+    assert watch(platform, fire + timedelta(hours=4)).check({"met"}) == []  # past noon: decided already
+    settle(platform)
+    assert posts(slack, "met", "DEADLINE") == []
+    found = outcome(platform, "met", fire)
+    assert (found["outcome"], found["met"]) == ("MET", True)
+    assert found["due"] == iso_millis(fire + timedelta(hours=3, minutes=-fire.minute))  # 12:00 on the fire's day
+
+
+def test_a_slow_step_breaches_once_and_recovers_once(platform: DevPlatform, slack: Receiver, tmp_path: Path) -> None:
+    fire = first_fire(platform, "slow")
+    release, marker = tmp_path / "release", tmp_path / "marker"
+    name = run(platform, "slow", execution_input.scheduled(fire, {
+        "mode": "wait", "seconds": 300, "release": str(release), "marker": str(marker)}), wait=False)
+    wait_for(marker.exists)
+    assert watch(platform, fire + timedelta(minutes=1)).check({"slow"}) == []  # running, in time, no history
+    late = fire + timedelta(minutes=31)
+    assert watch(platform, late).check({"slow"}) == [f"slow {execution_input.iso(fire)} DEADLINE"]
+    assert watch(platform, late + timedelta(minutes=5)).check({"slow"}) == []  # another pass, a restarted checker
+    wait_for(lambda: len(posts(slack, "slow", "DEADLINE")) == 1)
+    text = json.dumps(posts(slack, "slow", "DEADLINE")[0]["blocks"])
+    assert f"still running: run {name}, at step work" in text
+    assert "the slow report is late" in text and "jobplane rerun the failed run" in text  # the runbook
+    assert f"/executions/{name}" in text  # the link
+    release.write_text("go")
+    platform.aws.wait_reconciled(platform.deployment.execution_arn("slow", name), timeout=300)
+    assert watch(platform, late + timedelta(minutes=10)).check({"slow"}) == [f"slow {execution_input.iso(fire)} RECOVERED"]
+    assert watch(platform, late + timedelta(minutes=15)).check({"slow"}) == []
+    wait_for(lambda: len(posts(slack, "slow", "RECOVERED")) == 1)
+    settle(platform)
+    assert len(posts(slack, "slow", "DEADLINE")) == 1 and len(posts(slack, "slow", "RECOVERED")) == 1
+    found = outcome(platform, "slow", fire)
+    assert found["outcome"] == "BREACHED" and not found["early"]
+
+
+def test_a_failure_with_nothing_retrying_alerts_early_once(platform: DevPlatform, slack: Receiver) -> None:
+    fire = first_fire(platform, "failed")
+    name = run(platform, "failed", execution_input.scheduled(fire, {"mode": "fail"}))
+    # the fire's deadline is an hour away, and nothing of it runs: the breach is certain now
+    assert watch(platform, fire + timedelta(minutes=2)).check({"failed"}) == [f"failed {execution_input.iso(fire)} DEADLINE (early)"]
+    assert watch(platform, fire + timedelta(minutes=3)).check({"failed"}) == []
+    assert watch(platform, fire + timedelta(hours=2)).check({"failed"}) == []  # the due time passing adds nothing
+    wait_for(lambda: len(posts(slack, "failed", "DEADLINE")) == 1)
+    settle(platform)
+    assert len(posts(slack, "failed", "DEADLINE")) == 1
+    text = json.dumps(posts(slack, "failed", "DEADLINE")[0]["blocks"])
+    assert "will miss its deadline 1h" in text and f"run {name} FAILED at step work" in text
+    assert "nothing of this fire is running or retrying" in text
+    found = outcome(platform, "failed", fire)
+    assert (found["outcome"], found["early"], found["met"]) == ("BREACHED", True, False)
+
+
+def test_a_fire_met_after_a_rerun_alerts_nothing(platform: DevPlatform, slack: Receiver) -> None:
+    fire = first_fire(platform, "rerun")
+    failed = run(platform, "rerun", execution_input.scheduled(fire, {"mode": "fail"}))
+    again = run(platform, "rerun", execution_input.rerun("aiko@example.com", failed, {"mode": "ok"}, None))
+    assert watch(platform, fire + timedelta(minutes=5)).check({"rerun"}) == []
+    assert watch(platform, fire + timedelta(hours=2)).check({"rerun"}) == []
+    settle(platform)
+    assert posts(slack, "rerun", "DEADLINE") == []
+    found = outcome(platform, "rerun", fire)
+    assert (found["outcome"], found["met"], found["execution"]) == ("MET", True, again)
+
+
+def test_the_remaining_steps_typical_duration_alerts_early(platform: DevPlatform, slack: Receiver,
+                                                           tmp_path: Path) -> None:
+    """The job's history: its step took 4 hours in each of its last successful runs (records as
+    the reconciler leaves them); a run of the fire at that step, 3 hours before its deadline,
+    will not make it. (The checker's clock stands before the step began: it has run 0 s.)"""
+    ddb = platform.aws.client("dynamodb")
+    for i in range(3):
+        start = datetime(2026, 1, 10 + i, 0, 0, tzinfo=timezone.utc)
+        end = start + timedelta(hours=4)
+        record = ExecutionRecord(
+            execution=f"typical-history-{i}", job="typical", team="billing", status="SUCCEEDED", trigger="schedule",
+            scheduled_time=execution_input.iso(start), started_at=iso_millis(start), finished_at=iso_millis(end),
+            given=execution_input.scheduled(start).to_json(), transitions=5,
+            timeline=(Attempt("work", 1, iso_millis(start), iso_millis(end), "succeeded"),))
+        ddb.put_item(TableName=platform.deployment.table, Item=record.to_item())
+    fire = first_fire(platform, "typical")
+    release, marker = tmp_path / "release", tmp_path / "marker"
+    name = run(platform, "typical", execution_input.scheduled(fire, {
+        "mode": "wait", "seconds": 300, "release": str(release), "marker": str(marker)}), wait=False)
+    wait_for(marker.exists)
+    said = watch(platform, fire + timedelta(minutes=1)).check({"typical"})
+    release.write_text("go")
+    assert said == [f"typical {execution_input.iso(fire)} DEADLINE (early)"]
+    wait_for(lambda: len(posts(slack, "typical", "DEADLINE")) == 1)
+    text = json.dumps(posts(slack, "typical", "DEADLINE")[0]["blocks"])
+    assert f"run {name} is at step work; the steps left typically take 4 h 0 min" in text
+    assert "median of the job's last 3 successful runs" in text
+    platform.aws.wait_reconciled(platform.deployment.execution_arn("typical", name), timeout=300)
+    # it succeeded in time after all: the note says so, and the fire counts as met
+    assert watch(platform, fire + timedelta(minutes=2)).check({"typical"}) == [f"typical {execution_input.iso(fire)} RECOVERED"]
+    wait_for(lambda: len(posts(slack, "typical", "RECOVERED")) == 1)
+    assert outcome(platform, "typical", fire)["met"] is True
+
+
+def test_the_deadline_is_validated_naming_the_field() -> None:
+    from jobplane.compiler.fields import Invalid
+
+    base = {"name": "nightly", "team": "billing", "timezone": "UTC", "schedule": "cron(0 9 * * ? *)",
+            "steps": [{"name": "s", "python": "a.b:c"}]}
+    assert Job.from_definition(base | {"deadline": "12:00"}).deadline == "12:00"
+    assert Job.from_definition(base | {"deadline": "3h"}).deadline == "3h"
+    cases = {"08:30": "is not after the fire at 09:00 of cron(0 9 * * ? *)",
+             "09:00": "is not after the fire at 09:00",
+             "noon": "is neither a wall time 'HH:MM'", "25h": "must be 1m to 24h", "24:00": "is neither a wall time"}
+    for text, said in cases.items():
+        with pytest.raises(Invalid) as e:
+            Job.from_definition(base | {"deadline": text})
+        assert said in str(e.value.problems), text
+        assert "deadline" in str(e.value.problems)
+    with pytest.raises(Invalid) as e:
+        Job.from_definition(base | {"schedule": "rate(1 hour)", "deadline": "12:00"})
+    assert "fires at every time of day" in str(e.value.problems)
+    with pytest.raises(Invalid) as e:
+        Job.from_definition(base | {"schedule": [], "deadline": "1h"})
+    assert "this job has no schedule" in str(e.value.problems)
+
+
+def test_a_wall_time_deadline_is_on_the_fire_s_local_day() -> None:
+    noon = deadlines.parse("12:00")
+    tokyo = datetime(2026, 3, 2, 0, 0, tzinfo=timezone.utc)  # 09:00 Tokyo
+    assert noon.due(tokyo, "Asia/Tokyo") == datetime(2026, 3, 2, 3, 0, tzinfo=timezone.utc)
+    # New York across spring forward: 12:00 EDT on 2026-03-08 is 16:00 UTC (17:00 UTC the day before)
+    assert noon.due(datetime(2026, 3, 8, 13, 0, tzinfo=timezone.utc), "America/New_York") == \
+        datetime(2026, 3, 8, 16, 0, tzinfo=timezone.utc)
+    assert noon.due(datetime(2026, 3, 7, 14, 0, tzinfo=timezone.utc), "America/New_York") == \
+        datetime(2026, 3, 7, 17, 0, tzinfo=timezone.utc)
+    # 02:30 does not exist in New York on 2026-03-08: read with the offset before the gap (03:30 EDT)
+    assert deadlines.parse("02:30").due(datetime(2026, 3, 8, 6, 0, tzinfo=timezone.utc), "America/New_York") == \
+        datetime(2026, 3, 8, 7, 30, tzinfo=timezone.utc)
+    assert deadlines.parse("90m").due(tokyo, "Asia/Tokyo") == tokyo + timedelta(minutes=90)
