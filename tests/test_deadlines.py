@@ -85,10 +85,69 @@ def platform(tmp_path_factory: pytest.TempPathFactory, slack: Receiver) -> Itera
     p.stop()
 
 
+#: Every AWS call the checkers of the running test made: (service, operation, params).
+CALLS: list[tuple[str, str, dict]] = []  # type: ignore[type-arg]
+_RECORDING: set[int] = set()
+
+
+@pytest.fixture(autouse=True)
+def _calls() -> Iterator[None]:
+    CALLS.clear()
+    yield
+
+
+def _record(client) -> None:  # type: ignore[no-untyped-def]
+    """Keep every call ``client`` makes (botocore's provide-client-params event: the operation
+    and its parameters as sent)."""
+    if id(client) in _RECORDING:
+        return
+    _RECORDING.add(id(client))
+    service = client.meta.service_model.service_name
+
+    def keep(params, model, **_):  # type: ignore[no-untyped-def]
+        CALLS.append((service, model.name, dict(params)))
+
+    client.meta.events.register("provide-client-params.*.*", keep)
+
+
 def watch(platform: DevPlatform, at: datetime) -> DeadlineWatch:
-    """A deadline checker whose clock stands at ``at`` (a new one: as after a restart)."""
-    return DeadlineWatch(platform.control, platform.aws.client("sns"), platform.deployment.topic_arn,
-                         clock=lambda: at)
+    """A deadline checker whose clock stands at ``at`` (a new one: as after a restart); its
+    AWS calls are kept in CALLS."""
+    sns = platform.aws.client("sns")
+    control = platform.control
+    for client in (sns, control.ddb, control.repo.ddb, control.sfn, control.scheduler):
+        _record(client)
+    return DeadlineWatch(control, sns, platform.deployment.topic_arn, clock=lambda: at)
+
+
+def denied(platform: DevPlatform) -> list[str]:
+    """The calls in CALLS the periodic Lambda's role (terraform/platform/slow.tf) would refuse,
+    each as AWS would authorize it: its action on its resource's ARN (the base module's names,
+    prefix 'jobplane', for the local prefix)."""
+    import base_module as bm
+    from iam_policy import Call, denied_calls
+
+    local = platform.config.name_prefix
+    table = bm.ARNS["aws_dynamodb_table"](bm.PREFIX)
+    calls = []
+    for service, operation, params in CALLS:
+        if service == "dynamodb":
+            resource = table + (f"/index/{params['IndexName']}" if params.get("IndexName") else "")
+        elif service == "sns":
+            resource = bm.ARNS["aws_sns_topic"](f"{bm.PREFIX}-events")
+        elif service == "stepfunctions":
+            arn = params["executionArn"].split(":")
+            resource = ":".join(arn[:6] + [arn[6].replace(local, bm.PREFIX, 1)] + arn[7:])
+        elif service == "scheduler" and operation == "ListSchedules":
+            resource = "*"
+        elif service == "scheduler":
+            name = params["Name"].replace(local, bm.PREFIX, 1)
+            resource = f"arn:aws:scheduler:{bm.REGION}:{bm.ACCOUNT}:schedule/{bm.PREFIX}/{name}"
+        else:
+            raise AssertionError(f"a call this test does not map: {service} {operation}")
+        prefix = {"stepfunctions": "states"}.get(service, service)
+        calls.append(Call(f"{prefix}:{operation}", resource, {}, f"{service} {operation}"))
+    return denied_calls(bm.policy_statements("slow", {}), calls)
 
 
 def first_fire(platform: DevPlatform, job: str) -> datetime:
@@ -178,6 +237,11 @@ def test_a_slow_step_breaches_once_and_recovers_once(platform: DevPlatform, slac
     assert len(posts(slack, "slow", "DEADLINE")) == 1 and len(posts(slack, "slow", "RECOVERED")) == 1
     found = outcome(platform, "slow", fire)
     assert found["outcome"] == "BREACHED" and not found["early"]
+    # every call the checker made is one the periodic Lambda's role allows
+    made = {(service, operation) for service, operation, _ in CALLS}
+    assert {("dynamodb", "Query"), ("dynamodb", "PutItem"), ("dynamodb", "UpdateItem"), ("sns", "Publish"),
+            ("scheduler", "ListSchedules"), ("stepfunctions", "GetExecutionHistory")} <= made, made
+    assert denied(platform) == []
 
 
 def test_a_failure_with_nothing_retrying_alerts_early_once(platform: DevPlatform, slack: Receiver) -> None:
@@ -241,6 +305,7 @@ def test_the_remaining_steps_typical_duration_alerts_early(platform: DevPlatform
     assert watch(platform, fire + timedelta(minutes=2)).check({"typical"}) == [f"typical {execution_input.iso(fire)} RECOVERED"]
     wait_for(lambda: len(posts(slack, "typical", "RECOVERED")) == 1)
     assert outcome(platform, "typical", fire)["met"] is True
+    assert denied(platform) == []
 
 
 def test_the_deadline_is_validated_naming_the_field() -> None:
