@@ -21,9 +21,12 @@ from typing import Iterator
 
 import pytest
 
-from devkit import make_repo
+from click.testing import CliRunner
+
+from devkit import make_repo, signed_in
 from slack_receiver import Receiver
 
+from jobplane.cli.app import main
 from jobplane.compiler.model import Job
 from jobplane.contract import datamodel as dm
 from jobplane.contract import deadlines, execution_input
@@ -39,7 +42,7 @@ JOB = """\
     {
       name: '%(name)s',
       team: 'billing',
-      schedule: '%(schedule)s',
+      schedule: ['%(schedule)s'],
       timezone: '%(zone)s',
       deadline: '%(deadline)s',
       policy: jp.policy.ALWAYS_RUN,
@@ -74,6 +77,10 @@ def platform(tmp_path_factory: pytest.TempPathFactory, slack: Receiver) -> Itera
     jobs = {"met": (f"cron({fire.minute} 9 * * ? *)", zone, "12:00"),
             "slow": (daily, "UTC", "30m"), "failed": (daily, "UTC", "1h"), "rerun": (daily, "UTC", "1h"),
             "typical": (daily, "UTC", "3h")}
+    # two fires a minute apart, for the reports: one met, one breached
+    second = fire + timedelta(minutes=1)
+    jobs["report"] = (f"cron({fire.minute} {fire.hour} * * ? *)', 'cron({second.minute} {second.hour} * * ? *)",
+                      "UTC", "30m")
     for name, (schedule, tz, deadline) in jobs.items():
         repo.write(f"jobs/billing/{name}.jsonnet", textwrap.dedent(JOB % {
             "name": name, "schedule": schedule, "zone": tz, "deadline": deadline}))
@@ -344,3 +351,41 @@ def test_a_wall_time_deadline_is_on_the_fire_s_local_day() -> None:
     assert deadlines.parse("02:30").due(datetime(2026, 3, 8, 6, 0, tzinfo=timezone.utc), "America/New_York") == \
         datetime(2026, 3, 8, 7, 30, tzinfo=timezone.utc)
     assert deadlines.parse("90m").due(tokyo, "Asia/Tokyo") == tokyo + timedelta(minutes=90)
+
+
+def test_the_share_of_fires_that_met_the_deadline_is_reported(platform: DevPlatform, slack: Receiver) -> None:
+    created = schedules_created(platform.control)["report"]
+    first, second = fires(platform.control, platform.control.entries["report"], created, created + timedelta(days=1))[:2]
+    assert second - first == timedelta(minutes=1)
+    run(platform, "report", execution_input.scheduled(first))  # met; the second fire never runs
+    assert watch(platform, second + timedelta(minutes=31)).check({"report"}) == [
+        f"report {execution_input.iso(second)} DEADLINE"]
+    wait_for(lambda: len(posts(slack, "report", "DEADLINE")) == 1)
+    assert "no run of this fire started" in json.dumps(posts(slack, "report", "DEADLINE")[0]["blocks"])
+    # the API
+    with signed_in(platform.portal_login_url).open(f"{platform.portal_url}/api/jobs/report/deadlines", timeout=60) as r:
+        api = json.loads(r.read())
+    assert api["deadline"] == "30m"
+    assert [(s["days"], s["fires"], s["met"], s["share"]) for s in api["shares"]] == [(30, 2, 1, 0.5), (90, 2, 1, 0.5)]
+    assert [(b["fire"], b["early"], b["succeeded_at"]) for b in api["breaches"]] == [
+        (execution_input.iso(second), False, None)]
+    with signed_in(platform.portal_login_url).open(f"{platform.portal_url}/api/deadlines?team=billing", timeout=60) as r:
+        teams = json.loads(r.read())
+    assert [t["team"] for t in teams] == ["billing"] and "report" in [j["job"] for j in teams[0]["jobs"]]
+    assert teams[0]["shares"][0]["fires"] == sum(j["shares"][0]["fires"] for j in teams[0]["jobs"]) >= 2
+    # `jobplane status`
+    status = CliRunner().invoke(main, ["--root", str(platform.config.root), "status", "--data-dir",
+                                       str(platform.data_dir)])
+    assert status.exit_code == 0, status.output
+    assert "    report (30m): 1/2 met (50%) over 30 days; 1/2 met (50%) over 90 days" in status.output
+    assert f"      breached {execution_input.iso(second)} (due " in status.output
+    assert re.search(r"^  team billing: \d+/\d+ met", status.output, re.M)
+    as_json = CliRunner().invoke(main, ["--root", str(platform.config.root), "status", "--json", "--data-dir",
+                                        str(platform.data_dir)])
+    rows = {row["job"]: row for row in json.loads(as_json.output)}
+    assert rows["report"]["deadline"]["shares"][0] == {"days": 30, "fires": 2, "met": 1, "share": 0.5}
+    assert rows["flaky-load"]["deadline"] is None  # a job without one
+    # the job's page
+    with signed_in(platform.portal_login_url).open(f"{platform.portal_url}/jobs/report", timeout=60) as r:
+        page = r.read().decode()
+    assert "1/2 met (50%) over 30 days" in page and page.count('class="deadline-breach"') == 1

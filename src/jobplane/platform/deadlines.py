@@ -325,14 +325,7 @@ class DeadlineWatch:
 
     # -- the outcome items -----------------------------------------------------------------------
     def outcomes(self, job: str, since: str, until: str | None = None) -> list[FireOutcome]:
-        """The job's recorded outcomes of fires from ``since`` (and to ``until``), oldest first."""
-        condition = "gsi1pk = :p AND gsi1sk >= :a" if until is None else "gsi1pk = :p AND gsi1sk BETWEEN :a AND :b"
-        values: JsonObject = {":p": {"S": job_deadlines_partition(job)}, ":a": {"S": since}}
-        if until is not None:
-            values[":b"] = {"S": until}
-        kwargs: JsonObject = {"TableName": self.table, "IndexName": dm.GSI_BY_OWNER,
-                              "KeyConditionExpression": condition, "ExpressionAttributeValues": values}
-        return [FireOutcome.from_item(i) for i in query_items(self.ddb, kwargs)[0]]
+        return outcomes(self.ddb, self.table, job, since, until)
 
     def _decide(self, entry: CatalogJob, fire: str, due: datetime, outcome: str, *, reason: str = "",
                 success: ExecutionRecord | None = None, execution: str | None = None, early: bool = False) -> bool:
@@ -413,6 +406,18 @@ class DeadlineWatch:
             events=[event_of(getattr(e, "value", e)) for e in entry.notify.events] or None,
             runbook=entry.runbook.model_dump() if entry.runbook else None, error=error))
         log.debug("%s: %s", entry.name, error)
+
+
+def outcomes(ddb: Client, table: str, job: str, since: str, until: str | None = None) -> list[FireOutcome]:
+    """The job's recorded outcomes of fires from ``since`` (and to ``until``), oldest first:
+    one Query of its gsi1 partition."""
+    condition = "gsi1pk = :p AND gsi1sk >= :a" if until is None else "gsi1pk = :p AND gsi1sk BETWEEN :a AND :b"
+    values: JsonObject = {":p": {"S": job_deadlines_partition(job)}, ":a": {"S": since}}
+    if until is not None:
+        values[":b"] = {"S": until}
+    kwargs: JsonObject = {"TableName": table, "IndexName": dm.GSI_BY_OWNER, "KeyConditionExpression": condition,
+                          "ExpressionAttributeValues": values}
+    return [FireOutcome.from_item(i) for i in query_items(ddb, kwargs)[0]]
 
 
 def schedules_created(control: ControlPlane) -> dict[str, datetime]:
