@@ -369,10 +369,10 @@ def test_the_share_of_fires_that_met_the_deadline_is_reported(platform: DevPlatf
     assert [(s["days"], s["fires"], s["met"], s["share"]) for s in api["shares"]] == [(30, 2, 1, 0.5), (90, 2, 1, 0.5)]
     assert [(b["fire"], b["early"], b["succeeded_at"]) for b in api["breaches"]] == [
         (execution_input.iso(second), False, None)]
-    with signed_in(platform.portal_login_url).open(f"{platform.portal_url}/api/deadlines?team=billing", timeout=60) as r:
-        teams = json.loads(r.read())
-    assert [t["team"] for t in teams] == ["billing"] and "report" in [j["job"] for j in teams[0]["jobs"]]
-    assert teams[0]["shares"][0]["fires"] == sum(j["shares"][0]["fires"] for j in teams[0]["jobs"]) >= 2
+    with signed_in(platform.portal_login_url).open(f"{platform.portal_url}/api/teams/billing/deadlines", timeout=60) as r:
+        team = json.loads(r.read())
+    assert team["team"] == "billing" and "report" in [j["job"] for j in team["jobs"]]
+    assert team["shares"][0]["fires"] == sum(j["shares"][0]["fires"] for j in team["jobs"]) >= 2
     # `jobplane status`
     status = CliRunner().invoke(main, ["--root", str(platform.config.root), "status", "--data-dir",
                                        str(platform.data_dir)])

@@ -3,10 +3,11 @@ share of scheduled fires that SUCCEEDED by their deadline over 30 and 90 days, a
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
-from jobplane.platform.deadline_report import JobDeadlines, Share, job_deadlines, team_deadlines
+from jobplane.platform.control import NotFound
+from jobplane.platform.deadline_report import WINDOWS, JobDeadlines, Share, job_deadlines, team_deadlines
 from jobplane.portal.api import Reader, _errors
 from jobplane.portal.services import Portal
 
@@ -63,8 +64,16 @@ def job_report(request: Request, job: str, portal: Portal = Reader) -> object:
     return _job(report)
 
 
-@router.get("/deadlines", response_model=list[TeamDeadlinesOut],
-            summary="Per team, the share of its jobs' fires that met their deadlines, over 30 and 90 days")
-def teams_report(request: Request, team: str | None = Query(None, max_length=100), portal: Portal = Reader) -> object:
-    return [TeamDeadlinesOut(team=t.team, shares=[_share(s) for s in t.shares], jobs=[_job(j) for j in t.jobs])
-            for t in team_deadlines(portal.control, team=team)]
+@router.get("/teams/{team}/deadlines", response_model=TeamDeadlinesOut, responses=_errors(404),
+            summary="A team's share of fires that met their deadlines over 30 and 90 days, and its jobs'")
+def team_report(request: Request, team: str, portal: Portal = Reader) -> object:
+    # one path per team, not a list under /api/deadlines: that path is also what a client makes
+    # of /api/jobs/../deadlines (dot segments removed), a job report's shape answered by a list
+    if not any(e.team == team for e in portal.control.entries.values()):
+        raise NotFound(f"no team named {team!r} has jobs", {"team": team})
+    found = team_deadlines(portal.control, team=team)
+    if not found:
+        return TeamDeadlinesOut(team=team, shares=[ShareOut(days=d, fires=0, met=0, share=None) for d in WINDOWS],
+                                jobs=[])
+    t = found[0]
+    return TeamDeadlinesOut(team=t.team, shares=[_share(s) for s in t.shares], jobs=[_job(j) for j in t.jobs])
