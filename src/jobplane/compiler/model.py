@@ -318,7 +318,7 @@ def _deadline(v: str | None, checked: JsonObject) -> Iterator[str]:
     if schedules is None:  # refused, and reported on its own
         return
     if not schedules:
-        yield f"deadline {quoted(v)}: a deadline is per scheduled fire, and this job has no schedule"
+        yield f"{quoted(v)}: a deadline is per scheduled fire, and this job has no schedule"
         return
     if spec.at is None:
         return
@@ -328,14 +328,14 @@ def _deadline(v: str | None, checked: JsonObject) -> Iterator[str]:
         except ScheduleError:
             continue
         if isinstance(expression, RateExpression):
-            yield (f"deadline {quoted(v)}: {text} fires at every time of day, so a wall-time deadline has no "
+            yield (f"{quoted(v)}: {text} fires at every time of day, so a wall-time deadline has no "
                    "fire's day to mean; give a duration after the fire (e.g. '30m')")
         elif isinstance(expression, (CronExpression, AtExpression)):
             times = ([(expression.when.hour, expression.when.minute)] if isinstance(expression, AtExpression)
                      else expression.times_of_day())
             late = [t for t in times if t >= (spec.at.hour, spec.at.minute)]
             if late:
-                yield (f"deadline {quoted(v)} is not after the fire at {late[-1][0]:02d}:{late[-1][1]:02d} of {text}: "
+                yield (f"{quoted(v)} is not after the fire at {late[-1][0]:02d}:{late[-1][1]:02d} of {text}: "
                        "a wall-time deadline is on the fire's own day (the job's timezone), so it must come after "
                        "every fire's time of day; give a duration after the fire instead (e.g. '3h')")
 

@@ -65,7 +65,7 @@ def parse(text: object) -> Deadline:
     if m := _DURATION.fullmatch(value):
         after = timedelta(seconds=int(m.group(1)) * _UNIT[m.group(2)])
         if not MIN_AFTER <= after <= MAX_AFTER:
-            raise DeadlineError(f"deadline {value!r}: a duration after the fire must be 1m to 24h")
+            raise DeadlineError(f"{value!r}: a duration after the fire must be 1m to 24h")
         return Deadline(value, after=after)
-    raise DeadlineError(f"deadline {value!r} is neither a wall time 'HH:MM' (e.g. '12:00', in the job's "
+    raise DeadlineError(f"{value!r} is neither a wall time 'HH:MM' (e.g. '12:00', in the job's "
                         "timezone on the fire's day) nor a duration after the fire (e.g. '3h', '90m')")
