@@ -35,7 +35,8 @@ from jobplane.contract.clock import iso_millis
 from jobplane.contract.config import load_config
 from jobplane.contract.records import ExecutionRecord
 from jobplane.devserver.dev_platform import DevPlatform
-from jobplane.platform.deadlines import DeadlineWatch, fires, schedules_created
+from jobplane.platform.control import ControlPlane
+from jobplane.platform.deadlines import DeadlineWatch, deployed_since, fires
 
 JOB = """\
     local jp = import 'jobplane.libsonnet';
@@ -94,7 +95,6 @@ def platform(tmp_path_factory: pytest.TempPathFactory, slack: Receiver) -> Itera
 
 #: Every AWS call the checkers of the running test made: (service, operation, params).
 CALLS: list[tuple[str, str, dict]] = []  # type: ignore[type-arg]
-_RECORDING: set[int] = set()
 
 
 @pytest.fixture(autouse=True)
@@ -106,9 +106,6 @@ def _calls() -> Iterator[None]:
 def _record(client) -> None:  # type: ignore[no-untyped-def]
     """Keep every call ``client`` makes (botocore's provide-client-params event: the operation
     and its parameters as sent)."""
-    if id(client) in _RECORDING:
-        return
-    _RECORDING.add(id(client))
     service = client.meta.service_model.service_name
 
     def keep(params, model, **_):  # type: ignore[no-untyped-def]
@@ -118,11 +115,12 @@ def _record(client) -> None:  # type: ignore[no-untyped-def]
 
 
 def watch(platform: DevPlatform, at: datetime) -> DeadlineWatch:
-    """A deadline checker whose clock stands at ``at`` (a new one: as after a restart); its
-    AWS calls are kept in CALLS."""
-    sns = platform.aws.client("sns")
-    control = platform.control
-    for client in (sns, control.ddb, control.repo.ddb, control.sfn, control.scheduler):
+    """A deadline checker whose clock stands at ``at``: a new one each time, on a control plane
+    of its own (as a new Lambda invocation, or a restarted `jobplane dev`); its AWS calls are
+    kept in CALLS."""
+    control = ControlPlane(platform.deployment)
+    sns = platform.deployment.client("sns")
+    for client in {id(c): c for c in (sns, control.ddb, control.repo.ddb, control.sfn, control.scheduler)}.values():
         _record(client)
     return DeadlineWatch(control, sns, platform.deployment.topic_arn, clock=lambda: at)
 
@@ -159,7 +157,8 @@ def denied(platform: DevPlatform) -> list[str]:
 
 def first_fire(platform: DevPlatform, job: str) -> datetime:
     """The job's first fire after its schedule was created, by the checker's own computation."""
-    created = schedules_created(platform.control)[job]
+    created = deployed_since(platform.control, platform.control.entries[job])
+    assert created is not None
     return fires(platform.control, platform.control.entries[job], created, created + timedelta(days=2))[0]
 
 
@@ -247,7 +246,7 @@ def test_a_slow_step_breaches_once_and_recovers_once(platform: DevPlatform, slac
     # every call the checker made is one the periodic Lambda's role allows
     made = {(service, operation) for service, operation, _ in CALLS}
     assert {("dynamodb", "Query"), ("dynamodb", "PutItem"), ("dynamodb", "UpdateItem"), ("sns", "Publish"),
-            ("scheduler", "ListSchedules"), ("stepfunctions", "GetExecutionHistory")} <= made, made
+            ("scheduler", "GetSchedule"), ("stepfunctions", "GetExecutionHistory")} <= made, made
     assert denied(platform) == []
 
 
@@ -353,7 +352,8 @@ def test_a_wall_time_deadline_is_on_the_fire_s_local_day() -> None:
 
 
 def test_the_share_of_fires_that_met_the_deadline_is_reported(platform: DevPlatform, slack: Receiver) -> None:
-    created = schedules_created(platform.control)["report"]
+    created = deployed_since(platform.control, platform.control.entries["report"])
+    assert created is not None
     first, second = fires(platform.control, platform.control.entries["report"], created, created + timedelta(days=1))[:2]
     assert second - first == timedelta(minutes=1)
     run(platform, "report", execution_input.scheduled(first))  # met; the second fire never runs

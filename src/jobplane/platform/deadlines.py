@@ -177,11 +177,10 @@ class DeadlineWatch:
         if not watched:
             return []
         now = self.clock()
-        created = schedules_created(self.control)
         said: list[str] = []
         for entry in watched:
             try:
-                said.extend(self._job(entry, now, created.get(entry.name)))
+                said.extend(self._job(entry, now, deployed_since(self.control, entry)))
             except Exception:  # one job's trouble keeps no other job's deadline from being watched
                 log.exception("the deadline check of %s failed", entry.name)
         return said
@@ -420,27 +419,15 @@ def outcomes(ddb: Client, table: str, job: str, since: str, until: str | None = 
     return [FireOutcome.from_item(i) for i in query_items(ddb, kwargs)[0]]
 
 
-def schedules_created(control: ControlPlane) -> dict[str, datetime]:
-    """When each job's schedules were first created (the earliest of them), from ListSchedules:
-    fires before it are not the job's to answer for."""
+def deployed_since(control: ControlPlane, entry: CatalogJob) -> datetime | None:
+    """When the job's schedules were first created (the earliest of them; None: not deployed):
+    fires before it are not the job's to answer for. GetSchedule's CreationDate, through the
+    control plane's anchors (platform/anchors.py: read once, then refreshed in the background),
+    so a pass asks only about the jobs with a deadline, not every schedule of the group."""
     prefix = control.deployment.name_prefix
-    by_schedule = {}
-    kwargs: JsonObject = {"GroupName": prefix}
-    while True:
-        page = control.scheduler.list_schedules(**kwargs)
-        for s in page.get("Schedules", []):
-            if s.get("CreationDate"):
-                by_schedule[s["Name"]] = s["CreationDate"].astimezone(timezone.utc)
-        if not page.get("NextToken"):
-            break
-        kwargs["NextToken"] = page["NextToken"]
-    out = {}
-    for e in control.entries.values():
-        times = [by_schedule[n] for i in range(len(e.schedule))
-                 if (n := names.schedule_name(prefix, e.name, i)) in by_schedule]
-        if times:
-            out[e.name] = min(times)
-    return out
+    times = [t for i in range(len(entry.schedule))
+             if (t := control.anchors.get(names.schedule_name(prefix, entry.name, i))) is not None]
+    return min(times).astimezone(timezone.utc) if times else None
 
 
 def _running_step(view: ExecutionView) -> str | None:
