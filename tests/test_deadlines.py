@@ -31,7 +31,7 @@ from jobplane.compiler.model import Job
 from jobplane.contract import datamodel as dm
 from jobplane.contract import deadlines, execution_input
 from jobplane.contract.attempts import Attempt
-from jobplane.contract.clock import iso_millis
+from jobplane.contract.clock import iso_millis, parse_iso
 from jobplane.contract.config import load_config
 from jobplane.contract.records import ExecutionRecord
 from jobplane.devserver.dev_platform import DevPlatform
@@ -78,6 +78,8 @@ def platform(tmp_path_factory: pytest.TempPathFactory, slack: Receiver) -> Itera
     jobs = {"met": (f"cron({fire.minute} 9 * * ? *)", zone, "12:00"),
             "slow": (daily, "UTC", "30m"), "failed": (daily, "UTC", "1h"), "rerun": (daily, "UTC", "1h"),
             "typical": (daily, "UTC", "3h")}
+    later = fire + timedelta(hours=6)  # after the test pauses the job, however late it runs
+    jobs["paused"] = (f"cron({later.minute} {later.hour} * * ? *)", "UTC", "30m")
     # two fires a minute apart, for the reports: one met, one breached
     second = fire + timedelta(minutes=1)
     jobs["report"] = (f"cron({fire.minute} {fire.hour} * * ? *)', 'cron({second.minute} {second.hour} * * ? *)",
@@ -403,3 +405,18 @@ def test_a_bad_deadline_is_named_with_its_file_job_and_field(tmp_path: Path) -> 
             "cron(0 9 * * ? *)") in out
     assert "jobs/billing/hourly.jsonnet: job 'hourly': deadline: '12:00': rate(1 hour) fires at every time of day" in out
     assert "2 problems found; nothing was written." in out  # all of them at once
+
+
+def test_a_paused_job_s_fires_are_not_held_to_the_deadline(platform: DevPlatform, slack: Receiver) -> None:
+    """Its fire comes after it was paused: nothing runs, and nothing is expected to."""
+    fire = first_fire(platform, "paused")
+    platform.control.pause("paused", "aiko@example.com", "quarter-end freeze")
+    state = platform.control.repo.job_state("paused")
+    assert state is not None and state.paused_at is not None and parse_iso(state.paused_at) < fire
+    try:
+        assert watch(platform, fire + timedelta(hours=1)).check({"paused"}) == []
+        assert watch(platform, fire + timedelta(hours=1)).outcomes("paused", execution_input.iso(fire)) == []
+    finally:
+        platform.control.resume("paused", "aiko@example.com", "freeze over")
+    settle(platform)
+    assert posts(slack, "paused", "DEADLINE") == []

@@ -47,7 +47,7 @@ from jobplane.contract.attribute_values import item_of, plain
 from jobplane.contract.catalog import CatalogJob
 from jobplane.contract.clock import iso_millis, parse_iso
 from jobplane.contract.notifications import NotificationMessage, Outcome, event_of, publish
-from jobplane.contract.records import ExecutionRecord
+from jobplane.contract.records import ExecutionRecord, JobState
 from jobplane.contract.statuses import Event, ExecutionStatus, Trigger
 from jobplane.contract.types import Client, Item, JsonObject
 from jobplane.platform.backfill_model import plan_fires
@@ -186,8 +186,8 @@ class DeadlineWatch:
         return said
 
     def _job(self, entry: CatalogJob, now: datetime, created: datetime | None) -> list[str]:
-        if created is None:
-            return []  # not deployed: nothing was expected
+        if created is None or not entry.enabled:
+            return []  # not deployed, or deployed DISABLED: nothing was expected
         deadline = spec.parse(entry.deadline)
         since = max(created, now - LOOK_BACK)
         recorded = {o.fire: o for o in self.outcomes(entry.name, execution_input.iso(since))}
@@ -201,13 +201,16 @@ class DeadlineWatch:
                       or (o.outcome == BREACHED and o.succeeded_at is None)]
         if not open_fires:
             return said
-        runs = self._runs(entry, open_fires[0])
+        runs, missed = self._runs(entry, open_fires[0])
+        state = self.control.repo.job_state(entry.name)
         history: list[ExecutionRecord] | None = None
         for t in open_fires:
             at = execution_input.iso(t)
             due = deadline.due(t, entry.timezone)
             seen = runs.get(at) or _Fire(at)
             if seen.closed_day():
+                continue
+            if not seen.records and not seen.running and not self._expected(t, at, state, missed):
                 continue
             known = recorded.get(at)
             success = seen.success()
@@ -238,11 +241,11 @@ class DeadlineWatch:
         return said
 
     # -- what a fire's runs say ------------------------------------------------------------------
-    def _runs(self, entry: CatalogJob, first: datetime) -> dict[str, _Fire]:
+    def _runs(self, entry: CatalogJob, first: datetime) -> tuple[dict[str, _Fire], set[str]]:
         """The runs of the fires from ``first`` on, by fire: every record of the job started
         since a minute before it (a fire's run starts at or after its fire; a backfill's and a
         re-run's later still), and the runs in flight; a re-run counts for the fire of the run
-        it re-runs."""
+        it re-runs. And the fires the ledger recorded MISSED."""
         kwargs: JsonObject = {
             "TableName": self.table, "IndexName": dm.GSI_BY_OWNER,
             "KeyConditionExpression": "gsi1pk = :p AND gsi1sk >= :a",
@@ -264,8 +267,11 @@ class DeadlineWatch:
             return None
 
         out: dict[str, _Fire] = {}
+        missed: set[str] = set()
         for r in records:
             if r.status == ExecutionStatus.MISSED.value:
+                if key := _fire_key(r.scheduled_time):
+                    missed.add(key)
                 continue
             key = fire_of(r.input.trigger, r.input.scheduled_time, r.input.rerun_of)
             if key:
@@ -276,7 +282,19 @@ class DeadlineWatch:
             key = fire_of(view.input.trigger, view.input.scheduled_time, view.input.rerun_of)
             if key:
                 out.setdefault(key, _Fire(key)).running.append(view)
-        return out
+        return out, missed
+
+    @staticmethod
+    def _expected(t: datetime, at: str, state: JobState | None, missed: set[str]) -> bool:
+        """Whether a fire nothing ran for was expected to run: not while the job is paused, nor
+        one the fire ledger has accounted for without recording it MISSED (it was inside a pause:
+        the ledger reads the pause history). The ledger runs first in each pass."""
+        if state is None:
+            return True
+        if state.paused_at and t >= parse_iso(state.paused_at):
+            return False
+        checked = parse_iso(state.fires_checked_until) if state.fires_checked_until else None
+        return at in missed or checked is None or t > checked
 
     def _still(self, entry: CatalogJob, seen: _Fire) -> tuple[str, str | None]:
         """What keeps the fire from having succeeded, in words, and the run to link to."""
