@@ -394,6 +394,8 @@ def test_the_share_of_fires_that_met_the_deadline_is_reported(platform: DevPlatf
     with signed_in(platform.portal_login_url).open(f"{platform.portal_url}/deadlines?team=billing", timeout=60) as r:
         page = r.read().decode()
     assert 'data-team="billing"' in page and 'data-job="report"' in page and 'data-team="growth"' not in page
+    with signed_in(platform.portal_login_url).open(f"{platform.portal_url}/deadlines?team=growth", timeout=60) as r:
+        assert "No job has a deadline in team growth." in r.read().decode()
 
 
 def test_a_bad_deadline_is_named_with_its_file_job_and_field(tmp_path: Path) -> None:
