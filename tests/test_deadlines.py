@@ -426,3 +426,15 @@ def test_a_paused_job_s_fires_are_not_held_to_the_deadline(platform: DevPlatform
         platform.control.resume("paused", "aiko@example.com", "freeze over")
     settle(platform)
     assert posts(slack, "paused", "DEADLINE") == []
+
+
+def test_the_plan_says_when_a_deadline_changes() -> None:
+    from jobplane.compiler.plan import describe_job_change
+    from jobplane.contract.catalog import CatalogJob
+
+    old = CatalogJob(name="close", team="billing", policy="SKIP_IF_RUNNING", timeout=3600, steps=[],
+                     state_machine="jp-close", asl="", states=0, schedule=["cron(0 9 * * ? *)"])
+    new = old.model_copy(update={"deadline": "12:00"})
+    now = datetime(2026, 12, 3, tzinfo=timezone.utc)
+    assert "deadline: None -> 12:00" in describe_job_change(old, new, {}, {}, now)
+    assert not any(line.startswith("deadline") for line in describe_job_change(new, new, {}, {}, now))
