@@ -77,7 +77,7 @@ def platform(tmp_path_factory: pytest.TempPathFactory, slack: Receiver) -> Itera
     zone = "Etc/GMT" + (f"-{offset}" if offset > 0 else f"+{-offset}" if offset < 0 else "")
     jobs = {"met": (f"cron({fire.minute} 9 * * ? *)", zone, "12:00"),
             "slow": (daily, "UTC", "30m"), "failed": (daily, "UTC", "1h"), "rerun": (daily, "UTC", "1h"),
-            "typical": (daily, "UTC", "3h")}
+            "typical": (daily, "UTC", "3h"), "outbox": (daily, "UTC", "30m")}
     later = fire + timedelta(hours=6)  # after the test pauses the job, however late it runs
     jobs["paused"] = (f"cron({later.minute} {later.hour} * * ? *)", "UTC", "30m")
     # two fires a minute apart, for the reports: one met, one breached
@@ -438,3 +438,21 @@ def test_the_plan_says_when_a_deadline_changes() -> None:
     now = datetime(2026, 12, 3, tzinfo=timezone.utc)
     assert "deadline: None -> 12:00" in describe_job_change(old, new, {}, {}, now)
     assert not any(line.startswith("deadline") for line in describe_job_change(new, new, {}, {}, now))
+
+
+def test_an_alert_not_published_by_a_pass_that_stopped_is_published_by_the_next_once(
+        platform: DevPlatform, slack: Receiver) -> None:
+    fire = first_fire(platform, "outbox")
+    late = fire + timedelta(minutes=31)  # nothing ran for it
+    broken = watch(platform, late)
+    broken.topic_arn = platform.deployment.topic_arn + "-gone"  # SNS refuses the publish
+    assert broken.check({"outbox"}) == []  # recorded, then the publish failed
+    found = outcome(platform, "outbox", fire)
+    assert found["outcome"] == "BREACHED" and found["alert_pending"]
+    assert watch(platform, late + timedelta(minutes=1)).check({"outbox"}) == []  # the stopped pass may still publish
+    assert watch(platform, late + timedelta(minutes=3)).check({"outbox"}) == [
+        f"outbox {execution_input.iso(fire)} DEADLINE"]
+    assert watch(platform, late + timedelta(minutes=4)).check({"outbox"}) == []
+    wait_for(lambda: len(posts(slack, "outbox", "DEADLINE")) == 1)
+    settle(platform)
+    assert len(posts(slack, "outbox", "DEADLINE")) == 1 and not outcome(platform, "outbox", fire)["alert_pending"]

@@ -67,6 +67,9 @@ HISTORY = 20
 #: closed day of a calendar (no fire at all).
 NOT_THE_FIRE = ("DUPLICATE", "CLOSED_DAY")
 MET, BREACHED = "MET", "BREACHED"
+#: An outcome whose alert is still unpublished this long after it was recorded is published by
+#: the next pass (the pass that recorded it stopped between the two).
+OUTBOX_AFTER = timedelta(minutes=2)
 
 Clock = Callable[[], datetime]
 
@@ -106,11 +109,12 @@ class FireOutcome:
     execution: str | None = None
     alert_pending: bool = False
     recovered_pending: bool = False
+    recovered_at: str | None = None
 
     @property
     def met(self) -> bool:
         """Its run SUCCEEDED by the due time (an early alert's fire can still meet it, re-run)."""
-        return self.succeeded_at is not None and self.succeeded_at <= self.due
+        return _by(self.succeeded_at, self.due)
 
     @classmethod
     def from_item(cls, item: Item) -> FireOutcome:
@@ -123,7 +127,8 @@ class FireOutcome:
         return cls(job=text("job") or "", team=text("team") or "", fire=text("fire") or "", due=text("due") or "",
                    outcome=text("outcome") or "", reason=text("reason") or "", early=bool(p.get("early")),
                    alerted_at=text("alerted_at"), succeeded_at=text("succeeded_at"), execution=text("execution"),
-                   alert_pending="alert_pending" in p, recovered_pending="recovered_pending" in p)
+                   alert_pending="alert_pending" in p, recovered_pending="recovered_pending" in p,
+                   recovered_at=text("recovered_at"))
 
 
 @dataclass
@@ -218,7 +223,7 @@ class DeadlineWatch:
                 if success is not None and self._recover(entry, known, success):
                     said.append(f"{entry.name} {at} RECOVERED")
                 continue
-            if success is not None and (success.finished_at or "") <= iso_millis(due):
+            if success is not None and _by(success.finished_at, iso_millis(due)):
                 self._decide(entry, at, due, MET, success=success)
                 continue
             if success is not None:  # it landed after the due time before any pass saw the breach
@@ -374,15 +379,16 @@ class DeadlineWatch:
         try:
             self.ddb.update_item(
                 TableName=self.table, Key={"pk": {"S": deadline_pk(entry.name, known.fire)}, "sk": {"S": "DEADLINE"}},
-                UpdateExpression="SET succeeded_at = :s, #ex = :e, recovered_pending = :y",
+                UpdateExpression="SET succeeded_at = :s, #ex = :e, recovered_pending = :y, recovered_at = :now",
                 ConditionExpression="attribute_not_exists(succeeded_at)",
                 ExpressionAttributeNames={"#ex": "execution"},
-                ExpressionAttributeValues=item_of({":s": success.finished_at, ":e": success.execution, ":y": True}))
+                ExpressionAttributeValues=item_of({":s": success.finished_at, ":e": success.execution, ":y": True,
+                                                   ":now": iso_millis(self.clock())}))
         except self.ddb.exceptions.ConditionalCheckFailedException:
             return False
         note = FireOutcome(job=known.job, team=known.team, fire=known.fire, due=known.due, outcome=known.outcome,
                            reason=f"run {success.execution} SUCCEEDED at {success.finished_at}"
-                                  + (" (in time after all)" if (success.finished_at or "") <= known.due
+                                  + (" (in time after all)" if _by(success.finished_at, known.due)
                                      else f", {_late(known.due, success.finished_at)} after the deadline"),
                            succeeded_at=success.finished_at, execution=success.execution)
         self._publish(entry, note, "RECOVERED")
@@ -390,14 +396,16 @@ class DeadlineWatch:
         return True
 
     def _outbox(self, entry: CatalogJob, recorded: Iterable[FireOutcome]) -> list[str]:
-        """Publish what a pass that stopped midway recorded and did not publish."""
+        """Publish what a pass that stopped midway recorded and did not publish (once it is
+        :data:`OUTBOX_AFTER` old: a pass still publishing it is not raced)."""
         said = []
+        before = iso_millis(self.clock() - OUTBOX_AFTER)
         for o in recorded:
-            if o.alert_pending:
+            if o.alert_pending and (o.alerted_at or "") <= before:
                 self._publish(entry, o, "DEADLINE")
                 self._clear(entry.name, o.fire, "alert_pending")
                 said.append(f"{entry.name} {o.fire} DEADLINE")
-            if o.recovered_pending:
+            if o.recovered_pending and (o.recovered_at or "") <= before:
                 self._publish(entry, o, "RECOVERED")
                 self._clear(entry.name, o.fire, "recovered_pending")
                 said.append(f"{entry.name} {o.fire} RECOVERED")
@@ -446,6 +454,16 @@ def deployed_since(control: ControlPlane, entry: CatalogJob) -> datetime | None:
     times = [t for i in range(len(entry.schedule))
              if (t := control.anchors.get(names.schedule_name(prefix, entry.name, i))) is not None]
     return min(times).astimezone(timezone.utc) if times else None
+
+
+def _by(done: str | None, due: str) -> bool:
+    """``done`` (a time as a record or an outcome holds it) is at or before ``due``."""
+    if not done:
+        return False
+    try:
+        return parse_iso(done) <= parse_iso(due)
+    except ValueError:
+        return False
 
 
 def _running_step(view: ExecutionView) -> str | None:
