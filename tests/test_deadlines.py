@@ -77,7 +77,8 @@ def platform(tmp_path_factory: pytest.TempPathFactory, slack: Receiver) -> Itera
     zone = "Etc/GMT" + (f"-{offset}" if offset > 0 else f"+{-offset}" if offset < 0 else "")
     jobs = {"met": (f"cron({fire.minute} 9 * * ? *)", zone, "12:00"),
             "slow": (daily, "UTC", "30m"), "failed": (daily, "UTC", "1h"), "rerun": (daily, "UTC", "1h"),
-            "typical": (daily, "UTC", "3h"), "outbox": (daily, "UTC", "30m")}
+            "typical": (daily, "UTC", "3h"), "outbox": (daily, "UTC", "30m"),
+            "backfilled": (daily, "UTC", "1h")}
     later = fire + timedelta(hours=6)  # after the test pauses the job, however late it runs
     jobs["paused"] = (f"cron({later.minute} {later.hour} * * ? *)", "UTC", "30m")
     # two fires a minute apart, for the reports: one met, one breached
@@ -279,6 +280,19 @@ def test_a_fire_met_after_a_rerun_alerts_nothing(platform: DevPlatform, slack: R
     assert posts(slack, "rerun", "DEADLINE") == []
     found = outcome(platform, "rerun", fire)
     assert (found["outcome"], found["met"], found["execution"]) == ("MET", True, again)
+
+
+def test_a_fire_run_by_a_backfill_meets_its_deadline(platform: DevPlatform, slack: Receiver) -> None:
+    """The scheduled start never came; a backfill of that one fire ("Run it as that fire") ran it
+    in time: the fire met its deadline."""
+    fire = first_fire(platform, "backfilled")
+    ran = run(platform, "backfilled", execution_input.backfill("aiko@example.com", fire, {"mode": "ok"}, "bf-test"))
+    assert watch(platform, fire + timedelta(minutes=50)).check({"backfilled"}) == []
+    assert watch(platform, fire + timedelta(hours=2)).check({"backfilled"}) == []
+    found = outcome(platform, "backfilled", fire)
+    assert (found["outcome"], found["met"], found["execution"]) == ("MET", True, ran)
+    settle(platform)
+    assert posts(slack, "backfilled", "DEADLINE") == []
 
 
 def test_the_remaining_steps_typical_duration_alerts_early(platform: DevPlatform, slack: Receiver,
