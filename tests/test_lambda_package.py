@@ -366,6 +366,19 @@ def test_the_periodic_handler_announces_a_slow_run_and_catches_up_lost_status_ev
     # disables it again, as drift (issue 49, item 3)
     aws.repository().set_paused(fresh_job, "billing", "ops@example.com", "vendor outage",
                                 datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z"))
+    # and a job with a deadline, deployed an hour ago, whose one fire since (30 minutes ago, due 10
+    # minutes after it) never ran: the ledger records it MISSED, the deadline check alerts it once
+    from jobplane.platform.local import moto_patches
+
+    late_job = f"late-{uuid.uuid4().hex[:8]}"
+    late_fire = (datetime.now(timezone.utc) - timedelta(minutes=30)).replace(second=0, microsecond=0)
+    late_cron = f"cron({late_fire.minute} {late_fire.hour} * * ? *)"
+    moto_patches.put_schedule(aws.region, {
+        "Name": f"{aws.prefix}-{late_job}", "GroupName": aws.prefix, "ScheduleExpression": late_cron,
+        "FlexibleTimeWindow": {"Mode": "OFF"}, "ScheduleExpressionTimezone": "UTC",
+        "Target": {"Arn": f"arn:aws:states:{aws.region}:123456789012:stateMachine:{aws.prefix}-{late_job}",
+                   "RoleArn": f"arn:aws:iam::123456789012:role/{aws.prefix}-{late_job}-scheduler"}},
+        created_at=datetime.now(timezone.utc) - timedelta(hours=1))
     # and a backfill someone started from a laptop that then slept: nothing else drives it
     backfilled = f"bf-{uuid.uuid4().hex[:8]}"
     aws.deploy(backfilled, asl.compile_job(Job.from_definition({
@@ -375,7 +388,8 @@ def test_the_periodic_handler_announces_a_slow_run_and_catches_up_lost_status_ev
         entry(name, expected_duration=1, notify=NotifySettings(events=job.notify.events)),
         entry(upstream), entry(downstream, after=[CatalogAfter(job=upstream)]), entry(gone),
         entry(stopped_job, schedule=["cron(0/1 * * * ? *)"]), entry(fresh_job, schedule=["cron(0/1 * * * ? *)"]),
-        entry(backfilled, schedule=["cron(15 * * * ? *)"])])
+        entry(backfilled, schedule=["cron(15 * * * ? *)"]),
+        entry(late_job, schedule=[late_cron], deadline="10m")])
     # on AWS the check reads the catalog parts the team roots upload to the base module's bucket
     import base_module as bm
 
@@ -411,7 +425,9 @@ def test_the_periodic_handler_announces_a_slow_run_and_catches_up_lost_status_ev
         assert record.status == "ABORTED" and "lost event test" in record.error and not record.alert_pending
         assert not aws.repository().job_state(gone).running  # the claim is released
         assert first["caught_up"] == [catch_up_name(downstream, lost)] and again["caught_up"] == []  # started once
-        assert first["missed"] == [stopped_job] and again["missed"] == []  # alerted once
+        assert first["missed"] == sorted([stopped_job, late_job]) and again["missed"] == []  # alerted once
+        assert first["deadlines"] == [f"{late_job} {execution_input.iso(late_fire)} DEADLINE"]
+        assert again["deadlines"] == []  # alerted once
         assert bf.id in first["backfills"]  # moved on by the periodic pass: its fire started once
         assert first["pauses_repaired"] == [f"{aws.prefix}-{fresh_job}"] and again["pauses_repaired"] == []
         assert scheduler.get_schedule(Name=f"{aws.prefix}-{fresh_job}", GroupName=aws.prefix)["State"] == "DISABLED"

@@ -43,8 +43,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "run": ("jobplane.cli.operate", "run",
             "Start JOB now (on the running `jobplane dev`, or with --deployment on AWS), and follow it to the end."),
     "rerun": ("jobplane.cli.operate", "rerun",
-              "Re-run EXECUTION from its failed step (or --whole) with its params, as the portal's re-run button "
-              "does; prints the new execution's name and does not wait for it."),
+              "Re-run EXECUTION from its failed step (or --whole, or only its --failed-items) with its params, as "
+              "the portal's re-run buttons do; prints the new execution's name and does not wait for it."),
     "status": ("jobplane.cli.operate", "status",
                "Jobs: last status, running executions, next fire time (of `jobplane dev`, or with --deployment "
                "on AWS). While `jobplane dev` is not running, its last saved state (no next fires: nothing fires)."),

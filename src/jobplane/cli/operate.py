@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # the platform is imported by the commands that use it (the C
     from jobplane.contract.attempts import Attempt
     from jobplane.contract.catalog import StepRetry
     from jobplane.platform.control import Actor, ControlPlane, JobSummary
+    from jobplane.platform.deadline_report import JobDeadlines
     from jobplane.platform.logs import LogStream
 
 
@@ -175,14 +176,19 @@ def status(obj: Context, data_dir: Path | None, deployment: Path | None, as_json
     problems = {j.name: list(control.schedule_problems(j.name).values()) for j in jobs
                 if j.entry.schedule}
     pools = pool_status(control, jobs, obj.config.pools)
+    from jobplane.platform.deadline_report import team_deadlines
+
+    deadlines = team_deadlines(control)  # the jobs with a deadline, by team (one Query each)
+    by_job = {r.job: r for team in deadlines for r in team.jobs}
     if as_json:
         click.echo(json.dumps([{"job": j.name, "team": j.team, "last_status": j.state.last_status if j.state else None,
                                 "last_finished_at": j.state.last_finished_at if j.state else None,
                                 "running": j.running, "paused": j.paused,
                                 "next_fire": j.next_fires[0].isoformat() if j.next_fires else None,
                                 "missed": _missed(j), "schedule_problems": problems.get(j.name, []),
-                                **({"waiting": pools.waiting[j.name]} if j.name in pools.waiting else {})}
-                               for j in jobs], indent=2))
+                                **({"waiting": pools.waiting[j.name]} if j.name in pools.waiting else {}),
+                                "deadline": _deadline(by_job.get(j.name))} for j in jobs],
+                               indent=2))
         return
     width = max(len(j.name) for j in jobs) if jobs else 10
     click.echo(f"{'JOB':<{width}}  {'TEAM':<9} {'LAST':<10} {'FINISHED (UTC)':<20} {'RUNNING':<8} NEXT FIRE")
@@ -210,6 +216,23 @@ def status(obj: Context, data_dir: Path | None, deployment: Path | None, as_json
         click.echo("\nSchedules not as compiled:")
         for name, p in changed:
             click.echo(f"  {name}: {p}")
+    if deadlines:
+        click.echo("\nDeadlines (fires whose run SUCCEEDED by the deadline):")
+        for team in deadlines:
+            click.echo(f"  team {team.team}: " + "; ".join(s.words() for s in team.shares))
+            for r in team.jobs:
+                click.echo(f"    {r.job} ({r.deadline}): " + "; ".join(s.words() for s in r.shares))
+                for b in r.breaches[:5]:
+                    late = f", SUCCEEDED {b.succeeded_at}" if b.succeeded_at else ""
+                    click.echo(f"      breached {b.fire} (due {b.due}){late}: {b.reason}")
+
+
+def _deadline(report: JobDeadlines | None) -> JsonObject | None:
+    if report is None:
+        return None
+    return {"deadline": report.deadline,
+            "shares": [{"days": s.days, "fires": s.fires, "met": s.met, "share": s.share} for s in report.shares],
+            "breaches": [dict(b.__dict__) for b in report.breaches]}
 
 
 def pool_status(control: ControlPlane, jobs: list[JobSummary], sizes: dict[str, int]) -> PoolStatus:

@@ -36,6 +36,9 @@ def build_catalog(jobs: list[LoadedJob], config: PlatformConfig, state_counts: d
     entries = []
     for lj in jobs:
         job = lj.job
+        # only when set, so a job without them compiles to the catalog it always had
+        optional: dict[str, Any] = {k: v for k, v in (("missed_after", job.missed_after),
+                                                             ("deadline", job.deadline)) if v is not None}
         entries.append(CatalogJob(
             name=job.name, team=job.team, description=job.description,
             runbook=Runbook.model_validate(job.runbook.as_dict()) if job.runbook else None, source=lj.source, schedule=job.schedule,
@@ -45,7 +48,7 @@ def build_catalog(jobs: list[LoadedJob], config: PlatformConfig, state_counts: d
             state_machine=names.state_machine_name(config.name_prefix, job.name),
             asl=layout.job_file(job.team, job.name), states=state_counts[job.name],
             params_budget=lj.params_budget, after=[CatalogAfter(job=a.job, on=a.on) for a in job.after],
-            **({"missed_after": job.missed_after} if job.missed_after is not None else {})))
+            **optional))
     teams = [team] if team else sorted({lj.job.team for lj in jobs} | set(config.teams))
     return Catalog(version=CATALOG_VERSION, name_prefix=config.name_prefix,
                    teams=[CatalogTeam(name=t, channel=config.teams[t].channel if t in config.teams else None)

@@ -330,6 +330,45 @@ def _missed_after_range(v: int | None, _: JsonObject) -> Iterator[str]:
         yield f"missed_after ({v}s) must be 1m to 24h: how late a fire may start before it counts as missed"
 
 
+def _deadline(v: str | None, checked: JsonObject) -> Iterator[str]:
+    """A deadline is per scheduled fire (contract/deadlines.py); a wall time is on the fire's
+    day, so it must come after every time of day the job's schedules fire."""
+    if v is None:
+        return
+    from jobplane.contract import deadlines
+    from jobplane.contract.schedule import AtExpression, CronExpression, RateExpression
+
+    try:
+        spec = deadlines.parse(v)
+    except deadlines.DeadlineError as e:
+        yield str(e)
+        return
+    schedules = checked.get("schedule")
+    if schedules is None:  # refused, and reported on its own
+        return
+    if not schedules:
+        yield f"{quoted(v)}: a deadline is per scheduled fire, and this job has no schedule"
+        return
+    if spec.at is None:
+        return
+    for text in schedules if isinstance(schedules, list) else []:
+        try:
+            expression = parse(str(text))
+        except ScheduleError:
+            continue
+        if isinstance(expression, RateExpression):
+            yield (f"{quoted(v)}: {text} fires at every time of day, so a wall-time deadline has no "
+                   "fire's day to mean; give a duration after the fire (e.g. '30m')")
+        elif isinstance(expression, (CronExpression, AtExpression)):
+            times = ([(expression.when.hour, expression.when.minute)] if isinstance(expression, AtExpression)
+                     else expression.times_of_day())
+            late = [t for t in times if t >= (spec.at.hour, spec.at.minute)]
+            if late:
+                yield (f"{quoted(v)} is not after the fire at {late[-1][0]:02d}:{late[-1][1]:02d} of {text}: "
+                       "a wall-time deadline is on the fire's own day (the job's timezone), so it must come after "
+                       "every fire's time of day; give a duration after the fire instead (e.g. '3h')")
+
+
 def _shorter_than_timeout(v: int | None, checked: JsonObject) -> Iterator[str]:
     timeout = checked.get("timeout")  # absent: refused, and reported on its own
     if v is not None and timeout is not None and v >= timeout:
@@ -364,6 +403,9 @@ class Job(Model):
     missed_after: int | None = field(Nullable(Duration), None, check=_missed_after_range, description=(
         "A scheduled fire that has neither run nor been skipped this long after its time is MISSED "
         "(recorded and alerted); default 10m."))
+    deadline: str | None = field(Nullable(Str()), None, check=_deadline, description=(
+        "By when each scheduled fire's run must have SUCCEEDED: a wall time 'HH:MM' in the job's timezone on "
+        "the fire's day, or a duration after the fire ('3h'). A fire not done by then raises DEADLINE."))
     notify: Notify = field(Nested(lambda: Notify), factory=Notify)
     params: JsonObject = field(MapOf(Anything()), factory=dict,
                                    description="Defaults a manual run may override.")

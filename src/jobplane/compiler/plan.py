@@ -198,7 +198,7 @@ def describe_job_change(old: CatalogJob, new: CatalogJob, old_files: dict[str, s
         lines += ["  " + f for f in _fires(new.schedule, new.timezone, now)]
     if old.enabled != new.enabled:
         lines.append(f"schedule {'enabled' if new.enabled else 'DISABLED'}")
-    for key in ("policy", "timeout", "expected_duration", "team"):
+    for key in ("policy", "timeout", "expected_duration", "team", "deadline"):
         before, after = getattr(old, key), getattr(new, key)
         if before != after:
             lines.append(f"{key}: {getattr(before, 'value', before)} -> {getattr(after, 'value', after)}")

@@ -83,6 +83,7 @@ class CatalogJob(_Model):
     timeout: int
     expected_duration: int | None = None
     missed_after: int | None = None  # seconds a fire may be late before it is MISSED (None: the default)
+    deadline: str | None = None  # by when each scheduled fire must have SUCCEEDED (contract/deadlines.py)
     notify: NotifySettings = Field(default_factory=NotifySettings)
     params: JsonObject = Field(default_factory=dict)
     steps: list[CatalogStep]

@@ -3,7 +3,7 @@
 Three producers write it — the compiled state machine (FAILED, TIMED_OUT, SKIPPED, RECOVERED),
 the reconciler (ABORTED, TIMED_OUT of a whole run, FAILED without cleanup) and the periodic
 check (SLOW; MISSED, whose ``outcome.status`` is MISSED when fires stop and RECOVERED when they
-resume) — and the Slack notifier reads it. The model below is the schema (docs/notifications.md); tests hold both
+resume; DEADLINE, whose ``outcome.status`` is DEADLINE when a fire is late and RECOVERED when it lands) — and the Slack notifier reads it. The model below is the schema (docs/notifications.md); tests hold both
 producers to it.
 
 Message attributes, for subscription filter policies: ``team``, ``job``, ``status`` (String).
@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from jobplane.contract.types import Client
 
-Event = Literal["FAILED", "TIMED_OUT", "ABORTED", "SKIPPED", "RECOVERED", "SLOW", "MISSED"]
+Event = Literal["FAILED", "TIMED_OUT", "ABORTED", "SKIPPED", "RECOVERED", "SLOW", "MISSED", "DEADLINE"]
 EVENTS: tuple[Event, ...] = get_args(Event)
 
 
@@ -72,6 +72,6 @@ def publish(sns: Client, topic_arn: str, message: NotificationMessage) -> str:
 
 def subscribed(message: NotificationMessage, defaults: tuple[str, ...]) -> bool:
     """Whether the job wants this event: it is among its events (``defaults`` when it names
-    none); a MISSED fire goes wherever failures go."""
+    none); a MISSED fire and a DEADLINE breach go wherever failures go."""
     events: list[str] = list(message.events) if message.events else list(defaults)
-    return message.event in events or (message.event == "MISSED" and "FAILED" in events)
+    return message.event in events or (message.event in ("MISSED", "DEADLINE") and "FAILED" in events)

@@ -66,6 +66,9 @@ class Event(str, Enum):
     #: A scheduled fire neither ran nor was skipped (platform/missed.py); sent to every job
     #: subscribed to FAILED, since a job that silently stopped is a failure nobody saw.
     MISSED = "MISSED"
+    #: A scheduled fire whose run has not SUCCEEDED by the job's deadline (platform/deadlines.py;
+    #: ``outcome.status`` DEADLINE, then RECOVERED when it lands); sent wherever failures go.
+    DEADLINE = "DEADLINE"
 
 
 DEFAULT_EVENTS = (Event.FAILED, Event.TIMED_OUT, Event.ABORTED)

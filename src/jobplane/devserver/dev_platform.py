@@ -195,6 +195,7 @@ class DevPlatform:
 
         # what a lost status event would have done (the local engine loses none while it runs;
         # a crash of `jobplane dev` can, as AWS can)
+        from jobplane.platform.deadlines import DeadlineWatch
         from jobplane.platform.missed import MissedFires
         from jobplane.platform.pool_slots import PoolSweep
 
@@ -205,7 +206,9 @@ class DevPlatform:
                               clock=self.clock, workers=1,  # the scheduler's time; threads only contend
                               outages=lambda: scheduler.outages).check,
                   # pool slots of runs that ended without giving them back (docs/pools.md)
-                  PoolSweep(aws.client("dynamodb"), aws.resources["table_name"], aws.client("stepfunctions")).check]
+                  PoolSweep(aws.client("dynamodb"), aws.resources["table_name"], aws.client("stepfunctions")).check,
+                  # and each fire of a job with a deadline met it, or is alerted once
+                  DeadlineWatch(self.control, aws.client("sns"), self.deployment.topic_arn, clock=self.clock).check]
         from jobplane.platform.backfill import BackfillDriver, Backfills
 
         self.backfills = Backfills(self.control)  # backfills left running by the last start go on

@@ -94,7 +94,8 @@ def handler(event: JsonObject, context: object = None) -> JsonObject:
     minutes by default): the same check against AWS, then the catch-up of what a lost status
     event would have done (platform/catchup.py): record a run that ended without recording
     itself, start an `after` run; then the fire ledger (platform/missed.py): record and alert
-    the fires that neither ran nor were skipped; then move every open backfill on; then disable
+    the fires that neither ran nor were skipped; then the deadlines (platform/deadlines.py): alert
+    a fire not SUCCEEDED by its deadline, once; then move every open backfill on; then disable
     again a paused job's schedule found ENABLED (drift: an apply writes the compiled state). One part failing does not keep the others from running; the
     invocation then fails, and Lambda tries it again."""
     import boto3
@@ -106,6 +107,7 @@ def handler(event: JsonObject, context: object = None) -> JsonObject:
     deployment = Deployment.from_environment(env)
     from jobplane.platform.backfill import BackfillDriver, Backfills
     from jobplane.platform.catchup import LostEndings, UpstreamCatchUp
+    from jobplane.platform.deadlines import DeadlineWatch
     from jobplane.platform.missed import MissedFires
     from jobplane.platform.pool_slots import PoolSweep
     from jobplane.platform.reconciler import Reconciler
@@ -122,6 +124,8 @@ def handler(event: JsonObject, context: object = None) -> JsonObject:
                        ("reconciled", LostEndings(control, reconciler).check),
                        ("caught_up", UpstreamCatchUp(control).check),
                        ("missed", MissedFires(control, sns, deployment.topic_arn, boto3.client("sqs")).check),
+                       # each fire of a job with a deadline: met, or alerted once (platform/deadlines.py)
+                       ("deadlines", DeadlineWatch(control, sns, deployment.topic_arn).check),
                        # a backfill started from a laptop that then slept still completes: each
                        # pass moves every open one on (its fire leases keep two drivers from
                        # starting a fire twice)

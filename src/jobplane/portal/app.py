@@ -66,7 +66,7 @@ class AllowedHosts:
 
 
 def create_app(settings: PortalSettings, control: ControlPlane | None = None) -> FastAPI:
-    from jobplane.portal import api, backfill_api, backfill_pages, map_api, pages
+    from jobplane.portal import api, backfill_api, backfill_pages, deadline_api, deadline_pages, map_api, pages
 
     app = FastAPI(title="jobplane portal API", version=__version__, docs_url=None, redoc_url=None,
                   openapi_url="/api/openapi.json",
@@ -127,6 +127,8 @@ def create_app(settings: PortalSettings, control: ControlPlane | None = None) ->
     signed_in = [Depends(authenticated)]
     app.include_router(api.router, dependencies=signed_in)
     app.include_router(backfill_api.router, dependencies=signed_in)
+    app.include_router(deadline_api.router, dependencies=signed_in)
+    app.include_router(deadline_pages.router, dependencies=signed_in)
     app.include_router(backfill_pages.router, dependencies=signed_in)  # before pages' /jobs/{job}/{action}
     app.include_router(map_api.router, dependencies=signed_in)
     app.include_router(map_api.pages_router, dependencies=signed_in)

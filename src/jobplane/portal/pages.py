@@ -54,8 +54,11 @@ def jobs_page(request: Request, team: str | None = None, status: str | None = No
 def job_page(request: Request, job: str, cursor: str | None = Query(None, max_length=2000)) -> Response:
     portal = _portal(request)
     summary = portal.control.job(job)
+    from jobplane.platform.deadline_report import job_deadlines
+
     return portal.render(request, "job.html", job=summary, e=summary.entry, diagram=_diagram(portal, job),
-                         schedule_problems=_schedule_problems(portal, job), **_history(portal, job, cursor))
+                         schedule_problems=_schedule_problems(portal, job), **_history(portal, job, cursor),
+                         deadlines=job_deadlines(portal.control, summary.entry))
 
 
 def _schedule_problems(portal: Portal, job: str) -> list[str] | None:
