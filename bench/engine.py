@@ -4,7 +4,10 @@
 
 Runs real compiled jobs with real runner subprocesses (the local ECS agent) and prints:
 states entered (billed transitions on AWS Standard) for a one-step success, a three-step
-success, a failure (at once, and after three attempts: what each retry costs) and a skip; the
+success, a failure (at once, and after three attempts: what each retry costs), the skips (a
+duplicate fire, a fire while the claim's holder runs) and a success that ends a failure streak
+(RECOVERED), each beside its target (SPEC.md, "Fewer state transitions": a one-step success
+<= 4, +1 per further step; a duplicate <= 4; a holder-check skip <= 6; a failure <= 7); the
 start-to-finish latency of a one-step no-op job (median of N); and ROUNDS rounds of N concurrent starts of an ALWAYS_RUN no-op job (all finished, none
 lost, none FAILED), with BURNERS processes spinning on the CPU beside them: the spurious
 failure of issue 13 showed only on a loaded machine.
@@ -27,15 +30,18 @@ from jobplane.cli.local import ENGINE_LOG, engine_log_to_file
 from jobplane.compiler import asl
 from jobplane.compiler.model import Job
 from jobplane.contract import execution_input
+from jobplane.contract import states as sn
 from jobplane.platform.local.engine import LocalAWS
 
 TESTS = Path(__file__).resolve().parents[1] / "tests"
 NOOP = "sample_apps.functions:behave"
 
 
-def deploy(aws: LocalAWS, name: str, steps: int, policy: str = "ALWAYS_RUN", attempts: int = 1) -> None:
+def deploy(aws: LocalAWS, name: str, steps: int, policy: str = "ALWAYS_RUN", attempts: int = 1,
+           events: list[str] | None = None) -> None:
     retry = {"retry": {"attempts": attempts, "interval": 1, "backoff": 1}} if attempts > 1 else {}
-    job = Job.from_definition({"name": name, "team": "billing", "timezone": "UTC", "policy": policy,
+    notify = {"notify": {"events": events}} if events else {}
+    job = Job.from_definition({"name": name, "team": "billing", "timezone": "UTC", "policy": policy, **notify,
                               "steps": [{"name": f"s{i}", "python": NOOP, **retry} for i in range(steps)]})
     aws.deploy(name, asl.compile_job(job, aws.prefix))
 
@@ -57,6 +63,7 @@ def main() -> None:
         deploy(aws, "three", 3)
         deploy(aws, "skipper", 1, policy="SKIP_IF_RUNNING")
         deploy(aws, "retried", 1, attempts=3)
+        deploy(aws, "announcer", 1, events=["FAILED", "RECOVERED"])
 
         def run(job: str, params: dict, t: str | None = None):
             inp = execution_input.scheduled(t, params) if t else execution_input.manual("bench", overrides=params)
@@ -72,13 +79,25 @@ def main() -> None:
         plain_duplicate = run("one", {"mode": "ok"}, "2027-01-01T00:00:00Z")
         console = aws.wait(aws.client("stepfunctions").start_execution(  # the console's default input
             stateMachineArn=aws.state_machines["one"], input="{}")["executionArn"])
-        print("states entered (transitions billed on AWS):")
-        for label, ex in (("one-step success", one), ("three-step success", three), ("one-step failure", failed),
-                          ("failure after 3 attempts", retried),
-                          ("duplicate fire (skip)", plain_duplicate), ("duplicate, SKIP_IF_RUNNING", duplicate),
-                          ("console start with {}", console)):
-            print(f"  {label:27s} {len(ex.states_entered):2d}  {' > '.join(ex.states_entered)}")
+        holder_running = while_held(aws, logs)
+        announced_fail = run("announcer", {"mode": "fail"})
+        recovered = run("announcer", {"mode": "ok"})
+        after_recovery = run("announcer", {"mode": "ok"})
+        print("states entered (transitions billed on AWS), target (SPEC.md) where one is set:")
+        for label, ex, target in (
+                ("one-step success", one, 4), ("three-step success", three, 6), ("one-step failure", failed, 7),
+                ("failure after 3 attempts", retried, None),
+                ("duplicate fire (skip)", plain_duplicate, 4), ("duplicate, SKIP_IF_RUNNING", duplicate, 4),
+                ("holder running (skip)", holder_running, 6),
+                ("success, RECOVERED job", after_recovery, 4), ("recovered (RECOVERED sent)", recovered, None),
+                ("console start with {}", console, None)):
+            n = len(ex.states_entered)
+            verdict = "" if target is None else f"<= {target} {'ok' if n <= target else 'OVER'}"
+            print(f"  {label:27s} {n:2d} {verdict:9s} {' > '.join(ex.states_entered)}")
         assert dup_first.status == plain_first.status == console.status == "SUCCEEDED"
+        assert announced_fail.status == "FAILED" and recovered.status == after_recovery.status == "SUCCEEDED"
+        assert sn.NOTIFY_RECOVERED in recovered.states_entered
+        assert sn.NOTIFY_RECOVERED not in after_recovery.states_entered
 
         latencies = []
         for _ in range(args.n):
@@ -100,6 +119,22 @@ def main() -> None:
         print(f"{args.rounds} rounds x {args.concurrent} concurrent no-op runs with {args.burners} CPU burners: "
               f"{totals.get('SUCCEEDED', 0)} SUCCEEDED, {totals.get('FAILED', 0)} FAILED, "
               f"{sum(v for k, v in totals.items() if k not in ('SUCCEEDED', 'FAILED'))} other {totals}")
+
+
+def while_held(aws: LocalAWS, logs: Path):
+    """A scheduled fire of a SKIP_IF_RUNNING job while an earlier run holds the claim: the holder
+    check's skip. The holder waits for a file, so it runs for as long as the skip takes."""
+    release, marker = logs / "release", logs / "holder-started"
+    holder = aws.start("skipper", execution_input.scheduled("2027-02-01T00:00:00Z", {
+        "mode": "wait", "seconds": 120, "release": str(release), "marker": str(marker)}))
+    deadline = time.monotonic() + 60
+    while not marker.exists():  # the holder's step runs: its claim is held
+        assert time.monotonic() < deadline, "the holder's step never started"
+        time.sleep(0.05)
+    skipped = aws.run("skipper", execution_input.scheduled("2027-02-01T01:00:00Z", {"mode": "ok"}))
+    release.write_text("go")
+    assert aws.wait(holder).status == "SUCCEEDED" and skipped.status == "SUCCEEDED"
+    return skipped
 
 
 def concurrent_round(aws: LocalAWS, n: int) -> tuple[dict[str, int], float, float]:

@@ -66,6 +66,11 @@ def seed(aws: LocalAWS, job: str, **attrs: dict[str, Any]) -> None:
     aws.client("dynamodb").put_item(TableName=aws.prefix, Item={"pk": {"S": f"JOB#{job}"}, "sk": {"S": "STATE"}, **attrs})
 
 
+def add_to_state(aws: LocalAWS, job: str, **attrs: dict[str, Any]) -> None:
+    """The job's state as its runs left it, with ``attrs`` set."""
+    aws.client("dynamodb").put_item(TableName=aws.prefix, Item={**job_state(aws, job), **attrs})
+
+
 def live_holder(aws: LocalAWS) -> str:
     return aws.client("stepfunctions").start_execution(stateMachineArn=aws.sleeper, name=str(uuid.uuid4()))["executionArn"]
 
@@ -121,6 +126,42 @@ def test_same_scheduled_time_three_times_runs_once(aws: LocalAWS) -> None:
     assert [execution_record(aws, r.arn)["skip_reason"]["S"] for r in results[1:]] == ["DUPLICATE", "DUPLICATE"]
     later = aws.run(job, execution_input.scheduled("2026-12-02T02:00:00Z"))
     assert ran(later)
+
+
+@pytest.mark.parametrize("policy", list(Policy))
+def test_a_duplicate_fire_is_told_by_the_skip_reads_condition(aws: LocalAWS, policy: Policy) -> None:
+    """Issue 54 (SPEC: a duplicate skip enters at most 4 states): the skip path's read carries the
+    claim's duplicate condition, so a fire delivered again (or an older one) goes straight to its
+    record, whatever the policy and whether or not a holder runs; the read changes nothing."""
+    job = deploy(aws, policy.value)
+    first = aws.run(job, execution_input.scheduled(T0))
+    assert ran(first)
+    holder_arn = live_holder(aws)
+    add_to_state(aws, job, running={"SS": [holder_arn.rsplit(":", 1)[1]]}, holder={"S": holder_arn})
+    before = job_state(aws, job)
+    for t in (T0, "2026-11-30T02:00:00Z"):  # the same fire again, an older one
+        ex = aws.run(job, execution_input.scheduled(t))
+        assert ex.states_entered == ["Start", "Claim", "Skip: load state", "Skip: duplicate"], (policy, t)
+        assert execution_record(aws, ex.arn)["skip_reason"]["S"] == "DUPLICATE"
+        assert job_state(aws, job) == before
+    # a manual run is never a duplicate: the read passes and the policy decides as always
+    manual = aws.run(job, execution_input.manual("ops"))
+    assert "Skip: duplicate" not in manual.states_entered
+    assert ran(manual) == decide(policy, running=True, last_failed=False).runs, manual.states_entered
+    if policy == Policy.SKIP_IF_RUNNING:
+        assert execution_record(aws, manual.arn)["skip_reason"]["S"] == "RUNNING"
+    aws.client("stepfunctions").stop_execution(executionArn=holder_arn)
+
+
+def test_a_paused_jobs_repeated_fire_is_recorded_paused(aws: LocalAWS) -> None:
+    """A fire refused for both reasons keeps the old precedence: PAUSED (the read's condition lets
+    a paused job's fire through to the Choice, which names the pause first)."""
+    job = deploy(aws, "ALWAYS_RUN")
+    assert ran(aws.run(job, execution_input.scheduled(T0)))
+    add_to_state(aws, job, pause_schedule={"S": "ops"})
+    ex = aws.run(job, execution_input.scheduled(T0))
+    assert ex.states_entered == ["Start", "Claim", "Skip: load state", "Skip: why", "Skip: paused"]
+    assert execution_record(aws, ex.arn)["skip_reason"]["S"] == "PAUSED"
 
 
 def test_stale_claim_is_taken_over(aws: LocalAWS) -> None:

@@ -3,6 +3,7 @@ each job, a catalog for the portal, and an output directory that only ever holds
 
 from __future__ import annotations
 
+import fnmatch
 import json
 from pathlib import Path
 from typing import Any, Callable
@@ -48,13 +49,14 @@ Decide = Callable[[str, dict[str, Any]], str | None]
 
 
 def walk(definition: dict[str, Any], decide: Decide) -> list[str]:
-    """States entered from StartAt to an end, letting ``decide`` pick at branching points."""
+    """States entered from StartAt to an end, letting ``decide`` pick at branching points (None:
+    the run ends there; a state with ``End`` may still go on by its Catch)."""
     states, name, path = definition["States"], definition["StartAt"], []
     while name is not None:
         path.append(name)
         assert len(path) < 200, path
         state = states[name]
-        if state["Type"] in ("Succeed", "Fail") or state.get("End"):
+        if state["Type"] in ("Succeed", "Fail"):
             break
         name = decide(name, state)
     return path
@@ -62,25 +64,28 @@ def walk(definition: dict[str, Any], decide: Decide) -> list[str]:
 
 def success(name: str, state: dict[str, Any]) -> str:
     if state["Type"] == "Choice":
-        if name in ("Start", "Route"):  # a complete input that resumes nothing
-            return state["Default"]
-        ok = [c for c in state["Choices"] if "And" in c and any(x.get("NumericEquals") == 0 for x in c["And"])]
-        return next(c["Next"] for c in ok if c["Next"] != "Finish (recovered)")
-    return state["Next"]
-
-
-def permanent_failure(name: str, state: dict[str, Any]) -> str:
-    if state["Type"] == "Choice" and name not in ("Start", "Route"):
-        return state["Default"]  # no rule for exit 0 matches
-    return success(name, state)
+        assert name in ("Start", "Route"), f"a success decides nothing after the input: {name}"
+        return state["Default"]  # a complete input that resumes nothing
+    return state.get("Next")
 
 
 def caught(error: str) -> Decide:
     def decide(name: str, state: dict[str, Any]) -> str:
         if state["Type"] == "Task" and state["Resource"].endswith("runTask.sync"):
             return next(c["Next"] for c in state["Catch"] if error in c["ErrorEquals"])
-        return permanent_failure(name, state)
+        if state["Type"] == "Choice" and name not in ("Start", "Route"):
+            return state["Default"]  # the check: no infrastructure StopCode, no retry left or wanted
+        return success(name, state)
     return decide
+
+
+def permanent_failure(name: str, state: dict[str, Any]) -> str:
+    """An exit code that is never retried (78): the Task fails, the check records it."""
+    if state["Type"] == "Choice" and name not in ("Start", "Route"):
+        permanent = [c for c in state["Choices"] if '*\\"ExitCode\\":78,*' in json.dumps(c)]
+        assert permanent, f"{name}: no rule for a permanent exit code"
+        return str(permanent[0]["Next"])
+    return caught("States.TaskFailed")(name, state)
 
 
 def skipped(reason_state: str) -> Decide:
@@ -89,30 +94,80 @@ def skipped(reason_state: str) -> Decide:
             return state["Default"]
         if name == "Claim":
             return state["Catch"][0]["Next"]
+        if name == "Skip: load state" and reason_state == "Skip: duplicate":  # its condition failed
+            return next(c["Next"] for c in state["Catch"] if "DynamoDB.ConditionalCheckFailedException" in c["ErrorEquals"])
         if name == "Skip: why":
             return next(c["Next"] for c in state["Choices"] if c["Next"] == reason_state)
-        return state["Next"]
+        return state.get("Next")
     return decide
 
 
 def test_successful_runs_stay_within_the_state_budget() -> None:
+    # SPEC ("Fewer state transitions"): a one-step success enters at most 4 states, each further
+    # step 1 more. A .sync Task that succeeded ran its container to exit 0 (a non-zero exit
+    # fails it: aws/copilot-cli#3160), so no check follows a success.
     one = walk(asl.build_definition(job(), "jobplane"), success)
-    assert one == ["Start", "Claim", "only", "only: check", "Finish"]
-    assert len(one) <= 6
+    assert one == ["Start", "Claim", "only", "Finish"]
     for n in (2, 3, 5):
         path = walk(asl.build_definition(job(steps=steps(n)), "jobplane"), success)
-        assert len(path) <= 6 + 2 * (n - 1), path
+        assert path == ["Start", "Claim", *(f"s{i}" for i in range(n)), "Finish"]
+        assert len(path) <= 4 + (n - 1), path
+    lam = walk(asl.build_definition(job(steps=[{"name": "quick", "lambda": "m:f"}]), "jobplane"), success)
+    assert lam == ["Start", "Claim", "quick", "Finish"]
 
 
 def test_recovered_notification_costs_nothing_on_the_normal_path() -> None:
+    """The Finish transaction decides RECOVERED (its release holds a no-block condition), so a
+    job that announces RECOVERED pays nothing for it on a success that ends no failure streak."""
     j = job(notify={"events": ["FAILED", "RECOVERED"]}, steps=steps(3))
-    assert len(walk(asl.build_definition(j, "jobplane"), success)) == 9
+    d = asl.build_definition(j, "jobplane")
+    assert walk(d, success) == ["Start", "Claim", "s0", "s1", "s2", "Finish"]
+    finish = d["States"]["Finish"]
+    release = finish["Parameters"]["TransactItems"][0]["Update"]
+    assert release["ConditionExpression"] == "attribute_not_exists(blocked_by)"
+    # a cancellation is not retried blindly (its Catch reads why), conflicts still are
+    retried = {e for r in finish["Retry"] for e in r["ErrorEquals"]}
+    assert "DynamoDb.TransactionCanceledException" not in retried and "DynamoDb.TransactionConflictException" in retried
+    assert finish["Catch"] == [{"ErrorEquals": ["DynamoDb.TransactionCanceledException"],
+                                "ResultPath": "$.finish_error", "Next": "Finish (cancelled)"}]
+
+    def recovering(cause: str) -> Decide:
+        def decide(name: str, state: dict[str, Any]) -> str:
+            if name in ("Finish", "Finish (again)"):
+                return str(state["Catch"][0]["Next"])
+            if name == "Finish (cancelled)":
+                rule = state["Choices"][0]
+                return str(rule["Next"] if fnmatch.fnmatchcase(cause, rule["And"][1]["StringMatches"]) else state["Default"])
+            return success(name, state)
+        return decide
+
+    reasons = "Transaction cancelled, please refer cancellation reasons for specific reasons [{}, None]"
+    assert walk(d, recovering(reasons.format("ConditionalCheckFailed"))) == [
+        "Start", "Claim", "s0", "s1", "s2", "Finish", "Finish (cancelled)", "Finish (recovered)", "Notify recovered"]
+    # cancelled by a concurrent transaction: the same conditional write again, with the usual
+    # retries (cancellations included); cancelled even then, it is the block
+    assert walk(d, recovering(reasons.format("TransactionConflict"))) == [
+        "Start", "Claim", "s0", "s1", "s2", "Finish", "Finish (cancelled)", "Finish (again)", "Finish (recovered)",
+        "Notify recovered"]
+    again = d["States"]["Finish (again)"]
+    assert again["Parameters"] == finish["Parameters"] and "End" in again
+    assert "DynamoDb.TransactionCanceledException" in {e for r in again["Retry"] for e in r["ErrorEquals"]}
+    recovered = d["States"]["Finish (recovered)"]
+    assert "ConditionExpression" not in recovered["Parameters"]["TransactItems"][0]["Update"]
+    # a job that does not announce RECOVERED releases unconditionally, as before
+    plain = asl.build_definition(job(), "jobplane")["States"]
+    assert "ConditionExpression" not in plain["Finish"]["Parameters"]["TransactItems"][0]["Update"]
+    assert not {"Finish (cancelled)", "Finish (again)", "Finish (recovered)"} & set(plain)
 
 
 def test_failures_and_skips_stay_within_the_state_budget() -> None:
     retried = asl.build_definition(job(steps=steps(1, retry={"attempts": 3})), "jobplane")
     # A permanent exit code on the first attempt: no retry.
     assert walk(retried, permanent_failure) == ["Start", "Claim", "s0", "s0: check", "s0: failed", "Notify failure", "Fail"]
+    # a success never reaches the check: only a failed task's catcher goes there
+    check = retried["States"]["s0: check"]
+    assert retried["States"]["s0"]["Next"] == "Finish"
+    assert not any("NumericEquals" in json.dumps(c) and "result" in json.dumps(c) for c in check["Choices"])
     # AWS fails the Task on a non-zero exit; the check tells the step's failure from the
     # infrastructure's, then records it.
     plain = asl.build_definition(job(), "jobplane")
@@ -132,13 +187,22 @@ def test_failures_and_skips_stay_within_the_state_budget() -> None:
     for path in (walk(retried, permanent_failure), walk(plain, caught("States.TaskFailed")),
                  walk(plain, caught("States.Timeout")), walk(plain, caught("States.ALL"))):
         assert len(path) <= 7, path
-    dup = walk(asl.build_definition(job(policy="ALWAYS_RUN"), "jobplane"), skipped("Skip: duplicate"))
-    assert dup == ["Start", "Claim", "Skip: load state", "Skip: why", "Skip: duplicate"]
+    # SPEC: a duplicate skip enters at most 4 states (whatever the policy), a holder-check skip 6.
+    # The load's own condition tells a duplicate (the claim's condition on the newest fire).
+    for policy in ("ALWAYS_RUN", "SKIP_IF_RUNNING", "SKIP_IF_FAILED", "REPLACE"):
+        d = asl.build_definition(job(policy=policy), "jobplane")
+        dup = walk(d, skipped("Skip: duplicate"))
+        assert dup == ["Start", "Claim", "Skip: load state", "Skip: duplicate"], policy
+        load = d["States"]["Skip: load state"]
+        assert load["Resource"] == "arn:aws:states:::dynamodb:updateItem" and load["Parameters"]["ReturnValues"] == "ALL_NEW"
+        assert "#sched < :fire" in load["Parameters"]["ConditionExpression"]
+        assert load["Parameters"]["ExpressionAttributeValues"][":fire"] == \
+            d["States"]["Claim"]["Parameters"]["ExpressionAttributeValues"][":fire"]
+        assert "Skip: duplicate" not in {c["Next"] for c in d["States"]["Skip: why"]["Choices"]}
     exclusive = asl.build_definition(job(policy="SKIP_IF_RUNNING"), "jobplane")
     running = walk(exclusive, skipped("Skip: running"))
     assert running == ["Start", "Claim", "Skip: load state", "Skip: check holder", "Skip: why", "Skip: running"]
     assert len(running) <= 6
-    assert len(walk(exclusive, skipped("Skip: duplicate"))) <= 6
 
 
 def test_retries_loop_through_one_task_with_backoff_waits() -> None:
@@ -630,14 +694,16 @@ def test_an_infrastructure_failure_runs_the_same_attempt_again() -> None:
     plain = asl.build_definition(job(), "jobplane")
     seen: list[str] = []
 
-    def infra_once(name: str, state: dict[str, Any]) -> str:
+    def infra_once(name: str, state: dict[str, Any]) -> str | None:
+        if name == "only" and "only: infra retry" not in seen:  # the task could not start
+            return caught("States.TaskFailed")(name, state)
         if name == "only: check" and "only: infra retry" not in seen:
             seen.append("only: infra retry")
             return next(c["Next"] for c in state["Choices"] if c["Next"] == "only: infra retry")
         return success(name, state)
 
     assert walk(plain, infra_once) == ["Start", "Claim", "only", "only: check", "only: infra retry", "only: infra wait",
-                                       "only", "only: check", "Finish"]
+                                       "only", "Finish"]
     rule = next(c for c in plain["States"]["only: check"]["Choices"] if c["Next"] == "only: infra retry")
     assert {"Variable": "$.run.infra.n", "NumericLessThan": 3} in rule["And"]  # at most 3 per run
     assert plain["States"]["only: infra wait"] == {"Type": "Wait", "SecondsPath": "$.run.infra.wait", "Next": "only"}

@@ -464,8 +464,8 @@ def test_a_step_that_times_out_is_recorded_at_that_step_by_the_jobs_one_timeout_
                              {"name": "load", "python": BEHAVE, "timeout": 2}])
     ex, rec = finish(aws, aws.start(job, fire({"mode": "sleep", "seconds": 300})))
     assert ex.status == "FAILED" and ex.error == "Job.TIMED_OUT"
-    assert ex.states_entered == ["Start", "Claim", "prepare", "prepare: check", "load", "Finish (timed out)",
-                                 "Notify failure", "Fail"]
+    # the first step's success goes straight on (no check after a Task that succeeded)
+    assert ex.states_entered == ["Start", "Claim", "prepare", "load", "Finish (timed out)", "Notify failure", "Fail"]
     assert rec.status == "TIMED_OUT" and rec.failed_step == "load"
     state = aws.repository().job_state(job)
     assert state.running == frozenset() and state.last_status == "TIMED_OUT"
@@ -639,6 +639,46 @@ def test_a_killed_runner_takes_its_shell_command_with_it(aws: LocalAWS, tmp_path
     while alive(second):
         assert time.monotonic() < deadline + 60, "the stopped command kept running"
         time.sleep(0.1)
+
+
+def test_recovered_is_decided_by_the_finish_and_announced_once_per_failure_streak(aws: LocalAWS,
+                                                                                   tmp_path: Path) -> None:
+    """Issue 54: a success enters 4 states even for a job that announces RECOVERED; the Finish
+    transaction's condition (no failure block) tells the success that ends a failure streak,
+    which alone goes on to Finish (recovered) and Notify recovered. Two successes that end the
+    same streak at once both finish and it is announced (by both if both Finish transactions
+    met the block before either cleared it, as when the claim decided it)."""
+    job = deploy(aws, policy="ALWAYS_RUN", notify={"events": ["FAILED", "RECOVERED"]})
+    repo = aws.repository()
+    plain = finish(aws, aws.start(job, fire({"mode": "ok"})))[0]
+    assert plain.states_entered == ["Start", "Claim", "work", "Finish"]
+    failed = finish(aws, aws.start(job, fire({"mode": "fail"})))[1]
+    assert repo.job_state(job).blocked_by == failed.execution
+    recovering, rec = finish(aws, aws.start(job, fire({"mode": "ok"})))
+    assert recovering.states_entered == ["Start", "Claim", "work", "Finish", "Finish (cancelled)",
+                                         "Finish (recovered)", "Notify recovered"]
+    assert rec.status == "SUCCEEDED" and rec.steps  # recorded as any success
+    state = repo.job_state(job)
+    assert state.blocked_by is None and not state.running and state.last_status == "SUCCEEDED"
+    assert finish(aws, aws.start(job, fire({"mode": "ok"})))[0].states_entered == ["Start", "Claim", "work", "Finish"]
+    # a new streak, ended by two runs at once: manual runs, as two scheduled fires started at
+    # once may claim out of order, and the older is then a duplicate that never runs
+    finish(aws, aws.start(job, fire({"mode": "fail"})))
+    release = tmp_path / "release"
+    both = [aws.start(job, execution_input.manual("ops", overrides={
+        "mode": "wait", "release": str(release), "seconds": 300, "marker": str(tmp_path / f"m{i}")}))
+        for i in range(2)]
+    for i in range(2):
+        started_process(tmp_path / f"m{i}")
+    release.write_text("go")
+    ends = [finish(aws, arn) for arn in both]
+    assert [r.status for _, r in ends] == ["SUCCEEDED", "SUCCEEDED"]
+    announced = sum("Notify recovered" in ex.states_entered for ex, _ in ends)
+    assert announced >= 1
+    events = [json.loads(m["Message"])["event"] for m in messages_for(aws, job)]
+    assert events == ["FAILED", "RECOVERED", "FAILED"] + ["RECOVERED"] * announced
+    state = repo.job_state(job)
+    assert state.blocked_by is None and not state.running
 
 
 def test_after_an_acknowledged_failure_the_next_success_is_announced(aws: LocalAWS) -> None:

@@ -405,6 +405,32 @@ def test_every_statement_of_a_role_is_needed_by_some_call(job: str) -> None:
             assert denied_calls(without, calls), f"{job}'s {name} role: {statement.get('sid')} is never used"
 
 
+@pytest.mark.parametrize("job", sorted(JOBS))
+def test_every_action_of_a_role_is_needed_by_some_call(job: str) -> None:
+    """Least privilege by action, not only by statement: an action that no call makes is not
+    granted (a state machine that reads no item, e.g. since the skip path's read became a
+    conditional UpdateItem, has no dynamodb:GetItem)."""
+    for name, statements, calls in _roles(job):
+        for i, st in enumerate(statements):
+            for action in st["actions"]:
+                without = statements[:i] + [{**st, "actions": [a for a in st["actions"] if a != action]}] + statements[i + 1:]
+                assert denied_calls(without, calls), f"{job}'s {name} role: {st.get('sid')} grants {action}, never used"
+
+
+def test_only_a_job_that_reads_an_item_may_get_one() -> None:
+    """dynamodb:GetItem is granted to a job started after another (it reads the upstream run's
+    record) and to no other: every other table call of a job is a write."""
+    for job in JOBS:
+        (_, statements, calls), *_ = _roles(job)
+        reads = any(c.action == "dynamodb:GetItem" for c in calls)
+        granted = any("dynamodb:GetItem" in st["actions"] for st in statements)
+        assert granted == reads, job
+        doc = JOBS[job]
+        tid = next(iter(doc["resource"]["aws_sfn_state_machine"]))
+        assert reads == bool(doc["resource"].get("aws_cloudwatch_event_rule")), (job, tid)
+    assert any(any(c.action == "dynamodb:GetItem" for c in _roles(job)[0][2]) for job in JOBS)  # an `after` job
+
+
 def test_the_examples_cover_every_role_kind() -> None:
     kinds = {name for job in JOBS for name, _, _ in _roles(job)}
     assert kinds == {"sfn", "scheduler", "exec", "after", "lambda"}

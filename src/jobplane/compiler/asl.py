@@ -9,33 +9,37 @@ The expansion is the product's core guarantee, so its shape is dictated by the p
   and duplicate-fire detection, so deciding and claiming cost one state and can never race.
 * **Route** sends a re-run to ``resume_from``; only a re-run's claim (``Claim (re-run)``) goes there.
 * Each step's attempts are its kind's executor's (compiler/executors/: an ``ecs:runTask.sync``
-  or ``lambda:invoke`` Task followed by a **check** Choice). Retries of the step's own failures
+  or ``lambda:invoke`` Task that goes straight on when it succeeds, and whose failures reach a
+  **check** Choice). Retries of the step's own failures
   loop back to the same Task through a counter (``<step>: retry``) and the back-off
   (``<step>: wait``), built here for every executor.
 * **Finish** / **record failure** are one DynamoDB transaction each: release the claim and write
   the execution record together (the very writes the reconciler makes for a run that could not:
-  :mod:`jobplane.contract.items`).
-* The skip path loads the job state once and (for a job whose policy holds the claim) asks Step
-  Functions about the claim's holder, then one Choice says *why* (duplicate, running, last
+  :mod:`jobplane.contract.items`). For a job that announces RECOVERED, Finish's condition (no
+  failure block) decides it: only the run that ends a failure streak pays for the decision.
+* The skip path loads the job state once, with the claim's duplicate condition (a duplicate
+  goes straight to its record), and (for a job whose policy holds the claim) asks Step
+  Functions about the claim's holder, then one Choice says *why* (paused, running, last
   failed); a stale holder is taken over, and a REPLACE job stops a running one and takes over.
 
 States are typed objects (:mod:`jobplane.compiler.states`) named only through
 :mod:`jobplane.contract.states`, whose classifier the runtime uses to read histories back.
 
-State data: the input fields (:mod:`jobplane.contract.execution_input`), ``$.run.old`` (the job
-state before the claim), ``$.run.steps.<step_key>`` (the attempt counter, and the current
+State data: the input fields (:mod:`jobplane.contract.execution_input`), ``$.run.steps.<step_key>`` (the attempt counter, and the current
 attempt's container when its task ran to its end), ``$.run.error`` (the latest failed attempt's
 error: one slot, so the state data cannot grow with failed attempts toward the 256 KB limit),
 ``$.run.infra`` (infrastructure retries used).
 What each attempt ended with is read back from the execution history (:mod:`jobplane.platform.timeline`).
 
-Transitions (see docs/state-machine.md): one-step success 5, each further step +2, skip 5-6,
-failure 6-7, each retry +4.
+Transitions (see docs/state-machine.md; SPEC targets): one-step success 4, each further step +1
+(a ``.sync`` Task that succeeded ran its container to exit 0: no check follows it), duplicate
+skip 4, other skips 5-6, failure 6-7, each retry +4.
 """
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from typing import Any
 
@@ -66,6 +70,13 @@ DDB_RETRY = Retry((*(f"DynamoDB.{e}" for e in _TRANSIENT), "DynamoDB.AmazonDynam
 SDK_DDB_RETRY = Retry((*(f"DynamoDb.{e}" for e in _TRANSIENT), "DynamoDb.TransactionCanceledException",
                        "DynamoDb.TransactionConflictException"), 5, interval=1, backoff=2.0, max_delay=20,
                       full_jitter=True)
+# The Finish of a job that announces RECOVERED carries a condition (no failure block): a
+# cancellation is then either that condition or a transient one, which its Catch tells apart by
+# the cancellation reasons in the Cause, so only the transient errors with names of their own
+# are retried here (finish_states).
+FINISH_RETRY = Retry((*(f"DynamoDb.{e}" for e in _TRANSIENT), "DynamoDb.TransactionConflictException"), 5, interval=1,
+                     backoff=2.0, max_delay=20, full_jitter=True)
+TRANSACTION_CANCELLED = "DynamoDb.TransactionCanceledException"
 SNS_RETRY = Retry(("SNS.ThrottledException", "SNS.InternalErrorException", "SNS.AmazonSNSException",
                    "SNS.KMSThrottlingException"), 5, interval=1, backoff=2.0, full_jitter=True)
 SFN_RETRY = Retry(("Sfn.ThrottlingException", "Sfn.SfnException"), 3, interval=1, backoff=2.0)
@@ -92,6 +103,10 @@ HOLDER = f"$.state.Item.{dm.ATTR_HOLDER}.S"
 BLOCKER = f"$.state.Item.{dm.ATTR_BLOCKED_BY}.S"
 INVALID_INPUT_ERROR = (f"invalid input: trigger must be {', '.join(t.value for t in Trigger)}; scheduled_time and "
                        "requested_by strings; resume_from and rerun_of strings or null (docs/state-machine.md, Input)")
+#: What the claim stores as this fire's key (``fire_<trigger>``): "<not a scheduled fire>|<time>",
+#: so scheduled fires order by time and every other trigger sorts after them (claim_update).
+FIRE_KEY = Ref("States.Format('{}|{}', States.ArrayContains(States.Array("
+               + ", ".join(f"'{t.value}'" for t in UNCOMPARED_TRIGGERS) + f"), {TRIGGER.expr}), {SCHEDULED_TIME.expr})")
 #: The holder a job state without one is read with: no ARN, so DescribeExecution refuses it
 #: (Base64 of its JSON: an intrinsic's string argument would need escapes for the braces).
 _NO_HOLDER = base64.b64encode(json.dumps({dm.ATTR_HOLDER: {"S": "none"}}).encode()).decode()
@@ -286,8 +301,7 @@ class _Builder:
                  "#running": dm.ATTR_RUNNING}
         values: dict[str, items.Value] = {
             ":t": SCHEDULED_TIME,
-            ":fire": Ref("States.Format('{}|{}', States.ArrayContains(States.Array("
-                         + ", ".join(f"'{t.value}'" for t in UNCOMPARED_TRIGGERS) + f"), {TRIGGER.expr}), {SCHEDULED_TIME.expr})"),
+            ":fire": FIRE_KEY,
             ":me": items.StringSet(EXECUTION_NAME),
             ":job": self.job.name,
             ":team": self.job.team,
@@ -314,13 +328,14 @@ class _Builder:
             "ConditionExpression": " AND ".join(conditions),
             "ExpressionAttributeNames": names,
             "ExpressionAttributeValues": items.as_asl(values),
-            "ReturnValues": "ALL_OLD",
         }
 
     def run_selector(self) -> JsonObject:
         """``$.run`` as a claim starts it; each retried step's attempt counter at 1 (a re-run
-        from a step starts its attempts afresh, as the claim is its own)."""
-        return {"old.$": "$", "steps": _initial_slots(self.job.steps), "infra": {"n": 0}}
+        from a step starts its attempts afresh, as the claim is its own). The claim returns
+        nothing: the job state it replaced was read only to decide RECOVERED, which the Finish
+        transaction's condition decides now (finish_states)."""
+        return {"steps": _initial_slots(self.job.steps), "infra": {"n": 0}}
 
     def claim_state(self, next_: str) -> Task:
         return Task(
@@ -359,11 +374,6 @@ class _Builder:
             else:
                 nxt = self.step_states(step, nxt, is_last, self.graph, record=True)
         return nxt
-
-    def recovered_rule(self, ok: Rule | list[Rule]) -> When:
-        """A success that ends a failure streak announces RECOVERED."""
-        rules = ok if isinstance(ok, list) else [ok]
-        return When(all_of(*rules, present(f"$.run.old.Attributes.{dm.ATTR_BLOCKED_BY}")), sn.FINISH_RECOVERED)
 
     def step_states(self, step: Step, nxt: str, is_last: bool, into: Graph, record: bool) -> str:
         """The attempts of one step, as its kind's executor compiles them (compiler/executors/);
@@ -439,11 +449,7 @@ class _Builder:
             next=check))
         succeeded: list[Rule] = [equals(f"{steps_slot(group)}.{m.key}.status", ExecutionStatus.SUCCEEDED.value)
                                  for m in members]
-        choices: list[When] = []
-        if is_last and Event.RECOVERED in self.events:
-            choices.append(self.recovered_rule(succeeded))
-        choices.append(When(all_of(*succeeded), nxt))
-        self.add(check, Choice(choices=choices, default=failed))
+        self.add(check, Choice(choices=[When(all_of(*succeeded), nxt)], default=failed))
         return sn.attempt(group.name)
 
     # -- records ----------------------------------------------------------------------------
@@ -455,15 +461,19 @@ class _Builder:
             status=status, trigger=TRIGGER, scheduled_time=SCHEDULED_TIME, requested_by=REQUESTED_BY,
             input_json=INPUT_JSON, started_at=STARTED_AT, finished_at=NOW, **extra)
 
-    def record_state(self, status: ExecutionStatus, step: Text | None, next_: str | None = None) -> Task:
+    def record_state(self, status: ExecutionStatus, step: Text | None, next_: str | None = None,
+                     unblocked: bool = False) -> Task:
         """Release the claim and write the final execution record in one transaction. A failure
-        goes on to its notification; a success ends the run unless ``next_`` says otherwise."""
+        goes on to its notification; a success ends the run unless ``next_`` says otherwise.
+        ``unblocked``: only if the job has no failure block (finish_states)."""
         succeeded = status == ExecutionStatus.SUCCEEDED
         extra: JsonObject = {"steps": STEPS_JSON}
         if not succeeded:
             extra["failed_step"] = step if step else RESUME_FROM
         release = items.release_job(self.job.name, execution=EXECUTION_NAME, status=status, started_at=STARTED_AT,
                                     finished_at=NOW)
+        if unblocked:
+            release = dataclasses.replace(release, condition=f"attribute_not_exists({dm.ATTR_BLOCKED_BY})")
         table = token("table_name")
         return Task(
             resource=TRANSACT,
@@ -476,11 +486,44 @@ class _Builder:
             next=next_ if succeeded else sn.NOTIFY_FAILURE)
 
     def finish_states(self) -> str:
-        self.add(sn.FINISH, self.record_state(ExecutionStatus.SUCCEEDED, None))
-        if Event.RECOVERED in self.events:
-            self.add(sn.FINISH_RECOVERED, self.record_state(ExecutionStatus.SUCCEEDED, None,
-                                                            next_=sn.NOTIFY_RECOVERED))
-            self.add(sn.NOTIFY_RECOVERED, self.publish_state(Event.RECOVERED.value))
+        """``Finish``: release and record the success. For a job that announces RECOVERED, the
+        transaction holds the decision (SPEC: what one DynamoDB write can decide costs no state):
+        it releases only a job without a failure block (``blocked_by``, set by a failed run and
+        kept by an acknowledgement), so the success that ends a failure streak has its
+        transaction cancelled with the reason ConditionalCheckFailed, and goes on to
+        ``Finish (recovered)`` (unconditional) and ``Notify recovered``. The reasons are in the
+        Cause, in the order of the transaction's items ("Transaction cancelled, please refer
+        cancellation reasons for specific reasons [ConditionalCheckFailed, None]": TransactWriteItems,
+        TransactionCanceledException, https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html;
+        the message as AWS sends it: aws/aws-sdk-go#2318, aws/aws-sdk-js#2464). A cancellation for
+        any other reason (a concurrent transaction on the job's item, throttling) runs the same
+        conditional transaction again with the usual retries (``Finish (again)``); cancelled
+        even then, it can only be the block (a transient reason does not last through five
+        back-offs) and the run is announced RECOVERED.
+
+        The success costs nothing for the RECOVERED decision (4 states for one step); the
+        recovering run pays 3 more than a plain success (its Finish is entered, cancelled, then
+        the Choice and Notify recovered). A success that ends a streak another one ends at the
+        same moment may announce it too (both transactions met the block), as when the claim's
+        old job state decided it."""
+        if Event.RECOVERED not in self.events:
+            self.add(sn.FINISH, self.record_state(ExecutionStatus.SUCCEEDED, None))
+            return sn.FINISH
+        finish = self.record_state(ExecutionStatus.SUCCEEDED, None, unblocked=True)
+        finish.retry = [FINISH_RETRY]
+        finish.catch = [Catch([TRANSACTION_CANCELLED], sn.FINISH_CANCELLED, "$.finish_error")]
+        self.add(sn.FINISH, finish)
+        cause = "$.finish_error.Cause"
+        self.add(sn.FINISH_CANCELLED, Choice(
+            comment="Cancelled by its condition: the job had a failure block, this success ends it",
+            choices=[When(all_of(present(cause), matches(cause, "*[ConditionalCheckFailed*")), sn.FINISH_RECOVERED)],
+            default=sn.FINISH_AGAIN))
+        again = self.record_state(ExecutionStatus.SUCCEEDED, None, unblocked=True)
+        again.catch = [Catch([TRANSACTION_CANCELLED], sn.FINISH_RECOVERED, "$.finish_error")]
+        self.add(sn.FINISH_AGAIN, again)
+        self.add(sn.FINISH_RECOVERED, self.record_state(ExecutionStatus.SUCCEEDED, None,
+                                                        next_=sn.NOTIFY_RECOVERED))
+        self.add(sn.NOTIFY_RECOVERED, self.publish_state(Event.RECOVERED.value))
         return sn.FINISH
 
     def publish_state(self, event: str | None, next_: str | None = None,
@@ -539,30 +582,41 @@ class _Builder:
         over, blocked). What a running holder means is the policy's: a skip, or (REPLACE) a
         stop of the holder before the takeover."""
         policy = self.policy
+        # A duplicate fire is told by this read's own condition (the claim's condition on the
+        # newest scheduled fire; a paused job's fire is recorded PAUSED first), so a duplicate
+        # goes from here straight to its record (SPEC: a duplicate skip enters at most 4
+        # states). DynamoDB has no conditional read: the read is an UpdateItem that sets the
+        # job's name to itself and answers with the item (ALL_NEW, so as consistent as the
+        # claim), on an item that exists (a refused claim read it; job items are never deleted)
+        # so a skip never creates job state.
         load = Task(
-            comment="The claim was refused: read the job state once to record why",
-            resource=GET_ITEM,
+            comment="The claim was refused: read the job state once to record why (a duplicate fire fails the condition)",
+            resource=UPDATE_ITEM,
             parameters={"TableName": token("table_name"), "Key": items.as_asl(items.job_key(self.job.name)),
-                        "ConsistentRead": True},
+                        "UpdateExpression": "SET #job = :job",
+                        "ConditionExpression": "attribute_exists(pk) AND (attribute_not_exists(#sched) OR "
+                                               "#sched < :fire OR attribute_exists(#paused))",
+                        "ExpressionAttributeNames": {"#job": "job",
+                                                     "#sched": f"{dm.ATTR_FIRE_PREFIX}{Trigger.SCHEDULE.value}",
+                                                     "#paused": f"{dm.ATTR_PAUSE_PREFIX}{Trigger.SCHEDULE.value}"},
+                        "ExpressionAttributeValues": items.as_asl({":job": self.job.name, ":fire": FIRE_KEY}),
+                        "ReturnValues": "ALL_NEW"},
+            result_selector={"Item.$": "$.Attributes"},
             result_path="$.state", retry=[DDB_RETRY],
+            catch=[Catch(["DynamoDB.ConditionalCheckFailedException"], self.skip_record(SkipReason.DUPLICATE),
+                         "$.claim_error")],
             next=sn.SKIP_CHECK_HOLDER if policy.holds_claim else sn.SKIP_WHY)
         if policy.holds_claim:
             # A refused claim found an item (the condition read it); its holder may be missing
             # (a job that skipped nothing before), so the item is merged over a holder that
             # DescribeExecution refuses as no ARN, which the Choice reads as "cannot tell".
             load.result_selector = {"Item.$": f"States.JsonMerge(States.StringToJson(States.Base64Decode("
-                                              f"'{_NO_HOLDER}')), $.Item, false)"}
+                                              f"'{_NO_HOLDER}')), $.Attributes, false)"}
         self.add(sn.SKIP_LOAD_STATE, load)
         choices = [When(all_of(
             equals(TRIGGER.expr, Trigger.SCHEDULE.value),
             present(f"$.state.Item.{dm.ATTR_PAUSE_PREFIX}{Trigger.SCHEDULE.value}")),
             self.skip_record(SkipReason.PAUSED))]
-        fired = f"$.state.Item.{dm.ATTR_FIRED_PREFIX}{Trigger.SCHEDULE.value}.S"
-        choices.append(When(all_of(
-            equals(TRIGGER.expr, Trigger.SCHEDULE.value),
-            present(fired),
-            Test(fired, "StringGreaterThanEqualsPath", SCHEDULED_TIME.expr)),
-            self.skip_record(SkipReason.DUPLICATE)))
         if policy.holds_claim:
             self.add(sn.SKIP_CHECK_HOLDER, Task(
                 comment="Is the execution holding the claim still running? A stale claim is taken over",

@@ -198,7 +198,10 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> JsonObject:
     docs[f"{tid}_sfn_assume"] = _assume("states.amazonaws.com")
     docs[f"{tid}_sfn"] = {"statement": [
         *(st for executor, steps in executors for st in executor.role_statements(tf, steps)),
-        _statement("JobStateAndHistory", ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
+        # GetItem only for a state machine that reads an item (a job with `after` reads its
+        # upstream run's record); every one writes (claim, skip, records): least privilege
+        _statement("JobStateAndHistory", [*(["dynamodb:GetItem"] if '"arn:aws:states:::dynamodb:getItem"' in asl_text
+                                            else []), "dynamodb:PutItem", "dynamodb:UpdateItem"],
                    ["${local.platform.table_arn}"],
                    [{"test": "ForAllValues:StringLike", "variable": "dynamodb:LeadingKeys",
                      "values": [dm.job_partition(job.name), f"{dm.EXEC_PREFIX}*"]}]),

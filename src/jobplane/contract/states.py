@@ -85,6 +85,8 @@ ROUTE = "Route"
 UNKNOWN_RESUME_FROM = "Unknown resume_from"
 FINISH = "Finish"
 FINISH_RECOVERED = "Finish (recovered)"
+FINISH_CANCELLED = "Finish (cancelled)"  # a RECOVERED job's Finish was cancelled: by its no-block condition?
+FINISH_AGAIN = "Finish (again)"  # ... no: a transient cancellation; the same conditional Finish, retried
 FINISH_TIMED_OUT = "Finish (timed out)"  # records a step's own timeout (the step: the $failed_step variable)
 NOTIFY_RECOVERED = "Notify recovered"
 NOTIFY_FAILURE = "Notify failure"
@@ -106,7 +108,7 @@ UPSTREAM_NOTHING = "Upstream: nothing to do"
 _FIXED: dict[str, Role] = {
     START: Role.START, START_DEFAULTS: Role.START, START_MERGE: Role.START, INVALID_INPUT: Role.START,
     CLAIM: Role.CLAIM, CLAIM_RERUN: Role.CLAIM, ROUTE: Role.ROUTE, UNKNOWN_RESUME_FROM: Role.UNKNOWN_RESUME,
-    FINISH: Role.FINISH, FINISH_RECOVERED: Role.FINISH,
+    FINISH: Role.FINISH, FINISH_RECOVERED: Role.FINISH, FINISH_CANCELLED: Role.FINISH, FINISH_AGAIN: Role.FINISH,
     FINISH_TIMED_OUT: Role.STEP_TIMED_OUT,
     NOTIFY_RECOVERED: Role.NOTIFY, NOTIFY_FAILURE: Role.NOTIFY, NOTIFY_SKIPPED: Role.NOTIFY,
     NOTIFY_SKIPPED_LAST_FAILED: Role.NOTIFY, FAIL: Role.FAIL,

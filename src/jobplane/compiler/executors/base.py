@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Protocol
 from jobplane.contract.types import JsonObject
 
 if TYPE_CHECKING:
-    from jobplane.compiler.choice_rules import Rule, When
     from jobplane.compiler.model import Job, Step
     from jobplane.compiler.states import Graph
     from jobplane.contract.config import PlatformConfig
@@ -18,15 +17,15 @@ if TYPE_CHECKING:
 
 class AttemptBuilder(Protocol):
     """What an executor may use of the job's builder (compiler/asl.py): the job, its events, the
-    failure states every step shares and the retry loop of the step's own failures."""
+    failure states every step shares and the retry loop of the step's own failures. (Whether a
+    success ends a failure streak is the Finish transaction's to decide, not a step's: an
+    attempt that succeeds goes straight on to ``nxt``.)"""
 
     job: Job
     prefix: str
     events: set[Event]
 
     def step_failure_state(self, step: Step, status: ExecutionStatus, into: Graph, record: bool) -> str: ...
-
-    def recovered_rule(self, ok: Rule | list[Rule]) -> When: ...
 
     def retry_loop(self, step: Step, into: Graph) -> str: ...
 

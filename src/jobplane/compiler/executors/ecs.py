@@ -1,10 +1,16 @@
-"""ECS on Fargate: each attempt is an ``ecs:runTask.sync`` Task of the runner image, followed by
-a **check** Choice on the container's exit code and the task's StopCode.
+"""ECS on Fargate: each attempt is an ``ecs:runTask.sync`` Task of the runner image; a task that
+ran to its end with exit code 0 goes straight on, and a failed one reaches a **check** Choice on
+its StopCode and exit code.
 
-On AWS a non-zero exit fails the Task (States.TaskFailed, the stopped task's JSON as Cause:
-shared notes, aws-facts); the local engine does the same; a Task that succeeded with one is
-judged on its result. A stop that neither the step nor an operator chose is the
-infrastructure's, retried on its own bounded budget without counting as an attempt.
+On AWS a non-zero exit of an essential container fails the ``.sync`` Task (States.TaskFailed,
+the stopped task's JSON as Cause): an AWS Copilot maintainer in aws/copilot-cli#3160 ("If an
+essential container exits with a non-zero exit code, then the States.TaskFailed error status is
+returned"), AWS Copilot's own state machine (Retry on States.ALL, no exit-code check) and
+LocalStack's AWS-recorded snapshot of a failed ``runTask.sync`` (shared notes, aws-facts). So a
+Task that succeeded needs no check (issue 54: one state less per step); the local engine fails
+the Task the same way (platform/local/moto_patches/sync_task_exit_code.py). A stop that neither
+the step nor an operator chose is the infrastructure's, retried on its own bounded budget
+without counting as an attempt.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from jobplane.compiler.choice_rules import Not, Rule, Test, When, all_of, any_of, equals, matches, number_equals, present
+from jobplane.compiler.choice_rules import Not, Rule, Test, When, all_of, any_of, equals, matches, present
 from jobplane.compiler.executors.base import Attempt, AttemptBuilder, TerraformContext
 from jobplane.compiler.overrides import container_overrides
 from jobplane.compiler.state_data import ERROR, INFRA, INFRA_WAITS
@@ -23,7 +29,6 @@ from jobplane.contract import names
 from jobplane.contract import runner as rc
 from jobplane.contract import states as sn
 from jobplane.contract.bindings import token
-from jobplane.contract.statuses import Event
 from jobplane.contract.types import JsonObject
 
 if TYPE_CHECKING:
@@ -135,35 +140,19 @@ class EcsExecutor:
             result_path=result,
             timeout_seconds=step.timeout,
             retry=[ECS_TASK_OUTCOMES, ECS_INFRA_RETRY, ECS_CALL_RETRY],
-            # a failed task always reaches the check: it tells the step's own failures from
+            # A failed task always reaches the check: it tells the step's own failures from
             # the infrastructure's and from an operator's stop. Its error (the task's whole
             # JSON) goes to the one ERROR slot, which the next failure overwrites, so the
-            # state data stays bounded however many attempts fail.
+            # state data stays bounded however many attempts fail. A Task that succeeded ran
+            # its container to exit code 0 (a non-zero exit fails it: aws/copilot-cli#3160,
+            # module docstring) and goes straight on.
             catch=[Catch(["States.Timeout"], timed_out, ERROR, assign=at_step),
                    Catch(["States.TaskFailed", RUN_TASK_FAILURES], check, ERROR),
                    Catch(["States.ALL"], failed, ERROR)],
-            next=check))
-        # RESULT is written only by a Task that succeeded, and the retry state clears it before
-        # the next attempt: present means "this attempt's task ran to its end". When it is
-        # absent, the Task failed and ERROR was written by this attempt.
-        exit_code = f"{result}.Container.ExitCode"
-        ran = present(result)
-        ok = all_of(present(exit_code), number_equals(exit_code, rc.EXIT_OK))
+            next=nxt))
         last = Test(counter, "NumericGreaterThanEquals", attempts)
         retry = sn.retry(step.name)
         choices: list[When] = []
-        if is_last and record and Event.RECOVERED in b.events:
-            choices.append(b.recovered_rule(ok))
-        choices.append(When(ok, nxt))
-        # A Task that succeeded with a non-zero exit code (not AWS's behaviour, kept for any
-        # engine that does it) is judged on its own result.
-        if retried:
-            permanent = any_of(*(number_equals(exit_code, code) for code in rc.NOT_RETRIED_EXIT_CODES))
-            choices.append(When(all_of(present(exit_code), permanent), failed))
-            choices.append(When(all_of(ran, last), failed))
-            choices.append(When(ran, retry))
-        else:
-            choices.append(When(ran, failed))
         # On AWS a failed task arrives as States.TaskFailed whose Cause is the task's JSON.
         cause = f"{ERROR}.Cause"
         # a stop neither the step (its container exited) nor an operator chose: infrastructure

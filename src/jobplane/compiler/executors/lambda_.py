@@ -4,9 +4,10 @@ built from the runner image, which runs the step with the same runner as ECS
 
 The Task's own retries are the Lambda service's transient errors, as AWS recommends for the
 Lambda integration; the step's own failures arrive as the handler's error (its name says
-retryable or permanent, its message the exit code and log stream) and go to the check, which
-retries them through the same loop as an ECS step's; anything else the function raised (it
-could not even import the runner) fails the step at once.
+retryable or permanent, its message the exit code and log stream) and, for a step that may be
+retried, go to the check, which retries them through the same loop as an ECS step's; anything
+else the function raised (it could not even import the runner) fails the step at once. A
+success goes straight on to the next state (no check: the handler returns only on success).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from jobplane.compiler.choice_rules import Test, When, equals, present
+from jobplane.compiler.choice_rules import Test, When, equals
 from jobplane.compiler.executors.base import Attempt, AttemptBuilder, TerraformContext
 from jobplane.compiler.overrides import container_env
 from jobplane.compiler.state_data import ERROR
@@ -22,7 +23,6 @@ from jobplane.compiler.states import Catch, Choice, Graph, Retry, Task
 from jobplane.compiler.terraform_iam import ACCOUNT, PARTITION, REGION, assume, secret_references, statement
 from jobplane.contract import lambda_step
 from jobplane.contract import states as sn
-from jobplane.contract.statuses import Event
 from jobplane.contract.types import JsonObject
 
 if TYPE_CHECKING:
@@ -102,20 +102,18 @@ class LambdaExecutor:
             result_path=result,
             timeout_seconds=step.timeout,
             retry=[LAMBDA_SERVICE_RETRY],
+            # Only a success returns (the handler raises every failure): it goes straight on. A
+            # step that may be retried sends the step's own failures to the check; one that may
+            # not records any failure at once.
             catch=[Catch(["States.Timeout"], timed_out, ERROR, assign=at_step),
-                   Catch(list(lambda_step.ERRORS), check, ERROR),
+                   *([Catch(list(lambda_step.ERRORS), check, ERROR)] if retried else []),
                    Catch(["States.ALL"], failed, ERROR)],
-            next=check))
-        ok = present(result)  # only a success returns: the handler raises every failure
-        error = f"{ERROR}.Error"
-        choices: list[When] = []
-        if is_last and record and Event.RECOVERED in b.events:
-            choices.append(b.recovered_rule(ok))
-        choices.append(When(ok, nxt))
+            next=nxt))
         if retried:
-            choices.append(When(Test(counter, "NumericGreaterThanEquals", attempts), failed))
-            choices.append(When(equals(error, lambda_step.ERROR_RETRYABLE), b.retry_loop(step, into)))
-        into.add(check, Choice(choices=choices, default=failed))
+            into.add(check, Choice(choices=[
+                When(Test(counter, "NumericGreaterThanEquals", attempts), failed),
+                When(equals(f"{ERROR}.Error", lambda_step.ERROR_RETRYABLE), b.retry_loop(step, into))],
+                default=failed))
         return name
 
     # -- Terraform ---------------------------------------------------------------------------
