@@ -21,6 +21,7 @@ from jobplane.contract import lambda_step
 from jobplane.contract.step_kinds import Executor
 from jobplane.compiler.overrides import params_budget
 from jobplane.compiler.secret_scope import scope_problems
+from jobplane.compiler.calendars import calendar_problems
 from jobplane.compiler.problems import DefinitionError, Problem, rel
 from jobplane.contract import names
 from jobplane.contract import runner as rc
@@ -153,6 +154,7 @@ def load_jobs(config: PlatformConfig, files: list[Path] | None = None) -> list[L
             loaded.append(LoadedJob(job, source, budget))
             problems.extend(Problem(source, job.name, where, message) for where, message in scope_problems(job, config))
             problems.extend(notify_problems(source, job, config))
+            problems.extend(calendar_problems(source, job, config))
             problems.extend(override_problems(source, job, budget))
     problems.extend(after_problems(loaded, set(first_seen), complete=files is None))
     if problems:

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jobplane.contract.calendar_config import CalendarSettings, parse_calendars
 from jobplane.contract.deploy_settings import DeploySettings, parse_deploy
 from jobplane.contract.types import JsonObject
 
@@ -133,6 +134,7 @@ class PlatformConfig:
     #: [quotas]: AWS quotas this account has raised, by contract/quotas.py key (jobplane plan)
     quotas: dict[str, int] = field(default_factory=dict)
     evaluation: EvaluationLimits = field(default_factory=EvaluationLimits)  # [evaluation]: Jsonnet's limits
+    calendars: CalendarSettings = field(default_factory=CalendarSettings)  # [calendars]: business days
 
     @property
     def jobs_path(self) -> Path:
@@ -274,7 +276,7 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
             raise ConfigError(f"{path}: [quotas] {key!r} is no quota jobplane counts; known: {', '.join(QUOTA_KEYS)}")
         if type(value) is not int or value < 1:
             raise ConfigError(f"{path}: [quotas] {key} = {value!r}: the account's raised quota, a whole number")
-    unknown_top = set(data) - {"platform", "teams", "dev", "terraform", "deploy", "evaluation", "quotas"}
+    unknown_top = set(data) - {"platform", "teams", "dev", "terraform", "deploy", "evaluation", "quotas", "calendars"}
     if unknown_top:
         raise ConfigError(f"{path}: unknown sections: {', '.join(sorted(unknown_top))}")
     if shapes:  # every string the compiler may write into Terraform, checked for its own shape at once
@@ -283,9 +285,12 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
         deploy = parse_deploy(str(path), data.get("deploy", {}))
     except ValueError as e:
         raise ConfigError(str(e)) from None
+    calendars, calendar_problems = parse_calendars(str(path), data.get("calendars"), set(teams))
+    if calendar_problems:  # every problem of the calendars at once, each naming its field
+        raise ConfigError("; ".join(calendar_problems))
     return PlatformConfig(root=root, teams=teams, dev=DevConfig(env=env, services=services, **dev_raw),
                           platform_admins=admins, terraform=backend, deploy=deploy, evaluation=evaluation,
-                          quotas=dict(quotas), **plat)
+                          quotas=dict(quotas), calendars=calendars, **plat)
 
 
 def _shape(where: str, value: object, pattern: re.Pattern[str], what: str) -> list[str]:

@@ -1,0 +1,324 @@
+"""The fires of a job with a calendar: the one computation every reader of fires uses.
+
+A job that names a calendar (``calendar: 'jp-business'``) fires on business days only. Its
+schedule holds business-day rules (``business(...)``, written by ``jp.businessDays`` and
+``jp.monthly(business_day=..)``/``(day=.., shift=..)``) and plain ``cron()``/``at()``
+expressions, which the calendar filters: a fire on a closed day is skipped, or moved to the next
+or previous business day at the same wall time (``on_closed_day``).
+
+:func:`calendar_fires` gives the fires between two instants with a note for each one moved and
+each closed day skipped: ``jobplane next``, the fire ledger, backfills, ``jobplane plan``'s
+calendar diff and the portal all call it (through
+:func:`jobplane.platform.backfill_model.plan_fires` or :func:`job_fires`). :func:`expand`
+compiles the same fires over the calendar's horizon into the EventBridge cron expressions
+that are deployed (one per month and time group, with the year), so what fires is what this
+computes: nothing starts on a closed day, and nothing in AWS reads a calendar.
+"""
+
+from __future__ import annotations
+
+import calendar as _months
+import re
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
+
+from jobplane.contract.calendars import CatalogCalendar
+from jobplane.contract.schedule import (AtExpression, CronExpression, RateExpression, ScheduleError, _localize,
+                                        iter_fire_times, parse, validate_timezone)
+
+RULE_PREFIX = "business("
+_RULE_RE = re.compile(r"business\((days|monthly)((?: [a-z_]+=[^ ()]+)*)\)")
+_TIME_RE = re.compile(r"([01]\d|2[0-3]):([0-5]\d)")
+SHIFTS = ("skip", "next", "previous")
+#: How far a closed stretch may push a fire (the longest closures are ~10 days; a month covers any).
+_MARGIN = timedelta(days=40)
+
+
+def ordinal(n: int) -> str:
+    if n < 0:
+        return "last" if n == -1 else f"{ordinal(-n)} from last"
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A business-day rule: every business day (``days``), or one day a month: the n-th
+    business day (``business_day``, negative from the end), or a day of the month shifted
+    off a closed day (``day`` and ``shift``)."""
+    source: str
+    kind: str
+    times: tuple[tuple[int, int], ...]
+    business_day: int | None = None
+    day: int | None = None
+    shift: str = "skip"
+
+
+def is_rule(text: str) -> bool:
+    return isinstance(text, str) and text.startswith(RULE_PREFIX)
+
+
+def parse_rule(text: str) -> Rule:
+    m = _RULE_RE.fullmatch(text)
+    if not m:
+        raise ScheduleError(f"{text!r}: a business-day rule is business(days at=HH:MM) or business(monthly "
+                            "business_day=N at=HH:MM) or business(monthly day=D shift=previous|next at=HH:MM); "
+                            "write it with jp.businessDays() or jp.monthly()")
+    kind = m.group(1)
+    args: dict[str, str] = {}
+    for part in m.group(2).split():
+        key, _, value = part.partition("=")
+        if key in args:
+            raise ScheduleError(f"{text!r}: {key} is given twice")
+        args[key] = value
+    allowed = {"days": {"at"}, "monthly": {"at", "business_day", "day", "shift"}}[kind]
+    if unknown := sorted(set(args) - allowed):
+        raise ScheduleError(f"{text!r}: unknown {', '.join(unknown)}; {kind} takes {', '.join(sorted(allowed))}")
+    times = []
+    for t in args.get("at", "00:00").split(","):
+        tm = _TIME_RE.fullmatch(t)
+        if not tm:
+            raise ScheduleError(f"{text!r}: at={t!r} is not HH:MM (00:00-23:59)")
+        times.append((int(tm.group(1)), int(tm.group(2))))
+    if len(set(times)) != len(times):
+        raise ScheduleError(f"{text!r}: a time is listed twice")
+    if kind == "days":
+        return Rule(text, kind, tuple(sorted(times)))
+    if ("business_day" in args) == ("day" in args):
+        raise ScheduleError(f"{text!r}: monthly takes business_day=N (the N-th business day; -1 the last) or "
+                            "day=D with shift=previous|next|skip, not both")
+    if "business_day" in args:
+        if "shift" in args:
+            raise ScheduleError(f"{text!r}: shift is for day=D; the N-th business day is a business day already")
+        try:
+            n = int(args["business_day"])
+        except ValueError:
+            n = 0
+        if not (1 <= n <= 23 or -23 <= n <= -1):
+            raise ScheduleError(f"{text!r}: business_day is 1-23 (from the month's start) or -1..-23 (from its end)")
+        return Rule(text, kind, tuple(sorted(times)), business_day=n)
+    try:
+        day = int(args["day"])
+    except ValueError:
+        day = 0
+    if not 1 <= day <= 31:
+        raise ScheduleError(f"{text!r}: day is 1-31 (a day past the month's end is its last day)")
+    shift = args.get("shift", "skip")
+    if shift not in SHIFTS:
+        raise ScheduleError(f"{text!r}: shift is previous, next or skip, not {shift!r}")
+    return Rule(text, kind, tuple(sorted(times)), day=day, shift=shift)
+
+
+@dataclass(frozen=True)
+class CalendarSchedule:
+    """What computes a calendar job's fires: its declared schedule (rules and plain expressions),
+    its calendar, what a plain fire on a closed day does, and its timezone."""
+    schedule: tuple[str, ...]
+    calendar: CatalogCalendar
+    on_closed_day: str
+    timezone: str
+
+
+@dataclass(frozen=True)
+class Fire:
+    at: datetime  # UTC
+    note: str | None = None  # e.g. "moved from Sun 2026-01-25 (Sunday)"
+
+
+@dataclass(frozen=True)
+class Skipped:
+    at: datetime  # the wall time it would have had, in the job's zone (may not exist)
+    reason: str  # why the day is closed
+    expression: str
+
+
+@dataclass
+class FireWindow:
+    fires: list[Fire] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+    @property
+    def times(self) -> list[datetime]:
+        return [f.at for f in self.fires]
+
+
+def _day_text(d: date) -> str:
+    return d.strftime("%a %Y-%m-%d")
+
+
+def _shifted(cal: CatalogCalendar, d: date, direction: int) -> date:
+    n = 0
+    while not cal.is_open(d) and n < 400:
+        d += timedelta(days=direction)
+        n += 1
+    return d
+
+
+def _wall(d: date, hm: tuple[int, int], tz: ZoneInfo) -> datetime | None:
+    return _localize(datetime(d.year, d.month, d.day, hm[0], hm[1]), tz)
+
+
+def _months_between(first: date, last: date) -> list[tuple[int, int]]:
+    out = []
+    y, m = first.year, first.month
+    while (y, m) <= (last.year, last.month):
+        out.append((y, m))
+        y, m = (y + 1, 1) if m == 12 else (y, m + 1)
+    return out
+
+
+def _rule_fires(rule: Rule, cal: CatalogCalendar, tz: ZoneInfo, first: date, last: date,
+                out: FireWindow) -> list[tuple[date, tuple[int, int], str | None]]:
+    """(day, wall time, note) of the rule's fires on days ``first``..``last`` (and closed days
+    skipped into ``out``)."""
+    days: list[tuple[date, str | None]] = []
+    if rule.kind == "days":
+        d = first
+        while d <= last:
+            reason = cal.closed_reason(d)
+            if reason is None:
+                days.append((d, None))
+            else:
+                out.skipped.extend(Skipped(datetime(d.year, d.month, d.day, h, m, tzinfo=tz), reason, rule.source)
+                                   for h, m in rule.times)
+            d += timedelta(days=1)
+        return [(d, hm, note) for d, note in days for hm in rule.times]
+    for y, m in _months_between(first, last):
+        length = _months.monthrange(y, m)[1]
+        if rule.business_day is not None:
+            opened = [date(y, m, i) for i in range(1, length + 1) if cal.is_open(date(y, m, i))]
+            n = rule.business_day
+            if (n > 0 and n <= len(opened)) or (n < 0 and -n <= len(opened)):
+                days.append((opened[n - 1 if n > 0 else n], None))
+            continue
+        assert rule.day is not None
+        target = date(y, m, min(rule.day, length))
+        reason = cal.closed_reason(target)
+        if reason is None:
+            days.append((target, None))
+        elif rule.shift == "skip":
+            out.skipped.extend(Skipped(datetime(y, m, target.day, h, mi, tzinfo=tz), reason, rule.source)
+                               for h, mi in rule.times)
+        else:
+            moved = _shifted(cal, target, 1 if rule.shift == "next" else -1)
+            days.append((moved, f"moved from {_day_text(target)} ({reason}) to the {rule.shift} business day"))
+    return [(d, hm, note) for d, note in days if first <= d <= last for hm in rule.times]
+
+
+def calendar_fires(cs: CalendarSchedule, start: datetime, end: datetime,
+                   anchors: tuple[datetime | None, ...] = ()) -> FireWindow:
+    """Every fire of a calendar job from ``start`` to ``end`` (aware; both included), in order,
+    once each, with a note for each fire moved off a closed day; and the closed days' fires
+    skipped in that window. A day beyond the calendar's compiled years is judged by its weekend
+    alone, and its fires say so."""
+    if start.tzinfo is None or end.tzinfo is None:
+        raise ValueError("start and end must be timezone-aware")
+    tz = validate_timezone(cs.timezone)
+    cal = cs.calendar
+    first, last = start.astimezone(tz).date() - _MARGIN, end.astimezone(tz).date() + _MARGIN
+    out = FireWindow()
+    found: dict[datetime, str | None] = {}
+    for expression in cs.schedule:
+        candidates: list[tuple[date, tuple[int, int], str | None]] = []
+        if is_rule(expression):
+            candidates = _rule_fires(parse_rule(expression), cal, tz, first, last, out)
+        else:
+            expr = parse(expression)
+            if isinstance(expr, RateExpression):
+                raise ValueError(f"{expression}: a calendar filters cron() and at() schedules, not rate()")
+            begin = datetime(first.year, first.month, first.day, tzinfo=tz)
+            for t in iter_fire_times(expr, tz, begin - timedelta(seconds=1)):
+                local = t.astimezone(tz)
+                d = local.date()
+                if d > last:
+                    break
+                reason = cal.closed_reason(d)
+                hm = (local.hour, local.minute)
+                if reason is None:
+                    candidates.append((d, hm, None))
+                elif cs.on_closed_day == "skip":
+                    out.skipped.append(Skipped(local, reason, expression))
+                else:
+                    moved = _shifted(cal, d, 1 if cs.on_closed_day == "next" else -1)
+                    candidates.append((moved, hm, f"moved from {_day_text(d)} ({reason}) to the "
+                                                  f"{cs.on_closed_day} business day"))
+        for d, hm, note in candidates:
+            aware = _wall(d, hm, tz)
+            if aware is None:
+                continue  # a wall time a daylight-saving change skips does not fire (schedule.py)
+            utc = aware.astimezone(timezone.utc)
+            if start <= utc <= end:
+                if cal.beyond(d) and note is None:
+                    note = f"beyond the calendar's compiled years ({cal.first_year}-{cal.last_year}): holidays unknown"
+                if utc not in found or note is None:  # two rules at one time: one fire, plain wins
+                    found[utc] = note
+    out.fires = [Fire(t, found[t]) for t in sorted(found)]
+    lo, hi = start.astimezone(tz).replace(tzinfo=None), end.astimezone(tz).replace(tzinfo=None)
+    out.skipped = sorted((s for s in out.skipped if lo <= s.at.replace(tzinfo=None) <= hi),
+                         key=lambda s: (s.at.replace(tzinfo=None), s.expression))
+    return out
+
+
+def next_calendar_fires(cs: CalendarSchedule, after: datetime, count: int) -> FireWindow:
+    """The next ``count`` fires strictly after ``after`` (and the closed days skipped before the
+    last of them), looking up to 5 years ahead."""
+    span = timedelta(days=31)
+    while True:
+        window = calendar_fires(cs, after + timedelta(microseconds=1), after + span)
+        if len(window.fires) >= count or span > timedelta(days=5 * 366):
+            fires = window.fires[:count]
+            if len(window.fires) > count:
+                limit = fires[-1].at.astimezone(validate_timezone(cs.timezone)).replace(tzinfo=None)
+                window.skipped = [s for s in window.skipped if s.at.replace(tzinfo=None) < limit]
+            window.fires = fires
+            return window
+        span *= 4
+
+
+def expand(cs: CalendarSchedule) -> list[str]:
+    """The EventBridge cron expressions that fire exactly :func:`calendar_fires` over the
+    calendar's years: one per (year, set of days, set of months, hour), listing the days and
+    months; evaluated in the job's timezone like any cron, daylight-saving rules included."""
+    tz = validate_timezone(cs.timezone)
+    cal = cs.calendar
+    start = datetime(cal.first_year, 1, 1, tzinfo=tz).astimezone(timezone.utc)
+    end = (datetime(cal.last_year + 1, 1, 1, tzinfo=tz) - timedelta(seconds=1)).astimezone(timezone.utc)
+    by_month: dict[tuple[int, int, int, int], set[int]] = {}
+    for f in calendar_fires(cs, start, end).fires:
+        local = f.at.astimezone(tz)
+        by_month.setdefault((local.year, local.month, local.hour, local.minute), set()).add(local.day)
+    by_days: dict[tuple[int, frozenset[int], int, int], set[int]] = {}
+    for (y, m, h, mi), days in by_month.items():
+        by_days.setdefault((y, frozenset(days), h, mi), set()).add(m)
+    by_hour: dict[tuple[int, frozenset[int], frozenset[int], int], set[int]] = {}
+    for (y, days, h, mi), months in by_days.items():
+        by_hour.setdefault((y, days, frozenset(months), h), set()).add(mi)
+
+    def csv(values: frozenset[int] | set[int]) -> str:
+        return ",".join(str(v) for v in sorted(values))
+
+    out = [f"cron({csv(minutes)} {h} {csv(days)} {csv(months)} ? {y})"
+           for (y, days, months, h), minutes in by_hour.items()]
+    return sorted(out, key=lambda e: (_sort_key(e), e))
+
+
+def _sort_key(expression: str) -> tuple[int, int, int]:
+    minutes, hour, days, months, _, year = expression[5:-1].split()
+    return int(year), int(months.split(",")[0]), int(days.split(",")[0])
+
+
+def describe(expression: str) -> str:
+    """A business-day rule in words (plain expressions are described elsewhere)."""
+    rule = parse_rule(expression)
+    at = ", ".join(f"{h:02d}:{m:02d}" for h, m in rule.times)
+    if rule.kind == "days":
+        return f"every business day at {at}"
+    if rule.business_day is not None:
+        return f"the {ordinal(rule.business_day)} business day of each month at {at}"
+    where = {"skip": "skipped when closed", "next": "or the next business day",
+             "previous": "or the business day before"}[rule.shift]
+    return f"day {rule.day} of each month ({where}) at {at}"
+
+
+__all__ = ["AtExpression", "CalendarSchedule", "CronExpression", "Fire", "FireWindow", "Rule", "Skipped",
+           "calendar_fires", "describe", "expand", "is_rule", "next_calendar_fires", "parse_rule"]
