@@ -8,6 +8,7 @@ from __future__ import annotations
 import textwrap
 import time
 from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
 from typing import Iterator
 from zoneinfo import ZoneInfo
 
@@ -128,3 +129,22 @@ def _watermark(platform: DevPlatform, at: datetime) -> None:
                          f"REMOVE {dm.ATTR_FIRES_CLAIMS}",
         ExpressionAttributeValues={":t": {"S": iso_millis(at)}, ":j": {"S": "gw-report"}, ":team": {"S": "billing"},
                                    ":p": {"S": dm.JOBS_PARTITION}})
+
+
+def test_the_job_page_lists_the_next_ten_fires_on_business_days(platform: DevPlatform) -> None:
+    import re
+
+    from devkit import signed_in
+
+    with signed_in(platform.portal_login_url).open(f"{platform.portal_url}/jobs/gw-report", timeout=60) as r:
+        page = r.read().decode()
+    assert "every business day at 09:00" in page and "on jp-business business days" in page
+    fires = re.findall(r'class="calendar-fire">(\d{4}-\d\d-\d\d) \w{3} 09:00 JST', page)
+    assert len(fires) == 10
+    official = {line.split(",")[0] for line in (Path(__file__).parent / "fixtures" / "calendars" /
+                                                 "jp_national_holidays_2026_2028.csv").read_text().splitlines()}
+    for day in map(date.fromisoformat, fires):  # each a business day by the Cabinet Office's list
+        assert day.weekday() < 5 and day.isoformat() not in official and not (
+            (day.month, day.day) >= (12, 29) or (day.month, day.day) <= (1, 3))
+    skipped = re.findall(r'class="calendar-skip muted">(\d{4}-\d\d-\d\d)', page)
+    assert all(fires[0] < d < fires[-1] for d in skipped)  # the closed weekdays among them, said why
