@@ -246,3 +246,35 @@ def test_definition_problems_of_calendars(tmp_path: Path) -> None:
     assert "rate() counts from its start" in out
     assert "calendar 'billing-close' belongs to team 'growth'" in out
     assert "business_day is 1-23" in out
+
+
+def test_any_window_holds_the_same_fires_as_the_whole_years(compiled: Catalog) -> None:
+    """The ledger and backfills ask for short windows (minutes to hours), `jobplane next` from
+    now: each is the slice of the three years' fires, whatever its edges (a fire moved into it
+    from a closed day outside it included)."""
+    import random
+
+    rng = random.Random(53)
+    for name in sorted(JOBS):
+        entry = compiled.job(name)
+        assert entry is not None and entry.calendar_schedule is not None
+        for _ in range(25):
+            a = START + timedelta(minutes=rng.randrange(0, 3 * 365 * 1440 - 20000))
+            b = a + timedelta(minutes=rng.choice([1, 30, 600, 1440, 10 * 1440]))
+            got = plan_fires([], entry.timezone, a, b, calendar=entry.calendar_schedule)
+            assert got == [t for t in EXPECTED[name] if a <= t <= b], (name, a, b)
+
+
+def test_a_minutely_job_on_business_days_compiles_to_one_cron_a_month() -> None:
+    from jobplane.contract.calendars import CatalogCalendar
+
+    cal = CatalogCalendar(name="jp", first_year=2026, last_year=2026,
+                          closed={d.isoformat(): "holiday" for d in HOLIDAYS if d.year == 2026})
+    cs = CalendarSchedule(("cron(0/1 * * * ? *)",), cal, "skip", "Asia/Tokyo")
+    crons = expand(cs)
+    assert len(crons) == 12 and all(len(e) <= 256 for e in crons)
+    assert crons[0] == "cron(0-59 0-23 2,5-9,13-16,19-23,26-30 1 ? 2026)"
+    gw = (datetime(2026, 5, 1, 23, tzinfo=TOKYO), datetime(2026, 5, 7, 1, tzinfo=TOKYO))
+    assert plan_fires(crons, "Asia/Tokyo", *gw) == calendar_fires(cs, *gw).times
+    # Friday 05-01's last hour, then nothing until Thursday 05-07 00:00-01:00 (both ends included)
+    assert len(calendar_fires(cs, *gw).times) == 60 + 61

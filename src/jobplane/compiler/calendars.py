@@ -122,6 +122,11 @@ def deployed_schedule(job: Job, config: PlatformConfig) -> list[str]:
     return value
 
 
+#: The longest schedule expression EventBridge Scheduler takes (CreateSchedule ScheduleExpression:
+#: https://docs.aws.amazon.com/scheduler/latest/APIReference/API_CreateSchedule.html).
+MAX_EXPRESSION = 256
+
+
 def calendar_problems(source: str, job: Job, config: PlatformConfig) -> list[Problem]:
     """A calendar job names a calendar of jobplane.toml its team may use; business-day rules
     need one; a calendar filters cron() and at(), not rate() (which counts from its start)."""
@@ -145,7 +150,11 @@ def calendar_problems(source: str, job: Job, config: PlatformConfig) -> list[Pro
                                     "or jp.everyMinutes"))
     if job.calendar is not None and not problems and job.schedule:
         try:
-            if not deployed_schedule(job, config):
+            deployed = deployed_schedule(job, config)
+            if long := [e for e in deployed if len(e) > MAX_EXPRESSION]:
+                problems.append(Problem(source, job.name, "schedule", f"compiles to a cron of {len(long[0])} characters "
+                                        f"(EventBridge takes {MAX_EXPRESSION}): {long[0][:80]}..."))
+            if not deployed:
                 problems.append(Problem(source, job.name, "schedule", f"no fire in the calendar's years "
                                         f"{settings.years[0]}-{settings.years[1]}: nothing would be deployed"))
         except ValueError as e:

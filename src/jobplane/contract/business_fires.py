@@ -136,6 +136,7 @@ class Skipped:
 class FireWindow:
     fires: list[Fire] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    keep_skipped: bool = True  # False: only the fires are wanted (expand)
 
     @property
     def times(self) -> list[datetime]:
@@ -154,8 +155,11 @@ def _shifted(cal: CatalogCalendar, d: date, direction: int) -> date:
     return d
 
 
-def _wall(d: date, hm: tuple[int, int], tz: ZoneInfo) -> datetime | None:
-    return _localize(datetime(d.year, d.month, d.day, hm[0], hm[1]), tz)
+Wall = tuple[int, int, int]  # hour, minute, second in the job's zone
+
+
+def _wall(d: date, hms: Wall, tz: ZoneInfo) -> datetime | None:
+    return _localize(datetime(d.year, d.month, d.day, *hms), tz)
 
 
 def _months_between(first: date, last: date) -> list[tuple[int, int]]:
@@ -167,10 +171,28 @@ def _months_between(first: date, last: date) -> list[tuple[int, int]]:
     return out
 
 
+def _day_times(expr: CronExpression | AtExpression, d: date, times: tuple[Wall, ...]) -> tuple[Wall, ...]:
+    """The wall times ``expr`` fires at on day ``d`` (before daylight-saving rules); ``times``:
+    a cron's times of day, made once."""
+    if isinstance(expr, AtExpression):
+        w = expr.when
+        return ((w.hour, w.minute, w.second),) if w.date() == d else ()
+    return times if expr.matches_day(d) else ()
+
+
+#: (day, its wall times, the note of its fires): a day's fires, before daylight-saving rules.
+Candidate = tuple[date, tuple[Wall, ...], str | None]
+
+
+def _moved_note(d: date, reason: str, shift: str) -> str:
+    return f"moved from {_day_text(d)} ({reason}) to the {shift} business day"
+
+
 def _rule_fires(rule: Rule, cal: CatalogCalendar, tz: ZoneInfo, first: date, last: date,
-                out: FireWindow) -> list[tuple[date, tuple[int, int], str | None]]:
-    """(day, wall time, note) of the rule's fires on days ``first``..``last`` (and closed days
-    skipped into ``out``)."""
+                out: FireWindow) -> list[Candidate]:
+    """The rule's fires on days ``first``..``last`` (and the closed days' fires skipped into
+    ``out``)."""
+    times = tuple((h, m, 0) for h, m in rule.times)
     days: list[tuple[date, str | None]] = []
     if rule.kind == "days":
         d = first
@@ -178,12 +200,14 @@ def _rule_fires(rule: Rule, cal: CatalogCalendar, tz: ZoneInfo, first: date, las
             reason = cal.closed_reason(d)
             if reason is None:
                 days.append((d, None))
-            else:
+            elif out.keep_skipped:
                 out.skipped.extend(Skipped(datetime(d.year, d.month, d.day, h, m, tzinfo=tz), reason, rule.source)
                                    for h, m in rule.times)
             d += timedelta(days=1)
-        return [(d, hm, note) for d, note in days for hm in rule.times]
-    for y, m in _months_between(first, last):
+        return [(d, times, note) for d, note in days]
+    # a shifted day may leave its month: the months around the window are looked at too
+    span = (first - _MARGIN, last + _MARGIN) if rule.day is not None and rule.shift != "skip" else (first, last)
+    for y, m in _months_between(*span):
         length = _months.monthrange(y, m)[1]
         if rule.business_day is not None:
             opened = [date(y, m, i) for i in range(1, length + 1) if cal.is_open(date(y, m, i))]
@@ -197,12 +221,50 @@ def _rule_fires(rule: Rule, cal: CatalogCalendar, tz: ZoneInfo, first: date, las
         if reason is None:
             days.append((target, None))
         elif rule.shift == "skip":
-            out.skipped.extend(Skipped(datetime(y, m, target.day, h, mi, tzinfo=tz), reason, rule.source)
-                               for h, mi in rule.times)
+            if first <= target <= last:
+                out.skipped.extend(Skipped(datetime(y, m, target.day, h, mi, tzinfo=tz), reason, rule.source)
+                                   for h, mi in rule.times)
         else:
-            moved = _shifted(cal, target, 1 if rule.shift == "next" else -1)
-            days.append((moved, f"moved from {_day_text(target)} ({reason}) to the {rule.shift} business day"))
-    return [(d, hm, note) for d, note in days if first <= d <= last for hm in rule.times]
+            days.append((_shifted(cal, target, 1 if rule.shift == "next" else -1),
+                         _moved_note(target, reason, rule.shift)))
+    return [(d, times, note) for d, note in days if first <= d <= last]
+
+
+def _plain_fires(expression: str, cs: CalendarSchedule, tz: ZoneInfo, first: date, last: date,
+                 out: FireWindow) -> list[Candidate]:
+    """A cron()/at() expression's fires on days ``first``..``last`` filtered by the calendar:
+    an open day's as they are; a closed day's skipped, or moved to the business day its shift
+    finds (looked for from days up to a margin around the window, whose fires may land in it)."""
+    expr = parse(expression)
+    if isinstance(expr, RateExpression):
+        raise ValueError(f"{expression}: a calendar filters cron() and at() schedules, not rate()")
+    cal, shift = cs.calendar, cs.on_closed_day
+    made = tuple((h, m, 0) for h, m in expr.times_of_day()) if isinstance(expr, CronExpression) else ()
+    out_list: list[Candidate] = []
+    d, until = (first, last) if shift == "skip" else (first - _MARGIN, last + _MARGIN)
+    while d <= until:
+        reason = cal.closed_reason(d)
+        if reason is None:
+            if first <= d <= last:
+                if times := _day_times(expr, d, made):
+                    out_list.append((d, times, None))
+        elif shift == "skip":
+            if out.keep_skipped:
+                out.skipped.extend(Skipped(datetime(d.year, d.month, d.day, *hms, tzinfo=tz), reason, expression)
+                                   for hms in _day_times(expr, d, made))
+        else:
+            target = _shifted(cal, d, 1 if shift == "next" else -1)
+            if first <= target <= last:
+                if times := _day_times(expr, d, made):
+                    out_list.append((target, times, _moved_note(d, reason, shift)))
+        d += timedelta(days=1)
+    return out_list
+
+
+def _candidates(cs: CalendarSchedule, tz: ZoneInfo, first: date, last: date, out: FireWindow) -> list[Candidate]:
+    return [c for expression in cs.schedule for c in (
+        _rule_fires(parse_rule(expression), cs.calendar, tz, first, last, out) if is_rule(expression)
+        else _plain_fires(expression, cs, tz, first, last, out))]
 
 
 def calendar_fires(cs: CalendarSchedule, start: datetime, end: datetime,
@@ -210,48 +272,28 @@ def calendar_fires(cs: CalendarSchedule, start: datetime, end: datetime,
     """Every fire of a calendar job from ``start`` to ``end`` (aware; both included), in order,
     once each, with a note for each fire moved off a closed day; and the closed days' fires
     skipped in that window. A day beyond the calendar's compiled years is judged by its weekend
-    alone, and its fires say so."""
+    alone, and its fires say so. The cost is per day of the window (and of a margin around it
+    when fires move), not per fire: a minutely job's short window is a few days' checks."""
     if start.tzinfo is None or end.tzinfo is None:
         raise ValueError("start and end must be timezone-aware")
     tz = validate_timezone(cs.timezone)
     cal = cs.calendar
-    first, last = start.astimezone(tz).date() - _MARGIN, end.astimezone(tz).date() + _MARGIN
+    # a day either side: a wall time near midnight may be either side of a UTC instant
+    first, last = start.astimezone(tz).date() - timedelta(days=1), end.astimezone(tz).date() + timedelta(days=1)
     out = FireWindow()
     found: dict[datetime, str | None] = {}
-    for expression in cs.schedule:
-        candidates: list[tuple[date, tuple[int, int], str | None]] = []
-        if is_rule(expression):
-            candidates = _rule_fires(parse_rule(expression), cal, tz, first, last, out)
-        else:
-            expr = parse(expression)
-            if isinstance(expr, RateExpression):
-                raise ValueError(f"{expression}: a calendar filters cron() and at() schedules, not rate()")
-            begin = datetime(first.year, first.month, first.day, tzinfo=tz)
-            for t in iter_fire_times(expr, tz, begin - timedelta(seconds=1)):
-                local = t.astimezone(tz)
-                d = local.date()
-                if d > last:
-                    break
-                reason = cal.closed_reason(d)
-                hm = (local.hour, local.minute)
-                if reason is None:
-                    candidates.append((d, hm, None))
-                elif cs.on_closed_day == "skip":
-                    out.skipped.append(Skipped(local, reason, expression))
-                else:
-                    moved = _shifted(cal, d, 1 if cs.on_closed_day == "next" else -1)
-                    candidates.append((moved, hm, f"moved from {_day_text(d)} ({reason}) to the "
-                                                  f"{cs.on_closed_day} business day"))
-        for d, hm, note in candidates:
-            aware = _wall(d, hm, tz)
+    for d, times, note in _candidates(cs, tz, first, last, out):
+        for hms in times:
+            aware = _wall(d, hms, tz)
             if aware is None:
                 continue  # a wall time a daylight-saving change skips does not fire (schedule.py)
             utc = aware.astimezone(timezone.utc)
             if start <= utc <= end:
+                shown = note
                 if cal.beyond(d) and note is None:
-                    note = f"beyond the calendar's compiled years ({cal.first_year}-{cal.last_year}): holidays unknown"
-                if utc not in found or note is None:  # two rules at one time: one fire, plain wins
-                    found[utc] = note
+                    shown = f"beyond the calendar's compiled years ({cal.first_year}-{cal.last_year}): holidays unknown"
+                if utc not in found or shown is None:  # two rules at one time: one fire, plain wins
+                    found[utc] = shown
     out.fires = [Fire(t, found[t]) for t in sorted(found)]
     lo, hi = start.astimezone(tz).replace(tzinfo=None), end.astimezone(tz).replace(tzinfo=None)
     out.skipped = sorted((s for s in out.skipped if lo <= s.at.replace(tzinfo=None) <= hi),
@@ -277,34 +319,61 @@ def next_calendar_fires(cs: CalendarSchedule, after: datetime, count: int) -> Fi
 
 def expand(cs: CalendarSchedule) -> list[str]:
     """The EventBridge cron expressions that fire exactly :func:`calendar_fires` over the
-    calendar's years: one per (year, set of days, set of months, hour), listing the days and
-    months; evaluated in the job's timezone like any cron, daylight-saving rules included."""
+    calendar's years: one per (year, days, times of day), listing the months that share them;
+    evaluated in the job's timezone like any cron, daylight-saving rules included."""
     tz = validate_timezone(cs.timezone)
     cal = cs.calendar
-    start = datetime(cal.first_year, 1, 1, tzinfo=tz).astimezone(timezone.utc)
-    end = (datetime(cal.last_year + 1, 1, 1, tzinfo=tz) - timedelta(seconds=1)).astimezone(timezone.utc)
-    by_month: dict[tuple[int, int, int, int], set[int]] = {}
-    for f in calendar_fires(cs, start, end).fires:
-        local = f.at.astimezone(tz)
-        by_month.setdefault((local.year, local.month, local.hour, local.minute), set()).add(local.day)
-    by_days: dict[tuple[int, frozenset[int], int, int], set[int]] = {}
-    for (y, m, h, mi), days in by_month.items():
-        by_days.setdefault((y, frozenset(days), h, mi), set()).add(m)
-    by_hour: dict[tuple[int, frozenset[int], frozenset[int], int], set[int]] = {}
-    for (y, days, h, mi), months in by_days.items():
-        by_hour.setdefault((y, days, frozenset(months), h), set()).add(mi)
-
-    def csv(values: frozenset[int] | set[int]) -> str:
-        return ",".join(str(v) for v in sorted(values))
-
-    out = [f"cron({csv(minutes)} {h} {csv(days)} {csv(months)} ? {y})"
-           for (y, days, months, h), minutes in by_hour.items()]
+    # the days' wall times, not each fire: a wall time a daylight-saving change skips is skipped
+    # by EventBridge as by calendar_fires, and a repeated one fires once in both
+    candidates = _candidates(cs, tz, date(cal.first_year, 1, 1), date(cal.last_year, 12, 31),
+                             FireWindow(keep_skipped=False))
+    per_day: dict[date, list[tuple[Wall, ...]]] = {}
+    for d, times, _ in candidates:
+        if cal.first_year <= d.year <= cal.last_year:
+            per_day.setdefault(d, []).append(times)
+    # a cron's days share one tuple of times: each distinct list of them is made a set once
+    sets: dict[tuple[int, ...], frozenset[tuple[int, int]]] = {}
+    by_month: dict[tuple[int, int, frozenset[tuple[int, int]]], set[int]] = {}
+    for d, lists in per_day.items():
+        key = tuple(id(t) for t in lists)
+        if key not in sets:
+            sets[key] = frozenset((h, m) for times in lists for h, m, _ in times)
+        by_month.setdefault((d.year, d.month, sets[key]), set()).add(d.day)
+    by_minutes: dict[tuple[int, frozenset[int], frozenset[int], frozenset[int]], set[int]] = {}
+    split: dict[frozenset[tuple[int, int]], list[tuple[frozenset[int], frozenset[int]]]] = {}
+    for (y, m, walls), days in by_month.items():
+        if walls not in split:  # the times of day as minutes x hours products, made once per set
+            hours: dict[int, set[int]] = {}
+            for h, mi in walls:
+                hours.setdefault(h, set()).add(mi)
+            grouped: dict[frozenset[int], set[int]] = {}
+            for h, minutes in hours.items():
+                grouped.setdefault(frozenset(minutes), set()).add(h)
+            split[walls] = [(minutes, frozenset(hs)) for minutes, hs in grouped.items()]
+        for minutes, hs in split[walls]:
+            by_minutes.setdefault((y, frozenset(days), minutes, hs), set()).add(m)
+    out = [f"cron({_csv(minutes)} {_csv(hs)} {_csv(days)} {_csv(months)} ? {y})"
+           for (y, days, minutes, hs), months in by_minutes.items()]
     return sorted(out, key=lambda e: (_sort_key(e), e))
+
+
+def _csv(values: frozenset[int] | set[int]) -> str:
+    """A cron field's list, runs of three or more as ranges ('1-5,8'): EventBridge takes an
+    expression of at most 256 characters."""
+    items: list[list[int]] = []
+    run: list[int] = []
+    for v in sorted(values):
+        if run and v != run[-1] + 1:
+            items.append(run)
+            run = []
+        run.append(v)
+    items.append(run)
+    return ",".join(f"{r[0]}-{r[-1]}" if len(r) >= 3 else ",".join(map(str, r)) for r in items if r)
 
 
 def _sort_key(expression: str) -> tuple[int, int, int]:
     minutes, hour, days, months, _, year = expression[5:-1].split()
-    return int(year), int(months.split(",")[0]), int(days.split(",")[0])
+    return int(year), int(re.split("[,-]", months)[0]), int(re.split("[,-]", days)[0])
 
 
 def describe(expression: str) -> str:
