@@ -7,12 +7,12 @@ As bench/missed_fires.py, on the embedded local AWS in server mode, but every jo
 jp-business calendar (Japan's holidays from the `holidays` package, the 12-29..01-03 closure),
 compiled as the compiler compiles it (compiler/calendars.py): a third run every business-day
 minute (`cron(0/1 * * * ? *)` filtered, skip), a third the same moved to the next business day,
-a third `jp.businessDays(['09:00', '19:05'])` and `jp.monthly(business_day=-1, at='19:10')`. The clock is fixed on business days around
-a holiday (Friday 2026-11-20 to Tuesday 2026-11-24, Labour Thanksgiving Day on the Monday):
-each round moves it 5 minutes and runs those fires; the ledger's pass computes each job's fires
-with its calendar. A round crosses from Friday evening into Tuesday morning (a closed weekend
-and holiday: no fire, nothing missed); the last round leaves one job's fires unrun, to time a
-pass that reads its runs, records and alerts.
+a third `jp.businessDays(['09:00', '19:05'])` and `jp.monthly(business_day=-1, at='19:10')`.
+Each round moves the clock 5 minutes and runs those fires; the ledger's pass computes each
+job's fires with its calendar. The first half of the rounds crosses Friday 2026-11-20's
+midnight into the weekend (no fire, nothing missed); the second half Monday 11-23's (Labour
+Thanksgiving Day) into Tuesday, the watermarks where the weekend's passes left them; the last
+round leaves one job's fires unrun, to time a pass that reads its runs, records and alerts.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from jobplane.compiler.calendars import resolve  # noqa: E402
 from jobplane.contract import datamodel as dm  # noqa: E402
 from jobplane.contract.business_fires import CalendarSchedule, calendar_fires, expand  # noqa: E402
 from jobplane.contract.calendar_config import parse_calendars  # noqa: E402
+from jobplane.contract.clock import iso_millis  # noqa: E402
 from jobplane.contract.catalog import CATALOG_VERSION, Catalog, CatalogJob  # noqa: E402
 from jobplane.contract.names import schedule_name  # noqa: E402
 from jobplane.platform.control import ControlPlane, Deployment  # noqa: E402
@@ -82,11 +83,11 @@ def main() -> None:
             assert cs is not None
             return calendar_fires(cs, a, b).times
 
-        # Friday 2026-11-20, 19:00 Tokyo
-        now = datetime(2026, 11, 20, 19, tzinfo=TOKYO).astimezone(timezone.utc)
+        # Friday 2026-11-20, 23:40 Tokyo
+        now = datetime(2026, 11, 20, 23, 40, tzinfo=TOKYO).astimezone(timezone.utc)
         t = time.perf_counter()
         # two hours of the minutely jobs' fires ran; the daily ones' 09:00
-        history = {n: fires(n, now - timedelta(hours=2 if kinds[n] != RULES[2] else 12), now) for n in names}
+        history = {n: fires(n, now - timedelta(hours=2 if kinds[n] != RULES[2] else 16), now) for n in names}
         mf.write(ddb, table, [item for n in names for item in mf.runs(n, history[n])])
         claims = {n: len(history[n]) for n in names}
         mf.write(ddb, table, [mf.state(n, now, history[n][-1], claims[n], claims[n]) for n in names])
@@ -100,8 +101,13 @@ def main() -> None:
         clock_now = now
         for n in range(args.rounds + 1):
             step = timedelta(minutes=5)
-            if n == args.rounds // 2:  # Friday 19:xx -> Tuesday 09:00: the weekend and the holiday pass
-                step = datetime(2026, 11, 24, 9, tzinfo=TOKYO).astimezone(timezone.utc) - clock_now
+            if n == args.rounds // 2:  # Saturday 00:xx -> Monday 23:40 (the holiday) as the passes left it
+                clock_now = datetime(2026, 11, 23, 23, 40, tzinfo=TOKYO).astimezone(timezone.utc)
+                for j in names:
+                    ddb.update_item(TableName=table, Key={"pk": {"S": dm.job_partition(j)}, "sk": {"S": dm.STATE_SK}},
+                                    UpdateExpression=f"SET {dm.ATTR_FIRES_CHECKED} = :w, {dm.ATTR_FIRES_CLAIMS} = :c",
+                                    ExpressionAttributeValues={":w": {"S": iso_millis(clock_now - GRACE)},
+                                                               ":c": {"N": str(claims[j])}})
             window = (clock_now + timedelta(milliseconds=1), clock_now + step)
             clock_now += step
             last = n == args.rounds  # the last round: one job's fires did not run

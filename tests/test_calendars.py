@@ -278,3 +278,23 @@ def test_a_minutely_job_on_business_days_compiles_to_one_cron_a_month() -> None:
     assert plan_fires(crons, "Asia/Tokyo", *gw) == calendar_fires(cs, *gw).times
     # Friday 05-01's last hour, then nothing until Thursday 05-07 00:00-01:00 (both ends included)
     assert len(calendar_fires(cs, *gw).times) == 60 + 61
+
+
+def test_short_windows_across_clock_changes_are_slices_of_the_year() -> None:
+    """The ledger's windows are minutes long: across New York's changes (a minutely job moved
+    to the next business day, and twice-hourly rules) each is the slice of the year's fires."""
+    import random
+
+    from jobplane.contract.calendars import CatalogCalendar
+
+    cal = CatalogCalendar(name="ny", first_year=2026, last_year=2026, weekend=[5],
+                          closed={"2026-03-07": "closed", "2026-10-31": "closed"})
+    rng = random.Random(8)
+    for cs in (CalendarSchedule(("cron(0/1 0-3 * * ? *)",), cal, "next", "America/New_York"),
+               CalendarSchedule(("business(days at=01:00,01:30,02:30)",), cal, "skip", "America/New_York")):
+        year = calendar_fires(cs, datetime(2026, 3, 1, tzinfo=timezone.utc), datetime(2026, 11, 10, tzinfo=timezone.utc))
+        for centre in (datetime(2026, 3, 8, 7, tzinfo=timezone.utc), datetime(2026, 11, 1, 6, tzinfo=timezone.utc)):
+            for _ in range(60):
+                a = centre + timedelta(minutes=rng.randrange(-300, 300))
+                b = a + timedelta(minutes=rng.choice([1, 5, 30, 90, 240]))
+                assert calendar_fires(cs, a, b).times == [t for t in year.times if a <= t <= b], (a, b)

@@ -43,7 +43,7 @@ def build_catalog(jobs: list[LoadedJob], config: PlatformConfig, state_counts: d
     entries = []
     for lj in jobs:
         job = lj.job
-        entries.append(CatalogJob(
+        entry = CatalogJob(
             name=job.name, team=job.team, description=job.description,
             runbook=Runbook.model_validate(job.runbook.as_dict()) if job.runbook else None, source=lj.source,
             schedule=deployed_schedule(job, config),
@@ -52,9 +52,10 @@ def build_catalog(jobs: list[LoadedJob], config: PlatformConfig, state_counts: d
             steps=[step_entry(s) for s in job.steps],
             state_machine=names.state_machine_name(config.name_prefix, job.name),
             asl=layout.job_file(job.team, job.name), states=state_counts[job.name],
-            params_budget=lj.params_budget, after=[CatalogAfter(job=a.job, on=a.on) for a in job.after],
-            **({"missed_after": job.missed_after} if job.missed_after is not None else {}),
-            **_calendar_fields(lj, config)))
+            params_budget=lj.params_budget, after=[CatalogAfter(job=a.job, on=a.on) for a in job.after])
+        # fields the compiler sets only when they apply (the catalog leaves unset fields out)
+        updates = ({"missed_after": job.missed_after} if job.missed_after is not None else {}) | _calendar_fields(lj, config)
+        entries.append(CatalogJob.model_validate(entry.model_dump(exclude_unset=True) | updates) if updates else entry)
     teams = [team] if team else sorted({lj.job.team for lj in jobs} | set(config.teams))
     return Catalog(version=CATALOG_VERSION, name_prefix=config.name_prefix,
                    teams=[CatalogTeam(name=t, channel=config.teams[t].channel if t in config.teams else None)

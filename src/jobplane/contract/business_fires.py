@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import calendar as _months
 import re
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
 from jobplane.contract.calendars import CatalogCalendar
-from jobplane.contract.schedule import (AtExpression, CronExpression, RateExpression, ScheduleError, _localize,
+from jobplane.contract.schedule import (AtExpression, CronExpression, RateExpression, ScheduleError, _localize, _steady,
                                         iter_fire_times, parse, validate_timezone)
 
 RULE_PREFIX = "business("
@@ -33,6 +34,8 @@ _TIME_RE = re.compile(r"([01]\d|2[0-3]):([0-5]\d)")
 SHIFTS = ("skip", "next", "previous")
 #: How far a closed stretch may push a fire (the longest closures are ~10 days; a month covers any).
 _MARGIN = timedelta(days=40)
+#: More than any clock change moves a wall time (the largest are 2 hours).
+_SLACK = timedelta(hours=3)
 
 
 def ordinal(n: int) -> str:
@@ -268,7 +271,7 @@ def _candidates(cs: CalendarSchedule, tz: ZoneInfo, first: date, last: date, out
 
 
 def calendar_fires(cs: CalendarSchedule, start: datetime, end: datetime,
-                   anchors: tuple[datetime | None, ...] = ()) -> FireWindow:
+                   anchors: tuple[datetime | None, ...] = (), skipped: bool = True) -> FireWindow:
     """Every fire of a calendar job from ``start`` to ``end`` (aware; both included), in order,
     once each, with a note for each fire moved off a closed day; and the closed days' fires
     skipped in that window. A day beyond the calendar's compiled years is judged by its weekend
@@ -280,9 +283,22 @@ def calendar_fires(cs: CalendarSchedule, start: datetime, end: datetime,
     cal = cs.calendar
     # a day either side: a wall time near midnight may be either side of a UTC instant
     first, last = start.astimezone(tz).date() - timedelta(days=1), end.astimezone(tz).date() + timedelta(days=1)
-    out = FireWindow()
+    out = FireWindow(keep_skipped=skipped)  # the ledger and backfills want the fires only
     found: dict[datetime, str | None] = {}
+    # wall times outside the window are not localized (a minutely job's day is 1,440): on a day
+    # with no clock change a wall time and its instant are in the same order; on a day with one,
+    # a few hours either side are looked at
+    exact = (start.astimezone(tz).replace(tzinfo=None), end.astimezone(tz).replace(tzinfo=None))
+    steady: dict[date, bool] = {}
     for d, times, note in _candidates(cs, tz, first, last, out):
+        if d not in steady:
+            steady[d] = _steady(d, tz)
+        lo, hi = exact if steady[d] else (exact[0] - _SLACK, exact[1] + _SLACK)
+        day_start = datetime(d.year, d.month, d.day)
+        if not (lo <= day_start and day_start + timedelta(days=1) <= hi):
+            low = (lo.hour, lo.minute, lo.second) if lo.date() == d else (0, 0, 0) if lo.date() < d else (24, 0, 0)
+            high = (hi.hour, hi.minute, hi.second) if hi.date() == d else (24, 0, 0) if hi.date() > d else (-1, 0, 0)
+            times = times[bisect_left(times, low):bisect_right(times, high)]
         for hms in times:
             aware = _wall(d, hms, tz)
             if aware is None:
@@ -347,9 +363,9 @@ def expand(cs: CalendarSchedule) -> list[str]:
             for h, mi in walls:
                 hours.setdefault(h, set()).add(mi)
             grouped: dict[frozenset[int], set[int]] = {}
-            for h, minutes in hours.items():
-                grouped.setdefault(frozenset(minutes), set()).add(h)
-            split[walls] = [(minutes, frozenset(hs)) for minutes, hs in grouped.items()]
+            for h, mins in hours.items():
+                grouped.setdefault(frozenset(mins), set()).add(h)
+            split[walls] = [(mins, frozenset(hour_set)) for mins, hour_set in grouped.items()]
         for minutes, hs in split[walls]:
             by_minutes.setdefault((y, frozenset(days), minutes, hs), set()).add(m)
     out = [f"cron({_csv(minutes)} {_csv(hs)} {_csv(days)} {_csv(months)} ? {y})"

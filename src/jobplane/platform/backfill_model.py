@@ -135,7 +135,7 @@ def plan_fires(schedule: list[str], zone: str, start: datetime, end: datetime,
     ``calendar_schedule``) come from its rules and calendar (contract/business_fires.py), so a
     closed day has no fire to run, count or miss."""
     if calendar is not None:
-        fires = calendar_fires(calendar, start, end).times
+        fires = calendar_fires(calendar, start, end, skipped=False).times
         if len(fires) > MAX_FIRES:
             raise ValueError(f"the window holds more than {MAX_FIRES:,} fires; backfill it in parts")
         return fires
