@@ -298,3 +298,37 @@ def test_short_windows_across_clock_changes_are_slices_of_the_year() -> None:
                 a = centre + timedelta(minutes=rng.randrange(-300, 300))
                 b = a + timedelta(minutes=rng.choice([1, 5, 30, 90, 240]))
                 assert calendar_fires(cs, a, b).times == [t for t in year.times if a <= t <= b], (a, b)
+
+
+def test_next_and_plan_say_what_the_calendar_does(tmp_path: Path) -> None:
+    repo = Repo(tmp_path)
+    repo.write("jobs/billing/mondays-next.jsonnet", job_text("mondays-next", JOBS["mondays-next"]))
+    repo.write("jobs/billing/payday.jsonnet", job_text("payday", JOBS["payday"]))
+    shown = repo.cli("next", "mondays-next", "-n", "4", "--after", "2026-12-20T00:00:00+09:00")
+    assert shown.exit_code == 0, shown.output
+    assert "calendar jp-business (holidays " in shown.output and "a fire on a closed day: next" in shown.output
+    assert ("2027-01-12 Tue 08:30 JST  (moved from Mon 2027-01-11 (Coming of Age Day) to the next business day)"
+            in shown.output)
+    payday = repo.cli("next", "payday", "-n", "1", "--after", "2027-01-01T00:00:00+09:00")
+    assert "day 25 of each month (or the business day before) at 09:00" in payday.output
+    assert "2027-01-25 Mon 09:00 JST" in payday.output
+    assert repo.cli("compile").exit_code == 0
+    # plan looks 90 days from now: close the first open Monday two weeks on
+    monday = date.today() + timedelta(days=14)
+    while monday.weekday() != 0 or closed(monday):
+        monday += timedelta(days=1)
+    if monday.year > 2028:
+        pytest.skip("the fixture's years are past: extend [calendars] years and the fixture")
+    toml = (repo.path / "jobplane.toml").read_text()
+    (repo.path / "jobplane.toml").write_text(toml.replace(
+        'closed = ["12-29..01-03"]', f'closed = ["12-29..01-03"]\nclosed_dates = ["{monday.isoformat()}"]', 1))
+    plan = repo.cli("plan")
+    assert plan.exit_code == 0, plan.output
+    out = plan.output
+    moved_to = monday + timedelta(days=1)
+    while closed(moved_to):
+        moved_to += timedelta(days=1)
+    assert "~ mondays-next" in out and "fires added/removed by this calendar change (next 90 days): 1 added, 1 removed" in out
+    assert (f"+ {moved_to:%Y-%m-%d %a} 08:30 JST (moved from {monday:%a %Y-%m-%d} (closed (jp-business)) to the next "
+            "business day)") in out
+    assert f"- {monday:%Y-%m-%d %a} 08:30 JST" in out
