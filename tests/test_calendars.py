@@ -332,3 +332,21 @@ def test_next_and_plan_say_what_the_calendar_does(tmp_path: Path) -> None:
     assert (f"+ {moved_to:%Y-%m-%d %a} 08:30 JST (moved from {monday:%a %Y-%m-%d} (closed (jp-business)) to the next "
             "business day)") in out
     assert f"- {monday:%Y-%m-%d %a} 08:30 JST" in out
+
+
+def test_job_fires_is_one_function_for_every_job(compiled: Catalog) -> None:
+    """What the deadline check and other readers call: a calendar job's fires with their notes,
+    any other job's from its schedules."""
+    from jobplane.contract.catalog import CatalogJob
+    from jobplane.contract.job_fires import job_fires
+
+    payday = compiled.job("payday")
+    assert payday is not None
+    fires = job_fires(payday, START, END)
+    assert [f.at for f in fires] == EXPECTED["payday"]
+    assert fires[0].note == "moved from Sun 2026-01-25 (Sunday) to the previous business day"
+    plain = CatalogJob(name="plain", team="billing", schedule=["cron(0 9 ? * MON *)", "cron(0 9 ? * MON,TUE *)"],
+                       timezone="Asia/Tokyo", policy="ALWAYS_RUN", timeout=60, steps=[], state_machine="x", asl="",
+                       states=0)
+    got = job_fires(plain, START, datetime(2026, 1, 14, tzinfo=TOKYO))
+    assert [(f.at, f.note) for f in got] == [(at(date(2026, 1, d), 9), None) for d in (5, 6, 12, 13)]

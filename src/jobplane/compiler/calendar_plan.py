@@ -4,11 +4,12 @@ changed), each from the one computation of fires (contract/business_fires.py).""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 
-from jobplane.contract.business_fires import Fire, calendar_fires, describe, is_rule
+from jobplane.contract.business_fires import Fire, describe, is_rule
 from jobplane.contract.catalog import CatalogJob
-from jobplane.contract.schedule import RateExpression, iter_fire_times, parse, validate_timezone
+from jobplane.contract.job_fires import job_fires
+from jobplane.contract.schedule import validate_timezone
 
 #: How far ahead the plan compares a calendar job's fires.
 HORIZON = timedelta(days=90)
@@ -19,19 +20,9 @@ LISTED = 20
 def fires(job: CatalogJob, start: datetime, end: datetime) -> list[Fire]:
     """The job's fires from ``start`` to ``end``: its calendar's, or its schedules' own (rate()
     schedules, which count from their deployment, are left out)."""
-    if (cs := job.calendar_schedule) is not None:
-        return calendar_fires(cs, start, end).fires
-    tz = validate_timezone(job.timezone)
-    out: set[datetime] = set()
-    for expression in job.schedule:
-        expr = parse(expression)
-        if isinstance(expr, RateExpression):
-            continue
-        for t in iter_fire_times(expr, tz, start - timedelta(microseconds=1)):
-            if t > end:
-                break
-            out.add(t.astimezone(timezone.utc))
-    return [Fire(t) for t in sorted(out)]
+    if job.calendar_schedule is None and any(e.startswith("rate(") for e in job.schedule):
+        job = job.model_copy(update={"schedule": [e for e in job.schedule if not e.startswith("rate(")]})
+    return job_fires(job, start, end)
 
 
 def schedule_words(job: CatalogJob) -> str:
