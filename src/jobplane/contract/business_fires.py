@@ -21,6 +21,7 @@ import calendar as _months
 import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
+from functools import lru_cache
 from datetime import date, datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
@@ -233,16 +234,22 @@ def _rule_fires(rule: Rule, cal: CatalogCalendar, tz: ZoneInfo, first: date, las
     return [(d, times, note) for d, note in days if first <= d <= last]
 
 
+@lru_cache(maxsize=4096)
+def _parsed(expression: str) -> tuple[CronExpression | AtExpression, tuple[Wall, ...]]:
+    """A cron()/at() expression and a cron's times of day, made once per expression."""
+    expr = parse(expression)
+    if isinstance(expr, RateExpression):
+        raise ValueError(f"{expression}: a calendar filters cron() and at() schedules, not rate()")
+    return expr, tuple((h, m, 0) for h, m in expr.times_of_day()) if isinstance(expr, CronExpression) else ()
+
+
 def _plain_fires(expression: str, cs: CalendarSchedule, tz: ZoneInfo, first: date, last: date,
                  out: FireWindow) -> list[Candidate]:
     """A cron()/at() expression's fires on days ``first``..``last`` filtered by the calendar:
     an open day's as they are; a closed day's skipped, or moved to the business day its shift
     finds (looked for from days up to a margin around the window, whose fires may land in it)."""
-    expr = parse(expression)
-    if isinstance(expr, RateExpression):
-        raise ValueError(f"{expression}: a calendar filters cron() and at() schedules, not rate()")
+    expr, made = _parsed(expression)
     cal, shift = cs.calendar, cs.on_closed_day
-    made = tuple((h, m, 0) for h, m in expr.times_of_day()) if isinstance(expr, CronExpression) else ()
     out_list: list[Candidate] = []
     d, until = (first, last) if shift == "skip" else (first - _MARGIN, last + _MARGIN)
     while d <= until:
@@ -270,6 +277,13 @@ def _candidates(cs: CalendarSchedule, tz: ZoneInfo, first: date, last: date, out
         else _plain_fires(expression, cs, tz, first, last, out))]
 
 
+@lru_cache(maxsize=16384)
+def _day_offset(d: date, tz: ZoneInfo) -> timedelta | None:
+    """The one UTC offset of day ``d`` in ``tz``; None when a clock change falls on it."""
+    midnight = _wall(d, (0, 0, 0), tz) if _steady(d, tz) else None
+    return midnight.utcoffset() if midnight is not None else None
+
+
 def calendar_fires(cs: CalendarSchedule, start: datetime, end: datetime,
                    anchors: tuple[datetime | None, ...] = (), skipped: bool = True) -> FireWindow:
     """Every fire of a calendar job from ``start`` to ``end`` (aware; both included), in order,
@@ -289,27 +303,27 @@ def calendar_fires(cs: CalendarSchedule, start: datetime, end: datetime,
     # with no clock change a wall time and its instant are in the same order; on a day with one,
     # a few hours either side are looked at
     exact = (start.astimezone(tz).replace(tzinfo=None), end.astimezone(tz).replace(tzinfo=None))
-    steady: dict[date, bool] = {}
     for d, times, note in _candidates(cs, tz, first, last, out):
-        if d not in steady:
-            steady[d] = _steady(d, tz)
-        lo, hi = exact if steady[d] else (exact[0] - _SLACK, exact[1] + _SLACK)
+        offset = _day_offset(d, tz)
+        lo, hi = exact if offset is not None else (exact[0] - _SLACK, exact[1] + _SLACK)
         day_start = datetime(d.year, d.month, d.day)
         if not (lo <= day_start and day_start + timedelta(days=1) <= hi):
             low = (lo.hour, lo.minute, lo.second) if lo.date() == d else (0, 0, 0) if lo.date() < d else (24, 0, 0)
             high = (hi.hour, hi.minute, hi.second) if hi.date() == d else (24, 0, 0) if hi.date() > d else (-1, 0, 0)
             times = times[bisect_left(times, low):bisect_right(times, high)]
+        shown = note
+        if cal.beyond(d) and note is None:
+            shown = f"beyond the calendar's compiled years ({cal.first_year}-{cal.last_year}): holidays unknown"
         for hms in times:
-            aware = _wall(d, hms, tz)
-            if aware is None:
-                continue  # a wall time a daylight-saving change skips does not fire (schedule.py)
-            utc = aware.astimezone(timezone.utc)
-            if start <= utc <= end:
-                shown = note
-                if cal.beyond(d) and note is None:
-                    shown = f"beyond the calendar's compiled years ({cal.first_year}-{cal.last_year}): holidays unknown"
-                if utc not in found or shown is None:  # two rules at one time: one fire, plain wins
-                    found[utc] = shown
+            if offset is not None:  # no clock change this day: the wall time less the day's offset
+                utc = datetime(d.year, d.month, d.day, *hms, tzinfo=timezone.utc) - offset
+            else:
+                aware = _wall(d, hms, tz)
+                if aware is None:
+                    continue  # a wall time a daylight-saving change skips does not fire (schedule.py)
+                utc = aware.astimezone(timezone.utc)
+            if start <= utc <= end and (utc not in found or shown is None):  # one fire a time, plain wins
+                found[utc] = shown
     out.fires = [Fire(t, found[t]) for t in sorted(found)]
     lo, hi = start.astimezone(tz).replace(tzinfo=None), end.astimezone(tz).replace(tzinfo=None)
     out.skipped = sorted((s for s in out.skipped if lo <= s.at.replace(tzinfo=None) <= hi),

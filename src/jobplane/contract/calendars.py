@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from datetime import date
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field
 
+#: Each calendar object's lookups, by its id (kept with the object, so an id reused after it is
+#: gone is not mistaken for it).
+_TABLES: dict[int, tuple[CatalogCalendar, dict[date, str], frozenset[date], frozenset[int]]] = {}
 _DAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
 
@@ -26,14 +29,16 @@ class CatalogCalendar(BaseModel):
     open: list[str] = Field(default_factory=list)  # one-off business days, whatever else says
     source: str = ""  # where the holidays came from (package and version)
 
-    _closed: dict[date, str] | None = PrivateAttr(default=None)
-    _open: frozenset[date] | None = PrivateAttr(default=None)
-
-    def _tables(self) -> tuple[dict[date, str], frozenset[date]]:
-        if self._closed is None or self._open is None:
-            self._closed = {date.fromisoformat(k): v for k, v in self.closed.items()}
-            self._open = frozenset(date.fromisoformat(d) for d in self.open)
-        return self._closed, self._open
+    def _tables(self) -> tuple[dict[date, str], frozenset[date], frozenset[int]]:
+        """The dates as lookups, made once per calendar object (the ledger asks each job's
+        calendar about dozens of days a pass; a pydantic private attribute costs more than that)."""
+        key = id(self)
+        found = _TABLES.get(key)
+        if found is None or found[0] is not self:
+            found = (self, {date.fromisoformat(k): v for k, v in self.closed.items()},
+                     frozenset(date.fromisoformat(d) for d in self.open), frozenset(self.weekend))
+            _TABLES[key] = found
+        return found[1], found[2], found[3]
 
     def beyond(self, d: date) -> bool:
         """Outside the compiled years: holidays unknown (recompile with a later horizon)."""
@@ -41,12 +46,12 @@ class CatalogCalendar(BaseModel):
 
     def closed_reason(self, d: date) -> str | None:
         """Why ``d`` is closed (a holiday's name, a closure, 'Saturday'), None when open."""
-        closed, opened = self._tables()
+        closed, opened, weekend = self._tables()
         if d in opened:
             return None
         if d in closed:
             return closed[d]
-        if d.weekday() in self.weekend:
+        if d.weekday() in weekend:
             return _DAY_NAMES[d.weekday()]
         return None
 
