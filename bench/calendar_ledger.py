@@ -51,6 +51,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=13)
+    parser.add_argument("--hours", type=float, default=1.0, help="run history of the minutely jobs")
     args = parser.parse_args()
     settings, problems = parse_calendars("bench", {"years": [2026, 2028], "jp-business": {
         "holidays": "JP", "closed": ["12-29..01-03"]}}, set())
@@ -86,8 +87,9 @@ def main() -> None:
         # Friday 2026-11-20, 23:40 Tokyo
         now = datetime(2026, 11, 20, 23, 40, tzinfo=TOKYO).astimezone(timezone.utc)
         t = time.perf_counter()
-        # two hours of the minutely jobs' fires ran; the daily ones' 09:00
-        history = {n: fires(n, now - timedelta(hours=2 if kinds[n] != RULES[2] else 16), now) for n in names}
+        # the minutely jobs' last --hours of fires ran; the daily ones' 09:00 and 19:05
+        history = {n: fires(n, now - (timedelta(hours=args.hours) if kinds[n] != RULES[2] else timedelta(hours=16)), now)
+                   for n in names}
         mf.write(ddb, table, [item for n in names for item in mf.runs(n, history[n])])
         claims = {n: len(history[n]) for n in names}
         mf.write(ddb, table, [mf.state(n, now, history[n][-1], claims[n], claims[n]) for n in names])
