@@ -117,6 +117,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/portal.py
 	$(BIN)/python bench/import.py
 	$(BIN)/python bench/missed_fires.py
+	$(BIN)/python bench/calendar_ledger.py
 	$(BIN)/python bench/quotas.py
 	$(BIN)/python bench/pools.py
 	$(BIN)/python bench/terraform_roots.py

@@ -87,7 +87,7 @@ BAD = {
         """, [("job 'orphan'", "team", "did you mean 'billing'")]),
     "two kinds": ("""\
         { name: 'two-kinds', team: 'billing', steps: [{ name: 'a', python: 'm:f', shell: ['true'] }] }
-        """, [("job 'two-kinds'", "steps[0]", "exactly one of python, celery, django, shell, parallel, lambda (found python, shell)")]),
+        """, [("job 'two-kinds'", "steps[0]", "exactly one of python, celery, django, shell, parallel, lambda, map (found python, shell)")]),
     "deep params": ("""\
         local nest(n) = std.foldl(function(acc, i) [acc], std.range(1, n), []);
         { name: 'deep', team: 'billing', params: { p: nest(40) },

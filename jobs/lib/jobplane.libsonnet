@@ -38,6 +38,7 @@
     assert std.length(parts) == 2 : 'time %s must be HH:MM' % at;
     { hour: std.parseInt(parts[0]), minute: std.parseInt(parts[1]) },
   local oneOrMany(at, f) = if std.isArray(at) then [f(a) for a in at] else f(at),
+  local times(at) = std.join(',', [local x = hm(t); '%02d:%02d' % [x.hour, x.minute] for t in (if std.isArray(at) then at else [at])]),
 
   // Raw EventBridge expressions, for anything the helpers do not cover.
   cron(expression):: 'cron(%s)' % expression,
@@ -51,7 +52,20 @@
   // On a day of the week ('MON'...'SUN', or a list such as 'MON,THU') at 'HH:MM'.
   weekly(day, at):: oneOrMany(at, function(t) local x = hm(t); 'cron(%d %d ? * %s *)' % [x.minute, x.hour, day]),
   // On a day of the month (1-31, or 'L' for the last day, 'LW' for the last weekday) at 'HH:MM'.
-  monthly(day, at):: oneOrMany(at, function(t) local x = hm(t); 'cron(%d %d %s * ? *)' % [x.minute, x.hour, std.toString(day)]),
+  // With the job's calendar (docs/dsl.md#calendars): business_day=N, the N-th business day of the
+  // month (-1 the last); or day=D with shift='previous'|'next', day D or the business day before/after it.
+  monthly(day=null, at='00:00', business_day=null, shift=null)::
+    if business_day != null then
+      assert day == null && shift == null : 'monthly: business_day=N takes no day or shift';
+      'business(monthly business_day=%d at=%s)' % [business_day, times(at)]
+    else if shift != null then
+      assert day != null : "monthly: shift moves a day: give day=D";
+      'business(monthly day=%d shift=%s at=%s)' % [day, shift, times(at)]
+    else
+      assert day != null : 'monthly: give day (1-31, L, LW) or business_day';
+      oneOrMany(at, function(t) local x = hm(t); 'cron(%d %d %s * ? *)' % [x.minute, x.hour, std.toString(day)]),
+  // Every business day of the job's calendar at 'HH:MM' (or each of a list of times).
+  businessDays(at='00:00'):: 'business(days at=%s)' % times(at),
   // Every N minutes, aligned to the clock (minute 0 of every hour is a fire time when 60 % N == 0).
   everyMinutes(n):: assert n >= 1 && n < 60 : 'everyMinutes takes 1-59'; 'cron(0/%d * * * ? *)' % n,
   // Every hour at the given minute.

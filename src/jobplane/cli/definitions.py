@@ -11,11 +11,16 @@ import json
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo
 
 import click
 
 from jobplane.cli.common import EXIT_INVALID, Context, aware_time, fail_definitions
 from jobplane.compiler.problems import DefinitionError
+
+if TYPE_CHECKING:
+    from jobplane.contract.business_fires import CalendarSchedule
 
 
 @click.command()
@@ -156,6 +161,11 @@ def next_command(obj: Context, job_name: str, count: int, after: str | None) -> 
         click.echo(f"{job.name} also runs after {after}.")
     state = "" if job.enabled else " (schedule DISABLED: these times will not fire until it is enabled)"
     click.echo(f"{job.name} ({job.timezone}){state}")
+    from jobplane.compiler.calendars import calendar_schedule
+
+    if (cs := calendar_schedule(job, obj.config)) is not None:
+        _next_with_calendar(cs, start, count)
+        return
     for expr in job.schedule:
         click.echo(f"  {expr}")
         parsed = parse(expr)
@@ -164,6 +174,26 @@ def next_command(obj: Context, job_name: str, count: int, after: str | None) -> 
         for t in next_fire_times(parsed, job.timezone or obj.config.default_timezone, start, count):
             utc = f"  ({t.astimezone(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')})" if t.utcoffset() else ""
             click.echo(f"    {t.strftime('%Y-%m-%d %a %H:%M %Z')}{utc}")
+
+
+def _next_with_calendar(cs: CalendarSchedule, start: datetime, count: int) -> None:
+    """A calendar job's next fires (``count`` in all), each moved one saying from where and why,
+    and the closed days skipped among them saying why (contract/business_fires.py)."""
+    from jobplane.contract.business_fires import describe, is_rule, next_calendar_fires
+
+    cal = cs.calendar
+    click.echo(f"  calendar {cal.name} ({cal.source or 'no public holidays'}; compiled for {cal.first_year}-"
+               f"{cal.last_year}), a fire on a closed day: {cs.on_closed_day}")
+    for expr in cs.schedule:
+        click.echo(f"  {expr}" + (f": {describe(expr)}" if is_rule(expr) else ""))
+    window = next_calendar_fires(cs, start, count)
+    zone = ZoneInfo(cs.timezone)
+    lines = [(f.at.astimezone(zone).replace(tzinfo=None), f"    {f.at.astimezone(zone).strftime('%Y-%m-%d %a %H:%M %Z')}"
+              + (f"  ({f.note})" if f.note else "")) for f in window.fires]
+    lines += [(s.at.replace(tzinfo=None), f"    {s.at.strftime('%Y-%m-%d %a %H:%M')}  skipped: closed ({s.reason})")
+              for s in window.skipped]
+    for _, line in sorted(lines, key=lambda x: x[0]):
+        click.echo(line)
 
 
 @click.command()

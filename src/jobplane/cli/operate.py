@@ -441,7 +441,8 @@ def _fires_between(job: CatalogJob, start: datetime, end: datetime) -> JsonObjec
     from jobplane.platform.backfill_model import plan_fires
 
     try:
-        fires = plan_fires(job.schedule, job.timezone, start + timedelta(milliseconds=1), end)
+        fires = plan_fires(job.schedule, job.timezone, start + timedelta(milliseconds=1), end,
+                           calendar=job.calendar_schedule)
     except ValueError:
         return {"count": "more than 1,000", "first": None}
     if not fires:

@@ -14,6 +14,18 @@ from jobplane.contract import layout, names
 from jobplane.contract.catalog import (CATALOG_VERSION, Catalog, CatalogAfter, CatalogJob, CatalogStep, CatalogTeam,
                                        NotifySettings, Runbook, StepRetry)
 from jobplane.contract.config import PlatformConfig
+from jobplane.compiler.calendars import calendar_schedule, deployed_schedule
+from jobplane.contract.types import JsonObject
+
+
+def _calendar_fields(lj: LoadedJob, config: PlatformConfig) -> JsonObject:
+    """A calendar job's entry: the schedules deployed (explicit crons over the calendar's years),
+    its declared rules, and its calendar as dates (what the runtime computes fires from)."""
+    cs = calendar_schedule(lj.job, config)
+    if cs is None:
+        return {}
+    return {"rules": list(cs.schedule), "calendar": cs.calendar,
+            "on_closed_day": cs.on_closed_day}
 
 
 def step_entry(step: Step) -> CatalogStep:
@@ -36,19 +48,20 @@ def build_catalog(jobs: list[LoadedJob], config: PlatformConfig, state_counts: d
     entries = []
     for lj in jobs:
         job = lj.job
-        # only when set, so a job without them compiles to the catalog it always had
-        optional: dict[str, Any] = {k: v for k, v in (("missed_after", job.missed_after),
-                                                             ("deadline", job.deadline)) if v is not None}
-        entries.append(CatalogJob(
+        entry = CatalogJob(
             name=job.name, team=job.team, description=job.description,
-            runbook=Runbook.model_validate(job.runbook.as_dict()) if job.runbook else None, source=lj.source, schedule=job.schedule,
+            runbook=Runbook.model_validate(job.runbook.as_dict()) if job.runbook else None, source=lj.source,
+            schedule=deployed_schedule(job, config),
             timezone=job.timezone or config.default_timezone, enabled=job.enabled, policy=job.policy, timeout=job.timeout,
             expected_duration=job.expected_duration, notify=NotifySettings.model_validate(job.notify.as_dict()), params=job.params,
             steps=[step_entry(s) for s in job.steps],
             state_machine=names.state_machine_name(config.name_prefix, job.name),
             asl=layout.job_file(job.team, job.name), states=state_counts[job.name],
-            params_budget=lj.params_budget, after=[CatalogAfter(job=a.job, on=a.on) for a in job.after],
-            **optional))
+            params_budget=lj.params_budget, after=[CatalogAfter(job=a.job, on=a.on) for a in job.after])
+        # fields the compiler sets only when they apply (the catalog leaves unset fields out)
+        updates = ({k: v for k, v in (("missed_after", job.missed_after), ("deadline", job.deadline)) if v is not None}
+                   | _calendar_fields(lj, config))
+        entries.append(CatalogJob.model_validate(entry.model_dump(exclude_unset=True) | updates) if updates else entry)
     teams = [team] if team else sorted({lj.job.team for lj in jobs} | set(config.teams))
     return Catalog(version=CATALOG_VERSION, name_prefix=config.name_prefix,
                    teams=[CatalogTeam(name=t, channel=config.teams[t].channel if t in config.teams else None)

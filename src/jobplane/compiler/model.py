@@ -20,6 +20,7 @@ from jobplane.compiler.fields import (Anything, Bool, Choice, Int, ListOf, Loc, 
 from jobplane.compiler.kinds import StepKind
 from jobplane.contract import runner as rc
 from jobplane.contract.quoting import quoted
+from jobplane.contract.business_fires import is_rule, parse_rule
 from jobplane.contract.schedule import ScheduleError, parse, validate_timezone
 from jobplane.contract.states import STEP_NAME_MAX, STEP_NAME_RE, step_key
 from jobplane.contract.statuses import DEFAULT_EVENTS, DEFAULT_POLICY, Event, Policy
@@ -89,7 +90,10 @@ def _schedule_expression(v: JsonValue) -> str:
     if v != v.strip():  # deployed as written: EventBridge would be given the spaces too
         raise ValueError(f"{quoted(v)} has spaces or a line break around it")
     try:
-        parse(v)
+        if is_rule(v):  # a business-day rule: needs the job's calendar (validate.py checks it names one)
+            parse_rule(v)
+        else:
+            parse(v)
     except ScheduleError as e:
         raise ValueError(str(e)) from None
     return v
@@ -375,7 +379,7 @@ def _shorter_than_timeout(v: int | None, checked: JsonObject) -> Iterator[str]:
         yield f"expected_duration ({v}s) must be shorter than timeout ({timeout}s)"
 
 
-_SCHEDULE = {"type": "string", "description": "cron(...), rate(...) or at(...)"}
+_SCHEDULE = {"type": "string", "description": "cron(...), rate(...) or at(...); with a calendar, business(...) rules"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -411,6 +415,13 @@ class Job(Model):
                                    description="Defaults a manual run may override.")
     after: list[After] = field(ListOf(Nested(lambda: After)), factory=list, check=_unique_upstreams, description=(
         "Start this job when another job's run ends: [{job, on}]. A schedule may be given too."))
+    calendar: str | None = field(Nullable(Str()), None, description=(
+        "A calendar of jobplane.toml's [calendars]: the job fires on its business days only (docs/dsl.md#calendars)."))
+    on_closed_day: Literal["skip", "next", "previous"] = field(
+        Choice(("skip", "next", "previous")), "skip", description=(
+            "With a calendar, a cron()/at() fire on a closed day: skip it, or move it to the next or previous "
+            "business day at the same time."))
+
     pool: PoolUse | None = field(Nullable(Nested(lambda: PoolUse)), None, before=_pool_shorthand,
                                  json_schema=_POOL_SCHEMA, description=(
                                      "The pool every step of the job draws on unless it names its own (docs/pools.md)."))

@@ -14,6 +14,7 @@ import tomllib
 from datetime import datetime
 
 from jobplane.compiler.map_cost import map_lines
+from jobplane.compiler.calendar_plan import calendar_change_lines, next_fire_lines, schedule_words
 from jobplane.compiler.output import catalog_parts, changed_roots, compile_all, job_files
 from jobplane.compiler.shared_roles import job_roles
 from jobplane.compiler.terraform import iam_summary, secret_grants
@@ -192,7 +193,10 @@ def _notify_words(job: CatalogJob) -> str:
 def describe_job_change(old: CatalogJob, new: CatalogJob, old_files: dict[str, str],
                         new_files: dict[str, str], now: datetime) -> list[str]:
     lines: list[str] = []
-    if old.schedule != new.schedule or old.timezone != new.timezone:
+    if (old.calendar or new.calendar) and (old.schedule != new.schedule or old.timezone != new.timezone
+                                           or old.calendar != new.calendar):
+        lines += calendar_change_lines(old, new, now)  # rules, and the fires a calendar change adds or removes
+    elif old.schedule != new.schedule or old.timezone != new.timezone:
         lines.append(f"schedule: {' + '.join(old.schedule) or old.started_by} ({old.timezone}) -> "
                      f"{' + '.join(new.schedule) or new.started_by} ({new.timezone})")
         lines += ["  " + f for f in _fires(new.schedule, new.timezone, now)]
@@ -283,9 +287,10 @@ def describe_plan(old_files: dict[str, str], new_files: dict[str, str], now: dat
     for name in added:
         job = new_jobs[name]
         out.append(f"+ {name} (new job of team {job.team}, {job.source})")
-        sched = job.started_by if not job.schedule else f"{' + '.join(job.schedule)} in {job.timezone}"
+        sched = job.started_by if not job.schedule else f"{schedule_words(job)} in {job.timezone}"
         out.append(f"    schedule: {sched}{'' if job.enabled else ' (DISABLED)'}")
-        out += ["      " + f for f in _fires(job.schedule, job.timezone, now)]
+        out += ["      " + f for f in (next_fire_lines(job, now, NEXT_FIRES) if job.calendar
+                                       else _fires(job.schedule, job.timezone, now))]
         out.append(f"    policy: {job.policy.value}")
         out.append(f"    steps: {' -> '.join(_step_line(s) for s in job.steps)}")
         out += [f"    {line}" for line in where_steps_run(job.steps)]

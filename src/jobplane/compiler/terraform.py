@@ -19,6 +19,7 @@ from jobplane.compiler import kinds
 from jobplane.compiler.executors.base import StepExecutor
 from jobplane.compiler.executors.ecs import ECS
 from jobplane.compiler import map_states
+from jobplane.compiler.calendars import deployed_schedule
 from jobplane.compiler.model import Job, Step
 from jobplane.compiler.terraform_iam import ACCOUNT, PARTITION, REGION, assume, secret_references, statement
 from jobplane.compiler.pools import role_statements as pool_statements
@@ -251,7 +252,7 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> JsonObject:
                                              "policy": f"${{data.aws_iam_policy_document.{tid}_scheduler.json}}"}
         schedule_input = json.dumps(execution_input.scheduled(execution_input.SCHEDULER_TIME, job.params).to_json(), sort_keys=True, separators=(",", ":")).replace("${", "$${").replace("%{", "%%{")
         schedules = {}
-        for i, expr in enumerate(job.schedule):
+        for i, expr in enumerate(deployed_schedule(job, config)):  # a calendar job's: explicit crons
             schedules[tid if i == 0 else f"{tid}_{i + 1}"] = {
                 "name": names.schedule_name(prefix, job.name, i),
                 "group_name": "${local.platform.schedule_group_name}",

@@ -22,6 +22,7 @@ from jobplane.contract.step_kinds import Executor
 from jobplane.compiler.overrides import params_budget
 from jobplane.compiler.pool_checks import pool_problems
 from jobplane.compiler.secret_scope import scope_problems
+from jobplane.compiler.calendars import calendar_problems
 from jobplane.compiler.problems import DefinitionError, Problem, rel
 from jobplane.contract import names
 from jobplane.contract import runner as rc
@@ -155,6 +156,7 @@ def load_jobs(config: PlatformConfig, files: list[Path] | None = None) -> list[L
             problems.extend(Problem(source, job.name, where, message) for where, message in scope_problems(job, config))
             problems.extend(notify_problems(source, job, config))
             problems.extend(pool_problems(source, job, config))
+            problems.extend(calendar_problems(source, job, config))
             problems.extend(override_problems(source, job, budget))
     problems.extend(after_problems(loaded, set(first_seen), complete=files is None))
     if problems:

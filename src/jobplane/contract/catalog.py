@@ -14,6 +14,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from jobplane.contract.business_fires import CalendarSchedule
+from jobplane.contract.calendars import CatalogCalendar
 from jobplane.contract.layout import CATALOG_FILE, catalog_parts
 from jobplane.contract import policies
 from jobplane.contract.policies import ExecutionPolicy
@@ -96,6 +98,11 @@ class CatalogJob(_Model):
     # None: not known (a catalog from before it was added).
     params_budget: int | None = None
     after: list[CatalogAfter] = Field(default_factory=list)
+    # A calendar job (contract/business_fires.py): ``schedule`` holds the crons deployed over the
+    # calendar's years; these say what they were compiled from, for every reader of its fires.
+    rules: list[str] = Field(default_factory=list)  # the schedule as declared (business(...) rules, cron, at)
+    calendar: CatalogCalendar | None = None
+    on_closed_day: str = "skip"
 
     @property
     def step_names(self) -> list[str]:
@@ -112,6 +119,13 @@ class CatalogJob(_Model):
         """What starts it besides a person, in words: its upstream jobs ("after load
         (SUCCEEDED)"), else "manual only"; a schedule is shown by its own words."""
         return ", ".join(f"after {a.job} ({a.on})" for a in self.after) or "manual only"
+
+    @property
+    def calendar_schedule(self) -> CalendarSchedule | None:
+        """What computes its fires when it has a calendar (None: its schedule's own fires)."""
+        if self.calendar is None:
+            return None
+        return CalendarSchedule(tuple(self.rules), self.calendar, self.on_closed_day, self.timezone)
 
     @property
     def scheduled(self) -> bool:

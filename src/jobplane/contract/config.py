@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jobplane.contract.calendar_config import CalendarSettings, parse_calendars
 from jobplane.contract.deploy_settings import DeploySettings, parse_deploy
 from jobplane.contract.types import JsonObject
 
@@ -135,6 +136,7 @@ class PlatformConfig:
     evaluation: EvaluationLimits = field(default_factory=EvaluationLimits)  # [evaluation]: Jsonnet's limits
     #: [pools]: name -> size, slots shared by every job's steps that name the pool (docs/pools.md)
     pools: dict[str, int] = field(default_factory=dict)
+    calendars: CalendarSettings = field(default_factory=CalendarSettings)  # [calendars]: business days
 
     @property
     def jobs_path(self) -> Path:
@@ -280,7 +282,7 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
     pool_problems, pools = parse_pools(data.get("pools", {}))
     if pool_problems:
         raise ConfigError(f"{path}: " + "; ".join(pool_problems))
-    unknown_top = set(data) - {"platform", "teams", "dev", "terraform", "deploy", "evaluation", "quotas", "pools"}
+    unknown_top = set(data) - {"platform", "teams", "dev", "terraform", "deploy", "evaluation", "quotas", "pools", "calendars"}
     if unknown_top:
         raise ConfigError(f"{path}: unknown sections: {', '.join(sorted(unknown_top))}")
     if shapes:  # every string the compiler may write into Terraform, checked for its own shape at once
@@ -289,9 +291,12 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
         deploy = parse_deploy(str(path), data.get("deploy", {}))
     except ValueError as e:
         raise ConfigError(str(e)) from None
+    calendars, calendar_problems = parse_calendars(str(path), data.get("calendars"), set(teams))
+    if calendar_problems:  # every problem of the calendars at once, each naming its field
+        raise ConfigError("; ".join(calendar_problems))
     return PlatformConfig(root=root, teams=teams, dev=DevConfig(env=env, services=services, **dev_raw),
                           platform_admins=admins, terraform=backend, deploy=deploy, evaluation=evaluation,
-                          quotas=dict(quotas), pools=pools, **plat)
+                          quotas=dict(quotas), pools=pools, calendars=calendars, **plat)
 
 
 def _shape(where: str, value: object, pattern: re.Pattern[str], what: str) -> list[str]:

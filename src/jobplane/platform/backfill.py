@@ -108,7 +108,8 @@ class Backfills:
     def _plan(self, entry: CatalogJob, t1: datetime, t2: datetime, mode: Mode,
               records_first: bool = False) -> list[PlannedFire]:
         try:
-            fires = plan_fires(entry.schedule, entry.timezone, t1, t2, self.control.schedule_anchors(entry))
+            fires = plan_fires(entry.schedule, entry.timezone, t1, t2, self.control.schedule_anchors(entry),
+                               entry.calendar_schedule)
         except ValueError as e:
             raise Invalid(f"{entry.name}: {e}", {"to": "window too wide"}) from None
         covered = self._covered(entry, t1, t2, fires if records_first else None)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from enum import Enum
 
+from jobplane.contract.business_fires import CalendarSchedule, calendar_fires
 from jobplane.contract.schedule import iter_fire_times, parse, validate_timezone
 from jobplane.contract.clock import parse_iso
 from jobplane.contract.types import JsonObject
@@ -126,10 +127,18 @@ def window_time(text: str, zone: str) -> datetime:
 
 
 def plan_fires(schedule: list[str], zone: str, start: datetime, end: datetime,
-               anchors: tuple[datetime | None, ...] = ()) -> list[datetime]:
+               anchors: tuple[datetime | None, ...] = (),
+               calendar: CalendarSchedule | None = None) -> list[datetime]:
     """Every fire of the schedules from ``start`` to ``end`` (both included), in order, once
     each (two schedules firing at one time make one fire: the claim counts them as one too).
-    ValueError above :data:`MAX_FIRES`."""
+    ValueError above :data:`MAX_FIRES`. A calendar job's (``calendar``: its catalog entry's
+    ``calendar_schedule``) come from its rules and calendar (contract/business_fires.py), so a
+    closed day has no fire to run, count or miss."""
+    if calendar is not None:
+        fires = calendar_fires(calendar, start, end, skipped=False).times
+        if len(fires) > MAX_FIRES:
+            raise ValueError(f"the window holds more than {MAX_FIRES:,} fires; backfill it in parts")
+        return fires
     tz = validate_timezone(zone)
     times: set[datetime] = set()
     for i, expression in enumerate(schedule):

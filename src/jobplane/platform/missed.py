@@ -215,7 +215,7 @@ class MissedFires:
             return False
         try:
             fires = plan_fires(entry.schedule, entry.timezone, since + timedelta(milliseconds=1), end,
-                               self.control.schedule_anchors(entry))
+                               self.control.schedule_anchors(entry), entry.calendar_schedule)
         except ValueError:
             return False
         if claimed and newest is not None:  # a count without a newest claim returned above

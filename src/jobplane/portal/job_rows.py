@@ -64,7 +64,7 @@ class JobRow:
     @classmethod
     def of(cls, job: JobSummary, failures_shown: bool) -> JobRow:
         e, s = job.entry, job.state
-        return cls(name=e.name, description=e.description, team=e.team, schedule=tuple(e.schedule),
+        return cls(name=e.name, description=e.description, team=e.team, schedule=tuple(e.rules or e.schedule),
                    started_by=e.started_by, timezone=e.timezone, next_fires=tuple(job.next_fires), policy=e.policy.value, enabled=e.enabled,
                    running=bool(job.running), last_status=s.last_status if s else None,
                    last_started_at=s.last_started_at if s else None, last_finished_at=s.last_finished_at if s else None,

@@ -15,7 +15,7 @@ from fastapi.templating import Jinja2Templates
 from jobplane import __version__
 from jobplane.platform.backfill import Backfills
 from jobplane.platform.control import ControlPlane, Forbidden
-from jobplane.portal import errors, views
+from jobplane.portal import calendar_view, errors, views
 from jobplane.portal.auth import AlbKeys, RateLimiter, User, identify
 from jobplane.portal.csrf import Csrf
 from jobplane.portal.errors import PortalError
@@ -50,6 +50,8 @@ class Portal:
                            short_time=views.short_time, duration=views.duration, notice_text=notice_text,
                            step_call=views.step_call, seconds=views.seconds, retry_words=views.retry_words)
         env.globals["job_rows"] = RowRenderer(env.get_template("_job_row.html"))
+        env.globals["calendar_fire_lines"] = calendar_view.calendar_fire_lines  # a calendar job's page
+        env.filters["rule_words"] = calendar_view.rule_words
 
     @cached_property
     def backfills(self) -> Backfills:

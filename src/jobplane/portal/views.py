@@ -18,6 +18,7 @@ from jobplane.contract.clock import parse_iso
 from jobplane.contract.attempts import attempt_rows
 from jobplane.contract.catalog import CatalogJob
 from jobplane.contract.attempts import Attempt
+from jobplane.contract.business_fires import describe, is_rule
 from jobplane.contract.records import ExecutionRecord, JobState
 from jobplane.platform.control import ExecutionView
 from jobplane.contract.types import JsonObject
@@ -26,7 +27,10 @@ from jobplane.contract.types import JsonObject
 @lru_cache(maxsize=4096)  # cron-descriptor loads its locale per call: ~2/3 of the jobs page (bench/portal.py)
 def schedule_words(expression: str) -> str:
     """'cron(30 23 L * ? *)' -> 'At 11:30 PM, on the last day of the month'. cron-descriptor
-    reads the six EventBridge fields (year last); day-of-week numbers are EventBridge's 1=SUN."""
+    reads the six EventBridge fields (year last); day-of-week numbers are EventBridge's 1=SUN.
+    A calendar job's business-day rule: its own words (contract/business_fires.py)."""
+    if is_rule(expression):
+        return describe(expression)
     parsed = parse(expression)
     if isinstance(parsed, RateExpression):
         return f"Every {expression[5:-1]}"

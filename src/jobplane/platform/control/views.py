@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from collections.abc import Sequence
 
 from jobplane.contract.catalog import CatalogJob
+from jobplane.contract.business_fires import next_calendar_fires
 from jobplane.contract.schedule import next_fire_times, parse
 from jobplane.contract.statuses import ExecutionStatus
 from jobplane.contract.execution_input import ExecutionInput
@@ -170,6 +171,8 @@ def next_fires(entry: CatalogJob, count: int = 3, after: datetime | None = None,
     CreationDate): EventBridge Scheduler counts a rate from there, not from now."""
     if not entry.scheduled:
         return []
+    if (cs := entry.calendar_schedule) is not None:  # a calendar job: its business-day fires
+        return [f.at for f in next_calendar_fires(cs, after or datetime.now(timezone.utc), count).fires]
     if after is None:  # for display: the same minute gives the same answer, so cache by minute...
         now = datetime.now(timezone.utc)
         minute = now.replace(second=0, microsecond=0)
