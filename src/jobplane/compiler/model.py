@@ -393,7 +393,14 @@ class Job(Model):
 
 
 def _with_pool(step: Step, default: PoolUse | None) -> Step:
+    from jobplane.compiler.kinds.map_ import MapSpec
+
     pool = step.pool or default
+    spec = step.target
+    if isinstance(spec, MapSpec):
+        # a map's members are its MapSpec's fields (items, each), not a list: keep the MapSpec
+        return dataclasses.replace(step, pool=pool, target=dataclasses.replace(
+            spec, items=_with_pool(spec.items, pool), each=_with_pool(spec.each, pool)))
     members = step.parallel
     if members is not None:
         return dataclasses.replace(step, pool=pool, target=[_with_pool(m, pool) for m in members])
