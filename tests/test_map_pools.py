@@ -206,8 +206,11 @@ def test_an_abort_of_the_parent_while_items_hold_and_wait_leaves_nothing_held(aw
     ex, rec = finish(aws, arn)
     assert ex.status == "ABORTED" and rec.status == "ABORTED"
     release.write_text("go")  # the stopped item's process, if the local agent left it running
+    # the parent's history has none of its children's claims (the reconciler cannot name them):
+    # the holder is left to the sweep, which finds its execution (here the parent) ABORTED
+    assert [h.execution_arn for h in holders(aws, pool)] == [arn]
     sweep = PoolSweep(aws.client("dynamodb"), aws.resources["table_name"], aws.client("stepfunctions"))
-    sweep.check()
+    assert sweep.check() == [holder.element]
     assert holders(aws, pool) == () and sweep.check() == []
     assert log.read_text().count("start") == 1  # the waiting items never ran
     single = deploy(aws, [{"name": "load", "python": HOLD, "pool": pool, "kwargs": {"log": str(log), "seconds": 0.1}}],
