@@ -72,6 +72,19 @@ def test_a_maps_pool_is_the_default_of_its_members_and_a_members_own_wins() -> N
     assert claim["Parameters"]["ExpressionAttributeValues"][":limit"] == {"N": "1"}  # 3 - weight 2
 
 
+def test_plan_counts_a_pooled_items_three_more_transitions_per_attempt() -> None:
+    from jobplane.compiler.catalog import step_entry
+    from jobplane.compiler.map_cost import per_item
+
+    each = {"name": "close-tenant", "python": "m:close", "retry": {"attempts": 2}}
+    pooled, plain = (Job.from_definition({"name": "fan", "team": "billing", "steps": [a_map(each=each | extra)]})
+                     for extra in ({"pool": "db"}, {}))
+    [pooled_each] = [step_entry(s) for s in pooled.steps[0].parallel or []][1:]
+    [plain_each] = [step_entry(s) for s in plain.steps[0].parallel or []][1:]
+    assert per_item(plain_each) == (4, 8)
+    assert per_item(pooled_each) == (4 + 3, 8 + 3 * 2)  # ticket, claim, release per attempt
+
+
 def test_an_unpooled_map_compiles_as_before() -> None:
     job = Job.from_definition({"name": "fan", "team": "billing", "steps": [a_map()]})
     text = json.dumps(asl.build_definition(job, "jp", {}))
