@@ -160,8 +160,11 @@ def test_the_sweep_may_describe_a_child_execution() -> None:
     parent = f"arn:aws:states:{REGION}:{ACCOUNT}:execution:jp-month-end-fanout:run-1"
     for arn in (child, parent):
         assert allowed(policy, Call("states:DescribeExecution", arn, {}, "PoolSweep"))
-    assert pc.Holder.parse(f"{child}|close_tenant|abc#1") == pc.Holder(f"{child}|close_tenant|abc#1", child,
-                                                                       "close_tenant")
+    holder = pc.Holder.parse(f"{child}|close_tenant|abc#1")
+    assert holder == pc.Holder(f"{child}|close_tenant|abc#1", child, "close_tenant")
+    # `jobplane status` names the child's job, the parent's
+    assert (holder.job("jp"), pc.Holder(f"{parent}|load|x#1", parent, "load").job("jp")) == ("month-end-fanout",) * 2
+    assert pc.Holder("e", "arn:aws:sqs:us-east-1:1:q", "s").job("jp") is None
 
 
 # -- on the local AWS ----------------------------------------------------------------------------
