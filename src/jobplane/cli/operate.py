@@ -238,7 +238,6 @@ def _deadline(report: JobDeadlines | None) -> JsonObject | None:
 def pool_status(control: ControlPlane, jobs: list[JobSummary], sizes: dict[str, int]) -> PoolStatus:
     """Each pool's holders (its item) and, for jobs whose steps hold a pool, their runs whose
     steps are WAITING for a slot (each running run's history: only those jobs' runs are read)."""
-    from jobplane.contract.arns import ExecutionArn
     from jobplane.platform.pool_slots import pools as pool_items
 
     items = {p.name: p for p in pool_items(control.repo.ddb, control.repo.table)}
@@ -249,10 +248,7 @@ def pool_status(control: ControlPlane, jobs: list[JobSummary], sizes: dict[str, 
         holders = items[name].holders if name in items else ()
         who: dict[str, int] = {}
         for h in holders:
-            try:
-                job = ExecutionArn.parse(h.execution_arn).job(control.deployment.name_prefix) or "?"
-            except ValueError:
-                job = "?"
+            job = h.job(control.deployment.name_prefix) or "?"  # a map item's child: its parent's job
             who[f"{job}/{h.step}"] = who.get(f"{job}/{h.step}", 0) + 1
         held = ", ".join(f"{k}" + (f" x{n}" if n > 1 else "") for k, n in sorted(who.items()))
         lines.append(f"  {name}: {len(holders)}/{sizes.get(name, '?')} held" + (f" by {held}" if held else ""))

@@ -350,7 +350,7 @@ class _Builder:
                    for s in self.job.steps if s.kind.name != "map"]
         for group in self.job.steps:
             if group.kind.name == "map":
-                choices += map_routes(group)
+                choices += map_routes(group, self.entries)
                 continue
             for member in group.parallel or []:
                 # Resuming from a member of a parallel group re-runs the whole group.

@@ -6,7 +6,9 @@ child execution it starts ("Transitions in Distributed Map state",
 https://docs.aws.amazon.com/step-functions/latest/dg/concepts-transitions.html), and each child
 (a STANDARD execution) its own: the each step's Task, its check and the item's record, so 4 per
 item that succeeds at once; every retry of the item adds its retry loop (retry, wait, Task,
-check: 4 more). The run's own states (claim, the items step, finish) are the job's as before.
+check: 4 more). A pooled each step adds its pool's ticket, claim and release to every attempt
+(3; each try that finds no room 3 more: docs/pools.md). The run's own states (claim, the items
+step, finish) are the job's as before.
 """
 
 from __future__ import annotations
@@ -15,13 +17,15 @@ from jobplane.contract.catalog import CatalogStep
 
 PER_ITEM = 4  # the child's start, its Task, its check, its record
 PER_RETRY = 4  # retry, wait, Task, check
+PER_POOLED_ATTEMPT = 3  # ticket, claim, release, when the claim finds room at once
 PRICE_PER_TRANSITION = 0.025 / 1000
 
 
 def per_item(each: CatalogStep) -> tuple[int, int]:
     """Transitions of one item: when its first attempt succeeds, and when it uses every attempt."""
     attempts = each.retry.attempts if each.retry else 1
-    return PER_ITEM, PER_ITEM + PER_RETRY * (attempts - 1)
+    pooled = PER_POOLED_ATTEMPT if each.pool else 0
+    return PER_ITEM + pooled, PER_ITEM + PER_RETRY * (attempts - 1) + pooled * attempts
 
 
 def map_lines(steps: list[CatalogStep]) -> list[str]:

@@ -135,8 +135,14 @@ def map_states(b: object, m: Step, nxt: str, is_last: bool, ddb_retry: Retry) ->
     each = spec.each
     processor = Graph()
     done = processor.add(sn.branch_done(each.name), _put(job, m, ExecutionStatus.SUCCEEDED.value, None, ddb_retry))
-    processor.start_at = each.kind.executor.attempt_states(_ItemBuilder(b, m, processor, ddb_retry), each, done, False,
-                                                           processor, False)
+    ib = _ItemBuilder(b, m, processor, ddb_retry)
+    processor.start_at = each.kind.executor.attempt_states(ib, each, done, False, processor, False)
+    if each.pool is not None:
+        # each item's attempts hold a slot as a top-level step's do (docs/pools.md "A map's items"):
+        # the ticket is the child's own ($$.Execution.Id: the child execution's ARN on AWS)
+        from jobplane.compiler import pools
+
+        processor.start_at = pools.wrap(ib, each, processor, False, b.pools[each.pool.name])  # type: ignore[attr-defined]
     failed = b.step_failure_state(m, ExecutionStatus.FAILED, graph, True)  # type: ignore[attr-defined]
     after = nxt
     if is_last and Event.RECOVERED in b.events:  # type: ignore[attr-defined]
@@ -159,16 +165,18 @@ def map_states(b: object, m: Step, nxt: str, is_last: bool, ddb_retry: Retry) ->
     return b.step_states(spec.items, sn.attempt(m.name), False, graph, record=True)  # type: ignore[attr-defined, no-any-return]
 
 
-def map_routes(m: Step) -> list[When]:
+def map_routes(m: Step, entries: dict[str, str] | None = None) -> list[When]:
     """Where a re-run goes: from the map (or its items step) the whole map again, with a fresh
     list; from its each step, the Map alone, over the list the re-run was given (``jobplane
-    rerun --failed-items`` writes the failed items there: platform/control/map_rerun.py)."""
+    rerun --failed-items`` writes the failed items there: platform/control/map_rerun.py).
+    ``entries``: a pooled step's first state (its pool ticket), so a pooled items step queues."""
     from jobplane.compiler.choice_rules import equals
 
     spec = spec_of(m)
     resume = ExecutionInput.ref("resume_from").expr
-    return [When(equals(resume, m.name), sn.attempt(spec.items.name)),
-            When(equals(resume, spec.items.name), sn.attempt(spec.items.name)),
+    items_entry = (entries or {}).get(spec.items.name, sn.attempt(spec.items.name))
+    return [When(equals(resume, m.name), items_entry),
+            When(equals(resume, spec.items.name), items_entry),
             When(equals(resume, spec.each.name), sn.attempt(m.name))]
 
 

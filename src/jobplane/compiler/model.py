@@ -447,6 +447,11 @@ class Job(Model):
 
 def _with_pool(step: Step, default: PoolUse | None) -> Step:
     pool = step.pool or default
+    spec = step.target
+    if step.kind_ is not None and step.kind_.name == "map" and spec is not None:
+        # a map's members are its MapSpec's fields (items, each), not a list: keep the MapSpec
+        return dataclasses.replace(step, pool=pool, target=dataclasses.replace(
+            spec, items=_with_pool(spec.items, pool), each=_with_pool(spec.each, pool)))
     members = step.parallel
     if members is not None and step.kind.name == "map":  # its items and each steps
         spec = step.target

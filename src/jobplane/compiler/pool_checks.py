@@ -3,6 +3,7 @@ weight fits in it (a weight larger than the pool would wait forever)."""
 
 from __future__ import annotations
 
+from jobplane.compiler.kinds.map_ import MapSpec
 from jobplane.compiler.model import Job, PoolUse, Step
 from jobplane.compiler.problems import Problem
 from jobplane.contract.config import PlatformConfig
@@ -22,7 +23,7 @@ def _problem(pool: PoolUse, pools: dict[str, int]) -> str | None:
 
 def pool_problems(source: str, job: Job, config: PlatformConfig) -> list[Problem]:
     """Every pool use of the job that jobplane.toml does not allow, named where it is written
-    (``pool``, ``steps[i].pool``, ``steps[i].parallel[j].pool``); an inherited pool is named
+    (``pool``, ``steps[i].pool``, ``steps[i].parallel[j].pool``, ``steps[i].map.each.pool``); an inherited pool is named
     once, where it is declared."""
     problems: list[Problem] = []
     if job.pool is not None and (message := _problem(job.pool, config.pools)):
@@ -33,8 +34,16 @@ def pool_problems(source: str, job: Job, config: PlatformConfig) -> list[Problem
             here = f"{where}[{i}]"
             if step.pool is not None and step.pool != inherited and (message := _problem(step.pool, config.pools)):
                 problems.append(Problem(source, job.name, f"{here}.pool", message))
-            if step.parallel is not None:
+            if isinstance(step.target, MapSpec):  # a map's members are named by their field
+                visit_map(step.target, f"{here}.map", step.pool)
+            elif step.parallel is not None:
                 visit(step.parallel, f"{here}.parallel", step.pool)
+
+    def visit_map(spec: MapSpec, where: str, inherited: PoolUse | None) -> None:
+        for member, field in ((spec.items, "items"), (spec.each, "each")):
+            here = f"{where}.{field}"
+            if member.pool is not None and member.pool != inherited and (message := _problem(member.pool, config.pools)):
+                problems.append(Problem(source, job.name, f"{here}.pool", message))
 
     visit(job.steps, "steps", job.pool)
     return problems

@@ -75,6 +75,19 @@ class Holder:
             return None
         return cls(element, parts[0], parts[1])
 
+    def job(self, name_prefix: str) -> str | None:
+        """The job that holds it, or None for an ARN of no job of this deployment. A map item's
+        child execution runs under ``<state machine>/<map run label>``
+        (https://docs.aws.amazon.com/step-functions/latest/dg/iam-policies-eg-dist-map.html): its
+        job is the parent's."""
+        from jobplane.contract.arns import ExecutionArn
+
+        try:
+            job = ExecutionArn.parse(self.execution_arn).job(name_prefix)
+        except ValueError:
+            return None
+        return job.split("/", 1)[0] or None if job else None
+
 
 @dataclass(frozen=True)
 class Pool:
