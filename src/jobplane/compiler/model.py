@@ -453,10 +453,6 @@ def _with_pool(step: Step, default: PoolUse | None) -> Step:
         return dataclasses.replace(step, pool=pool, target=dataclasses.replace(
             spec, items=_with_pool(spec.items, pool), each=_with_pool(spec.each, pool)))
     members = step.parallel
-    if members is not None and step.kind.name == "map":  # its items and each steps
-        spec = step.target
-        return dataclasses.replace(step, pool=pool, target=dataclasses.replace(
-            spec, items=_with_pool(spec.items, pool), each=_with_pool(spec.each, pool)))
     if members is not None:
         return dataclasses.replace(step, pool=pool, target=[_with_pool(m, pool) for m in members])
     return step if pool is step.pool else dataclasses.replace(step, pool=pool)
