@@ -3,7 +3,7 @@ a restart with the same definitions.
 
     .venv/bin/python bench/dev_scale.py [--jobs 1000]
 
-Generates N varied jobs (bench/compile.py's generator, three teams) in a scratch repository and
+Generates N varied jobs (bench/jobtree.py's generator, three teams) in a scratch repository and
 starts the platform `jobplane dev` runs (compile, the embedded AWS, every state machine and
 schedule deployed, the portal listening; the local scheduler and the example services off, so
 nothing fires while it is measured), stops it, and starts it again on the same data directory.
@@ -14,34 +14,18 @@ Prints the time to ready of both starts, the compile's share, the target of issu
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import logging
-import random
-import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from jobplane.compiler.output import compile_all
-from jobplane.contract.config import load_config
-from jobplane.devserver.dev_platform import DevPlatform
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from jobtree import write_repo  # noqa: E402  (the benches' one job generator)
 
-ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("bench_compile", ROOT / "bench" / "compile.py")
-generator = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
-_spec.loader.exec_module(generator)  # type: ignore[union-attr]
-
-
-def write_repo(root: Path, jobs: int) -> None:
-    rng = random.Random(42)
-    shutil.copy(ROOT / "jobplane.toml", root / "jobplane.toml")
-    shutil.copytree(ROOT / "jobs" / "lib", root / "jobs" / "lib")
-    teams = ["billing", "growth", "platform"]
-    for i in range(jobs):
-        path = root / "jobs" / teams[i % 3] / f"bench-{i:04d}.jsonnet"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(generator.definition(rng, i, teams[i % 3]))
-
+from jobplane.compiler.output import compile_all  # noqa: E402
+from jobplane.contract.config import load_config  # noqa: E402
+from jobplane.devserver.dev_platform import DevPlatform  # noqa: E402
 
 def start_and_stop(root: Path, data: Path) -> tuple[float, float]:
     """Seconds to ready, and to stopped again (Ctrl-C on `jobplane dev`)."""
@@ -61,7 +45,6 @@ def main() -> None:
     logging.getLogger("moto").setLevel(logging.CRITICAL)
     with tempfile.TemporaryDirectory(prefix="jobplane-dev-scale-") as tmp:
         root, data = Path(tmp) / "repo", Path(tmp) / "data"
-        root.mkdir()
         write_repo(root, args.jobs)
         t = time.perf_counter()
         compile_all(load_config(root))

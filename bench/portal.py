@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/portal.py [--jobs 1000] [--executions 20000] [-n 50]
 
-Compiles 1,000 generated jobs (bench/compile.py's generator), deploys the measured one on the
+Compiles 1,000 generated jobs (bench/jobtree.py's generator), deploys the measured one on the
 embedded local AWS in server mode, writes 20,000 execution records shaped as the state machines write them
 (one job holds 2,000 of them), serves the portal with uvicorn and requests over HTTP:
 the jobs page, a job page (the busy job) and an execution page, N times each after a warm-up;
@@ -32,7 +32,7 @@ import httpx2
 from boto3.dynamodb.types import TypeSerializer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from compile import definition  # noqa: E402  (the same generated jobs as the compiler benchmark)
+from jobtree import write_repo  # noqa: E402  (the benches' one job generator)
 
 from jobplane.compiler.output import compile_all, write_output  # noqa: E402
 from jobplane.contract import datamodel as dm  # noqa: E402
@@ -47,8 +47,6 @@ from jobplane.portal.app import create_app  # noqa: E402
 from jobplane.portal.job_rows import STATE_ATTRIBUTES, JobRow  # noqa: E402
 from jobplane.portal.settings import AuthSettings, PortalSettings  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-TEAMS = ["billing", "growth", "platform"]
 JOBS_PAGE, JOB_PAGE = "jobs page (all jobs)", "job page (the busy job, 20 per page)"
 TARGET_MS = 100
 LOGIN = secrets.token_urlsafe(32)  # the dev portal's sign-in secret, as jobplane dev makes one
@@ -137,16 +135,7 @@ def main() -> None:
     args = ap.parse_args()
     rng = random.Random(7)
     with tempfile.TemporaryDirectory(prefix="jobplane-portal-bench-") as tmp:
-        repo = Path(tmp)
-        (repo / "jobs").mkdir()
-        import shutil
-
-        shutil.copytree(ROOT / "jobs" / "lib", repo / "jobs" / "lib")
-        shutil.copy(ROOT / "jobplane.toml", repo / "jobplane.toml")
-        for i in range(args.jobs):
-            team = TEAMS[i % 3]
-            (repo / "jobs" / team).mkdir(exist_ok=True)
-            (repo / "jobs" / team / f"bench-job-{i:04d}.jsonnet").write_text(definition(rng, i, team))
+        repo = write_repo(Path(tmp), args.jobs)
         t = time.perf_counter()
         config = load_config(repo)
         compiled = compile_all(config)

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from compile import definition  # noqa: E402  (the compiler benchmark's generated jobs)
+from jobtree import write_repo  # noqa: E402  (the benches' one job generator)
 
 from jobplane.compiler.output import changed_roots, compile_all, write_output  # noqa: E402
 from jobplane.contract import layout  # noqa: E402
@@ -44,20 +44,9 @@ BASE_VARS = ["--var", "region=us-east-1", "--var", "runner_image=123456789012.dk
              "--var", 'subnet_ids=["subnet-1"]', "--var", 'security_group_ids=["sg-1"]', "--var", f"lambda_package={PACKAGE}"]
 
 
-def project(tmp: Path, name: str, jobs: int, teams: list[str]) -> Path:
+def project(tmp: Path, name: str, jobs: int, teams: tuple[str, ...]) -> Path:
     """A repository like ours with ``jobs`` generated definitions spread over ``teams``."""
-    repo = tmp / name
-    (repo / "jobs").mkdir(parents=True)
-    shutil.copy(ROOT / "jobplane.toml", repo / "jobplane.toml")
-    shutil.copytree(ROOT / "jobs" / "lib", repo / "jobs" / "lib")
-    shutil.copytree(ROOT / "terraform" / "platform", repo / "terraform" / "platform")
-    rng = random.Random(42)
-    for i in range(jobs):
-        team = teams[i % len(teams)]
-        path = repo / "jobs" / team / f"bench-{i:04d}.jsonnet"
-        path.parent.mkdir(exist_ok=True)
-        path.write_text(definition(rng, i, team))
-    return repo
+    return write_repo(tmp / name, jobs, teams, platform_module=True)
 
 
 def resources(files: dict[str, str], root: str) -> int:
