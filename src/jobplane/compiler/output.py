@@ -22,7 +22,7 @@ from pathlib import Path
 
 from jobplane.compiler import asl, catalog, terraform
 from jobplane.compiler.validate import LoadedJob, load_jobs
-from jobplane.contract import layout
+from jobplane.contract import layout, root_shards
 from jobplane.contract.catalog import CATALOG_FILE, Catalog
 from jobplane.contract.config import PlatformConfig
 from jobplane.contract.types import JsonObject
@@ -68,20 +68,25 @@ def compile_all(config: PlatformConfig, jobs: list[LoadedJob] | None = None) -> 
     files: dict[str, str] = {f"{layout.BASE_ROOT}/{layout.ROOT_FILE}": terraform.render(terraform.base_root(config)),
                              f"{layout.BASE_ROOT}/{layout.BASE_TFVARS}": terraform.render(terraform.base_tfvars(config))}
     # every declared team has a root, also without jobs: removing a team's last job then
-    # destroys its resources in that root instead of leaving them in a state nobody plans
-    by_team: dict[str, list[LoadedJob]] = {team: [] for team in config.teams}
+    # destroys its resources in that root instead of leaving them in a state nobody plans; a
+    # team that splits its jobs into several roots has each of them (contract/root_shards.py)
+    by_root: dict[tuple[str, str], list[LoadedJob]] = {
+        (team, name): [] for team, t in config.teams.items() for name in root_shards.root_names(team, t.roots)}
     for lj in jobs:
-        by_team.setdefault(lj.job.team, []).append(lj)
-    for team, team_jobs in sorted(by_team.items()):
-        root = layout.team_root(team)
-        files[f"{root}/{layout.ROOT_FILE}"] = terraform.render(terraform.team_root(config, team))
+        declared = config.teams.get(lj.job.team)
+        name = root_shards.job_root_name(lj.job.team, lj.job.name, declared.roots if declared else 1)
+        by_root.setdefault((lj.job.team, name), []).append(lj)
+    for (team, name), team_jobs in sorted(by_root.items(), key=lambda kv: kv[0][1]):
+        root = layout.team_root(name)
+        files[f"{root}/{layout.ROOT_FILE}"] = terraform.render(terraform.team_root(config, name))
         counts: dict[str, int] = {}
         for lj in team_jobs:
             definition = asl.build_definition(lj.job, config.name_prefix)
             counts[lj.job.name] = count_states(definition)
-            files[layout.job_file(team, lj.job.name)] = terraform.render_job(
+            files[layout.job_file(name, lj.job.name)] = terraform.render_job(
                 terraform.job_module(lj.job, asl.render(definition), config))
-        files[f"{root}/{CATALOG_FILE}"] = catalog.build_catalog(team_jobs, config, counts, team=team).render()
+        files[f"{root}/{CATALOG_FILE}"] = catalog.build_catalog(team_jobs, config, counts, team=team,
+                                                                root=name).render()
         if skips := checkov_skips(team_jobs):
             files[f"{root}/{CHECKOV_CONFIG}"] = skips
     lock = config.root / PROVIDER_LOCK
