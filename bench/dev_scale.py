@@ -7,14 +7,15 @@ Generates N varied jobs (bench/jobtree.py's generator, three teams) in a scratch
 starts the platform `jobplane dev` runs (compile, the embedded AWS, every state machine and
 schedule deployed, the portal listening; the local scheduler and the example services off, so
 nothing fires while it is measured), stops it, and starts it again on the same data directory.
-Prints the time to ready of both starts, the compile's share, the target of issue 13 (ready
-<= 30 s at 1,000 jobs; a restart faster still), and how long the first stop took.
+Prints the time to ready of both starts, the compile's share, the target (issue 13: ready <= 30 s
+at 1,000 jobs; issue 54: <= 60 s at 5,000; a restart faster still), and how long the first stop took.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import tempfile
 import time
@@ -53,8 +54,12 @@ def main() -> None:
         again, _ = start_and_stop(root, data)
     print(f"jobs: {args.jobs}")
     print(f"compile alone:            {compile_s:6.1f} s")
-    print(f"first start, to ready:    {first:6.1f} s  (target <= 30 s at 1,000 jobs: {'met' if first <= 30 else 'NOT met'})")
-    print(f"restart, same definitions:{again:6.1f} s  ({'faster' if again < first else 'NOT faster'} than the first)")
+    target = 30 if args.jobs <= 1000 else 60  # issue 13 at 1,000 jobs; issue 54 at 5,000
+    print(f"first start, to ready:    {first:6.1f} s  (target <= {target} s at {max(args.jobs, 1000):,} jobs: "
+          f"{'met' if first <= target else 'NOT met'}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
+    print(f"restart, same definitions:{again:6.1f} s  ({'faster' if again < first else 'NOT faster'} than the first: "
+          "it reuses the compiled output, the definitions' digest unchanged, and the table's records from the "
+          "snapshot; the embedded AWS starts empty, so every state machine and schedule is deployed again)")
     print(f"stop (nothing running):   {stop:6.1f} s")
 
 

@@ -64,13 +64,17 @@ def job_path(root: Path, i: int, split: tuple[str, ...] = TEAMS) -> Path:
 
 
 def write_repo(root: Path, jobs: int, split: tuple[str, ...] = TEAMS, platform_module: bool = False,
-               config_extra: str = "") -> Path:
+               roots: dict[str, int] | None = None) -> Path:
     """``root`` made a repository with ``jobs`` generated definitions: jobplane.toml (ours, with
-    ``config_extra`` appended), the DSL library and, with ``platform_module``, the base module
-    (what `jobplane plan` and the offline plans read). Returns ``root``."""
+    ``roots``: how many Terraform roots a team's jobs are split into), the DSL library and, with
+    ``platform_module``, the base module (what `jobplane plan` and the offline plans read).
+    Returns ``root``."""
     rng = random.Random(42)
     root.mkdir(parents=True, exist_ok=True)
-    (root / "jobplane.toml").write_text((ROOT / "jobplane.toml").read_text() + config_extra)
+    toml = (ROOT / "jobplane.toml").read_text()
+    for team, n in (roots or {}).items():
+        toml = toml.replace(f"[teams.{team}]\n", f"[teams.{team}]\nroots = {n}\n")
+    (root / "jobplane.toml").write_text(toml)
     shutil.copytree(ROOT / "jobs" / "lib", root / "jobs" / "lib")
     if platform_module:
         shutil.copytree(ROOT / "terraform" / "platform", root / "terraform" / "platform")

@@ -8,7 +8,7 @@ embedded local AWS in server mode, writes 20,000 execution records shaped as the
 the jobs page, a job page (the busy job) and an execution page, N times each after a warm-up;
 then the store queries behind them alone. Prints median and p95 of each and the ratio to the
 cheapest, and each page against its target (issue 13: p95 <= 100 ms for the jobs page and a
-job page). The "store only" lines show how much of a page is the local store rather than the
+job page; issue 54: the same with 5,000 jobs and 100,000 executions, as `make bench` runs it). The "store only" lines show how much of a page is the local store rather than the
 portal (docs/local-engine.md: the DynamoDB read fixes); the "rows only" lines, the jobs page's
 rows as the portal keeps them (portal/job_rows.py) and as they render afresh.
 """
