@@ -9,7 +9,7 @@ function of
   external variables or native functions are given);
 - jobplane.toml (the whole parsed ``PlatformConfig``: teams, channels, prefix, limits, paths);
 - this installation's code (every module of ``compiler/`` and ``contract/``, by content, and
-  Python's and go-jsonnet's versions).
+  Python's, go-jsonnet's and the time zone data's versions).
 The key of a file is a digest of all of them, so a kept result is reused only where evaluating
 and checking again would produce the same one. The imports are found by reading the file's text
 (:func:`imports_of`): an import's path is a string literal by the language's grammar ("computed
@@ -45,6 +45,7 @@ import re
 import stat
 import sys
 import tempfile
+import zoneinfo
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
@@ -87,8 +88,10 @@ def imports_of(text: bytes) -> list[str] | None:
 
 def environment_key(config: PlatformConfig) -> str:
     """What every file's result depends on besides its own inputs: the code and the settings."""
-    h = hashlib.sha256(f"{FORMAT} {sys.version} jobplane {jobplane.__version__} "
-                       f"gojsonnet {_version('gojsonnet')}\n{config!r}\n".encode())
+    # the time zone database decides which ``timezone`` values are valid (zoneinfo: the tzdata
+    # package, else the system's directories)
+    h = hashlib.sha256(f"{FORMAT} {sys.version} jobplane {jobplane.__version__} gojsonnet {_version('gojsonnet')} "
+                       f"tzdata {_version('tzdata')} {zoneinfo.TZPATH}\n{config!r}\n".encode())
     for root in _CODE:
         for path in sorted(root.rglob("*.py")):
             data = path.read_bytes()
