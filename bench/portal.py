@@ -44,6 +44,7 @@ from jobplane.devserver.dev_platform import freeze_started_heap  # noqa: E402
 from jobplane.platform.control import ControlPlane, Deployment  # noqa: E402
 from jobplane.platform.local.engine import ACCOUNT, LocalAWS  # noqa: E402
 from jobplane.portal.app import create_app  # noqa: E402
+from jobplane.portal.auth import mint_login_token  # noqa: E402
 from jobplane.portal.job_rows import STATE_ATTRIBUTES, JobRow  # noqa: E402
 from jobplane.portal.settings import AuthSettings, PortalSettings  # noqa: E402
 
@@ -107,7 +108,8 @@ def seed(aws: LocalAWS, catalog: dict, executions: int, rng: random.Random) -> t
 
 def timed(client: httpx2.Client, url: str, n: int) -> list[float]:
     for _ in range(3):
-        assert client.get(url).status_code == 200, url
+        r = client.get(url)
+        assert r.status_code == 200, f"{url}: {r.status_code} {r.headers.get('location', '')} {r.text[:2000]}"
     out = []
     for _ in range(n):
         t = time.perf_counter()
@@ -179,7 +181,8 @@ def main() -> None:
                      "execution page": f"/executions/{execution}", "API: one execution": f"/api/executions/{execution}"}
             results = {}
             with httpx2.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
-                client.get(f"/login?token={LOGIN}")  # the session cookie, as a browser gets it
+                # the session cookie, as a browser gets it from the login link `jobplane dev` prints
+                assert client.get(f"/login?token={mint_login_token(LOGIN)}").status_code in (302, 303, 307)
                 for label, url in pages.items():
                     results[label] = timed(client, url, args.n)
             server.should_exit = True
