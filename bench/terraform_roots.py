@@ -113,7 +113,7 @@ def main() -> None:
             counts[layout.BASE_ROOT] = int(base_line.split("to_add=")[1].split()[0])
         total = sum(counts.values())
         print(f"jobs: {args.jobs} in {len(set(split))} teams ({args.split}; {biggest}'s in {args.roots} "
-              f"root{'s' if args.roots > 1 else ''})  output: {size / 1e6:.1f} MB (target <= 60 MB)")
+              f"root{'s' if args.roots > 1 else ''})  output: {size / 1e6:.1f} MB (target <= 60 MB at 1,000 jobs)")
         for root, n in sorted(jobs_in.items(), key=lambda kv: str(kv[0])):
             print(f"  {root:<20} {n:>6} jobs  {n / args.jobs:6.1%}")
         top_root, top = jobs_in.most_common(1)[0]
