@@ -121,6 +121,11 @@ bench: $(STAMP)
 	$(BIN)/python bench/quotas.py
 	$(BIN)/python bench/pools.py
 	$(BIN)/python bench/terraform_roots.py
+	$(BIN)/python bench/dev_scale.py --jobs 5000
+	$(BIN)/python bench/portal.py --jobs 5000 --executions 100000
+	$(BIN)/python bench/missed_fires.py --jobs 5000 --hours 0.5
+	$(BIN)/python bench/terraform_roots.py --jobs 5000 --split skewed --roots 3 --no-plan
+	$(BIN)/python bench/validate.py --jobs 5000
 
 clean:
 	rm -rf $(VENV) build terraform/jobs .pytest_cache .jobplane

@@ -26,54 +26,18 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
-import shutil
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from jobplane.compiler.output import compile_all
-from jobplane.compiler.validate import definition_files, evaluate
-from jobplane.contract.config import load_config
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from jobtree import write_repo  # noqa: E402  (the benches' one job generator)
 
-ROOT = Path(__file__).resolve().parents[1]
-POLICIES = ["ALWAYS_RUN", "SKIP_IF_RUNNING", "SKIP_IF_FAILED", "SKIP_IF_RUNNING_OR_FAILED"]
-SCHEDULES = ["jp.daily('02:00')", "jp.everyMinutes(15)", "jp.weekly('MON', '06:00')", "jp.monthly('L', '23:30')",
-             "'rate(1 hour)'", "jp.weekdays(['09:00', '18:00'])", "jp.manual"]
-CHANNELS = {"billing": "#billing-alerts", "growth": "#growth-alerts", "platform": "#platform-oncall"}  # jobplane.toml's
-ZONES = ["UTC", "Asia/Tokyo", "America/New_York", "Europe/Berlin"]
-
-
-def step(rng: random.Random, name: str) -> str:
-    kind = rng.choice(["python", "celery", "django", "shell"])
-    retry = f", opts={{ retry: jp.retry({rng.randint(1, 4)}, '30s') }}" if rng.random() < 0.5 else ""
-    if kind == "python":
-        return f"jp.python('{name}', 'app.jobs.{name.replace('-', '_')}:run', kwargs={{ n: {rng.randint(1, 9)} }}{retry})"
-    if kind == "celery":
-        return f"jp.celery('{name}', 'app.tasks.{name.replace('-', '_')}', args=[1, 2]{retry})"
-    if kind == "django":
-        return f"jp.django('{name}', 'rebuild_{name.replace('-', '_')}', args=['--all']{retry})"
-    return f"jp.shell('{name}', ['python', '-m', 'app.{name.replace('-', '_')}']{retry})"
-
-
-def definition(rng: random.Random, i: int, team: str) -> str:
-    n = rng.randint(1, 6)
-    steps = [step(rng, f"step-{k}") for k in range(n)]
-    if n >= 3 and rng.random() < 0.3:
-        steps[1] = f"jp.parallel('fan-out', [{step(rng, 'left')}, {step(rng, 'right')}])"
-    return f"""local jp = import 'jobplane.libsonnet';
-{{
-  name: 'bench-job-{i:04d}',
-  team: '{team}',
-  description: 'Synthetic job {i} for the compiler benchmark.',
-  schedule: {rng.choice(SCHEDULES)},
-  timezone: '{rng.choice(ZONES)}',
-  policy: '{rng.choice(POLICIES)}',
-  steps: [{', '.join(steps)}],
-  notify: jp.slack('{CHANNELS[team]}'),
-}}
-"""
+from jobplane.compiler.output import compile_all  # noqa: E402
+from jobplane.compiler.validate import definition_files, evaluate  # noqa: E402
+from jobplane.contract.config import load_config  # noqa: E402
 
 
 def cpu_seconds() -> float:
@@ -84,17 +48,8 @@ def cpu_seconds() -> float:
 
 def measure(jobs: int, repeat: int) -> float:
     """Compile ``jobs`` generated jobs; print the figures; return the wall-clock ratio."""
-    rng = random.Random(42)
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        shutil.copy(ROOT / "jobplane.toml", root / "jobplane.toml")
-        shutil.copytree(ROOT / "jobs" / "lib", root / "jobs" / "lib")
-        teams = ["billing", "growth", "platform"]
-        for i in range(jobs):
-            team = teams[i % 3]
-            path = root / "jobs" / team / f"bench-{i:04d}.jsonnet"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(definition(rng, i, team))
+        root = write_repo(Path(tmp), jobs)
         config = load_config(root)
         files = definition_files(config)
         jsonnet_times, compile_times, jsonnet_cpu, compile_cpu = [], [], [], []

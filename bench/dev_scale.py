@@ -3,45 +3,30 @@ a restart with the same definitions.
 
     .venv/bin/python bench/dev_scale.py [--jobs 1000]
 
-Generates N varied jobs (bench/compile.py's generator, three teams) in a scratch repository and
+Generates N varied jobs (bench/jobtree.py's generator, three teams) in a scratch repository and
 starts the platform `jobplane dev` runs (compile, the embedded AWS, every state machine and
 schedule deployed, the portal listening; the local scheduler and the example services off, so
 nothing fires while it is measured), stops it, and starts it again on the same data directory.
-Prints the time to ready of both starts, the compile's share, the target of issue 13 (ready
-<= 30 s at 1,000 jobs; a restart faster still), and how long the first stop took.
+Prints the time to ready of both starts, the compile's share, the target (issue 13: ready <= 30 s
+at 1,000 jobs; issue 54: <= 60 s at 5,000; a restart faster still), and how long the first stop took.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import logging
-import random
-import shutil
+import os
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from jobplane.compiler.output import compile_all
-from jobplane.contract.config import load_config
-from jobplane.devserver.dev_platform import DevPlatform
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from jobtree import write_repo  # noqa: E402  (the benches' one job generator)
 
-ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("bench_compile", ROOT / "bench" / "compile.py")
-generator = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
-_spec.loader.exec_module(generator)  # type: ignore[union-attr]
-
-
-def write_repo(root: Path, jobs: int) -> None:
-    rng = random.Random(42)
-    shutil.copy(ROOT / "jobplane.toml", root / "jobplane.toml")
-    shutil.copytree(ROOT / "jobs" / "lib", root / "jobs" / "lib")
-    teams = ["billing", "growth", "platform"]
-    for i in range(jobs):
-        path = root / "jobs" / teams[i % 3] / f"bench-{i:04d}.jsonnet"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(generator.definition(rng, i, teams[i % 3]))
-
+from jobplane.compiler.output import compile_all  # noqa: E402
+from jobplane.contract.config import load_config  # noqa: E402
+from jobplane.devserver.dev_platform import DevPlatform  # noqa: E402
 
 def start_and_stop(root: Path, data: Path) -> tuple[float, float]:
     """Seconds to ready, and to stopped again (Ctrl-C on `jobplane dev`)."""
@@ -61,7 +46,6 @@ def main() -> None:
     logging.getLogger("moto").setLevel(logging.CRITICAL)
     with tempfile.TemporaryDirectory(prefix="jobplane-dev-scale-") as tmp:
         root, data = Path(tmp) / "repo", Path(tmp) / "data"
-        root.mkdir()
         write_repo(root, args.jobs)
         t = time.perf_counter()
         compile_all(load_config(root))
@@ -70,8 +54,12 @@ def main() -> None:
         again, _ = start_and_stop(root, data)
     print(f"jobs: {args.jobs}")
     print(f"compile alone:            {compile_s:6.1f} s")
-    print(f"first start, to ready:    {first:6.1f} s  (target <= 30 s at 1,000 jobs: {'met' if first <= 30 else 'NOT met'})")
-    print(f"restart, same definitions:{again:6.1f} s  ({'faster' if again < first else 'NOT faster'} than the first)")
+    target = 30 if args.jobs <= 1000 else 60  # issue 13 at 1,000 jobs; issue 54 at 5,000
+    print(f"first start, to ready:    {first:6.1f} s  (target <= {target} s at {max(args.jobs, 1000):,} jobs: "
+          f"{'met' if first <= target else 'NOT met'}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
+    print(f"restart, same definitions:{again:6.1f} s  ({'faster' if again < first else 'NOT faster'} than the first: "
+          "it reuses the compiled output, the definitions' digest unchanged, and the table's records from the "
+          "snapshot; the embedded AWS starts empty, so every state machine and schedule is deployed again)")
     print(f"stop (nothing running):   {stop:6.1f} s")
 
 

@@ -1,4 +1,4 @@
-"""What a deployment of N varied jobs (bench/compile.py's generator, seed 42) uses of every AWS
+"""What a deployment of N varied jobs (bench/jobtree.py's generator, seed 42) uses of every AWS
 quota jobplane counts (contract/quotas.py), as `jobplane plan --quotas` prints it.
 
     .venv/bin/python bench/quotas.py [--jobs 5000]
@@ -11,39 +11,25 @@ quota to raise).
 from __future__ import annotations
 
 import argparse
-import random
-import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from compile import definition  # noqa: E402  (the same generator as the compile bench)
+from jobtree import write_repo  # noqa: E402  (the benches' one job generator)
 
 from jobplane.compiler.output import compile_all  # noqa: E402
 from jobplane.compiler.plan import quota_lines  # noqa: E402
 from jobplane.contract.config import load_config  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=5000)
     args = ap.parse_args()
-    rng = random.Random(42)
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        shutil.copy(ROOT / "jobplane.toml", root / "jobplane.toml")
-        shutil.copytree(ROOT / "jobs" / "lib", root / "jobs" / "lib")
-        shutil.copytree(ROOT / "terraform" / "platform", root / "terraform" / "platform")
-        teams = ["billing", "growth", "platform"]
-        for i in range(args.jobs):
-            team = teams[i % 3]
-            path = root / "jobs" / team / f"bench-{i:04d}.jsonnet"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(definition(rng, i, team))
+        root = write_repo(Path(tmp), args.jobs, platform_module=True)
         config = load_config(root)
         t = time.perf_counter()
         out = compile_all(config)

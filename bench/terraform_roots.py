@@ -1,8 +1,12 @@
 """Terraform at scale: how the compiled roots split 1,000 jobs, and what planning one team costs.
 
-    .venv/bin/python bench/terraform_roots.py [--jobs 1000] [--no-plan]
+    .venv/bin/python bench/terraform_roots.py [--jobs 1000] [--no-plan] [--split skewed --roots 3]
 
-With bench/compile.py's generated jobs in three teams, prints, in one run on one machine:
+With bench/jobtree.py's generated jobs in three teams (taking turns; ``--split skewed``: the
+platform team owns 60% of them, as a company whose platform team runs most schedules, its jobs
+split into ``--roots`` Terraform roots, contract/root_shards.py), prints, in one run on one machine:
+- the jobs of each root and the largest root's share of them, and what that share is with the
+  team's jobs in one root (target: at most 40%);
 - the resources of each root (the base root's from its offline plan, a team root's from its
   files) and the largest root's share of all of them (target: at most 40%);
 - which roots a one-line change to one job touches (target: one);
@@ -20,8 +24,6 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import random
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,35 +31,18 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from compile import definition  # noqa: E402  (the compiler benchmark's generated jobs)
+from jobtree import SKEWED, TEAMS, team_of, write_repo  # noqa: E402  (the benches' one job generator)
 
-from jobplane.compiler.output import changed_roots, compile_all, write_output  # noqa: E402
+from jobplane.compiler.output import changed_roots, compile_all, job_files, write_output  # noqa: E402
 from jobplane.contract import layout  # noqa: E402
 from jobplane.contract.config import load_config  # noqa: E402
 from jobplane.contract.states import classify  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PLAN = ROOT.parent / "shared" / "tools" / "tfcheck" / "plan.py"
-TEAMS = ["billing", "growth", "platform"]
 PACKAGE = ROOT / "build" / "jobplane-lambda.zip"  # make package
 BASE_VARS = ["--var", "region=us-east-1", "--var", "runner_image=123456789012.dkr.ecr.us-east-1.amazonaws.com/app:1",
              "--var", 'subnet_ids=["subnet-1"]', "--var", 'security_group_ids=["sg-1"]', "--var", f"lambda_package={PACKAGE}"]
-
-
-def project(tmp: Path, name: str, jobs: int, teams: list[str]) -> Path:
-    """A repository like ours with ``jobs`` generated definitions spread over ``teams``."""
-    repo = tmp / name
-    (repo / "jobs").mkdir(parents=True)
-    shutil.copy(ROOT / "jobplane.toml", repo / "jobplane.toml")
-    shutil.copytree(ROOT / "jobs" / "lib", repo / "jobs" / "lib")
-    shutil.copytree(ROOT / "terraform" / "platform", repo / "terraform" / "platform")
-    rng = random.Random(42)
-    for i in range(jobs):
-        team = teams[i % len(teams)]
-        path = repo / "jobs" / team / f"bench-{i:04d}.jsonnet"
-        path.parent.mkdir(exist_ok=True)
-        path.write_text(definition(rng, i, team))
-    return repo
 
 
 def resources(files: dict[str, str], root: str) -> int:
@@ -100,17 +85,24 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=1000)
     ap.add_argument("--no-plan", action="store_true")
+    ap.add_argument("--split", choices=["even", "skewed"], default="even")
+    ap.add_argument("--roots", type=int, default=1, help="Terraform roots of the team with the most jobs")
     args = ap.parse_args()
+    split = SKEWED if args.split == "skewed" else TEAMS
+    biggest = collections.Counter(team_of(i, split) for i in range(args.jobs)).most_common(1)[0][0]
     with tempfile.TemporaryDirectory() as tmp:
-        repo = project(Path(tmp), "teams", args.jobs, TEAMS)
+        repo = write_repo(Path(tmp) / "teams", args.jobs, split, platform_module=True, roots={biggest: args.roots})
         config = load_config(repo)
         compiled = compile_all(config)
         write_output(compiled, config.output_path)
         size = sum(len(text.encode()) for text in compiled.files.values())
         counts = {root: resources(compiled.files, root) for root in compiled.roots}
 
-        # a one-line change to one job: its team's root alone changes
-        first = sorted((repo / "jobs" / "growth").glob("*.jsonnet"))[0]
+        jobs_in = collections.Counter(layout.root_of(rel) for rel in job_files(compiled.files).values())
+        one_root = collections.Counter(team_of(i, split) for i in range(args.jobs))
+
+        # a one-line change to one job (of the team with the most): its root alone changes
+        first = sorted((repo / "jobs" / biggest).glob("*.jsonnet"))[0]
         first.write_text(first.read_text().replace("description: 'Synthetic", "description: 'Changed synthetic"))
         touched = changed_roots(compiled.files, compile_all(load_config(repo)).files)
 
@@ -120,7 +112,14 @@ def main() -> None:
             base_s, base_line = plan(repo, layout.BASE_ROOT, BASE_VARS)
             counts[layout.BASE_ROOT] = int(base_line.split("to_add=")[1].split()[0])
         total = sum(counts.values())
-        print(f"jobs: {args.jobs} in {len(TEAMS)} teams  output: {size / 1e6:.1f} MB (target <= 60 MB)")
+        print(f"jobs: {args.jobs} in {len(set(split))} teams ({args.split}; {biggest}'s in {args.roots} "
+              f"root{'s' if args.roots > 1 else ''})  output: {size / 1e6:.1f} MB (target <= 60 MB at 1,000 jobs)")
+        for root, n in sorted(jobs_in.items(), key=lambda kv: str(kv[0])):
+            print(f"  {root:<20} {n:>6} jobs  {n / args.jobs:6.1%}")
+        top_root, top = jobs_in.most_common(1)[0]
+        print(f"largest team root's share of the jobs: {top_root}, {top / args.jobs:.1%} (target <= 40%: "
+              f"{'met' if top / args.jobs <= 0.40 else 'NOT met'}); with each team in one root: "
+              f"{one_root.most_common(1)[0][0]}, {one_root.most_common(1)[0][1] / args.jobs:.1%}")
         by_role = asl_bytes(compiled.files)
         top = by_role.most_common(8)
         rest = sum(by_role.values()) - sum(n for _, n in top)
@@ -131,12 +130,13 @@ def main() -> None:
         largest = max(counts, key=lambda r: counts[r])
         print(f"largest root: {largest}, {counts[largest] / total:.1%} of {total} resources (target <= 40%)"
               + ("" if not args.no_plan else "  (base root not planned: its module's resources not counted)"))
-        print(f"a one-line change to {first.stem} touches: {', '.join(touched)} (target: one root)")
+        print(f"a one-line change to {first.stem} touches: {', '.join(touched)} (target: one root: "
+              f"{'met' if len(touched) == 1 else 'NOT met'})")
         if args.no_plan:
             return
         team = layout.team_root("growth")
         team_s, team_line = plan(repo, team, ["--var", "region=us-east-1"])
-        single = project(Path(tmp), "single", args.jobs, ["billing"])
+        single = write_repo(Path(tmp) / "single", args.jobs, ("billing",), platform_module=True)
         single_config = load_config(single)
         write_output(compile_all(single_config), single_config.output_path)
         whole_s, whole_line = plan(single, layout.team_root("billing"), ["--var", "region=us-east-1"])

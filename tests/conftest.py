@@ -79,3 +79,10 @@ def client(platform):  # type: ignore[no-untyped-def]
     from portal_kit import header_app
 
     return TestClient(header_app(platform), follow_redirects=False)
+
+
+@pytest.fixture(autouse=True)
+def _validate_cache_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`jobplane validate` keeps results in the user's cache directory: the tests' own, not the
+    home directory of whoever runs them."""
+    monkeypatch.setenv("JOBPLANE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "jobplane-cache"))

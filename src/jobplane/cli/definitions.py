@@ -24,16 +24,29 @@ if TYPE_CHECKING:
 
 
 @click.command()
+@click.option("--no-cache", is_flag=True,
+              help="Evaluate and check every file afresh (by default a file whose result cannot differ from the "
+                   "last run's, its content, imports, jobplane.toml and jobplane unchanged, is not evaluated again).")
 @click.pass_obj
-def validate(obj: Context) -> None:
+def validate(obj: Context, no_cache: bool) -> None:
     """Check every definition under jobs/ and report all problems at once (exit 2 if any)."""
-    try:
-        from jobplane.compiler.validate import load_jobs
+    from jobplane.compiler.validate import check_definitions
 
-        jobs = load_jobs(obj.config)
-    except DefinitionError as e:
+    cache = None
+    if not no_cache:
+        from jobplane.compiler.validate_cache import ValidateCache
+
+        cache = ValidateCache(obj.config)
+    try:
+        checked = check_definitions(obj.config, cache=cache)
+    except DefinitionError as e:  # a repository-level refusal (jobs/ leading outside it)
         fail_definitions(e)
-    teams = sorted({lj.job.team for lj in jobs})
+    if cache is not None:
+        cache.save()
+    if checked.problems:
+        fail_definitions(DefinitionError(checked.problems))
+    jobs = [job for f in checked.files for job in f.jobs]
+    teams = sorted({team for _, team, _ in jobs})
     click.echo(f"{len(jobs)} jobs valid ({', '.join(teams)}).")
 
 

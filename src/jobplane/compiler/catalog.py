@@ -42,9 +42,10 @@ def step_entry(step: Step) -> CatalogStep:
 
 
 def build_catalog(jobs: list[LoadedJob], config: PlatformConfig, state_counts: dict[str, int],
-                  team: str | None = None) -> Catalog:
+                  team: str | None = None, root: str | None = None) -> Catalog:
     """The catalog of ``jobs``; with ``team``, that team's part (its root uploads it), which
-    names only that team."""
+    names only that team; ``root``: the name of the root their files are in when the team's
+    jobs are split into several (contract/root_shards.py)."""
     entries = []
     for lj in jobs:
         job = lj.job
@@ -56,7 +57,7 @@ def build_catalog(jobs: list[LoadedJob], config: PlatformConfig, state_counts: d
             expected_duration=job.expected_duration, notify=NotifySettings.model_validate(job.notify.as_dict()), params=job.params,
             steps=[step_entry(s) for s in job.steps],
             state_machine=names.state_machine_name(config.name_prefix, job.name),
-            asl=layout.job_file(job.team, job.name), states=state_counts[job.name],
+            asl=layout.job_file(root or job.team, job.name), states=state_counts[job.name],
             params_budget=lj.params_budget, after=[CatalogAfter(job=a.job, on=a.on) for a in job.after])
         # fields the compiler sets only when they apply (the catalog leaves unset fields out)
         updates = ({k: v for k, v in (("missed_after", job.missed_after), ("deadline", job.deadline)) if v is not None}

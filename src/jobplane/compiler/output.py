@@ -24,7 +24,7 @@ from jobplane.compiler import catalog, shared_roles, terraform
 from jobplane.compiler.gc_pause import gc_paused
 from jobplane.compiler.job_build import count_states, job_outputs  # noqa: F401 (count_states: output's name)
 from jobplane.compiler.validate import LoadedJob, load_jobs
-from jobplane.contract import layout
+from jobplane.contract import layout, root_shards
 from jobplane.contract.catalog import CATALOG_FILE, Catalog
 from jobplane.contract.config import PlatformConfig
 from jobplane.contract.types import JsonObject
@@ -71,25 +71,31 @@ def compile_all(config: PlatformConfig, jobs: list[LoadedJob] | None = None) -> 
     files: dict[str, str] = {f"{layout.BASE_ROOT}/{layout.ROOT_FILE}": terraform.render(terraform.base_root(config)),
                              f"{layout.BASE_ROOT}/{layout.BASE_TFVARS}": terraform.render(terraform.base_tfvars(config))}
     # every declared team has a root, also without jobs: removing a team's last job then
-    # destroys its resources in that root instead of leaving them in a state nobody plans
-    by_team: dict[str, list[LoadedJob]] = {team: [] for team in config.teams}
+    # destroys its resources in that root instead of leaving them in a state nobody plans; a
+    # team that splits its jobs into several roots has each of them (contract/root_shards.py)
+    by_root: dict[tuple[str, str], list[LoadedJob]] = {
+        (team, name): [] for team, t in config.teams.items() for name in root_shards.root_names(team, t.roots)}
     for lj in jobs:
-        by_team.setdefault(lj.job.team, []).append(lj)
+        declared = config.teams.get(lj.job.team)
+        name = root_shards.job_root_name(lj.job.team, lj.job.name, declared.roots if declared else 1)
+        by_root.setdefault((lj.job.team, name), []).append(lj)
     built = dict(zip((lj.job.name for lj in jobs), job_outputs(jobs, config)))  # in workers when many (job_build.py)
-    for team, team_jobs in sorted(by_team.items()):
-        root = layout.team_root(team)
-        files[f"{root}/{layout.ROOT_FILE}"] = terraform.render(terraform.team_root(config, team))
+    for (team, name), team_jobs in sorted(by_root.items(), key=lambda kv: kv[0][1]):
+        root = layout.team_root(name)
+        files[f"{root}/{layout.ROOT_FILE}"] = terraform.render(terraform.team_root(config, name))
         counts: dict[str, int] = {}
         docs: dict[str, JsonObject] = {}
         for lj in team_jobs:
             counts[lj.job.name], docs[lj.job.name] = built[lj.job.name]
-        # the team's jobs run with roles shared by the jobs whose grants are identical
-        shared = shared_roles.share(team, config.name_prefix, docs, {lj.job.name: lj.source for lj in team_jobs})
-        for name, doc in shared.jobs.items():
-            files[layout.job_file(team, name)] = terraform.render_job(doc)
+        # the root's jobs run with roles shared by the jobs whose grants are identical
+        shared = shared_roles.share(team, config.name_prefix, docs, {lj.job.name: lj.source for lj in team_jobs},
+                                    root=name)
+        for job_name, doc in shared.jobs.items():
+            files[layout.job_file(name, job_name)] = terraform.render_job(doc)
         if shared.roles is not None:
             files[f"{root}/{shared_roles.ROLES_FILE}"] = terraform.render(shared.roles)
-        files[f"{root}/{CATALOG_FILE}"] = catalog.build_catalog(team_jobs, config, counts, team=team).render()
+        files[f"{root}/{CATALOG_FILE}"] = catalog.build_catalog(team_jobs, config, counts, team=team,
+                                                                root=name).render()
         if skips := checkov_skips(team_jobs):
             files[f"{root}/{CHECKOV_CONFIG}"] = skips
     lock = config.root / PROVIDER_LOCK

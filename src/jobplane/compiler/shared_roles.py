@@ -270,7 +270,7 @@ def _role_name(prefix: str, team: str, kind: str, digest: str, n: int) -> str:
 
 
 def share(team: str, prefix: str, docs: dict[str, JsonObject], sources: dict[str, str],
-          limit: int = ROLE_INLINE_POLICY_CHARS) -> SharedRoles:
+          limit: int = ROLE_INLINE_POLICY_CHARS, root: str | None = None) -> SharedRoles:
     """Group the roles of a team's jobs (``docs``: job -> its document as terraform.job_module
     built it) into shared roles. Raises DefinitionError naming each job whose own grant alone
     is over ``limit``."""
@@ -306,7 +306,9 @@ def share(team: str, prefix: str, docs: dict[str, JsonObject], sources: dict[str
             groups.setdefault((g.kind, g.shape), []).append(g)
         for (kind, shape), members in sorted(groups.items()):
             members.sort(key=lambda g: g.job)
-            digest = hashlib.sha256(f"{team}\n{shape}".encode()).hexdigest()[:8]
+            # a team split into several roots ([teams.X] roots = N) has roles per root: each
+            # root's state owns its own, so the root's name (team.k) names them
+            digest = hashlib.sha256(f"{root or team}\n{shape}".encode()).hexdigest()[:8]
             chunks: list[list[_Grant]] = []
             size = 0
             for g in members:
@@ -326,7 +328,7 @@ def share(team: str, prefix: str, docs: dict[str, JsonObject], sources: dict[str
                     size = alone
             for n, chunk in enumerate(chunks, start=1):
                 rid = f"{ROLE_ID_PREFIX}{kind}_{digest}_{n}"
-                name = _role_name(prefix, team, kind, digest, n)
+                name = _role_name(prefix, root or team, kind, digest, n)
                 merged = _merge(chunk)
                 first = chunk[0]
                 out_docs[f"{rid}_assume"] = first.trust

@@ -10,12 +10,13 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol, Sequence
 
 from jobplane.compiler.fields import Invalid, Loc
 from jobplane.compiler import kinds
 from jobplane.compiler.jsonnet_eval import (ConfinedImporter, ImportRefused, evaluate, evaluate_together,  # noqa: F401
                                             outside_definitions, rel_to, resolved)
-from jobplane.compiler.sandbox import evaluate_all
+from jobplane.compiler.sandbox import Evaluated, evaluate_all
 from jobplane.compiler.model import NAME_RE, Job, duplicate_step_problem
 from jobplane.contract import lambda_step
 from jobplane.contract.step_kinds import Executor
@@ -43,10 +44,10 @@ class LoadedJob:
 
 
 def definition_files(config: PlatformConfig) -> list[Path]:
-    lib = config.library_path.resolve()
+    inside = str(config.library_path.resolve()).rstrip("/") + "/"  # a path strictly under the library
     files = sorted(config.jobs_path.rglob("*.jsonnet"))
     # a link loop stays in the list: its evaluation refuses it, naming it (jsonnet_eval.LOOP)
-    return [f for f in files if (real := resolved(f)) is None or lib not in real.parents]
+    return [f for f in files if (real := resolved(f)) is None or not str(real).startswith(inside)]
 
 
 def _jsonnet_problem(source: str, err: RuntimeError) -> Problem:
@@ -90,78 +91,145 @@ def _inert(name: str) -> str:
     return ascii(name)[1:-1].replace("`", "\\x60")
 
 
-def load_jobs(config: PlatformConfig, files: list[Path] | None = None) -> list[LoadedJob]:
+@dataclass(frozen=True)
+class FileChecked:
+    """What one definition file yields on its own: its problems, its valid jobs, and each item's
+    name with the AWS names it derives (raw_derived_names), for the checks across files. A
+    function of the file's path, its Jsonnet value, jobplane.toml and this code alone, so it can
+    be kept for an unchanged file (compiler/validate_cache.py)."""
+
+    problems: tuple[Problem, ...]
+    loaded: Sequence[LoadedJob]  # a kept file's are read back only when asked for (validate needs ``jobs``)
+    names: tuple[tuple[str | None, tuple[tuple[str, str], ...]], ...]  # per item: its name (a string), derived
+    source: str = ""  # the file as problems name it
+    evaluation_limit: bool = False  # stopped on a limit: depends on the machine's load, never kept
+    jobs: tuple[tuple[str, str, tuple[str, ...]], ...] = ()  # each loaded job's name, team and ``after`` jobs
+
+
+@dataclass(frozen=True)
+class Checked:
+    """Every file's own checks and the problems of all, across files too."""
+
+    problems: list[Problem]
+    files: list[FileChecked]
+
+
+class FileCache(Protocol):
+    """Earlier results of unchanged files (compiler/validate_cache.py)."""
+
+    def lookup(self, paths: list[Path]) -> dict[Path, FileChecked]: ...
+
+    def store(self, checked: dict[Path, FileChecked]) -> None: ...
+
+
+def load_jobs(config: PlatformConfig, files: list[Path] | None = None,
+              cache: FileCache | None = None) -> list[LoadedJob]:
     """Every job under jobs/, validated; raises DefinitionError listing every problem.
 
     Two passes over each definition, so no problem hides another: the checks that need only a
     few fields (team, name lengths, name uniqueness across files, step names, Fargate sizes) run
     on the raw object whatever else is wrong with it; the model then checks every field. A
-    problem both find is reported once."""
+    problem both find is reported once. Each file is checked alone (:func:`check_files`, or its
+    result taken from ``cache``), then the checks across files run over all of them."""
+    checked = check_definitions(config, files, cache)
+    if checked.problems:
+        raise DefinitionError(checked.problems)
+    return sorted((lj for f in checked.files for lj in f.loaded), key=lambda lj: lj.job.name)
+
+
+def check_definitions(config: PlatformConfig, files: list[Path] | None = None,
+                      cache: FileCache | None = None) -> Checked:
+    """:func:`load_jobs`'s checks, without raising (nor reading kept jobs back: `jobplane
+    validate` needs only their names, teams and ``after``). Raises DefinitionError only when
+    jobs/ or the library leads outside the repository."""
     for directory in (config.jobs_path, config.library_path):  # what the import rules trust
         if directory.exists() and not directory.resolve().is_relative_to(config.root.resolve()):
             raise DefinitionError([Problem(rel(directory, config.root) + "/", None, None,
                                            "refused: it leads outside the repository (a symbolic link?)")])
+    paths = list(files) if files is not None else definition_files(config)
+    kept = cache.lookup(paths) if cache is not None else {}
+    fresh = check_files([p for p in paths if p not in kept], config)
+    if cache is not None:
+        cache.store(fresh)
+    checked = kept | fresh
     problems: list[Problem] = []
-    loaded: list[LoadedJob] = []
     first_seen: dict[str, str] = {}
     derived_seen: dict[str, tuple[str, str]] = {}  # AWS name -> (file, job) that derives it first
-    paths = list(files) if files is not None else definition_files(config)
+    for path in paths:
+        result = checked[path]
+        problems.extend(result.problems)
+        source = result.source
+        for name, derived in result.names:
+            if name is None:
+                continue
+            if name in first_seen:
+                problems.append(Problem(source, name, "name", f"job name is already used in {first_seen[name]}"))
+            else:
+                first_seen[name] = source
+            problems.extend(_derived_collisions(source, name, derived, derived_seen))
+    edges = [(checked[p].source, name, after) for p in paths for name, _, after in checked[p].jobs]
+    problems.extend(_after_problems(edges, set(first_seen), complete=files is None))
+    return Checked(list(set(problems)), [checked[p] for p in paths])
+
+
+def check_files(paths: list[Path], config: PlatformConfig) -> dict[Path, FileChecked]:
+    """Each file's own checks (:class:`FileChecked`)."""
     # Jsonnet runs in a child process within jobplane.toml's [evaluation] limits (sandbox.py);
     # only the files whose names pass the check below are evaluated
     plain = [p for p in paths if not _odd_parts(p, config)]
     evaluated = dict(zip(plain, evaluate_all(plain, config))) if plain else {}
+    out: dict[Path, FileChecked] = {}
     for path in paths:
         source = rel(path, config.root)
         odd = _odd_parts(path, config)
         if odd:  # a name is quoted in the pull request's comment and in logs: plain names only
-            problems.append(Problem(_inert(source), None, None,
-                                    f"file and directory names are letters, digits, '.', '_' and '-' "
-                                    f"(starting with a letter or digit): rename '{_inert(odd[0])}'"))
+            out[path] = FileChecked((Problem(_inert(source), None, None,
+                                             f"file and directory names are letters, digits, '.', '_' and '-' "
+                                             f"(starting with a letter or digit): rename '{_inert(odd[0])}'"),), (), (), source)
             continue
-        outcome = evaluated[path]
-        if outcome.refusals:
-            problems.extend(Problem(source, None, None, r) for r in outcome.refusals)
+        out[path] = _check_file(path, source, evaluated[path], config)
+    return out
+
+
+def _check_file(path: Path, source: str, outcome: Evaluated, config: PlatformConfig) -> FileChecked:
+    if outcome.refusals:
+        return FileChecked(tuple(Problem(source, None, None, r) for r in outcome.refusals), (), (), source)
+    if outcome.error is not None:
+        return FileChecked((_jsonnet_problem(source, RuntimeError(outcome.error)),), (), (), source)
+    if outcome.limit is not None:
+        return FileChecked((Problem(source, None, None, outcome.limit),), (), (), source, evaluation_limit=True)
+    problems: list[Problem] = []
+    loaded: list[LoadedJob] = []
+    names: list[tuple[str | None, tuple[tuple[str, str], ...]]] = []
+    value = outcome.value
+    items = value if isinstance(value, list) else [value]
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            problems.append(Problem(source, None, None, f"item {i} is {_json_kind(item)}, expected a job object"))
             continue
-        if outcome.error is not None:
-            problems.append(_jsonnet_problem(source, RuntimeError(outcome.error)))
+        raw_name = item.get("name")
+        name = raw_name if isinstance(raw_name, str) else f"#{i + 1}"
+        derived = tuple(raw_derived_names(config.name_prefix, name, item)) \
+            if isinstance(raw_name, str) and NAME_RE.fullmatch(name) else ()
+        names.append((raw_name if isinstance(raw_name, str) else None, derived))
+        problems.extend(raw_problems(source, name, item, config))
+        problems.extend(team_directory_problems(path, source, name, item, config))
+        data = dict(item)
+        data.setdefault("timezone", config.default_timezone)
+        try:
+            job = Job.from_definition(data)
+        except Invalid as e:
+            problems.extend(_model_problems(source, name, e, item))
             continue
-        if outcome.limit is not None:
-            problems.append(Problem(source, None, None, outcome.limit))
-            continue
-        value = outcome.value
-        items = value if isinstance(value, list) else [value]
-        for i, item in enumerate(items):
-            if not isinstance(item, dict):
-                problems.append(Problem(source, None, None, f"item {i} is {_json_kind(item)}, expected a job object"))
-                continue
-            raw_name = item.get("name")
-            name = raw_name if isinstance(raw_name, str) else f"#{i + 1}"
-            if isinstance(raw_name, str):
-                if name in first_seen:
-                    problems.append(Problem(source, name, "name", f"job name is already used in {first_seen[name]}"))
-                else:
-                    first_seen[name] = source
-            problems.extend(raw_problems(source, name, item, config))
-            problems.extend(team_directory_problems(path, source, name, item, config))
-            problems.extend(_derived_collisions(source, name, item, config, derived_seen))
-            data = dict(item)
-            data.setdefault("timezone", config.default_timezone)
-            try:
-                job = Job.from_definition(data)
-            except Invalid as e:
-                problems.extend(_model_problems(source, name, e, item))
-                continue
-            budget = params_budget(job)
-            loaded.append(LoadedJob(job, source, budget))
-            problems.extend(Problem(source, job.name, where, message) for where, message in scope_problems(job, config))
-            problems.extend(notify_problems(source, job, config))
-            problems.extend(pool_problems(source, job, config))
-            problems.extend(calendar_problems(source, job, config))
-            problems.extend(override_problems(source, job, budget))
-    problems.extend(after_problems(loaded, set(first_seen), complete=files is None))
-    if problems:
-        raise DefinitionError(list(set(problems)))
-    return sorted(loaded, key=lambda lj: lj.job.name)
+        budget = params_budget(job)
+        loaded.append(LoadedJob(job, source, budget))
+        problems.extend(Problem(source, job.name, where, message) for where, message in scope_problems(job, config))
+        problems.extend(notify_problems(source, job, config))
+        problems.extend(pool_problems(source, job, config))
+        problems.extend(calendar_problems(source, job, config))
+        problems.extend(override_problems(source, job, budget))
+    jobs = tuple((lj.job.name, lj.job.team, tuple(a.job for a in lj.job.after)) for lj in loaded)
+    return FileChecked(tuple(problems), tuple(loaded), tuple(names), source, jobs=jobs)
 
 
 def notify_problems(source: str, job: Job, config: PlatformConfig) -> list[Problem]:
@@ -208,19 +276,18 @@ def team_directory_problems(path: Path, source: str, job: str, item: JsonObject,
                     f"{config.jobs_dir}/{_inert(team)}/ or declare team {quoted(directory or '')}")]
 
 
-def _derived_collisions(source: str, name: str, item: JsonObject, config: PlatformConfig,
+def _derived_collisions(source: str, name: str, derived: tuple[tuple[str, str], ...],
                         seen: dict[str, tuple[str, str]]) -> list[Problem]:
     """Two jobs deriving one AWS name: ``nightly`` with two schedules makes ``<prefix>-nightly-2``,
     the schedule name a job called ``nightly-2`` makes too. Validation passed and the apply
     failed half way; now the second job in file order is told which job and file it collides
-    with (a job name used twice is told once, by the name check)."""
-    if not isinstance(item.get("name"), str) or not NAME_RE.fullmatch(name):
-        return []
+    with (a job name used twice is told once, by the name check). ``derived``: the job's
+    raw_derived_names, none for a name that is not valid."""
     problems = []
-    for kind, derived in raw_derived_names(config.name_prefix, name, item):
-        first = seen.setdefault(derived, (source, name))
+    for kind, derived_name in derived:
+        first = seen.setdefault(derived_name, (source, name))
         if first[1] != name:
-            problems.append(Problem(source, name, "name", f"its {kind} name {derived!r} is also one that job "
+            problems.append(Problem(source, name, "name", f"its {kind} name {derived_name!r} is also one that job "
                                                           f"{quoted(first[1])} ({first[0]}) derives; rename one of them"))
     return problems
 
@@ -237,14 +304,21 @@ def _json_kind(value: JsonValue) -> str:
 def after_problems(loaded: list[LoadedJob], known: set[str], complete: bool = True) -> list[Problem]:
     """``after`` across jobs: every upstream job exists (only when every file was read:
     ``complete``), and no job waits, through others, for itself (each cycle named once)."""
+    return _after_problems([(lj.source, lj.job.name, tuple(a.job for a in lj.job.after)) for lj in loaded],
+                           known, complete)
+
+
+def _after_problems(edges: list[tuple[str, str, tuple[str, ...]]], known: set[str],
+                    complete: bool = True) -> list[Problem]:
+    """after_problems over (file, job, its ``after`` jobs in order)."""
     problems: list[Problem] = []
-    graph = {lj.job.name: [a.job for a in lj.job.after] for lj in loaded}
-    where = {lj.job.name: lj for lj in loaded}
-    for lj in loaded:
-        for i, a in enumerate(lj.job.after):
-            if complete and a.job not in known:
-                problems.append(Problem(lj.source, lj.job.name, f"after[{i}].job",
-                                        f"no job named {quoted(a.job)}" + did_you_mean(a.job, sorted(known))))
+    graph = {name: list(after) for _, name, after in edges}
+    where = {name: (source, after) for source, name, after in edges}
+    for source, name, after in edges:
+        for i, upstream in enumerate(after):
+            if complete and upstream not in known:
+                problems.append(Problem(source, name, f"after[{i}].job",
+                                        f"no job named {quoted(upstream)}" + did_you_mean(upstream, sorted(known))))
     seen_cycles: set[tuple[str, ...]] = set()
     for start in sorted(graph):
         stack = [(start, [start])]
@@ -256,8 +330,8 @@ def after_problems(loaded: list[LoadedJob], known: set[str], complete: bool = Tr
                     key = tuple(sorted(path))
                     if key not in seen_cycles:
                         seen_cycles.add(key)
-                        i = [a.job for a in where[start].job.after].index(path[1] if len(path) > 1 else start)
-                        problems.append(Problem(where[start].source, start, f"after[{i}].job",
+                        i = list(where[start][1]).index(path[1] if len(path) > 1 else start)
+                        problems.append(Problem(where[start][0], start, f"after[{i}].job",
                                                 "a cycle: " + " -> ".join(cycle) + " (a job cannot wait for itself)"))
                 elif nxt in graph and nxt not in path:
                     stack.append((nxt, path + [nxt]))

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from jobplane.contract.calendar_config import CalendarSettings, parse_calendars
 from jobplane.contract.deploy_settings import DeploySettings, parse_deploy
+from jobplane.contract.root_shards import MAX_ROOTS
 from jobplane.contract.types import JsonObject
 
 CONFIG_FILE = "jobplane.toml"
@@ -33,6 +34,8 @@ class Team:
     # Slack channels its jobs' ``notify`` may name besides ``channel`` (issue 48 item 6: a job
     # could alert any channel, another team's included): compiler/validate.py
     notify_channels: tuple[str, ...] = ()
+    # how many Terraform roots its jobs are split into (contract/root_shards.py): 1, its own root
+    roots: int = 1
 
     def may_notify(self, channel: str) -> bool:
         return channel == self.channel or channel in self.notify_channels
@@ -191,7 +194,11 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
         if not TEAM_RE.fullmatch(name):
             raise ConfigError(f"{path}: team {name!r}: a team name is 1-40 lower-case letters, digits and '-' "
                               "(it names the team's Terraform root directory and state)")
-        _check_keys(path, f"teams.{name}", t, {"channel", "members", "secrets", "notify_channels"})
+        _check_keys(path, f"teams.{name}", t, {"channel", "members", "secrets", "notify_channels", "roots"})
+        roots = t.get("roots", 1)
+        if type(roots) is not int or not 1 <= roots <= MAX_ROOTS:
+            raise ConfigError(f"{path}: teams.{name}.roots: how many Terraform roots the team's jobs are split "
+                              f"into, a whole number from 1 to {MAX_ROOTS}")
         allowed = t.get("secrets", [])
         if not isinstance(allowed, list) or not all(isinstance(s, str) and SHARED_SECRET_RE.fullmatch(s)
                                                     for s in allowed):
@@ -201,7 +208,7 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
         if not isinstance(notify, list):
             raise ConfigError(f"{path}: teams.{name}.notify_channels: a list of Slack channels ('#name' or an id)")
         teams[name] = Team(name=name, channel=t.get("channel"), members=tuple(t.get("members", ())),
-                           secrets=tuple(allowed), notify_channels=tuple(notify))
+                           secrets=tuple(allowed), notify_channels=tuple(notify), roots=roots)
     dev_raw = dict(data.get("dev", {}))
     _check_keys(path, "dev", dev_raw, {"data_dir", "aws_port", "portal_port", "env", "services", "dev_user"})
     services = {}

@@ -1,0 +1,85 @@
+"""The benches' job trees: a scratch repository like ours holding N varied generated jobs.
+
+One generator for every bench (compile, quotas, dev_scale, portal, terraform_roots, validate), so
+their figures are about the same jobs: seed 42, job i's definition drawn in order, its file
+``jobs/<team>/bench-<i>.jsonnet``. The teams take turns (``TEAMS``, round robin) unless a split
+is given: ``skewed`` gives one team most of the jobs, as a company whose platform team owns the
+bulk of the schedules (the case a team root split into shards is for).
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TEAMS = ("billing", "growth", "platform")
+POLICIES = ["ALWAYS_RUN", "SKIP_IF_RUNNING", "SKIP_IF_FAILED", "SKIP_IF_RUNNING_OR_FAILED"]
+SCHEDULES = ["jp.daily('02:00')", "jp.everyMinutes(15)", "jp.weekly('MON', '06:00')", "jp.monthly('L', '23:30')",
+             "'rate(1 hour)'", "jp.weekdays(['09:00', '18:00'])", "jp.manual"]
+CHANNELS = {"billing": "#billing-alerts", "growth": "#growth-alerts", "platform": "#platform-oncall"}  # jobplane.toml's
+ZONES = ["UTC", "Asia/Tokyo", "America/New_York", "Europe/Berlin"]
+#: platform 60%, billing and growth 20% each (job i's team: its place in a cycle of five)
+SKEWED = ("platform", "billing", "platform", "growth", "platform")
+
+
+def step(rng: random.Random, name: str) -> str:
+    kind = rng.choice(["python", "celery", "django", "shell"])
+    retry = f", opts={{ retry: jp.retry({rng.randint(1, 4)}, '30s') }}" if rng.random() < 0.5 else ""
+    if kind == "python":
+        return f"jp.python('{name}', 'app.jobs.{name.replace('-', '_')}:run', kwargs={{ n: {rng.randint(1, 9)} }}{retry})"
+    if kind == "celery":
+        return f"jp.celery('{name}', 'app.tasks.{name.replace('-', '_')}', args=[1, 2]{retry})"
+    if kind == "django":
+        return f"jp.django('{name}', 'rebuild_{name.replace('-', '_')}', args=['--all']{retry})"
+    return f"jp.shell('{name}', ['python', '-m', 'app.{name.replace('-', '_')}']{retry})"
+
+
+def definition(rng: random.Random, i: int, team: str) -> str:
+    n = rng.randint(1, 6)
+    steps = [step(rng, f"step-{k}") for k in range(n)]
+    if n >= 3 and rng.random() < 0.3:
+        steps[1] = f"jp.parallel('fan-out', [{step(rng, 'left')}, {step(rng, 'right')}])"
+    return f"""local jp = import 'jobplane.libsonnet';
+{{
+  name: 'bench-job-{i:04d}',
+  team: '{team}',
+  description: 'Synthetic job {i} for the compiler benchmark.',
+  schedule: {rng.choice(SCHEDULES)},
+  timezone: '{rng.choice(ZONES)}',
+  policy: '{rng.choice(POLICIES)}',
+  steps: [{', '.join(steps)}],
+  notify: jp.slack('{CHANNELS[team]}'),
+}}
+"""
+
+
+def team_of(i: int, split: tuple[str, ...] = TEAMS) -> str:
+    return split[i % len(split)]
+
+
+def job_path(root: Path, i: int, split: tuple[str, ...] = TEAMS) -> Path:
+    return root / "jobs" / team_of(i, split) / f"bench-{i:04d}.jsonnet"
+
+
+def write_repo(root: Path, jobs: int, split: tuple[str, ...] = TEAMS, platform_module: bool = False,
+               roots: dict[str, int] | None = None) -> Path:
+    """``root`` made a repository with ``jobs`` generated definitions: jobplane.toml (ours, with
+    ``roots``: how many Terraform roots a team's jobs are split into), the DSL library and, with
+    ``platform_module``, the base module (what `jobplane plan` and the offline plans read).
+    Returns ``root``."""
+    rng = random.Random(42)
+    root.mkdir(parents=True, exist_ok=True)
+    toml = (ROOT / "jobplane.toml").read_text()
+    for team, n in (roots or {}).items():
+        toml = toml.replace(f"[teams.{team}]\n", f"[teams.{team}]\nroots = {n}\n")
+    (root / "jobplane.toml").write_text(toml)
+    shutil.copytree(ROOT / "jobs" / "lib", root / "jobs" / "lib")
+    if platform_module:
+        shutil.copytree(ROOT / "terraform" / "platform", root / "terraform" / "platform")
+    for i in range(jobs):
+        path = job_path(root, i, split)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(definition(rng, i, team_of(i, split)))
+    return root

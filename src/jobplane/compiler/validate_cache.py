@@ -1,0 +1,321 @@
+"""`jobplane validate`'s memory of unchanged files: a pull request's feedback loop in a repository
+of thousands of jobs evaluates and checks only the files whose result can differ.
+
+A file's own checks (validate.FileChecked: its problems, its jobs, the names it derives) are a
+function of
+- its bytes, its path and where it resolves (``outside_definitions``, the problems' file name);
+- the bytes Jsonnet's import callback answers for each of its imports, and for theirs in turn
+  (Jsonnet is hermetic: no clock, environment or file read but through that callback, and no
+  external variables or native functions are given);
+- jobplane.toml (the whole parsed ``PlatformConfig``: teams, channels, prefix, limits, paths);
+- this installation's code (every module of ``compiler/`` and ``contract/``, by content, and
+  Python's, go-jsonnet's, the time zone data's and the holidays package's versions).
+The key of a file is a digest of all of them, so a kept result is reused only where evaluating
+and checking again would produce the same one. The imports are found by reading the file's text
+(:func:`imports_of`): an import's path is a string literal by the language's grammar ("computed
+imports are not allowed"), so every ``import``, ``importstr`` and ``importbin`` followed by a
+plain quoted string is one the file may make. A word "import" anywhere else (in a comment, a
+string) only adds a file to the key, never hides one; a keyword followed by anything this does
+not read exactly (a comment, a verbatim or text-block string, an escape) makes the file one that
+is always evaluated afresh. Each import is resolved as ``ConfinedImporter`` resolves it (beside
+the importing file, then in the library): the key holds, for each candidate up to the first
+that exists, whether it exists, where it leads and that file's bytes, so a new file shadowing
+the library's, or a link moved, changes the key too.
+
+What crosses files (a job name used twice, derived AWS names colliding, ``after`` and its
+cycles) is checked afresh over every file's kept or new result at each run. A result stopped by
+an evaluation limit depends on the machine's load and is never kept.
+
+The memory is a file per repository in the user's cache directory (``$JOBPLANE_CACHE_DIR``, else
+``$XDG_CACHE_HOME/jobplane``, else ``~/.cache/jobplane``), never in the repository: a pull
+request cannot bring results of its own. It is a pickle (reading a kept job back is 30 times
+faster than building it), so it is read only from a file owned by this user and writable by no
+one else, in a directory likewise; anything else is ignored and rewritten. Restore it in CI
+only from runs of trusted branches.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import os
+import pickle
+import re
+import stat
+import sys
+import tempfile
+import zoneinfo
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import overload
+
+import jobplane
+from jobplane.compiler import kinds
+from jobplane.compiler.kinds.base import StepKind
+from jobplane.compiler.validate import FileChecked, LoadedJob
+from jobplane.contract.config import PlatformConfig
+
+CACHE_ENV = "JOBPLANE_CACHE_DIR"
+FORMAT = 1
+_CODE = (Path(jobplane.__file__).parent / "compiler", Path(jobplane.__file__).parent / "contract")
+_IMPORT = re.compile(rb"(?<![A-Za-z0-9_])import(?:str|bin)?(?![A-Za-z0-9_])")
+_PLAIN = re.compile(rb"""[ \t\r\n]*(?:'([^'\\\n]*)'|"([^"\\\n]*)")""")
+_UNREAD = re.compile(rb"[ \t\r\n]*(?:/\*|//|#|@|\|\|\||'|\")")  # a literal or comment not read exactly
+
+
+def cache_dir() -> Path:
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "jobplane"
+
+
+def imports_of(text: bytes) -> list[str] | None:
+    """The paths a Jsonnet text may import, or None when one is not written as a plain quoted
+    string right after its keyword (the file is then always evaluated afresh)."""
+    found = []
+    for m in _IMPORT.finditer(text):
+        plain = _PLAIN.match(text, m.end())
+        if plain:
+            found.append((plain.group(1) if plain.group(1) is not None else plain.group(2)).decode("utf-8", "replace"))
+        elif _UNREAD.match(text, m.end()):
+            return None
+        # else not an import (the word in prose: "import invoices"); Jsonnet would not parse it as one
+    return found
+
+
+def environment_key(config: PlatformConfig) -> str:
+    """What every file's result depends on besides its own inputs: the code and the settings."""
+    # the time zone database decides which ``timezone`` values are valid (zoneinfo: the tzdata
+    # package, else the system's directories); the holidays package, a calendar job's fires
+    # (compiler/calendars.py: a calendar without a business day in its years is a problem)
+    h = hashlib.sha256(f"{FORMAT} {sys.version} jobplane {jobplane.__version__} gojsonnet {_version('gojsonnet')} "
+                       f"tzdata {_version('tzdata')} {zoneinfo.TZPATH} holidays {_version('holidays')}\n"
+                       f"{config!r}\n".encode())
+    for root in _CODE:
+        for path in sorted(root.rglob("*.py")):
+            data = path.read_bytes()
+            h.update(f"{path.relative_to(root.parent).as_posix()} {len(data)}\n".encode())
+            h.update(data)
+    return h.hexdigest()
+
+
+def _version(name: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "?"
+
+
+def step_kind(name: str) -> StepKind:
+    """A kept job's step kind: the registry's own object (kinds are compared by identity)."""
+    return kinds.BY_NAME[name]
+
+
+#: Step kinds are pickled by name, read back as the registry's objects.
+_DISPATCH = {type(k): (lambda k: (step_kind, (k.name,))) for k in kinds.REGISTRY}
+
+
+def _dumps(value: object) -> bytes:
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.dispatch_table = _DISPATCH
+    pickler.dump(value)
+    return buffer.getvalue()
+
+
+class KeptJobs(Sequence[LoadedJob]):
+    """A kept file's jobs, read back when first asked for: `jobplane validate` never asks (the
+    checks across files read FileChecked.jobs), a compile does."""
+
+    def __init__(self, blob: bytes):
+        self._blob = blob
+        self._jobs: tuple[LoadedJob, ...] | None = None
+
+    def _all(self) -> tuple[LoadedJob, ...]:
+        if self._jobs is None:
+            jobs = pickle.loads(self._blob)
+            if not isinstance(jobs, tuple) or not all(isinstance(j, LoadedJob) for j in jobs):
+                raise TypeError("a kept result holds something other than jobs")
+            self._jobs = jobs
+        return self._jobs
+
+    @overload
+    def __getitem__(self, index: int) -> LoadedJob: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[LoadedJob]: ...
+
+    def __getitem__(self, index: int | slice) -> LoadedJob | Sequence[LoadedJob]:
+        return self._all()[index]
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
+class ValidateCache:
+    """validate.FileCache kept in the user's cache directory; ``save()`` after the run."""
+
+    def __init__(self, config: PlatformConfig, directory: Path | None = None):
+        self.config = config
+        self.directory = directory or cache_dir()
+        root = str(config.root.resolve())
+        self.path = self.directory / f"validate-{hashlib.sha256(root.encode()).hexdigest()[:16]}.pickle"
+        self.environment = environment_key(config)
+        self.library = config.library_path
+        self._content: dict[str, bytes | None] = {}
+        self._dirs: dict[str, str] = {}  # directory -> its real path  # real path -> bytes (None: not a regular file)
+        self._deps: dict[tuple[str, str], bytes | None] = {}  # (found path, import) -> its part of the key
+        self._keys: dict[Path, str | None] = {}
+        self._imports: dict[str, list[str] | None] = {}  # real path -> imports_of its text
+        # path -> (key, its result without its jobs, its jobs), each pickled
+        self._kept: dict[str, tuple[str, bytes, bytes]] = self._read()
+        self._entries: dict[str, tuple[str, bytes, bytes]] = {}
+        self.hits = 0
+        self.misses = 0
+
+    # -- validate.FileCache ------------------------------------------------------------------------
+    def lookup(self, paths: list[Path]) -> dict[Path, FileChecked]:
+        found: dict[Path, FileChecked] = {}
+        for path in paths:
+            key = self.key(path)
+            kept = self._kept.get(str(path))
+            if key is not None and kept is not None and kept[0] == key:
+                try:
+                    result = pickle.loads(kept[1])
+                except Exception:  # noqa: BLE001 - a kept result that no longer reads is evaluated again
+                    continue
+                if isinstance(result, FileChecked):
+                    found[path] = dataclasses.replace(result, loaded=KeptJobs(kept[2]))
+                    self._entries[str(path)] = kept
+        self.hits, self.misses = len(found), len(paths) - len(found)
+        return found
+
+    def store(self, checked: dict[Path, FileChecked]) -> None:
+        for path, result in checked.items():
+            key = self.key(path)
+            if key is not None and not result.evaluation_limit:
+                self._entries[str(path)] = (key, _dumps(dataclasses.replace(result, loaded=())),
+                                            _dumps(tuple(result.loaded)))
+
+    def save(self) -> None:
+        """Keep this run's results (the files of this run only: a removed file's go)."""
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+            data = _dumps({"format": FORMAT, "environment": self.environment, "entries": self._entries})
+            fd, tmp = tempfile.mkstemp(prefix=".validate-", dir=self.directory)  # 0600
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, self.path)
+        except OSError:
+            pass  # a cache that cannot be written only makes the next run slower
+
+    # -- keys --------------------------------------------------------------------------------------
+    def key(self, path: Path) -> str | None:
+        """The digest of everything the file's result depends on besides the environment, or
+        None when it cannot be known (an import not written plainly, an unreadable file)."""
+        if path not in self._keys:
+            self._keys[path] = self._key(path)
+        return self._keys[path]
+
+    def _key(self, path: Path) -> str | None:
+        real = self._realpath(str(path))
+        text = self._read_file(real)
+        if text is None:
+            return None
+        h = hashlib.sha256(f"{path}\0{real}\0{len(text)}\n".encode())
+        h.update(text)
+        seen: set[str] = set()
+        pending = [(str(path), text)]
+        while pending:
+            found_path, body = pending.pop()
+            imports = self._imports_of(found_path, body)
+            if imports is None:
+                return None
+            base = os.path.dirname(found_path)
+            for rel in imports:
+                part = self._dependency(base, rel)
+                if part is None:
+                    return None
+                h.update(part)
+                kind, _, rest = part.partition(b"\0")
+                candidate = rest.partition(b"\0")[0].decode()
+                if kind == b"file" and candidate not in seen:
+                    seen.add(candidate)
+                    body_of = self._read_file(self._realpath(candidate))
+                    if body_of is not None:
+                        pending.append((candidate, body_of))
+        return h.hexdigest()
+
+    def _dependency(self, base: str, rel: str) -> bytes | None:
+        """What ConfinedImporter would answer for ``rel`` imported from ``base``, as facts: the
+        first candidate that exists ("file\\0<found path>\\0<real path> <digest>"), or that none
+        does."""
+        memo = (base, rel)
+        if memo in self._deps:
+            return self._deps[memo]
+        out: bytes | None
+        if os.path.isabs(rel):
+            out = f"absolute\0{rel}\n".encode()
+        else:
+            out = f"missing\0{base}\0{rel}\n".encode()
+            for candidate in (os.path.join(base, rel), os.path.join(str(self.library), rel)):
+                if not os.path.lexists(candidate):
+                    continue
+                real = self._realpath(candidate)
+                data = self._read_file(real)
+                digest = hashlib.sha256(data).hexdigest() if data is not None else "not-a-file"
+                out = f"file\0{candidate}\0{real} {digest}\n".encode()
+                break
+        self._deps[memo] = out
+        return out
+
+    def _realpath(self, path: str) -> str:
+        """os.path.realpath, its directories resolved once a run (thousands of files share few)."""
+        if os.path.islink(path):
+            return os.path.realpath(path)
+        directory, name = os.path.split(path)
+        if directory not in self._dirs:
+            self._dirs[directory] = os.path.realpath(directory)
+        return os.path.join(self._dirs[directory], name)
+
+    def _imports_of(self, found_path: str, body: bytes) -> list[str] | None:
+        real = self._realpath(found_path)
+        if real not in self._imports:
+            self._imports[real] = imports_of(body)
+        return self._imports[real]
+
+    def _read_file(self, real: str) -> bytes | None:
+        if real not in self._content:
+            try:
+                st = os.stat(real)
+                self._content[real] = Path(real).read_bytes() if stat.S_ISREG(st.st_mode) else None
+            except OSError:
+                self._content[real] = None
+        return self._content[real]
+
+    # -- the file ----------------------------------------------------------------------------------
+    def _read(self) -> dict[str, tuple[str, bytes, bytes]]:
+        """The kept results, if the file is this user's alone and of this environment."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            return {}
+        with os.fdopen(fd, "rb") as f:
+            if not (_private(os.fstat(f.fileno())) and _private(os.stat(self.directory))):
+                return {}
+            try:
+                data = pickle.load(f)
+            except Exception:  # noqa: BLE001 - a damaged or foreign file is only a cold start
+                return {}
+        if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("environment") != self.environment:
+            return {}
+        entries = data.get("entries")
+        return entries if isinstance(entries, dict) else {}
+
+
+def _private(st: os.stat_result) -> bool:
+    """Owned by this user and writable by no one else."""
+    return st.st_uid == os.getuid() and not st.st_mode & 0o022
