@@ -102,10 +102,10 @@ def test_the_plan_runs_the_pull_requests_definitions_never_its_code(workspace: P
     planned = {c.split("-chdir=")[1].split()[0] for c in plans}
     assert planned == {"terraform/jobs/teams/billing"}, planned  # only the root the change touches
     assert all(c.split()[0] == str(trusted) for c in calls)
-    # the roots hold what the compiler wrote, nothing of the pull request's
+    # the roots hold what the compiler wrote (the team's shared roles among it), nothing of the pull request's
     for root in planned:
         assert sorted(p.name for p in (trusted / root).iterdir()) == sorted(
-            ["main.tf.json", "catalog.json"] + [p.name for p in (trusted / root).glob("*.job.tf.json")])
+            ["main.tf.json", "catalog.json", "roles.tf.json"] + [p.name for p in (trusted / root).glob("*.job.tf.json")])
 
 
 @pytest.mark.parametrize("change, says", [
