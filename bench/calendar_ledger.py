@@ -52,6 +52,8 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=13)
     parser.add_argument("--hours", type=float, default=1.0, help="run history of the minutely jobs")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="jobs accounted for at once (jobplane dev: 1; the periodic Lambda on AWS: 8)")
     args = parser.parse_args()
     settings, problems = parse_calendars("bench", {"years": [2026, 2028], "jp-business": {
         "holidays": "JP", "closed": ["12-29..01-03"]}}, set())
@@ -131,7 +133,7 @@ def main() -> None:
                                                            ":c": {"N": str(claims[j])}})
             at = clock_now + GRACE if last else clock_now
             ledger = MissedFires(control, deployment.client("sns"), deployment.topic_arn, deployment.client("sqs"),
-                                 clock=lambda c=at: c, workers=1)  # type: ignore[misc]
+                                 clock=lambda c=at: c, workers=args.workers)  # type: ignore[misc]
             t = time.perf_counter()
             alerted = ledger.check()
             took = time.perf_counter() - t
