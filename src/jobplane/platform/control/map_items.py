@@ -19,7 +19,7 @@ from jobplane.contract.map_items import ItemOutcome
 from jobplane.platform.control.access import Actor
 from jobplane.contract.types import JsonObject
 from jobplane.platform.control.errors import Conflict, Invalid, check_reason
-from jobplane.platform.control.runs import Runs, idempotent_name
+from jobplane.platform.control.runs import Runs, idempotent_name, rerun_params
 from jobplane.platform.control.views import ExecutionSubject
 from jobplane.platform.map_records import FIRST_FEW, MapProgress, item_outcomes, item_total, progress
 
@@ -55,11 +55,7 @@ class MapItems(Runs):
         items, or ``map_name``), with the original run's params and ``params``' changes; the new
         execution's name."""
         check_reason(reason, required=False)
-        subject = loaded if loaded is not None and loaded.execution == execution else self.subject(execution)
-        who = self.authorize(actor, subject.job)
-        original = self.record_view(subject) or self.execution(execution, subject.job)
-        if original.running:
-            raise Conflict(f"{execution} is still running; stop it first", {"execution": execution})
+        who, original = self._ended_run(execution, actor, loaded)
         entry = self.entry(original.job)
         maps = {m.name: m for m in map_steps(entry)}
         if map_name is not None and map_name not in maps:
@@ -76,9 +72,7 @@ class MapItems(Runs):
         m = maps[by_map[0]]
         each = (m.parallel or [])[1]
         overrides = self.checked_params(entry, params)
-        declared = entry.params
-        merged = {**declared, **{k: v for k, v in original.input.params.items() if k in declared}, **overrides}
-        payload = execution_input.rerun(who.name, execution, merged, each.name)
+        payload = execution_input.rerun(who.name, execution, rerun_params(entry, original, overrides), each.name)
         name = name or (idempotent_name(original.job, who.name, idempotency_key) if idempotency_key is not None
                         else uuid.uuid4().hex)
         s3 = self.deployment.client("s3")

@@ -20,7 +20,7 @@ from jobplane.contract.statuses import ExecutionStatus
 from jobplane.platform.control.access import Actor, as_actor
 from jobplane.platform.control.errors import MAX_PARAMS_BYTES, Conflict, Invalid, NotFound, check_reason
 from jobplane.platform.control.reads import Reads
-from jobplane.platform.control.views import ExecutionSubject
+from jobplane.platform.control.views import ExecutionSubject, ExecutionView
 from jobplane.contract.types import JsonObject
 
 log = logging.getLogger(__name__)
@@ -58,6 +58,16 @@ class Runs(Reads):
         return self._start_once(job, payload, name, idempotency_key is not None, lambda: self.audited(
             who, audit.Run(job, name, params, from_step), reason, lambda: self.start_execution(job, payload, name)))
 
+    def _ended_run(self, execution: str, actor: Actor | str, loaded: ExecutionSubject | None) -> tuple[Actor, ExecutionView]:
+        """Who may re-run ``execution`` (authorized on its record) and the run, which has ended.
+        ``loaded``: the subject as the caller just read it, so it is not read again."""
+        subject = loaded if loaded is not None and loaded.execution == execution else self.subject(execution)
+        who = self.authorize(actor, subject.job)
+        original = self.record_view(subject) or self.execution(execution, subject.job)
+        if original.running:
+            raise Conflict(f"{execution} is still running; stop it first", {"execution": execution})
+        return who, original
+
     def rerun(self, execution: str, actor: Actor | str, from_failed_step: bool = True,
               params: JsonObject | None = None, reason: str = "", name: str | None = None,
               idempotency_key: str | None = None, loaded: ExecutionSubject | None = None) -> str:
@@ -65,11 +75,7 @@ class Runs(Reads):
         actor), so it is not read again. Only the record is read (not the history or logs),
         unless the execution has none yet: then it is running, or has just ended."""
         check_reason(reason, required=False)
-        subject = loaded if loaded is not None and loaded.execution == execution else self.subject(execution)
-        who = self.authorize(actor, subject.job)
-        original = self.record_view(subject) or self.execution(execution, subject.job)
-        if original.running:
-            raise Conflict(f"{execution} is still running; stop it first", {"execution": execution})
+        who, original = self._ended_run(execution, actor, loaded)
         if original.status == ExecutionStatus.MISSED.value:  # no run to repeat: run the fire itself, once
             fire = original.input.scheduled_time
             raise Conflict(f"{execution} is a missed fire, not a run: run it as that fire with a backfill "
@@ -86,11 +92,7 @@ class Runs(Reads):
             if resume_from not in self.step_names(original.job):
                 raise Conflict(f"step {resume_from!r} is no longer in {original.job}; re-run the whole job",
                                {"execution": execution, "step": resume_from})
-        declared = entry.params
-        # The original run's values for params the job still declares, then the operator's changes.
-        kept = {k: v for k, v in original.input.params.items() if k in declared}
-        merged = {**declared, **kept, **overrides}
-        payload = execution_input.rerun(who.name, execution, merged, resume_from)
+        payload = execution_input.rerun(who.name, execution, rerun_params(entry, original, overrides), resume_from)
         name = name or (idempotent_name(original.job, who.name, idempotency_key) if idempotency_key is not None
                         else uuid.uuid4().hex)
         self._start_once(original.job, payload, name, idempotency_key is not None, lambda: self.audited(
@@ -204,3 +206,11 @@ class Runs(Reads):
             raise Conflict(f"{execution} is not running ({status})", {"execution": execution, "status": status})
         self.audited(who, audit.Stop(subject.job, execution), reason, lambda: self.sfn.stop_execution(
             executionArn=arn, error="Stopped", cause=f"stopped by {who.name}: {reason}"))
+
+
+def rerun_params(entry: CatalogJob, original: ExecutionView, overrides: JsonObject) -> JsonObject:
+    """A re-run's params: the job's defaults, the original run's values for params the job still
+    declares, then the operator's changes."""
+    declared = entry.params
+    kept = {k: v for k, v in original.input.params.items() if k in declared}
+    return {**declared, **kept, **overrides}
