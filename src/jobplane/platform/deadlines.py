@@ -90,7 +90,7 @@ def job_deadlines_partition(job: str) -> str:
 def fires(control: ControlPlane, entry: CatalogJob, start: datetime, end: datetime) -> list[datetime]:
     """The job's scheduled fires from ``start`` to ``end``: the one computation the fire ledger
     and backfills use (platform/backfill_model.py), so the deadline checker sees the same fires."""
-    return plan_fires(entry.schedule, entry.timezone, start, end, control.schedule_anchors(entry))
+    return plan_fires(entry.schedule, entry.timezone, start, end, control.schedule_anchors(entry), entry.calendar_schedule)
 
 
 @dataclass(frozen=True)
