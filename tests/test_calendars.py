@@ -350,3 +350,31 @@ def test_job_fires_is_one_function_for_every_job(compiled: Catalog) -> None:
                        states=0)
     got = job_fires(plain, START, datetime(2026, 1, 14, tzinfo=TOKYO))
     assert [(f.at, f.note) for f in got] == [(at(date(2026, 1, d), 9), None) for d in (5, 6, 12, 13)]
+
+
+def test_plan_warns_before_the_calendar_years_run_out(compiled: Catalog, tmp_path: Path) -> None:
+    """Past ``[calendars] years`` no schedule is deployed: every plan names the calendar and its
+    jobs from 90 days before the last year ends, and after it has ended; none before."""
+    from jobplane.compiler.calendar_plan import years_ending_lines
+
+    jobs = compiled.jobs
+    assert years_ending_lines(jobs, datetime(2028, 9, 1, tzinfo=timezone.utc)) == []
+    soon = years_ending_lines(jobs, datetime(2028, 11, 1, tzinfo=timezone.utc))
+    calendar_jobs = sorted(j.name for j in jobs if j.calendar is not None and j.calendar.name == "jp-business")
+    line = next(w for w in soon if "calendar jp-business's" in w)
+    assert "compiled years end in 61 days (last: 2028)" in line and "extend [calendars] years" in line
+    assert line.endswith(": " + ", ".join(calendar_jobs))
+    assert all(j.name not in " ".join(soon) for j in jobs if j.calendar is None)
+    ended = years_ending_lines(jobs, datetime(2029, 1, 5, tzinfo=timezone.utc))
+    assert any("compiled years ended 4 days ago (last: 2028)" in w for w in ended)
+    # and the plan prints it with nothing else to say
+    from jobplane.compiler.output import read_output
+    from jobplane.compiler.plan import describe_plan
+
+    repo = Repo(tmp_path)
+    repo.write("jobs/billing/payday.jsonnet", job_text("payday", JOBS["payday"]))
+    assert repo.cli("compile").exit_code == 0
+    files = read_output(repo.out)
+    text, changes = describe_plan(files, files, now=datetime(2028, 12, 1, tzinfo=timezone.utc))
+    assert changes == 0 and text.startswith("No changes.")
+    assert "WARNING: calendar jp-business's compiled years end in 31 days (last: 2028)" in text and "payday" in text

@@ -15,6 +15,8 @@ from jobplane.contract.schedule import validate_timezone
 HORIZON = timedelta(days=90)
 #: At most this many added or removed fires are listed (the count is always given).
 LISTED = 20
+#: A calendar whose compiled years end within this long is named by every plan until extended.
+YEARS_WARNING = timedelta(days=90)
 
 
 def fires(job: CatalogJob, start: datetime, end: datetime) -> list[Fire]:
@@ -60,6 +62,30 @@ def calendar_change_lines(old: CatalogJob, new: CatalogJob, now: datetime) -> li
                 lines.append(f"  {sign} ... and {len(group) - LISTED} more")
     elif not lines:
         lines.append(f"schedules recompiled; the fires of the next {HORIZON.days} days are unchanged")
+    return lines
+
+
+def years_ending_lines(jobs: list[CatalogJob], now: datetime) -> list[str]:
+    """A warning for each calendar whose compiled years (``[calendars] years``) end within
+    :data:`YEARS_WARNING` of ``now`` or have ended, naming its jobs: past the last year no
+    schedule is deployed, so they stop firing and the fire ledger records MISSED fires. A plan
+    runs on every pull request, so the warning reaches the team months before that."""
+    ending: dict[tuple[str, int], list[str]] = {}
+    for job in jobs:
+        cal = job.calendar
+        if cal is None:
+            continue
+        end = datetime(cal.last_year + 1, 1, 1, tzinfo=validate_timezone(job.timezone))
+        if end - now <= YEARS_WARNING:
+            ending.setdefault((cal.name, cal.last_year), []).append(job.name)
+    lines = []
+    for (name, last), names in sorted(ending.items()):
+        days = (datetime(last + 1, 1, 1, tzinfo=now.tzinfo) - now).days
+        when = f"ended {-days} days ago" if days < 0 else f"end in {days} days"
+        shown = ", ".join(sorted(names)[:LISTED]) + (f" and {len(names) - LISTED} more" if len(names) > LISTED else "")
+        lines.append(f"WARNING: calendar {name}'s compiled years {when} (last: {last}): extend [calendars] years "
+                     f"in jobplane.toml and recompile, or its jobs stop firing after {last}-12-31 and their "
+                     f"business-day fires are recorded MISSED: {shown}")
     return lines
 
 
