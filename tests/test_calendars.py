@@ -378,3 +378,22 @@ def test_plan_warns_before_the_calendar_years_run_out(compiled: Catalog, tmp_pat
     text, changes = describe_plan(files, files, now=datetime(2028, 12, 1, tzinfo=timezone.utc))
     assert changes == 0 and text.startswith("No changes.")
     assert "WARNING: calendar jp-business's compiled years end in 31 days (last: 2028)" in text and "payday" in text
+
+
+def test_a_calendar_jobs_deployed_schedules_count_in_the_name_checks(tmp_path: Path) -> None:
+    """payday deploys one schedule per cron its calendar compiles to (payday, payday-2, ...):
+    a job named payday-3 would take the name of one of them, though payday lists one rule."""
+    repo = Repo(tmp_path)
+    repo.write("jobs/billing/payday.jsonnet", job_text("payday", JOBS["payday"]))
+    repo.write("jobs/billing/payday-3.jsonnet", job_text("payday-3", "schedule: jp.cron('0 9 * * ? *'),", cal="")
+               .replace("calendar: '',", ""))
+    result = repo.cli("validate")
+    assert result.exit_code != 0
+    assert ("jobs/billing/payday.jsonnet: job 'payday': name: its schedule name 'jobplane-payday-3' is also one that "
+            "job 'payday-3' (jobs/billing/payday-3.jsonnet) derives; rename one of them") in result.output
+    (tmp_path / "fine").mkdir()
+    other = Repo(tmp_path / "fine")  # the same jobs without the calendar job's crons in the way
+    other.write("jobs/billing/payday.jsonnet", job_text("payday", JOBS["payday"]))
+    other.write("jobs/billing/payday-x.jsonnet", job_text("payday-x", "schedule: jp.cron('0 9 * * ? *'),", cal="")
+                .replace("calendar: '',", ""))
+    assert other.cli("validate").exit_code == 0

@@ -23,7 +23,7 @@ from jobplane.contract.step_kinds import Executor
 from jobplane.compiler.overrides import params_budget
 from jobplane.compiler.pool_checks import pool_problems
 from jobplane.compiler.secret_scope import scope_problems
-from jobplane.compiler.calendars import calendar_problems
+from jobplane.compiler.calendars import calendar_problems, deployed_schedule
 from jobplane.compiler.problems import DefinitionError, Problem, rel
 from jobplane.contract import names
 from jobplane.contract import runner as rc
@@ -226,7 +226,17 @@ def _check_file(path: Path, source: str, outcome: Evaluated, config: PlatformCon
         problems.extend(Problem(source, job.name, where, message) for where, message in scope_problems(job, config))
         problems.extend(notify_problems(source, job, config))
         problems.extend(pool_problems(source, job, config))
-        problems.extend(calendar_problems(source, job, config))
+        problems.extend(found := calendar_problems(source, job, config))
+        if job.calendar is not None and not found and names[-1][1]:
+            # a calendar job deploys its compiled crons (~12 a year), each a schedule name of its
+            # own: those are the names the checks across files must hold, not its rules' count
+            derived = tuple(raw_derived_names(config.name_prefix, job.name, item, len(deployed_schedule(job, config))))
+            names[-1] = (names[-1][0], derived)
+            long = too_long([d for d in derived if d[0] == "schedule"])
+            if long and not too_long(raw_derived_names(config.name_prefix, job.name, item)):  # else named above
+                problems.append(Problem(source, job.name, "name", f"too long: the schedule name {long[-1][1]!r} "
+                                        f"(one of the {len(long)} its calendar's crons deploy beyond the first) would "
+                                        f"be {len(long[-1][1])} (AWS allows {long[-1][2]})"))
         problems.extend(override_problems(source, job, budget))
     jobs = tuple((lj.job.name, lj.job.team, tuple(a.job for a in lj.job.after)) for lj in loaded)
     return FileChecked(tuple(problems), tuple(loaded), tuple(names), source, jobs=jobs)
@@ -416,11 +426,13 @@ def raw_problems(source: str, job: str, item: JsonObject, config: PlatformConfig
     return problems
 
 
-def raw_derived_names(prefix: str, name: str, item: JsonObject) -> list[tuple[str, str]]:
+def raw_derived_names(prefix: str, name: str, item: JsonObject, schedules: int | None = None) -> list[tuple[str, str]]:
     """names.derived_names for a definition that may not validate: from its name, how many
-    schedules it lists and whether any step has secrets."""
+    schedules it lists (or ``schedules``: a calendar job's compiled count) and whether any step
+    has secrets."""
     schedule = item.get("schedule")
     count = 1 if isinstance(schedule, str) else len(schedule) if isinstance(schedule, list) else 0
+    count = count if schedules is None else schedules
     steps = [s for s in item.get("steps") or [] if isinstance(s, dict)] if isinstance(item.get("steps"), list) else []
     runnable = steps + [m for s in steps if isinstance(s.get("parallel"), list) for m in s["parallel"] if isinstance(m, dict)]
     return derived_names(prefix, name, count, bool(isinstance(item.get("after"), list) and item["after"]),
