@@ -73,7 +73,8 @@ BAD = {
         { name: 'reconcile-every-payment-provider-settlement-file-for-all-regions', team: 'billing',
           schedule: 'rate(1 hour)', steps: [{ name: 'a', python: 'm:f' }] }
         """, [("name", "too long: the schedule name", "AWS allows 64"),
-              ("name", "IAM role name 'jobplane-reconcile-every-payment-provider-settlement-file-for-all-regions-sfn'")]),
+              # its roles are its team's (named by team and grant): the job name names no role
+              ("name", "'jobplane-reconcile-every-payment-provider-settlement-file-for-all-regions' would be 73")]),
     "python target": ("""\
         { name: 'bad-target', team: 'billing', steps: [{ name: 'a', python: 'billing.reports.daily' }] }
         """, [("job 'bad-target'", "steps[0].python", "not of the form 'package.module:function'")]),
@@ -299,6 +300,18 @@ def test_two_jobs_deriving_one_aws_name_are_refused_naming_both(repo: Repo) -> N
         or (f"jobs/billing/nightly-2.jsonnet: job 'nightly-2': name: its schedule name '{prefix}-nightly-2' is also "
             f"one that job 'nightly' (jobs/billing/nightly.jsonnet) derives; rename one of them") in result.stderr, \
         result.stderr
+
+
+def test_names_of_different_kinds_do_not_collide(repo: Repo) -> None:
+    """AWS names are unique per kind of resource: `nightly`'s schedule `<prefix>-nightly` and a
+    job `nightly-sfn`'s state machine never meet, and no job names a role any more (its roles
+    are its team's), so `nightly` and `nightly-sfn` / `nightly-scheduler` validate together."""
+    repo.write("jobs/billing/nightly.jsonnet", minimal_job("nightly"))
+    repo.write("jobs/billing/nightly-sfn.jsonnet", minimal_job("nightly-sfn"))
+    repo.write("jobs/billing/nightly-scheduler.jsonnet", minimal_job("nightly-scheduler"))
+    result = repo.cli("validate")
+    assert result.exit_code == 0, result.stderr
+    assert result.output == "3 jobs valid (billing).\n", result.output
 
 
 def test_a_team_reads_only_its_own_secrets_and_those_shared_with_it(repo: Repo) -> None:

@@ -294,8 +294,8 @@ def _derived_collisions(source: str, name: str, derived: tuple[tuple[str, str], 
     with (a job name used twice is told once, by the name check). ``derived``: the job's
     raw_derived_names, none for a name that is not valid."""
     problems = []
-    for kind, derived_name in derived:
-        first = seen.setdefault(derived_name, (source, name))
+    for kind, derived_name in derived:  # AWS names are unique per kind of resource, not across kinds
+        first = seen.setdefault(f"{kind}\0{derived_name}", (source, name))
         if first[1] != name:
             problems.append(Problem(source, name, "name", f"its {kind} name {derived_name!r} is also one that job "
                                                           f"{quoted(first[1])} ({first[0]}) derives; rename one of them"))
@@ -442,17 +442,13 @@ def raw_derived_names(prefix: str, name: str, item: JsonObject, schedules: int |
 def derived_names(prefix: str, name: str, schedules: int, after: bool, secrets: bool,
                   lambda_steps: bool = False) -> list[tuple[str, str]]:
     """(kind, name) of every AWS name a job with ``schedules`` schedules, ``after`` rules and
-    steps with secrets or not derives from its name (``jobplane import`` names jobs with it too)."""
-    out = [("state machine", names.state_machine_name(prefix, name)), ("IAM role", names.sfn_role_name(prefix, name))]
-    if schedules:
-        out.append(("IAM role", names.scheduler_role_name(prefix, name)))
-        out.extend(("schedule", names.schedule_name(prefix, name, i)) for i in range(schedules))
-    if after:
-        out.append(("IAM role", names.after_role_name(prefix, name)))
+    steps with secrets or not derives from its name (``jobplane import`` names jobs with it too).
+    No IAM role: a job's roles are its team's, named by team and grant (compiler/shared_roles.py,
+    which bounds those names itself), so a job name no longer names a role."""
+    out = [("state machine", names.state_machine_name(prefix, name))]
+    out.extend(("schedule", names.schedule_name(prefix, name, i)) for i in range(schedules))
     if secrets:
-        out.append(("IAM role", names.task_execution_role_name(prefix, name)))
         out.append(("task definition family", names.task_family(prefix, name)))
     if lambda_steps:
         out.append(("Lambda function", lambda_step.function_name(prefix, name)))
-        out.append(("IAM role", lambda_step.role_name(prefix, name)))
     return out
