@@ -75,6 +75,9 @@ BAD = {
         """, [("name", "too long: the schedule name", "AWS allows 64"),
               # its roles are its team's (named by team and grant): the job name names no role
               ("name", "'jobplane-reconcile-every-payment-provider-settlement-file-for-all-regions' would be 73")]),
+    "schedule not a string": ("""\
+        { name: 'numbered', team: 'billing', schedule: ['cron(0 2 * * ? *)', 5], steps: [{ name: 'a', python: 'm:f' }] }
+        """, [("schedule[1]", "must be a schedule expression string", "not the number 5")]),
     "python target": ("""\
         { name: 'bad-target', team: 'billing', steps: [{ name: 'a', python: 'billing.reports.daily' }] }
         """, [("job 'bad-target'", "steps[0].python", "not of the form 'package.module:function'")]),

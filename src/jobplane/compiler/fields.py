@@ -64,7 +64,7 @@ class _Scalar(Type):
 
     def check(self, value: JsonValue, loc: Loc, problems: Problems) -> JsonValue:
         if isinstance(value, bool) != (bool in self.kinds) or not isinstance(value, self.kinds):
-            problems.append((loc, f"must be {self.what}, not {_kind(value)}"))
+            problems.append((loc, f"must be {self.what}, not {describe_value(value)}"))
             return BAD
         return value
 
@@ -177,7 +177,7 @@ class ListOf(Type):
 
     def check(self, value: JsonValue, loc: Loc, problems: Problems) -> JsonValue:
         if not isinstance(value, list):
-            problems.append((loc, f"must be an array [...], not {_kind(value)}"))
+            problems.append((loc, f"must be an array [...], not {describe_value(value)}"))
             return BAD
         if len(value) < self.min_length:
             problems.append((loc, self.too_short or f"at least {self.min_length} items are needed"))
@@ -200,7 +200,7 @@ class MapOf(Type):
 
     def check(self, value: JsonValue, loc: Loc, problems: Problems) -> JsonValue:
         if not isinstance(value, dict):
-            problems.append((loc, f"must be an object {{...}}, not {_kind(value)}"))
+            problems.append((loc, f"must be an object {{...}}, not {describe_value(value)}"))
             return BAD
         out = {k: self.value.check(v, loc + (k,), problems) for k, v in value.items()}
         return BAD if any(v is BAD for v in out.values()) else out
@@ -314,7 +314,7 @@ class Model:
     @classmethod
     def build(cls: type[M], data: JsonValue, loc: Loc, problems: Problems) -> M:
         if not isinstance(data, dict):
-            problems.append((loc, f"must be an object {{...}}, not {_kind(data)}"))
+            problems.append((loc, f"must be an object {{...}}, not {describe_value(data)}"))
             return cast("M", BAD)
         before = len(problems)
         slots = cls.slots()
@@ -392,7 +392,7 @@ def json_schema(model: type[Model], title: str) -> JsonObject:
             "$defs": dict(sorted(defs.items()))}
 
 
-def _kind(value: JsonValue) -> str:
+def describe_value(value: JsonValue) -> str:
     """What a value is, in the words of the definition's author (the Jsonnet/JSON names, not the
     Python type library's "valid dictionary"), with the value where it is short."""
     if value is None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from jobplane.compiler import kinds as kinds_registry
-from jobplane.compiler.fields import (Anything, Bool, Choice, Int, ListOf, Loc, MapOf, Model, Nested, Nullable, Number,
+from jobplane.compiler.fields import (Anything, Bool, Choice, describe_value, Int, ListOf, Loc, MapOf, Model, Nested, Nullable, Number,
                                      Parsed, Problems, Slot, Str, field)
 from jobplane.compiler.kinds import StepKind
 from jobplane.contract import runner as rc
@@ -86,7 +86,8 @@ class Retry(Model):
 
 def _schedule_expression(v: JsonValue) -> str:
     if not isinstance(v, str):
-        raise ValueError("Input should be a valid string")
+        raise ValueError(f"must be a schedule expression string (e.g. jp.daily('02:00') or 'cron(0 2 * * ? *)'), "
+                         f"not {describe_value(v)}")
     if v != v.strip():  # deployed as written: EventBridge would be given the spaces too
         raise ValueError(f"{quoted(v)} has spaces or a line break around it")
     try:
