@@ -79,6 +79,9 @@ def deploy_section() -> str:
     portal = json.loads((ROOT / "deploy" / "portal.example.tfvars.json").read_text())["portal"]
     lines = ["", "[deploy]", f"portal_url = {json.dumps(PORTAL_URL)}", f"slack_webhook_secret_arn = {json.dumps(SLACK)}",
              'vpc_endpoints = { vpc_id = "vpc-0123456789abcdef0", route_table_ids = ["rtb-0123456789abcdef0"] }',
+             # values unlike any default, so the plan shows each was read
+             "runner_images_kept = 73", "execution_retention_days = 421", "log_retention_days = 545",
+             'slow_check_schedule = "rate(3 minutes)"',
              "", "[deploy.portal]"]
     lines += [f"{k} = {json.dumps(v)}" for k, v in portal.items() if k not in ("oidc", "admins", "team_members")]
     lines += ["", "[deploy.portal.oidc]"] + [f"{k} = {json.dumps(v)}" for k, v in portal["oidc"].items()]
@@ -116,8 +119,13 @@ def main() -> int:
         "the portal's sign-in rule": "authenticate_oidc",
         "the Slack secret in the notifier's environment": SLACK,
         "the portal URL in the alerts' links": PORTAL_URL,
+        "the runner images kept": "+ countNumber = 73",
+        "the execution records' retention": '"421"',
+        "the logs' retention": re.compile(r"retention_in_days += 545"),
+        "the periodic check's schedule": "rate(3 minutes)",
     }
-    missing = [what for what, text in expected.items() if text not in out]
+    missing = [what for what, text in expected.items()
+               if (text.search(out) is None if isinstance(text, re.Pattern) else text not in out)]
     print(f"workflow plan of the base root (TF_VAR_ {', '.join(sorted(k[7:] for k in env))} only): {summary}")
     for what in missing:
         print(f"  missing from the plan: {what}")

@@ -418,22 +418,28 @@ def test_the_base_roots_settings_are_committed_and_read_by_terraform_itself(repo
         "portal_url": "https://jobs.example.com",
         "slack_webhook_secret_arn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:jobplane/slack-AbC123",
         "vpc_endpoints": {"vpc_id": "vpc-0123456789abcdef0", "route_table_ids": ["rtb-0123456789abcdef0"]},
+        "runner_images_kept": 73, "execution_retention_days": 421, "log_retention_days": 545,
+        "slow_check_schedule": "rate(3 minutes)",
         "portal": {**{k: v for k, v in portal.items() if k not in ("admins", "team_members")},
                    "admins": list(config.platform_admins),
                    "team_members": {t.name: list(t.members) for t in config.teams.values()}}}
     # every name the file sets is a variable the base root declares, of the module's portal shape
     base = json.loads((repo.out / "base/main.tf.json").read_text())
     assert set(tfvars) <= set(base["variable"]) and set(tfvars["portal"]) == set(portal)
+    assert base["module"]["platform"]["log_retention_days"] == "${var.log_retention_days}"
     # a change to [deploy] is a change of the base root, in words
     toml.write_text(toml.read_text().replace('portal_url = "https://jobs.example.com"',
                                              'portal_url = "https://jobplane.example.com"'))
     out = repo.cli("plan").stdout
     assert "~ base root changed (base/jobplane.auto.tfvars.json)" in out, out
     assert '    [deploy] portal_url: "https://jobs.example.com" -> "https://jobplane.example.com"' in out
-    # without [deploy] the file says nothing: the module's defaults
+    # without [deploy] the file says nothing: the module's defaults (and the root declares none of
+    # the plain settings: the examples' compiled base root is as it was before they existed)
     toml.write_text(toml.read_text().split("\n[deploy]")[0])
     assert repo.cli("compile").exit_code == 0
     assert json.loads((repo.out / "base/jobplane.auto.tfvars.json").read_text()) == {}
+    base = json.loads((repo.out / "base/main.tf.json").read_text())
+    assert not {"runner_images_kept", "log_retention_days"} & (set(base["variable"]) | set(base["module"]["platform"]))
 
 
 @pytest.mark.parametrize("bad, says", [
@@ -447,6 +453,11 @@ def test_the_base_roots_settings_are_committed_and_read_by_terraform_itself(repo
      'endpoint_subnet_ids = ["sn-1"] }', "vpc_endpoints.endpoint_subnet_ids[0]"),
     ('portal = { image = "x", admins = ["a@example.com"] }', "admins and team_members come from [platform] admins"),
     ('region = "us-east-1"', "[deploy] has unknown keys: region"),
+    ("log_retention_days = 100", "log_retention_days: one of CloudWatch Logs' retention periods"),
+    ("runner_images_kept = 3", "runner_images_kept: a whole number, 10-1000"),
+    ("execution_retention_days = 0", "execution_retention_days: a whole number of days, 1-3650"),
+    ('slow_check_schedule = "cron(0 * * * ? *)"', "slow_check_schedule: 'rate(1 minute)' .. 'rate(60 minutes)'"),
+    ('slow_check_schedule = "rate(90 minutes)"', "slow_check_schedule: 'rate(1 minute)'"),
 ])
 def test_a_bad_deploy_section_is_refused_with_every_problem(repo: Repo, bad: str, says: str) -> None:
     toml = repo.path / "jobplane.toml"

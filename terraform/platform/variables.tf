@@ -91,12 +91,21 @@ variable "execution_retention_days" {
   type        = number
   description = "Days an execution record is kept before DynamoDB TTL removes it."
   default     = 400
+  validation {
+    condition     = var.execution_retention_days >= 1 && var.execution_retention_days <= 3650 && floor(var.execution_retention_days) == var.execution_retention_days
+    error_message = "execution_retention_days: a whole number of days, 1-3650."
+  }
 }
 
 variable "log_retention_days" {
   type        = number
   description = "Days runner and state machine logs are kept."
   default     = 365
+  validation {
+    # PutRetentionPolicy's possible values: https://docs.aws.amazon.com/AmazonCloudWatchLogs/latest/APIReference/API_PutRetentionPolicy.html
+    condition     = contains([1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653], var.log_retention_days)
+    error_message = "log_retention_days: one of CloudWatch Logs' retention periods (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653)."
+  }
 }
 
 variable "team_channels" {
@@ -114,7 +123,11 @@ variable "default_channel" {
 variable "slow_check_schedule" {
   type        = string
   default     = "rate(5 minutes)"
-  description = "How often running jobs are checked against their expected_duration (SLOW alerts)."
+  description = "How often the periodic check runs: SLOW alerts, missed fires, deadlines, pool sweeps."
+  validation {
+    condition     = can(regex("^rate\\((1 minute|([2-9]|[1-5][0-9]|60) minutes)\\)$", var.slow_check_schedule))
+    error_message = "slow_check_schedule: rate(1 minute) .. rate(60 minutes)."
+  }
 }
 
 variable "portal" {

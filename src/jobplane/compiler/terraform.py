@@ -65,6 +65,11 @@ def base_root(config: PlatformConfig) -> JsonObject:
     roots read: terraform/platform/published.tf), and the output operators' tools read."""
     module_vars = ["runner_image", "subnet_ids", "security_group_ids", "portal_url",
                    "slack_webhook_secret_arn", "slack_bot_token_secret_arn", "lambda_package", "lambda_reserved_concurrency", "vpc_endpoints", "portal"]
+    # [deploy]'s plain settings are declared only when set: unset, the module's default holds
+    plain = {k: {"type": "string" if isinstance(v, str) else "number",
+                 "description": f"[deploy] {k} in jobplane.toml (the base module's variable)."}
+             for k, v in config.deploy.plain().items()}
+    module_vars += list(plain)
     return {
         "terraform": _settings(config, config.terraform.key if config.terraform else None),
         "variable": {
@@ -88,6 +93,7 @@ def base_root(config: PlatformConfig) -> JsonObject:
             "portal": {"type": "any", "default": None,
                        "description": "The portal behind an ALB with OIDC sign-in (the base module's variable "
                                       "'portal'; deploy/portal.example.tfvars.json); null: none."},
+            **plain,
         },
         "provider": _PROVIDER,
         # jobplane.toml's strings are of their own shape (contract/config.py: no '$' or '%' in

@@ -34,6 +34,14 @@ CIDR_RE = re.compile(r"^[0-9a-fA-F.:]+/\d{1,3}$")
 ACM_ARN_RE = re.compile(r"^arn:aws[a-z-]*:acm:[a-z0-9-]+:\d{12}:certificate/[0-9a-f-]+$")
 HOST_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+$")
 IMAGE_RE = re.compile(r"^[a-z0-9][a-z0-9._/:@-]{0,254}$")
+SLOW_CHECK_RE = re.compile(r"^rate\((1 minute|([2-9]|[1-5][0-9]|60) minutes)\)$")
+#: What CloudWatch Logs keeps a log group for (PutRetentionPolicy retentionInDays, "Possible
+#: values": https://docs.aws.amazon.com/AmazonCloudWatchLogs/latest/APIReference/API_PutRetentionPolicy.html);
+#: any other number fails the apply half way, so it is refused here.
+LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922,
+                      3288, 3653)
+#: The base module's variables a [deploy] number or string sets as it is (each checked in parse_deploy).
+PLAIN_KEYS = ("runner_images_kept", "execution_retention_days", "log_retention_days", "slow_check_schedule")
 
 @dataclass(frozen=True)
 class DeploySettings:
@@ -45,6 +53,16 @@ class DeploySettings:
     lambda_reserved_concurrency: int | None = None
     vpc_endpoints: JsonObject | None = None
     portal: JsonObject | None = field(default=None)
+    # retention and the periodic check: set only where the module's default does not suit
+    runner_images_kept: int | None = None
+    execution_retention_days: int | None = None
+    log_retention_days: int | None = None
+    slow_check_schedule: str | None = None
+
+    def plain(self) -> dict[str, int | str]:
+        """The PLAIN_KEYS this jobplane.toml sets (the base root declares just these: unset, the
+        compiled root is as before and the module's default holds)."""
+        return {k: v for k in PLAIN_KEYS if (v := getattr(self, k)) is not None}
 
     def tfvars(self, admins: tuple[str, ...], team_members: dict[str, tuple[str, ...]]) -> JsonObject:
         """The base root's ``jobplane.auto.tfvars.json``: every setting jobplane.toml makes."""
@@ -53,6 +71,7 @@ class DeploySettings:
                                                  ("slack_bot_token_secret_arn", self.slack_bot_token_secret_arn),
                                                  ("lambda_reserved_concurrency", self.lambda_reserved_concurrency),
                                                  ("vpc_endpoints", self.vpc_endpoints)) if v is not None}
+        out.update(self.plain())
         if self.portal is not None:
             out["portal"] = {**self.portal, "admins": list(admins),
                              "team_members": {team: list(m) for team, m in sorted(team_members.items())}}
@@ -65,7 +84,7 @@ def parse_deploy(where: str, table: JsonValue) -> DeploySettings:
     if not isinstance(table, dict):
         raise ValueError(f"{where}: [deploy] must be a table")
     unknown = set(table) - {"portal_url", "slack_webhook_secret_arn", "slack_bot_token_secret_arn",
-                            "lambda_reserved_concurrency", "vpc_endpoints", "portal"}
+                            "lambda_reserved_concurrency", "vpc_endpoints", "portal", *PLAIN_KEYS}
     if unknown:
         problems.append(f"[deploy] has unknown keys: {', '.join(sorted(unknown))}")
     url = table.get("portal_url")
@@ -80,6 +99,22 @@ def parse_deploy(where: str, table: JsonValue) -> DeploySettings:
     reserved = table.get("lambda_reserved_concurrency")
     if reserved is not None and not (type(reserved) is int and 0 <= reserved <= 1000):
         problems.append("[deploy] lambda_reserved_concurrency: a whole number, 0-1000")
+    kept = table.get("runner_images_kept")
+    if kept is not None and not (type(kept) is int and 10 <= kept <= 1000):
+        problems.append("[deploy] runner_images_kept: a whole number, 10-1000 (the runner images the registry keeps: "
+                        "the rollback window, docs/deploy.md)")
+    days = table.get("execution_retention_days")
+    if days is not None and not (type(days) is int and 1 <= days <= 3650):
+        problems.append("[deploy] execution_retention_days: a whole number of days, 1-3650 (how long execution "
+                        "records are kept)")
+    logs = table.get("log_retention_days")
+    if logs is not None and not (type(logs) is int and logs in LOG_RETENTION_DAYS):
+        problems.append(f"[deploy] log_retention_days: one of CloudWatch Logs' retention periods "
+                        f"({', '.join(map(str, LOG_RETENTION_DAYS))}), not {str(logs)[:20]!r}")
+    slow = table.get("slow_check_schedule")
+    if slow is not None and not (isinstance(slow, str) and SLOW_CHECK_RE.fullmatch(slow)):
+        problems.append("[deploy] slow_check_schedule: 'rate(1 minute)' .. 'rate(60 minutes)' (the periodic check: "
+                        "SLOW alerts, missed fires, deadlines and pool sweeps are each found within one interval)")
     endpoints = table.get("vpc_endpoints")
     if endpoints is not None:
         # endpoint_subnet_ids: the interface endpoints' subnets, one per Availability Zone (the
@@ -108,7 +143,8 @@ def parse_deploy(where: str, table: JsonValue) -> DeploySettings:
     return DeploySettings(portal_url=url, slack_webhook_secret_arn=table.get("slack_webhook_secret_arn"),
                           slack_bot_token_secret_arn=table.get("slack_bot_token_secret_arn"),
                           lambda_reserved_concurrency=reserved,
-                          vpc_endpoints=endpoints, portal=portal)
+                          vpc_endpoints=endpoints, portal=portal, runner_images_kept=kept,
+                          execution_retention_days=days, log_retention_days=logs, slow_check_schedule=slow)
 
 
 #: What a [deploy] value must be: a pattern, a non-empty list of one shape, or a table of shapes
