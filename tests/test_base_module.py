@@ -339,3 +339,32 @@ def test_the_periodic_lambda_is_sized_from_the_measurement() -> None:
     assert measured_cpu_seconds * 1769 / memory * 4 <= timeout  # 4 times the work still fits
     reconciler = bm.resource("aws_lambda_function", "reconciler")
     assert reconciler["timeout"] >= 60 + 40  # its own work and the longest throttle wait (timeline.Patience)
+
+
+def test_who_passes_a_schedule_its_role_may_pass_the_teams_shared_roles() -> None:
+    """A schedule's role is its team's (compiler/shared_roles.py), not a role per job: the
+    portal's and operators' pause/resume and the periodic check's pause repair call
+    UpdateSchedule, which passes the schedule's role again. Their iam:PassRole once matched only
+    `<prefix>-*-scheduler` (the per-job name) and no deployed role."""
+    from iam_policy import Call, allowed
+
+    from jobplane.compiler.output import compile_all
+    from jobplane.contract.config import load_config
+
+    config = load_config(ROOT)
+    files = compile_all(config).files
+    roles = [r["name"] for name, text in files.items() if name.endswith("/roles.tf.json")
+             for r in json.loads(text)["resource"]["aws_iam_role"].values()]
+    scheduler_roles = [r for r in roles if "-scheduler-" in r]
+    assert len(scheduler_roles) >= 3  # one a team at least: billing, growth, platform
+    for document in ("slow", "portal"):
+        statements = bm.policy_statements(document, {"name_prefix": config.name_prefix})
+        for role in scheduler_roles:
+            call = Call("iam:PassRole", f"arn:aws:iam::{bm.ACCOUNT}:role/{role}",
+                        {"iam:PassedToService": "scheduler.amazonaws.com"}, "UpdateSchedule")
+            assert allowed(statements, call), (document, role)
+            assert not allowed(statements, Call("iam:PassRole", call.resource,
+                                                {"iam:PassedToService": "states.amazonaws.com"}))
+        for other in (r for r in roles if "-scheduler-" not in r):  # nor any other role of the teams
+            assert not allowed(statements, Call("iam:PassRole", f"arn:aws:iam::{bm.ACCOUNT}:role/{other}",
+                                                {"iam:PassedToService": "scheduler.amazonaws.com"})), other

@@ -314,7 +314,8 @@ data "aws_iam_policy_document" "portal" {
     # UpdateSchedule hands the schedule its (unchanged) role again
     sid       = "PassScheduleRoles"
     actions   = ["iam:PassRole"]
-    resources = ["arn:${local.partition}:iam::${local.account}:role/${var.name_prefix}-*-scheduler"]
+    # a schedule's role is its team's: <prefix>-<team>-scheduler-<digest>-<n> (compiler/shared_roles.py)
+    resources = ["arn:${local.partition}:iam::${local.account}:role/${var.name_prefix}-*-scheduler-*"]
     condition {
       test     = "StringEquals"
       variable = "iam:PassedToService"

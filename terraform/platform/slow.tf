@@ -163,7 +163,8 @@ data "aws_iam_policy_document" "slow" {
   statement {
     sid       = "PassScheduleRoles"
     actions   = ["iam:PassRole"]
-    resources = ["arn:${local.partition}:iam::${local.account}:role/${var.name_prefix}-*-scheduler"]
+    # a schedule's role is its team's: <prefix>-<team>-scheduler-<digest>-<n> (compiler/shared_roles.py)
+    resources = ["arn:${local.partition}:iam::${local.account}:role/${var.name_prefix}-*-scheduler-*"]
     condition {
       test     = "StringEquals"
       variable = "iam:PassedToService"

@@ -418,10 +418,14 @@ class LocalAWS:
                 self.after_rules.setdefault(names.state_machine_name(self.prefix, a.job), []).append((job.name, a.on))
         # One job at a time: moto's IAM backend answered 500 to concurrent CreateRole/GetRole
         # calls when four deployed at once (bench/dev_scale.py, 1,000 jobs), and gained little.
+        from jobplane.platform.local.compiled_roles import ScheduleRoles
+
+        roles = ScheduleRoles()
         for job in catalog.jobs:
             stored = (output_dir / job.asl).read_text()
             asl_text = asl_of(stored) if job.asl.endswith(".tf.json") else stored
-            self.deploy_schedules(job, self.deploy(job.name, asl_text, **overrides))
+            role = roles.name(json.loads(stored), (output_dir / job.asl).parent) if job.asl.endswith(".tf.json") else None
+            self.deploy_schedules(job, self.deploy(job.name, asl_text, **overrides), role)
         return [j.name for j in catalog.jobs]
 
     def _ensure_schedule_group(self) -> str:
@@ -433,17 +437,18 @@ class LocalAWS:
             self._group_ready = True
         return group
 
-    def deploy_schedules(self, job: CatalogJob, state_machine_arn: str) -> list[str]:
+    def deploy_schedules(self, job: CatalogJob, state_machine_arn: str, role_name: str | None = None) -> list[str]:
         from jobplane.contract import execution_input
         from jobplane.contract.names import schedule_name, scheduler_role_name
 
         group = self._ensure_schedule_group()
         names = []
         target_input = json.dumps(execution_input.scheduled(execution_input.SCHEDULER_TIME, job.params).to_json(), sort_keys=True)
-        # the job's own schedule role, named as the compiled Terraform names it, so a schedule
-        # here carries what it carries on AWS (an UpdateSchedule passes that role again)
+        # the schedule's role, named as the compiled Terraform names it (its team's shared role:
+        # platform/local/compiled_roles.py), so a schedule here carries what it carries on AWS (an
+        # UpdateSchedule passes that role again); a job deployed from its ASL alone, a role of its own
         iam = self.client("iam")
-        role_name = scheduler_role_name(self.prefix, job.name)
+        role_name = role_name or scheduler_role_name(self.prefix, job.name)
         if not self._roles:  # the roles that exist, listed once (a GetRole per job was ~7 ms each)
             for page in iam.get_paginator("list_roles").paginate():
                 self._roles.update({r["RoleName"]: r["Arn"] for r in page["Roles"]})
