@@ -97,7 +97,12 @@ def policy_statements(document: str, vars: dict[str, str]) -> list[dict[str, Any
     """An aws_iam_policy_document's statements, dynamic ones included when their for_each
     (a condition on a variable) holds for ``vars``."""
     doc = module()["data"]["aws_iam_policy_document"][document]
-    statements = list(doc.get("statement", []))
+    statements = []
+    for source in doc.get("source_policy_documents", []):  # merged first, as Terraform does
+        m = re.fullmatch(r"\$\{data\.aws_iam_policy_document\.(\w+)\.json\}", source)
+        assert m, f"source_policy_documents entry {source!r} is not a form this reader knows"
+        statements += [s for s in module()["data"]["aws_iam_policy_document"][m[1]].get("statement", [])]
+    statements += list(doc.get("statement", []))
     for block in doc.get("dynamic", []):
         for _, dynamic in block.items():
             for_each = dynamic["for_each"]

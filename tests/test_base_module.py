@@ -207,9 +207,13 @@ def test_the_operator_policy_is_the_portal_policy_and_an_output() -> None:
     from jobplane.contract.config import load_config
 
     policy = bm.module()["resource"]["aws_iam_policy"]["operator"]
-    assert policy["policy"] == "${data.aws_iam_policy_document.portal.json}"
-    actions = {a for st in bm.policy_statements("portal", {}) for a in st["actions"]}
-    assert "kms:Decrypt" in actions
+    assert policy["policy"] == "${data.aws_iam_policy_document.operator.json}"
+    operator = bm.module()["data"]["aws_iam_policy_document"]["operator"]
+    assert operator["source_policy_documents"] == ["${data.aws_iam_policy_document.portal.json}"]
+    actions = {a for st in bm.policy_statements("operator", {}) for a in st["actions"]}
+    assert "kms:Decrypt" in actions and {"sqs:ReceiveMessage", "sns:Publish"} <= actions
+    # what only the CLI does (the dead-letter queue) is not the portal's
+    assert not {a for st in bm.policy_statements("portal", {}) for a in st["actions"]} & {"sqs:ReceiveMessage", "sns:Publish"}
     root = terraform.base_root(load_config(ROOT))
     assert root["output"]["operator_policy_arn"]["value"] == "${module.platform.operator_policy_arn}"
 
@@ -320,7 +324,8 @@ def test_pausing_a_schedule_under_the_platform_key_may_encrypt_with_it_through_s
     direct = [Call("kms:Encrypt", bm.KMS_KEY_ARN, {}, "direct"),
               Call("kms:Encrypt", bm.KMS_KEY_ARN, {"kms:ViaService": f"s3.{bm.REGION}.amazonaws.com"}, "via S3")]
     assert denied_calls(statements, direct) == [str(c) for c in direct]
-    assert bm.resource("aws_iam_policy", "operator")["policy"] == "${data.aws_iam_policy_document.portal.json}"
+    # and the operator policy (the portal's statements and the dead-letter queue's) no more
+    assert denied_calls(bm.policy_statements("operator", {}), direct) == [str(c) for c in direct]
 
 
 #: The periodic handler's peak memory at 1,000 jobs, MB, as bench/missed_fires.py printed it

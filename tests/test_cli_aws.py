@@ -100,6 +100,7 @@ def test_operator_commands_on_aws_as_locally_within_the_portal_role(platform: De
     stop_pause_resume_and_ack(platform, deployment, tmp_path)
     backfill_a_window(platform, deployment)
     a_pause_survives_an_apply(platform, deployment)
+    undelivered_alerts(platform, deployment)
     job_page_diagram(platform)
     portal_role_allows_every_call(platform)
 
@@ -160,6 +161,37 @@ def a_pause_survives_an_apply(platform: DevPlatform, deployment: Path) -> None:
     assert [f.schedule for f in started] == [name]
     aws.wait(started[0].execution_arn, timeout=300)
     assert cli(platform, deployment, "resume", job, "--reason", "vendor back").exit_code == 0
+
+
+def undelivered_alerts(platform: DevPlatform, deployment: Path) -> None:
+    """An alert Slack refused, as the notifier Lambda's dead-letter queue holds it on AWS (the
+    event it was invoked with; the error as an attribute): status counts it, `dead-letters`
+    lists it, `--resend` publishes it again (audited) and empties the queue."""
+    from jobplane.contract.notifications import NotificationMessage, Outcome
+
+    caller = platform.aws.client("sts").get_caller_identity()["Arn"]
+    last = platform.control.repo.job_state("flaky-load")
+    assert last is not None and last.last_execution
+    alert = NotificationMessage(version=1, event="FAILED", job="flaky-load", team="billing",
+                                execution=last.last_execution, execution_arn=f"arn:x:{last.last_execution}",
+                                outcome=Outcome(status="FAILED", step="load"), channels=["#billing-alerts"])
+    sqs = platform.aws.client("sqs")
+    url = sqs.get_queue_url(QueueName=f"{platform.config.name_prefix}-events-dlq")["QueueUrl"]
+    sqs.send_message(QueueUrl=url, MessageBody=json.dumps({"Records": [{"EventSource": "aws:sns", "Sns": {
+        "Type": "Notification", "Message": alert.model_dump_json()}}]}), MessageAttributes={
+        "RequestID": {"DataType": "String", "StringValue": "5f1c"},
+        "ErrorCode": {"DataType": "Number", "StringValue": "200"},
+        "ErrorMessage": {"DataType": "String", "StringValue": "Slack delivery failed: invalid_auth"}})
+    r = cli(platform, deployment, "status")
+    assert r.exit_code == 0 and f"Undelivered: about 1 in {platform.config.name_prefix}-events-dlq" in r.output, r.output
+    r = cli(platform, deployment, "dead-letters")
+    assert r.exit_code == 0 and f"FAILED alert of flaky-load ({last.last_execution})" in r.output, r.output
+    assert "(200 Slack delivery failed: invalid_auth)" in r.output
+    r = cli(platform, deployment, "dead-letters", "--resend", "--reason", "bot token rotated")
+    assert r.exit_code == 0 and "1 alert published again" in r.output and caller in r.output, r.output
+    assert platform.control.events_dead_letters().peek() == []
+    entry = next(a for a in platform.control.audit(20) if a.action == "resend_alert")
+    assert (entry.actor, entry.job, entry.execution) == (caller, "flaky-load", last.last_execution)
 
 
 def backfill_a_window(platform: DevPlatform, deployment: Path) -> None:
@@ -312,6 +344,20 @@ def iam_calls(recorded: list[dict[str, Any]]) -> list[Any]:
         elif service == "logs":
             out.append(Call("logs:GetLogEvents",
                             f"arn:aws:logs:{arn}:log-group:{p['logGroupName']}:log-stream:{p['logStreamName']}", {}, why))
+        elif service == "sqs":
+            # the queue's ARN from its name or URL; ChangeMessageVisibilityBatch is authorized as
+            # sqs:ChangeMessageVisibility (Service Authorization Reference, Amazon SQS)
+            queue = p.get("QueueName") or p["QueueUrl"].rstrip("/").rsplit("/", 1)[-1]
+            action = "ChangeMessageVisibility" if op == "ChangeMessageVisibilityBatch" else op
+            out.append(Call(f"sqs:{action}", f"arn:aws:sqs:{arn}:{queue}", {}, why))
+            if op == "ReceiveMessage":  # an SSE-KMS queue's consumer decrypts the messages
+                # (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-key-management.html)
+                out.append(Call("kms:Decrypt", bm.KMS_KEY_ARN, {"kms:ViaService": f"sqs.{bm.REGION}.amazonaws.com"}, why))
+        elif service == "sns" and op == "Publish":
+            out.append(Call("sns:Publish", p["TopicArn"], {}, why))
+            # a topic under a customer managed key (https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html)
+            for key_action in ("kms:GenerateDataKey", "kms:Decrypt"):
+                out.append(Call(key_action, bm.KMS_KEY_ARN, {"kms:ViaService": f"sns.{bm.REGION}.amazonaws.com"}, why))
         else:
             raise AssertionError(f"no IAM mapping for {why}; add it with its AWS doc")
     return out
@@ -327,8 +373,12 @@ def portal_role_allows_every_call(platform: DevPlatform) -> None:
     assert {c.action for c in calls} >= {"states:StartExecution", "states:StopExecution", "scheduler:UpdateSchedule",
                                         "states:DescribeStateMachine",
                                         "iam:PassRole", "logs:GetLogEvents", "s3:GetObject", "s3:ListBucket", "dynamodb:Query",
+                                        "sqs:ReceiveMessage", "sqs:DeleteMessage", "sns:Publish",
                                         "dynamodb:PutItem", "dynamodb:UpdateItem"}
-    statements = bm.policy_statements("portal", {"name_prefix": platform.config.name_prefix})
+    # the operator policy: the portal's statements and the dead-letter queue's (the CLI's alone)
+    statements = bm.policy_statements("operator", {"name_prefix": platform.config.name_prefix})
+    portal_only = bm.policy_statements("portal", {"name_prefix": platform.config.name_prefix})
+    assert denied_calls(portal_only, [c for c in calls if not c.why.startswith(("sqs.", "sns."))]) == []
     assert denied_calls(statements, calls) == []
     for i, statement in enumerate(statements):
         assert denied_calls(statements[:i] + statements[i + 1:], calls), f"the portal role's {statement.get('sid')} is used by no call"

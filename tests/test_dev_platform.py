@@ -108,23 +108,49 @@ def test_a_webhook_answering_500_twice_still_gets_the_message_once(repo_root: Pa
         wait_for(lambda: platform.alerts.delivered, what="delivery")
         assert [p for p in receiver.posts if name in str(p)] and len(receiver.posts) == 3  # 500, 500, 200
         assert platform.alerts.delivered == [(name, ["sent"])]
-        assert platform.dead_letters.entries() == []
+        assert platform.dead_letters.peek() == []
     finally:
         platform.stop()
 
 
 @pytest.mark.parametrize("receiver", [["hang"] * 20], indirect=True)
-def test_an_unreachable_webhook_leaves_the_alert_in_the_dead_letter_store(repo_root: Path, tmp_path: Path,
-                                                                          receiver: Receiver) -> None:
+def test_an_unreachable_webhook_leaves_the_alert_in_the_dead_letter_queue_until_it_is_resent(
+        repo_root: Path, tmp_path: Path, receiver: Receiver) -> None:
+    """As on AWS (the notifier Lambda's dead-letter queue): the alert is kept in
+    <prefix>-events-dlq with why, survives a restart, and `jobplane dead-letters --resend`
+    delivers it once Slack answers again (audited), leaving the queue empty."""
+    from click.testing import CliRunner
+
+    from jobplane.cli import main
+
     platform = start_platform(repo_root, tmp_path / "data", webhook=receiver.url)
     platform.alerts.notifier.timeout, platform.alerts.notifier.retries = 1, 1
     try:
         name = platform.control.run_now("flaky-load", "dev@localhost")
         finished(platform, name, "flaky-load")
-        entries = wait_for(platform.dead_letters.entries, timeout=60, what="a dead letter")
-        assert entries[0]["message"]["execution"] == name and entries[0]["channel"] == "#billing-alerts"
-        assert "Timeout" in entries[0]["reason"] or "timed out" in entries[0]["reason"]
-        assert list((tmp_path / "data" / "dead-letters").glob(f"{name}-*.json"))
+        (kept,) = wait_for(platform.dead_letters.peek, timeout=60, what="a dead letter")
+        assert kept.kind == "alert" and kept.alert is not None and kept.alert.execution == name
+        assert "Slack delivery to #billing-alerts failed" in kept.error
+        assert "Timeout" in kept.error or "timed out" in kept.error
+        assert platform.dead_letters.count() == 1  # listing left it in the queue
+    finally:
+        platform.stop()
+    platform = start_platform(repo_root, tmp_path / "data", webhook=receiver.url)  # moto starts empty: restored
+    try:
+        (again,) = platform.dead_letters.peek()
+        assert again.alert == kept.alert and again.error == kept.error
+        receiver.script = []  # Slack answers again
+        cli = CliRunner()
+        args = ["--root", str(repo_root), "dead-letters", "--data-dir", str(tmp_path / "data")]
+        listed = cli.invoke(main, args)
+        assert listed.exit_code == 0 and f"FAILED alert of flaky-load ({name})" in listed.output, listed.output
+        before = len(receiver.posts)
+        resent = cli.invoke(main, [*args, "--resend", "--reason", "webhook fixed"])
+        assert resent.exit_code == 0 and "1 alert published again" in resent.output, resent.output
+        wait_for(lambda: any(name in str(p) for p in receiver.posts[before:]), what="the re-sent alert")
+        wait_for(lambda: (name, ["sent"]) in platform.alerts.delivered, what="its delivery")
+        assert platform.dead_letters.peek() == [] and not platform.dead_letters.count()
+        assert [a.reason for a in platform.control.audit(10) if a.action == "resend_alert"] == ["webhook fixed"]
     finally:
         platform.stop()
 

@@ -286,7 +286,37 @@ resource "aws_cloudwatch_log_group" "portal" {
 resource "aws_iam_policy" "operator" {
   name        = "${var.name_prefix}-operator"
   description = "jobplane's operator commands (the CLI with --deployment): the portal's actions"
-  policy      = data.aws_iam_policy_document.portal.json
+  policy      = data.aws_iam_policy_document.operator.json
+}
+
+# The portal's statements, and what only the CLI does: the dead-letter queue (the portal's role
+# has no use for it, and its tasks no endpoint to it).
+data "aws_iam_policy_document" "operator" {
+  source_policy_documents = [data.aws_iam_policy_document.portal.json]
+  statement {
+    # `jobplane dead-letters` and status: what was not delivered, and re-sending its alerts
+    # (jobplane.platform.control.dead_letters)
+    sid       = "DeadLetters"
+    actions   = ["sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage"]
+    resources = [aws_sqs_queue.events_dlq.arn]
+  }
+  statement {
+    sid       = "ResendAlerts"
+    actions   = ["sns:Publish"]
+    resources = [aws_sns_topic.events.arn]
+  }
+  statement {
+    # a publisher to a topic under a customer managed key needs kms:GenerateDataKey* and
+    # kms:Decrypt (https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html), only through SNS here
+    sid       = "AlertKey"
+    actions   = ["kms:GenerateDataKey"]
+    resources = [aws_kms_key.platform.arn]
+    condition {
+      test     = "StringEquals"
+      variable = "kms:ViaService"
+      values   = ["sns.${local.region}.amazonaws.com"]
+    }
+  }
 }
 
 data "aws_iam_policy_document" "portal" {
@@ -348,7 +378,9 @@ data "aws_iam_policy_document" "portal" {
     "arn:${local.partition}:logs:${local.region}:${local.account}:log-group:/aws/lambda/${var.name_prefix}-*-runner:*"]
   }
   statement {
-    # the catalog object is encrypted with the platform key
+    # the catalog object and the dead-letter queue's messages are encrypted with the platform key
+    # (an SSE-KMS queue's consumer needs kms:Decrypt:
+    # https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-key-management.html)
     sid       = "Decrypt"
     actions   = ["kms:Decrypt"]
     resources = [aws_kms_key.platform.arn]

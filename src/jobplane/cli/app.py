@@ -67,6 +67,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "backfill": ("jobplane.cli.backfill", "backfill",
                  "Run JOB for the fires of a past window, exactly once each: by default only those with no record. "
                  "With a BACKFILL id instead: follow it, or --cancel / --resume it."),
+    "dead-letters": ("jobplane.cli.dead_letters", "dead_letters",
+                     "List what the platform could not deliver (the <prefix>-events-dlq queue: alerts Slack refused, "
+                     "status events nobody took), or --resend the alerts; of `jobplane dev`, or with --deployment on AWS."),
     "portal": ("jobplane.cli.local", "portal",
                "Serve the portal against real AWS (production). Configured by the environment: see "
                "docs/portal.md (JOBPLANE_TABLE, JOBPLANE_TOPIC_ARN, JOBPLANE_CATALOG, JOBPLANE_AUTH_MODE ...). "

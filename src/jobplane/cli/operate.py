@@ -211,6 +211,10 @@ def status(obj: Context, data_dir: Path | None, deployment: Path | None, as_json
         for j, m in missed:
             click.echo(f"  {j.name}: {m['count']} since {m['since']}: {m['cause']}")
     pools.echo()
+    undelivered = control.events_dead_letters().count()  # alerts Slack refused, events nobody took
+    if undelivered:
+        click.echo(f"\nUndelivered: about {undelivered} in {control.events_dead_letters().name} "
+                   "(see `jobplane dead-letters`)")
     changed = [(name, p) for name, ps in problems.items() for p in ps]
     if changed:
         click.echo("\nSchedules not as compiled:")

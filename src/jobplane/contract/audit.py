@@ -240,6 +240,28 @@ class RerunItems(AuditEvent):
 
 
 @dataclass(frozen=True)
+class ResendAlert(AuditEvent):
+    """An alert Slack had refused, taken from the events dead-letter queue and published again
+    (platform/control/dead_letters.py): which run's, which event, and why it had failed."""
+
+    ACTION: ClassVar[str] = "resend_alert"
+    about: str = ""  # the execution the alert is of
+    event: str = ""
+    failed_with: str = ""
+
+    @property
+    def execution(self) -> str | None:
+        return self.about
+
+    def details(self) -> JsonObject:
+        return {"event": self.event, "failed_with": self.failed_with}
+
+    @classmethod
+    def read(cls, action: str, job: str, execution: str | None, details: JsonObject) -> AuditEvent:
+        return cls(job, execution or "", _str(details.get("event")) or "", _str(details.get("failed_with")) or "")
+
+
+@dataclass(frozen=True)
 class Other(AuditEvent):
     """An entry of an action this version does not know (written by a newer one): kept as stored."""
 
@@ -264,7 +286,7 @@ class Other(AuditEvent):
 
 
 KINDS: tuple[type[AuditEvent], ...] = (Run, Rerun, Stop, Pause, Resume, Acknowledge, ReleaseClaim, StartBackfill,
-                                       CancelBackfill, ResumeBackfill, CatchUp, RerunItems)
+                                       CancelBackfill, ResumeBackfill, CatchUp, RerunItems, ResendAlert)
 _BY_ACTION: dict[str, type[AuditEvent]] = {k.ACTION: k for k in KINDS} | {Rerun.FROM_FAILED_STEP: Rerun}
 
 

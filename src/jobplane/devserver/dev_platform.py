@@ -9,8 +9,8 @@ scheduler, then the running executions (recorded ABORTED and alerted, as on AWS)
 queued alerts, a last save of the state, the local AWS. Each stop step runs even if an earlier
 one failed.
 
-Everything lives under one data directory (``.jobplane/``): ``state.json`` (the table),
-``logs/`` (one file per step attempt), ``dead-letters/`` (alerts Slack refused), ``examples/``
+Everything lives under one data directory (``.jobplane/``): ``state.json`` (the table, and the
+alerts Slack refused: the events dead-letter queue's messages), ``logs/`` (one file per step attempt), ``examples/``
 (what the example jobs write), ``scheduler.json`` (how far the local scheduler fired: a start
 after a stop knows the outage) and ``dev.json`` (how the CLI finds the running platform).
 """
@@ -49,7 +49,7 @@ if TYPE_CHECKING:  # imported when the platform starts them (the CLI's start-up)
 
     from jobplane.platform.backfill import Backfills
     from jobplane.platform.local.alerts import AlertFeed
-    from jobplane.platform.notifier import DeadLetterStore
+    from jobplane.platform.dead_letters import EventsDeadLetters
 
 log = logging.getLogger("jobplane.dev")
 
@@ -92,7 +92,7 @@ class DevPlatform:
         self.scheduler: LocalScheduler | None = None
         self.backfills: Backfills | None = None  # over the control plane
         self.alerts: AlertFeed | None = None  # SNS -> SQS -> the Slack notifier
-        self.dead_letters: DeadLetterStore | None = None  # alerts Slack refused, kept on disk
+        self.dead_letters: EventsDeadLetters | None = None  # alerts Slack refused, in the events dead-letter queue
         self.portal: uvicorn.Server | None = None
         self.jobs: list[str] = []
         self.compile_reused = False  # this start kept the last start's compiled output
@@ -176,6 +176,8 @@ class DevPlatform:
             log.info("kept paused: %s", ", ".join(paused))
         on_stop("save local state", self.save)  # the last word on the state, once all else stopped
         alerts = self.alerts = self._alert_feed()
+        if snapshot and snapshot.dead_letters and self.dead_letters is not None:
+            log.info("restored %d dead-lettered alerts", self.dead_letters.restore(snapshot.dead_letters))
         alerts.start()
         on_stop("deliver queued alerts", alerts.stop)
         if snapshot and snapshot.running:
@@ -242,11 +244,13 @@ class DevPlatform:
 
     def _alert_feed(self) -> AlertFeed:
         from jobplane.platform.local.alerts import AlertFeed
-        from jobplane.platform.notifier import SLACK_API_URL, DeadLetterStore, Routing, SlackNotifier
+        from jobplane.platform.dead_letters import EventsDeadLetters
+        from jobplane.platform.notifier import SLACK_API_URL, Routing, SlackNotifier
 
         assert self.aws is not None
         routing = Routing({n: t.channel for n, t in self.config.teams.items() if t.channel}, self.config.default_channel)
-        self.dead_letters = DeadLetterStore(self.data_dir / "dead-letters")
+        # as on AWS: the events dead-letter queue (platform/dead_letters.py), read by `jobplane dead-letters`
+        self.dead_letters = EventsDeadLetters(self.aws.client("sqs"), self.config.name_prefix)
         try:
             notifier = SlackNotifier(self.webhook_url, routing, self.portal_url, self.dead_letters,
                                      bot_token=self.slack_bot_token, api_url=self.slack_api_url or SLACK_API_URL)
@@ -350,8 +354,11 @@ class DevPlatform:
     # -- running ----------------------------------------------------------------------------
     def save(self) -> None:
         assert self.aws is not None
-        Snapshot.capture(self.aws.client("dynamodb"), self.aws.resources["table_name"], self.aws.client("stepfunctions"),
-                         self.aws.running_executions()).save(self.data_dir / SNAPSHOT_FILE)
+        snapshot = Snapshot.capture(self.aws.client("dynamodb"), self.aws.resources["table_name"],
+                                    self.aws.client("stepfunctions"), self.aws.running_executions())
+        if self.dead_letters is not None and self.dead_letters.count():  # listed only when there are some
+            snapshot.dead_letters = self.dead_letters.export()
+        snapshot.save(self.data_dir / SNAPSHOT_FILE)
 
     def _save_loop(self) -> None:
         forgotten_at = time.monotonic()
@@ -392,7 +399,8 @@ class DevPlatform:
             f"  local AWS   {self.aws.endpoint_url}   (boto3 endpoint_url; sign with the access key and secret in {self.data_dir / RUNTIME_FILE})",
             f"  step logs   CloudWatch Logs {self.aws.log_group} (jobplane logs EXECUTION), cached in {self.data_dir / 'logs'}; "
             f"engine details in {self.data_dir / 'engine.log'}",
-            f"  alerts      {webhook}; undeliverable ones kept in {self.data_dir / 'dead-letters'}",
+            f"  alerts      {webhook}; undeliverable ones kept in the queue "
+            f"{self.config.name_prefix}-events-dlq (jobplane dead-letters)",
             f"  state       {self.data_dir}   (kept across restarts; --reset starts empty)",
             *(f"  service     {name} on 127.0.0.1:{port}" for name, port in sorted(self.service_ports.items())
               if name in self.services),

@@ -25,6 +25,9 @@ SNAPSHOT_VERSION = 1
 class Snapshot:
     items: list[JsonObject] = field(default_factory=list)
     running: list[JsonObject] = field(default_factory=list)  # executions RUNNING when saved
+    # the events dead-letter queue's messages (alerts Slack refused: platform/dead_letters.py),
+    # which moto keeps in memory only
+    dead_letters: list[JsonObject] = field(default_factory=list)
 
     @classmethod
     def capture(cls, ddb: Client, table: str, sfn: Client, running_arns: list[str]) -> Snapshot:
@@ -50,7 +53,8 @@ class Snapshot:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
         with open(tmp, "w") as f:
-            json.dump({"version": SNAPSHOT_VERSION, "items": self.items, "running": self.running}, f)
+            json.dump({"version": SNAPSHOT_VERSION, "items": self.items, "running": self.running,
+                       "dead_letters": self.dead_letters}, f)
             f.flush()
             os.fsync(f.fileno())
         tmp.replace(path)
@@ -63,7 +67,7 @@ class Snapshot:
         if data.get("version") != SNAPSHOT_VERSION:
             raise ValueError(f"{path}: snapshot version {data.get('version')} is not {SNAPSHOT_VERSION}; "
                              "start with --reset")
-        return cls(data.get("items", []), data.get("running", []))
+        return cls(data.get("items", []), data.get("running", []), data.get("dead_letters", []))
 
     def restore(self, ddb: Client, table: str) -> int:
         for i in range(0, len(self.items), 25):

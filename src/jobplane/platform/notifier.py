@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
+from typing import Protocol
 from functools import cached_property
 from urllib.parse import quote
 from dataclasses import dataclass, field
@@ -176,6 +177,13 @@ def _webhook_logger(url: str) -> logging.Logger:
     return _WEBHOOK_LOG
 
 
+class DeadLetterSink(Protocol):
+    """Where an alert Slack refused is kept: the local queue of platform/dead_letters.py under
+    ``jobplane dev`` (on AWS the notifier raises and Lambda keeps the event), or files."""
+
+    def keep(self, message: NotificationMessage, channel: str | None, reason: str) -> object: ...
+
+
 class DeadLetterStore:
     """Undeliverable messages, one JSON file each, so none is lost and each can be replayed."""
 
@@ -221,7 +229,7 @@ def webhooks_of(setting: str | None) -> dict[str, str]:
 
 class SlackNotifier:
     def __init__(self, webhook_url: str | None, routing: Routing, portal_url: str = "",
-                 dead_letters: DeadLetterStore | None = None, timeout: int = 5, retries: int = 3, *,
+                 dead_letters: DeadLetterSink | None = None, timeout: int = 5, retries: int = 3, *,
                  bot_token: str | None = None, api_url: str = SLACK_API_URL):
         self.webhooks = webhooks_of(webhook_url)
         if bot_token is not None and not bot_token.startswith("xoxb-"):

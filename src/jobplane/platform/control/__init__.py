@@ -10,13 +10,15 @@ The plane is split by concern: ``reads`` (every read, and the clients and catalo
 ``access`` (who may act: one rule for every way in), ``runs`` (run, re-run, stop; the
 authorization and the audit), ``jobs`` (pause, resume, acknowledge, release a claim),
 ``views`` (what a read returns), ``deployment`` (where it all is), ``errors`` (what fails and
-the checks of operator input). :class:`ControlPlane` is all of them; everything is importable
+the checks of operator input), ``dead_letters`` (what was not delivered, and re-sending it).
+:class:`ControlPlane` is all of them; everything is importable
 from here.
 """
 
 from __future__ import annotations
 
 from jobplane.platform.control.access import Access, Actor
+from jobplane.platform.control.dead_letters import DeadLetterActions
 from jobplane.platform.control.deployment import Deployment, load_catalog
 from jobplane.platform.control.errors import (MAX_PARAMS_BYTES, MAX_REASON, Conflict, ControlError, Forbidden, Invalid,
                                               NotFound, check_cursor, check_reason)
@@ -27,7 +29,7 @@ from jobplane.platform.control.views import (JOB_SORTS, RECENT_FAILURES, Executi
                                              next_fires)
 
 
-class ControlPlane(MapItems, JobActions):
+class ControlPlane(MapItems, JobActions, DeadLetterActions):
     """Every read and action on one deployment (see the module's docstring for the parts)."""
 
 

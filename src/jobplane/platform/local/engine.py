@@ -296,6 +296,7 @@ class LocalAWS:
         # as terraform/platform/notifications.tf: the fires EventBridge Scheduler could not start
         sqs = self.client("sqs")
         dlq_url = sqs.create_queue(QueueName=f"{self.prefix}-scheduler-dlq")["QueueUrl"]
+        sqs.create_queue(QueueName=f"{self.prefix}-events-dlq")  # alerts and events not delivered (dead_letters.py)
         dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
         ec2 = self.client("ec2")
         vpc = ec2.create_vpc(CidrBlock="10.90.0.0/16")["Vpc"]["VpcId"]
