@@ -397,3 +397,45 @@ def test_type_and_range_problems_read_in_the_dsl_words_not_the_type_library_word
         path, message = expected.split(": ", 1)
         assert f"{path.replace('[', '.').replace(']', '')}: {message}" in text, text  # its paths use dots
         assert "Input should" not in text and "valid dictionary" not in text
+
+
+KEY = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+
+
+def test_secrets_under_a_teams_customer_managed_key_can_be_decrypted_through_the_services_only(repo: Repo) -> None:
+    """A secret or SecureString parameter encrypted with a customer managed key is decrypted for
+    the reader, who needs kms:Decrypt on that key: without it the task stopped at start
+    (ResourceInitializationError). `[teams.<team>] secret_keys` grants it to the roles that read
+    the team's secrets (the task execution role; a Lambda step's function role), through
+    Secrets Manager and SSM only; a team without keys, or a job without secrets, gets none."""
+    import json
+
+    from iam_policy import Call, allowed
+
+    repo.write("jobs/billing/keyed.jsonnet", minimal_job("keyed").replace(
+        "jp.python('run', 'examples.noop:run')",
+        "jp.python('run', 'm:f', opts={ secrets: { T: jp.secret('billing/token'), P: jp.parameter('/billing/p') } }), "
+        "jp.lambda('quick', 'm:g', opts={ secrets: { T: jp.secret('billing/token') } })"))
+    repo.write("jobs/billing/plain.jsonnet", minimal_job("plain"))
+    toml = repo.path / "jobplane.toml"
+    toml.write_text(toml.read_text().replace("[teams.billing]\n", f'[teams.billing]\nsecret_keys = ["{KEY}"]\n', 1))
+    result = repo.cli("compile")
+    assert result.exit_code == 0, result.output + result.stderr
+    docs = {}
+    for path in repo.out.rglob("*.job.tf.json"):
+        docs.update(json.loads(path.read_text()).get("data", {}).get("aws_iam_policy_document", {}))
+    region = "${data.aws_region.current.region}"
+    for role in ("keyed_exec", "keyed_lambda"):
+        statements = docs[role]["statement"]
+        for service in ("secretsmanager", "ssm"):
+            assert allowed(statements, Call("kms:Decrypt", KEY, {"kms:ViaService": f"{service}.{region}.amazonaws.com"})), role
+        assert not allowed(statements, Call("kms:Decrypt", KEY, {})), role  # never directly
+        assert not allowed(statements, Call("kms:Decrypt", KEY, {"kms:ViaService": f"s3.{region}.amazonaws.com"}))
+    assert not [d for name, d in docs.items() if name.startswith("plain")
+                for s in d.get("statement", []) if KEY in s["resources"]]
+    # an alias or a wildcard is refused, naming the field
+    for bad in ('"alias/billing-secrets"', '"arn:aws:kms:us-east-1:123456789012:key/*"'):
+        toml.write_text(toml.read_text().replace(f'secret_keys = ["{KEY}"]', f"secret_keys = [{bad}]"))
+        refused = repo.cli("validate")
+        assert refused.exit_code != 0 and "teams.billing.secret_keys: a list of KMS key ARNs" in refused.output + refused.stderr
+        toml.write_text(toml.read_text().replace(f"secret_keys = [{bad}]", f'secret_keys = ["{KEY}"]'))

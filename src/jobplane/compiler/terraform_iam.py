@@ -53,3 +53,19 @@ def secret_references(tid: str, secrets: dict[str, str], data: JsonObject) -> tu
             value_from[env] = f"${{data.aws_secretsmanager_secret.{lookup}.arn}}"
             sm_arns.add(f"arn:{PARTITION}:secretsmanager:{REGION}:{ACCOUNT}:secret:{ref.name}-??????")
     return value_from, sorted(sm_arns), sorted(ssm_arns)
+
+
+def decrypt_secrets(keys: tuple[str, ...]) -> JsonObject | None:
+    """The team's customer managed keys (``[teams.<team>] secret_keys``), for a role that reads
+    its secrets: a secret or SecureString parameter under such a key is decrypted for the caller,
+    who needs kms:Decrypt on it (Secrets Manager:
+    https://docs.aws.amazon.com/secretsmanager/latest/userguide/security-encryption.html; SSM:
+    https://docs.aws.amazon.com/systems-manager/latest/userguide/secure-string-parameter-kms-encryption.html;
+    the ECS task execution role alike:
+    https://docs.aws.amazon.com/AmazonECS/latest/developerguide/secrets-envvar-secrets-manager.html),
+    here only through those two services (kms:ViaService), never directly."""
+    if not keys:
+        return None
+    return statement("DecryptJobSecrets", ["kms:Decrypt"], list(keys), [
+        {"test": "StringEquals", "variable": "kms:ViaService",
+         "values": [f"secretsmanager.{REGION}.amazonaws.com", f"ssm.{REGION}.amazonaws.com"]}])

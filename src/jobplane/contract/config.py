@@ -36,6 +36,9 @@ class Team:
     notify_channels: tuple[str, ...] = ()
     # how many Terraform roots its jobs are split into (contract/root_shards.py): 1, its own root
     roots: int = 1
+    # the customer managed KMS keys its secrets and SecureString parameters are encrypted with (key
+    # ARNs): its jobs' roles may decrypt with them through Secrets Manager and SSM only
+    secret_keys: tuple[str, ...] = ()
 
     def may_notify(self, channel: str) -> bool:
         return channel == self.channel or channel in self.notify_channels
@@ -57,6 +60,9 @@ class TerraformBackend:
 TEAM_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
 # an exact name the services allow (no '*' or '?', which IAM would read as wildcards)
 SHARED_SECRET_RE = re.compile(r"^[A-Za-z0-9_+=.@-][A-Za-z0-9/_+=.@-]{0,511}$|^(/[A-Za-z0-9_.-]+)+$")
+#: A KMS key by its ARN (a single- or multi-Region key id); IAM names a key in a policy by its
+#: ARN, not an alias (https://docs.aws.amazon.com/kms/latest/developerguide/cmks-in-iam-policies.html).
+KMS_KEY_ARN_RE = re.compile(r"arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/(mrk-[0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
 BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 PORT_PLACEHOLDER = re.compile(r"\{port:([A-Za-z0-9_-]+)\}")
 #: A Slack channel as jobplane.toml names it: '#name' (Slack's own rule: lower-case letters,
@@ -194,7 +200,8 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
         if not TEAM_RE.fullmatch(name):
             raise ConfigError(f"{path}: team {name!r}: a team name is 1-40 lower-case letters, digits and '-' "
                               "(it names the team's Terraform root directory and state)")
-        _check_keys(path, f"teams.{name}", t, {"channel", "members", "secrets", "notify_channels", "roots"})
+        _check_keys(path, f"teams.{name}", t, {"channel", "members", "secrets", "notify_channels", "roots",
+                                                "secret_keys"})
         roots = t.get("roots", 1)
         if type(roots) is not int or not 1 <= roots <= MAX_ROOTS:
             raise ConfigError(f"{path}: teams.{name}.roots: how many Terraform roots the team's jobs are split "
@@ -204,11 +211,17 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
                                                     for s in allowed):
             raise ConfigError(f"{path}: teams.{name}.secrets: a list of exact secret names (Secrets Manager names, "
                               "or SSM parameter names starting with '/'); no wildcards, no ARNs")
+        keys = t.get("secret_keys", [])
+        if not isinstance(keys, list) or not all(isinstance(k, str) and KMS_KEY_ARN_RE.fullmatch(k) for k in keys):
+            raise ConfigError(f"{path}: teams.{name}.secret_keys: a list of KMS key ARNs "
+                              "(arn:aws:kms:REGION:ACCOUNT:key/KEY-ID): the customer managed keys the team's secrets "
+                              "and SecureString parameters are encrypted with; no aliases, no wildcards")
         notify = t.get("notify_channels", [])
         if not isinstance(notify, list):
             raise ConfigError(f"{path}: teams.{name}.notify_channels: a list of Slack channels ('#name' or an id)")
         teams[name] = Team(name=name, channel=t.get("channel"), members=tuple(t.get("members", ())),
-                           secrets=tuple(allowed), notify_channels=tuple(notify), roots=roots)
+                           secrets=tuple(allowed), notify_channels=tuple(notify), roots=roots,
+                           secret_keys=tuple(keys))
     dev_raw = dict(data.get("dev", {}))
     _check_keys(path, "dev", dev_raw, {"data_dir", "aws_port", "portal_port", "env", "services", "dev_user"})
     services = {}

@@ -225,7 +225,7 @@ class EcsExecutor:
         """A task definition of its own, only when steps need secrets."""
         if not self.own_task_definition(steps):
             return
-        from jobplane.compiler.terraform_iam import assume, secret_references
+        from jobplane.compiler.terraform_iam import assume, decrypt_secrets, secret_references
 
         tid, job, docs = tf.tid, tf.job, tf.docs
         prefix = tf.config.name_prefix
@@ -237,7 +237,8 @@ class EcsExecutor:
                                 ["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
                                 ["${local.platform.runner_repository_arn}"]),
                       statement("ReadJobSecrets", ["secretsmanager:GetSecretValue"], sm_arns) if sm_arns else None,
-                      statement("ReadJobParameters", ["ssm:GetParameters"], ssm_arns) if ssm_arns else None]
+                      statement("ReadJobParameters", ["ssm:GetParameters"], ssm_arns) if ssm_arns else None,
+                      decrypt_secrets(tf.config.teams[job.team].secret_keys) if job.team in tf.config.teams else None]
         docs[f"{tid}_exec"] = {"statement": [s for s in statements if s]}
         tf.roles[f"{tid}_exec"] = {"name": names.task_execution_role_name(prefix, job.name),
                                    "description": f"ECS task execution role of jobplane job {job.name} (reads its secrets)",

@@ -20,7 +20,7 @@ from jobplane.compiler.executors.base import Attempt, AttemptBuilder, TerraformC
 from jobplane.compiler.overrides import container_env
 from jobplane.compiler.state_data import ERROR
 from jobplane.compiler.states import Catch, Choice, Graph, Retry, Task
-from jobplane.compiler.terraform_iam import ACCOUNT, PARTITION, REGION, assume, secret_references, statement
+from jobplane.compiler.terraform_iam import ACCOUNT, PARTITION, REGION, assume, decrypt_secrets, secret_references, statement
 from jobplane.contract import lambda_step
 from jobplane.contract import states as sn
 from jobplane.contract.types import JsonObject
@@ -145,6 +145,9 @@ class LambdaExecutor:
                 statements.append(statement("ReadJobSecrets", ["secretsmanager:GetSecretValue"], sm_arns))
             if ssm_arns:
                 statements.append(statement("ReadJobParameters", ["ssm:GetParameters"], ssm_arns))
+            team = tf.config.teams.get(job.team)
+            if team is not None and (decrypt := decrypt_secrets(team.secret_keys)) is not None:
+                statements.append(decrypt)
         docs[role] = {"statement": statements}
         tf.roles[role] = {"name": lambda_step.role_name(prefix, job.name),
                           "description": f"Lambda role of jobplane job {job.name}'s runner function",
