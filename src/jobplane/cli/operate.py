@@ -322,15 +322,18 @@ def _reader(obj: Context, data_dir: Path | None, deployment: Path | None,
     """The control plane a read-only command asks: the deployment on AWS with --deployment,
     else the running `jobplane dev`; while that is stopped, ``offline`` answers from its data
     directory instead, and None is returned."""
+    from jobplane.cli.process import started
     from jobplane.devserver.runtime import DevError, control_for
 
-    if deployment is not None:
-        return aws_target(deployment, identify=False).control
-    try:
-        return control_for(resolve_data_dir(obj, data_dir))
-    except DevError as e:
-        offline(resolve_data_dir(obj, data_dir), e)
-        return None
+    with started():  # as target(): the console script's own process collects none of it
+        if deployment is not None:
+            return aws_target(deployment, identify=False).control
+        try:
+            return control_for(resolve_data_dir(obj, data_dir))
+        except DevError as e:
+            error = e
+    offline(resolve_data_dir(obj, data_dir), error)
+    return None
 
 
 def _print_streams(streams: list[LogStream]) -> None:
