@@ -144,16 +144,19 @@ def aws_target(deployment_file: Path, identify: bool = True) -> Target:
 
 
 def target(obj: Context, data_dir: Path | None, deployment: Path | None) -> Target:
-    if deployment is not None:
-        return aws_target(deployment)
-    import json
+    from jobplane.cli.process import started
 
-    from jobplane.platform.control import Access
+    with started():  # the console script's own process collects none of it (cli/process.py)
+        if deployment is not None:
+            return aws_target(deployment)
+        import json
 
-    control = running_control(obj, data_dir)
-    runtime = json.loads((resolve_data_dir(obj, data_dir) / "dev.json").read_text())
-    actor = Access.from_config(obj.config).person(obj.config.dev.dev_user)
-    return Target(control, actor, runtime.get("portal_url", ""), "jobplane dev")
+        from jobplane.platform.control import Access
+
+        control = running_control(obj, data_dir)
+        runtime = json.loads((resolve_data_dir(obj, data_dir) / "dev.json").read_text())
+        actor = Access.from_config(obj.config).person(obj.config.dev.dev_user)
+        return Target(control, actor, runtime.get("portal_url", ""), "jobplane dev")
 
 
 def aware_time(text: str, param_hint: str) -> "datetime":

@@ -27,18 +27,21 @@ if TYPE_CHECKING:  # the platform is imported by the commands that use it (the C
 
     from jobplane.contract.catalog import CatalogJob
     from jobplane.contract.attempts import Attempt
-    from jobplane.contract.catalog import StepRetry
+    from jobplane.contract.catalog_brief import RetryBrief
     from jobplane.platform.control import Actor, ControlPlane, JobSummary
     from jobplane.platform.deadline_report import JobDeadlines
     from jobplane.platform.logs import LogStream
 
 
-#: How often `run` asks about the execution it follows: soon at first (a short job is done in a
-#: few hundred milliseconds), then less and less often, up to every LAST_POLL seconds. Each ask
-#: reads the execution's history (GetExecutionHistory), whose throttling quota the account and
-#: Region share with the portal and every other caller (Step Functions developer guide, "Service
-#: quotas", API action throttling): a run followed for an hour asked 18,000 times at a steady 0.2 s.
-FIRST_POLL, LAST_POLL = 0.05, 2.0
+#: How often `run` asks about the execution it follows: first after FIRST_POLL seconds (a short
+#: job has ended by then: its final record, watched for meanwhile, ends the wait and it is asked
+#: about once), then less and less often, up to every LAST_POLL seconds. Each ask reads the
+#: execution's history (GetExecutionHistory), whose throttling quota the account and Region share
+#: with the portal and every other caller (Step Functions developer guide, "Service quotas", API
+#: action throttling): a run followed for an hour asked 18,000 times at a steady 0.2 s. Asking at
+#: once and every 50 ms at first cost a no-op run four asks (GetItem, DescribeExecution and
+#: GetExecutionHistory each) before its end, on a machine that was running it (issue 54 item 5).
+FIRST_POLL, LAST_POLL = 0.5, 2.0
 #: Between two asks, for the first WATCH_SECONDS, `run` looks for the run's final record this
 #: often (one DynamoDB read, no Step Functions quota): the asks' growing pauses found a run
 #: that had ended up to half a second late (issue 54 item 5: `jobplane run` of a no-op added
@@ -78,6 +81,9 @@ def run(obj: Context, job: str, params: tuple[str, ...], from_step: str | None, 
     watch_until = time.monotonic() + WATCH_SECONDS
     retries = _retries(control, job)
     while True:
+        _pause(control, name, min(pause, max(deadline - time.monotonic(), 0.0)),
+               watching=time.monotonic() < watch_until)
+        pause = min(pause * 1.5, LAST_POLL)
         view = control.execution(name, job)
         for row in view.timeline:
             key = (row.step, row.attempt)
@@ -88,8 +94,6 @@ def run(obj: Context, job: str, params: tuple[str, ...], from_step: str | None, 
             break
         if time.monotonic() > deadline:
             raise click.ClickException(f"{name} still {view.status} after {timeout:.0f}s")
-        _pause(control, name, pause, watching=time.monotonic() < watch_until)
-        pause = min(pause * 1.5, LAST_POLL)
     suffix = f" at {view.failed_step}" if view.failed_step else ""
     if view.failed_step and view.record:
         from jobplane.contract.attempts import attempt_rows
@@ -120,17 +124,16 @@ def _pause(control: ControlPlane, name: str, seconds: float, watching: bool) -> 
             return
 
 
-def _retries(control: ControlPlane, job: str) -> dict[str, StepRetry]:
-    """Each step's retry policy, from the catalog (none known: the lines say only what happened)."""
+def _retries(control: ControlPlane, job: str) -> dict[str, RetryBrief]:
+    """Each step's retry policy, from the job's catalog entry (none known: the lines say only
+    what happened)."""
     try:
-        entry = control.entry(job)
+        return control.brief(job).retries
     except control_error():
         return {}
-    steps = [s for top in entry.steps for s in (top.parallel or [top])]
-    return {s.name: s.retry for s in steps if s.retry is not None}
 
 
-def attempt_line(row: Attempt, retry: StepRetry | None) -> str:
+def attempt_line(row: Attempt, retry: RetryBrief | None) -> str:
     """One ended attempt, and what comes next: the wait before the next attempt (as the compiled
     state machine waits: interval x backoff^(n-1), at most max_interval), or why there is none."""
     line = f"  {row.step} (attempt {row.attempt}): {row.outcome}"
@@ -323,15 +326,18 @@ def _reader(obj: Context, data_dir: Path | None, deployment: Path | None,
     """The control plane a read-only command asks: the deployment on AWS with --deployment,
     else the running `jobplane dev`; while that is stopped, ``offline`` answers from its data
     directory instead, and None is returned."""
+    from jobplane.cli.process import started
     from jobplane.devserver.runtime import DevError, control_for
 
-    if deployment is not None:
-        return aws_target(deployment, identify=False).control
-    try:
-        return control_for(resolve_data_dir(obj, data_dir))
-    except DevError as e:
-        offline(resolve_data_dir(obj, data_dir), e)
-        return None
+    with started():  # as target(): the console script's own process collects none of it
+        if deployment is not None:
+            return aws_target(deployment, identify=False).control
+        try:
+            return control_for(resolve_data_dir(obj, data_dir))
+        except DevError as e:
+            error = e
+    offline(resolve_data_dir(obj, data_dir), error)
+    return None
 
 
 def _print_streams(streams: list[LogStream]) -> None:

@@ -41,7 +41,9 @@ def read_runtime(data_dir: Path) -> JsonObject:
 
 
 def control_for(data_dir: Path) -> ControlPlane:
-    return ControlPlane(Deployment.from_json(read_runtime(data_dir)["deployment"]))
+    """The running platform's control plane, for one command: its catalog is read when first
+    needed, and a run's start reads only its job's entry (``jobplane run``'s start-up)."""
+    return ControlPlane(Deployment.from_json(read_runtime(data_dir)["deployment"]), load=False)
 
 
 def write_runtime(data_dir: Path, portal_url: str, deployment: Deployment, service_ports: dict[str, int],

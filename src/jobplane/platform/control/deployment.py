@@ -4,13 +4,19 @@ the control plane is built on, locally and on AWS alike."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from jobplane.contract import arns, names
+from jobplane.contract.catalog_brief import JobBrief, find_job
 from jobplane.contract.environment import RuntimeEnvironment
-from jobplane.contract.catalog import Catalog
+from jobplane.contract.layout import catalog_parts
 from jobplane.contract.types import Client, JsonObject
+
+if TYPE_CHECKING:  # the catalog's models (pydantic) load only where the whole catalog is read
+    from jobplane.contract.catalog import Catalog
 
 log = logging.getLogger(__name__)
 
@@ -42,14 +48,15 @@ class Deployment:
                    log_group=env.log_group)
 
     def client(self, service: str) -> Client:
-        import boto3
+        """A boto3 client of ``service`` here (platform/aws_clients.py: without importing boto3)."""
+        from jobplane.platform.aws_clients import client
 
         kwargs: JsonObject = {"region_name": self.region}
         if self.endpoint_url:
             kwargs["endpoint_url"] = self.endpoint_url
         if self.access_key_id and self.secret_access_key:
             kwargs |= {"aws_access_key_id": self.access_key_id, "aws_secret_access_key": self.secret_access_key}
-        return boto3.client(service, **kwargs)
+        return client(service, **kwargs)
 
     @property
     def items_bucket(self) -> str:
@@ -92,6 +99,8 @@ def load_catalog(deployment: Deployment) -> Catalog:
     checkout), or on AWS the objects the team roots upload to the base module's bucket: every
     ``catalog/<team>.json`` under the base module's output catalog_uri (``s3://<bucket>/catalog/``),
     merged. A location that names one object (``.json``) is read alone."""
+    from jobplane.contract.catalog import Catalog
+
     location = str(deployment.catalog_path or "")
     if not location:
         raise ValueError("a catalog or deployment.catalog_path is needed")
@@ -107,3 +116,30 @@ def load_catalog(deployment: Deployment) -> Catalog:
         return Catalog.merge([Catalog.model_validate_json(s3.get_object(Bucket=bucket, Key=k)["Body"].read())
                               for k in sorted(keys)])
     return Catalog.load(Path(location))
+
+
+def catalog_job(deployment: Deployment, job: str) -> JobBrief | None:
+    """``job``'s entry alone (contract/catalog_brief.py), from the catalog ``load_catalog`` reads:
+    the parts are read in turn until one holds it, and only that one is parsed (a command that
+    starts one run need not validate every job of every team). None: no part holds it."""
+    return find_job(_catalog_texts(deployment), job)
+
+
+def _catalog_texts(deployment: Deployment) -> Iterator[bytes]:
+    """Each catalog part's bytes, from where ``load_catalog`` reads them."""
+    location = str(deployment.catalog_path or "")
+    if not location:
+        raise ValueError("a catalog or deployment.catalog_path is needed")
+    if location.startswith("s3://"):
+        bucket, _, key = location[len("s3://"):].partition("/")
+        s3 = deployment.client("s3")
+        keys = [key] if key.endswith(".json") else sorted(
+            o["Key"] for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=key)
+            for o in page.get("Contents", []) if o["Key"].endswith(".json"))
+        for k in keys:
+            body: bytes = s3.get_object(Bucket=bucket, Key=k)["Body"].read()
+            yield body
+        return
+    path = Path(location)
+    for part in catalog_parts(path) if path.is_dir() else [path]:
+        yield part.read_bytes()

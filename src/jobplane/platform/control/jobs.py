@@ -3,13 +3,17 @@ SKIP_IF_FAILED job, release a claim its holder no longer holds."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from jobplane.contract import arns, audit, names
-from jobplane.contract.catalog import CatalogJob
 from jobplane.contract.statuses import ExecutionStatus
 from jobplane.contract.clock import now_iso
 from jobplane.platform.control.access import Actor
 from jobplane.platform.control.errors import Conflict, check_reason
 from jobplane.platform.control.runs import Runs
+
+if TYPE_CHECKING:  # the catalog's models (pydantic) load with the catalog
+    from jobplane.contract.catalog import CatalogJob
 
 
 class JobActions(Runs):

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 import uuid
+from typing import TYPE_CHECKING
 
 from jobplane.contract import audit, execution_input, map_items
-from jobplane.contract.catalog import CatalogJob, CatalogStep
 from jobplane.contract.map_items import ItemOutcome
 from jobplane.platform.control.access import Actor
 from jobplane.contract.types import JsonObject
@@ -22,6 +22,9 @@ from jobplane.platform.control.errors import Conflict, Invalid, check_reason
 from jobplane.platform.control.runs import Runs, idempotent_name, rerun_params
 from jobplane.platform.control.views import ExecutionSubject
 from jobplane.platform.map_records import FIRST_FEW, MapProgress, item_outcomes, item_total, progress
+
+if TYPE_CHECKING:  # the catalog's models (pydantic) load with the catalog
+    from jobplane.contract.catalog import CatalogJob, CatalogStep
 
 
 def map_steps(entry: CatalogJob) -> list[CatalogStep]:

@@ -6,38 +6,67 @@ from __future__ import annotations
 import dataclasses
 from datetime import datetime
 from collections.abc import Callable
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 from jobplane.contract import names
+from jobplane.contract.catalog_brief import JobBrief
 from jobplane.contract.execution_input import ExecutionInput
-from jobplane.contract.catalog import Catalog, CatalogJob
 from jobplane.contract.statuses import ExecutionStatus
-from jobplane.platform.anchors import ScheduleAnchors
 from jobplane.contract.clock import as_iso
 from jobplane.platform.logs import LogStream, StepLogs, error_excerpt
 from jobplane.contract.records import AuditEntry, ExecutionRecord, JobState
 from jobplane.contract.attribute_values import json_object
-from jobplane.contract.types import JsonValue
+from jobplane.contract.types import Client, JsonValue
 from jobplane.platform.repository import Page, Repository
 from jobplane.platform.timeline import history, state_transitions, timeline
-from jobplane.platform.control.deployment import Deployment, load_catalog
+from jobplane.platform.control.deployment import Deployment, catalog_job, load_catalog
 from jobplane.platform.control.errors import Invalid, NotFound, check_cursor
 from jobplane.platform.control.views import (JOB_SORTS, RECENT_FAILURES, ExecutionHistory, ExecutionSubject,
                                              ExecutionView, JobSummary, LiveExecution, next_fires)
 
+if TYPE_CHECKING:  # the catalog's models (pydantic) load with the catalog (``load``)
+    from jobplane.contract.catalog import Catalog, CatalogJob
+    from jobplane.platform.anchors import ScheduleAnchors
+
 
 class Reads:
-    def __init__(self, deployment: Deployment, catalog: Catalog | None = None):
+    """``load``: read the whole catalog now (a long-lived reader: the platform, the portal);
+    False: when first needed, and a run's start and its view read only that job's entry
+    (:meth:`brief`; ``jobplane run``'s start-up, issue 54 item 5). The scheduler and logs
+    clients are made when first used: a run's start and its follow need neither."""
+
+    def __init__(self, deployment: Deployment, catalog: Catalog | None = None, load: bool = True):
         self.deployment = deployment
         self.ddb = deployment.client("dynamodb")
         self.sfn = deployment.client("stepfunctions")
-        self.scheduler = deployment.client("scheduler")
         self.repo = Repository(self.ddb, deployment.table)
-        if catalog is None:
-            catalog = load_catalog(deployment)
-        self.catalog = catalog
-        self.entries = {j.name: j for j in catalog.jobs}
-        self.logs = StepLogs(deployment.client("logs"), deployment.runner_log_group)
-        self.anchors = ScheduleAnchors(self.scheduler, deployment.name_prefix)
+        self._given = catalog
+        self._briefs: dict[str, JobBrief] = {}
+        if load:  # now: a missing or broken catalog fails here, not in a request
+            _ = self.entries
+
+    @cached_property
+    def catalog(self) -> Catalog:
+        return self._given if self._given is not None else load_catalog(self.deployment)
+
+    @cached_property
+    def entries(self) -> dict[str, CatalogJob]:
+        return {j.name: j for j in self.catalog.jobs}
+
+    @cached_property
+    def scheduler(self) -> Client:
+        return self.deployment.client("scheduler")
+
+    @cached_property
+    def logs(self) -> StepLogs:
+        return StepLogs(self.deployment.client("logs"), self.deployment.runner_log_group)
+
+    @cached_property
+    def anchors(self) -> ScheduleAnchors:
+        from jobplane.platform.anchors import ScheduleAnchors  # and its thread pool: not a run's
+
+        return ScheduleAnchors(self.scheduler, self.deployment.name_prefix)
 
     # -- reads ------------------------------------------------------------------------------
     def entry(self, job: str) -> CatalogJob:
@@ -45,6 +74,22 @@ class Reads:
             return self.entries[job]
         except KeyError:
             raise NotFound(f"no job named {job!r}", {"job": job}) from None
+
+    def brief(self, job: str) -> JobBrief:
+        """What a run of ``job`` needs of its catalog entry (contract/catalog_brief.py): from the
+        catalog when it is loaded, else that job's entry alone. NotFound if there is no such job."""
+        known = self._briefs.get(job)
+        if known is not None:
+            return known
+        if self._given is not None or "entries" in self.__dict__:
+            found = JobBrief.from_json(self.entry(job).model_dump(mode="json"))
+        else:
+            read = catalog_job(self.deployment, job)
+            if read is None:
+                raise NotFound(f"no job named {job!r}", {"job": job})
+            found = read
+        self._briefs[job] = found
+        return found
 
     def jobs(self, team: str | None = None, status: str | None = None, text: str | None = None,
              fires: int = 3, sort: str | None = None, state_attributes: tuple[str, ...] = JobState.ATTRIBUTES,
@@ -189,8 +234,11 @@ class Reads:
     def _completed(self, job: str, given: JsonValue, started_at: str | None) -> ExecutionInput:
         """The input the run had: a console start's missing fields are the state machine's
         defaults (the job's params as the catalog declares them now)."""
-        entry = self.entries.get(job)
-        return ExecutionInput.read(given, started_at, entry.params if entry else {})
+        try:
+            params = self.brief(job).params
+        except NotFound:
+            params = {}
+        return ExecutionInput.read(given, started_at, params)
 
     def _job_running(self, name: str) -> str | None:
         for state in self.repo.job_states():
@@ -221,4 +269,4 @@ class Reads:
     # -- actions ----------------------------------------------------------------------------
     def step_names(self, job: str) -> list[str]:
         """Steps a run can start at: top-level steps and parallel groups' members."""
-        return self.entry(job).step_names
+        return self.brief(job).step_names

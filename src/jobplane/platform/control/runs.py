@@ -8,13 +8,13 @@ import json
 import logging
 import uuid
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from jobplane.contract import audit, execution_input
 from jobplane.contract.attribute_values import json_object
 from jobplane.contract.execution_input import ExecutionInput
 from jobplane.contract import runner as rc
-from jobplane.contract.catalog import CatalogJob
+from jobplane.contract.catalog_brief import JobBrief
 from jobplane.contract.quoting import quoted
 from jobplane.contract.statuses import ExecutionStatus
 from jobplane.platform.control.access import Actor, as_actor
@@ -22,6 +22,9 @@ from jobplane.platform.control.errors import MAX_PARAMS_BYTES, Conflict, Invalid
 from jobplane.platform.control.reads import Reads
 from jobplane.platform.control.views import ExecutionSubject, ExecutionView
 from jobplane.contract.types import JsonObject
+
+if TYPE_CHECKING:
+    from jobplane.contract.catalog import CatalogJob
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +47,9 @@ class Runs(Reads):
     def run_now(self, job: str, actor: Actor | str, params: JsonObject | None = None, reason: str = "",
                 from_step: str | None = None, name: str | None = None, idempotency_key: str | None = None) -> str:
         """Start a run now; its execution name. With ``idempotency_key``, the same request again
-        (a double click, a retried call) answers with the run it started, not a second one."""
-        entry = self.entry(job)
+        (a double click, a retried call) answers with the run it started, not a second one.
+        Reads only this job's entry of the catalog (``brief``)."""
+        entry = self.brief(job)
         who = self.authorize(actor, job)
         check_reason(reason, required=False)
         if from_step is not None and from_step not in self.step_names(job):
@@ -128,7 +132,7 @@ class Runs(Reads):
                            {"execution": name, "idempotency_key": "reused"})
         return True
 
-    def checked_params(self, entry: CatalogJob, params: JsonObject | None) -> JsonObject:
+    def checked_params(self, entry: CatalogJob | JobBrief, params: JsonObject | None) -> JsonObject:
         """A run's params: only those the job declares (they never reach a step's fixed
         arguments, see runner/targets.py), within the size an ECS override can carry."""
         params = dict(params or {})
@@ -157,7 +161,7 @@ class Runs(Reads):
         """The actor, if they may act on ``job`` (platform/control/access.py, ``as_actor`` for a
         name alone); Forbidden if not."""
         who = as_actor(actor)
-        who.authority(self.entry(job).team)
+        who.authority(self.brief(job).team)
         return who
 
     def audited(self, actor: Actor | str, event: audit.AuditEvent, reason: str, act: Callable[[], T],
@@ -167,7 +171,7 @@ class Runs(Reads):
         then the action; if the action fails, the entry is removed (and ``undo``, a list of
         callables, reverses what the action had done) before the error propagates."""
         who = as_actor(actor)
-        authority = who.authority(self.entry(event.job).team)
+        authority = who.authority(self.brief(event.job).team)
         entry = self.repo.add_audit(who.name, event, reason, authority)
         try:
             return act()

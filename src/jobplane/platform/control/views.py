@@ -7,15 +7,16 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from datetime import datetime, timezone
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from jobplane.contract.catalog import CatalogJob
-from jobplane.contract.business_fires import next_calendar_fires
-from jobplane.contract.schedule import next_fire_times, parse
 from jobplane.contract.statuses import ExecutionStatus
 from jobplane.contract.execution_input import ExecutionInput
 from jobplane.contract.attempts import Attempt
 from jobplane.contract.records import ExecutionRecord, JobState
 from jobplane.contract.types import JsonObject
+
+if TYPE_CHECKING:  # the catalog's models (pydantic) load with the catalog, not with a run's view
+    from jobplane.contract.catalog import CatalogJob
 
 
 @dataclass(frozen=True)
@@ -172,6 +173,8 @@ def next_fires(entry: CatalogJob, count: int = 3, after: datetime | None = None,
     if not entry.scheduled:
         return []
     if (cs := entry.calendar_schedule) is not None:  # a calendar job: its business-day fires
+        from jobplane.contract.business_fires import next_calendar_fires
+
         return [f.at for f in next_calendar_fires(cs, after or datetime.now(timezone.utc), count).fires]
     if after is None:  # for display: the same minute gives the same answer, so cache by minute...
         now = datetime.now(timezone.utc)
@@ -184,6 +187,8 @@ def next_fires(entry: CatalogJob, count: int = 3, after: datetime | None = None,
 @lru_cache(maxsize=8192)
 def _next_fires(schedule: tuple[str, ...], zone: str, count: int, after: datetime,
                 anchors: tuple[datetime | None, ...] = ()) -> tuple[datetime, ...]:
+    from jobplane.contract.schedule import next_fire_times, parse
+
     times = [t for i, expression in enumerate(schedule)
              for t in next_fire_times(parse(expression), zone, after, count, anchors[i] if i < len(anchors) else None)]
     return tuple(sorted(times)[:count])
