@@ -12,13 +12,16 @@ an alert of a job no longer deployed, or one the actor may not act on, stays in 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from jobplane.contract import audit
-from jobplane.contract.notifications import NotificationMessage, publish
 from jobplane.platform.control.access import Actor
 from jobplane.platform.control.errors import ControlError, check_reason
 from jobplane.platform.control.runs import Runs
-from jobplane.platform.dead_letters import DeadLetter, EventsDeadLetters
+
+if TYPE_CHECKING:  # imported where used: `jobplane run` builds this plane without pydantic (test_run_lean)
+    from jobplane.contract.notifications import NotificationMessage
+    from jobplane.platform.dead_letters import DeadLetter, EventsDeadLetters
 
 
 @dataclass
@@ -31,6 +34,8 @@ class Resent:
 
 class DeadLetterActions(Runs):
     def events_dead_letters(self) -> EventsDeadLetters:
+        from jobplane.platform.dead_letters import EventsDeadLetters
+
         return EventsDeadLetters(self.deployment.client("sqs"), self.deployment.name_prefix)
 
     def dead_letters(self, limit: int = 100) -> list[DeadLetter]:
@@ -40,6 +45,8 @@ class DeadLetterActions(Runs):
     def resend_alerts(self, actor: Actor | str, reason: str, execution: str | None = None,
                       limit: int = 100) -> Resent:
         """Publish the dead-lettered alerts again (only ``execution``'s, if given)."""
+        from jobplane.contract.notifications import publish
+
         check_reason(reason)
         queue = self.events_dead_letters()
         sns = self.deployment.client("sns")
