@@ -205,3 +205,21 @@ def test_a_waiting_plain_step_is_waiting_in_the_execution_api(waits: tuple[Local
         assert [(s["step"], s["outcome"]) for s in done["steps"]] == [("load", "succeeded")]
         assert (done["status"], done["waiting"]) == ("SUCCEEDED", False)
     assert json.loads(json.dumps(done))["steps"][0]["waiting_since"]  # kept on the record once it ran
+
+
+def test_plan_counts_a_waiting_items_record_writes_and_tries(repo: Repo) -> None:
+    """`jobplane plan`: a pooled map's line adds what an item that waits costs (its two record
+    writes, 3 transitions per try) and how often it tries (compiler/map_cost.py)."""
+    from jobplane.contract import pools as pc
+
+    toml = repo.path / "jobplane.toml"
+    toml.write_text(toml.read_text() + f"\n[pools]\n{POOL} = 2\n")
+    assert repo.cli("compile").exit_code == 0
+    repo.write(f"jobs/billing/{JOB}.jsonnet", MAPPED)
+    result = repo.cli("plan")
+    assert result.exit_code == 0, result.output
+    assert ("map close-all: close-tenant once per item that tenants lists, in a Distributed Map; 7 state transitions "
+            f"per item, $0.18 per 1,000 items (docs/state-machine.md \"A map\"); an item that waits for pool {POOL}: "
+            f"2 more (its record WAITING, then RUNNING) and 3 per try, {pc.poll_schedule()} (docs/pools.md)"
+            ) in result.stdout
+    assert pc.poll_schedule() == "a try every 1-12 s, 20-40 s after about 5 min"

@@ -48,6 +48,18 @@ def poll_nexts() -> tuple[int, ...]:
     return tuple(min(i + 1, last) for i in range(len(POLL_BASES)))
 
 
+def fast_minutes() -> int:
+    """About how long a waiter keeps trying every POLL_FAST-2*POLL_FAST s (the mean sleeps of the
+    table before its last entry)."""
+    return round(sum(1.5 * b for b in POLL_BASES[:-1]) / 60)
+
+
+def poll_schedule() -> str:
+    """The wait loop's tries in words (``jobplane plan``, docs/pools.md)."""
+    return (f"a try every {POLL_BASES[0]}-{2 * POLL_FAST} s, {POLL_SLOW}-{2 * POLL_SLOW} s after about "
+            f"{fast_minutes()} min")
+
+
 def pool_pk(name: str) -> str:
     return f"{POOL_PREFIX}{name}"
 
