@@ -127,8 +127,9 @@ def main() -> None:
     fast, slow = 1.5 * pc.POLL_FAST, 1.5 * pc.POLL_SLOW  # mean sleeps of the two tiers
     print(f"  wait loop: {pc.poll_schedule()} (random, not FIFO); {PER_TRY} transitions per try: "
           f"{PER_TRY * 3600 / fast:.0f} per hour of waiting, then {PER_TRY * 3600 / slow:.0f}")
-    print(f"  slot idle while steps waited: {idle:.1f} slot-s in all, {idle / total:.2f} s per step "
-          f"(expected about mean sleep / (waiters + 1): {fast / (total / 2):.2f}-{fast:.1f} s per release)")
+    print(f"  slot idle while steps waited: {idle:.1f} slot-s in all, {idle / total:.2f} s per step (expected per "
+          f"release: mean sleep / (waiters + 1), {fast:.0f} s / {total // 2 + 1} = {fast / (total // 2 + 1):.2f} s "
+          f"with {total // 2} waiting, up to {2 * pc.POLL_FAST} s for a lone waiter)")
     if most_at_once(spans) > args.size or most_at_once(own) > args.size or left:
         sys.exit("the pool's cap was broken or a slot was left held")
 
