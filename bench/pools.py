@@ -130,6 +130,9 @@ def main() -> None:
     print(f"  slot idle while steps waited: {idle:.1f} slot-s in all, {idle / total:.2f} s per step (expected per "
           f"release: mean sleep / (waiters + 1), {fast:.0f} s / {total // 2 + 1} = {fast / (total // 2 + 1):.2f} s "
           f"with {total // 2} waiting, up to {2 * pc.POLL_FAST} s for a lone waiter)")
+    print(f"  wall time over the ideal: {wall - ideal:.1f} s = slots idle while steps waited {idle / args.size:.1f} s "
+          f"+ the rest {wall - ideal - idle / args.size:.1f} s (each hand-off's release, claim and task start, "
+          "outside the attempt the ideal counts; the first claims)")
     if most_at_once(spans) > args.size or most_at_once(own) > args.size or left:
         sys.exit("the pool's cap was broken or a slot was left held")
 

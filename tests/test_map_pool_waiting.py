@@ -222,4 +222,57 @@ def test_plan_counts_a_waiting_items_record_writes_and_tries(repo: Repo) -> None
             f"per item, $0.18 per 1,000 items (docs/state-machine.md \"A map\"); an item that waits for pool {POOL}: "
             f"2 more (its record WAITING, then RUNNING) and 3 per try, {pc.poll_schedule()} (docs/pools.md)"
             ) in result.stdout
-    assert pc.poll_schedule() == "a try every 1-12 s, 20-40 s after about 5 min"
+    assert pc.poll_schedule() == "a try every 1-8 s, 20-40 s after about 5 min"
+
+
+def test_a_kill_9_of_the_holding_items_runner_lets_the_waiters_in_and_leaves_every_record_consistent(
+        waits: tuple[LocalAWS, ControlPlane, Path], tmp_path: Path) -> None:
+    """Pool of 1, three items: the holder's runner is killed (-9) while two wait. Its attempt
+    fails and gives its slot back (the release on the Task's failure), the waiters take it in
+    turn; afterwards one record FAILED, two SUCCEEDED, none WAITING or RUNNING, the pool empty."""
+    import os
+    import signal
+
+    aws, control, _ = waits
+    log, release = tmp_path / "held.log", tmp_path / "release"
+    arn = aws.start(JOB, execution_input.manual("ops@example.com", overrides={
+        "count": 3, "log": str(log), "release": str(release)}))
+    name = arn.rsplit(":", 1)[1]
+    ddb, table = aws.client("dynamodb"), aws.resources["table_name"]
+    until("two items WAITING", lambda: sorted(o.status for o in item_outcomes(ddb, table, name)) == ["WAITING"] * 2)
+    until("the holder's step started", lambda: log.exists() and "start" in log.read_text())
+    [first] = [line.split() for line in log.read_text().splitlines() if line.startswith("start")]
+    os.kill(int(first[1]), signal.SIGKILL)
+    until("a waiter holds the slot", lambda: log.read_text().count("start") == 2)
+    release.write_text("go")
+    ex = aws.wait(arn, timeout=600)  # a hang guard, not a time assert
+    aws.wait_reconciled(arn, timeout=600)
+    assert ex.status == "FAILED"  # the map tolerates no failure
+    outcomes = item_outcomes(ddb, table, name)
+    assert sorted(o.status for o in outcomes) == ["FAILED", "SUCCEEDED", "SUCCEEDED"]
+    assert all(o.ended and o.attempts == 1 for o in outcomes)
+    [p] = control.map_progress(name)
+    assert (p.total, p.succeeded, p.failed, p.waiting, p.running) == (3, 2, 1, 0, 0)
+    assert log.read_text().count("start") == 3 and holders(aws, POOL) == ()
+    assert control.execution(name, JOB).status == "FAILED"
+
+
+def test_a_history_read_before_its_end_event_still_ends_a_waiting_attempt() -> None:
+    """The reconciler's timeline of a run that timed out (or was stopped) while a step waited:
+    under the local engine the status listeners can run before moto appends ExecutionTimedOut
+    (from the worker thread, once its Wait wakes), so the status DescribeExecution answered adds
+    the end the history read lacks (platform/timeline.py ``with_end``); one that has it is kept."""
+    from datetime import datetime, timezone
+
+    from jobplane.platform.timeline import timeline, with_end
+
+    t0, t1 = datetime(2026, 12, 3, 2, 0, tzinfo=timezone.utc), datetime(2026, 12, 3, 2, 0, 5, tzinfo=timezone.utc)
+    events = [{"id": 1, "type": "ExecutionStarted", "timestamp": t0},
+              {"id": 2, "type": "PassStateEntered", "timestamp": t0, "stateEnteredEventDetails": {"name": "load: pool"}},
+              {"id": 3, "type": "WaitStateEntered", "timestamp": t0, "stateEnteredEventDetails": {"name": "load: pool wait"}}]
+    assert [a.outcome for a in timeline(events)] == ["waiting"]
+    [row] = timeline(with_end(events, "TIMED_OUT", t1))
+    assert (row.outcome, row.started_at, row.finished_at) == ("timed out", None, "2026-12-03T02:00:05.000Z")
+    assert [a.outcome for a in timeline(with_end(events, "ABORTED", t1))] == ["stopped"]
+    ended = [*events, {"id": 4, "type": "ExecutionTimedOut", "timestamp": t0}]
+    assert with_end(ended, "TIMED_OUT", t1) is ended and with_end(events, "SUCCEEDED", t1) is events

@@ -20,7 +20,7 @@ place a step runs, inside a parallel branch or a map's item as at the top:
   (ConditionalCheckFailedException) goes to the back-off; any other error, after the DynamoDB
   retries, fails the step as its attempt would.
 * ``pool backoff`` / ``pool wait``: a random sleep between POLL_BASES[n] and twice it (1-2, 2-4,
-  4-8 s, then 6-12 s for about five minutes, then 20-40 s; contract/pools.py): the jitter spreads
+  4-8 s, then 3-6 s for about five minutes, then 20-40 s; contract/pools.py): the jitter spreads
   the waiters' tries, so a freed slot is found by the first of them to try, not by all at once
   every cap seconds (a table lookup makes the counter stop at the end: the intrinsics have no min).
 * ``pool release``: DELETE the ticket's elements (idempotent); its own failure still goes on

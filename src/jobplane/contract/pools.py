@@ -31,11 +31,11 @@ NAME_RE = re.compile(r"[a-z][a-z0-9-]{0,39}")
 MAX_SIZE = 1000
 MAX_WEIGHT = 100
 #: A waiting step sleeps a random time between POLL_BASES[n] and twice it before its n-th next
-#: try (n from 0, the last repeated): quick for a short wait, every 6-12 s for about five
+#: try (n from 0, the last repeated): quick for a short wait, every 3-6 s for about five
 #: minutes, then every 20-40 s (docs/pools.md weighs transitions per wait against an idle slot).
 #: The jitter keeps waiters that began together from trying together.
-POLL_FAST, POLL_SLOW = 6, 20
-POLL_FAST_TRIES = 30
+POLL_FAST, POLL_SLOW = 3, 20
+POLL_FAST_TRIES = 60
 POLL_BASES = (1, 2, 4) + (POLL_FAST,) * POLL_FAST_TRIES + (POLL_SLOW,)
 POLL_CAP = 2 * POLL_SLOW
 #: Separates a holder's execution ARN, step key and ticket (none of them contains it).
@@ -56,7 +56,7 @@ def fast_minutes() -> int:
 
 def poll_schedule() -> str:
     """The wait loop's tries in words (``jobplane plan``, docs/pools.md)."""
-    return (f"a try every {POLL_BASES[0]}-{2 * POLL_FAST} s, {POLL_SLOW}-{2 * POLL_SLOW} s after about "
+    return (f"a try every {POLL_BASES[0]}-{2 * max(POLL_BASES[:-1])} s, {POLL_SLOW}-{2 * POLL_SLOW} s after about "
             f"{fast_minutes()} min")
 
 
