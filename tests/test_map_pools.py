@@ -229,6 +229,14 @@ def test_an_abort_of_the_parent_while_items_hold_and_wait_leaves_nothing_held(aw
     assert sweep.check() == [holder.element]
     assert holders(aws, pool) == () and sweep.check() == []
     assert log.read_text().count("start") == 1  # the waiting items never ran
+    # the two waiters' records still say WAITING (their children were stopped while they waited);
+    # the ended run's progress counts them neither waiting nor failed, and nothing is re-runnable
+    from jobplane.platform.map_records import progress
+
+    items = item_outcomes(aws.client("dynamodb"), aws.resources["table_name"], arn.rsplit(":", 1)[1])
+    assert sorted(i.status for i in items) == ["WAITING", "WAITING"] and not any(i.failed for i in items)
+    [p] = progress(items, {"close-all": 3}, live=False)
+    assert (p.succeeded, p.failed, p.waiting, p.running) == (0, 0, 0, 3)
     single = deploy(aws, [{"name": "load", "python": HOLD, "pool": pool, "kwargs": {"log": str(log), "seconds": 0.1}}],
                     {pool: 1})
     ex, rec = finish(aws, start(aws, single))

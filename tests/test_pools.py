@@ -142,12 +142,20 @@ def test_every_way_into_an_attempt_queues_for_a_slot_first() -> None:
     assert d["States"]["load: infra wait"]["Next"] == "load: pool"
 
 
-def test_the_wait_backs_off_to_a_cap() -> None:
+def test_the_wait_backs_off_to_a_cap_with_jitter() -> None:
+    """A random sleep between POLL_BASES[n] and twice it (the jitter keeps waiters that began
+    together from trying together), the counter stopping at the table's end (docs/pools.md)."""
     d = _definition([{"name": "load", "python": "m:f", "pool": "db"}], {"db": 1})
     backoff = d["States"]["load: pool backoff"]["Parameters"]
-    waits = ", ".join(map(str, pc.POLL_WAITS))
-    assert backoff["wait.$"] == f"States.ArrayGetItem(States.Array({waits}), $.pool.load.n)"
-    assert backoff["n.$"].startswith("States.ArrayGetItem(States.Array(1, 2, 3, 4, 5, 5)")
+    bases = ", ".join(map(str, pc.POLL_BASES))
+    ends = ", ".join(str(2 * b) for b in pc.POLL_BASES)
+    assert backoff["wait.$"] == (f"States.MathRandom(States.ArrayGetItem(States.Array({bases}), $.pool.load.n), "
+                                 f"States.ArrayGetItem(States.Array({ends}), $.pool.load.n))")
+    last = len(pc.POLL_BASES) - 1
+    assert backoff["n.$"] == f"States.ArrayGetItem(States.Array({', '.join(map(str, [*range(1, last + 1), last]))}), $.pool.load.n)"
+    assert pc.POLL_BASES[:3] == (1, 2, 4) and max(pc.POLL_BASES) == pc.POLL_BASES[-1] == pc.POLL_CAP // 2
+    # at most 10 intrinsics nested in one field (Step Functions' limit)
+    assert backoff["wait.$"].count("States.") <= 10
     assert d["States"]["load: pool wait"] == {"Type": "Wait", "SecondsPath": "$.pool.load.wait",
                                               "Next": "load: pool claim"}
 

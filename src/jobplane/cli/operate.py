@@ -244,7 +244,8 @@ def _deadline(report: JobDeadlines | None) -> JsonObject | None:
 
 def pool_status(control: ControlPlane, jobs: list[JobSummary], sizes: dict[str, int]) -> PoolStatus:
     """Each pool's holders (its item) and, for jobs whose steps hold a pool, their runs whose
-    steps are WAITING for a slot (each running run's history: only those jobs' runs are read)."""
+    steps are WAITING for a slot (each running run's history: only those jobs' runs are read),
+    or whose map items are (their item records, platform/map_records.py)."""
     from jobplane.platform.pool_slots import pools as pool_items
 
     items = {p.name: p for p in pool_items(control.repo.ddb, control.repo.table)}
@@ -263,12 +264,17 @@ def pool_status(control: ControlPlane, jobs: list[JobSummary], sizes: dict[str, 
     for j in jobs:
         if not j.running or not any(s.pool for top in j.entry.steps for s in (top.parallel or [top])):
             continue
+        has_map = any(top.kind == "map" for top in j.entry.steps)
         for view in control.running_executions(j.name):
             rows = [r for r in view.timeline if r.waiting]
-            if rows:
+            # a map's items wait in their child executions: their item records say WAITING
+            maps = [p for p in control.map_progress(view.execution) if p.waiting] if has_map else []
+            if rows or maps:
+                since = [r.waiting_since or "" for r in rows] + [p.waiting_since or "" for p in maps]
                 waiting.setdefault(j.name, []).append(
                     {"execution": view.execution, "status": view.status_word,
-                     "steps": sorted({r.step for r in rows}), "since": min(r.waiting_since or "" for r in rows)})
+                     "steps": sorted({r.step for r in rows}), "since": min(since),
+                     **({"items": {p.map: {"waiting": p.waiting, "total": p.total} for p in maps}} if maps else {})})
     return PoolStatus(lines, waiting)
 
 
@@ -286,7 +292,9 @@ class PoolStatus:
             click.echo("\nWAITING for a pool's slot (not running yet; their steps' timeouts have not started):")
             for job, runs in sorted(self.waiting.items()):
                 for r in runs:
-                    click.echo(f"  {job}: {r['execution']} {', '.join(r['steps'])} since {r['since'][:19]}")
+                    items = [f"{m}: {n['waiting']}" + (f" of {n['total']}" if n["total"] is not None else "") + " items"
+                             for m, n in sorted(r.get("items", {}).items())]
+                    click.echo(f"  {job}: {r['execution']} {', '.join(r['steps'] + items)} since {r['since'][:19]}")
 
 
 def _missed(job: JobSummary) -> JsonObject | None:

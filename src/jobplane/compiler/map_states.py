@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
+from jobplane.compiler import pools
 from jobplane.compiler.choice_rules import When, present
 from jobplane.compiler.state_data import ATTEMPT, ERROR
 from jobplane.compiler.states import DISCARD, Catch, Choice, Graph, Retry, State, Task, _Catching
@@ -81,14 +82,33 @@ def spec_of(step: Step) -> MapSpec:
     return spec
 
 
+def _item_key(m: Step) -> dict[str, it.Value]:
+    return {"pk": it.formatted(EXEC_PREFIX, Ref("$.execution")),
+            "sk": Ref(f"States.Format('{map_items.item_sk(m.name, '{}')}', $.index)")}
+
+
 def item_record(job: Job, m: Step, status: str) -> it.Put:
-    """The item's record, written by its child execution when the item ends."""
+    """The item's record, written by its child execution when the item ends (or, WAITING, when a
+    pooled item finds its pool full: then ``waiting_since`` instead of ``finished_at``)."""
+    when = "waiting_since" if status == map_items.WAITING else "finished_at"
     return it.Put(item={
-        "pk": it.formatted(EXEC_PREFIX, Ref("$.execution")),
-        "sk": Ref(f"States.Format('{map_items.item_sk(m.name, '{}')}', $.index)"),
+        **_item_key(m),
         "execution": Ref("$.execution"), "job": job.name, "map": m.name,
         "index": Ref("States.Format('{}', $.index)"), "item": Ref("States.JsonToString($.item)"),
-        "status": status, "detail": Ref("States.JsonToString($.run)"), "finished_at": Ref("$$.State.EnteredTime")})
+        "status": status, "detail": Ref("States.JsonToString($.run)"), when: Ref("$$.State.EnteredTime")})
+
+
+def wait_records(job: Job, m: Step) -> pools.ItemRecords:
+    """A pooled item's record while it waits for its pool's slot (WAITING) and once it holds it
+    (RUNNING): what the portal, the API and ``jobplane status`` count (docs/pools.md)."""
+    running = it.Update(key=_item_key(m), expression="SET #status = :s, started_at = :t", names={"#status": "status"},
+                        values={":s": map_items.RUNNING, ":t": Ref("$$.State.EnteredTime")})
+    table = token("table_name")
+    return pools.ItemRecords(
+        waiting=Task(comment="The item waits for its pool's slot: its record says WAITING", resource=PUT_ITEM,
+                     parameters=item_record(job, m, map_items.WAITING).asl(table)),
+        running=Task(comment="The item holds its slot after a wait: its record says RUNNING", resource=pools.UPDATE_ITEM,
+                     parameters=running.asl(table)))
 
 
 class _ItemBuilder:
@@ -140,9 +160,8 @@ def map_states(b: object, m: Step, nxt: str, is_last: bool, ddb_retry: Retry) ->
     if each.pool is not None:
         # each item's attempts hold a slot as a top-level step's do (docs/pools.md "A map's items"):
         # the ticket is the child's own ($$.Execution.Id: the child execution's ARN on AWS)
-        from jobplane.compiler import pools
-
-        processor.start_at = pools.wrap(ib, each, processor, False, b.pools[each.pool.name])  # type: ignore[attr-defined]
+        processor.start_at = pools.wrap(ib, each, processor, False, b.pools[each.pool.name],  # type: ignore[attr-defined]
+                                        wait_records(job, m))
     failed = b.step_failure_state(m, ExecutionStatus.FAILED, graph, True)  # type: ignore[attr-defined]
     after = nxt
     if is_last and Event.RECOVERED in b.events:  # type: ignore[attr-defined]

@@ -19,10 +19,18 @@ place a step runs, inside a parallel branch or a map's item as at the top:
   ``holders`` while ``size(holders) <= size - weight`` (or the ticket is in already). A refusal
   (ConditionalCheckFailedException) goes to the back-off; any other error, after the DynamoDB
   retries, fails the step as its attempt would.
-* ``pool backoff`` / ``pool wait``: 1, 2, 4, 8, 15 then every 30 s (contract/pools.py POLL_WAITS;
-  a table lookup makes the counter stop at the end: the intrinsics have no min).
+* ``pool backoff`` / ``pool wait``: a random sleep between POLL_BASES[n] and twice it (1-2, 2-4,
+  4-8 s, then 3-6 s for about five minutes, then 20-40 s; contract/pools.py): the jitter spreads
+  the waiters' tries, so a freed slot is found by the first of them to try, not by all at once
+  every cap seconds (a table lookup makes the counter stop at the end: the intrinsics have no min).
 * ``pool release``: DELETE the ticket's elements (idempotent); its own failure still goes on
   (the reconciler and the periodic sweep release what a run left behind).
+
+A map's item (``records``: its child execution writes the item's record, compiler/map_states.py)
+also says it waits: its first refusal goes through ``pool waiting`` (the item record WAITING,
+one PutItem) to the back-off, and its tries after a wait are ``pool claim again``, whose success
+goes through ``pool running`` (the record RUNNING, one UpdateItem) to the Task. An item that finds
+room at once writes neither; one that waits writes two records, whatever the number of tries.
 
 The step's ``timeout`` is the Task's TimeoutSeconds: waiting does not consume it (the job's whole
 timeout does). Each attempt of a retried step waits again; the back-off between attempts holds
@@ -32,6 +40,7 @@ no slot.
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from jobplane.compiler.choice_rules import When
@@ -99,9 +108,19 @@ def _outcome(target: str, task_next: str | None) -> str:
     return {sn.Role.CHECK: "check", sn.Role.STEP_TIMED_OUT: "timed out"}.get(role, "failed")
 
 
-def wrap(b: AttemptBuilder, step: Step, into: Graph, record: bool, size: int) -> str:
+@dataclass(frozen=True)
+class ItemRecords:
+    """A map item's record writes (compiler/map_states.py), each a Task without its Next: the
+    item WAITING when it first finds no room, RUNNING when a try after a wait holds its slots."""
+
+    waiting: Task
+    running: Task
+
+
+def wrap(b: AttemptBuilder, step: Step, into: Graph, record: bool, size: int,
+         records: ItemRecords | None = None) -> str:
     """Put the pool's states around the attempt Task the executor added to ``into``; return the
-    state every attempt now starts at (the ticket)."""
+    state every attempt now starts at (the ticket). ``records``: a map item's (see above)."""
     pool = step.pool
     assert pool is not None
     task_name = sn.attempt(step.name)
@@ -144,7 +163,7 @@ def wrap(b: AttemptBuilder, step: Step, into: Graph, record: bool, size: int) ->
         parameters={"key.$": f"States.Format('{{}}{pc.SEP}{step.key}{pc.SEP}{{}}', $$.Execution.Id, States.UUID())",
                     "n": 0},
         result_path=at, next=claim))
-    into.add(claim, Task(
+    claim_task = Task(
         comment=f"Hold the slots if pool {pool.name} ({size}) has room: one conditional write",
         resource=UPDATE_ITEM,
         parameters={
@@ -160,17 +179,34 @@ def wrap(b: AttemptBuilder, step: Step, into: Graph, record: bool, size: int) ->
         result_path=DISCARD, retry=_retry(),
         catch=[Catch([REFUSED], backoff, f"{at}.refused"),  # the back-off rebuilds the slot without it
                Catch(["States.ALL"], failed, "$.run.error")],
-        next=task_name))
-    waits = pc.POLL_WAITS
-    nexts = [min(i + 1, len(waits) - 1) for i in range(len(waits))]
+        next=task_name)
+    again = claim
+    if records is None:
+        into.add(claim, claim_task)
+    else:
+        # a map item: its record says WAITING from its first refusal, RUNNING once a later try holds
+        waiting, running, again = sn.pool_waiting(step.name), sn.pool_running(step.name), sn.pool_retry_claim(step.name)
+        into.add(claim, dataclasses.replace(claim_task, catch=[Catch([REFUSED], waiting, f"{at}.refused"),
+                                                               claim_task.catch[1]]))
+        into.add(again, dataclasses.replace(claim_task, comment=f"{claim_task.comment} (after a wait)", next=running))
+        # a record that cannot be written does not fail the item: it is what the portal shows
+        into.add(waiting, dataclasses.replace(records.waiting, result_path=DISCARD, retry=_retry(), next=backoff,
+                                              catch=[Catch(["States.ALL"], backoff, f"{at}.record_error")]))
+        into.add(running, dataclasses.replace(records.running, result_path=DISCARD, retry=_retry(), next=task_name,
+                                              catch=[Catch(["States.ALL"], task_name, f"{at}.record_error")]))
     into.add(backoff, Pass(
-        comment="No room: sleep a little longer each time, at most POLL_CAP seconds",
-        parameters={"key.$": f"{at}.key",
-                    "n.$": f"States.ArrayGetItem(States.Array({', '.join(map(str, nexts))}), {at}.n)",
-                    "wait.$": f"States.ArrayGetItem(States.Array({', '.join(map(str, waits))}), {at}.n)"},
+        comment=f"No room: sleep a random {pc.POLL_BASES[0]}-{2 * pc.POLL_BASES[-1]} s, longer after a long wait",
+        parameters={"key.$": f"{at}.key", "n.$": _lookup(pc.poll_nexts(), f"{at}.n"),
+                    "wait.$": f"States.MathRandom({_lookup(pc.POLL_BASES, f'{at}.n')}, "
+                              f"{_lookup(tuple(2 * b for b in pc.POLL_BASES), f'{at}.n')})"},
         result_path=at, next=wait))
-    into.add(wait, Wait(seconds_path=f"{at}.wait", next=claim))
+    into.add(wait, Wait(seconds_path=f"{at}.wait", next=again))
     return ticket
+
+
+def _lookup(table: tuple[int, ...], index: str) -> str:
+    """``table[index]`` as an intrinsic."""
+    return f"States.ArrayGetItem(States.Array({', '.join(map(str, table))}), {index})"
 
 
 def pools_of(job: Job) -> list[str]:

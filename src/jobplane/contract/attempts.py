@@ -13,12 +13,20 @@ import dataclasses
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal, cast, get_args
 
 from jobplane.contract.arns import resource_name
 from jobplane.contract.attribute_values import json_text
 from jobplane.contract.states import attempt_key, step_key
 from jobplane.contract.record_schema import doc
 from jobplane.contract.types import JsonObject, JsonValue
+
+
+#: How an attempt stands or ended (the API's enum, the record's ``timeline``). ``waiting``: a
+#: pooled step's attempt waiting for its pool's slot (docs/pools.md), WAITING, not RUNNING: its
+#: timeout has not started. ``unknown``: a stored row whose outcome is none of these.
+Outcome = Literal["waiting", "running", "succeeded", "failed", "timed out", "stopped", "unknown"]
+OUTCOMES: tuple[str, ...] = get_args(Outcome)
 
 
 @dataclass(frozen=True)
@@ -30,7 +38,9 @@ class Attempt:
     attempt: int
     started_at: str | None
     finished_at: str | None
-    outcome: str = field(metadata=doc("waiting (for a pool's slot), running, succeeded, failed, timed out or stopped"))
+    outcome: Outcome = field(metadata=doc(
+        "waiting (for a pool's slot: WAITING, not running; its timeout has not started), running, succeeded, "
+        "failed, timed out or stopped; unknown for a stored row that says none of these"))
     exit_code: int | None = field(default=None, metadata=doc("the container's exit code, if it exited"))
     error: str | None = None
     stop_code: str | None = field(default=None, metadata=doc("the ECS task's StopCode, for an attempt that failed"))
@@ -68,8 +78,9 @@ class Attempt:
             return value if isinstance(value, str) else None
 
         code = row.get("exit_code")
+        outcome = text("outcome")
         return cls(step=row["step"], attempt=row["attempt"], started_at=text("started_at"),
-                   finished_at=text("finished_at"), outcome=text("outcome") or "unknown",
+                   finished_at=text("finished_at"), outcome=cast(Outcome, outcome if outcome in OUTCOMES else "unknown"),
                    exit_code=code if isinstance(code, int) and not isinstance(code, bool) else None,
                    error=text("error"), stop_code=text("stop_code"), reason=text("reason"), task_id=text("task_id"),
                    log_group=text("log_group"), log_stream=text("log_stream"), waiting_since=text("waiting_since"))

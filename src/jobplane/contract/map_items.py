@@ -8,7 +8,10 @@ them (compiler/kinds/map_.py compiles ``jp.map``).
 * **Per item**: the state machine writes one record per item when the item ends
   (``EXEC#<execution>`` / ``ITEM#<map>#<index>``): SUCCEEDED or FAILED, the item, and the item's
   last state data (``detail``: its attempt counter and the last attempt's error) from which
-  :func:`item_outcome` reads the attempts and an error excerpt.
+  :func:`item_outcome` reads the attempts and an error excerpt. A pooled item that finds its
+  pool full writes the same record WAITING (with ``waiting_since``) first, and RUNNING (with
+  ``started_at``) once it holds its slot (compiler/pools.py): the open statuses, which the
+  item's end overwrites.
 
 Limits (Step Functions quotas, https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html):
 a child execution's input, like any state's, is at most 256 KiB ("Maximum input or output size
@@ -36,6 +39,10 @@ MAX_ITEMS = 100_000
 #: one item's JSON: it travels in the each step's ECS container overrides (8,192 characters in all, with the run's params)
 MAX_ITEM_BYTES = 1024
 ERROR_EXCERPT = 300
+#: an item record's open statuses (a pooled item waiting for its slot, then holding it); every
+#: other status is the item's end (SUCCEEDED, FAILED, TIMED_OUT)
+WAITING, RUNNING = "WAITING", "RUNNING"
+OPEN_STATUSES = (WAITING, RUNNING)
 
 #: the runner environment (contract/runner.py, which the runner reads without this module)
 ENV_ITEMS_URI, ENV_ITEM, ENV_ITEM_INDEX, ITEM_PARAM = rc.ENV_ITEMS_URI, rc.ENV_ITEM, rc.ENV_ITEM_INDEX, rc.ITEM_PARAM
@@ -93,15 +100,26 @@ class ItemOutcome:
     attempts: int
     error: str | None
     finished_at: str | None
+    waiting_since: str | None = None
 
     @property
     def retried(self) -> bool:
         return self.attempts > 1
 
+    @property
+    def ended(self) -> bool:
+        return self.status not in OPEN_STATUSES
+
+    @property
+    def failed(self) -> bool:
+        """Ended, not SUCCEEDED (an item its run's end caught WAITING or RUNNING did not fail: it
+        was stopped, as one that never started)."""
+        return self.ended and self.status != "SUCCEEDED"
+
     def to_json(self) -> JsonObject:
         return {"map": self.map, "index": self.index, "item": self.item, "status": self.status,
                 "attempts": self.attempts, "retried": self.retried, "error": self.error,
-                "finished_at": self.finished_at}
+                "finished_at": self.finished_at, "waiting_since": self.waiting_since}
 
 
 def _excerpt(error: JsonValue) -> str | None:
@@ -139,5 +157,7 @@ def item_outcome(record: JsonObject) -> ItemOutcome:
     status = str(record.get("status") or "")
     return ItemOutcome(map=str(record.get("map") or ""), index=int(str(record.get("index") or 0)), item=item,
                        status=status, attempts=int(attempts) if isinstance(attempts, int) else 1,
-                       error=_excerpt(detail.get("error")) if status != "SUCCEEDED" and isinstance(detail, dict) else None,
-                       finished_at=str(record["finished_at"]) if record.get("finished_at") else None)
+                       error=_excerpt(detail.get("error")) if status not in ("SUCCEEDED", *OPEN_STATUSES)
+                       and isinstance(detail, dict) else None,
+                       finished_at=str(record["finished_at"]) if record.get("finished_at") else None,
+                       waiting_since=str(record["waiting_since"]) if record.get("waiting_since") else None)

@@ -30,12 +30,34 @@ NAME_RE = re.compile(r"[a-z][a-z0-9-]{0,39}")
 #: Elements of one string set in one item (400 KB): a holder is ~230 bytes, so 1,000 fit with room.
 MAX_SIZE = 1000
 MAX_WEIGHT = 100
-#: Seconds a waiting step sleeps before its n-th next try (n from 0, the last repeated): quick
-#: for a short wait, then one try every POLL_CAP seconds (docs/pools.md weighs the cost).
-POLL_WAITS = (1, 2, 4, 8, 15, 30)
-POLL_CAP = POLL_WAITS[-1]
+#: A waiting step sleeps a random time between POLL_BASES[n] and twice it before its n-th next
+#: try (n from 0, the last repeated): quick for a short wait, every 3-6 s for about five
+#: minutes, then every 20-40 s (docs/pools.md weighs transitions per wait against an idle slot).
+#: The jitter keeps waiters that began together from trying together.
+POLL_FAST, POLL_SLOW = 3, 20
+POLL_FAST_TRIES = 60
+POLL_BASES = (1, 2, 4) + (POLL_FAST,) * POLL_FAST_TRIES + (POLL_SLOW,)
+POLL_CAP = 2 * POLL_SLOW
 #: Separates a holder's execution ARN, step key and ticket (none of them contains it).
 SEP = "|"
+
+
+def poll_nexts() -> tuple[int, ...]:
+    """The poll counter's next value for each value: one more, stopping at the table's end."""
+    last = len(POLL_BASES) - 1
+    return tuple(min(i + 1, last) for i in range(len(POLL_BASES)))
+
+
+def fast_minutes() -> int:
+    """About how long a waiter keeps trying every POLL_FAST-2*POLL_FAST s (the mean sleeps of the
+    table before its last entry)."""
+    return round(sum(1.5 * b for b in POLL_BASES[:-1]) / 60)
+
+
+def poll_schedule() -> str:
+    """The wait loop's tries in words (``jobplane plan``, docs/pools.md)."""
+    return (f"a try every {POLL_BASES[0]}-{2 * max(POLL_BASES[:-1])} s, {POLL_SLOW}-{2 * POLL_SLOW} s after about "
+            f"{fast_minutes()} min")
 
 
 def pool_pk(name: str) -> str:

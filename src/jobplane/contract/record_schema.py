@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from typing import Union, get_args, get_origin
+from typing import Literal, Union, get_args, get_origin
 
 from jobplane.contract.types import JsonObject
 
@@ -32,11 +32,13 @@ def field_types(record: type) -> dict[str, object]:
 
 
 def type_schema(annotation: object) -> JsonObject:
-    """One annotation as a schema: scalars, ``X | None``, tuples, lists and sets as arrays, a
+    """One annotation as a schema: scalars, a Literal of strings as an enum, ``X | None``, tuples, lists and sets as arrays, a
     record as its own object schema, a loose dict as an object."""
     if annotation in _SCALARS:
         return dict(_SCALARS[annotation])
     origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Literal and all(isinstance(a, str) for a in args):  # a closed set of words: an enum
+        return {"type": "string", "enum": list(args)}
     if origin in (Union, types.UnionType):
         return {"anyOf": [type_schema(a) for a in args]}
     if origin in (tuple, list, frozenset, set):

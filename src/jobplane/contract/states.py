@@ -53,6 +53,8 @@ class Role(str, Enum):
     POOL_BACKOFF = "pool backoff"  # no room: picks how long to sleep before the next try
     POOL_WAIT = "pool wait"  # sleeps (not a back-off of the step's own: attempts are not counted by it)
     POOL_RELEASE = "pool release"  # gives the attempt's slots back, whatever the attempt ended with
+    POOL_WAITING = "pool waiting"  # a map item found its pool full: its item record says WAITING
+    POOL_RUNNING = "pool running"  # a map item that waited holds its slots: its item record says RUNNING
 
 
 @dataclass(frozen=True)
@@ -174,6 +176,20 @@ def pool_wait(step: str) -> str:
     return f"{step}: pool wait"
 
 
+def pool_retry_claim(step: str) -> str:
+    """A map item's claim after a wait (its first is ``pool claim``): on success, its record
+    says RUNNING first (compiler/pools.py)."""
+    return f"{step}: pool claim again"
+
+
+def pool_waiting(step: str) -> str:
+    return f"{step}: pool waiting"
+
+
+def pool_running(step: str) -> str:
+    return f"{step}: pool running"
+
+
 #: The outcomes a pooled attempt's release is followed by, each its own state (a Task state's
 #: outcomes go to different states; each goes through a release first).
 POOL_RELEASE_OUTCOMES = ("", "check", "failed", "timed out")
@@ -196,12 +212,13 @@ _SKIP_RECORDS = {skip_record(r): r for r in SkipReason}
 _SUFFIXES = {"check": Role.CHECK, "retry": Role.RETRY, "wait": Role.WAIT, "failed": Role.STEP_FAILED, "timed out": Role.STEP_TIMED_OUT,
              "done": Role.BRANCH_DONE, "infra retry": Role.INFRA_RETRY, "infra wait": Role.INFRA_WAIT,
              "pool": Role.POOL, "pool claim": Role.POOL_CLAIM, "pool backoff": Role.POOL_BACKOFF,
-             "pool wait": Role.POOL_WAIT,
+             "pool wait": Role.POOL_WAIT, "pool claim again": Role.POOL_CLAIM, "pool waiting": Role.POOL_WAITING,
+             "pool running": Role.POOL_RUNNING,
              **{pool_release("", o)[2:]: Role.POOL_RELEASE for o in POOL_RELEASE_OUTCOMES}}
 _NUMBERED = ("check", "wait", "infra retry", "infra wait")
 _STEP_STATE = re.compile(r"^(?P<step>[a-z][a-z0-9_-]*)(?: #(?P<n>[1-9]\d*))?"
                          r"(?:: (?P<suffix>check|retry|wait|failed|timed out|done|infra retry|infra wait"
-                         r"|pool|pool claim|pool backoff|pool wait|pool release(?: \((?:check|failed|timed out)\))?))?$")
+                         r"|pool|pool claim|pool backoff|pool wait|pool claim again|pool waiting|pool running|pool release(?: \((?:check|failed|timed out)\))?))?$")
 
 
 def classify(name: str) -> StateName:

@@ -1,6 +1,8 @@
 """A run's map items as their records tell them (contract/map_items.py): one Query of the run's
 partition (``EXEC#<execution>``, sort keys ``ITEM#<map>#...``), never a scan, and the summary
-the portal, the CLI and the failure alert show (done, failed, running of N; the failed items)."""
+the portal, the CLI and the failure alert show (done, failed, running, waiting of N; the failed
+items). A pooled item waiting for its pool's slot has a WAITING record (contract/map_items.py)
+until it holds one: it is counted waiting, not running."""
 
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ def item_outcomes(ddb: Client, table: str, execution: str, map_name: str | None 
 @dataclass(frozen=True)
 class MapProgress:
     """One map of one run: how many items of ``total`` (None: not known, the list is not read)
-    ended each way, and the failed ones."""
+    ended each way, how many wait for a pool's slot, and the failed ones."""
 
     map: str
     succeeded: int
@@ -39,6 +41,8 @@ class MapProgress:
     retried: int
     failed_items: list[ItemOutcome] = field(default_factory=list)
     total: int | None = None
+    waiting: int = 0
+    waiting_since: str | None = None  # the longest-waiting item's
 
     @property
     def done(self) -> int:
@@ -46,17 +50,20 @@ class MapProgress:
 
     @property
     def running(self) -> int | None:
-        return None if self.total is None else max(self.total - self.done, 0)
+        """Neither ended nor waiting: running, or not started yet."""
+        return None if self.total is None else max(self.total - self.done - self.waiting, 0)
 
     def to_json(self) -> JsonObject:
         return {"map": self.map, "total": self.total, "succeeded": self.succeeded, "failed": self.failed,
-                "running": self.running, "retried": self.retried,
+                "running": self.running, "waiting": self.waiting, "waiting_since": self.waiting_since,
+                "retried": self.retried,
                 "failed_items": [o.to_json() for o in self.failed_items]}
 
     def summary(self) -> str:
         """One line: what the alert and the CLI say."""
         of = f" of {self.total}" if self.total is not None else ""
-        line = f"{self.map}: {self.succeeded} succeeded, {self.failed} failed{of}"
+        waiting = f", {self.waiting} WAITING for a pool's slot" if self.waiting else ""
+        line = f"{self.map}: {self.succeeded} succeeded, {self.failed} failed{waiting}{of}"
         if self.failed_items:
             named = ", ".join(_shown(o) for o in self.failed_items[:FIRST_FEW])
             more = f" and {self.failed - FIRST_FEW} more" if self.failed > FIRST_FEW else ""
@@ -71,8 +78,10 @@ def _shown(o: ItemOutcome) -> str:
     return f"#{o.index} {item[:60]}"
 
 
-def progress(outcomes: list[ItemOutcome], totals: dict[str, int] | None = None) -> list[MapProgress]:
-    """Per map, in the order the outcomes come (by map name)."""
+def progress(outcomes: list[ItemOutcome], totals: dict[str, int] | None = None,
+             live: bool = True) -> list[MapProgress]:
+    """Per map, in the order the outcomes come (by map name). ``live``: the run still runs (a
+    WAITING record of an ended run is an item its end stopped: not waiting any more)."""
     maps: dict[str, list[ItemOutcome]] = {}
     for o in outcomes:
         maps.setdefault(o.map, []).append(o)
@@ -80,9 +89,11 @@ def progress(outcomes: list[ItemOutcome], totals: dict[str, int] | None = None) 
         maps.setdefault(name, [])
     out = []
     for name, items in sorted(maps.items()):
-        failed = [o for o in items if o.status != "SUCCEEDED"]
-        out.append(MapProgress(name, len(items) - len(failed), len(failed), sum(1 for o in items if o.retried),
-                               failed, (totals or {}).get(name)))
+        failed = [o for o in items if o.failed]
+        succeeded = sum(1 for o in items if o.status == "SUCCEEDED")
+        waits = [o.waiting_since or "" for o in items if o.status == map_items.WAITING] if live else []
+        out.append(MapProgress(name, succeeded, len(failed), sum(1 for o in items if o.ended and o.retried),
+                               failed, (totals or {}).get(name), len(waits), min(waits) if waits else None))
     return out
 
 

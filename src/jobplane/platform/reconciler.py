@@ -29,7 +29,7 @@ from jobplane.platform.logs import StepLogs, error_excerpt
 from jobplane.platform.pool_slots import release_run
 from jobplane.contract.records import ExecutionRecord
 from jobplane.platform.repository import Repository
-from jobplane.platform.timeline import Patience, history, state_transitions, timeline
+from jobplane.platform.timeline import Patience, history, state_transitions, timeline, with_end
 from jobplane.contract.types import Client, JsonObject
 
 log = logging.getLogger(__name__)
@@ -100,7 +100,7 @@ class Reconciler:
             self.announce(record)
             record = self.repo.execution(name) or record
         finished_dt = finished if isinstance(finished, datetime) else datetime.now(timezone.utc)
-        rows = timeline(events)
+        rows = timeline(with_end(events, str(described.get("status") or status), finished_dt))
         excerpt = None
         if record.failed_step and not record.error and self.logs is not None:
             excerpt = error_excerpt(self.logs.streams(rows, record.failed_step))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Callable
 
 from botocore.exceptions import ClientError
@@ -124,6 +125,22 @@ def timeline(events: list[Response]) -> list[Attempt]:
                 exited_row["finished_at"] = as_iso(e["timestamp"])
                 exited_row["outcome"] = "succeeded"
     return [Attempt(**row) for row in rows]
+
+
+_END_EVENTS = {"ABORTED": "ExecutionAborted", "TIMED_OUT": "ExecutionTimedOut"}
+
+
+def with_end(events: list[Response], status: str, finished: datetime) -> list[Response]:
+    """``events`` ending with the end event ``status`` implies (stopped, timed out) when the
+    history read does not have it yet: the status Step Functions answered is final, and under
+    the local engine moto 5.2.5 appends ExecutionTimedOut from the execution's worker thread once
+    the state it was in wakes, which can be after the status listeners (the reconciler) ran; an
+    attempt that waited or ran then is 'timed out' / 'stopped', as the event would make it."""
+    kind = _END_EVENTS.get(status)
+    if kind is None or any(e["type"] == kind for e in events):
+        return events
+    last = max((int(e["id"]) for e in events), default=0)
+    return [*events, {"id": last + 1, "type": kind, "timestamp": finished}]
 
 
 def _lambda_log_group(details: JsonObject) -> str | None:

@@ -97,7 +97,9 @@ StepAttempt = model_from("StepAttempt", [(Attempt, tuple(f.name for f in datacla
 ExecutionOut = model_from(
     "ExecutionOut", [(ExecutionInput, ("params", "resume_from", "rerun_of", "upstream")),
                      (ExecutionRecord, ("rerun_by", "after_runs", "transitions"))],
-    base=ExecutionSummary, steps=(list[StepAttempt], ...))  # type: ignore[valid-type]  # built at run time
+    base=ExecutionSummary, steps=(list[StepAttempt], ...),  # type: ignore[valid-type]  # built at run time
+    waiting=(bool, Field(False, description="RUNNING with every open attempt waiting for its pool's slot (each "
+                                            "step's outcome waiting): shown as WAITING (docs/pools.md)")))
 
 
 class LogOut(BaseModel):
@@ -178,7 +180,7 @@ def execution_out(v: ExecutionView) -> BaseModel:
         url=f"/executions/{v.execution}",
         params=v.input.params, resume_from=v.input.resume_from, rerun_of=v.input.rerun_of,
         rerun_by=list(v.rerun_by), upstream=v.input.upstream, after_runs=list(v.after_runs),
-        transitions=v.transitions,
+        transitions=v.transitions, waiting=v.waiting,
         steps=[StepAttempt(**{k: getattr(row, k) for k in StepAttempt.model_fields}) for row in step_rows(v)])
 
 

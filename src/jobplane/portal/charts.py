@@ -57,7 +57,7 @@ def attempt_gantt(rows: Sequence[Attempt], started_at: str | None, finished_at: 
         y = 6 + i * ROW
         outcome = r.outcome
         took = seconds(max((end - start).total_seconds(), 0)) if r.finished_at else "running"
-        tip = f"{r.step} attempt {r.attempt}: {outcome or 'running'}, {took}, from +{seconds((start - t0).total_seconds())}"
+        tip = f"{r.step} attempt {r.attempt}: {outcome}, {took}, from +{seconds((start - t0).total_seconds())}"
         body.append(f'<text x="{LABEL - 8}" y="{y + 14}" text-anchor="end" font-size="12" fill="#334155">'
                     f'{escape(r.step)} #{r.attempt}</text>'
                     f'<rect class="attempt" data-step="{escape(r.step)}" data-outcome="{escape(outcome)}" '

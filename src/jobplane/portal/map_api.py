@@ -1,5 +1,5 @@
-"""A run's map items in the portal (``jp.map``): the JSON API (each map's done, failed, running
-of N and its failed items; re-run only the failed items, 202 with the new run) and the
+"""A run's map items in the portal (``jp.map``): the JSON API (each map's done, failed, running,
+WAITING (for a pool's slot) of N and its failed items; re-run only the failed items, 202 with the new run) and the
 execution page's form for the same re-run. Both act through the control plane
 (platform/control/map_items.py), which authorizes on the run's record and audits."""
 
@@ -24,11 +24,14 @@ class ItemOut(BaseModel):
     map: str
     index: int
     item: object = Field(description="the item as the items step returned it")
-    status: str = Field(description="SUCCEEDED, FAILED or TIMED_OUT")
+    status: str = Field(
+        description="SUCCEEDED, FAILED or TIMED_OUT once the item ended; a pooled item is WAITING while it waits "
+                    "for its pool's slot, then RUNNING (docs/pools.md)")
     attempts: int
     retried: bool
     error: str | None = Field(description="the last attempt's error, shortened")
     finished_at: str | None
+    waiting_since: str | None = Field(None, description="a WAITING item: since when it waits for its pool's slot")
 
 
 class MapOut(BaseModel):
@@ -36,7 +39,10 @@ class MapOut(BaseModel):
     total: int | None = Field(description="items in the run's list; null until the items step wrote it")
     succeeded: int
     failed: int
-    running: int | None = Field(description="total minus those that ended")
+    running: int | None = Field(description="total minus those that ended and those WAITING (running or not started)")
+    waiting: int = Field(0, description="items WAITING for a pool's slot (not running: their timeouts have not "
+                                        "started; docs/pools.md)")
+    waiting_since: str | None = Field(None, description="when the longest-waiting of them began to wait")
     retried: int
     failed_items: list[ItemOut]
 
@@ -49,7 +55,7 @@ class RerunItemsIn(BaseModel):
 
 
 @router.get("/executions/{execution}/items", response_model=list[MapOut], responses=_errors(404),
-            summary="A run's maps: done, failed, running of N, and the failed items")
+            summary="A run's maps: done, failed, running, waiting of N, and the failed items")
 def map_items(request: Request, execution: str, portal: Portal = Reader) -> object:
     return [p.to_json() for p in portal.control.map_progress(execution)]
 

@@ -33,7 +33,7 @@ def map_steps(entry: CatalogJob) -> list[CatalogStep]:
 
 class MapItems(Runs):
     def map_progress(self, execution: str, loaded: ExecutionSubject | None = None) -> list[MapProgress]:
-        """Each map of the run: done, failed, running of N, and its failed items."""
+        """Each map of the run: done, failed, running, waiting of N, and its failed items."""
         subject = loaded if loaded is not None and loaded.execution == execution else self.subject(execution)
         entry = self.entry(subject.job)
         maps = map_steps(entry)
@@ -45,7 +45,9 @@ class MapItems(Runs):
             total = item_total(s3, self.deployment.items_bucket, subject.job, execution, m.name)
             if total is not None:
                 totals[m.name] = total
-        return progress(item_outcomes(self.ddb, self.deployment.table, execution), totals)
+        # the run's record is written when it ends: without one its WAITING items still wait
+        live = subject.record is None or subject.record.status == "RUNNING"
+        return progress(item_outcomes(self.ddb, self.deployment.table, execution), totals, live)
 
     def items(self, execution: str, map_name: str | None = None) -> list[ItemOutcome]:
         self.subject(execution)  # NotFound for an execution that is not there
@@ -65,7 +67,7 @@ class MapItems(Runs):
             raise Invalid(f"{original.job} has no map {map_name!r}" + (f"; maps: {', '.join(maps)}" if maps else ""),
                           {"map": "unknown"})
         failed = [o for o in item_outcomes(self.ddb, self.deployment.table, execution, map_name)
-                  if o.status != "SUCCEEDED" and o.map in maps]
+                  if o.failed and o.map in maps]
         by_map = sorted({o.map for o in failed})
         if not failed:
             raise Conflict(f"{execution} has no failed map items to re-run", {"execution": execution})
