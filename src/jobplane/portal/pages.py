@@ -18,6 +18,7 @@ from jobplane.platform.control import (IDEMPOTENCY_KEY_MAX, JOB_SORTS, RECENT_FA
                                       check_cursor)
 from jobplane.portal import actions, charts, logview
 from jobplane.portal.diagram import svg
+from jobplane.portal.job_pager import PAGE_MAX, PER_PAGE, PER_PAGE_MAX, pager
 from jobplane.portal.job_rows import STATE_ATTRIBUTES
 from jobplane.platform.control import Deployment
 from jobplane.platform.logs import LogStream
@@ -40,14 +41,19 @@ def _portal(request: Request) -> Portal:
 
 @router.get("/", response_class=HTMLResponse)
 def jobs_page(request: Request, team: str | None = None, status: str | None = None, q: str | None = None,
-              sort: str | None = Query(None, max_length=20)) -> Response:
+              sort: str | None = Query(None, max_length=20), page: int = Query(1, ge=1, le=PAGE_MAX),
+              per_page: int = Query(PER_PAGE, ge=1, le=PER_PAGE_MAX)) -> Response:
+    """One page of the jobs that match the filters (portal/job_pager.py): the filters and sorts
+    run over every job on the server, the page shows ``per_page`` of them."""
     portal = _portal(request)
     sort = sort if sort in JOB_SORTS else None  # a view, not an action: an unknown sort is the default
-    jobs = portal.control.jobs(team or None, status or None, q or None, sort=sort, state_attributes=STATE_ATTRIBUTES)
-    teams = sorted({e.team for e in portal.control.entries.values()})
-    return portal.render(request, "jobs.html", jobs=jobs, teams=teams, statuses=STATUSES,
-                         recent_failures=RECENT_FAILURES,
-                         filters={"team": team or "", "status": status or "", "q": q or "", "sort": sort or ""})
+    window = portal.control.job_window(team or None, status or None, q or None, sort=sort,
+                                       state_attributes=STATE_ATTRIBUTES, offset=(page - 1) * per_page,
+                                       limit=per_page, last_page_if_beyond=True)
+    filters = {"team": team or "", "status": status or "", "q": q or "", "sort": sort or ""}
+    return portal.render(request, "jobs.html", jobs=window.jobs, teams=portal.teams, statuses=STATUSES,
+                         recent_failures=RECENT_FAILURES, filters=filters, per_page=per_page,
+                         default_per_page=PER_PAGE, pager=pager(filters, window.total, window.offset, per_page))
 
 
 @router.get("/jobs/{job}", response_class=HTMLResponse)
