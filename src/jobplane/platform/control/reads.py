@@ -117,13 +117,14 @@ class Reads:
         entry = self.entry(job)
         return JobSummary(entry, self.repo.job_state(job), next_fires(entry, 5, anchors=self.schedule_anchors(entry)))
 
-    def schedule_problems(self, job: str) -> dict[str, str]:
+    def schedule_problems(self, job: str, known: JobSummary | None = None) -> dict[str, str]:
         """What is wrong with the job's deployed schedules (platform/schedule_health.py): none
-        when they are deployed as compiled."""
+        when they are deployed as compiled. ``known``: the job as just read (its state is not
+        read again)."""
         from jobplane.platform.schedule_health import schedule_problems
 
         entry = self.entry(job)
-        state = self.repo.job_state(job)
+        state = known.state if known is not None and known.name == job else self.repo.job_state(job)
         return schedule_problems(self.scheduler, self.deployment.name_prefix, entry, bool(state and state.paused))
 
     def schedule_anchors(self, entry: CatalogJob) -> tuple[datetime | None, ...]:
@@ -150,8 +151,9 @@ class Reads:
                 raise Invalid("cursor is not one this API returned", {"cursor": "invalid"}) from None
             raise
 
-    def running_executions(self, job: str) -> list[ExecutionView]:
-        state = self.repo.job_state(job)
+    def running_executions(self, job: str, known: JobSummary | None = None) -> list[ExecutionView]:
+        """The job's running executions; ``known``: the job as just read (its state is not read again)."""
+        state = known.state if known is not None and known.name == job else self.repo.job_state(job)
         views = []
         for name in sorted(state.running if state else ()):
             try:
