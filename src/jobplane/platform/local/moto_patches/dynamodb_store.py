@@ -170,7 +170,12 @@ def fix_dynamodb_index_queries() -> None:
     the query only reads them (a projection builds new items) and the answer is made of new
     dicts (``dynamo_to_dict``); the copies of the jobs page's 1,000 states outlived each request
     in reference cycles, so full garbage collections of ~300,000 objects paused the process for
-    up to 0.9 s (bench/portal.py with gc callbacks)."""
+    up to 0.9 s (bench/portal.py with gc callbacks). A first page of a plain key condition (a
+    job's 20 newest runs: no start key, no range condition) is given only the partition's first
+    ``Limit`` + 1 items in the order moto sorted the partition last, kept until the table changes
+    in any way (a single-item write included): moto still sorts, pages and filters those, and
+    its answer and LastEvaluatedKey are the whole partition's (issue 54: the busy job's 10,000
+    of 100,000 executions were checked and sorted on each view of its page)."""
     from moto.dynamodb.models import DynamoDBBackend
     from moto.dynamodb.models.dynamo_type import Item
     from moto.dynamodb.models.table import Table
