@@ -5,7 +5,10 @@
 Compiles 1,000 generated jobs (bench/jobtree.py's generator), deploys the measured one on the
 embedded local AWS in server mode, writes 20,000 execution records shaped as the state machines write them
 (one job holds 2,000 of them), serves the portal with uvicorn and requests over HTTP:
-the jobs page, a job page (the busy job) and an execution page, N times each after a warm-up;
+the jobs page (its first page of 100 jobs, as a user lands on it: portal/job_pager.py; then one
+team's, the last page and a status filter, which reads every job's state), a job page (the busy
+job) and an execution page, N times each after a warm-up, and counts the AWS requests each page
+makes (store reads, DescribeStateMachine, GetSchedule);
 then the store queries behind them alone. Prints median and p95 of each and the ratio to the
 cheapest, and each page against its target (issue 13: p95 <= 100 ms for the jobs page and a
 job page; issue 54: the same with 5,000 jobs and 100,000 executions, as `make bench` runs it). The "store only" lines show how much of a page is the local store rather than the
@@ -25,6 +28,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -45,10 +49,11 @@ from jobplane.platform.control import ControlPlane, Deployment  # noqa: E402
 from jobplane.platform.local.engine import ACCOUNT, LocalAWS  # noqa: E402
 from jobplane.portal.app import create_app  # noqa: E402
 from jobplane.portal.auth import mint_login_token  # noqa: E402
+from jobplane.portal.job_pager import PER_PAGE  # noqa: E402
 from jobplane.portal.job_rows import STATE_ATTRIBUTES, JobRow  # noqa: E402
 from jobplane.portal.settings import AuthSettings, PortalSettings  # noqa: E402
 
-JOBS_PAGE, JOB_PAGE = "jobs page (all jobs)", "job page (the busy job, 20 per page)"
+JOBS_PAGE, JOB_PAGE = "jobs page (first page, 100 jobs)", "job page (the busy job, 20 per page)"
 TARGET_MS = 100
 LOGIN = secrets.token_urlsafe(32)  # the dev portal's sign-in secret, as jobplane dev makes one
 
@@ -177,18 +182,30 @@ def main() -> None:
             # what `jobplane dev` does once started (the records here stand for its restored snapshot)
             freeze_started_heap()
             pages = {JOBS_PAGE: "/", "jobs page, filtered to one team": "/?team=billing",
+                     "jobs page, its last page": f"/?page={-(-args.jobs // PER_PAGE)}",
+                     "jobs page, by status (reads every state)": "/?status=FAILED",
                      JOB_PAGE: f"/jobs/{busy}",
                      "execution page": f"/executions/{execution}", "API: one execution": f"/api/executions/{execution}"}
-            results = {}
+            results, requests = {}, {}
+            counted: Counter[str] = Counter()  # the AWS requests the portal makes (the store's and others')
+            portal_control = app.state.portal.control
+            for aws_client in (portal_control.ddb, portal_control.sfn, portal_control.scheduler):
+                aws_client.meta.events.register("before-call", lambda model, **_: counted.update([model.name]))
             with httpx2.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
                 # the session cookie, as a browser gets it from the login link `jobplane dev` prints
                 assert client.get(f"/login?token={mint_login_token(LOGIN)}").status_code in (302, 303, 307)
                 for label, url in pages.items():
                     results[label] = timed(client, url, args.n)
+                    counted.clear()
+                    client.get(url)  # one more, its AWS requests counted
+                    requests[label] = ", ".join(f"{n} {op}" for op, n in sorted(counted.items()))
             server.should_exit = True
             results[f"store only: jobs' state query ({args.jobs:,} items, GSI)"] = _time(control.repo.job_states, args.n)
             results[f"store only: the same, {len(STATE_ATTRIBUTES)} attributes (jobs page)"] = _time(
                 lambda: control.repo.job_states(STATE_ATTRIBUTES), args.n)
+            first_page = [e.name for e in sorted(control.entries.values(), key=lambda e: (e.team, e.name))[:PER_PAGE]]
+            results[f"store only: the first page's {PER_PAGE} states (BatchGetItem)"] = _time(
+                lambda: control.repo.job_states_of(first_page, STATE_ATTRIBUTES), args.n)
             results["store only: a job's 20 newest executions (GSI)"] = _time(lambda: control.repo.executions(busy), args.n)
             results["store only: one execution (GetItem)"] = _time(lambda: control.repo.execution(execution), args.n)
             # the jobs page's rows alone: kept (portal/job_rows.py, unchanged rows) and rendered afresh
@@ -206,6 +223,9 @@ def main() -> None:
                     if label in (JOBS_PAGE, JOB_PAGE) and at_scale else ""
                 print(f"  {label:48s} median {med * 1000:7.1f} ms   p95 {p95 * 1000:7.1f} ms   "
                       f"x{med / cheapest:5.1f} the cheapest{target}")
+            print("\nAWS requests per page (one request of each, after the timed ones):")
+            for label, made in requests.items():
+                print(f"  {label:48s} {made or 'none'}")
 
 
 if __name__ == "__main__":

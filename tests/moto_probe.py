@@ -123,6 +123,16 @@ def dynamodb_reads(name: str, fixes: tuple[str, ...]) -> dict:
 
     dynamodb_store._buckets = counted_buckets
     moto_patches.apply(*fixes)  # the fixes wrap the counted originals
+    # the items moto's query code is given to check, sort and page (stock: the whole table each time)
+    walks["query_candidates"] = 0
+    given = Table.all_items
+
+    def counted_candidates(self):  # type: ignore[no-untyped-def]
+        found = given(self)
+        walks["query_candidates"] += len(found)
+        return found
+
+    Table.all_items = counted_candidates
     bodies: list = []
     with mock_aws():
         ddb = boto3.client("dynamodb", region_name="us-east-1")

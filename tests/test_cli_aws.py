@@ -93,6 +93,15 @@ def job_page_diagram(platform: DevPlatform) -> None:
     assert drawn and drawn.startswith("<svg")
 
 
+def jobs_page_window(platform: DevPlatform) -> None:
+    """A page of the jobs list reads only its own jobs' states (BatchGetItem, issue 54 item 6):
+    the portal's role must allow that read too."""
+    with recording():
+        window = platform.control.job_window(limit=2)
+    assert len(window.jobs) == 2 and window.total >= 2
+    assert any(c["operation"] == "BatchGetItem" for c in CALLS)
+
+
 def test_operator_commands_on_aws_as_locally_within_the_portal_role(platform: DevPlatform, deployment: Path,
                                                                      tmp_path: Path) -> None:
     CALLS.clear()
@@ -102,6 +111,7 @@ def test_operator_commands_on_aws_as_locally_within_the_portal_role(platform: De
     a_pause_survives_an_apply(platform, deployment)
     undelivered_alerts(platform, deployment)
     job_page_diagram(platform)
+    jobs_page_window(platform)
     portal_role_allows_every_call(platform)
 
 
@@ -316,7 +326,9 @@ def iam_calls(recorded: list[dict[str, Any]]) -> list[Any]:
         why = f"{service}.{op}"
         if service == "sts":  # GetCallerIdentity needs no permission
             continue
-        if service == "dynamodb":
+        if service == "dynamodb" and op == "BatchGetItem":  # authorized per table it reads
+            out += [Call("dynamodb:BatchGetItem", f"arn:aws:dynamodb:{arn}:table/{t}", {}, why) for t in p["RequestItems"]]
+        elif service == "dynamodb":
             table = f"arn:aws:dynamodb:{arn}:table/{p['TableName']}"
             out.append(Call(f"dynamodb:{op}", table + (f"/index/{p['IndexName']}" if p.get("IndexName") else ""), {}, why))
         elif service == "stepfunctions" and op in ("StartExecution", "DescribeStateMachine"):
@@ -373,7 +385,7 @@ def portal_role_allows_every_call(platform: DevPlatform) -> None:
     assert {c.action for c in calls} >= {"states:StartExecution", "states:StopExecution", "scheduler:UpdateSchedule",
                                         "states:DescribeStateMachine",
                                         "iam:PassRole", "logs:GetLogEvents", "s3:GetObject", "s3:ListBucket", "dynamodb:Query",
-                                        "sqs:ReceiveMessage", "sqs:DeleteMessage", "sns:Publish",
+                                        "sqs:ReceiveMessage", "sqs:DeleteMessage", "sns:Publish", "dynamodb:BatchGetItem",
                                         "dynamodb:PutItem", "dynamodb:UpdateItem"}
     # the operator policy: the portal's statements and the dead-letter queue's (the CLI's alone)
     statements = bm.policy_statements("operator", {"name_prefix": platform.config.name_prefix})

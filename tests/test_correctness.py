@@ -138,8 +138,8 @@ def test_the_jobs_state_query_reads_every_field_a_state_has(platform: DevPlatfor
 
 
 def test_the_jobs_page_reads_less_of_each_state_and_shows_the_same_rows(platform: DevPlatform) -> None:
-    """The jobs page reads only portal/job_rows.py's STATE_ATTRIBUTES of each state: read that
-    way, a state with every field set (and again without its acknowledgement, so that it blocks)
+    """The jobs page reads only portal/job_rows.py's STATE_ATTRIBUTES of each state (by the index,
+    or by key for a page's own jobs): read that way, a state with every field set (and again without its acknowledgement, so that it blocks)
     gives the same row as read whole. An attribute a row shows but the list leaves out fails here."""
     from jobplane.contract import datamodel as dm
     from jobplane.platform.control import JobSummary
@@ -158,6 +158,9 @@ def test_the_jobs_page_reads_less_of_each_state_and_shows_the_same_rows(platform
                          {k: v for k, v in item.items() if k != dm.ATTR_ACKNOWLEDGED_BY})
             [whole] = [s for s in repo.job_states() if s.job == job]
             [listed] = [s for s in repo.job_states(STATE_ATTRIBUTES) if s.job == job]
+            # a page of the jobs list reads its own jobs' states by key: the same state
+            assert repo.job_states_of([job, "no-such-job"], STATE_ATTRIBUTES) == {job: listed}
+            assert repo.job_states_of([job]) == {job: whole}
             assert listed != whole  # the page's read really is narrower...
             assert whole.blocked is not acknowledged and whole.paused and whole.running
             for shown in (False, True):  # ...and shows the same, with or without the failures column

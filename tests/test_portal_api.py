@@ -349,3 +349,69 @@ def test_a_repeated_request_with_the_same_idempotency_key_starts_one_run(client:
     assert len(audit_actions(client)) == before + 1
     started = clicks[0].headers["location"].split("/executions/")[1].split("?")[0]
     assert wait_done(client, started, "flaky-load")["status"] == "SUCCEEDED"
+
+
+def test_the_jobs_list_in_pages_over_http_keeps_its_filters_and_adds_up_to_the_whole_list(platform: DevPlatform) -> None:
+    """The jobs page and GET /api/jobs in pages (portal/job_pager.py), through a portal served
+    over real HTTP: each page's links keep the filters and the page size, following them gives
+    every matching job once in order, and the API without `limit` still answers every job."""
+    import httpx2 as httpx
+
+    from portal_kit import Served
+
+    served = Served(header_app(platform))
+    try:
+        with httpx.Client(base_url=served.url, headers=as_user(READER), timeout=60) as http:
+            def api(**params: object) -> tuple[list[str], Any]:
+                r = http.get("/api/jobs", params=params)
+                assert r.status_code == 200, r.text
+                return [j["name"] for j in r.json()], r
+
+            everyone, r = api()
+            assert len(everyone) == 6 and r.headers["X-Total-Count"] == "6" and "Link" not in r.headers
+            # the API in pages of 4: the Link header leads to the rest
+            first, r = api(limit=4)
+            assert first == everyone[:4] and r.headers["X-Total-Count"] == "6"
+            link = re.fullmatch(r'<(/api/jobs\?[^>]+)>; rel="next"', r.headers["Link"])
+            assert link, r.headers["Link"]
+            r = http.get(link.group(1))
+            assert [j["name"] for j in r.json()] == everyone[4:] and "Link" not in r.headers
+            billing, _ = api(team="billing")
+            page, r = api(team="billing", limit=2, offset=2)
+            assert page == billing[2:4] and r.headers["X-Total-Count"] == str(len(billing))
+            assert api(limit=2, offset=100)[0] == []  # past the end: an empty page, not an error
+            assert http.get("/api/jobs", params={"limit": 0}).status_code == 400
+
+            def rows(url: str) -> tuple[list[str], str]:
+                r = http.get(url)
+                assert r.status_code == 200, r.text
+                return re.findall(r'<tr data-job="([^"]+)"', r.text), r.text
+
+            # the page in pages of 2: follow "next" to the end
+            seen, url = [], "/?per_page=2"
+            while url:
+                shown, text = rows(url)
+                assert len(shown) <= 2
+                seen += shown
+                nxt = re.search(r'<a href="([^"]+)" rel="next">', text)
+                url = html.unescape(nxt.group(1)) if nxt else ""
+                assert not nxt or "per_page=2" in url  # the page size stays in every link
+            assert seen == everyone
+            shown, text = rows("/?per_page=2&page=2")
+            assert shown == everyone[2:4] and f"3&ndash;4 of 6 jobs" in text and "page 2 of 3" in text
+            assert 'href="/?per_page=2" rel="prev"' in text and 'href="/?per_page=2&amp;page=3" rel="next"' in text
+            # the filters run on the server over every job, and the links keep them
+            shown, text = rows("/?team=billing&q=l&per_page=2")
+            matching = [n for n in billing if "l" in n or "l" in platform.control.entries[n].description.lower()]
+            assert shown == matching[:2] and f"of {len(matching)} jobs" in text
+            if len(matching) > 2:
+                assert 'href="/?team=billing&amp;q=l&amp;per_page=2&amp;page=2" rel="next"' in text
+            never, _ = api(status="NEVER_RUN")
+            shown, text = rows("/?status=NEVER_RUN&per_page=1&page=2")
+            assert shown == never[1:2] and f"of {len(never)} jobs" in text
+            # a page past the end (jobs went away since the link was made) shows the last page
+            shown, text = rows("/?per_page=4&page=9")
+            assert shown == everyone[4:] and "page 2 of 2" in text
+            assert http.get("/?page=0").status_code == 400 and http.get("/?per_page=100000").status_code == 400
+    finally:
+        served.close()

@@ -299,6 +299,34 @@ def test_the_jobs_page_sorts_by_failures_and_by_the_last_runs_duration(page, pla
     expect(page.locator("table.jobs tbody tr").first.locator("td.last-took")).not_to_have_text("")
 
 
+def test_the_jobs_page_in_pages_keeps_its_filters_from_page_to_page(page, platform: DevPlatform) -> None:  # type: ignore[no-untyped-def]
+    """The jobs page in pages of 2 (portal/job_pager.py): "next" shows the following jobs, a
+    filter chosen on page 2 starts again at page 1 of the filtered jobs, with the page size kept."""
+    from playwright.sync_api import expect
+
+    everyone = [j.name for j in platform.control.jobs(fires=0)]
+    billing = [n for n in everyone if platform.control.entries[n].team == "billing"]
+    page.goto("/?per_page=2")
+    rows = page.locator("table.jobs tbody tr")
+    expect(rows).to_have_count(2)
+    assert [rows.nth(i).get_attribute("data-job") for i in range(2)] == everyone[:2]
+    expect(page.locator("nav.pager").first).to_contain_text(f"1–2 of {len(everyone)} jobs")
+    page.locator("nav.pager").first.get_by_role("link", name="next ›").click()
+    expect(page.locator("nav.pager").first).to_have_attribute("data-page", "2")
+    assert [rows.nth(i).get_attribute("data-job") for i in range(rows.count())] == everyone[2:4]
+    page.select_option("select[name=team]", "billing")
+    page.click("form.filters button[type=submit]")
+    expect(page.locator("nav.pager").first).to_contain_text(f"of {len(billing)} jobs")
+    assert "per_page=2" in page.url and "page=" not in page.url.replace("per_page=", "")
+    assert [rows.nth(i).get_attribute("data-job") for i in range(rows.count())] == billing[:2]
+    page.locator("nav.pager").first.get_by_role("link", name="last »").click()
+    expect(page.locator("nav.pager").first).to_have_attribute("data-page", str(-(-len(billing) // 2)))
+    last = billing[(len(billing) - 1) // 2 * 2:]
+    expect(rows).to_have_count(len(last))
+    assert [rows.nth(i).get_attribute("data-job") for i in range(rows.count())] == last
+    assert "team=billing" in page.url
+
+
 def test_the_api_docs_render_under_the_portals_csp(page) -> None:  # type: ignore[no-untyped-def]
     """Issue 10, item 16: /api/docs was blank (Swagger UI from a CDN, blocked by the CSP). Now its
     assets come from the portal; the page fixture fails on any CSP violation or script error."""

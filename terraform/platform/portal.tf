@@ -322,7 +322,8 @@ data "aws_iam_policy_document" "operator" {
 data "aws_iam_policy_document" "portal" {
   statement {
     sid       = "Records"
-    actions   = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:Query"]
+    # BatchGetItem: a page of the jobs list reads its own jobs' states (platform/repository.py job_states_of)
+    actions   = ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:Query"]
     resources = [aws_dynamodb_table.jobplane.arn, "${aws_dynamodb_table.jobplane.arn}/index/*"]
   }
   statement {

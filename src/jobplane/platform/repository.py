@@ -5,9 +5,12 @@ key design of :mod:`jobplane.contract.datamodel` is used in one place. No query 
 
 from __future__ import annotations
 
+import itertools
 import json
+import time
 import uuid
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Generic, TypeVar
 
 from jobplane.contract.audit import AuditEvent
@@ -47,6 +50,13 @@ def _exec_key(execution: str) -> Item:
 
 T = TypeVar("T")
 
+#: The keys one BatchGetItem may ask for. DynamoDB API reference, BatchGetItem
+#: (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_BatchGetItem.html): "A single
+#: operation can retrieve up to 16 MB of data, which can contain as many as 100 items"; more keys
+#: are refused ("Too many items requested for the BatchGetItem call"), and a partial answer names
+#: the rest in UnprocessedKeys.
+BATCH_GET_MAX = 100
+
 
 @dataclass(frozen=True)
 class Page(Generic[T]):
@@ -71,6 +81,32 @@ class Repository:
         others keep their defaults."""
         page = self._query(dm.GSI_BY_OWNER, "gsi1pk", dm.JOBS_PARTITION, None, True, attributes=attributes)
         return [JobState.from_item(i) for i in page.items]
+
+    def job_states_of(self, jobs: Sequence[str], attributes: tuple[str, ...] = JobState.ATTRIBUTES
+                      ) -> dict[str, JobState]:
+        """The states of the named jobs that have one, by job (BatchGetItem, 100 keys a request,
+        strongly consistent): a page of the jobs list reads its own jobs' states, not every job's.
+        ``attributes`` as :meth:`job_states` (it must hold ``job``)."""
+        names = {f"#a{i}": a for i, a in enumerate(attributes)}
+        out: dict[str, JobState] = {}
+        unique = list(dict.fromkeys(jobs))
+        for i in range(0, len(unique), BATCH_GET_MAX):
+            request: JsonObject = {self.table: {"Keys": [_job_key(j) for j in unique[i:i + BATCH_GET_MAX]],
+                                                "ConsistentRead": True, "ProjectionExpression": ", ".join(names),
+                                                "ExpressionAttributeNames": names}}
+            for retry in itertools.count():
+                answer = self.ddb.batch_get_item(RequestItems=request)
+                for item in answer.get("Responses", {}).get(self.table, []):
+                    state = JobState.from_item(item)
+                    if state.job:
+                        out[state.job] = state
+                request = answer.get("UnprocessedKeys") or {}  # throttled keys: asked again, after a pause
+                if not request:
+                    break
+                # "we strongly recommend that you use an exponential backoff algorithm" (BatchGetItem,
+                # https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_BatchGetItem.html)
+                time.sleep(min(0.05 * 2 ** retry, 1.0))
+        return out
 
     def execution(self, name: str) -> ExecutionRecord | None:
         item = self.ddb.get_item(TableName=self.table, Key=_exec_key(name), ConsistentRead=True).get("Item")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from jobplane.platform.control import IDEMPOTENCY_KEY_MAX, ExecutionView, JobSummary, check_cursor
@@ -185,11 +185,33 @@ def execution_out(v: ExecutionView) -> BaseModel:
 
 
 # -- reads -------------------------------------------------------------------------------------
+#: The most jobs one page of GET /api/jobs answers (``limit``).
+JOBS_LIMIT_MAX = 1000
+_PAGE_HEADERS = {
+    "X-Total-Count": {"description": "How many jobs match the filters, on every page", "schema": {"type": "integer"}},
+    "Link": {"description": 'With `limit`, while more jobs follow: `<next page>; rel="next"`', "schema": {"type": "string"}},
+}
+
+
 @router.get("/jobs", response_model=list[JobOut],  # type: ignore[valid-type]  # (as ExecutionPage.items)
-            summary="Jobs, filtered by team, status and text")
-def list_jobs(request: Request, team: str | None = Query(None, max_length=100),
-              status: str | None = Query(None, max_length=40), q: str | None = Query(None, max_length=200), portal: Portal = Reader) -> object:
-    return [job_out(s) for s in portal.control.jobs(team, status, q)]
+            summary="Jobs, filtered by team, status and text",
+            description="The jobs that match, by team and name. Without `limit`, every one of them (the answer "
+                        "before pages existed, unchanged for the clients that relied on it); with `limit`, that many "
+                        "from `offset` on, and a `Link` header to the next page while there is one. "
+                        "`X-Total-Count` says how many match either way.",
+            responses={200: {"headers": _PAGE_HEADERS}})
+def list_jobs(request: Request, response: Response, team: str | None = Query(None, max_length=100),
+              status: str | None = Query(None, max_length=40), q: str | None = Query(None, max_length=200),
+              limit: int | None = Query(None, ge=1, le=JOBS_LIMIT_MAX,
+                                        description="jobs per page; without it, every matching job"),
+              offset: int = Query(0, ge=0, le=10_000_000, description="how many matching jobs to skip (with `limit`)"),
+              portal: Portal = Reader) -> object:
+    window = portal.control.job_window(team, status, q, offset=offset if limit is not None else 0, limit=limit)
+    response.headers["X-Total-Count"] = str(window.total)
+    if limit is not None and offset + limit < window.total:
+        following = request.url.include_query_params(offset=offset + limit)
+        response.headers["Link"] = f'<{following.path}?{following.query}>; rel="next"'
+    return [job_out(s) for s in window.jobs]
 
 
 @router.get("/jobs/{job}", response_model=JobOut, responses=_errors(404))

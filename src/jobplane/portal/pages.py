@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 from datetime import datetime, timezone
+from functools import lru_cache
 from urllib.parse import quote
 
 from fastapi import APIRouter, Form, Query, Request
@@ -14,10 +15,11 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jobplane.contract import execution_input
 from jobplane.contract import runner as rc
 from jobplane.contract.statuses import ExecutionStatus
-from jobplane.platform.control import (IDEMPOTENCY_KEY_MAX, JOB_SORTS, RECENT_FAILURES, Invalid, NotFound,
-                                      check_cursor)
+from jobplane.platform.control import (IDEMPOTENCY_KEY_MAX, JOB_SORTS, RECENT_FAILURES, Invalid, JobSummary,
+                                      NotFound, check_cursor)
 from jobplane.portal import actions, charts, logview
 from jobplane.portal.diagram import svg
+from jobplane.portal.job_pager import PAGE_MAX, PER_PAGE, PER_PAGE_MAX, pager
 from jobplane.portal.job_rows import STATE_ATTRIBUTES
 from jobplane.platform.control import Deployment
 from jobplane.platform.logs import LogStream
@@ -40,14 +42,19 @@ def _portal(request: Request) -> Portal:
 
 @router.get("/", response_class=HTMLResponse)
 def jobs_page(request: Request, team: str | None = None, status: str | None = None, q: str | None = None,
-              sort: str | None = Query(None, max_length=20)) -> Response:
+              sort: str | None = Query(None, max_length=20), page: int = Query(1, ge=1, le=PAGE_MAX),
+              per_page: int = Query(PER_PAGE, ge=1, le=PER_PAGE_MAX)) -> Response:
+    """One page of the jobs that match the filters (portal/job_pager.py): the filters and sorts
+    run over every job on the server, the page shows ``per_page`` of them."""
     portal = _portal(request)
     sort = sort if sort in JOB_SORTS else None  # a view, not an action: an unknown sort is the default
-    jobs = portal.control.jobs(team or None, status or None, q or None, sort=sort, state_attributes=STATE_ATTRIBUTES)
-    teams = sorted({e.team for e in portal.control.entries.values()})
-    return portal.render(request, "jobs.html", jobs=jobs, teams=teams, statuses=STATUSES,
-                         recent_failures=RECENT_FAILURES,
-                         filters={"team": team or "", "status": status or "", "q": q or "", "sort": sort or ""})
+    window = portal.control.job_window(team or None, status or None, q or None, sort=sort,
+                                       state_attributes=STATE_ATTRIBUTES, offset=(page - 1) * per_page,
+                                       limit=per_page, last_page_if_beyond=True)
+    filters = {"team": team or "", "status": status or "", "q": q or "", "sort": sort or ""}
+    return portal.render(request, "jobs.html", jobs=window.jobs, teams=portal.teams, statuses=STATUSES,
+                         recent_failures=RECENT_FAILURES, filters=filters, per_page=per_page,
+                         default_per_page=PER_PAGE, pager=pager(filters, window.total, window.offset, per_page))
 
 
 @router.get("/jobs/{job}", response_class=HTMLResponse)
@@ -56,16 +63,18 @@ def job_page(request: Request, job: str, cursor: str | None = Query(None, max_le
     summary = portal.control.job(job)
     from jobplane.platform.deadline_report import job_deadlines
 
+    # the job's state is read once (control.job) and handed on: it was read three times a view
     return portal.render(request, "job.html", job=summary, e=summary.entry, diagram=_diagram(portal, job),
-                         schedule_problems=_schedule_problems(portal, job), **_history(portal, job, cursor),
+                         schedule_problems=_schedule_problems(portal, summary), **_history(portal, summary, cursor),
                          deadlines=job_deadlines(portal.control, summary.entry))
 
 
-def _schedule_problems(portal: Portal, job: str) -> list[str] | None:
+def _schedule_problems(portal: Portal, summary: JobSummary) -> list[str] | None:
     """The job's schedules as deployed against the compiled ones (GetSchedule each); None when
     AWS does not answer (the page says so instead of hiding it)."""
+    job = summary.name
     try:
-        return list(portal.control.schedule_problems(job).values())
+        return list(portal.control.schedule_problems(job, summary).values())
     except Exception as e:  # noqa: BLE001 - any AWS error: shown as unavailable, logged
         log.warning("could not read %s's schedules: %s", job, e)
         return None
@@ -75,12 +84,13 @@ def _schedule_problems(portal: Portal, job: str) -> list[str] | None:
 def job_live(request: Request, job: str) -> Response:
     portal = _portal(request)
     summary = portal.control.job(job)
-    return portal.render(request, "_job_live.html", job=summary, e=summary.entry, **_history(portal, job, None))
+    return portal.render(request, "_job_live.html", job=summary, e=summary.entry, **_history(portal, summary, None))
 
 
-def _history(portal: Portal, job: str, cursor: str | None) -> JsonObject:
-    page = portal.control.executions(job, 20, check_cursor(cursor))
-    return {"history": page.items, "next_cursor": page.cursor, "running": portal.control.running_executions(job),
+def _history(portal: Portal, summary: JobSummary, cursor: str | None) -> JsonObject:
+    page = portal.control.executions(summary.name, 20, check_cursor(cursor))
+    return {"history": page.items, "next_cursor": page.cursor,
+            "running": portal.control.running_executions(summary.name, summary),
             "trend": charts.duration_bars(page.items)}
 
 
@@ -96,7 +106,14 @@ def _diagram(portal: Portal, job: str) -> str | None:
     except Exception as e:  # noqa: BLE001 - any AWS error: the page still renders, and says so
         log.warning("the diagram of %s is unavailable: %s", job, e)
         return DIAGRAM_UNAVAILABLE
-    return svg(json.loads(described["definition"]))
+    return _drawn(described["definition"])
+
+
+@lru_cache(maxsize=256)
+def _drawn(definition: str) -> str:
+    """The definition drawn, once per definition text: a job page's view drew it afresh each time
+    (parse, layout and markup), though the deployed definition changes only with a deploy."""
+    return svg(json.loads(definition))
 
 
 @router.get("/executions/{execution}", response_class=HTMLResponse)

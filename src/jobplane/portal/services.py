@@ -54,6 +54,11 @@ class Portal:
         env.filters["rule_words"] = calendar_view.rule_words
 
     @cached_property
+    def teams(self) -> list[str]:
+        """The teams the catalog names, for the jobs page's filter (the catalog is the portal's for its life)."""
+        return sorted({e.team for e in self.control.entries.values()})
+
+    @cached_property
     def backfills(self) -> Backfills:
         return Backfills(self.control)
 

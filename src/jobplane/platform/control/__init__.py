@@ -25,7 +25,7 @@ from jobplane.platform.control.errors import (MAX_PARAMS_BYTES, MAX_REASON, Conf
 from jobplane.platform.control.jobs import JobActions
 from jobplane.platform.control.map_items import MapItems
 from jobplane.platform.control.runs import IDEMPOTENCY_KEY_MAX, idempotent_name
-from jobplane.platform.control.views import (JOB_SORTS, RECENT_FAILURES, ExecutionSubject, ExecutionView, JobSummary,
+from jobplane.platform.control.views import (JOB_SORTS, RECENT_FAILURES, ExecutionSubject, ExecutionView, JobSummary, JobWindow,
                                              next_fires)
 
 
@@ -35,5 +35,5 @@ class ControlPlane(MapItems, JobActions, DeadLetterActions):
 
 __all__ = ["IDEMPOTENCY_KEY_MAX", "JOB_SORTS", "MAX_PARAMS_BYTES", "MAX_REASON", "RECENT_FAILURES", "Access", "Actor",
            "Conflict", "ControlError", "ControlPlane", "Deployment", "ExecutionSubject", "ExecutionView", "Forbidden",
-           "Invalid", "JobSummary", "NotFound",
+           "Invalid", "JobSummary", "JobWindow", "NotFound",
            "check_cursor", "check_reason", "idempotent_name", "load_catalog", "next_fires"]

@@ -23,7 +23,14 @@ from jobplane.platform.timeline import history, state_transitions, timeline
 from jobplane.platform.control.deployment import Deployment, catalog_job, load_catalog
 from jobplane.platform.control.errors import Invalid, NotFound, check_cursor
 from jobplane.platform.control.views import (JOB_SORTS, RECENT_FAILURES, ExecutionHistory, ExecutionSubject,
-                                             ExecutionView, JobSummary, LiveExecution, next_fires)
+                                             ExecutionView, JobSummary, JobWindow, LiveExecution, next_fires)
+
+
+def _status_matches(state: JobState | None, status: str) -> bool:
+    """The jobs page's status filter: the last status (RUNNING while a run holds the claim,
+    NEVER_RUN without a state), or PAUSED."""
+    last = ExecutionStatus.RUNNING.value if state and state.running else (state.last_status if state else None) or "NEVER_RUN"
+    return status == last or (status == "PAUSED" and bool(state and state.paused))
 
 if TYPE_CHECKING:  # the catalog's models (pydantic) load with the catalog (``load``)
     from jobplane.contract.catalog import Catalog, CatalogJob
@@ -43,6 +50,7 @@ class Reads:
         self.repo = Repository(self.ddb, deployment.table)
         self._given = catalog
         self._briefs: dict[str, JobBrief] = {}
+        self._sorted_entries: tuple[dict[str, CatalogJob], list[CatalogJob]] | None = None
         if load:  # now: a missing or broken catalog fails here, not in a request
             _ = self.entries
 
@@ -94,48 +102,74 @@ class Reads:
     def jobs(self, team: str | None = None, status: str | None = None, text: str | None = None,
              fires: int = 3, sort: str | None = None, state_attributes: tuple[str, ...] = JobState.ATTRIBUTES,
              ) -> list[JobSummary]:
-        """The jobs, by team and name; ``sort``: "failures" (most failures among the newest
-        RECENT_FAILURES across jobs first) or "duration" (the longest last run first).
-        ``state_attributes``: what of each job's state to read (Repository.job_states); the
-        filters and sorts need ``job``, ``running``, ``last_status``, the last run's times and
-        ``paused_at``."""
+        """Every job that matches, by team and name (or ``sort``: see :meth:`job_window`)."""
+        return self.job_window(team, status, text, fires, sort, state_attributes).jobs
+
+    def job_window(self, team: str | None = None, status: str | None = None, text: str | None = None,
+                   fires: int = 3, sort: str | None = None, state_attributes: tuple[str, ...] = JobState.ATTRIBUTES,
+                   offset: int = 0, limit: int | None = None, last_page_if_beyond: bool = False) -> JobWindow:
+        """The jobs that match, by team and name, from ``offset`` on (``limit`` of them; all
+        without one); ``sort``: "failures" (most failures among the newest RECENT_FAILURES across
+        jobs first) or "duration" (the longest last run first). ``state_attributes``: what of
+        each job's state to read (Repository.job_states); the filters and sorts need ``job``,
+        ``running``, ``last_status``, the last run's times and ``paused_at``.
+        ``last_page_if_beyond``: an offset past the end gives the last page (a page link kept
+        while jobs went away), not an empty one.
+
+        The team and text filters and the default order need only the catalog, so with a limit
+        and neither a status filter nor the duration sort, only the window's jobs' states are
+        read (one BatchGetItem per 100) and only their next fires computed: at 5,000 jobs the
+        whole state query and the next fires of every job were most of the jobs page
+        (bench/portal.py). A status filter or the duration sort needs every state: one query."""
         if sort not in (None, *JOB_SORTS):
             raise Invalid(f"sort must be one of {', '.join(JOB_SORTS)}", {"sort": "unknown"})
-        states = {s.job: s for s in self.repo.job_states(state_attributes)}
+        needle = (text or "").lower()
+        entries = [e for e in self._by_team_and_name()
+                   if (not team or e.team == team)
+                   and (not needle or needle in e.name.lower() or needle in e.description.lower())]
         failures: dict[str, int] = {}
         if sort == "failures":  # one read of the failures feed, not one per job
             for x in self.repo.recent_failures(RECENT_FAILURES).items:
                 failures[x.job] = failures.get(x.job, 0) + 1
-        out = []
-        needle = (text or "").lower()
-        for entry in sorted(self.entries.values(), key=lambda e: (e.team, e.name)):
-            state = states.get(entry.name)
-            if team and entry.team != team:
-                continue
-            last = ExecutionStatus.RUNNING.value if state and state.running else (state.last_status if state else None) or "NEVER_RUN"
-            if status and status != last and not (status == "PAUSED" and state and state.paused):
-                continue
-            if needle and needle not in entry.name.lower() and needle not in entry.description.lower():
-                continue
-            out.append(JobSummary(entry, state, next_fires(entry, fires, anchors=self.schedule_anchors(entry)) if fires else [],
-                                  failures.get(entry.name, 0)))
-        if sort == "failures":
-            out.sort(key=lambda j: -j.recent_failures)  # stable: team and name order among equals
-        elif sort == "duration":
-            out.sort(key=lambda j: -(j.state.last_duration or 0.0) if j.state else 0.0)
-        return out
+            entries.sort(key=lambda e: -failures.get(e.name, 0))  # stable: team and name order among equals
+        states: dict[str, JobState] = {}
+        if limit is None or status or sort == "duration":
+            states = {s.job: s for s in self.repo.job_states(state_attributes)}
+            if status:
+                entries = [e for e in entries if _status_matches(states.get(e.name), status)]
+            if sort == "duration":
+                entries.sort(key=lambda e: -((s.last_duration or 0.0) if (s := states.get(e.name)) else 0.0))
+        total = len(entries)
+        if last_page_if_beyond and limit and total and offset >= total:
+            offset = (total - 1) // limit * limit
+        window = entries[offset:offset + limit if limit is not None else None]
+        if limit is not None and not (status or sort == "duration"):
+            states = self.repo.job_states_of([e.name for e in window], state_attributes)
+        out = [JobSummary(entry, states.get(entry.name),
+                          next_fires(entry, fires, anchors=self.schedule_anchors(entry)) if fires else [],
+                          failures.get(entry.name, 0))
+               for entry in window]
+        return JobWindow(out, total, offset)
+
+    def _by_team_and_name(self) -> list[CatalogJob]:
+        """The catalog's jobs by team and name, sorted once per catalog."""
+        cached = self._sorted_entries
+        if cached is None or cached[0] is not self.entries:
+            cached = self._sorted_entries = (self.entries, sorted(self.entries.values(), key=lambda e: (e.team, e.name)))
+        return cached[1]
 
     def job(self, job: str) -> JobSummary:
         entry = self.entry(job)
         return JobSummary(entry, self.repo.job_state(job), next_fires(entry, 5, anchors=self.schedule_anchors(entry)))
 
-    def schedule_problems(self, job: str) -> dict[str, str]:
+    def schedule_problems(self, job: str, known: JobSummary | None = None) -> dict[str, str]:
         """What is wrong with the job's deployed schedules (platform/schedule_health.py): none
-        when they are deployed as compiled."""
+        when they are deployed as compiled. ``known``: the job as just read (its state is not
+        read again)."""
         from jobplane.platform.schedule_health import schedule_problems
 
         entry = self.entry(job)
-        state = self.repo.job_state(job)
+        state = known.state if known is not None and known.name == job else self.repo.job_state(job)
         return schedule_problems(self.scheduler, self.deployment.name_prefix, entry, bool(state and state.paused))
 
     def schedule_anchors(self, entry: CatalogJob) -> tuple[datetime | None, ...]:
@@ -162,8 +196,9 @@ class Reads:
                 raise Invalid("cursor is not one this API returned", {"cursor": "invalid"}) from None
             raise
 
-    def running_executions(self, job: str) -> list[ExecutionView]:
-        state = self.repo.job_state(job)
+    def running_executions(self, job: str, known: JobSummary | None = None) -> list[ExecutionView]:
+        """The job's running executions; ``known``: the job as just read (its state is not read again)."""
+        state = known.state if known is not None and known.name == job else self.repo.job_state(job)
         views = []
         for name in sorted(state.running if state else ()):
             try:

@@ -48,6 +48,16 @@ RECENT_FAILURES = 200
 
 
 @dataclass(frozen=True)
+class JobWindow:
+    """One page of the jobs that match a filter (Reads.job_window): the page's jobs, how many
+    match in all, and where the page starts among them."""
+
+    jobs: list[JobSummary]
+    total: int
+    offset: int
+
+
+@dataclass(frozen=True)
 class LiveExecution:
     """What DescribeExecution says of an execution that has no record yet (it runs)."""
 
