@@ -111,6 +111,7 @@ class LocalAWS:
     _clients_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     _group_ready: bool = field(default=False, repr=False, compare=False)  # the schedule group exists
     _roles: dict[str, str] = field(default_factory=dict, repr=False, compare=False)  # IAM roles known: name -> ARN
+    _terraform: moto_patches.Terraform | None = field(default=None, repr=False, compare=False)  # deploy_output's
 
     def __enter__(self) -> LocalAWS:
         from moto import mock_aws
@@ -367,8 +368,8 @@ class LocalAWS:
             self.client("stepfunctions").update_state_machine(
                 stateMachineArn=self.state_machines[job], definition=definition)
         else:  # as terraform apply creates it: not through our code's API calls (moto_patches/backends.py)
-            self.state_machines[job] = moto_patches.create_state_machine(
-                self.region, names.state_machine_name(self.prefix, job), definition, self.resources["role_arn"])
+            self.state_machines[job] = (self._terraform or moto_patches.Terraform(self.region)).state_machine(
+                names.state_machine_name(self.prefix, job), definition, self.resources["role_arn"])
         return self.state_machines[job]
 
     def deploy_functions(self, definition: str) -> list[str]:
@@ -418,10 +419,16 @@ class LocalAWS:
                 self.after_rules.setdefault(names.state_machine_name(self.prefix, a.job), []).append((job.name, a.on))
         # One job at a time: moto's IAM backend answered 500 to concurrent CreateRole/GetRole
         # calls when four deployed at once (bench/dev_scale.py, 1,000 jobs), and gained little.
-        for job in catalog.jobs:
-            stored = (output_dir / job.asl).read_text()
-            asl_text = asl_of(stored) if job.asl.endswith(".tf.json") else stored
-            self.deploy_schedules(job, self.deploy(job.name, asl_text, **overrides))
+        # One Terraform for all: what exists is looked up once, not once per create
+        # (moto's creates walked every object that exists: quadratic, moto_patches/backends.py).
+        self._terraform = moto_patches.Terraform(self.region)
+        try:
+            for job in catalog.jobs:
+                stored = (output_dir / job.asl).read_text()
+                asl_text = asl_of(stored) if job.asl.endswith(".tf.json") else stored
+                self.deploy_schedules(job, self.deploy(job.name, asl_text, **overrides))
+        finally:
+            self._terraform = None
         return [j.name for j in catalog.jobs]
 
     def _ensure_schedule_group(self) -> str:
@@ -449,7 +456,7 @@ class LocalAWS:
                 self._roles.update({r["RoleName"]: r["Arn"] for r in page["Roles"]})
         role_arn = self._roles.get(role_name)
         if role_arn is None:
-            role_arn = self._roles[role_name] = moto_patches.create_role(role_name, json.dumps({
+            role_arn = self._roles[role_name] = (self._terraform or moto_patches.Terraform(self.region)).role(role_name, json.dumps({
                 "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
                                                         "Principal": {"Service": "scheduler.amazonaws.com"}}]}))
         for i, expression in enumerate(job.schedule):
