@@ -112,6 +112,9 @@ class LocalAWS:
     _group_ready: bool = field(default=False, repr=False, compare=False)  # the schedule group exists
     _roles: dict[str, str] = field(default_factory=dict, repr=False, compare=False)  # IAM roles known: name -> ARN
     _terraform: moto_patches.Terraform | None = field(default=None, repr=False, compare=False)  # deploy_output's
+    #: the catalog deploy_output last deployed (`jobplane dev` hands it to its control plane: a
+    #: second read of the catalog files was ~1 s of a start at 5,000 jobs)
+    catalog: Catalog | None = field(default=None, repr=False, compare=False)
 
     def __enter__(self) -> LocalAWS:
         from moto import mock_aws
@@ -412,7 +415,7 @@ class LocalAWS:
         the base module publishes), and its schedules (stored with timezone, state and target
         input, as Terraform creates them; moto never fires them — the local scheduler reads them)."""
         output_dir = Path(output_dir)
-        catalog = Catalog.load(output_dir)
+        catalog = self.catalog = Catalog.load(output_dir)
         self.after_rules = {}
         for job in catalog.jobs:
             for a in job.after:
