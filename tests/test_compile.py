@@ -504,6 +504,23 @@ def test_compile_replaces_only_its_own_files(repo: Repo) -> None:
     assert repo.cli("compile").stdout.startswith("Compiled 1 jobs") and "0 files changed" in repo.cli("compile").stdout
 
 
+def test_write_output_removes_the_directories_its_removed_files_leave_empty(tmp_path: Path) -> None:
+    """What a removed team or shard leaves is removed with it, down to no empty directory; a
+    directory that keeps a file or another directory stays (each looked at once, not once per file)."""
+    from jobplane.compiler.output import CompiledOutput, write_output
+
+    before = {"teams/a/x.job.tf.json": "{}", "teams/a/y.job.tf.json": "{}", "teams/b/deep/z.job.tf.json": "{}",
+              "teams/b/w.job.tf.json": "{}", "teams/c/v.job.tf.json": "{}"}
+    write_output(CompiledOutput(dict(before), []), tmp_path)
+    after = {"teams/a/x.job.tf.json": "{}", "teams/c/v.job.tf.json": "{ }"}
+    changed = write_output(CompiledOutput(dict(after), []), tmp_path)
+    assert changed == ["teams/a/y.job.tf.json", "teams/b/deep/z.job.tf.json", "teams/b/w.job.tf.json",
+                       "teams/c/v.job.tf.json"]
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == [
+        "teams", "teams/a", "teams/a/x.job.tf.json", "teams/c", "teams/c/v.job.tf.json"]
+    assert (tmp_path / "teams/c/v.job.tf.json").read_text() == "{ }"
+
+
 def test_bindings_refuse_unbound_tokens() -> None:
     with pytest.raises(KeyError, match="table_name"):
         bindings.bind("x <<jobplane:table_name>>", {})

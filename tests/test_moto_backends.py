@@ -134,3 +134,67 @@ def test_the_running_executions_are_those_list_executions_answers_and_ended_ones
         assert aws.running_executions() == listed() == []
         assert sfn.list_executions(stateMachineArn=other, statusFilter="RUNNING")["executions"]  # not the engine's
         sfn.stop_execution(executionArn=sfn.list_executions(stateMachineArn=other)["executions"][0]["executionArn"])
+
+
+def test_a_deploy_looks_up_what_exists_once_and_creates_what_moto_would() -> None:
+    """moto's own creates walk every state machine (describe_state_machine) and every role for
+    each create: quadratic, 40% of a 5,000-job deploy. A Terraform (one deploy) reads what
+    exists once. Probe: the lookups each way for 30 creates (stock: 30 and 30, the deploy: none),
+    and what a create of an existing object does is moto's (the machine returned unchanged, the
+    role refused with the API's error)."""
+    from moto.iam.models import iam_backends
+    from moto.stepfunctions.responses import get_backend
+
+    job = Job.from_definition({"name": "probe", "team": "billing", "timezone": "UTC",
+                              "steps": [{"name": "work", "shell": ["true"]}]})
+    with LocalAWS() as aws:
+        sfn, iam = aws.client("stepfunctions"), aws.client("iam")
+        definition = bind(asl.compile_job(job, aws.prefix), aws.bindings())
+        role = aws.resources["role_arn"]
+        machines, roles = get_backend(moto_patches.ACCOUNT, aws.region), iam_backends[moto_patches.ACCOUNT]["global"]
+        walks = {"describe_state_machine": 0, "get_roles": 0}
+
+        def counted(name: str, method: Any) -> Any:
+            def call(*args: Any, **kwargs: Any) -> Any:
+                walks[name] += 1
+                return method(*args, **kwargs)
+            return call
+
+        machines.describe_state_machine = counted("describe_state_machine", machines.describe_state_machine)
+        roles.get_roles = counted("get_roles", roles.get_roles)
+        try:
+            for i in range(30):  # stock: moto's creates, as the API runs them
+                machines.create_state_machine(name=f"stock-{i}", definition=definition, roleArn=role, sm_type="STANDARD")
+                roles.create_role(f"stock-{i}", TRUST, "/", None, None, [], 3600)
+            stock = dict(walks)
+            walks.update(dict.fromkeys(walks, 0))
+            deploy = moto_patches.Terraform(aws.region)
+            created = [(deploy.state_machine(f"deployed-{i}", definition, role), deploy.role(f"deployed-{i}", TRUST))
+                       for i in range(30)]
+            fixed = dict(walks)
+        finally:
+            del machines.describe_state_machine, roles.get_roles
+        assert stock == {"describe_state_machine": 30, "get_roles": 30}
+        assert fixed == {"describe_state_machine": 0, "get_roles": 0}
+
+        for i, (machine_arn, role_arn) in enumerate(created):
+            assert sfn.describe_state_machine(stateMachineArn=machine_arn)["name"] == f"deployed-{i}"
+            assert iam.get_role(RoleName=f"deployed-{i}")["Role"]["Arn"] == role_arn
+        assert same_shape(sfn.describe_state_machine(stateMachineArn=created[0][0])) == same_shape(
+            sfn.describe_state_machine(stateMachineArn=created[0][0].replace("deployed-0", "stock-0")))
+        assert same_shape(iam.get_role(RoleName="deployed-0")["Role"]) == same_shape(iam.get_role(RoleName="stock-0")["Role"])
+        listed = [m["name"] for p in sfn.get_paginator("list_state_machines").paginate() for m in p["stateMachines"]]
+        assert len([n for n in listed if n.startswith("deployed-")]) == 30
+
+        # what exists: moto answers a create of an existing machine with it, unchanged; a role is refused
+        again = moto_patches.Terraform(aws.region)
+        other = definition.replace('"work"', '"other"')
+        assert other != definition
+        assert again.state_machine("deployed-3", other, role) == created[3][0]
+        assert sfn.describe_state_machine(stateMachineArn=created[3][0])["definition"] == definition
+        with pytest.raises(iam.exceptions.EntityAlreadyExistsException):
+            iam.create_role(RoleName="deployed-3", AssumeRolePolicyDocument=TRUST)
+        with pytest.raises(Exception, match="already exists"):
+            again.role("deployed-3", TRUST)
+        with pytest.raises(Exception, match="Invalid State Machine Definition"):  # the parser backend's check
+            again.state_machine("not-a-machine", "{}", role)

@@ -174,11 +174,13 @@ def write_output(compiled: CompiledOutput, directory: Path) -> list[str]:
         if rel not in compiled.files:
             continue
         _write(target, compiled.files[rel], mode)
-    for rel in changed:
-        if rel not in compiled.files:
-            (directory / rel).unlink()
-    for rel in changed:  # directories a removed file leaves empty (an old asl/, a team's root)
-        parent = (directory / rel).parent
+    removed = [rel for rel in changed if rel not in compiled.files]
+    for rel in removed:
+        (directory / rel).unlink()
+    # directories a removed file leaves empty (an old asl/, a team's root), each looked at once:
+    # a listing per changed file read a team's directory once per job (5,000 listings of
+    # ~1,700 entries, most of write_output at 5,000 jobs; a written file's directory is never empty)
+    for parent in sorted({(directory / rel).parent for rel in removed}):
         while parent != directory and parent.is_dir() and not any(parent.iterdir()):
             parent.rmdir()
             parent = parent.parent

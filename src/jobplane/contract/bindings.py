@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from jobplane.contract.types import JsonObject
+
 #: ``task_definition`` is a task definition family (the latest ACTIVE revision runs), so a new
 #: runner image (a new revision, registered by the base root) needs no change to any state machine.
 #: ``items_bucket``: where a map's items step writes its list (the base module's catalog bucket,
@@ -84,7 +86,13 @@ def asl_of(job_terraform: str) -> str:
     definition is the one stored copy, and this gives back the exact bytes the compiler rendered."""
     import json
 
-    resources = json.loads(job_terraform)["resource"]
+    return asl_of_document(json.loads(job_terraform))
+
+
+def asl_of_document(document: JsonObject) -> str:
+    """:func:`asl_of` of the file already parsed (the local deploy reads it for its roles too)."""
+    resources = document["resource"]
+    assert isinstance(resources, dict)
     ((tf_id, machine),) = resources["aws_sfn_state_machine"].items()
     return unbind_terraform(machine["definition"],
                             terraform_expressions(tf_id, own_task_definition="aws_ecs_task_definition" in resources))

@@ -170,7 +170,7 @@ class DevPlatform:
             endpoint_url=aws.endpoint_url, catalog_path=self.output_dir,
             log_group=aws.log_group, access_key_id=aws.credentials.access_key_id,
             secret_access_key=aws.credentials.secret_access_key)
-        self.control = ControlPlane(self.deployment)
+        self.control = ControlPlane(self.deployment, aws.catalog)  # the catalog just deployed, not read again
         paused = self.control.apply_pauses()
         if paused:
             log.info("kept paused: %s", ", ".join(paused))

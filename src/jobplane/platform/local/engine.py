@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from jobplane.contract.arns import ExecutionArn
-from jobplane.contract.bindings import asl_of, bind
+from jobplane.contract.bindings import asl_of_document, bind
 from jobplane.contract import datamodel as dm
 from jobplane.contract import names
 from jobplane.contract import runner as rc
@@ -111,6 +111,10 @@ class LocalAWS:
     _clients_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     _group_ready: bool = field(default=False, repr=False, compare=False)  # the schedule group exists
     _roles: dict[str, str] = field(default_factory=dict, repr=False, compare=False)  # IAM roles known: name -> ARN
+    _terraform: moto_patches.Terraform | None = field(default=None, repr=False, compare=False)  # deploy_output's
+    #: the catalog deploy_output last deployed (`jobplane dev` hands it to its control plane: a
+    #: second read of the catalog files was ~1 s of a start at 5,000 jobs)
+    catalog: Catalog | None = field(default=None, repr=False, compare=False)
 
     def __enter__(self) -> LocalAWS:
         from moto import mock_aws
@@ -368,8 +372,8 @@ class LocalAWS:
             self.client("stepfunctions").update_state_machine(
                 stateMachineArn=self.state_machines[job], definition=definition)
         else:  # as terraform apply creates it: not through our code's API calls (moto_patches/backends.py)
-            self.state_machines[job] = moto_patches.create_state_machine(
-                self.region, names.state_machine_name(self.prefix, job), definition, self.resources["role_arn"])
+            self.state_machines[job] = (self._terraform or moto_patches.Terraform(self.region)).state_machine(
+                names.state_machine_name(self.prefix, job), definition, self.resources["role_arn"])
         return self.state_machines[job]
 
     def deploy_functions(self, definition: str) -> list[str]:
@@ -412,7 +416,7 @@ class LocalAWS:
         the base module publishes), and its schedules (stored with timezone, state and target
         input, as Terraform creates them; moto never fires them — the local scheduler reads them)."""
         output_dir = Path(output_dir)
-        catalog = Catalog.load(output_dir)
+        catalog = self.catalog = Catalog.load(output_dir)
         self.after_rules = {}
         for job in catalog.jobs:
             for a in job.after:
@@ -422,11 +426,20 @@ class LocalAWS:
         from jobplane.platform.local.compiled_roles import ScheduleRoles
 
         roles = ScheduleRoles()
-        for job in catalog.jobs:
-            stored = (output_dir / job.asl).read_text()
-            asl_text = asl_of(stored) if job.asl.endswith(".tf.json") else stored
-            role = roles.name(json.loads(stored), (output_dir / job.asl).parent) if job.asl.endswith(".tf.json") else None
-            self.deploy_schedules(job, self.deploy(job.name, asl_text, **overrides), role)
+        # One Terraform for all: what exists is looked up once, not once per create
+        # (moto's creates walked every object that exists: quadratic, moto_patches/backends.py).
+        self._terraform = moto_patches.Terraform(self.region)
+        try:
+            for job in catalog.jobs:
+                stored = (output_dir / job.asl).read_text()
+                if job.asl.endswith(".tf.json"):  # parsed once: its ASL and its schedules' role
+                    document = json.loads(stored)
+                    asl_text, role = asl_of_document(document), roles.name(document, (output_dir / job.asl).parent)
+                else:
+                    asl_text, role = stored, None
+                self.deploy_schedules(job, self.deploy(job.name, asl_text, **overrides), role)
+        finally:
+            self._terraform = None
         return [j.name for j in catalog.jobs]
 
     def _ensure_schedule_group(self) -> str:
@@ -455,7 +468,7 @@ class LocalAWS:
                 self._roles.update({r["RoleName"]: r["Arn"] for r in page["Roles"]})
         role_arn = self._roles.get(role_name)
         if role_arn is None:
-            role_arn = self._roles[role_name] = moto_patches.create_role(role_name, json.dumps({
+            role_arn = self._roles[role_name] = (self._terraform or moto_patches.Terraform(self.region)).role(role_name, json.dumps({
                 "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
                                                         "Principal": {"Service": "scheduler.amazonaws.com"}}]}))
         for i, expression in enumerate(job.schedule):

@@ -28,7 +28,7 @@ from jobplane.platform.local.moto_patches import (client_reuse, context_start_ti
                                                   no_wait_after_stop,
                                                   programs, server_dispatch, service_casing, stop_cause,
                                                   stop_is_final, stop_while_starting, sync_retry, sync_task_exit_code)
-from jobplane.platform.local.moto_patches.backends import (ACCOUNT, create_role, create_state_machine,
+from jobplane.platform.local.moto_patches.backends import (ACCOUNT, Terraform, create_role, create_state_machine,
                                                            deploys_target, forget_ended_executions, put_schedule,
                                                            running_executions)
 from jobplane.platform.local.moto_patches.ecs_tasks import ECS_TASK_RUNNERS, finish_task
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ACCOUNT", "ECS_TASK_RUNNERS", "LAMBDA_RUNNERS", "MOTO_VERSION", "PATCHES", "Patch",
-    "STATUS_LISTENERS", "apply", "apply_all", "check_version", "create_role", "create_state_machine",
+    "STATUS_LISTENERS", "Terraform", "apply", "apply_all", "check_version", "create_role", "create_state_machine",
     "deploys_target", "finish_task", "forget_ended_executions", "put_schedule", "running_executions",
     "use_server_credentials",
 ]
