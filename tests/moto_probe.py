@@ -823,6 +823,29 @@ def scenario(name: str, fixed: bool) -> dict:
                     "pct": [pct["status"], pct["error"]]}
         return with_engine(fixes, body)
 
+    if name == "map_jsonl_reader":
+        # a Distributed Map over a JSON Lines object in S3 (what the runner writes for a jp.map),
+        # each child answering its line's "v"; and an object with a line that is not JSON
+        def body(aws):
+            s3 = aws.client("s3")
+            bucket = aws.resources["items_bucket"]
+            s3.put_object(Bucket=bucket, Key="probe/list.jsonl", Body=b'{"i":0,"v":"a"}\n{"i":1,"v":{"b":2}}\n\n{"i":2,"v":3}\n')
+            s3.put_object(Bucket=bucket, Key="probe/bad.jsonl", Body=b'{"i":0,"v":"a"}\nnot json\n')
+
+            def machine(key: str) -> dict:
+                return {"StartAt": "m", "States": {"m": {
+                    "Type": "Map", "End": True, "ItemSelector": {"v.$": "$$.Map.Item.Value.v"},
+                    "ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "ReaderConfig": {"InputType": "JSONL"},
+                                   "Parameters": {"Bucket": bucket, "Key": key}},
+                    "ItemProcessor": {"ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+                                      "StartAt": "p", "States": {"p": {"Type": "Pass", "OutputPath": "$.v",
+                                                                       "End": True}}}}}}
+            sfn = aws.client("stepfunctions")
+            good, bad = run_machine(sfn, machine("probe/list.jsonl")), run_machine(sfn, machine("probe/bad.jsonl"))
+            return {"good": [good["status"], good["error"], json.loads(good["output"] or "null")], "cause": good["cause"],
+                    "bad": [bad["status"], bad["error"]]}
+        return with_engine(fixes, body)
+
     raise SystemExit(f"unknown scenario {name}")
 
 

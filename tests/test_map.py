@@ -34,7 +34,7 @@ local jp = import 'jobplane.libsonnet';
 {
   name: 'month-end-fanout',
   team: 'billing',
-  params: { count: 6, fail_once: [], fail_always: [], fanout_bad: null, hold: null, hold_dir: null },
+  params: { count: 6, fail_once: [], fail_always: [], fanout_bad: null, hold: null, hold_dir: null, stream: false },
   steps: [
     jp.map('close-all',
            items=jp.python('tenants', 'sample_apps.fanout:list_tenants'),
@@ -62,11 +62,12 @@ def test_the_map_compiles_to_a_distributed_map_over_the_items_steps_list() -> No
     assert m["Type"] == "Map" and m["MaxConcurrency"] == 50 and m["ToleratedFailurePercentage"] == 0.5
     assert m["ItemProcessor"]["ProcessorConfig"] == {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"}
     assert m["ItemReader"]["Resource"] == "arn:aws:states:::s3:getObject"
-    assert m["ItemReader"]["Parameters"]["Key.$"] == "States.Format('map-items/fan/{}/close-all.json', $$.Execution.Name)"
+    assert m["ItemReader"]["ReaderConfig"] == {"InputType": "JSONL"}  # the runner streams the list as JSON Lines
+    assert m["ItemReader"]["Parameters"]["Key.$"] == "States.Format('map-items/fan/{}/close-all.jsonl', $$.Execution.Name)"
     # the items step runs first and, once it succeeded, goes on to the Map; it is told where to write its list
     assert states["tenants"]["Type"] == "Task" and states["tenants"]["Next"] == "close-all"
     env = {e["Name"]: e for e in states["tenants"]["Parameters"]["Overrides"]["ContainerOverrides"][0]["Environment"]}
-    assert "s3://<<jobplane:items_bucket>>/map-items/fan/{}/close-all.json" in env[map_items.ENV_ITEMS_URI]["Value.$"]
+    assert "s3://<<jobplane:items_bucket>>/map-items/fan/{}/close-all.jsonl" in env[map_items.ENV_ITEMS_URI]["Value.$"]
     # each item: its item and the run's execution name (the child's own $$.Execution is the child's)
     child = m["ItemProcessor"]["States"]
     each_env = {e["Name"]: e for e in child["close-tenant"]["Parameters"]["Overrides"]["ContainerOverrides"][0]["Environment"]}
@@ -141,7 +142,36 @@ def test_an_items_list_is_checked_against_the_limits() -> None:
     assert "must return a list" in map_items.problems({"a": 1})[0]
     assert "bytes of JSON" in map_items.problems(["x" * (map_items.MAX_ITEM_BYTES + 1)])[0]
     assert "at most" in map_items.problems([0] * (map_items.MAX_ITEMS + 1))[0]
-    assert json.loads(map_items.encode(["a", "b"], [4, 9])) == [{"i": 4, "v": "a"}, {"i": 9, "v": "b"}]
+    assert "not JSON" in map_items.problems([float("nan")])[0]  # JSON has no NaN: the Map could not read the line
+    assert map_items.encode(["a", {"b": 1}], [4, 9]) == b'{"i":4,"v":"a"}\n{"i":9,"v":{"b":1}}\n'
+    assert map_items.decode(map_items.encode(["a", "b"], [4, 9])) == [(4, "a"), (9, "b")]
+
+
+def test_the_runner_takes_a_generators_items_one_at_a_time(tmp_path: Path) -> None:
+    import io
+
+    from jobplane.runner import items_out
+
+    taken: list[int] = []
+
+    def tenants() -> Iterator[str]:
+        for i in range(5):
+            taken.append(i)
+            yield f"t-{i}"
+
+    out = io.BytesIO()
+    assert items_out.spool(tenants(), out) == 5 and taken == [0, 1, 2, 3, 4]
+    assert map_items.decode(out.getvalue()) == [(i, f"t-{i}") for i in range(5)]
+    # past the limit, a bad item, or no list: refused as soon as seen, the generator not run further
+    taken.clear()
+    with pytest.raises(items_out.ItemsError, match="more than 3 items"):
+        items_out.spool(tenants(), io.BytesIO(), limit=3)
+    assert taken == [0, 1, 2, 3]
+    with pytest.raises(items_out.ItemsError, match="item 1 is 1027 bytes"):
+        items_out.spool(iter(["ok", "x" * 1025, "never"]), io.BytesIO())
+    for value in ({"a": 1}, "abc", {1, 2}, 7):
+        with pytest.raises(items_out.ItemsError, match="must return a list of items or yield them"):
+            items_out.spool(value, io.BytesIO())
 
 
 # -- on the local AWS --------------------------------------------------------------------------
@@ -219,6 +249,30 @@ def test_past_the_tolerance_the_map_fails_and_a_rerun_runs_only_the_failed_items
 
     with pytest.raises(Conflict, match="no failed map items"):
         control.rerun_failed_items(again, "ops@example.com")
+
+
+def test_a_generators_items_are_streamed_to_the_map_and_re_run_from_json_lines(
+        fan: tuple[LocalAWS, ControlPlane]) -> None:
+    aws, control = fan
+    name, ex = _run(aws, count=5, stream=True, fail_always=["t-0001", "t-0004"])
+    assert ex.status == "FAILED"  # two failures, one tolerated
+    # the list the runner wrote: JSON Lines, its count in the object's metadata
+    s3 = aws.client("s3")
+    key = map_items.items_key(JOB, name, "close-all")
+    obj = s3.get_object(Bucket=aws.resources["items_bucket"], Key=key)
+    assert obj["Metadata"] == {"items": "5"} and obj["ContentType"] == map_items.CONTENT_TYPE
+    assert map_items.decode(obj["Body"].read()) == [(i, f"t-{i:04d}") for i in range(5)]
+    [p] = control.map_progress(name)
+    assert (p.total, p.succeeded, p.failed) == (5, 3, 2)
+    again = control.rerun_failed_items(name, "ops@example.com", params={"fail_always": []})
+    relisted = s3.get_object(Bucket=aws.resources["items_bucket"], Key=map_items.items_key(JOB, again, "close-all"))
+    assert map_items.decode(relisted["Body"].read()) == [(1, "t-0001"), (4, "t-0004")]
+    arn = aws.state_machines[JOB].replace(":stateMachine:", ":execution:") + f":{again}"
+    assert aws.wait(arn, timeout=600).status == "SUCCEEDED"
+    assert [(o.index, o.item, o.status) for o in control.items(again)] == [
+        (1, "t-0001", "SUCCEEDED"), (4, "t-0004", "SUCCEEDED")]
+    [p] = control.map_progress(again)
+    assert (p.total, p.succeeded, p.failed) == (2, 2, 0)
 
 
 def test_an_items_step_that_returns_no_list_fails_at_once(fan: tuple[LocalAWS, ControlPlane]) -> None:

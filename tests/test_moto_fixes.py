@@ -459,3 +459,15 @@ def test_a_distributed_map_fails_past_its_tolerated_failures(mode: str) -> None:
     else:
         assert r["none"] == ["FAILED", "States.ExceedToleratedFailureThreshold"]
         assert r["pct"] == ["FAILED", "States.ExceedToleratedFailureThreshold"]  # 33% > 30%
+
+
+@probes("map_jsonl_reader")
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_a_distributed_map_reads_a_json_lines_list(mode: str) -> None:
+    r = probe("map_jsonl_reader", mode)
+    if mode == "stock":  # InputType JSONL does not parse: the run fails before reading anything
+        assert r["good"] == ["FAILED", "Jobplane.InvalidDefinition", None]
+        assert "'JSONL' is not a valid InputTypeValue" in r["cause"]
+    else:
+        assert r["good"] == ["SUCCEEDED", None, ["a", {"b": 2}, 3]]  # each line an item, in order; blank lines skipped
+        assert r["bad"] == ["FAILED", "States.ItemReaderFailed"]

@@ -439,3 +439,39 @@ def test_secrets_under_a_teams_customer_managed_key_can_be_decrypted_through_the
         refused = repo.cli("validate")
         assert refused.exit_code != 0 and "teams.billing.secret_keys: a list of KMS key ARNs" in refused.output + refused.stderr
         toml.write_text(toml.read_text().replace(f"secret_keys = [{bad}]", f'secret_keys = ["{KEY}"]'))
+
+
+def test_the_raw_checks_walk_into_a_maps_items_and_each_steps(repo: Repo) -> None:
+    """Issue 52: a bad field inside a map's each (or items) step is reported with the job's other
+    problems, naming file, job and field: the Fargate size and a step name the map's members
+    share with another step were hidden behind any other problem of the job (the model stops at
+    the field errors), as they are not for top-level steps and parallel members."""
+    repo.write("jobs/billing/fan.jsonnet", """\
+        local jp = import 'jobplane.libsonnet';
+        { name: 'fan', team: 'billing', steps: [
+          jp.map('close-all', items=jp.python('tenants', 'm:f', opts={ cpu: 1024, memory: 512 }),
+                 each=jp.python('close-tenant', 'm:g', opts={ cpu: 256, memory: 4096, description: 5 })),
+          jp.python('close-tenant', 'm:h'),
+        ] }
+        """)
+    # and alone (the model valid but for the size): reported once, not by both checks
+    repo.write("jobs/billing/fan-size.jsonnet", """\
+        local jp = import 'jobplane.libsonnet';
+        { name: 'fan-size', team: 'billing', steps: [
+          jp.map('close-all', items=jp.python('tenants', 'm:f'),
+                 each=jp.python('close-tenant', 'm:g', opts={ cpu: 256, memory: 4096 })),
+        ] }
+        """)
+    result = repo.cli("validate")
+    assert result.exit_code == 2
+    assert sorted(result.stderr.strip().splitlines()[:-1]) == sorted([
+        "jobs/billing/fan-size.jsonnet: job 'fan-size': steps[0].map.each: memory 4096 does not fit cpu 256 on Fargate "
+        "(allowed: 512; 1024-2048 in steps of 1024)",
+        "jobs/billing/fan.jsonnet: job 'fan': steps: step name 'close-tenant' is used twice, at steps[0].map.each and "
+        "steps[1]",
+        "jobs/billing/fan.jsonnet: job 'fan': steps[0].map.each: memory 4096 does not fit cpu 256 on Fargate "
+        "(allowed: 512; 1024-2048 in steps of 1024)",
+        "jobs/billing/fan.jsonnet: job 'fan': steps[0].map.each.description: must be a string, not the number 5",
+        "jobs/billing/fan.jsonnet: job 'fan': steps[0].map.items: memory 512 does not fit cpu 1024 on Fargate "
+        "(allowed: 2048-8192 in steps of 1024)",
+    ]), result.stderr

@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import Any
 
 
-def list_tenants(count: int = 5, fanout_bad: str | None = None) -> Any:
+def list_tenants(count: int = 5, fanout_bad: str | None = None, stream: bool = False) -> Any:
     if fanout_bad == "not-a-list":
         return {"tenants": count}
+    if stream:  # yielded one at a time: the runner writes each as it comes (runner/items_out.py)
+        return (f"t-{i:04d}" for i in range(count))
     return [f"t-{i:04d}" for i in range(count)]
 
 

@@ -170,7 +170,9 @@ def map_states(b: object, m: Step, nxt: str, is_last: bool, ddb_retry: Retry) ->
     key = map_items.items_key_format(job.name, m.name)
     graph.add(sn.attempt(m.name), Map(
         comment=f"each item of {spec.items.name} runs {each.name} in a child execution and records its outcome",
-        item_reader={"Resource": GET_OBJECT, "ReaderConfig": {"InputType": "JSON"},
+        # JSON Lines: the runner streams the list line by line (runner/items_out.py); InputType
+        # JSONL, https://docs.aws.amazon.com/step-functions/latest/dg/input-output-itemreader.html
+        item_reader={"Resource": GET_OBJECT, "ReaderConfig": {"InputType": "JSONL"},
                      "Parameters": {"Bucket": token("items_bucket"),
                                     "Key.$": f"States.Format('{key}', $$.Execution.Name)"}},
         item_selector={"item.$": "$$.Map.Item.Value.v", "index.$": "$$.Map.Item.Value.i",

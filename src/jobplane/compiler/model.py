@@ -320,7 +320,8 @@ def _timezone(v: str | None, _: JsonObject) -> Iterator[str]:
 
 
 def _unique_steps(steps: list[Step], _: JsonObject) -> Iterator[str]:
-    if problem := duplicate_step_problem([(s.name, [m.name for m in s.parallel or []]) for s in steps]):
+    if problem := duplicate_step_problem([(s.name, [(_member_path(s, j), m.name) for j, m in enumerate(s.parallel or [])])
+                                          for s in steps]):
         yield problem
 
 
@@ -459,13 +460,19 @@ def _with_pool(step: Step, default: PoolUse | None) -> Step:
     return step if pool is step.pool else dataclasses.replace(step, pool=pool)
 
 
-def duplicate_step_problem(steps: list[tuple[str, list[str]]]) -> str | None:
-    """The first step name used twice, from (name, [member names]) per top-level step. Names
-    must be unique across groups too: resume_from and the records address steps by name. (Also
-    checked on the raw definition, so it is reported even when a step has other errors.)"""
+def _member_path(step: Step, j: int) -> str:
+    """Where member ``j`` of a group sits below it: a map's are its items and each fields."""
+    return ("map.items", "map.each")[j] if step.kind_ is not None and step.kind_.name == "map" else f"parallel[{j}]"
+
+
+def duplicate_step_problem(steps: list[tuple[str, list[tuple[str, str]]]]) -> str | None:
+    """The first step name used twice, from (name, [(path below it, member name)]) per top-level
+    step. Names must be unique across groups and maps too: resume_from and the records address
+    steps by name. (Also checked on the raw definition, so it is reported even when a step has
+    other errors.)"""
     seen: dict[str, tuple[str, str]] = {}
     for i, (name, members) in enumerate(steps):
-        for where, member in [(f"steps[{i}]", name)] + [(f"steps[{i}].parallel[{j}]", m) for j, m in enumerate(members)]:
+        for where, member in [(f"steps[{i}]", name)] + [(f"steps[{i}].{below}", m) for below, m in members]:
             key = member.replace("-", "_")
             if key in seen:
                 first_where, first_name = seen[key]

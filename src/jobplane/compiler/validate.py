@@ -10,6 +10,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Protocol, Sequence
 
 from jobplane.compiler.fields import Invalid, Loc
@@ -406,24 +407,39 @@ def raw_problems(source: str, job: str, item: JsonObject, config: PlatformConfig
                                                          f"characters (AWS allows {limit}){more}; shorten the job name"))
     steps = item.get("steps")
     if isinstance(steps, list):
-        named: list[tuple[JsonValue, list[JsonValue]]] = []
+        named: list[tuple[JsonValue, list[tuple[str, JsonValue]]]] = []
         for i, step in enumerate(steps):
             if not isinstance(step, dict):
                 continue
-            group = step.get("parallel")
-            members: list[JsonValue] = group if isinstance(group, list) else []
-            named.append((step.get("name"), [m.get("name") for m in members if isinstance(m, dict)]))
-            for where, s in [(f"steps[{i}]", step)] + [(f"steps[{i}].parallel[{j}]", m) for j, m in enumerate(members)]:
-                if not isinstance(s, dict):
-                    continue
+            walked = list(_raw_steps(step, f"steps[{i}]"))
+            named.append((step.get("name"), [(w[len(f"steps[{i}]."):], m.get("name")) for w, m in walked[1:]]))
+            for where, s in walked:
                 given = [k for k in kinds.REGISTRY if s.get(k.name) is not None]
                 if len(given) == 1 and given[0].info.executor is not Executor.GROUP:
                     problems.extend(Problem(source, job, where, p) for p in given[0].executor.raw_problems(s))
-        if all(isinstance(n, str) and all(isinstance(m, str) for m in ms) for n, ms in named):
+        if all(isinstance(n, str) and all(isinstance(m, str) for _, m in ms) for n, ms in named):
             duplicate = duplicate_step_problem(named)  # every name a str, just checked
             if duplicate:
                 problems.append(Problem(source, job, "steps", duplicate))
     return problems
+
+
+#: how deep the raw checks walk into groups: the model refuses any nesting (a group or a map
+#: inside a group or a map) and says so; a hostile definition cannot make the walk deeper
+_RAW_DEPTH = 4
+
+
+def _raw_steps(step: JsonObject, where: str, depth: int = 0) -> Iterator[tuple[str, JsonObject]]:
+    """``step`` and, walking into it, every step of a definition that may not validate, each with
+    its field path: a parallel group's members, a map's items and each steps, and groups inside
+    those (the step kinds say where their members are: StepKind.raw_members)."""
+    yield where, step
+    given = [k for k in kinds.REGISTRY if step.get(k.name) is not None]
+    if len(given) != 1 or depth >= _RAW_DEPTH:
+        return
+    for below, member in given[0].raw_members(step):
+        if isinstance(member, dict):
+            yield from _raw_steps(member, f"{where}.{below}", depth + 1)
 
 
 def raw_derived_names(prefix: str, name: str, item: JsonObject, schedules: int | None = None) -> list[tuple[str, str]]:
@@ -434,7 +450,7 @@ def raw_derived_names(prefix: str, name: str, item: JsonObject, schedules: int |
     count = 1 if isinstance(schedule, str) else len(schedule) if isinstance(schedule, list) else 0
     count = count if schedules is None else schedules
     steps = [s for s in item.get("steps") or [] if isinstance(s, dict)] if isinstance(item.get("steps"), list) else []
-    runnable = steps + [m for s in steps if isinstance(s.get("parallel"), list) for m in s["parallel"] if isinstance(m, dict)]
+    runnable = [s for top in steps for _, s in _raw_steps(top, "")]  # a map's members too: an each step's secrets
     return derived_names(prefix, name, count, bool(isinstance(item.get("after"), list) and item["after"]),
                          any(s.get("secrets") for s in runnable), any(s.get("lambda") is not None for s in runnable))
 

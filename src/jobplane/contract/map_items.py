@@ -1,10 +1,16 @@
 """A map's items, as the runner writes them, the state machine reads them and the records keep
 them (compiler/kinds/map_.py compiles ``jp.map``).
 
-* **The list**: the items step's function returns a JSON list; the runner writes it to the
-  platform's bucket under :func:`items_key` as a JSON array of ``{"i": index, "v": item}``
-  (the index survives a re-run of only the failed items, which gets a list of its own under
-  the re-run's execution name). A Distributed Map reads it with ``ItemReader`` (InputType JSON).
+* **The list**: the items step's function returns a list or yields its items (a generator: a
+  list too large to hold is never held); the runner writes them, one at a time as they come, to
+  the platform's bucket under :func:`items_key` as JSON Lines, one ``{"i": index, "v": item}``
+  a line (the index survives a re-run of only the failed items, which gets a list of its own
+  under the re-run's execution name), with the count in the object's metadata
+  (:data:`COUNT_METADATA`, what the portal's "of N" reads without reading the list). A
+  Distributed Map reads it with ``ItemReader`` ``InputType: JSONL``: "Accepts one of the
+  following values: CSV, JSON, JSONL, PARQUET, MANIFEST"
+  (https://docs.aws.amazon.com/step-functions/latest/dg/input-output-itemreader.html; JSON
+  Lines in Distributed Map: https://aws.amazon.com/blogs/compute/introducing-jsonl-support-with-step-functions-distributed-map).
 * **Per item**: the state machine writes one record per item when the item ends
   (``EXEC#<execution>`` / ``ITEM#<map>#<index>``): SUCCEEDED or FAILED, the item, and the item's
   last state data (``detail``: its attempt counter and the last attempt's error) from which
@@ -13,20 +19,29 @@ them (compiler/kinds/map_.py compiles ``jp.map``).
   ``started_at``) once it holds its slot (compiler/pools.py): the open statuses, which the
   item's end overwrites.
 
-Limits (Step Functions quotas, https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html):
-a child execution's input, like any state's, is at most 256 KiB ("Maximum input or output size
-for a task, state, or execution"), and an item reaches its ECS task in the container overrides,
-which ECS caps at 8,192 characters with the run's params (compiler/overrides.py), so one item is
-refused beyond :data:`MAX_ITEM_BYTES` (pass an id; read the rest in the each step);
-a Distributed Map runs at most 10,000 child executions at once
+Limits. One item: a child execution's input, like any state's, is at most 256 KiB (Step
+Functions quotas, https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html,
+"Maximum input or output size for a task, state, or execution"), and an item reaches its ECS
+task in the container overrides, which ECS caps at 8,192 characters with the run's params
+(compiler/overrides.py), so one item is refused beyond :data:`MAX_ITEM_BYTES` of compact JSON
+(pass an id; read the rest in the each step). Concurrency: a Distributed Map runs at most
+10,000 child executions at once
 (https://docs.aws.amazon.com/step-functions/latest/dg/state-map-distributed.html), the bound of
-``max_concurrency``. The list itself is bounded by :data:`MAX_ITEMS` (ours: the per-item records
-and the portal's list stay readable; Step Functions itself reads S3 objects far larger).
+``max_concurrency``. The count: Step Functions reads a JSONL object line by line and bounds a
+reader's ``MaxItems`` at 100,000,000 (input-output-itemreader.html, "ReaderConfig"); the list
+object is one PutObject of at most 5 GB
+(https://docs.aws.amazon.com/AmazonS3/latest/userguide/upload-objects.html), which
+:data:`MAX_ITEMS` lines of at most :data:`MAX_ITEM_BYTES` stay far below (~105 MB). Ours,
+:data:`MAX_ITEMS`, is lower than either: every item gets a record, and the portal's progress,
+the alert and a re-run of the failed items each Query the run's records (~400 bytes an item:
+100,000 items are ~40 pages of 1 MB; a million would be ~400 per page view). The runner's
+memory does not depend on the count (bench/map_items_memory.py).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from jobplane.contract import runner as rc
@@ -36,6 +51,9 @@ ITEMS_PREFIX = "map-items/"
 ITEM_SK_PREFIX = "ITEM#"
 MAX_CONCURRENCY = 10_000
 MAX_ITEMS = 100_000
+#: the list object's user metadata (x-amz-meta-items): how many items it holds
+COUNT_METADATA = "items"
+CONTENT_TYPE = "application/jsonl"
 #: one item's JSON: it travels in the each step's ECS container overrides (8,192 characters in all, with the run's params)
 MAX_ITEM_BYTES = 1024
 ERROR_EXCERPT = 300
@@ -50,7 +68,7 @@ ENV_ITEMS_URI, ENV_ITEM, ENV_ITEM_INDEX, ITEM_PARAM = rc.ENV_ITEMS_URI, rc.ENV_I
 
 def items_key(job: str, execution: str, map_name: str) -> str:
     """Where a run's list for one map lives in the platform's bucket."""
-    return f"{ITEMS_PREFIX}{job}/{execution}/{map_name}.json"
+    return f"{ITEMS_PREFIX}{job}/{execution}/{map_name}.jsonl"
 
 
 def items_key_format(job: str, map_name: str) -> str:
@@ -62,29 +80,63 @@ def item_sk(map_name: str, index: int | str) -> str:
     return f"{ITEM_SK_PREFIX}{map_name}#{index}"
 
 
+class ItemProblem(ValueError):
+    """One item cannot be fanned out (not JSON, or too large)."""
+
+
+def line(index: int, item: object) -> bytes:
+    """Item ``index``'s line of the list (JSON Lines: ``{"i": index, "v": item}`` and a newline),
+    or :class:`ItemProblem`. The item is serialised once: its size is checked on that text."""
+    try:
+        value = json.dumps(item, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise ItemProblem(f"item {index} is not JSON: {e}") from None
+    encoded = value.encode()
+    if len(encoded) > MAX_ITEM_BYTES:
+        raise ItemProblem(f"item {index} is {len(encoded)} bytes of JSON: at most {MAX_ITEM_BYTES} (it travels in "
+                          "the ECS task's overrides); pass an id and read the rest in the each step")
+    return b'{"i":%d,"v":%s}\n' % (index, encoded)
+
+
+def not_a_list(value: object) -> str | None:
+    """Why ``value`` is not something the runner can take items from one at a time (None: it is):
+    a list or tuple, or an iterator (a generator). A dict, a string or a set is refused: their
+    iteration is keys, characters, or an order that is not the function's."""
+    if isinstance(value, (list, tuple, Iterator)):
+        return None
+    return (f"the items step must return a list of items or yield them (a generator), "
+            f"not {type(value).__name__}")
+
+
 def encode(items: list[JsonValue], indexes: list[int] | None = None) -> bytes:
-    """The list as the Map reads it. ``indexes``: the items' own indexes (a re-run of failed items)."""
+    """A whole (small) list as the Map reads it. ``indexes``: the items' own indexes (a re-run of failed items)."""
     idx = indexes if indexes is not None else list(range(len(items)))
-    return json.dumps([{"i": i, "v": v} for i, v in zip(idx, items)], separators=(",", ":"),
-                      ensure_ascii=False).encode()
+    return b"".join(line(i, v) for i, v in zip(idx, items))
+
+
+def decode(body: bytes) -> list[tuple[int, JsonValue]]:
+    """(index, item) of each line of a list (tests, tools): the inverse of :func:`encode`."""
+    out = []
+    for raw in body.splitlines():
+        if raw.strip():
+            entry = json.loads(raw)
+            out.append((int(entry["i"]), entry["v"]))
+    return out
 
 
 def problems(items: object) -> list[str]:
-    """Why a list an items step returned cannot be fanned out (empty: it can)."""
-    if not isinstance(items, (list, tuple)):
-        return [f"the items step must return a list, not {type(items).__name__}"]
+    """Why a whole list an items step returned cannot be fanned out (empty: it can); the runner
+    checks a streamed list the same way, item by item (runner/items_out.py)."""
+    if (why := not_a_list(items)) is not None or not isinstance(items, (list, tuple)):
+        return [why or "the list must be whole to be checked at once"]
     out = []
     if len(items) > MAX_ITEMS:
         out.append(f"{len(items)} items: a map takes at most {MAX_ITEMS}")
     for i, item in enumerate(items):
         try:
-            size = len(json.dumps(item, ensure_ascii=False).encode())
-        except (TypeError, ValueError) as e:
-            out.append(f"item {i} is not JSON: {e}")
-            break
-        if size > MAX_ITEM_BYTES:
-            out.append(f"item {i} is {size} bytes of JSON: at most {MAX_ITEM_BYTES} (it travels in the ECS task's "
-                       "overrides); pass an id and read the rest in the each step")
+            line(i, item)
+        except ItemProblem as e:
+            out.append(str(e))
             break
     return out
 

@@ -98,12 +98,11 @@ def progress(outcomes: list[ItemOutcome], totals: dict[str, int] | None = None,
 
 
 def item_total(s3: Client, bucket: str, job: str, execution: str, map_name: str) -> int | None:
-    """How many items the run's list for ``map_name`` holds (None: no list, or unreadable)."""
-    import json
-
+    """How many items the run's list for ``map_name`` holds (None: no list, or no count): its
+    object's metadata, written with it (contract/map_items.py ``COUNT_METADATA``), so a list of
+    100,000 lines is never read to count it."""
     try:
-        body = s3.get_object(Bucket=bucket, Key=map_items.items_key(job, execution, map_name))["Body"].read()
-        listed = json.loads(body)
+        head = s3.head_object(Bucket=bucket, Key=map_items.items_key(job, execution, map_name))
+        return int(head.get("Metadata", {})[map_items.COUNT_METADATA])
     except Exception:  # no list yet (the items step has not run), or none at all: not known
         return None
-    return len(listed) if isinstance(listed, list) else None

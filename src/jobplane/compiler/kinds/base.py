@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from jobplane.compiler.fields import FieldSpec
 from jobplane.contract.step_kinds import KindInfo, kind_info
-from jobplane.contract.types import JsonObject
+from jobplane.contract.types import JsonObject, JsonValue
 
 if TYPE_CHECKING:
     from jobplane.compiler.executors.base import StepExecutor
@@ -51,6 +51,12 @@ class StepKind:
         """Rules across the step's fields that only this kind has (its executor's sizes, a
         group's members)."""
         yield from self.executor.problems(step)
+
+    def raw_members(self, step: JsonObject) -> list[tuple[str, JsonValue]]:
+        """A group's members in a definition that may not validate, each with its field path
+        below the step (``jobplane validate``'s raw checks walk into them); none for a step
+        that runs itself."""
+        return []
 
     def target_spec(self, step: Step) -> JsonObject:
         """What the runner needs to find and call the target (the JOBPLANE_TARGET variable)."""

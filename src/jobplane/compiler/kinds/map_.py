@@ -84,5 +84,9 @@ class MapKind(StepKind):
         if step.retry.attempts > 1:
             yield "a map has no attempts of its own: give retry to its items or each step"
 
+    def raw_members(self, step: JsonObject) -> list[tuple[str, JsonValue]]:
+        spec = step.get(self.name)
+        return [(f"{self.name}.{f}", spec.get(f)) for f in ("items", "each")] if isinstance(spec, dict) else []
+
     def target_spec(self, step: Step) -> JsonObject:
         raise TypeError("a map has no target")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from jobplane.compiler.fields import FieldSpec, ListOf, Model, Nested, Nullable
 from jobplane.compiler.kinds.base import StepKind
-from jobplane.contract.types import JsonObject
+from jobplane.contract.types import JsonObject, JsonValue
 
 if TYPE_CHECKING:
     from jobplane.compiler.executors.base import StepExecutor
@@ -36,6 +36,10 @@ class ParallelKind(StepKind):
             yield "a parallel group needs at least two steps"
         elif any(s.parallel is not None for s in members):
             yield "parallel groups cannot be nested"
+
+    def raw_members(self, step: JsonObject) -> list[tuple[str, JsonValue]]:
+        members = step.get(self.name)
+        return [(f"{self.name}[{j}]", m) for j, m in enumerate(members)] if isinstance(members, list) else []
 
     def target_spec(self, step: Step) -> JsonObject:
         raise TypeError("a parallel group has no target")

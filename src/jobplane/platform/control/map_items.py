@@ -87,7 +87,7 @@ class MapItems(Runs):
         def start() -> str:
             s3.put_object(Bucket=bucket, Key=key, Body=map_items.encode([o.item for o in failed],
                                                                         [o.index for o in failed]),
-                          ContentType="application/json")
+                          ContentType=map_items.CONTENT_TYPE, Metadata={map_items.COUNT_METADATA: str(len(failed))})
             return self.start_execution(original.job, payload, name)
 
         self._start_once(original.job, payload, name, idempotency_key is not None, lambda: self.audited(

@@ -24,7 +24,8 @@ from jobplane.platform.local.moto_patches import (client_reuse, context_start_ti
                                                   dynamodb_fast_projection, dynamodb_items_untracked, dynamodb_store,
                                                   ecs_tasks, ecs_tasks_untracked, execution_name_default,
                                                   execution_status_events, fast_sync_poll, global_cors,
-                                                  jsonpath_variables, lambda_local_functions, map_tolerated_failures,
+                                                  jsonpath_variables, lambda_local_functions, map_jsonl_reader,
+                                                  map_tolerated_failures,
                                                   no_wait_after_stop,
                                                   programs, server_dispatch, service_casing, stop_cause,
                                                   stop_is_final, stop_while_starting, sync_retry, sync_task_exit_code)
@@ -162,6 +163,9 @@ PATCHES: tuple[Patch, ...] = (
     Patch("map_tolerated_failures", "a Distributed Map fails once its failed items exceed ToleratedFailureCount/Percentage",
           "ignores both: the Map run succeeds whatever its items did",
           map_tolerated_failures.fix_map_tolerated_failures),
+    Patch("map_jsonl_reader", "a Distributed Map's ItemReader reads JSON Lines (InputType JSONL)",
+          "knows CSV and JSON only: the definition does not parse",
+          map_jsonl_reader.fix_map_jsonl_reader),
 )
 
 _BY_NAME = {patch.name: patch for patch in PATCHES}
