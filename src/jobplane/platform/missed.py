@@ -55,9 +55,10 @@ from jobplane.contract.catalog import CatalogJob
 from jobplane.contract.notifications import NotificationMessage, Outcome, event_of, publish
 from jobplane.contract.statuses import Event, ExecutionStatus, Trigger
 from jobplane.platform.backfill import Backfills
-from jobplane.platform.backfill_model import Mode, plan_fires
+from jobplane.platform.backfill_model import Mode
 from jobplane.contract.clock import iso_millis, parse_iso
 from jobplane.platform.control import ControlPlane, Invalid
+from jobplane.platform.pass_fires import PassFires
 from jobplane.contract.attribute_values import item_of
 from jobplane.contract.records import CLAIMS_SCHEDULE, FIRED_SCHEDULE, ExecutionRecord, JobState
 from jobplane.platform.schedule_health import deployed_schedules, flexible_window, schedule_problems
@@ -86,9 +87,14 @@ NO_START = "no start seen: the schedule is deployed and enabled, yet nothing sta
 RESUME_SLACK = timedelta(seconds=5)
 
 #: How far back a pass counts fires without reading runs (:meth:`MissedFires._counted`); past
-#: it, the runs are read. A job's watermark moves on at most every REFRESH (+ a spread by job).
-COUNT_SPAN = timedelta(hours=2)
-REFRESH = timedelta(minutes=30)
+#: it, the runs are read. A job's watermark moves on every REFRESH plus a spread by job of up to
+#: another REFRESH: one conditional write a job every 2-4 hours, so a pass at 5,000 jobs moves
+#: ~140 watermarks (~210 while watermarks set at one instant, a first deploy, spread out), not
+#: ~560-830 as with 30 minutes (each write a round trip: on the local AWS ~3-10 ms each, the most
+#: of a pass's time, bench/missed_fires.py). Counting a longer window costs no more for jobs
+#: that share a schedule (each schedule's fires are computed once a pass: platform/pass_fires.py).
+COUNT_SPAN = timedelta(hours=6)
+REFRESH = timedelta(hours=2)
 
 Clock = Callable[[], datetime]
 #: When the scheduler itself was not running (from, to): ``jobplane dev``'s local scheduler.
@@ -152,17 +158,18 @@ class MissedFires:
         # when a job's schedules were created matters only until its ledger has a watermark
         new = any(not (states.get(e.name) or JobState(e.name)).fires_checked_until for e in due)
         created = self._schedules_created() if new else {}
+        fires = PassFires(now, COUNT_SPAN)  # each distinct schedule's fires, computed once this pass
         # each job's accounting is its own reads and conditional writes (none in the steady
         # state, where the claims are counted): on AWS the jobs whose runs are read run side by
         # side, as that is mostly waiting for DynamoDB; an in-process store (`jobplane dev`)
         # gains nothing from threads (bench/missed_fires.py: 200 jobs 4.2 s with 8, 2.6 s with 1)
         with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="jobplane-ledger") as pool:
-            done = list(pool.map(lambda e: self._job(e, now, states.get(e.name) or JobState(e.name), created, dead),
-                                 due))
+            done = list(pool.map(lambda e: self._job(e, now, states.get(e.name) or JobState(e.name), created, dead,
+                                                     fires), due))
         return [e.name for e, opened in zip(due, done) if opened]
 
     def _job(self, entry: CatalogJob, now: datetime, ledger: JobState, created: dict[str, datetime],
-             dead: dict[tuple[str, str], str]) -> bool:
+             dead: dict[tuple[str, str], str], fires: PassFires) -> bool:
         """Account for one job's fires since its watermark; True: it opened an episode (alerted)."""
         if ledger.missed_alert_pending:
             self._alert(entry, ledger)
@@ -181,14 +188,15 @@ class MissedFires:
         if not entry.enabled or ledger.paused:  # nothing is expected while it does not fire
             self._advance(entry, ledger.fires_checked_until, until, None)
             return False
-        if self._counted(entry, ledger, since, until, now):
+        if self._counted(entry, ledger, since, until, now, fires):
             return False
         return self._account(entry, ledger, since, until, dead, chunked=until < now - self._grace(entry))
 
     def _grace(self, entry: CatalogJob) -> timedelta:
         return timedelta(seconds=entry.missed_after) if entry.missed_after else self.grace
 
-    def _counted(self, entry: CatalogJob, ledger: JobState, since: datetime, until: datetime, now: datetime) -> bool:
+    def _counted(self, entry: CatalogJob, ledger: JobState, since: datetime, until: datetime, now: datetime,
+                 planned: PassFires) -> bool:
         """The steady state, without reading a run: True when the claims counted since the
         watermark prove that every fire up to ``until`` was claimed.
 
@@ -201,8 +209,8 @@ class MissedFires:
         (a claim is of a fire the schedule makes; a schedule changed outside jobplane is read in
         the runs' pass, which any difference in the count leads to). A fire after the newest
         and before ``until`` was not claimed (and never will be): the runs are read. The
-        watermark moves on only every REFRESH or so (one write a job per half hour, not per
-        pass), as the count stays right until then."""
+        watermark moves on only every REFRESH to 2 x REFRESH (one write a job every few hours,
+        not per pass), as the count stays right until then."""
         if ledger.fires_claims_checked is None or ledger.missed_since or ledger.fires_checked_until is None:
             return False
         claimed = ledger.claims_schedule - ledger.fires_claims_checked
@@ -214,8 +222,7 @@ class MissedFires:
         if end - since > COUNT_SPAN:
             return False
         try:
-            fires = plan_fires(entry.schedule, entry.timezone, since + timedelta(milliseconds=1), end,
-                               self.control.schedule_anchors(entry), entry.calendar_schedule)
+            fires = planned.fires(entry, since + timedelta(milliseconds=1), end, self.control.schedule_anchors(entry))
         except ValueError:
             return False
         if claimed and newest is not None:  # a count without a newest claim returned above
@@ -370,14 +377,16 @@ class MissedFires:
         url = self.queue_url()
         if url is None:
             return {}
-        jobs = {names.schedule_name(self.prefix, e.name, i): e for e in self.control.entries.values()
-                for i in range(len(e.schedule))}
+        jobs: dict[str, CatalogJob] = {}  # every deployed schedule's job, made only when a letter came
         found: dict[tuple[str, str], str] = {}
         for _ in range(DEAD_LETTER_BATCHES):
             batch = self.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, MessageAttributeNames=["All"],
                                              VisibilityTimeout=60, WaitTimeSeconds=0).get("Messages", [])
             if not batch:
                 break
+            # (a calendar job deploys dozens of schedules: at 1,000 of them ~57,000 names, each pass)
+            jobs = jobs or {names.schedule_name(self.prefix, e.name, i): e for e in self.control.entries.values()
+                            for i in range(len(e.schedule))}
             for message in batch:
                 attrs = {k: v.get("StringValue", "") for k, v in (message.get("MessageAttributes") or {}).items()}
                 schedule = attrs.get("SCHEDULE_ARN", "").rsplit("/", 1)[-1]
@@ -419,17 +428,22 @@ class MissedFires:
         return out
 
     def _state_update(self, entry: CatalogJob, values: JsonObject, *, set_: str = "", add: str = "",
-                      remove: str = "", condition: str | None = None) -> bool:
+                      remove: str = "", condition: str | None = None, in_jobs: bool = False) -> bool:
         """One conditional update of the job's state item; every write also keeps it in the JOBS
-        partition (with its job and team), as the other writers of a state do."""
-        sets = ", ".join(x for x in (set_, "team = if_not_exists(team, :team), job = if_not_exists(job, :job), "
-                                          "gsi1pk = :jobs, gsi1sk = :job") if x)
-        expression = f"SET {sets}" + (f" ADD {add}" if add else "") + (f" REMOVE {remove}" if remove else "")
+        partition (with its job and team), as the other writers of a state do, unless the
+        condition itself proves the item is there already (``in_jobs``)."""
+        keep = "" if in_jobs else ("team = if_not_exists(team, :team), job = if_not_exists(job, :job), "
+                                   "gsi1pk = :jobs, gsi1sk = :job")
+        sets = ", ".join(x for x in (set_, keep) if x)
+        expression = (f"SET {sets}" if sets else "") + (f" ADD {add}" if add else "") + \
+            (f" REMOVE {remove}" if remove else "")
         kwargs: JsonObject = {
             "TableName": self.table, "Key": {"pk": {"S": dm.job_partition(entry.name)}, "sk": {"S": dm.STATE_SK}},
-            "UpdateExpression": expression,
-            "ExpressionAttributeValues": item_of(values | {
+            "UpdateExpression": expression.strip(),
+            "ExpressionAttributeValues": item_of(values if in_jobs else values | {
                 ":team": entry.team, ":job": entry.name, ":jobs": dm.JOBS_PARTITION})}
+        if not kwargs["ExpressionAttributeValues"]:
+            del kwargs["ExpressionAttributeValues"]
         if condition:
             kwargs["ConditionExpression"] = condition
         try:
@@ -440,15 +454,21 @@ class MissedFires:
 
     def _advance(self, entry: CatalogJob, old: str | None, until: datetime, claims: int | None) -> bool:
         """Move the watermark (with the claim count of the fires up to it, or without one: not
-        known), unless another checker moved it first."""
+        known), unless another checker moved it first: the write's condition is the watermark
+        this pass read, so of two passes that race (two Lambda invocations overlapping, a
+        manual check beside the periodic one) one moves it and the other changes nothing. A
+        watermark it read came from the JOBS partition (``job_states``), the condition holds only
+        while the item still has it, and no writer removes a state's partition keys: that write
+        leaves them alone (four of the update's six actions; parsing them was most of a local
+        write's cost)."""
         condition = f"attribute_not_exists({dm.ATTR_FIRES_CHECKED})" if old is None else f"{dm.ATTR_FIRES_CHECKED} = :old"
         values: JsonObject = {":until": iso_millis(until)} | ({":old": old} if old else {})
         if claims is None:
             return self._state_update(entry, values, set_=f"{dm.ATTR_FIRES_CHECKED} = :until",
-                                      remove=dm.ATTR_FIRES_CLAIMS, condition=condition)
+                                      remove=dm.ATTR_FIRES_CLAIMS, condition=condition, in_jobs=old is not None)
         return self._state_update(entry, values | {":claims": claims},
                                   set_=f"{dm.ATTR_FIRES_CHECKED} = :until, {dm.ATTR_FIRES_CLAIMS} = :claims",
-                                  condition=condition)
+                                  condition=condition, in_jobs=old is not None)
 
     def _record(self, entry: CatalogJob, fire: str, cause: str) -> bool:
         """The MISSED record of one fire (once: a second write of it changes nothing)."""
