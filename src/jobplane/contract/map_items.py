@@ -27,8 +27,9 @@ task in the container overrides, which ECS caps at 8,192 characters with the run
 (pass an id; read the rest in the each step). Concurrency: a Distributed Map runs at most
 10,000 child executions at once
 (https://docs.aws.amazon.com/step-functions/latest/dg/state-map-distributed.html), the bound of
-``max_concurrency``. The count: Step Functions reads a JSONL object line by line and bounds a
-reader's ``MaxItems`` at 100,000,000 (input-output-itemreader.html, "ReaderConfig"); the list
+``max_concurrency``. The count: Step Functions reads a JSONL object line by line (InputType JSONL,
+https://docs.aws.amazon.com/step-functions/latest/dg/input-output-itemreader.html "ReaderConfig";
+its own ceiling on a reader's items is not what binds here, so it is not relied on); the list
 object is one PutObject of at most 5 GB
 (https://docs.aws.amazon.com/AmazonS3/latest/userguide/upload-objects.html), which
 :data:`MAX_ITEMS` lines of at most :data:`MAX_ITEM_BYTES` stay far below (~105 MB). Ours,
