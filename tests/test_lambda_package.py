@@ -352,6 +352,8 @@ def test_the_periodic_handler_announces_a_slow_run_and_catches_up_lost_status_ev
             "%Y-%m-%dT%H:%M:%S.000Z")}, ":j": {"S": stopped_job}, ":p": {"S": "JOBS"}})
     # and one just deployed, which the ledger has not looked at: its fires count from its
     # schedule's creation (ListSchedules), so none is due yet
+    from jobplane.contract.names import team_role_name
+
     fresh_job = f"new-{uuid.uuid4().hex[:8]}"
     scheduler = aws.client("scheduler")
     try:
@@ -361,7 +363,8 @@ def test_the_periodic_handler_announces_a_slow_run_and_catches_up_lost_status_ev
     scheduler.create_schedule(Name=f"{aws.prefix}-{fresh_job}", GroupName=aws.prefix,
                               ScheduleExpression="cron(0/1 * * * ? *)", FlexibleTimeWindow={"Mode": "OFF"},
                               Target={"Arn": f"arn:aws:states:{aws.region}:123456789012:stateMachine:{aws.prefix}-{fresh_job}",
-                                      "RoleArn": f"arn:aws:iam::123456789012:role/{aws.prefix}-{fresh_job}-scheduler"})
+                                      # the team's schedule role, as compiled (compiler/shared_roles.py)
+                                      "RoleArn": f"arn:aws:iam::123456789012:role/{team_role_name(aws.prefix, 'billing', 'scheduler', 'f00d', 1)}"})
     # ... and paused, but an apply wrote its compiled state (ENABLED) again: the periodic pass
     # disables it again, as drift (issue 49, item 3)
     aws.repository().set_paused(fresh_job, "billing", "ops@example.com", "vendor outage",
@@ -377,7 +380,7 @@ def test_the_periodic_handler_announces_a_slow_run_and_catches_up_lost_status_ev
         "Name": f"{aws.prefix}-{late_job}", "GroupName": aws.prefix, "ScheduleExpression": late_cron,
         "FlexibleTimeWindow": {"Mode": "OFF"}, "ScheduleExpressionTimezone": "UTC",
         "Target": {"Arn": f"arn:aws:states:{aws.region}:123456789012:stateMachine:{aws.prefix}-{late_job}",
-                   "RoleArn": f"arn:aws:iam::123456789012:role/{aws.prefix}-{late_job}-scheduler"}},
+                   "RoleArn": f"arn:aws:iam::123456789012:role/{team_role_name(aws.prefix, 'billing', 'scheduler', 'f00d', 1)}"}},
         created_at=datetime.now(timezone.utc) - timedelta(hours=1))
     # and a backfill someone started from a laptop that then slept: nothing else drives it
     backfilled = f"bf-{uuid.uuid4().hex[:8]}"

@@ -264,9 +264,7 @@ def _merge(members: list[_Grant]) -> list[list[JsonObject]]:
 
 
 def _role_name(prefix: str, team: str, kind: str, digest: str, n: int) -> str:
-    tail = f"-{kind}-{digest}-{n}"
-    room = names.LIMITS["IAM role"] - len(prefix) - 1 - len(tail)
-    return f"{prefix}-{team[:room].rstrip('-')}{tail}"
+    return names.team_role_name(prefix, team, kind, digest, n)
 
 
 def share(team: str, prefix: str, docs: dict[str, JsonObject], sources: dict[str, str],

@@ -32,6 +32,15 @@ def schedule_name(prefix: str, job: str, index: int) -> str:
     return f"{prefix}-{job}" if index == 0 else f"{prefix}-{job}-{index + 1}"
 
 
+def team_role_name(prefix: str, team: str, kind: str, digest: str, n: int) -> str:
+    """A role a team's jobs share (compiler/shared_roles.py): ``<prefix>-<team>-<kind>-<digest>-<n>``,
+    the team's name shortened to fit IAM's 64 characters. The platform's policies that pass such
+    a role match this shape (``<prefix>-*-scheduler-*``)."""
+    tail = f"-{kind}-{digest}-{n}"
+    room = LIMITS["IAM role"] - len(prefix) - 1 - len(tail)
+    return f"{prefix}-{team[:room].rstrip('-')}{tail}"
+
+
 def sfn_role_name(prefix: str, job: str) -> str:
     return f"{prefix}-{job}-sfn"
 

@@ -33,6 +33,7 @@ from typing import Literal
 
 from pydantic import ValidationError
 
+from jobplane.contract.arns import ExecutionArn
 from jobplane.contract.notifications import NotificationMessage
 from jobplane.contract.types import Client, JsonObject
 
@@ -120,8 +121,10 @@ def read(message: JsonObject) -> DeadLetter:
                           summary=f"{alert.event} alert of {inert(alert.job, 80)} ({inert(alert.execution, 80)})")
     if isinstance(body, dict) and body.get("detail-type") == "Step Functions Execution Status Change":
         detail = body.get("detail") if isinstance(body.get("detail"), dict) else {}
-        arn = str(detail.get("executionArn", ""))  # type: ignore[union-attr]
-        execution = arn.rsplit(":", 1)[-1] if arn else None
+        try:
+            execution: str | None = ExecutionArn.parse(str(detail.get("executionArn", ""))).name  # type: ignore[union-attr]
+        except ValueError:
+            execution = None
         return DeadLetter(**base, kind="status event", execution=execution,  # type: ignore[arg-type]
                           summary=f"{inert(detail.get('status'), 20)} of {inert(execution, 80)} "  # type: ignore[union-attr]
                                   "(the periodic check records it)")

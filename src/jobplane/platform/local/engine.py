@@ -453,16 +453,17 @@ class LocalAWS:
 
     def deploy_schedules(self, job: CatalogJob, state_machine_arn: str, role_name: str | None = None) -> list[str]:
         from jobplane.contract import execution_input
-        from jobplane.contract.names import schedule_name, scheduler_role_name
+        from jobplane.contract.names import schedule_name, team_role_name
 
         group = self._ensure_schedule_group()
         names = []
         target_input = json.dumps(execution_input.scheduled(execution_input.SCHEDULER_TIME, job.params).to_json(), sort_keys=True)
         # the schedule's role, named as the compiled Terraform names it (its team's shared role:
         # platform/local/compiled_roles.py), so a schedule here carries what it carries on AWS (an
-        # UpdateSchedule passes that role again); a job deployed from its ASL alone, a role of its own
+        # UpdateSchedule passes that role again); a job deployed from its ASL alone, one of its
+        # team's of the same shape
         iam = self.client("iam")
-        role_name = role_name or scheduler_role_name(self.prefix, job.name)
+        role_name = role_name or team_role_name(self.prefix, job.team, "scheduler", "local", 1)
         if not self._roles:  # the roles that exist, listed once (a GetRole per job was ~7 ms each)
             for page in iam.get_paginator("list_roles").paginate():
                 self._roles.update({r["RoleName"]: r["Arn"] for r in page["Roles"]})
