@@ -207,8 +207,10 @@ class Reads:
                 continue
         return views
 
-    def execution(self, name: str, job: str | None = None) -> ExecutionView:
-        record = self.repo.execution(name)
+    def execution(self, name: str, job: str | None = None, read: ExecutionRecord | None = None) -> ExecutionView:
+        """``read``: the execution's final record as the caller just read it, so it is not read
+        again (`jobplane run` has just seen it appear)."""
+        record = read if read is not None and read.execution == name else self.repo.execution(name)
         if record is not None:
             arn = record.execution_arn or self.deployment.execution_arn(record.job, name)
             # just ended: the reconciler has not added the history yet
