@@ -104,17 +104,13 @@ def load_catalog(deployment: Deployment) -> Catalog:
     location = str(deployment.catalog_path or "")
     if not location:
         raise ValueError("a catalog or deployment.catalog_path is needed")
-    if location.startswith("s3://"):
-        bucket, _, key = location[len("s3://"):].partition("/")
-        s3 = deployment.client("s3")
-        if key.endswith(".json"):
-            return Catalog.model_validate_json(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
-        keys = [o["Key"] for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=key)
-                for o in page.get("Contents", []) if o["Key"].endswith(".json")]
-        if not keys:
+    if location.startswith("s3://"):  # the parts as _catalog_texts lists and reads them
+        parts = [Catalog.model_validate_json(text) for text in _catalog_texts(deployment)]
+        if location.endswith(".json"):
+            return parts[0]
+        if not parts:
             raise ValueError(f"no catalog under {location}: apply the team roots (docs/deploy.md)")
-        return Catalog.merge([Catalog.model_validate_json(s3.get_object(Bucket=bucket, Key=k)["Body"].read())
-                              for k in sorted(keys)])
+        return Catalog.merge(parts)
     return Catalog.load(Path(location))
 
 
