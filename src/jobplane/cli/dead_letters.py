@@ -33,11 +33,11 @@ def dead_letters(obj: Context, resend: bool, execution: str | None, reason: str 
         from jobplane.cli.common import running_control
 
         control = aws_target(deployment, identify=False).control if deployment else running_control(obj, data_dir)
-        letters = control.dead_letters(limit)
+        letters, name = control.dead_letters(limit), control.events_dead_letters().name
         if not letters:
-            click.echo(f"Nothing undelivered in {control.events_dead_letters().name}.")
+            click.echo(f"Nothing undelivered in {name}.")
             return
-        click.echo(f"{len(letters)} undelivered in {control.events_dead_letters().name} (oldest first):")
+        click.echo(f"{len(letters)} undelivered in {name} (oldest first):")
         for letter in letters:
             click.echo(f"  {letter.line()}")
         if any(letter.kind == "alert" for letter in letters):

@@ -224,9 +224,10 @@ def status(obj: Context, data_dir: Path | None, deployment: Path | None, as_json
         for j, m in missed:
             click.echo(f"  {j.name}: {m['count']} since {m['since']}: {m['cause']}")
     pools.echo()
-    undelivered = control.events_dead_letters().count()  # alerts Slack refused, events nobody took
+    queue = control.events_dead_letters()
+    undelivered = queue.count()  # alerts Slack refused, events nobody took
     if undelivered:
-        click.echo(f"\nUndelivered: about {undelivered} in {control.events_dead_letters().name} "
+        click.echo(f"\nUndelivered: about {undelivered} in {queue.name} "
                    "(see `jobplane dead-letters`)")
     changed = [(name, p) for name, ps in problems.items() for p in ps]
     if changed:
