@@ -12,7 +12,7 @@ Each round moves the clock 5 minutes and runs those fires; the ledger's pass com
 distinct schedule's fires (three kinds, one calendar) once. The first half of the rounds crosses
 Friday 2026-11-20's midnight into the weekend (no fire, nothing missed); the second half Monday
 11-23's (Labour Thanksgiving Day) into Tuesday; at the start of each half the watermarks are as
-a deploy leaves them (bench/missed_fires.py: REFRESH ago, so each pass moves ~1 in 24 of them);
+a deploy leaves them (bench/missed_fires.py: REFRESH ago, so each pass moves ~1 in 48 of them);
 job-0000's fires stop running in the last three rounds, so the last pass (at the usual 5
 minutes) is the first past their grace: it reads that job's runs, records and alerts.
 

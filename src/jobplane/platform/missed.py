@@ -88,13 +88,17 @@ RESUME_SLACK = timedelta(seconds=5)
 
 #: How far back a pass counts fires without reading runs (:meth:`MissedFires._counted`); past
 #: it, the runs are read. A job's watermark moves on every REFRESH plus a spread by job of up to
-#: another REFRESH: one conditional write a job every 2-4 hours, so a pass at 5,000 jobs moves
-#: ~140 watermarks (~210 while watermarks set at one instant, a first deploy, spread out), not
-#: ~560-830 as with 30 minutes (each write a round trip: on the local AWS ~3-10 ms each, the most
-#: of a pass's time, bench/missed_fires.py). Counting a longer window costs no more for jobs
-#: that share a schedule (each schedule's fires are computed once a pass: platform/pass_fires.py).
-COUNT_SPAN = timedelta(hours=6)
-REFRESH = timedelta(hours=2)
+#: another REFRESH: one conditional write a job every 4-8 hours, so a pass every 5 minutes at
+#: 5,000 jobs moves ~70 watermarks (~105 while watermarks set at one instant, a first deploy,
+#: spread out). Each write is a round trip (on the local AWS ~5-10 ms, the most of a pass's time,
+#: bench/missed_fires.py): every 2-4 hours it was ~140-210 a pass (median pass 2.3 s at 5,000
+#: jobs), every 30-60 minutes ~560-830 (11-16 s). The count stays right however long the
+#: watermark waits; COUNT_SPAN covers the longest wait (2 x REFRESH) plus a pass's window,
+#: and is the CHUNK a pass accounts for at most. Counting a longer window costs no more for jobs
+#: that share a schedule (each schedule's fires are computed once a pass: platform/pass_fires.py;
+#: a minutely schedule's 12 hours are 720 fires, under backfill_model.MAX_FIRES).
+COUNT_SPAN = CHUNK
+REFRESH = timedelta(hours=4)
 
 Clock = Callable[[], datetime]
 #: When the scheduler itself was not running (from, to): ``jobplane dev``'s local scheduler.
@@ -162,10 +166,16 @@ class MissedFires:
         # each job's accounting is its own reads and conditional writes (none in the steady
         # state, where the claims are counted): on AWS the jobs whose runs are read run side by
         # side, as that is mostly waiting for DynamoDB; an in-process store (`jobplane dev`)
-        # gains nothing from threads (bench/missed_fires.py: 200 jobs 4.2 s with 8, 2.6 s with 1)
-        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="jobplane-ledger") as pool:
-            done = list(pool.map(lambda e: self._job(e, now, states.get(e.name) or JobState(e.name), created, dead,
-                                                     fires), due))
+        # gains nothing from threads (bench/missed_fires.py: 200 jobs 4.2 s with 8, 2.6 s with 1),
+        # and with one worker the jobs are taken in this thread: handing 5,000 jobs to a pool of
+        # one cost ~0.15 s a pass in futures and thread switches, for nothing
+        def one(e: CatalogJob) -> bool:
+            return self._job(e, now, states.get(e.name) or JobState(e.name), created, dead, fires)
+        if self.workers <= 1:
+            done = [one(e) for e in due]
+        else:
+            with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="jobplane-ledger") as pool:
+                done = list(pool.map(one, due))
         return [e.name for e, opened in zip(due, done) if opened]
 
     def _job(self, entry: CatalogJob, now: datetime, ledger: JobState, created: dict[str, datetime],
