@@ -49,6 +49,7 @@ from jobplane.platform.control import ControlPlane  # noqa: E402
 from jobplane.platform.local import moto_patches  # noqa: E402
 from jobplane.platform.local.engine import ACCOUNT, LocalAWS  # noqa: E402
 from jobplane.platform.missed import GRACE, REFRESH  # noqa: E402
+from jobplane.devserver.dev_platform import freeze_started_heap  # noqa: E402
 
 PREFIX = mf.PREFIX
 TOKYO = ZoneInfo("Asia/Tokyo")
@@ -111,6 +112,7 @@ def main() -> None:
         print(f"{args.jobs} calendar jobs, {sum(len(h) for h in history.values()):,} run records, written in {time.perf_counter() - t:.1f} s")
         deployment = mf.deployment_of(aws, path)
         control = ControlPlane(deployment)
+        freeze_started_heap()  # as `jobplane dev` does once its platform is up (bench/missed_fires.py)
         passes = []
         clock_now = now
         for n in range(args.rounds + 1):
@@ -150,7 +152,7 @@ def main() -> None:
             what = f"alerted {done.alerted}" if last else f"{count} fires a job, none missed"
             print(f"pass {n + 1} (to {clock_now.astimezone(TOKYO):%a %m-%d %H:%M} Tokyo): {done.seconds:.2f} s ({what}; "
                   f"{refreshed} watermarks moved on; {mf.said(done)})")
-            passes.append(done.seconds)
+            passes.append(done)
             assert (done.alerted == [names[0]]) if last else not done.alerted, done.alerted
         print(mf.summary(f"{args.jobs} calendar jobs", passes))
 
