@@ -22,6 +22,15 @@ alone: botocore's own lists the directory of every service it ships (~450, each 
 its model files looked for) once per model type, to check that the name is one of them:
 ~25 ms of each ``jobplane run``'s CPU before its run could start (issue 54 item 5). The
 models loaded are botocore's, unchanged; a name it does not ship still fails as botocore fails.
+
+Its files are parsed into plain dicts (:class:`_PlainJSONFiles`): botocore's own file loader
+builds an OrderedDict of every object (``object_pairs_hook``), which made parsing the endpoint
+data and a run's two service models cost twice what it does (~37 ms against ~17 ms of each
+``jobplane run`` before its run could start). A dict keeps its keys in insertion order (Python
+language reference, "Mapping types"), which is all botocore asks of those OrderedDicts; their
+order-sensitive equality and ``move_to_end`` are used nowhere in it (tests/test_aws_clients.py
+holds every model and the endpoint data equal to botocore's, key order included). The endpoint
+data's service tables are parsed a service at a time (platform/endpoint_data.py).
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ import threading
 from typing import Any
 
 from jobplane.contract.types import Client
+from jobplane.platform import endpoint_data
 
 _lock = threading.Lock()
 _session: Any = None
@@ -54,10 +64,24 @@ def _loader(data_path: str | None) -> Any:
     """The loader botocore's session would make (``botocore.loaders.create_loader`` of its
     ``data_path``: the same search paths), except that it loads a named service's model without
     listing every service first."""
+    import gzip
+    import json
     import os
 
     from botocore.exceptions import DataNotFoundError
-    from botocore.loaders import Loader, create_loader, instance_cache
+    from botocore.loaders import JSONFileLoader, Loader, create_loader, instance_cache
+
+    class _PlainJSONFiles(JSONFileLoader):  # type: ignore[misc]
+        def load_file(self, file_path: str) -> Any:
+            # botocore's order: <path>.json, then <path>.json.gz; None when neither exists
+            for ext, opener in ((".json", open), (".json.gz", gzip.open)):
+                if os.path.isfile(file_path + ext):
+                    with opener(file_path + ext, "rb") as f:
+                        text = f.read().decode("utf-8")
+                    if os.path.basename(file_path) == "endpoints":  # each service parsed when looked up
+                        return endpoint_data.parse(text)
+                    return json.loads(text)
+            return None
 
     class _Loader(Loader):  # type: ignore[misc]
         @instance_cache  # type: ignore[untyped-decorator]
@@ -76,4 +100,5 @@ def _loader(data_path: str | None) -> Any:
             self._extras_processor.process(model, self._find_extras(service_name, type_name, latest))
             return model
 
-    return _Loader(extra_search_paths=create_loader(data_path).search_paths, include_default_search_paths=False)
+    return _Loader(extra_search_paths=create_loader(data_path).search_paths, include_default_search_paths=False,
+                   file_loader=_PlainJSONFiles())
