@@ -846,6 +846,59 @@ def scenario(name: str, fixed: bool) -> dict:
                     "bad": [bad["status"], bad["error"]]}
         return with_engine(fixes, body)
 
+    if name == "stepfunctions_fast_history":
+        def body(aws):
+            # histories of many kinds of events (a task that fails and is retried, a choice, a
+            # map, parallel branches, a failure): each answer's body, the same result written by
+            # moto's own serializer in this process, and the shape walks the answers cost
+            from moto.core import serialize
+            from moto.core.responses import ActionResult, BaseResponse
+            from moto.stepfunctions.responses import StepFunctionResponse
+
+            walks = [0]
+            walk = serialize.JSONSerializer._serialize_type_structure
+
+            def counted_walk(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+                walks[0] += 1
+                return walk(self, *args, **kwargs)
+
+            answers: list = []
+            serialized = StepFunctionResponse.serialized
+
+            def compared(self, action_result):  # type: ignore[no-untyped-def]
+                if self._get_action() != "GetExecutionHistory":
+                    return serialized(self, action_result)
+                before = walks[0]
+                status, headers, body = serialized(self, action_result)
+                spent = walks[0] - before
+                stock = BaseResponse.serialized(self, ActionResult(action_result.result))[2]
+                answers.append({"same": json.loads(body) == json.loads(stock), "walks": spent,
+                                "types": [e["type"] for e in json.loads(body)["events"]]})
+                return status, headers, body
+
+            serialize.JSONSerializer._serialize_type_structure = counted_walk
+            StepFunctionResponse.serialized = compared
+            sfn = aws.client("stepfunctions")
+            task = ecs_task_state(aws, ["sh", "-c", "exit 3"])
+            task["Retry"] = [{"ErrorEquals": ["States.ALL"], "MaxAttempts": 1, "IntervalSeconds": 1}]
+            task["Catch"] = [{"ErrorEquals": ["States.ALL"], "Next": "choose", "ResultPath": "$.error"}]
+            del task["End"]
+            machine = {"StartAt": "t", "States": {
+                "t": task,
+                "choose": {"Type": "Choice", "Choices": [{"Variable": "$.go", "BooleanEquals": True, "Next": "each"}],
+                           "Default": "fail"},
+                "each": {"Type": "Map", "ItemsPath": "$.items", "Next": "both",
+                         "ItemProcessor": {"ProcessorConfig": {"Mode": "INLINE"}, "StartAt": "p",
+                                           "States": {"p": {"Type": "Pass", "End": True}}}},
+                "both": {"Type": "Parallel", "Next": "fail", "Branches": [
+                    {"StartAt": "w", "States": {"w": {"Type": "Wait", "Seconds": 0, "End": True}}},
+                    {"StartAt": "q", "States": {"q": {"Type": "Pass", "Result": {"n": 1}, "End": True}}}]},
+                "fail": {"Type": "Fail", "Error": "Probe", "Cause": "the end"}}}
+            runs = [run_machine(sfn, machine, {"go": True, "items": [1, "two", {"three": 3}]}),
+                    run_machine(sfn, {"StartAt": "p", "States": {"p": {"Type": "Pass", "End": True}}})]
+            return {"runs": [[r["status"], r["error"], r["events"]] for r in runs], "answers": answers, "cause": runs[0]["cause"]}
+        return with_engine(fixes, body)
+
     raise SystemExit(f"unknown scenario {name}")
 
 

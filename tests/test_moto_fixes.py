@@ -373,6 +373,24 @@ def test_read_answers_are_written_as_they_are_stored_and_answer_the_same() -> No
     assert stock["all_reads"]["shape_walks"] > 10 * fixed["all_reads"]["shape_walks"]
 
 
+@probes("stepfunctions_fast_history")
+def test_an_execution_history_is_written_as_it_is_kept_and_answers_the_same() -> None:
+    stock, fixed = probe("stepfunctions_fast_history", "stock"), probe("stepfunctions_fast_history", "fixed")
+    # the same executions, the same events (a map's iterations interleave as its threads run)
+    assert [(r[0], r[1], sorted(r[2])) for r in fixed["runs"]] == [(r[0], r[1], sorted(r[2])) for r in stock["runs"]]
+    failed, passed = stock["runs"]
+    assert failed[:2] == ["FAILED", "Probe"] and passed[0] == "SUCCEEDED"
+    kinds = set(failed[2])
+    assert {"TaskFailed", "MapStateStarted", "ParallelStateStarted", "WaitStateEntered", "ExecutionFailed"} <= kinds
+    # every answer the same as moto's own serializer writes it, in both modes
+    assert len(fixed["answers"]) == len(stock["answers"]) >= 2
+    assert all(a["same"] for a in stock["answers"] + fixed["answers"])
+    assert [sorted(a["types"]) for a in fixed["answers"]] == [sorted(a["types"]) for a in stock["answers"]]
+    # stock moto walks the history event shape for every event (and each of its details); fixed,
+    # only for the rest of each answer
+    assert sum(a["walks"] for a in stock["answers"]) > 10 * max(1, sum(a["walks"] for a in fixed["answers"]))
+
+
 @probes("dynamodb_fast_projection")
 def test_a_projection_of_top_level_attributes_takes_them_as_stored_and_answers_the_same() -> None:
     stock, fixed = probe("dynamodb_fast_projection", "stock"), probe("dynamodb_fast_projection", "fixed")

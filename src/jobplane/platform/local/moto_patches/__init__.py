@@ -28,7 +28,8 @@ from jobplane.platform.local.moto_patches import (client_reuse, context_start_ti
                                                   map_tolerated_failures,
                                                   no_wait_after_stop,
                                                   programs, server_dispatch, service_casing, stop_cause,
-                                                  stop_is_final, stop_while_starting, sync_retry, sync_task_exit_code)
+                                                  stepfunctions_fast_history, stop_is_final, stop_while_starting, sync_retry,
+                                                  sync_task_exit_code)
 from jobplane.platform.local.moto_patches.backends import (ACCOUNT, Terraform, create_role, create_state_machine,
                                                            deploys_target, forget_ended_executions, put_schedule,
                                                            running_executions)
@@ -142,6 +143,9 @@ PATCHES: tuple[Patch, ...] = (
     Patch("dynamodb_fast_answers", "a read answers its stored items as they are",
           "serialises every value through botocore's shape model (~3 s for 1,000 items)",
           dynamodb_fast_answers.fix_dynamodb_fast_answers),
+    Patch("stepfunctions_fast_history", "GetExecutionHistory costs what writing its events does",
+          "walks botocore's shape model for each member of each event (~35 ms for a one-step run's 20)",
+          stepfunctions_fast_history.fix_stepfunctions_fast_history),
     Patch("dynamodb_fast_projection", "a projection costs what the projected attributes do",
           "converts the whole item once per projected attribute",
           dynamodb_fast_projection.fix_dynamodb_fast_projection),
