@@ -4,12 +4,14 @@ asserts a wall-clock time. The catalog's pydantic models, boto3 (its resource la
 s3transfer), the compiler and Jsonnet cost it ~0.3 s of CPU before its first call; it reads its
 job's entry with contract/catalog_brief.py and makes its clients with platform/aws_clients.py.
 The console script's own process also leaves what its start-up built to the OS instead of
-collecting it (cli/process.py); a program that embeds the CLI keeps its collector as it was."""
+collecting it, and ends without the interpreter's finalization once nothing is left to finish
+(cli/process.py); a program that embeds the CLI keeps its collector and its exit as they were."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import textwrap
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -34,16 +36,76 @@ def test_jobplane_run_imports_neither_pydantic_nor_boto3_nor_the_compiler_and_fr
         # as the console script runs it (its own process), then as a program that embeds the CLI
         for way, call in (("console", f"sys.argv = ['jobplane', *{args!r}]; console()"),
                           ("embedded", f"r = CliRunner().invoke(main, {args!r}); print(r.output); sys.exit(r.exit_code)")):
-            code = ("import atexit, gc, sys; from click.testing import CliRunner; from jobplane.cli import console, main; "
-                    "atexit.register(lambda: print(sorted({m.split('.')[0] for m in sys.modules} & "
+            # what the process imported, said as it ends: at its quick exit (os._exit) or at exit
+            code = ("import atexit, gc, os, sys; from click.testing import CliRunner; from jobplane.cli import console, main; "
+                    "said = lambda how: print(sorted({m.split('.')[0] for m in sys.modules} & "
                     f"{set(HEAVY)!r}) + sorted(m for m in sys.modules if (m + '.').startswith({HEAVY_JOBPLANE!r})), "
-                    f"gc.get_freeze_count() > 0)); {call}")
+                    "gc.get_freeze_count() > 0, how, flush=True); atexit.register(said, 'exit'); "
+                    f"quick = os._exit; os._exit = lambda c: (said('quick'), quick(c)); {call}")
             done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
             assert done.returncode == 0, (way, done.stdout, done.stderr)
             assert "load (attempt 1): succeeded" in done.stdout and "SUCCEEDED" in done.stdout, (way, done.stdout)
-            imported, frozen = done.stdout.strip().splitlines()[-1].rsplit(" ", 1)
+            imported, frozen, how = done.stdout.strip().splitlines()[-1].rsplit(" ", 2)
             assert imported == "[]", way
             # only the console script's own process leaves its start-up to the OS (cli/process.py)
             assert frozen == ("True" if way == "console" else "False"), way
+            assert how == ("quick" if way == "console" else "exit"), way
     finally:
         platform.stop()
+
+
+def _ends(code: str) -> subprocess.CompletedProcess[str]:
+    """``code`` in a process of its own: the console script's (OWN_PROCESS), its start-up done."""
+    prelude = ("import atexit, sys, threading, time\nfrom jobplane.cli import process\nprocess.OWN_PROCESS = True\n"
+               "atexit.register(lambda: print('finalized', flush=True))\n")
+    return subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_a_command_that_has_nothing_left_ends_at_once_with_its_output_and_status() -> None:
+    done = _ends("""
+        with process.started():
+            pass
+        sys.stdout.write("the last line, without its newline")
+        sys.stderr.write("and an error")
+        process.leave(SystemExit(3))
+        print("not reached")
+    """)
+    assert done.returncode == 3
+    assert done.stdout == "the last line, without its newline" and done.stderr == "and an error"
+    done = _ends("""
+        with process.started():
+            pass
+        process.leave(SystemExit(None))
+        print("not reached")
+    """)
+    assert (done.returncode, done.stdout) == (0, "")
+
+
+def test_a_thread_still_working_or_a_command_that_never_started_gets_pythons_usual_exit() -> None:
+    # a thread whose work exit would cut: leave() returns, and the thread finishes
+    done = _ends("""
+        with process.started():
+            pass
+        threading.Thread(target=lambda: (time.sleep(0.3), print("the thread's work done", flush=True))).start()
+        process.leave(SystemExit(2))
+        print("left as usual")
+        sys.exit(2)
+    """)
+    assert done.returncode == 2 and "left as usual" in done.stdout and "the thread's work done" in done.stdout
+    assert done.stdout.rstrip().endswith("finalized")
+    # a command that never built a platform's control plane through started() (`jobplane dev`)
+    done = _ends("""
+        process.leave(SystemExit(0))
+        print("left as usual")
+    """)
+    assert done.returncode == 0 and done.stdout.split() == ["left", "as", "usual", "finalized"]
+    # a status that is not a number: Python prints it and exits 1, as ever
+    done = _ends("""
+        with process.started():
+            pass
+        end = SystemExit("a message")
+        process.leave(end)
+        raise end
+    """)
+    assert done.returncode == 1 and "a message" in done.stderr and "finalized" in done.stdout

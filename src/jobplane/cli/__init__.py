@@ -11,4 +11,8 @@ def console() -> None:
     from jobplane.cli import process
 
     process.OWN_PROCESS = True
-    main()
+    try:
+        main()
+    except SystemExit as end:
+        process.leave(end)  # a command that has nothing left to finish ends here
+        raise

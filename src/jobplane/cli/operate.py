@@ -81,6 +81,8 @@ def run(obj: Context, job: str, params: tuple[str, ...], from_step: str | None, 
     click.echo(f"started {job}: {name}" + (f"\n  {where.link(name)}" if where.link(name) else ""))
     if not wait:
         return
+    # what reading its history takes is loaded while it runs, not after it has ended
+    import jobplane.platform.timeline  # noqa: F401
     deadline = time.monotonic() + timeout
     seen: set[tuple[str, int]] = set()
     pause = FIRST_POLL

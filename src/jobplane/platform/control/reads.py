@@ -14,12 +14,10 @@ from jobplane.contract.catalog_brief import JobBrief
 from jobplane.contract.execution_input import ExecutionInput
 from jobplane.contract.statuses import ExecutionStatus
 from jobplane.contract.clock import as_iso
-from jobplane.platform.logs import LogStream, StepLogs, error_excerpt
 from jobplane.contract.records import AuditEntry, ExecutionRecord, JobState
 from jobplane.contract.attribute_values import json_object
 from jobplane.contract.types import Client, JsonValue
 from jobplane.platform.repository import Page, Repository
-from jobplane.platform.timeline import history, state_transitions, timeline
 from jobplane.platform.control.deployment import Deployment, catalog_job, load_catalog
 from jobplane.platform.control.errors import Invalid, NotFound, check_cursor
 from jobplane.platform.control.views import (JOB_SORTS, RECENT_FAILURES, ExecutionHistory, ExecutionSubject,
@@ -34,6 +32,9 @@ def _status_matches(state: JobState | None, status: str) -> bool:
 
 if TYPE_CHECKING:  # the catalog's models (pydantic) load with the catalog (``load``)
     from jobplane.contract.catalog import Catalog, CatalogJob
+    # an execution's history and logs load when first read: after a run has started (issue 54
+    # item 5: what `jobplane run` imports before its StartExecution delays the run itself)
+    from jobplane.platform.logs import LogStream, StepLogs
     from jobplane.platform.anchors import ScheduleAnchors
 
 
@@ -68,6 +69,8 @@ class Reads:
 
     @cached_property
     def logs(self) -> StepLogs:
+        from jobplane.platform.logs import StepLogs
+
         return StepLogs(self.deployment.client("logs"), self.deployment.runner_log_group)
 
     @cached_property
@@ -218,6 +221,8 @@ class Reads:
             view = ExecutionView(name, record.job, arn, self._completed(record.job, record.given, record.started_at),
                                  record, None, steps)
             if not record.error and record.failed_step:  # the reconciler adds it a moment later
+                from jobplane.platform.logs import error_excerpt
+
                 return dataclasses.replace(view, log_error=error_excerpt(
                     self.logs.streams(view.timeline, record.failed_step, execution=name)))
             return view
@@ -262,6 +267,8 @@ class Reads:
     def _history(self, arn: str) -> ExecutionHistory | None:
         """The execution's step attempts and transitions; None if Step Functions does not know
         it (any more)."""
+        from jobplane.platform.timeline import history, state_transitions, timeline
+
         try:
             events = history(self.sfn, arn)
         except self.sfn.exceptions.ExecutionDoesNotExist:
