@@ -35,6 +35,15 @@ loaded machine it moves less than the wall time):
   * Python's cyclic garbage collector: ~130 collections during start-up that freed nothing, and
     finalization's collections at exit, which took longer than the rest of the command on a
     loaded machine: the console script's own process freezes what its start-up built (cli/process.py);
+  * botocore's loader parsed its JSON into an OrderedDict per object, and the session parsed
+    all of endpoints.json (every service of every partition) before its first client: ~30 ms
+    before the start; now plain dicts, and a service's endpoint entry parsed when looked up
+    (platform/aws_clients.py, platform/endpoint_data.py);
+  * after the run had ended: the local AWS wrote its history (GetExecutionHistory) through moto's
+    shape-walking serializer, ~35 ms for a one-step run's 20 events (now ~7 ms: the moto patch
+    stepfunctions_fast_history), the history reader was imported only then (now while the run
+    runs), and the interpreter's finalization took ~9 ms after the result was printed (the
+    console script's own command now ends with os._exit once its output is flushed, cli/process.py);
   * before that: the polls' growing pauses (a run that had ended was seen up to half a second
     late) and the runner's start in each task (runner/capture.py).
 Measured within minutes on this 2-core machine under a load of 6-14 (this bench, before and
