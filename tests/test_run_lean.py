@@ -23,6 +23,7 @@ from jobplane.devserver.dev_platform import DevPlatform
 #: What `jobplane run` must not import (top-level packages, and jobplane modules by prefix).
 HEAVY = ("pydantic", "boto3", "s3transfer", "_gojsonnet", "moto", "jsonschema")
 HEAVY_JOBPLANE = ("jobplane.compiler", "jobplane.contract.catalog.", "jobplane.contract.calendars",
+                  "jobplane.contract.audit.",  # every kind of audit event: a run writes one (audit_event.py)
                   "jobplane.contract.business_fires", "jobplane.portal", "jobplane.platform.local")
 
 

@@ -1,4 +1,6 @@
-"""What an audit entry says happened: one small frozen dataclass per kind of action.
+"""What an audit entry says happened: one small frozen dataclass per kind of action (the base
+and :class:`Run`, which a run's start writes, live in contract/audit_event.py and are
+re-exported here).
 
 An entry was once an action string and a free dict, each writer spelling both; a reader could
 not know which keys a "rerun" carries. Each event now names its action, its job, the execution
@@ -14,51 +16,13 @@ import json
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from jobplane.contract.types import JsonObject, JsonValue
-
-
-@dataclass(frozen=True)
-class AuditEvent:
-    """One kind of operator action on one job."""
-
-    #: the stored ``action`` (one per kind; Rerun has two, as it always had)
-    ACTION: ClassVar[str] = ""
-    job: str
-
-    @property
-    def action(self) -> str:
-        return self.ACTION
-
-    @property
-    def execution(self) -> str | None:
-        """The execution the action concerns (started, stopped, acknowledged), if one."""
-        return None
-
-    def details(self) -> JsonObject:
-        return {}
-
-    @classmethod
-    def read(cls, action: str, job: str, execution: str | None, details: JsonObject) -> AuditEvent:
-        return cls(job)
-
-
-@dataclass(frozen=True)
-class Run(AuditEvent):
-    ACTION: ClassVar[str] = "run"
-    started: str = ""
-    params: JsonObject = field(default_factory=dict)
-    from_step: str | None = None
-
-    @property
-    def execution(self) -> str | None:
-        return self.started
-
-    def details(self) -> JsonObject:
-        return {"params": self.params} | ({"from_step": self.from_step} if self.from_step else {})
-
-    @classmethod
-    def read(cls, action: str, job: str, execution: str | None, details: JsonObject) -> AuditEvent:
-        return cls(job, execution or "", _object(details.get("params")), _str(details.get("from_step")))
+from jobplane.contract.audit_event import AuditEvent as AuditEvent
+from jobplane.contract.audit_event import Run as Run
+from jobplane.contract.audit_event import as_int as _int
+from jobplane.contract.audit_event import as_object as _object
+from jobplane.contract.audit_event import as_str as _str
+from jobplane.contract.audit_event import details_text as details_text
+from jobplane.contract.types import JsonObject
 
 
 @dataclass(frozen=True)
@@ -300,18 +264,3 @@ def event_of(action: str, job: str, execution: str | None, details: str) -> Audi
     return _BY_ACTION.get(action, Other).read(action, job, execution, values)
 
 
-def details_text(event: AuditEvent) -> str:
-    """The details as stored: sorted JSON (what entries always held)."""
-    return json.dumps(event.details(), sort_keys=True)
-
-
-def _object(value: JsonValue) -> JsonObject:
-    return value if isinstance(value, dict) else {}
-
-
-def _str(value: JsonValue) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _int(value: JsonValue) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from jobplane.contract.audit import AuditEvent, details_text, event_of
+from jobplane.contract.audit_event import AuditEvent, details_text
 from jobplane.contract import datamodel as dm
 from jobplane.contract import items
 from jobplane.contract.attempts import Attempt, attempt_rows, timeline_of
@@ -264,6 +264,8 @@ class AuditEntry:
 
     @property
     def event(self) -> AuditEvent:
+        from jobplane.contract.audit import event_of  # every kind: built when an entry is read
+
         return event_of(self.action, self.job, self.execution, self.details)
 
     def to_item(self) -> Item:

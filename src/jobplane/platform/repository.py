@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from collections.abc import Sequence
 from typing import Generic, TypeVar
 
-from jobplane.contract.audit import AuditEvent
+from jobplane.contract.audit_event import AuditEvent
 from jobplane.contract import datamodel as dm
 from jobplane.contract import items
 from jobplane.contract.statuses import AbortReason, ExecutionStatus

@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from jobplane.contract import audit
 from jobplane.platform.control.access import Actor
 from jobplane.platform.control.errors import ControlError, check_reason
 from jobplane.platform.control.runs import Runs
@@ -62,6 +61,7 @@ class DeadLetterActions(Runs):
             if execution is not None and alert.execution != execution:
                 keep.append(letter)
                 continue
+            from jobplane.contract import audit  # every kind (not on a run start's path: audit_event.py)
             event = audit.ResendAlert(alert.job, alert.execution, alert.event, letter.error[:200])
 
             def send(message: NotificationMessage = alert) -> str:

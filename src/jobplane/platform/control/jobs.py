@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from jobplane.contract import arns, audit, names
+from jobplane.contract import arns, names
 from jobplane.contract.statuses import ExecutionStatus
 from jobplane.contract.clock import now_iso
 from jobplane.platform.control.access import Actor
@@ -33,6 +33,7 @@ class JobActions(Runs):
 
         undo = [lambda: self.repo.clear_paused(job),
                 lambda: self._set_schedule_state(entry, "ENABLED" if entry.enabled else "DISABLED")]
+        from jobplane.contract import audit  # every kind of event (not on a run start's path: contract/audit_event.py)
         self.audited(who, audit.Pause(job), reason, act, undo)
 
     def resume(self, job: str, actor: Actor | str, reason: str) -> None:
@@ -51,6 +52,7 @@ class JobActions(Runs):
         undo = [lambda: self.repo.set_paused(job, entry.team, state.paused_by or who.name, state.paused_reason or "",
                                              state.paused_at or now_iso()),
                 lambda: self._set_schedule_state(entry, "DISABLED")]
+        from jobplane.contract import audit
         self.audited(who, audit.Resume(job), reason, act, undo)
 
     def apply_pauses(self) -> list[str]:
@@ -120,6 +122,7 @@ class JobActions(Runs):
             if not self.repo.acknowledge_failure(job, state.blocked_by, who.name):
                 raise Conflict(f"{job} has no unacknowledged failure", {"job": job})
 
+        from jobplane.contract import audit
         self.audited(who, audit.Acknowledge(job, state.blocked_by), reason, act)
 
     def release_claim(self, job: str, actor: Actor | str, reason: str) -> list[str]:
@@ -153,5 +156,6 @@ class JobActions(Runs):
                 raise Conflict(f"{job}'s stale claims were released meanwhile", {"job": job})
             return released
 
+        from jobplane.contract import audit
         released: list[str] = self.audited(who, audit.ReleaseClaim(job, tuple(stale)), reason, act)
         return released

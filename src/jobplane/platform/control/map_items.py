@@ -14,7 +14,7 @@ import json
 import uuid
 from typing import TYPE_CHECKING
 
-from jobplane.contract import audit, execution_input, map_items
+from jobplane.contract import execution_input, map_items
 from jobplane.contract.map_items import ItemOutcome
 from jobplane.platform.control.access import Actor
 from jobplane.contract.types import JsonObject
@@ -90,6 +90,7 @@ class MapItems(Runs):
                           ContentType=map_items.CONTENT_TYPE, Metadata={map_items.COUNT_METADATA: str(len(failed))})
             return self.start_execution(original.job, payload, name)
 
+        from jobplane.contract import audit  # every kind of event (not on a run start's path: contract/audit_event.py)
         self._start_once(original.job, payload, name, idempotency_key is not None, lambda: self.audited(
             who, audit.RerunItems(original.job, name, execution, m.name, len(failed), shown), reason, start,
             undo=[lambda: s3.delete_object(Bucket=bucket, Key=key)]))

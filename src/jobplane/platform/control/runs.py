@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
-from jobplane.contract import audit, execution_input
+from jobplane.contract import audit_event, execution_input
 from jobplane.contract.attribute_values import json_object
 from jobplane.contract.execution_input import ExecutionInput
 from jobplane.contract import runner as rc
@@ -60,7 +60,7 @@ class Runs(Reads):
         name = name or (idempotent_name(job, who.name, idempotency_key) if idempotency_key is not None
                         else uuid.uuid4().hex)
         return self._start_once(job, payload, name, idempotency_key is not None, lambda: self.audited(
-            who, audit.Run(job, name, params, from_step), reason, lambda: self.start_execution(job, payload, name)))
+            who, audit_event.Run(job, name, params, from_step), reason, lambda: self.start_execution(job, payload, name)))
 
     def _ended_run(self, execution: str, actor: Actor | str, loaded: ExecutionSubject | None) -> tuple[Actor, ExecutionView]:
         """Who may re-run ``execution`` (authorized on its record) and the run, which has ended.
@@ -99,6 +99,7 @@ class Runs(Reads):
         payload = execution_input.rerun(who.name, execution, rerun_params(entry, original, overrides), resume_from)
         name = name or (idempotent_name(original.job, who.name, idempotency_key) if idempotency_key is not None
                         else uuid.uuid4().hex)
+        from jobplane.contract import audit  # every kind of event (not on a run start's path: contract/audit_event.py)
         self._start_once(original.job, payload, name, idempotency_key is not None, lambda: self.audited(
             who, audit.Rerun(original.job, name, execution, resume_from, overrides), reason,
             lambda: self.start_execution(original.job, payload, name)))
@@ -164,7 +165,7 @@ class Runs(Reads):
         who.authority(self.brief(job).team)
         return who
 
-    def audited(self, actor: Actor | str, event: audit.AuditEvent, reason: str, act: Callable[[], T],
+    def audited(self, actor: Actor | str, event: audit_event.AuditEvent, reason: str, act: Callable[[], T],
                 undo: Sequence[Callable[[], object]] | None = None) -> T:
         """An action and its audit entry, all or nothing: the actor is authorized for the event's
         job (every action passes here), the entry is written (a failed write changes nothing),
@@ -208,6 +209,7 @@ class Runs(Reads):
                 raise NotFound(f"no execution named {execution!r}", {"execution": execution}) from None
         if status != ExecutionStatus.RUNNING.value:
             raise Conflict(f"{execution} is not running ({status})", {"execution": execution, "status": status})
+        from jobplane.contract import audit
         self.audited(who, audit.Stop(subject.job, execution), reason, lambda: self.sfn.stop_execution(
             executionArn=arn, error="Stopped", cause=f"stopped by {who.name}: {reason}"))
 
