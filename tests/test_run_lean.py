@@ -110,3 +110,14 @@ def test_a_thread_still_working_or_a_command_that_never_started_gets_pythons_usu
         raise end
     """)
     assert done.returncode == 1 and "a message" in done.stderr and "finalized" in done.stdout
+    # no standard output at all (pythonw, a closed descriptor at start): nothing to flush, so
+    # Python's usual exit, which copes with it, and not an AttributeError out of leave()
+    done = _ends("""
+        with process.started():
+            pass
+        sys.stdout = None
+        process.leave(SystemExit(4))
+        sys.stderr.write("left as usual")
+        sys.exit(4)
+    """)
+    assert done.returncode == 4 and done.stderr == "left as usual" and "AttributeError" not in done.stderr

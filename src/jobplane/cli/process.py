@@ -70,7 +70,8 @@ def leave(end: SystemExit) -> None:
     try:
         sys.stdout.flush()
         sys.stderr.flush()
-    except (OSError, ValueError):  # a closed pipe or stream: let Python's exit report it as usual
+    except (OSError, ValueError, AttributeError):  # a closed pipe or stream, or none (pythonw):
+        # let Python's exit report it as usual
         return
     logging.shutdown()
     os._exit(code or 0)
