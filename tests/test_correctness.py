@@ -169,6 +169,72 @@ def test_the_jobs_page_reads_less_of_each_state_and_shows_the_same_rows(platform
         ddb.delete_item(TableName=table, Key=key)
 
 
+def test_the_status_filter_read_through_dynamodbs_filter_lists_exactly_what_reading_every_state_lists(
+        platform: DevPlatform) -> None:
+    """The jobs list filtered by status with a page size asks DynamoDB only for the states that
+    may match (reads.py's _status_prefilter) and decides them here; without a page size it
+    reads every state and decides all of them. Both must list the same jobs for every status,
+    a made-up one and malformed states included, and those must be the ones the filter's rule
+    names. Probe jobs that exist only in this test's catalog copy, so no other test sees them."""
+    from jobplane.contract import datamodel as dm
+    from jobplane.platform.control import ControlPlane
+    from jobplane.portal.pages import STATUSES
+
+    S = lambda v: {"S": v}  # noqa: E731
+    states: dict[str, dict[str, Any]] = {  # job -> its state's attributes; None: no state at all
+        "p-none": None,
+        "p-failed": {"last_status": S("FAILED")},
+        "p-succeeded": {"last_status": S("SUCCEEDED")},
+        "p-timed-out": {"last_status": S("TIMED_OUT")},
+        "p-running": {"running": {"SS": ["run-1"]}, "last_status": S("FAILED")},
+        "p-running-first": {"running": {"SS": ["run-2"]}},
+        "p-paused": {"paused_at": S("2026-11-30T01:00:00.000Z"), "last_status": S("SUCCEEDED")},
+        "p-paused-never": {"paused_at": S("2026-11-30T01:00:00.000Z")},
+        "p-claimed-only": {"fire_schedule": S("false|2026-11-30T01:00:00.000Z")},
+        "p-status-a-number": {"last_status": {"N": "3"}},
+        "p-paused-a-number": {"paused_at": {"N": "3"}, "last_status": S("FAILED")},
+        "p-status-paused": {"last_status": S("PAUSED")},
+        "p-status-never-run": {"last_status": S("NEVER_RUN")},
+    }
+    expected = {"NEVER_RUN": {"p-none", "p-paused-never", "p-claimed-only", "p-status-a-number", "p-status-never-run"},
+                "FAILED": {"p-failed", "p-paused-a-number"}, "SUCCEEDED": {"p-succeeded", "p-paused"},
+                "TIMED_OUT": {"p-timed-out"}, "RUNNING": {"p-running", "p-running-first"},
+                "PAUSED": {"p-paused", "p-paused-never", "p-status-paused"}}
+    ddb, table = platform.aws.client("dynamodb"), platform.aws.resources["table_name"]
+    control = ControlPlane(platform.deployment)
+    template = next(iter(platform.control.entries.values()))
+    control.entries = {job: template.model_copy(update={"name": job, "team": "probe"}) for job in states}
+    keys = []
+    for job, attributes in states.items():
+        if attributes is not None:
+            keys.append({"pk": S(f"{dm.JOB_PREFIX}{job}"), "sk": S(dm.STATE_SK)})
+            ddb.put_item(TableName=table, Item=keys[-1] | {"gsi1pk": S(dm.JOBS_PARTITION), "gsi1sk": S(job),
+                                                          "job": S(job), "team": S("probe")} | attributes)
+    answered: set[str] = set()  # the probe jobs whose states a Query answered
+    control.repo.ddb.meta.events.register(
+        "after-call.dynamodb.Query",
+        lambda parsed, **_: answered.update(i["job"]["S"] for i in parsed.get("Items", []) if i["job"]["S"] in states))
+    with_state = {job for job, attributes in states.items() if attributes is not None}
+    try:
+        for status in (*STATUSES, "NO-SUCH-STATUS"):
+            answered.clear()
+            paged = control.job_window(team="probe", status=status, limit=3, offset=0)
+            if status != "NEVER_RUN":  # DynamoDB left states out, never one that matches
+                assert answered < with_state and expected.get(status, set()) <= answered, (status, answered)
+            whole = [j.name for j in control.job_window(team="probe", status=status).jobs]
+            assert sorted(whole) == sorted(expected.get(status, set())), status
+            shown = [j.name for o in range(0, max(paged.total, 1), 3)
+                     for j in control.job_window(team="probe", status=status, limit=3, offset=o).jobs]
+            assert (shown, paged.total) == (whole, len(whole)), status
+            # a page's rows carry their whole state, read after the filter (not its four attributes)
+            assert all(j.state is None or j.state.job == j.name for j in paged.jobs)
+        failed = {j.name: j for j in control.job_window(team="probe", status="PAUSED", limit=10).jobs}
+        assert failed["p-paused"].state is not None and failed["p-paused"].state.last_status == "SUCCEEDED"
+    finally:
+        for key in keys:
+            ddb.delete_item(TableName=table, Key=key)
+
+
 def test_a_stopped_attempt_is_shown_as_stopped(platform: DevPlatform, tmp_path) -> None:  # type: ignore[no-untyped-def]
     name = platform.control.run_now("long-wait", "dev@localhost", {"release": str(tmp_path / "never")})
     deadline = time.monotonic() + 300
