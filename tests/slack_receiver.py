@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 
 from quiet_http import QuietThreadingHTTPServer
@@ -80,3 +81,14 @@ class Receiver:
 
     def close(self) -> None:
         self.server.shutdown()
+        self.server.server_close()  # the listening socket too, not only the serving thread
+
+
+def serving() -> Iterator[Receiver]:
+    """The body of a test's (or a module's) ``slack`` fixture: a receiver answering 200 to
+    everything, closed after."""
+    receiver = Receiver([])
+    try:
+        yield receiver
+    finally:
+        receiver.close()

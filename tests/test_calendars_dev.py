@@ -16,7 +16,7 @@ import pytest
 
 from devkit import make_repo
 from ledger_kit import alerts, missed_records, wait_until
-from slack_receiver import Receiver
+from slack_receiver import Receiver, serving
 
 from jobplane.contract import execution_input
 from jobplane.contract.config import load_config
@@ -60,9 +60,7 @@ def tokyo(d: date, h: int, m: int = 0, s: int = 0) -> datetime:
 
 @pytest.fixture(scope="module")
 def slack() -> Iterator[Receiver]:
-    receiver = Receiver([])
-    yield receiver
-    receiver.server.shutdown()
+    yield from serving()  # a real local HTTP server standing in for Slack
 
 
 @pytest.fixture(scope="module")

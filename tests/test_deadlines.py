@@ -24,7 +24,7 @@ import pytest
 from click.testing import CliRunner
 
 from devkit import make_repo, signed_in
-from slack_receiver import Receiver
+from slack_receiver import Receiver, serving
 
 from jobplane.cli.app import main
 from jobplane.compiler.model import Job
@@ -57,9 +57,7 @@ JOB = """\
 
 @pytest.fixture(scope="module")
 def slack() -> Iterator[Receiver]:
-    receiver = Receiver([])
-    yield receiver
-    receiver.server.shutdown()
+    yield from serving()  # a real local HTTP server standing in for Slack
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ from click.testing import CliRunner
 
 from devkit import make_repo, signed_in
 from ledger_kit import MINUTELY, alerts, missed_records, wait_until
-from slack_receiver import Receiver
+from slack_receiver import Receiver, serving
 
 from jobplane.cli.app import main
 from jobplane.contract import datamodel as dm
@@ -47,9 +47,7 @@ JOBS = {"stopped": "UTC", "disabled-outside": "UTC", "deleted-outside": "UTC", "
 
 @pytest.fixture(scope="module")
 def slack() -> Iterator[Receiver]:
-    receiver = Receiver([])
-    yield receiver
-    receiver.server.shutdown()
+    yield from serving()  # a real local HTTP server standing in for Slack
 
 
 @pytest.fixture(scope="module")

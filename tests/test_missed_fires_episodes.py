@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from devkit import FakeClock, make_repo
 from ledger_kit import MINUTELY, alerts, missed_records, wait_until
-from slack_receiver import Receiver
+from slack_receiver import Receiver, serving
 
 from jobplane.cli.app import main
 from jobplane.contract import execution_input
@@ -28,9 +28,7 @@ from jobplane.devserver.dev_platform import DevPlatform
 
 @pytest.fixture
 def slack() -> Iterator[Receiver]:
-    receiver = Receiver([])
-    yield receiver
-    receiver.server.shutdown()
+    yield from serving()  # a real local HTTP server standing in for Slack
 
 
 def hang_guard(condition: Callable[[], bool], what: str) -> None:

@@ -15,7 +15,7 @@ import pytest
 
 from devkit import FakeClock, make_repo
 from ledger_kit import MINUTELY, alerts, missed_records, wait_until
-from slack_receiver import Receiver
+from slack_receiver import Receiver, serving
 
 from jobplane.contract import execution_input
 from jobplane.contract.config import load_config
@@ -24,9 +24,7 @@ from jobplane.devserver.dev_platform import DevPlatform
 
 @pytest.fixture
 def slack() -> Iterator[Receiver]:
-    receiver = Receiver([])
-    yield receiver
-    receiver.server.shutdown()
+    yield from serving()  # a real local HTTP server standing in for Slack
 
 
 def test_dev_stopped_across_five_fires_and_started_again_alerts_once_counting_them(tmp_path: Path,
