@@ -44,10 +44,8 @@ from jobplane.contract.business_fires import CalendarSchedule, calendar_fires, e
 from jobplane.contract.calendar_config import parse_calendars  # noqa: E402
 from jobplane.contract.clock import iso_millis  # noqa: E402
 from jobplane.contract.catalog import CATALOG_VERSION, Catalog, CatalogJob  # noqa: E402
-from jobplane.contract.names import schedule_name  # noqa: E402
 from jobplane.platform.control import ControlPlane  # noqa: E402
-from jobplane.platform.local import moto_patches  # noqa: E402
-from jobplane.platform.local.engine import ACCOUNT, LocalAWS  # noqa: E402
+from jobplane.platform.local.engine import LocalAWS  # noqa: E402
 from jobplane.platform.missed import GRACE, REFRESH  # noqa: E402
 from jobplane.devserver.dev_platform import freeze_started_heap  # noqa: E402
 
@@ -82,12 +80,7 @@ def main() -> None:
                        rules=list(kinds[n][0]), calendar=cal, on_closed_day=kinds[n][1]) for n in names])
         path = Path(tmp) / "catalog.json"
         path.write_text(catalog.render())
-        aws.client("scheduler").create_schedule_group(Name=PREFIX)
-        target = {"Arn": f"arn:aws:states:{aws.region}:{ACCOUNT}:stateMachine:x", "RoleArn": f"arn:aws:iam::{ACCOUNT}:role/x"}
-        for n in names:
-            moto_patches.put_schedule(aws.region, {"Name": schedule_name(PREFIX, n, 0), "GroupName": PREFIX,
-                                                    "ScheduleExpression": deployed[kinds[n]][0], "State": "ENABLED",
-                                                    "FlexibleTimeWindow": {"Mode": "OFF"}, "Target": dict(target)})
+        mf.deploy_schedules(aws, catalog)
         ddb, table = aws.client("dynamodb"), aws.resources["table_name"]
         entries = {e.name: e for e in catalog.jobs}
 

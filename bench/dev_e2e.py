@@ -58,11 +58,7 @@ from __future__ import annotations
 import argparse
 import compileall
 import json
-import os
 import resource
-import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -71,31 +67,14 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from dev_subprocess import BIN, ROOT, billing_project, dev_running  # noqa: E402
 
-TOML = """\
-[platform]
-name_prefix = "bench"
-default_timezone = "UTC"
-[teams.billing]
-members = ["dev@localhost"]
-[dev]
-dev_user = "dev@localhost"
-[dev.env]
-PYTHONPATH = "%s"
-"""
 JOB = """\
 local jp = import 'jobplane.libsonnet';
 { name: 'noop', team: 'billing', schedule: jp.manual, policy: jp.policy.ALWAYS_RUN,
   steps: [jp.python('work', 'sample_apps.functions:behave')] }
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def main() -> None:
@@ -105,29 +84,10 @@ def main() -> None:
     args = ap.parse_args()
     compileall.compile_dir(ROOT / "src" / "jobplane", quiet=1)
     with tempfile.TemporaryDirectory(prefix="jobplane-bench-") as tmp:
-        repo = Path(tmp) / "repo"
-        shutil.copytree(ROOT / "jobs" / "lib", repo / "jobs" / "lib")
-        (repo / "jobs" / "billing").mkdir()
-        (repo / "jobs" / "billing" / "noop.jsonnet").write_text(JOB)
-        (repo / "jobplane.toml").write_text(TOML % (ROOT / "tests"))
+        repo = billing_project(Path(tmp) / "repo", "bench", {"noop": JOB})
         data = Path(tmp) / "data"
-        env = dict(os.environ, JOBPLANE_ROOT=str(repo), JOBPLANE_DATA_DIR=str(data),
-                   JOBPLANE_AWS_PORT=str(free_port()), JOBPLANE_PORTAL_PORT=str(free_port()))
-        started = time.perf_counter()
-        dev = subprocess.Popen([str(BIN / "jobplane"), "dev"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               start_new_session=True, text=True)
-        try:
-            for line in dev.stdout:  # type: ignore[union-attr]
-                if "jobplane dev is ready" in line:
-                    break
-            else:
-                raise SystemExit("jobplane dev did not start")
-            threading.Thread(target=lambda: [None for _ in dev.stdout], daemon=True).start()  # type: ignore[union-attr]
-            print(f"jobplane dev ready in {time.perf_counter() - started:.1f} s")
+        with dev_running(repo, data, stop_timeout=120) as env:
             measure(env, data, args.n, args.concurrent)
-        finally:
-            os.killpg(dev.pid, signal.SIGINT)
-            dev.wait(timeout=120)
 
 
 def measure(env: dict[str, str], data: Path, n: int, concurrent: int) -> None:

@@ -22,32 +22,17 @@ from __future__ import annotations
 import argparse
 import compileall
 import json
-import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from dev_subprocess import BIN, ROOT, billing_project, dev_running  # noqa: E402
 
 JOB = "month-end-bench"
-TOML = """\
-[platform]
-name_prefix = "benchmap"
-default_timezone = "UTC"
-[teams.billing]
-members = ["dev@localhost"]
-[dev]
-dev_user = "dev@localhost"
-[dev.env]
-PYTHONPATH = "%s"
-"""
 DEFINITION = """\
 local jp = import 'jobplane.libsonnet';
 {
@@ -66,12 +51,6 @@ local jp = import 'jobplane.libsonnet';
 """
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-n", type=int, default=1000)
@@ -85,42 +64,14 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     compileall.compile_dir(ROOT / "src" / "jobplane", quiet=1)  # as pip install does: bench/dev_e2e.py
     work = Path(tempfile.mkdtemp(prefix="jobplane-bench-map-"))
-    repo = work / "repo"
-    shutil.copytree(ROOT / "jobs" / "lib", repo / "jobs" / "lib")
-    (repo / "jobs" / "billing").mkdir()
-    (repo / "jobs" / "billing" / f"{JOB}.jsonnet").write_text(
-        DEFINITION % {"job": JOB, "n": n, "concurrency": args.concurrency})
-    (repo / "jobplane.toml").write_text(TOML % (ROOT / "tests"))
+    repo = billing_project(work / "repo", "benchmap",
+                           {JOB: DEFINITION % {"job": JOB, "n": n, "concurrency": args.concurrency}})
     data = work / "data"
     log = work / "dev.log"
-    env = dict(os.environ, JOBPLANE_ROOT=str(repo), JOBPLANE_DATA_DIR=str(data),
-               JOBPLANE_AWS_PORT=str(free_port()), JOBPLANE_PORTAL_PORT=str(free_port()))
     print(f"{n} tenants, max_concurrency {args.concurrency}, {len(fail_once)} fail once, {len(fail_always)} always; "
           f"jobplane dev's output: {log}")
-    started = time.perf_counter()
-    dev = subprocess.Popen([str(BIN / "jobplane"), "dev"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           start_new_session=True, text=True)
-    try:
-        with log.open("w") as out:
-            assert dev.stdout is not None
-            for line in dev.stdout:
-                out.write(line)
-                if "jobplane dev is ready" in line:
-                    break
-            else:
-                raise SystemExit(f"jobplane dev did not start: {log}")
-        threading.Thread(target=_drain, args=(dev.stdout, log), daemon=True).start()
-        print(f"jobplane dev ready in {time.perf_counter() - started:.1f} s")
+    with dev_running(repo, data, log) as env:
         measure(env, data, n, args.concurrency, fail_once, fail_always)
-    finally:
-        os.killpg(dev.pid, signal.SIGINT)
-        dev.wait(timeout=300)
-
-
-def _drain(stream: object, log: Path) -> None:
-    with log.open("a") as out:
-        for line in stream:  # type: ignore[attr-defined]
-            out.write(line)
 
 
 def measure(env: dict[str, str], data: Path, n: int, concurrency: int, fail_once: list[str],

@@ -221,6 +221,17 @@ def minutes(since: datetime, until: datetime) -> list[datetime]:
     return out
 
 
+def deploy_schedules(aws: LocalAWS, catalog: Catalog) -> None:
+    """Each job's first schedule, as its team's root deploys it (the ledger reads when each was
+    created); straight into the local scheduler, the targets never started."""
+    aws.client("scheduler").create_schedule_group(Name=PREFIX)
+    target = {"Arn": f"arn:aws:states:{aws.region}:{ACCOUNT}:stateMachine:x", "RoleArn": f"arn:aws:iam::{ACCOUNT}:role/x"}
+    for job in catalog.jobs:
+        moto_patches.put_schedule(aws.region, {"Name": schedule_name(PREFIX, job.name, 0), "GroupName": PREFIX,
+                                                "ScheduleExpression": job.schedule[0], "State": "ENABLED",
+                                                "FlexibleTimeWindow": {"Mode": "OFF"}, "Target": dict(target)})
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=1000)
@@ -235,12 +246,7 @@ def main() -> None:
                        timeout=3600, steps=[], state_machine=f"{PREFIX}-{n}", asl="", states=0) for n in names])
         path = Path(tmp) / "catalog.json"
         path.write_text(catalog.render())
-        aws.client("scheduler").create_schedule_group(Name=PREFIX)
-        target = {"Arn": f"arn:aws:states:{aws.region}:{ACCOUNT}:stateMachine:x", "RoleArn": f"arn:aws:iam::{ACCOUNT}:role/x"}
-        for n in names:
-            moto_patches.put_schedule(aws.region, {"Name": schedule_name(PREFIX, n, 0), "GroupName": PREFIX,
-                                                    "ScheduleExpression": "cron(0/1 * * * ? *)", "State": "ENABLED",
-                                                    "FlexibleTimeWindow": {"Mode": "OFF"}, "Target": dict(target)})
+        deploy_schedules(aws, catalog)
         ddb, table = aws.client("dynamodb"), aws.resources["table_name"]
         now = datetime.now(timezone.utc)
         t = time.perf_counter()

@@ -58,12 +58,6 @@ TARGET_MS = 100
 LOGIN = secrets.token_urlsafe(32)  # the dev portal's sign-in secret, as jobplane dev makes one
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def seed(aws: LocalAWS, catalog: dict, executions: int, rng: random.Random) -> tuple[str, str]:
     ser = TypeSerializer()
     ddb, table = aws.client("dynamodb"), aws.resources["table_name"]
@@ -169,10 +163,13 @@ def main() -> None:
                              ControlPlane(deployment))
             import uvicorn
 
-            port = free_port()
-            server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
+            # bound here and handed to uvicorn: no port picked in advance that another could take
+            listening = socket.socket()
+            listening.bind(("127.0.0.1", 0))
+            port = listening.getsockname()[1]
+            server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
             server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
-            threading.Thread(target=server.run, daemon=True).start()
+            threading.Thread(target=server.run, kwargs={"sockets": [listening]}, daemon=True).start()
             while not server.started:
                 time.sleep(0.05)
             # the store-only reads' own control plane (its catalog of 1,000 jobs), made before the
