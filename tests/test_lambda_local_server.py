@@ -19,6 +19,12 @@ def test_the_server_jobplane_dev_runs_answers_a_lambda_step_the_same(tmp_path: P
         assert execution.status == "SUCCEEDED", (execution.error, execution.cause)
         (stream,) = StepLogs(server.client("logs"), server.log_group).streams(rows)
         assert '"message": "step succeeded"' in stream.read()
+    # `jobplane dev` started again on the same data directory: the step's log is back in its
+    # function's log group (made by the first invocation, so not there before it: the restart
+    # once failed on the missing group)
+    with LocalAWS(env={"PYTHONPATH": str(HERE)}, log_dir=tmp_path / "logs", server_port=0) as again:
+        (stream,) = StepLogs(again.client("logs"), again.log_group).streams(rows)
+        assert '"message": "step succeeded"' in stream.read()
     # and `jobplane logs` while jobplane dev is stopped: the data directory's cache
     from jobplane.platform.local.awslogs import LogCache
 

@@ -349,6 +349,12 @@ class LocalAWS:
                 logs.create_log_stream(logGroupName=group, logStreamName=stream)
             except logs.exceptions.ResourceAlreadyExistsException:
                 pass
+            except logs.exceptions.ResourceNotFoundException:
+                # a Lambda step's group: made by its function's first invocation (lambda_agent.py,
+                # as Lambda does), so not there yet at a start; a restart after a Lambda step
+                # ran failed here, and `jobplane dev` with it
+                logs.create_log_group(logGroupName=group)
+                logs.create_log_stream(logGroupName=group, logStreamName=stream)
             logs.put_log_events(logGroupName=group, logStreamName=stream, logEvents=events)
 
         return LogCache(Path(self.log_dir)).restore(put) if self.log_dir else 0
