@@ -268,6 +268,29 @@ def test_acknowledge_unblocks_a_skip_if_failed_job(client: TestClient, platform:
     assert wait_done(client, ran.rsplit(":", 1)[1], "other-team")["status"] == "SUCCEEDED"
 
 
+def test_a_failure_blocks_nothing_under_a_policy_that_does_not_skip_after_one(client: TestClient,
+                                                                              platform: DevPlatform) -> None:
+    """Every failed run is kept in its job's state as the one that would block; only a policy
+    that skips after a failure (SKIP_IF_FAILED, SKIP_IF_RUNNING_OR_FAILED) skips for it. A
+    SKIP_IF_RUNNING job after a failure was shown "blocked by failure" with an acknowledge
+    button, and its next scheduled fire ran (found by a newcomer QA pass)."""
+    failed = wait_done(client, platform.control.run_now("flaky-load", BILLING, {"mode": "fail"}), "flaky-load")
+    assert failed["status"] == "FAILED"
+    assert platform.control.repo.job_state("flaky-load").blocked_by == failed["execution"]  # kept, as ever
+    try:
+        assert client.get("/api/jobs/flaky-load", headers=as_user(READER)).json()["blocked_by"] is None
+        row = re.search(r'<tr data-job="flaky-load">.*?</tr>', client.get("/", headers=as_user(READER)).text, re.S)
+        assert row and "flaky-load" in row.group(0) and "blocked by failure" not in row.group(0)
+        page = client.get("/jobs/flaky-load", headers=as_user(BILLING)).text
+        assert "Blocked by the failure" not in page and "/jobs/flaky-load/acknowledge" not in page
+        r = client.post("/api/jobs/flaky-load/acknowledge", json={"reason": "nothing to acknowledge"},
+                        headers=as_user(BILLING))
+        assert r.status_code == 409 and "blocks its schedule" in r.text
+        assert platform.control.repo.job_state("flaky-load").acknowledged_by is None  # nothing changed
+    finally:  # the job's last run a success again, as the other tests expect it
+        wait_done(client, platform.control.run_now("flaky-load", BILLING, {"mode": "ok"}), "flaky-load")
+
+
 def test_jobs_filter_by_team_status_and_text(client: TestClient, platform: DevPlatform) -> None:
     wait_done(client, platform.control.run_now("flaky-load", BILLING, {"mode": "ok"}), "flaky-load")
 

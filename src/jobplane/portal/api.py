@@ -150,7 +150,7 @@ def job_out(s: JobSummary) -> BaseModel:
                   timezone=e.timezone, enabled=e.enabled, policy=e.policy.value,
                   last_status=st.last_status if st else None, last_finished_at=st.last_finished_at if st else None,
                   running=s.running, paused=s.paused, paused_reason=st.paused_reason if st else None,
-                  paused_by=st.paused_by if st else None, blocked_by=st.blocked_by if st and st.blocked else None,
+                  paused_by=st.paused_by if st else None, blocked_by=s.blocked_by,
                   acknowledged_by=st.acknowledged_by if st else None,
                   missed_since=st.missed_since if st else None, missed_count=st.missed_count if st else 0,
                   missed_cause=st.missed_cause if st else None,

@@ -71,7 +71,7 @@ class JobRow:
                    running=bool(job.running), last_status=s.last_status if s else None,
                    last_started_at=s.last_started_at if s else None, last_finished_at=s.last_finished_at if s else None,
                    has_duration=bool(s and s.last_duration is not None), paused=job.paused,
-                   paused_reason=s.paused_reason if s else None, blocked=bool(s and s.blocked),
+                   paused_reason=s.paused_reason if s else None, blocked=job.blocked_by is not None,
                    recent_failures=job.recent_failures if failures_shown else None,
                    missed_since=s.missed_since if s else None, missed_count=s.missed_count if s else 0)
 

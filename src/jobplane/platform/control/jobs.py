@@ -11,6 +11,7 @@ from jobplane.contract.clock import now_iso
 from jobplane.platform.control.access import Actor
 from jobplane.platform.control.errors import Conflict, check_reason
 from jobplane.platform.control.runs import Runs
+from jobplane.platform.control.views import JobSummary
 
 if TYPE_CHECKING:  # the catalog's models (pydantic) load with the catalog
     from jobplane.contract.catalog import CatalogJob
@@ -114,16 +115,17 @@ class JobActions(Runs):
     def acknowledge(self, job: str, actor: Actor | str, reason: str) -> None:
         check_reason(reason)
         who = self.authorize(actor, job)
-        state = self.repo.job_state(job)
-        if state is None or not state.blocked:
-            raise Conflict(f"{job} has no unacknowledged failure", {"job": job})
+        # only a failure that holds back fires (JobSummary.blocked_by: not under every policy)
+        blocked_by = JobSummary(self.entry(job), self.repo.job_state(job)).blocked_by
+        if blocked_by is None:
+            raise Conflict(f"{job} has no unacknowledged failure that blocks its schedule", {"job": job})
 
         def act() -> None:
-            if not self.repo.acknowledge_failure(job, state.blocked_by, who.name):
-                raise Conflict(f"{job} has no unacknowledged failure", {"job": job})
+            if not self.repo.acknowledge_failure(job, blocked_by, who.name):
+                raise Conflict(f"{job} has no unacknowledged failure that blocks its schedule", {"job": job})
 
         from jobplane.contract import audit
-        self.audited(who, audit.Acknowledge(job, state.blocked_by), reason, act)
+        self.audited(who, audit.Acknowledge(job, blocked_by), reason, act)
 
     def release_claim(self, job: str, actor: Actor | str, reason: str) -> list[str]:
         """Release claims held by executions that are no longer running (a crashed cleanup)."""

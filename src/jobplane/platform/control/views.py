@@ -42,6 +42,20 @@ class JobSummary:
     def paused(self) -> bool:
         return bool(self.state and self.state.paused)
 
+    @property
+    def blocked_by(self) -> str | None:
+        """The unacknowledged failed run that holds back the job's scheduled fires. Every
+        failure is kept in the state as ``blocked_by`` whatever the policy (the claim reads it
+        only under a policy that skips after a failure: contract/policies.py), so under any
+        other policy nothing is blocked, whatever the state says: the portal once showed a
+        SKIP_IF_RUNNING job as "blocked by failure" after a stopped run."""
+        from jobplane.contract import policies
+
+        state = self.state
+        if state is None or not state.blocked or not policies.of(self.entry.policy).skips_after_failure:
+            return None
+        return state.blocked_by
+
 
 JOB_SORTS = ("failures", "duration")
 RECENT_FAILURES = 200
