@@ -29,7 +29,7 @@ def test_every_example_jobs_brief_is_what_its_catalog_model_says(repo: Repo) -> 
     texts = [p.read_bytes() for p in parts]
     jobs = Catalog.load(repo.out).jobs
     assert len(jobs) >= 7  # every example job
-    retried = grouped = 0
+    retried = grouped = notified = runbooks = 0
     for entry in jobs:
         brief = find_job(texts, entry.name)
         assert brief is not None
@@ -43,7 +43,13 @@ def test_every_example_jobs_brief_is_what_its_catalog_model_says(repo: Repo) -> 
                                                     s.retry.max_interval) for s in steps if s.retry is not None}
         retried += bool(brief.retries)
         grouped += any(s.parallel for s in brief.steps)
-    assert retried and grouped  # the examples hold both: the comparison covered them
+        # what the reconciler's alerts carry (platform/reconciler.py announce)
+        assert list(brief.notify_channels) == entry.notify.channels
+        assert list(brief.notify_events) == [getattr(e, "value", e) for e in entry.notify.events]
+        assert brief.runbook == (entry.runbook.model_dump(mode="json") if entry.runbook else None)
+        notified += bool(brief.notify_channels) + bool(brief.notify_events)
+        runbooks += brief.runbook is not None
+    assert retried and grouped and notified and runbooks  # the examples hold each: the comparison covered them
 
 
 def test_a_part_that_does_not_name_the_job_is_not_parsed(repo: Repo) -> None:

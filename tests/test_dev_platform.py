@@ -98,6 +98,32 @@ def test_a_failing_job_posts_one_slack_message_with_the_execution_link(repo_root
         platform.stop()
 
 
+def test_a_stopped_runs_alert_follows_its_jobs_notify_settings(repo_root: Path, tmp_path: Path,
+                                                               receiver: Receiver) -> None:
+    """A stopped run cannot send its own alert: the reconciler records it ABORTED and sends it,
+    with the job's events, channels and runbook as the state machine's own alerts carry them.
+    slow-report subscribes to FAILED and SLOW only, so its stop posts nothing (it posted
+    ABORTED: found by a newcomer QA pass); flaky-load keeps the defaults, so its stop posts
+    ABORTED, with its runbook."""
+    platform = start_platform(repo_root, tmp_path / "data", webhook=receiver.url)
+    try:
+        quiet = platform.control.run_now("slow-report", "dev@localhost", {"release": str(tmp_path / "never")})
+        wait_for(lambda: platform.control.log_streams(quiet), what="slow-report's step to start")
+        platform.control.stop(quiet, "dev@localhost", "testing its alert")
+        assert finished(platform, quiet, "slow-report").status == "ABORTED"
+        loud = platform.control.run_now("flaky-load", "dev@localhost", {"mode": "sleep"})  # 30 s
+        wait_for(lambda: platform.control.log_streams(loud, "load"), what="flaky-load's load step to start")
+        platform.control.stop(loud, "dev@localhost", "testing its alert")
+        assert finished(platform, loud, "flaky-load").status == "ABORTED"
+        post = wait_for(lambda: receiver.posts, what="the ABORTED post")[0]
+        time.sleep(1.0)  # nothing else arrives
+        assert len(receiver.posts) == 1
+        text = str(post)
+        assert loud in text and "flaky-load" in text and "Fix the input" in text  # its runbook
+    finally:
+        platform.stop()
+
+
 @pytest.mark.parametrize("receiver", [[500, 500]], indirect=True)
 def test_a_webhook_answering_500_twice_still_gets_the_message_once(repo_root: Path, tmp_path: Path,
                                                                     receiver: Receiver) -> None:

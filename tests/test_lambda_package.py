@@ -145,20 +145,53 @@ def test_two_builds_give_the_same_bytes(package: Path, tmp_path: Path) -> None:
     assert not any(n.startswith(("boto3/", "botocore/")) for n in names)  # the runtime provides them
 
 
+def catalog_bucket(aws: LocalAWS) -> str:
+    """The base module's catalog bucket on this local AWS, where the team roots upload the catalog."""
+    import base_module as bm
+
+    bucket = bm.resolve("${aws_s3_bucket.catalog.id}", {})
+    s3 = aws.client("s3")
+    if bucket not in {b["Name"] for b in s3.list_buckets()["Buckets"]}:
+        s3.create_bucket(Bucket=bucket)
+    return bucket
+
+
 def test_the_reconciler_handler_records_a_stopped_run(aws: LocalAWS, lambda_root: dict[str, Path]) -> None:
+    from jobplane.contract.catalog import CATALOG_VERSION, Catalog, CatalogJob, NotifySettings, Runbook
+
     name = f"job-{uuid.uuid4().hex[:8]}"
     job = Job.from_definition({"name": name, "team": "billing", "timezone": "UTC",
                               "steps": [{"name": "work", "python": "sample_apps.functions:behave"}]})
     aws.deploy(name, asl.compile_job(job, aws.prefix))
+    # the job's alert settings, where the team root uploads them: its ABORTED alert carries them
+    bucket = catalog_bucket(aws)
+    catalog = Catalog(version=CATALOG_VERSION, name_prefix=aws.prefix, jobs=[CatalogJob(
+        name=name, team="billing", schedule=[], timezone="UTC", policy="SKIP_IF_RUNNING", timeout=3600, steps=[],
+        state_machine=f"{aws.prefix}-{name}", asl="", states=0,
+        notify=NotifySettings(channels=["#billing-stops"], events=["FAILED", "TIMED_OUT"]),
+        runbook=Runbook(impact="late invoices", recovery="run it again"))])
+    aws.client("s3").put_object(Bucket=bucket, Key="catalog/billing.json", Body=catalog.render().encode())
+    sqs, sns = aws.client("sqs"), aws.client("sns")
+    queue = sqs.create_queue(QueueName=f"alerts-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    sns.subscribe(TopicArn=aws.resources["topic_arn"], Protocol="sqs", Endpoint=queue_arn,
+                  Attributes={"RawMessageDelivery": "true"})
     arn = aws.start(name, execution_input.manual("ops", overrides={"mode": "sleep", "seconds": 60}))
     aws.client("stepfunctions").stop_execution(executionArn=arn, error="Ops.Stop", cause="packaged test")
     aws.wait(arn, timeout=300)
     event = {"detail-type": "Step Functions Execution Status Change", "source": "aws.states",
              "detail": {"executionArn": arn, "status": "ABORTED", "stateMachineArn": aws.state_machines[name]}}
-    assert call_handler(lambda_root, "jobplane.platform.reconciler.handler", event, lambda_env(aws)) == {
-        "result": "recorded"}
+    assert call_handler(lambda_root, "jobplane.platform.reconciler.handler", event,
+                        lambda_env(aws, JOBPLANE_CATALOG=f"s3://{bucket}/catalog/")) == {"result": "recorded"}
     record = aws.repository().execution(arn.rsplit(":", 1)[1])
     assert record.status == "ABORTED" and record.expires_at is not None
+    # its alert, as the notifier receives it: the job's channels, events and runbook (the
+    # notifier then posts nothing: the job subscribed to FAILED and TIMED_OUT only)
+    received = [json.loads(m["Body"]) for m in sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10,
+                                                                   WaitTimeSeconds=5).get("Messages", [])]
+    (alert,) = [m for m in received if m["execution"] == record.execution]
+    assert (alert["event"], alert["channels"], alert["events"]) == ("ABORTED", ["#billing-stops"], ["FAILED", "TIMED_OUT"])
+    assert alert["runbook"] == {"impact": "late invoices", "workaround": "", "recovery": "run it again"}
     # a run that recorded its own failure gets its timeline and the step's error line from its log
     failed = aws.start(name, execution_input.manual("ops", overrides={"mode": "fail"}))
     assert aws.wait(failed, timeout=300).status == "FAILED"
@@ -394,11 +427,8 @@ def test_the_periodic_handler_announces_a_slow_run_and_catches_up_lost_status_ev
         entry(backfilled, schedule=["cron(15 * * * ? *)"]),
         entry(late_job, schedule=[late_cron], deadline="10m")])
     # on AWS the check reads the catalog parts the team roots upload to the base module's bucket
-    import base_module as bm
-
-    bucket = bm.resolve("${aws_s3_bucket.catalog.id}", {})
+    bucket = catalog_bucket(aws)
     s3 = aws.client("s3")
-    s3.create_bucket(Bucket=bucket)
     s3.put_object(Bucket=bucket, Key="catalog/billing.json", Body=catalog.render().encode())
     from jobplane.platform.backfill import Backfills
     from jobplane.platform.control import ControlPlane, Deployment

@@ -146,6 +146,24 @@ data "aws_iam_policy_document" "reconciler" {
     resources = [aws_sns_topic.events.arn]
   }
   statement {
+    # the job's channels, events and runbook for the alert it publishes (the team roots'
+    # catalog parts, read until one names the job: platform/reconciler.py _catalog_reader)
+    sid       = "ReadCatalog"
+    actions   = ["s3:GetObject"]
+    resources = ["${aws_s3_bucket.catalog.arn}/catalog/*"]
+  }
+  statement {
+    # one object per team root: the reader lists them (ListObjectsV2 needs s3:ListBucket)
+    sid       = "ListCatalog"
+    actions   = ["s3:ListBucket"]
+    resources = [aws_s3_bucket.catalog.arn]
+    condition {
+      test     = "StringLike"
+      variable = "s3:prefix"
+      values   = ["catalog/*"]
+    }
+  }
+  statement {
     sid       = "DeadLetterAndKeys"
     actions   = ["sqs:SendMessage"]
     resources = [aws_sqs_queue.events_dlq.arn]
@@ -239,6 +257,7 @@ resource "aws_lambda_function" "reconciler" {
       JOBPLANE_TOPIC_ARN                = aws_sns_topic.events.arn
       JOBPLANE_EXECUTION_RETENTION_DAYS = tostring(var.execution_retention_days)
       JOBPLANE_LOG_GROUP                = aws_cloudwatch_log_group.runner.name
+      JOBPLANE_CATALOG                  = "s3://${aws_s3_bucket.catalog.id}/catalog/"
     }
   }
   depends_on = [aws_cloudwatch_log_group.reconciler]

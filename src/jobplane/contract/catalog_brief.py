@@ -62,6 +62,11 @@ class JobBrief:
     params: JsonObject
     params_budget: int | None
     steps: tuple[StepBrief, ...]
+    # what its definition says of its alerts (CatalogJob.notify, .runbook): the reconciler's
+    # alerts carry them as the state machine's own do
+    notify_channels: tuple[str, ...] = ()
+    notify_events: tuple[str, ...] = ()
+    runbook: dict[str, str] | None = None
 
     @property
     def step_names(self) -> list[str]:
@@ -82,8 +87,21 @@ class JobBrief:
         if not (isinstance(name, str) and isinstance(team, str) and isinstance(params, dict)
                 and isinstance(steps, list) and (budget is None or isinstance(budget, int))):
             raise ValueError(f"not a catalog job: {str(raw)[:200]}")
+        notify, runbook = raw.get("notify") or {}, raw.get("runbook")
+        channels, events = (notify.get("channels") or [], notify.get("events") or []) if isinstance(notify, dict) else ([], [])
+        if not (isinstance(channels, list) and isinstance(events, list) and all(isinstance(x, str) for x in channels + events)
+                and (runbook is None or (isinstance(runbook, dict) and all(isinstance(v, str) for v in runbook.values())))):
+            raise ValueError(f"not a catalog job's notify or runbook: {str(raw)[:200]}")
         return cls(name=name, team=team, params=params, params_budget=budget,
-                   steps=tuple(StepBrief.from_json(s) for s in steps))
+                   steps=tuple(StepBrief.from_json(s) for s in steps), notify_channels=tuple(channels),
+                   notify_events=tuple(events), runbook=_runbook(runbook))
+
+
+def _runbook(raw: dict[str, str] | None) -> dict[str, str] | None:
+    """A runbook with the Runbook model's fields and defaults (a part leaves out a default)."""
+    if raw is None:
+        return None
+    return {"impact": raw.get("impact", ""), "workaround": raw.get("workaround", ""), "recovery": raw.get("recovery", "")}
 
 
 def find_job(parts: Iterable[bytes], job: str) -> JobBrief | None:

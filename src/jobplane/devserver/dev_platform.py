@@ -267,7 +267,7 @@ class DevPlatform:
 
         assert self.aws is not None and self.control is not None and self.deployment is not None
         reconciler = Reconciler(self.control.repo, self.aws.client("sns"), self.deployment.topic_arn,
-                                self.aws.client("stepfunctions"), self.config.name_prefix)
+                                self.aws.client("stepfunctions"), self.config.name_prefix, job_brief=self.aws.job_brief)
         closed = []
         for r in running:
             job = reconciler.job_of(r["execution_arn"])

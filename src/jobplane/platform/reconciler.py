@@ -15,10 +15,12 @@ the same event twice changes nothing the second time.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
 from jobplane.contract import environment
 from jobplane.contract.arns import ExecutionArn
+from jobplane.contract.catalog_brief import JobBrief
 from jobplane.contract.environment import DEFAULT_RETENTION_DAYS, RuntimeEnvironment
 from jobplane.contract.notifications import NotificationMessage, Outcome, event_of, publish
 from jobplane.contract.policies import REPLACED_ERROR
@@ -42,8 +44,11 @@ LOST = frozenset({ABORTED, TIMED_OUT, ExecutionStatus.FAILED.value})
 class Reconciler:
     def __init__(self, repository: Repository, sns: Client, topic_arn: str, sfn: Client, name_prefix: str,
                  retention_days: int = DEFAULT_RETENTION_DAYS, logs: StepLogs | None = None,
-                 patience: Patience = Patience()):
+                 patience: Patience = Patience(), job_brief: Callable[[str], JobBrief | None] | None = None):
         self.repo = repository
+        # the job's catalog entry, for what its definition says of alerts (channels, events,
+        # runbook); None, or a job it cannot find: the notifier's defaults, never no alert
+        self.job_brief = job_brief
         self.patience = patience  # a throttled history read is waited for (timeline.Patience)
         self.logs = logs  # step logs, for the error excerpt of a failed step
         self.sns = sns
@@ -166,13 +171,32 @@ class Reconciler:
         return recorded
 
     def announce(self, record: ExecutionRecord) -> None:
-        """Publish the alert of a record this reconciler wrote, then clear its pending mark."""
+        """Publish the alert of a record this reconciler wrote, then clear its pending mark. It
+        carries the job's channels, events and runbook, as the state machine's own alert does:
+        without them a stopped run's ABORTED alert went to the team's channel even when the job
+        had opted out of ABORTED (found by a newcomer QA pass)."""
+        brief = self._brief(record.job)
         publish(self.sns, self.topic_arn, NotificationMessage(
             version=1, event=event_of(record.status), job=record.job, team=record.team, execution=record.execution,
             execution_arn=record.execution_arn or "", trigger=record.trigger, scheduled_time=record.scheduled_time,
             requested_by=record.requested_by, started_at=record.started_at, finished_at=record.finished_at,
-            outcome=Outcome(status=record.status, step=record.failed_step), channels=[], error=record.error))
+            outcome=Outcome(status=record.status, step=record.failed_step),
+            channels=list(brief.notify_channels) if brief else [],
+            events=[event_of(e) for e in brief.notify_events] or None if brief else None,
+            runbook=brief.runbook if brief else None, error=record.error))
         self.repo.alert_published(record.execution)
+
+    def _brief(self, job: str) -> JobBrief | None:
+        """The job's catalog entry, or None (then the alert goes out with the defaults: a
+        catalog that cannot be read must not hold back an alert)."""
+        if self.job_brief is None:
+            return None
+        try:
+            return self.job_brief(job)
+        except Exception as e:  # noqa: BLE001 - any error reading the catalog: logged, the alert still sent
+            log.warning("the alert of %s goes out with the default channel and events: its catalog entry "
+                        "could not be read: %s", job, e)
+            return None
 
 
 def current_step(events: list[JsonObject]) -> str | None:
@@ -199,5 +223,21 @@ def handler(event: JsonObject, context: object = None) -> dict[str, str]:
     reconciler = Reconciler(
         Repository(boto3.client("dynamodb"), env.table), boto3.client("sns"), env.topic_arn,
         boto3.client("stepfunctions"), env.name_prefix, env.execution_retention_days,
-        logs=StepLogs(boto3.client("logs"), env.required(environment.LOG_GROUP)))
+        logs=StepLogs(boto3.client("logs"), env.required(environment.LOG_GROUP)),
+        job_brief=_catalog_reader(env))
     return {"result": reconciler.handle(detail["executionArn"], detail["status"])}
+
+
+def _catalog_reader(env: RuntimeEnvironment) -> Callable[[str], JobBrief | None] | None:
+    """One job's entry from the catalog the team roots upload (the base module's
+    JOBPLANE_CATALOG; ListObjectsV2 and GetObject, read only when an alert is published, and
+    only the parts until one names the job: platform/control/deployment.py). None without it
+    (a base module from before it was given)."""
+    catalog = env.optional(environment.CATALOG)
+    if not catalog:
+        return None
+    from jobplane.platform.control.deployment import Deployment, catalog_job
+
+    deployment = Deployment(table=env.table, topic_arn=env.topic_arn, name_prefix=env.name_prefix, region=env.region,
+                            catalog_path=catalog)
+    return lambda job: catalog_job(deployment, job)

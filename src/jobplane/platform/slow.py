@@ -117,7 +117,7 @@ def handler(event: JsonObject, context: object = None) -> JsonObject:
     sns = boto3.client("sns")
     # no step logs: a run recorded here carries its own error (stopped, timed out, failed)
     reconciler = Reconciler(control.repo, sns, deployment.topic_arn, control.sfn, deployment.name_prefix,
-                            env.execution_retention_days)
+                            env.execution_retention_days, job_brief=control.brief)
     result: JsonObject = {}
     failed: list[BaseException] = []
     for key, check in (("alerted", SlowWatch(control, sns, deployment.topic_arn).check),

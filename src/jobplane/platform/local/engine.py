@@ -40,6 +40,7 @@ from jobplane.contract import datamodel as dm
 from jobplane.contract import names
 from jobplane.contract import runner as rc
 from jobplane.contract.catalog import Catalog, CatalogJob
+from jobplane.contract.catalog_brief import JobBrief
 from jobplane.contract.execution_input import ExecutionInput
 from jobplane.contract.types import Client, JsonObject, JsonValue
 from jobplane.platform.local import moto_patches
@@ -250,7 +251,13 @@ class LocalAWS:
         from jobplane.platform.reconciler import Reconciler
 
         return Reconciler(self.repository(), self.client("sns"), self.resources["topic_arn"],
-                          self.client("stepfunctions"), self.prefix, logs=self.step_logs())
+                          self.client("stepfunctions"), self.prefix, logs=self.step_logs(), job_brief=self.job_brief)
+
+    def job_brief(self, job: str) -> JobBrief | None:
+        """``job``'s entry in the catalog last deployed: what the base module's reconciler reads
+        of the team roots' catalog parts for an alert (None: no such job deployed)."""
+        entry = self.catalog.job(job) if self.catalog is not None else None
+        return JobBrief.from_json(entry.model_dump(mode="json")) if entry is not None else None
 
     def repository(self) -> Repository:
         from jobplane.platform.repository import Repository
