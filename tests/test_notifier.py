@@ -194,3 +194,19 @@ def test_webhooks_per_channel_each_get_their_channels_alerts(receiver: Receiver,
 def test_a_misplaced_slack_setting_is_refused_not_sent_somewhere(setting: str | None, token: str | None, says: str) -> None:
     with pytest.raises(ValueError, match=re.escape(says)):
         SlackNotifier(setting, MULTI, bot_token=token)
+
+
+def test_the_dsl_offers_every_notification_event() -> None:
+    """``jp.events`` is the Event enum: DEADLINE was accepted as a string but missing there, so
+    ``jp.events.DEADLINE`` failed in Jsonnet (found by a docs-against-code review)."""
+    import re
+
+    from conftest import ROOT
+    from jobplane.contract.statuses import Event
+
+    text = (ROOT / "jobs" / "lib" / "jobplane.libsonnet").read_text()
+    block = re.search(r"events:: \{(.*?)\n  \}", text, re.S)
+    assert block
+    pairs = re.findall(r"^\s+(\w+): '(\w+)',", block[1], re.M)
+    assert all(k == v for k, v in pairs)
+    assert [k for k, _ in pairs] == [e.value for e in Event]

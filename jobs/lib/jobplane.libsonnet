@@ -30,6 +30,7 @@
     RECOVERED: 'RECOVERED',
     SLOW: 'SLOW',
     MISSED: 'MISSED',
+    DEADLINE: 'DEADLINE',
   },
 
   // --- schedules: each returns an EventBridge Scheduler expression (or a list of them)
