@@ -459,3 +459,29 @@ def test_a_pause_holds_when_an_apply_enables_the_schedule_again(repo_root: Path,
         assert ran.status == "SUCCEEDED"
     finally:
         platform.stop()
+
+
+def test_a_port_another_program_holds_stops_the_start_with_the_setting_that_moves_it(repo_root: Path,
+                                                                                     tmp_path: Path) -> None:
+    """Each of the two ports `jobplane dev` listens on, already held: the start fails with a
+    message that names the port and the setting to change, and leaves nothing running (the local
+    AWS's port used to end the process through werkzeug's own exit with its generic advice)."""
+    import socket
+
+    from jobplane.devserver.runtime import DevError
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen(1)
+        port = held.getsockname()[1]
+        for ports, setting in (((port, 0), "JOBPLANE_AWS_PORT"), ((0, port), "JOBPLANE_PORTAL_PORT")):
+            platform = DevPlatform(load_config(repo_root), tmp_path / "data", *ports, run_scheduler=False,
+                                   run_services=False, snapshot_interval=3600)
+            with pytest.raises(DevError) as refused:
+                platform.start()
+            message = str(refused.value)
+            assert f"127.0.0.1:{port}" in message and setting in message and "0: any free port" in message
+            # nothing of the failed start is left listening: a start on free ports works at once
+            platform = DevPlatform(load_config(repo_root), tmp_path / "data", 0, 0, run_scheduler=False,
+                                   run_services=False, snapshot_interval=3600).start()
+            platform.stop()

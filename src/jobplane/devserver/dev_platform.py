@@ -41,6 +41,7 @@ from jobplane.platform.catchup import WINDOW as CATCHUP_WINDOW
 from jobplane.platform.control import ControlPlane, Deployment
 from jobplane.platform.local.ecs_agent import container_env
 from jobplane.platform.local.engine import ACCOUNT, LocalAWS
+from jobplane.platform.local.front import PortInUse
 from jobplane.platform.local.scheduler import Clock, LocalScheduler, system_clock
 from jobplane.contract.types import JsonObject
 
@@ -154,9 +155,13 @@ class DevPlatform:
         def on_stop(what: str, action: Callable[[], object]) -> None:
             stack.callback(_phase, what, action)
 
-        aws = self.aws = stack.enter_context(LocalAWS(
-            prefix=self.config.name_prefix, server_port=self.aws_port, log_dir=self.data_dir / "logs",
-            env=self.config.dev_env(self.data_dir, self.service_ports), clock=self.clock))
+        try:
+            aws = self.aws = stack.enter_context(LocalAWS(
+                prefix=self.config.name_prefix, server_port=self.aws_port, log_dir=self.data_dir / "logs",
+                env=self.config.dev_env(self.data_dir, self.service_ports), clock=self.clock))
+        except PortInUse as e:
+            raise DevError(f"the local AWS cannot listen on {e}: another jobplane dev? set [dev] aws_port or "
+                           "JOBPLANE_AWS_PORT (0: any free port), or --aws-port") from None
         portal_socket = self._bind_portal()
         on_stop("close the portal's socket", portal_socket.close)
         snapshot = None if self.reset else Snapshot.load(self.data_dir / SNAPSHOT_FILE)
@@ -317,7 +322,7 @@ class DevPlatform:
         except OSError as e:
             sock.close()
             raise DevError(f"the portal cannot listen on 127.0.0.1:{self.portal_port}: {e.strerror} "
-                           "(another jobplane dev? set [dev] portal_port or JOBPLANE_PORTAL_PORT)") from None
+                           "(another jobplane dev? set [dev] portal_port or JOBPLANE_PORTAL_PORT (0: any free port), or --portal-port)") from None
         self.portal_port = sock.getsockname()[1]
         return sock
 

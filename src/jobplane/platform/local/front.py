@@ -28,6 +28,7 @@ import hmac
 import json
 import re
 import secrets
+import socket
 import string
 import threading
 from dataclasses import dataclass
@@ -146,6 +147,15 @@ class Front:
         return [body]
 
 
+class PortInUse(OSError):
+    """The local AWS's port cannot be listened on (another program holds it)."""
+
+    def __init__(self, port: int, reason: str):
+        super().__init__(f"127.0.0.1:{port}: {reason}")
+        self.port = port
+        self.reason = reason
+
+
 class FrontServer:
     """moto's application behind :class:`Front` on a threaded werkzeug server on 127.0.0.1.
 
@@ -158,9 +168,23 @@ class FrontServer:
         from werkzeug.serving import make_server
 
         self.credentials = credentials
-        self._server = make_server("127.0.0.1", port, lambda e, s: self._app(e, s), threaded=True,
-                                   request_handler=MotoRequestHandler)
-        self.port = self._server.server_port
+        # bound here, not by werkzeug: a port in use would print werkzeug's own advice and exit
+        # the process (sys.exit in its server's constructor); this raises PortInUse instead, and
+        # `jobplane dev` says which setting moves it (devserver/dev_platform.py)
+        listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as werkzeug's own bind
+        try:
+            listening.bind(("127.0.0.1", port))
+            listening.listen(128)
+        except OSError as e:
+            listening.close()
+            raise PortInUse(port, e.strerror or str(e)) from None
+        try:
+            self._server = make_server("127.0.0.1", port, lambda e, s: self._app(e, s), threaded=True,
+                                       request_handler=MotoRequestHandler, fd=listening.fileno())
+        finally:
+            listening.close()  # the server holds its own descriptor of it (socket.fromfd duplicates)
+        self.port = int(self._server.server_address[1])
         self._app = Front(DomainDispatcherApplication(create_backend_app), self.port, credentials)
         self._thread: threading.Thread | None = None
 
