@@ -322,6 +322,16 @@ def test_cli_run_from_a_step_status_and_logs_talk_to_the_running_platform(repo_r
         (tmp_path / "go").write_text("go")
         r = cli("run", "flaky-load", "--from-step", "nope")
         assert r.exit_code != 0 and "has no step 'nope'" in r.output
+        r = cli("run", "flaky-LOAD")
+        assert r.exit_code != 0 and "no job named 'flaky-LOAD' (did you mean 'flaky-load'?)" in r.output
+        # a job written after this jobplane dev started: defined, not deployed, and said so
+        (repo_root / "jobs" / "billing" / "written-since.jsonnet").write_text((repo_root / "jobs" / "billing" /
+                                                                              "flaky-load.jsonnet").read_text())
+        r = cli("run", "written-since")
+        assert r.exit_code != 0 and "no job named 'written-since'" in r.output
+        assert "jobs/billing/written-since.jsonnet defines it" in r.output and "restart it" in r.output
+        r = cli("run", "*")  # a name, never a pattern: nothing matches it
+        assert r.exit_code != 0 and "defines it" not in r.output
         r = cli("run", "flaky-load", "-p", "typo=1")
         assert r.exit_code != 0 and "has no param 'typo'" in r.output
         r = cli("status")

@@ -159,6 +159,20 @@ def target(obj: Context, data_dir: Path | None, deployment: Path | None) -> Targ
         return Target(control, actor, runtime.get("portal_url", ""), "jobplane dev")
 
 
+def undeployed(obj: Context, job: str) -> str:
+    """What to add when the running `jobplane dev` has no ``job`` but the project defines it:
+    it deploys the definitions it finds at its start, so a job written since needs a restart
+    (a newcomer's first `jobplane init` then `jobplane run` met a bare "no job named")."""
+    jobs = Path(obj.root) / "jobs"
+    plain = job and "/" not in job and "\\" not in job and job not in (".", "..")  # a name, never a path
+    found = sorted(p for team in jobs.iterdir() if (p := team / f"{job}.jsonnet").is_file()) \
+        if plain and jobs.is_dir() else []
+    if not found:
+        return ""
+    return (f"\njobs/{found[0].parent.name}/{found[0].name} defines it, but the running jobplane dev deployed the definitions "
+            "it found when it started: restart it (Ctrl-C, then make dev) to deploy this one")
+
+
 def aware_time(text: str, param_hint: str) -> "datetime":
     """An ISO 8601 time with its offset, as an option takes it (a time without one is refused:
     which zone it meant is the question the option answers)."""

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Callable
 import click
 
 from jobplane.cli.common import (Context, aws_target, control_error, data_dir_option, deployment_option,
-                                 parse_params, resolve_data_dir, target)
+                                 parse_params, resolve_data_dir, target, undeployed)
 from jobplane.contract import runner as rc
 from jobplane.contract.clock import parse_iso
 from jobplane.contract.statuses import ExecutionStatus
@@ -77,7 +77,8 @@ def run(obj: Context, job: str, params: tuple[str, ...], from_step: str | None, 
     try:
         name = control.run_now(job, where.actor, parse_params(params), "jobplane run", from_step)
     except control_error() as e:
-        raise click.ClickException(e.message) from None
+        unknown = e.code == "not_found" and e.details.get("job") == job and deployment is None
+        raise click.ClickException(e.message + (undeployed(obj, job) if unknown else "")) from None
     click.echo(f"started {job}: {name}" + (f"\n  {where.link(name)}" if where.link(name) else ""))
     if not wait:
         return

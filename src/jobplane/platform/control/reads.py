@@ -113,7 +113,14 @@ class Reads:
         try:
             return self.entries[job]
         except KeyError:
-            raise NotFound(f"no job named {job!r}", {"job": job}) from None
+            raise self._no_such_job(job) from None
+
+    def _no_such_job(self, job: str) -> NotFound:
+        """NotFound for ``job``, with the closest name the catalog holds (the names are read
+        only on this path: a run's start reads one job's entry)."""
+        from jobplane.contract.quoting import did_you_mean
+
+        return NotFound(f"no job named {job!r}{did_you_mean(job, list(self.entries))}", {"job": job})
 
     def brief(self, job: str) -> JobBrief:
         """What a run of ``job`` needs of its catalog entry (contract/catalog_brief.py): from the
@@ -126,7 +133,7 @@ class Reads:
         else:
             read = catalog_job(self.deployment, job)
             if read is None:
-                raise NotFound(f"no job named {job!r}", {"job": job})
+                raise self._no_such_job(job)
             found = read
         self._briefs[job] = found
         return found
