@@ -475,3 +475,41 @@ def test_the_raw_checks_walk_into_a_maps_items_and_each_steps(repo: Repo) -> Non
         "jobs/billing/fan.jsonnet: job 'fan': steps[0].map.items: memory 512 does not fit cpu 1024 on Fargate "
         "(allowed: 2048-8192 in steps of 1024)",
     ]), result.stderr
+
+
+def test_a_misspelt_library_name_gets_the_closest_one_and_its_downstream_is_not_misled(compiled_repo: Repo) -> None:
+    """To Jsonnet, ``jp.pyhton`` is a field that does not exist: no job, no hint (a newcomer QA
+    pass). The line that failed names the library, so the closest library name is added, for
+    ``jp.*`` and for ``jp.policy.*``; a missing field of the author's own object gets none. A job
+    running after the unreadable file's job is told where that job probably is, not "did you mean"
+    another job."""
+    compiled_repo.write("jobs/billing/typo-kind.jsonnet", """\
+        local jp = import 'jobplane.libsonnet';
+        { name: 'typo-kind', team: 'billing', steps: [jp.pyhton('a', 'billing.reports:daily')] }
+        """)
+    compiled_repo.write("jobs/billing/typo-policy.jsonnet", """\
+        local jp = import 'jobplane.libsonnet';
+        { name: 'typo-policy', team: 'billing', policy: jp.policy.SKIP_IF_RUNING,
+          steps: [jp.python('a', 'billing.reports:daily')] }
+        """)
+    compiled_repo.write("jobs/billing/own-field.jsonnet", """\
+        local jp = import 'jobplane.libsonnet';
+        local mine = { python: 'billing.reports:daily' };
+        { name: 'own-field', team: 'billing', steps: [{ name: 'a', python: mine.pyhton }] }
+        """)
+    compiled_repo.write("jobs/billing/after-typo.jsonnet", """\
+        local jp = import 'jobplane.libsonnet';
+        { name: 'after-typo', team: 'billing', after: [jp.after('typo-kind')],
+          steps: [jp.python('a', 'billing.reports:daily')] }
+        """)
+    result = compiled_repo.cli("validate")
+    assert result.exit_code == 2
+    err = result.stderr
+    assert ("jobs/billing/typo-kind.jsonnet: Jsonnet evaluation error: Field does not exist: pyhton (line 2"
+            in err and "jp.pyhton is not in the library (did you mean jp.python?)" in err)
+    assert "jp.policy.SKIP_IF_RUNING is not in the library (did you mean jp.policy.SKIP_IF_RUNNING?)" in err
+    own = next(line for line in err.splitlines() if line.startswith("jobs/billing/own-field.jsonnet"))
+    assert "Field does not exist: pyhton" in own and "did you mean" not in own
+    after = next(line for line in err.splitlines() if line.startswith("jobs/billing/after-typo.jsonnet"))
+    assert "no job named 'typo-kind': jobs/billing/typo-kind.jsonnet may define it, but it could not be read" in after
+    assert "did you mean" not in after

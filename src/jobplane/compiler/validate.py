@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from collections.abc import Iterator
 from typing import Protocol, Sequence
@@ -63,6 +63,45 @@ def _jsonnet_problem(source: str, err: RuntimeError) -> Problem:
         message = message[:MAX_MESSAGE] + f"… ({len(message)} characters)"
     kind = "evaluation error" if runtime else "syntax error"
     return Problem(source, None, None, f"Jsonnet {kind}: {message}{where}")
+
+
+#: jobs/lib/jobplane.libsonnet's fields: ``name::`` or ``name(...)::`` two spaces in (jp.*), and
+#: the members of its ``policy`` and ``events`` objects four spaces in (jp.policy.*, jp.events.*)
+_LIBRARY_FIELD = re.compile(r"^  (\w+)(?:\(.*?\))?::", re.M)
+_LIBRARY_BLOCK = re.compile(r"^  (policy|events):: \{(.*?)^  \}", re.M | re.S)
+
+
+def _with_library_hint(problem: Problem, path: Path, error: str, config: PlatformConfig) -> Problem:
+    """A misspelt library name (``jp.pyhton``, ``jp.policy.SKIP_IF_RUNING``) is, to Jsonnet, a
+    field that does not exist, with no job and no hint: a newcomer QA pass met exactly that. When
+    the failing line reads ``jp.<name>`` (or ``jp.policy.<name>``, ``jp.events.<name>``), the
+    closest name the library has is added."""
+    missing = re.search(r"Field does not exist: (\w+)", error)
+    loc = re.search(r"(?:^|\s)(\S+?\.jsonnet):(\d+):", error)
+    if not missing or not loc:
+        return problem
+    name = missing.group(1)
+    try:
+        line = path.read_text(errors="replace").splitlines()[int(loc.group(2)) - 1]
+        library = (config.library_path / "jobplane.libsonnet").read_text()
+    except (OSError, IndexError):
+        return problem
+    used = re.search(rf"\bjp\.(?:(policy|events)\.)?{re.escape(name)}\b", line)
+    if not used:
+        return problem
+    if used.group(1):
+        block = next((b for b in _LIBRARY_BLOCK.finditer(library) if b.group(1) == used.group(1)), None)
+        options = re.findall(r"^\s+(\w+):", block.group(2), re.M) if block else []
+        prefix = f"jp.{used.group(1)}."
+    else:
+        options, prefix = _LIBRARY_FIELD.findall(library), "jp."
+    import difflib
+
+    close = difflib.get_close_matches(name, options, n=1, cutoff=0.6)  # as did_you_mean
+    if not close:
+        return problem
+    return replace(problem, message=f"{problem.message}: {prefix}{name} is not in the library "
+                                    f"(did you mean {prefix}{close[0]}?)")
 
 
 def _loc_text(loc: Loc) -> str:
@@ -169,7 +208,11 @@ def check_definitions(config: PlatformConfig, files: list[Path] | None = None,
                 first_seen[name] = source
             problems.extend(_derived_collisions(source, name, derived, derived_seen))
     edges = [(checked[p].source, name, after) for p in paths for name, _, after in checked[p].jobs]
-    problems.extend(_after_problems(edges, set(first_seen), complete=files is None))
+    # files that yielded no job (their evaluation failed): an upstream named as one of them is
+    # most likely there, and "did you mean" another job would send the reader the wrong way
+    unread = {Path(checked[p].source).stem: checked[p].source for p in paths
+              if not checked[p].names and checked[p].problems}
+    problems.extend(_after_problems(edges, set(first_seen), complete=files is None, unread=unread))
     return Checked(list(set(problems)), [checked[p] for p in paths])
 
 
@@ -196,7 +239,8 @@ def _check_file(path: Path, source: str, outcome: Evaluated, config: PlatformCon
     if outcome.refusals:
         return FileChecked(tuple(Problem(source, None, None, r) for r in outcome.refusals), (), (), source)
     if outcome.error is not None:
-        return FileChecked((_jsonnet_problem(source, RuntimeError(outcome.error)),), (), (), source)
+        problem = _jsonnet_problem(source, RuntimeError(outcome.error))
+        return FileChecked((_with_library_hint(problem, path, outcome.error, config),), (), (), source)
     if outcome.limit is not None:
         return FileChecked((Problem(source, None, None, outcome.limit),), (), (), source, evaluation_limit=True)
     problems: list[Problem] = []
@@ -320,16 +364,19 @@ def after_problems(loaded: list[LoadedJob], known: set[str], complete: bool = Tr
 
 
 def _after_problems(edges: list[tuple[str, str, tuple[str, ...]]], known: set[str],
-                    complete: bool = True) -> list[Problem]:
-    """after_problems over (file, job, its ``after`` jobs in order)."""
+                    complete: bool = True, unread: dict[str, str] | None = None) -> list[Problem]:
+    """after_problems over (file, job, its ``after`` jobs in order). ``unread``: the files that
+    could not be read, by their name without .jsonnet (an upstream of that name is said to be there)."""
     problems: list[Problem] = []
     graph = {name: list(after) for _, name, after in edges}
     where = {name: (source, after) for source, name, after in edges}
     for source, name, after in edges:
         for i, upstream in enumerate(after):
             if complete and upstream not in known:
-                problems.append(Problem(source, name, f"after[{i}].job",
-                                        f"no job named {quoted(upstream)}" + did_you_mean(upstream, sorted(known))))
+                there = (unread or {}).get(upstream)
+                problems.append(Problem(source, name, f"after[{i}].job", f"no job named {quoted(upstream)}" + (
+                    f": {there} may define it, but it could not be read (its problem is listed)" if there
+                    else did_you_mean(upstream, sorted(known)))))
     seen_cycles: set[tuple[str, ...]] = set()
     for start in sorted(graph):
         stack = [(start, [start])]
