@@ -339,12 +339,20 @@ def test_cli_run_from_a_step_status_and_logs_talk_to_the_running_platform(repo_r
         row = next(line for line in r.output.splitlines() if line.startswith("flaky-load"))
         assert "FAILED" in row and "manual" in row
         assert "every-minute" in r.output and "UTC" in r.output
+        running = r.output
     finally:
         platform.stop()
     # Stopped: what is on disk is still readable (issue 17), and what needs the platform says
     # which data directory it looked at.
     r = cli("status")
     assert r.exit_code == 0 and "jobplane dev is not running; its last saved state" in r.output
+    # the same jobs in the same order, a next fire written the same way (its zone's name and the
+    # UTC time: the stopped view wrote "UTC-05:00" instead)
+    def jobs_and_fire(text: str) -> tuple[list[str], str]:
+        lines = [line for line in text.splitlines() if line.split(" ")[0] in platform.control.entries]
+        weekly = next(line for line in lines if line.startswith("other-team"))
+        return [line.split(" ")[0] for line in lines], re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d E[SD]T \(\d\d:\d\d UTC\)", weekly)[0]
+    assert jobs_and_fire(r.output) == jobs_and_fire(running)
     assert "FAILED" in next(line for line in r.output.splitlines() if line.startswith("flaky-load"))
     r = cli("logs", failed, "--step", "load")
     assert r.exit_code == 0 and "partner API answered 503" in r.output and "not running: logs read from" in r.output

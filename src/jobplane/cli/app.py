@@ -47,7 +47,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
               "the portal's re-run buttons do; prints the new execution's name and does not wait for it."),
     "status": ("jobplane.cli.operate", "status",
                "Jobs: last status, running executions, next fire time (of `jobplane dev`, or with --deployment "
-               "on AWS). While `jobplane dev` is not running, its last saved state (no next fires: nothing fires)."),
+               "on AWS). While `jobplane dev` is not running, its last saved state, with the next fires of cron "
+               "schedules and the open episodes of missed fires."),
     "logs": ("jobplane.cli.operate", "logs",
              "Print the step logs of EXECUTION (every attempt, in the order they ran), read from CloudWatch "
              "Logs (of `jobplane dev`, or with --deployment on AWS); while `jobplane dev` is stopped, from its "

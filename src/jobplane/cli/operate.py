@@ -182,8 +182,8 @@ def _span(seconds: int) -> str:
 @click.pass_obj
 def status(obj: Context, data_dir: Path | None, deployment: Path | None, as_json: bool) -> None:
     """Jobs: last status, running executions, next fire time (of `jobplane dev`, or with
-    --deployment on AWS). While `jobplane dev` is not running, its last saved state (no next
-    fires: nothing fires)."""
+    --deployment on AWS). While `jobplane dev` is not running, its last saved state, with the
+    next fires of cron schedules and the open episodes of missed fires."""
     control = _reader(obj, data_dir, deployment, lambda where, why: _offline_status(where, why, as_json))
     if control is None:
         return
@@ -214,10 +214,7 @@ def status(obj: Context, data_dir: Path | None, deployment: Path | None, as_json
         if j.paused:
             nxt = "paused"
         elif j.next_fires:
-            t = j.next_fires[0]
-            nxt = t.strftime('%Y-%m-%d %H:%M %Z')
-            if t.utcoffset():  # the UTC time only where it differs ("09:38 UTC (09:38 UTC)" said nothing)
-                nxt += f" ({t.astimezone(timezone.utc).strftime('%H:%M UTC')})"
+            nxt = _fire_text(j.next_fires[0])
         else:
             nxt = j.entry.started_by if not j.entry.schedule else "disabled"
         click.echo(f"{j.name:<{width}}  {j.team:<9} {last:<10} {finished or '-':<20} {len(j.running) or '-':<8} {nxt}")
@@ -399,15 +396,18 @@ def _offline_status(data_dir: Path, why: Exception, as_json: bool) -> None:
         raise click.ClickException(str(why))
     states = {s.job: s for s in (JobState.from_item(i) for i in snapshot.items
                                  if i.get("sk", {}).get("S") == dm.STATE_SK and i.get("pk", {}).get("S", "").startswith(dm.JOB_PREFIX))}
-    jobs = Catalog.load(compiled).jobs
+    jobs = sorted(Catalog.load(compiled).jobs, key=lambda j: (j.team, j.name))  # as the running platform lists them
     now = datetime.now(timezone.utc)
     stopped_at = _scheduler_stopped_at(data_dir)
     rows: list[JsonObject] = []
+    shown: dict[str, str] = {}  # each next fire as the running platform's status writes it
     for j in jobs:
         state = states.get(j.name)
         paused = bool(state and state.paused)
         computable = j.scheduled and not paused and not any(s.startswith("rate(") for s in j.schedule)
         next_fire = _offline_next_fire(j, now) if computable else None
+        if next_fire is not None:
+            shown[j.name] = _fire_text(next_fire)
         not_started = _fires_between(j, stopped_at, now) if computable and stopped_at else None
         rows.append({"job": j.name, "team": j.team, "last_status": state.last_status if state else None,
                      "last_finished_at": state.last_finished_at if state else None, "paused": paused,
@@ -427,7 +427,7 @@ def _offline_status(data_dir: Path, why: Exception, as_json: bool) -> None:
         if r["paused"]:
             nxt = "paused"
         elif r["next_fire"]:
-            nxt = datetime.fromisoformat(str(r["next_fire"])).strftime("%Y-%m-%d %H:%M %Z")
+            nxt = shown[str(r["job"])]
         else:
             nxt = str(r["started_by"] or "-")
         click.echo(f"{r['job']:<{width}}  {r['team']:<9} {r['last_status'] or '-':<10} {finished or '-':<20} {nxt}")
@@ -456,6 +456,15 @@ def _scheduler_stopped_at(data_dir: Path) -> datetime | None:
         return parse_iso(json.loads((data_dir / SCHEDULER_RECORD).read_text())["running_until"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+def _fire_text(t: datetime) -> str:
+    """A next fire in its job's timezone (its abbreviation), and in UTC where that differs
+    ("09:38 UTC (09:38 UTC)" said nothing): the same whether `jobplane dev` runs or not."""
+    text = t.strftime('%Y-%m-%d %H:%M %Z')
+    if t.utcoffset():
+        text += f" ({t.astimezone(timezone.utc).strftime('%H:%M UTC')})"
+    return text
 
 
 def _offline_next_fire(job: CatalogJob, now: datetime) -> datetime | None:
