@@ -503,3 +503,24 @@ def test_a_port_another_program_holds_stops_the_start_with_the_setting_that_move
             platform = DevPlatform(load_config(repo_root), tmp_path / "data", 0, 0, run_scheduler=False,
                                    run_services=False, snapshot_interval=3600).start()
             platform.stop()
+
+
+def test_the_banner_suggests_a_job_of_this_project_and_a_command_this_shell_can_run(repo_root: Path,
+                                                                                    tmp_path: Path) -> None:
+    """The banner's "run a job" line: one of this project's scheduled jobs (it named the examples'
+    daily-sales-report in any project), and the `jobplane` beside this interpreter as the shell
+    can type it (``jobplane run`` was not found after `make dev`, which puts it in .venv/bin)."""
+    import os
+    import shutil
+    import sys
+
+    platform = start_platform(repo_root, tmp_path / "data")
+    try:
+        line = next(line for line in platform.banner().splitlines() if line.lstrip().startswith("run a job"))
+    finally:
+        platform.stop()
+    command, job = re.search(r"run a job\s+(\S+) run (\S+)", line).groups()
+    assert job in platform.control.entries and platform.control.entries[job].schedule
+    beside = Path(sys.executable).parent / "jobplane"
+    typed = shutil.which(command) if "/" not in command else command
+    assert typed and Path(typed).resolve() == beside.resolve() and os.access(typed, os.X_OK)

@@ -29,6 +29,7 @@ import threading
 import time
 from contextlib import ExitStack
 from datetime import datetime, timezone
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -394,6 +395,11 @@ class DevPlatform:
         webhook = ("Slack (bot token: chat.postMessage to each routed channel)" if self.slack_bot_token else
                    "Slack webhook" if self.webhook_url else
                    "this console (set JOBPLANE_SLACK_BOT_TOKEN or JOBPLANE_SLACK_WEBHOOK_URL for Slack)")
+        command = cli_command()
+        # one of this project's jobs to try: a scheduled one, as a first run is of such a job
+        deployed = self.aws.catalog.jobs if self.aws.catalog is not None else []
+        example = next((j.name for j in sorted(deployed, key=lambda j: (j.team, j.name)) if j.schedule),
+                       self.jobs[0] if self.jobs else None)
         lines = [
             "",
             f"jobplane dev is ready: {len(self.jobs)} jobs deployed on the embedded local AWS.",
@@ -409,7 +415,7 @@ class DevPlatform:
             f"  state       {self.data_dir}   (kept across restarts; --reset starts empty)",
             *(f"  service     {name} on 127.0.0.1:{port}" for name, port in sorted(self.service_ports.items())
               if name in self.services),
-            "  run a job   jobplane run daily-sales-report      status: jobplane status",
+            *([f"  run a job   {command} run {example}      status: {command} status"] if example else []),
             "Jobs fire on their schedules. Ctrl-C stops everything.",
         ]
         if self.interrupted:
@@ -465,3 +471,19 @@ def _phase(what: str, action: Callable[[], object]) -> None:
         action()
     except Exception:
         log.exception("while stopping: could not %s", what)
+
+
+def cli_command() -> str:
+    """How to type the `jobplane` command beside this interpreter: ``jobplane`` when the shell
+    finds that one, else its path (``.venv/bin/jobplane`` after `make dev`: the banner said
+    ``jobplane run``, which a new user's shell did not find)."""
+    import shutil
+
+    here = Path(sys.executable).parent / "jobplane"
+    found = shutil.which("jobplane")
+    if found and Path(found).resolve() == here.resolve():
+        return "jobplane"
+    try:
+        return str(here.relative_to(Path.cwd()))
+    except ValueError:
+        return str(here)
