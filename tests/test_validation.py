@@ -89,6 +89,10 @@ BAD = {
     "unknown team": ("""\
         { name: 'orphan', team: 'biling', steps: [{ name: 'a', python: 'm:f' }] }
         """, [("job 'orphan'", "team", "did you mean 'billing'")]),
+    "unknown team, nothing close": ("""\
+        { name: 'stray', team: 'marketing', steps: [{ name: 'a', python: 'm:f' }] }
+        """, [("job 'stray'", "team", "unknown team 'marketing'; teams are declared in jobplane.toml (it has ",
+               "; a new team is a [teams.marketing] table there)")]),
     "two kinds": ("""\
         { name: 'two-kinds', team: 'billing', steps: [{ name: 'a', python: 'm:f', shell: ['true'] }] }
         """, [("job 'two-kinds'", "steps[0]", "exactly one of python, celery, django, shell, parallel, lambda, map (found python, shell)")]),

@@ -429,8 +429,11 @@ def raw_problems(source: str, job: str, item: JsonObject, config: PlatformConfig
     problems = []
     team = item.get("team")
     if isinstance(team, str) and config.teams and team not in config.teams:
+        hint = did_you_mean(team, list(config.teams)) or (
+            f" (it has {', '.join(sorted(config.teams))}" + (f"; a new team is a [teams.{team}] table there)"
+                                                            if TEAM_RE.fullmatch(team) else ")"))
         problems.append(Problem(source, job, "team", f"unknown team {quoted(team)}; teams are declared in jobplane.toml"
-                                + did_you_mean(team, list(config.teams))))
+                                + hint))
     elif isinstance(team, str) and not TEAM_RE.fullmatch(team):
         problems.append(Problem(source, job, "team", f"team {quoted(team)} is not 1-40 lower-case letters, digits and "
                                 "'-' (it names the team's Terraform root directory)"))
