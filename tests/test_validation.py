@@ -89,6 +89,10 @@ BAD = {
     "unknown team": ("""\
         { name: 'orphan', team: 'biling', steps: [{ name: 'a', python: 'm:f' }] }
         """, [("job 'orphan'", "team", "did you mean 'billing'")]),
+    "a time past 23:59": ("""\
+        local jp = import 'jobplane.libsonnet';
+        { name: 'late', team: 'billing', schedule: jp.daily('25:00'), steps: [{ name: 'a', python: 'm:f' }] }
+        """, [("jobs/billing/bad.jsonnet", "time 25:00 must be HH:MM, 00:00 to 23:59", "(line 2, column", "of bad.jsonnet)")]),
     "unknown team, nothing close": ("""\
         { name: 'stray', team: 'marketing', steps: [{ name: 'a', python: 'm:f' }] }
         """, [("job 'stray'", "team", "unknown team 'marketing'; teams are declared in jobplane.toml (it has ",

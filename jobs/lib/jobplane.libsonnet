@@ -37,7 +37,9 @@
   local hm(at) =
     local parts = std.split(at, ':');
     assert std.length(parts) == 2 : 'time %s must be HH:MM' % at;
-    { hour: std.parseInt(parts[0]), minute: std.parseInt(parts[1]) },
+    local hour = std.parseInt(parts[0]), minute = std.parseInt(parts[1]);
+    assert hour >= 0 && hour <= 23 && minute >= 0 && minute <= 59 : 'time %s must be HH:MM, 00:00 to 23:59' % at;
+    { hour: hour, minute: minute },
   local oneOrMany(at, f) = if std.isArray(at) then [f(a) for a in at] else f(at),
   local times(at) = std.join(',', [local x = hm(t); '%02d:%02d' % [x.hour, x.minute] for t in (if std.isArray(at) then at else [at])]),
 

@@ -56,7 +56,10 @@ def _jsonnet_problem(source: str, err: RuntimeError) -> Problem:
     first = text.splitlines()[0] if text else "Jsonnet evaluation failed"
     runtime = first.startswith("RUNTIME ERROR")
     # Static errors start "file:3:9-10 message"; runtime errors carry "\tfile:3:9-12\t..." lines.
-    loc = re.search(r"(?:^|\s)(\S+?\.(?:jsonnet|libsonnet)):(\d+):(\d+)", text)
+    # the definition's own line first: an error the library raises (jp.daily('25:00')) is the
+    # author's call of it, further down the trace
+    loc = (re.search(r"(?:^|\s)(\S+?\.jsonnet):(\d+):(\d+)", text)
+           or re.search(r"(?:^|\s)(\S+?\.libsonnet):(\d+):(\d+)", text))
     where = f" (line {loc.group(2)}, column {loc.group(3)} of {Path(loc.group(1)).name})" if loc else ""
     message = re.sub(r"^(RUNTIME ERROR: |STATIC ERROR: )?(\S+?\.(jsonnet|libsonnet):[\d:-]+ )?", "", first)
     if len(message) > MAX_MESSAGE:  # e.g. error std.toString(something huge)
