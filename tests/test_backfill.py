@@ -244,6 +244,11 @@ def test_the_cli_previews_starts_and_follows_a_backfill(platform: DevPlatform) -
     assert r.exit_code == 0, r.output
     assert re.search(r"^  2026-08-01T04:30:00Z  SUCCEEDED  bf-", r.output, re.M)
     assert r.output.rstrip().splitlines()[-1] == f"{backfill_id}: COMPLETED (2 SUCCEEDED)"
+    # again, only the missed ones: none is left, which is said (no reason is asked for nothing)
+    r = cli("hourly", *window)
+    assert r.exit_code == 0, r.output
+    assert r.output.splitlines()[0] == "hourly (America/New_York): 2 fires in the window, 0 to run (only-missed)"
+    assert r.output.rstrip().splitlines()[-1] == "nothing to run: every fire in the window has a record (--all runs them again)"
     r = cli(backfill_id, "--cancel", "--reason", "too late")
     assert r.exit_code == 1 and f"{backfill_id} is COMPLETED" in r.output
     r = cli("hourly", "--from", "2026-08-01T00:00", "--to", "2099-01-01T00:00", "--dry-run")

@@ -79,6 +79,10 @@ def backfill(obj: Context, job_or_backfill: str, start: str | None, end: str | N
         if dry_run:
             click.echo("dry run: nothing started")
             return
+        if not runs:  # every fire already has a record: nothing to start, nothing to give a reason for
+            click.echo("nothing to run: every fire in the window has a record (--all runs them again)"
+                       if planned else "nothing to run: no fire in the window")
+            return
         if not reason:
             raise click.UsageError("--reason is required to start a backfill (the audit log keeps it)")
         bf = backfills.create(job_or_backfill, where.actor, start, end, mode=mode, max_concurrent=max_concurrent,

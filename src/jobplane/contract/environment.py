@@ -56,7 +56,7 @@ DEFAULT_RETENTION_DAYS = 400
 #: task: exactly these names (tests/test_runtime_environment.py).
 FUNCTIONS: dict[str, frozenset[str]] = {
     "jobplane.platform.reconciler.handler": frozenset({NAME_PREFIX, TABLE, TOPIC_ARN, EXECUTION_RETENTION_DAYS,
-                                                       LOG_GROUP}),
+                                                       LOG_GROUP, CATALOG}),
     "jobplane.platform.notifier.handler": frozenset({PORTAL_URL, SLACK_WEBHOOK_SECRET_ARN, SLACK_BOT_TOKEN_SECRET_ARN,
                                                      TEAM_CHANNELS, DEFAULT_CHANNEL, LOG_GROUP, TABLE}),
     "jobplane.platform.slow.handler": frozenset({NAME_PREFIX, ACCOUNT_ID, TABLE, TOPIC_ARN, CATALOG, LOG_GROUP,
