@@ -95,6 +95,27 @@ def test_user_exception_is_retryable_with_traceback(tmp_path: Path) -> None:
     assert "upstream returned 503" in failure["traceback"] and "functions.py" in failure["traceback"]
 
 
+def test_the_steps_own_code_can_fail_without_a_retry() -> None:
+    """jobplane.runner.PermanentFailure: exit 78 (never retried), its message the error line the
+    alert and the portal show (platform/logs.py error_excerpt reads error_type and message)."""
+    from jobplane.platform.logs import error_excerpt
+
+    code, lines, proc = run("python", {"target": "sample_apps.functions:needs_a_day"})
+    assert code == rc.EXIT_PERMANENT, proc.stdout + proc.stderr
+    failure = lines[-1]
+    assert failure["level"] == "error" and failure["retryable"] is False
+    assert failure["message"] == "step failed, not retried: needs the param day (YYYY-MM-DD): run it again with -p day=..."
+    assert failure["error_type"] == "PermanentFailure"
+
+    class Stream:  # the attempt's log as CloudWatch Logs hands it to error_excerpt
+        def read(self, limit: int) -> str:
+            return proc.stdout[-limit:]
+
+    assert error_excerpt([Stream()]) == f"PermanentFailure: {failure['message']}"  # type: ignore[list-item]
+    code, _, proc = run("python", {"target": "sample_apps.functions:needs_a_day"}, params={"day": "2026-11-30"})
+    assert code == rc.EXIT_OK, proc.stdout + proc.stderr
+
+
 @pytest.mark.parametrize("target,fragment", [
     ("sample_apps.nowhere:run", "cannot import 'sample_apps.nowhere'"),
     ("sample_apps.functions:missing", "has no attribute 'missing'"),

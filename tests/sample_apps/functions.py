@@ -32,6 +32,14 @@ def boom(reason: str = "upstream returned 503") -> None:
     raise ConnectionError(reason)
 
 
+def needs_a_day(day: str | None = None) -> None:
+    """Refuses to run without its param: no retry would bring it (jobplane.runner.PermanentFailure)."""
+    from jobplane.runner import PermanentFailure
+
+    if not day:
+        raise PermanentFailure("needs the param day (YYYY-MM-DD): run it again with -p day=...")
+
+
 def record_env(out: str) -> None:
     """Writes the step's whole environment (what a step could print to its log)."""
     Path(out).write_text(json.dumps(dict(os.environ), sort_keys=True))

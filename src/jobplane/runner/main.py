@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 from jobplane.contract import runner as rc
 from jobplane.runner import logs, stop, targets
 from jobplane.runner.context import ContractError, RunContext, from_environment
+from jobplane.runner.failures import PermanentFailure
 
 KINDS = rc.STEP_KINDS
 
@@ -84,6 +85,10 @@ def run(kind: str, ctx: RunContext, log: logging.Logger) -> int:
     except targets.PermanentError as e:
         log.error("step cannot run: %s", e, extra={"duration": _since(started), "error_type": "PermanentError",
                                                     "retryable": False})
+        return rc.EXIT_PERMANENT
+    except PermanentFailure as e:  # the step's own code says no retry can fix it (runner/failures.py)
+        log.error("step failed, not retried: %s", e, extra={"duration": _since(started),
+                                                            "error_type": type(e).__name__, "retryable": False})
         return rc.EXIT_PERMANENT
     except targets.ExitCode as e:
         log.error("command exited with status %d", e.code, extra={"duration": _since(started), "exit_code": e.code,
