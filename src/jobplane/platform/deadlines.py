@@ -63,9 +63,9 @@ LOOK_BACK = timedelta(hours=36)
 RETENTION = timedelta(days=100)
 #: How many of the job's newest successful runs give a step's typical duration.
 HISTORY = 20
-#: Skips that are not the fire's own outcome: a duplicate delivery of a fire that did run, and a
-#: closed day of a calendar (no fire at all).
-NOT_THE_FIRE = ("DUPLICATE", "CLOSED_DAY")
+#: Skips that are not the fire's own outcome: a duplicate delivery of a fire that did run. (A
+#: closed day of a calendar is no fire at all: calendar_fires never lists it, nor is one deployed.)
+NOT_THE_FIRE = ("DUPLICATE",)
 MET, BREACHED = "MET", "BREACHED"
 #: An outcome whose alert is still unpublished this long after it was recorded is published by
 #: the next pass (the pass that recorded it stopped between the two).
@@ -143,9 +143,6 @@ class _Fire:
         done = [r for r in self.records if r.status == ExecutionStatus.SUCCEEDED.value and r.finished_at]
         return min(done, key=lambda r: r.finished_at or "") if done else None
 
-    def closed_day(self) -> bool:
-        return any(r.status == ExecutionStatus.SKIPPED.value and r.skip_reason == "CLOSED_DAY" for r in self.records)
-
     def ended(self) -> list[ExecutionRecord]:
         """Its runs that ended without success, newest last (a duplicate skip is not one)."""
         return sorted((r for r in self.records if r.status != ExecutionStatus.SUCCEEDED.value
@@ -213,8 +210,6 @@ class DeadlineWatch:
             at = execution_input.iso(t)
             due = deadline.due(t, entry.timezone)
             seen = runs.get(at) or _Fire(at)
-            if seen.closed_day():
-                continue
             if not seen.records and not seen.running and not self._expected(t, at, state, missed):
                 continue
             known = recorded.get(at)
