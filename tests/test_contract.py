@@ -254,6 +254,55 @@ def test_the_reconciler_says_what_it_did(aws: LocalAWS) -> None:
     assert _reconciler(aws).handle(other, "FAILED") == "ignored"
 
 
+def test_the_reconcilers_alert_goes_out_whatever_the_catalog_says_or_fails_to_say(aws: LocalAWS) -> None:
+    """The reconciler's alert carries the job's channels, events and runbook from its catalog
+    entry; an entry naming an event this platform does not know (a team root built by a newer
+    jobplane) leaves that event out, and a catalog that cannot be read gives the defaults. Either
+    way the alert is published: raising there failed the Lambda on every retry, and the alert
+    ended undelivered."""
+    from jobplane.contract.catalog_brief import JobBrief
+
+    sqs, sns = aws.client("sqs"), aws.client("sns")
+    queue = sqs.create_queue(QueueName=f"alerts-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    sns.subscribe(TopicArn=aws.resources["topic_arn"], Protocol="sqs", Endpoint=queue_arn,
+                  Attributes={"RawMessageDelivery": "true"})
+    job = _deploy(aws)
+    sfn = aws.client("stepfunctions")
+
+    def stopped_alert(job_brief: Any) -> dict[str, Any]:
+        arn = sfn.start_execution(stateMachineArn=aws.state_machines[job], input=json.dumps(
+            {"trigger": "manual", "scheduled_time": "2027-01-01T00:00:00.000001Z", "requested_by": "t",
+             "params": {"mode": "sleep", "seconds": 60}, "resume_from": None, "rerun_of": None}))["executionArn"]
+        sfn.stop_execution(executionArn=arn, error="Ops.Stop", cause="test")
+        aws.wait(arn, timeout=600)
+        reconciler = Reconciler(Repository(aws.client("dynamodb"), aws.resources["table_name"]), sns,
+                                aws.resources["topic_arn"], sfn, aws.prefix, job_brief=job_brief)
+        assert reconciler.handle(arn, "ABORTED") == "recorded"
+        name = arn.rsplit(":", 1)[1]
+        deadline = time.monotonic() + 120  # a hang guard, not a budget
+        while time.monotonic() < deadline:
+            for m in sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10, WaitTimeSeconds=1).get("Messages", []):
+                body = json.loads(m["Body"])
+                if body["execution"] == name:
+                    assert not aws.repository().execution(name).alert_pending  # and marked published
+                    return body
+        raise AssertionError(f"no alert for {name}")
+
+    brief = JobBrief(name=job, team="billing", params={}, params_budget=None, steps=(),
+                     notify_channels=("#billing-ops",), notify_events=("ABORTED", "PAGER"),
+                     runbook={"impact": "i", "workaround": "", "recovery": "r"})
+    alert = stopped_alert(lambda _: brief)
+    assert (alert["channels"], alert["events"], alert["runbook"]["recovery"]) == (["#billing-ops"], ["ABORTED"], "r")
+
+    def unreadable(_: str) -> JobBrief:
+        raise ConnectionError("S3 did not answer")
+
+    alert = stopped_alert(unreadable)
+    assert alert["event"] == "ABORTED" and alert["channels"] == [] and alert.get("events") is None
+    assert alert.get("runbook") is None
+
+
 def test_a_failed_step_is_named_by_the_reconciler_as_by_the_timeline(aws: LocalAWS) -> None:
     job = _deploy(aws)
     arn = _run(aws, job, "fail")

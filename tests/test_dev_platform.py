@@ -111,6 +111,9 @@ def test_a_stopped_runs_alert_follows_its_jobs_notify_settings(repo_root: Path, 
         wait_for(lambda: platform.control.log_streams(quiet), what="slow-report's step to start")
         platform.control.stop(quiet, "dev@localhost", "testing its alert")
         assert finished(platform, quiet, "slow-report").status == "ABORTED"
+        # its alert published (the reconciler clears the mark after the publish) before the next
+        # run starts: had it been posted, it would come before flaky-load's
+        wait_for(lambda: not platform.control.repo.execution(quiet).alert_pending, what="slow-report's alert")
         loud = platform.control.run_now("flaky-load", "dev@localhost", {"mode": "sleep"})  # 30 s
         wait_for(lambda: platform.control.log_streams(loud, "load"), what="flaky-load's load step to start")
         platform.control.stop(loud, "dev@localhost", "testing its alert")

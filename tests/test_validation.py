@@ -518,6 +518,16 @@ def test_a_misspelt_library_name_gets_the_closest_one_and_its_downstream_is_not_
     assert "jp.policy.SKIP_IF_RUNING is not in the library (did you mean jp.policy.SKIP_IF_RUNNING?)" in err
     own = next(line for line in err.splitlines() if line.startswith("jobs/billing/own-field.jsonnet"))
     assert "Field does not exist: pyhton" in own and "did you mean" not in own
+    # an error in a team's own library keeps that library's line (only jobplane's own library
+    # sends the reader to the calling line)
+    compiled_repo.write("jobs/lib/helpers.libsonnet", "{\n  broken(x):: x.nosuch,\n}\n")
+    compiled_repo.write("jobs/billing/own-library.jsonnet", """\
+        local h = import 'helpers.libsonnet';
+        { name: 'own-library', team: 'billing', steps: [{ name: 'a', python: h.broken({}) }] }
+        """)
+    err = compiled_repo.cli("validate").stderr
+    own_lib = next(line for line in err.splitlines() if line.startswith("jobs/billing/own-library.jsonnet"))
+    assert "(line 2, column" in own_lib and "of helpers.libsonnet)" in own_lib and "did you mean" not in own_lib
     after = next(line for line in err.splitlines() if line.startswith("jobs/billing/after-typo.jsonnet"))
     assert "no job named 'typo-kind': jobs/billing/typo-kind.jsonnet may define it, but it could not be read" in after
     assert "did you mean" not in after

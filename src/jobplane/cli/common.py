@@ -165,12 +165,15 @@ def undeployed(obj: Context, job: str) -> str:
     (a newcomer's first `jobplane init` then `jobplane run` met a bare "no job named")."""
     jobs = Path(obj.root) / "jobs"
     plain = job and "/" not in job and "\\" not in job and job not in (".", "..")  # a name, never a path
-    found = sorted(p for team in jobs.iterdir() if (p := team / f"{job}.jsonnet").is_file()) \
-        if plain and jobs.is_dir() else []
+    try:  # a team's folder (jobs/lib is the library's: not a team)
+        found = sorted(p for team in jobs.iterdir() if team.name != "lib" and (p := team / f"{job}.jsonnet").is_file()) \
+            if plain and jobs.is_dir() else []
+    except OSError:  # an unreadable folder: no hint rather than a traceback
+        return ""
     if not found:
         return ""
     return (f"\njobs/{found[0].parent.name}/{found[0].name} defines it, but the running jobplane dev deployed the definitions "
-            "it found when it started: restart it (Ctrl-C, then make dev) to deploy this one")
+            "it found when it started: restart it (Ctrl-C, then `make dev` or `jobplane dev`) to deploy this one")
 
 
 def aware_time(text: str, param_hint: str) -> "datetime":

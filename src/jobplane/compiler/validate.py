@@ -51,15 +51,20 @@ def definition_files(config: PlatformConfig) -> list[Path]:
     return [f for f in files if (real := resolved(f)) is None or not str(real).startswith(inside)]
 
 
+#: The platform's own Jsonnet library (jobs/lib/), as a trace names it.
+PLATFORM_LIBRARY = "jobplane.libsonnet"
+
+
 def _jsonnet_problem(source: str, err: RuntimeError) -> Problem:
     text = str(err).strip()
     first = text.splitlines()[0] if text else "Jsonnet evaluation failed"
     runtime = first.startswith("RUNTIME ERROR")
     # Static errors start "file:3:9-10 message"; runtime errors carry "\tfile:3:9-12\t..." lines.
-    # the definition's own line first: an error the library raises (jp.daily('25:00')) is the
-    # author's call of it, further down the trace
-    loc = (re.search(r"(?:^|\s)(\S+?\.jsonnet):(\d+):(\d+)", text)
-           or re.search(r"(?:^|\s)(\S+?\.libsonnet):(\d+):(\d+)", text))
+    loc = re.search(r"(?:^|\s)(\S+?\.(?:jsonnet|libsonnet)):(\d+):(\d+)", text)
+    if loc and Path(loc.group(1)).name == PLATFORM_LIBRARY:
+        # an error jobplane's own library raises (jp.daily('25:00')) is the author's call of it,
+        # further down the trace; a team's own library keeps its own line
+        loc = re.search(r"(?:^|\s)(\S+?\.jsonnet):(\d+):(\d+)", text) or loc
     where = f" (line {loc.group(2)}, column {loc.group(3)} of {Path(loc.group(1)).name})" if loc else ""
     message = re.sub(r"^(RUNTIME ERROR: |STATIC ERROR: )?(\S+?\.(jsonnet|libsonnet):[\d:-]+ )?", "", first)
     if len(message) > MAX_MESSAGE:  # e.g. error std.toString(something huge)
@@ -81,12 +86,12 @@ def _with_library_hint(problem: Problem, path: Path, error: str, config: Platfor
     closest name the library has is added."""
     missing = re.search(r"Field does not exist: (\w+)", error)
     loc = re.search(r"(?:^|\s)(\S+?\.jsonnet):(\d+):", error)
-    if not missing or not loc:
-        return problem
+    if not missing or not loc or not path.as_posix().endswith(Path(loc.group(1)).as_posix().lstrip("./")):
+        return problem  # not a line of this file (an imported helper's): nothing to read there
     name = missing.group(1)
     try:
         line = path.read_text(errors="replace").splitlines()[int(loc.group(2)) - 1]
-        library = (config.library_path / "jobplane.libsonnet").read_text()
+        library = (config.library_path / PLATFORM_LIBRARY).read_text()
     except (OSError, IndexError):
         return problem
     used = re.search(rf"\bjp\.(?:(policy|events)\.)?{re.escape(name)}\b", line)

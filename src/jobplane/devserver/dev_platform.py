@@ -29,6 +29,7 @@ import threading
 import time
 from contextlib import ExitStack
 from datetime import datetime, timezone
+import errno
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -161,7 +162,8 @@ class DevPlatform:
                 prefix=self.config.name_prefix, server_port=self.aws_port, log_dir=self.data_dir / "logs",
                 env=self.config.dev_env(self.data_dir, self.service_ports), clock=self.clock))
         except PortInUse as e:
-            raise DevError(f"the local AWS cannot listen on {e}: another jobplane dev? set [dev] aws_port or "
+            who = "another jobplane dev? " if e.errno == errno.EADDRINUSE else ""
+            raise DevError(f"the local AWS cannot listen on {e}: {who}set [dev] aws_port or "
                            "JOBPLANE_AWS_PORT (0: any free port), or --aws-port") from None
         portal_socket = self._bind_portal()
         on_stop("close the portal's socket", portal_socket.close)

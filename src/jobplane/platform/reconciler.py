@@ -22,7 +22,8 @@ from jobplane.contract import environment
 from jobplane.contract.arns import ExecutionArn
 from jobplane.contract.catalog_brief import JobBrief
 from jobplane.contract.environment import DEFAULT_RETENTION_DAYS, RuntimeEnvironment
-from jobplane.contract.notifications import NotificationMessage, Outcome, event_of, publish
+from jobplane.contract.notifications import EVENTS, NotificationMessage, Outcome, event_of, publish
+from jobplane.contract.notifications import Event as EventName
 from jobplane.contract.policies import REPLACED_ERROR
 from jobplane.contract.states import classify
 from jobplane.contract.statuses import ExecutionStatus
@@ -175,28 +176,37 @@ class Reconciler:
         carries the job's channels, events and runbook, as the state machine's own alert does:
         without them a stopped run's ABORTED alert went to the team's channel even when the job
         had opted out of ABORTED (found by a newcomer QA pass)."""
-        brief = self._brief(record.job)
+        channels, events, runbook = self._alert_settings(record.job)
         publish(self.sns, self.topic_arn, NotificationMessage(
             version=1, event=event_of(record.status), job=record.job, team=record.team, execution=record.execution,
             execution_arn=record.execution_arn or "", trigger=record.trigger, scheduled_time=record.scheduled_time,
             requested_by=record.requested_by, started_at=record.started_at, finished_at=record.finished_at,
-            outcome=Outcome(status=record.status, step=record.failed_step),
-            channels=list(brief.notify_channels) if brief else [],
-            events=[event_of(e) for e in brief.notify_events] or None if brief else None,
-            runbook=brief.runbook if brief else None, error=record.error))
+            outcome=Outcome(status=record.status, step=record.failed_step), channels=channels, events=events,
+            runbook=runbook, error=record.error))
         self.repo.alert_published(record.execution)
 
-    def _brief(self, job: str) -> JobBrief | None:
-        """The job's catalog entry, or None (then the alert goes out with the defaults: a
-        catalog that cannot be read must not hold back an alert)."""
+    def _alert_settings(self, job: str) -> tuple[list[str], list[EventName] | None, dict[str, str] | None]:
+        """The job's channels, events and runbook from its catalog entry; the defaults (no
+        channel: the team's; no events: FAILED, TIMED_OUT, ABORTED; no runbook) when there is no
+        entry or anything about it fails. A catalog that cannot be read, or names an event this
+        code does not know (a team root built by a newer jobplane), must not hold back an alert:
+        the Lambda would fail the same way on every retry and the alert would end undelivered."""
         if self.job_brief is None:
-            return None
+            return [], None, None
         try:
-            return self.job_brief(job)
+            brief = self.job_brief(job)
+            if brief is None:
+                return [], None, None
+            known = set(EVENTS)
+            unknown = [e for e in brief.notify_events if e not in known]
+            if unknown:
+                log.warning("the alert of %s leaves out events this platform does not know: %s", job, unknown)
+            events = [event_of(e) for e in brief.notify_events if e in known]
+            return [str(c) for c in brief.notify_channels], events or None, brief.runbook
         except Exception as e:  # noqa: BLE001 - any error reading the catalog: logged, the alert still sent
             log.warning("the alert of %s goes out with the default channel and events: its catalog entry "
                         "could not be read: %s", job, e)
-            return None
+            return [], None, None
 
 
 def current_step(events: list[JsonObject]) -> str | None:
@@ -238,6 +248,12 @@ def _catalog_reader(env: RuntimeEnvironment) -> Callable[[str], JobBrief | None]
         return None
     from jobplane.platform.control.deployment import Deployment, catalog_job
 
+    from botocore.config import Config
+
     deployment = Deployment(table=env.table, topic_arn=env.topic_arn, name_prefix=env.name_prefix, region=env.region,
                             catalog_path=catalog)
-    return lambda job: catalog_job(deployment, job)
+    # short: the alert waits on it (this Lambda has 120 s and a throttled history read may have
+    # taken 40 of them); a slow S3 gives the defaults, not a timed-out Lambda and no alert
+    s3 = deployment.client("s3", config=Config(connect_timeout=3, read_timeout=5,
+                                               retries={"total_max_attempts": 2, "mode": "standard"}))
+    return lambda job: catalog_job(deployment, job, s3=s3)

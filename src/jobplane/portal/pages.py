@@ -41,7 +41,8 @@ def _portal(request: Request) -> Portal:
 
 
 @router.get("/", response_class=HTMLResponse)
-def jobs_page(request: Request, team: str | None = None, status: str | None = None, q: str | None = None,
+def jobs_page(request: Request, team: str | None = Query(None, max_length=40),
+              status: str | None = Query(None, max_length=40), q: str | None = Query(None, max_length=200),
               sort: str | None = Query(None, max_length=20), page: int = Query(1, ge=1, le=PAGE_MAX),
               per_page: int = Query(PER_PAGE, ge=1, le=PER_PAGE_MAX)) -> Response:
     """One page of the jobs that match the filters (portal/job_pager.py): the filters and sorts

@@ -47,11 +47,14 @@ class Deployment:
                    account_id=env.account_id, catalog_path=catalog if catalog.startswith("s3://") else Path(catalog),
                    log_group=env.log_group)
 
-    def client(self, service: str) -> Client:
-        """A boto3 client of ``service`` here (platform/aws_clients.py: without importing boto3)."""
+    def client(self, service: str, config: object = None) -> Client:
+        """A boto3 client of ``service`` here (platform/aws_clients.py: without importing boto3);
+        ``config``: a botocore Config (timeouts, retries) where the default ones do not fit."""
         from jobplane.platform.aws_clients import client
 
         kwargs: JsonObject = {"region_name": self.region}
+        if config is not None:
+            kwargs["config"] = config
         if self.endpoint_url:
             kwargs["endpoint_url"] = self.endpoint_url
         if self.access_key_id and self.secret_access_key:
@@ -114,21 +117,22 @@ def load_catalog(deployment: Deployment) -> Catalog:
     return Catalog.load(Path(location))
 
 
-def catalog_job(deployment: Deployment, job: str) -> JobBrief | None:
+def catalog_job(deployment: Deployment, job: str, s3: Client | None = None) -> JobBrief | None:
     """``job``'s entry alone (contract/catalog_brief.py), from the catalog ``load_catalog`` reads:
     the parts are read in turn until one holds it, and only that one is parsed (a command that
-    starts one run need not validate every job of every team). None: no part holds it."""
-    return find_job(_catalog_texts(deployment), job)
+    starts one run need not validate every job of every team). None: no part holds it. ``s3``:
+    the client to read them with (default: the deployment's)."""
+    return find_job(_catalog_texts(deployment, s3), job)
 
 
-def _catalog_texts(deployment: Deployment) -> Iterator[bytes]:
+def _catalog_texts(deployment: Deployment, s3: Client | None = None) -> Iterator[bytes]:
     """Each catalog part's bytes, from where ``load_catalog`` reads them."""
     location = str(deployment.catalog_path or "")
     if not location:
         raise ValueError("a catalog or deployment.catalog_path is needed")
     if location.startswith("s3://"):
         bucket, _, key = location[len("s3://"):].partition("/")
-        s3 = deployment.client("s3")
+        s3 = s3 or deployment.client("s3")
         keys = [key] if key.endswith(".json") else sorted(
             o["Key"] for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=key)
             for o in page.get("Contents", []) if o["Key"].endswith(".json"))

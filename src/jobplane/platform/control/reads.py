@@ -159,8 +159,8 @@ class Reads:
         and without the duration sort, only the window's jobs' states are read (one
         BatchGetItem per 100) and only their next fires computed: at 5,000 jobs the whole state
         query and the next fires of every job were most of the jobs page (bench/portal.py). A
-        status filter first reads the states that may match, by a filtered query of four
-        attributes (:func:`_status_prefilter`). The duration sort needs every state: one query."""
+        status filter first reads, by a filtered query of four attributes, the states DynamoDB
+        cannot rule out (:func:`_status_prefilter`: for NEVER_RUN, those that may not match). The duration sort needs every state: one query."""
         if sort not in (None, *JOB_SORTS):
             raise Invalid(f"sort must be one of {', '.join(JOB_SORTS)}", {"sort": "unknown"})
         needle = (text or "").lower()

@@ -40,7 +40,8 @@ from jobplane.contract import datamodel as dm
 from jobplane.contract import names
 from jobplane.contract import runner as rc
 from jobplane.contract.catalog import Catalog, CatalogJob
-from jobplane.contract.catalog_brief import JobBrief
+from jobplane.contract.catalog_brief import JobBrief, find_job
+from jobplane.contract.layout import catalog_parts
 from jobplane.contract.execution_input import ExecutionInput
 from jobplane.contract.types import Client, JsonObject, JsonValue
 from jobplane.platform.local import moto_patches
@@ -116,6 +117,9 @@ class LocalAWS:
     #: the catalog deploy_output last deployed (`jobplane dev` hands it to its control plane: a
     #: second read of the catalog files was ~1 s of a start at 5,000 jobs)
     catalog: Catalog | None = field(default=None, repr=False, compare=False)
+    #: where that catalog's parts are: the reconciler reads a job's entry from them as its Lambda
+    #: reads the parts the team roots upload (contract/catalog_brief.py find_job)
+    catalog_dir: Path | None = field(default=None, repr=False, compare=False)
 
     def __enter__(self) -> LocalAWS:
         from moto import mock_aws
@@ -254,10 +258,11 @@ class LocalAWS:
                           self.client("stepfunctions"), self.prefix, logs=self.step_logs(), job_brief=self.job_brief)
 
     def job_brief(self, job: str) -> JobBrief | None:
-        """``job``'s entry in the catalog last deployed: what the base module's reconciler reads
-        of the team roots' catalog parts for an alert (None: no such job deployed)."""
-        entry = self.catalog.job(job) if self.catalog is not None else None
-        return JobBrief.from_json(entry.model_dump(mode="json")) if entry is not None else None
+        """``job``'s entry in the catalog last deployed, read from its parts' bytes as the base
+        module's reconciler reads the parts the team roots upload (None: no such job deployed)."""
+        if self.catalog_dir is None:
+            return None
+        return find_job((part.read_bytes() for part in catalog_parts(self.catalog_dir)), job)
 
     def repository(self) -> Repository:
         from jobplane.platform.repository import Repository
@@ -430,6 +435,7 @@ class LocalAWS:
         input, as Terraform creates them; moto never fires them — the local scheduler reads them)."""
         output_dir = Path(output_dir)
         catalog = self.catalog = Catalog.load(output_dir)
+        self.catalog_dir = Path(output_dir)
         self.after_rules = {}
         for job in catalog.jobs:
             for a in job.after:

@@ -148,12 +148,16 @@ class Front:
 
 
 class PortInUse(OSError):
-    """The local AWS's port cannot be listened on (another program holds it)."""
+    """The local AWS's port cannot be listened on (``errno``: why; EADDRINUSE: another program
+    holds it)."""
 
-    def __init__(self, port: int, reason: str):
-        super().__init__(f"127.0.0.1:{port}: {reason}")
+    def __init__(self, port: int, errno: int | None, reason: str):
+        super().__init__(errno, f"127.0.0.1:{port}: {reason}")
         self.port = port
         self.reason = reason
+
+    def __str__(self) -> str:
+        return str(self.strerror)
 
 
 class FrontServer:
@@ -178,7 +182,7 @@ class FrontServer:
             listening.listen(128)
         except OSError as e:
             listening.close()
-            raise PortInUse(port, e.strerror or str(e)) from None
+            raise PortInUse(port, e.errno, e.strerror or str(e)) from None
         try:
             self._server = make_server("127.0.0.1", port, lambda e, s: self._app(e, s), threaded=True,
                                        request_handler=MotoRequestHandler, fd=listening.fileno())
