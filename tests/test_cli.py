@@ -168,3 +168,30 @@ def test_validate_imports_neither_pydantic_nor_the_asl_builder() -> None:
     valid, imported = done.stdout.strip().splitlines()
     assert "jobs valid" in valid
     assert imported == "[]"
+
+
+def test_plan_names_a_job_that_still_holds_the_init_templates_placeholders(repo: Repo) -> None:
+    """`jobplane init` writes a valid file whose description, runbook and target are placeholders;
+    validate passes it, so plan (run on every pull request) names each placeholder left, and
+    stops once the job is written."""
+    repo.copy_examples()
+    assert repo.cli("compile").exit_code == 0
+    assert repo.cli("init", "billing/invoice-reminders").exit_code == 0
+    assert repo.cli("validate").exit_code == 0
+    plan = repo.cli("plan").stdout
+    (warning,) = [line for line in plan.splitlines() if line.startswith("WARNING: invoice-reminders")]
+    assert "(jobs/billing/invoice-reminders.jsonnet) still has jobplane init's placeholder description, runbook " \
+           "impact, runbook recovery, step target myapp.jobs:run" in warning
+    assert "whoever is paged" in warning and "every run fails (exit 78)" in warning
+    path = repo.path / "jobs" / "billing" / "invoice-reminders.jsonnet"
+    text = path.read_text().replace("myapp.jobs:run", "billing.reminders:send")
+    path.write_text(text)
+    (warning,) = [line for line in repo.cli("plan").stdout.splitlines() if line.startswith("WARNING: invoice-reminders")]
+    assert "step target" not in warning and "every run fails" not in warning and "whoever is paged" in warning
+    from jobplane.compiler import job_template
+
+    for placeholder in (job_template.DESCRIPTION, job_template.IMPACT, job_template.RECOVERY):
+        text = text.replace(placeholder, "Sends the invoice reminders; finance needs them by 9:00.")
+    path.write_text(text)
+    assert "WARNING: invoice-reminders" not in repo.cli("plan").stdout
+    assert not [line for line in plan.splitlines() if line.startswith("WARNING: ") and "invoice-reminders" not in line]

@@ -242,30 +242,7 @@ def init(obj: Context, path: str) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     declared = obj.config.teams.get(team)
     channel = declared.channel if declared and declared.channel else f"#{team}-alerts"  # notify may name its own
+    from jobplane.compiler.job_template import TEMPLATE
+
     target.write_text(TEMPLATE.format(job=job, team=team, channel=channel))
     click.echo(f"Created {target}. Edit it, then run `jobplane validate` and `jobplane plan`.")
-
-
-TEMPLATE = """\
-// {job}: say in one line what this job does and who needs it.
-local jp = import 'jobplane.libsonnet';
-
-{{
-  name: '{job}',
-  team: '{team}',
-  description: 'What it does, for the person paged at 3am.',
-  runbook: jp.runbook(
-    impact='What breaks, for whom, if it does not run.',
-    recovery='Is a re-run safe? From which step?',
-  ),
-  schedule: jp.daily('02:00'),      // or jp.weekly('MON', '06:00'), jp.everyMinutes(15), jp.manual
-  policy: jp.policy.SKIP_IF_RUNNING,
-  steps: [
-    // The target must exist in the runner image (your application's code): validate checks
-    // its form only; a missing function fails the run, permanently (exit 78), not the PR.
-    jp.python('run', 'myapp.jobs:{func}', opts={{ retry: jp.retry(3, '1m') }}),
-  ],
-  notify: jp.slack('{channel}'),
-}}
-"""
-TEMPLATE = TEMPLATE.replace("{func}", "run")

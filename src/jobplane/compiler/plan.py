@@ -15,6 +15,7 @@ from datetime import datetime
 
 from jobplane.compiler.map_cost import map_lines
 from jobplane.compiler.calendar_plan import calendar_change_lines, next_fire_lines, schedule_words, years_ending_lines
+from jobplane.compiler.job_template import placeholder_lines
 from jobplane.compiler.output import catalog_parts, changed_roots, compile_all, job_files
 from jobplane.compiler.shared_roles import job_roles
 from jobplane.compiler.terraform import iam_summary, secret_grants
@@ -329,7 +330,8 @@ def describe_plan(old_files: dict[str, str], new_files: dict[str, str], now: dat
         header = "No changes. The compiled output is up to date."
     else:
         header = f"Plan: {len(added)} to add, {len(changed)} to change, {len(removed)} to remove."
-    warnings = years_ending_lines(list(new_jobs.values()), now)  # not a change: named until extended
+    # not changes: named on every plan until fixed
+    warnings = years_ending_lines(list(new_jobs.values()), now) + placeholder_lines(list(new_jobs.values()))
     out += ([""] if out and warnings else []) + warnings
     return "\n".join([header, *([""] if out else []), *out]), total
 
