@@ -308,8 +308,9 @@ def test_cli_run_from_a_step_status_and_logs_talk_to_the_running_platform(repo_r
         return CliRunner().invoke(main, ["--root", str(repo_root), *args, "--data-dir", str(data)])
 
     try:
-        r = cli("run", "flaky-load", "--from-step", "load", "-p", "mode=ok")
+        r = cli("run", "flaky-load", "--from-step", "load", "-p", "mode=ok", "--reason", "partner fixed the feed")
         assert r.exit_code == 0, r.output
+        assert [(a.action, a.reason) for a in platform.control.audit(1)] == [("run", "partner fixed the feed")]
         assert "load (attempt 1): succeeded" in r.output and "prepare" not in r.output and "SUCCEEDED" in r.output
         name = re.search(r"started flaky-load: (\w+)", r.output).group(1)
         assert f"{platform.portal_url}/executions/{name}" in r.output

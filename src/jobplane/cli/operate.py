@@ -62,11 +62,13 @@ FIRST_RECORD_POLL, FIRST_RECORD_SECONDS = 0.02, 1.0
               help="Start at this step (a re-run: the steps before it are not run).")
 @click.option("--wait/--no-wait", default=True, show_default=True, help="Wait for the execution to finish.")
 @click.option("--timeout", default=3600.0, show_default=True, help="Seconds to wait with --wait.")
+@click.option("--reason", default="jobplane run", show_default=True,
+              help="Why (shown in the audit log and the portal), as the portal's run form takes it.")
 @data_dir_option
 @deployment_option
 @click.pass_obj
 def run(obj: Context, job: str, params: tuple[str, ...], from_step: str | None, wait: bool, timeout: float,
-        data_dir: Path | None, deployment: Path | None) -> None:
+        reason: str, data_dir: Path | None, deployment: Path | None) -> None:
     """Start JOB now (on the running `jobplane dev`, or with --deployment on AWS), and follow it
     to the end.
 
@@ -75,7 +77,7 @@ def run(obj: Context, job: str, params: tuple[str, ...], from_step: str | None, 
     where = target(obj, data_dir, deployment)
     control = where.control
     try:
-        name = control.run_now(job, where.actor, parse_params(params), "jobplane run", from_step)
+        name = control.run_now(job, where.actor, parse_params(params), reason or "jobplane run", from_step)
     except control_error() as e:
         unknown = e.code == "not_found" and e.details.get("job") == job and deployment is None
         raise click.ClickException(e.message + (undeployed(obj, job) if unknown else "")) from None
