@@ -57,6 +57,17 @@ local jp = import 'jobplane.libsonnet';
 """
 
 
+def library_enum(name: str) -> list[tuple[str, str]]:
+    """jobs/lib/jobplane.libsonnet's ``name:: { KEY: 'VALUE', ... }`` object (jp.policy, jp.events)
+    as (key, value) pairs in order: what the DSL offers, for the tests that hold it to an enum."""
+    import re
+
+    text = (ROOT / "jobs" / "lib" / "jobplane.libsonnet").read_text()
+    block = re.search(rf"{name}:: \{{(.*?)\n  \}}", text, re.S)
+    assert block, f"jp.{name} is not in the library"
+    return re.findall(r"^\s+(\w+): '(\w+)',", block[1], re.M)
+
+
 def minimal_job(name: str = "nightly", policy: str = "SKIP_IF_RUNNING") -> str:
     return MINIMAL % {"name": name, "policy": policy}
 

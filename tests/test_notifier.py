@@ -199,14 +199,9 @@ def test_a_misplaced_slack_setting_is_refused_not_sent_somewhere(setting: str | 
 def test_the_dsl_offers_every_notification_event() -> None:
     """``jp.events`` is the Event enum: DEADLINE was accepted as a string but missing there, so
     ``jp.events.DEADLINE`` failed in Jsonnet (found by a docs-against-code review)."""
-    import re
-
-    from conftest import ROOT
+    from conftest import library_enum
     from jobplane.contract.statuses import Event
 
-    text = (ROOT / "jobs" / "lib" / "jobplane.libsonnet").read_text()
-    block = re.search(r"events:: \{(.*?)\n  \}", text, re.S)
-    assert block
-    pairs = re.findall(r"^\s+(\w+): '(\w+)',", block[1], re.M)
+    pairs = library_enum("events")
     assert all(k == v for k, v in pairs)
     assert [k for k, _ in pairs] == [e.value for e in Event]

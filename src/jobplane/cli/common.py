@@ -163,16 +163,16 @@ def undeployed(obj: Context, job: str) -> str:
     """What to add when the running `jobplane dev` has no ``job`` but the project defines it:
     it deploys the definitions it finds at its start, so a job written since needs a restart
     (a newcomer's first `jobplane init` then `jobplane run` met a bare "no job named")."""
-    jobs = Path(obj.root) / "jobs"
-    plain = job and "/" not in job and "\\" not in job and job not in (".", "..")  # a name, never a path
-    try:  # a team's folder (jobs/lib is the library's: not a team)
-        found = sorted(p for team in jobs.iterdir() if team.name != "lib" and (p := team / f"{job}.jsonnet").is_file()) \
-            if plain and jobs.is_dir() else []
+    from jobplane.compiler.problems import rel
+    from jobplane.compiler.validate import definition_files
+
+    try:  # the files validate reads (the library's left out), compared by name: never a path built from ``job``
+        found = [f for f in definition_files(obj.config) if f.stem == job]
     except OSError:  # an unreadable folder: no hint rather than a traceback
         return ""
     if not found:
         return ""
-    return (f"\njobs/{found[0].parent.name}/{found[0].name} defines it, but the running jobplane dev deployed the definitions "
+    return (f"\n{rel(found[0], obj.config.root)} defines it, but the running jobplane dev deployed the definitions "
             "it found when it started: restart it (Ctrl-C, then `make dev` or `jobplane dev`) to deploy this one")
 
 

@@ -30,7 +30,7 @@ from jobplane.contract import names
 from jobplane.contract import runner as rc
 from jobplane.contract.config import TEAM_RE, PlatformConfig
 from jobplane.contract.names import base_module_names, too_long
-from jobplane.contract.quoting import did_you_mean, quoted
+from jobplane.contract.quoting import closest, did_you_mean, quoted
 from jobplane.contract.types import JsonObject, JsonValue
 
 #: Longest message text taken from Jsonnet or a model check (each quotes values with ``quoted``).
@@ -103,13 +103,11 @@ def _with_library_hint(problem: Problem, path: Path, error: str, config: Platfor
         prefix = f"jp.{used.group(1)}."
     else:
         options, prefix = _LIBRARY_FIELD.findall(library), "jp."
-    import difflib
-
-    close = difflib.get_close_matches(name, options, n=1, cutoff=0.6)  # as did_you_mean
-    if not close:
+    close = closest(name, options)
+    if close is None:
         return problem
     return replace(problem, message=f"{problem.message}: {prefix}{name} is not in the library "
-                                    f"(did you mean {prefix}{close[0]}?)")
+                                    f"(did you mean {prefix}{close}?)")
 
 
 def _loc_text(loc: Loc) -> str:

@@ -18,9 +18,15 @@ def quoted(value: object, limit: int = LIMIT) -> str:
     return text if len(text) <= limit + 2 else f"{text[:limit]}… ({len(text)} characters)"
 
 
-def did_you_mean(word: str, options: list[str]) -> str:
-    """' (did you mean 'X'?)' for the closest option, or '' (unknown fields, teams, enums, jobs)."""
+def closest(word: str, options: list[str]) -> str | None:
+    """The option closest to ``word``, if any is close enough to be what was meant."""
     import difflib
 
     close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
-    return f" (did you mean {quoted(close[0])}?)" if close else ""
+    return close[0] if close else None
+
+
+def did_you_mean(word: str, options: list[str]) -> str:
+    """' (did you mean 'X'?)' for the closest option, or '' (unknown fields, teams, enums, jobs)."""
+    close = closest(word, options)
+    return f" (did you mean {quoted(close)}?)" if close else ""
