@@ -93,16 +93,22 @@ def resolve(value: Any, vars: dict[str, str]) -> Any:
     return value
 
 
+def raw_statements(document: str) -> list[dict[str, Any]]:
+    """A document's statements as written, its source documents' (at any depth) first."""
+    doc = module()["data"]["aws_iam_policy_document"][document]
+    out: list[dict[str, Any]] = []
+    for source in doc.get("source_policy_documents", []):
+        m = re.fullmatch(r"\$\{data\.aws_iam_policy_document\.(\w+)\.json\}", source)
+        assert m, f"source_policy_documents entry {source!r} is not a form this reader knows"
+        out += raw_statements(m[1])
+    return out + list(doc.get("statement", []))
+
+
 def policy_statements(document: str, vars: dict[str, str]) -> list[dict[str, Any]]:
     """An aws_iam_policy_document's statements, dynamic ones included when their for_each
     (a condition on a variable) holds for ``vars``."""
     doc = module()["data"]["aws_iam_policy_document"][document]
-    statements = []
-    for source in doc.get("source_policy_documents", []):  # merged first, as Terraform does
-        m = re.fullmatch(r"\$\{data\.aws_iam_policy_document\.(\w+)\.json\}", source)
-        assert m, f"source_policy_documents entry {source!r} is not a form this reader knows"
-        statements += [s for s in module()["data"]["aws_iam_policy_document"][m[1]].get("statement", [])]
-    statements += list(doc.get("statement", []))
+    statements = raw_statements(document)  # its source documents' merged first, as Terraform does
     for block in doc.get("dynamic", []):
         for _, dynamic in block.items():
             for_each = dynamic["for_each"]

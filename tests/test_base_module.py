@@ -111,8 +111,8 @@ def test_the_slow_run_check_runs_on_a_schedule_with_the_catalog_each_apply_uploa
         assert obj["bucket"] == "${local.platform.catalog_bucket}" and obj["key"] == f"catalog/{team}.json"
         assert obj["source"] == "${path.module}/" + CATALOG_FILE and "filemd5" in obj["source_hash"]
     # and the readers may list and read exactly those objects
-    for role in ("slow", "portal"):
-        statements = {s["sid"]: s for s in bm.module()["data"]["aws_iam_policy_document"][role]["statement"]}
+    for role in ("slow", "portal", "reconciler"):
+        statements = {s["sid"]: s for s in bm.raw_statements(role)}
         assert statements["ReadCatalog"]["resources"] == ["${aws_s3_bucket.catalog.arn}/catalog/*"]
         assert statements["ListCatalog"]["actions"] == ["s3:ListBucket"]
         assert statements["ListCatalog"]["condition"][0]["values"] == ["catalog/*"]

@@ -104,6 +104,9 @@ data "aws_iam_policy_document" "notifier" {
 data "aws_iam_policy_document" "reconciler" {
   #checkov:skip=CKV_AWS_356:X-Ray's write actions have no resource-level permissions.
   #checkov:skip=CKV_AWS_111:X-Ray's write actions have no resource-level permissions.
+  # the job's channels, events and runbook for the alert it publishes (the team roots' catalog
+  # parts, read until one names the job: platform/reconciler.py _catalog_reader)
+  source_policy_documents = [data.aws_iam_policy_document.read_catalog.json] # slow.tf
   statement {
     # Active tracing: Lambda's execution role must be allowed to send traces, or creating the
     # function fails ("The provided execution role does not have permissions to call
@@ -144,24 +147,6 @@ data "aws_iam_policy_document" "reconciler" {
     sid       = "Publish"
     actions   = ["sns:Publish"]
     resources = [aws_sns_topic.events.arn]
-  }
-  statement {
-    # the job's channels, events and runbook for the alert it publishes (the team roots'
-    # catalog parts, read until one names the job: platform/reconciler.py _catalog_reader)
-    sid       = "ReadCatalog"
-    actions   = ["s3:GetObject"]
-    resources = ["${aws_s3_bucket.catalog.arn}/catalog/*"]
-  }
-  statement {
-    # one object per team root: the reader lists them (ListObjectsV2 needs s3:ListBucket)
-    sid       = "ListCatalog"
-    actions   = ["s3:ListBucket"]
-    resources = [aws_s3_bucket.catalog.arn]
-    condition {
-      test     = "StringLike"
-      variable = "s3:prefix"
-      values   = ["catalog/*"]
-    }
   }
   statement {
     sid       = "DeadLetterAndKeys"

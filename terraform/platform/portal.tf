@@ -320,8 +320,9 @@ data "aws_iam_policy_document" "operator" {
 }
 
 data "aws_iam_policy_document" "portal" {
+  source_policy_documents = [data.aws_iam_policy_document.read_catalog.json] # slow.tf
   statement {
-    sid       = "Records"
+    sid = "Records"
     # BatchGetItem: a page of the jobs list reads its own jobs' states (platform/repository.py job_states_of)
     actions   = ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:Query"]
     resources = [aws_dynamodb_table.jobplane.arn, "${aws_dynamodb_table.jobplane.arn}/index/*"]
@@ -343,30 +344,14 @@ data "aws_iam_policy_document" "portal" {
   }
   statement {
     # UpdateSchedule hands the schedule its (unchanged) role again
-    sid       = "PassScheduleRoles"
-    actions   = ["iam:PassRole"]
+    sid     = "PassScheduleRoles"
+    actions = ["iam:PassRole"]
     # a schedule's role is its team's: <prefix>-<team>-scheduler-<digest>-<n> (compiler/shared_roles.py)
     resources = ["arn:${local.partition}:iam::${local.account}:role/${var.name_prefix}-*-scheduler-*"]
     condition {
       test     = "StringEquals"
       variable = "iam:PassedToService"
       values   = ["scheduler.amazonaws.com"]
-    }
-  }
-  statement {
-    sid       = "ReadCatalog"
-    actions   = ["s3:GetObject"]
-    resources = ["${aws_s3_bucket.catalog.arn}/catalog/*"]
-  }
-  statement {
-    # one object per team root: the reader lists them (ListObjectsV2 needs s3:ListBucket)
-    sid       = "ListCatalog"
-    actions   = ["s3:ListBucket"]
-    resources = [aws_s3_bucket.catalog.arn]
-    condition {
-      test     = "StringLike"
-      variable = "s3:prefix"
-      values   = ["catalog/*"]
     }
   }
   statement {

@@ -70,9 +70,31 @@ resource "aws_cloudwatch_log_group" "slow" {
   kms_key_id        = aws_kms_key.platform.arn
 }
 
+# Reading the catalog the team roots upload (one object per team root, listed, then read), for
+# every reader of it: the periodic check, the portal and the reconciler (its alerts' settings).
+data "aws_iam_policy_document" "read_catalog" {
+  statement {
+    sid       = "ReadCatalog"
+    actions   = ["s3:GetObject"]
+    resources = ["${aws_s3_bucket.catalog.arn}/catalog/*"]
+  }
+  statement {
+    # one object per team root: the reader lists them (ListObjectsV2 needs s3:ListBucket)
+    sid       = "ListCatalog"
+    actions   = ["s3:ListBucket"]
+    resources = [aws_s3_bucket.catalog.arn]
+    condition {
+      test     = "StringLike"
+      variable = "s3:prefix"
+      values   = ["catalog/*"]
+    }
+  }
+}
+
 data "aws_iam_policy_document" "slow" {
   #checkov:skip=CKV_AWS_356:X-Ray's write actions have no resource-level permissions.
   #checkov:skip=CKV_AWS_111:X-Ray's write actions have no resource-level permissions.
+  source_policy_documents = [data.aws_iam_policy_document.read_catalog.json]
   statement {
     # https://docs.aws.amazon.com/lambda/latest/dg/services-xray.html
     sid       = "Tracing"
@@ -94,22 +116,6 @@ data "aws_iam_policy_document" "slow" {
     sid       = "Decrypt"
     actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
     resources = [aws_kms_key.platform.arn]
-  }
-  statement {
-    sid       = "ReadCatalog"
-    actions   = ["s3:GetObject"]
-    resources = ["${aws_s3_bucket.catalog.arn}/catalog/*"]
-  }
-  statement {
-    # one object per team root: the reader lists them (ListObjectsV2 needs s3:ListBucket)
-    sid       = "ListCatalog"
-    actions   = ["s3:ListBucket"]
-    resources = [aws_s3_bucket.catalog.arn]
-    condition {
-      test     = "StringLike"
-      variable = "s3:prefix"
-      values   = ["catalog/*"]
-    }
   }
   statement {
     # job state (who is running), the SLOW marker written once with a condition; the record of a
@@ -161,8 +167,8 @@ data "aws_iam_policy_document" "slow" {
     resources = ["arn:${local.partition}:scheduler:${local.region}:${local.account}:schedule/${var.name_prefix}/${var.name_prefix}-*"]
   }
   statement {
-    sid       = "PassScheduleRoles"
-    actions   = ["iam:PassRole"]
+    sid     = "PassScheduleRoles"
+    actions = ["iam:PassRole"]
     # a schedule's role is its team's: <prefix>-<team>-scheduler-<digest>-<n> (compiler/shared_roles.py)
     resources = ["arn:${local.partition}:iam::${local.account}:role/${var.name_prefix}-*-scheduler-*"]
     condition {
