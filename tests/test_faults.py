@@ -150,3 +150,128 @@ def test_an_engine_installs_its_own_injector_for_its_life(faults: Faults) -> Non
 def test_an_unknown_profile_is_refused_by_name() -> None:
     with pytest.raises(ValueError, match="unknown fault profile 'stormy'"):
         Faults("stormy")
+
+
+class Clock:
+    """A hand-moved clock for the profiles' budgets (no wall-clock in the tests)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def install(injector: Faults) -> Faults:
+    from jobplane.platform.local import faults as local_faults
+
+    local_faults.install(injector)
+    return injector
+
+
+def raw_client(aws: LocalAWS, service: str) -> Any:
+    import boto3
+
+    return boto3.session.Session().client(service, region_name=aws.region, endpoint_url=aws.endpoint_url,
+                                          config=NO_RETRIES, aws_access_key_id=aws.credentials.access_key_id,
+                                          aws_secret_access_key=aws.credentials.secret_access_key)
+
+
+def test_a_hot_key_is_throttled_past_its_write_budget_failed_conditions_included(faults: Faults) -> None:
+    """Each write is charged ceil(size / 1 KB) WCU to its partition key, a write whose condition
+    fails too (by the stored item's size); past the key's budget per second, ThrottlingException."""
+    clock = Clock()
+    with LocalAWS() as aws:
+        injector = install(Faults("none", key_wcu_per_second=6, clock=clock))
+        ddb, table = raw_client(aws, "dynamodb"), aws.resources["table_name"]
+        big = {"pk": {"S": "POOL#hot"}, "sk": {"S": "POOL"}, "holders": {"S": "h" * 2500}}  # 3 WCU
+        ddb.put_item(TableName=table, Item=big)  # 3 of 6
+        with pytest.raises(ClientError, match="ConditionalCheckFailed"):  # charged 3 all the same: 6 of 6
+            ddb.put_item(TableName=table, Item=big, ConditionExpression="attribute_not_exists(pk)")
+        ddb.put_item(TableName=table, Item={"pk": {"S": "other"}, "sk": {"S": "x"}})  # another key: its own budget
+        with pytest.raises(ClientError) as throttled:  # a holder item under the same partition key
+            ddb.put_item(TableName=table, Item={"pk": {"S": "POOL#hot"}, "sk": {"S": "HOLDER#1"}})
+        assert throttled.value.response["Error"]["Code"] == "ThrottlingException"
+        assert [i.error for i in injector.injected] == ["ThrottlingException"]
+        assert "POOL#hot" in injector.injected[0].detail
+        clock.now += 1  # a second later the key has its budget back
+        ddb.put_item(TableName=table, Item={"pk": {"S": "POOL#hot"}, "sk": {"S": "HOLDER#1"}})
+
+
+def test_an_idle_function_fails_its_first_invoke_not_ready_then_runs(faults: Faults) -> None:
+    clock = Clock()
+    with LocalAWS() as aws:
+        injector = install(Faults("none", lambda_idle_seconds=60, clock=clock))
+        lam = raw_client(aws, "lambda")
+        lam.create_function(FunctionName="idle", Role=aws.resources["role_arn"], PackageType="Image",
+                            Code={"ImageUri": "123456789012.dkr.ecr.us-east-1.amazonaws.com/x:local"})
+        clock.now += 61
+        task = {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke", "End": True,
+                "Parameters": {"FunctionName": "idle", "Payload": {}}}
+        r = run(aws, {"i": task})
+        assert (r["status"], r["error"]) == ("FAILED", "Lambda.ResourceNotReadyException")
+        assert [(i.error, i.detail) for i in injector.injected] == [("ResourceNotReadyException", "idle")]
+        run(aws, {"i": task})  # active again: moto's answer, whatever the function does
+        assert injector.count(error="ResourceNotReadyException") == 1
+
+
+def rules(profile: str, clock: Clock, seed: int | None = 1, **overrides: Any) -> Any:
+    from jobplane.platform.local.fault_profiles import rules_for
+
+    return rules_for(profile, seed=seed, clock=clock, **overrides)
+
+
+def test_run_task_past_its_rate_is_throttled() -> None:
+    clock = Clock()
+    r = rules("aws-typical", clock, rate=0.0)
+    answers = [r.decide("ecs", "RunTask", dict) for _ in range(21)]
+    assert answers[:20] == [None] * 20 and answers[20] == ("ThrottlingException", "RunTask calls per second")
+    clock.now += 0.06  # one token back at 20 a second (0.05 s)
+    assert r.decide("ecs", "RunTask", dict) is None
+
+
+def test_execution_history_reads_have_a_bucket_of_250_refilled_at_5_a_second() -> None:
+    clock = Clock()
+    r = rules("aws-typical", clock, rate=0.0)
+    assert all(r.decide("stepfunctions", "GetExecutionHistory", dict) is None for _ in range(250))
+    assert r.decide("stepfunctions", "GetExecutionHistory", dict) is not None
+    clock.now += 1
+    assert sum(r.decide("stepfunctions", "GetExecutionHistory", dict) is None for _ in range(10)) == 5
+
+
+def test_lambda_invocations_in_flight_past_the_account_concurrency_are_refused() -> None:
+    clock = Clock()
+    r = rules("none", clock, lambda_concurrency=2)
+    invoke = lambda: {"FunctionName": "f"}  # noqa: E731
+    assert r.decide("lambda", "Invoke", invoke) is None and r.decide("lambda", "Invoke", invoke) is None
+    assert r.decide("lambda", "Invoke", invoke)[0] == "TooManyRequestsException"
+    r.done("lambda", "Invoke")  # one ended
+    assert r.decide("lambda", "Invoke", invoke) is None
+
+
+def test_a_profiles_draws_are_seeded() -> None:
+    calls = [("dynamodb", "UpdateItem"), ("ecs", "RunTask"), ("lambda", "Invoke"), ("s3", "PutObject"),
+             ("stepfunctions", "GetExecutionHistory")] * 200
+
+    def drawn(seed: int) -> list[Any]:
+        clock = Clock()
+        r = rules("storm", clock, seed=seed, key_wcu_per_second=1e9, run_task_per_second=1e9, history_bucket=1e9,
+                  lambda_concurrency=10**9, s3_prefix_writes_per_second=1e9)
+        out = []
+        for i, (service, operation) in enumerate(calls):
+            clock.now += 0.001
+            out.append(r.decide(service, operation, lambda: {"FunctionName": "f", "Key": {"pk": {"S": str(i)}}}))
+            r.done(service, operation)
+        return out
+
+    first = drawn(7)
+    assert first == drawn(7) and first != drawn(8)
+    errors = {d[0] for d in first if d}
+    # storm draws every documented fault of these calls within 1,000 of them
+    assert {"ThrottlingException", "AmazonECS.Unknown", "EC2ThrottledException", "ENILimitReachedException",
+            "TooManyRequestsException", "SlowDown"} <= errors
+
+
+def test_a_wrong_setting_is_refused_naming_the_settings() -> None:
+    with pytest.raises(ValueError, match="unknown fault setting.*lambda_idle_secs.*lambda_idle_seconds"):
+        Faults("storm", lambda_idle_secs=1)

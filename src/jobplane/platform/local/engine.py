@@ -533,14 +533,10 @@ class LocalAWS:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{arn} still RUNNING after {timeout}s")
             time.sleep(0.02)
-        events = []
-        kwargs: JsonObject = {"executionArn": arn, "maxResults": 1000}
-        while True:
-            page = sfn.get_execution_history(**kwargs)
-            events += page["events"]
-            if not page.get("nextToken"):
-                break
-            kwargs["nextToken"] = page["nextToken"]
+        from jobplane.platform.timeline import Patience, history
+
+        # read as the reconciler reads it: a throttled page (a fault profile's) is waited for
+        events = history(sfn, arn, Patience())
         entered = [e["stateEnteredEventDetails"]["name"] for e in events if "stateEnteredEventDetails" in e]
         output = json.loads(d["output"]) if d.get("output") else None
         return Execution(arn, d["status"], d.get("error"), d.get("cause"), output, entered)

@@ -20,11 +20,12 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from jobplane.contract.limits import FAULT_PROFILES
 from jobplane.contract.types import JsonObject
 from jobplane.platform.local import moto_patches
 from jobplane.platform.local.moto_patches import FaultAnswer
 
-PROFILES = ("none", "aws-typical", "storm")
+PROFILES = FAULT_PROFILES  # ("none", "aws-typical", "storm"): fault_profiles.py says what each does
 
 #: What a Task sees for a RunTask answered with ``failures`` and no task ("If a non-empty Failures
 #: field is encountered, the task is failed with an AmazonECS.Unknown error",
@@ -168,6 +169,7 @@ class Faults:
             return parsed
 
         error: str | None = None
+        detail: str | None = None
         with self._lock:
             for s in self._scripts:
                 if s.times > 0 and s.service == service and s.operation == operation \
@@ -177,12 +179,19 @@ class Faults:
                     break
             self._scripts = [s for s in self._scripts if s.times > 0]
         if error is None:
-            error = self._rules.decide(service, operation, read)
-        if error is None:
-            return None
+            ruled = self._rules.decide(service, operation, read)
+            if ruled is None:
+                return None
+            error, detail = ruled
+        injected = Injected(service, operation, error, detail if detail and detail != "drawn"
+                            else detail_of(service, operation, read()), time.time())
         with self._lock:
-            self._injected.append(Injected(service, operation, error, detail_of(service, operation, read()), time.time()))
+            self._injected.append(injected)
         return answer_of(service, operation, error)
+
+    def done(self, service: str, operation: str) -> None:
+        """moto has answered a call ``answer`` let through (Lambda's invocations in flight)."""
+        self._rules.done(service, operation)
 
 
 _active: Faults | None = None
@@ -193,7 +202,8 @@ def install(faults: Faults | None) -> None:
     process-global, so is this: every local AWS in the process answers through it."""
     global _active
     _active = faults
-    moto_patches.set_fault_hook(faults.answer if faults is not None else None)
+    moto_patches.set_fault_hook(faults.answer if faults is not None else None,
+                                faults.done if faults is not None else None)
 
 
 def active() -> Faults | None:

@@ -32,8 +32,8 @@ from jobplane.platform.local.moto_patches import (client_reuse, context_start_ti
                                                   stepfunctions_fast_history, stop_is_final, stop_while_starting, sync_retry,
                                                   sync_task_exit_code)
 from jobplane.platform.local.moto_patches.backends import (ACCOUNT, Terraform, create_role, create_state_machine,
-                                                           deploys_target, forget_ended_executions, put_schedule,
-                                                           running_executions)
+                                                           deploys_target, dynamodb_item, forget_ended_executions,
+                                                           put_schedule, running_executions)
 from jobplane.platform.local.moto_patches.ecs_tasks import ECS_TASK_RUNNERS, finish_task
 from jobplane.platform.local.moto_patches.execution_status_events import STATUS_LISTENERS
 from jobplane.platform.local.moto_patches.lambda_local_functions import LAMBDA_RUNNERS
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ACCOUNT", "ECS_TASK_RUNNERS", "FaultAnswer", "FaultHook", "set_fault_hook", "LAMBDA_RUNNERS", "MOTO_VERSION", "PATCHES", "Patch",
     "STATUS_LISTENERS", "Terraform", "apply", "apply_all", "check_version", "create_role", "create_state_machine",
-    "deploys_target", "finish_task", "forget_ended_executions", "put_schedule", "running_executions",
+    "deploys_target", "dynamodb_item", "finish_task", "forget_ended_executions", "put_schedule", "running_executions",
     "use_server_credentials",
 ]
 
@@ -218,9 +218,11 @@ class FaultAnswer:
 FaultHook = Callable[[str, str, Callable[[], JsonObject]], Optional[FaultAnswer]]
 
 
-def set_fault_hook(hook: FaultHook | None) -> None:
-    """Let ``hook`` decide every call's answer first (None: moto answers all), process-wide, as
-    moto's backends are (jobplane.platform.local.faults installs its injector here)."""
+def set_fault_hook(hook: FaultHook | None, done: Callable[[str, str], None] | None = None) -> None:
+    """Let ``hook`` decide every call's answer first (None: moto answers all), and tell ``done``
+    when moto has answered a call ``hook`` let through; process-wide, as moto's backends are
+    (jobplane.platform.local.faults installs its injector here)."""
+    fault_injection.DONE = done
     fault_injection.HOOK = hook
 
 

@@ -18,6 +18,9 @@ from urllib.parse import parse_qs, unquote
 #: answer has ``status``, ``code`` (None: a successful answer), ``message`` and ``body``. Set
 #: through the facade (``moto_patches.set_fault_hook``) by jobplane.platform.local.faults.
 HOOK: Any = None
+#: ``DONE(service, operation)``: told when moto has answered a call the hook let through (the
+#: injector counts Lambda invocations in flight against the account's concurrency by it)
+DONE: Any = None
 
 #: botocore service name -> the moto module whose ``urls.url_paths`` routes its requests
 SERVICES = {
@@ -134,8 +137,8 @@ def params_of(service, request):
         if isinstance(body, dict) and protocol == "json":
             params.update(body)
         elif protocol == "rest-json":
-            if service == "lambda":
-                params["Payload"] = data
+            if service == "lambda" and "/invocations" in request.path:
+                params["Payload"] = data  # Invoke's payload is the body, whatever it holds
             elif isinstance(body, dict):
                 params.update(body)
     elif protocol == "rest-xml":
@@ -183,6 +186,12 @@ def _wrap(service, handler):
                 answer = hook(service, operation, lambda: params_of(service, request))
                 if answer is not None:
                     return error_response(service, answer)
+                done = DONE
+                if done is not None:
+                    try:
+                        return handler(request, full_url, headers)
+                    finally:
+                        done(service, operation)
         return handler(request, full_url, headers)
 
     faulty.__wrapped__ = handler
