@@ -509,3 +509,14 @@ def test_runtask_failures_and_errors_fail_the_task_as_aws_names_them(mode: str) 
         assert r == {"capacity": "States.Runtime", "throttled": "States.Runtime"}
     else:
         assert r == {"capacity": "AmazonECS.Unknown", "throttled": "ECS.ThrottlingException"}
+
+
+@probes("aws_limits")
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_calls_past_aws_limits_are_refused_with_aws_errors(mode: str) -> None:
+    r = probe("aws_limits", mode)
+    if mode == "stock":
+        assert r == {"ecs_overrides": "accepted", "lambda_environment": "accepted", "sns_message": "accepted"}
+    else:
+        assert r == {"ecs_overrides": "InvalidParameterException", "lambda_environment": "InvalidParameterValueException",
+                     "sns_message": "InvalidParameter"}

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from importlib.metadata import version
 from typing import TYPE_CHECKING, Callable, Optional
 
-from jobplane.platform.local.moto_patches import (client_reuse, context_start_time, dynamodb_fast_answers,
+from jobplane.platform.local.moto_patches import (aws_limits, client_reuse, context_start_time, dynamodb_fast_answers,
                                                   dynamodb_fast_projection, dynamodb_items_untracked, dynamodb_store,
                                                   ecs_task_errors, ecs_tasks, ecs_tasks_untracked,
                                                   execution_name_default, fault_injection,
@@ -32,8 +32,9 @@ from jobplane.platform.local.moto_patches import (client_reuse, context_start_ti
                                                   stepfunctions_fast_history, stop_is_final, stop_while_starting, sync_retry,
                                                   sync_task_exit_code)
 from jobplane.platform.local.moto_patches.backends import (ACCOUNT, Terraform, create_role, create_state_machine,
-                                                           deploys_target, dynamodb_item, forget_ended_executions,
-                                                           put_schedule, running_executions)
+                                                           count_schedules, deploys_target, dynamodb_item,
+                                                           event_rules, forget_ended_executions, put_schedule,
+                                                           running_executions)
 from jobplane.platform.local.moto_patches.ecs_tasks import ECS_TASK_RUNNERS, finish_task
 from jobplane.platform.local.moto_patches.execution_status_events import STATUS_LISTENERS
 from jobplane.platform.local.moto_patches.lambda_local_functions import LAMBDA_RUNNERS
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ACCOUNT", "ECS_TASK_RUNNERS", "FaultAnswer", "FaultHook", "set_fault_hook", "LAMBDA_RUNNERS", "MOTO_VERSION", "PATCHES", "Patch",
     "STATUS_LISTENERS", "Terraform", "apply", "apply_all", "check_version", "create_role", "create_state_machine",
-    "deploys_target", "dynamodb_item", "finish_task", "forget_ended_executions", "put_schedule", "running_executions",
+    "count_schedules", "deploys_target", "dynamodb_item", "event_rules", "finish_task", "forget_ended_executions", "put_schedule", "running_executions",
     "use_server_credentials",
 ]
 
@@ -176,6 +177,9 @@ PATCHES: tuple[Patch, ...] = (
     Patch("ecs_task_errors", "RunTask's failures fail an ecs:runTask Task as AmazonECS.Unknown, its errors as ECS.<Code>",
           "an IndexError on failures and no mapping of ECS errors: both States.Runtime, never retried",
           ecs_task_errors.fix_ecs_task_errors),
+    Patch("aws_limits", "a call past a documented size or count limit fails with AWS's error (contract/limits.py)",
+          "takes RunTask overrides, Lambda environments and payloads, SNS messages in bytes, schedules and rules of any size or number",
+          aws_limits.fix_aws_limits),
     Patch("fault_injection", "any call may be throttled or refused as each API documents (a profile or a test scripts them)",
           "answers every call it implements with success",
           fault_injection.fix_fault_injection),

@@ -130,6 +130,14 @@ def put_schedule(region: str, spec: JsonObject, created_at: datetime | None = No
         schedule_expression_timezone=spec.get("ScheduleExpressionTimezone"), start_date=spec.get("StartDate"),
         state=spec.get("State"), target=spec["Target"])
     try:
+        backend.get_schedule(spec["GroupName"], spec["Name"])
+    except Exception:  # a new schedule: as terraform apply's CreateSchedule, held to the account's quota
+        from jobplane.platform.local.limits import schedule_quota_error
+
+        refused = schedule_quota_error(count_schedules(region))
+        if refused is not None:
+            raise refused
+    try:
         created = backend.create_schedule(**fields, action_after_completion=spec.get("ActionAfterCompletion"))
     except ScheduleExists:
         backend.update_schedule(**fields)
@@ -211,3 +219,20 @@ def dynamodb_item(table_name: str, key: JsonObject) -> tuple[str, int]:
             return table.hash_key_attr, 0
         return table.hash_key_attr, int(item.size()) if item is not None else 0
     return "", 0
+
+
+def count_schedules(region: str) -> int:
+    """The schedules of the account in ``region`` (every group): what Scheduler's quota counts."""
+    moto_patches.check_version()
+    from moto.scheduler.models import scheduler_backends
+
+    return sum(len(group.schedules) for group in list(scheduler_backends[ACCOUNT][region].schedule_groups.values()))
+
+
+def event_rules(region: str, bus: str) -> set[str]:
+    """The names of the rules on event bus ``bus`` (a name or ARN) in ``region``."""
+    moto_patches.check_version()
+    from moto.events.models import events_backends
+
+    found = events_backends[ACCOUNT][region].event_buses.get(bus.rsplit("/", 1)[-1])
+    return set(found.rules) if found is not None else set()

@@ -18,6 +18,11 @@ from urllib.parse import parse_qs, unquote
 #: answer has ``status``, ``code`` (None: a successful answer), ``message`` and ``body``. Set
 #: through the facade (``moto_patches.set_fault_hook``) by jobplane.platform.local.faults.
 HOOK: Any = None
+#: ``LIMITS(service, operation, params) -> answer | None``: AWS's documented limits, asked before
+#: the injector and whether or not one is installed (the moto patch ``aws_limits`` sets it)
+LIMITS: Any = None
+#: the services LIMITS has rows for (contract/limits.py): the others skip it without parsing
+LIMITED = frozenset({"ecs", "lambda", "sns", "scheduler", "events"})
 #: ``DONE(service, operation)``: told when moto has answered a call the hook let through (the
 #: injector counts Lambda invocations in flight against the account's concurrency by it)
 DONE: Any = None
@@ -179,13 +184,23 @@ def error_response(service, answer):
 
 def _wrap(service, handler):
     def faulty(request, full_url, headers):
-        hook = HOOK
-        if hook is not None:
+        hook, limits = HOOK, (LIMITS if service in LIMITED else None)
+        if hook is not None or limits is not None:
             operation = operation_of(service, request)
             if operation:
-                answer = hook(service, operation, lambda: params_of(service, request))
+                parsed = []
+
+                def params():
+                    if not parsed:
+                        parsed.append(params_of(service, request))
+                    return parsed[0]
+
+                answer = limits(service, operation, params) if limits is not None else None
+                if answer is None and hook is not None:
+                    answer = hook(service, operation, params)
                 if answer is not None:
                     return error_response(service, answer)
+            if hook is not None and operation:
                 done = DONE
                 if done is not None:
                     try:
