@@ -45,6 +45,31 @@ MEMORY_RANGE = (128, 10240)
 LOG_RETENTION_DAYS = 365
 
 
+def replace_problems(job: Job) -> Iterator[tuple[str, str]]:
+    """(field, message): REPLACE is refused for a job with Lambda steps.
+
+    REPLACE promises that the newer run runs *in place of* the older one (docs/dsl.md,
+    Policies): the older execution is stopped, and with it its step's work. An ECS step's task is
+    stopped with it (a .sync Task stops the task it started when its execution stops: SIGTERM,
+    then SIGKILL after the container's stop timeout, 30 s by default: the overlap REPLACE
+    accepts). A Lambda step is a synchronous ``lambda:invoke``: stopping the execution does not
+    stop the invocation, which runs to its end (up to 15 minutes) beside the newer run, the
+    overlap REPLACE exists to prevent ("Invoke": an invocation cannot be cancelled,
+    https://docs.aws.amazon.com/lambda/latest/api/API_Invoke.html). Having the handler poll its
+    own execution and kill the step would stop it seconds late, and give every runner function a
+    grant on Step Functions and a path to its endpoint: refused instead, with what to do."""
+    from jobplane.contract.statuses import Policy
+    from jobplane.contract.step_kinds import Executor
+
+    if job.policy is not Policy.REPLACE:
+        return
+    on_lambda = [s.name for s in job.runnable_steps() if s.kind.info.executor is Executor.LAMBDA]
+    if on_lambda:
+        yield ("policy", f"REPLACE cannot stop a Lambda step ({', '.join(map(repr, on_lambda))}): stopping a run does "
+                         "not stop its Lambda invocation, which would run on beside the newer run; run those steps on "
+                         "ECS (jp.python), or choose SKIP_IF_RUNNING (docs/dsl.md, Policies)")
+
+
 def payload(b: AttemptBuilder, step: Step, counter: str | None) -> JsonObject:
     """The invocation's payload: the environment an ECS step's container gets, as a map."""
     env: JsonObject = {}
