@@ -39,6 +39,30 @@ def _job(name: str, marker: Path) -> Job:
     ]})
 
 
+def test_a_function_that_cannot_run_now_goes_to_the_infrastructure_retry_not_to_failed() -> None:
+    """Issue 62 finding 2: Invoke's not-ready, conflict, EC2/ENI/subnet and throttle errors are the
+    infrastructure's. The Task tries them a few times, then they reach the check (also for a step
+    with one attempt, which had no check), whose rule sends them to the bounded infrastructure
+    retry; past that budget a step with attempts left uses one, else it fails."""
+    for attempts in (1, 3):
+        job = Job.from_definition({"name": "idle", "team": "billing", "timezone": "UTC", "steps": [
+            {"name": "quick", "lambda": "a.b:c", "retry": {"attempts": attempts}}]})
+        states = asl.build_definition(job, "jp")["States"]
+        task = states["quick"]
+        infra = next(r for r in task["Retry"] if "Lambda.ResourceNotReadyException" in r["ErrorEquals"])
+        assert infra["ErrorEquals"] == list(ls.INFRA_ERRORS) and infra["MaxAttempts"] == 3
+        assert "Lambda.TooManyRequestsException" not in next(
+            r for r in task["Retry"] if "Lambda.ServiceException" in r["ErrorEquals"])["ErrorEquals"]
+        to_check = next(c for c in task["Catch"] if c["Next"] == "quick: check")
+        assert set(ls.INFRA_ERRORS) <= set(to_check["ErrorEquals"])
+        check = states["quick: check"]
+        rule = check["Choices"][0]
+        assert rule["Next"] == "quick: infra retry" and {"Variable": "$.run.infra.n", "NumericLessThan": 3} in rule["And"]
+        assert {c["StringEquals"] for c in rule["And"][0]["And"][1]["Or"]} == set(ls.INFRA_ERRORS)
+        assert states["quick: infra wait"] == {"Type": "Wait", "SecondsPath": "$.run.infra.wait", "Next": "quick"}
+        assert check["Default"] == "quick: failed"
+
+
 def test_a_compiled_job_runs_its_lambda_and_ecs_steps(aws: LocalAWS, tmp_path: Path) -> None:
     name = f"mixed-{uuid.uuid4().hex[:6]}"
     marker = tmp_path / "calls"
