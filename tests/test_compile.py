@@ -740,10 +740,15 @@ def test_an_infrastructure_failure_runs_the_same_attempt_again() -> None:
 def test_only_errors_of_the_runtask_call_are_retried_by_the_task_itself() -> None:
     d = asl.build_definition(job(), "jobplane")
     retry = d["States"]["only"]["Retry"]
+    outcomes = next(i for i, r in enumerate(retry) if "States.TaskFailed" in r["ErrorEquals"])
     # a task that ran (TaskFailed: to the check) or timed out (to its record) is never retried here...
-    assert retry[0]["MaxAttempts"] == 0 and {"States.TaskFailed", "States.Timeout"} <= set(retry[0]["ErrorEquals"])
+    assert retry[outcomes]["MaxAttempts"] == 0 and "States.Timeout" in retry[outcomes]["ErrorEquals"]
     # neither is a misconfiguration (States.Runtime is never retriable on AWS; moto would)
-    assert {"States.Runtime", "ECS.ClusterNotFoundException"} <= set(retry[0]["ErrorEquals"])
+    assert {"States.Runtime", "ECS.ClusterNotFoundException"} <= set(retry[outcomes]["ErrorEquals"])
+    # States.TaskFailed matches every error but States.Timeout in a retrier (AWS "Error names"):
+    # the RunTask call's own errors (throttling, capacity) must be matched by a retrier before it
+    call = next(i for i, r in enumerate(retry) if "ECS.ThrottlingException" in r["ErrorEquals"])
+    assert call < outcomes and retry[call]["MaxAttempts"] > 0
     # ...any other error of the call is, with backoff, last (States.ALL must be the last retrier)
     assert retry[-1]["ErrorEquals"] == ["States.ALL"] and retry[-1]["MaxAttempts"] > 0
 

@@ -148,7 +148,12 @@ class EcsExecutor:
             result_selector={"Container.$": "States.ArrayGetItem($.Containers, 0)", "TaskArn.$": "$.TaskArn"},
             result_path=result,
             timeout_seconds=step.timeout,
-            retry=[ECS_TASK_OUTCOMES, ECS_INFRA_RETRY, ECS_CALL_RETRY],
+            # ECS_INFRA_RETRY first: in a Retry (or Catch) "States.TaskFailed acts as a wildcard
+            # that matches any known error name except for States.Timeout" ("Error names",
+            # https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html),
+            # and the first retrier that matches is the one used, so behind ECS_TASK_OUTCOMES
+            # (MaxAttempts 0) a throttled RunTask was never retried by the Task at all
+            retry=[ECS_INFRA_RETRY, ECS_TASK_OUTCOMES, ECS_CALL_RETRY],
             # A failed task always reaches the check: it tells the step's own failures from
             # the infrastructure's and from an operator's stop. Its error (the task's whole
             # JSON) goes to the one ERROR slot, which the next failure overwrites, so the
