@@ -740,12 +740,40 @@ def test_an_infrastructure_failure_runs_the_same_attempt_again() -> None:
 def test_only_errors_of_the_runtask_call_are_retried_by_the_task_itself() -> None:
     d = asl.build_definition(job(), "jobplane")
     retry = d["States"]["only"]["Retry"]
+    outcomes = next(i for i, r in enumerate(retry) if "States.TaskFailed" in r["ErrorEquals"])
     # a task that ran (TaskFailed: to the check) or timed out (to its record) is never retried here...
-    assert retry[0]["MaxAttempts"] == 0 and {"States.TaskFailed", "States.Timeout"} <= set(retry[0]["ErrorEquals"])
+    assert retry[outcomes]["MaxAttempts"] == 0 and "States.Timeout" in retry[outcomes]["ErrorEquals"]
     # neither is a misconfiguration (States.Runtime is never retriable on AWS; moto would)
-    assert {"States.Runtime", "ECS.ClusterNotFoundException"} <= set(retry[0]["ErrorEquals"])
+    assert {"States.Runtime", "ECS.ClusterNotFoundException"} <= set(retry[outcomes]["ErrorEquals"])
+    # States.TaskFailed matches every error but States.Timeout in a retrier (AWS "Error names"):
+    # the RunTask call's own errors (throttling, capacity) must be matched by a retrier before it
+    call = next(i for i, r in enumerate(retry) if "ECS.ThrottlingException" in r["ErrorEquals"])
+    assert call < outcomes and retry[call]["MaxAttempts"] > 0
     # ...any other error of the call is, with backoff, last (States.ALL must be the last retrier)
     assert retry[-1]["ErrorEquals"] == ["States.ALL"] and retry[-1]["MaxAttempts"] > 0
+
+
+def test_runtask_throttling_past_the_tasks_own_retries_gets_the_infrastructure_retry() -> None:
+    """Issue 62 finding 8: RunTask's 20 calls a second run out under a wide map or a busy minute.
+    ECS.ThrottlingException / LimitExceededException past the Task's own 4 tries reach the check,
+    which sends them to the bounded infrastructure retry; before, the Catch's States.ALL recorded
+    the step failed. A misconfiguration still fails at once."""
+    from jobplane.compiler.executors.ecs import ECS_INFRA_ERRORS
+
+    for attempts in (1, 3):
+        d = asl.build_definition(job(steps=[{"name": "only", "python": "m:f", "retry": {"attempts": attempts}}]),
+                                 "jobplane")
+        task = d["States"]["only"]
+        to_check = next(c for c in task["Catch"] if c["Next"] == "only: check")
+        assert {"ECS.ThrottlingException", "ECS.LimitExceededException"} <= set(to_check["ErrorEquals"])
+        assert set(ECS_INFRA_ERRORS) <= set(to_check["ErrorEquals"])
+        assert not {"ECS.ClusterNotFoundException", "ECS.InvalidParameterException"} & set(to_check["ErrorEquals"])
+        # the Task's own quick tries come first (its retrier for these errors has attempts left)
+        own = next(r for r in task["Retry"] if "ECS.ThrottlingException" in r["ErrorEquals"])
+        assert own["MaxAttempts"] == 4 and own["JitterStrategy"] == "FULL"
+        rule = next(c for c in d["States"]["only: check"]["Choices"] if c["Next"] == "only: infra retry"
+                    and "ECS.ThrottlingException" in json.dumps(c))
+        assert {"Variable": "$.run.infra.n", "NumericLessThan": 3} in rule["And"]
 
 
 def test_runtask_failures_get_the_bounded_infrastructure_retry() -> None:

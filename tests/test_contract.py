@@ -341,6 +341,37 @@ def test_the_timeline_numbers_attempts_of_a_loop_and_of_a_machine_compiled_befor
         assert [r.outcome for r in rows] == ["failed", "failed", "succeeded"]
 
 
+def test_a_tasks_own_retry_is_a_row_of_the_same_attempt_after_the_failed_try() -> None:
+    """Issue 62 finding 2: a Task's own Retry (a Lambda function not ready, a throttle) schedules
+    the Task again without entering its state (each event follows the one before). The failed try
+    keeps its error on a row of its own and the try that succeeded is the same attempt, as an
+    infrastructure retry reads; the attempt no longer reads 'failed' once it succeeded."""
+    def event(kind: str, **details: Any) -> dict[str, Any]:
+        e = {"type": kind, "id": len(events) + 1, "previousEventId": len(events),
+             "timestamp": 1_800_000_000 + len(events), **details}
+        events.append(e)
+        return e
+
+    events: list[dict[str, Any]] = []
+    event("TaskStateEntered", stateEnteredEventDetails={"name": "s"})
+    for _ in range(2):  # two tries the function was not ready for, then one that ran
+        event("TaskScheduled", taskScheduledEventDetails={"resourceType": "lambda", "parameters": "{}"})
+        event("TaskStarted")
+        event("TaskFailed", taskFailedEventDetails={"error": "Lambda.ResourceNotReadyException",
+                                                    "cause": "Function is not ready (Service: Lambda, Status Code: 502)"})
+    event("TaskScheduled", taskScheduledEventDetails={"resourceType": "lambda", "parameters": "{}"})
+    event("TaskStarted")
+    event("TaskSucceeded", taskSucceededEventDetails={"output": json.dumps({"Payload": {
+        "exit_code": 0, "log_group": "/aws/lambda/f", "log_stream": "s1", "request_id": "r1"}})})
+    event("TaskStateExited", stateExitedEventDetails={"name": "s"})
+    rows = timeline(events)
+    assert [(r.step, r.attempt, r.outcome, r.error) for r in rows] == [
+        ("s", 1, "failed", "Lambda.ResourceNotReadyException"), ("s", 1, "failed", "Lambda.ResourceNotReadyException"),
+        ("s", 1, "succeeded", None)]
+    assert rows[0].reason and "not ready" in rows[0].reason and rows[2].exit_code == 0 and rows[2].task_id == "r1"
+    assert all(r.finished_at for r in rows)
+
+
 def _refusing(aws: LocalAWS, service: str, operation: str, code: str, body: bytes) -> Any:
     """A client of the local AWS whose ``operation`` the service refuses with ``code``, without
     retries: what a Lambda sees once botocore has given up."""

@@ -17,6 +17,7 @@ from jobplane.compiler import asl
 from jobplane.compiler.model import Job
 from jobplane.contract import execution_input
 from jobplane.platform.local.engine import LocalAWS
+from jobplane.platform.local.faults import Faults
 from jobplane.contract.notifications import NotificationMessage
 
 HERE = Path(__file__).resolve().parent
@@ -352,6 +353,23 @@ def test_a_task_that_never_started_is_retried_without_using_an_attempt(aws: Loca
     assert [s for s in ex.states_entered if "infra" in s] == ["work: infra retry", "work: infra wait"]
     assert ex.states_entered.count("work") == 2  # the same attempt, run again
     assert [a.attempt for a in rec.attempts("work")] == [1, 1]
+
+
+def test_runtask_throttled_past_the_tasks_own_retries_is_retried_as_infrastructure(aws: LocalAWS,
+                                                                                   faults: Faults) -> None:
+    """Issue 62 finding 8: RunTask serves 20 calls a second per account; a wide map or a busy
+    minute is throttled longer than the Task's own four quick tries. The fifth throttle goes to the
+    step's bounded infrastructure retry, not to `failed`: the run SUCCEEDS, its one attempt showing
+    each throttled try with its error, then the try that ran. Before: FAILED on the Catch."""
+    job = deploy(aws, steps=[{"name": "work", "python": BEHAVE}])  # one attempt: no retries of its own
+    faults.script("ecs", "RunTask", "ThrottlingException", times=5,
+                  match=lambda params: params.get("group") == f"jobplane:{job}")
+    ex, rec = finish(aws, aws.start(job, fire({"mode": "ok"})))
+    assert faults.count("ecs", "RunTask", "ThrottlingException") == 5
+    assert ex.status == "SUCCEEDED" and rec.status == "SUCCEEDED", (ex.error, ex.cause)
+    assert [s for s in ex.states_entered if "infra" in s] == ["work: infra retry", "work: infra wait"]
+    assert [(a.attempt, a.outcome, a.error) for a in rec.attempts("work")] == (
+        [(1, "failed", "ECS.ThrottlingException")] * 5 + [(1, "succeeded", None)])
 
 
 def test_a_task_stopped_by_a_fargate_retirement_is_run_again_as_the_same_attempt(aws: LocalAWS) -> None:

@@ -60,7 +60,9 @@ def test_each_kind_compiles_with_its_executor(repo: Repo) -> None:
     assert states["quick"]["Parameters"]["FunctionName"] == lambda_step.function_name("jobplane", "mixed")
     env = states["quick"]["Parameters"]["Payload"][lambda_step.PAYLOAD_ENVIRONMENT]
     assert json.loads(env[rc.ENV_TARGET]) == {"kind": "python", "target": "examples.noop:run"}
-    assert {r["ErrorEquals"][0] for r in states["quick"]["Retry"]} == {lambda_step.SERVICE_ERRORS[0]}
+    # the service's transient errors, then the function that cannot run now (not ready, throttled)
+    assert [r["ErrorEquals"] for r in states["quick"]["Retry"]] == [list(lambda_step.SERVICE_ERRORS),
+                                                                     list(lambda_step.INFRA_ERRORS)]
     assert states["slow"]["Resource"] == "arn:aws:states:::ecs:runTask.sync"
     function = doc["resource"]["aws_lambda_function"]["mixed_lambda"]
     assert function["function_name"] == "jobplane-mixed-runner" and function["memory_size"] == 1024

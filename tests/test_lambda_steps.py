@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import uuid
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 import pytest
 
@@ -19,6 +19,7 @@ from jobplane.contract import execution_input
 from jobplane.contract import lambda_step as ls
 from jobplane.contract.config import PlatformConfig
 from jobplane.platform.local.engine import LocalAWS
+from jobplane.platform.local.faults import Faults
 from jobplane.platform.logs import StepLogs
 from jobplane.platform.timeline import history, timeline
 
@@ -37,6 +38,30 @@ def _job(name: str, marker: Path) -> Job:
          "retry": {"attempts": 3, "interval": 1}, "timeout": 120},
         {"name": "publish", "python": "sample_apps.functions:write_greeting", "kwargs": {"out": str(marker) + ".out"}},
     ]})
+
+
+def test_a_function_that_cannot_run_now_goes_to_the_infrastructure_retry_not_to_failed() -> None:
+    """Issue 62 finding 2: Invoke's not-ready, conflict, EC2/ENI/subnet and throttle errors are the
+    infrastructure's. The Task tries them a few times, then they reach the check (also for a step
+    with one attempt, which had no check), whose rule sends them to the bounded infrastructure
+    retry; past that budget a step with attempts left uses one, else it fails."""
+    for attempts in (1, 3):
+        job = Job.from_definition({"name": "idle", "team": "billing", "timezone": "UTC", "steps": [
+            {"name": "quick", "lambda": "a.b:c", "retry": {"attempts": attempts}}]})
+        states = asl.build_definition(job, "jp")["States"]
+        task = states["quick"]
+        infra = next(r for r in task["Retry"] if "Lambda.ResourceNotReadyException" in r["ErrorEquals"])
+        assert infra["ErrorEquals"] == list(ls.INFRA_ERRORS) and infra["MaxAttempts"] == 3
+        assert "Lambda.TooManyRequestsException" not in next(
+            r for r in task["Retry"] if "Lambda.ServiceException" in r["ErrorEquals"])["ErrorEquals"]
+        to_check = next(c for c in task["Catch"] if c["Next"] == "quick: check")
+        assert set(ls.INFRA_ERRORS) <= set(to_check["ErrorEquals"])
+        check = states["quick: check"]
+        rule = check["Choices"][0]
+        assert rule["Next"] == "quick: infra retry" and {"Variable": "$.run.infra.n", "NumericLessThan": 3} in rule["And"]
+        assert {c["StringEquals"] for c in rule["And"][0]["And"][1]["Or"]} == set(ls.INFRA_ERRORS)
+        assert states["quick: infra wait"] == {"Type": "Wait", "SecondsPath": "$.run.infra.wait", "Next": "quick"}
+        assert check["Default"] == "quick: failed"
 
 
 def test_a_compiled_job_runs_its_lambda_and_ecs_steps(aws: LocalAWS, tmp_path: Path) -> None:
@@ -82,3 +107,57 @@ def test_the_terraform_function_is_the_one_the_engine_deploys(aws: LocalAWS, tmp
     assert (deployed["Environment"]["Variables"][ls.ENV_STEP_DIGESTS]
             == function["environment"]["variables"][ls.ENV_STEP_DIGESTS])
     assert function["timeout"] == 120 + ls.FUNCTION_TIMEOUT_MARGIN == deployed["Timeout"]
+
+
+def _idle_job(name: str, marker: Path) -> Job:
+    """One Lambda step with no retry of its own: any failure it meets is the run's."""
+    return Job.from_definition({"name": name, "team": "billing", "timezone": "UTC", "steps": [
+        {"name": "monthly", "lambda": "sample_apps.functions:behave", "kwargs": {"marker": str(marker)},
+         "timeout": 120}]})
+
+
+def _its_function(name: str, aws: LocalAWS) -> Callable[[Mapping[str, Any]], bool]:
+    function = ls.function_name(aws.prefix, name)
+    return lambda params: str(params.get("FunctionName", "")).rsplit(":function:", 1)[-1].split(":")[0] == function
+
+
+def test_an_idle_functions_not_ready_invoke_is_retried_and_shown_on_the_attempt(aws: LocalAWS, tmp_path: Path,
+                                                                                faults: Faults) -> None:
+    """Issue 62 finding 2 (certain): a VPC function idle for weeks is Inactive and its next invoke
+    fails Lambda.ResourceNotReadyException. The Task tries again (it is not the step's failure)
+    and the run SUCCEEDS; the attempt's timeline (what the portal, the API and the record show)
+    holds the failed try with its error, then the try that ran, both attempt 1. Before: FAILED."""
+    name = f"idle-{uuid.uuid4().hex[:6]}"
+    marker = tmp_path / "calls"
+    aws.deploy(name, asl.compile_job(_idle_job(name, marker), aws.prefix))
+    faults.script("lambda", "Invoke", "ResourceNotReadyException", match=_its_function(name, aws))
+    arn = aws.start(name, execution_input.manual("ops"))
+    execution = aws.wait(arn, timeout=300)
+    assert execution.status == "SUCCEEDED", (execution.error, execution.cause)
+    assert faults.count("lambda", "Invoke", "ResourceNotReadyException") == 1
+    aws.wait_reconciled(arn, timeout=300)
+    record = aws.repository().execution(arn.rsplit(":", 1)[1])
+    assert record is not None and record.status == "SUCCEEDED"
+    rows = [(r.step, r.attempt, r.outcome, r.error) for r in record.timeline]
+    assert rows == [("monthly", 1, "failed", "Lambda.ResourceNotReadyException"), ("monthly", 1, "succeeded", None)]
+    assert record.timeline[0].reason and "Inactive" in record.timeline[0].reason
+    assert len(marker.read_text().split()) == 1  # the step itself ran once
+
+
+def test_a_function_not_ready_past_the_tasks_own_tries_gets_the_infrastructure_retry(aws: LocalAWS, tmp_path: Path,
+                                                                                     faults: Faults) -> None:
+    """The function stays Pending longer than the Task's own three quick tries (Lambda re-creates
+    its network interfaces): the check sends it to the bounded infrastructure retry, which runs
+    the same attempt again after its wait, and the run SUCCEEDS with every try on the attempt."""
+    name = f"idle-{uuid.uuid4().hex[:6]}"
+    marker = tmp_path / "calls"
+    aws.deploy(name, asl.compile_job(_idle_job(name, marker), aws.prefix))
+    faults.script("lambda", "Invoke", "ResourceNotReadyException", times=4, match=_its_function(name, aws))
+    arn = aws.start(name, execution_input.manual("ops"))
+    execution = aws.wait(arn, timeout=600)
+    assert execution.status == "SUCCEEDED", (execution.error, execution.cause)
+    assert [s for s in execution.states_entered if "infra" in s] == ["monthly: infra retry", "monthly: infra wait"]
+    rows = timeline(history(aws.client("stepfunctions"), arn))
+    assert [(r.attempt, r.outcome, r.error) for r in rows] == (
+        [(1, "failed", "Lambda.ResourceNotReadyException")] * 4 + [(1, "succeeded", None)])
+    assert len(marker.read_text().split()) == 1

@@ -93,6 +93,8 @@ def test_a_re_run_from_the_each_step_goes_to_the_map_and_from_the_map_to_its_ite
     ({"tolerated_failures": "lots"}, "neither a count of items"),
     ({"tolerated_failures": -1}, "neither a count of items"),
     ({"max_concurrency": 10_001}, "at most 10000"),
+    ({"max_concurrency": 501}, "501 is above 500, the cap on items running at once"),
+    ({"max_concurrency": 10_001, "max_concurrency_override": True}, "at most 10000"),
     ({"items": {"name": "tenants", "shell": ["ls"]}}, "must be a python step"),
     ({"each": {"name": "close-tenant", "lambda": "a.b:c"}}, "runs on ECS"),
 ])
@@ -100,6 +102,27 @@ def test_what_a_map_may_not_be(fields: dict[str, Any], message: str) -> None:
     with pytest.raises(Invalid) as e:
         Job.from_definition(definition(**fields))
     assert message in str(e.value)
+
+
+def test_a_map_wider_than_the_cap_needs_its_override_named_in_the_definition(repo: Repo) -> None:
+    """Issue 62 finding 8: every item is a Fargate task launched from the account's shared rate
+    (20 a second): above 500 at once is refused at validate, naming the file, job and field,
+    unless the map says max_concurrency_override: true; the schema documents both."""
+    text = """local jp = import 'jobplane.libsonnet';
+{ name: 'wide', team: 'billing', steps: [
+  jp.map('all', items=jp.python('list', 'a.b:c'), each=jp.python('one', 'a.b:d'), opts={ max_concurrency: 600%s }),
+] }
+"""
+    repo.write("jobs/billing/wide.jsonnet", text % "")
+    refused = repo.cli("validate")
+    assert refused.exit_code != 0
+    assert ("jobs/billing/wide.jsonnet: job 'wide': steps[0].map.max_concurrency: 600 is above 500, the cap on "
+            "items running at once") in refused.output and "max_concurrency_override: true" in refused.output
+    repo.write("jobs/billing/wide.jsonnet", text % ", max_concurrency_override: true")
+    allowed = repo.cli("validate")
+    assert allowed.exit_code == 0, allowed.output
+    job = Job.from_definition(definition(max_concurrency=600, max_concurrency_override=True))
+    assert asl.build_definition(job, "jp")["States"]["close-all"]["MaxConcurrency"] == 600
 
 
 def test_a_map_inside_a_parallel_group_is_refused() -> None:

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, Repo
 from jobplane.compiler import asl
 from jobplane.compiler.model import Job
 from jobplane.contract import policies
@@ -103,3 +103,27 @@ def test_only_replace_compiles_a_stop_and_its_takeover_accepts_a_released_claim(
         "(holder = :stale OR attribute_not_exists(#running))")
     assert _states(Policy.SKIP_IF_RUNNING)[sn.TAKE_OVER]["Parameters"]["ConditionExpression"].endswith(
         "holder = :stale")
+
+
+def test_replace_is_refused_for_a_job_with_a_lambda_step(repo: Repo) -> None:
+    """Issue 62 finding 7: stopping a run does not stop a synchronous Lambda invocation, so a
+    REPLACE job's older Lambda step would run on beside the newer run. validate refuses it,
+    naming the file, the job, the field and the steps; the same job on ECS, or with another
+    policy, is fine."""
+    job = """local jp = import 'jobplane.libsonnet';
+{ name: 'refresh', team: 'billing', policy: '%s', steps: [
+  jp.python('load', 'examples.noop:run'),
+  jp.parallel('both', [jp.lambda('warm-cache', 'examples.noop:run'), jp.python('index', 'examples.noop:run')]),
+] }
+"""
+    repo.write("jobs/billing/refresh.jsonnet", job % "REPLACE")
+    refused = repo.cli("validate")
+    assert refused.exit_code != 0
+    assert ("jobs/billing/refresh.jsonnet: job 'refresh': policy: REPLACE cannot stop a Lambda step ('warm-cache')"
+            in refused.output), refused.output
+    assert "SKIP_IF_RUNNING" in refused.output and "jp.python" in refused.output
+    repo.write("jobs/billing/refresh.jsonnet", job % "SKIP_IF_RUNNING")
+    assert repo.cli("validate").exit_code == 0
+    on_ecs = (job % "REPLACE").replace("jp.lambda('warm-cache'", "jp.python('warm-cache'")
+    repo.write("jobs/billing/refresh.jsonnet", on_ecs)
+    assert repo.cli("validate").exit_code == 0

@@ -84,3 +84,48 @@ def test_every_quota_cites_its_source() -> None:
     for quota in BY_KEY.values():
         assert quota.source.startswith("https://docs.aws.amazon.com/"), quota.key
         assert quota.code is None or re.fullmatch(r"L-[0-9A-F]{8}", quota.code), quota.key
+
+
+WIDE = """local jp = import 'jobplane.libsonnet';
+{ name: '%(name)s', team: 'billing', steps: [
+  jp.lambda('warm', 'examples.noop:run'),
+  jp.map('all', items=jp.python('list', 'examples.noop:run'),
+         each=jp.python('one', 'examples.noop:run', opts={ cpu: 1024, memory: 2048 }), opts={ max_concurrency: %(n)d }),
+  jp.parallel('both', [jp.lambda('a', 'examples.noop:run'), jp.lambda('b', 'examples.noop:run')]),
+] }
+"""
+
+
+def test_plan_measures_what_the_jobs_run_at_once_against_the_concurrent_quotas(repo: Repo) -> None:
+    """Issue 62 finding 8: a map's max_concurrency x its each step's cpu is the job's Fargate
+    vCPU peak, one network interface per task; a parallel group's Lambda steps run together.
+    One job over a concurrent quota refuses the plan (it can never run at its width); every job
+    at its peak together is a warning; a raised quota declared in jobplane.toml is honoured."""
+    repo.write("jobs/billing/wide.jsonnet", WIDE % {"name": "wide", "n": 40})
+    over = repo.cli("plan", "--quotas")
+    assert over.exit_code == 2, over.output
+    vcpu = _line(over.output, "Fargate On-Demand vCPU resource count")
+    # 40 tasks of 1 vCPU at once (the items step before it: 0.25), against the default of 6
+    assert vcpu.strip().startswith("ERROR:") and "40 vCPU at once at the busiest job's peak (wide)" in vcpu
+    assert "of 6," in vcpu and "L-3032A538" in vcpu and "[quotas] fargate_vcpu" in vcpu
+    enis = _line(over.output, "Network interfaces per Region")
+    assert "40 ECS tasks at once" in enis and not enis.strip().startswith(("ERROR", "WARNING"))
+    lam = _line(over.output, "Concurrent executions")
+    assert "2 Lambda steps at once at the busiest job's peak (wide)" in lam  # the parallel group's two
+    assert "1 maps at once" in _line(over.output, "Maximum open Map Runs")
+    assert "a job runs more at once than one allows" in over.stderr
+
+    toml = repo.path / "jobplane.toml"
+    toml.write_text(toml.read_text() + "\n[quotas]\nfargate_vcpu = 100\n")
+    repo.write("jobs/billing/wide-2.jsonnet", WIDE % {"name": "wide-2", "n": 45})
+    near = repo.cli("plan")
+    assert near.exit_code == 0, near.output  # each job alone fits in 100
+    line = _line(near.output, "Fargate On-Demand vCPU resource count")
+    # both at their peak together: 85 vCPU of 100, a warning (85%), not a refusal
+    assert line.strip().startswith("WARNING:") and "85 if every job peaked together" in line, line
+    assert "(raised from 6)" in line
+
+
+def test_the_state_machine_quota_is_awss_current_one() -> None:
+    """Issue 62 finding 10: AWS raised the default to 100,000 registered state machines."""
+    assert BY_KEY["state_machines"].default == 100_000

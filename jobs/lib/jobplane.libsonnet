@@ -106,10 +106,10 @@
   // a python function run on AWS Lambda (starts in about a second; at most 15 minutes; memory, no cpu)
   lambda(name, target, kwargs={}, opts={}):: { name: name, lambda: target } + (if kwargs == {} then {} else { kwargs: kwargs }) + opts,
   // fan-out: `each` runs once per item the `items` step's function returns (docs/dsl.md "Fan-out");
-  // opts: max_concurrency, tolerated_failures (a count or 'N%'), and any step field
+  // opts: max_concurrency (at most 500 unless max_concurrency_override: true), tolerated_failures (a count or 'N%'), and any step field
   map(name, items, each, opts={}):: { name: name, map: { items: items, each: each }
-                                      + { [k]: opts[k] for k in ['max_concurrency', 'tolerated_failures'] if std.objectHas(opts, k) } }
-                                    + { [k]: opts[k] for k in std.objectFields(opts) if k != 'max_concurrency' && k != 'tolerated_failures' },
+                                      + { [k]: opts[k] for k in ['max_concurrency', 'max_concurrency_override', 'tolerated_failures'] if std.objectHas(opts, k) } }
+                                    + { [k]: opts[k] for k in std.objectFields(opts) if k != 'max_concurrency' && k != 'max_concurrency_override' && k != 'tolerated_failures' },
 
   // --- a pool of jobplane.toml [pools] with a weight, for a step's or a job's `pool` (a name alone
   // is weight 1): each attempt holds that many slots while it runs, waiting (WAITING) for them first

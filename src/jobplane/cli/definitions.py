@@ -129,11 +129,12 @@ def plan(obj: Context, against_dir: Path | None, against_ref: str | None, exit_c
         return
     text, changes = describe_plan(previous, compiled.files, now=datetime.now(timezone.utc), settings=settings)
     click.echo(text)
-    quotas, over = quota_lines(compiled.files, obj.config, all_quotas)
+    quotas, over = quota_lines(compiled.files, obj.config, all_quotas, [lj.job for lj in compiled.jobs])
     if quotas:
         click.echo("\n" + "\n".join(quotas))
     if over:
-        click.echo("An apply would fail on an AWS quota (above): raise it, or change the jobs.", err=True)
+        click.echo("An apply would fail on an AWS quota, or a job runs more at once than one allows (above): "
+                   "raise it, or change the jobs.", err=True)
         sys.exit(EXIT_INVALID)
     if exit_code and changes:
         sys.exit(EXIT_INVALID)

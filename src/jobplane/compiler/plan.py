@@ -11,7 +11,9 @@ import json
 import subprocess
 import tempfile
 import tomllib
+from collections.abc import Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from jobplane.compiler.map_cost import map_lines
 from jobplane.compiler.calendar_plan import calendar_change_lines, next_fire_lines, schedule_words, years_ending_lines
@@ -26,6 +28,9 @@ from jobplane.contract.quotas import ROLE_INLINE_POLICY_CHARS
 from jobplane.contract.schedule import RateExpression, next_fire_times, parse
 from jobplane.contract.step_kinds import Executor, kind_info
 from jobplane.contract.types import JsonObject
+
+if TYPE_CHECKING:
+    from jobplane.compiler.model import Job
 
 NEXT_FIRES = 3
 
@@ -336,15 +341,17 @@ def describe_plan(old_files: dict[str, str], new_files: dict[str, str], now: dat
     return "\n".join([header, *([""] if out else []), *out]), total
 
 
-def quota_lines(files: dict[str, str], config: PlatformConfig, show_all: bool) -> tuple[list[str], bool]:
+def quota_lines(files: dict[str, str], config: PlatformConfig, show_all: bool,
+                jobs: Sequence[Job] = ()) -> tuple[list[str], bool]:
     """What the compiled deployment uses of each AWS quota (contract/quotas.py): every quota with
     ``show_all``, else those at 80% or more, and every role whose inline policies outgrow IAM's
-    limit; True when an apply would fail on one."""
+    limit; True when an apply would fail on one, or when one job alone runs more at once than
+    a concurrent quota allows (``jobs``: what the deployment runs; compiler/quota_usage.py)."""
     from jobplane.compiler.quota_usage import oversized_roles, usage
     from jobplane.compiler.terraform import module_source
 
     module_dir = (config.output_path / "base" / module_source(config)).resolve()
-    uses = usage(files, module_dir, config.quotas)
+    uses = usage(files, module_dir, config.quotas, jobs)
     shown = [u for u in uses if show_all or u.level != "ok"]
     lines = [f"  {u.level.upper() + ': ' if u.level != 'ok' else ''}{u.line()}" for u in shown]
     big = oversized_roles(files)

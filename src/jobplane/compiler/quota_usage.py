@@ -1,10 +1,20 @@
 """How much of each AWS quota (contract/quotas.py) one deployment uses: the resources the
-compiled roots create plus those of the base module, and each role's inline policy size.
+compiled roots create plus those of the base module, each role's inline policy size, and what
+the jobs run at once.
 
-Counted from the compiled files, not estimated from the jobs, so whatever the compiler emits
-(the teams' shared roles, compiler/shared_roles.py) is what is counted. The base module's resources
-are counted from its HCL with every optional part (the portal, VPC endpoints) present: an
-upper bound, said as such.
+Resources are counted from the compiled files, not estimated from the jobs, so whatever the
+compiler emits (the teams' shared roles, compiler/shared_roles.py) is what is counted. The base
+module's resources are counted from its HCL with every optional part (the portal, VPC
+endpoints) present: an upper bound, said as such.
+
+What runs at once (Fargate vCPU, network interfaces, Lambda executions, open Map Runs) is
+measured from the jobs' steps (:func:`peak`): a job's steps run one after another, a parallel
+group's members together, a map's each step ``max_concurrency`` at a time. Each concurrent
+quota is given two figures: the busiest single job's peak, which is an error past the quota (that
+job can never run at its full width: its launches fail and wait as infrastructure retries
+until the budget runs out), and every job at its peak at once, an upper bound that is only a
+warning (jobs rarely all peak together; one run of each job, a policy that lets runs overlap
+can use more).
 """
 
 from __future__ import annotations
@@ -12,19 +22,29 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from jobplane.contract.quotas import BY_KEY, QUOTAS, ROLE_INLINE_POLICY_CHARS, WARN_AT, Quota
+
+if TYPE_CHECKING:
+    from jobplane.compiler.model import Job, Step
 
 _RESOURCE_RE = re.compile(r'^resource\s+"([a-z0-9_]+)"\s+"[^"]+"', re.M)
 
 
 @dataclass(frozen=True)
 class Use:
+    """One quota's use. For a concurrent quota ``used`` is the busiest job's peak (``busiest``
+    names it) and ``together`` every job's peak at once."""
+
     quota: Quota
-    used: int
+    used: float
     limit: int
+    together: float | None = None
+    busiest: str | None = None
 
     @property
     def share(self) -> float:
@@ -32,15 +52,97 @@ class Use:
 
     @property
     def level(self) -> str:
-        return "error" if self.used > self.limit else "warning" if self.share >= WARN_AT else "ok"
+        if self.used > self.limit:
+            return "error"
+        together = self.together if self.together is not None else self.used
+        return "warning" if self.share >= WARN_AT or together >= WARN_AT * self.limit else "ok"
 
     def line(self) -> str:
         q = self.quota
         raised = "" if self.limit == q.default else f" (raised from {q.default:,})"
-        text = f"{q.what}: {self.used:,} of {self.limit:,}{raised}, {self.share:.0%} {q.scope}"
+        if self.together is None:
+            text = f"{q.what}: {_n(self.used)} of {self.limit:,}{raised}, {self.share:.0%} {q.scope}"
+        else:
+            text = (f"{q.what}: {_n(self.used)} {q.unit} at once at the busiest job's peak"
+                    f"{f' ({self.busiest})' if self.busiest else ''}, {_n(self.together)} if every job peaked "
+                    f"together, of {self.limit:,}{raised}, {self.share:.0%} {q.scope}")
         if self.level != "ok":
             text += f"; {q.how_to_raise}"
         return text
+
+
+def _n(value: float) -> str:
+    return f"{value:,.2f}".rstrip("0").rstrip(".") if value != int(value) else f"{int(value):,}"
+
+
+@dataclass(frozen=True)
+class Peak:
+    """What one step (or job) runs at once at most, per concurrent quota (contract/quotas.py)."""
+
+    fargate_vcpu: float = 0.0
+    network_interfaces: int = 0  # ECS tasks: one interface each (awsvpc)
+    lambda_concurrency: int = 0
+    open_map_runs: int = 0
+
+    def __add__(self, other: Peak) -> Peak:
+        return Peak(self.fargate_vcpu + other.fargate_vcpu, self.network_interfaces + other.network_interfaces,
+                    self.lambda_concurrency + other.lambda_concurrency, self.open_map_runs + other.open_map_runs)
+
+    def times(self, n: int) -> Peak:
+        return Peak(self.fargate_vcpu * n, self.network_interfaces * n, self.lambda_concurrency * n,
+                    self.open_map_runs * n)
+
+    def most(self, other: Peak) -> Peak:
+        """Each quota's larger figure: steps that run one after another never add up."""
+        return Peak(max(self.fargate_vcpu, other.fargate_vcpu),
+                    max(self.network_interfaces, other.network_interfaces),
+                    max(self.lambda_concurrency, other.lambda_concurrency), max(self.open_map_runs, other.open_map_runs))
+
+    def of(self, key: str) -> float:
+        return float(getattr(self, key))
+
+
+def step_peak(step: Step) -> Peak:
+    """What ``step`` runs at once: an ECS task's cpu (Fargate CPU units / 1,024) and interface,
+    a Lambda invocation, a parallel group's members together, a map's items step and then its
+    each step ``max_concurrency`` at a time in one open Map Run."""
+    from jobplane.contract.step_kinds import Executor
+
+    if step.kind.name == "map":
+        spec = step.target
+        return step_peak(spec.items).most(step_peak(spec.each).times(spec.max_concurrency) + Peak(open_map_runs=1))
+    members = step.parallel
+    if members is not None:
+        total = Peak()
+        for m in members:
+            total = total + step_peak(m)
+        return total
+    if step.kind.info.executor is Executor.LAMBDA:
+        return Peak(lambda_concurrency=1)
+    return Peak(fargate_vcpu=step.cpu / 1024, network_interfaces=1)
+
+
+def job_peak(job: Job) -> Peak:
+    """A run's peak: its steps run one after another, so each quota's largest step."""
+    peak = Peak()
+    for step in job.steps:
+        peak = peak.most(step_peak(step))
+    return peak
+
+
+def concurrent_usage(jobs: Sequence[Job], raised: dict[str, int]) -> list[Use]:
+    """Each concurrent quota: the busiest job's peak (an error past the quota) and every job's
+    peak together (a warning from 80%)."""
+    peaks = [(job.name, job_peak(job)) for job in jobs]
+    out = []
+    for q in QUOTAS:
+        if q.measure != "concurrent":
+            continue
+        busiest = max(peaks, key=lambda p: p[1].of(q.key), default=None)
+        used = busiest[1].of(q.key) if busiest else 0.0
+        out.append(Use(q, used, raised.get(q.key, q.default), together=sum(p[1].of(q.key) for p in peaks),
+                       busiest=busiest[0] if busiest and used else None))
+    return out
 
 
 def base_module_resources(module_dir: Path) -> Counter[str]:
@@ -66,11 +168,13 @@ def compiled_resources(files: dict[str, str]) -> Counter[str]:
     return counts
 
 
-def usage(files: dict[str, str], module_dir: Path | None, raised: dict[str, int]) -> list[Use]:
+def usage(files: dict[str, str], module_dir: Path | None, raised: dict[str, int],
+          jobs: Sequence[Job] = ()) -> list[Use]:
     counts = compiled_resources(files)
     if module_dir is not None and module_dir.is_dir():
         counts += base_module_resources(module_dir)
-    return [Use(q, sum(counts[r] for r in q.resources), raised.get(q.key, q.default)) for q in QUOTAS]
+    return [Use(q, sum(counts[r] for r in q.resources), raised.get(q.key, q.default)) for q in QUOTAS
+            if q.measure == "resources"] + concurrent_usage(jobs, raised)
 
 
 def oversized_roles(files: dict[str, str]) -> list[tuple[str, str, int]]:

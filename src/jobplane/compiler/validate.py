@@ -25,6 +25,7 @@ from jobplane.compiler.overrides import params_budget
 from jobplane.compiler.pool_checks import pool_problems
 from jobplane.compiler.secret_scope import scope_problems
 from jobplane.compiler.calendars import calendar_problems, deployed_schedule
+from jobplane.compiler.executors.lambda_ import replace_problems
 from jobplane.compiler.problems import DefinitionError, Problem, rel
 from jobplane.contract import names
 from jobplane.contract import runner as rc
@@ -276,6 +277,7 @@ def _check_file(path: Path, source: str, outcome: Evaluated, config: PlatformCon
         loaded.append(LoadedJob(job, source, budget))
         problems.extend(Problem(source, job.name, where, message) for where, message in scope_problems(job, config))
         problems.extend(notify_problems(source, job, config))
+        problems.extend(Problem(source, job.name, where, message) for where, message in replace_problems(job))
         problems.extend(pool_problems(source, job, config))
         problems.extend(found := calendar_problems(source, job, config))
         if job.calendar is not None and not found and names[-1][1]:

@@ -34,12 +34,29 @@ ERRORS = (ERROR_RETRYABLE, ERROR_PERMANENT)
 #: The Lambda service's own transient errors, retried as AWS recommends for the Lambda
 #: integration ("Handle Lambda service exceptions": ClientExecutionTimeoutException,
 #: ServiceException, AWSLambdaException, SdkClientException, with IntervalSeconds 2, MaxAttempts
-#: 6, BackoffRate 2, https://docs.aws.amazon.com/step-functions/latest/dg/bp-lambda-serviceexception.html),
-#: and its throttle (TooManyRequestsException, "when Lambda hits the maximum number of
-#: invocations", same page): a full account is capacity, not the step's fault. An unhandled
-#: error (out of memory, the function's own timeout) is Lambda.Unknown: the step's failure.
+#: 6, BackoffRate 2, https://docs.aws.amazon.com/step-functions/latest/dg/bp-lambda-serviceexception.html).
+#: An unhandled error (out of memory, the function's own timeout) is Lambda.Unknown: the step's failure.
 SERVICE_ERRORS = ("Lambda.ClientExecutionTimeoutException", "Lambda.ServiceException", "Lambda.AWSLambdaException",
-                  "Lambda.SdkClientException", "Lambda.TooManyRequestsException")
+                  "Lambda.SdkClientException")
+#: Invoke's errors that say the function cannot run *now*, never that the step failed (Lambda API
+#: reference, Invoke, "Errors": https://docs.aws.amazon.com/lambda/latest/api/API_Invoke.html):
+#:
+#: * ResourceNotReadyException: the function is Inactive or Pending. A VPC function idle for weeks
+#:   goes Inactive (Lambda reclaims its network interfaces); "When you try to invoke a function
+#:   that is inactive, the invocation fails and Lambda sets the function to pending state until
+#:   the function resources are recreated" ("Lambda function states",
+#:   https://docs.aws.amazon.com/lambda/latest/dg/functions-states.html): a monthly job's run.
+#: * ResourceConflictException: the function is being updated (a deploy in progress).
+#: * EC2ThrottledException, ENILimitReachedException, SubnetIPAddressLimitReachedException: EC2
+#:   throttled the function's network set-up, or its VPC is out of interfaces or addresses.
+#: * TooManyRequestsException: the account's concurrency (1,000 by default, "Lambda quotas",
+#:   https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html) is in use.
+#:
+#: The Task retries them a few times itself, then the step's bounded infrastructure retry (the
+#: ECS executor's: 15 s, 60 s, 180 s, not an attempt of the step) runs the same attempt again.
+INFRA_ERRORS = ("Lambda.ResourceNotReadyException", "Lambda.ResourceConflictException",
+                "Lambda.EC2ThrottledException", "Lambda.ENILimitReachedException",
+                "Lambda.SubnetIPAddressLimitReachedException", "Lambda.TooManyRequestsException")
 #: Lambda's hard limit on a function's timeout: 900 seconds
 #: (https://docs.aws.amazon.com/lambda/latest/dg/configuration-timeout.html).
 MAX_TIMEOUT = 900

@@ -41,13 +41,18 @@ def timeline(events: list[Response]) -> list[Attempt]:
     A step's Task is entered once per attempt (the attempt loop), and once more for an attempt
     the infrastructure retried: the attempt number is one more than the back-off waits
     (Role.WAIT) the step has entered, which also holds for machines compiled before the loop
-    (``<step> #N``, each preceded by ``<step> #N-1: wait``)."""
+    (``<step> #N``, each preceded by ``<step> #N-1: wait``).
+
+    A Task's own retry (its Retry field: a throttle, a function not ready) schedules the Task
+    again without entering the state: each try is a row of its own, the failed one with its
+    error, the next with the same attempt number, as an infrastructure retry shows."""
     waits: dict[str, int] = {}  # step -> back-off waits entered so far
     row_of: dict[int, JsonObject] = {}  # event id -> its attempt row (events chain by previousEventId)
     rows: list[JsonObject] = []
     by_state: dict[str, JsonObject] = {}
     cut_short: list[JsonObject] = []  # attempts the execution's end interrupted
     others: set[int] = set()  # events of a step's own platform Tasks (its pool's claim and release)
+    tried: dict[int, tuple[JsonObject, str]] = {}  # a failed try's event -> its row and state, for a retry
     for e in sorted(events, key=lambda e: e["id"]):
         kind = e["type"]
         if kind in ("ExecutionAborted", "ExecutionTimedOut"):
@@ -88,6 +93,16 @@ def timeline(events: list[Response]) -> list[Attempt]:
             by_state[name] = row
         elif kind in ("TaskScheduled", "TaskStarted", "TaskSubmitted") and e.get("previousEventId") in others:
             others.add(e["id"])
+        elif kind == "TaskScheduled" and e.get("previousEventId") in tried:
+            # the Task's own retry of a try that failed: the same attempt, tried again
+            failed_row, state_name = tried.pop(e["previousEventId"])
+            row = {"step": failed_row["step"], "attempt": failed_row["attempt"], "started_at": as_iso(e["timestamp"]),
+                   "finished_at": None, "outcome": "running"}
+            rows.append(row)
+            row_of[e["id"]] = by_state[state_name] = row
+            group = _lambda_log_group(e.get("taskScheduledEventDetails") or {})
+            if group:
+                row["log_group"] = group
         elif kind in ("TaskScheduled", "TaskStarted", "TaskSubmitted") and e.get("previousEventId") in row_of:
             row = row_of[e["id"]] = row_of[e["previousEventId"]]
             if kind == "TaskScheduled":  # a Lambda step: its function's log group is known before it answers
@@ -101,6 +116,7 @@ def timeline(events: list[Response]) -> list[Attempt]:
                     row["task_id"] = task_id(tasks[0]["TaskArn"])
         elif kind in ("TaskSucceeded", "TaskFailed", "TaskTimedOut", "TaskStartFailed", "TaskSubmitFailed"):
             if e.get("previousEventId") in others:
+                others.add(e["id"])  # its own retry follows from this event
                 continue
             # parallel branches interleave: follow the event chain, else the newest open attempt
             ended_row = row_of.get(e.get("previousEventId", -1)) or _latest_open(rows)
@@ -118,6 +134,9 @@ def timeline(events: list[Response]) -> list[Attempt]:
                     if details.get("error"):
                         ended_row["error"] = details["error"]
                     ended_row.update(task_facts(details.get("cause"), with_reason=True))
+                    tried_state = next((n for n, r in by_state.items() if r is ended_row), None)
+                    if tried_state is not None:
+                        tried[e["id"]] = (ended_row, tried_state)
         elif kind == "TaskStateExited":
             name = e["stateExitedEventDetails"]["name"]
             exited_row = by_state.get(name)

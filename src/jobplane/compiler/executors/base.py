@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Protocol
 from jobplane.contract.types import JsonObject
 
 if TYPE_CHECKING:
+    from jobplane.compiler.choice_rules import Rule, Test
     from jobplane.compiler.model import Job, Step
     from jobplane.compiler.states import Graph
     from jobplane.contract.config import PlatformConfig
@@ -102,3 +103,41 @@ class Attempt:
         at_step: JsonObject | None = {FAILED_STEP_VAR: step.name} if record else None
         return cls(step.retry.attempts, slot, f"{slot}.{RESULT}", f"{slot}.{ATTEMPT}", failed, timed_out, at_step,
                    sn.attempt(step.name), sn.check(step.name))
+
+
+def infra_states(step: Step, into: Graph) -> str:
+    """Count an infrastructure retry of the attempt, wait, run the same attempt again: the
+    bounded retry (``INFRA_WAITS``, one budget per run or parallel branch) that every executor
+    sends what is not the step's own failure to (an ECS task that never ran the step, RunTask's
+    capacity failures and throttles, a Lambda function that is not ready or is throttled). The
+    attempt's error stays in ``$.run.error`` and on its timeline row; the Task entered again is
+    the same attempt (platform/timeline.py)."""
+    from jobplane.compiler.state_data import INFRA, INFRA_WAITS
+    from jobplane.compiler.states import Pass, Wait
+    from jobplane.contract import states as sn
+
+    retry, wait = sn.infra_retry(step.name), sn.infra_wait(step.name)
+    if retry not in into:
+        into.add(retry, Pass(
+            comment="Not the step's failure (the infrastructure's: capacity, throttling, not ready): not an attempt",
+            parameters={"n.$": f"States.MathAdd({INFRA}.n, 1)",
+                        "wait.$": f"States.ArrayGetItem(States.Array({', '.join(map(str, INFRA_WAITS))}), {INFRA}.n)"},
+            result_path=INFRA, next=wait))
+        into.add(wait, Wait(seconds_path=f"{INFRA}.wait", next=sn.attempt(step.name)))
+    return retry
+
+
+def infra_left() -> Test:
+    """The run (or parallel branch) still has an infrastructure retry left."""
+    from jobplane.compiler.choice_rules import Test
+    from jobplane.compiler.state_data import INFRA, INFRA_WAITS
+
+    return Test(f"{INFRA}.n", "NumericLessThan", len(INFRA_WAITS))
+
+
+def error_is(errors: tuple[str, ...]) -> Rule:
+    """The failed attempt's error (``$.run.error.Error``) is one of ``errors``."""
+    from jobplane.compiler.choice_rules import all_of, any_of, equals, present
+    from jobplane.compiler.state_data import ERROR
+
+    return all_of(present(f"{ERROR}.Error"), any_of(*(equals(f"{ERROR}.Error", e) for e in errors)))

@@ -20,10 +20,10 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from jobplane.compiler.choice_rules import Not, Rule, Test, When, all_of, any_of, equals, matches, present
-from jobplane.compiler.executors.base import Attempt, AttemptBuilder, TerraformContext
+from jobplane.compiler.executors.base import Attempt, AttemptBuilder, TerraformContext, error_is, infra_left, infra_states
 from jobplane.compiler.overrides import container_overrides
 from jobplane.compiler.state_data import ERROR, INFRA, INFRA_WAITS
-from jobplane.compiler.states import Catch, Choice, Graph, Pass, Retry, Task, Wait
+from jobplane.compiler.states import Catch, Choice, Graph, Retry, Task
 from jobplane.compiler.terraform_iam import ACCOUNT, PARTITION, REGION, statement
 from jobplane.contract import names
 from jobplane.contract import runner as rc
@@ -35,10 +35,19 @@ if TYPE_CHECKING:
     from jobplane.compiler.model import Step
 
 RUN_TASK = "arn:aws:states:::ecs:runTask.sync"
-# Launch failures, capacity and throttling: not the step's fault, retried with backoff.
-ECS_INFRA_RETRY = Retry(("ECS.AmazonECSException", "ECS.ServerException", "ECS.ThrottlingException",
-                         "ECS.LimitExceededException", "ECS.ServiceUnavailableException"), 4, interval=5, backoff=2.0,
-                        max_delay=60, full_jitter=True)
+# Launch failures, capacity and throttling: not the step's fault, retried with backoff, then
+# (their quick retries spent) sent to the step's bounded infrastructure retry, as RunTask's
+# capacity failures are (below), never straight to `failed`. RunTask is limited to 20 calls a
+# second per account and Region, and Fargate launches to a bucket of 100 tasks refilled at 20 a
+# second ("AWS Fargate throttling quotas",
+# https://docs.aws.amazon.com/AmazonECS/latest/developerguide/throttling.html; "Request
+# throttling for the Amazon ECS API",
+# https://docs.aws.amazon.com/AmazonECS/latest/APIReference/request-throttling.html): a map
+# of a few hundred items, or many jobs firing at the same minute, exhausts a Task's own four
+# tries in well under the minutes a refilled bucket takes to serve them all.
+ECS_INFRA_ERRORS = ("ECS.AmazonECSException", "ECS.ServerException", "ECS.ThrottlingException",
+                    "ECS.LimitExceededException", "ECS.ServiceUnavailableException")
+ECS_INFRA_RETRY = Retry(ECS_INFRA_ERRORS, 4, interval=5, backoff=2.0, max_delay=60, full_jitter=True)
 # A task that ran and failed (States.TaskFailed, its exit code or StopCode in the Cause) goes to
 # the check, and a timeout to its record: neither is retried here. Any other error of the RunTask
 # call is the call's, not the step's: when RunTask answers with `failures` (no capacity, ...) the
@@ -139,7 +148,12 @@ class EcsExecutor:
             result_selector={"Container.$": "States.ArrayGetItem($.Containers, 0)", "TaskArn.$": "$.TaskArn"},
             result_path=result,
             timeout_seconds=step.timeout,
-            retry=[ECS_TASK_OUTCOMES, ECS_INFRA_RETRY, ECS_CALL_RETRY],
+            # ECS_INFRA_RETRY first: in a Retry (or Catch) "States.TaskFailed acts as a wildcard
+            # that matches any known error name except for States.Timeout" ("Error names",
+            # https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html),
+            # and the first retrier that matches is the one used, so behind ECS_TASK_OUTCOMES
+            # (MaxAttempts 0) a throttled RunTask was never retried by the Task at all
+            retry=[ECS_INFRA_RETRY, ECS_TASK_OUTCOMES, ECS_CALL_RETRY],
             # A failed task always reaches the check: it tells the step's own failures from
             # the infrastructure's and from an operator's stop. Its error (the task's whole
             # JSON) goes to the one ERROR slot, which the next failure overwrites, so the
@@ -147,7 +161,7 @@ class EcsExecutor:
             # its container to exit code 0 (a non-zero exit fails it: aws/copilot-cli#3160,
             # module docstring) and goes straight on.
             catch=[Catch(["States.Timeout"], timed_out, ERROR, assign=at_step),
-                   Catch(["States.TaskFailed", RUN_TASK_FAILURES], check, ERROR),
+                   Catch(["States.TaskFailed", RUN_TASK_FAILURES, *ECS_INFRA_ERRORS], check, ERROR),
                    Catch(["States.ALL"], failed, ERROR)],
             next=nxt))
         last = Test(counter, "NumericGreaterThanEquals", attempts)
@@ -169,6 +183,9 @@ class EcsExecutor:
         choices.append(When(all_of(present(f"{ERROR}.Error"), equals(f"{ERROR}.Error", RUN_TASK_FAILURES),
                                    Test(f"{INFRA}.n", "NumericLessThan", len(INFRA_WAITS))),
                             infra))
+        # RunTask throttled (or ECS unavailable) past the Task's own retries: the same bounded
+        # retry, waiting 15 s, 60 s, 180 s while the launch bucket refills (ECS_INFRA_RETRY)
+        choices.append(When(all_of(error_is(ECS_INFRA_ERRORS), infra_left()), infra))
         choices.append(When(all_of(present(cause), any_of(*_stop_code_rules(cause, (rc.OPERATOR_STOP_CODE,)))),
                             failed))  # someone stopped the task: never retried
         if retried:
@@ -183,14 +200,7 @@ class EcsExecutor:
 
     def infra_states(self, step: Step, into: Graph) -> str:
         """Count an infrastructure retry of the attempt, wait, run the same attempt again."""
-        retry, wait = sn.infra_retry(step.name), sn.infra_wait(step.name)
-        into.add(retry, Pass(
-            comment="The task never ran the step to its end (rc.INFRA_STOP_CODES): not the step's attempt",
-            parameters={"n.$": f"States.MathAdd({INFRA}.n, 1)",
-                        "wait.$": f"States.ArrayGetItem(States.Array({', '.join(map(str, INFRA_WAITS))}), {INFRA}.n)"},
-            result_path=INFRA, next=wait))
-        into.add(wait, Wait(seconds_path=f"{INFRA}.wait", next=sn.attempt(step.name)))
-        return retry
+        return infra_states(step, into)
 
     # -- Terraform ---------------------------------------------------------------------------
     @staticmethod

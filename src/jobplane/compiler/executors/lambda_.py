@@ -3,7 +3,11 @@ built from the runner image, which runs the step with the same runner as ECS
 (contract/lambda_step.py, runner/lambda_handler.py).
 
 The Task's own retries are the Lambda service's transient errors, as AWS recommends for the
-Lambda integration; the step's own failures arrive as the handler's error (its name says
+Lambda integration, and a few quick tries of the errors that say the function cannot run now
+(not ready after weeks idle, being updated, throttled, out of network interfaces:
+contract/lambda_step.py INFRA_ERRORS), which then go to the check and the bounded infrastructure
+retry ECS steps use (executors/base.py infra_states), never to the step's failure while it
+lasts; the step's own failures arrive as the handler's error (its name says
 retryable or permanent, its message the exit code and log stream) and, for a step that may be
 retried, go to the check, which retries them through the same loop as an ECS step's; anything
 else the function raised (it could not even import the runner) fails the step at once. A
@@ -15,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from jobplane.compiler.choice_rules import Test, When, equals
-from jobplane.compiler.executors.base import Attempt, AttemptBuilder, TerraformContext
+from jobplane.compiler.choice_rules import Test, When, all_of
+from jobplane.compiler.executors.base import Attempt, AttemptBuilder, TerraformContext, error_is, infra_left, infra_states
 from jobplane.compiler.overrides import container_env
 from jobplane.compiler.state_data import ERROR
 from jobplane.compiler.states import Catch, Choice, Graph, Retry, Task
@@ -31,11 +35,39 @@ if TYPE_CHECKING:
 # AWS's recommended retry of the service's transient errors (contract/lambda_step.py), with jitter
 # so many steps throttled at once do not retry in step.
 LAMBDA_SERVICE_RETRY = Retry(lambda_step.SERVICE_ERRORS, 6, interval=2, backoff=2.0, max_delay=60, full_jitter=True)
+# The function cannot run now (not ready, being updated, throttled, out of ENIs or addresses:
+# lambda_step.INFRA_ERRORS): a few quick tries, jittered, then the bounded infrastructure retry.
+LAMBDA_INFRA_RETRY = Retry(lambda_step.INFRA_ERRORS, 3, interval=5, backoff=2.0, max_delay=60, full_jitter=True)
 #: Lambda function memory, MB ("Configure Lambda function memory": 128 to 10,240 MB,
 #: https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html).
 MEMORY_RANGE = (128, 10240)
 #: How long a Lambda step's logs are kept (as the runner's log group on ECS: runner.tf).
 LOG_RETENTION_DAYS = 365
+
+
+def replace_problems(job: Job) -> Iterator[tuple[str, str]]:
+    """(field, message): REPLACE is refused for a job with Lambda steps.
+
+    REPLACE promises that the newer run runs *in place of* the older one (docs/dsl.md,
+    Policies): the older execution is stopped, and with it its step's work. An ECS step's task is
+    stopped with it (a .sync Task stops the task it started when its execution stops: SIGTERM,
+    then SIGKILL after the container's stop timeout, 30 s by default: the overlap REPLACE
+    accepts). A Lambda step is a synchronous ``lambda:invoke``: stopping the execution does not
+    stop the invocation, which runs to its end (up to 15 minutes) beside the newer run, the
+    overlap REPLACE exists to prevent ("Invoke": an invocation cannot be cancelled,
+    https://docs.aws.amazon.com/lambda/latest/api/API_Invoke.html). Having the handler poll its
+    own execution and kill the step would stop it seconds late, and give every runner function a
+    grant on Step Functions and a path to its endpoint: refused instead, with what to do."""
+    from jobplane.contract.statuses import Policy
+    from jobplane.contract.step_kinds import Executor
+
+    if job.policy is not Policy.REPLACE:
+        return
+    on_lambda = [s.name for s in job.runnable_steps() if s.kind.info.executor is Executor.LAMBDA]
+    if on_lambda:
+        yield ("policy", f"REPLACE cannot stop a Lambda step ({', '.join(map(repr, on_lambda))}): stopping a run does "
+                         "not stop its Lambda invocation, which would run on beside the newer run; run those steps on "
+                         "ECS (jp.python), or choose SKIP_IF_RUNNING (docs/dsl.md, Policies)")
 
 
 def payload(b: AttemptBuilder, step: Step, counter: str | None) -> JsonObject:
@@ -101,19 +133,23 @@ class LambdaExecutor:
             result_selector={"Payload.$": "$.Payload"},
             result_path=result,
             timeout_seconds=step.timeout,
-            retry=[LAMBDA_SERVICE_RETRY],
-            # Only a success returns (the handler raises every failure): it goes straight on. A
-            # step that may be retried sends the step's own failures to the check; one that may
-            # not records any failure at once.
+            retry=[LAMBDA_SERVICE_RETRY, LAMBDA_INFRA_RETRY],
+            # Only a success returns (the handler raises every failure): it goes straight on. The
+            # function that could not run (lambda_step.INFRA_ERRORS) goes to the check, which
+            # runs the same attempt again while the run's infrastructure budget lasts; a step
+            # that may be retried sends its own failures there too; anything else is recorded.
             catch=[Catch(["States.Timeout"], timed_out, ERROR, assign=at_step),
-                   *([Catch(list(lambda_step.ERRORS), check, ERROR)] if retried else []),
+                   Catch([*lambda_step.INFRA_ERRORS, *(lambda_step.ERRORS if retried else ())], check, ERROR),
                    Catch(["States.ALL"], failed, ERROR)],
             next=nxt))
+        choices = [When(all_of(error_is(lambda_step.INFRA_ERRORS), infra_left()), infra_states(step, into))]
         if retried:
-            into.add(check, Choice(choices=[
-                When(Test(counter, "NumericGreaterThanEquals", attempts), failed),
-                When(equals(f"{ERROR}.Error", lambda_step.ERROR_RETRYABLE), b.retry_loop(step, into))],
-                default=failed))
+            # past the infrastructure budget an infrastructure error is the attempt's failure,
+            # retried as one (the ECS executor does the same with RunTask's capacity failures)
+            choices += [When(Test(counter, "NumericGreaterThanEquals", attempts), failed),
+                        When(error_is((lambda_step.ERROR_RETRYABLE, *lambda_step.INFRA_ERRORS)),
+                             b.retry_loop(step, into))]
+        into.add(check, Choice(choices=choices, default=failed))
         return name
 
     # -- Terraform ---------------------------------------------------------------------------

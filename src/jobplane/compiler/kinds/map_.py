@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from jobplane.compiler.fields import Anything, FieldSpec, Int, Model, Nested, Nullable, field
+from jobplane.compiler.fields import Anything, Bool, FieldSpec, Int, Model, Nested, Nullable, field
 from jobplane.compiler.kinds.base import StepKind
 from jobplane.contract import map_items
 from jobplane.contract.quoting import quoted
@@ -44,14 +44,36 @@ def _tolerated(v: JsonValue, _: JsonObject) -> Iterator[str]:
                "how many items may fail before the map fails")
 
 
+#: The default cap on a map's max_concurrency. Every item is a Fargate task: RunTask serves 20
+#: calls a second and Fargate launches from a bucket of 100 tasks refilled at 20 a second per
+#: account and Region ("AWS Fargate throttling quotas",
+#: https://docs.aws.amazon.com/AmazonECS/latest/developerguide/throttling.html), and each
+#: running task holds its vCPU of the account's Fargate quota and a network interface. 500 at
+#: once is already 25 seconds of the whole account's launch rate and 125 vCPU at the smallest
+#: size: a wider map is allowed, but as a choice its reviewers see (max_concurrency_override).
+CONCURRENCY_CAP = 500
+
+
+def _capped(v: JsonValue, values: JsonObject) -> Iterator[str]:
+    if isinstance(v, int) and v > CONCURRENCY_CAP and not values.get("max_concurrency_override"):
+        yield (f"{v} is above {CONCURRENCY_CAP}, the cap on items running at once: each is a Fargate task, launched "
+               "at most 20 a second for the whole account; set max_concurrency_override: true beside it to run more "
+               "(docs/fan-out.md, how wide a map)")
+
+
 @dataclass(frozen=True, kw_only=True)
 class MapSpec(Model):
     """What ``jp.map`` fans out: the step that lists the items, the step run per item, and how."""
 
     items: Any = field(Nested(_step_model), description="A python step whose function returns the items (a list).")
     each: Any = field(Nested(_step_model), description="The step run once per item, the item in its params as 'item'.")
-    max_concurrency: int = field(Int(ge=1, le=map_items.MAX_CONCURRENCY), 10,
-                                 description="Items running at once (Distributed Map MaxConcurrency).")
+    # before max_concurrency: its check reads it (a field's check sees the fields checked before it)
+    max_concurrency_override: bool = field(Bool(), False, description=(
+        f"Allow max_concurrency above {CONCURRENCY_CAP} (up to {map_items.MAX_CONCURRENCY:,}): a deliberate, reviewed "
+        "choice; jobplane plan still measures the map against the account's Fargate vCPU quota."))
+    max_concurrency: int = field(Int(ge=1, le=map_items.MAX_CONCURRENCY), 10, check=_capped,
+                                 description=f"Items running at once (Distributed Map MaxConcurrency); at most "
+                                             f"{CONCURRENCY_CAP} without max_concurrency_override.")
     tolerated_failures: JsonValue = field(Anything(), 0, check=_tolerated, description=(
         "Items that may fail before the map fails: a count (ToleratedFailureCount) or 'N%' "
         "(ToleratedFailurePercentage)."))
