@@ -59,9 +59,11 @@ ECS_INFRA_RETRY = Retry(ECS_INFRA_ERRORS, 4, interval=5, backoff=2.0, max_delay=
 # parameters, the role) fails at once and is recorded. States.Runtime is never retriable on AWS
 # (https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html); moto's
 # interpreter would retry it with States.ALL, so it is listed to behave the same in both places.
-ECS_TASK_OUTCOMES = Retry(("States.TaskFailed", "States.Timeout", "States.Runtime", "States.Permissions",
-                           "ECS.ClusterNotFoundException", "ECS.InvalidParameterException",
-                           "ECS.AccessDeniedException"), 0)
+#: A misconfiguration: no retry mends it, and it is recorded at once (its own Catch, before the
+#: States.TaskFailed one, which would match it too: see the Task's retry order).
+ECS_MISCONFIGURED = ("States.Runtime", "States.Permissions", "ECS.ClusterNotFoundException",
+                     "ECS.InvalidParameterException", "ECS.AccessDeniedException")
+ECS_TASK_OUTCOMES = Retry(("States.TaskFailed", "States.Timeout", *ECS_MISCONFIGURED), 0)
 #: RunTask's ``Failures`` (capacity, quota, ENI): "If a non-empty Failures field is encountered,
 #: the task is failed with an AmazonECS.Unknown error" (Step Functions developer guide, "Run
 #: Amazon ECS or Fargate tasks", https://docs.aws.amazon.com/step-functions/latest/dg/connect-ecs.html).
@@ -161,6 +163,8 @@ class EcsExecutor:
             # its container to exit code 0 (a non-zero exit fails it: aws/copilot-cli#3160,
             # module docstring) and goes straight on.
             catch=[Catch(["States.Timeout"], timed_out, ERROR, assign=at_step),
+                   # (States.Runtime is not listed: AWS never lets a Catch take it)
+                   Catch([e for e in ECS_MISCONFIGURED if e != "States.Runtime"], failed, ERROR),
                    Catch(["States.TaskFailed", RUN_TASK_FAILURES, *ECS_INFRA_ERRORS], check, ERROR),
                    Catch(["States.ALL"], failed, ERROR)],
             next=nxt))
