@@ -899,6 +899,39 @@ def scenario(name: str, fixed: bool) -> dict:
             return {"runs": [[r["status"], r["error"], r["events"]] for r in runs], "answers": answers, "cause": runs[0]["cause"]}
         return with_engine(fixes, body)
 
+    if name == "fault_injection":
+        # an injector scripted to throttle a GetItem: does the call meet it?
+        def body(aws):
+            from botocore.config import Config
+            from jobplane.platform.local import faults
+
+            injector = faults.Faults()
+            faults.install(injector)
+            injector.script("dynamodb", "GetItem", "ThrottlingException")
+            ddb = boto3.client("dynamodb", region_name=aws.region, config=Config(retries={"total_max_attempts": 1}))
+            try:
+                ddb.get_item(TableName=aws.resources["table_name"], Key={"pk": {"S": "a"}, "sk": {"S": "b"}})
+                return {"answer": "moto's"}
+            except ddb.exceptions.ClientError as e:
+                return {"answer": e.response["Error"]["Code"], "status": e.response["ResponseMetadata"]["HTTPStatusCode"]}
+        return with_engine(fixes, body)
+
+    if name == "ecs_task_errors":
+        # an ecs:runTask.sync Task whose RunTask answers failures (no capacity), then one throttled
+        def body(aws):
+            from jobplane.platform.local import faults
+
+            injector = faults.Faults()
+            faults.install(injector)
+            sfn = aws.client("stepfunctions")
+            machine = {"StartAt": "t", "States": {"t": ecs_task_state(aws, ["true"])}}
+            injector.script("ecs", "RunTask", faults.ECS_CAPACITY)
+            capacity = run_machine(sfn, machine)
+            injector.script("ecs", "RunTask", "ThrottlingException")
+            throttled = run_machine(sfn, machine)
+            return {"capacity": capacity["error"], "throttled": throttled["error"]}
+        return with_engine(fixes, body)
+
     raise SystemExit(f"unknown scenario {name}")
 
 

@@ -489,3 +489,23 @@ def test_a_distributed_map_reads_a_json_lines_list(mode: str) -> None:
     else:
         assert r["good"] == ["SUCCEEDED", None, ["a", {"b": 2}, 3]]  # each line an item, in order; blank lines skipped
         assert r["bad"] == ["FAILED", "States.ItemReaderFailed"]
+
+
+@probes("fault_injection")
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_an_injected_fault_answers_the_call(mode: str) -> None:
+    r = probe("fault_injection", mode)
+    if mode == "stock":
+        assert r == {"answer": "moto's"}
+    else:
+        assert r == {"answer": "ThrottlingException", "status": 400}
+
+
+@probes("ecs_task_errors")
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_runtask_failures_and_errors_fail_the_task_as_aws_names_them(mode: str) -> None:
+    r = probe("ecs_task_errors", mode)
+    if mode == "stock":
+        assert r == {"capacity": "States.Runtime", "throttled": "States.Runtime"}
+    else:
+        assert r == {"capacity": "AmazonECS.Unknown", "throttled": "ECS.ThrottlingException"}
