@@ -95,8 +95,8 @@ def test_a_throttled_claim_waits_and_the_run_succeeds(aws: LocalAWS, faults: Fau
     faults.script("dynamodb", operation(claim), "ThrottlingException", times=throttles, match=on_pool(pool, "claim"))
     arn = start(aws, job)
     ex, rec = finish(aws, arn)
-    assert faults.count("dynamodb", operation(claim), "ThrottlingException") == throttles
     assert (ex.status, rec.status) == ("SUCCEEDED", "SUCCEEDED"), rec.error
+    assert faults.count("dynamodb", operation(claim), "ThrottlingException") == throttles
     names = entered(aws, arn)
     assert names.count("load") == 1 and sn.pool_wait("load") in names  # it waited, then ran once
     assert log.read_text().count("start") == 1
