@@ -219,6 +219,46 @@ def test_the_role_allows_exactly_the_pool_calls(repo: Repo) -> None:
     assert sorted(denied_calls(trimmed, calls)) == sorted(str(c) for c in pool_calls)
 
 
+def _reconciler_policy() -> list[dict[str, Any]]:
+    """The reconciler's table statements as terraform/platform/functions.tf writes them."""
+    import re
+
+    tf = (Path(__file__).resolve().parents[1] / "terraform/platform/functions.tf").read_text()
+    block = tf[tf.index('data "aws_iam_policy_document" "reconciler"'):]
+    block = block[:block.index("\n}\n")]
+    out = []
+    for body in re.findall(r"\n  statement \{\n(.*?)\n  \}", block, re.S):
+        if "aws_dynamodb_table.jobplane.arn]" not in body:
+            continue
+        st: dict[str, Any] = {"sid": re.search(r'sid\s+= "([^"]+)"', body)[1],  # type: ignore[index]
+                              "actions": re.findall(r'"(dynamodb:[A-Za-z]+)"', body.split("resources")[0]),
+                              "resources": [f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/jp"]}
+        cond = re.search(r'test\s+= "([^"]+)"\s+variable\s+= "([^"]+)"\s+values\s+= \[([^\]]*)\]', body)
+        if cond:
+            st["condition"] = [{"test": cond[1], "variable": cond[2], "values": re.findall(r'"([^"]+)"', cond[3])}]
+        out.append(st)
+    return out
+
+
+def test_the_reconciler_may_release_a_holder_and_nothing_more() -> None:
+    """What release_run calls (platform/pool_slots.py): GetItem of the holder item, then one
+    transaction deleting it and updating the pool's counter; a transaction needs each write's
+    permission (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis-iam.html).
+    It may delete a holder item, never a counter or any other item."""
+    policy = _reconciler_policy()
+    table = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/jp"
+    ticket = "arn:aws:states:us-east-1:1:execution:jp-a:run-1|load|0f3b"
+    holder, counter = pc.holder_key("db", ticket)["pk"]["S"], pc.counter_key("db")["pk"]["S"]
+    calls = [Call("dynamodb:GetItem", table, {"dynamodb:LeadingKeys": [holder]}, "release_run: held?"),
+             Call("dynamodb:DeleteItem", table, {"dynamodb:LeadingKeys": [holder]}, "release: holder"),
+             Call("dynamodb:UpdateItem", table, {"dynamodb:LeadingKeys": [counter]}, "release: counter")]
+    assert denied_calls(policy, calls) == []
+    for pk in (counter, "EXEC#run-1", "JOB#a"):
+        assert not allowed(policy, Call("dynamodb:DeleteItem", table, {"dynamodb:LeadingKeys": [pk]}, "not made"))
+    trimmed = [s for s in policy if s["sid"] != "ReleasePoolSlots"]
+    assert denied_calls(trimmed, calls) == [str(calls[1])]
+
+
 @pytest.mark.parametrize("pool, ok", [("db", True), ({"name": "db", "weight": 2}, True), (None, True),
                                       ({"name": "db", "weight": 0}, False), ({"weight": 2}, False),
                                       ({"name": "db", "wieght": 2}, False), (3, False)])
