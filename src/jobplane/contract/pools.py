@@ -17,7 +17,8 @@ holder ask Step Functions whether its execution still runs.
 
 Neither item is in gsi1 (the jobs pages' index): the counter is in no index at all (it is
 written on every try), a holder item is in gsi2 ``POOLS`` (written once when it is claimed and
-once when released), which is how the sweep and ``jobplane status`` list holders without a scan.
+once when released; sort key ``<pool>#<since>``), which is how the sweep and ``jobplane status``
+list holders without a scan.
 
 Before this design one item per pool (``POOL#<name>`` / ``POOL``, in gsi1 ``POOLS``) held a
 string set ``holders``: the runtime still reads and releases those (:class:`Pool`
@@ -44,7 +45,6 @@ HOLDERS_PARTITION = "POOLS"
 ATTR_USED = "used"  # the counter: slots held (the sum of its holders' weights)
 ATTR_POOL = "pool"
 ATTR_WEIGHT = "weight"
-ATTR_TICKET = "ticket"
 ATTR_SINCE = "since"
 #: The single item of before (``POOL#<name>`` / ``POOL``, gsi1 ``POOLS``): read and released for
 #: runs that started before the upgrade, never written by a claim compiled now.
@@ -106,6 +106,16 @@ def holder_key(name: str, ticket: str) -> JsonObject:
     return {"pk": {"S": holder_prefix(name) + ticket}, "sk": {"S": HOLDER_SK}}
 
 
+def ticket_of(item: JsonObject) -> str | None:
+    """A holder item's ticket: its key after ``POOL#<pool>#`` (the item does not repeat it, to
+    stay small), None for an item of another shape."""
+    pool, pk = (item.get(ATTR_POOL) or {}).get("S"), (item.get("pk") or {}).get("S")
+    if not (isinstance(pool, str) and isinstance(pk, str) and (item.get("sk") or {}).get("S") == HOLDER_SK):
+        return None
+    ticket = pk.removeprefix(holder_prefix(pool))
+    return ticket if ticket != pk else None
+
+
 def parse_pools(raw: JsonValue) -> tuple[list[str], dict[str, int]]:
     """``[pools]`` of jobplane.toml: (every problem, the pools). A size is a whole number of
     slots, 1-MAX_SIZE; a name is what a step's ``pool`` names (and part of a DynamoDB key)."""
@@ -145,12 +155,12 @@ class Holder:
     @classmethod
     def from_item(cls, item: JsonObject) -> Holder | None:
         """A holder item (None for an item of another shape)."""
-        ticket = (item.get(ATTR_TICKET) or {}).get("S")
+        ticket = ticket_of(item)
         try:
             weight = int((item.get(ATTR_WEIGHT) or {}).get("N", "1"))
         except ValueError:
             return None
-        return cls.parse(ticket, weight, (item.get(ATTR_SINCE) or {}).get("S")) if isinstance(ticket, str) else None
+        return cls.parse(ticket, weight, (item.get(ATTR_SINCE) or {}).get("S")) if ticket is not None else None
 
     def job(self, name_prefix: str) -> str | None:
         """The job that holds it, or None for an ARN of no job of this deployment. A map item's
@@ -234,9 +244,9 @@ def claims_in_history(events: list[JsonObject]) -> list[Claimed]:
         for write in items if isinstance(items, list) else []:
             put = write.get("Put") if isinstance(write, dict) else None
             item = put.get("Item") if isinstance(put, dict) else None
-            if not isinstance(item, dict) or (item.get("sk") or {}).get("S") != HOLDER_SK:
+            if not isinstance(item, dict):
                 continue
-            pool, ticket = (item.get(ATTR_POOL) or {}).get("S"), (item.get(ATTR_TICKET) or {}).get("S")
+            pool, ticket = (item.get(ATTR_POOL) or {}).get("S"), ticket_of(item)
             try:
                 weight = int((item.get(ATTR_WEIGHT) or {}).get("N", ""))
             except ValueError:
