@@ -219,3 +219,37 @@ def test_a_claims_try_writes_two_small_items_whatever_the_pools_size(aws: LocalA
     go.write_text("go")
     assert [finish(aws, arn)[1].status for arn in arns] == ["SUCCEEDED", "SUCCEEDED"]
     assert counter(aws, wide) == 0 and counter(aws, narrow) == 0
+
+
+def test_the_single_item_of_before_is_still_released_and_then_dropped(aws: LocalAWS) -> None:
+    """A deployment upgraded while runs held slots in the single item of before (``POOL#<name>``
+    / ``POOL``, a ``holders`` set, in gsi1 ``POOLS``, as those runs' claims wrote it): `jobplane
+    status` counts its elements, the reconciler releases a run's old claims from its history, the
+    sweep releases the elements of ended runs and then deletes the emptied item (docs/pools.md,
+    "Upgrading from the single pool item")."""
+    ddb, table = aws.client("dynamodb"), aws.resources["table_name"]
+    pool = f"old-{uuid.uuid4().hex[:6]}"
+    gone = f"arn:aws:states:us-east-1:123456789012:execution:{aws.prefix}-gone:{uuid.uuid4()}"
+    reconciled = f"arn:aws:states:us-east-1:123456789012:execution:{aws.prefix}-done:{uuid.uuid4()}"
+    elements = [f"{gone}|load|t1#1", f"{reconciled}|load|t2#1", f"{reconciled}|load|t2#2"]
+    key = {"pk": {"S": pc.pool_pk(pool)}, "sk": {"S": pc.LEGACY_SK}}
+    ddb.update_item(TableName=table, Key=key, UpdateExpression="ADD #h :hs SET #p = :p, gsi1pk = :g, gsi1sk = :p",
+                    ExpressionAttributeNames={"#h": pc.ATTR_HOLDERS, "#p": pc.ATTR_POOL},
+                    ExpressionAttributeValues={":hs": {"SS": elements}, ":p": {"S": pool},
+                                               ":g": {"S": pc.LEGACY_PARTITION}})
+    [old] = [p for p in pools(ddb, table) if p.name == pool]
+    assert (old.used, old.holders, len(old.legacy)) == (3, (), 3)
+    # the reconciler: the old claim as its TaskScheduled event recorded it
+    claim = {"TableName": table, "Key": key, "UpdateExpression": "ADD #holders :hs SET #pool = :pool",
+             "ExpressionAttributeValues": {":hs": {"SS": elements[1:]}}}
+    history = [{"id": 1, "type": "TaskScheduled", "taskScheduledEventDetails": {
+        "resourceType": "dynamodb", "resource": "updateItem", "parameters": json.dumps(claim)}}]
+    assert release_run(ddb, table, history) == 2
+    [old] = [p for p in pools(ddb, table) if p.name == pool]
+    assert [h.element for h in old.legacy] == elements[:1]
+    # the sweep: the run that no longer exists gives its element back, then the item goes
+    sweep = PoolSweep(ddb, table, aws.client("stepfunctions"))
+    assert sweep.check() == elements[:1]
+    assert sweep.check() == []
+    assert "Item" not in ddb.get_item(TableName=table, Key=key, ConsistentRead=True)
+    assert pool not in {p.name for p in pools(ddb, table)}
