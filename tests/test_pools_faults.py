@@ -99,6 +99,7 @@ def test_a_throttled_claim_waits_and_the_run_succeeds(aws: LocalAWS, faults: Fau
     assert faults.count("dynamodb", operation(claim), "ThrottlingException") == throttles
     names = entered(aws, arn)
     assert names.count("load") == 1 and sn.pool_wait("load") in names  # it waited, then ran once
+    assert names.count(sn.pool_check("load")) == 1  # its first try's answer was checked: not held
     assert log.read_text().count("start") == 1
     assert holders(aws, pool) == () and counter(aws, pool) == 0
 
