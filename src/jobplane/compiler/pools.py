@@ -133,7 +133,7 @@ def claim_parameters(pool_name: str, weight: int, size: int, at: str) -> JsonObj
                                               ":pool": {"S": pool_name}}}},
             {"Put": {
                 "TableName": table,
-                # small: the ticket is in the key only (~300 bytes with AWS's longest ARNs, < 1 KB)
+                # small: the ticket is in the key only (~400 bytes with AWS's longest ARNs, < 1 KB)
                 "Item": {**_holder_key(pool_name, at), pc.ATTR_POOL: {"S": pool_name},
                          pc.ATTR_WEIGHT: {"N": str(weight)}, pc.ATTR_SINCE: {"S.$": "$$.State.EnteredTime"},
                          "gsi2pk": {"S": pc.HOLDERS_PARTITION},
