@@ -158,7 +158,8 @@ def sfn_calls(job_doc: dict[str, Any], r: Resolver, tid: str) -> list[Call]:
             for item in params["TransactItems"]:
                 (kind, write), = item.items()
                 key = write.get("Key") or write.get("Item")
-                calls.append(Call({"Put": "dynamodb:PutItem", "Update": "dynamodb:UpdateItem"}[kind],
+                calls.append(Call({"Put": "dynamodb:PutItem", "Update": "dynamodb:UpdateItem",
+                                   "Delete": "dynamodb:DeleteItem"}[kind],
                                   f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{write['TableName']}",
                                   {"dynamodb:LeadingKeys": [_pk(key["pk"])]}, why))
         elif resource == "arn:aws:states:::ecs:runTask.sync":

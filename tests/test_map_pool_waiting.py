@@ -62,8 +62,14 @@ def test_a_pooled_item_writes_its_record_waiting_once_and_running_once_whatever_
     waiting, running = processor[sn.pool_waiting("close-tenant")], processor[sn.pool_running("close-tenant")]
     # the first claim: room goes straight to the Task (no record written), a refusal writes WAITING once
     assert claim["Next"] == "close-tenant"
-    assert claim["Catch"][0] == {"ErrorEquals": ["DynamoDB.ConditionalCheckFailedException"],
+    assert claim["Catch"][0] == {"ErrorEquals": ["DynamoDb.TransactionCanceledException"],
                                  "Next": sn.pool_waiting("close-tenant"), "ResultPath": "$.pool.close_tenant.refused"}
+    # a try whose answer was lost is checked: held, it runs (RUNNING first if it waited); not
+    # held, it waits (WAITING first if it had not)
+    held = processor[sn.pool_held("close-tenant")]
+    assert [c["Next"] for c in held["Choices"]] == ["close-tenant", sn.pool_running("close-tenant"),
+                                                    sn.pool_waiting("close-tenant")]
+    assert held["Default"] == sn.pool_backoff("close-tenant")
     assert waiting["Next"] == sn.pool_backoff("close-tenant")
     assert processor[sn.pool_wait("close-tenant")]["Next"] == sn.pool_retry_claim("close-tenant")
     # a try after a wait: refused, back to the back-off (no write); room, the record says RUNNING first

@@ -53,7 +53,8 @@ def test_a_job_pool_on_a_map_keeps_the_map_and_pools_its_items_and_each_steps() 
     ticket = processor["States"][sn.pool("close-tenant")]
     assert ticket["Parameters"]["key.$"].startswith("States.Format('{}|close_tenant|{}', $$.Execution.Id")
     claim = processor["States"][sn.pool_claim("close-tenant")]
-    assert claim["Parameters"]["ExpressionAttributeValues"][":limit"] == {"N": "1"}
+    counter = claim["Parameters"]["TransactItems"][0]["Update"]
+    assert counter["ExpressionAttributeValues"][":limit"] == {"N": "1"}
     assert claim["Next"] == "close-tenant"
     # the items step is a pooled step at the top, and a re-run from the map or the items step queues
     assert sn.pool_claim("tenants") in states
@@ -68,8 +69,10 @@ def test_a_maps_pool_is_the_default_of_its_members_and_a_members_own_wins() -> N
     assert (job.steps[0].pool, spec.items.pool, spec.each.pool) == (PoolUse(name="db"), PoolUse(name="db"), PoolUse(name="api", weight=2))
     states = asl.build_definition(job, "jp", {"db": 1, "api": 3, "other": 1})["States"]
     claim = states["close-all"]["ItemProcessor"]["States"][sn.pool_claim("close-tenant")]
-    assert claim["Parameters"]["Key"]["pk"] == {"S": pc.pool_pk("api")}
-    assert claim["Parameters"]["ExpressionAttributeValues"][":limit"] == {"N": "1"}  # 3 - weight 2
+    counter = claim["Parameters"]["TransactItems"][0]["Update"]
+    assert counter["Key"]["pk"] == {"S": pc.pool_pk("api")}
+    assert counter["ExpressionAttributeValues"][":limit"] == {"N": "1"}  # 3 - weight 2
+    assert counter["ExpressionAttributeValues"][":weight"] == {"N": "2"}
 
 
 def test_plan_counts_a_pooled_items_three_more_transitions_per_attempt() -> None:
@@ -136,10 +139,11 @@ def test_the_role_lets_each_child_hold_its_slots(repo: Repo) -> None:
     calls = sfn_calls(doc, r, tid)
     pool_calls = [c for c in calls if c.context.get("dynamodb:LeadingKeys", [""])[0].startswith(pc.POOL_PREFIX)]
     assert {c.why.split(": ", 1)[1] for c in pool_calls} >= {"close-tenant: pool claim", "close-tenant: pool release"}
-    assert {c.context["dynamodb:LeadingKeys"][0] for c in pool_calls} == {"POOL#billing-db"}
+    assert {c.context["dynamodb:LeadingKeys"][0] for c in pool_calls} == {"POOL#billing-db",
+                                                                          "POOL#billing-db#0f3b1e2c-run"}
     policy = r.text(doc["data"]["aws_iam_policy_document"][f"{tid}_sfn"]["statement"])
     assert denied_calls(policy, calls) == []
-    trimmed = [s for s in policy if s.get("sid") != "HoldPoolSlots"]
+    trimmed = [s for s in policy if s.get("sid") not in ("HoldPoolSlots", "PoolHolders")]
     assert sorted(denied_calls(trimmed, calls)) == sorted(str(c) for c in pool_calls)
 
 

@@ -115,9 +115,24 @@ def test_a_pooled_step_costs_three_states_per_attempt_and_its_timeout_is_the_tas
     # the step's timeout is its Task's: waiting for a slot does not consume it
     assert states["load"]["TimeoutSeconds"] == 600
     assert all("TimeoutSeconds" not in states[n] for n in path if n != "load")
-    claim = states["load: pool claim"]["Parameters"]
-    assert claim["Key"] == {"pk": {"S": "POOL#db"}, "sk": {"S": "POOL"}}
-    assert claim["ExpressionAttributeValues"][":limit"] == {"N": "2"}
+    # one transaction: the small counter under its room condition, and the attempt's holder item
+    claim = states["load: pool claim"]
+    assert claim["Resource"] == "arn:aws:states:::aws-sdk:dynamodb:transactWriteItems"
+    counter, holder = (w for item in claim["Parameters"]["TransactItems"] for w in item.values())
+    assert counter["Key"] == {"pk": {"S": "POOL#db"}, "sk": {"S": "SLOTS"}}
+    assert counter["ExpressionAttributeValues"][":limit"] == {"N": "2"}
+    assert holder["Item"]["pk"] == {"S.$": "States.Format('POOL#db#{}', $.pool.load.key)"}
+    assert holder["ConditionExpression"] == "attribute_not_exists(pk)"
+    assert "gsi1pk" not in holder["Item"] and "gsi1pk" not in json.dumps(counter)  # out of the jobs pages' index
+    # no throttle ends in failed: a cancelled try waits, an error that outlasts the retries is checked
+    catches = {tuple(c["ErrorEquals"]): c["Next"] for c in claim["Catch"]}
+    assert catches[("DynamoDb.TransactionCanceledException",)] == "load: pool backoff"
+    throttles = next(e for e in catches if "DynamoDb.ThrottlingException" in e)
+    assert "DynamoDb.ProvisionedThroughputExceededException" in throttles and catches[throttles] == "load: pool check"
+    assert catches[("States.ALL",)] == "load: failed"
+    assert states["load: pool check"]["Next"] == "load: pool held"
+    assert {c["Next"] for c in states["load: pool held"]["Choices"]} == {"load"}
+    assert states["load: pool held"]["Default"] == "load: pool backoff"
     # every outcome of the attempt goes through a release: its next and each Catch
     task = states["load"]
     targets = [task["Next"], *(c["Next"] for c in task["Catch"])]
@@ -135,7 +150,10 @@ def test_every_way_into_an_attempt_queues_for_a_slot_first() -> None:
     into_task = [(name, s) for name, s in d["States"].items()
                  if "load" in ([s.get("Next"), s.get("Default")] + [c["Next"] for c in s.get("Choices", [])]
                                + [c["Next"] for c in s.get("Catch", [])])]
-    assert sorted(name for name, _ in into_task) == ["load: pool claim"]
+    # the claim, and the check of a try whose answer was lost, only when its holder item exists
+    assert sorted(name for name, _ in into_task) == ["load: pool claim", "load: pool held"]
+    assert d["States"]["load: pool held"]["Choices"] == [{"Variable": "$.pool.load.found.Item", "IsPresent": True,
+                                                          "Next": "load"}]
     route = d["States"]["Route"]
     assert {c["Next"] for c in route["Choices"] if c.get("StringEquals") == "load"} == {"load: pool"}
     assert d["States"]["load: wait"]["Next"] == "load: pool"  # a retry waits for a slot again
@@ -180,18 +198,65 @@ def test_the_role_allows_exactly_the_pool_calls(repo: Repo) -> None:
     tid = next(iter(doc["resource"]["aws_sfn_state_machine"]))
     calls = sfn_calls(doc, r, tid)
     pool_calls = [c for c in calls if c.context.get("dynamodb:LeadingKeys", [""])[0].startswith(pc.POOL_PREFIX)]
-    assert {c.context["dynamodb:LeadingKeys"][0] for c in pool_calls} == {"POOL#billing-db", "POOL#partner-api"}
+    # each pool's counter (UpdateItem, in the claim's and the release's transactions) and the
+    # attempt's own holder items (PutItem, DeleteItem; GetItem when a try's answer was lost)
+    assert {(c.action, c.context["dynamodb:LeadingKeys"][0]) for c in pool_calls} == {
+        *(("dynamodb:UpdateItem", f"POOL#{n}") for n in ("billing-db", "partner-api")),
+        *((a, f"POOL#{n}#0f3b1e2c-run") for n in ("billing-db", "partner-api")
+          for a in ("dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:GetItem"))}
     policy = r.text(doc["data"]["aws_iam_policy_document"][f"{tid}_sfn"]["statement"])
     assert denied_calls(policy, calls) == []
-    # another pool's item, or any other call on a pool item, is denied
+    # another pool's items, or any other call on a pool's items, is denied
     table = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/jp"
-    for action, pk in (("dynamodb:UpdateItem", "POOL#other"), ("dynamodb:PutItem", "POOL#billing-db"),
-                       ("dynamodb:DeleteItem", "POOL#billing-db")):
+    for action, pk in (("dynamodb:UpdateItem", "POOL#other"), ("dynamodb:PutItem", "POOL#other#t"),
+                       ("dynamodb:PutItem", "POOL#billing-db"), ("dynamodb:DeleteItem", "POOL#billing-db"),
+                       ("dynamodb:UpdateItem", "POOL#billing-db#t"), ("dynamodb:PutItem", "POOL#billing-dbx#t"),
+                       ("dynamodb:Query", "POOL#billing-db")):
         assert not allowed(policy, Call(action, table, {"dynamodb:LeadingKeys": [pk]}, "not compiled"))
-    # each statement is needed: without the pool statement the claims are denied
-    trimmed = [s for s in policy if s.get("sid") != "HoldPoolSlots"]
-    assert len(trimmed) == len(policy) - 1
+    # each statement is needed: without the pool statements the claims and releases are denied
+    trimmed = [s for s in policy if s.get("sid") not in ("HoldPoolSlots", "PoolHolders")]
+    assert len(trimmed) == len(policy) - 2
     assert sorted(denied_calls(trimmed, calls)) == sorted(str(c) for c in pool_calls)
+
+
+def _reconciler_policy() -> list[dict[str, Any]]:
+    """The reconciler's table statements as terraform/platform/functions.tf writes them."""
+    import re
+
+    tf = (Path(__file__).resolve().parents[1] / "terraform/platform/functions.tf").read_text()
+    block = tf[tf.index('data "aws_iam_policy_document" "reconciler"'):]
+    block = block[:block.index("\n}\n")]
+    out = []
+    for body in re.findall(r"\n  statement \{\n(.*?)\n  \}", block, re.S):
+        if "aws_dynamodb_table.jobplane.arn]" not in body:
+            continue
+        st: dict[str, Any] = {"sid": re.search(r'sid\s+= "([^"]+)"', body)[1],  # type: ignore[index]
+                              "actions": re.findall(r'"(dynamodb:[A-Za-z]+)"', body.split("resources")[0]),
+                              "resources": [f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/jp"]}
+        cond = re.search(r'test\s+= "([^"]+)"\s+variable\s+= "([^"]+)"\s+values\s+= \[([^\]]*)\]', body)
+        if cond:
+            st["condition"] = [{"test": cond[1], "variable": cond[2], "values": re.findall(r'"([^"]+)"', cond[3])}]
+        out.append(st)
+    return out
+
+
+def test_the_reconciler_may_release_a_holder_and_nothing_more() -> None:
+    """What release_run calls (platform/pool_slots.py): GetItem of the holder item, then one
+    transaction deleting it and updating the pool's counter; a transaction needs each write's
+    permission (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis-iam.html).
+    It may delete a holder item, never a counter or any other item."""
+    policy = _reconciler_policy()
+    table = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/jp"
+    ticket = "arn:aws:states:us-east-1:1:execution:jp-a:run-1|load|0f3b"
+    holder, counter = pc.holder_key("db", ticket)["pk"]["S"], pc.counter_key("db")["pk"]["S"]
+    calls = [Call("dynamodb:GetItem", table, {"dynamodb:LeadingKeys": [holder]}, "release_run: held?"),
+             Call("dynamodb:DeleteItem", table, {"dynamodb:LeadingKeys": [holder]}, "release: holder"),
+             Call("dynamodb:UpdateItem", table, {"dynamodb:LeadingKeys": [counter]}, "release: counter")]
+    assert denied_calls(policy, calls) == []
+    for pk in (counter, "EXEC#run-1", "JOB#a"):
+        assert not allowed(policy, Call("dynamodb:DeleteItem", table, {"dynamodb:LeadingKeys": [pk]}, "not made"))
+    trimmed = [s for s in policy if s["sid"] != "ReleasePoolSlots"]
+    assert denied_calls(trimmed, calls) == [str(calls[1])]
 
 
 @pytest.mark.parametrize("pool, ok", [("db", True), ({"name": "db", "weight": 2}, True), (None, True),

@@ -126,6 +126,19 @@ data "aws_iam_policy_document" "reconciler" {
     resources = [aws_dynamodb_table.jobplane.arn]
   }
   statement {
+    # a run's pool holders it left held (platform/pool_slots.py release_run): each release is a
+    # transaction deleting the holder item (POOL#<pool>#<ticket>) and updating the pool's counter
+    # (Records), https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis-iam.html
+    sid       = "ReleasePoolSlots"
+    actions   = ["dynamodb:DeleteItem"]
+    resources = [aws_dynamodb_table.jobplane.arn]
+    condition {
+      test     = "ForAllValues:StringLike"
+      variable = "dynamodb:LeadingKeys"
+      values   = ["POOL#*#*"]
+    }
+  }
+  statement {
     sid       = "ReadExecutions"
     actions   = ["states:DescribeExecution", "states:GetExecutionHistory"]
     resources = ["arn:${local.partition}:states:${local.region}:${local.account}:execution:${var.name_prefix}-*:*"]

@@ -256,23 +256,23 @@ def _deadline(report: JobDeadlines | None) -> JsonObject | None:
 
 
 def pool_status(control: ControlPlane, jobs: list[JobSummary], sizes: dict[str, int]) -> PoolStatus:
-    """Each pool's holders (its item) and, for jobs whose steps hold a pool, their runs whose
+    """Each pool's holders (its counter and holder items) and, for jobs whose steps hold a pool, their runs whose
     steps are WAITING for a slot (each running run's history: only those jobs' runs are read),
     or whose map items are (their item records, platform/map_records.py)."""
     from jobplane.platform.pool_slots import pools as pool_items
 
-    items = {p.name: p for p in pool_items(control.repo.ddb, control.repo.table)}
-    lines = []
     # the pools jobplane.toml declares, and any other that still has holders (a pool removed
-    # from jobplane.toml while runs held it)
-    for name in sorted(set(sizes) | {n for n, p in items.items() if p.holders}):
-        holders = items[name].holders if name in items else ()
+    # from jobplane.toml while runs held it): the counter says how full, the holder items who
+    items = {p.name: p for p in pool_items(control.repo.ddb, control.repo.table, tuple(sizes))}
+    lines = []
+    for name in sorted(set(sizes) | {n for n, p in items.items() if p.everyone}):
+        pool = items.get(name)
         who: dict[str, int] = {}
-        for h in holders:
+        for h in pool.everyone if pool else ():
             job = h.job(control.deployment.name_prefix) or "?"  # a map item's child: its parent's job
-            who[f"{job}/{h.step}"] = who.get(f"{job}/{h.step}", 0) + 1
+            who[f"{job}/{h.step}"] = who.get(f"{job}/{h.step}", 0) + h.weight
         held = ", ".join(f"{k}" + (f" x{n}" if n > 1 else "") for k, n in sorted(who.items()))
-        lines.append(f"  {name}: {len(holders)}/{sizes.get(name, '?')} held" + (f" by {held}" if held else ""))
+        lines.append(f"  {name}: {pool.used if pool else 0}/{sizes.get(name, '?')} held" + (f" by {held}" if held else ""))
     waiting: dict[str, list[JsonObject]] = {}
     for j in jobs:
         if not j.running or not any(s.pool for top in j.entry.steps for s in (top.parallel or [top])):

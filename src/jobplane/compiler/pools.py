@@ -1,30 +1,41 @@
 """A pooled step's attempts: each waits for a slot of its pool, holds it while its Task runs, and
-gives it back whatever the Task ended with (docs/pools.md; the pool item: contract/pools.py).
+gives it back whatever the Task ended with (docs/pools.md; the pool's items: contract/pools.py).
 
 Wrapped around whatever the step's executor compiled (compiler/executors/), so it holds for every
 place a step runs, inside a parallel branch or a map's item as at the top:
 
     <step>: pool  ->  <step>: pool claim  --no room-->  <step>: pool backoff -> <step>: pool wait --+
                            |   ^-------------------------------------------------------------------+
-                           v
-                        <step> (the attempt's Task, its timeout its own)
+                           |--throttled, answer lost--> <step>: pool check -> <step>: pool held? --+
+                           v                                                                       |
+                        <step> (the attempt's Task, its timeout its own)  <--- held ---------------+
                            |  each outcome (next, every Catch) goes through its own release first
                            v
                         <step>: pool release[ (check|failed|timed out)]  ->  where the Task went
 
 * ``pool`` (a Pass) takes the attempt's ticket, ``<execution ARN>|<step key>|<UUID>``, at
-  ``$.pool.<step key>``: the claim's retries and the release name the same slots, so a claim
-  whose answer was lost and that is tried again holds nothing twice.
-* ``pool claim``: one conditional UpdateItem adds the ticket's ``weight`` elements to the pool's
-  ``holders`` while ``size(holders) <= size - weight`` (or the ticket is in already). A refusal
-  (ConditionalCheckFailedException) goes to the back-off; any other error, after the DynamoDB
-  retries, fails the step as its attempt would.
+  ``$.pool.<step key>``, and the first try's ``token`` (a UUID: the transaction's
+  ClientRequestToken, so the Task's own retries of one try are idempotent).
+* ``pool claim``: ONE TransactWriteItems (the AWS SDK integration; Step Functions' optimised
+  DynamoDB integration has no transaction) that adds the ticket's ``weight`` to the pool's
+  counter while ``used <= size - weight`` and puts the ticket's holder item if it does not exist.
+  A cancelled transaction (no room, a concurrent transaction on the counter, throttling of one of
+  its items: nothing was written) goes to the back-off; a throttle or a server error that outlasts
+  the Task's retries goes to ``pool check``: a strongly consistent GetItem of the holder item
+  (the try may have landed with its answer lost), whose Choice ``pool held`` goes to the Task if
+  it exists and to the back-off if not. Only what retrying cannot cure (access denied, a missing
+  table, an invalid request: a misconfiguration) fails the step. Nothing on the claim's way ends
+  in ``failed`` for a throttle, however long it lasts: the wait loop absorbs it.
 * ``pool backoff`` / ``pool wait``: a random sleep between POLL_BASES[n] and twice it (1-2, 2-4,
-  4-8 s, then 3-6 s for about five minutes, then 20-40 s; contract/pools.py): the jitter spreads
-  the waiters' tries, so a freed slot is found by the first of them to try, not by all at once
-  every cap seconds (a table lookup makes the counter stop at the end: the intrinsics have no min).
-* ``pool release``: DELETE the ticket's elements (idempotent); its own failure still goes on
-  (the reconciler and the periodic sweep release what a run left behind).
+  4-8 s, then 3-6 s for about five minutes, then 20-40 s; contract/pools.py), and a new token for
+  the next try: the jitter spreads the waiters' tries, so a freed slot is found by the first of
+  them to try, not by all at once (a table lookup makes the counter stop at the end: the
+  intrinsics have no min).
+* ``pool release``: ONE TransactWriteItems that deletes the holder item if it exists and
+  subtracts its weight from the counter, so a release retried after its answer was lost, or one
+  the reconciler or the sweep repeats, changes nothing the second time. It is retried through
+  throttling and cancelled transactions for about seven minutes (RELEASE_RETRY); one that still
+  fails goes on (the reconciler at the run's end and the periodic sweep release what a run left).
 
 A map's item (``records``: its child execution writes the item's record, compiler/map_states.py)
 also says it waits: its first refusal goes through ``pool waiting`` (the item record WAITING,
@@ -43,7 +54,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from jobplane.compiler.choice_rules import When
+from jobplane.compiler.choice_rules import When, all_of, number_equals, present
 from jobplane.compiler.states import DISCARD, Catch, Choice, Graph, Pass, Retry, State, Task, Wait, _Catching, _Flowing
 from jobplane.compiler.terraform_iam import statement
 from jobplane.contract import pools as pc
@@ -57,10 +68,29 @@ if TYPE_CHECKING:
     from jobplane.compiler.model import Job, Step
 
 UPDATE_ITEM = "arn:aws:states:::dynamodb:updateItem"
+GET_ITEM = "arn:aws:states:::dynamodb:getItem"
+#: The AWS SDK integration: Step Functions' optimised DynamoDB integration has getItem, putItem,
+#: updateItem and deleteItem only (https://docs.aws.amazon.com/step-functions/latest/dg/connect-ddb.html);
+#: every API action is an SDK integration (https://docs.aws.amazon.com/step-functions/latest/dg/supported-services-awssdk.html).
+TRANSACT = "arn:aws:states:::aws-sdk:dynamodb:transactWriteItems"
 _TRANSIENT = ("ProvisionedThroughputExceededException", "ThrottlingException", "InternalServerErrorException",
               "RequestLimitExceeded", "AmazonDynamoDBException")
+#: The optimised integration's names (``DynamoDB.<error>``): the item records' writes and the check.
 DDB_RETRY_ERRORS = tuple(f"DynamoDB.{e}" for e in _TRANSIENT)
-REFUSED = "DynamoDB.ConditionalCheckFailedException"
+#: The SDK integration names an error ``<Service>.<Error>`` in PascalCase with the ``Exception``
+#: suffix always added ("DynamoDb", as the integration spells the service: supported-services-awssdk
+#: above). Retrying each cures it (DynamoDB "Error handling": "OK to retry? Yes",
+#: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Programming.Errors.html);
+#: DynamoDbException is the SDK's own name for an error of no modelled type (a 5xx).
+SDK_TRANSIENT = tuple(f"DynamoDb.{e}" for e in (
+    "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceededException",
+    "InternalServerErrorException", "TransactionInProgressException", "TransactionConflictException",
+    "DynamoDbException"))
+#: A transaction DynamoDB cancelled, every write undone: a condition failed (no room, a holder
+#: item already there or already gone), a concurrent transaction on one of its items, or one of
+#: them throttled (its CancellationReasons, in the order of the items: TransactWriteItems,
+#: https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html).
+CANCELLED = "DynamoDb.TransactionCanceledException"
 
 
 def slot(step: Step) -> str:
@@ -68,20 +98,59 @@ def slot(step: Step) -> str:
     return f"$.pool.{step.key}"
 
 
-def _elements(step: Step) -> str:
-    """The ticket's holder elements, as an intrinsic (one per slot of its weight)."""
-    assert step.pool is not None
-    key = f"{slot(step)}.key"
-    return "States.Array(" + ", ".join(f"States.Format('{{}}#{i}', {key})"
-                                       for i in range(1, step.pool.weight + 1)) + ")"
-
-
-def _key(name: str) -> JsonObject:
-    return {"pk": {"S": pc.pool_pk(name)}, "sk": {"S": pc.POOL_SK}}
+def _holder_key(name: str, at: str) -> JsonObject:
+    """The attempt's holder item (contract/pools.py ``holder_key``, from the ticket in the state)."""
+    return {"pk": {"S.$": f"States.Format('{pc.holder_prefix(name)}{{}}', {at}.key)"}, "sk": {"S": pc.HOLDER_SK}}
 
 
 def _retry() -> list[Retry]:
     return [Retry(DDB_RETRY_ERRORS, 5, interval=1, backoff=2.0, max_delay=20, full_jitter=True)]
+
+
+#: A claim's try: a few quick retries of the same request (same ClientRequestToken: idempotent,
+#: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html#transaction-apis-txwriteitems),
+#: then the wait loop takes over.
+CLAIM_RETRY = Retry(SDK_TRANSIENT, 3, interval=1, backoff=2.0, max_delay=10, full_jitter=True)
+#: A release: retried until it lands, for about 7 minutes at worst (1+2+...+32+60x6 s, each
+#: drawn at random below that: full jitter), through throttling and cancellations (a concurrent
+#: claim on the counter); a cancellation because the holder item is gone (a retry of a release
+#: that landed) is retried too, harmlessly: it is cancelled again.
+RELEASE_RETRY = Retry((*SDK_TRANSIENT, CANCELLED), 12, interval=1, backoff=2.0, max_delay=60, full_jitter=True)
+
+
+def claim_parameters(pool_name: str, weight: int, size: int, at: str) -> JsonObject:
+    """One try: the counter's ADD under its room condition, and the holder item if absent."""
+    table = token("table_name")
+    return {
+        "ClientRequestToken.$": f"{at}.token",
+        "TransactItems": [
+            {"Update": {
+                "TableName": table, "Key": pc.counter_key(pool_name),
+                "UpdateExpression": "ADD #used :weight SET #pool = :pool",
+                "ConditionExpression": "attribute_not_exists(#used) OR #used <= :limit",
+                "ExpressionAttributeNames": {"#used": pc.ATTR_USED, "#pool": pc.ATTR_POOL},
+                "ExpressionAttributeValues": {":weight": {"N": str(weight)}, ":limit": {"N": str(size - weight)},
+                                              ":pool": {"S": pool_name}}}},
+            {"Put": {
+                "TableName": table,
+                # small: the ticket is in the key only (~400 bytes with AWS's longest ARNs, < 1 KB)
+                "Item": {**_holder_key(pool_name, at), pc.ATTR_POOL: {"S": pool_name},
+                         pc.ATTR_WEIGHT: {"N": str(weight)}, pc.ATTR_SINCE: {"S.$": "$$.State.EnteredTime"},
+                         "gsi2pk": {"S": pc.HOLDERS_PARTITION},
+                         "gsi2sk": {"S.$": f"States.Format('{pool_name}#{{}}', $$.State.EnteredTime)"}},
+                "ConditionExpression": "attribute_not_exists(pk)"}}]}
+
+
+def release_parameters(pool_name: str, weight: int, at: str) -> JsonObject:
+    """Delete the holder item if it is there, and only then subtract its weight."""
+    table = token("table_name")
+    return {"TransactItems": [
+        {"Delete": {"TableName": table, "Key": _holder_key(pool_name, at),
+                    "ConditionExpression": "attribute_exists(pk)"}},
+        {"Update": {"TableName": table, "Key": pc.counter_key(pool_name),
+                    "UpdateExpression": "ADD #used :minus",
+                    "ExpressionAttributeNames": {"#used": pc.ATTR_USED},
+                    "ExpressionAttributeValues": {":minus": {"N": str(-weight)}}}}]}
 
 
 def _retarget(state: State, old: str, new: str) -> State:
@@ -136,18 +205,14 @@ def wrap(b: AttemptBuilder, step: Step, into: Graph, record: bool, size: int,
     failed = b.step_failure_state(step, ExecutionStatus.FAILED, into, record)
     at = slot(step)
     table = token("table_name")
-    hs = _elements(step)
 
     def release(target: str, outcome: str) -> str:
         name = sn.pool_release(step.name, outcome)
         if name not in into:
             into.add(name, Task(
-                comment="Give the attempt's slots back (a no-op if they are not held)",
-                resource=UPDATE_ITEM,
-                parameters={"TableName": table, "Key": _key(pool.name), "UpdateExpression": "DELETE #holders :hs",
-                            "ExpressionAttributeNames": {"#holders": pc.ATTR_HOLDERS},
-                            "ExpressionAttributeValues": {":hs": {"SS.$": hs}}},
-                result_path=DISCARD, retry=_retry(),
+                comment="Give the attempt's slots back: its holder item and its weight, once",
+                resource=TRANSACT, parameters=release_parameters(pool.name, pool.weight, at),
+                result_path=DISCARD, retry=[RELEASE_RETRY],
                 # a release that still fails goes on: the reconciler and the sweep release it
                 catch=[Catch(["States.ALL"], target, f"{at}.release_error")],
                 next=target))
@@ -161,34 +226,42 @@ def wrap(b: AttemptBuilder, step: Step, into: Graph, record: bool, size: int,
     into.add(ticket, Pass(
         comment=f"Queue for {pool.weight} slot{'s' if pool.weight > 1 else ''} of pool {pool.name} (WAITING)",
         parameters={"key.$": f"States.Format('{{}}{pc.SEP}{step.key}{pc.SEP}{{}}', $$.Execution.Id, States.UUID())",
-                    "n": 0},
+                    "n": 0, "token.$": "States.UUID()"},
         result_path=at, next=claim))
+    check, held = sn.pool_check(step.name), sn.pool_held(step.name)
     claim_task = Task(
-        comment=f"Hold the slots if pool {pool.name} ({size}) has room: one conditional write",
-        resource=UPDATE_ITEM,
-        parameters={
-            "TableName": table, "Key": _key(pool.name),
-            "UpdateExpression": "ADD #holders :hs SET #pool = :pool, gsi1pk = :pools, gsi1sk = :pool",
-            "ConditionExpression": "contains(#holders, :first) OR attribute_not_exists(#holders) "
-                                   "OR size(#holders) <= :limit",
-            "ExpressionAttributeNames": {"#holders": pc.ATTR_HOLDERS, "#pool": pc.ATTR_POOL},
-            "ExpressionAttributeValues": {
-                ":hs": {"SS.$": hs}, ":first": {"S.$": f"States.Format('{{}}#1', {at}.key)"},
-                ":limit": {"N": str(size - pool.weight)}, ":pool": {"S": pool.name},
-                ":pools": {"S": pc.POOLS_PARTITION}}},
-        result_path=DISCARD, retry=_retry(),
-        catch=[Catch([REFUSED], backoff, f"{at}.refused"),  # the back-off rebuilds the slot without it
-               Catch(["States.ALL"], failed, "$.run.error")],
+        comment=f"Hold the slots if pool {pool.name} ({size}) has room: one transaction, a small counter and "
+                "the attempt's holder item",
+        resource=TRANSACT, parameters=claim_parameters(pool.name, pool.weight, size, at),
+        result_path=DISCARD, retry=[CLAIM_RETRY],
+        catch=[Catch([CANCELLED], backoff, f"{at}.refused"),  # the back-off rebuilds the slot without it
+               Catch(list(SDK_TRANSIENT), check, f"{at}.claim_error"),
+               Catch(["States.ALL"], failed, "$.run.error")],  # a misconfiguration: no retry cures it
         next=task_name)
+    # the try's answer may be lost (a throttle or a server error after the write): is it held?
+    into.add(check, Task(
+        comment="A try that ended in an error may have landed: read its holder item",
+        resource=GET_ITEM,
+        parameters={"TableName": table, "Key": _holder_key(pool.name, at), "ConsistentRead": True,
+                    "ProjectionExpression": "pk"},
+        result_path=f"{at}.found", retry=_retry(),
+        catch=[Catch(["States.ALL"], backoff, f"{at}.check_error")], next=held))
+    found = present(f"{at}.found.Item")
     again = claim
     if records is None:
         into.add(claim, claim_task)
+        into.add(held, Choice(comment="Held: run the attempt; not held: wait and try again",
+                              choices=[When(found, task_name)], default=backoff))
     else:
         # a map item: its record says WAITING from its first refusal, RUNNING once a later try holds
         waiting, running, again = sn.pool_waiting(step.name), sn.pool_running(step.name), sn.pool_retry_claim(step.name)
-        into.add(claim, dataclasses.replace(claim_task, catch=[Catch([REFUSED], waiting, f"{at}.refused"),
-                                                               claim_task.catch[1]]))
+        into.add(claim, dataclasses.replace(claim_task, catch=[Catch([CANCELLED], waiting, f"{at}.refused"),
+                                                               *claim_task.catch[1:]]))
         into.add(again, dataclasses.replace(claim_task, comment=f"{claim_task.comment} (after a wait)", next=running))
+        first = number_equals(f"{at}.n", 0)  # no wait yet: the record does not say WAITING
+        into.add(held, Choice(comment="Held: run the attempt (RUNNING if it waited); not held: wait (WAITING if first)",
+                              choices=[When(all_of(found, first), task_name), When(found, running),
+                                       When(first, waiting)], default=backoff))
         # a record that cannot be written does not fail the item: it is what the portal shows
         into.add(waiting, dataclasses.replace(records.waiting, result_path=DISCARD, retry=_retry(), next=backoff,
                                               catch=[Catch(["States.ALL"], backoff, f"{at}.record_error")]))
@@ -198,7 +271,8 @@ def wrap(b: AttemptBuilder, step: Step, into: Graph, record: bool, size: int,
         comment=f"No room: sleep a random {pc.POLL_BASES[0]}-{2 * pc.POLL_BASES[-1]} s, longer after a long wait",
         parameters={"key.$": f"{at}.key", "n.$": _lookup(pc.poll_nexts(), f"{at}.n"),
                     "wait.$": f"States.MathRandom({_lookup(pc.POLL_BASES, f'{at}.n')}, "
-                              f"{_lookup(tuple(2 * b for b in pc.POLL_BASES), f'{at}.n')})"},
+                              f"{_lookup(tuple(2 * b for b in pc.POLL_BASES), f'{at}.n')})",
+                    "token.$": "States.UUID()"},
         result_path=at, next=wait))
     into.add(wait, Wait(seconds_path=f"{at}.wait", next=again))
     return ticket
@@ -215,11 +289,19 @@ def pools_of(job: Job) -> list[str]:
 
 
 def role_statements(job: Job) -> list[JsonObject]:
-    """What a pooled job's state machine calls on its pools: UpdateItem of each pool's item
-    (claim and release), nothing else (tests/test_pools_iam.py)."""
+    """What a pooled job's state machine calls on its pools, nothing else (tests/test_pools.py):
+    UpdateItem of each pool's counter (in the claim's and the release's transactions), and
+    PutItem, DeleteItem and GetItem of its own holder items (claim, release, check). A
+    transaction needs the permission of each of its writes
+    (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis-iam.html);
+    ``dynamodb:LeadingKeys`` names the keys: a pool's counter exactly, its holders by prefix."""
     names = pools_of(job)
     if not names:
         return []
-    return [statement("HoldPoolSlots", ["dynamodb:UpdateItem"], ["${local.platform.table_arn}"],
+    table = ["${local.platform.table_arn}"]
+    return [statement("HoldPoolSlots", ["dynamodb:UpdateItem"], table,
                       [{"test": "ForAllValues:StringEquals", "variable": "dynamodb:LeadingKeys",
-                        "values": [pc.pool_pk(n) for n in names]}])]
+                        "values": [pc.pool_pk(n) for n in names]}]),
+            statement("PoolHolders", ["dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem"], table,
+                      [{"test": "ForAllValues:StringLike", "variable": "dynamodb:LeadingKeys",
+                        "values": [f"{pc.holder_prefix(n)}*" for n in names]}])]

@@ -2,32 +2,59 @@
 
 ``[pools] billing-db = 3`` in jobplane.toml; a step (or a whole job) names the pool. What the
 compiled state machine (compiler/pools.py) and the runtime (the reconciler, the periodic sweep,
-the portal) agree on is here: the pool item's key and attributes, the shape of a holder, and how
-a run's history names what it held. The design and its costs: docs/pools.md.
+``jobplane status``) agree on is here: the pool's items and their keys, the shape of a holder,
+and how a run's history names what it claimed. The design and its costs: docs/pools.md.
 
-One DynamoDB item per pool (``POOL#<name>`` / ``POOL``) holds ``holders``, a string set with one
-element per slot held: ``<execution ARN>|<step key>|<ticket>#<i>`` for i in 1..weight. A claim
-adds its elements only while ``size(holders)`` leaves room for them (one conditional UpdateItem);
-a release deletes them (DELETE of absent elements is a no-op, so a release is idempotent). The
-execution ARN at the front lets whoever finds a holder ask Step Functions whether it still runs.
+Per pool, a small **admission counter** (``POOL#<name>`` / ``SLOTS``: ``used``, the slots held)
+and **one item per holder** (``POOL#<name>#<ticket>`` / ``HOLDER``: its weight, since when),
+written together in one TransactWriteItems: a claim adds its weight to ``used`` while ``used <=
+size - weight`` and puts its holder item if it does not exist; a release deletes the holder item
+(only if it exists) and subtracts its weight, so ``used`` is always the sum of the holders'
+weights and no holder is subtracted twice. The counter stays ~60 bytes whatever the pool's size
+or how many hold it (1 KB of write per item and try, where the single item of before grew ~230
+bytes per holder). The ticket, ``<execution ARN>|<step key>|<UUID>``, lets whoever finds a
+holder ask Step Functions whether its execution still runs.
+
+Neither item is in gsi1 (the jobs pages' index): the counter is in no index at all (it is
+written on every try), a holder item is in gsi2 ``POOLS`` (written once when it is claimed and
+once when released; sort key ``<pool>#<since>``), which is how the sweep and ``jobplane status``
+list holders without a scan.
+
+Before this design one item per pool (``POOL#<name>`` / ``POOL``, in gsi1 ``POOLS``) held a
+string set ``holders``: the runtime still reads and releases those (:class:`Pool`
+``legacy``, :func:`held_in_history`) for runs started before the upgrade (docs/pools.md,
+"Upgrading from the single pool item").
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
 from jobplane.contract.types import JsonObject, JsonValue
 
 POOL_PREFIX = "POOL#"
-POOL_SK = "POOL"
-#: gsi1 partition of the pool items, so the periodic sweep and the portal list them without a scan.
-POOLS_PARTITION = "POOLS"
-ATTR_HOLDERS = "holders"
+#: The admission counter's sort key (its pk is ``POOL#<name>``).
+COUNTER_SK = "SLOTS"
+#: A holder item's sort key (its pk is ``POOL#<name>#<ticket>``).
+HOLDER_SK = "HOLDER"
+#: gsi2 partition of the holder items (sort key ``<pool>#<ticket>``): the sweep and
+#: ``jobplane status`` list every holder with one Query.
+HOLDERS_PARTITION = "POOLS"
+ATTR_USED = "used"  # the counter: slots held (the sum of its holders' weights)
 ATTR_POOL = "pool"
+ATTR_WEIGHT = "weight"
+ATTR_SINCE = "since"
+#: The single item of before (``POOL#<name>`` / ``POOL``, gsi1 ``POOLS``): read and released for
+#: runs that started before the upgrade, never written by a claim compiled now.
+LEGACY_SK = "POOL"
+LEGACY_PARTITION = "POOLS"
+ATTR_HOLDERS = "holders"
 
 NAME_RE = re.compile(r"[a-z][a-z0-9-]{0,39}")
-#: Elements of one string set in one item (400 KB): a holder is ~230 bytes, so 1,000 fit with room.
+#: The largest pool: a size is compiled into each claim, and 1,000 slots is far beyond any shared
+#: resource a pool protects (the counter item's size does not depend on it).
 MAX_SIZE = 1000
 MAX_WEIGHT = 100
 #: A waiting step sleeps a random time between POLL_BASES[n] and twice it before its n-th next
@@ -61,7 +88,32 @@ def poll_schedule() -> str:
 
 
 def pool_pk(name: str) -> str:
+    """The partition key of a pool's counter (and of the single item of before)."""
     return f"{POOL_PREFIX}{name}"
+
+
+def holder_prefix(name: str) -> str:
+    """What every holder item's partition key of pool ``name`` starts with (then the ticket).
+    A name has no ``#`` (NAME_RE), so no pool's holders match another's prefix."""
+    return f"{POOL_PREFIX}{name}#"
+
+
+def counter_key(name: str) -> JsonObject:
+    return {"pk": {"S": pool_pk(name)}, "sk": {"S": COUNTER_SK}}
+
+
+def holder_key(name: str, ticket: str) -> JsonObject:
+    return {"pk": {"S": holder_prefix(name) + ticket}, "sk": {"S": HOLDER_SK}}
+
+
+def ticket_of(item: JsonObject) -> str | None:
+    """A holder item's ticket: its key after ``POOL#<pool>#`` (the item does not repeat it, to
+    stay small), None for an item of another shape."""
+    pool, pk = (item.get(ATTR_POOL) or {}).get("S"), (item.get("pk") or {}).get("S")
+    if not (isinstance(pool, str) and isinstance(pk, str) and (item.get("sk") or {}).get("S") == HOLDER_SK):
+        return None
+    ticket = pk.removeprefix(holder_prefix(pool))
+    return ticket if ticket != pk else None
 
 
 def parse_pools(raw: JsonValue) -> tuple[list[str], dict[str, int]]:
@@ -84,18 +136,31 @@ def parse_pools(raw: JsonValue) -> tuple[list[str], dict[str, int]]:
 
 @dataclass(frozen=True)
 class Holder:
-    """One element of a pool's ``holders``: which execution holds it, for which step."""
+    """Who holds slots of a pool: a holder item's ticket (or an element of the single item of
+    before, weight 1 each), which execution, for which step."""
 
-    element: str
+    element: str  # the ticket (``<execution ARN>|<step key>|<UUID>``; before: ``...#<i>``)
     execution_arn: str
     step: str
+    weight: int = 1
+    since: str | None = None
 
     @classmethod
-    def parse(cls, element: str) -> Holder | None:
+    def parse(cls, element: str, weight: int = 1, since: str | None = None) -> Holder | None:
         parts = element.split(SEP)
         if len(parts) != 3 or not parts[0].startswith("arn:"):
             return None
-        return cls(element, parts[0], parts[1])
+        return cls(element, parts[0], parts[1], weight, since)
+
+    @classmethod
+    def from_item(cls, item: JsonObject) -> Holder | None:
+        """A holder item (None for an item of another shape)."""
+        ticket = ticket_of(item)
+        try:
+            weight = int((item.get(ATTR_WEIGHT) or {}).get("N", "1"))
+        except ValueError:
+            return None
+        return cls.parse(ticket, weight, (item.get(ATTR_SINCE) or {}).get("S")) if ticket is not None else None
 
     def job(self, name_prefix: str) -> str | None:
         """The job that holds it, or None for an ARN of no job of this deployment. A map item's
@@ -113,42 +178,95 @@ class Holder:
 
 @dataclass(frozen=True)
 class Pool:
-    """A pool item as the runtime reads it."""
+    """A pool as the runtime reads it: its counter (``used``: None without one yet), its holder
+    items, and the elements still held in the single item of before (``legacy``)."""
 
     name: str
-    holders: tuple[Holder, ...]
+    holders: tuple[Holder, ...] = ()
+    counted: int | None = None
+    legacy: tuple[Holder, ...] = ()
 
     @classmethod
-    def from_item(cls, item: JsonObject) -> Pool:
+    def from_legacy_item(cls, item: JsonObject) -> Pool:
         name = item.get(ATTR_POOL, {}).get("S") or item["pk"]["S"].removeprefix(POOL_PREFIX)
         elements = sorted(item.get(ATTR_HOLDERS, {}).get("SS", []))
-        return cls(name, tuple(h for e in elements if (h := Holder.parse(e)) is not None))
+        return cls(name, legacy=tuple(h for e in elements if (h := Holder.parse(e)) is not None))
 
     @property
     def used(self) -> int:
-        return len(self.holders)
+        """Slots held: the counter's (what admission checks), plus the elements of before."""
+        counted = self.counted if self.counted is not None else sum(h.weight for h in self.holders)
+        return counted + len(self.legacy)
+
+    @property
+    def everyone(self) -> tuple[Holder, ...]:
+        return self.holders + self.legacy
 
 
-def held_in_history(events: list[JsonObject]) -> dict[str, set[str]]:
-    """What a run's history says it claimed: pool pk -> the holder elements its claims (and
-    their retries) asked for. Read from the claims' TaskScheduled parameters, which Step
-    Functions records as sent; a release of all of them is safe whatever each claim answered
-    (deleting an absent element changes nothing)."""
-    import json
+@dataclass(frozen=True)
+class Claimed:
+    """A claim a run's history shows: the holder item it asked for, of which pool, how heavy."""
 
-    out: dict[str, set[str]] = {}
+    pool: str
+    ticket: str
+    weight: int
+
+    @property
+    def key(self) -> JsonObject:
+        return holder_key(self.pool, self.ticket)
+
+
+def _scheduled(events: list[JsonObject], resource_type: str, resource: str) -> list[JsonObject]:
+    """The parameters of every Task of that integration the history shows scheduled (Step
+    Functions records them as sent)."""
+    out = []
     for e in events:
-        if e.get("type") != "TaskScheduled":
-            continue
-        details = e.get("taskScheduledEventDetails") or {}
-        if details.get("resourceType") != "dynamodb" or details.get("resource") != "updateItem":
+        details = e.get("taskScheduledEventDetails") or {} if e.get("type") == "TaskScheduled" else {}
+        if details.get("resourceType") != resource_type or details.get("resource") != resource:
             continue
         try:
             params = json.loads(details.get("parameters") or "{}")
         except ValueError:
             continue
-        pk = ((params.get("Key") or {}).get("pk") or {}).get("S", "")
+        if isinstance(params, dict):
+            out.append(params)
+    return out
+
+
+def claims_in_history(events: list[JsonObject]) -> list[Claimed]:
+    """The holder items a run's claims asked for (each ticket once, whatever the number of its
+    tries): a claim is a TransactWriteItems that puts a ``HOLDER`` item (the SDK integration's
+    history names it ``aws-sdk:dynamodb`` / ``transactWriteItems``). Releasing all of them is safe
+    whatever each claim answered: a release acts only on a holder item that exists."""
+    seen: dict[str, Claimed] = {}
+    for params in _scheduled(events, "aws-sdk:dynamodb", "transactWriteItems"):
+        items = params.get("TransactItems")
+        for write in items if isinstance(items, list) else []:
+            put = write.get("Put") if isinstance(write, dict) else None
+            item = put.get("Item") if isinstance(put, dict) else None
+            if not isinstance(item, dict):
+                continue
+            pool, ticket = (item.get(ATTR_POOL) or {}).get("S"), ticket_of(item)
+            try:
+                weight = int((item.get(ATTR_WEIGHT) or {}).get("N", ""))
+            except ValueError:
+                continue
+            if isinstance(pool, str) and isinstance(ticket, str) and NAME_RE.fullmatch(pool):
+                seen.setdefault(ticket, Claimed(pool, ticket, weight))
+    return list(seen.values())
+
+
+def held_in_history(events: list[JsonObject]) -> dict[str, set[str]]:
+    """What a run compiled before the upgrade claimed in the single item of before: pool pk ->
+    the holder elements its claims (and their retries) asked for, from the claims' TaskScheduled
+    parameters (an UpdateItem ``ADD holders``); deleting an absent element changes nothing."""
+    out: dict[str, set[str]] = {}
+    for params in _scheduled(events, "dynamodb", "updateItem"):
+        key = params.get("Key") or {}
+        pk = (key.get("pk") or {}).get("S", "")
+        sk = (key.get("sk") or {}).get("S", "")
         claimed = ((params.get("ExpressionAttributeValues") or {}).get(":hs") or {}).get("SS")
-        if pk.startswith(POOL_PREFIX) and isinstance(claimed, list) and "ADD" in str(params.get("UpdateExpression")):
+        if (pk.startswith(POOL_PREFIX) and sk == LEGACY_SK and isinstance(claimed, list)
+                and "ADD" in str(params.get("UpdateExpression"))):
             out.setdefault(pk, set()).update(c for c in claimed if isinstance(c, str))
     return out

@@ -49,7 +49,7 @@ class Role(str, Enum):
     REPLACE = "replace"  # a REPLACE job's fire stops the running execution that holds the claim
     UPSTREAM = "upstream"  # a run started by another job's end: reads and marks that run (contract/upstream.py)
     POOL = "pool"  # an attempt of a pooled step takes its ticket (contract/pools.py): WAITING from here
-    POOL_CLAIM = "pool claim"  # tries to hold the attempt's slots (a conditional write)
+    POOL_CLAIM = "pool claim"  # tries to hold the attempt's slots (a transaction); its check after an error
     POOL_BACKOFF = "pool backoff"  # no room: picks how long to sleep before the next try
     POOL_WAIT = "pool wait"  # sleeps (not a back-off of the step's own: attempts are not counted by it)
     POOL_RELEASE = "pool release"  # gives the attempt's slots back, whatever the attempt ended with
@@ -176,6 +176,16 @@ def pool_wait(step: str) -> str:
     return f"{step}: pool wait"
 
 
+def pool_check(step: str) -> str:
+    """A claim's try that ended in an error may have landed: its holder item is read here."""
+    return f"{step}: pool check"
+
+
+def pool_held(step: str) -> str:
+    """The Choice after ``pool check``: held (the attempt runs) or not (it waits)."""
+    return f"{step}: pool held"
+
+
 def pool_retry_claim(step: str) -> str:
     """A map item's claim after a wait (its first is ``pool claim``): on success, its record
     says RUNNING first (compiler/pools.py)."""
@@ -213,12 +223,14 @@ _SUFFIXES = {"check": Role.CHECK, "retry": Role.RETRY, "wait": Role.WAIT, "faile
              "done": Role.BRANCH_DONE, "infra retry": Role.INFRA_RETRY, "infra wait": Role.INFRA_WAIT,
              "pool": Role.POOL, "pool claim": Role.POOL_CLAIM, "pool backoff": Role.POOL_BACKOFF,
              "pool wait": Role.POOL_WAIT, "pool claim again": Role.POOL_CLAIM, "pool waiting": Role.POOL_WAITING,
+             "pool check": Role.POOL_CLAIM, "pool held": Role.POOL_CLAIM,
              "pool running": Role.POOL_RUNNING,
              **{pool_release("", o)[2:]: Role.POOL_RELEASE for o in POOL_RELEASE_OUTCOMES}}
 _NUMBERED = ("check", "wait", "infra retry", "infra wait")
 _STEP_STATE = re.compile(r"^(?P<step>[a-z][a-z0-9_-]*)(?: #(?P<n>[1-9]\d*))?"
                          r"(?:: (?P<suffix>check|retry|wait|failed|timed out|done|infra retry|infra wait"
-                         r"|pool|pool claim|pool backoff|pool wait|pool claim again|pool waiting|pool running|pool release(?: \((?:check|failed|timed out)\))?))?$")
+                         r"|pool|pool claim|pool backoff|pool wait|pool claim again|pool check|pool held|pool waiting|pool running"
+                         r"|pool release(?: \((?:check|failed|timed out)\))?))?$")
 
 
 def classify(name: str) -> StateName:
