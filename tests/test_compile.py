@@ -792,3 +792,36 @@ def test_runtask_failures_get_the_bounded_infrastructure_retry() -> None:
     assert {"Variable": "$.run.infra.n", "NumericLessThan": 3} in rule["And"]
     # the budget spent, it is the step's failure (recorded with the error), never a silent loop
     assert d["States"]["only: check"]["Default"] == "only: failed"
+
+
+def _tasks(states: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every Task of a definition's states, inside Parallel branches and Map processors too."""
+    out: list[dict[str, Any]] = []
+    for state in states.values():
+        if state["Type"] == "Task":
+            out.append(state)
+        for branch in state.get("Branches", []) + [p for p in (state.get("ItemProcessor"), state.get("Iterator")) if p]:
+            out += _tasks(branch["States"])
+    return out
+
+
+def test_every_error_an_sdk_integration_task_names_can_occur() -> None:
+    """An AWS SDK integration reports ``<Service>.<Error>Exception`` even where the service's own
+    error name has no suffix (``RequestLimitExceeded``: "Learning to use AWS service SDK integrations",
+    https://docs.aws.amazon.com/step-functions/latest/dg/supported-services-awssdk.html); a retrier
+    naming it without the suffix never matches, so that error failed the run instead."""
+    pooled = {"name": "pooled", "team": "billing", "pool": "db", "steps": [
+        {"name": "a", "python": "m:f"},
+        {"name": "fan", "map": {"items": {"name": "tenants", "python": "m:items"},
+                                "each": {"name": "each", "python": "m:each"}}}]}
+    jobs = [lj.job for lj in compile_all(load_config(ROOT)).jobs] + [Job.from_definition(pooled)]
+    wrong: list[str] = []
+    for j in jobs:
+        definition = asl.build_definition(j, "jp", {"db": 2})
+        for task in _tasks(definition["States"]):
+            if not task["Resource"].startswith("arn:aws:states:::aws-sdk:"):
+                continue
+            for rule in task.get("Retry", []) + task.get("Catch", []):
+                wrong += [f"{j.name}: {e}" for e in rule["ErrorEquals"]
+                          if not e.startswith("States.") and not e.endswith("Exception")]
+    assert not wrong, wrong

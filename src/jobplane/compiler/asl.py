@@ -63,18 +63,28 @@ from jobplane.contract.types import JsonObject
 _TRANSIENT = ("ProvisionedThroughputExceededException", "ThrottlingException", "InternalServerErrorException",
               "RequestLimitExceeded")
 
-# The optimised DynamoDB integration names errors "DynamoDB.X"; the aws-sdk one "DynamoDb.X".
+
+
+def sdk_error(name: str) -> str:
+    """An error's name as an AWS SDK integration reports it (see below)."""
+    return name if name.endswith("Exception") else f"{name}Exception"
+
+
+# The optimised DynamoDB integration names errors "DynamoDB.X"; the aws-sdk one "DynamoDb.X", always with
+# the "Exception" suffix, even where the service's own name has none ("RequestLimitExceeded" becomes
+# "DynamoDb.RequestLimitExceededException": "Learning to use AWS service SDK integrations in Step
+# Functions", https://docs.aws.amazon.com/step-functions/latest/dg/supported-services-awssdk.html).
 DDB_RETRY = Retry((*(f"DynamoDB.{e}" for e in _TRANSIENT), "DynamoDB.AmazonDynamoDBException"), 5, interval=1,
                   backoff=2.0, max_delay=20, full_jitter=True)
 # A transaction without conditions is only cancelled by a conflicting concurrent write: retry it.
-SDK_DDB_RETRY = Retry((*(f"DynamoDb.{e}" for e in _TRANSIENT), "DynamoDb.TransactionCanceledException",
+SDK_DDB_RETRY = Retry((*(f"DynamoDb.{sdk_error(e)}" for e in _TRANSIENT), "DynamoDb.TransactionCanceledException",
                        "DynamoDb.TransactionConflictException"), 5, interval=1, backoff=2.0, max_delay=20,
                       full_jitter=True)
 # The Finish of a job that announces RECOVERED carries a condition (no failure block): a
 # cancellation is then either that condition or a transient one, which its Catch tells apart by
 # the cancellation reasons in the Cause, so only the transient errors with names of their own
 # are retried here (finish_states).
-FINISH_RETRY = Retry((*(f"DynamoDb.{e}" for e in _TRANSIENT), "DynamoDb.TransactionConflictException"), 5, interval=1,
+FINISH_RETRY = Retry((*(f"DynamoDb.{sdk_error(e)}" for e in _TRANSIENT), "DynamoDb.TransactionConflictException"), 5, interval=1,
                      backoff=2.0, max_delay=20, full_jitter=True)
 TRANSACTION_CANCELLED = "DynamoDb.TransactionCanceledException"
 SNS_RETRY = Retry(("SNS.ThrottledException", "SNS.InternalErrorException", "SNS.AmazonSNSException",
