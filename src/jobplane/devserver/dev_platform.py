@@ -72,7 +72,7 @@ class DevPlatform:
     def __init__(self, config: PlatformConfig, data_dir: Path, aws_port: int, portal_port: int, *,
                  reset: bool = False, clock: Clock = system_clock, webhook_url: str | None = None,
                  slack_bot_token: str | None = None, slack_api_url: str | None = None, run_scheduler: bool = True, run_services: bool = True, snapshot_interval: float = 5.0,
-                 catch_up_interval: float = 60.0, faults: str = "none", faults_seed: int = 0):
+                 catch_up_interval: float = 60.0, faults: str | Faults = "none", faults_seed: int = 0):
         self.config = config
         self.data_dir = Path(data_dir).resolve()
         self.output_dir = self.data_dir / "compiled"
@@ -89,8 +89,11 @@ class DevPlatform:
         self.run_services = run_services
         self.snapshot_interval = snapshot_interval
         self.catch_up_interval = catch_up_interval  # the catch-up checks run at start, then this often
-        self.faults = faults  # the local AWS's fault profile (platform/local/faults.py), seeded by faults_seed
-        self.faults_seed = faults_seed
+        # the local AWS's fault profile (platform/local/faults.py), seeded by faults_seed; or an
+        # injector of the caller's own (a test's, with its own settings)
+        self.faults = faults if isinstance(faults, str) else faults.profile
+        self.faults_seed = faults_seed if isinstance(faults, str) else (faults.seed or 0)
+        self._injector = None if isinstance(faults, str) else faults
         # Set while starting (None until then): what the rest of the process and the tests use.
         self.aws: LocalAWS | None = None
         self.deployment: Deployment | None = None
@@ -115,6 +118,11 @@ class DevPlatform:
         self.stop()
 
     # -- start ------------------------------------------------------------------------------
+    def _faults(self) -> Faults | None:
+        if self._injector is not None:
+            return self._injector
+        return None if self.faults == "none" else Faults(self.faults, seed=self.faults_seed)
+
     def start(self) -> DevPlatform:
         if self.reset and self.data_dir.exists():
             self._check_not_running()
@@ -164,7 +172,7 @@ class DevPlatform:
             aws = self.aws = stack.enter_context(LocalAWS(
                 prefix=self.config.name_prefix, server_port=self.aws_port, log_dir=self.data_dir / "logs",
                 env=self.config.dev_env(self.data_dir, self.service_ports), clock=self.clock,
-                faults=None if self.faults == "none" else Faults(self.faults, seed=self.faults_seed)))
+                faults=self._faults()))
         except PortInUse as e:
             who = "another jobplane dev? " if e.errno == errno.EADDRINUSE else ""
             raise DevError(f"the local AWS cannot listen on {e}: {who}set [dev] aws_port or "

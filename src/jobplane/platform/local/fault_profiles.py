@@ -249,6 +249,11 @@ class Rules:
         self._lambda_in_flight += 1
         return None
 
+    def idle(self, function: str) -> None:
+        """The function was last invoked (or created) longer than its idle age ago."""
+        with self._lock:
+            self._lambda_seen[function] = self.clock() - self.settings.lambda_idle_seconds - 1.0
+
     def done(self, service: str, operation: str) -> None:
         """moto answered a call the rules let through."""
         if service == "lambda" and operation == "Invoke":

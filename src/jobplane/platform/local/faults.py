@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from jobplane.contract.limits import FAULT_PROFILES
+from jobplane.contract.runner import ENV_STEP
 from jobplane.contract.types import JsonObject
 from jobplane.platform.local import moto_patches
 from jobplane.platform.local.moto_patches import FaultAnswer
@@ -110,6 +111,12 @@ def detail_of(service: str, operation: str, params: JsonObject) -> str:
     if service == "dynamodb":
         key = params.get("Key") or params.get("Item") or params.get("TransactItems")
         return f"{params.get('TableName', '')} {json.dumps(key, sort_keys=True, default=str)[:300]}"
+    if service == "ecs" and operation == "RunTask":
+        # its group names the job (``jobplane:<job>``, compiler/executors/ecs.py), its overrides the step
+        env = [e for c in (params.get("overrides") or {}).get("containerOverrides") or []
+               for e in c.get("environment") or []]
+        step = next((str(e.get("value")) for e in env if e.get("name") == ENV_STEP), "")
+        return f"{params.get('group') or params.get('taskDefinition', '')} {step}".strip()
     for name in ("FunctionName", "executionArn", "ExecutionArn", "taskDefinition", "TopicArn", "Key", "Name"):
         if name in params:
             return str(params[name])
@@ -188,6 +195,13 @@ class Faults:
         with self._lock:
             self._injected.append(injected)
         return answer_of(service, operation, error)
+
+    def idle(self, function: str) -> None:
+        """Let a Lambda function go Inactive now, as weeks without an invoke leave it ("Lambda
+        function states"): its next invoke meets ResourceNotReadyException under any profile
+        whose idle age is finite. What a test of a monthly job's first run of the month needs,
+        without waiting out the age."""
+        self._rules.idle(function)
 
     def done(self, service: str, operation: str) -> None:
         """moto has answered a call ``answer`` let through (Lambda's invocations in flight)."""
