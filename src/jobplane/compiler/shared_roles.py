@@ -37,6 +37,7 @@ from functools import lru_cache
 from typing import Any
 
 from jobplane.compiler.problems import DefinitionError, Problem
+from jobplane.compiler.terraform_iam import SECRET_SCOPE_TAG, SECRET_SIDS
 from jobplane.contract import datamodel as dm
 from jobplane.contract import names
 from jobplane.contract.quotas import ROLE_INLINE_POLICY_CHARS
@@ -48,6 +49,8 @@ ROLES_FILE = "roles.tf.json"
 ROLE_ID_PREFIX = "team_role_"
 #: What a job's own name becomes in its grant.
 OWN = "<<job>>"
+#: What the secrets of a role of team scope become in its grant (terraform_iam.SECRET_SCOPE_TAG).
+TEAM_SECRETS = "<<the team's secrets>>"
 #: The tag on a shared role naming its kind (sfn, scheduler, after, exec, lambda, ...).
 KIND_TAG = "jobplane:role"
 KIND_WORDS = {"sfn": "Step Functions", "scheduler": "EventBridge Scheduler", "after": "EventBridge (after rules)",
@@ -228,13 +231,25 @@ def _doc_id(ref: str) -> str:
     return m[1]
 
 
+def _scope(g: _Grant) -> str:
+    """Whose secrets a role reads (terraform_iam.SECRET_SCOPE_TAG): 'team', 'job', or '' (none)."""
+    return str(g.role.get("tags", {}).get(SECRET_SCOPE_TAG, ""))
+
+
 def _shape(g: _Grant, prefix: str) -> None:
     tid = names.tf_id(g.job)
     abstract_policies = []
     own: list[str] = []
+    team_secrets = _scope(g) == "team"
     for _, name, statements in g.policies:
         abstracted = []
         for st in statements:
+            if team_secrets and st.get("sid") in SECRET_SIDS:
+                # team scope: the secrets are the member's own values, merged into the role's
+                # statement with its team-mates' (however many each declares)
+                own += [str(r) for r in st["resources"]]
+                abstracted.append({**st, "resources": [TEAM_SECRETS]})
+                continue
             mapping = {}
             for v, _ in _values(st):
                 a = _abstract(v, prefix, g.job, tid)
@@ -245,7 +260,8 @@ def _shape(g: _Grant, prefix: str) -> None:
         abstract_policies.append((name, abstracted))
     g.own = own
     g.shape = json.dumps({"kind": g.kind, "policies": abstract_policies, "trust": g.trust,
-                          "attachments": g.attachments}, sort_keys=True, separators=(",", ":"))
+                          "attachments": g.attachments, **({"secrets": _scope(g)} if _scope(g) else {})},
+                         sort_keys=True, separators=(",", ":"))
 
 
 def _merge(members: list[_Grant]) -> list[list[JsonObject]]:
@@ -306,7 +322,7 @@ def share(team: str, prefix: str, docs: dict[str, JsonObject], sources: dict[str
             members.sort(key=lambda g: g.job)
             # a team split into several roots ([teams.X] roots = N) has roles per root: each
             # root's state owns its own, so the root's name (team.k) names them
-            digest = hashlib.sha256(f"{root or team}\n{shape}".encode()).hexdigest()[:8]
+            digest = hashlib.sha256(f"{root or team}\n{shape}".encode()).hexdigest()[:names.ROLE_DIGEST_CHARS]
             chunks: list[list[_Grant]] = []
             size = 0
             for g in members:
@@ -324,6 +340,15 @@ def share(team: str, prefix: str, docs: dict[str, JsonObject], sources: dict[str
                 else:
                     chunks.append([g])
                     size = alone
+            if kind == "exec" and len(chunks) > 9:
+                # the state machines pass their team root's exec roles by a pattern of one digit
+                # (contract/names.py team_role_pattern)
+                first_job = chunks[9][0].job
+                problems.append(Problem(sources.get(first_job, first_job), first_job, None,
+                                        f"team root {root or team}'s jobs declare more secrets than 9 task execution "
+                                        "roles can read: split the team's jobs into more roots ([teams.<team>] roots "
+                                        "in jobplane.toml)"))
+                chunks = chunks[:9]
             for n, chunk in enumerate(chunks, start=1):
                 rid = f"{ROLE_ID_PREFIX}{kind}_{digest}_{n}"
                 name = _role_name(prefix, root or team, kind, digest, n)
@@ -336,12 +361,14 @@ def share(team: str, prefix: str, docs: dict[str, JsonObject], sources: dict[str
                     out_policies[pid] = {"name": policy_name, "role": f"${{aws_iam_role.{rid}.id}}",
                                          "policy": f"${{data.aws_iam_policy_document.{pid}.json}}"}
                 assert sum(policy_chars(st, resources) for st in merged) <= limit, rid
+                scope = _scope(first)
+                whose = {"team": ", reading the secrets they declare", "job": ", each reading only the secrets it declares"}.get(scope, "")
                 out_roles[rid] = {
                     "name": name,
                     "description": f"{KIND_WORDS.get(kind, kind)} role of jobplane team {team}'s jobs whose grants "
-                                   f"are identical (group {digest}, part {n})",
+                                   f"are identical (group {digest}, part {n}){whose}",
                     "assume_role_policy": f"${{data.aws_iam_policy_document.{rid}_assume.json}}",
-                    "tags": {"jobplane:team": team, KIND_TAG: kind},
+                    "tags": {"jobplane:team": team, KIND_TAG: kind, **({SECRET_SCOPE_TAG: scope} if scope else {})},
                     # a new grant is a new role: create it and move the jobs before the old one goes
                     "lifecycle": {"create_before_destroy": True},
                 }
