@@ -189,9 +189,12 @@ def declared_secrets(function_env: Mapping[str, str], read_secret: Callable[[str
     """The step's secrets (``wanted``: their names), read now (as ECS reads a task's before it
     starts): ENV_NAME -> value. One that cannot be read, or that the function was not deployed
     with, refuses the attempt, as ECS fails a task to start."""
-    if not wanted:
+    raw = function_env.get(ls.ENV_SECRET_SOURCES, "").strip()
+    if not wanted or not raw:
+        # no sources at all: a function the local AWS runs, where steps' secrets are unset as
+        # on ECS (platform/local/lambda_agent.py); a compiled function whose steps have secrets
+        # always has them (compiler/executors/lambda_.py function_environment)
         return {}
-    raw = function_env.get(ls.ENV_SECRET_SOURCES, "").strip() or "{}"
     try:
         spec = json.loads(raw)
     except ValueError:
