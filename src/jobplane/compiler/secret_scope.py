@@ -45,8 +45,9 @@ def allowed(ref: SecretRef, team: str, config: PlatformConfig) -> bool:
 
 
 def scope_problems(job: Job, config: PlatformConfig) -> list[tuple[str, str]]:
-    """(field, message) for each secret the job's team may not read."""
-    out = []
+    """(field, message) for each secret the job's team may not read, and each name two of its
+    steps give different secrets (:func:`conflict_problems`)."""
+    out = conflict_problems(job)
     for where, step in _steps_with_paths(job):
         for env, value in sorted(step.secrets.items()):
             ref = SecretRef.parse(env, value)
@@ -56,6 +57,23 @@ def scope_problems(job: Job, config: PlatformConfig) -> list[tuple[str, str]]:
                         f"team {job.team}'s jobs may read only {_own_words(job.team)} and the names listed in "
                         f"[teams.{job.team}] secrets in jobplane.toml; {ref.words()} is neither "
                         "(a platform owner adds a shared secret to that list)"))
+    return out
+
+
+def conflict_problems(job: Job) -> list[tuple[str, str]]:
+    """(field, message) for each variable two of the job's steps on one executor give different
+    secrets: its ECS steps share one task definition, its Lambda steps one function, each holding
+    one source per variable, so one of the steps would have read the other's secret."""
+    out = []
+    first: dict[tuple[str, str], tuple[str, str]] = {}  # (executor, variable) -> (where, value)
+    for where, step in _steps_with_paths(job):
+        for env, value in sorted(step.secrets.items()):
+            seen = first.setdefault((step.kind.executor.name, env), (where, value))
+            if seen[1] != value:
+                out.append((f"{where}.secrets.{env}",
+                            f"{SecretRef.parse(env, value).words()} under the name {env}, which {seen[0]} gives "
+                            f"{SecretRef.parse(env, seen[1]).words()}: a job's ECS steps share its task definition, its "
+                            "Lambda steps its runner function, each with one secret per name; give one another name"))
     return out
 
 

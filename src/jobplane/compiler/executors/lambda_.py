@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from jobplane.compiler.choice_rules import Test, When, equals
 from jobplane.compiler.executors.base import Attempt, AttemptBuilder, TerraformContext
-from jobplane.compiler.overrides import container_env
+from jobplane.compiler.overrides import fixed_environment, function_environment, step_environment
 from jobplane.compiler.state_data import ERROR
 from jobplane.compiler.states import Catch, Choice, Graph, Retry, Task
 from jobplane.compiler.terraform_iam import ACCOUNT, PARTITION, REGION, assume, secret_scope_tags, secret_statements, statement
@@ -38,17 +38,6 @@ MEMORY_RANGE = (128, 10240)
 LOG_RETENTION_DAYS = 365
 
 
-def step_environment(job: Job, step: Step, counter: str | None) -> list[dict[str, str]]:
-    """The environment an ECS step's container gets, and the names of the step's own secrets
-    (:data:`jobplane.contract.lambda_step.ENV_STEP_SECRETS`): the handler reads those and no
-    other of the function's (issue 62 finding 6: each step read every secret of the job's
-    Lambda steps). Digested with the rest, so a payload cannot name another step's."""
-    env = container_env(job, step, counter)
-    if step.secrets:
-        env.append({"Name": lambda_step.ENV_STEP_SECRETS, "Value": ",".join(sorted(step.secrets))})
-    return env
-
-
 def payload(b: AttemptBuilder, step: Step, counter: str | None) -> JsonObject:
     """The invocation's payload: the environment an ECS step's container gets, as a map."""
     env: JsonObject = {}
@@ -58,24 +47,6 @@ def payload(b: AttemptBuilder, step: Step, counter: str | None) -> JsonObject:
         else:
             env[var["Name"]] = var["Value"]
     return {lambda_step.PAYLOAD_ENVIRONMENT: env}
-
-
-def fixed_environment(job: Job, step: Step) -> dict[str, str]:
-    """The literal part of a step's payload environment, as compiled (the ``.$`` names change per
-    attempt and are not part of its digest). The attempt counter's path does not matter here."""
-    counter = "$.n" if step.retry.attempts > 1 else None
-    return {var["Name"]: var["Value"] for var in step_environment(job, step, counter) if "Value" in var}
-
-
-def function_environment(job: Job, steps: list[Step], sources: dict[str, str]) -> dict[str, str]:
-    """The runner function's own environment: the digests of the steps it runs and where each of
-    their secrets is read from (``sources``: ENV_NAME -> ARN, or its Terraform reference)."""
-    # the handler runs only a payload whose fixed part is one of these steps' (contract/lambda_step.py)
-    digests = sorted({lambda_step.step_digest(fixed_environment(job, s)) for s in steps})
-    environment = {lambda_step.ENV_STEP_DIGESTS: ",".join(digests)}
-    if sources:
-        environment[lambda_step.ENV_SECRET_SOURCES] = lambda_step.secret_sources_json(sources)
-    return environment
 
 
 class LambdaExecutor:
