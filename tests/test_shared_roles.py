@@ -51,3 +51,33 @@ def test_a_job_whose_grant_changes_moves_to_another_role_and_the_plan_says_so(re
     assert after["nightly-b"]["sfn"] != before["nightly-b"]["sfn"]
     assert after["nightly-b"]["scheduler"] == before["nightly-b"]["scheduler"]
     assert repo.cli("plan", "--exit-code").exit_code == 0
+
+
+def test_a_realistic_mix_of_jobs_runs_with_at_most_one_role_per_five_jobs(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 62 finding 5: with a secret of their own on 30% of the jobs and a Lambda step on 20%
+    (bench/jobtree.py's mix, scaled down to 300 jobs to compile in seconds), per-job secrets
+    made ~600 roles per 1,000 jobs, past the account's default 1,000 roles from ~1,700 jobs. With
+    the team-scoped secrets of the default `secret_scope`, the compiled team roots create at most
+    0.2 roles per job: 5,000 jobs fit the default quota (`bench/quotas.py --mix` at scale)."""
+    import sys
+    from collections import Counter
+    from pathlib import Path
+
+    from jobplane.compiler.output import compile_all, job_files
+    from jobplane.contract.config import load_config
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    from jobtree import write_repo  # the benches' one job generator
+
+    jobs = 300
+    files = compile_all(load_config(write_repo(tmp_path, jobs, mix=True))).files
+    docs = {job: json.loads(files[rel]) for job, rel in job_files(files).items()}
+    assert len(docs) == jobs
+    # the mix is the issue's: about 30% of the jobs read a secret, 20% have a Lambda step
+    with_secret = sum('"aws_secretsmanager_secret"' in json.dumps(d.get("data", {})) for d in docs.values())
+    with_lambda = sum("aws_lambda_function" in d["resource"] for d in docs.values())
+    assert 0.25 * jobs <= with_secret <= 0.35 * jobs and 0.15 * jobs <= with_lambda <= 0.25 * jobs, (with_secret, with_lambda)
+    roles = [role for rel, text in files.items() if rel.endswith(".tf.json")
+             for role in json.loads(text).get("resource", {}).get("aws_iam_role", {}).values()]
+    kinds = Counter(role["tags"]["jobplane:role"] for role in roles)
+    assert len(roles) <= 0.2 * jobs, (len(roles), kinds)
