@@ -81,3 +81,27 @@ def test_a_realistic_mix_of_jobs_runs_with_at_most_one_role_per_five_jobs(tmp_pa
              for role in json.loads(text).get("resource", {}).get("aws_iam_role", {}).values()]
     kinds = Counter(role["tags"]["jobplane:role"] for role in roles)
     assert len(roles) <= 0.2 * jobs, (len(roles), kinds)
+
+
+def test_the_plan_counts_the_roles_of_jobs_whose_secrets_are_their_own(repo: Repo) -> None:
+    """A job of `secret_scope: 'job'` has roles of its own for its secrets (the others of its
+    team share theirs): `jobplane plan` counts them, with the jobs that cost them, beside the
+    number of jobs one deployment is measured to hold in AWS's default quotas."""
+    job = minimal_job("%s").replace("steps: [jp.python('run', 'examples.noop:run')]",
+                                    "%s steps: [jp.python('run', 'examples.noop:run', "
+                                    "opts={ secrets: { TOKEN: jp.secret('billing/%s') } })]")
+    repo.write("jobs/billing/shared-a.jsonnet", job % ("shared-a", "", "a"))
+    repo.write("jobs/billing/shared-b.jsonnet", job % ("shared-b", "", "b"))
+    out = repo.cli("plan")
+    assert out.exit_code == 0, out.output
+    assert "IAM roles of the team roots" not in out.stdout  # nothing of job scope: not worth a line
+    listed = repo.cli("plan", "--quotas").stdout
+    assert ("IAM roles of the team roots: 3 for 2 jobs (1.50 a job; of them 0 for the secrets of the 0 jobs of "
+            "secret_scope 'job'); one deployment is measured to hold up to 5,000 jobs") in listed, listed
+    assert repo.cli("compile").exit_code == 0
+    assert _roles(repo)["shared-a"]["exec"] == _roles(repo)["shared-b"]["exec"]  # their team's, reading both
+    repo.write("jobs/billing/alone.jsonnet", job % ("alone", "secret_scope: 'job',", "payroll"))
+    out = repo.cli("plan")
+    assert out.exit_code == 0, out.output
+    assert ("IAM roles of the team roots: 4 for 3 jobs (1.33 a job; of them 1 for the secrets of the 1 jobs of "
+            "secret_scope 'job')") in out.stdout, out.stdout

@@ -450,4 +450,46 @@ def job_roles(files: dict[str, str], job_rel: str, job_doc: JsonObject) -> dict[
     return dict(sorted(roles[rid] for rid in role_refs(job_doc) if rid in roles))
 
 
-__all__ = ["ROLES_FILE", "SharedRoles", "job_roles", "policy_chars", "role_refs", "share", "value_chars"]
+#: The most jobs one deployment is measured to hold inside AWS's default quotas, IAM's 1,000
+#: roles the first to bind: bench/quotas.py --mix (issue 62's mix: 30% of the jobs with a secret of
+#: their own, 20% with a Lambda step) compiles 1,000 jobs to 51 roles, so 5,000 stay far inside;
+#: past this no figure says so (state machines, schedules, rules grow too), and `jobplane plan`
+#: says so.
+JOBS_CEILING = 5000
+
+
+@dataclass(frozen=True)
+class RoleCount:
+    """The roles the compiled team roots create, and those of jobs of ``secret_scope: 'job'``."""
+
+    jobs: int
+    roles: int
+    job_scoped_roles: int
+    job_scoped_jobs: int
+
+
+def count_roles(files: dict[str, str]) -> RoleCount:
+    """Count the compiled roots' roles (``files``), and which of them read the secrets of jobs of
+    job scope, with how many jobs run with those (only the files that may name one are parsed:
+    a 5,000-job output is gigabytes of parsed JSON)."""
+    from jobplane.compiler.output import job_files
+
+    roles = 0
+    scoped: dict[str, set[str]] = {}  # team root -> the ids of its roles of job scope
+    for rel, text in files.items():
+        if rel.endswith(".tf.json") and '"aws_iam_role"' in text:
+            found = json.loads(text).get("resource", {}).get("aws_iam_role", {})
+            roles += len(found)
+            ids = {rid for rid, role in found.items() if role.get("tags", {}).get(SECRET_SCOPE_TAG) == "job"}
+            if ids:
+                scoped.setdefault(rel.rsplit("/", 1)[0], set()).update(ids)
+    jobs = job_files(files)
+    jobs_scoped = 0
+    for rel in jobs.values():
+        own = scoped.get(rel.rsplit("/", 1)[0], set())
+        if any(f"aws_iam_role.{rid}." in files[rel] for rid in own) and role_refs(json.loads(files[rel])) & own:
+            jobs_scoped += 1
+    return RoleCount(len(jobs), roles, sum(len(ids) for ids in scoped.values()), jobs_scoped)
+
+
+__all__ = ["JOBS_CEILING", "ROLES_FILE", "RoleCount", "count_roles", "SharedRoles", "job_roles", "policy_chars", "role_refs", "share", "value_chars"]
