@@ -6,6 +6,11 @@ A team's jobs read Secrets Manager secrets named ``<team>/...`` and SSM paramete
 (a shared secret, reviewed with the platform's own configuration). The ARNs are built from the
 names in the deployment's account and region (compiler/terraform.py), so a definition cannot
 reach another account, and a name has no wildcard characters (compiler/model.py).
+
+Which roles read them is the job's ``secret_scope`` (issue 62 finding 5): 'team', the default,
+the roles its team root's jobs share, each reading the secrets those jobs declare (never another
+team's: this module's check holds for every one of them); 'job', roles reading its own only
+(compiler/shared_roles.py, terraform_iam.SECRET_SCOPE_TAG).
 """
 
 from __future__ import annotations
