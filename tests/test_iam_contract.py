@@ -658,3 +658,39 @@ def test_a_group_too_big_for_one_role_is_split_and_a_job_too_big_alone_is_refuse
     assert len(refused.value.problems) == 12
     assert "jobs/billing/j000.jsonnet: job 'j000': its Step Functions role's policies would take" in str(refused.value)
     assert "over IAM's" in str(refused.value) and "cannot be raised" in str(refused.value)
+
+
+def test_a_team_root_needing_a_tenth_execution_role_is_refused() -> None:
+    """The state machines pass their team root's task execution roles by a pattern whose number
+    is one character (contract/names.py team_role_pattern): a group of team-scoped secrets too
+    large for nine roles is refused, naming a job and what to do, not compiled into a role the
+    pattern misses."""
+    import tempfile
+
+    from conftest import Repo
+    from jobplane.compiler import asl, terraform
+    from jobplane.compiler.problems import DefinitionError
+    from jobplane.compiler.shared_roles import policy_chars, share
+    from jobplane.compiler.validate import load_jobs
+
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = Repo(Path(tmp))
+        for i in range(12):
+            repo.write(f"jobs/billing/s{i:02d}.jsonnet", f"""
+local jp = import 'jobplane.libsonnet';
+{{ name: 's{i:02d}', team: 'billing',
+  steps: [jp.python('run', 'examples.noop:run', opts={{ secrets: {{ T: jp.secret('billing/token-{i:02d}') }} }})] }}
+""")
+        config = load_config(repo.path)
+        loaded = load_jobs(config)
+    docs = {lj.job.name: terraform.job_module(lj.job, asl.render(asl.build_definition(lj.job, PREFIX)), config)
+            for lj in loaded}
+    sources = {lj.job.name: lj.source for lj in loaded}
+    alone = share("billing", PREFIX, {"s00": docs["s00"]}, sources)
+    exec_doc = next(rid for rid, role in alone.roles["resource"]["aws_iam_role"].items() if role["tags"][KIND_TAG] == "exec")
+    size = policy_chars(alone.roles["data"]["aws_iam_policy_document"][exec_doc]["statement"])
+    assert len(share("billing", PREFIX, docs, sources).roles["resource"]["aws_iam_role"]) == 2  # sfn, exec
+    with pytest.raises(DefinitionError) as refused:
+        share("billing", PREFIX, docs, sources, limit=size + 50)  # one job's secret a role, at most the sfn's too
+    assert ("job 's09': team root billing's jobs declare more secrets than 9 task execution roles can read"
+            in str(refused.value)), str(refused.value)
