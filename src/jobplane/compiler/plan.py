@@ -343,7 +343,7 @@ def role_lines(files: dict[str, str], show_all: bool) -> list[str]:
     whenever a job is of job scope, and as a warning past the ceiling."""
     from jobplane.compiler.shared_roles import JOBS_CEILING, count_roles
 
-    count = count_roles(files)
+    count = count_roles(files, job_files(files))
     if not count.jobs or not (show_all or count.job_scoped_roles or count.jobs > JOBS_CEILING):
         return []
     line = (f"  IAM roles of the team roots: {count.roles:,} for {count.jobs:,} jobs ({count.roles / count.jobs:.2f} a job"

@@ -468,12 +468,10 @@ class RoleCount:
     job_scoped_jobs: int
 
 
-def count_roles(files: dict[str, str]) -> RoleCount:
+def count_roles(files: dict[str, str], jobs: dict[str, str]) -> RoleCount:
     """Count the compiled roots' roles (``files``), and which of them read the secrets of jobs of
-    job scope, with how many jobs run with those (only the files that may name one are parsed:
-    a 5,000-job output is gigabytes of parsed JSON)."""
-    from jobplane.compiler.output import job_files
-
+    job scope, with how many of the ``jobs`` (name -> its file) run with those (only the files
+    that may name one are parsed: a 5,000-job output is gigabytes of parsed JSON)."""
     roles = 0
     scoped: dict[str, set[str]] = {}  # team root -> the ids of its roles of job scope
     for rel, text in files.items():
@@ -483,7 +481,6 @@ def count_roles(files: dict[str, str]) -> RoleCount:
             ids = {rid for rid, role in found.items() if role.get("tags", {}).get(SECRET_SCOPE_TAG) == "job"}
             if ids:
                 scoped.setdefault(rel.rsplit("/", 1)[0], set()).update(ids)
-    jobs = job_files(files)
     jobs_scoped = 0
     for rel in jobs.values():
         own = scoped.get(rel.rsplit("/", 1)[0], set())
