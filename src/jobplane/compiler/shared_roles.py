@@ -9,13 +9,18 @@ each executor's statements: what a job needs, nothing else), and then grouped:
 - a job's **grant** for a role is its inline policies with the job's *own* names (its state
   machine, its executions, its task definition family, its runner function and log group, its
   ``JOB#`` record; all derived from its name, contract/names.py) taken out, plus the role's trust
-  policy and managed policy attachments. Everything else (its secrets and parameters, the
+  policy and managed policy attachments; for a role that reads the secrets of a job of
+  ``secret_scope: 'team'`` (the default; terraform_iam.SECRET_SCOPE_TAG), its secrets and
+  parameters too (issue 62 finding 5: a role per job whose secrets were its own made ~600 roles
+  per 1,000 jobs of a realistic mix). Everything else (a job-scoped job's secrets, the
   platform's table, topic and cluster, the roles it passes) stays in the grant as it is;
 - the jobs of one team whose grants for a role of one kind are **identical** share one role, whose
   policy is the union of their policies: the same statements, each listing every member's own
-  names. A job reaches no secret, parameter or role that it does not declare itself; what it
-  shares with its team-mates is the reach to their platform-owned resources of the same kind
-  (their records, state machines, runner functions), which only compiled ASL ever calls;
+  names (and team-scoped secrets). A job reaches no role that it does not pass itself, and no
+  secret that neither it nor (team scope) a team-mate declares; what it shares with its
+  team-mates is the reach to their platform-owned resources of the same kind (their records,
+  state machines, runner functions), which only compiled ASL ever calls, and with team scope
+  the secrets they declare (never another team's: compiler/secret_scope.py);
 - a role's inline policies may hold 10,240 characters in all, whitespace not counted, and a
   managed policy 6,144; neither can be raised ("IAM and STS character limits", same page). A
   group is packed into as many roles as its size needs (by job name, each role under the limit
