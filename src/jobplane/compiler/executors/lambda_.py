@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from jobplane.compiler.choice_rules import Test, When, equals
 from jobplane.compiler.executors.base import Attempt, AttemptBuilder, TerraformContext
-from jobplane.compiler.overrides import fixed_environment, function_environment, step_environment
+from jobplane.compiler.overrides import function_environment, step_environment
 from jobplane.compiler.state_data import ERROR
 from jobplane.compiler.states import Catch, Choice, Graph, Retry, Task
 from jobplane.compiler.terraform_iam import ACCOUNT, PARTITION, REGION, assume, secret_scope_tags, secret_statements, statement
@@ -26,7 +26,7 @@ from jobplane.contract import states as sn
 from jobplane.contract.types import JsonObject
 
 if TYPE_CHECKING:
-    from jobplane.compiler.model import Job, Step
+    from jobplane.compiler.model import Step
 
 # AWS's recommended retry of the service's transient errors (contract/lambda_step.py), with jitter
 # so many steps throttled at once do not retry in step.
