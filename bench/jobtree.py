@@ -5,6 +5,11 @@ their figures are about the same jobs: seed 42, job i's definition drawn in orde
 ``jobs/<team>/bench-<i>.jsonnet``. The teams take turns (``TEAMS``, round robin) unless a split
 is given: ``skewed`` gives one team most of the jobs, as a company whose platform team owns the
 bulk of the schedules (the case a team root split into shards is for).
+
+``mix=True`` gives the jobs what issue 62 (finding 5) calls a realistic mix: 30% of the jobs read
+a secret of their own (``<team>/bench-<i>-token``, on their first step) and 20% have a Lambda step
+(``jp.lambda``, half of those holding that secret when the job has one). It is drawn from its own
+random stream, so the jobs are otherwise the same as without it.
 """
 
 from __future__ import annotations
@@ -55,6 +60,24 @@ def definition(rng: random.Random, i: int, team: str) -> str:
 """
 
 
+#: issue 62 finding 5's mix: the share of jobs with a secret of their own, and with a Lambda step
+MIX_SECRET, MIX_LAMBDA = 0.30, 0.20
+
+
+def with_mix(text: str, mix: random.Random, i: int, team: str) -> str:
+    """A generated definition given a secret of its own and a Lambda step as the mix draws them."""
+    secret = mix.random() < MIX_SECRET
+    lam = mix.random() < MIX_LAMBDA
+    on_lambda = secret and lam and mix.random() < 0.5
+    opts = f"opts={{ secrets: {{ API_TOKEN: jp.secret('{team}/bench-{i:04d}-token') }} }}"
+    if secret and not on_lambda:
+        text = text.replace("steps: [", f"steps: [jp.python('read-secret', 'app.jobs.read_secret:run', {opts}), ", 1)
+    if lam:
+        step = f"jp.lambda('quick', 'app.jobs.quick:run'{', ' + opts if on_lambda else ''})"
+        text = text.replace("steps: [", f"steps: [{step}, ", 1)
+    return text
+
+
 def team_of(i: int, split: tuple[str, ...] = TEAMS) -> str:
     return split[i % len(split)]
 
@@ -64,12 +87,13 @@ def job_path(root: Path, i: int, split: tuple[str, ...] = TEAMS) -> Path:
 
 
 def write_repo(root: Path, jobs: int, split: tuple[str, ...] = TEAMS, platform_module: bool = False,
-               roots: dict[str, int] | None = None) -> Path:
+               roots: dict[str, int] | None = None, mix: bool = False) -> Path:
     """``root`` made a repository with ``jobs`` generated definitions: jobplane.toml (ours, with
     ``roots``: how many Terraform roots a team's jobs are split into), the DSL library and, with
     ``platform_module``, the base module (what `jobplane plan` and the offline plans read).
-    Returns ``root``."""
+    ``mix``: issue 62's mix of secrets and Lambda steps (:func:`with_mix`). Returns ``root``."""
     rng = random.Random(42)
+    mix_rng = random.Random(62)
     root.mkdir(parents=True, exist_ok=True)
     toml = (ROOT / "jobplane.toml").read_text()
     for team, n in (roots or {}).items():
@@ -81,5 +105,6 @@ def write_repo(root: Path, jobs: int, split: tuple[str, ...] = TEAMS, platform_m
     for i in range(jobs):
         path = job_path(root, i, split)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(definition(rng, i, team_of(i, split)))
+        text = definition(rng, i, team_of(i, split))
+        path.write_text(with_mix(text, mix_rng, i, team_of(i, split)) if mix else text)
     return root

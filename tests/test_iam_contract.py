@@ -27,6 +27,7 @@ from iam_policy import Call, allowed, denied_calls
 
 from jobplane.compiler.output import compile_all, job_files
 from jobplane.compiler.shared_roles import KIND_TAG, role_refs
+from jobplane.compiler.terraform_iam import SECRET_SCOPE_TAG, SECRET_SIDS
 from jobplane.contract.config import load_config
 
 PARTITION, REGION, ACCOUNT = "aws", "us-east-1", "123456789012"
@@ -296,6 +297,7 @@ def _compiled(root: Path) -> dict[str, dict[str, Any]]:
         for rid in role_refs(jobs[job]):
             entry = SHARED.setdefault((f"{label}:{team_root}", rid), {
                 "kind": merged["resource"]["aws_iam_role"][rid]["tags"][KIND_TAG],
+                "scope": merged["resource"]["aws_iam_role"][rid]["tags"].get(SECRET_SCOPE_TAG, ""),
                 "statements": merged["data"]["aws_iam_policy_document"][rid]["statement"],
                 "members": []})
             entry["members"].append(job)
@@ -389,6 +391,33 @@ local jp = import 'jobplane.libsonnet';
 JOBS |= _with_map()
 
 
+def _with_secret_scopes() -> dict[str, dict[str, Any]]:
+    """Jobs of one team reading secrets of their own (issue 62 finding 5): two on ECS and two on
+    Lambda of team scope (the default: they share their team's roles, which read what they
+    declare), one of job scope (roles of its own, reading only its own secret)."""
+    import tempfile
+
+    from conftest import Repo
+
+    job = """
+local jp = import 'jobplane.libsonnet';
+{ name: '%s', team: 'billing', schedule: jp.daily('03:00'), %s
+  steps: [jp.%s('run', 'examples.noop:run', opts={ secrets: { %s } }), jp.python('after', 'examples.noop:run')] }
+"""
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = Repo(Path(tmp))
+        repo.write("jobs/billing/team-a.jsonnet", job % ("team-a", "", "python", "A_TOKEN: jp.secret('billing/a-token')"))
+        repo.write("jobs/billing/team-b.jsonnet", job % ("team-b", "", "python", "B_TOKEN: jp.secret('billing/b-token')"))
+        repo.write("jobs/billing/team-c.jsonnet", job % ("team-c", "", "lambda", "C_TOKEN: jp.secret('billing/c-token')"))
+        repo.write("jobs/billing/team-d.jsonnet", job % ("team-d", "", "lambda", "D_TOKEN: jp.secret('billing/d-token')"))
+        repo.write("jobs/billing/alone.jsonnet",
+                   job % ("alone", "secret_scope: 'job',", "python", "PAYROLL: jp.secret('billing/payroll')"))
+        return _compiled(repo.path)
+
+
+JOBS |= _with_secret_scopes()
+
+
 @pytest.mark.parametrize("job", sorted(JOBS))
 def test_every_call_a_job_makes_is_allowed_by_its_roles(job: str) -> None:
     roles = _roles(job)
@@ -477,23 +506,28 @@ def _calls(job: str) -> dict[str, list[Call]]:
     return {kind: calls for kind, _, calls in _roles(job)}
 
 
-def _own_grant(job: str, kind: str) -> list[dict[str, Any]]:
+def _own_grant(job: str, kind: str, scope: str = "") -> list[dict[str, Any]]:
     """The job's own statements for a role (what its file keeps), its own names taken out by
-    plain text (not by the compiler's own code)."""
+    plain text (not by the compiler's own code); for a role of team scope (``scope``), the
+    secrets it reads too: its members each declare their own (issue 62 finding 5)."""
     tid = job.replace("-", "_")
     text = json.dumps(JOBS[job]["data"]["aws_iam_policy_document"][f"{tid}_{kind}"]["statement"], sort_keys=True)
     for own, placeholder in ((f":{PREFIX}-{job}", ":<own>"), (f"JOB#{job}\"", "JOB#<own>\""),
                              (f"/{PREFIX}-{job}", "/<own>"), (f".{tid}.", ".<own>.")):
         text = text.replace(own, placeholder)
-    return json.loads(text)
+    statements = json.loads(text)
+    if scope == "team":
+        statements = [{**st, "resources": ["<the team's secrets>"]} if st["sid"] in SECRET_SIDS else st
+                      for st in statements]
+    return statements
 
 
 @pytest.mark.parametrize("key", sorted(SHARED), ids=lambda k: k[1])
 def test_a_shared_role_is_the_union_of_identical_grants_and_nothing_more(key: tuple[str, str]) -> None:
     shared = SHARED[key]
-    kind, members = shared["kind"], shared["members"]
+    kind, members, scope = shared["kind"], shared["members"], shared["scope"]
     # its members' own grants are identical once each one's own names are taken out
-    grants = {job: _own_grant(job, kind) for job in members}
+    grants = {job: _own_grant(job, kind, scope) for job in members}
     first = grants[members[0]]
     assert all(g == first for g in grants.values()), f"{key}: members with different grants share it: {members}"
     # its statements are the members' statements, each with the union of their values
@@ -512,6 +546,57 @@ def test_a_shared_role_is_the_union_of_identical_grants_and_nothing_more(key: tu
     for job in members:
         statements = Resolver(ROOT_DOCS[job]).text(shared["statements"])
         assert denied_calls(statements, _calls(job)[kind]) == [], f"{job}'s {kind} role {key[1]}"
+
+
+def _secrets_read(statements: list[dict[str, Any]]) -> set[str]:
+    return {r for st in statements if st["sid"] in SECRET_SIDS for r in st["resources"]}
+
+
+def test_a_team_scoped_role_reads_what_its_members_declare_and_a_job_scoped_one_its_own() -> None:
+    """Issue 62 finding 5: the jobs of a team whose secrets are their own share one task
+    execution role and one runner function role (team scope, the default), each reading the
+    secrets those jobs declare and nothing else of the team's; a job of secret_scope 'job' has
+    roles of its own, reading its own secret, which no team-scoped role reads."""
+    by_member = {(m, e["kind"]): e for e in SHARED.values() for m in e["members"]}
+    exec_a, exec_b = by_member[("team-a", "exec")], by_member[("team-b", "exec")]
+    assert exec_a is exec_b and exec_a["scope"] == "team"
+    assert by_member[("team-c", "lambda")] is by_member[("team-d", "lambda")]
+    assert by_member[("team-c", "lambda")]["scope"] == "team"
+    # what each reads is exactly what its members declare, in the team's own names
+    sm = f"arn:${{data.aws_partition.current.partition}}:secretsmanager:${{data.aws_region.current.region}}"
+    account = "${data.aws_caller_identity.current.account_id}"
+    assert _secrets_read(exec_a["statements"]) == {f"{sm}:{account}:secret:billing/a-token-??????",
+                                                   f"{sm}:{account}:secret:billing/b-token-??????"}
+    assert _secrets_read(by_member[("team-c", "lambda")]["statements"]) == {
+        f"{sm}:{account}:secret:billing/c-token-??????", f"{sm}:{account}:secret:billing/d-token-??????"}
+    alone = by_member[("alone", "exec")]
+    assert alone["members"] == ["alone"] and alone["scope"] == "job"
+    assert _secrets_read(alone["statements"]) == {f"{sm}:{account}:secret:billing/payroll-??????"}
+    payroll = f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:billing/payroll-AbC123"
+    for entry in SHARED.values():
+        if entry is not alone and entry["kind"] in ("exec", "lambda"):
+            statements = Resolver(ROOT_DOCS[entry["members"][0]]).text(entry["statements"])
+            assert not allowed(statements, Call("secretsmanager:GetSecretValue", payroll)), entry["members"]
+
+
+def test_a_state_machine_passes_only_its_team_roots_execution_roles() -> None:
+    """The state machine of a job with secrets passes its team root's task execution roles by
+    the pattern of their names (its grant the same whichever of them it uses): its own, its
+    team-mates', and no other team's or kind's."""
+    (_, statements, _), *_ = _roles("team-a")
+    roles = ROOT_DOCS["team-a"]["resource"]["aws_iam_role"]
+    passes = {"iam:PassedToService": "ecs-tasks.amazonaws.com"}
+
+    def may_pass(name: str) -> bool:
+        return allowed(statements, Call("iam:PassRole", f"arn:aws:iam::{ACCOUNT}:role/{name}", passes))
+
+    execs = [r["name"] for r in roles.values() if r["tags"][KIND_TAG] == "exec"]
+    assert len(execs) == 2 and all(may_pass(name) for name in execs)  # team scope's and 'alone''s
+    assert not any(may_pass(r["name"]) for r in roles.values() if r["tags"][KIND_TAG] != "exec")
+    digest = execs[0].split("-")[-2]
+    for other in (f"{PREFIX}-growth-exec-{digest}-1", f"{PREFIX}-billing-exec-x-sfn-{digest}-1",
+                  f"{PREFIX}-billing.1-exec-{digest}-1", f"{PREFIX}-billing-lambda-{digest}-1"):
+        assert not may_pass(other), other
 
 
 def test_the_examples_share_roles_within_a_team_only() -> None:
@@ -574,3 +659,39 @@ def test_a_group_too_big_for_one_role_is_split_and_a_job_too_big_alone_is_refuse
     assert len(refused.value.problems) == 12
     assert "jobs/billing/j000.jsonnet: job 'j000': its Step Functions role's policies would take" in str(refused.value)
     assert "over IAM's" in str(refused.value) and "cannot be raised" in str(refused.value)
+
+
+def test_a_team_root_needing_a_tenth_execution_role_is_refused() -> None:
+    """The state machines pass their team root's task execution roles by a pattern whose number
+    is one character (contract/names.py team_role_pattern): a group of team-scoped secrets too
+    large for nine roles is refused, naming a job and what to do, not compiled into a role the
+    pattern misses."""
+    import tempfile
+
+    from conftest import Repo
+    from jobplane.compiler import asl, terraform
+    from jobplane.compiler.problems import DefinitionError
+    from jobplane.compiler.shared_roles import policy_chars, share
+    from jobplane.compiler.validate import load_jobs
+
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = Repo(Path(tmp))
+        for i in range(12):
+            repo.write(f"jobs/billing/s{i:02d}.jsonnet", f"""
+local jp = import 'jobplane.libsonnet';
+{{ name: 's{i:02d}', team: 'billing',
+  steps: [jp.python('run', 'examples.noop:run', opts={{ secrets: {{ T: jp.secret('billing/token-{i:02d}') }} }})] }}
+""")
+        config = load_config(repo.path)
+        loaded = load_jobs(config)
+    docs = {lj.job.name: terraform.job_module(lj.job, asl.render(asl.build_definition(lj.job, PREFIX)), config)
+            for lj in loaded}
+    sources = {lj.job.name: lj.source for lj in loaded}
+    alone = share("billing", PREFIX, {"s00": docs["s00"]}, sources)
+    exec_doc = next(rid for rid, role in alone.roles["resource"]["aws_iam_role"].items() if role["tags"][KIND_TAG] == "exec")
+    size = policy_chars(alone.roles["data"]["aws_iam_policy_document"][exec_doc]["statement"])
+    assert len(share("billing", PREFIX, docs, sources).roles["resource"]["aws_iam_role"]) == 2  # sfn, exec
+    with pytest.raises(DefinitionError) as refused:
+        share("billing", PREFIX, docs, sources, limit=size + 50)  # one job's secret a role, at most the sfn's too
+    assert ("job 's09': team root billing's jobs declare more secrets than 9 task execution roles can read"
+            in str(refused.value)), str(refused.value)

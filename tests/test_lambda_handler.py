@@ -134,7 +134,7 @@ def test_the_run_time_values_change_without_changing_the_digest() -> None:
 
 
 def test_declared_secrets_are_read_given_to_the_step_and_redacted(tmp_path: Path) -> None:
-    env = step_environment("sample_apps.functions:leaky")
+    env = step_environment("sample_apps.functions:leaky", **{ls.ENV_STEP_SECRETS: "DB_PASSWORD"})
     arns = {"DB_PASSWORD": "arn:aws:secretsmanager:us-east-1:123456789012:secret:db-AbCdEf"}
     store = {arns["DB_PASSWORD"]: "hunter2-very-secret"}
     fenv = function_env(env, **{ls.ENV_SECRET_SOURCES: json.dumps(arns)})

@@ -6,6 +6,7 @@ the one the engine deploys (the same step digests, so the handler runs exactly t
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
@@ -161,3 +162,74 @@ def test_a_function_not_ready_past_the_tasks_own_tries_gets_the_infrastructure_r
     assert [(r.attempt, r.outcome, r.error) for r in rows] == (
         [(1, "failed", "Lambda.ResourceNotReadyException")] * 4 + [(1, "succeeded", None)])
     assert len(marker.read_text().split()) == 1
+
+
+def _two_secret_steps(name: str, out: Path) -> Job:
+    """A job whose two Lambda steps each read a secret of their own (issue 62 finding 6)."""
+    return Job.from_definition({"name": name, "team": "billing", "timezone": "UTC", "steps": [
+        {"name": "first", "lambda": "sample_apps.functions:record_env", "kwargs": {"out": str(out) + ".first"},
+         "secrets": {"FIRST_TOKEN": "secretsmanager:billing/first-token"}},
+        {"name": "second", "lambda": "sample_apps.functions:record_env", "kwargs": {"out": str(out) + ".second"},
+         "secrets": {"SECOND_TOKEN": "ssm:/billing/second-token"}},
+    ]})
+
+
+def test_each_lambda_step_reads_only_its_own_secrets(tmp_path: Path) -> None:
+    """The compiled function reads the secrets of all its steps; each compiled Task's payload
+    names its own step's, and the real handler and runner give a step those alone."""
+    from jobplane.platform.local.engine import lambda_tasks
+    from jobplane.runner import lambda_handler as lh
+
+    job = _two_secret_steps("two-secrets", tmp_path / "env")
+    text = asl.compile_job(job, "jobplane")
+    doc = job_module(job, text, PlatformConfig(root=tmp_path, name_prefix="jobplane"))
+    (function,) = doc["resource"]["aws_lambda_function"].values()
+    # the function's environment as Terraform sets it: a secret's ARN from its plan-time lookup
+    arns = {f"${{data.aws_secretsmanager_secret.{lookup}.arn}}":
+            f"arn:aws:secretsmanager:us-east-1:123456789012:secret:{data['name']}-AbCdEf"
+            for lookup, data in doc["data"]["aws_secretsmanager_secret"].items()}
+    variables = dict(function["environment"]["variables"])
+    for ref, arn in arns.items():
+        variables[ls.ENV_SECRET_SOURCES] = variables[ls.ENV_SECRET_SOURCES].replace(ref, arn)
+    variables[ls.ENV_SECRET_SOURCES] = variables[ls.ENV_SECRET_SOURCES].replace(
+        "${data.aws_partition.current.partition}", "aws").replace("${data.aws_region.current.region}", "us-east-1") \
+        .replace("${data.aws_caller_identity.current.account_id}", "123456789012")
+    store = {arn: f"value-of-{arn.rsplit(':', 1)[1]}" for arn in json.loads(variables[ls.ENV_SECRET_SOURCES]).values()}
+    assert len(store) == 2
+    base = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")} | {"PYTHONPATH": str(HERE)}
+    for task in lambda_tasks(json.loads(text)):
+        env = {k.removesuffix(".$"): ("1" if k == "JOBPLANE_ATTEMPT.$" else "{}" if k == "JOBPLANE_PARAMS.$" else "x")
+               if k.endswith(".$") else v for k, v in task["Parameters"]["Payload"][ls.PAYLOAD_ENVIRONMENT].items()}
+        with open(tmp_path / "output", "wb") as f:
+            answer = lh.invoke({ls.PAYLOAD_ENVIRONMENT: env}, Context(), base | variables, read_secret=store.__getitem__,
+                               output=f.fileno())
+        assert answer["exit_code"] == 0
+    first = json.loads((tmp_path / "env.first").read_text())
+    second = json.loads((tmp_path / "env.second").read_text())
+    assert first["FIRST_TOKEN"] == "value-of-billing/first-token-AbCdEf" and "SECOND_TOKEN" not in first
+    assert second["SECOND_TOKEN"] == "value-of-parameter/billing/second-token" and "FIRST_TOKEN" not in second
+    assert first[ls.ENV_STEP_SECRETS] == "FIRST_TOKEN" and second[ls.ENV_STEP_SECRETS] == "SECOND_TOKEN"
+
+
+def test_on_the_local_aws_a_lambda_step_is_told_only_its_own_secrets(aws: LocalAWS, tmp_path: Path) -> None:
+    """Run by the engine, as deployed: each step's runner is told (and redacts) its own
+    secrets' names only; their values are unset locally, as an ECS step's (docs/dev.md)."""
+    name = f"scoped-{uuid.uuid4().hex[:6]}"
+    aws.deploy(name, asl.compile_job(_two_secret_steps(name, tmp_path / "env"), aws.prefix))
+    execution = aws.wait(aws.start(name, execution_input.manual("ops")), timeout=300)
+    assert execution.status == "SUCCEEDED", (execution.error, execution.cause)
+    first = json.loads((tmp_path / "env.first").read_text())
+    second = json.loads((tmp_path / "env.second").read_text())
+    assert first[ls.ENV_STEP_SECRETS] == "FIRST_TOKEN" and second[ls.ENV_STEP_SECRETS] == "SECOND_TOKEN"
+    assert not {"FIRST_TOKEN", "SECOND_TOKEN"} & (set(first) | set(second))
+
+
+class Context:
+    """Lambda's context object: what the handler reads of it."""
+
+    aws_request_id = "5f0e6a1c-0000-4000-8000-00000000abcd"
+    log_group_name = "/aws/lambda/jobplane-two-secrets-runner"
+    log_stream_name = "2026/12/06/[$LATEST]0123456789abcdef0123456789abcdef"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 60_000

@@ -531,3 +531,74 @@ def test_a_misspelt_library_name_gets_the_closest_one_and_its_downstream_is_not_
     after = next(line for line in err.splitlines() if line.startswith("jobs/billing/after-typo.jsonnet"))
     assert "no job named 'typo-kind': jobs/billing/typo-kind.jsonnet may define it, but it could not be read" in after
     assert "did you mean" not in after
+
+
+def _lambda_job(name: str, steps: int) -> str:
+    """A billing job of ``steps`` Lambda steps, each reading a secret of its own."""
+    body = ", ".join(f"jp.lambda('step-{i:02d}', 'm:f', opts={{ secrets: {{ LEDGER_EXPORT_TOKEN_{i:02d}: "
+                     f"jp.secret('billing/ledger-export-credentials-{i:02d}') }} }})" for i in range(steps))
+    return f"local jp = import 'jobplane.libsonnet';\n{{ name: '{name}', team: 'billing', steps: [{body}] }}\n"
+
+
+def _function_environment_bytes(repo: Repo, name: str, steps: int) -> int:
+    """The runner function's environment as the job's Terraform sets it, each secret's ARN at its
+    longest (partition aws-us-gov, a 16-character region), as one compact JSON object: what
+    Lambda measures against its 4 KB (github-aws-runners/terraform-aws-github-runner#3594 quotes
+    Lambda's refusal, "String measured: {...}")."""
+    import json
+    import re
+
+    from jobplane.compiler import asl, terraform
+    from jobplane.compiler.validate import evaluate
+
+    config = load_config(repo.path)
+    path = repo.write(f"jobs/billing/{name}.jsonnet", _lambda_job(name, steps))
+    from jobplane.compiler.model import Job
+
+    job = Job.from_definition({**evaluate(path, config), "timezone": "UTC"})
+    doc = terraform.job_module(job, asl.render(asl.build_definition(job, config.name_prefix)), config)
+    path.unlink()
+    (function,) = doc["resource"]["aws_lambda_function"].values()
+    lookups = doc["data"]["aws_secretsmanager_secret"]
+    text = json.dumps(function["environment"]["variables"], separators=(",", ":"))
+    text = re.sub(r"\$\{data\.aws_secretsmanager_secret\.([a-z0-9_]+)\.arn\}",
+                  lambda m: f"arn:aws-us-gov:secretsmanager:{'x' * 16}:123456789012:secret:{lookups[m[1]]['name']}-AbCdEf",
+                  text)
+    assert "${" not in text
+    return len(text.encode())
+
+
+def test_a_runner_function_environment_over_lambdas_4_kb_is_refused(repo: Repo) -> None:
+    """Issue 62 finding 6: the runner function's environment (each Lambda step's digest, each
+    secret's ARN) grows with the job's Lambda steps, and Lambda refuses a function whose
+    environment is over 4 KB (https://docs.aws.amazon.com/lambda/latest/dg/configuration-envvars.html).
+    validate measures it as Lambda does: the most steps that fit pass, one more is refused,
+    naming the file, the job and its steps."""
+    sizes = {n: _function_environment_bytes(repo, "wide", n) for n in range(15, 30)}
+    fits = max(n for n, size in sizes.items() if size <= 4096)
+    assert 15 < fits < 29 and sizes[fits + 1] > 4096
+    repo.write("jobs/billing/fits.jsonnet", _lambda_job("fits", fits))
+    assert repo.cli("validate").exit_code == 0
+    repo.write("jobs/billing/too-wide.jsonnet", _lambda_job("too-wide", fits + 1))
+    result = repo.cli("validate")
+    assert result.exit_code != 0
+    line = next(line for line in result.stderr.splitlines() if "too-wide" in line)
+    assert line.startswith("jobs/billing/too-wide.jsonnet: job 'too-wide': steps: its runner function's environment "
+                           f"would take {sizes[fits + 1]:,} bytes, over Lambda's 4,096"), line
+    assert "fits.jsonnet" not in result.stderr
+
+
+def test_two_steps_giving_one_name_two_secrets_are_refused(repo: Repo) -> None:
+    """A job's ECS steps share its task definition (and its Lambda steps their function), one
+    secret per name: a second step giving the name another secret would have read the first's."""
+    repo.write("jobs/billing/clash.jsonnet", minimal_job("clash").replace(
+        "steps: [jp.python('run', 'examples.noop:run')]",
+        "steps: [jp.python('a', 'm:f', opts={ secrets: { TOKEN: jp.secret('billing/a') } }), "
+        "jp.python('b', 'm:g', opts={ secrets: { TOKEN: jp.parameter('/billing/b') } }), "
+        "jp.lambda('c', 'm:h', opts={ secrets: { TOKEN: jp.secret('billing/c') } })]"))
+    result = repo.cli("validate")
+    assert result.exit_code != 0
+    lines = [line for line in result.stderr.splitlines() if "clash" in line]
+    assert len(lines) == 1, lines  # the Lambda step's TOKEN is its function's, not the task definition's
+    assert lines[0].startswith("jobs/billing/clash.jsonnet: job 'clash': steps[1].secrets.TOKEN: SSM parameter /billing/b "
+                               "under the name TOKEN, which steps[0] gives Secrets Manager secret billing/a"), lines[0]

@@ -424,6 +424,10 @@ class Job(Model):
             "With a calendar, a cron()/at() fire on a closed day: skip it, or move it to the next or previous "
             "business day at the same time."))
 
+    secret_scope: Literal["team", "job"] = field(Choice(("team", "job")), "team", description=(
+        "Which roles read its steps' secrets: 'team' (default), the roles its team's jobs share, which read the "
+        "secrets those jobs declare; 'job', roles of its own that read only its own secrets "
+        "(docs/dsl.md#whose-secrets-a-job-may-read)."))
     pool: PoolUse | None = field(Nullable(Nested(lambda: PoolUse)), None, before=_pool_shorthand,
                                  json_schema=_POOL_SCHEMA, description=(
                                      "The pool every step of the job draws on unless it names its own (docs/pools.md)."))

@@ -1,9 +1,12 @@
-"""What one step attempt's ECS container override holds, and how much room it leaves for params.
+"""What one step attempt's ECS container override holds, and how much room it leaves for params;
+what a Lambda step's payload and its runner function's environment hold, and whether that fits.
 
 ECS refuses a RunTask whose container overrides exceed 8,192 characters, and a run's params
 travel in them (JOBPLANE_PARAMS). The compiled Task sends this override; ``jobplane validate``
-checks every job's budget with it. It is its own module so validate does not import the whole
-ASL builder (issue 13: validate's start-up).
+checks every job's budget with it. Lambda refuses a function whose environment is over 4 KB
+(contract/lambda_step.py ENVIRONMENT_LIMIT), and the runner function's grows with its steps and
+their secrets: validate checks it with the environment the Terraform sets. It is its own module
+so validate does not import the whole ASL builder (issue 13: validate's start-up).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+from jobplane.contract import lambda_step
 from jobplane.contract import runner as rc
 from jobplane.contract.execution_input import ExecutionInput
 from jobplane.contract.types import JsonObject
@@ -68,3 +72,68 @@ def params_budget(job: Job) -> int:
             for e in o["Environment"]]} for o in container_overrides(job, step, counter)]
         largest = max(largest, len(json.dumps(sized, separators=(",", ":"), ensure_ascii=False)))
     return rc.OVERRIDES_LIMIT - largest
+
+
+def step_environment(job: Job, step: Step, counter: str | None) -> list[dict[str, str]]:
+    """The environment an ECS step's container gets, and the names of the step's own secrets
+    (:data:`jobplane.contract.lambda_step.ENV_STEP_SECRETS`): the handler reads those and no
+    other of the function's (issue 62 finding 6: each step read every secret of the job's
+    Lambda steps). Digested with the rest, so a payload cannot name another step's."""
+    env = container_env(job, step, counter)
+    if step.secrets:
+        env.append({"Name": lambda_step.ENV_STEP_SECRETS, "Value": ",".join(sorted(step.secrets))})
+    return env
+
+
+def fixed_environment(job: Job, step: Step) -> dict[str, str]:
+    """The literal part of a step's payload environment, as compiled (the ``.$`` names change per
+    attempt and are not part of its digest). The attempt counter's path does not matter here."""
+    counter = "$.n" if step.retry.attempts > 1 else None
+    return {var["Name"]: var["Value"] for var in step_environment(job, step, counter) if "Value" in var}
+
+
+def function_environment(job: Job, steps: list[Step], sources: dict[str, str]) -> dict[str, str]:
+    """The runner function's own environment: the digests of the steps it runs and where each of
+    their secrets is read from (``sources``: ENV_NAME -> ARN, or its Terraform reference)."""
+    # the handler runs only a payload whose fixed part is one of these steps' (contract/lambda_step.py)
+    digests = sorted({lambda_step.step_digest(fixed_environment(job, s)) for s in steps})
+    environment = {lambda_step.ENV_STEP_DIGESTS: ",".join(digests)}
+    if sources:
+        environment[lambda_step.ENV_SECRET_SOURCES] = lambda_step.secret_sources_json(sources)
+    return environment
+
+
+#: The longest partition ("aws-us-gov") and region name (14 characters today, 16 allowed for)
+#: a secret's ARN may hold: the compiled Terraform reads both from the deployment's provider.
+_LONGEST_PARTITION, _LONGEST_REGION, _ACCOUNT = "aws-us-gov", "x" * 16, "0" * 12
+
+
+def longest_source(value: str) -> str:
+    """The longest ARN a step's secret (``secretsmanager:NAME`` or ``ssm:NAME``) resolves to in
+    the function's environment: a Secrets Manager secret's ends with '-' and six characters
+    (terraform_iam.secret_references), an SSM parameter's is ``parameter`` then its name."""
+    from jobplane.compiler.secret_scope import SecretRef
+
+    ref = SecretRef.parse("", value)
+    if ref.service == "ssm":
+        return f"arn:{_LONGEST_PARTITION}:ssm:{_LONGEST_REGION}:{_ACCOUNT}:parameter/{ref.name.lstrip('/')}"
+    return f"arn:{_LONGEST_PARTITION}:secretsmanager:{_LONGEST_REGION}:{_ACCOUNT}:secret:{ref.name}-AbCdEf"
+
+
+def lambda_environment_problems(job: Job) -> list[tuple[str, str]]:
+    """(field, message) when the job's runner function's environment, as its Terraform sets it
+    and measured as Lambda measures it, would be over Lambda's 4 KB: Lambda would refuse the
+    function at apply (issue 62 finding 6)."""
+    steps = [s for s in job.runnable_steps() if s.kind.executor.name == "lambda"]
+    if not steps:
+        return []
+    sources = {k: longest_source(v) for s in steps for k, v in sorted(s.secrets.items())}
+    environment = function_environment(job, steps, sources)
+    size = lambda_step.environment_size(environment)
+    if size <= lambda_step.ENVIRONMENT_LIMIT:
+        return []
+    return [("steps", f"its runner function's environment would take {size:,} bytes, over Lambda's "
+                      f"{lambda_step.ENVIRONMENT_LIMIT:,} for a function's environment, which cannot be raised "
+                      f"({lambda_step.ENV_STEP_DIGESTS}: {len(steps)} Lambda steps, {lambda_step.ENV_SECRET_SOURCES}: "
+                      f"{len(sources)} secrets, each ARN at its longest): move some of its Lambda steps to "
+                      "another job, or run them on ECS")]

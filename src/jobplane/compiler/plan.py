@@ -341,6 +341,26 @@ def describe_plan(old_files: dict[str, str], new_files: dict[str, str], now: dat
     return "\n".join([header, *([""] if out else []), *out]), total
 
 
+def role_lines(files: dict[str, str], show_all: bool) -> list[str]:
+    """The team roots' IAM roles per job, those that the jobs of ``secret_scope: 'job'`` cost
+    (issue 62 finding 5: each such job's secrets take roles of their own), and the number of jobs
+    one deployment is measured to hold (shared_roles.JOBS_CEILING): shown with ``show_all``,
+    whenever a job is of job scope, and as a warning past the ceiling."""
+    from jobplane.compiler.shared_roles import JOBS_CEILING, count_roles
+
+    count = count_roles(files, job_files(files))
+    if not count.jobs or not (show_all or count.job_scoped_roles or count.jobs > JOBS_CEILING):
+        return []
+    line = (f"  IAM roles of the team roots: {count.roles:,} for {count.jobs:,} jobs ({count.roles / count.jobs:.2f} a job"
+            f"; of them {count.job_scoped_roles:,} for the secrets of the {count.job_scoped_jobs:,} jobs of "
+            f"secret_scope 'job'); one deployment is measured to hold up to {JOBS_CEILING:,} jobs in AWS's default "
+            "quotas (docs/deploy.md#terraform-roots)")
+    if count.jobs > JOBS_CEILING:
+        line = (f"  WARNING: {count.jobs:,} jobs, over the {JOBS_CEILING:,} one deployment is measured to hold in AWS's "
+                f"default quotas: split them across deployments (accounts), or raise the quotas above; " + line.strip())
+    return [line]
+
+
 def quota_lines(files: dict[str, str], config: PlatformConfig, show_all: bool,
                 jobs: Sequence[Job] = ()) -> tuple[list[str], bool]:
     """What the compiled deployment uses of each AWS quota (contract/quotas.py): every quota with
@@ -354,6 +374,7 @@ def quota_lines(files: dict[str, str], config: PlatformConfig, show_all: bool,
     uses = usage(files, module_dir, config.quotas, jobs)
     shown = [u for u in uses if show_all or u.level != "ok"]
     lines = [f"  {u.level.upper() + ': ' if u.level != 'ok' else ''}{u.line()}" for u in shown]
+    lines += role_lines(files, show_all)
     big = oversized_roles(files)
     lines += [f"  ERROR: IAM role {role} ({rel}): its inline policies take {n:,} characters, over IAM's "
               f"{ROLE_INLINE_POLICY_CHARS:,} (cannot be raised)" for rel, role, n in big]

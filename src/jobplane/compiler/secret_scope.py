@@ -6,6 +6,11 @@ A team's jobs read Secrets Manager secrets named ``<team>/...`` and SSM paramete
 (a shared secret, reviewed with the platform's own configuration). The ARNs are built from the
 names in the deployment's account and region (compiler/terraform.py), so a definition cannot
 reach another account, and a name has no wildcard characters (compiler/model.py).
+
+Which roles read them is the job's ``secret_scope`` (issue 62 finding 5): 'team', the default,
+the roles its team root's jobs share, each reading the secrets those jobs declare (never another
+team's: this module's check holds for every one of them); 'job', roles reading its own only
+(compiler/shared_roles.py, terraform_iam.SECRET_SCOPE_TAG).
 """
 
 from __future__ import annotations
@@ -45,8 +50,9 @@ def allowed(ref: SecretRef, team: str, config: PlatformConfig) -> bool:
 
 
 def scope_problems(job: Job, config: PlatformConfig) -> list[tuple[str, str]]:
-    """(field, message) for each secret the job's team may not read."""
-    out = []
+    """(field, message) for each secret the job's team may not read, and each name two of its
+    steps give different secrets (:func:`conflict_problems`)."""
+    out = conflict_problems(job)
     for where, step in _steps_with_paths(job):
         for env, value in sorted(step.secrets.items()):
             ref = SecretRef.parse(env, value)
@@ -56,6 +62,23 @@ def scope_problems(job: Job, config: PlatformConfig) -> list[tuple[str, str]]:
                         f"team {job.team}'s jobs may read only {_own_words(job.team)} and the names listed in "
                         f"[teams.{job.team}] secrets in jobplane.toml; {ref.words()} is neither "
                         "(a platform owner adds a shared secret to that list)"))
+    return out
+
+
+def conflict_problems(job: Job) -> list[tuple[str, str]]:
+    """(field, message) for each variable two of the job's steps on one executor give different
+    secrets: its ECS steps share one task definition, its Lambda steps one function, each holding
+    one source per variable, so one of the steps would have read the other's secret."""
+    out = []
+    first: dict[tuple[str, str], tuple[str, str]] = {}  # (executor, variable) -> (where, value)
+    for where, step in _steps_with_paths(job):
+        for env, value in sorted(step.secrets.items()):
+            seen = first.setdefault((step.kind.executor.name, env), (where, value))
+            if seen[1] != value:
+                out.append((f"{where}.secrets.{env}",
+                            f"{SecretRef.parse(env, value).words()} under the name {env}, which {seen[0]} gives "
+                            f"{SecretRef.parse(env, seen[1]).words()}: a job's ECS steps share its task definition, its "
+                            "Lambda steps its runner function, each with one secret per name; give one another name"))
     return out
 
 

@@ -9,13 +9,18 @@ each executor's statements: what a job needs, nothing else), and then grouped:
 - a job's **grant** for a role is its inline policies with the job's *own* names (its state
   machine, its executions, its task definition family, its runner function and log group, its
   ``JOB#`` record; all derived from its name, contract/names.py) taken out, plus the role's trust
-  policy and managed policy attachments. Everything else (its secrets and parameters, the
+  policy and managed policy attachments; for a role that reads the secrets of a job of
+  ``secret_scope: 'team'`` (the default; terraform_iam.SECRET_SCOPE_TAG), its secrets and
+  parameters too (issue 62 finding 5: a role per job whose secrets were its own made ~600 roles
+  per 1,000 jobs of a realistic mix). Everything else (a job-scoped job's secrets, the
   platform's table, topic and cluster, the roles it passes) stays in the grant as it is;
 - the jobs of one team whose grants for a role of one kind are **identical** share one role, whose
   policy is the union of their policies: the same statements, each listing every member's own
-  names. A job reaches no secret, parameter or role that it does not declare itself; what it
-  shares with its team-mates is the reach to their platform-owned resources of the same kind
-  (their records, state machines, runner functions), which only compiled ASL ever calls;
+  names (and team-scoped secrets). A job reaches no role that it does not pass itself, and no
+  secret that neither it nor (team scope) a team-mate declares; what it shares with its
+  team-mates is the reach to their platform-owned resources of the same kind (their records,
+  state machines, runner functions), which only compiled ASL ever calls, and with team scope
+  the secrets they declare (never another team's: compiler/secret_scope.py);
 - a role's inline policies may hold 10,240 characters in all, whitespace not counted, and a
   managed policy 6,144; neither can be raised ("IAM and STS character limits", same page). A
   group is packed into as many roles as its size needs (by job name, each role under the limit
@@ -37,6 +42,7 @@ from functools import lru_cache
 from typing import Any
 
 from jobplane.compiler.problems import DefinitionError, Problem
+from jobplane.compiler.terraform_iam import SECRET_SCOPE_TAG, SECRET_SIDS
 from jobplane.contract import datamodel as dm
 from jobplane.contract import names
 from jobplane.contract.quotas import ROLE_INLINE_POLICY_CHARS
@@ -48,6 +54,8 @@ ROLES_FILE = "roles.tf.json"
 ROLE_ID_PREFIX = "team_role_"
 #: What a job's own name becomes in its grant.
 OWN = "<<job>>"
+#: What the secrets of a role of team scope become in its grant (terraform_iam.SECRET_SCOPE_TAG).
+TEAM_SECRETS = "<<the team's secrets>>"
 #: The tag on a shared role naming its kind (sfn, scheduler, after, exec, lambda, ...).
 KIND_TAG = "jobplane:role"
 KIND_WORDS = {"sfn": "Step Functions", "scheduler": "EventBridge Scheduler", "after": "EventBridge (after rules)",
@@ -228,13 +236,25 @@ def _doc_id(ref: str) -> str:
     return m[1]
 
 
+def _scope(g: _Grant) -> str:
+    """Whose secrets a role reads (terraform_iam.SECRET_SCOPE_TAG): 'team', 'job', or '' (none)."""
+    return str(g.role.get("tags", {}).get(SECRET_SCOPE_TAG, ""))
+
+
 def _shape(g: _Grant, prefix: str) -> None:
     tid = names.tf_id(g.job)
     abstract_policies = []
     own: list[str] = []
+    team_secrets = _scope(g) == "team"
     for _, name, statements in g.policies:
         abstracted = []
         for st in statements:
+            if team_secrets and st.get("sid") in SECRET_SIDS:
+                # team scope: the secrets are the member's own values, merged into the role's
+                # statement with its team-mates' (however many each declares)
+                own += [str(r) for r in st["resources"]]
+                abstracted.append({**st, "resources": [TEAM_SECRETS]})
+                continue
             mapping = {}
             for v, _ in _values(st):
                 a = _abstract(v, prefix, g.job, tid)
@@ -245,7 +265,8 @@ def _shape(g: _Grant, prefix: str) -> None:
         abstract_policies.append((name, abstracted))
     g.own = own
     g.shape = json.dumps({"kind": g.kind, "policies": abstract_policies, "trust": g.trust,
-                          "attachments": g.attachments}, sort_keys=True, separators=(",", ":"))
+                          "attachments": g.attachments, **({"secrets": _scope(g)} if _scope(g) else {})},
+                         sort_keys=True, separators=(",", ":"))
 
 
 def _merge(members: list[_Grant]) -> list[list[JsonObject]]:
@@ -306,7 +327,7 @@ def share(team: str, prefix: str, docs: dict[str, JsonObject], sources: dict[str
             members.sort(key=lambda g: g.job)
             # a team split into several roots ([teams.X] roots = N) has roles per root: each
             # root's state owns its own, so the root's name (team.k) names them
-            digest = hashlib.sha256(f"{root or team}\n{shape}".encode()).hexdigest()[:8]
+            digest = hashlib.sha256(f"{root or team}\n{shape}".encode()).hexdigest()[:names.ROLE_DIGEST_CHARS]
             chunks: list[list[_Grant]] = []
             size = 0
             for g in members:
@@ -324,6 +345,15 @@ def share(team: str, prefix: str, docs: dict[str, JsonObject], sources: dict[str
                 else:
                     chunks.append([g])
                     size = alone
+            if kind == "exec" and len(chunks) > 9:
+                # the state machines pass their team root's exec roles by a pattern of one digit
+                # (contract/names.py team_role_pattern)
+                first_job = chunks[9][0].job
+                problems.append(Problem(sources.get(first_job, first_job), first_job, None,
+                                        f"team root {root or team}'s jobs declare more secrets than 9 task execution "
+                                        "roles can read: split the team's jobs into more roots ([teams.<team>] roots "
+                                        "in jobplane.toml)"))
+                chunks = chunks[:9]
             for n, chunk in enumerate(chunks, start=1):
                 rid = f"{ROLE_ID_PREFIX}{kind}_{digest}_{n}"
                 name = _role_name(prefix, root or team, kind, digest, n)
@@ -336,12 +366,14 @@ def share(team: str, prefix: str, docs: dict[str, JsonObject], sources: dict[str
                     out_policies[pid] = {"name": policy_name, "role": f"${{aws_iam_role.{rid}.id}}",
                                          "policy": f"${{data.aws_iam_policy_document.{pid}.json}}"}
                 assert sum(policy_chars(st, resources) for st in merged) <= limit, rid
+                scope = _scope(first)
+                whose = {"team": ", reading the secrets they declare", "job": ", each reading only the secrets it declares"}.get(scope, "")
                 out_roles[rid] = {
                     "name": name,
                     "description": f"{KIND_WORDS.get(kind, kind)} role of jobplane team {team}'s jobs whose grants "
-                                   f"are identical (group {digest}, part {n})",
+                                   f"are identical (group {digest}, part {n}){whose}",
                     "assume_role_policy": f"${{data.aws_iam_policy_document.{rid}_assume.json}}",
-                    "tags": {"jobplane:team": team, KIND_TAG: kind},
+                    "tags": {"jobplane:team": team, KIND_TAG: kind, **({SECRET_SCOPE_TAG: scope} if scope else {})},
                     # a new grant is a new role: create it and move the jobs before the old one goes
                     "lifecycle": {"create_before_destroy": True},
                 }
@@ -423,4 +455,43 @@ def job_roles(files: dict[str, str], job_rel: str, job_doc: JsonObject) -> dict[
     return dict(sorted(roles[rid] for rid in role_refs(job_doc) if rid in roles))
 
 
-__all__ = ["ROLES_FILE", "SharedRoles", "job_roles", "policy_chars", "role_refs", "share", "value_chars"]
+#: The most jobs one deployment is measured to hold inside AWS's default quotas, IAM's 1,000
+#: roles the first to bind: bench/quotas.py --mix (issue 62's mix: 30% of the jobs with a secret of
+#: their own, 20% with a Lambda step) compiles 1,000 jobs to 51 roles, so 5,000 stay far inside;
+#: past this no figure says so (state machines, schedules, rules grow too), and `jobplane plan`
+#: says so.
+JOBS_CEILING = 5000
+
+
+@dataclass(frozen=True)
+class RoleCount:
+    """The roles the compiled team roots create, and those of jobs of ``secret_scope: 'job'``."""
+
+    jobs: int
+    roles: int
+    job_scoped_roles: int
+    job_scoped_jobs: int
+
+
+def count_roles(files: dict[str, str], jobs: dict[str, str]) -> RoleCount:
+    """Count the compiled roots' roles (``files``), and which of them read the secrets of jobs of
+    job scope, with how many of the ``jobs`` (name -> its file) run with those (only the files
+    that may name one are parsed: a 5,000-job output is gigabytes of parsed JSON)."""
+    roles = 0
+    scoped: dict[str, set[str]] = {}  # team root -> the ids of its roles of job scope
+    for rel, text in files.items():
+        if rel.endswith(".tf.json") and '"aws_iam_role"' in text:
+            found = json.loads(text).get("resource", {}).get("aws_iam_role", {})
+            roles += len(found)
+            ids = {rid for rid, role in found.items() if role.get("tags", {}).get(SECRET_SCOPE_TAG) == "job"}
+            if ids:
+                scoped.setdefault(rel.rsplit("/", 1)[0], set()).update(ids)
+    jobs_scoped = 0
+    for rel in jobs.values():
+        own = scoped.get(rel.rsplit("/", 1)[0], set())
+        if any(f"aws_iam_role.{rid}." in files[rel] for rid in own) and role_refs(json.loads(files[rel])) & own:
+            jobs_scoped += 1
+    return RoleCount(len(jobs), roles, sum(len(ids) for ids in scoped.values()), jobs_scoped)
+
+
+__all__ = ["JOBS_CEILING", "ROLES_FILE", "RoleCount", "count_roles", "SharedRoles", "job_roles", "policy_chars", "role_refs", "share", "value_chars"]

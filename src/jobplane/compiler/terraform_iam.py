@@ -4,12 +4,25 @@ data sources, so the compiled Terraform names no account)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from jobplane.compiler.secret_scope import SecretRef
+from jobplane.contract import names, root_shards
 from jobplane.contract.types import JsonObject
+
+if TYPE_CHECKING:
+    from jobplane.compiler.executors.base import TerraformContext
+    from jobplane.compiler.model import Job
+    from jobplane.contract.config import PlatformConfig
 
 ACCOUNT = "${data.aws_caller_identity.current.account_id}"
 REGION = "${data.aws_region.current.region}"
 PARTITION = "${data.aws_partition.current.partition}"
+#: The tag on a role that reads secrets saying whose (compiler/shared_roles.py): ``team``, shared
+#: by the team root's jobs of that scope, reading the secrets they declare; ``job``, the job's own.
+SECRET_SCOPE_TAG = "jobplane:secrets"
+#: The statements of such a role that read secrets: their resources are the secrets it reads.
+SECRET_SIDS = ("ReadJobSecrets", "ReadJobParameters")
 
 
 def statement(sid: str, actions: list[str], resources: list[str], conditions: list[JsonObject] | None = None) -> JsonObject:
@@ -69,3 +82,31 @@ def decrypt_secrets(keys: tuple[str, ...]) -> JsonObject | None:
     return statement("DecryptJobSecrets", ["kms:Decrypt"], list(keys), [
         {"test": "StringEquals", "variable": "kms:ViaService",
          "values": [f"secretsmanager.{REGION}.amazonaws.com", f"ssm.{REGION}.amazonaws.com"]}])
+
+
+def secret_statements(tid: str, secrets: dict[str, str], tf: TerraformContext) -> tuple[dict[str, str], list[JsonObject]]:
+    """Where each of ``secrets`` comes from (:func:`secret_references`) and the statements that
+    read them, with the team's keys: what a task execution role and a runner function's role
+    that read secrets both hold."""
+    if not secrets:
+        return {}, []
+    value_from, sm_arns, ssm_arns = secret_references(tid, secrets, tf.data)
+    team = tf.config.teams.get(tf.job.team)
+    statements = [statement(SECRET_SIDS[0], ["secretsmanager:GetSecretValue"], sm_arns) if sm_arns else None,
+                  statement(SECRET_SIDS[1], ["ssm:GetParameters"], ssm_arns) if ssm_arns else None,
+                  decrypt_secrets(team.secret_keys) if team is not None else None]
+    return value_from, [st for st in statements if st]
+
+
+def secret_scope_tags(job: Job) -> dict[str, str]:
+    """A role that reads a job's secrets says whose (:data:`SECRET_SCOPE_TAG`)."""
+    return {SECRET_SCOPE_TAG: job.secret_scope}
+
+
+def execution_roles_arn(config: PlatformConfig, job: Job) -> str:
+    """The ARN pattern of the task execution roles the job's team root shares, whose secret scope
+    is either (contract/names.py team_role_pattern): what the state machine of a job with its
+    own task definition passes to ECS, whichever of them its grant falls in."""
+    team = config.teams.get(job.team)
+    root = root_shards.job_root_name(job.team, job.name, team.roots if team else 1)
+    return f"arn:{PARTITION}:iam::{ACCOUNT}:role/{names.team_role_pattern(config.name_prefix, root, 'exec')}"

@@ -21,7 +21,7 @@ from jobplane.compiler.sandbox import Evaluated, evaluate_all
 from jobplane.compiler.model import NAME_RE, Job, duplicate_step_problem
 from jobplane.contract import lambda_step
 from jobplane.contract.step_kinds import Executor
-from jobplane.compiler.overrides import params_budget
+from jobplane.compiler.overrides import lambda_environment_problems, params_budget
 from jobplane.compiler.pool_checks import pool_problems
 from jobplane.compiler.secret_scope import scope_problems
 from jobplane.compiler.calendars import calendar_problems, deployed_schedule
@@ -291,6 +291,7 @@ def _check_file(path: Path, source: str, outcome: Evaluated, config: PlatformCon
                                         f"(one of the {len(long)} its calendar's crons deploy beyond the first) would "
                                         f"be {len(long[-1][1])} (AWS allows {long[-1][2]})"))
         problems.extend(override_problems(source, job, budget))
+        problems.extend(Problem(source, job.name, where, message) for where, message in lambda_environment_problems(job))
     jobs = tuple((lj.job.name, lj.job.team, tuple(a.job for a in lj.job.after)) for lj in loaded)
     return FileChecked(tuple(problems), tuple(loaded), tuple(names), source, jobs=jobs)
 

@@ -117,6 +117,30 @@ def role_name(prefix: str, job: str) -> str:
 ENV_SECRET_SOURCES = "JOBPLANE_SECRET_SOURCES"
 
 
+#: The payload's list of the step's own secrets (comma-separated ENV_NAMEs, in the digested part):
+#: the handler reads only these of :data:`ENV_SECRET_SOURCES`, so each Lambda step of a job gets
+#: its own secrets, not those of the job's other Lambda steps. The runner redacts the values of
+#: the variables it names (runner/logs.py), as an ECS task definition's list.
+ENV_STEP_SECRETS = "JOBPLANE_SECRET_NAMES"
+
+#: Lambda's limit on a function's environment: "The total size of all environment variables
+#: doesn't exceed 4 KB" (https://docs.aws.amazon.com/lambda/latest/dg/configuration-envvars.html;
+#: "Function configuration ... Environment variables: 4 KB, for all environment variables
+#: associated with the function, in aggregate",
+#: https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html). Over it, CreateFunction
+#: and UpdateFunctionConfiguration fail with InvalidParameterValueException.
+ENVIRONMENT_LIMIT = 4096
+
+
+def environment_size(variables: Mapping[str, str]) -> int:
+    """How Lambda measures a function's environment against :data:`ENVIRONMENT_LIMIT`: the bytes
+    of the variables as one compact JSON object, names and values with their quotes, ':' and
+    ','. Its refusal quotes that very string ("... exceeded the 4KB limit. String measured:
+    {\"NAME\":\"value\",...}", as reported from UpdateFunctionConfiguration in
+    github-aws-runners/terraform-aws-github-runner#3594): at least the names and values alone."""
+    return len(json.dumps(dict(variables), separators=(",", ":"), ensure_ascii=False).encode())
+
+
 def secret_sources_json(sources: dict[str, str]) -> str:
     return json.dumps(dict(sorted(sources.items())), separators=(",", ":"))
 

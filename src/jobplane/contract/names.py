@@ -41,6 +41,19 @@ def team_role_name(prefix: str, team: str, kind: str, digest: str, n: int) -> st
     return f"{prefix}-{team[:room].rstrip('-')}{tail}"
 
 
+#: How many hex digits of a shared role's name are its grant's digest (compiler/shared_roles.py).
+ROLE_DIGEST_CHARS = 8
+
+
+def team_role_pattern(prefix: str, team: str, kind: str) -> str:
+    """An IAM resource pattern matching the roles of one kind a team root shares, those numbered
+    1 to 9 (compiler/shared_roles.py refuses a tenth): ``<prefix>-<team>-<kind>-????????-?``.
+    Every shared role's name is ``<prefix>-<team>-<kind>-<8 hex>-<n>``, so a name this pattern
+    matches, of exactly this length, is this team's and this kind's: another team whose name
+    begins with ``<team>-<kind>-`` names its roles longer."""
+    return team_role_name(prefix, team, kind, "?" * ROLE_DIGEST_CHARS, 1)[:-1] + "?"
+
+
 def sfn_role_name(prefix: str, job: str) -> str:
     return f"{prefix}-{job}-sfn"
 

@@ -58,7 +58,7 @@ STOP_GRACE = "2"
 #: Runtime API's address (through which a step could answer for the invocation itself).
 HANDLER_ONLY = frozenset({ls.ENV_STEP_DIGESTS, ls.ENV_SECRET_SOURCES, "_HANDLER", "AWS_LAMBDA_RUNTIME_API"})
 #: The runner's list of declared secrets, which it redacts from every line (runner/logs.py).
-ENV_SECRET_NAMES = "JOBPLANE_SECRET_NAMES"
+ENV_SECRET_NAMES = ls.ENV_STEP_SECRETS
 ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,255}")
 #: Biggest payload environment accepted: Lambda takes 256 KB for an asynchronous and 6 MB for a
 #: synchronous invocation; the Task sends what an ECS override of 8,192 characters would hold.
@@ -106,7 +106,7 @@ def invoke(event: object, context: Context, function_env: Mapping[str, str], *,
                        request_id=str(getattr(context, "aws_request_id", "") or ""))
     try:
         step_env = payload_environment(event, function_env)
-        secrets = declared_secrets(function_env, read_secret)
+        secrets = declared_secrets(function_env, read_secret, step_secret_names(step_env))
     except Refused as e:
         _say(out, "error", f"invocation refused: {e}", step_env_of(event))
         return _answer(answer, rc.EXIT_PERMANENT)
@@ -175,14 +175,25 @@ def payload_environment(event: object, function_env: Mapping[str, str]) -> dict[
 #: is refused (the compiler reserves the prefix: a step's own env cannot use it).
 CONTRACT_NAMES = frozenset({rc.ENV_JOB, rc.ENV_TEAM, rc.ENV_STEP, rc.ENV_EXECUTION_ID, rc.ENV_SCHEDULED_TIME,
                             rc.ENV_TRIGGER, rc.ENV_PARAMS, rc.ENV_ATTEMPT, rc.ENV_TARGET, rc.ENV_TRACEPARENT,
-                            rc.ENV_STEP_TIMEOUT})
+                            rc.ENV_STEP_TIMEOUT, ls.ENV_STEP_SECRETS})
 
 
-def declared_secrets(function_env: Mapping[str, str], read_secret: Callable[[str], str] | None) -> dict[str, str]:
-    """The step's secrets, read now (as ECS reads a task's before it starts): ENV_NAME -> value.
-    One that cannot be read refuses the attempt, as ECS fails a task to start."""
+def step_secret_names(step_env: Mapping[str, str]) -> set[str]:
+    """The step's own secrets, as its (digested) payload names them: the handler reads these of
+    the function's secrets and no other, so a Lambda step never gets another step's."""
+    return {n.strip() for n in step_env.get(ls.ENV_STEP_SECRETS, "").split(",") if n.strip()}
+
+
+def declared_secrets(function_env: Mapping[str, str], read_secret: Callable[[str], str] | None,
+                     wanted: set[str]) -> dict[str, str]:
+    """The step's secrets (``wanted``: their names), read now (as ECS reads a task's before it
+    starts): ENV_NAME -> value. One that cannot be read, or that the function was not deployed
+    with, refuses the attempt, as ECS fails a task to start."""
     raw = function_env.get(ls.ENV_SECRET_SOURCES, "").strip()
-    if not raw:
+    if not wanted or not raw:
+        # no sources at all: a function the local AWS runs, where steps' secrets are unset as
+        # on ECS (platform/local/lambda_agent.py); a compiled function whose steps have secrets
+        # always has them (compiler/executors/lambda_.py function_environment)
         return {}
     try:
         spec = json.loads(raw)
@@ -191,9 +202,12 @@ def declared_secrets(function_env: Mapping[str, str], read_secret: Callable[[str
     if not isinstance(spec, dict) or not all(isinstance(k, str) and ENV_NAME_RE.fullmatch(k) and isinstance(v, str)
                                              for k, v in spec.items()):
         raise Refused(f"the function's {ls.ENV_SECRET_SOURCES} is not a JSON object of names to ARNs")
+    missing = sorted(wanted - set(spec))
+    if missing:
+        raise Refused(f"the step's secrets {', '.join(missing)} are not among the function's {ls.ENV_SECRET_SOURCES}")
     read = read_secret or _read_with_boto3
     values = {}
-    for name, arn in sorted(spec.items()):
+    for name, arn in sorted((n, a) for n, a in spec.items() if n in wanted):
         try:
             values[name] = read(arn)
         except Exception as e:  # noqa: BLE001 - whatever the SDK raises, the attempt cannot start

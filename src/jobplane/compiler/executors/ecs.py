@@ -24,7 +24,7 @@ from jobplane.compiler.executors.base import Attempt, AttemptBuilder, TerraformC
 from jobplane.compiler.overrides import container_overrides
 from jobplane.compiler.state_data import ERROR, INFRA, INFRA_WAITS
 from jobplane.compiler.states import Catch, Choice, Graph, Retry, Task
-from jobplane.compiler.terraform_iam import ACCOUNT, PARTITION, REGION, statement
+from jobplane.compiler.terraform_iam import ACCOUNT, PARTITION, REGION, execution_roles_arn, statement
 from jobplane.contract import names
 from jobplane.contract import runner as rc
 from jobplane.contract import states as sn
@@ -223,7 +223,11 @@ class EcsExecutor:
         own = self.own_task_definition(steps)
         family = (f"aws_ecs_task_definition.{tid}.family" if own else "local.platform.runner_family")
         task_def_arn = f"arn:{PARTITION}:ecs:{REGION}:{ACCOUNT}:task-definition/${{{family}}}:*"
-        exec_role_arn = (f"${{aws_iam_role.{tid}_exec.arn}}" if own else "${local.platform.runner_execution_role_arn}")
+        # the task execution role of a job with secrets is one of its team root's shared exec roles
+        # (compiler/shared_roles.py), whichever its grant falls in: the pattern of their names, so
+        # the state machine's grant does not depend on which (issue 62 finding 5: a grant naming it
+        # made a role of its own for every job whose secrets were its own)
+        exec_role_arn = (execution_roles_arn(tf.config, tf.job) if own else "${local.platform.runner_execution_role_arn}")
         return [
             statement("RunRunnerTasks", ["ecs:RunTask"], [task_def_arn],
                       [{"test": "ArnEquals", "variable": "ecs:cluster", "values": ["${local.platform.cluster_arn}"]}]),
@@ -239,24 +243,24 @@ class EcsExecutor:
         """A task definition of its own, only when steps need secrets."""
         if not self.own_task_definition(steps):
             return
-        from jobplane.compiler.terraform_iam import assume, decrypt_secrets, secret_references
+        from jobplane.compiler.terraform_iam import assume, secret_scope_tags, secret_statements
 
         tid, job, docs = tf.tid, tf.job, tf.docs
         prefix = tf.config.name_prefix
+        # job scope on ECS: a job's ECS steps share its task definition, so each of them gets the
+        # secrets any of them declares (docs/dsl.md; validation refuses one name for two secrets)
         secrets = {k: v for s in steps for k, v in sorted(s.secrets.items())}
         exec_role_arn = f"${{aws_iam_role.{tid}_exec.arn}}"
         docs[f"{tid}_exec_assume"] = assume("ecs-tasks.amazonaws.com")
-        value_from, sm_arns, ssm_arns = secret_references(tid, secrets, tf.data)
+        value_from, reads = secret_statements(tid, secrets, tf)
         statements = [statement("PullImageAndLog",
                                 ["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
-                                ["${local.platform.runner_repository_arn}"]),
-                      statement("ReadJobSecrets", ["secretsmanager:GetSecretValue"], sm_arns) if sm_arns else None,
-                      statement("ReadJobParameters", ["ssm:GetParameters"], ssm_arns) if ssm_arns else None,
-                      decrypt_secrets(tf.config.teams[job.team].secret_keys) if job.team in tf.config.teams else None]
-        docs[f"{tid}_exec"] = {"statement": [s for s in statements if s]}
+                                ["${local.platform.runner_repository_arn}"]), *reads]
+        docs[f"{tid}_exec"] = {"statement": statements}
         tf.roles[f"{tid}_exec"] = {"name": names.task_execution_role_name(prefix, job.name),
                                    "description": f"ECS task execution role of jobplane job {job.name} (reads its secrets)",
-                                   "assume_role_policy": f"${{data.aws_iam_policy_document.{tid}_exec_assume.json}}"}
+                                   "assume_role_policy": f"${{data.aws_iam_policy_document.{tid}_exec_assume.json}}",
+                                   "tags": secret_scope_tags(job)}
         tf.role_policies[f"{tid}_exec"] = {"name": "secrets", "role": f"${{aws_iam_role.{tid}_exec.id}}",
                                            "policy": f"${{data.aws_iam_policy_document.{tid}_exec.json}}"}
         tf.attachments[f"{tid}_exec_logs"] = {"role": f"${{aws_iam_role.{tid}_exec.name}}",

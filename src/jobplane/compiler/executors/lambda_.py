@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING
 
 from jobplane.compiler.choice_rules import Test, When, all_of
 from jobplane.compiler.executors.base import Attempt, AttemptBuilder, TerraformContext, error_is, infra_left, infra_states
-from jobplane.compiler.overrides import container_env
+from jobplane.compiler.overrides import function_environment, step_environment
 from jobplane.compiler.state_data import ERROR
 from jobplane.compiler.states import Catch, Choice, Graph, Retry, Task
-from jobplane.compiler.terraform_iam import ACCOUNT, PARTITION, REGION, assume, decrypt_secrets, secret_references, statement
+from jobplane.compiler.terraform_iam import ACCOUNT, PARTITION, REGION, assume, secret_scope_tags, secret_statements, statement
 from jobplane.contract import lambda_step
 from jobplane.contract import states as sn
 from jobplane.contract.types import JsonObject
@@ -73,19 +73,12 @@ def replace_problems(job: Job) -> Iterator[tuple[str, str]]:
 def payload(b: AttemptBuilder, step: Step, counter: str | None) -> JsonObject:
     """The invocation's payload: the environment an ECS step's container gets, as a map."""
     env: JsonObject = {}
-    for var in container_env(b.job, step, counter):
+    for var in step_environment(b.job, step, counter):
         if "Value.$" in var:
             env[f"{var['Name']}.$"] = var["Value.$"]
         else:
             env[var["Name"]] = var["Value"]
     return {lambda_step.PAYLOAD_ENVIRONMENT: env}
-
-
-def fixed_environment(job: Job, step: Step) -> dict[str, str]:
-    """The literal part of a step's payload environment, as compiled (the ``.$`` names change per
-    attempt and are not part of its digest). The attempt counter's path does not matter here."""
-    counter = "$.n" if step.retry.attempts > 1 else None
-    return {var["Name"]: var["Value"] for var in container_env(job, step, counter) if "Value" in var}
 
 
 class LambdaExecutor:
@@ -169,25 +162,17 @@ class LambdaExecutor:
         role = f"{tid}_lambda"
         secrets = {k: v for s in steps for k, v in sorted(s.secrets.items())}
         docs[f"{role}_assume"] = assume("lambda.amazonaws.com")
+        sources, reads = secret_statements(role, secrets, tf)
         statements: list[JsonObject] = [
             statement("WriteItsLogs", ["logs:CreateLogStream", "logs:PutLogEvents"],
                       [f"arn:{PARTITION}:logs:{REGION}:{ACCOUNT}:log-group:/aws/lambda/{function}:*"]),
+            *reads,
         ]
-        sources: dict[str, str] = {}
-        if secrets:
-            value_from, sm_arns, ssm_arns = secret_references(f"{role}", secrets, tf.data)
-            sources = value_from
-            if sm_arns:
-                statements.append(statement("ReadJobSecrets", ["secretsmanager:GetSecretValue"], sm_arns))
-            if ssm_arns:
-                statements.append(statement("ReadJobParameters", ["ssm:GetParameters"], ssm_arns))
-            team = tf.config.teams.get(job.team)
-            if team is not None and (decrypt := decrypt_secrets(team.secret_keys)) is not None:
-                statements.append(decrypt)
         docs[role] = {"statement": statements}
         tf.roles[role] = {"name": lambda_step.role_name(prefix, job.name),
                           "description": f"Lambda role of jobplane job {job.name}'s runner function",
-                          "assume_role_policy": f"${{data.aws_iam_policy_document.{role}_assume.json}}"}
+                          "assume_role_policy": f"${{data.aws_iam_policy_document.{role}_assume.json}}",
+                          **({"tags": secret_scope_tags(job)} if secrets else {})}
         tf.role_policies[role] = {"name": "runner", "role": f"${{aws_iam_role.{role}.id}}",
                                   "policy": f"${{data.aws_iam_policy_document.{role}.json}}"}
         # ENIs in the platform's subnets ("Giving Lambda functions access to resources in an
@@ -199,11 +184,7 @@ class LambdaExecutor:
             "name": f"/aws/lambda/{function}", "retention_in_days": LOG_RETENTION_DAYS,
             "kms_key_id": "${local.platform.kms_key_arn}",
             "tags": {"jobplane:job": job.name, "jobplane:team": job.team}}}
-        # the handler runs only a payload whose fixed part is one of these steps' (contract/lambda_step.py)
-        digests = sorted({lambda_step.step_digest(fixed_environment(tf.job, s)) for s in steps})
-        environment = {lambda_step.ENV_STEP_DIGESTS: ",".join(digests)}
-        if sources:
-            environment[lambda_step.ENV_SECRET_SOURCES] = lambda_step.secret_sources_json(sources)
+        environment = function_environment(job, steps, sources)
         timeout = min(lambda_step.MAX_TIMEOUT, max(s.timeout for s in steps) + lambda_step.FUNCTION_TIMEOUT_MARGIN)
         tf.resource["aws_lambda_function"] = {role: {
             "function_name": function,
