@@ -122,6 +122,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/pools.py
 	$(BIN)/python bench/map_month_end.py
 	$(BIN)/python bench/map_items_memory.py
+	$(BIN)/python bench/storm.py --compare
 	$(BIN)/python bench/terraform_roots.py
 	$(BIN)/python bench/dev_scale.py --jobs 5000
 	$(BIN)/python bench/portal.py --jobs 5000 --executions 100000

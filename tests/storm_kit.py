@@ -79,6 +79,8 @@ class StormReport:
     jobs_of: dict[str, str] = field(default_factory=dict)  # execution -> job
     items: Counter[str] = field(default_factory=Counter)  # the map's item records by outcome
     items_expected: int = 0
+    pool_size: int = POOL_SIZE
+    profile: str = "storm"
     most_held: int = 0
     injected: Counter[tuple[str, str, str]] = field(default_factory=Counter)  # (service, operation, error)
     step_faults: int = 0  # injected on a call that runs a top-level step (RunTask, Invoke)
@@ -101,10 +103,10 @@ class StormReport:
         for (service, _, error), n in self.injected.items():
             by_service[f"{service} {error}"] += n
         return [
-            f"runs: {len(self.runs)} ({Counter(self.runs.values())}); spurious FAILED: {len(self.failed)}",
+            f"profile {self.profile}; runs: {len(self.runs)} ({Counter(self.runs.values())}); spurious FAILED: {len(self.failed)}",
             f"runs lost (no record, or another status): {len(self.lost)}",
             f"map items: {self.items_expected} expected, records {dict(self.items)}",
-            f"pool {POOL} (size {POOL_SIZE}): most slots held at once {self.most_held}",
+            f"pool {POOL} (size {self.pool_size}): most slots held at once {self.most_held}",
             f"faults injected: {sum(self.injected.values())}: "
             + ", ".join(f"{k} {n}" for k, n in sorted(by_service.items())),
             f"faults on a step's own call: {self.step_faults}, shown on its attempt with the retry: "
@@ -114,7 +116,7 @@ class StormReport:
         ]
 
 
-def storm_repo(path: Path, items: int, concurrency: int, log: Path) -> Path:
+def storm_repo(path: Path, items: int, concurrency: int, log: Path, pool_size: int = POOL_SIZE) -> Path:
     """The example repository, its partner API always answering, plus the pooled pair."""
     path.mkdir(parents=True, exist_ok=True)
     repo = Repo(path)
@@ -123,7 +125,7 @@ def storm_repo(path: Path, items: int, concurrency: int, log: Path) -> Path:
     toml = toml.replace('"--failure-rate", "0.2"', '"--failure-rate", "0"')
     toml = toml.replace('PYTHONPATH = "{root}"', f'PYTHONPATH = "{ROOT}:{TESTS}"')
     assert '"--failure-rate", "0"' in toml and str(TESTS) in toml, "jobplane.toml's [dev] changed: adapt the storm repo"
-    toml += f"\n[pools]\n{POOL} = {POOL_SIZE}\n"
+    toml += f"\n[pools]\n{POOL} = {pool_size}\n"
     (path / "jobplane.toml").write_text(toml)
     values = {"map": MAP_JOB, "neighbour": NEIGHBOUR_JOB, "pool": POOL, "n": items, "concurrency": concurrency,
               "log": str(log)}
@@ -156,28 +158,24 @@ _SHOWN_AS = {"AmazonECS.Unknown": "AmazonECS.Unknown"}
 
 
 def run_storm(tmp: Path, items: int = 40, concurrency: int = 10, seed: int = 62, idle_seconds: float = 30.0,
-              timeout: float = 1800.0) -> StormReport:
+              timeout: float = 1800.0, pool_size: int = POOL_SIZE, profile: str = "storm") -> StormReport:
     """Run the proof's workload under ``storm`` on a platform of its own; the figures."""
     from jobplane.contract import execution_input
     from jobplane.contract.lambda_step import function_name
     from jobplane.contract.config import load_config
     from jobplane.devserver.dev_platform import DevPlatform
-    from jobplane.platform.local.faults import ECS_CAPACITY, Faults, detail_of
+    from jobplane.platform.local.faults import Faults
 
     log = tmp / "pool.log"
-    root = storm_repo(tmp / "repo", items, concurrency, log)
-    report = StormReport(items_expected=items)
-    faults = Faults("storm", seed=seed, lambda_idle_seconds=idle_seconds)
+    root = storm_repo(tmp / "repo", items, concurrency, log, pool_size)
+    report = StormReport(items_expected=items, pool_size=pool_size, profile=profile)
+    calm = profile == "none"  # the baseline a bench compares with: nothing injected at all
+    faults = Faults(profile, seed=seed) if calm else Faults(profile, seed=seed, lambda_idle_seconds=idle_seconds)
     # the storm's draws are seeded, but which call meets one depends on timing: each kind of fault
     # the proof is about is also scripted, so every run of the proof meets it
     item, neighbour = f"jobplane:{MAP_JOB} close-tenant", f"jobplane:{NEIGHBOUR_JOB} load-2"
-    faults.script("ecs", "RunTask", "ThrottlingException", times=2,
-                  match=lambda p: detail_of("ecs", "RunTask", dict(p)) == item)
-    faults.script("ecs", "RunTask", ECS_CAPACITY, times=1, match=lambda p: detail_of("ecs", "RunTask", dict(p)) == item)
-    faults.script("ecs", "RunTask", ECS_CAPACITY, times=1,
-                  match=lambda p: detail_of("ecs", "RunTask", dict(p)) == neighbour)
-    faults.script("dynamodb", "TransactWriteItems", "ThrottlingException", times=3,
-                  match=lambda p: f"POOL#{POOL}" in json.dumps(p))
+    if not calm:
+        _script(faults, item, neighbour)
     began = time.monotonic()
     platform = DevPlatform(load_config(root), tmp / "data", 0, 0, run_scheduler=False, run_services=True,
                            snapshot_interval=3600, faults=faults).start()
@@ -199,7 +197,8 @@ def run_storm(tmp: Path, items: int = 40, concurrency: int = 10, seed: int = 62,
         ends = {arn: aws.wait(arn, timeout) for _, arn in started}
         # the Lambda job once more, its function idle past its age in the meantime (as weeks
         # without a fire leave it): the first invoke meets ResourceNotReadyException
-        faults.idle(function_name(aws.prefix, LAMBDA_JOB))
+        if not calm:
+            faults.idle(function_name(aws.prefix, LAMBDA_JOB))
         start(LAMBDA_JOB)
         ends[started[-1][1]] = aws.wait(started[-1][1], timeout)
         after = _after_runs(aws, AFTER, timeout)
@@ -232,6 +231,19 @@ def run_storm(tmp: Path, items: int = 40, concurrency: int = 10, seed: int = 62,
         return report
     finally:
         platform.stop()
+
+
+def _script(faults: Any, item: str, neighbour: str) -> None:
+    """The faults every run of the proof meets, whatever the storm's draws hit."""
+    from jobplane.platform.local.faults import ECS_CAPACITY, detail_of
+
+    faults.script("ecs", "RunTask", "ThrottlingException", times=2,
+                  match=lambda p: detail_of("ecs", "RunTask", dict(p)) == item)
+    faults.script("ecs", "RunTask", ECS_CAPACITY, times=1, match=lambda p: detail_of("ecs", "RunTask", dict(p)) == item)
+    faults.script("ecs", "RunTask", ECS_CAPACITY, times=1,
+                  match=lambda p: detail_of("ecs", "RunTask", dict(p)) == neighbour)
+    faults.script("dynamodb", "TransactWriteItems", "ThrottlingException", times=3,
+                  match=lambda p: f"POOL#{POOL}" in json.dumps(p))
 
 
 def _after_runs(aws: Any, job: str, timeout: float) -> list[str]:
