@@ -73,6 +73,17 @@ def test_a_maps_collected_result_past_256_kib_fails_it(aws: LocalAWS, mode: str)
     assert small.status == "SUCCEEDED"
 
 
+def test_the_data_limit_is_terminal_no_catch_on_states_all_takes_it(aws: LocalAWS) -> None:
+    """"States.ALL ... cannot catch the States.DataLimitExceeded terminal error" (Step Functions
+    developer guide, "Error names": https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html)."""
+    processor = {"ProcessorConfig": {"Mode": "INLINE"}, "StartAt": "c",
+                 "States": {"c": {"Type": "Pass", "Result": "y" * 1024, "End": True}}}
+    r = run(aws, {"m": {"Type": "Map", "ItemsPath": "$.items", "ItemProcessor": processor, "Next": "ok",
+                        "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "caught"}]},
+                  "ok": {"Type": "Succeed"}, "caught": {"Type": "Pass", "End": True}}, {"items": list(range(300))})
+    assert (r.status, r.error) == ("FAILED", "States.DataLimitExceeded") and "caught" not in r.states_entered
+
+
 def ecs_task(aws: LocalAWS, value_size: int) -> dict[str, Any]:
     r = aws.resources
     target = json.dumps({"kind": "shell", "argv": ["true"]})
