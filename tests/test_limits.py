@@ -169,3 +169,30 @@ def test_schedules_past_the_accounts_quota_are_refused_by_the_api_and_the_deploy
     with pytest.raises(ClientError, match="ServiceQuotaExceededException"):
         moto_patches.put_schedule(aws.region, {"Name": "s3", "GroupName": "default", **spec})
     moto_patches.put_schedule(aws.region, {"Name": "s2", "GroupName": "default", **spec})  # an update: allowed
+
+
+class BigAnswer:
+    """Stands in for one function's code (as the local Lambda agent does for the runner's):
+    "big-answer" answers 6.5 MB."""
+
+    def handles(self, fn: Any) -> bool:
+        return bool(fn.function_name == "big-answer")
+
+    def invoke(self, fn: Any, body: Any, response_headers: Any) -> bytes:
+        return json.dumps({"blob": "x" * (6_500_000)}).encode()
+
+
+def test_a_synchronous_response_past_6_mb_is_a_function_error_by_moto(aws: LocalAWS) -> None:
+    from jobplane.platform.local import moto_patches
+
+    lam = client(aws, "lambda")
+    lam.create_function(FunctionName="big-answer", Role=aws.resources["role_arn"], PackageType="Image",
+                        Code={"ImageUri": "123456789012.dkr.ecr.us-east-1.amazonaws.com/x:local"})
+    agent = BigAnswer()
+    moto_patches.LAMBDA_RUNNERS.append(agent)
+    try:
+        answer = lam.invoke(FunctionName="big-answer", Payload=b"{}")
+    finally:
+        moto_patches.LAMBDA_RUNNERS.remove(agent)
+    assert answer["FunctionError"] == "Unhandled"
+    assert json.loads(answer["Payload"].read())["errorType"] == BY_NAME["lambda_invoke_response"].error
