@@ -43,7 +43,7 @@ def test_the_history_readers_outlast_throttles_past_botocores_retries(faults: Fa
     """GetExecutionHistory throttled more times in a row than botocore retries (5 tries in its
     legacy mode): the reconciler's reader (timeline.history with Patience) and the engine's own
     wait still read the whole history."""
-    with LocalAWS() as aws:
+    with LocalAWS(reconcile=False) as aws:  # the test's readers are the only ones
         job = "history"
         aws.deploy(job, json.dumps({"StartAt": "p", "States": {"p": {"Type": "Pass", "End": True}}}))
         arn = aws.start(job, {})

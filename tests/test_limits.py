@@ -73,6 +73,17 @@ def test_a_maps_collected_result_past_256_kib_fails_it(aws: LocalAWS, mode: str)
     assert small.status == "SUCCEEDED"
 
 
+def test_the_data_limit_is_terminal_no_catch_on_states_all_takes_it(aws: LocalAWS) -> None:
+    """"States.ALL ... cannot catch the States.DataLimitExceeded terminal error" (Step Functions
+    developer guide, "Error names": https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html)."""
+    processor = {"ProcessorConfig": {"Mode": "INLINE"}, "StartAt": "c",
+                 "States": {"c": {"Type": "Pass", "Result": "y" * 1024, "End": True}}}
+    r = run(aws, {"m": {"Type": "Map", "ItemsPath": "$.items", "ItemProcessor": processor, "Next": "ok",
+                        "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "caught"}]},
+                  "ok": {"Type": "Succeed"}, "caught": {"Type": "Pass", "End": True}}, {"items": list(range(300))})
+    assert (r.status, r.error) == ("FAILED", "States.DataLimitExceeded") and "caught" not in r.states_entered
+
+
 def ecs_task(aws: LocalAWS, value_size: int) -> dict[str, Any]:
     r = aws.resources
     target = json.dumps({"kind": "shell", "argv": ["true"]})
@@ -158,3 +169,30 @@ def test_schedules_past_the_accounts_quota_are_refused_by_the_api_and_the_deploy
     with pytest.raises(ClientError, match="ServiceQuotaExceededException"):
         moto_patches.put_schedule(aws.region, {"Name": "s3", "GroupName": "default", **spec})
     moto_patches.put_schedule(aws.region, {"Name": "s2", "GroupName": "default", **spec})  # an update: allowed
+
+
+class BigAnswer:
+    """Stands in for one function's code (as the local Lambda agent does for the runner's):
+    "big-answer" answers 6.5 MB."""
+
+    def handles(self, fn: Any) -> bool:
+        return bool(fn.function_name == "big-answer")
+
+    def invoke(self, fn: Any, body: Any, response_headers: Any) -> bytes:
+        return json.dumps({"blob": "x" * (6_500_000)}).encode()
+
+
+def test_a_synchronous_response_past_6_mb_is_a_function_error_by_moto(aws: LocalAWS) -> None:
+    from jobplane.platform.local import moto_patches
+
+    lam = client(aws, "lambda")
+    lam.create_function(FunctionName="big-answer", Role=aws.resources["role_arn"], PackageType="Image",
+                        Code={"ImageUri": "123456789012.dkr.ecr.us-east-1.amazonaws.com/x:local"})
+    agent = BigAnswer()
+    moto_patches.LAMBDA_RUNNERS.append(agent)
+    try:
+        answer = lam.invoke(FunctionName="big-answer", Payload=b"{}")
+    finally:
+        moto_patches.LAMBDA_RUNNERS.remove(agent)
+    assert answer["FunctionError"] == "Unhandled"
+    assert json.loads(answer["Payload"].read())["errorType"] == BY_NAME["lambda_invoke_response"].error

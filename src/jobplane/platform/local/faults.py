@@ -15,6 +15,7 @@ each one to the attempt that met it. The API is docs/local-engine.md "Limits and
 
 from __future__ import annotations
 
+import collections
 import threading
 import time
 from dataclasses import dataclass
@@ -81,6 +82,10 @@ ERRORS: dict[tuple[str, str], tuple[int, str]] = {
 }
 
 
+#: How many injected faults ``Faults.injected`` keeps (the newest).
+INJECTED_KEPT = 100_000
+
+
 @dataclass(frozen=True)
 class Injected:
     """One fault the local AWS answered with."""
@@ -145,7 +150,8 @@ class Faults:
         self.seed = seed
         self._lock = threading.Lock()
         self._scripts: list[_Script] = []
-        self._injected: list[Injected] = []
+        # the newest INJECTED_KEPT: a long `jobplane dev --faults storm` injects without end
+        self._injected: collections.deque[Injected] = collections.deque(maxlen=INJECTED_KEPT)
         self._rules = rules_for(profile, seed=seed, **overrides)
 
     def script(self, service: str, operation: str, error: str, *, times: int = 1,
