@@ -195,11 +195,11 @@ def test_failure_is_recorded_released_and_published_once(aws: LocalAWS) -> None:
     ex = aws.run(job, execution_input.scheduled(T0, {"day": "2026-11-30"}))
     assert ex.status == "FAILED" and ex.error == "Job.FAILED"
     # RunTask on the missing cluster fails the Task with ECS.ClusterNotFoundException (moto patch
-    # ecs_task_errors; stock moto said States.Runtime), which the catcher on States.TaskFailed
-    # takes, as on AWS ("a wildcard that matches any known error name except for States.Timeout":
-    # https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html): the
-    # check finds no exit code of the step's and fails it
-    assert ex.states_entered == ["Start", "Claim", "only", "only: check", "only: failed", "Notify failure", "Fail"]
+    # ecs_task_errors; stock moto said States.Runtime), as on AWS; a misconfiguration is caught on
+    # its own before the States.TaskFailed catcher (a wildcard for every error but States.Timeout:
+    # https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html) and recorded
+    # at once, with no check
+    assert ex.states_entered == ["Start", "Claim", "only", "only: failed", "Notify failure", "Fail"]
     record = execution_record(aws, ex.arn)
     assert record["failed_step"]["S"] == "only" and record["gsi2pk"]["S"] == "FAILURES"
     assert record["trigger"]["S"] == "schedule" and record["scheduled_time"]["S"] == T0
