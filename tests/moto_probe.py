@@ -846,6 +846,30 @@ def scenario(name: str, fixed: bool) -> dict:
                     "bad": [bad["status"], bad["error"]]}
         return with_engine(fixes, body)
 
+    if name == "map_result_writer":
+        # a Distributed Map over [1, 2, 3] whose item 2 fails (one failure tolerated), its results
+        # written to S3 with WriterConfig COMPACT / JSONL: the run, its output, what S3 then holds
+        def body(aws):
+            s3 = aws.client("s3")
+            bucket = aws.resources["items_bucket"]
+            machine = {"StartAt": "m", "States": {"m": {
+                "Type": "Map", "ItemsPath": "$.items", "ToleratedFailureCount": 1, "End": True,
+                "ResultWriter": {"Resource": "arn:aws:states:::s3:putObject",
+                                 "Parameters": {"Bucket": bucket, "Prefix": "probe-results/job"},
+                                 "WriterConfig": {"Transformation": "COMPACT", "OutputType": "JSONL"}},
+                "ItemProcessor": {"ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+                                  "StartAt": "c", "States": {
+                                      "c": {"Type": "Choice", "Choices": [{"Variable": "$", "NumericEquals": 2,
+                                                                           "Next": "f"}], "Default": "ok"},
+                                      "f": {"Type": "Fail", "Error": "Item.Failed", "Cause": "two"},
+                                      "ok": {"Type": "Pass", "Parameters": {"n.$": "$"}, "End": True}}}}}}
+            run = run_machine(aws.client("stepfunctions"), machine, {"items": [1, 2, 3]})
+            objects = {o["Key"]: s3.get_object(Bucket=bucket, Key=o["Key"])["Body"].read().decode()
+                       for o in s3.list_objects_v2(Bucket=bucket, Prefix="probe-results/").get("Contents", [])}
+            return {"status": run["status"], "error": run["error"], "cause": (run["cause"] or "")[:300],
+                    "output": json.loads(run["output"] or "null"), "objects": objects}
+        return with_engine(fixes, body)
+
     if name == "stepfunctions_fast_history":
         def body(aws):
             # histories of many kinds of events (a task that fails and is retried, a choice, a

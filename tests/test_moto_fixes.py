@@ -489,3 +489,30 @@ def test_a_distributed_map_reads_a_json_lines_list(mode: str) -> None:
     else:
         assert r["good"] == ["SUCCEEDED", None, ["a", {"b": 2}, 3]]  # each line an item, in order; blank lines skipped
         assert r["bad"] == ["FAILED", "States.ItemReaderFailed"]
+
+
+@probes("map_result_writer")
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_a_distributed_map_writes_its_results_to_s3_and_outputs_the_manifest_reference(mode: str) -> None:
+    r = probe("map_result_writer", mode)
+    if mode == "stock":  # WriterConfig does not parse: the run fails before its Map runs
+        assert [r["status"], r["error"]] == ["FAILED", "Jobplane.InvalidDefinition"]
+        assert "WriterConfig" in r["cause"] and r["objects"] == {}
+        return
+    assert [r["status"], r["error"]] == ["SUCCEEDED", None]
+    details = r["output"]["ResultWriterDetails"]
+    run_id = r["output"]["MapRunArn"].split(":")[-1]
+    folder = f"probe-results/job/{run_id}/"
+    assert details["Key"] == f"{folder}manifest.json" and set(r["output"]) == {"MapRunArn", "ResultWriterDetails"}
+    manifest = json.loads(r["objects"][details["Key"]])
+    assert manifest["MapRunArn"] == r["output"]["MapRunArn"] and manifest["DestinationBucket"] == details["Bucket"]
+    files = manifest["ResultFiles"]
+    assert files["PENDING"] == [] and [f["Key"] for f in files["SUCCEEDED"]] == [f"{folder}SUCCEEDED_0.jsonl"]
+    assert [f["Key"] for f in files["FAILED"]] == [f"{folder}FAILED_0.jsonl"]
+    for f in files["SUCCEEDED"] + files["FAILED"]:
+        assert f["Size"] == len(r["objects"][f["Key"]].encode())
+    # COMPACT: each succeeded child's output, one JSON line each; the failed child's record as it ended
+    succeeded = [json.loads(line) for line in r["objects"][f"{folder}SUCCEEDED_0.jsonl"].splitlines()]
+    assert sorted(succeeded, key=lambda o: o["n"]) == [{"n": 1}, {"n": 3}]
+    failed = [json.loads(line) for line in r["objects"][f"{folder}FAILED_0.jsonl"].splitlines()]
+    assert failed == [{"Status": "FAILED", "Input": "2", "Error": "Item.Failed", "Cause": "two"}]

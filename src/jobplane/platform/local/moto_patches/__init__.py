@@ -25,6 +25,7 @@ from jobplane.platform.local.moto_patches import (client_reuse, context_start_ti
                                                   ecs_tasks, ecs_tasks_untracked, execution_name_default,
                                                   execution_status_events, fast_sync_poll, global_cors,
                                                   jsonpath_variables, lambda_local_functions, map_jsonl_reader,
+                                                  map_result_writer,
                                                   map_tolerated_failures,
                                                   no_wait_after_stop,
                                                   programs, server_dispatch, service_casing, stop_cause,
@@ -170,6 +171,10 @@ PATCHES: tuple[Patch, ...] = (
     Patch("map_jsonl_reader", "a Distributed Map's ItemReader reads JSON Lines (InputType JSONL)",
           "knows CSV and JSON only: the definition does not parse",
           map_jsonl_reader.fix_map_jsonl_reader),
+    Patch("map_result_writer", "a Distributed Map's ResultWriter exports its children's results to S3 (WriterConfig: "
+          "Transformation, OutputType) and outputs a reference to the manifest",
+          "refuses WriterConfig while parsing (the run fails); without it, writes a manifest of no result file",
+          map_result_writer.fix_map_result_writer),
 )
 
 _BY_NAME = {patch.name: patch for patch in PATCHES}
