@@ -870,6 +870,30 @@ def scenario(name: str, fixed: bool) -> dict:
                     "output": json.loads(run["output"] or "null"), "objects": objects}
         return with_engine(fixes, body)
 
+    if name == "map_result_limit":
+        # a Distributed Map whose 300 children answer 1 KiB each (~300 KB together) and whose
+        # ResultPath is null, as a jp.map's: without a ResultWriter, and with one
+        def body(aws):
+            bucket = aws.resources["items_bucket"]
+
+            def machine(writer: bool) -> dict:
+                m = {"Type": "Map", "ItemsPath": "$.items", "ResultPath": None, "End": True,
+                     "ItemProcessor": {"ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+                                       "StartAt": "p", "States": {"p": {"Type": "Pass", "Result": "y" * 1024,
+                                                                        "End": True}}}}
+                if writer:
+                    m["ResultWriter"] = {"Resource": "arn:aws:states:::s3:putObject",
+                                         "Parameters": {"Bucket": bucket, "Prefix": "probe-limit"},
+                                         "WriterConfig": {"Transformation": "COMPACT", "OutputType": "JSONL"}}
+                return {"StartAt": "m", "States": {"m": m}}
+            sfn = aws.client("stepfunctions")
+            items = {"items": list(range(300))}
+            bare, written = run_machine(sfn, machine(False), items), run_machine(sfn, machine(True), items)
+            small = run_machine(sfn, machine(False), {"items": list(range(100))})
+            return {"bare": [bare["status"], bare["error"]], "written": [written["status"], written["error"]],
+                    "small": [small["status"], small["error"]], "cause": bare["cause"]}
+        return with_engine(fixes, body)
+
     if name == "stepfunctions_fast_history":
         def body(aws):
             # histories of many kinds of events (a task that fails and is retried, a choice, a

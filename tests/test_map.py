@@ -5,7 +5,6 @@ an item's runner."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
@@ -418,16 +417,14 @@ def test_a_map_whose_results_pass_256_kib_succeeds_with_its_result_writer(fan: t
     assert len(results) == ITEMS and all(len(r) == ITEM_BYTES for r in results) and results[7].startswith("0007")
 
 
-@pytest.mark.xfail(importlib.util.find_spec("jobplane.contract.limits") is None, strict=True,
-                   reason="the local engine enforces the 256 KiB state limit from issue 62 part 1 (wt-faults) on: "
-                          "without it the map succeeds, as stock moto lets it")
 def test_without_its_result_writer_the_same_map_fails_on_its_own_result(fan: tuple[LocalAWS, ControlPlane]) -> None:
     """Issue 62 finding 3, the limit that makes the ResultWriter necessary: the same map without
     it fails States.DataLimitExceeded on the local engine, as on AWS ("Maximum input or output
     size for a task, state, or execution": 256 KiB,
     https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html), even with
-    ResultPath null: the result exists before ResultPath discards it. (The local engine enforces
-    the limit with issue 62 part 1, branch wt-faults.)"""
+    ResultPath null: the result exists before ResultPath discards it (the moto patch
+    map_result_limit: stock moto checks only the output after ResultPath, and this map
+    succeeded)."""
     aws, _ = fan
     execution = "results-without-writer"
     name = _big_results_map(aws, execution, with_writer=False)

@@ -516,3 +516,15 @@ def test_a_distributed_map_writes_its_results_to_s3_and_outputs_the_manifest_ref
     assert sorted(succeeded, key=lambda o: o["n"]) == [{"n": 1}, {"n": 3}]
     failed = [json.loads(line) for line in r["objects"][f"{folder}FAILED_0.jsonl"].splitlines()]
     assert failed == [{"Status": "FAILED", "Input": "2", "Error": "Item.Failed", "Cause": "two"}]
+
+
+@probes("map_result_limit")
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_a_maps_collected_result_past_256_kib_fails_it_even_with_result_path_null(mode: str) -> None:
+    r = probe("map_result_limit", mode)
+    assert r["written"] == ["SUCCEEDED", None]  # exported by its ResultWriter: the output is the reference
+    assert r["small"] == ["SUCCEEDED", None]  # ~100 KB: within the limit
+    if mode == "stock":  # ResultPath null hides ~300 KB of results from moto's output check
+        assert r["bare"] == ["SUCCEEDED", None]
+    else:
+        assert r["bare"] == ["FAILED", "States.DataLimitExceeded"] and "exceeding" in r["cause"]

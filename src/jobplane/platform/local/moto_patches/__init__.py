@@ -175,6 +175,10 @@ PATCHES: tuple[Patch, ...] = (
           "Transformation, OutputType) and outputs a reference to the manifest",
           "refuses WriterConfig while parsing (the run fails); without it, writes a manifest of no result file",
           map_result_writer.fix_map_result_writer),
+    Patch("map_result_limit", "a Map's collected result past 256 KiB fails it (States.DataLimitExceeded) unless a "
+          "ResultWriter exports it, whatever its ResultPath",
+          "checks only the state's output after ResultPath: a Map with ResultPath null returns any amount",
+          map_result_writer.fix_map_result_limit),
 )
 
 _BY_NAME = {patch.name: patch for patch in PATCHES}

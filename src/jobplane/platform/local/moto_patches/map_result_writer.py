@@ -140,3 +140,42 @@ def fix_map_result_writer() -> None:
         env.stack.append({"MapRunArn": map_run_arn, "ResultWriterDetails": {"Bucket": parameters["Bucket"], "Key": key}})
 
     resource_eval_s3.ResourceEvalS3._handle_put_object = staticmethod(_handle_put_object)
+
+
+def fix_map_result_limit() -> None:
+    """A Map state's collected result (the array of its iterations' outputs) is at most 256 KiB
+    unless a ResultWriter exports it: "Maximum input or output size for a task, state, or
+    execution" (https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html), the
+    result checked as the state produces it, before ``ResultPath`` places (or, null, discards)
+    it; past it the state fails with ``States.DataLimitExceeded``
+    (https://docs.aws.amazon.com/step-functions/latest/dg/input-output-resultwriter.html says a
+    Distributed Map's results are exported to stay below it). moto 5.2.5 checks only what a state
+    outputs after ResultPath, so a Map with ``ResultPath: null`` returned any amount.
+
+    Fixed: the iterations' result is checked when every item has ended, with moto's own quota
+    check (the same error and cause as its state output check), for a Map without a
+    ResultWriter; one with a ResultWriter outputs the manifest's reference instead."""
+    import threading
+
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map import state_map
+
+    lock = threading.Lock()
+    original = state_map.StateMap._eval_execution
+
+    def _eval_execution(self, env) -> None:
+        component = self.iteration_component
+        if self.result_writer is None and not component.__dict__.get("jobplane_result_checked"):
+            with lock:  # once per parsed Map (programs are shared by the executions of a definition)
+                if not component.__dict__.get("jobplane_result_checked"):
+                    inner, state = component.eval, self
+
+                    def checked(env_) -> None:
+                        inner(env_)
+                        if env_.stack and env_.is_running():
+                            state._verify_size_quota(env=env_, value=env_.stack[-1])
+
+                    component.eval = checked
+                    component.jobplane_result_checked = True
+        original(self, env)
+
+    state_map.StateMap._eval_execution = _eval_execution
