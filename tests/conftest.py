@@ -92,6 +92,21 @@ def client(platform):  # type: ignore[no-untyped-def]
     return TestClient(header_app(platform), follow_redirects=False)
 
 
+@pytest.fixture
+def faults():  # type: ignore[no-untyped-def]
+    """The local AWS's fault injector for this test (jobplane.platform.local.faults), profile
+    ``none``: the test scripts what fails (``faults.script("dynamodb", "UpdateItem",
+    "ThrottlingException")``) and reads what was injected. Process-wide, as moto's backends are:
+    it serves in-process engines and server-mode engines started in the test process alike."""
+    from jobplane.platform.local import faults as local_faults
+
+    before = local_faults.active()
+    injector = local_faults.Faults("none")
+    local_faults.install(injector)
+    yield injector
+    local_faults.install(before)
+
+
 @pytest.fixture(autouse=True)
 def _validate_cache_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """`jobplane validate` keeps results in the user's cache directory: the tests' own, not the

@@ -947,6 +947,69 @@ def scenario(name: str, fixed: bool) -> dict:
             return {"runs": [[r["status"], r["error"], r["events"]] for r in runs], "answers": answers, "cause": runs[0]["cause"]}
         return with_engine(fixes, body)
 
+    if name == "aws_limits":
+        # calls past AWS's documented limits (contract/limits.py): accepted, or refused with what code?
+        def body(aws):
+            from botocore.config import Config
+
+            def code(call):
+                try:
+                    call()
+                    return "accepted"
+                except Exception as e:  # a ClientError: its code
+                    return e.response["Error"]["Code"]
+
+            none = Config(retries={"total_max_attempts": 1})
+            ecs, lam, sns = (boto3.client(s, region_name=aws.region, config=none) for s in ("ecs", "lambda", "sns"))
+            r = aws.resources
+            overrides = {"containerOverrides": [{"name": "runner", "environment": [{"name": "BIG", "value": "x" * 9000}]}]}
+            return {
+                "ecs_overrides": code(lambda: ecs.run_task(
+                    cluster=r["cluster_arn"], taskDefinition=r["task_definition_arn"], launchType="FARGATE",
+                    networkConfiguration={"awsvpcConfiguration": {"subnets": [r["subnets"]],
+                                                                  "securityGroups": [r["security_groups"]]}},
+                    overrides=overrides)),
+                "lambda_environment": code(lambda: lam.create_function(
+                    FunctionName="big-env", Role=r["role_arn"], PackageType="Image",
+                    Code={"ImageUri": "123456789012.dkr.ecr.us-east-1.amazonaws.com/x:local"},
+                    Environment={"Variables": {"BIG": "x" * 5000}})),
+                "sns_message": code(lambda: sns.publish(TopicArn=r["topic_arn"], Message="\u20ac" * 100_000)),
+            }
+        return with_engine(fixes, body)
+
+    if name == "fault_injection":
+        # an injector scripted to throttle a GetItem: does the call meet it?
+        def body(aws):
+            from botocore.config import Config
+            from jobplane.platform.local import faults
+
+            injector = faults.Faults()
+            faults.install(injector)
+            injector.script("dynamodb", "GetItem", "ThrottlingException")
+            ddb = boto3.client("dynamodb", region_name=aws.region, config=Config(retries={"total_max_attempts": 1}))
+            try:
+                ddb.get_item(TableName=aws.resources["table_name"], Key={"pk": {"S": "a"}, "sk": {"S": "b"}})
+                return {"answer": "moto's"}
+            except ddb.exceptions.ClientError as e:
+                return {"answer": e.response["Error"]["Code"], "status": e.response["ResponseMetadata"]["HTTPStatusCode"]}
+        return with_engine(fixes, body)
+
+    if name == "ecs_task_errors":
+        # an ecs:runTask.sync Task whose RunTask answers failures (no capacity), then one throttled
+        def body(aws):
+            from jobplane.platform.local import faults
+
+            injector = faults.Faults()
+            faults.install(injector)
+            sfn = aws.client("stepfunctions")
+            machine = {"StartAt": "t", "States": {"t": ecs_task_state(aws, ["true"])}}
+            injector.script("ecs", "RunTask", faults.ECS_CAPACITY)
+            capacity = run_machine(sfn, machine)
+            injector.script("ecs", "RunTask", "ThrottlingException")
+            throttled = run_machine(sfn, machine)
+            return {"capacity": capacity["error"], "throttled": throttled["error"]}
+        return with_engine(fixes, body)
+
     raise SystemExit(f"unknown scenario {name}")
 
 

@@ -528,3 +528,34 @@ def test_a_maps_collected_result_past_256_kib_fails_it_even_with_result_path_nul
         assert r["bare"] == ["SUCCEEDED", None]
     else:
         assert r["bare"] == ["FAILED", "States.DataLimitExceeded"] and "exceeding" in r["cause"]
+
+
+@probes("fault_injection")
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_an_injected_fault_answers_the_call(mode: str) -> None:
+    r = probe("fault_injection", mode)
+    if mode == "stock":
+        assert r == {"answer": "moto's"}
+    else:
+        assert r == {"answer": "ThrottlingException", "status": 400}
+
+
+@probes("ecs_task_errors")
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_runtask_failures_and_errors_fail_the_task_as_aws_names_them(mode: str) -> None:
+    r = probe("ecs_task_errors", mode)
+    if mode == "stock":
+        assert r == {"capacity": "States.Runtime", "throttled": "States.Runtime"}
+    else:
+        assert r == {"capacity": "AmazonECS.Unknown", "throttled": "ECS.ThrottlingException"}
+
+
+@probes("aws_limits")
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_calls_past_aws_limits_are_refused_with_aws_errors(mode: str) -> None:
+    r = probe("aws_limits", mode)
+    if mode == "stock":
+        assert r == {"ecs_overrides": "accepted", "lambda_environment": "accepted", "sns_message": "accepted"}
+    else:
+        assert r == {"ecs_overrides": "InvalidParameterException", "lambda_environment": "InvalidParameterValueException",
+                     "sns_message": "InvalidParameter"}

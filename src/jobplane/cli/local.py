@@ -14,6 +14,7 @@ from types import FrameType
 import click
 
 from jobplane.cli.common import Context, data_dir_option, fail_definitions, resolve_data_dir
+from jobplane.contract.limits import FAULT_PROFILES
 
 ENGINE_LOG = "engine.log"
 #: The loggers whose lines go to engine.log, not the console.
@@ -45,9 +46,14 @@ def engine_log_to_file(data_dir: Path) -> None:
 @click.option("--portal-port", type=int, default=None, envvar="JOBPLANE_PORTAL_PORT",
               help="Port of the portal (default: [dev] portal_port; 0: any free port).")
 @click.option("--no-services", is_flag=True, help="Do not start the [dev.services] processes.")
+@click.option("--faults", type=click.Choice(FAULT_PROFILES), default=None, envvar="JOBPLANE_FAULTS",
+              help="Inject AWS's documented faults (throttles, capacity failures, idle Lambda functions): "
+                   "none, aws-typical (rare, as on AWS) or storm (often). Default: [dev] faults, else none.")
+@click.option("--faults-seed", type=int, default=0, show_default=True,
+              help="Seed of the fault profile's random draws (the same seed draws the same faults).")
 @click.pass_obj
 def dev(obj: Context, reset: bool, data_dir: Path | None, aws_port: int | None, portal_port: int | None,
-        no_services: bool) -> None:
+        no_services: bool, faults: str | None, faults_seed: int) -> None:
     """Run the whole platform on this machine until Ctrl-C.
 
     Compiles jobs/, starts the embedded local AWS (moto) with every job deployed, the local
@@ -55,6 +61,7 @@ def dev(obj: Context, reset: bool, data_dir: Path | None, aws_port: int | None, 
     jobplane-runner as subprocesses), Slack alerts (JOBPLANE_SLACK_BOT_TOKEN: chat.postMessage to
     each routed channel; or JOBPLANE_SLACK_WEBHOOK_URL: one URL, or a JSON object of channel ->
     URL; else the console) and the portal. State is kept in the data directory across restarts.
+    AWS's documented limits are enforced; its faults are injected on request (--faults).
     """
     from jobplane.compiler.problems import DefinitionError
     from jobplane.contract import environment as E
@@ -73,7 +80,7 @@ def dev(obj: Context, reset: bool, data_dir: Path | None, aws_port: int | None, 
                            config.dev.portal_port if portal_port is None else portal_port, reset=reset,
                            webhook_url=env.optional(E.SLACK_WEBHOOK_URL), slack_bot_token=env.optional(E.SLACK_BOT_TOKEN),
                            slack_api_url=env.optional(E.SLACK_API_URL),
-                           run_services=not no_services)
+                           run_services=not no_services, faults=faults or config.dev.faults, faults_seed=faults_seed)
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from jobplane.contract.calendar_config import CalendarSettings, parse_calendars
 from jobplane.contract.deploy_settings import DeploySettings, parse_deploy
 from jobplane.contract.root_shards import MAX_ROOTS
+from jobplane.contract.limits import FAULT_PROFILES
 from jobplane.contract.types import JsonObject
 
 CONFIG_FILE = "jobplane.toml"
@@ -107,6 +108,8 @@ class DevConfig:
     env: dict[str, str] = field(default_factory=dict)
     services: dict[str, tuple[str, ...]] = field(default_factory=dict)
     dev_user: str = "dev@localhost"
+    #: the local AWS's fault profile (contract/limits.py FAULT_PROFILES; `jobplane dev --faults`)
+    faults: str = "none"
 
 
 @dataclass(frozen=True)
@@ -223,7 +226,10 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
                            secrets=tuple(allowed), notify_channels=tuple(notify), roots=roots,
                            secret_keys=tuple(keys))
     dev_raw = dict(data.get("dev", {}))
-    _check_keys(path, "dev", dev_raw, {"data_dir", "aws_port", "portal_port", "env", "services", "dev_user"})
+    _check_keys(path, "dev", dev_raw, {"data_dir", "aws_port", "portal_port", "env", "services", "dev_user", "faults"})
+    if dev_raw.get("faults", "none") not in FAULT_PROFILES:
+        raise ConfigError(f"{path}: [dev] faults: {dev_raw['faults']!r} is not a fault profile: one of "
+                          f"{', '.join(FAULT_PROFILES)} (docs/local-engine.md, Limits and faults)")
     services = {}
     for name, command in dev_raw.pop("services", {}).items():
         if not isinstance(command, list) or not command or not all(isinstance(c, str) for c in command):

@@ -43,6 +43,7 @@ from jobplane.platform.catchup import WINDOW as CATCHUP_WINDOW
 from jobplane.platform.control import ControlPlane, Deployment
 from jobplane.platform.local.ecs_agent import container_env
 from jobplane.platform.local.engine import ACCOUNT, LocalAWS
+from jobplane.platform.local.faults import Faults
 from jobplane.platform.local.front import PortInUse
 from jobplane.platform.local.scheduler import Clock, LocalScheduler, system_clock
 from jobplane.contract.types import JsonObject
@@ -71,7 +72,7 @@ class DevPlatform:
     def __init__(self, config: PlatformConfig, data_dir: Path, aws_port: int, portal_port: int, *,
                  reset: bool = False, clock: Clock = system_clock, webhook_url: str | None = None,
                  slack_bot_token: str | None = None, slack_api_url: str | None = None, run_scheduler: bool = True, run_services: bool = True, snapshot_interval: float = 5.0,
-                 catch_up_interval: float = 60.0):
+                 catch_up_interval: float = 60.0, faults: str = "none", faults_seed: int = 0):
         self.config = config
         self.data_dir = Path(data_dir).resolve()
         self.output_dir = self.data_dir / "compiled"
@@ -88,6 +89,8 @@ class DevPlatform:
         self.run_services = run_services
         self.snapshot_interval = snapshot_interval
         self.catch_up_interval = catch_up_interval  # the catch-up checks run at start, then this often
+        self.faults = faults  # the local AWS's fault profile (platform/local/faults.py), seeded by faults_seed
+        self.faults_seed = faults_seed
         # Set while starting (None until then): what the rest of the process and the tests use.
         self.aws: LocalAWS | None = None
         self.deployment: Deployment | None = None
@@ -160,7 +163,8 @@ class DevPlatform:
         try:
             aws = self.aws = stack.enter_context(LocalAWS(
                 prefix=self.config.name_prefix, server_port=self.aws_port, log_dir=self.data_dir / "logs",
-                env=self.config.dev_env(self.data_dir, self.service_ports), clock=self.clock))
+                env=self.config.dev_env(self.data_dir, self.service_ports), clock=self.clock,
+                faults=None if self.faults == "none" else Faults(self.faults, seed=self.faults_seed)))
         except PortInUse as e:
             who = "another jobplane dev? " if e.errno == errno.EADDRINUSE else ""
             raise DevError(f"the local AWS cannot listen on {e}: {who}set [dev] aws_port or "
@@ -415,6 +419,9 @@ class DevPlatform:
             f"  alerts      {webhook}; undeliverable ones kept in the queue "
             f"{self.config.name_prefix}-events-dlq (jobplane dead-letters)",
             f"  state       {self.data_dir}   (kept across restarts; --reset starts empty)",
+            f"  AWS faults  {self.faults}" + (f" (seed {self.faults_seed}): AWS's documented throttles and failures injected"
+                                            if self.faults != "none" else ": none injected (--faults aws-typical|storm)")
+            + "; AWS's limits enforced (docs/local-engine.md)",
             *(f"  service     {name} on 127.0.0.1:{port}" for name, port in sorted(self.service_ports.items())
               if name in self.services),
             *([f"  run a job   {command} run {example}      status: {command} status"] if example else []),

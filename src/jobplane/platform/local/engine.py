@@ -44,6 +44,7 @@ from jobplane.contract.catalog_brief import JobBrief, find_job
 from jobplane.contract.layout import catalog_parts
 from jobplane.contract.execution_input import ExecutionInput
 from jobplane.contract.types import Client, JsonObject, JsonValue
+from jobplane.platform.local import faults as local_faults
 from jobplane.platform.local import moto_patches
 from jobplane.platform.local.front import Credentials
 
@@ -98,6 +99,10 @@ class LocalAWS:
     env: dict[str, str] = field(default_factory=dict)  # added to every task's environment
     reconcile: bool = True
     fixes: tuple[str, ...] | None = None  # moto fixes to apply (default: all; tests omit one to show stock behaviour)
+    #: AWS's documented faults to inject (docs/local-engine.md "Limits and faults"): a profile
+    #: name or an injector, installed for this engine's life; None leaves the process's injector
+    #: as it is (the tests' ``faults`` fixture installs one; without it, none)
+    faults: str | local_faults.Faults | None = None
     server_port: int | None = None  # serve over HTTP on 127.0.0.1:<port> (0: any free port) instead of in-process only
     credentials: Credentials = field(default_factory=lambda: Credentials("local", "local"))
     #: the time new schedules are created at (``jobplane dev``'s clock); None: the real time
@@ -128,6 +133,9 @@ class LocalAWS:
         from jobplane.platform.local.lambda_agent import LocalLambdaAgent
 
         moto_patches.apply(*(self.fixes or ()))
+        self._faults_before = local_faults.active()
+        if self.faults is not None:
+            local_faults.install(local_faults.Faults(self.faults) if isinstance(self.faults, str) else self.faults)
         self._clients.clear()  # bound to an endpoint and credentials: this start's
         self._group_ready = False
         self._roles.clear()
@@ -165,6 +173,8 @@ class LocalAWS:
             self._ended.wait_for(lambda: self._inflight == 0, timeout=30)
         if self._listener in moto_patches.STATUS_LISTENERS:
             moto_patches.STATUS_LISTENERS.remove(self._listener)
+        if self.faults is not None:
+            local_faults.install(self._faults_before)
         if self.server_port is None:
             self._mock.stop()
         else:
@@ -523,14 +533,10 @@ class LocalAWS:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{arn} still RUNNING after {timeout}s")
             time.sleep(0.02)
-        events = []
-        kwargs: JsonObject = {"executionArn": arn, "maxResults": 1000}
-        while True:
-            page = sfn.get_execution_history(**kwargs)
-            events += page["events"]
-            if not page.get("nextToken"):
-                break
-            kwargs["nextToken"] = page["nextToken"]
+        from jobplane.platform.timeline import Patience, history
+
+        # read as the reconciler reads it: a throttled page (a fault profile's) is waited for
+        events = history(sfn, arn, Patience())
         entered = [e["stateEnteredEventDetails"]["name"] for e in events if "stateEnteredEventDetails" in e]
         output = json.loads(d["output"]) if d.get("output") else None
         return Execution(arn, d["status"], d.get("error"), d.get("cause"), output, entered)

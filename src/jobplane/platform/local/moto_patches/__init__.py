@@ -18,11 +18,12 @@ import functools
 import threading
 from dataclasses import dataclass
 from importlib.metadata import version
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Optional
 
-from jobplane.platform.local.moto_patches import (client_reuse, context_start_time, dynamodb_fast_answers,
+from jobplane.platform.local.moto_patches import (aws_limits, client_reuse, context_start_time, dynamodb_fast_answers,
                                                   dynamodb_fast_projection, dynamodb_items_untracked, dynamodb_store,
-                                                  ecs_tasks, ecs_tasks_untracked, execution_name_default,
+                                                  ecs_task_errors, ecs_tasks, ecs_tasks_untracked,
+                                                  execution_name_default, fault_injection,
                                                   execution_status_events, fast_sync_poll, global_cors,
                                                   jsonpath_variables, lambda_local_functions, map_jsonl_reader,
                                                   map_result_writer,
@@ -32,19 +33,22 @@ from jobplane.platform.local.moto_patches import (client_reuse, context_start_ti
                                                   stepfunctions_fast_history, stop_is_final, stop_while_starting, sync_retry,
                                                   sync_task_exit_code)
 from jobplane.platform.local.moto_patches.backends import (ACCOUNT, Terraform, create_role, create_state_machine,
-                                                           deploys_target, forget_ended_executions, put_schedule,
+                                                           count_schedules, deploys_target, dynamodb_item,
+                                                           event_rules, forget_ended_executions, put_schedule,
                                                            running_executions)
 from jobplane.platform.local.moto_patches.ecs_tasks import ECS_TASK_RUNNERS, finish_task
 from jobplane.platform.local.moto_patches.execution_status_events import STATUS_LISTENERS
 from jobplane.platform.local.moto_patches.lambda_local_functions import LAMBDA_RUNNERS
 
+from jobplane.contract.types import JsonObject
+
 if TYPE_CHECKING:
     from jobplane.platform.local.front import Credentials
 
 __all__ = [
-    "ACCOUNT", "ECS_TASK_RUNNERS", "LAMBDA_RUNNERS", "MOTO_VERSION", "PATCHES", "Patch",
+    "ACCOUNT", "ECS_TASK_RUNNERS", "FaultAnswer", "FaultHook", "set_fault_hook", "LAMBDA_RUNNERS", "MOTO_VERSION", "PATCHES", "Patch",
     "STATUS_LISTENERS", "Terraform", "apply", "apply_all", "check_version", "create_role", "create_state_machine",
-    "deploys_target", "finish_task", "forget_ended_executions", "put_schedule", "running_executions",
+    "count_schedules", "deploys_target", "dynamodb_item", "event_rules", "finish_task", "forget_ended_executions", "put_schedule", "running_executions",
     "use_server_credentials",
 ]
 
@@ -179,6 +183,15 @@ PATCHES: tuple[Patch, ...] = (
           "ResultWriter exports it, whatever its ResultPath",
           "checks only the state's output after ResultPath: a Map with ResultPath null returns any amount",
           map_result_writer.fix_map_result_limit),
+    Patch("ecs_task_errors", "RunTask's failures fail an ecs:runTask Task as AmazonECS.Unknown, its errors as ECS.<Code>",
+          "an IndexError on failures and no mapping of ECS errors: both States.Runtime, never retried",
+          ecs_task_errors.fix_ecs_task_errors),
+    Patch("aws_limits", "a call past a documented size or count limit fails with AWS's error (contract/limits.py)",
+          "takes RunTask overrides, Lambda environments and payloads, SNS messages in bytes, schedules and rules of any size or number",
+          aws_limits.fix_aws_limits),
+    Patch("fault_injection", "any call may be throttled or refused as each API documents (a profile or a test scripts them)",
+          "answers every call it implements with success",
+          fault_injection.fix_fault_injection),
 )
 
 _BY_NAME = {patch.name: patch for patch in PATCHES}
@@ -199,6 +212,31 @@ def apply(*names: str) -> None:
 def apply_all() -> None:
     """Apply every patch (what `jobplane dev` and the engine run with)."""
     apply()
+
+
+@dataclass(frozen=True)
+class FaultAnswer:
+    """What the local AWS answers instead of moto for one call: an error (``code``, AWS's name
+    for it, with its documented HTTP ``status`` and ``message``), or, with ``code`` None, a
+    successful answer ``body`` (RunTask's ``failures``)."""
+
+    status: int
+    code: str | None
+    message: str = ""
+    body: JsonObject | None = None
+
+
+#: ``hook(service, operation, params) -> answer | None``: asked before moto answers any call of
+#: the services ``fault_injection`` wraps; ``params()`` parses the request's PascalCase parameters.
+FaultHook = Callable[[str, str, Callable[[], JsonObject]], Optional[FaultAnswer]]
+
+
+def set_fault_hook(hook: FaultHook | None, done: Callable[[str, str], None] | None = None) -> None:
+    """Let ``hook`` decide every call's answer first (None: moto answers all), and tell ``done``
+    when moto has answered a call ``hook`` let through; process-wide, as moto's backends are
+    (jobplane.platform.local.faults installs its injector here)."""
+    fault_injection.DONE = done
+    fault_injection.HOOK = hook
 
 
 def use_server_credentials(credentials: Credentials | None) -> None:

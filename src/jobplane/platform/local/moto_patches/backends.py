@@ -130,6 +130,14 @@ def put_schedule(region: str, spec: JsonObject, created_at: datetime | None = No
         schedule_expression_timezone=spec.get("ScheduleExpressionTimezone"), start_date=spec.get("StartDate"),
         state=spec.get("State"), target=spec["Target"])
     try:
+        backend.get_schedule(spec["GroupName"], spec["Name"])
+    except Exception:  # a new schedule: as terraform apply's CreateSchedule, held to the account's quota
+        from jobplane.platform.local.limits import schedule_quota_error
+
+        refused = schedule_quota_error(count_schedules(region))
+        if refused is not None:
+            raise refused
+    try:
         created = backend.create_schedule(**fields, action_after_completion=spec.get("ActionAfterCompletion"))
     except ScheduleExists:
         backend.update_schedule(**fields)
@@ -188,3 +196,43 @@ def deploys_target(account: str, region: str, target: str) -> bool:
 
     quoted = json.dumps(target)[1:-1]  # as the value sits in the definition's JSON text
     return any(quoted in (machine.definition or "") for machine in list(get_backend(account, region).state_machines))
+
+
+def dynamodb_item(table_name: str, key: JsonObject) -> tuple[str, int]:
+    """(the table's partition key attribute, the stored item's size in bytes, 0 if none) for the
+    item ``key`` names in any region of the account: what the fault injector's per-key write budget
+    charges a write by (jobplane.platform.local.fault_profiles). ("", 0) when there is no such table."""
+    moto_patches.check_version()
+    from moto.dynamodb.models import dynamodb_backends
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    for backend in list(dynamodb_backends[ACCOUNT].values()):
+        table = backend.tables.get(table_name)
+        if table is None:
+            continue
+        hash_value, range_value = key.get(table.hash_key_attr), key.get(table.range_key_attr or "")
+        if not isinstance(hash_value, dict) or (table.range_key_attr and not isinstance(range_value, dict)):
+            return table.hash_key_attr, 0
+        try:
+            item = table.get_item(DynamoType(hash_value), DynamoType(range_value) if range_value else None)
+        except Exception:  # a key of the wrong shape: moto refuses the write itself
+            return table.hash_key_attr, 0
+        return table.hash_key_attr, int(item.size()) if item is not None else 0
+    return "", 0
+
+
+def count_schedules(region: str) -> int:
+    """The schedules of the account in ``region`` (every group): what Scheduler's quota counts."""
+    moto_patches.check_version()
+    from moto.scheduler.models import scheduler_backends
+
+    return sum(len(group.schedules) for group in list(scheduler_backends[ACCOUNT][region].schedule_groups.values()))
+
+
+def event_rules(region: str, bus: str) -> set[str]:
+    """The names of the rules on event bus ``bus`` (a name or ARN) in ``region``."""
+    moto_patches.check_version()
+    from moto.events.models import events_backends
+
+    found = events_backends[ACCOUNT][region].event_buses.get(bus.rsplit("/", 1)[-1])
+    return set(found.rules) if found is not None else set()
