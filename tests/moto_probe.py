@@ -846,6 +846,54 @@ def scenario(name: str, fixed: bool) -> dict:
                     "bad": [bad["status"], bad["error"]]}
         return with_engine(fixes, body)
 
+    if name == "map_result_writer":
+        # a Distributed Map over [1, 2, 3] whose item 2 fails (one failure tolerated), its results
+        # written to S3 with WriterConfig COMPACT / JSONL: the run, its output, what S3 then holds
+        def body(aws):
+            s3 = aws.client("s3")
+            bucket = aws.resources["items_bucket"]
+            machine = {"StartAt": "m", "States": {"m": {
+                "Type": "Map", "ItemsPath": "$.items", "ToleratedFailureCount": 1, "End": True,
+                "ResultWriter": {"Resource": "arn:aws:states:::s3:putObject",
+                                 "Parameters": {"Bucket": bucket, "Prefix": "probe-results/job"},
+                                 "WriterConfig": {"Transformation": "COMPACT", "OutputType": "JSONL"}},
+                "ItemProcessor": {"ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+                                  "StartAt": "c", "States": {
+                                      "c": {"Type": "Choice", "Choices": [{"Variable": "$", "NumericEquals": 2,
+                                                                           "Next": "f"}], "Default": "ok"},
+                                      "f": {"Type": "Fail", "Error": "Item.Failed", "Cause": "two"},
+                                      "ok": {"Type": "Pass", "Parameters": {"n.$": "$"}, "End": True}}}}}}
+            run = run_machine(aws.client("stepfunctions"), machine, {"items": [1, 2, 3]})
+            objects = {o["Key"]: s3.get_object(Bucket=bucket, Key=o["Key"])["Body"].read().decode()
+                       for o in s3.list_objects_v2(Bucket=bucket, Prefix="probe-results/").get("Contents", [])}
+            return {"status": run["status"], "error": run["error"], "cause": (run["cause"] or "")[:300],
+                    "output": json.loads(run["output"] or "null"), "objects": objects}
+        return with_engine(fixes, body)
+
+    if name == "map_result_limit":
+        # a Distributed Map whose 300 children answer 1 KiB each (~300 KB together) and whose
+        # ResultPath is null, as a jp.map's: without a ResultWriter, and with one
+        def body(aws):
+            bucket = aws.resources["items_bucket"]
+
+            def machine(writer: bool) -> dict:
+                m = {"Type": "Map", "ItemsPath": "$.items", "ResultPath": None, "End": True,
+                     "ItemProcessor": {"ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+                                       "StartAt": "p", "States": {"p": {"Type": "Pass", "Result": "y" * 1024,
+                                                                        "End": True}}}}
+                if writer:
+                    m["ResultWriter"] = {"Resource": "arn:aws:states:::s3:putObject",
+                                         "Parameters": {"Bucket": bucket, "Prefix": "probe-limit"},
+                                         "WriterConfig": {"Transformation": "COMPACT", "OutputType": "JSONL"}}
+                return {"StartAt": "m", "States": {"m": m}}
+            sfn = aws.client("stepfunctions")
+            items = {"items": list(range(300))}
+            bare, written = run_machine(sfn, machine(False), items), run_machine(sfn, machine(True), items)
+            small = run_machine(sfn, machine(False), {"items": list(range(100))})
+            return {"bare": [bare["status"], bare["error"]], "written": [written["status"], written["error"]],
+                    "small": [small["status"], small["error"]], "cause": bare["cause"]}
+        return with_engine(fixes, body)
+
     if name == "stepfunctions_fast_history":
         def body(aws):
             # histories of many kinds of events (a task that fails and is retried, a choice, a

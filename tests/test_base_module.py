@@ -373,3 +373,19 @@ def test_who_passes_a_schedule_its_role_may_pass_the_teams_shared_roles() -> Non
         for other in (r for r in roles if "-scheduler-" not in r):  # nor any other role of the teams
             assert not allowed(statements, Call("iam:PassRole", f"arn:aws:iam::{bm.ACCOUNT}:role/{other}",
                                                 {"iam:PassedToService": "scheduler.amazonaws.com"})), other
+
+
+def test_the_maps_exported_results_expire() -> None:
+    """Issue 62 finding 3: every jp.map's ResultWriter exports its children's results under
+    map-results/ in the catalog bucket (compiler/map_states.py), which nothing reads: a lifecycle
+    rule of the catalog bucket expires exactly that prefix (and its old versions: the bucket is
+    versioned), leaving the catalogs' own rule as it was."""
+    from jobplane.contract.map_items import RESULTS_PREFIX
+
+    rules = {r["id"]: r for r in bm.resource("aws_s3_bucket_lifecycle_configuration", "catalog")["rule"]}
+    results = rules["map-results"]
+    assert results["status"] == "Enabled" and results["filter"] == [{"prefix": RESULTS_PREFIX}]
+    assert 1 <= results["expiration"][0]["days"] <= 30
+    assert results["noncurrent_version_expiration"][0]["noncurrent_days"] >= 1
+    assert results["abort_incomplete_multipart_upload"][0]["days_after_initiation"] == 1
+    assert rules["old-catalogs"]["noncurrent_version_expiration"][0]["noncurrent_days"] == "${var.execution_retention_days}"

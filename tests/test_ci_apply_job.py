@@ -22,6 +22,7 @@ from conftest import ROOT
 WORKFLOW = ROOT / "deploy" / "github-actions" / "jobplane.yml"
 GIT = ["git", "-c", "user.email=ci@example.com", "-c", "user.name=ci", "-c", "init.defaultBranch=main"]
 PARAMETER = "/jobplane-ci/acme/jobs/applied-commit"
+LOCK_FIXTURE = Path(__file__).parent / "fixtures" / "provider-lock" / "providers.lock.hcl"
 
 #: `aws ssm get-parameter` / `put-parameter` against a file, as the AWS CLI answers them
 AWS = """#!{python}
@@ -52,7 +53,7 @@ def apply_step() -> dict:
 
 
 class Pipeline:
-    def __init__(self, tmp: Path) -> None:
+    def __init__(self, tmp: Path, locked: bool = True) -> None:
         self.repo, self.bin, self.calls = tmp / "repo", tmp / "bin", tmp / "calls"
         self.store, self.cache = tmp / "parameter", tmp / "workspace" / ".terraform-plugin-cache"
         self.repo.mkdir()
@@ -60,6 +61,8 @@ class Pipeline:
             src = ROOT / rel
             (shutil.copytree(src, self.repo / rel, ignore=shutil.ignore_patterns("__pycache__")) if src.is_dir()
              else shutil.copy(src, self.repo / rel))
+        if locked:  # the repository commits its provider lock (the apply refuses to run without one)
+            shutil.copy(LOCK_FIXTURE, self.repo / "terraform" / "providers.lock.hcl")
         subprocess.run([*GIT, "init", "-q", str(self.repo)], check=True)
         self.bin.mkdir()
         (self.bin / "aws").write_text(AWS.format(python=sys.executable, store=str(self.store), calls=str(self.calls),
@@ -96,7 +99,13 @@ class Pipeline:
                                         text=True).stdout.strip() or "0" * 40}
         done = subprocess.run(["bash", "-e", "-c", apply_step()["run"]], cwd=self.repo, env=env, capture_output=True,
                               text=True, timeout=300)
+        self.output = done.stdout + done.stderr
         calls = self.calls.read_text().splitlines()
+        # every root's init holds to the committed lock (compile copied it into the root)
+        for call in calls:
+            if call.startswith("terraform ") and " init " in call:
+                root = call.split("-chdir=")[1].split()[0]
+                assert "-lockfile=readonly" in call.split() and (self.repo / root / ".terraform.lock.hcl").is_file(), call
         applied = [c.split("-chdir=")[1].split()[0] for c in calls if c.startswith("terraform ") and " apply " in c]
         assert all(c.endswith(f"cache={self.cache}") for c in calls if c.startswith("terraform "))  # item 10
         assert self.cache.is_dir() or not applied
@@ -152,3 +161,23 @@ def test_after_the_apply_the_pipeline_keeps_paused_jobs_paused() -> None:
     assert names.index("Keep paused jobs paused") == names.index("Compile and apply, base first") + 1
     assert 'output -json > "$RUNNER_TEMP/jobplane-deployment.json"' in step["run"]
     assert 'jobplane repair-pauses --deployment "$RUNNER_TEMP/jobplane-deployment.json"' in step["run"]
+
+
+def test_without_a_committed_provider_lock_the_apply_refuses_to_run_and_says_how_to_make_one(tmp_path: Path) -> None:
+    """Issue 62 finding 10: without terraform/providers.lock.hcl the apply fell back to an
+    unlocked `terraform init` (any provider version the constraints allow, no recorded hash). It
+    now fails before compiling or applying anything, records no applied commit, and names both
+    ways to make the lock; with the lock committed, the same push applies every root."""
+    pipeline = Pipeline(tmp_path, locked=False)
+    base = pipeline.push("base")
+    status, applied = pipeline.run(base)
+    assert status != 0 and applied == [] and pipeline.recorded() is None
+    assert not any(c.startswith("terraform ") for c in pipeline.calls.read_text().splitlines())
+    assert "terraform/providers.lock.hcl is not committed" in pipeline.output
+    assert "lock-providers" in pipeline.output
+    assert ("terraform providers lock -platform=linux_amd64 -platform=linux_arm64 -platform=darwin_amd64 "
+            "-platform=darwin_arm64") in pipeline.output
+    shutil.copy(LOCK_FIXTURE, pipeline.repo / "terraform" / "providers.lock.hcl")
+    locked = pipeline.push("lock")
+    status, applied = pipeline.run(locked)
+    assert status == 0 and len(applied) == 4 and pipeline.recorded() == locked

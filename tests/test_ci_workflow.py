@@ -77,11 +77,11 @@ def test_the_plan_comment_quotes_what_the_pull_request_names_without_letting_it_
                                                  "</details>"]
 
 
-def test_a_rerun_of_the_apply_does_not_push_its_image_again(tmp_path: Path) -> None:
-    """Issue 41 item 4: the runner repository's tags are IMMUTABLE, so re-running a failed apply
-    failed at the push of the same tag. The workflow's own build step, run by bash with `aws`
-    and `docker` standing in as recorders on PATH: the tag found, nothing is built or pushed;
-    not found, it is built and pushed."""
+def _run_build_step(tmp_path: Path, found: str, media: str = "application/vnd.docker.distribution.manifest.v2+json"
+                    ) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """The apply job's build step, run by bash with `aws` and `docker` standing in as recorders
+    on PATH: `aws ecr describe-images` exits ``found`` (0: the tag is pushed), `aws ecr
+    batch-get-image` answers ``media`` as the pushed manifest's type."""
     import os
 
     import yaml
@@ -90,19 +90,62 @@ def test_a_rerun_of_the_apply_does_not_push_its_image_again(tmp_path: Path) -> N
     step = next(s for s in doc["jobs"]["apply"]["steps"] if s.get("name") == "Build and push the runner image")
     calls = tmp_path / "calls"
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "aws").write_text(
+        f'#!/bin/sh\necho "aws $*" >> {calls}\n'
+        'case "$*" in *batch-get-image*) echo "$MEDIA"; exit 0;; esac\n'
+        'exit "${FOUND:-254}"\n')
+    (bin_dir / "docker").write_text(f'#!/bin/sh\necho "docker $*" >> {calls}\nexit 0\n')
     for tool in ("aws", "docker"):
-        (bin_dir / tool).write_text(f'#!/bin/sh\necho "{tool} $*" >> {calls}\n'
-                                    + ('exit "${FOUND:-254}"\n' if tool == "aws" else "exit 0\n"))
         (bin_dir / tool).chmod(0o755)
     env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "APP_IMAGE": "app:1", "TAG": "abc123",
-           "RUNNER_REPOSITORY": "123456789012.dkr.ecr.us-east-1.amazonaws.com/team/jobplane-runner"}
+           "RUNNER_REPOSITORY": "123456789012.dkr.ecr.us-east-1.amazonaws.com/team/jobplane-runner",
+           "FOUND": found, "MEDIA": media}
+    calls.write_text("")
+    done = subprocess.run(["bash", "-e", "-c", step["run"]], env=env, capture_output=True, text=True, timeout=60)
+    return done, calls.read_text().splitlines()
+
+
+def test_a_rerun_of_the_apply_does_not_push_its_image_again(tmp_path: Path) -> None:
+    """Issue 41 item 4: the runner repository's tags are IMMUTABLE, so re-running a failed apply
+    failed at the push of the same tag. The workflow's own build step: the tag found, nothing is
+    built or pushed; not found, it is built and pushed."""
     for found, built in (("0", False), ("254", True)):
-        calls.write_text("")
-        done = subprocess.run(["bash", "-e", "-c", step["run"]], env=env | {"FOUND": found}, capture_output=True,
-                              text=True, timeout=60)
+        done, lines = _run_build_step(tmp_path, found)
         assert done.returncode == 0, done.stderr
-        lines = calls.read_text().splitlines()
         assert lines[0] == ("aws ecr describe-images --repository-name team/jobplane-runner "
                             "--image-ids imageTag=abc123")
-        assert [line.split()[:2] for line in lines[1:]] == ([["docker", "build"], ["docker", "push"]] if built else [])
+        docker = [line.split()[:2] for line in lines if line.startswith("docker ")]
+        assert docker == ([["docker", "build"], ["docker", "push"]] if built else [])
+
+
+def test_the_runner_image_is_built_for_one_platform_without_attestations(tmp_path: Path) -> None:
+    """Issue 62 finding 4: the same image runs the Lambda steps, and Lambda refuses an image
+    index ("Lambda doesn't support functions that use multi-architecture container images",
+    https://docs.aws.amazon.com/lambda/latest/dg/images-create.html); BuildKit's default
+    provenance attestation makes a plain `docker build` push one. Each flag that keeps the push a
+    single image manifest is on the build's command line (removing any fails here)."""
+    done, lines = _run_build_step(tmp_path, "254")
+    assert done.returncode == 0, done.stderr
+    build = next(line.split() for line in lines if line.startswith("docker build"))
+    for flag in (["--platform", "linux/amd64"], ["--provenance=false"], ["--sbom=false"]):
+        at = build.index(flag[0])
+        assert build[at:at + len(flag)] == flag, (flag, build)
+
+
+def test_the_pipeline_fails_when_the_pushed_image_is_an_index(tmp_path: Path) -> None:
+    """Issue 62 finding 4: whatever built it (this run, or an earlier run of the same commit), the
+    pushed tag's manifest type is checked after the push (ECR's imageManifestMediaType): an image
+    index fails the job before any root applies; the two single-image manifest types pass."""
+    for found in ("254", "0"):
+        for media, ok in (("application/vnd.docker.distribution.manifest.v2+json", True),
+                          ("application/vnd.oci.image.manifest.v1+json", True),
+                          ("application/vnd.oci.image.index.v1+json", False),
+                          ("application/vnd.docker.distribution.manifest.list.v2+json", False),
+                          ("None", False)):
+            done, lines = _run_build_step(tmp_path, found, media)
+            assert (done.returncode == 0) is ok, (found, media, done.stdout, done.stderr)
+            assert ("aws ecr batch-get-image --repository-name team/jobplane-runner --image-ids imageTag=abc123 "
+                    "--query images[0].imageManifestMediaType --output text") in lines
+            if not ok:
+                assert "not one image manifest" in done.stdout and "--provenance=false" in done.stdout

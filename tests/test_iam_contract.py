@@ -142,6 +142,17 @@ def sfn_calls(job_doc: dict[str, Any], r: Resolver, tid: str) -> list[Call]:
                 *(Call(a, f"arn:aws:states:{REGION}:{ACCOUNT}:execution:{sm['name']}/close-all-label:child-1", {}, why)
                   for a in ("states:DescribeExecution", "states:StopExecution")),
             ]
+            if "ResultWriter" in state:
+                # its results exported under the prefix, in <prefix>/<map run id>/ ("IAM policies
+                # for ResultWriter", https://docs.aws.amazon.com/step-functions/latest/dg/input-output-resultwriter.html),
+                # to a bucket that encrypts with the platform key (SSE-KMS: a write needs a data key)
+                writer = state["ResultWriter"]
+                assert writer["Resource"] == "arn:aws:states:::s3:putObject", why
+                folder = f"arn:aws:s3:::{writer['Parameters']['Bucket']}/{writer['Parameters']['Prefix']}/map-run-1"
+                calls += [Call(a, f"{folder}/{obj}", {}, why)
+                          for a in ("s3:PutObject", "s3:GetObject", "s3:ListMultipartUploadParts",
+                                    "s3:AbortMultipartUpload") for obj in ("manifest.json", "SUCCEEDED_0.jsonl")]
+                calls.append(Call("kms:GenerateDataKey", MODULE["kms_key_arn"], {}, why))
             continue
         if state["Type"] != "Task":
             continue

@@ -152,6 +152,25 @@ def test_the_state_machine_role_gets_exactly_what_the_map_calls(tmp_path: Path) 
     assert not sids & {"ReadMapItems", "DecryptMapItems", "StartMapChildren", "WatchMapChildren"}
 
 
+def test_the_map_exports_its_results_to_the_platforms_bucket_and_may_write_only_there() -> None:
+    """Issue 62 finding 3: the Map's collected results go to S3 (ResultWriter, COMPACT JSON
+    Lines, under the job's prefix), never into the state; the role may write there only."""
+    config = load_config(Path(__file__).resolve().parents[1])
+    job = Job.from_definition(definition())
+    m = asl.build_definition(job, "jp")["States"]["close-all"]
+    assert m["ResultWriter"] == {"Resource": "arn:aws:states:::s3:putObject",
+                                 "Parameters": {"Bucket": "<<jobplane:items_bucket>>", "Prefix": "map-results/fan"},
+                                 "WriterConfig": {"Transformation": "COMPACT", "OutputType": "JSONL"}}
+    assert m["ResultPath"] is None  # the manifest's reference is not kept either: nothing reads it
+    module = terraform.job_module(job, asl.compile_job(job, "jp"), config)
+    statements = {s["sid"]: s for s in module["data"]["aws_iam_policy_document"]["fan_sfn"]["statement"]}
+    assert sorted(statements["WriteMapResults"]["actions"]) == ["s3:AbortMultipartUpload", "s3:GetObject",
+                                                                "s3:ListMultipartUploadParts", "s3:PutObject"]
+    [resource] = statements["WriteMapResults"]["resources"]
+    assert resource.endswith(":s3:::${local.platform.catalog_bucket}/map-results/fan/*")
+    assert statements["EncryptMapResults"]["actions"] == ["kms:GenerateDataKey"]
+
+
 def test_the_runner_task_role_may_write_map_lists_only() -> None:
     runner_tf = (Path(__file__).resolve().parents[1] / "terraform/platform/runner.tf").read_text()
     block = runner_tf[runner_tf.index('data "aws_iam_policy_document" "runner_map_items"'):]
@@ -371,6 +390,69 @@ def test_the_portal_shows_a_maps_progress_and_re_runs_its_failed_items(fan: tupl
     assert [(o.index, o.status) for o in control.items(again)] == [(1, "SUCCEEDED"), (2, "SUCCEEDED")]
     [entry] = [e for e in control.audit() if e.execution == again]
     assert (entry.actor, entry.action) == (BILLING, "rerun_failed_items")
+
+
+ITEM_BYTES, ITEMS = 1000, 300  # the children's results: ~300 KB together, past the 256 KiB a state may hold
+
+
+def _big_results_map(aws: LocalAWS, execution: str, with_writer: bool) -> str:
+    """The compiled jp.map's Map state as the only state of a machine, deployed: its reader,
+    selector, tolerance and ResultWriter as compiled, each child answering its 1,000-byte item
+    (a Pass) so that ITEMS children's results are more than 256 KiB together, which a map of
+    ~90,000 items of ``{}`` reaches the same way; its list written where the reader reads it."""
+    job = Job.from_definition(definition())
+    m = dict(asl.build_definition(job, "jp")["States"]["close-all"])
+    for field in ("Catch", "Next"):
+        m.pop(field, None)
+    m |= {"End": True, "ItemProcessor": {"ProcessorConfig": m["ItemProcessor"]["ProcessorConfig"], "StartAt": "p",
+                                         "States": {"p": {"Type": "Pass", "OutputPath": "$.item", "End": True}}}}
+    if not with_writer:
+        del m["ResultWriter"]
+    name = "fan-results" if with_writer else "fan-results-unwritten"
+    aws.deploy(name, json.dumps({"StartAt": "close-all", "States": {"close-all": m}}))
+    items = [f"{i:04d}" + "x" * (ITEM_BYTES - 4) for i in range(ITEMS)]
+    aws.client("s3").put_object(Bucket=aws.resources["items_bucket"], Key=map_items.items_key("fan", execution, "close-all"),
+                                Body=map_items.encode(items, list(range(ITEMS))))
+    return name
+
+
+def test_a_map_whose_results_pass_256_kib_succeeds_with_its_result_writer(fan: tuple[LocalAWS, ControlPlane]) -> None:
+    """Issue 62 finding 3: a Distributed Map's collected results are its state's result, at most
+    256 KiB (States.DataLimitExceeded). With the compiled ResultWriter the results go to S3 and
+    the Map's output is the manifest's reference: the run succeeds, and S3 holds every child's
+    result (more than 256 KiB of them) under the job's prefix, listed by the manifest."""
+    aws, _ = fan
+    s3 = aws.client("s3")
+    bucket = aws.resources["items_bucket"]
+    execution = "results-with-writer"
+    name = _big_results_map(aws, execution, with_writer=True)
+    ex = aws.wait(aws.start(name, execution_input.manual("test"), name=execution), timeout=600)  # a hang guard
+    assert (ex.status, ex.error) == ("SUCCEEDED", None), ex.cause
+    manifests = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="map-results/fan/")["Contents"]
+                 if o["Key"].endswith("/manifest.json")]
+    [manifest_key] = manifests
+    manifest = json.loads(s3.get_object(Bucket=bucket, Key=manifest_key)["Body"].read())
+    [written] = manifest["ResultFiles"]["SUCCEEDED"]
+    assert manifest["ResultFiles"]["FAILED"] == [] and written["Key"].startswith("map-results/fan/")
+    assert written["Size"] > 256 * 1024  # what the state could not have held
+    body = s3.get_object(Bucket=bucket, Key=written["Key"])["Body"].read().decode()
+    results = sorted(json.loads(line) for line in body.splitlines())
+    assert len(results) == ITEMS and all(len(r) == ITEM_BYTES for r in results) and results[7].startswith("0007")
+
+
+def test_without_its_result_writer_the_same_map_fails_on_its_own_result(fan: tuple[LocalAWS, ControlPlane]) -> None:
+    """Issue 62 finding 3, the limit that makes the ResultWriter necessary: the same map without
+    it fails States.DataLimitExceeded on the local engine, as on AWS ("Maximum input or output
+    size for a task, state, or execution": 256 KiB,
+    https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html), even with
+    ResultPath null: the result exists before ResultPath discards it (the moto patch
+    map_result_limit: stock moto checks only the output after ResultPath, and this map
+    succeeded)."""
+    aws, _ = fan
+    execution = "results-without-writer"
+    name = _big_results_map(aws, execution, with_writer=False)
+    ex = aws.wait(aws.start(name, execution_input.manual("test"), name=execution), timeout=600)  # a hang guard
+    assert (ex.status, ex.error) == ("FAILED", "States.DataLimitExceeded"), (ex.status, ex.error, ex.cause)
 
 
 def fan_root(control: ControlPlane) -> Path:

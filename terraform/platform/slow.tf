@@ -62,6 +62,27 @@ resource "aws_s3_bucket_lifecycle_configuration" "catalog" {
       days_after_initiation = 1
     }
   }
+  # A Distributed Map's ResultWriter exports its children's results here
+  # (compiler/map_states.py result_writer; contract/map_items.py RESULTS_PREFIX) so they never
+  # pass through the state (256 KiB). Nothing reads them (each item's record is its outcome):
+  # kept a week for a look by hand, then expired (a delete marker; the old version a day later).
+  # https://docs.aws.amazon.com/AmazonS3/latest/userguide/lifecycle-configuration-examples.html
+  rule {
+    id     = "map-results"
+    status = "Enabled"
+    filter {
+      prefix = "map-results/"
+    }
+    expiration {
+      days = 7
+    }
+    noncurrent_version_expiration {
+      noncurrent_days = 1
+    }
+    abort_incomplete_multipart_upload {
+      days_after_initiation = 1
+    }
+  }
 }
 
 resource "aws_cloudwatch_log_group" "slow" {

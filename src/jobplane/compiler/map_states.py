@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from jobplane.compiler.model import Job, Step
 
 GET_OBJECT = "arn:aws:states:::s3:getObject"
+PUT_OBJECT = "arn:aws:states:::s3:putObject"
 PUT_ITEM = "arn:aws:states:::dynamodb:putItem"
 #: what the child's Tasks read of the run (the ECS overrides: contract/execution_input.py)
 _RUN_FIELDS = ("trigger", "scheduled_time", "requested_by", "params")
@@ -57,13 +58,37 @@ class Map(_Catching):
     item_selector: JsonObject
     max_concurrency: int
     tolerance: JsonObject
+    result_writer: JsonObject
     result_path: object = DISCARD
 
     def fields(self) -> JsonObject:
         return {"ItemReader": self.item_reader, "ItemSelector": self.item_selector,
                 "ItemProcessor": {"ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
                                   **self.processor.to_dict()},
-                "MaxConcurrency": self.max_concurrency, **self.tolerance, "ResultPath": None} | self.catch_fields()
+                "MaxConcurrency": self.max_concurrency, **self.tolerance, "ResultWriter": self.result_writer,
+                "ResultPath": None} | self.catch_fields()
+
+
+def result_writer(job: Job) -> JsonObject:
+    """Where the Map's collected results go: to the platform's bucket, not into the state.
+
+    Without a ResultWriter a Distributed Map returns every child's output as one array, and a
+    state's output is at most 256 KiB ("Maximum input or output size for a task, state, or
+    execution", https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html), or the
+    Map fails with ``States.DataLimitExceeded`` even with ``ResultPath: null`` (the result exists
+    before ResultPath discards it): 100,000 children's ``{}`` are ~300 KB, and a failed child's
+    result is its whole error and cause. With ``ResultWriter`` the results are exported to S3 and
+    "the Map state's output is" a reference to the export's manifest
+    (``{"MapRunArn", "ResultWriterDetails": {"Bucket", "Key"}}``), a few hundred bytes whatever
+    the count (https://docs.aws.amazon.com/step-functions/latest/dg/input-output-resultwriter.html).
+    ``Transformation: COMPACT`` keeps each succeeded child's output only (the smallest files);
+    JSONL like the list the map read. Nothing reads the export (each item's record, written by
+    its child, is its outcome, and ``ResultPath: null`` discards the reference): the base module
+    expires ``map-results/`` (terraform/platform/slow.tf); the role may write under the job's
+    prefix only (:func:`role_statements`)."""
+    return {"Resource": PUT_OBJECT,
+            "Parameters": {"Bucket": token("items_bucket"), "Prefix": map_items.results_prefix(job.name)},
+            "WriterConfig": {"Transformation": "COMPACT", "OutputType": "JSONL"}}
 
 
 @dataclass
@@ -140,8 +165,8 @@ class _ItemBuilder:
 
 
 def _put(job: Job, m: Step, status: str, next_: str | None, ddb_retry: Retry) -> Task:
-    # the child's output is {} (ResultSelector of nothing over the whole state): the Map's
-    # result is every child's output, which must stay far below the 256 KiB limit
+    # the child's output is {} (ResultSelector of nothing over the whole state): the smallest
+    # result for the Map's ResultWriter to export (:func:`result_writer`)
     return Task(resource=PUT_ITEM, parameters=item_record(job, m, status).asl(token("table_name")),
                 result_selector={}, result_path="$", retry=[ddb_retry], next=next_)
 
@@ -182,6 +207,7 @@ def map_states(b: object, m: Step, nxt: str, is_last: bool, ddb_retry: Retry) ->
                        "run": {"steps": {each.key: {ATTEMPT: 1} if each.retry.attempts > 1 else {}},
                                "infra": {"n": 0}}},
         processor=processor, max_concurrency=spec.max_concurrency, tolerance=spec.tolerance(),
+        result_writer=result_writer(job),
         catch=[Catch(["States.ALL"], failed, ERROR)], next=after))
     return b.step_states(spec.items, sn.attempt(m.name), False, graph, record=True)  # type: ignore[attr-defined, no-any-return]
 
@@ -203,8 +229,8 @@ def map_routes(m: Step, entries: dict[str, str] | None = None) -> list[When]:
 
 def role_statements(job: Job, sm_name: str) -> list[JsonObject]:
     """What the job's state machine role calls for its maps, only for a job that has one: read
-    its lists (S3, decrypted with the platform key that encrypts the catalog bucket), start its
-    children and watch or stop them. "IAM policies for using Distributed Map states",
+    its lists (S3, decrypted with the platform key that encrypts the catalog bucket), write its
+    results (:func:`result_writer`), start its children and watch or stop them. "IAM policies for using Distributed Map states",
     https://docs.aws.amazon.com/step-functions/latest/dg/iam-policies-eg-dist-map.html: a Distributed
     Map's role needs states:StartExecution on its own state machine and states:DescribeExecution
     and states:StopExecution on the child executions, whose ARNs are
@@ -218,6 +244,14 @@ def role_statements(job: Job, sm_name: str) -> list[JsonObject]:
         statement("ReadMapItems", ["s3:GetObject"],
                   [f"arn:{PARTITION}:s3:::${{local.platform.catalog_bucket}}/{map_items.ITEMS_PREFIX}{job.name}/*"]),
         statement("DecryptMapItems", ["kms:Decrypt"], ["${local.platform.kms_key_arn}"]),
+        # the Map's ResultWriter: "IAM policies for ResultWriter"
+        # (https://docs.aws.amazon.com/step-functions/latest/dg/input-output-resultwriter.html)
+        # lists these four on the results' prefix; the bucket encrypts with the platform key
+        # (GenerateDataKey to write, Decrypt above for a multipart upload's parts)
+        statement("WriteMapResults", ["s3:PutObject", "s3:GetObject", "s3:ListMultipartUploadParts",
+                                      "s3:AbortMultipartUpload"],
+                  [f"arn:{PARTITION}:s3:::${{local.platform.catalog_bucket}}/{map_items.results_prefix(job.name)}/*"]),
+        statement("EncryptMapResults", ["kms:GenerateDataKey"], ["${local.platform.kms_key_arn}"]),
         statement("StartMapChildren", ["states:StartExecution"], [f"{arn}:stateMachine:{sm_name}"]),
         statement("WatchMapChildren", ["states:DescribeExecution", "states:StopExecution"],
                   [f"{arn}:execution:{sm_name}/*"]),

@@ -49,6 +49,10 @@ from jobplane.contract import runner as rc
 from jobplane.contract.types import JsonObject, JsonValue
 
 ITEMS_PREFIX = "map-items/"
+#: where a Distributed Map's ResultWriter exports its children's results (compiler/map_states.py):
+#: nothing reads them (each item's record is its outcome); the base module's lifecycle rule
+#: expires them (terraform/platform/slow.tf)
+RESULTS_PREFIX = "map-results/"
 ITEM_SK_PREFIX = "ITEM#"
 MAX_CONCURRENCY = 10_000
 MAX_ITEMS = 100_000
@@ -70,6 +74,13 @@ ENV_ITEMS_URI, ENV_ITEM, ENV_ITEM_INDEX, ITEM_PARAM = rc.ENV_ITEMS_URI, rc.ENV_I
 def items_key(job: str, execution: str, map_name: str) -> str:
     """Where a run's list for one map lives in the platform's bucket."""
     return f"{ITEMS_PREFIX}{job}/{execution}/{map_name}.jsonl"
+
+
+def results_prefix(job: str) -> str:
+    """The ResultWriter's ``Prefix`` for a job's maps: Step Functions writes each Map Run's
+    results and manifest under ``<prefix>/<map run id>/``, so one prefix per job serves every run
+    and map of it, and the state machine role's grant stays scoped to the job."""
+    return f"{RESULTS_PREFIX}{job}"
 
 
 def items_key_format(job: str, map_name: str) -> str:

@@ -11,8 +11,9 @@ far below PutObject's 5 GB, and the runner task role needs no more than ``s3:Put
 A value that is not a list, an item that is not JSON or too large, or more than MAX_ITEMS items
 is a permanent failure of the step, before its map starts, with the reason in the step's log;
 nothing is written then (the file is dropped). An exception the generator itself raises is the
-function's own: a retryable failure, as from any step. boto3 is imported only here, only for
-such a step (the runner's start-up stays the standard library's: bench/runner_start.py).
+function's own: a retryable failure, as from any step. The PutObject is signed by the standard
+library (runner/aws_requests.py): the application image needs no boto3, and the runner's
+start-up stays the standard library's (bench/runner_start.py).
 """
 
 from __future__ import annotations
@@ -53,10 +54,8 @@ def write(uri: str, value: object, limit: int = map_items.MAX_ITEMS) -> int:
         raise ItemsError(f"{map_items.ENV_ITEMS_URI} is not an s3://bucket/key URI")
     with tempfile.TemporaryFile() as f:
         count = spool(value, f, limit)
-        f.seek(0)
-        import boto3
+        from jobplane.runner import aws_requests
 
-        boto3.client("s3").put_object(Bucket=where.netloc, Key=where.path.lstrip("/"), Body=f,
-                                      ContentType=map_items.CONTENT_TYPE,
-                                      Metadata={map_items.COUNT_METADATA: str(count)})
+        aws_requests.put_object(where.netloc, where.path.lstrip("/"), f, map_items.CONTENT_TYPE,
+                                {map_items.COUNT_METADATA: str(count)})
     return count

@@ -8,7 +8,7 @@ Why a child process and not an import: the runner owns its process (signal handl
 the next invocation with whatever the last one left behind; a child starts clean each time and
 can be stopped before the function's own time runs out.
 
-The handler itself needs nothing but the standard library (boto3 only to read declared secrets),
+The handler itself needs nothing but the standard library (its secrets read by runner/aws_requests.py),
 so the runtime interface client (``awslambdaric``, in the image only: runner/Dockerfile; the
 function's image_config runs it, contract/lambda_step.py IMAGE_ENTRY_POINT) calls
 ``jobplane.runner.lambda_handler.handler``; the local AWS runs this module as a process that
@@ -99,7 +99,7 @@ def invoke(event: object, context: Context, function_env: Mapping[str, str], *,
     the step's process inherits (default: ``function_env``; the local AWS gives it what ECS steps
     get there); ``output``: the file descriptor the step's output goes to (default: this process's
     stdout, which Lambda sends to CloudWatch Logs); ``read_secret``: how declared secrets are read
-    (default: boto3 with the function's role)."""
+    (default: :func:`read_from_aws`, with the function's role)."""
     out = 1 if output is None else output
     answer = ls.Answer(exit_code=rc.EXIT_OK, log_group=str(getattr(context, "log_group_name", "") or ""),
                        log_stream=str(getattr(context, "log_stream_name", "") or ""),
@@ -205,7 +205,7 @@ def declared_secrets(function_env: Mapping[str, str], read_secret: Callable[[str
     missing = sorted(wanted - set(spec))
     if missing:
         raise Refused(f"the step's secrets {', '.join(missing)} are not among the function's {ls.ENV_SECRET_SOURCES}")
-    read = read_secret or _read_with_boto3
+    read = read_secret or read_from_aws
     values = {}
     for name, arn in sorted((n, a) for n, a in spec.items() if n in wanted):
         try:
@@ -215,18 +215,22 @@ def declared_secrets(function_env: Mapping[str, str], read_secret: Callable[[str
     return values
 
 
-def _read_with_boto3(arn: str) -> str:
-    """A Secrets Manager secret's string or an SSM parameter's decrypted value, by ARN."""
-    import boto3
+def read_from_aws(arn: str) -> str:
+    """A Secrets Manager secret's string or an SSM parameter's decrypted value, by ARN, with the
+    function's role: signed by the standard library (runner/aws_requests.py), so the image needs
+    no boto3."""
+    from jobplane.runner import aws_requests
 
     if ":ssm:" in arn:  # GetParameters: what the function's role may call (ssm:GetParameters)
-        answer = boto3.client("ssm").get_parameters(Names=[arn], WithDecryption=True)
-        if not answer.get("Parameters"):
+        answer = aws_requests.json_call("ssm", "AmazonSSM.GetParameters", {"Names": [arn], "WithDecryption": True})
+        found = answer.get("Parameters")
+        if not isinstance(found, list) or not found:
             raise LookupError(f"no such parameter (InvalidParameters: {answer.get('InvalidParameters')})")
-        value: str = answer["Parameters"][0]["Value"]
-        return value
-    secret: str = boto3.client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"]
-    return secret
+        return str(found[0]["Value"])
+    secret = aws_requests.json_call("secretsmanager", "secretsmanager.GetSecretValue", {"SecretId": arn})
+    if not isinstance(secret.get("SecretString"), str):
+        raise LookupError("the secret has no SecretString (a binary secret cannot be an environment variable)")
+    return str(secret["SecretString"])
 
 
 def child_environment(base: Mapping[str, str], step_env: Mapping[str, str], secrets: Mapping[str, str]) -> dict[str, str]:

@@ -26,6 +26,7 @@ from jobplane.platform.local.moto_patches import (aws_limits, client_reuse, cont
                                                   execution_name_default, fault_injection,
                                                   execution_status_events, fast_sync_poll, global_cors,
                                                   jsonpath_variables, lambda_local_functions, map_jsonl_reader,
+                                                  map_result_writer,
                                                   map_tolerated_failures,
                                                   no_wait_after_stop,
                                                   programs, server_dispatch, service_casing, stop_cause,
@@ -174,6 +175,14 @@ PATCHES: tuple[Patch, ...] = (
     Patch("map_jsonl_reader", "a Distributed Map's ItemReader reads JSON Lines (InputType JSONL)",
           "knows CSV and JSON only: the definition does not parse",
           map_jsonl_reader.fix_map_jsonl_reader),
+    Patch("map_result_writer", "a Distributed Map's ResultWriter exports its children's results to S3 (WriterConfig: "
+          "Transformation, OutputType) and outputs a reference to the manifest",
+          "refuses WriterConfig while parsing (the run fails); without it, writes a manifest of no result file",
+          map_result_writer.fix_map_result_writer),
+    Patch("map_result_limit", "a Map's collected result past 256 KiB fails it (States.DataLimitExceeded) unless a "
+          "ResultWriter exports it, whatever its ResultPath",
+          "checks only the state's output after ResultPath: a Map with ResultPath null returns any amount",
+          map_result_writer.fix_map_result_limit),
     Patch("ecs_task_errors", "RunTask's failures fail an ecs:runTask Task as AmazonECS.Unknown, its errors as ECS.<Code>",
           "an IndexError on failures and no mapping of ECS errors: both States.Runtime, never retried",
           ecs_task_errors.fix_ecs_task_errors),
