@@ -67,14 +67,14 @@ def test_a_lambda_step_reads_its_secrets_without_boto3(aws: LocalAWS) -> None:
     function_env = {ls.ENV_SECRET_SOURCES: json.dumps({"DB_PASSWORD": secret, "API_TOKEN": parameter})}
     done = run_without_sdk(
         "import json; from jobplane.runner import lambda_handler as h\n"
-        f"print(json.dumps(h.declared_secrets({function_env!r}, None)))\n", aws_env(aws))
+        f"print(json.dumps(h.declared_secrets({function_env!r}, None, {{'DB_PASSWORD', 'API_TOKEN'}})))\n", aws_env(aws))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"DB_PASSWORD": "s3cr3t pass", "API_TOKEN": "tok-123"}
     # a secret the role cannot read refuses the attempt, naming it (as before, from AWS's own error)
     missing = {ls.ENV_SECRET_SOURCES: json.dumps({"GONE": secret.replace("billing/db", "billing/gone")})}
     done = run_without_sdk(
         "from jobplane.runner import lambda_handler as h\n"
-        f"try:\n    h.declared_secrets({missing!r}, None)\nexcept h.Refused as e:\n    print(e)\n", aws_env(aws))
+        f"try:\n    h.declared_secrets({missing!r}, None, {{'GONE'}})\nexcept h.Refused as e:\n    print(e)\n", aws_env(aws))
     assert done.returncode == 0, done.stderr
     assert "secret GONE" in done.stdout and "ResourceNotFoundException" in done.stdout
 
