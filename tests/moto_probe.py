@@ -894,6 +894,19 @@ def scenario(name: str, fixed: bool) -> dict:
                     "small": [small["status"], small["error"]], "cause": bare["cause"]}
         return with_engine(fixes, body)
 
+    if name == "data_limit_terminal":
+        # a Map past its collected-result limit (map_result_limit's check, inside the state) with
+        # a catcher on States.ALL, as every compiled attempt has
+        def body(aws):
+            m = {"Type": "Map", "ItemsPath": "$.items", "ResultPath": None, "Next": "ok",
+                 "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "caught"}],
+                 "ItemProcessor": {"ProcessorConfig": {"Mode": "INLINE"}, "StartAt": "p",
+                                   "States": {"p": {"Type": "Pass", "Result": "y" * 1024, "End": True}}}}
+            run = run_machine(aws.client("stepfunctions"), {"StartAt": "m", "States": {
+                "m": m, "ok": {"Type": "Succeed"}, "caught": {"Type": "Pass", "End": True}}}, {"items": list(range(300))})
+            return {"status": run["status"], "error": run["error"]}
+        return with_engine(fixes, body)
+
     if name == "stepfunctions_fast_history":
         def body(aws):
             # histories of many kinds of events (a task that fails and is retried, a choice, a

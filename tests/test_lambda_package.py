@@ -11,6 +11,7 @@ from datetime import datetime, timedelta, timezone
 import subprocess
 import sys
 import sysconfig
+import time
 import uuid
 import zipfile
 from pathlib import Path
@@ -201,6 +202,29 @@ def test_the_reconciler_handler_records_a_stopped_run(aws: LocalAWS, lambda_root
     record = aws.repository().execution(failed.rsplit(":", 1)[1])
     assert record.error == "ConnectionError: partner API answered 503"
     assert [(r.step, r.outcome, r.exit_code) for r in record.timeline] == [("work", "failed", 75)]
+    # a pooled run stopped while its step holds a slot: the handler gives the slot back (the
+    # holder item deleted, the counter lowered, in one transaction: platform/pool_slots.py)
+    from jobplane.platform.pool_slots import pools
+
+    pooled = f"job-{uuid.uuid4().hex[:8]}"
+    aws.deploy(pooled, asl.compile_job(Job.from_definition({
+        "name": pooled, "team": "billing", "timezone": "UTC", "pool": "stops",
+        "steps": [{"name": "work", "python": "sample_apps.functions:behave"}]}), aws.prefix, {"stops": 1}))
+    held = aws.start(pooled, execution_input.manual("ops", overrides={"mode": "sleep", "seconds": 60}))
+
+    def used() -> int:
+        found = {p.name: p for p in pools(aws.client("dynamodb"), aws.resources["table_name"])}
+        return found["stops"].used if "stops" in found else 0
+
+    deadline = datetime.now(timezone.utc) + timedelta(seconds=300)  # catches a hang; decides nothing
+    while used() != 1:
+        assert datetime.now(timezone.utc) < deadline, "the pooled step never held its slot"
+        time.sleep(0.05)
+    aws.client("stepfunctions").stop_execution(executionArn=held, error="Ops.Stop", cause="packaged test")
+    aws.wait(held, timeout=300)
+    event["detail"] |= {"executionArn": held, "status": "ABORTED", "stateMachineArn": aws.state_machines[pooled]}
+    call_handler(lambda_root, "jobplane.platform.reconciler.handler", event, lambda_env(aws))
+    assert used() == 0
     assert_role_allows("reconciler", RECORDED["jobplane.platform.reconciler.handler"], {})
 
 

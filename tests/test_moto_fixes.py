@@ -530,6 +530,16 @@ def test_a_maps_collected_result_past_256_kib_fails_it_even_with_result_path_nul
         assert r["bare"] == ["FAILED", "States.DataLimitExceeded"] and "exceeding" in r["cause"]
 
 
+@probes("data_limit_terminal")
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_no_catch_on_states_all_takes_a_data_limit_failure(mode: str) -> None:
+    r = probe("data_limit_terminal", mode)
+    if mode == "stock":  # caught, and the run went on as if the step had failed on its own
+        assert r == {"status": "SUCCEEDED", "error": None}
+    else:
+        assert r == {"status": "FAILED", "error": "States.DataLimitExceeded"}
+
+
 @probes("fault_injection")
 @pytest.mark.parametrize("mode", ["stock", "fixed"])
 def test_an_injected_fault_answers_the_call(mode: str) -> None:

@@ -113,7 +113,8 @@ def fix_map_result_writer() -> None:
         prefix = parameters.get("Prefix", "")
         if prefix and not prefix.endswith("/"):
             prefix += "/"
-        folder = f"{prefix}{map_run_arn.split(':')[-1]}/"
+        # the Map Run's id, the ARN's last part (AWS names the folder by it)
+        folder = f"{prefix}{map_run_arn.rpartition(':')[2]}/"
         succeeded, failed = [], []
         for index, output in enumerate(results):  # every child ended: one output each, in item order
             if index in failures:
@@ -179,3 +180,30 @@ def fix_map_result_limit() -> None:
         original(self, env)
 
     state_map.StateMap._eval_execution = _eval_execution
+
+
+def fix_data_limit_terminal() -> None:
+    """``States.ALL`` in a Retrier or Catcher matches every error but the terminal
+    ``States.DataLimitExceeded``: "This error type can't catch the States.DataLimitExceeded
+    terminal error" (Step Functions developer guide, "Error names",
+    https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html). moto 5.2.5's
+    ``ErrorEqualsDecl`` takes ``States.ALL`` as matching anything: its own output check comes after
+    the catchers, so only an earlier check (``map_result_limit``'s, on a Map's collected result) is
+    caught, and a compiled ``Catch States.ALL`` (every attempt's) turned an oversized map into a
+    recorded step failure that AWS would never reach. An error named ``States.DataLimitExceeded``
+    in the ErrorEquals is still matched by name, as AWS matches any error it lists."""
+    from moto.stepfunctions.parser.asl.component.common.error_name import error_equals_decl
+
+    decl = error_equals_decl.ErrorEqualsDecl
+    original = decl._eval_body
+
+    def _eval_body(self, env) -> None:
+        error_name = env.stack[-1] if env.stack else None
+        if getattr(error_name, "error_name", None) == "States.DataLimitExceeded" \
+                and decl._STATE_ALL_ERROR in self.error_names:
+            env.stack.pop()
+            env.stack.append(False)  # States.ALL must appear alone: nothing else in this list to match
+            return
+        original(self, env)
+
+    decl._eval_body = _eval_body
