@@ -150,12 +150,17 @@ def _retries(control: ControlPlane, job: str) -> dict[str, RetryBrief]:
 
 def attempt_line(row: Attempt, retry: RetryBrief | None) -> str:
     """One ended attempt, and what comes next: the wait before the next attempt (as the compiled
-    state machine waits: interval x backoff^(n-1), at most max_interval), or why there is none."""
+    state machine waits: interval x backoff^(n-1), at most max_interval), or why there is none
+    (a permanent exit code, no attempts left, a timeout: the state machine retries none of them)."""
     line = f"  {row.step} (attempt {row.attempt}): {row.outcome}"
     if row.exit_code is not None and row.outcome != "succeeded":
         line += f" (exit code {row.exit_code})"
     if row.outcome not in ("failed", "timed out"):
         return line
+    if row.outcome == "timed out":
+        # both executors catch States.Timeout before any retry and go to the job's timed-out
+        # record (compiler/executors/ecs.py, lambda_.py): a step's timeout is never retried
+        return line + "; not retried (a step that times out ends the run)"
     if row.exit_code is not None and not rc.is_retryable(row.exit_code):
         return line + "; not retried (a permanent failure)"
     if retry is None or row.attempt >= retry.attempts:

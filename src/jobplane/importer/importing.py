@@ -213,7 +213,8 @@ def _plan(entry: Entry, options: Options, config: PlatformConfig, namer: Namer) 
     if attempts and attempts > 1:
         out.notes.append(f"{attempts} attempts: Kubernetes retried any failure, jobplane retries retryable exits "
                          "only (docs/runner-contract.md)")
-    step, todos = step_for(entry, options.team)
+    step, todos, credential_refusals = step_for(entry, options.team)
+    out.refused.extend(credential_refusals)
     hint = entry.name_hint or name_from_command(entry.command, step)
     name = namer.name(hint, f"cron-line-{entry.origin.line or 1}", len(expressions), bool(step.secrets))
     if hint and name != _simple(hint):
