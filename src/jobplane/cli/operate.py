@@ -109,10 +109,11 @@ def run(obj: Context, job: str, params: tuple[str, ...], from_step: str | None, 
     if view.failed_step and view.record:
         from jobplane.contract.attempts import attempt_rows
 
-        codes = [r.exit_code for r in attempt_rows(view.record.steps or {}, view.timeline)
-                 if r.step == view.failed_step and r.exit_code is not None]
-        if codes:
-            suffix += f" (exit code {codes[-1]})"
+        # the step's last attempt's own code: one stopped before its container exited has none
+        # (an earlier attempt's, a kill -9's 137, is not why this one ended: issue 65 item 3)
+        rows = [r for r in attempt_rows(view.record.steps or {}, view.timeline) if r.step == view.failed_step]
+        if rows and rows[-1].exit_code is not None:
+            suffix += f" (exit code {rows[-1].exit_code})"
     skip = view.record.skip_reason if view.record else None
     if skip:  # the policy (or a duplicate) decided not to run it: say why, there are no logs
         click.echo(f"SKIPPED ({skip}): see {job}'s running or failed execution with `jobplane status`")
