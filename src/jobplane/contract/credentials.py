@@ -40,6 +40,10 @@ TOKEN_PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
 #: HTTP headers that carry a credential (curl's ``-H 'Authorization: Bearer ...'``).
 _HEADER = re.compile(r"(?i)\b(authorization|proxy-authorization|x-api-key|api-key|apikey|x-auth-token|"
                      r"private-token|x-[a-z-]*(?:token|secret|key)|cookie)\s*:\s*(?:(?:bearer|basic|token)\s+)?(\S+)")
+#: A URL's query parameter named like a credential (``...&token=542345872345734``, the FreshRSS
+#: online cron's form).
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
+_QUERY = re.compile(r"[?&]([A-Za-z_][A-Za-z0-9_.-]*)=([^&\s'\"#]*)")
 #: ``NAME=value`` (an inline assignment, ``env NAME=value``, a ``--name=value`` option's tail).
 _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 #: ``--password=VALUE`` / ``--api-key VALUE``: an option named like a credential.
@@ -77,6 +81,9 @@ def in_text(text: str) -> list[Finding]:
             found.append(Finding("a URL with a password", m.group(2)))
     for what, pattern in TOKEN_PREFIXES:
         found.extend(Finding(what, m.group(0)) for m in pattern.finditer(text))
+    for m in (q for url in _URL.finditer(text) for q in _QUERY.finditer(url.group(0))):
+        if m.group(2) and is_secret_name(m.group(1).replace("-", "_").replace(".", "_")) and not is_reference(m.group(2)):
+            found.append(Finding(f"the URL parameter {m.group(1)}", m.group(2)))
     for m in _HEADER.finditer(text):
         value = m.group(2).rstrip("'\"")
         if not is_reference(value):
