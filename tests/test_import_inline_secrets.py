@@ -53,6 +53,33 @@ def test_inline_credentials_become_secrets_or_refuse_the_line(repo, tmp_path) ->
     assert "crontab:9" in result.output and "a password given to -u" in result.output
 
 
+def test_a_comment_holding_a_credential_is_not_written_as_the_description(repo, tmp_path) -> None:
+    tab = tmp_path / "crontab"
+    tab.write_text("# nightly dump; the admin URL is https://admin:hunter2pw@db.example.com/\n"
+                   "0 2 * * * /srv/bin/dump.sh\n")
+    result = repo.cli("import", "--team", "billing", "--from", "2026-12-03T00:00:00Z", str(tab), "--timezone", "UTC")
+    assert result.exit_code == 0, result.output
+    written = (repo.path / "jobs" / "billing" / "dump.jsonnet").read_text()
+    assert "hunter2pw" not in written + result.output
+    assert "the comment above the entry holds a URL with a password" in result.output
+
+
+def test_what_only_looks_like_a_credential_is_imported_as_it_ran(repo, tmp_path) -> None:
+    """A user and group for docker, an option that says there is no password or reads it from
+    standard input, a header or assignment read from a variable: kept, with no secret."""
+    tab = tmp_path / "crontab"
+    tab.write_text("* * * * * docker exec -u www-data:www-data app php artisan schedule:run\n"
+                   '0 2 * * * pg_dump --no-password "petshop" -f /srv/petshop.dump\n'
+                   "0 3 * * * docker login --password-stdin -u ci registry.example.com < /run/token\n"
+                   '0 4 * * * curl -H "Authorization: Bearer ${CRON_SECRET}" https://example.com/api/cron\n'
+                   "0 5 * * * PGPASSWORD=$DB_PASSWORD psql -c 'VACUUM ANALYZE;'\n")
+    result = repo.cli("import", "--team", "billing", "--from", "2026-12-03T00:00:00Z", str(tab), "--timezone", "UTC")
+    assert result.exit_code == 0, result.output
+    jobs = [lj.job for lj in load_jobs(load_config(repo.path))]
+    assert len(jobs) == 5 and all(not j.steps[0].secrets for j in jobs)
+    assert "TODO" not in "".join(p.read_text() for p in (repo.path / "jobs" / "billing").glob("*.jsonnet"))
+
+
 def test_validate_warns_about_a_credential_written_in_a_step(repo) -> None:
     repo.write("jobs/billing/by-hand.jsonnet", """\
 local jp = import 'jobplane.libsonnet';

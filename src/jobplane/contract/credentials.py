@@ -50,8 +50,16 @@ _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 _OPTION = re.compile(r"^--?([A-Za-z][A-Za-z0-9_-]*)(?:=(.*))?$", re.S)
 #: Options named like a credential whose value is not one (a path to it, its name).
 _NOT_A_VALUE = re.compile(r"(?i)(?:file|path|dir|env|stdin|cmd|command|name|id|length|type|prompt)$")
-#: curl's ``-u user:password`` / ``--user``, wget's ``--password``, mysql's ``-pPASSWORD``.
+#: curl's ``-u user:password`` / ``--user`` (and wget's, httpie's): only after one of these
+#: programs (``docker exec -u www-data:www-data`` names a user and a group).
 _USER_OPTIONS = frozenset({"-u", "--user", "--proxy-user", "-U"})
+_USER_PROGRAMS = frozenset({"curl", "wget", "http", "https", "lynx"})
+#: Options that take a credential as the next word (``--password VALUE``); any other option
+#: named like one is read only in its ``--name=VALUE`` form (``pg_dump --no-password DB``,
+#: ``--password-stdin`` take none).
+_VALUE_OPTIONS = frozenset({"--password", "--passwd", "--pass", "--token", "--api-key", "--apikey", "--secret",
+                            "--access-token", "--auth-token", "--client-secret", "--secret-key", "--access-key",
+                            "--private-key", "--webhook", "--webhook-url"})
 
 
 @dataclass(frozen=True)
@@ -103,17 +111,18 @@ def in_words(words: list[str] | tuple[str, ...]) -> list[Finding]:
         if assignment and is_secret_name(assignment.group(1)) and not is_reference(assignment.group(2)):
             found.append(Finding(f"the variable {assignment.group(1)}", assignment.group(2)))
             continue
-        if word in _USER_OPTIONS and nxt is not None and ":" in nxt and not is_reference(nxt.partition(":")[2]):
+        if word in _USER_OPTIONS and nxt is not None and ":" in nxt and not is_reference(nxt.partition(":")[2]) \
+                and any(w.rsplit("/", 1)[-1] in _USER_PROGRAMS for w in words[:i]):
             found.append(Finding(f"a password given to {word}", nxt.partition(":")[2]))
             continue
         option = _OPTION.match(word)
         if option is None:
             continue
         name = option.group(1).replace("-", "_")
-        if not is_secret_name(name) or _NOT_A_VALUE.search(name):
+        if not is_secret_name(name) or _NOT_A_VALUE.search(name) or name.lower().startswith("no_"):
             continue
         value = option.group(2) if option.group(2) is not None else (
-            nxt if nxt is not None and not nxt.startswith("-") and len(word) > 2 and word.startswith("--") else None)
+            nxt if nxt is not None and not nxt.startswith("-") and word in _VALUE_OPTIONS else None)
         if value and not is_reference(value):
             found.append(Finding(f"the option {word.partition('=')[0]}", value))
     return _unique(found)
