@@ -105,6 +105,9 @@ local jp = import 'jobplane.libsonnet';
                             ("steps[1] (call).shell[2]", "the Authorization header")]]), result.output
     for value in VALUES[:2] + ("xoxb-123456789012", "abcdef123456"):
         assert value not in result.output
+    # an unchanged file's result is kept (compiler/validate_cache.py): its warnings with it
+    again = repo.cli("validate")
+    assert sorted(line for line in again.output.splitlines() if line.startswith("WARNING:")) == warnings
     # the same job with its credentials as secrets: no warning
     repo.write("jobs/billing/by-hand.jsonnet", """\
 local jp = import 'jobplane.libsonnet';

@@ -43,9 +43,7 @@ def validate(obj: Context, no_cache: bool) -> None:
         fail_definitions(e)
     if cache is not None:
         cache.save()
-    from jobplane.compiler.credential_checks import credential_warnings
-
-    for line in credential_warnings([(lj.source, lj.job) for f in checked.files for lj in f.loaded]):
+    for line in (w for f in checked.files for w in f.warnings):
         click.echo(line, err=True)  # a credential written in a step (issue 65): warned, not refused
     if checked.problems:
         fail_definitions(DefinitionError(checked.problems))
