@@ -6,7 +6,6 @@ sources (Lambda); locally the agents pass the same names (platform/local/declare
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from click.testing import CliRunner

@@ -17,7 +17,6 @@ import os
 import re
 import signal
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
