@@ -122,3 +122,8 @@ def hold(log: str, seconds: float = 0.3, release: str | None = None, limit: floa
         time.sleep(seconds)
     with open(log, "a") as f:
         f.write(f"end {os.getpid()} {time.time()!r}\n")
+
+
+def print_variable(name: str) -> None:
+    """Prints one variable's value, as a step that logs its configuration does."""
+    print(f"the configured value is {os.environ.get(name)}")

@@ -43,6 +43,8 @@ def validate(obj: Context, no_cache: bool) -> None:
         fail_definitions(e)
     if cache is not None:
         cache.save()
+    for line in (w for f in checked.files for w in f.warnings):
+        click.echo(line, err=True)  # a credential written in a step (issue 65): warned, not refused
     if checked.problems:
         fail_definitions(DefinitionError(checked.problems))
     jobs = [job for f in checked.files for job in f.jobs]

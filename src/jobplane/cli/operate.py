@@ -109,10 +109,11 @@ def run(obj: Context, job: str, params: tuple[str, ...], from_step: str | None, 
     if view.failed_step and view.record:
         from jobplane.contract.attempts import attempt_rows
 
-        codes = [r.exit_code for r in attempt_rows(view.record.steps or {}, view.timeline)
-                 if r.step == view.failed_step and r.exit_code is not None]
-        if codes:
-            suffix += f" (exit code {codes[-1]})"
+        # the step's last attempt's own code: one stopped before its container exited has none
+        # (an earlier attempt's, a kill -9's 137, is not why this one ended: issue 65 item 3)
+        rows = [r for r in attempt_rows(view.record.steps or {}, view.timeline) if r.step == view.failed_step]
+        if rows and rows[-1].exit_code is not None:
+            suffix += f" (exit code {rows[-1].exit_code})"
     skip = view.record.skip_reason if view.record else None
     if skip:  # the policy (or a duplicate) decided not to run it: say why, there are no logs
         click.echo(f"SKIPPED ({skip}): see {job}'s running or failed execution with `jobplane status`")
@@ -150,12 +151,17 @@ def _retries(control: ControlPlane, job: str) -> dict[str, RetryBrief]:
 
 def attempt_line(row: Attempt, retry: RetryBrief | None) -> str:
     """One ended attempt, and what comes next: the wait before the next attempt (as the compiled
-    state machine waits: interval x backoff^(n-1), at most max_interval), or why there is none."""
+    state machine waits: interval x backoff^(n-1), at most max_interval), or why there is none
+    (a permanent exit code, no attempts left, a timeout: the state machine retries none of them)."""
     line = f"  {row.step} (attempt {row.attempt}): {row.outcome}"
     if row.exit_code is not None and row.outcome != "succeeded":
         line += f" (exit code {row.exit_code})"
     if row.outcome not in ("failed", "timed out"):
         return line
+    if row.outcome == "timed out":
+        # both executors catch States.Timeout before any retry and go to the job's timed-out
+        # record (compiler/executors/ecs.py, lambda_.py): a step's timeout is never retried
+        return line + "; not retried (a step that times out ends the run)"
     if row.exit_code is not None and not rc.is_retryable(row.exit_code):
         return line + "; not retried (a permanent failure)"
     if retry is None or row.attempt >= retry.attempts:

@@ -22,6 +22,7 @@ from jobplane.compiler.model import NAME_RE, Job, duplicate_step_problem
 from jobplane.contract import lambda_step
 from jobplane.contract.step_kinds import Executor
 from jobplane.compiler.overrides import lambda_environment_problems, params_budget
+from jobplane.compiler.credential_checks import credential_warnings
 from jobplane.compiler.pool_checks import pool_problems
 from jobplane.compiler.secret_scope import scope_problems
 from jobplane.compiler.calendars import calendar_problems, deployed_schedule
@@ -151,6 +152,9 @@ class FileChecked:
     source: str = ""  # the file as problems name it
     evaluation_limit: bool = False  # stopped on a limit: depends on the machine's load, never kept
     jobs: tuple[tuple[str, str, tuple[str, ...]], ...] = ()  # each loaded job's name, team and ``after`` jobs
+    #: lines `jobplane validate` prints without failing (compiler/credential_checks.py), kept
+    #: with the file's result so an unchanged file's jobs are not read back to find them again
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -293,7 +297,8 @@ def _check_file(path: Path, source: str, outcome: Evaluated, config: PlatformCon
         problems.extend(override_problems(source, job, budget))
         problems.extend(Problem(source, job.name, where, message) for where, message in lambda_environment_problems(job))
     jobs = tuple((lj.job.name, lj.job.team, tuple(a.job for a in lj.job.after)) for lj in loaded)
-    return FileChecked(tuple(problems), tuple(loaded), tuple(names), source, jobs=jobs)
+    return FileChecked(tuple(problems), tuple(loaded), tuple(names), source, jobs=jobs,
+                       warnings=tuple(credential_warnings([(source, lj.job) for lj in loaded])))
 
 
 def notify_problems(source: str, job: Job, config: PlatformConfig) -> list[Problem]:

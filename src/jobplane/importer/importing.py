@@ -26,6 +26,7 @@ from jobplane.importer.entries import Entry, InputProblem, Origin, Reading, Skip
 from jobplane.importer.naming import Namer, kebab
 from jobplane.importer.render import JobFile, render
 from jobplane.importer.sources import ReadContext, Source
+from jobplane.contract import credentials
 from jobplane.importer.steps import SecretTodo, name_from_command, step_for
 from jobplane.importer.verify import WINDOW_DAYS, Verdict, verify
 from jobplane.contract.types import JsonObject
@@ -213,7 +214,12 @@ def _plan(entry: Entry, options: Options, config: PlatformConfig, namer: Namer) 
     if attempts and attempts > 1:
         out.notes.append(f"{attempts} attempts: Kubernetes retried any failure, jobplane retries retryable exits "
                          "only (docs/runner-contract.md)")
-    step, todos = step_for(entry, options.team)
+    step, todos, credential_refusals = step_for(entry, options.team)
+    out.refused.extend(credential_refusals)
+    description = entry.description[:500]
+    if found := credentials.in_shell(description):  # a comment above a crontab line is written too
+        out.notes.append(f"the comment above the entry holds {found[0]}: not written as the job's description")
+        description = ""
     hint = entry.name_hint or name_from_command(entry.command, step)
     name = namer.name(hint, f"cron-line-{entry.origin.line or 1}", len(expressions), bool(step.secrets))
     if hint and name != _simple(hint):
@@ -231,7 +237,7 @@ def _plan(entry: Entry, options: Options, config: PlatformConfig, namer: Namer) 
     header += [f"TODO: {t}" for t in todos]
     try:
         out.rendered = render(JobFile(
-            name=name, team=options.team, description=entry.description[:500], schedules=tuple(expressions),
+            name=name, team=options.team, description=description, schedules=tuple(expressions),
             timezone=zone, policy=policy, enabled=entry.enabled, timeout=entry.timeout_seconds,
             step=step, step_timeout=entry.timeout_seconds or NO_LIMIT, attempts=attempts, header=tuple(header)))
     except ValueError as e:

@@ -6,8 +6,10 @@ A cron command is a shell string, run by ``/bin/sh -c`` (or its SHELL). One that
 command (words, quotes; no pipes, redirections, variables, globs or ``;``) runs the same from
 its argv, so it is split and recognised; any other stays a shell string, as cron ran it.
 Environment values whose names the runner treats as credentials (contract/secret_names.py), or
-that embed a password in a URL, are never written: each becomes a secret reference the team
-creates, listed in the report.
+that hold one (a URL's password, a known token: contract/credentials.py), are never written: each
+becomes a secret reference the team creates, listed in the report; so does a credential assigned
+in front of the command (``PGPASSWORD=x pg_dump``); any other credential in what would be written
+refuses the entry, naming it (importer/inline_secrets.py).
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 
+from jobplane.contract import credentials
 from jobplane.contract.secret_names import has_url_password, is_secret_name
+from jobplane.importer import inline_secrets
 from jobplane.importer.entries import Command, Entry
 
 #: Shell syntax that a split argv would not keep.
@@ -50,12 +54,15 @@ class SecretTodo:
                 f"(read as {self.env})")
 
 
-def step_for(entry: Entry, team: str) -> tuple[StepSpec, list[SecretTodo]]:
+def step_for(entry: Entry, team: str) -> tuple[StepSpec, list[SecretTodo], list[str]]:
+    """The step, the secrets the team creates for it, and the refusals: a credential in what
+    would be written that cannot become a secret reference (importer/inline_secrets.py)."""
     env: list[tuple[str, str]] = []
     secrets: list[tuple[str, str]] = []
     todos: list[SecretTodo] = []
+    refused: list[str] = []
     for name, value in entry.env:
-        if value and (is_secret_name(name) or has_url_password(value)):
+        if value and (is_secret_name(name) or has_url_password(value) or credentials.in_text(value)):
             # one secret per variable of the team: a crontab's variable serves every entry below it
             secret = f"{team}/{name.lower().replace('_', '-')}"
             secrets.append((name, secret))
@@ -65,8 +72,37 @@ def step_for(entry: Entry, team: str) -> tuple[StepSpec, list[SecretTodo]]:
     for name, ref in entry.secrets:
         secrets.append((name, ref.secret_name))
         todos.append(SecretTodo(name, ref.secret_name, ref.came_from))
-    step = _target(entry.command)
-    return StepSpec(**{**step.__dict__, "env": tuple(env), "secrets": tuple(secrets)}), todos
+    command = entry.command
+    if command.shell_text is not None:
+        text, inline, problems = inline_secrets.take_assignments(command.shell_text)
+        refused.extend(problems)
+        given = {n for n, _ in env} | {n for n, _ in secrets}
+        for i in inline:
+            if i.name in given:
+                refused.append(f"the variable {i.name} is set both above the entry and in its command: "
+                               "keep one")
+                continue
+            secret = f"{team}/{i.name.lower().replace('_', '-')}"
+            secrets.append((i.name, secret))
+            todos.append(SecretTodo(i.name, secret, f"{i.name}, set in the command of {entry.origin}"))
+        if inline:
+            command = replace(command, shell_text=text.strip())
+    step = _target(command)
+    refused.extend(inline_secrets.refusals(_written_values(step, env)))
+    return StepSpec(**{**step.__dict__, "env": tuple(env), "secrets": tuple(secrets)}), todos, refused
+
+
+def _written_values(step: StepSpec, env: list[tuple[str, str]]) -> list[tuple[str, list[credentials.Finding]]]:
+    """Every value of ``step`` the job file would hold, with the credentials found in each."""
+    out: list[tuple[str, list[credentials.Finding]]] = []
+    # a word with blanks in it is a script (`sh -c TEXT`, a GitHub `run:`): searched as one
+    out.extend(("the command", credentials.in_shell(w)) for w in step.argv if re.search(r"\s", w))
+    out.append(("the command", credentials.in_words(step.argv)))
+    out.append(("the command", credentials.in_words([step.command])))
+    out.append(("the arguments", inline_secrets.json_findings(list(step.args))))
+    out.append(("the keyword arguments", inline_secrets.json_findings(dict(step.kwargs))))
+    out.extend((f"the variable {name}", credentials.in_text(value)) for name, value in env)
+    return [(where, found) for where, found in out if found]
 
 
 def _target(command: Command) -> StepSpec:

@@ -211,9 +211,12 @@ class Reconciler:
 
 def current_step(events: list[JsonObject]) -> str | None:
     """The step a run was in when it ended: the one whose state (an attempt, a parallel group,
-    or the record of its failure) was entered last."""
+    a map, or the record of its failure) was entered last. A map's Map state counts: stopped
+    while its items ran, the run was in the map, not in its items step, whose Task (entered
+    before the Map) had succeeded (issue 65 item 3). (MapStateEntered is the history event of a
+    Map state's start: HistoryEvent, https://docs.aws.amazon.com/step-functions/latest/apireference/API_HistoryEvent.html)"""
     for e in sorted(events, key=lambda e: e["id"], reverse=True):
-        if e["type"] not in ("TaskStateEntered", "ParallelStateEntered"):
+        if e["type"] not in ("TaskStateEntered", "ParallelStateEntered", "MapStateEntered"):
             continue
         try:
             state = classify(e["stateEnteredEventDetails"]["name"])

@@ -120,6 +120,13 @@ def timeline(events: list[Response]) -> list[Attempt]:
                 continue
             # parallel branches interleave: follow the event chain, else the newest open attempt
             ended_row = row_of.get(e.get("previousEventId", -1)) or _latest_open(rows)
+            if kind == "TaskSucceeded" and ended_row is not None and ended_row["outcome"] in ("timed out", "failed") \
+                    and (e.get("taskSucceededEventDetails") or {}).get("output") in (None, "null", ""):
+                # moto 5.2.5 writes a TaskSucceeded with no output when a timed-out ECS task it
+                # still watched stops, after the TaskTimedOut; AWS ends a Task once ("Task",
+                # https://docs.aws.amazon.com/step-functions/latest/dg/state-task.html): the
+                # attempt timed out, as the state machine acted on (issue 65 item 5)
+                continue
             if ended_row is not None:
                 ended_row["finished_at"] = as_iso(e["timestamp"])
                 if kind == "TaskSucceeded":

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Callable
 
 from jobplane.contract import runner as rc
 from jobplane.platform.local import moto_patches
+from jobplane.platform.local.declared_secrets import with_names
 from jobplane.platform.local.awslogs import Destination, LogCache, start_shipping
 from jobplane.contract.types import JsonObject
 
@@ -89,6 +90,9 @@ class LocalEcsAgent:
     task_role_env: dict[str, str] = field(default_factory=dict)
     tasks: dict[str, RunningTask] = field(default_factory=dict)
     finished: dict[str, JsonObject] = field(default_factory=dict)
+    #: (job, executor) -> its declared secrets' names, from the deployed catalog (the engine's
+    #: deploy_output sets it): a task gets them as its own task definition gives them on AWS
+    declared_secrets: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.log_dir = Path(self.log_dir)
@@ -134,6 +138,8 @@ class LocalEcsAgent:
             env[item["name"]] = item["value"]
         if rc.ENV_ITEMS_URI in env:
             env |= self.task_role_env
+        # the job's declared secrets' names, which the shared task definition does not carry
+        env = with_names(env, self.declared_secrets.get((env.get(rc.ENV_JOB, ""), "ecs")))
         task_id = task.id
         env[ENV_TASK_MARK] = task_id  # every process of the task carries it: see _end_task_processes
         destination = self._log_destination(task, container_def, env)

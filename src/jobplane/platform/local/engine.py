@@ -445,6 +445,9 @@ class LocalAWS:
         input, as Terraform creates them; moto never fires them — the local scheduler reads them)."""
         output_dir = Path(output_dir)
         catalog = self.catalog = Catalog.load(output_dir)
+        from jobplane.platform.local.declared_secrets import declared_names
+
+        self.agent.declared_secrets = self.lambda_agent.declared_secrets = declared_names(catalog)  # issue 65 item 2
         self.catalog_dir = Path(output_dir)
         self.after_rules = {}
         for job in catalog.jobs:

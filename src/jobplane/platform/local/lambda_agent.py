@@ -23,7 +23,9 @@ the local ECS agent answers RunTask:
   ``Error`` (errorType) and ``Cause`` (that JSON), as AWS does.
 
 Only steps of deployed state machines run (as the ECS agent: moto_patches.deploys_target). A
-step's declared secrets are unset locally, as for ECS steps (docs/dev.md).
+step's declared secrets are unset locally, as for ECS steps (docs/dev.md), unless ``[dev.env]``
+gives them; their names reach the runner as on AWS (declared_secrets.py), so such a value is
+redacted as the deployed step's is.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from jobplane.contract import runner as rc
 from jobplane.contract.types import JsonObject
 from jobplane.platform.local import moto_patches
 from jobplane.platform.local.awslogs import Destination, LogCache, start_shipping
+from jobplane.platform.local.declared_secrets import LAMBDA, with_names
 from jobplane.platform.local.ecs_agent import SHIP_WAIT_SECONDS, container_env, kill_marked
 
 if TYPE_CHECKING:
@@ -66,6 +69,8 @@ class LocalLambdaAgent:
     prefix: str
     extra_env: dict[str, str] = field(default_factory=dict)  # [dev] env, as the ECS agent's
     running: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    #: (job, executor) -> declared secrets' names (declared_secrets.py), as the ECS agent's
+    declared_secrets: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.log_dir = Path(self.log_dir)
@@ -119,6 +124,9 @@ class LocalLambdaAgent:
             "AWS_LAMBDA_LOG_STREAM_NAME": stream, "AWS_REGION": str(fn.region), "_HANDLER": ls.HANDLER,
             ls.ENV_LOCAL_REQUEST_ID: request_id, ls.ENV_LOCAL_DEADLINE: repr(time.time() + timeout),
             ENV_INVOCATION_MARK: request_id}
+        # the names the handler learns from the function's JOBPLANE_SECRET_SOURCES on AWS (which
+        # a local function is created without): its runner redacts the [dev.env] values
+        process_env = with_names(process_env, self.declared_secrets.get((str(env.get(rc.ENV_JOB, "")), LAMBDA)))
         destination = Destination(group, stream, LogCache(self.log_dir).path(
             str(env.get(rc.ENV_EXECUTION_ID, "")), str(env.get(rc.ENV_STEP, "")), str(env.get(rc.ENV_ATTEMPT, "")),
             request_id))
