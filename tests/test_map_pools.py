@@ -109,8 +109,12 @@ local jp = import 'jobplane.libsonnet';
 
 
 def with_pools(repo: Repo, pools: str) -> None:
+    """``name = size`` lines, each written as its pool's table, open to every team (who may use a
+    pool is tested in test_security_pools.py)."""
+    tables = "".join(f'\n[pools.{name.strip()}]\nsize = {size.strip()}\nteams = ["*"]\n'
+                     for name, size in (line.split("=", 1) for line in pools.splitlines()))
     toml = repo.path / "jobplane.toml"
-    toml.write_text(toml.read_text() + f"\n[pools]\n{pools}\n")
+    toml.write_text(toml.read_text() + tables)
 
 
 def test_a_maps_members_are_named_by_their_field(repo: Repo) -> None:
