@@ -67,14 +67,41 @@ OPEN_STATUSES = (WAITING, RUNNING)
 ENV_ITEMS_URI, ENV_ITEM, ENV_ITEM_INDEX, ITEM_PARAM = rc.ENV_ITEMS_URI, rc.ENV_ITEM, rc.ENV_ITEM_INDEX, rc.ITEM_PARAM
 
 
-def items_key(job: str, execution: str, map_name: str) -> str:
-    """Where a run's list for one map lives in the platform's bucket."""
-    return f"{ITEMS_PREFIX}{job}/{execution}/{map_name}.jsonl"
+#: Where a re-run of failed items finds the list the control plane wrote for it: a prefix no
+#: runner task role may write (only ``map-items/*``), so no step can replace it (issue 64 item 2).
+RERUN_PREFIX = "map-reruns/"
+#: The state data field that holds the run's list key of the map running now (``{"key": ...}``),
+#: set by the map's ``items key`` state; the items step's runner and the ItemReader read it.
+KEY_PATH = "$.items_key"
 
 
-def items_key_format(job: str, map_name: str) -> str:
-    """:func:`items_key` as a States.Format template whose one argument is the execution name."""
-    return items_key(job, "{}", map_name)
+def items_prefix(job: str, execution: str, map_name: str) -> str:
+    """What the keys of a run's lists for one map start with (then a UUID and ``.jsonl``)."""
+    return f"{ITEMS_PREFIX}{job}/{execution}/{map_name}/"
+
+
+def items_key(job: str, execution: str, map_name: str, token: str) -> str:
+    """Where a run's list for one map lives in the platform's bucket. ``token`` is a UUID the
+    state machine draws before the items step (:func:`items_key_expr`): every ECS step's task
+    role may write under ``map-items/``, so a key derived from what a reader can list (job,
+    execution name, map) would let any team's step replace another job's list and choose the
+    items its each step runs, with that job's secrets (issue 64 item 2)."""
+    return f"{items_prefix(job, execution, map_name)}{token}.jsonl"
+
+
+def items_key_expr(job: str, map_name: str) -> str:
+    """:func:`items_key` as the intrinsic the ``items key`` state evaluates: the execution name
+    and a fresh ``States.UUID()`` (https://docs.aws.amazon.com/step-functions/latest/dg/intrinsic-functions.html#asl-intrsc-func-uuid-generate)."""
+    return f"States.Format('{items_prefix(job, '{}', map_name)}{{}}.jsonl', $$.Execution.Name, States.UUID())"
+
+
+def rerun_key(job: str, execution: str, map_name: str) -> str:
+    """Where ``jobplane rerun --failed-items`` writes the re-run's list (under :data:`RERUN_PREFIX`)."""
+    return f"{RERUN_PREFIX}{job}/{execution}/{map_name}.jsonl"
+
+
+def rerun_key_expr(job: str, map_name: str) -> str:
+    return f"States.Format('{rerun_key(job, '{}', map_name)}', $$.Execution.Name)"
 
 
 def item_sk(map_name: str, index: int | str) -> str:
