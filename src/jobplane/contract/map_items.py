@@ -46,6 +46,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from jobplane.contract import runner as rc
+from jobplane.contract.secret_names import URL_PASSWORD
 from jobplane.contract.types import JsonObject, JsonValue
 
 ITEMS_PREFIX = "map-items/"
@@ -169,9 +170,29 @@ def problems(items: object) -> list[str]:
     return out
 
 
+#: what a redacted part of an item reads as (runner/logs.py REDACTED)
+REDACTED = "[redacted]"
+
+
+def redacted(value: JsonValue) -> JsonValue:
+    """An item as it is shown (the execution page, the API, ``jobplane status``, the alert, a
+    re-run's audit entry): every password of a URL in its strings replaced. The runner refuses
+    an item holding a value of the step's secrets (runner/items_out.py); what is shown is
+    redacted again as a second line, with the one secret form that is known without the
+    secrets' values (issue 64 item 4)."""
+    if isinstance(value, str):
+        return URL_PASSWORD.sub(lambda m: m.group(0).replace(m.group(2), REDACTED), value)
+    if isinstance(value, list):
+        return [redacted(v) for v in value]
+    if isinstance(value, dict):
+        return {k: redacted(v) for k, v in value.items()}
+    return value
+
+
 @dataclass(frozen=True)
 class ItemOutcome:
-    """One item of a map as its record tells it."""
+    """One item of a map as its record tells it: ``item`` as it is shown (:func:`redacted`),
+    ``sent`` as the each step got it (what a re-run of the failed items sends again)."""
 
     map: str
     index: int
@@ -181,6 +202,7 @@ class ItemOutcome:
     error: str | None
     finished_at: str | None
     waiting_since: str | None = None
+    sent: JsonValue = None
 
     @property
     def retried(self) -> bool:
@@ -235,7 +257,8 @@ def item_outcome(record: JsonObject) -> ItemOutcome:
     slot: JsonValue = next(iter((detail.get("steps") or {}).values()), {}) if isinstance(detail, dict) else {}
     attempts = slot.get("n", 1) if isinstance(slot, dict) else 1
     status = str(record.get("status") or "")
-    return ItemOutcome(map=str(record.get("map") or ""), index=int(str(record.get("index") or 0)), item=item,
+    return ItemOutcome(map=str(record.get("map") or ""), index=int(str(record.get("index") or 0)), item=redacted(item),
+                       sent=item,
                        status=status, attempts=int(attempts) if isinstance(attempts, int) else 1,
                        error=_excerpt(detail.get("error")) if status not in ("SUCCEEDED", *OPEN_STATUSES)
                        and isinstance(detail, dict) else None,

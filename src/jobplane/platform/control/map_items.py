@@ -86,7 +86,7 @@ class MapItems(Runs):
         shown = tuple((o.item if isinstance(o.item, str) else json.dumps(o.item))[:80] for o in failed[:FIRST_FEW])
 
         def start() -> str:
-            s3.put_object(Bucket=bucket, Key=key, Body=map_items.encode([o.item for o in failed],
+            s3.put_object(Bucket=bucket, Key=key, Body=map_items.encode([o.sent for o in failed],
                                                                         [o.index for o in failed]),
                           ContentType=map_items.CONTENT_TYPE, Metadata={map_items.COUNT_METADATA: str(len(failed))})
             return self.start_execution(original.job, payload, name)
