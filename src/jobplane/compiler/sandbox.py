@@ -15,8 +15,8 @@ file, the parent names that file and starts a new child for the files after it.
 20.7 s, the evaluation of all files at once and then the bomb's own each taking the whole
 timeout). Every child of a run stops at the run's one deadline. So that the file at fault is
 still named when the evaluation of all at once runs out of time, a second child starts
-evaluating the files one by one if all at once has not finished after a second (a run that
-finishes sooner pays nothing for it; while both run, the run may take twice ``memory_mb`` and
+evaluating the files one by one if all at once has not finished after a second and 20 ms a
+file (a run that finishes in its usual time pays nothing for it; while both run, the run may take twice ``memory_mb`` and
 two CPUs), each file at most a quarter of the timeout: a file that takes longer is named and the
 child starts again after it. If all at once does not finish, the second child's outcomes are the
 run's; the files it did not reach by the deadline are reported as not evaluated for want of time.
@@ -119,13 +119,15 @@ def _out_of_time(limits: EvaluationLimits) -> Evaluated:
                             "in all before this file was reached ([evaluation] timeout_seconds in jobplane.toml)"))
 
 
-def spare_after(limits: EvaluationLimits) -> float:
-    """When the second child starts, if all at once has not finished: after SPARE_AFTER s (a
-    run of a few hundred files finishes before: it pays nothing), at most half the timeout."""
-    return min(SPARE_AFTER, limits.timeout_seconds / 2)
+def spare_after(limits: EvaluationLimits, files: int) -> float:
+    """When the second child starts, if all at once has not finished: after SPARE_AFTER s and
+    SPARE_PER_FILE s a file (bench/compile.py's 1,000 files took 7.4 s on 2 cores, two shares of
+    500: a run that finishes in its usual time pays nothing), at most half the timeout."""
+    return min(SPARE_AFTER + SPARE_PER_FILE * files, limits.timeout_seconds / 2)
 
 
 SPARE_AFTER = 1.0
+SPARE_PER_FILE = 0.02
 #: In the second child, each file may take at most this share of the timeout: a file that takes
 #: longer is named, and the files after it still get evaluated in the run's time.
 SPARE_FILE_SHARE = 4
@@ -179,7 +181,7 @@ def _evaluate_share(paths: list[Path], config: PlatformConfig, run: Run | None =
     together = True
     while todo:
         share = [paths[i] for i in todo]
-        spare = _OneByOne(share, config, run, run.deadline - limits.timeout_seconds + spare_after(limits)) \
+        spare = _OneByOne(share, config, run, run.deadline - limits.timeout_seconds + spare_after(limits, len(share))) \
             if together else None
         done, stopped = _run_child(share, config, together, run)
         if spare is not None:
