@@ -10,6 +10,7 @@ cookie's name is a MAC that names no port. What remains (docs/dev.md): a sign-in
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from fastapi.testclient import TestClient
 
@@ -52,3 +53,22 @@ def test_another_host_is_still_refused() -> None:
                                     AuthSettings(mode="dev", dev_login=SECRET, dev_host=per_start_host())),
                      control=object())  # type: ignore[arg-type]
     assert TestClient(app, base_url="http://jp-other.localhost:8123").get("/api/docs").status_code == 400
+
+
+def test_dev_login_prints_a_link_on_the_start_host(tmp_path: Path) -> None:
+    import json
+    import os
+
+    from conftest import Repo
+
+    repo = Repo(tmp_path)
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "dev.json").write_text(json.dumps({"pid": os.getpid(), "portal_url": "http://127.0.0.1:8123",
+                                               "portal_browser_url": "http://jp-0123456789abcdef.localhost:8123",
+                                               "portal_login_secret": SECRET}))
+    result = repo.cli("dev-login", "--data-dir", str(data))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("http://jp-0123456789abcdef.localhost:8123/login?token=")
+    loopback = repo.cli("dev-login", "--data-dir", str(data), "--loopback")
+    assert loopback.stdout.startswith("http://127.0.0.1:8123/login?token=")

@@ -246,7 +246,7 @@ class DevPlatform:
         on_stop("stop the scheduler, slow-run check, catch-up and saver", lambda: self._join(threads))
         on_stop("stop the portal", self._start_portal(portal_socket))
         write_runtime(self.data_dir, self.portal_url, self.deployment, self.service_ports, self.portal_login_url,
-                      self._login_token)
+                      self._login_token, f"http://{self.portal_host}:{self.portal_port}")
         on_stop(f"remove {RUNTIME_FILE}", lambda: remove_runtime(self.data_dir))
 
     def _check_not_running(self) -> None:
