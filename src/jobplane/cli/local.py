@@ -114,8 +114,10 @@ def dev(obj: Context, reset: bool, data_dir: Path | None, aws_port: int | None, 
 @click.pass_obj
 def dev_login(obj: Context, data_dir: Path | None, loopback: bool) -> None:
     """Print a new sign-in link of the running `jobplane dev`'s portal (each link is good once,
-    for 15 minutes), minted from its dev.json: on the start's own jp-<random>.localhost name,
-    whose session cookie no other loopback port is sent."""
+    for 15 minutes), minted from its dev.json.
+
+    The link is on the start's own jp-<random>.localhost name, whose session cookie no other
+    loopback port is sent (--loopback: on 127.0.0.1)."""
     from jobplane.devserver.runtime import DevError, read_runtime
     from jobplane.portal.auth import mint_login_token
 
