@@ -132,11 +132,16 @@ def sfn_calls(job_doc: dict[str, Any], r: Resolver, tid: str) -> list[Call]:
             why = f"{sm['name']}: {name}"
             reader = state["ItemReader"]
             assert reader["Resource"] == "arn:aws:states:::s3:getObject", why
-            key = re.match(r"States\.Format\('([^']*)'", reader["Parameters"]["Key.$"])
-            assert key, why
+            # the key is drawn into the state data (a Pass per way in: the run's own list, a
+            # re-run's; contract/map_items.py): each is a key the Map may read
+            field = reader["Parameters"]["Key.$"].rsplit(".", 1)[0]
+            drawn = [s["Parameters"]["key.$"] for _, s in _states(definition)
+                     if s["Type"] == "Pass" and s.get("ResultPath") == field]
+            keys = [re.match(r"States\.Format\('([^']*)'", d) for d in drawn]
+            assert keys and all(keys), why
             calls += [
-                Call("s3:GetObject", f"arn:aws:s3:::{reader['Parameters']['Bucket']}/{key[1].replace('{}', 'run-1')}",
-                     {}, why),
+                *(Call("s3:GetObject", f"arn:aws:s3:::{reader['Parameters']['Bucket']}/{k[1].replace('{}', 'run-1')}",
+                       {}, why) for k in keys if k),
                 Call("kms:Decrypt", MODULE["kms_key_arn"], {}, why),
                 Call("states:StartExecution", f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{sm['name']}", {}, why),
                 *(Call(a, f"arn:aws:states:{REGION}:{ACCOUNT}:execution:{sm['name']}/close-all-label:child-1", {}, why)

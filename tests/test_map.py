@@ -6,6 +6,7 @@ an item's runner."""
 from __future__ import annotations
 
 import json
+import re
 import os
 import signal
 import time
@@ -26,7 +27,7 @@ from jobplane.platform.control import ControlPlane, Deployment
 from jobplane.platform.local.engine import LocalAWS
 from jobplane.contract.notifications import NotificationMessage
 from jobplane.platform.map_alert import with_failed_items
-from jobplane.platform.map_records import progress
+from jobplane.platform.map_records import list_key, progress
 
 HERE = Path(__file__).resolve().parent
 FANOUT = """\
@@ -63,11 +64,16 @@ def test_the_map_compiles_to_a_distributed_map_over_the_items_steps_list() -> No
     assert m["ItemProcessor"]["ProcessorConfig"] == {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"}
     assert m["ItemReader"]["Resource"] == "arn:aws:states:::s3:getObject"
     assert m["ItemReader"]["ReaderConfig"] == {"InputType": "JSONL"}  # the runner streams the list as JSON Lines
-    assert m["ItemReader"]["Parameters"]["Key.$"] == "States.Format('map-items/fan/{}/close-all.jsonl', $$.Execution.Name)"
-    # the items step runs first and, once it succeeded, goes on to the Map; it is told where to write its list
+    # the list's key is drawn first, with a UUID (issue 64 item 2), and read by the ItemReader
+    assert m["ItemReader"]["Parameters"]["Key.$"] == "$.items_key.key"
+    draw = states["close-all: items key"]
+    assert draw["Type"] == "Pass" and draw["ResultPath"] == "$.items_key" and draw["Next"] == "tenants"
+    assert draw["Parameters"] == {"key.$": "States.Format('map-items/fan/{}/close-all/{}.jsonl', $$.Execution.Name, "
+                                           "States.UUID())"}
+    # the items step runs next and, once it succeeded, goes on to the Map; it is told where to write its list
     assert states["tenants"]["Type"] == "Task" and states["tenants"]["Next"] == "close-all"
     env = {e["Name"]: e for e in states["tenants"]["Parameters"]["Overrides"]["ContainerOverrides"][0]["Environment"]}
-    assert "s3://<<jobplane:items_bucket>>/map-items/fan/{}/close-all.jsonl" in env[map_items.ENV_ITEMS_URI]["Value.$"]
+    assert env[map_items.ENV_ITEMS_URI]["Value.$"] == "States.Format('s3://<<jobplane:items_bucket>>/{}', $.items_key.key)"
     # each item: its item and the run's execution name (the child's own $$.Execution is the child's)
     child = m["ItemProcessor"]["States"]
     each_env = {e["Name"]: e for e in child["close-tenant"]["Parameters"]["Overrides"]["ContainerOverrides"][0]["Environment"]}
@@ -86,7 +92,11 @@ def test_a_re_run_from_the_each_step_goes_to_the_map_and_from_the_map_to_its_ite
     job = Job.from_definition(definition())
     route = {c["StringEquals"]: c["Next"] for c in asl.build_definition(job, "jp")["States"]["Route"]["Choices"]
              if "StringEquals" in c}
-    assert route == {"close-all": "tenants", "tenants": "tenants", "close-tenant": "close-all"}
+    assert route == {"close-all": "close-all: items key", "tenants": "close-all: items key",
+                     "close-tenant": "close-all: rerun items key"}
+    rerun = asl.build_definition(job, "jp")["States"]["close-all: rerun items key"]
+    assert rerun["Next"] == "close-all" and rerun["Parameters"] == {
+        "key.$": "States.Format('map-reruns/fan/{}/close-all.jsonl', $$.Execution.Name)"}
 
 
 @pytest.mark.parametrize(("fields", "message"), [
@@ -138,8 +148,8 @@ def test_the_state_machine_role_gets_exactly_what_the_map_calls(tmp_path: Path) 
     statements = {s["sid"]: s for s in module["data"]["aws_iam_policy_document"]["fan_sfn"]["statement"]}
     assert statements["ReadMapItems"]["actions"] == ["s3:GetObject"]
     assert statements["ReadMapItems"]["resources"] == [
-        "arn:${data.aws_partition.current.partition}:s3:::${local.platform.catalog_bucket}/map-items/fan/*"] or \
-        statements["ReadMapItems"]["resources"][0].endswith(":s3:::${local.platform.catalog_bucket}/map-items/fan/*")
+        "arn:${data.aws_partition.current.partition}:s3:::${local.platform.catalog_bucket}/map-items/fan/*",
+        "arn:${data.aws_partition.current.partition}:s3:::${local.platform.catalog_bucket}/map-reruns/fan/*"]
     assert statements["StartMapChildren"]["actions"] == ["states:StartExecution"]
     assert statements["StartMapChildren"]["resources"][0].endswith(":stateMachine:jobplane-fan")
     assert statements["WatchMapChildren"]["actions"] == ["states:DescribeExecution", "states:StopExecution"]
@@ -300,14 +310,15 @@ def test_a_generators_items_are_streamed_to_the_map_and_re_run_from_json_lines(
     assert ex.status == "FAILED"  # two failures, one tolerated
     # the list the runner wrote: JSON Lines, its count in the object's metadata
     s3 = aws.client("s3")
-    key = map_items.items_key(JOB, name, "close-all")
+    key = list_key(s3, aws.resources["items_bucket"], JOB, name, "close-all")
+    assert key is not None and re.fullmatch(re.escape(map_items.items_prefix(JOB, name, "close-all")) + r"[0-9a-f-]{36}\.jsonl", key)
     obj = s3.get_object(Bucket=aws.resources["items_bucket"], Key=key)
     assert obj["Metadata"] == {"items": "5"} and obj["ContentType"] == map_items.CONTENT_TYPE
     assert map_items.decode(obj["Body"].read()) == [(i, f"t-{i:04d}") for i in range(5)]
     [p] = control.map_progress(name)
     assert (p.total, p.succeeded, p.failed) == (5, 3, 2)
     again = control.rerun_failed_items(name, "ops@example.com", params={"fail_always": []})
-    relisted = s3.get_object(Bucket=aws.resources["items_bucket"], Key=map_items.items_key(JOB, again, "close-all"))
+    relisted = s3.get_object(Bucket=aws.resources["items_bucket"], Key=map_items.rerun_key(JOB, again, "close-all"))
     assert map_items.decode(relisted["Body"].read()) == [(1, "t-0001"), (4, "t-0004")]
     arn = aws.state_machines[JOB].replace(":stateMachine:", ":execution:") + f":{again}"
     assert aws.wait(arn, timeout=600).status == "SUCCEEDED"

@@ -99,7 +99,7 @@ def waits(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalAWS, 
     root = tmp_path_factory.mktemp("repo")
     repo = Repo(root)
     toml = root / "jobplane.toml"
-    toml.write_text(toml.read_text() + f"\n[pools]\n{POOL} = 1\n")
+    toml.write_text(toml.read_text() + f'\n[pools.{POOL}]\nsize = 1\nteams = ["*"]\n')
     repo.write(f"jobs/billing/{JOB}.jsonnet", MAPPED)
     repo.write(f"jobs/billing/{PLAIN}.jsonnet", SINGLE)
     out = root / "out"
@@ -219,7 +219,7 @@ def test_plan_counts_a_waiting_items_record_writes_and_tries(repo: Repo) -> None
     from jobplane.contract import pools as pc
 
     toml = repo.path / "jobplane.toml"
-    toml.write_text(toml.read_text() + f"\n[pools]\n{POOL} = 2\n")
+    toml.write_text(toml.read_text() + f'\n[pools.{POOL}]\nsize = 2\nteams = ["*"]\n')
     assert repo.cli("compile").exit_code == 0
     repo.write(f"jobs/billing/{JOB}.jsonnet", MAPPED)
     result = repo.cli("plan")

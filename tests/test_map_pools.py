@@ -59,7 +59,10 @@ def test_a_job_pool_on_a_map_keeps_the_map_and_pools_its_items_and_each_steps() 
     # the items step is a pooled step at the top, and a re-run from the map or the items step queues
     assert sn.pool_claim("tenants") in states
     route = {c["StringEquals"]: c["Next"] for c in states["Route"]["Choices"] if "StringEquals" in c}
-    assert route == {"close-all": sn.pool("tenants"), "tenants": sn.pool("tenants"), "close-tenant": "close-all"}
+    # into the pooled items step through the map's key draw (issue 64 item 2)
+    assert route == {"close-all": sn.items_key("close-all"), "tenants": sn.items_key("close-all"),
+                     "close-tenant": sn.rerun_items_key("close-all")}
+    assert states[sn.items_key("close-all")]["Next"] == sn.pool("tenants")
 
 
 def test_a_maps_pool_is_the_default_of_its_members_and_a_members_own_wins() -> None:
@@ -109,8 +112,12 @@ local jp = import 'jobplane.libsonnet';
 
 
 def with_pools(repo: Repo, pools: str) -> None:
+    """``name = size`` lines, each written as its pool's table, open to every team (who may use a
+    pool is tested in test_security_pools.py)."""
+    tables = "".join(f'\n[pools.{name.strip()}]\nsize = {size.strip()}\nteams = ["*"]\n'
+                     for name, size in (line.split("=", 1) for line in pools.splitlines()))
     toml = repo.path / "jobplane.toml"
-    toml.write_text(toml.read_text() + f"\n[pools]\n{pools}\n")
+    toml.write_text(toml.read_text() + tables)
 
 
 def test_a_maps_members_are_named_by_their_field(repo: Repo) -> None:

@@ -39,13 +39,17 @@ local jp = import 'jobplane.libsonnet';
 
 
 def with_pools(repo: Repo, pools: str) -> None:
+    """``name = size`` lines, each written as its pool's table, open to every team (who may use a
+    pool is tested in test_security_pools.py)."""
+    tables = "".join(f'\n[pools.{name.strip()}]\nsize = {size.strip()}\nteams = ["*"]\n'
+                     for name, size in (line.split("=", 1) for line in pools.splitlines()))
     toml = repo.path / "jobplane.toml"
-    toml.write_text(toml.read_text() + f"\n[pools]\n{pools}\n")
+    toml.write_text(toml.read_text() + tables)
 
 
 # -- jobplane.toml ------------------------------------------------------------------------------
 @pytest.mark.parametrize("pools, message", [
-    ("billing-db = 0", "billing-db = 0: a pool's size is a whole number of slots, 1-1000"),
+    ("billing-db = 0", "[pools.billing-db] size = 0: a pool's size is a whole number of slots, 1-1000"),
     ("billing-db = '3'", "a pool's size is a whole number of slots"),
     ("billing-db = 3.5", "a pool's size is a whole number of slots"),
     ("Billing_DB = 3", "'Billing_DB': a pool name is 1-40 lower-case letters"),

@@ -247,7 +247,7 @@ def test_status_and_the_execution_view_say_waiting(aws: LocalAWS, tmp_path: Path
 
     (tmp_path / "repo").mkdir()
     repo = Repo(tmp_path / "repo")
-    (repo.path / "jobplane.toml").write_text((repo.path / "jobplane.toml").read_text() + "\n[pools]\ndb = 1\n")
+    (repo.path / "jobplane.toml").write_text((repo.path / "jobplane.toml").read_text() + '\n[pools.db]\nsize = 1\nteams = ["*"]\n')
     log, release = tmp_path / "held.log", tmp_path / "release"
     for name in ("pooled-first", "pooled-second"):
         repo.write(f"jobs/billing/{name}.jsonnet", POOLED_JOB % {"name": name, "log": log, "release": release})

@@ -31,7 +31,7 @@ def test_shares_keep_each_files_outcome_and_order(repo: Repo, monkeypatch: pytes
     run_share = sandbox._evaluate_share
     monkeypatch.setattr(sandbox, "children_for", lambda count: 2)
     monkeypatch.setattr(sandbox, "_evaluate_share",
-                        lambda paths, config: shares.append(len(paths)) or run_share(paths, config))
+                        lambda paths, config, *run: shares.append(len(paths)) or run_share(paths, config, *run))
     shared = sandbox.evaluate_all(files, config)
     assert shares == [3, 3]
     assert shared == alone

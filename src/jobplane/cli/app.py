@@ -116,5 +116,7 @@ def main(ctx: click.Context, root: str) -> None:
     `resume`, `ack` and `backfill` talk to it, or with --deployment to the platform on AWS.
     """
     from jobplane.cli.common import Context
+    from jobplane.cli.terminal import install
 
+    install()  # everything printed from here on goes through the one escaper (cli/terminal.py)
     ctx.obj = Context(root)

@@ -6,7 +6,6 @@ source did. The formats, ``--format``'s choices and its help come from
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,6 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from jobplane.cli.common import Context, aware_time
+from jobplane.contract.quoting import inert  # the one escaper of terminal controls
 from jobplane.importer import formats
 
 if TYPE_CHECKING:  # the command imports the importer only when it runs (cli/app.py: --help stays cheap)
@@ -112,14 +112,3 @@ def _table(result: Result) -> str:
     lines += ["", f"{verb} {imported} job file{'s' if imported != 1 else ''}; {not_imported} not imported."]
     return "\n".join(inert(line) for line in lines) + "\n"
 
-
-#: Characters a terminal acts on: C0 and C1 controls, DEL, and the bidirectional overrides that
-#: make text read differently from what it is. A source's text is printed with these escaped, so
-#: a `kind: "Service\x1b]52;c;..."` cannot write the clipboard (OSC 52) or repaint the screen.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def inert(text: str) -> str:
-    """One line of output with every terminal control in it shown as an escape (``\\x1b``)."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
-                        else f"\\u{ord(m.group()):04x}", text)

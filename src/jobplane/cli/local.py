@@ -108,10 +108,16 @@ def dev(obj: Context, reset: bool, data_dir: Path | None, aws_port: int | None, 
 
 @click.command(name="dev-login")
 @data_dir_option
+@click.option("--loopback", is_flag=True,
+              help="A link on 127.0.0.1 (a browser that does not resolve *.localhost; its session reaches every "
+                   "loopback port that browser visits: docs/dev.md).")
 @click.pass_obj
-def dev_login(obj: Context, data_dir: Path | None) -> None:
+def dev_login(obj: Context, data_dir: Path | None, loopback: bool) -> None:
     """Print a new sign-in link of the running `jobplane dev`'s portal (each link is good once,
-    for 15 minutes), minted from its dev.json."""
+    for 15 minutes), minted from its dev.json.
+
+    The link is on the start's own jp-<random>.localhost name, whose session cookie no other
+    loopback port is sent (--loopback: on 127.0.0.1)."""
     from jobplane.devserver.runtime import DevError, read_runtime
     from jobplane.portal.auth import mint_login_token
 
@@ -123,7 +129,8 @@ def dev_login(obj: Context, data_dir: Path | None) -> None:
     if not isinstance(secret, str):
         raise click.ClickException("this jobplane dev start wrote no login secret to dev.json (an older version): "
                                    "restart it")
-    click.echo(f"{runtime['portal_url']}/login?token={mint_login_token(secret)}")
+    base = runtime["portal_url"] if loopback else runtime.get("portal_browser_url") or runtime["portal_url"]
+    click.echo(f"{base}/login?token={mint_login_token(secret)}")
 
 
 @click.command()

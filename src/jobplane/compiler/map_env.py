@@ -35,8 +35,8 @@ def map_env(job: Job, step: Step) -> tuple[list[dict[str, str]], str | None]:
         return [], None
     kind, m = role
     if kind == "items":
-        key = map_items.items_key_format(job.name, m.name)
+        # the key the map's ``items key`` state drew (a UUID per run: contract/map_items.py)
         return [{"Name": map_items.ENV_ITEMS_URI,
-                 "Value.$": f"States.Format('s3://{token('items_bucket')}/{key}', $$.Execution.Name)"}], None
+                 "Value.$": f"States.Format('s3://{token('items_bucket')}/{{}}', {map_items.KEY_PATH}.key)"}], None
     return [{"Name": map_items.ENV_ITEM, "Value.$": "States.JsonToString($.item)"},
             {"Name": map_items.ENV_ITEM_INDEX, "Value.$": "States.Format('{}', $.index)"}], "$.execution"

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, ClassVar
 from jobplane.compiler import pools
 from jobplane.compiler.choice_rules import When, present
 from jobplane.compiler.state_data import ATTEMPT, ERROR
-from jobplane.compiler.states import DISCARD, Catch, Choice, Graph, Retry, State, Task, _Catching
+from jobplane.compiler.states import DISCARD, Catch, Choice, Graph, Pass, Retry, State, Task, _Catching
 from jobplane.contract import items as it
 from jobplane.contract import map_items
 from jobplane.contract import states as sn
@@ -192,14 +192,12 @@ def map_states(b: object, m: Step, nxt: str, is_last: bool, ddb_retry: Retry) ->
     if is_last and Event.RECOVERED in b.events:  # type: ignore[attr-defined]
         after = graph.add(sn.check(m.name), Choice(choices=[b.recovered_rule(present("$.run"))],  # type: ignore[attr-defined]
                                                    default=nxt))
-    key = map_items.items_key_format(job.name, m.name)
     graph.add(sn.attempt(m.name), Map(
         comment=f"each item of {spec.items.name} runs {each.name} in a child execution and records its outcome",
         # JSON Lines: the runner streams the list line by line (runner/items_out.py); InputType
         # JSONL, https://docs.aws.amazon.com/step-functions/latest/dg/input-output-itemreader.html
         item_reader={"Resource": GET_OBJECT, "ReaderConfig": {"InputType": "JSONL"},
-                     "Parameters": {"Bucket": token("items_bucket"),
-                                    "Key.$": f"States.Format('{key}', $$.Execution.Name)"}},
+                     "Parameters": {"Bucket": token("items_bucket"), "Key.$": f"{map_items.KEY_PATH}.key"}},
         item_selector={"item.$": "$$.Map.Item.Value.v", "index.$": "$$.Map.Item.Value.i",
                        "execution.$": "$$.Execution.Name",
                        **{f"{f}.$": ExecutionInput.ref(f).expr for f in _RUN_FIELDS},
@@ -209,7 +207,18 @@ def map_states(b: object, m: Step, nxt: str, is_last: bool, ddb_retry: Retry) ->
         processor=processor, max_concurrency=spec.max_concurrency, tolerance=spec.tolerance(),
         result_writer=result_writer(job),
         catch=[Catch(["States.ALL"], failed, ERROR)], next=after))
-    return b.step_states(spec.items, sn.attempt(m.name), False, graph, record=True)  # type: ignore[attr-defined, no-any-return]
+    # The list's key, drawn before the items step and read by its runner and the ItemReader: a
+    # UUID no reader can list (contract/map_items.py items_key); a re-run of the failed items
+    # reads the list the control plane wrote under map-reruns/, which no runner may write.
+    graph.add(sn.rerun_items_key(m.name), Pass(
+        comment="a re-run of the failed items reads the list jobplane rerun wrote (map-reruns/)",
+        parameters={"key.$": map_items.rerun_key_expr(job.name, m.name)}, result_path=map_items.KEY_PATH,
+        next=sn.attempt(m.name)))
+    first: str = b.step_states(spec.items, sn.attempt(m.name), False, graph, record=True)  # type: ignore[attr-defined]
+    return graph.add(sn.items_key(m.name), Pass(
+        comment="where the items step writes the list and the Map reads it: a fresh UUID per run",
+        parameters={"key.$": map_items.items_key_expr(job.name, m.name)}, result_path=map_items.KEY_PATH,
+        next=first))
 
 
 def map_routes(m: Step, entries: dict[str, str] | None = None) -> list[When]:
@@ -221,10 +230,11 @@ def map_routes(m: Step, entries: dict[str, str] | None = None) -> list[When]:
 
     spec = spec_of(m)
     resume = ExecutionInput.ref("resume_from").expr
-    items_entry = (entries or {}).get(spec.items.name, sn.attempt(spec.items.name))
+    # the items step (pooled or not) is entered through the map's key draw
+    items_entry = sn.items_key(m.name)
     return [When(equals(resume, m.name), items_entry),
             When(equals(resume, spec.items.name), items_entry),
-            When(equals(resume, spec.each.name), sn.attempt(m.name))]
+            When(equals(resume, spec.each.name), sn.rerun_items_key(m.name))]
 
 
 def role_statements(job: Job, sm_name: str) -> list[JsonObject]:
@@ -242,7 +252,8 @@ def role_statements(job: Job, sm_name: str) -> list[JsonObject]:
     arn = f"arn:{PARTITION}:states:{REGION}:{ACCOUNT}"
     return [
         statement("ReadMapItems", ["s3:GetObject"],
-                  [f"arn:{PARTITION}:s3:::${{local.platform.catalog_bucket}}/{map_items.ITEMS_PREFIX}{job.name}/*"]),
+                  [f"arn:{PARTITION}:s3:::${{local.platform.catalog_bucket}}/{prefix}{job.name}/*"
+                   for prefix in (map_items.ITEMS_PREFIX, map_items.RERUN_PREFIX)]),
         statement("DecryptMapItems", ["kms:Decrypt"], ["${local.platform.kms_key_arn}"]),
         # the Map's ResultWriter: "IAM policies for ResultWriter"
         # (https://docs.aws.amazon.com/step-functions/latest/dg/input-output-resultwriter.html)

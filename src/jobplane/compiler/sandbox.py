@@ -8,9 +8,18 @@ either but the workflow's own timeout. The child sets its data segment limit
 ``RLIMIT_AS`` would not do, the Go runtime reserves 1.6 GB of address space at start) before
 it loads go-jsonnet, evaluates every file at once (the DSL library parsed once), and writes one
 JSON line per result. When that fails in any way (a Jsonnet error, a limit), the files are
-evaluated one by one, so a problem names its own file; the parent gives each evaluation the
-whole timeout, and when the child exceeds a limit on a file, names that file and starts a new
-child for the files after it.
+evaluated one by one, so a problem names its own file; when the child exceeds a limit on a
+file, the parent names that file and starts a new child for the files after it.
+
+``timeout_seconds`` bounds the whole run, once (issue 64 item 7: a fork bomb with 10 s ran
+20.7 s, the evaluation of all files at once and then the bomb's own each taking the whole
+timeout). Every child of a run stops at the run's one deadline. So that the file at fault is
+still named when the evaluation of all at once runs out of time, a second child starts
+evaluating the files one by one if all at once has not finished after a second and 20 ms a
+file (a run that finishes in its usual time pays nothing for it; while both run, the run may take twice ``memory_mb`` and
+two CPUs), each file at most a quarter of the timeout: a file that takes longer is named and the
+child starts again after it. If all at once does not finish, the second child's outcomes are the
+run's; the files it did not reach by the deadline are reported as not evaluated for want of time.
 
 Run as ``python -m jobplane.compiler.sandbox`` by :func:`evaluate_all` only.
 """
@@ -23,6 +32,7 @@ import selectors
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -73,23 +83,114 @@ def children_for(count: int) -> int:
 
 
 def evaluate_all(paths: list[Path], config: PlatformConfig) -> list[Evaluated]:
-    """Each of ``paths`` evaluated (in order), within ``config.evaluation``'s limits; many files
-    are shared among children that run at once (:func:`children_for`)."""
+    """Each of ``paths`` evaluated (in order), within ``config.evaluation``'s limits, the timeout
+    once for the whole run; many files are shared among children that run at once
+    (:func:`children_for`)."""
+    run = Run(time.monotonic() + config.evaluation.timeout_seconds)
     n = children_for(len(paths))
     if n == 1:
-        return _evaluate_share(paths, config)
+        return _evaluate_share(paths, config, run)
     size = -(-len(paths) // n)
     shares = [paths[i:i + size] for i in range(0, len(paths), size)]
     with ThreadPoolExecutor(len(shares)) as pool:  # each thread waits on its child's pipe
-        return [r for share in pool.map(lambda share: _evaluate_share(share, config), shares) for r in share]
+        return [r for share in pool.map(lambda share: _evaluate_share(share, config, run), shares) for r in share]
 
 
-def _evaluate_share(paths: list[Path], config: PlatformConfig) -> list[Evaluated]:
+class Run:
+    """One run's deadline, which every child of it shares, and what it started (``children``:
+    each child's mode and deadline; read by tests/test_security_sandbox.py)."""
+
+    def __init__(self, deadline: float):
+        self.deadline = deadline
+        self.children: list[tuple[str, float]] = []
+        self._lock = threading.Lock()
+
+    def started(self, mode: str, deadline: float) -> None:
+        with self._lock:
+            self.children.append((mode, deadline))
+
+
+#: the last run's record (tests)
+LAST_RUN: Run | None = None
+
+
+def _out_of_time(limits: EvaluationLimits) -> Evaluated:
+    return Evaluated(limit=(f"not evaluated: the definitions' evaluation took longer than {limits.timeout_seconds} s "
+                            "in all before this file was reached ([evaluation] timeout_seconds in jobplane.toml)"))
+
+
+def spare_after(limits: EvaluationLimits, files: int) -> float:
+    """When the second child starts, if all at once has not finished: after SPARE_AFTER s and
+    SPARE_PER_FILE s a file (bench/compile.py's 1,000 files took 7.4 s on 2 cores, two shares of
+    500: a run that finishes in its usual time pays nothing), at most half the timeout."""
+    return min(SPARE_AFTER + SPARE_PER_FILE * files, limits.timeout_seconds / 2)
+
+
+SPARE_AFTER = 1.0
+SPARE_PER_FILE = 0.02
+#: In the second child, each file may take at most this share of the timeout: a file that takes
+#: longer is named, and the files after it still get evaluated in the run's time.
+SPARE_FILE_SHARE = 4
+
+
+class _OneByOne:
+    """The files evaluated one by one in a second child from ``start`` on, in case the
+    evaluation of all at once does not finish in the run's time (see the module's docstring):
+    ``results`` holds each file's outcome (its own, a limit it exceeded, or not reached)."""
+
+    def __init__(self, paths: list[Path], config: PlatformConfig, run: Run, start: float):
+        self.results: dict[int, Evaluated] = {}
+        self.cancel = threading.Event()
+        self._thread = threading.Thread(target=self._body, args=(paths, config, run, start), daemon=True)
+        self._thread.start()
+
+    def _body(self, paths: list[Path], config: PlatformConfig, run: Run, start: float) -> None:
+        if self.cancel.wait(max(0.0, start - time.monotonic())):
+            return
+        limits = config.evaluation
+        todo = list(range(len(paths)))
+        while todo:
+            done, stopped = _run_child([paths[i] for i in todo], config, False, run, self.cancel,
+                                       file_seconds=limits.timeout_seconds / SPARE_FILE_SHARE)
+            self.results.update({todo[k]: outcome for k, outcome in done.items()})
+            if stopped is None:
+                return
+            position, why = stopped
+            if position is None or why == "cancelled":
+                return
+            self.results[todo[position]] = Evaluated(limit=limit_words(limits, why))
+            todo = [i for k, i in enumerate(todo) if k > position and k not in done]
+            if time.monotonic() >= run.deadline:
+                return
+
+    def stop(self) -> None:
+        self.cancel.set()
+        self._thread.join()
+
+    def join(self) -> None:
+        self._thread.join()
+
+
+def _evaluate_share(paths: list[Path], config: PlatformConfig, run: Run | None = None) -> list[Evaluated]:
+    global LAST_RUN
+    limits = config.evaluation
+    run = run or Run(time.monotonic() + limits.timeout_seconds)
+    LAST_RUN = run
     results: dict[int, Evaluated] = {}
     todo = list(range(len(paths)))
     together = True
     while todo:
-        done, stopped = _run_child([paths[i] for i in todo], config, together)
+        share = [paths[i] for i in todo]
+        spare = _OneByOne(share, config, run, run.deadline - limits.timeout_seconds + spare_after(limits, len(share))) \
+            if together else None
+        done, stopped = _run_child(share, config, together, run)
+        if spare is not None:
+            if stopped == (None, "timeout"):  # all at once ran out of the run's time: the spare's outcomes
+                spare.join()
+                results.update({todo[k]: o for k, o in spare.results.items()})
+                results.update({i: _out_of_time(limits) for i in todo if i not in results})
+                break
+            spare.stop()
         for k, outcome in done.items():
             results[todo[k]] = outcome
         if stopped is None:
@@ -98,21 +199,30 @@ def _evaluate_share(paths: list[Path], config: PlatformConfig) -> list[Evaluated
         if position is None:  # all at once failed on a limit: find the file, one by one
             together = False
             continue
-        results[todo[position]] = Evaluated(limit=limit_words(config.evaluation, why))
+        results[todo[position]] = Evaluated(limit=limit_words(limits, why))
         todo = [i for k, i in enumerate(todo) if k > position and k not in done]
         together = False
+        if why == "timeout" or time.monotonic() >= run.deadline:  # the run's time is spent
+            results.update({i: _out_of_time(limits) for i in todo})
+            break
     return [results[i] for i in range(len(paths))]
 
 
-def _run_child(paths: list[Path], config: PlatformConfig, together: bool) -> tuple[
+def _run_child(paths: list[Path], config: PlatformConfig, together: bool, run: Run,
+               cancel: threading.Event | None = None, file_seconds: float | None = None) -> tuple[
         dict[int, Evaluated], tuple[int | None, str] | None]:
     """One child over ``paths``: what it finished, and where it stopped on a limit (the file's
-    position, None for the evaluation of all at once) and why, or None."""
+    position, None for the evaluation of all at once) and why, or None. It is stopped at the
+    run's deadline (``timeout``), when one file takes more than ``file_seconds`` (counted from
+    the child's start-up done, then from the file before: ``timeout`` too), or when ``cancel``
+    is set (then: "cancelled")."""
     limits = config.evaluation
     request = {"root": str(config.root), "jobs_dir": config.jobs_dir, "paths": [str(p) for p in paths],
-               "together": together, "memory_mb": limits.memory_mb}
+               "together": together, "memory_mb": limits.memory_mb, "ready": file_seconds is not None}
+    file_deadline = float("inf")  # set once the child says it is ready
     done: dict[int, Evaluated] = {}
     expected: int | None = None if together else 0  # what the child works on now
+    run.started("together" if together else "one by one", run.deadline)
     with tempfile.TemporaryFile() as errors:  # a file: Go's fatal error writes every goroutine's stack
         proc = subprocess.Popen([sys.executable, "-m", "jobplane.compiler.sandbox"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=errors, env=_child_env())
@@ -122,13 +232,18 @@ def _run_child(paths: list[Path], config: PlatformConfig, together: bool) -> tup
         selector = selectors.DefaultSelector()
         selector.register(proc.stdout, selectors.EVENT_READ)
         buffer = b""
-        deadline = time.monotonic() + limits.timeout_seconds
         try:
             while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not selector.select(timeout=remaining):
+                remaining = min(run.deadline, file_deadline) - time.monotonic()
+                if cancel is not None and cancel.is_set():
+                    proc.kill()
+                    return done, (expected, "cancelled")
+                if remaining <= 0:
                     proc.kill()
                     return done, (expected, "timeout")
+                # a cancellable child looks up now and then; the other waits for its child or the deadline
+                if not selector.select(timeout=min(remaining, 0.25) if cancel is not None else remaining):
+                    continue
                 chunk = os.read(proc.stdout.fileno(), 1 << 20)
                 if not chunk:
                     break
@@ -136,6 +251,10 @@ def _run_child(paths: list[Path], config: PlatformConfig, together: bool) -> tup
                 while b"\n" in buffer:
                     line, buffer = buffer.split(b"\n", 1)
                     message = json.loads(line)
+                    if file_seconds is not None:  # the next file's own time starts now
+                        file_deadline = time.monotonic() + file_seconds
+                    if "ready" in message:
+                        continue
                     if "together" in message:
                         if message["together"] is not None:
                             done = {k: Evaluated(value=v) for k, v in enumerate(message["together"])}
@@ -146,7 +265,6 @@ def _run_child(paths: list[Path], config: PlatformConfig, together: bool) -> tup
                                                        refusals=tuple(message.get("refusals", ())),
                                                        error=message.get("error"))
                         expected = message["i"] + 1
-                    deadline = time.monotonic() + limits.timeout_seconds
         finally:
             selector.close()
             proc.stdout.close()
@@ -186,6 +304,8 @@ def _child() -> None:
         sys.stdout.write(json.dumps(message) + "\n")
         sys.stdout.flush()
 
+    if request.get("ready"):  # start-up done: the parent counts each file's own time from here
+        say({"ready": True})
     if request["together"]:
         values = evaluate_together(paths, config)
         say({"together": values})

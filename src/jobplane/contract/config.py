@@ -15,6 +15,7 @@ from jobplane.contract.calendar_config import CalendarSettings, parse_calendars
 from jobplane.contract.deploy_settings import DeploySettings, parse_deploy
 from jobplane.contract.root_shards import MAX_ROOTS
 from jobplane.contract.limits import FAULT_PROFILES
+from jobplane.contract.pools import PoolAccess
 from jobplane.contract.types import JsonObject
 
 CONFIG_FILE = "jobplane.toml"
@@ -148,6 +149,9 @@ class PlatformConfig:
     evaluation: EvaluationLimits = field(default_factory=EvaluationLimits)  # [evaluation]: Jsonnet's limits
     #: [pools]: name -> size, slots shared by every job's steps that name the pool (docs/pools.md)
     pools: dict[str, int] = field(default_factory=dict)
+    #: [pools.<name>] teams and max_hold: which teams' jobs may name each pool, how long one holder
+    #: may keep a slot (compiler/pool_checks.py checks both at validate)
+    pool_access: dict[str, PoolAccess] = field(default_factory=dict)
     calendars: CalendarSettings = field(default_factory=CalendarSettings)  # [calendars]: business days
 
     @property
@@ -305,7 +309,7 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
         if type(value) is not int or value < 1:
             raise ConfigError(f"{path}: [quotas] {key} = {value!r}: the account's raised quota, a whole number")
     from jobplane.contract.pools import parse_pools
-    pool_problems, pools = parse_pools(data.get("pools", {}))
+    pool_problems, pools, pool_access = parse_pools(data.get("pools", {}), set(teams))
     if pool_problems:
         raise ConfigError(f"{path}: " + "; ".join(pool_problems))
     unknown_top = set(data) - {"platform", "teams", "dev", "terraform", "deploy", "evaluation", "quotas", "pools", "calendars"}
@@ -322,7 +326,7 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
         raise ConfigError("; ".join(calendar_problems))
     return PlatformConfig(root=root, teams=teams, dev=DevConfig(env=env, services=services, **dev_raw),
                           platform_admins=admins, terraform=backend, deploy=deploy, evaluation=evaluation,
-                          quotas=dict(quotas), pools=pools, calendars=calendars, **plat)
+                          quotas=dict(quotas), pools=pools, pool_access=pool_access, calendars=calendars, **plat)
 
 
 def _shape(where: str, value: object, pattern: re.Pattern[str], what: str) -> list[str]:

@@ -46,6 +46,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from jobplane.contract import runner as rc
+from jobplane.contract.secret_names import URL_PASSWORD
 from jobplane.contract.types import JsonObject, JsonValue
 
 ITEMS_PREFIX = "map-items/"
@@ -71,9 +72,12 @@ OPEN_STATUSES = (WAITING, RUNNING)
 ENV_ITEMS_URI, ENV_ITEM, ENV_ITEM_INDEX, ITEM_PARAM = rc.ENV_ITEMS_URI, rc.ENV_ITEM, rc.ENV_ITEM_INDEX, rc.ITEM_PARAM
 
 
-def items_key(job: str, execution: str, map_name: str) -> str:
-    """Where a run's list for one map lives in the platform's bucket."""
-    return f"{ITEMS_PREFIX}{job}/{execution}/{map_name}.jsonl"
+#: Where a re-run of failed items finds the list the control plane wrote for it: a prefix no
+#: runner task role may write (only ``map-items/*``), so no step can replace it (issue 64 item 2).
+RERUN_PREFIX = "map-reruns/"
+#: The state data field that holds the run's list key of the map running now (``{"key": ...}``),
+#: set by the map's ``items key`` state; the items step's runner and the ItemReader read it.
+KEY_PATH = "$.items_key"
 
 
 def results_prefix(job: str) -> str:
@@ -83,9 +87,33 @@ def results_prefix(job: str) -> str:
     return f"{RESULTS_PREFIX}{job}"
 
 
-def items_key_format(job: str, map_name: str) -> str:
-    """:func:`items_key` as a States.Format template whose one argument is the execution name."""
-    return items_key(job, "{}", map_name)
+def items_prefix(job: str, execution: str, map_name: str) -> str:
+    """What the keys of a run's lists for one map start with (then a UUID and ``.jsonl``)."""
+    return f"{ITEMS_PREFIX}{job}/{execution}/{map_name}/"
+
+
+def items_key(job: str, execution: str, map_name: str, token: str) -> str:
+    """Where a run's list for one map lives in the platform's bucket. ``token`` is a UUID the
+    state machine draws before the items step (:func:`items_key_expr`): every ECS step's task
+    role may write under ``map-items/``, so a key derived from what a reader can list (job,
+    execution name, map) would let any team's step replace another job's list and choose the
+    items its each step runs, with that job's secrets (issue 64 item 2)."""
+    return f"{items_prefix(job, execution, map_name)}{token}.jsonl"
+
+
+def items_key_expr(job: str, map_name: str) -> str:
+    """:func:`items_key` as the intrinsic the ``items key`` state evaluates: the execution name
+    and a fresh ``States.UUID()`` (https://docs.aws.amazon.com/step-functions/latest/dg/intrinsic-functions.html#asl-intrsc-func-uuid-generate)."""
+    return f"States.Format('{items_prefix(job, '{}', map_name)}{{}}.jsonl', $$.Execution.Name, States.UUID())"
+
+
+def rerun_key(job: str, execution: str, map_name: str) -> str:
+    """Where ``jobplane rerun --failed-items`` writes the re-run's list (under :data:`RERUN_PREFIX`)."""
+    return f"{RERUN_PREFIX}{job}/{execution}/{map_name}.jsonl"
+
+
+def rerun_key_expr(job: str, map_name: str) -> str:
+    return f"States.Format('{rerun_key(job, '{}', map_name)}', $$.Execution.Name)"
 
 
 def item_sk(map_name: str, index: int | str) -> str:
@@ -153,9 +181,29 @@ def problems(items: object) -> list[str]:
     return out
 
 
+#: what a redacted part of an item reads as (runner/logs.py REDACTED)
+REDACTED = "[redacted]"
+
+
+def redacted(value: JsonValue) -> JsonValue:
+    """An item as it is shown (the execution page, the API, ``jobplane status``, the alert, a
+    re-run's audit entry): every password of a URL in its strings replaced. The runner refuses
+    an item holding a value of the step's secrets (runner/items_out.py); what is shown is
+    redacted again as a second line, with the one secret form that is known without the
+    secrets' values (issue 64 item 4)."""
+    if isinstance(value, str):
+        return URL_PASSWORD.sub(lambda m: m.group(0).replace(m.group(2), REDACTED), value)
+    if isinstance(value, list):
+        return [redacted(v) for v in value]
+    if isinstance(value, dict):
+        return {k: redacted(v) for k, v in value.items()}
+    return value
+
+
 @dataclass(frozen=True)
 class ItemOutcome:
-    """One item of a map as its record tells it."""
+    """One item of a map as its record tells it: ``item`` as it is shown (:func:`redacted`),
+    ``sent`` as the each step got it (what a re-run of the failed items sends again)."""
 
     map: str
     index: int
@@ -165,6 +213,7 @@ class ItemOutcome:
     error: str | None
     finished_at: str | None
     waiting_since: str | None = None
+    sent: JsonValue = None
 
     @property
     def retried(self) -> bool:
@@ -219,7 +268,8 @@ def item_outcome(record: JsonObject) -> ItemOutcome:
     slot: JsonValue = next(iter((detail.get("steps") or {}).values()), {}) if isinstance(detail, dict) else {}
     attempts = slot.get("n", 1) if isinstance(slot, dict) else 1
     status = str(record.get("status") or "")
-    return ItemOutcome(map=str(record.get("map") or ""), index=int(str(record.get("index") or 0)), item=item,
+    return ItemOutcome(map=str(record.get("map") or ""), index=int(str(record.get("index") or 0)), item=redacted(item),
+                       sent=item,
                        status=status, attempts=int(attempts) if isinstance(attempts, int) else 1,
                        error=_excerpt(detail.get("error")) if status not in ("SUCCEEDED", *OPEN_STATUSES)
                        and isinstance(detail, dict) else None,

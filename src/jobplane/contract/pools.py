@@ -1,6 +1,7 @@
 """Pools: slots of a shared resource (a database, a partner API) that every job's steps draw on.
 
-``[pools] billing-db = 3`` in jobplane.toml; a step (or a whole job) names the pool. What the
+``[pools.billing-db] size = 3, teams = ["billing"]`` in jobplane.toml; a step (or a whole job) of
+one of those teams names the pool. What the
 compiled state machine (compiler/pools.py) and the runtime (the reconciler, the periodic sweep,
 ``jobplane status``) agree on is here: the pool's items and their keys, the shape of a holder,
 and how a run's history names what it claimed. The design and its costs: docs/pools.md.
@@ -116,22 +117,84 @@ def ticket_of(item: JsonObject) -> str | None:
     return ticket if ticket != pk else None
 
 
-def parse_pools(raw: JsonValue) -> tuple[list[str], dict[str, int]]:
-    """``[pools]`` of jobplane.toml: (every problem, the pools). A size is a whole number of
-    slots, 1-MAX_SIZE; a name is what a step's ``pool`` names (and part of a DynamoDB key)."""
+#: ``teams = ["*"]``: a pool open to every team, said explicitly (issue 64 item 3).
+ANY_TEAM = "*"
+_DURATION_RE = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+
+
+@dataclass(frozen=True)
+class PoolAccess:
+    """Who may draw on a pool and for how long: ``teams`` (``("*",)``: every team, only when
+    jobplane.toml says so) and ``max_hold``, the seconds one holder may keep a slot (None: the
+    step's own timeout bounds it). Without an owner, one team's job could hold every slot of
+    another team's pool for as long as its timeout (a year) and time the owner's steps out."""
+
+    teams: tuple[str, ...]
+    max_hold: int | None = None
+
+    def allows(self, team: str) -> bool:
+        return ANY_TEAM in self.teams or team in self.teams
+
+    def describe(self) -> str:
+        return "every team" if ANY_TEAM in self.teams else "team " + ", ".join(self.teams)
+
+
+def _seconds(value: JsonValue) -> int | None:
+    """A duration as the job files write one (90, '90s', '15m', '2h', '1d'), None if not one."""
+    if type(value) is int:
+        return value if value > 0 else None
+    if isinstance(value, str) and value and (m := _DURATION_RE.fullmatch(value.strip())):
+        d, h, mi, s = (int(x or 0) for x in m.groups())
+        return (d * 86400 + h * 3600 + mi * 60 + s) or None
+    return None
+
+
+def _new_form(name: str, size: JsonValue) -> str:
+    shown = size if type(size) is int else 3
+    return (f'[pools.{name}] size = {shown}, teams = ["<team>", ...] (or teams = ["*"] to keep it open to every team)')
+
+
+def parse_pools(raw: JsonValue, teams: set[str] | None = None) -> tuple[list[str], dict[str, int], dict[str, PoolAccess]]:
+    """``[pools]`` of jobplane.toml: (every problem, each pool's size, who may use each). A pool
+    is a table, ``[pools.billing-db]`` with ``size`` (a whole number of slots, 1-MAX_SIZE),
+    ``teams`` (the teams whose jobs may name it; ``["*"]`` for every team) and optionally
+    ``max_hold`` (a duration). The form of before, ``billing-db = 3``, said nothing of who may use
+    the pool: it is refused with the line to write instead, so no pool stays open to every team
+    without saying so. ``teams``: jobplane.toml's teams, to check the names (None: unchecked)."""
     if not isinstance(raw, dict):
-        return ["[pools] must be a table of pool names and sizes, e.g. billing-db = 3"], {}
+        return ["[pools] must be a table of pools, e.g. " + _new_form("billing-db", 3)], {}, {}
     problems: list[str] = []
     pools: dict[str, int] = {}
-    for name, size in raw.items():
+    access: dict[str, PoolAccess] = {}
+    for name, spec in raw.items():
         if not NAME_RE.fullmatch(name):
             problems.append(f"[pools] {name!r}: a pool name is 1-40 lower-case letters, digits and '-', "
                             "starting with a letter")
-        elif type(size) is not int or not 1 <= size <= MAX_SIZE:
-            problems.append(f"[pools] {name} = {size!r}: a pool's size is a whole number of slots, 1-{MAX_SIZE}")
-        else:
-            pools[name] = size
-    return problems, pools
+            continue
+        if not isinstance(spec, dict):
+            problems.append(f"[pools] {name} = {spec!r}: a pool now says which teams may use it; write "
+                            + _new_form(name, spec) + " (docs/pools.md)")
+            continue
+        unknown = sorted(set(spec) - {"size", "teams", "max_hold"})
+        size, members, hold = spec.get("size"), spec.get("teams"), spec.get("max_hold")
+        where = f"[pools.{name}]"
+        bad = len(problems)
+        if unknown:
+            problems.append(f"{where} {', '.join(unknown)}: unknown; a pool has size, teams and max_hold")
+        if type(size) is not int or not 1 <= size <= MAX_SIZE:
+            problems.append(f"{where} size = {size!r}: a pool's size is a whole number of slots, 1-{MAX_SIZE}")
+        if (not isinstance(members, list) or not members or not all(isinstance(m, str) for m in members)):
+            problems.append(f'{where} teams = {members!r}: the teams whose jobs may use the pool, e.g. '
+                            f'teams = ["billing"] (teams = ["*"] opens it to every team)')
+        elif teams is not None and (strangers := [m for m in members if m != ANY_TEAM and m not in teams]):
+            problems.append(f"{where} teams: {', '.join(map(repr, strangers))} is no team of jobplane.toml [teams]")
+        max_hold = _seconds(hold) if hold is not None else None
+        if hold is not None and max_hold is None:
+            problems.append(f"{where} max_hold = {hold!r}: a duration, e.g. '2h' or 900 (seconds)")
+        if len(problems) == bad:
+            pools[name] = size  # type: ignore[assignment]  # checked above
+            access[name] = PoolAccess(tuple(members), max_hold)  # type: ignore[arg-type]
+    return problems, pools, access
 
 
 @dataclass(frozen=True)

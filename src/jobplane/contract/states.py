@@ -55,6 +55,7 @@ class Role(str, Enum):
     POOL_RELEASE = "pool release"  # gives the attempt's slots back, whatever the attempt ended with
     POOL_WAITING = "pool waiting"  # a map item found its pool full: its item record says WAITING
     POOL_RUNNING = "pool running"  # a map item that waited holds its slots: its item record says RUNNING
+    ITEMS_KEY = "items key"  # a map draws where its list is written and read (contract/map_items.py)
 
 
 @dataclass(frozen=True)
@@ -210,6 +211,16 @@ def pool_release(step: str, outcome: str = "") -> str:
     return f"{step}: pool release" + (f" ({outcome})" if outcome else "")
 
 
+def items_key(step: str) -> str:
+    """A map (``step``) draws its list's key, with a UUID, before its items step runs."""
+    return f"{step}: items key"
+
+
+def rerun_items_key(step: str) -> str:
+    """A re-run of a map's failed items: the key of the list the control plane wrote."""
+    return f"{step}: rerun items key"
+
+
 def branch_done(step: str) -> str:
     return f"{step}: done"
 
@@ -224,12 +235,13 @@ _SUFFIXES = {"check": Role.CHECK, "retry": Role.RETRY, "wait": Role.WAIT, "faile
              "pool": Role.POOL, "pool claim": Role.POOL_CLAIM, "pool backoff": Role.POOL_BACKOFF,
              "pool wait": Role.POOL_WAIT, "pool claim again": Role.POOL_CLAIM, "pool waiting": Role.POOL_WAITING,
              "pool check": Role.POOL_CLAIM, "pool held": Role.POOL_CLAIM,
-             "pool running": Role.POOL_RUNNING,
+             "pool running": Role.POOL_RUNNING, "items key": Role.ITEMS_KEY, "rerun items key": Role.ITEMS_KEY,
              **{pool_release("", o)[2:]: Role.POOL_RELEASE for o in POOL_RELEASE_OUTCOMES}}
 _NUMBERED = ("check", "wait", "infra retry", "infra wait")
 _STEP_STATE = re.compile(r"^(?P<step>[a-z][a-z0-9_-]*)(?: #(?P<n>[1-9]\d*))?"
                          r"(?:: (?P<suffix>check|retry|wait|failed|timed out|done|infra retry|infra wait"
                          r"|pool|pool claim|pool backoff|pool wait|pool claim again|pool check|pool held|pool waiting|pool running"
+                         r"|items key|rerun items key"
                          r"|pool release(?: \((?:check|failed|timed out)\))?))?$")
 
 

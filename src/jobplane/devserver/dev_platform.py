@@ -80,6 +80,9 @@ class DevPlatform:
         self.portal_port = portal_port
         # the portal's sign-in secret, new at every start (portal/settings.AuthSettings, dev mode)
         self._login_token = secrets.token_urlsafe(32)
+        from jobplane.portal.auth import per_start_host
+
+        self.portal_host = per_start_host()  # the browser's name of this start's portal (its banner link)
         self.reset = reset
         self.clock = clock
         self.webhook_url = webhook_url
@@ -251,7 +254,7 @@ class DevPlatform:
         on_stop("stop the scheduler, slow-run check, catch-up and saver", lambda: self._join(threads))
         on_stop("stop the portal", self._start_portal(portal_socket))
         write_runtime(self.data_dir, self.portal_url, self.deployment, self.service_ports, self.portal_login_url,
-                      self._login_token)
+                      self._login_token, f"http://{self.portal_host}:{self.portal_port}")
         on_stop(f"remove {RUNTIME_FILE}", lambda: remove_runtime(self.data_dir))
 
     def _check_not_running(self) -> None:
@@ -327,6 +330,14 @@ class DevPlatform:
 
         return f"{self.portal_url}/login?token={dev_logins(self._login_token).current()}"
 
+    @property
+    def browser_login_url(self) -> str:
+        """The sign-in link the banner shows: on this start's own host name (portal/auth.py
+        per_start_host), so the session cookie it sets reaches no other loopback port."""
+        from jobplane.portal.auth import dev_logins
+
+        return f"http://{self.portal_host}:{self.portal_port}/login?token={dev_logins(self._login_token).current()}"
+
     def _bind_portal(self) -> socket.socket:
         """Bound first, before anything is told the portal's URL (alert links, dev.json): port 0
         takes a free port with no race between parallel tests or two instances."""
@@ -351,7 +362,7 @@ class DevPlatform:
         assert self.deployment is not None
         settings = PortalSettings.from_config(self.config, self.deployment,
                                               AuthSettings(mode="dev", dev_user=self.config.dev.dev_user,
-                                                           dev_login=self._login_token),
+                                                           dev_login=self._login_token, dev_host=self.portal_host),
                                               base_url=self.portal_url)
         server = uvicorn.Server(uvicorn.Config(create_app(settings, self.control), log_level="warning",
                                                lifespan="off"))
@@ -417,9 +428,11 @@ class DevPlatform:
         lines = [
             "",
             f"jobplane dev is ready: {len(self.jobs)} jobs deployed on the embedded local AWS.",
-            f"  portal      {self.portal_login_url}",
-            f"              (this start's sign-in link, as {self.config.dev.dev_user}; only you can read it, "
-            f"also in {RUNTIME_FILE})",
+            f"  portal      {self.browser_login_url}",
+            f"              (this start's sign-in link, as {self.config.dev.dev_user}, good once; on this start's own "
+            f"host name, so no other local port is sent its session; only you can read it, also in {RUNTIME_FILE})",
+            f"              a browser that does not resolve *.localhost (Safari): {self.portal_login_url}",
+            f"              (its session cookie is sent to every loopback port that browser visits: docs/dev.md)",
             f"  health      {self.portal_url}/healthz",
             f"  local AWS   {self.aws.endpoint_url}   (boto3 endpoint_url; sign with the access key and secret in {self.data_dir / RUNTIME_FILE})",
             f"  step logs   CloudWatch Logs {self.aws.log_group} (jobplane logs EXECUTION), cached in {self.data_dir / 'logs'}; "

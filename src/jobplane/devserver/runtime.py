@@ -47,12 +47,14 @@ def control_for(data_dir: Path) -> ControlPlane:
 
 
 def write_runtime(data_dir: Path, portal_url: str, deployment: Deployment, service_ports: dict[str, int],
-                  portal_login_url: str, portal_login_secret: str) -> Path:
+                  portal_login_url: str, portal_login_secret: str, portal_browser_url: str | None = None) -> Path:
     """dev.json holds the local AWS's key, the portal's first sign-in link and the secret that
     mints more (``jobplane dev-login``; each link is good once): created 0600, never readable by
     another user."""
     runtime = {"pid": os.getpid(), "portal_url": portal_url, "portal_login_url": portal_login_url,
                "portal_login_secret": portal_login_secret,
+               # the start's own host name (portal/auth.py per_start_host): where `dev-login` links go
+               **({"portal_browser_url": portal_browser_url} if portal_browser_url else {}),
                "deployment": deployment.to_json(),
                "data_dir": str(data_dir), "started_at": time.time(), "service_ports": service_ports}
     tmp = data_dir / (RUNTIME_FILE + ".tmp")

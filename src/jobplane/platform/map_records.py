@@ -101,8 +101,26 @@ def item_total(s3: Client, bucket: str, job: str, execution: str, map_name: str)
     """How many items the run's list for ``map_name`` holds (None: no list, or no count): its
     object's metadata, written with it (contract/map_items.py ``COUNT_METADATA``), so a list of
     100,000 lines is never read to count it."""
+    key = list_key(s3, bucket, job, execution, map_name)
+    if key is None:
+        return None
     try:
-        head = s3.head_object(Bucket=bucket, Key=map_items.items_key(job, execution, map_name))
+        head = s3.head_object(Bucket=bucket, Key=key)
         return int(head.get("Metadata", {})[map_items.COUNT_METADATA])
-    except Exception:  # no list yet (the items step has not run), or none at all: not known
+    except Exception:  # not readable, or no count: not known
+        return None
+
+
+def list_key(s3: Client, bucket: str, job: str, execution: str, map_name: str) -> str | None:
+    """The key of the run's list for ``map_name``: under its prefix with the UUID the run drew
+    (contract/map_items.py items_key; ListObjectsV2 by prefix), else the list a re-run of failed
+    items was given (``rerun_key``); None when there is neither (the items step has not run)."""
+    try:
+        listed = s3.list_objects_v2(Bucket=bucket, Prefix=map_items.items_prefix(job, execution, map_name), MaxKeys=1)
+        found = [o["Key"] for o in listed.get("Contents", [])]
+        if found:
+            return str(found[0])
+        s3.head_object(Bucket=bucket, Key=map_items.rerun_key(job, execution, map_name))
+        return map_items.rerun_key(job, execution, map_name)
+    except Exception:  # no list yet, or none at all
         return None

@@ -224,8 +224,23 @@ def dev_logins(secret: str) -> DevLogins:
 
 def dev_cookie_name(auth: AuthSettings, port: int) -> str:
     """The session cookie's name: per start and per port, so two platforms on one host (cookies
-    ignore the port) keep separate sessions."""
-    return f"jobplane_dev_{_mac(auth.dev_login or '', 'jobplane dev cookie name')[:12]}_{port}"
+    ignore the port) keep separate sessions; a MAC of both, so the name does not announce which
+    port's portal it opens to whoever it reaches (issue 64 item 6)."""
+    return f"jobplane_dev_{_mac(auth.dev_login or '', f'jobplane dev cookie name:{port}')[:16]}"
+
+
+def per_start_host() -> str:
+    """A host name of this ``jobplane dev`` start alone, ``jp-<random>.localhost``. Cookies are
+    scoped by host, never by port (RFC 6265 section 8.5, https://www.rfc-editor.org/rfc/rfc6265#section-8.5:
+    "Cookies do not provide isolation by port"), so a session cookie set for 127.0.0.1 or
+    localhost is sent to every service on any loopback port the browser visits; one set for this
+    name (host-only: no Domain attribute) is sent only to this name, which nothing else knows.
+    Names under ``.localhost`` are loopback names (RFC 6761 section 6.3,
+    https://www.rfc-editor.org/rfc/rfc6761#section-6.3) that Chrome, Edge and Firefox resolve to
+    the loopback address themselves."""
+    import secrets as random
+
+    return f"jp-{random.token_hex(8)}.localhost"
 
 
 def dev_session(auth: AuthSettings, port: int, now: float | None = None) -> tuple[str, str]:

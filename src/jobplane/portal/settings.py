@@ -39,6 +39,9 @@ class AuthSettings:
     mode: str = "dev"
     dev_user: str = "dev@localhost"
     dev_login: str | None = None
+    #: dev: this start's own host name, ``jp-<random>.localhost`` (portal/auth.py per_start_host):
+    #: a browser signed in there holds a cookie no other loopback port's page is sent
+    dev_host: str | None = None
     header: str = "X-Forwarded-Email"
     trusted_proxies: tuple[str, ...] = ()
     proxy_secret: str | None = None
@@ -87,13 +90,15 @@ class PortalSettings:
         """Which ``Host`` the portal answers (DNS rebinding defence): the explicit list, else the
         host of ``base_url`` (with 127.0.0.1 and localhost for a loopback one), else, in dev
         mode, the loopback names. A production portal with none refuses to start."""
+        own = frozenset({self.auth.dev_host}) if self.auth.mode == "dev" and self.auth.dev_host else frozenset()
         if self.allowed_hosts:
-            return self.allowed_hosts
+            return self.allowed_hosts | own
         host = urlsplit(self.base_url).hostname if self.base_url else None
         if host:
-            return frozenset({host, "127.0.0.1", "localhost"}) if host in ("127.0.0.1", "localhost") else frozenset({host})
+            return own | (frozenset({host, "127.0.0.1", "localhost"}) if host in ("127.0.0.1", "localhost")
+                          else frozenset({host}))
         if self.auth.mode == "dev":
-            return frozenset({"127.0.0.1", "localhost"})
+            return own | frozenset({"127.0.0.1", "localhost"})
         return frozenset()
 
     def check(self) -> None:

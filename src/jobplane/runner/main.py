@@ -8,6 +8,7 @@ Kept to the standard library so that it starts fast inside an application image 
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 import time
@@ -67,7 +68,8 @@ def run(kind: str, ctx: RunContext, log: logging.Logger) -> int:
                     from jobplane.runner import items_out
 
                     try:
-                        count = items_out.write(ctx.items_uri, value)
+                        # the forms the log redacts: an item holding one is refused
+                        count = items_out.write(ctx.items_uri, value, secrets=logs.secret_values(os.environ))
                     except items_out.ItemsError as e:
                         raise targets.PermanentError(str(e)) from None
                     log.info("items written", extra={"items": count})

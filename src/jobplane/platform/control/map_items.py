@@ -81,11 +81,12 @@ class MapItems(Runs):
         name = name or (idempotent_name(original.job, who.name, idempotency_key) if idempotency_key is not None
                         else uuid.uuid4().hex)
         s3 = self.deployment.client("s3")
-        bucket, key = self.deployment.items_bucket, map_items.items_key(original.job, name, m.name)
+        # under map-reruns/, which no runner task role may write (contract/map_items.py rerun_key)
+        bucket, key = self.deployment.items_bucket, map_items.rerun_key(original.job, name, m.name)
         shown = tuple((o.item if isinstance(o.item, str) else json.dumps(o.item))[:80] for o in failed[:FIRST_FEW])
 
         def start() -> str:
-            s3.put_object(Bucket=bucket, Key=key, Body=map_items.encode([o.item for o in failed],
+            s3.put_object(Bucket=bucket, Key=key, Body=map_items.encode([o.sent for o in failed],
                                                                         [o.index for o in failed]),
                           ContentType=map_items.CONTENT_TYPE, Metadata={map_items.COUNT_METADATA: str(len(failed))})
             return self.start_execution(original.job, payload, name)
