@@ -125,7 +125,7 @@ def storm_repo(path: Path, items: int, concurrency: int, log: Path, pool_size: i
     toml = toml.replace('"--failure-rate", "0.2"', '"--failure-rate", "0"')
     toml = toml.replace('PYTHONPATH = "{root}"', f'PYTHONPATH = "{ROOT}:{TESTS}"')
     assert '"--failure-rate", "0"' in toml and str(TESTS) in toml, "jobplane.toml's [dev] changed: adapt the storm repo"
-    toml += f"\n[pools]\n{POOL} = {pool_size}\n"
+    toml += f'\n[pools.{POOL}]\nsize = {pool_size}\nteams = ["billing", "growth"]\n'
     (path / "jobplane.toml").write_text(toml)
     values = {"map": MAP_JOB, "neighbour": NEIGHBOUR_JOB, "pool": POOL, "n": items, "concurrency": concurrency,
               "log": str(log)}

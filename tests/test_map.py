@@ -10,6 +10,7 @@ import re
 import os
 import signal
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -406,7 +407,7 @@ def test_the_portal_shows_a_maps_progress_and_re_runs_its_failed_items(fan: tupl
 ITEM_BYTES, ITEMS = 1000, 300  # the children's results: ~300 KB together, past the 256 KiB a state may hold
 
 
-def _big_results_map(aws: LocalAWS, execution: str, with_writer: bool) -> str:
+def _big_results_map(aws: LocalAWS, execution: str, with_writer: bool) -> tuple[str, dict[str, Any]]:
     """The compiled jp.map's Map state as the only state of a machine, deployed: its reader,
     selector, tolerance and ResultWriter as compiled, each child answering its 1,000-byte item
     (a Pass) so that ITEMS children's results are more than 256 KiB together, which a map of
@@ -422,9 +423,11 @@ def _big_results_map(aws: LocalAWS, execution: str, with_writer: bool) -> str:
     name = "fan-results" if with_writer else "fan-results-unwritten"
     aws.deploy(name, json.dumps({"StartAt": "close-all", "States": {"close-all": m}}))
     items = [f"{i:04d}" + "x" * (ITEM_BYTES - 4) for i in range(ITEMS)]
-    aws.client("s3").put_object(Bucket=aws.resources["items_bucket"], Key=map_items.items_key("fan", execution, "close-all"),
+    key = map_items.items_key("fan", execution, "close-all", str(uuid.uuid4()))
+    aws.client("s3").put_object(Bucket=aws.resources["items_bucket"], Key=key,
                                 Body=map_items.encode(items, list(range(ITEMS))))
-    return name
+    # the run's input as the map's ``items key`` state leaves it (the reader reads the key there)
+    return name, execution_input.manual("test").to_json() | {"items_key": {"key": key}}
 
 
 def test_a_map_whose_results_pass_256_kib_succeeds_with_its_result_writer(fan: tuple[LocalAWS, ControlPlane]) -> None:
@@ -436,8 +439,8 @@ def test_a_map_whose_results_pass_256_kib_succeeds_with_its_result_writer(fan: t
     s3 = aws.client("s3")
     bucket = aws.resources["items_bucket"]
     execution = "results-with-writer"
-    name = _big_results_map(aws, execution, with_writer=True)
-    ex = aws.wait(aws.start(name, execution_input.manual("test"), name=execution), timeout=600)  # a hang guard
+    name, run_input = _big_results_map(aws, execution, with_writer=True)
+    ex = aws.wait(aws.start(name, run_input, name=execution), timeout=600)  # a hang guard
     assert (ex.status, ex.error) == ("SUCCEEDED", None), ex.cause
     manifests = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="map-results/fan/")["Contents"]
                  if o["Key"].endswith("/manifest.json")]
@@ -461,8 +464,8 @@ def test_without_its_result_writer_the_same_map_fails_on_its_own_result(fan: tup
     succeeded)."""
     aws, _ = fan
     execution = "results-without-writer"
-    name = _big_results_map(aws, execution, with_writer=False)
-    ex = aws.wait(aws.start(name, execution_input.manual("test"), name=execution), timeout=600)  # a hang guard
+    name, run_input = _big_results_map(aws, execution, with_writer=False)
+    ex = aws.wait(aws.start(name, run_input, name=execution), timeout=600)  # a hang guard
     assert (ex.status, ex.error) == ("FAILED", "States.DataLimitExceeded"), (ex.status, ex.error, ex.cause)
 
 

@@ -81,7 +81,7 @@ def test_a_lambda_step_reads_its_secrets_without_boto3(aws: LocalAWS) -> None:
 
 def test_an_items_step_writes_its_list_without_boto3(aws: LocalAWS) -> None:
     bucket = aws.resources["items_bucket"]
-    key = map_items.items_key("fan", "run 1/é", "close-all")  # a key that needs URI-encoding
+    key = map_items.items_key("fan", "run 1/é", "close-all", "0b4f6a5e-token")  # a key that needs URI-encoding
     done = run_without_sdk(
         "from jobplane.runner import items_out\n"
         f"print(items_out.write({f's3://{bucket}/{key}'!r}, (f't-{{i}}' for i in range(2500))))\n", aws_env(aws))
