@@ -34,8 +34,11 @@ class Context:
         if self._config is None:
             try:
                 self._config = load_config(self.root)
-            except ConfigError as e:
-                click.echo(f"error: {e}", err=True)
+            except ConfigError as e:  # one line per problem, as a definition's are
+                for problem in e.problems:
+                    click.echo(problem, err=True)
+                n = len(e.problems)
+                click.echo(f"{n} problem{'s' if n != 1 else ''} found in jobplane.toml; nothing was done.", err=True)
                 sys.exit(EXIT_INVALID)
         return self._config
 

@@ -25,6 +25,7 @@ from jobplane.compiler.overrides import params_budget
 from jobplane.compiler.pool_checks import pool_problems
 from jobplane.compiler.secret_scope import scope_problems
 from jobplane.compiler.calendars import calendar_problems, deployed_schedule
+from jobplane.compiler.calendars import config_problems as calendar_config_problems, names_unknown_country
 from jobplane.compiler.executors.lambda_ import replace_problems
 from jobplane.compiler.problems import DefinitionError, Problem, rel
 from jobplane.contract import names
@@ -251,6 +252,7 @@ def check_definitions(config: PlatformConfig, files: list[Path] | None = None,
     unread = {Path(checked[p].source).stem: checked[p].source for p in paths
               if not checked[p].names and checked[p].problems}
     problems.extend(_after_problems(edges, set(first_seen), complete=files is None, unread=unread))
+    problems.extend(calendar_config_problems(config))
     return Checked(list(set(problems)), [checked[p] for p in paths])
 
 
@@ -314,7 +316,8 @@ def _check_file(path: Path, source: str, outcome: Evaluated, config: PlatformCon
         problems.extend(Problem(source, job.name, where, message) for where, message in replace_problems(job))
         problems.extend(pool_problems(source, job, config))
         problems.extend(found := calendar_problems(source, job, config))
-        if job.calendar is not None and not found and names[-1][1]:
+        if job.calendar is not None and not found and names[-1][1] \
+                and not names_unknown_country(config.calendars, job.calendar):  # told against jobplane.toml
             # a calendar job deploys its compiled crons (~12 a year), each a schedule name of its
             # own: those are the names the checks across files must hold, not its rules' count
             derived = tuple(raw_derived_names(config.name_prefix, job.name, item, len(deployed_schedule(job, config))))
