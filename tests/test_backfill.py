@@ -316,11 +316,15 @@ def test_a_backfill_goes_on_after_its_cli_is_interrupted(platform: DevPlatform, 
     import sys
 
     release = tmp_path / "release"
+    # started with SIGINT ignored, as under nohup, `&` or some CI launchers (issue 65 item 10: the
+    # CLI inherited it and ran to the end, and this test failed whenever the suite itself was so
+    # started): the command installs its own handler, so the test holds however it is launched
     cli = subprocess.Popen(
         [str(Path(sys.executable).parent / "jobplane"), "--root", str(platform.config.root), "backfill", "hourly",
          "--from", "2026-10-10T00:00", "--to", "2026-10-10T01:59", "-p", "mode=wait", "-p", f"release={release}",
          "--reason", "interrupted on purpose", "--data-dir", str(platform.data_dir)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     lines = []
     for line in cli.stdout:  # type: ignore[union-attr]
         lines.append(line)

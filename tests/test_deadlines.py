@@ -242,6 +242,13 @@ def test_a_slow_step_breaches_once_and_recovers_once(platform: DevPlatform, slac
     wait_for(lambda: len(posts(slack, "slow", "RECOVERED")) == 1)
     settle(platform)
     assert len(posts(slack, "slow", "DEADLINE")) == 1 and len(posts(slack, "slow", "RECOVERED")) == 1
+    # the note's title says it recovered (not the breach's title again), its text is not an error
+    # (issue 65 item 4); its link is the run that landed
+    breach, note = posts(slack, "slow", "DEADLINE")[0]["blocks"], posts(slack, "slow", "RECOVERED")[0]["blocks"]
+    assert breach[0]["text"]["text"] == ":alarm_clock: slow: deadline"
+    assert note[0]["text"]["text"] == ":white_check_mark: slow: deadline recovered"
+    assert "*Recovered*" in json.dumps(note) and "*Error*" not in json.dumps(note)
+    assert f"/executions/{name}" in json.dumps(note)
     found = outcome(platform, "slow", fire)
     assert found["outcome"] == "BREACHED" and not found["early"]
     # every call the checker made is one the periodic Lambda's role allows

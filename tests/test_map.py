@@ -137,7 +137,7 @@ def test_a_map_wider_than_the_cap_needs_its_override_named_in_the_definition(rep
 
 
 def test_a_map_inside_a_parallel_group_is_refused() -> None:
-    with pytest.raises(Invalid, match="cannot be nested"):
+    with pytest.raises(Invalid, match=r"parallel\[1\] is a map \('m'\): a map cannot sit in a jp.parallel group"):
         Job.from_definition({"name": "fan", "team": "billing", "steps": [{"name": "g", "parallel": [
             {"name": "one", "python": "a.b:c"}, {"name": "m", "map": definition()["steps"][0]["map"]}]}]})
 

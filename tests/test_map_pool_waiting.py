@@ -161,7 +161,8 @@ def test_items_waiting_for_a_pool_are_waiting_in_their_records_the_portal_the_ap
         page = client.get(f"/executions/{name}?job={JOB}", headers=as_user(BILLING)).text
         assert "<span data-waiting" in page and ">2 WAITING</span>" in page and "1 running or not started" in page
     status = pool_status(control, control.jobs(), {POOL: 1})
-    assert status.lines == [f"  {POOL}: 1/1 held by {JOB}/close_tenant"]
+    # by the step's name as written (close_tenant, its key, was shown: issue 65 item 8)
+    assert status.lines == [f"  {POOL}: 1/1 held by {JOB}/close-tenant"]
     [run] = status.waiting[JOB]
     assert run["execution"] == name and run["items"] == {"close-all": {"waiting": 2, "total": 3}}
     assert run["since"] == p.waiting_since

@@ -438,3 +438,13 @@ def test_the_jobs_list_in_pages_over_http_keeps_its_filters_and_adds_up_to_the_w
             assert http.get("/?page=0").status_code == 400 and http.get("/?per_page=100000").status_code == 400
     finally:
         served.close()
+
+
+def test_a_400_page_says_which_field_was_wrong(client: TestClient) -> None:
+    """Issue 65 item 9: the HTML 400 page said only "the request is not valid"; the field and
+    its problem were computed (the JSON envelope has them) and not shown."""
+    r = client.get("/jobs/flaky-load/backfill?mode=sometimes", headers=as_user(READER))
+    assert r.status_code == 400 and "text/html" in r.headers["content-type"], r.text
+    message = re.search(r'<p class="error-message">(.*?)</p>', r.text, re.S)
+    assert message is not None, r.text
+    assert message[1].startswith("the request is not valid: mode: ") and "pattern" in message[1], message[1]

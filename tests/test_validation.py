@@ -92,7 +92,7 @@ BAD = {
     "a time past 23:59": ("""\
         local jp = import 'jobplane.libsonnet';
         { name: 'late', team: 'billing', schedule: jp.daily('25:00'), steps: [{ name: 'a', python: 'm:f' }] }
-        """, [("jobs/billing/bad.jsonnet", "time 25:00 must be HH:MM, 00:00 to 23:59", "(line 2, column", "of bad.jsonnet)")]),
+        """, [("jobs/billing/bad.jsonnet", "job 'late': schedule: time 25:00 must be HH:MM, 00:00 to 23:59")]),
     "unknown team, nothing close": ("""\
         { name: 'stray', team: 'marketing', steps: [{ name: 'a', python: 'm:f' }] }
         """, [("job 'stray'", "team", "unknown team 'marketing'; teams are declared in jobplane.toml (it has ",
@@ -602,3 +602,69 @@ def test_two_steps_giving_one_name_two_secrets_are_refused(repo: Repo) -> None:
     assert len(lines) == 1, lines  # the Lambda step's TOKEN is its function's, not the task definition's
     assert lines[0].startswith("jobs/billing/clash.jsonnet: job 'clash': steps[1].secrets.TOKEN: SSM parameter /billing/b "
                                "under the name TOKEN, which steps[0] gives Secrets Manager secret billing/a"), lines[0]
+
+
+def test_a_refused_field_hides_no_rule_across_the_others(repo: Repo) -> None:
+    """Issue 65 item 6: a refused field stopped every rule across its model's fields. A map's
+    bad tolerated_failures hid its shell items step, its max_concurrency above the hard cap its
+    retry; an unknown field hid the missing kind. A map in a group is refused in its own words,
+    not as a nested group. Each problem is one line, and none is said twice."""
+    repo.write("jobs/billing/hidden.jsonnet", """\
+        local jp = import 'jobplane.libsonnet';
+        [
+          { name: 'lots', team: 'billing', steps: [jp.map('close', jp.shell('list', ['ls']), jp.python('one', 'm:f'),
+                                                          { tolerated_failures: 'lots' })] },
+          { name: 'wide', team: 'billing', steps: [jp.map('close', jp.python('list', 'm:f'), jp.python('one', 'm:f'),
+                                                          { max_concurrency: 20000, retry: jp.retry(3) })] },
+          { name: 'typo', team: 'billing', steps: [{ name: 'run', pyhton: 'm:f' }] },
+          { name: 'grouped', team: 'billing', steps: [jp.parallel('both', [
+              jp.python('a', 'm:f'), jp.map('close', jp.python('list', 'm:f'), jp.python('one', 'm:f'))])] },
+        ]
+        """)
+    result = repo.cli("validate")
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    expected = [
+        "job 'lots': steps[0].map.tolerated_failures: 'lots' is neither a count of items",
+        "job 'lots': steps[0]: a map's items step must be a python step (its function returns the items), not shell",
+        "job 'wide': steps[0].map.max_concurrency: must be at most 10000, not 20000",
+        "job 'wide': steps[0]: a map has no attempts of its own: give retry to its items or each step",
+        "job 'typo': steps[0].pyhton: unknown field (did you mean 'python'?)",
+        "job 'typo': steps[0]: a step needs exactly one of python, celery, django, shell, parallel, lambda, map (found none)",
+        "job 'grouped': steps[0]: parallel[1] is a map ('close'): a map cannot sit in a jp.parallel group",
+    ]
+    for fragment in expected:
+        assert len([line for line in lines if fragment in line]) == 1, (fragment, result.stderr)
+    assert not [line for line in lines if "cannot be nested" in line], result.stderr
+    assert lines[-1] == f"{len(expected)} problems found; nothing was written.", result.stderr
+
+
+def test_a_bad_library_call_is_one_problem_of_its_job_not_the_end_of_the_file(repo: Repo) -> None:
+    """Issue 65 item 6: an `error` in jobs/lib/jobplane.libsonnet (jp.monthly(business_day=30,
+    at='25:00')) stopped the file's evaluation: "1 problem" for 25 bad jobs. Each bad call is
+    now its job's problem, named by job and field, and what else is wrong in the job (the
+    business day past the month's end, a bad cron beside it) is reported too."""
+    jobs = ",\n".join(
+        f"{{ name: 'close-{i}', team: 'billing', calendar: 'jp-business', "
+        f"schedule: jp.monthly(business_day=30, at='{24 + i}:00'), steps: [jp.python('run', 'm:f')] }}"
+        for i in range(25))
+    repo.write("jobs/billing/month.jsonnet", "local jp = import 'jobplane.libsonnet';\n[\n" + jobs + "\n]\n")
+    repo.write("jobs/billing/more.jsonnet", """\
+        local jp = import 'jobplane.libsonnet';
+        [{ name: 'twice', team: 'billing', schedule: jp.daily(['07:00', '7am']) + [jp.everyMinutes(90), 'cron(0 25 * * ? *)'],
+           steps: [jp.python('run', 'm:f')] },
+         { name: 'fine', team: 'billing', schedule: jp.weekdays('09:30'), steps: [jp.python('run', 'm:f')] }]
+        """)
+    result = repo.cli("validate")
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    for i in range(25):
+        mine = [line for line in lines if line.startswith(f"jobs/billing/month.jsonnet: job 'close-{i}': schedule")]
+        assert any(f"schedule: time {24 + i}:00 must be HH:MM, 00:00 to 23:59" in line for line in mine), result.stderr
+        assert any("business_day" in line and "30" in line and "time" not in line for line in mine), result.stderr
+    more = [line for line in lines if line.startswith("jobs/billing/more.jsonnet: job 'twice': ")]
+    assert "jobs/billing/more.jsonnet: job 'twice': schedule[1]: time 7am must be HH:MM" in more, result.stderr
+    assert "jobs/billing/more.jsonnet: job 'twice': schedule[2]: everyMinutes takes 1-59, not 90" in more, result.stderr
+    assert any(line.startswith("jobs/billing/more.jsonnet: job 'twice': schedule[3]: 'cron(0 25") for line in more)
+    assert len(more) == 3, result.stderr
+    assert not [line for line in lines if "'fine'" in line or "Jsonnet" in line], result.stderr

@@ -33,15 +33,35 @@
     DEADLINE: 'DEADLINE',
   },
 
-  // --- schedules: each returns an EventBridge Scheduler expression (or a list of them)
+  // --- schedules: each returns an EventBridge Scheduler expression (or a list of them).
+  // A helper given a bad argument returns a refusal, { 'jobplane:refused': why, value: stand-in },
+  // in place of its expression instead of stopping the whole file with `error`: the compiler
+  // reports `why` against the field (each job of the file checked on), and checks the stand-in
+  // (or nothing, when it is null) for whatever else is wrong (issue 65 item 6).
+  local refuse(why, value=null) = { 'jobplane:refused': why, value: value },
+  local refused(x) = std.isObject(x) && std.objectHas(x, 'jobplane:refused'),
+  local digits(s) = std.length(s) > 0 && std.length(s) <= 2 && std.all([std.member('0123456789', c) for c in std.stringChars(s)]),
   local hm(at) =
-    local parts = std.split(at, ':');
-    assert std.length(parts) == 2 : 'time %s must be HH:MM' % at;
-    local hour = std.parseInt(parts[0]), minute = std.parseInt(parts[1]);
-    assert hour >= 0 && hour <= 23 && minute >= 0 && minute <= 59 : 'time %s must be HH:MM, 00:00 to 23:59' % at;
-    { hour: hour, minute: minute },
+    local parts = if std.isString(at) then std.split(at, ':') else [];
+    if std.length(parts) != 2 || !digits(parts[0]) || !digits(parts[1]) then
+      refuse('time %s must be HH:MM' % std.toString(at))
+    else
+      local hour = std.parseInt(parts[0]), minute = std.parseInt(parts[1]);
+      if hour > 23 || minute > 59 then refuse('time %s must be HH:MM, 00:00 to 23:59' % at)
+      else { hour: hour, minute: minute },
   local oneOrMany(at, f) = if std.isArray(at) then [f(a) for a in at] else f(at),
-  local times(at) = std.join(',', [local x = hm(t); '%02d:%02d' % [x.hour, x.minute] for t in (if std.isArray(at) then at else [at])]),
+  // f(x) for a time that parses; the time's refusal for one that does not
+  local atTime(t, f) = local x = hm(t); if refused(x) then x else f(x),
+  // 'HH:MM,HH:MM' of a business rule; a bad time's refusal stands in with 00:00, so the rest
+  // of the rule (business_day=30) is checked too
+  local times(at) =
+    local parsed = [hm(t) for t in (if std.isArray(at) then at else [at])];
+    local text = std.join(',', ['%02d:%02d' % (if refused(x) then [0, 0] else [x.hour, x.minute]) for x in parsed]);
+    local bad = [x for x in parsed if refused(x)];
+    if std.length(bad) == 0 then text else { why: bad[0]['jobplane:refused'], text: text },
+  local business(rule, at) =
+    local t = times(at);
+    if std.isString(t) then rule % t else refuse(t.why, rule % t.text),
 
   // Raw EventBridge expressions, for anything the helpers do not cover.
   cron(expression):: 'cron(%s)' % expression,
@@ -49,28 +69,27 @@
   at(datetime):: 'at(%s)' % datetime,
 
   // Every day at 'HH:MM' (or each of a list of times), in the job's timezone.
-  daily(at):: oneOrMany(at, function(t) local x = hm(t); 'cron(%d %d * * ? *)' % [x.minute, x.hour]),
+  daily(at):: oneOrMany(at, function(t) atTime(t, function(x) 'cron(%d %d * * ? *)' % [x.minute, x.hour])),
   // Monday to Friday at 'HH:MM'.
-  weekdays(at):: oneOrMany(at, function(t) local x = hm(t); 'cron(%d %d ? * MON-FRI *)' % [x.minute, x.hour]),
+  weekdays(at):: oneOrMany(at, function(t) atTime(t, function(x) 'cron(%d %d ? * MON-FRI *)' % [x.minute, x.hour])),
   // On a day of the week ('MON'...'SUN', or a list such as 'MON,THU') at 'HH:MM'.
-  weekly(day, at):: oneOrMany(at, function(t) local x = hm(t); 'cron(%d %d ? * %s *)' % [x.minute, x.hour, day]),
+  weekly(day, at):: oneOrMany(at, function(t) atTime(t, function(x) 'cron(%d %d ? * %s *)' % [x.minute, x.hour, day])),
   // On a day of the month (1-31, or 'L' for the last day, 'LW' for the last weekday) at 'HH:MM'.
   // With the job's calendar (docs/dsl.md#calendars): business_day=N, the N-th business day of the
   // month (-1 the last); or day=D with shift='previous'|'next', day D or the business day before/after it.
   monthly(day=null, at='00:00', business_day=null, shift=null)::
     if business_day != null then
-      assert day == null && shift == null : 'monthly: business_day=N takes no day or shift';
-      'business(monthly business_day=%d at=%s)' % [business_day, times(at)]
+      if day != null || shift != null then refuse('monthly: business_day=N takes no day or shift')
+      else business('business(monthly business_day=%d at=%%s)' % business_day, at)
     else if shift != null then
-      assert day != null : "monthly: shift moves a day: give day=D";
-      'business(monthly day=%d shift=%s at=%s)' % [day, shift, times(at)]
-    else
-      assert day != null : 'monthly: give day (1-31, L, LW) or business_day';
-      oneOrMany(at, function(t) local x = hm(t); 'cron(%d %d %s * ? *)' % [x.minute, x.hour, std.toString(day)]),
+      if day == null then refuse('monthly: shift moves a day: give day=D')
+      else business('business(monthly day=%d shift=%s at=%%s)' % [day, shift], at)
+    else if day == null then refuse('monthly: give day (1-31, L, LW) or business_day')
+    else oneOrMany(at, function(t) atTime(t, function(x) 'cron(%d %d %s * ? *)' % [x.minute, x.hour, std.toString(day)])),
   // Every business day of the job's calendar at 'HH:MM' (or each of a list of times).
-  businessDays(at='00:00'):: 'business(days at=%s)' % times(at),
+  businessDays(at='00:00'):: business('business(days at=%s)', at),
   // Every N minutes, aligned to the clock (minute 0 of every hour is a fire time when 60 % N == 0).
-  everyMinutes(n):: assert n >= 1 && n < 60 : 'everyMinutes takes 1-59'; 'cron(0/%d * * * ? *)' % n,
+  everyMinutes(n):: if std.isNumber(n) && n >= 1 && n < 60 then 'cron(0/%d * * * ? *)' % n else refuse('everyMinutes takes 1-59, not %s' % std.toString(n)),
   // Every hour at the given minute.
   hourly(minute=0):: 'cron(%d * * * ? *)' % minute,
   // No schedule: the job runs only when started by hand (portal, API or `jobplane run`).

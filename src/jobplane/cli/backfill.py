@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from jobplane.cli.common import (Context, Target, control_error, data_dir_option, deployment_option, parse_params,
+from jobplane.cli.common import (Context, Target, control_error, data_dir_option, deployment_option, interruptible,
+                                 parse_params,
                                  target)
 
 if TYPE_CHECKING:  # imported by the command itself (the CLI's start-up)
@@ -111,7 +112,8 @@ def _follow(backfills: Backfills, backfill_id: str, where: Target) -> None:
                 seen[f.at] = now
 
     try:
-        bf = backfills.follow(backfill_id, show)
+        with interruptible():
+            bf = backfills.follow(backfill_id, show)
     except KeyboardInterrupt:
         click.echo(f"\ninterrupted: {backfill_id} goes on where the portal or `jobplane dev` drives it; "
                    f"`jobplane backfill {backfill_id}` follows (and drives) it again, --cancel stops it")

@@ -3,7 +3,10 @@ problems are printed, and the options and helpers of the commands that talk to a
 
 from __future__ import annotations
 
+import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,10 +37,27 @@ class Context:
         if self._config is None:
             try:
                 self._config = load_config(self.root)
-            except ConfigError as e:
-                click.echo(f"error: {e}", err=True)
+            except ConfigError as e:  # one line per problem, as a definition's are
+                for problem in e.problems:
+                    click.echo(problem, err=True)
+                n = len(e.problems)
+                click.echo(f"{n} problem{'s' if n != 1 else ''} found in jobplane.toml; nothing was done.", err=True)
                 sys.exit(EXIT_INVALID)
         return self._config
+
+
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """Ctrl-C (SIGINT) raises KeyboardInterrupt inside, however the command was started. Python
+    installs its handler only when SIGINT is not ignored at start-up, and a process started in
+    the background (``nohup``, ``&``, some CI launchers) inherits it ignored: `jobplane backfill`
+    then ran to the end through a Ctrl-C (issue 65 item 10). As `jobplane dev` does, a command
+    that says what an interruption leaves behind installs its own handler while it waits."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def fail_definitions(err: DefinitionError) -> None:

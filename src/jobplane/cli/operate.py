@@ -19,6 +19,7 @@ from jobplane.cli.common import (Context, aws_target, control_error, data_dir_op
                                  parse_params, resolve_data_dir, target, undeployed)
 from jobplane.contract import runner as rc
 from jobplane.contract.clock import parse_iso
+from jobplane.contract.states import step_key
 from jobplane.contract.statuses import ExecutionStatus
 from jobplane.contract.types import JsonObject
 
@@ -270,13 +271,18 @@ def pool_status(control: ControlPlane, jobs: list[JobSummary], sizes: dict[str, 
     # the pools jobplane.toml declares, and any other that still has holders (a pool removed
     # from jobplane.toml while runs held it): the counter says how full, the holder items who
     items = {p.name: p for p in pool_items(control.repo.ddb, control.repo.table, tuple(sizes))}
+    # a holder names its step by key (close_tenant, what state data and the ticket use): shown
+    # by the name the definition gives it (close-tenant; issue 65 item 8)
+    step_names = {(j.entry.name, step_key(s.name)): s.name for j in jobs for top in j.entry.steps
+                  for s in (top, *(top.parallel or []))}
     lines = []
     for name in sorted(set(sizes) | {n for n, p in items.items() if p.everyone}):
         pool = items.get(name)
         who: dict[str, int] = {}
         for h in pool.everyone if pool else ():
             job = h.job(control.deployment.name_prefix) or "?"  # a map item's child: its parent's job
-            who[f"{job}/{h.step}"] = who.get(f"{job}/{h.step}", 0) + h.weight
+            step = step_names.get((job, h.step), h.step)
+            who[f"{job}/{step}"] = who.get(f"{job}/{step}", 0) + h.weight
         held = ", ".join(f"{k}" + (f" x{n}" if n > 1 else "") for k, n in sorted(who.items()))
         lines.append(f"  {name}: {pool.used if pool else 0}/{sizes.get(name, '?')} held" + (f" by {held}" if held else ""))
     waiting: dict[str, list[JsonObject]] = {}

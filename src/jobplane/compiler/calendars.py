@@ -38,6 +38,45 @@ def country_holidays(country: str, first: int, last: int) -> tuple[tuple[date, s
     return tuple(sorted(found.items()))
 
 
+@lru_cache(maxsize=1)
+def _supported_countries() -> frozenset[str]:
+    from holidays.utils import list_supported_countries
+
+    return frozenset(list_supported_countries())
+
+
+def unknown_countries(settings: CalendarSettings) -> dict[str, str]:
+    """The calendars whose ``holidays`` country the holidays package does not know, with it. The
+    package is read only when a calendar names a country (jobplane.toml's shape check cannot:
+    contract/ is below the package)."""
+    declared = {name: cal.holidays for name, cal in settings.calendars.items() if cal.holidays}
+    if not declared:
+        return {}
+    known = _supported_countries()
+    return {name: country for name, country in declared.items() if country not in known}
+
+
+def config_problems(config: PlatformConfig) -> list[Problem]:
+    """What jobplane.toml's [calendars] declare that only the holidays package can refuse: each
+    named once, against jobplane.toml, whether a job uses the calendar or not (issue 65 item 7:
+    ``holidays = "XX"`` was told once per job naming the calendar, never when none did)."""
+    from jobplane.contract.config import CONFIG_FILE
+
+    return [Problem(CONFIG_FILE, None, f"calendars.{name}.holidays",
+                    f"the holidays package ({holidays_source()}) knows no country {country!r}: an ISO 3166 code "
+                    "it lists (holidays.utils.list_supported_countries())")
+            for name, country in sorted(unknown_countries(config.calendars).items())]
+
+
+def names_unknown_country(settings: CalendarSettings, name: str, seen: tuple[str, ...] = ()) -> bool:
+    """``name`` or a calendar it includes names a country the holidays package does not know."""
+    cal = settings.calendars.get(name)
+    if cal is None or name in seen:
+        return False
+    return name in unknown_countries(settings) or any(names_unknown_country(settings, o, seen + (name,))
+                                                      for o in cal.include)
+
+
 def holidays_source() -> str:
     from importlib.metadata import version
 
@@ -156,7 +195,8 @@ def calendar_problems(source: str, job: Job, config: PlatformConfig) -> list[Pro
             problems.append(Problem(source, job.name, f"schedule[{i}]", f"{quoted(expression)}: a calendar filters "
                                     "cron() and at() fires by their day; rate() counts from its start: use jp.cron "
                                     "or jp.everyMinutes"))
-    if job.calendar is not None and not problems and job.schedule:
+    if job.calendar is not None and not problems and job.schedule \
+            and not names_unknown_country(settings, job.calendar):  # told once, against jobplane.toml
         try:
             deployed = deployed_schedule(job, config)
             if long := [e for e in deployed if len(e) > MAX_EXPRESSION]:

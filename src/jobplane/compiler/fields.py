@@ -8,8 +8,9 @@ dataclasses whose fields carry a :class:`FieldSpec`.
 
 Every problem is collected, not the first: a developer fixing a pull request wants the whole list,
 each naming its field. A field's own ``check`` runs only once its type is right, and a model's
-``model_problems`` only once all its fields are, so no problem is reported from a value that was
-already refused.
+``model_problems`` runs with the refused fields' defaults standing in, skipping the rules that read
+a refused field, so no problem is reported from a value that was already refused, and none is
+hidden behind another.
 """
 
 from __future__ import annotations
@@ -323,6 +324,7 @@ class Model:
             if key not in names:
                 problems.append((loc + (key,), "unknown field" + did_you_mean(str(key), names)))
         values: JsonObject = {}
+        refused: set[str] = set()  # the fields given but refused (their problems are recorded)
         for slot in slots:
             spec = slot.spec
             where = loc + (slot.name,)
@@ -333,24 +335,45 @@ class Model:
                     values[slot.name] = slot.factory()
                 else:
                     problems.append((where, "required field is missing"))
+                    refused.add(slot.name)
                 continue
             raw = spec.before(data[slot.name]) if spec.before else data[slot.name]
             value = spec.type.check(raw, where, problems)
             if value is BAD:
+                refused.add(slot.name)
                 continue
             found = list(spec.check(value, values)) if spec.check else []
             problems.extend((where, message) for message in found)
-            if not found:
+            if found:
+                refused.add(slot.name)
+            else:
                 values[slot.name] = value
-        if len(problems) > before:
+        # A refused field hid every rule across the model's fields (issue 65 item 6: a map's
+        # bad tolerated_failures hid its shell items step, its max_concurrency its retry; an
+        # unknown field hid the missing kind). A refused field that has a default stands in
+        # with it, so the rules still run (each model skips those reading a refused field:
+        # model_problems' ``refused``); one with no default (required) cannot stand in.
+        if any(s.name in refused and s.required for s in slots) or not cls.checkable(frozenset(refused)):
             return cast("M", BAD)
+        for slot in slots:
+            if slot.name in refused:
+                values[slot.name] = slot.default if slot.factory is None else slot.factory()
         built = cls.construct(values)
-        found = list(built.model_problems())
+        found = list(built.model_problems(frozenset(refused)))
         problems.extend((loc, message) for message in found)
+        # with refused fields the model stands in for its parent's rules (they read its kind,
+        # its members: right), but the definition is still refused (from_definition raises)
         return cast("M", BAD) if found else built
 
-    def model_problems(self) -> Iterator[str]:
-        """Rules across this model's fields (checked once every field is right)."""
+    @classmethod
+    def checkable(cls, refused: frozenset[str]) -> bool:
+        """Whether the model can stand in, with its defaults for the ``refused`` fields, for
+        the rules of the model holding it (a step whose kind field was refused cannot)."""
+        return True
+
+    def model_problems(self, refused: frozenset[str] = frozenset()) -> Iterator[str]:
+        """Rules across this model's fields. ``refused``: fields whose value was refused (their
+        default stands in): a rule reading one of them is skipped, its value was not the author's."""
         return iter(())
 
     def as_dict(self) -> JsonObject:

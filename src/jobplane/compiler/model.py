@@ -224,7 +224,13 @@ class Step(Model):
         rest = {k: v for k, v in values.items() if k not in kinds_registry.BY_NAME}
         return cls(**rest, kind_=kind, target=target, kinds_given=() if kind else tuple(k.name for k in given))
 
-    def model_problems(self) -> Iterator[str]:
+    @classmethod
+    def checkable(cls, refused: frozenset[str]) -> bool:
+        """A step whose kind field was refused (a map missing its each step) has no kind to
+        check, nor one the group or map holding it could read."""
+        return not refused & kinds_registry.BY_NAME.keys()
+
+    def model_problems(self, refused: frozenset[str] = frozenset()) -> Iterator[str]:
         kind = self.kind_
         if kind is None:
             found = self.kinds_given
@@ -235,7 +241,8 @@ class Step(Model):
             yield f"args apply to {_which('takes_args')} steps, not {kind.name}"
         elif self.kwargs and not kind.takes_kwargs:
             yield f"kwargs apply to {_which('takes_kwargs')} steps, not {kind.name}"
-        yield from kind.problems(self)
+        if not refused & _SIZED:  # the executors' rules read these (a refused cpu is not 256)
+            yield from kind.problems(self)
 
     @property
     def kind(self) -> StepKind:
@@ -258,6 +265,11 @@ class Step(Model):
     def target_spec(self) -> JsonObject:
         """What the runner needs to find and call the target (the JOBPLANE_TARGET variable)."""
         return self.kind.target_spec(self)
+
+
+#: The fields a kind's own rules read besides its target and retry (a refused retry's default,
+#: one attempt, breaks no rule): Fargate and Lambda sizes and the Lambda timeout.
+_SIZED = frozenset({"cpu", "memory", "timeout"})
 
 
 def _which(flag: str) -> str:

@@ -26,6 +26,7 @@ from jobplane.compiler.credential_checks import credential_warnings
 from jobplane.compiler.pool_checks import pool_problems
 from jobplane.compiler.secret_scope import scope_problems
 from jobplane.compiler.calendars import calendar_problems, deployed_schedule
+from jobplane.compiler.calendars import config_problems as calendar_config_problems, names_unknown_country
 from jobplane.compiler.executors.lambda_ import replace_problems
 from jobplane.compiler.problems import DefinitionError, Problem, rel
 from jobplane.contract import names
@@ -119,9 +120,40 @@ def _loc_text(loc: Loc) -> str:
     return out
 
 
-def _model_problems(source: str, job_name: str | None, err: Invalid, raw: JsonObject) -> list[Problem]:
+#: What jobs/lib/jobplane.libsonnet returns for a bad argument (``jp.daily('25:00')``) in place of
+#: the value it would build: ``{'jobplane:refused': why, value: stand-in}``. An ``error`` there
+#: stopped the whole file at its first bad call ("1 problem" for 25 bad jobs, issue 65 item 6).
+LIBRARY_REFUSED = "jobplane:refused"
+
+
+def library_refusals(value: JsonValue, loc: Loc = ()) -> tuple[JsonValue, list[tuple[Loc, str, bool]]]:
+    """``value`` with each library refusal replaced by its stand-in (checked like any value,
+    null when there is none), and each refusal's field, reason and whether it has no stand-in."""
+    if isinstance(value, dict):
+        if LIBRARY_REFUSED in value and set(value) <= {LIBRARY_REFUSED, "value"}:
+            why = value[LIBRARY_REFUSED]
+            inner, more = library_refusals(value.get("value"), loc)
+            return inner, [(loc, str(why)[:MAX_MESSAGE], inner is None), *more]
+        found: list[tuple[Loc, str, bool]] = []
+        out: JsonObject = {}
+        for key, v in value.items():
+            out[key], more = library_refusals(v, loc + (key,))
+            found.extend(more)
+        return out, found
+    if isinstance(value, list):
+        pairs = [library_refusals(v, loc + (i,)) for i, v in enumerate(value)]
+        return [v for v, _ in pairs], [f for _, more in pairs for f in more]
+    return value, []
+
+
+def _model_problems(source: str, job_name: str | None, err: Invalid, raw: JsonObject,
+                    refusals: Sequence[Loc] = ()) -> list[Problem]:
+    """The model's problems; none at or under a field the library refused with no stand-in (a
+    null there is not the author's value: the refusal names what is wrong there)."""
     problems = []
     for loc, message in err.problems:
+        if any(loc[:len(r)] == r for r in refusals):
+            continue
         if loc[:2] == ("schedule", 0) and isinstance(raw.get("schedule"), str):
             loc = loc[:1] + loc[2:]  # one expression written alone: name the field as written, not [0]
         problems.append(Problem(source, job_name, _loc_text(loc) or None, message[:MAX_MESSAGE]))
@@ -224,6 +256,7 @@ def check_definitions(config: PlatformConfig, files: list[Path] | None = None,
     unread = {Path(checked[p].source).stem: checked[p].source for p in paths
               if not checked[p].names and checked[p].problems}
     problems.extend(_after_problems(edges, set(first_seen), complete=files is None, unread=unread))
+    problems.extend(calendar_config_problems(config))
     return Checked(list(set(problems)), [checked[p] for p in paths])
 
 
@@ -265,6 +298,9 @@ def _check_file(path: Path, source: str, outcome: Evaluated, config: PlatformCon
             continue
         raw_name = item.get("name")
         name = raw_name if isinstance(raw_name, str) else f"#{i + 1}"
+        stood_in, refusals = library_refusals(item)
+        item = stood_in if isinstance(stood_in, dict) else item
+        problems.extend(Problem(source, name, _loc_text(where) or None, why) for where, why, _ in refusals)
         derived = tuple(raw_derived_names(config.name_prefix, name, item)) \
             if isinstance(raw_name, str) and NAME_RE.fullmatch(name) else ()
         names.append((raw_name if isinstance(raw_name, str) else None, derived))
@@ -275,7 +311,7 @@ def _check_file(path: Path, source: str, outcome: Evaluated, config: PlatformCon
         try:
             job = Job.from_definition(data)
         except Invalid as e:
-            problems.extend(_model_problems(source, name, e, item))
+            problems.extend(_model_problems(source, name, e, item, [where for where, _, null in refusals if null]))
             continue
         budget = params_budget(job)
         loaded.append(LoadedJob(job, source, budget))
@@ -284,7 +320,8 @@ def _check_file(path: Path, source: str, outcome: Evaluated, config: PlatformCon
         problems.extend(Problem(source, job.name, where, message) for where, message in replace_problems(job))
         problems.extend(pool_problems(source, job, config))
         problems.extend(found := calendar_problems(source, job, config))
-        if job.calendar is not None and not found and names[-1][1]:
+        if job.calendar is not None and not found and names[-1][1] \
+                and not names_unknown_country(config.calendars, job.calendar):  # told against jobplane.toml
             # a calendar job deploys its compiled crons (~12 a year), each a schedule name of its
             # own: those are the names the checks across files must hold, not its rules' count
             derived = tuple(raw_derived_names(config.name_prefix, job.name, item, len(deployed_schedule(job, config))))

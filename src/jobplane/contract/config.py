@@ -7,12 +7,12 @@ may own jobs and their Slack channels, and where definitions and compiled output
 from __future__ import annotations
 
 import re
-
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from jobplane.contract.calendar_config import CalendarSettings, parse_calendars
-from jobplane.contract.deploy_settings import DeploySettings, parse_deploy
+from jobplane.contract.deploy_settings import DeploySettings
 from jobplane.contract.root_shards import MAX_ROOTS
 from jobplane.contract.limits import FAULT_PROFILES
 from jobplane.contract.pools import PoolAccess
@@ -22,7 +22,11 @@ CONFIG_FILE = "jobplane.toml"
 
 
 class ConfigError(ValueError):
-    pass
+    """jobplane.toml's problems, each a line naming the file and the field."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("\n".join(problems))
+        self.problems = problems
 
 
 @dataclass(frozen=True)
@@ -186,6 +190,10 @@ NAME_PREFIX_RE = re.compile(r"[a-z][a-z0-9-]{0,20}")
 
 
 def load_config(root: Path | str = ".") -> PlatformConfig:
+    """jobplane.toml read and checked whole: :class:`ConfigError` lists every problem, one a
+    line, each naming ``jobplane.toml`` (as the repository names it) and the field (issue 65
+    item 7: they came on one line with the file's absolute path, [pools]'s and [calendars]'s
+    never together)."""
     import tomllib  # here: the Jsonnet child (compiler/sandbox.py) imports this module, never reads TOML
 
     root = Path(root).resolve()
@@ -195,72 +203,82 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
     try:
         data = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{path}: {e}") from None
+        raise ConfigError([f"{CONFIG_FILE}: {e}"]) from None
+    problems: list[str] = []
+
+    def bad(message: str) -> None:
+        problems.append(f"{CONFIG_FILE}: {message}")
+
     plat = data.get("platform", {})
+    if not isinstance(plat, dict):
+        raise ConfigError([f"{CONFIG_FILE}: [platform] must be a table"])
     known = {"name_prefix", "default_timezone", "default_channel", "jobs_dir", "output_dir", "platform_module",
              "admins"}
-    _check_keys(path, "platform", plat, known)
-    shapes = shape_problems(data)  # raised after the checks that say more (a path outside the repository)
-    admins = tuple(plat.pop("admins", ()))
+    _check_keys(bad, "platform", plat, known)
+    plat = {k: v for k, v in plat.items() if k in known}
+    shapes = shape_problems(data)  # listed after the checks that say more (a path outside the repository)
+    admins_raw = plat.pop("admins", [])
+    admins = tuple(a for a in admins_raw if isinstance(a, str)) if isinstance(admins_raw, list) else ()
     teams = {}
-    for name, t in data.get("teams", {}).items():
+    teams_raw = data.get("teams", {})
+    for name, t in teams_raw.items() if isinstance(teams_raw, dict) else ():
         if not TEAM_RE.fullmatch(name):
-            raise ConfigError(f"{path}: team {name!r}: a team name is 1-40 lower-case letters, digits and '-' "
-                              "(it names the team's Terraform root directory and state)")
-        _check_keys(path, f"teams.{name}", t, {"channel", "members", "secrets", "notify_channels", "roots",
-                                                "secret_keys"})
+            bad(f"team {name!r}: a team name is 1-40 lower-case letters, digits and '-' "
+                "(it names the team's Terraform root directory and state)")
+            continue
+        if not isinstance(t, dict):
+            continue  # shape_problems names it
+        _check_keys(bad, f"teams.{name}", t, {"channel", "members", "secrets", "notify_channels", "roots",
+                                               "secret_keys"})
         roots = t.get("roots", 1)
         if type(roots) is not int or not 1 <= roots <= MAX_ROOTS:
-            raise ConfigError(f"{path}: teams.{name}.roots: how many Terraform roots the team's jobs are split "
-                              f"into, a whole number from 1 to {MAX_ROOTS}")
+            bad(f"teams.{name}.roots: how many Terraform roots the team's jobs are split "
+                f"into, a whole number from 1 to {MAX_ROOTS}")
+            roots = 1
         allowed = t.get("secrets", [])
         if not isinstance(allowed, list) or not all(isinstance(s, str) and SHARED_SECRET_RE.fullmatch(s)
                                                     for s in allowed):
-            raise ConfigError(f"{path}: teams.{name}.secrets: a list of exact secret names (Secrets Manager names, "
-                              "or SSM parameter names starting with '/'); no wildcards, no ARNs")
+            bad(f"teams.{name}.secrets: a list of exact secret names (Secrets Manager names, "
+                "or SSM parameter names starting with '/'); no wildcards, no ARNs")
+            allowed = []
         keys = t.get("secret_keys", [])
         if not isinstance(keys, list) or not all(isinstance(k, str) and KMS_KEY_ARN_RE.fullmatch(k) for k in keys):
-            raise ConfigError(f"{path}: teams.{name}.secret_keys: a list of KMS key ARNs "
-                              "(arn:aws:kms:REGION:ACCOUNT:key/KEY-ID): the customer managed keys the team's secrets "
-                              "and SecureString parameters are encrypted with; no aliases, no wildcards")
+            bad(f"teams.{name}.secret_keys: a list of KMS key ARNs "
+                "(arn:aws:kms:REGION:ACCOUNT:key/KEY-ID): the customer managed keys the team's secrets "
+                "and SecureString parameters are encrypted with; no aliases, no wildcards")
+            keys = []
         notify = t.get("notify_channels", [])
         if not isinstance(notify, list):
-            raise ConfigError(f"{path}: teams.{name}.notify_channels: a list of Slack channels ('#name' or an id)")
-        teams[name] = Team(name=name, channel=t.get("channel"), members=tuple(t.get("members", ())),
+            bad(f"teams.{name}.notify_channels: a list of Slack channels ('#name' or an id)")
+            notify = []
+        members = t.get("members", ())
+        teams[name] = Team(name=name, channel=t.get("channel"),
+                           members=tuple(members) if isinstance(members, list) else (),
                            secrets=tuple(allowed), notify_channels=tuple(notify), roots=roots,
                            secret_keys=tuple(keys))
     dev_raw = dict(data.get("dev", {}))
-    _check_keys(path, "dev", dev_raw, {"data_dir", "aws_port", "portal_port", "env", "services", "dev_user", "faults"})
+    dev_known = {"data_dir", "aws_port", "portal_port", "env", "services", "dev_user", "faults"}
+    _check_keys(bad, "dev", dev_raw, dev_known)
+    dev_raw = {k: v for k, v in dev_raw.items() if k in dev_known}
     if dev_raw.get("faults", "none") not in FAULT_PROFILES:
-        raise ConfigError(f"{path}: [dev] faults: {dev_raw['faults']!r} is not a fault profile: one of "
-                          f"{', '.join(FAULT_PROFILES)} (docs/local-engine.md, Limits and faults)")
+        bad(f"[dev] faults: {dev_raw['faults']!r} is not a fault profile: one of "
+            f"{', '.join(FAULT_PROFILES)} (docs/local-engine.md, Limits and faults)")
+        dev_raw.pop("faults")
     services = {}
     for name, command in dev_raw.pop("services", {}).items():
         if not isinstance(command, list) or not command or not all(isinstance(c, str) for c in command):
-            raise ConfigError(f"{path}: [dev.services] {name} must be a command as a list of strings")
+            bad(f"[dev.services] {name} must be a command as a list of strings")
+            continue
         services[name] = tuple(command)
     env = {str(k): str(v) for k, v in dev_raw.pop("env", {}).items()}
     for text in [*env.values(), *(a for c in services.values() for a in c)]:
         for name in PORT_PLACEHOLDER.findall(text):
             if name not in services:
-                raise ConfigError(f"{path}: [dev] {{port:{name}}} names no service; [dev.services] has "
-                                  f"{', '.join(sorted(services)) or 'none'}")
+                bad(f"[dev] {{port:{name}}} names no service; [dev.services] has "
+                    f"{', '.join(sorted(services)) or 'none'}")
     backend = None
     if "terraform" in data:
-        tf = data["terraform"]
-        _check_keys(path, "terraform", tf, {"bucket", "key", "region", "team_key"})
-        if not isinstance(tf.get("bucket"), str) or not BUCKET_RE.fullmatch(tf["bucket"]):
-            raise ConfigError(f"{path}: [terraform] bucket must be the S3 bucket that keeps the state "
-                              "(3-63 lower-case letters, digits, '.' or '-')")
-        if not all(isinstance(tf.get(k, ""), str) for k in ("key", "region", "team_key")):
-            raise ConfigError(f"{path}: [terraform] key, team_key and region are strings")
-        rest = tf.get("team_key", "{team}").replace("{team}", "", 1)
-        if "{team}" not in tf.get("team_key", "{team}") or "{" in rest or "}" in rest:
-            raise ConfigError(f"{path}: [terraform] team_key must hold {{team}} once (each team root's own "
-                              f"state), and no other braces: {tf['team_key']!r}")
-        if "team_key" in tf and tf["team_key"].replace("{team}", "x") == tf.get("key", TerraformBackend.key):
-            raise ConfigError(f"{path}: [terraform] team_key and key must differ (one state per root)")
-        backend = TerraformBackend(**tf)
+        backend = _terraform_backend(bad, data["terraform"])
     for key in ("jobs_dir", "output_dir"):
         # read and written by CI on every pull request, whose jobplane.toml may be hostile too:
         # it may not point the compiler at the machine's files, or its output over them, nor at
@@ -271,62 +289,99 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
             continue
         target = (root / value).resolve() if isinstance(value, str) else None
         if target is None or not target.is_relative_to(root):
-            raise ConfigError(f"{path}: [platform] {key} {value!r} leads outside the repository; "
-                              "it names a directory inside it")
-        if target == root or any(part.startswith(".") for part in target.relative_to(root).parts):
-            raise ConfigError(f"{path}: [platform] {key} {value!r} is the repository itself or a hidden directory "
-                              "(.git, ...); it names a directory of its own, e.g. 'jobs'")
+            bad(f"[platform] {key} {value!r} leads outside the repository; it names a directory inside it")
+        elif target == root or any(part.startswith(".") for part in target.relative_to(root).parts):
+            bad(f"[platform] {key} {value!r} is the repository itself or a hidden directory "
+                "(.git, ...); it names a directory of its own, e.g. 'jobs'")
     module = plat.get("platform_module")
     if module is not None and (not isinstance(module, str) or not module.startswith(("./", "../"))
-                               or not (root / plat.get("output_dir", "terraform/jobs") / module).resolve().is_relative_to(root)):
+                               or not (root / str(plat.get("output_dir", "terraform/jobs")) / module).resolve()
+                               .is_relative_to(root)):
         # the base root's module source, planned with the CI role's credentials: a git or registry
         # source named in a pull request would run someone else's module there
-        raise ConfigError(f"{path}: [platform] platform_module {module!r} must be a relative path to a directory "
-                          "inside the repository (relative to output_dir), e.g. '../platform'")
+        bad(f"[platform] platform_module {module!r} must be a relative path to a directory "
+            "inside the repository (relative to output_dir), e.g. '../platform'")
     prefix = plat.get("name_prefix")
     if prefix is not None and (not isinstance(prefix, str) or not NAME_PREFIX_RE.fullmatch(prefix)):
         # it starts every AWS name and is written into the Terraform JSON as it is
-        raise ConfigError(f"{path}: [platform] name_prefix {prefix!r} is not 1-21 lower-case letters, digits and "
-                          "'-', starting with a letter (it starts every AWS name the compiler derives)")
+        bad(f"[platform] name_prefix {prefix!r} is not 1-21 lower-case letters, digits and "
+            "'-', starting with a letter (it starts every AWS name the compiler derives)")
     evaluation = EvaluationLimits()
     if "evaluation" in data:
         ev = data["evaluation"]
-        _check_keys(path, "evaluation", ev, {"memory_mb", "timeout_seconds"})
+        _check_keys(bad, "evaluation", ev, {"memory_mb", "timeout_seconds"})
         memory, timeout = ev.get("memory_mb", evaluation.memory_mb), ev.get("timeout_seconds", evaluation.timeout_seconds)
         if type(memory) is not int or not 256 <= memory <= EvaluationLimits.MAX_MEMORY_MB:
-            raise ConfigError(f"{path}: [evaluation] memory_mb: a whole number of MiB, 256-{EvaluationLimits.MAX_MEMORY_MB}")
+            bad(f"[evaluation] memory_mb: a whole number of MiB, 256-{EvaluationLimits.MAX_MEMORY_MB}")
+            memory = evaluation.memory_mb
         if type(timeout) is not int or not 5 <= timeout <= EvaluationLimits.MAX_TIMEOUT_SECONDS:
-            raise ConfigError(f"{path}: [evaluation] timeout_seconds: a whole number of seconds, "
-                              f"5-{EvaluationLimits.MAX_TIMEOUT_SECONDS}")
+            bad(f"[evaluation] timeout_seconds: a whole number of seconds, 5-{EvaluationLimits.MAX_TIMEOUT_SECONDS}")
+            timeout = evaluation.timeout_seconds
         evaluation = EvaluationLimits(memory_mb=memory, timeout_seconds=timeout)
     quotas = data.get("quotas", {})
     if not isinstance(quotas, dict):
-        raise ConfigError(f"{path}: [quotas] must be a table of quota names and numbers")
+        bad("[quotas] must be a table of quota names and numbers")
+        quotas = {}
     from jobplane.contract.quotas import BY_KEY as QUOTA_KEYS
     for key, value in quotas.items():
         if key not in QUOTA_KEYS:
-            raise ConfigError(f"{path}: [quotas] {key!r} is no quota jobplane counts; known: {', '.join(QUOTA_KEYS)}")
-        if type(value) is not int or value < 1:
-            raise ConfigError(f"{path}: [quotas] {key} = {value!r}: the account's raised quota, a whole number")
+            bad(f"[quotas] {key!r} is no quota jobplane counts; known: {', '.join(QUOTA_KEYS)}")
+        elif type(value) is not int or value < 1:
+            bad(f"[quotas] {key} = {value!r}: the account's raised quota, a whole number")
     from jobplane.contract.pools import parse_pools
     pool_problems, pools, pool_access = parse_pools(data.get("pools", {}), set(teams))
-    if pool_problems:
-        raise ConfigError(f"{path}: " + "; ".join(pool_problems))
+    for problem in pool_problems:
+        bad(problem)
     unknown_top = set(data) - {"platform", "teams", "dev", "terraform", "deploy", "evaluation", "quotas", "pools", "calendars"}
     if unknown_top:
-        raise ConfigError(f"{path}: unknown sections: {', '.join(sorted(unknown_top))}")
-    if shapes:  # every string the compiler may write into Terraform, checked for its own shape at once
-        raise ConfigError(f"{path}: " + "; ".join(shapes))
-    try:
-        deploy = parse_deploy(str(path), data.get("deploy", {}))
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
-    calendars, calendar_problems = parse_calendars(str(path), data.get("calendars"), set(teams))
-    if calendar_problems:  # every problem of the calendars at once, each naming its field
-        raise ConfigError("; ".join(calendar_problems))
+        bad(f"unknown sections: {', '.join(sorted(unknown_top))}")
+    for shape in shapes:  # every string the compiler may write into Terraform, checked for its own shape
+        bad(shape)
+    from jobplane.contract.deploy_settings import check_deploy
+    deploy, deploy_problems = check_deploy(data.get("deploy", {}))
+    for problem in deploy_problems:
+        bad(problem)
+    calendars, calendar_problems = parse_calendars(CONFIG_FILE, data.get("calendars"), set(teams))
+    problems.extend(calendar_problems)  # each names the file and the field already
+    if problems:
+        raise ConfigError(problems)
     return PlatformConfig(root=root, teams=teams, dev=DevConfig(env=env, services=services, **dev_raw),
-                          platform_admins=admins, terraform=backend, deploy=deploy, evaluation=evaluation,
-                          quotas=dict(quotas), pools=pools, pool_access=pool_access, calendars=calendars, **plat)
+                          platform_admins=admins, terraform=backend, deploy=deploy or DeploySettings(),
+                          evaluation=evaluation, quotas=dict(quotas), pools=pools, pool_access=pool_access,
+                          calendars=calendars, **plat)
+
+
+def _terraform_backend(bad: Callable[[str], None], tf: object) -> TerraformBackend | None:
+    """``[terraform]``, or None after naming what is wrong with it."""
+    if not isinstance(tf, dict):
+        bad("[terraform] must be a table")
+        return None
+    bad_count = _Counter(bad)
+    _check_keys(bad_count, "terraform", tf, {"bucket", "key", "region", "team_key"})
+    if not isinstance(tf.get("bucket"), str) or not BUCKET_RE.fullmatch(tf["bucket"]):
+        bad_count("[terraform] bucket must be the S3 bucket that keeps the state "
+                  "(3-63 lower-case letters, digits, '.' or '-')")
+    if not all(isinstance(tf.get(k, ""), str) for k in ("key", "region", "team_key")):
+        bad_count("[terraform] key, team_key and region are strings")
+        return None
+    rest = tf.get("team_key", "{team}").replace("{team}", "", 1)
+    if "{team}" not in tf.get("team_key", "{team}") or "{" in rest or "}" in rest:
+        bad_count(f"[terraform] team_key must hold {{team}} once (each team root's own "
+                  f"state), and no other braces: {tf['team_key']!r}")
+    elif "team_key" in tf and tf["team_key"].replace("{team}", "x") == tf.get("key", TerraformBackend.key):
+        bad_count("[terraform] team_key and key must differ (one state per root)")
+    return None if bad_count.count else TerraformBackend(**tf)
+
+
+class _Counter:
+    """A ``bad`` that counts what it was told."""
+
+    def __init__(self, bad: Callable[[str], None]):
+        self.bad, self.count = bad, 0
+
+    def __call__(self, message: str) -> None:
+        self.count += 1
+        self.bad(message)
 
 
 def _shape(where: str, value: object, pattern: re.Pattern[str], what: str) -> list[str]:
@@ -387,7 +442,7 @@ def shape_problems(data: JsonObject) -> list[str]:
     return out
 
 
-def _check_keys(path: Path, section: str, table: JsonObject, known: set[str]) -> None:
+def _check_keys(bad: Callable[[str], None], section: str, table: JsonObject, known: set[str]) -> None:
     unknown = set(table) - known
     if unknown:
-        raise ConfigError(f"{path}: [{section}] has unknown keys: {', '.join(sorted(unknown))}")
+        bad(f"[{section}] has unknown keys: {', '.join(sorted(unknown))}")

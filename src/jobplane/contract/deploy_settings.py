@@ -40,7 +40,7 @@ SLOW_CHECK_RE = re.compile(r"^rate\((1 minute|([2-9]|[1-5][0-9]|60) minutes)\)$"
 #: any other number fails the apply half way, so it is refused here.
 LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922,
                       3288, 3653)
-#: The base module's variables a [deploy] number or string sets as it is (each checked in parse_deploy).
+#: The base module's variables a [deploy] number or string sets as it is (each checked in check_deploy).
 PLAIN_KEYS = ("runner_images_kept", "execution_retention_days", "log_retention_days", "slow_check_schedule")
 
 @dataclass(frozen=True)
@@ -78,11 +78,12 @@ class DeploySettings:
         return out
 
 
-def parse_deploy(where: str, table: JsonValue) -> DeploySettings:
-    """``[deploy]`` checked whole (a pull request may edit it too): every problem at once."""
+def check_deploy(table: JsonValue) -> tuple[DeploySettings | None, list[str]]:
+    """``[deploy]``'s settings (None when any is wrong) and every problem, each naming its key
+    (jobplane.toml lists them with its others, one a line)."""
     problems: list[str] = []
     if not isinstance(table, dict):
-        raise ValueError(f"{where}: [deploy] must be a table")
+        return None, ["[deploy] must be a table"]
     unknown = set(table) - {"portal_url", "slack_webhook_secret_arn", "slack_bot_token_secret_arn",
                             "lambda_reserved_concurrency", "vpc_endpoints", "portal", *PLAIN_KEYS}
     if unknown:
@@ -139,12 +140,12 @@ def parse_deploy(where: str, table: JsonValue) -> DeploySettings:
                      "user_info_endpoint": HTTPS_URL_RE, "client_id": re.compile(r"^[\x21-\x7e]{1,255}$"),
                      "client_secret_arn": SECRET_ARN_RE}})
     if problems:
-        raise ValueError(f"{where}: " + "; ".join(problems))
-    return DeploySettings(portal_url=url, slack_webhook_secret_arn=table.get("slack_webhook_secret_arn"),
+        return None, problems
+    return (DeploySettings(portal_url=url, slack_webhook_secret_arn=table.get("slack_webhook_secret_arn"),
                           slack_bot_token_secret_arn=table.get("slack_bot_token_secret_arn"),
                           lambda_reserved_concurrency=reserved,
                           vpc_endpoints=endpoints, portal=portal, runner_images_kept=kept,
-                          execution_retention_days=days, log_retention_days=logs, slow_check_schedule=slow)
+                          execution_retention_days=days, log_retention_days=logs, slow_check_schedule=slow), [])
 
 
 #: What a [deploy] value must be: a pattern, a non-empty list of one shape, or a table of shapes

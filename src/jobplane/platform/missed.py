@@ -522,9 +522,13 @@ class MissedFires:
                               remove=f"{dm.ATTR_MISSED_SINCE}, {dm.ATTR_MISSED_COUNT}, {dm.ATTR_MISSED_CAUSE}, "
                                      f"{dm.ATTR_MISSED_ALERT}",
                               condition=f"{dm.ATTR_MISSED_SINCE} = :since"):
-            self._publish(entry, resumed or ledger.missed_since, status="RECOVERED",
+            # the note's execution is the episode's first MISSED record (one that exists: the
+            # fire that resumed has no MISSED record, and its link was a 404, issue 65 item 4);
+            # its outcome names the episode (since, resumed) for the link to its missed fires
+            self._publish(entry, ledger.missed_since, status="RECOVERED",
                           error=f"fires resumed at {resumed} after {missed}" if resumed else
-                          f"every one of the {missed} has been run since (backfilled)")
+                          f"every one of the {missed} has been run since (backfilled)",
+                          episode={"since": ledger.missed_since, "until": resumed or iso_millis(self.clock())})
             return True
         return False
 
@@ -541,12 +545,13 @@ class MissedFires:
                             f"--from {ledger.missed_since} --to {ledger.missed_since}` (once per fire).")
         self._state_update(entry, {}, remove=dm.ATTR_MISSED_ALERT)
 
-    def _publish(self, entry: CatalogJob, fire: str, status: str, error: str) -> None:
+    def _publish(self, entry: CatalogJob, fire: str, status: str, error: str,
+                 episode: dict[str, str] | None = None) -> None:
         publish(self.sns, self.topic_arn, NotificationMessage(
             version=1, event=Event.MISSED.value, job=entry.name, team=entry.team,
             execution=dm.missed_execution(entry.name, fire), execution_arn="", trigger=Trigger.SCHEDULE.value,
             scheduled_time=fire, requested_by="EventBridge Scheduler", finished_at=iso_millis(self.clock()),
-            outcome=Outcome(status=status), channels=entry.notify.channels,
+            outcome=Outcome.model_validate({"status": status, **(episode or {})}), channels=entry.notify.channels,
             events=[event_of(getattr(e, "value", e)) for e in entry.notify.events] or None,
             runbook=entry.runbook.model_dump() if entry.runbook else None, error=error))
         # the alert feed shows it (the console or Slack): a warning here would say it twice

@@ -68,6 +68,41 @@ def execution_link(portal_url: str, execution: str) -> str | None:
     return f"{portal_url.rstrip('/')}/executions/{quote(execution, safe='')}" if portal_url else None
 
 
+def is_recovery(message: NotificationMessage) -> bool:
+    """A MISSED or DEADLINE episode's closing note (its outcome RECOVERED), not a breach."""
+    return message.outcome.status == "RECOVERED" and message.event in (Event.MISSED.value, Event.DEADLINE.value)
+
+
+def alert_link(portal_url: str, message: NotificationMessage) -> tuple[str, str] | None:
+    """(button text, URL) of what the alert is about. A missed fires episode's recovery note
+    links the episode: the job's fires from its first missed one to the one that resumed, on the
+    backfill page (what covers each, what is still missing); its execution, a fire that ran, has
+    no page of its own (the link was a 404, issue 65 item 4)."""
+    if not portal_url:
+        return None
+    since, until = getattr(message.outcome, "since", None), getattr(message.outcome, "until", None)
+    if message.event == Event.MISSED.value and is_recovery(message) and isinstance(since, str) and isinstance(until, str):
+        return "Open missed fires", (f"{portal_url.rstrip('/')}/jobs/{quote(message.job, safe='')}/backfill"
+                                     f"?from={quote(since, safe='')}&to={quote(until, safe='')}")
+    link = execution_link(portal_url, message.execution)
+    return ("Open execution", link) if link else None
+
+
+def headline_of(message: NotificationMessage) -> str:
+    """The alert's title: the event, or for an episode's closing note what recovered (the breach's
+    own title twice made a channel show two identical headers per episode)."""
+    event = message.event.replace("_", " ").lower()
+    if is_recovery(message):
+        what = "missed fires" if message.event == Event.MISSED.value else "deadline"
+        return f"{EMOJI[Event.RECOVERED.value]} {message.job}: {what} recovered"
+    return f"{EMOJI.get(message.event, '')} {message.job}: {event}".strip()
+
+
+def detail_label(message: NotificationMessage) -> str:
+    """What the alert's text is: the failure's error, or what a recovery note says happened."""
+    return "Recovered" if is_recovery(message) else "Error"
+
+
 def mrkdwn(text: object) -> str:
     """Text for Slack's mrkdwn, shown as written: ``&``, ``<`` and ``>`` escaped as Slack asks
     (docs.slack.dev "Formatting text for app surfaces": escaping), so an error, a runbook or a
@@ -85,7 +120,7 @@ def blocks(message: NotificationMessage, portal_url: str) -> list[Block]:
     """The Block Kit message: what failed, where, when, what to do, and the link to act.
     Everything that comes from a definition or a run goes through :func:`mrkdwn`."""
     o = message.outcome
-    headline = f"{EMOJI.get(message.event, '')} {message.job}: {message.event.replace('_', ' ').lower()}".strip()
+    headline = headline_of(message)
     fields = [MarkdownTextObject(text=f"*Job*\n{mrkdwn(message.job)}"), MarkdownTextObject(text=f"*Team*\n{mrkdwn(message.team)}"),
               MarkdownTextObject(text=f"*Status*\n{mrkdwn(o.status)}"),
               MarkdownTextObject(text=f"*Failed step*\n{mrkdwn(o.step or '—')}"),
@@ -95,7 +130,7 @@ def blocks(message: NotificationMessage, portal_url: str) -> list[Block]:
     out: list[Block] = [HeaderBlock(text=headline[:150]), SectionBlock(fields=fields)]  # header: plain_text
     detail = message.error or skip_detail(o)
     if detail:
-        out.append(SectionBlock(text=MarkdownTextObject(text=f"*Error*\n{code_block(detail[:2500])}")))
+        out.append(SectionBlock(text=MarkdownTextObject(text=f"*{detail_label(message)}*\n{code_block(detail[:2500])}")))
     if message.runbook:
         rb = message.runbook
         lines = [f"*Impact:* {mrkdwn(rb.get('impact', ''))}"]
@@ -103,9 +138,9 @@ def blocks(message: NotificationMessage, portal_url: str) -> list[Block]:
             lines.append(f"*Workaround:* {mrkdwn(rb['workaround'])}")
         lines.append(f"*Recovery:* {mrkdwn(rb.get('recovery', ''))}")
         out.append(SectionBlock(text=MarkdownTextObject(text="\n".join(lines)[:3000])))
-    link = execution_link(portal_url, message.execution)
+    link = alert_link(portal_url, message)
     if link:
-        out.append(ActionsBlock(elements=[ButtonElement(text="Open execution", url=link, action_id="open_execution")]))
+        out.append(ActionsBlock(elements=[ButtonElement(text=link[0], url=link[1], action_id="open_execution")]))
     out.append(ContextBlock(elements=[MarkdownTextObject(
         text=f"{mrkdwn(message.trigger or 'unknown')} run {code_span(message.execution)} · requested by "
              f"{mrkdwn(message.requested_by or '—')}")]))
@@ -140,17 +175,18 @@ def _duration(start: str | None, end: str | None) -> str:
 def console_text(message: NotificationMessage, channel: str | None, portal_url: str) -> str:
     """The alert as a few readable lines, for a terminal without Slack."""
     o = message.outcome
-    lines = [f"[slack {channel or '(no channel)'}] {message.job} ({message.team}): {message.event}"
+    event = f"{message.event} recovered" if is_recovery(message) else message.event
+    lines = [f"[slack {channel or '(no channel)'}] {message.job} ({message.team}): {event}"
              + (f" at step {o.step}" if o.step else ""),
              f"  scheduled {message.scheduled_time or '—'}, took {_duration(message.started_at, message.finished_at)}"]
     detail = message.error or skip_detail(o)
     if detail:
-        lines.append(f"  error: {detail[:500]}")
-    if message.runbook:
+        lines.append(f"  {detail_label(message).lower()}: {detail[:500]}")
+    if message.runbook and not is_recovery(message):
         lines.append(f"  recovery: {message.runbook.get('recovery', '')}")
-    link = execution_link(portal_url, message.execution)
+    link = alert_link(portal_url, message)
     if link:
-        lines.append(f"  {link}")
+        lines.append(f"  {link[1]}")
     return "\n".join(lines)
 
 
@@ -289,7 +325,8 @@ class SlackNotifier:
         if not subscribed(message, tuple(e.value for e in DEFAULT_EVENTS)):
             return ["not subscribed"]
         rendered = blocks(message, self.portal_url)
-        text = mrkdwn(f"{message.job} {message.event}: {message.outcome.step or ''}".strip())
+        text = mrkdwn(f"{message.job} {message.event}{' recovered' if is_recovery(message) else ''}: "
+                      f"{message.outcome.step or ''}".strip())
         results = []
         routed: list[str | None] = list(self.routing.channels(message))
         for channel in routed or [None]:

@@ -65,7 +65,10 @@ def install(app: FastAPI, render_error: Callable[[Request, int, str, dict[str, s
                 headers: dict[str, str] | None = None) -> Response:
         if wants_json(request):
             return JSONResponse(envelope(request, status, message, details), status_code=status, headers=headers)
-        return render_error(request, status, message, headers)
+        # the page says which field was wrong, as the JSON does (computed, then not shown: issue
+        # 65 item 9); the template escapes it
+        shown = "; ".join(f"{d.get('field') or 'request'}: {d.get('message', '')}" for d in details or [])
+        return render_error(request, status, f"{message}: {shown}" if shown else message, headers)
 
     @app.exception_handler(ControlError)
     async def _control(request: Request, exc: ControlError) -> Response:

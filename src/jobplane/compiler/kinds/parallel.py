@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from jobplane.compiler.fields import FieldSpec, ListOf, Model, Nested, Nullable
 from jobplane.compiler.kinds.base import StepKind
+from jobplane.contract.quoting import quoted
 from jobplane.contract.types import JsonObject, JsonValue
 
 if TYPE_CHECKING:
@@ -34,8 +35,12 @@ class ParallelKind(StepKind):
         members = step.parallel or []
         if len(members) < 2:
             yield "a parallel group needs at least two steps"
-        elif any(s.parallel is not None for s in members):
-            yield "parallel groups cannot be nested"
+        for j, member in enumerate(members):
+            if member.kind_ is not None and member.kind_.name == "map":
+                yield (f"parallel[{j}] is a map ({quoted(member.name)}): a map cannot sit in a jp.parallel group "
+                       "(docs/dsl.md \"Fan-out\"); make it a step of its own, before or after the group")
+            elif member.parallel is not None:
+                yield f"parallel[{j}] ({quoted(member.name)}) is a group: parallel groups cannot be nested"
 
     def raw_members(self, step: JsonObject) -> list[tuple[str, JsonValue]]:
         members = step.get(self.name)
