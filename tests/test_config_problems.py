@@ -19,8 +19,9 @@ def append(repo: Repo, text: str) -> None:
 
 def test_every_section_s_problems_come_together_one_a_line_repo_relative(repo: Repo) -> None:
     append(repo, """\
-[pools]
-billing-db = 0
+[pools.billing-db]
+size = 0
+teams = ["billing"]
 
 [calendars.bad]
 weekend = ["SATURDAY"]
@@ -38,7 +39,7 @@ lambda_speed = 3
     result = repo.cli("validate")
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
-    expected = ["jobplane.toml: [pools] billing-db = 0: a pool's size is a whole number of slots",
+    expected = ["jobplane.toml: [pools.billing-db] size = 0: a pool's size is a whole number of slots",
                 "jobplane.toml: calendars.bad.weekend: a list of days among",
                 "jobplane.toml: [evaluation] memory_mb: a whole number of MiB",
                 "jobplane.toml: [quotas] 'lambda_speed' is no quota jobplane counts"]
