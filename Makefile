@@ -17,8 +17,8 @@ $(STAMP): pyproject.toml requirements/dev.txt
 	@echo "== building $(VENV) (first use, or the lock changed): Python packages from requirements/dev.txt"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "== installing $$(grep -c '^[a-z0-9]' requirements/dev.txt) locked packages (each is listed as it is collected)"
-	bash -o pipefail -c "$(BIN)/pip install --progress-bar off --no-compile --only-binary :all: --require-hashes \
-	  -r requirements/dev.txt | awk '/^(Collecting|Successfully installed)/ { print substr(\$$0, 1, 100); fflush() }'"
+	bash -o pipefail -c "$(BIN)/pip install --progress-bar off --no-compile --only-binary :all: \
+	  --require-hashes -r requirements/dev.txt | awk '/^(Collecting|Successfully installed)/ { print substr(\$$0, 1, 100); fflush() }'"
 	$(BIN)/pip install -q --no-deps --no-compile -e .
 	touch $(STAMP)
 	@echo "== $(VENV) ready"
