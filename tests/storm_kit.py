@@ -87,6 +87,8 @@ class StormReport:
     item_faults: int = 0  # ... that runs a map item's step
     step_faults_shown: int = 0  # ... of which the runs' attempts show, each with the retry taken
     unshown: list[str] = field(default_factory=list)
+    step_fault_details: list[str] = field(default_factory=list)  # what each top-level step fault named
+    shown_rows: list[str] = field(default_factory=list)  # the attempt rows that show one
     seconds: float = 0.0
 
     @property
@@ -224,10 +226,11 @@ def run_storm(tmp: Path, items: int = 40, concurrency: int = 10, seed: int = 62,
         for f in faults.injected:
             if (f.service, f.operation) not in _STEP_CALLS:
                 continue
-            if f.detail == f"jobplane:{MAP_JOB} close-tenant":
+            if f.detail.startswith(f"jobplane:{MAP_JOB} close-tenant"):
                 report.item_faults += 1  # an item's own try: in its child execution's history
             else:
                 report.step_faults += 1
+                report.step_fault_details.append(f"{f.service} {f.error} {f.detail}")
         return report
     finally:
         platform.stop()
@@ -271,13 +274,15 @@ def _shown(control: Any, execution: str, report: StormReport) -> int:
         retried = any(later.step == row.step for later in rows[i + 1:])
         if retried:
             shown += 1
+            report.shown_rows.append(f"{view.record.job if hasattr(view, 'record') else ''} {row.step} {error}")
         else:
             report.unshown.append(f"{execution} {row.step} attempt {row.attempt}: {error} (no retry after it)")
     return shown
 
 
 def dump(report: StormReport) -> str:
-    return json.dumps({"runs": report.runs, "records": report.records, "unshown": report.unshown}, indent=1)
+    return json.dumps({"runs": report.runs, "records": report.records, "unshown": report.unshown,
+                       "step faults": report.step_fault_details, "shown": report.shown_rows}, indent=1)
 
 
 def clean(tmp: Path) -> None:

@@ -196,8 +196,12 @@ class Faults:
             if ruled is None:
                 return None
             error, detail = ruled
-        injected = Injected(service, operation, error, detail if detail and detail != "drawn"
-                            else detail_of(service, operation, read()), time.time())
+        # the call's own detail (the key, the function, the job and step of a RunTask) always, so
+        # a fault names what it met whichever rule drew it; a budget's reason after it
+        named = detail_of(service, operation, read())
+        if detail and detail not in ("drawn", named):
+            named = f"{named} ({detail})" if named else detail
+        injected = Injected(service, operation, error, named, time.time())
         with self._lock:
             self._injected.append(injected)
         return answer_of(service, operation, error)
