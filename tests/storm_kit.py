@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from conftest import ROOT, Repo
+from test_pools_on_moto import from_log, most_at_once
 
 TESTS = Path(__file__).resolve().parent
 POOL, POOL_SIZE = "tenant-db", 3
@@ -136,27 +136,7 @@ def storm_repo(path: Path, items: int, concurrency: int, log: Path, pool_size: i
     return path
 
 
-def most_at_once(log: Path) -> int:
-    """The most steps that held the pool at once, from what their own processes logged."""
-    edges: list[tuple[float, int]] = []
-    starts: dict[str, float] = {}
-    for line in log.read_text().splitlines() if log.exists() else []:
-        what, pid, t = line.split()
-        if what == "start":
-            starts[pid] = float(t)
-        else:
-            edges += [(starts.pop(pid), 1), (float(t), -1)]
-    assert not starts, f"pooled steps that never ended: {starts}"
-    now = best = 0
-    for _, d in sorted(edges):  # an end sorts before a start at the same instant
-        now += d
-        best = max(best, now)
-    return best
-
-
 _STEP_CALLS = {("ecs", "RunTask"), ("lambda", "Invoke")}
-#: How a step's attempt row names each fault of a step's own call (the Task's error).
-_SHOWN_AS = {"AmazonECS.Unknown": "AmazonECS.Unknown"}
 
 
 def run_storm(tmp: Path, items: int = 40, concurrency: int = 10, seed: int = 62, idle_seconds: float = 30.0,
@@ -220,7 +200,8 @@ def run_storm(tmp: Path, items: int = 40, concurrency: int = 10, seed: int = 62,
             if job == MAP_JOB:
                 report.items.update(i.status for i in control.items(name))
             report.step_faults_shown += _shown(control, name, report)
-        report.most_held = most_at_once(log)
+        # what each pooled step's own process logged (sample_apps hold/hold_tenant), overlapped
+        report.most_held = most_at_once(from_log(log)) if log.exists() else 0
         for f in faults.injected:
             report.injected[(f.service, f.operation, f.error)] += 1
         for f in faults.injected:
@@ -283,7 +264,3 @@ def _shown(control: Any, execution: str, report: StormReport) -> int:
 def dump(report: StormReport) -> str:
     return json.dumps({"runs": report.runs, "records": report.records, "unshown": report.unshown,
                        "step faults": report.step_fault_details, "shown": report.shown_rows}, indent=1)
-
-
-def clean(tmp: Path) -> None:
-    shutil.rmtree(tmp, ignore_errors=True)
