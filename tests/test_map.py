@@ -260,12 +260,18 @@ def test_every_item_runs_and_has_its_record(fan: tuple[LocalAWS, ControlPlane]) 
     assert [o.item for o in outcomes] == [f"t-{i:04d}" for i in range(6)]
     by_item = {o.item: o for o in outcomes}
     assert by_item["t-0003"].status == "FAILED" and by_item["t-0003"].attempts == 2
-    assert by_item["t-0003"].error is not None and "exit code 75" in by_item["t-0003"].error
+    # the each step's own line, read from the item's task log, as a top-level step's failure
+    # shows it, with the container's exit code (issue 65 item 8)
+    assert by_item["t-0003"].error == "RuntimeError: ledger refused tenant t-0003 (exit code 75)"
     assert by_item["t-0001"].status == "SUCCEEDED" and by_item["t-0001"].retried
     assert all(o.status == "SUCCEEDED" and not o.retried for i, o in by_item.items() if i not in ("t-0001", "t-0003"))
     [p] = control.map_progress(name)
     assert (p.total, p.succeeded, p.failed, p.running, p.retried) == (6, 5, 1, 0, 2)
     assert "failed: #3 t-0003" in p.summary()
+    assert p.error_lines() == ["#3 t-0003: RuntimeError: ledger refused tenant t-0003 (exit code 75)"]
+    # each item's child execution: 4 transitions, 4 more per retry (t-0001 and t-0003 retried
+    # once): what `jobplane plan` prices (contract/map_transitions.py)
+    assert p.transitions == 6 * 4 + 2 * 4
     assert control.execution(name, JOB).status == "SUCCEEDED"
 
 
@@ -282,8 +288,13 @@ def test_past_the_tolerance_the_map_fails_and_a_rerun_runs_only_the_failed_items
     alert = NotificationMessage.model_validate({
         "version": 1, "event": "FAILED", "job": JOB, "team": "billing", "execution": name, "execution_arn": ex.arn,
         "outcome": {"status": "FAILED", "step": "close-all"}, "channels": []})
-    told = with_failed_items(alert, aws.client("dynamodb"), aws.resources["table_name"])
-    assert told.error == "2 items failed in map close-all: 4 succeeded, 2 failed (failed: #2 t-0002, #4 t-0004)"
+    told = with_failed_items(alert, aws.client("dynamodb"), aws.resources["table_name"], control.logs)
+    assert told.error == ("2 items failed in map close-all: 4 succeeded, 2 failed (failed: #2 t-0002, #4 t-0004)\n"
+                          "  #2 t-0002: RuntimeError: ledger refused tenant t-0002 (exit code 75)\n"
+                          "  #4 t-0004: RuntimeError: ledger refused tenant t-0004 (exit code 75)")
+    # without a log reader (or a log that cannot be read) the records' own words stand
+    bare = with_failed_items(alert, aws.client("dynamodb"), aws.resources["table_name"])
+    assert bare.error is not None and bare.error.splitlines()[1].startswith("  #2 t-0002: States.TaskFailed: exit code 75")
     again = control.rerun_failed_items(name, "ops@example.com", reason="ledger fixed", params={"fail_always": []})
     arn = aws.state_machines[JOB].replace(":stateMachine:", ":execution:") + f":{again}"
     second = aws.wait(arn, timeout=600)
@@ -388,8 +399,13 @@ def test_the_portal_shows_a_maps_progress_and_re_runs_its_failed_items(fan: tupl
         assert [(m["map"], m["total"], m["succeeded"], m["failed"], m["running"]) for m in maps] == [
             ("close-all", 3, 1, 2, 0)]
         assert [i["item"] for i in maps[0]["failed_items"]] == ["t-0001", "t-0002"]
+        # the items' child executions: 4 transitions each, 4 more per retry (both failed items
+        # used their 2 attempts), beside the run's own in the cost line (issue 65 item 8)
+        assert maps[0]["transitions"] == 3 * 4 + 2 * 4
         page = client.get(f"/executions/{name}?job={JOB}", headers=as_user(BILLING)).text
         assert "Map items" in page and 'data-item-index="1"' in page and 'data-item-index="2"' in page
+        assert "<span data-item-transitions>20</span> in its map items' child executions" in page
+        assert "RuntimeError: ledger refused tenant t-0001 (exit code 75)" in page
         assert 'id="rerun-failed-items-close-all"' in page and "Re-run the 2 failed items" in page
         refused = client.post(f"/api/executions/{name}/rerun-failed-items", json={}, headers=as_user(READER))
         assert refused.status_code == 403
@@ -467,6 +483,67 @@ def test_without_its_result_writer_the_same_map_fails_on_its_own_result(fan: tup
     name, run_input = _big_results_map(aws, execution, with_writer=False)
     ex = aws.wait(aws.start(name, run_input, name=execution), timeout=600)  # a hang guard
     assert (ex.status, ex.error) == ("FAILED", "States.DataLimitExceeded"), (ex.status, ex.error, ex.cause)
+
+
+def test_a_followed_run_says_how_far_its_map_has_come(fan: tuple[LocalAWS, ControlPlane], tmp_path: Path) -> None:
+    """`jobplane run`'s line while a map runs (issue 65 item 8): done, failed, running of N, from
+    the item records, read while one item is held running."""
+    from jobplane.cli.operate import MapWatch
+
+    aws, control = fan
+    arn = aws.start(JOB, execution_input.manual("test", overrides={"count": 4, "hold": "t-0002", "hold_dir": str(tmp_path),
+                                                                   "fail_always": ["t-0001"]}))
+    name = arn.rsplit(":", 1)[1]
+    pid_file = tmp_path / "t-0002.pid"
+    watch = MapWatch(control, name)
+    deadline = time.monotonic() + 300  # a hang guard
+    lines: list[str] = []
+    while not any("3 of 4 done" in line for line in lines):
+        assert time.monotonic() < deadline, f"the map never came to its held item: {lines}"
+        watch.asked = 0.0  # ask now, not MAP_POLL after the last ask
+        lines += watch.changed()
+        time.sleep(0.2)
+    assert pid_file.exists()
+    assert lines[-1] == "  close-all: 3 of 4 done (1 failed), 1 running"
+    assert watch.changed() == []  # nothing new, nothing said (and not asked again before MAP_POLL)
+    status = _cli(aws, control, tmp_path, "status")
+    assert f"  {JOB}: {name} close-all: 3 done of 4 (2 succeeded, 1 failed), 1 running, 0 waiting" in status.output
+    [run] = [r for j in json.loads(_cli(aws, control, tmp_path, "status", "--json").output) if j["job"] == JOB
+             for r in j["maps"]]
+    assert run["execution"] == name and [(m["succeeded"], m["failed"], m["running"], m["total"])
+                                         for m in run["maps"]] == [(2, 1, 1, 4)]
+    os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    assert aws.wait(arn, timeout=600).status == "SUCCEEDED"  # one failure is tolerated
+
+
+def _cli(aws: LocalAWS, control: ControlPlane, tmp_path: Path, *args: str) -> Any:
+    """`jobplane ARGS` as an operator's shell on AWS runs it: a deployment file (what `terraform
+    output -json` prints) and boto3's standard environment (as tests/test_cli_aws.py)."""
+    from click.testing import CliRunner
+
+    from jobplane.cli import main
+
+    d = control.deployment
+    deployment = tmp_path / "deployment.json"
+    deployment.write_text(json.dumps({"jobplane": {"sensitive": False, "type": ["object", {}], "value": {
+        "table": d.table, "topic_arn": d.topic_arn, "region": aws.region, "account_id": d.account_id,
+        "name_prefix": d.name_prefix, "catalog_uri": str(d.catalog_path), "log_group": aws.log_group}}}))
+    env = {"JOBPLANE_DEPLOYMENT": str(deployment), "AWS_ENDPOINT_URL": aws.endpoint_url,
+           "AWS_ACCESS_KEY_ID": aws.credentials.access_key_id, "AWS_SECRET_ACCESS_KEY": aws.credentials.secret_access_key,
+           "AWS_DEFAULT_REGION": aws.region, "JOBPLANE_DATA_DIR": str(tmp_path / "no-dev-here")}
+    return CliRunner().invoke(main, ["--root", str(fan_root(control)), *args], env=env, catch_exceptions=False)
+
+
+def test_jobplane_run_ends_with_its_maps_counts_and_each_failed_items_own_error(
+        fan: tuple[LocalAWS, ControlPlane], tmp_path: Path) -> None:
+    aws, control = fan
+    result = _cli(aws, control, tmp_path, "run", JOB, "-p", "count=3", "-p", 'fail_always=["t-0001","t-0002"]')
+    assert result.exit_code == 1, result.output
+    lines = result.output.splitlines()
+    status = next(line for line in lines if line.startswith("FAILED"))
+    assert status.startswith("FAILED at close-all; close-all: 1 succeeded, 2 failed of 3"), result.output
+    assert "  close-all #1 t-0001: RuntimeError: ledger refused tenant t-0001 (exit code 75)" in lines
+    assert "  close-all #2 t-0002: RuntimeError: ledger refused tenant t-0002 (exit code 75)" in lines
 
 
 def fan_root(control: ControlPlane) -> Path:

@@ -28,11 +28,12 @@ if TYPE_CHECKING:  # the platform is imported by the commands that use it (the C
 
     from jobplane.contract.catalog import CatalogJob
     from jobplane.contract.attempts import Attempt
-    from jobplane.contract.catalog_brief import RetryBrief
+    from jobplane.contract.catalog_brief import JobBrief, RetryBrief
     from jobplane.contract.records import ExecutionRecord
     from jobplane.platform.control import Actor, ControlPlane, JobSummary
     from jobplane.platform.deadline_report import JobDeadlines
     from jobplane.platform.logs import LogStream
+    from jobplane.platform.map_records import MapProgress
 
 
 #: How often `run` asks about the execution it follows: first after FIRST_POLL seconds (a short
@@ -44,6 +45,8 @@ if TYPE_CHECKING:  # the platform is imported by the commands that use it (the C
 #: once and every 50 ms at first cost a no-op run four asks (GetItem, DescribeExecution and
 #: GetExecutionHistory each) before its end, on a machine that was running it (issue 54 item 5).
 FIRST_POLL, LAST_POLL = 0.5, 2.0
+#: How often `run` reads a running map's progress (its item records): a line when it changed.
+MAP_POLL = 10.0
 #: Between two asks, for the first WATCH_SECONDS, `run` looks for the run's final record this
 #: often (one DynamoDB read, no Step Functions quota): the asks' growing pauses found a run
 #: that had ended up to half a second late (issue 54 item 5: `jobplane run` of a no-op added
@@ -91,7 +94,9 @@ def run(obj: Context, job: str, params: tuple[str, ...], from_step: str | None, 
     seen: set[tuple[str, int]] = set()
     pause = FIRST_POLL
     watch_until, eager_until = time.monotonic() + WATCH_SECONDS, time.monotonic() + FIRST_RECORD_SECONDS
-    retries = _retries(control, job)
+    brief = _brief(control, job)
+    retries = brief.retries if brief else {}
+    maps = MapWatch(control, name) if brief and any(s.kind == "map" for s in brief.steps) else None
     while True:
         ended = _pause(control, name, min(pause, max(deadline - time.monotonic(), 0.0)),
                        watching=time.monotonic() < watch_until, eager_until=eager_until)
@@ -102,6 +107,9 @@ def run(obj: Context, job: str, params: tuple[str, ...], from_step: str | None, 
             if row.finished_at and key not in seen:
                 seen.add(key)
                 click.echo(attempt_line(row, retries.get(row.step)))
+        if maps is not None and view.running:
+            for line in maps.changed():
+                click.echo(line)
         if not view.running and (view.record is not None or time.monotonic() > deadline):
             break
         if time.monotonic() > deadline:
@@ -119,7 +127,13 @@ def run(obj: Context, job: str, params: tuple[str, ...], from_step: str | None, 
     if skip:  # the policy (or a duplicate) decided not to run it: say why, there are no logs
         click.echo(f"SKIPPED ({skip}): see {job}'s running or failed execution with `jobplane status`")
         sys.exit(1)
-    click.echo(f"{view.status}{suffix}" + (f": {view.error}" if view.error else ""))
+    ended_maps = maps.final() if maps is not None else []
+    counts = "".join(f"; {p.map}: {p.succeeded} succeeded, {p.failed} failed"
+                     + (f" of {p.total}" if p.total is not None else "") for p in ended_maps)
+    click.echo(f"{view.status}{suffix}{counts}" + (f": {view.error}" if view.error else ""))
+    for p in ended_maps:
+        for line in p.error_lines():
+            click.echo(f"  {p.map} {line}")
     click.echo(f"  logs: jobplane logs {name}")
     sys.exit(0 if view.status == ExecutionStatus.SUCCEEDED.value else 1)
 
@@ -141,13 +155,51 @@ def _pause(control: ControlPlane, name: str, seconds: float, watching: bool,
     return None
 
 
-def _retries(control: ControlPlane, job: str) -> dict[str, RetryBrief]:
-    """Each step's retry policy, from the job's catalog entry (none known: the lines say only
-    what happened)."""
+def _brief(control: ControlPlane, job: str) -> JobBrief | None:
+    """The job's catalog entry as a run needs it: each step's retry policy and kind (none known:
+    the lines say only what happened)."""
     try:
-        return control.brief(job).retries
+        return control.brief(job)
     except control_error():
-        return {}
+        return None
+
+
+class MapWatch:
+    """A followed run's maps: a line per map when its counts change (done, failed, running,
+    waiting of N), read at most every MAP_POLL seconds (one Query of the run's item records and
+    one HeadObject of its list, platform/map_records.py), so a 1,000-item map is not minutes of
+    silence between its items step and its end (issue 65 item 8)."""
+
+    def __init__(self, control: ControlPlane, execution: str):
+        self.control, self.execution = control, execution
+        self.last: dict[str, tuple[int, int, int | None, int]] = {}
+        self.asked = 0.0
+
+    def changed(self) -> list[str]:
+        if time.monotonic() - self.asked < MAP_POLL:
+            return []
+        self.asked = time.monotonic()
+        try:
+            now = self.control.map_progress(self.execution, own_errors=False)
+        except control_error():
+            return []
+        lines = []
+        for p in now:
+            counts = (p.succeeded, p.failed, p.running, p.waiting)
+            if p.total is None or self.last.get(p.map) == counts:
+                continue  # no list yet (its items step still runs), or nothing new
+            self.last[p.map] = counts
+            waiting = f", {p.waiting} waiting for a pool's slot" if p.waiting else ""
+            failed = f" ({p.failed} failed)" if p.failed else ""
+            lines.append(f"  {p.map}: {p.done} of {p.total} done{failed}, {p.running} running{waiting}")
+        return lines
+
+    def final(self) -> list[MapProgress]:
+        """Each map's counts once the run has ended, with the first failed items' own errors."""
+        try:
+            return self.control.map_progress(self.execution)
+        except control_error():
+            return []
 
 
 def attempt_line(row: Attempt, retry: RetryBrief | None) -> str:
@@ -200,7 +252,8 @@ def status(obj: Context, data_dir: Path | None, deployment: Path | None, as_json
     # schedules changed outside jobplane (GetSchedule each; not while the platform is stopped)
     problems = {j.name: list(control.schedule_problems(j.name).values()) for j in jobs
                 if j.entry.schedule}
-    pools = pool_status(control, jobs, obj.config.pools)
+    maps = running_maps(control, jobs)
+    pools = pool_status(control, jobs, obj.config.pools, maps)
     from jobplane.platform.deadline_report import team_deadlines
 
     deadlines = team_deadlines(control)  # the jobs with a deadline, by team (one Query each)
@@ -212,6 +265,8 @@ def status(obj: Context, data_dir: Path | None, deployment: Path | None, as_json
                                 "next_fire": j.next_fires[0].isoformat() if j.next_fires else None,
                                 "missed": _missed(j), "schedule_problems": problems.get(j.name, []),
                                 **({"waiting": pools.waiting[j.name]} if j.name in pools.waiting else {}),
+                                **({"maps": [{"execution": e, "maps": [p.to_json() for p in ps]}
+                                             for e, ps in maps[j.name]]} if j.name in maps else {}),
                                 "deadline": _deadline(by_job.get(j.name))} for j in jobs],
                                indent=2))
         return
@@ -232,6 +287,15 @@ def status(obj: Context, data_dir: Path | None, deployment: Path | None, as_json
         click.echo("\nMissed fires (neither ran nor skipped; run one with `jobplane backfill JOB --from FIRE --to FIRE`):")
         for j, m in missed:
             click.echo(f"  {j.name}: {m['count']} since {m['since']}: {m['cause']}")
+    if maps:
+        click.echo("\nMaps of running runs (items done, failed, running and waiting for a pool's slot, of N):")
+        for job, runs in sorted(maps.items()):
+            for execution, progress in runs:
+                for mp in progress:
+                    of = f" of {mp.total}" if mp.total is not None else " (list not written yet)"
+                    running = f", {mp.running} running" if mp.running is not None else ""
+                    click.echo(f"  {job}: {execution} {mp.map}: {mp.done} done{of} ({mp.succeeded} succeeded, "
+                               f"{mp.failed} failed){running}, {mp.waiting} waiting")
     pools.echo()
     queue = control.events_dead_letters()
     undelivered = queue.count()  # alerts Slack refused, events nobody took
@@ -262,7 +326,25 @@ def _deadline(report: JobDeadlines | None) -> JsonObject | None:
             "breaches": [dict(b.__dict__) for b in report.breaches]}
 
 
-def pool_status(control: ControlPlane, jobs: list[JobSummary], sizes: dict[str, int]) -> PoolStatus:
+def running_maps(control: ControlPlane, jobs: list[JobSummary]) -> dict[str, list[tuple[str, list[MapProgress]]]]:
+    """Each running run's maps, for the jobs with a map step (their item records: one Query per
+    running run, counts only), by job."""
+    out: dict[str, list[tuple[str, list[MapProgress]]]] = {}
+    for j in jobs:
+        if not j.running or not any(top.kind == "map" for top in j.entry.steps):
+            continue
+        for execution in j.running:
+            try:
+                progress = control.map_progress(execution, own_errors=False)
+            except control_error():  # ended between the two reads
+                continue
+            if progress:
+                out.setdefault(j.name, []).append((execution, progress))
+    return out
+
+
+def pool_status(control: ControlPlane, jobs: list[JobSummary], sizes: dict[str, int],
+                maps: dict[str, list[tuple[str, list[MapProgress]]]] | None = None) -> PoolStatus:
     """Each pool's holders (its counter and holder items) and, for jobs whose steps hold a pool, their runs whose
     steps are WAITING for a slot (each running run's history: only those jobs' runs are read),
     or whose map items are (their item records, platform/map_records.py)."""
@@ -293,13 +375,17 @@ def pool_status(control: ControlPlane, jobs: list[JobSummary], sizes: dict[str, 
         for view in control.running_executions(j.name):
             rows = [r for r in view.timeline if r.waiting]
             # a map's items wait in their child executions: their item records say WAITING
-            maps = [p for p in control.map_progress(view.execution) if p.waiting] if has_map else []
-            if rows or maps:
-                since = [r.waiting_since or "" for r in rows] + [p.waiting_since or "" for p in maps]
+            known = dict((maps or {}).get(j.name, []))
+            progress = known[view.execution] if view.execution in known else \
+                control.map_progress(view.execution, own_errors=False) if has_map else []
+            maps_waiting = [p for p in progress if p.waiting]
+            if rows or maps_waiting:
+                since = [r.waiting_since or "" for r in rows] + [p.waiting_since or "" for p in maps_waiting]
                 waiting.setdefault(j.name, []).append(
                     {"execution": view.execution, "status": view.status_word,
                      "steps": sorted({r.step for r in rows}), "since": min(since),
-                     **({"items": {p.map: {"waiting": p.waiting, "total": p.total} for p in maps}} if maps else {})})
+                     **({"items": {p.map: {"waiting": p.waiting, "total": p.total} for p in maps_waiting}}
+                        if maps_waiting else {})})
     return PoolStatus(lines, waiting)
 
 

@@ -1,35 +1,22 @@
-"""What ``jobplane plan`` says a ``jp.map`` costs: state transitions per item (compiler/map_states.py).
-
-Standard workflows bill per state transition ($0.025 per 1,000 in us-east-1,
-https://aws.amazon.com/step-functions/pricing/). A Distributed Map is billed one transition per
-child execution it starts ("Transitions in Distributed Map state",
-https://docs.aws.amazon.com/step-functions/latest/dg/concepts-transitions.html), and each child
-(a STANDARD execution) its own: the each step's Task, its check and the item's record, so 4 per
-item that succeeds at once; every retry of the item adds its retry loop (retry, wait, Task,
-check: 4 more). A pooled each step adds its pool's ticket, claim and release to every attempt
-(3); an attempt that finds its pool full adds its item record's two writes (WAITING, then
-RUNNING once it holds) and 3 per try while it waits (back-off, wait, claim: docs/pools.md). The
-run's own states (claim, the items step, finish) are the job's as before.
+"""What ``jobplane plan`` says a ``jp.map`` costs: state transitions per item (compiler/map_states.py),
+by the arithmetic a run's count uses too (contract/map_transitions.py, where each figure is cited).
+The run's own states (claim, the items step, finish) are the job's as before.
 """
 
 from __future__ import annotations
 
 from jobplane.contract.catalog import CatalogStep
+from jobplane.contract.map_transitions import (PER_ITEM, PER_POOL_TRY, PER_RETRY, PER_WAITING_ATTEMPT,
+                                               PRICE_PER_TRANSITION, item_transitions)
 from jobplane.contract.pools import poll_schedule
 
-PER_ITEM = 4  # the child's start, its Task, its check, its record
-PER_RETRY = 4  # retry, wait, Task, check
-PER_POOLED_ATTEMPT = 3  # ticket, claim, release, when the claim finds room at once
-PER_WAITING_ATTEMPT = 2  # the item record WAITING, then RUNNING (one write each), when it finds no room
-PER_POOL_TRY = 3  # back-off, wait, claim again: each try while it waits
-PRICE_PER_TRANSITION = 0.025 / 1000
+__all__ = ["PER_ITEM", "PER_RETRY", "map_lines", "per_item"]
 
 
 def per_item(each: CatalogStep) -> tuple[int, int]:
     """Transitions of one item: when its first attempt succeeds, and when it uses every attempt."""
     attempts = each.retry.attempts if each.retry else 1
-    pooled = PER_POOLED_ATTEMPT if each.pool else 0
-    return PER_ITEM + pooled, PER_ITEM + PER_RETRY * (attempts - 1) + pooled * attempts
+    return item_transitions(1, bool(each.pool)), item_transitions(attempts, bool(each.pool))
 
 
 def map_lines(steps: list[CatalogStep]) -> list[str]:

@@ -43,14 +43,17 @@ class StepBrief:
     name: str
     retry: RetryBrief | None = None
     parallel: tuple[StepBrief, ...] | None = None
+    kind: str | None = None  # the catalog's (``map``: `jobplane run` follows its items)
 
     @classmethod
     def from_json(cls, raw: JsonValue) -> StepBrief:
         if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
             raise ValueError(f"a catalog step without a name: {str(raw)[:200]}")
         members = raw.get("parallel")
+        kind = raw.get("kind")
         return cls(name=str(raw["name"]), retry=RetryBrief.from_json(raw.get("retry")),
-                   parallel=tuple(cls.from_json(m) for m in members) if isinstance(members, list) else None)
+                   parallel=tuple(cls.from_json(m) for m in members) if isinstance(members, list) else None,
+                   kind=kind if isinstance(kind, str) else None)
 
 
 @dataclass(frozen=True)

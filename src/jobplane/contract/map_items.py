@@ -214,6 +214,11 @@ class ItemOutcome:
     finished_at: str | None
     waiting_since: str | None = None
     sent: JsonValue = None
+    #: the ECS task of a failed item's last attempt (its Cause names it) and its container's exit
+    #: code: the task's log stream holds the each step's own error line, which the state machine
+    #: cannot read (platform/map_records.py with_own_errors puts it in ``error``)
+    task_id: str | None = None
+    exit_code: int | None = None
 
     @property
     def retried(self) -> bool:
@@ -235,11 +240,20 @@ class ItemOutcome:
                 "finished_at": self.finished_at, "waiting_since": self.waiting_since}
 
 
-def _excerpt(error: JsonValue) -> str | None:
-    """A person's line from the last attempt's error: the ECS task's exit code or stop reason
-    when its Cause is the task's JSON, else the error name and the cause's start."""
+@dataclass(frozen=True)
+class LastError:
+    """A failed item's last attempt as its state data keeps it: a person's line (the ECS task's
+    exit code or stop reason when its Cause is the task's JSON, else the error name and the
+    cause's start), and the task and exit code when it ran on ECS."""
+
+    text: str | None
+    task_id: str | None = None
+    exit_code: int | None = None
+
+
+def last_error(error: JsonValue) -> LastError:
     if not isinstance(error, dict):
-        return None
+        return LastError(None)
     name, cause = str(error.get("Error") or ""), error.get("Cause")
     try:
         task = json.loads(cause) if isinstance(cause, str) else None
@@ -249,10 +263,11 @@ def _excerpt(error: JsonValue) -> str | None:
         containers = task.get("Containers") or [{}]
         code = containers[0].get("ExitCode") if isinstance(containers[0], dict) else None
         reason = task.get("StoppedReason") or ""
-        text = f"{name}: exit code {code}" + (f" ({reason})" if reason else "")
-    else:
-        text = f"{name}: {cause}" if cause else name
-    return text[:ERROR_EXCERPT]
+        arn = task.get("TaskArn")
+        return LastError((f"{name}: exit code {code}" + (f" ({reason})" if reason else ""))[:ERROR_EXCERPT],
+                         str(arn).rsplit("/", 1)[-1] if isinstance(arn, str) and arn else None,
+                         code if isinstance(code, int) else None)
+    return LastError((f"{name}: {cause}" if cause else name)[:ERROR_EXCERPT])
 
 
 def item_outcome(record: JsonObject) -> ItemOutcome:
@@ -268,10 +283,11 @@ def item_outcome(record: JsonObject) -> ItemOutcome:
     slot: JsonValue = next(iter((detail.get("steps") or {}).values()), {}) if isinstance(detail, dict) else {}
     attempts = slot.get("n", 1) if isinstance(slot, dict) else 1
     status = str(record.get("status") or "")
+    last = last_error(detail.get("error")) if status not in ("SUCCEEDED", *OPEN_STATUSES) and isinstance(detail, dict) \
+        else LastError(None)
     return ItemOutcome(map=str(record.get("map") or ""), index=int(str(record.get("index") or 0)), item=redacted(item),
                        sent=item,
                        status=status, attempts=int(attempts) if isinstance(attempts, int) else 1,
-                       error=_excerpt(detail.get("error")) if status not in ("SUCCEEDED", *OPEN_STATUSES)
-                       and isinstance(detail, dict) else None,
+                       error=last.text, task_id=last.task_id, exit_code=last.exit_code,
                        finished_at=str(record["finished_at"]) if record.get("finished_at") else None,
                        waiting_since=str(record["waiting_since"]) if record.get("waiting_since") else None)

@@ -6,13 +6,15 @@ until it holds one: it is counted waiting, not running."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from jobplane.contract import datamodel as dm
 from jobplane.contract import map_items
 from jobplane.contract.attribute_values import plain
 from jobplane.contract.map_items import ItemOutcome
+from jobplane.contract.map_transitions import item_transitions
 from jobplane.contract.types import Client, JsonObject
+from jobplane.platform.logs import LogSource, LogStream, error_excerpt
 from jobplane.platform.repository import query_items
 
 #: how many failed items an alert or a summary names (the records name them all)
@@ -43,6 +45,9 @@ class MapProgress:
     total: int | None = None
     waiting: int = 0
     waiting_since: str | None = None  # the longest-waiting item's
+    #: the state transitions its items' child executions used, as their records count attempts
+    #: (contract/map_transitions.py: what `jobplane plan` prices; a run's own history has none of them)
+    transitions: int = 0
 
     @property
     def done(self) -> int:
@@ -56,7 +61,7 @@ class MapProgress:
     def to_json(self) -> JsonObject:
         return {"map": self.map, "total": self.total, "succeeded": self.succeeded, "failed": self.failed,
                 "running": self.running, "waiting": self.waiting, "waiting_since": self.waiting_since,
-                "retried": self.retried,
+                "retried": self.retried, "transitions": self.transitions,
                 "failed_items": [o.to_json() for o in self.failed_items]}
 
     def summary(self) -> str:
@@ -70,6 +75,36 @@ class MapProgress:
             line += f" (failed: {named}{more})"
         return line
 
+    def error_lines(self) -> list[str]:
+        """The failed items' errors, one line each (the first few): what the alert and
+        `jobplane run` show under the summary."""
+        return [f"{_shown(o)}: {o.error}" for o in self.failed_items[:FIRST_FEW] if o.error]
+
+
+def with_own_errors(outcomes: list[ItemOutcome], logs: LogSource | None, limit: int = FIRST_FEW) -> list[ItemOutcome]:
+    """Each map's first ``limit`` failed ECS items with the each step's own error line, as a top-level
+    step's failure shows it (``RuntimeError: ledger locked (exit code 75)``, not the task's
+    ``States.TaskFailed: exit code 75 (Essential container in task exited)``): the state
+    machine cannot read logs, so the line is read where the runner wrote it, the log stream of
+    the item's last task (one GetLogEvents each; issue 65 item 8). An item whose log cannot be
+    read keeps what its record says: the line is detail, never a reason to lose the item."""
+    if logs is None:
+        return outcomes
+    out: list[ItemOutcome] = []
+    read: dict[str, int] = {}
+    for o in outcomes:
+        if o.failed and o.task_id and read.get(o.map, 0) < limit:
+            read[o.map] = read.get(o.map, 0) + 1
+            try:
+                line = error_excerpt([LogStream(o.map, o.attempts, o.task_id, logs)])
+            except Exception:  # noqa: BLE001 - throttled or gone: the record's words stand
+                line = None
+            if line:
+                code = f" (exit code {o.exit_code})" if o.exit_code is not None else ""
+                o = replace(o, error=(line.splitlines()[-1] + code)[:map_items.ERROR_EXCERPT])
+        out.append(o)
+    return out
+
 
 def _shown(o: ItemOutcome) -> str:
     import json
@@ -79,9 +114,10 @@ def _shown(o: ItemOutcome) -> str:
 
 
 def progress(outcomes: list[ItemOutcome], totals: dict[str, int] | None = None,
-             live: bool = True) -> list[MapProgress]:
+             live: bool = True, pooled: frozenset[str] = frozenset()) -> list[MapProgress]:
     """Per map, in the order the outcomes come (by map name). ``live``: the run still runs (a
-    WAITING record of an ended run is an item its end stopped: not waiting any more)."""
+    WAITING record of an ended run is an item its end stopped: not waiting any more).
+    ``pooled``: the maps whose each step holds a pool (its attempts cost more transitions)."""
     maps: dict[str, list[ItemOutcome]] = {}
     for o in outcomes:
         maps.setdefault(o.map, []).append(o)
@@ -92,8 +128,10 @@ def progress(outcomes: list[ItemOutcome], totals: dict[str, int] | None = None,
         failed = [o for o in items if o.failed]
         succeeded = sum(1 for o in items if o.status == "SUCCEEDED")
         waits = [o.waiting_since or "" for o in items if o.status == map_items.WAITING] if live else []
+        transitions = sum(item_transitions(o.attempts, name in pooled) for o in items)
         out.append(MapProgress(name, succeeded, len(failed), sum(1 for o in items if o.ended and o.retried),
-                               failed, (totals or {}).get(name), len(waits), min(waits) if waits else None))
+                               failed, (totals or {}).get(name), len(waits), min(waits) if waits else None,
+                               transitions))
     return out
 
 

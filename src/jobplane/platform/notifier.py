@@ -380,7 +380,7 @@ def handler(event: JsonObject, context: object = None) -> JsonObject:
     results = []
     for record in event.get("Records", []):
         message = NotificationMessage.model_validate_json(record["Sns"]["Message"])
-        message = with_failed_items(with_error_excerpt(message, sfn, logs), ddb, table)
+        message = with_failed_items(with_error_excerpt(message, sfn, logs), ddb, table, logs)
         results.append(notifier.notify(message))
     return {"results": results}
 

@@ -44,6 +44,8 @@ class MapOut(BaseModel):
                                         "started; docs/pools.md)")
     waiting_since: str | None = Field(None, description="when the longest-waiting of them began to wait")
     retried: int
+    transitions: int = Field(0, description="state transitions its items' child executions used, counted from "
+                                            "their attempts (what `jobplane plan` prices per item)")
     failed_items: list[ItemOut]
 
 

@@ -21,10 +21,15 @@ from jobplane.contract.types import JsonObject
 from jobplane.platform.control.errors import Conflict, Invalid, check_reason
 from jobplane.platform.control.runs import Runs, idempotent_name, rerun_params
 from jobplane.platform.control.views import ExecutionSubject
-from jobplane.platform.map_records import FIRST_FEW, MapProgress, item_outcomes, item_total, progress
+from jobplane.platform.map_records import FIRST_FEW, MapProgress, item_outcomes, item_total, progress, with_own_errors
 
 if TYPE_CHECKING:  # the catalog's models (pydantic) load with the catalog
     from jobplane.contract.catalog import CatalogJob, CatalogStep
+
+
+#: how many failed items of a map a listing of its items gives their own error line (the rest say
+#: their task's exit code; the portal's item page is where one is looked at)
+ITEM_LOG_READS = 100
 
 
 def map_steps(entry: CatalogJob) -> list[CatalogStep]:
@@ -32,8 +37,10 @@ def map_steps(entry: CatalogJob) -> list[CatalogStep]:
 
 
 class MapItems(Runs):
-    def map_progress(self, execution: str, loaded: ExecutionSubject | None = None) -> list[MapProgress]:
-        """Each map of the run: done, failed, running, waiting of N, and its failed items."""
+    def map_progress(self, execution: str, loaded: ExecutionSubject | None = None,
+                     own_errors: bool = True) -> list[MapProgress]:
+        """Each map of the run: done, failed, running, waiting of N, and its failed items (the
+        first few with their step's own error line, unless ``own_errors`` is False: counts only)."""
         subject = loaded if loaded is not None and loaded.execution == execution else self.subject(execution)
         entry = self.entry(subject.job)
         maps = map_steps(entry)
@@ -47,11 +54,18 @@ class MapItems(Runs):
                 totals[m.name] = total
         # the run's record is written when it ends: without one its WAITING items still wait
         live = subject.record is None or subject.record.status == "RUNNING"
-        return progress(item_outcomes(self.ddb, self.deployment.table, execution), totals, live)
+        # the first few failed items of each map with their step's own error line (their logs)
+        outcomes = item_outcomes(self.ddb, self.deployment.table, execution)
+        outcomes = with_own_errors(outcomes, self.logs) if own_errors else outcomes
+        pooled = frozenset(m.name for m in maps if m.parallel and m.parallel[1].pool)
+        return progress(outcomes, totals, live, pooled)
 
     def items(self, execution: str, map_name: str | None = None) -> list[ItemOutcome]:
+        """Every item record; the first :data:`ITEM_LOG_READS` failed ones of each map with their
+        step's own error line (one log read each: a list of 10,000 failures reads 100 logs)."""
         self.subject(execution)  # NotFound for an execution that is not there
-        return item_outcomes(self.ddb, self.deployment.table, execution, map_name)
+        return with_own_errors(item_outcomes(self.ddb, self.deployment.table, execution, map_name), self.logs,
+                               ITEM_LOG_READS)
 
     def rerun_failed_items(self, execution: str, actor: Actor | str, map_name: str | None = None, reason: str = "",
                            params: JsonObject | None = None, name: str | None = None,

@@ -44,7 +44,8 @@ class AlertFeed:
         for m in out.get("Messages", []):
             try:
                 message = NotificationMessage.model_validate_json(_body(m["Body"]))
-                message = with_failed_items(with_error_excerpt(message, self.sfn, self.logs), self.ddb, self.table)
+                message = with_failed_items(with_error_excerpt(message, self.sfn, self.logs), self.ddb, self.table,
+                                           self.logs)
                 results = self.notifier.notify(message)
             except Exception:
                 log.exception("alert not delivered; it stays queued and is retried")
