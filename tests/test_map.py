@@ -516,6 +516,46 @@ def test_a_followed_run_says_how_far_its_map_has_come(fan: tuple[LocalAWS, Contr
     assert aws.wait(arn, timeout=600).status == "SUCCEEDED"  # one failure is tolerated
 
 
+def test_the_portal_role_allows_every_call_of_a_maps_reads_and_its_failed_items_re_run(
+        fan: tuple[LocalAWS, ControlPlane]) -> None:
+    """The map reads and the re-run of failed items go through the control plane the portal and
+    the operator CLI share: the base module's portal role (and so the operator policy, which
+    holds its statements) must allow each call they make, as on AWS (issue 64's leftover: the
+    role had no right on the map lists, so on AWS a map's "of N" was never known and a re-run of
+    its failed items was refused)."""
+    import base_module as bm
+    from iam_calls import MAP_STATEMENTS, calls_into, iam_calls
+    from iam_policy import denied_calls
+
+    aws, control = fan
+    name, ex = _run(aws, count=3, fail_always=["t-0001"], fail_once=["t-0002"])
+    assert ex.status == "SUCCEEDED"
+    recorded: list[dict[str, Any]] = []
+    with calls_into(recorded):
+        [p] = control.map_progress(name)
+        control.items(name)
+        again = control.rerun_failed_items(name, "ops@example.com", reason="ledger fixed")
+    assert (p.total, p.failed) == (3, 1) and again
+    # the local engine names the catalog bucket <prefix>-catalog; on AWS it is the base module's
+    # (Deployment.items_bucket reads it from the catalog's s3:// address)
+    bucket = bm.resolve("${aws_s3_bucket.catalog.id}", {"name_prefix": aws.prefix})
+    for c in recorded:
+        if c["service"] == "s3":
+            c["params"] = dict(c["params"], Bucket=bucket)
+    calls = iam_calls(recorded)
+    assert {c.action for c in calls} >= {"s3:ListBucket", "s3:GetObject", "s3:PutObject", "kms:GenerateDataKey",
+                                         "logs:GetLogEvents", "dynamodb:Query", "states:StartExecution"}
+    for policy in ("portal", "operator"):
+        assert denied_calls(bm.policy_statements(policy, {"name_prefix": aws.prefix}), calls) == [], policy
+    # and each statement given for these calls is needed by one of them
+    statements = bm.policy_statements("portal", {"name_prefix": aws.prefix})
+    for i, statement in enumerate(statements):
+        if statement.get("sid") in MAP_STATEMENTS:
+            assert denied_calls(statements[:i] + statements[i + 1:], calls), statement.get("sid")
+    arn = aws.state_machines[JOB].replace(":stateMachine:", ":execution:") + f":{again}"
+    assert aws.wait(arn, timeout=600).status == "SUCCEEDED"
+
+
 def _cli(aws: LocalAWS, control: ControlPlane, tmp_path: Path, *args: str) -> Any:
     """`jobplane ARGS` as an operator's shell on AWS runs it: a deployment file (what `terraform
     output -json` prints) and boto3's standard environment (as tests/test_cli_aws.py)."""

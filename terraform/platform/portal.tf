@@ -355,6 +355,42 @@ data "aws_iam_policy_document" "portal" {
     }
   }
   statement {
+    # a map's progress counts its list's items (HeadObject, authorized as s3:GetObject, of the
+    # run's list under map-items/, found by ListObjectsV2 of its prefix; or of a re-run's list),
+    # and a re-run of the failed items writes their list under map-reruns/ before it starts,
+    # deleting it again when the start fails (platform/control/map_items.py, platform/map_records.py)
+    sid       = "MapLists"
+    actions   = ["s3:GetObject"]
+    resources = ["${aws_s3_bucket.catalog.arn}/map-items/*", "${aws_s3_bucket.catalog.arn}/map-reruns/*"]
+  }
+  statement {
+    sid       = "ListMapLists"
+    actions   = ["s3:ListBucket"]
+    resources = [aws_s3_bucket.catalog.arn]
+    condition {
+      test     = "StringLike"
+      variable = "s3:prefix"
+      values   = ["map-items/*"]
+    }
+  }
+  statement {
+    sid       = "WriteRerunLists"
+    actions   = ["s3:PutObject", "s3:DeleteObject"]
+    resources = ["${aws_s3_bucket.catalog.arn}/map-reruns/*"]
+  }
+  statement {
+    # the catalog bucket is SSE-KMS under the platform key: a writer needs a data key
+    # (https://docs.aws.amazon.com/AmazonS3/latest/userguide/UsingKMSEncryption.html#require-sse-kms)
+    sid       = "RerunListKey"
+    actions   = ["kms:GenerateDataKey"]
+    resources = [aws_kms_key.platform.arn]
+    condition {
+      test     = "StringEquals"
+      variable = "kms:ViaService"
+      values   = ["s3.${local.region}.amazonaws.com"]
+    }
+  }
+  statement {
     sid     = "ReadStepLogs"
     actions = ["logs:FilterLogEvents", "logs:GetLogEvents"]
     # the runner's group (ECS steps: a stream per task) and the jobs' runner functions' groups

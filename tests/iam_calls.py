@@ -1,0 +1,107 @@
+"""The AWS calls our code makes, as IAM sees them: record a thread's boto3 calls, then map each
+to the IAM action, resource and condition keys AWS authorizes it by (Service Authorization
+Reference), for tests/iam_policy.py to check against the base module's policies."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+#: The portal role's statements only a map's reads and re-runs use: tests/test_map.py proves each
+#: is needed by them (test_the_portal_role_allows_every_call_of_a_maps_reads_...), the operator
+#: commands of tests/test_cli_aws.py (the examples have no map) make none of those calls.
+MAP_STATEMENTS = frozenset({"MapLists", "ListMapLists", "WriteRerunLists", "RerunListKey"})
+
+
+@contextlib.contextmanager
+def calls_into(calls: list[dict[str, Any]]) -> Iterator[None]:
+    """Every AWS call this thread makes meanwhile goes into ``calls``."""
+    import threading
+
+    import botocore.client
+
+    me, real = threading.current_thread(), botocore.client.BaseClient._make_api_call
+
+    def recorded(client: Any, operation: str, params: dict[str, Any]) -> Any:
+        if threading.current_thread() is me:
+            calls.append({"service": client.meta.service_model.service_name, "operation": operation, "params": params})
+        return real(client, operation, params)
+
+    botocore.client.BaseClient._make_api_call = recorded  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        botocore.client.BaseClient._make_api_call = real  # type: ignore[method-assign]
+
+
+def iam_calls(recorded: list[dict[str, Any]]) -> list[Any]:
+    """The IAM actions and resources of the recorded calls (Service Authorization Reference)."""
+    import base_module as bm
+    from iam_policy import Call
+
+    arn = f"{bm.REGION}:{bm.ACCOUNT}"
+    out = []
+    for c in recorded:
+        service, op, p = c["service"], c["operation"], c["params"]
+        why = f"{service}.{op}"
+        if service == "sts":  # GetCallerIdentity needs no permission
+            continue
+        if service == "dynamodb" and op == "BatchGetItem":  # authorized per table it reads
+            out += [Call("dynamodb:BatchGetItem", f"arn:aws:dynamodb:{arn}:table/{t}", {}, why) for t in p["RequestItems"]]
+        elif service == "dynamodb":
+            table = f"arn:aws:dynamodb:{arn}:table/{p['TableName']}"
+            out.append(Call(f"dynamodb:{op}", table + (f"/index/{p['IndexName']}" if p.get("IndexName") else ""), {}, why))
+        elif service == "stepfunctions" and op in ("StartExecution", "DescribeStateMachine"):
+            out.append(Call(f"states:{op}", p["stateMachineArn"], {}, why))
+        elif service == "stepfunctions":
+            out.append(Call(f"states:{op}", p["executionArn"], {}, why))
+        elif service == "scheduler":
+            out.append(Call(f"scheduler:{op}", f"arn:aws:scheduler:{arn}:schedule/{p['GroupName']}/{p['Name']}", {}, why))
+            if op == "UpdateSchedule":  # the schedule's role is passed again
+                out.append(Call("iam:PassRole", p["Target"]["RoleArn"],
+                                {"iam:PassedToService": "scheduler.amazonaws.com"}, why))
+                # on AWS every schedule has the platform key (the compiled kms_key_arn), which
+                # Scheduler uses for the caller to encrypt the target's input again
+                # (https://docs.aws.amazon.com/scheduler/latest/UserGuide/encryption-rest.html)
+                out.append(Call("kms:Encrypt", bm.KMS_KEY_ARN, {"kms:ViaService": f"scheduler.{bm.REGION}.amazonaws.com"},
+                                "UpdateSchedule of a schedule under the platform key"))
+        elif service == "s3" and op == "ListObjectsV2":
+            # s3:ListBucket on the bucket, with the prefix asked for as s3:prefix
+            # (https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListObjectsV2.html, Permissions)
+            out.append(Call("s3:ListBucket", f"arn:aws:s3:::{p['Bucket']}", {"s3:prefix": p.get("Prefix", "")}, why))
+        elif service == "s3" and op in ("PutObject", "DeleteObject"):
+            # an SSE-KMS bucket's writer needs kms:GenerateDataKey
+            # (https://docs.aws.amazon.com/AmazonS3/latest/userguide/UsingKMSEncryption.html#require-sse-kms)
+            out.append(Call(f"s3:{op}", f"arn:aws:s3:::{p['Bucket']}/{p['Key']}", {}, why))
+            if op == "PutObject":
+                out.append(Call("kms:GenerateDataKey", bm.KMS_KEY_ARN, {"kms:ViaService": f"s3.{bm.REGION}.amazonaws.com"},
+                                "the catalog bucket's KMS key, used by S3 for the writer"))
+        elif service == "s3":
+            # GetObject, and HeadObject, which S3 authorizes as s3:GetObject
+            # (https://docs.aws.amazon.com/AmazonS3/latest/API/API_HeadObject.html, Permissions)
+            out.append(Call("s3:GetObject", f"arn:aws:s3:::{p['Bucket']}/{p['Key']}", {}, why))
+            # an SSE-KMS object: https://docs.aws.amazon.com/AmazonS3/latest/userguide/UsingKMSEncryption.html
+            out.append(Call("kms:Decrypt", bm.KMS_KEY_ARN, {}, "the catalog's KMS key"))
+        elif service == "logs":
+            out.append(Call("logs:GetLogEvents",
+                            f"arn:aws:logs:{arn}:log-group:{p['logGroupName']}:log-stream:{p['logStreamName']}", {}, why))
+        elif service == "sqs":
+            # the queue's ARN from its name or URL; ChangeMessageVisibilityBatch is authorized as
+            # sqs:ChangeMessageVisibility (Service Authorization Reference, Amazon SQS)
+            queue = p.get("QueueName") or p["QueueUrl"].rstrip("/").rsplit("/", 1)[-1]
+            action = "ChangeMessageVisibility" if op == "ChangeMessageVisibilityBatch" else op
+            out.append(Call(f"sqs:{action}", f"arn:aws:sqs:{arn}:{queue}", {}, why))
+            if op == "ReceiveMessage":  # an SSE-KMS queue's consumer decrypts the messages
+                # (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-key-management.html)
+                out.append(Call("kms:Decrypt", bm.KMS_KEY_ARN, {"kms:ViaService": f"sqs.{bm.REGION}.amazonaws.com"}, why))
+        elif service == "sns" and op == "Publish":
+            out.append(Call("sns:Publish", p["TopicArn"], {}, why))
+            # a topic under a customer managed key (https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html)
+            for key_action in ("kms:GenerateDataKey", "kms:Decrypt"):
+                out.append(Call(key_action, bm.KMS_KEY_ARN, {"kms:ViaService": f"sns.{bm.REGION}.amazonaws.com"}, why))
+        else:
+            raise AssertionError(f"no IAM mapping for {why}; add it with its AWS doc")
+    return out
+
+
