@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from cronsim import CronSim
 
-from jobplane.contract.schedule import (ScheduleError, eb_weekday, next_fire_times, parse,
+from jobplane.contract.schedule import (CronExpression, ScheduleError, eb_weekday, next_fire_times, parse,
                                         translate_unix_cron, validate_timezone)
 
 UTC = timezone.utc
@@ -242,3 +242,21 @@ def test_a_unix_day_of_week_step_translates_to_a_list() -> None:
         ours = [t.replace(tzinfo=None) for t in next_fire_times(eb, "UTC", start.replace(tzinfo=UTC), 20)]
         it = CronSim(unix, start)
         assert ours == [next(it) for _ in range(20)], unix
+
+
+@pytest.mark.parametrize("expr,ever", [
+    ("cron(59 23 31 2 ? *)", False),  # February has no 31st
+    ("cron(0 0 30 2 ? *)", False),
+    ("cron(0 0 31 4,6,9,11 ? *)", False),
+    ("cron(0 0 ? 2 FRI#5 2027)", False),  # February 2027 has four Fridays
+    ("cron(0 0 29 2 ? 2100)", False),  # 2100 is no leap year
+    ("cron(0 0 29 2 ? *)", True),
+    ("cron(0 0 ? 2 SUN#5 *)", True),  # February 2032 has five Sundays
+    ("cron(0 0 31 1-2 ? *)", True),
+    ("cron(0 0 ? * L *)", True),
+])
+def test_whether_a_cron_ever_fires(expr: str, ever: bool) -> None:
+    cron = parse(expr)
+    assert isinstance(cron, CronExpression)
+    assert cron.ever_fires() is ever
+    assert bool(next_fire_times(cron, "UTC", datetime(1999, 12, 31, tzinfo=UTC), 1)) is ever or cron.years

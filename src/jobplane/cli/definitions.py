@@ -187,9 +187,12 @@ def next_command(obj: Context, job_name: str, count: int, after: str | None) -> 
         parsed = parse(expr)
         if isinstance(parsed, RateExpression):
             click.echo("    (rate schedules count from when the schedule is created; shown from the start time)")
-        for t in next_fire_times(parsed, job.timezone or obj.config.default_timezone, start, count):
+        times = next_fire_times(parsed, job.timezone or obj.config.default_timezone, start, count)
+        for t in times:
             utc = f"  ({t.astimezone(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')})" if t.utcoffset() else ""
             click.echo(f"    {t.strftime('%Y-%m-%d %a %H:%M %Z')}{utc}")
+        if not times:  # an at() or a cron's last year gone by: said, not an empty list
+            click.echo(f"    never fires after {start.isoformat(timespec='minutes')}")
 
 
 def _next_with_calendar(cs: CalendarSchedule, start: datetime, count: int) -> None:

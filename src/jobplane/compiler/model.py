@@ -21,7 +21,7 @@ from jobplane.compiler.kinds import StepKind
 from jobplane.contract import runner as rc
 from jobplane.contract.quoting import quoted
 from jobplane.contract.business_fires import is_rule, parse_rule
-from jobplane.contract.schedule import ScheduleError, parse, validate_timezone
+from jobplane.contract.schedule import CronExpression, ScheduleError, parse, validate_timezone
 from jobplane.contract.states import STEP_NAME_MAX, STEP_NAME_RE, step_key
 from jobplane.contract.statuses import DEFAULT_EVENTS, DEFAULT_POLICY, Event, Policy
 from jobplane.contract.types import JsonObject, JsonValue
@@ -94,7 +94,12 @@ def _schedule_expression(v: JsonValue) -> str:
         if is_rule(v):  # a business-day rule: needs the job's calendar (validate.py checks it names one)
             parse_rule(v)
         else:
-            parse(v)
+            expression = parse(v)
+            if isinstance(expression, CronExpression) and not expression.ever_fires():
+                # refused, not warned: a schedule deployed to never fire is a mistake (a job run by
+                # hand has no schedule), as a calendar job with no fire in its years is refused
+                raise ValueError(f"{quoted(v)} never fires: no day matches its day-of-month, month, "
+                                 "day-of-week and year fields together (e.g. February 31st)")
     except ScheduleError as e:
         raise ValueError(str(e)) from None
     return v

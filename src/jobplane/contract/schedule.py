@@ -75,6 +75,16 @@ class CronExpression:
     def times_of_day(self) -> list[tuple[int, int]]:
         return [(h, m) for h in sorted(self.hours) for m in sorted(self.minutes)]
 
+    def ever_fires(self) -> bool:
+        """Whether any day matches: False for February 31st, or the 5th Friday of February in
+        a year with none (a property of the expression, not of today, so a compile's verdict
+        does not change with the date). Without a year field, the 28 years 2000-2027 hold every
+        arrangement of dates, weekdays and leap days the Gregorian calendar has from 1901 to
+        2099; with one, each year it names is looked at."""
+        years = sorted(self.years) if self.years is not None else range(2000, 2028)
+        return any(self.matches_day(date(year, month, day)) for year in years for month in sorted(self.months)
+                   for day in range(1, calendar.monthrange(year, month)[1] + 1))
+
 
 @dataclass(frozen=True)
 class RateExpression:
