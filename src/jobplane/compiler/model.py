@@ -374,9 +374,7 @@ def _deadline(v: str | None, checked: JsonObject) -> Iterator[str]:
             kind.parse(str(text))
         except ScheduleError:
             continue
-        if kind.needs_calendar:  # a business-day rule: its fires are its calendar's (not checked here)
-            continue
-        times = kind.times_of_day(str(text))
+        times = kind.times_of_day(str(text))  # a business-day rule's too: a fire moved keeps its time
         if times is None:
             yield (f"{quoted(v)}: {text} fires at every time of day, so a wall-time deadline has no "
                    "fire's day to mean; give a duration after the fire (e.g. '30m')")
