@@ -195,3 +195,24 @@ def test_plan_names_a_job_that_still_holds_the_init_templates_placeholders(repo:
     path.write_text(text)
     assert "WARNING: invoice-reminders" not in repo.cli("plan").stdout
     assert not [line for line in plan.splitlines() if line.startswith("WARNING: ") and "invoice-reminders" not in line]
+
+
+def test_next_says_when_a_schedule_never_fires(repo: Repo) -> None:
+    """Issue 63 item 10: a schedule with no fire printed nothing. One that can never fire is a
+    validation problem naming it; one whose fires are all before --after says so."""
+    repo.write("jobs/growth/feb.jsonnet", """\
+        { name: 'feb-31', team: 'growth', schedule: 'cron(59 23 31 2 ? *)', steps: [{ name: 'a', python: 'm:f' }] }
+        """)
+    result = repo.cli("next", "feb-31")
+    assert result.exit_code != 0
+    assert "jobs/growth/feb.jsonnet" in result.output and "job 'feb-31': schedule: 'cron(59 23 31 2 ? *)' never fires" \
+        in result.output
+    (repo.path / "jobs/growth/feb.jsonnet").unlink()
+    repo.write("jobs/growth/once.jsonnet", """\
+        { name: 'once', team: 'growth', timezone: 'UTC', schedule: ['at(2026-01-01T09:00:00)', 'cron(0 9 1 1 ? 2027)'],
+          steps: [{ name: 'a', python: 'm:f' }] }
+        """)
+    result = repo.cli("next", "once", "--after", "2027-06-01T00:00:00Z")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == ["once (UTC)", "  at(2026-01-01T09:00:00)", "    never fires after 2027-06-01T00:00+00:00",
+                                          "  cron(0 9 1 1 ? 2027)", "    never fires after 2027-06-01T00:00+00:00"]

@@ -288,6 +288,32 @@ def test_the_verifier_finds_a_wrong_translation() -> None:
     assert hourly.fires == sum(1 for _ in _hours(start, 366, "America/New_York"))
 
 
+def test_a_window_without_a_fire_is_widened_to_the_first_fire_or_not_proven() -> None:
+    """Issue 63 item 11: '0 0 29 2 *' from 2026 has no fire in 366 days, and 'same fires: yes
+    (0 fires)' proved nothing. The window now reaches the first fire (2028-02-29), where a wrong
+    translation shows; with no fire in 8 years it says it is not proven."""
+    start = datetime(2026, 3, 1, tzinfo=timezone.utc)
+    leap = verify((SourceSchedule("unix-cron", "0 0 29 2 *"),), ["cron(0 0 29 2 ? *)"], "UTC", start)
+    assert leap.status == "same" and leap.fires == 1
+    assert leap.summary() == "yes (1 fire in 730 days, widened to the first fire)"
+    wrong = verify((SourceSchedule("unix-cron", "0 0 29 2 *"),), ["cron(0 0 29 2 ? 2032)"], "UTC", start)
+    assert wrong.status == "differs"
+    assert str(wrong.first) == "2028-02-29 Tue 00:00 UTC (00:00 UTC): the source fires, the job does not"
+    gone = verify((SourceSchedule("eventbridge", "at(2025-01-01T00:00:00)"),), ["at(2025-01-01T00:00:00)"], "UTC", start)
+    assert gone.status == "unproven" and gone.summary().startswith("not proven: neither the source nor the job fires")
+    usual = verify((SourceSchedule("unix-cron", "0 9 * * 1"),), ["cron(0 9 ? * MON *)"], "UTC", start)
+    assert usual.summary() == "yes (53 fires)" and usual.days == 366  # 2026-03-02 to 2027-03-02: 53 Mondays
+
+
+def test_import_says_how_far_it_looked_for_a_leap_day_job(repo, tmp_path) -> None:
+    tab = tmp_path / "tab"
+    tab.write_text("0 0 29 2 * /srv/bin/leap.sh\n")
+    result = _import(repo, str(tab), "--timezone", "UTC")  # from 2026-12-03: the first fire is 2028-02-29
+    assert result.exit_code == 0, result.output
+    assert "yes (1 fire in 453 days, widened to the first fire)" in result.output
+    assert "(0 fires)" not in result.output
+
+
 def _hours(start: datetime, days: int, zone: str):
     z = ZoneInfo(zone)
     first = (start.astimezone(z) + timedelta(days=1)).replace(hour=0, minute=0, second=0)

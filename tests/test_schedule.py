@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from cronsim import CronSim
 
-from jobplane.contract.schedule import (ScheduleError, eb_weekday, next_fire_times, parse,
+from jobplane.contract.schedule import (CronExpression, ScheduleError, eb_weekday, next_fire_times, parse,
                                         translate_unix_cron, validate_timezone)
 
 UTC = timezone.utc
@@ -193,3 +193,70 @@ def test_timezone_typo_gets_a_suggestion() -> None:
     with pytest.raises(ScheduleError, match="did you mean 'Asia/Tokyo'"):
         validate_timezone("Asia/Tokio")
     assert validate_timezone("Europe/Berlin") == ZoneInfo("Europe/Berlin")
+
+
+# -- day-of-week L and /, as AWS's cron reference documents them --------------------------------
+# https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-cron-expressions.html: day-of-week
+# takes the wildcards , - * ? L # (no /), and "the L wildcard in the Day-of-month or Day-of-week
+# fields specifies the last day of the month or week".
+
+def test_a_bare_l_in_day_of_week_is_every_saturday() -> None:
+    got = fires("cron(0 0 ? * L *)", "UTC", "2026-07-01T00:00:00+00:00", 5)
+    assert got == ["2026-07-04T00:00:00+00:00", "2026-07-11T00:00:00+00:00", "2026-07-18T00:00:00+00:00",
+                   "2026-07-25T00:00:00+00:00", "2026-08-01T00:00:00+00:00"]
+    assert got == fires("cron(0 0 ? * SAT *)", "UTC", "2026-07-01T00:00:00+00:00", 5)
+    assert {eb_weekday(datetime.fromisoformat(t).date()) for t in got} == {7}
+
+
+def test_nl_stays_the_last_weekday_n_of_the_month() -> None:
+    # 5L: the last Thursday; 7L and SATL: the last Saturday (not every Saturday)
+    assert fires("cron(0 0 ? * 5L *)", "UTC", "2026-07-01T00:00:00+00:00", 2) == [
+        "2026-07-30T00:00:00+00:00", "2026-08-27T00:00:00+00:00"]
+    last_saturdays = ["2026-07-25T00:00:00+00:00", "2026-08-29T00:00:00+00:00"]
+    assert fires("cron(0 0 ? * 7L *)", "UTC", "2026-07-01T00:00:00+00:00", 2) == last_saturdays
+    assert fires("cron(0 0 ? * SATL *)", "UTC", "2026-07-01T00:00:00+00:00", 2) == last_saturdays
+
+
+@pytest.mark.parametrize("expr", ["cron(0 0 ? * MON/2 *)", "cron(0 0 ? * */2 *)", "cron(0 0 ? * 2-6/2 *)",
+                                  "cron(0 0 ? * MON,WED/2 *)"])
+def test_day_of_week_takes_no_step(expr: str) -> None:
+    with pytest.raises(ScheduleError) as err:
+        parse(expr)
+    assert "day-of-week field" in str(err.value) and "no '/' step" in str(err.value)
+    assert "eb-cron-expressions.html" in str(err.value)
+
+
+def test_day_of_month_still_takes_a_step() -> None:
+    assert fires("cron(0 0 1/10 * ? *)", "UTC", "2026-06-30T23:00:00+00:00", 4) == [
+        "2026-07-01T00:00:00+00:00", "2026-07-11T00:00:00+00:00", "2026-07-21T00:00:00+00:00",
+        "2026-07-31T00:00:00+00:00"]
+
+
+def test_a_unix_day_of_week_step_translates_to_a_list() -> None:
+    # EventBridge's day-of-week has no step: the days are listed (Unix 1-5/2 = MON,WED,FRI = 2,4,6)
+    assert translate_unix_cron("0 9 * * 1-5/2") == ["cron(0 9 ? * 2,4,6 *)"]
+    assert translate_unix_cron("0 9 * * */3") == ["cron(0 9 ? * 1,4,7 *)"]
+    for unix in ("0 9 * * 1-5/2", "0 9 * * */3", "0 9 * * MON-FRI/2"):
+        (eb,) = translate_unix_cron(unix) or [""]
+        start = datetime(2026, 1, 1)
+        ours = [t.replace(tzinfo=None) for t in next_fire_times(eb, "UTC", start.replace(tzinfo=UTC), 20)]
+        it = CronSim(unix, start)
+        assert ours == [next(it) for _ in range(20)], unix
+
+
+@pytest.mark.parametrize("expr,ever", [
+    ("cron(59 23 31 2 ? *)", False),  # February has no 31st
+    ("cron(0 0 30 2 ? *)", False),
+    ("cron(0 0 31 4,6,9,11 ? *)", False),
+    ("cron(0 0 ? 2 FRI#5 2027)", False),  # February 2027 has four Fridays
+    ("cron(0 0 29 2 ? 2100)", False),  # 2100 is no leap year
+    ("cron(0 0 29 2 ? *)", True),
+    ("cron(0 0 ? 2 SUN#5 *)", True),  # February 2032 has five Sundays
+    ("cron(0 0 31 1-2 ? *)", True),
+    ("cron(0 0 ? * L *)", True),
+])
+def test_whether_a_cron_ever_fires(expr: str, ever: bool) -> None:
+    cron = parse(expr)
+    assert isinstance(cron, CronExpression)
+    assert cron.ever_fires() is ever
+    assert bool(next_fire_times(cron, "UTC", datetime(1999, 12, 31, tzinfo=UTC), 1)) is ever or cron.years

@@ -57,6 +57,18 @@ BAD = {
     "bad rate": ("""\
         { name: 'bad-rate', team: 'billing', schedule: 'rate(0 minutes)', steps: [{ name: 'a', python: 'm:f' }] }
         """, [("job 'bad-rate'", "schedule: 'rate(0 minutes)'", "at least 1")]),
+    "day-of-week step": ("""\
+        { name: 'every-other', team: 'billing', schedule: 'cron(0 0 ? * MON/2 *)', steps: [{ name: 'a', python: 'm:f' }] }
+        """, [("jobs/billing/bad.jsonnet", "job 'every-other'", "schedule: 'cron(0 0 ? * MON/2 *)'",
+               "day-of-week field: 'MON/2': EventBridge's day-of-week takes no '/' step")]),
+    "never fires": ("""\
+        { name: 'feb-31', team: 'billing', schedule: ['cron(0 2 * * ? *)', 'cron(59 23 31 2 ? *)'],
+          steps: [{ name: 'a', python: 'm:f' }] }
+        """, [("jobs/billing/bad.jsonnet", "job 'feb-31'", "schedule[1]: 'cron(59 23 31 2 ? *)' never fires")]),
+    "deadline before a business-day fire": ("""\
+        { name: 'late-rule', team: 'billing', schedule: 'business(days at=09:00)', deadline: '08:00',
+          steps: [{ name: 'a', python: 'm:f' }] }
+        """, [("job 'late-rule'", "deadline: '08:00' is not after the fire at 09:00 of business(days at=09:00)")]),
     "unix cron": ("""\
         { name: 'unix-cron', team: 'billing', schedule: '30 2 * * 1-5', steps: [{ name: 'a', python: 'm:f' }] }
         """, [("job 'unix-cron'", "schedule: '30 2 * * 1-5'", "cron(30 2 ? * 2-6 *)")]),

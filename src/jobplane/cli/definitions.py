@@ -154,7 +154,9 @@ def next_command(obj: Context, job_name: str, count: int, after: str | None) -> 
     Day-of-week 1-7 is SUN-SAT; a local time skipped by a daylight-saving change does not fire
     and a repeated local time fires once.
     """
-    from jobplane.contract.schedule import RateExpression, next_fire_times, parse
+    from jobplane.contract.job_fires import JobSchedule, next_job_fires
+    from jobplane.contract.schedule import validate_timezone
+    from jobplane.contract.schedule_kinds import kind_of
 
     try:
         from jobplane.compiler.validate import load_jobs
@@ -182,27 +184,32 @@ def next_command(obj: Context, job_name: str, count: int, after: str | None) -> 
     if (cs := calendar_schedule(job, obj.config)) is not None:
         _next_with_calendar(cs, start, count)
         return
-    for expr in job.schedule:
+    zone = job.timezone or obj.config.default_timezone
+    for expr in job.schedule:  # each schedule's own next fires: the job's fires of that schedule alone
         click.echo(f"  {expr}")
-        parsed = parse(expr)
-        if isinstance(parsed, RateExpression):
+        if kind_of(expr).counts_from_deployment:
             click.echo("    (rate schedules count from when the schedule is created; shown from the start time)")
-        for t in next_fire_times(parsed, job.timezone or obj.config.default_timezone, start, count):
+        tz = validate_timezone(zone)
+        times = [f.at.astimezone(tz) for f in next_job_fires(JobSchedule((expr,), zone), start, count).fires]
+        for t in times:
             utc = f"  ({t.astimezone(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')})" if t.utcoffset() else ""
             click.echo(f"    {t.strftime('%Y-%m-%d %a %H:%M %Z')}{utc}")
+        if not times:  # an at() or a cron's last year gone by: said, not an empty list
+            click.echo(f"    never fires after {start.isoformat(timespec='minutes')}")
 
 
 def _next_with_calendar(cs: CalendarSchedule, start: datetime, count: int) -> None:
     """A calendar job's next fires (``count`` in all), each moved one saying from where and why,
     and the closed days skipped among them saying why (contract/business_fires.py)."""
-    from jobplane.contract.business_fires import describe, is_rule, next_calendar_fires
+    from jobplane.compiler.calendar_plan import rule_words
+    from jobplane.contract.job_fires import JobSchedule, next_job_fires
 
     cal = cs.calendar
     click.echo(f"  calendar {cal.name} ({cal.source or 'no public holidays'}; compiled for {cal.first_year}-"
                f"{cal.last_year}), a fire on a closed day: {cs.on_closed_day}")
     for expr in cs.schedule:
-        click.echo(f"  {expr}" + (f": {describe(expr)}" if is_rule(expr) else ""))
-    window = next_calendar_fires(cs, start, count)
+        click.echo(f"  {expr}" + (f": {rule_words(expr)}" if rule_words(expr) != expr else ""))
+    window = next_job_fires(JobSchedule(cs.schedule, cs.timezone, cs), start, count)
     zone = ZoneInfo(cs.timezone)
     lines = [(f.at.astimezone(zone).replace(tzinfo=None), f"    {f.at.astimezone(zone).strftime('%Y-%m-%d %a %H:%M %Z')}"
               + (f"  ({f.note})" if f.note else "")) for f in window.fires]

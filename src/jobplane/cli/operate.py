@@ -501,10 +501,12 @@ def _offline_status(data_dir: Path, why: Exception, as_json: bool) -> None:
     stopped_at = _scheduler_stopped_at(data_dir)
     rows: list[JsonObject] = []
     shown: dict[str, str] = {}  # each next fire as the running platform's status writes it
+    from jobplane.contract.schedule_kinds import kind_of
+
     for j in jobs:
         state = states.get(j.name)
         paused = bool(state and state.paused)
-        computable = j.scheduled and not paused and not any(s.startswith("rate(") for s in j.schedule)
+        computable = j.scheduled and not paused and not any(kind_of(s).counts_from_deployment for s in j.schedule)
         next_fire = _offline_next_fire(j, now) if computable else None
         if next_fire is not None:
             shown[j.name] = _fire_text(next_fire)

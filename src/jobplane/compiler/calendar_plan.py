@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from jobplane.contract.business_fires import Fire, describe, is_rule
+from jobplane.contract.business_fires import Fire
 from jobplane.contract.catalog import CatalogJob
 from jobplane.contract.job_fires import job_fires
 from jobplane.contract.schedule import validate_timezone
+from jobplane.contract.schedule_kinds import kind_of
 
 #: How far ahead the plan compares a calendar job's fires.
 HORIZON = timedelta(days=90)
@@ -22,16 +23,22 @@ YEARS_WARNING = timedelta(days=90)
 def fires(job: CatalogJob, start: datetime, end: datetime) -> list[Fire]:
     """The job's fires from ``start`` to ``end``: its calendar's, or its schedules' own (rate()
     schedules, which count from their deployment, are left out)."""
-    if job.calendar_schedule is None and any(e.startswith("rate(") for e in job.schedule):
-        job = job.model_copy(update={"schedule": [e for e in job.schedule if not e.startswith("rate(")]})
+    if job.calendar_schedule is None and any(kind_of(e).counts_from_deployment for e in job.schedule):
+        job = job.model_copy(update={"schedule": [e for e in job.schedule if not kind_of(e).counts_from_deployment]})
     return job_fires(job, start, end)
+
+
+def rule_words(expression: str) -> str:
+    """A calendar job's declared expression: a business-day rule in words, a cron or at() as written."""
+    kind = kind_of(expression)
+    return kind.describe(expression) if kind.needs_calendar else expression
 
 
 def schedule_words(job: CatalogJob) -> str:
     """The schedule as declared: a calendar job's rules (not the crons compiled from them)."""
     if job.calendar is None:
         return " + ".join(job.schedule) or job.started_by
-    rules = " + ".join(describe(r) if is_rule(r) else r for r in job.rules)
+    rules = " + ".join(rule_words(r) for r in job.rules)
     return f"{rules} on {job.calendar.name} business days"
 
 

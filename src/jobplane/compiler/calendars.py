@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 
 from jobplane.compiler.model import Job
 from jobplane.compiler.problems import Problem
-from jobplane.contract.business_fires import CalendarSchedule, expand, is_rule
+from jobplane.contract.business_fires import CalendarSchedule, expand
 from jobplane.contract.calendar_config import CalendarDef, CalendarSettings
 from jobplane.contract.config import PlatformConfig
 from jobplane.contract.quoting import did_you_mean, quoted
-from jobplane.contract.schedule import RateExpression, parse
+from jobplane.contract.schedule_kinds import kind_of
 
 if TYPE_CHECKING:  # a pydantic model: imported where a calendar is resolved, so `jobplane validate`
     # of jobs without one stays without pydantic (tests/test_cli.py)
@@ -188,10 +188,11 @@ def calendar_problems(source: str, job: Job, config: PlatformConfig) -> list[Pro
             problems.append(Problem(source, job.name, "calendar", f"calendar {quoted(job.calendar)} belongs to team "
                                     f"{quoted(cal.team)}"))
     for i, expression in enumerate(job.schedule):
-        if is_rule(expression) and job.calendar is None:
+        kind = kind_of(expression)
+        if kind.needs_calendar and job.calendar is None:
             problems.append(Problem(source, job.name, f"schedule[{i}]", f"{quoted(expression)} counts business days: "
                                     "the job needs a calendar (calendar: 'NAME' of jobplane.toml's [calendars])"))
-        elif job.calendar is not None and not is_rule(expression) and isinstance(parse(expression), RateExpression):
+        elif job.calendar is not None and not kind.calendar_filters:
             problems.append(Problem(source, job.name, f"schedule[{i}]", f"{quoted(expression)}: a calendar filters "
                                     "cron() and at() fires by their day; rate() counts from its start: use jp.cron "
                                     "or jp.everyMinutes"))

@@ -20,8 +20,8 @@ from jobplane.compiler.fields import (Anything, Bool, Choice, describe_value, In
 from jobplane.compiler.kinds import StepKind
 from jobplane.contract import runner as rc
 from jobplane.contract.quoting import quoted
-from jobplane.contract.business_fires import is_rule, parse_rule
-from jobplane.contract.schedule import ScheduleError, parse, validate_timezone
+from jobplane.contract.schedule import ScheduleError, validate_timezone
+from jobplane.contract.schedule_kinds import kind_of
 from jobplane.contract.states import STEP_NAME_MAX, STEP_NAME_RE, step_key
 from jobplane.contract.statuses import DEFAULT_EVENTS, DEFAULT_POLICY, Event, Policy
 from jobplane.contract.types import JsonObject, JsonValue
@@ -91,10 +91,10 @@ def _schedule_expression(v: JsonValue) -> str:
     if v != v.strip():  # deployed as written: EventBridge would be given the spaces too
         raise ValueError(f"{quoted(v)} has spaces or a line break around it")
     try:
-        if is_rule(v):  # a business-day rule: needs the job's calendar (validate.py checks it names one)
-            parse_rule(v)
-        else:
-            parse(v)
+        kind = kind_of(v)  # a business-day rule needs the job's calendar (calendars.py checks it names one)
+        kind.parse(v)
+        for problem in kind.problems(v):
+            raise ValueError(problem)
     except ScheduleError as e:
         raise ValueError(str(e)) from None
     return v
@@ -354,7 +354,6 @@ def _deadline(v: str | None, checked: JsonObject) -> Iterator[str]:
     if v is None:
         return
     from jobplane.contract import deadlines
-    from jobplane.contract.schedule import AtExpression, CronExpression, RateExpression
 
     try:
         spec = deadlines.parse(v)
@@ -371,15 +370,15 @@ def _deadline(v: str | None, checked: JsonObject) -> Iterator[str]:
         return
     for text in schedules if isinstance(schedules, list) else []:
         try:
-            expression = parse(str(text))
+            kind = kind_of(str(text))
+            kind.parse(str(text))
         except ScheduleError:
             continue
-        if isinstance(expression, RateExpression):
+        times = kind.times_of_day(str(text))  # a business-day rule's too: a fire moved keeps its time
+        if times is None:
             yield (f"{quoted(v)}: {text} fires at every time of day, so a wall-time deadline has no "
                    "fire's day to mean; give a duration after the fire (e.g. '30m')")
-        elif isinstance(expression, (CronExpression, AtExpression)):
-            times = ([(expression.when.hour, expression.when.minute)] if isinstance(expression, AtExpression)
-                     else expression.times_of_day())
+        else:
             late = [t for t in times if t >= (spec.at.hour, spec.at.minute)]
             if late:
                 yield (f"{quoted(v)} is not after the fire at {late[-1][0]:02d}:{late[-1][1]:02d} of {text}: "

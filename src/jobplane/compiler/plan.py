@@ -25,7 +25,9 @@ from jobplane.contract import lambda_step, layout
 from jobplane.contract.catalog import CATALOG_FILE, Catalog, CatalogJob, CatalogStep
 from jobplane.contract.config import CONFIG_FILE, PlatformConfig, load_config
 from jobplane.contract.quotas import ROLE_INLINE_POLICY_CHARS
-from jobplane.contract.schedule import RateExpression, next_fire_times, parse
+from jobplane.contract.job_fires import JobSchedule, next_job_fires
+from jobplane.contract.schedule import validate_timezone
+from jobplane.contract.schedule_kinds import kind_of
 from jobplane.contract.step_kinds import Executor, kind_info
 from jobplane.contract.types import JsonObject
 
@@ -121,9 +123,9 @@ def _job_file(files: dict[str, str], job: str) -> str | None:
 def _fires(expressions: list[str], tz: str, now: datetime) -> list[str]:
     lines = []
     for expr in expressions:
-        parsed = parse(expr)
-        times = next_fire_times(parsed, tz, now, NEXT_FIRES)
-        label = "from deployment, then " if isinstance(parsed, RateExpression) else ""
+        zone = validate_timezone(tz)
+        times = [f.at.astimezone(zone) for f in next_job_fires(JobSchedule((expr,), tz), now, NEXT_FIRES).fires]
+        label = "from deployment, then " if kind_of(expr).counts_from_deployment else ""
         lines.append(f"{expr}: next {label}" + ", ".join(t.strftime("%Y-%m-%d %H:%M %Z") for t in times))
     return lines
 

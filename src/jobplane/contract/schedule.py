@@ -75,6 +75,16 @@ class CronExpression:
     def times_of_day(self) -> list[tuple[int, int]]:
         return [(h, m) for h in sorted(self.hours) for m in sorted(self.minutes)]
 
+    def ever_fires(self) -> bool:
+        """Whether any day matches: False for February 31st, or the 5th Friday of February in
+        a year with none (a property of the expression, not of today, so a compile's verdict
+        does not change with the date). Without a year field, the 28 years 2000-2027 hold every
+        arrangement of dates, weekdays and leap days the Gregorian calendar has from 1901 to
+        2099; with one, each year it names is looked at."""
+        years = sorted(self.years) if self.years is not None else range(2000, 2028)
+        return any(self.matches_day(date(year, month, day)) for year in years for month in sorted(self.months)
+                   for day in range(1, calendar.monthrange(year, month)[1] + 1))
+
 
 @dataclass(frozen=True)
 class RateExpression:
@@ -214,8 +224,20 @@ def _parse_dom(text: str) -> frozenset[int] | None:
     return _parse_list(text, 1, 31, {}, "day-of-month")
 
 
+#: EventBridge's cron reference, the source of the day-of-week rules below: that field's
+#: wildcards are ``, - * ? L #`` (no ``/``, which day-of-month, hours and minutes have), and
+#: "the L wildcard in the Day-of-month or Day-of-week fields specifies the last day of the
+#: month or week" (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-cron-expressions.html;
+#: EventBridge Scheduler's cron-based schedules use the same syntax:
+#: https://docs.aws.amazon.com/scheduler/latest/UserGuide/schedule-types.html#cron-based).
+CRON_REFERENCE = "https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-cron-expressions.html"
+
+
 def _parse_dow(text: str) -> frozenset[int] | None:
     if text == "L":
+        # a bare L is the last day of the week, Saturday, every week (AWS above; Quartz, whose
+        # syntax EventBridge follows, says the same: "L" alone in day-of-week is "7" or "SAT");
+        # the last Saturday of the month is 7L (or SATL)
         return frozenset({7})
     if m := re.fullmatch(r"(\w+)L", text):
         return frozenset({_parse_value(m.group(1), 1, 7, WEEKDAYS, "day-of-week")})
@@ -227,6 +249,9 @@ def _parse_dow(text: str) -> frozenset[int] | None:
         return frozenset({day})
     if "#" in text or "L" in text:
         raise ScheduleError(f"day-of-week field: {quoted(text)}: use n#k (e.g. MON#1) or nL (e.g. FRIL, 6L) on their own")
+    if "/" in text:
+        raise ScheduleError(f"day-of-week field: {quoted(text)}: EventBridge's day-of-week takes no '/' step (its "
+                            f"wildcards are , - * ? L #: {CRON_REFERENCE}); list the days instead, e.g. MON,WED,FRI")
     return _parse_list(text, 1, 7, WEEKDAYS, "day-of-week")
 
 
@@ -272,7 +297,7 @@ def _dow_matches(spec: str, values: frozenset[int] | None, d: date) -> bool:
     if "#" in spec:
         nth = int(spec.rsplit("#", 1)[1])
         return (d.day - 1) // 7 + 1 == nth
-    if spec.endswith("L"):
+    if spec.endswith("L") and spec != "L":  # nL: the month's last weekday n; a bare L is every Saturday
         return d.day + 7 > _last_day(d)
     return True
 
@@ -398,6 +423,12 @@ def _unix_dow_to_eb(field: str) -> str | None:
     out = []
     for part in field.upper().split(","):
         base, slash, step = part.partition("/")
+        if slash:  # EventBridge's day-of-week has no step (CRON_REFERENCE): the days it names, listed
+            days = _unix_dow_stepped(base, step)
+            if days is None:
+                return None
+            out.append(",".join(str(d + 1) for d in sorted({d % 7 for d in days})))
+            continue
         pieces = base.split("-")
         conv = []
         for p in pieces:
@@ -416,6 +447,33 @@ def _unix_dow_to_eb(field: str) -> str | None:
             continue
         out.append("-".join(conv) + (slash + step if slash else ""))
     return ",".join(dict.fromkeys(out))  # 0,7 (both Sunday) is 1 once
+
+
+def _unix_dow_stepped(base: str, step: str) -> list[int] | None:
+    """The Unix day numbers (0-7) a stepped day-of-week item names: ``*/2``, ``1-5/2``, ``1/2``."""
+    names = {n: i for i, n in enumerate(["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"])}
+    if not step.isdigit() or int(step) == 0:
+        return None
+
+    def number(p: str) -> int | None:
+        if p in names:
+            return names[p]
+        return int(p) if p.isdigit() and 0 <= int(p) <= 7 else None
+
+    if base == "*":
+        lo, hi = 0, 6
+    elif "-" in base:
+        a, _, b = base.partition("-")
+        lo_n, hi_n = number(a), number(b)
+        if lo_n is None or hi_n is None or lo_n > hi_n:
+            return None
+        lo, hi = lo_n, hi_n
+    else:
+        start = number(base)
+        if start is None:
+            return None
+        lo, hi = start, 6
+    return list(range(lo, hi + 1, int(step)))
 
 
 def translate_unix_cron(text: str) -> list[str] | None:

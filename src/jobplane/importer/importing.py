@@ -20,7 +20,8 @@ from pathlib import Path
 from jobplane.compiler.problems import DefinitionError, Problem
 from jobplane.compiler.validate import LoadedJob, load_jobs
 from jobplane.contract.config import CONFIG_FILE, TEAM_RE, PlatformConfig
-from jobplane.contract.schedule import CronExpression, RateExpression, ScheduleError, parse, validate_timezone
+from jobplane.contract.schedule import ScheduleError, validate_timezone
+from jobplane.contract.schedule_kinds import kind_of
 from jobplane.importer import formats
 from jobplane.importer.entries import Entry, InputProblem, Origin, Reading, Skipped
 from jobplane.importer.naming import Namer, kebab
@@ -277,13 +278,7 @@ def _simple(hint: str) -> str:
 
 
 def _frequent(expressions: list[str]) -> bool:
-    for e in expressions:
-        expr = parse(e)
-        if isinstance(expr, RateExpression) and expr.interval.total_seconds() <= 86400 / FREQUENT_PER_DAY:
-            return True
-        if isinstance(expr, CronExpression) and len(expr.times_of_day()) >= FREQUENT_PER_DAY:
-            return True
-    return False
+    return any(kind_of(e).most_per_day(e) >= FREQUENT_PER_DAY for e in expressions)
 
 
 # -- the import -----------------------------------------------------------------------------

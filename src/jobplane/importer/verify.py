@@ -39,7 +39,10 @@ from jobplane.importer.entries import SourceSchedule
 from jobplane.importer.formats import dialect_named
 
 WINDOW_DAYS = 366
-Status = Literal["same", "differs", "interval"]
+#: How far the window widens to reach a first fire when the usual one holds none (``0 0 29 2 *``
+#: from March 2097 waits for 2104: 2100 is no leap year); past it the proof says it proved nothing.
+MAX_WINDOW_DAYS = 8 * 366
+Status = Literal["same", "differs", "interval", "unproven"]
 
 
 @dataclass(frozen=True)
@@ -70,8 +73,14 @@ class Verdict:
     def summary(self) -> str:
         if self.status == "interval":
             return "same interval (not clock-aligned: EventBridge counts from the schedule's creation)"
+        if self.status == "unproven":
+            return (f"not proven: neither the source nor the job fires in the {self.days:,} days from "
+                    f"{self.start}")
         if self.status == "same":
-            return f"yes ({self.fires} fires)"
+            plural = "fire" if self.fires == 1 else "fires"
+            if self.days > WINDOW_DAYS:  # widened to reach the first fire
+                return f"yes ({self.fires} {plural} in {self.days:,} days, widened to the first fire)"
+            return f"yes ({self.fires} {plural})"
         more = f" and {len(self.differences) - 1} more" if len(self.differences) > 1 else ""
         dst = " (only on daylight-saving change days)" if self.dst_only else ""
         return f"no: first at {self.first}{more}{dst}"
@@ -80,12 +89,32 @@ class Verdict:
 def verify(sources: tuple[SourceSchedule, ...], schedules: list[str], tz: str, start: datetime,
            days: int = WINDOW_DAYS) -> Verdict:
     """Compare the fires of ``sources`` with those of the job's EventBridge ``schedules``, both
-    in the zone ``tz``, on the ``days`` local days after ``start``."""
+    in the zone ``tz``, on the ``days`` local days after ``start``. A window in which neither
+    side fires proves nothing ("same, 0 fires" was reported for ``0 0 29 2 *`` from 2026): it is
+    widened to the day of the first fire of either side, up to :data:`MAX_WINDOW_DAYS`; with no
+    fire even then the verdict is ``unproven``."""
     oracles = [dialect_named(s.dialect).oracle(s) for s in sources]
     if any(isinstance(o, IntervalOracle) for o in oracles) or any(isinstance(parse(e), RateExpression)
                                                                   for e in schedules):
         return Verdict("interval", 0)
-    zone = ZoneInfo(tz)
+    verdict = _compare(oracles, schedules, ZoneInfo(tz), start, days)
+    if verdict.status != "same" or verdict.fires or verdict.start is None:
+        return verdict
+    first = _first_fire_day(oracles, schedules, verdict.start, MAX_WINDOW_DAYS)
+    if first is None:
+        return Verdict("unproven", 0, start=verdict.start, days=MAX_WINDOW_DAYS)
+    return _compare(oracles, schedules, ZoneInfo(tz), start, max(days, (first - verdict.start).days + 1))
+
+
+def _first_fire_day(oracles: list[Oracle], schedules: list[str], first: date, days: int) -> date | None:
+    """The first local day from ``first`` on which either side has a fire time (by its day and
+    time sets; the comparison that follows walks the clock changes)."""
+    sides = [_DaySide.of_source(o, first, days) for o in oracles] + \
+        [_DaySide.of_expression(e, first, days) for e in schedules]
+    return min((d for side in sides if side.times for d in side.days if d >= first), default=None)
+
+
+def _compare(oracles: list[Oracle], schedules: list[str], zone: ZoneInfo, start: datetime, days: int) -> Verdict:
     first_day = start.astimezone(zone).date() + timedelta(days=1)
     window = [first_day + timedelta(days=i) for i in range(days)]
     changes = _clock_change_days(zone, first_day, days)

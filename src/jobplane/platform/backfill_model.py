@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from enum import Enum
 
-from jobplane.contract.business_fires import CalendarSchedule, calendar_fires
-from jobplane.contract.schedule import iter_fire_times, parse, validate_timezone
+from jobplane.contract.business_fires import CalendarSchedule
+from jobplane.contract.job_fires import JobSchedule, job_fires
+from jobplane.contract.schedule import validate_timezone
 from jobplane.contract.clock import parse_iso
 from jobplane.contract.types import JsonObject
 
@@ -133,23 +134,10 @@ def plan_fires(schedule: list[str], zone: str, start: datetime, end: datetime,
     each (two schedules firing at one time make one fire: the claim counts them as one too).
     ValueError above :data:`MAX_FIRES`. A calendar job's (``calendar``: its catalog entry's
     ``calendar_schedule``) come from its rules and calendar (contract/business_fires.py), so a
-    closed day has no fire to run, count or miss."""
-    if calendar is not None:
-        fires = calendar_fires(calendar, start, end, skipped=False).times
-        if len(fires) > MAX_FIRES:
-            raise ValueError(f"the window holds more than {MAX_FIRES:,} fires; backfill it in parts")
-        return fires
-    tz = validate_timezone(zone)
-    times: set[datetime] = set()
-    for i, expression in enumerate(schedule):
-        anchor = anchors[i] if i < len(anchors) else None
-        for t in iter_fire_times(parse(expression), tz, start - timedelta(microseconds=1), anchor):
-            if t > end:
-                break
-            times.add(t.astimezone(timezone.utc))
-            if len(times) > MAX_FIRES:
-                raise ValueError(f"the window holds more than {MAX_FIRES:,} fires; backfill it in parts")
-    return sorted(times)
+    closed day has no fire to run, count or miss. The fires are :func:`job_fires`' (the one
+    enumerator of fires), capped at :data:`MAX_FIRES`."""
+    job = JobSchedule(tuple(schedule), zone, calendar)
+    return [f.at for f in job_fires(job, start, end, anchors, limit=MAX_FIRES)]
 
 
 def fires_json(fires: list[Fire]) -> str:

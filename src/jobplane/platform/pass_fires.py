@@ -27,6 +27,7 @@ from typing import Hashable
 
 from jobplane.contract.calendars import CatalogCalendar
 from jobplane.contract.catalog import CatalogJob
+from jobplane.contract.schedule_kinds import kind_of
 from jobplane.platform.backfill_model import MAX_FIRES, plan_fires
 
 Anchors = tuple[datetime | None, ...]
@@ -73,7 +74,7 @@ class PassFires:
         cs = entry.calendar_schedule
         if cs is not None:
             return "calendar", cs.schedule, cs.on_closed_day, cs.timezone, self._calendar_key(cs.calendar)
-        if any(e.startswith("rate(") and (i >= len(anchors) or anchors[i] is None)
+        if any(kind_of(e).counts_from_deployment and (i >= len(anchors) or anchors[i] is None)
                for i, e in enumerate(entry.schedule)):
             return None
         return "schedule", tuple(entry.schedule), entry.timezone, anchors

@@ -7,8 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from jobplane.contract.business_fires import describe, is_rule, next_calendar_fires
+from jobplane.contract.job_fires import next_job_fires
 from jobplane.contract.catalog import CatalogJob
+from jobplane.contract.schedule_kinds import kind_of
 
 #: How many fires the job page lists.
 SHOWN = 10
@@ -22,7 +23,8 @@ class FireLine:
 
 
 def rule_words(expression: str) -> str:
-    return describe(expression) if is_rule(expression) else expression
+    kind = kind_of(expression)  # a business-day rule in words; a cron or at() as written
+    return kind.describe(expression) if kind.needs_calendar else expression
 
 
 def calendar_fire_lines(entry: CatalogJob, count: int = SHOWN) -> list[FireLine]:
@@ -30,7 +32,7 @@ def calendar_fire_lines(entry: CatalogJob, count: int = SHOWN) -> list[FireLine]
     cs = entry.calendar_schedule
     if cs is None or not entry.enabled:
         return []
-    window = next_calendar_fires(cs, datetime.now(timezone.utc), count)
+    window = next_job_fires(entry, datetime.now(timezone.utc), count)
     weekend = {"Saturday", "Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday"}
     lines = [FireLine(f.at, f.note) for f in window.fires]
     lines += [FireLine(s.at, f"skipped: closed ({s.reason})", True) for s in window.skipped if s.reason not in weekend]

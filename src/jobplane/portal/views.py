@@ -8,17 +8,14 @@ from datetime import datetime
 from functools import lru_cache
 from zoneinfo import ZoneInfo
 
-from cron_descriptor import Options, get_description
-
 from jobplane.contract import policies
 from jobplane.contract.catalog import StepRetry
-from jobplane.contract.schedule import AtExpression, CronExpression, RateExpression, parse
+from jobplane.contract.schedule_kinds import kind_of
 from jobplane.contract.step_kinds import call_of
 from jobplane.contract.clock import parse_iso
 from jobplane.contract.attempts import attempt_rows
 from jobplane.contract.catalog import CatalogJob
 from jobplane.contract.attempts import Attempt
-from jobplane.contract.business_fires import describe, is_rule
 from jobplane.contract.records import ExecutionRecord, JobState
 from jobplane.platform.control import ExecutionView
 from jobplane.contract.types import JsonObject
@@ -28,25 +25,11 @@ from jobplane.contract.types import JsonObject
 def schedule_words(expression: str) -> str:
     """'cron(30 23 L * ? *)' -> 'At 11:30 PM, on the last day of the month'. cron-descriptor
     reads the six EventBridge fields (year last); day-of-week numbers are EventBridge's 1=SUN.
-    A calendar job's business-day rule: its own words (contract/business_fires.py)."""
-    if is_rule(expression):
-        return describe(expression)
-    parsed = parse(expression)
-    if isinstance(parsed, RateExpression):
-        return f"Every {expression[5:-1]}"
-    if isinstance(parsed, AtExpression):
-        return f"Once, at {expression[3:-1]}"
-    assert isinstance(parsed, CronExpression)
-    fields = expression[5:-1].split()
-    options = Options()
-    options.day_of_week_start_index_zero = False  # 1-7 = SUN-SAT, as EventBridge
-    options.use_24hour_time_format = True
-    minute, hour, dom, month, dow, year = fields
-    unix_like = " ".join([minute, hour, dom, month, dow] + ([] if year == "*" else [year]))
-    try:
-        return str(get_description(unix_like, options))
-    except Exception:  # a form the describer does not know: show the expression itself
-        return expression
+    A calendar job's business-day rule: its own words. Each kind words its own
+    (contract/schedule_kinds.py)."""
+    kind = kind_of(expression)
+    kind.parse(expression)  # an expression that does not parse is refused, as before
+    return kind.describe(expression)
 
 
 def duration(start: str | None, end: str | None) -> str:

@@ -220,9 +220,11 @@ class Reads:
     def schedule_anchors(self, entry: CatalogJob) -> tuple[datetime | None, ...]:
         """When each of the job's rate() schedules started (platform/anchors.py); cron() and
         at() schedules need none."""
+        from jobplane.contract.schedule_kinds import kind_of  # not on `jobplane run`'s path (test_run_lean)
+
         anchors: list[datetime | None] = []
         for i, expression in enumerate(entry.schedule):
-            rate = expression.startswith("rate(")
+            rate = kind_of(expression).counts_from_deployment
             anchors.append(self.anchors.get(names.schedule_name(self.deployment.name_prefix, entry.name, i))
                            if rate else None)
         return tuple(anchors)

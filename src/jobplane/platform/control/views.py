@@ -196,10 +196,10 @@ def next_fires(entry: CatalogJob, count: int = 3, after: datetime | None = None,
     CreationDate): EventBridge Scheduler counts a rate from there, not from now."""
     if not entry.scheduled:
         return []
-    if (cs := entry.calendar_schedule) is not None:  # a calendar job: its business-day fires
-        from jobplane.contract.business_fires import next_calendar_fires
+    if entry.calendar_schedule is not None:  # a calendar job: its business-day fires (UTC)
+        from jobplane.contract.job_fires import next_job_fires
 
-        return [f.at for f in next_calendar_fires(cs, after or datetime.now(timezone.utc), count).fires]
+        return [f.at for f in next_job_fires(entry, after or datetime.now(timezone.utc), count).fires]
     if after is None:  # for display: the same minute gives the same answer, so cache by minute...
         now = datetime.now(timezone.utc)
         minute = now.replace(second=0, microsecond=0)
@@ -211,8 +211,9 @@ def next_fires(entry: CatalogJob, count: int = 3, after: datetime | None = None,
 @lru_cache(maxsize=8192)
 def _next_fires(schedule: tuple[str, ...], zone: str, count: int, after: datetime,
                 anchors: tuple[datetime | None, ...] = ()) -> tuple[datetime, ...]:
-    from jobplane.contract.schedule import next_fire_times, parse
+    """The next fires of a job without a calendar, by job_fires' enumerator, in the job's zone."""
+    from jobplane.contract.job_fires import JobSchedule, next_job_fires
+    from jobplane.contract.schedule import validate_timezone
 
-    times = [t for i, expression in enumerate(schedule)
-             for t in next_fire_times(parse(expression), zone, after, count, anchors[i] if i < len(anchors) else None)]
-    return tuple(sorted(times)[:count])
+    tz = validate_timezone(zone)
+    return tuple(f.at.astimezone(tz) for f in next_job_fires(JobSchedule(schedule, zone), after, count, anchors).fires)
