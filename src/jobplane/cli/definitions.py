@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 @click.pass_obj
 def validate(obj: Context, no_cache: bool) -> None:
     """Check every definition under jobs/ and report all problems at once (exit 2 if any)."""
-    from jobplane.compiler.validate import check_definitions
+    from jobplane.compiler.checked import check_definitions  # the model only for files not kept
 
     cache = None
     if not no_cache:
