@@ -59,6 +59,11 @@ class Checked:
     files: list[FileChecked]
 
 
+#: validate.check_files: each file's own checks (the model, pydantic, Jsonnet), called only for
+#: the files whose result is not kept (passed in: this module must not import validate.py)
+CheckFiles = Callable[[list[Path], PlatformConfig], "dict[Path, FileChecked]"]
+
+
 class FileCache(Protocol):
     """Earlier results of unchanged files (compiler/validate_cache.py)."""
 
@@ -70,7 +75,7 @@ class FileCache(Protocol):
         """jobplane.toml's own problems (``compute``), or the last run's when they cannot differ."""
 
 
-def check_definitions(config: PlatformConfig, files: list[Path] | None = None,
+def check_definitions(config: PlatformConfig, check_files: CheckFiles, files: list[Path] | None = None,
                       cache: FileCache | None = None) -> Checked:
     """:func:`load_jobs`'s checks, without raising (nor reading kept jobs back: `jobplane
     validate` needs only their names, teams and ``after``). Raises DefinitionError only when
@@ -81,7 +86,8 @@ def check_definitions(config: PlatformConfig, files: list[Path] | None = None,
                                            "refused: it leads outside the repository (a symbolic link?)")])
     paths = list(files) if files is not None else definition_files(config)
     kept = cache.lookup(paths) if cache is not None else {}
-    fresh = _check_files([p for p in paths if p not in kept], config)
+    todo = [p for p in paths if p not in kept]
+    fresh = check_files(todo, config) if todo else {}
     if cache is not None:
         cache.store(fresh)
     checked = kept | fresh
@@ -173,11 +179,3 @@ def _calendar_config_problems(config: PlatformConfig) -> list[Problem]:
     from jobplane.compiler.calendars import config_problems  # the holidays package, when not kept
 
     return config_problems(config)
-
-
-def _check_files(paths: list[Path], config: PlatformConfig) -> dict[Path, FileChecked]:
-    if not paths:
-        return {}
-    from jobplane.compiler.validate import check_files  # the model, pydantic, Jsonnet: only for files not kept
-
-    return check_files(paths, config)

@@ -19,10 +19,11 @@ from jobplane.compiler.jsonnet_eval import (ConfinedImporter, ImportRefused, eva
                                             outside_definitions, rel_to, resolved)
 from jobplane.compiler.sandbox import Evaluated, evaluate_all
 # re-exported: what these checks yield lives in checked.py (light, for a run whose results are kept)
+from jobplane.compiler import checked
 from jobplane.compiler.checked import (Checked as Checked, FileCache as FileCache, FileChecked as FileChecked,
                                        LoadedJob as LoadedJob, _after_problems as _after_problems,
                                        _derived_collisions as _derived_collisions, after_problems as after_problems,
-                                       check_definitions as check_definitions, definition_files as definition_files)
+                                       definition_files as definition_files)
 from jobplane.compiler.model import NAME_RE, Job, duplicate_step_problem
 from jobplane.contract import lambda_step
 from jobplane.contract.step_kinds import Executor
@@ -175,6 +176,13 @@ def load_jobs(config: PlatformConfig, files: list[Path] | None = None,
     if checked.problems:
         raise DefinitionError(checked.problems)
     return sorted((lj for f in checked.files for lj in f.loaded), key=lambda lj: lj.job.name)
+
+
+def check_definitions(config: PlatformConfig, files: list[Path] | None = None,
+                      cache: FileCache | None = None) -> Checked:
+    """checked.check_definitions with this module's :func:`check_files` (`jobplane validate`
+    calls that one itself, and imports this module only when a file's result is not kept)."""
+    return checked.check_definitions(config, check_files, files, cache)
 
 
 def check_files(paths: list[Path], config: PlatformConfig) -> dict[Path, FileChecked]:
