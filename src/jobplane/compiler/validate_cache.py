@@ -49,7 +49,6 @@ import pickle
 import re
 import stat
 import sys
-import tempfile
 import zoneinfo
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -240,7 +239,12 @@ class ValidateCache:
         return problems
 
     def save(self) -> None:
-        """Keep this run's results (the files of this run only: a removed file's go)."""
+        """Keep this run's results (the files of this run only: a removed file's go). A run that
+        found every result kept, and no other, writes nothing: the file already holds them."""
+        if self._entries == self._kept and self._config_problems == self._kept_config:
+            return
+        import tempfile  # (with shutil and random) only when something is written
+
         try:
             self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
             data = _dumps({"format": FORMAT, "environment": self.environment, "entries": self._entries,
