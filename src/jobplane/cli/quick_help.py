@@ -27,10 +27,20 @@ def _cache_dir() -> str:
 
 def _width() -> int:
     """The width Click's HelpFormatter uses by default: the terminal's, at most 80, less 2, at
-    least 50 (click.formatting.HelpFormatter.__init__)."""
-    import shutil
-
-    return max(min(shutil.get_terminal_size().columns, 80) - 2, 50)
+    least 50 (click.formatting.HelpFormatter.__init__). The terminal's columns are found as
+    shutil.get_terminal_size finds them (``COLUMNS``, else standard output's terminal, else 80),
+    without importing shutil (and with it zlib, bz2 and lzma)."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+        columns = columns or 80
+    return max(min(columns, 80) - 2, 50)
 
 
 def key() -> str | None:
