@@ -216,3 +216,72 @@ def test_next_says_when_a_schedule_never_fires(repo: Repo) -> None:
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines() == ["once (UTC)", "  at(2026-01-01T09:00:00)", "    never fires after 2027-06-01T00:00+00:00",
                                           "  cron(0 9 1 1 ? 2027)", "    never fires after 2027-06-01T00:00+00:00"]
+
+
+def _console(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The console script in a process of its own, then the Click and command modules it imported."""
+    code = ("import sys; sys.argv = ['jobplane'] + sys.argv[1:]; from jobplane.cli import console\n"
+            "try:\n    console()\nexcept SystemExit as e:\n    code = e.code\nelse:\n    code = 0\n"
+            "print(sorted({m.split('.')[0] if m.split('.')[0] in ('pydantic', 'holidays', '_gojsonnet') else m "
+            "for m in sys.modules if m in ('click', 'jobplane.cli.app', 'jobplane.compiler.model', "
+            "'jobplane.compiler.validate') or m.split('.')[0] in ('pydantic', 'holidays', '_gojsonnet')}), "
+            "file=sys.stderr); sys.exit(code)")
+    return subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_help_is_clicks_own_and_once_kept_is_printed_without_importing_click(tmp_path: Path) -> None:
+    """`jobplane --help` (issue 66 item 1: <= 4x `python -c pass`; Click's import alone was 4x):
+    the text Click renders, kept in the user's cache directory and printed from there while the
+    command table, Click and the width are unchanged (cli/quick_help.py)."""
+    import os
+
+    env = os.environ | {"JOBPLANE_CACHE_DIR": str(tmp_path / "cache"), "COLUMNS": "72"}
+    clicks = subprocess.run([sys.executable, "-c", "from jobplane.cli.app import main; main(['--help'], "
+                             "prog_name='jobplane')"], env=env, capture_output=True, text=True, timeout=120)
+    first, second, short = _console(["--help"], env), _console(["--help"], env), _console(["-h"], env)
+    assert clicks.returncode == first.returncode == second.returncode == short.returncode == 0, first.stderr
+    assert "Commands:" in clicks.stdout and "-h, --help" in clicks.stdout
+    assert first.stdout == second.stdout == short.stdout == clicks.stdout
+    assert first.stderr.strip() == "['click', 'jobplane.cli.app']"  # rendered by Click, then kept
+    assert second.stderr.strip() == short.stderr.strip() == "[]"
+    # another width is rendered again, as Click renders it
+    wide = env | {"COLUMNS": "120"}
+    clicks_wide = subprocess.run([sys.executable, "-c", "from jobplane.cli.app import main; main(['--help'], "
+                                  "prog_name='jobplane')"], env=wide, capture_output=True, text=True, timeout=120)
+    again = _console(["--help"], wide)
+    assert again.stdout == clicks_wide.stdout != first.stdout
+    assert again.stderr.strip() == "['click', 'jobplane.cli.app']"
+
+
+def test_validate_with_every_result_kept_loads_neither_the_model_nor_jsonnet_nor_holidays(tmp_path: Path) -> None:
+    """A second `jobplane validate` of unchanged files (issue 66 item 1: <= 8x `python -c pass`)
+    takes every file's result and jobplane.toml's calendar problems from its cache: the model,
+    go-jsonnet and the holidays package (whose country list imported every country) are not
+    imported, and it says what the first run said."""
+    import os
+
+    env = os.environ | {"JOBPLANE_CACHE_DIR": str(tmp_path / "cache")}
+    first, second = _console(["validate"], env), _console(["validate"], env)
+    assert first.returncode == second.returncode == 0, first.stderr
+    assert "jobs valid" in first.stdout and second.stdout == first.stdout
+    assert "holidays" in first.stderr and "jobplane.compiler.validate" in first.stderr  # the examples' JP calendar
+    assert second.stderr.strip().splitlines()[-1] == "['click', 'jobplane.cli.app']"
+
+
+def test_a_kept_jobplane_toml_problem_is_still_reported(repo: Repo, tmp_path: Path) -> None:
+    """jobplane.toml's calendar problems are kept with the results (compiler/validate_cache.py):
+    a run that takes them from the cache reports them as the run that found them."""
+    import os
+
+    with (repo.path / "jobplane.toml").open("a") as f:
+        f.write('\n[calendars.nowhere]\nholidays = "XX"\n')
+    repo.write("jobs/billing/a-good.jsonnet", minimal_job("a-good"))
+    env = os.environ | {"JOBPLANE_CACHE_DIR": str(tmp_path / "cache")}
+    runs = [subprocess.run([sys.executable, "-c", "import sys; from jobplane.cli import main; main()",
+                            "--root", str(repo.path), "validate"], env=env, capture_output=True, text=True,
+                           timeout=120) for _ in range(2)]
+    for run in runs:
+        assert run.returncode == 2, run.stdout + run.stderr
+        assert "calendars.nowhere.holidays" in run.stderr and "knows no country 'XX'" in run.stderr, run.stderr
+    assert runs[0].stderr == runs[1].stderr

@@ -51,3 +51,17 @@ def test_a_run_that_finishes_in_time_starts_one_child(repo: Repo) -> None:
     repo.write("jobs/billing/b-good.jsonnet", minimal_job("b-good"))
     assert repo.cli("validate").exit_code == 0
     assert sandbox.LAST_RUN is not None and [m for m, _ in sandbox.LAST_RUN.children] == ["together"]
+
+
+def test_a_python_module_in_the_repository_is_not_run_by_the_evaluating_child(repo: Repo, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The child that evaluates a pull request's Jsonnet runs isolated (``python -I -S``, its path
+    this package's and go-jsonnet's directories only: compiler/jsonnet_child.py). Before, it ran
+    as ``python -m``, with the working directory (the repository under validation, in CI) first
+    on its path: a ``json.py`` the pull request added ran on the CI machine."""
+    marker = repo.path / "ran"
+    repo.write("json.py", f"open({str(marker)!r}, 'w').write('ran')\nraise SystemExit(3)\n")
+    repo.write("jobs/billing/a-good.jsonnet", minimal_job("a-good"))
+    monkeypatch.chdir(repo.path)
+    result = repo.cli("validate", "--no-cache")
+    assert not marker.exists()
+    assert result.exit_code == 0, result.output

@@ -20,6 +20,8 @@ from jobplane.cli.common import EXIT_INVALID, Context, aware_time, fail_definiti
 from jobplane.compiler.problems import DefinitionError
 
 if TYPE_CHECKING:
+    from jobplane.compiler.checked import FileChecked
+    from jobplane.contract.config import PlatformConfig
     from jobplane.contract.business_fires import CalendarSchedule
 
 
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
 @click.pass_obj
 def validate(obj: Context, no_cache: bool) -> None:
     """Check every definition under jobs/ and report all problems at once (exit 2 if any)."""
-    from jobplane.compiler.validate import check_definitions
+    from jobplane.compiler.checked import check_definitions
 
     cache = None
     if not no_cache:
@@ -38,7 +40,7 @@ def validate(obj: Context, no_cache: bool) -> None:
 
         cache = ValidateCache(obj.config)
     try:
-        checked = check_definitions(obj.config, cache=cache)
+        checked = check_definitions(obj.config, _check_files, cache=cache)
     except DefinitionError as e:  # a repository-level refusal (jobs/ leading outside it)
         fail_definitions(e)
     if cache is not None:
@@ -50,6 +52,14 @@ def validate(obj: Context, no_cache: bool) -> None:
     jobs = [job for f in checked.files for job in f.jobs]
     teams = sorted({team for _, team, _ in jobs})
     click.echo(f"{len(jobs)} jobs valid ({', '.join(teams)}).")
+
+
+def _check_files(paths: list[Path], config: PlatformConfig) -> dict[Path, FileChecked]:
+    """validate.check_files, imported only when a file's result is not kept (the model, pydantic
+    and Jsonnet's parent side are most of a run that finds every result kept)."""
+    from jobplane.compiler.validate import check_files
+
+    return check_files(paths, config)
 
 
 @click.command(name="compile")

@@ -1,6 +1,12 @@
 """Jsonnet evaluation of definition files, confined: imports read only jobs/ and the DSL
-library, and a definition is a regular file inside them. Light on imports (no model, no
-pydantic): compiler/sandbox.py runs it in a child process with memory and time limits."""
+library, and a definition is a regular file inside them.
+
+Light on imports, so that the child process compiler/sandbox.py evaluates in starts in a few
+milliseconds (compiler/jsonnet_child.py): the standard library's json, os and pathlib, the
+contract's quoting, and go-jsonnet itself, which is loaded only by the first evaluation (its Go
+runtime starts then: in the child, after its memory limit is set). The settings it reads are
+the three paths of :class:`Roots` (a PlatformConfig is one), not the whole jobplane.toml.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +14,32 @@ import json
 import os
 from pathlib import Path
 
-import _gojsonnet as _jsonnet
-from jobplane.contract.config import PlatformConfig
 from jobplane.contract.quoting import quoted
-from jobplane.contract.types import JsonValue
+
+TYPE_CHECKING = False  # typing is not imported at run time: the evaluating child's start-up
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    from jobplane.contract.types import JsonValue
+
+    class Roots(Protocol):
+        """Where definitions and the DSL library are (PlatformConfig, or the child's Paths)."""
+
+        @property
+        def root(self) -> Path: ...
+
+        @property
+        def jobs_path(self) -> Path: ...
+
+        @property
+        def library_path(self) -> Path: ...
+
+
+class Paths:
+    """:class:`Roots` given as paths (the evaluating child has no jobplane.toml to read)."""
+
+    def __init__(self, root: Path, jobs_path: Path, library_path: Path):
+        self.root, self.jobs_path, self.library_path = root, jobs_path, library_path
 
 
 #: Why a symbolic link loop is not read (issue 48 item 8: it crashed validate with a traceback).
@@ -28,7 +56,7 @@ def resolved(path: Path) -> Path | None:
         return None
 
 
-def evaluate(path: Path, config: PlatformConfig) -> JsonValue:
+def evaluate(path: Path, config: Roots) -> JsonValue:
     """Evaluate one Jsonnet file with the DSL library on the import path.
 
     go-jsonnet (PyPI ``gojsonnet``), not the C++ binding: the C++ one spends ~60 ms per file
@@ -40,6 +68,8 @@ def evaluate(path: Path, config: PlatformConfig) -> JsonValue:
     refusal = outside_definitions(path, config)
     if refusal:
         raise ImportRefused([refusal])
+    import _gojsonnet as _jsonnet  # its Go runtime starts here (sandbox.py: after the child's limits)
+
     importer = ConfinedImporter((config.jobs_path, config.library_path), config.root)
     try:
         text = _jsonnet.evaluate_file(str(path), jpathdir=[str(config.library_path)], import_callback=importer)
@@ -52,7 +82,7 @@ def evaluate(path: Path, config: PlatformConfig) -> JsonValue:
     return json.loads(text)
 
 
-def evaluate_together(paths: list[Path], config: PlatformConfig) -> list[JsonValue] | None:
+def evaluate_together(paths: list[Path], config: Roots) -> list[JsonValue] | None:
     """Every definition of ``paths`` in one Jsonnet run, in order, so the DSL library is parsed
     once instead of once per file (a third of validate's evaluation of the examples). None when
     any file fails or is refused: each is then evaluated alone (:func:`evaluate`), so a
@@ -61,6 +91,8 @@ def evaluate_together(paths: list[Path], config: PlatformConfig) -> list[JsonVal
     if not paths or any(not p.absolute().is_relative_to(jobs) or outside_definitions(p, config) for p in paths):
         return None
     listing = ",".join(f"import {json.dumps(p.absolute().relative_to(jobs).as_posix())}" for p in paths)
+    import _gojsonnet as _jsonnet
+
     importer = ConfinedImporter((config.jobs_path, config.library_path), config.root)
     try:
         text = _jsonnet.evaluate_snippet(str(jobs / "<definitions>"), f"[{listing}]",
@@ -70,7 +102,7 @@ def evaluate_together(paths: list[Path], config: PlatformConfig) -> list[JsonVal
     return None if importer.refusals else json.loads(text)
 
 
-def outside_definitions(path: Path, config: PlatformConfig) -> str | None:
+def outside_definitions(path: Path, config: Roots) -> str | None:
     """Why ``path`` may not be read as a definition, or None. A definition is a regular file
     that resolves inside jobs/ and the repository: a pull request can add a symbolic link named
     ``x.jsonnet`` to a file of the CI machine (credentials, ``/dev/zero``), whose text Jsonnet

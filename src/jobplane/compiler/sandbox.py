@@ -21,11 +21,14 @@ two CPUs), each file at most a quarter of the timeout: a file that takes longer 
 child starts again after it. If all at once does not finish, the second child's outcomes are the
 run's; the files it did not reach by the deadline are reported as not evaluated for want of time.
 
-Run as ``python -m jobplane.compiler.sandbox`` by :func:`evaluate_all` only.
+The child is compiler/jsonnet_child.py, in an interpreter that imports nothing but it, the
+evaluator and go-jsonnet (:func:`child_command`): its start is most of what `jobplane validate`
+pays for evaluating a few files.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import selectors
@@ -38,6 +41,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from jobplane.compiler import jsonnet_child
 from jobplane.contract.config import EvaluationLimits, PlatformConfig
 from jobplane.contract.types import JsonValue
 
@@ -217,15 +221,15 @@ def _run_child(paths: list[Path], config: PlatformConfig, together: bool, run: R
     the child's start-up done, then from the file before: ``timeout`` too), or when ``cancel``
     is set (then: "cancelled")."""
     limits = config.evaluation
-    request = {"root": str(config.root), "jobs_dir": config.jobs_dir, "paths": [str(p) for p in paths],
+    request = {"root": str(config.root), "jobs_path": str(config.jobs_path), "library_path": str(config.library_path),
+               "paths": [str(p) for p in paths],
                "together": together, "memory_mb": limits.memory_mb, "ready": file_seconds is not None}
     file_deadline = float("inf")  # set once the child says it is ready
     done: dict[int, Evaluated] = {}
     expected: int | None = None if together else 0  # what the child works on now
     run.started("together" if together else "one by one", run.deadline)
     with tempfile.TemporaryFile() as errors:  # a file: Go's fatal error writes every goroutine's stack
-        proc = subprocess.Popen([sys.executable, "-m", "jobplane.compiler.sandbox"], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=errors, env=_child_env())
+        proc = subprocess.Popen(child_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors)
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(json.dumps(request).encode())
         proc.stdin.close()
@@ -280,45 +284,18 @@ def _run_child(paths: list[Path], config: PlatformConfig, together: bool, run: R
         return done, (expected, why)
 
 
-def _child_env() -> dict[str, str]:
-    """The child finds this package as the parent does (an editable install, or PYTHONPATH)."""
-    env = dict(os.environ)
-    here = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    return env
+@functools.cache
+def child_command() -> tuple[str, ...]:
+    """The evaluating child's command line (compiler/jsonnet_child.py says why so): this
+    interpreter, isolated and without site, given the directories of this package and of
+    go-jsonnet, found without loading it (its Go runtime must start in the child only)."""
+    import importlib.util
 
+    import jobplane
 
-def _child() -> None:
-    import resource
-
-    request = json.loads(sys.stdin.read())
-    limit = request["memory_mb"] << 20
-    resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))  # before go-jsonnet's runtime starts
-
-    from jobplane.compiler.jsonnet_eval import ImportRefused, evaluate, evaluate_together
-
-    config = PlatformConfig(root=Path(request["root"]), jobs_dir=request["jobs_dir"])
-    paths = [Path(p) for p in request["paths"]]
-
-    def say(message: dict[str, JsonValue]) -> None:
-        sys.stdout.write(json.dumps(message) + "\n")
-        sys.stdout.flush()
-
-    if request.get("ready"):  # start-up done: the parent counts each file's own time from here
-        say({"ready": True})
-    if request["together"]:
-        values = evaluate_together(paths, config)
-        say({"together": values})
-        if values is not None:
-            return
-    for i, path in enumerate(paths):
-        try:
-            say({"i": i, "value": evaluate(path, config)})
-        except ImportRefused as e:
-            say({"i": i, "refusals": list(e.refusals)})
-        except RuntimeError as e:
-            say({"i": i, "error": str(e)})
-
-
-if __name__ == "__main__":
-    _child()
+    here = str(Path(jobplane.__file__).resolve().parents[1])
+    spec = importlib.util.find_spec("_gojsonnet")
+    if spec is None or spec.origin is None:
+        raise ImportError("go-jsonnet (the gojsonnet package) is not installed")
+    gojsonnet = str(Path(spec.origin).resolve().parent)
+    return (sys.executable, "-I", "-S", "-c", jsonnet_child.CODE, here) + ((gojsonnet,) if gojsonnet != here else ())

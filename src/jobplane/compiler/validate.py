@@ -8,16 +8,22 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from collections.abc import Iterator
-from typing import Protocol, Sequence
+from typing import Sequence
 
 from jobplane.compiler.fields import Invalid, Loc
 from jobplane.compiler import kinds
 from jobplane.compiler.jsonnet_eval import (ConfinedImporter, ImportRefused, evaluate, evaluate_together,  # noqa: F401
                                             outside_definitions, rel_to, resolved)
 from jobplane.compiler.sandbox import Evaluated, evaluate_all
+# re-exported: what these checks yield lives in checked.py (light, for a run whose results are kept)
+from jobplane.compiler import checked
+from jobplane.compiler.checked import (Checked as Checked, FileCache as FileCache, FileChecked as FileChecked,
+                                       LoadedJob as LoadedJob, _after_problems as _after_problems,
+                                       _derived_collisions as _derived_collisions, after_problems as after_problems,
+                                       definition_files as definition_files)
 from jobplane.compiler.model import NAME_RE, Job, duplicate_step_problem
 from jobplane.contract import lambda_step
 from jobplane.contract.step_kinds import Executor
@@ -26,7 +32,7 @@ from jobplane.compiler.credential_checks import credential_warnings
 from jobplane.compiler.pool_checks import pool_problems
 from jobplane.compiler.secret_scope import scope_problems
 from jobplane.compiler.calendars import calendar_problems, deployed_schedule
-from jobplane.compiler.calendars import config_problems as calendar_config_problems, names_unknown_country
+from jobplane.compiler.calendars import names_unknown_country
 from jobplane.compiler.executors.lambda_ import replace_problems
 from jobplane.compiler.problems import DefinitionError, Problem, rel
 from jobplane.contract import names
@@ -38,20 +44,6 @@ from jobplane.contract.types import JsonObject, JsonValue
 
 #: Longest message text taken from Jsonnet or a model check (each quotes values with ``quoted``).
 MAX_MESSAGE = 400
-
-
-@dataclass(frozen=True)
-class LoadedJob:
-    job: Job
-    source: str  # path relative to the repository root
-    params_budget: int  # room for params in its largest ECS override (measured once, at validation)
-
-
-def definition_files(config: PlatformConfig) -> list[Path]:
-    inside = str(config.library_path.resolve()).rstrip("/") + "/"  # a path strictly under the library
-    files = sorted(config.jobs_path.rglob("*.jsonnet"))
-    # a link loop stays in the list: its evaluation refuses it, naming it (jsonnet_eval.LOOP)
-    return [f for f in files if (real := resolved(f)) is None or not str(real).startswith(inside)]
 
 
 #: The platform's own Jsonnet library (jobs/lib/), as a trace names it.
@@ -171,40 +163,6 @@ def _inert(name: str) -> str:
     return ascii(name)[1:-1].replace("`", "\\x60")
 
 
-@dataclass(frozen=True)
-class FileChecked:
-    """What one definition file yields on its own: its problems, its valid jobs, and each item's
-    name with the AWS names it derives (raw_derived_names), for the checks across files. A
-    function of the file's path, its Jsonnet value, jobplane.toml and this code alone, so it can
-    be kept for an unchanged file (compiler/validate_cache.py)."""
-
-    problems: tuple[Problem, ...]
-    loaded: Sequence[LoadedJob]  # a kept file's are read back only when asked for (validate needs ``jobs``)
-    names: tuple[tuple[str | None, tuple[tuple[str, str], ...]], ...]  # per item: its name (a string), derived
-    source: str = ""  # the file as problems name it
-    evaluation_limit: bool = False  # stopped on a limit: depends on the machine's load, never kept
-    jobs: tuple[tuple[str, str, tuple[str, ...]], ...] = ()  # each loaded job's name, team and ``after`` jobs
-    #: lines `jobplane validate` prints without failing (compiler/credential_checks.py), kept
-    #: with the file's result so an unchanged file's jobs are not read back to find them again
-    warnings: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Checked:
-    """Every file's own checks and the problems of all, across files too."""
-
-    problems: list[Problem]
-    files: list[FileChecked]
-
-
-class FileCache(Protocol):
-    """Earlier results of unchanged files (compiler/validate_cache.py)."""
-
-    def lookup(self, paths: list[Path]) -> dict[Path, FileChecked]: ...
-
-    def store(self, checked: dict[Path, FileChecked]) -> None: ...
-
-
 def load_jobs(config: PlatformConfig, files: list[Path] | None = None,
               cache: FileCache | None = None) -> list[LoadedJob]:
     """Every job under jobs/, validated; raises DefinitionError listing every problem.
@@ -222,42 +180,9 @@ def load_jobs(config: PlatformConfig, files: list[Path] | None = None,
 
 def check_definitions(config: PlatformConfig, files: list[Path] | None = None,
                       cache: FileCache | None = None) -> Checked:
-    """:func:`load_jobs`'s checks, without raising (nor reading kept jobs back: `jobplane
-    validate` needs only their names, teams and ``after``). Raises DefinitionError only when
-    jobs/ or the library leads outside the repository."""
-    for directory in (config.jobs_path, config.library_path):  # what the import rules trust
-        if directory.exists() and not directory.resolve().is_relative_to(config.root.resolve()):
-            raise DefinitionError([Problem(rel(directory, config.root) + "/", None, None,
-                                           "refused: it leads outside the repository (a symbolic link?)")])
-    paths = list(files) if files is not None else definition_files(config)
-    kept = cache.lookup(paths) if cache is not None else {}
-    fresh = check_files([p for p in paths if p not in kept], config)
-    if cache is not None:
-        cache.store(fresh)
-    checked = kept | fresh
-    problems: list[Problem] = []
-    first_seen: dict[str, str] = {}
-    derived_seen: dict[str, tuple[str, str]] = {}  # AWS name -> (file, job) that derives it first
-    for path in paths:
-        result = checked[path]
-        problems.extend(result.problems)
-        source = result.source
-        for name, derived in result.names:
-            if name is None:
-                continue
-            if name in first_seen:
-                problems.append(Problem(source, name, "name", f"job name is already used in {first_seen[name]}"))
-            else:
-                first_seen[name] = source
-            problems.extend(_derived_collisions(source, name, derived, derived_seen))
-    edges = [(checked[p].source, name, after) for p in paths for name, _, after in checked[p].jobs]
-    # files that yielded no job (their evaluation failed): an upstream named as one of them is
-    # most likely there, and "did you mean" another job would send the reader the wrong way
-    unread = {Path(checked[p].source).stem: checked[p].source for p in paths
-              if not checked[p].names and checked[p].problems}
-    problems.extend(_after_problems(edges, set(first_seen), complete=files is None, unread=unread))
-    problems.extend(calendar_config_problems(config))
-    return Checked(list(set(problems)), [checked[p] for p in paths])
+    """checked.check_definitions with this module's :func:`check_files` (`jobplane validate`
+    calls that one itself, and imports this module only when a file's result is not kept)."""
+    return checked.check_definitions(config, check_files, files, cache)
 
 
 def check_files(paths: list[Path], config: PlatformConfig) -> dict[Path, FileChecked]:
@@ -382,22 +307,6 @@ def team_directory_problems(path: Path, source: str, job: str, item: JsonObject,
                     f"{config.jobs_dir}/{_inert(team)}/ or declare team {quoted(directory or '')}")]
 
 
-def _derived_collisions(source: str, name: str, derived: tuple[tuple[str, str], ...],
-                        seen: dict[str, tuple[str, str]]) -> list[Problem]:
-    """Two jobs deriving one AWS name: ``nightly`` with two schedules makes ``<prefix>-nightly-2``,
-    the schedule name a job called ``nightly-2`` makes too. Validation passed and the apply
-    failed half way; now the second job in file order is told which job and file it collides
-    with (a job name used twice is told once, by the name check). ``derived``: the job's
-    raw_derived_names, none for a name that is not valid."""
-    problems = []
-    for kind, derived_name in derived:  # AWS names are unique per kind of resource, not across kinds
-        first = seen.setdefault(f"{kind}\0{derived_name}", (source, name))
-        if first[1] != name:
-            problems.append(Problem(source, name, "name", f"its {kind} name {derived_name!r} is also one that job "
-                                                          f"{quoted(first[1])} ({first[0]}) derives; rename one of them"))
-    return problems
-
-
 def _json_kind(value: JsonValue) -> str:
     """What a JSON value is, in the words of the definition's author (not Python's type names)."""
     if value is None:
@@ -405,46 +314,6 @@ def _json_kind(value: JsonValue) -> str:
     if isinstance(value, bool):
         return "a boolean"
     return {int: "a number", float: "a number", str: "a string", list: "an array"}.get(type(value), "a value")
-
-
-def after_problems(loaded: list[LoadedJob], known: set[str], complete: bool = True) -> list[Problem]:
-    """``after`` across jobs: every upstream job exists (only when every file was read:
-    ``complete``), and no job waits, through others, for itself (each cycle named once)."""
-    return _after_problems([(lj.source, lj.job.name, tuple(a.job for a in lj.job.after)) for lj in loaded],
-                           known, complete)
-
-
-def _after_problems(edges: list[tuple[str, str, tuple[str, ...]]], known: set[str],
-                    complete: bool = True, unread: dict[str, str] | None = None) -> list[Problem]:
-    """after_problems over (file, job, its ``after`` jobs in order). ``unread``: the files that
-    could not be read, by their name without .jsonnet (an upstream of that name is said to be there)."""
-    problems: list[Problem] = []
-    graph = {name: list(after) for _, name, after in edges}
-    where = {name: (source, after) for source, name, after in edges}
-    for source, name, after in edges:
-        for i, upstream in enumerate(after):
-            if complete and upstream not in known:
-                there = (unread or {}).get(upstream)
-                problems.append(Problem(source, name, f"after[{i}].job", f"no job named {quoted(upstream)}" + (
-                    f": {there} may define it, but it could not be read (its problem is listed)" if there
-                    else did_you_mean(upstream, sorted(known)))))
-    seen_cycles: set[tuple[str, ...]] = set()
-    for start in sorted(graph):
-        stack = [(start, [start])]
-        while stack:
-            node, path = stack.pop()
-            for nxt in graph.get(node, []):
-                if nxt == start:
-                    cycle = path + [start]
-                    key = tuple(sorted(path))
-                    if key not in seen_cycles:
-                        seen_cycles.add(key)
-                        i = list(where[start][1]).index(path[1] if len(path) > 1 else start)
-                        problems.append(Problem(where[start][0], start, f"after[{i}].job",
-                                                "a cycle: " + " -> ".join(cycle) + " (a job cannot wait for itself)"))
-                elif nxt in graph and nxt not in path:
-                    stack.append((nxt, path + [nxt]))
-    return problems
 
 
 def override_problems(source: str, job: Job, budget: int) -> list[Problem]:

@@ -22,6 +22,11 @@ the importing file, then in the library): the key holds, for each candidate up t
 that exists, whether it exists, where it leads and that file's bytes, so a new file shadowing
 the library's, or a link moved, changes the key too.
 
+jobplane.toml's own problems that only the holidays package can tell (a calendar's unknown
+country: compiler/calendars.py) are a function of the environment alone, so they are kept too:
+reading the package's country list imports every country's module (~100 ms, more than the rest
+of a run with nothing changed).
+
 What crosses files (a job name used twice, derived AWS names colliding, ``after`` and its
 cycles) is checked afresh over every file's kept or new result at each run. A result stopped by
 an evaluation limit depends on the machine's load and is never kept.
@@ -44,18 +49,18 @@ import pickle
 import re
 import stat
 import sys
-import tempfile
 import zoneinfo
-from collections.abc import Sequence
-from importlib import metadata
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import overload
+from typing import TYPE_CHECKING, Any, overload
 
 import jobplane
-from jobplane.compiler import kinds
-from jobplane.compiler.kinds.base import StepKind
-from jobplane.compiler.validate import FileChecked, LoadedJob
+from jobplane.compiler.problems import Problem
+from jobplane.compiler.checked import FileChecked, LoadedJob
 from jobplane.contract.config import PlatformConfig
+
+if TYPE_CHECKING:
+    from jobplane.compiler.kinds.base import StepKind
 
 CACHE_ENV = "JOBPLANE_CACHE_DIR"
 FORMAT = 1
@@ -103,25 +108,45 @@ def environment_key(config: PlatformConfig) -> str:
 
 
 def _version(name: str) -> str:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return "?"
+    """The installed version of distribution ``name``, as its ``.dist-info`` directory's name
+    says (``holidays-0.108.dist-info``), or "?". importlib.metadata reads the same directories,
+    but importing it (email, zipfile, csv) cost more than the rest of a run whose results are
+    all kept (issue 66 item 1); every installer names the directory so (the packaging
+    specification's "Recording installed projects")."""
+    wanted = re.sub(r"[-_.]+", "_", name).lower()
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for found in names:
+            if found.endswith(".dist-info"):
+                project, _, version = found[:-len(".dist-info")].partition("-")
+                if re.sub(r"[-_.]+", "_", project).lower() == wanted:
+                    return version
+    return "?"
 
 
 def step_kind(name: str) -> StepKind:
     """A kept job's step kind: the registry's own object (kinds are compared by identity)."""
+    from jobplane.compiler import kinds
+
     return kinds.BY_NAME[name]
 
 
-#: Step kinds are pickled by name, read back as the registry's objects.
-_DISPATCH = {type(k): (lambda k: (step_kind, (k.name,))) for k in kinds.REGISTRY}
+def _dispatch() -> dict[type, Callable[[Any], tuple[Callable[[str], StepKind], tuple[str]]]]:
+    """Step kinds are pickled by name, read back as the registry's objects (only once the
+    registry is imported: a run whose results are all kept never imports it)."""
+    from jobplane.compiler import kinds
+
+    return {type(k): (lambda k: (step_kind, (k.name,))) for k in kinds.REGISTRY}
 
 
 def _dumps(value: object) -> bytes:
     buffer = io.BytesIO()
     pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
-    pickler.dispatch_table = _DISPATCH
+    if "jobplane.compiler.kinds" in sys.modules:  # else no step kind exists to be pickled (save() of kept bytes)
+        pickler.dispatch_table = _dispatch()
     pickler.dump(value)
     return buffer.getvalue()
 
@@ -173,6 +198,7 @@ class ValidateCache:
         # path -> (key, its result without its jobs, its jobs), each pickled
         self._kept: dict[str, tuple[str, bytes, bytes]] = self._read()
         self._entries: dict[str, tuple[str, bytes, bytes]] = {}
+        self._config_problems: bytes | None = self._kept_config  # set by _read
         self.hits = 0
         self.misses = 0
 
@@ -200,11 +226,29 @@ class ValidateCache:
                 self._entries[str(path)] = (key, _dumps(dataclasses.replace(result, loaded=())),
                                             _dumps(tuple(result.loaded)))
 
+    def config_problems(self, compute: Callable[[], list[Problem]]) -> list[Problem]:
+        if self._config_problems is not None:
+            try:
+                kept = pickle.loads(self._config_problems)
+            except Exception:  # noqa: BLE001 - a kept result that no longer reads is computed again
+                kept = None
+            if isinstance(kept, list) and all(isinstance(p, Problem) for p in kept):
+                return kept
+        problems = compute()
+        self._config_problems = _dumps(problems)
+        return problems
+
     def save(self) -> None:
-        """Keep this run's results (the files of this run only: a removed file's go)."""
+        """Keep this run's results (the files of this run only: a removed file's go). A run that
+        found every result kept, and no other, writes nothing: the file already holds them."""
+        if self._entries == self._kept and self._config_problems == self._kept_config:
+            return
+        import tempfile  # (with shutil and random) only when something is written
+
         try:
             self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-            data = _dumps({"format": FORMAT, "environment": self.environment, "entries": self._entries})
+            data = _dumps({"format": FORMAT, "environment": self.environment, "entries": self._entries,
+                           "config_problems": self._config_problems})
             fd, tmp = tempfile.mkstemp(prefix=".validate-", dir=self.directory)  # 0600
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
@@ -298,7 +342,9 @@ class ValidateCache:
 
     # -- the file ----------------------------------------------------------------------------------
     def _read(self) -> dict[str, tuple[str, bytes, bytes]]:
-        """The kept results, if the file is this user's alone and of this environment."""
+        """The kept results, if the file is this user's alone and of this environment (and the
+        kept problems of jobplane.toml in ``_kept_config``)."""
+        self._kept_config: bytes | None = None
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW)
         except OSError:
@@ -312,6 +358,8 @@ class ValidateCache:
                 return {}
         if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("environment") != self.environment:
             return {}
+        kept_config = data.get("config_problems")
+        self._kept_config = kept_config if isinstance(kept_config, bytes) else None
         entries = data.get("entries")
         return entries if isinstance(entries, dict) else {}
 

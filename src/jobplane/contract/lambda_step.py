@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
 
 INVOKE_RESOURCE = "arn:aws:states:::lambda:invoke"
 #: The payload's one key: the step's environment, name -> value (strings), as an ECS container's.
@@ -65,18 +64,41 @@ MAX_TIMEOUT = 900
 FUNCTION_TIMEOUT_MARGIN = 5
 
 
-@dataclass(frozen=True)
 class Answer:
     """What the handler says about one attempt, on success (returned) or failure (the error's
-    message, as JSON). ``log_group``/``log_stream``: where CloudWatch Logs holds its output."""
+    message, as JSON). ``log_group``/``log_stream``: where CloudWatch Logs holds its output.
 
+    A plain immutable class, not a dataclass: the Lambda handler imports this module on its
+    cold path, and ``dataclasses`` (with ``inspect``) was a third of its imports (issue 66
+    item 2, bench/runner_start.py)."""
+
+    __slots__ = ("exit_code", "log_group", "log_stream", "request_id")
     exit_code: int
     log_group: str
     log_stream: str
-    request_id: str = ""
+    request_id: str
+
+    def __init__(self, exit_code: int, log_group: str, log_stream: str, request_id: str = ""):
+        for name, value in zip(self.__slots__, (exit_code, log_group, log_stream, request_id)):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Answer is read-only: cannot set {name!r}")
+
+    def _fields(self) -> tuple[int, str, str, str]:
+        return self.exit_code, self.log_group, self.log_stream, self.request_id
+
+    def __eq__(self, other: object) -> bool:
+        return self._fields() == other._fields() if isinstance(other, Answer) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return "Answer(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__) + ")"
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+        return json.dumps(dict(zip(self.__slots__, self._fields())), sort_keys=True, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str) -> Answer | None:

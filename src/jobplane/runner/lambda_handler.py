@@ -25,7 +25,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -252,9 +251,9 @@ def runner_command(kind: str) -> list[str]:
     """The container command (contract/runner.py), with the runner next to this interpreter when
     it is there (a Lambda's PATH need not hold the application's bin)."""
     command = rc.container_command(kind)
-    beside = Path(sys.executable).parent / rc.RUNNER_EXECUTABLE
-    if beside.is_file():
-        command[0] = str(beside)
+    beside = os.path.join(os.path.dirname(sys.executable), rc.RUNNER_EXECUTABLE)
+    if os.path.isfile(beside):
+        command[0] = beside
     return command
 
 
@@ -339,7 +338,8 @@ def local_invoke(answer_path: str) -> int:
         lines += [line for entry in stack for line in entry.splitlines()]
         sys.stdout.write("\r".join(lines) + "\n")
         sys.stdout.flush()
-    Path(answer_path).write_text(json.dumps(answer))
+    with open(answer_path, "w", encoding="utf-8") as f:  # pathlib is not imported: the cold path
+        f.write(json.dumps(answer))
     return 0
 
 
