@@ -599,8 +599,10 @@ def repair_pauses(obj: Context, data_dir: Path | None, deployment: Path | None) 
 @click.pass_obj
 def index_statuses(obj: Context, data_dir: Path | None, deployment: Path | None) -> None:
     """File every job in the status index under its last status (once, after the upgrade that
-    added the index: docs/deploy.md). A job whose run ends files itself; this files the jobs
-    whose last run ended before, so the jobs page's status filter lists them. Safe to run again."""
+    added the index: docs/deploy.md); safe to run again.
+
+    A job whose run ends files itself; this files the jobs whose last run ended before the
+    index existed, so the jobs page filtered by their status lists them. Prints each job filed."""
     where = target(obj, data_dir, deployment)
     try:
         filed = where.control.repo.index_job_statuses()
