@@ -268,6 +268,25 @@ def test_a_run_that_ends_files_its_job_under_its_status_and_the_status_filter_re
         assert "flaky-load" not in listed("FAILED" if status == "SUCCEEDED" else "SUCCEEDED")
 
 
+def test_a_dev_snapshot_saved_before_the_status_index_files_its_states_on_restore(platform: DevPlatform) -> None:
+    """`jobplane dev` restores its saved table into a fresh one: a job state saved before the
+    status index existed (a last status, no gsi3 keys) is filed under its status as it is put
+    back, so the jobs page filtered by that status lists it."""
+    from jobplane.contract import datamodel as dm
+    from jobplane.devserver.snapshot import Snapshot
+
+    S = lambda v: {"S": v}  # noqa: E731
+    ddb, table = platform.aws.client("dynamodb"), platform.aws.resources["table_name"]
+    key = {"pk": S(f"{dm.JOB_PREFIX}p-saved-before"), "sk": S(dm.STATE_SK)}
+    saved = key | {"gsi1pk": S(dm.JOBS_PARTITION), "gsi1sk": S("p-saved-before"), "job": S("p-saved-before"),
+                   "team": S("probe"), "last_status": S("TIMED_OUT")}
+    try:
+        assert Snapshot([saved]).restore(ddb, table) == 1
+        assert "p-saved-before" in [s.job for s in platform.control.repo.job_states_ended("TIMED_OUT")]
+    finally:
+        ddb.delete_item(TableName=table, Key=key)
+
+
 def test_a_stopped_attempt_is_shown_as_stopped(platform: DevPlatform, tmp_path) -> None:  # type: ignore[no-untyped-def]
     name = platform.control.run_now("long-wait", "dev@localhost", {"release": str(tmp_path / "never")})
     deadline = time.monotonic() + 300
