@@ -72,9 +72,16 @@ def asl_bytes(files: dict[str, str]) -> collections.Counter[str]:
 
 
 def plan(repo: Path, root: str, extra: list[str]) -> tuple[float, str]:
+    """An offline plan of ``root``, its tree (what tfcheck copies to a scratch place first) the
+    root and the modules it uses: the whole terraform/ for the base root (../../platform), the
+    root alone for a team root, which uses no module (as CI plans it: in its own directory,
+    copying nothing). A team's plan copied every other team's root too: at 1,000 jobs in three
+    teams, twice its own files, which its plan does not read (issue 66 item 6)."""
     started = time.perf_counter()
-    out = subprocess.run([sys.executable, str(PLAN), "--tree", str(repo / "terraform"), *extra,
-                          str(repo / "terraform" / "jobs" / root)], capture_output=True, text=True)
+    path = repo / "terraform" / "jobs" / root
+    tree = repo / "terraform" if root == layout.BASE_ROOT else path
+    out = subprocess.run([sys.executable, str(PLAN), "--tree", str(tree), *extra, str(path)],
+                         capture_output=True, text=True)
     last = (out.stdout.strip().splitlines() or ["(no output)"])[-1]
     if out.returncode:
         raise SystemExit(f"plan of {root} failed:\n{out.stdout[-3000:]}\n{out.stderr[-2000:]}")

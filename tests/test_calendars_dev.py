@@ -146,3 +146,30 @@ def test_the_job_page_lists_the_next_ten_fires_on_business_days(platform: DevPla
             (day.month, day.day) >= (12, 29) or (day.month, day.day) <= (1, 3))
     skipped = re.findall(r'class="calendar-skip muted">(\d{4}-\d\d-\d\d)', page)
     assert all(fires[0] < d < fires[-1] for d in skipped)  # the closed weekdays among them, said why
+
+
+def test_the_job_page_of_a_calendar_job_computes_its_fires_once_a_view(platform: DevPlatform,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 66 item 3: the page's fire lines and the job's next fires were two computations of
+    the calendar's fires (~half the page at its p95, bench/portal.py); now one, and the page
+    still lists the ten. Counted where both took them (the real function, each call counted)."""
+    import re
+
+    from devkit import signed_in
+    from jobplane.contract import business_fires
+    from jobplane.portal import calendar_view
+
+    real, calls = business_fires.next_calendar_fires, []
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(business_fires, "next_calendar_fires", counted)
+    monkeypatch.setattr(calendar_view, "next_calendar_fires", counted)
+    browser = signed_in(platform.portal_login_url)  # lands on the jobs page, which lists the job's fires too
+    calls.clear()
+    with browser.open(f"{platform.portal_url}/jobs/gw-report", timeout=60) as r:
+        page = r.read().decode()
+    assert len(re.findall(r'class="calendar-fire">', page)) == 10
+    assert len(calls) == 1, calls

@@ -78,13 +78,19 @@ def job_page_diagram(platform: DevPlatform) -> None:
     assert drawn and drawn.startswith("<svg")
 
 
-def jobs_page_window(platform: DevPlatform) -> None:
-    """A page of the jobs list reads only its own jobs' states (BatchGetItem, issue 54 item 6):
-    the portal's role must allow that read too."""
+def jobs_page_window(platform: DevPlatform, deployment: Path) -> None:
+    """A page of the jobs list reads only its own jobs' states (BatchGetItem, issue 54 item 6),
+    filtered by a status from the status index (gsi3, issue 66 item 3), and `jobplane
+    index-statuses` files the states written before the index: the portal's role (and the
+    operator's) must allow those calls too."""
     with recording():
         window = platform.control.job_window(limit=2)
+        platform.control.job_window(status="FAILED", limit=2)
+    r = cli(platform, deployment, "index-statuses")  # records its own calls
+    assert r.exit_code == 0 and "filed in the status index" in r.output, r.output
     assert len(window.jobs) == 2 and window.total >= 2
     assert any(c["operation"] == "BatchGetItem" for c in CALLS)
+    assert any(c["operation"] == "Query" and c["params"].get("IndexName") == "gsi3" for c in CALLS)
 
 
 def test_operator_commands_on_aws_as_locally_within_the_portal_role(platform: DevPlatform, deployment: Path,
@@ -96,7 +102,7 @@ def test_operator_commands_on_aws_as_locally_within_the_portal_role(platform: De
     a_pause_survives_an_apply(platform, deployment)
     undelivered_alerts(platform, deployment)
     job_page_diagram(platform)
-    jobs_page_window(platform)
+    jobs_page_window(platform, deployment)
     portal_role_allows_every_call(platform)
 
 

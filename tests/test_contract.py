@@ -184,6 +184,10 @@ def test_the_release_is_one_write_rendered_for_asl_and_for_boto3() -> None:
     assert a["UpdateExpression"] == b["UpdateExpression"] and a["Key"] == b["Key"]
     assert a["ExpressionAttributeValues"][":meset"] == {"SS.$": "States.Array($$.Execution.Name)"}
     assert b["ExpressionAttributeValues"][":meset"] == {"SS": ["run-1"]}
+    # the same write files the job in the status index (gsi3) under the status it sets
+    assert "gsi3pk = :stpk, gsi3sk = :job" in b["UpdateExpression"].split(" REMOVE ")[0]
+    assert (b["ExpressionAttributeValues"][":stpk"], b["ExpressionAttributeValues"][":job"]) == \
+        ({"S": "STATUS#FAILED"}, {"S": "nightly"}) == (a["ExpressionAttributeValues"][":stpk"], a["ExpressionAttributeValues"][":job"])
     with pytest.raises(TypeError):
         in_asl.boto("T")  # a value only the state machine knows cannot reach boto3
 

@@ -210,6 +210,12 @@ def test_the_status_filter_read_through_dynamodbs_filter_lists_exactly_what_read
             keys.append({"pk": S(f"{dm.JOB_PREFIX}{job}"), "sk": S(dm.STATE_SK)})
             ddb.put_item(TableName=table, Item=keys[-1] | {"gsi1pk": S(dm.JOBS_PARTITION), "gsi1sk": S(job),
                                                           "job": S(job), "team": S("probe")} | attributes)
+    # states written before the status index existed: a filter by a status a run ends with
+    # reads the index, so they are not found until `jobplane index-statuses` files them
+    assert [j.name for j in control.job_window(team="probe", status="FAILED", limit=3).jobs] == []
+    ended = {job for job, attributes in states.items() if attributes and "S" in attributes.get("last_status", {})}
+    assert sorted(control.repo.index_job_statuses()) == sorted(ended)
+    assert control.repo.index_job_statuses() == []  # filed once: nothing the second time
     answered: set[str] = set()  # the probe jobs whose states a Query answered
     control.repo.ddb.meta.events.register(
         "after-call.dynamodb.Query",
@@ -233,6 +239,52 @@ def test_the_status_filter_read_through_dynamodbs_filter_lists_exactly_what_read
     finally:
         for key in keys:
             ddb.delete_item(TableName=table, Key=key)
+
+
+def test_a_run_that_ends_files_its_job_under_its_status_and_the_status_filter_reads_that_partition(
+        platform: DevPlatform) -> None:
+    """Issue 66 item 3: the compiled state machine's release sets the job's last status and its
+    place in the status index (gsi3) in one write, so the jobs page filtered by a status reads
+    that status's jobs only, not every job's state. A failed run files it under FAILED; the
+    next success moves it to SUCCEEDED. (flaky-load is manual: no scheduled run interferes.)"""
+    from jobplane.contract import datamodel as dm
+
+    ddb, table = platform.aws.client("dynamodb"), platform.aws.resources["table_name"]
+
+    def filed() -> tuple[str | None, str | None]:
+        item = ddb.get_item(TableName=table, Key={"pk": {"S": f"{dm.JOB_PREFIX}flaky-load"}, "sk": {"S": dm.STATE_SK}},
+                            ConsistentRead=True)["Item"]
+        return item["last_status"]["S"], item.get("gsi3pk", {}).get("S")
+
+    def listed(status: str) -> list[str]:
+        return [j.name for j in platform.control.job_window(team="billing", status=status, limit=100).jobs]
+
+    for mode, status in (("fail", "FAILED"), ("ok", "SUCCEEDED")):
+        name = platform.control.run_now("flaky-load", "dev@localhost", {"mode": mode})
+        assert wait_record(platform, name).status == status
+        assert filed() == (status, f"STATUS#{status}")
+        assert "flaky-load" in [s.job for s in platform.control.repo.job_states_ended(status)]
+        assert "flaky-load" in listed(status)
+        assert "flaky-load" not in listed("FAILED" if status == "SUCCEEDED" else "SUCCEEDED")
+
+
+def test_a_dev_snapshot_saved_before_the_status_index_files_its_states_on_restore(platform: DevPlatform) -> None:
+    """`jobplane dev` restores its saved table into a fresh one: a job state saved before the
+    status index existed (a last status, no gsi3 keys) is filed under its status as it is put
+    back, so the jobs page filtered by that status lists it."""
+    from jobplane.contract import datamodel as dm
+    from jobplane.devserver.snapshot import Snapshot
+
+    S = lambda v: {"S": v}  # noqa: E731
+    ddb, table = platform.aws.client("dynamodb"), platform.aws.resources["table_name"]
+    key = {"pk": S(f"{dm.JOB_PREFIX}p-saved-before"), "sk": S(dm.STATE_SK)}
+    saved = key | {"gsi1pk": S(dm.JOBS_PARTITION), "gsi1sk": S("p-saved-before"), "job": S("p-saved-before"),
+                   "team": S("probe"), "last_status": S("TIMED_OUT")}
+    try:
+        assert Snapshot([saved]).restore(ddb, table) == 1
+        assert "p-saved-before" in [s.job for s in platform.control.repo.job_states_ended("TIMED_OUT")]
+    finally:
+        ddb.delete_item(TableName=table, Key=key)
 
 
 def test_a_stopped_attempt_is_shown_as_stopped(platform: DevPlatform, tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -31,6 +31,14 @@ resource "aws_dynamodb_table" "jobplane" {
     name = "gsi2sk"
     type = "S"
   }
+  attribute {
+    name = "gsi3pk"
+    type = "S"
+  }
+  attribute {
+    name = "gsi3sk"
+    type = "S"
+  }
 
   # jobs with their last status; a job's executions newest first
   global_secondary_index {
@@ -44,6 +52,14 @@ resource "aws_dynamodb_table" "jobplane" {
     name            = "gsi2"
     hash_key        = "gsi2pk"
     range_key       = "gsi2sk"
+    projection_type = "ALL"
+  }
+  # the jobs whose last run ended with a status (sparse: a job state, once a run of it ended):
+  # the jobs page's status filter (contract/datamodel.py GSI_BY_STATUS)
+  global_secondary_index {
+    name            = "gsi3"
+    hash_key        = "gsi3pk"
+    range_key       = "gsi3sk"
     projection_type = "ALL"
   }
 

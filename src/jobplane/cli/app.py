@@ -62,6 +62,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "repair-pauses": ("jobplane.cli.operate", "repair_pauses",
                       "Disable again every paused job's schedule found ENABLED (the pipeline runs it after each "
                       "apply, which writes the compiled state)."),
+    "index-statuses": ("jobplane.cli.operate", "index_statuses",
+                       "File every job in the status index under its last status (once, after the upgrade that "
+                       "added the index: docs/deploy.md); safe to run again."),
     "ack": ("jobplane.cli.operate", "ack",
             "Acknowledge JOB's last failure: a SKIP_IF_FAILED job's scheduled runs start again (the next "
             "success still announces RECOVERED)."),

@@ -679,3 +679,23 @@ def repair_pauses(obj: Context, data_dir: Path | None, deployment: Path | None) 
     for name in repaired:
         click.echo(f"{name}: ENABLED though its job is paused; disabled again")
     click.echo(f"{len(repaired)} paused job schedule(s) disabled again ({where.where})")
+
+
+@click.command("index-statuses")
+@data_dir_option
+@deployment_option
+@click.pass_obj
+def index_statuses(obj: Context, data_dir: Path | None, deployment: Path | None) -> None:
+    """File every job in the status index under its last status (once, after the upgrade that
+    added the index: docs/deploy.md); safe to run again.
+
+    A job whose run ends files itself; this files the jobs whose last run ended before the
+    index existed, so the jobs page filtered by their status lists them. Prints each job filed."""
+    where = target(obj, data_dir, deployment)
+    try:
+        filed = where.control.repo.index_job_statuses()
+    except control_error() as e:
+        raise click.ClickException(e.message) from None
+    for job in filed:
+        click.echo(f"{job}: filed under its last status")
+    click.echo(f"{len(filed)} job(s) filed in the status index ({where.where})")

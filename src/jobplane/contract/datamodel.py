@@ -15,7 +15,11 @@ backfill              ``BACKFILL#<id>``      ``BACKFILL`` ``BACKFILLS`` / ``<cre
 fire lease            ``FIRE#<job>#<time>``  ``FIRE``    ``FIRES#<job>`` / ``<time>``      -
 ====================  =====================  ==========  ================================  ==============
 
-* jobs with their last status: Query gsi1 ``JOBS``;
+A job state whose run ended is also in gsi3: ``STATUS#<last status>`` / ``<job>``.
+
+* jobs with their last status: Query gsi1 ``JOBS``; the jobs whose last run ended with one
+  status: Query gsi3 ``STATUS#<status>`` (sparse: only a state whose run ended is in it, written
+  by the same update that sets its ``last_status``, contract/items.py ``release_job``);
 * a job's executions newest first: Query gsi1 ``JOB#<job>`` descending;
 * recent failures (or skips) across jobs: Query gsi2 ``FAILURES`` (``SKIPS``) descending;
 * one execution: GetItem ``EXEC#<execution>``;
@@ -28,6 +32,11 @@ from __future__ import annotations
 
 GSI_BY_OWNER = "gsi1"
 GSI_BY_KIND = "gsi2"
+#: The jobs by their last run's status (sparse): the jobs page's status filter reads the jobs of
+#: one status, not every job's state (issue 66 item 3: ~200 ms at 5,000 jobs, bench/portal.py).
+GSI_BY_STATUS = "gsi3"
+ATTR_STATUS_PK, ATTR_STATUS_SK = "gsi3pk", "gsi3sk"
+STATUS_PREFIX = "STATUS#"
 
 JOB_PREFIX = "JOB#"
 EXEC_PREFIX = "EXEC#"
@@ -109,6 +118,11 @@ def feed_of(status: str) -> str | None:
     """The gsi2 feed an execution record of ``status`` joins: failures, skips, missed fires;
     a success joins none."""
     return {"SUCCEEDED": None, "SKIPPED": SKIPS_PARTITION, "MISSED": MISSED_PARTITION}.get(status, FAILURES_PARTITION)
+
+
+def status_partition(status: str) -> str:
+    """gsi3 partition of the jobs whose last run ended ``status``."""
+    return f"{STATUS_PREFIX}{status}"
 
 
 def job_partition(job: str) -> str:

@@ -146,7 +146,14 @@ def release_job(job: str, *, execution: Text, status: ExecutionStatus | str, sta
     jobs page sorts by how long the last run took), and drop the run's claim.
 
     A success ends any block (acknowledged or not); any other end starts a new one,
-    unacknowledged (SKIP_IF_FAILED fires skip until a success or an acknowledgement)."""
+    unacknowledged (SKIP_IF_FAILED fires skip until a success or an acknowledgement).
+
+    The same update files the state under its new status in the status index (gsi3,
+    datamodel.GSI_BY_STATUS), so the index and ``last_status`` change together. A global secondary
+    index holds only the items that have its key attributes ("Global secondary indexes are sparse
+    by default. [...] Only items in the base table that contain those attributes appear in the
+    index", https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-indexes-general-sparse-indexes.html):
+    a job that never ended a run is in no partition of it."""
     status = ExecutionStatus(status)
     blocks = ", ".join(dm.ATTR_BLOCKS)
     block = (f" REMOVE {dm.ATTR_BLOCKED_BY}, {blocks}, {dm.ATTR_ACKNOWLEDGED_BY}"
@@ -156,11 +163,12 @@ def release_job(job: str, *, execution: Text, status: ExecutionStatus | str, sta
     return Update(
         key=job_key(job),
         expression=(f"SET {dm.ATTR_LAST_STATUS} = :st, {dm.ATTR_LAST_EXECUTION} = :me, "
-                    f"{dm.ATTR_LAST_STARTED_AT} = :started, {dm.ATTR_LAST_FINISHED_AT} = :now" + block
+                    f"{dm.ATTR_LAST_STARTED_AT} = :started, {dm.ATTR_LAST_FINISHED_AT} = :now, "
+                    f"{dm.ATTR_STATUS_PK} = :stpk, {dm.ATTR_STATUS_SK} = :job" + block
                     + " DELETE #running :meset"),
         names={"#running": dm.ATTR_RUNNING},
         values={":st": status.value, ":me": execution, ":started": started_at, ":now": finished_at,
-                ":meset": StringSet(execution)},
+                ":stpk": dm.status_partition(status.value), ":job": job, ":meset": StringSet(execution)},
     )
 
 

@@ -70,8 +70,13 @@ class Snapshot:
         return cls(data.get("items", []), data.get("running", []), data.get("dead_letters", []))
 
     def restore(self, ddb: Client, table: str) -> int:
-        for i in range(0, len(self.items), 25):
-            requests = [{"PutRequest": {"Item": item}} for item in self.items[i:i + 25]]
+        """Put every item back; a job state saved before the status index existed is filed in it
+        as it goes (Repository.status_index_keys), so the jobs page's status filter finds it."""
+        from jobplane.platform.repository import status_index_keys
+
+        items = [item | (status_index_keys(item) or {}) for item in self.items]
+        for i in range(0, len(items), 25):
+            requests = [{"PutRequest": {"Item": item}} for item in items[i:i + 25]]
             pending: JsonObject = {table: requests}
             while pending:
                 pending = ddb.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}

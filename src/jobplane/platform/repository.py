@@ -50,6 +50,17 @@ def query_items(ddb: Client, kwargs: JsonObject, limit: int | None = None) -> tu
         kwargs["ExclusiveStartKey"] = last
 
 
+def status_index_keys(item: Item) -> Item | None:
+    """The status index keys (gsi3) a job state item should carry and does not: a state whose
+    run ended before the index existed (or a snapshot saved then). None when it has them, or has
+    no last status (a job that never ended a run is in no partition)."""
+    job, status = item.get("job", {}).get("S"), item.get(dm.ATTR_LAST_STATUS, {}).get("S")
+    if item.get("sk", {}).get("S", dm.STATE_SK) != dm.STATE_SK or not job or not isinstance(status, str) \
+            or item.get(dm.ATTR_STATUS_PK, {}).get("S") == dm.status_partition(status):
+        return None
+    return {dm.ATTR_STATUS_PK: {"S": dm.status_partition(status)}, dm.ATTR_STATUS_SK: {"S": job}}
+
+
 def _job_key(job: str) -> Item:
     return items.as_boto(items.job_key(job))
 
@@ -97,6 +108,42 @@ class Repository:
         page = self._query(dm.GSI_BY_OWNER, "gsi1pk", dm.JOBS_PARTITION, None, True, attributes=attributes,
                            where=where)
         return [JobState.from_item(i) for i in page.items]
+
+    def job_states_ended(self, status: str, attributes: tuple[str, ...] = JobState.ATTRIBUTES) -> list[JobState]:
+        """The states of the jobs whose last run ended ``status``, by name: one partition of the
+        status index (gsi3, written with ``last_status`` by contract/items.py ``release_job``),
+        not every job's state. A state still running another run is among them (its ``running``
+        tells); one whose run ended before the index existed is not, until
+        :meth:`index_job_statuses` has filed it (docs/deploy.md)."""
+        page = self._query(dm.GSI_BY_STATUS, dm.ATTR_STATUS_PK, dm.status_partition(status), None, True,
+                           attributes=attributes)
+        return [JobState.from_item(i) for i in page.items]
+
+    def index_job_statuses(self) -> list[str]:
+        """File every job state that has a last status but is not in the status index under it
+        (a state written before the index existed): the jobs filed, by name. Each is set only if
+        its ``last_status`` is still the one read (a run ending meanwhile files it itself), so it
+        can run at any time, more than once. Reads every state once: a one-off after an upgrade
+        (``jobplane index-statuses``), not a reader's path."""
+        attributes = ("job", dm.ATTR_LAST_STATUS, dm.ATTR_STATUS_PK)
+        page = self._query(dm.GSI_BY_OWNER, "gsi1pk", dm.JOBS_PARTITION, None, True, attributes=attributes)
+        filed = []
+        for item in page.items:
+            keys = status_index_keys(item)
+            if keys is None:
+                continue
+            job = item["job"]["S"]
+            try:
+                self.ddb.update_item(
+                    TableName=self.table, Key=_job_key(job), UpdateExpression="SET #pk = :pk, #sk = :job",
+                    ConditionExpression="#st = :st", ExpressionAttributeNames={
+                        "#pk": dm.ATTR_STATUS_PK, "#sk": dm.ATTR_STATUS_SK, "#st": dm.ATTR_LAST_STATUS},
+                    ExpressionAttributeValues={":pk": keys[dm.ATTR_STATUS_PK], ":job": keys[dm.ATTR_STATUS_SK],
+                                               ":st": item[dm.ATTR_LAST_STATUS]})
+            except self.ddb.exceptions.ConditionalCheckFailedException:
+                continue  # its status changed since the read: that write filed it
+            filed.append(job)
+        return filed
 
     def job_states_of(self, jobs: Sequence[str], attributes: tuple[str, ...] = JobState.ATTRIBUTES
                       ) -> dict[str, JobState]:

@@ -3,6 +3,7 @@ the job's team and answered with a redirect (303) to the page that shows the res
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from datetime import datetime, timezone
@@ -18,6 +19,7 @@ from jobplane.contract.statuses import ExecutionStatus
 from jobplane.platform.control import (IDEMPOTENCY_KEY_MAX, JOB_SORTS, RECENT_FAILURES, Invalid, JobSummary,
                                       NotFound, check_cursor)
 from jobplane.portal import actions, charts, logview
+from jobplane.portal.calendar_view import calendar_fire_lines
 from jobplane.portal.diagram import svg
 from jobplane.portal.job_pager import PAGE_MAX, PER_PAGE, PER_PAGE_MAX, pager
 from jobplane.portal.job_rows import STATE_ATTRIBUTES
@@ -34,6 +36,8 @@ log = logging.getLogger(__name__)
 DIAGRAM_UNAVAILABLE = '<p class="muted">Diagram unavailable: the deployed definition could not be read (the portal logs why).</p>'
 router = APIRouter(include_in_schema=False)
 STATUSES = [s.value for s in ExecutionStatus] + ["NEVER_RUN", "PAUSED"]  # the jobs page's filter
+#: The next fires a job page lists (a calendar job's: calendar_view.SHOWN, with their notes).
+JOB_PAGE_FIRES = 5
 
 
 def _portal(request: Request) -> Portal:
@@ -61,13 +65,20 @@ def jobs_page(request: Request, team: str | None = Query(None, max_length=40),
 @router.get("/jobs/{job}", response_class=HTMLResponse)
 def job_page(request: Request, job: str, cursor: str | None = Query(None, max_length=2000)) -> Response:
     portal = _portal(request)
-    summary = portal.control.job(job)
+    # A calendar job's fires are computed once a view, with their notes (calendar_view.py); its
+    # summary's next fires are the first of those: they were computed a second time for it
+    # (bench/portal.py, the calendar job's page).
+    entry = portal.control.entry(job)
+    fire_lines = calendar_fire_lines(entry) if entry.calendar_schedule is not None else None
+    summary = portal.control.job(job, fires=0 if fire_lines is not None else JOB_PAGE_FIRES)
+    if fire_lines is not None:
+        summary = dataclasses.replace(summary, next_fires=[f.at for f in fire_lines if not f.skipped][:JOB_PAGE_FIRES])
     from jobplane.platform.deadline_report import job_deadlines
 
     # the job's state is read once (control.job) and handed on: it was read three times a view
     return portal.render(request, "job.html", job=summary, e=summary.entry, diagram=_diagram(portal, job),
                          schedule_problems=_schedule_problems(portal, summary), **_history(portal, summary, cursor),
-                         deadlines=job_deadlines(portal.control, summary.entry))
+                         deadlines=job_deadlines(portal.control, summary.entry), fire_lines=fire_lines or [])
 
 
 def _schedule_problems(portal: Portal, summary: JobSummary) -> list[str] | None:

@@ -50,7 +50,6 @@ class Portal:
                            short_time=views.short_time, duration=views.duration, notice_text=notice_text,
                            step_call=views.step_call, seconds=views.seconds, retry_words=views.retry_words)
         env.globals["job_rows"] = RowRenderer(env.get_template("_job_row.html"))
-        env.globals["calendar_fire_lines"] = calendar_view.calendar_fire_lines  # a calendar job's page
         env.filters["rule_words"] = calendar_view.rule_words
 
     @cached_property

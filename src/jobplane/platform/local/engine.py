@@ -308,7 +308,7 @@ class LocalAWS:
     # -- what terraform/platform creates -----------------------------------------------------
     def provision(self) -> None:
         ddb = self.client("dynamodb")
-        keys = ["pk", "sk", "gsi1pk", "gsi1sk", "gsi2pk", "gsi2sk"]
+        keys = ["pk", "sk", "gsi1pk", "gsi1sk", "gsi2pk", "gsi2sk", dm.ATTR_STATUS_PK, dm.ATTR_STATUS_SK]
         ddb.create_table(
             TableName=self.prefix, BillingMode="PAY_PER_REQUEST",
             AttributeDefinitions=[{"AttributeName": k, "AttributeType": "S"} for k in keys],
@@ -317,7 +317,7 @@ class LocalAWS:
                 {"IndexName": gsi, "Projection": {"ProjectionType": "ALL"},
                  "KeySchema": [{"AttributeName": f"{gsi}pk", "KeyType": "HASH"},
                                {"AttributeName": f"{gsi}sk", "KeyType": "RANGE"}]}
-                for gsi in (dm.GSI_BY_OWNER, dm.GSI_BY_KIND)])
+                for gsi in (dm.GSI_BY_OWNER, dm.GSI_BY_KIND, dm.GSI_BY_STATUS)])
         topic = self.client("sns").create_topic(Name=f"{self.prefix}-events")["TopicArn"]
         # as terraform/platform/notifications.tf: the fires EventBridge Scheduler could not start
         sqs = self.client("sqs")
