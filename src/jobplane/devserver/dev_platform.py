@@ -150,7 +150,7 @@ class DevPlatform:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         owner_only(self.data_dir)
         self._check_not_running()
-        self._compile()  # raises DefinitionError before anything starts
+        self.compile()  # raises DefinitionError before anything starts
         # A port per service named by {port:NAME}: chosen now, so steps ([dev] env) and the
         # service agree on it, and a second instance gets its own.
         self.service_ports = {name: svc.free_port() for name in self.config.dev.port_names()}
@@ -159,7 +159,7 @@ class DevPlatform:
             self._stack = stack.pop_all()  # started: from here on stop() undoes it
         return self
 
-    def _compile(self) -> None:
+    def compile(self) -> None:
         """Compile into the data directory, unless what it holds is the output of these very
         inputs (compiler/inputs.py) and unchanged since: then a restart skips the compile.
 
