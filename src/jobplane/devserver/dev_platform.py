@@ -38,6 +38,7 @@ from jobplane.contract.config import PlatformConfig, expand_ports
 from jobplane.devserver import services as svc
 from jobplane.devserver.runtime import (COMPILED_STAMP, RUNTIME_FILE, SNAPSHOT_FILE, DevError, owner_only,
                                         read_runtime, remove_runtime, write_runtime)
+from jobplane.devserver.deploy_record import RECORD_FILE as DEPLOY_RECORD, DeployRecord
 from jobplane.devserver.snapshot import Snapshot
 from jobplane.platform.catchup import WINDOW as CATCHUP_WINDOW
 from jobplane.platform.control import ControlPlane, Deployment
@@ -62,6 +63,14 @@ log = logging.getLogger("jobplane.dev")
 ENDED_KEPT_FOR = 2 * CATCHUP_WINDOW
 FORGET_EVERY = 3600.0  # seconds between two passes
 SCHEDULER_RECORD = "scheduler.json"
+VALIDATE_CACHE = "cache"  # the compile's evaluation cache (compiler/validate_cache.py)
+
+
+def file_digests(files: dict[str, str]) -> dict[str, str]:
+    """Each compiled file's SHA-256 (relative path -> hex digest)."""
+    import hashlib
+
+    return {rel: hashlib.sha256(text.encode()).hexdigest() for rel, text in files.items()}
 
 __all__ = ["DevError", "DevPlatform", "RUNTIME_FILE", "SNAPSHOT_FILE"]
 
@@ -108,6 +117,11 @@ class DevPlatform:
         self.portal: uvicorn.Server | None = None
         self.jobs: list[str] = []
         self.compile_reused = False  # this start kept the last start's compiled output
+        self.evaluated = 0  # definition files this start's compile evaluated (0: compile kept)
+        self.evaluations_reused = 0  # files whose kept result it reused (unchanged, imports too)
+        self.digests: dict[str, str] = {}  # compiled file -> SHA-256 (what deployed it: deploy_record.py)
+        self.deploy_kept: list[str] = []  # jobs deployed from the deploy record (files unchanged)
+        self.deploy_read: list[str] = []  # jobs deployed from their files (new or changed)
         self.interrupted: list[str] = []  # executions the last shutdown left running, now ABORTED
         self.services: dict[str, subprocess.Popen[bytes]] = {}
         self.service_ports: dict[str, int] = {}
@@ -136,7 +150,7 @@ class DevPlatform:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         owner_only(self.data_dir)
         self._check_not_running()
-        self._compile()  # raises DefinitionError before anything starts
+        self.compile()  # raises DefinitionError before anything starts
         # A port per service named by {port:NAME}: chosen now, so steps ([dev] env) and the
         # service agree on it, and a second instance gets its own.
         self.service_ports = {name: svc.free_port() for name in self.config.dev.port_names()}
@@ -145,11 +159,20 @@ class DevPlatform:
             self._stack = stack.pop_all()  # started: from here on stop() undoes it
         return self
 
-    def _compile(self) -> None:
+    def compile(self) -> None:
         """Compile into the data directory, unless what it holds is the output of these very
-        inputs (compiler/inputs.py) and unchanged since: then a restart skips the compile."""
+        inputs (compiler/inputs.py) and unchanged since: then a restart skips the compile.
+
+        A compile evaluates and checks only the definitions whose result can differ from the
+        last one's (compiler/validate_cache.py: keyed by each file's bytes and its imports', so
+        a library edit re-evaluates exactly the files that import it, and this installation's
+        code and jobplane.toml); the cache lives in the data directory (owner-only), so
+        ``--reset`` empties it. Either way ``self.digests`` ends as each compiled file's
+        SHA-256, which the deploy record is keyed by (deploy_record.py)."""
         from jobplane.compiler import inputs
         from jobplane.compiler.output import compile_all, read_output, write_output
+        from jobplane.compiler.validate import load_jobs
+        from jobplane.compiler.validate_cache import ValidateCache
 
         stamp = self.data_dir / COMPILED_STAMP
         wanted = inputs.digest(self.config)
@@ -157,14 +180,24 @@ class DevPlatform:
             kept = json.loads(stamp.read_text())
         except (OSError, ValueError):
             kept = {}
-        if kept.get("inputs") == wanted and kept.get("output") == inputs.output_digest(read_output(self.output_dir)):
-            self.compile_reused = True
-            log.info("job definitions unchanged since the last start: compiled output kept")
-            return
-        compiled = compile_all(self.config)
+        if kept.get("inputs") == wanted:
+            on_disk = file_digests(read_output(self.output_dir))
+            if kept.get("files") == on_disk:
+                self.compile_reused = True
+                self.digests = on_disk
+                log.info("job definitions unchanged since the last start: compiled output kept")
+                return
+        cache = ValidateCache(self.config, self.data_dir / VALIDATE_CACHE)
+        try:
+            jobs = load_jobs(self.config, cache=cache)
+        finally:
+            cache.save()  # the files' own results, also when another file has a problem
+        self.evaluated, self.evaluations_reused = cache.misses, cache.hits
+        compiled = compile_all(self.config, jobs)
         stamp.unlink(missing_ok=True)  # an output being rewritten is never taken for a kept one
         write_output(compiled, self.output_dir)
-        stamp.write_text(json.dumps({"inputs": wanted, "output": inputs.output_digest(compiled.files)}))
+        self.digests = file_digests(compiled.files)
+        stamp.write_text(json.dumps({"inputs": wanted, "files": self.digests}))
         self.compile_reused = False
 
     def _start_all(self, stack: ExitStack) -> None:
@@ -186,7 +219,12 @@ class DevPlatform:
         if snapshot:
             n = snapshot.restore(aws.client("dynamodb"), aws.resources["table_name"])
             log.info("restored %d records from %s", n, self.data_dir / SNAPSHOT_FILE)
-        self.jobs = aws.deploy_output(self.output_dir)
+        record = DeployRecord(self.data_dir / DEPLOY_RECORD, self.digests)
+        self.jobs = aws.deploy_output(self.output_dir, source=record.source)
+        record.save()
+        self.deploy_kept, self.deploy_read = record.kept, record.read
+        log.info("deployed %d jobs: %d unchanged since the last start, %d read from their files",
+                 len(self.jobs), len(record.kept), len(record.read))
         self.deployment = Deployment(
             table=aws.resources["table_name"], topic_arn=aws.resources["topic_arn"],
             name_prefix=self.config.name_prefix, region=aws.region, account_id=ACCOUNT,

@@ -79,6 +79,22 @@ def lambda_tasks(node: JsonValue) -> list[JsonObject]:
     return found
 
 
+if TYPE_CHECKING:
+    from jobplane.platform.local.compiled_roles import ScheduleRoles
+
+#: What deploy_output asks of each job: its ASL (unbound) and the role its schedules pass.
+JobSource = Callable[[Path, CatalogJob, "ScheduleRoles"], tuple[str, str | None]]
+
+
+def job_source(output_dir: Path, job: CatalogJob, roles: ScheduleRoles) -> tuple[str, str | None]:
+    """A job's ASL and schedule role, read from its file in a compiler output directory."""
+    stored = (output_dir / job.asl).read_text()
+    if job.asl.endswith(".tf.json"):  # parsed once: its ASL and its schedules' role
+        document = json.loads(stored)
+        return asl_of_document(document), roles.name(document, (output_dir / job.asl).parent)
+    return stored, None
+
+
 @dataclass
 class Execution:
     arn: str
@@ -438,12 +454,16 @@ class LocalAWS:
                 client.update_function_configuration(**config)
         return sorted(functions)
 
-    def deploy_output(self, output_dir: Path | str, **overrides: str) -> list[str]:
+    def deploy_output(self, output_dir: Path | str, source: JobSource | None = None, **overrides: str) -> list[str]:
         """Deploy every job of a compiler output directory: its state machine from the ASL its
         Terraform file holds (bound here to the local resources, as Terraform binds it to what
         the base module publishes), and its schedules (stored with timezone, state and target
-        input, as Terraform creates them; moto never fires them — the local scheduler reads them)."""
+        input, as Terraform creates them; moto never fires them — the local scheduler reads them).
+        ``source`` reads a job's ASL and schedule role (default :func:`job_source`: from its
+        file); `jobplane dev` passes one that keeps what an unchanged file gave at the last start
+        (devserver/deploy_record.py)."""
         output_dir = Path(output_dir)
+        source = source or job_source
         catalog = self.catalog = Catalog.load(output_dir)
         from jobplane.platform.local.declared_secrets import declared_names
 
@@ -463,12 +483,7 @@ class LocalAWS:
         self._terraform = moto_patches.Terraform(self.region)
         try:
             for job in catalog.jobs:
-                stored = (output_dir / job.asl).read_text()
-                if job.asl.endswith(".tf.json"):  # parsed once: its ASL and its schedules' role
-                    document = json.loads(stored)
-                    asl_text, role = asl_of_document(document), roles.name(document, (output_dir / job.asl).parent)
-                else:
-                    asl_text, role = stored, None
+                asl_text, role = source(output_dir, job, roles)
                 self.deploy_schedules(job, self.deploy(job.name, asl_text, **overrides), role)
         finally:
             self._terraform = None

@@ -1,0 +1,99 @@
+"""What the last start of ``jobplane dev`` deployed, so a restart re-reads only what changed.
+
+moto keeps every state machine and schedule in memory: each start of ``jobplane dev`` begins
+with an empty local AWS and must create them all again. What made a restart's deploy slow was
+not the creates but getting their input: per job, reading its ~60 KB Terraform file, parsing
+it and taking the ASL out of its template (un-escaping every interpolation), ~60% of the deploy
+at 5,000 jobs (cProfile of LocalAWS.deploy_output). That input is a function of two files of the
+compiled output, the job's Terraform file and its team root's ``roles.tf.json`` (the name of the
+role its schedules pass, platform/local/compiled_roles.py), so it is kept here per job, keyed by
+the SHA-256 of both files' bytes, and handed to the deploy instead of reading them.
+
+The keys come from the output manifest the start computes anyway (each compiled file's digest:
+devserver/compiled_stamp.py), so nothing is read twice. Never trusted blindly:
+
+- an entry is used only when both files' digests equal the ones it was made from (an edited
+  job, a job whose team's roles changed, a file rewritten by hand: read again);
+- each entry holds the digest of its own ASL text, checked before use (a damaged record is
+  read again from the files, never deployed as it is);
+- a record of another format, or one that does not parse, is ignored whole;
+- a job no longer in the catalog is simply not deployed (moto starts empty), and its entry is
+  dropped at the next save.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from pathlib import Path, PurePosixPath
+
+from jobplane.contract.catalog import CatalogJob
+from jobplane.platform.local.compiled_roles import ROLES_FILE, ScheduleRoles
+from jobplane.platform.local.engine import job_source
+
+log = logging.getLogger("jobplane.dev")
+
+RECORD_FILE = "deployed.json"
+FORMAT = 1
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class DeployRecord:
+    """``source`` for LocalAWS.deploy_output; ``save()`` once the deploy is done."""
+
+    def __init__(self, path: Path, digests: dict[str, str]):
+        self.path = path
+        self.digests = digests  # compiled file (relative path) -> SHA-256 of its bytes
+        self._kept = self._read()
+        self._entries: dict[str, dict[str, str | None]] = {}
+        self.kept: list[str] = []  # jobs deployed from the record
+        self.read: list[str] = []  # jobs whose files were read (new, changed, or no usable entry)
+
+    def key(self, job: CatalogJob) -> str | None:
+        """The digests of the files a job's deploy input comes from, or None when unknown."""
+        own = self.digests.get(job.asl)
+        if own is None:
+            return None
+        roles = self.digests.get(str(PurePosixPath(job.asl).parent / ROLES_FILE), "none")
+        return f"{own} {roles}"
+
+    def source(self, output_dir: Path, job: CatalogJob, roles: ScheduleRoles) -> tuple[str, str | None]:
+        key = self.key(job)
+        entry = self._kept.get(job.name)
+        if key is not None and entry is not None and entry.get("key") == key:
+            asl, role = entry.get("asl"), entry.get("role")
+            if isinstance(asl, str) and entry.get("asl_sha") == _sha(asl) and (role is None or isinstance(role, str)):
+                self._entries[job.name] = entry
+                self.kept.append(job.name)
+                return asl, role
+            log.warning("deploy record of %s damaged: read from %s again", job.name, job.asl)
+        asl, role = job_source(output_dir, job, roles)
+        if key is not None:
+            self._entries[job.name] = {"key": key, "asl": asl, "asl_sha": _sha(asl), "role": role}
+        self.read.append(job.name)
+        return asl, role
+
+    def save(self) -> None:
+        """Keep this deploy's entries (the jobs deployed now only), atomically."""
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".deployed-", dir=self.path.parent)  # 0600
+            with os.fdopen(fd, "w") as f:
+                json.dump({"format": FORMAT, "jobs": self._entries}, f)
+            os.replace(tmp, self.path)
+        except OSError as e:  # only makes the next start slower
+            log.warning("could not save %s: %s", self.path, e)
+
+    def _read(self) -> dict[str, dict[str, str | None]]:
+        try:
+            data = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("jobs"), dict):
+            return {}
+        return {name: e for name, e in data["jobs"].items() if isinstance(e, dict)}
