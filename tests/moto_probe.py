@@ -587,9 +587,10 @@ def scenario(name: str, fixed: bool) -> dict:
                 "t": {"Type": "Task", "Resource": "arn:aws:states:::sns:publish", "Arguments": args,
                       "Output": "{% {'sent': $exists($states.result.MessageId), 'given': $states.input} %}",
                       "End": True}}}, {"params": {"n": 2}})
+            # the claim's own resource: moto's DynamoDB Task names its failures itself
             caught = run_machine(sfn, {"StartAt": "t", "States": {
-                "t": {"Type": "Task", "QueryLanguage": "JSONata", "Resource": "arn:aws:states:::sns:publish",
-                      "Arguments": "{% $states.input.ok ? {'Message': 'x', 'TopicArn': 'y'} : $error('refused') %}",
+                "t": {"Type": "Task", "QueryLanguage": "JSONata", "Resource": "arn:aws:states:::dynamodb:updateItem",
+                      "Arguments": "{% $states.input.ok ? {'TableName': 'x', 'Key': {}} : $error('refused') %}",
                       "Catch": [{"ErrorEquals": ["States.QueryEvaluationError"], "Next": "c",
                                  "Output": "{% {'input': $states.input, 'error': $states.errorOutput.Error} %}"}],
                       "End": True},

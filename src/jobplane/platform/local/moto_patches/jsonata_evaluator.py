@@ -26,7 +26,8 @@ def fix_jsonata_evaluator() -> None:
 
     The evaluator is jsonata-python (pure Python, a port of jsonata-java, the library LocalStack
     runs in its JVM), pinned; its errors become ``States.QueryEvaluationError`` with an
-    ``EvaluationFailed`` event, as on AWS."""
+    ``EvaluationFailed`` event, as on AWS, in a service Task too (moto's DynamoDB Task renamed
+    any failure of its own evaluation ``DynamoDB.AmazonDynamoDBException``)."""
     from importlib.metadata import version
 
     import jsonata
@@ -70,3 +71,24 @@ def fix_jsonata_evaluator() -> None:
                         error=error.to_name(), cause=cause)))) from None
 
         cls._eval_body = _eval_body
+
+    # A service Task names the errors its call raised (its _from_error); the DynamoDB one names
+    # every error that is not a ClientError DynamoDB.AmazonDynamoDBException, its Arguments'
+    # failed evaluation too (then retried as a service fault). A failure already decided is
+    # itself, as every other state's _from_error has it.
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import state_task_service_factory  # noqa: F401
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service import StateTaskService
+
+    def subclasses(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from subclasses(sub)
+
+    for cls in (StateTaskService, *subclasses(StateTaskService)):
+        if "_from_error" in cls.__dict__:
+            def _from_error(self, env, ex, original=cls.__dict__["_from_error"]):
+                if isinstance(ex, FailureEventException):
+                    return ex.failure_event
+                return original(self, env, ex)
+
+            cls._from_error = _from_error
