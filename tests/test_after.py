@@ -143,7 +143,7 @@ def test_a_skipped_upstream_run_starts_nothing(platform: DevPlatform) -> None:
     assert len(started) == 1  # the rule fired (the event cannot tell a skip) and the run did nothing
     history = sfn.get_execution_history(executionArn=started[0]["executionArn"])["events"]
     entered = [e["stateEnteredEventDetails"]["name"] for e in history if "stateEnteredEventDetails" in e]
-    assert entered == ["Start", "Upstream: load", "Upstream: check", "Upstream: nothing to do"]
+    assert entered == ["Claim (first)", "Start", "Upstream: load", "Upstream: check", "Upstream: nothing to do"]
 
 
 def test_the_downstream_policy_holds_a_failure_blocks_upstream_started_runs_until_acknowledged(

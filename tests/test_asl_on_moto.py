@@ -141,7 +141,7 @@ def test_a_duplicate_fire_is_told_by_the_skip_reads_condition(aws: LocalAWS, pol
     before = job_state(aws, job)
     for t in (T0, "2026-11-30T02:00:00Z"):  # the same fire again, an older one
         ex = aws.run(job, execution_input.scheduled(t))
-        assert ex.states_entered == ["Start", "Claim", "Skip: load state", "Skip: duplicate"], (policy, t)
+        assert ex.states_entered == ["Claim (first)", "Skip: load state", "Skip: duplicate"], (policy, t)
         assert execution_record(aws, ex.arn)["skip_reason"]["S"] == "DUPLICATE"
         assert job_state(aws, job) == before
     # a manual run is never a duplicate: the read passes and the policy decides as always
@@ -160,7 +160,7 @@ def test_a_paused_jobs_repeated_fire_is_recorded_paused(aws: LocalAWS) -> None:
     assert ran(aws.run(job, execution_input.scheduled(T0)))
     add_to_state(aws, job, pause_schedule={"S": "ops"})
     ex = aws.run(job, execution_input.scheduled(T0))
-    assert ex.states_entered == ["Start", "Claim", "Skip: load state", "Skip: why", "Skip: paused"]
+    assert ex.states_entered == ["Claim (first)", "Skip: load state", "Skip: why", "Skip: paused"]
     assert execution_record(aws, ex.arn)["skip_reason"]["S"] == "PAUSED"
 
 
@@ -171,7 +171,7 @@ def test_stale_claim_is_taken_over(aws: LocalAWS) -> None:
     sfn.stop_execution(executionArn=finished)
     seed(aws, job, running={"SS": [finished.rsplit(":", 1)[1]]}, holder={"S": finished})
     ex = aws.run(job, execution_input.scheduled(T0))
-    assert ex.states_entered[:6] == ["Start", "Claim", "Skip: load state", "Skip: check holder", "Skip: why",
+    assert ex.states_entered[:5] == ["Claim (first)", "Skip: load state", "Skip: check holder", "Skip: why",
                                      "Take over stale claim"]
     assert ran(ex)
     # a holder that never existed is just as stale
@@ -199,7 +199,7 @@ def test_failure_is_recorded_released_and_published_once(aws: LocalAWS) -> None:
     # its own before the States.TaskFailed catcher (a wildcard for every error but States.Timeout:
     # https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html) and recorded
     # at once, with no check
-    assert ex.states_entered == ["Start", "Claim", "only", "only: failed", "Notify failure", "Fail"]
+    assert ex.states_entered == ["Claim (first)", "only", "only: failed", "Notify failure", "Fail"]
     record = execution_record(aws, ex.arn)
     assert record["failed_step"]["S"] == "only" and record["gsi2pk"]["S"] == "FAILURES"
     assert record["trigger"]["S"] == "schedule" and record["scheduled_time"]["S"] == T0
@@ -229,7 +229,7 @@ def test_resume_from_routes_to_the_step(aws: LocalAWS) -> None:
     job = deploy(aws, "ALWAYS_RUN", steps=[{"name": n, "python": "m:f"} for n in ("extract", "load", "report")])
     rerun = execution_input.rerun("bob@example.com", "earlier-execution", {}, "load")
     ex = aws.run(job, rerun)
-    assert ex.states_entered[:4] == ["Start", "Claim (re-run)", "Route", "load"] and "extract" not in ex.states_entered
+    assert ex.states_entered[:5] == ["Claim (first)", "Start", "Claim (re-run)", "Route", "load"] and "extract" not in ex.states_entered
     record = execution_record(aws, ex.arn)
     assert json.loads(record["input"]["S"])["rerun_of"] == "earlier-execution"
     assert record["trigger"]["S"] == "rerun"
@@ -238,7 +238,7 @@ def test_resume_from_routes_to_the_step(aws: LocalAWS) -> None:
 def test_unknown_resume_from_fails_instead_of_running_everything(aws: LocalAWS) -> None:
     job = deploy(aws, "ALWAYS_RUN", steps=[{"name": "a", "python": "m:f"}, {"name": "b", "python": "m:f"}])
     ex = aws.run(job, execution_input.rerun("bob@example.com", "x", {}, "no-such-step"))
-    assert ex.states_entered[:4] == ["Start", "Claim (re-run)", "Route", "Unknown resume_from"]
+    assert ex.states_entered[:5] == ["Claim (first)", "Start", "Claim (re-run)", "Route", "Unknown resume_from"]
     assert ex.status == "FAILED"
     assert execution_record(aws, ex.arn)["failed_step"]["S"] == "no-such-step"
 
@@ -278,14 +278,43 @@ def test_a_partial_input_is_completed_and_a_wrong_one_recorded_without_a_claim(a
     before = job_state(aws, job)
     bad = execution_input.manual("alice@example.com").to_json() | {"trigger": "cron"}
     ex = aws.run(job, bad)
-    assert ex.status == "FAILED" and ex.states_entered == ["Start", "Start: invalid input", "Fail"]
+    assert ex.status == "FAILED" and ex.states_entered == ["Claim (first)", "Start", "Start: invalid input", "Fail"]
     record = execution_record(aws, ex.arn)
     assert record["status"]["S"] == "FAILED" and record["error"]["S"].startswith("invalid input: trigger must be")
     assert json.loads(record["input"]["S"])["trigger"] == "cron"
     assert job_state(aws, job) == before
     for wrong in ({"resume_from": 3}, {"requested_by": None}, {"scheduled_time": ["x"]}):
         ex = aws.run(job, execution_input.manual("alice@example.com").to_json() | wrong)
-        assert ex.states_entered[:2] == ["Start", "Start: invalid input"], wrong
+        assert ex.states_entered[:3] == ["Claim (first)", "Start", "Start: invalid input"], wrong
+
+
+def test_the_claim_is_the_first_state_for_every_starter_and_for_a_console_start(aws: LocalAWS) -> None:
+    """Issue 66: a one-step success is 3 states. What each jobplane starter sends, and a console
+    start's ``{}`` or partial input (its defaults merged in the claim's own arguments), go from the
+    first claim straight to the first step, and carry on with the input ``Start: defaults`` gave."""
+    from datetime import datetime, timezone
+
+    job = deploy(aws, "ALWAYS_RUN", params={"day": "today", "limit": 10})
+    given: list[Any] = [execution_input.scheduled(T0).to_json(), execution_input.manual("alice@example.com").to_json(),
+                        execution_input.backfill("bob@example.com", datetime(2026, 11, 1, 2, tzinfo=timezone.utc), {},
+                                                 "bf-1").to_json(),
+                        {}, {"params": {"day": "x"}}, {"trigger": "schedule", "scheduled_time": "2026-12-02T02:00:00Z"}]
+    sfn = aws.client("stepfunctions")
+    for sent in given:
+        ex = aws.run(job, sent)
+        assert ex.states_entered[:2] == ["Claim (first)", "only"], (sent, ex.states_entered)
+        events = sfn.get_execution_history(executionArn=ex.arn, maxResults=1000)["events"]
+        claimed = next(json.loads(e["stateExitedEventDetails"]["output"]) for e in events
+                       if e["type"] == "TaskStateExited" and e["stateExitedEventDetails"]["name"] == "Claim (first)")
+        expected = execution_input.ExecutionInput.read(sent, claimed["scheduled_time"], {"day": "today", "limit": 10})
+        # what reaches the steps: the input over its defaults (lineage kept as sent), and the run's slots
+        assert claimed == expected.to_json() | sent | {"params": expected.params, "run": {"steps": {}, "infra": {"n": 0}}}
+        if "scheduled_time" not in sent:  # a console start runs for the time it started
+            assert claimed["scheduled_time"].startswith(str(datetime.now(timezone.utc).year))
+    # the job state is the claim's writes: each trigger's fire and count, the newest scheduled fire
+    state = job_state(aws, job)
+    assert state["fire_schedule"]["S"] == "false|2026-12-02T02:00:00Z" and state["claims_schedule"]["N"] == "2"
+    assert state["claims_manual"]["N"] == "3" and state["fire_backfill"]["S"] == "true|2026-11-01T02:00:00Z"
 
 
 def test_a_running_claim_without_a_holder_is_honoured(aws: LocalAWS) -> None:
@@ -294,7 +323,7 @@ def test_a_running_claim_without_a_holder_is_honoured(aws: LocalAWS) -> None:
     job = deploy(aws, "SKIP_IF_RUNNING")
     seed(aws, job, running={"SS": ["other"]})
     ex = aws.run(job, execution_input.scheduled(T0))
-    assert ex.states_entered == ["Start", "Claim", "Skip: load state", "Skip: check holder", "Skip: why",
+    assert ex.states_entered == ["Claim (first)", "Skip: load state", "Skip: check holder", "Skip: why",
                                  "Skip: running"]
     assert execution_record(aws, ex.arn)["skip_reason"]["S"] == "RUNNING"
     assert job_state(aws, job)["running"] == {"SS": ["other"]}
@@ -347,6 +376,6 @@ def test_replace_honours_a_claim_whose_holder_cannot_be_told(aws: LocalAWS) -> N
     job = deploy(aws, "REPLACE")
     seed(aws, job, running={"SS": ["other"]})
     ex = aws.run(job, execution_input.scheduled(T0))
-    assert ex.states_entered == ["Start", "Claim", "Skip: load state", "Skip: check holder", "Skip: why",
+    assert ex.states_entered == ["Claim (first)", "Skip: load state", "Skip: check holder", "Skip: why",
                                  "Skip: running"]
     assert job_state(aws, job)["running"] == {"SS": ["other"]}

@@ -92,7 +92,7 @@ def skipped(reason_state: str) -> Decide:
     def decide(name: str, state: dict[str, Any]) -> str:
         if name == "Start":
             return state["Default"]
-        if name == "Claim":
+        if name in ("Claim (first)", "Claim"):
             return state["Catch"][0]["Next"]
         if name == "Skip: load state" and reason_state == "Skip: duplicate":  # its condition failed
             return next(c["Next"] for c in state["Catch"] if "DynamoDB.ConditionalCheckFailedException" in c["ErrorEquals"])
@@ -103,17 +103,17 @@ def skipped(reason_state: str) -> Decide:
 
 
 def test_successful_runs_stay_within_the_state_budget() -> None:
-    # SPEC ("Fewer state transitions"): a one-step success enters at most 4 states, each further
+    # SPEC ("Fewer state transitions"): a one-step success enters at most 3 states (issue 66), each further
     # step 1 more. A .sync Task that succeeded ran its container to exit 0 (a non-zero exit
     # fails it: aws/copilot-cli#3160), so no check follows a success.
     one = walk(asl.build_definition(job(), "jobplane"), success)
-    assert one == ["Start", "Claim", "only", "Finish"]
+    assert one == ["Claim (first)", "only", "Finish"]
     for n in (2, 3, 5):
         path = walk(asl.build_definition(job(steps=steps(n)), "jobplane"), success)
-        assert path == ["Start", "Claim", *(f"s{i}" for i in range(n)), "Finish"]
-        assert len(path) <= 4 + (n - 1), path
+        assert path == ["Claim (first)", *(f"s{i}" for i in range(n)), "Finish"]
+        assert len(path) <= 3 + (n - 1), path
     lam = walk(asl.build_definition(job(steps=[{"name": "quick", "lambda": "m:f"}]), "jobplane"), success)
-    assert lam == ["Start", "Claim", "quick", "Finish"]
+    assert lam == ["Claim (first)", "quick", "Finish"]
 
 
 def test_recovered_notification_costs_nothing_on_the_normal_path() -> None:
@@ -121,7 +121,7 @@ def test_recovered_notification_costs_nothing_on_the_normal_path() -> None:
     job that announces RECOVERED pays nothing for it on a success that ends no failure streak."""
     j = job(notify={"events": ["FAILED", "RECOVERED"]}, steps=steps(3))
     d = asl.build_definition(j, "jobplane")
-    assert walk(d, success) == ["Start", "Claim", "s0", "s1", "s2", "Finish"]
+    assert walk(d, success) == ["Claim (first)", "s0", "s1", "s2", "Finish"]
     finish = d["States"]["Finish"]
     release = finish["Parameters"]["TransactItems"][0]["Update"]
     assert release["ConditionExpression"] == "attribute_not_exists(blocked_by)"
@@ -143,11 +143,11 @@ def test_recovered_notification_costs_nothing_on_the_normal_path() -> None:
 
     reasons = "Transaction cancelled, please refer cancellation reasons for specific reasons [{}, None]"
     assert walk(d, recovering(reasons.format("ConditionalCheckFailed"))) == [
-        "Start", "Claim", "s0", "s1", "s2", "Finish", "Finish (cancelled)", "Finish (recovered)", "Notify recovered"]
+        "Claim (first)", "s0", "s1", "s2", "Finish", "Finish (cancelled)", "Finish (recovered)", "Notify recovered"]
     # cancelled by a concurrent transaction: the same conditional write again, with the usual
     # retries (cancellations included); cancelled even then, it is the block
     assert walk(d, recovering(reasons.format("TransactionConflict"))) == [
-        "Start", "Claim", "s0", "s1", "s2", "Finish", "Finish (cancelled)", "Finish (again)", "Finish (recovered)",
+        "Claim (first)", "s0", "s1", "s2", "Finish", "Finish (cancelled)", "Finish (again)", "Finish (recovered)",
         "Notify recovered"]
     again = d["States"]["Finish (again)"]
     assert again["Parameters"] == finish["Parameters"] and "End" in again
@@ -163,7 +163,7 @@ def test_recovered_notification_costs_nothing_on_the_normal_path() -> None:
 def test_failures_and_skips_stay_within_the_state_budget() -> None:
     retried = asl.build_definition(job(steps=steps(1, retry={"attempts": 3})), "jobplane")
     # A permanent exit code on the first attempt: no retry.
-    assert walk(retried, permanent_failure) == ["Start", "Claim", "s0", "s0: check", "s0: failed", "Notify failure", "Fail"]
+    assert walk(retried, permanent_failure) == ["Claim (first)", "s0", "s0: check", "s0: failed", "Notify failure", "Fail"]
     # a success never reaches the check: only a failed task's catcher goes there
     check = retried["States"]["s0: check"]
     assert retried["States"]["s0"]["Next"] == "Finish"
@@ -171,10 +171,10 @@ def test_failures_and_skips_stay_within_the_state_budget() -> None:
     # AWS fails the Task on a non-zero exit; the check tells the step's failure from the
     # infrastructure's, then records it.
     plain = asl.build_definition(job(), "jobplane")
-    assert walk(plain, caught("States.TaskFailed")) == ["Start", "Claim", "only", "only: check", "only: failed",
+    assert walk(plain, caught("States.TaskFailed")) == ["Claim (first)", "only", "only: check", "only: failed",
                                                         "Notify failure", "Fail"]
     # a timeout skips the check: its catcher names the step for the job's one timeout record
-    assert walk(plain, caught("States.Timeout")) == ["Start", "Claim", "only", "Finish (timed out)", "Notify failure",
+    assert walk(plain, caught("States.Timeout")) == ["Claim (first)", "only", "Finish (timed out)", "Notify failure",
                                                      "Fail"]
     timeout_catcher = next(c for c in plain["States"]["only"]["Catch"] if c["ErrorEquals"] == ["States.Timeout"])
     assert timeout_catcher["Assign"] == {"failed_step": "only"}
@@ -192,7 +192,7 @@ def test_failures_and_skips_stay_within_the_state_budget() -> None:
     for policy in ("ALWAYS_RUN", "SKIP_IF_RUNNING", "SKIP_IF_FAILED", "REPLACE"):
         d = asl.build_definition(job(policy=policy), "jobplane")
         dup = walk(d, skipped("Skip: duplicate"))
-        assert dup == ["Start", "Claim", "Skip: load state", "Skip: duplicate"], policy
+        assert dup == ["Claim (first)", "Skip: load state", "Skip: duplicate"], policy
         load = d["States"]["Skip: load state"]
         assert load["Resource"] == "arn:aws:states:::dynamodb:updateItem" and load["Parameters"]["ReturnValues"] == "ALL_NEW"
         assert "#sched < :fire" in load["Parameters"]["ConditionExpression"]
@@ -201,7 +201,7 @@ def test_failures_and_skips_stay_within_the_state_budget() -> None:
         assert "Skip: duplicate" not in {c["Next"] for c in d["States"]["Skip: why"]["Choices"]}
     exclusive = asl.build_definition(job(policy="SKIP_IF_RUNNING"), "jobplane")
     running = walk(exclusive, skipped("Skip: running"))
-    assert running == ["Start", "Claim", "Skip: load state", "Skip: check holder", "Skip: why", "Skip: running"]
+    assert running == ["Claim (first)", "Skip: load state", "Skip: check holder", "Skip: why", "Skip: running"]
     assert len(running) <= 6
 
 
@@ -260,7 +260,7 @@ def test_output_is_deterministic(examples: dict[str, str]) -> None:
     again = compile_all(load_config(ROOT)).files
     assert again == examples
     month_end = json.loads(asl_of(examples, "month-end-close"))
-    assert month_end["StartAt"] == "Start"
+    assert month_end["StartAt"] == "Claim (first)"
 
 
 def test_terraform_is_scoped_to_each_job(examples: dict[str, str]) -> None:
@@ -730,7 +730,7 @@ def test_an_infrastructure_failure_runs_the_same_attempt_again() -> None:
             return next(c["Next"] for c in state["Choices"] if c["Next"] == "only: infra retry")
         return success(name, state)
 
-    assert walk(plain, infra_once) == ["Start", "Claim", "only", "only: check", "only: infra retry", "only: infra wait",
+    assert walk(plain, infra_once) == ["Claim (first)", "only", "only: check", "only: infra retry", "only: infra wait",
                                        "only", "Finish"]
     rule = next(c for c in plain["States"]["only: check"]["Choices"] if c["Next"] == "only: infra retry")
     assert {"Variable": "$.run.infra.n", "NumericLessThan": 3} in rule["And"]  # at most 3 per run

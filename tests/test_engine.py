@@ -208,7 +208,7 @@ def test_replace_stops_the_run_in_progress_and_runs(aws: LocalAWS, tmp_path: Pat
     assert repo.job_state(job).running == frozenset({old.rsplit(":", 1)[1]})
     new_ex, new = finish(aws, aws.start(job, fire({"mode": "ok"})))
     assert new.status == "SUCCEEDED", new_ex.states_entered
-    assert new_ex.states_entered[:7] == ["Start", "Claim", "Skip: load state", "Skip: check holder", "Skip: why",
+    assert new_ex.states_entered[:6] == ["Claim (first)", "Skip: load state", "Skip: check holder", "Skip: why",
                                          "Replace: stop holder", "Take over stale claim"]
     _, replaced = finish(aws, old)
     assert (replaced.status, replaced.abort_reason) == ("ABORTED", "REPLACED")
@@ -483,7 +483,7 @@ def test_a_step_that_times_out_is_recorded_at_that_step_by_the_jobs_one_timeout_
     ex, rec = finish(aws, aws.start(job, fire({"mode": "sleep", "seconds": 300})))
     assert ex.status == "FAILED" and ex.error == "Job.TIMED_OUT"
     # the first step's success goes straight on (no check after a Task that succeeded)
-    assert ex.states_entered == ["Start", "Claim", "prepare", "load", "Finish (timed out)", "Notify failure", "Fail"]
+    assert ex.states_entered == ["Claim (first)", "prepare", "load", "Finish (timed out)", "Notify failure", "Fail"]
     assert rec.status == "TIMED_OUT" and rec.failed_step == "load"
     state = aws.repository().job_state(job)
     assert state.running == frozenset() and state.last_status == "TIMED_OUT"
@@ -669,16 +669,16 @@ def test_recovered_is_decided_by_the_finish_and_announced_once_per_failure_strea
     job = deploy(aws, policy="ALWAYS_RUN", notify={"events": ["FAILED", "RECOVERED"]})
     repo = aws.repository()
     plain = finish(aws, aws.start(job, fire({"mode": "ok"})))[0]
-    assert plain.states_entered == ["Start", "Claim", "work", "Finish"]
+    assert plain.states_entered == ["Claim (first)", "work", "Finish"]
     failed = finish(aws, aws.start(job, fire({"mode": "fail"})))[1]
     assert repo.job_state(job).blocked_by == failed.execution
     recovering, rec = finish(aws, aws.start(job, fire({"mode": "ok"})))
-    assert recovering.states_entered == ["Start", "Claim", "work", "Finish", "Finish (cancelled)",
+    assert recovering.states_entered == ["Claim (first)", "work", "Finish", "Finish (cancelled)",
                                          "Finish (recovered)", "Notify recovered"]
     assert rec.status == "SUCCEEDED" and rec.steps  # recorded as any success
     state = repo.job_state(job)
     assert state.blocked_by is None and not state.running and state.last_status == "SUCCEEDED"
-    assert finish(aws, aws.start(job, fire({"mode": "ok"})))[0].states_entered == ["Start", "Claim", "work", "Finish"]
+    assert finish(aws, aws.start(job, fire({"mode": "ok"})))[0].states_entered == ["Claim (first)", "work", "Finish"]
     # a new streak, ended by two runs at once: manual runs, as two scheduled fires started at
     # once may claim out of order, and the older is then a duplicate that never runs
     finish(aws, aws.start(job, fire({"mode": "fail"})))

@@ -109,6 +109,21 @@ def _pk(value: dict[str, str]) -> str:
     return m[1].replace("{}", "0f3b1e2c-run")
 
 
+def _parameters(state: dict[str, Any]) -> dict[str, Any]:
+    """A Task's call: its Parameters, or a JSONata Task's Arguments as they evaluate for a
+    scheduled fire (the first claim, compiler/asl.py; JSONata 2.0.6, as Step Functions runs it)."""
+    if state.get("QueryLanguage") != "JSONata":
+        return state["Parameters"]
+    import jsonata
+
+    from jobplane.contract import execution_input
+
+    states = {"input": execution_input.scheduled("2027-01-04T02:00:00Z").to_json(),
+              "context": {"Execution": {"Name": "0f3b1e2c-run", "Id": "arn:execution", "StartTime": "2027-01-04T02:00:01Z"}}}
+    expression = state["Arguments"].removeprefix("{%").removesuffix("%}")
+    return jsonata.Jsonata(f"($states := {json.dumps(states)}; {expression})").evaluate(None)
+
+
 def _states(definition: dict[str, Any]):
     for name, state in definition["States"].items():
         yield name, state
@@ -161,7 +176,7 @@ def sfn_calls(job_doc: dict[str, Any], r: Resolver, tid: str) -> list[Call]:
             continue
         if state["Type"] != "Task":
             continue
-        resource, params = state["Resource"], state["Parameters"]
+        resource, params = state["Resource"], _parameters(state)
         why = f"{sm['name']}: {name}"
         ddb = re.fullmatch(r"arn:aws:states:::dynamodb:(getItem|putItem|updateItem)", resource)
         if ddb:

@@ -328,6 +328,23 @@ def test_a_jsonpath_state_reads_workflow_variables(mode: str) -> None:
         assert r["status"] == "SUCCEEDED" and json.loads(r["output"]) == {"step": "extract", "key": "STEP#extract", "code": 143}
 
 
+@probes("jsonata_evaluator")
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_a_jsonata_state_evaluates_and_its_error_can_be_caught(mode: str) -> None:
+    r = probe("jsonata_evaluator", mode)
+    merged, caught = r["merged"], r["caught"]
+    if mode == "stock":
+        assert merged["status"] == "FAILED" and merged["error"] == "States.Runtime"
+        assert "'NoneType' object is not callable" in merged["cause"]
+        assert caught["status"] == "FAILED" and caught["error"] != "States.QueryEvaluationError"
+    else:
+        assert merged["status"] == "SUCCEEDED", merged
+        assert json.loads(merged["output"]) == {"sent": True, "given": {"params": {"n": 2}}}
+        assert caught["status"] == "SUCCEEDED", caught
+        assert json.loads(caught["output"]) == {"input": {"ok": False}, "error": "States.QueryEvaluationError"}
+        assert "EvaluationFailed" in caught["events"]
+
+
 @probes("execution_name_default")
 @pytest.mark.parametrize("mode", ["stock", "fixed"])
 def test_an_execution_started_without_a_name_gets_a_uuid(mode: str) -> None:

@@ -115,7 +115,7 @@ def test_a_pooled_step_costs_three_states_per_attempt_and_its_timeout_is_the_tas
     states = d["States"]
     path = _walk(d, {"Start": "Claim"})
     # a success goes straight on (no check after a success: docs/state-machine.md, issue 54)
-    assert path == ["Start", "Claim", "load: pool", "load: pool claim", "load", "load: pool release", "Finish"]
+    assert path == ["Claim (first)", "load: pool", "load: pool claim", "load", "load: pool release", "Finish"]
     # the step's timeout is its Task's: waiting for a slot does not consume it
     assert states["load"]["TimeoutSeconds"] == 600
     assert all("TimeoutSeconds" not in states[n] for n in path if n != "load")

@@ -1,10 +1,13 @@
-"""Expand a job into its Step Functions state machine (Amazon States Language, JSONPath).
+"""Expand a job into its Step Functions state machine (Amazon States Language, JSONPath; the
+first claim alone is a JSONata state).
 
 The expansion is the product's core guarantee, so its shape is dictated by the product contract
 (docs/state-machine.md) and by cost (Standard workflows bill per state transition):
 
-* **Start** checks the input once: a console start's missing fields get defaults (a manual run),
-  a field of the wrong type is recorded and ends the run before any claim.
+* **Claim (first)**, the first state, is the claim of every input a jobplane starter sends and of
+  a console start, whose missing fields get defaults (a manual run) inside its own arguments
+  (:meth:`_Builder.first_claim`); any other input goes on to **Start**, which checks it: a field
+  of the wrong type is recorded and ends the run before any claim.
 * **Claim** is one DynamoDB conditional UpdateItem. Its condition holds the whole policy table
   and duplicate-fire detection, so deciding and claiming cost one state and can never race.
 * **Route** sends a re-run to ``resume_from``; only a re-run's claim (``Claim (re-run)``) goes there.
@@ -31,9 +34,10 @@ error: one slot, so the state data cannot grow with failed attempts toward the 2
 ``$.run.infra`` (infrastructure retries used).
 What each attempt ended with is read back from the execution history (:mod:`jobplane.platform.timeline`).
 
-Transitions (see docs/state-machine.md; SPEC targets): one-step success 4, each further step +1
-(a ``.sync`` Task that succeeded ran its container to exit 0: no check follows it), duplicate
-skip 4, other skips 5-6, failure 6-7, each retry +4.
+Transitions (see docs/state-machine.md; SPEC targets): one-step success 3 (issue 66), each further
+step +1 (a ``.sync`` Task that succeeded ran its container to exit 0: no check follows it),
+duplicate skip 3, other skips 4-5, failure 5-6, each retry +4; a re-run from a step and an
+upstream start pay Start after the first claim's refusal.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ import dataclasses
 import json
 from typing import Any
 
+from jobplane.compiler import jsonata
 from jobplane.compiler.model import Job, Step
 from jobplane.compiler.state_data import ATTEMPT, BACKOFF, FAILED_STEP, steps_slot
 from jobplane.compiler.map_states import map_routes, map_states
@@ -130,7 +135,7 @@ def _initial_slots(steps: list[Step]) -> JsonObject:
 
 
 #: The states _order puts before the steps, and where.
-_FIRST = {sn.Role.START: 0, sn.Role.UPSTREAM: 1, sn.Role.CLAIM: 1, sn.Role.ROUTE: 2}
+_FIRST = {sn.Role.CLAIM: 0, sn.Role.START: 1, sn.Role.UPSTREAM: 1, sn.Role.ROUTE: 2}
 
 
 class _Builder:
@@ -151,12 +156,13 @@ class _Builder:
     def build(self) -> JsonObject:
         first = self.steps_chain(self.job.steps, final=self.finish_states())
         self.start_states()
+        self.add(sn.CLAIM_FIRST, self.first_claim(next_=first))
         self.add(sn.CLAIM, self.claim_state(next_=first))
         self.add(sn.CLAIM_RERUN, self.claim_state(next_=sn.ROUTE))
         self.add(sn.ROUTE, self.route_state(first))
         self.skip_states()
         self.failure_tail()
-        self.graph.start_at = sn.START
+        self.graph.start_at = sn.CLAIM_FIRST
         body = self.graph.to_dict(order=sorted(self.graph, key=self._order))
         return {
             "Comment": f"jobplane job {self.job.name} (team {self.job.team}); compiled, do not edit",
@@ -182,7 +188,8 @@ class _Builder:
 
     # -- start ------------------------------------------------------------------------------
     def start_states(self) -> None:
-        """Check the input once, before anything reads it.
+        """Check an input the first claim did not take (:meth:`first_claim`), before anything
+        reads it.
 
         Every jobplane starter sends all of ``execution_input.FIELDS``; an execution started
         from the Step Functions console (or ``aws stepfunctions start-execution``) with ``{}`` or
@@ -191,7 +198,9 @@ class _Builder:
         any claim (recorded FAILED): a state that read it would fail with an uncatchable
         ``States.Runtime``.
         A re-run goes to its own claim, whose next state honours ``resume_from``, so a run that
-        resumes nothing never pays for the Route."""
+        resumes nothing never pays for the Route. Any other valid input goes to ``Claim``, the
+        JSONPath claim the first one translates (an upstream start, once carried; an input the
+        first claim would have taken never comes here)."""
         missing = any_of(*(Not(present(ExecutionInput.ref(f).expr)) for f in execution_input.FIELDS))
 
         def nullable_string(f: str) -> Rule:
@@ -353,6 +362,66 @@ class _Builder:
             resource=UPDATE_ITEM, parameters=self.claim_update(), result_selector=self.run_selector(),
             result_path="$.run", retry=[DDB_RETRY],
             catch=[Catch(["DynamoDB.ConditionalCheckFailedException"], sn.SKIP_LOAD_STATE, "$.claim_error")],
+            next=next_)
+
+    def first_claim(self, next_: str) -> Task:
+        """The machine's first state: the claim, with a console start's defaults merged in its own
+        arguments, so a run with the input every jobplane starter sends, or with ``{}``, costs no
+        state before it (3 transitions for a one-step success: issue 66).
+
+        A JSONata Task in a JSONPath machine (per-state ``QueryLanguage``:
+        https://docs.aws.amazon.com/step-functions/latest/dg/statemachine-structure.html). Each of
+        its expressions binds ``$in`` to the input over its defaults: JSONata's ``$merge`` of
+        objects, a later key replacing an earlier one (https://docs.jsonata.org/object-functions),
+        the shallow merge ``Start: merge`` makes with ``States.JsonMerge(..., false)``; the time
+        is ``$states.context.Execution.StartTime``, the context object's
+        (https://docs.aws.amazon.com/step-functions/latest/dg/transforming-data.html,
+        https://docs.aws.amazon.com/step-functions/latest/dg/input-output-contextobject.html).
+        ``Arguments`` are the JSONPath claim's ``Parameters`` translated (compiler/jsonata.py), when
+        ``$in`` is an input this claim takes: of the types ``Start`` checks, resuming nothing, and
+        (for a job with ``after``) not an upstream start. Any other input makes them ``$error()``
+        (JSONata's own, https://docs.jsonata.org/object-functions#error), which fails the state
+        with ``States.QueryEvaluationError`` before any call, and a Catcher may name that error
+        (https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html): its
+        ``Output`` (a JSONata catcher's, in place of ``ResultPath``) hands the input as given
+        to ``Start``, which decides as it always did. ``Output`` is the state data a JSONPath
+        claim leaves (the input, ``run``), a refused claim's catcher adds ``claim_error``
+        (``$states.result`` and ``$states.errorOutput``: transforming-data.html above)."""
+        fallback = execution_input.defaults(started_at="", params=self.job.params)
+
+        def given(with_params: bool) -> str:
+            # the input over its defaults; an input that is not an object takes none (Start decides)
+            defaults = ", ".join(
+                [f"\"trigger\":{jsonata.literal(fallback.trigger)}",
+                 "\"scheduled_time\":$states.context.Execution.StartTime",
+                 f"\"requested_by\":{jsonata.literal(fallback.requested_by)}"]
+                + ([f"\"params\":{jsonata.literal(self.job.params)}"] if with_params else [])
+                + ["\"resume_from\":null", "\"rerun_of\":null"])
+            return (f"{jsonata.INPUT} := $type($states.input) = \"object\" ? "
+                    f"$merge([{{{defaults}}}, $states.input]) : {{}}")
+
+        i = jsonata.INPUT
+        triggers = [t.value for t in Trigger if not (self.job.after and t is Trigger.UPSTREAM)]
+        takes = " and ".join([
+            f"({i}.trigger in {jsonata.literal(triggers)})",
+            f"$type({i}.scheduled_time) = \"string\"",
+            f"$type({i}.requested_by) = \"string\"",
+            f"$type({i}.resume_from) = \"null\"",  # a string: a re-run from a step (Start)
+            f"($type({i}.rerun_of) in [\"string\", \"null\"])",
+            f"({i}.trigger != {jsonata.literal(Trigger.UPSTREAM.value)} or $type({i}.upstream) = \"string\")"])
+        refused = jsonata.literal("not an input the first claim takes: Start decides (an invalid input, a re-run "
+                                  "from a step, an upstream start)")
+        arguments = f"({given(False)}; {takes} ? {jsonata.template(self.claim_update())} : $error({refused}))"
+        state = f"$merge([{i}, {{\"run\":{jsonata.literal(self.run_selector())}}}])"
+        claim_error = f"$merge([{i}, {{\"claim_error\":$states.errorOutput}}])"
+        return Task(
+            comment=f"Policy {self.job.policy.value} and duplicate-fire check in one conditional write; "
+                    "a console start's defaults merged in; any input it does not take goes to Start",
+            resource=UPDATE_ITEM, arguments=jsonata.expression(arguments),
+            output=jsonata.expression(f"({given(True)}; {state})"), retry=[DDB_RETRY],
+            catch=[Catch(["DynamoDB.ConditionalCheckFailedException"], sn.SKIP_LOAD_STATE,
+                         output=jsonata.expression(f"({given(True)}; {claim_error})")),
+                   Catch(["States.QueryEvaluationError"], sn.START, output=jsonata.expression("$states.input"))],
             next=next_)
 
     def route_state(self, first: str) -> Choice:

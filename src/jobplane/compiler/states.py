@@ -59,6 +59,7 @@ class Catch:
     next: str
     result_path: str | None = None
     assign: JsonObject | None = None  # workflow variables set when this catcher matches
+    output: str | None = None  # a JSONata state's catcher: its output, a {% %} expression
 
     def to_dict(self) -> JsonObject:
         out: JsonObject = {"ErrorEquals": list(self.errors)}
@@ -66,6 +67,8 @@ class Catch:
             out["ResultPath"] = self.result_path
         if self.assign is not None:
             out["Assign"] = self.assign
+        if self.output is not None:
+            out["Output"] = self.output
         out["Next"] = self.next
         return out
 
@@ -134,6 +137,12 @@ class _Catching(_Flowing):
 
 @dataclass
 class Task(_Catching):
+    """A JSONPath Task, or with ``arguments`` a JSONata one (``"QueryLanguage": "JSONata"`` on
+    the state alone: a machine may mix the two state by state, "QueryLanguage" in
+    https://docs.aws.amazon.com/step-functions/latest/dg/statemachine-structure.html), whose
+    ``Arguments`` and ``Output`` take the place of the five JSONPath fields
+    (https://docs.aws.amazon.com/step-functions/latest/dg/transforming-data.html)."""
+
     type: ClassVar[str] = "Task"
     resource: str
     parameters: JsonObject | None = None
@@ -141,9 +150,18 @@ class Task(_Catching):
     result_path: ResultPath = None
     timeout_seconds: int | None = None
     retry: list[Retry] = field(default_factory=list)
+    arguments: str | None = None  # JSONata: a {% %} expression that evaluates to the call's arguments
+    output: str | None = None  # JSONata: a {% %} expression, the state's output
 
     def fields(self) -> JsonObject:
-        out: JsonObject = {"Resource": self.resource}
+        if self.arguments is not None:
+            if self.parameters is not None or self.result_selector is not None or self.result_path is not None:
+                raise ValueError("a JSONata Task takes Arguments and Output, no JSONPath fields")
+            out: JsonObject = {"QueryLanguage": "JSONata", "Resource": self.resource, "Arguments": self.arguments}
+            if self.output is not None:
+                out["Output"] = self.output
+        else:
+            out = {"Resource": self.resource}
         if self.parameters is not None:
             out["Parameters"] = self.parameters
         out |= _result_fields(self.result_selector, self.result_path)

@@ -119,8 +119,9 @@ _FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(ExecutionInput))
 
 def defaults(started_at: str, params: Params | None = None) -> ExecutionInput:
     """What a run whose input lacks fields gets for them: a manual run of the job's default
-    params, scheduled at the execution's start. The compiled ``Start: defaults`` state builds the
-    same object in ASL (``started_at`` is ``$$.Execution.StartTime`` there)."""
+    params, scheduled at the execution's start. The compiled first claim merges the same object
+    under the input in its JSONata arguments, and ``Start: defaults`` builds it for an input that
+    claim leaves to Start (``started_at`` is the context object's ``Execution.StartTime`` there)."""
     return ExecutionInput(trigger=Trigger.MANUAL.value, scheduled_time=started_at, requested_by=UNATTRIBUTED,
                           params=dict(params or {}))
 

@@ -27,7 +27,7 @@ STEP_NAME_MAX = 40
 class Role(str, Enum):
     """What a state does in the compiled machine."""
 
-    START = "start"  # checks the input; fills in what a console start left out
+    START = "start"  # checks an input the claim did not take; fills in what a console start left out
     CLAIM = "claim"  # the conditional write that applies the policy and claims the job
     ROUTE = "route"  # honours resume_from
     UNKNOWN_RESUME = "unknown resume_from"  # records a re-run from a step that does not exist
@@ -84,6 +84,9 @@ START_MERGE = "Start: merge"
 INVALID_INPUT = "Start: invalid input"
 CLAIM = "Claim"
 CLAIM_RERUN = "Claim (re-run)"
+# The first state (a JSONata Task): the claim of every input it takes as given or with a console
+# start's defaults; any other input goes on to Start, whose valid inputs reach Claim or Claim (re-run)
+CLAIM_FIRST = "Claim (first)"
 ROUTE = "Route"
 UNKNOWN_RESUME_FROM = "Unknown resume_from"
 FINISH = "Finish"
@@ -110,7 +113,7 @@ UPSTREAM_NOTHING = "Upstream: nothing to do"
 
 _FIXED: dict[str, Role] = {
     START: Role.START, START_DEFAULTS: Role.START, START_MERGE: Role.START, INVALID_INPUT: Role.START,
-    CLAIM: Role.CLAIM, CLAIM_RERUN: Role.CLAIM, ROUTE: Role.ROUTE, UNKNOWN_RESUME_FROM: Role.UNKNOWN_RESUME,
+    CLAIM: Role.CLAIM, CLAIM_RERUN: Role.CLAIM, CLAIM_FIRST: Role.CLAIM, ROUTE: Role.ROUTE, UNKNOWN_RESUME_FROM: Role.UNKNOWN_RESUME,
     FINISH: Role.FINISH, FINISH_RECOVERED: Role.FINISH, FINISH_CANCELLED: Role.FINISH, FINISH_AGAIN: Role.FINISH,
     FINISH_TIMED_OUT: Role.STEP_TIMED_OUT,
     NOTIFY_RECOVERED: Role.NOTIFY, NOTIFY_FAILURE: Role.NOTIFY, NOTIFY_SKIPPED: Role.NOTIFY,
