@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from jobplane.contract.catalog import CatalogStep
 from jobplane.contract.pools import poll_schedule
+from jobplane.contract.step_kinds import per_item_steps
 
 PER_ITEM = 4  # the child's start, its Task, its check, its record
 PER_RETRY = 4  # retry, wait, Task, check
@@ -34,10 +35,8 @@ def per_item(each: CatalogStep) -> tuple[int, int]:
 
 def map_lines(steps: list[CatalogStep]) -> list[str]:
     lines = []
-    for s in steps:
-        if s.kind != "map" or not s.parallel or len(s.parallel) != 2:
-            continue
-        items, each = s.parallel
+    for s in per_item_steps(steps):
+        items, each = s.parallel or []
         low, high = per_item(each)
         cost = low * 1000 * PRICE_PER_TRANSITION
         spread = f"{low}" if low == high else f"{low} ({high} if every attempt fails)"

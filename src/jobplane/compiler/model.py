@@ -17,7 +17,7 @@ from typing import Any, Literal
 from jobplane.compiler import kinds as kinds_registry
 from jobplane.compiler.fields import (Anything, Bool, Choice, describe_value, Int, ListOf, Loc, MapOf, Model, Nested, Nullable, Number,
                                      Parsed, Problems, Slot, Str, field)
-from jobplane.compiler.kinds import StepKind
+from jobplane.compiler.kinds import GroupKind, StepKind
 from jobplane.contract import runner as rc
 from jobplane.contract.quoting import quoted
 from jobplane.contract.business_fires import is_rule, parse_rule
@@ -253,9 +253,7 @@ class Step(Model):
     @property
     def parallel(self) -> list[Step] | None:
         """A group's members (a map's: its items and each steps); None for a step that runs itself."""
-        if self.kind_ is not None and self.kind_.name == "map":
-            return [self.target.items, self.target.each]
-        return self.target if self.kind_ is not None and self.kind_.name == "parallel" else None
+        return self.kind_.members(self) if self.kind_ is not None else None
 
     @property
     def key(self) -> str:
@@ -332,8 +330,7 @@ def _timezone(v: str | None, _: JsonObject) -> Iterator[str]:
 
 
 def _unique_steps(steps: list[Step], _: JsonObject) -> Iterator[str]:
-    if problem := duplicate_step_problem([(s.name, [(_member_path(s, j), m.name) for j, m in enumerate(s.parallel or [])])
-                                          for s in steps]):
+    if problem := duplicate_step_problem([(s.name, _member_names(s)) for s in steps]):
         yield problem
 
 
@@ -465,20 +462,16 @@ class Job(Model):
 
 def _with_pool(step: Step, default: PoolUse | None) -> Step:
     pool = step.pool or default
-    spec = step.target
-    if step.kind_ is not None and step.kind_.name == "map" and spec is not None:
-        # a map's members are its MapSpec's fields (items, each), not a list: keep the MapSpec
-        return dataclasses.replace(step, pool=pool, target=dataclasses.replace(
-            spec, items=_with_pool(spec.items, pool), each=_with_pool(spec.each, pool)))
     members = step.parallel
-    if members is not None:
-        return dataclasses.replace(step, pool=pool, target=[_with_pool(m, pool) for m in members])
+    if isinstance(step.kind_, GroupKind) and members is not None:
+        return dataclasses.replace(step.kind_.with_members(step, [_with_pool(m, pool) for m in members]), pool=pool)
     return step if pool is step.pool else dataclasses.replace(step, pool=pool)
 
 
-def _member_path(step: Step, j: int) -> str:
-    """Where member ``j`` of a group sits below it: a map's are its items and each fields."""
-    return ("map.items", "map.each")[j] if step.kind_ is not None and step.kind_.name == "map" else f"parallel[{j}]"
+def _member_names(step: Step) -> list[tuple[str, str]]:
+    """A group's members, each with where it sits below the group (a map's: its items and each fields)."""
+    kind = step.kind_
+    return [(kind.member_path(j), m.name) for j, m in enumerate(kind.members(step))] if isinstance(kind, GroupKind) else []
 
 
 def duplicate_step_problem(steps: list[tuple[str, list[tuple[str, str]]]]) -> str | None:

@@ -106,17 +106,11 @@ def step_peak(step: Step) -> Peak:
     """What ``step`` runs at once: an ECS task's cpu (Fargate CPU units / 1,024) and interface,
     a Lambda invocation, a parallel group's members together, a map's items step and then its
     each step ``max_concurrency`` at a time in one open Map Run."""
+    from jobplane.compiler.kinds import GroupKind
     from jobplane.contract.step_kinds import Executor
 
-    if step.kind.name == "map":
-        spec = step.target
-        return step_peak(spec.items).most(step_peak(spec.each).times(spec.max_concurrency) + Peak(open_map_runs=1))
-    members = step.parallel
-    if members is not None:
-        total = Peak()
-        for m in members:
-            total = total + step_peak(m)
-        return total
+    if isinstance(step.kind, GroupKind):  # what its members run at once, as its kind says
+        return step.kind.peak(step, step_peak)
     if step.kind.info.executor is Executor.LAMBDA:
         return Peak(lambda_concurrency=1)
     return Peak(fargate_vcpu=step.cpu / 1024, network_interfaces=1)
