@@ -22,8 +22,20 @@ def test_the_registry_and_the_runtime_table_name_the_same_kinds() -> None:
     assert [k.name for k in kinds.REGISTRY] == [k.name for k in step_kinds.KINDS]
     for kind in kinds.REGISTRY:
         assert kind.info.name == kind.name
-    # the runner dispatches on what the kinds run as, and nothing else
-    assert step_kinds.RUNNER_KINDS == rc.STEP_KINDS
+    # the runner dispatches on what the kinds run as, and nothing else, from one table
+    assert step_kinds.RUNNER_KINDS == rc.STEP_KINDS == tuple(rc.DISPATCH)
+
+
+def test_the_runner_dispatches_each_kind_to_its_own_function_and_refuses_any_other() -> None:
+    """contract/runner.py DISPATCH is the runner's only dispatch: each runner kind's function
+    exists (imported here as the runner imports it, for that kind alone), and a kind without a
+    line is refused, never run as another kind (an if-chain once ran it as a shell step)."""
+    from jobplane.runner import dispatch, steps
+
+    for kind in rc.STEP_KINDS:
+        assert dispatch.function_of(kind) is getattr(steps, kind)
+    with pytest.raises(dispatch.UnknownKind, match="unknown step kind 'approval': this runner runs python, "):
+        dispatch.function_of("approval")
 
 
 def test_every_kind_has_its_helper_in_the_dsl_library() -> None:
@@ -210,7 +222,7 @@ def test_no_kind_is_told_by_its_name_outside_the_registry() -> None:
     src = ROOT / "src" / "jobplane"
     found = [f"{p.relative_to(src)}:{n}: {line.strip()}"
              for p in sorted(src.rglob("*.py"))
-             if p.relative_to(src).parts[0] not in ("importer", "runner") and p.parent.name != "kinds"
+             if p.relative_to(src).parts[0] != "importer" and p.parent.name != "kinds"
              and p.name != "step_kinds.py"
              for n, line in enumerate(p.read_text().splitlines(), 1) if _KIND_NAME_TEST.search(line)]
     assert found == []

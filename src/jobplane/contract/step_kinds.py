@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
+from jobplane.contract.runner import DISPATCH
 from jobplane.contract.types import JsonObject
 
 if TYPE_CHECKING:
@@ -82,6 +83,8 @@ KINDS: tuple[KindInfo, ...] = (
 _BY_NAME = {k.name: k for k in KINDS}
 #: What ``jobplane-runner run <kind>`` dispatches on, in registry order, once each.
 RUNNER_KINDS: tuple[str, ...] = tuple(dict.fromkeys(k.runner_kind for k in KINDS if k.runner_kind))
+if _undispatched := [k for k in RUNNER_KINDS if k not in DISPATCH]:  # a kind the runner would refuse
+    raise ValueError(f"step kinds name runner kinds without a line in contract/runner.py DISPATCH: {_undispatched}")
 
 
 def kind_info(name: str) -> KindInfo:
