@@ -18,6 +18,7 @@ from jobplane.compiler import kinds as kinds_registry
 from jobplane.compiler.fields import (Anything, Bool, Choice, describe_value, Int, ListOf, Loc, MapOf, Model, Nested, Nullable, Number,
                                      Parsed, Problems, Slot, Str, field)
 from jobplane.compiler.kinds import GroupKind, StepKind
+from jobplane.compiler.secret_scope import PARAMETER_NAME_PREFIX, SECRET_NAME_PREFIX
 from jobplane.contract import runner as rc
 from jobplane.contract.quoting import quoted
 from jobplane.contract.business_fires import is_rule, parse_rule
@@ -31,11 +32,9 @@ NAME_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 # jp.secret(NAME)) or an SSM parameter ('ssm:NAME', jp.parameter(NAME)), both in the deployment's
 # own account and region (the compiler builds the ARNs from them), so a job cannot be granted a
 # secret in another account or by wildcard; which names a team may use is checked in validation
-# (compiler/secret_scope.py). The prefix says it is a name, so a password pasted here is still
+# (compiler/secret_scope.py, which holds the two prefixes). The prefix says it is a name, so a password pasted here is still
 # refused as a plain value. Names use the characters each service allows; an SSM name with a
 # '/' is fully qualified (starts with '/'), as Parameter Store requires.
-SECRET_NAME_PREFIX = "secretsmanager:"
-PARAMETER_NAME_PREFIX = "ssm:"
 SECRET_NAME_RE = re.compile(r"^secretsmanager:[A-Za-z0-9/_+=.@-]{1,512}$")
 PARAMETER_NAME_RE = re.compile(r"^ssm:(/[A-Za-z0-9_.-]+)+$|^ssm:[A-Za-z0-9_.-]+$")
 SECRET_ANY_ARN_RE = re.compile(r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:(?P<name>.+?)(-[A-Za-z0-9]{6})?$")

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from jobplane.compiler.choice_rules import When
     from jobplane.compiler.executors.base import GroupBuilder, StepExecutor
     from jobplane.compiler.model import Job, Step
-    from jobplane.compiler.quota_usage import Peak
+    from jobplane.compiler.peak import Peak
 
 
 class StepKind:

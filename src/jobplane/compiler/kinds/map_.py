@@ -30,15 +30,10 @@ if TYPE_CHECKING:
     from jobplane.compiler.choice_rules import When
     from jobplane.compiler.executors.base import GroupBuilder
     from jobplane.compiler.model import Job, Step
-    from jobplane.compiler.quota_usage import Peak
+    from jobplane.compiler.peak import Peak
 
 _PERCENT_RE = re.compile(r"^(100|[1-9]?[0-9])(\.[0-9]+)?%$")
 
-
-def _step_model() -> type[Model]:
-    from jobplane.compiler.model import Step
-
-    return Step
 
 
 def _tolerated(v: JsonValue, _: JsonObject) -> Iterator[str]:
@@ -68,8 +63,8 @@ def _capped(v: JsonValue, values: JsonObject) -> Iterator[str]:
 class MapSpec(Model):
     """What ``jp.map`` fans out: the step that lists the items, the step run per item, and how."""
 
-    items: Any = field(Nested(_step_model), description="A python step whose function returns the items (a list).")
-    each: Any = field(Nested(_step_model), description="The step run once per item, the item in its params as 'item'.")
+    items: Any = field(Nested.named("Step"), description="A python step whose function returns the items (a list).")
+    each: Any = field(Nested.named("Step"), description="The step run once per item, the item in its params as 'item'.")
     # before max_concurrency: its check reads it (a field's check sees the fields checked before it)
     max_concurrency_override: bool = field(Bool(), False, description=(
         f"Allow max_concurrency above {CONCURRENCY_CAP} (up to {map_items.MAX_CONCURRENCY:,}): a deliberate, reviewed "
@@ -146,7 +141,7 @@ class MapKind(GroupKind):
 
     def peak(self, step: Step, of: Callable[[Step], Peak]) -> Peak:
         """Its items step, then its each step ``max_concurrency`` at a time in one open Map Run."""
-        from jobplane.compiler.quota_usage import Peak
+        from jobplane.compiler.peak import Peak
 
         spec: MapSpec = step.target
         return of(spec.items).most(of(spec.each).times(spec.max_concurrency) + Peak(open_map_runs=1))

@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from jobplane.compiler.fields import FieldSpec, ListOf, Model, Nested, Nullable
+from jobplane.compiler.fields import FieldSpec, ListOf, Nested, Nullable
 from jobplane.compiler.kinds.base import GroupKind
 from jobplane.contract.quoting import quoted
 from jobplane.contract.types import JsonObject, JsonValue
@@ -16,18 +16,13 @@ if TYPE_CHECKING:
     from jobplane.compiler.choice_rules import When
     from jobplane.compiler.executors.base import GroupBuilder
     from jobplane.compiler.model import Step
-    from jobplane.compiler.quota_usage import Peak
+    from jobplane.compiler.peak import Peak
 
-
-def _step_model() -> type[Model]:
-    from jobplane.compiler.model import Step
-
-    return Step
 
 
 class ParallelKind(GroupKind):
     name = "parallel"
-    spec = FieldSpec(Nullable(ListOf(Nested(_step_model))), "Steps run concurrently; fails if any fails.")
+    spec = FieldSpec(Nullable(ListOf(Nested.named("Step"))), "Steps run concurrently; fails if any fails.")
     helper = "parallel(name, steps, opts={})"
 
     def problems(self, step: Step) -> Iterator[str]:
@@ -73,7 +68,7 @@ class ParallelKind(GroupKind):
 
     def peak(self, step: Step, of: Callable[[Step], Peak]) -> Peak:
         """Its members all at once."""
-        from jobplane.compiler.quota_usage import Peak
+        from jobplane.compiler.peak import Peak
 
         total = Peak()
         for m in self.members(step):
