@@ -226,3 +226,25 @@ def test_no_kind_is_told_by_its_name_outside_the_registry() -> None:
              and p.name != "step_kinds.py"
              for n, line in enumerate(p.read_text().splitlines(), 1) if _KIND_NAME_TEST.search(line)]
     assert found == []
+
+
+def test_every_executor_has_its_runtime_half_and_reads_its_own_attempts() -> None:
+    """contract/executor_runtime.py: each place a step runs says how its attempts are read back,
+    so the timeline asks the executor instead of sniffing the output's shape."""
+    from jobplane.contract import executor_runtime as er
+
+    assert set(er.RUNTIMES) == {e.value for e in step_kinds.Executor if e is not step_kinds.Executor.GROUP}
+    ecs_task = {"TaskArn": "arn:aws:ecs:us-east-1:123456789012:task/jobplane/abc123", "StopCode": "EssentialContainerExited",
+                "Containers": [{"ExitCode": 75}]}
+    lambda_error = {"errorType": "Sandbox.Timedout", "errorMessage": "Task timed out after 900.00 seconds",
+                    "requestId": "r-1"}
+    assert er.runtime_of(ecs_task).name == "ecs" and er.runtime_of(lambda_error).name == "lambda"
+    assert er.runtime_of(ecs_task).attempt_facts(ecs_task, with_reason=True) == {
+        "exit_code": 75, "task_id": "abc123", "stop_code": "EssentialContainerExited"}
+    assert er.runtime_of(lambda_error).attempt_facts(lambda_error, with_reason=True) == {
+        "task_id": "r-1", "reason": "Task timed out after 900.00 seconds"}
+    scheduled = {"resourceType": "lambda", "parameters": json.dumps(
+        {"FunctionName": "arn:aws:lambda:us-east-1:123456789012:function:jobplane-fan-runner"})}
+    assert er.scheduled_log_group(scheduled) == lambda_step.log_group("jobplane-fan-runner")
+    assert er.scheduled_log_group({"resourceType": "ecs", "parameters": "{}"}) is None
+    assert er.submitted_facts({"Tasks": [{"TaskArn": ecs_task["TaskArn"]}]}) == {"task_id": "abc123"}
