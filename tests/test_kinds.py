@@ -22,8 +22,20 @@ def test_the_registry_and_the_runtime_table_name_the_same_kinds() -> None:
     assert [k.name for k in kinds.REGISTRY] == [k.name for k in step_kinds.KINDS]
     for kind in kinds.REGISTRY:
         assert kind.info.name == kind.name
-    # the runner dispatches on what the kinds run as, and nothing else
-    assert step_kinds.RUNNER_KINDS == rc.STEP_KINDS
+    # the runner dispatches on what the kinds run as, and nothing else, from one table
+    assert step_kinds.RUNNER_KINDS == rc.STEP_KINDS == tuple(rc.DISPATCH)
+
+
+def test_the_runner_dispatches_each_kind_to_its_own_function_and_refuses_any_other() -> None:
+    """contract/runner.py DISPATCH is the runner's only dispatch: each runner kind's function
+    exists (imported here as the runner imports it, for that kind alone), and a kind without a
+    line is refused, never run as another kind (an if-chain once ran it as a shell step)."""
+    from jobplane.runner import dispatch, steps
+
+    for kind in rc.STEP_KINDS:
+        assert dispatch.function_of(kind) is getattr(steps, kind)
+    with pytest.raises(dispatch.UnknownKind, match="unknown step kind 'approval': this runner runs python, "):
+        dispatch.function_of("approval")
 
 
 def test_every_kind_has_its_helper_in_the_dsl_library() -> None:
@@ -160,3 +172,79 @@ def test_what_jobplane_import_writes_is_a_registered_kind_through_its_helper(rep
     for name in used:
         assert kinds.BY_NAME[name].helper.startswith(f"{name}(")
     assert repo.cli("validate").exit_code == 0
+
+
+# -- group kinds (parallel, map): what a group needs is asked of its kind, never its name -------
+def test_each_group_kind_names_its_members_where_the_definition_has_them() -> None:
+    from jobplane.compiler.model import Job
+
+    step = {"name": "x", "python": "a.b:c"}
+    definitions = {"parallel": [dict(step, name="one"), dict(step, name="two")],
+                   "map": {"items": dict(step, name="one"), "each": dict(step, name="two")}}
+    assert {k.name for k in kinds.GROUPS} == set(definitions) == {
+        k.name for k in step_kinds.KINDS if k.executor is step_kinds.Executor.GROUP}
+    for kind in kinds.GROUPS:
+        raw = {"name": "g", kind.name: definitions[kind.name]}
+        job = Job.from_definition({"name": "j", "team": "billing", "steps": [raw]})
+        [group] = job.steps
+        assert group.kind is kind and [m.name for m in kind.members(group)] == ["one", "two"]
+        # the raw walk (jobplane validate) and the model name a member's place the same way
+        assert [path for path, _ in kind.raw_members(raw)] == [kind.member_path(0), kind.member_path(1)]
+        with pytest.raises(TypeError, match="has no executor"):
+            kind.executor
+
+
+def test_a_map_that_ends_a_job_announcing_recovered_goes_on_to_the_finish() -> None:
+    """The Finish transaction decides RECOVERED after any last step (compiler/asl.py
+    finish_states); the map's states asked the builder for a check it no longer has, so such a
+    job did not compile (AttributeError), hidden by the builder typed as ``object``."""
+    from jobplane.compiler import asl
+    from jobplane.compiler.model import Job
+
+    job = Job.from_definition({"name": "fan", "team": "billing", "notify": {"events": ["FAILED", "RECOVERED"]},
+                               "steps": [{"name": "close-all", "map": {
+                                   "items": {"name": "tenants", "python": "a.b:c"},
+                                   "each": {"name": "close-tenant", "python": "a.b:d"}}}]})
+    states = asl.build_definition(job, "jp")["States"]
+    assert states["close-all"]["Next"] == "Finish"
+    assert states["Finish"]["Catch"][0]["Next"] == "Finish (cancelled)"  # where RECOVERED is decided
+
+
+#: A test of a step's kind by its name (``kind.name == "map"``, ``step.kind != "parallel"``).
+_KIND_NAME_TEST = re.compile(r"""kind_?(\.name)?\s*[!=]=\s*["'](%s)["']|["'](%s)["']\s*[!=]=\s*\w*\.?kind"""
+                             % (("|".join(kinds.NAMES),) * 2))
+
+
+def test_no_kind_is_told_by_its_name_outside_the_registry() -> None:
+    """A new kind must not have to be found in if-chains: what differs between kinds is asked of
+    the kind (compiler/kinds/, contract/step_kinds.py). The importer's own step model (the
+    commands it recognises, importer/steps.py) is not a step kind."""
+    src = ROOT / "src" / "jobplane"
+    found = [f"{p.relative_to(src)}:{n}: {line.strip()}"
+             for p in sorted(src.rglob("*.py"))
+             if p.relative_to(src).parts[0] != "importer" and p.parent.name != "kinds"
+             and p.name != "step_kinds.py"
+             for n, line in enumerate(p.read_text().splitlines(), 1) if _KIND_NAME_TEST.search(line)]
+    assert found == []
+
+
+def test_every_executor_has_its_runtime_half_and_reads_its_own_attempts() -> None:
+    """contract/executor_runtime.py: each place a step runs says how its attempts are read back,
+    so the timeline asks the executor instead of sniffing the output's shape."""
+    from jobplane.contract import executor_runtime as er
+
+    assert set(er.RUNTIMES) == {e.value for e in step_kinds.Executor if e is not step_kinds.Executor.GROUP}
+    ecs_task = {"TaskArn": "arn:aws:ecs:us-east-1:123456789012:task/jobplane/abc123", "StopCode": "EssentialContainerExited",
+                "Containers": [{"ExitCode": 75}]}
+    lambda_error = {"errorType": "Sandbox.Timedout", "errorMessage": "Task timed out after 900.00 seconds",
+                    "requestId": "r-1"}
+    assert er.runtime_of(ecs_task).name == "ecs" and er.runtime_of(lambda_error).name == "lambda"
+    assert er.runtime_of(ecs_task).attempt_facts(ecs_task, with_reason=True) == {
+        "exit_code": 75, "task_id": "abc123", "stop_code": "EssentialContainerExited"}
+    assert er.runtime_of(lambda_error).attempt_facts(lambda_error, with_reason=True) == {
+        "task_id": "r-1", "reason": "Task timed out after 900.00 seconds"}
+    scheduled = {"resourceType": "lambda", "parameters": json.dumps(
+        {"FunctionName": "arn:aws:lambda:us-east-1:123456789012:function:jobplane-fan-runner"})}
+    assert er.scheduled_log_group(scheduled) == lambda_step.log_group("jobplane-fan-runner")
+    assert er.scheduled_log_group({"resourceType": "ecs", "parameters": "{}"}) is None
+    assert er.submitted_facts({"Tasks": [{"TaskArn": ecs_task["TaskArn"]}]}) == {"task_id": "abc123"}

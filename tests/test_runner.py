@@ -333,6 +333,21 @@ def test_a_stop_setting_that_is_not_seconds_is_refused_before_the_step(name: str
     assert not out.exists() and "Traceback" not in proc.stderr  # the step never ran
 
 
+def test_a_kind_the_runner_has_no_dispatch_for_fails_with_its_reason_and_is_not_retried(tmp_path: Path) -> None:
+    """A step of a kind this runner does not know (a compiler newer than the image) fails at
+    once, permanently, saying why; it used to run as a shell step (or, refused by argparse,
+    exit 2: retried)."""
+    out = tmp_path / "ran"
+    code, lines, proc = run("approval", {"target": "sample_apps.functions:mark_called", "kwargs": {"out": str(out)},
+                                         "argv": ["touch", str(out)]})
+    assert code == rc.EXIT_PERMANENT, proc.stdout + proc.stderr
+    assert lines[-1]["message"] == ("step cannot run: unknown step kind 'approval': this runner runs "
+                                    f"{', '.join(rc.STEP_KINDS)} steps (a runner older than the compiler that wrote "
+                                    "the step?)")
+    assert lines[-1]["retryable"] is False and lines[-1]["job"] == "month-end-close"
+    assert not out.exists()  # nothing ran
+
+
 def test_bad_environment_is_permanent() -> None:
     env = env_for("python", {"target": "m:f"})
     env[rc.ENV_PARAMS] = "{not json"

@@ -348,6 +348,7 @@ def pool_status(control: ControlPlane, jobs: list[JobSummary], sizes: dict[str, 
     """Each pool's holders (its counter and holder items) and, for jobs whose steps hold a pool, their runs whose
     steps are WAITING for a slot (each running run's history: only those jobs' runs are read),
     or whose map items are (their item records, platform/map_records.py)."""
+    from jobplane.contract.step_kinds import per_item_steps
     from jobplane.platform.pool_slots import pools as pool_items
 
     # the pools jobplane.toml declares, and any other that still has holders (a pool removed
@@ -371,7 +372,7 @@ def pool_status(control: ControlPlane, jobs: list[JobSummary], sizes: dict[str, 
     for j in jobs:
         if not j.running or not any(s.pool for top in j.entry.steps for s in (top.parallel or [top])):
             continue
-        has_map = any(top.kind == "map" for top in j.entry.steps)
+        has_map = bool(per_item_steps(j.entry.steps))  # a map's items wait in their child executions
         for view in control.running_executions(j.name):
             rows = [r for r in view.timeline if r.waiting]
             # a map's items wait in their child executions: their item records say WAITING

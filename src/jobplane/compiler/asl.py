@@ -50,7 +50,7 @@ from typing import Any
 from jobplane.compiler import jsonata
 from jobplane.compiler.model import Job, Step
 from jobplane.compiler.state_data import ATTEMPT, BACKOFF, FAILED_STEP, steps_slot
-from jobplane.compiler.map_states import map_routes, map_states
+from jobplane.compiler.kinds import GroupKind
 from jobplane.compiler.choice_rules import (Not, Rule, Test, When, all_of, any_of, equals, is_null, is_string,
                                           matches, number_equals, present)
 from jobplane.compiler.states import DISCARD, Catch, Choice, Fail, Graph, Parallel, Pass, Retry, State, Task, Wait
@@ -129,9 +129,9 @@ _NO_HOLDER = base64.b64encode(json.dumps({dm.ATTR_HOLDER: {"S": "none"}}).encode
 
 def _initial_slots(steps: list[Step]) -> JsonObject:
     """The attempt counter of each step that may be retried, before its first attempt."""
-    # a map's items step is attempted in the run itself (its each step: in the map's children)
-    items = [s.parallel[0] for s in steps if s.kind_ is not None and s.kind_.name == "map" and s.parallel]
-    return {s.key: {ATTEMPT: 1} for s in steps + items if s.parallel is None and s.retry.attempts > 1}
+    # a group's members attempted in the run itself (a map's items step; its each step: in the map's children)
+    inside = [m for s in steps if isinstance(s.kind_, GroupKind) for m in s.kind_.run_members(s)]
+    return {s.key: {ATTEMPT: 1} for s in steps + inside if s.parallel is None and s.retry.attempts > 1}
 
 
 #: The states _order puts before the steps, and where.
@@ -139,6 +139,8 @@ _FIRST = {sn.Role.CLAIM: 0, sn.Role.START: 1, sn.Role.UPSTREAM: 1, sn.Role.ROUTE
 
 
 class _Builder:
+    ddb_retry = DDB_RETRY  # a group's record writes (a map item's record) retry as the job's own
+
     def __init__(self, job: Job, prefix: str, pools: dict[str, int] | None = None):
         self.job = job
         self.prefix = prefix
@@ -426,14 +428,9 @@ class _Builder:
 
     def route_state(self, first: str) -> Choice:
         choices = [When(equals(RESUME_FROM.expr, s.name), self.entries.get(s.name, sn.attempt(s.name)))
-                   for s in self.job.steps if s.kind.name != "map"]
-        for group in self.job.steps:
-            if group.kind.name == "map":
-                choices += map_routes(group, self.entries)
-                continue
-            for member in group.parallel or []:
-                # Resuming from a member of a parallel group re-runs the whole group.
-                choices.append(When(equals(RESUME_FROM.expr, member.name), sn.attempt(group.name)))
+                   for s in self.job.steps if s.kind.resumed_at_attempt]
+        for group in self.job.steps:  # a group's members (a map: the map too), as its kind routes them
+            choices += group.kind.resume_routes(group, self.entries)
         # A resume_from naming no step must not silently run the whole job.
         choices.append(When(is_string(RESUME_FROM.expr), sn.UNKNOWN_RESUME_FROM))
         self.add(sn.UNKNOWN_RESUME_FROM, self.record_state(ExecutionStatus.FAILED, None))
@@ -446,10 +443,8 @@ class _Builder:
         for i in range(len(steps) - 1, -1, -1):
             step = steps[i]
             is_last = i == len(steps) - 1
-            if step.kind.name == "map":
-                nxt = map_states(self, step, nxt, is_last, DDB_RETRY)
-            elif step.parallel is not None:
-                nxt = self.parallel_states(step, nxt, is_last)
+            if isinstance(step.kind, GroupKind):  # its members run: the kind adds its states
+                nxt = step.kind.states(self, step, nxt, is_last)
             else:
                 nxt = self.step_states(step, nxt, is_last, self.graph, record=True)
         return nxt
@@ -503,33 +498,9 @@ class _Builder:
             into.add(name, Pass(parameters={"attempts.$": steps_slot(step), "status": status.value}))
         return name
 
-    def parallel_states(self, group: Step, nxt: str, is_last: bool) -> str:
-        members = group.parallel or []
-        branches = []
-        for member in members:
-            branch = Graph()
-            done = branch.add(sn.branch_done(member.name),
-                              Pass(parameters={"attempts.$": steps_slot(member), "status": ExecutionStatus.SUCCEEDED.value}))
-            branch.start_at = self.step_states(member, done, False, branch, record=False)
-            branches.append(branch)
-        check = sn.check(group.name)
-        failed = self.step_failure_state(group, ExecutionStatus.FAILED, self.graph, record=True)
-        self.add(sn.attempt(group.name), Parallel(
-            comment="steps run concurrently; each branch records its outcome instead of failing",
-            # Each branch gets only what its tasks read, not the whole state data.
-            parameters={f"{f}.$": ExecutionInput.ref(f).expr for f in ("trigger", "scheduled_time", "params")}
-            # each member's slot exists from the start: a member whose attempts all failed has
-            # no result in it, and its branch still reports the (empty) slot
-            | {"run": {"steps": {m.key: {} for m in members} | _initial_slots(members), "infra": {"n": 0}}},
-            branches=branches,
-            result_selector={f"{m.key}.$": f"States.ArrayGetItem($, {i})" for i, m in enumerate(members)},
-            result_path=steps_slot(group),
-            catch=[Catch(["States.ALL"], failed, steps_slot(group))],
-            next=check))
-        succeeded: list[Rule] = [equals(f"{steps_slot(group)}.{m.key}.status", ExecutionStatus.SUCCEEDED.value)
-                                 for m in members]
-        self.add(check, Choice(choices=[When(all_of(*succeeded), nxt)], default=failed))
-        return sn.attempt(group.name)
+    def initial_slots(self, steps: list[Step]) -> JsonObject:
+        """The attempt counters ``steps`` start with (a parallel group's branches: its members)."""
+        return _initial_slots(steps)
 
     # -- records ----------------------------------------------------------------------------
     def execution_record(self, status: ExecutionStatus, **extra: Any) -> items.Put:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from jobplane.compiler.kinds import GroupKind
 from jobplane.compiler.model import Job, Step
 from jobplane.contract import credentials
 from jobplane.contract.secret_names import is_secret_name
@@ -38,13 +39,9 @@ def _step(step: Step, at: str) -> Iterator[tuple[str, str]]:
         for f in credentials.in_shell(value):
             yield f"{at}.env.{name}", str(f)
     target = step.target
-    if step.kind_ is not None and step.kind_.name == "map" and target is not None:
-        yield from _step(target.items, f"{at}.map.items")
-        yield from _step(target.each, f"{at}.map.each")
-        return
-    if step.parallel is not None:
-        for j, member in enumerate(step.parallel):
-            yield from _step(member, f"{at}.parallel[{j}] ({member.name})")
+    if isinstance(step.kind_, GroupKind):
+        for j, member in enumerate(step.kind_.members(step)):
+            yield from _step(member, f"{at}.{step.kind_.member_path(j)} ({member.name})")
         return
     kind = step.kind_.name if step.kind_ is not None else "step"
     if isinstance(target, list) and all(isinstance(w, str) for w in target):  # a shell step's argv

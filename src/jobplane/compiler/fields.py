@@ -230,6 +230,13 @@ class Nested(Type):
     def __init__(self, model: Callable[[], type[Model]]):
         self.model = model
 
+    @classmethod
+    def named(cls, name: str) -> Nested:
+        """The model of that class name, found when first used: how a step kind's field holds
+        steps (a group's members) without importing the model, which imports the kinds' registry
+        (tests/test_layers.py: no import cycle)."""
+        return cls(lambda: Model.by_name[name])
+
     def check(self, value: JsonValue, loc: Loc, problems: Problems) -> JsonValue:
         return self.model().build(value, loc, problems)
 
@@ -287,6 +294,12 @@ class Model:
     """Base of the DSL models (frozen, keyword-only dataclasses whose fields come from :func:`field`)."""
 
     _slots: ClassVar[dict[type, list[Slot]]] = {}
+    #: every model class by its name (:meth:`Nested.named`)
+    by_name: ClassVar[dict[str, type[Model]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        Model.by_name[cls.__name__] = cls
 
     @classmethod
     def from_definition(cls: type[M], data: JsonValue) -> M:

@@ -9,6 +9,7 @@ from jobplane.contract.catalog import CatalogStep
 from jobplane.contract.map_transitions import (PER_ITEM, PER_POOL_TRY, PER_RETRY, PER_WAITING_ATTEMPT,
                                                PRICE_PER_TRANSITION, item_transitions)
 from jobplane.contract.pools import poll_schedule
+from jobplane.contract.step_kinds import per_item_steps
 
 __all__ = ["PER_ITEM", "PER_RETRY", "map_lines", "per_item"]
 
@@ -21,10 +22,8 @@ def per_item(each: CatalogStep) -> tuple[int, int]:
 
 def map_lines(steps: list[CatalogStep]) -> list[str]:
     lines = []
-    for s in steps:
-        if s.kind != "map" or not s.parallel or len(s.parallel) != 2:
-            continue
-        items, each = s.parallel
+    for s in per_item_steps(steps):
+        items, each = s.parallel or []
         low, high = per_item(each)
         cost = low * 1000 * PRICE_PER_TRANSITION
         spread = f"{low}" if low == high else f"{low} ({high} if every attempt fails)"

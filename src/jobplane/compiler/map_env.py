@@ -18,12 +18,10 @@ if TYPE_CHECKING:
 def role_in(job: Job, step: Step) -> tuple[str, Step] | None:
     """("items" or "each", the map) when ``step`` is a member of one of the job's maps."""
     for s in job.steps:
-        if s.kind_ is not None and s.kind_.name == "map":
-            spec = s.target
-            if step is spec.items:
-                return "items", s
-            if step is spec.each:
-                return "each", s
+        if s.kind_ is not None and s.kind_.info.per_item:  # a map: its items step, then its each step
+            for role, member in zip(("items", "each"), s.parallel or []):
+                if step is member:
+                    return role, s
     return None
 
 

@@ -19,12 +19,12 @@ input fields the Tasks read) reaches it in the ``ItemSelector``, evaluated in th
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from jobplane.compiler import pools
-from jobplane.compiler.choice_rules import When, present
+from jobplane.compiler.choice_rules import When
 from jobplane.compiler.state_data import ATTEMPT, ERROR
-from jobplane.compiler.states import DISCARD, Catch, Choice, Graph, Pass, Retry, State, Task, _Catching
+from jobplane.compiler.states import DISCARD, Catch, Graph, Pass, Retry, State, Task, _Catching
 from jobplane.contract import items as it
 from jobplane.contract import map_items
 from jobplane.contract import states as sn
@@ -36,8 +36,7 @@ from jobplane.contract.statuses import Event, ExecutionStatus
 from jobplane.contract.types import JsonObject
 
 if TYPE_CHECKING:
-    from jobplane.compiler.choice_rules import Rule
-    from jobplane.compiler.kinds.map_ import MapSpec
+    from jobplane.compiler.executors.base import GroupBuilder
     from jobplane.compiler.model import Job, Step
 
 GET_OBJECT = "arn:aws:states:::s3:getObject"
@@ -99,11 +98,19 @@ class _ItemFail(State):
         return {"Error": ITEM_FAILED_ERROR, "Cause": "the item's record says why"}
 
 
-def spec_of(step: Step) -> MapSpec:
-    from jobplane.compiler.kinds.map_ import MapSpec
+class Spec(Protocol):
+    """What the states read of a map's spec (compiler/kinds/map_.py ``MapSpec``, which the map's
+    kind hands over: this module does not import the kinds, which ask it for the states)."""
 
-    spec = step.target
-    assert isinstance(spec, MapSpec)
+    items: Step
+    each: Step
+    max_concurrency: int
+
+    def tolerance(self) -> JsonObject: ...
+
+
+def spec_of(step: Step) -> Spec:
+    spec: Spec = step.target
     return spec
 
 
@@ -138,30 +145,25 @@ def wait_records(job: Job, m: Step) -> pools.ItemRecords:
 
 class _ItemBuilder:
     """The job's builder as the each step's attempts see it inside a child execution: a failure
-    writes the item's record and fails the child (so the Map counts it); no RECOVERED there."""
+    writes the item's record and fails the child (so the Map counts it)."""
 
-    def __init__(self, outer: object, m: Step, processor: Graph, ddb_retry: Retry):
+    def __init__(self, outer: GroupBuilder, m: Step):
         self.outer = outer
-        self.ddb_retry = ddb_retry
-        self.job: Job = outer.job  # type: ignore[attr-defined]
-        self.prefix: str = outer.prefix  # type: ignore[attr-defined]
+        self.job: Job = outer.job
+        self.prefix: str = outer.prefix
         self.events: set[Event] = set()
         self.m = m
-        self.processor = processor
 
     def step_failure_state(self, step: Step, status: ExecutionStatus, into: Graph, record: bool) -> str:
         name = sn.step_failed(step.name) if status == ExecutionStatus.FAILED else sn.step_timed_out(step.name)
         if name not in into:
-            into.add(name, _put(self.job, self.m, status.value, sn.FAIL, self.ddb_retry))
+            into.add(name, _put(self.job, self.m, status.value, sn.FAIL, self.outer.ddb_retry))
         if sn.FAIL not in into:
             into.add(sn.FAIL, _ItemFail(comment=f"the item failed: the Map counts it against tolerated_failures"))
         return name
 
-    def recovered_rule(self, ok: Rule | list[Rule]) -> When:
-        raise AssertionError("an item is never the job's last state")
-
     def retry_loop(self, step: Step, into: Graph) -> str:
-        return self.outer.retry_loop(step, into)  # type: ignore[attr-defined, no-any-return]
+        return self.outer.retry_loop(step, into)
 
 
 def _put(job: Job, m: Step, status: str, next_: str | None, ddb_retry: Retry) -> Task:
@@ -171,27 +173,23 @@ def _put(job: Job, m: Step, status: str, next_: str | None, ddb_retry: Retry) ->
                 result_selector={}, result_path="$", retry=[ddb_retry], next=next_)
 
 
-def map_states(b: object, m: Step, nxt: str, is_last: bool, ddb_retry: Retry) -> str:
+def map_states(b: GroupBuilder, m: Step, nxt: str) -> str:
     """Add the map's states to the job's graph; return the first one's name (its items step's).
-    ``ddb_retry``: the job's DynamoDB Retry (compiler/asl.py), for the item records."""
-    job: Job = b.job  # type: ignore[attr-defined]
-    graph: Graph = b.graph  # type: ignore[attr-defined]
+    The Map goes straight on to ``nxt`` when it succeeds: whether the run ends a failure streak
+    (RECOVERED) is the Finish transaction's to decide (compiler/asl.py ``finish_states``), after
+    a map as after any step."""
+    job, graph = b.job, b.graph
     spec = spec_of(m)
     each = spec.each
     processor = Graph()
-    done = processor.add(sn.branch_done(each.name), _put(job, m, ExecutionStatus.SUCCEEDED.value, None, ddb_retry))
-    ib = _ItemBuilder(b, m, processor, ddb_retry)
+    done = processor.add(sn.branch_done(each.name), _put(job, m, ExecutionStatus.SUCCEEDED.value, None, b.ddb_retry))
+    ib = _ItemBuilder(b, m)
     processor.start_at = each.kind.executor.attempt_states(ib, each, done, False, processor, False)
     if each.pool is not None:
         # each item's attempts hold a slot as a top-level step's do (docs/pools.md "A map's items"):
         # the ticket is the child's own ($$.Execution.Id: the child execution's ARN on AWS)
-        processor.start_at = pools.wrap(ib, each, processor, False, b.pools[each.pool.name],  # type: ignore[attr-defined]
-                                        wait_records(job, m))
-    failed = b.step_failure_state(m, ExecutionStatus.FAILED, graph, True)  # type: ignore[attr-defined]
-    after = nxt
-    if is_last and Event.RECOVERED in b.events:  # type: ignore[attr-defined]
-        after = graph.add(sn.check(m.name), Choice(choices=[b.recovered_rule(present("$.run"))],  # type: ignore[attr-defined]
-                                                   default=nxt))
+        processor.start_at = pools.wrap(ib, each, processor, False, b.pools[each.pool.name], wait_records(job, m))
+    failed = b.step_failure_state(m, ExecutionStatus.FAILED, graph, True)
     graph.add(sn.attempt(m.name), Map(
         comment=f"each item of {spec.items.name} runs {each.name} in a child execution and records its outcome",
         # JSON Lines: the runner streams the list line by line (runner/items_out.py); InputType
@@ -206,7 +204,7 @@ def map_states(b: object, m: Step, nxt: str, is_last: bool, ddb_retry: Retry) ->
                                "infra": {"n": 0}}},
         processor=processor, max_concurrency=spec.max_concurrency, tolerance=spec.tolerance(),
         result_writer=result_writer(job),
-        catch=[Catch(["States.ALL"], failed, ERROR)], next=after))
+        catch=[Catch(["States.ALL"], failed, ERROR)], next=nxt))
     # The list's key, drawn before the items step and read by its runner and the ItemReader: a
     # UUID no reader can list (contract/map_items.py items_key); a re-run of the failed items
     # reads the list the control plane wrote under map-reruns/, which no runner may write.
@@ -214,7 +212,7 @@ def map_states(b: object, m: Step, nxt: str, is_last: bool, ddb_retry: Retry) ->
         comment="a re-run of the failed items reads the list jobplane rerun wrote (map-reruns/)",
         parameters={"key.$": map_items.rerun_key_expr(job.name, m.name)}, result_path=map_items.KEY_PATH,
         next=sn.attempt(m.name)))
-    first: str = b.step_states(spec.items, sn.attempt(m.name), False, graph, record=True)  # type: ignore[attr-defined]
+    first = b.step_states(spec.items, sn.attempt(m.name), False, graph, record=True)
     return graph.add(sn.items_key(m.name), Pass(
         comment="where the items step writes the list and the Map reads it: a fresh UUID per run",
         parameters={"key.$": map_items.items_key_expr(job.name, m.name)}, result_path=map_items.KEY_PATH,
@@ -238,7 +236,7 @@ def map_routes(m: Step, entries: dict[str, str] | None = None) -> list[When]:
 
 
 def role_statements(job: Job, sm_name: str) -> list[JsonObject]:
-    """What the job's state machine role calls for its maps, only for a job that has one: read
+    """What the job's state machine role calls for its maps (asked only for a job that has one: compiler/terraform.py): read
     its lists (S3, decrypted with the platform key that encrypts the catalog bucket), write its
     results (:func:`result_writer`), start its children and watch or stop them. "IAM policies for using Distributed Map states",
     https://docs.aws.amazon.com/step-functions/latest/dg/iam-policies-eg-dist-map.html: a Distributed
@@ -247,8 +245,6 @@ def role_statements(job: Job, sm_name: str) -> list[JsonObject]:
     ``execution:<state machine>/<map run label>:<id>``."""
     from jobplane.compiler.terraform_iam import ACCOUNT, PARTITION, REGION, statement
 
-    if not any(s.kind_ is not None and s.kind_.name == "map" for s in job.steps):
-        return []
     arn = f"arn:{PARTITION}:states:{REGION}:{ACCOUNT}"
     return [
         statement("ReadMapItems", ["s3:GetObject"],

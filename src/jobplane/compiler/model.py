@@ -17,7 +17,8 @@ from typing import Any, Literal
 from jobplane.compiler import kinds as kinds_registry
 from jobplane.compiler.fields import (Anything, Bool, Choice, describe_value, Int, ListOf, Loc, MapOf, Model, Nested, Nullable, Number,
                                      Parsed, Problems, Slot, Str, field)
-from jobplane.compiler.kinds import StepKind
+from jobplane.compiler.kinds import GroupKind, StepKind
+from jobplane.compiler.secret_scope import PARAMETER_NAME_PREFIX, SECRET_NAME_PREFIX
 from jobplane.contract import runner as rc
 from jobplane.contract.quoting import quoted
 from jobplane.contract.schedule import ScheduleError, validate_timezone
@@ -31,11 +32,9 @@ NAME_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 # jp.secret(NAME)) or an SSM parameter ('ssm:NAME', jp.parameter(NAME)), both in the deployment's
 # own account and region (the compiler builds the ARNs from them), so a job cannot be granted a
 # secret in another account or by wildcard; which names a team may use is checked in validation
-# (compiler/secret_scope.py). The prefix says it is a name, so a password pasted here is still
+# (compiler/secret_scope.py, which holds the two prefixes). The prefix says it is a name, so a password pasted here is still
 # refused as a plain value. Names use the characters each service allows; an SSM name with a
 # '/' is fully qualified (starts with '/'), as Parameter Store requires.
-SECRET_NAME_PREFIX = "secretsmanager:"
-PARAMETER_NAME_PREFIX = "ssm:"
 SECRET_NAME_RE = re.compile(r"^secretsmanager:[A-Za-z0-9/_+=.@-]{1,512}$")
 PARAMETER_NAME_RE = re.compile(r"^ssm:(/[A-Za-z0-9_.-]+)+$|^ssm:[A-Za-z0-9_.-]+$")
 SECRET_ANY_ARN_RE = re.compile(r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:(?P<name>.+?)(-[A-Za-z0-9]{6})?$")
@@ -253,9 +252,7 @@ class Step(Model):
     @property
     def parallel(self) -> list[Step] | None:
         """A group's members (a map's: its items and each steps); None for a step that runs itself."""
-        if self.kind_ is not None and self.kind_.name == "map":
-            return [self.target.items, self.target.each]
-        return self.target if self.kind_ is not None and self.kind_.name == "parallel" else None
+        return self.kind_.members(self) if self.kind_ is not None else None
 
     @property
     def key(self) -> str:
@@ -332,8 +329,7 @@ def _timezone(v: str | None, _: JsonObject) -> Iterator[str]:
 
 
 def _unique_steps(steps: list[Step], _: JsonObject) -> Iterator[str]:
-    if problem := duplicate_step_problem([(s.name, [(_member_path(s, j), m.name) for j, m in enumerate(s.parallel or [])])
-                                          for s in steps]):
+    if problem := duplicate_step_problem([(s.name, _member_names(s)) for s in steps]):
         yield problem
 
 
@@ -464,20 +460,16 @@ class Job(Model):
 
 def _with_pool(step: Step, default: PoolUse | None) -> Step:
     pool = step.pool or default
-    spec = step.target
-    if step.kind_ is not None and step.kind_.name == "map" and spec is not None:
-        # a map's members are its MapSpec's fields (items, each), not a list: keep the MapSpec
-        return dataclasses.replace(step, pool=pool, target=dataclasses.replace(
-            spec, items=_with_pool(spec.items, pool), each=_with_pool(spec.each, pool)))
     members = step.parallel
-    if members is not None:
-        return dataclasses.replace(step, pool=pool, target=[_with_pool(m, pool) for m in members])
+    if isinstance(step.kind_, GroupKind) and members is not None:
+        return dataclasses.replace(step.kind_.with_members(step, [_with_pool(m, pool) for m in members]), pool=pool)
     return step if pool is step.pool else dataclasses.replace(step, pool=pool)
 
 
-def _member_path(step: Step, j: int) -> str:
-    """Where member ``j`` of a group sits below it: a map's are its items and each fields."""
-    return ("map.items", "map.each")[j] if step.kind_ is not None and step.kind_.name == "map" else f"parallel[{j}]"
+def _member_names(step: Step) -> list[tuple[str, str]]:
+    """A group's members, each with where it sits below the group (a map's: its items and each fields)."""
+    kind = step.kind_
+    return [(kind.member_path(j), m.name) for j, m in enumerate(kind.members(step))] if isinstance(kind, GroupKind) else []
 
 
 def duplicate_step_problem(steps: list[tuple[str, list[tuple[str, str]]]]) -> str | None:

@@ -28,7 +28,7 @@ from jobplane.contract.quotas import ROLE_INLINE_POLICY_CHARS
 from jobplane.contract.job_fires import JobSchedule, next_job_fires
 from jobplane.contract.schedule import validate_timezone
 from jobplane.contract.schedule_kinds import kind_of
-from jobplane.contract.step_kinds import Executor, kind_info
+from jobplane.contract.step_kinds import Executor, kind_info, per_item_steps
 from jobplane.contract.types import JsonObject
 
 if TYPE_CHECKING:
@@ -131,10 +131,9 @@ def _fires(expressions: list[str], tz: str, now: datetime) -> list[str]:
 
 
 def _step_line(step: CatalogStep) -> str:
-    if step.kind == "map" and step.parallel:
-        return f"{step.name} (map: {' lists, then per item '.join(s.name for s in step.parallel)})"
-    if step.parallel is not None:
-        return f"{step.name} (parallel: {', '.join(s.name for s in step.parallel)})"
+    if step.parallel is not None:  # a group: a map's members say what they do
+        joint = " lists, then per item " if per_item_steps([step]) else ", "
+        return f"{step.name} ({step.kind}: {joint.join(s.name for s in step.parallel)})"
     target = step.target or {}
     what = " ".join(target.get("argv", [])) if target.get("kind") == "shell" else target.get("target", "")
     return f"{step.name} ({step.kind} {what})"
@@ -176,7 +175,9 @@ def where_steps_run(steps: list[CatalogStep]) -> list[str]:
     one; a Lambda attempt lasts at most 15 minutes)."""
     flat = _flat_steps(steps).values()
     on_lambda = [s.name for s in flat if kind_info(s.kind).executor is Executor.LAMBDA]
-    could = [s.name for s in flat if s.kind == "python" and s.timeout is not None
+    # an ECS step whose runner dispatch a Lambda function runs too (a python step)
+    could = [s.name for s in flat if kind_info(s.kind).executor is Executor.ECS
+             and kind_info(s.kind).runner_kind in lambda_step.KINDS and s.timeout is not None
              and s.timeout <= lambda_step.MAX_TIMEOUT]
     lines = []
     if on_lambda:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from jobplane.compiler.peak import Peak
 from jobplane.contract.quotas import BY_KEY, QUOTAS, ROLE_INLINE_POLICY_CHARS, WARN_AT, Quota
 
 if TYPE_CHECKING:
@@ -75,48 +76,15 @@ def _n(value: float) -> str:
     return f"{value:,.2f}".rstrip("0").rstrip(".") if value != int(value) else f"{int(value):,}"
 
 
-@dataclass(frozen=True)
-class Peak:
-    """What one step (or job) runs at once at most, per concurrent quota (contract/quotas.py)."""
-
-    fargate_vcpu: float = 0.0
-    network_interfaces: int = 0  # ECS tasks: one interface each (awsvpc)
-    lambda_concurrency: int = 0
-    open_map_runs: int = 0
-
-    def __add__(self, other: Peak) -> Peak:
-        return Peak(self.fargate_vcpu + other.fargate_vcpu, self.network_interfaces + other.network_interfaces,
-                    self.lambda_concurrency + other.lambda_concurrency, self.open_map_runs + other.open_map_runs)
-
-    def times(self, n: int) -> Peak:
-        return Peak(self.fargate_vcpu * n, self.network_interfaces * n, self.lambda_concurrency * n,
-                    self.open_map_runs * n)
-
-    def most(self, other: Peak) -> Peak:
-        """Each quota's larger figure: steps that run one after another never add up."""
-        return Peak(max(self.fargate_vcpu, other.fargate_vcpu),
-                    max(self.network_interfaces, other.network_interfaces),
-                    max(self.lambda_concurrency, other.lambda_concurrency), max(self.open_map_runs, other.open_map_runs))
-
-    def of(self, key: str) -> float:
-        return float(getattr(self, key))
-
-
 def step_peak(step: Step) -> Peak:
     """What ``step`` runs at once: an ECS task's cpu (Fargate CPU units / 1,024) and interface,
     a Lambda invocation, a parallel group's members together, a map's items step and then its
     each step ``max_concurrency`` at a time in one open Map Run."""
+    from jobplane.compiler.kinds import GroupKind
     from jobplane.contract.step_kinds import Executor
 
-    if step.kind.name == "map":
-        spec = step.target
-        return step_peak(spec.items).most(step_peak(spec.each).times(spec.max_concurrency) + Peak(open_map_runs=1))
-    members = step.parallel
-    if members is not None:
-        total = Peak()
-        for m in members:
-            total = total + step_peak(m)
-        return total
+    if isinstance(step.kind, GroupKind):  # what its members run at once, as its kind says
+        return step.kind.peak(step, step_peak)
     if step.kind.info.executor is Executor.LAMBDA:
         return Peak(lambda_concurrency=1)
     return Peak(fargate_vcpu=step.cpu / 1024, network_interfaces=1)

@@ -16,9 +16,18 @@ team's: this module's check holds for every one of them); 'job', roles reading i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from jobplane.compiler.model import PARAMETER_NAME_PREFIX, SECRET_NAME_PREFIX, Job, Step
 from jobplane.contract.config import PlatformConfig
+
+if TYPE_CHECKING:  # the model imports this module (the prefixes): it is only this module's argument type
+    from jobplane.compiler.model import Job, Step
+
+#: How a step's ``secrets`` name each service (compiler/model.py checks the names; jp.secret and
+#: jp.parameter write them): here, where they are parsed, so the Terraform (compiler/terraform_iam.py)
+#: reads a reference without importing the model.
+SECRET_NAME_PREFIX = "secretsmanager:"
+PARAMETER_NAME_PREFIX = "ssm:"
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from jobplane.compiler import kinds
 from jobplane.compiler.executors.base import StepExecutor
 from jobplane.compiler.executors.ecs import ECS
-from jobplane.compiler import map_states
 from jobplane.compiler.calendars import deployed_schedule
 from jobplane.compiler.model import Job, Step
 from jobplane.compiler.terraform_iam import ACCOUNT, PARTITION, REGION, assume, secret_references, statement
@@ -213,7 +212,8 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> JsonObject:
                    [{"test": "ForAllValues:StringLike", "variable": "dynamodb:LeadingKeys",
                      "values": [dm.job_partition(job.name), f"{dm.EXEC_PREFIX}*"]}]),
         _statement("PublishOutcome", ["sns:Publish"], ["${local.platform.topic_arn}"]),
-        *map_states.role_statements(job, sm_name),  # a job with a jp.map only (compiler/map_states.py)
+        # what its group kinds call (a jp.map's lists and children: compiler/map_states.py), for a job that has one
+        *(st for kind in kinds.GROUPS if any(s.kind is kind for s in job.steps) for st in kind.role_statements(job, sm_name)),
         *pool_statements(job),  # only a job whose steps hold a pool (compiler/pools.py)
     ]}
     # what the policy's skip path calls about the claim's holder, on this job's executions only

@@ -17,6 +17,7 @@ from typing import Literal, cast, get_args
 
 from jobplane.contract.arns import resource_name
 from jobplane.contract.attribute_values import json_text
+from jobplane.contract.executor_runtime import REASON_MAX as REASON_MAX, RUNTIMES, runtime_of, task_id as task_id
 from jobplane.contract.states import attempt_key, step_key
 from jobplane.contract.record_schema import doc
 from jobplane.contract.types import JsonObject, JsonValue
@@ -90,54 +91,20 @@ def timeline_of(rows: JsonValue) -> tuple[Attempt, ...]:
     return tuple(a for a in (Attempt.from_json(r) for r in (rows if isinstance(rows, list) else [])) if a)
 
 
-#: How much of a stop reason or an unparsed error cause a row keeps (rows live on the record).
-REASON_MAX = 300
-
-
 def task_facts(text: str | None, with_reason: bool) -> JsonObject:
-    """The container's exit code, the task's id, StopCode and stop reason, from a task's JSON
-    (``with_reason``: a failed attempt's Cause, whose text is the reason when it is not JSON);
-    for a Lambda step, what its handler answered (:func:`lambda_facts`)."""
+    """The attempt's facts from a Task's output or a failed Task's Cause (``with_reason``: whose
+    text is the reason when it is not JSON), as the executor that ran it reads them
+    (contract/executor_runtime.py: an ECS task's exit code, id, StopCode and stop reason; a Lambda
+    step's answer)."""
     task = _task_of(text)
     if task is None:
         return {"reason": text[:REASON_MAX]} if with_reason and text else {}
-    if "Payload" in task or "errorType" in task:
-        return lambda_facts(task, with_reason)
-    container = (task.get("Containers") or [{}])[0] or {}
-    facts: JsonObject = {"exit_code": container.get("ExitCode")}
-    if task.get("TaskArn"):
-        facts["task_id"] = task_id(task["TaskArn"])
-    if task.get("StopCode"):
-        facts["stop_code"] = task["StopCode"]
-    reason = task.get("StoppedReason") or container.get("Reason")
-    if with_reason and reason:
-        facts["reason"] = str(reason)[:REASON_MAX]
-    return facts
+    return runtime_of(task).attempt_facts(task, with_reason)
 
 
 def lambda_facts(result: JsonObject, with_reason: bool) -> JsonObject:
-    """A Lambda step's attempt, from its Task's output (``{"Payload": <the handler's answer>}``)
-    or a failed Task's Cause (Lambda's function error, ``{"errorMessage": <the answer's JSON>,
-    "errorType", "requestId", "stackTrace"}``; contract/lambda_step.py): exit code, log group and
-    stream, request id; for an error the handler did not raise (Sandbox.Timedout, an import
-    error of the image), its message as the reason."""
-    from jobplane.contract.lambda_step import Answer
-
-    payload = result.get("Payload")
-    if isinstance(payload, dict):
-        answer = Answer.from_json(json.dumps(payload))
-    else:
-        answer = Answer.from_json(str(result.get("errorMessage", "")))
-    facts: JsonObject = {}
-    if answer is not None:
-        facts = {"exit_code": answer.exit_code, "log_group": answer.log_group or None,
-                 "log_stream": answer.log_stream or None, "task_id": answer.request_id or None}
-        return {k: v for k, v in facts.items() if v is not None}
-    if isinstance(result.get("requestId"), str) and result["requestId"]:
-        facts["task_id"] = result["requestId"]
-    if with_reason and result.get("errorMessage"):
-        facts["reason"] = str(result["errorMessage"])[:REASON_MAX]
-    return facts
+    """A Lambda step's attempt facts (contract/executor_runtime.py ``LambdaRuntime``)."""
+    return RUNTIMES["lambda"].attempt_facts(result, with_reason)
 
 
 def attempt_rows(record_steps: JsonObject, rows: Sequence[Attempt]) -> list[Attempt]:
@@ -168,11 +135,3 @@ def _task_of(cause: str | None) -> JsonObject | None:
     """A failed ecs:runTask.sync's Cause is the task's JSON (exit code, stop reason)."""
     task = json_text(cause)
     return task if isinstance(task, dict) else None
-
-
-def task_id(task_arn: str) -> str:
-    """arn:aws:ecs:<region>:<account>:task/<cluster>/<task id> -> <task id> (an id as it is, too)"""
-    try:
-        return resource_name(str(task_arn))
-    except ValueError:
-        return str(task_arn)

@@ -96,7 +96,19 @@ LOG_STREAM_PREFIX = "runner"
 def log_stream(task_id: str) -> str:
     return f"{LOG_STREAM_PREFIX}/{CONTAINER_NAME}/{task_id}"
 
-STEP_KINDS = ("python", "celery", "django", "shell")
+#: The runner's dispatch, the one list of runner kinds (``jobplane-runner run <kind>``): each
+#: with the function that runs its step, "module:function" of the runner, imported only for a
+#: step of that kind (the runner's start-up: bench/runner_start.py). contract/step_kinds.py's
+#: kinds each name one of these as their runner kind (a kind naming another fails to load), and
+#: the runner dispatches on this table alone (runner/dispatch.py): a kind without its line here
+#: is refused, permanently, never run as another kind.
+DISPATCH = {
+    "python": "jobplane.runner.steps:python",
+    "celery": "jobplane.runner.steps:celery",
+    "django": "jobplane.runner.steps:django",
+    "shell": "jobplane.runner.steps:shell",
+}
+STEP_KINDS = tuple(DISPATCH)
 
 # Exit codes. Everything non-zero that is not PERMANENT or TERMINATED counts as retryable, so a
 # shell step's ordinary `exit 1` and an out-of-memory kill (137) are retried when retries are set.

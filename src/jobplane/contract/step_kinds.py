@@ -13,11 +13,16 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
+from jobplane.contract.runner import DISPATCH
 from jobplane.contract.types import JsonObject
+
+if TYPE_CHECKING:
+    from jobplane.contract.catalog import CatalogStep
 
 
 class Executor(str, Enum):
@@ -47,12 +52,15 @@ def _shell_call(target: JsonObject) -> str:
 @dataclass(frozen=True)
 class KindInfo:
     """One step kind as the runtime reads it. ``runner_kind``: the runner's dispatch
-    (``jobplane-runner run <kind>``), None for a group."""
+    (``jobplane-runner run <kind>``), None for a group. ``per_item``: a group whose first member
+    lists items and whose second runs once per item (a map): the runtime reads its items'
+    records (progress, re-runs of the failed items)."""
 
     name: str
     executor: Executor
     runner_kind: str | None
     show_call: Callable[[JsonObject], str]
+    per_item: bool = False
 
     def call(self, target: JsonObject | None) -> str:
         """The step's target as a person would write the call (the portal, `jobplane plan`)."""
@@ -70,17 +78,25 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("shell", Executor.ECS, "shell", _shell_call),
     KindInfo("parallel", Executor.GROUP, None, _no_call),
     KindInfo("lambda", Executor.LAMBDA, "python", _python_call),
-    KindInfo("map", Executor.GROUP, None, _no_call),  # its items and each steps run
+    KindInfo("map", Executor.GROUP, None, _no_call, per_item=True),  # its items and each steps run
 )
 _BY_NAME = {k.name: k for k in KINDS}
 #: What ``jobplane-runner run <kind>`` dispatches on, in registry order, once each.
 RUNNER_KINDS: tuple[str, ...] = tuple(dict.fromkeys(k.runner_kind for k in KINDS if k.runner_kind))
+if _undispatched := [k for k in RUNNER_KINDS if k not in DISPATCH]:  # a kind the runner would refuse
+    raise ValueError(f"step kinds name runner kinds without a line in contract/runner.py DISPATCH: {_undispatched}")
 
 
 def kind_info(name: str) -> KindInfo:
     """The kind a catalog names; an unknown name (a catalog newer than this code) reads as an
     ECS python step, the runtime's long-standing default, rather than failing a page."""
     return _BY_NAME.get(name) or KindInfo(name, Executor.ECS, None, _python_call)
+
+
+def per_item_steps(steps: Sequence[CatalogStep]) -> list[CatalogStep]:
+    """The steps among ``steps`` (a catalog's) that run a member once per item (maps), with
+    their two members."""
+    return [s for s in steps if kind_info(s.kind).per_item and s.parallel and len(s.parallel) == 2]
 
 
 def call_of(target: JsonObject | None) -> str:

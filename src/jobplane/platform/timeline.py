@@ -16,10 +16,10 @@ from typing import Callable
 
 from botocore.exceptions import ClientError
 
-from jobplane.contract.attempts import task_facts, task_id
+from jobplane.contract.attempts import task_facts
 from jobplane.contract.attribute_values import json_text
 from jobplane.contract.clock import as_iso
-from jobplane.contract.lambda_step import log_group
+from jobplane.contract.executor_runtime import scheduled_log_group, submitted_facts
 from jobplane.contract.attempts import Attempt
 from jobplane.contract.states import Role, StateName, classify
 from jobplane.contract.types import Client, JsonObject, Response
@@ -100,20 +100,19 @@ def timeline(events: list[Response]) -> list[Attempt]:
                    "finished_at": None, "outcome": "running"}
             rows.append(row)
             row_of[e["id"]] = by_state[state_name] = row
-            group = _lambda_log_group(e.get("taskScheduledEventDetails") or {})
+            group = scheduled_log_group(e.get("taskScheduledEventDetails") or {})
             if group:
                 row["log_group"] = group
         elif kind in ("TaskScheduled", "TaskStarted", "TaskSubmitted") and e.get("previousEventId") in row_of:
             row = row_of[e["id"]] = row_of[e["previousEventId"]]
             if kind == "TaskScheduled":  # a Lambda step: its function's log group is known before it answers
-                group = _lambda_log_group(e.get("taskScheduledEventDetails") or {})
+                group = scheduled_log_group(e.get("taskScheduledEventDetails") or {})
                 if group:
                     row["log_group"] = group
             if kind == "TaskSubmitted":  # RunTask's answer: the task (and its log stream) is known
                 submitted = json_text((e.get("taskSubmittedEventDetails") or {}).get("output"))
-                tasks = submitted.get("Tasks") if isinstance(submitted, dict) else None
-                if tasks and isinstance(tasks[0], dict) and tasks[0].get("TaskArn"):
-                    row["task_id"] = task_id(tasks[0]["TaskArn"])
+                if isinstance(submitted, dict):
+                    row.update(submitted_facts(submitted))
         elif kind in ("TaskSucceeded", "TaskFailed", "TaskTimedOut", "TaskStartFailed", "TaskSubmitFailed"):
             if e.get("previousEventId") in others:
                 others.add(e["id"])  # its own retry follows from this event
@@ -167,17 +166,6 @@ def with_end(events: list[Response], status: str, finished: datetime) -> list[Re
         return events
     last = max((int(e["id"]) for e in events), default=0)
     return [*events, {"id": last + 1, "type": kind, "timestamp": finished}]
-
-
-def _lambda_log_group(details: JsonObject) -> str | None:
-    """The log group of the function a Lambda step's Task invokes (its scheduled parameters)."""
-    if details.get("resourceType") != "lambda":
-        return None
-    params = json_text(details.get("parameters"))
-    name = params.get("FunctionName") if isinstance(params, dict) else None
-    if not isinstance(name, str) or not name:
-        return None
-    return log_group(name.rsplit(":function:", 1)[-1].split(":", 1)[0])
 
 
 def _classified(name: str) -> StateName | None:

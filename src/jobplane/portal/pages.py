@@ -16,6 +16,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jobplane.contract import execution_input
 from jobplane.contract import runner as rc
 from jobplane.contract.statuses import ExecutionStatus
+from jobplane.contract.step_kinds import per_item_steps
 from jobplane.platform.control import (IDEMPOTENCY_KEY_MAX, JOB_SORTS, RECENT_FAILURES, Invalid, JobSummary,
                                       NotFound, check_cursor)
 from jobplane.portal import actions, charts, logview
@@ -159,7 +160,7 @@ def _execution_context(portal: Portal, execution: str, job: str | None = None, l
     gantt = charts.attempt_gantt(rows, view.started_at, view.finished_at, datetime.now(timezone.utc))
     return {"x": view, "e": entry, "rows": rows, "gantt": gantt, "logs": logs, "log_levels": logview.LEVELS,
             "log_level": level, "log_q": q,
-            "maps": portal.control.map_progress(view.execution) if any(s.kind == "map" for s in entry.steps) else []}
+            "maps": portal.control.map_progress(view.execution) if per_item_steps(entry.steps) else []}
 
 
 def log_console_url(deployment: Deployment, stream: LogStream) -> str | None:

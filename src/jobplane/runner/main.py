@@ -8,7 +8,6 @@ Kept to the standard library so that it starts fast inside an application image 
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import sys
 import time
@@ -19,8 +18,9 @@ if TYPE_CHECKING:
     from typing import NoReturn
 
 from jobplane.contract import runner as rc
-from jobplane.runner import logs, stop, targets
+from jobplane.runner import dispatch, logs, stop
 from jobplane.runner.context import ContractError, RunContext, from_environment
+from jobplane.runner.errors import ExitCode, PermanentError
 from jobplane.runner.failures import PermanentFailure
 
 KINDS = rc.STEP_KINDS
@@ -31,10 +31,11 @@ _on_sigterm = stop.on_sigterm
 
 
 def parse_kind(argv: list[str] | None) -> str:
-    """The step kind of ``run KIND``, the only command line a task sends; anything else
+    """The step kind of ``run KIND``, the only command line a task sends (a kind this runner
+    has no dispatch for is refused once the step's log is set up: :func:`run`); anything else
     (``--help``, a mistake) goes to argparse, which prints usage and exits."""
     args = sys.argv[1:] if argv is None else argv
-    if len(args) == 2 and args[0] == "run" and args[1] in KINDS:
+    if len(args) == 2 and args[0] == "run" and not args[1].startswith("-"):
         return args[1]
     kind: str = parse_args(args).kind
     return kind
@@ -62,37 +63,22 @@ def run(kind: str, ctx: RunContext, log: logging.Logger) -> int:
     log.info("step started", extra={"kind": kind, "target": ctx.target.get("target") or ctx.target.get("argv")})
     try:
         try:
-            if kind == "python":
-                value = targets.run_python(ctx)
-                if ctx.items_uri:  # a map's items step (contract/map_items.py)
-                    from jobplane.runner import items_out
-
-                    try:
-                        # the forms the log redacts: an item holding one is refused
-                        count = items_out.write(ctx.items_uri, value, secrets=logs.secret_values(os.environ))
-                    except items_out.ItemsError as e:
-                        raise targets.PermanentError(str(e)) from None
-                    log.info("items written", extra={"items": count})
-            elif kind == "celery":
-                targets.run_celery(ctx)
-            elif kind == "django":
-                targets.run_django(ctx)
-            else:
-                targets.run_shell(ctx, log)
+            # the kind's own function, imported now (contract/runner.py DISPATCH): an unknown kind is refused
+            dispatch.function_of(kind)(ctx, log)
         finally:
             logs.release_descriptors()
     except Terminated:
         log.warning("stopped by SIGTERM", extra={"duration": _since(started)})
         return rc.EXIT_TERMINATED
-    except targets.PermanentError as e:
-        log.error("step cannot run: %s", e, extra={"duration": _since(started), "error_type": "PermanentError",
+    except (PermanentError, dispatch.UnknownKind) as e:
+        log.error("step cannot run: %s", e, extra={"duration": _since(started), "error_type": type(e).__name__,
                                                     "retryable": False})
         return rc.EXIT_PERMANENT
     except PermanentFailure as e:  # the step's own code says no retry can fix it (runner/failures.py)
         log.error("step failed, not retried: %s", e, extra={"duration": _since(started),
                                                             "error_type": type(e).__name__, "retryable": False})
         return rc.EXIT_PERMANENT
-    except targets.ExitCode as e:
+    except ExitCode as e:
         log.error("command exited with status %d", e.code, extra={"duration": _since(started), "exit_code": e.code,
                                                                   "retryable": rc.is_retryable(e.code)})
         return e.code

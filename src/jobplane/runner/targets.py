@@ -24,16 +24,8 @@ from jobplane.runner import stop
 from jobplane.runner.context import RunContext
 
 
-class PermanentError(Exception):
-    """The target cannot be run as defined; the state machine must not retry."""
-
-
-class ExitCode(Exception):
-    """A shell step's own exit status, passed through."""
-
-    def __init__(self, code: int):
-        super().__init__(f"exit status {code}")
-        self.code = code
+# the runner's outcomes, caught by runner/main.py without importing this module
+from jobplane.runner.errors import ExitCode as ExitCode, PermanentError as PermanentError  # noqa: E402
 
 
 ENV_CELERY_APP = "JOBPLANE_CELERY_APP"  # "package.module:app", like `celery -A`

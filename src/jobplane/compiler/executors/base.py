@@ -11,7 +11,7 @@ from jobplane.contract.types import JsonObject
 if TYPE_CHECKING:
     from jobplane.compiler.choice_rules import Rule, Test
     from jobplane.compiler.model import Job, Step
-    from jobplane.compiler.states import Graph
+    from jobplane.compiler.states import Graph, Retry
     from jobplane.contract.config import PlatformConfig
     from jobplane.contract.statuses import Event, ExecutionStatus
 
@@ -29,6 +29,22 @@ class AttemptBuilder(Protocol):
     def step_failure_state(self, step: Step, status: ExecutionStatus, into: Graph, record: bool) -> str: ...
 
     def retry_loop(self, step: Step, into: Graph) -> str: ...
+
+
+class GroupBuilder(AttemptBuilder, Protocol):
+    """What a group kind (compiler/kinds/base.py ``GroupKind``: parallel, map) may use of the
+    job's builder besides what an attempt does: the job's graph, its members' attempts (each
+    wrapped in its pool's ticket, recorded in ``entries`` for the Route), the pools' sizes, the
+    attempt counters a branch starts with and the job's DynamoDB Retry (a map item's record)."""
+
+    graph: Graph
+    pools: dict[str, int]
+    entries: dict[str, str]
+    ddb_retry: Retry
+
+    def step_states(self, step: Step, nxt: str, is_last: bool, into: Graph, record: bool) -> str: ...
+
+    def initial_slots(self, steps: list[Step]) -> JsonObject: ...
 
 
 class TerraformContext(Protocol):

@@ -7,8 +7,14 @@ Terraform ask the kind's executor for the attempt's states and the role's statem
 runtime reads the kind's :class:`~jobplane.contract.step_kinds.KindInfo` from the catalog. So a
 new kind is one module here, one line in the registry, and (for a new place to run) one executor.
 
-Why the executor is loaded lazily: ``jobplane validate`` checks definitions without the ASL
-builder (tests/test_cli.py, issue 13's start-up budget), and a kind's checks need only its field.
+A group kind (:class:`GroupKind`: parallel, map) runs no attempt of its own: it owns its members
+(which steps, where they sit in the definition), the states it adds to the job's graph, where a
+re-run from it or a member goes, what its role calls and what it runs at once; the ASL builder,
+the model, the Terraform and ``jobplane plan`` ask the kind, never its name.
+
+Why the executor (and a group's states) are loaded lazily: ``jobplane validate`` checks
+definitions without the ASL builder (tests/test_cli.py, issue 13's start-up budget), and a kind's
+checks need only its field.
 """
 
 from __future__ import annotations
@@ -21,8 +27,12 @@ from jobplane.contract.step_kinds import KindInfo, kind_info
 from jobplane.contract.types import JsonObject, JsonValue
 
 if TYPE_CHECKING:
-    from jobplane.compiler.executors.base import StepExecutor
-    from jobplane.compiler.model import Step
+    from collections.abc import Callable
+
+    from jobplane.compiler.choice_rules import When
+    from jobplane.compiler.executors.base import GroupBuilder, StepExecutor
+    from jobplane.compiler.model import Job, Step
+    from jobplane.compiler.peak import Peak
 
 
 class StepKind:
@@ -51,6 +61,19 @@ class StepKind:
         """Rules across the step's fields that only this kind has (its executor's sizes, a
         group's members)."""
         yield from self.executor.problems(step)
+
+    def members(self, step: Step) -> list[Step] | None:
+        """A group's members (:class:`GroupKind`); None for a step that runs itself."""
+        return None
+
+    #: Whether a re-run from this step enters at its own attempt (its pool ticket, if pooled):
+    #: every kind but a map, whose re-run first draws a fresh list (its :meth:`resume_routes`).
+    resumed_at_attempt: ClassVar[bool] = True
+
+    def resume_routes(self, step: Step, entries: dict[str, str]) -> list[When]:
+        """The Route's choices for a re-run from a member (and, where the step's own entry is not
+        its attempt, from the step itself): none for a step without members."""
+        return []
 
     def raw_members(self, step: JsonObject) -> list[tuple[str, JsonValue]]:
         """A group's members in a definition that may not validate, each with its field path
@@ -82,3 +105,46 @@ class EcsKind(StepKind):
         from jobplane.compiler.executors.ecs import ECS
 
         return ECS
+
+
+class GroupKind(StepKind):
+    """A kind whose step has no attempt of its own (no executor, no runner target): its members
+    run. Everything that treats a group differently from a step asks it here."""
+
+    @property
+    def executor(self) -> StepExecutor:
+        raise TypeError(f"a {self.name} step has no executor: its members run")
+
+    def target_spec(self, step: Step) -> JsonObject:
+        raise TypeError(f"a {self.name} step has no target: its members run")
+
+    def members(self, step: Step) -> list[Step]:
+        raise NotImplementedError
+
+    def member_path(self, j: int) -> str:
+        """Where member ``j`` sits below the step in its definition (``parallel[1]``, ``map.each``):
+        what a problem with the member names."""
+        raise NotImplementedError
+
+    def with_members(self, step: Step, members: list[Step]) -> Step:
+        """The same step over ``members`` (each one of :meth:`members`, changed: a pool default)."""
+        raise NotImplementedError
+
+    def run_members(self, step: Step) -> list[Step]:
+        """The members whose attempts run in the run's own state data (a map's items step), whose
+        attempt counters the claim starts; a member that runs in a branch or a child execution
+        starts its own."""
+        return []
+
+    def states(self, b: GroupBuilder, step: Step, nxt: str, is_last: bool) -> str:
+        """Add the group's states to the job's graph, going on to ``nxt``; return the first one's name."""
+        raise NotImplementedError
+
+    def role_statements(self, job: Job, sm_name: str) -> list[JsonObject]:
+        """What the state machine's role calls for this kind's steps, for a job that has one
+        (a map's children and lists); none by default."""
+        return []
+
+    def peak(self, step: Step, of: Callable[[Step], Peak]) -> Peak:
+        """What the group runs at once (``jobplane plan``'s quota check), ``of`` being a member's."""
+        raise NotImplementedError

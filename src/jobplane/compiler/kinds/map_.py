@@ -14,28 +14,26 @@ A map has no attempt of its own (like a parallel group): its two members are the
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from jobplane.compiler.fields import Anything, Bool, FieldSpec, Int, Model, Nested, Nullable, field
-from jobplane.compiler.kinds.base import StepKind
+from jobplane.compiler.kinds.base import GroupKind
 from jobplane.contract import map_items
 from jobplane.contract.quoting import quoted
 from jobplane.contract.types import JsonObject, JsonValue
 
 if TYPE_CHECKING:
-    from jobplane.compiler.executors.base import StepExecutor
-    from jobplane.compiler.model import Step
+    from jobplane.compiler.choice_rules import When
+    from jobplane.compiler.executors.base import GroupBuilder
+    from jobplane.compiler.model import Job, Step
+    from jobplane.compiler.peak import Peak
 
 _PERCENT_RE = re.compile(r"^(100|[1-9]?[0-9])(\.[0-9]+)?%$")
 
-
-def _step_model() -> type[Model]:
-    from jobplane.compiler.model import Step
-
-    return Step
 
 
 def _tolerated(v: JsonValue, _: JsonObject) -> Iterator[str]:
@@ -65,8 +63,8 @@ def _capped(v: JsonValue, values: JsonObject) -> Iterator[str]:
 class MapSpec(Model):
     """What ``jp.map`` fans out: the step that lists the items, the step run per item, and how."""
 
-    items: Any = field(Nested(_step_model), description="A python step whose function returns the items (a list).")
-    each: Any = field(Nested(_step_model), description="The step run once per item, the item in its params as 'item'.")
+    items: Any = field(Nested.named("Step"), description="A python step whose function returns the items (a list).")
+    each: Any = field(Nested.named("Step"), description="The step run once per item, the item in its params as 'item'.")
     # before max_concurrency: its check reads it (a field's check sees the fields checked before it)
     max_concurrency_override: bool = field(Bool(), False, description=(
         f"Allow max_concurrency above {CONCURRENCY_CAP} (up to {map_items.MAX_CONCURRENCY:,}): a deliberate, reviewed "
@@ -86,14 +84,13 @@ class MapSpec(Model):
         return {"ToleratedFailureCount": v}
 
 
-class MapKind(StepKind):
+class MapKind(GroupKind):
     name = "map"
     spec = FieldSpec(Nullable(Nested(lambda: MapSpec)), "Fan-out: {items, each, max_concurrency, tolerated_failures}.")
     helper = "map(name, items, each, opts={})"
-
-    @property
-    def executor(self) -> StepExecutor:
-        raise TypeError("a map has no executor: its items and each steps run")
+    #: a re-run from the map draws a fresh list first (:meth:`resume_routes`)
+    resumed_at_attempt = False
+    _MEMBERS = ("items", "each")
 
     def problems(self, step: Step) -> Iterator[str]:
         spec: MapSpec = step.target
@@ -108,7 +105,43 @@ class MapKind(StepKind):
 
     def raw_members(self, step: JsonObject) -> list[tuple[str, JsonValue]]:
         spec = step.get(self.name)
-        return [(f"{self.name}.{f}", spec.get(f)) for f in ("items", "each")] if isinstance(spec, dict) else []
+        return [(self.member_path(j), spec.get(f)) for j, f in enumerate(self._MEMBERS)] if isinstance(spec, dict) else []
 
-    def target_spec(self, step: Step) -> JsonObject:
-        raise TypeError("a map has no target")
+    def members(self, step: Step) -> list[Step]:
+        """Its items step, then its each step."""
+        spec: MapSpec = step.target
+        return [spec.items, spec.each]
+
+    def member_path(self, j: int) -> str:
+        return f"{self.name}.{self._MEMBERS[j]}"
+
+    def with_members(self, step: Step, members: list[Step]) -> Step:
+        # a map's members are its MapSpec's fields (items, each), not a list: keep the MapSpec
+        items, each = members
+        return dataclasses.replace(step, target=dataclasses.replace(step.target, items=items, each=each))
+
+    def run_members(self, step: Step) -> list[Step]:
+        """Its items step is attempted in the run itself (its each step: in the map's children)."""
+        return self.members(step)[:1]
+
+    def states(self, b: GroupBuilder, step: Step, nxt: str, is_last: bool) -> str:
+        from jobplane.compiler.map_states import map_states
+
+        return map_states(b, step, nxt)
+
+    def resume_routes(self, step: Step, entries: dict[str, str]) -> list[When]:
+        from jobplane.compiler.map_states import map_routes
+
+        return map_routes(step, entries)
+
+    def role_statements(self, job: Job, sm_name: str) -> list[JsonObject]:
+        from jobplane.compiler.map_states import role_statements
+
+        return role_statements(job, sm_name)
+
+    def peak(self, step: Step, of: Callable[[Step], Peak]) -> Peak:
+        """Its items step, then its each step ``max_concurrency`` at a time in one open Map Run."""
+        from jobplane.compiler.peak import Peak
+
+        spec: MapSpec = step.target
+        return of(spec.items).most(of(spec.each).times(spec.max_concurrency) + Peak(open_map_runs=1))

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from jobplane.contract import execution_input, map_items
 from jobplane.contract.map_items import ItemOutcome
+from jobplane.contract.step_kinds import per_item_steps
 from jobplane.platform.control.access import Actor
 from jobplane.contract.types import JsonObject
 from jobplane.platform.control.errors import Conflict, Invalid, check_reason
@@ -33,7 +34,7 @@ ITEM_LOG_READS = 100
 
 
 def map_steps(entry: CatalogJob) -> list[CatalogStep]:
-    return [s for s in entry.steps if s.kind == "map" and s.parallel and len(s.parallel) == 2]
+    return per_item_steps(entry.steps)
 
 
 class MapItems(Runs):

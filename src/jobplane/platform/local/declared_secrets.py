@@ -15,6 +15,7 @@ homes.
 from __future__ import annotations
 
 from jobplane.contract.catalog import Catalog, CatalogStep
+from jobplane.contract.step_kinds import kind_info
 
 #: The runner's variable of declared secret names (runner/logs.py ENV_SECRET_NAMES; the
 #: platform does not import the runner: tests/test_layers.py).
@@ -29,7 +30,7 @@ def declared_names(catalog: Catalog) -> dict[tuple[str, str], frozenset[str]]:
     for job in catalog.jobs:
         for step in _leaves(job.steps):
             if step.secrets:
-                executor = LAMBDA if step.kind == LAMBDA else "ecs"
+                executor = kind_info(step.kind).executor.value  # the kind's executor, not its name
                 out.setdefault((job.name, executor), set()).update(step.secrets)
     return {key: frozenset(names) for key, names in out.items()}
 

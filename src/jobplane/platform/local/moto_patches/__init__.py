@@ -14,11 +14,9 @@ and the tests apply the patches, hand moto the local agents, and reach moto's ba
 
 from __future__ import annotations
 
-import functools
 import threading
 from dataclasses import dataclass
-from importlib.metadata import version
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Callable
 
 from jobplane.platform.local.moto_patches import (aws_limits, client_reuse, context_start_time, dynamodb_fast_answers,
                                                   dynamodb_fast_projection, dynamodb_items_untracked, dynamodb_store,
@@ -40,7 +38,8 @@ from jobplane.platform.local.moto_patches.ecs_tasks import ECS_TASK_RUNNERS, fin
 from jobplane.platform.local.moto_patches.execution_status_events import STATUS_LISTENERS
 from jobplane.platform.local.moto_patches.lambda_local_functions import LAMBDA_RUNNERS
 
-from jobplane.contract.types import JsonObject
+# shared with the patches from a module of its own: a patch importing this facade made a cycle
+from jobplane.platform.local.moto_patches.shared import MOTO_VERSION, FaultAnswer, FaultHook, check_version
 
 if TYPE_CHECKING:
     from jobplane.platform.local.front import Credentials
@@ -51,19 +50,6 @@ __all__ = [
     "count_schedules", "deploys_target", "dynamodb_item", "event_rules", "finish_task", "forget_ended_executions", "put_schedule", "running_executions",
     "use_server_credentials",
 ]
-
-MOTO_VERSION = "5.2.5"
-
-
-@functools.cache  # reading the installed metadata costs ~3 ms; it cannot change in a process
-def check_version() -> None:
-    installed = version("moto")
-    if installed != MOTO_VERSION:
-        raise RuntimeError(
-            f"jobplane's local engine patches moto {MOTO_VERSION} internals but moto {installed} is installed; "
-            "re-check every patch in jobplane.platform.local.moto_patches (docs/local-engine.md: upgrading moto) "
-            "before changing the pin")
-
 
 @dataclass(frozen=True)
 class Patch:
@@ -220,21 +206,6 @@ def apply_all() -> None:
     apply()
 
 
-@dataclass(frozen=True)
-class FaultAnswer:
-    """What the local AWS answers instead of moto for one call: an error (``code``, AWS's name
-    for it, with its documented HTTP ``status`` and ``message``), or, with ``code`` None, a
-    successful answer ``body`` (RunTask's ``failures``)."""
-
-    status: int
-    code: str | None
-    message: str = ""
-    body: JsonObject | None = None
-
-
-#: ``hook(service, operation, params) -> answer | None``: asked before moto answers any call of
-#: the services ``fault_injection`` wraps; ``params()`` parses the request's PascalCase parameters.
-FaultHook = Callable[[str, str, Callable[[], JsonObject]], Optional[FaultAnswer]]
 
 
 def set_fault_hook(hook: FaultHook | None, done: Callable[[str, str], None] | None = None) -> None:

@@ -14,8 +14,8 @@ def fix_aws_limits() -> None:
     6 MB, an SNS message over 256 KB in bytes, a schedule or event rule past the account's
     quota); moto 5.2.5 takes them all (it counts an SNS message in characters). Every request of
     the wrapped services passes the ``fault_injection`` wrapper, which asks the limits first,
-    whether or not a fault injector is installed (jobplane.platform.local.limits.excess)."""
-    from jobplane.platform.local.limits import excess
+    whether or not a fault injector is installed (moto_patches/limits.py ``excess``)."""
+    from jobplane.platform.local.moto_patches.limits import excess
     from jobplane.platform.local.moto_patches import fault_injection
 
     fault_injection.LIMITS = excess

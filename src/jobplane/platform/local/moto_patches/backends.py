@@ -24,7 +24,8 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
-from jobplane.platform.local import moto_patches
+from jobplane.platform.local.moto_patches.shared import check_version
+from jobplane.contract.limits import BY_NAME
 from jobplane.contract.types import JsonObject
 
 # moto's default account: what it answers to any access key that does not name an account (ours)
@@ -45,7 +46,7 @@ class Terraform:
     """
 
     def __init__(self, region: str) -> None:
-        moto_patches.check_version()
+        check_version()
         from moto.iam.models import iam_backends
         from moto.stepfunctions.responses import get_backend
 
@@ -118,7 +119,7 @@ def put_schedule(region: str, spec: JsonObject, created_at: datetime | None = No
     request fields (Name, GroupName, ScheduleExpression, ..., Target). ``created_at``: the time a
     new schedule is stamped with (``jobplane dev``'s clock, which the local scheduler and the
     fire ledger keep: fires before a schedule's creation are never expected), not moto's."""
-    moto_patches.check_version()
+    check_version()
     from moto.scheduler.exceptions import ScheduleExists
     from moto.scheduler.models import scheduler_backends
 
@@ -134,8 +135,6 @@ def put_schedule(region: str, spec: JsonObject, created_at: datetime | None = No
     # response (an XML body), ~half of each new schedule's put at a 5,000-job deploy (cProfile)
     group = backend.schedule_groups.get(spec["GroupName"] or "default")
     if group is None or spec["Name"] not in group.schedules:
-        from jobplane.platform.local.limits import schedule_quota_error
-
         refused = schedule_quota_error(count_schedules(region))
         if refused is not None:
             raise refused
@@ -151,7 +150,7 @@ def put_schedule(region: str, spec: JsonObject, created_at: datetime | None = No
 def running_executions(region: str, state_machine_arns: set[str]) -> list[str]:
     """The ARNs of the RUNNING executions of these state machines (ListExecutions with
     statusFilter RUNNING, for all of them at once)."""
-    moto_patches.check_version()
+    check_version()
     from moto.stepfunctions.responses import get_backend
 
     return [execution.execution_arn for machine in list(get_backend(ACCOUNT, region).state_machines)
@@ -169,7 +168,7 @@ def forget_ended_executions(region: str, state_machine_arns: set[str], ended_bef
     (platform/catchup.py asks DescribeExecution about runs that ended up to a day ago), so the dev
     server calls this with a cutoff beyond that. Each is removed on its own (``list.remove``), so
     an execution moto appends meanwhile is never lost."""
-    moto_patches.check_version()
+    check_version()
     from moto.stepfunctions.responses import get_backend
 
     def ended(execution: Any) -> datetime | None:
@@ -193,7 +192,7 @@ def forget_ended_executions(region: str, state_machine_arns: set[str], ended_bef
 def deploys_target(account: str, region: str, target: str) -> bool:
     """Whether a state machine of this account and region sends ``target`` (a step's
     JOBPLANE_TARGET, a JSON string written literally into its ASL) to the runner."""
-    moto_patches.check_version()
+    check_version()
     from moto.stepfunctions.responses import get_backend
 
     quoted = json.dumps(target)[1:-1]  # as the value sits in the definition's JSON text
@@ -204,7 +203,7 @@ def dynamodb_item(table_name: str, key: JsonObject) -> tuple[str, int]:
     """(the table's partition key attribute, the stored item's size in bytes, 0 if none) for the
     item ``key`` names in any region of the account: what the fault injector's per-key write budget
     charges a write by (jobplane.platform.local.fault_profiles). ("", 0) when there is no such table."""
-    moto_patches.check_version()
+    check_version()
     from moto.dynamodb.models import dynamodb_backends
     from moto.dynamodb.models.dynamo_type import DynamoType
 
@@ -225,7 +224,7 @@ def dynamodb_item(table_name: str, key: JsonObject) -> tuple[str, int]:
 
 def count_schedules(region: str) -> int:
     """The schedules of the account in ``region`` (every group): what Scheduler's quota counts."""
-    moto_patches.check_version()
+    check_version()
     from moto.scheduler.models import scheduler_backends
 
     return sum(len(group.schedules) for group in list(scheduler_backends[ACCOUNT][region].schedule_groups.values()))
@@ -233,8 +232,22 @@ def count_schedules(region: str) -> int:
 
 def event_rules(region: str, bus: str) -> set[str]:
     """The names of the rules on event bus ``bus`` (a name or ARN) in ``region``."""
-    moto_patches.check_version()
+    check_version()
     from moto.events.models import events_backends
 
     found = events_backends[ACCOUNT][region].event_buses.get(bus.rsplit("/", 1)[-1])
     return set(found.rules) if found is not None else set()
+
+
+def schedule_quota_error(existing: int) -> Exception | None:
+    """The error CreateSchedule answers when the account already has its quota of schedules (also
+    moto_patches/limits.py's, for the call before moto sees it)."""
+    limit = BY_NAME["schedules"]
+    if existing < limit.value:
+        return None
+    from botocore.exceptions import ClientError
+
+    refused: Exception = ClientError({"Error": {"Code": limit.error, "Message": f"The account's quota of {limit.value} "
+                                  "schedules is reached (contract/quotas.py schedules)"},
+                        "ResponseMetadata": {"HTTPStatusCode": 402}}, "CreateSchedule")
+    return refused

@@ -10,8 +10,8 @@ from typing import Callable
 
 from jobplane.contract.limits import BY_NAME, environment_size, overrides_size
 from jobplane.contract.types import JsonObject
-from jobplane.platform.local import moto_patches
-from jobplane.platform.local.moto_patches import FaultAnswer
+from jobplane.platform.local.moto_patches.shared import FaultAnswer
+from jobplane.platform.local.moto_patches.backends import count_schedules, event_rules, schedule_quota_error
 
 REGION = "us-east-1"  # the engine's (engine.REGION): moto's backends are per region
 
@@ -45,27 +45,14 @@ def excess(service: str, operation: str, params: Callable[[], JsonObject]) -> Fa
         if isinstance(message, str) and _over("sns_message", len(message.encode())):
             return FaultAnswer(400, "InvalidParameter", "Invalid parameter: Message too long")
     elif service == "scheduler" and operation == "CreateSchedule":
-        refused = schedule_quota_error(moto_patches.count_schedules(REGION))
+        refused = schedule_quota_error(count_schedules(REGION))
         if refused is not None:
             return FaultAnswer(402, "ServiceQuotaExceededException", str(refused))
     elif service == "events" and operation == "PutRule":
         p = params()
-        rules = moto_patches.event_rules(REGION, str(p.get("EventBusName") or "default"))
+        rules = event_rules(REGION, str(p.get("EventBusName") or "default"))
         if p.get("Name") not in rules and len(rules) >= BY_NAME["event_rules"].value:
             return FaultAnswer(400, "LimitExceededException",
                                f"The requested resource exceeds the maximum number allowed "
                                f"({BY_NAME['event_rules'].value} rules on an event bus).")
     return None
-
-
-def schedule_quota_error(existing: int) -> Exception | None:
-    """The error CreateSchedule answers when the account already has its quota of schedules."""
-    limit = BY_NAME["schedules"]
-    if existing < limit.value:
-        return None
-    from botocore.exceptions import ClientError
-
-    refused: Exception = ClientError({"Error": {"Code": limit.error, "Message": f"The account's quota of {limit.value} "
-                                  "schedules is reached (contract/quotas.py schedules)"},
-                        "ResponseMetadata": {"HTTPStatusCode": 402}}, "CreateSchedule")
-    return refused
