@@ -1023,6 +1023,42 @@ def scenario(name: str, fixed: bool) -> dict:
             return {"capacity": capacity["error"], "throttled": throttled["error"]}
         return with_engine(fixes, body)
 
+    if name == "time_scale":
+        # a Wait of 1 s, then a Parallel whose branch fails, retried twice (1 s, then 2 s), at a
+        # time scale of 100: what moto's interpreter really waits (its Retrier's time.sleep, the
+        # Wait's event wait: each call's argument, wherever the patch routes it), and the tries
+        def body(aws):
+            from jobplane.platform.local import moto_patches
+
+            asked: list = []
+            real_wait, real_sleep = threading.Event.wait, time.sleep
+
+            def caller() -> str:
+                return sys._getframe(2).f_globals.get("__name__", "")
+
+            def watched_wait(self, timeout=None):  # type: ignore[no-untyped-def]
+                if caller().endswith((".wait_function", ".time_scale")):
+                    asked.append(["wait", timeout])
+                return real_wait(self, timeout)
+
+            def watched_sleep(seconds):  # type: ignore[no-untyped-def]
+                if caller().endswith((".retrier_decl", ".time_scale")):
+                    asked.append(["retry", seconds])
+                return real_sleep(seconds)
+
+            threading.Event.wait, time.sleep = watched_wait, watched_sleep
+            moto_patches.set_time_scale(100)
+            machine = {"StartAt": "w", "States": {
+                "w": {"Type": "Wait", "Seconds": 1, "Next": "p"},
+                "p": {"Type": "Parallel", "End": True,
+                      "Branches": [{"StartAt": "f", "States": {"f": {"Type": "Fail", "Error": "Probe.Again"}}}],
+                      "Retry": [{"ErrorEquals": ["States.ALL"], "IntervalSeconds": 1, "MaxAttempts": 2,
+                                 "BackoffRate": 2}]}}}
+            run = run_machine(aws.client("stepfunctions"), machine)
+            return {"status": run["status"], "error": run["error"], "asked": asked,
+                    "tries": run["events"].count("ParallelStateStarted"), "noted": moto_patches.scaled_waits()}
+        return with_engine(fixes, body)
+
     raise SystemExit(f"unknown scenario {name}")
 
 

@@ -569,3 +569,20 @@ def test_calls_past_aws_limits_are_refused_with_aws_errors(mode: str) -> None:
     else:
         assert r == {"ecs_overrides": "InvalidParameterException", "lambda_environment": "InvalidParameterValueException",
                      "sns_message": "InvalidParameter"}
+
+
+@probes("time_scale")
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_a_time_scale_divides_retry_intervals_and_waits_and_keeps_the_tries(mode: str) -> None:
+    """A Wait of 1 s and a retrier of 1 s then 2 s at a time scale of 100: stock moto waits them
+    whole; fixed, each is divided by 100 in the same order, and the run tries as often and fails
+    as it did (the same ASL decides)."""
+    r = probe("time_scale", mode)
+    assert (r["status"], r["error"], r["tries"]) == ("FAILED", "Probe.Again", 3)
+    if mode == "stock":
+        assert r["asked"] == [["wait", 1], ["retry", 1.0], ["retry", 2.0]] and r["noted"] == []
+    else:
+        (what, waited), *retries = r["asked"]
+        assert what == "wait" and 0 < waited <= 0.01  # a deadline's remainder: at most 1/100 of 1 s
+        assert retries == [["retry", 0.01], ["retry", 0.02]]
+        assert r["noted"] == [["wait", 1, 0.01], ["retry", 1.0, 0.01], ["retry", 2.0, 0.02]]
