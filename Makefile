@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test soak compile package plan tfcheck screenshots bench clean lock
+.PHONY: dev test soak compile package plan tfcheck tfcheck-checks tfcheck-ci-roles tfcheck-workflow-plan screenshots bench clean lock
 
 # The environment is the lock (requirements/dev.txt: every package at one version, with its
 # hashes), then jobplane itself; `make lock` refreshes the locks after pyproject.toml changes.
@@ -43,13 +43,15 @@ dev: $(STAMP)
 
 ## test: the programs the tests run besides Python (installed when it may, else the command
 ## to run: scripts/test_prereqs.sh), the type check (mypy, strict on the whole package:
-## [tool.mypy]), then the whole test suite, in parallel. The portal's browser tests are skipped
+## [tool.mypy]), then the whole test suite, in parallel (--dist worksteal: each worker starts on
+## its own contiguous half, so a module's shared local AWS is mostly started once, and a worker
+## that ends first takes tests from the other's queue instead of waiting). The portal's browser tests are skipped
 ## only when asked: make test JOBPLANE_SKIP_BROWSER_TESTS=1.
 export JOBPLANE_SKIP_BROWSER_TESTS
 test: $(STAMP)
 	scripts/test_prereqs.sh
 	$(BIN)/mypy
-	$(BIN)/pytest -n auto
+	$(BIN)/pytest -n auto --dist worksteal
 
 ## soak: the whole test suite N times in a row (default 5), every failure by test id.
 N ?= 5
@@ -78,32 +80,46 @@ tfcheck: compile package
 	@# the roots' copies of a committed provider lock (terraform/providers.lock.hcl) pin the real
 	@# provider's checksums, which tfcheck's stand-in cannot match: validate.py would fail its init
 	find $(JOBS_OUT) -name .terraform.lock.hcl -delete
-	@set -e; for root in $(JOBS_OUT)/base $(JOBS_OUT)/teams/* terraform/platform; do \
-	  echo "== tfcheck $$root"; \
-	  out=$$($(TFCHECK)/validate.py --tree terraform $$root) || { echo "$$out"; exit 1; }; \
+	@# every check below is independent (validate.py and plan.py each work in a scratch copy of the
+	@# tree), so they run in parallel (TFCHECK_JOBS at once, one per core by default), each one's
+	@# output printed whole when it ends (--output-sync), -k: every check runs and every failure is
+	@# shown, and tfcheck fails when any check does. The roots are listed after `compile` wrote them.
+	@$(MAKE) --no-print-directory -k -j $(TFCHECK_JOBS) --output-sync=target tfcheck-checks
+TFCHECK_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+TF_ROOTS = $(JOBS_OUT)/base $(wildcard $(JOBS_OUT)/teams/*) terraform/platform
+# the base root is planned three ways: as it is, with VPC endpoints, with the portal's example settings
+BASE_PLANS := plain endpoints portal
+BASE_PLAN_plain :=
+BASE_PLAN_endpoints := --var 'vpc_endpoints={vpc_id="vpc-1",route_table_ids=["rtb-1"]}'
+BASE_PLAN_portal := --var-file $(CURDIR)/deploy/portal.example.tfvars.json
+tfcheck-checks: $(addprefix tfcheck-validate/,$(TF_ROOTS)) $(addprefix tfcheck-plan-base/,$(BASE_PLANS)) \
+	$(addprefix tfcheck-plan/,$(wildcard $(JOBS_OUT)/teams/*)) tfcheck-ci-roles tfcheck-workflow-plan
+	@echo "== tfcheck: every check passed"
+# validate + ASL lint + checkov of one root (the tree it uses beside it)
+tfcheck-validate/%:
+	@echo "== tfcheck $*"; \
+	  out=$$($(TFCHECK)/validate.py --tree terraform $*) || { echo "$$out"; exit 1; }; \
 	  echo "$$out"; \
 	  echo "$$out" | tail -n 1 | grep -q "checkov_failed=0 checkov_parse_errors=0" || \
-	    { echo "tfcheck: fix or skip (with a reason) every checkov finding in $$root"; exit 1; }; \
-	done
-	@set -e; for extra in "" "--var vpc_endpoints={vpc_id=\"vpc-1\",route_table_ids=[\"rtb-1\"]}" \
-	    "--var-file $(CURDIR)/deploy/portal.example.tfvars.json"; do \
-	  echo "== plan $(JOBS_OUT)/base $$extra"; \
-	  out=$$($(TFCHECK)/plan.py --tree terraform $(PLAN_VARS) $$extra $(JOBS_OUT)/base) || { echo "$$out"; exit 1; }; \
-	  echo "$$out" | tail -n 1; \
-	done
+	    { echo "tfcheck: fix or skip (with a reason) every checkov finding in $*"; exit 1; }
+tfcheck-plan-base/%:
+	@echo "== plan $(JOBS_OUT)/base ($*: BASE_PLAN_$*)"; \
+	  out=$$($(TFCHECK)/plan.py --tree terraform $(PLAN_VARS) $(BASE_PLAN_$*) $(JOBS_OUT)/base) || { echo "$$out"; exit 1; }; \
+	  echo "$$out" | tail -n 1
+tfcheck-plan/%:
+	@echo "== plan $*"; \
+	  out=$$($(TFCHECK)/plan.py --tree terraform --var region=us-east-1 $*) || { echo "$$out"; exit 1; }; \
+	  echo "$$out" | tail -n 1
+tfcheck-ci-roles:
 	@echo "== tfcheck deploy/ci-roles (the pipeline's plan and apply roles)"
 	@out=$$($(TFCHECK)/validate.py --tree deploy deploy/ci-roles) || { echo "$$out"; exit 1; }; echo "$$out" | tail -n 1; \
 	  echo "$$out" | tail -n 1 | grep -q "checkov_failed=0 checkov_parse_errors=0" || { echo "$$out"; exit 1; }
 	@out=$$($(TFCHECK)/plan.py --tree deploy --var region=us-east-1 --var github_repository=acme/jobs \
 	  --var state_bucket=acme-jobplane-state --var 'apply_policy_arns=["arn:aws:iam::aws:policy/PowerUserAccess"]' \
 	  deploy/ci-roles) || { echo "$$out"; exit 1; }; echo "$$out" | tail -n 1
+tfcheck-workflow-plan:
 	@echo "== plan the base root as the pipeline does (its TF_VAR_*, [deploy] from jobplane.toml)"
 	TFCHECK=$(TFCHECK) $(BIN)/python scripts/check_workflow_plan.py
-	@set -e; for root in $(JOBS_OUT)/teams/*; do \
-	  echo "== plan $$root"; \
-	  out=$$($(TFCHECK)/plan.py --tree terraform --var region=us-east-1 $$root) || { echo "$$out"; exit 1; }; \
-	  echo "$$out" | tail -n 1; \
-	done
 
 ## screenshots: the portal pages of docs/portal.md and docs/operate.md, from real runs (chromium).
 screenshots: $(STAMP)

@@ -107,6 +107,26 @@ def faults():  # type: ignore[no-untyped-def]
     local_faults.install(before)
 
 
+#: The local engine's time scale under the ``fast_waits`` fixture: a 15 s infrastructure wait is
+#: 0.5 s, a 60 s one 2 s (the moto patch ``time_scale``: the same ASL, the same tries).
+FAST_WAITS = 30.0
+
+
+@pytest.fixture
+def fast_waits():  # type: ignore[no-untyped-def]
+    """For this test, the local engine's Retrier intervals and Wait-state durations divided by
+    FAST_WAITS (process-wide, as moto's interpreter is; timeouts and Timestamp waits are not
+    scaled: moto_patches/time_scale.py). For the tests whose subject is which tries and waits a
+    run goes through, not how long they take; tests/test_time_scale.py proves a scaled run goes
+    through the same ones. Yields the scale, so a test reading waits can divide by it."""
+    from jobplane.platform.local import moto_patches
+
+    before = moto_patches.time_scale_of()
+    moto_patches.set_time_scale(FAST_WAITS)
+    yield FAST_WAITS
+    moto_patches.set_time_scale(before)
+
+
 @pytest.fixture(autouse=True)
 def _validate_cache_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """`jobplane validate` keeps results in the user's cache directory: the tests' own, not the

@@ -3,6 +3,7 @@ one left out, and prints the outcome as JSON. tests/test_moto_fixes.py compares 
 upgrade of the pinned moto shows which fixes are still needed.
 
     python tests/moto_probe.py SCENARIO stock|fixed
+    python tests/moto_probe.py --serve    (the tests' way: serve(), one fork per probe)
 """
 
 from __future__ import annotations
@@ -1050,9 +1051,104 @@ def scenario(name: str, fixed: bool) -> dict:
             return {"capacity": capacity["error"], "throttled": throttled["error"]}
         return with_engine(fixes, body)
 
+    if name == "time_scale":
+        # a Wait of 1 s, then a Parallel whose branch fails, retried twice (1 s, then 2 s), at a
+        # time scale of 100: what moto's interpreter really waits (its Retrier's time.sleep, the
+        # Wait's event wait: each call's argument, wherever the patch routes it), and the tries
+        def body(aws):
+            from jobplane.platform.local import moto_patches
+
+            asked: list = []
+            real_wait, real_sleep = threading.Event.wait, time.sleep
+
+            def caller() -> str:
+                return sys._getframe(2).f_globals.get("__name__", "")
+
+            def watched_wait(self, timeout=None):  # type: ignore[no-untyped-def]
+                if caller().endswith((".wait_function", ".time_scale")):
+                    asked.append(["wait", timeout])
+                return real_wait(self, timeout)
+
+            def watched_sleep(seconds):  # type: ignore[no-untyped-def]
+                if caller().endswith((".retrier_decl", ".time_scale")):
+                    asked.append(["retry", seconds])
+                return real_sleep(seconds)
+
+            threading.Event.wait, time.sleep = watched_wait, watched_sleep
+            moto_patches.set_time_scale(100)
+            machine = {"StartAt": "w", "States": {
+                "w": {"Type": "Wait", "Seconds": 1, "Next": "p"},
+                "p": {"Type": "Parallel", "End": True,
+                      "Branches": [{"StartAt": "f", "States": {"f": {"Type": "Fail", "Error": "Probe.Again"}}}],
+                      "Retry": [{"ErrorEquals": ["States.ALL"], "IntervalSeconds": 1, "MaxAttempts": 2,
+                                 "BackoffRate": 2}]}}}
+            run = run_machine(aws.client("stepfunctions"), machine)
+            return {"status": run["status"], "error": run["error"], "asked": asked,
+                    "tries": run["events"].count("ParallelStateStarted"), "noted": moto_patches.scaled_waits()}
+        return with_engine(fixes, body)
+
     raise SystemExit(f"unknown scenario {name}")
 
 
-if __name__ == "__main__":
-    result = scenario(sys.argv[1], sys.argv[2] == "fixed")
+#: What every probe imports (never applies or starts): the server imports it once, then each
+#: probe runs in a process forked from it (importing them took ~2-4 s of CPU per probe, ~80 probes).
+PRELOAD = ("boto3", "botocore.session", "moto", "moto.core.models", "moto.stepfunctions.parser.backend.execution_worker",
+           "moto.stepfunctions.parser.asl.parse.asl_parser", "jobplane.platform.local.engine",
+           "jobplane.platform.local.ecs_agent", "jobplane.platform.local.lambda_agent",
+           *(f"moto.{service}.{part}" for service in ("dynamodb", "ecs", "ec2", "iam", "sns", "sqs", "s3", "logs",
+                                                       "scheduler", "awslambda", "events", "stepfunctions")
+             for part in ("models", "responses", "urls")))
+
+
+def run_one(name: str, mode: str) -> None:
+    result = scenario(name, mode == "fixed")
     sys.stdout.write("PROBE " + json.dumps(result, default=str) + "\n")
+
+
+def serve() -> None:
+    """``python tests/moto_probe.py --serve``: imports PRELOAD, then for each line ``SCENARIO
+    stock|fixed OUT`` on stdin forks a process that runs the scenario with its stdout and stderr
+    in the file OUT, answers ``PID <pid>``, and ``DONE <exit code>`` when it has ended (``READY``
+    first, once the imports are done). The forked
+    process is as clean as a new one for a probe: nothing was applied, started or created before
+    the fork (the modules are imported, not used), and this process runs no thread to copy."""
+    import importlib
+    import os
+    import traceback
+
+    for module in PRELOAD:
+        importlib.import_module(module)
+    print("READY", flush=True)
+    for line in sys.stdin:
+        name, mode, out = line.split()
+        if threading.active_count() != 1:  # a thread would not survive the fork: never probe so
+            raise SystemExit(f"probe server: {threading.active_count()} threads, expected 1")
+        sys.stdout.flush()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                os.dup2(fd, 1)
+                os.dup2(fd, 2)
+                sys.stdin = open(os.devnull)
+                run_one(name, mode)
+                code = 0
+            except SystemExit as e:
+                print(e, file=sys.stderr)
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        print("PID", pid, flush=True)
+        _, status = os.waitpid(pid, 0)
+        print("DONE", os.waitstatus_to_exitcode(status), flush=True)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "--serve":
+        serve()
+    else:
+        run_one(sys.argv[1], sys.argv[2])

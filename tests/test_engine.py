@@ -338,7 +338,7 @@ class _FailsToStartFirst:
         return self.agent.stop_task(task)
 
 
-def test_a_task_that_never_started_is_retried_without_using_an_attempt(aws: LocalAWS) -> None:
+def test_a_task_that_never_started_is_retried_without_using_an_attempt(aws: LocalAWS, fast_waits: float) -> None:
     from jobplane.platform.local import moto_patches
 
     job = deploy(aws, steps=[{"name": "work", "python": BEHAVE}])  # one attempt: no retries of its own
@@ -355,8 +355,8 @@ def test_a_task_that_never_started_is_retried_without_using_an_attempt(aws: Loca
     assert [a.attempt for a in rec.attempts("work")] == [1, 1]
 
 
-def test_runtask_throttled_past_the_tasks_own_retries_is_retried_as_infrastructure(aws: LocalAWS,
-                                                                                   faults: Faults) -> None:
+def test_runtask_throttled_past_the_tasks_own_retries_is_retried_as_infrastructure(aws: LocalAWS, faults: Faults,
+                                                                                   fast_waits: float) -> None:
     """Issue 62 finding 8: RunTask serves 20 calls a second per account; a wide map or a busy
     minute is throttled longer than the Task's own four quick tries. The fifth throttle goes to the
     step's bounded infrastructure retry, not to `failed`: the run SUCCEEDS, its one attempt showing
@@ -372,7 +372,7 @@ def test_runtask_throttled_past_the_tasks_own_retries_is_retried_as_infrastructu
         [(1, "failed", "ECS.ThrottlingException")] * 5 + [(1, "succeeded", None)])
 
 
-def test_a_task_stopped_by_a_fargate_retirement_is_run_again_as_the_same_attempt(aws: LocalAWS) -> None:
+def test_a_task_stopped_by_a_fargate_retirement_is_run_again_as_the_same_attempt(aws: LocalAWS, fast_waits: float) -> None:
     """Issue 41 item 12: a Fargate task retirement stops a standalone task (its container ends 143
     on the SIGTERM) with a stop code the step did not choose, which is not on the list of known
     infrastructure codes: still infrastructure, not the step's failed attempt."""

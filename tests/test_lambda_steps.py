@@ -123,7 +123,7 @@ def _its_function(name: str, aws: LocalAWS) -> Callable[[Mapping[str, Any]], boo
 
 
 def test_an_idle_functions_not_ready_invoke_is_retried_and_shown_on_the_attempt(aws: LocalAWS, tmp_path: Path,
-                                                                                faults: Faults) -> None:
+                                                                                faults: Faults, fast_waits: float) -> None:
     """Issue 62 finding 2 (certain): a VPC function idle for weeks is Inactive and its next invoke
     fails Lambda.ResourceNotReadyException. The Task tries again (it is not the step's failure)
     and the run SUCCEEDS; the attempt's timeline (what the portal, the API and the record show)
@@ -146,7 +146,7 @@ def test_an_idle_functions_not_ready_invoke_is_retried_and_shown_on_the_attempt(
 
 
 def test_a_function_not_ready_past_the_tasks_own_tries_gets_the_infrastructure_retry(aws: LocalAWS, tmp_path: Path,
-                                                                                     faults: Faults) -> None:
+                                                                                     faults: Faults, fast_waits: float) -> None:
     """The function stays Pending longer than the Task's own three quick tries (Lambda re-creates
     its network interfaces): the check sends it to the bounded infrastructure retry, which runs
     the same attempt again after its wait, and the run SUCCEEDS with every try on the attempt."""

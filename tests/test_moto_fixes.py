@@ -11,8 +11,11 @@ import functools
 import inspect
 import json
 import os
+import select
+import signal
 import subprocess
 import sys
+import tempfile
 import tomllib
 from pathlib import Path
 from typing import Any, Callable, TypeVar
@@ -52,12 +55,79 @@ def probes(patch: str) -> Callable[[Test], Test]:
     return register
 
 
+class ProbeServer:
+    """tests/moto_probe.py --serve, one per test process: each probe runs in a process forked from
+    it, after the imports every probe makes (not in a new interpreter that makes them again: ~80
+    probes, each ~2-4 s of CPU less). What the probe finds is the same: nothing is applied or
+    started before the fork (moto_probe.serve says why that is a clean process)."""
+
+    def __init__(self) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MOTO_")}  # moto's own settings: as shipped
+        self.process = subprocess.Popen([sys.executable, str(PROBE), "--serve"], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True, env=env)
+        self.pending = b""
+        ready = self.answer(900)  # its imports: seconds, minutes on a machine loaded many times over
+        assert ready == "READY", f"the probe server did not start: {ready!r}"
+
+    def answer(self, timeout: float) -> str:
+        """The server's next line, or "" when it has ended or did not answer in time (read
+        unbuffered: two lines may arrive in one read)."""
+        assert self.process.stdout is not None
+        fd = self.process.stdout.fileno()
+        while b"\n" not in self.pending:
+            ready, _, _ = select.select([fd], [], [], timeout)
+            chunk = os.read(fd, 4096) if ready else b""
+            if not chunk:
+                return ""
+            self.pending += chunk
+        line, self.pending = self.pending.split(b"\n", 1)
+        return line.decode().strip()
+
+    def run(self, scenario: str, mode: str, timeout: float = 300) -> str:
+        """The probe's output (its stdout and stderr together)."""
+        assert self.process.stdin is not None
+        with tempfile.TemporaryDirectory(prefix="moto-probe-") as tmp:
+            out = Path(tmp) / "out"
+            self.process.stdin.write(f"{scenario} {mode} {out}\n")
+            self.process.stdin.flush()
+            started = self.answer(300)
+            if not started.startswith("PID "):
+                self.kill()  # never read its late answers as the next probe's
+                raise AssertionError(f"the probe server did not start {scenario} {mode}: {started!r}")
+            done = self.answer(timeout)
+            text = out.read_text() if out.exists() else ""
+            if not done.startswith("DONE "):  # a hung probe: end it and its server, the next probe starts another
+                os.kill(int(started.split()[1]), signal.SIGKILL)
+                self.kill()
+                raise AssertionError(f"{scenario} {mode} did not end in {timeout} s: {text[-3000:]}")
+            return text
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.process.stdin:
+            self.process.stdin.close()
+        self.process.wait(timeout=30)
+
+
+_server: list[ProbeServer] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _probe_server():  # type: ignore[no-untyped-def]
+    yield
+    while _server:
+        _server.pop().stop()
+
+
 def probe(scenario: str, mode: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MOTO_")}  # moto's own settings: as shipped
-    out = subprocess.run([sys.executable, str(PROBE), scenario, mode], capture_output=True, text=True, timeout=300,
-                         env=env)
-    line = next((l for l in out.stdout.splitlines() if l.startswith("PROBE ")), None)
-    assert line, out.stdout[-2000:] + out.stderr[-3000:]
+    if not _server or _server[0].process.poll() is not None:
+        _server[:] = [ProbeServer()]
+    out = _server[0].run(scenario, mode)
+    line = next((l for l in out.splitlines() if l.startswith("PROBE ")), None)
+    assert line, out[-5000:]
     return json.loads(line[6:])
 
 
@@ -589,3 +659,20 @@ def test_calls_past_aws_limits_are_refused_with_aws_errors(mode: str) -> None:
     else:
         assert r == {"ecs_overrides": "InvalidParameterException", "lambda_environment": "InvalidParameterValueException",
                      "sns_message": "InvalidParameter"}
+
+
+@probes("time_scale")
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_a_time_scale_divides_retry_intervals_and_waits_and_keeps_the_tries(mode: str) -> None:
+    """A Wait of 1 s and a retrier of 1 s then 2 s at a time scale of 100: stock moto waits them
+    whole; fixed, each is divided by 100 in the same order, and the run tries as often and fails
+    as it did (the same ASL decides)."""
+    r = probe("time_scale", mode)
+    assert (r["status"], r["error"], r["tries"]) == ("FAILED", "Probe.Again", 3)
+    if mode == "stock":
+        assert r["asked"] == [["wait", 1], ["retry", 1.0], ["retry", 2.0]] and r["noted"] == []
+    else:
+        (what, waited), *retries = r["asked"]
+        assert what == "wait" and 0 < waited <= 0.01  # a deadline's remainder: at most 1/100 of 1 s
+        assert retries == [["retry", 0.01], ["retry", 0.02]]
+        assert r["noted"] == [["wait", 1, 0.01], ["retry", 1.0, 0.01], ["retry", 2.0, 0.02]]

@@ -80,7 +80,8 @@ def counter(aws: LocalAWS, pool: str) -> int | None:
     return int(item[pc.ATTR_USED]["N"]) if item and pc.ATTR_USED in item else None
 
 
-def test_a_throttled_claim_waits_and_the_run_succeeds(aws: LocalAWS, faults: Faults, tmp_path: Path) -> None:
+def test_a_throttled_claim_waits_and_the_run_succeeds(aws: LocalAWS, faults: Faults, tmp_path: Path,
+                                                      fast_waits: float) -> None:
     """More throttles than the claim's own retries: the try goes to the wait loop (through the
     check of its holder item) and a later try holds the slot; the run SUCCEEDED, the step ran
     once, nothing is left held. (Before: after the UpdateItem's retries the claim's States.ALL
@@ -104,7 +105,8 @@ def test_a_throttled_claim_waits_and_the_run_succeeds(aws: LocalAWS, faults: Fau
     assert holders(aws, pool) == () and counter(aws, pool) == 0
 
 
-def test_a_throttled_release_still_lands_before_the_run_ends(aws: LocalAWS, faults: Faults, tmp_path: Path) -> None:
+def test_a_throttled_release_still_lands_before_the_run_ends(aws: LocalAWS, faults: Faults, tmp_path: Path,
+                                                              fast_waits: float) -> None:
     """A release throttled more times than a write's usual 5 retries is retried until it lands:
     the slot is given back by the run itself (the reconciler is off here), and the next holder
     gets it. (Before: the release's Catch went on after 6 throttles, the slot stayed held until

@@ -119,6 +119,11 @@ class LocalAWS:
     #: name or an injector, installed for this engine's life; None leaves the process's injector
     #: as it is (the tests' ``faults`` fixture installs one; without it, none)
     faults: str | local_faults.Faults | None = None
+    #: the divisor of every Retrier interval and Wait-state duration while this engine runs (the
+    #: moto patch time_scale: the same ASL, the same tries, shorter sleeps; timeouts are not
+    #: scaled); for tests of retry and wait paths. None leaves the process's scale as it is
+    #: (1, real time, unless a test's ``time_scale`` fixture set one)
+    time_scale: float | None = None
     server_port: int | None = None  # serve over HTTP on 127.0.0.1:<port> (0: any free port) instead of in-process only
     credentials: Credentials = field(default_factory=lambda: Credentials("local", "local"))
     #: the time new schedules are created at (``jobplane dev``'s clock); None: the real time
@@ -152,6 +157,9 @@ class LocalAWS:
         self._faults_before = local_faults.active()
         if self.faults is not None:
             local_faults.install(local_faults.Faults(self.faults) if isinstance(self.faults, str) else self.faults)
+        self._scale_before = moto_patches.time_scale_of()
+        if self.time_scale is not None:
+            moto_patches.set_time_scale(self.time_scale)
         self._clients.clear()  # bound to an endpoint and credentials: this start's
         self._group_ready = False
         self._roles.clear()
@@ -191,6 +199,8 @@ class LocalAWS:
             moto_patches.STATUS_LISTENERS.remove(self._listener)
         if self.faults is not None:
             local_faults.install(self._faults_before)
+        if self.time_scale is not None:
+            moto_patches.set_time_scale(self._scale_before)
         if self.server_port is None:
             self._mock.stop()
         else:

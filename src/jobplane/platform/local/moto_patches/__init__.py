@@ -29,7 +29,7 @@ from jobplane.platform.local.moto_patches import (aws_limits, client_reuse, cont
                                                   no_wait_after_stop,
                                                   programs, server_dispatch, service_casing, stop_cause,
                                                   stepfunctions_fast_history, stop_is_final, stop_while_starting, sync_retry,
-                                                  sync_task_exit_code)
+                                                  sync_task_exit_code, time_scale)
 from jobplane.platform.local.moto_patches.backends import (ACCOUNT, Terraform, create_role, create_state_machine,
                                                            count_schedules, deploys_target, dynamodb_item,
                                                            event_rules, forget_ended_executions, put_schedule,
@@ -48,7 +48,7 @@ __all__ = [
     "ACCOUNT", "ECS_TASK_RUNNERS", "FaultAnswer", "FaultHook", "set_fault_hook", "LAMBDA_RUNNERS", "MOTO_VERSION", "PATCHES", "Patch",
     "STATUS_LISTENERS", "Terraform", "apply", "apply_all", "check_version", "create_role", "create_state_machine",
     "count_schedules", "deploys_target", "dynamodb_item", "event_rules", "finish_task", "forget_ended_executions", "put_schedule", "running_executions",
-    "use_server_credentials",
+    "use_server_credentials", "set_time_scale", "time_scale_of", "scaled_waits",
 ]
 
 @dataclass(frozen=True)
@@ -184,6 +184,10 @@ PATCHES: tuple[Patch, ...] = (
     Patch("fault_injection", "any call may be throttled or refused as each API documents (a profile or a test scripts them)",
           "answers every call it implements with success",
           fault_injection.fix_fault_injection),
+    Patch("time_scale", "a Retrier waits its interval, a Wait state its seconds (locally: divided by the engine's "
+          "time scale when a test sets one, the same ASL deciding the same tries; 1, real time, by default)",
+          "sleeps both in real time (a test of an infrastructure retry waited out 15 s, then 60 s)",
+          time_scale.fix_time_scale),
 )
 
 _BY_NAME = {patch.name: patch for patch in PATCHES}
@@ -220,3 +224,21 @@ def use_server_credentials(credentials: Credentials | None) -> None:
     """Sign the interpreter's own calls to the local server with this start's key (server mode;
     the front refuses every other key), or with moto's fixed key again (None). See ``client_reuse``."""
     client_reuse.SERVER_CREDENTIALS = credentials
+
+
+def set_time_scale(factor: float) -> None:
+    """Divide every Retrier interval and Wait-state duration of the local engine by ``factor``
+    (>= 1; 1: real time, the default), process-wide as moto's interpreter is; the patch
+    ``time_scale`` says what is scaled and what is not (timeouts, Timestamp waits)."""
+    time_scale.set_scale(factor)
+
+
+def time_scale_of() -> float:
+    """The time scale in force (1: real time)."""
+    return time_scale.SCALE[0]
+
+
+def scaled_waits() -> list[tuple[str, float, float]]:
+    """The waits run under a scale above 1, oldest first: ("retry" or "wait", the seconds the
+    ASL asked for, the seconds waited)."""
+    return list(time_scale.ASKED)
