@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jobplane.contract.types import JsonObject
+
 from conftest import ROOT, Repo
 from test_pools_on_moto import from_log, most_at_once
 
@@ -89,6 +91,7 @@ class StormReport:
     unshown: list[str] = field(default_factory=list)
     step_fault_details: list[str] = field(default_factory=list)  # what each top-level step fault named
     shown_rows: list[str] = field(default_factory=list)  # the attempt rows that show one
+    why: dict[str, JsonObject] = field(default_factory=dict)  # a failed run: its error and what failed in it
     seconds: float = 0.0
 
     @property
@@ -194,6 +197,8 @@ def run_storm(tmp: Path, items: int = 40, concurrency: int = 10, seed: int = 62,
             name = arn.rsplit(":", 1)[1]
             report.jobs_of[name] = job
             report.runs[name] = ends[arn].status
+            if ends[arn].status != "SUCCEEDED":
+                report.why[name] = _why(aws, ends[arn])
             aws.wait_reconciled(arn, timeout=timeout)
             record = aws.repository().execution(name)
             report.records[name] = record.status if record else None
@@ -261,6 +266,23 @@ def _shown(control: Any, execution: str, report: StormReport) -> int:
     return shown
 
 
+def _why(aws: Any, end: Any) -> JsonObject:
+    """A run that did not succeed: its error and cause, the last states it entered, and every
+    failure event of its history (what took a fault past its retries)."""
+    from jobplane.platform.timeline import Patience, history
+
+    events = history(aws.client("stepfunctions"), end.arn, Patience())
+    failures = []
+    for e in events:
+        if "Failed" in e["type"] or "TimedOut" in e["type"]:
+            detail = next((v for k, v in e.items() if k.endswith("EventDetails")), {})
+            failures.append({"id": e["id"], "type": e["type"], "error": detail.get("error"),
+                             "cause": str(detail.get("cause", ""))[:400]})
+    return {"error": end.error, "cause": str(end.cause or "")[:600], "entered": end.states_entered[-12:],
+            "failures": failures[-12:]}
+
+
 def dump(report: StormReport) -> str:
-    return json.dumps({"runs": report.runs, "records": report.records, "unshown": report.unshown,
+    return json.dumps({"runs": report.runs, "jobs": report.jobs_of, "why": report.why,
+                       "records": report.records, "unshown": report.unshown,
                        "step faults": report.step_fault_details, "shown": report.shown_rows}, indent=1)
