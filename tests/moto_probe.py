@@ -866,6 +866,25 @@ def scenario(name: str, fixed: bool) -> dict:
             return {**out, "listed": len(listed), "children": kids}
         return with_engine(fixes, body)
 
+    if name == "map_s3_errors":
+        # a Distributed Map whose list is not there (its ItemReader's GetObject answers NoSuchKey),
+        # with a Retry and a Catch of States.ItemReaderFailed: which error the Map failed with
+        def body(aws):
+            bucket = aws.resources["items_bucket"]
+            machine = {"StartAt": "m", "States": {
+                "m": {"Type": "Map", "End": True,
+                      "ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "ReaderConfig": {"InputType": "JSON"},
+                                     "Parameters": {"Bucket": bucket, "Key": "probe/absent.json"}},
+                      "ItemProcessor": {"ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+                                        "StartAt": "p", "States": {"p": {"Type": "Pass", "End": True}}},
+                      "Retry": [{"ErrorEquals": ["States.ItemReaderFailed"], "MaxAttempts": 1, "IntervalSeconds": 1}],
+                      "Catch": [{"ErrorEquals": ["States.ItemReaderFailed"], "ResultPath": "$.error", "Next": "caught"}]},
+                "caught": {"Type": "Pass", "OutputPath": "$.error.Error", "End": True}}}
+            run = run_machine(aws.client("stepfunctions"), machine)
+            return {"status": run["status"], "error": run["error"], "output": run["output"],
+                    "map_runs_started": run["events"].count("MapRunStarted")}
+        return with_engine(fixes, body)
+
     if name == "map_jsonl_reader":
         # a Distributed Map over a JSON Lines object in S3 (what the runner writes for a jp.map),
         # each child answering its line's "v"; and an object with a line that is not JSON

@@ -498,6 +498,17 @@ def test_a_map_runs_children_are_listed_described_and_keep_their_own_history(mod
     assert "ChoiceStateEntered" in two["events"] and "FailStateEntered" in two["events"], two
 
 
+@probes("map_s3_errors")
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_a_maps_unreadable_list_fails_it_with_item_reader_failed(mode: str) -> None:
+    r = probe("map_s3_errors", mode)
+    if mode == "stock":  # the S3 error escapes as States.Runtime: neither the Retry nor the Catch takes it
+        assert [r["status"], r["error"]] == ["FAILED", "States.Runtime"], r
+        return
+    assert r["status"] == "SUCCEEDED" and "States.ItemReaderFailed" in r["output"], r
+    assert r["map_runs_started"] == 2, r  # read once, retried once, then caught
+
+
 @probes("map_jsonl_reader")
 @pytest.mark.parametrize("mode", ["stock", "fixed"])
 def test_a_distributed_map_reads_a_json_lines_list(mode: str) -> None:

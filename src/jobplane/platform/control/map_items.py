@@ -18,10 +18,11 @@ from jobplane.contract import execution_input, map_items
 from jobplane.contract.map_items import ItemOutcome
 from jobplane.platform.control.access import Actor
 from jobplane.contract.types import JsonObject
-from jobplane.platform.control.errors import Conflict, Invalid, check_reason
+from jobplane.platform.control.errors import Conflict, Invalid, NotFound, check_reason
 from jobplane.platform.control.runs import Runs, idempotent_name, rerun_params
 from jobplane.platform.control.views import ExecutionSubject
-from jobplane.platform.map_records import FIRST_FEW, MapProgress, item_outcomes, item_total, progress
+from jobplane.platform.map_records import (FIRST_FEW, ItemAttempts, MapProgress, item_attempts, item_outcomes,
+                                           item_record, item_total, progress)
 
 if TYPE_CHECKING:  # the catalog's models (pydantic) load with the catalog
     from jobplane.contract.catalog import CatalogJob, CatalogStep
@@ -52,6 +53,16 @@ class MapItems(Runs):
     def items(self, execution: str, map_name: str | None = None) -> list[ItemOutcome]:
         self.subject(execution)  # NotFound for an execution that is not there
         return item_outcomes(self.ddb, self.deployment.table, execution, map_name)
+
+    def item(self, execution: str, map_name: str, index: int) -> ItemAttempts:
+        """One item: its record and every try of its step, each with its error and the retry
+        taken (read from its child execution's history: the Task's own retries are there only)."""
+        self.subject(execution)  # NotFound for an execution that is not there
+        outcome = item_record(self.ddb, self.deployment.table, execution, map_name, index)
+        if outcome is None:
+            raise NotFound(f"{execution} has no record of item {index} of map {map_name!r} (not ended or started yet, "
+                           "or no such item)", {"execution": execution, "map": map_name, "index": index})
+        return item_attempts(self.sfn, outcome)
 
     def rerun_failed_items(self, execution: str, actor: Actor | str, map_name: str | None = None, reason: str = "",
                            params: JsonObject | None = None, name: str | None = None,

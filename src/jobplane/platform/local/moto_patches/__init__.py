@@ -33,6 +33,7 @@ from jobplane.platform.local.moto_patches import (aws_limits, client_reuse, cont
                                                   stepfunctions_fast_history, stop_is_final, stop_while_starting, sync_retry,
                                                   sync_task_exit_code)
 from jobplane.platform.local.moto_patches import map_child_executions
+from jobplane.platform.local.moto_patches import map_s3_errors
 from jobplane.platform.local.moto_patches.backends import (ACCOUNT, Terraform, create_role, create_state_machine,
                                                            count_schedules, deploys_target, dynamodb_item,
                                                            event_rules, forget_ended_executions, put_schedule,
@@ -181,6 +182,10 @@ PATCHES: tuple[Patch, ...] = (
           "runs the children in the parent's interpreter with the parent's $$.Execution, drops their events, "
           "ignores mapRunArn and knows no child ARN",
           map_child_executions.fix_map_child_executions),
+    Patch("map_s3_errors", "a Distributed Map whose ItemReader cannot read S3 fails with States.ItemReaderFailed, "
+          "whose ResultWriter cannot write with States.ResultWriterFailed (its Retry and Catch match them)",
+          "lets the S3 client's error escape: States.Runtime, which no Retry or Catch takes",
+          map_s3_errors.fix_map_s3_errors),
     Patch("map_result_writer", "a Distributed Map's ResultWriter exports its children's results to S3 (WriterConfig: "
           "Transformation, OutputType) and outputs a reference to the manifest",
           "refuses WriterConfig while parsing (the run fails); without it, writes a manifest of no result file",
