@@ -156,16 +156,16 @@ def fix_map_child_executions() -> None:
     def _ended(c, env):
         state = env.program_state()
         ctx = env.event_history_context
-        if isinstance(state, ProgramError):  # a Fail state, or an error no Catch took
+        if isinstance(state, ProgramStopped) or c.status == "ABORTED":  # stopped (with its parent)
+            c.status = "ABORTED"
+            c.events.add_event(context=ctx, event_type=HistoryEventType.ExecutionAborted,
+                               event_details=EventDetails(executionAbortedEventDetails={}))
+        elif isinstance(state, ProgramError):  # a Fail state, or an error no Catch took
             error = state.error or {}
             c.status, c.error, c.cause = "FAILED", error.get("error"), error.get("cause")
             details = {k: v for k, v in {"error": c.error, "cause": c.cause}.items() if v is not None}
             c.events.add_event(context=ctx, event_type=HistoryEventType.ExecutionFailed,
                                event_details=EventDetails(executionFailedEventDetails=details))
-        elif isinstance(state, ProgramStopped):
-            c.status = "ABORTED"
-            c.events.add_event(context=ctx, event_type=HistoryEventType.ExecutionAborted,
-                               event_details=EventDetails(executionAbortedEventDetails={}))
         elif isinstance(state, ProgramTimedOut):
             c.status = "TIMED_OUT"
             c.events.add_event(context=ctx, event_type=HistoryEventType.ExecutionTimedOut,
@@ -183,9 +183,26 @@ def fix_map_child_executions() -> None:
 
     describe, history = StepFunctionsParserBackend.describe_execution, StepFunctionsParserBackend.get_execution_history
 
+    def settled(backend, c):
+        """A child still RUNNING whose parent has ended was stopped with it: "If the parent
+        execution is stopped ..., the child workflow executions are stopped" (the Map Run is
+        aborted with its execution). Its worker may still be unwinding here; its status is
+        what AWS answers at once."""
+        if c.status == "RUNNING":
+            try:
+                parent = describe(backend, c.parent)
+            except Exception:  # the parent is no longer kept: neither is the child on AWS
+                parent = None
+            if parent is None or parent.status != "RUNNING":
+                with _LOCK:
+                    if c.status == "RUNNING":
+                        c.status = "ABORTED"
+                        c.stop_date = datetime.datetime.now(tz=datetime.timezone.utc)
+        return c
+
     def describe_execution(self, execution_arn):
         c = child(execution_arn)
-        return c if c is not None else describe(self, execution_arn)
+        return settled(self, c) if c is not None else describe(self, execution_arn)
 
     def get_execution_history(self, execution_arn):
         c = child(execution_arn)
@@ -205,7 +222,8 @@ def fix_map_child_executions() -> None:
         status_filter = self._get_param("statusFilter")
         size = min(self._get_int_param("maxResults") or PAGE, MAX_PAGE)
         start = int(self._get_param("nextToken") or 0)
-        found = [c for c in children(map_run_arn) if not status_filter or c.status == status_filter]
+        found = [settled(self.stepfunction_backend, c) for c in children(map_run_arn)]
+        found = [c for c in found if not status_filter or c.status == status_filter]
         found.sort(key=lambda c: c.start_date, reverse=True)  # newest first, as for a state machine
         page = found[start:start + size]
         executions = []
