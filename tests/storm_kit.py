@@ -258,7 +258,10 @@ def _shown_on_items(control: Any, execution: str, on_items: Counter[tuple[int, s
     fault's error, followed by another try of the same step (the retry taken)."""
     shown = 0
     for index in sorted({i for i, _ in on_items}):
-        found = control.item(execution, "close-all", index)
+        from jobplane.platform.timeline import Patience
+
+        # many items read at once: wait out GetExecutionHistory's bucket (the storm's: 20, 2/s)
+        found = control.item(execution, "close-all", index, Patience())
         rows = list(found.attempts)
         retried: Counter[str] = Counter()
         for i, row in enumerate(rows):
