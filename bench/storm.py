@@ -10,7 +10,8 @@ tests/test_storm.py runs at 30 tenants).
 Prints: every run's end (spurious FAILED: any not SUCCEEDED), runs lost (no record of their end,
 or another status), the map's item records, the most pool slots held at once (from the steps'
 own processes), the faults injected by service and error, those on a top-level step's own call
-and how many its attempt shows with the retry taken, and the wall time. ``--compare`` runs the
+and how many its attempt shows with the retry taken, those on a map item's own call and how many
+the item's tries show (from its child execution's history), and the wall time. ``--compare`` runs the
 same workload under the profile ``none`` first and prints the storm's wall time as a ratio of it.
 """
 
@@ -22,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from storm_kit import run_storm  # noqa: E402
+from storm_kit import dump, run_storm  # noqa: E402
 
 
 def main() -> None:
@@ -43,9 +44,12 @@ def main() -> None:
         print("\n".join(report.lines()), flush=True)
         seconds[profile] = report.seconds
         ok = not report.failed and not report.lost and report.items["SUCCEEDED"] == args.n \
-            and report.most_held <= args.pool_size and not report.unshown
+            and report.most_held <= args.pool_size and not report.unshown \
+            and report.step_faults_shown == report.step_faults and report.item_faults_shown == report.item_faults
         print(f"proof: {'holds' if ok else 'BROKEN'} (0 spurious FAILED, 0 lost, every item, pool within its size, "
-              "every step fault shown)")
+              "every fault shown on its attempt or its item's tries, with the retry)", flush=True)
+        if not ok:
+            print(dump(report), flush=True)
     if args.compare:
         print(f"storm / none wall time: {seconds['storm'] / seconds['none']:.2f}x")
 

@@ -851,6 +851,68 @@ def scenario(name: str, fixed: bool) -> dict:
                     "pct": [pct["status"], pct["error"]]}
         return with_engine(fixes, body)
 
+    if name == "map_child_executions":
+        # a Distributed Map over [1, 2, 3] whose item 2 fails (one tolerated), each child passing
+        # on its own $$.Execution.Id: the Map Run's children as ListExecutions(mapRunArn) lists
+        # them, and each one's description and history
+        def body(aws):
+            sfn = aws.client("stepfunctions")
+            machine = {"StartAt": "m", "States": {"m": {
+                "Type": "Map", "ItemsPath": "$.items", "ToleratedFailureCount": 1, "ResultPath": None, "End": True,
+                "ItemSelector": {"v.$": "$$.Map.Item.Value", "parent.$": "$$.Execution.Id"},
+                "ItemProcessor": {"ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+                                  "StartAt": "c", "States": {
+                                      "c": {"Type": "Choice", "Choices": [{"Variable": "$.v", "NumericEquals": 2,
+                                                                           "Next": "f"}], "Default": "ok"},
+                                      "f": {"Type": "Fail", "Error": "Item.Failed", "Cause": "two"},
+                                      "ok": {"Type": "Pass", "Parameters": {"me.$": "$$.Execution.Id",
+                                                                           "parent.$": "$.parent"}, "End": True}}}}}}
+            run = run_machine(sfn, machine, {"items": [1, 2, 3]})
+            parent = sfn.list_executions(stateMachineArn=sfn.list_state_machines()["stateMachines"][-1]
+                                         ["stateMachineArn"])["executions"][0]["executionArn"]
+            runs = sfn.list_map_runs(executionArn=parent)["mapRuns"]
+            out: dict = {"status": run["status"], "map_runs": len(runs)}
+            if not runs:
+                return out
+            try:
+                listed = sfn.list_executions(mapRunArn=runs[0]["mapRunArn"])["executions"]
+            except Exception as e:  # noqa: BLE001 - stock moto refuses the call
+                return {**out, "listed": type(e).__name__}
+            kids = []
+            for x in listed:
+                d = sfn.describe_execution(executionArn=x["executionArn"])
+                events = sfn.get_execution_history(executionArn=x["executionArn"])["events"]
+                kids.append({"status": x["status"], "map_run": x.get("mapRunArn") == runs[0]["mapRunArn"],
+                             "arn_form": x["executionArn"].startswith(parent.rsplit(":", 1)[0] + "/"),
+                             "described": d["status"], "input": json.loads(d["input"])["v"],
+                             "output": json.loads(d.get("output") or "null"), "error": d.get("error"),
+                             "events": [e["type"] for e in events]})
+            kids.sort(key=lambda k: k["input"])
+            for k in kids:
+                if k["output"]:  # the child's own ARN, and the parent's from the ItemSelector
+                    k["output"] = [k["output"]["me"] != k["output"]["parent"], k["output"]["parent"] == parent]
+            return {**out, "listed": len(listed), "children": kids}
+        return with_engine(fixes, body)
+
+    if name == "map_s3_errors":
+        # a Distributed Map whose list is not there (its ItemReader's GetObject answers NoSuchKey),
+        # with a Retry and a Catch of States.ItemReaderFailed: which error the Map failed with
+        def body(aws):
+            bucket = aws.resources["items_bucket"]
+            machine = {"StartAt": "m", "States": {
+                "m": {"Type": "Map", "End": True,
+                      "ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "ReaderConfig": {"InputType": "JSON"},
+                                     "Parameters": {"Bucket": bucket, "Key": "probe/absent.json"}},
+                      "ItemProcessor": {"ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+                                        "StartAt": "p", "States": {"p": {"Type": "Pass", "End": True}}},
+                      "Retry": [{"ErrorEquals": ["States.ItemReaderFailed"], "MaxAttempts": 1, "IntervalSeconds": 1}],
+                      "Catch": [{"ErrorEquals": ["States.ItemReaderFailed"], "ResultPath": "$.error", "Next": "caught"}]},
+                "caught": {"Type": "Pass", "OutputPath": "$.error.Error", "End": True}}}
+            run = run_machine(aws.client("stepfunctions"), machine)
+            return {"status": run["status"], "error": run["error"], "output": run["output"],
+                    "map_runs_started": run["events"].count("MapRunStarted")}
+        return with_engine(fixes, body)
+
     if name == "map_jsonl_reader":
         # a Distributed Map over a JSON Lines object in S3 (what the runner writes for a jp.map),
         # each child answering its line's "v"; and an object with a line that is not JSON

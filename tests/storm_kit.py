@@ -13,7 +13,9 @@ laptop reaches, seeded), running
 
 What it measures (:class:`StormReport`): every run's end and record, every map item's record,
 the pool's most slots held at once (from what each step's own process logged), every fault the
-local AWS injected, and which of them the runs' attempts show with the retry taken.
+local AWS injected, and which of them the runs' attempts show with the retry taken (a top-level
+step's on its run's timeline; a map item's on the item's tries, which the item view reads from its
+child execution's history, as the portal's item page does).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from jobplane.contract.types import JsonObject
 
 from conftest import ROOT, Repo
 from test_pools_on_moto import from_log, most_at_once
@@ -86,9 +90,11 @@ class StormReport:
     step_faults: int = 0  # injected on a call that runs a top-level step (RunTask, Invoke)
     item_faults: int = 0  # ... that runs a map item's step
     step_faults_shown: int = 0  # ... of which the runs' attempts show, each with the retry taken
+    item_faults_shown: int = 0  # ... of which the item's tries (its child execution's history) show
     unshown: list[str] = field(default_factory=list)
     step_fault_details: list[str] = field(default_factory=list)  # what each top-level step fault named
     shown_rows: list[str] = field(default_factory=list)  # the attempt rows that show one
+    why: dict[str, JsonObject] = field(default_factory=dict)  # a failed run: its error and what failed in it
     seconds: float = 0.0
 
     @property
@@ -112,8 +118,8 @@ class StormReport:
             f"faults injected: {sum(self.injected.values())}: "
             + ", ".join(f"{k} {n}" for k, n in sorted(by_service.items())),
             f"faults on a step's own call: {self.step_faults}, shown on its attempt with the retry: "
-            f"{self.step_faults_shown}; on a map item's call: {self.item_faults} (retried; the item's record "
-            "does not list them)",
+            f"{self.step_faults_shown}; on a map item's call: {self.item_faults}, shown on the item's tries with "
+            f"the retry: {self.item_faults_shown}",
             f"wall time {self.seconds:.1f} s",
         ]
 
@@ -194,6 +200,8 @@ def run_storm(tmp: Path, items: int = 40, concurrency: int = 10, seed: int = 62,
             name = arn.rsplit(":", 1)[1]
             report.jobs_of[name] = job
             report.runs[name] = ends[arn].status
+            if ends[arn].status != "SUCCEEDED":
+                report.why[name] = _why(aws, ends[arn])
             aws.wait_reconciled(arn, timeout=timeout)
             record = aws.repository().execution(name)
             report.records[name] = record.status if record else None
@@ -204,14 +212,20 @@ def run_storm(tmp: Path, items: int = 40, concurrency: int = 10, seed: int = 62,
         report.most_held = most_at_once(from_log(log)) if log.exists() else 0
         for f in faults.injected:
             report.injected[(f.service, f.operation, f.error)] += 1
+        on_items: Counter[tuple[int, str]] = Counter()  # (item index, the error its try shows)
         for f in faults.injected:
             if (f.service, f.operation) not in _STEP_CALLS:
                 continue
-            if f.detail.startswith(f"jobplane:{MAP_JOB} close-tenant"):
+            found = re.match(rf"jobplane:{MAP_JOB} close-tenant #(\d+)", f.detail)
+            if found:
                 report.item_faults += 1  # an item's own try: in its child execution's history
+                on_items[(int(found[1]), _shown_as(f.service, f.error))] += 1
             else:
                 report.step_faults += 1
                 report.step_fault_details.append(f"{f.service} {f.error} {f.detail}")
+        map_run = next((arn.rsplit(":", 1)[1] for job, arn in started if job == MAP_JOB), None)
+        if map_run is not None:
+            report.item_faults_shown = _shown_on_items(control, map_run, on_items, report)
         return report
     finally:
         platform.stop()
@@ -222,12 +236,50 @@ def _script(faults: Any, item: str, neighbour: str) -> None:
     from jobplane.platform.local.faults import ECS_CAPACITY, detail_of
 
     faults.script("ecs", "RunTask", "ThrottlingException", times=2,
-                  match=lambda p: detail_of("ecs", "RunTask", dict(p)) == item)
-    faults.script("ecs", "RunTask", ECS_CAPACITY, times=1, match=lambda p: detail_of("ecs", "RunTask", dict(p)) == item)
+                  match=lambda p: detail_of("ecs", "RunTask", dict(p)).startswith(f"{item} #"))
+    faults.script("ecs", "RunTask", ECS_CAPACITY, times=1,
+                  match=lambda p: detail_of("ecs", "RunTask", dict(p)).startswith(f"{item} #"))
     faults.script("ecs", "RunTask", ECS_CAPACITY, times=1,
                   match=lambda p: detail_of("ecs", "RunTask", dict(p)) == neighbour)
     faults.script("dynamodb", "TransactWriteItems", "ThrottlingException", times=3,
                   match=lambda p: f"POOL#{POOL}" in json.dumps(p))
+
+
+def _shown_as(service: str, error: str) -> str:
+    """The error name a Task reports for an injected fault (the integration's prefix)."""
+    if error == "AmazonECS.Unknown":
+        return error
+    return f"{'ECS' if service == 'ecs' else 'Lambda'}.{error}"
+
+
+def _shown_on_items(control: Any, execution: str, on_items: Counter[tuple[int, str]], report: StormReport) -> int:
+    """How many faults of the map items' own calls their item's tries show (read from each
+    item's child execution's history, as the portal's item page shows them): a try with the
+    fault's error, followed by another try of the same step (the retry taken)."""
+    shown = 0
+    for index in sorted({i for i, _ in on_items}):
+        from jobplane.platform.timeline import Patience
+
+        # many items read at once: wait out GetExecutionHistory's bucket (the storm's: 20, 2/s)
+        found = control.item(execution, "close-all", index, Patience())
+        rows = list(found.attempts)
+        retried: Counter[str] = Counter()
+        for i, row in enumerate(rows):
+            if row.error and any(later.step == row.step for later in rows[i + 1:]):
+                for name in {e for (j, e) in on_items if j == index}:
+                    if name in row.error:
+                        retried[name] += 1
+        for (j, name), n in sorted(on_items.items()):
+            if j != index:
+                continue
+            shown += min(n, retried[name])
+            if retried[name] < n:
+                report.unshown.append(f"{execution} item {index}: {n} x {name} injected, {retried[name]} shown with "
+                                      f"a retry on its tries (history {found.history}: "
+                                      f"{[(r.step, r.attempt, r.outcome, r.error) for r in rows]})")
+            else:
+                report.shown_rows.append(f"item {index} {name} x{n}")
+    return shown
 
 
 def _after_runs(aws: Any, job: str, timeout: float) -> list[str]:
@@ -261,6 +313,23 @@ def _shown(control: Any, execution: str, report: StormReport) -> int:
     return shown
 
 
+def _why(aws: Any, end: Any) -> JsonObject:
+    """A run that did not succeed: its error and cause, the last states it entered, and every
+    failure event of its history (what took a fault past its retries)."""
+    from jobplane.platform.timeline import Patience, history
+
+    events = history(aws.client("stepfunctions"), end.arn, Patience())
+    failures = []
+    for e in events:
+        if "Failed" in e["type"] or "TimedOut" in e["type"]:
+            detail = next((v for k, v in e.items() if k.endswith("EventDetails")), {})
+            failures.append({"id": e["id"], "type": e["type"], "error": detail.get("error"),
+                             "cause": str(detail.get("cause", ""))[:400]})
+    return {"error": end.error, "cause": str(end.cause or "")[:600], "entered": end.states_entered[-12:],
+            "failures": failures[-12:]}
+
+
 def dump(report: StormReport) -> str:
-    return json.dumps({"runs": report.runs, "records": report.records, "unshown": report.unshown,
+    return json.dumps({"runs": report.runs, "jobs": report.jobs_of, "why": report.why,
+                       "records": report.records, "unshown": report.unshown,
                        "step faults": report.step_fault_details, "shown": report.shown_rows}, indent=1)

@@ -215,10 +215,10 @@ def test_map_items_and_another_job_share_a_pool_of_two(aws: LocalAWS, tmp_path: 
 
 def test_an_abort_of_the_parent_while_items_hold_and_wait_leaves_nothing_held(aws: LocalAWS,
                                                                               tmp_path: Path) -> None:
-    """Pool of 1, three items at once: one holds, two wait; the parent is stopped. Locally a
-    child's ``$$.Execution.Id`` is the parent's (docs/fan-out.md), so its holder is the aborted
-    parent and the periodic sweep gives it back (on AWS: the child, stopped with its parent);
-    the next run of another pooled job then gets the slot."""
+    """Pool of 1, three items at once: one holds, two wait; the parent is stopped. A child's
+    ``$$.Execution.Id`` is the child's own (as on AWS: moto patch map_child_executions), so its
+    holder names the child, stopped with its parent, and the periodic sweep gives it back; the
+    next run of another pooled job then gets the slot."""
     log, release = tmp_path / "held.log", tmp_path / "release"
     pool = f"db-{uuid.uuid4().hex[:6]}"
     each = {"name": "close-tenant", "python": HOLD, "pool": pool,
@@ -228,14 +228,17 @@ def test_an_abort_of_the_parent_while_items_hold_and_wait_leaves_nothing_held(aw
     until("an item holds the slot", lambda: log.exists() and "start" in log.read_text())
     until("the item's slot is seen held", lambda: len(holders(aws, pool)) == 1)
     [holder] = holders(aws, pool)
-    assert holder.execution_arn == arn and holder.step == "close_tenant"
+    # the child's own ARN: execution:<state machine>/<map run label>:<id>
+    machine = arn.rsplit(":", 1)[0]
+    assert holder.execution_arn.startswith(machine + "/") and holder.step == "close_tenant"
     aws.client("stepfunctions").stop_execution(executionArn=arn, error="Ops.Stop", cause="month closed by hand")
     ex, rec = finish(aws, arn)
     assert ex.status == "ABORTED" and rec.status == "ABORTED"
     release.write_text("go")  # the stopped item's process, if the local agent left it running
     # the parent's history has none of its children's claims (the reconciler cannot name them):
-    # the holder is left to the sweep, which finds its execution (here the parent) ABORTED
-    assert [h.execution_arn for h in holders(aws, pool)] == [arn]
+    # the holder is left to the sweep, which finds its execution (the child) ABORTED with its parent
+    assert [h.execution_arn for h in holders(aws, pool)] == [holder.execution_arn]
+    assert aws.client("stepfunctions").describe_execution(executionArn=holder.execution_arn)["status"] == "ABORTED"
     sweep = PoolSweep(aws.client("dynamodb"), aws.resources["table_name"], aws.client("stepfunctions"))
     assert sweep.check() == [holder.element]
     assert holders(aws, pool) == () and sweep.check() == []

@@ -569,6 +569,36 @@ def test_a_distributed_map_fails_past_its_tolerated_failures(mode: str) -> None:
         assert r["pct"] == ["FAILED", "States.ExceedToleratedFailureThreshold"]  # 33% > 30%
 
 
+@probes("map_child_executions")
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_a_map_runs_children_are_listed_described_and_keep_their_own_history(mode: str) -> None:
+    r = probe("map_child_executions", mode)
+    assert r["status"] == "SUCCEEDED" and r["map_runs"] == 1, r
+    if mode == "stock":  # ListExecutions needs a stateMachineArn: the children cannot be found
+        assert r["listed"] != 3 and "children" not in r, r
+        return
+    assert r["listed"] == 3, r
+    one, two, three = r["children"]
+    for k in (one, three):
+        assert k["status"] == k["described"] == "SUCCEEDED" and k["map_run"] and k["arn_form"], k
+        assert k["output"] == [True, True]  # its $$.Execution is its own; the ItemSelector read the parent's
+        assert k["events"][0] == "ExecutionStarted" and k["events"][-1] == "ExecutionSucceeded", k
+    assert [two["status"], two["described"], two["error"]] == ["FAILED", "FAILED", "Item.Failed"], two
+    assert two["events"][0] == "ExecutionStarted" and two["events"][-1] == "ExecutionFailed", two
+    assert "ChoiceStateEntered" in two["events"] and "FailStateEntered" in two["events"], two
+
+
+@probes("map_s3_errors")
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_a_maps_unreadable_list_fails_it_with_item_reader_failed(mode: str) -> None:
+    r = probe("map_s3_errors", mode)
+    if mode == "stock":  # the S3 error escapes as States.Runtime: neither the Retry nor the Catch takes it
+        assert [r["status"], r["error"]] == ["FAILED", "States.Runtime"], r
+        return
+    assert r["status"] == "SUCCEEDED" and "States.ItemReaderFailed" in r["output"], r
+    assert r["map_runs_started"] == 2, r  # read once, retried once, then caught
+
+
 @probes("map_jsonl_reader")
 @pytest.mark.parametrize("mode", ["stock", "fixed"])
 def test_a_distributed_map_reads_a_json_lines_list(mode: str) -> None:

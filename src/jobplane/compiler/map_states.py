@@ -18,7 +18,7 @@ input fields the Tasks read) reaches it in the ``ItemSelector``, evaluated in th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from jobplane.compiler import pools
@@ -45,6 +45,19 @@ PUT_ITEM = "arn:aws:states:::dynamodb:putItem"
 #: what the child's Tasks read of the run (the ECS overrides: contract/execution_input.py)
 _RUN_FIELDS = ("trigger", "scheduled_time", "requested_by", "params")
 ITEM_FAILED_ERROR = "Job.ItemFailed"
+#: The Map's read of the run's list: the Step Functions service's GetObject of it, which S3 may
+#: answer ``503 SlowDown`` ("Please reduce your request rate",
+#: https://docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html) or any transient error,
+#: fails the Map with ``States.ItemReaderFailed`` ("Error names",
+#: https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html). No child
+#: has started when the list cannot be read, so the read is retried, with backoff and jitter; a
+#: list that stays unreadable (gone, access denied) fails the map after these tries.
+READ_RETRY = Retry(("States.ItemReaderFailed",), 5, interval=1, backoff=2.0, max_delay=20, full_jitter=True)
+#: The Map's export of its children's results (:func:`result_writer`) runs once every child has
+#: ended within the tolerance: nothing reads the export (each item's record is its outcome), and
+#: a Retry of the Map would run every item again, so a write S3 refused (``States.ResultWriterFailed``)
+#: is caught and the map goes on as succeeded, the error kept beside the run's data.
+RESULTS_NOT_WRITTEN = "States.ResultWriterFailed"
 
 
 @dataclass
@@ -59,13 +72,15 @@ class Map(_Catching):
     tolerance: JsonObject
     result_writer: JsonObject
     result_path: object = DISCARD
+    retry: list[Retry] = field(default_factory=list)
 
     def fields(self) -> JsonObject:
         return {"ItemReader": self.item_reader, "ItemSelector": self.item_selector,
                 "ItemProcessor": {"ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
                                   **self.processor.to_dict()},
                 "MaxConcurrency": self.max_concurrency, **self.tolerance, "ResultWriter": self.result_writer,
-                "ResultPath": None} | self.catch_fields()
+                "ResultPath": None} | ({"Retry": [r.to_dict() for r in self.retry]} if self.retry else {}) \
+            | self.catch_fields()
 
 
 def result_writer(job: Job) -> JsonObject:
@@ -127,7 +142,10 @@ def item_record(job: Job, m: Step, status: str) -> it.Put:
         **_item_key(m),
         "execution": Ref("$.execution"), "job": job.name, "map": m.name,
         "index": Ref("States.Format('{}', $.index)"), "item": Ref("States.JsonToString($.item)"),
-        "status": status, "detail": Ref("States.JsonToString($.run)"), when: Ref("$$.State.EnteredTime")})
+        "status": status, "detail": Ref("States.JsonToString($.run)"), when: Ref("$$.State.EnteredTime"),
+        # the child execution's own ARN (a child's $$.Execution is its own): the item view reads
+        # its history, where the item's Task's own retries are (platform/map_records.py)
+        "child": Ref("$$.Execution.Id")})
 
 
 def wait_records(job: Job, m: Step) -> pools.ItemRecords:
@@ -204,7 +222,9 @@ def map_states(b: GroupBuilder, m: Step, nxt: str) -> str:
                                "infra": {"n": 0}}},
         processor=processor, max_concurrency=spec.max_concurrency, tolerance=spec.tolerance(),
         result_writer=result_writer(job),
-        catch=[Catch(["States.ALL"], failed, ERROR)], next=nxt))
+        retry=[READ_RETRY],
+        catch=[Catch([RESULTS_NOT_WRITTEN], nxt, "$.map_results_error"), Catch(["States.ALL"], failed, ERROR)],
+        next=nxt))
     # The list's key, drawn before the items step and read by its runner and the ItemReader: a
     # UUID no reader can list (contract/map_items.py items_key); a re-run of the failed items
     # reads the list the control plane wrote under map-reruns/, which no runner may write.

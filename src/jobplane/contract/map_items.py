@@ -14,7 +14,8 @@ them (compiler/kinds/map_.py compiles ``jp.map``).
 * **Per item**: the state machine writes one record per item when the item ends
   (``EXEC#<execution>`` / ``ITEM#<map>#<index>``): SUCCEEDED or FAILED, the item, and the item's
   last state data (``detail``: its attempt counter and the last attempt's error) from which
-  :func:`item_outcome` reads the attempts and an error excerpt. A pooled item that finds its
+  :func:`item_outcome` reads the attempts and an error excerpt, and the child execution that ran
+  it (``child``: its history holds each try of the item's step, the Task's own retries too). A pooled item that finds its
   pool full writes the same record WAITING (with ``waiting_since``) first, and RUNNING (with
   ``started_at``) once it holds its slot (compiler/pools.py): the open statuses, which the
   item's end overwrites.
@@ -219,6 +220,10 @@ class ItemOutcome:
     #: cannot read (platform/map_records.py with_own_errors puts it in ``error``)
     task_id: str | None = None
     exit_code: int | None = None
+    #: the child execution that ran the item (its ``$$.Execution.Id``), whose history holds every
+    #: try of the item's step, its Task's own retries included (platform/map_records.py
+    #: ``item_attempts``); None in a record written before it was kept
+    child: str | None = None
 
     @property
     def retried(self) -> bool:
@@ -290,4 +295,5 @@ def item_outcome(record: JsonObject) -> ItemOutcome:
                        status=status, attempts=int(attempts) if isinstance(attempts, int) else 1,
                        error=last.text, task_id=last.task_id, exit_code=last.exit_code,
                        finished_at=str(record["finished_at"]) if record.get("finished_at") else None,
-                       waiting_since=str(record["waiting_since"]) if record.get("waiting_since") else None)
+                       waiting_since=str(record["waiting_since"]) if record.get("waiting_since") else None,
+                       child=str(record["child"]) if record.get("child") else None)

@@ -2,20 +2,25 @@
 partition (``EXEC#<execution>``, sort keys ``ITEM#<map>#...``), never a scan, and the summary
 the portal, the CLI and the failure alert show (done, failed, running, waiting of N; the failed
 items). A pooled item waiting for its pool's slot has a WAITING record (contract/map_items.py)
-until it holds one: it is counted waiting, not running."""
+until it holds one: it is counted waiting, not running. One item's tries, its Task's own retries
+included, are in its child execution's history (:func:`item_attempts`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from botocore.exceptions import ClientError
+
 from jobplane.contract import datamodel as dm
 from jobplane.contract import map_items
 from jobplane.contract.attribute_values import plain
+from jobplane.contract.attempts import Attempt
 from jobplane.contract.map_items import ItemOutcome
 from jobplane.contract.map_transitions import item_transitions
 from jobplane.contract.types import Client, JsonObject
 from jobplane.platform.logs import LogSource, LogStream, error_excerpt
 from jobplane.platform.repository import query_items
+from jobplane.platform.timeline import Patience, history, timeline
 
 #: how many failed items an alert or a summary names (the records name them all)
 FIRST_FEW = 5
@@ -162,3 +167,42 @@ def list_key(s3: Client, bucket: str, job: str, execution: str, map_name: str) -
         return map_items.rerun_key(job, execution, map_name)
     except Exception:  # no list yet, or none at all
         return None
+
+
+def item_record(ddb: Client, table: str, execution: str, map_name: str, index: int) -> ItemOutcome | None:
+    """One item's record (a strongly consistent GetItem of its key), or None."""
+    got = ddb.get_item(TableName=table, ConsistentRead=True,
+                       Key={"pk": {"S": f"{dm.EXEC_PREFIX}{execution}"}, "sk": {"S": map_items.item_sk(map_name, index)}})
+    return map_items.item_outcome(plain(got["Item"])) if got.get("Item") else None
+
+
+@dataclass(frozen=True)
+class ItemAttempts:
+    """Every try of one item's step, from its child execution's history: each attempt (the
+    step's own retries) and each of its Task's own retries (a throttled RunTask or Invoke, an
+    ECS capacity failure, a function not ready: a row with the error, then the retry's row),
+    as an execution's timeline shows a top-level step's (platform/timeline.py). ``history``:
+    ``read``; ``gone`` (the child's history is no longer kept: Step Functions keeps a closed
+    execution's history 90 days); ``unknown`` (a record written before it named its child)."""
+
+    outcome: ItemOutcome
+    attempts: list[Attempt]
+    history: str
+
+
+def item_attempts(sfn: Client, outcome: ItemOutcome, patience: Patience | None = None) -> ItemAttempts:
+    """The item's tries, read from its child execution's history: GetExecutionHistory of the
+    child, as of any execution (a Distributed Map's child workflow executions are listed by
+    ListExecutions with ``mapRunArn`` and each has its own history:
+    https://docs.aws.amazon.com/step-functions/latest/apireference/API_ListExecutions.html,
+    https://docs.aws.amazon.com/step-functions/latest/apireference/API_GetExecutionHistory.html;
+    the item's record names its child, so no listing is needed)."""
+    if outcome.child is None:
+        return ItemAttempts(outcome, [], "unknown")
+    try:
+        events = history(sfn, outcome.child, patience)
+    except ClientError as e:
+        if e.response.get("Error", {}).get("Code") in ("ExecutionDoesNotExist", "InvalidArn"):
+            return ItemAttempts(outcome, [], "gone")
+        raise
+    return ItemAttempts(outcome, timeline(events), "read")

@@ -1,6 +1,7 @@
 """A run's map items in the portal (``jp.map``): the JSON API (each map's done, failed, running,
-WAITING (for a pool's slot) of N and its failed items; re-run only the failed items, 202 with the new run) and the
-execution page's form for the same re-run. Both act through the control plane
+WAITING (for a pool's slot) of N and its failed items; one item with every try of its step, read
+from its child execution's history; re-run only the failed items, 202 with the new run), one
+item's page, and the execution page's form for the same re-run. Both act through the control plane
 (platform/control/map_items.py), which authorizes on the run's record and audits."""
 
 from __future__ import annotations
@@ -8,12 +9,13 @@ from __future__ import annotations
 from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Form, Request
-from fastapi.responses import RedirectResponse, Response
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from jobplane.contract.types import JsonObject
 from jobplane.platform.control import IDEMPOTENCY_KEY_MAX
-from jobplane.portal.api import ACTION_ERRORS, Accepted, IdempotencyKey, Reader, _errors, _portal, json_body
+from jobplane.portal.api import (ACTION_ERRORS, Accepted, IdempotencyKey, Reader, StepAttempt, _errors, _portal,
+                                 json_body)
 from jobplane.portal.services import Portal
 
 router = APIRouter(prefix="/api", tags=["map"], responses=_errors(400, 401, 500))
@@ -32,6 +34,15 @@ class ItemOut(BaseModel):
     error: str | None = Field(description="the last attempt's error, shortened")
     finished_at: str | None
     waiting_since: str | None = Field(None, description="a WAITING item: since when it waits for its pool's slot")
+
+
+class ItemDetailOut(ItemOut):
+    child: str | None = Field(description="the child execution that ran the item (its history holds every try)")
+    history: str = Field(description="read: the tries below come from the child's history; gone: Step Functions no "
+                                     "longer keeps it (90 days); unknown: a record written before it named its child")
+    tries: list[StepAttempt] = Field(  # type: ignore[valid-type]  # a model built from the record at import
+        description="every try of the item's step, in order: each attempt and each of its Task's own retries "
+                    "(a throttle, a capacity failure, a function not ready), the failed one with its error")
 
 
 class MapOut(BaseModel):
@@ -60,6 +71,24 @@ class RerunItemsIn(BaseModel):
             summary="A run's maps: done, failed, running, waiting of N, and the failed items")
 def map_items(request: Request, execution: str, portal: Portal = Reader) -> object:
     return [p.to_json() for p in portal.control.map_progress(execution)]
+
+
+@router.get("/executions/{execution}/items/{map_name}/{index}", response_model=ItemDetailOut, responses=_errors(404),
+            summary="One map item: its record and every try of its step, from its child execution's history")
+def map_item(request: Request, execution: str, map_name: str, index: int, portal: Portal = Reader) -> object:
+    found = portal.control.item(execution, map_name, index)
+    return {**found.outcome.to_json(), "child": found.outcome.child, "history": found.history,
+            "tries": [a.to_json() for a in found.attempts]}
+
+
+@pages_router.get("/executions/{execution}/items/{map_name}/{index}", response_class=HTMLResponse)
+def map_item_page(request: Request, execution: str, map_name: str, index: int) -> Response:
+    from jobplane.portal.views import duration
+
+    portal = _portal(request)
+    found = portal.control.item(execution, map_name, index)
+    rows = [(a, duration(a.started_at, a.finished_at)) for a in found.attempts]
+    return portal.render(request, "map_item.html", execution=execution, found=found, o=found.outcome, rows=rows)
 
 
 @router.post("/executions/{execution}/rerun-failed-items", status_code=202, response_model=Accepted,

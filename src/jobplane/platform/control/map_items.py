@@ -19,10 +19,12 @@ from jobplane.contract.map_items import ItemOutcome
 from jobplane.contract.step_kinds import per_item_steps
 from jobplane.platform.control.access import Actor
 from jobplane.contract.types import JsonObject
-from jobplane.platform.control.errors import Conflict, Invalid, check_reason
+from jobplane.platform.control.errors import Conflict, Invalid, NotFound, check_reason
 from jobplane.platform.control.runs import Runs, idempotent_name, rerun_params
 from jobplane.platform.control.views import ExecutionSubject
-from jobplane.platform.map_records import FIRST_FEW, MapProgress, item_outcomes, item_total, progress, with_own_errors
+from jobplane.platform.timeline import Patience
+from jobplane.platform.map_records import (FIRST_FEW, ItemAttempts, MapProgress, item_attempts, item_outcomes,
+                                           item_record, item_total, progress, with_own_errors)
 
 if TYPE_CHECKING:  # the catalog's models (pydantic) load with the catalog
     from jobplane.contract.catalog import CatalogJob, CatalogStep
@@ -67,6 +69,18 @@ class MapItems(Runs):
         self.subject(execution)  # NotFound for an execution that is not there
         return with_own_errors(item_outcomes(self.ddb, self.deployment.table, execution, map_name), self.logs,
                                ITEM_LOG_READS)
+
+    def item(self, execution: str, map_name: str, index: int, patience: Patience | None = None) -> ItemAttempts:
+        """One item: its record and every try of its step, each with its error and the retry
+        taken (read from its child execution's history: the Task's own retries are there only).
+        ``patience``: a reader of many items waits out a throttled history read (a page a
+        person looks at shows the throttle instead: platform/timeline.py ``Patience``)."""
+        self.subject(execution)  # NotFound for an execution that is not there
+        outcome = item_record(self.ddb, self.deployment.table, execution, map_name, index)
+        if outcome is None:
+            raise NotFound(f"{execution} has no record of item {index} of map {map_name!r} (not ended or started yet, "
+                           "or no such item)", {"execution": execution, "map": map_name, "index": index})
+        return item_attempts(self.sfn, outcome, patience)
 
     def rerun_failed_items(self, execution: str, actor: Actor | str, map_name: str | None = None, reason: str = "",
                            params: JsonObject | None = None, name: str | None = None,

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from jobplane.contract.limits import FAULT_PROFILES
-from jobplane.contract.runner import ENV_STEP
+from jobplane.contract.runner import ENV_ITEM_INDEX, ENV_STEP
 from jobplane.contract.types import JsonObject
 from jobplane.platform.local import moto_patches
 from jobplane.platform.local.moto_patches import FaultAnswer
@@ -121,7 +121,9 @@ def detail_of(service: str, operation: str, params: JsonObject) -> str:
         env = [e for c in (params.get("overrides") or {}).get("containerOverrides") or []
                for e in c.get("environment") or []]
         step = next((str(e.get("value")) for e in env if e.get("name") == ENV_STEP), "")
-        return f"{params.get('group') or params.get('taskDefinition', '')} {step}".strip()
+        # a map item's step also names its item (its index): the item view shows its tries
+        item = next((f" #{e.get('value')}" for e in env if e.get("name") == ENV_ITEM_INDEX), "")
+        return f"{params.get('group') or params.get('taskDefinition', '')} {step}{item}".strip()
     for name in ("FunctionName", "executionArn", "ExecutionArn", "taskDefinition", "TopicArn", "Key", "Name"):
         if name in params:
             return str(params[name])

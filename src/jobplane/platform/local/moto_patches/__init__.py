@@ -30,6 +30,8 @@ from jobplane.platform.local.moto_patches import (aws_limits, client_reuse, cont
                                                   programs, server_dispatch, service_casing, stop_cause,
                                                   stepfunctions_fast_history, stop_is_final, stop_while_starting, sync_retry,
                                                   sync_task_exit_code, time_scale)
+from jobplane.platform.local.moto_patches import map_child_executions
+from jobplane.platform.local.moto_patches import map_s3_errors
 from jobplane.platform.local.moto_patches.backends import (ACCOUNT, Terraform, create_role, create_state_machine,
                                                            count_schedules, deploys_target, dynamodb_item,
                                                            event_rules, forget_ended_executions, put_schedule,
@@ -164,6 +166,15 @@ PATCHES: tuple[Patch, ...] = (
     Patch("map_jsonl_reader", "a Distributed Map's ItemReader reads JSON Lines (InputType JSONL)",
           "knows CSV and JSON only: the definition does not parse",
           map_jsonl_reader.fix_map_jsonl_reader),
+    Patch("map_child_executions", "each item of a Distributed Map runs in a child execution of its own ARN, $$.Execution "
+          "and history, listed by ListExecutions(mapRunArn) and read by DescribeExecution and GetExecutionHistory",
+          "runs the children in the parent's interpreter with the parent's $$.Execution, drops their events, "
+          "ignores mapRunArn and knows no child ARN",
+          map_child_executions.fix_map_child_executions),
+    Patch("map_s3_errors", "a Distributed Map whose ItemReader cannot read S3 fails with States.ItemReaderFailed, "
+          "whose ResultWriter cannot write with States.ResultWriterFailed (its Retry and Catch match them)",
+          "lets the S3 client's error escape: States.Runtime, which no Retry or Catch takes",
+          map_s3_errors.fix_map_s3_errors),
     Patch("map_result_writer", "a Distributed Map's ResultWriter exports its children's results to S3 (WriterConfig: "
           "Transformation, OutputType) and outputs a reference to the manifest",
           "refuses WriterConfig while parsing (the run fails); without it, writes a manifest of no result file",

@@ -178,6 +178,7 @@ def forget_ended_executions(region: str, state_machine_arns: set[str], ended_bef
         return stop if stop.tzinfo else stop.replace(tzinfo=timezone.utc)  # moto writes both kinds
 
     forgotten = 0
+    gone: set[str] = set()
     for machine in list(get_backend(ACCOUNT, region).state_machines):
         if machine.arn not in state_machine_arns:
             continue
@@ -185,7 +186,11 @@ def forget_ended_executions(region: str, state_machine_arns: set[str], ended_bef
             stop = ended(execution)
             if stop is not None and stop < ended_before:
                 machine.executions.remove(execution)
+                gone.add(execution.execution_arn)
                 forgotten += 1
+    from jobplane.platform.local.moto_patches import map_child_executions
+
+    map_child_executions.forget(gone)  # a map's child executions go with their parent
     return forgotten
 
 
