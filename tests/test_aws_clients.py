@@ -134,3 +134,18 @@ def test_endpoint_data_not_laid_out_as_botocore_ships_it_is_parsed_whole() -> No
         parsed = endpoint_data.parse(text)
         assert all(type(p["services"]) is dict for p in parsed["partitions"])
         assert parsed == stock and json.dumps(parsed) == json.dumps(stock)
+
+
+def test_a_client_made_under_other_credentials_in_the_environment_signs_with_them(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """One process that acts for two deployments in turn (the operator CLI invoked twice in one
+    test worker, each with its deployment's AWS_* environment) signed the second one's requests
+    with the first one's key: the process-wide session had resolved the credentials once."""
+    from jobplane.platform.aws_clients import client
+
+    keys = []
+    for key in ("AKIAFIRSTDEPLOYMENT", "AKIASECONDDEPLOYMENT"):
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", key)
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", f"secret-of-{key}")
+        made = client("sts", region_name="us-east-1")
+        keys.append(made._request_signer._credentials.get_frozen_credentials().access_key)
+    assert keys == ["AKIAFIRSTDEPLOYMENT", "AKIASECONDDEPLOYMENT"]

@@ -156,8 +156,7 @@ def test_the_job_page_of_a_calendar_job_computes_its_fires_once_a_view(platform:
     import re
 
     from devkit import signed_in
-    from jobplane.contract import business_fires
-    from jobplane.portal import calendar_view
+    from jobplane.contract import business_fires, job_fires
 
     real, calls = business_fires.next_calendar_fires, []
 
@@ -166,7 +165,7 @@ def test_the_job_page_of_a_calendar_job_computes_its_fires_once_a_view(platform:
         return real(*args, **kwargs)
 
     monkeypatch.setattr(business_fires, "next_calendar_fires", counted)
-    monkeypatch.setattr(calendar_view, "next_calendar_fires", counted)
+    monkeypatch.setattr(job_fires, "next_calendar_fires", counted)  # every reader's way in (issue 63 item 1)
     browser = signed_in(platform.portal_login_url)  # lands on the jobs page, which lists the job's fires too
     calls.clear()
     with browser.open(f"{platform.portal_url}/jobs/gw-report", timeout=60) as r:

@@ -5,6 +5,7 @@ an item's runner."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import os
@@ -499,24 +500,30 @@ def test_a_followed_run_says_how_far_its_map_has_come(fan: tuple[LocalAWS, Contr
                                                                    "fail_always": ["t-0001"]}))
     name = arn.rsplit(":", 1)[1]
     pid_file = tmp_path / "t-0002.pid"
-    watch = MapWatch(control, name)
-    deadline = time.monotonic() + 300  # a hang guard
-    lines: list[str] = []
-    while not any("3 of 4 done" in line for line in lines):
-        assert time.monotonic() < deadline, f"the map never came to its held item: {lines}"
-        watch.asked = 0.0  # ask now, not MAP_POLL after the last ask
-        lines += watch.changed()
-        time.sleep(0.2)
-    assert pid_file.exists()
-    assert lines[-1] == "  close-all: 3 of 4 done (1 failed), 1 running"
-    assert watch.changed() == []  # nothing new, nothing said (and not asked again before MAP_POLL)
-    status = _cli(aws, control, tmp_path, "status")
-    assert f"  {JOB}: {name} close-all: 3 done of 4 (2 succeeded, 1 failed), 1 running, 0 waiting" in status.output
-    [run] = [r for j in json.loads(_cli(aws, control, tmp_path, "status", "--json").output) if j["job"] == JOB
-             for r in j["maps"]]
-    assert run["execution"] == name and [(m["succeeded"], m["failed"], m["running"], m["total"])
-                                         for m in run["maps"]] == [(2, 1, 1, 4)]
-    os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    try:
+        watch = MapWatch(control, name)
+        deadline = time.monotonic() + 300  # a hang guard
+        lines: list[str] = []
+        while not any("3 of 4 done" in line for line in lines):
+            assert time.monotonic() < deadline, f"the map never came to its held item: {lines}"
+            watch.asked = 0.0  # ask now, not MAP_POLL after the last ask
+            lines += watch.changed()
+            time.sleep(0.2)
+        assert pid_file.exists()
+        assert lines[-1] == "  close-all: 3 of 4 done (1 failed), 1 running"
+        assert watch.changed() == []  # nothing new, nothing said (and not asked again before MAP_POLL)
+        status = _cli(aws, control, tmp_path, "status")
+        assert f"  {JOB}: {name} close-all: 3 done of 4 (2 succeeded, 1 failed), 1 running, 0 waiting" in status.output
+        [run] = [r for j in json.loads(_cli(aws, control, tmp_path, "status", "--json").output) if j["job"] == JOB
+                 for r in j["maps"]]
+        assert run["execution"] == name and [(m["succeeded"], m["failed"], m["running"], m["total"])
+                                             for m in run["maps"]] == [(2, 1, 1, 4)]
+    finally:
+        # the held item ends whatever was asserted: a run left holding the job's claim would make
+        # the next test's run a skip (SKIP_IF_RUNNING), failing it for this one's reason
+        if pid_file.exists():
+            with contextlib.suppress(ValueError, ProcessLookupError):  # not written whole, or already gone
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)
     assert aws.wait(arn, timeout=600).status == "SUCCEEDED"  # one failure is tolerated
 
 

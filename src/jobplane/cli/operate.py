@@ -96,7 +96,10 @@ def run(obj: Context, job: str, params: tuple[str, ...], from_step: str | None, 
     watch_until, eager_until = time.monotonic() + WATCH_SECONDS, time.monotonic() + FIRST_RECORD_SECONDS
     brief = _brief(control, job)
     retries = brief.retries if brief else {}
-    maps = MapWatch(control, name) if brief and any(s.kind == "map" for s in brief.steps) else None
+    from jobplane.contract.step_kinds import kind_info
+
+    per_item = brief is not None and any(s.kind and kind_info(s.kind).per_item for s in brief.steps)
+    maps = MapWatch(control, name) if per_item else None
     while True:
         ended = _pause(control, name, min(pause, max(deadline - time.monotonic(), 0.0)),
                        watching=time.monotonic() < watch_until, eager_until=eager_until)
@@ -329,9 +332,11 @@ def _deadline(report: JobDeadlines | None) -> JsonObject | None:
 def running_maps(control: ControlPlane, jobs: list[JobSummary]) -> dict[str, list[tuple[str, list[MapProgress]]]]:
     """Each running run's maps, for the jobs with a map step (their item records: one Query per
     running run, counts only), by job."""
+    from jobplane.contract.step_kinds import per_item_steps
+
     out: dict[str, list[tuple[str, list[MapProgress]]]] = {}
     for j in jobs:
-        if not j.running or not any(top.kind == "map" for top in j.entry.steps):
+        if not j.running or not per_item_steps(j.entry.steps):
             continue
         for execution in j.running:
             try:

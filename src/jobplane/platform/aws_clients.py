@@ -44,19 +44,33 @@ from jobplane.platform import endpoint_data
 _lock = threading.Lock()
 _session: Any = None
 _handlers_seen = -1
+_environment_seen: tuple[str | None, ...] = ()
+
+#: What a session reads from the environment once and keeps: the credentials its provider chain
+#: resolved (botocore's Session caches them) and its config (endpoint, profile, region). A
+#: session made under other values is not reused: one process that acts for two deployments in
+#: turn (a test runner's, or a program that switches its environment) signed with the first
+#: one's key (the local AWS refused it: "unknown access key").
+_SESSION_ENVIRONMENT = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+                        "AWS_ENDPOINT_URL", "AWS_DEFAULT_REGION", "AWS_REGION", "AWS_CONFIG_FILE",
+                        "AWS_SHARED_CREDENTIALS_FILE")
 
 
 def client(service: str, **kwargs: Any) -> Client:
     """A new client of ``service``; ``kwargs`` as ``boto3.client`` takes them."""
-    global _session, _handlers_seen
+    global _session, _handlers_seen, _environment_seen
+    import os
+
     import botocore.session
     from botocore.handlers import BUILTIN_HANDLERS
 
+    environment = tuple(os.environ.get(name) for name in _SESSION_ENVIRONMENT)
     with _lock:
-        if _session is None or _handlers_seen != len(BUILTIN_HANDLERS):
+        if _session is None or _handlers_seen != len(BUILTIN_HANDLERS) or _environment_seen != environment:
             _session = botocore.session.get_session()
             _session.register_component("data_loader", _loader(_session.get_config_variable("data_path")))
             _handlers_seen = len(BUILTIN_HANDLERS)
+            _environment_seen = environment
         return _session.create_client(service, **kwargs)
 
 
