@@ -68,6 +68,17 @@ def library_enum(name: str) -> list[tuple[str, str]]:
     return re.findall(r"^\s+(\w+): '(\w+)',", block[1], re.M)
 
 
+def local_control(aws, catalog: Path):  # type: ignore[no-untyped-def]
+    """The control plane of a LocalAWS the test deployed ``catalog`` (the compiler's output) onto,
+    reached as an operator's would be: its endpoint and this start's key."""
+    from jobplane.platform.control import ControlPlane, Deployment
+
+    return ControlPlane(Deployment(table=aws.resources["table_name"], topic_arn=aws.resources["topic_arn"],
+                                   name_prefix=aws.prefix, endpoint_url=aws.endpoint_url, catalog_path=catalog,
+                                   access_key_id=aws.credentials.access_key_id,
+                                   secret_access_key=aws.credentials.secret_access_key))
+
+
 def minimal_job(name: str = "nightly", policy: str = "SKIP_IF_RUNNING") -> str:
     return MINIMAL % {"name": name, "policy": policy}
 

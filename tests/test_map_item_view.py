@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from conftest import Repo
+from conftest import Repo, local_control
 from jobplane.contract import execution_input
 from jobplane.contract.config import load_config
-from jobplane.platform.control import ControlPlane, Deployment, NotFound
+from jobplane.platform.control import ControlPlane, NotFound
 from jobplane.platform.local.engine import LocalAWS
 from jobplane.platform.local.faults import ECS_CAPACITY, detail_of
 
@@ -47,10 +47,7 @@ def fan(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalAWS, Co
     assert repo.cli("compile", "--out", str(out)).exit_code == 0
     with LocalAWS(server_port=0, env={"PYTHONPATH": str(HERE)}) as aws:
         aws.deploy_output(out)
-        control = ControlPlane(Deployment(table=aws.resources["table_name"], topic_arn=aws.resources["topic_arn"],
-                                          name_prefix=aws.prefix, endpoint_url=aws.endpoint_url, catalog_path=out,
-                                          access_key_id=aws.credentials.access_key_id,
-                                          secret_access_key=aws.credentials.secret_access_key))
+        control = local_control(aws, out)
         yield aws, control, root
 
 

@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import Repo
+from conftest import Repo, local_control
 from test_pools_on_moto import holders, until
 
 from jobplane.compiler import asl
@@ -21,7 +21,7 @@ from jobplane.compiler.model import Job
 from jobplane.contract import execution_input, map_items
 from jobplane.contract import states as sn
 from jobplane.contract.config import load_config
-from jobplane.platform.control import ControlPlane, Deployment
+from jobplane.platform.control import ControlPlane
 from jobplane.platform.local.engine import LocalAWS
 from jobplane.platform.map_records import item_outcomes
 
@@ -107,10 +107,7 @@ def waits(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalAWS, 
     assert result.exit_code == 0, result.output
     with LocalAWS(server_port=0, env={"PYTHONPATH": str(HERE), "JOBPLANE_STOP_GRACE_SECONDS": "3"}) as aws:
         aws.deploy_output(out)
-        control = ControlPlane(Deployment(table=aws.resources["table_name"], topic_arn=aws.resources["topic_arn"],
-                                          name_prefix=aws.prefix, endpoint_url=aws.endpoint_url, catalog_path=out,
-                                          access_key_id=aws.credentials.access_key_id,
-                                          secret_access_key=aws.credentials.secret_access_key))
+        control = local_control(aws, out)
         yield aws, control, root
 
 
