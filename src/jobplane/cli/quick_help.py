@@ -4,7 +4,7 @@ Click's import alone is four times an empty interpreter's start (issue 66 item 1
 bench/cli_start.py), and the top-level help is a function of this package's command table
 (cli/app.py), Click's version and the terminal's width only. So the console script renders it
 with Click once (:func:`render`, the very ``get_help`` that ``--help`` prints) and keeps the
-text in the user's cache directory (compiler/validate_cache.py's, never the repository) under
+text in the user's cache directory (contract/cache_home.py's, never the repository) under
 a key of those inputs: app.py's and Click's files as they are on disk (size and modification
 time), jobplane's version and the width. A key that differs renders it again.
 
@@ -17,12 +17,7 @@ from __future__ import annotations
 import os
 import sys
 
-def _cache_dir() -> str:
-    # compiler/validate_cache.py's cache_dir, without its imports (hashlib, pickle)
-    if os.environ.get("JOBPLANE_CACHE_DIR"):
-        return os.environ["JOBPLANE_CACHE_DIR"]
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "jobplane")
+from jobplane.contract.cache_home import cache_dir
 
 
 def _width() -> int:
@@ -74,7 +69,7 @@ def render() -> str:
 
 
 def _path() -> str:
-    return os.path.join(_cache_dir(), "help.txt")
+    return os.path.join(cache_dir(), "help.txt")
 
 
 def kept(wanted: str) -> str | None:
@@ -98,7 +93,7 @@ def keep(wanted: str, text: str) -> None:
     import tempfile
 
     try:
-        directory = _cache_dir()
+        directory = cache_dir()
         os.makedirs(directory, mode=0o700, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".help-", dir=directory)  # 0600
         with os.fdopen(fd, "w", encoding="utf-8") as f:

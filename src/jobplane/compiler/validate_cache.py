@@ -57,12 +57,13 @@ from typing import TYPE_CHECKING, Any, overload
 import jobplane
 from jobplane.compiler.problems import Problem
 from jobplane.compiler.checked import FileChecked, LoadedJob
+from jobplane.contract import cache_home
 from jobplane.contract.config import PlatformConfig
 
 if TYPE_CHECKING:
     from jobplane.compiler.kinds.base import StepKind
 
-CACHE_ENV = "JOBPLANE_CACHE_DIR"
+CACHE_ENV = cache_home.CACHE_ENV
 FORMAT = 1
 _CODE = (Path(jobplane.__file__).parent / "compiler", Path(jobplane.__file__).parent / "contract")
 _IMPORT = re.compile(rb"(?<![A-Za-z0-9_])import(?:str|bin)?(?![A-Za-z0-9_])")
@@ -71,10 +72,7 @@ _UNREAD = re.compile(rb"[ \t\r\n]*(?:/\*|//|#|@|\|\|\||'|\")")  # a literal or c
 
 
 def cache_dir() -> Path:
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "jobplane"
+    return Path(cache_home.cache_dir())
 
 
 def imports_of(text: bytes) -> list[str] | None:
