@@ -6,7 +6,7 @@ a cron filtered by one, manual)."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
 from types import SimpleNamespace
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -116,3 +116,34 @@ def test_each_kind_says_what_it_is() -> None:
 
 
 
+
+@pytest.mark.parametrize("name,entry,anchors", [k for k in KIND_JOBS if k[0] in ("cron", "at")],
+                         ids=["cron", "at"])
+def test_a_kinds_days_and_times_are_those_of_its_fires(name: str, entry: CatalogJob,
+                                                       anchors: tuple[datetime | None, ...]) -> None:
+    """The importer's proof compares days and times of day (importer/verify.py) where it can:
+    what a kind says of them must be what its fires are, every day of the year. A day its fields
+    match whose times all fall in the zone's spring-forward gap has no fire (EventBridge skips
+    a local time that does not exist), and is the only difference."""
+    zone = ZoneInfo(entry.timezone)
+    first, count = date(2026, 1, 1), 365
+    begin = datetime(2026, 1, 1, tzinfo=zone) - timedelta(microseconds=1)
+    for text in entry.schedule:
+        kind = kind_of(text)
+        days, times = kind.days(text, first, count), kind.times_of_day(text)
+        assert days is not None and times is not None, text
+        fired = [t.astimezone(zone) for t in kind.fires(text, zone, begin)
+                 if t.astimezone(zone).date() < first + timedelta(days=count)]
+        fired_days = {t.date() for t in fired}
+        assert fired_days <= days, text
+        for day in days - fired_days:  # each time of that day is in its gap
+            assert all(_in_gap(day, h, m, zone) for h, m in times), (text, day)
+        assert {(t.hour, t.minute) for t in fired} <= set(times), text
+    assert by_name("rate").days("rate(5 minutes)", first, count) is None
+    assert by_name("business").days("business(days at=09:00)", first, count) is None
+
+
+def _in_gap(day: date, hour: int, minute: int, zone: ZoneInfo) -> bool:
+    """A local time that does not exist (it does not survive a round trip through UTC)."""
+    local = datetime(day.year, day.month, day.day, hour, minute, tzinfo=zone)
+    return local.astimezone(UTC).astimezone(zone).replace(tzinfo=None) != local.replace(tzinfo=None)

@@ -11,7 +11,8 @@ now each of them asks the expression's kind (:func:`kind_of`):
 * its fires after an instant (:meth:`ScheduleKind.fires`; the one function that merges a job's
   schedules into its fires is :func:`jobplane.contract.job_fires.job_fires`),
 * its words (:meth:`ScheduleKind.describe`), its times of day (:meth:`ScheduleKind.times_of_day`,
-  for wall-time deadlines), how often it may fire (:meth:`ScheduleKind.min_interval`,
+  for wall-time deadlines) and days (:meth:`ScheduleKind.days`, for the importer's proof of
+  same fires), how often it may fire (:meth:`ScheduleKind.min_interval`,
   :meth:`ScheduleKind.most_per_day`),
 * what is deployed for it (:attr:`ScheduleKind.deploys_as_written`: else the job's calendar
   compiles its fires into crons), whether it needs a calendar (:attr:`ScheduleKind.needs_calendar`)
@@ -29,7 +30,7 @@ A job with no schedule (manual only) has no kind: it has no expression and no fi
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from functools import lru_cache
 from typing import ClassVar
 from zoneinfo import ZoneInfo
@@ -80,6 +81,11 @@ class ScheduleKind:
         """The (hour, minute)s it fires at; None: at any time of day (counted from its start)."""
         return None
 
+    def days(self, text: str, first: date, count: int) -> frozenset[date] | None:
+        """The days among ``count`` from ``first`` it fires on (by its own fields, in its zone's
+        calendar); None: not decided by day (it counts from its start, or needs a calendar)."""
+        return None
+
     def min_interval(self, text: str) -> timedelta | None:
         """The shortest time between two of its fires on one day; None: at most one a day."""
         times = self.times_of_day(text)
@@ -114,6 +120,11 @@ class Cron(ScheduleKind):
         expr = self.parse(text)
         assert isinstance(expr, CronExpression)
         return expr.times_of_day()
+
+    def days(self, text: str, first: date, count: int) -> frozenset[date] | None:
+        expr = self.parse(text)
+        assert isinstance(expr, CronExpression)
+        return _cron_days(expr, first, count)
 
     def describe(self, text: str) -> str:
         """'cron(30 23 L * ? *)' -> 'At 23:30, on the last day of the month'. cron-descriptor
@@ -159,6 +170,12 @@ class At(ScheduleKind):
         expr = self.parse(text)
         assert isinstance(expr, AtExpression)
         return [(expr.when.hour, expr.when.minute)]
+
+    def days(self, text: str, first: date, count: int) -> frozenset[date] | None:
+        expr = self.parse(text)
+        assert isinstance(expr, AtExpression)
+        day = expr.when.date()
+        return frozenset({day}) if first <= day < first + timedelta(days=count) else frozenset()
 
     def describe(self, text: str) -> str:
         return f"Once, at {text[3:-1]}"
@@ -206,6 +223,11 @@ def by_name(name: str) -> ScheduleKind:
         if kind.name == name:
             return kind
     raise KeyError(f"unknown schedule kind {name!r} (known: {', '.join(k.name for k in KINDS)})")
+
+
+@lru_cache(maxsize=4096)
+def _cron_days(expr: CronExpression, first: date, count: int) -> frozenset[date]:
+    return frozenset(d for d in (first + timedelta(days=i) for i in range(count)) if expr.matches_day(d))
 
 
 @lru_cache(maxsize=8192)

@@ -33,7 +33,7 @@ from zoneinfo import ZoneInfo
 
 from cronsim import CronSim
 
-from jobplane.contract.schedule import AtExpression, CronExpression, RateExpression, iter_fire_times, parse
+from jobplane.contract.schedule_kinds import kind_of
 from jobplane.importer.dialects import CronOracle, ExpressionOracle, IntervalOracle, Oracle, Walker
 from jobplane.importer.entries import SourceSchedule
 from jobplane.importer.formats import dialect_named
@@ -94,7 +94,7 @@ def verify(sources: tuple[SourceSchedule, ...], schedules: list[str], tz: str, s
     widened to the day of the first fire of either side, up to :data:`MAX_WINDOW_DAYS`; with no
     fire even then the verdict is ``unproven``."""
     oracles = [dialect_named(s.dialect).oracle(s) for s in sources]
-    if any(isinstance(o, IntervalOracle) for o in oracles) or any(isinstance(parse(e), RateExpression)
+    if any(isinstance(o, IntervalOracle) for o in oracles) or any(kind_of(e).counts_from_deployment
                                                                   for e in schedules):
         return Verdict("interval", 0)
     verdict = _compare(oracles, schedules, ZoneInfo(tz), start, days)
@@ -201,21 +201,15 @@ class _DaySide:
 
     @classmethod
     def of_expression(cls, expression: str, first: date, days: int) -> _DaySide:
-        expr = parse(expression)
+        kind = kind_of(expression)
+        on_days, times = kind.days(expression, first, days), kind.times_of_day(expression)
+        if on_days is None or times is None:
+            raise ValueError(f"{kind.name}() has no days and times")
 
         def walker(begin: datetime, z: ZoneInfo) -> Iterator[datetime]:
-            return iter_fire_times(expr, z, begin)
+            return kind.fires(expression, z, begin)
 
-        if isinstance(expr, CronExpression):
-            return cls(_eventbridge_days(expr, first, days), frozenset(expr.times_of_day()), walker)
-        if isinstance(expr, AtExpression):
-            return cls(frozenset({expr.when.date()}), frozenset({(expr.when.hour, expr.when.minute)}), walker)
-        raise ValueError("rate() has no days and times")
-
-
-@lru_cache(maxsize=4096)
-def _eventbridge_days(expr: CronExpression, first: date, days: int) -> frozenset[date]:
-    return frozenset(d for d in (first + timedelta(days=i) for i in range(days)) if expr.matches_day(d))
+        return cls(on_days, frozenset(times), walker)
 
 
 @lru_cache(maxsize=4096)
