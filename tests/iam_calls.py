@@ -12,6 +12,9 @@ from typing import Any
 #: is needed by them (test_the_portal_role_allows_every_call_of_a_maps_reads_...), the operator
 #: commands of tests/test_cli_aws.py (the examples have no map) make none of those calls.
 MAP_STATEMENTS = frozenset({"MapLists", "ListMapLists", "WriteRerunLists", "RerunListKey"})
+#: The portal role's statements only a job of many schedules (a calendar job) uses:
+#: tests/test_schedule_health.py proves it is needed; the examples have no such job.
+CALENDAR_STATEMENTS = frozenset({"ListSchedules"})
 
 
 @contextlib.contextmanager
@@ -56,6 +59,8 @@ def iam_calls(recorded: list[dict[str, Any]]) -> list[Any]:
             out.append(Call(f"states:{op}", p["stateMachineArn"], {}, why))
         elif service == "stepfunctions":
             out.append(Call(f"states:{op}", p["executionArn"], {}, why))
+        elif service == "scheduler" and op == "ListSchedules":  # no resource type: "*" only
+            out.append(Call("scheduler:ListSchedules", "*", {}, why))
         elif service == "scheduler":
             out.append(Call(f"scheduler:{op}", f"arn:aws:scheduler:{arn}:schedule/{p['GroupName']}/{p['Name']}", {}, why))
             if op == "UpdateSchedule":  # the schedule's role is passed again

@@ -338,6 +338,14 @@ data "aws_iam_policy_document" "portal" {
     resources = ["arn:${local.partition}:states:${local.region}:${local.account}:execution:${var.name_prefix}-*:*"]
   }
   statement {
+    #checkov:skip=CKV_AWS_356:ListSchedules has no resource type: it is authorised on "*" only.
+    # a calendar job's page lists its schedules once a view and reads only those changed
+    # (jobplane.platform.schedule_health.DeployedSchedules)
+    sid       = "ListSchedules"
+    actions   = ["scheduler:ListSchedules"]
+    resources = ["*"] # no resource-level permissions (Service Authorization Reference, EventBridge Scheduler)
+  }
+  statement {
     sid       = "PauseSchedules"
     actions   = ["scheduler:GetSchedule", "scheduler:UpdateSchedule"]
     resources = ["arn:${local.partition}:scheduler:${local.region}:${local.account}:schedule/${aws_scheduler_schedule_group.jobs.name}/*"]

@@ -17,13 +17,69 @@ from jobplane.contract.types import Client, JsonObject
 
 def deployed_schedules(scheduler: Client, prefix: str, entry: CatalogJob) -> dict[str, JsonObject | None]:
     """The job's schedules as deployed (GetSchedule each), by name; None: not deployed."""
-    found: dict[str, JsonObject | None] = {}
-    for i in range(len(entry.schedule)):
-        name = names.schedule_name(prefix, entry.name, i)
-        try:
-            found[name] = scheduler.get_schedule(Name=name, GroupName=prefix)
-        except scheduler.exceptions.ResourceNotFoundException:
-            found[name] = None
+    return {name: _get(scheduler, prefix, name) for name in _names(prefix, entry)}
+
+
+class DeployedSchedules:
+    """The job's schedules as deployed, for a reader that asks again and again (the job page,
+    ``jobplane status``): a calendar job deploys one schedule per cron its calendar compiles to
+    (36 for a month-end job), and reading each with GetSchedule on every view was 36 calls a
+    page (issue 66 item 3). For a job of more than :attr:`LIST_FROM` schedules, one ListSchedules
+    (its summaries carry each schedule's State and LastModificationDate,
+    https://docs.aws.amazon.com/scheduler/latest/APIReference/API_ScheduleSummary.html) says
+    which are there and which changed since they were last read; only those are read again. A
+    job of few schedules is read directly (its name prefix may list other jobs' schedules)."""
+
+    LIST_FROM = 2
+
+    def __init__(self, scheduler: Client, prefix: str):
+        self.scheduler, self.prefix = scheduler, prefix
+        self._read: dict[str, tuple[object, JsonObject]] = {}  # name -> (LastModificationDate, GetSchedule)
+
+    def of(self, entry: CatalogJob) -> dict[str, JsonObject | None]:
+        wanted = _names(self.prefix, entry)
+        if len(wanted) <= self.LIST_FROM:
+            return deployed_schedules(self.scheduler, self.prefix, entry)
+        modified = self._listed(names.schedule_name(self.prefix, entry.name, 0), set(wanted))
+        found: dict[str, JsonObject | None] = {}
+        for name in wanted:
+            if name not in modified:
+                found[name] = None
+                self._read.pop(name, None)
+                continue
+            known = self._read.get(name)
+            if known is not None and known[0] == modified[name]:
+                found[name] = known[1]
+                continue
+            found[name] = got = _get(self.scheduler, self.prefix, name)
+            if got is not None:
+                self._read[name] = (got.get("LastModificationDate"), got)
+        return found
+
+    def _listed(self, name_prefix: str, wanted: set[str]) -> dict[str, object]:
+        """The LastModificationDate of each of ``wanted`` that is deployed (every page read)."""
+        out: dict[str, object] = {}
+        kwargs: JsonObject = {"GroupName": self.prefix, "NamePrefix": name_prefix}
+        while True:
+            page = self.scheduler.list_schedules(**kwargs)
+            for s in page.get("Schedules", []):
+                if s.get("Name") in wanted:
+                    out[s["Name"]] = s.get("LastModificationDate")
+            if not page.get("NextToken"):
+                return out
+            kwargs["NextToken"] = page["NextToken"]
+
+
+def _names(prefix: str, entry: CatalogJob) -> list[str]:
+    return [names.schedule_name(prefix, entry.name, i) for i in range(len(entry.schedule))]
+
+
+def _get(scheduler: Client, prefix: str, name: str) -> JsonObject | None:
+    try:
+        found: JsonObject = scheduler.get_schedule(Name=name, GroupName=prefix)
+    except scheduler.exceptions.ResourceNotFoundException:
+        return None
+    found.pop("ResponseMetadata", None)  # the schedule, not the request that read it (kept)
     return found
 
 
