@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from devkit import FakeClock, make_repo, utc
+from jobplane.compiler.output import compile_all, read_output
 from jobplane.contract.bindings import bind
 from jobplane.contract.config import load_config
 from jobplane.devserver.dev_platform import DevPlatform
@@ -45,6 +46,8 @@ class Started:
             assert platform.aws is not None
             self.jobs = sorted(platform.jobs)
             self.evaluated, self.reused = platform.evaluated, platform.evaluations_reused
+            self.built_reused = platform.builds_reused
+            self.files = read_output(platform.output_dir)
             self.kept, self.read = sorted(platform.deploy_kept), sorted(platform.deploy_read)
             sfn = platform.aws.client("stepfunctions")
             self.machines = {m["name"]: sfn.describe_state_machine(stateMachineArn=m["stateMachineArn"])["definition"]
@@ -75,6 +78,10 @@ def test_a_restart_after_an_edit_deploys_the_edited_job_and_keeps_the_others(rep
     job.write_text(job.read_text().replace("timezone: 'UTC',", "timezone: 'UTC', " + EDITED))
     edited = Started(repo_root, data)
     assert (edited.evaluated, edited.reused) == (1, len(first.jobs) - 1)  # only the edited file evaluated
+    # and only its job built: the others' documents were kept beside their files' results, and
+    # the output is byte for byte a compile's from nothing
+    assert first.built_reused == 0 and edited.built_reused == len(first.jobs) - 1
+    assert edited.files == compile_all(load_config(repo_root)).files
     assert edited.read == ["every-minute"] and edited.kept == [j for j in first.jobs if j != "every-minute"]
     assert "25200" in edited.machines["jp-every-minute"] and "25200" not in again.machines["jp-every-minute"]
     assert edited.machines == edited.from_files  # every job as its file says, the kept ones too

@@ -17,6 +17,7 @@ import multiprocessing
 import os
 import sys
 import threading
+from typing import Protocol
 
 from jobplane.compiler import asl, terraform
 from jobplane.compiler.validate import LoadedJob
@@ -53,8 +54,29 @@ def workers_for(count: int) -> int:
     return max(1, min(MAX_WORKERS, len(os.sched_getaffinity(0))))
 
 
-def job_outputs(jobs: list[LoadedJob], config: PlatformConfig) -> list[tuple[int, JsonObject]]:
-    """:func:`job_output` of each of ``jobs``, in order."""
+class BuiltJobs(Protocol):
+    """A memory of built jobs (compiler/validate_cache.py keeps one beside each file's result,
+    under the file's key: what it answers is what building again would give)."""
+
+    def built(self, lj: LoadedJob) -> tuple[int, JsonObject] | None: ...
+
+    def keep_built(self, lj: LoadedJob, value: tuple[int, JsonObject]) -> None: ...
+
+
+def job_outputs(jobs: list[LoadedJob], config: PlatformConfig,
+                kept: BuiltJobs | None = None) -> list[tuple[int, JsonObject]]:
+    """:func:`job_output` of each of ``jobs``, in order; those ``kept`` knows are not built again."""
+    if kept is None:
+        return _build(jobs, config)
+    out = [kept.built(lj) for lj in jobs]
+    missing = [i for i, found in enumerate(out) if found is None]
+    for i, value in zip(missing, _build([jobs[i] for i in missing], config)):
+        kept.keep_built(jobs[i], value)
+        out[i] = value
+    return [value for value in out if value is not None]
+
+
+def _build(jobs: list[LoadedJob], config: PlatformConfig) -> list[tuple[int, JsonObject]]:
     workers = workers_for(len(jobs))
     if workers == 1:
         return [job_output(lj, config) for lj in jobs]

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from jobplane.compiler import catalog, shared_roles, terraform
 from jobplane.compiler.gc_pause import gc_paused
-from jobplane.compiler.job_build import count_states, job_outputs  # noqa: F401 (count_states: output's name)
+from jobplane.compiler.job_build import BuiltJobs, count_states, job_outputs  # noqa: F401 (count_states: output's name)
 from jobplane.compiler.validate import LoadedJob, load_jobs
 from jobplane.contract import layout, root_shards
 from jobplane.contract.catalog import CATALOG_FILE, Catalog
@@ -66,7 +66,10 @@ def is_generated(relpath: str) -> bool:
 
 
 @gc_paused  # most of a compile's time went to the cyclic collector (gc_pause.py)
-def compile_all(config: PlatformConfig, jobs: list[LoadedJob] | None = None) -> CompiledOutput:
+def compile_all(config: PlatformConfig, jobs: list[LoadedJob] | None = None,
+                kept: BuiltJobs | None = None) -> CompiledOutput:
+    """Every output file of ``jobs`` (else every job under jobs/); each job's own document taken
+    from ``kept`` where it knows it (job_build.job_outputs)."""
     jobs = load_jobs(config) if jobs is None else jobs
     files: dict[str, str] = {f"{layout.BASE_ROOT}/{layout.ROOT_FILE}": terraform.render(terraform.base_root(config)),
                              f"{layout.BASE_ROOT}/{layout.BASE_TFVARS}": terraform.render(terraform.base_tfvars(config))}
@@ -79,7 +82,7 @@ def compile_all(config: PlatformConfig, jobs: list[LoadedJob] | None = None) -> 
         declared = config.teams.get(lj.job.team)
         name = root_shards.job_root_name(lj.job.team, lj.job.name, declared.roots if declared else 1)
         by_root.setdefault((lj.job.team, name), []).append(lj)
-    built = dict(zip((lj.job.name for lj in jobs), job_outputs(jobs, config)))  # in workers when many (job_build.py)
+    built = dict(zip((lj.job.name for lj in jobs), job_outputs(jobs, config, kept)))  # in workers when many (job_build.py)
     for (team, name), team_jobs in sorted(by_root.items(), key=lambda kv: kv[0][1]):
         root = layout.team_root(name)
         files[f"{root}/{layout.ROOT_FILE}"] = terraform.render(terraform.team_root(config, name))

@@ -27,6 +27,11 @@ country: compiler/calendars.py) are a function of the environment alone, so they
 reading the package's country list imports every country's module (~100 ms, more than the rest
 of a run with nothing changed).
 
+A compile (``jobplane dev``'s) also keeps each job's built Terraform document beside its file's
+result, under the same key (:meth:`ValidateCache.built`): a job's document is a function of the
+job and the configuration alone (compiler/job_build.py), so it is reused exactly where building
+again would give the same bytes.
+
 What crosses files (a job name used twice, derived AWS names colliding, ``after`` and its
 cycles) is checked afresh over every file's kept or new result at each run. A result stopped by
 an evaluation limit depends on the machine's load and is never kept.
@@ -59,6 +64,7 @@ from jobplane.compiler.problems import Problem
 from jobplane.compiler.checked import FileChecked, LoadedJob
 from jobplane.contract import cache_home
 from jobplane.contract.config import PlatformConfig
+from jobplane.contract.types import JsonObject
 
 if TYPE_CHECKING:
     from jobplane.compiler.kinds.base import StepKind
@@ -197,8 +203,14 @@ class ValidateCache:
         self._kept: dict[str, tuple[str, bytes, bytes]] = self._read()
         self._entries: dict[str, tuple[str, bytes, bytes]] = {}
         self._config_problems: bytes | None = self._kept_config  # set by _read
+        # a compile's memory (job_build.BuiltJobs): path -> (its key, {job: (states, document)} pickled)
+        self._built: dict[str, tuple[str, bytes]] = {}
+        self._built_read: dict[str, dict[str, tuple[int, JsonObject]]] = {}  # path -> its jobs read back or built
+        self._built_changed: set[str] = set()
+        self._paths: dict[str, str] = {}  # a file as its jobs name it (LoadedJob.source) -> its path
         self.hits = 0
         self.misses = 0
+        self.built_hits = 0
 
     # -- validate.FileCache ------------------------------------------------------------------------
     def lookup(self, paths: list[Path]) -> dict[Path, FileChecked]:
@@ -214,6 +226,10 @@ class ValidateCache:
                 if isinstance(result, FileChecked):
                     found[path] = dataclasses.replace(result, loaded=KeptJobs(kept[2]))
                     self._entries[str(path)] = kept
+                    self._paths[result.source] = str(path)
+                    built = self._kept_built.get(str(path))
+                    if built is not None and built[0] == key:
+                        self._built[str(path)] = built
         self.hits, self.misses = len(found), len(paths) - len(found)
         return found
 
@@ -223,6 +239,49 @@ class ValidateCache:
             if key is not None and not result.evaluation_limit:
                 self._entries[str(path)] = (key, _dumps(dataclasses.replace(result, loaded=())),
                                             _dumps(tuple(result.loaded)))
+                self._paths[result.source] = str(path)
+
+    # -- a compile's memory (job_build.BuiltJobs) --------------------------------------------------
+    # A job's Terraform document and state count are a function of the job and the configuration
+    # alone (compiler/job_build.py), so of its file's key and this environment: kept beside the
+    # file's result, under the same key, they are reused exactly where building again would give
+    # the same bytes (a one-job edit among 5,000 builds one job: issue 66 item 5).
+    def built(self, lj: LoadedJob) -> tuple[int, JsonObject] | None:
+        """The job's kept (states, document), or None when its file changed or was never built."""
+        path = self._paths.get(lj.source)
+        if path is None or path not in self._entries:
+            return None
+        jobs = self._built_jobs(path)
+        found = jobs.get(lj.job.name) if jobs is not None else None
+        if found is not None:
+            self.built_hits += 1
+        return found
+
+    def keep_built(self, lj: LoadedJob, value: tuple[int, JsonObject]) -> None:
+        """Keep what was just built for ``lj`` (only for a file whose result is kept)."""
+        path = self._paths.get(lj.source)
+        if path is None or path not in self._entries:
+            return
+        jobs = self._built_jobs(path)
+        if jobs is None:
+            jobs = self._built_read[path] = {}
+        jobs[lj.job.name] = value
+        self._built_changed.add(path)
+
+    def _built_jobs(self, path: str) -> dict[str, tuple[int, JsonObject]] | None:
+        if path in self._built_read:
+            return self._built_read[path]
+        kept = self._built.get(path)
+        if kept is None or kept[0] != self._entries[path][0]:
+            return None
+        try:
+            jobs = pickle.loads(kept[1])
+        except Exception:  # noqa: BLE001 - a kept build that no longer reads is built again
+            return None
+        if not isinstance(jobs, dict):
+            return None
+        self._built_read[path] = jobs
+        return jobs
 
     def config_problems(self, compute: Callable[[], list[Problem]]) -> list[Problem]:
         if self._config_problems is not None:
@@ -239,14 +298,19 @@ class ValidateCache:
     def save(self) -> None:
         """Keep this run's results (the files of this run only: a removed file's go). A run that
         found every result kept, and no other, writes nothing: the file already holds them."""
-        if self._entries == self._kept and self._config_problems == self._kept_config:
+        for path in self._built_changed:
+            if path in self._entries:
+                self._built[path] = (self._entries[path][0], _dumps(self._built_read[path]))
+        self._built_changed.clear()
+        built = {path: b for path, b in self._built.items() if path in self._entries and b[0] == self._entries[path][0]}
+        if self._entries == self._kept and self._config_problems == self._kept_config and built == self._kept_built:
             return
         import tempfile  # (with shutil and random) only when something is written
 
         try:
             self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
             data = _dumps({"format": FORMAT, "environment": self.environment, "entries": self._entries,
-                           "config_problems": self._config_problems})
+                           "config_problems": self._config_problems, "built": built})
             fd, tmp = tempfile.mkstemp(prefix=".validate-", dir=self.directory)  # 0600
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
@@ -343,6 +407,7 @@ class ValidateCache:
         """The kept results, if the file is this user's alone and of this environment (and the
         kept problems of jobplane.toml in ``_kept_config``)."""
         self._kept_config: bytes | None = None
+        self._kept_built: dict[str, tuple[str, bytes]] = {}
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW)
         except OSError:
@@ -358,6 +423,8 @@ class ValidateCache:
             return {}
         kept_config = data.get("config_problems")
         self._kept_config = kept_config if isinstance(kept_config, bytes) else None
+        built = data.get("built")
+        self._kept_built = built if isinstance(built, dict) else {}
         entries = data.get("entries")
         return entries if isinstance(entries, dict) else {}
 

@@ -119,6 +119,7 @@ class DevPlatform:
         self.compile_reused = False  # this start kept the last start's compiled output
         self.evaluated = 0  # definition files this start's compile evaluated (0: compile kept)
         self.evaluations_reused = 0  # files whose kept result it reused (unchanged, imports too)
+        self.builds_reused = 0  # jobs whose built document it reused (their file unchanged)
         self.digests: dict[str, str] = {}  # compiled file -> SHA-256 (what deployed it: deploy_record.py)
         self.deploy_kept: list[str] = []  # jobs deployed from the deploy record (files unchanged)
         self.deploy_read: list[str] = []  # jobs deployed from their files (new or changed)
@@ -190,10 +191,15 @@ class DevPlatform:
         cache = ValidateCache(self.config, self.data_dir / VALIDATE_CACHE)
         try:
             jobs = load_jobs(self.config, cache=cache)
-        finally:
+        except BaseException:
             cache.save()  # the files' own results, also when another file has a problem
+            raise
         self.evaluated, self.evaluations_reused = cache.misses, cache.hits
-        compiled = compile_all(self.config, jobs)
+        try:
+            compiled = compile_all(self.config, jobs, kept=cache)  # each job built only if its file changed
+        finally:
+            cache.save()
+        self.builds_reused = cache.built_hits
         stamp.unlink(missing_ok=True)  # an output being rewritten is never taken for a kept one
         write_output(compiled, self.output_dir)
         self.digests = file_digests(compiled.files)
