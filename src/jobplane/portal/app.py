@@ -102,7 +102,7 @@ def create_app(settings: PortalSettings, control: ControlPlane | None = None) ->
 
     @app.get("/healthz", tags=["health"], summary="Liveness and store reachability")
     def healthz() -> JsonObject:
-        portal.control.repo.job_state("__health__")  # one cheap read: the store answers
+        portal.control.context.repo.job_state("__health__")  # one cheap read: the store answers
         return {"status": "ok", "version": __version__, "jobs": len(portal.control.entries)}
 
     @app.get("/login", include_in_schema=False)
