@@ -212,8 +212,8 @@ def test_a_lost_upstream_event_is_caught_up_once_and_a_late_one_is_a_duplicate(p
         platform.aws.after_rules[machine] = rules
     lost_name = lost.rsplit(":", 1)[1]
     assert runs_after(platform, "load", lost) == []
-    assert UpstreamCatchUp(platform.control).check() == []  # just ended: its event may still come
-    started = UpstreamCatchUp(platform.control, clock=past_grace).check()
+    assert UpstreamCatchUp(platform.control.runs).check() == []  # just ended: its event may still come
+    started = UpstreamCatchUp(platform.control.runs, clock=past_grace).check()
     # each job waiting for its success, once
     assert sorted(started) == sorted(catch_up_name(job, lost_name) for job in ("load", "guarded"))
     runs = runs_after(platform, "load", lost)
@@ -225,7 +225,7 @@ def test_a_lost_upstream_event_is_caught_up_once_and_a_late_one_is_a_duplicate(p
     audit = [a for a in platform.control.audit() if a.action == "catch-up" and a.execution in started]
     assert sorted(a.job for a in audit) == ["guarded", "load"] and {a.actor for a in audit} == {"jobplane"}
     assert all(lost_name in a.reason for a in audit)
-    assert UpstreamCatchUp(platform.control, clock=past_grace).check() == []  # once: its runs marked the record
+    assert UpstreamCatchUp(platform.control.runs, clock=past_grace).check() == []  # once: its runs marked the record
     # the event arrives after all: recorded as a duplicate, nothing runs twice
     for arn in platform.aws.deliver_status_event(lost, "SUCCEEDED"):
         platform.aws.wait(arn, timeout=300)
@@ -239,11 +239,11 @@ def test_only_runs_newer_than_one_that_started_the_downstream_are_caught_up(plat
     from jobplane.platform.catchup import UpstreamCatchUp, catch_up_name
 
     before_rule = run_upstream(platform, "report", delivered=False)
-    assert UpstreamCatchUp(platform.control, clock=past_grace).check() == []  # no run ever started publish
+    assert UpstreamCatchUp(platform.control.runs, clock=past_grace).check() == []  # no run ever started publish
     delivered = run_upstream(platform, "report")
     assert [r.status for r in runs_after(platform, "publish", delivered)] == ["SUCCEEDED"]
     lost = run_upstream(platform, "report", delivered=False)
-    started = UpstreamCatchUp(platform.control, clock=past_grace).check()
+    started = UpstreamCatchUp(platform.control.runs, clock=past_grace).check()
     assert started == [catch_up_name("publish", lost.rsplit(":", 1)[1])]  # not the run before the first start
     assert [r.execution for r in runs_after(platform, "publish", lost)] == started
     assert runs_after(platform, "publish", before_rule) == []
@@ -260,7 +260,7 @@ def test_a_run_the_rule_would_not_have_started_is_not_caught_up(platform: DevPla
     timed_out = run_upstream(platform, "slowpoke", delivered=False, mode="sleep", seconds=60)  # past the job's 5 s
     assert platform.aws.client("stepfunctions").describe_execution(executionArn=timed_out)["status"] == "TIMED_OUT"
     assert platform.control.repo.execution(timed_out.rsplit(":", 1)[1]).status == "TIMED_OUT"
-    catch_up = UpstreamCatchUp(platform.control, clock=past_grace)
+    catch_up = UpstreamCatchUp(platform.control.runs, clock=past_grace)
     assert catch_up.missed("mop", "slowpoke", "FAILED", past_grace()) == []
     assert runs_after(platform, "mop", timed_out) == []
 

@@ -15,7 +15,7 @@ import re
 import textwrap
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from devkit import make_repo
 from jobplane.cli import main
 from jobplane.contract.config import load_config
 from jobplane.devserver.dev_platform import DevPlatform
-from jobplane.platform.control import Access, ControlPlane, Forbidden
+from jobplane.platform.control import Access, Actor, ControlPlane, Forbidden
 from jobplane.portal import actions
 from portal_kit import ADMIN, BILLING, GROWTH, READER, as_user, header_app
 
@@ -251,3 +251,37 @@ def test_authorizing_an_action_reads_the_record_not_the_history_or_logs(platform
     assert "GetExecutionHistory" not in calls and not any("Log" in c for c in calls), calls
     assert "DescribeExecution" in calls and "StopExecution" in calls
     assert wait_record(platform, started.execution).status == "ABORTED"
+
+
+@dataclass(frozen=True)
+class CountingActor(Actor):
+    """A person whose every judgement by the access rule is noted (which team it was asked for)."""
+
+    judged: list[str] = field(default_factory=list, compare=False, hash=False)
+
+    def authority(self, team: str) -> str:
+        self.judged.append(team)
+        return super().authority(team)
+
+
+def test_an_action_judges_its_actor_once_and_its_audit_entry_says_by_which_right(platform: DevPlatform) -> None:
+    """Authorize once (issue 63 item 6): an action authorizes at its entry and hands what it found
+    to its audit entry; before, the entry judged the actor again (a re-run: twice, a re-read of
+    the execution's subject threaded through with ``loaded=``)."""
+    control = platform.control
+    person = Access.from_config(platform.config).person(GROWTH)
+    actor = CountingActor(person.name, person.teams, person.admin)
+    failed = control.run_now(JOB, actor, {"mode": "fail"})
+    assert actor.judged == ["growth"]
+    wait_record(platform, failed)
+    actor.judged.clear()
+    again = control.rerun(failed, actor, from_failed_step=False, params={"mode": "ok"}, reason="once")
+    assert actor.judged == ["growth"]
+    newest = control.audit(1)[0]
+    assert (newest.actor, newest.action, newest.execution, newest.authority) == (GROWTH, "rerun", again, "team growth")
+    wait_record(platform, again)
+    actor.judged.clear()
+    control.pause(JOB, actor, "judged once")
+    control.resume(JOB, actor, "judged once")
+    assert actor.judged == ["growth", "growth"]  # one each
+    assert [(e.action, e.authority) for e in control.audit(2)] == [("resume", "team growth"), ("pause", "team growth")]

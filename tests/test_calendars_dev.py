@@ -98,14 +98,14 @@ def test_golden_week_starts_nothing_on_closed_days_and_misses_nothing(platform: 
     assert sorted((r.scheduled_time, r.status) for r in runs) == [
         (execution_input.iso(tokyo(d, 9)), "SUCCEEDED") for d in BUSINESS]  # no SKIPPED, no run on a closed day
     # the fire ledger over the same days, its clock moved to Friday noon: nothing missed
-    ledger = MissedFires(platform.control, aws.client("sns"), platform.deployment.topic_arn, aws.client("sqs"),
+    ledger = MissedFires(platform.control.runs, aws.client("sns"), platform.deployment.topic_arn, aws.client("sqs"),
                          clock=lambda: tokyo(date(2026, 5, 8), 12), grace=timedelta(seconds=30))
     _watermark(platform, tokyo(date(2026, 4, 27), 12))
     for _ in range(40):  # a pass accounts for at most 12 hours of one job
         ledger.check({"gw-report"})
     assert missed_records(platform, "gw-report") == []
     # the next business day, Monday 05-11, does not run (the weekend before it is closed): one MISSED
-    monday = MissedFires(platform.control, aws.client("sns"), platform.deployment.topic_arn, aws.client("sqs"),
+    monday = MissedFires(platform.control.runs, aws.client("sns"), platform.deployment.topic_arn, aws.client("sqs"),
                          clock=lambda: tokyo(date(2026, 5, 11), 12), grace=timedelta(seconds=30))
     for _ in range(40):
         monday.check({"gw-report"})

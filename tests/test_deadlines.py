@@ -123,7 +123,7 @@ def watch(platform: DevPlatform, at: datetime) -> DeadlineWatch:
     sns = platform.deployment.client("sns")
     for client in {id(c): c for c in (sns, control.ddb, control.repo.ddb, control.sfn, control.scheduler)}.values():
         _record(client)
-    return DeadlineWatch(control, sns, platform.deployment.topic_arn, clock=lambda: at)
+    return DeadlineWatch(control.reads, sns, platform.deployment.topic_arn, clock=lambda: at)
 
 
 def denied(platform: DevPlatform) -> list[str]:
@@ -158,7 +158,7 @@ def denied(platform: DevPlatform) -> list[str]:
 
 def first_fire(platform: DevPlatform, job: str) -> datetime:
     """The job's first fire after its schedule was created, by the checker's own computation."""
-    created = deployed_since(platform.control, platform.control.entries[job])
+    created = deployed_since(platform.control.context, platform.control.entries[job])
     assert created is not None
     return fires(platform.control, platform.control.entries[job], created, created + timedelta(days=2))[0]
 
@@ -373,9 +373,9 @@ def test_a_wall_time_deadline_is_on_the_fire_s_local_day() -> None:
 
 
 def test_the_share_of_fires_that_met_the_deadline_is_reported(platform: DevPlatform, slack: Receiver) -> None:
-    created = deployed_since(platform.control, platform.control.entries["report"])
+    created = deployed_since(platform.control.context, platform.control.entries["report"])
     assert created is not None
-    first, second = fires(platform.control, platform.control.entries["report"], created, created + timedelta(days=1))[:2]
+    first, second = fires(platform.control.context, platform.control.entries["report"], created, created + timedelta(days=1))[:2]
     assert second - first == timedelta(minutes=1)
     run(platform, "report", execution_input.scheduled(first))  # met; the second fire never runs
     assert watch(platform, second + timedelta(minutes=31)).check({"report"}) == [

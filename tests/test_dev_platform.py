@@ -197,7 +197,7 @@ def test_a_run_past_its_expected_duration_is_announced_once_while_it_runs(repo_r
         wait_for(lambda: platform.control.log_streams(name), what="the step to start")
         now = datetime.now(timezone.utc)
         at = FakeClock(now + timedelta(seconds=30))
-        watch = SlowWatch(platform.control, platform.aws.client("sns"), platform.deployment.topic_arn, clock=at)
+        watch = SlowWatch(platform.control.reads, platform.aws.client("sns"), platform.deployment.topic_arn, clock=at)
         assert watch.check() == []  # within its expected minute
         at.now = now + timedelta(minutes=2)
         assert watch.check() == [name]

@@ -464,7 +464,7 @@ def test_the_periodic_handler_announces_a_slow_run_and_catches_up_lost_status_ev
                                      access_key_id=aws.credentials.access_key_id,
                                      secret_access_key=aws.credentials.secret_access_key))
     hour = datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0) - timedelta(hours=2)
-    bf = Backfills(laptop).create(backfilled, "ops@example.com", hour.isoformat(), (hour + timedelta(minutes=59)).isoformat(),
+    bf = Backfills(laptop.runs).create(backfilled, "ops@example.com", hour.isoformat(), (hour + timedelta(minutes=59)).isoformat(),
                                   reason="missed while the account was moved")
     arn = aws.start(name, execution_input.manual("ops", overrides={"mode": "sleep", "seconds": 120}))
     try:
@@ -488,7 +488,7 @@ def test_the_periodic_handler_announces_a_slow_run_and_catches_up_lost_status_ev
         assert bf.id in first["backfills"]  # moved on by the periodic pass: its fire started once
         assert first["pauses_repaired"] == [f"{aws.prefix}-{fresh_job}"] and again["pauses_repaired"] == []
         assert scheduler.get_schedule(Name=f"{aws.prefix}-{fresh_job}", GroupName=aws.prefix)["State"] == "DISABLED"
-        fires = Backfills(laptop).get(bf.id).fires
+        fires = Backfills(laptop.runs).get(bf.id).fires
         assert [f.at for f in fires] == [execution_input.iso(hour + timedelta(minutes=15))] and fires[0].execution
         missed = [r for r in aws.repository().executions(stopped_job).items if r.status == "MISSED"]
         assert missed and all("is missing" in r.error for r in missed)

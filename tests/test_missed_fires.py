@@ -76,7 +76,7 @@ def ledger(platform: DevPlatform, ahead: timedelta = timedelta(0), at: datetime 
     """The platform's ledger with a 30 s grace, on the wall clock moved ``ahead``, or stopped
     ``at`` one instant (so what it expects cannot move on while the test works)."""
     aws = platform.aws
-    return MissedFires(platform.control, aws.client("sns"), platform.deployment.topic_arn, aws.client("sqs"),
+    return MissedFires(platform.control.runs, aws.client("sns"), platform.deployment.topic_arn, aws.client("sqs"),
                        clock=(lambda: at) if at is not None else (lambda: datetime.now(timezone.utc) + ahead),
                        grace=timedelta(seconds=30))
 
@@ -386,7 +386,7 @@ def test_a_steady_job_is_accounted_by_its_claim_count_and_a_gap_reads_its_runs(p
         events = platform.control.ddb.meta.events
         events.register("before-parameter-build.dynamodb.Query", seen, unique_id="ledger-reads")
         try:
-            MissedFires(platform.control, platform.aws.client("sns"), platform.deployment.topic_arn,
+            MissedFires(platform.control.runs, platform.aws.client("sns"), platform.deployment.topic_arn,
                         platform.aws.client("sqs"), clock=lambda: at, grace=timedelta(seconds=30)).check({job})
         finally:
             events.unregister("before-parameter-build.dynamodb.Query", unique_id="ledger-reads")
@@ -500,7 +500,7 @@ def test_across_a_clock_change_only_the_fire_that_did_not_run_is_missed(
     for fire in fires:
         if fire != dropped:
             platform.aws.wait(platform.aws.start(job, execution_input.scheduled(fire, {})), timeout=300)
-    MissedFires(platform.control, platform.aws.client("sns"), platform.deployment.topic_arn,
+    MissedFires(platform.control.runs, platform.aws.client("sns"), platform.deployment.topic_arn,
                 platform.aws.client("sqs"), clock=lambda: parse(end) + timedelta(seconds=31),
                 grace=timedelta(seconds=30)).check({job})
     assert [r.scheduled_time for r in missed_records(platform, job)] == [dropped]

@@ -52,7 +52,7 @@ def backfill(obj: Context, job_or_backfill: str, start: str | None, end: str | N
     from jobplane.platform.backfill import BACKFILL_ID, Backfills
 
     where = target(obj, data_dir, deployment)
-    backfills = Backfills(where.control)
+    backfills = Backfills(where.control.runs)
     try:
         if BACKFILL_ID.fullmatch(job_or_backfill) and start is None:
             if cancel or resume:

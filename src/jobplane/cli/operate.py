@@ -152,7 +152,7 @@ def _pause(control: ControlPlane, name: str, seconds: float, watching: bool,
     end = time.monotonic() + seconds
     while (left := end - time.monotonic()) > 0:
         time.sleep(min(FIRST_RECORD_POLL if time.monotonic() < eager_until else RECORD_POLL, left))
-        record = control.repo.execution(name)
+        record = control.context.repo.execution(name)
         if record is not None:
             return record
     return None
@@ -259,7 +259,7 @@ def status(obj: Context, data_dir: Path | None, deployment: Path | None, as_json
     pools = pool_status(control, jobs, obj.config.pools, maps)
     from jobplane.platform.deadline_report import team_deadlines
 
-    deadlines = team_deadlines(control)  # the jobs with a deadline, by team (one Query each)
+    deadlines = team_deadlines(control.context)  # the jobs with a deadline, by team (one Query each)
     by_job = {r.job: r for team in deadlines for r in team.jobs}
     if as_json:
         click.echo(json.dumps([{"job": j.name, "team": j.team, "last_status": j.state.last_status if j.state else None,
@@ -358,7 +358,8 @@ def pool_status(control: ControlPlane, jobs: list[JobSummary], sizes: dict[str, 
 
     # the pools jobplane.toml declares, and any other that still has holders (a pool removed
     # from jobplane.toml while runs held it): the counter says how full, the holder items who
-    items = {p.name: p for p in pool_items(control.repo.ddb, control.repo.table, tuple(sizes))}
+    context = control.context
+    items = {p.name: p for p in pool_items(context.ddb, context.deployment.table, tuple(sizes))}
     # a holder names its step by key (close_tenant, what state data and the ticket use): shown
     # by the name the definition gives it (close-tenant; issue 65 item 8)
     step_names = {(j.entry.name, step_key(s.name)): s.name for j in jobs for top in j.entry.steps
@@ -368,7 +369,7 @@ def pool_status(control: ControlPlane, jobs: list[JobSummary], sizes: dict[str, 
         pool = items.get(name)
         who: dict[str, int] = {}
         for h in pool.everyone if pool else ():
-            job = h.job(control.deployment.name_prefix) or "?"  # a map item's child: its parent's job
+            job = h.job(context.deployment.name_prefix) or "?"  # a map item's child: its parent's job
             step = step_names.get((job, h.step), h.step)
             who[f"{job}/{step}"] = who.get(f"{job}/{step}", 0) + h.weight
         held = ", ".join(f"{k}" + (f" x{n}" if n > 1 else "") for k, n in sorted(who.items()))
@@ -378,10 +379,10 @@ def pool_status(control: ControlPlane, jobs: list[JobSummary], sizes: dict[str, 
         if not j.running or not any(s.pool for top in j.entry.steps for s in (top.parallel or [top])):
             continue
         has_map = bool(per_item_steps(j.entry.steps))  # a map's items wait in their child executions
+        known = dict((maps or {}).get(j.name, []))  # the maps already read of this job's runs: once per job
         for view in control.running_executions(j.name):
             rows = [r for r in view.timeline if r.waiting]
             # a map's items wait in their child executions: their item records say WAITING
-            known = dict((maps or {}).get(j.name, []))
             progress = known[view.execution] if view.execution in known else \
                 control.map_progress(view.execution, own_errors=False) if has_map else []
             maps_waiting = [p for p in progress if p.waiting]
@@ -699,7 +700,7 @@ def index_statuses(obj: Context, data_dir: Path | None, deployment: Path | None)
     index existed, so the jobs page filtered by their status lists them. Prints each job filed."""
     where = target(obj, data_dir, deployment)
     try:
-        filed = where.control.repo.index_job_statuses()
+        filed = where.control.context.repo.index_job_statuses()
     except control_error() as e:
         raise click.ClickException(e.message) from None
     for job in filed:

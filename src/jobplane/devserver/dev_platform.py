@@ -259,7 +259,7 @@ class DevPlatform:
         scheduler = self.scheduler
         from jobplane.platform.slow import SlowWatch
 
-        slow = SlowWatch(self.control, aws.client("sns"), self.deployment.topic_arn)  # real time
+        slow = SlowWatch(self.control.reads, aws.client("sns"), self.deployment.topic_arn)  # real time
         from jobplane.platform import catchup
 
         # what a lost status event would have done (the local engine loses none while it runs;
@@ -269,18 +269,18 @@ class DevPlatform:
         from jobplane.platform.pool_slots import PoolSweep
 
         # and every expected fire is accounted for: a missed one is recorded and alerted
-        checks = [catchup.LostEndings(self.control, aws.reconciler()).check,
-                  catchup.UpstreamCatchUp(self.control).check,
-                  MissedFires(self.control, aws.client("sns"), self.deployment.topic_arn, aws.client("sqs"),
+        checks = [catchup.LostEndings(self.control.context, aws.reconciler()).check,
+                  catchup.UpstreamCatchUp(self.control.runs).check,
+                  MissedFires(self.control.runs, aws.client("sns"), self.deployment.topic_arn, aws.client("sqs"),
                               clock=self.clock, workers=1,  # the scheduler's time; threads only contend
                               outages=lambda: scheduler.outages).check,
                   # pool slots of runs that ended without giving them back (docs/pools.md)
                   PoolSweep(aws.client("dynamodb"), aws.resources["table_name"], aws.client("stepfunctions")).check,
                   # and each fire of a job with a deadline met it, or is alerted once
-                  DeadlineWatch(self.control, aws.client("sns"), self.deployment.topic_arn, clock=self.clock).check]
+                  DeadlineWatch(self.control.reads, aws.client("sns"), self.deployment.topic_arn, clock=self.clock).check]
         from jobplane.platform.backfill import BackfillDriver, Backfills
 
-        self.backfills = Backfills(self.control)  # backfills left running by the last start go on
+        self.backfills = Backfills(self.control.runs)  # backfills left running by the last start go on
         threads = [threading.Thread(target=self._save_loop, name="dev-snapshot", daemon=True),
                    threading.Thread(target=slow.run, args=(self._stop, 5.0), name="slow-watch", daemon=True),
                    threading.Thread(target=catchup.run, args=(self._stop, checks, self.catch_up_interval),
@@ -333,7 +333,7 @@ class DevPlatform:
         from jobplane.platform.reconciler import Reconciler
 
         assert self.aws is not None and self.control is not None and self.deployment is not None
-        reconciler = Reconciler(self.control.repo, self.aws.client("sns"), self.deployment.topic_arn,
+        reconciler = Reconciler(self.control.context.repo, self.aws.client("sns"), self.deployment.topic_arn,
                                 self.aws.client("stepfunctions"), self.config.name_prefix, job_brief=self.aws.job_brief)
         closed = []
         for r in running:

@@ -2,7 +2,7 @@
 
 ``boto3.client`` hands out exactly these clients (a botocore client of boto3's default
 session); importing boto3 itself adds its resource layer and s3transfer, which no caller of
-:meth:`Deployment.client <jobplane.platform.control.deployment.Deployment.client>` uses: ~60 ms
+:meth:`Deployment.client <jobplane.platform.deployment.Deployment.client>` uses: ~60 ms
 of every ``jobplane run`` (issue 54 item 5, bench/dev_e2e.py). The calls are the same on the
 local AWS and on AWS; only the endpoint and credentials given differ.
 

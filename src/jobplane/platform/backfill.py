@@ -39,7 +39,8 @@ from jobplane.platform.backfill_model import (MAX_CONCURRENT, Backfill, Fire, Fi
                                               fires_json, plan_fires, window_time)
 from jobplane.platform.backfill_store import BackfillStore
 from jobplane.contract.clock import iso_millis, now_iso, parse_iso
-from jobplane.platform.control import Conflict, ControlPlane, Invalid, NotFound, check_reason
+from jobplane.platform.control import Conflict, Invalid, NotFound, check_reason
+from jobplane.platform.control.runs import Runs
 from jobplane.platform.repository import query_items
 from jobplane.contract.types import JsonObject
 
@@ -76,9 +77,12 @@ class Cover:
 
 
 class Backfills:
-    def __init__(self, control: ControlPlane):
-        self.control = control
-        self.store = BackfillStore(control.ddb, control.deployment.table)
+    """Over the control plane's service of actions, ``runs`` (a backfill's creation and its starts
+    are authorized and audited there), its reads and its platform context."""
+
+    def __init__(self, runs: Runs):
+        self.runs, self.reads, self.context = runs, runs.reads, runs.context
+        self.store = BackfillStore(self.context.ddb, self.context.deployment.table)
 
     # -- reads --------------------------------------------------------------------------------
     def get(self, backfill_id: str) -> Backfill:
@@ -88,12 +92,12 @@ class Backfills:
         return bf
 
     def of_job(self, job: str, limit: int = 20) -> list[Backfill]:
-        self.control.entry(job)
+        self.reads.entry(job)
         return self.store.of_job(job, limit)
 
     def preview(self, job: str, start: str, end: str, mode: Mode | str = Mode.ONLY_MISSED) -> list[PlannedFire]:
         """The window's fires, what covers each already, and which a backfill would start."""
-        entry = self.control.entry(job)
+        entry = self.reads.entry(job)
         mode = _mode(mode)
         t1, t2 = self._window(entry, start, end)
         return self._plan(entry, t1, t2, mode)
@@ -108,7 +112,7 @@ class Backfills:
     def _plan(self, entry: CatalogJob, t1: datetime, t2: datetime, mode: Mode,
               records_first: bool = False) -> list[PlannedFire]:
         try:
-            fires = plan_fires(entry.schedule, entry.timezone, t1, t2, self.control.schedule_anchors(entry),
+            fires = plan_fires(entry.schedule, entry.timezone, t1, t2, self.context.schedule_anchors(entry),
                                entry.calendar_schedule)
         except ValueError as e:
             raise Invalid(f"{entry.name}: {e}", {"to": "window too wide"}) from None
@@ -156,13 +160,13 @@ class Backfills:
         # Every record of a run started since the window opened (a fire's run starts at or after
         # it); a minute early, as a record's millisecond times sort before the same second's 'Z'.
         kwargs: JsonObject = {
-            "TableName": self.control.deployment.table, "IndexName": dm.GSI_BY_OWNER,
+            "TableName": self.context.deployment.table, "IndexName": dm.GSI_BY_OWNER,
             "KeyConditionExpression": "gsi1pk = :p AND gsi1sk >= :a",
             "ExpressionAttributeValues": {":p": {"S": dm.job_partition(entry.name)},
                                           ":a": {"S": iso_millis(t1 - timedelta(minutes=1))}},
             "ProjectionExpression": "execution, scheduled_time, #st, #tr, skip_reason",
             "ExpressionAttributeNames": {"#st": "status", "#tr": "trigger"}}
-        for item in query_items(self.control.ddb, kwargs)[0]:
+        for item in query_items(self.context.ddb, kwargs)[0]:
             trigger, status = item.get("trigger", {}).get("S"), item.get("status", {}).get("S")
             if trigger not in (Trigger.SCHEDULE.value, Trigger.BACKFILL.value) or "scheduled_time" not in item:
                 continue
@@ -187,15 +191,15 @@ class Backfills:
     def create(self, job: str, actor: Actor | str, start: str, end: str, *, mode: Mode | str = Mode.ONLY_MISSED,
                max_concurrent: int = 1, params: JsonObject | None = None, reason: str = "") -> Backfill:
         """Plan the window and save the backfill (audited); a driver starts its fires."""
-        entry = self.control.entry(job)
-        self.control.authorize(actor, job)
+        entry = self.reads.entry(job)
+        who = self.runs.authorize(actor, job)  # once: the audit entry below takes what it found
         check_reason(reason)
         mode = _mode(mode)
         if not 1 <= max_concurrent <= MAX_CONCURRENT:
             raise Invalid(f"max_concurrent is 1 to {MAX_CONCURRENT}", {"max_concurrent": "out of range"})
         if policies.of(entry.policy).backfills_in_order:
             max_concurrent = 1  # its claim would skip (or stop) a second run: one at a time, in order
-        overrides = self.control.checked_params(entry, params)
+        overrides = self.runs.checked_params(entry, params)
         t1, t2 = self._window(entry, start, end)
         planned = self._plan(entry, t1, t2, mode)
         fires = [Fire(p.at) for p in planned if p.runs]
@@ -207,11 +211,11 @@ class Backfills:
                            "flight; mode 'all' re-runs them", {"fires": len(planned)})
         bf = Backfill(id=f"bf-{secrets.token_hex(6)}", job=job, team=entry.team, start=execution_input.iso(t1),
                       end=execution_input.iso(t2), mode=mode, max_concurrent=max_concurrent,
-                      params={**entry.params, **overrides}, requested_by=as_actor(actor).name,
+                      params={**entry.params, **overrides}, requested_by=who.actor.name,
                       reason=reason,
                       created_at=now_iso(), fires=fires)
         event = audit.StartBackfill(job, bf.id, bf.start, bf.end, mode.value, len(fires), max_concurrent, overrides)
-        self.control.audited(actor, event, reason, lambda: self.store.create(bf), undo=[lambda: self.store.delete(bf.id)])
+        self.runs.audited(who, event, reason, lambda: self.store.create(bf), undo=[lambda: self.store.delete(bf.id)])
         return bf
 
     def cancel(self, backfill_id: str, actor: Actor | str, reason: str) -> Backfill:
@@ -241,7 +245,7 @@ class Backfills:
                     raise _Moved  # a driver saved progress in between: no entry kept, read again
 
             try:
-                self.control.audited(actor, action(bf.job, bf.id), reason, act)
+                self.runs.audited(actor, action(bf.job, bf.id), reason, act)
                 return bf
             except _Moved:
                 continue
@@ -254,7 +258,7 @@ class Backfills:
         if not bf.driven:
             return bf
         before = (bf.status, bf.note, fires_json(bf.fires))
-        entry = self.control.entries.get(bf.job)
+        entry = self.context.entries.get(bf.job)
         for fire in [f for f in bf.fires if f.state == FireState.RUNNING]:
             self._follow(bf, fire, entry)
         if bf.status == Status.RUNNING and entry is None:  # removed from the definitions since
@@ -300,7 +304,7 @@ class Backfills:
             if in_flight >= bf.max_concurrent:
                 return
             if policies.of(entry.policy).backfills_in_order:
-                state = self.control.repo.job_state(bf.job)
+                state = self.context.repo.job_state(bf.job)
                 if state and state.running:
                     return  # another run holds the claim: wait for it, in order
             if others is None:  # a scheduled run may have started since the backfill was planned
@@ -317,8 +321,8 @@ class Backfills:
                 continue
             payload = execution_input.backfill(bf.requested_by, parse_iso(fire.at), bf.params, bf.id)
             try:
-                self.control.start_execution(bf.job, payload, name)
-            except self.control.sfn.exceptions.ExecutionAlreadyExists:
+                self.runs.start_execution(bf.job, payload, name)
+            except self.context.sfn.exceptions.ExecutionAlreadyExists:
                 pass  # another driver of this backfill started it: the same run
             except Conflict as e:  # the job is not deployed (any more)
                 self.store.finish_lease(bf.job, fire.at, name, keep=False)
@@ -331,7 +335,7 @@ class Backfills:
     def _scheduled_in_flight(self, job: str) -> dict[str, str]:
         """Fire -> execution, for the job's scheduled runs in flight (a backfill's own hold leases)."""
         out = {}
-        for view in self.control.running_executions(job):
+        for view in self.reads.running_executions(job):
             fire = _fire_key(view.input.scheduled_time)
             if view.input.trigger == Trigger.SCHEDULE.value and fire:
                 out[fire] = view.execution
@@ -353,12 +357,12 @@ class Backfills:
 
     def _outcome(self, job: str, execution: str) -> tuple[str, str | None] | None:
         """How ``execution`` ended (its record's status and skip reason), None while it runs."""
-        record = self.control.repo.execution(execution)
+        record = self.context.repo.execution(execution)
         if record is not None:
             return record.status, record.skip_reason
         try:
-            d = self.control.sfn.describe_execution(executionArn=self.control.deployment.execution_arn(job, execution))
-        except self.control.sfn.exceptions.ExecutionDoesNotExist:
+            d = self.context.sfn.describe_execution(executionArn=self.context.deployment.execution_arn(job, execution))
+        except self.context.sfn.exceptions.ExecutionDoesNotExist:
             return _NOT_STARTED, None
         return None if d["status"] == ExecutionStatus.RUNNING.value else (d["status"], None)
 

@@ -39,7 +39,9 @@ from typing import Callable
 from jobplane.contract import audit
 from jobplane.contract import execution_input, upstream
 from jobplane.contract.clock import parse_iso
-from jobplane.platform.control import Conflict, ControlPlane
+from jobplane.platform.context import PlatformContext
+from jobplane.platform.control import Conflict
+from jobplane.platform.control.runs import Runs
 from jobplane.platform.reconciler import Reconciler
 from jobplane.contract.records import ExecutionRecord
 
@@ -69,15 +71,17 @@ def catch_up_name(job: str, upstream_execution: str) -> str:
 
 
 class UpstreamCatchUp:
-    def __init__(self, control: ControlPlane, clock: Clock = _now):
-        self.control = control
+    """``runs``: the control plane's service of actions (a catch-up is an audited start)."""
+
+    def __init__(self, runs: Runs, clock: Clock = _now):
+        self.runs, self.context = runs, runs.context
         self.clock = clock
 
     def check(self) -> list[str]:
         """Start every downstream run a lost event did not start; their execution names."""
         now = self.clock()
         waiting: dict[str, list[tuple[str, str]]] = {}  # upstream job -> [(job, on)]
-        for entry in self.control.entries.values():
+        for entry in self.context.entries.values():
             for after in entry.after:
                 waiting.setdefault(after.job, []).append((entry.name, after.on))
         started = []
@@ -91,7 +95,7 @@ class UpstreamCatchUp:
         return started
 
     def _newest(self, upstream_job: str) -> list[ExecutionRecord]:
-        return self.control.repo.executions(upstream_job, limit=LOOK_BACK).items  # newest first
+        return self.context.repo.executions(upstream_job, limit=LOOK_BACK).items  # newest first
 
     def missed(self, job: str, upstream_job: str, on: str, now: datetime) -> list[ExecutionRecord]:
         """The runs of ``upstream_job`` whose event should have started ``job`` and did not."""
@@ -115,7 +119,7 @@ class UpstreamCatchUp:
         ``on: 'FAILED'`` starts) or the whole job's (the execution TIMED_OUT: it does not)."""
         if not record.execution_arn:
             return False
-        sfn = self.control.sfn
+        sfn = self.context.sfn
         try:
             status = sfn.describe_execution(executionArn=record.execution_arn)["status"]
         except sfn.exceptions.ExecutionDoesNotExist:
@@ -129,9 +133,9 @@ class UpstreamCatchUp:
         reason = (f"the status event of {record.job} run {record.execution} ({record.status}, ended "
                   f"{record.finished_at}) did not start {job}")
         try:
-            self.control.audited(ACTOR, audit.CatchUp(job, name, record.execution), reason,
-                                 lambda: self.control.start_execution(job, payload, name))
-        except self.control.sfn.exceptions.ExecutionAlreadyExists:
+            self.runs.audited(ACTOR, audit.CatchUp(job, name, record.execution), reason,
+                                 lambda: self.runs.start_execution(job, payload, name))
+        except self.context.sfn.exceptions.ExecutionAlreadyExists:
             return None  # an earlier check started it; its run marks the upstream record
         except Conflict as e:  # the job is in the catalog but its state machine is not deployed
             log.error("cannot catch up %s after %s: %s", job, record.execution, e)
@@ -141,17 +145,17 @@ class UpstreamCatchUp:
 
 
 class LostEndings:
-    def __init__(self, control: ControlPlane, reconciler: Reconciler):
-        self.control = control
+    def __init__(self, context: PlatformContext, reconciler: Reconciler):
+        self.context = context
         self.reconciler = reconciler
 
     def check(self) -> list[str]:
         """Reconcile every ended run that still holds its job's claim; the names it recorded."""
         recorded = []
-        sfn = self.control.sfn
-        for state in self.control.repo.job_states():  # one Query for every job
+        sfn = self.context.sfn
+        for state in self.context.repo.job_states():  # one Query for every job
             for name in sorted(state.running):
-                arn = self.control.deployment.execution_arn(state.job, name)
+                arn = self.context.deployment.execution_arn(state.job, name)
                 try:
                     status = sfn.describe_execution(executionArn=arn)["status"]
                 except sfn.exceptions.ExecutionDoesNotExist:

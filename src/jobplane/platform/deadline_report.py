@@ -14,7 +14,7 @@ from datetime import datetime, timedelta, timezone
 
 from jobplane.contract import execution_input
 from jobplane.contract.catalog import CatalogJob
-from jobplane.platform.control import ControlPlane
+from jobplane.platform.context import PlatformContext
 from jobplane.platform.deadlines import FireOutcome, outcomes
 
 #: The windows reported, in days.
@@ -74,26 +74,26 @@ def _shares(decided: list[FireOutcome], now: datetime) -> tuple[Share, ...]:
     return tuple(out)
 
 
-def job_deadlines(control: ControlPlane, entry: CatalogJob, now: datetime | None = None) -> JobDeadlines | None:
+def job_deadlines(context: PlatformContext, entry: CatalogJob, now: datetime | None = None) -> JobDeadlines | None:
     """The job's report; None when it has no deadline."""
     if not entry.deadline:
         return None
     now = now or datetime.now(timezone.utc)
-    decided = outcomes(control.ddb, control.deployment.table, entry.name,
+    decided = outcomes(context.ddb, context.deployment.table, entry.name,
                        execution_input.iso(now - timedelta(days=max(WINDOWS))))
     breaches = tuple(Breach(o.fire, o.due, o.reason, o.early, o.succeeded_at, o.execution)
                      for o in sorted(decided, key=lambda o: o.fire, reverse=True) if not o.met)
     return JobDeadlines(entry.name, entry.team, entry.deadline, _shares(decided, now), breaches)
 
 
-def team_deadlines(control: ControlPlane, now: datetime | None = None, team: str | None = None) -> list[TeamDeadlines]:
+def team_deadlines(context: PlatformContext, now: datetime | None = None, team: str | None = None) -> list[TeamDeadlines]:
     """Every team's report (``team``: that team's), with its jobs' that have a deadline."""
     now = now or datetime.now(timezone.utc)
     by_team: dict[str, list[JobDeadlines]] = {}
-    for entry in sorted(control.entries.values(), key=lambda e: e.name):
+    for entry in sorted(context.entries.values(), key=lambda e: e.name):
         if team is not None and entry.team != team:
             continue
-        report = job_deadlines(control, entry, now)
+        report = job_deadlines(context, entry, now)
         if report is not None:
             by_team.setdefault(entry.team, []).append(report)
     out = []

@@ -51,7 +51,8 @@ from jobplane.contract.records import ExecutionRecord, JobState
 from jobplane.contract.statuses import Event, ExecutionStatus, Trigger
 from jobplane.contract.types import Client, Item, JsonObject
 from jobplane.platform.backfill_model import plan_fires
-from jobplane.platform.control import ControlPlane
+from jobplane.platform.context import PlatformContext
+from jobplane.platform.control.reads import Reads
 from jobplane.platform.control.views import ExecutionView
 from jobplane.platform.repository import query_items
 
@@ -87,10 +88,10 @@ def job_deadlines_partition(job: str) -> str:
     return f"DEADLINES#{job}"
 
 
-def fires(control: ControlPlane, entry: CatalogJob, start: datetime, end: datetime) -> list[datetime]:
+def fires(context: PlatformContext, entry: CatalogJob, start: datetime, end: datetime) -> list[datetime]:
     """The job's scheduled fires from ``start`` to ``end``: the one computation the fire ledger
     and backfills use (platform/backfill_model.py), so the deadline checker sees the same fires."""
-    return plan_fires(entry.schedule, entry.timezone, start, end, control.schedule_anchors(entry), entry.calendar_schedule)
+    return plan_fires(entry.schedule, entry.timezone, start, end, context.schedule_anchors(entry), entry.calendar_schedule)
 
 
 @dataclass(frozen=True)
@@ -159,16 +160,19 @@ def _fire_key(value: str | None) -> str | None:
 
 
 class DeadlineWatch:
-    def __init__(self, control: ControlPlane, sns: Client, topic_arn: str, clock: Clock = _now):
-        self.control = control
+    """``reads``: the control plane's read service (a running run's view); the rest is read from
+    its platform context."""
+
+    def __init__(self, reads: Reads, sns: Client, topic_arn: str, clock: Clock = _now):
+        self.reads, self.context = reads, reads.context
         self.sns = sns
         self.topic_arn = topic_arn
         self.clock = clock
-        self.ddb = control.ddb
-        self.table = control.deployment.table
+        self.ddb = self.context.ddb
+        self.table = self.context.deployment.table
 
     def watched(self) -> list[CatalogJob]:
-        return sorted((e for e in self.control.entries.values() if e.deadline and e.schedule),
+        return sorted((e for e in self.context.entries.values() if e.deadline and e.schedule),
                       key=lambda e: e.name)
 
     # -- the pass --------------------------------------------------------------------------------
@@ -182,7 +186,7 @@ class DeadlineWatch:
         said: list[str] = []
         for entry in watched:
             try:
-                said.extend(self._job(entry, now, deployed_since(self.control, entry)))
+                said.extend(self._job(entry, now, deployed_since(self.context, entry)))
             except Exception:  # one job's trouble keeps no other job's deadline from being watched
                 log.exception("the deadline check of %s failed", entry.name)
         return said
@@ -195,7 +199,7 @@ class DeadlineWatch:
         recorded = {o.fire: o for o in self.outcomes(entry.name, execution_input.iso(since))}
         said = self._outbox(entry, recorded.values())
         try:
-            expected = fires(self.control, entry, since, now)
+            expected = fires(self.context, entry, since, now)
         except ValueError as e:
             log.warning("%s: no fires to hold to the deadline: %s", entry.name, e)
             return said
@@ -204,7 +208,7 @@ class DeadlineWatch:
         if not open_fires:
             return said
         runs, missed = self._runs(entry, open_fires[0])
-        state = self.control.repo.job_state(entry.name)
+        state = self.context.repo.job_state(entry.name)
         history: list[ExecutionRecord] | None = None
         for t in open_fires:
             at = execution_input.iso(t)
@@ -260,7 +264,7 @@ class DeadlineWatch:
                 return _fire_key(scheduled)
             if trigger == Trigger.RERUN.value and rerun_of and depth < 20:
                 if rerun_of not in cache:
-                    original = by_name.get(rerun_of) or self.control.repo.execution(rerun_of)
+                    original = by_name.get(rerun_of) or self.context.repo.execution(rerun_of)
                     cache[rerun_of] = None if original is None else fire_of(
                         original.input.trigger, original.input.scheduled_time, original.input.rerun_of, depth + 1)
                 return cache[rerun_of]
@@ -276,7 +280,7 @@ class DeadlineWatch:
             key = fire_of(r.input.trigger, r.input.scheduled_time, r.input.rerun_of)
             if key:
                 out.setdefault(key, _Fire(key)).records.append(r)
-        for view in self.control.running_executions(entry.name):
+        for view in self.reads.running_executions(entry.name):
             if view.record is not None:
                 continue  # ended: its record is read above
             key = fire_of(view.input.trigger, view.input.scheduled_time, view.input.rerun_of)
@@ -337,7 +341,7 @@ class DeadlineWatch:
 
     def _successes(self, entry: CatalogJob) -> list[ExecutionRecord]:
         """The job's newest successful runs with their step timelines (the history)."""
-        page = self.control.repo.executions(entry.name, limit=100)
+        page = self.context.repo.executions(entry.name, limit=100)
         return [r for r in page.items if r.status == ExecutionStatus.SUCCEEDED.value and r.timeline][:HISTORY]
 
     # -- the outcome items -----------------------------------------------------------------------
@@ -440,14 +444,14 @@ def outcomes(ddb: Client, table: str, job: str, since: str, until: str | None = 
     return [FireOutcome.from_item(i) for i in query_items(ddb, kwargs)[0]]
 
 
-def deployed_since(control: ControlPlane, entry: CatalogJob) -> datetime | None:
+def deployed_since(context: PlatformContext, entry: CatalogJob) -> datetime | None:
     """When the job's schedules were first created (the earliest of them; None: not deployed):
     fires before it are not the job's to answer for. GetSchedule's CreationDate, through the
     control plane's anchors (platform/anchors.py: read once, then refreshed in the background),
     so a pass asks only about the jobs with a deadline, not every schedule of the group."""
-    prefix = control.deployment.name_prefix
+    prefix = context.deployment.name_prefix
     times = [t for i in range(len(entry.schedule))
-             if (t := control.anchors.get(names.schedule_name(prefix, entry.name, i))) is not None]
+             if (t := context.anchors.get(names.schedule_name(prefix, entry.name, i))) is not None]
     return min(times).astimezone(timezone.utc) if times else None
 
 

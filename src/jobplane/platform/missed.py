@@ -57,7 +57,8 @@ from jobplane.contract.statuses import Event, ExecutionStatus, Trigger
 from jobplane.platform.backfill import Backfills
 from jobplane.platform.backfill_model import Mode
 from jobplane.contract.clock import iso_millis, parse_iso
-from jobplane.platform.control import ControlPlane, Invalid
+from jobplane.platform.control import Invalid
+from jobplane.platform.control.runs import Runs
 from jobplane.platform.pass_fires import PassFires
 from jobplane.contract.attribute_values import item_of
 from jobplane.contract.records import CLAIMS_SCHEDULE, FIRED_SCHEDULE, ExecutionRecord, JobState
@@ -133,9 +134,12 @@ LEDGER_ATTRIBUTES = ("job", dm.ATTR_PAUSED_AT, dm.ATTR_FIRES_CHECKED, dm.ATTR_MI
 
 
 class MissedFires:
-    def __init__(self, control: ControlPlane, sns: Client, topic_arn: str, sqs: Client, clock: Clock = _now,
+    """``runs``: the control plane's service of actions (a backfill plans over it: ``Backfills``);
+    everything else is read from its platform context."""
+
+    def __init__(self, runs: Runs, sns: Client, topic_arn: str, sqs: Client, clock: Clock = _now,
                  grace: timedelta = GRACE, workers: int = WORKERS, outages: Outages = _no_outages):
-        self.control = control
+        self.context = context = runs.context
         self.sns = sns
         self.sqs = sqs
         self.topic_arn = topic_arn
@@ -143,10 +147,10 @@ class MissedFires:
         self.grace = grace
         self.workers = workers
         self.outages = outages
-        self.backfills = Backfills(control)
-        self.prefix = control.deployment.name_prefix
-        self.table = control.deployment.table
-        self.ddb = control.ddb
+        self.backfills = Backfills(runs)
+        self.prefix = context.deployment.name_prefix
+        self.table = context.deployment.table
+        self.ddb = context.ddb
         self._queue_url: str | None = None
 
     # -- the pass --------------------------------------------------------------------------------
@@ -156,8 +160,8 @@ class MissedFires:
         opened) in this pass."""
         now = self.clock()
         dead = self.dead_letters()
-        states = {s.job: s for s in self.control.repo.job_states(LEDGER_ATTRIBUTES)}
-        due = [e for e in sorted(self.control.entries.values(), key=lambda e: e.name)
+        states = {s.job: s for s in self.context.repo.job_states(LEDGER_ATTRIBUTES)}
+        due = [e for e in sorted(self.context.entries.values(), key=lambda e: e.name)
                if e.schedule and (only is None or e.name in only)]
         # when a job's schedules were created matters only until its ledger has a watermark
         new = any(not (states.get(e.name) or JobState(e.name)).fires_checked_until for e in due)
@@ -232,7 +236,7 @@ class MissedFires:
         if end - since > COUNT_SPAN:
             return False
         try:
-            fires = planned.fires(entry, since + timedelta(milliseconds=1), end, self.control.schedule_anchors(entry))
+            fires = planned.fires(entry, since + timedelta(milliseconds=1), end, self.context.schedule_anchors(entry))
         except ValueError:
             return False
         if claimed and newest is not None:  # a count without a newest claim returned above
@@ -271,7 +275,7 @@ class MissedFires:
             watermark, claims = until, ledger.claims_schedule
         # the deployed schedules, read once, only when a fire is missing: their flexible window
         # (a fire may still start) and what is wrong with them (the cause)
-        deployed = deployed_schedules(self.control.scheduler, self.prefix, entry) if missed else {}
+        deployed = deployed_schedules(self.context.scheduler, self.prefix, entry) if missed else {}
         window = flexible_window(deployed)
         if window:  # a window set outside jobplane: a fire may still start until its end
             cut = until - window
@@ -286,7 +290,7 @@ class MissedFires:
             ran = sorted(set(ran) | {p.at for p in later if p.covered_by is not None})
         general = NO_START
         if missed:
-            problems = schedule_problems(self.control.scheduler, self.prefix, entry, False, deployed)
+            problems = schedule_problems(self.context.scheduler, self.prefix, entry, False, deployed)
             general = "; ".join(problems.values()) or NO_START
         outages = list(self.outages()) if missed else []
 
@@ -302,11 +306,11 @@ class MissedFires:
             if episode.since is None:  # a new episode: its alert, once
                 if self._open(entry, episode.fires[0], count, cause(episode.fires[0]), ledger):
                     opened = True
-                    self._alert(entry, self.control.repo.job_state(entry.name) or JobState(entry.name))
+                    self._alert(entry, self.context.repo.job_state(entry.name) or JobState(entry.name))
             elif count:
                 self._open(entry, episode.since, count, cause(episode.fires[0]), ledger)
             if episode.closed_by:
-                state = self.control.repo.job_state(entry.name) or JobState(entry.name)
+                state = self.context.repo.job_state(entry.name) or JobState(entry.name)
                 if state.missed_since:
                     self._close(entry, state, episode.closed_by)
                 ledger = dataclasses.replace(ledger, missed_since=None, missed_count=0, missed_cause=None)
@@ -328,7 +332,7 @@ class MissedFires:
         pauses = self._pauses(entry, first, end, ledger)
         if any(p.covered_by is None and not _inside(p.at, pauses) for p in plan):
             return False
-        state = self.control.repo.job_state(entry.name) or JobState(entry.name)
+        state = self.context.repo.job_state(entry.name) or JobState(entry.name)
         if state.missed_since != ledger.missed_since:
             return False
         return self._close(entry, state, None)
@@ -395,7 +399,7 @@ class MissedFires:
             if not batch:
                 break
             # (a calendar job deploys dozens of schedules: at 1,000 of them ~57,000 names, each pass)
-            jobs = jobs or {names.schedule_name(self.prefix, e.name, i): e for e in self.control.entries.values()
+            jobs = jobs or {names.schedule_name(self.prefix, e.name, i): e for e in self.context.entries.values()
                             for i in range(len(e.schedule))}
             for message in batch:
                 attrs = {k: v.get("StringValue", "") for k, v in (message.get("MessageAttributes") or {}).items()}
@@ -422,7 +426,7 @@ class MissedFires:
         by_schedule = {}
         kwargs: JsonObject = {"GroupName": self.prefix}
         while True:
-            page = self.control.scheduler.list_schedules(**kwargs)
+            page = self.context.scheduler.list_schedules(**kwargs)
             for s in page.get("Schedules", []):
                 if s.get("CreationDate"):
                     by_schedule[s["Name"]] = s["CreationDate"].astimezone(timezone.utc)
@@ -430,7 +434,7 @@ class MissedFires:
                 break
             kwargs["NextToken"] = page["NextToken"]
         out = {}
-        for e in self.control.entries.values():
+        for e in self.context.entries.values():
             times = [by_schedule[n] for i in range(len(e.schedule))
                      if (n := names.schedule_name(self.prefix, e.name, i)) in by_schedule]
             if times:

@@ -249,7 +249,7 @@ def _catalog_reader(env: RuntimeEnvironment) -> Callable[[str], JobBrief | None]
     catalog = env.optional(environment.CATALOG)
     if not catalog:
         return None
-    from jobplane.platform.control.deployment import Deployment, catalog_job
+    from jobplane.platform.deployment import Deployment, catalog_job
 
     from botocore.config import Config
 

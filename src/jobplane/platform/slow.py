@@ -21,6 +21,7 @@ from jobplane.contract.notifications import NotificationMessage, Outcome, event_
 from jobplane.contract.statuses import Event, ExecutionStatus
 from jobplane.contract.clock import iso_millis, parse_iso
 from jobplane.platform.control import ControlPlane, NotFound
+from jobplane.platform.control.reads import Reads
 from jobplane.contract.types import Client, JsonObject
 
 log = logging.getLogger(__name__)
@@ -33,31 +34,33 @@ def _now() -> datetime:
 
 
 class SlowWatch:
-    def __init__(self, control: ControlPlane, sns: Client, topic_arn: str, clock: Clock = _now):
-        self.control = control
+    """``reads``: the control plane's read service (a running run's view)."""
+
+    def __init__(self, reads: Reads, sns: Client, topic_arn: str, clock: Clock = _now):
+        self.reads, self.context = reads, reads.context
         self.sns = sns
         self.topic_arn = topic_arn
         self.clock = clock
 
     def watched(self) -> list[CatalogJob]:
-        return [e for e in self.control.entries.values() if e.expected_duration and Event.SLOW in e.notify.events]
+        return [e for e in self.context.entries.values() if e.expected_duration and Event.SLOW in e.notify.events]
 
     def check(self) -> list[str]:
         """Alert every watched run past its expected duration (once); returns their names."""
         alerted = []
         now = self.clock()
         for entry in self.watched():
-            state = self.control.repo.job_state(entry.name)
+            state = self.context.repo.job_state(entry.name)
             for name in sorted(state.running if state else ()):
                 try:
-                    view = self.control.execution(name, entry.name)
+                    view = self.reads.execution(name, entry.name)
                 except NotFound:
                     continue
                 if not view.running or not view.started_at:
                     continue
                 took = now - parse_iso(view.started_at)
                 expected = timedelta(seconds=entry.expected_duration or 0)  # watched(): set
-                if took <= expected or not self.control.repo.mark_slow(name, int((now + timedelta(days=7)).timestamp())):
+                if took <= expected or not self.context.repo.mark_slow(name, int((now + timedelta(days=7)).timestamp())):
                     continue
                 step = next((r.step for r in reversed(view.timeline) if r.outcome == "running"), None)
                 publish(self.sns, self.topic_arn, NotificationMessage(
@@ -113,28 +116,29 @@ def handler(event: JsonObject, context: object = None) -> JsonObject:
     from jobplane.platform.reconciler import Reconciler
 
     started = time.monotonic()
-    control = ControlPlane(deployment)
+    control = ControlPlane(deployment)  # the services, over one context the checks share
+    context, reads, runs = control.context, control.reads, control.runs
     sns = boto3.client("sns")
     # no step logs: a run recorded here carries its own error (stopped, timed out, failed)
-    reconciler = Reconciler(control.repo, sns, deployment.topic_arn, control.sfn, deployment.name_prefix,
-                            env.execution_retention_days, job_brief=control.brief)
+    reconciler = Reconciler(context.repo, sns, deployment.topic_arn, context.sfn, deployment.name_prefix,
+                            env.execution_retention_days, job_brief=reads.brief)
     result: JsonObject = {}
     failed: list[BaseException] = []
-    for key, check in (("alerted", SlowWatch(control, sns, deployment.topic_arn).check),
-                       ("reconciled", LostEndings(control, reconciler).check),
-                       ("caught_up", UpstreamCatchUp(control).check),
-                       ("missed", MissedFires(control, sns, deployment.topic_arn, boto3.client("sqs")).check),
+    for key, check in (("alerted", SlowWatch(reads, sns, deployment.topic_arn).check),
+                       ("reconciled", LostEndings(context, reconciler).check),
+                       ("caught_up", UpstreamCatchUp(runs).check),
+                       ("missed", MissedFires(runs, sns, deployment.topic_arn, boto3.client("sqs")).check),
                        # each fire of a job with a deadline: met, or alerted once (platform/deadlines.py)
-                       ("deadlines", DeadlineWatch(control, sns, deployment.topic_arn).check),
+                       ("deadlines", DeadlineWatch(reads, sns, deployment.topic_arn).check),
                        # a backfill started from a laptop that then slept still completes: each
                        # pass moves every open one on (its fire leases keep two drivers from
                        # starting a fire twice)
-                       ("backfills", BackfillDriver(Backfills(control)).drive_once),
+                       ("backfills", BackfillDriver(Backfills(runs)).drive_once),
                        # a paused job's schedule an apply enabled again (issue 49): disabled
                        # again, and reported as drift
                        ("pauses_repaired", lambda: _repair_pauses(control)),
                        # pool slots of runs that ended without giving them back (docs/pools.md)
-                       ("pool_slots_released", PoolSweep(control.repo.ddb, control.repo.table, control.sfn).check)):
+                       ("pool_slots_released", PoolSweep(context.ddb, deployment.table, context.sfn).check)):
         try:
             result[key] = check()
         except Exception as e:

@@ -1,6 +1,7 @@
 """The portal's ASGI application: ``create_app(settings)``.
 
-Pages (:mod:`jobplane.portal.pages`) and the JSON API (:mod:`jobplane.portal.api`) share one
+Pages (:mod:`jobplane.portal.pages`) and the JSON API (:mod:`jobplane.portal.api`), each a group
+of :func:`routes`, share one
 :class:`~jobplane.platform.control.ControlPlane`, one identity check, one error format and the
 same security headers. Run it with ``jobplane portal`` (production settings from the
 environment) or as part of ``jobplane dev``.
@@ -10,23 +11,25 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Awaitable, Callable
 
-from fastapi import Depends, FastAPI, Request
-from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi.responses import PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.datastructures import Headers
+from starlette.middleware import Middleware
+from starlette.middleware.base import BaseHTTPMiddleware
+from starlette.routing import Mount
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from jobplane import __version__
 from jobplane.platform.control import ControlPlane
 from jobplane.portal import errors
-from jobplane.portal.auth import SESSION_SECONDS, dev_logins, dev_session, portal_port
 from jobplane.portal.errors import PortalError
 from jobplane.portal.services import Portal
 from jobplane.portal.settings import PortalSettings
-from jobplane.contract.types import JsonObject
 
 log = logging.getLogger(__name__)
 HERE = Path(__file__).parent
@@ -65,27 +68,59 @@ class AllowedHosts:
         await self.app(scope, receive, send)
 
 
-def create_app(settings: PortalSettings, control: ControlPlane | None = None) -> FastAPI:
-    from jobplane.portal import api, backfill_api, backfill_pages, deadline_api, deadline_pages, map_api, pages
+@dataclass(frozen=True)
+class RouteGroup:
+    """A module's routes as the portal serves them: its router, and whether its requests need a
+    signed-in user (checked before the handler does any store work)."""
 
+    router: APIRouter
+    signed_in: bool = True
+
+
+def routes() -> list[RouteGroup | Mount]:
+    """Every route of the portal, in the order a request is matched against them: each module
+    contributes its router (Starlette's routes-as-a-list, with FastAPI's routers as the groups),
+    then the static files."""
+    from swagger_ui_bundle import swagger_ui_path
+
+    from jobplane.portal import (api, backfill_api, backfill_pages, base_routes, deadline_api, deadline_pages,
+                                 map_api, pages)
+
+    return [RouteGroup(base_routes.open_router, signed_in=False),  # the health probe, `jobplane dev`'s sign-in
+            RouteGroup(api.router), RouteGroup(backfill_api.router), RouteGroup(deadline_api.router),
+            RouteGroup(deadline_pages.router),
+            RouteGroup(backfill_pages.router),  # before pages' /jobs/{job}/{action}
+            RouteGroup(map_api.router), RouteGroup(map_api.pages_router), RouteGroup(pages.router),
+            RouteGroup(base_routes.docs_router),
+            Mount("/static/swagger-ui", StaticFiles(directory=str(swagger_ui_path)), name="swagger-ui"),
+            Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")]
+
+
+async def security_headers(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+    """Every response's security headers and request id (and a debug line per request)."""
+    started = time.perf_counter()
+    rid = errors.request_id(request)
+    response = await call_next(request)
+    for name, value in SECURITY_HEADERS.items():
+        response.headers.setdefault(name, value)
+    response.headers["X-Request-ID"] = rid
+    log.debug("%s %s %s %.1fms user=%s", request.method, request.url.path, response.status_code,
+              (time.perf_counter() - started) * 1000, getattr(getattr(request.state, "user", None), "name", "-"))
+    return response
+
+
+def create_app(settings: PortalSettings, control: ControlPlane | None = None) -> FastAPI:
+    """The app: its middleware (outermost first) and :func:`routes`, each group included with the
+    identity check it asks for; one :class:`Portal` (the control plane and what every handler
+    needs) on ``app.state``."""
     app = FastAPI(title="jobplane portal API", version=__version__, docs_url=None, redoc_url=None,
                   openapi_url="/api/openapi.json",
                   description="Read and act on jobplane jobs and executions. Errors use one envelope: "
-                              '`{"error": {"code", "message", "details", "request_id", "timestamp"}}`.')
+                              '`{"error": {"code", "message", "details", "request_id", "timestamp"}}`.',
+                  middleware=[Middleware(AllowedHosts, names=settings.allowed_host_names()),
+                              Middleware(BaseHTTPMiddleware, dispatch=security_headers)])
     portal = Portal(settings, control)
     app.state.portal = portal
-
-    @app.middleware("http")
-    async def headers(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        started = time.perf_counter()
-        rid = errors.request_id(request)
-        response = await call_next(request)
-        for name, value in SECURITY_HEADERS.items():
-            response.headers.setdefault(name, value)
-        response.headers["X-Request-ID"] = rid
-        log.debug("%s %s %s %.1fms user=%s", request.method, request.url.path, response.status_code,
-                 (time.perf_counter() - started) * 1000, getattr(getattr(request.state, "user", None), "name", "-"))
-        return response
 
     def render_error(request: Request, status: int, message: str, headers: dict[str, str] | None) -> Response:
         try:
@@ -100,49 +135,15 @@ def create_app(settings: PortalSettings, control: ControlPlane | None = None) ->
 
     errors.install(app, render_error)
 
-    @app.get("/healthz", tags=["health"], summary="Liveness and store reachability")
-    def healthz() -> JsonObject:
-        portal.control.repo.job_state("__health__")  # one cheap read: the store answers
-        return {"status": "ok", "version": __version__, "jobs": len(portal.control.entries)}
-
-    @app.get("/login", include_in_schema=False)
-    def dev_login(request: Request, token: str = "") -> Response:
-        """``jobplane dev``'s sign-in: the per-start link sets this start's session cookie (404 in
-        the production modes, whose identity comes from the proxy or the ALB)."""
-        if settings.auth.mode != "dev":
-            raise PortalError(404, "not found")
-        if not (settings.auth.dev_login and dev_logins(settings.auth.dev_login).take(token)):
-            raise PortalError(401, "this login link was used already, has expired, or is not one of this jobplane dev "
-                                   "start: `jobplane dev-login` prints a new one (each link is good once)")
-        name, value = dev_session(settings.auth, portal_port(request))
-        response = RedirectResponse("/", status_code=303)
-        response.set_cookie(name, value, httponly=True, samesite="lax", path="/", max_age=SESSION_SECONDS)
-        return response
-
     def authenticated(request: Request) -> None:
         """Identity first, before any store work: an anonymous request learns nothing, not even
         which job or execution names exist."""
         portal.user(request)
 
     signed_in = [Depends(authenticated)]
-    app.include_router(api.router, dependencies=signed_in)
-    app.include_router(backfill_api.router, dependencies=signed_in)
-    app.include_router(deadline_api.router, dependencies=signed_in)
-    app.include_router(deadline_pages.router, dependencies=signed_in)
-    app.include_router(backfill_pages.router, dependencies=signed_in)  # before pages' /jobs/{job}/{action}
-    app.include_router(map_api.router, dependencies=signed_in)
-    app.include_router(map_api.pages_router, dependencies=signed_in)
-    app.include_router(pages.router, dependencies=signed_in)
-
-    @app.get("/api/docs", include_in_schema=False, dependencies=signed_in)
-    def api_docs(request: Request) -> HTMLResponse:
-        """Swagger UI from this server (swagger-ui-bundle-v2), started by a script file: the
-        portal's CSP allows no CDN and no inline script."""
-        return portal.templates.TemplateResponse(request, "api_docs.html", {})
-
-    from swagger_ui_bundle import swagger_ui_path
-
-    app.mount("/static/swagger-ui", StaticFiles(directory=str(swagger_ui_path)), name="swagger-ui")
-    app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
-    app.add_middleware(AllowedHosts, names=settings.allowed_host_names())
+    for group in routes():
+        if isinstance(group, Mount):
+            app.router.routes.append(group)
+        else:
+            app.include_router(group.router, dependencies=signed_in if group.signed_in else None)
     return app

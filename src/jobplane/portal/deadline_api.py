@@ -58,7 +58,7 @@ def _job(r: JobDeadlines) -> JobDeadlinesOut:
             summary="A job's deadline: the share of fires that met it over 30 and 90 days, and the breaches")
 def job_report(request: Request, job: str, portal: Portal = Reader) -> object:
     entry = portal.control.entry(job)
-    report = job_deadlines(portal.control, entry)
+    report = job_deadlines(portal.control.context, entry)
     if report is None:
         return JobDeadlinesOut(job=entry.name, team=entry.team, deadline=None, shares=[], breaches=[])
     return _job(report)
@@ -71,7 +71,7 @@ def team_report(request: Request, team: str, portal: Portal = Reader) -> object:
     # of /api/jobs/../deadlines (dot segments removed), a job report's shape answered by a list
     if not any(e.team == team for e in portal.control.entries.values()):
         raise NotFound(f"no team named {team!r} has jobs", {"team": team})
-    found = team_deadlines(portal.control, team=team)
+    found = team_deadlines(portal.control.context, team=team)
     if not found:
         return TeamDeadlinesOut(team=team, shares=[ShareOut(days=d, fires=0, met=0, share=None) for d in WINDOWS],
                                 jobs=[])

@@ -16,4 +16,4 @@ router = APIRouter(include_in_schema=False)  # an HTML page, like the other page
 @router.get("/deadlines", response_class=HTMLResponse)
 def deadlines_page(request: Request, team: str | None = Query(None, max_length=100)) -> Response:
     portal = portal_of(request)
-    return portal.render(request, "deadlines.html", team=team, teams=team_deadlines(portal.control, team=team or None))
+    return portal.render(request, "deadlines.html", team=team, teams=team_deadlines(portal.control.context, team=team or None))

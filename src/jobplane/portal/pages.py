@@ -79,7 +79,7 @@ def job_page(request: Request, job: str, cursor: str | None = Query(None, max_le
     # the job's state is read once (control.job) and handed on: it was read three times a view
     return portal.render(request, "job.html", job=summary, e=summary.entry, diagram=_diagram(portal, job),
                          schedule_problems=_schedule_problems(portal, summary), **_history(portal, summary, cursor),
-                         deadlines=job_deadlines(portal.control, summary.entry), fire_lines=fire_lines or [])
+                         deadlines=job_deadlines(portal.control.context, summary.entry), fire_lines=fire_lines or [])
 
 
 def _schedule_problems(portal: Portal, summary: JobSummary) -> list[str] | None:
@@ -111,9 +111,10 @@ def _diagram(portal: Portal, job: str) -> str | None:
     """The deployed definition drawn; None when it is not deployed (yet). Any other error
     (denied, throttled) is logged and shown as unavailable, never swallowed: a missing
     permission once hid the diagram on AWS without a word."""
-    sfn = portal.control.sfn
+    context = portal.control.context
+    sfn = context.sfn
     try:
-        described = sfn.describe_state_machine(stateMachineArn=portal.control.deployment.state_machine_arn(job))
+        described = sfn.describe_state_machine(stateMachineArn=context.deployment.state_machine_arn(job))
     except sfn.exceptions.StateMachineDoesNotExist:
         return None
     except Exception as e:  # noqa: BLE001 - any AWS error: the page still renders, and says so
@@ -155,7 +156,7 @@ def _execution_context(portal: Portal, execution: str, job: str | None = None, l
     for stream in portal.control.log_streams(view):
         lines = logview.parse(stream.read(200_000))
         shown = logview.select(lines, level, q)
-        logs.append((stream, shown, len(lines), log_console_url(portal.control.deployment, stream)))
+        logs.append((stream, shown, len(lines), log_console_url(portal.control.context.deployment, stream)))
     rows = step_rows(view)
     gantt = charts.attempt_gantt(rows, view.started_at, view.finished_at, datetime.now(timezone.utc))
     return {"x": view, "e": entry, "rows": rows, "gantt": gantt, "logs": logs, "log_levels": logview.LEVELS,
@@ -182,7 +183,7 @@ def failures_page(request: Request, cursor: str | None = Query(None, max_length=
     failures = portal.control.failures(50, check_cursor(cursor))
     skips = portal.control.skips(20)
     jobs = {x.job for x in failures.items}
-    states = {job: portal.control.repo.job_state(job) for job in sorted(jobs)}  # at most 50 reads
+    states = {job: portal.control.context.repo.job_state(job) for job in sorted(jobs)}  # at most 50 reads
     groups = failure_groups(failures.items, {j: s for j, s in states.items() if s}, portal.control.entries)
     return portal.render(request, "failures.html", failures=failures.items, next_cursor=failures.cursor,
                          skips=skips.items, groups=groups)

@@ -59,7 +59,7 @@ class Portal:
 
     @cached_property
     def backfills(self) -> Backfills:
-        return Backfills(self.control)
+        return Backfills(self.control.runs)
 
     def user(self, request: Request) -> User:
         user = getattr(request.state, "user", None)

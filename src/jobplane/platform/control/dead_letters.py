@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from jobplane.platform.control.access import Actor
 from jobplane.platform.control.errors import ControlError, check_reason
+from jobplane.platform.context import PlatformContext
 from jobplane.platform.control.runs import Runs
 
 if TYPE_CHECKING:  # imported where used: `jobplane run` builds this plane without pydantic (test_run_lean)
@@ -31,7 +32,13 @@ class Resent:
     left: list[tuple[DeadLetter, str]] = field(default_factory=list)
 
 
-class DeadLetterActions(Runs):
+class DeadLetterActions:
+    """The events dead-letter queue: read it, re-send its alerts (audited by ``runs``)."""
+
+    def __init__(self, context: PlatformContext, runs: Runs):
+        self.context, self.runs = context, runs
+        self.deployment = context.deployment
+
     def events_dead_letters(self) -> EventsDeadLetters:
         from jobplane.platform.dead_letters import EventsDeadLetters
 
@@ -68,7 +75,7 @@ class DeadLetterActions(Runs):
                 return publish(sns, self.deployment.topic_arn, message)
 
             try:
-                self.audited(actor, event, reason, send)
+                self.runs.audited(actor, event, reason, send)
             except ControlError as e:
                 keep.append(letter)
                 done.left.append((letter, e.message))

@@ -10,6 +10,8 @@ from jobplane.contract.statuses import ExecutionStatus
 from jobplane.contract.clock import now_iso
 from jobplane.platform.control.access import Actor
 from jobplane.platform.control.errors import Conflict, check_reason
+from jobplane.platform.context import PlatformContext
+from jobplane.platform.control.reads import Reads
 from jobplane.platform.control.runs import Runs
 from jobplane.platform.control.views import JobSummary
 
@@ -17,11 +19,17 @@ if TYPE_CHECKING:  # the catalog's models (pydantic) load with the catalog
     from jobplane.contract.catalog import CatalogJob
 
 
-class JobActions(Runs):
+class JobActions:
+    """Pause, resume, acknowledge, release a claim: each authorized and audited by ``runs``."""
+
+    def __init__(self, context: PlatformContext, reads: Reads, runs: Runs):
+        self.context, self.reads, self.runs = context, reads, runs
+        self.deployment, self.repo = context.deployment, context.repo
+
     def pause(self, job: str, actor: Actor | str, reason: str) -> None:
         check_reason(reason)
-        entry = self.entry(job)
-        who = self.authorize(actor, job)
+        entry = self.reads.entry(job)
+        who = self.runs.authorize(actor, job)
         state = self.repo.job_state(job)
         if state and state.paused:
             raise Conflict(f"{job} is already paused (by {state.paused_by}: {state.paused_reason})", {"job": job})
@@ -29,18 +37,18 @@ class JobActions(Runs):
             raise Conflict(f"{job} has no schedule to pause (it runs only when started)", {"job": job})
 
         def act() -> None:  # the flag first (what the portal shows), then the schedules
-            self.repo.set_paused(job, entry.team, who.name, reason, now_iso())
+            self.repo.set_paused(job, entry.team, who.actor.name, reason, now_iso())
             self._set_schedule_state(entry, "DISABLED")
 
         undo = [lambda: self.repo.clear_paused(job),
                 lambda: self._set_schedule_state(entry, "ENABLED" if entry.enabled else "DISABLED")]
         from jobplane.contract import audit  # every kind of event (not on a run start's path: contract/audit_event.py)
-        self.audited(who, audit.Pause(job), reason, act, undo)
+        self.runs.audited(who, audit.Pause(job), reason, act, undo)
 
     def resume(self, job: str, actor: Actor | str, reason: str) -> None:
         check_reason(reason)
-        entry = self.entry(job)
-        who = self.authorize(actor, job)
+        entry = self.reads.entry(job)
+        who = self.runs.authorize(actor, job)
         state = self.repo.job_state(job)
         if not (state and state.paused):
             raise Conflict(f"{job} is not paused", {"job": job})
@@ -50,17 +58,17 @@ class JobActions(Runs):
                 raise Conflict(f"{job} is not paused", {"job": job})
             self._set_schedule_state(entry, "ENABLED" if entry.enabled else "DISABLED")
 
-        undo = [lambda: self.repo.set_paused(job, entry.team, state.paused_by or who.name, state.paused_reason or "",
+        undo = [lambda: self.repo.set_paused(job, entry.team, state.paused_by or who.actor.name, state.paused_reason or "",
                                              state.paused_at or now_iso()),
                 lambda: self._set_schedule_state(entry, "DISABLED")]
         from jobplane.contract import audit
-        self.audited(who, audit.Resume(job), reason, act, undo)
+        self.runs.audited(who, audit.Resume(job), reason, act, undo)
 
     def apply_pauses(self) -> list[str]:
         """Re-disable the schedules of paused jobs (after a deploy re-created them)."""
-        paused = [s.job for s in self.repo.job_states() if s.paused and s.job in self.entries]
+        paused = [s.job for s in self.repo.job_states() if s.paused and s.job in self.context.entries]
         for job in paused:
-            self._set_schedule_state(self.entries[job], "DISABLED")
+            self._set_schedule_state(self.context.entries[job], "DISABLED")
         return paused
 
     def repair_pauses(self) -> list[str]:
@@ -75,14 +83,14 @@ class JobActions(Runs):
         repaired = []
         group = self.deployment.name_prefix
         for state in self.repo.job_states():
-            entry = self.entries.get(state.job)
+            entry = self.context.entries.get(state.job)
             if not state.paused or entry is None:
                 continue
             for i in range(len(entry.schedule)):
                 name = names.schedule_name(group, entry.name, i)
                 try:
-                    current = self.scheduler.get_schedule(Name=name, GroupName=group)
-                except self.scheduler.exceptions.ResourceNotFoundException:
+                    current = self.context.scheduler.get_schedule(Name=name, GroupName=group)
+                except self.context.scheduler.exceptions.ResourceNotFoundException:
                     continue
                 if current.get("State") == "ENABLED":
                     self._update_schedule(name, current, "DISABLED")
@@ -94,8 +102,8 @@ class JobActions(Runs):
         for i in range(len(entry.schedule)):
             name = names.schedule_name(self.deployment.name_prefix, entry.name, i)
             try:
-                current = self.scheduler.get_schedule(Name=name, GroupName=group)
-            except self.scheduler.exceptions.ResourceNotFoundException:
+                current = self.context.scheduler.get_schedule(Name=name, GroupName=group)
+            except self.context.scheduler.exceptions.ResourceNotFoundException:
                 raise Conflict(f"{entry.name}'s schedule {name} is not deployed; deploy the job first",
                                {"job": entry.name, "schedule": name}) from None
             self._update_schedule(name, current, state)
@@ -110,27 +118,27 @@ class JobActions(Runs):
                   "ActionAfterCompletion"):
             if current.get(k):
                 spec[k] = current[k]
-        self.scheduler.update_schedule(Name=name, GroupName=self.deployment.name_prefix, State=state, **spec)
+        self.context.scheduler.update_schedule(Name=name, GroupName=self.deployment.name_prefix, State=state, **spec)
 
     def acknowledge(self, job: str, actor: Actor | str, reason: str) -> None:
         check_reason(reason)
-        who = self.authorize(actor, job)
+        who = self.runs.authorize(actor, job)
         # only a failure that holds back fires (JobSummary.blocked_by: not under every policy)
-        blocked_by = JobSummary(self.entry(job), self.repo.job_state(job)).blocked_by
+        blocked_by = JobSummary(self.reads.entry(job), self.repo.job_state(job)).blocked_by
         if blocked_by is None:
             raise Conflict(f"{job} has no unacknowledged failure that blocks its schedule", {"job": job})
 
         def act() -> None:
-            if not self.repo.acknowledge_failure(job, blocked_by, who.name):
+            if not self.repo.acknowledge_failure(job, blocked_by, who.actor.name):
                 raise Conflict(f"{job} has no unacknowledged failure that blocks its schedule", {"job": job})
 
         from jobplane.contract import audit
-        self.audited(who, audit.Acknowledge(job, blocked_by), reason, act)
+        self.runs.audited(who, audit.Acknowledge(job, blocked_by), reason, act)
 
     def release_claim(self, job: str, actor: Actor | str, reason: str) -> list[str]:
         """Release claims held by executions that are no longer running (a crashed cleanup)."""
         check_reason(reason)
-        who = self.authorize(actor, job)
+        who = self.runs.authorize(actor, job)
         state = self.repo.job_state(job)
         holders = set(state.running) if state else set()
         if state and state.holder:
@@ -139,8 +147,8 @@ class JobActions(Runs):
         for name in sorted(holders):
             arn = self.deployment.execution_arn(job, name)
             try:
-                status = self.sfn.describe_execution(executionArn=arn)["status"]
-            except (self.sfn.exceptions.ExecutionDoesNotExist, self.sfn.exceptions.InvalidArn):
+                status = self.context.sfn.describe_execution(executionArn=arn)["status"]
+            except (self.context.sfn.exceptions.ExecutionDoesNotExist, self.context.sfn.exceptions.InvalidArn):
                 status = "GONE"
             if status != ExecutionStatus.RUNNING.value:
                 stale.append(name)
@@ -159,5 +167,5 @@ class JobActions(Runs):
             return released
 
         from jobplane.contract import audit
-        released: list[str] = self.audited(who, audit.ReleaseClaim(job, tuple(stale)), reason, act)
+        released: list[str] = self.runs.audited(who, audit.ReleaseClaim(job, tuple(stale)), reason, act)
         return released

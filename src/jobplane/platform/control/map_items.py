@@ -20,6 +20,8 @@ from jobplane.contract.step_kinds import per_item_steps
 from jobplane.platform.control.access import Actor
 from jobplane.contract.types import JsonObject
 from jobplane.platform.control.errors import Conflict, Invalid, NotFound, check_reason
+from jobplane.platform.context import PlatformContext
+from jobplane.platform.control.reads import Reads
 from jobplane.platform.control.runs import Runs, idempotent_name, rerun_params
 from jobplane.platform.control.views import ExecutionSubject
 from jobplane.platform.timeline import Patience
@@ -39,17 +41,23 @@ def map_steps(entry: CatalogJob) -> list[CatalogStep]:
     return per_item_steps(entry.steps)
 
 
-class MapItems(Runs):
+class MapItems:
+    """A run's map items: read them, re-run the failed ones (authorized and audited by ``runs``)."""
+
+    def __init__(self, context: PlatformContext, reads: Reads, runs: Runs):
+        self.context, self.reads, self.runs = context, reads, runs
+        self.deployment, self.ddb = context.deployment, context.ddb
+
     def map_progress(self, execution: str, loaded: ExecutionSubject | None = None,
                      own_errors: bool = True) -> list[MapProgress]:
         """Each map of the run: done, failed, running, waiting of N, and its failed items (the
         first few with their step's own error line, unless ``own_errors`` is False: counts only)."""
-        subject = loaded if loaded is not None and loaded.execution == execution else self.subject(execution)
-        entry = self.entry(subject.job)
+        subject = loaded if loaded is not None and loaded.execution == execution else self.reads.subject(execution)
+        entry = self.reads.entry(subject.job)
         maps = map_steps(entry)
         if not maps:
             return []
-        s3 = self.deployment.client("s3")
+        s3 = self.context.s3
         totals = {}
         for m in maps:
             total = item_total(s3, self.deployment.items_bucket, subject.job, execution, m.name)
@@ -59,15 +67,15 @@ class MapItems(Runs):
         live = subject.record is None or subject.record.status == "RUNNING"
         # the first few failed items of each map with their step's own error line (their logs)
         outcomes = item_outcomes(self.ddb, self.deployment.table, execution)
-        outcomes = with_own_errors(outcomes, self.logs) if own_errors else outcomes
+        outcomes = with_own_errors(outcomes, self.context.logs) if own_errors else outcomes
         pooled = frozenset(m.name for m in maps if m.parallel and m.parallel[1].pool)
         return progress(outcomes, totals, live, pooled)
 
     def items(self, execution: str, map_name: str | None = None) -> list[ItemOutcome]:
         """Every item record; the first :data:`ITEM_LOG_READS` failed ones of each map with their
         step's own error line (one log read each: a list of 10,000 failures reads 100 logs)."""
-        self.subject(execution)  # NotFound for an execution that is not there
-        return with_own_errors(item_outcomes(self.ddb, self.deployment.table, execution, map_name), self.logs,
+        self.reads.subject(execution)  # NotFound for an execution that is not there
+        return with_own_errors(item_outcomes(self.ddb, self.deployment.table, execution, map_name), self.context.logs,
                                ITEM_LOG_READS)
 
     def item(self, execution: str, map_name: str, index: int, patience: Patience | None = None) -> ItemAttempts:
@@ -75,12 +83,12 @@ class MapItems(Runs):
         taken (read from its child execution's history: the Task's own retries are there only).
         ``patience``: a reader of many items waits out a throttled history read (a page a
         person looks at shows the throttle instead: platform/timeline.py ``Patience``)."""
-        self.subject(execution)  # NotFound for an execution that is not there
+        self.reads.subject(execution)  # NotFound for an execution that is not there
         outcome = item_record(self.ddb, self.deployment.table, execution, map_name, index)
         if outcome is None:
             raise NotFound(f"{execution} has no record of item {index} of map {map_name!r} (not ended or started yet, "
                            "or no such item)", {"execution": execution, "map": map_name, "index": index})
-        return item_attempts(self.sfn, outcome, patience)
+        return item_attempts(self.context.sfn, outcome, patience)
 
     def rerun_failed_items(self, execution: str, actor: Actor | str, map_name: str | None = None, reason: str = "",
                            params: JsonObject | None = None, name: str | None = None,
@@ -89,8 +97,9 @@ class MapItems(Runs):
         items, or ``map_name``), with the original run's params and ``params``' changes; the new
         execution's name."""
         check_reason(reason, required=False)
-        who, original = self._ended_run(execution, actor, loaded)
-        entry = self.entry(original.job)
+        who = self.runs.authorize_run(execution, actor, loaded)
+        original = self.runs.ended_run(who)
+        entry = self.reads.entry(original.job)
         maps = {m.name: m for m in map_steps(entry)}
         if map_name is not None and map_name not in maps:
             raise Invalid(f"{original.job} has no map {map_name!r}" + (f"; maps: {', '.join(maps)}" if maps else ""),
@@ -105,11 +114,11 @@ class MapItems(Runs):
                           {"map": "required", "maps": by_map})
         m = maps[by_map[0]]
         each = (m.parallel or [])[1]
-        overrides = self.checked_params(entry, params)
-        payload = execution_input.rerun(who.name, execution, rerun_params(entry, original, overrides), each.name)
-        name = name or (idempotent_name(original.job, who.name, idempotency_key) if idempotency_key is not None
+        overrides = self.runs.checked_params(entry, params)
+        payload = execution_input.rerun(who.actor.name, execution, rerun_params(entry, original, overrides), each.name)
+        name = name or (idempotent_name(original.job, who.actor.name, idempotency_key) if idempotency_key is not None
                         else uuid.uuid4().hex)
-        s3 = self.deployment.client("s3")
+        s3 = self.context.s3
         # under map-reruns/, which no runner task role may write (contract/map_items.py rerun_key)
         bucket, key = self.deployment.items_bucket, map_items.rerun_key(original.job, name, m.name)
         shown = tuple((o.item if isinstance(o.item, str) else json.dumps(o.item))[:80] for o in failed[:FIRST_FEW])
@@ -118,11 +127,11 @@ class MapItems(Runs):
             s3.put_object(Bucket=bucket, Key=key, Body=map_items.encode([o.sent for o in failed],
                                                                         [o.index for o in failed]),
                           ContentType=map_items.CONTENT_TYPE, Metadata={map_items.COUNT_METADATA: str(len(failed))})
-            return self.start_execution(original.job, payload, name)
+            return self.runs.start_execution(original.job, payload, name)
 
         from jobplane.contract import audit  # every kind of event (not on a run start's path: contract/audit_event.py)
-        self._start_once(original.job, payload, name, idempotency_key is not None, lambda: self.audited(
+        self.runs.start_once(original.job, payload, name, idempotency_key is not None, lambda: self.runs.audited(
             who, audit.RerunItems(original.job, name, execution, m.name, len(failed), shown), reason, start,
             undo=[lambda: s3.delete_object(Bucket=bucket, Key=key)]))
-        self.repo.link_rerun(execution, name)
+        self.context.repo.link_rerun(execution, name)
         return name

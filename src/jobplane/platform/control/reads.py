@@ -1,16 +1,14 @@
-"""Every operator read (jobs, executions, logs, failures, skips, audit): the control plane's
-base, which holds the deployment's clients, store and catalog."""
+"""Every operator read (jobs, executions, logs, failures, skips, audit): the control plane's read
+service, over the platform context (its clients, store and catalog)."""
 
 from __future__ import annotations
 
 import dataclasses
 from datetime import datetime
 from collections.abc import Callable
-from functools import cached_property
 from typing import TYPE_CHECKING
 
 from jobplane.contract import datamodel as dm
-from jobplane.contract import names
 from jobplane.contract.catalog_brief import JobBrief
 from jobplane.contract.execution_input import ExecutionInput
 from jobplane.contract.statuses import ExecutionStatus
@@ -18,8 +16,8 @@ from jobplane.contract.clock import as_iso
 from jobplane.contract.records import AuditEntry, ExecutionRecord, JobState
 from jobplane.contract.attribute_values import json_object
 from jobplane.contract.types import Client, JsonValue
-from jobplane.platform.repository import Page, Repository, StateFilter
-from jobplane.platform.control.deployment import Deployment, catalog_job, load_catalog
+from jobplane.platform.repository import Page, StateFilter
+from jobplane.platform.deployment import catalog_job
 from jobplane.platform.control.errors import Invalid, NotFound, check_cursor
 from jobplane.platform.control.views import (JOB_SORTS, RECENT_FAILURES, ExecutionHistory, ExecutionSubject,
                                              ExecutionView, JobSummary, JobWindow, LiveExecution, next_fires)
@@ -67,49 +65,39 @@ if TYPE_CHECKING:  # the catalog's models (pydantic) load with the catalog (``lo
     # an execution's history and logs load when first read: after a run has started (issue 54
     # item 5: what `jobplane run` imports before its StartExecution delays the run itself)
     from jobplane.platform.logs import LogStream, StepLogs
-    from jobplane.platform.anchors import ScheduleAnchors
+    from jobplane.platform.context import PlatformContext
 
 
 class Reads:
-    """``load``: read the whole catalog now (a long-lived reader: the platform, the portal);
-    False: when first needed, and a run's start and its view read only that job's entry
-    (:meth:`brief`; ``jobplane run``'s start-up, issue 54 item 5). The scheduler and logs
-    clients are made when first used: a run's start and its follow need neither."""
+    """Every read, over the platform context (platform/context.py: its clients, store and
+    catalog). A run's start and its view read only that job's entry of the catalog
+    (:meth:`brief`; ``jobplane run``'s start-up, issue 54 item 5) unless the whole catalog is
+    at hand."""
 
-    def __init__(self, deployment: Deployment, catalog: Catalog | None = None, load: bool = True):
-        self.deployment = deployment
-        self.ddb = deployment.client("dynamodb")
-        self.sfn = deployment.client("stepfunctions")
-        self.repo = Repository(self.ddb, deployment.table)
-        self._given = catalog
+    def __init__(self, context: PlatformContext):
+        self.context = context
+        self.deployment = context.deployment
+        self.ddb = context.ddb
+        self.sfn = context.sfn
+        self.repo = context.repo
         self._briefs: dict[str, JobBrief] = {}
         self._sorted_entries: tuple[dict[str, CatalogJob], list[CatalogJob]] | None = None
-        if load:  # now: a missing or broken catalog fails here, not in a request
-            _ = self.entries
 
-    @cached_property
+    @property
     def catalog(self) -> Catalog:
-        return self._given if self._given is not None else load_catalog(self.deployment)
+        return self.context.catalog
 
-    @cached_property
+    @property
     def entries(self) -> dict[str, CatalogJob]:
-        return {j.name: j for j in self.catalog.jobs}
+        return self.context.entries
 
-    @cached_property
+    @property
     def scheduler(self) -> Client:
-        return self.deployment.client("scheduler")
+        return self.context.scheduler
 
-    @cached_property
+    @property
     def logs(self) -> StepLogs:
-        from jobplane.platform.logs import StepLogs
-
-        return StepLogs(self.deployment.client("logs"), self.deployment.runner_log_group)
-
-    @cached_property
-    def anchors(self) -> ScheduleAnchors:
-        from jobplane.platform.anchors import ScheduleAnchors  # and its thread pool: not a run's
-
-        return ScheduleAnchors(self.scheduler, self.deployment.name_prefix)
+        return self.context.logs
 
     # -- reads ------------------------------------------------------------------------------
     def entry(self, job: str) -> CatalogJob:
@@ -131,7 +119,7 @@ class Reads:
         known = self._briefs.get(job)
         if known is not None:
             return known
-        if self._given is not None or "entries" in self.__dict__:
+        if self.context.catalog_read:
             found = JobBrief.from_json(self.entry(job).model_dump(mode="json"))
         else:
             read = catalog_job(self.deployment, job)
@@ -236,16 +224,8 @@ class Reads:
         return schedule_problems(self.scheduler, self.deployment.name_prefix, entry, bool(state and state.paused))
 
     def schedule_anchors(self, entry: CatalogJob) -> tuple[datetime | None, ...]:
-        """When each of the job's rate() schedules started (platform/anchors.py); cron() and
-        at() schedules need none."""
-        from jobplane.contract.schedule_kinds import kind_of  # not on `jobplane run`'s path (test_run_lean)
-
-        anchors: list[datetime | None] = []
-        for i, expression in enumerate(entry.schedule):
-            rate = kind_of(expression).counts_from_deployment
-            anchors.append(self.anchors.get(names.schedule_name(self.deployment.name_prefix, entry.name, i))
-                           if rate else None)
-        return tuple(anchors)
+        """When each of the job's rate() schedules started (PlatformContext.schedule_anchors)."""
+        return self.context.schedule_anchors(entry)
 
     def executions(self, job: str, limit: int = 20, cursor: str | None = None) -> Page[ExecutionRecord]:
         self.entry(job)

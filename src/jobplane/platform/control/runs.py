@@ -1,5 +1,10 @@
 """The actions on runs: start one now, re-run one (from its failed step), stop one; each
-audited all or nothing (``audited``), and each start idempotent when asked."""
+audited all or nothing (``audited``), and each start idempotent when asked.
+
+An action authorizes its actor once, at its entry (:meth:`Runs.authorize`, or
+:meth:`Runs.authorize_run` for an action on an execution), and passes what that found (an
+:class:`Authorized`: who, on which job, by which right, and the execution's subject) down to its
+audit entry, which then neither reads the job nor judges the actor again."""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import json
 import logging
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from jobplane.contract import audit_event, execution_input
@@ -20,6 +26,7 @@ from jobplane.contract.statuses import ExecutionStatus
 from jobplane.platform.control.access import Actor, as_actor
 from jobplane.platform.control.errors import MAX_PARAMS_BYTES, Conflict, Invalid, NotFound, check_reason
 from jobplane.platform.control.reads import Reads
+from jobplane.platform.context import PlatformContext
 from jobplane.platform.control.views import ExecutionSubject, ExecutionView
 from jobplane.contract.types import JsonObject
 
@@ -43,34 +50,64 @@ def idempotent_name(job: str, actor: str, key: str) -> str:
 T = TypeVar("T")
 
 
-class Runs(Reads):
+@dataclass(frozen=True)
+class Authorized:
+    """What an action's authorization found, at its entry: the actor, the job acted on and by
+    which right (what the audit entry says: ``AuditEntry.authority``)."""
+
+    actor: Actor
+    job: str
+    authority: str
+
+
+@dataclass(frozen=True)
+class AuthorizedRun(Authorized):
+    """An action on an execution, authorized on its record's job: the subject as read then (its
+    record, if any), so the action reads it no second time."""
+
+    subject: ExecutionSubject
+
+
+class Runs:
+    """Run, re-run, stop; the authorization and the audit of every action (the other services
+    act through :meth:`authorize` and :meth:`audited`)."""
+
+    def __init__(self, context: PlatformContext, reads: Reads):
+        self.context, self.reads = context, reads
+
     def run_now(self, job: str, actor: Actor | str, params: JsonObject | None = None, reason: str = "",
                 from_step: str | None = None, name: str | None = None, idempotency_key: str | None = None) -> str:
         """Start a run now; its execution name. With ``idempotency_key``, the same request again
         (a double click, a retried call) answers with the run it started, not a second one.
         Reads only this job's entry of the catalog (``brief``)."""
-        entry = self.brief(job)
+        entry = self.reads.brief(job)
         who = self.authorize(actor, job)
         check_reason(reason, required=False)
-        if from_step is not None and from_step not in self.step_names(job):
-            raise Invalid(f"{job} has no step {quoted(from_step)}; steps: {', '.join(self.step_names(job))}",
+        steps = self.reads.step_names(job)
+        if from_step is not None and from_step not in steps:
+            raise Invalid(f"{job} has no step {quoted(from_step)}; steps: {', '.join(steps)}",
                           {"from_step": "unknown step"})
         params = self.checked_params(entry, params)
-        payload = execution_input.manual(who.name, entry.params, params, resume_from=from_step)
-        name = name or (idempotent_name(job, who.name, idempotency_key) if idempotency_key is not None
+        payload = execution_input.manual(who.actor.name, entry.params, params, resume_from=from_step)
+        name = name or (idempotent_name(job, who.actor.name, idempotency_key) if idempotency_key is not None
                         else uuid.uuid4().hex)
-        return self._start_once(job, payload, name, idempotency_key is not None, lambda: self.audited(
+        return self.start_once(job, payload, name, idempotency_key is not None, lambda: self.audited(
             who, audit_event.Run(job, name, params, from_step), reason, lambda: self.start_execution(job, payload, name)))
 
-    def _ended_run(self, execution: str, actor: Actor | str, loaded: ExecutionSubject | None) -> tuple[Actor, ExecutionView]:
-        """Who may re-run ``execution`` (authorized on its record) and the run, which has ended.
-        ``loaded``: the subject as the caller just read it, so it is not read again."""
-        subject = loaded if loaded is not None and loaded.execution == execution else self.subject(execution)
+    def authorize_run(self, execution: str, actor: Actor | str, loaded: ExecutionSubject | None = None) -> AuthorizedRun:
+        """The actor, authorized on ``execution``'s job (read from its record: ``subject``), and
+        that subject. ``loaded``: the subject as the caller just read it, so it is not read again."""
+        subject = loaded if loaded is not None and loaded.execution == execution else self.reads.subject(execution)
         who = self.authorize(actor, subject.job)
-        original = self.record_view(subject) or self.execution(execution, subject.job)
+        return AuthorizedRun(who.actor, who.job, who.authority, subject)
+
+    def ended_run(self, who: AuthorizedRun) -> ExecutionView:
+        """The authorized execution, which has ended (Conflict while it runs)."""
+        subject = who.subject
+        original = self.reads.record_view(subject) or self.reads.execution(subject.execution, subject.job)
         if original.running:
-            raise Conflict(f"{execution} is still running; stop it first", {"execution": execution})
-        return who, original
+            raise Conflict(f"{subject.execution} is still running; stop it first", {"execution": subject.execution})
+        return original
 
     def rerun(self, execution: str, actor: Actor | str, from_failed_step: bool = True,
               params: JsonObject | None = None, reason: str = "", name: str | None = None,
@@ -79,13 +116,14 @@ class Runs(Reads):
         actor), so it is not read again. Only the record is read (not the history or logs),
         unless the execution has none yet: then it is running, or has just ended."""
         check_reason(reason, required=False)
-        who, original = self._ended_run(execution, actor, loaded)
+        who = self.authorize_run(execution, actor, loaded)
+        original = self.ended_run(who)
         if original.status == ExecutionStatus.MISSED.value:  # no run to repeat: run the fire itself, once
             fire = original.input.scheduled_time
             raise Conflict(f"{execution} is a missed fire, not a run: run it as that fire with a backfill "
                            f"(jobplane backfill {original.job} --from {fire} --to {fire})",
                            {"execution": execution, "status": original.status})
-        entry = self.entry(original.job)
+        entry = self.reads.entry(original.job)
         overrides = self.checked_params(entry, params)
         resume_from = None
         if from_failed_step:
@@ -93,20 +131,20 @@ class Runs(Reads):
             if original.status in (ExecutionStatus.SUCCEEDED.value, ExecutionStatus.SKIPPED.value) or not resume_from:
                 raise Conflict(f"{execution} has no failed step to resume from ({original.status}); re-run the whole job",
                                {"execution": execution, "status": original.status})
-            if resume_from not in self.step_names(original.job):
+            if resume_from not in self.reads.step_names(original.job):
                 raise Conflict(f"step {resume_from!r} is no longer in {original.job}; re-run the whole job",
                                {"execution": execution, "step": resume_from})
-        payload = execution_input.rerun(who.name, execution, rerun_params(entry, original, overrides), resume_from)
-        name = name or (idempotent_name(original.job, who.name, idempotency_key) if idempotency_key is not None
+        payload = execution_input.rerun(who.actor.name, execution, rerun_params(entry, original, overrides), resume_from)
+        name = name or (idempotent_name(original.job, who.actor.name, idempotency_key) if idempotency_key is not None
                         else uuid.uuid4().hex)
         from jobplane.contract import audit  # every kind of event (not on a run start's path: contract/audit_event.py)
-        self._start_once(original.job, payload, name, idempotency_key is not None, lambda: self.audited(
+        self.start_once(original.job, payload, name, idempotency_key is not None, lambda: self.audited(
             who, audit.Rerun(original.job, name, execution, resume_from, overrides), reason,
             lambda: self.start_execution(original.job, payload, name)))
-        self.repo.link_rerun(execution, name)  # lineage: best effort, the audit entry names the original too
+        self.context.repo.link_rerun(execution, name)  # lineage: best effort, the audit entry names the original too
         return name
 
-    def _start_once(self, job: str, payload: ExecutionInput, name: str, idempotent: bool,
+    def start_once(self, job: str, payload: ExecutionInput, name: str, idempotent: bool,
                     start: Callable[[], object]) -> str:
         """``start()`` (the audited start of execution ``name``), unless an idempotent request
         already started it: then the same answer, and no second run or audit entry. Step
@@ -115,7 +153,7 @@ class Runs(Reads):
             return name
         try:
             start()
-        except self.sfn.exceptions.ExecutionAlreadyExists:
+        except self.context.sfn.exceptions.ExecutionAlreadyExists:
             if idempotent and self._started_as(job, name, payload):
                 return name  # the same request won the race; its audit entry is the one kept
             raise Conflict(f"an execution named {name} exists already", {"execution": name}) from None
@@ -124,8 +162,8 @@ class Runs(Reads):
     def _started_as(self, job: str, name: str, payload: ExecutionInput) -> bool:
         """True if ``name`` was started by the same request; Conflict if by another one."""
         try:
-            d = self.sfn.describe_execution(executionArn=self.deployment.execution_arn(job, name))
-        except self.sfn.exceptions.ExecutionDoesNotExist:
+            d = self.context.sfn.describe_execution(executionArn=self.context.deployment.execution_arn(job, name))
+        except self.context.sfn.exceptions.ExecutionDoesNotExist:
             return False
         given, sent = json_object(d.get("input")), payload.to_json()
         if any(given.get(k) != sent.get(k) for k in ("trigger", "requested_by", "params", "resume_from", "rerun_of")):
@@ -158,22 +196,22 @@ class Runs(Reads):
                           f"overrides; its steps leave {entry.params_budget}", {"params": "too large"})
         return params
 
-    def authorize(self, actor: Actor | str, job: str) -> Actor:
+    def authorize(self, actor: Actor | str, job: str) -> Authorized:
         """The actor, if they may act on ``job`` (platform/control/access.py, ``as_actor`` for a
-        name alone); Forbidden if not."""
+        name alone), and by which right; Forbidden if not."""
         who = as_actor(actor)
-        who.authority(self.brief(job).team)
-        return who
+        return Authorized(who, job, who.authority(self.reads.brief(job).team))
 
-    def audited(self, actor: Actor | str, event: audit_event.AuditEvent, reason: str, act: Callable[[], T],
+    def audited(self, actor: Authorized | Actor | str, event: audit_event.AuditEvent, reason: str, act: Callable[[], T],
                 undo: Sequence[Callable[[], object]] | None = None) -> T:
         """An action and its audit entry, all or nothing: the actor is authorized for the event's
-        job (every action passes here), the entry is written (a failed write changes nothing),
+        job (every action passes here: an :class:`Authorized` of that job was at the action's
+        entry, anyone else is now), the entry is written (a failed write changes nothing),
         then the action; if the action fails, the entry is removed (and ``undo``, a list of
         callables, reverses what the action had done) before the error propagates."""
-        who = as_actor(actor)
-        authority = who.authority(self.brief(event.job).team)
-        entry = self.repo.add_audit(who.name, event, reason, authority)
+        who = actor if isinstance(actor, Authorized) and actor.job == event.job else \
+            self.authorize(actor.actor if isinstance(actor, Authorized) else actor, event.job)
+        entry = self.context.audit.write(who.actor.name, event, reason, who.authority)
         try:
             return act()
         except BaseException:
@@ -182,14 +220,14 @@ class Runs(Reads):
                     step()
                 except Exception:
                     log.exception("could not undo part of a failed %s of %s", event.action, event.job)
-            self.repo.delete_audit(entry)
+            self.context.audit.remove(entry)
             raise
 
     def start_execution(self, job: str, payload: ExecutionInput, name: str) -> str:
         try:
-            self.sfn.start_execution(stateMachineArn=self.deployment.state_machine_arn(job), name=name,
+            self.context.sfn.start_execution(stateMachineArn=self.context.deployment.state_machine_arn(job), name=name,
                                      input=json.dumps(payload.to_json()))
-        except self.sfn.exceptions.StateMachineDoesNotExist:
+        except self.context.sfn.exceptions.StateMachineDoesNotExist:
             raise Conflict(f"{job} is not deployed", {"job": job}) from None
         return name
 
@@ -197,21 +235,21 @@ class Runs(Reads):
         """Reads the record (or, while there is none, what DescribeExecution says), never the
         history or logs."""
         check_reason(reason)
-        subject = loaded if loaded is not None and loaded.execution == execution else self.subject(execution)
-        who = self.authorize(actor, subject.job)
-        arn = self.deployment.execution_arn(subject.job, execution)
+        who = self.authorize_run(execution, actor, loaded)
+        subject, sfn = who.subject, self.context.sfn
+        arn = self.context.deployment.execution_arn(subject.job, execution)
         if subject.record is not None and subject.record.status != ExecutionStatus.RUNNING.value:
             status = subject.record.status
         else:
             try:
-                status = self.sfn.describe_execution(executionArn=arn)["status"]
-            except self.sfn.exceptions.ExecutionDoesNotExist:
+                status = sfn.describe_execution(executionArn=arn)["status"]
+            except sfn.exceptions.ExecutionDoesNotExist:
                 raise NotFound(f"no execution named {execution!r}", {"execution": execution}) from None
         if status != ExecutionStatus.RUNNING.value:
             raise Conflict(f"{execution} is not running ({status})", {"execution": execution, "status": status})
         from jobplane.contract import audit
-        self.audited(who, audit.Stop(subject.job, execution), reason, lambda: self.sfn.stop_execution(
-            executionArn=arn, error="Stopped", cause=f"stopped by {who.name}: {reason}"))
+        self.audited(who, audit.Stop(subject.job, execution), reason, lambda: sfn.stop_execution(
+            executionArn=arn, error="Stopped", cause=f"stopped by {who.actor.name}: {reason}"))
 
 
 def rerun_params(entry: CatalogJob, original: ExecutionView, overrides: JsonObject) -> JsonObject:
