@@ -172,3 +172,33 @@ def test_the_job_page_of_a_calendar_job_computes_its_fires_once_a_view(platform:
         page = r.read().decode()
     assert len(re.findall(r'class="calendar-fire">', page)) == 10
     assert len(calls) == 1, calls
+
+
+def test_the_job_page_of_a_calendar_job_reads_its_schedules_again_only_once_changed(platform: DevPlatform) -> None:
+    """Issue 66 item 3: a calendar job deploys one schedule per cron its calendar compiles to,
+    and the page read each with GetSchedule on every view; now one ListSchedules a view, and
+    GetSchedule only for a schedule changed since (platform/schedule_health.py)."""
+    from collections import Counter
+
+    from devkit import signed_in
+
+    schedules = len(platform.control.entry("gw-report").schedule)
+    assert schedules > 2  # the calendar's crons: more than a job of few schedules, read directly
+    calls: Counter[str] = Counter()
+    scheduler = platform.control.context.scheduler  # the portal's, as it shares the dev platform's plane
+    scheduler.meta.events.register("before-call.scheduler.*", lambda model, **_: calls.update([model.name]),
+                                   unique_id="schedule-reads")
+    try:
+        browser = signed_in(platform.portal_login_url)
+        views = []
+        for _ in range(2):
+            calls.clear()
+            with browser.open(f"{platform.portal_url}/jobs/gw-report", timeout=60) as r:
+                views.append(r.read().decode())
+            views.append(dict(calls))
+    finally:
+        scheduler.meta.events.unregister("before-call.scheduler.*", unique_id="schedule-reads")
+    first, second = views[1], views[3]
+    assert first["ListSchedules"] == 1 and first.get("GetSchedule", 0) <= schedules
+    assert second == {"ListSchedules": 1}, second  # nothing changed: nothing read again
+    assert "DISABLED outside jobplane" not in views[2] and "every business day at 09:00" in views[2]

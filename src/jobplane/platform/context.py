@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # the catalog's models (pydantic) load with the catalog
     from jobplane.contract.audit_event import AuditEvent
     from jobplane.contract.catalog import Catalog, CatalogJob
     from jobplane.platform.anchors import ScheduleAnchors
+    from jobplane.platform.schedule_health import DeployedSchedules
     from jobplane.platform.logs import StepLogs
 
 Clock = Callable[[], datetime]
@@ -95,6 +96,13 @@ class PlatformContext:
         from jobplane.platform.logs import StepLogs  # not on a run start's path
 
         return StepLogs(self.deployment.client("logs"), self.deployment.runner_log_group)
+
+    @cached_property
+    def deployed_schedules(self) -> DeployedSchedules:
+        """The jobs' schedules as deployed, each read again only once it changed."""
+        from jobplane.platform.schedule_health import DeployedSchedules
+
+        return DeployedSchedules(self.scheduler, self.deployment.name_prefix)
 
     @cached_property
     def anchors(self) -> ScheduleAnchors:

@@ -62,7 +62,7 @@ from jobplane.platform.control.runs import Runs
 from jobplane.platform.pass_fires import PassFires
 from jobplane.contract.attribute_values import item_of
 from jobplane.contract.records import CLAIMS_SCHEDULE, FIRED_SCHEDULE, ExecutionRecord, JobState
-from jobplane.platform.schedule_health import deployed_schedules, flexible_window, schedule_problems
+from jobplane.platform.schedule_health import flexible_window, schedule_problems
 from jobplane.contract.types import Client, JsonObject
 
 log = logging.getLogger(__name__)
@@ -275,7 +275,7 @@ class MissedFires:
             watermark, claims = until, ledger.claims_schedule
         # the deployed schedules, read once, only when a fire is missing: their flexible window
         # (a fire may still start) and what is wrong with them (the cause)
-        deployed = deployed_schedules(self.context.scheduler, self.prefix, entry) if missed else {}
+        deployed = self.context.deployed_schedules.of(entry) if missed else {}
         window = flexible_window(deployed)
         if window:  # a window set outside jobplane: a fire may still start until its end
             cut = until - window

@@ -221,7 +221,8 @@ class Reads:
 
         entry = self.entry(job)
         state = known.state if known is not None and known.name == job else self.repo.job_state(job)
-        return schedule_problems(self.scheduler, self.deployment.name_prefix, entry, bool(state and state.paused))
+        return schedule_problems(self.scheduler, self.deployment.name_prefix, entry, bool(state and state.paused),
+                                 self.context.deployed_schedules.of(entry))
 
     def schedule_anchors(self, entry: CatalogJob) -> tuple[datetime | None, ...]:
         """When each of the job's rate() schedules started (PlatformContext.schedule_anchors)."""
