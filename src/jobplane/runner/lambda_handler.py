@@ -447,8 +447,6 @@ def local_invoke(answer_path: str) -> int:
     """One invocation as the runtime interface client makes it: the event from stdin, then
     ``handler(event, context)``; the answer (or the error, as the client reports one) written
     to ``answer_path``."""
-    import traceback
-
     try:
         event: object = json.loads(sys.stdin.read() or "{}")
     except ValueError:
@@ -460,6 +458,8 @@ def local_invoke(answer_path: str) -> int:
     try:
         answer = {"result": handler(event, context)}
     except Exception as e:  # noqa: BLE001 - what the runtime interface client reports
+        import traceback  # only for an error: not on a step's way to its code
+
         stack = traceback.format_tb(e.__traceback__)
         answer = {"errorType": type(e).__name__, "errorMessage": str(e), "stackTrace": stack}
         # and logs, as one line whose lines are joined by carriage returns (its text log format)
