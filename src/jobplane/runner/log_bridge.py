@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import logging
 
-from jobplane.runner import logs
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
+
+    from jobplane.runner.logs import LineFormat
 
 #: What every LogRecord carries (``logging.LogRecord.__init__``, plus ``message`` and ``asctime``
 #: which formatting adds): not the caller's ``extra``.
@@ -22,7 +26,7 @@ class RunFormatter(logging.Formatter):
     """A record as the runner's JSON line (runner/logs.py LineFormat): the record's attributes
     the logging module does not set itself are the caller's ``extra``."""
 
-    def __init__(self, line_format: logs.LineFormat):
+    def __init__(self, line_format: LineFormat):
         super().__init__()
         self.line_format = line_format
 
@@ -37,17 +41,23 @@ class RunHandler(logging.Handler):
     """Writes through runner/logs.py ``write_line``: one lock for the lines written before
     ``logging`` was imported and after."""
 
+    def __init__(self, write_line: Callable[[str], None]):
+        super().__init__()
+        self.write_line = write_line
+
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            logs.write_line(self.format(record))
+            self.write_line(self.format(record))
         except RecursionError:
             raise
         except Exception:  # noqa: BLE001 - as logging.StreamHandler does
             self.handleError(record)
 
 
-def install(line_format: logs.LineFormat, level: str) -> None:
-    handler = RunHandler()
+def install(line_format: LineFormat, level: str, write_line: Callable[[str], None]) -> None:
+    """The root logger's one handler: lines formatted by ``line_format``, written by ``write_line``
+    (runner/logs.py calls this, passing its own: this module does not import it back)."""
+    handler = RunHandler(write_line)
     handler.setFormatter(RunFormatter(line_format))
     root = logging.getLogger()
     for h in list(root.handlers):

@@ -303,7 +303,7 @@ def _to_logging() -> None:
     from jobplane.runner import log_bridge
 
     assert _sink.format is not None
-    log_bridge.install(_sink.format, _sink.level_name)
+    log_bridge.install(_sink.format, _sink.level_name, write_line)
     _sink.via_logging = True
 
 
