@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 
 from jobplane.contract import lambda_step as ls
 from jobplane.contract import runner as rc
+# the runner, imported with the handler (a function's init, once): every invocation's child has it
+from jobplane.runner import main as runner_main
 
 #: Seconds kept back from the function's remaining time: the step gets SIGTERM this long before
 #: Lambda would end the function, then SIGKILL ``ANSWER_SECONDS`` before, so the handler still
@@ -334,10 +336,8 @@ def _child(kind: str, env: Mapping[str, str], output: int, ready_r: int, ready_w
         extra = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p not in sys.path]
         sys.path[0:0] = extra
         sys.argv = runner_command(kind)
-        from jobplane.runner.main import main
-
         try:
-            main(sys.argv[1:])
+            runner_main.main(sys.argv[1:])
         except SystemExit as e:
             code = _exit_status(e.code)
         except KeyboardInterrupt:
