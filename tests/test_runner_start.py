@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ STEP_MODULE = '''
 import atexit
 import os
 import sys
+import time
 
 
 def seen(out):
@@ -212,3 +214,32 @@ def test_a_lambda_steps_exit_handlers_run_and_the_handler_keeps_none_of_the_step
     output_lines = [json.loads(line)["message"] for line in text.splitlines()
                     if json.loads(line)["logger"] == "jobplane.output"]
     assert {"key is [redacted]", "child says [redacted]", "at exit [redacted]"} <= set(output_lines), output_lines
+
+
+def test_a_lambda_invocation_reaches_the_step_without_hashlib_or_traceback(tmp_path: Path) -> None:
+    """The handler's process as the local AWS starts it, up to the step's code: its digest check
+    by CPython's own SHA-256 (hashlib loads OpenSSL), traceback only for an error it reports."""
+    out = tmp_path / "seen.json"
+    step = {rc.ENV_JOB: "nightly", rc.ENV_STEP: "load",
+            rc.ENV_TARGET: json.dumps({"kind": "python", "target": "start_step:seen", "kwargs": {"out": str(out)}})}
+    (tmp_path / "start_step.py").write_text(STEP_MODULE)
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG") if k in os.environ}
+    env.update({"PYTHONPATH": str(tmp_path), ls.ENV_STEP_DIGESTS: ls.step_digest(step),
+                ls.ENV_LOCAL_DEADLINE: str(time.time() + 600)})
+    proc = subprocess.run([sys.executable, "-P", "-m", ls.LOCAL_RUNTIME_MODULE, str(tmp_path / "answer.json")],
+                          env=env, input=json.dumps({ls.PAYLOAD_ENVIRONMENT: step}), capture_output=True, text=True,
+                          timeout=120)
+    assert json.loads((tmp_path / "answer.json").read_text()) == {"result": {
+        "exit_code": 0, "log_group": "", "log_stream": "", "request_id": ""}}, proc.stdout + proc.stderr
+    modules = set(json.loads(out.read_text())["modules"])
+    assert "runpy" in modules  # the handler's own process (run by -m), forked: a fresh runner has no runpy
+    assert modules & (NOT_BEFORE_A_FUNCTION | {"hashlib", "_hashlib"}) == set()
+
+
+def test_a_steps_digest_is_the_sha256_of_its_canonical_json() -> None:
+    import hashlib
+
+    step = {rc.ENV_JOB: "nightly", rc.ENV_STEP: "load", "CITY": "Zürich", rc.ENV_ATTEMPT: "3"}
+    fixed = {k: v for k, v in step.items() if k != rc.ENV_ATTEMPT}
+    canonical = json.dumps(fixed, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    assert ls.step_digest(step) == hashlib.sha256(canonical.encode()).hexdigest()
