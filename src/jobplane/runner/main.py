@@ -2,7 +2,8 @@
 
 Kept to the standard library so that it starts fast inside an application image (``pip install
 --no-deps jobplane`` is enough), and what only some steps need (argparse for usage errors and
-``--help``, subprocess for shell steps) is imported when needed: bench/runner_start.py.
+``--help``, subprocess and threading for shell steps, logging for a step that uses it:
+runner/logs.py) is imported when needed: bench/runner_start.py, tests/test_runner_start.py.
 """
 
 from __future__ import annotations
