@@ -59,7 +59,11 @@ ANSWER_SECONDS = 1.0
 #: is longer than what is left here).
 STOP_GRACE = "2"
 #: Of the function's own environment, what the step never gets: the handler's settings, and the
-#: Runtime API's address (through which a step could answer for the invocation itself).
+#: Runtime API's address (through which a step could answer for the invocation itself). The
+#: step's process is forked from the handler's (:func:`run_runner`): it holds none of the
+#: client's descriptors, but a copy of its memory, where the address and the invocation's
+#: request id are; what a step could do with them is answer for its own attempt, whose outcome
+#: its exit code decides anyway (one invocation at a time in an execution environment).
 HANDLER_ONLY = frozenset({ls.ENV_STEP_DIGESTS, ls.ENV_SECRET_SOURCES, "_HANDLER", "AWS_LAMBDA_RUNTIME_API"})
 #: The runner's list of declared secrets, which it redacts from every line (runner/logs.py).
 ENV_SECRET_NAMES = ls.ENV_STEP_SECRETS
