@@ -277,7 +277,10 @@ def run_runner(kind: str, env: Mapping[str, str], output: int, stop_after: float
     environment as its ``os.environ``, stdin from /dev/null, fds 1 and 2 on ``output`` and no
     other descriptor of this process. What the child process gave (this module's docstring)
     holds: the step's signal handlers, fds, ``sys.exit`` and imports are the child's, and this
-    process, which never runs step code, is what the next invocation forks again."""
+    process, which never runs step code, is what the next invocation forks again. A function may
+    run processes of its own, 1,024 processes and threads and 1,024 descriptors at most
+    (https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html, "Execution
+    processes/threads", "File descriptors"): the fork is one process, as the interpreter was."""
     for stream in (sys.stdout, sys.stderr):  # nothing buffered here is written twice
         try:
             stream.flush()
