@@ -86,8 +86,9 @@ def step_env(tmp_path: Path, kind: str, target: dict[str, Any], **extra: str) ->
     return env
 
 
-def run(tmp_path: Path, kind: str, target: dict[str, Any], *before: str) -> tuple[int, list[dict[str, Any]], str]:
-    proc = subprocess.run([*before, RUNNER, "run", kind], env=step_env(tmp_path, kind, target),
+def run(tmp_path: Path, kind: str, target: dict[str, Any], *before: str,
+        **extra: str) -> tuple[int, list[dict[str, Any]], str]:
+    proc = subprocess.run([*before, RUNNER, "run", kind], env=step_env(tmp_path, kind, target, **extra),
                           capture_output=True, text=True, timeout=120)
     return proc.returncode, [json.loads(line) for line in proc.stdout.splitlines()], proc.stderr
 
@@ -140,6 +141,16 @@ def test_a_step_failing_without_logging_logs_its_traceback(tmp_path: Path) -> No
     assert (failed["level"], failed["message"], failed["error_type"], failed["retryable"]) == (
         "error", "step failed", "RuntimeError", True)
     assert "RuntimeError: no logging here" in failed["traceback"] and "fail_without_logging" in failed["traceback"]
+
+
+def test_the_log_level_holds_with_or_without_logging(tmp_path: Path) -> None:
+    for target in ("fail_without_logging", "log_with_logging"):
+        out = tmp_path / "out"
+        code, lines, err = run(tmp_path, "python", {"target": f"start_step:{target}", "kwargs": {"out": str(out)}},
+                               JOBPLANE_LOG_LEVEL="warning")
+        assert code in (rc.EXIT_OK, rc.EXIT_RETRYABLE), (lines, err)
+        assert lines and all(l["level"] in ("warning", "error") for l in lines), lines  # no "step started"
+    assert [(l["logger"], l["message"]) for l in lines] == [("mine", "counted 3 rows with [redacted]")]
 
 
 def test_a_warning_is_a_py_warnings_line_without_logging(tmp_path: Path) -> None:
