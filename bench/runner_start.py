@@ -1,7 +1,7 @@
 """Time from process start to the user's function being called, next to `python -c` as the floor:
 the runner as an ECS task starts it (``jobplane-runner run python``), and a Lambda step's cold
 path (the handler's process started, its module imported, the first invocation answered by
-starting the runner: runner/lambda_handler.py), in one run. Then where the runner's time goes
+forking the runner: runner/lambda_handler.py), in one run. Then where each one's time goes
 (its imports by package, from ``python -X importtime``).
 
     .venv/bin/python bench/runner_start.py [-n 20]
@@ -13,10 +13,12 @@ time.time() to a file: ``python -c`` runs it as its program, the runner as the b
 function in a module that imports only ``time``, so the ratio is the runner's own cost (a real
 step's module pays for its own imports either way). Medians of N runs and their ratio, in one run.
 
-The Lambda handler runs as the local AWS runs it (``python -m jobplane.runner.lambda_handler
-ANSWER``, the event on stdin: platform/local/lambda_agent.py), which is the runtime interface
-client's start (an interpreter) plus the handler's import and first invocation; on Lambda the
-client's own import comes on top.
+The ECS runner is started through its console script as pip writes it (which imports ``re``
+itself). The Lambda handler runs as the local AWS runs it (``python -m
+jobplane.runner.lambda_handler ANSWER``, the event on stdin: platform/local/lambda_agent.py),
+which is the runtime interface client's start (an interpreter, ``runpy`` for ``-m``) plus the
+handler's import and first invocation, whose runner is a child forked from the handler (no
+second interpreter); on Lambda the client's own import comes on top.
 
 The package's bytecode is compiled first, and the virtualenv's, as ``pip install`` does in the
 runner's image: on a machine with PYTHONDONTWRITEBYTECODE set (this one), every module would
@@ -61,11 +63,18 @@ def lambda_invocation(tmp: Path, env: dict[str, str]) -> tuple[list[str], dict[s
     return argv, function_env, json.dumps({ls.PAYLOAD_ENVIRONMENT: step}).encode()
 
 
-def where_the_time_goes(argv: list[str], env: dict[str, str], top: int = 8) -> str:
-    """The runner's imports (``-X importtime``), self times summed by top-level package."""
-    done = subprocess.run([sys.executable, "-X", "importtime", *argv], env=env, capture_output=True, text=True)
+def where_the_time_goes(argv: list[str], env: dict[str, str], stdin: bytes | None = None, top: int = 8) -> str:
+    """A process's imports (``-X importtime``), self times summed by top-level package: the
+    reports on its stderr, and on its stdout where a runner's capture turned them into log lines
+    (or a forked runner writes them before it captures)."""
+    done = subprocess.run([sys.executable, "-X", "importtime", *argv], env=env, capture_output=True, input=stdin)
+    lines = done.stderr.decode(errors="replace").splitlines()
+    for line in done.stdout.decode(errors="replace").splitlines():
+        if line.startswith("{"):
+            line = json.loads(line).get("message", "")
+        lines.append(line)
     by_package: dict[str, int] = defaultdict(int)
-    for line in done.stderr.splitlines():
+    for line in lines:
         if line.startswith("import time:") and "|" in line and "self [us]" not in line:
             self_us, _, name = (part.strip() for part in line.removeprefix("import time:").split("|"))
             by_package[name.split(".")[0] if not name.startswith("jobplane") else ".".join(name.split(".")[:3])] += \
@@ -98,16 +107,17 @@ def main() -> None:
             floor.append(once([sys.executable, "-c", floor_code], env, out))
             runner_times.append(once([runner, "run", "python"], env, out))
             lambda_times.append(once(handler, function_env, out, event))
-        where = where_the_time_goes(["-c", "import sys; sys.argv[1:] = ['run', 'python']; "
-                                     "from jobplane.runner.main import main; main()"], env)
+        where = where_the_time_goes([runner, "run", "python"], env)
+        where_lambda = where_the_time_goes(handler[1:], function_env, event)
     f, r, la = statistics.median(floor), statistics.median(runner_times), statistics.median(lambda_times)
     print(f"python -c (floor):                    median {f * 1000:.1f} ms over {n} runs")
     print(f"jobplane-runner to function (ECS):    median {r * 1000:.1f} ms = {r / f:.2f}x the floor "
           f"(target <= 2.5: {'met' if r / f <= 2.5 else 'NOT met'})")
     print(f"Lambda handler, cold, to function:    median {la * 1000:.1f} ms = {la / f:.2f}x the floor "
           f"(target <= 2.5: {'met' if la / f <= 2.5 else 'NOT met'}; an interpreter for the handler, "
-          "then the runner's own)")
-    print(f"where the runner's time goes: {where}")
+          "the runner forked from it)")
+    print(f"where the ECS runner's time goes: {where}")
+    print(f"where the Lambda path's time goes: {where_lambda}")
 
 
 if __name__ == "__main__":

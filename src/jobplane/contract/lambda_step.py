@@ -199,11 +199,24 @@ def step_digest(environment: Mapping[str, object]) -> str:
         ",".join(sorted(step_digest(payload["environment"]) for each Lambda step of the job))
 
     is the function's :data:`ENV_STEP_DIGESTS`."""
-    import hashlib
-
     fixed = {k: v for k, v in environment.items() if k not in RUN_TIME_NAMES and not k.endswith(".$")}
     text = json.dumps(fixed, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return _sha256_hex(text.encode())
+
+
+def _sha256_hex(data: bytes) -> str:
+    """SHA-256 by CPython's own module (``_sha2`` from 3.12, ``_sha256`` before), which hashlib
+    falls back to itself: hashlib's import loads OpenSSL, ~3 ms of every Lambda step's cold start
+    (the handler checks each payload's digest: issue 66 item 2, bench/runner_start.py)."""
+    for name in ("_sha2", "_sha256"):
+        try:
+            module = __import__(name)
+        except ImportError:
+            continue
+        return str(module.sha256(data).hexdigest())
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
 
 
 def log_group(function: str) -> str:

@@ -4,8 +4,8 @@ children of a python step (they inherit the descriptors, not Python's objects), 
 writing to fd 1, a library holding ``sys.__stdout__`` (issue 40, item 6).
 
 Each descriptor becomes the write end of a pipe that a daemon thread reads line by line into the
-``jobplane.output`` logger (stdout at INFO, stderr at WARNING, as print() already is), whose
-formatter redacts; the log handler itself writes to a duplicate of the real stdout kept aside.
+``jobplane.output`` logger's lines (stdout at INFO, stderr at WARNING, as print() already is:
+runner/logs.py), which are redacted; the lines themselves go to a duplicate of the real stdout kept aside.
 
 The descriptors stay captured until the process exits (issue 48 item 3): an ``atexit`` handler
 of the step's code running ``os.system('echo $KEY')`` printed in clear once they were given
@@ -30,7 +30,6 @@ from __future__ import annotations
 import atexit
 import codecs
 import faulthandler
-import logging
 import os
 import sys
 import _thread
@@ -39,12 +38,16 @@ TYPE_CHECKING = False  # typing is not imported at run time: the runner's start-
 if TYPE_CHECKING:
     from typing import BinaryIO, Callable, TextIO
 
+    #: how a line is logged: (level, text, stream), stream "stdout" or "stderr"
+    LineSink = Callable[[int, str, str], None]
+
 #: A line longer than this is logged in pieces (a child writing binary data must not grow one
 #: record without bound).
 MAX_LINE = 64 * 1024
 #: How long the runner waits at exit for output still in the pipes: a step's background child
 #: that keeps the descriptor open must not hold the step's end.
 DRAIN_SECONDS = 5.0
+INFO, WARNING = 20, 30  # logging's levels (the logging module is not imported: runner/logs.py)
 
 
 class Capture:
@@ -55,10 +58,10 @@ class Capture:
         self.readers: dict[int, _thread.LockType] = {}  # each held until its reader has ended
         self.real_stdout: TextIO | None = None
         self.real_stderr: TextIO | None = None
-        self.logger: logging.Logger | None = None
+        self.logger: LineSink | None = None
         self.secrets: list[str] = []
 
-    def start(self, logger: logging.Logger, secrets: list[str] | None = None) -> TextIO:
+    def start(self, logger: LineSink, secrets: list[str] | None = None) -> TextIO:
         """Redirect fds 1 and 2; returns the real stdout, for the log handler to write to."""
         self.logger, self.secrets = logger, list(secrets or [])
         for fd in (1, 2):
@@ -76,7 +79,7 @@ class Capture:
         """Point ``fd`` at a fresh pipe read by a new thread (closing the old pipe's write end
         this process held there); wait for the old pipe's reader to log what is left."""
         assert self.logger is not None
-        level, stream = (logging.INFO, "stdout") if fd == 1 else (logging.WARNING, "stderr")
+        level, stream = (INFO, "stdout") if fd == 1 else (WARNING, "stderr")
         read_end, write_end = os.pipe()
         os.dup2(write_end, fd)
         os.close(write_end)
@@ -145,7 +148,7 @@ def held_back(text: str, secrets: list[str]) -> int:
     return keep
 
 
-def _read_lines(pipe: BinaryIO, logger: logging.Logger, level: int, stream: str, secrets: list[str]) -> None:
+def _read_lines(pipe: BinaryIO, logger: LineSink, level: int, stream: str, secrets: list[str]) -> None:
     decoder = codecs.getincrementaldecoder("utf-8")("replace")  # a piece may end inside a character
     held = ""
     with pipe:
@@ -157,6 +160,6 @@ def _read_lines(pipe: BinaryIO, logger: logging.Logger, level: int, stream: str,
                 keep = held_back(text, secrets)
                 text, held = text[:len(text) - keep], text[len(text) - keep:]
             if text:
-                logger.log(level, text.rstrip("\r\n"), extra={"stream": stream})
+                logger(level, text.rstrip("\r\n"), stream)
             if not piece:
                 return

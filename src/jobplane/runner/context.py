@@ -7,12 +7,12 @@ Plain classes on purpose: ``dataclasses`` and ``secrets`` were a fifth of the ru
 from __future__ import annotations
 
 import json
-import logging
 import os
 from collections import namedtuple
 
 TYPE_CHECKING = False  # typing is not imported at run time: the runner's start-up
 if TYPE_CHECKING:
+    import logging
     from typing import Mapping
     from jobplane.contract.types import JsonObject, JsonValue
 
@@ -56,7 +56,7 @@ class RunContext:
     """Passed to a python step whose function has a ``context`` parameter. Read-only."""
 
     __slots__ = ("job", "team", "step", "execution_id", "scheduled_time", "trigger", "attempt", "timeout", "params",
-                 "target", "trace", "items_uri", "logger")
+                 "target", "trace", "items_uri", "_logger")
     _COMPARED = __slots__[:-1]  # not the logger
     job: str
     team: str
@@ -71,14 +71,14 @@ class RunContext:
     trace: TraceContext
     #: a map's items step: where its list goes (contract/map_items.py); else None
     items_uri: str | None
-    logger: logging.Logger
+    _logger: logging.Logger | None
 
     def __init__(self, *, job: str, team: str, step: str, execution_id: str, scheduled_time: str, trigger: str,
                  attempt: int, params: JsonObject, target: JsonObject, trace: TraceContext,
                  timeout: int | None = None, logger: logging.Logger | None = None, items_uri: str | None = None):
         values = dict(job=job, team=team, step=step, execution_id=execution_id, scheduled_time=scheduled_time,
                       trigger=trigger, attempt=attempt, timeout=timeout, params=params, target=target, trace=trace,
-                      items_uri=items_uri, logger=logger or logging.getLogger("jobplane.step"))
+                      items_uri=items_uri, _logger=logger)
         for name, value in values.items():
             object.__setattr__(self, name, value)
 
@@ -95,6 +95,17 @@ class RunContext:
     def __repr__(self) -> str:
         inner = ", ".join(f"{n}={getattr(self, n)!r}" for n in self._COMPARED)
         return f"RunContext({inner})"
+
+    @property
+    def logger(self) -> logging.Logger:
+        """The step's logger ("jobplane.step" unless given): ``logging`` is imported when a step
+        asks for it, not before its code runs (runner/logs.py)."""
+        if self._logger is None:
+            import logging
+
+            object.__setattr__(self, "_logger", logging.getLogger("jobplane.step"))
+        assert self._logger is not None
+        return self._logger
 
     @property
     def traceparent(self) -> str:

@@ -1,12 +1,14 @@
 """The runner's Lambda handler: runs one step attempt of a Lambda step with the very runner an
-ECS task runs (``jobplane-runner run python`` as a child process), so exit classes, redaction,
+ECS task runs (``jobplane-runner run python``'s ``main``, in a child process), so exit classes, redaction,
 trace context, fd capture and the JSON log lines are the runner's own, and answers Step Functions
 as :mod:`jobplane.contract.lambda_step` says.
 
 Why a child process and not an import: the runner owns its process (signal handlers, fds 1 and 2,
 ``sys.exit``, the step's imports and globals), and a warm Lambda execution environment serves
 the next invocation with whatever the last one left behind; a child starts clean each time and
-can be stopped before the function's own time runs out.
+can be stopped before the function's own time runs out. The child is forked from the handler's
+process, which never runs step code, rather than a second interpreter started (issue 66 item 2:
+that start was most of a cold invocation's): :func:`run_runner`.
 
 The handler itself needs nothing but the standard library (its secrets read by runner/aws_requests.py),
 so the runtime interface client (``awslambdaric``, in the image only: runner/Dockerfile; the
@@ -18,17 +20,18 @@ platform/local/lambda_agent.py).
 
 from __future__ import annotations
 
+import atexit
+import gc
 import json
 import os
 import re
 import signal
-import subprocess
 import sys
 import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Callable, Mapping, Protocol
+    from typing import Callable, Mapping, NoReturn, Protocol
 
     from jobplane.contract.types import JsonObject
 
@@ -44,6 +47,8 @@ if TYPE_CHECKING:
 
 from jobplane.contract import lambda_step as ls
 from jobplane.contract import runner as rc
+# the runner, imported with the handler (a function's init, once): every invocation's child has it
+from jobplane.runner import main as runner_main
 
 #: Seconds kept back from the function's remaining time: the step gets SIGTERM this long before
 #: Lambda would end the function, then SIGKILL ``ANSWER_SECONDS`` before, so the handler still
@@ -54,7 +59,11 @@ ANSWER_SECONDS = 1.0
 #: is longer than what is left here).
 STOP_GRACE = "2"
 #: Of the function's own environment, what the step never gets: the handler's settings, and the
-#: Runtime API's address (through which a step could answer for the invocation itself).
+#: Runtime API's address (through which a step could answer for the invocation itself). The
+#: step's process is forked from the handler's (:func:`run_runner`): it holds none of the
+#: client's descriptors, but a copy of its memory, where the address and the invocation's
+#: request id are; what a step could do with them is answer for its own attempt, whose outcome
+#: its exit code decides anyway (one invocation at a time in an execution environment).
 HANDLER_ONLY = frozenset({ls.ENV_STEP_DIGESTS, ls.ENV_SECRET_SOURCES, "_HANDLER", "AWS_LAMBDA_RUNTIME_API"})
 #: The runner's list of declared secrets, which it redacts from every line (runner/logs.py).
 ENV_SECRET_NAMES = ls.ENV_STEP_SECRETS
@@ -248,8 +257,8 @@ def child_environment(base: Mapping[str, str], step_env: Mapping[str, str], secr
 
 
 def runner_command(kind: str) -> list[str]:
-    """The container command (contract/runner.py), with the runner next to this interpreter when
-    it is there (a Lambda's PATH need not hold the application's bin)."""
+    """The container command (contract/runner.py) the runner is run as, with the runner next to
+    this interpreter when it is there: its ``sys.argv`` in the child (:func:`run_runner`)."""
     command = rc.container_command(kind)
     beside = os.path.join(os.path.dirname(sys.executable), rc.RUNNER_EXECUTABLE)
     if os.path.isfile(beside):
@@ -258,32 +267,159 @@ def runner_command(kind: str) -> list[str]:
 
 
 def run_runner(kind: str, env: Mapping[str, str], output: int, stop_after: float, kill_after: float) -> int:
-    """Run the runner to its end: its exit code (128+N for signal N). SIGTERM at ``stop_after``
-    seconds, SIGKILL at ``kill_after``, to its whole process group (the step's children too)."""
+    """Run the runner to its end in a child process: its exit code (128+N for signal N). SIGTERM
+    at ``stop_after`` seconds, SIGKILL at ``kill_after``, to its whole process group (the step's
+    children too).
+
+    The child is forked from this process, not a fresh interpreter (issue 66 item 2: a second
+    interpreter's start was most of a Lambda step's cold start): it runs the runner's ``main`` as
+    ``jobplane-runner run KIND`` would (:func:`_child`), in a session of its own, with the step's
+    environment as its ``os.environ``, stdin from /dev/null, fds 1 and 2 on ``output`` and no
+    other descriptor of this process. What the child process gave (this module's docstring)
+    holds: the step's signal handlers, fds, ``sys.exit`` and imports are the child's, and this
+    process, which never runs step code, is what the next invocation forks again. A function may
+    run processes of its own, 1,024 processes and threads and 1,024 descriptors at most
+    (https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html, "Execution
+    processes/threads", "File descriptors"): the fork is one process, as the interpreter was."""
+    for stream in (sys.stdout, sys.stderr):  # nothing buffered here is written twice
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    ready_r, ready_w = os.pipe()
+    # this process's objects are the child's too, unused: frozen, no collection in the child
+    # closes a file of this process on a descriptor number the runner has reused
+    # (https://docs.python.org/3/library/gc.html#gc.freeze)
+    gc.freeze()
     try:
-        process = subprocess.Popen(runner_command(kind), env=dict(env), stdin=subprocess.DEVNULL, stdout=output,
-                                   stderr=output, start_new_session=True)
+        pid = os.fork()
     except OSError as e:
+        gc.unfreeze()
+        os.close(ready_r)
+        os.close(ready_w)
         _say(output, "error", f"the runner cannot start: {e}", env)
         return rc.EXIT_PERMANENT
+    if pid == 0:  # pragma: no cover - the child; it never returns (os._exit)
+        _child(kind, env, output, ready_r, ready_w)
+    gc.unfreeze()
+    os.close(ready_w)
+    os.read(ready_r, 1)  # end of file once the child has its own session: a stop reaches its group
+    os.close(ready_r)
     started = time.monotonic()
-    try:
-        code = process.wait(timeout=stop_after)
-    except subprocess.TimeoutExpired:
+    code = _wait(pid, stop_after)
+    if code is None:
         _say(output, "warning", f"stopping the step: the function has {STOP_SECONDS:g} seconds left", env)
-        _signal_group(process, signal.SIGTERM)
-        try:
-            code = process.wait(timeout=max(0.0, kill_after - (time.monotonic() - started)))
-        except subprocess.TimeoutExpired:
-            _signal_group(process, signal.SIGKILL)
-            code = process.wait()
-    _signal_group(process, signal.SIGKILL)  # what the step left running ends with it, as in a task
+        _signal_group(pid, signal.SIGTERM)
+        code = _wait(pid, max(0.0, kill_after - (time.monotonic() - started)))
+        if code is None:
+            _signal_group(pid, signal.SIGKILL)
+            code = _wait(pid, None)
+    _signal_group(pid, signal.SIGKILL)  # what the step left running ends with it, as in a task
+    assert code is not None
     return 128 - code if code < 0 else code
 
 
-def _signal_group(process: subprocess.Popen[bytes], sig: int) -> None:
+def _child(kind: str, env: Mapping[str, str], output: int, ready_r: int, ready_w: int) -> NoReturn:
+    """The forked child: made what a fresh ``jobplane-runner run KIND`` process would be, then
+    the runner's ``main``, then what the interpreter does at exit (non-daemon threads joined,
+    ``atexit`` handlers run: the runner's capture registers one), then ``os._exit``: never back
+    into the caller's frames (the runtime interface client's loop)."""
+    code = 1
     try:
-        os.killpg(process.pid, sig)
+        os.setsid()
+        os.close(ready_r)
+        os.close(ready_w)  # the parent reads its end of file: the session exists
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(output, 1)
+        os.dup2(output, 2)
+        os.closerange(3, _max_fd())  # the client's connections and files are not the step's
+        atexit._clear()  # this process's exit handlers are not the step's
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # until the runner's own (runner/main.py)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        os.environ.clear()
+        os.environ.update(env)
+        # the step's PYTHONPATH, as a fresh interpreter would put it, ahead of the rest
+        extra = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p not in sys.path]
+        sys.path[0:0] = extra
+        sys.argv = runner_command(kind)
+        try:
+            runner_main.main(sys.argv[1:])
+        except SystemExit as e:
+            code = _exit_status(e.code)
+        except KeyboardInterrupt:
+            code = 128 + signal.SIGINT
+        except BaseException:  # noqa: BLE001 - as the interpreter does for an uncaught exception
+            import traceback
+
+            traceback.print_exc()
+            code = 1
+        if "threading" in sys.modules:  # the interpreter's exit: non-daemon threads, then atexit
+            sys.modules["threading"]._shutdown()
+        atexit._run_exitfuncs()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError, AttributeError):
+                pass
+    finally:
+        os._exit(code)
+
+
+def _exit_status(value: object) -> int:
+    """``sys.exit(value)``'s status, as the interpreter makes it."""
+    if value is None:
+        return 0
+    if isinstance(value, int):
+        return value & 0xFF
+    try:
+        print(value, file=sys.stderr)
+    except Exception:  # noqa: BLE001
+        pass
+    return 1
+
+
+def _max_fd() -> int:
+    try:
+        return os.sysconf("SC_OPEN_MAX")
+    except (OSError, ValueError):
+        return 65536
+
+
+def _wait(pid: int, timeout: float | None) -> int | None:
+    """The child's exit code (``-N`` for signal N) once it has ended, None if it still runs
+    after ``timeout`` seconds (None: no limit). Waits on a pidfd (Linux 5.3+), else polls as
+    ``subprocess.Popen.wait`` does."""
+    if timeout is None:
+        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        pidfd = -1
+    if pidfd >= 0:
+        try:
+            import select
+
+            select.select([pidfd], [], [], timeout)
+        finally:
+            os.close(pidfd)
+        done, status = os.waitpid(pid, os.WNOHANG)
+        return os.waitstatus_to_exitcode(status) if done else None
+    deadline, delay = time.monotonic() + timeout, 0.0005
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        delay = min(delay * 2, left, 0.05)
+        time.sleep(delay)
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
     except (ProcessLookupError, PermissionError):
         pass
 
@@ -318,8 +454,6 @@ def local_invoke(answer_path: str) -> int:
     """One invocation as the runtime interface client makes it: the event from stdin, then
     ``handler(event, context)``; the answer (or the error, as the client reports one) written
     to ``answer_path``."""
-    import traceback
-
     try:
         event: object = json.loads(sys.stdin.read() or "{}")
     except ValueError:
@@ -331,6 +465,8 @@ def local_invoke(answer_path: str) -> int:
     try:
         answer = {"result": handler(event, context)}
     except Exception as e:  # noqa: BLE001 - what the runtime interface client reports
+        import traceback  # only for an error: not on a step's way to its code
+
         stack = traceback.format_tb(e.__traceback__)
         answer = {"errorType": type(e).__name__, "errorMessage": str(e), "stackTrace": stack}
         # and logs, as one line whose lines are joined by carriage returns (its text log format)

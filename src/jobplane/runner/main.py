@@ -2,12 +2,12 @@
 
 Kept to the standard library so that it starts fast inside an application image (``pip install
 --no-deps jobplane`` is enough), and what only some steps need (argparse for usage errors and
-``--help``, subprocess for shell steps) is imported when needed: bench/runner_start.py.
+``--help``, subprocess and threading for shell steps, logging for a step that uses it:
+runner/logs.py) is imported when needed: bench/runner_start.py, tests/test_runner_start.py.
 """
 
 from __future__ import annotations
 
-import logging
 import signal
 import sys
 import time
@@ -58,7 +58,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def run(kind: str, ctx: RunContext, log: logging.Logger) -> int:
+def run(kind: str, ctx: RunContext, log: logs.RunLog) -> int:
     started = time.monotonic()
     log.info("step started", extra={"kind": kind, "target": ctx.target.get("target") or ctx.target.get("argv")})
     try:
@@ -117,7 +117,8 @@ def main(argv: list[str] | None = None) -> NoReturn:
         log.warning("stopped by SIGTERM")
         code = rc.EXIT_TERMINATED
     logs.release_descriptors()
-    logging.shutdown()
+    if "logging" in sys.modules:  # imported by the step (runner/logs.py): its handlers flushed and closed
+        sys.modules["logging"].shutdown()
     sys.exit(code)
 
 

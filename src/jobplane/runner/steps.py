@@ -8,15 +8,15 @@ import os
 
 TYPE_CHECKING = False  # typing is not imported at run time: the runner's start-up
 if TYPE_CHECKING:
-    import logging
 
     from jobplane.runner.context import RunContext
+    from jobplane.runner.logs import RunLog
 
 from jobplane.runner import targets
 from jobplane.runner.errors import PermanentError
 
 
-def python(ctx: RunContext, log: logging.Logger) -> None:
+def python(ctx: RunContext, log: RunLog) -> None:
     value = targets.run_python(ctx)
     if ctx.items_uri:  # a map's items step (contract/map_items.py)
         from jobplane.runner import items_out, logs
@@ -29,13 +29,13 @@ def python(ctx: RunContext, log: logging.Logger) -> None:
         log.info("items written", extra={"items": count})
 
 
-def celery(ctx: RunContext, log: logging.Logger) -> None:
+def celery(ctx: RunContext, log: RunLog) -> None:
     targets.run_celery(ctx)
 
 
-def django(ctx: RunContext, log: logging.Logger) -> None:
+def django(ctx: RunContext, log: RunLog) -> None:
     targets.run_django(ctx)
 
 
-def shell(ctx: RunContext, log: logging.Logger) -> None:
+def shell(ctx: RunContext, log: RunLog) -> None:
     targets.run_shell(ctx, log)

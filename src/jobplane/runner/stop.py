@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
 import _thread
 from types import FrameType
@@ -77,11 +76,14 @@ def on_sigterm(signum: int, frame: FrameType | None) -> None:
 
 def _terminate() -> None:
     # If user code sits in a C call that never returns to Python, leave anyway before ECS's SIGKILL.
-    watchdog = threading.Timer(_grace + 5, lambda: os._exit(rc.EXIT_TERMINATED))
-    watchdog.daemon = True
-    watchdog.start()
+    _thread.start_new_thread(_watchdog, (_grace + 5,))  # daemonic, as stop_after's thread below
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one stop request is enough
     raise Terminated()
+
+
+def _watchdog(seconds: float) -> None:
+    time.sleep(seconds)
+    os._exit(rc.EXIT_TERMINATED)
 
 
 def hold() -> None:

@@ -8,17 +8,17 @@ exception raised by the user's own code is retryable.
 from __future__ import annotations
 
 import importlib
-import logging
 import os
 import signal
-import threading
 from types import FunctionType
 
 TYPE_CHECKING = False  # typing is not imported at run time: the runner's start-up
 if TYPE_CHECKING:
     import subprocess
+    import threading
     from typing import IO, Any, Callable
     from jobplane.contract.types import JsonObject, JsonValue
+    from jobplane.runner.logs import RunLog
 
 from jobplane.runner import stop
 from jobplane.runner.context import RunContext
@@ -159,8 +159,11 @@ def run_django(ctx: RunContext) -> object:
         raise PermanentError(f"{name}: {e}") from e
 
 
-def run_shell(ctx: RunContext, log: logging.Logger) -> None:
+def run_shell(ctx: RunContext, log: RunLog) -> None:
     import subprocess  # only shell steps need it (the runner's start-up: bench/runner_start.py)
+    import threading
+
+    from jobplane.runner import logs
 
     argv = ctx.target["argv"]
     env = dict(os.environ, TRACEPARENT=ctx.traceparent)
@@ -173,9 +176,9 @@ def run_shell(ctx: RunContext, log: logging.Logger) -> None:
                                      start_new_session=True, text=True, bufsize=1)
         except (FileNotFoundError, PermissionError) as e:
             raise PermanentError(f"cannot start {argv[0]!r}: {e}") from e
-        output = logging.getLogger("jobplane.output")
+        output = logs.RunLog(logs.OUTPUT_LOGGER)
         pumps = [threading.Thread(target=_pump, args=(pipe, output, level, stream), daemon=True)
-                 for pipe, level, stream in ((child.stdout, logging.INFO, "stdout"), (child.stderr, logging.WARNING, "stderr"))]
+                 for pipe, level, stream in ((child.stdout, logs.INFO, "stdout"), (child.stderr, logs.WARNING, "stderr"))]
         for p in pumps:
             p.start()
         stop.release()
@@ -193,12 +196,12 @@ def run_shell(ctx: RunContext, log: logging.Logger) -> None:
         raise ExitCode(128 - code if code < 0 else code)
 
 
-def _pump(pipe: IO[str], logger: logging.Logger, level: int, stream: str) -> None:
+def _pump(pipe: IO[str], logger: RunLog, level: int, stream: str) -> None:
     for line in pipe:
         logger.log(level, line.rstrip("\n"), extra={"stream": stream})
 
 
-def _stop_child(child: subprocess.Popen[str], log: logging.Logger) -> None:
+def _stop_child(child: subprocess.Popen[str], log: RunLog) -> None:
     """SIGTERM the child's process group, then SIGKILL it after the grace period."""
     import subprocess
 
