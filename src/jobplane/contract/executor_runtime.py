@@ -73,7 +73,8 @@ class ExecutorRuntime(Protocol):
     #: ``.sync`` (Run a Job) Task started when its execution stops ("Run a Job (.sync)",
     #: https://docs.aws.amazon.com/step-functions/latest/dg/connect-to-resource.html#connect-sync);
     #: a request-response invocation runs on to its end. The local engine's agents do the same
-    #: (platform/local/agents.py), and a REPLACE job refuses an executor whose attempts run on.
+    #: (platform/local/agents.py); a REPLACE job's Lambda steps are refused for it
+    #: (compiler/executors/lambda_.py replace_problems).
     stops_with_execution: bool
 
     def ran(self, result: JsonObject) -> bool:

@@ -423,7 +423,7 @@ class LocalAWS:
     def deploy(self, job: str, asl_text: str, **overrides: str) -> str:
         """Create (or update) a job's state machine from its compiled ASL."""
         definition = bind(asl_text, self.bindings(**overrides))
-        self.deploy_functions(definition)
+        self.deploy_step_resources(definition)
         if job in self.state_machines:
             self.client("stepfunctions").update_state_machine(
                 stateMachineArn=self.state_machines[job], definition=definition)
@@ -432,7 +432,7 @@ class LocalAWS:
                 names.state_machine_name(self.prefix, job), definition, self.resources["role_arn"])
         return self.state_machines[job]
 
-    def deploy_functions(self, definition: str) -> list[str]:
+    def deploy_step_resources(self, definition: str) -> list[str]:
         """What a definition's steps need besides the state machine, each executor's agent
         deploying its own (a Lambda step's runner function: lambda_agent.py), as the compiled
         Terraform creates them."""
