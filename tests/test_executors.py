@@ -60,7 +60,8 @@ def test_every_runtime_answers_every_question(name: str) -> None:
 #: == "lambda"``, ``== "ecs"``), an Executor member tested, an output's shape sniffed
 #: (``"Payload" in task``) or a Task's resource type compared.
 _EXECUTOR_TEST = re.compile(r"""executor(\.name|\.value)?\s*[!=]=\s*["']|(?<!service )[!=]=\s*["'](ecs|lambda)["']"""
-                            r"""|["'](ecs|lambda)["']\s*[!=]=|Executor\.(ECS|LAMBDA)\b|["']Payload["']\s+(not\s+)?in\b"""
+                            r"""|["'](ecs|lambda)["']\s*[!=]=|Executor\.(ECS|LAMBDA)\b|executor\s+is\s+(not\s+)?(ECS|LAMBDA)\b"""
+                            r"""|["']Payload["']\s+(not\s+)?in\b"""
                             r"""|resourceType["']\)?\s*[!=]=\s*["']""")
 #: Where an executor may be told by its name: its own classes and the registries.
 _OWN = ("compiler/executors/", "contract/executor_runtime.py", "contract/step_kinds.py", "platform/local/agents.py",

@@ -106,6 +106,11 @@ class StepExecutor(Protocol):
         """Add what running ``steps`` needs besides the state machine (a task definition, a function)."""
         ...
 
+    def token_bindings(self, tf_id: str, steps: list[Step]) -> dict[str, str]:
+        """The ASL's deployment tokens (contract/bindings.py) that its :meth:`resources` bind
+        instead of the base module's outputs (a task definition of the job's own)."""
+        ...
+
 
 @dataclass(frozen=True)
 class Attempt:

@@ -28,7 +28,7 @@ from jobplane.compiler.terraform_iam import ACCOUNT, PARTITION, REGION, executio
 from jobplane.contract import names
 from jobplane.contract import runner as rc
 from jobplane.contract import states as sn
-from jobplane.contract.bindings import token
+from jobplane.contract.bindings import terraform_expressions, token
 from jobplane.contract.types import JsonObject
 
 if TYPE_CHECKING:
@@ -253,6 +253,12 @@ class EcsExecutor:
             statement("PassRunnerRoles", ["iam:PassRole"], ["${local.platform.runner_task_role_arn}", exec_role_arn],
                       [{"test": "StringEquals", "variable": "iam:PassedToService", "values": ["ecs-tasks.amazonaws.com"]}]),
         ]
+
+    def token_bindings(self, tf_id: str, steps: list[Step]) -> dict[str, str]:
+        """The task definition token: the job's own family when its ECS steps need secrets."""
+        if not self.own_task_definition(steps):
+            return {}
+        return {"task_definition": terraform_expressions(tf_id, own_task_definition=True)["task_definition"]}
 
     def resources(self, tf: TerraformContext, steps: list[Step]) -> None:
         """A task definition of its own, only when steps need secrets."""

@@ -202,6 +202,9 @@ class LambdaExecutor:
         # https://docs.aws.amazon.com/step-functions/latest/dg/lambda-iam.html)
         return [statement("InvokeRunnerFunction", ["lambda:InvokeFunction"], [arn, f"{arn}:*"])]
 
+    def token_bindings(self, tf_id: str, steps: list[Step]) -> dict[str, str]:
+        return {}  # its function's name is compiled into the Task, not bound
+
     def resources(self, tf: TerraformContext, steps: list[Step]) -> None:
         """The job's runner function, from the runner image, with a role of its own that reads
         only the secrets its Lambda steps name, in the platform's subnets like an ECS task."""
