@@ -180,3 +180,15 @@ def test_an_executor_added_to_the_registries_is_asked_by_the_engine_the_timeline
         runtime.stops_with_execution = False  # one whose attempts run on is not asked
         assert local_agents.stop_execution({"fake": agent}, "another") == []
     assert agent.asked[-1] == ("deactivate", "")
+
+
+def test_an_executor_without_a_local_agent_is_refused_when_the_engine_starts(tmp_path: Path) -> None:
+    """Not at its first step, deep in a run: the engine names the executor and the table."""
+    runtime = FakeRuntime("none", name="agentless")
+    er.register(runtime)
+    try:
+        with pytest.raises(LookupError, match=r"executors without a local agent .*LOCAL_AGENTS.*'agentless'"):
+            local_agents.start_agents(local_agents.AgentSetup(tmp_path, "jobplane"))
+    finally:
+        er.unregister(runtime.name)
+    assert "agentless" not in er.RUNTIMES
