@@ -177,7 +177,7 @@ def _two_secret_steps(name: str, out: Path) -> Job:
 def test_each_lambda_step_reads_only_its_own_secrets(tmp_path: Path) -> None:
     """The compiled function reads the secrets of all its steps; each compiled Task's payload
     names its own step's, and the real handler and runner give a step those alone."""
-    from jobplane.platform.local.engine import lambda_tasks
+    from jobplane.platform.local.lambda_agent import lambda_tasks
     from jobplane.runner import lambda_handler as lh
 
     job = _two_secret_steps("two-secrets", tmp_path / "env")

@@ -5,7 +5,8 @@ ECS refuses a RunTask whose container overrides exceed 8,192 characters, and a r
 travel in them (JOBPLANE_PARAMS). The compiled Task sends this override; ``jobplane validate``
 checks every job's budget with it. Lambda refuses a function whose environment is over 4 KB
 (contract/lambda_step.py ENVIRONMENT_LIMIT), and the runner function's grows with its steps and
-their secrets: validate checks it with the environment the Terraform sets. It is its own module
+their secrets: validate checks it (the Lambda executor's job_problems) with the environment the
+Terraform sets, built here. It is its own module
 so validate does not import the whole ASL builder (issue 13: validate's start-up).
 """
 
@@ -118,22 +119,3 @@ def longest_source(value: str) -> str:
     if ref.service == "ssm":
         return f"arn:{_LONGEST_PARTITION}:ssm:{_LONGEST_REGION}:{_ACCOUNT}:parameter/{ref.name.lstrip('/')}"
     return f"arn:{_LONGEST_PARTITION}:secretsmanager:{_LONGEST_REGION}:{_ACCOUNT}:secret:{ref.name}-AbCdEf"
-
-
-def lambda_environment_problems(job: Job) -> list[tuple[str, str]]:
-    """(field, message) when the job's runner function's environment, as its Terraform sets it
-    and measured as Lambda measures it, would be over Lambda's 4 KB: Lambda would refuse the
-    function at apply (issue 62 finding 6)."""
-    steps = [s for s in job.runnable_steps() if s.kind.executor.name == "lambda"]
-    if not steps:
-        return []
-    sources = {k: longest_source(v) for s in steps for k, v in sorted(s.secrets.items())}
-    environment = function_environment(job, steps, sources)
-    size = lambda_step.environment_size(environment)
-    if size <= lambda_step.ENVIRONMENT_LIMIT:
-        return []
-    return [("steps", f"its runner function's environment would take {size:,} bytes, over Lambda's "
-                      f"{lambda_step.ENVIRONMENT_LIMIT:,} for a function's environment, which cannot be raised "
-                      f"({lambda_step.ENV_STEP_DIGESTS}: {len(steps)} Lambda steps, {lambda_step.ENV_SECRET_SOURCES}: "
-                      f"{len(sources)} secrets, each ARN at its longest): move some of its Lambda steps to "
-                      "another job, or run them on ECS")]

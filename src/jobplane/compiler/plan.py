@@ -21,14 +21,14 @@ from jobplane.compiler.job_template import placeholder_lines
 from jobplane.compiler.output import catalog_parts, changed_roots, compile_all, job_files
 from jobplane.compiler.shared_roles import job_roles
 from jobplane.compiler.terraform import iam_summary, secret_grants
-from jobplane.contract import lambda_step, layout
+from jobplane.contract import layout
 from jobplane.contract.catalog import CATALOG_FILE, Catalog, CatalogJob, CatalogStep
 from jobplane.contract.config import CONFIG_FILE, PlatformConfig, load_config
 from jobplane.contract.quotas import ROLE_INLINE_POLICY_CHARS
 from jobplane.contract.job_fires import JobSchedule, next_job_fires
 from jobplane.contract.schedule import validate_timezone
 from jobplane.contract.schedule_kinds import kind_of
-from jobplane.contract.step_kinds import Executor, kind_info, per_item_steps
+from jobplane.contract.step_kinds import kind_info, per_item_steps
 from jobplane.contract.types import JsonObject
 
 if TYPE_CHECKING:
@@ -170,23 +170,12 @@ def _step_changes(old: CatalogStep, new: CatalogStep) -> list[str]:
 
 
 def where_steps_run(steps: list[CatalogStep]) -> list[str]:
-    """Which steps run on Lambda, and which short python steps could: the choice docs/dsl.md
-    "Lambda or ECS" explains (a Fargate task starts in tens of seconds, a warm Lambda in about
-    one; a Lambda attempt lasts at most 15 minutes)."""
-    flat = _flat_steps(steps).values()
-    on_lambda = [s.name for s in flat if kind_info(s.kind).executor is Executor.LAMBDA]
-    # an ECS step whose runner dispatch a Lambda function runs too (a python step)
-    could = [s.name for s in flat if kind_info(s.kind).executor is Executor.ECS
-             and kind_info(s.kind).runner_kind in lambda_step.KINDS and s.timeout is not None
-             and s.timeout <= lambda_step.MAX_TIMEOUT]
-    lines = []
-    if on_lambda:
-        lines.append(f"on Lambda: {', '.join(on_lambda)} (at most 15 min an attempt, starts in about a second; "
-                     "docs/dsl.md \"Lambda or ECS\")")
-    if could:
-        lines.append(f"could run on Lambda (python, timeout <= 15m): {', '.join(could)} (jp.lambda starts in about a "
-                     "second, a Fargate task in tens of seconds; docs/dsl.md \"Lambda or ECS\")")
-    return lines
+    """Where the job's steps run, as each executor tells it (compiler/executors/: which steps
+    run on Lambda, and which short python steps could: docs/dsl.md "Lambda or ECS")."""
+    from jobplane.compiler.executors import registry
+
+    flat = list(_flat_steps(steps).values())
+    return [line for executor in registry().values() for line in executor.plan_lines(flat)]
 
 
 def _job_doc(files: dict[str, str], job: str) -> JsonObject:

@@ -81,13 +81,10 @@ def step_peak(step: Step) -> Peak:
     a Lambda invocation, a parallel group's members together, a map's items step and then its
     each step ``max_concurrency`` at a time in one open Map Run."""
     from jobplane.compiler.kinds import GroupKind
-    from jobplane.contract.step_kinds import Executor
 
     if isinstance(step.kind, GroupKind):  # what its members run at once, as its kind says
         return step.kind.peak(step, step_peak)
-    if step.kind.info.executor is Executor.LAMBDA:
-        return Peak(lambda_concurrency=1)
-    return Peak(fargate_vcpu=step.cpu / 1024, network_interfaces=1)
+    return step.kind.executor.peak(step)  # an attempt: as the place it runs says
 
 
 def job_peak(job: Job) -> Peak:

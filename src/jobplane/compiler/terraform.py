@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 
 from jobplane.compiler import kinds
 from jobplane.compiler.executors.base import StepExecutor
-from jobplane.compiler.executors.ecs import ECS
 from jobplane.compiler.calendars import deployed_schedule
 from jobplane.compiler.model import Job, Step
 from jobplane.compiler.terraform_iam import ACCOUNT, PARTITION, REGION, assume, secret_references, statement
@@ -194,11 +193,13 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> JsonObject:
     sm_name = names.state_machine_name(prefix, job.name)
     sm_arn = f"arn:{PARTITION}:states:{REGION}:{ACCOUNT}:stateMachine:{sm_name}"
     tf = JobTerraform(job=job, config=config, tid=tid)
-    ecs_steps = [s for s in job.runnable_steps() if s.kind.executor is ECS]
-    bindings = terraform_expressions(tid, ECS.own_task_definition(ecs_steps))  # what the ASL's tokens bind to
+    executors = executors_of(job)
+    # what the ASL's tokens bind to: the base module's outputs, and what an executor's own
+    # resources stand in for (a job's ECS task definition of its own)
+    bindings = terraform_expressions(tid, False) | {
+        token: value for executor, steps in executors for token, value in executor.token_bindings(tid, steps).items()}
     resource, data, docs = tf.resource, tf.data, tf.docs
     roles, role_policies, attachments = tf.roles, tf.role_policies, tf.attachments
-    executors = executors_of(job)
 
     # -- state machine and its role -------------------------------------------------------
     docs[f"{tid}_sfn_assume"] = _assume("states.amazonaws.com")

@@ -27,13 +27,13 @@ from jobplane.compiler.checked import (Checked as Checked, FileCache as FileCach
 from jobplane.compiler.model import NAME_RE, Job, duplicate_step_problem
 from jobplane.contract import lambda_step
 from jobplane.contract.step_kinds import Executor
-from jobplane.compiler.overrides import lambda_environment_problems, params_budget
+from jobplane.compiler.overrides import params_budget
 from jobplane.compiler.credential_checks import credential_warnings
 from jobplane.compiler.pool_checks import pool_problems
 from jobplane.compiler.secret_scope import scope_problems
 from jobplane.compiler.calendars import calendar_problems, deployed_schedule
 from jobplane.compiler.calendars import names_unknown_country
-from jobplane.compiler.executors.lambda_ import replace_problems
+from jobplane.compiler.executors import by_executor
 from jobplane.compiler.problems import DefinitionError, Problem, rel
 from jobplane.contract import names
 from jobplane.contract import runner as rc
@@ -242,7 +242,9 @@ def _check_file(path: Path, source: str, outcome: Evaluated, config: PlatformCon
         loaded.append(LoadedJob(job, source, budget))
         problems.extend(Problem(source, job.name, where, message) for where, message in scope_problems(job, config))
         problems.extend(notify_problems(source, job, config))
-        problems.extend(Problem(source, job.name, where, message) for where, message in replace_problems(job))
+        problems.extend(Problem(source, job.name, where, message)  # what each place a step runs cannot run of the job
+                        for executor, steps in by_executor(job.runnable_steps())
+                        for where, message in executor.job_problems(job, steps))
         problems.extend(pool_problems(source, job, config))
         problems.extend(found := calendar_problems(source, job, config))
         if job.calendar is not None and not found and names[-1][1] \
@@ -257,7 +259,6 @@ def _check_file(path: Path, source: str, outcome: Evaluated, config: PlatformCon
                                         f"(one of the {len(long)} its calendar's crons deploy beyond the first) would "
                                         f"be {len(long[-1][1])} (AWS allows {long[-1][2]})"))
         problems.extend(override_problems(source, job, budget))
-        problems.extend(Problem(source, job.name, where, message) for where, message in lambda_environment_problems(job))
     jobs = tuple((lj.job.name, lj.job.team, tuple(a.job for a in lj.job.after)) for lj in loaded)
     return FileChecked(tuple(problems), tuple(loaded), tuple(names), source, jobs=jobs,
                        warnings=tuple(credential_warnings([(source, lj.job) for lj in loaded])))

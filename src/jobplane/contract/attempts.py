@@ -17,7 +17,7 @@ from typing import Literal, cast, get_args
 
 from jobplane.contract.arns import resource_name
 from jobplane.contract.attribute_values import json_text
-from jobplane.contract.executor_runtime import REASON_MAX as REASON_MAX, RUNTIMES, runtime_of, task_id as task_id
+from jobplane.contract.executor_runtime import REASON_MAX as REASON_MAX, runtime_of, task_id as task_id
 from jobplane.contract.states import attempt_key, step_key
 from jobplane.contract.record_schema import doc
 from jobplane.contract.types import JsonObject, JsonValue
@@ -100,11 +100,6 @@ def task_facts(text: str | None, with_reason: bool) -> JsonObject:
     if task is None:
         return {"reason": text[:REASON_MAX]} if with_reason and text else {}
     return runtime_of(task).attempt_facts(task, with_reason)
-
-
-def lambda_facts(result: JsonObject, with_reason: bool) -> JsonObject:
-    """A Lambda step's attempt facts (contract/executor_runtime.py ``LambdaRuntime``)."""
-    return RUNTIMES["lambda"].attempt_facts(result, with_reason)
 
 
 def attempt_rows(record_steps: JsonObject, rows: Sequence[Attempt]) -> list[Attempt]:

@@ -21,7 +21,12 @@ characters ECS allows the same values (the step's params are budgeted for ECS's 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+
+from jobplane.contract.step_kinds import Executor, runner_kinds_on
+
+TYPE_CHECKING = False  # standard library only on the Lambda handler's cold path (contract/step_kinds.py)
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 INVOKE_RESOURCE = "arn:aws:states:::lambda:invoke"
 #: The payload's one key: the step's environment, name -> value (strings), as an ECS container's.
@@ -186,8 +191,9 @@ ENV_STEP_DIGESTS = "JOBPLANE_LAMBDA_STEPS"
 #: Task): everything else in a payload is fixed by the compiled definition and digested.
 RUN_TIME_NAMES = frozenset({"JOBPLANE_EXECUTION_ID", "JOBPLANE_SCHEDULED_TIME", "JOBPLANE_TRIGGER", "JOBPLANE_PARAMS",
                             "JOBPLANE_ATTEMPT", "TRACEPARENT"})
-#: The step kinds a Lambda step runs (the target of ``jp.lambda(name, 'pkg.mod:fn')``).
-KINDS = ("python",)
+#: The runner dispatches a runner function runs (the target of ``jp.lambda(name, 'pkg.mod:fn')``):
+#: those of the kinds contract/step_kinds.py declares on the Lambda executor, read from there.
+KINDS: tuple[str, ...] = runner_kinds_on(Executor.LAMBDA)
 
 
 def step_digest(environment: Mapping[str, object]) -> str:

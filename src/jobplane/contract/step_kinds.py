@@ -12,17 +12,19 @@ decides how an attempt's facts and logs are read; the call is what the portal sh
 from __future__ import annotations
 
 import json
-import shlex
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING
 
 from jobplane.contract.runner import DISPATCH
-from jobplane.contract.types import JsonObject
 
+#: Standard-library-only at import (no ``typing``, ``dataclasses``, ``shlex``): the Lambda
+#: handler reads this table on its cold path (contract/lambda_step.py ``KINDS``), where
+#: ``dataclasses`` with ``inspect`` was a third of its imports (issue 66 item 2).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
     from jobplane.contract.catalog import CatalogStep
+    from jobplane.contract.types import JsonObject
 
 
 class Executor(str, Enum):
@@ -40,27 +42,52 @@ def _python_call(target: JsonObject) -> str:
 
 
 def _django_call(target: JsonObject) -> str:
+    import shlex
+
     return " ".join(["manage.py", str(target.get("target", "")),
                      *(shlex.quote(str(a)) for a in target.get("args", [])),
                      *(f"--{k.replace('_', '-')}={shlex.quote(str(v))}" for k, v in (target.get("kwargs") or {}).items())])
 
 
 def _shell_call(target: JsonObject) -> str:
+    import shlex
+
     return shlex.join(str(a) for a in target.get("argv", []))
 
 
-@dataclass(frozen=True)
 class KindInfo:
     """One step kind as the runtime reads it. ``runner_kind``: the runner's dispatch
     (``jobplane-runner run <kind>``), None for a group. ``per_item``: a group whose first member
     lists items and whose second runs once per item (a map): the runtime reads its items'
-    records (progress, re-runs of the failed items)."""
+    records (progress, re-runs of the failed items). A plain immutable class, not a dataclass
+    (see ``TYPE_CHECKING`` above)."""
 
+    __slots__ = ("name", "executor", "runner_kind", "show_call", "per_item")
     name: str
     executor: Executor
     runner_kind: str | None
     show_call: Callable[[JsonObject], str]
-    per_item: bool = False
+    per_item: bool
+
+    def __init__(self, name: str, executor: Executor, runner_kind: str | None, show_call: Callable[[JsonObject], str],
+                 per_item: bool = False):
+        for slot, value in zip(self.__slots__, (name, executor, runner_kind, show_call, per_item)):
+            object.__setattr__(self, slot, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"KindInfo is read-only: cannot set {name!r}")
+
+    def _fields(self) -> tuple[object, ...]:
+        return tuple(getattr(self, slot) for slot in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        return self._fields() == other._fields() if isinstance(other, KindInfo) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return "KindInfo(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__) + ")"
 
     def call(self, target: JsonObject | None) -> str:
         """The step's target as a person would write the call (the portal, `jobplane plan`)."""
@@ -85,6 +112,12 @@ _BY_NAME = {k.name: k for k in KINDS}
 RUNNER_KINDS: tuple[str, ...] = tuple(dict.fromkeys(k.runner_kind for k in KINDS if k.runner_kind))
 if _undispatched := [k for k in RUNNER_KINDS if k not in DISPATCH]:  # a kind the runner would refuse
     raise ValueError(f"step kinds name runner kinds without a line in contract/runner.py DISPATCH: {_undispatched}")
+
+
+def runner_kinds_on(executor: Executor) -> tuple[str, ...]:
+    """The runner dispatches of the kinds that run on ``executor``, in registry order, once each
+    (what its runtime must be able to run: contract/lambda_step.py ``KINDS``)."""
+    return tuple(dict.fromkeys(k.runner_kind for k in KINDS if k.executor is executor and k.runner_kind))
 
 
 def kind_info(name: str) -> KindInfo:

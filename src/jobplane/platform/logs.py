@@ -5,6 +5,8 @@ On AWS the runner container's awslogs driver writes one CloudWatch Logs stream p
 very same streams to the embedded AWS. So the portal, ``jobplane logs`` and the alerts' error
 excerpt read logs through one boto3 client in both places. A stream's name knows only its task:
 which task ran which attempt comes from the execution history (the timeline rows' ``task_id``).
+Where each attempt's log is (its own stream, or its lines of a stream it shares) is the
+executor's to say (contract/executor_runtime.py ``log_place``), not this module's.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Protocol
 
 from jobplane.contract import runner as rc
 from jobplane.contract.attempts import Attempt
+from jobplane.contract.executor_runtime import SharedLog, log_place
 from jobplane.contract.lambda_step import invocation_lines
 from jobplane.contract.types import Client, JsonObject
 
@@ -23,23 +26,12 @@ from jobplane.contract.types import Client, JsonObject
 READ_LIMIT = 1_000_000
 
 
+#: An attempt's lines of a stream it shares (a Lambda invocation's): contract/executor_runtime.py.
+LambdaLog = SharedLog
+
+
 class LogSource(Protocol):
-    def read(self, task_id: str, limit: int, where: LambdaLog | None = None) -> str: ...
-
-
-@dataclass(frozen=True)
-class LambdaLog:
-    """Where a Lambda attempt's output is: its function's group, the stream of the execution
-    environment that ran it (shared with the invocations it ran before and after: only this
-    request's lines are read, contract/lambda_step.py invocation_lines)."""
-
-    group: str
-    stream: str
-    #: An attempt whose Task timed out has no answer, so no stream: its lines are found by the
-    #: run's identity the runner writes on each (execution id, step, attempt).
-    execution: str = ""
-    step: str = ""
-    attempt: int = 0
+    def read(self, task_id: str, limit: int, where: SharedLog | None = None) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -48,7 +40,7 @@ class LogStream:
     attempt: int
     task_id: str  # the ECS task, or the Lambda invocation's request id
     source: LogSource
-    where: LambdaLog | None = None  # a Lambda attempt's; an ECS task's stream is named by its id
+    where: SharedLog | None = None  # its lines of a shared stream; None: its own stream, named by its id
 
     def read(self, limit: int = READ_LIMIT) -> str:
         """The stream's text, one line per log event; the last ``limit`` characters of a long one."""
@@ -66,21 +58,16 @@ class LogStream:
 def streams_of(source: LogSource, rows: Sequence[Attempt], step: str | None = None,
                execution: str | None = None) -> list[LogStream]:
     """The log streams of an execution's attempts (timeline rows), in the order they ran; with
-    ``execution`` (its name), also the Lambda attempts that timed out before they answered."""
+    ``execution`` (its name), also the attempts found by their run's identity (a Lambda
+    attempt that timed out before it answered). Where each is, its executor says."""
     out, seen = [], set()
     for row in rows:
         if step is not None and row.step != step:
             continue
-        where = None
-        task_id = row.task_id or row.log_stream
-        if row.log_group and row.log_stream:
-            where = LambdaLog(row.log_group, row.log_stream)
-        elif row.log_group and execution and not task_id:
-            task_id = f"{row.step}#{row.attempt}"
-            where = LambdaLog(row.log_group, "", execution, row.step, row.attempt)
-        if task_id and task_id not in seen:
-            seen.add(task_id)
-            out.append(LogStream(row.step, row.attempt, task_id, source, where))
+        place = log_place(row, execution)
+        if place is not None and place.key and place.key not in seen:
+            seen.add(place.key)
+            out.append(LogStream(row.step, row.attempt, place.key, source, place.shared))
     return out
 
 
@@ -94,17 +81,18 @@ class StepLogs:
     def streams(self, rows: Sequence[Attempt], step: str | None = None, execution: str | None = None) -> list[LogStream]:
         return streams_of(self, rows, step, execution)
 
-    def read(self, task_id: str, limit: int = READ_LIMIT, where: LambdaLog | None = None) -> str:
+    def read(self, task_id: str, limit: int = READ_LIMIT, where: SharedLog | None = None) -> str:
         """Newest events first, page by page backwards, until ``limit`` characters: a long log
         shows its end, where the error is. A stream not created yet (the task is starting) is
-        empty. A Lambda attempt's (``where``): its invocation's lines of its function's stream."""
+        empty. An attempt's lines of a shared stream (``where``: a Lambda invocation's), its
+        request's lines, or its run's identity's where it has no stream."""
         if where is not None and not where.stream:
             return self._read_by_identity(limit, where)
         if where is not None:
             return self._read_invocation(task_id, limit, where)
         return self._read(self.group, rc.log_stream(task_id), limit)
 
-    def _read_invocation(self, request_id: str, limit: int, where: LambdaLog) -> str:
+    def _read_invocation(self, request_id: str, limit: int, where: SharedLog) -> str:
         """Read forwards (an execution environment's stream holds every invocation it served, in
         order; this one's lines are few next to a long-lived stream's) from the head, then keep
         the lines between this request's START and END (contract/lambda_step.py)."""
@@ -124,7 +112,7 @@ class StepLogs:
         text = "".join(line + "\n" for line in invocation_lines(lines, request_id))
         return ("[... earlier lines not shown ...]\n" + text[-limit:]) if len(text) > limit else text
 
-    def _read_by_identity(self, limit: int, where: LambdaLog) -> str:
+    def _read_by_identity(self, limit: int, where: SharedLog) -> str:
         """The lines of an attempt that never answered (its Task timed out): those of its
         function's group that carry its run's identity (the runner's and the handler's JSON
         lines), found with a filter on the execution's name, in the order they were written."""

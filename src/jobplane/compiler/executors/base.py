@@ -11,7 +11,9 @@ from jobplane.contract.types import JsonObject
 if TYPE_CHECKING:
     from jobplane.compiler.choice_rules import Rule, Test
     from jobplane.compiler.model import Job, Step
+    from jobplane.compiler.peak import Peak
     from jobplane.compiler.states import Graph, Retry
+    from jobplane.contract.catalog import CatalogStep
     from jobplane.contract.config import PlatformConfig
     from jobplane.contract.statuses import Event, ExecutionStatus
 
@@ -74,6 +76,24 @@ class StepExecutor(Protocol):
         """The same, on a definition that may not validate (reported with its other problems)."""
         ...
 
+    def job_problems(self, job: Job, steps: list[Step]) -> Iterator[tuple[str, str]]:
+        """(field, message): what this place cannot run of the job as a whole (``steps``: the
+        job's steps it runs), such as a policy it cannot keep or a limit their sum is over."""
+        ...
+
+    def peak(self, step: Step) -> Peak:
+        """What one attempt of ``step`` holds at once, per concurrent quota (compiler/quota_usage.py)."""
+        ...
+
+    #: Whether it can run a map's each step: the item reaches that step in its environment,
+    #: one Task per item under the Map's concurrency (compiler/kinds/map_.py)
+    runs_map_items: bool
+
+    def plan_lines(self, steps: list[CatalogStep]) -> list[str]:
+        """What ``jobplane plan`` says of where the job's ``steps`` (a catalog's, groups' members
+        included) run on this executor, or could."""
+        ...
+
     def attempt_states(self, b: AttemptBuilder, step: Step, nxt: str, is_last: bool, into: Graph, record: bool) -> str:
         """Add the states of the step's attempts to ``into``; return the first one's name."""
         ...
@@ -84,6 +104,11 @@ class StepExecutor(Protocol):
 
     def resources(self, tf: TerraformContext, steps: list[Step]) -> None:
         """Add what running ``steps`` needs besides the state machine (a task definition, a function)."""
+        ...
+
+    def token_bindings(self, tf_id: str, steps: list[Step]) -> dict[str, str]:
+        """The ASL's deployment tokens (contract/bindings.py) that its :meth:`resources` bind
+        instead of the base module's outputs (a task definition of the job's own)."""
         ...
 
 

@@ -28,11 +28,13 @@ from jobplane.compiler.terraform_iam import ACCOUNT, PARTITION, REGION, executio
 from jobplane.contract import names
 from jobplane.contract import runner as rc
 from jobplane.contract import states as sn
-from jobplane.contract.bindings import token
+from jobplane.contract.bindings import terraform_expressions, token
 from jobplane.contract.types import JsonObject
 
 if TYPE_CHECKING:
-    from jobplane.compiler.model import Step
+    from jobplane.compiler.model import Job, Step
+    from jobplane.compiler.peak import Peak
+    from jobplane.contract.catalog import CatalogStep
 
 RUN_TASK = "arn:aws:states:::ecs:runTask.sync"
 # Launch failures, capacity and throttling: not the step's fault, retried with backoff, then
@@ -101,6 +103,7 @@ def _stop_code_rules(cause: str, codes: tuple[str, ...]) -> list[Rule]:
 
 class EcsExecutor:
     name = "ecs"
+    runs_map_items = True  # the item in the task's environment (compiler/map_states.py)
 
     def problems(self, step: Step) -> Iterator[str]:
         if size_problem := fargate_size_problem(step.cpu, step.memory):
@@ -110,6 +113,18 @@ class EcsExecutor:
         cpu, memory = step.get("cpu", 256), step.get("memory", 512)
         if type(cpu) is int and type(memory) is int and (size := fargate_size_problem(cpu, memory)):
             yield size
+
+    def job_problems(self, job: Job, steps: list[Step]) -> Iterator[tuple[str, str]]:
+        return iter(())
+
+    def plan_lines(self, steps: list[CatalogStep]) -> list[str]:
+        return []  # where a step runs unless it says otherwise
+
+    def peak(self, step: Step) -> Peak:
+        """A Fargate task: its cpu (Fargate CPU units / 1,024) and its one network interface (awsvpc)."""
+        from jobplane.compiler.peak import Peak
+
+        return Peak(fargate_vcpu=step.cpu / 1024, network_interfaces=1)
 
     def run_task_parameters(self, b: AttemptBuilder, step: Step, counter: str | None) -> JsonObject:
         """RunTask's parameters; ``counter``: where the attempt number is (None: one attempt)."""
@@ -238,6 +253,12 @@ class EcsExecutor:
             statement("PassRunnerRoles", ["iam:PassRole"], ["${local.platform.runner_task_role_arn}", exec_role_arn],
                       [{"test": "StringEquals", "variable": "iam:PassedToService", "values": ["ecs-tasks.amazonaws.com"]}]),
         ]
+
+    def token_bindings(self, tf_id: str, steps: list[Step]) -> dict[str, str]:
+        """The task definition token: the job's own family when its ECS steps need secrets."""
+        if not self.own_task_definition(steps):
+            return {}
+        return {"task_definition": terraform_expressions(tf_id, own_task_definition=True)["task_definition"]}
 
     def resources(self, tf: TerraformContext, steps: list[Step]) -> None:
         """A task definition of its own, only when steps need secrets."""

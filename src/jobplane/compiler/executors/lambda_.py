@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from jobplane.compiler.choice_rules import Test, When, all_of
 from jobplane.compiler.executors.base import Attempt, AttemptBuilder, TerraformContext, error_is, infra_left, infra_states
-from jobplane.compiler.overrides import function_environment, step_environment
+from jobplane.compiler.overrides import function_environment, longest_source, step_environment
 from jobplane.compiler.state_data import ERROR
 from jobplane.compiler.states import Catch, Choice, Graph, Retry, Task
 from jobplane.compiler.terraform_iam import ACCOUNT, PARTITION, REGION, assume, secret_scope_tags, secret_statements, statement
@@ -31,6 +31,8 @@ from jobplane.contract.types import JsonObject
 
 if TYPE_CHECKING:
     from jobplane.compiler.model import Job, Step
+    from jobplane.compiler.peak import Peak
+    from jobplane.contract.catalog import CatalogStep
 
 # AWS's recommended retry of the service's transient errors (contract/lambda_step.py), with jitter
 # so many steps throttled at once do not retry in step.
@@ -45,8 +47,8 @@ MEMORY_RANGE = (128, 10240)
 LOG_RETENTION_DAYS = 365
 
 
-def replace_problems(job: Job) -> Iterator[tuple[str, str]]:
-    """(field, message): REPLACE is refused for a job with Lambda steps.
+def replace_problems(job: Job, steps: list[Step]) -> Iterator[tuple[str, str]]:
+    """(field, message): REPLACE is refused for a job with Lambda steps (``steps``).
 
     REPLACE promises that the newer run runs *in place of* the older one (docs/dsl.md,
     Policies): the older execution is stopped, and with it its step's work. An ECS step's task is
@@ -55,19 +57,35 @@ def replace_problems(job: Job) -> Iterator[tuple[str, str]]:
     accepts). A Lambda step is a synchronous ``lambda:invoke``: stopping the execution does not
     stop the invocation, which runs to its end (up to 15 minutes) beside the newer run, the
     overlap REPLACE exists to prevent ("Invoke": an invocation cannot be cancelled,
-    https://docs.aws.amazon.com/lambda/latest/api/API_Invoke.html). Having the handler poll its
-    own execution and kill the step would stop it seconds late, and give every runner function a
-    grant on Step Functions and a path to its endpoint: refused instead, with what to do."""
+    https://docs.aws.amazon.com/lambda/latest/api/API_Invoke.html; contract/executor_runtime.py
+    ``LambdaRuntime.stops_with_execution``). Having the handler poll its own execution and kill
+    the step would stop it seconds late, and give every runner function a grant on Step
+    Functions and a path to its endpoint: refused instead, with what to do."""
     from jobplane.contract.statuses import Policy
-    from jobplane.contract.step_kinds import Executor
 
-    if job.policy is not Policy.REPLACE:
+    if job.policy is not Policy.REPLACE or not steps:
         return
-    on_lambda = [s.name for s in job.runnable_steps() if s.kind.info.executor is Executor.LAMBDA]
-    if on_lambda:
-        yield ("policy", f"REPLACE cannot stop a Lambda step ({', '.join(map(repr, on_lambda))}): stopping a run does "
-                         "not stop its Lambda invocation, which would run on beside the newer run; run those steps on "
-                         "ECS (jp.python), or choose SKIP_IF_RUNNING (docs/dsl.md, Policies)")
+    yield ("policy", f"REPLACE cannot stop a Lambda step ({', '.join(repr(s.name) for s in steps)}): stopping a run does "
+                     "not stop its Lambda invocation, which would run on beside the newer run; run those steps on "
+                     "ECS (jp.python), or choose SKIP_IF_RUNNING (docs/dsl.md, Policies)")
+
+
+def environment_problems(job: Job, steps: list[Step]) -> Iterator[tuple[str, str]]:
+    """(field, message) when the job's runner function's environment (for ``steps``, its Lambda
+    steps), as its Terraform sets it and measured as Lambda measures it, would be over Lambda's
+    4 KB: Lambda would refuse the function at apply (issue 62 finding 6)."""
+    if not steps:
+        return
+    sources = {k: longest_source(v) for s in steps for k, v in sorted(s.secrets.items())}
+    environment = function_environment(job, steps, sources)
+    size = lambda_step.environment_size(environment)
+    if size <= lambda_step.ENVIRONMENT_LIMIT:
+        return
+    yield ("steps", f"its runner function's environment would take {size:,} bytes, over Lambda's "
+                    f"{lambda_step.ENVIRONMENT_LIMIT:,} for a function's environment, which cannot be raised "
+                    f"({lambda_step.ENV_STEP_DIGESTS}: {len(steps)} Lambda steps, {lambda_step.ENV_SECRET_SOURCES}: "
+                    f"{len(sources)} secrets, each ARN at its longest): move some of its Lambda steps to "
+                    "another job, or run them on ECS")
 
 
 def payload(b: AttemptBuilder, step: Step, counter: str | None) -> JsonObject:
@@ -83,6 +101,7 @@ def payload(b: AttemptBuilder, step: Step, counter: str | None) -> JsonObject:
 
 class LambdaExecutor:
     name = "lambda"
+    runs_map_items = False  # a map's each step runs on ECS
     #: checkov findings a runner function cannot fix, with why: written into the team root's
     #: .checkov.yaml by the compiler (checkov reads no inline skip in a .tf.json), so the root
     #: passes `make tfcheck` with each reason on record. Only Lambda functions have these checks,
@@ -113,6 +132,36 @@ class LambdaExecutor:
 
     def raw_problems(self, step: JsonObject) -> Iterator[str]:
         return iter(())
+
+    def job_problems(self, job: Job, steps: list[Step]) -> Iterator[tuple[str, str]]:
+        yield from replace_problems(job, steps)
+        yield from environment_problems(job, steps)
+
+    def plan_lines(self, steps: list[CatalogStep]) -> list[str]:
+        """Which steps run on Lambda, and which short steps of another executor could: those
+        whose runner dispatch a runner function runs too (a python step), with a timeout Lambda
+        allows. The choice docs/dsl.md "Lambda or ECS" explains (a Fargate task starts in tens
+        of seconds, a warm Lambda in about one; a Lambda attempt lasts at most 15 minutes)."""
+        from jobplane.contract.step_kinds import Executor, kind_info
+
+        on_lambda = [s.name for s in steps if kind_info(s.kind).executor.value == self.name]
+        could = [s.name for s in steps if kind_info(s.kind).executor not in (Executor.GROUP, Executor(self.name))
+                 and kind_info(s.kind).runner_kind in lambda_step.KINDS and s.timeout is not None
+                 and s.timeout <= lambda_step.MAX_TIMEOUT]
+        lines = []
+        if on_lambda:
+            lines.append(f"on Lambda: {', '.join(on_lambda)} (at most 15 min an attempt, starts in about a second; "
+                         "docs/dsl.md \"Lambda or ECS\")")
+        if could:
+            lines.append(f"could run on Lambda (python, timeout <= 15m): {', '.join(could)} (jp.lambda starts in about a "
+                         "second, a Fargate task in tens of seconds; docs/dsl.md \"Lambda or ECS\")")
+        return lines
+
+    def peak(self, step: Step) -> Peak:
+        """One invocation of the account's Lambda concurrency."""
+        from jobplane.compiler.peak import Peak
+
+        return Peak(lambda_concurrency=1)
 
     def attempt_states(self, b: AttemptBuilder, step: Step, nxt: str, is_last: bool, into: Graph, record: bool) -> str:
         a = Attempt.of(b, step, into, record)
@@ -152,6 +201,9 @@ class LambdaExecutor:
         # InvokeFunction on the function and its versions ("IAM policies for invoking AWS Lambda",
         # https://docs.aws.amazon.com/step-functions/latest/dg/lambda-iam.html)
         return [statement("InvokeRunnerFunction", ["lambda:InvokeFunction"], [arn, f"{arn}:*"])]
+
+    def token_bindings(self, tf_id: str, steps: list[Step]) -> dict[str, str]:
+        return {}  # its function's name is compiled into the Task, not bound
 
     def resources(self, tf: TerraformContext, steps: list[Step]) -> None:
         """The job's runner function, from the runner image, with a role of its own that reads

@@ -55,7 +55,10 @@ class StepKind:
 
     @property
     def executor(self) -> StepExecutor:
-        raise NotImplementedError
+        """The executor contract/step_kinds.py declares for this kind (its one declaration)."""
+        from jobplane.compiler.executors import executor_named
+
+        return executor_named(self.info.executor.value)
 
     def problems(self, step: Step) -> Iterator[str]:
         """Rules across the step's fields that only this kind has (its executor's sizes, a
@@ -98,13 +101,7 @@ class StepKind:
 
 
 class EcsKind(StepKind):
-    """A kind whose attempts run the runner image as an ECS task on Fargate."""
-
-    @property
-    def executor(self) -> StepExecutor:
-        from jobplane.compiler.executors.ecs import ECS
-
-        return ECS
+    """A kind whose attempts run the runner image as an ECS task on Fargate (contract/step_kinds.py)."""
 
 
 class GroupKind(StepKind):

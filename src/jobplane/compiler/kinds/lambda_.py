@@ -17,7 +17,6 @@ from jobplane.contract import lambda_step
 from jobplane.contract.types import JsonObject
 
 if TYPE_CHECKING:
-    from jobplane.compiler.executors.base import StepExecutor
     from jobplane.compiler.model import Step
 
 
@@ -28,12 +27,6 @@ class LambdaKind(StepKind):
     helper = "lambda(name, target, kwargs={}, opts={})"
     #: what a Lambda step has instead of the common defaults: Lambda's own limit as its timeout
     defaults: JsonObject = {"timeout": lambda_step.MAX_TIMEOUT}
-
-    @property
-    def executor(self) -> StepExecutor:
-        from jobplane.compiler.executors.lambda_ import LAMBDA
-
-        return LAMBDA
 
     def problems(self, step: Step) -> Iterator[str]:
         yield from self.executor.problems(step)

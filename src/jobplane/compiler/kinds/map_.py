@@ -97,7 +97,7 @@ class MapKind(GroupKind):
         items, each = spec.items, spec.each
         if items.kind.name != "python":
             yield f"a map's items step must be a python step (its function returns the items), not {items.kind.name}"
-        if each.parallel is not None or each.kind.info.executor.value != "ecs":
+        if isinstance(each.kind, GroupKind) or not each.kind.executor.runs_map_items:
             yield (f"a map's each step runs on ECS (python, celery, django or shell), not {each.kind.name}: "
                    "its item reaches it in the task's environment")
         if step.retry.attempts > 1:

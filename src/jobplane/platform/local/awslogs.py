@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import IO, BinaryIO, Callable
 
 from jobplane.contract.lambda_step import function_of_log_group, invocation_lines
-from jobplane.platform.logs import LambdaLog, LogStream
+from jobplane.contract.executor_runtime import SharedLog
+from jobplane.platform.logs import LogStream
 from jobplane.contract.types import JsonObject
 
 log = logging.getLogger(__name__)
@@ -79,7 +80,7 @@ class LogCache:
                                                                  task_id, self, _lambda_log(path))))
         return [s for _, s in sorted(found, key=lambda f: (f[0], f[1].step, f[1].attempt))]
 
-    def read(self, task_id: str, limit: int, where: LambdaLog | None = None) -> str:
+    def read(self, task_id: str, limit: int, where: SharedLog | None = None) -> str:
         """A task's (or a Lambda invocation's: ``task_id`` its request id) cached output."""
         path = next(self.log_dir.glob(f"*/*.{_safe(task_id)}.jsonl"), None)
         if path is None:
@@ -104,7 +105,7 @@ class LogCache:
         return count
 
 
-def _lambda_log(path: Path) -> LambdaLog | None:
+def _lambda_log(path: Path) -> SharedLog | None:
     """Where a Lambda invocation's cached stream was (its header), None for a task's."""
     with open(path, "rb") as f:
         try:
@@ -112,7 +113,7 @@ def _lambda_log(path: Path) -> LambdaLog | None:
         except ValueError:
             return None
     if isinstance(header, dict) and function_of_log_group(str(header.get("group", ""))):
-        return LambdaLog(str(header["group"]), str(header.get("stream", "")))
+        return SharedLog(str(header["group"]), str(header.get("stream", "")))
     return None
 
 

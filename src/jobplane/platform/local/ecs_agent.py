@@ -42,6 +42,8 @@ from jobplane.contract.types import JsonObject
 if TYPE_CHECKING:
     from moto.ecs.models import Task
 
+    from jobplane.platform.local.agents import Deployment
+
 log = logging.getLogger(__name__)
 
 FINISHED_KEPT = 1000
@@ -223,8 +225,14 @@ class LocalEcsAgent:
         self.stop(arn)
         return running.task
 
-    def stop_execution_tasks(self, execution_id: str) -> list[str]:
-        """What Step Functions does for a .sync task when its execution is stopped or times out."""
+    def deploy(self, definition: str, deployment: Deployment) -> list[str]:
+        """Nothing: every ECS step runs the runner's task definition, which the engine provisions
+        as the base module does (its log group included)."""
+        return []
+
+    def stop_execution(self, execution_id: str) -> list[str]:
+        """What Step Functions does for a .sync task when its execution is stopped or times out
+        (contract/executor_runtime.py ``EcsRuntime.stops_with_execution``): StopTask."""
         with self._lock:
             arns = [arn for arn, t in self.tasks.items() if t.execution_id == execution_id]
         for arn in arns:

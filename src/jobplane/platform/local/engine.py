@@ -5,10 +5,12 @@ The deployed state machine definition is the compiler's ASL with the deployment 
 the local resources (:func:`jobplane.contract.bindings.bind`), exactly as Terraform binds them
 to the base module's outputs in production.
 
-Steps run for real: the local ECS agent (:mod:`jobplane.platform.local.ecs_agent`) starts
-``jobplane-runner`` as a subprocess for each ``ecs:runTask``. When an execution ends, the engine
-does what AWS does around it: stops the ECS tasks of a stopped or timed-out execution, and
-feeds the reconciler as the base module's EventBridge rule would.
+Steps run for real: each executor's local agent (:mod:`jobplane.platform.local.agents`: the ECS
+agent starts ``jobplane-runner`` as a subprocess for each ``ecs:runTask``, the Lambda agent runs
+the runner's handler for each runner function's Invoke). When an execution ends, the engine does
+what AWS does around it: has the agents of the executors whose attempts stop with their
+execution stop those of a stopped or timed-out one, and feeds the reconciler as the base
+module's EventBridge rule would.
 
 Two modes: in-process (``LocalAWS()``, for tests: boto3 calls in this process are intercepted)
 and server (``LocalAWS(server_port=4566)``, for ``jobplane dev``: moto's HTTP server runs in
@@ -49,6 +51,9 @@ from jobplane.platform.local import moto_patches
 from jobplane.platform.local.front import Credentials
 
 if TYPE_CHECKING:  # imported where used: the reconciler's module is the Lambda's, loaded only for it
+    from jobplane.platform.local.agents import LocalAgent
+    from jobplane.platform.local.ecs_agent import LocalEcsAgent
+    from jobplane.platform.local.lambda_agent import LocalLambdaAgent
     from jobplane.platform.logs import StepLogs
     from jobplane.platform.reconciler import Reconciler
     from jobplane.platform.repository import Repository
@@ -59,24 +64,6 @@ REGION = "us-east-1"
 #: How many ended executions LocalAWS.wait_reconciled can still be asked about.
 ENDED_KEPT = 100_000
 ACCOUNT = moto_patches.ACCOUNT
-
-
-def lambda_tasks(node: JsonValue) -> list[JsonObject]:
-    """Every Task state of a definition (Parallel branches and Map processors included) that
-    invokes a Lambda function (contract/lambda_step.py INVOKE_RESOURCE)."""
-    from jobplane.contract import lambda_step as ls
-
-    found: list[JsonObject] = []
-    stack = [node]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            if item.get("Type") == "Task" and item.get("Resource") == ls.INVOKE_RESOURCE:
-                found.append(item)
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return found
 
 
 if TYPE_CHECKING:
@@ -150,8 +137,7 @@ class LocalAWS:
     def __enter__(self) -> LocalAWS:
         from moto import mock_aws
 
-        from jobplane.platform.local.ecs_agent import LocalEcsAgent
-        from jobplane.platform.local.lambda_agent import LocalLambdaAgent
+        from jobplane.platform.local.agents import AgentSetup, start_agents
 
         moto_patches.apply(*(self.fixes or ()))
         self._faults_before = local_faults.active()
@@ -180,8 +166,8 @@ class LocalAWS:
         task_role = ({"AWS_ENDPOINT_URL": str(self.endpoint_url), "AWS_ACCESS_KEY_ID": self.credentials.access_key_id,
                       "AWS_SECRET_ACCESS_KEY": self.credentials.secret_access_key, "AWS_DEFAULT_REGION": self.region}
                      if self.endpoint_url else {})
-        self.agent = LocalEcsAgent(self.log_dir, self.env, task_role_env=task_role).activate()
-        self.lambda_agent = LocalLambdaAgent(Path(self.log_dir), self.prefix, self.env).activate()
+        #: executor name -> its local agent (platform/local/agents.py), one for each executor
+        self.agents: dict[str, LocalAgent] = start_agents(AgentSetup(Path(self.log_dir), self.prefix, self.env, task_role))
         self._listener: Callable[[str, str, str], None] = self._on_status
         moto_patches.STATUS_LISTENERS.append(self._listener)
         self._ended = threading.Condition()
@@ -191,8 +177,8 @@ class LocalAWS:
     def __exit__(self, *exc: object) -> None:
 
         self.stop_all()
-        self.agent.deactivate()
-        self.lambda_agent.deactivate()
+        for agent in self.agents.values():
+            agent.deactivate()
         with self._ended:  # let status handlers that already started finish against the mock
             self._ended.wait_for(lambda: self._inflight == 0, timeout=30)
         if self._listener in moto_patches.STATUS_LISTENERS:
@@ -230,6 +216,20 @@ class LocalAWS:
         self._server.start()
 
     @property
+    def agent(self) -> LocalEcsAgent:
+        """The ECS executor's agent (tests reach its tasks and processes)."""
+        from jobplane.platform.local.ecs_agent import LocalEcsAgent
+
+        return next(a for a in self.agents.values() if isinstance(a, LocalEcsAgent))
+
+    @property
+    def lambda_agent(self) -> LocalLambdaAgent:
+        """The Lambda executor's agent (tests reach its running invocations)."""
+        from jobplane.platform.local.lambda_agent import LocalLambdaAgent
+
+        return next(a for a in self.agents.values() if isinstance(a, LocalLambdaAgent))
+
+    @property
     def endpoint_url(self) -> str | None:
         return f"http://127.0.0.1:{self.server_port}" if self.server_port else None
 
@@ -251,7 +251,9 @@ class LocalAWS:
 
     def _handle_status(self, execution_arn: str, status: str) -> None:
         if status in ("ABORTED", "TIMED_OUT"):
-            self.agent.stop_execution_tasks(ExecutionArn.parse(execution_arn).name)
+            from jobplane.platform.local.agents import stop_execution
+
+            stop_execution(self.agents, ExecutionArn.parse(execution_arn).name)
         try:
             self.deliver_status_event(execution_arn, status)
         except Exception:  # EventBridge retries a failed target, then dead-letters: say so loudly
@@ -421,7 +423,7 @@ class LocalAWS:
     def deploy(self, job: str, asl_text: str, **overrides: str) -> str:
         """Create (or update) a job's state machine from its compiled ASL."""
         definition = bind(asl_text, self.bindings(**overrides))
-        self.deploy_functions(definition)
+        self.deploy_step_resources(definition)
         if job in self.state_machines:
             self.client("stepfunctions").update_state_machine(
                 stateMachineArn=self.state_machines[job], definition=definition)
@@ -430,39 +432,11 @@ class LocalAWS:
                 names.state_machine_name(self.prefix, job), definition, self.resources["role_arn"])
         return self.state_machines[job]
 
-    def deploy_functions(self, definition: str) -> list[str]:
-        """Create (or update) the runner functions a definition's Lambda steps invoke, as the
-        compiled Terraform creates them: each deployed for the steps that invoke it (the digests
-        of their fixed environments, contract/lambda_step.py ENV_STEP_DIGESTS) with a timeout
-        FUNCTION_TIMEOUT_MARGIN past the longest step's. The local Lambda agent runs them."""
-        from jobplane.contract import lambda_step as ls
-
-        if ls.INVOKE_RESOURCE not in definition and "\\u" not in definition:
-            # no Lambda step (its resource is written as is, unless escaped): reading the whole
-            # definition for none took a third of a restart's deploy (bench/dev_scale.py)
-            return []
-        functions: dict[str, tuple[set[str], int]] = {}
-        for task in lambda_tasks(json.loads(definition)):
-            params = task.get("Parameters") or {}
-            name, payload = params.get("FunctionName"), params.get("Payload") or {}
-            env = payload.get(ls.PAYLOAD_ENVIRONMENT) if isinstance(payload, dict) else None
-            if not isinstance(name, str) or not isinstance(env, dict):
-                continue
-            digests, timeout = functions.setdefault(name, (set(), 0))
-            timeout = max(timeout, int(task.get("TimeoutSeconds") or 60) + ls.FUNCTION_TIMEOUT_MARGIN)
-            functions[name] = (digests | {ls.step_digest(env)}, min(timeout, ls.MAX_TIMEOUT))
-        client = self.client("lambda")
-        for name, (digests, timeout) in functions.items():
-            config: JsonObject = {"FunctionName": name, "Timeout": timeout, "MemorySize": 512,
-                                  "Environment": {"Variables": {ls.ENV_STEP_DIGESTS: ",".join(sorted(digests))}}}
-            try:
-                client.get_function(FunctionName=name)
-            except client.exceptions.ResourceNotFoundException:
-                client.create_function(**config, Role=self.resources["role_arn"], PackageType="Image",
-                                       Code={"ImageUri": f"{ACCOUNT}.dkr.ecr.{self.region}.amazonaws.com/jobplane-runner:local"})
-            else:
-                client.update_function_configuration(**config)
-        return sorted(functions)
+    def deploy_step_resources(self, definition: str) -> list[str]:
+        """What a definition's steps need besides the state machine, each executor's agent
+        deploying its own (a Lambda step's runner function: lambda_agent.py), as the compiled
+        Terraform creates them."""
+        return [name for agent in self.agents.values() for name in agent.deploy(definition, self)]
 
     def deploy_output(self, output_dir: Path | str, source: JobSource | None = None, **overrides: str) -> list[str]:
         """Deploy every job of a compiler output directory: its state machine from the ASL its
@@ -477,7 +451,9 @@ class LocalAWS:
         catalog = self.catalog = Catalog.load(output_dir)
         from jobplane.platform.local.declared_secrets import declared_names
 
-        self.agent.declared_secrets = self.lambda_agent.declared_secrets = declared_names(catalog)  # issue 65 item 2
+        declared = declared_names(catalog)  # issue 65 item 2
+        for agent in self.agents.values():
+            agent.declared_secrets = declared
         self.catalog_dir = Path(output_dir)
         self.after_rules = {}
         for job in catalog.jobs:

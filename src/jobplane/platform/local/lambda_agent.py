@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from jobplane.contract import lambda_step as ls
 from jobplane.contract import runner as rc
-from jobplane.contract.types import JsonObject
+from jobplane.contract.types import JsonObject, JsonValue
 from jobplane.platform.local import moto_patches
 from jobplane.platform.local.awslogs import Destination, LogCache, start_shipping
 from jobplane.platform.local.declared_secrets import LAMBDA, with_names
@@ -54,6 +54,8 @@ from jobplane.platform.local.ecs_agent import SHIP_WAIT_SECONDS, container_env, 
 if TYPE_CHECKING:
     from moto.awslambda.models import LambdaFunction
 
+    from jobplane.platform.local.agents import Deployment
+
 log = logging.getLogger(__name__)
 
 #: Set in each invocation's step environment: how the agent finds the processes an invocation
@@ -61,6 +63,22 @@ log = logging.getLogger(__name__)
 ENV_INVOCATION_MARK = "JOBPLANE_LOCAL_INVOCATION"
 #: How long past the function's timeout its process may still answer before it is killed.
 KILL_MARGIN_SECONDS = 1.0
+
+
+def lambda_tasks(node: JsonValue) -> list[JsonObject]:
+    """Every Task state of a definition (Parallel branches and Map processors included) that
+    invokes a Lambda function (contract/lambda_step.py INVOKE_RESOURCE)."""
+    found: list[JsonObject] = []
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if item.get("Type") == "Task" and item.get("Resource") == ls.INVOKE_RESOURCE:
+                found.append(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
 
 
 @dataclass
@@ -85,6 +103,44 @@ class LocalLambdaAgent:
         if self in moto_patches.LAMBDA_RUNNERS:
             moto_patches.LAMBDA_RUNNERS.remove(self)
         self.stop_all()
+
+    def deploy(self, definition: str, deployment: Deployment) -> list[str]:
+        """Create (or update) the runner functions a definition's Lambda steps invoke, as the
+        compiled Terraform creates them: each deployed for the steps that invoke it (the digests
+        of their fixed environments, contract/lambda_step.py ENV_STEP_DIGESTS) with a timeout
+        FUNCTION_TIMEOUT_MARGIN past the longest step's. This agent runs them."""
+        if ls.INVOKE_RESOURCE not in definition and "\\u" not in definition:
+            # no Lambda step (its resource is written as is, unless escaped): reading the whole
+            # definition for none took a third of a restart's deploy (bench/dev_scale.py)
+            return []
+        functions: dict[str, tuple[set[str], int]] = {}
+        for task in lambda_tasks(json.loads(definition)):
+            params = task.get("Parameters") or {}
+            name, payload = params.get("FunctionName"), params.get("Payload") or {}
+            env = payload.get(ls.PAYLOAD_ENVIRONMENT) if isinstance(payload, dict) else None
+            if not isinstance(name, str) or not isinstance(env, dict):
+                continue
+            digests, timeout = functions.setdefault(name, (set(), 0))
+            timeout = max(timeout, int(task.get("TimeoutSeconds") or 60) + ls.FUNCTION_TIMEOUT_MARGIN)
+            functions[name] = (digests | {ls.step_digest(env)}, min(timeout, ls.MAX_TIMEOUT))
+        client = deployment.client("lambda")
+        for name, (digests, timeout) in functions.items():
+            config: JsonObject = {"FunctionName": name, "Timeout": timeout, "MemorySize": 512,
+                                  "Environment": {"Variables": {ls.ENV_STEP_DIGESTS: ",".join(sorted(digests))}}}
+            try:
+                client.get_function(FunctionName=name)
+            except client.exceptions.ResourceNotFoundException:
+                client.create_function(**config, Role=deployment.resources["role_arn"], PackageType="Image",
+                                       Code={"ImageUri": f"{moto_patches.ACCOUNT}.dkr.ecr.{deployment.region}"
+                                                         ".amazonaws.com/jobplane-runner:local"})
+            else:
+                client.update_function_configuration(**config)
+        return sorted(functions)
+
+    def stop_execution(self, execution_id: str) -> list[str]:
+        """Nothing, as on AWS: stopping an execution does not stop its Lambda invocation, which
+        runs to its end (contract/executor_runtime.py ``LambdaRuntime.stops_with_execution``)."""
+        return []
 
     def stop_all(self) -> None:
         """End every invocation's processes (the engine is stopping): each handler then answers."""
