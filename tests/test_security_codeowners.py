@@ -14,6 +14,7 @@ The same paths must be in the workflow's `paths` filter, so a change to them is 
 from __future__ import annotations
 
 import posixpath
+import functools
 import re
 import shlex
 import subprocess
@@ -96,7 +97,19 @@ def _workflow() -> dict:
 
 
 def _exists(rel: str) -> bool:
-    return bool(rel) and not rel.startswith(("/", "-", "$")) and rel not in (".", "..") and (ROOT / rel).exists()
+    """A path of the repository as the workflow's checkout holds it: tracked by git (a file, or a
+    directory holding one), not whatever lies in this working tree (an ignored ``build/``)."""
+    if not rel or rel.startswith(("/", "-", "$")) or rel in (".", ".."):
+        return False
+    rel = rel.rstrip("/")
+    tracked = _tracked()
+    return rel in tracked or any(t.startswith(rel + "/") for t in tracked)
+
+
+@functools.lru_cache(maxsize=1)
+def _tracked() -> frozenset[str]:
+    out = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z"], capture_output=True, text=True, check=True).stdout
+    return frozenset(p for p in out.split("\0") if p)
 
 
 def _requirements(rel: str, seen: set[str]) -> None:
