@@ -53,7 +53,7 @@ def test_dev_stopped_across_five_fires_and_started_again_alerts_once_counting_th
     def hang_guard(condition, what: str) -> None:  # type: ignore[no-untyped-def]
         deadline = time.monotonic() + 300
         while not condition():
-            assert time.monotonic() < deadline, what
+            assert time.monotonic() < deadline, f"{what}\n{_diagnosis(first, clock)}"
             time.sleep(0.2)
 
     first = start()
@@ -90,3 +90,20 @@ def test_dev_stopped_across_five_fires_and_started_again_alerts_once_counting_th
 
 def parse_time(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def _diagnosis(platform: DevPlatform, clock: FakeClock) -> str:
+    """What a hang guard that gave up says besides its question (it failed once, in a loaded
+    full run, and passed alone and under CPU load): the job's ledger state, the clock, and where
+    the catch-up thread (which runs the ledger's passes) is."""
+    import sys
+    import threading
+    import traceback
+
+    state = platform.control.ddb.get_item(TableName=platform.deployment.table, Key={
+        "pk": {"S": "JOB#heartbeat"}, "sk": {"S": "STATE"}}).get("Item")
+    threads = {t.ident: t.name for t in threading.enumerate()}
+    stacks = ["".join(traceback.format_stack(frame)) for ident, frame in sys._current_frames().items()
+              if threads.get(ident) == "catch-up"]
+    return f"clock {clock.now.isoformat()}; state {state}; catch-up thread:\n" + ("\n".join(stacks) or "none")
+
