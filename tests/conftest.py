@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from jobplane.cli import main
+from suite_timing import pytest_collection_modifyitems, pytest_runtest_protocol  # noqa: F401  (hooks: suite_timing.py)
 
 ROOT = Path(__file__).resolve().parents[1]
 
