@@ -10,7 +10,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from jobplane.cli import main
-from suite_timing import pytest_collection_modifyitems, pytest_runtest_protocol  # noqa: F401  (hooks: suite_timing.py)
+from suite_timing import (  # noqa: F401  (hooks: suite_timing.py)
+    pytest_collection_modifyitems, pytest_configure, pytest_runtest_protocol)
 
 ROOT = Path(__file__).resolve().parents[1]
 

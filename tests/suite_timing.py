@@ -43,10 +43,27 @@ def _cpu() -> float:
     return time.process_time() + children.ru_utime + children.ru_stime
 
 
+OWNER = "JOBPLANE_TEST_TIMES_OWNER"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The run that was given the file owns it (its pid, inherited by its xdist workers): a
+    pytest that a test runs in a subprocess (tests/test_make_test.py does) records nothing there."""
+    if os.environ.get("JOBPLANE_TEST_TIMES") and OWNER not in os.environ:
+        os.environ[OWNER] = str(os.getpid())
+
+
+def _records() -> bool:
+    owner = os.environ.get(OWNER)
+    if owner is None:  # pytest_configure not hooked in: every test is the run's own
+        return True
+    return str(os.getpid()) == owner or (str(os.getppid()) == owner and "PYTEST_XDIST_WORKER" in os.environ)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     out = os.environ.get("JOBPLANE_TEST_TIMES")
-    if not out:
+    if not out or not _records():
         yield
         return
     wall, cpu = time.monotonic(), _cpu()

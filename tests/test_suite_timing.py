@@ -5,6 +5,7 @@ wall and CPU time is on record for scripts/test_durations.py."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -57,7 +58,8 @@ def test_a_run_records_each_tests_time_and_its_worker_starts_with_the_long_modul
     suite = tmp_path / "suite"
     suite.mkdir()
     (suite / "conftest.py").write_text(f"import sys\nsys.path.insert(0, {str(TESTS)!r})\n"
-                                       "from suite_timing import pytest_collection_modifyitems, pytest_runtest_protocol\n")
+                                       "from suite_timing import pytest_collection_modifyitems, pytest_configure, "
+                                       "pytest_runtest_protocol\n")
     for i in range(6):
         (suite / f"test_m{i}.py").write_text("".join(f"def test_{j}():\n    assert {j} == {j}\n\n" for j in range(3)))
     (suite / "test_z_long.py").write_text(textwrap.dedent("""\
@@ -73,8 +75,8 @@ def test_a_run_records_each_tests_time_and_its_worker_starts_with_the_long_modul
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist",
                            "worksteal", "--rootdir", str(suite), str(suite)], cwd=suite, capture_output=True,
                           text=True, timeout=300,
-                          env={**__import__("os").environ, "JOBPLANE_TEST_TIMES": str(times),
-                               "JOBPLANE_MODULE_TIMES": str(module_times)})
+                          env={**{k: v for k, v in os.environ.items() if k != "JOBPLANE_TEST_TIMES_OWNER"},
+                               "JOBPLANE_TEST_TIMES": str(times), "JOBPLANE_MODULE_TIMES": str(module_times)})
     assert done.returncode == 0, done.stdout[-2000:]
     rows = [json.loads(line) for line in times.read_text().splitlines()]
     assert len(rows) == 19 and {r["worker"] for r in rows} <= {"gw0", "gw1"}
@@ -82,3 +84,27 @@ def test_a_run_records_each_tests_time_and_its_worker_starts_with_the_long_modul
     assert long["cpu"] >= 0.3 and long["wall"] > 0
     first_of_its_worker = next(r for r in rows if r["worker"] == long["worker"])
     assert first_of_its_worker is long, rows
+
+
+def test_a_pytest_that_a_test_runs_records_nothing_in_its_runs_file(tmp_path: Path) -> None:
+    """tests/test_make_test.py runs pytest in a subprocess: its tests are not the run's own."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "conftest.py").write_text(f"import sys\nsys.path.insert(0, {str(TESTS)!r})\n"
+                                       "from suite_timing import pytest_configure, pytest_runtest_protocol\n")
+    (suite / "test_inner.py").write_text("def test_inner():\n    assert True\n")
+    (suite / "test_outer.py").write_text(textwrap.dedent(f"""\
+        import subprocess, sys
+
+        def test_outer():
+            inner = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                     {str(suite / "test_inner.py")!r}]
+            assert subprocess.run(inner, cwd={str(suite)!r}).returncode == 0
+    """))
+    times = tmp_path / "times.jsonl"
+    env = {k: v for k, v in os.environ.items() if k not in ("JOBPLANE_TEST_TIMES_OWNER", "PYTEST_XDIST_WORKER")}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                           "--rootdir", str(suite), str(suite / "test_outer.py")], cwd=suite, capture_output=True,
+                          text=True, timeout=300, env=env | {"JOBPLANE_TEST_TIMES": str(times)})
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert [json.loads(line)["test"] for line in times.read_text().splitlines()] == ["test_outer.py::test_outer"]
