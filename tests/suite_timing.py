@@ -16,7 +16,8 @@ Two hooks, imported by conftest.py:
   module late in a share started last and the run waited for it alone. Here the modules known
   to be long (tests/module_times.json, written by ``scripts/test_durations.py --save``) are
   dealt to the shares longest first, each to the share with the least work so far, every share
-  starting with its long modules and filled up with the others to its count. Modules are never
+  starting with its long modules (the longest tests on average first) and filled up with the
+  others to its count. Modules are never
   split by the reordering (a module's shared fixtures, its local AWS or platform, are set up
   once per worker as before); only the order of whole modules changes, the same in every
   worker (xdist checks that every worker collected the same list).
@@ -91,8 +92,10 @@ def longest_first(modules: list[tuple[str, int]], times: dict[str, float], worke
     """The modules (name, number of tests, in collection order) in the order to run them: one
     share per worker of ``total // workers`` tests (the last takes the rest), as worksteal deals
     them; the long modules dealt longest first to the share with the least time so far (that
-    has room), each share its long modules first, then the other modules in collection order to
-    fill it."""
+    has room), each share its long modules first (those of the longest tests on average first:
+    one 100 s test cannot be shared out, a module of many short ones can be, by a worker that
+    runs dry taking the tail of the other's queue), then the other modules in collection order
+    to fill it."""
     if not any(m in times for m, _ in modules):
         return [m for m, _ in modules]
     total = sum(n for _, n in modules)
@@ -106,6 +109,8 @@ def longest_first(modules: list[tuple[str, int]], times: dict[str, float], worke
         shares[w].append(name)
         load[w] += times[name]
         filled[w] += count[name]
+    for share in shares:  # in a share, the longest tests first: a module of many short tests
+        share.sort(key=lambda m: (-times[m] / count[m], m))  # is what a worker that ran dry can take
     rest = [m for m, _ in modules if m not in times]
     for w in range(workers - 1):
         # whole modules that fit, so the next share's long modules stay at the front of its
