@@ -9,9 +9,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+from botocore_data import share_loaders as share_botocore_loaders
 from jobplane.cli import main
+from suite_timing import (  # noqa: F401  (hooks: suite_timing.py)
+    pytest_collection_modifyitems, pytest_configure, pytest_runtest_protocol)
 
 ROOT = Path(__file__).resolve().parents[1]
+
+share_botocore_loaders()  # each LocalAWS start ~2 CPU s less (tests/botocore_data.py says why it changes nothing else)
 
 
 class Repo:

@@ -18,10 +18,53 @@ from jobplane.platform.local.faults import ECS_CAPACITY, Faults
 NO_RETRIES = Config(retries={"max_attempts": 0, "total_max_attempts": 1})
 
 
+class Engines:
+    """This module's shared local AWS, one at a time (moto's backends are process-wide: two
+    engines alive at once would share them): kept open from test to test while the tests ask for
+    the same kind (in-process or served), closed before a test that starts its own. What the
+    shared tests check is the fault a call meets, installed per test by the ``faults`` fixture
+    (process-wide, read at each call), never what an earlier test left in the account; each
+    writes under keys of its own. Two engine starts instead of sixteen (issue 66 item 7)."""
+
+    def __init__(self) -> None:
+        self.server: bool | None = None
+        self.engine: LocalAWS | None = None
+
+    def get(self, server: bool) -> LocalAWS:
+        if self.engine is None or self.server != server:
+            self.close()
+            self.engine = LocalAWS(server_port=0 if server else None).__enter__()
+            self.server = server
+        return self.engine
+
+    def close(self) -> None:
+        if self.engine is not None:
+            engine, self.engine, self.server = self.engine, None, None
+            engine.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="module")
+def engines() -> Iterator[Engines]:
+    shared = Engines()
+    yield shared
+    shared.close()
+
+
+@pytest.fixture(autouse=True)
+def _one_engine_at_a_time(request: pytest.FixtureRequest, engines: Engines) -> None:
+    """A test that starts a LocalAWS of its own finds none of the module's open."""
+    if "aws" not in request.fixturenames and "shared_engines" not in request.fixturenames:
+        engines.close()
+
+
 @pytest.fixture
-def aws(faults: Faults) -> Iterator[LocalAWS]:
-    with LocalAWS() as local:
-        yield local
+def aws(faults: Faults, engines: Engines) -> LocalAWS:
+    return engines.get(server=False)
+
+
+@pytest.fixture
+def shared_engines(engines: Engines) -> Engines:
+    return engines
 
 
 def run(aws: LocalAWS, states: dict[str, Any], execution_input: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -29,38 +72,41 @@ def run(aws: LocalAWS, states: dict[str, Any], execution_input: dict[str, Any] |
     job = f"probe-{uuid.uuid4().hex[:6]}"
     aws.deploy(job, json.dumps({"StartAt": next(iter(states)), "States": states}))
     result = aws.run(job, execution_input or {})
+    aws.wait_reconciled(result.arn)  # its end handled before the next test scripts faults on this engine
     events = aws.client("stepfunctions").get_execution_history(executionArn=result.arn, maxResults=1000)["events"]
     failed = [e["taskFailedEventDetails"]["error"] for e in events if "taskFailedEventDetails" in e]
     return {"status": result.status, "error": result.error, "task_errors": failed, "output": result.output}
 
 
-def update_item(aws: LocalAWS, retry: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def update_item(aws: LocalAWS, pool: str, retry: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     return {"Type": "Task", "Resource": "arn:aws:states:::dynamodb:updateItem", "End": True,
             **({"Retry": retry} if retry else {}),
-            "Parameters": {"TableName": aws.resources["table_name"], "Key": {"pk": {"S": "POOL#p"}, "sk": {"S": "POOL"}},
+            "Parameters": {"TableName": aws.resources["table_name"], "Key": {"pk": {"S": pool}, "sk": {"S": "POOL"}},
                            "UpdateExpression": "ADD n :one", "ExpressionAttributeValues": {":one": {"N": "1"}}}}
 
 
 def test_a_throttled_update_item_fails_the_task_as_dynamodb_names_it(aws: LocalAWS, faults: Faults) -> None:
+    pool = f"POOL#{uuid.uuid4().hex[:6]}"  # this test's own item: the engine is the module's
     faults.script("dynamodb", "UpdateItem", "ThrottlingException")
-    r = run(aws, {"t": update_item(aws)})
+    r = run(aws, {"t": update_item(aws, pool)})
     assert (r["status"], r["error"]) == ("FAILED", "DynamoDB.ThrottlingException")
     assert faults.count("dynamodb", "UpdateItem", "ThrottlingException") == 1
-    assert "POOL#p" in faults.injected[0].detail
+    assert pool in faults.injected[0].detail
     # the throttled write did not happen (AWS applies none of a refused write)
     assert "Item" not in aws.client("dynamodb").get_item(TableName=aws.resources["table_name"],
-                                                         Key={"pk": {"S": "POOL#p"}, "sk": {"S": "POOL"}})
+                                                         Key={"pk": {"S": pool}, "sk": {"S": "POOL"}})
 
 
 def test_a_retry_on_the_throttle_runs_the_write_once(aws: LocalAWS, faults: Faults) -> None:
+    pool = f"POOL#{uuid.uuid4().hex[:6]}"  # this test's own item: the engine is the module's
     faults.script("dynamodb", "UpdateItem", "ProvisionedThroughputExceededException", times=2)
     retry = [{"ErrorEquals": ["DynamoDB.ProvisionedThroughputExceededException"], "IntervalSeconds": 1,
               "MaxAttempts": 3, "BackoffRate": 1.0}]
-    r = run(aws, {"t": update_item(aws, retry)})
+    r = run(aws, {"t": update_item(aws, pool, retry)})
     assert r["status"] == "SUCCEEDED"
     assert r["task_errors"] == ["DynamoDB.ProvisionedThroughputExceededException"] * 2
     item = aws.client("dynamodb").get_item(TableName=aws.resources["table_name"],
-                                           Key={"pk": {"S": "POOL#p"}, "sk": {"S": "POOL"}})["Item"]
+                                           Key={"pk": {"S": pool}, "sk": {"S": "POOL"}})["Item"]
     assert item["n"] == {"N": "1"}
 
 
@@ -119,23 +165,23 @@ def test_an_ecs_throttle_fails_the_task_as_ecs_names_it_and_a_retry_runs_it(aws:
     ("lambda", "ListFunctions", "TooManyRequestsException", lambda aws, c: c.list_functions()),
 ])
 @pytest.mark.parametrize("server", [False, True], ids=["in-process", "server"])
-def test_our_own_calls_see_aws_error_code_and_status(faults: Faults, server: bool, service: str, operation: str,
-                                                     error: str, call: Any) -> None:
+def test_our_own_calls_see_aws_error_code_and_status(faults: Faults, shared_engines: Engines, server: bool, service: str,
+                                                     operation: str, error: str, call: Any) -> None:
     from jobplane.platform.local.faults import ERRORS
 
-    with LocalAWS(server_port=0 if server else None) as aws:
-        import boto3
+    aws = shared_engines.get(server)  # one in-process and one served engine for the ten (Engines)
+    import boto3
 
-        client = boto3.session.Session().client(
-            service, region_name=aws.region, endpoint_url=aws.endpoint_url, config=NO_RETRIES,
-            aws_access_key_id=aws.credentials.access_key_id, aws_secret_access_key=aws.credentials.secret_access_key)
-        faults.script(service, operation, error)
-        with pytest.raises(ClientError) as raised:
-            call(aws, client)
-        assert raised.value.response["Error"]["Code"] == error
-        assert raised.value.response["ResponseMetadata"]["HTTPStatusCode"] == ERRORS[(service, error)][0]
-        call(aws, client)  # scripted once: the next call is moto's
-        assert faults.count(service, operation, error) == 1
+    client = boto3.session.Session().client(
+        service, region_name=aws.region, endpoint_url=aws.endpoint_url, config=NO_RETRIES,
+        aws_access_key_id=aws.credentials.access_key_id, aws_secret_access_key=aws.credentials.secret_access_key)
+    faults.script(service, operation, error)
+    with pytest.raises(ClientError) as raised:
+        call(aws, client)
+    assert raised.value.response["Error"]["Code"] == error
+    assert raised.value.response["ResponseMetadata"]["HTTPStatusCode"] == ERRORS[(service, error)][0]
+    call(aws, client)  # scripted once: the next call is moto's
+    assert faults.count(service, operation, error) == 1
 
 
 def test_an_engine_installs_its_own_injector_for_its_life(faults: Faults) -> None:
