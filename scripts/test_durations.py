@@ -6,7 +6,7 @@
     .venv/bin/python scripts/test_durations.py --from times.jsonl   # a run's file again, nothing run
     .venv/bin/python scripts/test_durations.py --save               # also write tests/module_times.json
 
-Runs pytest (by default ``-n auto --dist worksteal``, make test's distribution) with
+Runs pytest (by default ``-n 3 --dist worksteal``, make test's distribution) with
 ``JOBPLANE_TEST_TIMES`` set: tests/suite_timing.py then records each test's wall time and CPU
 time from its setup to its teardown (a module's shared fixtures count on the test that set them
 up and the one that tore them down). Prints the ten slowest tests (``--top``), the slowest
@@ -100,7 +100,7 @@ def main() -> int:
     else:
         times = options.keep or Path(tempfile.mkdtemp(prefix="test-times-")) / "times.jsonl"
         times.unlink(missing_ok=True)
-        code, wall, cpu = run_pytest(options.pytest_args or ["-n", "auto", "--dist", "worksteal"], times)
+        code, wall, cpu = run_pytest(options.pytest_args or ["-n", "3", "--dist", "worksteal"], times)
         print(f"\nthe run: exit {code}, {wall:.1f} s wall, {cpu:.1f} s CPU (pytest, its workers and their children); "
               f"times in {times}")
         rows = load(times) if times.exists() else []
