@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import textwrap
 from pathlib import Path
@@ -82,6 +83,20 @@ def local_control(aws, catalog: Path):  # type: ignore[no-untyped-def]
                                    name_prefix=aws.prefix, endpoint_url=aws.endpoint_url, catalog_path=catalog,
                                    access_key_id=aws.credentials.access_key_id,
                                    secret_access_key=aws.credentials.secret_access_key))
+
+
+@contextlib.contextmanager
+def served(repo: Repo, **env: str):  # type: ignore[no-untyped-def]
+    """``repo`` compiled and deployed on a served LocalAWS (the tests' sample apps importable,
+    plus ``env``): the engine and an operator's control plane over it (:func:`local_control`)."""
+    from jobplane.platform.local.engine import LocalAWS
+
+    out = repo.path / "out"
+    result = repo.cli("compile", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    with LocalAWS(server_port=0, env={"PYTHONPATH": str(ROOT / "tests"), **env}) as aws:
+        aws.deploy_output(out)
+        yield aws, local_control(aws, out)
 
 
 def minimal_job(name: str = "nightly", policy: str = "SKIP_IF_RUNNING") -> str:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from conftest import Repo, local_control
+from conftest import Repo, served
 from jobplane.compiler import asl, terraform
 from jobplane.compiler.fields import Invalid
 from jobplane.compiler.model import Job
@@ -31,7 +31,6 @@ from jobplane.contract.notifications import NotificationMessage
 from jobplane.platform.map_alert import with_failed_items
 from jobplane.platform.map_records import list_key, progress
 
-HERE = Path(__file__).resolve().parent
 FANOUT = """\
 local jp = import 'jobplane.libsonnet';
 {
@@ -238,11 +237,7 @@ def fan(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalAWS, Co
     root = tmp_path_factory.mktemp("repo")
     repo = Repo(root)
     repo.write("jobs/billing/month-end-fanout.jsonnet", FANOUT)
-    out = root / "out"
-    assert repo.cli("compile", "--out", str(out)).exit_code == 0
-    with LocalAWS(server_port=0, env={"PYTHONPATH": str(HERE)}) as aws:
-        aws.deploy_output(out)
-        control = local_control(aws, out)
+    with served(repo) as (aws, control):
         yield aws, control
 
 

@@ -14,14 +14,13 @@ from typing import Any
 
 import pytest
 
-from conftest import Repo, local_control
+from conftest import Repo, served
 from jobplane.contract import execution_input
 from jobplane.contract.config import load_config
 from jobplane.platform.control import ControlPlane, NotFound
 from jobplane.platform.local.engine import LocalAWS
 from jobplane.platform.local.faults import ECS_CAPACITY, detail_of
 
-HERE = Path(__file__).resolve().parent
 JOB = "item-view-fanout"
 FANOUT = """\
 local jp = import 'jobplane.libsonnet';
@@ -43,11 +42,7 @@ def fan(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalAWS, Co
     root = tmp_path_factory.mktemp("repo")
     repo = Repo(root)
     repo.write(f"jobs/billing/{JOB}.jsonnet", FANOUT)
-    out = root / "out"
-    assert repo.cli("compile", "--out", str(out)).exit_code == 0
-    with LocalAWS(server_port=0, env={"PYTHONPATH": str(HERE)}) as aws:
-        aws.deploy_output(out)
-        control = local_control(aws, out)
+    with served(repo) as (aws, control):
         yield aws, control, root
 
 

@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import Repo, local_control
+from conftest import Repo, served
 from test_pools_on_moto import holders, until
 
 from jobplane.compiler import asl
@@ -25,7 +25,6 @@ from jobplane.platform.control import ControlPlane
 from jobplane.platform.local.engine import LocalAWS
 from jobplane.platform.map_records import item_outcomes
 
-HERE = Path(__file__).resolve().parent
 POOL = "ledger-db"
 JOB = "month-end-waits"
 PLAIN = "ledger-load"
@@ -102,12 +101,7 @@ def waits(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalAWS, 
     toml.write_text(toml.read_text() + f'\n[pools.{POOL}]\nsize = 1\nteams = ["*"]\n')
     repo.write(f"jobs/billing/{JOB}.jsonnet", MAPPED)
     repo.write(f"jobs/billing/{PLAIN}.jsonnet", SINGLE)
-    out = root / "out"
-    result = repo.cli("compile", "--out", str(out))
-    assert result.exit_code == 0, result.output
-    with LocalAWS(server_port=0, env={"PYTHONPATH": str(HERE), "JOBPLANE_STOP_GRACE_SECONDS": "3"}) as aws:
-        aws.deploy_output(out)
-        control = local_control(aws, out)
+    with served(repo, JOBPLANE_STOP_GRACE_SECONDS="3") as (aws, control):
         yield aws, control, root
 
 

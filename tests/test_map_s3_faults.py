@@ -7,17 +7,15 @@ must not fail the run (the storm proof's spurious FAILED run)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import Repo, local_control
+from conftest import Repo, served
 from jobplane.contract import execution_input
 from jobplane.platform.control import ControlPlane
 from jobplane.platform.local.engine import LocalAWS
 
-HERE = Path(__file__).resolve().parent
 JOB = "s3-throttled-fanout"
 FANOUT = """\
 local jp = import 'jobplane.libsonnet';
@@ -39,11 +37,7 @@ def fan(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalAWS, Co
     root = tmp_path_factory.mktemp("repo")
     repo = Repo(root)
     repo.write(f"jobs/billing/{JOB}.jsonnet", FANOUT)
-    out = root / "out"
-    assert repo.cli("compile", "--out", str(out)).exit_code == 0
-    with LocalAWS(server_port=0, env={"PYTHONPATH": str(HERE)}) as aws:
-        aws.deploy_output(out)
-        control = local_control(aws, out)
+    with served(repo) as (aws, control):
         yield aws, control
 
 
