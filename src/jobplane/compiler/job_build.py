@@ -68,12 +68,12 @@ def job_outputs(jobs: list[LoadedJob], config: PlatformConfig,
     """:func:`job_output` of each of ``jobs``, in order; those ``kept`` knows are not built again."""
     if kept is None:
         return _build(jobs, config)
-    out = [kept.built(lj) for lj in jobs]
-    missing = [i for i, found in enumerate(out) if found is None]
+    found = {i: value for i, lj in enumerate(jobs) if (value := kept.built(lj)) is not None}
+    missing = [i for i in range(len(jobs)) if i not in found]
     for i, value in zip(missing, _build([jobs[i] for i in missing], config)):
         kept.keep_built(jobs[i], value)
-        out[i] = value
-    return [value for value in out if value is not None]
+        found[i] = value
+    return [found[i] for i in range(len(jobs))]
 
 
 def _build(jobs: list[LoadedJob], config: PlatformConfig) -> list[tuple[int, JsonObject]]:
