@@ -28,7 +28,12 @@ class DeployedSchedules:
     (its summaries carry each schedule's State and LastModificationDate,
     https://docs.aws.amazon.com/scheduler/latest/APIReference/API_ScheduleSummary.html) says
     which are there and which changed since they were last read; only those are read again. A
-    job of few schedules is read directly (its name prefix may list other jobs' schedules)."""
+    job of few schedules is read directly (its name prefix may list other jobs' schedules).
+    Both calls count against the account's per-second request rates of the Region (GetSchedule
+    and ListSchedules each have their own, adjustable:
+    https://docs.aws.amazon.com/scheduler/latest/UserGuide/scheduler-quotas.html), which every
+    portal view, `jobplane status` and the ledger share: one call a view instead of one per
+    schedule keeps a busy page far from them."""
 
     LIST_FROM = 2
 
