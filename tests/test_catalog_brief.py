@@ -12,7 +12,7 @@ from jobplane.contract.catalog import Catalog, CatalogJob
 from jobplane.contract.catalog_brief import JobBrief, RetryBrief, find_job
 from jobplane.contract.layout import catalog_parts
 from jobplane.platform.control import Deployment
-from jobplane.platform.control.deployment import catalog_job
+from jobplane.platform.deployment import catalog_job
 
 
 def compiled(repo: Repo) -> list[Path]:

@@ -244,7 +244,7 @@ def handler(event: JsonObject, context: object = None) -> dict[str, str]:
 def _catalog_reader(env: RuntimeEnvironment) -> Callable[[str], JobBrief | None] | None:
     """One job's entry from the catalog the team roots upload (the base module's
     JOBPLANE_CATALOG; ListObjectsV2 and GetObject, read only when an alert is published, and
-    only the parts until one names the job: platform/control/deployment.py). None without it
+    only the parts until one names the job: platform/deployment.py). None without it
     (a base module from before it was given)."""
     catalog = env.optional(environment.CATALOG)
     if not catalog:
