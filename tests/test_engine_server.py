@@ -39,3 +39,26 @@ def test_server_mode_serves_other_clients(tmp_path: Path) -> None:
         server.wait_reconciled(arn)
         record = server.repository().execution(arn.rsplit(":", 1)[1])
         assert ex.status == "SUCCEEDED" and record.status == "SUCCEEDED" and marker.exists()
+
+
+def test_a_server_start_begins_from_an_empty_account_whatever_an_earlier_engine_left() -> None:
+    """moto's backends are process-global. An engine whose stop never reached its reset (an
+    exception on the way out) must not hand the next `jobplane dev` in the process its schedules:
+    one kept with its old creation time made the fire ledger count fires before the start as
+    missed (the unexplained failure of test_missed_fires_restart). Left behind here as such an
+    engine leaves it, in moto's backends."""
+    from moto.moto_api._internal.models import moto_api_backend
+
+    from jobplane.platform.local import moto_patches
+
+    moto_patches.apply()
+    try:
+        moto_patches.put_schedule("us-east-1", {
+            "Name": "left-behind", "GroupName": "default", "ScheduleExpression": "rate(1 hour)",
+            "FlexibleTimeWindow": {"Mode": "OFF"},
+            "Target": {"Arn": "arn:aws:sqs:us-east-1:123456789012:q", "RoleArn": "arn:aws:iam::123456789012:role/r"}})
+        with LocalAWS(prefix="jpleft", server_port=0) as later:
+            names = [s["Name"] for s in later.client("scheduler").list_schedules()["Schedules"]]
+            assert names == [], names
+    finally:
+        moto_api_backend.reset()

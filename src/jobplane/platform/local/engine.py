@@ -206,6 +206,12 @@ class LocalAWS:
         from jobplane.platform.local.front import FrontServer
 
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per AWS call otherwise
+        # Empty moto's process-global backends before serving, not only at the last stop: an
+        # earlier engine whose stop did not reach its reset (an exception on the way out) would
+        # otherwise hand this one its schedules and tables, and a schedule kept from it keeps its
+        # old CreationDate (moto_patches.put_schedule's ScheduleExists path), so the fire ledger
+        # of a `jobplane dev` started now would count fires from before it as MISSED.
+        moto_api_backend.reset()
         self._server = FrontServer(self.server_port or 0, self.credentials)
         self.server_port = self._server.port
         # The interpreter's service integrations call back to localhost:$MOTO_PORT, signed with
