@@ -189,6 +189,9 @@ def next_command(obj: Context, job_name: str, count: int, after: str | None) -> 
         click.echo(f"{job.name} also runs after {after}.")
     state = "" if job.enabled else " (schedule DISABLED: these times will not fire until it is enabled)"
     click.echo(f"{job.name} ({job.timezone}){state}")
+    if (offset := job.spread_offset()) is not None:
+        click.echo(f"  spread {job.spread // 60 if job.spread else 0} min: every fire moved +{offset} min "
+                   f"(from {'its spread_seed' if job.spread_seed else 'its name'}); the times below are the moved ones")
     from jobplane.compiler.calendars import calendar_schedule
 
     if (cs := calendar_schedule(job, obj.config)) is not None:

@@ -22,6 +22,7 @@ from jobplane.compiler.secret_scope import PARAMETER_NAME_PREFIX, SECRET_NAME_PR
 from jobplane.contract import runner as rc
 from jobplane.contract.quoting import quoted
 from jobplane.contract.schedule import ScheduleError, validate_timezone
+from jobplane.contract import spread
 from jobplane.contract.schedule_kinds import kind_of
 from jobplane.contract.states import STEP_NAME_MAX, STEP_NAME_RE, step_key
 from jobplane.contract.statuses import DEFAULT_EVENTS, DEFAULT_POLICY, Event, Policy
@@ -382,6 +383,53 @@ def _deadline(v: str | None, checked: JsonObject) -> Iterator[str]:
                        "every fire's time of day; give a duration after the fire instead (e.g. '3h')")
 
 
+def _spread_of(values: JsonObject) -> spread.Spread | None:
+    """The job's schedule moved by its spread (None: no spread, or one that cannot move it)."""
+    window, schedule = values.get("spread"), values.get("schedule")
+    if not window or not isinstance(schedule, list) or not isinstance(window, int):
+        return None
+    seed = values.get("spread_seed") or values.get("name")
+    try:
+        return spread.spread_schedule([str(e) for e in schedule], spread.offset_minutes(window, str(seed)),
+                                      values.get("calendar") is not None)
+    except (spread.SpreadError, ScheduleError):
+        return None
+
+
+def _spread(v: int | None, checked: JsonObject) -> Iterator[str]:
+    """A spread is whole minutes up to a day, and must move every fire as its rule allows
+    (contract/spread.py): the fires stay on the days their rules name, before the deadline."""
+    if v is None:
+        return
+    if not 60 <= v <= spread.MAX_SPREAD_S or v % 60:
+        yield f"spread ({v}s) must be whole minutes, 1m to 24h: EventBridge fires on whole minutes"
+        return
+    schedule = checked.get("schedule")
+    if schedule is None or not isinstance(checked.get("name"), str):  # refused, and reported on its own
+        return
+    if not schedule:
+        yield "a spread moves scheduled fires, and this job has no schedule"
+        return
+    seed = checked.get("spread_seed") or checked["name"]
+    try:
+        moved = spread.spread_schedule([str(e) for e in schedule], spread.offset_minutes(v, str(seed)),
+                                       checked.get("calendar") is not None)
+    except spread.SpreadError as e:
+        yield str(e)
+        return
+    except ScheduleError:  # a bad expression: refused, and reported on its own
+        return
+    deadline = checked.get("deadline")
+    if isinstance(deadline, str):
+        from jobplane.contract import deadlines
+
+        try:
+            at = deadlines.parse(deadline).at
+        except deadlines.DeadlineError:
+            return
+        yield from spread.deadline_problems(moved, (at.hour, at.minute) if at else None, deadline)
+
+
 def _shorter_than_timeout(v: int | None, checked: JsonObject) -> Iterator[str]:
     timeout = checked.get("timeout")  # absent: refused, and reported on its own
     if v is not None and timeout is not None and v >= timeout:
@@ -431,6 +479,12 @@ class Job(Model):
             "With a calendar, a cron()/at() fire on a closed day: skip it, or move it to the next or previous "
             "business day at the same time."))
 
+    spread_seed: str | None = field(Nullable(Str()), None, description=(
+        "What the spread's offset is derived from instead of the job's name: keep a renamed job's start times."))
+    spread: int | None = field(Nullable(Duration), None, check=_spread, description=(
+        "Move every fire later by a stable offset under this window ('30m': 0-29 minutes), derived from the job's "
+        "name, so jobs written for the same minute do not all start in it (docs/dsl.md#spread-start-times)."))
+
     secret_scope: Literal["team", "job"] = field(Choice(("team", "job")), "team", description=(
         "Which roles read its steps' secrets: 'team' (default), the roles its team's jobs share, which read the "
         "secrets those jobs declare; 'job', roles of its own that read only its own secrets "
@@ -441,7 +495,10 @@ class Job(Model):
 
     @classmethod
     def construct(cls, values: JsonObject) -> Job:
-        """A job's (or a group's) pool is the default of the steps in it that name none."""
+        """A job's (or a group's) pool is the default of the steps in it that name none. A
+        spread job's schedule is the moved one: every reader of fires sees where they are."""
+        if (moved := _spread_of(values)) is not None:
+            values["schedule"] = moved.expressions()
         job_pool = values.get("pool")
         values["steps"] = [_with_pool(s, job_pool) for s in values.get("steps", [])]
         return cls(**values)
@@ -456,6 +513,12 @@ class Job(Model):
 
     def runnable_steps(self) -> list[Step]:
         return [s for s in self.all_steps() if s.parallel is None]
+
+    def spread_offset(self) -> int | None:
+        """Minutes every fire was moved by ``spread`` (its schedule holds the moved expressions)."""
+        if self.spread is None:
+            return None
+        return spread.offset_minutes(self.spread, self.spread_seed or self.name)
 
 
 def _with_pool(step: Step, default: PoolUse | None) -> Step:
