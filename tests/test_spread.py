@@ -199,3 +199,40 @@ def test_on_a_calendar_job_no_fire_crosses_midnight() -> None:
         spread.move("cron(50 23 * * ? *)", 20, calendar=True)
     with pytest.raises(spread.SpreadError, match="past local midnight"):
         spread.move("business(days at=23:30)", 45, calendar=True)
+
+
+def test_plan_starts_shows_the_herd_its_pool_demand_and_that_spread_breaks_it_up(repo: Repo) -> None:
+    """`jobplane plan --starts`: 24 jobs written for 00:00 UTC, 8 of them holding 2 slots of a
+    pool of 3, are one minute of 24 starts asking 16 slots; spread over an hour, no minute holds
+    more than a few, and the pool line follows the moved fires."""
+    with (repo.path / "jobplane.toml").open("a") as toml:
+        toml.write('\n[pools.billing-db]\nsize = 3\nteams = ["billing"]\n')
+
+    def write(spread_window: str | None) -> None:
+        for i in range(24):
+            extra = {"spread": spread_window} if spread_window else {}
+            if i < 8:
+                extra["pool"] = {"name": "billing-db", "weight": 2}
+            repo.write(f"jobs/billing/herd-{i}.jsonnet", JOB % {"name": f"herd-{i}", "zone": "UTC",
+                                                                 "schedule": "jp.daily('00:00')",
+                                                                 "extra": json.dumps(extra)})
+
+    write(None)
+    result = repo.cli("plan", "--starts")
+    assert result.exit_code == 0, result.output
+    assert "24 fires at 1 distinct minutes, of 24 scheduled jobs" in result.output
+    herd = next(line for line in result.output.splitlines() if line.strip().endswith("#" * 40))
+    assert " 00:00" in herd and "24 starts" in herd
+    assert "billing-db (size 3): 00:00 16 (13 wait)" in result.output
+    assert "24 of 24 fires share their minute with another job" in result.output
+
+    write("1h")
+    result = repo.cli("plan", "--starts")
+    assert result.exit_code == 0, result.output
+    per_minute: dict[int, int] = {}
+    for i in range(24):
+        m = spread.offset_minutes(3600, f"herd-{i}")
+        per_minute[m] = per_minute.get(m, 0) + 1
+    assert f"24 fires at {len(per_minute)} distinct minutes" in result.output and len(per_minute) > 12
+    top = max(per_minute.values())
+    assert f"{top} starts" in result.output and "24 starts" not in result.output

@@ -99,9 +99,12 @@ def compile_command(obj: Context, out: Path | None) -> None:
                    "it (the base, and teams with jobs that have secrets).")
 @click.option("--quotas", "all_quotas", is_flag=True,
               help="List every AWS quota the deployment counts against, not only those at 80% or more.")
+@click.option("--starts", is_flag=True,
+              help="Also print the fleet's starts per minute over the next 24 hours (the busiest minutes) and what "
+                   "the jobs starting then ask of each pool against its size.")
 @click.pass_obj
 def plan(obj: Context, against_dir: Path | None, against_ref: str | None, exit_code: bool, roots_only: bool,
-         image_changed: bool, all_quotas: bool) -> None:
+         image_changed: bool, all_quotas: bool, starts: bool) -> None:
     """Say in words what compiling now would change: jobs added, removed and changed, which
     Terraform roots (the base, one per team) that touches, and any AWS quota the deployment
     nears (80%: a warning) or exceeds (exit 2: the apply would fail)."""
@@ -144,6 +147,13 @@ def plan(obj: Context, against_dir: Path | None, against_ref: str | None, exit_c
     quotas, over = quota_lines(compiled.files, obj.config, all_quotas, [lj.job for lj in compiled.jobs])
     if quotas:
         click.echo("\n" + "\n".join(quotas))
+    if starts:
+        from jobplane.compiler.plan import catalog_jobs
+        from jobplane.compiler.starts import starts_lines
+
+        now = datetime.now(timezone.utc).replace(second=0, microsecond=0)
+        click.echo("\n" + "\n".join(starts_lines(list(catalog_jobs(compiled.files).values()),
+                                                  [lj.job for lj in compiled.jobs], obj.config.pools, now)))
     if over:
         click.echo("An apply would fail on an AWS quota, or a job runs more at once than one allows (above): "
                    "raise it, or change the jobs.", err=True)

@@ -106,7 +106,7 @@ def config_changes(old_text: str | None, new_text: str | None) -> list[str]:
             for key in sorted(set(before) | set(after)) if before.get(key) != after.get(key)]
 
 
-def _jobs(files: dict[str, str]) -> dict[str, CatalogJob]:
+def catalog_jobs(files: dict[str, str]) -> dict[str, CatalogJob]:
     """Every job of a compiler output: the teams' catalogs, or the one catalog of an output
     written before the per-team roots."""
     parts = catalog_parts(files)
@@ -272,7 +272,7 @@ def describe_plan(old_files: dict[str, str], new_files: dict[str, str], now: dat
                   settings: list[str] | None = None) -> tuple[str, int]:
     """The plan as text, and the number of changes (0: nothing to apply); ``settings``: the
     changed jobplane.toml keys (:func:`config_changes`), each a change of its own."""
-    old_jobs, new_jobs = _jobs(old_files), _jobs(new_files)
+    old_jobs, new_jobs = catalog_jobs(old_files), catalog_jobs(new_files)
     out: list[str] = []
     added = sorted(set(new_jobs) - set(old_jobs))
     removed = sorted(set(old_jobs) - set(new_jobs))
