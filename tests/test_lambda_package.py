@@ -237,8 +237,12 @@ def test_the_notifier_handler_posts_to_slack_with_the_error_read_from_cloudwatch
     job = Job.from_definition({"name": name, "team": "billing", "timezone": "UTC",
                               "steps": [{"name": "load", "python": "sample_apps.functions:behave"}]})
     aws.deploy(name, asl.compile_job(job, aws.prefix))
-    arn = aws.start(name, execution_input.manual("ops", overrides={"mode": "fail"}))
-    assert aws.wait(arn, timeout=300).status == "FAILED"
+    # two failures in a row: the message says the job waits for 2 (after_failures), so the
+    # notifier counts the first from the job's records before it posts the second
+    for _ in range(2):
+        arn = aws.start(name, execution_input.manual("ops", overrides={"mode": "fail"}))
+        assert aws.wait(arn, timeout=300).status == "FAILED"
+        aws.wait_reconciled(arn)
     receiver = Receiver([])
     try:
         secret = aws.client("secretsmanager").create_secret(Name=f"slack-{uuid.uuid4().hex[:6]}",
@@ -246,7 +250,8 @@ def test_the_notifier_handler_posts_to_slack_with_the_error_read_from_cloudwatch
         message = {"version": 1, "event": "FAILED", "job": name, "team": "billing", "execution": arn.rsplit(":", 1)[1],
                    "execution_arn": arn, "trigger": "manual", "scheduled_time": "2027-01-01T00:00:00Z",
                    "requested_by": "ops", "started_at": "2027-01-01T00:00:01Z", "finished_at": "2027-01-01T00:01:00Z",
-                   "outcome": {"status": "FAILED", "step": "load"}, "channels": ["#billing-alerts"]}
+                   "outcome": {"status": "FAILED", "step": "load"}, "channels": ["#billing-alerts"],
+                   "after_failures": 2}
         event = {"Records": [{"EventSource": "aws:sns", "Sns": {"Message": json.dumps(message)}}]}
         out = call_handler(lambda_root, "jobplane.platform.notifier.handler", event, lambda_env(
             aws, JOBPLANE_SLACK_WEBHOOK_SECRET_ARN=secret, JOBPLANE_PORTAL_URL="https://jobs.example.com",

@@ -22,5 +22,6 @@ local jp = import 'jobplane.libsonnet';
               opts={ retry: jp.retry(3, '20s'), timeout: '5m', env: { PARTNER_REGION: 'jp' } }),
     jp.python('upsert-offers', 'examples.growth.partner_sync:upsert_offers', opts={ timeout: '5m' }),
   ],
-  notify: jp.slack('#growth-alerts', events=[jp.events.FAILED, jp.events.TIMED_OUT]),
+  // One failed sync is caught up by the next fire: page only when two fail in a row.
+  notify: jp.slack('#growth-alerts', events=[jp.events.FAILED, jp.events.TIMED_OUT], after_failures=2),
 }

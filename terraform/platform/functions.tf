@@ -60,6 +60,13 @@ data "aws_iam_policy_document" "notifier" {
     }
   }
   statement {
+    # a job's newest execution records, newest first (gsi1): whether a failure is the N-th in a
+    # row its after_failures waits for (jobplane.platform.alert_streak)
+    sid       = "JobExecutions"
+    actions   = ["dynamodb:Query"]
+    resources = ["${aws_dynamodb_table.jobplane.arn}/index/gsi1"]
+  }
+  statement {
     sid       = "Decrypt"
     actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
     resources = [aws_kms_key.platform.arn]

@@ -597,6 +597,8 @@ class _Builder:
             "channels": self.job.notify.channels,
             "events": [e.value for e in self.job.notify.events],
             "runbook": self.job.runbook.as_dict() if self.job.runbook else None,
+            # only when set: every other job's compiled messages stay as they were
+            **({"after_failures": self.job.notify.after_failures} if self.job.notify.after_failures > 1 else {}),
         }
         if outcome is not None:
             del message["outcome.$"]

@@ -290,6 +290,23 @@ def _channels(v: list[str], _: JsonObject) -> Iterator[str]:
             yield f"{quoted(ch)} is not a Slack channel name such as '#billing-alerts'"
 
 
+#: The longest failure streak a job may wait for before it alerts: a job failing more often in a
+#: row than this is broken, not flaky.
+MAX_AFTER_FAILURES = 10
+
+
+def _alerts_when_blocked(v: Notify, checked: JsonObject) -> Iterator[str]:
+    """A policy that blocks on failure stops the job's next fires at each failure: its failures
+    always alert (platform/alert_streak.py), so waiting for a streak is a mistake to say."""
+    from jobplane.contract import policies
+
+    policy = checked.get("policy")
+    if isinstance(v, Notify) and v.after_failures > 1 and policy is not None and policies.of(policy).skips_after_failure:
+        yield (f"after_failures {v.after_failures}: the policy {policies.of(policy).name} blocks the job's next fires "
+               "at each failure until someone acts, so every failure alerts; use SKIP_IF_RUNNING or ALWAYS_RUN to "
+               "wait for failures in a row")
+
+
 @dataclass(frozen=True, kw_only=True)
 class Notify(Model):
     """Where and for which events the job's alerts go."""
@@ -297,6 +314,9 @@ class Notify(Model):
     channels: list[str] = field(ListOf(Str()), factory=list, check=_channels,
                                 description="Slack channels; empty: the team's default.")
     events: list[Event] = field(ListOf(Choice(Event)), factory=lambda: list(DEFAULT_EVENTS))
+    after_failures: int = field(Int(ge=1, le=MAX_AFTER_FAILURES), 1, description=(
+        "Alert a failure only when it is this many failed runs in a row (its RECOVERED note only when that failure "
+        "was alerted); MISSED, DEADLINE and ABORTED always alert."))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -467,7 +487,7 @@ class Job(Model):
     deadline: str | None = field(Nullable(Str()), None, check=_deadline, description=(
         "By when each scheduled fire's run must have SUCCEEDED: a wall time 'HH:MM' in the job's timezone on "
         "the fire's day, or a duration after the fire ('3h'). A fire not done by then raises DEADLINE."))
-    notify: Notify = field(Nested(lambda: Notify), factory=Notify)
+    notify: Notify = field(Nested(lambda: Notify), factory=Notify, check=_alerts_when_blocked)
     params: JsonObject = field(MapOf(Anything()), factory=dict,
                                    description="Defaults a manual run may override.")
     after: list[After] = field(ListOf(Nested(lambda: After)), factory=list, check=_unique_upstreams, description=(

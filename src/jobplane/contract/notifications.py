@@ -55,6 +55,9 @@ class NotificationMessage(BaseModel):
     events: list[Event] | None = None  # the events the job subscribes to (None: the defaults)
     runbook: dict[str, str] | None = None
     error: str | None = None
+    #: the job's ``after_failures`` when above 1: its failure alerts wait for that many failed runs
+    #: in a row (platform/alert_streak.py); absent on every other job's messages
+    after_failures: int | None = None
 
 
 def attributes(message: NotificationMessage) -> dict[str, dict[str, str]]:

@@ -361,6 +361,26 @@ def with_error_excerpt(message: NotificationMessage, sfn: Client, logs: StepLogs
     return message.model_copy(update={"error": excerpt}) if excerpt else message
 
 
+def deliver(notifier: SlackNotifier, message: NotificationMessage, sfn: Client, logs: StepLogs,
+            ddb: Client | None, table: str | None) -> list[str]:
+    """One message of the platform topic, as both homes handle it (the Lambda below, the local
+    relay in platform/local/alerts.py): held while its job waits for failures in a row
+    (platform/alert_streak.py), else given its error line and failed map items, and delivered."""
+    from jobplane.platform.alert_streak import hold_reason
+    from jobplane.platform.map_alert import with_failed_items
+
+    try:
+        why = hold_reason(message, ddb, table)
+    except Exception:  # noqa: BLE001 - a record that cannot be read never costs an alert
+        log.exception("could not count %s's failures in a row: delivering", message.job)
+        why = None
+    if why:
+        log.info("%s %s of %s held: %s", message.job, message.event, message.execution, why)
+        return [f"held: {why}"]
+    message = with_failed_items(with_error_excerpt(message, sfn, logs), ddb, table, logs)
+    return notifier.notify(message)
+
+
 def handler(event: JsonObject, context: object = None) -> JsonObject:
     """AWS Lambda entry point for the platform topic's SNS records. A failed delivery raises, so
     Lambda's asynchronous retries and then the function's dead-letter queue keep the message."""
@@ -373,15 +393,13 @@ def handler(event: JsonObject, context: object = None) -> JsonObject:
     notifier = SlackNotifier(url, routing, env.portal_url, bot_token=token,
                              api_url=env.optional(environment.SLACK_API_URL) or SLACK_API_URL)
     sfn, logs = boto3.client("stepfunctions"), StepLogs(boto3.client("logs"), env.required(environment.LOG_GROUP))
-    from jobplane.platform.map_alert import with_failed_items
-
-    table = env.optional(environment.TABLE)  # a map's failed items (platform/map_alert.py)
+    # a map's failed items (platform/map_alert.py), a job's failures in a row (platform/alert_streak.py)
+    table = env.optional(environment.TABLE)
     ddb = boto3.client("dynamodb") if table else None
     results = []
     for record in event.get("Records", []):
         message = NotificationMessage.model_validate_json(record["Sns"]["Message"])
-        message = with_failed_items(with_error_excerpt(message, sfn, logs), ddb, table, logs)
-        results.append(notifier.notify(message))
+        results.append(deliver(notifier, message, sfn, logs, ddb, table))
     return {"results": results}
 
 

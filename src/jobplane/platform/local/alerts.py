@@ -14,8 +14,7 @@ import threading
 
 from jobplane.contract.notifications import NotificationMessage
 from jobplane.platform.logs import StepLogs
-from jobplane.platform.map_alert import with_failed_items
-from jobplane.platform.notifier import SlackNotifier, with_error_excerpt
+from jobplane.platform.notifier import SlackNotifier, deliver
 from jobplane.contract.types import Client
 
 log = logging.getLogger(__name__)
@@ -25,7 +24,7 @@ class AlertFeed:
     def __init__(self, sns: Client, sqs: Client, topic_arn: str, queue_name: str, notifier: SlackNotifier,
                  sfn: Client, logs: StepLogs, ddb: Client | None = None, table: str | None = None):
         self.sqs = sqs
-        self.ddb, self.table = ddb, table  # a map's failed items in the alert (platform/map_alert.py)
+        self.ddb, self.table = ddb, table  # a map's failed items, a job's failures in a row (notifier.deliver)
         self.sfn = sfn
         self.logs = logs
         self.notifier = notifier
@@ -44,9 +43,7 @@ class AlertFeed:
         for m in out.get("Messages", []):
             try:
                 message = NotificationMessage.model_validate_json(_body(m["Body"]))
-                message = with_failed_items(with_error_excerpt(message, self.sfn, self.logs), self.ddb, self.table,
-                                           self.logs)
-                results = self.notifier.notify(message)
+                results = deliver(self.notifier, message, self.sfn, self.logs, self.ddb, self.table)
             except Exception:
                 log.exception("alert not delivered; it stays queued and is retried")
                 continue
