@@ -135,9 +135,10 @@
   pool(name, weight=1):: { name: name, weight: weight },
 
   // --- notifications
-  slack(channels, events=null, after_failures=null):: { channels: if std.isArray(channels) then channels else [channels] }
+  slack(channels, events=null, after_failures=null, renotify_after=null):: { channels: if std.isArray(channels) then channels else [channels] }
                                  + (if events == null then {} else { events: events })
-                                 + (if after_failures == null then {} else { after_failures: after_failures }),
+                                 + (if after_failures == null then {} else { after_failures: after_failures })
+                                 + (if renotify_after == null then {} else { renotify_after: renotify_after }),
 
   // --- runbook: shown in alerts and in the portal
   runbook(impact, recovery, workaround=''):: { impact: impact, recovery: recovery, workaround: workaround },

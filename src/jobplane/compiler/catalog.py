@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobplane.compiler.model import Step
+from jobplane.compiler.model import Job, Step
 from jobplane.compiler.validate import LoadedJob
 from jobplane.contract import layout, names
 from jobplane.contract.catalog import (CATALOG_VERSION, Catalog, CatalogAfter, CatalogJob, CatalogStep, CatalogTeam,
@@ -54,7 +54,7 @@ def build_catalog(jobs: list[LoadedJob], config: PlatformConfig, state_counts: d
             runbook=Runbook.model_validate(job.runbook.as_dict()) if job.runbook else None, source=lj.source,
             schedule=deployed_schedule(job, config),
             timezone=job.timezone or config.default_timezone, enabled=job.enabled, policy=job.policy, timeout=job.timeout,
-            expected_duration=job.expected_duration, notify=NotifySettings.model_validate(job.notify.as_dict()), params=job.params,
+            expected_duration=job.expected_duration, notify=NotifySettings.model_validate(_notify(job)), params=job.params,
             steps=[step_entry(s) for s in job.steps],
             state_machine=names.state_machine_name(config.name_prefix, job.name),
             asl=layout.job_file(root or job.team, job.name), states=state_counts[job.name],
@@ -68,3 +68,11 @@ def build_catalog(jobs: list[LoadedJob], config: PlatformConfig, state_counts: d
                    teams=[CatalogTeam(name=t, channel=config.teams[t].channel if t in config.teams else None)
                           for t in teams],
                    jobs=entries)
+
+
+def _notify(job: Job) -> JsonObject:
+    """The job's notify settings, each left out while it has its default, so the catalog entry of
+    a job that sets none of the later ones stays byte for byte what it was."""
+    settings = job.notify.as_dict()
+    return {k: v for k, v in settings.items()
+            if not ((k == "after_failures" and v == 1) or (k == "renotify_after" and v is None))}

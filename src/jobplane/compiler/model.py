@@ -295,6 +295,12 @@ def _channels(v: list[str], _: JsonObject) -> Iterator[str]:
 MAX_AFTER_FAILURES = 10
 
 
+def _renotify_range(v: int | None, _: JsonObject) -> Iterator[str]:
+    if v is not None and not 900 <= v <= 7 * 86400:
+        yield (f"renotify_after ({v}s) must be 15m to 7d: a reminder sooner is noise, later nobody is "
+               "waiting for it")
+
+
 def _alerts_when_blocked(v: Notify, checked: JsonObject) -> Iterator[str]:
     """A policy that blocks on failure stops the job's next fires at each failure: its failures
     always alert (platform/alert_streak.py), so waiting for a streak is a mistake to say."""
@@ -317,6 +323,9 @@ class Notify(Model):
     after_failures: int = field(Int(ge=1, le=MAX_AFTER_FAILURES), 1, description=(
         "Alert a failure only when it is this many failed runs in a row (its RECOVERED note only when that failure "
         "was alerted); MISSED, DEADLINE and ABORTED always alert."))
+    renotify_after: int | None = field(Nullable(Duration), None, check=_renotify_range, description=(
+        "Announce a failure once more when nobody has acknowledged it (and no run has succeeded) this long after "
+        "it: 15m to 7d; once, never more."))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -63,6 +63,10 @@ class Runbook(_Model):
 class NotifySettings(_Model):
     channels: list[str] = Field(default_factory=list)
     events: list[Event] = Field(default_factory=list)
+    #: the job's failures alert from the N-th in a row (platform/alert_streak.py); written only when set
+    after_failures: int = 1
+    #: seconds after which an unacknowledged failure is announced once more (platform/renotify.py)
+    renotify_after: int | None = None
 
 
 class CatalogAfter(_Model):

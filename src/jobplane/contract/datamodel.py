@@ -11,6 +11,7 @@ job state             ``JOB#<job>``          ``STATE``   ``JOBS`` / ``<job>``   
 execution             ``EXEC#<execution>``   ``EXEC``    ``JOB#<job>`` / ``<started_at>``  ``FAILURES`` or ``SKIPS`` / ``<finished_at>``
 audit entry           ``AUDIT#<id>``         ``AUDIT``   ``AUDIT`` / ``<at>``              ``JOB#<job>#AUDIT`` / ``<at>``
 slow-run marker       ``SLOW#<execution>``   ``SLOW``    -                                 -
+reminder marker       ``SLOW#<execution>``   ``REMIND``  -                                 -
 backfill              ``BACKFILL#<id>``      ``BACKFILL`` ``BACKFILLS`` / ``<created>#<id>`` ``JOB#<job>#BACKFILL`` / ``<created>``
 fire lease            ``FIRE#<job>#<time>``  ``FIRE``    ``FIRES#<job>`` / ``<time>``      -
 ====================  =====================  ==========  ================================  ==============
@@ -50,6 +51,7 @@ STATE_SK = "STATE"
 EXEC_SK = "EXEC"
 AUDIT_SK = "AUDIT"
 SLOW_SK = "SLOW"
+REMIND_SK = "REMIND"  # beside a failed run's SLOW# key: its unacknowledged failure was announced again
 BACKFILL_PREFIX = "BACKFILL#"
 BACKFILL_SK = "BACKFILL"
 BACKFILLS_PARTITION = "BACKFILLS"

@@ -58,6 +58,9 @@ class NotificationMessage(BaseModel):
     #: the job's ``after_failures`` when above 1: its failure alerts wait for that many failed runs
     #: in a row (platform/alert_streak.py); absent on every other job's messages
     after_failures: int | None = None
+    #: a failure announced again because nobody acknowledged it (platform/renotify.py): how long
+    #: it has stood, in words ("unacknowledged for 4h"); absent on the first announcement
+    reminder: str | None = None
 
 
 def attributes(message: NotificationMessage) -> dict[str, dict[str, str]]:

@@ -267,6 +267,7 @@ class DevPlatform:
         from jobplane.platform.deadlines import DeadlineWatch
         from jobplane.platform.missed import MissedFires
         from jobplane.platform.pool_slots import PoolSweep
+        from jobplane.platform.renotify import Renotify
 
         # and every expected fire is accounted for: a missed one is recorded and alerted
         checks = [catchup.LostEndings(self.control.context, aws.reconciler()).check,
@@ -277,7 +278,9 @@ class DevPlatform:
                   # pool slots of runs that ended without giving them back (docs/pools.md)
                   PoolSweep(aws.client("dynamodb"), aws.resources["table_name"], aws.client("stepfunctions")).check,
                   # and each fire of a job with a deadline met it, or is alerted once
-                  DeadlineWatch(self.control.reads, aws.client("sns"), self.deployment.topic_arn, clock=self.clock).check]
+                  DeadlineWatch(self.control.reads, aws.client("sns"), self.deployment.topic_arn, clock=self.clock).check,
+                  # a failure nobody acknowledged is announced once more (notify.renotify_after)
+                  Renotify(self.control.reads, aws.client("sns"), self.deployment.topic_arn, clock=self.clock).check]
         from jobplane.platform.backfill import BackfillDriver, Backfills
 
         self.backfills = Backfills(self.control.runs)  # backfills left running by the last start go on

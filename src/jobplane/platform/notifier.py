@@ -95,6 +95,8 @@ def headline_of(message: NotificationMessage) -> str:
     if is_recovery(message):
         what = "missed fires" if message.event == Event.MISSED.value else "deadline"
         return f"{EMOJI[Event.RECOVERED.value]} {message.job}: {what} recovered"
+    if message.reminder:  # the same failure announced again (platform/renotify.py)
+        return f"{EMOJI.get(message.event, '')} {message.job}: still {event}, {message.reminder}".strip()
     return f"{EMOJI.get(message.event, '')} {message.job}: {event}".strip()
 
 
@@ -176,6 +178,8 @@ def console_text(message: NotificationMessage, channel: str | None, portal_url: 
     """The alert as a few readable lines, for a terminal without Slack."""
     o = message.outcome
     event = f"{message.event} recovered" if is_recovery(message) else message.event
+    if message.reminder:
+        event = f"still {event}, {message.reminder}"
     lines = [f"[slack {channel or '(no channel)'}] {message.job} ({message.team}): {event}"
              + (f" at step {o.step}" if o.step else ""),
              f"  scheduled {message.scheduled_time or '—'}, took {_duration(message.started_at, message.finished_at)}"]
@@ -325,7 +329,8 @@ class SlackNotifier:
         if not subscribed(message, tuple(e.value for e in DEFAULT_EVENTS)):
             return ["not subscribed"]
         rendered = blocks(message, self.portal_url)
-        text = mrkdwn(f"{message.job} {message.event}{' recovered' if is_recovery(message) else ''}: "
+        text = mrkdwn(f"{message.job} {'still ' if message.reminder else ''}{message.event}"
+                      f"{' recovered' if is_recovery(message) else ''}: "
                       f"{message.outcome.step or ''}".strip())
         results = []
         routed: list[str | None] = list(self.routing.channels(message))

@@ -295,6 +295,17 @@ class Repository:
         except self.ddb.exceptions.ConditionalCheckFailedException:
             return False
 
+    def mark_reminded(self, execution: str, expires_at: int) -> bool:
+        """True the first time only: whoever writes the marker announces the failure again
+        (platform/renotify.py), so a failure is re-announced once, never more."""
+        try:
+            self.ddb.put_item(TableName=self.table, Item={"pk": {"S": dm.slow_pk(execution)}, "sk": {"S": dm.REMIND_SK},
+                                                          "expires_at": {"N": str(expires_at)}},
+                              ConditionExpression="attribute_not_exists(pk)")
+            return True
+        except self.ddb.exceptions.ConditionalCheckFailedException:
+            return False
+
     def link_rerun(self, original: str, rerun: str) -> None:
         """Remember on the original that ``rerun`` re-ran it (lineage both ways, no scan)."""
         try:
