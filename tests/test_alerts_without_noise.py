@@ -159,3 +159,94 @@ def test_a_renotify_window_outside_15m_to_7d_is_refused(tmp_path: Path) -> None:
         "policy": "SKIP_IF_RUNNING", "after": 1, "renotify": ", renotify_after: '5m'"})
     result = CliRunner().invoke(main, ["--root", str(root), "validate"])
     assert result.exit_code != 0 and "renotify_after (300s) must be 15m to 7d" in result.output, result.output
+
+
+def test_a_snoozed_jobs_alerts_are_held_shown_everywhere_and_summarised_once_when_it_ends(
+        tmp_path: Path, receiver: Receiver) -> None:
+    """Snoozed from the CLI, shown by `jobplane status`, the API and the jobs and job pages, its
+    failure held (not posted), ended from the portal's form by another member, audited both ways,
+    and summarised once: the summary names the held failure; a failure after the end is posted."""
+    import re
+
+    from click.testing import CliRunner
+    from fastapi.testclient import TestClient
+
+    from jobplane.cli import main
+    from jobplane.platform.snooze import SnoozeEnds
+    from portal_kit import BILLING, GROWTH, as_user, header_app
+
+    root = tmp_path / "repo"
+    make_repo(root)
+    (root / "jobs/billing/streaky.jsonnet").write_text(STREAKY % {"policy": "SKIP_IF_RUNNING", "after": 1,
+                                                                   "renotify": ""})
+    platform = DevPlatform(load_config(root), tmp_path / "data", 0, 0, clock=FakeClock(utc("2027-03-01T10:00:30")),
+                           webhook_url=receiver.url, run_scheduler=False, run_services=False,
+                           snapshot_interval=3600, catch_up_interval=3600).start()
+    assert platform.alerts is not None
+    alerts = platform.alerts
+    cli = CliRunner()
+    base = ["--root", str(root)]
+    data = ["--data-dir", str(tmp_path / "data")]
+    try:
+        snoozed = cli.invoke(main, [*base, "snooze", "streaky", "--for", "2h", "--reason", "partner maintenance", *data])
+        assert snoozed.exit_code == 0 and "streaky's alerts snoozed until" in snoozed.output, snoozed.output
+        name = platform.control.run_now("streaky", "dev@localhost")
+        assert finished(platform, name, "streaky").status == "FAILED"
+        (results,) = wait_for(lambda: [r for e, r in alerts.delivered if e == name], what="the held alert")
+        assert results[0].startswith("held: snoozed until ") and not [p for p in receiver.posts if name in str(p)]
+
+        status = cli.invoke(main, [*base, "status", *data])
+        assert "Alerts snoozed" in status.output and "streaky: until" in status.output
+        assert "partner maintenance (1 held so far)" in status.output, status.output
+        client = TestClient(header_app(platform), follow_redirects=False)
+        job = client.get("/api/jobs/streaky", headers=as_user(BILLING)).json()
+        assert job["snoozed_until"] and job["snooze_reason"] == "partner maintenance"
+        assert "alerts snoozed until" in client.get("/?team=billing", headers=as_user(BILLING)).text
+        page = client.get("/jobs/streaky", headers=as_user(BILLING)).text
+        assert "Alerts snoozed until" in page and "1 held so far" in page
+        # another team's member may not end it; a member of billing ends it from the form
+        token = re.search(r'name="csrf-token" content="([^"]+)"', page)
+        assert token is not None
+        other = client.post("/api/jobs/streaky/unsnooze", json={"reason": "mine now"}, headers=as_user(GROWTH))
+        assert other.status_code == 403
+        ended = client.post("/jobs/streaky/unsnooze", data={"csrf_token": token.group(1), "reason": "maintenance over"},
+                            headers=as_user(BILLING))
+        assert ended.status_code == 303 and "notice=unsnooze" in ended.headers["location"]
+        assert not client.get("/api/jobs/streaky", headers=as_user(BILLING)).json()["snoozed_until"]
+
+        sns, topic = platform.deployment.client("sns"), platform.deployment.topic_arn
+        # two checkers (two Lambda invocations, or dev's loop beside one): one finishes it, once
+        checks = [SnoozeEnds(platform.control.reads, sns, topic).check for _ in range(2)]
+        done = checks[0]() + checks[1]()
+        summary = wait_for(lambda: [str(p) for p in receiver.posts if "alerts held while snoozed" in str(p)],
+                           what="the summary")
+        assert len(summary) == 1 and "1 FAILED" in summary[0] and name in summary[0]
+        assert "partner maintenance" in summary[0] and done == ["streaky"]
+        actions = [(a.action, a.reason) for a in platform.control.audit(10) if a.job == "streaky"]
+        assert ("snooze", "partner maintenance") in actions and ("unsnooze", "maintenance over") in actions
+
+        after = platform.control.run_now("streaky", "dev@localhost")
+        assert finished(platform, after, "streaky").status == "FAILED"
+        wait_for(lambda: (after, ["sent"]) in alerts.delivered, what="the alert after the snooze")
+    finally:
+        platform.stop()
+
+
+@pytest.mark.parametrize("args,says", [
+    (["--for", "8d"], "within 7 days"),
+    (["--until", "2020-01-01T00:00:00+00:00"], "after now"),
+    ([], "give --for DURATION or --until ISO-TIME"),
+])
+def test_a_snooze_outside_now_to_7_days_is_refused(tmp_path: Path, args: list[str], says: str) -> None:
+    from click.testing import CliRunner
+
+    from jobplane.cli import main
+    from portal_kit import start_platform
+
+    platform = start_platform(tmp_path)
+    try:
+        result = CliRunner().invoke(main, ["--root", str(tmp_path / "repo"), "snooze", "flaky-load", *args,
+                                           "--reason", "r", "--data-dir", str(tmp_path / "data")])
+        assert result.exit_code != 0 and says in result.output, result.output
+    finally:
+        platform.stop()

@@ -67,6 +67,18 @@ data "aws_iam_policy_document" "notifier" {
     resources = ["${aws_dynamodb_table.jobplane.arn}/index/gsi1"]
   }
   statement {
+    # an alert of a snoozed job kept for the snooze's summary: one conditional append to the
+    # job's state item (jobplane.platform.snooze)
+    sid       = "SnoozeHeld"
+    actions   = ["dynamodb:UpdateItem"]
+    resources = [aws_dynamodb_table.jobplane.arn]
+    condition {
+      test     = "ForAllValues:StringLike"
+      variable = "dynamodb:LeadingKeys"
+      values   = ["JOB#*"]
+    }
+  }
+  statement {
     sid       = "Decrypt"
     actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
     resources = [aws_kms_key.platform.arn]

@@ -59,6 +59,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "pause": ("jobplane.cli.operate", "pause",
               "Pause JOB's schedules: no scheduled run starts until `jobplane resume` (manual runs still can)."),
     "resume": ("jobplane.cli.operate", "resume", "Resume JOB's schedules after `jobplane pause`."),
+    "snooze": ("jobplane.cli.operate", "snooze",
+               "Hold JOB's alerts until a time: its runs are recorded and shown as always, and one summary of the "
+               "alerts held is sent when the snooze ends (by itself, or `jobplane unsnooze`)."),
+    "unsnooze": ("jobplane.cli.operate", "unsnooze",
+                 "End JOB's snooze now: its alerts are delivered again, and the summary of those held is sent."),
     "repair-pauses": ("jobplane.cli.operate", "repair_pauses",
                       "Disable again every paused job's schedule found ENABLED (the pipeline runs it after each "
                       "apply, which writes the compiled state)."),

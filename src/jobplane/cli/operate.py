@@ -265,6 +265,7 @@ def status(obj: Context, data_dir: Path | None, deployment: Path | None, as_json
         click.echo(json.dumps([{"job": j.name, "team": j.team, "last_status": j.state.last_status if j.state else None,
                                 "last_finished_at": j.state.last_finished_at if j.state else None,
                                 "running": j.running, "paused": j.paused,
+                                "snoozed_until": _snoozed_until(j),
                                 "next_fire": j.next_fires[0].isoformat() if j.next_fires else None,
                                 "missed": _missed(j), "schedule_problems": problems.get(j.name, []),
                                 **({"waiting": pools.waiting[j.name]} if j.name in pools.waiting else {}),
@@ -285,6 +286,13 @@ def status(obj: Context, data_dir: Path | None, deployment: Path | None, as_json
         else:
             nxt = j.entry.started_by if not j.entry.schedule else "disabled"
         click.echo(f"{j.name:<{width}}  {j.team:<9} {last:<10} {finished or '-':<20} {len(j.running) or '-':<8} {nxt}")
+    snoozed = [(j, until) for j in jobs if (until := _snoozed_until(j)) is not None]
+    if snoozed:
+        click.echo("\nAlerts snoozed (held, then summarised when the snooze ends; `jobplane unsnooze JOB` ends it):")
+        for j, until in snoozed:
+            st = j.state
+            click.echo(f"  {j.name}: until {until[:16].replace('T', ' ')} UTC by {st.snoozed_by if st else '?'}: "
+                       f"{st.snooze_reason if st else ''} ({len(st.snooze_held) if st else 0} held so far)")
     missed = [(j, m) for j in jobs if (m := _missed(j)) is not None]
     if missed:
         click.echo("\nMissed fires (neither ran nor skipped; run one with `jobplane backfill JOB --from FIRE --to FIRE`):")
@@ -666,6 +674,48 @@ resume = _job_action("resume", "resume", "{job} resumed", "Resume JOB's schedule
 ack = _job_action("ack", "acknowledge", "{job}'s failure acknowledged",
                   "Acknowledge JOB's last failure: a SKIP_IF_FAILED job's scheduled runs start again (the next "
                   "success still announces RECOVERED).")
+
+
+@click.command()
+@click.argument("job")
+@click.option("--for", "for_", default=None, metavar="DURATION",
+              help="How long: '2h', '1d', '90m' (at most 7 days).")
+@click.option("--until", default=None, metavar="ISO-TIME", help="Until this time (with its offset), instead of --for.")
+@reason_option
+@data_dir_option
+@deployment_option
+@click.pass_obj
+def snooze(obj: Context, job: str, for_: str | None, until: str | None, reason: str, data_dir: Path | None,
+           deployment: Path | None) -> None:
+    """Hold JOB's alerts until a time: its runs are recorded and shown as always, and one summary
+    of the alerts held is sent when the snooze ends (by itself, or `jobplane unsnooze`)."""
+    from datetime import datetime
+
+    if (for_ is None) == (until is None):
+        raise click.UsageError("give --for DURATION or --until ISO-TIME")
+    if for_ is not None:
+        from jobplane.compiler.model import parse_duration
+
+        try:
+            end = datetime.now(timezone.utc) + timedelta(seconds=parse_duration(for_))
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint="--for") from None
+    else:
+        from jobplane.cli.common import aware_time
+
+        end = aware_time(str(until), "--until")
+    _act(obj, data_dir, deployment, lambda c, actor: c.snooze(job, actor, end, reason),
+         f"{job}'s alerts snoozed until {end.astimezone(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}")
+
+
+unsnooze = _job_action("unsnooze", "unsnooze", "{job}'s snooze ended: the summary of what it held follows",
+                       "End JOB's snooze now: its alerts are delivered again, and the summary of those held is sent.")
+
+
+def _snoozed_until(job: JobSummary) -> str | None:
+    from jobplane.contract.clock import now_iso
+
+    return job.state.snoozed_until if job.state and job.state.snoozed(now_iso()) else None
 
 
 @click.command("repair-pauses")

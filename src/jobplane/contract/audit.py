@@ -78,6 +78,28 @@ class Resume(AuditEvent):
 
 
 @dataclass(frozen=True)
+class Snooze(AuditEvent):
+    """The job's alerts held until ``until`` (platform/snooze.py)."""
+
+    ACTION: ClassVar[str] = "snooze"
+    until: str = ""
+
+    def details(self) -> JsonObject:
+        return {"until": self.until}
+
+    @classmethod
+    def read(cls, action: str, job: str, execution: str | None, details: JsonObject) -> AuditEvent:
+        return cls(job, _str(details.get("until")) or "")
+
+
+@dataclass(frozen=True)
+class Unsnooze(AuditEvent):
+    """A snooze ended before its time (its summary follows)."""
+
+    ACTION: ClassVar[str] = "unsnooze"
+
+
+@dataclass(frozen=True)
 class Acknowledge(AuditEvent):
     """The failure of ``failed`` no longer blocks a SKIP_IF_FAILED job's fires."""
 
@@ -249,7 +271,7 @@ class Other(AuditEvent):
         return cls(job, action, execution, details)
 
 
-KINDS: tuple[type[AuditEvent], ...] = (Run, Rerun, Stop, Pause, Resume, Acknowledge, ReleaseClaim, StartBackfill,
+KINDS: tuple[type[AuditEvent], ...] = (Run, Rerun, Stop, Pause, Resume, Snooze, Unsnooze, Acknowledge, ReleaseClaim, StartBackfill,
                                        CancelBackfill, ResumeBackfill, CatchUp, RerunItems, ResendAlert)
 _BY_ACTION: dict[str, type[AuditEvent]] = {k.ACTION: k for k in KINDS} | {Rerun.FROM_FAILED_STEP: Rerun}
 

@@ -96,6 +96,12 @@ MISSED_PARTITION = "MISSED"
 ATTR_PAUSED_BY = "paused_by"
 ATTR_PAUSED_REASON = "paused_reason"
 ATTR_PAUSED_AT = "paused_at"
+# A snooze of the job's alerts (platform/snooze.py): until when, who, why, and each alert held
+# meanwhile ("<EVENT> <execution>", appended by the notifier) for the summary at its end.
+ATTR_SNOOZED_UNTIL = "snoozed_until"
+ATTR_SNOOZED_BY = "snoozed_by"
+ATTR_SNOOZE_REASON = "snooze_reason"
+ATTR_SNOOZE_HELD = "snooze_held"
 #: pause_<trigger>: set with a pause for the triggers the claim then refuses (schedule): a pause
 #: holds even when something enables the job's schedule again (a Terraform apply of its root).
 ATTR_PAUSE_PREFIX = "pause_"

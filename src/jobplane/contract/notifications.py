@@ -61,6 +61,9 @@ class NotificationMessage(BaseModel):
     #: a failure announced again because nobody acknowledged it (platform/renotify.py): how long
     #: it has stood, in words ("unacknowledged for 4h"); absent on the first announcement
     reminder: str | None = None
+    #: the alerts held while the job was snoozed, in words (platform/snooze.py): this message is
+    #: that summary, sent once when the snooze ends, and never itself held
+    summary: str | None = None
 
 
 def attributes(message: NotificationMessage) -> dict[str, dict[str, str]]:

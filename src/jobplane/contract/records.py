@@ -56,6 +56,12 @@ class JobState:
         "the job's executions list each as status MISSED"))
     missed_count: int = field(default=0, metadata=doc("how many fires the open episode has missed"))
     missed_cause: str | None = field(default=None, metadata=doc("why, as far as AWS tells"))
+    snoozed_until: str | None = field(default=None, metadata=doc(
+        "the job's alerts are held until then (ISO 8601 UTC) and summarised when the snooze ends"))
+    snoozed_by: str | None = None
+    snooze_reason: str | None = None
+    snooze_held: tuple[str, ...] = field(default=(), metadata=doc(
+        "the alerts held during the snooze so far, each '<EVENT> <execution>'"))
     # the fire ledger's own (platform/missed.py reads them with LEDGER_ATTRIBUTES): its watermark
     # and the claim count for it, the alert's outbox flag; and what the claims wrote: the newest
     # scheduled fire claimed and how many were ever claimed
@@ -91,7 +97,12 @@ class JobState:
                   dm.ATTR_LAST_FINISHED_AT, dm.ATTR_LAST_STARTED_AT, dm.ATTR_BLOCKED_BY, dm.ATTR_ACKNOWLEDGED_BY,
                   dm.ATTR_PAUSED_BY, dm.ATTR_PAUSED_REASON, dm.ATTR_PAUSED_AT, dm.ATTR_MISSED_SINCE,
                   dm.ATTR_MISSED_COUNT, dm.ATTR_MISSED_CAUSE, dm.ATTR_FIRES_CHECKED, dm.ATTR_FIRES_CLAIMS,
-                  dm.ATTR_MISSED_ALERT, FIRED_SCHEDULE, CLAIMS_SCHEDULE)
+                  dm.ATTR_MISSED_ALERT, FIRED_SCHEDULE, CLAIMS_SCHEDULE, dm.ATTR_SNOOZED_UNTIL, dm.ATTR_SNOOZED_BY,
+                  dm.ATTR_SNOOZE_REASON, dm.ATTR_SNOOZE_HELD)
+
+    def snoozed(self, now: str) -> bool:
+        """Its alerts are held at ``now`` (ISO 8601 UTC: the same form, so the strings compare)."""
+        return self.snoozed_until is not None and now < self.snoozed_until
 
     @classmethod
     def from_item(cls, item: Item) -> JobState:
@@ -112,7 +123,9 @@ class JobState:
                    missed_cause=_text(p, dm.ATTR_MISSED_CAUSE), fires_checked_until=_text(p, dm.ATTR_FIRES_CHECKED),
                    fires_claims_checked=None if checked is None else int(checked),
                    missed_alert_pending=dm.ATTR_MISSED_ALERT in p, fired_schedule=_text(p, FIRED_SCHEDULE),
-                   claims_schedule=int(p.get(CLAIMS_SCHEDULE) or 0))
+                   claims_schedule=int(p.get(CLAIMS_SCHEDULE) or 0), snoozed_until=_text(p, dm.ATTR_SNOOZED_UNTIL),
+                   snoozed_by=_text(p, dm.ATTR_SNOOZED_BY), snooze_reason=_text(p, dm.ATTR_SNOOZE_REASON),
+                   snooze_held=tuple(h for h in p.get(dm.ATTR_SNOOZE_HELD) or () if isinstance(h, str)))
 
     def to_item(self) -> Item:
         """The attributes :meth:`from_item` reads, with the item's keys (what the claim and the
@@ -129,7 +142,9 @@ class JobState:
             dm.ATTR_MISSED_COUNT: self.missed_count or None, dm.ATTR_MISSED_CAUSE: self.missed_cause,
             dm.ATTR_FIRES_CHECKED: self.fires_checked_until, dm.ATTR_FIRES_CLAIMS: self.fires_claims_checked,
             dm.ATTR_MISSED_ALERT: 1 if self.missed_alert_pending else None, FIRED_SCHEDULE: self.fired_schedule,
-            CLAIMS_SCHEDULE: self.claims_schedule or None,
+            CLAIMS_SCHEDULE: self.claims_schedule or None, dm.ATTR_SNOOZED_UNTIL: self.snoozed_until,
+            dm.ATTR_SNOOZED_BY: self.snoozed_by, dm.ATTR_SNOOZE_REASON: self.snooze_reason,
+            dm.ATTR_SNOOZE_HELD: list(self.snooze_held) if self.snoozed_until else None,
         }
         return item_of(values)
 

@@ -268,6 +268,7 @@ class DevPlatform:
         from jobplane.platform.missed import MissedFires
         from jobplane.platform.pool_slots import PoolSweep
         from jobplane.platform.renotify import Renotify
+        from jobplane.platform.snooze import SnoozeEnds
 
         # and every expected fire is accounted for: a missed one is recorded and alerted
         checks = [catchup.LostEndings(self.control.context, aws.reconciler()).check,
@@ -280,7 +281,10 @@ class DevPlatform:
                   # and each fire of a job with a deadline met it, or is alerted once
                   DeadlineWatch(self.control.reads, aws.client("sns"), self.deployment.topic_arn, clock=self.clock).check,
                   # a failure nobody acknowledged is announced once more (notify.renotify_after)
-                  Renotify(self.control.reads, aws.client("sns"), self.deployment.topic_arn, clock=self.clock).check]
+                  Renotify(self.control.reads, aws.client("sns"), self.deployment.topic_arn, clock=self.clock).check,
+                  # a snooze that ended sends what it held, once (real time: a snooze's end is an
+                  # operator's wall-clock time, as the notifier that holds alerts reads it)
+                  SnoozeEnds(self.control.reads, aws.client("sns"), self.deployment.topic_arn).check]
         from jobplane.platform.backfill import BackfillDriver, Backfills
 
         self.backfills = Backfills(self.control.runs)  # backfills left running by the last start go on

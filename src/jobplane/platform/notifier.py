@@ -95,6 +95,8 @@ def headline_of(message: NotificationMessage) -> str:
     if is_recovery(message):
         what = "missed fires" if message.event == Event.MISSED.value else "deadline"
         return f"{EMOJI[Event.RECOVERED.value]} {message.job}: {what} recovered"
+    if message.summary:  # what a snooze held (platform/snooze.py)
+        return f":zzz: {message.job}: alerts held while snoozed"
     if message.reminder:  # the same failure announced again (platform/renotify.py)
         return f"{EMOJI.get(message.event, '')} {message.job}: still {event}, {message.reminder}".strip()
     return f"{EMOJI.get(message.event, '')} {message.job}: {event}".strip()
@@ -102,6 +104,8 @@ def headline_of(message: NotificationMessage) -> str:
 
 def detail_label(message: NotificationMessage) -> str:
     """What the alert's text is: the failure's error, or what a recovery note says happened."""
+    if message.summary:
+        return "Held while snoozed"
     return "Recovered" if is_recovery(message) else "Error"
 
 
@@ -130,7 +134,7 @@ def blocks(message: NotificationMessage, portal_url: str) -> list[Block]:
               MarkdownTextObject(text=f"*Started*\n{mrkdwn(message.started_at or '—')}"),
               MarkdownTextObject(text=f"*Duration*\n{_duration(message.started_at, message.finished_at)}")]
     out: list[Block] = [HeaderBlock(text=headline[:150]), SectionBlock(fields=fields)]  # header: plain_text
-    detail = message.error or skip_detail(o)
+    detail = message.summary or message.error or skip_detail(o)
     if detail:
         out.append(SectionBlock(text=MarkdownTextObject(text=f"*{detail_label(message)}*\n{code_block(detail[:2500])}")))
     if message.runbook:
@@ -180,10 +184,12 @@ def console_text(message: NotificationMessage, channel: str | None, portal_url: 
     event = f"{message.event} recovered" if is_recovery(message) else message.event
     if message.reminder:
         event = f"still {event}, {message.reminder}"
+    if message.summary:
+        event = "alerts held while snoozed"
     lines = [f"[slack {channel or '(no channel)'}] {message.job} ({message.team}): {event}"
              + (f" at step {o.step}" if o.step else ""),
              f"  scheduled {message.scheduled_time or '—'}, took {_duration(message.started_at, message.finished_at)}"]
-    detail = message.error or skip_detail(o)
+    detail = message.summary or message.error or skip_detail(o)
     if detail:
         lines.append(f"  {detail_label(message).lower()}: {detail[:500]}")
     if message.runbook and not is_recovery(message):
@@ -374,16 +380,26 @@ def deliver(notifier: SlackNotifier, message: NotificationMessage, sfn: Client, 
     from jobplane.platform.alert_streak import hold_reason
     from jobplane.platform.map_alert import with_failed_items
 
-    try:
-        why = hold_reason(message, ddb, table)
-    except Exception:  # noqa: BLE001 - a record that cannot be read never costs an alert
-        log.exception("could not count %s's failures in a row: delivering", message.job)
-        why = None
+    why = None
+    if message.summary is None and ddb is not None and table:
+        try:
+            why = hold_reason(message, ddb, table) or _snoozed(message, ddb, table)
+        except Exception:  # noqa: BLE001 - a record that cannot be read never costs an alert
+            log.exception("could not tell whether %s's alert is held: delivering", message.job)
     if why:
         log.info("%s %s of %s held: %s", message.job, message.event, message.execution, why)
         return [f"held: {why}"]
     message = with_failed_items(with_error_excerpt(message, sfn, logs), ddb, table, logs)
     return notifier.notify(message)
+
+
+def _snoozed(message: NotificationMessage, ddb: Client, table: str) -> str | None:
+    """Keep the alert for its snooze's summary if the job is snoozed now (platform/snooze.py)."""
+    from jobplane.contract.clock import now_iso
+    from jobplane.platform.repository import Repository
+
+    until = Repository(ddb, table).hold_in_snooze(message.job, f"{message.event} {message.execution}", now_iso())
+    return f"snoozed until {until}; kept for the summary at its end" if until else None
 
 
 def handler(event: JsonObject, context: object = None) -> JsonObject:

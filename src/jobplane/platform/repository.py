@@ -85,6 +85,10 @@ class Page(Generic[T]):
     cursor: str | None  # pass back to get the next page
 
 
+_SNOOZE_NAMES = {"#until": dm.ATTR_SNOOZED_UNTIL, "#by": dm.ATTR_SNOOZED_BY, "#why": dm.ATTR_SNOOZE_REASON,
+                 "#held": dm.ATTR_SNOOZE_HELD}
+
+
 class Repository:
     def __init__(self, dynamodb: Client, table: str):
         self.ddb = dynamodb
@@ -324,6 +328,57 @@ class Repository:
                              ExpressionAttributeValues={":a": {"S": actor}, ":r": {"S": reason}, ":t": {"S": at},
                                                         ":team": {"S": team}, ":job": {"S": job},
                                                         ":jobs": {"S": dm.JOBS_PARTITION}})
+
+    def set_snooze(self, job: str, team: str, until: str, actor: str, reason: str) -> None:
+        """Hold the job's alerts until ``until``; a snooze already on is replaced, keeping the
+        alerts it held (its summary then covers both)."""
+        self.ddb.update_item(
+            TableName=self.table, Key=_job_key(job),
+            UpdateExpression="SET #until = :u, #by = :a, #why = :r, #held = if_not_exists(#held, :none), "
+                             "team = if_not_exists(team, :team), job = if_not_exists(job, :job), "
+                             "gsi1pk = :jobs, gsi1sk = :job",
+            ExpressionAttributeNames=_SNOOZE_NAMES,
+            ExpressionAttributeValues={":u": {"S": until}, ":a": {"S": actor}, ":r": {"S": reason}, ":none": {"L": []},
+                                       ":team": {"S": team}, ":job": {"S": job}, ":jobs": {"S": dm.JOBS_PARTITION}})
+
+    def end_snooze_now(self, job: str, now: str) -> bool:
+        """Bring a snooze's end forward to ``now`` (the periodic check then summarises it);
+        False when the job was not snoozed at ``now``."""
+        try:
+            self.ddb.update_item(TableName=self.table, Key=_job_key(job), UpdateExpression="SET #until = :now",
+                                 ConditionExpression="#until > :now", ExpressionAttributeNames={"#until": dm.ATTR_SNOOZED_UNTIL},
+                                 ExpressionAttributeValues={":now": {"S": now}})
+            return True
+        except self.ddb.exceptions.ConditionalCheckFailedException:
+            return False
+
+    def hold_in_snooze(self, job: str, alert: str, now: str) -> str | None:
+        """Keep ``alert`` ('<EVENT> <execution>') for the summary if the job is snoozed at ``now``:
+        its snooze's end when held, None when not snoozed (one conditional write decides, so an
+        alert racing the end is either held and summarised, or delivered)."""
+        try:
+            answer = self.ddb.update_item(
+                TableName=self.table, Key=_job_key(job), UpdateExpression="SET #held = list_append(#held, :alert)",
+                ConditionExpression="#until > :now AND attribute_exists(#held)",
+                ExpressionAttributeNames={"#until": dm.ATTR_SNOOZED_UNTIL, "#held": dm.ATTR_SNOOZE_HELD},
+                ExpressionAttributeValues={":alert": {"L": [{"S": alert}]}, ":now": {"S": now}},
+                ReturnValues="UPDATED_NEW")
+        except self.ddb.exceptions.ConditionalCheckFailedException:
+            return None
+        held: str | None = answer.get("Attributes", {}).get(dm.ATTR_SNOOZED_UNTIL, {}).get("S")
+        return held or "its snooze's end"
+
+    def finish_snooze(self, job: str, until: str) -> JobState | None:
+        """Remove an ended snooze (its end ``until`` as read), returning it with the alerts it held;
+        None when another checker finished it first or it was changed meanwhile."""
+        try:
+            answer = self.ddb.update_item(
+                TableName=self.table, Key=_job_key(job), UpdateExpression="REMOVE #until, #by, #why, #held",
+                ConditionExpression="#until = :until", ExpressionAttributeNames=_SNOOZE_NAMES,
+                ExpressionAttributeValues={":until": {"S": until}}, ReturnValues="ALL_OLD")
+        except self.ddb.exceptions.ConditionalCheckFailedException:
+            return None
+        return JobState.from_item(answer["Attributes"])
 
     def clear_paused(self, job: str) -> bool:
         try:

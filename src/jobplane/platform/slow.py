@@ -99,7 +99,8 @@ def handler(event: JsonObject, context: object = None) -> JsonObject:
     itself, start an `after` run; then the fire ledger (platform/missed.py): record and alert
     the fires that neither ran nor were skipped; then the deadlines (platform/deadlines.py): alert
     a fire not SUCCEEDED by its deadline, once; then announce once more a failure nobody
-    acknowledged within its job's renotify_after (platform/renotify.py); then move every open backfill on; then disable
+    acknowledged within its job's renotify_after (platform/renotify.py); then summarise each
+    snooze that ended (platform/snooze.py); then move every open backfill on; then disable
     again a paused job's schedule found ENABLED (drift: an apply writes the compiled state). One part failing does not keep the others from running; the
     invocation then fails, and Lambda tries it again."""
     import boto3
@@ -116,6 +117,7 @@ def handler(event: JsonObject, context: object = None) -> JsonObject:
     from jobplane.platform.pool_slots import PoolSweep
     from jobplane.platform.reconciler import Reconciler
     from jobplane.platform.renotify import Renotify
+    from jobplane.platform.snooze import SnoozeEnds
 
     started = time.monotonic()
     control = ControlPlane(deployment)  # the services, over one context the checks share
@@ -134,6 +136,8 @@ def handler(event: JsonObject, context: object = None) -> JsonObject:
                        ("deadlines", DeadlineWatch(reads, sns, deployment.topic_arn).check),
                        # a failure nobody acknowledged, announced once more (platform/renotify.py)
                        ("reminded", Renotify(reads, sns, deployment.topic_arn).check),
+                       # a snooze that ended: what it held, summarised once (platform/snooze.py)
+                       ("snoozes_ended", SnoozeEnds(reads, sns, deployment.topic_arn).check),
                        # a backfill started from a laptop that then slept still completes: each
                        # pass moves every open one on (its fire leases keep two drivers from
                        # starting a fire twice)

@@ -10,11 +10,12 @@ from __future__ import annotations
 import dataclasses
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from jobplane.platform.control import IDEMPOTENCY_KEY_MAX, ExecutionView, JobSummary, check_cursor
 from jobplane.platform.repository import Page
 from jobplane.contract.catalog import CatalogJob
+from jobplane.contract.clock import now_iso
 from jobplane.contract.execution_input import ExecutionInput
 from jobplane.contract.attempts import Attempt
 from jobplane.contract.records import AuditEntry, ExecutionRecord, JobState
@@ -72,7 +73,8 @@ def page_out(page: Page[ExecutionRecord]) -> BaseModel:
 # -- models ------------------------------------------------------------------------------------
 #: What a job's state shows of itself (contract/records.JobState); the rest is the catalog's.
 JOB_STATE_FIELDS = ("last_status", "last_finished_at", "running", "paused_reason", "paused_by",
-                    "acknowledged_by", "missed_since", "missed_count", "missed_cause")
+                    "acknowledged_by", "missed_since", "missed_count", "missed_cause", "snoozed_until", "snoozed_by",
+                    "snooze_reason")
 JobOut = model_from(
     "JobOut", [(CatalogJob, ("name", "team", "description", "schedule", "timezone", "enabled")),
                (JobState, JOB_STATE_FIELDS)],
@@ -143,6 +145,12 @@ class ReasonIn(BaseModel):
     reason: str = Field(min_length=1, max_length=500)
 
 
+class SnoozeIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    until: AwareDatetime = Field(description="when the job's alerts are delivered again (at most 7 days ahead)")
+    reason: str = Field(min_length=1, max_length=500)
+
+
 # -- conversions -------------------------------------------------------------------------------
 def job_out(s: JobSummary) -> BaseModel:
     e, st = s.entry, s.state
@@ -154,6 +162,9 @@ def job_out(s: JobSummary) -> BaseModel:
                   acknowledged_by=st.acknowledged_by if st else None,
                   missed_since=st.missed_since if st else None, missed_count=st.missed_count if st else 0,
                   missed_cause=st.missed_cause if st else None,
+                  snoozed_until=st.snoozed_until if st and st.snoozed(now_iso()) else None,
+                  snoozed_by=st.snoozed_by if st and st.snoozed(now_iso()) else None,
+                  snooze_reason=st.snooze_reason if st and st.snoozed(now_iso()) else None,
                   next_fires=[t.isoformat() for t in s.next_fires], params=e.params,
                   url=f"/jobs/{s.name}")
 
@@ -307,3 +318,13 @@ _job_action("pause", "Pause a job's schedule (reason required)")
 _job_action("resume", "Resume a paused schedule (reason required)")
 _job_action("acknowledge", "Acknowledge the failure blocking a SKIP_IF_FAILED job")
 _job_action("release-claim", "Release a claim held by an execution that no longer runs")
+_job_action("unsnooze", "End a job's snooze now: its alerts are delivered again, the summary of those held follows")
+
+
+@router.post("/jobs/{job}/snooze", response_model=Done, responses=ACTION_ERRORS, dependencies=[Depends(json_body)],
+             summary="Hold a job's alerts until a time, then summarise them (reason required)")
+def snooze_job(request: Request, job: str, body: SnoozeIn) -> object:
+    portal = _portal(request)
+    user = portal.authorize(request, portal.control.entry(job).team)
+    portal.control.snooze(job, user, body.until, body.reason)
+    return Done(message=f"{job}'s alerts snoozed until {body.until.isoformat()}")

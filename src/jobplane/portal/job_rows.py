@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from markupsafe import Markup
 
 from jobplane.contract import datamodel as dm
+from jobplane.contract.clock import now_iso
 
 if TYPE_CHECKING:
     from jinja2 import Template
@@ -35,7 +36,7 @@ ROWS_KEPT = 8192
 #: tests/test_correctness.py checks that a state read this way gives the same row.
 STATE_ATTRIBUTES = ("job", dm.ATTR_RUNNING, dm.ATTR_LAST_STATUS, dm.ATTR_LAST_STARTED_AT, dm.ATTR_LAST_FINISHED_AT,
                     dm.ATTR_BLOCKED_BY, dm.ATTR_ACKNOWLEDGED_BY, dm.ATTR_PAUSED_AT, dm.ATTR_PAUSED_REASON,
-                    dm.ATTR_MISSED_SINCE, dm.ATTR_MISSED_COUNT)
+                    dm.ATTR_MISSED_SINCE, dm.ATTR_MISSED_COUNT, dm.ATTR_SNOOZED_UNTIL)
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,7 @@ class JobRow:
     recent_failures: int | None  # None: the page does not show the column
     missed_since: str | None  # an open episode of missed fires: the last expected fire did not run
     missed_count: int
+    snoozed_until: str | None = None  # its alerts are held until then (platform/snooze.py)
 
     @classmethod
     def of(cls, job: JobSummary, failures_shown: bool) -> JobRow:
@@ -73,7 +75,8 @@ class JobRow:
                    has_duration=bool(s and s.last_duration is not None), paused=job.paused,
                    paused_reason=s.paused_reason if s else None, blocked=job.blocked_by is not None,
                    recent_failures=job.recent_failures if failures_shown else None,
-                   missed_since=s.missed_since if s else None, missed_count=s.missed_count if s else 0)
+                   missed_since=s.missed_since if s else None, missed_count=s.missed_count if s else 0,
+                   snoozed_until=s.snoozed_until if s and s.snoozed(now_iso()) else None)
 
 
 class RowRenderer:

@@ -12,6 +12,8 @@ NOTICES = {
     "resume": "Schedule resumed.",
     "acknowledge": "Failure acknowledged.",
     "release-claim": "Stale claim released.",
+    "snooze": "Alerts snoozed: what they would have said is summarised when the snooze ends.",
+    "unsnooze": "Snooze ended: alerts are delivered again; the summary of those held follows.",
     "backfill": "Backfill started: its fires start in order, and this page follows them.",
     "backfill-cancel": "Backfill cancelled: no further fire starts; runs in flight finish.",
     "backfill-resume": "Backfill resumed.",

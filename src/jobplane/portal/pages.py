@@ -15,6 +15,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from jobplane.contract import execution_input
 from jobplane.contract import runner as rc
+from jobplane.contract.clock import now_iso
 from jobplane.contract.statuses import ExecutionStatus
 from jobplane.contract.step_kinds import per_item_steps
 from jobplane.platform.control import (IDEMPOTENCY_KEY_MAX, JOB_SORTS, RECENT_FAILURES, Invalid, JobSummary,
@@ -79,7 +80,9 @@ def job_page(request: Request, job: str, cursor: str | None = Query(None, max_le
     # the job's state is read once (control.job) and handed on: it was read three times a view
     return portal.render(request, "job.html", job=summary, e=summary.entry, diagram=_diagram(portal, job),
                          schedule_problems=_schedule_problems(portal, summary), **_history(portal, summary, cursor),
-                         deadlines=job_deadlines(portal.control.context, summary.entry), fire_lines=fire_lines or [])
+                         deadlines=job_deadlines(portal.control.context, summary.entry), fire_lines=fire_lines or [],
+                         snoozed=bool(summary.state and summary.state.snoozed(now_iso())),
+                         snooze_choices=list(SNOOZE_CHOICES))
 
 
 def _schedule_problems(portal: Portal, summary: JobSummary) -> list[str] | None:
@@ -242,11 +245,30 @@ def stop_form(request: Request, execution: str, csrf_token: str | None = Form(No
     return _back(f"/executions/{execution}", "stop")
 
 
+#: The snooze form's choices: the CLI and the API take any time within 7 days.
+SNOOZE_CHOICES = {"1h": 3600, "4h": 4 * 3600, "1d": 86400, "3d": 3 * 86400, "7d": 7 * 86400}
+
+
+@router.post("/jobs/{job}/snooze")
+def snooze_form(request: Request, job: str, csrf_token: str | None = Form(None), reason: str = Form(""),
+                duration: str = Form("")) -> Response:
+    from datetime import datetime, timedelta, timezone
+
+    from jobplane.platform.control import Invalid
+
+    portal = _portal(request)
+    user = _act(request, portal.control.entry(job).team, csrf_token)
+    if duration not in SNOOZE_CHOICES:
+        raise Invalid(f"snooze for one of {', '.join(SNOOZE_CHOICES)}", {"duration": duration})
+    portal.control.snooze(job, user, datetime.now(timezone.utc) + timedelta(seconds=SNOOZE_CHOICES[duration]), reason)
+    return _back(f"/jobs/{quote(job)}", "snooze")
+
+
 @router.post("/jobs/{job}/{action}")
 def job_action_form(request: Request, job: str, action: str, csrf_token: str | None = Form(None),
                     reason: str = Form("")) -> Response:
     portal = _portal(request)
-    if action not in ("pause", "resume", "acknowledge", "release-claim"):
+    if action not in ("pause", "resume", "acknowledge", "release-claim", "unsnooze"):
         raise NotFound(f"unknown action {action!r}")
     user = _act(request, portal.control.entry(job).team, csrf_token)
     getattr(portal.control, action.replace("-", "_"))(job, user, reason)

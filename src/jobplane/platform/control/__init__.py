@@ -82,6 +82,7 @@ class ControlPlane:
         # jobs
         self.pause, self.resume, self.acknowledge, self.release_claim = (
             jobs.pause, jobs.resume, jobs.acknowledge, jobs.release_claim)
+        self.snooze, self.unsnooze = jobs.snooze, jobs.unsnooze
         self.apply_pauses, self.repair_pauses = jobs.apply_pauses, jobs.repair_pauses
         # map items
         self.map_progress, self.items, self.item, self.rerun_failed_items = (

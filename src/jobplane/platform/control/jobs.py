@@ -1,15 +1,16 @@
-"""The actions on jobs: pause and resume their schedules, acknowledge a failure that blocks a
-SKIP_IF_FAILED job, release a claim its holder no longer holds."""
+"""The actions on jobs: pause and resume their schedules, snooze and unsnooze their alerts,
+acknowledge a failure that blocks a SKIP_IF_FAILED job, release a claim its holder no longer holds."""
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING
 
 from jobplane.contract import arns, names
 from jobplane.contract.statuses import ExecutionStatus
-from jobplane.contract.clock import now_iso
+from jobplane.contract.clock import iso_millis, now_iso
 from jobplane.platform.control.access import Actor
-from jobplane.platform.control.errors import Conflict, check_reason
+from jobplane.platform.control.errors import Conflict, Invalid, check_reason
 from jobplane.platform.context import PlatformContext
 from jobplane.platform.control.reads import Reads
 from jobplane.platform.control.runs import Runs
@@ -17,6 +18,10 @@ from jobplane.platform.control.views import JobSummary
 
 if TYPE_CHECKING:  # the catalog's models (pydantic) load with the catalog
     from jobplane.contract.catalog import CatalogJob
+
+
+#: The longest snooze: a job silenced for longer wants a pause, or a fix.
+MAX_SNOOZE = timedelta(days=7)
 
 
 class JobActions:
@@ -63,6 +68,41 @@ class JobActions:
                 lambda: self._set_schedule_state(entry, "DISABLED")]
         from jobplane.contract import audit
         self.runs.audited(who, audit.Resume(job), reason, act, undo)
+
+    def snooze(self, job: str, actor: Actor | str, until: datetime, reason: str) -> None:
+        """Hold the job's alerts until ``until`` (platform/snooze.py): audited, ending by itself,
+        summarised at its end. At most 7 days ahead: a longer silence is a pause or a fix."""
+        check_reason(reason)
+        entry = self.reads.entry(job)
+        who = self.runs.authorize(actor, job)
+        now = datetime.now(timezone.utc)
+        if until.tzinfo is None:
+            raise Invalid("the snooze's end needs a timezone (e.g. 2026-12-08T09:00:00+09:00)", {"until": str(until)})
+        if not now < until <= now + MAX_SNOOZE:
+            raise Invalid(f"a snooze ends after now and within {MAX_SNOOZE.days} days", {"until": until.isoformat()})
+        end = iso_millis(until.astimezone(timezone.utc))
+
+        def act() -> None:  # one write: when it fails, nothing changed (and the entry goes)
+            self.repo.set_snooze(job, entry.team, end, who.actor.name, reason)
+
+        from jobplane.contract import audit
+        self.runs.audited(who, audit.Snooze(job, end), reason, act)
+
+    def unsnooze(self, job: str, actor: Actor | str, reason: str) -> None:
+        """End a snooze now: the periodic check sends its summary (platform/snooze.py)."""
+        check_reason(reason)
+        self.reads.entry(job)
+        who = self.runs.authorize(actor, job)
+        state = self.repo.job_state(job)
+        if not (state and state.snoozed(now_iso())):
+            raise Conflict(f"{job}'s alerts are not snoozed", {"job": job})
+
+        def act() -> None:  # one conditional write: when it fails, nothing changed
+            if not self.repo.end_snooze_now(job, now_iso()):
+                raise Conflict(f"{job}'s alerts are not snoozed", {"job": job})
+
+        from jobplane.contract import audit
+        self.runs.audited(who, audit.Unsnooze(job), reason, act)
 
     def apply_pauses(self) -> list[str]:
         """Re-disable the schedules of paused jobs (after a deploy re-created them)."""
