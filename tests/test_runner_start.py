@@ -21,9 +21,11 @@ from jobplane.runner import lambda_handler as lh
 
 RUNNER = str(Path(sys.executable).parent / "jobplane-runner")
 #: What no step needs imported before its code runs: the logging module and its imports, what
-#: only a shell step (subprocess, threading) or a usage error (argparse) needs, typing.
+#: only a shell step (subprocess, threading) or a usage error (argparse) needs, typing; and
+#: ``signal``, whose enums the runner does without (the C module ``_signal`` sets its handlers).
 NOT_BEFORE_A_FUNCTION = {"logging", "traceback", "weakref", "string", "threading", "subprocess", "argparse",
-                         "inspect", "typing", "dataclasses", "datetime", "pathlib", "tempfile", "urllib.parse"}
+                         "inspect", "typing", "dataclasses", "datetime", "pathlib", "tempfile", "urllib.parse",
+                         "signal"}
 NOT_IN_A_SHELL_STEP = {"logging", "traceback", "argparse", "inspect", "typing", "dataclasses", "datetime"}
 SECRET = "s3cr3t-value-for-the-runner-start"
 
