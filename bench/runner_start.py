@@ -14,8 +14,9 @@ function in a module that imports only ``time``, so the ratio is the runner's ow
 step's module pays for its own imports either way). Medians of N runs and their ratio, in one run.
 
 The ECS runner is started through its console script as pip writes it (which imports ``re``
-itself). The Lambda handler runs as the local AWS runs it (``python -m
-jobplane.runner.lambda_handler ANSWER``, the event on stdin: platform/local/lambda_agent.py),
+itself). The Lambda handler runs as the local AWS runs it (``python -P -m
+jobplane.runner.lambda_handler ANSWER``, the event on stdin: platform/local/lambda_agent.py;
+without ``-P`` the bench's working directory was searched before every import of the handler's),
 which is the runtime interface client's start (an interpreter, ``runpy`` for ``-m``) plus the
 handler's import and first invocation, whose runner is a child forked from the handler (no
 second interpreter).
@@ -74,7 +75,7 @@ def lambda_invocation(tmp: Path, env: dict[str, str]) -> tuple[list[str], dict[s
     function_env = dict(env, **{ls.ENV_STEP_DIGESTS: ls.step_digest(step),
                                 ls.ENV_LOCAL_DEADLINE: str(time.time() + 3600)})
     function_env.pop("JOBPLANE_TARGET")
-    argv = [sys.executable, "-m", "jobplane.runner.lambda_handler", str(tmp / "answer.json")]
+    argv = [sys.executable, "-P", "-m", ls.LOCAL_RUNTIME_MODULE, str(tmp / "answer.json")]  # as lambda_agent.py runs it
     return argv, function_env, json.dumps({ls.PAYLOAD_ENVIRONMENT: step}).encode()
 
 
