@@ -79,6 +79,8 @@ def lambda_invocation(tmp: Path, env: dict[str, str]) -> tuple[list[str], dict[s
     return argv, function_env, json.dumps({ls.PAYLOAD_ENVIRONMENT: step}).encode()
 
 
+#: What the stand-in writes on stderr before it imports the handler.
+SHARE_STARTS = "client stand-in: the handler's import starts"
 #: The stand-in for ``python -m awslambdaric jobplane.runner.lambda_handler.handler`` (module
 #: docstring): argv MARK ANSWER HANDLER; the time the handler's import starts goes to MARK.
 CLIENT_STAND_IN = """
@@ -86,11 +88,14 @@ import decimal, importlib, json, logging, math, os, sys, time, traceback
 from concurrent.futures import ThreadPoolExecutor
 
 mark, answer, handler_name = sys.argv[1:4]
+SHARE_STARTS = {share_starts}
 logging.Formatter.converter = time.gmtime  # bootstrap.py _setup_logging: the root logger's handler
 root_handler = logging.StreamHandler(sys.stdout)
 root_handler.setFormatter(logging.Formatter("[%(levelname)s]\\t%(asctime)s.%(msecs)03dZ\\t%(message)s\\n",
                                             "%Y-%m-%dT%H:%M:%S"))
 logging.getLogger().addHandler(root_handler)
+if "importtime" in sys._xoptions:  # where_the_time_goes: the reports after this line are the handler's share
+    sys.stderr.write(SHARE_STARTS + "\\n")
 with open(mark, "w") as f:
     f.write(repr(time.time()))
 module_name, function_name = handler_name.rsplit(".", 1)
@@ -106,18 +111,21 @@ with open(answer, "w") as f:
 def client_invocation(tmp: Path, function_env: dict[str, str]) -> tuple[list[str], dict[str, str], Path]:
     """The stand-in client's command (run with ``-m``, as the image's entry point runs the
     client), its environment and the file it marks the handler's import in."""
-    (tmp / "client_stand_in.py").write_text(CLIENT_STAND_IN)
+    (tmp / "client_stand_in.py").write_text(CLIENT_STAND_IN.replace("{share_starts}", repr(SHARE_STARTS)))
     mark = tmp / "handler_import"
     argv = [sys.executable, "-m", "client_stand_in", str(mark), str(tmp / "answer.json"), ls.HANDLER]
     return argv, dict(function_env), mark
 
 
-def where_the_time_goes(argv: list[str], env: dict[str, str], stdin: bytes | None = None, top: int = 8) -> str:
+def where_the_time_goes(argv: list[str], env: dict[str, str], stdin: bytes | None = None, top: int = 8,
+                        after: str | None = None) -> str:
     """A process's imports (``-X importtime``), self times summed by top-level package: the
-    reports on its stderr, and on its stdout where a runner's capture turned them into log lines
-    (or a forked runner writes them before it captures)."""
+    reports on its stderr (from the line ``after`` on, if given), and on its stdout where a
+    runner's capture turned them into log lines (or a forked runner writes them before it captures)."""
     done = subprocess.run([sys.executable, "-X", "importtime", *argv], env=env, capture_output=True, input=stdin)
     lines = done.stderr.decode(errors="replace").splitlines()
+    if after is not None:
+        lines = lines[lines.index(after):]
     for line in done.stdout.decode(errors="replace").splitlines():
         if line.startswith("{"):
             line = json.loads(line).get("message", "")
@@ -163,6 +171,7 @@ def main() -> None:
             shares.append(float(out.read_text()) - float(mark.read_text()))
         where = where_the_time_goes([runner, "run", "python"], env)
         where_lambda = where_the_time_goes(handler[1:], function_env, event)
+        where_share = where_the_time_goes(client[1:], client_env, event, after=SHARE_STARTS)
     f, r, la = statistics.median(floor), statistics.median(runner_times), statistics.median(lambda_times)
     c, share = statistics.median(client_times), statistics.median(shares)
     print(f"python -c (floor):                    median {f * 1000:.1f} ms over {n} runs")
@@ -177,6 +186,7 @@ def main() -> None:
           "its import, the invocation, the runner forked, to the function)")
     print(f"where the ECS runner's time goes: {where}")
     print(f"where the Lambda path's time goes: {where_lambda}")
+    print(f"where the handler's share goes: {where_share}")
 
 
 if __name__ == "__main__":
