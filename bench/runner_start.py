@@ -4,7 +4,10 @@ path (the handler's process started, its module imported, the first invocation a
 forking the runner: runner/lambda_handler.py), in one run. Then where each one's time goes
 (its imports by package, from ``python -X importtime``).
 
-    .venv/bin/python bench/runner_start.py [-n 20]
+    .venv/bin/python bench/runner_start.py [-n 20] [--against /tmp/main/src]
+
+(``--against``: another tree's code measured in the same runs, interleaved, for a before and after
+on one machine state: ``mkdir /tmp/main && git archive main src | tar -x -C /tmp/main``.)
 
 Target (issue 66 item 2): <= 2.5x the floor, both.
 
@@ -143,10 +146,16 @@ def where_the_time_goes(argv: list[str], env: dict[str, str], stdin: bytes | Non
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-n", type=int, default=20)
-    n = ap.parse_args().n
+    ap.add_argument("--against", type=Path, metavar="SRC",
+                    help="another tree's src/ directory (e.g. `git archive main src | tar -x -C /tmp/main`, then "
+                         "/tmp/main/src), measured interleaved with this one's: its jobplane first on PYTHONPATH")
+    args = ap.parse_args()
+    n = args.n
     runner = str(Path(sys.executable).parent / "jobplane-runner")
     compileall.compile_dir(ROOT / "src" / "jobplane", quiet=1)
     compileall.compile_dir(sysconfig.get_paths()["purelib"], quiet=2)  # skips what is compiled already
+    if args.against:
+        compileall.compile_dir(args.against / "jobplane", quiet=1)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "called"
         floor_code = f"import time; open({str(out)!r}, 'w').write(repr(time.time()))"
@@ -158,32 +167,40 @@ def main() -> None:
         handler, function_env, event = lambda_invocation(Path(tmp), env)
         client, client_env, mark = client_invocation(Path(tmp), function_env)
         compileall.compile_dir(tmp, quiet=1)  # the step's module (its own cost either way), the client's
+        trees = {"": (env, function_env, client_env)}
+        if args.against:
+            first = {"PYTHONPATH": f"{args.against.resolve()}{os.pathsep}{tmp}"}
+            trees[f" [{args.against}]"] = (dict(env, **first), dict(function_env, **first), dict(client_env, **first))
         once([sys.executable, "-c", floor_code], env, out)  # warm the page cache
-        once([runner, "run", "python"], env, out)
-        once(handler, function_env, out, event)
-        once(client, client_env, out, event)
-        floor, runner_times, lambda_times, client_times, shares = [], [], [], [], []
+        for e, fe, ce in trees.values():
+            once([runner, "run", "python"], e, out)
+            once(handler, fe, out, event)
+            once(client, ce, out, event)
+        floor: list[float] = []
+        times: dict[tuple[str, str], list[float]] = defaultdict(list)
         for _ in range(n):  # interleaved: a busy moment of the machine slows all alike
             floor.append(once([sys.executable, "-c", floor_code], env, out))
-            runner_times.append(once([runner, "run", "python"], env, out))
-            lambda_times.append(once(handler, function_env, out, event))
-            client_times.append(once(client, client_env, out, event))
-            shares.append(float(out.read_text()) - float(mark.read_text()))
+            for tree, (e, fe, ce) in trees.items():
+                times[tree, "ecs"].append(once([runner, "run", "python"], e, out))
+                times[tree, "lambda"].append(once(handler, fe, out, event))
+                times[tree, "client"].append(once(client, ce, out, event))
+                times[tree, "share"].append(float(out.read_text()) - float(mark.read_text()))
         where = where_the_time_goes([runner, "run", "python"], env)
         where_lambda = where_the_time_goes(handler[1:], function_env, event)
         where_share = where_the_time_goes(client[1:], client_env, event, after=SHARE_STARTS)
-    f, r, la = statistics.median(floor), statistics.median(runner_times), statistics.median(lambda_times)
-    c, share = statistics.median(client_times), statistics.median(shares)
+    f = statistics.median(floor)
     print(f"python -c (floor):                    median {f * 1000:.1f} ms over {n} runs")
-    print(f"jobplane-runner to function (ECS):    median {r * 1000:.1f} ms = {r / f:.2f}x the floor "
-          f"(target <= 2.5: {'met' if r / f <= 2.5 else 'NOT met'})")
-    print(f"Lambda, the local engine's process:   median {la * 1000:.1f} ms = {la / f:.2f}x the floor "
-          "(an interpreter for the handler, runpy and json ours here, the runner forked from it)")
-    print(f"Lambda cold start, client stand-in:   median {c * 1000:.1f} ms = {c / f:.2f}x the floor "
-          "(the runtime interface client's imports included)")
-    print(f"  the handler's share of it:          median {share * 1000:.1f} ms; floor + share = "
-          f"{(f + share) / f:.2f}x the floor (target <= 2.5: {'met' if (f + share) / f <= 2.5 else 'NOT met'}; "
-          "its import, the invocation, the runner forked, to the function)")
+    for tree in trees:
+        r, la, c, share = (statistics.median(times[tree, k]) for k in ("ecs", "lambda", "client", "share"))
+        print(f"jobplane-runner to function (ECS):    median {r * 1000:.1f} ms = {r / f:.2f}x the floor "
+              f"(target <= 2.5: {'met' if r / f <= 2.5 else 'NOT met'}){tree}")
+        print(f"Lambda, the local engine's process:   median {la * 1000:.1f} ms = {la / f:.2f}x the floor "
+              f"(an interpreter for the handler, runpy and json ours here, the runner forked from it){tree}")
+        print(f"Lambda cold start, client stand-in:   median {c * 1000:.1f} ms = {c / f:.2f}x the floor "
+              f"(the runtime interface client's imports included){tree}")
+        print(f"  the handler's share of it:          median {share * 1000:.1f} ms; floor + share = "
+              f"{(f + share) / f:.2f}x the floor (target <= 2.5: {'met' if (f + share) / f <= 2.5 else 'NOT met'}; "
+              f"its import, the invocation, the runner forked, to the function){tree}")
     print(f"where the ECS runner's time goes: {where}")
     print(f"where the Lambda path's time goes: {where_lambda}")
     print(f"where the handler's share goes: {where_share}")
