@@ -21,9 +21,11 @@ from jobplane.runner import lambda_handler as lh
 
 RUNNER = str(Path(sys.executable).parent / "jobplane-runner")
 #: What no step needs imported before its code runs: the logging module and its imports, what
-#: only a shell step (subprocess, threading) or a usage error (argparse) needs, typing.
+#: only a shell step (subprocess, threading) or a usage error (argparse) needs, typing; and
+#: ``signal``, whose enums the runner does without (the C module ``_signal`` sets its handlers).
 NOT_BEFORE_A_FUNCTION = {"logging", "traceback", "weakref", "string", "threading", "subprocess", "argparse",
-                         "inspect", "typing", "dataclasses", "datetime", "pathlib", "tempfile", "urllib.parse"}
+                         "inspect", "typing", "dataclasses", "datetime", "pathlib", "tempfile", "urllib.parse",
+                         "signal"}
 NOT_IN_A_SHELL_STEP = {"logging", "traceback", "argparse", "inspect", "typing", "dataclasses", "datetime"}
 SECRET = "s3cr3t-value-for-the-runner-start"
 
@@ -254,3 +256,40 @@ def test_a_steps_digest_is_the_sha256_of_its_canonical_json() -> None:
     fixed = {k: v for k, v in step.items() if k != rc.ENV_ATTEMPT}
     canonical = json.dumps(fixed, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     assert ls.step_digest(step) == hashlib.sha256(canonical.encode()).hexdigest()
+
+
+#: What the runtime interface client has done when it imports the handler on Lambda (``python -m
+#: awslambdaric``: its bootstrap.py imports json, logging and traceback and puts its handler on the
+#: root logger, https://github.com/aws/aws-lambda-python-runtime-interface-client): the handler
+#: imported by name and invoked once, in a process of its own.
+CLIENT_STAND_IN = '''
+import importlib, json, logging, os, sys, traceback
+
+logging.getLogger().addHandler(logging.StreamHandler(sys.stdout))
+module = importlib.import_module("jobplane.runner.lambda_handler")
+result = module.handler(json.loads(sys.stdin.read()), module.LocalContext(os.environ))
+with open(sys.argv[1], "w") as f:
+    f.write(json.dumps(result))
+'''
+
+
+def test_a_lambda_step_under_the_runtime_interface_client_writes_through_logging_without_signal(
+        tmp_path: Path) -> None:
+    """The step's process as Lambda forks it: ``logging`` is there (the client's), so the runner's
+    lines go through it, its handler alone on the root logger (no line in the client's format);
+    ``signal.py`` is not (the runner sets its handlers through ``_signal``)."""
+    out = tmp_path / "seen.json"
+    step = {rc.ENV_JOB: "nightly", rc.ENV_STEP: "load",
+            rc.ENV_TARGET: json.dumps({"kind": "python", "target": "start_step:seen", "kwargs": {"out": str(out)}})}
+    (tmp_path / "start_step.py").write_text(STEP_MODULE)
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG") if k in os.environ}
+    env.update({"PYTHONPATH": str(tmp_path), ls.ENV_STEP_DIGESTS: ls.step_digest(step),
+                ls.ENV_LOCAL_DEADLINE: str(time.time() + 600)})
+    proc = subprocess.run([sys.executable, "-c", CLIENT_STAND_IN, str(tmp_path / "answer.json")], env=env,
+                          input=json.dumps({ls.PAYLOAD_ENVIRONMENT: step}), capture_output=True, text=True, timeout=120)
+    assert json.loads((tmp_path / "answer.json").read_text())["exit_code"] == 0, proc.stdout + proc.stderr
+    modules = set(json.loads(out.read_text())["modules"])
+    assert {"logging", "jobplane.runner.log_bridge", "start_step"} <= modules  # the runner wrote through logging
+    assert "signal" not in modules
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]  # every line the runner's JSON
+    assert [l["message"] for l in lines if l["logger"] == "jobplane.runner"] == ["step started", "step succeeded"]

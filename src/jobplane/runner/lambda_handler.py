@@ -25,12 +25,12 @@ import gc
 import json
 import os
 import re
-import signal
 import sys
 import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import signal
     from typing import Callable, Mapping, NoReturn, Protocol
 
     from jobplane.contract.types import JsonObject
@@ -44,6 +44,8 @@ if TYPE_CHECKING:
         log_stream_name: str
 
         def get_remaining_time_in_millis(self) -> int: ...
+else:  # the C module, as the runner has it (runner/main.py): signal.py's enums are built on import
+    import _signal as signal
 
 from jobplane.contract import lambda_step as ls
 from jobplane.contract import runner as rc

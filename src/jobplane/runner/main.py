@@ -8,14 +8,16 @@ runner/logs.py) is imported when needed: bench/runner_start.py, tests/test_runne
 
 from __future__ import annotations
 
-import signal
 import sys
 import time
 
 TYPE_CHECKING = False  # typing is not imported at run time: the runner's start-up
 if TYPE_CHECKING:
     import argparse
+    import signal
     from typing import NoReturn
+else:  # the C module (issue 66 item 2): signal.py only wraps its numbers in enums, which it builds on import
+    import _signal as signal
 
 from jobplane.contract import runner as rc
 from jobplane.runner import dispatch, logs, stop

@@ -10,14 +10,16 @@ armed, used to leave the child running after the runner had exited (seen under l
 from __future__ import annotations
 
 import os
-import signal
 import time
 import _thread
 from types import FrameType
 
 TYPE_CHECKING = False  # typing is not imported at run time: the runner's start-up
 if TYPE_CHECKING:
+    import signal
     from typing import Callable, Mapping
+else:  # the C module: signal.py's enums are not worth their import (runner/main.py)
+    import _signal as signal
 
 from jobplane.contract import runner as rc
 from jobplane.runner.context import ContractError

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import importlib
 import os
-import signal
 from types import FunctionType
 
 TYPE_CHECKING = False  # typing is not imported at run time: the runner's start-up
 if TYPE_CHECKING:
+    import signal
     import subprocess
     import threading
     from typing import IO, Any, Callable
     from jobplane.contract.types import JsonObject, JsonValue
     from jobplane.runner.logs import RunLog
+else:  # the C module: signal.py's enums are not worth their import (runner/main.py)
+    import _signal as signal
 
 from jobplane.runner import stop
 from jobplane.runner.context import RunContext
