@@ -292,7 +292,7 @@ def status(obj: Context, data_dir: Path | None, deployment: Path | None, as_json
         for j, until in snoozed:
             st = j.state
             click.echo(f"  {j.name}: until {until[:16].replace('T', ' ')} UTC by {st.snoozed_by if st else '?'}: "
-                       f"{st.snooze_reason if st else ''} ({len(st.snooze_held) if st else 0} held so far)")
+                       f"{st.snooze_reason if st else ''} ({st.snooze_held_count if st else 0} held so far)")
     missed = [(j, m) for j in jobs if (m := _missed(j)) is not None]
     if missed:
         click.echo("\nMissed fires (neither ran nor skipped; run one with `jobplane backfill JOB --from FIRE --to FIRE`):")

@@ -324,8 +324,8 @@ class Notify(Model):
         "Alert a failure only when it is this many failed runs in a row (its RECOVERED note only when that failure "
         "was alerted); MISSED, DEADLINE and ABORTED always alert."))
     renotify_after: int | None = field(Nullable(Duration), None, check=_renotify_range, description=(
-        "Announce a failure once more when nobody has acknowledged it (and no run has succeeded) this long after "
-        "it: 15m to 7d; once, never more."))
+        "Announce a failure once more when it still stands this long after it (no run has succeeded since and, "
+        "under a policy that blocks on failure, nobody acknowledged it): 15m to 7d; once, never more."))
 
 
 @dataclass(frozen=True, kw_only=True)

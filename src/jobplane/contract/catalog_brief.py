@@ -70,6 +70,9 @@ class JobBrief:
     notify_channels: tuple[str, ...] = ()
     notify_events: tuple[str, ...] = ()
     runbook: dict[str, str] | None = None
+    #: failures alert from the N-th in a row (platform/alert_streak.py): the reconciler's alerts
+    #: carry it as the state machine's do
+    notify_after_failures: int = 1
 
     @property
     def step_names(self) -> list[str]:
@@ -95,9 +98,11 @@ class JobBrief:
         if not (isinstance(channels, list) and isinstance(events, list) and all(isinstance(x, str) for x in channels + events)
                 and (runbook is None or (isinstance(runbook, dict) and all(isinstance(v, str) for v in runbook.values())))):
             raise ValueError(f"not a catalog job's notify or runbook: {str(raw)[:200]}")
+        after = notify.get("after_failures", 1) if isinstance(notify, dict) else 1
         return cls(name=name, team=team, params=params, params_budget=budget,
                    steps=tuple(StepBrief.from_json(s) for s in steps), notify_channels=tuple(channels),
-                   notify_events=tuple(events), runbook=_runbook(runbook))
+                   notify_events=tuple(events), runbook=_runbook(runbook),
+                   notify_after_failures=after if isinstance(after, int) and after >= 1 else 1)
 
 
 def _runbook(raw: dict[str, str] | None) -> dict[str, str] | None:

@@ -11,7 +11,6 @@ job state             ``JOB#<job>``          ``STATE``   ``JOBS`` / ``<job>``   
 execution             ``EXEC#<execution>``   ``EXEC``    ``JOB#<job>`` / ``<started_at>``  ``FAILURES`` or ``SKIPS`` / ``<finished_at>``
 audit entry           ``AUDIT#<id>``         ``AUDIT``   ``AUDIT`` / ``<at>``              ``JOB#<job>#AUDIT`` / ``<at>``
 slow-run marker       ``SLOW#<execution>``   ``SLOW``    -                                 -
-reminder marker       ``SLOW#<execution>``   ``REMIND``  -                                 -
 backfill              ``BACKFILL#<id>``      ``BACKFILL`` ``BACKFILLS`` / ``<created>#<id>`` ``JOB#<job>#BACKFILL`` / ``<created>``
 fire lease            ``FIRE#<job>#<time>``  ``FIRE``    ``FIRES#<job>`` / ``<time>``      -
 ====================  =====================  ==========  ================================  ==============
@@ -51,7 +50,6 @@ STATE_SK = "STATE"
 EXEC_SK = "EXEC"
 AUDIT_SK = "AUDIT"
 SLOW_SK = "SLOW"
-REMIND_SK = "REMIND"  # beside a failed run's SLOW# key: its unacknowledged failure was announced again
 BACKFILL_PREFIX = "BACKFILL#"
 BACKFILL_SK = "BACKFILL"
 BACKFILLS_PARTITION = "BACKFILLS"
@@ -96,12 +94,19 @@ MISSED_PARTITION = "MISSED"
 ATTR_PAUSED_BY = "paused_by"
 ATTR_PAUSED_REASON = "paused_reason"
 ATTR_PAUSED_AT = "paused_at"
-# A snooze of the job's alerts (platform/snooze.py): until when, who, why, and each alert held
+# A snooze of the job's alerts (platform/snooze.py): until when, who, why, how many alerts it held
+# of each kind and the first of them by name (a few: the item is read by every refused claim,
+# whose state data Step Functions caps at 256 KiB), and when a checker took its summary on.
 # meanwhile ("<EVENT> <execution>", appended by the notifier) for the summary at its end.
+ATTR_REMINDED = "reminded"  # the failed run whose standing failure was announced again (platform/renotify.py)
 ATTR_SNOOZED_UNTIL = "snoozed_until"
 ATTR_SNOOZED_BY = "snoozed_by"
 ATTR_SNOOZE_REASON = "snooze_reason"
-ATTR_SNOOZE_HELD = "snooze_held"
+ATTR_SNOOZE_HELD = "snooze_held"  # string set: "<EVENT>[ recovered] <execution>", at most SNOOZE_NAMED
+ATTR_SNOOZE_COUNTS = "snooze_counts"  # map: "<EVENT>[ recovered]" -> how many held
+ATTR_SNOOZE_FINISHING = "snooze_finishing"  # when a checker claimed the summary (it then removes the snooze)
+#: How many held alerts a snooze keeps by name (the rest are counted).
+SNOOZE_NAMED = 20
 #: pause_<trigger>: set with a pause for the triggers the claim then refuses (schedule): a pause
 #: holds even when something enables the job's schedule again (a Terraform apply of its root).
 ATTR_PAUSE_PREFIX = "pause_"

@@ -69,7 +69,10 @@ class NotificationMessage(BaseModel):
 def attributes(message: NotificationMessage) -> dict[str, dict[str, str]]:
     """Filterable attributes; SNS refuses an empty String value, so an unknown team (a run
     stopped before its claim wrote the job state) is left out rather than failing the alert."""
-    values = {"team": message.team, "job": message.job, "status": message.event}
+    values = {"team": message.team, "job": message.job, "status": message.event,
+              # a message about alerts already told of (a snooze's summary, a reminder): a
+              # subscription filter on status alone would count its failure twice
+              "kind": "summary" if message.summary else "reminder" if message.reminder else ""}
     return {k: {"DataType": "String", "StringValue": v} for k, v in values.items() if v}
 
 

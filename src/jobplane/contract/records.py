@@ -61,7 +61,10 @@ class JobState:
     snoozed_by: str | None = None
     snooze_reason: str | None = None
     snooze_held: tuple[str, ...] = field(default=(), metadata=doc(
-        "the alerts held during the snooze so far, each '<EVENT> <execution>'"))
+        "the first alerts held during the snooze (at most 20), each '<EVENT>[ recovered] <execution>'"))
+    snooze_counts: dict[str, int] = field(default_factory=dict, metadata=doc(
+        "how many alerts the snooze held, by '<EVENT>[ recovered]'"))
+    snooze_finishing: str | None = field(default=None, metadata=doc("when a checker took the snooze's summary on"))
     # the fire ledger's own (platform/missed.py reads them with LEDGER_ATTRIBUTES): its watermark
     # and the claim count for it, the alert's outbox flag; and what the claims wrote: the newest
     # scheduled fire claimed and how many were ever claimed
@@ -98,11 +101,15 @@ class JobState:
                   dm.ATTR_PAUSED_BY, dm.ATTR_PAUSED_REASON, dm.ATTR_PAUSED_AT, dm.ATTR_MISSED_SINCE,
                   dm.ATTR_MISSED_COUNT, dm.ATTR_MISSED_CAUSE, dm.ATTR_FIRES_CHECKED, dm.ATTR_FIRES_CLAIMS,
                   dm.ATTR_MISSED_ALERT, FIRED_SCHEDULE, CLAIMS_SCHEDULE, dm.ATTR_SNOOZED_UNTIL, dm.ATTR_SNOOZED_BY,
-                  dm.ATTR_SNOOZE_REASON, dm.ATTR_SNOOZE_HELD)
+                  dm.ATTR_SNOOZE_REASON, dm.ATTR_SNOOZE_HELD, dm.ATTR_SNOOZE_COUNTS, dm.ATTR_SNOOZE_FINISHING)
 
     def snoozed(self, now: str) -> bool:
         """Its alerts are held at ``now`` (ISO 8601 UTC: the same form, so the strings compare)."""
         return self.snoozed_until is not None and now < self.snoozed_until
+
+    @property
+    def snooze_held_count(self) -> int:
+        return sum(self.snooze_counts.values())
 
     @classmethod
     def from_item(cls, item: Item) -> JobState:
@@ -125,7 +132,10 @@ class JobState:
                    missed_alert_pending=dm.ATTR_MISSED_ALERT in p, fired_schedule=_text(p, FIRED_SCHEDULE),
                    claims_schedule=int(p.get(CLAIMS_SCHEDULE) or 0), snoozed_until=_text(p, dm.ATTR_SNOOZED_UNTIL),
                    snoozed_by=_text(p, dm.ATTR_SNOOZED_BY), snooze_reason=_text(p, dm.ATTR_SNOOZE_REASON),
-                   snooze_held=tuple(h for h in p.get(dm.ATTR_SNOOZE_HELD) or () if isinstance(h, str)))
+                   snooze_held=tuple(sorted(h for h in p.get(dm.ATTR_SNOOZE_HELD) or () if isinstance(h, str))),
+                   snooze_counts={str(k): int(v) for k, v in (p.get(dm.ATTR_SNOOZE_COUNTS) or {}).items()
+                                  if isinstance(v, (int, float))},
+                   snooze_finishing=_text(p, dm.ATTR_SNOOZE_FINISHING))
 
     def to_item(self) -> Item:
         """The attributes :meth:`from_item` reads, with the item's keys (what the claim and the
@@ -144,7 +154,9 @@ class JobState:
             dm.ATTR_MISSED_ALERT: 1 if self.missed_alert_pending else None, FIRED_SCHEDULE: self.fired_schedule,
             CLAIMS_SCHEDULE: self.claims_schedule or None, dm.ATTR_SNOOZED_UNTIL: self.snoozed_until,
             dm.ATTR_SNOOZED_BY: self.snoozed_by, dm.ATTR_SNOOZE_REASON: self.snooze_reason,
-            dm.ATTR_SNOOZE_HELD: list(self.snooze_held) if self.snoozed_until else None,
+            dm.ATTR_SNOOZE_HELD: set(self.snooze_held) or None,
+            dm.ATTR_SNOOZE_COUNTS: dict(self.snooze_counts) if self.snoozed_until else None,
+            dm.ATTR_SNOOZE_FINISHING: self.snooze_finishing,
         }
         return item_of(values)
 

@@ -29,29 +29,32 @@ MOST_READ = 500
 
 def hold_reason(message: NotificationMessage, ddb: Client | None, table: str | None) -> str | None:
     """Why this alert is held (None: deliver it). Only a run's FAILED/TIMED_OUT alert and its
-    RECOVERED note are ever held, and only with ``after_failures`` above 1."""
+    RECOVERED note are ever held, only with ``after_failures`` above 1, and only when the records
+    tell: a streak longer than :data:`MOST_READ` records could read is delivered (a count never
+    costs an alert)."""
     n = message.after_failures or 1
     if n <= 1 or ddb is None or not table:
         return None
     if message.event in FAILED:
-        streak = 1 + _failures_before(ddb, table, message, n - 1)
-        if streak < n:
-            return f"failure {streak} in a row of the {n} after which this job alerts (after_failures)"
+        before = _failures_before(ddb, table, message, n - 1)
+        if before is not None and before + 1 < n:
+            return f"failure {before + 1} in a row of the {n} after which this job alerts (after_failures)"
     elif message.event == Event.RECOVERED.value:
         before = _failures_before(ddb, table, message, n)
-        if before < n:
+        if before is not None and before < n:
             return (f"the {before} failure{'s' if before != 1 else ''} this run ends were never announced "
                     f"(after_failures {n})")
     return None
 
 
-def _failures_before(ddb: Client, table: str, message: NotificationMessage, enough: int) -> int:
-    """Failed runs of the job in a row before this one (this one excluded), counted up to ``enough``."""
+def _failures_before(ddb: Client, table: str, message: NotificationMessage, enough: int) -> int | None:
+    """Failed runs of the job in a row before this one (this one excluded), counted up to
+    ``enough``; None when :data:`MOST_READ` records did not tell (skips all the way)."""
     from jobplane.platform.repository import Repository
 
     repo = Repository(ddb, table)
     count, read, cursor = 0, 0, None
-    while count < enough and read < MOST_READ:
+    while read < MOST_READ:
         page = repo.executions(message.job, limit=50, cursor=cursor)
         for record in page.items:
             read += 1
@@ -60,10 +63,10 @@ def _failures_before(ddb: Client, table: str, message: NotificationMessage, enou
             if record.status in FAILED:
                 count += 1
                 if count >= enough:
-                    break
+                    return count
             elif record.status == "SUCCEEDED":
                 return count
         cursor = page.cursor
         if not cursor:
-            break
-    return count
+            return count  # the job's first runs: every earlier one was read
+    return None

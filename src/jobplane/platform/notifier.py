@@ -394,11 +394,16 @@ def deliver(notifier: SlackNotifier, message: NotificationMessage, sfn: Client, 
 
 
 def _snoozed(message: NotificationMessage, ddb: Client, table: str) -> str | None:
-    """Keep the alert for its snooze's summary if the job is snoozed now (platform/snooze.py)."""
+    """Keep the alert for its snooze's summary if the job is snoozed now (platform/snooze.py).
+    Only an alert the job would be sent is held: one it does not subscribe to is left to
+    :meth:`SlackNotifier.notify`, which drops it as ever (held, it would name the summary)."""
     from jobplane.contract.clock import now_iso
     from jobplane.platform.repository import Repository
 
-    until = Repository(ddb, table).hold_in_snooze(message.job, f"{message.event} {message.execution}", now_iso())
+    if not subscribed(message, tuple(e.value for e in DEFAULT_EVENTS)):
+        return None
+    kind = f"{message.event} recovered" if is_recovery(message) else str(message.event)
+    until = Repository(ddb, table).hold_in_snooze(message.job, kind, message.execution, now_iso())
     return f"snoozed until {until}; kept for the summary at its end" if until else None
 
 

@@ -176,37 +176,38 @@ class Reconciler:
         carries the job's channels, events and runbook, as the state machine's own alert does:
         without them a stopped run's ABORTED alert went to the team's channel even when the job
         had opted out of ABORTED (found by a newcomer QA pass)."""
-        channels, events, runbook = self._alert_settings(record.job)
+        channels, events, runbook, after_failures = self._alert_settings(record.job)
         publish(self.sns, self.topic_arn, NotificationMessage(
             version=1, event=event_of(record.status), job=record.job, team=record.team, execution=record.execution,
             execution_arn=record.execution_arn or "", trigger=record.trigger, scheduled_time=record.scheduled_time,
             requested_by=record.requested_by, started_at=record.started_at, finished_at=record.finished_at,
             outcome=Outcome(status=record.status, step=record.failed_step), channels=channels, events=events,
-            runbook=runbook, error=record.error))
+            runbook=runbook, error=record.error, after_failures=after_failures if after_failures > 1 else None))
         self.repo.alert_published(record.execution)
 
-    def _alert_settings(self, job: str) -> tuple[list[str], list[EventName] | None, dict[str, str] | None]:
-        """The job's channels, events and runbook from its catalog entry; the defaults (no
+    def _alert_settings(self, job: str) -> tuple[list[str], list[EventName] | None, dict[str, str] | None, int]:
+        """The job's channels, events, runbook and after_failures from its catalog entry (a timed-out
+        run's failure counts in its streak, as the state machine's do); the defaults (no
         channel: the team's; no events: FAILED, TIMED_OUT, ABORTED; no runbook) when there is no
         entry or anything about it fails. A catalog that cannot be read, or names an event this
         code does not know (a team root built by a newer jobplane), must not hold back an alert:
         the Lambda would fail the same way on every retry and the alert would end undelivered."""
         if self.job_brief is None:
-            return [], None, None
+            return [], None, None, 1
         try:
             brief = self.job_brief(job)
             if brief is None:
-                return [], None, None
+                return [], None, None, 1
             known = set(EVENTS)
             unknown = [e for e in brief.notify_events if e not in known]
             if unknown:
                 log.warning("the alert of %s leaves out events this platform does not know: %s", job, unknown)
             events = [event_of(e) for e in brief.notify_events if e in known]
-            return [str(c) for c in brief.notify_channels], events or None, brief.runbook
+            return [str(c) for c in brief.notify_channels], events or None, brief.runbook, brief.notify_after_failures
         except Exception as e:  # noqa: BLE001 - any error reading the catalog: logged, the alert still sent
             log.warning("the alert of %s goes out with the default channel and events: its catalog entry "
                         "could not be read: %s", job, e)
-            return [], None, None
+            return [], None, None, 1
 
 
 def current_step(events: list[JsonObject]) -> str | None:

@@ -1,12 +1,13 @@
-"""``notify.renotify_after``: a failure nobody acknowledged is announced once more, never more.
+"""``notify.renotify_after``: a failure still standing is announced once more, never more.
 
 An alert at 02:10 scrolls away under the morning's messages; a failure still standing at 09:00
 is the one that matters. A job that sets ``renotify_after: '4h'`` has its failure announced
 again when, that long after the failed run ended, the job still has the failure block the run
-set (contract/items.py ``release_job``: a success clears it, an acknowledgement marks it
-``acknowledged_by``). Each failed run is re-announced at most once: a marker item written with a
-condition decides (``SLOW#<execution>`` / ``REMIND``, repository ``mark_reminded``), so two
-watchers, or a watcher after a restart, never both post.
+set (contract/items.py ``release_job``): no run has succeeded since, a later failure has not
+taken its place (it is announced on its own), and, under a policy that blocks on failure
+(the only ones whose failures can be acknowledged), nobody acknowledged it. Each failed run is
+re-announced at most once: the job's state records it (``reminded``, written with a condition
+by repository ``mark_reminded``), so two watchers, or a watcher after a restart, never both post.
 
 The reminder is the failure's own message (its event, step and error as recorded), with
 ``reminder`` saying how long it has stood, so the notifier routes it to the same channels and
@@ -18,7 +19,7 @@ the slow-run watch: every few seconds under ``jobplane dev``, in the periodic La
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Callable
 
 from jobplane.contract.catalog import CatalogJob
@@ -30,9 +31,6 @@ from jobplane.platform.control.reads import Reads
 log = logging.getLogger(__name__)
 
 FAILED = ("FAILED", "TIMED_OUT")
-#: How long a reminder's marker is kept: beyond the longest renotify_after, so a failure left
-#: standing for weeks is still announced again only once.
-MARKER_DAYS = 30
 
 
 def _now() -> datetime:
@@ -73,7 +71,7 @@ class Renotify:
             age = (now - parse_iso(record.finished_at)).total_seconds()
             if age < (entry.notify.renotify_after or 0):
                 continue
-            if not repo.mark_reminded(record.execution, int((now + timedelta(days=MARKER_DAYS)).timestamp())):
+            if not repo.mark_reminded(entry.name, record.execution):
                 continue
             publish(self.sns, self.topic_arn, NotificationMessage(
                 version=1, event=event_of(record.status), job=entry.name, team=entry.team,

@@ -86,7 +86,7 @@ class Page(Generic[T]):
 
 
 _SNOOZE_NAMES = {"#until": dm.ATTR_SNOOZED_UNTIL, "#by": dm.ATTR_SNOOZED_BY, "#why": dm.ATTR_SNOOZE_REASON,
-                 "#held": dm.ATTR_SNOOZE_HELD}
+                 "#held": dm.ATTR_SNOOZE_HELD, "#counts": dm.ATTR_SNOOZE_COUNTS, "#fin": dm.ATTR_SNOOZE_FINISHING}
 
 
 class Repository:
@@ -299,13 +299,15 @@ class Repository:
         except self.ddb.exceptions.ConditionalCheckFailedException:
             return False
 
-    def mark_reminded(self, execution: str, expires_at: int) -> bool:
-        """True the first time only: whoever writes the marker announces the failure again
-        (platform/renotify.py), so a failure is re-announced once, never more."""
+    def mark_reminded(self, job: str, execution: str) -> bool:
+        """True the first time only, and only while ``execution`` is still the job's failure
+        block: whoever writes ``reminded`` on the job's state announces it again
+        (platform/renotify.py), so a failure is re-announced once, however long it stands."""
         try:
-            self.ddb.put_item(TableName=self.table, Item={"pk": {"S": dm.slow_pk(execution)}, "sk": {"S": dm.REMIND_SK},
-                                                          "expires_at": {"N": str(expires_at)}},
-                              ConditionExpression="attribute_not_exists(pk)")
+            self.ddb.update_item(TableName=self.table, Key=_job_key(job), UpdateExpression="SET #r = :e",
+                                 ConditionExpression="#b = :e AND (attribute_not_exists(#r) OR #r <> :e)",
+                                 ExpressionAttributeNames={"#r": dm.ATTR_REMINDED, "#b": dm.ATTR_BLOCKED_BY},
+                                 ExpressionAttributeValues={":e": {"S": execution}})
             return True
         except self.ddb.exceptions.ConditionalCheckFailedException:
             return False
@@ -329,17 +331,23 @@ class Repository:
                                                         ":team": {"S": team}, ":job": {"S": job},
                                                         ":jobs": {"S": dm.JOBS_PARTITION}})
 
-    def set_snooze(self, job: str, team: str, until: str, actor: str, reason: str) -> None:
-        """Hold the job's alerts until ``until``; a snooze already on is replaced, keeping the
-        alerts it held (its summary then covers both)."""
-        self.ddb.update_item(
-            TableName=self.table, Key=_job_key(job),
-            UpdateExpression="SET #until = :u, #by = :a, #why = :r, #held = if_not_exists(#held, :none), "
-                             "team = if_not_exists(team, :team), job = if_not_exists(job, :job), "
-                             "gsi1pk = :jobs, gsi1sk = :job",
-            ExpressionAttributeNames=_SNOOZE_NAMES,
-            ExpressionAttributeValues={":u": {"S": until}, ":a": {"S": actor}, ":r": {"S": reason}, ":none": {"L": []},
-                                       ":team": {"S": team}, ":job": {"S": job}, ":jobs": {"S": dm.JOBS_PARTITION}})
+    def set_snooze(self, job: str, team: str, until: str, actor: str, reason: str) -> bool:
+        """Hold the job's alerts until ``until``; a snooze already on is replaced, keeping what it
+        held (its summary then covers both). False while the last snooze's summary is being sent
+        (``snooze_finishing``): its end would otherwise remove this one."""
+        try:
+            self.ddb.update_item(
+                TableName=self.table, Key=_job_key(job),
+                UpdateExpression="SET #until = :u, #by = :a, #why = :r, #counts = if_not_exists(#counts, :none), "
+                                 "team = if_not_exists(team, :team), job = if_not_exists(job, :job), "
+                                 "gsi1pk = :jobs, gsi1sk = :job",
+                ConditionExpression="attribute_not_exists(#fin)",
+                ExpressionAttributeNames={k: v for k, v in _SNOOZE_NAMES.items() if k != "#held"},
+                ExpressionAttributeValues={":u": {"S": until}, ":a": {"S": actor}, ":r": {"S": reason}, ":none": {"M": {}},
+                                           ":team": {"S": team}, ":job": {"S": job}, ":jobs": {"S": dm.JOBS_PARTITION}})
+            return True
+        except self.ddb.exceptions.ConditionalCheckFailedException:
+            return False
 
     def end_snooze_now(self, job: str, now: str) -> bool:
         """Bring a snooze's end forward to ``now`` (the periodic check then summarises it);
@@ -352,33 +360,68 @@ class Repository:
         except self.ddb.exceptions.ConditionalCheckFailedException:
             return False
 
-    def hold_in_snooze(self, job: str, alert: str, now: str) -> str | None:
-        """Keep ``alert`` ('<EVENT> <execution>') for the summary if the job is snoozed at ``now``:
-        its snooze's end when held, None when not snoozed (one conditional write decides, so an
-        alert racing the end is either held and summarised, or delivered)."""
-        try:
+    def hold_in_snooze(self, job: str, kind: str, execution: str, now: str) -> str | None:
+        """Keep an alert (``kind``: '<EVENT>[ recovered]') for the summary if the job is snoozed at
+        ``now``: its snooze's end when held, None when not snoozed. One conditional write decides
+        (an alert racing the end is either held and summarised, or delivered). The same alert
+        delivered again (SNS retries) is held once while the snooze names it; past the first
+        :data:`~jobplane.contract.datamodel.SNOOZE_NAMED` it is only counted, perhaps twice."""
+        entry = f"{kind} {execution}"
+        names = {"#until": dm.ATTR_SNOOZED_UNTIL, "#held": dm.ATTR_SNOOZE_HELD, "#counts": dm.ATTR_SNOOZE_COUNTS,
+                 "#kind": kind}
+        named = {":now": {"S": now}, ":one": {"N": "1"}}
+        try:  # named: counted and kept by name, while it is new and there is room
             answer = self.ddb.update_item(
-                TableName=self.table, Key=_job_key(job), UpdateExpression="SET #held = list_append(#held, :alert)",
-                ConditionExpression="#until > :now AND attribute_exists(#held)",
-                ExpressionAttributeNames={"#until": dm.ATTR_SNOOZED_UNTIL, "#held": dm.ATTR_SNOOZE_HELD},
-                ExpressionAttributeValues={":alert": {"L": [{"S": alert}]}, ":now": {"S": now}},
-                ReturnValues="UPDATED_NEW")
+                TableName=self.table, Key=_job_key(job), UpdateExpression="ADD #counts.#kind :one, #held :entry",
+                ConditionExpression="#until > :now AND attribute_exists(#counts) AND "
+                                    "(attribute_not_exists(#held) OR (size(#held) < :cap AND NOT contains(#held, :s)))",
+                ExpressionAttributeNames=names, ReturnValues="ALL_NEW",
+                ExpressionAttributeValues={**named, ":entry": {"SS": [entry]}, ":s": {"S": entry},
+                                           ":cap": {"N": str(dm.SNOOZE_NAMED)}})
+            return str(answer["Attributes"][dm.ATTR_SNOOZED_UNTIL]["S"])
+        except self.ddb.exceptions.ConditionalCheckFailedException:
+            pass
+        state = self.job_state(job)
+        if state is None or not state.snoozed(now):
+            return None
+        if entry in state.snooze_held:  # delivered again: held already
+            return state.snoozed_until
+        try:  # no room left by name: counted
+            answer = self.ddb.update_item(
+                TableName=self.table, Key=_job_key(job), UpdateExpression="ADD #counts.#kind :one",
+                ConditionExpression="#until > :now AND attribute_exists(#counts)",
+                ExpressionAttributeNames={k: v for k, v in names.items() if k != "#held"},
+                ExpressionAttributeValues=named, ReturnValues="ALL_NEW")
+            return str(answer["Attributes"][dm.ATTR_SNOOZED_UNTIL]["S"])
         except self.ddb.exceptions.ConditionalCheckFailedException:
             return None
-        held: str | None = answer.get("Attributes", {}).get(dm.ATTR_SNOOZED_UNTIL, {}).get("S")
-        return held or "its snooze's end"
 
-    def finish_snooze(self, job: str, until: str) -> JobState | None:
-        """Remove an ended snooze (its end ``until`` as read), returning it with the alerts it held;
-        None when another checker finished it first or it was changed meanwhile."""
+    def claim_snooze_summary(self, job: str, until: str, now: str, stale_before: str) -> JobState | None:
+        """Take on the summary of a snooze that ended (its end ``until`` as read): the snooze with
+        what it held, or None when another checker has it (or it was changed meanwhile). A claim
+        older than ``stale_before`` (a checker that died before sending) is taken over."""
         try:
             answer = self.ddb.update_item(
-                TableName=self.table, Key=_job_key(job), UpdateExpression="REMOVE #until, #by, #why, #held",
-                ConditionExpression="#until = :until", ExpressionAttributeNames=_SNOOZE_NAMES,
-                ExpressionAttributeValues={":until": {"S": until}}, ReturnValues="ALL_OLD")
+                TableName=self.table, Key=_job_key(job), UpdateExpression="SET #fin = :now",
+                ConditionExpression="#until = :until AND #until <= :now AND "
+                                    "(attribute_not_exists(#fin) OR #fin < :stale)",
+                ExpressionAttributeNames={"#until": dm.ATTR_SNOOZED_UNTIL, "#fin": dm.ATTR_SNOOZE_FINISHING},
+                ExpressionAttributeValues={":until": {"S": until}, ":now": {"S": now}, ":stale": {"S": stale_before}},
+                ReturnValues="ALL_NEW")
         except self.ddb.exceptions.ConditionalCheckFailedException:
             return None
         return JobState.from_item(answer["Attributes"])
+
+    def finish_snooze(self, job: str, claimed_at: str) -> bool:
+        """Remove the snooze whose summary was sent under the claim made at ``claimed_at``."""
+        try:
+            self.ddb.update_item(
+                TableName=self.table, Key=_job_key(job), UpdateExpression="REMOVE #until, #by, #why, #held, #counts, #fin",
+                ConditionExpression="#fin = :claimed", ExpressionAttributeNames=_SNOOZE_NAMES,
+                ExpressionAttributeValues={":claimed": {"S": claimed_at}})
+            return True
+        except self.ddb.exceptions.ConditionalCheckFailedException:
+            return False
 
     def clear_paused(self, job: str) -> bool:
         try:

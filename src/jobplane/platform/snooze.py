@@ -18,8 +18,7 @@ snooze longer than 7 days is refused: a job silenced for longer wants a pause, o
 from __future__ import annotations
 
 import logging
-from collections import Counter
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Callable
 
 from jobplane.contract import datamodel as dm
@@ -36,6 +35,8 @@ log = logging.getLogger(__name__)
 #: Which held event names the summary, most pressing first (the channels subscribed to it get it).
 PRECEDENCE = (Event.FAILED, Event.TIMED_OUT, Event.DEADLINE, Event.MISSED, Event.ABORTED, Event.SLOW,
               Event.SKIPPED, Event.RECOVERED)
+#: A claimed summary not finished within this long is taken over (its checker died before sending).
+CLAIM_STALE = timedelta(minutes=5)
 _SNOOZED = StateFilter("attribute_exists(#f_snoozed_until)", (dm.ATTR_SNOOZED_UNTIL,), {})
 
 
@@ -44,14 +45,14 @@ def _now() -> datetime:
 
 
 def summary_text(state: JobState) -> str:
-    """The held alerts in words: how many of each event, who snoozed and why, then each one."""
-    held = [h.split(" ", 1) for h in state.snooze_held]
-    counts = Counter(event for event, *_ in held)
-    head = (f"{len(held)} alert{'s' if len(held) != 1 else ''} held while snoozed until {state.snoozed_until} "
+    """The held alerts in words: how many of each kind, who snoozed and why, then the first by name."""
+    total = state.snooze_held_count
+    head = (f"{total} alert{'s' if total != 1 else ''} held while snoozed until {state.snoozed_until} "
             f"(by {state.snoozed_by}: {state.snooze_reason}): "
-            + ", ".join(f"{n} {event}" for event, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))))
-    return "\n".join([head] + [f"{event} {rest[0] if rest else ''}".strip() for event, *rest in held[:20]]
-                     + ([f"... and {len(held) - 20} more"] if len(held) > 20 else []))
+            + ", ".join(f"{n} {kind}" for kind, n in sorted(state.snooze_counts.items(), key=lambda kv: (-kv[1], kv[0]))))
+    named = list(state.snooze_held)
+    more = total - len(named)
+    return "\n".join([head] + named + ([f"... and {more} more (the job's runs list each)"] if more > 0 else []))
 
 
 class SnoozeEnds:
@@ -62,33 +63,43 @@ class SnoozeEnds:
         self.sns, self.topic_arn, self.clock = sns, topic_arn, clock
 
     def check(self) -> list[str]:
-        """Finish every snooze that has ended, sending its summary when it held anything; returns
-        the jobs whose snooze was finished."""
-        now = iso_millis(self.clock())
-        finished = []
+        """Summarise and remove every snooze that has ended; returns the jobs whose snooze was
+        finished. The summary is claimed first, sent, then the snooze removed: a send that fails
+        leaves the claim, which goes stale and is taken over by a later pass (at least once,
+        never lost); a snooze that held nothing is removed without a message."""
+        now = self.clock()
+        now_text, stale = iso_millis(now), iso_millis(now - CLAIM_STALE)
+        finished, failed = [], []
         attributes = ("job", dm.ATTR_SNOOZED_UNTIL)
         for state in self.context.repo.job_states(attributes, where=_SNOOZED):
-            if state.snoozed_until is None or state.snoozed(now):
+            if state.snoozed_until is None or state.snoozed(now_text):
                 continue
-            ended = self.context.repo.finish_snooze(state.job, state.snoozed_until)
-            if ended is None:  # another checker finished it, or it was snoozed again meanwhile
+            claimed = self.context.repo.claim_snooze_summary(state.job, state.snoozed_until, now_text, stale)
+            if claimed is None:  # another checker has it, or it was snoozed again meanwhile
                 continue
-            finished.append(state.job)
-            if ended.snooze_held:
-                self._summarise(ended)
+            try:
+                if claimed.snooze_held_count:
+                    self._summarise(claimed)
+            except Exception as e:  # noqa: BLE001 - the others still end; this one is taken over later
+                log.exception("the summary of %s's snooze was not sent; a later pass sends it", state.job)
+                failed.append(e)
+                continue
+            if self.context.repo.finish_snooze(state.job, claimed.snooze_finishing or now_text):
+                finished.append(state.job)
+        if failed:
+            raise failed[0]
         return finished
 
     def _summarise(self, state: JobState) -> None:
         entry = self.context.entries.get(state.job)
-        events = {h.split(" ", 1)[0] for h in state.snooze_held}
-        event = next((e for e in PRECEDENCE if e.value in events), Event.FAILED)
-        last = state.snooze_held[-1].split(" ", 1)
-        execution = last[1] if len(last) > 1 else ""
+        kinds = {k.split(" ", 1)[0] for k in state.snooze_counts}
+        event = next((e for e in PRECEDENCE if e.value in kinds), Event.FAILED)
+        last = sorted(state.snooze_held)[-1].split(" ", 1) if state.snooze_held else []
         publish(self.sns, self.topic_arn, NotificationMessage(
             version=1, event=event_of(event.value), job=state.job, team=entry.team if entry else state.team,
-            execution=execution, execution_arn="", finished_at=iso_millis(self.clock()),
+            execution=last[1] if len(last) > 1 else "", execution_arn="", finished_at=iso_millis(self.clock()),
             outcome=Outcome(status=event.value, step=None),
             channels=entry.notify.channels if entry else [],
             events=[event_of(e.value) for e in entry.notify.events] if entry else None,
             summary=summary_text(state)))
-        log.warning("%s: snooze ended; %d held alerts summarised", state.job, len(state.snooze_held))
+        log.warning("%s: snooze ended; %d held alerts summarised", state.job, state.snooze_held_count)

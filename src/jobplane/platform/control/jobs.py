@@ -83,7 +83,8 @@ class JobActions:
         end = iso_millis(until.astimezone(timezone.utc))
 
         def act() -> None:  # one write: when it fails, nothing changed (and the entry goes)
-            self.repo.set_snooze(job, entry.team, end, who.actor.name, reason)
+            if not self.repo.set_snooze(job, entry.team, end, who.actor.name, reason):
+                raise Conflict(f"{job}'s last snooze is being summarised: snooze again in a minute", {"job": job})
 
         from jobplane.contract import audit
         self.runs.audited(who, audit.Snooze(job, end), reason, act)
