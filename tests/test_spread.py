@@ -41,7 +41,7 @@ local jp = import 'jobplane.libsonnet';
 WRITTEN = {
     "nightly-ledger": ("jp.daily('00:00')", "Asia/Tokyo"),
     "twice-daily-sync": ("'cron(0,30 2,14 * * ? *)'", "UTC"),
-    "weekday-export": ("'cron(0 9 ? * MON-FRI *)'", "Asia/Tokyo"),
+    "weekday-export": ("'cron(0 9 ? * MON-FRI *)'", "America/New_York"),  # across both clock changes
     "month-start-report": ("'cron(15 6 1 * ? *)'", "Europe/London"),
     "quarter-hour-poll": ("'cron(0/15 * * * ? *)'", "UTC"),
     "two-schedules": ("['cron(0 3 * * ? *)', 'cron(0 12 ? * SAT *)']", "Asia/Tokyo"),
@@ -168,6 +168,8 @@ def test_what_a_spread_cannot_move_is_refused_naming_file_job_and_field_all_at_o
         "by-rate": ("'rate(1 hour)'", {"spread": "30m"}),
         "near-deadline": ("jp.daily('11:00')", {"spread": "12h", "deadline": "11:05"}),
         "odd-window": ("jp.daily('01:00')", {"spread": "90s"}),
+        # 23:50 wrapped past midnight: a wall-time deadline of the fire's day would be a day away
+        "wrapped": ("jp.daily('23:50')", {"spread": "1d", "spread_seed": "x", "deadline": "23:59"}),
         "by-hand": ("[]", {"spread": "10m"}),
     }
     for name, (schedule, extra) in jobs.items():
@@ -182,6 +184,7 @@ def test_what_a_spread_cannot_move_is_refused_naming_file_job_and_field_all_at_o
     assert "by-rate" in out and "rate(1 hour) fires every interval from its deployment" in out
     assert "near-deadline" in out and "'11:05' is not after" in out
     assert "odd-window" in out and "spread (90s) must be whole minutes" in out
+    assert "wrapped" in out and "past midnight, onto the next day" in out
     assert "by-hand" in out and "this job has no schedule" in out
 
 
@@ -236,3 +239,39 @@ def test_plan_starts_shows_the_herd_its_pool_demand_and_that_spread_breaks_it_up
     assert f"24 fires at {len(per_minute)} distinct minutes" in result.output and len(per_minute) > 12
     top = max(per_minute.values())
     assert f"{top} starts" in result.output and "24 starts" not in result.output
+
+
+def test_a_move_into_a_clock_changes_gap_is_refused_where_the_written_time_fired(repo: Repo) -> None:
+    """EventBridge skips a local time that does not exist: 01:30 moved 44 minutes in New York is
+    02:14, which 2027-03-14 does not have, so the move would drop that day's fire. The same job in
+    Tokyo (no clock change) is moved."""
+    seed = next(f"s{i}" for i in range(1000) if 30 < spread.offset_minutes(3600, f"s{i}") < 60)
+    offset = spread.offset_minutes(3600, seed)
+    for name, zone in (("in-new-york", "America/New_York"), ("in-tokyo", "Asia/Tokyo")):
+        repo.write(f"jobs/billing/{name}.jsonnet", JOB % {"name": name, "zone": zone, "schedule": "jp.daily('01:30')",
+                                                          "extra": json.dumps({"spread": "1h", "spread_seed": seed})})
+    result = repo.cli("validate")
+    assert result.exit_code != 0
+    line = next(line for line in result.output.splitlines() if "in-new-york" in line)
+    assert f"to 02:{offset - 30:02d}, a time that does not exist on 2027-03-14 in America/New_York" in line
+    assert "in-tokyo" not in result.output
+
+
+def test_a_jobs_pool_demand_counts_a_groups_members_together_and_a_maps_items_at_their_concurrency() -> None:
+    from jobplane.compiler.model import Job
+    from jobplane.compiler.starts import pool_weights
+
+    pool = {"name": "billing-db", "weight": 2}
+    steps = [{"name": "prepare", "shell": ["true"], "pool": pool},  # 2, then
+             {"name": "both", "parallel": [{"name": "a", "shell": ["true"], "pool": pool},
+                                           {"name": "b", "shell": ["true"], "pool": pool}]},  # 4 at once, then
+             {"name": "tenants", "map": {"items": {"name": "list", "python": "m:items"},
+                                         "each": {"name": "one", "shell": ["true"], "pool": pool},
+                                         "max_concurrency": 5}}]  # 10 at once
+
+    def job(*chosen: dict) -> Job:  # type: ignore[type-arg]
+        return Job.from_definition({"name": "close", "team": "billing", "timezone": "UTC", "steps": list(chosen)})
+
+    assert pool_weights(job(*steps)) == {"billing-db": 10}
+    assert pool_weights(job(*steps[:2])) == {"billing-db": 4}
+    assert pool_weights(job(steps[0])) == {"billing-db": 2}

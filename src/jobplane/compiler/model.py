@@ -448,6 +448,9 @@ def _spread(v: int | None, checked: JsonObject) -> Iterator[str]:
         return
     except ScheduleError:  # a bad expression: refused, and reported on its own
         return
+    zone = checked.get("timezone")
+    if isinstance(zone, str):
+        yield from spread.dst_problems(moved, zone)
     deadline = checked.get("deadline")
     if isinstance(deadline, str):
         from jobplane.contract import deadlines

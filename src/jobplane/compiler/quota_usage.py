@@ -84,7 +84,10 @@ def step_peak(step: Step) -> Peak:
 
     if isinstance(step.kind, GroupKind):  # what its members run at once, as its kind says
         return step.kind.peak(step, step_peak)
-    return step.kind.executor.peak(step)  # an attempt: as the place it runs says
+    attempt = step.kind.executor.peak(step)  # an attempt: as the place it runs says
+    if step.pool is None:
+        return attempt
+    return attempt + Peak(pools=((step.pool.name, step.pool.weight),))  # and the slots it holds
 
 
 def job_peak(job: Job) -> Peak:

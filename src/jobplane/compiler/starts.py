@@ -4,9 +4,9 @@ busiest minute asks of each pool against its size.
 The herd a fleet makes is visible only across jobs: each file says ``00:00`` and looks fine. The
 fires are the catalog's (contract/job_fires.py: what the schedules deployed fire, calendars,
 spread offsets and all), so what this prints is what will start. A pool's demand at a minute is
-what the jobs starting then would hold of it if each reached its heaviest pooled step at once (a
-job's steps run one after another: its largest weight of that pool, never their sum), against
-the pool's size: the excess waits for a slot (docs/pools.md), it does not fail.
+what the jobs starting then would hold of it if each reached its peak at once (:func:`pool_weights`:
+a parallel group's members together, a map's items ``max_concurrency`` at a time), against the
+pool's size: the excess waits for a slot (docs/pools.md), it does not fail.
 """
 
 from __future__ import annotations
@@ -43,12 +43,12 @@ def starts_by_minute(entries: list[CatalogJob], start: datetime, hours: int = 24
 
 
 def pool_weights(job: Job) -> dict[str, int]:
-    """The most of each pool the job holds at once: its heaviest step of that pool."""
-    out: dict[str, int] = {}
-    for step in job.all_steps():
-        if step.pool is not None:
-            out[step.pool.name] = max(out.get(step.pool.name, 0), step.pool.weight)
-    return out
+    """The most of each pool the job holds at once (compiler/quota_usage.py ``job_peak``): steps
+    that run one after another never add up, a parallel group's members do, and a map's items
+    hold their step's weight ``max_concurrency`` times."""
+    from jobplane.compiler.quota_usage import job_peak
+
+    return dict(job_peak(job).pools)
 
 
 def starts_lines(entries: list[CatalogJob], jobs: list[Job], pools: dict[str, int], start: datetime) -> list[str]:

@@ -15,7 +15,10 @@ stay exact. What cannot be moved as written is refused, naming the expression:
   some months, a calendar: the moved fire would land on a day its rule does not name; an
   every-day cron wraps instead, since every day fires),
 * ``rate()``, whose fires count from its deployment, not from a time of day,
-* a wall-time deadline the moved fire would reach (contract/deadlines.py).
+* a wall-time deadline the moved fire would reach (contract/deadlines.py), or one a fire wrapped
+  past midnight would leave a day away,
+* a moved fire that lands in a daylight-saving gap of the job's zone where the written one did
+  not: EventBridge skips a local time that does not exist, so the move would drop that fire.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ import hashlib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import date, datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
 
 from jobplane.contract import business_fires as bf
 from jobplane.contract.quoting import quoted
@@ -132,6 +136,11 @@ def deadline_problems(spread: Spread, deadline_at: tuple[int, int] | None, deadl
     """A wall-time deadline the moved fires reach (one of each expression at most)."""
     if deadline_at is None:
         return
+    if (wrapped := wraps(spread)) is not None:
+        yield (f"{quoted(deadline_text)} is a wall time on the fire's day, and the spread's offset (+{spread.offset} min) "
+               f"moves a fire of {wrapped} past midnight, onto the next day: narrow `spread`, set `spread_seed` for "
+               "another offset, or give the deadline as a duration after the fire")
+        return
     for written, moved in spread.moved:
         for text in moved:
             try:
@@ -153,3 +162,69 @@ def _times(text: str) -> list[tuple[int, int]]:
     if isinstance(expr, AtExpression):
         return [(expr.when.hour, expr.when.minute)]
     return []
+
+
+#: The years whose clock changes a move is checked against: zones' rules repeat year to year, so
+#: two years hold every change a rule makes (a compile's verdict does not move with the date).
+DST_YEARS = (2027, 2028)
+
+
+def dst_problems(spread: Spread, zone: str) -> Iterator[str]:
+    """A moved fire that lands in a clock change's gap of ``zone`` (a local time that does not
+    exist: EventBridge skips it) where its written time did not."""
+    tz = ZoneInfo(zone)
+    days = [d for d in _change_days(tz)]
+    if not days or spread.offset == 0:
+        return
+    for written, _ in spread.moved:
+        try:
+            expr = None if bf.is_rule(written) else parse(written)
+            times = bf.parse_rule(written).times if bf.is_rule(written) else _times(written)
+        except ScheduleError:
+            continue
+        for d in days:
+            if isinstance(expr, CronExpression) and not expr.matches_day(d):
+                continue
+            if isinstance(expr, AtExpression) and expr.when.date() != d:
+                continue
+            for h, m in times:
+                moved = datetime(d.year, d.month, d.day, h, m) + timedelta(minutes=spread.offset)
+                if _missing(moved, tz) and not _missing(datetime(d.year, d.month, d.day, h, m), tz):
+                    yield (f"the spread's offset (+{spread.offset} min) moves the {h:02d}:{m:02d} fire of {written} "
+                           f"to {moved:%H:%M}, a time that does not exist on {moved:%Y-%m-%d} in {zone} (the clock "
+                           "skips it): EventBridge would skip that fire; narrow `spread` or set `spread_seed` for "
+                           "another offset")
+                    return
+
+
+def _change_days(tz: ZoneInfo) -> list[date]:
+    """The days of :data:`DST_YEARS` on which ``tz``'s clock jumps forward."""
+    out = []
+    for year in DST_YEARS:
+        d = date(year, 1, 1)
+        while d.year == year:
+            a = datetime(d.year, d.month, d.day, tzinfo=tz).utcoffset()
+            nxt = d + timedelta(days=1)
+            b = datetime(nxt.year, nxt.month, nxt.day, tzinfo=tz).utcoffset()
+            if a is not None and b is not None and b > a:
+                out.append(d)
+            d = nxt
+    return out
+
+
+def _missing(local: datetime, tz: ZoneInfo) -> bool:
+    """Whether the wall time ``local`` does not exist in ``tz`` (a spring-forward gap)."""
+    aware = local.replace(tzinfo=tz)
+    return aware.astimezone(timezone.utc).astimezone(tz).replace(tzinfo=None) != local
+
+
+def wraps(spread: Spread) -> str | None:
+    """An expression whose fires the move wrapped past midnight (an every-day cron), if any."""
+    for written, _ in spread.moved:
+        try:
+            times = bf.parse_rule(written).times if bf.is_rule(written) else _times(written)
+        except ScheduleError:
+            continue
+        if any(h * 60 + m + spread.offset >= _DAY for h, m in times):
+            return written
+    return None
