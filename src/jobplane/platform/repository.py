@@ -376,13 +376,17 @@ class Repository:
                 ConditionExpression="#until > :now AND attribute_exists(#counts) AND "
                                     "(attribute_not_exists(#held) OR (size(#held) < :cap AND NOT contains(#held, :s)))",
                 ExpressionAttributeNames=names, ReturnValues="ALL_NEW",
+                # the item as it was when the condition failed: why, without another read (and
+                # without a read right on the notifier's role), "ReturnValuesOnConditionCheckFailure"
+                # https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_UpdateItem.html
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
                 ExpressionAttributeValues={**named, ":entry": {"SS": [entry]}, ":s": {"S": entry},
                                            ":cap": {"N": str(dm.SNOOZE_NAMED)}})
             return str(answer["Attributes"][dm.ATTR_SNOOZED_UNTIL]["S"])
-        except self.ddb.exceptions.ConditionalCheckFailedException:
-            pass
-        state = self.job_state(job)
-        if state is None or not state.snoozed(now):
+        except self.ddb.exceptions.ConditionalCheckFailedException as e:
+            old = e.response.get("Item")
+        state = JobState.from_item(old) if old else None
+        if state is None or not state.snoozed(now):  # the common case: not snoozed, delivered
             return None
         if entry in state.snooze_held:  # delivered again: held already
             return state.snoozed_until
