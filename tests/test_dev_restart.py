@@ -132,3 +132,31 @@ def test_a_damaged_record_or_cache_is_not_trusted(repo_root: Path, tmp_path: Pat
     unreadable = Started(repo_root, data)
     assert unreadable.read == first.jobs and unreadable.kept == []
     assert unreadable.evaluated == len(first.jobs) and unreadable.machines == unreadable.from_files
+
+
+def test_a_restart_reads_no_unchanged_compiled_file_and_rewrites_no_unchanged_record(repo_root: Path, tmp_path: Path) -> None:
+    """The kept output is told unchanged from each file's size and time (compiled_stamp.py), the
+    deploy record is not rewritten when every job was kept; an edited compiled file is still
+    found, and compiled again."""
+    data = tmp_path / "data"
+    Started(repo_root, data)
+    Started(repo_root, data)  # files written in the stamp's own clock tick are read once here
+    record = data / "deployed.json"
+    record_stat = record.stat()
+    platform = DevPlatform(load_config(repo_root), data, 0, 0, run_scheduler=False, run_services=False)
+    platform.compile()
+    assert platform.compile_reused and platform.outputs_hashed == []
+    again = Started(repo_root, data)
+    assert again.read == [] and again.kept == again.jobs
+    assert (record.stat().st_mtime_ns, record.stat().st_ino) == (record_stat.st_mtime_ns, record_stat.st_ino)
+    assert again.machines == again.from_files
+
+    # a compiled file changed by hand (same size, so only its time tells): read, and compiled again
+    target = data / "compiled" / next(rel for rel in again.files if rel.endswith("every-minute.job.tf.json"))
+    text = target.read_text()
+    target.write_text(text.replace('"every-minute"', '"every-minutX"', 1))
+    assert len(target.read_text()) == len(text) and target.read_text() != text
+    platform = DevPlatform(load_config(repo_root), data, 0, 0, run_scheduler=False, run_services=False)
+    platform.compile()
+    assert not platform.compile_reused and target.read_text() == text
+    assert platform.outputs_hashed == [target.relative_to(data / "compiled").as_posix()]

@@ -79,8 +79,18 @@ class DeployRecord:
         self.read.append(job.name)
         return asl, role
 
+    @property
+    def changed(self) -> bool:
+        """Whether this deploy's entries differ from the record's: a job read from its files, or
+        one the record holds and this deploy did not (deleted)."""
+        return bool(self.read) or self._entries.keys() != self._kept.keys()
+
     def save(self) -> None:
-        """Keep this deploy's entries (the jobs deployed now only), atomically."""
+        """Keep this deploy's entries (the jobs deployed now only), atomically. Not rewritten
+        when they are the record's own (every job kept, none gone): ~300 MB at 5,000 jobs,
+        ~1.5 s of a restart."""
+        if not self.changed:
+            return
         try:
             fd, tmp = tempfile.mkstemp(prefix=".deployed-", dir=self.path.parent)  # 0600
             with os.fdopen(fd, "w") as f:
