@@ -49,6 +49,7 @@ class Started:
             self.built_reused = platform.builds_reused
             self.files = read_output(platform.output_dir)
             self.kept, self.read = sorted(platform.deploy_kept), sorted(platform.deploy_read)
+            self.checked = platform.aws.definitions_checked  # definitions the create parsed and checked
             sfn = platform.aws.client("stepfunctions")
             self.machines = {m["name"]: sfn.describe_state_machine(stateMachineArn=m["stateMachineArn"])["definition"]
                              for m in sfn.get_paginator("list_state_machines").paginate().build_full_result()["stateMachines"]}
@@ -122,6 +123,7 @@ def test_a_damaged_record_or_cache_is_not_trusted(repo_root: Path, tmp_path: Pat
     path.write_text(json.dumps(record))
     damaged = Started(repo_root, data)
     assert damaged.read == ["other-team"] and damaged.machines == damaged.from_files
+    assert damaged.checked == 1  # its definition checked as it is deployed, the kept ones not again
 
     path.write_text("{not json")  # a record that does not parse: every job read from its file
     (data / "cache").mkdir(exist_ok=True)
@@ -160,3 +162,29 @@ def test_a_restart_reads_no_unchanged_compiled_file_and_rewrites_no_unchanged_re
     platform.compile()
     assert not platform.compile_reused and target.read_text() == text
     assert platform.outputs_hashed == [target.relative_to(data / "compiled").as_posix()]
+
+
+def test_a_restart_checks_only_the_definitions_not_checked_before(repo_root: Path, tmp_path: Path) -> None:
+    """A definition the last start deployed from the same ASL (by the same moto and jobplane) is
+    not parsed and checked again; an edited one is, a damaged entry's is, and every one is when
+    the record was checked by another version."""
+    data = tmp_path / "data"
+    first = Started(repo_root, data)
+    assert first.checked == len(first.jobs)
+    again = Started(repo_root, data)
+    assert again.checked == 0 and again.machines == again.from_files
+
+    job = repo_root / "jobs" / "billing" / "every-minute.jsonnet"
+    job.write_text(job.read_text().replace("timezone: 'UTC',", "timezone: 'UTC', " + EDITED))
+    edited = Started(repo_root, data)
+    assert edited.read == ["every-minute"] and edited.checked == 1
+    assert "25200" in edited.machines["jp-every-minute"] and edited.machines == edited.from_files
+
+    path = data / "deployed.json"
+    record = json.loads(path.read_text())
+    record["checked_by"] = "jobplane 0.0.0, moto 0.0.0"
+    path.write_text(json.dumps(record))
+    other = Started(repo_root, data)  # the ASL still kept, but each checked as it is deployed
+    assert other.kept == other.jobs and other.checked == len(other.jobs)
+    assert json.loads(path.read_text())["checked_by"] != "jobplane 0.0.0, moto 0.0.0"
+    assert Started(repo_root, data).checked == 0

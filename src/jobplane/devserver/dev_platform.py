@@ -217,7 +217,7 @@ class DevPlatform:
             n = snapshot.restore(aws.client("dynamodb"), aws.resources["table_name"])
             log.info("restored %d records from %s", n, self.data_dir / SNAPSHOT_FILE)
         record = DeployRecord(self.data_dir / DEPLOY_RECORD, self.digests)
-        self.jobs = aws.deploy_output(self.output_dir, source=record.source)
+        self.jobs = aws.deploy_output(self.output_dir, source=record.source, checked=record.checked)
         record.save()
         self.deploy_kept, self.deploy_read = record.kept, record.read
         log.info("deployed %d jobs: %d unchanged since the last start, %d read from their files",
