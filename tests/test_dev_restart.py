@@ -119,8 +119,11 @@ def test_a_damaged_record_or_cache_is_not_trusted(repo_root: Path, tmp_path: Pat
     path = data / "deployed.json"
     record = json.loads(path.read_text())
     entry = record["jobs"]["other-team"]  # its key still matches the file: only its text is damaged
-    entry["asl"] = entry["asl"].replace('"StartAt"', '"StartAt" ', 1) if '"StartAt"' in entry["asl"] else entry["asl"] + " "
-    path.write_text(json.dumps(record))
+    texts = data / record["texts"]
+    kept = texts.read_bytes()
+    text = kept[entry["at"]:entry["at"] + entry["size"]]
+    assert b'"StartAt"' in text
+    texts.write_bytes(kept[:entry["at"]] + text.replace(b'"StartAt"', b'"StartAx"', 1) + kept[entry["at"] + entry["size"]:])
     damaged = Started(repo_root, data)
     assert damaged.read == ["other-team"] and damaged.machines == damaged.from_files
     assert damaged.checked == 1  # its definition checked as it is deployed, the kept ones not again
@@ -188,3 +191,20 @@ def test_a_restart_checks_only_the_definitions_not_checked_before(repo_root: Pat
     assert other.kept == other.jobs and other.checked == len(other.jobs)
     assert json.loads(path.read_text())["checked_by"] != "jobplane 0.0.0, moto 0.0.0"
     assert Started(repo_root, data).checked == 0
+
+
+def test_the_record_names_its_texts_file_and_a_missing_one_is_not_trusted(repo_root: Path, tmp_path: Path) -> None:
+    """The ASL texts live in one file beside the record (deploy_record.py); after each save only
+    the one the record names is left, and without it every job is read from its file."""
+    data = tmp_path / "data"
+    first = Started(repo_root, data)
+    job = repo_root / "jobs" / "billing" / "every-minute.jsonnet"
+    job.write_text(job.read_text().replace("timezone: 'UTC',", "timezone: 'UTC', " + EDITED))
+    Started(repo_root, data)  # a new save: a new texts file, the old one removed
+    path = data / "deployed.json"
+    texts = json.loads(path.read_text())["texts"]
+    assert [p.name for p in data.glob("deployed-*.asl")] == [texts]
+    (data / texts).unlink()
+    missing = Started(repo_root, data)
+    assert missing.read == first.jobs and missing.kept == [] and missing.machines == missing.from_files
+    assert "25200" in missing.machines["jp-every-minute"]
