@@ -62,32 +62,37 @@ class CompiledStamp:
             return {}
         return kept if isinstance(kept, dict) else {}
 
-    def unchanged(self, inputs: str) -> Digests | None:
-        """The kept output's digests if it was compiled from ``inputs`` and no file of it changed
-        since (none added, removed or rewritten); else None."""
+    def on_disk(self) -> Digests:
+        """The digest of each generated file in the output directory now: the recorded one of a
+        file whose size and time are as recorded (older than the stamp), the others read."""
         kept = self.load()
         files, stats = kept.get("files"), kept.get("stats")
-        if kept.get("inputs") != inputs or not isinstance(files, dict):
-            return None
+        files = files if isinstance(files, dict) else {}
         stats = stats if isinstance(stats, dict) else {}
         try:
             stamped_at = self.path.stat().st_mtime_ns
         except OSError:
-            return None
-        on_disk = _listed(self.output_dir)
-        if on_disk.keys() != files.keys():
-            return None
+            stamped_at = 0
         self.hashed = []
         digests: Digests = {}
-        for rel, st in on_disk.items():
+        for rel, st in _listed(self.output_dir).items():
             recorded = stats.get(rel)
             if (isinstance(recorded, list) and recorded == [st.st_size, st.st_mtime_ns]
-                    and st.st_mtime_ns < stamped_at and isinstance(files[rel], str)):
+                    and st.st_mtime_ns < stamped_at and isinstance(files.get(rel), str)):
                 digests[rel] = files[rel]
             else:
                 digests[rel] = hashlib.sha256((self.output_dir / rel).read_bytes()).hexdigest()
                 self.hashed.append(rel)
-        if digests != files:
+        return digests
+
+    def unchanged(self, inputs: str) -> Digests | None:
+        """The kept output's digests if it was compiled from ``inputs`` and no file of it changed
+        since (none added, removed or rewritten); else None."""
+        kept = self.load()
+        if kept.get("inputs") != inputs or not isinstance(kept.get("files"), dict):
+            return None
+        digests = self.on_disk()
+        if digests != kept["files"]:
             return None
         if self.hashed:  # their times are trusted from now on (they are older than the new stamp)
             self.write(inputs, digests)

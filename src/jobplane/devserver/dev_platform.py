@@ -191,9 +191,10 @@ class DevPlatform:
         finally:
             cache.save()
         self.builds_reused = cache.built_hits
-        stamp.remove()  # an output being rewritten is never taken for a kept one
-        write_output(compiled, self.output_dir)
         self.digests = text_digests(compiled.files)
+        on_disk = stamp.on_disk()  # what is there now, without reading what the stamp vouches for
+        stamp.remove()  # an output being rewritten is never taken for a kept one
+        write_output(compiled, self.output_dir, digests=(on_disk, self.digests))
         stamp.write(wanted, self.digests)
         self.compile_reused = False
 
