@@ -20,7 +20,11 @@ wall time: on a shared machine the wall time moves with the load, the CPU time m
 Where the time went at 5,000 jobs (cProfile, docs/local-engine.md): three lookups that grew with
 the square of the jobs (moto's CreateStateMachine and CreateRole, the compiler's write_output),
 now linear. A restart's deploy then spent ~60% per job reading its ~60 KB Terraform file,
-parsing it and taking the ASL out of it: now kept by content hash in the deploy record.
+parsing it and taking the ASL out of it: now kept by content hash in the deploy record. Then
+(session 32) a restart still read and hashed every compiled file (now trusted by size and time:
+devserver/compiled_stamp.py), parsed the record's ~300 MB of JSON strings (now a texts file of
+bytes) and rewrote it (now only when it changed), checked every kept definition's shape again
+(now only those not checked before) and resolved every input file's path (compiler/inputs.py).
 """
 
 from __future__ import annotations

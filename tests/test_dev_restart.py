@@ -49,6 +49,7 @@ class Started:
             self.built_reused = platform.builds_reused
             self.files = read_output(platform.output_dir)
             self.kept, self.read = sorted(platform.deploy_kept), sorted(platform.deploy_read)
+            self.checked = platform.aws.definitions_checked  # definitions the create parsed and checked
             sfn = platform.aws.client("stepfunctions")
             self.machines = {m["name"]: sfn.describe_state_machine(stateMachineArn=m["stateMachineArn"])["definition"]
                              for m in sfn.get_paginator("list_state_machines").paginate().build_full_result()["stateMachines"]}
@@ -118,10 +119,14 @@ def test_a_damaged_record_or_cache_is_not_trusted(repo_root: Path, tmp_path: Pat
     path = data / "deployed.json"
     record = json.loads(path.read_text())
     entry = record["jobs"]["other-team"]  # its key still matches the file: only its text is damaged
-    entry["asl"] = entry["asl"].replace('"StartAt"', '"StartAt" ', 1) if '"StartAt"' in entry["asl"] else entry["asl"] + " "
-    path.write_text(json.dumps(record))
+    texts = data / record["texts"]
+    kept = texts.read_bytes()
+    text = kept[entry["at"]:entry["at"] + entry["size"]]
+    assert b'"StartAt"' in text
+    texts.write_bytes(kept[:entry["at"]] + text.replace(b'"StartAt"', b'"StartAx"', 1) + kept[entry["at"] + entry["size"]:])
     damaged = Started(repo_root, data)
     assert damaged.read == ["other-team"] and damaged.machines == damaged.from_files
+    assert damaged.checked == 1  # its definition checked as it is deployed, the kept ones not again
 
     path.write_text("{not json")  # a record that does not parse: every job read from its file
     (data / "cache").mkdir(exist_ok=True)
@@ -132,3 +137,74 @@ def test_a_damaged_record_or_cache_is_not_trusted(repo_root: Path, tmp_path: Pat
     unreadable = Started(repo_root, data)
     assert unreadable.read == first.jobs and unreadable.kept == []
     assert unreadable.evaluated == len(first.jobs) and unreadable.machines == unreadable.from_files
+
+
+def test_a_restart_reads_no_unchanged_compiled_file_and_rewrites_no_unchanged_record(repo_root: Path, tmp_path: Path) -> None:
+    """The kept output is told unchanged from each file's size and time (compiled_stamp.py), the
+    deploy record is not rewritten when every job was kept; an edited compiled file is still
+    found, and compiled again."""
+    data = tmp_path / "data"
+    Started(repo_root, data)
+    Started(repo_root, data)  # files written in the stamp's own clock tick are read once here
+    record = data / "deployed.json"
+    record_stat = record.stat()
+    platform = DevPlatform(load_config(repo_root), data, 0, 0, run_scheduler=False, run_services=False)
+    platform.compile()
+    assert platform.compile_reused and platform.outputs_hashed == []
+    again = Started(repo_root, data)
+    assert again.read == [] and again.kept == again.jobs
+    assert (record.stat().st_mtime_ns, record.stat().st_ino) == (record_stat.st_mtime_ns, record_stat.st_ino)
+    assert again.machines == again.from_files
+
+    # a compiled file changed by hand (same size, so only its time tells): read, and compiled again
+    target = data / "compiled" / next(rel for rel in again.files if rel.endswith("every-minute.job.tf.json"))
+    text = target.read_text()
+    target.write_text(text.replace('"every-minute"', '"every-minutX"', 1))
+    assert len(target.read_text()) == len(text) and target.read_text() != text
+    platform = DevPlatform(load_config(repo_root), data, 0, 0, run_scheduler=False, run_services=False)
+    platform.compile()
+    assert not platform.compile_reused and target.read_text() == text
+    assert platform.outputs_hashed == [target.relative_to(data / "compiled").as_posix()]
+
+
+def test_a_restart_checks_only_the_definitions_not_checked_before(repo_root: Path, tmp_path: Path) -> None:
+    """A definition the last start deployed from the same ASL (by the same moto and jobplane) is
+    not parsed and checked again; an edited one is, a damaged entry's is, and every one is when
+    the record was checked by another version."""
+    data = tmp_path / "data"
+    first = Started(repo_root, data)
+    assert first.checked == len(first.jobs)
+    again = Started(repo_root, data)
+    assert again.checked == 0 and again.machines == again.from_files
+
+    job = repo_root / "jobs" / "billing" / "every-minute.jsonnet"
+    job.write_text(job.read_text().replace("timezone: 'UTC',", "timezone: 'UTC', " + EDITED))
+    edited = Started(repo_root, data)
+    assert edited.read == ["every-minute"] and edited.checked == 1
+    assert "25200" in edited.machines["jp-every-minute"] and edited.machines == edited.from_files
+
+    path = data / "deployed.json"
+    record = json.loads(path.read_text())
+    record["checked_by"] = "jobplane 0.0.0, moto 0.0.0"
+    path.write_text(json.dumps(record))
+    other = Started(repo_root, data)  # the ASL still kept, but each checked as it is deployed
+    assert other.kept == other.jobs and other.checked == len(other.jobs)
+    assert json.loads(path.read_text())["checked_by"] != "jobplane 0.0.0, moto 0.0.0"
+    assert Started(repo_root, data).checked == 0
+
+
+def test_the_record_names_its_texts_file_and_a_missing_one_is_not_trusted(repo_root: Path, tmp_path: Path) -> None:
+    """The ASL texts live in one file beside the record (deploy_record.py); after each save only
+    the one the record names is left, and without it every job is read from its file."""
+    data = tmp_path / "data"
+    first = Started(repo_root, data)
+    job = repo_root / "jobs" / "billing" / "every-minute.jsonnet"
+    job.write_text(job.read_text().replace("timezone: 'UTC',", "timezone: 'UTC', " + EDITED))
+    Started(repo_root, data)  # a new save: a new texts file, the old one removed
+    path = data / "deployed.json"
+    texts = json.loads(path.read_text())["texts"]
+    assert [p.name for p in data.glob("deployed-*.asl")] == [texts]
+    (data / texts).unlink()
+    missing = Started(repo_root, data)
+    assert missing.read == first.jobs and missing.kept == [] and missing.machines == missing.from_files
+    assert "25200" in missing.machines["jp-every-minute"]

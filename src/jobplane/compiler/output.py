@@ -163,15 +163,25 @@ def read_output(directory: Path) -> dict[str, str]:
     return out
 
 
-def write_output(compiled: CompiledOutput, directory: Path) -> list[str]:
+def write_output(compiled: CompiledOutput, directory: Path,
+                 digests: tuple[dict[str, str], dict[str, str]] | None = None) -> list[str]:
     """Bring ``directory`` to exactly the compiled files; returns the paths that changed.
 
     Everything was compiled and validated in memory first, so invalid input never reaches this
     point; each file is replaced atomically and stale generated files are removed last.
+
+    ``digests``: (the SHA-256 of each generated file in ``directory`` now, of each compiled
+    file), when the caller knows them (`jobplane dev`'s stamp of its output, devserver/
+    compiled_stamp.py): the files are then compared by digest instead of reading the whole
+    directory (~300 MB at 5,000 jobs, ~1-2 s of a one-job edit's compile).
     """
-    old = read_output(directory)
     mode = _file_mode()
-    changed = sorted(p for p in set(old) | set(compiled.files) if old.get(p) != compiled.files.get(p))
+    if digests is None:
+        old = read_output(directory)
+        changed = sorted(p for p in set(old) | set(compiled.files) if old.get(p) != compiled.files.get(p))
+    else:
+        on_disk, wanted = digests
+        changed = sorted(p for p in set(on_disk) | set(compiled.files) if on_disk.get(p) != wanted.get(p))
     for rel in changed:
         target = directory / rel
         if rel not in compiled.files:

@@ -18,7 +18,6 @@ after a stop knows the outage) and ``dev.json`` (how the CLI finds the running p
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import os
 import secrets
@@ -65,12 +64,6 @@ FORGET_EVERY = 3600.0  # seconds between two passes
 SCHEDULER_RECORD = "scheduler.json"
 VALIDATE_CACHE = "cache"  # the compile's evaluation cache (compiler/validate_cache.py)
 
-
-def file_digests(files: dict[str, str]) -> dict[str, str]:
-    """Each compiled file's SHA-256 (relative path -> hex digest)."""
-    import hashlib
-
-    return {rel: hashlib.sha256(text.encode()).hexdigest() for rel, text in files.items()}
 
 __all__ = ["DevError", "DevPlatform", "RUNTIME_FILE", "SNAPSHOT_FILE"]
 
@@ -121,6 +114,7 @@ class DevPlatform:
         self.evaluations_reused = 0  # files whose kept result it reused (unchanged, imports too)
         self.builds_reused = 0  # jobs whose built document it reused (their file unchanged)
         self.digests: dict[str, str] = {}  # compiled file -> SHA-256 (what deployed it: deploy_record.py)
+        self.outputs_hashed: list[str] = []  # kept compiled files read to tell they are unchanged
         self.deploy_kept: list[str] = []  # jobs deployed from the deploy record (files unchanged)
         self.deploy_read: list[str] = []  # jobs deployed from their files (new or changed)
         self.interrupted: list[str] = []  # executions the last shutdown left running, now ABORTED
@@ -171,23 +165,20 @@ class DevPlatform:
         ``--reset`` empties it. Either way ``self.digests`` ends as each compiled file's
         SHA-256, which the deploy record is keyed by (deploy_record.py)."""
         from jobplane.compiler import inputs
-        from jobplane.compiler.output import compile_all, read_output, write_output
+        from jobplane.compiler.output import compile_all, write_output
         from jobplane.compiler.validate import load_jobs
         from jobplane.compiler.validate_cache import ValidateCache
+        from jobplane.devserver.compiled_stamp import CompiledStamp, text_digests
 
-        stamp = self.data_dir / COMPILED_STAMP
+        stamp = CompiledStamp(self.data_dir / COMPILED_STAMP, self.output_dir)
         wanted = inputs.digest(self.config)
-        try:
-            kept = json.loads(stamp.read_text())
-        except (OSError, ValueError):
-            kept = {}
-        if kept.get("inputs") == wanted:
-            on_disk = file_digests(read_output(self.output_dir))
-            if kept.get("files") == on_disk:
-                self.compile_reused = True
-                self.digests = on_disk
-                log.info("job definitions unchanged since the last start: compiled output kept")
-                return
+        on_disk = stamp.unchanged(wanted)  # only files whose size or time changed are read
+        self.outputs_hashed = stamp.hashed
+        if on_disk is not None:
+            self.compile_reused = True
+            self.digests = on_disk
+            log.info("job definitions unchanged since the last start: compiled output kept")
+            return
         cache = ValidateCache(self.config, self.data_dir / VALIDATE_CACHE)
         try:
             jobs = load_jobs(self.config, cache=cache)
@@ -200,10 +191,11 @@ class DevPlatform:
         finally:
             cache.save()
         self.builds_reused = cache.built_hits
-        stamp.unlink(missing_ok=True)  # an output being rewritten is never taken for a kept one
-        write_output(compiled, self.output_dir)
-        self.digests = file_digests(compiled.files)
-        stamp.write_text(json.dumps({"inputs": wanted, "files": self.digests}))
+        self.digests = text_digests(compiled.files)
+        on_disk = stamp.on_disk()  # what is there now, without reading what the stamp vouches for
+        stamp.remove()  # an output being rewritten is never taken for a kept one
+        write_output(compiled, self.output_dir, digests=(on_disk, self.digests))
+        stamp.write(wanted, self.digests)
         self.compile_reused = False
 
     def _start_all(self, stack: ExitStack) -> None:
@@ -226,7 +218,7 @@ class DevPlatform:
             n = snapshot.restore(aws.client("dynamodb"), aws.resources["table_name"])
             log.info("restored %d records from %s", n, self.data_dir / SNAPSHOT_FILE)
         record = DeployRecord(self.data_dir / DEPLOY_RECORD, self.digests)
-        self.jobs = aws.deploy_output(self.output_dir, source=record.source)
+        self.jobs = aws.deploy_output(self.output_dir, source=record.source, checked=record.checked)
         record.save()
         self.deploy_kept, self.deploy_read = record.kept, record.read
         log.info("deployed %d jobs: %d unchanged since the last start, %d read from their files",

@@ -133,6 +133,8 @@ class LocalAWS:
     #: where that catalog's parts are: the reconciler reads a job's entry from them as its Lambda
     #: reads the parts the team roots upload (contract/catalog_brief.py find_job)
     catalog_dir: Path | None = field(default=None, repr=False, compare=False)
+    #: how many definitions deploy_output last had the create check (the others were known checked)
+    definitions_checked: int = field(default=0, repr=False, compare=False)
 
     def __enter__(self) -> LocalAWS:
         from moto import mock_aws
@@ -328,13 +330,16 @@ class LocalAWS:
     def client(self, service: str) -> Client:
         """One client per service for this engine: creating one costs ~15 ms (its service model
         loaded and its handlers built), which deploying 1,000 jobs paid ~3,000 times
-        (bench/dev_scale.py). Clients are thread-safe to call; creating them is not, hence the lock."""
+        (bench/dev_scale.py). Clients are thread-safe to call; creating them is not, hence the lock.
+        Made from the process's one botocore session (platform/aws_clients.py): a session of
+        their own each re-read the endpoint data and the shared model files, ~1 s of a restart's
+        CPU for the engine's ten clients (cProfile, bench/dev_scale.py)."""
         with self._clients_lock:
             client = self._clients.get(service)
             if client is None:
-                import boto3
+                from jobplane.platform import aws_clients
 
-                client = self._clients[service] = boto3.session.Session().client(
+                client = self._clients[service] = aws_clients.client(
                     service, region_name=self.region, aws_access_key_id=self.credentials.access_key_id,
                     aws_secret_access_key=self.credentials.secret_access_key, endpoint_url=self.endpoint_url)
             return client
@@ -426,8 +431,9 @@ class LocalAWS:
         values.update(overrides)
         return values
 
-    def deploy(self, job: str, asl_text: str, **overrides: str) -> str:
-        """Create (or update) a job's state machine from its compiled ASL."""
+    def deploy(self, job: str, asl_text: str, checked: bool = False, **overrides: str) -> str:
+        """Create (or update) a job's state machine from its compiled ASL. ``checked``: this ASL
+        passed the create's definition check at an earlier deploy (moto_patches/backends.py)."""
         definition = bind(asl_text, self.bindings(**overrides))
         self.deploy_step_resources(definition)
         if job in self.state_machines:
@@ -435,7 +441,7 @@ class LocalAWS:
                 stateMachineArn=self.state_machines[job], definition=definition)
         else:  # as terraform apply creates it: not through our code's API calls (moto_patches/backends.py)
             self.state_machines[job] = (self._terraform or moto_patches.Terraform(self.region)).state_machine(
-                names.state_machine_name(self.prefix, job), definition, self.resources["role_arn"])
+                names.state_machine_name(self.prefix, job), definition, self.resources["role_arn"], checked=checked)
         return self.state_machines[job]
 
     def deploy_step_resources(self, definition: str) -> list[str]:
@@ -444,14 +450,16 @@ class LocalAWS:
         Terraform creates them."""
         return [name for agent in self.agents.values() for name in agent.deploy(definition, self)]
 
-    def deploy_output(self, output_dir: Path | str, source: JobSource | None = None, **overrides: str) -> list[str]:
+    def deploy_output(self, output_dir: Path | str, source: JobSource | None = None,
+                      checked: Callable[[CatalogJob], bool] | None = None, **overrides: str) -> list[str]:
         """Deploy every job of a compiler output directory: its state machine from the ASL its
         Terraform file holds (bound here to the local resources, as Terraform binds it to what
         the base module publishes), and its schedules (stored with timezone, state and target
         input, as Terraform creates them; moto never fires them — the local scheduler reads them).
         ``source`` reads a job's ASL and schedule role (default :func:`job_source`: from its
         file); `jobplane dev` passes one that keeps what an unchanged file gave at the last start
-        (devserver/deploy_record.py)."""
+        (devserver/deploy_record.py), and ``checked``, asked after ``source``, tells the jobs
+        whose ASL passed the create's definition check at that start (not parsed again)."""
         output_dir = Path(output_dir)
         source = source or job_source
         catalog = self.catalog = Catalog.load(output_dir)
@@ -472,13 +480,15 @@ class LocalAWS:
         roles = ScheduleRoles()
         # One Terraform for all: what exists is looked up once, not once per create
         # (moto's creates walked every object that exists: quadratic, moto_patches/backends.py).
-        self._terraform = moto_patches.Terraform(self.region)
+        terraform = self._terraform = moto_patches.Terraform(self.region)
         try:
             for job in catalog.jobs:
                 asl_text, role = source(output_dir, job, roles)
-                self.deploy_schedules(job, self.deploy(job.name, asl_text, **overrides), role)
+                arn = self.deploy(job.name, asl_text, checked=checked is not None and checked(job), **overrides)
+                self.deploy_schedules(job, arn, role)
         finally:
             self._terraform = None
+        self.definitions_checked = terraform.checked
         return [j.name for j in catalog.jobs]
 
     def _ensure_schedule_group(self) -> str:

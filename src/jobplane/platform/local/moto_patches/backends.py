@@ -57,11 +57,18 @@ class Terraform:
         self._iam = iam_backends[ACCOUNT]["global"]
         self._machines: dict[str, Any] = {m.arn: m for m in list(self._sfn.state_machines)}
         self._roles: dict[str, Any] = {r.name: r for r in list(self._iam.roles.values())}
+        self.checked = 0  # definitions this deploy had the backend check
 
-    def state_machine(self, name: str, definition: str, role_arn: str) -> str:
+    def state_machine(self, name: str, definition: str, role_arn: str, checked: bool = False) -> str:
         """As CreateStateMachine with ``type=STANDARD``; returns the ARN (of the one that exists,
         unchanged, as moto answers a create of an existing name). A definition the backend refuses
-        raises moto's own error (the same one the API would have answered)."""
+        raises moto's own error (the same one the API would have answered).
+
+        ``checked``: the caller knows this definition's shape passed this very check before
+        (`jobplane dev`'s deploy record: the same ASL, bound to other resource names, which are
+        plain strings inside JSON strings, by the same moto and jobplane), so it is not parsed
+        again: ~2.5 s of a 5,000-job restart (cProfile, bench/dev_scale.py). What it holds is
+        still parsed in full when it first runs (validate_on_first_run)."""
         from moto.stepfunctions.models import StateMachine
         from moto.utilities.utils import get_partition
 
@@ -70,8 +77,9 @@ class Terraform:
         # the parser backend's check of the definition (validate_on_first_run's shape check),
         # then the name and role checks
         validate = getattr(backend, "_validate_definition", None)
-        if validate is not None:
+        if validate is not None and not checked:
             validate(definition=definition)
+            self.checked += 1
         backend._validate_name(name)
         backend._validate_role_arn(role_arn)
         arn = f"arn:{get_partition(self.region)}:states:{self.region}:{ACCOUNT}:stateMachine:{name}"
