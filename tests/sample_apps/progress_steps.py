@@ -1,0 +1,18 @@
+"""Step targets that report their progress and counts (jobplane.progress, jobplane.metric:
+docs/progress.md): three values in a row, then values the runner refuses."""
+
+from __future__ import annotations
+
+import jobplane
+
+
+def close_tenants(tenants: int = 3) -> None:
+    for i in range(1, tenants + 1):
+        jobplane.progress(i, total=tenants, unit="tenants", cursor=f"t-{i:04d}")
+    jobplane.metric("invoices_sent", 7 * tenants)
+    # refused, each with a line in the step's log; the step goes on and succeeds
+    jobplane.progress(float("nan"), total=tenants)
+    jobplane.metric("rows", float("inf"))
+    jobplane.metric("not an identifier", 1)
+    jobplane.progress(1, total=tenants)  # back from 3: progress only moves forward
+    print("done closing")
