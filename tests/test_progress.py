@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -38,10 +40,22 @@ SHELL = ("echo '{\"jobplane\": {\"progress\": {\"done\": 2, \"total\": 5, \"unit
          "echo '{\"jobplane\": {\"progress\": {\"done\": \"many\"}}}'")
 
 
+HELD = """\
+local jp = import 'jobplane.libsonnet';
+{
+  name: 'slow-read',
+  team: 'billing',
+  params: { release: '' },
+  steps: [jp.python('read', 'sample_apps.progress_steps:read_until')],
+}
+"""
+
+
 @pytest.fixture(scope="module")
 def closing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalAWS, ControlPlane]]:
     repo = Repo(tmp_path_factory.mktemp("repo"))
     repo.write("jobs/billing/month-end-close.jsonnet", DEFINITION % json.dumps(SHELL).replace('"', "'", 0))
+    repo.write("jobs/billing/slow-read.jsonnet", HELD)
     with served(repo) as (aws, control):
         yield aws, control
 
@@ -146,3 +160,85 @@ def test_the_runner_writes_at_most_once_an_interval_and_the_last_values_at_the_e
                    aws.resources["table_name"], env)
     old.progress(9, 10)
     assert _record(aws, "run-throttle", "throttled")["done"] == {"N": "5"} and log.lines == []
+
+
+def _cli(aws: LocalAWS, control: ControlPlane, tmp_path: Path, *args: str) -> Any:
+    """`jobplane ARGS` as an operator's shell on AWS runs it (as tests/test_map.py)."""
+    from click.testing import CliRunner
+
+    from jobplane.cli import main
+
+    d = control.deployment
+    deployment = tmp_path / "deployment.json"
+    deployment.write_text(json.dumps({"jobplane": {"sensitive": False, "type": ["object", {}], "value": {
+        "table": d.table, "topic_arn": d.topic_arn, "region": aws.region, "account_id": d.account_id,
+        "name_prefix": d.name_prefix, "catalog_uri": str(d.catalog_path), "log_group": aws.log_group}}}))
+    env = {"JOBPLANE_DEPLOYMENT": str(deployment), "AWS_ENDPOINT_URL": aws.endpoint_url,
+           "AWS_ACCESS_KEY_ID": aws.credentials.access_key_id, "AWS_SECRET_ACCESS_KEY": aws.credentials.secret_access_key,
+           "AWS_DEFAULT_REGION": aws.region, "JOBPLANE_DATA_DIR": str(tmp_path / "no-dev-here")}
+    root = Path(str(d.catalog_path)).parent
+    return CliRunner().invoke(main, ["--root", str(root), *args], env=env, catch_exceptions=False)
+
+
+def _portal(control: ControlPlane) -> Any:
+    from dataclasses import replace
+
+    from jobplane.contract.config import load_config
+    from jobplane.portal.app import create_app
+    from jobplane.portal.settings import AuthSettings, PortalSettings
+
+    config = load_config(Path(str(control.deployment.catalog_path)).parent)
+    settings = PortalSettings.from_config(config, control.deployment, AuthSettings(
+        mode="trusted-header", header="X-Forwarded-Email", proxy_secret="proxy-secret-for-tests-0123456789"),
+        base_url="http://testserver")
+    return create_app(replace(settings, allowed_hosts=frozenset({"testserver"})), control)
+
+
+def test_a_running_steps_progress_is_shown_by_status_the_api_and_the_execution_page(
+        closing: tuple[LocalAWS, ControlPlane], tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from portal_kit import READER, as_user
+
+    aws, control = closing
+    release = tmp_path / "release"
+    arn = aws.start("slow-read", execution_input.manual("test", overrides={"release": str(release)}))
+    name = arn.rsplit(":", 1)[1]
+    try:
+        deadline = time.monotonic() + 300  # a hang guard
+        while not [p for p in control.step_progress(name) if p.done == 2]:
+            assert time.monotonic() < deadline, "the step never reported its progress"
+            time.sleep(0.1)
+        status = _cli(aws, control, tmp_path, "status").output
+        line = next(x for x in status.splitlines() if x.startswith(f"  slow-read: {name} read: "))
+        assert line.startswith(f"  slow-read: {name} read: 2 of 5 rows (40%), "), status
+        assert ", at r-2, updated " in line  # the metric that followed waits for the next write (10 s) or the end
+        [run] = [r for j in json.loads(_cli(aws, control, tmp_path, "status", "--json").output)
+                 if j["job"] == "slow-read" for r in j["progress"]]
+        [step] = run["steps"]
+        assert run["execution"] == name and (step["step"], step["done"], step["total"], step["fraction"],
+                                             step["ended"]) == ("read", 2, 5, 0.4, False)
+        with TestClient(_portal(control)) as client:
+            out = client.get(f"/api/executions/{name}", headers=as_user(READER)).json()
+            [api] = out["progress"]
+            assert (api["step"], api["done"], api["total"], api["unit"], api["cursor"], api["ended"]) == (
+                "read", 2, 5, "rows", "r-2", False)
+            page = client.get(f"/executions/{name}", headers=as_user(READER)).text
+            assert '<tr data-progress-step="read" data-ended="false">' in page
+            assert '<progress value="0.4000" max="1" aria-label="read progress">40%</progress>' in page
+            assert '<span data-progress-text>2 of 5 rows (40%)</span>' in page and "at r-2" in page
+    finally:
+        release.write_text("go")  # the held step ends whatever was asserted
+    assert aws.wait(arn, timeout=600).status == "SUCCEEDED"
+    [final] = control.step_progress(name)
+    assert (final.done, final.ended, final.eta_seconds, final.metrics) == (5, True, None, {"rows_read": 2})
+
+
+def test_jobplane_run_ends_with_each_steps_last_progress(closing: tuple[LocalAWS, ControlPlane],
+                                                        tmp_path: Path) -> None:
+    aws, control = closing
+    result = _cli(aws, control, tmp_path, "run", JOB)
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert "  close: 3 of 3 tenants (100%), at t-0003, invoices_sent=21 (final)" in lines, result.output
+    assert "  export: 4 of 5 files (80%), at f-4, files_written=4 (final)" in lines

@@ -16,3 +16,15 @@ def close_tenants(tenants: int = 3) -> None:
     jobplane.metric("not an identifier", 1)
     jobplane.progress(1, total=tenants)  # back from 3: progress only moves forward
     print("done closing")
+
+
+def read_until(release: str) -> None:
+    """Reports 2 of 5 rows, then waits for the file ``release`` (the test's signal) to finish."""
+    import os
+    import time
+
+    jobplane.progress(2, total=5, unit="rows", cursor="r-2")
+    jobplane.metric("rows_read", 2)
+    while not os.path.exists(release):
+        time.sleep(0.05)
+    jobplane.progress(5, total=5, unit="rows", cursor="r-5")
