@@ -242,3 +242,72 @@ def test_jobplane_run_ends_with_each_steps_last_progress(closing: tuple[LocalAWS
     lines = result.output.splitlines()
     assert "  close: 3 of 3 tenants (100%), at t-0003, invoices_sent=21 (final)" in lines, result.output
     assert "  export: 4 of 5 files (80%), at f-4, files_written=4 (final)" in lines
+
+
+def _iam_call(request: dict[str, Any], target: str) -> Any:
+    """A runner's DynamoDB request as IAM authorizes it: the action, the table and the condition
+    keys of a fine-grained policy, the partition key values and every attribute named
+    (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/specifying-conditions.html)."""
+    import base_module as bm
+    from iam_policy import Call
+
+    names = set(request["Key"]) | set(request.get("ExpressionAttributeNames", {}).values())
+    return Call(f"dynamodb:{target.rsplit('.', 1)[1]}",
+                f"arn:aws:dynamodb:{bm.REGION}:{bm.ACCOUNT}:table/{request['TableName']}",
+                {"dynamodb:LeadingKeys": [request["Key"]["pk"]["S"]], "dynamodb:Attributes": sorted(names)},
+                "the runner's progress write")
+
+
+def test_the_runner_task_role_may_write_its_steps_progress_records_and_nothing_else(
+        closing: tuple[LocalAWS, ControlPlane], monkeypatch: pytest.MonkeyPatch) -> None:
+    import base_module as bm
+    from iam_policy import Call, allowed
+    from jobplane.runner import aws_requests
+    from jobplane.runner.context import RunContext, TraceContext
+    from jobplane.runner.progress import Reporter
+
+    aws, _ = closing
+    sent: list[tuple[str, dict[str, Any]]] = []
+    real = aws_requests.json_call
+
+    def recorded(service: str, target: str, request: dict[str, Any], env: Any = None, **kw: Any) -> Any:
+        sent.append((target, request))
+        return real(service, target, request, env, **kw)
+
+    monkeypatch.setattr(aws_requests, "json_call", recorded)
+    env = {"AWS_ENDPOINT_URL": str(aws.endpoint_url), "AWS_ACCESS_KEY_ID": aws.credentials.access_key_id,
+           "AWS_SECRET_ACCESS_KEY": aws.credentials.secret_access_key, "AWS_REGION": aws.region}
+    ctx = RunContext(job=JOB, team="billing", step="scoped", execution_id="run-scoped", scheduled_time="",
+                     trigger="manual", attempt=1, params={}, target={}, trace=TraceContext.continue_from(None))
+    log = _Log()
+    reporter = Reporter(ctx, log, bm.PREFIX, env)  # type: ignore[arg-type]
+    reporter.metric("rows", 1)  # the first write: a metric alone
+    reporter.progress(1, 4, "files", "f-1")
+    reporter.finish()  # the last: every attribute
+    assert log.lines == [] and len(sent) == 2 and _record(aws, "run-scoped", "scoped")["done"] == {"N": "1"}
+    statements = bm.policy_statements("runner_progress", {})
+    calls = [_iam_call(request, target) for target, request in sent]
+    assert [str(c) for c in calls if not allowed(statements, c)] == []
+    # every attribute the runner may write is one the policy names, and no more
+    [attributes] = [c["values"] for s in statements for c in s["condition"] if c["variable"] == "dynamodb:Attributes"]
+    assert sorted(attributes) == sorted(cp.ATTRIBUTES) == calls[-1].context["dynamodb:Attributes"]
+    # nothing else: not a run's record, not another attribute, no other action
+    table = calls[0].resource
+    for call in (Call("dynamodb:UpdateItem", table, {"dynamodb:LeadingKeys": ["EXEC#run-scoped"],
+                                                     "dynamodb:Attributes": ["pk", "sk", "done"]}),
+                 Call("dynamodb:UpdateItem", table, {"dynamodb:LeadingKeys": ["JOB#month-end-close"],
+                                                     "dynamodb:Attributes": ["pk", "sk", "attempt"]}),
+                 Call("dynamodb:UpdateItem", table, {"dynamodb:LeadingKeys": ["PROGRESS#run-scoped"],
+                                                     "dynamodb:Attributes": ["pk", "sk", "status"]}),
+                 Call("dynamodb:PutItem", table, calls[0].context),
+                 Call("dynamodb:GetItem", table, calls[0].context),
+                 Call("dynamodb:DeleteItem", table, calls[0].context)):
+        assert not allowed(statements, call), call
+
+
+def test_the_runner_task_definition_names_the_table() -> None:
+    """On AWS the runner finds the table where the local engine's task definition gives it."""
+    import base_module as bm
+
+    text = (bm.MODULE / "runner.tf").read_text()
+    assert f'environment = [{{ name = "{cp.ENV_TABLE}", value = aws_dynamodb_table.jobplane.name }}]' in text
