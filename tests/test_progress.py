@@ -305,9 +305,16 @@ def test_the_runner_task_role_may_write_its_steps_progress_records_and_nothing_e
         assert not allowed(statements, call), call
 
 
-def test_the_runner_task_definition_names_the_table() -> None:
-    """On AWS the runner finds the table where the local engine's task definition gives it."""
+def test_every_runner_task_definition_names_the_table() -> None:
+    """On AWS the runner finds the table where the local engine's task definition gives it: the
+    base module's, and the own task definition of a job whose ECS steps have secrets."""
     import base_module as bm
+    from jobplane.compiler.output import compile_all
+    from jobplane.contract.config import load_config
 
     text = (bm.MODULE / "runner.tf").read_text()
     assert f'environment = [{{ name = "{cp.ENV_TABLE}", value = aws_dynamodb_table.jobplane.name }}]' in text
+    root = Path(__file__).resolve().parents[1]
+    compiled = json.loads(compile_all(load_config(root)).files["teams/billing/month-end-close.job.tf.json"])
+    [container] = json.loads(compiled["resource"]["aws_ecs_task_definition"]["month_end_close"]["container_definitions"])
+    assert {"name": cp.ENV_TABLE, "value": "${local.platform.table_name}"} in container["environment"]
