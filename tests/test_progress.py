@@ -318,3 +318,41 @@ def test_every_runner_task_definition_names_the_table() -> None:
     compiled = json.loads(compile_all(load_config(root)).files["teams/billing/month-end-close.job.tf.json"])
     [container] = json.loads(compiled["resource"]["aws_ecs_task_definition"]["month_end_close"]["container_definitions"])
     assert {"name": cp.ENV_TABLE, "value": "${local.platform.table_name}"} in container["environment"]
+
+
+def test_a_write_that_fails_is_one_warning_and_the_end_tries_once_more(tmp_path: Path) -> None:
+    """Nothing answers at the endpoint (a closed port): the step is told once, never raised
+    to, and not held again before its end."""
+    import socket
+
+    from jobplane.runner.context import RunContext, TraceContext
+    from jobplane.runner.progress import Reporter
+
+    with socket.socket() as s:  # a port nothing listens on: bound, never listening
+        s.bind(("127.0.0.1", 0))
+        env = {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{s.getsockname()[1]}", "AWS_ACCESS_KEY_ID": "k",
+               "AWS_SECRET_ACCESS_KEY": "s", "AWS_REGION": "us-east-1"}
+        ctx = RunContext(job=JOB, team="billing", step="offline", execution_id="run-offline", scheduled_time="",
+                         trigger="manual", attempt=1, params={}, target={}, trace=TraceContext.continue_from(None))
+        log = _Log()
+        now = [0.0]
+        reporter = Reporter(ctx, log, "jobplane", env, clock=lambda: now[0])  # type: ignore[arg-type]
+        tries: list[float] = []
+        from jobplane.runner import aws_requests
+
+        real = aws_requests._send
+
+        def counted(*args: Any) -> Any:
+            tries.append(now[0])
+            return real(*args)
+
+        aws_requests._send = counted  # type: ignore[assignment]
+        try:
+            for t in (0.0, 20.0, 40.0):
+                now[0] = t
+                reporter.progress(t, 100)
+            reporter.finish()
+        finally:
+            aws_requests._send = real  # type: ignore[assignment]
+    assert [line.split(":")[0] for line in log.lines] == ["progress not recorded (kept for the next write)"]
+    assert sorted(set(tries)) == [0.0, 40.0] and reporter.writes == 0  # the first report's, then the end's

@@ -5,7 +5,8 @@ most once per ``INTERVAL_SECONDS`` (the first report at once, the last when the 
 A refused value (not a finite number, ``done`` going back, a name that is not an identifier) is
 one warning line in the step's log and nothing else: the step goes on. A write that fails (the
 network, a throttle after the retries) is one warning too, and the values stay pending for the
-next write: progress is worth showing, never worth failing a step for.
+step's end, which tries once more: progress is worth showing, never worth failing (or holding)
+a step for.
 
 The write is one DynamoDB UpdateItem signed by the standard library (runner/aws_requests.py,
 imported at the first write, after the step's code started: the runner's start-up stays the
@@ -113,7 +114,9 @@ class Reporter:
         self.updated_at = round(time.time(), 3)
         self.pending = True
         now = self.clock()
-        if self.last_write is None or now - self.last_write >= self.interval:
+        # after a failed write, only the end tries again: an unreachable endpoint costs the
+        # step's code its retries once, not every interval
+        if not self.failed and (self.last_write is None or now - self.last_write >= self.interval):
             self._write(ended=False)
 
     def finish(self) -> None:
