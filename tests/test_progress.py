@@ -51,11 +51,23 @@ local jp = import 'jobplane.libsonnet';
 """
 
 
+RESUMABLE = """\
+local jp = import 'jobplane.libsonnet';
+{
+  name: 'resumable-close',
+  team: 'billing',
+  params: { out: '' },
+  steps: [jp.python('close', 'sample_apps.progress_steps:resumable', opts={ retry: { attempts: 2, interval: 1 } })],
+}
+"""
+
+
 @pytest.fixture(scope="module")
 def closing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalAWS, ControlPlane]]:
     repo = Repo(tmp_path_factory.mktemp("repo"))
     repo.write("jobs/billing/month-end-close.jsonnet", DEFINITION % json.dumps(SHELL).replace('"', "'", 0))
     repo.write("jobs/billing/slow-read.jsonnet", HELD)
+    repo.write("jobs/billing/resumable-close.jsonnet", RESUMABLE)
     with served(repo) as (aws, control):
         yield aws, control
 
@@ -261,7 +273,7 @@ def _iam_call(request: dict[str, Any], target: str) -> Any:
 def test_the_runner_task_role_may_write_its_steps_progress_records_and_nothing_else(
         closing: tuple[LocalAWS, ControlPlane], monkeypatch: pytest.MonkeyPatch) -> None:
     import base_module as bm
-    from iam_policy import Call, allowed
+    from iam_policy import Call, allowed, statement_allows
     from jobplane.runner import aws_requests
     from jobplane.runner.context import RunContext, TraceContext
     from jobplane.runner.progress import Reporter
@@ -278,19 +290,24 @@ def test_the_runner_task_role_may_write_its_steps_progress_records_and_nothing_e
     env = {"AWS_ENDPOINT_URL": str(aws.endpoint_url), "AWS_ACCESS_KEY_ID": aws.credentials.access_key_id,
            "AWS_SECRET_ACCESS_KEY": aws.credentials.secret_access_key, "AWS_REGION": aws.region}
     ctx = RunContext(job=JOB, team="billing", step="scoped", execution_id="run-scoped", scheduled_time="",
-                     trigger="manual", attempt=1, params={}, target={}, trace=TraceContext.continue_from(None))
+                     trigger="manual", attempt=2, params={}, target={}, trace=TraceContext.continue_from(None))
     log = _Log()
     reporter = Reporter(ctx, log, bm.PREFIX, env)  # type: ignore[arg-type]
+    assert reporter.resume_from() is None  # a retry reads its checkpoint: none here
     reporter.metric("rows", 1)  # the first write: a metric alone
     reporter.progress(1, 4, "files", "f-1")
     reporter.finish()  # the last: every attribute
-    assert log.lines == [] and len(sent) == 2 and _record(aws, "run-scoped", "scoped")["done"] == {"N": "1"}
+    assert log.lines == [] and len(sent) == 3 and _record(aws, "run-scoped", "scoped")["done"] == {"N": "1"}
     statements = bm.policy_statements("runner_progress", {})
     calls = [_iam_call(request, target) for target, request in sent]
+    assert [c.action for c in calls] == ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:UpdateItem"]
     assert [str(c) for c in calls if not allowed(statements, c)] == []
-    # every attribute the runner may write is one the policy names, and no more
-    [attributes] = [c["values"] for s in statements for c in s["condition"] if c["variable"] == "dynamodb:Attributes"]
-    assert sorted(attributes) == sorted(cp.ATTRIBUTES) == calls[-1].context["dynamodb:Attributes"]
+    # every statement is needed by some call; the attributes each names are what the runner uses
+    assert all(any(statement_allows(s, c) for c in calls) for s in statements)
+    by_sid = {s["sid"]: [c["values"] for c in s["condition"] if c["variable"] == "dynamodb:Attributes"][0]
+              for s in statements}
+    assert sorted(by_sid["WriteStepProgress"]) == sorted(cp.ATTRIBUTES) == calls[-1].context["dynamodb:Attributes"]
+    assert sorted(by_sid["ReadStepCheckpoint"]) == sorted(cp.READ_ATTRIBUTES) == calls[0].context["dynamodb:Attributes"]
     # nothing else: not a run's record, not another attribute, no other action
     table = calls[0].resource
     for call in (Call("dynamodb:UpdateItem", table, {"dynamodb:LeadingKeys": ["EXEC#run-scoped"],
@@ -299,9 +316,13 @@ def test_the_runner_task_role_may_write_its_steps_progress_records_and_nothing_e
                                                      "dynamodb:Attributes": ["pk", "sk", "attempt"]}),
                  Call("dynamodb:UpdateItem", table, {"dynamodb:LeadingKeys": ["PROGRESS#run-scoped"],
                                                      "dynamodb:Attributes": ["pk", "sk", "status"]}),
-                 Call("dynamodb:PutItem", table, calls[0].context),
-                 Call("dynamodb:GetItem", table, calls[0].context),
-                 Call("dynamodb:DeleteItem", table, calls[0].context)):
+                 Call("dynamodb:GetItem", table, {"dynamodb:LeadingKeys": ["PROGRESS#run-scoped"],
+                                                  "dynamodb:Attributes": ["pk", "sk", "metrics"]}),
+                 Call("dynamodb:GetItem", table, {"dynamodb:LeadingKeys": ["EXEC#run-scoped"],
+                                                  "dynamodb:Attributes": ["pk", "sk", "cursor"]}),
+                 Call("dynamodb:PutItem", table, calls[1].context),
+                 Call("dynamodb:Query", table, calls[0].context),
+                 Call("dynamodb:DeleteItem", table, calls[1].context)):
         assert not allowed(statements, call), call
 
 
@@ -356,3 +377,15 @@ def test_a_write_that_fails_is_one_warning_and_the_end_tries_once_more(tmp_path:
             aws_requests._send = real  # type: ignore[assignment]
     assert [line.split(":")[0] for line in log.lines] == ["progress not recorded (kept for the next write)"]
     assert sorted(set(tries)) == [0.0, 40.0] and reporter.writes == 0  # the first report's, then the end's
+
+
+def test_a_retry_resumes_from_the_cursor_its_earlier_attempt_reported(closing: tuple[LocalAWS, ControlPlane],
+                                                                      tmp_path: Path) -> None:
+    aws, control = closing
+    out = tmp_path / "attempts.jsonl"
+    arn = aws.start("resumable-close", execution_input.manual("test", overrides={"out": str(out)}))
+    assert aws.wait(arn, timeout=600).status == "SUCCEEDED"  # a hang guard
+    assert [json.loads(line) for line in out.read_text().splitlines()] == [
+        {"attempt": 1, "resumed": None}, {"attempt": 2, "resumed": "t-0002"}]
+    [p] = control.step_progress(arn.rsplit(":", 1)[1])
+    assert (p.attempt, p.done, p.cursor, p.ended) == (2, 5, "t-0005", True)

@@ -23,3 +23,12 @@ def metric(name: str, value: float) -> None:
     from jobplane.contract import progress as _progress
 
     _progress.metric(name, value)
+
+
+def resume_from() -> str | None:
+    """Where an earlier attempt of this step, in this run, last said it was (its last
+    ``cursor``): a retry resumes there. None on the first attempt, when none was reported, and
+    outside a run. Call it before the attempt reports progress of its own (docs/progress.md)."""
+    from jobplane.contract import progress as _progress
+
+    return _progress.resume_from()

@@ -99,7 +99,7 @@ resource "aws_iam_role_policy" "runner_task_map_items" {
 # runner updates the step's own record, PROGRESS#<execution> / <step>, and nothing else. The
 # leading key holds it to the progress records (never a run's, a job's or a pool's record) and
 # dynamodb:Attributes to the attributes the runner writes (contract/progress.py ATTRIBUTES);
-# UpdateItem only: no read, no put, no delete
+# UpdateItem, and a GetItem of two of them (a retry's checkpoint): no put, no delete, no query
 # (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/specifying-conditions.html).
 # The table's customer managed key needs no grant here: DynamoDB uses it through its own grant
 # (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/encryption.howitworks.html).
@@ -117,6 +117,23 @@ data "aws_iam_policy_document" "runner_progress" {
       test     = "ForAllValues:StringEquals"
       variable = "dynamodb:Attributes"
       values   = ["pk", "sk", "done", "total", "unit", "cursor", "metrics", "attempt", "started_at", "updated_at", "ended", "expires_at"]
+    }
+  }
+  # a retry's jobplane.resume_from(): the cursor and attempt of the step's record (GetItem with
+  # a ProjectionExpression of those two: the condition holds it to them)
+  statement {
+    sid       = "ReadStepCheckpoint"
+    actions   = ["dynamodb:GetItem"]
+    resources = [aws_dynamodb_table.jobplane.arn]
+    condition {
+      test     = "ForAllValues:StringLike"
+      variable = "dynamodb:LeadingKeys"
+      values   = ["PROGRESS#*"]
+    }
+    condition {
+      test     = "ForAllValues:StringEquals"
+      variable = "dynamodb:Attributes"
+      values   = ["pk", "sk", "cursor", "attempt"]
     }
   }
 }

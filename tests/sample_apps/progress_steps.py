@@ -28,3 +28,16 @@ def read_until(release: str) -> None:
     while not os.path.exists(release):
         time.sleep(0.05)
     jobplane.progress(5, total=5, unit="rows", cursor="r-5")
+
+
+def resumable(out: str, context) -> None:  # noqa: ANN001 - RunContext
+    """Fails its first attempt at tenant 2 of 5; a retry resumes where it said it was."""
+    import json
+
+    resumed = jobplane.resume_from()
+    with open(out, "a") as f:
+        f.write(json.dumps({"attempt": context.attempt, "resumed": resumed}) + "\n")
+    if context.attempt == 1:
+        jobplane.progress(2, total=5, unit="tenants", cursor="t-0002")
+        raise RuntimeError("tenant t-0003 is locked")
+    jobplane.progress(5, total=5, unit="tenants", cursor="t-0005")

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
         def line(self, report: dict[str, object]) -> None: ...
 
+        def resume_from(self) -> str | None: ...
+
 #: The table of the platform's records, in the runner task definition's environment.
 ENV_TABLE = "JOBPLANE_RECORDS_TABLE"
 #: In a shell step's environment: report by printing the line (:func:`line`) on stdout.
@@ -55,6 +57,8 @@ ATTR_STARTED_AT = "started_at"  # when that attempt started (epoch seconds): the
 ATTR_UPDATED_AT = "updated_at"  # when the values were reported (epoch seconds)
 ATTR_ENDED = "ended"  # the step's last write (its end): True
 ATTR_EXPIRES_AT = "expires_at"  # the table's TTL attribute (contract/datamodel.py)
+#: What a retry reads of the record (``jobplane.resume_from``): the IAM policy's read attributes.
+READ_ATTRIBUTES = ("pk", "sk", ATTR_CURSOR, ATTR_ATTEMPT)
 #: Every attribute the runner writes, keys included: the IAM policy's ``dynamodb:Attributes``.
 ATTRIBUTES = ("pk", "sk", ATTR_DONE, ATTR_TOTAL, ATTR_UNIT, ATTR_CURSOR, ATTR_METRICS, ATTR_ATTEMPT,
               ATTR_STARTED_AT, ATTR_UPDATED_AT, ATTR_ENDED, ATTR_EXPIRES_AT)
@@ -123,6 +127,13 @@ def metric(name: object, value: object) -> None:
         sink.metric(name, value)
     elif _printing():
         _print({"metric": {"name": name, "value": value}})
+
+
+def resume_from() -> str | None:
+    """The cursor an earlier attempt of this step in this run last reported (a retry resumes
+    there), or None: the first attempt, none reported, outside a run, or a shell step's child."""
+    sink = _sink
+    return sink.resume_from() if sink is not None else None
 
 
 def report_line(report: dict[str, object]) -> None:

@@ -35,6 +35,7 @@ from jobplane.contract import progress as cp
 #: DynamoDB's JSON protocol (awsJson1_0): the target prefix of its operations
 #: (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Programming.LowLevelAPI.html).
 UPDATE_ITEM = "DynamoDB_20120810.UpdateItem"
+GET_ITEM = "DynamoDB_20120810.GetItem"
 JSON_1_0 = "application/x-amz-json-1.0"
 RETENTION_SECONDS = 400 * 86400  # contract/environment.py DEFAULT_RETENTION_DAYS: the records' TTL
 
@@ -59,6 +60,7 @@ class Reporter:
         self.last_write: float | None = None
         self.writes = 0
         self.failed = False
+        self.resumed: tuple[str | None] | None = None  # resume_from's answer, read once
 
     # -- what the step reports ---------------------------------------------------------------
     def progress(self, done: object, total: object = None, unit: object = None, cursor: object = None) -> None:
@@ -108,6 +110,37 @@ class Reporter:
         if not isinstance(report.get("progress"), dict) and not isinstance(report.get("metric"), dict):
             self.log.warning("report line refused: it holds neither \"progress\" nor \"metric\" (docs/progress.md)")
 
+    def resume_from(self) -> str | None:
+        """The cursor an earlier attempt of this step left on its record (one GetItem, the first
+        time it is asked, only on a retry); None if there is none or it cannot be read (a
+        warning: the step starts from the beginning, as without a checkpoint)."""
+        with self.lock:
+            if self.resumed is None:
+                self.resumed = (self._read_cursor(),)
+            return self.resumed[0]
+
+    def _read_cursor(self) -> str | None:
+        if self.ctx.attempt <= 1:
+            return None
+        request: JsonObject = {
+            "TableName": self.table, "ConsistentRead": True,
+            "Key": {"pk": {"S": cp.pk(self.ctx.execution_id)}, "sk": {"S": self.ctx.step}},
+            "ProjectionExpression": "#cursor, #attempt",
+            "ExpressionAttributeNames": {"#cursor": cp.ATTR_CURSOR, "#attempt": cp.ATTR_ATTEMPT}}
+        try:
+            from jobplane.runner import aws_requests
+
+            item = aws_requests.json_call("dynamodb", GET_ITEM, request, self.env, content_type=JSON_1_0).get("Item")
+        except Exception as e:  # noqa: BLE001 - a checkpoint never fails the step
+            self.log.warning("checkpoint not read (the step starts from the beginning): %s", e)
+            return None
+        if not isinstance(item, dict):
+            return None
+        attempt, cursor = item.get(cp.ATTR_ATTEMPT), item.get(cp.ATTR_CURSOR)
+        earlier = isinstance(attempt, dict) and int(str(attempt.get("N", "0"))) < self.ctx.attempt
+        value = cursor.get("S") if isinstance(cursor, dict) else None
+        return str(value) if earlier and value is not None else None
+
     # -- writing ---------------------------------------------------------------------------------
     def _changed(self) -> None:
         """With the lock held: the values changed; written now if the last write is old enough."""
@@ -120,9 +153,10 @@ class Reporter:
             self._write(ended=False)
 
     def finish(self) -> None:
-        """The step ended: its last values written, whatever the interval."""
+        """The step ended: its last values written, whatever the interval, marked ended (also
+        when they were written already: the pages then show no ETA). Nothing if it reported nothing."""
         with self.lock:
-            if self.pending:
+            if self.pending or self.last_write is not None:
                 self._write(ended=True)
 
     def _write(self, ended: bool) -> None:
