@@ -95,6 +95,55 @@ resource "aws_iam_role_policy" "runner_task_map_items" {
   policy = data.aws_iam_policy_document.runner_map_items.json
 }
 
+# A step's progress and counts (jobplane.progress, jobplane.metric: docs/progress.md): the
+# runner updates the step's own record, PROGRESS#<execution> / <step>, and nothing else. The
+# leading key holds it to the progress records (never a run's, a job's or a pool's record) and
+# dynamodb:Attributes to the attributes the runner writes (contract/progress.py ATTRIBUTES);
+# UpdateItem, and a GetItem of two of them (a retry's checkpoint): no put, no delete, no query
+# (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/specifying-conditions.html).
+# The table's customer managed key needs no grant here: DynamoDB uses it through its own grant
+# (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/encryption.howitworks.html).
+data "aws_iam_policy_document" "runner_progress" {
+  statement {
+    sid       = "WriteStepProgress"
+    actions   = ["dynamodb:UpdateItem"]
+    resources = [aws_dynamodb_table.jobplane.arn]
+    condition {
+      test     = "ForAllValues:StringLike"
+      variable = "dynamodb:LeadingKeys"
+      values   = ["PROGRESS#*"]
+    }
+    condition {
+      test     = "ForAllValues:StringEquals"
+      variable = "dynamodb:Attributes"
+      values   = ["pk", "sk", "done", "total", "unit", "cursor", "metrics", "attempt", "started_at", "updated_at", "ended", "expires_at"]
+    }
+  }
+  # a retry's jobplane.resume_from(): the cursor and attempt of the step's record (GetItem with
+  # a ProjectionExpression of those two: the condition holds it to them)
+  statement {
+    sid       = "ReadStepCheckpoint"
+    actions   = ["dynamodb:GetItem"]
+    resources = [aws_dynamodb_table.jobplane.arn]
+    condition {
+      test     = "ForAllValues:StringLike"
+      variable = "dynamodb:LeadingKeys"
+      values   = ["PROGRESS#*"]
+    }
+    condition {
+      test     = "ForAllValues:StringEquals"
+      variable = "dynamodb:Attributes"
+      values   = ["pk", "sk", "cursor", "attempt"]
+    }
+  }
+}
+
+resource "aws_iam_role_policy" "runner_task_progress" {
+  name   = "progress"
+  role   = aws_iam_role.runner_task.id
+  policy = data.aws_iam_policy_document.runner_progress.json
+}
+
 resource "aws_iam_role" "runner_execution" {
   name               = "${var.name_prefix}-runner-exec"
   description        = "ECS task execution role of the shared runner task definition"
@@ -160,6 +209,8 @@ resource "aws_ecs_task_definition" "runner" {
     # given more. (Fargate needs only the task-level values:
     # https://docs.aws.amazon.com/AmazonECS/latest/developerguide/task_definition_parameters.html#container_definition_memory)
     memoryReservation = 128
+    # where a step's progress goes (contract/progress.py ENV_TABLE)
+    environment = [{ name = "JOBPLANE_RECORDS_TABLE", value = aws_dynamodb_table.jobplane.name }]
     # Application code may write to /tmp only (an ephemeral task volume); the image stays read-only.
     # The runner image declares VOLUME /tmp (mode 1777), so the data plane copies that directory,
     # with its permissions, into the bind mount and a non-root user can write there:

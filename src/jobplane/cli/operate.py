@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # the platform is imported by the commands that use it (the C
     from jobplane.platform.deadline_report import JobDeadlines
     from jobplane.platform.logs import LogStream
     from jobplane.platform.map_records import MapProgress
+    from jobplane.platform.step_progress import StepProgress
 
 
 #: How often `run` asks about the execution it follows: first after FIRST_POLL seconds (a short
@@ -47,6 +48,8 @@ if TYPE_CHECKING:  # the platform is imported by the commands that use it (the C
 FIRST_POLL, LAST_POLL = 0.5, 2.0
 #: How often `run` reads a running map's progress (its item records): a line when it changed.
 MAP_POLL = 10.0
+#: How often a followed run's step progress is read (the runner writes it at most every 10 s).
+PROGRESS_POLL = 10.0
 #: Between two asks, for the first WATCH_SECONDS, `run` looks for the run's final record this
 #: often (one DynamoDB read, no Step Functions quota): the asks' growing pauses found a run
 #: that had ended up to half a second late (issue 54 item 5: `jobplane run` of a no-op added
@@ -100,6 +103,7 @@ def run(obj: Context, job: str, params: tuple[str, ...], from_step: str | None, 
 
     per_item = brief is not None and any(s.kind and kind_info(s.kind).per_item for s in brief.steps)
     maps = MapWatch(control, name) if per_item else None
+    steps_progress = ProgressWatch(control, name)
     while True:
         ended = _pause(control, name, min(pause, max(deadline - time.monotonic(), 0.0)),
                        watching=time.monotonic() < watch_until, eager_until=eager_until)
@@ -112,6 +116,9 @@ def run(obj: Context, job: str, params: tuple[str, ...], from_step: str | None, 
                 click.echo(attempt_line(row, retries.get(row.step)))
         if maps is not None and view.running:
             for line in maps.changed():
+                click.echo(line)
+        if view.running:
+            for line in steps_progress.changed():
                 click.echo(line)
         if not view.running and (view.record is not None or time.monotonic() > deadline):
             break
@@ -137,6 +144,8 @@ def run(obj: Context, job: str, params: tuple[str, ...], from_step: str | None, 
     for p in ended_maps:
         for line in p.error_lines():
             click.echo(f"  {p.map} {line}")
+    for line in steps_progress.final():
+        click.echo(line)
     click.echo(f"  logs: jobplane logs {name}")
     sys.exit(0 if view.status == ExecutionStatus.SUCCEEDED.value else 1)
 
@@ -165,6 +174,40 @@ def _brief(control: ControlPlane, job: str) -> JobBrief | None:
         return control.brief(job)
     except control_error():
         return None
+
+
+class ProgressWatch:
+    """A followed run's steps' own progress (jobplane.progress: docs/progress.md): a line per
+    step when what it reported changes, read at most every PROGRESS_POLL seconds (one Query of
+    the run's progress records; the runner writes at most every 10 s anyway)."""
+
+    def __init__(self, control: ControlPlane, execution: str):
+        self.control, self.execution = control, execution
+        self.last: dict[str, tuple[object, ...]] = {}
+        self.asked = 0.0
+
+    def _read(self) -> list[StepProgress]:
+        try:
+            return self.control.step_progress(self.execution)
+        except control_error():
+            return []
+
+    def changed(self) -> list[str]:
+        if time.monotonic() - self.asked < PROGRESS_POLL:
+            return []
+        self.asked = time.monotonic()
+        lines = []
+        for p in self._read():
+            seen = (p.attempt, p.updated_at, p.ended)
+            if self.last.get(p.step) == seen:
+                continue
+            self.last[p.step] = seen
+            lines.append(f"  {p.step}: {p.words()}")
+        return lines
+
+    def final(self) -> list[str]:
+        """Each step's last reported values, once the run has ended."""
+        return [f"  {p.step}: {p.words()}" for p in self._read()]
 
 
 class MapWatch:
@@ -256,6 +299,7 @@ def status(obj: Context, data_dir: Path | None, deployment: Path | None, as_json
     problems = {j.name: list(control.schedule_problems(j.name).values()) for j in jobs
                 if j.entry.schedule}
     maps = running_maps(control, jobs)
+    reported = running_progress(control, jobs)
     pools = pool_status(control, jobs, obj.config.pools, maps)
     from jobplane.platform.deadline_report import team_deadlines
 
@@ -271,6 +315,8 @@ def status(obj: Context, data_dir: Path | None, deployment: Path | None, as_json
                                 **({"waiting": pools.waiting[j.name]} if j.name in pools.waiting else {}),
                                 **({"maps": [{"execution": e, "maps": [p.to_json() for p in ps]}
                                              for e, ps in maps[j.name]]} if j.name in maps else {}),
+                                **({"progress": [{"execution": e, "steps": [p.to_json() for p in ps]}
+                                                 for e, ps in reported[j.name]]} if j.name in reported else {}),
                                 "deadline": _deadline(by_job.get(j.name))} for j in jobs],
                                indent=2))
         return
@@ -307,6 +353,12 @@ def status(obj: Context, data_dir: Path | None, deployment: Path | None, as_json
                     running = f", {mp.running} running" if mp.running is not None else ""
                     click.echo(f"  {job}: {execution} {mp.map}: {mp.done} done{of} ({mp.succeeded} succeeded, "
                                f"{mp.failed} failed){running}, {mp.waiting} waiting")
+    if reported:
+        click.echo("\nProgress of running runs (as their steps report it; docs/progress.md):")
+        for job, reports in sorted(reported.items()):
+            for execution, steps in reports:
+                for sp in steps:
+                    click.echo(f"  {job}: {execution} {sp.step}: {sp.words()}")
     pools.echo()
     queue = control.events_dead_letters()
     undelivered = queue.count()  # alerts Slack refused, events nobody took
@@ -353,6 +405,17 @@ def running_maps(control: ControlPlane, jobs: list[JobSummary]) -> dict[str, lis
                 continue
             if progress:
                 out.setdefault(j.name, []).append((execution, progress))
+    return out
+
+
+def running_progress(control: ControlPlane, jobs: list[JobSummary]) -> dict[str, list[tuple[str, list[StepProgress]]]]:
+    """Each running run's steps' reported progress (one Query per running run), by job."""
+    out: dict[str, list[tuple[str, list[StepProgress]]]] = {}
+    for j in jobs:
+        for execution in sorted(j.running):
+            steps = control.step_progress(execution)
+            if steps:
+                out.setdefault(j.name, []).append((execution, steps))
     return out
 
 

@@ -14,6 +14,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from jobplane.platform.control import IDEMPOTENCY_KEY_MAX, ExecutionView, JobSummary, check_cursor
 from jobplane.platform.repository import Page
+from jobplane.platform.step_progress import StepProgress
 from jobplane.contract.catalog import CatalogJob
 from jobplane.contract.clock import now_iso
 from jobplane.contract.execution_input import ExecutionInput
@@ -96,10 +97,32 @@ class ExecutionPage(BaseModel):
 
 
 StepAttempt = model_from("StepAttempt", [(Attempt, tuple(f.name for f in dataclasses.fields(Attempt)))])
+
+
+class StepProgressOut(BaseModel):
+    """What a step's code reported (jobplane.progress, jobplane.metric: docs/progress.md)."""
+
+    step: str
+    attempt: int = Field(description="the attempt that reported it (a retry starts again)")
+    done: float | None
+    total: float | None
+    unit: str | None
+    cursor: str | None = Field(description="where the step is (its last reported checkpoint)")
+    metrics: dict[str, float] = Field(description="the step's counts: name -> last value reported")
+    fraction: float | None = Field(description="done / total, at most 1")
+    rate: float | None = Field(description="done per second since the attempt started")
+    eta: str | None = Field(description="when the step ends at that rate (UTC); none once it ended")
+    started_at: str
+    updated_at: str = Field(description="when the values were reported")
+    ended: bool = Field(description="the step's last values (it ended)")
+
+
 ExecutionOut = model_from(
     "ExecutionOut", [(ExecutionInput, ("params", "resume_from", "rerun_of", "upstream")),
                      (ExecutionRecord, ("rerun_by", "after_runs", "transitions"))],
     base=ExecutionSummary, steps=(list[StepAttempt], ...),  # type: ignore[valid-type]  # built at run time
+    progress=(list[StepProgressOut], Field(default_factory=list, description="each step's reported progress and "
+                                                                              "counts (docs/progress.md)")),
     waiting=(bool, Field(False, description="RUNNING with every open attempt waiting for its pool's slot (each "
                                             "step's outcome waiting): shown as WAITING (docs/pools.md)")))
 
@@ -178,7 +201,7 @@ def summary_out(x: ExecutionRecord) -> BaseModel:
                             url=f"/executions/{x.execution}")
 
 
-def execution_out(v: ExecutionView) -> BaseModel:
+def execution_out(v: ExecutionView, progress: list[StepProgress] | None = None) -> BaseModel:
     from jobplane.portal.views import step_rows
 
     r = v.record
@@ -192,7 +215,8 @@ def execution_out(v: ExecutionView) -> BaseModel:
         params=v.input.params, resume_from=v.input.resume_from, rerun_of=v.input.rerun_of,
         rerun_by=list(v.rerun_by), upstream=v.input.upstream, after_runs=list(v.after_runs),
         transitions=v.transitions, waiting=v.waiting,
-        steps=[StepAttempt(**{k: getattr(row, k) for k in StepAttempt.model_fields}) for row in step_rows(v)])
+        steps=[StepAttempt(**{k: getattr(row, k) for k in StepAttempt.model_fields}) for row in step_rows(v)],
+        progress=[StepProgressOut(**p.to_json()) for p in progress or []])
 
 
 # -- reads -------------------------------------------------------------------------------------
@@ -240,7 +264,8 @@ def job_executions(request: Request, job: str, limit: int = Query(20, ge=1, le=2
 @router.get("/executions/{execution}", response_model=ExecutionOut, responses=_errors(404))
 def get_execution(request: Request, execution: str, job: str | None = Query(
         None, max_length=200, description="the job, to find an execution started a moment ago"), portal: Portal = Reader) -> object:
-    return execution_out(portal.control.execution(execution, job if job in portal.control.entries else None))
+    view = portal.control.execution(execution, job if job in portal.control.entries else None)
+    return execution_out(view, portal.control.step_progress(view.execution))
 
 
 @router.get("/executions/{execution}/logs", response_model=list[LogOut], responses=_errors(404))

@@ -164,7 +164,8 @@ def _execution_context(portal: Portal, execution: str, job: str | None = None, l
     gantt = charts.attempt_gantt(rows, view.started_at, view.finished_at, datetime.now(timezone.utc))
     return {"x": view, "e": entry, "rows": rows, "gantt": gantt, "logs": logs, "log_levels": logview.LEVELS,
             "log_level": level, "log_q": q,
-            "maps": portal.control.map_progress(view.execution) if per_item_steps(entry.steps) else []}
+            "maps": portal.control.map_progress(view.execution) if per_item_steps(entry.steps) else [],
+            "progress": portal.control.step_progress(view.execution)}  # docs/progress.md
 
 
 def log_console_url(deployment: Deployment, stream: LogStream) -> str | None:

@@ -199,14 +199,16 @@ def _call(service: str, method: str, url: str, path: str, headers: dict[str, str
     raise AssertionError("unreachable")
 
 
-def json_call(service: str, target: str, request: JsonObject, env: Mapping[str, str] | None = None) -> JsonObject:
+def json_call(service: str, target: str, request: JsonObject, env: Mapping[str, str] | None = None,
+              content_type: str = "application/x-amz-json-1.1") -> JsonObject:
     """One call of a JSON-protocol API (``X-Amz-Target``, ``application/x-amz-json-1.1``):
-    Secrets Manager (target ``secretsmanager.GetSecretValue``), SSM (``AmazonSSM.GetParameters``)."""
+    Secrets Manager (target ``secretsmanager.GetSecretValue``), SSM (``AmazonSSM.GetParameters``);
+    DynamoDB speaks ``application/x-amz-json-1.0`` (a step's progress: runner/progress.py)."""
     where = region(env)
     url = endpoint(service, env) or f"https://{_aws_host(service, where)}"
     url = url.rstrip("/") + "/"
     body = json.dumps(request).encode()
-    headers = {"Content-Type": "application/x-amz-json-1.1", "X-Amz-Target": target}
+    headers = {"Content-Type": content_type, "X-Amz-Target": target}
     answer = _call(service, "POST", url, "/", headers, body, hashlib.sha256(body).hexdigest(), env)
     out: JsonObject = json.loads(answer or b"{}")
     return out

@@ -20,7 +20,7 @@ else:  # the C module (issue 66 item 2): signal.py only wraps its numbers in enu
     import _signal as signal
 
 from jobplane.contract import runner as rc
-from jobplane.runner import dispatch, logs, stop
+from jobplane.runner import dispatch, logs, progress, stop
 from jobplane.runner.context import ContractError, RunContext, from_environment
 from jobplane.runner.errors import ExitCode, PermanentError
 from jobplane.runner.failures import PermanentFailure
@@ -63,11 +63,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def run(kind: str, ctx: RunContext, log: logs.RunLog) -> int:
     started = time.monotonic()
     log.info("step started", extra={"kind": kind, "target": ctx.target.get("target") or ctx.target.get("argv")})
+    reporter = progress.start(ctx, log)  # jobplane.progress / jobplane.metric (docs/progress.md)
     try:
         try:
             # the kind's own function, imported now (contract/runner.py DISPATCH): an unknown kind is refused
             dispatch.function_of(kind)(ctx, log)
         finally:
+            progress.stop(reporter)  # the last values, written whatever the step's outcome
             logs.release_descriptors()
     except Terminated:
         log.warning("stopped by SIGTERM", extra={"duration": _since(started)})

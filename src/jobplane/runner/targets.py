@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 else:  # the C module: signal.py's enums are not worth their import (runner/main.py)
     import _signal as signal
 
+from jobplane.contract import progress
 from jobplane.runner import stop
 from jobplane.runner.context import RunContext
 
@@ -168,7 +169,8 @@ def run_shell(ctx: RunContext, log: RunLog) -> None:
     from jobplane.runner import logs
 
     argv = ctx.target["argv"]
-    env = dict(os.environ, TRACEPARENT=ctx.traceparent)
+    # its report lines (contract/progress.py): read from its stdout, printed by jobplane.progress in it
+    env = dict(os.environ, TRACEPARENT=ctx.traceparent, **{progress.ENV_REPORT: progress.REPORT_STDOUT})
     child: subprocess.Popen[str] | None = None
     pumps: list[threading.Thread] = []
     stop.hold()  # a stop request until the child is in hand is raised once it is (runner/stop.py)
@@ -201,6 +203,8 @@ def run_shell(ctx: RunContext, log: RunLog) -> None:
 def _pump(pipe: IO[str], logger: RunLog, level: int, stream: str) -> None:
     for line in pipe:
         logger.log(level, line.rstrip("\n"), extra={"stream": stream})
+        if stream == "stdout" and (report := progress.parse_line(line)) is not None:
+            progress.report_line(report)  # logged as printed too: the step's log shows what it said
 
 
 def _stop_child(child: subprocess.Popen[str], log: RunLog) -> None:

@@ -26,6 +26,7 @@ from jobplane.compiler.state_data import ERROR, INFRA, INFRA_WAITS
 from jobplane.compiler.states import Catch, Choice, Graph, Retry, Task
 from jobplane.compiler.terraform_iam import ACCOUNT, PARTITION, REGION, execution_roles_arn, statement
 from jobplane.contract import names
+from jobplane.contract import progress
 from jobplane.contract import runner as rc
 from jobplane.contract import states as sn
 from jobplane.contract.bindings import terraform_expressions, token
@@ -294,8 +295,10 @@ class EcsExecutor:
             "readonlyRootFilesystem": True,
             "mountPoints": [{"sourceVolume": "tmp", "containerPath": "/tmp", "readOnly": False}],
             "secrets": [{"name": k, "valueFrom": value_from[k]} for k in sorted(secrets)],
-            # the runner never prints these variables' values (runner/logs.py)
-            "environment": [{"name": "JOBPLANE_SECRET_NAMES", "value": ",".join(sorted(secrets))}],
+            # the runner never prints these variables' values (runner/logs.py); where a step's
+            # progress goes, as the base module's task definition says (contract/progress.py)
+            "environment": [{"name": "JOBPLANE_SECRET_NAMES", "value": ",".join(sorted(secrets))},
+                            {"name": progress.ENV_TABLE, "value": "${local.platform.table_name}"}],
             "logConfiguration": {"logDriver": "awslogs", "options": {
                 "awslogs-group": "${local.platform.log_group_name}",
                 "awslogs-region": REGION,

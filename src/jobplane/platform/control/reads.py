@@ -18,6 +18,7 @@ from jobplane.contract.attribute_values import json_object
 from jobplane.contract.types import Client, JsonValue
 from jobplane.platform.repository import Page, StateFilter
 from jobplane.platform.deployment import catalog_job
+from jobplane.platform.step_progress import StepProgress
 from jobplane.platform.control.errors import Invalid, NotFound, check_cursor
 from jobplane.platform.control.views import (JOB_SORTS, RECENT_FAILURES, ExecutionHistory, ExecutionSubject,
                                              ExecutionView, JobSummary, JobWindow, LiveExecution, next_fires)
@@ -285,6 +286,12 @@ class Reads:
                              ": ".join(x for x in (d.get("error"), d.get("cause")) if x) or None,
                              sent=json_object(d.get("input")))
         return ExecutionView(name, job, arn, self._completed(job, live.sent, live.started_at), None, live, steps)
+
+    def step_progress(self, name: str) -> list[StepProgress]:
+        """Each step's progress and counts the run reported (platform/step_progress.py): one Query."""
+        from jobplane.platform import step_progress
+
+        return step_progress.read(self.ddb, self.repo.table, name)
 
     def subject(self, name: str, job: str | None = None) -> ExecutionSubject:
         """The execution's job and record, for an action to authorize its actor before it reads

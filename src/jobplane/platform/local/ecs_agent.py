@@ -86,9 +86,9 @@ class LocalEcsAgent:
     log_dir: Path
     extra_env: dict[str, str] = field(default_factory=dict)  # [dev] env: added to every task's environment
     stop_grace_seconds: float = 10.0
-    #: what the runner task role gives a map's items step, the one step that calls AWS itself
-    #: (it writes its list to S3: contract/map_items.py): the local endpoint and its key. Only
-    #: such a task gets it; with moto in-process (no endpoint) there is nothing to give.
+    #: what the runner task role gives a step that calls AWS itself (a map's items step writes
+    #: its list to S3: contract/map_items.py; every step its progress: contract/progress.py):
+    #: the local endpoint and its key. With moto in-process (no endpoint) there is nothing to give.
     task_role_env: dict[str, str] = field(default_factory=dict)
     tasks: dict[str, RunningTask] = field(default_factory=dict)
     finished: dict[str, JsonObject] = field(default_factory=dict)
@@ -138,8 +138,7 @@ class LocalEcsAgent:
         env = container_env(self.extra_env)
         for item in (container_def.get("environment") or []) + (override.get("environment") or []):
             env[item["name"]] = item["value"]
-        if rc.ENV_ITEMS_URI in env:
-            env |= self.task_role_env
+        env |= self.task_role_env  # every step may write its progress (contract/progress.py)
         # the job's declared secrets' names, which the shared task definition does not carry
         env = with_names(env, self.declared_secrets.get((env.get(rc.ENV_JOB, ""), "ecs")))
         task_id = task.id

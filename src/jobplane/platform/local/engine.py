@@ -40,6 +40,7 @@ from jobplane.contract.arns import ExecutionArn
 from jobplane.contract.bindings import asl_of_document, bind
 from jobplane.contract import datamodel as dm
 from jobplane.contract import names
+from jobplane.contract import progress
 from jobplane.contract import runner as rc
 from jobplane.contract.catalog import Catalog, CatalogJob
 from jobplane.contract.catalog_brief import JobBrief, find_job
@@ -378,6 +379,8 @@ class LocalAWS:
             cpu="256", memory="512",
             containerDefinitions=[{
                 "name": rc.CONTAINER_NAME, "image": "jobplane-runner:local", "memoryReservation": 128, "essential": True,
+                # where a step's progress goes (contract/progress.py), as the base module's task definition
+                "environment": [{"name": progress.ENV_TABLE, "value": self.prefix}],
                 "logConfiguration": {"logDriver": "awslogs", "options": {
                     "awslogs-group": self.log_group, "awslogs-region": self.region,
                     "awslogs-stream-prefix": rc.LOG_STREAM_PREFIX}}}],

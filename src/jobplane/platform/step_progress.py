@@ -1,0 +1,136 @@
+"""A run's step progress as the execution page, the API and the CLI show it: each step's record
+(contract/progress.py, written by the runner) read with one Query of the run's partition, and
+what it says: the fraction done, the rate since the attempt started, the time left at that
+rate, when it was last reported. docs/progress.md."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from jobplane.contract import progress as cp
+from jobplane.contract.types import Client, Item, JsonObject
+
+
+@dataclass(frozen=True)
+class StepProgress:
+    step: str
+    attempt: int
+    started_at: float  # epoch seconds: the attempt's start, the rate's origin
+    updated_at: float  # epoch seconds: when these values were reported
+    done: float | None = None
+    total: float | None = None
+    unit: str | None = None
+    cursor: str | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    ended: bool = False  # the step's last write (it ended)
+
+    @property
+    def fraction(self) -> float | None:
+        """done / total, at most 1; None without a total."""
+        if self.done is None or not self.total:
+            return None
+        return min(self.done / self.total, 1.0)
+
+    @property
+    def rate(self) -> float | None:
+        """Units done per second since the attempt started (None before any time passed)."""
+        elapsed = self.updated_at - self.started_at
+        if self.done is None or elapsed <= 0:
+            return None
+        return self.done / elapsed
+
+    @property
+    def eta_seconds(self) -> float | None:
+        """Seconds left at :attr:`rate` after the last report; None without a total or a rate."""
+        rate = self.rate
+        if self.ended or self.done is None or self.total is None or not rate:
+            return None
+        return max(self.total - self.done, 0) / rate
+
+    def eta_at(self) -> str | None:
+        """When the step ends at this rate (UTC, ISO), or None."""
+        eta = self.eta_seconds
+        if eta is None:
+            return None
+        return _iso(self.updated_at + eta)
+
+    @property
+    def updated_iso(self) -> str:
+        return _iso(self.updated_at)
+
+    def headline(self) -> str:
+        """ "3,400 of 10,000 tenants (34%)", "12 rows done", or "no progress reported"."""
+        unit = f" {self.unit}" if self.unit else ""
+        if self.done is None:
+            return "no progress reported"
+        if self.total is not None:
+            pct = f" ({self.fraction * 100:.0f}%)" if self.fraction is not None else ""
+            return f"{_num(self.done)} of {_num(self.total)}{unit}{pct}"
+        return f"{_num(self.done)}{unit} done"
+
+    def words(self) -> str:
+        """One line: "3,400 of 10,000 tenants (34%), 12.5 tenants/s, ETA 12:40 UTC, at t-3400,
+        rows=12, updated 12:31:02"."""
+        unit = f" {self.unit}" if self.unit else ""
+        text = self.headline()
+        if self.rate is not None and not self.ended:
+            text += f", {_rate(self.rate)}{unit}/s"
+        if (eta := self.eta_at()) is not None:
+            text += f", ETA {eta[11:16]} UTC"
+        if self.cursor:
+            text += f", at {self.cursor}"
+        if self.metrics:
+            text += ", " + ", ".join(f"{k}={_num(v)}" for k, v in sorted(self.metrics.items()))
+        return text + (" (final)" if self.ended else f", updated {self.updated_iso[11:19]}")
+
+    def to_json(self) -> JsonObject:
+        return {"step": self.step, "attempt": self.attempt, "done": self.done, "total": self.total, "unit": self.unit,
+                "cursor": self.cursor, "metrics": dict(self.metrics), "fraction": self.fraction, "rate": self.rate,
+                "eta": self.eta_at(), "started_at": _iso(self.started_at), "updated_at": self.updated_iso,
+                "ended": self.ended}
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _num(v: float) -> str:
+    return f"{int(v):,}" if float(v).is_integer() else f"{v:,.2f}"
+
+
+def _rate(v: float) -> str:
+    return f"{v:,.0f}" if v >= 100 else f"{v:.2g}" if v < 1 else f"{v:.1f}"
+
+
+def _n(item: Item, name: str) -> float | None:
+    value = item.get(name, {}).get("N")
+    if value is None:
+        return None
+    number = float(value)
+    return int(number) if number.is_integer() else number
+
+
+def from_item(item: Item) -> StepProgress:
+    metrics = {k: float(v["N"]) for k, v in (item.get(cp.ATTR_METRICS, {}).get("M") or {}).items() if "N" in v}
+    return StepProgress(
+        step=item["sk"]["S"], attempt=int(_n(item, cp.ATTR_ATTEMPT) or 1),
+        started_at=float(_n(item, cp.ATTR_STARTED_AT) or 0.0), updated_at=float(_n(item, cp.ATTR_UPDATED_AT) or 0.0),
+        done=_n(item, cp.ATTR_DONE), total=_n(item, cp.ATTR_TOTAL), unit=item.get(cp.ATTR_UNIT, {}).get("S"),
+        cursor=item.get(cp.ATTR_CURSOR, {}).get("S"),
+        metrics={k: (int(v) if v.is_integer() else v) for k, v in metrics.items()},
+        ended=bool(item.get(cp.ATTR_ENDED, {}).get("BOOL")))
+
+
+def read(ddb: Client, table: str, execution: str) -> list[StepProgress]:
+    """Each step's progress of the run, by step name: one Query of ``PROGRESS#<execution>``
+    (a run's steps fit one page: an item is well under 1 KB without a long cursor)."""
+    out: list[StepProgress] = []
+    kwargs: JsonObject = {"TableName": table, "KeyConditionExpression": "pk = :pk",
+                          "ExpressionAttributeValues": {":pk": {"S": cp.pk(execution)}}}
+    while True:
+        page = ddb.query(**kwargs)
+        out += [from_item(i) for i in page.get("Items", [])]
+        if not page.get("LastEvaluatedKey"):
+            return out
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]

@@ -1,0 +1,391 @@
+"""A step reports its progress and counts (issue 67 part 1, docs/progress.md): the API a step's
+code calls, the runner's checks and its writes to the step's own record, on the local AWS with
+the runner as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import Repo, served
+from jobplane.contract import execution_input
+from jobplane.contract import progress as cp
+from jobplane.platform.control import ControlPlane
+from jobplane.platform.local.engine import LocalAWS
+
+JOB = "month-end-close"
+DEFINITION = """\
+local jp = import 'jobplane.libsonnet';
+{
+  name: 'month-end-close',
+  team: 'billing',
+  params: { tenants: 3 },
+  steps: [
+    jp.python('close', 'sample_apps.progress_steps:close_tenants'),
+    jp.shell('export', ['sh', '-c', %s]),
+  ],
+}
+"""
+# a shell step reports by printing the line itself, and by the same API from a Python child
+SHELL = ("echo '{\"jobplane\": {\"progress\": {\"done\": 2, \"total\": 5, \"unit\": \"files\"}}}'; "
+         "echo '{\"jobplane\": {\"metric\": {\"name\": \"files_written\", \"value\": 4}}}'; "
+         "python -c 'import jobplane; jobplane.progress(4, 5, cursor=\"f-4\")'; "
+         "echo '{\"jobplane\": {\"progress\": {\"done\": \"many\"}}}'")
+
+
+HELD = """\
+local jp = import 'jobplane.libsonnet';
+{
+  name: 'slow-read',
+  team: 'billing',
+  params: { release: '' },
+  steps: [jp.python('read', 'sample_apps.progress_steps:read_until')],
+}
+"""
+
+
+RESUMABLE = """\
+local jp = import 'jobplane.libsonnet';
+{
+  name: 'resumable-close',
+  team: 'billing',
+  params: { out: '' },
+  steps: [jp.python('close', 'sample_apps.progress_steps:resumable', opts={ retry: { attempts: 2, interval: 1 } })],
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def closing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalAWS, ControlPlane]]:
+    repo = Repo(tmp_path_factory.mktemp("repo"))
+    repo.write("jobs/billing/month-end-close.jsonnet", DEFINITION % json.dumps(SHELL).replace('"', "'", 0))
+    repo.write("jobs/billing/slow-read.jsonnet", HELD)
+    repo.write("jobs/billing/resumable-close.jsonnet", RESUMABLE)
+    with served(repo) as (aws, control):
+        yield aws, control
+
+
+def _run(aws: LocalAWS) -> tuple[str, Any]:
+    arn = aws.start(JOB, execution_input.manual("test"))
+    ex = aws.wait(arn, timeout=600)  # a hang guard, not a time assert
+    aws.wait_reconciled(arn, timeout=600)
+    return arn.rsplit(":", 1)[1], ex
+
+
+def _record(aws: LocalAWS, execution: str, step: str) -> dict[str, Any]:
+    item = aws.client("dynamodb").get_item(TableName=aws.resources["table_name"],
+                                           Key={"pk": {"S": cp.pk(execution)}, "sk": {"S": step}}, ConsistentRead=True)
+    return dict(item.get("Item") or {})
+
+
+@pytest.fixture(scope="module")
+def run(closing: tuple[LocalAWS, ControlPlane]) -> tuple[str, Any]:
+    return _run(closing[0])
+
+
+def test_a_python_steps_record_holds_its_last_progress_and_metrics(closing: tuple[LocalAWS, ControlPlane],
+                                                                   run: tuple[str, Any]) -> None:
+    aws, _ = closing
+    name, ex = run
+    assert ex.status == "SUCCEEDED", ex
+    item = _record(aws, name, "close")
+    assert item["done"] == {"N": "3"} and item["total"] == {"N": "3"}  # the last of 1, 2, 3 (and not the 1 after)
+    assert item["unit"] == {"S": "tenants"} and item["cursor"] == {"S": "t-0003"}
+    assert item["metrics"] == {"M": {"invoices_sent": {"N": "21"}}}
+    assert item["attempt"] == {"N": "1"} and item["ended"] == {"BOOL": True}
+    assert float(item["updated_at"]["N"]) >= float(item["started_at"]["N"])
+
+
+def test_a_value_that_is_not_a_finite_number_is_refused_in_the_steps_log(closing: tuple[LocalAWS, ControlPlane],
+                                                                         run: tuple[str, Any]) -> None:
+    _, control = closing
+    name, _ = run
+    text = control.log_streams(name, "close")[0].read()
+    assert "progress refused: progress done must be a finite number, not nan" in text
+    assert "metric refused: metric rows must be a finite number, not inf" in text
+    assert "metric refused: metric name 'not an identifier' must be a short identifier" in text
+    assert "progress refused: done went back from 3 to 1 (progress only moves forward)" in text
+    assert "done closing" in text and '"message": "step succeeded"' in text
+
+
+def test_outside_a_run_the_api_does_nothing() -> None:
+    code = ("import jobplane; jobplane.progress(1, 2, 'rows', 'c'); jobplane.progress(float('nan'));"
+            "jobplane.metric('rows', 3); jobplane.metric('bad name', 'x'); print('fine')")
+    env = {"PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert (out.stdout, out.stderr) == ("fine\n", "")
+
+
+
+def test_a_shell_step_reports_by_a_line_on_its_stdout(closing: tuple[LocalAWS, ControlPlane],
+                                                      run: tuple[str, Any]) -> None:
+    aws, control = closing
+    name, _ = run
+    item = _record(aws, name, "export")
+    # its own printed lines, then jobplane.progress from a Python child (which prints the same line)
+    assert (item["done"], item["total"], item["unit"], item["cursor"]) == (
+        {"N": "4"}, {"N": "5"}, {"S": "files"}, {"S": "f-4"})
+    assert item["metrics"] == {"M": {"files_written": {"N": "4"}}}
+    text = control.log_streams(name, "export")[0].read()
+    assert "progress refused: progress done must be a number, not str 'many'" in text
+
+
+class _Log:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def warning(self, msg: str, *args: object) -> None:
+        self.lines.append(msg % args)
+
+
+def test_the_runner_writes_at_most_once_an_interval_and_the_last_values_at_the_end(
+        closing: tuple[LocalAWS, ControlPlane]) -> None:
+    from jobplane.runner.context import RunContext, TraceContext
+    from jobplane.runner.progress import Reporter
+
+    aws, _ = closing
+    env = {"AWS_ENDPOINT_URL": str(aws.endpoint_url), "AWS_ACCESS_KEY_ID": aws.credentials.access_key_id,
+           "AWS_SECRET_ACCESS_KEY": aws.credentials.secret_access_key, "AWS_REGION": aws.region}
+    now = [100.0]
+    ctx = RunContext(job=JOB, team="billing", step="throttled", execution_id="run-throttle", scheduled_time="",
+                     trigger="manual", attempt=2, params={}, target={}, trace=TraceContext.continue_from(None))
+    log = _Log()
+    reporter = Reporter(ctx, log, aws.resources["table_name"], env, clock=lambda: now[0])  # type: ignore[arg-type]
+    for at, done in ((100.0, 1), (101.0, 2), (109.9, 3), (110.0, 4), (115.0, 5)):
+        now[0] = at
+        reporter.progress(done, 10)
+    assert reporter.writes == 2  # at 100 (the first) and 110 (10 s later); 2, 3 and 5 held
+    assert _record(aws, "run-throttle", "throttled")["done"] == {"N": "4"}
+    reporter.finish()
+    assert reporter.writes == 3 and log.lines == []
+    item = _record(aws, "run-throttle", "throttled")
+    assert (item["done"], item["ended"], item["attempt"]) == ({"N": "5"}, {"BOOL": True}, {"N": "2"})
+    # a late write of an earlier attempt does not overwrite the later one's record
+    old = Reporter(RunContext(**{**{n: getattr(ctx, n) for n in ctx._COMPARED}, "attempt": 1}), log,  # type: ignore[arg-type]
+                   aws.resources["table_name"], env)
+    old.progress(9, 10)
+    assert _record(aws, "run-throttle", "throttled")["done"] == {"N": "5"} and log.lines == []
+
+
+def _cli(aws: LocalAWS, control: ControlPlane, tmp_path: Path, *args: str) -> Any:
+    """`jobplane ARGS` as an operator's shell on AWS runs it (as tests/test_map.py)."""
+    from click.testing import CliRunner
+
+    from jobplane.cli import main
+
+    d = control.deployment
+    deployment = tmp_path / "deployment.json"
+    deployment.write_text(json.dumps({"jobplane": {"sensitive": False, "type": ["object", {}], "value": {
+        "table": d.table, "topic_arn": d.topic_arn, "region": aws.region, "account_id": d.account_id,
+        "name_prefix": d.name_prefix, "catalog_uri": str(d.catalog_path), "log_group": aws.log_group}}}))
+    env = {"JOBPLANE_DEPLOYMENT": str(deployment), "AWS_ENDPOINT_URL": aws.endpoint_url,
+           "AWS_ACCESS_KEY_ID": aws.credentials.access_key_id, "AWS_SECRET_ACCESS_KEY": aws.credentials.secret_access_key,
+           "AWS_DEFAULT_REGION": aws.region, "JOBPLANE_DATA_DIR": str(tmp_path / "no-dev-here")}
+    root = Path(str(d.catalog_path)).parent
+    return CliRunner().invoke(main, ["--root", str(root), *args], env=env, catch_exceptions=False)
+
+
+def _portal(control: ControlPlane) -> Any:
+    from dataclasses import replace
+
+    from jobplane.contract.config import load_config
+    from jobplane.portal.app import create_app
+    from jobplane.portal.settings import AuthSettings, PortalSettings
+
+    config = load_config(Path(str(control.deployment.catalog_path)).parent)
+    settings = PortalSettings.from_config(config, control.deployment, AuthSettings(
+        mode="trusted-header", header="X-Forwarded-Email", proxy_secret="proxy-secret-for-tests-0123456789"),
+        base_url="http://testserver")
+    return create_app(replace(settings, allowed_hosts=frozenset({"testserver"})), control)
+
+
+def test_a_running_steps_progress_is_shown_by_status_the_api_and_the_execution_page(
+        closing: tuple[LocalAWS, ControlPlane], tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from portal_kit import READER, as_user
+
+    aws, control = closing
+    release = tmp_path / "release"
+    arn = aws.start("slow-read", execution_input.manual("test", overrides={"release": str(release)}))
+    name = arn.rsplit(":", 1)[1]
+    try:
+        deadline = time.monotonic() + 300  # a hang guard
+        while not [p for p in control.step_progress(name) if p.done == 2]:
+            assert time.monotonic() < deadline, "the step never reported its progress"
+            time.sleep(0.1)
+        status = _cli(aws, control, tmp_path, "status").output
+        line = next(x for x in status.splitlines() if x.startswith(f"  slow-read: {name} read: "))
+        assert line.startswith(f"  slow-read: {name} read: 2 of 5 rows (40%), "), status
+        assert ", at r-2, updated " in line  # the metric that followed waits for the next write (10 s) or the end
+        [run] = [r for j in json.loads(_cli(aws, control, tmp_path, "status", "--json").output)
+                 if j["job"] == "slow-read" for r in j["progress"]]
+        [step] = run["steps"]
+        assert run["execution"] == name and (step["step"], step["done"], step["total"], step["fraction"],
+                                             step["ended"]) == ("read", 2, 5, 0.4, False)
+        with TestClient(_portal(control)) as client:
+            out = client.get(f"/api/executions/{name}", headers=as_user(READER)).json()
+            [api] = out["progress"]
+            assert (api["step"], api["done"], api["total"], api["unit"], api["cursor"], api["ended"]) == (
+                "read", 2, 5, "rows", "r-2", False)
+            page = client.get(f"/executions/{name}", headers=as_user(READER)).text
+            assert '<tr data-progress-step="read" data-ended="false">' in page
+            assert '<progress value="0.4000" max="1" aria-label="read progress">40%</progress>' in page
+            assert '<span data-progress-text>2 of 5 rows (40%)</span>' in page and "at r-2" in page
+    finally:
+        release.write_text("go")  # the held step ends whatever was asserted
+    assert aws.wait(arn, timeout=600).status == "SUCCEEDED"
+    [final] = control.step_progress(name)
+    assert (final.done, final.ended, final.eta_seconds, final.metrics) == (5, True, None, {"rows_read": 2})
+
+
+def test_jobplane_run_ends_with_each_steps_last_progress(closing: tuple[LocalAWS, ControlPlane],
+                                                        tmp_path: Path) -> None:
+    aws, control = closing
+    result = _cli(aws, control, tmp_path, "run", JOB)
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert "  close: 3 of 3 tenants (100%), at t-0003, invoices_sent=21 (final)" in lines, result.output
+    assert "  export: 4 of 5 files (80%), at f-4, files_written=4 (final)" in lines
+
+
+def _iam_call(request: dict[str, Any], target: str) -> Any:
+    """A runner's DynamoDB request as IAM authorizes it: the action, the table and the condition
+    keys of a fine-grained policy, the partition key values and every attribute named
+    (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/specifying-conditions.html)."""
+    import base_module as bm
+    from iam_policy import Call
+
+    names = set(request["Key"]) | set(request.get("ExpressionAttributeNames", {}).values())
+    return Call(f"dynamodb:{target.rsplit('.', 1)[1]}",
+                f"arn:aws:dynamodb:{bm.REGION}:{bm.ACCOUNT}:table/{request['TableName']}",
+                {"dynamodb:LeadingKeys": [request["Key"]["pk"]["S"]], "dynamodb:Attributes": sorted(names)},
+                "the runner's progress write")
+
+
+def test_the_runner_task_role_may_write_its_steps_progress_records_and_nothing_else(
+        closing: tuple[LocalAWS, ControlPlane], monkeypatch: pytest.MonkeyPatch) -> None:
+    import base_module as bm
+    from iam_policy import Call, allowed, statement_allows
+    from jobplane.runner import aws_requests
+    from jobplane.runner.context import RunContext, TraceContext
+    from jobplane.runner.progress import Reporter
+
+    aws, _ = closing
+    sent: list[tuple[str, dict[str, Any]]] = []
+    real = aws_requests.json_call
+
+    def recorded(service: str, target: str, request: dict[str, Any], env: Any = None, **kw: Any) -> Any:
+        sent.append((target, request))
+        return real(service, target, request, env, **kw)
+
+    monkeypatch.setattr(aws_requests, "json_call", recorded)
+    env = {"AWS_ENDPOINT_URL": str(aws.endpoint_url), "AWS_ACCESS_KEY_ID": aws.credentials.access_key_id,
+           "AWS_SECRET_ACCESS_KEY": aws.credentials.secret_access_key, "AWS_REGION": aws.region}
+    ctx = RunContext(job=JOB, team="billing", step="scoped", execution_id="run-scoped", scheduled_time="",
+                     trigger="manual", attempt=2, params={}, target={}, trace=TraceContext.continue_from(None))
+    log = _Log()
+    reporter = Reporter(ctx, log, bm.PREFIX, env)  # type: ignore[arg-type]
+    assert reporter.resume_from() is None  # a retry reads its checkpoint: none here
+    reporter.metric("rows", 1)  # the first write: a metric alone
+    reporter.progress(1, 4, "files", "f-1")
+    reporter.finish()  # the last: every attribute
+    assert log.lines == [] and len(sent) == 3 and _record(aws, "run-scoped", "scoped")["done"] == {"N": "1"}
+    statements = bm.policy_statements("runner_progress", {})
+    calls = [_iam_call(request, target) for target, request in sent]
+    assert [c.action for c in calls] == ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:UpdateItem"]
+    assert [str(c) for c in calls if not allowed(statements, c)] == []
+    # every statement is needed by some call; the attributes each names are what the runner uses
+    assert all(any(statement_allows(s, c) for c in calls) for s in statements)
+    by_sid = {s["sid"]: [c["values"] for c in s["condition"] if c["variable"] == "dynamodb:Attributes"][0]
+              for s in statements}
+    assert sorted(by_sid["WriteStepProgress"]) == sorted(cp.ATTRIBUTES) == calls[-1].context["dynamodb:Attributes"]
+    assert sorted(by_sid["ReadStepCheckpoint"]) == sorted(cp.READ_ATTRIBUTES) == calls[0].context["dynamodb:Attributes"]
+    # nothing else: not a run's record, not another attribute, no other action
+    table = calls[0].resource
+    for call in (Call("dynamodb:UpdateItem", table, {"dynamodb:LeadingKeys": ["EXEC#run-scoped"],
+                                                     "dynamodb:Attributes": ["pk", "sk", "done"]}),
+                 Call("dynamodb:UpdateItem", table, {"dynamodb:LeadingKeys": ["JOB#month-end-close"],
+                                                     "dynamodb:Attributes": ["pk", "sk", "attempt"]}),
+                 Call("dynamodb:UpdateItem", table, {"dynamodb:LeadingKeys": ["PROGRESS#run-scoped"],
+                                                     "dynamodb:Attributes": ["pk", "sk", "status"]}),
+                 Call("dynamodb:GetItem", table, {"dynamodb:LeadingKeys": ["PROGRESS#run-scoped"],
+                                                  "dynamodb:Attributes": ["pk", "sk", "metrics"]}),
+                 Call("dynamodb:GetItem", table, {"dynamodb:LeadingKeys": ["EXEC#run-scoped"],
+                                                  "dynamodb:Attributes": ["pk", "sk", "cursor"]}),
+                 Call("dynamodb:PutItem", table, calls[1].context),
+                 Call("dynamodb:Query", table, calls[0].context),
+                 Call("dynamodb:DeleteItem", table, calls[1].context)):
+        assert not allowed(statements, call), call
+
+
+def test_every_runner_task_definition_names_the_table() -> None:
+    """On AWS the runner finds the table where the local engine's task definition gives it: the
+    base module's, and the own task definition of a job whose ECS steps have secrets."""
+    import base_module as bm
+    from jobplane.compiler.output import compile_all
+    from jobplane.contract.config import load_config
+
+    text = (bm.MODULE / "runner.tf").read_text()
+    assert f'environment = [{{ name = "{cp.ENV_TABLE}", value = aws_dynamodb_table.jobplane.name }}]' in text
+    root = Path(__file__).resolve().parents[1]
+    compiled = json.loads(compile_all(load_config(root)).files["teams/billing/month-end-close.job.tf.json"])
+    [container] = json.loads(compiled["resource"]["aws_ecs_task_definition"]["month_end_close"]["container_definitions"])
+    assert {"name": cp.ENV_TABLE, "value": "${local.platform.table_name}"} in container["environment"]
+
+
+def test_a_write_that_fails_is_one_warning_and_the_end_tries_once_more(tmp_path: Path) -> None:
+    """Nothing answers at the endpoint (a closed port): the step is told once, never raised
+    to, and not held again before its end."""
+    import socket
+
+    from jobplane.runner.context import RunContext, TraceContext
+    from jobplane.runner.progress import Reporter
+
+    with socket.socket() as s:  # a port nothing listens on: bound, never listening
+        s.bind(("127.0.0.1", 0))
+        env = {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{s.getsockname()[1]}", "AWS_ACCESS_KEY_ID": "k",
+               "AWS_SECRET_ACCESS_KEY": "s", "AWS_REGION": "us-east-1"}
+        ctx = RunContext(job=JOB, team="billing", step="offline", execution_id="run-offline", scheduled_time="",
+                         trigger="manual", attempt=1, params={}, target={}, trace=TraceContext.continue_from(None))
+        log = _Log()
+        now = [0.0]
+        reporter = Reporter(ctx, log, "jobplane", env, clock=lambda: now[0])  # type: ignore[arg-type]
+        tries: list[float] = []
+        from jobplane.runner import aws_requests
+
+        real = aws_requests._send
+
+        def counted(*args: Any) -> Any:
+            tries.append(now[0])
+            return real(*args)
+
+        aws_requests._send = counted  # type: ignore[assignment]
+        try:
+            for t in (0.0, 20.0, 40.0):
+                now[0] = t
+                reporter.progress(t, 100)
+            reporter.finish()
+        finally:
+            aws_requests._send = real  # type: ignore[assignment]
+    assert [line.split(":")[0] for line in log.lines] == ["progress not recorded (kept for the next write)"]
+    assert sorted(set(tries)) == [0.0, 40.0] and reporter.writes == 0  # the first report's, then the end's
+
+
+def test_a_retry_resumes_from_the_cursor_its_earlier_attempt_reported(closing: tuple[LocalAWS, ControlPlane],
+                                                                      tmp_path: Path) -> None:
+    aws, control = closing
+    out = tmp_path / "attempts.jsonl"
+    arn = aws.start("resumable-close", execution_input.manual("test", overrides={"out": str(out)}))
+    assert aws.wait(arn, timeout=600).status == "SUCCEEDED"  # a hang guard
+    assert [json.loads(line) for line in out.read_text().splitlines()] == [
+        {"attempt": 1, "resumed": None}, {"attempt": 2, "resumed": "t-0002"}]
+    [p] = control.step_progress(arn.rsplit(":", 1)[1])
+    assert (p.attempt, p.done, p.cursor, p.ended) == (2, 5, "t-0005", True)
