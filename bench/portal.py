@@ -126,11 +126,12 @@ def seed(aws: LocalAWS, catalog: dict, executions: int, rng: random.Random) -> t
                  "gsi1sk": job, "fire_schedule": f"false|{started[job]}", "fired_schedule": started[job],
                  "last_status": status, "last_execution": name, "last_started_at": started[job],
                  "last_finished_at": ended, "gsi3pk": f"STATUS#{status}", "gsi3sk": job}
-        if rng.random() < RUNNING_SHARE:  # a run holds its claim now
-            state |= {dm.ATTR_RUNNING: {f"{job}-now"}, dm.ATTR_HOLDER: f"arn:aws:states:us-east-1:{ACCOUNT}:execution:x"}
+        if rng.random() < RUNNING_SHARE:  # a run holds its claim now (the claim files it under RUNNING)
+            state |= {dm.ATTR_RUNNING: {f"{job}-now"}, dm.ATTR_HOLDER: f"arn:aws:states:us-east-1:{ACCOUNT}:execution:x",
+                      "gsi3pk": dm.status_partition(dm.RUNNING_STATUS)}
         if rng.random() < PAUSED_SHARE:  # as Repository.set_paused leaves it
             state |= {"paused_by": "ops@example.com", "paused_reason": "vendor outage", "paused_at": ended,
-                      PAUSE_SCHEDULE: ended}
+                      PAUSE_SCHEDULE: ended, "gsi2pk": dm.PAUSED_PARTITION, "gsi2sk": job}
         items.append(state)
     for i in range(0, len(items), 25):
         pending = {table: [{"PutRequest": {"Item": {k: ser.serialize(v) for k, v in it.items()}}} for it in items[i:i + 25]]}
