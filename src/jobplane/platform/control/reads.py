@@ -31,6 +31,13 @@ _ENDED = frozenset(s.value for s in ExecutionStatus if s is not ExecutionStatus.
 #: with, which :func:`_status_matches` still compares): the NEVER_RUN filter's complement. A
 #: last status that is none of these (never written by jobplane) is not read by that filter.
 _FILED_ENDED = _ENDED | {PAUSED}
+#: What a filter by a status a run ends with reads of each job filed under it: the partition is
+#: its last status (the release, Repository.refile_status and index_job_statuses each file it from
+#: the ``last_status`` they write or read) and a paused job matches by that status all the same,
+#: so only whether a run holds the claim is left to read (bench/portal.py, SUCCEEDED's partition
+#: read whole vs by name: 15 vs 6 ms at 200 jobs, 405 vs 362 ms at 5,000 on a loaded machine,
+#: where each answered item's own cost dominates).
+_FILED_ATTRIBUTES = ("job", dm.ATTR_RUNNING)
 #: What :func:`_status_matches` reads of a state.
 STATUS_ATTRIBUTES = ("job", dm.ATTR_RUNNING, dm.ATTR_LAST_STATUS, dm.ATTR_PAUSED_AT)
 
@@ -186,8 +193,11 @@ class Reads:
         if status == PAUSED:  # and a last status PAUSED, which no run ends with (a hand-made state)
             return {s.job: s for s in (*self.repo.job_states_paused(STATUS_ATTRIBUTES),
                                        *self.repo.job_states_ended(PAUSED, STATUS_ATTRIBUTES))}
-        if status != NEVER_RUN:
+        if status == ExecutionStatus.RUNNING.value:
             return {s.job: s for s in self.repo.job_states_ended(status, STATUS_ATTRIBUTES)}
+        if status != NEVER_RUN:  # a job's partition is its last status (every writer sets both)
+            return {s.job: dataclasses.replace(s, last_status=status)
+                    for s in self.repo.job_states_ended(status, _FILED_ATTRIBUTES)}
         claimed: set[str] = set()
         for ended in sorted(_FILED_ENDED):
             claimed.update(self.repo.jobs_filed(ended))
