@@ -6,7 +6,8 @@ Compiles 1,000 generated jobs (bench/jobtree.py's generator), deploys the measur
 embedded local AWS in server mode, writes 20,000 execution records shaped as the state machines write them
 (one job holds 2,000 of them), serves the portal with uvicorn and requests over HTTP:
 the jobs page (its first page of 100 jobs, as a user lands on it: portal/job_pager.py; then one
-team's, the last page and a status filter, whose states DynamoDB filters), a job page (the busy
+team's, the last page and each status filter, each one partition of an index:
+platform/control/reads.py _states_for_status), a job page (the busy
 job) and an execution page, N times each after a warm-up, and counts the AWS requests each page
 makes (store reads, DescribeStateMachine, GetSchedule);
 then the store queries behind them alone. Prints median and p95 of each and the ratio to the
@@ -126,11 +127,12 @@ def seed(aws: LocalAWS, catalog: dict, executions: int, rng: random.Random) -> t
                  "gsi1sk": job, "fire_schedule": f"false|{started[job]}", "fired_schedule": started[job],
                  "last_status": status, "last_execution": name, "last_started_at": started[job],
                  "last_finished_at": ended, "gsi3pk": f"STATUS#{status}", "gsi3sk": job}
-        if rng.random() < RUNNING_SHARE:  # a run holds its claim now
-            state |= {dm.ATTR_RUNNING: {f"{job}-now"}, dm.ATTR_HOLDER: f"arn:aws:states:us-east-1:{ACCOUNT}:execution:x"}
+        if rng.random() < RUNNING_SHARE:  # a run holds its claim now (the claim files it under RUNNING)
+            state |= {dm.ATTR_RUNNING: {f"{job}-now"}, dm.ATTR_HOLDER: f"arn:aws:states:us-east-1:{ACCOUNT}:execution:x",
+                      "gsi3pk": dm.status_partition(dm.RUNNING_STATUS)}
         if rng.random() < PAUSED_SHARE:  # as Repository.set_paused leaves it
             state |= {"paused_by": "ops@example.com", "paused_reason": "vendor outage", "paused_at": ended,
-                      PAUSE_SCHEDULE: ended}
+                      PAUSE_SCHEDULE: ended, "gsi2pk": dm.PAUSED_PARTITION, "gsi2sk": job}
         items.append(state)
     for i in range(0, len(items), 25):
         pending = {table: [{"PutRequest": {"Item": {k: ser.serialize(v) for k, v in it.items()}}} for it in items[i:i + 25]]}
@@ -249,6 +251,13 @@ def main() -> None:
             if hasattr(control.repo, "job_states_ended"):  # the status index (issue 66 item 3)
                 results["store only: FAILED jobs' states (status index)"] = _time(
                     lambda: control.repo.job_states_ended("FAILED", STATUS_ATTRIBUTES), args.n)
+            if hasattr(control.repo, "jobs_filed"):  # the largest partition, and what NEVER_RUN reads of each
+                results["store only: RUNNING jobs' states (status index)"] = _time(
+                    lambda: control.repo.job_states_ended("RUNNING", STATUS_ATTRIBUTES), args.n)
+                results["store only: SUCCEEDED jobs' states (status index)"] = _time(
+                    lambda: control.repo.job_states_ended("SUCCEEDED", STATUS_ATTRIBUTES), args.n)
+                results["store only: SUCCEEDED jobs' names (status index)"] = _time(
+                    lambda: control.repo.jobs_filed("SUCCEEDED"), args.n)
             results["store only: a job's 20 newest executions (GSI)"] = _time(lambda: control.repo.executions(busy), args.n)
             results["store only: one execution (GetItem)"] = _time(lambda: control.repo.execution(execution), args.n)
             # the jobs page's rows alone: kept (portal/job_rows.py, unchanged rows) and rendered afresh

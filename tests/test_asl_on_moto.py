@@ -137,7 +137,10 @@ def test_a_duplicate_fire_is_told_by_the_skip_reads_condition(aws: LocalAWS, pol
     first = aws.run(job, execution_input.scheduled(T0))
     assert ran(first)
     holder_arn = live_holder(aws)
-    add_to_state(aws, job, running={"SS": [holder_arn.rsplit(":", 1)[1]]}, holder={"S": holder_arn})
+    # as the holder's claim leaves the state: filed under RUNNING (else the reconciler, handling
+    # a run's end, files it there: Repository.refile_status)
+    add_to_state(aws, job, running={"SS": [holder_arn.rsplit(":", 1)[1]]}, holder={"S": holder_arn},
+                 gsi3pk={"S": "STATUS#RUNNING"})
     before = job_state(aws, job)
     for t in (T0, "2026-11-30T02:00:00Z"):  # the same fire again, an older one
         ex = aws.run(job, execution_input.scheduled(t))

@@ -47,15 +47,16 @@ resource "aws_dynamodb_table" "jobplane" {
     range_key       = "gsi1sk"
     projection_type = "ALL"
   }
-  # recent failures / skips across jobs; the audit log
+  # recent failures / skips across jobs; the audit log; the paused jobs (PAUSED)
   global_secondary_index {
     name            = "gsi2"
     hash_key        = "gsi2pk"
     range_key       = "gsi2sk"
     projection_type = "ALL"
   }
-  # the jobs whose last run ended with a status (sparse: a job state, once a run of it ended):
-  # the jobs page's status filter (contract/datamodel.py GSI_BY_STATUS)
+  # the jobs by the status the jobs page shows (sparse: a job state, once a run claimed it):
+  # STATUS#RUNNING from the claim, STATUS#<status> from the run's end; the jobs page's status
+  # filter (contract/datamodel.py GSI_BY_STATUS). A paused job's state is in gsi2 (PAUSED).
   global_secondary_index {
     name            = "gsi3"
     hash_key        = "gsi3pk"

@@ -328,8 +328,12 @@ class _Builder:
             ":team": self.job.team,
             ":jobs": dm.JOBS_PARTITION,
             ":one": items.Number(1),
+            ":runstatus": dm.status_partition(dm.RUNNING_STATUS),
         }
-        update = "SET #fire = :fire, #fired = :t, job = :job, team = :team, gsi1pk = :jobs, gsi1sk = :job"
+        # The claim files the job under RUNNING in the status index (gsi3, datamodel.status_filed):
+        # the jobs page filtered to RUNNING queries that partition, not every job's state.
+        update = (f"SET #fire = :fire, #fired = :t, job = :job, team = :team, gsi1pk = :jobs, gsi1sk = :job, "
+                  f"{dm.ATTR_STATUS_PK} = :runstatus, {dm.ATTR_STATUS_SK} = :job")
         terms = self.policy.claim_terms(takeover)
         conditions += terms.conditions
         update += terms.set_

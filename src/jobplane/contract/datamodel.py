@@ -7,7 +7,7 @@ portal's queries without scans:
 ====================  =====================  ==========  ================================  ==============
 item                  pk                     sk          gsi1 (pk / sk)                    gsi2 (pk / sk)
 ====================  =====================  ==========  ================================  ==============
-job state             ``JOB#<job>``          ``STATE``   ``JOBS`` / ``<job>``              -
+job state             ``JOB#<job>``          ``STATE``   ``JOBS`` / ``<job>``              ``PAUSED`` / ``<job>`` (paused)
 execution             ``EXEC#<execution>``   ``EXEC``    ``JOB#<job>`` / ``<started_at>``  ``FAILURES`` or ``SKIPS`` / ``<finished_at>``
 audit entry           ``AUDIT#<id>``         ``AUDIT``   ``AUDIT`` / ``<at>``              ``JOB#<job>#AUDIT`` / ``<at>``
 slow-run marker       ``SLOW#<execution>``   ``SLOW``    -                                 -
@@ -15,11 +15,16 @@ backfill              ``BACKFILL#<id>``      ``BACKFILL`` ``BACKFILLS`` / ``<cre
 fire lease            ``FIRE#<job>#<time>``  ``FIRE``    ``FIRES#<job>`` / ``<time>``      -
 ====================  =====================  ==========  ================================  ==============
 
-A job state whose run ended is also in gsi3: ``STATUS#<last status>`` / ``<job>``.
+A job state a run claimed is also in gsi3, the status the jobs page shows: ``STATUS#RUNNING``
+/ ``<job>`` from its claim, ``STATUS#<last status>`` / ``<job>`` once the run ended (sparse: a
+job no run ever claimed is in none of its partitions). A paused job's state is in gsi2:
+``PAUSED`` / ``<job>``, from its pause to its resume.
 
 * jobs with their last status: Query gsi1 ``JOBS``; the jobs whose last run ended with one
-  status: Query gsi3 ``STATUS#<status>`` (sparse: only a state whose run ended is in it, written
-  by the same update that sets its ``last_status``, contract/items.py ``release_job``);
+  status: Query gsi3 ``STATUS#<status>``, written by the same update that sets its
+  ``last_status`` (contract/items.py ``release_job``); the running jobs: Query gsi3
+  ``STATUS#RUNNING``, written by the claim (compiler/asl.py ``claim_update``); the paused jobs:
+  Query gsi2 ``PAUSED``; the jobs never run: the catalog's others (:func:`status_filed`);
 * a job's executions newest first: Query gsi1 ``JOB#<job>`` descending;
 * recent failures (or skips) across jobs: Query gsi2 ``FAILURES`` (``SKIPS``) descending;
 * one execution: GetItem ``EXEC#<execution>``;
@@ -37,6 +42,10 @@ GSI_BY_KIND = "gsi2"
 GSI_BY_STATUS = "gsi3"
 ATTR_STATUS_PK, ATTR_STATUS_SK = "gsi3pk", "gsi3sk"
 STATUS_PREFIX = "STATUS#"
+#: gsi3 partition of the jobs a run holds the claim of (``running`` not empty).
+RUNNING_STATUS = "RUNNING"
+#: gsi2 partition of the paused jobs' states (Repository.set_paused / clear_paused).
+PAUSED_PARTITION = "PAUSED"
 
 JOB_PREFIX = "JOB#"
 EXEC_PREFIX = "EXEC#"
@@ -136,6 +145,17 @@ def feed_of(status: str) -> str | None:
 def status_partition(status: str) -> str:
     """gsi3 partition of the jobs whose last run ended ``status``."""
     return f"{STATUS_PREFIX}{status}"
+
+
+def status_filed(running: bool, last_status: str | None) -> str | None:
+    """The gsi3 partition a job state belongs in: ``STATUS#RUNNING`` while a run holds its claim,
+    else its last run's status; None (no partition) for a job that neither runs nor ever ended a
+    run. The claim and the release write it as they change ``running`` and ``last_status``; a
+    write that cannot know (a run ending while another still holds the claim: the policies that
+    let runs overlap, or a REPLACE run replaced) is followed by Repository.refile_status."""
+    if running:
+        return status_partition(RUNNING_STATUS)
+    return status_partition(last_status) if last_status else None
 
 
 def job_partition(job: str) -> str:

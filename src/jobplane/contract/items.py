@@ -153,7 +153,10 @@ def release_job(job: str, *, execution: Text, status: ExecutionStatus | str, sta
     index holds only the items that have its key attributes ("Global secondary indexes are sparse
     by default. [...] Only items in the base table that contain those attributes appear in the
     index", https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-indexes-general-sparse-indexes.html):
-    a job that never ended a run is in no partition of it."""
+    a job no run ever claimed is in no partition of it. The claim files it under RUNNING
+    (compiler/asl.py ``claim_update``); this files it under its status even if another run of
+    the job still holds the claim (one update cannot ask whether ``running`` is left empty), and
+    the reconciler, which handles every run's end, files that one back (Repository.refile_status)."""
     status = ExecutionStatus(status)
     blocks = ", ".join(dm.ATTR_BLOCKS)
     block = (f" REMOVE {dm.ATTR_BLOCKED_BY}, {blocks}, {dm.ATTR_ACKNOWLEDGED_BY}"

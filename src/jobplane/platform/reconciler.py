@@ -100,6 +100,9 @@ class Reconciler:
         else:
             # The state machine recorded its outcome; make sure a dead holder is not left behind.
             self.repo.release_holder(job, execution_arn)
+        # A run's end files its job under its status even while another run of it still holds
+        # the claim (overlapping runs, a replaced run ending): filed back under RUNNING here.
+        self.repo.refile_status(job)
         if record is None:
             return "ignored"
         if record.alert_pending and not recorded_now:  # recorded by an earlier try that failed to publish

@@ -51,14 +51,22 @@ def query_items(ddb: Client, kwargs: JsonObject, limit: int | None = None) -> tu
 
 
 def status_index_keys(item: Item) -> Item | None:
-    """The status index keys (gsi3) a job state item should carry and does not: a state whose
-    run ended before the index existed (or a snapshot saved then). None when it has them, or has
-    no last status (a job that never ended a run is in no partition)."""
-    job, status = item.get("job", {}).get("S"), item.get(dm.ATTR_LAST_STATUS, {}).get("S")
-    if item.get("sk", {}).get("S", dm.STATE_SK) != dm.STATE_SK or not job or not isinstance(status, str) \
-            or item.get(dm.ATTR_STATUS_PK, {}).get("S") == dm.status_partition(status):
+    """The index keys a job state item should carry and does not, as attribute values: gsi3 as
+    :func:`jobplane.contract.datamodel.status_filed` files it (RUNNING while a run holds the
+    claim, else its last status) and gsi2 ``PAUSED`` while it is paused; None when it carries
+    them (or is no job state). Only additions: a state written before the index existed (or a
+    snapshot saved then) has none to remove; :meth:`Repository.refile_status` moves a filed one."""
+    job = item.get("job", {}).get("S")
+    if item.get("sk", {}).get("S", dm.STATE_SK) != dm.STATE_SK or not job:
         return None
-    return {dm.ATTR_STATUS_PK: {"S": dm.status_partition(status)}, dm.ATTR_STATUS_SK: {"S": job}}
+    status = item.get(dm.ATTR_LAST_STATUS, {}).get("S")
+    want = dm.status_filed(bool(item.get(dm.ATTR_RUNNING, {}).get("SS")), status if isinstance(status, str) else None)
+    keys: Item = {}
+    if want is not None and item.get(dm.ATTR_STATUS_PK, {}).get("S") != want:
+        keys |= {dm.ATTR_STATUS_PK: {"S": want}, dm.ATTR_STATUS_SK: {"S": job}}
+    if dm.ATTR_PAUSED_AT in item and item.get("gsi2pk", {}).get("S") != dm.PAUSED_PARTITION:
+        keys |= {"gsi2pk": {"S": dm.PAUSED_PARTITION}, "gsi2sk": {"S": job}}
+    return keys or None
 
 
 def _job_key(job: str) -> Item:
@@ -114,22 +122,82 @@ class Repository:
         return [JobState.from_item(i) for i in page.items]
 
     def job_states_ended(self, status: str, attributes: tuple[str, ...] = JobState.ATTRIBUTES) -> list[JobState]:
-        """The states of the jobs whose last run ended ``status``, by name: one partition of the
-        status index (gsi3, written with ``last_status`` by contract/items.py ``release_job``),
-        not every job's state. A state still running another run is among them (its ``running``
-        tells); one whose run ended before the index existed is not, until
-        :meth:`index_job_statuses` has filed it (docs/deploy.md)."""
+        """The states filed under ``status`` in the status index (gsi3, :func:`dm.status_filed`),
+        by name: the jobs whose last run ended ``status`` (written with ``last_status`` by
+        contract/items.py ``release_job``), or for RUNNING the jobs a run claimed (the claim
+        writes it), not every job's state. A reader decides each by its ``running`` and
+        ``last_status``: a run ending while another of its job still runs files the job under
+        its status until :meth:`refile_status` (the reconciler) files it back. One written
+        before the index existed is in none, until :meth:`index_job_statuses` has filed it
+        (docs/deploy.md)."""
         page = self._query(dm.GSI_BY_STATUS, dm.ATTR_STATUS_PK, dm.status_partition(status), None, True,
                            attributes=attributes)
         return [JobState.from_item(i) for i in page.items]
 
+    def jobs_filed(self, status: str) -> list[str]:
+        """The names of the jobs filed under ``status`` in the status index, and nothing else of
+        them (the answer is the names, not the states: the jobs page's NEVER_RUN filter reads
+        which jobs a run ever claimed). Every writer that files a state also sets its ``job``."""
+        page = self._query(dm.GSI_BY_STATUS, dm.ATTR_STATUS_PK, dm.status_partition(status), None, True,
+                           attributes=("job",))
+        return [i["job"]["S"] for i in page.items if "S" in i.get("job", {})]
+
+    def job_states_paused(self, attributes: tuple[str, ...] = JobState.ATTRIBUTES) -> list[JobState]:
+        """The paused jobs' states, by name: gsi2 ``PAUSED``, written and removed with the pause
+        (:meth:`set_paused`, :meth:`clear_paused`)."""
+        page = self._query(dm.GSI_BY_KIND, "gsi2pk", dm.PAUSED_PARTITION, None, True, attributes=attributes)
+        return [JobState.from_item(i) for i in page.items]
+
+    def refile_status(self, job: str, tries: int = 5) -> bool:
+        """File the job's state where :func:`dm.status_filed` says from what it holds now, if it
+        is filed elsewhere: after a write that could not know (a run's end while another run of
+        the job still holds the claim files it under the ended status; a dead run's claim
+        dropped by :meth:`release_claim` leaves it under RUNNING). Each move is conditional on
+        ``running`` and ``last_status`` being as read, so a claim or a release landing meanwhile
+        is never undone (read again, up to ``tries`` times). True if it moved."""
+        for _ in range(tries):
+            item = self.ddb.get_item(TableName=self.table, Key=_job_key(job), ConsistentRead=True,
+                                     ProjectionExpression="#r, #l, #p",
+                                     ExpressionAttributeNames={"#r": dm.ATTR_RUNNING, "#l": dm.ATTR_LAST_STATUS,
+                                                               "#p": dm.ATTR_STATUS_PK}).get("Item")
+            if item is None:
+                return False
+            last = item.get(dm.ATTR_LAST_STATUS, {}).get("S")
+            running = bool(item.get(dm.ATTR_RUNNING, {}).get("SS"))
+            want, have = dm.status_filed(running, last), item.get(dm.ATTR_STATUS_PK, {}).get("S")
+            if want == have:
+                return False
+            names = {"#r": dm.ATTR_RUNNING, "#l": dm.ATTR_LAST_STATUS, "#p": dm.ATTR_STATUS_PK,
+                     "#s": dm.ATTR_STATUS_SK}
+            values: Item = {}
+            condition = "attribute_exists(#r)" if running else "attribute_not_exists(#r)"
+            if isinstance(last, str):
+                condition += " AND #l = :l"
+                values[":l"] = {"S": last}
+            else:
+                condition += " AND attribute_not_exists(#l)"
+            if want is None:
+                update = "REMOVE #p, #s"
+            else:
+                update = "SET #p = :p, #s = :job"
+                values |= {":p": {"S": want}, ":job": {"S": job}}
+            try:
+                self.ddb.update_item(TableName=self.table, Key=_job_key(job), UpdateExpression=update,
+                                     ConditionExpression=condition, ExpressionAttributeNames=names,
+                                     **({"ExpressionAttributeValues": values} if values else {}))
+                return True
+            except self.ddb.exceptions.ConditionalCheckFailedException:
+                continue  # a claim or a release landed since the read: read again
+        return False
+
     def index_job_statuses(self) -> list[str]:
-        """File every job state that has a last status but is not in the status index under it
-        (a state written before the index existed): the jobs filed, by name. Each is set only if
-        its ``last_status`` is still the one read (a run ending meanwhile files it itself), so it
-        can run at any time, more than once. Reads every state once: a one-off after an upgrade
-        (``jobplane index-statuses``), not a reader's path."""
-        attributes = ("job", dm.ATTR_LAST_STATUS, dm.ATTR_STATUS_PK)
+        """File every job state in the indexes it is missing from (a state written before the
+        status index existed, or before it filed running and paused jobs): the jobs filed, by
+        name. Each is set only if the attributes it was decided from are still as read (a
+        claim, a release or a pause meanwhile files it itself), so it can run at any time, more
+        than once. Reads every state once: a one-off after an upgrade (``jobplane
+        index-statuses``), not a reader's path."""
+        attributes = ("job", dm.ATTR_RUNNING, dm.ATTR_LAST_STATUS, dm.ATTR_PAUSED_AT, dm.ATTR_STATUS_PK, "gsi2pk")
         page = self._query(dm.GSI_BY_OWNER, "gsi1pk", dm.JOBS_PARTITION, None, True, attributes=attributes)
         filed = []
         for item in page.items:
@@ -137,15 +205,24 @@ class Repository:
             if keys is None:
                 continue
             job = item["job"]["S"]
+            names = {f"#k{i}": k for i, k in enumerate(keys)}
+            values: Item = {f":k{i}": v for i, v in enumerate(keys.values())}
+            conditions = []
+            for attribute, tag in ((dm.ATTR_RUNNING, "r"), (dm.ATTR_LAST_STATUS, "l"), (dm.ATTR_PAUSED_AT, "p")):
+                names[f"#{tag}"] = attribute
+                if attribute in item:
+                    conditions.append(f"#{tag} = :{tag}")
+                    values[f":{tag}"] = item[attribute]
+                else:
+                    conditions.append(f"attribute_not_exists(#{tag})")
             try:
                 self.ddb.update_item(
-                    TableName=self.table, Key=_job_key(job), UpdateExpression="SET #pk = :pk, #sk = :job",
-                    ConditionExpression="#st = :st", ExpressionAttributeNames={
-                        "#pk": dm.ATTR_STATUS_PK, "#sk": dm.ATTR_STATUS_SK, "#st": dm.ATTR_LAST_STATUS},
-                    ExpressionAttributeValues={":pk": keys[dm.ATTR_STATUS_PK], ":job": keys[dm.ATTR_STATUS_SK],
-                                               ":st": item[dm.ATTR_LAST_STATUS]})
+                    TableName=self.table, Key=_job_key(job),
+                    UpdateExpression="SET " + ", ".join(f"#k{i} = :k{i}" for i in range(len(keys))),
+                    ConditionExpression=" AND ".join(conditions), ExpressionAttributeNames=names,
+                    ExpressionAttributeValues=values)
             except self.ddb.exceptions.ConditionalCheckFailedException:
-                continue  # its status changed since the read: that write filed it
+                continue  # changed since the read: that write filed it
             filed.append(job)
         return filed
 
@@ -322,14 +399,17 @@ class Repository:
             pass
 
     def set_paused(self, job: str, team: str, actor: str, reason: str, at: str) -> None:
+        """Pause the job; the same write files its state in gsi2 ``PAUSED`` (the jobs page's
+        PAUSED filter queries it), which :meth:`clear_paused` removes with the pause."""
         self.ddb.update_item(TableName=self.table, Key=_job_key(job),
                              UpdateExpression="SET paused_by = :a, paused_reason = :r, paused_at = :t, #pause = :t, "
                                               "team = if_not_exists(team, :team), job = if_not_exists(job, :job), "
-                                              "gsi1pk = :jobs, gsi1sk = :job",
+                                              "gsi1pk = :jobs, gsi1sk = :job, gsi2pk = :paused, gsi2sk = :job",
                              ExpressionAttributeNames={"#pause": PAUSE_SCHEDULE},
                              ExpressionAttributeValues={":a": {"S": actor}, ":r": {"S": reason}, ":t": {"S": at},
                                                         ":team": {"S": team}, ":job": {"S": job},
-                                                        ":jobs": {"S": dm.JOBS_PARTITION}})
+                                                        ":jobs": {"S": dm.JOBS_PARTITION},
+                                                        ":paused": {"S": dm.PAUSED_PARTITION}})
 
     def set_snooze(self, job: str, team: str, until: str, actor: str, reason: str) -> bool:
         """Hold the job's alerts until ``until``; a snooze already on is replaced, keeping what it
@@ -430,7 +510,7 @@ class Repository:
     def clear_paused(self, job: str) -> bool:
         try:
             self.ddb.update_item(TableName=self.table, Key=_job_key(job),
-                                 UpdateExpression="REMOVE paused_by, paused_reason, paused_at, #pause",
+                                 UpdateExpression="REMOVE paused_by, paused_reason, paused_at, #pause, gsi2pk, gsi2sk",
                                  ExpressionAttributeNames={"#pause": PAUSE_SCHEDULE},
                                  ConditionExpression="attribute_exists(paused_at)")
             return True
@@ -452,9 +532,10 @@ class Repository:
             self.ddb.update_item(TableName=self.table, Key=_job_key(job), UpdateExpression=update,
                                  ConditionExpression=condition, ExpressionAttributeNames=names,
                                  ExpressionAttributeValues=values)
-            return True
         except self.ddb.exceptions.ConditionalCheckFailedException:
             return False
+        self.refile_status(job)  # no run left holding the claim: no longer under RUNNING
+        return True
 
     def add_audit(self, actor: str, event: AuditEvent, reason: str = "", authority: str = "") -> str:
         entry = AuditEntry.of(event, id=uuid.uuid4().hex, at=now_iso(), actor=actor, reason=reason,

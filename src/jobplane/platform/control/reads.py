@@ -16,7 +16,7 @@ from jobplane.contract.clock import as_iso
 from jobplane.contract.records import AuditEntry, ExecutionRecord, JobState
 from jobplane.contract.attribute_values import json_object
 from jobplane.contract.types import Client, JsonValue
-from jobplane.platform.repository import Page, StateFilter
+from jobplane.platform.repository import Page
 from jobplane.platform.deployment import catalog_job
 from jobplane.platform.step_progress import StepProgress
 from jobplane.platform.control.errors import Invalid, NotFound, check_cursor
@@ -28,6 +28,17 @@ NEVER_RUN, PAUSED = "NEVER_RUN", "PAUSED"
 #: The statuses a run ends with (contract/items.py ``release_job`` writes only these): the status
 #: index has a partition for each.
 _ENDED = frozenset(s.value for s in ExecutionStatus if s is not ExecutionStatus.RUNNING)
+#: The status index partitions of the jobs a run ended (and PAUSED: a last status no run ends
+#: with, which :func:`_status_matches` still compares): the NEVER_RUN filter's complement. A
+#: last status that is none of these (never written by jobplane) is not read by that filter.
+_FILED_ENDED = _ENDED | {PAUSED}
+#: What a filter by a status a run ends with reads of each job filed under it: the partition is
+#: its last status (the release, Repository.refile_status and index_job_statuses each file it from
+#: the ``last_status`` they write or read) and a paused job matches by that status all the same,
+#: so only whether a run holds the claim is left to read (bench/portal.py, SUCCEEDED's partition
+#: read whole vs by name: 15 vs 6 ms at 200 jobs, 405 vs 362 ms at 5,000 on a loaded machine,
+#: where each answered item's own cost dominates).
+_FILED_ATTRIBUTES = ("job", dm.ATTR_RUNNING)
 #: What :func:`_status_matches` reads of a state.
 STATUS_ATTRIBUTES = ("job", dm.ATTR_RUNNING, dm.ATTR_LAST_STATUS, dm.ATTR_PAUSED_AT)
 
@@ -38,28 +49,6 @@ def _status_matches(state: JobState | None, status: str) -> bool:
     last = ExecutionStatus.RUNNING.value if state and state.running else (state.last_status if state else None) or NEVER_RUN
     return status == last or (status == PAUSED and bool(state and state.paused))
 
-
-def _status_prefilter(status: str) -> StateFilter:
-    """What DynamoDB may leave out of the state query for ``status``: the filter keeps every
-    state that could match and, for NEVER_RUN, every state that could not. The jobs page's
-    status filter read every state (bench/portal.py: ~0.4 s of a 0.46 s page at 5,000 jobs, most
-    of it parsing the answer); with this, a filter to FAILED reads the failed and running ones.
-
-    A state the filter leaves out reads as if the job had no state (JobState.from_item): no
-    ``running`` attribute, so no claim; a ``last_status`` that is not this status (for NEVER_RUN:
-    none that is a string, so none at all); for PAUSED also no ``paused_at``. So a job without a
-    returned state matches exactly when NEVER_RUN is asked for, and :func:`_status_matches` still
-    decides every returned one, malformed items included (tests/test_correctness.py).
-    ``attribute_type(path, :t)`` with ``:t`` = "S": true when the attribute is a string
-    (DynamoDB developer guide, Expressions.OperatorsAndFunctions.html, "Functions")."""
-    if status == NEVER_RUN:
-        return StateFilter("attribute_exists(#f_running) OR attribute_type(#f_last_status, :f_string)",
-                           (dm.ATTR_RUNNING, dm.ATTR_LAST_STATUS), {"string": "S"})
-    if status == PAUSED:
-        return StateFilter("attribute_exists(#f_paused_at) OR #f_last_status = :f_status",
-                           (dm.ATTR_PAUSED_AT, dm.ATTR_LAST_STATUS), {"status": status})
-    return StateFilter("attribute_exists(#f_running) OR #f_last_status = :f_status",
-                       (dm.ATTR_RUNNING, dm.ATTR_LAST_STATUS), {"status": status})
 
 if TYPE_CHECKING:  # the catalog's models (pydantic) load with the catalog (``load``)
     from jobplane.contract.catalog import Catalog, CatalogJob
@@ -151,8 +140,9 @@ class Reads:
         and without the duration sort, only the window's jobs' states are read (one
         BatchGetItem per 100) and only their next fires computed: at 5,000 jobs the whole state
         query and the next fires of every job were most of the jobs page (bench/portal.py). A
-        status filter first reads, by a filtered query of four attributes, the states DynamoDB
-        cannot rule out (:func:`_status_prefilter`: for NEVER_RUN, those that may not match). The duration sort needs every state: one query."""
+        status filter first reads the jobs that may match from one partition of an index
+        (:meth:`_states_for_status`), never every job's state. The duration sort needs every
+        state: one query."""
         if sort not in (None, *JOB_SORTS):
             raise Invalid(f"sort must be one of {', '.join(JOB_SORTS)}", {"sort": "unknown"})
         needle = (text or "").lower()
@@ -172,10 +162,9 @@ class Reads:
                 entries = [e for e in entries if _status_matches(states.get(e.name), status)]
             if sort == "duration":
                 entries.sort(key=lambda e: -((s.last_duration or 0.0) if (s := states.get(e.name)) else 0.0))
-        elif status:  # the states that may match; the window's own are read after, as without a filter
-            found = {s.job: s for s in self._states_for_status(status)}
-            entries = [e for e in entries if (_status_matches(found[e.name], status) if e.name in found
-                                              else status == NEVER_RUN)]
+        elif status:  # the jobs that may match; the window's own states are read after, as without a filter
+            found = self._states_for_status(status)
+            entries = [e for e in entries if e.name in found and _status_matches(found[e.name], status)]
         total = len(entries)
         if last_page_if_beyond and limit and total and offset >= total:
             offset = (total - 1) // limit * limit
@@ -188,17 +177,34 @@ class Reads:
                for entry in window]
         return JobWindow(out, total, offset)
 
-    def _states_for_status(self, status: str) -> list[JobState]:
-        """The states a status filter decides (:func:`_status_matches`), none of those that may
-        match left out. A status a run ends with: the jobs whose last run ended so, from the
-        status index (Repository.job_states_ended: ~5% of 5,000 states for FAILED, where the
-        filtered query below read and filtered all 5,000; bench/portal.py); a job among them
-        still running another run is decided by its ``running``, and one running but not among
-        them cannot match. RUNNING, PAUSED and NEVER_RUN are not a status a run ends with: the
-        states DynamoDB's filter cannot rule out (:func:`_status_prefilter`)."""
-        if status in _ENDED:
-            return self.repo.job_states_ended(status, STATUS_ATTRIBUTES)
-        return self.repo.job_states(STATUS_ATTRIBUTES, where=_status_prefilter(status))
+    def _states_for_status(self, status: str) -> dict[str, JobState | None]:
+        """The jobs a status filter may match, each with its state as far as the filter reads it
+        (None: a job the filter decides without reading its state), for :func:`_status_matches`
+        to decide; no job that matches is left out. Each is one partition of an index, never
+        every job's state (issue 66 item 3: bench/portal.py, 5,000 jobs):
+
+        * a status a run ends with (any other but these two), or RUNNING: the jobs filed under it in the status index
+          (gsi3, :func:`dm.status_filed`): the claim files a job under RUNNING, its run's end
+          under the status it ended with. A job filed under an ended status while another run
+          still holds its claim (the reconciler files it back) is decided by its ``running``;
+        * PAUSED: gsi2 ``PAUSED``, written and removed with the pause;
+        * NEVER_RUN: the catalog's jobs a run never claimed: those in no partition of the status
+          index (read as names only), and those filed under RUNNING whose claim a dead run left
+          (Repository.release_claim files them back; decided by their state)."""
+        if status == PAUSED:  # and a last status PAUSED, which no run ends with (a hand-made state)
+            return {s.job: s for s in (*self.repo.job_states_paused(STATUS_ATTRIBUTES),
+                                       *self.repo.job_states_ended(PAUSED, STATUS_ATTRIBUTES))}
+        if status == ExecutionStatus.RUNNING.value:
+            return {s.job: s for s in self.repo.job_states_ended(status, STATUS_ATTRIBUTES)}
+        if status != NEVER_RUN:  # a job's partition is its last status (every writer sets both)
+            return {s.job: dataclasses.replace(s, last_status=status)
+                    for s in self.repo.job_states_ended(status, _FILED_ATTRIBUTES)}
+        claimed: set[str] = set()
+        for ended in sorted(_FILED_ENDED):
+            claimed.update(self.repo.jobs_filed(ended))
+        running = {s.job: s for s in self.repo.job_states_ended(ExecutionStatus.RUNNING.value, STATUS_ATTRIBUTES)}
+        out: dict[str, JobState | None] = {e: None for e in self.entries if e not in claimed and e not in running}
+        return out | {job: s for job, s in running.items() if job not in claimed}
 
     def _by_team_and_name(self) -> list[CatalogJob]:
         """The catalog's jobs by team and name, sorted once per catalog."""
