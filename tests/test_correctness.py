@@ -105,6 +105,8 @@ def full_state_item(job: str) -> dict[str, Any]:
             "gsi1sk": {"S": job}}
     for f in fields(JobState):
         item[f.name] = {"SS": ["run-1", "run-2"]} if f.name == dm.ATTR_RUNNING else \
+            {"SS": ["FAILED run-3"]} if f.name == dm.ATTR_SNOOZE_HELD else \
+            {"M": {"FAILED": {"N": "2"}}} if f.name == dm.ATTR_SNOOZE_COUNTS else \
             {"N": "3"} if f.name in (dm.ATTR_MISSED_COUNT, dm.ATTR_FIRES_CLAIMS, f"{dm.ATTR_CLAIMS_PREFIX}schedule") else \
             {"BOOL": True} if f.name == dm.ATTR_MISSED_ALERT else \
             {"S": job if f.name == "job" else f"2026-11-30T0{len(f.name) % 10}:00:00.000Z"}

@@ -33,6 +33,17 @@ FIRED_SCHEDULE = f"{dm.ATTR_FIRED_PREFIX}{Trigger.SCHEDULE.value}"
 CLAIMS_SCHEDULE = f"{dm.ATTR_CLAIMS_PREFIX}{Trigger.SCHEDULE.value}"
 
 
+def _counts(value: object) -> dict[str, int]:
+    """A snooze's counts, read defensively (a malformed item must not take a page down)."""
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): int(v) for k, v in value.items() if isinstance(v, (int, float))}
+
+
+def _strings(value: object) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, (set, frozenset, list, tuple)) else []
+
+
 @dataclass(frozen=True)
 class JobState:
     """A job's state item (pk ``JOB#<job>``, sk ``STATE``): its claims, its last run, a block, a
@@ -132,9 +143,8 @@ class JobState:
                    missed_alert_pending=dm.ATTR_MISSED_ALERT in p, fired_schedule=_text(p, FIRED_SCHEDULE),
                    claims_schedule=int(p.get(CLAIMS_SCHEDULE) or 0), snoozed_until=_text(p, dm.ATTR_SNOOZED_UNTIL),
                    snoozed_by=_text(p, dm.ATTR_SNOOZED_BY), snooze_reason=_text(p, dm.ATTR_SNOOZE_REASON),
-                   snooze_held=tuple(sorted(h for h in p.get(dm.ATTR_SNOOZE_HELD) or () if isinstance(h, str))),
-                   snooze_counts={str(k): int(v) for k, v in (p.get(dm.ATTR_SNOOZE_COUNTS) or {}).items()
-                                  if isinstance(v, (int, float))},
+                   snooze_held=tuple(sorted(h for h in _strings(p.get(dm.ATTR_SNOOZE_HELD)))),
+                   snooze_counts=_counts(p.get(dm.ATTR_SNOOZE_COUNTS)),
                    snooze_finishing=_text(p, dm.ATTR_SNOOZE_FINISHING))
 
     def to_item(self) -> Item:
