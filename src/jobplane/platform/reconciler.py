@@ -32,6 +32,7 @@ from jobplane.platform.logs import StepLogs, error_excerpt
 from jobplane.platform.pool_slots import release_run
 from jobplane.contract.records import ExecutionRecord
 from jobplane.platform.repository import Repository
+from jobplane.platform.run_history import RunHistory
 from jobplane.platform.timeline import Patience, history, state_transitions, timeline, with_end
 from jobplane.contract.types import Client, JsonObject
 
@@ -113,6 +114,7 @@ class Reconciler:
         if not self.repo.finalize(name, int((finished_dt + self.retention).timestamp()), rows,
                                   state_transitions(events), error=excerpt):
             return "ignored"  # the record went away in between (deleted by hand): nothing to add to
+        RunHistory(self.repo.ddb, self.repo.table).note(record)  # the job's recent runs (the jobs page's marks)
         return "recorded" if recorded_now else "expiry"
 
     def record_lost(self, job: str, name: str, execution_arn: str, input_json: str, started_at: str, error: str,

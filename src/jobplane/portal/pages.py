@@ -19,7 +19,7 @@ from jobplane.contract.statuses import ExecutionStatus
 from jobplane.contract.step_kinds import per_item_steps
 from jobplane.platform.control import (IDEMPOTENCY_KEY_MAX, JOB_SORTS, RECENT_FAILURES, Invalid, JobSummary,
                                       NotFound, check_cursor)
-from jobplane.portal import actions, charts, logview
+from jobplane.portal import actions, charts, logview, run_marks
 from jobplane.portal.calendar_view import calendar_fire_lines
 from jobplane.portal.diagram import svg
 from jobplane.portal.job_pager import PAGE_MAX, PER_PAGE, PER_PAGE_MAX, pager
@@ -58,7 +58,8 @@ def jobs_page(request: Request, team: str | None = Query(None, max_length=40),
                                        state_attributes=STATE_ATTRIBUTES, offset=(page - 1) * per_page,
                                        limit=per_page, last_page_if_beyond=True)
     filters = {"team": team or "", "status": status or "", "q": q or "", "sort": sort or ""}
-    return portal.render(request, "jobs.html", jobs=window.jobs, teams=portal.teams, statuses=STATUSES,
+    marks = run_marks.page_marks(portal.control.context.ddb, portal.control.context.deployment.table, window.jobs)
+    return portal.render(request, "jobs.html", jobs=window.jobs, teams=portal.teams, statuses=STATUSES, marks=marks,
                          recent_failures=RECENT_FAILURES, filters=filters, per_page=per_page,
                          default_per_page=PER_PAGE, pager=pager(filters, window.total, window.offset, per_page))
 

@@ -1,0 +1,115 @@
+"""Each job's last runs (contract/recent_runs.py): noted where a run ends, read a page of jobs
+at a time.
+
+Writers: the reconciler notes every run's end (it handles every terminal status, whether the
+run recorded itself or not), the fire ledger a missed fire, the deadline watch a breached fire.
+Each write reads the item (strongly consistent), merges, and puts it back only if its version
+is still the one read; a lost race reads again. The first note of a job (a job that ran before
+the item existed) starts from its executions index, so its marks are whole from then on.
+
+Reader: :meth:`RunHistory.recent_of`, one BatchGetItem per 100 jobs (the jobs page: one a page).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from collections.abc import Callable, Sequence
+
+from jobplane.contract import recent_runs as rr
+from jobplane.contract.recent_runs import KEPT, RecentRun
+from jobplane.contract.records import ExecutionRecord
+from jobplane.contract.types import Client, JsonObject
+
+#: Keys per BatchGetItem: "as many as 100 items"
+#: (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_BatchGetItem.html).
+BATCH_GET_MAX = 100
+#: Tries of one note against concurrent writers of the same job's item (two runs ending at once).
+TRIES = 8
+
+Runs = tuple[RecentRun, ...]
+#: A change of a job's item: its runs and breached fires, new.
+_Change = Callable[[Runs, tuple[str, ...]], tuple[Runs, tuple[str, ...]]]
+
+
+class RunHistory:
+    def __init__(self, ddb: Client, table: str):
+        self.ddb, self.table = ddb, table
+
+    # -- writes ---------------------------------------------------------------------------------
+    def note(self, record: ExecutionRecord) -> None:
+        """Put ``record``'s run among its job's recent runs (once: noting it again changes
+        nothing but a newer status of the same run)."""
+        self._update(record.job, lambda runs, fires: (rr.merged(runs, RecentRun.of(record)), fires),
+                     seed=lambda: self._seed(record.job))
+
+    def note_breach(self, job: str, fire: str) -> None:
+        """Remember that ``fire``'s deadline was breached: its run's mark says so."""
+        self._update(job, lambda runs, fires: (runs, tuple(sorted({fire, *fires}, reverse=True))[:KEPT]),
+                     seed=lambda: self._seed(job))
+
+    def _seed(self, job: str) -> tuple[RecentRun, ...]:
+        """A job's newest runs from its executions index (gsi1 ``JOB#<job>``, newest first): the
+        first note of a job that ran before its item existed."""
+        from jobplane.platform.repository import Repository
+
+        return tuple(RecentRun.of(x) for x in Repository(self.ddb, self.table).executions(job, KEPT).items)
+
+    def _update(self, job: str, change: _Change, seed: Callable[[], Runs]) -> None:
+        for attempt in itertools.count():
+            item = self.ddb.get_item(TableName=self.table, Key=rr.recent_key(job), ConsistentRead=True).get("Item")
+            version = int(item[rr.ATTR_VERSION]["N"]) if item else None
+            runs = rr.decode(item.get(rr.ATTR_RUNS, {}).get("S")) if item else seed()
+            fires = rr.decode_fires(item.get(rr.ATTR_BREACHED, {}).get("S")) if item else ()
+            new_runs, new_fires = change(runs, fires)
+            if item and (new_runs, new_fires) == (runs, fires):
+                return  # a second delivery of the same end
+            put: JsonObject = {
+                "TableName": self.table,
+                "Item": rr.recent_key(job) | {"job": {"S": job}, rr.ATTR_RUNS: {"S": rr.encode(new_runs)},
+                                              rr.ATTR_BREACHED: {"S": _fires_text(new_fires)},
+                                              rr.ATTR_VERSION: {"N": str((version or 0) + 1)}}}
+            if version is None:
+                put["ConditionExpression"] = "attribute_not_exists(pk)"
+            else:
+                put |= {"ConditionExpression": "#v = :v", "ExpressionAttributeNames": {"#v": rr.ATTR_VERSION},
+                        "ExpressionAttributeValues": {":v": {"N": str(version)}}}
+            try:
+                self.ddb.put_item(**put)
+                return
+            except self.ddb.exceptions.ConditionalCheckFailedException:
+                if attempt + 1 >= TRIES:
+                    raise
+                time.sleep(0.01 * 2 ** attempt)  # another end of the same job wrote first: read again
+
+    # -- reads ----------------------------------------------------------------------------------
+    def recent_of(self, jobs: Sequence[str]) -> dict[str, tuple[tuple[RecentRun, ...], tuple[str, ...]]]:
+        """Each named job's recent runs (newest first) and breached fires, by job; a job with no
+        item is left out. One BatchGetItem per 100 jobs (eventually consistent: a mark a second
+        late is fine, and it costs half)."""
+        out: dict[str, tuple[tuple[RecentRun, ...], tuple[str, ...]]] = {}
+        unique = list(dict.fromkeys(jobs))
+        names = {"#j": "job", "#r": rr.ATTR_RUNS, "#b": rr.ATTR_BREACHED}
+        for i in range(0, len(unique), BATCH_GET_MAX):
+            request: JsonObject = {self.table: {"Keys": [rr.recent_key(j) for j in unique[i:i + BATCH_GET_MAX]],
+                                                "ProjectionExpression": ", ".join(names),
+                                                "ExpressionAttributeNames": names}}
+            for retry in itertools.count():
+                answer = self.ddb.batch_get_item(RequestItems=request)
+                for item in answer.get("Responses", {}).get(self.table, []):
+                    job = item.get("job", {}).get("S")
+                    if job:
+                        out[job] = (rr.decode(item.get(rr.ATTR_RUNS, {}).get("S")),
+                                    rr.decode_fires(item.get(rr.ATTR_BREACHED, {}).get("S")))
+                request = answer.get("UnprocessedKeys") or {}
+                if not request:
+                    break
+                # "we strongly recommend that you use an exponential backoff algorithm" (BatchGetItem)
+                time.sleep(min(0.05 * 2 ** retry, 1.0))
+        return out
+
+
+def _fires_text(fires: tuple[str, ...]) -> str:
+    return json.dumps(list(fires))
+

@@ -1,0 +1,59 @@
+"""The pictures' data as JSON (issue 70): what each picture of the portal draws, read the same
+way, so a client (or a test) gets exactly what the page shows.
+
+* ``GET /api/recent-runs``: the jobs page's marks, for the same page of jobs (the same filters,
+  sort, page and page size), in one BatchGetItem per 100 jobs.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Query, Request
+from pydantic import BaseModel, Field
+
+from jobplane.platform.control import JOB_SORTS
+from jobplane.portal import run_marks
+from jobplane.portal.api import Reader, _errors
+from jobplane.portal.job_pager import PAGE_MAX, PER_PAGE, PER_PAGE_MAX
+from jobplane.portal.job_rows import STATE_ATTRIBUTES
+from jobplane.portal.services import Portal
+
+router = APIRouter(prefix="/api", tags=["pictures"], responses=_errors(400, 401, 500))
+
+
+class MarkOut(BaseModel):
+    execution: str
+    status: str = Field(description="SUCCEEDED, FAILED, TIMED_OUT, ABORTED, SKIPPED, MISSED, or RUNNING (now)")
+    started_at: str | None = None
+    finished_at: str | None = None
+    scheduled_time: str | None = None
+    failed_step: str | None = None
+    deadline_breached: bool = Field(description="the run's scheduled fire breached its deadline")
+    words: str = Field(description="the mark's text (what a screen reader and a hover say)")
+    url: str
+
+
+class JobMarksOut(BaseModel):
+    job: str
+    runs: list[MarkOut] = Field(description="oldest first, as drawn; runs still running last")
+
+
+def mark_out(m: run_marks.Mark) -> MarkOut:
+    return MarkOut(execution=m.execution, status=m.status, started_at=m.started_at, finished_at=m.finished_at,
+                   scheduled_time=m.scheduled_time, failed_step=m.failed_step, deadline_breached=m.breached,
+                   words=m.words, url=m.url)
+
+
+@router.get("/recent-runs", response_model=list[JobMarksOut], summary="The jobs page's recent runs, a page of jobs",
+            description="Each job's last runs (at most 10, and any running now), for the page of jobs the jobs page "
+                        "shows with the same filters: `page` of `per_page` jobs.")
+def recent_runs(request: Request, team: str | None = Query(None, max_length=40),
+                status: str | None = Query(None, max_length=40), q: str | None = Query(None, max_length=200),
+                sort: str | None = Query(None, max_length=20), page: int = Query(1, ge=1, le=PAGE_MAX),
+                per_page: int = Query(PER_PAGE, ge=1, le=PER_PAGE_MAX), portal: Portal = Reader) -> object:
+    sort = sort if sort in JOB_SORTS else None
+    window = portal.control.job_window(team or None, status or None, q or None, sort=sort,
+                                       state_attributes=STATE_ATTRIBUTES, offset=(page - 1) * per_page,
+                                       limit=per_page, last_page_if_beyond=True, fires=0)
+    context = portal.control.context
+    marks = run_marks.page_marks(context.ddb, context.deployment.table, window.jobs)
+    return [JobMarksOut(job=j.name, runs=[mark_out(m) for m in marks[j.name]]) for j in window.jobs]
