@@ -15,10 +15,45 @@ from jobplane.contract import execution_input
 from jobplane.contract.recent_runs import KEPT, RecentRun
 from jobplane.devserver.dev_platform import DevPlatform
 from jobplane.portal import run_marks
-from test_portal_browser import A11Y_CHECK, browser, chromium_installed, page, platform, slack  # noqa: F401  (fixtures)
+from slack_receiver import Receiver
+from test_portal_browser import A11Y_CHECK, browser, chromium_installed, page, slack  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.skipif(os.environ.get("JOBPLANE_SKIP_BROWSER_TESTS") == "1",
                                 reason="asked to: JOBPLANE_SKIP_BROWSER_TESTS=1")
+
+
+#: A job with a map step (jp.map): its cells count the items done and failed.
+FANOUT = """\
+local jp = import 'jobplane.libsonnet';
+{
+  name: 'fanout',
+  team: 'billing',
+  description: 'Closes each tenant; one may fail (tolerated).',
+  schedule: jp.manual,
+  params: { count: 4, fail_always: [] },
+  steps: [
+    jp.python('prepare', 'sample_apps.functions:prepare'),
+    jp.map('close-all',
+           items=jp.python('tenants', 'sample_apps.fanout:list_tenants'),
+           each=jp.python('close-tenant', 'sample_apps.fanout:close_month'),
+           opts={ max_concurrency: 2, tolerated_failures: 1 }),
+  ],
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def platform(tmp_path_factory: pytest.TempPathFactory, slack: Receiver) -> Iterator[DevPlatform]:  # noqa: F811
+    """The portal as `jobplane dev` serves it, over the test jobs and a job with a map."""
+    from devkit import make_repo
+    from jobplane.contract.config import load_config
+
+    tmp = tmp_path_factory.mktemp("portal-pictures")
+    make_repo(tmp / "repo").write("jobs/billing/fanout.jsonnet", FANOUT)
+    p = DevPlatform(load_config(tmp / "repo"), tmp / "data", 0, 0, run_scheduler=False, run_services=False,
+                    snapshot_interval=3600, webhook_url=slack.url).start()
+    yield p
+    p.stop()
 
 
 def _ended(platform: DevPlatform, arn: str) -> None:
@@ -60,6 +95,12 @@ def runs(platform: DevPlatform) -> dict[str, str]:
             break
         threading.Event().wait(0.05)
     names["running"] = running.rsplit(":", 1)[1]
+    arn = aws.start("fanout", execution_input.manual("ops@example.com", overrides={"fail_always": ["t-0002"]}))
+    _ended(platform, arn)
+    names["fanout-one-failed"] = arn.rsplit(":", 1)[1]
+    arn = aws.start("fanout", execution_input.manual("ops@example.com", overrides={"count": 3}))
+    _ended(platform, arn)
+    names["fanout-ok"] = arn.rsplit(":", 1)[1]
     return names
 
 
@@ -158,3 +199,75 @@ def test_each_status_has_its_own_shape_and_words_and_a_breach_is_marked() -> Non
     assert shown[1].words == "missed, fire 2027-01-02 02:00:00 UTC"
     html = str(run_marks.render(shown))
     assert html.count("data-breached") == 1 and run_marks.BREACH in html
+
+
+def test_the_job_page_draws_its_runs_by_step_each_cell_linking_to_its_attempt(page, platform: DevPlatform,  # type: ignore[no-untyped-def]
+                                                                            runs: dict[str, str]) -> None:
+    from playwright.sync_api import expect
+
+    from jobplane.contract.attempts import attempt_rows
+
+    repo = platform.control.repo
+    page.goto("/jobs/flaky-load")
+    grid = page.locator("table.run-grid")
+    ended = list(reversed(repo.executions("flaky-load", 20).items))
+    heads = grid.locator("thead a.grid-run")
+    expect(heads).to_have_count(len(ended))
+    assert [(h.get_attribute("data-execution"), h.get_attribute("data-status")) for h in heads.all()] == \
+        [(x.execution, x.status) for x in ended]
+    for step in ("prepare", "load"):
+        cells = grid.locator(f"tbody tr[data-step='{step}'] a.grid-cell")
+        for cell, x in zip(cells.all(), ended, strict=True):
+            tries = [r for r in attempt_rows(x.steps or {}, x.timeline) if r.step == step]
+            assert cell.get_attribute("data-execution") == x.execution
+            if not tries:
+                assert cell.get_attribute("data-outcome") is None and "did not run" in cell.get_attribute("title")
+                continue
+            last = max(tries, key=lambda r: r.attempt)
+            assert cell.get_attribute("data-outcome") == last.outcome
+            assert cell.get_attribute("href") == f"/executions/{x.execution}#attempt-{step}-{last.attempt}"
+            assert last.outcome in cell.locator(".sr-only").inner_text()
+    failed = grid.locator(f"tbody tr[data-step='load'] a.grid-cell[data-execution='{runs['failed']}']")
+    expect(failed).to_have_attribute("data-outcome", "failed")
+    failed.click()  # to the failed attempt's row on the run's page
+    expect(page).to_have_url(f"{platform.portal_url}/executions/{runs['failed']}#attempt-load-1")
+    expect(page.locator("tr#attempt-load-1")).to_have_attribute("data-outcome", "failed")
+
+
+def test_a_map_steps_cells_count_its_items_and_the_api_serves_the_grid(page, platform: DevPlatform,  # type: ignore[no-untyped-def]
+                                                                      runs: dict[str, str]) -> None:
+    from playwright.sync_api import expect
+
+    from jobplane.platform.map_records import item_outcomes
+
+    context = platform.control.context
+    page.goto("/jobs/fanout")
+    row = page.locator("table.run-grid tbody tr[data-step='close-all']")
+    expect(row.locator("th")).to_contain_text("(map)")
+    for role in ("fanout-one-failed", "fanout-ok"):
+        outcomes = [o for o in item_outcomes(context.ddb, context.deployment.table, runs[role]) if o.map == "close-all"]
+        done = sum(o.status == "SUCCEEDED" for o in outcomes)
+        failed = sum(o.status in ("FAILED", "TIMED_OUT") for o in outcomes)
+        cell = row.locator(f"a.grid-cell[data-execution='{runs[role]}']")
+        expect(cell).to_have_attribute("data-done", str(done))
+        expect(cell).to_have_attribute("data-failed", str(failed))
+        expect(cell.locator(".sr-only")).to_have_text(f"close-all in run {runs[role][:12]}: {done} items done, {failed} failed")
+        assert cell.get_attribute("href") == f"/executions/{runs[role]}#map-close-all"
+    assert (done, failed) == (3, 0)  # the last: three tenants, none failed
+    cell = row.locator(f"a.grid-cell[data-execution='{runs['fanout-one-failed']}']")
+    expect(cell).to_have_attribute("data-failed", "1")  # t-0002, tolerated; the others done
+    assert int(cell.get_attribute("data-done")) >= 2
+    cell.click()
+    expect(page.locator("section#map-close-all [data-failed]")).to_have_text("1 failed")
+    # the API: the same grid
+    page.goto("/jobs/fanout")
+    drawn = [[(a.get_attribute("data-step"), a.get_attribute("data-outcome"), a.get_attribute("data-done"),
+               a.get_attribute("data-failed"), a.get_attribute("href")) for a in col]
+             for col in zip(*[tr.locator("a.grid-cell").all() for tr in page.locator("table.run-grid tbody tr").all()])]
+    answer = page.request.get("/api/jobs/fanout/grid")
+    assert answer.ok, answer.text()
+    served = answer.json()
+    assert served["steps"] == ["prepare", "tenants", "close-all"] and served["maps"] == ["close-all"]
+    assert [[(c["step"], c["outcome"], None if c["done"] is None else str(c["done"]),
+              None if c["failed"] is None else str(c["failed"]), c["url"]) for c in r["cells"]]
+            for r in served["runs"]] == drawn

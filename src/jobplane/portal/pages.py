@@ -19,7 +19,7 @@ from jobplane.contract.statuses import ExecutionStatus
 from jobplane.contract.step_kinds import per_item_steps
 from jobplane.platform.control import (IDEMPOTENCY_KEY_MAX, JOB_SORTS, RECENT_FAILURES, Invalid, JobSummary,
                                       NotFound, check_cursor)
-from jobplane.portal import actions, charts, logview, run_marks
+from jobplane.portal import actions, charts, logview, run_grid, run_marks
 from jobplane.portal.calendar_view import calendar_fire_lines
 from jobplane.portal.diagram import svg
 from jobplane.portal.job_pager import PAGE_MAX, PER_PAGE, PER_PAGE_MAX, pager
@@ -77,9 +77,11 @@ def job_page(request: Request, job: str, cursor: str | None = Query(None, max_le
         summary = dataclasses.replace(summary, next_fires=[f.at for f in fire_lines if not f.skipped][:JOB_PAGE_FIRES])
     from jobplane.platform.deadline_report import job_deadlines
 
+    history = _history(portal, summary, cursor)
     # the job's state is read once (control.job) and handed on: it was read three times a view
     return portal.render(request, "job.html", job=summary, e=summary.entry, diagram=_diagram(portal, job),
-                         schedule_problems=_schedule_problems(portal, summary), **_history(portal, summary, cursor),
+                         grid=run_grid.render(run_grid.job_grid(portal.control, summary.entry, history["history"])),
+                         schedule_problems=_schedule_problems(portal, summary), **history,
                          deadlines=job_deadlines(portal.control.context, summary.entry), fire_lines=fire_lines or [])
 
 

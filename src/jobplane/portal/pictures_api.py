@@ -3,6 +3,7 @@ way, so a client (or a test) gets exactly what the page shows.
 
 * ``GET /api/recent-runs``: the jobs page's marks, for the same page of jobs (the same filters,
   sort, page and page size), in one BatchGetItem per 100 jobs.
+* ``GET /api/jobs/{job}/grid``: the job page's runs by step (portal/run_grid.py).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 
 from jobplane.platform.control import JOB_SORTS
-from jobplane.portal import run_marks
+from jobplane.portal import run_grid, run_marks
 from jobplane.portal.api import Reader, _errors
 from jobplane.portal.job_pager import PAGE_MAX, PER_PAGE, PER_PAGE_MAX
 from jobplane.portal.job_rows import STATE_ATTRIBUTES
@@ -57,3 +58,43 @@ def recent_runs(request: Request, team: str | None = Query(None, max_length=40),
     context = portal.control.context
     marks = run_marks.page_marks(context.ddb, context.deployment.table, window.jobs)
     return [JobMarksOut(job=j.name, runs=[mark_out(m) for m in marks[j.name]]) for j in window.jobs]
+
+
+class CellOut(BaseModel):
+    step: str
+    outcome: str | None = Field(description="the step's last attempt's outcome in the run; null: it did not run "
+                                            "(or, for a map, see done and failed)")
+    attempts: int
+    done: int | None = Field(None, description="a map step: its items that succeeded")
+    failed: int | None = Field(None, description="a map step: its items that failed or timed out")
+    words: str
+    url: str = Field(description="the attempt on the run's page")
+
+
+class ColumnOut(BaseModel):
+    execution: str
+    status: str
+    started_at: str | None
+    words: str
+    url: str
+    cells: list[CellOut] = Field(description="one per step, in the order of steps")
+
+
+class GridOut(BaseModel):
+    job: str
+    steps: list[str]
+    maps: list[str] = Field(description="the steps that are maps (their cells count items)")
+    runs: list[ColumnOut] = Field(description="oldest first, as drawn")
+
+
+@router.get("/jobs/{job}/grid", response_model=GridOut, responses=_errors(404),
+            summary="A job's recent runs by step (the job page's grid)")
+def job_grid(request: Request, job: str, portal: Portal = Reader) -> object:
+    entry = portal.control.entry(job)
+    page = portal.control.executions(job, run_grid.GRID_RUNS, None)
+    g = run_grid.job_grid(portal.control, entry, page.items)
+    return GridOut(job=job, steps=list(g.steps), maps=sorted(g.maps), runs=[
+        ColumnOut(execution=c.execution, status=c.status, started_at=c.started_at, words=c.words, url=c.url,
+                  cells=[CellOut(step=x.step, outcome=x.outcome, attempts=x.attempts, done=x.done, failed=x.failed,
+                                 words=x.words, url=x.url) for x in c.cells])
+        for c in g.columns])
