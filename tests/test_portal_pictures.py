@@ -42,6 +42,21 @@ local jp = import 'jobplane.libsonnet';
 """
 
 
+#: A job whose step holds the one slot of pool ledger-db: a second run waits for it.
+POOLED = """\
+local jp = import 'jobplane.libsonnet';
+{
+  name: 'ledger-load',
+  team: 'billing',
+  description: 'Loads the ledger, one at a time (pool ledger-db).',
+  schedule: jp.manual,
+  policy: jp.policy.ALWAYS_RUN,
+  params: { log: '', release: '' },
+  steps: [jp.python('load', 'sample_apps.functions:hold', opts={ pool: 'ledger-db' })],
+}
+"""
+
+
 @pytest.fixture(scope="module")
 def platform(tmp_path_factory: pytest.TempPathFactory, slack: Receiver) -> Iterator[DevPlatform]:  # noqa: F811
     """The portal as `jobplane dev` serves it, over the test jobs and a job with a map."""
@@ -49,7 +64,11 @@ def platform(tmp_path_factory: pytest.TempPathFactory, slack: Receiver) -> Itera
     from jobplane.contract.config import load_config
 
     tmp = tmp_path_factory.mktemp("portal-pictures")
-    make_repo(tmp / "repo").write("jobs/billing/fanout.jsonnet", FANOUT)
+    repo = make_repo(tmp / "repo")
+    repo.write("jobs/billing/fanout.jsonnet", FANOUT)
+    repo.write("jobs/billing/ledger-load.jsonnet", POOLED)
+    toml = tmp / "repo" / "jobplane.toml"
+    toml.write_text(toml.read_text() + '\n[pools.ledger-db]\nsize = 1\nteams = ["billing"]\n')
     p = DevPlatform(load_config(tmp / "repo"), tmp / "data", 0, 0, run_scheduler=False, run_services=False,
                     snapshot_interval=3600, webhook_url=slack.url).start()
     yield p
@@ -271,3 +290,69 @@ def test_a_map_steps_cells_count_its_items_and_the_api_serves_the_grid(page, pla
     assert [[(c["step"], c["outcome"], None if c["done"] is None else str(c["done"]),
               None if c["failed"] is None else str(c["failed"]), c["url"]) for c in r["cells"]]
             for r in served["runs"]] == drawn
+
+
+@pytest.fixture(scope="module")
+def pooled(platform: DevPlatform, tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """Two runs of ledger-load at once: the first holds the pool's one slot until released, the
+    second waits for it meanwhile (WAITING), then holds it. Their execution names."""
+    aws, control = platform.aws, platform.control
+    tmp = tmp_path_factory.mktemp("pooled")
+    params = {"log": str(tmp / "log"), "release": str(tmp / "release")}
+    first = aws.start("ledger-load", execution_input.manual("ops@example.com", overrides=params))
+    for _ in range(6000):  # it holds the slot (its step started: the log says so)
+        if (tmp / "log").exists() and "start" in (tmp / "log").read_text():
+            break
+        threading.Event().wait(0.05)
+    second = aws.start("ledger-load", execution_input.manual("ops@example.com", overrides=params))
+    name = second.rsplit(":", 1)[1]
+    for _ in range(6000):  # it waits for the slot
+        if control.execution(name, "ledger-load").waiting:
+            break
+        threading.Event().wait(0.05)
+    (tmp / "release").write_text("go")
+    _ended(platform, first)
+    _ended(platform, second)
+    return [first.rsplit(":", 1)[1], name]
+
+
+def test_the_timeline_draws_the_days_runs_by_team_with_the_pools_use(page, platform: DevPlatform,  # type: ignore[no-untyped-def]
+                                                                    runs: dict[str, str], pooled: list[str]) -> None:
+    from playwright.sync_api import expect
+
+    repo = platform.control.repo
+    day = repo.execution(runs["failed"]).started_at[:10]  # type: ignore[union-attr]
+    records = [x for job in platform.control.entries for x in repo.executions(job, 100).items
+               if x.started_at and x.started_at[:10] == day]
+    assert {x.status for x in records} >= {"SUCCEEDED", "FAILED", "ABORTED", "SKIPPED"}
+    page.goto(f"/timeline?day={day}")
+    bars = page.locator("svg.timeline g.run")
+    expect(bars).to_have_count(len(records))
+    drawn = {b.get_attribute("data-execution"): b.get_attribute("data-status") for b in bars.all()}
+    assert drawn == {x.execution: x.status for x in records}
+    assert runs["running"] not in drawn  # drawn once it has ended
+    link = page.locator(f"svg.timeline a:has(g.run[data-execution='{runs['failed']}'])")
+    assert link.get_attribute("href") == f"/executions/{runs['failed']}"
+    assert "flaky-load (billing): failed" in page.locator(f"g.run[data-execution='{runs['failed']}'] title").text_content()
+    teams = [t.text_content() for t in page.locator("svg.timeline text.team").all()]
+    assert teams == sorted({x.team for x in records})
+    # the pool: one slot held at a time, and the second run waited for it
+    pool = page.locator("svg.timeline g.pool[data-pool='ledger-db']")
+    expect(pool).to_have_attribute("data-held-max", "1")
+    expect(pool).to_have_attribute("data-waiting-max", "1")
+    expect(page.locator(f"table.timeline-runs tr[data-execution='{pooled[1]}']")).to_contain_text("waited from")
+    # filters: a status, a team
+    page.select_option("select[name=status]", "FAILED")
+    page.click("form.timeline-filters button[type=submit]")
+    failed = {b.get_attribute("data-execution") for b in page.locator("svg.timeline g.run").all()}
+    assert failed == {x.execution for x in records if x.status == "FAILED"} and runs["failed"] in failed
+    page.goto(f"/timeline?day={day}&team=growth")
+    expect(page.locator("svg.timeline g.run")).to_have_count(len([x for x in records if x.team == "growth"]))
+    # the API: the same runs and pools
+    answer = page.request.get(f"/api/timeline?day={day}")
+    assert answer.ok, answer.text()
+    served = answer.json()
+    assert {r["execution"]: r["status"] for r in served["runs"]} == drawn
+    ledger = next(p for p in served["pools"] if p["pool"] == "ledger-db")
+    assert max(x["held"] for x in ledger["points"]) == 1 and max(x["waiting"] for x in ledger["points"]) == 1
+    page.goto(f"/timeline?day={day}")  # the page fixture checks the page's accessibility

@@ -500,6 +500,7 @@ class MissedFires:
         try:
             self.ddb.put_item(TableName=self.table, Item=record.to_item(), ConditionExpression="attribute_not_exists(pk)")
             RunHistory(self.ddb, self.table).note(record)  # the job's marks show the missed fire
+            RunHistory(self.ddb, self.table).note_day(record)  # and the day's timeline
             return True
         except self.ddb.exceptions.ConditionalCheckFailedException:
             return False

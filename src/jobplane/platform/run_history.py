@@ -8,6 +8,9 @@ is still the one read; a lost race reads again. The first note of a job (a job t
 the item existed) starts from its executions index, so its marks are whole from then on.
 
 Reader: :meth:`RunHistory.recent_of`, one BatchGetItem per 100 jobs (the jobs page: one a page).
+
+The same writers append each run to its day's items (contract/run_days.py: the fleet's timeline,
+:meth:`RunHistory.note_day`), which :meth:`RunHistory.day` reads back, one Query a day.
 """
 
 from __future__ import annotations
@@ -18,6 +21,11 @@ import time
 from collections.abc import Callable, Sequence
 
 from jobplane.contract import recent_runs as rr
+from jobplane.contract import run_days
+from jobplane.contract.attempts import Attempt
+from jobplane.contract.pools import Claimed
+from jobplane.contract.run_days import DayRun, PoolUse
+from jobplane.contract.states import step_key
 from jobplane.contract.recent_runs import KEPT, RecentRun
 from jobplane.contract.records import ExecutionRecord
 from jobplane.contract.types import Client, JsonObject
@@ -83,6 +91,43 @@ class RunHistory:
                     raise
                 time.sleep(0.01 * 2 ** attempt)  # another end of the same job wrote first: read again
 
+    def note_day(self, record: ExecutionRecord, attempts: Sequence[Attempt] = (), claims: Sequence[Claimed] = (),
+                 expires_at: int | None = None) -> None:
+        """Append the run to its day's items (one UpdateItem, no read: ``list_append``), with
+        the slots its pooled attempts waited for and held (``claims``: the pool holders its
+        history shows, each ticket naming its step, contract/pools.py). A run without a start
+        (none) is not on any day."""
+        if not record.started_at:
+            return
+        pooled = _pool_uses(attempts, claims)
+        line = DayRun(record.execution, record.job, record.team, record.status, record.started_at,
+                      record.finished_at, record.scheduled_time or record.input.scheduled_time, pooled).to_json()
+        values: JsonObject = {":one": {"L": [{"S": line}]}, ":none": {"L": []}}
+        update = "SET #l = list_append(if_not_exists(#l, :none), :one)"
+        if expires_at or record.expires_at:  # the day goes when its runs' records go (TTL)
+            update += ", expires_at = :e"
+            values[":e"] = {"N": str(expires_at or record.expires_at)}
+        self.ddb.update_item(TableName=self.table,
+                             Key={"pk": {"S": run_days.day_pk(record.started_at[:10])},
+                                  "sk": {"S": run_days.day_sk(record.job, record.started_at)}},
+                             UpdateExpression=update, ExpressionAttributeNames={"#l": run_days.ATTR_LINES},
+                             ExpressionAttributeValues=values)
+
+    def day(self, day: str) -> list[DayRun]:
+        """Every run noted on ``day`` (YYYY-MM-DD, UTC), by start: one Query of its partition,
+        a line per run (a run noted twice: its last line)."""
+        from jobplane.platform.repository import query_items
+
+        items, _ = query_items(self.ddb, {"TableName": self.table, "KeyConditionExpression": "pk = :pk",
+                                          "ExpressionAttributeValues": {":pk": {"S": run_days.day_pk(day)}}})
+        runs: dict[str, DayRun] = {}
+        for item in items:
+            for value in item.get(run_days.ATTR_LINES, {}).get("L", []):
+                run = DayRun.from_json(value.get("S"))
+                if run is not None:
+                    runs[run.execution] = run
+        return sorted(runs.values(), key=lambda r: (r.started_at, r.execution))
+
     # -- reads ----------------------------------------------------------------------------------
     def recent_of(self, jobs: Sequence[str]) -> dict[str, tuple[tuple[RecentRun, ...], tuple[str, ...]]]:
         """Each named job's recent runs (newest first) and breached fires, by job; a job with no
@@ -113,3 +158,19 @@ class RunHistory:
 def _fires_text(fires: tuple[str, ...]) -> str:
     return json.dumps(list(fires))
 
+
+
+def _pool_uses(attempts: Sequence[Attempt], claims: Sequence[Claimed]) -> tuple[PoolUse, ...]:
+    """Each pooled attempt's wait and hold: a claim's ticket is ``<execution ARN>|<step key>|<id>``
+    (contract/pools.py Holder), so a step's claims say its pool and weight."""
+    by_step: dict[str, Claimed] = {}
+    for c in claims:
+        parts = c.ticket.split("|")
+        if len(parts) == 3:
+            by_step.setdefault(parts[1], c)
+    out = []
+    for a in attempts:
+        claim = by_step.get(step_key(a.step))
+        if claim is not None and (a.started_at or a.waiting_since):
+            out.append(PoolUse(claim.pool, claim.weight, a.step, a.waiting_since, a.started_at, a.finished_at))
+    return tuple(out)

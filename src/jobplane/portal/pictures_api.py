@@ -4,6 +4,7 @@ way, so a client (or a test) gets exactly what the page shows.
 * ``GET /api/recent-runs``: the jobs page's marks, for the same page of jobs (the same filters,
   sort, page and page size), in one BatchGetItem per 100 jobs.
 * ``GET /api/jobs/{job}/grid``: the job page's runs by step (portal/run_grid.py).
+* ``GET /api/timeline``: a day's runs and pools' use (portal/timeline_svg.py), as the page draws them.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 
 from jobplane.platform.control import JOB_SORTS
-from jobplane.portal import run_grid, run_marks
+from jobplane.portal import run_grid, run_marks, timeline_pages, timeline_svg
 from jobplane.portal.api import Reader, _errors
 from jobplane.portal.job_pager import PAGE_MAX, PER_PAGE, PER_PAGE_MAX
 from jobplane.portal.job_rows import STATE_ATTRIBUTES
@@ -98,3 +99,60 @@ def job_grid(request: Request, job: str, portal: Portal = Reader) -> object:
                   cells=[CellOut(step=x.step, outcome=x.outcome, attempts=x.attempts, done=x.done, failed=x.failed,
                                  words=x.words, url=x.url) for x in c.cells])
         for c in g.columns])
+
+
+class PoolUseOut(BaseModel):
+    pool: str
+    weight: int
+    step: str
+    waiting_since: str | None = Field(description="when it began waiting for its slots (null: it got them at once)")
+    started_at: str | None = Field(description="when it got its slots")
+    finished_at: str | None
+
+
+class DayRunOut(BaseModel):
+    execution: str
+    job: str
+    team: str
+    status: str
+    started_at: str
+    finished_at: str | None
+    scheduled_time: str | None
+    pooled: list[PoolUseOut]
+    words: str
+    url: str
+
+
+class PoolPointOut(BaseModel):
+    at: str
+    held: int = Field(description="slots held by the day's runs from this time on")
+    waiting: int = Field(description="slots waited for from this time on")
+
+
+class PoolOut(BaseModel):
+    pool: str
+    points: list[PoolPointOut]
+
+
+class TimelineOut(BaseModel):
+    day: str
+    runs: list[DayRunOut] = Field(description="by start")
+    pools: list[PoolOut]
+
+
+@router.get("/timeline", response_model=TimelineOut, responses=_errors(400), summary="A day's runs across jobs, and pools' use (the timeline page)",
+            description="Every run that started on `day` (UTC; today without it) and has ended, with the pool slots "
+                        "its steps waited for and held; `team` and `status` keep only those.")
+def timeline(request: Request, day: str | None = timeline_pages.DayQuery(),
+             team: str | None = Query(None, max_length=100), status: str | None = Query(None, max_length=40),
+             portal: Portal = Reader) -> object:
+    shown = timeline_pages.chosen_day(day)
+    runs = timeline_pages.day_runs(portal, shown, team or None, status or None)
+    return TimelineOut(day=shown, runs=[
+        DayRunOut(execution=r.execution, job=r.job, team=r.team, status=r.status, started_at=r.started_at,
+                  finished_at=r.finished_at, scheduled_time=r.scheduled_time, words=timeline_svg.words(r),
+                  url=f"/executions/{r.execution}",
+                  pooled=[PoolUseOut(pool=u.pool, weight=u.weight, step=u.step, waiting_since=u.waiting_since,
+                                     started_at=u.started_at, finished_at=u.finished_at) for u in r.pooled])
+        for r in runs], pools=[PoolOut(pool=p, points=[PoolPointOut(at=x.at, held=x.held, waiting=x.waiting) for x in pts])
+                               for p, pts in timeline_svg.pool_use(runs).items()])
