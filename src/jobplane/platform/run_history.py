@@ -29,10 +29,8 @@ from jobplane.contract.states import step_key
 from jobplane.contract.recent_runs import KEPT, RecentRun
 from jobplane.contract.records import ExecutionRecord
 from jobplane.contract.types import Client, JsonObject
+from jobplane.platform.repository import BATCH_GET_MAX, Repository, query_items  # 100 keys a BatchGetItem
 
-#: Keys per BatchGetItem: "as many as 100 items"
-#: (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_BatchGetItem.html).
-BATCH_GET_MAX = 100
 #: Tries of one note against concurrent writers of the same job's item (two runs ending at once).
 TRIES = 8
 
@@ -60,8 +58,6 @@ class RunHistory:
     def _seed(self, job: str) -> tuple[RecentRun, ...]:
         """A job's newest runs from its executions index (gsi1 ``JOB#<job>``, newest first): the
         first note of a job that ran before its item existed."""
-        from jobplane.platform.repository import Repository
-
         return tuple(RecentRun.of(x) for x in Repository(self.ddb, self.table).executions(job, KEPT).items)
 
     def _update(self, job: str, change: _Change, seed: Callable[[], Runs]) -> None:
@@ -116,8 +112,6 @@ class RunHistory:
     def day(self, day: str) -> list[DayRun]:
         """Every run noted on ``day`` (YYYY-MM-DD, UTC), by start: one Query of its partition,
         a line per run (a run noted twice: its last line)."""
-        from jobplane.platform.repository import query_items
-
         items, _ = query_items(self.ddb, {"TableName": self.table, "KeyConditionExpression": "pk = :pk",
                                           "ExpressionAttributeValues": {":pk": {"S": run_days.day_pk(day)}}})
         runs: dict[str, DayRun] = {}

@@ -165,7 +165,7 @@ def svg(day: str, runs: Sequence[DayRun], now: datetime | None = None) -> str:
              + (f"; {len(uses)} pool(s)" if uses else ""))
     ticks = "".join(f'<line x1="{LABEL + plot * h / 24:.1f}" y1="{TOP - 6}" x2="{LABEL + plot * h / 24:.1f}" y2="{y}" '
                     f'stroke="#e2e8f0"/><text x="{LABEL + plot * h / 24:.1f}" y="{TOP - 10}" font-size="11" '
-                    f'fill="#475569" text-anchor="middle">{h:02d}:00</text>' for h in range(0, 25, 3))
+                    f'fill="#475569" text-anchor="{"end" if h == 24 else "middle"}">{h:02d}:00</text>' for h in range(0, 25, 3))
     inner = ticks + "".join(body)
     return (f'<svg class="timeline" role="img" aria-label="{escape(label)}" viewBox="0 0 {WIDTH} {height}" '
             f'width="{WIDTH}" height="{height}" xmlns="http://www.w3.org/2000/svg"><title>{escape(label)}</title>'
