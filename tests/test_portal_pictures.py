@@ -356,3 +356,26 @@ def test_the_timeline_draws_the_days_runs_by_team_with_the_pools_use(page, platf
     ledger = next(p for p in served["pools"] if p["pool"] == "ledger-db")
     assert max(x["held"] for x in ledger["points"]) == 1 and max(x["waiting"] for x in ledger["points"]) == 1
     page.goto(f"/timeline?day={day}")  # the page fixture checks the page's accessibility
+
+
+def test_a_fire_whose_deadline_was_breached_marks_its_run(page, platform: DevPlatform,  # type: ignore[no-untyped-def]
+                                                          runs: dict[str, str]) -> None:
+    """The deadline watch notes a breached fire (platform/deadlines.py ``_decide``, through
+    RunHistory.note_breach); the run of that fire is marked, in words too. Here the note is made
+    as the watch makes it, for the failed run's real scheduled fire."""
+    from playwright.sync_api import expect
+
+    from jobplane.platform.run_history import RunHistory
+
+    context = platform.control.context
+    failed = platform.control.repo.execution(runs["failed"])
+    assert failed is not None and failed.scheduled_time
+    page.goto("/?team=billing")
+    mark = page.locator(f"a.mark[data-execution='{runs['failed']}']")
+    expect(mark).not_to_have_attribute("data-breached", "")
+    RunHistory(context.ddb, context.deployment.table).note_breach("flaky-load", failed.scheduled_time)
+    page.goto("/?team=billing")
+    expect(mark).to_have_attribute("data-breached", "")
+    expect(mark.locator(".sr-only")).to_contain_text("deadline breached")
+    others = page.locator("tr[data-job='flaky-load'] a.mark[data-breached]")
+    expect(others).to_have_count(1)  # only the run of that fire
