@@ -89,7 +89,8 @@ class RunHistory:
 
     def note_day(self, record: ExecutionRecord, attempts: Sequence[Attempt] = (), claims: Sequence[Claimed] = (),
                  expires_at: int | None = None) -> None:
-        """Append the run to its day's items (one UpdateItem, no read: ``list_append``), with
+        """Add the run's line to its day's items (one UpdateItem, no read: ``ADD`` to a string
+        set, so the same end noted twice is one line), with
         the slots its pooled attempts waited for and held (``claims``: the pool holders its
         history shows, each ticket naming its step, contract/pools.py). A run without a start
         (none) is not on any day."""
@@ -98,10 +99,10 @@ class RunHistory:
         pooled = _pool_uses(attempts, claims)
         line = DayRun(record.execution, record.job, record.team, record.status, record.started_at,
                       record.finished_at, record.scheduled_time or record.input.scheduled_time, pooled).to_json()
-        values: JsonObject = {":one": {"L": [{"S": line}]}, ":none": {"L": []}}
-        update = "SET #l = list_append(if_not_exists(#l, :none), :one)"
+        values: JsonObject = {":one": {"SS": [line]}}
+        update = "ADD #l :one"
         if expires_at or record.expires_at:  # the day goes when its runs' records go (TTL)
-            update += ", expires_at = :e"
+            update += " SET expires_at = :e"
             values[":e"] = {"N": str(expires_at or record.expires_at)}
         self.ddb.update_item(TableName=self.table,
                              Key={"pk": {"S": run_days.day_pk(record.started_at[:10])},
@@ -111,14 +112,14 @@ class RunHistory:
 
     def day(self, day: str) -> list[DayRun]:
         """Every run noted on ``day`` (YYYY-MM-DD, UTC), by start: one Query of its partition,
-        a line per run (a run noted twice: its last line)."""
+        a line per run (a run with two different lines: one that has its end)."""
         items, _ = query_items(self.ddb, {"TableName": self.table, "KeyConditionExpression": "pk = :pk",
                                           "ExpressionAttributeValues": {":pk": {"S": run_days.day_pk(day)}}})
         runs: dict[str, DayRun] = {}
         for item in items:
-            for value in item.get(run_days.ATTR_LINES, {}).get("L", []):
-                run = DayRun.from_json(value.get("S"))
-                if run is not None:
+            for text in sorted(item.get(run_days.ATTR_LINES, {}).get("SS", [])):
+                run = DayRun.from_json(text)
+                if run is not None and (run.execution not in runs or run.finished_at):
                     runs[run.execution] = run
         return sorted(runs.values(), key=lambda r: (r.started_at, r.execution))
 
