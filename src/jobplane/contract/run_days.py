@@ -5,8 +5,8 @@ No index reads the executions by time across jobs (gsi1 is per job; gsi2 holds f
 and missed fires, not successes), and reading each job's executions of a day is a Query per job
 (5,000 a page). So each run's end also appends a compact line (~150 bytes) to one of its day's
 items: pk ``RUNS#<day>`` (UTC, of its start), sk ``<hour>#<bucket>`` (its start's hour, and its
-job's bucket of :data:`BUCKETS`), and a day is one Query of its partition (a few 1 MB pages at
-20,000 runs a day). The append is one UpdateItem (``ADD`` to a string set: no read, no conflict
+job's bucket of :data:`BUCKETS`), and a day is read by its 192 keys (two BatchGetItem requests;
+a few MB at 20,000 runs a day). The append is one UpdateItem (``ADD`` to a string set: no read, no conflict
 between two runs ending at once, and a second delivery of the same end adds nothing). A string
 set, not a list of strings: the same bytes, but one attribute value to parse, not one per run
 (moto's serializer took ~0.5 ms per list element: 3 s for a day of 5,000 runs). An item stays small (a day's runs spread over 24 x 8 items) because a write is
@@ -29,6 +29,11 @@ ATTR_LINES = "lines"  # a string set of JSON texts, one per run (DayRun.to_json)
 def day_pk(day: str) -> str:
     """A day's partition (``day``: YYYY-MM-DD, UTC)."""
     return f"{DAY_PREFIX}{day}"
+
+
+def day_keys(day: str) -> list[dict[str, dict[str, str]]]:
+    """Every item key a day can have (24 hours x BUCKETS), as boto3 sends them."""
+    return [{"pk": {"S": day_pk(day)}, "sk": {"S": f"{h:02d}#{b:02d}"}} for h in range(24) for b in range(BUCKETS)]
 
 
 def day_sk(job: str, started_at: str) -> str:

@@ -29,7 +29,7 @@ from jobplane.contract.states import step_key
 from jobplane.contract.recent_runs import KEPT, RecentRun
 from jobplane.contract.records import ExecutionRecord
 from jobplane.contract.types import Client, JsonObject
-from jobplane.platform.repository import BATCH_GET_MAX, Repository, query_items  # 100 keys a BatchGetItem
+from jobplane.platform.repository import BATCH_GET_MAX, Repository  # 100 keys a BatchGetItem
 
 #: Tries of one note against concurrent writers of the same job's item (two runs ending at once).
 TRIES = 8
@@ -111,12 +111,13 @@ class RunHistory:
                              ExpressionAttributeValues=values)
 
     def day(self, day: str) -> list[DayRun]:
-        """Every run noted on ``day`` (YYYY-MM-DD, UTC), by start: one Query of its partition,
-        a line per run (a run with two different lines: one that has its end)."""
-        items, _ = query_items(self.ddb, {"TableName": self.table, "KeyConditionExpression": "pk = :pk",
-                                          "ExpressionAttributeValues": {":pk": {"S": run_days.day_pk(day)}}})
+        """Every run noted on ``day`` (YYYY-MM-DD, UTC), by start: its items are known by key
+        (24 hours x :data:`run_days.BUCKETS`), read by BatchGetItem, two requests of 100 keys
+        (a Query of the partition reads the same items; on the local engine a Query of the table
+        costs as much as its whole content, a BatchGetItem its keys). A run with two different
+        lines: the one that has its end."""
         runs: dict[str, DayRun] = {}
-        for item in items:
+        for item in self._batch_get(run_days.day_keys(day), (run_days.ATTR_LINES,)):
             for text in sorted(item.get(run_days.ATTR_LINES, {}).get("SS", [])):
                 run = DayRun.from_json(text)
                 if run is not None and (run.execution not in runs or run.finished_at):
@@ -129,25 +130,33 @@ class RunHistory:
         item is left out. One BatchGetItem per 100 jobs (eventually consistent: a mark a second
         late is fine, and it costs half)."""
         out: dict[str, tuple[tuple[RecentRun, ...], tuple[str, ...]]] = {}
-        unique = list(dict.fromkeys(jobs))
-        names = {"#j": "job", "#r": rr.ATTR_RUNS, "#b": rr.ATTR_BREACHED}
-        for i in range(0, len(unique), BATCH_GET_MAX):
-            request: JsonObject = {self.table: {"Keys": [rr.recent_key(j) for j in unique[i:i + BATCH_GET_MAX]],
+        keys = [rr.recent_key(j) for j in dict.fromkeys(jobs)]
+        for item in self._batch_get(keys, ("job", rr.ATTR_RUNS, rr.ATTR_BREACHED)):
+            job = item.get("job", {}).get("S")
+            if job:
+                out[job] = (rr.decode(item.get(rr.ATTR_RUNS, {}).get("S")),
+                            rr.decode_fires(item.get(rr.ATTR_BREACHED, {}).get("S")))
+        return out
+
+    def _batch_get(self, keys: Sequence[JsonObject], attributes: tuple[str, ...]) -> list[JsonObject]:
+        """The items of ``keys`` that exist (``attributes`` of each), BATCH_GET_MAX keys a request,
+        throttled keys asked again after a pause."""
+        names = {f"#a{i}": a for i, a in enumerate(attributes)}
+        found: list[JsonObject] = []
+        for i in range(0, len(keys), BATCH_GET_MAX):
+            request: JsonObject = {self.table: {"Keys": list(keys[i:i + BATCH_GET_MAX]),
                                                 "ProjectionExpression": ", ".join(names),
                                                 "ExpressionAttributeNames": names}}
             for retry in itertools.count():
                 answer = self.ddb.batch_get_item(RequestItems=request)
-                for item in answer.get("Responses", {}).get(self.table, []):
-                    job = item.get("job", {}).get("S")
-                    if job:
-                        out[job] = (rr.decode(item.get(rr.ATTR_RUNS, {}).get("S")),
-                                    rr.decode_fires(item.get(rr.ATTR_BREACHED, {}).get("S")))
+                found += answer.get("Responses", {}).get(self.table, [])
                 request = answer.get("UnprocessedKeys") or {}
                 if not request:
                     break
-                # "we strongly recommend that you use an exponential backoff algorithm" (BatchGetItem)
+                # "we strongly recommend that you use an exponential backoff algorithm" (BatchGetItem,
+                # https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_BatchGetItem.html)
                 time.sleep(min(0.05 * 2 ** retry, 1.0))
-        return out
+        return found
 
 
 def _fires_text(fires: tuple[str, ...]) -> str:

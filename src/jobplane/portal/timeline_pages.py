@@ -23,7 +23,7 @@ def today() -> str:
 
 
 def day_runs(portal: Portal, day: str, team: str | None, status: str | None) -> list[DayRun]:
-    """The day's runs the filters keep (one Query of the day's items); ``day``: YYYY-MM-DD."""
+    """The day's runs the filters keep (its items by key: two BatchGetItem requests); ``day``: YYYY-MM-DD."""
     context = portal.control.context
     return timeline_svg.chosen(RunHistory(context.ddb, context.deployment.table).day(day), team, status)
 
