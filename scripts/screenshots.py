@@ -68,6 +68,7 @@ def shoot(portal_url: str, login_url: str, runs: dict[str, str], out: Path) -> l
         "portal-execution-failed.png": f"/executions/{runs['failed']}",
         "portal-execution-rerun.png": f"/executions/{runs['rerun']}",
         "portal-backfill.png": f"/backfills/{runs['backfill']}",
+        "portal-timeline.png": "/timeline",  # the day's runs across jobs (issue 70)
     }
     written = []
     with sync_playwright() as pw:

@@ -145,6 +145,13 @@ data "aws_iam_policy_document" "reconciler" {
     resources = [aws_dynamodb_table.jobplane.arn]
   }
   statement {
+    # a job's newest records, the first time its recent runs are noted (JOB#<job> RECENT, written
+    # with GetItem and PutItem above: platform/run_history.py)
+    sid       = "JobExecutions"
+    actions   = ["dynamodb:Query"]
+    resources = ["${aws_dynamodb_table.jobplane.arn}/index/gsi1"]
+  }
+  statement {
     # a run's pool holders it left held (platform/pool_slots.py release_run): each release is a
     # transaction deleting the holder item (POOL#<pool>#<ticket>) and updating the pool's counter
     # (Records), https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis-iam.html

@@ -52,6 +52,7 @@ from jobplane.contract.statuses import Event, ExecutionStatus, Trigger
 from jobplane.contract.types import Client, Item, JsonObject
 from jobplane.platform.backfill_model import plan_fires
 from jobplane.platform.context import PlatformContext
+from jobplane.platform.run_history import RunHistory
 from jobplane.platform.control.reads import Reads
 from jobplane.platform.control.views import ExecutionView
 from jobplane.platform.repository import query_items
@@ -368,6 +369,7 @@ class DeadlineWatch:
         except self.ddb.exceptions.ConditionalCheckFailedException:
             return False
         if outcome == BREACHED:
+            RunHistory(self.ddb, self.table).note_breach(entry.name, fire)  # its run's mark says so
             recorded = FireOutcome.from_item(item_of(values))
             self._publish(entry, recorded, "DEADLINE")
             self._clear(entry.name, fire, "alert_pending")

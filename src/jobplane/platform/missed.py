@@ -63,6 +63,7 @@ from jobplane.platform.pass_fires import PassFires
 from jobplane.contract.attribute_values import item_of
 from jobplane.contract.records import CLAIMS_SCHEDULE, FIRED_SCHEDULE, ExecutionRecord, JobState
 from jobplane.platform.schedule_health import flexible_window, schedule_problems
+from jobplane.platform.run_history import RunHistory
 from jobplane.contract.types import Client, JsonObject
 
 log = logging.getLogger(__name__)
@@ -498,6 +499,8 @@ class MissedFires:
             transitions=0, expires_at=int((now + RETENTION).timestamp()))
         try:
             self.ddb.put_item(TableName=self.table, Item=record.to_item(), ConditionExpression="attribute_not_exists(pk)")
+            RunHistory(self.ddb, self.table).note(record)  # the job's marks show the missed fire
+            RunHistory(self.ddb, self.table).note_day(record)  # and the day's timeline
             return True
         except self.ddb.exceptions.ConditionalCheckFailedException:
             return False

@@ -29,9 +29,11 @@ from jobplane.contract.states import classify
 from jobplane.contract.statuses import ExecutionStatus
 from jobplane.contract.clock import as_iso, now_iso
 from jobplane.platform.logs import StepLogs, error_excerpt
+from jobplane.contract.pools import claims_in_history
 from jobplane.platform.pool_slots import release_run
 from jobplane.contract.records import ExecutionRecord
 from jobplane.platform.repository import Repository
+from jobplane.platform.run_history import RunHistory
 from jobplane.platform.timeline import Patience, history, state_transitions, timeline, with_end
 from jobplane.contract.types import Client, JsonObject
 
@@ -116,6 +118,10 @@ class Reconciler:
         if not self.repo.finalize(name, int((finished_dt + self.retention).timestamp()), rows,
                                   state_transitions(events), error=excerpt):
             return "ignored"  # the record went away in between (deleted by hand): nothing to add to
+        history_of = RunHistory(self.repo.ddb, self.repo.table)
+        history_of.note(record)  # the job's recent runs (the jobs page's marks)
+        history_of.note_day(record, rows, claims_in_history(events),  # the fleet's timeline of the day
+                            int((finished_dt + self.retention).timestamp()))
         return "recorded" if recorded_now else "expiry"
 
     def record_lost(self, job: str, name: str, execution_arn: str, input_json: str, started_at: str, error: str,

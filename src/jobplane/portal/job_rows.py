@@ -8,7 +8,7 @@ value is a complete cache key: a cached row cannot show anything its inputs do n
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -18,6 +18,7 @@ from markupsafe import Markup
 
 from jobplane.contract import datamodel as dm
 from jobplane.contract.clock import now_iso
+from jobplane.portal.run_marks import Mark
 
 if TYPE_CHECKING:
     from jinja2 import Template
@@ -64,9 +65,10 @@ class JobRow:
     missed_since: str | None  # an open episode of missed fires: the last expected fire did not run
     missed_count: int
     snoozed_until: str | None = None  # its alerts are held until then (platform/snooze.py)
+    marks: tuple[Mark, ...] = ()  # its recent runs (portal/run_marks.py)
 
     @classmethod
-    def of(cls, job: JobSummary, failures_shown: bool) -> JobRow:
+    def of(cls, job: JobSummary, failures_shown: bool, marks: tuple[Mark, ...] = ()) -> JobRow:
         e, s = job.entry, job.state
         return cls(name=e.name, description=e.description, team=e.team, schedule=tuple(e.rules or e.schedule),
                    started_by=e.started_by, timezone=e.timezone, next_fires=tuple(job.next_fires), policy=e.policy.value, enabled=e.enabled,
@@ -76,7 +78,7 @@ class JobRow:
                    paused_reason=s.paused_reason if s else None, blocked=job.blocked_by is not None,
                    recent_failures=job.recent_failures if failures_shown else None,
                    missed_since=s.missed_since if s else None, missed_count=s.missed_count if s else 0,
-                   snoozed_until=s.snoozed_until if s and s.snoozed(now_iso()) else None)
+                   snoozed_until=s.snoozed_until if s and s.snoozed(now_iso()) else None, marks=marks)
 
 
 class RowRenderer:
@@ -87,9 +89,10 @@ class RowRenderer:
         self.template = template
         self.rendered = lru_cache(maxsize=kept)(self.render)
 
-    def __call__(self, jobs: Iterable[JobSummary], failures_shown: bool) -> Markup:
-        rendered = self.rendered
-        return Markup("").join(rendered(JobRow.of(job, failures_shown)) for job in jobs)
+    def __call__(self, jobs: Iterable[JobSummary], failures_shown: bool,
+                 marks: Mapping[str, tuple[Mark, ...]] | None = None) -> Markup:
+        rendered, marks = self.rendered, marks or {}
+        return Markup("").join(rendered(JobRow.of(job, failures_shown, marks.get(job.name, ()))) for job in jobs)
 
     def render(self, row: JobRow) -> Markup:
         """One row rendered afresh (``rendered``: the same, kept)."""

@@ -20,7 +20,7 @@ from jobplane.contract.statuses import ExecutionStatus
 from jobplane.contract.step_kinds import per_item_steps
 from jobplane.platform.control import (IDEMPOTENCY_KEY_MAX, JOB_SORTS, RECENT_FAILURES, Invalid, JobSummary,
                                       NotFound, check_cursor)
-from jobplane.portal import actions, charts, logview
+from jobplane.portal import actions, charts, logview, run_grid, run_marks
 from jobplane.portal.calendar_view import calendar_fire_lines
 from jobplane.portal.diagram import svg
 from jobplane.portal.job_pager import PAGE_MAX, PER_PAGE, PER_PAGE_MAX, pager
@@ -59,7 +59,8 @@ def jobs_page(request: Request, team: str | None = Query(None, max_length=40),
                                        state_attributes=STATE_ATTRIBUTES, offset=(page - 1) * per_page,
                                        limit=per_page, last_page_if_beyond=True)
     filters = {"team": team or "", "status": status or "", "q": q or "", "sort": sort or ""}
-    return portal.render(request, "jobs.html", jobs=window.jobs, teams=portal.teams, statuses=STATUSES,
+    marks = run_marks.page_marks(portal.control.context.ddb, portal.control.context.deployment.table, window.jobs)
+    return portal.render(request, "jobs.html", jobs=window.jobs, teams=portal.teams, statuses=STATUSES, marks=marks,
                          recent_failures=RECENT_FAILURES, filters=filters, per_page=per_page,
                          default_per_page=PER_PAGE, pager=pager(filters, window.total, window.offset, per_page))
 
@@ -77,9 +78,11 @@ def job_page(request: Request, job: str, cursor: str | None = Query(None, max_le
         summary = dataclasses.replace(summary, next_fires=[f.at for f in fire_lines if not f.skipped][:JOB_PAGE_FIRES])
     from jobplane.platform.deadline_report import job_deadlines
 
+    history = _history(portal, summary, cursor)
     # the job's state is read once (control.job) and handed on: it was read three times a view
     return portal.render(request, "job.html", job=summary, e=summary.entry, diagram=_diagram(portal, job),
-                         schedule_problems=_schedule_problems(portal, summary), **_history(portal, summary, cursor),
+                         grid=run_grid.render(run_grid.job_grid(portal.control, summary.entry, history["history"])),
+                         schedule_problems=_schedule_problems(portal, summary), **history,
                          deadlines=job_deadlines(portal.control.context, summary.entry), fire_lines=fire_lines or [],
                          snoozed=bool(summary.state and summary.state.snoozed(now_iso())),
                          snooze_choices=list(SNOOZE_CHOICES))

@@ -15,7 +15,7 @@ from fastapi.templating import Jinja2Templates
 from jobplane import __version__
 from jobplane.platform.backfill import Backfills
 from jobplane.platform.control import ControlPlane, Forbidden
-from jobplane.portal import calendar_view, errors, views
+from jobplane.portal import calendar_view, errors, run_marks, views
 from jobplane.portal.auth import AlbKeys, RateLimiter, User, identify
 from jobplane.portal.csrf import Csrf
 from jobplane.portal.errors import PortalError
@@ -48,7 +48,8 @@ class Portal:
         env.globals.update(version=__version__, form_key=lambda: uuid.uuid4().hex)
         env.filters.update(schedule_words=views.schedule_words, local_time=views.local_time,
                            short_time=views.short_time, duration=views.duration, notice_text=notice_text,
-                           step_call=views.step_call, seconds=views.seconds, retry_words=views.retry_words)
+                           step_call=views.step_call, seconds=views.seconds, retry_words=views.retry_words,
+                           run_marks=run_marks.render)
         env.globals["job_rows"] = RowRenderer(env.get_template("_job_row.html"))
         env.filters["rule_words"] = calendar_view.rule_words
 

@@ -1,0 +1,158 @@
+"""The pictures' data as JSON (issue 70): what each picture of the portal draws, read the same
+way, so a client (or a test) gets exactly what the page shows.
+
+* ``GET /api/recent-runs``: the jobs page's marks, for the same page of jobs (the same filters,
+  sort, page and page size), in one BatchGetItem per 100 jobs.
+* ``GET /api/jobs/{job}/grid``: the job page's runs by step (portal/run_grid.py).
+* ``GET /api/timeline``: a day's runs and pools' use (portal/timeline_svg.py), as the page draws them.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Query, Request
+from pydantic import BaseModel, Field
+
+from jobplane.platform.control import JOB_SORTS
+from jobplane.portal import run_grid, run_marks, timeline_pages, timeline_svg
+from jobplane.portal.api import Reader, _errors
+from jobplane.portal.job_pager import PAGE_MAX, PER_PAGE, PER_PAGE_MAX
+from jobplane.portal.job_rows import STATE_ATTRIBUTES
+from jobplane.portal.services import Portal
+
+router = APIRouter(prefix="/api", tags=["pictures"], responses=_errors(400, 401, 500))
+
+
+class MarkOut(BaseModel):
+    execution: str
+    status: str = Field(description="SUCCEEDED, FAILED, TIMED_OUT, ABORTED, SKIPPED, MISSED, or RUNNING (now)")
+    started_at: str | None = None
+    finished_at: str | None = None
+    scheduled_time: str | None = None
+    failed_step: str | None = None
+    deadline_breached: bool = Field(description="the run's scheduled fire breached its deadline")
+    words: str = Field(description="the mark's text (what a screen reader and a hover say)")
+    url: str
+
+
+class JobMarksOut(BaseModel):
+    job: str
+    runs: list[MarkOut] = Field(description="oldest first, as drawn; runs still running last")
+
+
+def mark_out(m: run_marks.Mark) -> MarkOut:
+    return MarkOut(execution=m.execution, status=m.status, started_at=m.started_at, finished_at=m.finished_at,
+                   scheduled_time=m.scheduled_time, failed_step=m.failed_step, deadline_breached=m.breached,
+                   words=m.words, url=m.url)
+
+
+@router.get("/recent-runs", response_model=list[JobMarksOut], summary="The jobs page's recent runs, a page of jobs",
+            description="Each job's last runs (at most 10, and any running now), for the page of jobs the jobs page "
+                        "shows with the same filters: `page` of `per_page` jobs.")
+def recent_runs(request: Request, team: str | None = Query(None, max_length=40),
+                status: str | None = Query(None, max_length=40), q: str | None = Query(None, max_length=200),
+                sort: str | None = Query(None, max_length=20), page: int = Query(1, ge=1, le=PAGE_MAX),
+                per_page: int = Query(PER_PAGE, ge=1, le=PER_PAGE_MAX), portal: Portal = Reader) -> object:
+    sort = sort if sort in JOB_SORTS else None
+    window = portal.control.job_window(team or None, status or None, q or None, sort=sort,
+                                       state_attributes=STATE_ATTRIBUTES, offset=(page - 1) * per_page,
+                                       limit=per_page, last_page_if_beyond=True, fires=0)
+    context = portal.control.context
+    marks = run_marks.page_marks(context.ddb, context.deployment.table, window.jobs)
+    return [JobMarksOut(job=j.name, runs=[mark_out(m) for m in marks[j.name]]) for j in window.jobs]
+
+
+class CellOut(BaseModel):
+    step: str
+    outcome: str | None = Field(description="the step's last attempt's outcome in the run; null: it did not run "
+                                            "(or, for a map, see done and failed)")
+    attempts: int
+    done: int | None = Field(None, description="a map step: its items that succeeded")
+    failed: int | None = Field(None, description="a map step: its items that failed or timed out")
+    words: str
+    url: str = Field(description="the attempt on the run's page")
+
+
+class ColumnOut(BaseModel):
+    execution: str
+    status: str
+    started_at: str | None
+    words: str
+    url: str
+    cells: list[CellOut] = Field(description="one per step, in the order of steps")
+
+
+class GridOut(BaseModel):
+    job: str
+    steps: list[str]
+    maps: list[str] = Field(description="the steps that are maps (their cells count items)")
+    runs: list[ColumnOut] = Field(description="oldest first, as drawn")
+
+
+@router.get("/jobs/{job}/grid", response_model=GridOut, responses=_errors(404),
+            summary="A job's recent runs by step (the job page's grid)")
+def job_grid(request: Request, job: str, portal: Portal = Reader) -> object:
+    entry = portal.control.entry(job)
+    page = portal.control.executions(job, run_grid.GRID_RUNS, None)
+    g = run_grid.job_grid(portal.control, entry, page.items)
+    return GridOut(job=job, steps=list(g.steps), maps=sorted(g.maps), runs=[
+        ColumnOut(execution=c.execution, status=c.status, started_at=c.started_at, words=c.words, url=c.url,
+                  cells=[CellOut(step=x.step, outcome=x.outcome, attempts=x.attempts, done=x.done, failed=x.failed,
+                                 words=x.words, url=x.url) for x in c.cells])
+        for c in g.columns])
+
+
+class PoolUseOut(BaseModel):
+    pool: str
+    weight: int
+    step: str
+    waiting_since: str | None = Field(description="when it began waiting for its slots (null: it got them at once)")
+    started_at: str | None = Field(description="when it got its slots")
+    finished_at: str | None
+
+
+class DayRunOut(BaseModel):
+    execution: str
+    job: str
+    team: str
+    status: str
+    started_at: str
+    finished_at: str | None
+    scheduled_time: str | None
+    pooled: list[PoolUseOut]
+    words: str
+    url: str
+
+
+class PoolPointOut(BaseModel):
+    at: str
+    held: int = Field(description="slots held by the day's runs from this time on")
+    waiting: int = Field(description="slots waited for from this time on")
+
+
+class PoolOut(BaseModel):
+    pool: str
+    points: list[PoolPointOut]
+
+
+class TimelineOut(BaseModel):
+    day: str
+    runs: list[DayRunOut] = Field(description="by start")
+    pools: list[PoolOut]
+
+
+@router.get("/timeline", response_model=TimelineOut, responses=_errors(400), summary="A day's runs across jobs, and pools' use (the timeline page)",
+            description="Every run that started on `day` (UTC; today without it) and has ended, with the pool slots "
+                        "its steps waited for and held; `team` and `status` keep only those.")
+def timeline(request: Request, day: str | None = timeline_pages.DayQuery(),
+             team: str | None = Query(None, max_length=100), status: str | None = Query(None, max_length=40),
+             portal: Portal = Reader) -> object:
+    shown = timeline_pages.chosen_day(day)
+    runs = timeline_pages.day_runs(portal, shown, team or None, status or None)
+    return TimelineOut(day=shown, runs=[
+        DayRunOut(execution=r.execution, job=r.job, team=r.team, status=r.status, started_at=r.started_at,
+                  finished_at=r.finished_at, scheduled_time=r.scheduled_time, words=timeline_svg.words(r),
+                  url=f"/executions/{r.execution}",
+                  pooled=[PoolUseOut(pool=u.pool, weight=u.weight, step=u.step, waiting_since=u.waiting_since,
+                                     started_at=u.started_at, finished_at=u.finished_at) for u in r.pooled])
+        for r in runs], pools=[PoolOut(pool=p, points=[PoolPointOut(at=x.at, held=x.held, waiting=x.waiting) for x in pts])
+                               for p, pts in timeline_svg.pool_use(runs).items()])
