@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from conftest import Repo, served
+from operator_cli import operator_cli
 from jobplane.compiler import asl, terraform
 from jobplane.compiler.fields import Invalid
 from jobplane.compiler.model import Job
@@ -560,21 +561,8 @@ def test_the_portal_role_allows_every_call_of_a_maps_reads_and_its_failed_items_
 
 
 def _cli(aws: LocalAWS, control: ControlPlane, tmp_path: Path, *args: str) -> Any:
-    """`jobplane ARGS` as an operator's shell on AWS runs it: a deployment file (what `terraform
-    output -json` prints) and boto3's standard environment (as tests/test_cli_aws.py)."""
-    from click.testing import CliRunner
-
-    from jobplane.cli import main
-
-    d = control.deployment
-    deployment = tmp_path / "deployment.json"
-    deployment.write_text(json.dumps({"jobplane": {"sensitive": False, "type": ["object", {}], "value": {
-        "table": d.table, "topic_arn": d.topic_arn, "region": aws.region, "account_id": d.account_id,
-        "name_prefix": d.name_prefix, "catalog_uri": str(d.catalog_path), "log_group": aws.log_group}}}))
-    env = {"JOBPLANE_DEPLOYMENT": str(deployment), "AWS_ENDPOINT_URL": aws.endpoint_url,
-           "AWS_ACCESS_KEY_ID": aws.credentials.access_key_id, "AWS_SECRET_ACCESS_KEY": aws.credentials.secret_access_key,
-           "AWS_DEFAULT_REGION": aws.region, "JOBPLANE_DATA_DIR": str(tmp_path / "no-dev-here")}
-    return CliRunner().invoke(main, ["--root", str(fan_root(control)), *args], env=env, catch_exceptions=False)
+    """`jobplane ARGS` as an operator's shell on AWS runs it (tests/operator_cli.py)."""
+    return operator_cli(aws, control, tmp_path, fan_root(control), *args)
 
 
 def test_jobplane_run_ends_with_its_maps_counts_and_each_failed_items_own_error(

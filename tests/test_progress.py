@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from conftest import Repo, served
+from operator_cli import operator_cli
 from jobplane.contract import execution_input
 from jobplane.contract import progress as cp
 from jobplane.platform.control import ControlPlane
@@ -175,21 +176,8 @@ def test_the_runner_writes_at_most_once_an_interval_and_the_last_values_at_the_e
 
 
 def _cli(aws: LocalAWS, control: ControlPlane, tmp_path: Path, *args: str) -> Any:
-    """`jobplane ARGS` as an operator's shell on AWS runs it (as tests/test_map.py)."""
-    from click.testing import CliRunner
-
-    from jobplane.cli import main
-
-    d = control.deployment
-    deployment = tmp_path / "deployment.json"
-    deployment.write_text(json.dumps({"jobplane": {"sensitive": False, "type": ["object", {}], "value": {
-        "table": d.table, "topic_arn": d.topic_arn, "region": aws.region, "account_id": d.account_id,
-        "name_prefix": d.name_prefix, "catalog_uri": str(d.catalog_path), "log_group": aws.log_group}}}))
-    env = {"JOBPLANE_DEPLOYMENT": str(deployment), "AWS_ENDPOINT_URL": aws.endpoint_url,
-           "AWS_ACCESS_KEY_ID": aws.credentials.access_key_id, "AWS_SECRET_ACCESS_KEY": aws.credentials.secret_access_key,
-           "AWS_DEFAULT_REGION": aws.region, "JOBPLANE_DATA_DIR": str(tmp_path / "no-dev-here")}
-    root = Path(str(d.catalog_path)).parent
-    return CliRunner().invoke(main, ["--root", str(root), *args], env=env, catch_exceptions=False)
+    """`jobplane ARGS` as an operator's shell on AWS runs it (tests/operator_cli.py)."""
+    return operator_cli(aws, control, tmp_path, Path(str(control.deployment.catalog_path)).parent, *args)
 
 
 def _portal(control: ControlPlane) -> Any:

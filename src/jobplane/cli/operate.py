@@ -778,7 +778,8 @@ unsnooze = _job_action("unsnooze", "unsnooze", "{job}'s snooze ended: the summar
 def _snoozed_until(job: JobSummary) -> str | None:
     from jobplane.contract.clock import now_iso
 
-    return job.state.snoozed_until if job.state and job.state.snoozed(now_iso()) else None
+    snooze = job.state.snooze_at(now_iso()) if job.state else None
+    return snooze.until if snooze else None
 
 
 @click.command("repair-pauses")

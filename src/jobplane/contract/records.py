@@ -45,6 +45,14 @@ def _strings(value: object) -> list[str]:
 
 
 @dataclass(frozen=True)
+class Snooze:
+    """A job's snooze in force: what every listing of the job shows beside it."""
+    until: str
+    by: str | None
+    reason: str | None
+
+
+@dataclass(frozen=True)
 class JobState:
     """A job's state item (pk ``JOB#<job>``, sk ``STATE``): its claims, its last run, a block, a
     pause, the fire ledger. The claim writes most of it (compiler/asl.py, ``Claim``)."""
@@ -117,6 +125,12 @@ class JobState:
     def snoozed(self, now: str) -> bool:
         """Its alerts are held at ``now`` (ISO 8601 UTC: the same form, so the strings compare)."""
         return self.snoozed_until is not None and now < self.snoozed_until
+
+    def snooze_at(self, now: str) -> Snooze | None:
+        """The snooze in force at ``now``, or None: an expired one is not shown (it ends by itself)."""
+        if self.snoozed_until is None or not self.snoozed(now):
+            return None
+        return Snooze(self.snoozed_until, self.snoozed_by, self.snooze_reason)
 
     @property
     def snooze_held_count(self) -> int:

@@ -177,6 +177,7 @@ class SnoozeIn(BaseModel):
 # -- conversions -------------------------------------------------------------------------------
 def job_out(s: JobSummary) -> BaseModel:
     e, st = s.entry, s.state
+    snooze = st.snooze_at(now_iso()) if st else None
     return JobOut(name=s.name, team=s.team, description=e.description, schedule=e.schedule,
                   timezone=e.timezone, enabled=e.enabled, policy=e.policy.value,
                   last_status=st.last_status if st else None, last_finished_at=st.last_finished_at if st else None,
@@ -185,9 +186,8 @@ def job_out(s: JobSummary) -> BaseModel:
                   acknowledged_by=st.acknowledged_by if st else None,
                   missed_since=st.missed_since if st else None, missed_count=st.missed_count if st else 0,
                   missed_cause=st.missed_cause if st else None,
-                  snoozed_until=st.snoozed_until if st and st.snoozed(now_iso()) else None,
-                  snoozed_by=st.snoozed_by if st and st.snoozed(now_iso()) else None,
-                  snooze_reason=st.snooze_reason if st and st.snoozed(now_iso()) else None,
+                  snoozed_until=snooze.until if snooze else None, snoozed_by=snooze.by if snooze else None,
+                  snooze_reason=snooze.reason if snooze else None,
                   next_fires=[t.isoformat() for t in s.next_fires], params=e.params,
                   url=f"/jobs/{s.name}")
 
