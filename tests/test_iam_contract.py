@@ -282,8 +282,9 @@ def execution_role_calls(job_doc: dict[str, Any], r: Resolver) -> list[Call]:
 def lambda_role_calls(job_doc: dict[str, Any], r: Resolver) -> list[Call]:
     """The runner function writes its output to its own log group and reads the
     secrets its steps name before it starts the runner (runner/lambda_handler.py:
-    secretsmanager:GetSecretValue, ssm:GetParameters); its network interfaces come from the
-    AWSLambdaVPCAccessExecutionRole managed policy, not the inline one."""
+    secretsmanager:GetSecretValue, ssm:GetParameters), and its runner writes its steps'
+    progress records; its network interfaces come from the AWSLambdaVPCAccessExecutionRole
+    managed policy, not the inline one."""
     calls = []
     for function in job_doc["resource"].get("aws_lambda_function", {}).values():
         name = function["function_name"]
@@ -295,6 +296,15 @@ def lambda_role_calls(job_doc: dict[str, Any], r: Resolver) -> list[Call]:
             arn = r.text(source)
             action = "ssm:GetParameters" if ":ssm:" in arn else "secretsmanager:GetSecretValue"
             calls.append(Call(action, arn, {}, env))
+        if "JOBPLANE_RECORDS_TABLE" in function["environment"]["variables"]:
+            # its steps' progress (runner/progress.py: the requests tests/test_progress.py records)
+            from jobplane.contract import progress
+
+            table = r.text("${local.platform.table_arn}")
+            for action, attributes in (("dynamodb:UpdateItem", progress.ATTRIBUTES),
+                                       ("dynamodb:GetItem", progress.READ_ATTRIBUTES)):
+                calls.append(Call(action, table, {"dynamodb:LeadingKeys": [progress.pk("run-1")],
+                                                  "dynamodb:Attributes": sorted(attributes)}, "progress"))
     return calls
 
 

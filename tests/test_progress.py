@@ -69,6 +69,9 @@ def closing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalAWS
     repo.write("jobs/billing/month-end-close.jsonnet", DEFINITION % json.dumps(SHELL).replace('"', "'", 0))
     repo.write("jobs/billing/slow-read.jsonnet", HELD)
     repo.write("jobs/billing/resumable-close.jsonnet", RESUMABLE)
+    # the same step as a Lambda step: its runner writes with the function's role (the same calls)
+    repo.write("jobs/billing/resumable-fn.jsonnet", RESUMABLE.replace("resumable-close", "resumable-fn")
+               .replace("jp.python(", "jp.lambda("))
     with served(repo) as (aws, control):
         yield aws, control
 
@@ -258,15 +261,14 @@ def _iam_call(request: dict[str, Any], target: str) -> Any:
                 "the runner's progress write")
 
 
-def test_the_runner_task_role_may_write_its_steps_progress_records_and_nothing_else(
-        closing: tuple[LocalAWS, ControlPlane], monkeypatch: pytest.MonkeyPatch) -> None:
+def _runner_calls(aws: LocalAWS, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The requests a step attempt's reporter really sends (a retry's checkpoint read, a write,
+    the last write), as IAM authorizes them."""
     import base_module as bm
-    from iam_policy import Call, allowed, statement_allows
     from jobplane.runner import aws_requests
     from jobplane.runner.context import RunContext, TraceContext
     from jobplane.runner.progress import Reporter
 
-    aws, _ = closing
     sent: list[tuple[str, dict[str, Any]]] = []
     real = aws_requests.json_call
 
@@ -286,17 +288,22 @@ def test_the_runner_task_role_may_write_its_steps_progress_records_and_nothing_e
     reporter.progress(1, 4, "files", "f-1")
     reporter.finish()  # the last: every attribute
     assert log.lines == [] and len(sent) == 3 and _record(aws, "run-scoped", "scoped")["done"] == {"N": "1"}
-    statements = bm.policy_statements("runner_progress", {})
     calls = [_iam_call(request, target) for target, request in sent]
     assert [c.action for c in calls] == ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:UpdateItem"]
+    return calls
+
+
+def _holds_progress_to(statements: list[dict[str, Any]], calls: list[Any]) -> None:
+    """Every call allowed, every statement needed by one, each naming exactly the attributes the
+    runner uses, and nothing else: not a run's record, not another attribute, no other action."""
+    from iam_policy import Call, allowed, statement_allows
+
     assert [str(c) for c in calls if not allowed(statements, c)] == []
-    # every statement is needed by some call; the attributes each names are what the runner uses
     assert all(any(statement_allows(s, c) for c in calls) for s in statements)
     by_sid = {s["sid"]: [c["values"] for c in s["condition"] if c["variable"] == "dynamodb:Attributes"][0]
               for s in statements}
     assert sorted(by_sid["WriteStepProgress"]) == sorted(cp.ATTRIBUTES) == calls[-1].context["dynamodb:Attributes"]
     assert sorted(by_sid["ReadStepCheckpoint"]) == sorted(cp.READ_ATTRIBUTES) == calls[0].context["dynamodb:Attributes"]
-    # nothing else: not a run's record, not another attribute, no other action
     table = calls[0].resource
     for call in (Call("dynamodb:UpdateItem", table, {"dynamodb:LeadingKeys": ["EXEC#run-scoped"],
                                                      "dynamodb:Attributes": ["pk", "sk", "done"]}),
@@ -312,6 +319,41 @@ def test_the_runner_task_role_may_write_its_steps_progress_records_and_nothing_e
                  Call("dynamodb:Query", table, calls[0].context),
                  Call("dynamodb:DeleteItem", table, calls[1].context)):
         assert not allowed(statements, call), call
+
+
+def test_the_runner_task_role_may_write_its_steps_progress_records_and_nothing_else(
+        closing: tuple[LocalAWS, ControlPlane], monkeypatch: pytest.MonkeyPatch) -> None:
+    import base_module as bm
+
+    aws, _ = closing
+    _holds_progress_to(bm.policy_statements("runner_progress", {}), _runner_calls(aws, monkeypatch))
+
+
+def test_a_jobs_lambda_runner_role_may_write_its_steps_progress_records_and_nothing_else(
+        closing: tuple[LocalAWS, ControlPlane], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Lambda step's runner writes with its function's role: the compiled role of the job's
+    runner function holds it to the same calls as the ECS runner's, and the function's
+    environment names the table as the task definition's does."""
+    import base_module as bm
+    from jobplane.compiler import asl
+    from jobplane.compiler.model import Job
+    from jobplane.compiler.terraform import job_module
+    from jobplane.contract.config import PlatformConfig
+
+    aws, _ = closing
+    job = Job.from_definition({"name": "fn-close", "team": "billing", "timezone": "UTC", "steps": [
+        {"name": "close", "lambda": "sample_apps.progress_steps:close_tenants"}]})
+
+    doc = job_module(job, asl.compile_job(job, bm.PREFIX), PlatformConfig(root=Path("."), name_prefix=bm.PREFIX))
+    (role, function), = doc["resource"]["aws_lambda_function"].items()
+    assert function["environment"]["variables"][cp.ENV_TABLE] == "${local.platform.table_name}"
+    # the job roots read the table's ARN from the base module's output (table_arn = its table's)
+    table_arn = bm.resolve("${aws_dynamodb_table.jobplane.arn}", {})
+    progress = [bm.resolve(s, {"local.platform.table_arn": table_arn})
+                for s in doc["data"]["aws_iam_policy_document"][role]["statement"]
+                if s["sid"] in ("WriteStepProgress", "ReadStepCheckpoint")]
+    assert len(progress) == 2
+    _holds_progress_to(progress, _runner_calls(aws, monkeypatch))
 
 
 def test_every_runner_task_definition_names_the_table() -> None:
@@ -367,11 +409,13 @@ def test_a_write_that_fails_is_one_warning_and_the_end_tries_once_more(tmp_path:
     assert sorted(set(tries)) == [0.0, 40.0] and reporter.writes == 0  # the first report's, then the end's
 
 
+@pytest.mark.parametrize("job", ["resumable-close", "resumable-fn"])
 def test_a_retry_resumes_from_the_cursor_its_earlier_attempt_reported(closing: tuple[LocalAWS, ControlPlane],
-                                                                      tmp_path: Path) -> None:
+                                                                      tmp_path: Path, job: str) -> None:
+    """On ECS and on Lambda: the runner writes the step's record and reads it back on the retry."""
     aws, control = closing
     out = tmp_path / "attempts.jsonl"
-    arn = aws.start("resumable-close", execution_input.manual("test", overrides={"out": str(out)}))
+    arn = aws.start(job, execution_input.manual("test", overrides={"out": str(out)}))
     assert aws.wait(arn, timeout=600).status == "SUCCEEDED"  # a hang guard
     assert [json.loads(line) for line in out.read_text().splitlines()] == [
         {"attempt": 1, "resumed": None}, {"attempt": 2, "resumed": "t-0002"}]

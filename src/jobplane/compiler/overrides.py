@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from jobplane.contract import lambda_step
+from jobplane.contract import lambda_step, progress
 from jobplane.contract import runner as rc
 from jobplane.contract.execution_input import ExecutionInput
 from jobplane.contract.types import JsonObject
@@ -93,12 +93,17 @@ def fixed_environment(job: Job, step: Step) -> dict[str, str]:
     return {var["Name"]: var["Value"] for var in step_environment(job, step, counter) if "Value" in var}
 
 
+#: The platform's table, as the job roots read it from the base module's outputs.
+TABLE_NAME = "${local.platform.table_name}"
+
+
 def function_environment(job: Job, steps: list[Step], sources: dict[str, str]) -> dict[str, str]:
     """The runner function's own environment: the digests of the steps it runs and where each of
     their secrets is read from (``sources``: ENV_NAME -> ARN, or its Terraform reference)."""
     # the handler runs only a payload whose fixed part is one of these steps' (contract/lambda_step.py)
     digests = sorted({lambda_step.step_digest(fixed_environment(job, s)) for s in steps})
-    environment = {lambda_step.ENV_STEP_DIGESTS: ",".join(digests)}
+    # where its steps' progress goes (contract/progress.py), as an ECS task definition's
+    environment = {lambda_step.ENV_STEP_DIGESTS: ",".join(digests), progress.ENV_TABLE: TABLE_NAME}
     if sources:
         environment[lambda_step.ENV_SECRET_SOURCES] = lambda_step.secret_sources_json(sources)
     return environment

@@ -32,6 +32,23 @@ def statement(sid: str, actions: list[str], resources: list[str], conditions: li
     return st
 
 
+def progress_statements(table_arn: str) -> list[JsonObject]:
+    """What a runner's role needs for its steps' progress (docs/progress.md): an UpdateItem of
+    the attributes the runner writes and a GetItem of a retry's checkpoint, held to
+    ``PROGRESS#`` items by their leading key. The base module's ECS runner role has the same two
+    (terraform/platform/runner.tf ``runner_progress``); a job's Lambda runner role gets these.
+    (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/specifying-conditions.html)"""
+    from jobplane.contract import progress
+
+    def held_to(attributes: tuple[str, ...]) -> list[JsonObject]:
+        return [{"test": "ForAllValues:StringLike", "variable": "dynamodb:LeadingKeys",
+                 "values": [progress.pk("*")]},
+                {"test": "ForAllValues:StringEquals", "variable": "dynamodb:Attributes", "values": list(attributes)}]
+
+    return [statement("WriteStepProgress", ["dynamodb:UpdateItem"], [table_arn], held_to(progress.ATTRIBUTES)),
+            statement("ReadStepCheckpoint", ["dynamodb:GetItem"], [table_arn], held_to(progress.READ_ATTRIBUTES))]
+
+
 def assume(service: str) -> JsonObject:
     return {"statement": [{
         "effect": "Allow", "actions": ["sts:AssumeRole"],

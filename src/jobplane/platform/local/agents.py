@@ -23,8 +23,9 @@ from jobplane.contract.types import Client
 @dataclass(frozen=True)
 class AgentSetup:
     """What every agent is started with: where its logs' cache goes, the deployment's prefix,
-    ``[dev] env`` (added to every step's environment) and what the runner task role gives the
-    one step that calls AWS itself (a map's items step: the local endpoint and its key)."""
+    ``[dev] env`` (added to every step's environment) and what a runner's role gives a step
+    that calls AWS itself (a map's items step, every step's progress: the local endpoint and its
+    key), the ECS task role's on ECS and the runner function's role's on Lambda."""
 
     log_dir: Path
     prefix: str
@@ -77,7 +78,7 @@ def _ecs(setup: AgentSetup) -> LocalAgent:
 def _lambda(setup: AgentSetup) -> LocalAgent:
     from jobplane.platform.local.lambda_agent import LocalLambdaAgent
 
-    return LocalLambdaAgent(setup.log_dir, setup.prefix, setup.env)
+    return LocalLambdaAgent(setup.log_dir, setup.prefix, setup.env, role_env=setup.task_role_env)
 
 
 #: Each executor's local agent, by contract/executor_runtime.py ``RUNTIMES``'s names.

@@ -43,6 +43,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from jobplane.contract import progress
 from jobplane.contract import lambda_step as ls
 from jobplane.contract import runner as rc
 from jobplane.contract.types import JsonObject, JsonValue
@@ -86,6 +87,9 @@ class LocalLambdaAgent:
     log_dir: Path
     prefix: str
     extra_env: dict[str, str] = field(default_factory=dict)  # [dev] env, as the ECS agent's
+    #: what Lambda gives a function from its execution role (its credentials): here the local
+    #: endpoint and its key, with which the runner writes its steps' progress (contract/progress.py)
+    role_env: dict[str, str] = field(default_factory=dict)
     running: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     #: (job, executor) -> declared secrets' names (declared_secrets.py), as the ECS agent's
     declared_secrets: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict)
@@ -126,7 +130,9 @@ class LocalLambdaAgent:
         client = deployment.client("lambda")
         for name, (digests, timeout) in functions.items():
             config: JsonObject = {"FunctionName": name, "Timeout": timeout, "MemorySize": 512,
-                                  "Environment": {"Variables": {ls.ENV_STEP_DIGESTS: ",".join(sorted(digests))}}}
+                                  # as the compiled function's (compiler/overrides.py function_environment)
+                                  "Environment": {"Variables": {ls.ENV_STEP_DIGESTS: ",".join(sorted(digests)),
+                                                                progress.ENV_TABLE: deployment.resources["table_name"]}}}
             try:
                 client.get_function(FunctionName=name)
             except client.exceptions.ResourceNotFoundException:
@@ -173,7 +179,7 @@ class LocalLambdaAgent:
         function_env = {str(k): str(v) for k, v in (fn.environment_vars or {}).items()}
         secrets = function_env.pop(ls.ENV_SECRET_SOURCES, None)
         timeout = float(fn.timeout or 3)
-        process_env = container_env(self.extra_env) | function_env | {
+        process_env = container_env(self.extra_env) | self.role_env | function_env | {
             # what Lambda sets in every function's environment
             "AWS_LAMBDA_FUNCTION_NAME": str(fn.function_name), "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
             "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(fn.memory_size), "AWS_LAMBDA_LOG_GROUP_NAME": group,
