@@ -370,7 +370,7 @@ def test_the_periodic_handler_announces_a_slow_run_and_catches_up_lost_status_ev
         aws: LocalAWS, lambda_root: dict[str, Path], tmp_path: Path) -> None:
     import time
 
-    from jobplane.contract.catalog import CATALOG_VERSION, Catalog, CatalogAfter, CatalogJob, NotifySettings
+    from jobplane.contract.catalog import CATALOG_VERSION, Catalog, CatalogAfter, CatalogJob, CatalogStep, NotifySettings
     from jobplane.platform.catchup import catch_up_name
 
     name = f"job-{uuid.uuid4().hex[:8]}"
@@ -403,7 +403,7 @@ def test_the_periodic_handler_announces_a_slow_run_and_catches_up_lost_status_ev
     stopped_name = stopped.rsplit(":", 1)[1]
     assert aws.repository().execution(stopped_name) is None and aws.repository().job_state(gone).running
     entry = lambda n, **kw: CatalogJob(name=n, team="billing", policy=job.policy, timeout=job.timeout,  # noqa: E731
-                                       steps=[], state_machine=f"{aws.prefix}-{n}", asl="", states=0, **kw)
+                                       state_machine=f"{aws.prefix}-{n}", asl="", states=0, **{"steps": [], **kw})
     # a scheduled job whose schedule was deleted outside jobplane; the ledger last looked 15 minutes
     # ago (its fires up to 10 minutes ago, the grace, are due)
     stopped_job = f"sched-{uuid.uuid4().hex[:8]}"
@@ -450,7 +450,9 @@ def test_the_periodic_handler_announces_a_slow_run_and_catches_up_lost_status_ev
         "name": backfilled, "team": "billing", "timezone": "UTC", "schedule": "cron(15 * * * ? *)",
         "steps": [{"name": "work", "python": "sample_apps.functions:behave"}]}), aws.prefix))
     catalog = Catalog(version=CATALOG_VERSION, name_prefix=aws.prefix, jobs=[
-        entry(name, expected_duration=1, notify=NotifySettings(events=job.notify.events)),
+        # (its step watched for stalls: platform/stalls.py)
+        entry(name, expected_duration=1, notify=NotifySettings(events=job.notify.events),
+              steps=[CatalogStep(name="work", kind="python", stall_after=60)]),
         entry(upstream), entry(downstream, after=[CatalogAfter(job=upstream)]), entry(gone),
         entry(stopped_job, schedule=["cron(0/1 * * * ? *)"]), entry(fresh_job, schedule=["cron(0/1 * * * ? *)"]),
         entry(backfilled, schedule=["cron(15 * * * ? *)"]),
@@ -478,10 +480,18 @@ def test_the_periodic_handler_announces_a_slow_run_and_catches_up_lost_status_ev
             assert time.monotonic() < deadline
             time.sleep(0.1)
         time.sleep(2)  # past its expected duration of 1 s (the step sleeps 120 s)
+        # its step reported progress 5 minutes ago, as a runner writes it (its stall_after is 1 minute)
+        from jobplane.contract import progress
+
+        quiet_since = repr(round(time.time() - 300, 3))
+        aws.client("dynamodb").put_item(TableName=aws.resources["table_name"], Item={
+            "pk": {"S": progress.pk(arn.rsplit(":", 1)[1])}, "sk": {"S": "work"}, "attempt": {"N": "1"},
+            "started_at": {"N": quiet_since}, "updated_at": {"N": quiet_since}, "done": {"N": "3"}})
         env = lambda_env(aws, JOBPLANE_ACCOUNT_ID="123456789012", JOBPLANE_CATALOG=f"s3://{bucket}/catalog/")
         first = call_handler(lambda_root, "jobplane.platform.slow.handler", {}, env)
         again = call_handler(lambda_root, "jobplane.platform.slow.handler", {}, env)
         assert first["alerted"] == [arn.rsplit(":", 1)[1]] and again["alerted"] == []  # announced once
+        assert first["stalled"] == [arn.rsplit(":", 1)[1]] and again["stalled"] == []  # once a stall
         assert first["reconciled"] == [stopped_name] and again["reconciled"] == []  # recorded once
         record = aws.repository().execution(stopped_name)
         assert record.status == "ABORTED" and "lost event test" in record.error and not record.alert_pending

@@ -47,7 +47,7 @@ local jp = import 'jobplane.libsonnet';
   name: 'slow-read',
   team: 'billing',
   params: { release: '' },
-  steps: [jp.python('read', 'sample_apps.progress_steps:read_until')],
+  steps: [jp.python('read', 'sample_apps.progress_steps:read_until', opts={ stall_after: '1m' })],
 }
 """
 
@@ -421,3 +421,155 @@ def test_a_retry_resumes_from_the_cursor_its_earlier_attempt_reported(closing: t
         {"attempt": 1, "resumed": None}, {"attempt": 2, "resumed": "t-0002"}]
     [p] = control.step_progress(arn.rsplit(":", 1)[1])
     assert (p.attempt, p.done, p.cursor, p.ended) == (2, 5, "t-0005", True)
+
+
+def _held_run(aws: LocalAWS, control: ControlPlane, release: Path) -> tuple[str, str]:
+    """A slow-read run whose step reported 2 of 5 rows and waits for ``release``."""
+    arn = aws.start("slow-read", execution_input.manual("test", overrides={"release": str(release)}))
+    name = arn.rsplit(":", 1)[1]
+    deadline = time.monotonic() + 300  # a hang guard
+    while not [p for p in control.step_progress(name) if p.done == 2]:
+        assert time.monotonic() < deadline, "the step never reported its progress"
+        time.sleep(0.1)
+    return arn, name
+
+
+def test_a_step_quiet_past_its_stall_after_is_announced_once_a_stall(closing: tuple[LocalAWS, ControlPlane],
+                                                                     tmp_path: Path) -> None:
+    """slow-read's step reports 2 of 5 rows, then waits: the periodic check (a clock it is given)
+    finds nothing within its minute, one STALLED after it (published to the topic, routed where
+    failures go, saying the step and its last progress), nothing more for the same stall, and
+    nothing once the step ended. The check's calls are the periodic role's."""
+    from datetime import datetime, timedelta, timezone
+
+    import base_module as bm
+    from iam_calls import calls_into, iam_calls
+    from iam_policy import Call, denied_calls
+    from jobplane.contract.notifications import NotificationMessage, subscribed
+    from jobplane.contract.statuses import DEFAULT_EVENTS
+    from jobplane.platform.stalls import StallWatch
+
+    aws, control = closing
+    sqs = aws.client("sqs")
+    queue = sqs.create_queue(QueueName="stalls")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    aws.client("sns").subscribe(TopicArn=control.deployment.topic_arn, Protocol="sqs", Endpoint=queue_arn,
+                                Attributes={"RawMessageDelivery": "true"})
+    release = tmp_path / "release"
+    arn, name = _held_run(aws, control, release)
+    try:
+        [p] = control.step_progress(name)
+        at = datetime.fromtimestamp(p.updated_at, timezone.utc)
+        clock = [at + timedelta(seconds=30)]
+        watch = StallWatch(control.reads, aws.client("sns"), control.deployment.topic_arn, clock=lambda: clock[0])
+        assert watch.check() == []  # within its minute
+        clock[0] = at + timedelta(minutes=2)
+        recorded: list[dict[str, Any]] = []
+        with calls_into(recorded):
+            [stall] = watch.check()
+        assert (stall.job, stall.execution, stall.step, stall.quiet_seconds) == ("slow-read", name, "read", 120)
+        assert watch.check() == []  # once a stall
+        body = sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=5)["Messages"][0]["Body"]
+        message = NotificationMessage.model_validate_json(body)
+        assert (message.event, message.execution, message.outcome.status, message.outcome.step) == (
+            "STALLED", name, "RUNNING", "read")
+        assert message.error is not None and "no progress for 2m" in message.error and "2 of 5 rows (40%) at r-2" in message.error
+        assert subscribed(message, tuple(e.value for e in DEFAULT_EVENTS))  # where failures go
+        # the periodic role (terraform/platform/slow.tf) allows each call the check made, as AWS
+        # authorizes it: the base module's names for the local prefix, a table Query by its leading key
+        table, local = bm.ARNS["aws_dynamodb_table"](bm.PREFIX), control.deployment.name_prefix
+        calls = []
+        for r in recorded:
+            service, op, params = r["service"], r["operation"], r["params"]
+            if service == "dynamodb":
+                index = f"/index/{params['IndexName']}" if params.get("IndexName") else ""
+                keys = ({"dynamodb:LeadingKeys": [params["ExpressionAttributeValues"][":pk"]["S"]]}
+                        if op == "Query" and not index else {})
+                calls.append(Call(f"dynamodb:{op}", table + index, keys, op))
+            elif service == "sns":
+                calls.append(Call("sns:Publish", bm.ARNS["aws_sns_topic"](f"{bm.PREFIX}-events"), {}, op))
+            else:
+                assert service == "stepfunctions", service
+                parts = params["executionArn"].split(":")
+                calls.append(Call(f"states:{op}", ":".join(parts[:6] + [parts[6].replace(local, bm.PREFIX, 1)]
+                                                           + parts[7:]), {}, op))
+        assert any(c.action == "dynamodb:Query" and c.context for c in calls)
+        assert denied_calls(bm.policy_statements("slow", {}), calls) == []
+    finally:
+        release.write_text("go")
+    assert aws.wait(arn, timeout=600).status == "SUCCEEDED"
+    clock[0] = at + timedelta(hours=1)
+    assert watch.check() == []  # it ended
+
+
+def test_a_stall_is_marked_once_for_the_same_values_and_again_after_the_step_moved(
+        closing: tuple[LocalAWS, ControlPlane]) -> None:
+    from jobplane.runner.context import RunContext, TraceContext
+    from jobplane.runner.progress import Reporter
+
+    aws, control = closing
+    env = {"AWS_ENDPOINT_URL": str(aws.endpoint_url), "AWS_ACCESS_KEY_ID": aws.credentials.access_key_id,
+           "AWS_SECRET_ACCESS_KEY": aws.credentials.secret_access_key, "AWS_REGION": aws.region}
+    ctx = RunContext(job=JOB, team="billing", step="marked", execution_id="run-marked", scheduled_time="",
+                     trigger="manual", attempt=1, params={}, target={}, trace=TraceContext.continue_from(None))
+    ticks = [0.0]
+    reporter = Reporter(ctx, _Log(), aws.resources["table_name"], env, clock=lambda: ticks[0])  # type: ignore[arg-type]
+    repo = control.context.repo
+    reporter.progress(1, 10)
+    [first] = control.step_progress("run-marked")
+    assert repo.mark_stalled("run-marked", "marked", first.updated_at)
+    assert not repo.mark_stalled("run-marked", "marked", first.updated_at)  # the same stall
+    time.sleep(0.01)  # a later report's updated_at differs (milliseconds)
+    ticks[0] = 60.0  # past the write interval: written at once
+    reporter.progress(2, 10)
+    [moved] = control.step_progress("run-marked")
+    assert moved.updated_at != first.updated_at
+    assert not repo.mark_stalled("run-marked", "marked", first.updated_at)  # not the newest values
+    assert repo.mark_stalled("run-marked", "marked", moved.updated_at)  # stalled again
+    reporter.finish()
+    [ended] = control.step_progress("run-marked")
+    assert ended.ended and not repo.mark_stalled("run-marked", "marked", ended.updated_at)  # an ended step never
+
+
+def test_a_retrys_first_write_is_no_longer_marked_ended(closing: tuple[LocalAWS, ControlPlane]) -> None:
+    """The earlier attempt's last write marked the record ended; the retry's first one clears it,
+    so the pages show a running retry's ETA and the stall check watches it."""
+    from jobplane.runner.context import RunContext, TraceContext
+    from jobplane.runner.progress import Reporter
+
+    aws, control = closing
+    env = {"AWS_ENDPOINT_URL": str(aws.endpoint_url), "AWS_ACCESS_KEY_ID": aws.credentials.access_key_id,
+           "AWS_SECRET_ACCESS_KEY": aws.credentials.secret_access_key, "AWS_REGION": aws.region}
+    for attempt in (1, 2):
+        ctx = RunContext(job=JOB, team="billing", step="retried", execution_id="run-retried", scheduled_time="",
+                         trigger="manual", attempt=attempt, params={}, target={},
+                         trace=TraceContext.continue_from(None))
+        reporter = Reporter(ctx, _Log(), aws.resources["table_name"], env)  # type: ignore[arg-type]
+        reporter.progress(attempt, 5)
+        [p] = control.step_progress("run-retried")
+        assert (p.attempt, p.ended) == (attempt, False)
+        reporter.finish()
+        [p] = control.step_progress("run-retried")
+        assert (p.attempt, p.ended) == (attempt, True)
+
+
+@pytest.mark.parametrize(("opts", "says"), [
+    ({"stall_after": "30s"}, "stall_after (30s) must be at least 1m and shorter than the step's timeout (3600s)"),
+    ({"stall_after": "1h"}, "stall_after (3600s) must be at least 1m and shorter than the step's timeout (3600s)"),
+    ({"stall_after": "5m", "timeout": "5m"}, "stall_after (300s) must be at least 1m"),
+])
+def test_stall_after_is_refused_where_no_check_could_tell_a_stall(opts: dict[str, Any], says: str) -> None:
+    from jobplane.compiler.fields import Invalid
+    from jobplane.compiler.model import Job, Step
+
+    with pytest.raises(Invalid) as raised:
+        Step.from_definition({"name": "s", "python": "m:f", **opts})
+    assert says in str(raised.value)
+    with pytest.raises(Invalid) as raised:
+        Job.from_definition({"name": "j", "team": "billing", "steps": [
+            {"name": "g", "stall_after": "5m", "parallel": [{"name": "a", "python": "m:f"},
+                                                            {"name": "b", "python": "m:f"}]}]})
+    assert "stall_after applies to a step that runs, not a parallel group" in str(raised.value)
+    ok = Job.from_definition({"name": "j", "team": "billing", "steps": [
+        {"name": "g", "parallel": [{"name": "a", "python": "m:f", "stall_after": "10m"}, {"name": "b", "python": "m:f"}]}]})
+    assert ok.all_steps()[1].stall_after == 600

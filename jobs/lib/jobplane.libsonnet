@@ -31,6 +31,7 @@
     SLOW: 'SLOW',
     MISSED: 'MISSED',
     DEADLINE: 'DEADLINE',
+    STALLED: 'STALLED',
   },
 
   // --- schedules: each returns an EventBridge Scheduler expression (or a list of them).

@@ -148,6 +148,18 @@ data "aws_iam_policy_document" "slow" {
     resources = [aws_dynamodb_table.jobplane.arn]
   }
   statement {
+    # a running run's steps' progress (platform/stalls.py: STALLED): one Query of its
+    # PROGRESS#<execution> partition; the stall's mark is an UpdateItem of Records above
+    sid       = "StepProgress"
+    actions   = ["dynamodb:Query"]
+    resources = [aws_dynamodb_table.jobplane.arn]
+    condition {
+      test     = "ForAllValues:StringLike"
+      variable = "dynamodb:LeadingKeys"
+      values   = ["PROGRESS#*"]
+    }
+  }
+  statement {
     # every job's state (the claims), an upstream job's newest records (the catch-up); a job's
     # pause and resume audit entries, which the fire ledger reads (gsi2, platform/missed.py)
     sid       = "JobExecutions"

@@ -29,8 +29,10 @@ def _calendar_fields(lj: LoadedJob, config: PlatformConfig) -> JsonObject:
 
 
 def step_entry(step: Step) -> CatalogStep:
-    # set only when the step holds a pool, so a catalog without pools is as it was
-    pool: dict[str, Any] = {"pool": step.pool.name} if step.pool is not None else {}
+    # each set only when the step sets it, so a catalog without them is as it was
+    optional: dict[str, Any] = {"pool": step.pool.name} if step.pool is not None else {}
+    if step.stall_after is not None:
+        optional["stall_after"] = step.stall_after
     if step.parallel is not None:
         return CatalogStep(name=step.name, kind=step.kind.name, description=step.description,
                            parallel=[step_entry(s) for s in step.parallel])
@@ -38,7 +40,7 @@ def step_entry(step: Step) -> CatalogStep:
         name=step.name, kind=step.kind.name, description=step.description, target=step.target_spec(),
         timeout=step.timeout, retry=StepRetry.model_validate(step.retry.as_dict()), cpu=step.cpu, memory=step.memory,
         env=dict(sorted(step.env.items())), secrets=sorted(step.secrets),
-        **pool)
+        **optional)
 
 
 def build_catalog(jobs: list[LoadedJob], config: PlatformConfig, state_counts: dict[str, int],

@@ -169,6 +169,14 @@ _POOL_SCHEMA: JsonObject = {"anyOf": [
     {"type": "null"}]}
 
 
+def _stall_range(v: int | None, checked: JsonObject) -> Iterator[str]:
+    """The periodic check looks every few minutes and a step's progress is written at most every
+    10 s (contract/progress.py): a shorter stall cannot be told from a quiet step."""
+    timeout = checked.get("timeout")
+    if v is not None and (v < 60 or (isinstance(timeout, int) and v >= timeout)):
+        yield f"stall_after ({v}s) must be at least 1m and shorter than the step's timeout ({timeout}s)"
+
+
 @dataclass(frozen=True, kw_only=True)
 class Step(Model):
     """One unit of work: exactly one kind field (python, celery, django, shell, parallel or
@@ -189,6 +197,9 @@ class Step(Model):
     secrets: dict[str, str] = field(MapOf(Str()), factory=dict, check=_secrets, description=(
         "ENV_NAME -> jp.secret(NAME) (Secrets Manager) or jp.parameter(NAME) (SSM Parameter Store), a name "
         "the job's team may use."))
+    stall_after: int | None = field(Nullable(Duration), None, check=_stall_range, description=(
+        "An attempt whose progress (jobplane.progress) has not moved this long raises STALLED, once per stall: "
+        "1m to the step's timeout (docs/progress.md#a-stalled-step)."))
     pool: PoolUse | None = field(Nullable(Nested(lambda: PoolUse)), None, before=_pool_shorthand,
                                  json_schema=_POOL_SCHEMA, description=(
                                      "A pool of jobplane.toml [pools] ('billing-db', or {name, weight}): each attempt "
@@ -241,6 +252,8 @@ class Step(Model):
             yield f"args apply to {_which('takes_args')} steps, not {kind.name}"
         elif self.kwargs and not kind.takes_kwargs:
             yield f"kwargs apply to {_which('takes_kwargs')} steps, not {kind.name}"
+        if self.stall_after is not None and isinstance(kind, GroupKind):
+            yield f"stall_after applies to a step that runs, not a {kind.name} group: set it on its steps"
         if not refused & _SIZED:  # the executors' rules read these (a refused cpu is not 256)
             yield from kind.problems(self)
 

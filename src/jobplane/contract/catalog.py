@@ -52,6 +52,7 @@ class CatalogStep(_Model):
     env: dict[str, str] = Field(default_factory=dict)
     secrets: list[str] = Field(default_factory=list)  # names only: the runtime never needs the ARNs
     pool: str | None = None  # the pool its attempts hold a slot of (docs/pools.md); unset: none
+    stall_after: int | None = None  # seconds without progress that raise STALLED (platform/stalls.py)
 
 
 class Runbook(_Model):
@@ -112,6 +113,19 @@ class CatalogJob(_Model):
     def step_names(self) -> list[str]:
         """Every step a run can start from: the top-level steps, then the members of groups."""
         return [s.name for s in self.steps] + [m.name for s in self.steps for m in s.parallel or []]
+
+    @property
+    def stall_limits(self) -> dict[str, int]:
+        """Step name -> its ``stall_after`` (seconds), for the steps that set one, groups' members
+        included: what the stall check watches (platform/stalls.py)."""
+        out: dict[str, int] = {}
+        todo = list(self.steps)
+        while todo:
+            step = todo.pop()
+            todo.extend(step.parallel or [])
+            if step.stall_after is not None:
+                out[step.name] = step.stall_after
+        return out
 
     @property
     def policy_rules(self) -> ExecutionPolicy:

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from jobplane.contract.types import Client
 
-Event = Literal["FAILED", "TIMED_OUT", "ABORTED", "SKIPPED", "RECOVERED", "SLOW", "MISSED", "DEADLINE"]
+Event = Literal["FAILED", "TIMED_OUT", "ABORTED", "SKIPPED", "RECOVERED", "SLOW", "MISSED", "DEADLINE", "STALLED"]
 EVENTS: tuple[Event, ...] = get_args(Event)
 
 
@@ -84,6 +84,6 @@ def publish(sns: Client, topic_arn: str, message: NotificationMessage) -> str:
 
 def subscribed(message: NotificationMessage, defaults: tuple[str, ...]) -> bool:
     """Whether the job wants this event: it is among its events (``defaults`` when it names
-    none); a MISSED fire and a DEADLINE breach go wherever failures go."""
+    none); a MISSED fire, a DEADLINE breach and a STALLED step go wherever failures go."""
     events: list[str] = list(message.events) if message.events else list(defaults)
-    return message.event in events or (message.event in ("MISSED", "DEADLINE") and "FAILED" in events)
+    return message.event in events or (message.event in ("MISSED", "DEADLINE", "STALLED") and "FAILED" in events)

@@ -57,6 +57,9 @@ ATTR_STARTED_AT = "started_at"  # when that attempt started (epoch seconds): the
 ATTR_UPDATED_AT = "updated_at"  # when the values were reported (epoch seconds)
 ATTR_ENDED = "ended"  # the step's last write (its end): True
 ATTR_EXPIRES_AT = "expires_at"  # the table's TTL attribute (contract/datamodel.py)
+#: Written by the stall check, never by the runner: the ``updated_at`` of the values a STALLED
+#: alert was sent for (platform/stalls.py), so one stall is announced once.
+ATTR_STALLED_FOR = "stalled_for"
 #: What a retry reads of the record (``jobplane.resume_from``): the IAM policy's read attributes.
 READ_ATTRIBUTES = ("pk", "sk", ATTR_CURSOR, ATTR_ATTEMPT)
 #: Every attribute the runner writes, keys included: the IAM policy's ``dynamodb:Attributes``.

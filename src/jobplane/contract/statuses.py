@@ -69,6 +69,10 @@ class Event(str, Enum):
     #: A scheduled fire whose run has not SUCCEEDED by the job's deadline (platform/deadlines.py;
     #: ``outcome.status`` DEADLINE, then RECOVERED when it lands); sent wherever failures go.
     DEADLINE = "DEADLINE"
+    #: A running step whose progress has not moved for its ``stall_after`` (platform/stalls.py;
+    #: ``outcome.status`` RUNNING, ``outcome.step`` the step), once per stall; sent wherever
+    #: failures go.
+    STALLED = "STALLED"
 
 
 DEFAULT_EVENTS = (Event.FAILED, Event.TIMED_OUT, Event.ABORTED)

@@ -261,6 +261,7 @@ class DevPlatform:
         from jobplane.platform.pool_slots import PoolSweep
         from jobplane.platform.renotify import Renotify
         from jobplane.platform.snooze import SnoozeEnds
+        from jobplane.platform.stalls import StallWatch
 
         # and every expected fire is accounted for: a missed one is recorded and alerted
         checks = [catchup.LostEndings(self.control.context, aws.reconciler()).check,
@@ -276,7 +277,9 @@ class DevPlatform:
                   Renotify(self.control.reads, aws.client("sns"), self.deployment.topic_arn, clock=self.clock).check,
                   # a snooze that ended sends what it held, once (real time: a snooze's end is an
                   # operator's wall-clock time, as the notifier that holds alerts reads it)
-                  SnoozeEnds(self.control.reads, aws.client("sns"), self.deployment.topic_arn).check]
+                  SnoozeEnds(self.control.reads, aws.client("sns"), self.deployment.topic_arn).check,
+                  # a running step whose progress stopped moving past its stall_after, once a stall
+                  StallWatch(self.control.reads, aws.client("sns"), self.deployment.topic_arn).check]
         from jobplane.platform.backfill import BackfillDriver, Backfills
 
         self.backfills = Backfills(self.control.runs)  # backfills left running by the last start go on

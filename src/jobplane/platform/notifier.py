@@ -47,7 +47,8 @@ log = logging.getLogger(__name__)
 
 EMOJI = {Event.FAILED.value: ":x:", Event.TIMED_OUT.value: ":hourglass:", Event.ABORTED.value: ":octagonal_sign:",
          Event.SKIPPED.value: ":fast_forward:", Event.RECOVERED.value: ":white_check_mark:", Event.SLOW.value: ":turtle:",
-         Event.MISSED.value: ":ghost:", Event.DEADLINE.value: ":alarm_clock:"}
+         Event.MISSED.value: ":ghost:", Event.DEADLINE.value: ":alarm_clock:",
+         Event.STALLED.value: ":construction:"}
 
 
 @dataclass(frozen=True)

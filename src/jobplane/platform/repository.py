@@ -366,6 +366,25 @@ class Repository:
             return False
         return True
 
+    def mark_stalled(self, execution: str, step: str, updated_at: float) -> bool:
+        """True the first time only for these values of the step's progress (its ``updated_at``),
+        and only while they are still the newest and the step has not ended: whoever writes the
+        mark announces the stall. A step that moves and then stalls again is announced again."""
+        from jobplane.contract import progress as cp
+
+        try:
+            self.ddb.update_item(
+                TableName=self.table, Key={"pk": {"S": cp.pk(execution)}, "sk": {"S": step}},
+                UpdateExpression="SET #stalled = :u",
+                ConditionExpression="#updated = :u AND attribute_not_exists(#ended) AND "
+                                    "(attribute_not_exists(#stalled) OR #stalled <> :u)",
+                ExpressionAttributeNames={"#stalled": cp.ATTR_STALLED_FOR, "#updated": cp.ATTR_UPDATED_AT,
+                                          "#ended": cp.ATTR_ENDED},
+                ExpressionAttributeValues={":u": {"N": repr(updated_at)}})
+            return True
+        except self.ddb.exceptions.ConditionalCheckFailedException:
+            return False
+
     def mark_slow(self, execution: str, expires_at: int) -> bool:
         """True the first time only: whoever writes the marker announces the slow run."""
         try:

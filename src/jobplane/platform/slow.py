@@ -100,7 +100,8 @@ def handler(event: JsonObject, context: object = None) -> JsonObject:
     the fires that neither ran nor were skipped; then the deadlines (platform/deadlines.py): alert
     a fire not SUCCEEDED by its deadline, once; then announce once more a failure nobody
     acknowledged within its job's renotify_after (platform/renotify.py); then summarise each
-    snooze that ended (platform/snooze.py); then move every open backfill on; then disable
+    snooze that ended (platform/snooze.py); then announce once a running step whose progress
+    stopped moving past its stall_after (platform/stalls.py); then move every open backfill on; then disable
     again a paused job's schedule found ENABLED (drift: an apply writes the compiled state). One part failing does not keep the others from running; the
     invocation then fails, and Lambda tries it again."""
     import boto3
@@ -118,6 +119,7 @@ def handler(event: JsonObject, context: object = None) -> JsonObject:
     from jobplane.platform.reconciler import Reconciler
     from jobplane.platform.renotify import Renotify
     from jobplane.platform.snooze import SnoozeEnds
+    from jobplane.platform.stalls import StallWatch
 
     started = time.monotonic()
     control = ControlPlane(deployment)  # the services, over one context the checks share
@@ -129,6 +131,8 @@ def handler(event: JsonObject, context: object = None) -> JsonObject:
     result: JsonObject = {}
     failed: list[BaseException] = []
     for key, check in (("alerted", SlowWatch(reads, sns, deployment.topic_arn).check),
+                       # a running step whose progress stopped moving (platform/stalls.py)
+                       ("stalled", lambda: [s.execution for s in StallWatch(reads, sns, deployment.topic_arn).check()]),
                        ("reconciled", LostEndings(context, reconciler).check),
                        ("caught_up", UpstreamCatchUp(runs).check),
                        ("missed", MissedFires(runs, sns, deployment.topic_arn, boto3.client("sqs")).check),

@@ -202,10 +202,14 @@ class Reporter:
         done = f"#{cp.ATTR_DONE} <= :{cp.ATTR_DONE}" if self.done is not None else "attribute_not_exists(#done)"
         condition = (f"attribute_not_exists(#attempt) OR #attempt < :attempt OR "
                      f"(#attempt = :attempt AND (attribute_not_exists(#done) OR {done}))")
+        # a retry's writes follow its earlier attempt's last one, which marked the record ended
+        remove = "" if ended else f" REMOVE #{cp.ATTR_ENDED}"
+        if not ended:
+            names[f"#{cp.ATTR_ENDED}"] = cp.ATTR_ENDED
         return {
             "TableName": self.table,
             "Key": {"pk": {"S": cp.pk(self.ctx.execution_id)}, "sk": {"S": self.ctx.step}},
-            "UpdateExpression": "SET " + ", ".join(f"#{a} = :{a}" for a in given),
+            "UpdateExpression": "SET " + ", ".join(f"#{a} = :{a}" for a in given) + remove,
             "ConditionExpression": condition,
             "ExpressionAttributeNames": names,
             "ExpressionAttributeValues": values,
