@@ -75,7 +75,7 @@ def platform(tmp_path_factory: pytest.TempPathFactory, slack: Receiver) -> Itera
     zone = "Etc/GMT" + (f"-{offset}" if offset > 0 else f"+{-offset}" if offset < 0 else "")
     jobs = {"met": (f"cron({fire.minute} 9 * * ? *)", zone, "12:00"),
             "slow": (daily, "UTC", "30m"), "failed": (daily, "UTC", "1h"), "rerun": (daily, "UTC", "1h"),
-            "typical": (daily, "UTC", "3h"), "outbox": (daily, "UTC", "30m"),
+            "typical": (daily, "UTC", "3h"), "outbox": (daily, "UTC", "30m"), "eta": (daily, "UTC", "1h"),
             "backfilled": (daily, "UTC", "1h")}
     later = fire + timedelta(hours=6)  # after the test pauses the job, however late it runs
     jobs["paused"] = (f"cron({later.minute} {later.hour} * * ? *)", "UTC", "30m")
@@ -332,6 +332,45 @@ def test_the_remaining_steps_typical_duration_alerts_early(platform: DevPlatform
     assert watch(platform, fire + timedelta(minutes=2)).check({"typical"}) == [f"typical {execution_input.iso(fire)} RECOVERED"]
     wait_for(lambda: len(posts(slack, "typical", "RECOVERED")) == 1)
     assert outcome(platform, "typical", fire)["met"] is True
+    assert denied(platform) == []
+
+
+def test_a_running_steps_progress_eta_past_the_deadline_alerts_early(platform: DevPlatform, slack: Receiver,
+                                                                      tmp_path: Path) -> None:
+    """The predictive deadline (issue 67): no history, but the running step reports its progress
+    (written as the runner writes it): 10 of 1,000 tenants 10 minutes into its attempt is 1 a
+    minute, ending some 16 hours later, long after the 1h deadline. One early alert says when it
+    would end, while there is still time to act; the periodic role may make the read."""
+    from jobplane.contract import progress
+
+    fire = first_fire(platform, "eta")
+    release, marker = tmp_path / "release", tmp_path / "marker"
+    name = run(platform, "eta", execution_input.scheduled(fire, {
+        "mode": "wait", "seconds": 300, "release": str(release), "marker": str(marker)}), wait=False)
+    try:
+        wait_for(marker.exists)
+        began = fire + timedelta(minutes=1)
+
+        def reported(done: int, total: int) -> None:
+            platform.aws.client("dynamodb").put_item(TableName=platform.deployment.table, Item={
+                "pk": {"S": progress.pk(name)}, "sk": {"S": "work"}, "attempt": {"N": "1"},
+                "started_at": {"N": str(began.timestamp())},
+                "updated_at": {"N": str((began + timedelta(minutes=10)).timestamp())},
+                "done": {"N": str(done)}, "total": {"N": str(total)}, "unit": {"S": "tenants"}})
+
+        reported(10, 12)  # at 1 a minute, 2 left: it makes it
+        assert watch(platform, began + timedelta(minutes=11)).check({"eta"}) == []
+        reported(10, 1000)  # the list grew: 990 left at 1 a minute, early, once
+        assert watch(platform, began + timedelta(minutes=11)).check({"eta"}) == [f"eta {execution_input.iso(fire)} DEADLINE (early)"]
+        assert watch(platform, began + timedelta(minutes=12)).check({"eta"}) == []
+    finally:
+        release.write_text("go")
+    wait_for(lambda: len(posts(slack, "eta", "DEADLINE")) == 1)
+    text = json.dumps(posts(slack, "eta", "DEADLINE")[0]["blocks"])
+    ends = began + timedelta(minutes=10) + timedelta(minutes=990)
+    assert f"at this rate it ends {ends:%H:%M} UTC, after the deadline (due {fire + timedelta(hours=1):%H:%M} UTC)" in text
+    assert "10 of 1,000 tenants (1%)" in text
+    assert outcome(platform, "eta", fire)["early"] is True
     assert denied(platform) == []
 
 

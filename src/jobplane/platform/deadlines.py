@@ -328,7 +328,11 @@ class DeadlineWatch:
                 last.execution
         view = seen.running[-1]
         step = _running_step(view)
-        if step is None or not history:
+        if step is None:
+            return None
+        if (predicted := self._at_this_rate(entry, step, view, due, history)) is not None:
+            return predicted, view.execution
+        if not history:
             return None
         remaining = _remaining(entry, step, view, history, now)
         if remaining is None:
@@ -339,6 +343,27 @@ class DeadlineWatch:
         return (f"breach certain before the deadline: run {view.execution} is at step {step}; the steps left "
                 f"typically take {_words(remaining)} (median of the job's last {len(history)} successful runs), "
                 f"and {_words(left)} is left"), view.execution
+
+    def _at_this_rate(self, entry: CatalogJob, step: str, view: ExecutionView, due: datetime,
+                      history: list[ExecutionRecord]) -> str | None:
+        """The predictive deadline (docs/progress.md): the running step reports its progress, and
+        at its rate since the attempt began it ends after the due time, with the later steps'
+        typical durations (from the history: none counted without it) after it. One read of the
+        run's progress records; a step that reported no total has no ETA and is left to the rest."""
+        progress = next((p for p in self.reads.step_progress(view.execution) if p.step == step and not p.ended), None)
+        eta = progress.eta_seconds if progress is not None else None
+        if progress is None or eta is None:
+            return None
+        ends = datetime.fromtimestamp(progress.updated_at + eta, timezone.utc)
+        later = _remaining_after(entry, step, history)
+        if later:
+            ends += later
+        if ends <= due:
+            return None
+        then = "" if not later else f" and its later steps typically take {_words(later)} more,"
+        return (f"at this rate it ends {ends:%H:%M} UTC, after the deadline (due {due:%H:%M} UTC): run "
+                f"{view.execution}'s step {step} is at {progress.words()}{then} (ETA from the step's progress "
+                "since its attempt began)")
 
     def _successes(self, entry: CatalogJob) -> list[ExecutionRecord]:
         """The job's newest successful runs with their step timelines (the history)."""
@@ -508,6 +533,28 @@ def _remaining(entry: CatalogJob, step: str, view: ExecutionView, history: list[
             ran = max((now - parse_iso(began)).total_seconds(), 0.0) if began else 0.0
             longest = max(longest - ran, 0.0)
         total += longest
+    return timedelta(seconds=total)
+
+
+def _remaining_after(entry: CatalogJob, step: str, history: list[ExecutionRecord]) -> timedelta | None:
+    """The typical time of the steps after ``step`` (a group's slowest member each), from the
+    history's successful attempts; None when there is no history or a later step has none."""
+    if not history:
+        return None
+    order = [[m.name for m in s.parallel] if s.parallel else [s.name] for s in entry.steps]
+    index = next((i for i, members in enumerate(order) if step in members or step == entry.steps[i].name), None)
+    if index is None:
+        return None
+    typical: dict[str, list[float]] = {}
+    for record in history:
+        for a in record.timeline:
+            if a.outcome == "succeeded" and a.started_at and a.finished_at:
+                typical.setdefault(a.step, []).append((parse_iso(a.finished_at) - parse_iso(a.started_at)).total_seconds())
+    total = 0.0
+    for members in order[index + 1:]:
+        if any(m not in typical for m in members):
+            return None
+        total += max(statistics.median(typical[m]) for m in members)
     return timedelta(seconds=total)
 
 
