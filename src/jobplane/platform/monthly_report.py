@@ -1,0 +1,211 @@
+"""A job's month, for a team's monthly review (issue 67 part 2): how many runs, how many
+succeeded, how long they took (median, p95), how late they started, the fires that never ran,
+the deadline kept, and the failures, each linkable.
+
+Computed from the records, never from metrics: a report must be exact, and metric delivery
+(CloudWatch EMF) is at least once, so a count from metrics can be off (docs/metrics.md). The
+records are the runs' own (``EXEC#``, one per run, skip or missed fire, kept 400 days) read
+newest first through the job's index (gsi1, by start) until the month is behind; deadlines
+come from the deadline checker's outcomes (kept 100 days: an older month has none).
+
+The month is the job's: its timezone's first day 00:00 to the next month's. A run belongs to
+the month of its fire (``scheduled_time``) if it has one, else of its start: a fire at 23:59 on
+the 31st whose run ends on the 1st counts for the month it was for.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
+
+from jobplane.contract.catalog import CatalogJob
+from jobplane.contract.clock import parse_iso
+from jobplane.contract.records import ExecutionRecord
+from jobplane.contract.statuses import ExecutionStatus
+from jobplane.contract.types import JsonObject
+from jobplane.platform.context import PlatformContext
+
+MONTH_RE = re.compile(r"^(\d{4})-(0[1-9]|1[0-2])$")
+#: A run that started this long before the month can still be a fire of it (a late start is
+#: rare; a run is at most its job's timeout long, and the index is ordered by start).
+_LOOK_BEFORE = timedelta(days=2)
+#: The ended outcomes that count as runs that tried (the success rate's denominator): a skip is
+#: the policy at work, a missed fire never ran.
+TRIED = (ExecutionStatus.SUCCEEDED.value, ExecutionStatus.FAILED.value, ExecutionStatus.TIMED_OUT.value,
+         ExecutionStatus.ABORTED.value)
+
+
+class BadMonth(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Seconds: the median and the 95th percentile (nearest rank) of ``count`` values."""
+
+    count: int
+    median: float | None
+    p95: float | None
+
+    @classmethod
+    def of(cls, values: list[float]) -> Spread:
+        if not values:
+            return cls(0, None, None)
+        ordered = sorted(values)
+        rank = max(1, -(-95 * len(ordered) // 100))  # nearest rank: ceil(0.95 n)
+        return cls(len(ordered), statistics.median(ordered), ordered[rank - 1])
+
+    def to_json(self) -> JsonObject:
+        return {"count": self.count, "median_seconds": self.median, "p95_seconds": self.p95}
+
+
+@dataclass(frozen=True)
+class Failure:
+    execution: str
+    status: str
+    at: str | None
+    step: str | None
+    error: str | None
+
+
+@dataclass(frozen=True)
+class MonthReport:
+    job: str
+    team: str
+    month: str
+    timezone: str
+    counts: dict[str, int]  # by status (SUCCEEDED, FAILED, ..., SKIPPED, MISSED)
+    duration: Spread  # of the SUCCEEDED runs
+    start_delay: Spread  # scheduled runs: start minus the fire (backfills and manual runs excluded)
+    deadline_fires: int  # fires the deadline checker decided in the month (none without a deadline)
+    deadline_met: int
+    failures: tuple[Failure, ...] = field(default=())  # newest first
+
+    @property
+    def runs(self) -> int:
+        return sum(self.counts.get(s, 0) for s in TRIED)
+
+    @property
+    def success_rate(self) -> float | None:
+        return self.counts.get(ExecutionStatus.SUCCEEDED.value, 0) / self.runs if self.runs else None
+
+    @property
+    def on_time(self) -> float | None:
+        return self.deadline_met / self.deadline_fires if self.deadline_fires else None
+
+    def to_json(self) -> JsonObject:
+        return {"job": self.job, "team": self.team, "month": self.month, "timezone": self.timezone,
+                "counts": dict(self.counts), "runs": self.runs, "success_rate": self.success_rate,
+                "duration": self.duration.to_json(), "start_delay": self.start_delay.to_json(),
+                "missed_fires": self.counts.get(ExecutionStatus.MISSED.value, 0),
+                "deadline": {"fires": self.deadline_fires, "met": self.deadline_met, "on_time": self.on_time},
+                "failures": [f.__dict__ for f in self.failures]}
+
+    def lines(self) -> list[str]:
+        """The report as `jobplane report` prints it."""
+        def secs(v: float | None) -> str:
+            return "-" if v is None else _words(v)
+
+        def pct(v: float | None) -> str:
+            return "-" if v is None else f"{100 * v:.1f}%"
+
+        out = [f"{self.job} ({self.team}), {self.month} ({self.timezone})",
+               f"  runs: {self.runs} ({', '.join(f'{k} {v}' for k, v in sorted(self.counts.items())) or 'none'})",
+               f"  success rate: {pct(self.success_rate)}",
+               f"  duration (succeeded): median {secs(self.duration.median)}, p95 {secs(self.duration.p95)}",
+               f"  start delay (scheduled): median {secs(self.start_delay.median)}, p95 {secs(self.start_delay.p95)}",
+               f"  missed fires: {self.counts.get(ExecutionStatus.MISSED.value, 0)}"]
+        if self.deadline_fires:
+            out.append(f"  deadline: {self.deadline_met}/{self.deadline_fires} fires on time ({pct(self.on_time)})")
+        for f in self.failures:
+            out.append(f"  {f.status} {f.at or ''} {f.execution}" + (f" at {f.step}" if f.step else "")
+                       + (f": {f.error[:120]}" if f.error else ""))
+        return out
+
+
+def month_bounds(month: str, zone: str) -> tuple[datetime, datetime]:
+    """The month's start and end (exclusive), UTC, in ``zone``'s wall time."""
+    m = MONTH_RE.fullmatch(month)
+    if m is None:
+        raise BadMonth(f"month must be YYYY-MM (e.g. 2026-11), not {month!r}")
+    year, number = int(m[1]), int(m[2])
+    tz = ZoneInfo(zone)
+    start = datetime(year, number, 1, tzinfo=tz)
+    end = datetime(year + (number == 12), number % 12 + 1, 1, tzinfo=tz)
+    return start.astimezone(timezone.utc), end.astimezone(timezone.utc)
+
+
+def last_month(zone: str, now: datetime) -> str:
+    """The last whole month in ``zone`` at ``now``: what a monthly review looks at."""
+    local = now.astimezone(ZoneInfo(zone))
+    year, month = (local.year, local.month - 1) if local.month > 1 else (local.year - 1, 12)
+    return f"{year:04d}-{month:02d}"
+
+
+def job_month(context: PlatformContext, entry: CatalogJob, month: str) -> MonthReport:
+    """The job's report for ``month`` (YYYY-MM) in its timezone."""
+    zone = entry.timezone
+    start, end = month_bounds(month, zone)
+    counts: dict[str, int] = {}
+    durations: list[float] = []
+    delays: list[float] = []
+    failures: list[Failure] = []
+    for record in _records(context, entry.name, start - _LOOK_BEFORE):
+        at = _when(record)
+        if at is None or not start <= at < end:
+            continue
+        counts[record.status] = counts.get(record.status, 0) + 1
+        if record.status == ExecutionStatus.SUCCEEDED.value and record.started_at and record.finished_at:
+            durations.append((parse_iso(record.finished_at) - parse_iso(record.started_at)).total_seconds())
+        if record.trigger == "schedule" and record.scheduled_time and record.started_at:
+            delays.append(max((parse_iso(record.started_at) - parse_iso(record.scheduled_time)).total_seconds(), 0.0))
+        if record.status in (ExecutionStatus.FAILED.value, ExecutionStatus.TIMED_OUT.value) or (
+                record.status == ExecutionStatus.ABORTED.value and not record.abort_reason):
+            failures.append(Failure(record.execution, record.status, record.finished_at or record.started_at,
+                                    record.failed_step, record.error))
+    fires, met = _deadlines(context, entry, start, end)
+    return MonthReport(entry.name, entry.team, month, zone, counts, Spread.of(durations), Spread.of(delays),
+                       fires, met, tuple(failures))
+
+
+def _when(record: ExecutionRecord) -> datetime | None:
+    text = record.scheduled_time or record.started_at or record.finished_at
+    return parse_iso(text) if text else None
+
+
+def _records(context: PlatformContext, job: str, since: datetime) -> list[ExecutionRecord]:
+    """The job's records started at or after ``since`` (and the rest of the page that reached
+    it): pages of 100, newest first, stopping at the first page that reaches past it."""
+    out: list[ExecutionRecord] = []
+    cursor: str | None = None
+    while True:
+        page = context.repo.executions(job, limit=100, cursor=cursor)
+        out += page.items
+        oldest = min((parse_iso(r.started_at) for r in page.items if r.started_at), default=None)
+        if page.cursor is None or (oldest is not None and oldest < since):
+            return out
+        cursor = page.cursor
+
+
+def _deadlines(context: PlatformContext, entry: CatalogJob, start: datetime, end: datetime) -> tuple[int, int]:
+    if not entry.deadline:
+        return 0, 0
+    from jobplane.contract import execution_input
+    from jobplane.platform.deadlines import outcomes
+
+    decided = outcomes(context.ddb, context.deployment.table, entry.name, execution_input.iso(start),
+                       execution_input.iso(end))
+    in_month = [o for o in decided if start <= parse_iso(o.fire) < end]
+    return len(in_month), sum(1 for o in in_month if o.met)
+
+
+def _words(seconds: float) -> str:
+    s = int(round(seconds))
+    if s >= 3600:
+        return f"{s // 3600} h {s % 3600 // 60} min"
+    if s >= 60:
+        return f"{s // 60} min {s % 60} s"
+    return f"{seconds:.1f} s" if seconds < 10 else f"{s} s"

@@ -1,0 +1,42 @@
+"""A job's month (platform/monthly_report.py) in the JSON API and as a page: the figures a team's
+monthly review reads (runs, success rate, median and p95 duration, start delay, missed fires,
+the deadline kept, failures), computed from the run records as `jobplane report` prints them."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse, Response
+
+from jobplane.platform.control import Invalid
+from jobplane.platform.monthly_report import BadMonth, MonthReport, job_month, last_month
+from jobplane.portal.api import Reader, _errors
+from jobplane.portal.services import Portal, portal_of
+
+router = APIRouter(prefix="/api", tags=["reports"], responses=_errors(400, 401, 500))
+pages_router = APIRouter(include_in_schema=False)  # an HTML page, like the other pages
+
+_MONTH = Query(None, max_length=7, description="YYYY-MM in the job's timezone; default: the last whole month")
+
+
+def _report(portal: Portal, job: str, month: str | None) -> MonthReport:
+    entry = portal.control.entry(job)  # NotFound: 404
+    try:
+        return job_month(portal.control.context, entry, month or last_month(entry.timezone, datetime.now(timezone.utc)))
+    except BadMonth as e:
+        raise Invalid(str(e), {"month": month}) from None
+
+
+@router.get("/jobs/{job}/report", responses=_errors(404),
+            summary="A job's month: runs by outcome, success rate, durations, start delay, missed fires, "
+                    "deadline, failures (from the run records)")
+def job_report(request: Request, job: str, month: str | None = _MONTH, portal: Portal = Reader) -> dict[str, Any]:
+    return _report(portal, job, month).to_json()
+
+
+@pages_router.get("/jobs/{job}/report", response_class=HTMLResponse)
+def job_report_page(request: Request, job: str, month: str | None = Query(None, max_length=7)) -> Response:
+    portal = portal_of(request)
+    return portal.render(request, "report.html", report=_report(portal, job, month))

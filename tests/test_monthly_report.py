@@ -1,0 +1,112 @@
+"""A job's month (issue 67 part 2): `jobplane report`, the API and the portal page compute the
+same figures from the run records, in the job's own month (New York here: a fire at 23:30 on
+the 30th is November's, though it is December 1st in UTC), over more records than one page."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+from click.testing import CliRunner
+from fastapi.testclient import TestClient
+
+from jobplane.cli.app import main
+from jobplane.contract import execution_input
+from jobplane.contract.attempts import Attempt
+from jobplane.contract.clock import iso_millis
+from jobplane.contract.records import ExecutionRecord
+from jobplane.devserver.dev_platform import DevPlatform
+from jobplane.platform.monthly_report import BadMonth, last_month, month_bounds
+from portal_kit import READER, as_user, header_app
+
+JOB = "other-team"  # the dev kit's job in America/New_York
+NEW_YORK = ZoneInfo("America/New_York")
+TEAM = "growth"
+
+
+def _record(platform: DevPlatform, n: int, fire: datetime, status: str, took: float = 60.0, late: float = 5.0,
+            **extra: object) -> None:
+    missed = status == "MISSED"  # as the fire ledger writes one: started "at" the fire, no trigger
+    start = fire if missed else fire + timedelta(seconds=late)
+    end = start + timedelta(seconds=took)
+    record = ExecutionRecord(
+        execution=f"report-{n:04d}", job=JOB, team=TEAM, status=status,
+        trigger=None if missed else str(extra.pop("trigger", "schedule")),
+        scheduled_time=execution_input.iso(fire.astimezone(timezone.utc)),
+        started_at=iso_millis(start.astimezone(timezone.utc)),
+        finished_at=iso_millis(end.astimezone(timezone.utc)), given={}, transitions=5,
+        timeline=() if missed else (Attempt("load", 1, iso_millis(start), iso_millis(end), status.lower()),),
+        **extra)  # type: ignore[arg-type]
+    platform.aws.client("dynamodb").put_item(TableName=platform.deployment.table, Item=record.to_item())
+
+
+@pytest.fixture(scope="module")
+def november(platform: DevPlatform) -> DevPlatform:
+    """Eight records of November (New York), one just after it, one just before, and 120 of
+    December: the month's are on the index's second page."""
+    _record(platform, 1, datetime(2026, 11, 1, 0, 0, tzinfo=NEW_YORK), "SUCCEEDED", took=60, late=5)
+    _record(platform, 2, datetime(2026, 11, 2, 0, 0, tzinfo=NEW_YORK), "SUCCEEDED", took=120, late=10)
+    _record(platform, 3, datetime(2026, 11, 30, 23, 30, tzinfo=NEW_YORK), "SUCCEEDED", took=600, late=30)  # Dec 1 UTC
+    _record(platform, 4, datetime(2026, 11, 3, 0, 0, tzinfo=NEW_YORK), "FAILED", failed_step="load",
+            error="ConnectionError: ledger API answered 503")
+    _record(platform, 5, datetime(2026, 11, 4, 0, 0, tzinfo=NEW_YORK), "SKIPPED", skip_reason="RUNNING")
+    _record(platform, 6, datetime(2026, 11, 5, 0, 0, tzinfo=NEW_YORK), "MISSED", error="no run started")
+    _record(platform, 7, datetime(2026, 11, 6, 0, 0, tzinfo=NEW_YORK), "ABORTED", abort_reason="REPLACED")
+    _record(platform, 8, datetime(2026, 12, 1, 0, 0, tzinfo=NEW_YORK), "FAILED")  # December
+    _record(platform, 9, datetime(2026, 10, 31, 23, 0, tzinfo=NEW_YORK), "FAILED")  # October
+    _record(platform, 10, datetime(2026, 11, 7, 0, 0, tzinfo=NEW_YORK), "SUCCEEDED", took=30, trigger="manual",
+            late=4000)  # a manual run: no start delay counted
+    for i in range(120):
+        _record(platform, 100 + i, datetime(2026, 12, 2, 0, 0, tzinfo=NEW_YORK) + timedelta(minutes=i), "SUCCEEDED")
+    return platform
+
+
+EXPECTED = {
+    "counts": {"ABORTED": 1, "FAILED": 1, "MISSED": 1, "SKIPPED": 1, "SUCCEEDED": 4},
+    "runs": 6, "success_rate": 4 / 6, "missed_fires": 1,
+    "duration": {"count": 4, "median_seconds": 90.0, "p95_seconds": 600.0},
+    "start_delay": {"count": 6, "median_seconds": 5.0, "p95_seconds": 30.0},  # the skip started too
+}
+
+
+def test_the_report_counts_the_jobs_own_month_from_its_records(november: DevPlatform, tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["--root", str(november.config.root), "report", JOB, "--month", "2026-11",
+                                       "--data-dir", str(november.data_dir), "--json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert (out["job"], out["month"], out["timezone"]) == (JOB, "2026-11", "America/New_York")
+    assert {k: out[k] for k in EXPECTED} == EXPECTED
+    assert [f["execution"] for f in out["failures"]] == ["report-0004"]  # not the REPLACED abort
+    assert out["failures"][0]["step"] == "load" and "503" in out["failures"][0]["error"]
+    text = CliRunner().invoke(main, ["--root", str(november.config.root), "report", JOB, "--month", "2026-11",
+                                     "--data-dir", str(november.data_dir)], catch_exceptions=False).output
+    assert "  success rate: 66.7%" in text and "  duration (succeeded): median 1 min 30 s, p95 10 min 0 s" in text
+    assert "FAILED" in text and "report-0004 at load: ConnectionError" in text
+
+
+def test_the_api_and_the_page_show_the_same_figures(november: DevPlatform) -> None:
+    with TestClient(header_app(november)) as client:
+        api = client.get(f"/api/jobs/{JOB}/report", params={"month": "2026-11"}, headers=as_user(READER)).json()
+        assert {k: api[k] for k in EXPECTED} == EXPECTED
+        page = client.get(f"/jobs/{JOB}/report", params={"month": "2026-11"}, headers=as_user(READER))
+        assert page.status_code == 200
+        assert '<td data-figure="success-rate">66.7%</td>' in page.text
+        assert '<td data-figure="missed">1</td>' in page.text and 'href="/executions/report-0004"' in page.text
+        bad = client.get(f"/api/jobs/{JOB}/report", params={"month": "2026-13"}, headers=as_user(READER))
+        assert bad.status_code == 400 and "YYYY-MM" in bad.text
+        assert client.get("/api/jobs/no-such-job/report", headers=as_user(READER)).status_code == 404
+
+
+def test_month_bounds_are_the_zones_wall_time() -> None:
+    start, end = month_bounds("2026-11", "Asia/Tokyo")
+    assert (start.isoformat(), end.isoformat()) == ("2026-10-31T15:00:00+00:00", "2026-11-30T15:00:00+00:00")
+    start, end = month_bounds("2026-03", "America/New_York")  # across the clock change: 31 days less an hour
+    assert end - start == timedelta(days=31, hours=-1)
+    assert last_month("Asia/Tokyo", datetime(2026, 12, 31, 16, 0, tzinfo=timezone.utc)) == "2026-12"  # Jan 1 in Tokyo
+    assert last_month("UTC", datetime(2026, 1, 15, tzinfo=timezone.utc)) == "2025-12"
+    for bad in ("2026-1", "2026-00", "26-11", "2026-11-01"):
+        with pytest.raises(BadMonth):
+            month_bounds(bad, "UTC")
