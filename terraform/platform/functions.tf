@@ -152,6 +152,18 @@ data "aws_iam_policy_document" "reconciler" {
     resources = ["${aws_dynamodb_table.jobplane.arn}/index/gsi1"]
   }
   statement {
+    # a run's steps' own counts for its metric lines (platform/run_metrics.py): one Query of its
+    # PROGRESS#<execution> partition, held to those partitions by their leading key
+    sid       = "StepProgress"
+    actions   = ["dynamodb:Query"]
+    resources = [aws_dynamodb_table.jobplane.arn]
+    condition {
+      test     = "ForAllValues:StringLike"
+      variable = "dynamodb:LeadingKeys"
+      values   = ["PROGRESS#*"]
+    }
+  }
+  statement {
     # a run's pool holders it left held (platform/pool_slots.py release_run): each release is a
     # transaction deleting the holder item (POOL#<pool>#<ticket>) and updating the pool's counter
     # (Records), https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis-iam.html

@@ -206,7 +206,7 @@ class DevPlatform:
             aws = self.aws = stack.enter_context(LocalAWS(
                 prefix=self.config.name_prefix, server_port=self.aws_port, log_dir=self.data_dir / "logs",
                 env=self.config.dev_env(self.data_dir, self.service_ports), clock=self.clock,
-                faults=self._faults()))
+                faults=self._faults(), metrics_file=self.data_dir / "metrics.jsonl"))
         except PortInUse as e:
             who = "another jobplane dev? " if e.errno == errno.EADDRINUSE else ""
             raise DevError(f"the local AWS cannot listen on {e}: {who}set [dev] aws_port or "

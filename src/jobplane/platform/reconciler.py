@@ -20,6 +20,7 @@ from datetime import datetime, timedelta, timezone
 
 from jobplane.contract import environment
 from jobplane.contract.arns import ExecutionArn
+from jobplane.contract.attempts import Attempt
 from jobplane.contract.catalog_brief import JobBrief
 from jobplane.contract.environment import DEFAULT_RETENTION_DAYS, RuntimeEnvironment
 from jobplane.contract.notifications import EVENTS, NotificationMessage, Outcome, event_of, publish
@@ -47,8 +48,11 @@ LOST = frozenset({ABORTED, TIMED_OUT, ExecutionStatus.FAILED.value})
 class Reconciler:
     def __init__(self, repository: Repository, sns: Client, topic_arn: str, sfn: Client, name_prefix: str,
                  retention_days: int = DEFAULT_RETENTION_DAYS, logs: StepLogs | None = None,
-                 patience: Patience = Patience(), job_brief: Callable[[str], JobBrief | None] | None = None):
+                 patience: Patience = Patience(), job_brief: Callable[[str], JobBrief | None] | None = None,
+                 metrics: Callable[[str], None] | None = None):
         self.repo = repository
+        # where each run's metric lines go (platform/run_metrics.py): the Lambda's stdout on AWS
+        self.metrics = metrics
         # the job's catalog entry, for what its definition says of alerts (channels, events,
         # runbook); None, or a job it cannot find: the notifier's defaults, never no alert
         self.job_brief = job_brief
@@ -59,6 +63,21 @@ class Reconciler:
         self.sfn = sfn
         self.prefix = name_prefix
         self.retention = timedelta(days=retention_days)
+
+    def _emit_metrics(self, record: ExecutionRecord, rows: list[Attempt]) -> None:
+        """The run's metric lines (CloudWatch EMF): best effort, never the reason a run's end is
+        handled again. Its steps' own counts are one Query of its progress records."""
+        if self.metrics is None:
+            return
+        from jobplane.platform import run_metrics, step_progress
+
+        try:
+            reported = ([] if record.status in (ExecutionStatus.SKIPPED.value, ExecutionStatus.MISSED.value)
+                        else step_progress.read(self.repo.ddb, self.repo.table, record.execution))
+            for text in run_metrics.lines(record, rows, reported):
+                self.metrics(text)
+        except Exception:  # noqa: BLE001 - metrics are at most once here, at least once on retries
+            log.exception("the metric lines of %s were not written", record.execution)
 
     def job_of(self, execution_arn: str) -> str | None:
         try:
@@ -122,6 +141,7 @@ class Reconciler:
         history_of.note(record)  # the job's recent runs (the jobs page's marks)
         history_of.note_day(record, rows, claims_in_history(events),  # the fleet's timeline of the day
                             int((finished_dt + self.retention).timestamp()))
+        self._emit_metrics(record, rows)
         return "recorded" if recorded_now else "expiry"
 
     def record_lost(self, job: str, name: str, execution_arn: str, input_json: str, started_at: str, error: str,
@@ -247,8 +267,14 @@ def handler(event: JsonObject, context: object = None) -> dict[str, str]:
         Repository(boto3.client("dynamodb"), env.table), boto3.client("sns"), env.topic_arn,
         boto3.client("stepfunctions"), env.name_prefix, env.execution_retention_days,
         logs=StepLogs(boto3.client("logs"), env.required(environment.LOG_GROUP)),
-        job_brief=_catalog_reader(env))
+        job_brief=_catalog_reader(env), metrics=_log_line)
     return {"result": reconciler.handle(detail["executionArn"], detail["status"])}
+
+
+def _log_line(text: str) -> None:
+    """One log event of the function's log group: CloudWatch extracts an EMF line's metrics
+    (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Generation.html)."""
+    print(text, flush=True)
 
 
 def _catalog_reader(env: RuntimeEnvironment) -> Callable[[str], JobBrief | None] | None:

@@ -114,6 +114,9 @@ class LocalAWS:
     time_scale: float | None = None
     server_port: int | None = None  # serve over HTTP on 127.0.0.1:<port> (0: any free port) instead of in-process only
     credentials: Credentials = field(default_factory=lambda: Credentials("local", "local"))
+    #: where the reconciler's metric lines go (platform/run_metrics.py): a file the lines are
+    #: appended to, as the reconciler Lambda's log holds them on AWS; None: not written
+    metrics_file: Path | None = None
     #: the time new schedules are created at (``jobplane dev``'s clock); None: the real time
     clock: Callable[[], datetime] | None = None
     state_machines: dict[str, str] = field(default_factory=dict)
@@ -302,7 +305,8 @@ class LocalAWS:
         from jobplane.platform.reconciler import Reconciler
 
         return Reconciler(self.repository(), self.client("sns"), self.resources["topic_arn"],
-                          self.client("stepfunctions"), self.prefix, logs=self.step_logs(), job_brief=self.job_brief)
+                          self.client("stepfunctions"), self.prefix, logs=self.step_logs(), job_brief=self.job_brief,
+                          metrics=None if self.metrics_file is None else _appender(self.metrics_file))
 
     def job_brief(self, job: str) -> JobBrief | None:
         """``job``'s entry in the catalog last deployed, read from its parts' bytes as the base
@@ -583,3 +587,14 @@ class LocalAWS:
         for arn in self.running_executions():
             sfn.stop_execution(executionArn=arn)
         self.state_machines.clear()
+
+
+def _appender(path: Path) -> Callable[[str], None]:
+    """Each line appended to ``path`` (one write a line: a reader never sees half of one)."""
+    lock = threading.Lock()
+
+    def append(text: str) -> None:
+        with lock, open(path, "a", encoding="utf-8") as f:
+            f.write(text + "\n")
+
+    return append

@@ -1,0 +1,63 @@
+"""What a run's end tells CloudWatch (contract/emf.py): the reconciler, which handles every
+run's end once it is recorded, writes these lines to its log (the base module's reconciler
+Lambda's stdout, from which CloudWatch extracts them; ``jobplane dev`` appends them to
+``.jobplane/metrics.jsonl``).
+
+Per run (dimensions team, job): ``RunDuration`` (Seconds), ``RunSucceeded`` and ``RunFailed``
+(Count, 1 or 0: an alarm on a job's failures is a Sum over a period), ``StartDelay`` (Seconds:
+the start less the fire, scheduled runs only; a backfill, re-run or manual run has no delay to
+speak of) and ``Retries`` (Count: attempts after each step's first). Per step that ran
+(dimensions team, job, step): ``StepDuration`` (Seconds, its attempts together), ``StepAttempts``
+(Count), and the step's own ``jobplane.metric`` values, named ``step.<name>`` (docs/progress.md).
+A skip writes ``RunSkipped`` only; a missed fire is the fire ledger's (it never ran).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from jobplane.contract import emf
+from jobplane.contract.attempts import Attempt
+from jobplane.contract.clock import parse_iso
+from jobplane.contract.records import ExecutionRecord
+from jobplane.contract.statuses import ExecutionStatus, Trigger
+from jobplane.platform.step_progress import StepProgress
+
+_FAILED = (ExecutionStatus.FAILED.value, ExecutionStatus.TIMED_OUT.value, ExecutionStatus.ABORTED.value)
+
+
+def lines(record: ExecutionRecord, rows: Iterable[Attempt], progress: Iterable[StepProgress]) -> list[str]:
+    """The EMF lines of one ended run (none for a record that is not a run's end)."""
+    when = record.finished_at or record.started_at
+    if when is None or not record.team or record.status == ExecutionStatus.MISSED.value:
+        return []
+    at = int(parse_iso(when).timestamp() * 1000)
+    job = {"team": record.team, "job": record.job}
+    if record.status == ExecutionStatus.SKIPPED.value:
+        return [emf.line(job, [emf.Metric("RunSkipped", 1, "Count")], at)]
+    attempts = [r for r in rows if r.outcome not in ("waiting",)]
+    replaced = record.status == ExecutionStatus.ABORTED.value and bool(record.abort_reason)
+    run = [emf.Metric("RunSucceeded", int(record.status == ExecutionStatus.SUCCEEDED.value), "Count"),
+           emf.Metric("RunFailed", int(record.status in _FAILED and not replaced), "Count"),
+           emf.Metric("Retries", sum(1 for a in attempts if a.attempt > 1), "Count")]
+    if record.started_at and record.finished_at:
+        run.append(emf.Metric("RunDuration", _seconds(record.started_at, record.finished_at), "Seconds"))
+    if record.trigger == Trigger.SCHEDULE.value and record.scheduled_time and record.started_at:
+        run.append(emf.Metric("StartDelay", max(_seconds(record.scheduled_time, record.started_at), 0.0), "Seconds"))
+    out = [emf.line(job, run, at)]
+    reported = {p.step: p for p in progress}
+    for step in dict.fromkeys(a.step for a in attempts):
+        mine = [a for a in attempts if a.step == step]
+        metrics = [emf.Metric("StepAttempts", len(mine), "Count")]
+        took = sum(_seconds(a.started_at, a.finished_at) for a in mine if a.started_at and a.finished_at)
+        if any(a.started_at and a.finished_at for a in mine):
+            metrics.append(emf.Metric("StepDuration", took, "Seconds"))
+        if (p := reported.get(step)) is not None:
+            own = sorted(p.metrics.items())[:emf.MAX_METRICS - len(metrics)]
+            metrics += [emf.Metric(f"{emf.STEP_METRIC_PREFIX}{name}", value) for name, value in own]
+        out.append(emf.line({**job, "step": step}, metrics, at))
+    return out
+
+
+def _seconds(start: str, end: str) -> float:
+    return round((parse_iso(end) - parse_iso(start)).total_seconds(), 3)
