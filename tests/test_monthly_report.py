@@ -110,3 +110,32 @@ def test_month_bounds_are_the_zones_wall_time() -> None:
     for bad in ("2026-1", "2026-00", "26-11", "2026-11-01"):
         with pytest.raises(BadMonth):
             month_bounds(bad, "UTC")
+
+
+def test_metrics_is_openmetrics_a_scraper_reads(november: DevPlatform) -> None:
+    """/metrics as Prometheus's own client library parses it (prometheus_client's OpenMetrics
+    parser, strict about the format): one series a job, the last run's outcome a StateSet,
+    behind the same sign-in as the API."""
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families
+
+    control = november.control
+    control.pause("other-team", "root@example.com", "a scrape shows it")
+    try:
+        with TestClient(header_app(november)) as client:
+            assert client.get("/metrics").status_code == 401
+            answer = client.get("/metrics", headers=as_user(READER))
+    finally:
+        control.resume("other-team", "root@example.com", "scraped")
+    assert answer.status_code == 200
+    assert answer.headers["content-type"] == "application/openmetrics-text; version=1.0.0; charset=utf-8"
+    families = {f.name: f for f in text_string_to_metric_families(answer.text)}
+    jobs = sorted(e.name for e in control.entries.values())
+    assert families["jobplane_jobs"].samples[0].value == len(jobs)
+    paused = {s.labels["job"]: s.value for s in families["jobplane_job_paused"].samples}
+    assert sorted(paused) == jobs and paused["other-team"] == 1 and sum(paused.values()) == 1
+    assert families["jobplane_job_last_status"].type == "stateset"
+    states = [s for s in families["jobplane_job_last_status"].samples if s.labels["job"] == "other-team"]
+    assert {s.labels["jobplane_job_last_status"] for s in states} >= {"SUCCEEDED", "FAILED", "MISSED"}
+    assert families["jobplane_job_last_finished_timestamp_seconds"].unit == "seconds"
+    assert all(set(s.labels) <= {"job", "team", "jobplane_job_last_status"} for f in families.values()
+               for s in f.samples)

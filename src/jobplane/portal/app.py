@@ -89,7 +89,7 @@ def routes() -> list[RouteGroup | Mount]:
     return [RouteGroup(base_routes.open_router, signed_in=False),  # the health probe, `jobplane dev`'s sign-in
             RouteGroup(api.router), RouteGroup(backfill_api.router), RouteGroup(deadline_api.router),
             RouteGroup(deadline_pages.router), RouteGroup(pictures_api.router), RouteGroup(timeline_pages.router),
-            RouteGroup(report_api.router), RouteGroup(report_api.pages_router),
+            RouteGroup(report_api.router), RouteGroup(report_api.pages_router), RouteGroup(report_api.metrics_router),
             RouteGroup(backfill_pages.router),  # before pages' /jobs/{job}/{action}
             RouteGroup(map_api.router), RouteGroup(map_api.pages_router), RouteGroup(pages.router),
             RouteGroup(base_routes.docs_router),

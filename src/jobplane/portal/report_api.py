@@ -1,6 +1,7 @@
 """A job's month (platform/monthly_report.py) in the JSON API and as a page: the figures a team's
 monthly review reads (runs, success rate, median and p95 duration, start delay, missed fires,
-the deadline kept, failures), computed from the run records as `jobplane report` prints them."""
+the deadline kept, failures), computed from the run records as `jobplane report` prints them;
+and ``/metrics``, every job's state as OpenMetrics text for a Prometheus or Datadog scrape."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 
 from jobplane.platform.control import Invalid
 from jobplane.platform.monthly_report import BadMonth, MonthReport, job_month, last_month
@@ -17,6 +18,7 @@ from jobplane.portal.services import Portal, portal_of
 
 router = APIRouter(prefix="/api", tags=["reports"], responses=_errors(400, 401, 500))
 pages_router = APIRouter(include_in_schema=False)  # an HTML page, like the other pages
+metrics_router = APIRouter(tags=["reports"], responses=_errors(401, 500))
 
 _MONTH = Query(None, max_length=7, description="YYYY-MM in the job's timezone; default: the last whole month")
 
@@ -40,3 +42,14 @@ def job_report(request: Request, job: str, month: str | None = _MONTH, portal: P
 def job_report_page(request: Request, job: str, month: str | None = Query(None, max_length=7)) -> Response:
     portal = portal_of(request)
     return portal.render(request, "report.html", report=_report(portal, job, month))
+
+
+@metrics_router.get("/metrics", response_class=PlainTextResponse, responses={200: {
+                        "description": "OpenMetrics text 1.0.0",
+                        "content": {"application/openmetrics-text": {"schema": {"type": "string"}}}}},
+                    summary="Every job's state as OpenMetrics text, for Prometheus or Datadog (platform/openmetrics.py)")
+def metrics(request: Request, portal: Portal = Reader) -> Response:
+    from jobplane.platform import openmetrics
+
+    jobs = portal.control.jobs(fires=0)  # the states alone: no fire is computed for a scrape
+    return PlainTextResponse(openmetrics.render(jobs), media_type=openmetrics.CONTENT_TYPE)
