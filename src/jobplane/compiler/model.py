@@ -320,7 +320,8 @@ class Notify(Model):
     """Where and for which events the job's alerts go."""
 
     channels: list[str] = field(ListOf(Str()), factory=list, check=_channels,
-                                description="Slack channels; empty: the team's default.")
+                                description=("Alert addresses: Slack channels ('#name'), signed webhook targets "
+                                             "('webhook:NAME', jp.webhook); no Slack channel: the team's default."))
     events: list[Event] = field(ListOf(Choice(Event)), factory=lambda: list(DEFAULT_EVENTS))
     after_failures: int = field(Int(ge=1, le=MAX_AFTER_FAILURES), 1, description=(
         "Alert a failure only when it is this many failed runs in a row (its RECOVERED note only when that failure "
