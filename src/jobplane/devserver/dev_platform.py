@@ -472,6 +472,8 @@ class DevPlatform:
         webhook = ("Slack (bot token: chat.postMessage to each routed channel)" if self.slack_bot_token else
                    "Slack webhook" if self.webhook_url else
                    "this console (set JOBPLANE_SLACK_BOT_TOKEN or JOBPLANE_SLACK_WEBHOOK_URL for Slack)")
+        if self.channel_settings:  # the other channels of contract/channels.py (signed webhooks)
+            webhook += "; signed webhooks (JOBPLANE_WEBHOOKS)"
         command = cli_command()
         # one of this project's jobs to try: a scheduled one, as a first run is of such a job
         deployed = self.aws.catalog.jobs if self.aws.catalog is not None else []
