@@ -307,6 +307,41 @@ def test_the_notifier_handler_posts_each_teams_alert_to_its_channel_with_a_bot_t
         receiver.close()
 
 
+def test_the_notifier_handler_posts_a_signed_webhook_reading_its_targets_from_their_secret(
+        aws: LocalAWS, lambda_root: dict[str, Path]) -> None:
+    """Issue 68 part 1, as deployed: the packaged notifier reads the webhook targets from the
+    secret the base module names (JOBPLANE_WEBHOOK_SECRET_ARN) and posts the alert signed to a
+    real receiver that checks the signature with its own code; the role as configured with
+    webhook_secret_arn allows every call, and its WebhookTargets statement is needed."""
+    from webhook_receiver import WebhookReceiver
+
+    import base_module as bm
+
+    receiver = WebhookReceiver()
+    RECORDED.pop("jobplane.platform.notifier.handler", None)  # this configuration's calls alone
+    try:
+        secret = aws.client("secretsmanager").create_secret(Name=f"webhooks-{uuid.uuid4().hex[:6]}",
+                                                            SecretString=receiver.targets())["ARN"]
+        message = {"version": 1, "event": "FAILED", "job": "billing-job", "team": "billing", "execution": "billing-1",
+                   "execution_arn": "arn:aws:states:us-east-1:123456789012:execution:jobplane-billing-job:billing-1",
+                   "trigger": "manual", "outcome": {"status": "FAILED", "step": "load"},
+                   "channels": ["webhook:oncall"], "error": "ValueError: bad input"}
+        out = call_handler(lambda_root, "jobplane.platform.notifier.handler",
+                           {"Records": [{"EventSource": "aws:sns", "Sns": {"Message": json.dumps(message)}}]},
+                           lambda_env(aws, JOBPLANE_WEBHOOK_SECRET_ARN=secret,
+                                      JOBPLANE_TEAM_CHANNELS=json.dumps({"billing": "#billing-alerts"})))
+        assert out["results"] == [["logged", "sent"]]  # Slack not configured: its default channel only logged
+        (got,) = receiver.received
+        assert got.verified and got.body["job"] == "billing-job" and got.body["error"] == "ValueError: bad input"
+        vars = {"webhook_secret_arn": secret}
+        statements = bm.policy_statements("notifier", vars)
+        calls = recorded_calls(RECORDED["jobplane.platform.notifier.handler"]) + lambda_service_calls("notifier", vars)
+        assert denied_calls(statements, calls) == []
+        assert denied_calls([st for st in statements if st.get("sid") != "WebhookTargets"], calls)
+    finally:
+        receiver.close()
+
+
 def test_the_portal_oidc_secret_handler_sets_the_rule_and_returns_no_secret(aws: LocalAWS,
                                                                             lambda_root: dict[str, Path]) -> None:
     """Issue 41 item 10: the OIDC client secret no longer passes through Terraform (state the plan

@@ -140,6 +140,12 @@
                                  + (if events == null then {} else { events: events })
                                  + (if after_failures == null then {} else { after_failures: after_failures })
                                  + (if renotify_after == null then {} else { renotify_after: renotify_after }),
+  // a signed webhook target (or several) of the deployment's webhook secret, by name: the alert as signed JSON
+  // (docs/notifications.md "The webhook channel"); with Slack: jp.slack('#x') + jp.webhook('oncall')
+  webhook(targets, events=null, after_failures=null, renotify_after=null):: { channels+: ['webhook:' + t for t in (if std.isArray(targets) then targets else [targets])] }
+                                 + (if events == null then {} else { events: events })
+                                 + (if after_failures == null then {} else { after_failures: after_failures })
+                                 + (if renotify_after == null then {} else { renotify_after: renotify_after }),
 
   // --- runbook: shown in alerts and in the portal
   runbook(impact, recovery, workaround=''):: { impact: impact, recovery: recovery, workaround: workaround },

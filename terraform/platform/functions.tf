@@ -1,6 +1,6 @@
 # Small Lambdas from the project's own package (var.lambda_package; the third, the slow-run
 # check, is in slow.tf):
-# - notifier: SNS event -> Slack (jobplane.platform.notifier.handler)
+# - notifier: SNS event -> Slack and signed webhooks (jobplane.platform.notifier.handler)
 # - reconciler: Step Functions status change -> final record, claim release, alert
 #   (jobplane.platform.reconciler.handler), for executions that could not clean up after
 #   themselves (aborted, timed out as a whole) and to set the record's TTL.
@@ -114,6 +114,14 @@ data "aws_iam_policy_document" "notifier" {
     for_each = var.slack_bot_token_secret_arn == "" ? [] : [var.slack_bot_token_secret_arn]
     content {
       sid       = "SlackBotToken"
+      actions   = ["secretsmanager:GetSecretValue"]
+      resources = [statement.value]
+    }
+  }
+  dynamic "statement" {
+    for_each = var.webhook_secret_arn == "" ? [] : [var.webhook_secret_arn]
+    content {
+      sid       = "WebhookTargets"
       actions   = ["secretsmanager:GetSecretValue"]
       resources = [statement.value]
     }
@@ -234,7 +242,7 @@ resource "aws_iam_role_policy" "reconciler" {
 }
 
 resource "aws_lambda_function" "notifier" {
-  #checkov:skip=CKV_AWS_117:It only calls AWS APIs and the Slack webhook; a VPC would add a NAT gateway and nothing to protect.
+  #checkov:skip=CKV_AWS_117:It only calls AWS APIs, Slack and the signed webhooks' targets; a VPC would add a NAT gateway and nothing to protect.
   #checkov:skip=CKV_AWS_272:The package is built and deployed by our own CI from this repository; code signing is an organisation-level choice.
   function_name                  = "${var.name_prefix}-notifier"
   role                           = aws_iam_role.notifier.arn
@@ -257,6 +265,7 @@ resource "aws_lambda_function" "notifier" {
       JOBPLANE_PORTAL_URL                 = var.portal_url
       JOBPLANE_SLACK_WEBHOOK_SECRET_ARN   = var.slack_webhook_secret_arn
       JOBPLANE_SLACK_BOT_TOKEN_SECRET_ARN = var.slack_bot_token_secret_arn
+      JOBPLANE_WEBHOOK_SECRET_ARN         = var.webhook_secret_arn
       JOBPLANE_TEAM_CHANNELS              = jsonencode(var.team_channels)
       JOBPLANE_DEFAULT_CHANNEL            = var.default_channel
       JOBPLANE_TABLE                      = aws_dynamodb_table.jobplane.name

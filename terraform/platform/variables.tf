@@ -72,6 +72,14 @@ variable "slack_bot_token_secret_arn" {
   default     = ""
 }
 
+# One variable per secret of each notification channel (contract/channels.py CHANNELS;
+# tests/test_channels.py holds this file, the notifier's IAM and its environment to that table).
+variable "webhook_secret_arn" {
+  type        = string
+  description = "Secrets Manager ARN holding the signed webhook channel's targets: a JSON object of name -> {url, signing_secret} (docs/notifications.md). Empty: jobs' webhook alerts are only logged."
+  default     = ""
+}
+
 variable "lambda_package" {
   type        = string
   description = "Path of the zip with the notifier and reconciler Lambda code, built by the project."

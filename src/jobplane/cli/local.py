@@ -60,11 +60,14 @@ def dev(obj: Context, reset: bool, data_dir: Path | None, aws_port: int | None, 
     scheduler (jobs fire on their real schedules), the local ECS agent (steps run the real
     jobplane-runner as subprocesses), Slack alerts (JOBPLANE_SLACK_BOT_TOKEN: chat.postMessage to
     each routed channel; or JOBPLANE_SLACK_WEBHOOK_URL: one URL, or a JSON object of channel ->
-    URL; else the console) and the portal. State is kept in the data directory across restarts.
+    URL; else the console), signed webhooks (JOBPLANE_WEBHOOKS: the targets' JSON, docs/notifications.md)
+    and the portal. State is kept in the data directory across restarts.
     AWS's documented limits are enforced; its faults are injected on request (--faults).
     """
     from jobplane.compiler.problems import DefinitionError
     from jobplane.contract import environment as E
+    from jobplane.contract.channels import SLACK
+    from jobplane.contract.channels import secrets as channel_secrets
     from jobplane.contract.environment import RuntimeEnvironment
     from jobplane.devserver.dev_platform import DevError, DevPlatform, freeze_started_heap
 
@@ -80,6 +83,8 @@ def dev(obj: Context, reset: bool, data_dir: Path | None, aws_port: int | None, 
                            config.dev.portal_port if portal_port is None else portal_port, reset=reset,
                            webhook_url=env.optional(E.SLACK_WEBHOOK_URL), slack_bot_token=env.optional(E.SLACK_BOT_TOKEN),
                            slack_api_url=env.optional(E.SLACK_API_URL),
+                           channel_settings={s.value_env: v for s in channel_secrets() if s not in SLACK.secrets
+                                             and (v := env.optional(s.value_env))},
                            run_services=not no_services, faults=faults or config.dev.faults, faults_seed=faults_seed)
     stop = threading.Event()
 

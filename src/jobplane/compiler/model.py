@@ -20,6 +20,7 @@ from jobplane.compiler.fields import (Anything, Bool, Choice, describe_value, In
 from jobplane.compiler.kinds import GroupKind, StepKind
 from jobplane.compiler.secret_scope import PARAMETER_NAME_PREFIX, SECRET_NAME_PREFIX
 from jobplane.contract import runner as rc
+from jobplane.contract import channels
 from jobplane.contract.quoting import quoted
 from jobplane.contract.schedule import ScheduleError, validate_timezone
 from jobplane.contract import spread
@@ -298,9 +299,10 @@ class Runbook(Model):
 
 
 def _channels(v: list[str], _: JsonObject) -> Iterator[str]:
-    for ch in v:
-        if not SLACK_CHANNEL_RE.fullmatch(ch):
-            yield f"{quoted(ch)} is not a Slack channel name such as '#billing-alerts'"
+    for ch in v:  # each address by its channel's check (contract/channels.py)
+        should_be = channels.address_problem(ch)
+        if should_be:
+            yield f"{quoted(ch)} is not {should_be}"
 
 
 #: The longest failure streak a job may wait for before it alerts: a job failing more often in a
@@ -331,7 +333,8 @@ class Notify(Model):
     """Where and for which events the job's alerts go."""
 
     channels: list[str] = field(ListOf(Str()), factory=list, check=_channels,
-                                description="Slack channels; empty: the team's default.")
+                                description=("Alert addresses: Slack channels ('#name'), signed webhook targets "
+                                             "('webhook:NAME', jp.webhook); no Slack channel: the team's default."))
     events: list[Event] = field(ListOf(Choice(Event)), factory=lambda: list(DEFAULT_EVENTS))
     after_failures: int = field(Int(ge=1, le=MAX_AFTER_FAILURES), 1, description=(
         "Alert a failure only when it is this many failed runs in a row (its RECOVERED note only when that failure "

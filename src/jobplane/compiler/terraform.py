@@ -22,6 +22,7 @@ from jobplane.compiler.model import Job, Step
 from jobplane.compiler.terraform_iam import ACCOUNT, PARTITION, REGION, assume, secret_references, statement
 from jobplane.compiler.pools import role_statements as pool_statements
 from jobplane.contract.catalog import CATALOG_FILE
+from jobplane.contract.channels import secrets as channel_secrets
 from jobplane.contract import datamodel as dm
 from jobplane.contract import execution_input, names, policies, upstream
 from jobplane.contract import runner as rc
@@ -61,8 +62,11 @@ def module_source(config: PlatformConfig) -> str:
 def base_root(config: PlatformConfig) -> JsonObject:
     """The base root: variables, provider and the base module (which publishes what the team
     roots read: terraform/platform/published.tf), and the output operators' tools read."""
+    # each notification channel's secrets (contract/channels.py): Slack's always, a newer
+    # channel's only when jobplane.toml's [deploy] sets it (unset, the module's default "" holds)
+    secrets = [c for c in channel_secrets() if c.always_declared or config.deploy.channel_secret(c.key) is not None]
     module_vars = ["runner_image", "subnet_ids", "security_group_ids", "portal_url",
-                   "slack_webhook_secret_arn", "slack_bot_token_secret_arn", "lambda_package", "lambda_reserved_concurrency", "vpc_endpoints", "portal"]
+                   *(c.key for c in secrets), "lambda_package", "lambda_reserved_concurrency", "vpc_endpoints", "portal"]
     # [deploy]'s plain settings are declared only when set: unset, the module's default holds
     plain = {k: {"type": "string" if isinstance(v, str) else "number",
                  "description": f"[deploy] {k} in jobplane.toml (the base module's variable)."}
@@ -76,12 +80,7 @@ def base_root(config: PlatformConfig) -> JsonObject:
             "subnet_ids": {"type": "list(string)", "description": "Private subnets for the runner's Fargate tasks."},
             "security_group_ids": {"type": "list(string)", "description": "Security groups for the runner's tasks."},
             "portal_url": {"type": "string", "default": "", "description": "Base URL of the portal, for links in alerts."},
-            "slack_webhook_secret_arn": {"type": "string", "default": "",
-                                         "description": "Secrets Manager ARN of the Slack incoming webhook URL, or "
-                                                        "of a JSON object of channel -> webhook URL."},
-            "slack_bot_token_secret_arn": {"type": "string", "default": "",
-                                           "description": "Secrets Manager ARN of a Slack app's bot token (xoxb-): "
-                                                          "chat.postMessage to each routed channel."},
+            **{c.key: {"type": "string", "default": "", "description": c.description} for c in secrets},
             "lambda_package": {"type": "string", "default": "../../../build/jobplane-lambda.zip",
                                "description": "Zip of the notifier/reconciler Lambda, built by the project."},
             "lambda_reserved_concurrency": {"type": "number", "default": None,

@@ -391,6 +391,15 @@ def _shape(where: str, value: object, pattern: re.Pattern[str], what: str) -> li
     return [f"{where} {shown} is not {what}"]
 
 
+def _other_channel_address(address: str) -> bool:
+    """An address of a notification channel other than Slack's, well formed by its own check
+    (contract/channels.py; each such check admits no '$', '%', '{' or quote)."""
+    from jobplane.contract.channels import SLACK, channel_of
+
+    channel = channel_of(address)
+    return channel is not SLACK and channel.valid(address)
+
+
 def shape_problems(data: JsonObject) -> list[str]:
     """Each jobplane.toml string that is not of its own shape (issue 48 item 1). A pull request
     may edit jobplane.toml; the base root's module block, the backend and the tfvars carry these
@@ -425,6 +434,8 @@ def shape_problems(data: JsonObject) -> list[str]:
         out += _shape(f"[teams.{name}] channel", t.get("channel"), CHANNEL_RE,
                       "a Slack channel ('#name', lower-case, or a channel id such as C0123ABCD)")
         for channel in t.get("notify_channels", []) if isinstance(t.get("notify_channels"), list) else ():
+            if isinstance(channel, str) and _other_channel_address(channel):
+                continue  # 'webhook:oncall': a channel of the registry's own shape (contract/channels.py)
             out += _shape(f"[teams.{name}] notify_channels:", channel, CHANNEL_RE,
                           "a Slack channel ('#name', lower-case, or a channel id such as C0123ABCD)")
         members = t.get("members", [])

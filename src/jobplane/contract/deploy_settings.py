@@ -23,6 +23,7 @@ import re
 from typing import Union
 from dataclasses import dataclass, field
 
+from jobplane.contract.channels import secrets as _channel_secrets
 from jobplane.contract.types import JsonObject, JsonValue
 
 SECRET_ARN_RE = re.compile(r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+-[A-Za-z0-9]{6}$")
@@ -48,8 +49,12 @@ class DeploySettings:
     """The base root's optional variables as jobplane.toml sets them; ``None``: the module's default."""
 
     portal_url: str | None = None
-    slack_webhook_secret_arn: str | None = None
-    slack_bot_token_secret_arn: str | None = None
+    #: (the [deploy] key, ARN) of each notification channel's secret set, in registry order
+    #: (contract/channels.py; a tuple, so the settings stay hashable)
+    channel_secrets: tuple[tuple[str, str], ...] = ()
+
+    def channel_secret(self, key: str) -> str | None:
+        return dict(self.channel_secrets).get(key)
     lambda_reserved_concurrency: int | None = None
     vpc_endpoints: JsonObject | None = None
     portal: JsonObject | None = field(default=None)
@@ -67,8 +72,7 @@ class DeploySettings:
     def tfvars(self, admins: tuple[str, ...], team_members: dict[str, tuple[str, ...]]) -> JsonObject:
         """The base root's ``jobplane.auto.tfvars.json``: every setting jobplane.toml makes."""
         out: JsonObject = {k: v for k, v in (("portal_url", self.portal_url),
-                                                 ("slack_webhook_secret_arn", self.slack_webhook_secret_arn),
-                                                 ("slack_bot_token_secret_arn", self.slack_bot_token_secret_arn),
+                                                 *((s.key, self.channel_secret(s.key)) for s in _channel_secrets()),
                                                  ("lambda_reserved_concurrency", self.lambda_reserved_concurrency),
                                                  ("vpc_endpoints", self.vpc_endpoints)) if v is not None}
         out.update(self.plain())
@@ -84,15 +88,14 @@ def check_deploy(table: JsonValue) -> tuple[DeploySettings | None, list[str]]:
     problems: list[str] = []
     if not isinstance(table, dict):
         return None, ["[deploy] must be a table"]
-    unknown = set(table) - {"portal_url", "slack_webhook_secret_arn", "slack_bot_token_secret_arn",
+    unknown = set(table) - {"portal_url", *(s.key for s in _channel_secrets()),
                             "lambda_reserved_concurrency", "vpc_endpoints", "portal", *PLAIN_KEYS}
     if unknown:
         problems.append(f"[deploy] has unknown keys: {', '.join(sorted(unknown))}")
     url = table.get("portal_url")
     if url is not None and not (isinstance(url, str) and HTTPS_URL_RE.fullmatch(url)):
         problems.append("[deploy] portal_url: the portal's https:// URL (alerts link to it)")
-    for key, holding in (("slack_webhook_secret_arn", "the Slack webhook URL(s)"),
-                         ("slack_bot_token_secret_arn", "the Slack app's bot token")):
+    for key, holding in ((s.key, s.holding) for s in _channel_secrets()):
         value = table.get(key)
         if value is not None and not (isinstance(value, str) and SECRET_ARN_RE.fullmatch(value)):
             problems.append(f"[deploy] {key}: the full ARN of the Secrets Manager secret holding {holding} "
@@ -141,8 +144,8 @@ def check_deploy(table: JsonValue) -> tuple[DeploySettings | None, list[str]]:
                      "client_secret_arn": SECRET_ARN_RE}})
     if problems:
         return None, problems
-    return (DeploySettings(portal_url=url, slack_webhook_secret_arn=table.get("slack_webhook_secret_arn"),
-                          slack_bot_token_secret_arn=table.get("slack_bot_token_secret_arn"),
+    return (DeploySettings(portal_url=url,
+                          channel_secrets=tuple((s.key, table[s.key]) for s in _channel_secrets() if table.get(s.key) is not None),
                           lambda_reserved_concurrency=reserved,
                           vpc_endpoints=endpoints, portal=portal, runner_images_kept=kept,
                           execution_retention_days=days, log_retention_days=logs, slow_check_schedule=slow), [])

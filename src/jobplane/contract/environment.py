@@ -31,6 +31,8 @@ SLACK_WEBHOOK_SECRET_ARN = "JOBPLANE_SLACK_WEBHOOK_SECRET_ARN"
 SLACK_BOT_TOKEN = "JOBPLANE_SLACK_BOT_TOKEN"  # tests and local use
 SLACK_BOT_TOKEN_SECRET_ARN = "JOBPLANE_SLACK_BOT_TOKEN_SECRET_ARN"
 SLACK_API_URL = "JOBPLANE_SLACK_API_URL"  # tests: a local stand-in for slack.com
+WEBHOOKS = "JOBPLANE_WEBHOOKS"  # the signed webhook channel's targets' JSON: tests and local use
+WEBHOOK_SECRET_ARN = "JOBPLANE_WEBHOOK_SECRET_ARN"
 TEAM_CHANNELS = "JOBPLANE_TEAM_CHANNELS"  # JSON {team: channel}
 DEFAULT_CHANNEL = "JOBPLANE_DEFAULT_CHANNEL"
 # -- the portal's OIDC secret writer
@@ -57,8 +59,11 @@ DEFAULT_RETENTION_DAYS = 400
 FUNCTIONS: dict[str, frozenset[str]] = {
     "jobplane.platform.reconciler.handler": frozenset({NAME_PREFIX, TABLE, TOPIC_ARN, EXECUTION_RETENTION_DAYS,
                                                        LOG_GROUP, CATALOG}),
+    # with every notification channel's secrets' ARNs (contract/channels.py CHANNELS: each
+    # ChannelSecret's arn_env; tests/test_channels.py holds the two equal)
     "jobplane.platform.notifier.handler": frozenset({PORTAL_URL, SLACK_WEBHOOK_SECRET_ARN, SLACK_BOT_TOKEN_SECRET_ARN,
-                                                     TEAM_CHANNELS, DEFAULT_CHANNEL, LOG_GROUP, TABLE}),
+                                                     WEBHOOK_SECRET_ARN, TEAM_CHANNELS, DEFAULT_CHANNEL, LOG_GROUP,
+                                                     TABLE}),
     "jobplane.platform.slow.handler": frozenset({NAME_PREFIX, ACCOUNT_ID, TABLE, TOPIC_ARN, CATALOG, LOG_GROUP,
                                                  EXECUTION_RETENTION_DAYS}),
     "jobplane.platform.oidc_secret.handler": frozenset({PORTAL_RULE_ARN, PORTAL_OIDC_SECRET_ARN}),

@@ -73,7 +73,8 @@ class DevPlatform:
 
     def __init__(self, config: PlatformConfig, data_dir: Path, aws_port: int, portal_port: int, *,
                  reset: bool = False, clock: Clock = system_clock, webhook_url: str | None = None,
-                 slack_bot_token: str | None = None, slack_api_url: str | None = None, run_scheduler: bool = True, run_services: bool = True, snapshot_interval: float = 5.0,
+                 slack_bot_token: str | None = None, slack_api_url: str | None = None,
+                 channel_settings: dict[str, str] | None = None, run_scheduler: bool = True, run_services: bool = True, snapshot_interval: float = 5.0,
                  catch_up_interval: float = 60.0, faults: str | Faults = "none", faults_seed: int = 0):
         self.config = config
         self.data_dir = Path(data_dir).resolve()
@@ -90,6 +91,8 @@ class DevPlatform:
         self.webhook_url = webhook_url
         self.slack_bot_token = slack_bot_token
         self.slack_api_url = slack_api_url
+        #: the other channels' settings by their variable (JOBPLANE_WEBHOOKS: contract/channels.py)
+        self.channel_settings = dict(channel_settings or {})
         self.run_scheduler = run_scheduler
         self.run_services = run_services
         self.snapshot_interval = snapshot_interval
@@ -314,17 +317,23 @@ class DevPlatform:
     def _alert_feed(self) -> AlertFeed:
         from jobplane.platform.local.alerts import AlertFeed
         from jobplane.platform.dead_letters import EventsDeadLetters
-        from jobplane.platform.notifier import SLACK_API_URL, Routing, SlackNotifier
+        from jobplane.contract import environment as E
+        from jobplane.contract.environment import RuntimeEnvironment
+        from jobplane.platform.channels import Notifiers, Settings
 
         assert self.aws is not None
-        routing = Routing({n: t.channel for n, t in self.config.teams.items() if t.channel}, self.config.default_channel)
         # as on AWS: the events dead-letter queue (platform/dead_letters.py), read by `jobplane dead-letters`
         self.dead_letters = EventsDeadLetters(self.aws.client("sqs"), self.config.name_prefix)
+        # every channel of the registry (contract/channels.py), its settings named as on AWS
+        values = {E.SLACK_WEBHOOK_URL: self.webhook_url, E.SLACK_BOT_TOKEN: self.slack_bot_token,
+                  E.SLACK_API_URL: self.slack_api_url, **self.channel_settings}
+        settings = Settings(RuntimeEnvironment({k: v for k, v in values.items() if v}), self.portal_url,
+                            {n: t.channel for n, t in self.config.teams.items() if t.channel}, self.config.default_channel,
+                            self.dead_letters)
         try:
-            notifier = SlackNotifier(self.webhook_url, routing, self.portal_url, self.dead_letters,
-                                     bot_token=self.slack_bot_token, api_url=self.slack_api_url or SLACK_API_URL)
-        except ValueError as e:  # JOBPLANE_SLACK_WEBHOOK_URL / JOBPLANE_SLACK_BOT_TOKEN as given
-            raise DevError(f"Slack alerts: {e}") from None
+            notifier = Notifiers.build(settings)
+        except ValueError as e:  # JOBPLANE_SLACK_WEBHOOK_URL / JOBPLANE_SLACK_BOT_TOKEN / JOBPLANE_WEBHOOKS as given
+            raise DevError(f"{'Slack alerts' if 'Slack' in str(e) else 'Webhook alerts'}: {e}") from None
         return AlertFeed(self.aws.client("sns"), self.aws.client("sqs"), self.aws.resources["topic_arn"],
                          f"{self.config.name_prefix}-local-notifier", notifier, self.aws.client("stepfunctions"),
                          self.aws.step_logs(), self.aws.client("dynamodb"), self.aws.resources["table_name"])
@@ -466,6 +475,8 @@ class DevPlatform:
         webhook = ("Slack (bot token: chat.postMessage to each routed channel)" if self.slack_bot_token else
                    "Slack webhook" if self.webhook_url else
                    "this console (set JOBPLANE_SLACK_BOT_TOKEN or JOBPLANE_SLACK_WEBHOOK_URL for Slack)")
+        if self.channel_settings:  # the other channels of contract/channels.py (signed webhooks)
+            webhook += "; signed webhooks (JOBPLANE_WEBHOOKS)"
         command = cli_command()
         # one of this project's jobs to try: a scheduled one, as a first run is of such a job
         deployed = self.aws.catalog.jobs if self.aws.catalog is not None else []

@@ -33,6 +33,7 @@ from typing import Literal
 
 from pydantic import ValidationError
 
+from jobplane.contract.channels import channel_of
 from jobplane.contract.arns import ExecutionArn
 from jobplane.contract.notifications import NotificationMessage
 from jobplane.contract.types import Client, JsonObject
@@ -225,14 +226,15 @@ class EventsDeadLetters:
 
     # -- the local notifier's sink (notifier.DeadLetterSink) ------------------------------------
     def keep(self, message: NotificationMessage, channel: str | None, reason: str) -> str:
-        """An alert Slack refused under ``jobplane dev``, kept as the notifier Lambda's failed
+        """An alert a channel (Slack, a webhook) refused under ``jobplane dev``, kept as the notifier Lambda's failed
         event is on AWS: the SNS record it was invoked with, and why."""
         url = self.url()
         if url is None:
             url = self._url = str(self.sqs.create_queue(QueueName=self.name)["QueueUrl"])
         event = {"Records": [{"EventSource": "aws:sns", "EventVersion": "1.0",
                               "Sns": {"Type": "Notification", "Message": message.model_dump_json()}}]}
-        why = f"Slack delivery to {channel or 'the default channel'} failed: {reason}"[:1024]
+        label = channel_of(channel).label if channel else "Slack"  # each channel's, contract/channels.py
+        why = f"{label} delivery to {channel or 'the default channel'} failed: {reason}"[:1024]
         self.sqs.send_message(QueueUrl=url, MessageBody=json.dumps(event), MessageAttributes={
             "ErrorMessage": {"DataType": "String", "StringValue": why}})
         return self.name

@@ -1,4 +1,4 @@
-"""Delivers the platform topic's messages to the Slack notifier locally, as the notifier Lambda's
+"""Delivers the platform topic's messages to the notification channels locally, as the notifier Lambda's
 SNS subscription does in production.
 
 The topic fans out to an SQS queue (raw delivery) and one thread drains it: a message is deleted
@@ -14,14 +14,15 @@ import threading
 
 from jobplane.contract.notifications import NotificationMessage
 from jobplane.platform.logs import StepLogs
-from jobplane.platform.notifier import SlackNotifier, deliver
+from jobplane.platform.channels import ChannelNotifier, Notifiers
+from jobplane.platform.notifier import deliver
 from jobplane.contract.types import Client
 
 log = logging.getLogger(__name__)
 
 
 class AlertFeed:
-    def __init__(self, sns: Client, sqs: Client, topic_arn: str, queue_name: str, notifier: SlackNotifier,
+    def __init__(self, sns: Client, sqs: Client, topic_arn: str, queue_name: str, notifier: ChannelNotifier | Notifiers,
                  sfn: Client, logs: StepLogs, ddb: Client | None = None, table: str | None = None):
         self.sqs = sqs
         self.ddb, self.table = ddb, table  # a map's failed items, a job's failures in a row (notifier.deliver)
