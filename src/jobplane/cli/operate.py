@@ -700,11 +700,13 @@ def stop(obj: Context, execution: str, reason: str, data_dir: Path | None, deplo
 @click.option("--reason", default="", help="Why (shown in the audit log and the portal).")
 @click.option("--failed-items", is_flag=True, help="Only the map items that failed (jp.map), nothing else before the map.")
 @click.option("--map", "map_name", default=None, help="With --failed-items: which map, when several had failures.")
+@click.option("--current", is_flag=True,
+              help="Run the definition deployed now (default: the one EXECUTION ran; refused if its steps changed since).")
 @data_dir_option
 @deployment_option
 @click.pass_obj
 def rerun(obj: Context, execution: str, whole: bool, params: tuple[str, ...], reason: str, failed_items: bool,
-          map_name: str | None, data_dir: Path | None, deployment: Path | None) -> None:
+          map_name: str | None, data_dir: Path | None, deployment: Path | None, current: bool = False) -> None:
     """Re-run EXECUTION from its failed step (or --whole, or only its --failed-items) with its
     params, as the portal's re-run buttons do; prints the new execution's name and does not wait for it."""
     if failed_items and whole:
@@ -714,7 +716,7 @@ def rerun(obj: Context, execution: str, whole: bool, params: tuple[str, ...], re
         if failed_items:
             name = where.control.rerun_failed_items(execution, where.actor, map_name, reason, parse_params(params))
         else:
-            name = where.control.rerun(execution, where.actor, not whole, parse_params(params), reason)
+            name = where.control.rerun(execution, where.actor, not whole, parse_params(params), reason, current=current)
     except control_error() as e:
         raise click.ClickException(e.message) from None
     click.echo(f"started {name}, a re-run of {execution} ({where.where}, as {where.as_whom})"
