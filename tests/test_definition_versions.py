@@ -158,9 +158,10 @@ def run_to_end(deployed: Deployed, job: str, **params: Any) -> Any:
     return deployed.ended(job, name)
 
 
-def cli_on(deployed: Deployed, *args: str) -> Any:
+def cli_on(deployed: Deployed, *args: str, upload: bool = True) -> Any:
     """`jobplane ARGS --deployment` against the served engine, as an operator's shell on AWS: the
-    catalog read from the bucket the team roots upload it to, boto3's standard environment."""
+    catalog read from the bucket the team roots upload it to (``upload``: the compiled one, as an
+    apply does), boto3's standard environment."""
     from click.testing import CliRunner
 
     from jobplane.cli import main
@@ -168,7 +169,7 @@ def cli_on(deployed: Deployed, *args: str) -> Any:
 
     aws = deployed.aws
     bucket = f"{aws.prefix}-catalog"
-    for part in catalog_parts(deployed.repo.path / "out"):
+    for part in catalog_parts(deployed.repo.path / "out") if upload else []:
         aws.client("s3").put_object(Bucket=bucket, Key=f"catalog/{part.parent.name}.json", Body=part.read_bytes())
     out = deployed.repo.path / "deployment.json"
     out.write_text(json.dumps({"table": aws.resources["table_name"], "topic_arn": aws.resources["topic_arn"],
@@ -251,3 +252,55 @@ def test_a_rerun_runs_its_own_definition_or_is_refused_unless_current(deployed: 
                                                           params={"mode": "ok"}, current=True))
     assert current.status == "SUCCEEDED" and current.input.definition == deployed.definition("ledger")
     assert current.input.rerun_of == failed.execution
+
+
+def test_recording_and_reading_definitions_is_what_the_base_module_allows(deployed: Deployed) -> None:
+    """`jobplane record-definitions` (the pipeline's step after an apply) keeps a definition the
+    deploy did not, once, with its commit and image; the operator policy allows each call of it
+    and of the reads (the portal's policy those of the reads), each new statement is needed, and
+    no statement allows a write that could replace a kept definition."""
+    import base_module as bm
+    from iam_calls import DEFINITION_STATEMENTS, calls_into, iam_calls
+    from iam_policy import Call, allowed, denied_calls
+
+    from jobplane.platform.definition_history import run_definition
+
+    ran = run_to_end(deployed, "ledger")
+    write_job(deployed.repo, "ledger", steps=WORK, schedule="jp.daily('05:00')")
+    compiled = compile_repo(deployed.repo)  # compiled, not deployed: its definition is not kept yet
+    digest = compiled.job("ledger").definition  # type: ignore[union-attr]
+    assert digest is not None and digest != ran.input.definition
+    cli_on(deployed, "status")  # the compiled catalog uploaded, as the apply does, outside the recording
+    recorded: list[dict[str, Any]] = []
+    with calls_into(recorded):
+        shown = run_definition(deployed.control().context, "ledger", ran.execution, ran.input.definition,
+                               ran.started_at)
+        diff = cli_on(deployed, "diff", ran.execution, ran.execution, upload=False)
+        first = cli_on(deployed, "record-definitions", "--out", str(deployed.repo.path / "out"),
+                       "--commit", "0123456789abcdef", "--image", "runner:abc", upload=False)
+    again = cli_on(deployed, "record-definitions", "--out", str(deployed.repo.path / "out"), "--commit", "fedcba",
+                   upload=False)
+    assert shown.stored is not None and diff.exit_code == 0
+    assert first.exit_code == 0 and first.output.startswith("1 new definition(s) recorded, 1 already kept"), first.output
+    assert again.output.startswith("0 new definition(s) recorded, 2 already kept"), again.output
+    kept = DefinitionStore(deployed.aws.client("s3"), f"{deployed.aws.prefix}-catalog").get("ledger", digest)
+    assert kept is not None and (kept.commit, kept.image) == ("0123456789abcdef", "runner:abc")  # the first write stays
+    # as IAM sees them, in the base module's catalog bucket
+    bucket = bm.resolve("${aws_s3_bucket.catalog.id}", {"name_prefix": deployed.aws.prefix})
+    for c in recorded:
+        if c["service"] == "s3":
+            c["params"] = dict(c["params"], Bucket=bucket)
+    calls = iam_calls(recorded)
+    assert {c.action for c in calls} >= {"s3:GetObject", "s3:ListBucket", "s3:PutObject", "dynamodb:Query"}
+    operator = bm.policy_statements("operator", {"name_prefix": deployed.aws.prefix})
+    assert denied_calls(operator, calls) == []
+    reads = [c for c in calls if c.action != "s3:PutObject" and not (c.action == "s3:ListBucket" and
+                                                                     c.context.get("s3:prefix") == "definitions/")]
+    reads = [c for c in reads if c.action != "kms:GenerateDataKey"]
+    assert denied_calls(bm.policy_statements("portal", {"name_prefix": deployed.aws.prefix}), reads) == []
+    for i, statement in enumerate(operator):
+        if statement.get("sid") in DEFINITION_STATEMENTS:
+            assert denied_calls(operator[:i] + operator[i + 1:], calls), statement.get("sid")
+    # a PutObject without If-None-Match (one that would replace a kept definition) is allowed by nothing
+    put = next(c for c in calls if c.action == "s3:PutObject")
+    assert not allowed(operator, Call(put.action, put.resource, {}, "an unconditional write"))

@@ -52,20 +52,22 @@ def diff(obj: Context, run_a: str, run_b: str, as_json: bool, data_dir: Path | N
 @click.command("record-definitions")
 @click.option("--commit", default=None, help="The commit the definitions were deployed from (CI: the applied one).")
 @click.option("--image", default=None, help="The runner image reference the apply deployed (the base root's runner_image).")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="The compiled output (default: jobplane.toml's output_dir).")
 @data_dir_option
 @deployment_option
 @click.pass_obj
-def record_definitions(obj: Context, commit: str | None, image: str | None, data_dir: Path | None,
-                       deployment: Path | None) -> None:
+def record_definitions(obj: Context, commit: str | None, image: str | None, out_dir: Path | None,
+                       data_dir: Path | None, deployment: Path | None) -> None:
     """Keep every compiled job's definition under its digest in the catalog bucket, never
     overwriting one (the pipeline runs it after each apply; `jobplane dev` records by itself).
 
-    Reads the compiled output (jobplane.toml's output_dir); prints how many were new."""
+    Reads the compiled output (jobplane.toml's output_dir, or --out); prints how many were new."""
     from jobplane.contract.bindings import asl_of
     from jobplane.contract.catalog import Catalog
     from jobplane.platform.definitions import DefinitionMismatch, DefinitionStore
 
-    out = obj.config.output_path
+    out = out_dir or obj.config.output_path
     try:
         catalog = Catalog.load(out)
     except (FileNotFoundError, ValueError) as e:
