@@ -146,6 +146,10 @@ def test_every_start_carries_the_digest_and_the_deploy_keeps_the_definition(depl
     views = [deployed.ended("ledger", manual), deployed.ended("ledger", fire.execution_arn.rsplit(":", 1)[1]),
              deployed.ended("follow", after_arn.rsplit(":", 1)[1])]
     assert [v.input.definition for v in views] == [digest, digest, deployed.definition("follow")]
+    # and `jobplane status --json` says which definition each job has deployed
+    status = cli_on(deployed, "status", "--json")
+    assert {j["job"]: j["definition"] for j in json.loads(status.output)} == {
+        "ledger": digest, "follow": deployed.definition("follow")}
     # the deploy kept each definition under its digest, as compiled
     store = DefinitionStore(deployed.aws.client("s3"), f"{deployed.aws.prefix}-catalog")
     kept = store.get("ledger", digest)

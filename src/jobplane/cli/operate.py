@@ -317,7 +317,9 @@ def status(obj: Context, data_dir: Path | None, deployment: Path | None, as_json
                                              for e, ps in maps[j.name]]} if j.name in maps else {}),
                                 **({"progress": [{"execution": e, "steps": [p.to_json() for p in ps]}
                                                  for e, ps in reported[j.name]]} if j.name in reported else {}),
-                                "deadline": _deadline(by_job.get(j.name))} for j in jobs],
+                                "deadline": _deadline(by_job.get(j.name)),
+                                # the digest of the definition deployed (docs/operate.md, "Which definition")
+                                "definition": j.entry.definition} for j in jobs],
                                indent=2))
         return
     width = max(len(j.name) for j in jobs) if jobs else 10
