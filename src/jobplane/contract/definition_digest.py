@@ -2,11 +2,11 @@
 difference between two such definitions (issue 69 part 1).
 
 "Which version of the job ran last night?" A job's *definition document* is its compiled state
-machine (the ASL as the compiler rendered it, Terraform tokens included: ``bindings.asl_of``)
+machine (the ASL text as the compiler rendered it, Terraform tokens included: ``bindings.asl_of``)
 and the fields of its catalog entry that decide what runs and when (steps with their targets,
 resources, retries, env and secret names; schedule, timezone, policy, timeout, params, after,
-deadline, notify). Its *digest* is the SHA-256 of its canonical JSON (sorted keys, no spaces,
-UTF-8). The compiler writes the digest into the catalog entry (``CatalogJob.definition``) and into
+deadline, notify). Its *digest* is the SHA-256 of the canonical JSON of those fields (sorted
+keys, no spaces, UTF-8), a newline, and the ASL text. The compiler writes the digest into the catalog entry (``CatalogJob.definition``) and into
 the input every starter sends (``ExecutionInput.definition``: the compiled schedules' and
 ``after`` rules' inputs, the CLI's, the portal's, a backfill's), so each run's record carries it
 from its start; the document itself is kept by digest, never overwritten
@@ -52,8 +52,10 @@ def job_fields(entry: CatalogJob) -> JsonObject:
 
 
 def document(entry: CatalogJob, asl: str) -> JsonObject:
-    """The definition document of a job: its run-relevant catalog fields and its ASL."""
-    return {"format": FORMAT, "job": job_fields(entry), "asl": json.loads(asl)}
+    """The definition document of a job: its run-relevant catalog fields and its ASL, as the
+    text the compiler rendered (one rendering per definition: the same compile gives the same
+    bytes, so the text is hashed as it is, not parsed and dumped again, ~4 of ~6 ms a job)."""
+    return {"format": FORMAT, "job": job_fields(entry), "asl": asl}
 
 
 def canonical(doc: JsonValue) -> bytes:
@@ -61,8 +63,11 @@ def canonical(doc: JsonValue) -> bytes:
 
 
 def digest(doc: JsonObject) -> str:
-    """The SHA-256 (64 hex digits) of the document's canonical JSON."""
-    return hashlib.sha256(canonical(doc)).hexdigest()
+    """The SHA-256 (64 hex digits) of the document: the canonical JSON of its format and job
+    fields, a newline, then its ASL text (UTF-8)."""
+    asl = doc.get("asl")
+    body = asl.encode() if isinstance(asl, str) else canonical(asl)  # a document is written with its text
+    return hashlib.sha256(canonical({k: v for k, v in doc.items() if k != "asl"}) + b"\n" + body).hexdigest()
 
 
 def short(value: str | None) -> str:
