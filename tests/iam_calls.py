@@ -15,6 +15,10 @@ MAP_STATEMENTS = frozenset({"MapLists", "ListMapLists", "WriteRerunLists", "Reru
 #: The portal role's statements only a job of many schedules (a calendar job) uses:
 #: tests/test_schedule_health.py proves it is needed; the examples have no such job.
 CALENDAR_STATEMENTS = frozenset({"ListSchedules"})
+#: The statements of the definitions runs ran (reading them: the run page, `jobplane diff`;
+#: recording them: `jobplane record-definitions`, the operator's): tests/test_definition_versions.py
+#: proves each is needed; the operator commands of tests/test_cli_aws.py read none.
+DEFINITION_STATEMENTS = frozenset({"ReadDefinitions", "ListDefinitions", "RecordDefinitions"})
 
 
 @contextlib.contextmanager
@@ -78,7 +82,10 @@ def iam_calls(recorded: list[dict[str, Any]]) -> list[Any]:
         elif service == "s3" and op in ("PutObject", "DeleteObject"):
             # an SSE-KMS bucket's writer needs kms:GenerateDataKey
             # (https://docs.aws.amazon.com/AmazonS3/latest/userguide/UsingKMSEncryption.html#require-sse-kms)
-            out.append(Call(f"s3:{op}", f"arn:aws:s3:::{p['Bucket']}/{p['Key']}", {}, why))
+            # a conditional write carries its If-None-Match as s3:if-none-match
+            # (https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes-enforce.html)
+            conditional = {"s3:if-none-match": p["IfNoneMatch"]} if "IfNoneMatch" in p else {}
+            out.append(Call(f"s3:{op}", f"arn:aws:s3:::{p['Bucket']}/{p['Key']}", conditional, why))
             if op == "PutObject":
                 out.append(Call("kms:GenerateDataKey", bm.KMS_KEY_ARN, {"kms:ViaService": f"s3.{bm.REGION}.amazonaws.com"},
                                 "the catalog bucket's KMS key, used by S3 for the writer"))

@@ -42,6 +42,8 @@ def _condition_holds(block: dict[str, Any], context: dict[str, Any]) -> bool:
         values = context.get(key) or []
         op = test.split(":", 1)[1]
         return all(any(_single(op, p, v) for p in patterns) for v in values)
+    if test == "Null":  # "true": the key is absent from the request; "false": present
+        return any((key not in context) == (p == "true") for p in patterns)
     if key not in context:
         return False
     value = context[key]

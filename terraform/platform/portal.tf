@@ -294,6 +294,30 @@ resource "aws_iam_policy" "operator" {
 data "aws_iam_policy_document" "operator" {
   source_policy_documents = [data.aws_iam_policy_document.portal.json]
   statement {
+    # `jobplane record-definitions` (the pipeline's step after the apply) lists what is kept...
+    sid       = "ListDefinitions"
+    actions   = ["s3:ListBucket"]
+    resources = [aws_s3_bucket.catalog.arn]
+    condition {
+      test     = "StringLike"
+      variable = "s3:prefix"
+      values   = ["definitions/*"]
+    }
+  }
+  statement {
+    # ...and writes each new definition only if its key does not exist: a PutObject without
+    # If-None-Match is not allowed, so a kept definition is never replaced
+    # (https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes-enforce.html)
+    sid       = "RecordDefinitions"
+    actions   = ["s3:PutObject"]
+    resources = ["${aws_s3_bucket.catalog.arn}/definitions/*"]
+    condition {
+      test     = "Null"
+      variable = "s3:if-none-match"
+      values   = ["false"]
+    }
+  }
+  statement {
     # `jobplane dead-letters` and status: what was not delivered, and re-sending its alerts
     # (jobplane.platform.control.dead_letters)
     sid       = "DeadLetters"
@@ -321,6 +345,13 @@ data "aws_iam_policy_document" "operator" {
 
 data "aws_iam_policy_document" "portal" {
   source_policy_documents = [data.aws_iam_policy_document.read_catalog.json] # slow.tf
+  statement {
+    # the definitions runs ran, kept by digest (a run page's "changed since the previous run",
+    # `jobplane diff`, a re-run's check: jobplane.platform.definitions)
+    sid       = "ReadDefinitions"
+    actions   = ["s3:GetObject"]
+    resources = ["${aws_s3_bucket.catalog.arn}/definitions/*"]
+  }
   statement {
     sid = "Records"
     # BatchGetItem: a page of the jobs list reads its own jobs' states (platform/repository.py job_states_of)

@@ -82,6 +82,13 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "dead-letters": ("jobplane.cli.dead_letters", "dead_letters",
                      "List what the platform could not deliver (the <prefix>-events-dlq queue: alerts Slack refused, "
                      "status events nobody took), or --resend the alerts; of `jobplane dev`, or with --deployment on AWS."),
+    "diff": ("jobplane.cli.versions", "diff",
+             "Print what changed in the job's definition from RUN_A to RUN_B (steps, schedule, policy, secrets, "
+             "params), from the definitions each run was stamped with (of `jobplane dev`, or with --deployment on "
+             "AWS)."),
+    "record-definitions": ("jobplane.cli.versions", "record_definitions",
+                           "Keep every compiled job's definition under its digest in the catalog bucket, never "
+                           "overwriting one (the pipeline runs it after each apply; `jobplane dev` records by itself)."),
     "portal": ("jobplane.cli.local", "portal",
                "Serve the portal against real AWS (production). Configured by the environment: see "
                "docs/portal.md (JOBPLANE_TABLE, JOBPLANE_TOPIC_ARN, JOBPLANE_CATALOG, JOBPLANE_AUTH_MODE ...). "

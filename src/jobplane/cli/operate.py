@@ -317,7 +317,9 @@ def status(obj: Context, data_dir: Path | None, deployment: Path | None, as_json
                                              for e, ps in maps[j.name]]} if j.name in maps else {}),
                                 **({"progress": [{"execution": e, "steps": [p.to_json() for p in ps]}
                                                  for e, ps in reported[j.name]]} if j.name in reported else {}),
-                                "deadline": _deadline(by_job.get(j.name))} for j in jobs],
+                                "deadline": _deadline(by_job.get(j.name)),
+                                # the digest of the definition deployed (docs/operate.md, "Which definition")
+                                "definition": j.entry.definition} for j in jobs],
                                indent=2))
         return
     width = max(len(j.name) for j in jobs) if jobs else 10
@@ -700,11 +702,13 @@ def stop(obj: Context, execution: str, reason: str, data_dir: Path | None, deplo
 @click.option("--reason", default="", help="Why (shown in the audit log and the portal).")
 @click.option("--failed-items", is_flag=True, help="Only the map items that failed (jp.map), nothing else before the map.")
 @click.option("--map", "map_name", default=None, help="With --failed-items: which map, when several had failures.")
+@click.option("--current", is_flag=True,
+              help="Run the definition deployed now (default: the one EXECUTION ran; refused if its steps changed since).")
 @data_dir_option
 @deployment_option
 @click.pass_obj
 def rerun(obj: Context, execution: str, whole: bool, params: tuple[str, ...], reason: str, failed_items: bool,
-          map_name: str | None, data_dir: Path | None, deployment: Path | None) -> None:
+          map_name: str | None, data_dir: Path | None, deployment: Path | None, current: bool = False) -> None:
     """Re-run EXECUTION from its failed step (or --whole, or only its --failed-items) with its
     params, as the portal's re-run buttons do; prints the new execution's name and does not wait for it."""
     if failed_items and whole:
@@ -714,7 +718,7 @@ def rerun(obj: Context, execution: str, whole: bool, params: tuple[str, ...], re
         if failed_items:
             name = where.control.rerun_failed_items(execution, where.actor, map_name, reason, parse_params(params))
         else:
-            name = where.control.rerun(execution, where.actor, not whole, parse_params(params), reason)
+            name = where.control.rerun(execution, where.actor, not whole, parse_params(params), reason, current=current)
     except control_error() as e:
         raise click.ClickException(e.message) from None
     click.echo(f"started {name}, a re-run of {execution} ({where.where}, as {where.as_whom})"

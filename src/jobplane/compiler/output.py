@@ -20,7 +20,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from jobplane.compiler import catalog, shared_roles, terraform
+from jobplane.compiler import catalog, definitions, shared_roles, terraform
 from jobplane.compiler.gc_pause import gc_paused
 from jobplane.compiler.job_build import BuiltJobs, count_states, job_outputs  # noqa: F401 (count_states: output's name)
 from jobplane.compiler.validate import LoadedJob, load_jobs
@@ -93,12 +93,14 @@ def compile_all(config: PlatformConfig, jobs: list[LoadedJob] | None = None,
         # the root's jobs run with roles shared by the jobs whose grants are identical
         shared = shared_roles.share(team, config.name_prefix, docs, {lj.job.name: lj.source for lj in team_jobs},
                                     root=name)
-        for job_name, doc in shared.jobs.items():
+        # each job stamped with the digest of its definition (catalog entry, schedules' inputs)
+        part, stamped = definitions.stamp(catalog.build_catalog(team_jobs, config, counts, team=team, root=name),
+                                          shared.jobs)
+        for job_name, doc in stamped.items():
             files[layout.job_file(name, job_name)] = terraform.render_job(doc)
         if shared.roles is not None:
             files[f"{root}/{shared_roles.ROLES_FILE}"] = terraform.render(shared.roles)
-        files[f"{root}/{CATALOG_FILE}"] = catalog.build_catalog(team_jobs, config, counts, team=team,
-                                                                root=name).render()
+        files[f"{root}/{CATALOG_FILE}"] = part.render()
         if skips := checkov_skips(team_jobs):
             files[f"{root}/{CHECKOV_CONFIG}"] = skips
     lock = config.root / PROVIDER_LOCK

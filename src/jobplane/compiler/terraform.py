@@ -256,7 +256,7 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> JsonObject:
                                      "assume_role_policy": f"${{data.aws_iam_policy_document.{tid}_scheduler_assume.json}}"}
         role_policies[f"{tid}_scheduler"] = {"name": "start-job", "role": f"${{aws_iam_role.{tid}_scheduler.id}}",
                                              "policy": f"${{data.aws_iam_policy_document.{tid}_scheduler.json}}"}
-        schedule_input = json.dumps(execution_input.scheduled(execution_input.SCHEDULER_TIME, job.params).to_json(), sort_keys=True, separators=(",", ":")).replace("${", "$${").replace("%{", "%%{")
+        schedule_input = schedule_target_input(job.params)
         schedules = {}
         for i, expr in enumerate(deployed_schedule(job, config)):  # a calendar job's: explicit crons
             schedules[tid if i == 0 else f"{tid}_{i + 1}"] = {
@@ -320,6 +320,14 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> JsonObject:
     resource["aws_iam_role_policy"] = role_policies
     resource["aws_iam_role_policy_attachment"] = attachments
     return {"data": data, "resource": {k: resource[k] for k in sorted(resource)}}
+
+
+def schedule_target_input(params: JsonObject, definition: str | None = None) -> str:
+    """A schedule's target input as Terraform holds it (``${`` and ``%{`` escaped: literal
+    text, not an interpolation), with the digest of the job's definition when it is known
+    (compiler/definitions.py stamps it once the job's state machine is rendered)."""
+    payload = execution_input.scheduled(execution_input.SCHEDULER_TIME, params, definition).to_json()
+    return json.dumps(payload, sort_keys=True, separators=(",", ":")).replace("${", "$${").replace("%{", "%%{")
 
 
 def render(doc: JsonObject) -> str:

@@ -108,6 +108,9 @@ class CatalogJob(_Model):
     rules: list[str] = Field(default_factory=list)  # the schedule as declared (business(...) rules, cron, at)
     calendar: CatalogCalendar | None = None
     on_closed_day: str = "skip"
+    #: The digest of its definition document (contract/definition_digest.py): every run started
+    #: of this compile carries it (ExecutionInput.definition). None: a catalog from before it.
+    definition: str | None = None
 
     @property
     def step_names(self) -> list[str]:

@@ -73,6 +73,8 @@ class JobBrief:
     #: failures alert from the N-th in a row (platform/alert_streak.py): the reconciler's alerts
     #: carry it as the state machine's do
     notify_after_failures: int = 1
+    #: the digest of its definition (CatalogJob.definition): what a run started of it carries
+    definition: str | None = None
 
     @property
     def step_names(self) -> list[str]:
@@ -102,7 +104,12 @@ class JobBrief:
         return cls(name=name, team=team, params=params, params_budget=budget,
                    steps=tuple(StepBrief.from_json(s) for s in steps), notify_channels=tuple(channels),
                    notify_events=tuple(events), runbook=_runbook(runbook),
-                   notify_after_failures=after if isinstance(after, int) and after >= 1 else 1)
+                   notify_after_failures=after if isinstance(after, int) and after >= 1 else 1,
+                   definition=_str_or_none(raw.get("definition")))
+
+
+def _str_or_none(value: JsonValue) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _runbook(raw: dict[str, str] | None) -> dict[str, str] | None:

@@ -24,6 +24,9 @@ SCHEDULER_TIME = "<aws.scheduler.scheduled-time>"
 #: Every field the state machine reads; a starter that sends them all is a jobplane starter.
 FIELDS = ("trigger", "scheduled_time", "requested_by", "params", "resume_from", "rerun_of")
 
+#: Fields sent only when set (the state machine reads none of them).
+LINEAGE = ("upstream", "backfill", "definition")
+
 #: ``requested_by`` of a run started with an incomplete input (the Step Functions console, ``aws
 #: stepfunctions start-execution``). A running execution cannot learn who started it (its context
 #: object has no caller:
@@ -48,12 +51,17 @@ class ExecutionInput:
     rerun_of: str | None = None
     upstream: str | None = None  # the run of another job whose end started this one (``after``)
     backfill: str | None = None  # the backfill that started this past fire
+    #: the digest of the definition the starter started (contract/definition_digest.py): the
+    #: catalog's, compiled into the schedules' and rules' inputs; read by no state
+    definition: str | None = field(default=None, metadata={
+        "description": "the SHA-256 of the job's definition this run was started with (its first 12 digits "
+                       "name it on the run page; `jobplane diff RUN_A RUN_B` compares two runs'); null: unknown"})
 
     def to_json(self) -> JsonObject:
         """The object a starter sends: every one of :data:`FIELDS`, lineage only when set."""
         out: JsonObject = {f: getattr(self, f) for f in FIELDS}
         out["params"] = dict(self.params)
-        for lineage in ("upstream", "backfill"):
+        for lineage in LINEAGE:
             if getattr(self, lineage) is not None:
                 out[lineage] = getattr(self, lineage)
         return out
@@ -83,12 +91,13 @@ class ExecutionInput:
                    requested_by=text("requested_by", base.requested_by),
                    params=dict(given_params) if isinstance(given_params, dict) else {},
                    resume_from=optional("resume_from"), rerun_of=optional("rerun_of"),
-                   upstream=optional("upstream"), backfill=optional("backfill"))
+                   upstream=optional("upstream"), backfill=optional("backfill"),
+                   definition=optional("definition"))
 
     @staticmethod
     def asl(*, trigger: Template, scheduled_time: Template, requested_by: Template, params: Params | Ref,
             resume_from: Template = None, rerun_of: Template = None, upstream: Template = None,
-            backfill: Template = None, refs_last: bool = False) -> JsonObject:
+            backfill: Template = None, definition: Template = None, refs_last: bool = False) -> JsonObject:
         """The input as an ASL ``Parameters`` block: a :class:`Ref` becomes a ``<field>.$`` key.
 
         The keyword names are the record's fields (a test holds them equal). ``refs_last``
@@ -96,7 +105,8 @@ class ExecutionInput:
         had: kept so no deployed state machine's definition changes for a refactor."""
         values: dict[str, Template | Params | Ref] = {
             "trigger": trigger, "scheduled_time": scheduled_time, "requested_by": requested_by, "params": params,
-            "resume_from": resume_from, "rerun_of": rerun_of, "upstream": upstream, "backfill": backfill}
+            "resume_from": resume_from, "rerun_of": rerun_of, "upstream": upstream, "backfill": backfill,
+            "definition": definition}
         rendered = [(f"{name}.$", value.expr) if isinstance(value, Ref) else (name, value)
                     for name, value in values.items()
                     if isinstance(value, Ref) or value is not None or name in FIELDS]  # lineage only when set
@@ -131,36 +141,40 @@ def iso(t: datetime) -> str:
     return t.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def scheduled(scheduled_time: datetime | str, params: Params | None = None) -> ExecutionInput:
-    """What a schedule sends; the compiler writes it with ``SCHEDULER_TIME`` as the time."""
+def scheduled(scheduled_time: datetime | str, params: Params | None = None,
+              definition: str | None = None) -> ExecutionInput:
+    """What a schedule sends; the compiler writes it with ``SCHEDULER_TIME`` as the time, and
+    the digest of the job's definition it compiled (``definition``)."""
     when = scheduled_time if isinstance(scheduled_time, str) else iso(scheduled_time)
     return ExecutionInput(trigger=Trigger.SCHEDULE.value, scheduled_time=when, requested_by="scheduler",
-                          params=dict(params or {}))
+                          params=dict(params or {}), definition=definition)
 
 
 def manual(requested_by: str, defaults: Params | None = None, overrides: Params | None = None,
-           now: datetime | None = None, resume_from: str | None = None) -> ExecutionInput:
+           now: datetime | None = None, resume_from: str | None = None,
+           definition: str | None = None) -> ExecutionInput:
     """A run started by a person. Its scheduled_time is the request time with microseconds, so
     a double-submitted request (same instant) is recognised as a duplicate, two requests are not."""
     now = now or datetime.now(timezone.utc)
     return ExecutionInput(trigger=Trigger.MANUAL.value,
                           scheduled_time=now.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
                           requested_by=requested_by, params={**(defaults or {}), **(overrides or {})},
-                          resume_from=resume_from)
+                          resume_from=resume_from, definition=definition)
 
 
 def rerun(requested_by: str, of_execution: str, params: Params, resume_from: str | None,
-          now: datetime | None = None) -> ExecutionInput:
+          now: datetime | None = None, definition: str | None = None) -> ExecutionInput:
     return dataclasses.replace(manual(requested_by, params, None, now), trigger=Trigger.RERUN.value,
-                               resume_from=resume_from, rerun_of=of_execution)
+                               resume_from=resume_from, rerun_of=of_execution, definition=definition)
 
 
-def backfill(requested_by: str, fire: datetime, params: Params, backfill_id: str) -> ExecutionInput:
+def backfill(requested_by: str, fire: datetime, params: Params, backfill_id: str,
+             definition: str | None = None) -> ExecutionInput:
     """A past fire started by a backfill: its scheduled_time is the fire's (what the job's code
     reads as the time it runs for); ``backfill`` names the backfill (lineage; the state machine
     does not read it)."""
     return ExecutionInput(trigger=Trigger.BACKFILL.value, scheduled_time=iso(fire), requested_by=requested_by,
-                          params=dict(params), backfill=backfill_id)
+                          params=dict(params), backfill=backfill_id, definition=definition)
 
 
 def parse_params(items: list[str]) -> Params:

@@ -39,14 +39,23 @@ INPUT_TEMPLATE = ('{"trigger":"' + Trigger.UPSTREAM.value + '","scheduled_time":
                   '"params":{},"resume_from":null,"rerun_of":null,"upstream":"<name>"}')
 
 
+def input_template(definition: str | None = None) -> str:
+    """:data:`INPUT_TEMPLATE`, with the digest of the downstream job's definition its compile
+    stamped (contract/definition_digest.py): a run started by the rule carries it as any other."""
+    if definition is None:
+        return INPUT_TEMPLATE
+    return INPUT_TEMPLATE[:-1] + f',"definition":{json.dumps(definition)}}}'
+
+
 def event_pattern(upstream_state_machine_arn: str, on: str) -> JsonObject:
     return {"source": ["aws.states"], "detail-type": ["Step Functions Execution Status Change"],
             "detail": {"status": list(EVENT_STATUSES[on]), "stateMachineArn": [upstream_state_machine_arn]}}
 
 
-def transformed_input(name: str, time: str) -> ExecutionInput:
+def transformed_input(name: str, time: str, definition: str | None = None) -> ExecutionInput:
     """What the rule's target sends for an event (the local engine's delivery)."""
-    return ExecutionInput.read(json.loads(INPUT_TEMPLATE.replace("<name>", name).replace("<time>", time)), None)
+    return ExecutionInput.read(json.loads(input_template(definition).replace("<name>", name).replace("<time>", time)),
+                               None)
 
 
 def rule_name(prefix: str, job: str, upstream: str) -> str:

@@ -319,7 +319,8 @@ class Backfills:
                 fire.tries -= 1
                 fire.state, fire.note = FireState.TAKEN, holder
                 continue
-            payload = execution_input.backfill(bf.requested_by, parse_iso(fire.at), bf.params, bf.id)
+            payload = execution_input.backfill(bf.requested_by, parse_iso(fire.at), bf.params, bf.id,
+                                               entry.definition)
             try:
                 self.runs.start_execution(bf.job, payload, name)
             except self.context.sfn.exceptions.ExecutionAlreadyExists:

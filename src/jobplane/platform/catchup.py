@@ -128,7 +128,8 @@ class UpstreamCatchUp:
 
     def start(self, job: str, record: ExecutionRecord, now: datetime) -> str | None:
         name = catch_up_name(job, record.execution)
-        payload = dataclasses.replace(upstream.transformed_input(record.execution, execution_input.iso(now)),
+        payload = dataclasses.replace(upstream.transformed_input(record.execution, execution_input.iso(now),
+                                                                 self.runs.reads.brief(job).definition),
                                       requested_by=f"catch-up after {record.execution}")
         reason = (f"the status event of {record.job} run {record.execution} ({record.status}, ended "
                   f"{record.finished_at}) did not start {job}")

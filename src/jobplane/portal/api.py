@@ -118,7 +118,7 @@ class StepProgressOut(BaseModel):
 
 
 ExecutionOut = model_from(
-    "ExecutionOut", [(ExecutionInput, ("params", "resume_from", "rerun_of", "upstream")),
+    "ExecutionOut", [(ExecutionInput, ("params", "resume_from", "rerun_of", "upstream", "definition")),
                      (ExecutionRecord, ("rerun_by", "after_runs", "transitions"))],
     base=ExecutionSummary, steps=(list[StepAttempt], ...),  # type: ignore[valid-type]  # built at run time
     progress=(list[StepProgressOut], Field(default_factory=list, description="each step's reported progress and "
@@ -161,6 +161,8 @@ class RerunIn(BaseModel):
     from_failed_step: bool = True
     params: JsonObject = Field(default_factory=dict)
     reason: str = ""
+    current: bool = Field(False, description="run the definition deployed now; by default the one the run ran, and "
+                                             "a re-run whose steps changed since is refused (409)")
 
 
 class ReasonIn(BaseModel):
@@ -214,6 +216,7 @@ def execution_out(v: ExecutionView, progress: list[StepProgress] | None = None) 
         url=f"/executions/{v.execution}",
         params=v.input.params, resume_from=v.input.resume_from, rerun_of=v.input.rerun_of,
         rerun_by=list(v.rerun_by), upstream=v.input.upstream, after_runs=list(v.after_runs),
+        definition=v.input.definition,
         transitions=v.transitions, waiting=v.waiting,
         steps=[StepAttempt(**{k: getattr(row, k) for k in StepAttempt.model_fields}) for row in step_rows(v)],
         progress=[StepProgressOut(**p.to_json()) for p in progress or []])
@@ -314,7 +317,7 @@ def run_job(request: Request, job: str, body: RunIn, idempotency_key: str | None
 def rerun(request: Request, execution: str, body: RerunIn, idempotency_key: str | None = IdempotencyKey) -> object:
     portal = _portal(request)
     started = actions.rerun(portal.control, lambda team: portal.authorize(request, team), execution,
-                            body.from_failed_step, body.params, body.reason, idempotency_key)
+                            body.from_failed_step, body.params, body.reason, idempotency_key, body.current)
     return Accepted(execution=started.execution, url=f"/executions/{started.execution}?job={started.job}")
 
 

@@ -14,6 +14,7 @@ from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from jobplane.contract import execution_input
+from jobplane.platform.definition_history import run_definition
 from jobplane.contract import runner as rc
 from jobplane.contract.clock import now_iso
 from jobplane.contract.statuses import ExecutionStatus
@@ -168,7 +169,10 @@ def _execution_context(portal: Portal, execution: str, job: str | None = None, l
     return {"x": view, "e": entry, "rows": rows, "gantt": gantt, "logs": logs, "log_levels": logview.LEVELS,
             "log_level": level, "log_q": q,
             "maps": portal.control.map_progress(view.execution) if per_item_steps(entry.steps) else [],
-            "progress": portal.control.step_progress(view.execution)}  # docs/progress.md
+            "progress": portal.control.step_progress(view.execution),  # docs/progress.md
+            # the definition it ran, and what changed since the job's previous run (issue 69)
+            "definition": run_definition(portal.control.context, view.job, view.execution, view.input.definition,
+                                         view.started_at)}
 
 
 def log_console_url(deployment: Deployment, stream: LogStream) -> str | None:
@@ -235,10 +239,11 @@ def run_form(request: Request, job: str, csrf_token: str | None = Form(None), pa
 @router.post("/executions/{execution}/rerun")
 def rerun_form(request: Request, execution: str, csrf_token: str | None = Form(None),
                mode: str = Form("failed-step"), params: str = Form(""), reason: str = Form(""),
-               idempotency_key: str | None = Form(None, max_length=IDEMPOTENCY_KEY_MAX)) -> Response:
+               idempotency_key: str | None = Form(None, max_length=IDEMPOTENCY_KEY_MAX),
+               current: str | None = Form(None, max_length=10)) -> Response:
     portal = _portal(request)
     started = actions.rerun(portal.control, lambda team: _act(request, team, csrf_token), execution,
-                            mode == "failed-step", parse_params(params), reason, idempotency_key)
+                            mode == "failed-step", parse_params(params), reason, idempotency_key, current is not None)
     return _back(f"/executions/{started.execution}?job={quote(started.job)}", "rerun")
 
 

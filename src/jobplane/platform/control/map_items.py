@@ -115,7 +115,8 @@ class MapItems:
         m = maps[by_map[0]]
         each = (m.parallel or [])[1]
         overrides = self.runs.checked_params(entry, params)
-        payload = execution_input.rerun(who.actor.name, execution, rerun_params(entry, original, overrides), each.name)
+        payload = execution_input.rerun(who.actor.name, execution, rerun_params(entry, original, overrides), each.name,
+                                        definition=self.runs.rerun_definition(original, entry, current=False))
         name = name or (idempotent_name(original.job, who.actor.name, idempotency_key) if idempotency_key is not None
                         else uuid.uuid4().hex)
         s3 = self.context.s3

@@ -88,7 +88,8 @@ class Runs:
             raise Invalid(f"{job} has no step {quoted(from_step)}; steps: {', '.join(steps)}",
                           {"from_step": "unknown step"})
         params = self.checked_params(entry, params)
-        payload = execution_input.manual(who.actor.name, entry.params, params, resume_from=from_step)
+        payload = execution_input.manual(who.actor.name, entry.params, params, resume_from=from_step,
+                                         definition=entry.definition)
         name = name or (idempotent_name(job, who.actor.name, idempotency_key) if idempotency_key is not None
                         else uuid.uuid4().hex)
         return self.start_once(job, payload, name, idempotency_key is not None, lambda: self.audited(
@@ -111,10 +112,14 @@ class Runs:
 
     def rerun(self, execution: str, actor: Actor | str, from_failed_step: bool = True,
               params: JsonObject | None = None, reason: str = "", name: str | None = None,
-              idempotency_key: str | None = None, loaded: ExecutionSubject | None = None) -> str:
+              idempotency_key: str | None = None, loaded: ExecutionSubject | None = None,
+              current: bool = False) -> str:
         """``loaded``: the execution's subject as the caller just read it (to authorize the
         actor), so it is not read again. Only the record is read (not the history or logs),
-        unless the execution has none yet: then it is running, or has just ended."""
+        unless the execution has none yet: then it is running, or has just ended.
+
+        A re-run runs the definition the original ran (:meth:`rerun_definition`); ``current``:
+        the one deployed now, whatever the original ran."""
         check_reason(reason, required=False)
         who = self.authorize_run(execution, actor, loaded)
         original = self.ended_run(who)
@@ -124,6 +129,7 @@ class Runs:
                            f"(jobplane backfill {original.job} --from {fire} --to {fire})",
                            {"execution": execution, "status": original.status})
         entry = self.reads.entry(original.job)
+        definition = self.rerun_definition(original, entry, current)
         overrides = self.checked_params(entry, params)
         resume_from = None
         if from_failed_step:
@@ -134,7 +140,8 @@ class Runs:
             if resume_from not in self.reads.step_names(original.job):
                 raise Conflict(f"step {resume_from!r} is no longer in {original.job}; re-run the whole job",
                                {"execution": execution, "step": resume_from})
-        payload = execution_input.rerun(who.actor.name, execution, rerun_params(entry, original, overrides), resume_from)
+        payload = execution_input.rerun(who.actor.name, execution, rerun_params(entry, original, overrides), resume_from,
+                                        definition=definition)
         name = name or (idempotent_name(original.job, who.actor.name, idempotency_key) if idempotency_key is not None
                         else uuid.uuid4().hex)
         from jobplane.contract import audit  # every kind of event (not on a run start's path: contract/audit_event.py)
@@ -143,6 +150,35 @@ class Runs:
             lambda: self.start_execution(original.job, payload, name)))
         self.context.repo.link_rerun(execution, name)  # lineage: best effort, the audit entry names the original too
         return name
+
+    def rerun_definition(self, original: ExecutionView, entry: CatalogJob, current: bool) -> str | None:
+        """The definition a re-run of ``original`` runs (its digest, what the re-run is stamped
+        with): the deployed one, which is the original's own unless the job was deployed since.
+        Deployed since, the re-run goes on only when that changes no step (a schedule, an alert,
+        the policy: not what its steps do) or ``current`` asks for the deployed one; otherwise it
+        is refused, saying what changed: a state machine runs only the definition deployed now
+        (a re-run of an older one would need it published as a Step Functions version, which
+        jobplane does not yet do), and a changed step list must never silently run instead. A
+        run whose definitions were not recorded cannot be compared: refused the same way unless
+        ``current``. A run from before definitions were stamped (no digest) re-runs the deployed
+        one, as every re-run did before them."""
+        deployed, ran = entry.definition, original.input.definition
+        if current or deployed is None or ran is None or ran == deployed:
+            return deployed
+        from jobplane.contract import definition_digest
+        from jobplane.platform.definition_history import compare
+
+        comparison = compare(self.context, original.job, original.execution, ran, original.job, "deployed", deployed)
+        changes = comparison.changes
+        if changes is not None and not any(c.what.startswith("step") or c.what == "state machine" for c in changes):
+            return deployed
+        shown = "; ".join(c.line() for c in (changes or [])[:5]) if changes else "not recorded, so not comparable"
+        raise Conflict(f"{original.execution} ran definition {definition_digest.short(ran)}; {original.job} now runs "
+                       f"{definition_digest.short(deployed)} ({shown}). A re-run runs the definition of the run it "
+                       "re-runs, which is no longer deployed: re-run with --current (the portal: \"run the current "
+                       "definition\") to run the deployed one",
+                       {"execution": original.execution, "definition": ran, "deployed": deployed,
+                        "changes": [c.line() for c in changes] if changes else None})
 
     def start_once(self, job: str, payload: ExecutionInput, name: str, idempotent: bool,
                     start: Callable[[], object]) -> str:

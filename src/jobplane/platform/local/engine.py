@@ -74,6 +74,10 @@ if TYPE_CHECKING:
 JobSource = Callable[[Path, CatalogJob, "ScheduleRoles"], tuple[str, str | None]]
 
 
+#: The runner image the local task definition names (the runner runs as a local process).
+LOCAL_RUNNER_IMAGE = "jobplane-runner:local"
+
+
 def job_source(output_dir: Path, job: CatalogJob, roles: ScheduleRoles) -> tuple[str, str | None]:
     """A job's ASL and schedule role, read from its file in a compiler output directory."""
     stored = (output_dir / job.asl).read_text()
@@ -126,6 +130,9 @@ class LocalAWS:
     ended: collections.OrderedDict[str, str] = field(default_factory=collections.OrderedDict)
     # upstream state machine name -> [(downstream job, on)]: the compiled `after` rules (contract/upstream.py)
     after_rules: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    #: job -> the digest of its deployed definition (CatalogJob.definition): what the `after`
+    #: rules' inputs carry, as their compiled input templates do
+    job_definitions: dict[str, str | None] = field(default_factory=dict)
     _clients: JsonObject = field(default_factory=dict, repr=False, compare=False)
     _clients_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     _group_ready: bool = field(default=False, repr=False, compare=False)  # the schedule group exists
@@ -294,8 +301,8 @@ class LocalAWS:
         for downstream, on in self.after_rules.get(machine, []):
             if status not in upstream.EVENT_STATUSES[on] or downstream not in self.state_machines:
                 continue
-            payload = upstream.transformed_input(arn.name,
-                                                 execution_input.iso(datetime.now(timezone.utc)))
+            payload = upstream.transformed_input(arn.name, execution_input.iso(datetime.now(timezone.utc)),
+                                                 self.job_definitions.get(downstream))
             started.append(self.client("stepfunctions").start_execution(
                 stateMachineArn=self.state_machines[downstream], input=json.dumps(payload.to_json()))["executionArn"])
         return started
@@ -382,7 +389,7 @@ class LocalAWS:
             family=f"{self.prefix}-runner", requiresCompatibilities=["FARGATE"], networkMode="awsvpc",
             cpu="256", memory="512",
             containerDefinitions=[{
-                "name": rc.CONTAINER_NAME, "image": "jobplane-runner:local", "memoryReservation": 128, "essential": True,
+                "name": rc.CONTAINER_NAME, "image": LOCAL_RUNNER_IMAGE, "memoryReservation": 128, "essential": True,
                 # where a step's progress goes (contract/progress.py), as the base module's task definition
                 "environment": [{"name": progress.ENV_TABLE, "value": self.prefix}],
                 "logConfiguration": {"logDriver": "awslogs", "options": {
@@ -477,6 +484,7 @@ class LocalAWS:
             agent.declared_secrets = declared
         self.catalog_dir = Path(output_dir)
         self.after_rules = {}
+        self.job_definitions = {job.name: job.definition for job in catalog.jobs}
         for job in catalog.jobs:
             for a in job.after:
                 self.after_rules.setdefault(names.state_machine_name(self.prefix, a.job), []).append((job.name, a.on))
@@ -488,14 +496,20 @@ class LocalAWS:
         # One Terraform for all: what exists is looked up once, not once per create
         # (moto's creates walked every object that exists: quadratic, moto_patches/backends.py).
         terraform = self._terraform = moto_patches.Terraform(self.region)
+        deployed: list[tuple[CatalogJob, str]] = []
         try:
             for job in catalog.jobs:
                 asl_text, role = source(output_dir, job, roles)
                 arn = self.deploy(job.name, asl_text, checked=checked is not None and checked(job), **overrides)
                 self.deploy_schedules(job, arn, role)
+                deployed.append((job, asl_text))
         finally:
             self._terraform = None
         self.definitions_checked = terraform.checked
+        # every deployed definition kept by its digest, as the pipeline's record-definitions does
+        from jobplane.platform.definitions import DefinitionStore
+
+        DefinitionStore(self.client("s3"), f"{self.prefix}-catalog").record(deployed, image=LOCAL_RUNNER_IMAGE)
         return [j.name for j in catalog.jobs]
 
     def _ensure_schedule_group(self) -> str:
@@ -513,7 +527,8 @@ class LocalAWS:
 
         group = self._ensure_schedule_group()
         names = []
-        target_input = json.dumps(execution_input.scheduled(execution_input.SCHEDULER_TIME, job.params).to_json(), sort_keys=True)
+        target_input = json.dumps(execution_input.scheduled(execution_input.SCHEDULER_TIME, job.params,
+                                                            job.definition).to_json(), sort_keys=True)
         # the schedule's role, named as the compiled Terraform names it (its team's shared role:
         # platform/local/compiled_roles.py), so a schedule here carries what it carries on AWS (an
         # UpdateSchedule passes that role again); a job deployed from its ASL alone, one of its

@@ -1,0 +1,60 @@
+"""Stamp each compiled job with the digest of its definition (contract/definition_digest.py).
+
+A job's digest needs its rendered state machine and its catalog entry, so it is computed once
+both exist (compiler/output.py, per root), then written where every start of the job reads it:
+the catalog entry (``definition``: the CLI, the portal, the API and backfills send it) and the
+inputs compiled into Terraform (each schedule's target input, each ``after`` rule's input
+template). None of those is in the document the digest is taken over, so stamping them changes
+no digest.
+"""
+
+from __future__ import annotations
+
+from jobplane.compiler.terraform import schedule_target_input
+from jobplane.contract import definition_digest, upstream
+from jobplane.contract.bindings import asl_of_document
+from jobplane.contract.catalog import Catalog, CatalogJob
+from jobplane.contract.types import JsonObject
+
+
+def job_digest(entry: CatalogJob, job_document: JsonObject) -> str:
+    """The digest of a job's definition: its catalog entry with its Terraform file's ASL."""
+    return definition_digest.digest(definition_digest.document(entry, asl_of_document(job_document)))
+
+
+def stamp(catalog: Catalog, documents: dict[str, JsonObject]) -> tuple[Catalog, dict[str, JsonObject]]:
+    """The catalog with each job's ``definition`` set, and each job's Terraform document with
+    its inputs carrying it (new objects: a document kept between compiles is not changed)."""
+    entries: list[CatalogJob] = []
+    stamped: dict[str, JsonObject] = {}
+    for entry in catalog.jobs:
+        doc = documents[entry.name]
+        digest = job_digest(entry, doc)
+        entries.append(CatalogJob.model_validate(entry.model_dump(exclude_unset=True) | {"definition": digest}))
+        stamped[entry.name] = stamp_document(doc, entry.params, digest)
+    for name, doc in documents.items():  # a document without an entry (none today) is kept as it is
+        stamped.setdefault(name, doc)
+    return catalog.model_copy(update={"jobs": entries}), stamped
+
+
+def stamp_document(doc: JsonObject, params: JsonObject, digest: str) -> JsonObject:
+    """``doc`` with its schedules' and rules' inputs carrying ``digest``."""
+    resources = doc.get("resource")
+    if not isinstance(resources, dict):
+        return doc
+    changed: JsonObject = {}
+    schedules = resources.get("aws_scheduler_schedule")
+    if isinstance(schedules, dict):
+        changed["aws_scheduler_schedule"] = {
+            key: {**s, "target": {**s["target"], "input": schedule_target_input(params, digest)}}
+            for key, s in schedules.items() if isinstance(s, dict) and isinstance(s.get("target"), dict)}
+    targets = resources.get("aws_cloudwatch_event_target")
+    if isinstance(targets, dict):
+        changed["aws_cloudwatch_event_target"] = {
+            key: {**t, "input_transformer": {**t["input_transformer"],
+                                             "input_template": upstream.input_template(digest)}}
+            if isinstance(t, dict) and isinstance(t.get("input_transformer"), dict) else t
+            for key, t in targets.items()}
+    if not changed:
+        return doc
+    return {**doc, "resource": {**resources, **changed}}

@@ -1,0 +1,131 @@
+"""The definitions runs ran, kept by digest, never overwritten (issue 69 part 1).
+
+Each deploy records every deployed job's definition document (contract/definition_digest.py) as
+one S3 object, ``definitions/<job>/<digest>.json`` in the catalog bucket (the base module's,
+versioned and KMS-encrypted; locally the engine's ``<prefix>-catalog``). The object is written
+with a conditional PutObject (``If-None-Match: *``): S3 refuses it with 412 Precondition Failed
+when the key exists, so a definition once recorded is never replaced, even by two deploys racing
+(https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html). Its key is the
+digest of its content, checked before the write, so what a key holds is what the runs stamped
+with that digest ran.
+
+`jobplane dev` records at each deploy (platform/local/engine.py ``deploy_output``); on AWS the
+pipeline's step after the apply, ``jobplane record-definitions``, does (docs/deploy.md). The
+portal's run page and ``jobplane diff`` read them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from jobplane.contract import definition_digest
+from jobplane.contract.catalog import CatalogJob
+from jobplane.contract.types import Client, JsonObject
+
+PREFIX = "definitions/"
+
+
+def key(job: str, digest: str) -> str:
+    if not definition_digest.is_digest(digest):
+        raise ValueError(f"not a definition digest: {digest[:80]!r}")
+    return f"{PREFIX}{job}/{digest}.json"
+
+
+@dataclass(frozen=True)
+class StoredDefinition:
+    """One recorded definition: its document, and when, from which commit and with which runner
+    image reference it was first deployed (what the deploy that recorded it knew; None: unknown)."""
+
+    job: str
+    digest: str
+    document: JsonObject
+    recorded_at: str
+    commit: str | None = None
+    image: str | None = None
+
+    def to_json(self) -> JsonObject:
+        return {"job": self.job, "digest": self.digest, "document": self.document, "recorded_at": self.recorded_at,
+                "commit": self.commit, "image": self.image}
+
+    @classmethod
+    def from_json(cls, raw: JsonObject) -> StoredDefinition:
+        doc = raw.get("document")
+        def text(name: str) -> str | None:
+            value = raw.get(name)
+            return value if isinstance(value, str) else None
+        return cls(job=str(raw.get("job")), digest=str(raw.get("digest")),
+                   document=doc if isinstance(doc, dict) else {}, recorded_at=text("recorded_at") or "",
+                   commit=text("commit"), image=text("image"))
+
+
+class DefinitionMismatch(ValueError):
+    """A catalog entry's digest is not the digest of the definition beside it (a catalog and a
+    state machine of two compiles): nothing is recorded under a key its content does not match."""
+
+
+class DefinitionStore:
+    def __init__(self, s3: Client, bucket: str):
+        self.s3, self.bucket = s3, bucket
+
+    def recorded(self, job: str | None = None) -> set[str]:
+        """The keys recorded (of ``job``, or of every job): one listing, so a deploy writes only
+        what is new (a dev restart of 5,000 unchanged jobs writes nothing)."""
+        prefix = PREFIX + (f"{job}/" if job else "")
+        keys: set[str] = set()
+        for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):
+            keys.update(o["Key"] for o in page.get("Contents", []))
+        return keys
+
+    def record(self, jobs: Iterable[tuple[CatalogJob, str]], commit: str | None = None,
+               image: str | None = None, now: datetime | None = None) -> list[str]:
+        """Record each (entry, its ASL as compiled) whose digest is not recorded yet; the keys
+        written. An entry without a digest (a catalog from before them) is passed over."""
+        when = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        have = self.recorded()
+        written = []
+        for entry, asl in jobs:
+            if entry.definition is None or key(entry.name, entry.definition) in have:
+                continue
+            doc = definition_digest.document(entry, asl)
+            if definition_digest.digest(doc) != entry.definition:
+                raise DefinitionMismatch(f"{entry.name}: the catalog says definition "
+                                         f"{definition_digest.short(entry.definition)}, its state machine and entry "
+                                         f"make {definition_digest.short(definition_digest.digest(doc))}: "
+                                         "compile again (jobplane compile) before recording")
+            stored = StoredDefinition(entry.name, entry.definition, doc, when, commit, image)
+            if self._put_new(key(entry.name, entry.definition), stored):
+                written.append(key(entry.name, entry.definition))
+        return written
+
+    def _put_new(self, where: str, stored: StoredDefinition) -> bool:
+        """Write unless the key exists (S3 conditional write); False when it did."""
+        try:
+            self.s3.put_object(Bucket=self.bucket, Key=where, IfNoneMatch="*", ContentType="application/json",
+                               Body=json.dumps(stored.to_json(), sort_keys=True, separators=(",", ":"),
+                                               ensure_ascii=False).encode())
+        except self.s3.exceptions.ClientError as e:
+            if _code(e) in ("PreconditionFailed", "412", "ConditionalRequestConflict"):
+                return False  # recorded by another deploy: the same digest, the same content
+            raise
+        return True
+
+    def get(self, job: str, digest: str) -> StoredDefinition | None:
+        """The recorded definition, None if it was never recorded (a run from before digests,
+        or a deploy that did not record)."""
+        if not definition_digest.is_digest(digest):
+            return None
+        try:
+            body = self.s3.get_object(Bucket=self.bucket, Key=key(job, digest))["Body"].read()
+        except self.s3.exceptions.NoSuchKey:
+            return None
+        raw = json.loads(body)
+        return StoredDefinition.from_json(raw) if isinstance(raw, dict) else None
+
+
+def _code(error: Any) -> str:
+    response = getattr(error, "response", {}) or {}
+    return str(response.get("Error", {}).get("Code", ""))
