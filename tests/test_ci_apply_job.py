@@ -163,6 +163,19 @@ def test_after_the_apply_the_pipeline_keeps_paused_jobs_paused() -> None:
     assert 'jobplane repair-pauses --deployment "$RUNNER_TEMP/jobplane-deployment.json"' in step["run"]
 
 
+def test_after_the_apply_the_pipeline_keeps_each_deployed_definition() -> None:
+    """Issue 69 part 1: after the pauses are repaired, `jobplane record-definitions` keeps each
+    compiled definition by digest with the applied commit and the image the apply built
+    (tests/test_definition_versions.py runs the command's recording against a deployment)."""
+    doc = yaml.safe_load(WORKFLOW.read_text())
+    names = [s.get("name") for s in doc["jobs"]["apply"]["steps"]]
+    step = doc["jobs"]["apply"]["steps"][names.index("Keep each deployed definition")]
+    assert names.index("Keep each deployed definition") == names.index("Keep paused jobs paused") + 1
+    assert 'jobplane record-definitions --deployment "$RUNNER_TEMP/jobplane-deployment.json"' in step["run"]
+    assert '--commit "$GITHUB_SHA" --image "$IMAGE"' in step["run"]
+    assert step["env"]["IMAGE"] == "${{ vars.JOBPLANE_RUNNER_REPOSITORY }}:${{ github.sha }}"
+
+
 def test_without_a_committed_provider_lock_the_apply_refuses_to_run_and_says_how_to_make_one(tmp_path: Path) -> None:
     """Issue 62 finding 10: without terraform/providers.lock.hcl the apply fell back to an
     unlocked `terraform init` (any provider version the constraints allow, no recorded hash). It
