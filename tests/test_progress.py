@@ -72,6 +72,9 @@ def closing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalAWS
     # the same step as a Lambda step: its runner writes with the function's role (the same calls)
     repo.write("jobs/billing/resumable-fn.jsonnet", RESUMABLE.replace("resumable-close", "resumable-fn")
                .replace("jp.python(", "jp.lambda("))
+    repo.write("jobs/billing/close-or-resume.jsonnet", RESUMABLE.replace("resumable-close", "close-or-resume")
+               .replace("progress_steps:resumable', opts={ retry: { attempts: 2, interval: 1 } }",
+                        "progress_steps:fails_unless_resumed'"))
     with served(repo) as (aws, control):
         yield aws, control
 
@@ -573,3 +576,31 @@ def test_stall_after_is_refused_where_no_check_could_tell_a_stall(opts: dict[str
     ok = Job.from_definition({"name": "j", "team": "billing", "steps": [
         {"name": "g", "parallel": [{"name": "a", "python": "m:f", "stall_after": "10m"}, {"name": "b", "python": "m:f"}]}]})
     assert ok.all_steps()[1].stall_after == 600
+
+
+def test_a_rerun_from_the_failed_step_resumes_at_its_checkpoint_or_from_scratch(
+        closing: tuple[LocalAWS, ControlPlane], tmp_path: Path) -> None:
+    """The checkpoint reaches a re-run (a new execution): the run failed at tenant 3 after
+    reporting t-0002; its re-run from the step resumes there (and succeeds), the page's re-run
+    form says so and offers a start from scratch, which starts over (and fails again)."""
+    from fastapi.testclient import TestClient
+
+    from portal_kit import as_user
+
+    aws, control = closing
+    out = tmp_path / "runs.jsonl"
+    arn = aws.start("close-or-resume", execution_input.manual("test", overrides={"out": str(out)}))
+    assert aws.wait(arn, timeout=600).status == "FAILED"  # a hang guard
+    aws.wait_reconciled(arn, timeout=600)
+    failed = arn.rsplit(":", 1)[1]
+    with TestClient(_portal(control)) as client:
+        page = client.get(f"/executions/{failed}", headers=as_user("dev@localhost")).text
+    assert '<p class="rerun-checkpoint" data-checkpoint="t-0002">' in page and 'id="rerun-from-scratch"' in page
+    resumed = control.rerun(failed, "dev@localhost", from_failed_step=True)
+    assert aws.wait(control.deployment.execution_arn("close-or-resume", resumed), timeout=600).status == "SUCCEEDED"
+    [p] = control.step_progress(resumed)
+    assert (p.attempt, p.done, p.cursor, p.ended) == (1, 5, "t-0005", True)
+    over = control.rerun(failed, "dev@localhost", from_failed_step=True, from_scratch=True)
+    assert aws.wait(control.deployment.execution_arn("close-or-resume", over), timeout=600).status == "FAILED"
+    assert [json.loads(line) for line in out.read_text().splitlines()] == [
+        {"resumed": None}, {"resumed": "t-0002"}, {"resumed": None}]

@@ -41,3 +41,16 @@ def resumable(out: str, context) -> None:  # noqa: ANN001 - RunContext
         jobplane.progress(2, total=5, unit="tenants", cursor="t-0002")
         raise RuntimeError("tenant t-0003 is locked")
     jobplane.progress(5, total=5, unit="tenants", cursor="t-0005")
+
+
+def fails_unless_resumed(out: str) -> None:
+    """Fails at tenant 3 of 5 unless it resumes from a checkpoint (a re-run from this step)."""
+    import json
+
+    resumed = jobplane.resume_from()
+    with open(out, "a") as f:
+        f.write(json.dumps({"resumed": resumed}) + "\n")
+    if resumed is None:
+        jobplane.progress(2, total=5, unit="tenants", cursor="t-0002")
+        raise RuntimeError("tenant t-0003 is locked")
+    jobplane.progress(5, total=5, unit="tenants", cursor="t-0005")

@@ -704,11 +704,15 @@ def stop(obj: Context, execution: str, reason: str, data_dir: Path | None, deplo
 @click.option("--map", "map_name", default=None, help="With --failed-items: which map, when several had failures.")
 @click.option("--current", is_flag=True,
               help="Run the definition deployed now (default: the one EXECUTION ran; refused if its steps changed since).")
+@click.option("--from-scratch", is_flag=True,
+              help="Start the failed step from its beginning (default: from the checkpoint its attempt last reported, "
+                   "jobplane.resume_from()).")
 @data_dir_option
 @deployment_option
 @click.pass_obj
 def rerun(obj: Context, execution: str, whole: bool, params: tuple[str, ...], reason: str, failed_items: bool,
-          map_name: str | None, data_dir: Path | None, deployment: Path | None, current: bool = False) -> None:
+          map_name: str | None, data_dir: Path | None, deployment: Path | None, current: bool = False,
+          from_scratch: bool = False) -> None:
     """Re-run EXECUTION from its failed step (or --whole, or only its --failed-items) with its
     params, as the portal's re-run buttons do; prints the new execution's name and does not wait for it."""
     if failed_items and whole:
@@ -718,7 +722,8 @@ def rerun(obj: Context, execution: str, whole: bool, params: tuple[str, ...], re
         if failed_items:
             name = where.control.rerun_failed_items(execution, where.actor, map_name, reason, parse_params(params))
         else:
-            name = where.control.rerun(execution, where.actor, not whole, parse_params(params), reason, current=current)
+            name = where.control.rerun(execution, where.actor, not whole, parse_params(params), reason, current=current,
+                                       from_scratch=from_scratch)
     except control_error() as e:
         raise click.ClickException(e.message) from None
     click.echo(f"started {name}, a re-run of {execution} ({where.where}, as {where.as_whom})"

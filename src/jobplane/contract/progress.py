@@ -60,6 +60,11 @@ ATTR_EXPIRES_AT = "expires_at"  # the table's TTL attribute (contract/datamodel.
 #: Written by the stall check, never by the runner: the ``updated_at`` of the values a STALLED
 #: alert was sent for (platform/stalls.py), so one stall is announced once.
 ATTR_STALLED_FOR = "stalled_for"
+#: Written by a re-run from a step, never by the runner: the run whose checkpoint it copied.
+ATTR_RESUMED_FROM = "resumed_from"
+#: What a re-run's checkpoint item holds (the portal's and operator's IAM: their dynamodb:Attributes).
+SEED_ATTRIBUTES = ("pk", "sk", ATTR_ATTEMPT, ATTR_CURSOR, ATTR_RESUMED_FROM, ATTR_STARTED_AT, ATTR_UPDATED_AT,
+                   ATTR_EXPIRES_AT)
 #: What a retry reads of the record (``jobplane.resume_from``): the IAM policy's read attributes.
 READ_ATTRIBUTES = ("pk", "sk", ATTR_CURSOR, ATTR_ATTEMPT)
 #: Every attribute the runner writes, keys included: the IAM policy's ``dynamodb:Attributes``.

@@ -366,6 +366,24 @@ class Repository:
             return False
         return True
 
+    def seed_checkpoint(self, execution: str, step: str, cursor: str, source: str, now: float,
+                        expires_at: int) -> bool:
+        """A re-run's checkpoint: ``step``'s progress record of the new ``execution``, before it
+        starts, holding the cursor the run it re-runs (``source``) last reported, as attempt 0,
+        so its first attempt's ``jobplane.resume_from()`` answers it (docs/progress.md). Never
+        over a record that exists (False then)."""
+        from jobplane.contract import progress as cp
+
+        try:
+            self.ddb.put_item(TableName=self.table, Item={
+                "pk": {"S": cp.pk(execution)}, "sk": {"S": step}, cp.ATTR_ATTEMPT: {"N": "0"},
+                cp.ATTR_CURSOR: {"S": cursor}, cp.ATTR_RESUMED_FROM: {"S": source},
+                cp.ATTR_STARTED_AT: {"N": repr(now)}, cp.ATTR_UPDATED_AT: {"N": repr(now)},
+                cp.ATTR_EXPIRES_AT: {"N": str(expires_at)}}, ConditionExpression="attribute_not_exists(pk)")
+            return True
+        except self.ddb.exceptions.ConditionalCheckFailedException:
+            return False
+
     def mark_stalled(self, execution: str, step: str, updated_at: float) -> bool:
         """True the first time only for these values of the step's progress (its ``updated_at``),
         and only while they are still the newest and the step has not ended: whoever writes the

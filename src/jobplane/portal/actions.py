@@ -33,11 +33,12 @@ def run(control: ControlPlane, authorize: Authorize, job: str, params: JsonObjec
 
 
 def rerun(control: ControlPlane, authorize: Authorize, execution: str, from_failed_step: bool,
-          params: JsonObject | None, reason: str, idempotency_key: str | None, current: bool = False) -> Started:
+          params: JsonObject | None, reason: str, idempotency_key: str | None, current: bool = False,
+          from_scratch: bool = False) -> Started:
     subject = control.subject(execution)
     user = authorize(control.entry(subject.job).team)
     name = control.rerun(execution, user, from_failed_step, params, reason, idempotency_key=idempotency_key,
-                         loaded=subject, current=current)
+                         loaded=subject, current=current, from_scratch=from_scratch)
     return Started(name, subject.job)
 
 

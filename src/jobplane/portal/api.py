@@ -163,6 +163,8 @@ class RerunIn(BaseModel):
     reason: str = ""
     current: bool = Field(False, description="run the definition deployed now; by default the one the run ran, and "
                                              "a re-run whose steps changed since is refused (409)")
+    from_scratch: bool = Field(False, description="start the failed step from its beginning; by default from the "
+                                                  "checkpoint (cursor) its attempt last reported")
 
 
 class ReasonIn(BaseModel):
@@ -317,7 +319,8 @@ def run_job(request: Request, job: str, body: RunIn, idempotency_key: str | None
 def rerun(request: Request, execution: str, body: RerunIn, idempotency_key: str | None = IdempotencyKey) -> object:
     portal = _portal(request)
     started = actions.rerun(portal.control, lambda team: portal.authorize(request, team), execution,
-                            body.from_failed_step, body.params, body.reason, idempotency_key, body.current)
+                            body.from_failed_step, body.params, body.reason, idempotency_key, body.current,
+                            body.from_scratch)
     return Accepted(execution=started.execution, url=f"/executions/{started.execution}?job={started.job}")
 
 

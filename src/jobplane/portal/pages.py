@@ -240,10 +240,12 @@ def run_form(request: Request, job: str, csrf_token: str | None = Form(None), pa
 def rerun_form(request: Request, execution: str, csrf_token: str | None = Form(None),
                mode: str = Form("failed-step"), params: str = Form(""), reason: str = Form(""),
                idempotency_key: str | None = Form(None, max_length=IDEMPOTENCY_KEY_MAX),
-               current: str | None = Form(None, max_length=10)) -> Response:
+               current: str | None = Form(None, max_length=10), from_scratch: str | None = Form(None, max_length=10)
+               ) -> Response:
     portal = _portal(request)
     started = actions.rerun(portal.control, lambda team: _act(request, team, csrf_token), execution,
-                            mode == "failed-step", parse_params(params), reason, idempotency_key, current is not None)
+                            mode == "failed-step", parse_params(params), reason, idempotency_key, current is not None,
+                            from_scratch is not None)
     return _back(f"/executions/{started.execution}?job={quote(started.job)}", "rerun")
 
 

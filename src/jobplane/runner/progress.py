@@ -111,17 +111,18 @@ class Reporter:
             self.log.warning("report line refused: it holds neither \"progress\" nor \"metric\" (docs/progress.md)")
 
     def resume_from(self) -> str | None:
-        """The cursor an earlier attempt of this step left on its record (one GetItem, the first
-        time it is asked, only on a retry); None if there is none or it cannot be read (a
-        warning: the step starts from the beginning, as without a checkpoint)."""
+        """The cursor an earlier attempt of this step left on its record, or that a re-run from
+        this step copied there (one GetItem, the first time it is asked); None if there is none
+        or it cannot be read (a warning: the step starts from the beginning, as without a
+        checkpoint)."""
         with self.lock:
             if self.resumed is None:
                 self.resumed = (self._read_cursor(),)
             return self.resumed[0]
 
     def _read_cursor(self) -> str | None:
-        if self.ctx.attempt <= 1:
-            return None
+        """A retry's checkpoint is its earlier attempt's cursor; a re-run's first attempt finds
+        the one the re-run copied from the run it re-runs (attempt 0: platform/control/runs.py)."""
         request: JsonObject = {
             "TableName": self.table, "ConsistentRead": True,
             "Key": {"pk": {"S": cp.pk(self.ctx.execution_id)}, "sk": {"S": self.ctx.step}},

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from jobplane.contract.execution_input import ExecutionInput
 from jobplane.contract import runner as rc
 from jobplane.contract.catalog_brief import JobBrief
 from jobplane.contract.quoting import quoted
+from jobplane.contract.environment import DEFAULT_RETENTION_DAYS
 from jobplane.contract.statuses import ExecutionStatus
 from jobplane.platform.control.access import Actor, as_actor
 from jobplane.platform.control.errors import MAX_PARAMS_BYTES, Conflict, Invalid, NotFound, check_reason
@@ -37,6 +39,10 @@ log = logging.getLogger(__name__)
 
 #: An Idempotency-Key: what a client may send (IETF draft "The Idempotency-Key HTTP Header Field").
 IDEMPOTENCY_KEY_MAX = 255
+
+#: A re-run's checkpoint item lives as long as the run records (the table's TTL).
+RETENTION_SECONDS = DEFAULT_RETENTION_DAYS * 86400
+
 
 def idempotent_name(job: str, actor: str, key: str) -> str:
     """The execution name of a request with an idempotency key: the same job, person and key give
@@ -113,13 +119,15 @@ class Runs:
     def rerun(self, execution: str, actor: Actor | str, from_failed_step: bool = True,
               params: JsonObject | None = None, reason: str = "", name: str | None = None,
               idempotency_key: str | None = None, loaded: ExecutionSubject | None = None,
-              current: bool = False) -> str:
+              current: bool = False, from_scratch: bool = False) -> str:
         """``loaded``: the execution's subject as the caller just read it (to authorize the
         actor), so it is not read again. Only the record is read (not the history or logs),
         unless the execution has none yet: then it is running, or has just ended.
 
         A re-run runs the definition the original ran (:meth:`rerun_definition`); ``current``:
-        the one deployed now, whatever the original ran."""
+        the one deployed now, whatever the original ran. A re-run from the failed step gives it
+        the checkpoint the original's attempt last reported (:meth:`checkpoint`), unless
+        ``from_scratch``."""
         check_reason(reason, required=False)
         who = self.authorize_run(execution, actor, loaded)
         original = self.ended_run(who)
@@ -144,12 +152,27 @@ class Runs:
                                         definition=definition)
         name = name or (idempotent_name(original.job, who.actor.name, idempotency_key) if idempotency_key is not None
                         else uuid.uuid4().hex)
+        cursor = self.checkpoint(execution, resume_from) if resume_from and not from_scratch else None
+
+        def start() -> str:
+            if cursor is not None and resume_from is not None:
+                # before the start, so the step finds it; a start that then fails leaves it to
+                # expire with the records (an execution of that name never runs)
+                now = time.time()
+                self.context.repo.seed_checkpoint(name, resume_from, cursor, execution, round(now, 3),
+                                                  int(now) + RETENTION_SECONDS)
+            return self.start_execution(original.job, payload, name)
+
         from jobplane.contract import audit  # every kind of event (not on a run start's path: contract/audit_event.py)
         self.start_once(original.job, payload, name, idempotency_key is not None, lambda: self.audited(
-            who, audit.Rerun(original.job, name, execution, resume_from, overrides), reason,
-            lambda: self.start_execution(original.job, payload, name)))
+            who, audit.Rerun(original.job, name, execution, resume_from, overrides), reason, start))
         self.context.repo.link_rerun(execution, name)  # lineage: best effort, the audit entry names the original too
         return name
+
+    def checkpoint(self, execution: str, step: str) -> str | None:
+        """The cursor ``step`` of ``execution`` last reported (``jobplane.progress(cursor=...)``):
+        where a re-run from that step resumes; None without one. One Query of its progress."""
+        return next((p.cursor for p in self.reads.step_progress(execution) if p.step == step and p.cursor), None)
 
     def rerun_definition(self, original: ExecutionView, entry: CatalogJob, current: bool) -> str | None:
         """The definition a re-run of ``original`` runs (its digest, what the re-run is stamped
