@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Callable
 import click
 
 from jobplane.cli.common import (Context, aws_target, control_error, data_dir_option, deployment_option,
-                                 parse_params, resolve_data_dir, target, undeployed)
+                                 parse_params, resolve_data_dir, target, typed_params, undeployed)
 from jobplane.contract import runner as rc
 from jobplane.contract.clock import parse_iso
 from jobplane.contract.states import step_key
@@ -84,7 +84,7 @@ def run(obj: Context, job: str, params: tuple[str, ...], from_step: str | None, 
     where = target(obj, data_dir, deployment)
     control = where.control
     try:
-        name = control.run_now(job, where.actor, parse_params(params), reason or "jobplane run", from_step)
+        name = control.run_now(job, where.actor, typed_params(control, job, params), reason or "jobplane run", from_step)
     except control_error() as e:
         unknown = e.code == "not_found" and e.details.get("job") == job and deployment is None
         raise click.ClickException(e.message + (undeployed(obj, job) if unknown else "")) from None

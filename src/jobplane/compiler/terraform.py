@@ -257,7 +257,7 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> JsonObject:
                                      "assume_role_policy": f"${{data.aws_iam_policy_document.{tid}_scheduler_assume.json}}"}
         role_policies[f"{tid}_scheduler"] = {"name": "start-job", "role": f"${{aws_iam_role.{tid}_scheduler.id}}",
                                              "policy": f"${{data.aws_iam_policy_document.{tid}_scheduler.json}}"}
-        schedule_input = json.dumps(execution_input.scheduled(execution_input.SCHEDULER_TIME, job.params).to_json(), sort_keys=True, separators=(",", ":")).replace("${", "$${").replace("%{", "%%{")
+        schedule_input = json.dumps(execution_input.scheduled(execution_input.SCHEDULER_TIME, job.param_defaults).to_json(), sort_keys=True, separators=(",", ":")).replace("${", "$${").replace("%{", "%%{")
         schedules = {}
         for i, expr in enumerate(deployed_schedule(job, config)):  # a calendar job's: explicit crons
             schedules[tid if i == 0 else f"{tid}_{i + 1}"] = {

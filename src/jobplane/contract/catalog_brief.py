@@ -15,6 +15,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from jobplane.contract.params import ParamSet, from_schema as params_from_schema
 from jobplane.contract.types import JsonObject, JsonValue
 
 
@@ -73,6 +74,13 @@ class JobBrief:
     #: failures alert from the N-th in a row (platform/alert_streak.py): the reconciler's alerts
     #: carry it as the state machine's do
     notify_after_failures: int = 1
+    #: typed params (CatalogJob.params_schema): what checked_params validates a run's against
+    params_schema: JsonObject | None = None
+    timezone: str = "UTC"
+
+    def param_set(self) -> ParamSet:
+        """The job's parameters, typed or plain (contract/params.py), as CatalogJob.param_set."""
+        return params_from_schema(self.params_schema, self.params)
 
     @property
     def step_names(self) -> list[str]:
@@ -102,7 +110,9 @@ class JobBrief:
         return cls(name=name, team=team, params=params, params_budget=budget,
                    steps=tuple(StepBrief.from_json(s) for s in steps), notify_channels=tuple(channels),
                    notify_events=tuple(events), runbook=_runbook(runbook),
-                   notify_after_failures=after if isinstance(after, int) and after >= 1 else 1)
+                   notify_after_failures=after if isinstance(after, int) and after >= 1 else 1,
+                   params_schema=schema if isinstance(schema := raw.get("params_schema"), dict) else None,
+                   timezone=tz if isinstance(tz := raw.get("timezone"), str) else "UTC")
 
 
 def _runbook(raw: dict[str, str] | None) -> dict[str, str] | None:

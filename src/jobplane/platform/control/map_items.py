@@ -114,7 +114,7 @@ class MapItems:
                           {"map": "required", "maps": by_map})
         m = maps[by_map[0]]
         each = (m.parallel or [])[1]
-        overrides = self.runs.checked_params(entry, params)
+        overrides = self.runs.checked_params(entry, params, complete=False)  # the original's values stay
         payload = execution_input.rerun(who.actor.name, execution, rerun_params(entry, original, overrides), each.name)
         name = name or (idempotent_name(original.job, who.actor.name, idempotency_key) if idempotency_key is not None
                         else uuid.uuid4().hex)
