@@ -19,7 +19,7 @@ from jobplane.compiler.fields import (Anything, Bool, Choice, describe_value, In
                                      Parsed, Problems, Slot, Str, field)
 from jobplane.compiler.kinds import GroupKind, StepKind
 from jobplane.compiler.params import ParamsType
-from jobplane.contract.params import ParamSet, declared as declared_params
+from jobplane.contract.params import FireDefaults, ParamSet, declared as declared_params
 from jobplane.compiler.secret_scope import PARAMETER_NAME_PREFIX, SECRET_NAME_PREFIX
 from jobplane.contract import runner as rc
 from jobplane.contract.quoting import quoted
@@ -537,6 +537,18 @@ class Job(Model):
         job_pool = values.get("pool")
         values["steps"] = [_with_pool(s, job_pool) for s in values.get("steps", [])]
         return cls(**values)
+
+    #: What resolving its calendar defaults at a fire needs (its timezone, its calendar's days):
+    #: set by validate, which reads jobplane.toml's [calendars]; None: derived without a calendar.
+    param_fire_defaults: FireDefaults | None = dataclasses.field(default=None)
+
+    @property
+    def fire_defaults(self) -> FireDefaults | None:
+        """The step environment's JOBPLANE_PARAM_DEFAULTS, None when it declares no calendar default."""
+        rules = self.param_set.calendar_defaults()
+        if not rules:
+            return None
+        return self.param_fire_defaults or FireDefaults(tz=self.timezone or "UTC", rules=rules)
 
     @property
     def param_set(self) -> ParamSet:

@@ -28,7 +28,7 @@ from jobplane.compiler.model import NAME_RE, Job, duplicate_step_problem
 from jobplane.contract import lambda_step
 from jobplane.contract.step_kinds import Executor
 from jobplane.compiler.overrides import params_budget
-from jobplane.compiler.params import schedule_problems as params_schedule_problems
+from jobplane.compiler.params import schedule_problems as params_schedule_problems, with_fire_defaults
 from jobplane.compiler.credential_checks import credential_warnings
 from jobplane.compiler.pool_checks import pool_problems
 from jobplane.compiler.secret_scope import scope_problems
@@ -239,6 +239,7 @@ def _check_file(path: Path, source: str, outcome: Evaluated, config: PlatformCon
         except Invalid as e:
             problems.extend(_model_problems(source, name, e, item, [where for where, _, null in refusals if null]))
             continue
+        job = with_fire_defaults(job, config)  # its calendar's days, for the runner (compiler/params.py)
         budget = params_budget(job)
         loaded.append(LoadedJob(job, source, budget))
         problems.extend(Problem(source, job.name, where, message) for where, message in scope_problems(job, config))

@@ -278,7 +278,7 @@ def _is_date(text: str) -> bool:
     return True
 
 
-def calendar_value(rule: str, scheduled_time: datetime, tz: str, calendar: CatalogCalendar | None,
+def calendar_value(rule: str, scheduled_time: datetime, tz: str, calendar: CatalogCalendar | FireDefaults | None,
                    now: datetime | None = None) -> str:
     """A calendar default's value for a fire at ``scheduled_time``, in the job's timezone:
     ``last_closed`` the month before the fire's, ``fire_month`` the fire's, ``fire_date`` its
@@ -303,6 +303,47 @@ def calendar_value(rule: str, scheduled_time: datetime, tz: str, calendar: Catal
             d -= timedelta(days=1)
         raise ValueError(f"no business day in the year before {day.isoformat()}")
     raise ValueError(f"unknown calendar default {rule!r}")
+
+
+@dataclass(frozen=True)
+class FireDefaults:
+    """What resolving a job's calendar defaults at a fire needs, compiled into each step's
+    environment (``JOBPLANE_PARAM_DEFAULTS``) so the runner resolves a scheduled fire's with the
+    very function the control plane resolves a manual run's: the rules by parameter, the job's
+    timezone, and its calendar's closed and open days over the compiled years (only when a
+    rule reads it: ``previous_business_day``). No library of holidays at run time."""
+
+    tz: str
+    rules: dict[str, str]
+    closed: frozenset[str] = frozenset()
+    opened: frozenset[str] = frozenset()
+    weekend: tuple[int, ...] = (5, 6)
+
+    def is_open(self, d: date) -> bool:
+        text = d.isoformat()
+        return text in self.opened or (text not in self.closed and d.weekday() not in self.weekend)
+
+    def resolve(self, params: Params, scheduled_time: str) -> tuple[Params, Params]:
+        """``params`` with each rule's value for the fire at ``scheduled_time`` (ISO 8601) that
+        they do not give, and those values alone."""
+        at = datetime.fromisoformat(scheduled_time.replace("Z", "+00:00"))
+        resolved = {name: calendar_value(rule, at, self.tz, self) for name, rule in self.rules.items()
+                    if name not in params}
+        return {**params, **resolved}, resolved
+
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {"tz": self.tz, "rules": dict(sorted(self.rules.items()))}
+        if any(r in NEEDS_CALENDAR for r in self.rules.values()):
+            out |= {"closed": sorted(self.closed), "open": sorted(self.opened), "weekend": list(self.weekend)}
+        return out
+
+    @classmethod
+    def from_json(cls, raw: JsonValue) -> FireDefaults:
+        if not (isinstance(raw, dict) and isinstance(raw.get("tz"), str) and isinstance(raw.get("rules"), dict)):
+            raise ValueError("not a job's fire defaults: {\"tz\": ..., \"rules\": {...}}")
+        return cls(tz=raw["tz"], rules={str(k): str(v) for k, v in raw["rules"].items()},
+                   closed=frozenset(raw.get("closed") or ()), opened=frozenset(raw.get("open") or ()),
+                   weekend=tuple(int(d) for d in raw.get("weekend") or (5, 6)))
 
 
 def is_declaration(value: JsonValue) -> bool:

@@ -1,0 +1,98 @@
+"""Calendar defaults resolved at a scheduled fire (issue 69 part 2): the input EventBridge
+Scheduler sends is fixed when compiled, so the runner resolves a job's ``last_closed`` month and
+``previous_business_day`` for the run's scheduled time, in the job's timezone and from its
+calendar, with the function the control plane resolves a manual run's with; every step of the
+run gets the same values and the step's log records them. On the local engine, the deployed
+schedule's own target input, the runner a real subprocess."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from conftest import Repo, served
+from jobplane.contract.execution_input import SCHEDULER_TIME, iso
+from jobplane.platform.control import ControlPlane
+from jobplane.platform.local.engine import LocalAWS
+
+JOB = """\
+local jp = import 'jobplane.libsonnet';
+{
+  name: 'ledger-close',
+  team: 'billing',
+  schedule: 'cron(0 0 * * ? *)',
+  timezone: 'Asia/Tokyo',
+  calendar: 'jp-business',
+  on_closed_day: 'next',
+  params: {
+    out: '%(out)s',
+    month: jp.param.month(default='last_closed'),
+    day: jp.param.date(default='previous_business_day'),
+    fired: jp.param.date(default='fire_date'),
+  },
+  steps: [
+    jp.python('first', 'sample_apps.functions:with_context'),
+    jp.python('second', 'sample_apps.functions:with_context', kwargs={ out: '%(out)s.second' }),
+  ],
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def platform_(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalAWS, ControlPlane, Path]]:
+    tmp = tmp_path_factory.mktemp("fire")
+    (tmp / "repo").mkdir()
+    repo = Repo(tmp / "repo")
+    out = tmp / "seen.json"
+    repo.write("jobs/billing/ledger-close.jsonnet", JOB % {"out": out})
+    with served(repo) as (aws, control):
+        yield aws, control, out
+
+
+def _fire(aws: LocalAWS, control: ControlPlane, when: datetime) -> str:
+    """Start the job as its deployed schedule does at ``when`` (its target input, the time put in)."""
+    scheduler = aws.client("scheduler")
+    groups = [g["Name"] for g in scheduler.list_schedule_groups()["ScheduleGroups"] if g["Name"] != "default"]
+    found = [scheduler.get_schedule(Name=s["Name"], GroupName=g) for g in groups
+             for s in scheduler.list_schedules(GroupName=g)["Schedules"] if "ledger-close" in s["Name"]]
+    assert found, groups
+    target = found[0]["Target"]
+    sent = json.loads(target["Input"])
+    assert "month" not in sent["params"] and "day" not in sent["params"]  # fixed when compiled: not resolvable there
+    arn = aws.client("stepfunctions").start_execution(
+        stateMachineArn=target["Arn"], input=target["Input"].replace(SCHEDULER_TIME, iso(when)))["executionArn"]
+    assert aws.wait(arn, timeout=600).status == "SUCCEEDED"  # a hang guard, not a time assert
+    aws.wait_reconciled(arn, timeout=600)
+    return arn.rsplit(":", 1)[1]
+
+
+def test_a_scheduled_fire_resolves_its_calendar_defaults_in_the_jobs_timezone_and_calendar(
+        platform_: tuple[LocalAWS, ControlPlane, Path]) -> None:
+    aws, control, out = platform_
+    # 00:00 on Thursday 7 May 2026 in Tokyo (6 May in UTC): 3-6 May are Golden Week's holidays
+    # (6 May substitutes for Sunday's Constitution Day), 2-3 May a weekend: the business day
+    # before is Friday 1 May; the last closed month is April
+    name = _fire(aws, control, datetime(2026, 5, 6, 15, 0, tzinfo=timezone.utc))
+    first, second = json.loads(out.read_text())["params"], json.loads(Path(f"{out}.second").read_text())["params"]
+    assert (first["month"], first["day"], first["fired"]) == ("2026-04", "2026-05-01", "2026-05-07")
+    assert {k: second[k] for k in ("month", "day", "fired")} == {k: first[k] for k in ("month", "day", "fired")}
+    logs = "\n".join(s.read() for s in control.log_streams(name))
+    assert "params resolved at the fire: day=2026-05-01, fired=2026-05-07, month=2026-04" in logs, logs[-2000:]
+
+
+def test_a_fire_given_a_value_keeps_it(platform_: tuple[LocalAWS, ControlPlane, Path]) -> None:
+    """A backfill or a person who gives the month: the runner resolves only what was not given."""
+    from jobplane.contract import execution_input
+
+    aws, control, out = platform_
+    # a later fire than the first test's (an older one would be skipped as a late duplicate)
+    arn = aws.start("ledger-close", execution_input.scheduled(datetime(2027, 1, 3, 15, 0, tzinfo=timezone.utc),
+                                                              {"out": str(out), "month": "2025-06"}))
+    assert aws.wait(arn, timeout=600).status == "SUCCEEDED"
+    seen = json.loads(out.read_text())["params"]
+    # Monday 4 Jan 2027 in Tokyo: the business day before is before the year-end closure (29 Dec - 3 Jan)
+    assert (seen["month"], seen["day"], seen["fired"]) == ("2025-06", "2026-12-28", "2027-01-04")
