@@ -74,6 +74,13 @@ def test_every_problem_names_its_parameter_and_rule_at_once() -> None:
     assert ps.problems({"n": 10, "t": "t-1", "b": True, "d": "2026-02-28"}) == []
 
 
+def test_an_optional_parameter_is_absent_unless_given_and_checked_when_given() -> None:
+    ps, problems = cp.declared({"d": {"$param": "date", "required": False}})
+    assert problems == [] and ps.defaults() == {} and ps.problems({}) == []
+    assert [(p.name, p.rule) for p in ps.problems({"d": "yesterday"})] == [("d", "type")]
+    assert cp.from_schema(ps.schema()) == ps and "required" not in ps.schema()
+
+
 def test_plain_values_take_anything_as_before() -> None:
     ps, problems = cp.declared({"day": "", "limit": 5})
     assert problems == [] and not ps.typed

@@ -82,6 +82,25 @@ def test_a_scheduled_fire_resolves_its_calendar_defaults_in_the_jobs_timezone_an
     assert {k: second[k] for k in ("month", "day", "fired")} == {k: first[k] for k in ("month", "day", "fired")}
     logs = "\n".join(s.read() for s in control.log_streams(name))
     assert "params resolved at the fire: day=2026-05-01, fired=2026-05-07, month=2026-04" in logs, logs[-2000:]
+    # recorded on the run (its #params item, beside its steps' progress), not mistaken for a step
+    assert control.resolved_params(name) == {"month": "2026-04", "day": "2026-05-01", "fired": "2026-05-07"}
+    assert sorted(p.step for p in control.step_progress(name)) in ([], ["first", "second"])
+
+
+def test_the_run_page_shows_what_the_fire_resolved(platform_: tuple[LocalAWS, ControlPlane, Path]) -> None:
+    from fastapi.testclient import TestClient
+
+    from jobplane.portal.app import create_app
+    from jobplane.portal.settings import AuthSettings, PortalSettings
+    from portal_kit import BILLING, PROXY_SECRET, as_user
+
+    aws, control, _ = platform_
+    name = _fire(aws, control, datetime(2026, 6, 30, 15, 0, tzinfo=timezone.utc))  # 1 July in Tokyo
+    settings = PortalSettings(deployment=control.deployment, auth=AuthSettings(mode="trusted-header", header="X-Forwarded-Email", proxy_secret=PROXY_SECRET),
+                              base_url="http://testserver", allowed_hosts=frozenset({"testserver"}))
+    page = TestClient(create_app(settings, control)).get(f"/executions/{name}?job=ledger-close", headers=as_user(BILLING))
+    assert page.status_code == 200, page.text[:500]
+    assert "Resolved at the fire" in page.text and "2026-06" in page.text and "2026-06-30" in page.text, page.text[-3000:]
 
 
 def test_a_fire_given_a_value_keeps_it(platform_: tuple[LocalAWS, ControlPlane, Path]) -> None:

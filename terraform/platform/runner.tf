@@ -96,7 +96,9 @@ resource "aws_iam_role_policy" "runner_task_map_items" {
 }
 
 # A step's progress and counts (jobplane.progress, jobplane.metric: docs/progress.md): the
-# runner updates the step's own record, PROGRESS#<execution> / <step>, and nothing else. The
+# runner updates the step's own record, PROGRESS#<execution> / <step>, and nothing else; and
+# the run's calendar defaults it resolved at a scheduled fire (docs/dsl.md "Typed parameters"),
+# PROGRESS#<execution> / #params. The
 # leading key holds it to the progress records (never a run's, a job's or a pool's record) and
 # dynamodb:Attributes to the attributes the runner writes (contract/progress.py ATTRIBUTES);
 # UpdateItem, and a GetItem of two of them (a retry's checkpoint): no put, no delete, no query
@@ -116,7 +118,7 @@ data "aws_iam_policy_document" "runner_progress" {
     condition {
       test     = "ForAllValues:StringEquals"
       variable = "dynamodb:Attributes"
-      values   = ["pk", "sk", "done", "total", "unit", "cursor", "metrics", "attempt", "started_at", "updated_at", "ended", "expires_at"]
+      values   = ["pk", "sk", "done", "total", "unit", "cursor", "metrics", "attempt", "started_at", "updated_at", "ended", "expires_at", "params"]
     }
   }
   # a retry's jobplane.resume_from(): the cursor and attempt of the step's record (GetItem with

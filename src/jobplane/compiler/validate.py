@@ -28,7 +28,8 @@ from jobplane.compiler.model import NAME_RE, Job, duplicate_step_problem
 from jobplane.contract import lambda_step
 from jobplane.contract.step_kinds import Executor
 from jobplane.compiler.overrides import params_budget
-from jobplane.compiler.params import schedule_problems as params_schedule_problems, with_fire_defaults
+from jobplane.compiler.param_fires import with_fire_defaults
+from jobplane.compiler.params import schedule_problems as params_schedule_problems
 from jobplane.compiler.credential_checks import credential_warnings
 from jobplane.compiler.pool_checks import pool_problems
 from jobplane.compiler.secret_scope import scope_problems

@@ -81,11 +81,12 @@ class ParamSpec:
     max_length: int | None = None
     minimum: float | None = None
     maximum: float | None = None
+    optional: bool = False  # no default, and a run need not give it (``required=false``): absent then
 
     @property
     def required(self) -> bool:
-        """A run must give it: no default, no calendar default."""
-        return not self.has_default and self.calendar is None
+        """A run must give it: no default, no calendar default, not optional."""
+        return not self.has_default and self.calendar is None and not self.optional
 
     def problems(self, value: JsonValue) -> list[ParamProblem]:
         """The rules ``value`` breaks (none for an ``any`` parameter: a plain value's)."""
@@ -403,20 +404,21 @@ def _declaration(name: str, d: JsonObject) -> tuple[ParamSpec | None, list[tuple
             problems.append((key, f"only a {' or '.join(types)} parameter takes {key} (a number)"))
             v = None
         bounds[key] = v
-    required = d.get("required", False)
-    if not isinstance(required, bool):
+    required = d.get("required")
+    if required is not None and not isinstance(required, bool):
         problems.append(("required", "must be true or false"))
-        required = False
+        required = None
     has_default, default, calendar = "default" in d and d["default"] is not None, d.get("default"), None
     if has_default and isinstance(default, str) and default in CALENDAR_DEFAULTS.get(str(t), ()):
         has_default, default, calendar = False, None, default
     if required and (has_default or calendar is not None):
         problems.append(("required", "a required parameter has no default"))
-    # no default (nor a calendar one): required, whether it says so or not
+    # no default (nor a calendar one): required unless it says required=false (optional: absent)
+    optional = required is False and not has_default and calendar is None
     spec = ParamSpec(name, type=str(t), default=default, has_default=has_default, calendar=calendar,
                      description=description, pattern=pattern, choices=tuple(choices or ()),
                      min_length=_int(bounds["min_length"]), max_length=_int(bounds["max_length"]),
-                     minimum=bounds["min"], maximum=bounds["max"])
+                     minimum=bounds["min"], maximum=bounds["max"], optional=optional)
     if has_default:
         hint = (f"; or one of {', '.join(CALENDAR_DEFAULTS[str(t)])}, resolved at the fire"
                 if t in CALENDAR_DEFAULTS else "")
@@ -434,6 +436,7 @@ def from_schema(schema: JsonValue, plain: Params | None = None) -> ParamSet:
     if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
         return ParamSet(tuple(ParamSpec(k, default=v) for k, v in (plain or {}).items()))
     specs = []
+    required = schema.get("required") or []
     for name, p in schema["properties"].items():
         if not isinstance(p, dict):
             continue
@@ -442,5 +445,6 @@ def from_schema(schema: JsonValue, plain: Params | None = None) -> ParamSet:
             calendar=p.get(CALENDAR_KEY), description=str(p.get("description", "")),
             pattern=p.get("pattern") if p.get(TYPE_KEY) == "string" else None,
             choices=tuple(p.get("enum") or ()), min_length=p.get("minLength"), max_length=p.get("maxLength"),
-            minimum=p.get("minimum"), maximum=p.get("maximum")))
+            minimum=p.get("minimum"), maximum=p.get("maximum"),
+            optional="default" not in p and CALENDAR_KEY not in p and name not in required))
     return ParamSet(tuple(specs))

@@ -57,11 +57,14 @@ ATTR_STARTED_AT = "started_at"  # when that attempt started (epoch seconds): the
 ATTR_UPDATED_AT = "updated_at"  # when the values were reported (epoch seconds)
 ATTR_ENDED = "ended"  # the step's last write (its end): True
 ATTR_EXPIRES_AT = "expires_at"  # the table's TTL attribute (contract/datamodel.py)
+ATTR_PARAMS = "params"  # a scheduled fire's calendar defaults, as the runner resolved them (contract/params.py)
+#: The ``sk`` of the run's item of resolved params, beside its steps' (no step name starts with '#').
+PARAMS_SK = "#params"
 #: What a retry reads of the record (``jobplane.resume_from``): the IAM policy's read attributes.
 READ_ATTRIBUTES = ("pk", "sk", ATTR_CURSOR, ATTR_ATTEMPT)
 #: Every attribute the runner writes, keys included: the IAM policy's ``dynamodb:Attributes``.
 ATTRIBUTES = ("pk", "sk", ATTR_DONE, ATTR_TOTAL, ATTR_UNIT, ATTR_CURSOR, ATTR_METRICS, ATTR_ATTEMPT,
-              ATTR_STARTED_AT, ATTR_UPDATED_AT, ATTR_ENDED, ATTR_EXPIRES_AT)
+              ATTR_STARTED_AT, ATTR_UPDATED_AT, ATTR_ENDED, ATTR_EXPIRES_AT, ATTR_PARAMS)
 
 
 class Refused(ValueError):

@@ -171,7 +171,9 @@ def _execution_context(portal: Portal, execution: str, job: str | None = None, l
     return {"x": view, "e": entry, "rows": rows, "gantt": gantt, "logs": logs, "log_levels": logview.LEVELS,
             "log_level": level, "log_q": q,
             "maps": portal.control.map_progress(view.execution) if per_item_steps(entry.steps) else [],
-            "progress": portal.control.step_progress(view.execution)}  # docs/progress.md
+            "progress": portal.control.step_progress(view.execution),  # docs/progress.md
+            # a scheduled fire's calendar defaults, as its runner resolved them (docs/dsl.md "Typed parameters")
+            "resolved_params": portal.control.resolved_params(view.execution) if entry.param_set().calendar_defaults() else {}}
 
 
 def log_console_url(deployment: Deployment, stream: LogStream) -> str | None:

@@ -120,6 +120,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     if resolved:  # recorded in the step's log, which the run page and `jobplane logs` show
         log.info("params resolved at the fire: %s", ", ".join(f"{k}={v}" for k, v in sorted(resolved.items())),
                  extra={"resolved_params": resolved})
+        progress.record_resolved(ctx, log, resolved)  # and on the run, for its page
     stop.stop_after(ctx.timeout, log.warning)
     try:
         code = run(kind, ctx, log)
