@@ -160,6 +160,14 @@ def test_a_job_of_plain_params_compiles_to_what_it_did(repo: Repo) -> None:
         assert all("params_schema" not in j for j in raw["jobs"])
 
 
+def test_plan_names_a_typed_parameters_changed_rule(repo: Repo) -> None:
+    repo.write("jobs/billing/tenant-export.jsonnet", MANUAL)
+    assert repo.cli("compile").exit_code == 0
+    repo.write("jobs/billing/tenant-export.jsonnet", MANUAL.replace("max_length=8", "max_length=12"))
+    out = repo.cli("plan").stdout
+    assert "~ tenant-export" in out and "param tenant: " in out and '"maxLength": 12' in out, out
+
+
 # -- every starter validates, on the local engine ---------------------------------------------------
 @pytest.fixture(scope="module")
 def platform_(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalAWS, ControlPlane, Path]]:

@@ -115,3 +115,72 @@ def test_a_fire_given_a_value_keeps_it(platform_: tuple[LocalAWS, ControlPlane, 
     seen = json.loads(out.read_text())["params"]
     # Monday 4 Jan 2027 in Tokyo: the business day before is before the year-end closure (29 Dec - 3 Jan)
     assert (seen["month"], seen["day"], seen["fired"]) == ("2025-06", "2026-12-28", "2027-01-04")
+
+
+def test_the_runner_task_role_may_record_the_resolved_params_and_nothing_more(
+        platform_: tuple[LocalAWS, ControlPlane, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The record's write, as IAM judges it: the base module's ``runner_params`` statement
+    allows it, and names exactly the attributes it writes (contract/progress.py)."""
+    from typing import Any
+
+    import base_module as bm
+    from iam_policy import Call, allowed
+    from jobplane.contract import progress as cp
+    from jobplane.runner import aws_requests
+    from jobplane.runner.context import RunContext, TraceContext
+    from jobplane.runner.progress import record_resolved
+
+    aws, control, _ = platform_
+    sent: list[tuple[str, dict[str, Any]]] = []
+    real = aws_requests.json_call
+
+    def recorded(service: str, target: str, request: dict[str, Any], env: Any = None, **kw: Any) -> Any:
+        sent.append((target, request))
+        return real(service, target, request, env, **kw)
+
+    monkeypatch.setattr(aws_requests, "json_call", recorded)
+    env = {"AWS_ENDPOINT_URL": str(aws.endpoint_url), "AWS_ACCESS_KEY_ID": aws.credentials.access_key_id,
+           "AWS_SECRET_ACCESS_KEY": aws.credentials.secret_access_key, "AWS_REGION": aws.region,
+           cp.ENV_TABLE: aws.resources["table_name"]}
+    ctx = RunContext(job="ledger-close", team="billing", step="first", execution_id="run-iam", scheduled_time="",
+                     trigger="schedule", attempt=1, params={}, target={}, trace=TraceContext.continue_from(None))
+    assert record_resolved(ctx, None, {"month": "2026-04"}, env) is True  # type: ignore[arg-type]
+    assert control.resolved_params("run-iam") == {"month": "2026-04"}
+    ((target, request),) = sent
+    names = set(request["Key"]) | set(request["ExpressionAttributeNames"].values())
+    call = Call(f"dynamodb:{target.rsplit('.', 1)[1]}",
+                f"arn:aws:dynamodb:{bm.REGION}:{bm.ACCOUNT}:table/{request['TableName']}",
+                {"dynamodb:LeadingKeys": [request["Key"]["pk"]["S"]], "dynamodb:Attributes": sorted(names)},
+                "the runner's record of resolved params")
+    statements = bm.policy_statements("runner_params", {})
+    assert allowed(statements, call)
+    (statement,) = statements
+    attrs = [c["values"] for c in statement["condition"] if c["variable"] == "dynamodb:Attributes"][0]
+    assert sorted(attrs) == sorted(cp.PARAMS_ATTRIBUTES) == sorted(names)
+    # not a run's record, nor another attribute
+    other = Call(call.action, call.resource, {"dynamodb:LeadingKeys": ["EXEC#run-iam"],
+                                              "dynamodb:Attributes": sorted(names)}, "a run's record")
+    assert not allowed(statements, other)
+
+
+def test_a_backfill_resolves_each_fires_calendar_defaults_and_records_them_in_its_input(
+        platform_: tuple[LocalAWS, ControlPlane, Path]) -> None:
+    import time
+
+    from jobplane.platform.backfill import Backfills
+    from jobplane.platform.backfill_model import Status
+
+    aws, control, _ = platform_
+    backfills = Backfills(control.runs)
+    # 1 and 2 April 2026 at 00:00 in Tokyo
+    bf = backfills.create("ledger-close", "tester", "2026-03-31T15:00:00Z", "2026-04-01T15:00:00Z", mode="all",
+                          reason="re-close the start of April")
+    assert [f.at for f in bf.fires] == ["2026-03-31T15:00:00Z", "2026-04-01T15:00:00Z"]
+    deadline = time.monotonic() + 600  # a hang guard, not a time assert
+    while (bf := backfills.tick(bf.id)).status == Status.RUNNING:
+        assert time.monotonic() < deadline, bf
+        time.sleep(0.2)
+    assert bf.status == Status.COMPLETED and [f.status for f in bf.fires] == ["SUCCEEDED", "SUCCEEDED"], bf
+    recorded = [control.execution(f.execution or "", "ledger-close").input.params for f in bf.fires]
+    assert [(p["month"], p["day"], p["fired"]) for p in recorded] == [
+        ("2026-03", "2026-03-31", "2026-04-01"), ("2026-03", "2026-04-01", "2026-04-02")]

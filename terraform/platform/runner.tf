@@ -96,9 +96,7 @@ resource "aws_iam_role_policy" "runner_task_map_items" {
 }
 
 # A step's progress and counts (jobplane.progress, jobplane.metric: docs/progress.md): the
-# runner updates the step's own record, PROGRESS#<execution> / <step>, and nothing else; and
-# the run's calendar defaults it resolved at a scheduled fire (docs/dsl.md "Typed parameters"),
-# PROGRESS#<execution> / #params. The
+# runner updates the step's own record, PROGRESS#<execution> / <step>, and nothing else. The
 # leading key holds it to the progress records (never a run's, a job's or a pool's record) and
 # dynamodb:Attributes to the attributes the runner writes (contract/progress.py ATTRIBUTES);
 # UpdateItem, and a GetItem of two of them (a retry's checkpoint): no put, no delete, no query
@@ -118,7 +116,7 @@ data "aws_iam_policy_document" "runner_progress" {
     condition {
       test     = "ForAllValues:StringEquals"
       variable = "dynamodb:Attributes"
-      values   = ["pk", "sk", "done", "total", "unit", "cursor", "metrics", "attempt", "started_at", "updated_at", "ended", "expires_at", "params"]
+      values   = ["pk", "sk", "done", "total", "unit", "cursor", "metrics", "attempt", "started_at", "updated_at", "ended", "expires_at"]
     }
   }
   # a retry's jobplane.resume_from(): the cursor and attempt of the step's record (GetItem with
@@ -144,6 +142,33 @@ resource "aws_iam_role_policy" "runner_task_progress" {
   name   = "progress"
   role   = aws_iam_role.runner_task.id
   policy = data.aws_iam_policy_document.runner_progress.json
+}
+
+# A scheduled fire's calendar defaults, as the runner resolved them for the run's scheduled time
+# (docs/dsl.md "Typed parameters"): the run's PROGRESS#<execution> / #params item, its resolved
+# params and its TTL (contract/progress.py PARAMS_ATTRIBUTES), UpdateItem only.
+data "aws_iam_policy_document" "runner_params" {
+  statement {
+    sid       = "RecordResolvedParams"
+    actions   = ["dynamodb:UpdateItem"]
+    resources = [aws_dynamodb_table.jobplane.arn]
+    condition {
+      test     = "ForAllValues:StringLike"
+      variable = "dynamodb:LeadingKeys"
+      values   = ["PROGRESS#*"]
+    }
+    condition {
+      test     = "ForAllValues:StringEquals"
+      variable = "dynamodb:Attributes"
+      values   = ["pk", "sk", "params", "expires_at"]
+    }
+  }
+}
+
+resource "aws_iam_role_policy" "runner_task_params" {
+  name   = "params"
+  role   = aws_iam_role.runner_task.id
+  policy = data.aws_iam_policy_document.runner_params.json
 }
 
 resource "aws_iam_role" "runner_execution" {

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from jobplane.cli.common import (Context, Target, control_error, data_dir_option, deployment_option, interruptible,
-                                 parse_params, typed_params,
+                                 typed_params,
                                  target)
 
 if TYPE_CHECKING:  # imported by the command itself (the CLI's start-up)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Callable
 import click
 
 from jobplane.cli.common import (Context, aws_target, control_error, data_dir_option, deployment_option,
-                                 parse_params, resolve_data_dir, target, typed_params, undeployed)
+                                 resolve_data_dir, target, typed_params, undeployed)
 from jobplane.contract import runner as rc
 from jobplane.contract.clock import parse_iso
 from jobplane.contract.states import step_key
@@ -711,10 +711,11 @@ def rerun(obj: Context, execution: str, whole: bool, params: tuple[str, ...], re
         raise click.UsageError("--failed-items and --whole are different re-runs: give one")
     where = target(obj, data_dir, deployment)
     try:
+        given = typed_params(where.control, where.control.subject(execution).job, params) if params else {}
         if failed_items:
-            name = where.control.rerun_failed_items(execution, where.actor, map_name, reason, parse_params(params))
+            name = where.control.rerun_failed_items(execution, where.actor, map_name, reason, given)
         else:
-            name = where.control.rerun(execution, where.actor, not whole, parse_params(params), reason)
+            name = where.control.rerun(execution, where.actor, not whole, given, reason)
     except control_error() as e:
         raise click.ClickException(e.message) from None
     click.echo(f"started {name}, a re-run of {execution} ({where.where}, as {where.as_whom})"

@@ -64,7 +64,9 @@ PARAMS_SK = "#params"
 READ_ATTRIBUTES = ("pk", "sk", ATTR_CURSOR, ATTR_ATTEMPT)
 #: Every attribute the runner writes, keys included: the IAM policy's ``dynamodb:Attributes``.
 ATTRIBUTES = ("pk", "sk", ATTR_DONE, ATTR_TOTAL, ATTR_UNIT, ATTR_CURSOR, ATTR_METRICS, ATTR_ATTEMPT,
-              ATTR_STARTED_AT, ATTR_UPDATED_AT, ATTR_ENDED, ATTR_EXPIRES_AT, ATTR_PARAMS)
+              ATTR_STARTED_AT, ATTR_UPDATED_AT, ATTR_ENDED, ATTR_EXPIRES_AT)
+#: What the runner writes of the run's ``#params`` item: the IAM policy ``runner_params``'s attributes.
+PARAMS_ATTRIBUTES = ("pk", "sk", ATTR_PARAMS, ATTR_EXPIRES_AT)
 
 
 class Refused(ValueError):

@@ -320,7 +320,8 @@ class Backfills:
                 fire.state, fire.note = FireState.TAKEN, holder
                 continue
             payload = execution_input.backfill(bf.requested_by, parse_iso(fire.at), bf.params, bf.id)
-            payload = with_calendar_defaults(entry, payload)  # each fire its own (a January fire: last_closed December)
+            # each fire its own (a January fire: last_closed December); today: the day it is started
+            payload = with_calendar_defaults(entry, payload, datetime.now(timezone.utc))
             try:
                 self.runs.start_execution(bf.job, payload, name)
             except self.context.sfn.exceptions.ExecutionAlreadyExists:

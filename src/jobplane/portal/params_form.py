@@ -97,3 +97,14 @@ def schema_now(entry: CatalogJob, now: datetime | None = None) -> JsonObject:
         if s.calendar is not None:
             schema["properties"][s.name]["x-jobplane-default-now"] = _default_now(s, entry, now)
     return schema
+
+
+def text_params(entry: CatalogJob, text: str) -> JsonObject:
+    """A form's ``key=value`` lines (the backfill form's box) as the job's typed parameters take
+    them (a string parameter keeps ``42`` as text); a line that is not key=value: Invalid."""
+    from jobplane.platform.control import Invalid
+
+    try:
+        return dict(entry.param_set().from_items(text.splitlines()))
+    except ValueError as e:
+        raise Invalid(f"params: {e}", {"params": str(e)}) from None
