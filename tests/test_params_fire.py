@@ -85,6 +85,14 @@ def test_a_scheduled_fire_resolves_its_calendar_defaults_in_the_jobs_timezone_an
     # recorded on the run (its #params item, beside its steps' progress), not mistaken for a step
     assert control.resolved_params(name) == {"month": "2026-04", "day": "2026-05-01", "fired": "2026-05-07"}
     assert sorted(p.step for p in control.step_progress(name)) in ([], ["first", "second"])
+    # a re-run runs for the same fire's values, not for the day it is started
+    again = control.rerun(name, "tester", from_failed_step=False, reason="re-close")
+    arn = control.deployment.execution_arn("ledger-close", again)
+    assert aws.wait(arn, timeout=600).status == "SUCCEEDED"
+    assert {k: control.execution(again, "ledger-close").input.params[k] for k in ("month", "day", "fired")} == {
+        "month": "2026-04", "day": "2026-05-01", "fired": "2026-05-07"}
+    seen = json.loads(out.read_text())["params"]
+    assert (seen["month"], seen["day"]) == ("2026-04", "2026-05-01")
 
 
 def test_the_run_page_shows_what_the_fire_resolved(platform_: tuple[LocalAWS, ControlPlane, Path]) -> None:

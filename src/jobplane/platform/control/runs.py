@@ -139,7 +139,9 @@ class Runs:
             if resume_from not in self.reads.step_names(original.job):
                 raise Conflict(f"step {resume_from!r} is no longer in {original.job}; re-run the whole job",
                                {"execution": execution, "step": resume_from})
-        payload = execution_input.rerun(who.actor.name, execution, rerun_params(entry, original, overrides), resume_from)
+        resolved = self.reads.resolved_params(execution) if entry.param_set().calendar_defaults() else {}
+        payload = execution_input.rerun(who.actor.name, execution, rerun_params(entry, original, overrides, resolved),
+                                        resume_from)
         name = name or (idempotent_name(original.job, who.actor.name, idempotency_key) if idempotency_key is not None
                         else uuid.uuid4().hex)
         from jobplane.contract import audit  # every kind of event (not on a run start's path: contract/audit_event.py)
@@ -285,9 +287,11 @@ def with_calendar_defaults(entry: CatalogJob, payload: ExecutionInput, now: date
     return dataclasses.replace(payload, params=params)
 
 
-def rerun_params(entry: CatalogJob, original: ExecutionView, overrides: JsonObject) -> JsonObject:
+def rerun_params(entry: CatalogJob, original: ExecutionView, overrides: JsonObject,
+                 resolved: JsonObject | None = None) -> JsonObject:
     """A re-run's params: the job's defaults, the original run's values for params the job still
-    declares, then the operator's changes."""
-    declared = entry.params
-    kept = {k: v for k, v in original.input.params.items() if k in declared}
-    return {**declared, **kept, **overrides}
+    declares (``resolved``: the calendar defaults its runner resolved at its fire, so a re-run of
+    March's close closes March), then the operator's changes."""
+    declared = set(entry.param_set().names())  # typed ones without a default too (a required tenant, a month)
+    kept = {k: v for k, v in {**(resolved or {}), **original.input.params}.items() if k in declared}
+    return {**entry.params, **kept, **overrides}
