@@ -37,6 +37,7 @@ local jp = import 'jobplane.libsonnet';
   steps: [
     jp.python('first', 'sample_apps.functions:with_context'),
     jp.python('second', 'sample_apps.functions:with_context', kwargs={ out: '%(out)s.second' }),
+    jp.lambda('third', 'sample_apps.functions:with_context', kwargs={ out: '%(out)s.third' }),
   ],
 }
 """
@@ -80,11 +81,13 @@ def test_a_scheduled_fire_resolves_its_calendar_defaults_in_the_jobs_timezone_an
     first, second = json.loads(out.read_text())["params"], json.loads(Path(f"{out}.second").read_text())["params"]
     assert (first["month"], first["day"], first["fired"]) == ("2026-04", "2026-05-01", "2026-05-07")
     assert {k: second[k] for k in ("month", "day", "fired")} == {k: first[k] for k in ("month", "day", "fired")}
+    third = json.loads(Path(f"{out}.third").read_text())["params"]  # a Lambda step: the same runner, the same values
+    assert {k: third[k] for k in ("month", "day", "fired")} == {k: first[k] for k in ("month", "day", "fired")}
     logs = "\n".join(s.read() for s in control.log_streams(name))
     assert "params resolved at the fire: day=2026-05-01, fired=2026-05-07, month=2026-04" in logs, logs[-2000:]
     # recorded on the run (its #params item, beside its steps' progress), not mistaken for a step
     assert control.resolved_params(name) == {"month": "2026-04", "day": "2026-05-01", "fired": "2026-05-07"}
-    assert sorted(p.step for p in control.step_progress(name)) in ([], ["first", "second"])
+    assert sorted(p.step for p in control.step_progress(name)) in ([], ["first", "second", "third"])
     # a re-run runs for the same fire's values, not for the day it is started
     again = control.rerun(name, "tester", from_failed_step=False, reason="re-close")
     arn = control.deployment.execution_arn("ledger-close", again)
