@@ -21,5 +21,7 @@ local jp = import 'jobplane.libsonnet';
     jp.python('publish', 'examples.billing.reports:publish_report', kwargs={ recipients: ['finance@example.com'] }),
   ],
   notify: jp.slack('#billing-alerts', events=[jp.events.FAILED, jp.events.TIMED_OUT, jp.events.ABORTED, jp.events.RECOVERED]),
-  params: { report_date: null },
+  // typed: `jobplane run daily-sales-report -p report_date=2026-05-01`, the portal's date picker and the
+  // API refuse anything but a date before the run starts; not given, the steps report yesterday
+  params: { report_date: jp.param.date(required=false, description='The day to report; default: yesterday') },
 }

@@ -149,4 +149,24 @@
 
   // --- runbook: shown in alerts and in the portal
   runbook(impact, recovery, workaround=''):: { impact: impact, recovery: recovery, workaround: workaround },
+
+  // --- typed parameters, for a job's `params` (docs/dsl.md "Typed parameters"): each checked by
+  // every starter (portal form, `jobplane run -p`, backfills, the API) before anything starts.
+  // No default: required. A month's default may be 'last_closed' or 'fire_month', a date's
+  // 'previous_business_day', 'fire_date' or 'today': resolved at the fire, in the job's timezone.
+  param:: {
+    local decl(type, fields) = { '$param': type } + { [k]: fields[k] for k in std.objectFields(fields) if fields[k] != null },
+    string(default=null, pattern=null, choices=null, min_length=null, max_length=null, description=null, required=null)::
+      decl('string', { default: default, pattern: pattern, choices: choices, min_length: min_length, max_length: max_length,
+                       description: description, required: required }),
+    int(default=null, min=null, max=null, description=null, required=null)::
+      decl('int', { default: default, min: min, max: max, description: description, required: required }),
+    number(default=null, min=null, max=null, description=null, required=null)::
+      decl('number', { default: default, min: min, max: max, description: description, required: required }),
+    bool(default=null, description=null, required=null):: decl('bool', { default: default, description: description, required: required }),
+    date(default=null, description=null, required=null):: decl('date', { default: default, description: description, required: required }),
+    month(default=null, description=null, required=null):: decl('month', { default: default, description: description, required: required }),
+    enum(choices, default=null, description=null, required=null)::
+      decl('enum', { choices: choices, default: default, description: description, required: required }),
+  },
 }

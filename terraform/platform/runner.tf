@@ -144,6 +144,33 @@ resource "aws_iam_role_policy" "runner_task_progress" {
   policy = data.aws_iam_policy_document.runner_progress.json
 }
 
+# A scheduled fire's calendar defaults, as the runner resolved them for the run's scheduled time
+# (docs/dsl.md "Typed parameters"): the run's PROGRESS#<execution> / #params item, its resolved
+# params and its TTL (contract/progress.py PARAMS_ATTRIBUTES), UpdateItem only.
+data "aws_iam_policy_document" "runner_params" {
+  statement {
+    sid       = "RecordResolvedParams"
+    actions   = ["dynamodb:UpdateItem"]
+    resources = [aws_dynamodb_table.jobplane.arn]
+    condition {
+      test     = "ForAllValues:StringLike"
+      variable = "dynamodb:LeadingKeys"
+      values   = ["PROGRESS#*"]
+    }
+    condition {
+      test     = "ForAllValues:StringEquals"
+      variable = "dynamodb:Attributes"
+      values   = ["pk", "sk", "params", "expires_at"]
+    }
+  }
+}
+
+resource "aws_iam_role_policy" "runner_task_params" {
+  name   = "params"
+  role   = aws_iam_role.runner_task.id
+  policy = data.aws_iam_policy_document.runner_params.json
+}
+
 resource "aws_iam_role" "runner_execution" {
   name               = "${var.name_prefix}-runner-exec"
   description        = "ECS task execution role of the shared runner task definition"

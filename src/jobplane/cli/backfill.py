@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from jobplane.cli.common import (Context, Target, control_error, data_dir_option, deployment_option, interruptible,
-                                 parse_params,
+                                 typed_params,
                                  target)
 
 if TYPE_CHECKING:  # imported by the command itself (the CLI's start-up)
@@ -87,7 +87,7 @@ def backfill(obj: Context, job_or_backfill: str, start: str | None, end: str | N
         if not reason:
             raise click.UsageError("--reason is required to start a backfill (the audit log keeps it)")
         bf = backfills.create(job_or_backfill, where.actor, start, end, mode=mode, max_concurrent=max_concurrent,
-                              params=parse_params(params), reason=reason)
+                              params=typed_params(where.control, job_or_backfill, params), reason=reason)
         click.echo(f"started {bf.id}: {len(bf.fires)} runs, {bf.max_concurrent} at a time ({where.where}, as {where.as_whom})")
         if detach:
             click.echo(f"  follow it: jobplane backfill {bf.id}")

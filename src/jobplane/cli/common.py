@@ -103,6 +103,20 @@ def parse_params(values: tuple[str, ...]) -> JsonObject:
         raise click.BadParameter(str(e), param_hint="--param") from None
 
 
+def typed_params(control: ControlPlane, job: str, values: tuple[str, ...]) -> JsonObject:
+    """``-p`` values as the job's typed parameters take them (contract/params.py): a string
+    parameter gets the text typed, a number or bool its JSON; plain params as ``parse_params``."""
+    parsed = parse_params(values)
+    try:
+        param_set = control.brief(job).param_set()
+    except Exception:  # an unknown job or no catalog: the control plane says which when it runs
+        return parsed
+    try:
+        return dict(param_set.from_items(list(values)))
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--param") from None
+
+
 deployment_option = click.option(
     "--deployment", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
     envvar="JOBPLANE_DEPLOYMENT",

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Callable
 import click
 
 from jobplane.cli.common import (Context, aws_target, control_error, data_dir_option, deployment_option,
-                                 parse_params, resolve_data_dir, target, undeployed)
+                                 resolve_data_dir, target, typed_params, undeployed)
 from jobplane.contract import runner as rc
 from jobplane.contract.clock import parse_iso
 from jobplane.contract.states import step_key
@@ -84,7 +84,7 @@ def run(obj: Context, job: str, params: tuple[str, ...], from_step: str | None, 
     where = target(obj, data_dir, deployment)
     control = where.control
     try:
-        name = control.run_now(job, where.actor, parse_params(params), reason or "jobplane run", from_step)
+        name = control.run_now(job, where.actor, typed_params(control, job, params), reason or "jobplane run", from_step)
     except control_error() as e:
         unknown = e.code == "not_found" and e.details.get("job") == job and deployment is None
         raise click.ClickException(e.message + (undeployed(obj, job) if unknown else "")) from None
@@ -719,10 +719,11 @@ def rerun(obj: Context, execution: str, whole: bool, params: tuple[str, ...], re
         raise click.UsageError("--failed-items and --whole are different re-runs: give one")
     where = target(obj, data_dir, deployment)
     try:
+        given = typed_params(where.control, where.control.subject(execution).job, params) if params else {}
         if failed_items:
-            name = where.control.rerun_failed_items(execution, where.actor, map_name, reason, parse_params(params))
+            name = where.control.rerun_failed_items(execution, where.actor, map_name, reason, given)
         else:
-            name = where.control.rerun(execution, where.actor, not whole, parse_params(params), reason, current=current,
+            name = where.control.rerun(execution, where.actor, not whole, given, reason, current=current,
                                        from_scratch=from_scratch)
     except control_error() as e:
         raise click.ClickException(e.message) from None

@@ -226,7 +226,7 @@ class _Builder:
             choices.append(When(by_upstream, sn.UPSTREAM_LOAD))
             self.upstream_states()
         self.add(sn.START, Choice(choices=choices, default=sn.CLAIM))
-        fallback = execution_input.defaults(started_at="", params=self.job.params)
+        fallback = execution_input.defaults(started_at="", params=self.job.param_defaults)
         self.add(sn.START_DEFAULTS, Pass(
             comment="Started without jobplane's input (the console): a manual run of the job's default params",
             parameters={"defaults": ExecutionInput.asl(
@@ -252,7 +252,7 @@ class _Builder:
         ending in ".$" stays a key and no character needs an intrinsic-function escape. Their
         size is bounded by the steps' container overrides (overrides.params_budget), well inside
         what the intrinsic accepts."""
-        encoded = base64.b64encode(json.dumps(self.job.params, sort_keys=True, separators=(",", ":"),
+        encoded = base64.b64encode(json.dumps(self.job.param_defaults, sort_keys=True, separators=(",", ":"),
                                               ensure_ascii=False).encode()).decode()
         return Ref(f"States.StringToJson(States.Base64Decode('{encoded}'))")
 
@@ -393,7 +393,7 @@ class _Builder:
         to ``Start``, which decides as it always did. ``Output`` is the state data a JSONPath
         claim leaves (the input, ``run``), a refused claim's catcher adds ``claim_error``
         (``$states.result`` and ``$states.errorOutput``: transforming-data.html above)."""
-        fallback = execution_input.defaults(started_at="", params=self.job.params)
+        fallback = execution_input.defaults(started_at="", params=self.job.param_defaults)
 
         def given(with_params: bool) -> str:
             # the input over its defaults; an input that is not an object takes none (Start decides)
@@ -401,7 +401,7 @@ class _Builder:
                 [f"\"trigger\":{jsonata.literal(fallback.trigger)}",
                  "\"scheduled_time\":$states.context.Execution.StartTime",
                  f"\"requested_by\":{jsonata.literal(fallback.requested_by)}"]
-                + ([f"\"params\":{jsonata.literal(self.job.params)}"] if with_params else [])
+                + ([f"\"params\":{jsonata.literal(self.job.param_defaults)}"] if with_params else [])
                 + ["\"resume_from\":null", "\"rerun_of\":null"])
             return (f"{jsonata.INPUT} := $type($states.input) = \"object\" ? "
                     f"$merge([{{{defaults}}}, $states.input]) : {{}}")

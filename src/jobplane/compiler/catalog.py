@@ -56,14 +56,16 @@ def build_catalog(jobs: list[LoadedJob], config: PlatformConfig, state_counts: d
             runbook=Runbook.model_validate(job.runbook.as_dict()) if job.runbook else None, source=lj.source,
             schedule=deployed_schedule(job, config),
             timezone=job.timezone or config.default_timezone, enabled=job.enabled, policy=job.policy, timeout=job.timeout,
-            expected_duration=job.expected_duration, notify=NotifySettings.model_validate(_notify(job)), params=job.params,
+            expected_duration=job.expected_duration, notify=NotifySettings.model_validate(_notify(job)), params=job.param_defaults,
             steps=[step_entry(s) for s in job.steps],
             state_machine=names.state_machine_name(config.name_prefix, job.name),
             asl=layout.job_file(root or job.team, job.name), states=state_counts[job.name],
             params_budget=lj.params_budget, after=[CatalogAfter(job=a.job, on=a.on) for a in job.after])
         # fields the compiler sets only when they apply (the catalog leaves unset fields out)
         updates = ({k: v for k, v in (("missed_after", job.missed_after), ("deadline", job.deadline)) if v is not None}
-                   | _calendar_fields(lj, config))
+                   | _calendar_fields(lj, config)
+                   # typed params: their JSON Schema, which every starter validates against (contract/params.py)
+                   | ({"params_schema": job.param_set.schema()} if job.param_set.typed else {}))
         entries.append(CatalogJob.model_validate(entry.model_dump(exclude_unset=True) | updates) if updates else entry)
     teams = [team] if team else sorted({lj.job.team for lj in jobs} | set(config.teams))
     return Catalog(version=CATALOG_VERSION, name_prefix=config.name_prefix,

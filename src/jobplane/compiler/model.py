@@ -18,6 +18,8 @@ from jobplane.compiler import kinds as kinds_registry
 from jobplane.compiler.fields import (Anything, Bool, Choice, describe_value, Int, ListOf, Loc, MapOf, Model, Nested, Nullable, Number,
                                      Parsed, Problems, Slot, Str, field)
 from jobplane.compiler.kinds import GroupKind, StepKind
+from jobplane.compiler.params import ParamsType
+from jobplane.contract.params import FireDefaults, ParamSet, declared as declared_params
 from jobplane.compiler.secret_scope import PARAMETER_NAME_PREFIX, SECRET_NAME_PREFIX
 from jobplane.contract import runner as rc
 from jobplane.contract import channels
@@ -516,8 +518,9 @@ class Job(Model):
         "By when each scheduled fire's run must have SUCCEEDED: a wall time 'HH:MM' in the job's timezone on "
         "the fire's day, or a duration after the fire ('3h'). A fire not done by then raises DEADLINE."))
     notify: Notify = field(Nested(lambda: Notify), factory=Notify, check=_alerts_when_blocked)
-    params: JsonObject = field(MapOf(Anything()), factory=dict,
-                                   description="Defaults a manual run may override.")
+    params: JsonObject = field(ParamsType(), factory=dict, description=(
+        "Parameters a run may give: a plain value is its own default (any type); jp.param.* declares a typed one "
+        "(docs/dsl.md#typed-parameters)."))
     after: list[After] = field(ListOf(Nested(lambda: After)), factory=list, check=_unique_upstreams, description=(
         "Start this job when another job's run ends: [{job, on}]. A schedule may be given too."))
     calendar: str | None = field(Nullable(Str()), None, description=(
@@ -550,6 +553,29 @@ class Job(Model):
         job_pool = values.get("pool")
         values["steps"] = [_with_pool(s, job_pool) for s in values.get("steps", [])]
         return cls(**values)
+
+    #: What resolving its calendar defaults at a fire needs (its timezone, its calendar's days):
+    #: set by validate, which reads jobplane.toml's [calendars]; None: derived without a calendar.
+    param_fire_defaults: FireDefaults | None = dataclasses.field(default=None)
+
+    @property
+    def fire_defaults(self) -> FireDefaults | None:
+        """The step environment's JOBPLANE_PARAM_DEFAULTS, None when it declares no calendar default."""
+        rules = self.param_set.calendar_defaults()
+        if not rules:
+            return None
+        return self.param_fire_defaults or FireDefaults(tz=self.timezone or "UTC", rules=rules)
+
+    @property
+    def param_set(self) -> ParamSet:
+        """The typed parameters ``params`` declares (contract/params.py); checked when built."""
+        return declared_params(self.params)[0]
+
+    @property
+    def param_defaults(self) -> JsonObject:
+        """What a run gets for the params it does not give (calendar defaults are resolved at the
+        fire, not here): what every compiled default object and the catalog's ``params`` hold."""
+        return self.param_set.defaults()
 
     def all_steps(self) -> list[Step]:
         """Every step including the members of parallel groups, in order."""

@@ -44,6 +44,9 @@ def container_env(job: Job, step: Step, counter: str | None) -> list[dict[str, s
          "Value.$": "States.Format('00-{}-0000{}-01', States.Hash($$.Execution.Id, 'MD5'), "
                     "States.ArrayGetItem(States.StringSplit(States.UUID(), '-'), 4))"},
     ]
+    if (fire_defaults := job.fire_defaults) is not None:  # calendar defaults: the runner resolves them (contract/params.py)
+        env.append({"Name": rc.ENV_PARAM_DEFAULTS,
+                    "Value": json.dumps(fire_defaults.to_json(), sort_keys=True, separators=(",", ":"))})
     env += [{"Name": k, "Value": v} for k, v in sorted(step.env.items())]
     from jobplane.compiler.map_env import map_env
 

@@ -29,7 +29,7 @@ from jobplane.contract.job_fires import JobSchedule, next_job_fires
 from jobplane.contract.schedule import validate_timezone
 from jobplane.contract.schedule_kinds import kind_of
 from jobplane.contract.step_kinds import kind_info, per_item_steps
-from jobplane.contract.types import JsonObject
+from jobplane.contract.types import JsonObject, JsonValue
 
 if TYPE_CHECKING:
     from jobplane.compiler.model import Job
@@ -208,6 +208,9 @@ def describe_job_change(old: CatalogJob, new: CatalogJob, old_files: dict[str, s
         lines.append(f"notify: {_notify_words(old)} -> {_notify_words(new)}")
     if old.params != new.params:
         lines.append(f"params: {json.dumps(old.params, sort_keys=True)} -> {json.dumps(new.params, sort_keys=True)}")
+    if old.params_schema != new.params_schema:  # a typed parameter's rules (contract/params.py)
+        lines += [f"param {n}: {json.dumps(o, sort_keys=True)} -> {json.dumps(w, sort_keys=True)}"
+                  for n, o, w in _param_changes(old.params_schema, new.params_schema)]
     old_order = [s.name for s in old.steps]
     new_order = [s.name for s in new.steps]
     if old_order != new_order:
@@ -374,3 +377,10 @@ def quota_lines(files: dict[str, str], config: PlatformConfig, show_all: bool,
         lines.insert(0, "AWS quotas (this deployment's resources in one account; the base module counted with "
                         "its optional parts):")
     return lines, any(u.level == "error" for u in uses) or bool(big)
+
+
+def _param_changes(old: JsonObject | None, new: JsonObject | None) -> list[tuple[str, JsonValue, JsonValue]]:
+    """Each typed parameter whose schema changed: (name, before, after); null where absent."""
+    before = (old or {}).get("properties") or {}
+    after = (new or {}).get("properties") or {}
+    return [(n, before.get(n), after.get(n)) for n in sorted(set(before) | set(after)) if before.get(n) != after.get(n)]

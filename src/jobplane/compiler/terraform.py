@@ -256,7 +256,7 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> JsonObject:
                                      "assume_role_policy": f"${{data.aws_iam_policy_document.{tid}_scheduler_assume.json}}"}
         role_policies[f"{tid}_scheduler"] = {"name": "start-job", "role": f"${{aws_iam_role.{tid}_scheduler.id}}",
                                              "policy": f"${{data.aws_iam_policy_document.{tid}_scheduler.json}}"}
-        schedule_input = schedule_target_input(job.params)
+        schedule_input = schedule_target_input(job.param_defaults)
         schedules = {}
         for i, expr in enumerate(deployed_schedule(job, config)):  # a calendar job's: explicit crons
             schedules[tid if i == 0 else f"{tid}_{i + 1}"] = {

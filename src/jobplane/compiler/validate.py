@@ -28,6 +28,8 @@ from jobplane.compiler.model import NAME_RE, Job, duplicate_step_problem
 from jobplane.contract import lambda_step
 from jobplane.contract.step_kinds import Executor
 from jobplane.compiler.overrides import params_budget
+from jobplane.compiler.param_fires import with_fire_defaults
+from jobplane.compiler.params import schedule_problems as params_schedule_problems
 from jobplane.compiler.credential_checks import credential_warnings
 from jobplane.compiler.pool_checks import pool_problems
 from jobplane.compiler.secret_scope import scope_problems
@@ -238,6 +240,7 @@ def _check_file(path: Path, source: str, outcome: Evaluated, config: PlatformCon
         except Invalid as e:
             problems.extend(_model_problems(source, name, e, item, [where for where, _, null in refusals if null]))
             continue
+        job = with_fire_defaults(job, config)  # its calendar's days, for the runner (compiler/params.py)
         budget = params_budget(job)
         loaded.append(LoadedJob(job, source, budget))
         problems.extend(Problem(source, job.name, where, message) for where, message in scope_problems(job, config))
@@ -259,6 +262,8 @@ def _check_file(path: Path, source: str, outcome: Evaluated, config: PlatformCon
                                         f"(one of the {len(long)} its calendar's crons deploy beyond the first) would "
                                         f"be {len(long[-1][1])} (AWS allows {long[-1][2]})"))
         problems.extend(override_problems(source, job, budget))
+        problems.extend(Problem(source, job.name, f"params.{where}", message) for where, message in  # typed params
+                        params_schedule_problems(job.params, bool(job.schedule or job.after), job.calendar is not None))
     jobs = tuple((lj.job.name, lj.job.team, tuple(a.job for a in lj.job.after)) for lj in loaded)
     return FileChecked(tuple(problems), tuple(loaded), tuple(names), source, jobs=jobs,
                        warnings=tuple(credential_warnings([(source, lj.job) for lj in loaded])))
@@ -321,7 +326,7 @@ def override_problems(source: str, job: Job, budget: int) -> list[Problem]:
     """A step's container override (its command and environment, with the run's params) must
     fit ECS's 8,192 characters, or RunTask fails at run time: check the fixed part now, with the
     job's default params (what a scheduled run sends)."""
-    needed = rc.params_in_override(job.params)
+    needed = rc.params_in_override(job.param_defaults)
     if needed <= budget:
         return []
     return [Problem(source, job.name, "steps" if budget < 0 else "params",

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from jobplane.contract.business_fires import CalendarSchedule
 from jobplane.contract.calendars import CatalogCalendar
 from jobplane.contract.layout import CATALOG_FILE, catalog_parts
+from jobplane.contract.params import ParamSet, from_schema as params_from_schema
 from jobplane.contract import policies
 from jobplane.contract.policies import ExecutionPolicy
 from jobplane.contract.statuses import Event, Policy
@@ -111,6 +112,13 @@ class CatalogJob(_Model):
     #: The digest of its definition document (contract/definition_digest.py): every run started
     #: of this compile carries it (ExecutionInput.definition). None: a catalog from before it.
     definition: str | None = None
+    # Typed params (contract/params.py): the JSON Schema every starter checks a run's params
+    # against; None for a job of plain params only (``params`` are then its whole declaration).
+    params_schema: JsonObject | None = None
+
+    def param_set(self) -> ParamSet:
+        """The job's parameters, typed or plain (contract/params.py)."""
+        return params_from_schema(self.params_schema, self.params)
 
     @property
     def step_names(self) -> list[str]:

@@ -15,6 +15,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from jobplane.contract.params import ParamSet, from_schema as params_from_schema
 from jobplane.contract.types import JsonObject, JsonValue
 
 
@@ -75,6 +76,13 @@ class JobBrief:
     notify_after_failures: int = 1
     #: the digest of its definition (CatalogJob.definition): what a run started of it carries
     definition: str | None = None
+    #: typed params (CatalogJob.params_schema): what checked_params validates a run's against
+    params_schema: JsonObject | None = None
+    timezone: str = "UTC"
+
+    def param_set(self) -> ParamSet:
+        """The job's parameters, typed or plain (contract/params.py), as CatalogJob.param_set."""
+        return params_from_schema(self.params_schema, self.params)
 
     @property
     def step_names(self) -> list[str]:
@@ -105,7 +113,9 @@ class JobBrief:
                    steps=tuple(StepBrief.from_json(s) for s in steps), notify_channels=tuple(channels),
                    notify_events=tuple(events), runbook=_runbook(runbook),
                    notify_after_failures=after if isinstance(after, int) and after >= 1 else 1,
-                   definition=_str_or_none(raw.get("definition")))
+                   definition=_str_or_none(raw.get("definition")),
+                   params_schema=schema if isinstance(schema := raw.get("params_schema"), dict) else None,
+                   timezone=tz if isinstance(tz := raw.get("timezone"), str) else "UTC")
 
 
 def _str_or_none(value: JsonValue) -> str | None:

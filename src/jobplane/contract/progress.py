@@ -65,11 +65,16 @@ ATTR_RESUMED_FROM = "resumed_from"
 #: What a re-run's checkpoint item holds (the portal's and operator's IAM: their dynamodb:Attributes).
 SEED_ATTRIBUTES = ("pk", "sk", ATTR_ATTEMPT, ATTR_CURSOR, ATTR_RESUMED_FROM, ATTR_STARTED_AT, ATTR_UPDATED_AT,
                    ATTR_EXPIRES_AT)
+ATTR_PARAMS = "params"  # a scheduled fire's calendar defaults, as the runner resolved them (contract/params.py)
+#: The ``sk`` of the run's item of resolved params, beside its steps' (no step name starts with '#').
+PARAMS_SK = "#params"
 #: What a retry reads of the record (``jobplane.resume_from``): the IAM policy's read attributes.
 READ_ATTRIBUTES = ("pk", "sk", ATTR_CURSOR, ATTR_ATTEMPT)
 #: Every attribute the runner writes, keys included: the IAM policy's ``dynamodb:Attributes``.
 ATTRIBUTES = ("pk", "sk", ATTR_DONE, ATTR_TOTAL, ATTR_UNIT, ATTR_CURSOR, ATTR_METRICS, ATTR_ATTEMPT,
               ATTR_STARTED_AT, ATTR_UPDATED_AT, ATTR_ENDED, ATTR_EXPIRES_AT)
+#: What the runner writes of the run's ``#params`` item: the IAM policy ``runner_params``'s attributes.
+PARAMS_ATTRIBUTES = ("pk", "sk", ATTR_PARAMS, ATTR_EXPIRES_AT)
 
 
 class Refused(ValueError):

@@ -21,6 +21,9 @@ ENV_TRIGGER = "JOBPLANE_TRIGGER"
 ENV_PARAMS = "JOBPLANE_PARAMS"  # JSON object: the run's params (defaults merged by the starter)
 ENV_ATTEMPT = "JOBPLANE_ATTEMPT"  # 1-based attempt number of this step
 ENV_TARGET = "JOBPLANE_TARGET"  # JSON object: the step's kind, target, args and kwargs
+#: JSON: a job's calendar defaults and what resolving them needs (contract/params.py FireDefaults);
+#: only on the steps of a job that declares some: the runner resolves those a run was not given.
+ENV_PARAM_DEFAULTS = "JOBPLANE_PARAM_DEFAULTS"
 ENV_TRACEPARENT = "TRACEPARENT"  # W3C trace context, continued by the runner
 ENV_STEP_TIMEOUT = "JOBPLANE_STEP_TIMEOUT"  # seconds: the attempt's Task TimeoutSeconds (the runner outlives it by a margin at most)
 # a map's steps (contract/map_items.py): where an items step writes its list; an each step's item and index

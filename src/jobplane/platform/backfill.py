@@ -40,7 +40,7 @@ from jobplane.platform.backfill_model import (MAX_CONCURRENT, Backfill, Fire, Fi
 from jobplane.platform.backfill_store import BackfillStore
 from jobplane.contract.clock import iso_millis, now_iso, parse_iso
 from jobplane.platform.control import Conflict, Invalid, NotFound, check_reason
-from jobplane.platform.control.runs import Runs
+from jobplane.platform.control.runs import Runs, with_calendar_defaults
 from jobplane.platform.repository import query_items
 from jobplane.contract.types import JsonObject
 
@@ -321,6 +321,8 @@ class Backfills:
                 continue
             payload = execution_input.backfill(bf.requested_by, parse_iso(fire.at), bf.params, bf.id,
                                                entry.definition)
+            # each fire its own (a January fire: last_closed December); today: the day it is started
+            payload = with_calendar_defaults(entry, payload, datetime.now(timezone.utc))
             try:
                 self.runs.start_execution(bf.job, payload, name)
             except self.context.sfn.exceptions.ExecutionAlreadyExists:

@@ -130,7 +130,21 @@ def read(ddb: Client, table: str, execution: str) -> list[StepProgress]:
                           "ExpressionAttributeValues": {":pk": {"S": cp.pk(execution)}}}
     while True:
         page = ddb.query(**kwargs)
-        out += [from_item(i) for i in page.get("Items", [])]
+        out += [from_item(i) for i in page.get("Items", []) if i["sk"]["S"] != cp.PARAMS_SK]  # not a step's
         if not page.get("LastEvaluatedKey"):
             return out
         kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def resolved_params(ddb: Client, table: str, execution: str) -> JsonObject:
+    """The calendar defaults the runner resolved at the run's scheduled fire ({} if none: a run
+    given them in its input, or of a job that has none); one GetItem."""
+    import json
+
+    item = ddb.get_item(TableName=table, Key={"pk": {"S": cp.pk(execution)}, "sk": {"S": cp.PARAMS_SK}},
+                        ConsistentRead=True).get("Item") or {}
+    try:
+        value = json.loads(item.get(cp.ATTR_PARAMS, {}).get("S") or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

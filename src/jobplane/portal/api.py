@@ -259,6 +259,14 @@ def get_job(request: Request, job: str, portal: Portal = Reader) -> object:
     return job_out(portal.control.job(job))
 
 
+@router.get("/jobs/{job}/params-schema", responses=_errors(404),
+            summary="The JSON Schema of a job's params, its calendar defaults resolved as a run started now would")
+def job_params_schema(request: Request, job: str, portal: Portal = Reader) -> object:
+    from jobplane.portal.params_form import schema_now
+
+    return schema_now(portal.control.entry(job))
+
+
 @router.get("/jobs/{job}/executions", response_model=ExecutionPage, responses=_errors(404),
             summary="A job's executions and skips, newest first")
 def job_executions(request: Request, job: str, limit: int = Query(20, ge=1, le=200),

@@ -10,7 +10,8 @@ from fastapi.responses import HTMLResponse, Response
 
 from jobplane.platform.backfill_model import MAX_CONCURRENT
 from jobplane.platform.control import ControlError, NotFound
-from jobplane.portal.pages import _act, _back, _portal, parse_params
+from jobplane.portal.pages import _act, _back, _portal
+from jobplane.portal.params_form import text_params
 
 router = APIRouter(include_in_schema=False)
 
@@ -40,9 +41,10 @@ def backfill_form(request: Request, job: str, csrf_token: str | None = Form(None
                   max_concurrent: int = Form(1, ge=1, le=MAX_CONCURRENT), params: str = Form(""),
                   reason: str = Form("")) -> Response:
     portal = _portal(request)
-    user = _act(request, portal.control.entry(job).team, csrf_token)
+    entry = portal.control.entry(job)
+    user = _act(request, entry.team, csrf_token)
     bf = portal.backfills.create(job, user, start, end, mode=mode, max_concurrent=max_concurrent,
-                                 params=parse_params(params), reason=reason)
+                                 params=text_params(entry, params), reason=reason)  # typed: portal/params_form.py
     return _back(f"/backfills/{quote(bf.id)}", "backfill")
 
 

@@ -11,6 +11,7 @@ from functools import lru_cache
 from urllib.parse import quote
 
 from fastapi import APIRouter, Form, Query, Request
+from starlette.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from jobplane.contract import execution_input
@@ -30,6 +31,7 @@ from jobplane.platform.control import Deployment
 from jobplane.platform.logs import LogStream
 from jobplane.portal.auth import User
 from jobplane.portal.notices import NOTICES
+from jobplane.portal.params_form import form_inputs, form_params
 from jobplane.portal.services import Portal, portal_of
 from jobplane.portal.views import failure_groups, step_rows
 from jobplane.contract.types import JsonObject
@@ -86,7 +88,8 @@ def job_page(request: Request, job: str, cursor: str | None = Query(None, max_le
                          schedule_problems=_schedule_problems(portal, summary), **history,
                          deadlines=job_deadlines(portal.control.context, summary.entry), fire_lines=fire_lines or [],
                          snoozed=bool(summary.state and summary.state.snoozed(now_iso())),
-                         snooze_choices=list(SNOOZE_CHOICES))
+                         snooze_choices=list(SNOOZE_CHOICES),
+                         param_inputs=form_inputs(entry) if entry.param_set().typed else None)
 
 
 def _schedule_problems(portal: Portal, summary: JobSummary) -> list[str] | None:
@@ -172,7 +175,9 @@ def _execution_context(portal: Portal, execution: str, job: str | None = None, l
             "progress": portal.control.step_progress(view.execution),  # docs/progress.md
             # the definition it ran, and what changed since the job's previous run (issue 69)
             "definition": run_definition(portal.control.context, view.job, view.execution, view.input.definition,
-                                         view.started_at)}
+                                         view.started_at),
+            # a scheduled fire's calendar defaults, as its runner resolved them (docs/dsl.md "Typed parameters")
+            "resolved_params": portal.control.resolved_params(view.execution) if entry.param_set().calendar_defaults() else {}}
 
 
 def log_console_url(deployment: Deployment, stream: LogStream) -> str | None:
@@ -228,11 +233,18 @@ def parse_params(text: str) -> JsonObject:
 
 
 @router.post("/jobs/{job}/run")
-def run_form(request: Request, job: str, csrf_token: str | None = Form(None), params: str = Form(""),
-             reason: str = Form(""), idempotency_key: str | None = Form(None, max_length=IDEMPOTENCY_KEY_MAX)) -> Response:
+async def run_form(request: Request, job: str, csrf_token: str | None = Form(None), params: str = Form(""),
+                   reason: str = Form(""), typed: str = Form(""),
+                   idempotency_key: str | None = Form(None, max_length=IDEMPOTENCY_KEY_MAX)) -> Response:
     portal = _portal(request)
-    started = actions.run(portal.control, lambda team: _act(request, team, csrf_token), job, parse_params(params),
-                          reason, idempotency_key)
+    if typed:  # the typed form: an input per param, named p.<param> (portal/params_form.py)
+        form = await request.form()
+        fields = {str(k)[2:]: str(v) for k, v in form.multi_items() if str(k).startswith("p.")}
+        given = form_params(portal.control.entry(job), fields, {k for k, v in fields.items() if v == "on"})
+    else:
+        given = parse_params(params)
+    started = await run_in_threadpool(actions.run, portal.control, lambda team: _act(request, team, csrf_token), job,
+                                      given, reason, idempotency_key)
     return _back(f"/executions/{started.execution}?job={quote(job)}", "started")
 
 

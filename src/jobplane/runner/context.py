@@ -123,6 +123,22 @@ def _json(env: Mapping[str, str], name: str, default: JsonValue) -> JsonValue:
         raise ContractError(f"{name} is not valid JSON: {e}") from None
 
 
+def fire_resolved(env: Mapping[str, str], params: JsonObject) -> tuple[JsonObject, JsonObject]:
+    """``params`` with the job's calendar defaults they lack resolved for the run's scheduled
+    time (``JOBPLANE_PARAM_DEFAULTS``, contract/params.py: the function the control plane
+    resolves a manual run's with), and the resolved values alone. A scheduled fire sends none of
+    them (its input is fixed when compiled): every step of the run resolves the same values."""
+    raw = env.get(rc.ENV_PARAM_DEFAULTS)
+    if not raw:
+        return params, {}
+    from jobplane.contract.params import FireDefaults
+
+    try:
+        return FireDefaults.from_json(json.loads(raw)).resolve(params, env.get(rc.ENV_SCHEDULED_TIME, ""))
+    except (ValueError, KeyError) as e:
+        raise ContractError(f"{rc.ENV_PARAM_DEFAULTS}: {e}") from None
+
+
 def from_environment(kind: str, env: Mapping[str, str] | None = None) -> RunContext:
     env = os.environ if env is None else env
     target = _json(env, rc.ENV_TARGET, None)
@@ -133,6 +149,7 @@ def from_environment(kind: str, env: Mapping[str, str] | None = None) -> RunCont
     params = _json(env, rc.ENV_PARAMS, {})
     if not isinstance(params, dict):
         raise ContractError(f"{rc.ENV_PARAMS} must be a JSON object")
+    params, _ = fire_resolved(env, params)
     if env.get(rc.ENV_ITEM) is not None:  # a map's each step: its item is a param like any other
         params = {**params, rc.ITEM_PARAM: _json(env, rc.ENV_ITEM, None)}
     try:

@@ -185,7 +185,7 @@ def payload_environment(event: object, function_env: Mapping[str, str]) -> dict[
 #: is refused (the compiler reserves the prefix: a step's own env cannot use it).
 CONTRACT_NAMES = frozenset({rc.ENV_JOB, rc.ENV_TEAM, rc.ENV_STEP, rc.ENV_EXECUTION_ID, rc.ENV_SCHEDULED_TIME,
                             rc.ENV_TRIGGER, rc.ENV_PARAMS, rc.ENV_ATTEMPT, rc.ENV_TARGET, rc.ENV_TRACEPARENT,
-                            rc.ENV_STEP_TIMEOUT, ls.ENV_STEP_SECRETS})
+                            rc.ENV_STEP_TIMEOUT, rc.ENV_PARAM_DEFAULTS, ls.ENV_STEP_SECRETS})
 
 
 def step_secret_names(step_env: Mapping[str, str]) -> set[str]:

@@ -8,6 +8,8 @@ runner/logs.py) is imported when needed: bench/runner_start.py, tests/test_runne
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 import time
 
@@ -21,7 +23,7 @@ else:  # the C module (issue 66 item 2): signal.py only wraps its numbers in enu
 
 from jobplane.contract import runner as rc
 from jobplane.runner import dispatch, logs, progress, stop
-from jobplane.runner.context import ContractError, RunContext, from_environment
+from jobplane.runner.context import ContractError, RunContext, fire_resolved, from_environment
 from jobplane.runner.errors import ExitCode, PermanentError
 from jobplane.runner.failures import PermanentFailure
 
@@ -114,6 +116,11 @@ def main(argv: list[str] | None = None) -> NoReturn:
     fields = {"job": ctx.job, "step": ctx.step, "execution_id": ctx.execution_id, "attempt": ctx.attempt,
               "trace_id": ctx.trace.trace_id, "span_id": ctx.trace.span_id}
     log = logs.configure(fields)
+    _, resolved = fire_resolved(os.environ, json.loads(os.environ.get(rc.ENV_PARAMS) or "{}"))
+    if resolved:  # recorded in the step's log, which the run page and `jobplane logs` show
+        log.info("params resolved at the fire: %s", ", ".join(f"{k}={v}" for k, v in sorted(resolved.items())),
+                 extra={"resolved_params": resolved})
+        progress.record_resolved(ctx, log, resolved)  # and on the run, for its page
     stop.stop_after(ctx.timeout, log.warning)
     try:
         code = run(kind, ctx, log)

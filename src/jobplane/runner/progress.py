@@ -217,6 +217,34 @@ class Reporter:
         }
 
 
+def record_resolved(ctx: RunContext, log: RunLog, resolved: Mapping[str, object],
+                    env: Mapping[str, str] | None = None) -> bool:
+    """The run's calendar defaults the runner resolved at a scheduled fire (contract/params.py),
+    on the run's ``#params`` item beside its steps' progress: what the run page shows as the
+    values the fire resolved. Every step resolves the same values, so each writes the same item;
+    best effort (a warning), as progress: the step's log has them too."""
+    env = os.environ if env is None else env
+    table = env.get(cp.ENV_TABLE)
+    if not table or not ctx.execution_id or not resolved:
+        return False
+    import json
+
+    request = {
+        "TableName": table, "Key": {"pk": {"S": cp.pk(ctx.execution_id)}, "sk": {"S": cp.PARAMS_SK}},
+        "UpdateExpression": "SET #params = :params, #expires_at = :expires_at",
+        "ExpressionAttributeNames": {"#params": cp.ATTR_PARAMS, "#expires_at": cp.ATTR_EXPIRES_AT},
+        "ExpressionAttributeValues": {":params": {"S": json.dumps(dict(resolved), sort_keys=True)},
+                                      ":expires_at": {"N": str(int(time.time()) + RETENTION_SECONDS)}}}
+    try:
+        from jobplane.runner import aws_requests
+
+        aws_requests.json_call("dynamodb", UPDATE_ITEM, request, env, content_type=JSON_1_0)
+    except Exception as e:  # noqa: BLE001 - a record never fails the step
+        log.warning("resolved params not recorded (the step's log has them): %s", e)
+        return False
+    return True
+
+
 def start(ctx: RunContext, log: RunLog, env: Mapping[str, str] | None = None) -> Reporter | None:
     """The reporter of this step attempt, installed as the process's sink; None when the runner
     has no table to write to (a runner started by hand: reports are no-ops then)."""

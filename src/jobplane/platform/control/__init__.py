@@ -77,6 +77,7 @@ class ControlPlane:
         self.log_streams, self.failures, self.skips, self.audit, self.step_names = (
             reads.log_streams, reads.failures, reads.skips, reads.audit, reads.step_names)
         self.step_progress = reads.step_progress
+        self.resolved_params = reads.resolved_params  # a scheduled fire's calendar defaults (contract/params.py)
         # runs: the actions on runs, and the authorization and audit of every action
         self.run_now, self.rerun, self.stop, self.checked_params = runs.run_now, runs.rerun, runs.stop, runs.checked_params
         self.authorize, self.audited, self.start_execution = runs.authorize, runs.audited, runs.start_execution

@@ -114,9 +114,10 @@ class MapItems:
                           {"map": "required", "maps": by_map})
         m = maps[by_map[0]]
         each = (m.parallel or [])[1]
-        overrides = self.runs.checked_params(entry, params)
-        payload = execution_input.rerun(who.actor.name, execution, rerun_params(entry, original, overrides), each.name,
-                                        definition=self.runs.rerun_definition(original, entry, current=False))
+        overrides = self.runs.checked_params(entry, params, complete=False)  # the original's values stay
+        resolved = self.runs.reads.resolved_params(execution) if entry.param_set().calendar_defaults() else {}
+        payload = execution_input.rerun(who.actor.name, execution, rerun_params(entry, original, overrides, resolved),
+                                        each.name, definition=self.runs.rerun_definition(original, entry, current=False))
         name = name or (idempotent_name(original.job, who.actor.name, idempotency_key) if idempotency_key is not None
                         else uuid.uuid4().hex)
         s3 = self.context.s3

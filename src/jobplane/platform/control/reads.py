@@ -15,7 +15,7 @@ from jobplane.contract.statuses import ExecutionStatus
 from jobplane.contract.clock import as_iso
 from jobplane.contract.records import AuditEntry, ExecutionRecord, JobState
 from jobplane.contract.attribute_values import json_object
-from jobplane.contract.types import Client, JsonValue
+from jobplane.contract.types import Client, JsonObject, JsonValue
 from jobplane.platform.repository import Page
 from jobplane.platform.deployment import catalog_job
 from jobplane.platform.step_progress import StepProgress
@@ -298,6 +298,13 @@ class Reads:
         from jobplane.platform import step_progress
 
         return step_progress.read(self.ddb, self.repo.table, name)
+
+    def resolved_params(self, name: str) -> JsonObject:
+        """The calendar defaults the runner resolved at the run's scheduled fire (docs/dsl.md
+        "Typed parameters"): platform/step_progress.py."""
+        from jobplane.platform import step_progress
+
+        return step_progress.resolved_params(self.ddb, self.repo.table, name)
 
     def subject(self, name: str, job: str | None = None) -> ExecutionSubject:
         """The execution's job and record, for an action to authorize its actor before it reads

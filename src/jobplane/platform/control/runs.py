@@ -8,6 +8,7 @@ audit entry, which then neither reads the job nor judges the actor again."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -15,6 +16,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, TypeVar
 
 from jobplane.contract import audit_event, execution_input
@@ -22,6 +24,7 @@ from jobplane.contract.attribute_values import json_object
 from jobplane.contract.execution_input import ExecutionInput
 from jobplane.contract import runner as rc
 from jobplane.contract.catalog_brief import JobBrief
+from jobplane.contract.params import ParamProblem
 from jobplane.contract.quoting import quoted
 from jobplane.contract.environment import DEFAULT_RETENTION_DAYS
 from jobplane.contract.statuses import ExecutionStatus
@@ -96,6 +99,8 @@ class Runs:
         params = self.checked_params(entry, params)
         payload = execution_input.manual(who.actor.name, entry.params, params, resume_from=from_step,
                                          definition=entry.definition)
+        if entry.param_set().calendar_defaults():  # resolved now, in the job's timezone: recorded in the input
+            payload = with_calendar_defaults(self.reads.entry(job), payload)
         name = name or (idempotent_name(job, who.actor.name, idempotency_key) if idempotency_key is not None
                         else uuid.uuid4().hex)
         return self.start_once(job, payload, name, idempotency_key is not None, lambda: self.audited(
@@ -138,7 +143,7 @@ class Runs:
                            {"execution": execution, "status": original.status})
         entry = self.reads.entry(original.job)
         definition = self.rerun_definition(original, entry, current)
-        overrides = self.checked_params(entry, params)
+        overrides = self.checked_params(entry, params, complete=False)
         resume_from = None
         if from_failed_step:
             resume_from = original.failed_step
@@ -148,8 +153,9 @@ class Runs:
             if resume_from not in self.reads.step_names(original.job):
                 raise Conflict(f"step {resume_from!r} is no longer in {original.job}; re-run the whole job",
                                {"execution": execution, "step": resume_from})
-        payload = execution_input.rerun(who.actor.name, execution, rerun_params(entry, original, overrides), resume_from,
-                                        definition=definition)
+        resolved = self.reads.resolved_params(execution) if entry.param_set().calendar_defaults() else {}
+        payload = execution_input.rerun(who.actor.name, execution, rerun_params(entry, original, overrides, resolved),
+                                        resume_from, definition=definition)
         name = name or (idempotent_name(original.job, who.actor.name, idempotency_key) if idempotency_key is not None
                         else uuid.uuid4().hex)
         cursor = self.checkpoint(execution, resume_from) if resume_from and not from_scratch else None
@@ -230,18 +236,30 @@ class Runs:
                            {"execution": name, "idempotency_key": "reused"})
         return True
 
-    def checked_params(self, entry: CatalogJob | JobBrief, params: JsonObject | None) -> JsonObject:
+    def checked_params(self, entry: CatalogJob | JobBrief, params: JsonObject | None,
+                       complete: bool = True) -> JsonObject:
         """A run's params: only those the job declares (they never reach a step's fixed
-        arguments, see runner/targets.py), within the size an ECS override can carry."""
+        arguments, see runner/targets.py), each by its declared type and rules (the job's params
+        schema, contract/params.py: every problem at once, each naming the parameter and the
+        rule), within the size an ECS override can carry. ``complete``: ``params`` and the job's
+        defaults are all the run gets (a re-run keeps its original's too), so a required one
+        missing is refused."""
         params = dict(params or {})
-        declared = entry.params
+        param_set = entry.param_set()
+        declared = param_set.names()
         unknown = sorted(set(params) - set(declared))
+        typed = [p for p in param_set.problems({**param_set.defaults(), **params}, complete=complete)
+                 if p.rule != "unknown"]
         if unknown:
             shown = [quoted(k, 40) for k in unknown[:10]]
             raise Invalid(f"{entry.name} has no param{'s' if len(unknown) > 1 else ''} {', '.join(shown)}"
-                          + (f"; it takes {', '.join(sorted(declared))}" if declared else "; it takes none"),
+                          + (f"; it takes {', '.join(sorted(declared))}" if declared else "; it takes none")
+                          + "".join(f"; {p}" for p in typed[:10]),
                           {"job": entry.name, "unknown_params": [k[:40] for k in unknown[:10]],
-                           "params": sorted(declared)})
+                           "params": sorted(declared), "problems": _problems_json(typed)})
+        if typed:
+            raise Invalid(f"{entry.name}'s params: " + "; ".join(str(p) for p in typed[:20]),
+                          {"job": entry.name, "problems": _problems_json(typed)})
         if any(rc.nesting(v) > rc.MAX_PARAMS_DEPTH for v in params.values()):  # each value, as in a definition
             raise Invalid(f"params nest more than {rc.MAX_PARAMS_DEPTH} lists or objects deep",
                           {"params": "too deep"})
@@ -311,9 +329,27 @@ class Runs:
             executionArn=arn, error="Stopped", cause=f"stopped by {who.actor.name}: {reason}"))
 
 
-def rerun_params(entry: CatalogJob, original: ExecutionView, overrides: JsonObject) -> JsonObject:
+def _problems_json(problems: Sequence[ParamProblem]) -> list[JsonObject]:
+    """Each problem of a run's params for an API answer: the parameter, the rule, the sentence."""
+    return [{"param": p.name[:40], "rule": p.rule, "message": p.message} for p in problems[:20]]
+
+
+def with_calendar_defaults(entry: CatalogJob, payload: ExecutionInput, now: datetime | None = None) -> ExecutionInput:
+    """``payload`` with the job's calendar defaults its params lack resolved for its scheduled
+    time (contract/params.py), so the run's input records the values it ran with."""
+    param_set = entry.param_set()
+    if not param_set.calendar_defaults():
+        return payload
+    at = datetime.fromisoformat(payload.scheduled_time.replace("Z", "+00:00"))
+    params, _ = param_set.resolve(dict(payload.params), at, entry.timezone, entry.calendar, now)
+    return dataclasses.replace(payload, params=params)
+
+
+def rerun_params(entry: CatalogJob, original: ExecutionView, overrides: JsonObject,
+                 resolved: JsonObject | None = None) -> JsonObject:
     """A re-run's params: the job's defaults, the original run's values for params the job still
-    declares, then the operator's changes."""
-    declared = entry.params
-    kept = {k: v for k, v in original.input.params.items() if k in declared}
-    return {**declared, **kept, **overrides}
+    declares (``resolved``: the calendar defaults its runner resolved at its fire, so a re-run of
+    March's close closes March), then the operator's changes."""
+    declared = set(entry.param_set().names())  # typed ones without a default too (a required tenant, a month)
+    kept = {k: v for k, v in {**(resolved or {}), **original.input.params}.items() if k in declared}
+    return {**entry.params, **kept, **overrides}
