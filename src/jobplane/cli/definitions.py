@@ -11,7 +11,7 @@ import json
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 from zoneinfo import ZoneInfo
 
 import click
@@ -202,10 +202,16 @@ def next_command(obj: Context, job_name: str, count: int, after: str | None) -> 
     if (offset := job.spread_offset()) is not None:
         click.echo(f"  spread {job.spread // 60 if job.spread else 0} min: every fire moved +{offset} min "
                    f"(from {'its spread_seed' if job.spread_seed else 'its name'}); the times below are the moved ones")
+    from jobplane.compiler.blackouts import job_windows, mark
     from jobplane.compiler.calendars import calendar_schedule
 
+    windows = job_windows(job, obj.config)
+    for w in windows:
+        click.echo(f"  blackout {w.name}: {w.action}" + (", freeze" if w.freeze else "")
+                   + f" ({len(w.intervals)} occurrences compiled, the last ending "
+                     f"{w.intervals[-1][1].strftime('%Y-%m-%d') if w.intervals else 'never'})")
     if (cs := calendar_schedule(job, obj.config)) is not None:
-        _next_with_calendar(cs, start, count)
+        _next_with_calendar(cs, start, count, lambda t: mark(windows, t, cs.timezone))
         return
     zone = job.timezone or obj.config.default_timezone
     for expr in job.schedule:  # each schedule's own next fires: the job's fires of that schedule alone
@@ -216,12 +222,13 @@ def next_command(obj: Context, job_name: str, count: int, after: str | None) -> 
         times = [f.at.astimezone(tz) for f in next_job_fires(JobSchedule((expr,), zone), start, count).fires]
         for t in times:
             utc = f"  ({t.astimezone(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')})" if t.utcoffset() else ""
-            click.echo(f"    {t.strftime('%Y-%m-%d %a %H:%M %Z')}{utc}")
+            click.echo(f"    {t.strftime('%Y-%m-%d %a %H:%M %Z')}{utc}{mark(windows, t, zone)}")
         if not times:  # an at() or a cron's last year gone by: said, not an empty list
             click.echo(f"    never fires after {start.isoformat(timespec='minutes')}")
 
 
-def _next_with_calendar(cs: CalendarSchedule, start: datetime, count: int) -> None:
+def _next_with_calendar(cs: CalendarSchedule, start: datetime, count: int,
+                        marked: Callable[[datetime], str] = lambda t: "") -> None:
     """A calendar job's next fires (``count`` in all), each moved one saying from where and why,
     and the closed days skipped among them saying why (contract/business_fires.py)."""
     from jobplane.compiler.calendar_plan import rule_words
@@ -235,7 +242,7 @@ def _next_with_calendar(cs: CalendarSchedule, start: datetime, count: int) -> No
     window = next_job_fires(JobSchedule(cs.schedule, cs.timezone, cs), start, count)
     zone = ZoneInfo(cs.timezone)
     lines = [(f.at.astimezone(zone).replace(tzinfo=None), f"    {f.at.astimezone(zone).strftime('%Y-%m-%d %a %H:%M %Z')}"
-              + (f"  ({f.note})" if f.note else "")) for f in window.fires]
+              + (f"  ({f.note})" if f.note else "") + marked(f.at)) for f in window.fires]
     lines += [(s.at.replace(tzinfo=None), f"    {s.at.strftime('%Y-%m-%d %a %H:%M')}  skipped: closed ({s.reason})")
               for s in window.skipped]
     for _, line in sorted(lines, key=lambda x: x[0]):

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from jobplane.contract.blackouts import JobWindow, windows_of
 from jobplane.contract.business_fires import CalendarSchedule
 from jobplane.contract.calendars import CatalogCalendar
 from jobplane.contract.layout import CATALOG_FILE, catalog_parts
@@ -107,6 +108,14 @@ class CatalogJob(_Model):
     rules: list[str] = Field(default_factory=list)  # the schedule as declared (business(...) rules, cron, at)
     calendar: CatalogCalendar | None = None
     on_closed_day: str = "skip"
+    # The blackout windows it is in (contract/blackouts.py), each with its occurrences as UTC
+    # intervals: written only when it names one, so other entries stay as they were.
+    blackouts: list[JsonObject] = Field(default_factory=list)
+
+    @property
+    def windows(self) -> list[JobWindow]:
+        """Its blackout windows (contract/blackouts.py: a fire inside one is skipped or deferred)."""
+        return windows_of(self.blackouts)
 
     @property
     def step_names(self) -> list[str]:
