@@ -8,10 +8,10 @@ read at run time and nothing needs to be running for the refusal to happen (the 
 ``[blackouts] years``; `jobplane plan` says when it nears its end: docs/operate.md).
 
 ``Blackout`` (a JSONPath Choice, the machine's StartAt) takes a scheduled fire whose
-``scheduled_time`` is inside an occurrence ``[start, end)`` of a window (a ``defer`` window's:
-when the execution also started before that occurrence's end, ``$$.Execution.StartTime``: the
-run the window starts once it ends carries the last deferred fire's time and must not be
-refused again).
+``scheduled_time`` is inside an occurrence ``[start, end)`` of a window; a ``defer`` window lets
+through the run it starts itself once it ends (platform/blackouts.py), which carries the last
+deferred fire's time and says so in ``requested_by`` (contract/blackouts.py
+``deferred_requester``).
 Timestamps are compared as instants by the ``Timestamp*`` operators, and an ``And`` evaluates a
 comparison only after the ``IsPresent`` before it held
 (https://docs.aws.amazon.com/step-functions/latest/dg/state-choice.html: "StringEquals rule is
@@ -29,17 +29,16 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from jobplane.compiler.choice_rules import Rule, Test, When, all_of, any_of, equals, is_string, present
+from jobplane.compiler.choice_rules import Not, Rule, Test, When, all_of, any_of, equals, is_string, matches, present
 from jobplane.compiler.states import Choice, Retry, State, Task
 from jobplane.contract import items
 from jobplane.contract import states as sn
 from jobplane.contract.bindings import token
-from jobplane.contract.blackouts import JobWindow, iso, ordered
+from jobplane.contract.blackouts import DEFERRED_PATTERN, JobWindow, iso, ordered
 from jobplane.contract.execution_input import ExecutionInput
 from jobplane.contract.statuses import ExecutionStatus, Trigger
 
 _TIME = ExecutionInput.ref("scheduled_time").expr
-_START = "$$.Execution.StartTime"
 
 
 class _Builds(Protocol):
@@ -49,11 +48,8 @@ class _Builds(Protocol):
 
 
 def inside(window: JobWindow) -> Rule:
-    """The fire's time in one of the window's occurrences (a defer window's: and started before
-    that occurrence's end, so the run it starts afterwards goes on)."""
-    started = (lambda e: (Test(_START, "TimestampLessThan", iso(e)),)) if window.action == "defer" else (lambda e: ())
-    return any_of(*(all_of(Test(_TIME, "TimestampGreaterThanEquals", iso(s)), Test(_TIME, "TimestampLessThan", iso(e)),
-                           *started(e))
+    """The fire's time in one of the window's occurrences."""
+    return any_of(*(all_of(Test(_TIME, "TimestampGreaterThanEquals", iso(s)), Test(_TIME, "TimestampLessThan", iso(e)))
                     for s, e in window.intervals))
 
 
@@ -69,7 +65,9 @@ def add_states(builder: _Builds, windows: list[JobWindow], next_: str, put_item:
         if not window.intervals:
             continue
         record = sn.blackout_record(window.name)
-        choices.append(When(all_of(*scheduled.rules, inside(window)), record))
+        owed = (Not(matches(ExecutionInput.ref("requested_by").expr, DEFERRED_PATTERN)),) \
+            if window.action == "defer" else ()
+        choices.append(When(all_of(*scheduled.rules, *owed, inside(window)), record))
         put = builder.execution_record(ExecutionStatus.BLACKED_OUT, blackout=window.name,
                                        blackout_action=window.action)
         builder.add(record, Task(

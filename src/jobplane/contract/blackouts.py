@@ -337,6 +337,17 @@ def ordered(windows: Sequence[JobWindow]) -> list[JobWindow]:
     return sorted(windows, key=lambda w: w.action != "skip")
 
 
+def deferred_requester(window: str) -> str:
+    """``requested_by`` of the run a defer window starts when it ends (platform/blackouts.py):
+    the state machine's ``Blackout`` Choice lets a scheduled fire of this requester through."""
+    return f"blackout {window} (deferred)"
+
+
+#: The StringMatches pattern of :func:`deferred_requester` ('*' its only wildcard:
+#: https://docs.aws.amazon.com/step-functions/latest/dg/state-choice.html).
+DEFERRED_PATTERN = "blackout * (deferred)"
+
+
 def iso(t: datetime) -> str:
     """An instant as the state machine compares it: RFC 3339, UTC, whole seconds, 'Z'."""
     return t.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -111,6 +111,7 @@ def handler(event: JsonObject, context: object = None) -> JsonObject:
     env = RuntimeEnvironment.from_environment()
     deployment = Deployment.from_environment(env)
     from jobplane.platform.backfill import BackfillDriver, Backfills
+    from jobplane.platform.blackouts import DeferredRuns
     from jobplane.platform.catchup import LostEndings, UpstreamCatchUp
     from jobplane.platform.deadlines import DeadlineWatch
     from jobplane.platform.missed import MissedFires
@@ -131,6 +132,8 @@ def handler(event: JsonObject, context: object = None) -> JsonObject:
     for key, check in (("alerted", SlowWatch(reads, sns, deployment.topic_arn).check),
                        ("reconciled", LostEndings(context, reconciler).check),
                        ("caught_up", UpstreamCatchUp(runs).check),
+                       # the run a defer blackout window owes its job once it ends (platform/blackouts.py)
+                       ("deferred", DeferredRuns(runs).check),
                        ("missed", MissedFires(runs, sns, deployment.topic_arn, boto3.client("sqs")).check),
                        # each fire of a job with a deadline: met, or alerted once (platform/deadlines.py)
                        ("deadlines", DeadlineWatch(reads, sns, deployment.topic_arn).check),
