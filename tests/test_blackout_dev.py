@@ -207,3 +207,53 @@ def test_a_defer_windows_fires_run_once_when_it_ends(platform: DevPlatform, mark
     entries = [e for e in platform.control.repo.audit_log(500)
                if e.action == "blackout-deferred-run" and e.job == "hourly"]
     assert len(entries) == 1 and entries[0].execution == expected
+
+
+def test_plan_refuses_a_change_during_the_jobs_own_freeze_unless_break_glass_audited(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from jobplane.cli import main
+
+    today = datetime.now(timezone.utc).date()
+    repo = make_repo(tmp_path / "repo")
+    with open(repo.path / "jobplane.toml", "a") as f:  # a freeze from yesterday to tomorrow: now, whenever this runs
+        f.write(f"""
+[blackouts]
+years = [{today.year - 1}, {today.year + 1}]
+
+[blackouts.release-freeze]
+dates = ["{(today - timedelta(days=1)).isoformat()}..{(today + timedelta(days=1)).isoformat()}"]
+timezone = "UTC"
+freeze = true
+""")
+    job = textwrap.dedent(JOB % {"name": "frozen", "schedule": "cron(0 * * * ? *)", "marker": tmp_path / "m"})
+    job = job.replace("blackout: ['db-maint', 'month-close']", "blackout: ['release-freeze']")
+    repo.write("jobs/billing/frozen.jsonnet", job)
+    cli = CliRunner()
+    base = ["--root", str(repo.path)]
+    assert cli.invoke(main, [*base, "compile"]).exit_code == 0
+    repo.write("jobs/billing/frozen.jsonnet", job.replace("seconds: 0", "seconds: 1"))
+    refused = cli.invoke(main, [*base, "plan"])
+    assert refused.exit_code == 2, refused.output
+    assert "frozen (changed) is frozen by release-freeze until" in refused.output
+    assert "--break-glass" in refused.output
+    no_reason = cli.invoke(main, [*base, "plan", "--break-glass"])
+    assert no_reason.exit_code != 0 and "--break-glass needs --reason" in no_reason.output
+    # another job, without the freeze, changes freely
+    repo.write("jobs/billing/other.jsonnet", JOB.replace("blackout: ['db-maint', 'month-close'],", "") % {
+        "name": "other", "schedule": "cron(0 * * * ? *)", "marker": tmp_path / "m"})
+    repo.write("jobs/billing/frozen.jsonnet", job)  # back as compiled: only `other` is new
+    assert cli.invoke(main, [*base, "plan"]).exit_code == 0
+    repo.write("jobs/billing/frozen.jsonnet", job.replace("seconds: 0", "seconds: 1"))
+    platform = DevPlatform(load_config(repo.path), tmp_path / "data", 0, 0, run_scheduler=False, run_services=False,
+                           snapshot_interval=3600, catch_up_interval=3600).start()
+    try:
+        glass = cli.invoke(main, [*base, "plan", "--break-glass", "--reason", "the ledger fix cannot wait",
+                                  "--data-dir", str(tmp_path / "data")])
+        assert glass.exit_code == 0, glass.output
+        assert "BREAK GLASS: frozen (changed) during freeze release-freeze" in glass.output
+        entries = [e for e in platform.control.repo.audit_log(100) if e.action == "break-glass"]
+        assert [(e.job, e.reason, e.actor) for e in entries] == [("frozen", "the ledger fix cannot wait", "dev@localhost")]
+        assert '"window": "release-freeze"' in entries[0].details
+    finally:
+        platform.stop()

@@ -102,9 +102,19 @@ def compile_command(obj: Context, out: Path | None) -> None:
 @click.option("--starts", is_flag=True,
               help="Also print the fleet's starts per minute over the next 24 hours (the busiest minutes) and what "
                    "the jobs starting then ask of each pool against its size.")
+@click.option("--break-glass", "break_glass", is_flag=True,
+              help="Change jobs during their own freeze window (a [blackouts] window with freeze = true); needs "
+                   "--reason, and is written to the deployment's audit log.")
+@click.option("--reason", default=None, help="Why a --break-glass change cannot wait for the freeze to end.")
+@click.option("--deployment", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+              help="With --break-glass: the `jobplane` Terraform output of the deployment whose audit log records "
+                   "it (default: the running `jobplane dev`).")
+@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="With --break-glass: the running `jobplane dev`'s data directory.")
 @click.pass_obj
 def plan(obj: Context, against_dir: Path | None, against_ref: str | None, exit_code: bool, roots_only: bool,
-         image_changed: bool, all_quotas: bool, starts: bool) -> None:
+         image_changed: bool, all_quotas: bool, starts: bool, break_glass: bool = False, reason: str | None = None,
+         deployment: Path | None = None, data_dir: Path | None = None) -> None:
     """Say in words what compiling now would change: jobs added, removed and changed, which
     Terraform roots (the base, one per team) that touches, and any AWS quota the deployment
     nears (80%: a warning) or exceeds (exit 2: the apply would fail)."""
@@ -135,6 +145,7 @@ def plan(obj: Context, against_dir: Path | None, against_ref: str | None, exit_c
             raise click.ClickException(str(e)) from None
     else:
         previous = read_output(against_dir or obj.config.output_path)
+    _freeze(obj, previous, compiled.files, break_glass, reason, deployment, data_dir)
     if roots_only:
         roots = set(changed_roots(previous, compiled.files)) | (image_roots(compiled.files) if image_changed else set())
         for root in apply_order(roots):
@@ -160,6 +171,32 @@ def plan(obj: Context, against_dir: Path | None, against_ref: str | None, exit_c
         sys.exit(EXIT_INVALID)
     if exit_code and changes:
         sys.exit(EXIT_INVALID)
+
+
+def _freeze(obj: Context, previous: dict[str, str], files: dict[str, str], break_glass: bool, reason: str | None,
+            deployment: Path | None, data_dir: Path | None) -> None:
+    """Refuse a change to a job during its own freeze window (compiler/freeze.py), unless
+    ``--break-glass`` with a reason, which writes an audit entry per job before the plan goes on."""
+    from jobplane.compiler.freeze import frozen_changes
+
+    if break_glass and not (reason or "").strip():
+        raise click.UsageError("--break-glass needs --reason \"...\": why the change cannot wait for the freeze to end")
+    frozen = frozen_changes(previous, files, datetime.now(timezone.utc))
+    if not frozen:
+        return
+    if not break_glass:
+        for f in frozen:
+            click.echo(f.line(), err=True)
+        sys.exit(EXIT_INVALID)
+    from jobplane.cli.common import target
+    from jobplane.contract import audit
+
+    where = target(obj, data_dir, deployment)
+    for f in frozen:
+        event = audit.BreakGlass(f.job, f.window, f.change)
+        where.control.runs.audited(where.actor, event, str(reason), lambda: None)
+        click.echo(f"BREAK GLASS: {f.job} ({f.change}) during freeze {f.window}, by {where.as_whom}: {reason} "
+                   f"(audited in {where.where})", err=True)
 
 
 @click.command(name="next")
