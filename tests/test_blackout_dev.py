@@ -209,51 +209,17 @@ def test_a_defer_windows_fires_run_once_when_it_ends(platform: DevPlatform, mark
     assert len(entries) == 1 and entries[0].execution == expected
 
 
-def test_plan_refuses_a_change_during_the_jobs_own_freeze_unless_break_glass_audited(tmp_path: Path) -> None:
-    from click.testing import CliRunner
+def test_the_portal_shows_the_window_and_the_blacked_out_fire(platform: DevPlatform) -> None:
+    from devkit import signed_in
 
-    from jobplane.cli import main
-
-    today = datetime.now(timezone.utc).date()
-    repo = make_repo(tmp_path / "repo")
-    with open(repo.path / "jobplane.toml", "a") as f:  # a freeze from yesterday to tomorrow: now, whenever this runs
-        f.write(f"""
-[blackouts]
-years = [{today.year - 1}, {today.year + 1}]
-
-[blackouts.release-freeze]
-dates = ["{(today - timedelta(days=1)).isoformat()}..{(today + timedelta(days=1)).isoformat()}"]
-timezone = "UTC"
-freeze = true
-""")
-    job = textwrap.dedent(JOB % {"name": "frozen", "schedule": "cron(0 * * * ? *)", "marker": tmp_path / "m"})
-    job = job.replace("blackout: ['db-maint', 'month-close']", "blackout: ['release-freeze']")
-    repo.write("jobs/billing/frozen.jsonnet", job)
-    cli = CliRunner()
-    base = ["--root", str(repo.path)]
-    assert cli.invoke(main, [*base, "compile"]).exit_code == 0
-    repo.write("jobs/billing/frozen.jsonnet", job.replace("seconds: 0", "seconds: 1"))
-    refused = cli.invoke(main, [*base, "plan"])
-    assert refused.exit_code == 2, refused.output
-    assert "frozen (changed) is frozen by release-freeze until" in refused.output
-    assert "--break-glass" in refused.output
-    no_reason = cli.invoke(main, [*base, "plan", "--break-glass"])
-    assert no_reason.exit_code != 0 and "--break-glass needs --reason" in no_reason.output
-    # another job, without the freeze, changes freely
-    repo.write("jobs/billing/other.jsonnet", JOB.replace("blackout: ['db-maint', 'month-close'],", "") % {
-        "name": "other", "schedule": "cron(0 * * * ? *)", "marker": tmp_path / "m"})
-    repo.write("jobs/billing/frozen.jsonnet", job)  # back as compiled: only `other` is new
-    assert cli.invoke(main, [*base, "plan"]).exit_code == 0
-    repo.write("jobs/billing/frozen.jsonnet", job.replace("seconds: 0", "seconds: 1"))
-    platform = DevPlatform(load_config(repo.path), tmp_path / "data", 0, 0, run_scheduler=False, run_services=False,
-                           snapshot_interval=3600, catch_up_interval=3600).start()
-    try:
-        glass = cli.invoke(main, [*base, "plan", "--break-glass", "--reason", "the ledger fix cannot wait",
-                                  "--data-dir", str(tmp_path / "data")])
-        assert glass.exit_code == 0, glass.output
-        assert "BREAK GLASS: frozen (changed) during freeze release-freeze" in glass.output
-        entries = [e for e in platform.control.repo.audit_log(100) if e.action == "break-glass"]
-        assert [(e.job, e.reason, e.actor) for e in entries] == [("frozen", "the ledger fix cannot wait", "dev@localhost")]
-        assert '"window": "release-freeze"' in entries[0].details
-    finally:
-        platform.stop()
+    name = fire(platform, "hourly", tokyo(1, 13))
+    browser = signed_in(platform.portal_login_url)
+    with browser.open(f"{platform.portal_url}/jobs/hourly", timeout=60) as r:
+        page = r.read().decode()
+    assert "Blackout windows" in page
+    assert "db-maint: fires inside are skipped; next 2027-03-01 00:00 to 2027-03-02 00:00 JST" in page
+    assert "month-close: fires inside run once when it ends" in page
+    assert f'data-execution="{name}"' in page and 'data-status="BLACKED_OUT"' in page and "window db-maint" in page
+    with browser.open(f"{platform.portal_url}/executions/{name}", timeout=60) as r:
+        run = r.read().decode()
+    assert "a fire inside blackout window db-maint: skipped" in run
