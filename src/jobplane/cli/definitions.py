@@ -246,7 +246,8 @@ def next_command(obj: Context, job_name: str, count: int, after: str | None) -> 
     for w in windows:
         click.echo(f"  blackout {w.name}: {w.action}" + (", freeze" if w.freeze else "")
                    + f" ({len(w.intervals)} occurrences compiled, the last ending "
-                     f"{w.intervals[-1][1].strftime('%Y-%m-%d') if w.intervals else 'never'})")
+                     f"{w.intervals[-1][1].astimezone(ZoneInfo(job.timezone or obj.config.default_timezone)).strftime('%Y-%m-%d') if w.intervals else 'never'}: "
+                     "extend [blackouts] years before then)")
     if (cs := calendar_schedule(job, obj.config)) is not None:
         _next_with_calendar(cs, start, count, lambda t: mark(windows, t, cs.timezone))
         return
