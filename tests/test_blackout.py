@@ -5,6 +5,7 @@ state machine and `jobplane next` share; unknown names refused naming file, job 
 from __future__ import annotations
 
 import json
+import re
 from datetime import date, datetime, timezone
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -42,8 +43,9 @@ local jp = import 'jobplane.libsonnet';
 
 
 def with_windows(repo: Repo, extra: str = "") -> Repo:
-    with open(repo.path / "jobplane.toml", "a") as f:
-        f.write(WINDOWS + extra)
+    """The repository's jobplane.toml with these windows in place of the example's."""
+    toml = repo.path / "jobplane.toml"
+    toml.write_text(re.sub(r"\[blackouts\.db-maint\]\n(?:[^\[\n#][^\n]*\n)*", "", toml.read_text()) + WINDOWS + extra)
     return repo
 
 
@@ -186,3 +188,16 @@ def test_without_a_horizon_a_window_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as e:
         load_config(repo.path)
     assert "jobplane.toml: blackouts.years: [first, last]" in str(e.value)
+
+
+def test_plan_warns_months_before_the_compiled_occurrences_end(repo: Repo) -> None:
+    from jobplane.compiler.freeze import horizon_lines
+
+    with_windows(repo)
+    write_job(repo, "nightly", blackout=["db-maint"])
+    assert repo.cli("compile").exit_code == 0
+    jobs = Catalog.load(repo.out).jobs
+    assert horizon_lines(jobs, datetime(2027, 6, 1, tzinfo=timezone.utc)) == []
+    (line,) = horizon_lines(jobs, datetime(2028, 11, 1, tzinfo=timezone.utc))
+    assert line.startswith("WARNING: blackout window db-maint's compiled occurrences end 2028-12-30T20:00:00Z:")  # Sun 12-31 05:00 JST
+    assert "extend [blackouts] years" in line and line.endswith(": nightly")

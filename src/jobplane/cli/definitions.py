@@ -155,6 +155,11 @@ def plan(obj: Context, against_dir: Path | None, against_ref: str | None, exit_c
         return
     text, changes = describe_plan(previous, compiled.files, now=datetime.now(timezone.utc), settings=settings)
     click.echo(text)
+    from jobplane.compiler.freeze import horizon_lines
+    from jobplane.compiler.plan import catalog_jobs as _catalog_jobs
+
+    for line in horizon_lines(list(_catalog_jobs(compiled.files).values()), datetime.now(timezone.utc)):
+        click.echo(line)
     quotas, over = quota_lines(compiled.files, obj.config, all_quotas, [lj.job for lj in compiled.jobs])
     if quotas:
         click.echo("\n" + "\n".join(quotas))

@@ -15,6 +15,7 @@ from datetime import datetime
 
 from jobplane.compiler.plan import _job_file, catalog_jobs
 from jobplane.contract.blackouts import iso
+from jobplane.contract.catalog import CatalogJob
 
 
 @dataclass(frozen=True)
@@ -52,3 +53,23 @@ def frozen_changes(old_files: dict[str, str], new_files: dict[str, str], now: da
                 out.append(Frozen(name, change, w.name, occurrence[1]))
                 break
     return out
+
+
+def horizon_lines(jobs: list[CatalogJob], now: datetime) -> list[str]:
+    """A warning for each blackout window whose compiled occurrences end within YEARS_WARNING of
+    ``now`` (or have ended) while a job still names it: past the horizon its fires are no longer
+    refused. A plan runs on every pull request, so the warning comes months ahead."""
+    from jobplane.compiler.calendar_plan import LISTED, YEARS_WARNING
+
+    ending: dict[tuple[str, str], list[str]] = {}
+    for job in jobs:
+        for w in job.windows:
+            last = w.intervals[-1][1] if w.intervals else None
+            if last is None or last - now <= YEARS_WARNING:
+                ending.setdefault((w.name, iso(last) if last else "none"), []).append(job.name)
+    lines = []
+    for (name, last_end), names in sorted(ending.items()):
+        shown = ", ".join(sorted(names)[:LISTED]) + (f" and {len(names) - LISTED} more" if len(names) > LISTED else "")
+        lines.append(f"WARNING: blackout window {name}'s compiled occurrences end {last_end}: extend [blackouts] years in "
+                     f"jobplane.toml and recompile, or its jobs' fires are no longer refused after it: {shown}")
+    return lines
