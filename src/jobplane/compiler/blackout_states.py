@@ -12,6 +12,8 @@ read at run time and nothing needs to be running for the refusal to happen (the 
 through the run it starts itself once it ends (platform/blackouts.py), which carries the last
 deferred fire's time and says so in ``requested_by`` (contract/blackouts.py
 ``deferred_requester``).
+``scheduled_time`` is EventBridge Scheduler's ``<aws.scheduler.scheduled-time>``, RFC 3339 in UTC
+("2022-03-22T18:59:43Z": https://docs.aws.amazon.com/scheduler/latest/UserGuide/managing-schedule-context-attributes.html).
 Timestamps are compared as instants by the ``Timestamp*`` operators, and an ``And`` evaluates a
 comparison only after the ``IsPresent`` before it held
 (https://docs.aws.amazon.com/step-functions/latest/dg/state-choice.html: "StringEquals rule is
