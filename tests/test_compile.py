@@ -326,8 +326,11 @@ def test_the_asl_read_back_from_terraform_is_the_compiled_asl(text: str) -> None
 
 
 def test_each_asl_is_stored_once(examples: dict[str, str]) -> None:
-    for lj in compile_all(load_config(ROOT)).jobs:
-        compiled = asl.render(asl.build_definition(lj.job, "jobplane"))
+    from jobplane.compiler.blackouts import job_windows
+
+    config = load_config(ROOT)
+    for lj in compile_all(config).jobs:  # a job's blackout windows are compiled into it (jobplane.toml's)
+        compiled = asl.render(asl.build_definition(lj.job, "jobplane", None, job_windows(lj.job, config)))
         assert asl_of(examples, lj.job.name) == compiled
     # no other file holds a state machine: no asl/ copies, nothing in the catalogs or root files
     assert [rel for rel, text in examples.items() if "StartAt" in text] == sorted(job_files(examples).values())

@@ -525,13 +525,18 @@ def test_compiled_output_deploys_byte_identical_with_its_schedules(aws: LocalAWS
     from jobplane.contract.bindings import bind
     from jobplane.contract.config import load_config
 
+    from jobplane.compiler.blackouts import job_windows
+
     out = tmp_path / "compiled"
-    compiled = compile_all(load_config(HERE.parent))
+    config = load_config(HERE.parent)
+    compiled = compile_all(config)
     write_output(compiled, out)
     names = aws.deploy_output(out)
     assert len(names) == 8
     sfn, scheduler = aws.client("stepfunctions"), aws.client("scheduler")
-    rendered = {lj.job.name: asl.render(asl.build_definition(lj.job, aws.prefix)) for lj in compiled.jobs}
+    # each with its blackout windows (jobplane.toml's), as the compiler builds it
+    rendered = {lj.job.name: asl.render(asl.build_definition(lj.job, aws.prefix, None, job_windows(lj.job, config)))
+                for lj in compiled.jobs}
     for name in names:
         deployed = sfn.describe_state_machine(stateMachineArn=aws.state_machines[name])["definition"]
         # the compiler's bytes, read back from the job's Terraform file, bound to the local resources

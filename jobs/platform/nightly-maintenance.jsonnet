@@ -9,6 +9,9 @@ local jp = import 'jobplane.libsonnet';
     description: 'Deletes expired Django sessions and compacts the session table.',
     schedule: jp.daily('03:15'),
     policy: jp.policy.SKIP_IF_FAILED,
+    // The database's own weekly maintenance (jobplane.toml [blackouts.db-maint]): Sunday's 03:15
+    // fire is recorded BLACKED_OUT, not run, not alerted, never MISSED (docs/dsl.md#blackout-windows).
+    blackout: ['db-maint'],
     steps: [
       jp.django('clearsessions', 'clearsessions'),
       jp.shell('vacuum-sessions', ['python', '-m', 'examples.platform.vacuum', '--table', 'django_session'],

@@ -11,7 +11,7 @@ import json
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 from zoneinfo import ZoneInfo
 
 import click
@@ -102,9 +102,19 @@ def compile_command(obj: Context, out: Path | None) -> None:
 @click.option("--starts", is_flag=True,
               help="Also print the fleet's starts per minute over the next 24 hours (the busiest minutes) and what "
                    "the jobs starting then ask of each pool against its size.")
+@click.option("--break-glass", "break_glass", is_flag=True,
+              help="Change jobs during their own freeze window (a [blackouts] window with freeze = true); needs "
+                   "--reason, and is written to the deployment's audit log.")
+@click.option("--reason", default=None, help="Why a --break-glass change cannot wait for the freeze to end.")
+@click.option("--deployment", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+              help="With --break-glass: the `jobplane` Terraform output of the deployment whose audit log records "
+                   "it (default: the running `jobplane dev`).")
+@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="With --break-glass: the running `jobplane dev`'s data directory.")
 @click.pass_obj
 def plan(obj: Context, against_dir: Path | None, against_ref: str | None, exit_code: bool, roots_only: bool,
-         image_changed: bool, all_quotas: bool, starts: bool) -> None:
+         image_changed: bool, all_quotas: bool, starts: bool, break_glass: bool = False, reason: str | None = None,
+         deployment: Path | None = None, data_dir: Path | None = None) -> None:
     """Say in words what compiling now would change: jobs added, removed and changed, which
     Terraform roots (the base, one per team) that touches, and any AWS quota the deployment
     nears (80%: a warning) or exceeds (exit 2: the apply would fail)."""
@@ -135,6 +145,7 @@ def plan(obj: Context, against_dir: Path | None, against_ref: str | None, exit_c
             raise click.ClickException(str(e)) from None
     else:
         previous = read_output(against_dir or obj.config.output_path)
+    _freeze(obj, previous, compiled.files, break_glass, reason, deployment, data_dir)
     if roots_only:
         roots = set(changed_roots(previous, compiled.files)) | (image_roots(compiled.files) if image_changed else set())
         for root in apply_order(roots):
@@ -144,6 +155,11 @@ def plan(obj: Context, against_dir: Path | None, against_ref: str | None, exit_c
         return
     text, changes = describe_plan(previous, compiled.files, now=datetime.now(timezone.utc), settings=settings)
     click.echo(text)
+    from jobplane.compiler.freeze import horizon_lines
+    from jobplane.compiler.plan import catalog_jobs as _catalog_jobs
+
+    for line in horizon_lines(list(_catalog_jobs(compiled.files).values()), datetime.now(timezone.utc)):
+        click.echo(line)
     quotas, over = quota_lines(compiled.files, obj.config, all_quotas, [lj.job for lj in compiled.jobs])
     if quotas:
         click.echo("\n" + "\n".join(quotas))
@@ -160,6 +176,32 @@ def plan(obj: Context, against_dir: Path | None, against_ref: str | None, exit_c
         sys.exit(EXIT_INVALID)
     if exit_code and changes:
         sys.exit(EXIT_INVALID)
+
+
+def _freeze(obj: Context, previous: dict[str, str], files: dict[str, str], break_glass: bool, reason: str | None,
+            deployment: Path | None, data_dir: Path | None) -> None:
+    """Refuse a change to a job during its own freeze window (compiler/freeze.py), unless
+    ``--break-glass`` with a reason, which writes an audit entry per job before the plan goes on."""
+    from jobplane.compiler.freeze import frozen_changes
+
+    if break_glass and not (reason or "").strip():
+        raise click.UsageError("--break-glass needs --reason \"...\": why the change cannot wait for the freeze to end")
+    frozen = frozen_changes(previous, files, datetime.now(timezone.utc))
+    if not frozen:
+        return
+    if not break_glass:
+        for f in frozen:
+            click.echo(f.line(), err=True)
+        sys.exit(EXIT_INVALID)
+    from jobplane.cli.common import target
+    from jobplane.contract import audit
+
+    where = target(obj, data_dir, deployment)
+    for f in frozen:
+        event = audit.BreakGlass(f.job, f.window, f.change)
+        where.control.runs.audited(where.actor, event, str(reason), lambda: None)
+        click.echo(f"BREAK GLASS: {f.job} ({f.change}) during freeze {f.window}, by {where.as_whom}: {reason} "
+                   f"(audited in {where.where})", err=True)
 
 
 @click.command(name="next")
@@ -202,10 +244,17 @@ def next_command(obj: Context, job_name: str, count: int, after: str | None) -> 
     if (offset := job.spread_offset()) is not None:
         click.echo(f"  spread {job.spread // 60 if job.spread else 0} min: every fire moved +{offset} min "
                    f"(from {'its spread_seed' if job.spread_seed else 'its name'}); the times below are the moved ones")
+    from jobplane.compiler.blackouts import job_windows, mark
     from jobplane.compiler.calendars import calendar_schedule
 
+    windows = job_windows(job, obj.config)
+    for w in windows:
+        click.echo(f"  blackout {w.name}: {w.action}" + (", freeze" if w.freeze else "")
+                   + f" ({len(w.intervals)} occurrences compiled, the last ending "
+                     f"{w.intervals[-1][1].astimezone(ZoneInfo(job.timezone or obj.config.default_timezone)).strftime('%Y-%m-%d') if w.intervals else 'never'}: "
+                     "extend [blackouts] years before then)")
     if (cs := calendar_schedule(job, obj.config)) is not None:
-        _next_with_calendar(cs, start, count)
+        _next_with_calendar(cs, start, count, lambda t: mark(windows, t, cs.timezone))
         return
     zone = job.timezone or obj.config.default_timezone
     for expr in job.schedule:  # each schedule's own next fires: the job's fires of that schedule alone
@@ -216,12 +265,13 @@ def next_command(obj: Context, job_name: str, count: int, after: str | None) -> 
         times = [f.at.astimezone(tz) for f in next_job_fires(JobSchedule((expr,), zone), start, count).fires]
         for t in times:
             utc = f"  ({t.astimezone(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')})" if t.utcoffset() else ""
-            click.echo(f"    {t.strftime('%Y-%m-%d %a %H:%M %Z')}{utc}")
+            click.echo(f"    {t.strftime('%Y-%m-%d %a %H:%M %Z')}{utc}{mark(windows, t, zone)}")
         if not times:  # an at() or a cron's last year gone by: said, not an empty list
             click.echo(f"    never fires after {start.isoformat(timespec='minutes')}")
 
 
-def _next_with_calendar(cs: CalendarSchedule, start: datetime, count: int) -> None:
+def _next_with_calendar(cs: CalendarSchedule, start: datetime, count: int,
+                        marked: Callable[[datetime], str] = lambda t: "") -> None:
     """A calendar job's next fires (``count`` in all), each moved one saying from where and why,
     and the closed days skipped among them saying why (contract/business_fires.py)."""
     from jobplane.compiler.calendar_plan import rule_words
@@ -235,7 +285,7 @@ def _next_with_calendar(cs: CalendarSchedule, start: datetime, count: int) -> No
     window = next_job_fires(JobSchedule(cs.schedule, cs.timezone, cs), start, count)
     zone = ZoneInfo(cs.timezone)
     lines = [(f.at.astimezone(zone).replace(tzinfo=None), f"    {f.at.astimezone(zone).strftime('%Y-%m-%d %a %H:%M %Z')}"
-              + (f"  ({f.note})" if f.note else "")) for f in window.fires]
+              + (f"  ({f.note})" if f.note else "") + marked(f.at)) for f in window.fires]
     lines += [(s.at.replace(tzinfo=None), f"    {s.at.strftime('%Y-%m-%d %a %H:%M')}  skipped: closed ({s.reason})")
               for s in window.skipped]
     for _, line in sorted(lines, key=lambda x: x[0]):

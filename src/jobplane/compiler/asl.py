@@ -47,7 +47,8 @@ import dataclasses
 import json
 from typing import Any
 
-from jobplane.compiler import jsonata
+from jobplane.compiler import blackout_states, jsonata
+from jobplane.contract.blackouts import JobWindow
 from jobplane.compiler.model import Job, Step
 from jobplane.compiler.state_data import ATTEMPT, BACKOFF, FAILED_STEP, steps_slot
 from jobplane.compiler.kinds import GroupKind
@@ -135,14 +136,16 @@ def _initial_slots(steps: list[Step]) -> JsonObject:
 
 
 #: The states _order puts before the steps, and where.
-_FIRST = {sn.Role.CLAIM: 0, sn.Role.START: 1, sn.Role.UPSTREAM: 1, sn.Role.ROUTE: 2}
+_FIRST = {sn.Role.BLACKOUT: -1, sn.Role.CLAIM: 0, sn.Role.START: 1, sn.Role.UPSTREAM: 1, sn.Role.ROUTE: 2}
 
 
 class _Builder:
     ddb_retry = DDB_RETRY  # a group's record writes (a map item's record) retry as the job's own
 
-    def __init__(self, job: Job, prefix: str, pools: dict[str, int] | None = None):
+    def __init__(self, job: Job, prefix: str, pools: dict[str, int] | None = None,
+                 windows: list[JobWindow] | None = None):
         self.job = job
+        self.windows = windows or []  # its blackout windows (compiler/blackout_states.py)
         self.prefix = prefix
         self.pools = pools or {}  # jobplane.toml [pools]: the size each pooled step's claim allows
         self.entries: dict[str, str] = {}  # a pooled step's first state (its ticket), for Route
@@ -165,6 +168,8 @@ class _Builder:
         self.skip_states()
         self.failure_tail()
         self.graph.start_at = sn.CLAIM_FIRST
+        if self.windows:
+            self.graph.start_at = blackout_states.add_states(self, self.windows, sn.CLAIM_FIRST, PUT_ITEM, DDB_RETRY)
         body = self.graph.to_dict(order=sorted(self.graph, key=self._order))
         return {
             "Comment": f"jobplane job {self.job.name} (team {self.job.team}); compiled, do not edit",
@@ -769,9 +774,11 @@ class _Builder:
         return name
 
 
-def build_definition(job: Job, prefix: str, pools: dict[str, int] | None = None) -> JsonObject:
-    """``pools``: jobplane.toml's [pools] (needed only by a job whose steps hold one)."""
-    return _Builder(job, prefix, pools).build()
+def build_definition(job: Job, prefix: str, pools: dict[str, int] | None = None,
+                     windows: list[JobWindow] | None = None) -> JsonObject:
+    """``pools``: jobplane.toml's [pools] (needed only by a job whose steps hold one);
+    ``windows``: its blackout windows resolved (compiler/blackouts.py job_windows)."""
+    return _Builder(job, prefix, pools, windows).build()
 
 
 def render(definition: JsonObject) -> str:

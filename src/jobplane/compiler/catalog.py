@@ -14,6 +14,7 @@ from jobplane.contract import layout, names
 from jobplane.contract.catalog import (CATALOG_VERSION, Catalog, CatalogAfter, CatalogJob, CatalogStep, CatalogTeam,
                                        NotifySettings, Runbook, StepRetry)
 from jobplane.contract.config import PlatformConfig
+from jobplane.compiler.blackouts import job_windows
 from jobplane.compiler.calendars import calendar_schedule, deployed_schedule
 from jobplane.contract.types import JsonObject
 
@@ -26,6 +27,13 @@ def _calendar_fields(lj: LoadedJob, config: PlatformConfig) -> JsonObject:
         return {}
     return {"rules": list(cs.schedule), "calendar": cs.calendar,
             "on_closed_day": cs.on_closed_day}
+
+
+def _blackout_fields(lj: LoadedJob, config: PlatformConfig) -> JsonObject:
+    """A job in blackout windows: each window with its occurrences (what every reader of its
+    fires checks a fire against: the fire ledger, deadlines, `next`, the portal)."""
+    windows = job_windows(lj.job, config)
+    return {"blackouts": [w.as_json() for w in windows]} if windows else {}
 
 
 def step_entry(step: Step) -> CatalogStep:
@@ -63,7 +71,7 @@ def build_catalog(jobs: list[LoadedJob], config: PlatformConfig, state_counts: d
             params_budget=lj.params_budget, after=[CatalogAfter(job=a.job, on=a.on) for a in job.after])
         # fields the compiler sets only when they apply (the catalog leaves unset fields out)
         updates = ({k: v for k, v in (("missed_after", job.missed_after), ("deadline", job.deadline)) if v is not None}
-                   | _calendar_fields(lj, config)
+                   | _calendar_fields(lj, config) | _blackout_fields(lj, config)
                    # typed params: their JSON Schema, which every starter validates against (contract/params.py)
                    | ({"params_schema": job.param_set.schema()} if job.param_set.typed else {}))
         entries.append(CatalogJob.model_validate(entry.model_dump(exclude_unset=True) | updates) if updates else entry)

@@ -20,6 +20,7 @@ import threading
 from typing import Protocol
 
 from jobplane.compiler import asl, terraform
+from jobplane.compiler.blackouts import job_windows
 from jobplane.compiler.validate import LoadedJob
 from jobplane.contract.config import PlatformConfig
 from jobplane.contract.types import JsonObject
@@ -43,7 +44,7 @@ def count_states(definition: JsonObject) -> int:
 def job_output(lj: LoadedJob, config: PlatformConfig) -> tuple[int, JsonObject]:
     """The job's state count (for the catalog) and its Terraform document (rendered after its
     team's roles are shared: compiler/shared_roles.py)."""
-    definition = asl.build_definition(lj.job, config.name_prefix, config.pools)
+    definition = asl.build_definition(lj.job, config.name_prefix, config.pools, job_windows(lj.job, config))
     return count_states(definition), terraform.job_module(lj.job, asl.render(definition), config)
 
 

@@ -543,6 +543,9 @@ class Job(Model):
     pool: PoolUse | None = field(Nullable(Nested(lambda: PoolUse)), None, before=_pool_shorthand,
                                  json_schema=_POOL_SCHEMA, description=(
                                      "The pool every step of the job draws on unless it names its own (docs/pools.md)."))
+    blackout: list[str] = field(ListOf(Str()), factory=list, description=(
+        "Blackout windows of jobplane.toml's [blackouts] the job's scheduled fires are skipped or deferred in "
+        "(docs/dsl.md#blackout-windows); its team's [teams.<t>] blackout are added."))
 
     @classmethod
     def construct(cls, values: JsonObject) -> Job:

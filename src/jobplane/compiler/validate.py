@@ -33,6 +33,7 @@ from jobplane.compiler.params import schedule_problems as params_schedule_proble
 from jobplane.compiler.credential_checks import credential_warnings
 from jobplane.compiler.pool_checks import pool_problems
 from jobplane.compiler.secret_scope import scope_problems
+from jobplane.compiler.blackouts import blackout_problems
 from jobplane.compiler.calendars import calendar_problems, deployed_schedule
 from jobplane.compiler.calendars import names_unknown_country
 from jobplane.compiler.executors import by_executor
@@ -249,6 +250,7 @@ def _check_file(path: Path, source: str, outcome: Evaluated, config: PlatformCon
                         for executor, steps in by_executor(job.runnable_steps())
                         for where, message in executor.job_problems(job, steps))
         problems.extend(pool_problems(source, job, config))
+        problems.extend(blackout_problems(source, job, config))
         problems.extend(found := calendar_problems(source, job, config))
         if job.calendar is not None and not found and names[-1][1] \
                 and not names_unknown_country(config.calendars, job.calendar):  # told against jobplane.toml

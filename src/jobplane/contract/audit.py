@@ -271,8 +271,50 @@ class Other(AuditEvent):
         return cls(job, action, execution, details)
 
 
+@dataclass(frozen=True)
+class DeferredRun(AuditEvent):
+    """The platform started ``started``, the run a ``defer`` blackout window owed the job once
+    the window ended (platform/blackouts.py): the last fire it deferred, and how many."""
+
+    ACTION: ClassVar[str] = "blackout-deferred-run"
+    started: str = ""
+    window: str = ""
+    fire: str = ""
+    deferred: int = 0
+
+    @property
+    def execution(self) -> str | None:
+        return self.started
+
+    def details(self) -> JsonObject:
+        return {"window": self.window, "fire": self.fire, "deferred": self.deferred}
+
+    @classmethod
+    def read(cls, action: str, job: str, execution: str | None, details: JsonObject) -> AuditEvent:
+        return cls(job, execution or "", _str(details.get("window")) or "", _str(details.get("fire")) or "",
+                   _int(details.get("deferred")) or 0)
+
+
+@dataclass(frozen=True)
+class BreakGlass(AuditEvent):
+    """A change to ``job`` deployed during its own freeze window (``jobplane plan --break-glass``):
+    the window, who and why (compiler/freeze.py)."""
+
+    ACTION: ClassVar[str] = "break-glass"
+    window: str = ""
+    change: str = ""
+
+    def details(self) -> JsonObject:
+        return {"window": self.window, "change": self.change}
+
+    @classmethod
+    def read(cls, action: str, job: str, execution: str | None, details: JsonObject) -> AuditEvent:
+        return cls(job, _str(details.get("window")) or "", _str(details.get("change")) or "")
+
+
 KINDS: tuple[type[AuditEvent], ...] = (Run, Rerun, Stop, Pause, Resume, Snooze, Unsnooze, Acknowledge, ReleaseClaim, StartBackfill,
-                                       CancelBackfill, ResumeBackfill, CatchUp, RerunItems, ResendAlert)
+                                       CancelBackfill, ResumeBackfill, CatchUp, RerunItems, ResendAlert,
+                                       DeferredRun, BreakGlass)
 _BY_ACTION: dict[str, type[AuditEvent]] = {k.ACTION: k for k in KINDS} | {Rerun.FROM_FAILED_STEP: Rerun}
 
 

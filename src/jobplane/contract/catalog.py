@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from jobplane.contract.blackouts import JobWindow, windows_of
 from jobplane.contract.business_fires import CalendarSchedule
 from jobplane.contract.calendars import CatalogCalendar
 from jobplane.contract.layout import CATALOG_FILE, catalog_parts
@@ -119,6 +120,14 @@ class CatalogJob(_Model):
     def param_set(self) -> ParamSet:
         """The job's parameters, typed or plain (contract/params.py)."""
         return params_from_schema(self.params_schema, self.params)
+    # The blackout windows it is in (contract/blackouts.py), each with its occurrences as UTC
+    # intervals: written only when it names one, so other entries stay as they were.
+    blackouts: list[JsonObject] = Field(default_factory=list)
+
+    @property
+    def windows(self) -> list[JobWindow]:
+        """Its blackout windows (contract/blackouts.py: a fire inside one is skipped or deferred)."""
+        return windows_of(self.blackouts)
 
     @property
     def step_names(self) -> list[str]:

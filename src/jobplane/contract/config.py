@@ -6,11 +6,13 @@ may own jobs and their Slack channels, and where definitions and compiled output
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jobplane.contract.blackouts import BlackoutSettings, parse_blackouts
 from jobplane.contract.calendar_config import CalendarSettings, parse_calendars
 from jobplane.contract.deploy_settings import DeploySettings
 from jobplane.contract.root_shards import MAX_ROOTS
@@ -45,6 +47,8 @@ class Team:
     # the customer managed KMS keys its secrets and SecureString parameters are encrypted with (key
     # ARNs): its jobs' roles may decrypt with them through Secrets Manager and SSM only
     secret_keys: tuple[str, ...] = ()
+    # blackout windows of [blackouts] every job of the team is in besides its own `blackout`
+    blackout: tuple[str, ...] = ()
 
     def may_notify(self, channel: str) -> bool:
         return channel == self.channel or channel in self.notify_channels
@@ -157,6 +161,7 @@ class PlatformConfig:
     #: may keep a slot (compiler/pool_checks.py checks both at validate)
     pool_access: dict[str, PoolAccess] = field(default_factory=dict)
     calendars: CalendarSettings = field(default_factory=CalendarSettings)  # [calendars]: business days
+    blackouts: BlackoutSettings = field(default_factory=BlackoutSettings)  # [blackouts]: contract/blackouts.py
 
     @property
     def jobs_path(self) -> Path:
@@ -229,7 +234,7 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
         if not isinstance(t, dict):
             continue  # shape_problems names it
         _check_keys(bad, f"teams.{name}", t, {"channel", "members", "secrets", "notify_channels", "roots",
-                                               "secret_keys"})
+                                               "secret_keys", "blackout"})
         roots = t.get("roots", 1)
         if type(roots) is not int or not 1 <= roots <= MAX_ROOTS:
             bad(f"teams.{name}.roots: how many Terraform roots the team's jobs are split "
@@ -255,7 +260,7 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
         teams[name] = Team(name=name, channel=t.get("channel"),
                            members=tuple(members) if isinstance(members, list) else (),
                            secrets=tuple(allowed), notify_channels=tuple(notify), roots=roots,
-                           secret_keys=tuple(keys))
+                           secret_keys=tuple(keys), blackout=_team_blackout(bad, name, t.get("blackout", [])))
     dev_raw = dict(data.get("dev", {}))
     dev_known = {"data_dir", "aws_port", "portal_port", "env", "services", "dev_user", "faults"}
     _check_keys(bad, "dev", dev_raw, dev_known)
@@ -332,7 +337,8 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
     pool_problems, pools, pool_access = parse_pools(data.get("pools", {}), set(teams))
     for problem in pool_problems:
         bad(problem)
-    unknown_top = set(data) - {"platform", "teams", "dev", "terraform", "deploy", "evaluation", "quotas", "pools", "calendars"}
+    unknown_top = set(data) - {"platform", "teams", "dev", "terraform", "deploy", "evaluation", "quotas", "pools", "calendars",
+                          "blackouts"}
     if unknown_top:
         bad(f"unknown sections: {', '.join(sorted(unknown_top))}")
     for shape in shapes:  # every string the compiler may write into Terraform, checked for its own shape
@@ -343,12 +349,33 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
         bad(problem)
     calendars, calendar_problems = parse_calendars(CONFIG_FILE, data.get("calendars"), set(teams))
     problems.extend(calendar_problems)  # each names the file and the field already
+    blackouts, blackout_problems = parse_blackouts(CONFIG_FILE, data.get("blackouts"), set(teams),
+                                                   set(calendars.calendars))
+    problems.extend(blackout_problems)
+    if blackouts.windows and blackouts.years[0] > blackouts.years[1]:
+        if calendars.years[0] <= calendars.years[1]:
+            blackouts = dataclasses.replace(blackouts, years=calendars.years)
+        else:
+            bad("blackouts.years: [first, last], the years whose windows are compiled (e.g. [2026, 2028]); "
+                "without it, [calendars] years")
+    for team in teams.values():
+        for i, window in enumerate(team.blackout):
+            if window not in blackouts.windows:
+                bad(f"teams.{team.name}.blackout[{i}]: {window!r} is no window of [blackouts]")
     if problems:
         raise ConfigError(problems)
     return PlatformConfig(root=root, teams=teams, dev=DevConfig(env=env, services=services, **dev_raw),
                           platform_admins=admins, terraform=backend, deploy=deploy or DeploySettings(),
                           evaluation=evaluation, quotas=dict(quotas), pools=pools, pool_access=pool_access,
-                          calendars=calendars, **plat)
+                          calendars=calendars, blackouts=blackouts, **plat)
+
+
+def _team_blackout(bad: Callable[[str], None], team: str, raw: object) -> tuple[str, ...]:
+    """``[teams.<t>] blackout``: the windows every job of the team is in (names checked by the caller)."""
+    if not isinstance(raw, list) or not all(isinstance(w, str) for w in raw):
+        bad(f"teams.{team}.blackout: a list of window names of [blackouts]")
+        return ()
+    return tuple(raw)
 
 
 def _terraform_backend(bad: Callable[[str], None], tf: object) -> TerraformBackend | None:

@@ -139,7 +139,8 @@ ATTR_AFTER_RUNS = "after_runs"
 def feed_of(status: str) -> str | None:
     """The gsi2 feed an execution record of ``status`` joins: failures, skips, missed fires;
     a success joins none."""
-    return {"SUCCEEDED": None, "SKIPPED": SKIPS_PARTITION, "MISSED": MISSED_PARTITION}.get(status, FAILURES_PARTITION)
+    return {"SUCCEEDED": None, "SKIPPED": SKIPS_PARTITION, "MISSED": MISSED_PARTITION,
+            "BLACKED_OUT": SKIPS_PARTITION}.get(status, FAILURES_PARTITION)
 
 
 def status_partition(status: str) -> str:

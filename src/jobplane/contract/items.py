@@ -189,7 +189,8 @@ def execution_record(*, execution: Text, execution_arn: Text | None, job: str, t
                      steps: Text | None = None,
                      failed_step: Text | None = None, skip_reason: str | None = None,
                      blocked_by: Text | None = None, error: str | None = None,
-                     only_if_new: bool = False, alert_pending: bool = False, abort_reason: str | None = None) -> Put:
+                     only_if_new: bool = False, alert_pending: bool = False, abort_reason: str | None = None,
+                     blackout: str | None = None, blackout_action: str | None = None) -> Put:
     """The final record of a run or a skip (docs/data-model.md).
 
     It joins the job's history (gsi1, by start time) and, unless it succeeded or the platform
@@ -208,6 +209,8 @@ def execution_record(*, execution: Text, execution_arn: Text | None, job: str, t
         item["skip_reason"] = skip_reason
     if abort_reason is not None:
         item[dm.ATTR_ABORT_REASON] = abort_reason
+    if blackout is not None:  # BLACKED_OUT: the window (contract/blackouts.py) and what it does
+        item |= {"blackout": blackout, "blackout_action": blackout_action}
     feed = None if abort_reason is not None else dm.feed_of(status.value)
     if feed is not None:
         item |= {"gsi2pk": feed, "gsi2sk": finished_at}

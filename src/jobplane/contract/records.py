@@ -218,6 +218,9 @@ class ExecutionRecord:
     after_runs: tuple[str, ...] = field(default=(), metadata=doc("runs of jobs this run's end started"))
     after_jobs: tuple[str, ...] = ()  # ...and their jobs
     alert_pending: bool = False  # recorded by the reconciler, its alert not yet published
+    blackout: str | None = field(default=None, metadata=doc(
+        "a BLACKED_OUT fire: the blackout window it fell inside (contract/blackouts.py)"))
+    blackout_action: str | None = None  # ...and what the window does with it: skip or defer
 
     @property
     def input(self) -> ExecutionInput:
@@ -242,6 +245,7 @@ class ExecutionRecord:
             after_runs=tuple(sorted(p.get(dm.ATTR_AFTER_RUNS, ()))),
             after_jobs=tuple(sorted(p.get(dm.ATTR_AFTER_JOBS, ()))),
             alert_pending=dm.ATTR_ALERT_PENDING in p,
+            blackout=_text(p, "blackout"), blackout_action=_text(p, "blackout_action"),
         )
 
     def to_item(self) -> Item:
@@ -255,7 +259,8 @@ class ExecutionRecord:
             requested_by=self.requested_by, input_json=_dumps(self.given), started_at=self.started_at,
             finished_at=self.finished_at, steps=None if self.steps is None else _dumps(self.steps),
             failed_step=self.failed_step, skip_reason=self.skip_reason, blocked_by=self.blocked_by, error=self.error,
-            alert_pending=self.alert_pending, abort_reason=self.abort_reason)
+            alert_pending=self.alert_pending, abort_reason=self.abort_reason, blackout=self.blackout,
+            blackout_action=self.blackout_action)
         later: JsonObject = {
             dm.ATTR_EXPIRES_AT: self.expires_at,
             "timeline": _dumps([a.to_json() for a in self.timeline]) if self.transitions is not None else None,

@@ -56,6 +56,7 @@ class Role(str, Enum):
     POOL_WAITING = "pool waiting"  # a map item found its pool full: its item record says WAITING
     POOL_RUNNING = "pool running"  # a map item that waited holds its slots: its item record says RUNNING
     ITEMS_KEY = "items key"  # a map draws where its list is written and read (contract/map_items.py)
+    BLACKOUT = "blackout"  # a scheduled fire inside a blackout window: decided, recorded (contract/blackouts.py)
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,13 @@ UPSTREAM_CHECK = "Upstream: check"
 UPSTREAM_ONCE = "Upstream: once"
 UPSTREAM_CARRY = "Upstream: carry"
 UPSTREAM_NOTHING = "Upstream: nothing to do"
+BLACKOUT = "Blackout"  # the StartAt of a job in blackout windows (compiler/blackout_states.py)
+_BLACKOUT_RECORD = "Blackout: "
+
+
+def blackout_record(window: str) -> str:
+    """Records a fire inside ``window`` (a [blackouts] name: lower-case letters, digits, '-')."""
+    return f"{_BLACKOUT_RECORD}{window}"
 
 _FIXED: dict[str, Role] = {
     START: Role.START, START_DEFAULTS: Role.START, START_MERGE: Role.START, INVALID_INPUT: Role.START,
@@ -254,6 +262,9 @@ def classify(name: str) -> StateName:
         return StateName(name, _FIXED[name])
     if name in _SKIP_RECORDS:
         return StateName(name, Role.SKIP_RECORD, reason=_SKIP_RECORDS[name])
+    if name == BLACKOUT or (name.startswith(_BLACKOUT_RECORD)
+                            and re.fullmatch(r"[a-z][a-z0-9-]{0,39}", name[len(_BLACKOUT_RECORD):])):
+        return StateName(name, Role.BLACKOUT)
     m = _STEP_STATE.fullmatch(name)
     if m is None or not STEP_NAME_RE.fullmatch(m["step"]) or len(m["step"]) > STEP_NAME_MAX:
         raise ValueError(f"not a state name the compiler makes: {name[:100]!r}")

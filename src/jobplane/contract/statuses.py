@@ -18,6 +18,9 @@ class ExecutionStatus(str, Enum):
     SKIPPED = "SKIPPED"
     #: Not an execution: a scheduled fire that neither ran nor was skipped (platform/missed.py)
     MISSED = "MISSED"
+    #: A scheduled fire inside one of the job's blackout windows (contract/blackouts.py): recorded,
+    #: not run, not alerted; never MISSED, its deadline suspended. Its record names the window.
+    BLACKED_OUT = "BLACKED_OUT"
 
 
 #: Finished statuses that block a SKIP_IF_FAILED job until a run succeeds or someone acknowledges.

@@ -259,6 +259,7 @@ class DevPlatform:
 
         # what a lost status event would have done (the local engine loses none while it runs;
         # a crash of `jobplane dev` can, as AWS can)
+        from jobplane.platform.blackouts import DeferredRuns
         from jobplane.platform.deadlines import DeadlineWatch
         from jobplane.platform.missed import MissedFires
         from jobplane.platform.pool_slots import PoolSweep
@@ -269,6 +270,7 @@ class DevPlatform:
         # and every expected fire is accounted for: a missed one is recorded and alerted
         checks = [catchup.LostEndings(self.control.context, aws.reconciler()).check,
                   catchup.UpstreamCatchUp(self.control.runs).check,
+                  DeferredRuns(self.control.runs, clock=self.clock).check,  # defer windows that ended
                   MissedFires(self.control.runs, aws.client("sns"), self.deployment.topic_arn, aws.client("sqs"),
                               clock=self.clock, workers=1,  # the scheduler's time; threads only contend
                               outages=lambda: scheduler.outages).check,

@@ -50,6 +50,7 @@ from jobplane.contract.notifications import NotificationMessage, Outcome, event_
 from jobplane.contract.records import ExecutionRecord, JobState
 from jobplane.contract.statuses import Event, ExecutionStatus, Trigger
 from jobplane.contract.types import Client, Item, JsonObject
+from jobplane.contract.blackouts import outside
 from jobplane.platform.backfill_model import plan_fires
 from jobplane.platform.context import PlatformContext
 from jobplane.platform.run_history import RunHistory
@@ -200,7 +201,8 @@ class DeadlineWatch:
         recorded = {o.fire: o for o in self.outcomes(entry.name, execution_input.iso(since))}
         said = self._outbox(entry, recorded.values())
         try:
-            expected = fires(self.context, entry, since, now)
+            # a fire inside a blackout window has no deadline (suspended: contract/blackouts.py)
+            expected = outside(entry.windows, fires(self.context, entry, since, now))
         except ValueError as e:
             log.warning("%s: no fires to hold to the deadline: %s", entry.name, e)
             return said

@@ -51,6 +51,7 @@ from typing import Callable, Sequence
 
 from jobplane.contract import datamodel as dm
 from jobplane.contract import execution_input, names
+from jobplane.contract.blackouts import blackout_of, outside
 from jobplane.contract.catalog import CatalogJob
 from jobplane.contract.notifications import NotificationMessage, Outcome, event_of, publish
 from jobplane.contract.statuses import Event, ExecutionStatus, Trigger
@@ -238,6 +239,7 @@ class MissedFires:
             return False
         try:
             fires = planned.fires(entry, since + timedelta(milliseconds=1), end, self.context.schedule_anchors(entry))
+            fires = outside(entry.windows, fires)  # a blacked-out fire claims nothing (contract/blackouts.py)
         except ValueError:
             return False
         if claimed and newest is not None:  # a count without a newest claim returned above
@@ -285,6 +287,9 @@ class MissedFires:
             watermark, claims = max(since, cut), None
         pauses = self._pauses(entry, since, end, ledger) if missed else []
         missed = [f for f in missed if not _inside(f, pauses)]
+        if entry.blackouts:  # a fire inside a blackout window is never MISSED, nor closes an episode
+            missed = [f for f in missed if blackout_of(entry.windows, parse_iso(f)) is None]
+            ran = [f for f in ran if blackout_of(entry.windows, parse_iso(f)) is None]
         # every fire that ran closes an open episode, also one claimed after ``until`` (the
         # watermark moves on to the newest claimed fire: a fire after it is in the next window)
         if not window:

@@ -112,6 +112,7 @@ def handler(event: JsonObject, context: object = None) -> JsonObject:
     env = RuntimeEnvironment.from_environment()
     deployment = Deployment.from_environment(env)
     from jobplane.platform.backfill import BackfillDriver, Backfills
+    from jobplane.platform.blackouts import DeferredRuns
     from jobplane.platform.catchup import LostEndings, UpstreamCatchUp
     from jobplane.platform.deadlines import DeadlineWatch
     from jobplane.platform.missed import MissedFires
@@ -135,6 +136,8 @@ def handler(event: JsonObject, context: object = None) -> JsonObject:
                        ("stalled", lambda: [s.execution for s in StallWatch(reads, sns, deployment.topic_arn).check()]),
                        ("reconciled", LostEndings(context, reconciler).check),
                        ("caught_up", UpstreamCatchUp(runs).check),
+                       # the run a defer blackout window owes its job once it ends (platform/blackouts.py)
+                       ("deferred", DeferredRuns(runs).check),
                        ("missed", MissedFires(runs, sns, deployment.topic_arn, boto3.client("sqs")).check),
                        # each fire of a job with a deadline: met, or alerted once (platform/deadlines.py)
                        ("deadlines", DeadlineWatch(reads, sns, deployment.topic_arn).check),

@@ -15,7 +15,7 @@ from fastapi.templating import Jinja2Templates
 from jobplane import __version__
 from jobplane.platform.backfill import Backfills
 from jobplane.platform.control import ControlPlane, Forbidden
-from jobplane.portal import calendar_view, errors, run_marks, views
+from jobplane.portal import blackout_view, calendar_view, errors, run_marks, views
 from jobplane.portal.auth import AlbKeys, RateLimiter, User, identify
 from jobplane.portal.csrf import Csrf
 from jobplane.portal.errors import PortalError
@@ -52,6 +52,7 @@ class Portal:
                            run_marks=run_marks.render)
         env.globals["job_rows"] = RowRenderer(env.get_template("_job_row.html"))
         env.filters["rule_words"] = calendar_view.rule_words
+        env.filters.update(blackout_mark=blackout_view.fire_mark, blackout_window=blackout_view.window_line)
 
     @cached_property
     def teams(self) -> list[str]:
