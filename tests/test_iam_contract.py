@@ -305,6 +305,12 @@ def lambda_role_calls(job_doc: dict[str, Any], r: Resolver) -> list[Call]:
                                        ("dynamodb:GetItem", progress.READ_ATTRIBUTES)):
                 calls.append(Call(action, table, {"dynamodb:LeadingKeys": [progress.pk("run-1")],
                                                   "dynamodb:Attributes": sorted(attributes)}, "progress"))
+            # a scheduled fire's calendar defaults, when its steps resolve them (runner/main.py)
+            definition = next(iter(job_doc["resource"]["aws_sfn_state_machine"].values()))["definition"]
+            if "JOBPLANE_PARAM_DEFAULTS" in definition:
+                calls.append(Call("dynamodb:UpdateItem", table, {
+                    "dynamodb:LeadingKeys": [progress.pk("run-1")],
+                    "dynamodb:Attributes": sorted(progress.PARAMS_ATTRIBUTES)}, "resolved params"))
     return calls
 
 

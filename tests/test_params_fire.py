@@ -172,6 +172,27 @@ def test_the_runner_task_role_may_record_the_resolved_params_and_nothing_more(
     other = Call(call.action, call.resource, {"dynamodb:LeadingKeys": ["EXEC#run-iam"],
                                               "dynamodb:Attributes": sorted(names)}, "a run's record")
     assert not allowed(statements, other)
+    # the job's Lambda step records with its runner function's role: the compiled role has the same
+    # statement (and a job without calendar defaults has none)
+    from jobplane.compiler import asl
+    from jobplane.compiler.model import Job
+    from jobplane.compiler.terraform import job_module
+    from jobplane.contract.config import PlatformConfig
+
+    for params, expected in (({"month": {"$param": "month", "default": "last_closed"}}, True),
+                             ({"month": "2026-04"}, False)):
+        job = Job.from_definition({"name": "fn-close", "team": "billing", "timezone": "UTC", "params": params,
+                                   "steps": [{"name": "close", "lambda": "sample_apps.functions:with_context"}]})
+        doc = job_module(job, asl.compile_job(job, bm.PREFIX), PlatformConfig(root=Path("."), name_prefix=bm.PREFIX))
+        (role,) = doc["resource"]["aws_lambda_function"]
+        table_arn = bm.resolve("${aws_dynamodb_table.jobplane.arn}", {})
+        found = [bm.resolve(st, {"local.platform.table_arn": table_arn})
+                 for st in doc["data"]["aws_iam_policy_document"][role]["statement"] if st["sid"] == "RecordResolvedParams"]
+        assert bool(found) is expected, params
+        if found:
+            assert allowed(found, call) and not allowed(found, other)
+            assert sorted([c["values"] for c in found[0]["condition"]
+                           if c["variable"] == "dynamodb:Attributes"][0]) == sorted(cp.PARAMS_ATTRIBUTES)
 
 
 def test_a_backfill_resolves_each_fires_calendar_defaults_and_records_them_in_its_input(

@@ -49,6 +49,19 @@ def progress_statements(table_arn: str) -> list[JsonObject]:
             statement("ReadStepCheckpoint", ["dynamodb:GetItem"], [table_arn], held_to(progress.READ_ATTRIBUTES))]
 
 
+def resolved_params_statement(table_arn: str) -> JsonObject:
+    """What a runner's role needs to record a scheduled fire's calendar defaults as it resolved
+    them (the ``#params`` item of the run's progress partition, docs/dsl.md "Typed parameters"):
+    the base module's ECS runner role has it (terraform/platform/runner.tf ``runner_params``); a
+    job's Lambda runner role gets it when the job has calendar defaults."""
+    from jobplane.contract import progress
+
+    return statement("RecordResolvedParams", ["dynamodb:UpdateItem"], [table_arn], [
+        {"test": "ForAllValues:StringLike", "variable": "dynamodb:LeadingKeys", "values": [progress.pk("*")]},
+        {"test": "ForAllValues:StringEquals", "variable": "dynamodb:Attributes",
+         "values": list(progress.PARAMS_ATTRIBUTES)}])
+
+
 def assume(service: str) -> JsonObject:
     return {"statement": [{
         "effect": "Allow", "actions": ["sts:AssumeRole"],

@@ -24,7 +24,7 @@ from jobplane.compiler.executors.base import Attempt, AttemptBuilder, TerraformC
 from jobplane.compiler.overrides import function_environment, longest_source, step_environment
 from jobplane.compiler.state_data import ERROR
 from jobplane.compiler.states import Catch, Choice, Graph, Retry, Task
-from jobplane.compiler.terraform_iam import ACCOUNT, PARTITION, REGION, assume, progress_statements, secret_scope_tags, secret_statements, statement
+from jobplane.compiler.terraform_iam import ACCOUNT, PARTITION, REGION, assume, progress_statements, resolved_params_statement, secret_scope_tags, secret_statements, statement
 from jobplane.contract import lambda_step
 from jobplane.contract import states as sn
 from jobplane.contract.types import JsonObject
@@ -221,6 +221,8 @@ class LambdaExecutor:
             *reads,
             # its steps' jobplane.progress / metric / resume_from, as the ECS runner role's
             *progress_statements("${local.platform.table_arn}"),
+            # a scheduled fire's calendar defaults, recorded as its runner resolved them
+            *([resolved_params_statement("${local.platform.table_arn}")] if job.param_set.calendar_defaults() else []),
         ]
         docs[role] = {"statement": statements}
         tf.roles[role] = {"name": lambda_step.role_name(prefix, job.name),
