@@ -191,7 +191,8 @@ class PlatformConfig:
 
 
 #: The prefix of every derived AWS name (issue 40 item 7: a prefix reached the Terraform JSON unchecked).
-NAME_PREFIX_RE = re.compile(r"[a-z][a-z0-9-]{0,20}")
+NAME_PREFIX_MAX = 21
+NAME_PREFIX_RE = re.compile(r"[a-z][a-z0-9-]{0,%d}" % (NAME_PREFIX_MAX - 1))
 
 
 def load_config(root: Path | str = ".") -> PlatformConfig:

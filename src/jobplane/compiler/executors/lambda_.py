@@ -77,7 +77,11 @@ def environment_problems(job: Job, steps: list[Step]) -> Iterator[tuple[str, str
     if not steps:
         return
     sources = {k: longest_source(v) for s in steps for k, v in sorted(s.secrets.items())}
-    environment = function_environment(job, steps, sources)
+    # the table's name is the deployment's name prefix: measured at its longest, as each ARN
+    from jobplane.contract import progress
+    from jobplane.contract.config import NAME_PREFIX_MAX
+
+    environment = function_environment(job, steps, sources) | {progress.ENV_TABLE: "x" * NAME_PREFIX_MAX}
     size = lambda_step.environment_size(environment)
     if size <= lambda_step.ENVIRONMENT_LIMIT:
         return
