@@ -28,6 +28,15 @@ def _calendar_fields(lj: LoadedJob, config: PlatformConfig) -> JsonObject:
             "on_closed_day": cs.on_closed_day}
 
 
+def _pool_peak(job: Job) -> JsonObject:
+    """The slots a run of ``job`` holds at once at most, per pool (its peak, compiler/peak.py):
+    set only when it holds a pool, so a catalog without pools is as it was."""
+    from jobplane.compiler.quota_usage import job_peak
+
+    pools = dict(job_peak(job).pools)
+    return {"pool_peak": pools} if pools else {}
+
+
 def step_entry(step: Step) -> CatalogStep:
     # set only when the step holds a pool, so a catalog without pools is as it was
     pool: dict[str, Any] = {"pool": step.pool.name} if step.pool is not None else {}
@@ -61,7 +70,7 @@ def build_catalog(jobs: list[LoadedJob], config: PlatformConfig, state_counts: d
             params_budget=lj.params_budget, after=[CatalogAfter(job=a.job, on=a.on) for a in job.after])
         # fields the compiler sets only when they apply (the catalog leaves unset fields out)
         updates = ({k: v for k, v in (("missed_after", job.missed_after), ("deadline", job.deadline)) if v is not None}
-                   | _calendar_fields(lj, config))
+                   | _calendar_fields(lj, config) | _pool_peak(job))
         entries.append(CatalogJob.model_validate(entry.model_dump(exclude_unset=True) | updates) if updates else entry)
     teams = [team] if team else sorted({lj.job.team for lj in jobs} | set(config.teams))
     return Catalog(version=CATALOG_VERSION, name_prefix=config.name_prefix,

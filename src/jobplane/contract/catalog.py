@@ -107,6 +107,10 @@ class CatalogJob(_Model):
     rules: list[str] = Field(default_factory=list)  # the schedule as declared (business(...) rules, cron, at)
     calendar: CatalogCalendar | None = None
     on_closed_day: str = "skip"
+    # pool -> the slots one run holds at once at most (compiler/peak.py, as `jobplane plan
+    # --starts` adds them up); set only for a job that holds a pool: the timeline's next-24h
+    # view draws each pool's expected demand from its fires (portal/timeline_fires.py)
+    pool_peak: dict[str, int] = Field(default_factory=dict)
 
     @property
     def step_names(self) -> list[str]:

@@ -5,6 +5,7 @@ way, so a client (or a test) gets exactly what the page shows.
   sort, page and page size), in one BatchGetItem per 100 jobs.
 * ``GET /api/jobs/{job}/grid``: the job page's runs by step (portal/run_grid.py).
 * ``GET /api/timeline``: a day's runs and pools' use (portal/timeline_svg.py), as the page draws them.
+* ``GET /api/timeline/next``: the next 24 hours' fires and pools' expected demand (portal/timeline_fires.py).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 
 from jobplane.platform.control import JOB_SORTS
-from jobplane.portal import run_grid, run_marks, timeline_pages, timeline_svg
+from jobplane.portal import run_grid, run_marks, timeline_fires, timeline_pages, timeline_svg
 from jobplane.portal.api import Reader, _errors
 from jobplane.portal.job_pager import PAGE_MAX, PER_PAGE, PER_PAGE_MAX
 from jobplane.portal.job_rows import STATE_ATTRIBUTES
@@ -156,3 +157,61 @@ def timeline(request: Request, day: str | None = timeline_pages.DayQuery(),
                                      started_at=u.started_at, finished_at=u.finished_at) for u in r.pooled])
         for r in runs], pools=[PoolOut(pool=p, points=[PoolPointOut(at=x.at, held=x.held, waiting=x.waiting) for x in pts])
                                for p, pts in timeline_svg.pool_use(runs).items()])
+
+
+class JobFiresOut(BaseModel):
+    job: str
+    team: str
+    fires: list[str] = Field(description="its fires in the window, UTC, in order")
+    pool_peak: dict[str, int] = Field(description="pool -> the slots a run holds at once at most")
+    holds_for: int = Field(description="seconds a run is taken to hold them (its expected_duration, else "
+                                       f"{timeline_fires.ASSUMED_RUN})")
+    words: str
+    url: str
+
+
+class DemandPointOut(BaseModel):
+    at: str
+    slots: int = Field(description="slots the fires would ask for from this time on")
+
+
+class PoolDemandOut(BaseModel):
+    pool: str
+    points: list[DemandPointOut]
+
+
+class TeamHoursOut(BaseModel):
+    team: str
+    fires_per_hour: list[int] = Field(description="24 counts, the first the hour from `from`")
+
+
+class NextFiresOut(BaseModel):
+    from_: str = Field(alias="from", description="the window's start (now, UTC)")
+    to: str = Field(description="24 hours later")
+    fires: int = Field(description="every fire in the window (of every job the filter keeps)")
+    jobs_firing: int
+    page: int
+    pages: int
+    jobs: list[JobFiresOut] = Field(description="the page's jobs, by team, then name")
+    teams: list[TeamHoursOut] = Field(description="every job the filter keeps, not only the page's")
+    pools: list[PoolDemandOut] = Field(description="each pool's expected demand, of every job the filter keeps")
+
+
+@router.get("/timeline/next", response_model=NextFiresOut, response_model_by_alias=True,
+            summary="The next 24 hours' scheduled fires by team, and pools' expected demand (the timeline's next view)",
+            description="Each scheduled job's fires from now for 24 hours, as its deployed schedules fire (the same "
+                        "fires as `jobplane next`), `page` of `per_page` jobs at a time; each team's fires per hour "
+                        "and each pool's expected demand over every job `team` keeps.")
+def timeline_next(request: Request, team: str | None = Query(None, max_length=100),
+                  page: int = Query(1, ge=1, le=PAGE_MAX), per_page: int = Query(PER_PAGE, ge=1, le=PER_PAGE_MAX),
+                  portal: Portal = Reader) -> object:
+    view = timeline_pages.fires_view(portal, team or None)
+    shown, pages = timeline_pages.fires_page(view, page, per_page)
+    return NextFiresOut.model_validate({
+        "from": view.start.isoformat(), "to": view.end.isoformat(), "fires": view.fire_count,
+        "jobs_firing": len(view.jobs), "page": min(page, pages), "pages": pages,
+        "jobs": [JobFiresOut(job=j.job, team=j.team, fires=[t.isoformat() for t in j.fires], pool_peak=dict(j.pool_peak),
+                             holds_for=j.holds_for, words=timeline_fires.job_words(j), url=j.url) for j in shown],
+        "teams": [TeamHoursOut(team=t, fires_per_hour=c) for t, c in timeline_fires.hour_counts(view).items()],
+        "pools": [PoolDemandOut(pool=p, points=[DemandPointOut(at=x.at.isoformat(), slots=x.slots) for x in pts])
+                  for p, pts in view.demand.items()]})
