@@ -137,26 +137,32 @@ class PoolOut(BaseModel):
 
 class TimelineOut(BaseModel):
     day: str
-    runs: list[DayRunOut] = Field(description="by start")
-    pools: list[PoolOut]
+    runs: list[DayRunOut] = Field(description="the runs of the page's jobs (by team, then name), by start")
+    runs_that_day: int = Field(description="every run of the day the filters keep")
+    page: int
+    pages: int
+    pools: list[PoolOut] = Field(description="each pool's use by every run of the day the filters keep")
 
 
 @router.get("/timeline", response_model=TimelineOut, responses=_errors(400), summary="A day's runs across jobs, and pools' use (the timeline page)",
             description="Every run that started on `day` (UTC; today without it) and has ended, with the pool slots "
-                        "its steps waited for and held; `team` and `status` keep only those.")
+                        "its steps waited for and held; `team` and `status` keep only those; the runs of `page` of "
+                        "`per_page` jobs (as the page draws them), the pools' use of every run kept.")
 def timeline(request: Request, day: str | None = timeline_pages.DayQuery(),
              team: str | None = Query(None, max_length=100), status: str | None = Query(None, max_length=40),
+             page: int = Query(1, ge=1, le=PAGE_MAX), per_page: int = Query(PER_PAGE, ge=1, le=PER_PAGE_MAX),
              portal: Portal = Reader) -> object:
     shown = timeline_pages.chosen_day(day)
-    runs = timeline_pages.day_runs(portal, shown, team or None, status or None)
-    return TimelineOut(day=shown, runs=[
+    every = timeline_pages.day_runs(portal, shown, team or None, status or None)
+    runs, pages = timeline_svg.page_of(every, page, per_page)
+    return TimelineOut(day=shown, runs_that_day=len(every), page=min(page, pages), pages=pages, runs=[
         DayRunOut(execution=r.execution, job=r.job, team=r.team, status=r.status, started_at=r.started_at,
                   finished_at=r.finished_at, scheduled_time=r.scheduled_time, words=timeline_svg.words(r),
                   url=f"/executions/{r.execution}",
                   pooled=[PoolUseOut(pool=u.pool, weight=u.weight, step=u.step, waiting_since=u.waiting_since,
                                      started_at=u.started_at, finished_at=u.finished_at) for u in r.pooled])
         for r in runs], pools=[PoolOut(pool=p, points=[PoolPointOut(at=x.at, held=x.held, waiting=x.waiting) for x in pts])
-                               for p, pts in timeline_svg.pool_use(runs).items()])
+                               for p, pts in timeline_svg.pool_use(every).items()])
 
 
 class JobFiresOut(BaseModel):

@@ -14,21 +14,26 @@ Why a cache: 5,000 jobs fire about 90,000 times in 24 hours (bench/portal.py's f
 each out on every request costs seconds. A job's fires over the hour's window (this hour and the
 next 25) depend only on its schedule, zone, calendar and anchors, and most jobs share those with
 others, so each distinct schedule is worked out once an hour (:class:`FireCache`); a request only
-cuts the window [now, now + 24 h] out of each job's list (two bisections a job).
+cuts the window [now, now + 24 h] and its hours out of each distinct schedule's list, once, and
+asks only a rate() job for its anchors. A page draws a page of jobs (the jobs page's 100), the
+teams' fires per hour and the pools over every job.
 """
 
 from __future__ import annotations
 
 import threading
 from bisect import bisect_left
+from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from datetime import datetime, timedelta, timezone
 from html import escape
 from urllib.parse import quote
 
 from jobplane.contract.catalog import CatalogJob
 from jobplane.contract.job_fires import job_fires
+from jobplane.contract.schedule_kinds import kind_of
 
 HOURS = 24
 #: seconds a run of a job without ``expected_duration`` is taken to hold its pool's slots
@@ -57,6 +62,7 @@ class JobFires:
     fires: tuple[datetime, ...]
     pool_peak: tuple[tuple[str, int], ...]
     holds_for: int  # seconds a run is expected to hold its pools' slots
+    per_hour: tuple[int, ...] = ()  # its fires in each hour of the window
 
     @property
     def url(self) -> str:
@@ -117,23 +123,85 @@ class FireCache:
 CACHE = FireCache()
 
 
+class ViewCache:
+    """The view of each (minute, team) and its pictures, for the minute: the window starts at the
+    next whole minute, so every request of a minute has the same answer (the catalog's entries the
+    same object: a new catalog, a new view). The first request of a minute works it out."""
+
+    KEPT = 16
+
+    def __init__(self) -> None:
+        self._views: dict[tuple[datetime, str | None, int], tuple[object, NextFires, dict[int, str]]] = {}
+        self._lock = threading.Lock()
+
+    def view(self, entries: dict[str, CatalogJob], anchors_of: Callable[[CatalogJob], Anchors], now: datetime,
+             team: str | None) -> NextFires:
+        key = (_window_start(now), team, id(entries))
+        with self._lock:
+            found = self._views.get(key)
+        if found is not None and found[0] is entries:
+            return found[1]
+        view = next_fires(list(entries.values()), anchors_of, now, team)
+        with self._lock:
+            if len(self._views) >= self.KEPT:
+                self._views.pop(next(iter(self._views)))
+            self._views[key] = (entries, view, {})
+        return view
+
+    def svg(self, view: NextFires, page: int, shown: Sequence[JobFires]) -> str:
+        """The picture of ``page`` of ``view`` (drawn once a minute)."""
+        with self._lock:
+            found = next((v for v in self._views.values() if v[1] is view), None)
+        if found is None:
+            return svg(view, shown)
+        drawn = found[2].get(page)
+        if drawn is None:
+            drawn = found[2][page] = svg(view, shown)
+        return drawn
+
+    def clear(self) -> None:
+        with self._lock:
+            self._views.clear()
+
+
+VIEWS = ViewCache()
+
+
+def _window_start(now: datetime) -> datetime:
+    return now.astimezone(timezone.utc).replace(second=0, microsecond=0) + timedelta(minutes=1)
+
+
 def next_fires(entries: Sequence[CatalogJob], anchors_of: Callable[[CatalogJob], Anchors], now: datetime,
                team: str | None = None, cache: FireCache = CACHE) -> NextFires:
     """The fires of ``entries`` (of ``team``) from the next whole minute after ``now`` (a fire
     this minute has been, EventBridge fires at whole minutes) for 24 hours (a fire at the window's
     end left to the next window), and each pool's expected demand."""
-    start = now.astimezone(timezone.utc).replace(second=0, microsecond=0) + timedelta(minutes=1)
+    start = _window_start(now)
     end = start + timedelta(hours=HOURS)
+    bounds = [start + timedelta(hours=h) for h in range(1, HOURS)]
     out = []
+    # per schedule (its cached list, kept here so that its id is not reused meanwhile): cut once
+    cut: dict[int, tuple[tuple[datetime, ...], tuple[datetime, ...], tuple[int, ...]]] = {}
     for e in sorted(entries, key=lambda e: (e.team, e.name)):
         if not e.scheduled or (team and e.team != team):
             continue
-        known = cache.fires(e, anchors_of(e), start)
-        fires = known[bisect_left(known, start):bisect_left(known, end)]
+        known = cache.fires(e, anchors_of(e) if _counts_from_deployment(tuple(e.schedule)) else (), start)
+        if id(known) not in cut:
+            fires = known[bisect_left(known, start):bisect_left(known, end)]
+            edges = [0, *(bisect_left(fires, b) for b in bounds), len(fires)]
+            cut[id(known)] = known, fires, tuple(b - a for a, b in zip(edges, edges[1:]))
+        _, fires, per_hour = cut[id(known)]
         if fires:
             out.append(JobFires(e.name, e.team, e.timezone, fires, tuple(sorted(e.pool_peak.items())),
-                                e.expected_duration or ASSUMED_RUN))
+                                e.expected_duration or ASSUMED_RUN, per_hour))
     return NextFires(start, end, tuple(out), demand(out, end))
+
+
+@lru_cache(maxsize=4096)
+def _counts_from_deployment(schedule: tuple[str, ...]) -> bool:
+    """Whether a schedule counts its fires from its deployment (a rate()): only those need
+    their anchors (a GetSchedule each, cached: platform/anchors.py)."""
+    return any(kind_of(expression).counts_from_deployment for expression in schedule)
 
 
 def demand(jobs: Sequence[JobFires], end: datetime) -> dict[str, tuple[DemandPoint, ...]]:
@@ -192,10 +260,11 @@ def fire_words(j: JobFires, t: datetime) -> str:
 def hour_counts(view: NextFires) -> dict[str, list[int]]:
     """Each team's fires in each hour of the window (hour 0: the first 60 minutes from its start)."""
     out: dict[str, list[int]] = {}
-    for j in view.jobs:
-        counts = out.setdefault(j.team, [0] * HOURS)
-        for t in j.fires:
-            counts[min(int((t - view.start).total_seconds() // 3600), HOURS - 1)] += 1
+    same = Counter((j.team, j.per_hour) for j in view.jobs)  # jobs of one schedule share their counts
+    for (team, per_hour), jobs in same.items():
+        counts = out.setdefault(team, [0] * HOURS)
+        for h, n in enumerate(per_hour):
+            counts[h] += n * jobs
     return out
 
 

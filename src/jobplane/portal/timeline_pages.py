@@ -52,20 +52,24 @@ def chosen_day(day: str | None) -> str:
 
 @router.get("/timeline", response_class=HTMLResponse)
 def timeline_page(request: Request, day: str | None = DayQuery(), team: str | None = Query(None, max_length=100),
-                  status: str | None = Query(None, max_length=40)) -> Response:
+                  status: str | None = Query(None, max_length=40), page: int = Query(1, ge=1, le=PAGE_MAX)) -> Response:
     portal = portal_of(request)
     shown = chosen_day(day)
-    runs = day_runs(portal, shown, team or None, status or None)
+    every = day_runs(portal, shown, team or None, status or None)
+    runs, pages = timeline_svg.page_of(every, page, PER_PAGE)
+    page = min(page, pages)
+    query = {k: v for k, v in (("day", day or ""), ("team", team or ""), ("status", status or "")) if v}
+    links = {n: f"/timeline?{urlencode(query | ({'page': str(n)} if n > 1 else {}))}".rstrip("?")
+             for n in (page - 1, page + 1) if 1 <= n <= pages}
     return portal.render(request, "timeline.html", day=shown, team=team or "", chosen_status=status or "", teams=portal.teams,
-                         statuses=timeline_svg.STATUSES, runs=runs, picture=timeline_svg.svg(shown, runs),
-                         pools=timeline_svg.pool_use(runs), words=timeline_svg.words)
+                         statuses=timeline_svg.STATUSES, runs=runs, every=len(every), page=page, pages=pages, links=links,
+                         picture=timeline_svg.svg(shown, runs, every=every), words=timeline_svg.words)
 
 
 def fires_view(portal: Portal, team: str | None, now: datetime | None = None) -> timeline_fires.NextFires:
     """The next 24 hours' fires of the catalog's jobs (of ``team``), from now (portal/timeline_fires.py)."""
     control = portal.control
-    return timeline_fires.next_fires(list(control.entries.values()), control.schedule_anchors,
-                                     now or datetime.now(timezone.utc), team)
+    return timeline_fires.VIEWS.view(control.entries, control.schedule_anchors, now or datetime.now(timezone.utc), team)
 
 
 def fires_page(view: timeline_fires.NextFires, page: int, per_page: int) -> tuple[tuple[timeline_fires.JobFires, ...], int]:
@@ -86,6 +90,6 @@ def next_fires_page(request: Request, team: str | None = Query(None, max_length=
     links = {n: f"/timeline/next?{urlencode(query | ({'page': str(n)} if n > 1 else {}))}".rstrip("?")
              for n in (page - 1, page + 1) if 1 <= n <= pages}
     return portal.render(request, "timeline_next.html", view=view, shown=shown, page=page, pages=pages, links=links,
-                         team=team or "", teams=portal.teams, picture=timeline_fires.svg(view, shown),
+                         team=team or "", teams=portal.teams, picture=timeline_fires.VIEWS.svg(view, page, shown),
                          job_words=timeline_fires.job_words, per_page=PER_PAGE,
                          each_up_to=timeline_fires.EACH_UP_TO)
