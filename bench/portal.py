@@ -66,6 +66,7 @@ from jobplane.platform.control import ControlPlane, Deployment  # noqa: E402
 from jobplane.platform.local.engine import ACCOUNT, LocalAWS  # noqa: E402
 from jobplane.portal.app import create_app  # noqa: E402
 from jobplane.portal.auth import mint_login_token  # noqa: E402
+from jobplane.portal import timeline_fires  # noqa: E402
 from jobplane.portal.job_pager import PER_PAGE  # noqa: E402
 from jobplane.portal.job_rows import STATE_ATTRIBUTES, JobRow  # noqa: E402
 from jobplane.portal.pages import STATUSES  # noqa: E402
@@ -302,6 +303,13 @@ def main() -> None:
                     counted.clear()
                     client.get(url)  # one more, its AWS requests counted
                     requests[label] = ", ".join(f"{n} {op}" for op, n in sorted(counted.items()))
+                # the next 24 hours' view is worked out once a minute (and each schedule's fires once an
+                # hour, portal/timeline_fires.py): what the first request of a minute, of an hour, costs
+                results["the next 24 hours' fires, a new minute's first request"] = _time(
+                    lambda: (timeline_fires.VIEWS.clear(), client.get("/timeline/next")), args.n)
+                results["the next 24 hours' fires, a new hour's first request"] = _time(
+                    lambda: (timeline_fires.VIEWS.clear(), timeline_fires.CACHE.clear(), client.get("/timeline/next")),
+                    max(3, args.n // 4))
             server.should_exit = True
             results[f"store only: jobs' state query ({args.jobs:,} items, GSI)"] = _time(control.repo.job_states, args.n)
             results[f"store only: the same, {len(STATE_ATTRIBUTES)} attributes (jobs page)"] = _time(

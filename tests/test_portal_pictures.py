@@ -460,3 +460,34 @@ def test_the_next_24_hours_fires_by_team_with_the_pools_expected_demand(page, pl
     ledger = next(p for p in served["pools"] if p["pool"] == "ledger-db")
     assert max(x["slots"] for x in ledger["points"]) == 2
     page.goto("/timeline/next")  # the page fixture checks the page's accessibility
+
+
+def test_a_busy_days_timeline_draws_a_page_of_jobs_with_every_runs_pools(page, platform: DevPlatform,  # type: ignore[no-untyped-def]
+                                                                        runs: dict[str, str], pooled: list[str]) -> None:
+    """At 5,000 jobs a day's picture of every run was megabytes: it draws a page of jobs (by team,
+    then name) and says how many pages; the pools' use is every run's, whichever page."""
+    from playwright.sync_api import expect
+
+    repo = platform.control.repo
+    day = repo.execution(runs["failed"]).started_at[:10]  # type: ignore[union-attr]
+    records = [x for job in platform.control.entries for x in repo.executions(job, 100).items
+               if x.started_at and x.started_at[:10] == day]
+    jobs = sorted({(x.team, x.job) for x in records})
+    assert len(jobs) >= 3 and "ledger-load" in {j for _, j in jobs}
+    whole = page.request.get(f"/api/timeline?day={day}").json()
+    assert whole["pages"] == 1 and whole["runs_that_day"] == len(records)
+    seen = []
+    for n in range(1, len(jobs) + 1):
+        served = page.request.get(f"/api/timeline?day={day}&per_page=1&page={n}").json()
+        assert served["pages"] == len(jobs) and served["runs_that_day"] == len(records)
+        assert {r["job"] for r in served["runs"]} == {jobs[n - 1][1]}
+        assert served["pools"] == whole["pools"]  # every run's use of the pool, on every page
+        seen += [r["execution"] for r in served["runs"]]
+    assert sorted(seen) == sorted(x.execution for x in records)
+    # the page: ?page= past the last is the last; the picture and the table its jobs' runs
+    from jobplane.portal import job_pager
+
+    assert len(jobs) <= job_pager.PER_PAGE  # here one page: every run drawn, no pager
+    page.goto(f"/timeline?day={day}&page=9")
+    expect(page.locator("svg.timeline g.run")).to_have_count(len(records))
+    expect(page.locator("nav.pager")).to_have_count(0)

@@ -119,6 +119,10 @@ class FireCache:
                     self._fires[key] = found
         return found
 
+    def clear(self) -> None:
+        with self._lock:
+            self._hour, self._fires = None, {}
+
 
 CACHE = FireCache()
 
@@ -297,8 +301,8 @@ def svg(view: NextFires, shown: Sequence[JobFires] | None = None) -> str:
         total = sum(counts)
         body.append(f'<g class="team-fires" data-team="{escape(team)}" data-fires="{total}">'
                     f'<text class="team" x="4" y="{y + 12}" font-size="12" font-weight="bold" fill="#0f172a">'
-                    f'{escape(team)}</text><text x="4" y="{y + 25}" font-size="10" fill="#475569">{total} fires, '
-                    f'per hour</text>{bars}</g>')
+                    f'{escape(team)}</text><text x="4" y="{y + 25}" font-size="10" fill="#475569">{total} fire{"s" if total != 1 else ""}, '
+                    f'bars by hour</text>{bars}</g>')
         y += TEAM_ROW
         for j in jobs:
             words = job_words(j)
