@@ -1,6 +1,6 @@
 """Portal latency with a big store: 1,000 jobs and 20,000 executions.
 
-    .venv/bin/python bench/portal.py [--jobs 1000] [--executions 20000] [-n 50]
+    .venv/bin/python bench/portal.py [--jobs 1000] [--executions 20000] [--day-runs 5000] [-n 50]
 
 Compiles 1,000 generated jobs (bench/jobtree.py's generator), deploys the measured one on the
 embedded local AWS in server mode, writes 20,000 execution records shaped as the state machines write them
@@ -17,6 +17,11 @@ issue 66 item 3: every page, the jobs page filtered by each status and the job p
 job included). The jobs' states are as the state machines leave them: 1% of the jobs running
 (their claim held), 1% paused, 2% never run, the others' last runs 8% failed; one more job, a
 calendar job (business days, jobplane.toml's jp-business), has its page measured too.
+The pictures (issue 70) are measured beside them, on the same store: the jobs page and a job
+page draw their marks and grid from what the reconciler writes at each run's end (each job's
+RECENT item, each day's RUNS# items: written here for every seeded run, and ``--day-runs`` more
+runs on one busy day); the timeline of a seeded day and of the busy day, the next 24 hours' fires
+of every job, and their APIs (the same target: p95 <= 100 ms).
 ``--repo DIR``: generate and compile the jobs into DIR once and reuse them on the next run (the
 compile is not measured; at 5,000 jobs it takes minutes). The "store only" lines show how much of a page is the local store rather than the
 portal (docs/local-engine.md: the DynamoDB read fixes); the "rows only" lines, the jobs page's
@@ -35,7 +40,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -47,6 +52,10 @@ from jobtree import write_repo  # noqa: E402  (the benches' one job generator)
 
 from jobplane.compiler.output import compile_all, write_output  # noqa: E402
 from jobplane.contract import datamodel as dm  # noqa: E402
+from jobplane.contract import recent_runs as rr  # noqa: E402
+from jobplane.contract import run_days  # noqa: E402
+from jobplane.contract.recent_runs import KEPT, RecentRun  # noqa: E402
+from jobplane.contract.run_days import DayRun  # noqa: E402
 from jobplane.contract.bindings import asl_of  # noqa: E402
 from jobplane.contract.catalog import Catalog  # noqa: E402
 from jobplane.contract.clock import iso_millis  # noqa: E402
@@ -57,6 +66,7 @@ from jobplane.platform.control import ControlPlane, Deployment  # noqa: E402
 from jobplane.platform.local.engine import ACCOUNT, LocalAWS  # noqa: E402
 from jobplane.portal.app import create_app  # noqa: E402
 from jobplane.portal.auth import mint_login_token  # noqa: E402
+from jobplane.portal import timeline_fires  # noqa: E402
 from jobplane.portal.job_pager import PER_PAGE  # noqa: E402
 from jobplane.portal.job_rows import STATE_ATTRIBUTES, JobRow  # noqa: E402
 from jobplane.portal.pages import STATUSES  # noqa: E402
@@ -138,7 +148,42 @@ def seed(aws: LocalAWS, catalog: dict, executions: int, rng: random.Random) -> t
         pending = {table: [{"PutRequest": {"Item": {k: ser.serialize(v) for k, v in it.items()}}} for it in items[i:i + 25]]}
         while pending:
             pending = ddb.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}
-    return busy, items[executions // 20]["execution"]
+    return busy, items[executions // 20]["execution"], items[:executions]
+
+
+BUSY_DAY = "2026-03-02"
+
+
+def pictures_items(records: list[dict], day_runs: int, rng: random.Random) -> list[dict]:
+    """What the reconciler would have written at the end of each of ``records``' runs for the
+    pictures (issue 70): each job's RECENT item (its last 10 runs) and the days' items of the runs
+    (contract/run_days.py); and ``day_runs`` more runs on :data:`BUSY_DAY`, spread over the jobs, a
+    busy day (every job of 5,000 running daily)."""
+    by_job: dict[str, list[dict]] = defaultdict(list)
+    for r in records:
+        by_job[r["job"]].append(r)
+    items = []
+    for job, runs in by_job.items():
+        newest = sorted(runs, key=lambda r: r["started_at"], reverse=True)[:KEPT]
+        kept = tuple(RecentRun(r["execution"], r["status"], r["started_at"], r["finished_at"], r.get("scheduled_time"),
+                               r.get("failed_step")) for r in newest)
+        items.append(rr.recent_key(job) | {"job": {"S": job}, rr.ATTR_RUNS: {"S": rr.encode(kept)},
+                                           rr.ATTR_BREACHED: {"S": "[]"}, rr.ATTR_VERSION: {"N": "1"}})
+    lines: dict[tuple[str, str], list[str]] = defaultdict(list)
+    jobs = sorted(by_job)
+    day = [dict(r) for r in rng.choices(records, k=day_runs)]
+    start = datetime.fromisoformat(f"{BUSY_DAY}T00:00:00+00:00")
+    for i, r in enumerate(day):
+        began = start + timedelta(seconds=rng.randint(0, 86000))
+        r |= {"execution": f"busy{i:06d}", "job": jobs[i % len(jobs)], "started_at": iso_millis(began),
+              "finished_at": iso_millis(began + timedelta(seconds=rng.randint(5, 900)))}
+    for r in records + day:
+        run = DayRun(r["execution"], r["job"], r.get("team", ""), r["status"], r["started_at"], r["finished_at"],
+                     r.get("scheduled_time"))
+        lines[(run_days.day_pk(run.day), run_days.day_sk(run.job, run.started_at))].append(run.to_json())
+    for (pk, sk), texts in lines.items():
+        items.append({"pk": {"S": pk}, "sk": {"S": sk}, run_days.ATTR_LINES: {"SS": texts}})
+    return items
 
 
 def timed(client: httpx2.Client, url: str, n: int) -> list[float]:
@@ -169,6 +214,7 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1000)
     ap.add_argument("--executions", type=int, default=20000)
     ap.add_argument("-n", type=int, default=50)
+    ap.add_argument("--day-runs", type=int, default=5000, help="runs of the timeline's busy day")
     ap.add_argument("--repo", type=Path, help="generate and compile here once; reuse on the next run")
     args = ap.parse_args()
     rng = random.Random(7)
@@ -198,8 +244,16 @@ def main() -> None:
                     aws.deploy(entry["name"], asl_of((out / entry["asl"]).read_text()))
             print(f"deployed the measured jobs' state machines in {time.perf_counter() - t:.1f} s")
             t = time.perf_counter()
-            busy, execution = seed(aws, catalog, args.executions, rng)
+            busy, execution, records = seed(aws, catalog, args.executions, rng)
             print(f"wrote {args.executions} execution records in {time.perf_counter() - t:.1f} s")
+            t = time.perf_counter()
+            extra = pictures_items(records, args.day_runs, rng)
+            ddb = aws.client("dynamodb")
+            for i in range(0, len(extra), 25):
+                pending = {aws.resources["table_name"]: [{"PutRequest": {"Item": it}} for it in extra[i:i + 25]]}
+                while pending:
+                    pending = ddb.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}
+            print(f"wrote {len(extra)} items of the pictures (recent runs, days' runs) in {time.perf_counter() - t:.1f} s")
             deployment = Deployment(table=aws.resources["table_name"], topic_arn=aws.resources["topic_arn"],
                                     endpoint_url=aws.endpoint_url, catalog_path=out, log_group=aws.log_group,
                                     access_key_id=aws.credentials.access_key_id,
@@ -223,11 +277,19 @@ def main() -> None:
             control = ControlPlane(deployment)
             # what `jobplane dev` does once started (the records here stand for its restored snapshot)
             freeze_started_heap()
+            day_of_seed = records[len(records) // 2]["started_at"][:10]
             pages = {JOBS_PAGE: "/", "jobs page, filtered to one team": "/?team=billing",
                      "jobs page, its last page": f"/?page={-(-(args.jobs + 1) // PER_PAGE)}",
                      **{f"jobs page, status {status}": f"/?status={status}" for status in STATUSES},
                      JOB_PAGE: f"/jobs/{busy}", "job page of a calendar job": f"/jobs/{CALENDAR_JOB}",
-                     "execution page": f"/executions/{execution}", "API: one execution": f"/api/executions/{execution}"}
+                     "execution page": f"/executions/{execution}", "API: one execution": f"/api/executions/{execution}",
+                     # the pictures (issue 70): JOBS_PAGE above draws its jobs' marks, JOB_PAGE its grid
+                     "API: recent runs (first 100 jobs)": "/api/recent-runs", "API: the busy job's grid": f"/api/jobs/{busy}/grid",
+                     f"timeline, a seeded day ({day_of_seed})": f"/timeline?day={day_of_seed}",
+                     f"timeline, the busy day (+{args.day_runs:,} runs)": f"/timeline?day={BUSY_DAY}",
+                     "API: the busy day's timeline": f"/api/timeline?day={BUSY_DAY}",
+                     "timeline, the next 24 hours' fires": "/timeline/next",
+                     "API: the next 24 hours' fires": "/api/timeline/next"}
             results, requests = {}, {}
             counted: Counter[str] = Counter()  # the AWS requests the portal makes (the store's and others')
             portal_control = app.state.portal.control
@@ -241,6 +303,13 @@ def main() -> None:
                     counted.clear()
                     client.get(url)  # one more, its AWS requests counted
                     requests[label] = ", ".join(f"{n} {op}" for op, n in sorted(counted.items()))
+                # the next 24 hours' view is worked out once a minute (and each schedule's fires once an
+                # hour, portal/timeline_fires.py): what the first request of a minute, of an hour, costs
+                results["the next 24 hours' fires, a new minute's first request"] = _time(
+                    lambda: (timeline_fires.VIEWS.clear(), client.get("/timeline/next")), args.n)
+                results["the next 24 hours' fires, a new hour's first request"] = _time(
+                    lambda: (timeline_fires.VIEWS.clear(), timeline_fires.CACHE.clear(), client.get("/timeline/next")),
+                    max(3, args.n // 4))
             server.should_exit = True
             results[f"store only: jobs' state query ({args.jobs:,} items, GSI)"] = _time(control.repo.job_states, args.n)
             results[f"store only: the same, {len(STATE_ATTRIBUTES)} attributes (jobs page)"] = _time(

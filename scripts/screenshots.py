@@ -69,6 +69,7 @@ def shoot(portal_url: str, login_url: str, runs: dict[str, str], out: Path) -> l
         "portal-execution-rerun.png": f"/executions/{runs['rerun']}",
         "portal-backfill.png": f"/backfills/{runs['backfill']}",
         "portal-timeline.png": "/timeline",  # the day's runs across jobs (issue 70)
+        "portal-timeline-next.png": "/timeline/next",  # the next 24 hours' fires by team (issue 70)
     }
     written = []
     with sync_playwright() as pw:

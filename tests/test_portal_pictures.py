@@ -57,6 +57,22 @@ local jp = import 'jobplane.libsonnet';
 """
 
 
+#: A scheduled job holding ledger-db: it fires every hour and a run is expected to take 2 hours,
+#: so its fires would ask for 2 slots at once (the next 24 hours' view draws that demand).
+HOURLY_POOLED = """\
+local jp = import 'jobplane.libsonnet';
+{
+  name: 'ledger-hourly',
+  team: 'billing',
+  description: 'Posts the ledger every hour (pool ledger-db).',
+  schedule: 'cron(15 * * * ? *)',
+  expected_duration: '2h',
+  timeout: '3h',
+  steps: [jp.python('post', 'sample_apps.functions:boom', opts={ pool: 'ledger-db' })],
+}
+"""
+
+
 @pytest.fixture(scope="module")
 def platform(tmp_path_factory: pytest.TempPathFactory, slack: Receiver) -> Iterator[DevPlatform]:  # noqa: F811
     """The portal as `jobplane dev` serves it, over the test jobs and a job with a map."""
@@ -67,6 +83,7 @@ def platform(tmp_path_factory: pytest.TempPathFactory, slack: Receiver) -> Itera
     repo = make_repo(tmp / "repo")
     repo.write("jobs/billing/fanout.jsonnet", FANOUT)
     repo.write("jobs/billing/ledger-load.jsonnet", POOLED)
+    repo.write("jobs/billing/ledger-hourly.jsonnet", HOURLY_POOLED)
     toml = tmp / "repo" / "jobplane.toml"
     toml.write_text(toml.read_text() + '\n[pools.ledger-db]\nsize = 1\nteams = ["billing"]\n')
     p = DevPlatform(load_config(tmp / "repo"), tmp / "data", 0, 0, run_scheduler=False, run_services=False,
@@ -379,3 +396,98 @@ def test_a_fire_whose_deadline_was_breached_marks_its_run(page, platform: DevPla
     expect(mark.locator(".sr-only")).to_contain_text("deadline breached")
     others = page.locator("tr[data-job='flaky-load'] a.mark[data-breached]")
     expect(others).to_have_count(1)  # only the run of that fire
+
+
+def test_the_next_24_hours_fires_by_team_with_the_pools_expected_demand(page, platform: DevPlatform) -> None:  # type: ignore[no-untyped-def]
+    """The timeline's other view: every scheduled job's fires of the window the page names, as
+    the one enumerator of fires (contract/job_fires.py, `jobplane next`'s) counts them, by team;
+    a pool's demand from its jobs' peaks and expected durations; the team filter; the API."""
+    from datetime import datetime
+
+    from playwright.sync_api import expect
+
+    from jobplane.contract.job_fires import job_fires
+
+    control = platform.control
+    page.goto("/timeline")
+    page.click("a[href='/timeline/next']")
+    picture = page.locator("svg.timeline-next")
+    start = datetime.fromisoformat(picture.get_attribute("data-from") or "")
+    end = datetime.fromisoformat(picture.get_attribute("data-to") or "")
+    assert (end - start).total_seconds() == 24 * 3600
+    expected = {name: [f.at for f in job_fires(e, start, end, control.schedule_anchors(e)) if f.at < end]
+                for name, e in control.entries.items() if e.scheduled}  # a fire at the end: the next window's
+    expected = {name: fires for name, fires in expected.items() if fires}
+    assert len(expected["every-minute"]) == 24 * 60 and len(expected["ledger-hourly"]) == 24
+    rows = page.locator("svg.timeline-next g.job-fires")
+    expect(rows).to_have_count(len(expected))
+    assert {r.get_attribute("data-job"): int(r.get_attribute("data-fires") or 0) for r in rows.all()} == \
+        {name: len(fires) for name, fires in expected.items()}
+    # a job firing a few times: a mark a fire, at its time, each in words; a busy one: a band
+    hourly = page.locator("svg.timeline-next g.job-fires[data-job='ledger-hourly'] g.fire")
+    assert [datetime.fromisoformat(f.get_attribute("data-at") or "") for f in hourly.all()] == expected["ledger-hourly"]
+    assert "ledger-hourly (billing): fires" in (hourly.first.locator("title").text_content() or "")
+    busy = page.locator("svg.timeline-next g.job-fires[data-job='every-minute']")
+    expect(busy.locator("path.fire-band")).to_have_count(1)
+    assert "every 1 min" in (busy.locator("title").first.text_content() or "")
+    link = page.locator("svg.timeline-next a:has(g.job-fires[data-job='ledger-hourly'])")
+    assert link.get_attribute("href") == "/jobs/ledger-hourly"
+    # grouped by team: each team's fires counted per hour
+    teams = {t.get_attribute("data-team"): int(t.get_attribute("data-fires") or 0)
+             for t in page.locator("svg.timeline-next g.team-fires").all()}
+    by_team: dict[str, int] = {}
+    for name, fires in expected.items():
+        by_team[control.entries[name].team] = by_team.get(control.entries[name].team, 0) + len(fires)
+    assert teams == by_team
+    # ledger-db: a run an hour, each holding its one slot for 2 hours: 2 slots asked for at once
+    assert control.entries["ledger-hourly"].pool_peak == {"ledger-db": 1}
+    expect(page.locator("svg.timeline-next g.pool-demand[data-pool='ledger-db']")).to_have_attribute("data-slots-max", "2")
+    # the team filter
+    page.select_option("select[name=team]", "growth")
+    page.click("form.timeline-filters button[type=submit]")
+    growth = {r.get_attribute("data-job") for r in page.locator("svg.timeline-next g.job-fires").all()}
+    assert growth == {n for n in expected if control.entries[n].team == "growth"}
+    expect(page.locator("svg.timeline-next g.pool-demand")).to_have_count(0)  # no growth job holds a pool
+    # the API: the same fires, for the window it names
+    answer = page.request.get("/api/timeline/next")
+    assert answer.ok, answer.text()
+    served = answer.json()
+    start, end = datetime.fromisoformat(served["from"]), datetime.fromisoformat(served["to"])
+    again = {name: [f.at for f in job_fires(e, start, end, control.schedule_anchors(e)) if f.at < end]
+             for name, e in control.entries.items() if e.scheduled}
+    assert {j["job"]: [datetime.fromisoformat(t) for t in j["fires"]] for j in served["jobs"]} == \
+        {name: fires for name, fires in again.items() if fires}
+    ledger = next(p for p in served["pools"] if p["pool"] == "ledger-db")
+    assert max(x["slots"] for x in ledger["points"]) == 2
+    page.goto("/timeline/next")  # the page fixture checks the page's accessibility
+
+
+def test_a_busy_days_timeline_draws_a_page_of_jobs_with_every_runs_pools(page, platform: DevPlatform,  # type: ignore[no-untyped-def]
+                                                                        runs: dict[str, str], pooled: list[str]) -> None:
+    """At 5,000 jobs a day's picture of every run was megabytes: it draws a page of jobs (by team,
+    then name) and says how many pages; the pools' use is every run's, whichever page."""
+    from playwright.sync_api import expect
+
+    repo = platform.control.repo
+    day = repo.execution(runs["failed"]).started_at[:10]  # type: ignore[union-attr]
+    records = [x for job in platform.control.entries for x in repo.executions(job, 100).items
+               if x.started_at and x.started_at[:10] == day]
+    jobs = sorted({(x.team, x.job) for x in records})
+    assert len(jobs) >= 3 and "ledger-load" in {j for _, j in jobs}
+    whole = page.request.get(f"/api/timeline?day={day}").json()
+    assert whole["pages"] == 1 and whole["runs_that_day"] == len(records)
+    seen = []
+    for n in range(1, len(jobs) + 1):
+        served = page.request.get(f"/api/timeline?day={day}&per_page=1&page={n}").json()
+        assert served["pages"] == len(jobs) and served["runs_that_day"] == len(records)
+        assert {r["job"] for r in served["runs"]} == {jobs[n - 1][1]}
+        assert served["pools"] == whole["pools"]  # every run's use of the pool, on every page
+        seen += [r["execution"] for r in served["runs"]]
+    assert sorted(seen) == sorted(x.execution for x in records)
+    # the page: ?page= past the last is the last; the picture and the table its jobs' runs
+    from jobplane.portal import job_pager
+
+    assert len(jobs) <= job_pager.PER_PAGE  # here one page: every run drawn, no pager
+    page.goto(f"/timeline?day={day}&page=9")
+    expect(page.locator("svg.timeline g.run")).to_have_count(len(records))
+    expect(page.locator("nav.pager")).to_have_count(0)

@@ -36,6 +36,15 @@ def _blackout_fields(lj: LoadedJob, config: PlatformConfig) -> JsonObject:
     return {"blackouts": [w.as_json() for w in windows]} if windows else {}
 
 
+def _pool_peak(job: Job) -> JsonObject:
+    """The slots a run of ``job`` holds at once at most, per pool (its peak, compiler/peak.py):
+    set only when it holds a pool, so a catalog without pools is as it was."""
+    from jobplane.compiler.quota_usage import job_peak
+
+    pools = dict(job_peak(job).pools)
+    return {"pool_peak": pools} if pools else {}
+
+
 def step_entry(step: Step) -> CatalogStep:
     # each set only when the step sets it, so a catalog without them is as it was
     optional: dict[str, Any] = {"pool": step.pool.name} if step.pool is not None else {}
@@ -71,7 +80,7 @@ def build_catalog(jobs: list[LoadedJob], config: PlatformConfig, state_counts: d
             params_budget=lj.params_budget, after=[CatalogAfter(job=a.job, on=a.on) for a in job.after])
         # fields the compiler sets only when they apply (the catalog leaves unset fields out)
         updates = ({k: v for k, v in (("missed_after", job.missed_after), ("deadline", job.deadline)) if v is not None}
-                   | _calendar_fields(lj, config) | _blackout_fields(lj, config)
+                   | _calendar_fields(lj, config) | _blackout_fields(lj, config) | _pool_peak(job)
                    # typed params: their JSON Schema, which every starter validates against (contract/params.py)
                    | ({"params_schema": job.param_set.schema()} if job.param_set.typed else {}))
         entries.append(CatalogJob.model_validate(entry.model_dump(exclude_unset=True) | updates) if updates else entry)

@@ -116,13 +116,17 @@ class CatalogJob(_Model):
     # Typed params (contract/params.py): the JSON Schema every starter checks a run's params
     # against; None for a job of plain params only (``params`` are then its whole declaration).
     params_schema: JsonObject | None = None
+    # The blackout windows it is in (contract/blackouts.py), each with its occurrences as UTC
+    # intervals: written only when it names one, so other entries stay as they were.
+    blackouts: list[JsonObject] = Field(default_factory=list)
+    # pool -> the slots one run holds at once at most (compiler/peak.py, as `jobplane plan
+    # --starts` adds them up); set only for a job that holds a pool: the timeline's next-24h
+    # view draws each pool's expected demand from its fires (portal/timeline_fires.py)
+    pool_peak: dict[str, int] = Field(default_factory=dict)
 
     def param_set(self) -> ParamSet:
         """The job's parameters, typed or plain (contract/params.py)."""
         return params_from_schema(self.params_schema, self.params)
-    # The blackout windows it is in (contract/blackouts.py), each with its occurrences as UTC
-    # intervals: written only when it names one, so other entries stay as they were.
-    blackouts: list[JsonObject] = Field(default_factory=list)
 
     @property
     def windows(self) -> list[JobWindow]:

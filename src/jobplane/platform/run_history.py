@@ -19,6 +19,7 @@ import itertools
 import json
 import time
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 
 from jobplane.contract import recent_runs as rr
 from jobplane.contract import run_days
@@ -119,7 +120,7 @@ class RunHistory:
         runs: dict[str, DayRun] = {}
         for item in self._batch_get(run_days.day_keys(day), (run_days.ATTR_LINES,)):
             for text in sorted(item.get(run_days.ATTR_LINES, {}).get("SS", [])):
-                run = DayRun.from_json(text)
+                run = _day_run(text)
                 if run is not None and (run.execution not in runs or run.finished_at):
                     runs[run.execution] = run
         return sorted(runs.values(), key=lambda r: (r.started_at, r.execution))
@@ -157,6 +158,13 @@ class RunHistory:
                 # https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_BatchGetItem.html)
                 time.sleep(min(0.05 * 2 ** retry, 1.0))
         return found
+
+
+@lru_cache(maxsize=32768)
+def _day_run(text: str) -> DayRun | None:
+    """A day's line, parsed once: a line never changes (a run's end adds a new one), and parsing
+    a busy day's 5,000 lines again on every request was a third of the timeline's time."""
+    return DayRun.from_json(text)
 
 
 def _fires_text(fires: tuple[str, ...]) -> str:

@@ -98,8 +98,21 @@ def words(r: DayRun) -> str:
     return text
 
 
-def svg(day: str, runs: Sequence[DayRun], now: datetime | None = None) -> str:
-    """The day's picture: the runs by team and job on the day's axis (UTC), then each pool's use."""
+def page_of(runs: Sequence[DayRun], page: int, per_page: int) -> tuple[list[DayRun], int]:
+    """The runs of ``page``'s jobs (1-based; past the last: the last), the jobs by team then name
+    as drawn, and how many pages: a busy day of 5,000 jobs is drawn a page of jobs at a time, as
+    the jobs page lists them (one page of every run was ~4 MB of HTML and over a second)."""
+    jobs = sorted({(r.team or "(no team)", r.job) for r in runs})
+    pages = max(1, -(-len(jobs) // per_page))
+    page = min(page, pages)
+    kept = {job for _, job in jobs[(page - 1) * per_page:page * per_page]}
+    return [r for r in runs if r.job in kept], pages
+
+
+def svg(day: str, runs: Sequence[DayRun], now: datetime | None = None, every: Sequence[DayRun] | None = None) -> str:
+    """The day's picture: the runs by team and job on the day's axis (UTC), then each pool's use
+    (of ``every`` run of the day the filters keep when ``runs`` is a page of them)."""
+    every = runs if every is None else every
     start, end = day_bounds(day)
     now = now or datetime.now(timezone.utc)
     plot = WIDTH - LABEL - 10
@@ -131,7 +144,7 @@ def svg(day: str, runs: Sequence[DayRun], now: datetime | None = None) -> str:
     if not grouped:
         body.append(f'<text x="{LABEL}" y="{y + 12}" font-size="12" fill="#475569">no run on this day</text>')
         y += ROW
-    uses = pool_use(runs)
+    uses = pool_use(every)
     for pool, points in uses.items():
         y += 8
         top = max([p.held for p in points] + [p.waiting for p in points] + [1])
@@ -162,6 +175,7 @@ def svg(day: str, runs: Sequence[DayRun], now: datetime | None = None) -> str:
         y += POOL_ROW
     height = y + 8
     label = (f"Runs of {day} (UTC): {len(runs)} run(s) of {sum(len(j) for _, j in grouped)} job(s)"
+             + (f" drawn, of {len(every)} run(s) that day" if len(every) != len(runs) else "")
              + (f"; {len(uses)} pool(s)" if uses else ""))
     ticks = "".join(f'<line x1="{LABEL + plot * h / 24:.1f}" y1="{TOP - 6}" x2="{LABEL + plot * h / 24:.1f}" y2="{y}" '
                     f'stroke="#e2e8f0"/><text x="{LABEL + plot * h / 24:.1f}" y="{TOP - 10}" font-size="11" '
