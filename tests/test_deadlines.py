@@ -368,7 +368,8 @@ def test_a_running_steps_progress_eta_past_the_deadline_alerts_early(platform: D
     wait_for(lambda: len(posts(slack, "eta", "DEADLINE")) == 1)
     text = json.dumps(posts(slack, "eta", "DEADLINE")[0]["blocks"])
     ends = began + timedelta(minutes=10) + timedelta(minutes=990)
-    assert f"at this rate it ends {ends:%H:%M} UTC, after the deadline (due {fire + timedelta(hours=1):%H:%M} UTC)" in text
+    due = fire + timedelta(hours=1)  # the job's zone is UTC: its wall time, with the day
+    assert f"at this rate it ends {ends:%Y-%m-%d %H:%M} UTC, after the deadline (due {due:%Y-%m-%d %H:%M} UTC)" in text
     assert "10 of 1,000 tenants (1%)" in text
     assert outcome(platform, "eta", fire)["early"] is True
     assert denied(platform) == []

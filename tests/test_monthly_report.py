@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 from jobplane.cli.app import main
 from jobplane.contract import execution_input
 from jobplane.contract.attempts import Attempt
-from jobplane.contract.clock import iso_millis
+from jobplane.contract.clock import iso_millis, parse_iso
 from jobplane.contract.records import ExecutionRecord
 from jobplane.devserver.dev_platform import DevPlatform
 from jobplane.platform.monthly_report import BadMonth, last_month, month_bounds
@@ -66,7 +66,7 @@ def november(platform: DevPlatform) -> DevPlatform:
 
 EXPECTED = {
     "counts": {"ABORTED": 1, "FAILED": 1, "MISSED": 1, "SKIPPED": 1, "SUCCEEDED": 4},
-    "runs": 6, "success_rate": 4 / 6, "missed_fires": 1,
+    "runs": 5, "replaced": 1, "success_rate": 4 / 5, "missed_fires": 1,  # a REPLACED abort is not a run
     "duration": {"count": 4, "median_seconds": 90.0, "p95_seconds": 600.0},
     "start_delay": {"count": 6, "median_seconds": 5.0, "p95_seconds": 30.0},  # the skip started too
 }
@@ -83,7 +83,7 @@ def test_the_report_counts_the_jobs_own_month_from_its_records(november: DevPlat
     assert out["failures"][0]["step"] == "load" and "503" in out["failures"][0]["error"]
     text = CliRunner().invoke(main, ["--root", str(november.config.root), "report", JOB, "--month", "2026-11",
                                      "--data-dir", str(november.data_dir)], catch_exceptions=False).output
-    assert "  success rate: 66.7%" in text and "  duration (succeeded): median 1 min 30 s, p95 10 min 0 s" in text
+    assert "  success rate: 80.0%" in text and "  duration (succeeded): median 1 min 30 s, p95 10 min 0 s" in text
     assert "FAILED" in text and "report-0004 at load: ConnectionError" in text
 
 
@@ -93,7 +93,7 @@ def test_the_api_and_the_page_show_the_same_figures(november: DevPlatform) -> No
         assert {k: api[k] for k in EXPECTED} == EXPECTED
         page = client.get(f"/jobs/{JOB}/report", params={"month": "2026-11"}, headers=as_user(READER))
         assert page.status_code == 200
-        assert '<td data-figure="success-rate">66.7%</td>' in page.text
+        assert '<td data-figure="success-rate">80.0%</td>' in page.text
         assert '<td data-figure="missed">1</td>' in page.text and 'href="/executions/report-0004"' in page.text
         bad = client.get(f"/api/jobs/{JOB}/report", params={"month": "2026-13"}, headers=as_user(READER))
         assert bad.status_code == 400 and "YYYY-MM" in bad.text
@@ -119,6 +119,12 @@ def test_metrics_is_openmetrics_a_scraper_reads(november: DevPlatform) -> None:
     from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
     control = november.control
+    # a real run of the job: its state then says SUCCEEDED and when it ended
+    ran = control.run_now("other-team", "root@example.com", {})
+    november.aws.wait(november.deployment.execution_arn("other-team", ran), timeout=600)  # a hang guard
+    november.aws.wait_reconciled(november.deployment.execution_arn("other-team", ran), timeout=600)
+    ended = control.repo.execution(ran)
+    assert ended is not None and ended.status == "SUCCEEDED" and ended.finished_at
     control.pause("other-team", "root@example.com", "a scrape shows it")
     try:
         with TestClient(header_app(november)) as client:
@@ -131,11 +137,16 @@ def test_metrics_is_openmetrics_a_scraper_reads(november: DevPlatform) -> None:
     families = {f.name: f for f in text_string_to_metric_families(answer.text)}
     jobs = sorted(e.name for e in control.entries.values())
     assert families["jobplane_jobs"].samples[0].value == len(jobs)
-    paused = {s.labels["job"]: s.value for s in families["jobplane_job_paused"].samples}
+    paused = {s.labels["jobplane_job"]: s.value for s in families["jobplane_job_paused"].samples}
     assert sorted(paused) == jobs and paused["other-team"] == 1 and sum(paused.values()) == 1
     assert families["jobplane_job_last_status"].type == "stateset"
-    states = [s for s in families["jobplane_job_last_status"].samples if s.labels["job"] == "other-team"]
-    assert {s.labels["jobplane_job_last_status"] for s in states} >= {"SUCCEEDED", "FAILED", "MISSED"}
+    states = {s.labels["jobplane_job_last_status"]: s.value for s in families["jobplane_job_last_status"].samples
+              if s.labels["jobplane_job"] == "other-team"}
+    assert set(states) >= {"SUCCEEDED", "FAILED", "MISSED"} and [k for k, v in states.items() if v == 1] == ["SUCCEEDED"]
+    [finished] = [s for s in families["jobplane_job_last_finished_timestamp_seconds"].samples
+                  if s.labels["jobplane_job"] == "other-team"]
     assert families["jobplane_job_last_finished_timestamp_seconds"].unit == "seconds"
-    assert all(set(s.labels) <= {"job", "team", "jobplane_job_last_status"} for f in families.values()
+    assert abs(finished.value - parse_iso(ended.finished_at).timestamp()) < 1
+    # no label Prometheus sets itself (`job`), nor one per run
+    assert all(set(s.labels) <= {"jobplane_job", "team", "jobplane_job_last_status"} for f in families.values()
                for s in f.samples)

@@ -604,3 +604,41 @@ def test_a_rerun_from_the_failed_step_resumes_at_its_checkpoint_or_from_scratch(
     assert aws.wait(control.deployment.execution_arn("close-or-resume", over), timeout=600).status == "FAILED"
     assert [json.loads(line) for line in out.read_text().splitlines()] == [
         {"resumed": None}, {"resumed": "t-0002"}, {"resumed": None}]
+
+
+class _RefusingSns:
+    """An SNS client whose Publish fails (a throttle, a KMS error): what the stall check must
+    survive without losing the alert."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+
+    def publish(self, **_: Any) -> Any:
+        raise RuntimeError("Throttling: Rate exceeded")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+def test_a_stall_whose_alert_was_not_published_is_announced_by_the_next_pass(
+        closing: tuple[LocalAWS, ControlPlane], tmp_path: Path) -> None:
+    from datetime import datetime, timedelta, timezone
+
+    from jobplane.platform.stalls import StallWatch
+
+    aws, control = closing
+    release = tmp_path / "release"
+    arn, name = _held_run(aws, control, release)
+    try:
+        [p] = control.step_progress(name)
+        later = datetime.fromtimestamp(p.updated_at, timezone.utc) + timedelta(minutes=2)
+        sns = aws.client("sns")
+        refused = StallWatch(control.reads, _RefusingSns(sns), control.deployment.topic_arn, clock=lambda: later)
+        with pytest.raises(RuntimeError, match="Throttling"):
+            refused.check()  # the periodic pass fails (Lambda retries it)
+        again = StallWatch(control.reads, sns, control.deployment.topic_arn, clock=lambda: later)
+        assert [(s.execution, s.step) for s in again.check()] == [(name, "read")]  # told now, once
+        assert again.check() == []
+    finally:
+        release.write_text("go")
+    assert aws.wait(arn, timeout=600).status == "SUCCEEDED"

@@ -62,9 +62,6 @@ ATTR_EXPIRES_AT = "expires_at"  # the table's TTL attribute (contract/datamodel.
 ATTR_STALLED_FOR = "stalled_for"
 #: Written by a re-run from a step, never by the runner: the run whose checkpoint it copied.
 ATTR_RESUMED_FROM = "resumed_from"
-#: What a re-run's checkpoint item holds (the portal's and operator's IAM: their dynamodb:Attributes).
-SEED_ATTRIBUTES = ("pk", "sk", ATTR_ATTEMPT, ATTR_CURSOR, ATTR_RESUMED_FROM, ATTR_STARTED_AT, ATTR_UPDATED_AT,
-                   ATTR_EXPIRES_AT)
 ATTR_PARAMS = "params"  # a scheduled fire's calendar defaults, as the runner resolved them (contract/params.py)
 #: The ``sk`` of the run's item of resolved params, beside its steps' (no step name starts with '#').
 PARAMS_SK = "#params"

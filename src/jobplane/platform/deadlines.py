@@ -38,6 +38,7 @@ import logging
 import statistics
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
 from typing import Callable, Iterable
 
 from jobplane.contract import datamodel as dm
@@ -363,7 +364,8 @@ class DeadlineWatch:
         if ends <= due:
             return None
         then = "" if not later else f" and its later steps typically take {_words(later)} more,"
-        return (f"at this rate it ends {ends:%H:%M} UTC, after the deadline (due {due:%H:%M} UTC): run "
+        zone = ZoneInfo(entry.timezone)
+        return (f"at this rate it ends {_local(ends, zone)}, after the deadline (due {_local(due, zone)}): run "
                 f"{view.execution}'s step {step} is at {progress.words()}{then} (ETA from the step's progress "
                 "since its attempt began)")
 
@@ -536,6 +538,11 @@ def _remaining(entry: CatalogJob, step: str, view: ExecutionView, history: list[
             longest = max(longest - ran, 0.0)
         total += longest
     return timedelta(seconds=total)
+
+
+def _local(t: datetime, zone: ZoneInfo) -> str:
+    """``t`` as the job's wall time, with its day: a deadline is the job's, in its timezone."""
+    return t.astimezone(zone).strftime("%Y-%m-%d %H:%M %Z")
 
 
 def _remaining_after(entry: CatalogJob, step: str, history: list[ExecutionRecord]) -> timedelta | None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import statistics
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
@@ -33,7 +34,8 @@ MONTH_RE = re.compile(r"^(\d{4})-(0[1-9]|1[0-2])$")
 #: rare; a run is at most its job's timeout long, and the index is ordered by start).
 _LOOK_BEFORE = timedelta(days=2)
 #: The ended outcomes that count as runs that tried (the success rate's denominator): a skip is
-#: the policy at work, a missed fire never ran.
+#: the policy at work, a missed fire never ran (and an ABORTED run a REPLACE job's newer run
+#: stopped is not counted either: ``MonthReport.replaced``).
 TRIED = (ExecutionStatus.SUCCEEDED.value, ExecutionStatus.FAILED.value, ExecutionStatus.TIMED_OUT.value,
          ExecutionStatus.ABORTED.value)
 
@@ -83,10 +85,11 @@ class MonthReport:
     deadline_fires: int  # fires the deadline checker decided in the month (none without a deadline)
     deadline_met: int
     failures: tuple[Failure, ...] = field(default=())  # newest first
+    replaced: int = 0  # of the ABORTED, those a REPLACE job's newer run stopped: not counted as runs
 
     @property
     def runs(self) -> int:
-        return sum(self.counts.get(s, 0) for s in TRIED)
+        return sum(self.counts.get(s, 0) for s in TRIED) - self.replaced
 
     @property
     def success_rate(self) -> float | None:
@@ -98,7 +101,7 @@ class MonthReport:
 
     def to_json(self) -> JsonObject:
         return {"job": self.job, "team": self.team, "month": self.month, "timezone": self.timezone,
-                "counts": dict(self.counts), "runs": self.runs, "success_rate": self.success_rate,
+                "counts": dict(self.counts), "runs": self.runs, "replaced": self.replaced, "success_rate": self.success_rate,
                 "duration": self.duration.to_json(), "start_delay": self.start_delay.to_json(),
                 "missed_fires": self.counts.get(ExecutionStatus.MISSED.value, 0),
                 "deadline": {"fires": self.deadline_fires, "met": self.deadline_met, "on_time": self.on_time},
@@ -153,11 +156,14 @@ def job_month(context: PlatformContext, entry: CatalogJob, month: str) -> MonthR
     durations: list[float] = []
     delays: list[float] = []
     failures: list[Failure] = []
-    for record in _records(context, entry.name, start - _LOOK_BEFORE):
+    replaced = 0
+    for record in _records(context, entry.name, start, end):
         at = _when(record)
         if at is None or not start <= at < end:
             continue
         counts[record.status] = counts.get(record.status, 0) + 1
+        if record.status == ExecutionStatus.ABORTED.value and record.abort_reason:
+            replaced += 1  # a REPLACE job's newer run stopped it: the policy at work, not a run that failed
         if record.status == ExecutionStatus.SUCCEEDED.value and record.started_at and record.finished_at:
             durations.append((parse_iso(record.finished_at) - parse_iso(record.started_at)).total_seconds())
         if record.trigger == "schedule" and record.scheduled_time and record.started_at:
@@ -168,7 +174,7 @@ def job_month(context: PlatformContext, entry: CatalogJob, month: str) -> MonthR
                                     record.failed_step, record.error))
     fires, met = _deadlines(context, entry, start, end)
     return MonthReport(entry.name, entry.team, month, zone, counts, Spread.of(durations), Spread.of(delays),
-                       fires, met, tuple(failures))
+                       fires, met, tuple(failures), replaced)
 
 
 def _when(record: ExecutionRecord) -> datetime | None:
@@ -176,18 +182,15 @@ def _when(record: ExecutionRecord) -> datetime | None:
     return parse_iso(text) if text else None
 
 
-def _records(context: PlatformContext, job: str, since: datetime) -> list[ExecutionRecord]:
-    """The job's records started at or after ``since`` (and the rest of the page that reached
-    it): pages of 100, newest first, stopping at the first page that reaches past it."""
-    out: list[ExecutionRecord] = []
-    cursor: str | None = None
-    while True:
-        page = context.repo.executions(job, limit=100, cursor=cursor)
-        out += page.items
-        oldest = min((parse_iso(r.started_at) for r in page.items if r.started_at), default=None)
-        if page.cursor is None or (oldest is not None and oldest < since):
-            return out
-        cursor = page.cursor
+def _records(context: PlatformContext, job: str, start: datetime, end: datetime) -> Iterator[ExecutionRecord]:
+    """The job's records that started around the month: from ``_LOOK_BEFORE`` before it (a fire
+    of the month's first minutes that started early is rare, but a run of the previous month's
+    last fire starts in it) to ``_LOOK_BEFORE`` after (a fire of its last minutes that started
+    late), by the index's start key: an old month reads its own pages only."""
+    from jobplane.contract import execution_input
+
+    yield from context.repo.executions_started(job, execution_input.iso(start - _LOOK_BEFORE),
+                                               execution_input.iso(end + _LOOK_BEFORE))
 
 
 def _deadlines(context: PlatformContext, entry: CatalogJob, start: datetime, end: datetime) -> tuple[int, int]:

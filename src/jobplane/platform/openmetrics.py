@@ -4,8 +4,11 @@ the API): each job's state as the platform's records hold it, so it also shows w
 started (a missed fire's open episode, a paused job), which metrics pushed from runs cannot.
 
 One read of every job's state per scrape (the jobs page's read, no history): at 5,000 jobs a
-scrape is a few pages of one Query. Every series is labelled ``job`` and ``team`` only (one
-series a job: no run, item or tenant label, whose values would grow without bound).
+scrape is a few pages of one Query. Every series is labelled ``jobplane_job`` and ``team`` only
+(one series a job: no run, item or tenant label, whose values would grow without bound); not
+``job``, which Prometheus sets to the scrape's own name and would rename ours ``exported_job``
+(https://prometheus.io/docs/prometheus/latest/configuration/configuration/#scrape_config,
+``honor_labels``).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ def render(jobs: Iterable[JobSummary]) -> str:
         out.extend(f"{name}{labels} {_number(value)}" for labels, value in samples)
 
     def labels(j: JobSummary, **more: str) -> str:
-        pairs = {"job": j.name, "team": j.team, **more}
+        pairs = {"jobplane_job": j.name, "team": j.team, **more}
         return "{" + ",".join(f'{k}="{_escape(v)}"' for k, v in pairs.items()) + "}"
 
     family("jobplane_job_running", "gauge", "Runs of the job running now.",

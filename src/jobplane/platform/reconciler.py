@@ -72,7 +72,8 @@ class Reconciler:
         from jobplane.platform import run_metrics, step_progress
 
         try:
-            reported = ([] if record.status in (ExecutionStatus.SKIPPED.value, ExecutionStatus.MISSED.value)
+            reported = ([] if record.status in (ExecutionStatus.SKIPPED.value, ExecutionStatus.MISSED.value,
+                                                ExecutionStatus.BLACKED_OUT.value)
                         else step_progress.read(self.repo.ddb, self.repo.table, record.execution))
             for text in run_metrics.lines(record, rows, reported):
                 self.metrics(text)
@@ -267,11 +268,11 @@ def handler(event: JsonObject, context: object = None) -> dict[str, str]:
         Repository(boto3.client("dynamodb"), env.table), boto3.client("sns"), env.topic_arn,
         boto3.client("stepfunctions"), env.name_prefix, env.execution_retention_days,
         logs=StepLogs(boto3.client("logs"), env.required(environment.LOG_GROUP)),
-        job_brief=_catalog_reader(env), metrics=_log_line)
+        job_brief=_catalog_reader(env), metrics=log_line)
     return {"result": reconciler.handle(detail["executionArn"], detail["status"])}
 
 
-def _log_line(text: str) -> None:
+def log_line(text: str) -> None:
     """One log event of the function's log group: CloudWatch extracts an EMF line's metrics
     (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Generation.html)."""
     print(text, flush=True)

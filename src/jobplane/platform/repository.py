@@ -10,7 +10,7 @@ import json
 import time
 import uuid
 from dataclasses import dataclass
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Generic, TypeVar
 
 from jobplane.contract.audit_event import AuditEvent
@@ -260,6 +260,22 @@ class Repository:
         """A job's executions (runs and skips), newest first."""
         return self._executions(dm.GSI_BY_OWNER, "gsi1pk", dm.job_partition(job), limit, cursor)
 
+    def executions_started(self, job: str, since: str, until: str) -> Iterator[ExecutionRecord]:
+        """A job's records started from ``since`` to ``until`` (ISO 8601 UTC, both included),
+        newest first, page by page: a key condition on the index's sort key (the start), so an
+        old month reads its own records, not every one since."""
+        kwargs: JsonObject = {"TableName": self.table, "IndexName": dm.GSI_BY_OWNER,
+                              "KeyConditionExpression": "gsi1pk = :v AND gsi1sk BETWEEN :a AND :b",
+                              "ExpressionAttributeValues": {":v": {"S": dm.job_partition(job)}, ":a": {"S": since},
+                                                            ":b": {"S": until}},
+                              "ScanIndexForward": False}
+        while True:
+            page = self.ddb.query(**kwargs)
+            yield from (ExecutionRecord.from_item(i) for i in page.get("Items", []))
+            if not page.get("LastEvaluatedKey"):
+                return
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
     def recent_failures(self, limit: int = 50, cursor: str | None = None) -> Page[ExecutionRecord]:
         return self._executions(dm.GSI_BY_KIND, "gsi2pk", dm.FAILURES_PARTITION, limit, cursor)
 
@@ -383,6 +399,18 @@ class Repository:
             return True
         except self.ddb.exceptions.ConditionalCheckFailedException:
             return False
+
+    def unmark_stalled(self, execution: str, step: str, updated_at: float) -> None:
+        """Take back the mark of a stall whose alert was not published (only that mark)."""
+        from jobplane.contract import progress as cp
+
+        try:
+            self.ddb.update_item(TableName=self.table, Key={"pk": {"S": cp.pk(execution)}, "sk": {"S": step}},
+                                 UpdateExpression="REMOVE #stalled", ConditionExpression="#stalled = :u",
+                                 ExpressionAttributeNames={"#stalled": cp.ATTR_STALLED_FOR},
+                                 ExpressionAttributeValues={":u": {"N": repr(updated_at)}})
+        except self.ddb.exceptions.ConditionalCheckFailedException:
+            pass  # marked since for newer values: not ours to take back
 
     def mark_stalled(self, execution: str, step: str, updated_at: float) -> bool:
         """True the first time only for these values of the step's progress (its ``updated_at``),

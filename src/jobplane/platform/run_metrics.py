@@ -9,7 +9,8 @@ the start less the fire, scheduled runs only; a backfill, re-run or manual run h
 speak of) and ``Retries`` (Count: attempts after each step's first). Per step that ran
 (dimensions team, job, step): ``StepDuration`` (Seconds, its attempts together), ``StepAttempts``
 (Count), and the step's own ``jobplane.metric`` values, named ``step.<name>`` (docs/progress.md).
-A skip writes ``RunSkipped`` only; a missed fire is the fire ledger's (it never ran).
+A skip writes ``RunSkipped`` only, a fire inside a blackout window ``RunBlackedOut`` only; a
+missed fire is the fire ledger's (it never ran).
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ def lines(record: ExecutionRecord, rows: Iterable[Attempt], progress: Iterable[S
     job = {"team": record.team, "job": record.job}
     if record.status == ExecutionStatus.SKIPPED.value:
         return [emf.line(job, [emf.Metric("RunSkipped", 1, "Count")], at)]
+    if record.status == ExecutionStatus.BLACKED_OUT.value:  # a fire inside a blackout window: not a run
+        return [emf.line(job, [emf.Metric("RunBlackedOut", 1, "Count")], at)]
     attempts = [r for r in rows if r.outcome not in ("waiting",)]
     replaced = record.status == ExecutionStatus.ABORTED.value and bool(record.abort_reason)
     run = [emf.Metric("RunSucceeded", int(record.status == ExecutionStatus.SUCCEEDED.value), "Count"),

@@ -127,8 +127,11 @@ def handler(event: JsonObject, context: object = None) -> JsonObject:
     context, reads, runs = control.context, control.reads, control.runs
     sns = boto3.client("sns")
     # no step logs: a run recorded here carries its own error (stopped, timed out, failed)
+    from jobplane.platform.reconciler import log_line
+
+    # a run whose end event was lost is recorded here: its metric lines too (platform/run_metrics.py)
     reconciler = Reconciler(context.repo, sns, deployment.topic_arn, context.sfn, deployment.name_prefix,
-                            env.execution_retention_days, job_brief=reads.brief)
+                            env.execution_retention_days, job_brief=reads.brief, metrics=log_line)
     result: JsonObject = {}
     failed: list[BaseException] = []
     for key, check in (("alerted", SlowWatch(reads, sns, deployment.topic_arn).check),

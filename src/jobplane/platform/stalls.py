@@ -13,7 +13,8 @@ says how far it should be); a step that reported and then went quiet longer than
 Once per stall: the alert's sender marks the record with the ``updated_at`` it judged, by a
 conditional write that also requires those values to be the newest and the step not ended
 (repository.py ``mark_stalled``). Two checkers never both alert, and a step that moves again
-and then stalls again is announced again.
+and then stalls again is announced again. A publish that fails takes the mark back before the
+error propagates, so the next pass announces it: never a stall marked and not told.
 """
 
 from __future__ import annotations
@@ -75,14 +76,19 @@ class StallWatch:
             for execution in sorted(state.running if state else ()):
                 for progress in self.reads.step_progress(execution):
                     limit = limits.get(progress.step)
-                    if limit is None or progress.ended or not progress.updated_at:
-                        continue
+                    if limit is None or progress.ended or not progress.updated_at or progress.attempt == 0:
+                        continue  # attempt 0: a re-run's checkpoint, not yet written by its step
                     quiet = int(now.timestamp() - progress.updated_at)
                     if quiet < limit or not self.context.repo.mark_stalled(execution, progress.step,
                                                                            progress.updated_at):
                         continue  # not yet, or announced already (here or by another checker)
                     stall = Stall(entry.name, execution, progress.step, quiet)
-                    self._announce(entry, stall, progress, limit, now)
+                    try:
+                        self._announce(entry, stall, progress, limit, now)
+                    except Exception:
+                        # not published: the mark goes, so the next pass (or Lambda's retry) alerts
+                        self.context.repo.unmark_stalled(execution, progress.step, progress.updated_at)
+                        raise
                     found.append(stall)
         return found
 
