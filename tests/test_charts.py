@@ -41,3 +41,6 @@ def test_recent_runs_give_a_success_rate_of_the_runs_that_ran() -> None:
     assert heights["SKIPPED"] < heights["FAILED"] < heights["SUCCEEDED"]
     assert svg.index("e" + "0" * 30 + "1") < svg.index("e" + "0" * 30 + "4")  # oldest first, left
     assert charts.duration_bars([]) is None
+    # a fire inside a blackout window is no run that ran either (a flat mark, not in the rate)
+    svg, figures = charts.duration_bars([run("BLACKED_OUT", 0, 5)] + newest_first)
+    assert figures == {"runs": 5, "ran": 3, "succeeded": 2, "success_rate": 67, "median": "1 min"}

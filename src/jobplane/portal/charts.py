@@ -19,11 +19,15 @@ from jobplane.contract.types import JsonObject
 
 COLOURS = {"succeeded": "#16a34a", "SUCCEEDED": "#16a34a", "failed": "#dc2626", "FAILED": "#dc2626",
            "TIMED_OUT": "#b45309", "timed out": "#b45309", "ABORTED": "#64748b", "stopped": "#64748b",
-           "SKIPPED": "#cbd5e1", "running": "#2563eb", "RUNNING": "#2563eb"}
+           "SKIPPED": "#cbd5e1", "BLACKED_OUT": "#99f6e4", "running": "#2563eb", "RUNNING": "#2563eb"}
 OTHER = "#94a3b8"
 WIDTH = 760
 ROW = 22
 LABEL = 170
+
+
+#: Records that are not runs that ran: a skip (the policy) and a fire inside a blackout window.
+NOT_RUNS = ("SKIPPED", "BLACKED_OUT")
 
 
 def _t(value: str | None) -> datetime | None:
@@ -78,14 +82,14 @@ def duration_bars(executions: Sequence[ExecutionRecord]) -> tuple[str, JsonObjec
     if not runs:
         return None
     took = [max((t1 - t0).total_seconds(), 0) for _, t0, t1 in runs]
-    ran = [x for x, _, _ in runs if x.status != "SKIPPED"]
+    ran = [x for x, _, _ in runs if x.status not in NOT_RUNS]
     ok = sum(1 for x in ran if x.status == "SUCCEEDED")
     longest = max(took) or 1.0
     height, base = 90, 70
     step = min((WIDTH - 20) / len(runs), 24.0)  # a few runs stay bars, not walls
     body = []
     for i, ((x, t0, _), s) in enumerate(zip(runs, took)):
-        h = 3 if x.status == "SKIPPED" else max(60 * s / longest, 3)
+        h = 3 if x.status in NOT_RUNS else max(60 * s / longest, 3)
         tip = f"{x.execution[:12]} {x.status}, {seconds(s) if s >= 1 else f'{s:.1f} s'}, started {t0.strftime('%Y-%m-%d %H:%M:%S')} UTC"
         body.append(f'<a href="/executions/{escape(x.execution)}"><rect class="run" data-status="{escape(x.status)}" '
                     f'x="{10 + i * step + 1:.1f}" y="{base - h:.1f}" width="{max(step - 2, 1):.1f}" height="{h:.1f}" '
@@ -94,7 +98,7 @@ def duration_bars(executions: Sequence[ExecutionRecord]) -> tuple[str, JsonObjec
                 f'<text x="10" y="{height - 4}" font-size="11" fill="#64748b">oldest</text>'
                 f'<text x="{WIDTH - 10}" y="{height - 4}" font-size="11" fill="#64748b" text-anchor="end">newest; '
                 f'tallest {escape(seconds(longest) if longest >= 1 else f"{longest:.1f} s")}</text>')
-    ordered = sorted(s for (x, _, _), s in zip(runs, took) if x.status != "SKIPPED") or [0.0]
+    ordered = sorted(s for (x, _, _), s in zip(runs, took) if x.status not in NOT_RUNS) or [0.0]
     median = ordered[len(ordered) // 2]
     figures = {"runs": len(runs), "ran": len(ran), "succeeded": ok,
                "success_rate": round(100 * ok / len(ran)) if ran else None,

@@ -35,6 +35,9 @@ SHAPES = {
     "SKIPPED": ('<circle cx="6" cy="6" r="4.2" fill="none" stroke="{c}" stroke-width="1.6"/>', "#64748b"),
     "MISSED": ('<path d="M6 1 L11 6 L6 11 L1 6 Z" fill="none" stroke="{c}" stroke-width="1.6" '
                'stroke-dasharray="2 1.2"/>', "#7c3aed"),
+    # a fire inside a blackout window: a struck-through ring (not a run; shape, not colour alone)
+    "BLACKED_OUT": ('<circle cx="6" cy="6" r="4.2" fill="none" stroke="{c}" stroke-width="1.6"/>'
+                    '<path d="M2 10 L10 2" stroke="{c}" stroke-width="1.6"/>', "#0f766e"),
     "RUNNING": ('<circle cx="6" cy="6" r="4.5" fill="none" stroke="{c}" stroke-width="1.8"/>'
                 '<circle cx="6" cy="6" r="1.8" fill="{c}"/>', "#1d4ed8"),
 }
@@ -81,7 +84,7 @@ def marks(job: str, runs: tuple[RecentRun, ...], breached: tuple[str, ...], runn
             words += f", fire {short_time(r.scheduled_time or r.started_at)}"
         else:
             words += f", started {short_time(r.started_at)}" if r.started_at else ""
-            words += f", took {took}" if took and r.status != "SKIPPED" else ""
+            words += f", took {took}" if took and r.status not in ("SKIPPED", "BLACKED_OUT") else ""
         if r.failed_step and r.status not in ("SUCCEEDED", "SKIPPED"):
             words += f", at step {r.failed_step}"
         breach = _fire_key(r.scheduled_time) in late if r.scheduled_time else False

@@ -28,7 +28,7 @@ ROW = 16
 POOL_ROW = 44
 TOP = 22
 #: The statuses the timeline filters by (a day's runs ended one of these ways).
-STATUSES = ("SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED", "SKIPPED", "MISSED")
+STATUSES = ("SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED", "SKIPPED", "BLACKED_OUT", "MISSED")
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ def pool_use(runs: Sequence[DayRun]) -> dict[str, list[PoolPoint]]:
 def words(r: DayRun) -> str:
     took = duration(r.started_at, r.finished_at)
     text = f"{r.job} ({r.team}): {r.status.replace('_', ' ').lower()}, started {short_time(r.started_at)}"
-    text += f", took {took}" if took and r.status not in ("SKIPPED", "MISSED") else ""
+    text += f", took {took}" if took and r.status not in ("SKIPPED", "BLACKED_OUT", "MISSED") else ""
     for u in r.pooled:
         text += f"; {u.step} {'waited for' if u.waiting_since else 'held'} {u.weight} slot(s) of {u.pool}"
     return text
