@@ -354,7 +354,8 @@ def test_the_docs_screenshots_come_from_the_script_that_makes_them(tmp_path) -> 
     assert done.returncode == 0, done.stderr[-3000:]
     written = {p.name for p in tmp_path.glob("*.png")}
     assert written == {"portal-jobs.png", "portal-job.png", "portal-failures.png", "portal-execution-failed.png",
-                       "portal-execution-rerun.png", "portal-backfill.png", "portal-timeline.png"}, done.stdout
+                       "portal-execution-rerun.png", "portal-backfill.png", "portal-timeline.png",
+                       "portal-timeline-next.png"}, done.stdout
     for name in written:
         head = (tmp_path / name).read_bytes()[:24]
         assert head[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">I", head[16:20])[0] == 1280
