@@ -172,6 +172,15 @@ def dynamodb_reads(name: str, fixes: tuple[str, ...]) -> dict:
                       ReturnConsumedCapacity="TOTAL")
             ddb.query(TableName="t", IndexName="gsi", KeyConditionExpression="gpk = :c",
                       ExpressionAttributeValues={":c": {"S": "none"}})
+            # a first page of each range condition, both ways (a run's previous run: bisected when fixed)
+            for condition, bounds in (("gsk < :x", ("045",)), ("gsk <= :x", ("046",)), ("gsk > :x", ("045",)),
+                                      ("gsk >= :x", ("000",)), ("gsk BETWEEN :x AND :y", ("010", "060")),
+                                      ("gsk < :x", ("000",)), ("gsk > :x", ("zzz",))):
+                for forward in (True, False):
+                    ddb.query(TableName="t", IndexName="gsi", KeyConditionExpression=f"gpk = :a AND {condition}",
+                              ExpressionAttributeValues={":a": {"S": "A"}, **{k: {"S": v} for k, v in zip((":x", ":y"),
+                                                                                                       bounds)}},
+                              Limit=3, ScanIndexForward=forward)
             # top-level projections: sets, a number, a reserved word by placeholder, a missing one;
             # then nested paths and a list element (moto's own projection in both modes)
             ddb.query(TableName="t", IndexName="gsi", KeyConditionExpression="gpk = :a",
