@@ -117,3 +117,25 @@ def iam_calls(recorded: list[dict[str, Any]]) -> list[Any]:
     return out
 
 
+
+
+def runner_requests(monkeypatch: Any) -> list[tuple[str, dict[str, Any]]]:
+    """Every request the runner's standard-library AWS client sends from now on (its target and
+    body: runner/aws_requests.py ``json_call``), still sent: what a runner role's policy is held to."""
+    from jobplane.runner import aws_requests
+
+    sent: list[tuple[str, dict[str, Any]]] = []
+    real = aws_requests.json_call
+
+    def recorded(service: str, target: str, request: dict[str, Any], env: Any = None, **kw: Any) -> Any:
+        sent.append((target, request))
+        return real(service, target, request, env, **kw)
+
+    monkeypatch.setattr(aws_requests, "json_call", recorded)
+    return sent
+
+
+def runner_env(aws: Any) -> dict[str, str]:
+    """A runner's environment on the local engine: its endpoint and key, as a runner role gives them."""
+    return {"AWS_ENDPOINT_URL": str(aws.endpoint_url), "AWS_ACCESS_KEY_ID": aws.credentials.access_key_id,
+            "AWS_SECRET_ACCESS_KEY": aws.credentials.secret_access_key, "AWS_REGION": aws.region}

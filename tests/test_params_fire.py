@@ -137,22 +137,13 @@ def test_the_runner_task_role_may_record_the_resolved_params_and_nothing_more(
     import base_module as bm
     from iam_policy import Call, allowed
     from jobplane.contract import progress as cp
-    from jobplane.runner import aws_requests
+    from iam_calls import runner_env, runner_requests
     from jobplane.runner.context import RunContext, TraceContext
     from jobplane.runner.progress import record_resolved
 
     aws, control, _ = platform_
-    sent: list[tuple[str, dict[str, Any]]] = []
-    real = aws_requests.json_call
-
-    def recorded(service: str, target: str, request: dict[str, Any], env: Any = None, **kw: Any) -> Any:
-        sent.append((target, request))
-        return real(service, target, request, env, **kw)
-
-    monkeypatch.setattr(aws_requests, "json_call", recorded)
-    env = {"AWS_ENDPOINT_URL": str(aws.endpoint_url), "AWS_ACCESS_KEY_ID": aws.credentials.access_key_id,
-           "AWS_SECRET_ACCESS_KEY": aws.credentials.secret_access_key, "AWS_REGION": aws.region,
-           cp.ENV_TABLE: aws.resources["table_name"]}
+    sent = runner_requests(monkeypatch)
+    env = runner_env(aws) | {cp.ENV_TABLE: aws.resources["table_name"]}
     ctx = RunContext(job="ledger-close", team="billing", step="first", execution_id="run-iam", scheduled_time="",
                      trigger="schedule", attempt=1, params={}, target={}, trace=TraceContext.continue_from(None))
     assert record_resolved(ctx, None, {"month": "2026-04"}, env) is True  # type: ignore[arg-type]

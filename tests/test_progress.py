@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from conftest import Repo, served
+from iam_calls import runner_env
 from operator_cli import operator_cli
 from jobplane.contract import execution_input
 from jobplane.contract import progress as cp
@@ -158,8 +159,7 @@ def test_the_runner_writes_at_most_once_an_interval_and_the_last_values_at_the_e
     from jobplane.runner.progress import Reporter
 
     aws, _ = closing
-    env = {"AWS_ENDPOINT_URL": str(aws.endpoint_url), "AWS_ACCESS_KEY_ID": aws.credentials.access_key_id,
-           "AWS_SECRET_ACCESS_KEY": aws.credentials.secret_access_key, "AWS_REGION": aws.region}
+    env = runner_env(aws)
     now = [100.0]
     ctx = RunContext(job=JOB, team="billing", step="throttled", execution_id="run-throttle", scheduled_time="",
                      trigger="manual", attempt=2, params={}, target={}, trace=TraceContext.continue_from(None))
@@ -268,20 +268,13 @@ def _runner_calls(aws: LocalAWS, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """The requests a step attempt's reporter really sends (a retry's checkpoint read, a write,
     the last write), as IAM authorizes them."""
     import base_module as bm
-    from jobplane.runner import aws_requests
     from jobplane.runner.context import RunContext, TraceContext
     from jobplane.runner.progress import Reporter
 
-    sent: list[tuple[str, dict[str, Any]]] = []
-    real = aws_requests.json_call
+    from iam_calls import runner_requests
 
-    def recorded(service: str, target: str, request: dict[str, Any], env: Any = None, **kw: Any) -> Any:
-        sent.append((target, request))
-        return real(service, target, request, env, **kw)
-
-    monkeypatch.setattr(aws_requests, "json_call", recorded)
-    env = {"AWS_ENDPOINT_URL": str(aws.endpoint_url), "AWS_ACCESS_KEY_ID": aws.credentials.access_key_id,
-           "AWS_SECRET_ACCESS_KEY": aws.credentials.secret_access_key, "AWS_REGION": aws.region}
+    sent = runner_requests(monkeypatch)
+    env = runner_env(aws)
     ctx = RunContext(job=JOB, team="billing", step="scoped", execution_id="run-scoped", scheduled_time="",
                      trigger="manual", attempt=2, params={}, target={}, trace=TraceContext.continue_from(None))
     log = _Log()
@@ -511,8 +504,7 @@ def test_a_stall_is_marked_once_for_the_same_values_and_again_after_the_step_mov
     from jobplane.runner.progress import Reporter
 
     aws, control = closing
-    env = {"AWS_ENDPOINT_URL": str(aws.endpoint_url), "AWS_ACCESS_KEY_ID": aws.credentials.access_key_id,
-           "AWS_SECRET_ACCESS_KEY": aws.credentials.secret_access_key, "AWS_REGION": aws.region}
+    env = runner_env(aws)
     ctx = RunContext(job=JOB, team="billing", step="marked", execution_id="run-marked", scheduled_time="",
                      trigger="manual", attempt=1, params={}, target={}, trace=TraceContext.continue_from(None))
     ticks = [0.0]
@@ -541,8 +533,7 @@ def test_a_retrys_first_write_is_no_longer_marked_ended(closing: tuple[LocalAWS,
     from jobplane.runner.progress import Reporter
 
     aws, control = closing
-    env = {"AWS_ENDPOINT_URL": str(aws.endpoint_url), "AWS_ACCESS_KEY_ID": aws.credentials.access_key_id,
-           "AWS_SECRET_ACCESS_KEY": aws.credentials.secret_access_key, "AWS_REGION": aws.region}
+    env = runner_env(aws)
     for attempt in (1, 2):
         ctx = RunContext(job=JOB, team="billing", step="retried", execution_id="run-retried", scheduled_time="",
                          trigger="manual", attempt=attempt, params={}, target={},

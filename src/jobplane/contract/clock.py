@@ -3,12 +3,20 @@ written by the state machines and by Python sort and compare alike."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timezone
+
+#: What a checker asks for the time (tests give a fixed one).
+Clock = Callable[[], datetime]
 
 
 def iso_millis(t: datetime) -> str:
     t = t.astimezone(timezone.utc)
     return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
 
 
 def now_iso() -> str:

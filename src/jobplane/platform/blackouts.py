@@ -31,12 +31,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
-from datetime import datetime, timedelta, timezone
-from typing import Callable
+from datetime import datetime, timedelta
 
 from jobplane.contract import audit, execution_input
 from jobplane.contract.blackouts import blackout_of, deferred_requester, iso
 from jobplane.contract.catalog import CatalogJob
+from jobplane.contract.clock import Clock, utc_now
 from jobplane.contract.job_fires import job_fires
 from jobplane.platform.control import Conflict
 from jobplane.platform.control.runs import Runs
@@ -47,11 +47,6 @@ log = logging.getLogger(__name__)
 ACTOR = "jobplane"
 #: How long after a window's end its deferred run may still be started by a pass.
 LOOK_BACK = timedelta(hours=24)
-Clock = Callable[[], datetime]
-
-
-def _now() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 def deferred_name(job: str, window: str, end: datetime) -> str:
@@ -97,7 +92,7 @@ def owed(entry: CatalogJob, now: datetime, deployed: datetime | None) -> list[Ow
 class DeferredRuns:
     """``runs``: the control plane's actions (a deferred run is an audited start)."""
 
-    def __init__(self, runs: Runs, clock: Clock = _now):
+    def __init__(self, runs: Runs, clock: Clock = utc_now):
         self.runs, self.context = runs, runs.context
         self.clock = clock
 

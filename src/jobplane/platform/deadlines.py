@@ -507,16 +507,22 @@ def _ended_words(record: ExecutionRecord) -> str:
             + (f": {record.error[:300]}" if record.error else ""))
 
 
-def _remaining(entry: CatalogJob, step: str, view: ExecutionView, history: list[ExecutionRecord],
-               now: datetime) -> timedelta | None:
-    """The typical time the run still needs: the running step's typical duration less what it
-    has run, and each later step's (a parallel group's: its slowest member's). None when a step
-    has no history."""
+def _durations(history: list[ExecutionRecord]) -> dict[str, list[float]]:
+    """Each step's successful attempts' durations (seconds) in ``history``."""
     typical: dict[str, list[float]] = {}
     for record in history:
         for a in record.timeline:
             if a.outcome == "succeeded" and a.started_at and a.finished_at:
                 typical.setdefault(a.step, []).append((parse_iso(a.finished_at) - parse_iso(a.started_at)).total_seconds())
+    return typical
+
+
+def _remaining(entry: CatalogJob, step: str, view: ExecutionView, history: list[ExecutionRecord],
+               now: datetime) -> timedelta | None:
+    """The typical time the run still needs: the running step's typical duration less what it
+    has run, and each later step's (a parallel group's: its slowest member's). None when a step
+    has no history."""
+    typical = _durations(history)
 
     def median(name: str) -> float | None:
         values = typical.get(name)
@@ -554,11 +560,7 @@ def _remaining_after(entry: CatalogJob, step: str, history: list[ExecutionRecord
     index = next((i for i, members in enumerate(order) if step in members or step == entry.steps[i].name), None)
     if index is None:
         return None
-    typical: dict[str, list[float]] = {}
-    for record in history:
-        for a in record.timeline:
-            if a.outcome == "succeeded" and a.started_at and a.finished_at:
-                typical.setdefault(a.step, []).append((parse_iso(a.finished_at) - parse_iso(a.started_at)).total_seconds())
+    typical = _durations(history)
     total = 0.0
     for members in order[index + 1:]:
         if any(m not in typical for m in members):

@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Callable
+from datetime import datetime
 
 from jobplane.contract.catalog import CatalogJob
-from jobplane.contract.clock import iso_millis
+from jobplane.contract.clock import Clock, iso_millis, utc_now
 from jobplane.contract.notifications import NotificationMessage, Outcome, event_of, publish
 from jobplane.contract.statuses import Event, ExecutionStatus
 from jobplane.contract.types import Client
@@ -34,11 +33,6 @@ from jobplane.platform.step_progress import StepProgress
 
 log = logging.getLogger(__name__)
 
-Clock = Callable[[], datetime]
-
-
-def _now() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 @dataclass(frozen=True)
@@ -59,7 +53,7 @@ class Stall:
 class StallWatch:
     """``reads``: the control plane's read service (runs, their progress)."""
 
-    def __init__(self, reads: Reads, sns: Client, topic_arn: str, clock: Clock = _now):
+    def __init__(self, reads: Reads, sns: Client, topic_arn: str, clock: Clock = utc_now):
         self.reads, self.context = reads, reads.context
         self.sns, self.topic_arn, self.clock = sns, topic_arn, clock
 
