@@ -112,10 +112,23 @@ def test_only_missed_starts_only_the_fires_with_no_record(platform: DevPlatform)
     assert sorted(r.scheduled_time for r in rerun) == fires
 
 
-def test_two_concurrent_backfills_of_one_window_run_each_fire_once(platform: DevPlatform) -> None:
+def test_two_concurrent_backfills_of_one_window_run_each_fire_once(platform: DevPlatform,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from jobplane.platform import backfill as backfill_module
+
     start, end = "2026-05-01T00:00:00Z", "2026-05-01T05:59:00Z"
-    a = platform.backfills.create("hourly", ME, start, end, reason="first", max_concurrent=3)
-    b = platform.backfills.create("hourly", "ben@example.com", start, end, reason="second", max_concurrent=3)
+    # the platform's own driver (a pass every 2 s) must not start a's fires before b is planned:
+    # it waits for this lock while both are created (a CI run saw b planned after a's first fire)
+    held, drive_once = threading.Lock(), backfill_module.BackfillDriver.drive_once
+
+    def after_planning(driver: backfill_module.BackfillDriver) -> list[str]:
+        with held:
+            return drive_once(driver)
+
+    monkeypatch.setattr(backfill_module.BackfillDriver, "drive_once", after_planning)
+    with held:
+        a = platform.backfills.create("hourly", ME, start, end, reason="first", max_concurrent=3)
+        b = platform.backfills.create("hourly", "ben@example.com", start, end, reason="second", max_concurrent=3)
     assert len(a.fires) == len(b.fires) == 6  # both planned before either ran a fire
     results: dict[str, Backfill] = {}
     threads = [threading.Thread(target=lambda x=x: results.__setitem__(x.id, drive(platform, x))) for x in (a, b)]
