@@ -233,6 +233,11 @@ def test_a_running_steps_progress_is_shown_by_status_the_api_and_the_execution_p
             assert '<tr data-progress-step="read" data-ended="false">' in page
             assert '<progress value="0.4000" max="1" aria-label="read progress">40%</progress>' in page
             assert '<span data-progress-text>2 of 5 rows (40%)</span>' in page and "at r-2" in page
+            # the jobs page's row of the running job says it in a few words, read in the page's own load
+            jobs = client.get("/?team=billing", headers=as_user(READER)).text
+            row = jobs[jobs.index('<tr data-job="slow-read">'):]
+            row = row[:row.index("</tr>")]
+            assert '<div class="muted" data-progress>read: 2 of 5 rows (40%)' in row, row
     finally:
         release.write_text("go")  # the held step ends whatever was asserted
     assert aws.wait(arn, timeout=600).status == "SUCCEEDED"
@@ -633,3 +638,34 @@ def test_a_stall_whose_alert_was_not_published_is_announced_by_the_next_pass(
     finally:
         release.write_text("go")
     assert aws.wait(arn, timeout=600).status == "SUCCEEDED"
+
+
+def test_the_jobs_page_reads_at_most_shown_running_runs_and_shows_the_step_still_going() -> None:
+    """A page of many running jobs reads SHOWN partitions, side by side, the same runs on every
+    load; a run's line is its step still going that reported last, never a step that ended."""
+    from jobplane.platform.control import JobSummary
+    from jobplane.platform.step_progress import StepProgress
+    from jobplane.portal import running_progress
+    from jobplane.contract.catalog import CatalogJob
+    from jobplane.contract.records import JobState
+
+    def entry(name: str) -> CatalogJob:
+        return CatalogJob(name=name, team="billing", policy="SKIP_IF_RUNNING", timeout=3600, steps=[],
+                          state_machine=f"jp-{name}", asl="", states=0)
+
+    jobs = [JobSummary(entry(f"j{i:03}"), JobState(f"j{i:03}", running=frozenset({f"b-{i}", f"a-{i}"})))
+            for i in range(running_progress.SHOWN + 10)] + [JobSummary(entry("idle"), JobState("idle"))]
+    asked: list[str] = []
+
+    def read(execution: str) -> list[StepProgress]:
+        asked.append(execution)
+        return [StepProgress("extract", 1, 0.0, 50.0, done=10, total=10, ended=True),
+                StepProgress("load", 1, 100.0, 200.0, done=25, total=100, unit="tenants"),
+                StepProgress("prepare", 1, 0.0, 150.0, done=3)]
+
+    shown = running_progress.page_progress(read, jobs)
+    assert sorted(asked) == sorted(f"a-{i}" for i in range(running_progress.SHOWN))
+    assert set(shown) == {f"j{i:03}" for i in range(running_progress.SHOWN)}
+    # 25 in 100 s: 75 more take 300 s after the report at 200 s (epoch 500 = 00:08:20 UTC)
+    assert shown["j000"] == "load: 25 of 100 tenants (25%), ETA 00:08 UTC"
+    assert running_progress.line([StepProgress("load", 1, 0.0, 5.0, done=5, total=5, ended=True)]) is None

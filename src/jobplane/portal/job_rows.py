@@ -66,9 +66,11 @@ class JobRow:
     missed_count: int
     snoozed_until: str | None = None  # its alerts are held until then (platform/snooze.py)
     marks: tuple[Mark, ...] = ()  # its recent runs (portal/run_marks.py)
+    progress: str | None = None  # a running run's progress in a few words (portal/running_progress.py)
 
     @classmethod
-    def of(cls, job: JobSummary, failures_shown: bool, marks: tuple[Mark, ...] = ()) -> JobRow:
+    def of(cls, job: JobSummary, failures_shown: bool, marks: tuple[Mark, ...] = (),
+           progress: str | None = None) -> JobRow:
         e, s = job.entry, job.state
         return cls(name=e.name, description=e.description, team=e.team, schedule=tuple(e.rules or e.schedule),
                    started_by=e.started_by, timezone=e.timezone, next_fires=tuple(job.next_fires), policy=e.policy.value, enabled=e.enabled,
@@ -78,7 +80,8 @@ class JobRow:
                    paused_reason=s.paused_reason if s else None, blocked=job.blocked_by is not None,
                    recent_failures=job.recent_failures if failures_shown else None,
                    missed_since=s.missed_since if s else None, missed_count=s.missed_count if s else 0,
-                   snoozed_until=s.snoozed_until if s and s.snoozed(now_iso()) else None, marks=marks)
+                   snoozed_until=s.snoozed_until if s and s.snoozed(now_iso()) else None, marks=marks,
+                   progress=progress if job.running else None)
 
 
 class RowRenderer:
@@ -90,9 +93,11 @@ class RowRenderer:
         self.rendered = lru_cache(maxsize=kept)(self.render)
 
     def __call__(self, jobs: Iterable[JobSummary], failures_shown: bool,
-                 marks: Mapping[str, tuple[Mark, ...]] | None = None) -> Markup:
-        rendered, marks = self.rendered, marks or {}
-        return Markup("").join(rendered(JobRow.of(job, failures_shown, marks.get(job.name, ()))) for job in jobs)
+                 marks: Mapping[str, tuple[Mark, ...]] | None = None,
+                 progress: Mapping[str, str] | None = None) -> Markup:
+        rendered, marks, progress = self.rendered, marks or {}, progress or {}
+        return Markup("").join(rendered(JobRow.of(job, failures_shown, marks.get(job.name, ()), progress.get(job.name)))
+                               for job in jobs)
 
     def render(self, row: JobRow) -> Markup:
         """One row rendered afresh (``rendered``: the same, kept)."""

@@ -22,7 +22,7 @@ from jobplane.contract.statuses import ExecutionStatus
 from jobplane.contract.step_kinds import per_item_steps
 from jobplane.platform.control import (IDEMPOTENCY_KEY_MAX, JOB_SORTS, RECENT_FAILURES, Invalid, JobSummary,
                                       NotFound, check_cursor)
-from jobplane.portal import actions, charts, logview, run_grid, run_marks
+from jobplane.portal import actions, charts, logview, run_grid, run_marks, running_progress
 from jobplane.portal.calendar_view import calendar_fire_lines
 from jobplane.portal.diagram import svg
 from jobplane.portal.job_pager import PAGE_MAX, PER_PAGE, PER_PAGE_MAX, pager
@@ -63,7 +63,9 @@ def jobs_page(request: Request, team: str | None = Query(None, max_length=40),
                                        limit=per_page, last_page_if_beyond=True)
     filters = {"team": team or "", "status": status or "", "q": q or "", "sort": sort or ""}
     marks = run_marks.page_marks(portal.control.context.ddb, portal.control.context.deployment.table, window.jobs)
+    progress = running_progress.page_progress(portal.control.step_progress, window.jobs)
     return portal.render(request, "jobs.html", jobs=window.jobs, teams=portal.teams, statuses=STATUSES, marks=marks,
+                         progress=progress,
                          recent_failures=RECENT_FAILURES, filters=filters, per_page=per_page,
                          default_per_page=PER_PAGE, pager=pager(filters, window.total, window.offset, per_page))
 
