@@ -17,7 +17,7 @@ import textwrap
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 
@@ -123,7 +123,19 @@ def watch(platform: DevPlatform, at: datetime) -> DeadlineWatch:
     sns = platform.deployment.client("sns")
     for client in {id(c): c for c in (sns, control.ddb, control.repo.ddb, control.sfn, control.scheduler)}.values():
         _record(client)
-    return DeadlineWatch(control.reads, sns, platform.deployment.topic_arn, clock=lambda: at)
+    return DeadlineWatch(control.reads, sns, platform.deployment.topic_arn, clock=lambda: at,
+                         metrics=platform.aws.metric_sink())
+
+
+def metric_lines(platform: DevPlatform, job: str) -> list[dict[str, Any]]:
+    """The deadline check's metric lines of ``job`` so far (`jobplane dev`'s metrics file), each
+    checked against AWS's EMF specification (tests/emf_spec.py)."""
+    from emf_spec import check
+
+    path = platform.aws.metrics_file
+    assert path is not None
+    return [check(line) for line in path.read_text().splitlines()
+            if '"Deadline' in line and json.loads(line).get("job") == job] if path.exists() else []
 
 
 def denied(platform: DevPlatform) -> list[str]:
@@ -218,6 +230,10 @@ def test_a_deadline_met_records_the_fire_and_alerts_nothing(platform: DevPlatfor
     found = outcome(platform, "met", fire)
     assert (found["outcome"], found["met"]) == ("MET", True)
     assert found["due"] == iso_millis(fire + timedelta(hours=3, minutes=-fire.minute))  # 12:00 on the fire's day
+    # one metric line: met, with the slack between the run's end and noon
+    [line] = metric_lines(platform, "met")
+    slack = (parse_iso(found["due"]) - parse_iso(found["succeeded_at"])).total_seconds()
+    assert (line["team"], line["DeadlineMet"], line["DeadlineSlack"]) == ("billing", 1, round(slack, 3))
 
 
 def test_a_slow_step_breaches_once_and_recovers_once(platform: DevPlatform, slack: Receiver, tmp_path: Path) -> None:
@@ -251,6 +267,11 @@ def test_a_slow_step_breaches_once_and_recovers_once(platform: DevPlatform, slac
     assert f"/executions/{name}" in json.dumps(note)
     found = outcome(platform, "slow", fire)
     assert found["outcome"] == "BREACHED" and not found["early"]
+    # the breach's line (met 0, no slack while it ran) and its recovery's (the run's slack)
+    breach_line, recovery_line = metric_lines(platform, "slow")
+    assert breach_line["DeadlineMet"] == 0 and "DeadlineSlack" not in breach_line
+    slack = (parse_iso(found["due"]) - parse_iso(found["succeeded_at"])).total_seconds()
+    assert recovery_line["DeadlineSlack"] == round(slack, 3) and "DeadlineMet" not in recovery_line
     # every call the checker made is one the periodic Lambda's role allows
     made = {(service, operation) for service, operation, _ in CALLS}
     assert {("dynamodb", "Query"), ("dynamodb", "PutItem"), ("dynamodb", "UpdateItem"), ("sns", "Publish"),

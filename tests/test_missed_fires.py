@@ -78,7 +78,7 @@ def ledger(platform: DevPlatform, ahead: timedelta = timedelta(0), at: datetime 
     aws = platform.aws
     return MissedFires(platform.control.runs, aws.client("sns"), platform.deployment.topic_arn, aws.client("sqs"),
                        clock=(lambda: at) if at is not None else (lambda: datetime.now(timezone.utc) + ahead),
-                       grace=timedelta(seconds=30))
+                       grace=timedelta(seconds=30), metrics=aws.metric_sink())
 
 
 def look_back(platform: DevPlatform, job: str, minutes: int) -> datetime:
@@ -125,6 +125,13 @@ def test_fires_missed_while_nothing_started_them_alert_once_and_each_runs_once(
     check.check({"stopped"})  # a second pass finds nothing new and does not alert again
     time.sleep(0.5)
     assert len(alerts(slack, "stopped")) == 1
+    # a metric line a missed fire, each recorded once (the second pass wrote none), to AWS's specification
+    from emf_spec import check
+
+    assert platform.aws.metrics_file is not None
+    lines = [check(x) for x in platform.aws.metrics_file.read_text().splitlines() if '"RunMissed"' in x]
+    assert [(x["team"], x["job"], x["RunMissed"]) for x in lines if x["job"] == "stopped"] == [
+        ("billing", "stopped", 1)] * len(expected)
     text = json.dumps(alerts(slack, "stopped")[0]["blocks"])
     assert f"{len(expected)} scheduled fires missed since {expected[0]}" in text
     state = platform.control.repo.ddb.get_item(TableName=platform.deployment.table, Key={

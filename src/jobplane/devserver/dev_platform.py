@@ -273,11 +273,12 @@ class DevPlatform:
                   DeferredRuns(self.control.runs, clock=self.clock).check,  # defer windows that ended
                   MissedFires(self.control.runs, aws.client("sns"), self.deployment.topic_arn, aws.client("sqs"),
                               clock=self.clock, workers=1,  # the scheduler's time; threads only contend
-                              outages=lambda: scheduler.outages).check,
+                              outages=lambda: scheduler.outages, metrics=aws.metric_sink()).check,
                   # pool slots of runs that ended without giving them back (docs/pools.md)
                   PoolSweep(aws.client("dynamodb"), aws.resources["table_name"], aws.client("stepfunctions")).check,
                   # and each fire of a job with a deadline met it, or is alerted once
-                  DeadlineWatch(self.control.reads, aws.client("sns"), self.deployment.topic_arn, clock=self.clock).check,
+                  DeadlineWatch(self.control.reads, aws.client("sns"), self.deployment.topic_arn, clock=self.clock,
+                                metrics=aws.metric_sink()).check,
                   # a failure nobody acknowledged is announced once more (notify.renotify_after)
                   Renotify(self.control.reads, aws.client("sns"), self.deployment.topic_arn, clock=self.clock).check,
                   # a snooze that ended sends what it held, once (real time: a snooze's end is an

@@ -52,6 +52,7 @@ from jobplane.contract.records import ExecutionRecord, JobState
 from jobplane.contract.statuses import Event, ExecutionStatus, Trigger
 from jobplane.contract.types import Client, Item, JsonObject
 from jobplane.contract.blackouts import outside
+from jobplane.platform import run_metrics
 from jobplane.platform.backfill_model import plan_fires
 from jobplane.platform.context import PlatformContext
 from jobplane.platform.run_history import RunHistory
@@ -166,8 +167,12 @@ class DeadlineWatch:
     """``reads``: the control plane's read service (a running run's view); the rest is read from
     its platform context."""
 
-    def __init__(self, reads: Reads, sns: Client, topic_arn: str, clock: Clock = _now):
+    def __init__(self, reads: Reads, sns: Client, topic_arn: str, clock: Clock = _now,
+                 metrics: Callable[[str], None] | None = None):
         self.reads, self.context = reads, reads.context
+        # where a decided fire's metric line goes (platform/run_metrics.py): the periodic
+        # Lambda's stdout on AWS, `jobplane dev`'s metrics file; None: not written
+        self.metrics = metrics
         self.sns = sns
         self.topic_arn = topic_arn
         self.clock = clock
@@ -397,12 +402,24 @@ class DeadlineWatch:
                               ConditionExpression="attribute_not_exists(pk)")
         except self.ddb.exceptions.ConditionalCheckFailedException:
             return False
+        self._metric(lambda: run_metrics.deadline_line(entry.team, entry.name, iso_millis(due), outcome == MET,
+                                                       success.finished_at if success else None, iso_millis(now)))
         if outcome == BREACHED:
             RunHistory(self.ddb, self.table).note_breach(entry.name, fire)  # its run's mark says so
             recorded = FireOutcome.from_item(item_of(values))
             self._publish(entry, recorded, "DEADLINE")
             self._clear(entry.name, fire, "alert_pending")
         return True
+
+    def _metric(self, line: Callable[[], str]) -> None:
+        """Write a decision's metric line: best effort after the decision is recorded (a line
+        that fails to build or write is logged, never the reason a decision is taken again)."""
+        if self.metrics is None:
+            return
+        try:
+            self.metrics(line())
+        except Exception:  # noqa: BLE001 - the records, not the metrics, are the deadline's truth
+            log.exception("a deadline metric line was not written")
 
     def _recover(self, entry: CatalogJob, known: FireOutcome, success: ExecutionRecord) -> bool:
         """Note that a breached fire's run SUCCEEDED (once: a conditional update)."""
@@ -416,6 +433,9 @@ class DeadlineWatch:
                                                    ":now": iso_millis(self.clock())}))
         except self.ddb.exceptions.ConditionalCheckFailedException:
             return False
+        if success.finished_at:
+            self._metric(lambda: run_metrics.slack_line(known.team, known.job, known.due, str(success.finished_at),
+                                                        iso_millis(self.clock())))
         note = FireOutcome(job=known.job, team=known.team, fire=known.fire, due=known.due, outcome=known.outcome,
                            reason=f"run {success.execution} SUCCEEDED at {success.finished_at}"
                                   + (" (in time after all)" if _by(success.finished_at, known.due)

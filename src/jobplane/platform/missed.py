@@ -140,8 +140,12 @@ class MissedFires:
     everything else is read from its platform context."""
 
     def __init__(self, runs: Runs, sns: Client, topic_arn: str, sqs: Client, clock: Clock = _now,
-                 grace: timedelta = GRACE, workers: int = WORKERS, outages: Outages = _no_outages):
+                 grace: timedelta = GRACE, workers: int = WORKERS, outages: Outages = _no_outages,
+                 metrics: Callable[[str], None] | None = None):
         self.context = context = runs.context
+        # where a missed fire's metric line goes (platform/run_metrics.py): the periodic
+        # Lambda's stdout on AWS, `jobplane dev`'s metrics file; None: not written
+        self.metrics = metrics
         self.sns = sns
         self.sqs = sqs
         self.topic_arn = topic_arn
@@ -506,9 +510,21 @@ class MissedFires:
             self.ddb.put_item(TableName=self.table, Item=record.to_item(), ConditionExpression="attribute_not_exists(pk)")
             RunHistory(self.ddb, self.table).note(record)  # the job's marks show the missed fire
             RunHistory(self.ddb, self.table).note_day(record)  # and the day's timeline
+            self._metric(entry, iso_millis(now))
             return True
         except self.ddb.exceptions.ConditionalCheckFailedException:
             return False
+
+    def _metric(self, entry: CatalogJob, at: str) -> None:
+        """A recorded missed fire's metric line (``RunMissed``): best effort, after the record."""
+        if self.metrics is None:
+            return
+        from jobplane.platform import run_metrics
+
+        try:
+            self.metrics(run_metrics.missed_line(entry.team, entry.name, at))
+        except Exception:  # noqa: BLE001 - the MISSED record, not the metric, is the ledger's truth
+            log.exception("the missed fire metric line of %s was not written", entry.name)
 
     def _open(self, entry: CatalogJob, first: str, new: int, cause: str, ledger: JobState) -> bool:
         """Open the job's episode of missed fires (True: this pass opened it, so it alerts), or

@@ -10,7 +10,9 @@ speak of) and ``Retries`` (Count: attempts after each step's first). Per step th
 (dimensions team, job, step): ``StepDuration`` (Seconds, its attempts together), ``StepAttempts``
 (Count), and the step's own ``jobplane.metric`` values, named ``step.<name>`` (docs/progress.md).
 A skip writes ``RunSkipped`` only, a fire inside a blackout window ``RunBlackedOut`` only; a
-missed fire is the fire ledger's (it never ran).
+missed fire is the fire ledger's (it never ran): ``RunMissed`` (:func:`missed_line`), and a
+deadline decided is the deadline check's: ``DeadlineMet`` and ``DeadlineSlack``
+(:func:`deadline_line`).
 """
 
 from __future__ import annotations
@@ -64,3 +66,31 @@ def lines(record: ExecutionRecord, rows: Iterable[Attempt], progress: Iterable[S
 
 def _seconds(start: str, end: str) -> float:
     return round((parse_iso(end) - parse_iso(start)).total_seconds(), 3)
+
+
+def missed_line(team: str, job: str, recorded_at: str) -> str:
+    """A fire that never ran, as the fire ledger records it MISSED: ``RunMissed`` (Count 1),
+    stamped when it was recorded (a fire's own time can be older than the two weeks CloudWatch
+    accepts a line's timestamp for). What only the ledger knows: no run ended to say so."""
+    return emf.line({"team": team, "job": job}, [emf.Metric("RunMissed", 1, "Count")], _ms(recorded_at))
+
+
+def deadline_line(team: str, job: str, due: str, met: bool, succeeded_at: str | None, decided_at: str) -> str:
+    """A fire's deadline decided (platform/deadlines.py, once a fire): ``DeadlineMet`` (Count, 1
+    or 0) and, when the fire's run succeeded, ``DeadlineSlack`` (Seconds: the due time less its
+    end; below zero when it landed late). A breach decided while the run still goes has no
+    slack yet: its recovery, if it comes, writes the late slack."""
+    metrics = [emf.Metric("DeadlineMet", int(met), "Count")]
+    if succeeded_at:
+        metrics.append(emf.Metric("DeadlineSlack", _seconds(succeeded_at, due), "Seconds"))
+    return emf.line({"team": team, "job": job}, metrics, _ms(decided_at))
+
+
+def slack_line(team: str, job: str, due: str, succeeded_at: str, at: str) -> str:
+    """A breached fire's late success (its recovery): ``DeadlineSlack`` alone, below zero."""
+    return emf.line({"team": team, "job": job}, [emf.Metric("DeadlineSlack", _seconds(succeeded_at, due), "Seconds")],
+                    _ms(at))
+
+
+def _ms(iso: str) -> int:
+    return int(parse_iso(iso).timestamp() * 1000)

@@ -141,9 +141,9 @@ def handler(event: JsonObject, context: object = None) -> JsonObject:
                        ("caught_up", UpstreamCatchUp(runs).check),
                        # the run a defer blackout window owes its job once it ends (platform/blackouts.py)
                        ("deferred", DeferredRuns(runs).check),
-                       ("missed", MissedFires(runs, sns, deployment.topic_arn, boto3.client("sqs")).check),
+                       ("missed", MissedFires(runs, sns, deployment.topic_arn, boto3.client("sqs"), metrics=log_line).check),
                        # each fire of a job with a deadline: met, or alerted once (platform/deadlines.py)
-                       ("deadlines", DeadlineWatch(reads, sns, deployment.topic_arn).check),
+                       ("deadlines", DeadlineWatch(reads, sns, deployment.topic_arn, metrics=log_line).check),
                        # a failure nobody acknowledged, announced once more (platform/renotify.py)
                        ("reminded", Renotify(reads, sns, deployment.topic_arn).check),
                        # a snooze that ended: what it held, summarised once (platform/snooze.py)

@@ -313,7 +313,15 @@ class LocalAWS:
 
         return Reconciler(self.repository(), self.client("sns"), self.resources["topic_arn"],
                           self.client("stepfunctions"), self.prefix, logs=self.step_logs(), job_brief=self.job_brief,
-                          metrics=None if self.metrics_file is None else _appender(self.metrics_file))
+                          metrics=self.metric_sink())
+
+    def metric_sink(self) -> Callable[[str], None] | None:
+        """Where the platform's metric lines go on this local AWS (the reconciler's, the fire
+        ledger's, the deadline check's): ``metrics_file``, one appender for them all, as on AWS
+        each Lambda's log holds its own; None when no file is set."""
+        if self.metrics_file is None:
+            return None
+        return _appender(self.metrics_file)
 
     def job_brief(self, job: str) -> JobBrief | None:
         """``job``'s entry in the catalog last deployed, read from its parts' bytes as the base
@@ -604,12 +612,16 @@ class LocalAWS:
         self.state_machines.clear()
 
 
+#: one line at a time across every appender of the process (the reconciler's, the checks')
+_APPENDING = threading.Lock()
+
+
 def _appender(path: Path) -> Callable[[str], None]:
     """Each line appended to ``path`` (one write a line: a reader never sees half of one)."""
     lock = threading.Lock()
 
     def append(text: str) -> None:
-        with lock, open(path, "a", encoding="utf-8") as f:
+        with lock, _APPENDING, open(path, "a", encoding="utf-8") as f:
             f.write(text + "\n")
 
     return append
