@@ -100,6 +100,39 @@ def test_the_api_and_the_page_show_the_same_figures(november: DevPlatform) -> No
         assert client.get("/api/jobs/no-such-job/report", headers=as_user(READER)).status_code == 404
 
 
+def test_a_teams_month_is_its_jobs_months_and_their_totals(november: DevPlatform) -> None:
+    """`jobplane report --team`, the API and the page: each of the team's jobs in its own month,
+    the totals over them; another team's job is not in it."""
+    result = CliRunner().invoke(main, ["--root", str(november.config.root), "report", "--team", TEAM, "--month",
+                                       "2026-11", "--data-dir", str(november.data_dir), "--json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    growth = sorted(e.name for e in november.control.entries.values() if e.team == TEAM)
+    assert [j["job"] for j in out["jobs"]] == growth and JOB in growth
+    [mine] = [j for j in out["jobs"] if j["job"] == JOB]
+    assert {k: mine[k] for k in EXPECTED} == EXPECTED  # the job's own month, as its own report says
+    others = [j for j in out["jobs"] if j["job"] != JOB]
+    assert (out["runs"], out["succeeded"], out["failures"], out["missed_fires"]) == (
+        5 + sum(j["runs"] for j in others), 4 + sum(j["counts"].get("SUCCEEDED", 0) for j in others),
+        1 + sum(len(j["failures"]) for j in others), 1 + sum(j["missed_fires"] for j in others))
+    text = CliRunner().invoke(main, ["--root", str(november.config.root), "report", "--team", TEAM, "--month",
+                                     "2026-11", "--data-dir", str(november.data_dir)], catch_exceptions=False).output
+    assert text.startswith(f"team {TEAM}, 2026-11 (each job in its own timezone): {len(growth)} jobs")
+    assert any(line.lstrip().startswith(JOB) and "success  80.0%" in line for line in text.splitlines()), text
+    both = CliRunner().invoke(main, ["--root", str(november.config.root), "report", JOB, "--team", TEAM,
+                                     "--data-dir", str(november.data_dir)])
+    assert both.exit_code == 2 and "one of them" in both.output
+    with TestClient(header_app(november)) as client:
+        api = client.get(f"/api/teams/{TEAM}/report", params={"month": "2026-11"}, headers=as_user(READER)).json()
+        assert api == out
+        page = client.get(f"/teams/{TEAM}/report", params={"month": "2026-11"}, headers=as_user(READER))
+        assert page.status_code == 200 and f'<td data-figure="runs">{out["runs"]}</td>' in page.text
+        assert f'<tr data-job="{JOB}"><td><a href="/jobs/{JOB}/report?month=2026-11">' in page.text
+        assert client.get("/api/teams/no-such-team/report", headers=as_user(READER)).status_code == 404
+        bad = client.get(f"/api/teams/{TEAM}/report", params={"month": "2026-13"}, headers=as_user(READER))
+        assert bad.status_code == 400 and "YYYY-MM" in bad.text
+
+
 def test_month_bounds_are_the_zones_wall_time() -> None:
     start, end = month_bounds("2026-11", "Asia/Tokyo")
     assert (start.isoformat(), end.isoformat()) == ("2026-10-31T15:00:00+00:00", "2026-11-30T15:00:00+00:00")

@@ -212,3 +212,96 @@ def _words(seconds: float) -> str:
     if s >= 60:
         return f"{s // 60} min {s % 60} s"
     return f"{seconds:.1f} s" if seconds < 10 else f"{s} s"
+
+
+@dataclass(frozen=True)
+class TeamMonth:
+    """A team's month: each of its jobs' reports (each in its job's own timezone) and the team's
+    totals over them, for the monthly review that asks "how did we do" before "which job"."""
+
+    team: str
+    month: str
+    jobs: tuple[MonthReport, ...]  # by name
+
+    @property
+    def runs(self) -> int:
+        return sum(r.runs for r in self.jobs)
+
+    @property
+    def succeeded(self) -> int:
+        return sum(r.counts.get(ExecutionStatus.SUCCEEDED.value, 0) for r in self.jobs)
+
+    @property
+    def success_rate(self) -> float | None:
+        return self.succeeded / self.runs if self.runs else None
+
+    @property
+    def missed_fires(self) -> int:
+        return sum(r.counts.get(ExecutionStatus.MISSED.value, 0) for r in self.jobs)
+
+    @property
+    def failures(self) -> int:
+        return sum(len(r.failures) for r in self.jobs)
+
+    @property
+    def deadline_fires(self) -> int:
+        return sum(r.deadline_fires for r in self.jobs)
+
+    @property
+    def deadline_met(self) -> int:
+        return sum(r.deadline_met for r in self.jobs)
+
+    @property
+    def on_time(self) -> float | None:
+        return self.deadline_met / self.deadline_fires if self.deadline_fires else None
+
+    def to_json(self) -> JsonObject:
+        return {"team": self.team, "month": self.month, "runs": self.runs, "succeeded": self.succeeded,
+                "success_rate": self.success_rate, "missed_fires": self.missed_fires, "failures": self.failures,
+                "deadline": {"fires": self.deadline_fires, "met": self.deadline_met, "on_time": self.on_time},
+                "jobs": [r.to_json() for r in self.jobs]}
+
+    def lines(self) -> list[str]:
+        """The team's month as `jobplane report --team` prints it: the totals, then a line a job."""
+        def pct(v: float | None) -> str:
+            return "-" if v is None else f"{100 * v:.1f}%"
+
+        out = [f"team {self.team}, {self.month} (each job in its own timezone): {len(self.jobs)} jobs",
+               f"  runs: {self.runs}, success rate {pct(self.success_rate)}, failures {self.failures}, "
+               f"missed fires {self.missed_fires}"
+               + (f", deadline {self.deadline_met}/{self.deadline_fires} on time ({pct(self.on_time)})"
+                  if self.deadline_fires else "")]
+        width = max((len(r.job) for r in self.jobs), default=0)
+        for r in self.jobs:
+            out.append(f"  {r.job:<{width}}  runs {r.runs:>5}  success {pct(r.success_rate):>6}  "
+                       f"p95 {'-' if r.duration.p95 is None else _words(r.duration.p95):>12}  "
+                       f"missed {r.counts.get(ExecutionStatus.MISSED.value, 0):>3}  failures {len(r.failures):>3}"
+                       + (f"  on time {pct(r.on_time)}" if r.deadline_fires else ""))
+        return out
+
+
+#: Jobs whose months are read side by side (each is its own Queries, mostly waiting for DynamoDB).
+TEAM_WORKERS = 6
+
+
+def team_month(context: PlatformContext, entries: list[CatalogJob], team: str, month: str) -> TeamMonth:
+    """``team``'s month (YYYY-MM): each of its jobs' month in the job's own timezone. An unknown
+    month is refused before any read (:class:`BadMonth`)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    mine = sorted((e for e in entries if e.team == team), key=lambda e: e.name)
+    for e in mine[:1]:
+        month_bounds(month, e.timezone)  # BadMonth before any read
+    if len(mine) <= 1:
+        return TeamMonth(team, month, tuple(job_month(context, e, month) for e in mine))
+    with ThreadPoolExecutor(max_workers=min(TEAM_WORKERS, len(mine)), thread_name_prefix="report") as pool:
+        return TeamMonth(team, month, tuple(pool.map(lambda e: job_month(context, e, month), mine)))
+
+
+def team_last_month(entries: list[CatalogJob], team: str, now: datetime) -> str:
+    """The last whole month for a team's review: in the timezone most of its jobs use (UTC
+    without jobs), so a Tokyo team's review on the 1st at 03:00 is of the month that just ended."""
+    from collections import Counter
+
+    zones = Counter(e.timezone for e in entries if e.team == team)
+    return last_month(zones.most_common(1)[0][0] if zones else "UTC", now)

@@ -1,4 +1,4 @@
-"""A job's month (platform/monthly_report.py) in the JSON API and as a page: the figures a team's
+"""A job's month and a team's (platform/monthly_report.py) in the JSON API and as pages: the figures a team's
 monthly review reads (runs, success rate, median and p95 duration, start delay, missed fires,
 the deadline kept, failures), computed from the run records as `jobplane report` prints them;
 and ``/metrics``, every job's state as OpenMetrics text for a Prometheus or Datadog scrape."""
@@ -11,8 +11,9 @@ from typing import Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 
-from jobplane.platform.control import Invalid
-from jobplane.platform.monthly_report import BadMonth, MonthReport, job_month, last_month
+from jobplane.platform.control import Invalid, NotFound
+from jobplane.platform.monthly_report import (BadMonth, MonthReport, TeamMonth, job_month, last_month,
+                                              team_last_month, team_month)
 from jobplane.portal.api import Reader, _errors
 from jobplane.portal.services import Portal, portal_of
 
@@ -42,6 +43,29 @@ def job_report(request: Request, job: str, month: str | None = _MONTH, portal: P
 def job_report_page(request: Request, job: str, month: str | None = Query(None, max_length=7)) -> Response:
     portal = portal_of(request)
     return portal.render(request, "report.html", report=_report(portal, job, month))
+
+
+def _team_report(portal: Portal, team: str, month: str | None) -> TeamMonth:
+    entries = list(portal.control.entries.values())
+    if not any(e.team == team for e in entries):
+        raise NotFound(f"no job of team {team!r}")
+    try:
+        return team_month(portal.control.context, entries, team,
+                          month or team_last_month(entries, team, datetime.now(timezone.utc)))
+    except BadMonth as e:
+        raise Invalid(str(e), {"month": month}) from None
+
+
+@router.get("/teams/{team}/report", responses=_errors(404),
+            summary="A team's month: its totals and each job's month (from the run records)")
+def team_report(request: Request, team: str, month: str | None = _MONTH, portal: Portal = Reader) -> dict[str, Any]:
+    return _team_report(portal, team, month).to_json()
+
+
+@pages_router.get("/teams/{team}/report", response_class=HTMLResponse)
+def team_report_page(request: Request, team: str, month: str | None = Query(None, max_length=7)) -> Response:
+    portal = portal_of(request)
+    return portal.render(request, "team_report.html", report=_team_report(portal, team, month))
 
 
 @metrics_router.get("/metrics", response_class=PlainTextResponse, responses={200: {
