@@ -8,7 +8,8 @@ an explicit Deny wins over every Allow; an action or resource matches a pattern 
 condition block of a statement must hold; ``StringEquals``/``ArnEquals`` compare exactly,
 ``StringLike``/``ArnLike`` with wildcards; a multivalued key (``dynamodb:LeadingKeys``) needs
 ``ForAllValues:`` (every value matches some pattern; an empty or missing set holds, as on AWS).
-A condition on a key the request does not carry fails (single-valued operators).
+A condition on a key the request does not carry fails (single-valued operators), unless its
+operator ends ``IfExists`` (it then holds).
 """
 
 from __future__ import annotations
@@ -44,6 +45,10 @@ def _condition_holds(block: dict[str, Any], context: dict[str, Any]) -> bool:
         return all(any(_single(op, p, v) for p in patterns) for v in values)
     if test == "Null":  # "true": the key is absent from the request; "false": present
         return any((key not in context) == (p == "true") for p in patterns)
+    if test.endswith("IfExists"):  # a request without the key holds; with it, the operator decides
+        if key not in context:
+            return True
+        test = test[:-len("IfExists")]
     if key not in context:
         return False
     value = context[key]

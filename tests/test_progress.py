@@ -263,9 +263,12 @@ def _iam_call(request: dict[str, Any], target: str) -> Any:
     from iam_policy import Call
 
     names = set(request["Key"]) | set(request.get("ExpressionAttributeNames", {}).values())
+    context: dict[str, Any] = {"dynamodb:LeadingKeys": [request["Key"]["pk"]["S"]], "dynamodb:Attributes": sorted(names)}
+    for param in ("ReturnValues", "Select"):  # single-valued keys, present when the request sets them
+        if param in request:
+            context[f"dynamodb:{param}"] = request[param]
     return Call(f"dynamodb:{target.rsplit('.', 1)[1]}",
-                f"arn:aws:dynamodb:{bm.REGION}:{bm.ACCOUNT}:table/{request['TableName']}",
-                {"dynamodb:LeadingKeys": [request["Key"]["pk"]["S"]], "dynamodb:Attributes": sorted(names)},
+                f"arn:aws:dynamodb:{bm.REGION}:{bm.ACCOUNT}:table/{request['TableName']}", context,
                 "the runner's progress write")
 
 
@@ -316,6 +319,10 @@ def _holds_progress_to(statements: list[dict[str, Any]], calls: list[Any]) -> No
                                                   "dynamodb:Attributes": ["pk", "sk", "metrics"]}),
                  Call("dynamodb:GetItem", table, {"dynamodb:LeadingKeys": ["EXEC#run-scoped"],
                                                   "dynamodb:Attributes": ["pk", "sk", "cursor"]}),
+                 # an answer that would carry attributes the grant leaves out (AWS's companions)
+                 Call("dynamodb:UpdateItem", table, calls[-1].context | {"dynamodb:ReturnValues": "ALL_NEW"}),
+                 Call("dynamodb:UpdateItem", table, calls[-1].context | {"dynamodb:ReturnValues": "ALL_OLD"}),
+                 Call("dynamodb:GetItem", table, calls[0].context | {"dynamodb:Select": "ALL_ATTRIBUTES"}),
                  Call("dynamodb:PutItem", table, calls[1].context),
                  Call("dynamodb:Query", table, calls[0].context),
                  Call("dynamodb:DeleteItem", table, calls[1].context)):

@@ -99,7 +99,9 @@ resource "aws_iam_role_policy" "runner_task_map_items" {
 # runner updates the step's own record, PROGRESS#<execution> / <step>, and nothing else. The
 # leading key holds it to the progress records (never a run's, a job's or a pool's record) and
 # dynamodb:Attributes to the attributes the runner writes (contract/progress.py ATTRIBUTES);
-# UpdateItem, and a GetItem of two of them (a retry's checkpoint): no put, no delete, no query
+# UpdateItem, and a GetItem of two of them (a retry's checkpoint): no put, no delete, no query;
+# with AWS's companions of an attribute-level grant: a write returns only what it updated
+# (dynamodb:ReturnValues), a read selects only what it names (dynamodb:Select)
 # (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/specifying-conditions.html).
 # The table's customer managed key needs no grant here: DynamoDB uses it through its own grant
 # (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/encryption.howitworks.html).
@@ -118,6 +120,11 @@ data "aws_iam_policy_document" "runner_progress" {
       variable = "dynamodb:Attributes"
       values   = ["pk", "sk", "done", "total", "unit", "cursor", "metrics", "attempt", "started_at", "updated_at", "ended", "expires_at"]
     }
+    condition {
+      test     = "StringEqualsIfExists"
+      variable = "dynamodb:ReturnValues"
+      values   = ["NONE", "UPDATED_OLD", "UPDATED_NEW"]
+    }
   }
   # a retry's jobplane.resume_from(): the cursor and attempt of the step's record (GetItem with
   # a ProjectionExpression of those two: the condition holds it to them)
@@ -134,6 +141,11 @@ data "aws_iam_policy_document" "runner_progress" {
       test     = "ForAllValues:StringEquals"
       variable = "dynamodb:Attributes"
       values   = ["pk", "sk", "cursor", "attempt"]
+    }
+    condition {
+      test     = "StringEqualsIfExists"
+      variable = "dynamodb:Select"
+      values   = ["SPECIFIC_ATTRIBUTES"]
     }
   }
 }
@@ -161,6 +173,11 @@ data "aws_iam_policy_document" "runner_params" {
       test     = "ForAllValues:StringEquals"
       variable = "dynamodb:Attributes"
       values   = ["pk", "sk", "params", "expires_at"]
+    }
+    condition {
+      test     = "StringEqualsIfExists"
+      variable = "dynamodb:ReturnValues"
+      values   = ["NONE", "UPDATED_OLD", "UPDATED_NEW"]
     }
   }
 }

@@ -45,8 +45,22 @@ def progress_statements(table_arn: str) -> list[JsonObject]:
                  "values": [progress.pk("*")]},
                 {"test": "ForAllValues:StringEquals", "variable": "dynamodb:Attributes", "values": list(attributes)}]
 
-    return [statement("WriteStepProgress", ["dynamodb:UpdateItem"], [table_arn], held_to(progress.ATTRIBUTES)),
-            statement("ReadStepCheckpoint", ["dynamodb:GetItem"], [table_arn], held_to(progress.READ_ATTRIBUTES))]
+    return [statement("WriteStepProgress", ["dynamodb:UpdateItem"], [table_arn],
+                      held_to(progress.ATTRIBUTES) + [RETURNS_ONLY_UPDATED]),
+            statement("ReadStepCheckpoint", ["dynamodb:GetItem"], [table_arn],
+                      held_to(progress.READ_ATTRIBUTES) + [SELECTS_ONLY_NAMED])]
+
+
+#: The companions AWS gives an attribute-level grant (dynamodb:Attributes): a write may return no
+#: attribute but those it wrote, a read select only the attributes it names, so neither answer
+#: can carry an attribute the grant leaves out ("IfExists": a request that does not set the
+#: parameter asks for nothing more; NONE is the default)
+#: (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/specifying-conditions.html,
+#: https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_examples_dynamodb_attributes.html).
+RETURNS_ONLY_UPDATED: JsonObject = {"test": "StringEqualsIfExists", "variable": "dynamodb:ReturnValues",
+                                    "values": ["NONE", "UPDATED_OLD", "UPDATED_NEW"]}
+SELECTS_ONLY_NAMED: JsonObject = {"test": "StringEqualsIfExists", "variable": "dynamodb:Select",
+                                  "values": ["SPECIFIC_ATTRIBUTES"]}
 
 
 def resolved_params_statement(table_arn: str) -> JsonObject:
@@ -59,7 +73,7 @@ def resolved_params_statement(table_arn: str) -> JsonObject:
     return statement("RecordResolvedParams", ["dynamodb:UpdateItem"], [table_arn], [
         {"test": "ForAllValues:StringLike", "variable": "dynamodb:LeadingKeys", "values": [progress.pk("*")]},
         {"test": "ForAllValues:StringEquals", "variable": "dynamodb:Attributes",
-         "values": list(progress.PARAMS_ATTRIBUTES)}])
+         "values": list(progress.PARAMS_ATTRIBUTES)}, RETURNS_ONLY_UPDATED])
 
 
 def assume(service: str) -> JsonObject:
