@@ -80,3 +80,22 @@ def test_a_line_refuses_what_the_specification_or_the_cardinality_rule_refuses()
             ({"job": "j"}, [], "1 to 100 metrics")):
         with pytest.raises(emf.Refused, match=says):
             emf.line(dimensions, metrics, 0)
+
+
+def test_lines_written_from_many_threads_stay_whole_lines(tmp_path: Path) -> None:
+    """The periodic check's fire ledger writes RunMissed lines from its worker threads: each
+    must reach the log as one line of its own (a joined pair is no EMF, and both are lost)."""
+    import subprocess
+    import sys
+
+    script = (
+        "from concurrent.futures import ThreadPoolExecutor\n"
+        "from jobplane.platform.reconciler import log_line\n"
+        "from jobplane.platform.run_metrics import missed_line\n"
+        "line = missed_line('billing', 'j' * 200, '2026-11-30T00:00:00.000Z')\n"
+        "with ThreadPoolExecutor(8) as pool:\n"
+        "    list(pool.map(lambda _: log_line(line), range(20000)))\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    lines = out.splitlines()
+    assert len(lines) == 20000 and len(set(lines)) == 1
+    assert check(lines[0])["RunMissed"] == 1

@@ -15,6 +15,8 @@ the same event twice changes nothing the second time.
 from __future__ import annotations
 
 import logging
+import sys
+import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
@@ -272,10 +274,19 @@ def handler(event: JsonObject, context: object = None) -> dict[str, str]:
     return {"result": reconciler.handle(detail["executionArn"], detail["status"])}
 
 
+#: One line at a time on stdout: the periodic check's fire ledger records missed fires from
+#: several threads, and ``print`` writes a text and its newline as two writes, so two threads'
+#: lines could join into one that is not EMF (CloudWatch would drop both).
+_LOG_LOCK = threading.Lock()
+
+
 def log_line(text: str) -> None:
     """One log event of the function's log group: CloudWatch extracts an EMF line's metrics
-    (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Generation.html)."""
-    print(text, flush=True)
+    (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Generation.html).
+    One write of the whole line, under a lock, whichever thread writes it."""
+    with _LOG_LOCK:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
 
 
 def _catalog_reader(env: RuntimeEnvironment) -> Callable[[str], JobBrief | None] | None:
