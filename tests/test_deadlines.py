@@ -76,7 +76,7 @@ def platform(tmp_path_factory: pytest.TempPathFactory, slack: Receiver) -> Itera
     jobs = {"met": (f"cron({fire.minute} 9 * * ? *)", zone, "12:00"),
             "slow": (daily, "UTC", "30m"), "failed": (daily, "UTC", "1h"), "rerun": (daily, "UTC", "1h"),
             "typical": (daily, "UTC", "3h"), "outbox": (daily, "UTC", "30m"), "eta": (daily, "UTC", "1h"),
-            "backfilled": (daily, "UTC", "1h")}
+            "backfilled": (daily, "UTC", "1h"), "comeback": (daily, "UTC", "1h")}
     later = fire + timedelta(hours=6)  # after the test pauses the job, however late it runs
     jobs["paused"] = (f"cron({later.minute} {later.hour} * * ? *)", "UTC", "30m")
     # two fires a minute apart, for the reports: one met, one breached
@@ -294,6 +294,29 @@ def test_a_failure_with_nothing_retrying_alerts_early_once(platform: DevPlatform
     assert "nothing of this fire is running or retrying" in text
     found = outcome(platform, "failed", fire)
     assert (found["outcome"], found["early"], found["met"]) == ("BREACHED", True, False)
+    # its DeadlineMet is written when the due time passed unmet (the early alert was not final), once
+    [line] = metric_lines(platform, "failed")
+    assert line["DeadlineMet"] == 0 and "DeadlineSlack" not in line
+
+
+def test_an_early_alerts_fire_a_rerun_meets_in_time_counts_as_met_once(platform: DevPlatform,
+                                                                      slack: Receiver) -> None:
+    """The early alert is not the fire's outcome: a re-run that succeeds before the due time
+    meets it, and its one DeadlineMet line says 1, as the records' on-time share does."""
+    fire = first_fire(platform, "comeback")
+    failed = run(platform, "comeback", execution_input.scheduled(fire, {"mode": "fail"}))
+    assert watch(platform, fire + timedelta(minutes=2)).check({"comeback"}) == [
+        f"comeback {execution_input.iso(fire)} DEADLINE (early)"]
+    assert metric_lines(platform, "comeback") == []  # not final yet
+    run(platform, "comeback", execution_input.rerun("aiko@example.com", failed, {"mode": "ok"}, None))
+    assert watch(platform, fire + timedelta(minutes=3)).check({"comeback"}) == [
+        f"comeback {execution_input.iso(fire)} RECOVERED"]
+    assert watch(platform, fire + timedelta(hours=2)).check({"comeback"}) == []  # the due time passing adds nothing
+    found = outcome(platform, "comeback", fire)
+    assert found["met"] is True
+    [line] = metric_lines(platform, "comeback")
+    slack_seconds = (parse_iso(found["due"]) - parse_iso(found["succeeded_at"])).total_seconds()
+    assert (line["DeadlineMet"], line["DeadlineSlack"]) == (1, round(slack_seconds, 3)) and slack_seconds > 0
 
 
 def test_a_fire_met_after_a_rerun_alerts_nothing(platform: DevPlatform, slack: Receiver) -> None:

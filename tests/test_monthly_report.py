@@ -28,12 +28,12 @@ TEAM = "growth"
 
 
 def _record(platform: DevPlatform, n: int, fire: datetime, status: str, took: float = 60.0, late: float = 5.0,
-            **extra: object) -> None:
+            job: str = JOB, team: str = TEAM, **extra: object) -> None:
     missed = status == "MISSED"  # as the fire ledger writes one: started "at" the fire, no trigger
     start = fire if missed else fire + timedelta(seconds=late)
     end = start + timedelta(seconds=took)
     record = ExecutionRecord(
-        execution=f"report-{n:04d}", job=JOB, team=TEAM, status=status,
+        execution=f"report-{n:04d}", job=job, team=team, status=status,
         trigger=None if missed else str(extra.pop("trigger", "schedule")),
         scheduled_time=execution_input.iso(fire.astimezone(timezone.utc)),
         started_at=iso_millis(start.astimezone(timezone.utc)),
@@ -131,6 +131,28 @@ def test_a_teams_month_is_its_jobs_months_and_their_totals(november: DevPlatform
         assert client.get("/api/teams/no-such-team/report", headers=as_user(READER)).status_code == 404
         bad = client.get(f"/api/teams/{TEAM}/report", params={"month": "2026-13"}, headers=as_user(READER))
         assert bad.status_code == 400 and "YYYY-MM" in bad.text
+
+
+
+def test_a_team_of_many_jobs_sums_each_jobs_own_month(november: DevPlatform) -> None:
+    """Team billing's jobs (read side by side): a UTC job's run at 23:30 on November 30th is
+    November's, its run at 00:30 on December 1st is not; another job's failure counts once."""
+    from jobplane.platform.monthly_report import team_month
+
+    utc = timezone.utc
+    _record(november, 501, datetime(2026, 11, 30, 23, 30, tzinfo=utc), "SUCCEEDED", job="flaky-load", team="billing")
+    _record(november, 502, datetime(2026, 12, 1, 0, 30, tzinfo=utc), "FAILED", job="flaky-load", team="billing")
+    _record(november, 503, datetime(2026, 11, 15, 6, 0, tzinfo=utc), "FAILED", job="slow-report", team="billing",
+            failed_step="load", error="boom")
+    entries = list(november.control.entries.values())
+    billing = sorted(e.name for e in entries if e.team == "billing")
+    found = team_month(november.control.context, entries, "billing", "2026-11")
+    assert [r.job for r in found.jobs] == billing and len(billing) > 1
+    by_job = {r.job: r for r in found.jobs}
+    assert by_job["flaky-load"].counts == {"SUCCEEDED": 1} and by_job["slow-report"].counts == {"FAILED": 1}
+    assert all(not r.counts for job, r in by_job.items() if job not in ("flaky-load", "slow-report"))
+    assert (found.runs, found.succeeded, found.failures, found.success_rate) == (2, 1, 1, 0.5)
+    assert {r.timezone for r in found.jobs} == {november.control.entries[j].timezone for j in billing}
 
 
 def test_month_bounds_are_the_zones_wall_time() -> None:

@@ -163,6 +163,9 @@ def test_the_runner_task_role_may_record_the_resolved_params_and_nothing_more(
     other = Call(call.action, call.resource, {"dynamodb:LeadingKeys": ["EXEC#run-iam"],
                                               "dynamodb:Attributes": sorted(names)}, "a run's record")
     assert not allowed(statements, other)
+    # nor an answer carrying attributes the grant leaves out (AWS's companion of an attribute grant)
+    for returns in ("ALL_NEW", "ALL_OLD"):
+        assert not allowed(statements, Call(call.action, call.resource, call.context | {"dynamodb:ReturnValues": returns}))
     # the job's Lambda step records with its runner function's role: the compiled role has the same
     # statement (and a job without calendar defaults has none)
     from jobplane.compiler import asl

@@ -676,3 +676,12 @@ def test_the_jobs_page_reads_at_most_shown_running_runs_and_shows_the_step_still
     # 25 in 100 s: 75 more take 300 s after the report at 200 s (epoch 500 = 00:08:20 UTC)
     assert shown["j000"] == "load: 25 of 100 tenants (25%), ETA 00:08 UTC"
     assert running_progress.line([StepProgress("load", 1, 0.0, 5.0, done=5, total=5, ended=True)]) is None
+    # a read that fails leaves its own row without a line, the other rows keep theirs
+
+    def throttled(execution: str) -> list[StepProgress]:
+        if execution == "a-1":
+            raise RuntimeError("ProvisionedThroughputExceededException")
+        return read(execution)
+
+    shown = running_progress.page_progress(throttled, jobs[:3])
+    assert sorted(shown) == ["j000", "j002"]

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 @click.argument("job", required=False)
 @click.option("--team", default=None, help="A team's month instead: its totals and a line a job.")
 @click.option("--month", default=None, metavar="YYYY-MM",
-              help="The month, in the job's timezone (default: the last whole month).")
+              help="The month, in each job's own timezone (default: the last whole month; with --team, "
+                   "in the timezone most of the team's jobs use).")
 @data_dir_option
 @deployment_option
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")

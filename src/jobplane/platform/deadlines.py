@@ -115,6 +115,8 @@ class FireOutcome:
     alert_pending: bool = False
     recovered_pending: bool = False
     recovered_at: str | None = None
+    #: an early alert's fire whose due time passed unmet: its DeadlineMet 0 was written
+    met_noted: bool = False
 
     @property
     def met(self) -> bool:
@@ -133,7 +135,7 @@ class FireOutcome:
                    outcome=text("outcome") or "", reason=text("reason") or "", early=bool(p.get("early")),
                    alerted_at=text("alerted_at"), succeeded_at=text("succeeded_at"), execution=text("execution"),
                    alert_pending="alert_pending" in p, recovered_pending="recovered_pending" in p,
-                   recovered_at=text("recovered_at"))
+                   recovered_at=text("recovered_at"), met_noted=bool(p.get("met_noted")))
 
 
 @dataclass
@@ -230,6 +232,8 @@ class DeadlineWatch:
             if known is not None:  # breached and alerted: a success now is its recovery
                 if success is not None and self._recover(entry, known, success):
                     said.append(f"{entry.name} {at} RECOVERED")
+                elif success is None and known.early and not known.met_noted and now >= due:
+                    self._noted_missed(known)  # an early alert's fire not met by its due time
                 continue
             if success is not None and _by(success.finished_at, iso_millis(due)):
                 self._decide(entry, at, due, MET, success=success)
@@ -402,14 +406,29 @@ class DeadlineWatch:
                               ConditionExpression="attribute_not_exists(pk)")
         except self.ddb.exceptions.ConditionalCheckFailedException:
             return False
-        self._metric(lambda: run_metrics.deadline_line(entry.team, entry.name, iso_millis(due), outcome == MET,
-                                                       success.finished_at if success else None, iso_millis(now)))
+        if not early:  # final: met, or breached at or after the due time (an early alert's run may still make it)
+            self._metric(lambda: run_metrics.deadline_line(entry.team, entry.name, iso_millis(due), outcome == MET,
+                                                           success.finished_at if success else None, iso_millis(now)))
         if outcome == BREACHED:
             RunHistory(self.ddb, self.table).note_breach(entry.name, fire)  # its run's mark says so
             recorded = FireOutcome.from_item(item_of(values))
             self._publish(entry, recorded, "DEADLINE")
             self._clear(entry.name, fire, "alert_pending")
         return True
+
+    def _noted_missed(self, known: FireOutcome) -> None:
+        """An early alert's fire whose due time passed without a success: its ``DeadlineMet`` 0,
+        once (a conditional mark on the outcome; a recovery after it writes the slack alone)."""
+        try:
+            self.ddb.update_item(
+                TableName=self.table, Key={"pk": {"S": deadline_pk(known.job, known.fire)}, "sk": {"S": "DEADLINE"}},
+                UpdateExpression="SET met_noted = :y",
+                ConditionExpression="attribute_not_exists(met_noted) AND attribute_not_exists(succeeded_at)",
+                ExpressionAttributeValues={":y": {"BOOL": True}})
+        except self.ddb.exceptions.ConditionalCheckFailedException:
+            return
+        self._metric(lambda: run_metrics.deadline_line(known.team, known.job, known.due, False, None,
+                                                       iso_millis(self.clock())))
 
     def _metric(self, line: Callable[[], str]) -> None:
         """Write a decision's metric line: best effort after the decision is recorded (a line
@@ -433,9 +452,10 @@ class DeadlineWatch:
                                                    ":now": iso_millis(self.clock())}))
         except self.ddb.exceptions.ConditionalCheckFailedException:
             return False
-        if success.finished_at:
-            self._metric(lambda: run_metrics.slack_line(known.team, known.job, known.due, str(success.finished_at),
-                                                        iso_millis(self.clock())))
+        # an early alert's fire is decided now unless the due time passed first (_noted_missed)
+        met = _by(success.finished_at, known.due) if known.early and not known.met_noted else None
+        self._metric(lambda: run_metrics.deadline_line(known.team, known.job, known.due, met, success.finished_at,
+                                                       iso_millis(self.clock())))
         note = FireOutcome(job=known.job, team=known.team, fire=known.fire, due=known.due, outcome=known.outcome,
                            reason=f"run {success.execution} SUCCEEDED at {success.finished_at}"
                                   + (" (in time after all)" if _by(success.finished_at, known.due)

@@ -75,21 +75,17 @@ def missed_line(team: str, job: str, recorded_at: str) -> str:
     return emf.line({"team": team, "job": job}, [emf.Metric("RunMissed", 1, "Count")], _ms(recorded_at))
 
 
-def deadline_line(team: str, job: str, due: str, met: bool, succeeded_at: str | None, decided_at: str) -> str:
-    """A fire's deadline decided (platform/deadlines.py, once a fire): ``DeadlineMet`` (Count, 1
-    or 0) and, when the fire's run succeeded, ``DeadlineSlack`` (Seconds: the due time less its
-    end; below zero when it landed late). A breach decided while the run still goes has no
-    slack yet: its recovery, if it comes, writes the late slack."""
-    metrics = [emf.Metric("DeadlineMet", int(met), "Count")]
+def deadline_line(team: str, job: str, due: str, met: bool | None, succeeded_at: str | None, at: str) -> str:
+    """What a fire's deadline came to (platform/deadlines.py), written once a fire when its
+    outcome is final: ``DeadlineMet`` (Count, 1 or 0; ``met`` None: not this line's to say,
+    written by another) and, when the fire's run succeeded, ``DeadlineSlack`` (Seconds: the due
+    time less its end; below zero when it landed late). An early alert is not final (its run
+    may still make it): its ``DeadlineMet`` is written when the run succeeds or the due time
+    passes, so the metric's on-time share is the records' (docs/metrics.md)."""
+    metrics = [] if met is None else [emf.Metric("DeadlineMet", int(met), "Count")]
     if succeeded_at:
         metrics.append(emf.Metric("DeadlineSlack", _seconds(succeeded_at, due), "Seconds"))
-    return emf.line({"team": team, "job": job}, metrics, _ms(decided_at))
-
-
-def slack_line(team: str, job: str, due: str, succeeded_at: str, at: str) -> str:
-    """A breached fire's late success (its recovery): ``DeadlineSlack`` alone, below zero."""
-    return emf.line({"team": team, "job": job}, [emf.Metric("DeadlineSlack", _seconds(succeeded_at, due), "Seconds")],
-                    _ms(at))
+    return emf.line({"team": team, "job": job}, metrics, _ms(at))
 
 
 def _ms(iso: str) -> int:

@@ -48,7 +48,7 @@ def job_report_page(request: Request, job: str, month: str | None = Query(None, 
 def _team_report(portal: Portal, team: str, month: str | None) -> TeamMonth:
     entries = list(portal.control.entries.values())
     if not any(e.team == team for e in entries):
-        raise NotFound(f"no job of team {team!r}")
+        raise NotFound(f"no job of team {team!r}", {"team": team})
     try:
         return team_month(portal.control.context, entries, team,
                           month or team_last_month(entries, team, datetime.now(timezone.utc)))

@@ -8,11 +8,14 @@ clients, not resources, as safe to share across threads:
 https://boto3.amazonaws.com/v1/documentation/api/latest/guide/clients.html#multithreading-or-multiprocessing-with-clients),
 and a page reads at most :data:`SHOWN` of them: a page of 100 jobs where more than that run at
 once shows the rest as running without a line, which keeps the page within its time budget
-whatever the fleet does (bench/portal.py).
+whatever the fleet does (bench/portal.py). A read that fails (throttled past its retries) leaves
+its row without a line, never the page without its rows. Six reads at once stay within the
+client's connection pool (botocore's default of 10).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
@@ -20,6 +23,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from jobplane.platform.control import JobSummary
     from jobplane.platform.step_progress import StepProgress
+
+log = logging.getLogger(__name__)
 
 #: Running runs whose progress one page reads (the first, in the page's order).
 SHOWN = 24
@@ -47,9 +52,17 @@ def page_progress(read: Callable[[str], list[StepProgress]], jobs: Sequence[JobS
     runs = [(j.name, min(j.running)) for j in jobs if j.running][:SHOWN]
     if not runs:
         return {}
+
+    def safely(execution: str) -> list[StepProgress]:
+        try:
+            return read(execution)
+        except Exception:  # noqa: BLE001 - a line of extra words is never the reason the page fails
+            log.warning("the progress of %s was not read for the jobs page", execution, exc_info=True)
+            return []
+
     if len(runs) == 1:
-        found = [read(runs[0][1])]
+        found = [safely(runs[0][1])]
     else:
         with ThreadPoolExecutor(max_workers=min(WORKERS, len(runs)), thread_name_prefix="progress") as pool:
-            found = list(pool.map(read, [name for _, name in runs]))
+            found = list(pool.map(safely, [name for _, name in runs]))
     return {job: text for (job, _), steps in zip(runs, found) if (text := line(steps)) is not None}
