@@ -647,41 +647,59 @@ def test_a_stall_whose_alert_was_not_published_is_announced_by_the_next_pass(
     assert aws.wait(arn, timeout=600).status == "SUCCEEDED"
 
 
-def test_the_jobs_page_reads_at_most_shown_running_runs_and_shows_the_step_still_going() -> None:
-    """A page of many running jobs reads SHOWN partitions, side by side, the same runs on every
-    load; a run's line is its step still going that reported last, never a step that ended."""
-    from jobplane.platform.control import JobSummary
-    from jobplane.platform.step_progress import StepProgress
-    from jobplane.portal import running_progress
-    from jobplane.contract.catalog import CatalogJob
+def test_the_jobs_page_reads_at_most_shown_running_runs_and_shows_the_step_still_going(
+        closing: tuple[LocalAWS, ControlPlane], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page of many running jobs reads the steps of SHOWN runs (the catalog names them) in one
+    BatchGetItem, the same runs on every load; a run's line is its step still going that
+    reported last, never a step that ended; a read that fails leaves the page its rows."""
+    from jobplane.contract.catalog import CatalogJob, CatalogStep
     from jobplane.contract.records import JobState
+    from jobplane.platform.control import JobSummary
+    from jobplane.portal import running_progress
+
+    aws, _ = closing
+    ddb, table = aws.client("dynamodb"), aws.resources["table_name"]
+
+    def record(execution: str, step: str, started: float, updated: float, done: int, total: int | None = None,
+               unit: str | None = None, ended: bool = False) -> None:  # as the runner writes one
+        item = {"pk": {"S": cp.pk(execution)}, "sk": {"S": step}, cp.ATTR_ATTEMPT: {"N": "1"},
+                cp.ATTR_STARTED_AT: {"N": str(started)}, cp.ATTR_UPDATED_AT: {"N": str(updated)},
+                cp.ATTR_DONE: {"N": str(done)}}
+        if total is not None:
+            item[cp.ATTR_TOTAL] = {"N": str(total)}
+        if unit:
+            item[cp.ATTR_UNIT] = {"S": unit}
+        if ended:
+            item[cp.ATTR_ENDED] = {"BOOL": True}
+        ddb.put_item(TableName=table, Item=item)
+
+    steps = [CatalogStep(name=n, kind="python") for n in ("extract", "load", "prepare")]
 
     def entry(name: str) -> CatalogJob:
-        return CatalogJob(name=name, team="billing", policy="SKIP_IF_RUNNING", timeout=3600, steps=[],
+        return CatalogJob(name=name, team="billing", policy="SKIP_IF_RUNNING", timeout=3600, steps=steps,
                           state_machine=f"jp-{name}", asl="", states=0)
 
-    jobs = [JobSummary(entry(f"j{i:03}"), JobState(f"j{i:03}", running=frozenset({f"b-{i}", f"a-{i}"})))
+    jobs = [JobSummary(entry(f"j{i:03}"), JobState(f"j{i:03}", running=frozenset({f"pg-b-{i}", f"pg-a-{i}"})))
             for i in range(running_progress.SHOWN + 10)] + [JobSummary(entry("idle"), JobState("idle"))]
-    asked: list[str] = []
+    for i in range(running_progress.SHOWN + 10):
+        record(f"pg-a-{i}", "extract", 0.0, 50.0, 10, 10, ended=True)
+        record(f"pg-a-{i}", "load", 100.0, 200.0, 25, 100, "tenants")
+        record(f"pg-a-{i}", "prepare", 0.0, 150.0, 3)
+        record(f"pg-b-{i}", "load", 100.0, 200.0, 99, 100, "tenants")  # the other run: not the one shown
+    asked: list[dict[str, Any]] = []
+    real = ddb.batch_get_item
 
-    def read(execution: str) -> list[StepProgress]:
-        asked.append(execution)
-        return [StepProgress("extract", 1, 0.0, 50.0, done=10, total=10, ended=True),
-                StepProgress("load", 1, 100.0, 200.0, done=25, total=100, unit="tenants"),
-                StepProgress("prepare", 1, 0.0, 150.0, done=3)]
+    def recorded(**kw: Any) -> Any:
+        asked.append(kw)
+        return real(**kw)
 
-    shown = running_progress.page_progress(read, jobs)
-    assert sorted(asked) == sorted(f"a-{i}" for i in range(running_progress.SHOWN))
+    monkeypatch.setattr(ddb, "batch_get_item", recorded)
+    shown = running_progress.page_progress(ddb, table, jobs)
+    assert len(asked) == 1  # one request: SHOWN runs x 3 steps = 72 keys
+    keys = [(k["pk"]["S"], k["sk"]["S"]) for k in asked[0]["RequestItems"][table]["Keys"]]
+    assert sorted(keys) == sorted((cp.pk(f"pg-a-{i}"), s.name) for i in range(running_progress.SHOWN) for s in steps)
     assert set(shown) == {f"j{i:03}" for i in range(running_progress.SHOWN)}
     # 25 in 100 s: 75 more take 300 s after the report at 200 s (epoch 500 = 00:08:20 UTC)
     assert shown["j000"] == "load: 25 of 100 tenants (25%), ETA 00:08 UTC"
-    assert running_progress.line([StepProgress("load", 1, 0.0, 5.0, done=5, total=5, ended=True)]) is None
-    # a read that fails leaves its own row without a line, the other rows keep theirs
-
-    def throttled(execution: str) -> list[StepProgress]:
-        if execution == "a-1":
-            raise RuntimeError("ProvisionedThroughputExceededException")
-        return read(execution)
-
-    shown = running_progress.page_progress(throttled, jobs[:3])
-    assert sorted(shown) == ["j000", "j002"]
+    monkeypatch.setattr(ddb, "batch_get_item", lambda **kw: (_ for _ in ()).throw(RuntimeError("throttled")))
+    assert running_progress.page_progress(ddb, table, jobs) == {}  # the rows stay, without a line

@@ -148,3 +148,30 @@ def resolved_params(ddb: Client, table: str, execution: str) -> JsonObject:
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
+
+
+#: BatchGetItem's most keys a request (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_BatchGetItem.html).
+BATCH_KEYS = 100
+
+
+def read_steps(ddb: Client, table: str, keys: list[tuple[str, str]], tries: int = 3) -> dict[str, list[StepProgress]]:
+    """The progress records of the named (execution, step) pairs, by execution: BatchGetItem, a
+    request per 100 keys, eventually consistent (a view, not a decision). When the caller knows
+    the runs' steps (the catalog does) this reads a page of runs in one request where a Query a
+    run would take one each. Keys still unprocessed after ``tries`` (throttled) are left out."""
+    import time
+
+    out: dict[str, list[StepProgress]] = {}
+    unique = list(dict.fromkeys(keys))
+    for i in range(0, len(unique), BATCH_KEYS):
+        request: JsonObject = {table: {"Keys": [{"pk": {"S": cp.pk(e)}, "sk": {"S": s}}
+                                                for e, s in unique[i:i + BATCH_KEYS]]}}
+        for attempt in range(tries):
+            answer = ddb.batch_get_item(RequestItems=request)
+            for item in answer.get("Responses", {}).get(table, []):
+                out.setdefault(item["pk"]["S"][len(cp.PK_PREFIX):], []).append(from_item(item))
+            request = answer.get("UnprocessedKeys") or {}
+            if not request:
+                break
+            time.sleep(0.05 * 2 ** attempt)  # AWS: back off before asking for unprocessed keys again
+    return out

@@ -63,7 +63,8 @@ def jobs_page(request: Request, team: str | None = Query(None, max_length=40),
                                        limit=per_page, last_page_if_beyond=True)
     filters = {"team": team or "", "status": status or "", "q": q or "", "sort": sort or ""}
     marks = run_marks.page_marks(portal.control.context.ddb, portal.control.context.deployment.table, window.jobs)
-    progress = running_progress.page_progress(portal.control.step_progress, window.jobs)
+    progress = running_progress.page_progress(portal.control.context.ddb, portal.control.context.deployment.table,
+                                              window.jobs)
     return portal.render(request, "jobs.html", jobs=window.jobs, teams=portal.teams, statuses=STATUSES, marks=marks,
                          progress=progress,
                          recent_failures=RECENT_FAILURES, filters=filters, per_page=per_page,

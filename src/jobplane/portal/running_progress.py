@@ -1,24 +1,23 @@
 """The jobs page's line of progress for each running job (issue 67 part 1): "close: 3,400 of
 10,000 tenants (34%), ETA 12:40 UTC", read in the page's own load.
 
-A run's progress is one Query of its partition (platform/step_progress.py), and a run's records
-do not say which of its steps is the current one, so a page reads one partition per running
-run it shows. Those reads are made side by side (the client is thread-safe; boto3 documents
-clients, not resources, as safe to share across threads:
-https://boto3.amazonaws.com/v1/documentation/api/latest/guide/clients.html#multithreading-or-multiprocessing-with-clients),
-and a page reads at most :data:`SHOWN` of them: a page of 100 jobs where more than that run at
-once shows the rest as running without a line, which keeps the page within its time budget
-whatever the fleet does (bench/portal.py). A read that fails (throttled past its retries) leaves
-its row without a line, never the page without its rows. Six reads at once stay within the
-client's connection pool (botocore's default of 10).
+A run's progress is one item per step (contract/progress.py), and the catalog names each job's
+steps, so a page asks for every running run's steps in one BatchGetItem (100 keys a request:
+platform/step_progress.py ``read_steps``), not a Query a run: on the local engine, whose
+DynamoDB answers one request at a time, twelve Queries doubled the RUNNING filter's page
+(bench/portal.py). A page reads the steps of at most :data:`SHOWN` runs and at most
+:data:`KEYS` keys; a page where more run at once shows the rest as RUNNING without a line,
+which keeps the page within its time budget whatever the fleet does. A read that fails
+(throttled past its retries) leaves the rows without a line, never the page without its rows.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
+
+from jobplane.contract.types import Client
 
 if TYPE_CHECKING:
     from jobplane.platform.control import JobSummary
@@ -28,9 +27,8 @@ log = logging.getLogger(__name__)
 
 #: Running runs whose progress one page reads (the first, in the page's order).
 SHOWN = 24
-#: Reads in flight at once: DynamoDB answers each in a few milliseconds; more threads than this
-#: only queue on the two cores the portal's task has.
-WORKERS = 6
+#: Keys (a run's steps) one page reads: two BatchGetItem requests at most.
+KEYS = 200
 
 
 def line(steps: Sequence[StepProgress]) -> str | None:
@@ -44,25 +42,27 @@ def line(steps: Sequence[StepProgress]) -> str | None:
     return f"{p.step}: {p.headline()}" + (f", ETA {eta[11:16]} UTC" if eta else "")
 
 
-def page_progress(read: Callable[[str], list[StepProgress]], jobs: Sequence[JobSummary]) -> dict[str, str]:
-    """Each running job's line, by job (a job without one is absent). ``read`` is the control
-    plane's ``step_progress`` (an execution's name to its steps' records). A job running more
-    than one run (a policy that allows overlap) shows one of them, the same on every load (the
-    state names its runs, not when each started); its job page lists them all."""
-    runs = [(j.name, min(j.running)) for j in jobs if j.running][:SHOWN]
-    if not runs:
+def page_progress(ddb: Client, table: str, jobs: Sequence[JobSummary]) -> dict[str, str]:
+    """Each running job's line, by job (a job without one is absent). A job running more than
+    one run (a policy that allows overlap) shows one of them, the same on every load (the state
+    names its runs, not when each started); its job page lists them all."""
+    from jobplane.platform.step_progress import read_steps
+
+    runs: list[tuple[str, str]] = []
+    keys: list[tuple[str, str]] = []
+    for job in jobs:
+        if not job.running or len(runs) == SHOWN:
+            continue
+        execution, steps = min(job.running), job.entry.step_names
+        if len(keys) + len(steps) > KEYS:
+            break
+        runs.append((job.name, execution))
+        keys += [(execution, step) for step in steps]
+    if not keys:
         return {}
-
-    def safely(execution: str) -> list[StepProgress]:
-        try:
-            return read(execution)
-        except Exception:  # noqa: BLE001 - a line of extra words is never the reason the page fails
-            log.warning("the progress of %s was not read for the jobs page", execution, exc_info=True)
-            return []
-
-    if len(runs) == 1:
-        found = [safely(runs[0][1])]
-    else:
-        with ThreadPoolExecutor(max_workers=min(WORKERS, len(runs)), thread_name_prefix="progress") as pool:
-            found = list(pool.map(safely, [name for _, name in runs]))
-    return {job: text for (job, _), steps in zip(runs, found) if (text := line(steps)) is not None}
+    try:
+        found = read_steps(ddb, table, keys)
+    except Exception:  # noqa: BLE001 - a line of extra words is never the reason the page fails
+        log.warning("the running jobs' progress was not read for the jobs page", exc_info=True)
+        return {}
+    return {job: text for job, execution in runs if (text := line(found.get(execution, []))) is not None}
