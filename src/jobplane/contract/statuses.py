@@ -21,6 +21,9 @@ class ExecutionStatus(str, Enum):
     #: A scheduled fire inside one of the job's blackout windows (contract/blackouts.py): recorded,
     #: not run, not alerted; never MISSED, its deadline suspended. Its record names the window.
     BLACKED_OUT = "BLACKED_OUT"
+    #: A run whose approval step (jp.approval) was rejected, or timed out to reject: recorded,
+    #: no failure alert, no failure block (contract/approvals.py).
+    REJECTED = "REJECTED"
 
 
 #: Finished statuses that block a SKIP_IF_FAILED job until a run succeeds or someone acknowledges.

@@ -1,0 +1,195 @@
+"""Approval steps (issue 68 part 3, docs/dsl.md "Approval steps"): a run waits on a
+``.waitForTaskToken`` Task until a person allowed approves or rejects it through the one platform
+function (platform/approvals.py ``decide``), or its timeout takes its ``on_timeout``; on the local
+AWS with the runner as a real subprocess."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import Repo, served
+from jobplane.contract import execution_input
+from jobplane.platform.approvals import Approval, Approvals
+from jobplane.platform.control import ControlPlane, Forbidden
+from jobplane.platform.control.access import Access
+from jobplane.platform.local.engine import LocalAWS
+
+SIGN_OFF = """\
+local jp = import 'jobplane.libsonnet';
+{
+  name: 'month-end-invoices',
+  team: 'billing',
+  params: { tenants: 3 },
+  steps: [
+    jp.python('close', 'sample_apps.progress_steps:close_tenants'),
+    jp.approval('sign-off', { approvers: ['finance', 'aiko@example.com'], four_eyes: true,
+                              prompt: 'Send {close.invoices_sent} invoices?', timeout: '%(timeout)s',
+                              on_timeout: '%(on_timeout)s' }),
+    jp.shell('send', ['sh', '-c', 'echo sent']),
+  ],
+}
+"""
+TEAMS = """
+[teams.finance]
+channel = "#finance"
+members = ["mei@example.com"]
+"""
+
+
+def _job(name: str, timeout: str = "4h", on_timeout: str = "reject") -> str:
+    return (SIGN_OFF % {"timeout": timeout, "on_timeout": on_timeout}).replace("month-end-invoices", name)
+
+
+@pytest.fixture(scope="module")
+def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalAWS, ControlPlane, Access]]:
+    from jobplane.contract.config import load_config
+
+    repo = Repo(tmp_path_factory.mktemp("repo"))
+    toml = (repo.path / "jobplane.toml").read_text()
+    toml = toml.replace('members = ["aiko@example.com"]', 'members = ["aiko@example.com", "kenji@example.com"]')
+    (repo.path / "jobplane.toml").write_text(toml + TEAMS)
+    repo.write("jobs/billing/month-end-invoices.jsonnet", _job("month-end-invoices"))
+    repo.write("jobs/billing/sign-or-go.jsonnet", _job("sign-or-go", "3s", "approve"))
+    repo.write("jobs/billing/sign-or-stop.jsonnet", _job("sign-or-stop", "3s", "reject"))
+    repo.write("jobs/billing/sign-or-fail.jsonnet", _job("sign-or-fail", "3s", "fail"))
+    with served(repo) as (aws, control):
+        yield aws, control, Access.from_config(load_config(repo.path))
+
+
+def _waiting(aws: LocalAWS, approvals: Approvals, job: str, by: str) -> tuple[str, str, Approval]:
+    arn = aws.start(job, execution_input.manual(by))
+    name = arn.rsplit(":", 1)[1]
+    deadline = time.monotonic() + 300  # a hang guard
+    while not (found := [a for a in approvals.of_run(name) if a.pending]):
+        assert time.monotonic() < deadline, "the run never asked for its approval"
+        assert aws.client("stepfunctions").describe_execution(executionArn=arn)["status"] == "RUNNING"
+        time.sleep(0.1)
+    return arn, name, found[0]
+
+
+def _record(control: ControlPlane, name: str) -> dict[str, Any]:
+    item = control.context.ddb.get_item(TableName=control.context.repo.table,
+                                        Key={"pk": {"S": f"EXEC#{name}"}, "sk": {"S": "EXEC"}}, ConsistentRead=True)
+    return dict(item.get("Item") or {})
+
+
+def _ran(aws: LocalAWS, arn: str) -> list[str]:
+    events = aws.client("stepfunctions").get_execution_history(executionArn=arn, maxResults=1000)["events"]
+    return [e["stateEnteredEventDetails"]["name"] for e in events if "stateEnteredEventDetails" in e]
+
+
+def test_a_run_waits_for_its_approval_and_an_approve_goes_on(platform: tuple[LocalAWS, ControlPlane, Access]) -> None:
+    """The run asks (its record names the step, the approvers and the prompt with the metric the
+    earlier step reported, never the token), waits, and goes on to its next step once a member
+    of an approver team approves; the decision is audited and a second one is refused."""
+    aws, control, access = platform
+    approvals = Approvals(control)
+    arn, name, approval = _waiting(aws, approvals, "month-end-invoices", "aiko@example.com")
+    assert (approval.step, approval.approvers, approval.four_eyes, approval.started_by) == (
+        "sign-off", ("finance", "aiko@example.com"), True, "aiko@example.com")
+    assert approval.shown_prompt() == "Send 21 invoices?"
+    assert "task_token" not in str(approval.as_json()) and "token" not in approval.as_json()
+    assert [a.execution for a in approvals.pending(access.person("mei@example.com"))] == [name]
+    assert approvals.pending(access.person("ben@example.com")) == []  # another team's member: not in their inbox
+    decided = approvals.decide(name, access.person("mei@example.com"), "approve", "totals match the ledger",
+                               via="cli")
+    assert (decided.status, decided.decided_by, decided.via) == ("APPROVED", "mei@example.com", "cli")
+    assert aws.wait(arn, timeout=600).status == "SUCCEEDED"
+    assert _record(control, name)["status"]["S"] == "SUCCEEDED"
+    assert "send" in _ran(aws, arn)
+    [entry] = [e for e in control.audit(500) if e.execution == name and e.action == "approve"]
+    assert (entry.actor, entry.reason) == ("mei@example.com", "totals match the ledger")
+    with pytest.raises(Exception, match="already decided: APPROVED by mei@example.com"):
+        approvals.decide(name, access.person("aiko@example.com"), "reject", "too late")
+
+
+def test_a_reject_ends_the_run_rejected_without_a_failure(platform: tuple[LocalAWS, ControlPlane, Access]) -> None:
+    aws, control, access = platform
+    approvals = Approvals(control)
+    arn, name, _ = _waiting(aws, approvals, "month-end-invoices", "kenji@example.com")
+    with pytest.raises(Exception, match="a reason is required"):
+        approvals.decide(name, access.person("aiko@example.com"), "reject", "")
+    approvals.decide(name, access.person("aiko@example.com"), "reject", "ledger off by one invoice", via="portal")
+    assert aws.wait(arn, timeout=600).status == "SUCCEEDED"  # no execution failure: no failure alert either
+    record = _record(control, name)
+    assert (record["status"]["S"], record["failed_step"]["S"]) == ("REJECTED", "sign-off")
+    assert "gsi2pk" not in record  # not in the failures feed
+    assert "send" not in _ran(aws, arn) and "Notify failure" not in _ran(aws, arn)
+    state = control.context.ddb.get_item(TableName=control.context.repo.table,
+                                         Key={"pk": {"S": "JOB#month-end-invoices"}, "sk": {"S": "STATE"}},
+                                         ConsistentRead=True)["Item"]
+    assert state["last_status"]["S"] == "REJECTED" and "blocked_by" not in state  # no failure block
+    [entry] = [e for e in control.audit(500) if e.execution == name and e.action == "reject"]
+    assert entry.actor == "aiko@example.com"
+
+
+def test_four_eyes_refuses_the_runs_starter_and_others_not_allowed(
+        platform: tuple[LocalAWS, ControlPlane, Access]) -> None:
+    aws, control, access = platform
+    approvals = Approvals(control)
+    arn, name, _ = _waiting(aws, approvals, "month-end-invoices", "aiko@example.com")
+    with pytest.raises(Forbidden, match="four eyes: aiko@example.com started this run"):
+        approvals.decide(name, access.person("aiko@example.com"), "approve", "")
+    with pytest.raises(Forbidden, match="kenji@example.com is not among the approvers"):
+        approvals.decide(name, access.person("kenji@example.com"), "approve", "")  # billing, but not an approver
+    with pytest.raises(Forbidden, match="ben@example.com may read but not act on team billing"):
+        approvals.decide(name, access.person("ben@example.com"), "approve", "")  # the one rule
+    with pytest.raises(Forbidden, match="dev@localhost is not among the approvers"):
+        approvals.decide(name, access.person("dev@localhost"), "approve", "")  # an admin, not named
+    [still] = approvals.of_run(name)
+    assert still.pending and not [e for e in control.audit(500) if e.execution == name]
+    approvals.decide(name, access.person("mei@example.com"), "approve", "")
+    assert aws.wait(arn, timeout=600).status == "SUCCEEDED"
+
+
+@pytest.mark.parametrize(("job", "status", "ran_send"), [
+    ("sign-or-go", "SUCCEEDED", True), ("sign-or-stop", "REJECTED", False), ("sign-or-fail", "TIMED_OUT", False)])
+def test_an_approval_nobody_decides_takes_its_on_timeout(platform: tuple[LocalAWS, ControlPlane, Access], job: str,
+                                                          status: str, ran_send: bool) -> None:
+    aws, control, access = platform
+    approvals = Approvals(control)
+    arn, name, _ = _waiting(aws, approvals, job, "kenji@example.com")
+    aws.wait(arn, timeout=600)
+    record = _record(control, name)
+    assert record["status"]["S"] == status
+    assert ("send" in _ran(aws, arn)) is ran_send
+    [approval] = approvals.of_run(name)
+    assert approval.status == "TIMED_OUT" and name not in [a.execution for a in approvals.pending()]
+    with pytest.raises(Exception, match="already decided: TIMED_OUT"):
+        approvals.decide(name, access.person("mei@example.com"), "approve", "late")
+
+
+@pytest.mark.parametrize("value", [90, "90s", "15m", "2h", "1h30m", "1d", "0s", 0, -3, 1.5, True, "2 hours", ""])
+def test_a_kinds_durations_read_as_a_steps(value: Any) -> None:
+    """compiler/durations.py (what a kind's own fields parse with) reads every value as the
+    model's parse_duration does, message included."""
+    from jobplane.compiler import durations, model
+
+    def read(parse: Any) -> Any:
+        try:
+            return parse(value)
+        except ValueError as e:
+            return str(e)
+
+    assert read(durations.parse_duration) == read(model.parse_duration)
+
+
+def test_an_approvals_options_are_checked_with_the_job_and_field_named(tmp_path: Path) -> None:
+    repo = Repo(tmp_path)
+    repo.write("jobs/billing/bad-sign.jsonnet", """\
+        local jp = import 'jobplane.libsonnet';
+        { name: 'bad-sign', team: 'billing', steps: [
+          jp.approval('sign-off', { on_timeout: 'shrug', timeout: '2h', remind: '1m', channel: 'finance' }),
+        ] }
+        """)
+    result = repo.cli("validate")
+    assert result.exit_code != 0
+    out = result.output
+    assert "bad-sign" in out and "approval.on_timeout" in out and "'shrug' is not one of reject, approve, fail" in out
+    assert "approval.remind" in out and "at least 5m" in out
+    assert "approval.channel" in out and "not a Slack channel" in out
