@@ -34,6 +34,15 @@ local jp = import 'jobplane.libsonnet';
   ],
 }
 """
+#: No approvers named: whoever may act on the job's team decides (an operator's AWS identity too).
+ANY = """\
+local jp = import 'jobplane.libsonnet';
+{
+  name: 'sign-any',
+  team: 'billing',
+  steps: [jp.approval('go-ahead', { prompt: 'Go ahead?' }), jp.shell('send', ['sh', '-c', 'echo sent'])],
+}
+"""
 TEAMS = """
 [teams.finance]
 channel = "#finance"
@@ -57,6 +66,7 @@ def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalAW
     repo.write("jobs/billing/sign-or-go.jsonnet", _job("sign-or-go", "3s", "approve"))
     repo.write("jobs/billing/sign-or-stop.jsonnet", _job("sign-or-stop", "3s", "reject"))
     repo.write("jobs/billing/sign-or-fail.jsonnet", _job("sign-or-fail", "3s", "fail"))
+    repo.write("jobs/billing/sign-any.jsonnet", ANY)
     with served(repo) as (aws, control):
         yield aws, control, Access.from_config(load_config(repo.path))
 
@@ -193,3 +203,43 @@ def test_an_approvals_options_are_checked_with_the_job_and_field_named(tmp_path:
     assert "bad-sign" in out and "approval.on_timeout" in out and "'shrug' is not one of reject, approve, fail" in out
     assert "approval.remind" in out and "at least 5m" in out
     assert "approval.channel" in out and "not a Slack channel" in out
+
+
+def test_jobplane_status_shows_the_waiting_run_and_approve_and_reject_decide_it(
+        platform: tuple[LocalAWS, ControlPlane, Access], tmp_path: Path) -> None:
+    """The CLI as an operator on AWS runs it (--deployment): the waiting run in `jobplane status`
+    and `jobplane approvals`, `jobplane approve` goes on, `jobplane reject` ends it REJECTED."""
+    import json
+
+    from operator_cli import operator_cli
+
+    aws, control, _ = platform
+    approvals = Approvals(control)
+    root = Path(str(control.deployment.catalog_path)).parent
+
+    def cli(*args: str) -> Any:
+        return operator_cli(aws, control, tmp_path, root, *args)
+
+    arn, name, _ = _waiting(aws, approvals, "sign-any", "kenji@example.com")
+    status = cli("status")
+    assert status.exit_code == 0, status.output
+    assert f"  sign-any: {name} go-ahead: WAITING_APPROVAL since " in status.output
+    assert "for team billing; reject at " in status.output and status.output.rstrip().count("Go ahead?") == 1
+    [listed] = json.loads(cli("approvals", "--json").output)
+    assert (listed["execution"], listed["step"], listed["prompt"]) == (name, "go-ahead", "Go ahead?")
+    assert "task_token" not in json.dumps(listed)
+    done = cli("approve", name, "--reason", "checked")
+    assert done.exit_code == 0 and f"go-ahead of {name} (sign-any): approved" in done.output, done.output
+    assert aws.wait(arn, timeout=600).status == "SUCCEEDED" and _record(control, name)["status"]["S"] == "SUCCEEDED"
+    again = cli("approve", name, "--reason", "twice")
+    assert again.exit_code != 0 and "already decided: APPROVED" in again.output
+
+    arn, name, _ = _waiting(aws, approvals, "sign-any", "kenji@example.com")
+    assert cli("reject", name).exit_code != 0  # --reason is required
+    done = cli("reject", name, "--reason", "not this month")
+    assert done.exit_code == 0 and "rejected" in done.output, done.output
+    aws.wait(arn, timeout=600)
+    assert _record(control, name)["status"]["S"] == "REJECTED"
+    [entry] = [e for e in control.audit(500) if e.execution == name]
+    assert (entry.action, entry.reason, entry.authority) == ("reject", "not this month", "operator")
+    assert cli("approvals").output.strip() == "No run waits for an approval."
