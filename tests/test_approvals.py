@@ -243,3 +243,61 @@ def test_jobplane_status_shows_the_waiting_run_and_approve_and_reject_decide_it(
     [entry] = [e for e in control.audit(500) if e.execution == name]
     assert (entry.action, entry.reason, entry.authority) == ("reject", "not this month", "operator")
     assert cli("approvals").output.strip() == "No run waits for an approval."
+
+
+def _portal(control: ControlPlane) -> Any:
+    from dataclasses import replace
+
+    from jobplane.contract.config import load_config
+    from jobplane.portal.app import create_app
+    from jobplane.portal.settings import AuthSettings, PortalSettings
+
+    config = load_config(Path(str(control.deployment.catalog_path)).parent)
+    settings = PortalSettings.from_config(config, control.deployment, AuthSettings(
+        mode="trusted-header", header="X-Forwarded-Email", proxy_secret="proxy-secret-for-tests-0123456789"),
+        base_url="http://testserver")
+    return create_app(replace(settings, allowed_hosts=frozenset({"testserver"})), control)
+
+
+def test_the_portal_inbox_shows_what_each_person_may_decide_and_its_form_decides(
+        platform: tuple[LocalAWS, ControlPlane, Access]) -> None:
+    """Each person's /approvals inbox lists what they may decide (the prompt with the reported
+    metric), others see it read-only; the execution page says WAITING_APPROVAL; the starter's
+    approve is refused (four eyes: 403, nothing changes); another approver's reject ends the run."""
+    from fastapi.testclient import TestClient
+
+    from portal_kit import as_user
+
+    aws, control, _ = platform
+    approvals = Approvals(control)
+    arn, name, _ = _waiting(aws, approvals, "month-end-invoices", "aiko@example.com")
+    with TestClient(_portal(control)) as client:
+        mine = client.get("/approvals", headers=as_user("mei@example.com")).text
+        inbox = mine.split("Waiting for others")[0]
+        assert f'data-approval="{name}" data-step="sign-off" data-status="PENDING"' in inbox
+        assert "Send 21 invoices?" in inbox and "four eyes: not aiko@example.com" in inbox
+        theirs = client.get("/approvals", headers=as_user("aiko@example.com")).text  # the starter: not theirs
+        assert f'data-approval="{name}" data-step' not in theirs.split("Waiting for others")[0]
+        assert f'<tr data-approval="{name}">' in theirs
+        assert "task_token" not in mine and "task_token" not in theirs
+        page = client.get(f"/executions/{name}", headers=as_user("aiko@example.com")).text
+        assert "<strong>WAITING_APPROVAL</strong>" in page and "Send 21 invoices?" in page
+
+        def token(user: str) -> str:  # the form's token, as the page the user would post from carries it
+            return str(client.app.state.portal.csrf.token(user))  # type: ignore[attr-defined]
+
+        assert 'name="csrf_token"' in inbox and f'action="/approvals/{name}/sign-off/reject"' in inbox
+
+        refused = client.post(f"/approvals/{name}/sign-off/approve", headers=as_user("aiko@example.com"),
+                              data={"csrf_token": token("aiko@example.com"), "reason": ""}, follow_redirects=False)
+        assert refused.status_code == 403 and "four eyes" in refused.text
+        assert approvals.of_run(name)[0].pending
+        done = client.post(f"/approvals/{name}/sign-off/reject", headers=as_user("mei@example.com"),
+                           data={"csrf_token": token("mei@example.com"), "reason": "invoices double-counted"},
+                           follow_redirects=False)
+        assert done.status_code == 303 and done.headers["location"] == f"/executions/{name}?notice=rejected"
+    aws.wait(arn, timeout=600)
+    assert _record(control, name)["status"]["S"] == "REJECTED"
+    [decided] = approvals.of_run(name)
+    assert (decided.status, decided.decided_by, decided.via, decided.reason) == (
+        "REJECTED", "mei@example.com", "portal", "invoices double-counted")
