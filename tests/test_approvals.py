@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from conftest import Repo, served
+from conftest import ROOT, Repo, served
 from jobplane.contract import execution_input
 from jobplane.platform.approvals import Approval, Approvals
 from jobplane.platform.control import ControlPlane, Forbidden
@@ -67,7 +67,13 @@ def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalAW
     repo.write("jobs/billing/sign-or-stop.jsonnet", _job("sign-or-stop", "3s", "reject"))
     repo.write("jobs/billing/sign-or-fail.jsonnet", _job("sign-or-fail", "3s", "fail"))
     repo.write("jobs/billing/sign-any.jsonnet", ANY)
-    with served(repo) as (aws, control):
+    repo.write("jobs/billing/sign-remind.jsonnet", ANY.replace("sign-any", "sign-remind").replace(
+        "{ prompt: 'Go ahead?' }", "{ prompt: 'Go ahead?', remind: '5m', timeout: '1h', channel: '#finance-approvals' }"))
+    # the example month-end job as the repository has it (its python steps: examples/billing/invoices.py)
+    repo.write("jobs/billing/month-end-example.jsonnet", (ROOT / "jobs" / "billing" / "month-end-invoices.jsonnet")
+               .read_text().replace("name: 'month-end-invoices'", "name: 'month-end-example'"))
+    examples = tmp_path_factory.mktemp("examples-data")
+    with served(repo, PYTHONPATH=f"{ROOT / 'tests'}:{ROOT}", EXAMPLES_DATA_DIR=str(examples)) as (aws, control):
         yield aws, control, Access.from_config(load_config(repo.path))
 
 
@@ -301,3 +307,112 @@ def test_the_portal_inbox_shows_what_each_person_may_decide_and_its_form_decides
     [decided] = approvals.of_run(name)
     assert (decided.status, decided.decided_by, decided.via, decided.reason) == (
         "REJECTED", "mei@example.com", "portal", "invoices double-counted")
+
+
+def test_a_decision_calls_what_the_portal_role_allows_and_no_more(platform: tuple[LocalAWS, ControlPlane, Access]) -> None:
+    """The calls a decision and the inbox make (the record's Query and conditional write, the
+    step progress read, the audit entry, SendTaskSuccess / SendTaskFailure) are allowed by the
+    base module's portal role (and so the operator policy made of it), and its DecideApprovals
+    statement is needed by them; the state machine's own role has no SendTask* at all."""
+    import base_module as bm
+    from iam_calls import APPROVAL_STATEMENTS, calls_into, iam_calls
+    from iam_policy import denied_calls
+
+    aws, control, access = platform
+    approvals = Approvals(control)
+    recorded: list[dict[str, Any]] = []
+    for decision in ("approve", "reject"):
+        arn, name, _ = _waiting(aws, approvals, "month-end-invoices", "kenji@example.com")
+        with calls_into(recorded):
+            approvals.pending(access.person("mei@example.com"))
+            approvals.decide(name, access.person("mei@example.com"), decision, "checked")
+        aws.wait(arn, timeout=600)
+    calls = iam_calls(recorded)
+    assert {"states:SendTaskSuccess", "states:SendTaskFailure", "dynamodb:UpdateItem", "dynamodb:Query"} <= {
+        c.action for c in calls}
+    for role in ("portal", "operator"):
+        statements = bm.policy_statements(role, {"name_prefix": control.deployment.name_prefix})
+        assert denied_calls(statements, calls) == []
+        without = [s for s in statements if s.get("sid") not in APPROVAL_STATEMENTS]
+        assert denied_calls(without, calls) != []  # DecideApprovals is what allows them
+    compiled = (Path(str(control.deployment.catalog_path)) / "teams" / "billing"
+                / "month-end-invoices.job.tf.json").read_text()
+    assert "states:SendTask" not in compiled and "ApprovalRecords" in compiled
+
+
+def test_the_month_end_example_waits_for_its_sign_off_and_sends_once_approved(
+        platform: tuple[LocalAWS, ControlPlane, Access]) -> None:
+    """jobs/billing/month-end-invoices.jsonnet as committed: it totals the invoices, asks billing
+    to sign the totals off (the prompt shows the totals the step reported), and sends them once a
+    member other than the run's starter approves."""
+    aws, control, access = platform
+    approvals = Approvals(control)
+    arn, name, approval = _waiting(aws, approvals, "month-end-example", "aiko@example.com")
+    invoices, total = approval.metrics["total.invoices"], approval.metrics["total.total_yen"]
+    assert invoices == 120 and approval.shown_prompt() == f"Send 120 invoices totalling {int(total):,} yen?"
+    with pytest.raises(Forbidden, match="four eyes"):
+        approvals.decide(name, access.person("aiko@example.com"), "approve", "")
+    approvals.decide(name, access.person("kenji@example.com"), "approve", "totals checked against the ledger")
+    assert aws.wait(arn, timeout=600).status == "SUCCEEDED"
+    assert _ran(aws, arn)[-2:] == ["send", "Finish"]
+
+
+def test_the_request_and_each_reminder_are_sent_once_an_interval_while_nobody_decides(
+        platform: tuple[LocalAWS, ControlPlane, Access]) -> None:
+    """The periodic check (a clock it is given) sends the approval's request once, then one
+    reminder per `remind` interval (one for several intervals missed), to the approval's channel
+    through the notifier's topic, whatever events the job alerts on; nothing once decided. Its
+    calls are the periodic role's."""
+    import json
+    from datetime import timedelta
+
+    import base_module as bm
+    from iam_calls import calls_into, iam_calls
+    from iam_policy import denied_calls
+    from jobplane.contract.notifications import NotificationMessage, subscribed
+    from jobplane.contract.statuses import DEFAULT_EVENTS
+    from jobplane.platform.approvals import ApprovalReminders
+
+    aws, control, access = platform
+    sqs = aws.client("sqs")
+    queue = sqs.create_queue(QueueName="approval-reminders")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    aws.client("sns").subscribe(TopicArn=control.deployment.topic_arn, Protocol="sqs", Endpoint=queue_arn,
+                                Attributes={"RawMessageDelivery": "true"})
+    approvals = Approvals(control)
+    arn, name, approval = _waiting(aws, approvals, "sign-remind", "kenji@example.com")
+    clock = [approval.asked + timedelta(seconds=10)]
+    check = ApprovalReminders(control, aws.client("sns"), control.deployment.topic_arn, clock=lambda: clock[0])
+
+    def sent() -> list[tuple[str, int]]:
+        return [(r.execution, r.number) for r in check.check() if r.execution == name]
+
+    recorded: list[dict[str, Any]] = []
+    with calls_into(recorded):
+        assert sent() == [(name, 1)]  # the request
+    assert sent() == []  # once
+    clock[0] = approval.asked + timedelta(minutes=4)
+    assert sent() == []
+    clock[0] = approval.asked + timedelta(minutes=5)
+    assert sent() == [(name, 2)]  # the first reminder
+    clock[0] = approval.asked + timedelta(minutes=17)
+    assert sent() == [(name, 4)]  # one for the intervals at 10m and 15m
+    messages = []
+    while len(messages) < 3:
+        got = sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=5, MaxNumberOfMessages=10).get("Messages", [])
+        messages += [NotificationMessage.model_validate_json(m["Body"]) for m in got]
+        messages = [m for m in messages if m.execution == name]
+    request, *reminders = messages
+    assert (request.event, request.outcome.status, request.outcome.step, request.channels, request.reminder) == (
+        "APPROVAL", "WAITING_APPROVAL", "go-ahead", ["#finance-approvals"], None)
+    assert request.error is not None and "Go ahead?" in request.error and f"jobplane approve|reject {name}" in request.error
+    assert [r.reminder for r in reminders] == ["waiting 0h 5m", "waiting 0h 17m"]
+    assert subscribed(request, tuple(e.value for e in DEFAULT_EVENTS))  # whatever the job alerts on
+    assert "task_token" not in json.dumps([m.model_dump() for m in messages])
+    approvals.decide(name, access.person("aiko@example.com"), "approve", "")
+    clock[0] = approval.asked + timedelta(minutes=30)
+    assert sent() == []  # decided: no more
+    aws.wait(arn, timeout=600)
+    calls = iam_calls(recorded)
+    assert {c.action for c in calls} >= {"dynamodb:Query", "dynamodb:UpdateItem", "sns:Publish"}
+    assert denied_calls(bm.policy_statements("slow", {"name_prefix": control.deployment.name_prefix}), calls) == []

@@ -32,6 +32,7 @@
     MISSED: 'MISSED',
     DEADLINE: 'DEADLINE',
     STALLED: 'STALLED',
+    APPROVAL: 'APPROVAL',  // an approval step's request and reminders: sent whatever the job's events
   },
 
   // --- schedules: each returns an EventBridge Scheduler expression (or a list of them).

@@ -79,6 +79,10 @@ class Event(str, Enum):
     #: ``outcome.status`` RUNNING, ``outcome.step`` the step), once per stall; sent wherever
     #: failures go.
     STALLED = "STALLED"
+    #: A run waits for a person's decision (jp.approval, platform/approvals.py): the request, then
+    #: a reminder each ``remind`` while nobody decided (``reminder`` says which); ``outcome.status``
+    #: WAITING_APPROVAL. Sent to the approval's channel (else the job's) whatever the job's events.
+    APPROVAL = "APPROVAL"
 
 
 DEFAULT_EVENTS = (Event.FAILED, Event.TIMED_OUT, Event.ABORTED)

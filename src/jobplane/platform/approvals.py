@@ -267,3 +267,88 @@ class Approvals:
         return next(a for a in self.of_run(execution) if a.step == step)
 
 
+
+
+@dataclass(frozen=True)
+class Reminder:
+    """One approval request or reminder sent by :class:`ApprovalReminders` (``number``: the count after it, 1 for the request)."""
+
+    job: str
+    execution: str
+    step: str
+    number: int
+
+
+class ApprovalReminders:
+    """The periodic check's part for approvals: each pending approval's request once, as soon as
+    a pass sees it, then a reminder every ``remind`` while nobody decided, through the notifier
+    like every alert (an APPROVAL message to the approval's channel, else the job's). One per
+    interval: a pass that finds several intervals gone (the platform was down) sends one and
+    counts them all; the count is a conditional write (``reminders_sent`` as read), so two
+    checkers never both send, and a publish that fails takes the count back before the error
+    propagates (never a reminder counted and not sent)."""
+
+    def __init__(self, control: ControlPlane, sns: Any, topic_arn: str, clock: Any = None):
+        from jobplane.contract.clock import utc_now
+
+        self.approvals, self.sns, self.topic_arn = Approvals(control), sns, topic_arn
+        self.clock = clock or utc_now
+
+    def due(self, a: Approval, now: datetime) -> int | None:
+        """The count ``a`` should have after this pass, if a message is due now (None: nothing)."""
+        if a.reminders_sent == 0:
+            return 1 if not a.remind_seconds else 1 + max(0, int((now - a.asked).total_seconds() // a.remind_seconds))
+        if not a.remind_seconds or now >= a.timeout_at:
+            return None
+        intervals = int((now - a.asked).total_seconds() // a.remind_seconds)
+        return intervals + 1 if intervals + 1 > a.reminders_sent else None
+
+    def check(self) -> list[Reminder]:
+        now = self.clock()
+        sent: list[Reminder] = []
+        for a in self.approvals.pending():
+            count = self.due(a, now)
+            if count is None or not self._count(a, count):
+                continue
+            try:
+                self._publish(a, now, reminder=a.reminders_sent > 0)
+            except BaseException:
+                self._count(a, a.reminders_sent, was=count)  # not sent: the next pass sends it
+                raise
+            sent.append(Reminder(a.job, a.execution, a.step, count))
+        return sent
+
+    def _count(self, a: Approval, count: int, was: int | None = None) -> bool:
+        ddb = self.approvals.context.ddb
+        try:
+            ddb.update_item(
+                TableName=self.approvals._table, Key={"pk": {"S": ca.pk(a.execution)}, "sk": {"S": a.step}},
+                UpdateExpression=f"SET {ca.REMINDERS} = :n",
+                ConditionExpression=f"#st = :pending AND {ca.REMINDERS} = :was",
+                ExpressionAttributeNames={"#st": ca.STATUS},
+                ExpressionAttributeValues={":n": {"N": str(count)}, ":pending": {"S": ca.ApprovalStatus.PENDING.value},
+                                           ":was": {"N": str(a.reminders_sent if was is None else was)}})
+        except ddb.exceptions.ConditionalCheckFailedException:
+            return False  # decided meanwhile, or another checker sent it
+        return True
+
+    def _publish(self, a: Approval, now: datetime, reminder: bool) -> None:
+        from jobplane.contract.clock import iso_millis
+        from jobplane.contract.notifications import NotificationMessage, Outcome, publish
+
+        entry = self.approvals.context.entries.get(a.job)
+        view = self.approvals.control.execution(a.execution, a.job)
+        who = ", ".join(a.approvers) or f"team {a.team}"
+        waited = int((now - a.asked).total_seconds())
+        words = (f"{a.job} waits for approval of step {a.step}" + (f": {a.shown_prompt()}" if a.prompt else "")
+                 + f"\nApprovers: {who}" + (f" (four eyes: not {a.started_by})" if a.four_eyes else "")
+                 + f"\nDecide in the portal (/approvals) or with `jobplane approve|reject {a.execution} --reason ...`; "
+                 f"nobody deciding by {a.timeout_at.isoformat()[:16]} UTC means {a.on_timeout}.")
+        publish(self.sns, self.topic_arn, NotificationMessage(
+            version=1, event="APPROVAL", job=a.job, team=a.team, execution=a.execution,
+            execution_arn=view.execution_arn, trigger=view.input.trigger, scheduled_time=view.input.scheduled_time,
+            requested_by=view.input.requested_by, started_at=view.started_at, finished_at=iso_millis(now),
+            outcome=Outcome(status="WAITING_APPROVAL", step=a.step),
+            channels=[a.channel] if a.channel else (list(entry.notify.channels) if entry else []),
+            events=None, runbook=entry.runbook.model_dump() if entry and entry.runbook else None, error=words,
+            reminder=f"waiting {waited // 3600}h {waited % 3600 // 60}m" if reminder else None))
