@@ -67,6 +67,9 @@ def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalAW
     repo.write("jobs/billing/sign-or-stop.jsonnet", _job("sign-or-stop", "3s", "reject"))
     repo.write("jobs/billing/sign-or-fail.jsonnet", _job("sign-or-fail", "3s", "fail"))
     repo.write("jobs/billing/sign-any.jsonnet", ANY)
+    repo.write("jobs/billing/sign-by-noon.jsonnet", ANY.replace("sign-any", "sign-by-noon").replace(
+        "  team: 'billing',\n", "  team: 'billing',\n  schedule: 'cron(0 9 * * ? *)',\n  timezone: 'Asia/Tokyo',\n"
+        "  deadline: '3h',\n  policy: jp.policy.ALWAYS_RUN,\n"))
     repo.write("jobs/billing/sign-remind.jsonnet", ANY.replace("sign-any", "sign-remind").replace(
         "{ prompt: 'Go ahead?' }", "{ prompt: 'Go ahead?', remind: '5m', timeout: '1h', channel: '#finance-approvals' }"))
     # the example month-end job as the repository has it (its python steps: examples/billing/invoices.py)
@@ -132,6 +135,7 @@ def test_a_reject_ends_the_run_rejected_without_a_failure(platform: tuple[LocalA
         approvals.decide(name, access.person("aiko@example.com"), "reject", "")
     approvals.decide(name, access.person("aiko@example.com"), "reject", "ledger off by one invoice", via="portal")
     assert aws.wait(arn, timeout=600).status == "SUCCEEDED"  # no execution failure: no failure alert either
+    aws.wait_reconciled(arn, timeout=600)  # and the reconciler leaves its record as the run wrote it
     record = _record(control, name)
     assert (record["status"]["S"], record["failed_step"]["S"]) == ("REJECTED", "sign-off")
     assert "gsi2pk" not in record  # not in the failures feed
@@ -416,3 +420,36 @@ def test_the_request_and_each_reminder_are_sent_once_an_interval_while_nobody_de
     calls = iam_calls(recorded)
     assert {c.action for c in calls} >= {"dynamodb:Query", "dynamodb:UpdateItem", "sns:Publish"}
     assert denied_calls(bm.policy_statements("slow", {"name_prefix": control.deployment.name_prefix}), calls) == []
+
+
+def test_a_run_waiting_for_approval_raises_its_deadline_in_time(platform: tuple[LocalAWS, ControlPlane, Access]) -> None:
+    """The wait counts against the job's deadline: a scheduled run still waiting for its approval
+    at the deadline is a fire not SUCCEEDED, so the deadline checker (a clock it is given) raises
+    DEADLINE then, once, long before the approval's own timeout (1 day); approved later, it ends."""
+    from datetime import timedelta
+
+    from jobplane.platform.deadlines import DeadlineWatch, deployed_since, fires
+
+    aws, control, access = platform
+    entry = control.context.entries["sign-by-noon"]
+    created = deployed_since(control.context, entry)
+    assert created is not None
+    fire = fires(control.context, entry, created, created + timedelta(days=2))[0]
+    approvals = Approvals(control)
+    arn = aws.start("sign-by-noon", execution_input.scheduled(fire))
+    name = arn.rsplit(":", 1)[1]
+    deadline = time.monotonic() + 300  # a hang guard
+    while not [a for a in approvals.of_run(name) if a.pending]:
+        assert time.monotonic() < deadline, "the run never asked for its approval"
+        time.sleep(0.1)
+
+    def watch(at: Any) -> list[str]:
+        return DeadlineWatch(control.reads, aws.client("sns"), control.deployment.topic_arn, clock=lambda: at).check(
+            {"sign-by-noon"})
+
+    assert watch(fire + timedelta(minutes=5)) == []  # waiting, in time
+    assert watch(fire + timedelta(hours=3, minutes=1)) == [f"sign-by-noon {execution_input.iso(fire)} DEADLINE"]
+    assert watch(fire + timedelta(hours=3, minutes=6)) == []  # once
+    approvals.decide(name, access.person("aiko@example.com"), "approve", "late, but right")
+    assert aws.wait(arn, timeout=600).status == "SUCCEEDED"
+    assert _record(control, name)["status"]["S"] == "SUCCEEDED"
