@@ -71,7 +71,7 @@ def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalAW
         "  team: 'billing',\n", "  team: 'billing',\n  schedule: 'cron(0 9 * * ? *)',\n  timezone: 'Asia/Tokyo',\n"
         "  deadline: '3h',\n  policy: jp.policy.ALWAYS_RUN,\n"))
     repo.write("jobs/billing/sign-remind.jsonnet", ANY.replace("sign-any", "sign-remind").replace(
-        "{ prompt: 'Go ahead?' }", "{ prompt: 'Go ahead?', remind: '5m', timeout: '1h', channel: '#finance-approvals' }"))
+        "{ prompt: 'Go ahead?' }", "{ prompt: 'Go ahead?', remind: '5m', timeout: '1h', channel: '#accounting' }"))
     # the example month-end job as the repository has it (its python steps: examples/billing/invoices.py)
     repo.write("jobs/billing/month-end-example.jsonnet", (ROOT / "jobs" / "billing" / "month-end-invoices.jsonnet")
                .read_text().replace("name: 'month-end-invoices'", "name: 'month-end-example'"))
@@ -213,6 +213,25 @@ def test_an_approvals_options_are_checked_with_the_job_and_field_named(tmp_path:
     assert "bad-sign" in out and "approval.on_timeout" in out and "'shrug' is not one of reject, approve, fail" in out
     assert "approval.remind" in out and "at least 5m" in out
     assert "approval.channel" in out and "not a Slack channel" in out
+
+
+
+def test_an_approvals_channel_and_approvers_are_checked_against_jobplane_toml(tmp_path: Path) -> None:
+    """Its channel is one the team may alert (as notify.channels), each approver a declared team or
+    a person: a typo would leave runs waiting for nobody."""
+    repo = Repo(tmp_path)
+    repo.write("jobs/billing/odd-sign.jsonnet", """\
+        local jp = import 'jobplane.libsonnet';
+        { name: 'odd-sign', team: 'billing', steps: [
+          jp.approval('sign-off', { approvers: ['billing', 'finanse', 'mei@example.com'], channel: '#growth-alerts' }),
+        ] }
+        """)
+    result = repo.cli("validate")
+    assert result.exit_code != 0
+    out = result.output
+    assert "odd-sign" in out and "steps[0].approval.approvers[1]" in out and "'finanse' is neither a team" in out
+    assert "approvers[0]" not in out and "approvers[2]" not in out
+    assert "steps[0].approval.channel" in out and "may not send to '#growth-alerts'" in out
 
 
 def test_jobplane_status_shows_the_waiting_run_and_approve_and_reject_decide_it(
@@ -408,7 +427,7 @@ def test_the_request_and_each_reminder_are_sent_once_an_interval_while_nobody_de
         messages = [m for m in messages if m.execution == name]
     request, *reminders = messages
     assert (request.event, request.outcome.status, request.outcome.step, request.channels, request.reminder) == (
-        "APPROVAL", "WAITING_APPROVAL", "go-ahead", ["#finance-approvals"], None)
+        "APPROVAL", "WAITING_APPROVAL", "go-ahead", ["#accounting"], None)
     assert request.error is not None and "Go ahead?" in request.error and f"jobplane approve|reject {name}" in request.error
     assert [r.reminder for r in reminders] == ["waiting 0h 5m", "waiting 0h 17m"]
     assert subscribed(request, tuple(e.value for e in DEFAULT_EVENTS))  # whatever the job alerts on
