@@ -19,6 +19,9 @@ CALENDAR_STATEMENTS = frozenset({"ListSchedules"})
 #: recording them: `jobplane record-definitions`, the operator's): tests/test_definition_versions.py
 #: proves each is needed; the operator commands of tests/test_cli_aws.py read none.
 DEFINITION_STATEMENTS = frozenset({"ReadDefinitions", "ListDefinitions", "RecordDefinitions"})
+#: The portal role's statements only an approval's decision uses (jp.approval): their use is proven
+#: by tests/test_approvals.py; the operator commands of tests/test_cli_aws.py decide none.
+APPROVAL_STATEMENTS = frozenset({"DecideApprovals"})
 
 
 @contextlib.contextmanager
@@ -61,6 +64,9 @@ def iam_calls(recorded: list[dict[str, Any]]) -> list[Any]:
             out.append(Call(f"dynamodb:{op}", table + (f"/index/{p['IndexName']}" if p.get("IndexName") else ""), {}, why))
         elif service == "stepfunctions" and op in ("StartExecution", "DescribeStateMachine"):
             out.append(Call(f"states:{op}", p["stateMachineArn"], {}, why))
+        elif service == "stepfunctions" and op in ("SendTaskSuccess", "SendTaskFailure"):
+            # a callback's task token: no ARN in the call (API_SendTaskSuccess.html), authorized on "*"
+            out.append(Call(f"states:{op}", "*", {}, why))
         elif service == "stepfunctions":
             out.append(Call(f"states:{op}", p["executionArn"], {}, why))
         elif service == "scheduler" and op == "ListSchedules":  # no resource type: "*" only

@@ -20,7 +20,8 @@ from jobplane.cli import main
 from jobplane.contract import execution_input
 from jobplane.contract.layout import catalog_parts
 from jobplane.devserver.dev_platform import DevPlatform
-from iam_calls import CALENDAR_STATEMENTS, DEFINITION_STATEMENTS, MAP_STATEMENTS, calls_into, iam_calls
+from iam_calls import (APPROVAL_STATEMENTS, CALENDAR_STATEMENTS, DEFINITION_STATEMENTS, MAP_STATEMENTS, calls_into,
+                       iam_calls)
 
 
 @pytest.fixture(scope="module")
@@ -324,7 +325,7 @@ def portal_role_allows_every_call(platform: DevPlatform) -> None:
     assert denied_calls(portal_only, [c for c in calls if not c.why.startswith(("sqs.", "sns."))]) == []
     assert denied_calls(statements, calls) == []
     for i, statement in enumerate(statements):
-        if statement.get("sid") in MAP_STATEMENTS | CALENDAR_STATEMENTS | DEFINITION_STATEMENTS:  # the examples have no map or
+        if statement.get("sid") in MAP_STATEMENTS | CALENDAR_STATEMENTS | DEFINITION_STATEMENTS | APPROVAL_STATEMENTS:  # the examples have no map or
             # calendar job: their use is proven by tests/test_map.py and tests/test_schedule_health.py
             continue
         assert denied_calls(statements[:i] + statements[i + 1:], calls), f"the portal role's {statement.get('sid')} is used by no call"

@@ -180,16 +180,20 @@ def test_each_group_kind_names_its_members_where_the_definition_has_them() -> No
 
     step = {"name": "x", "python": "a.b:c"}
     definitions = {"parallel": [dict(step, name="one"), dict(step, name="two")],
-                   "map": {"items": dict(step, name="one"), "each": dict(step, name="two")}}
+                   "map": {"items": dict(step, name="one"), "each": dict(step, name="two")},
+                   "approval": {"approvers": ["billing"]}}
+    # an approval runs nothing and has no members: a person decides (compiler/kinds/approval.py)
+    members = {"parallel": ["one", "two"], "map": ["one", "two"], "approval": []}
     assert {k.name for k in kinds.GROUPS} == set(definitions) == {
         k.name for k in step_kinds.KINDS if k.executor is step_kinds.Executor.GROUP}
     for kind in kinds.GROUPS:
         raw = {"name": "g", kind.name: definitions[kind.name]}
         job = Job.from_definition({"name": "j", "team": "billing", "steps": [raw]})
         [group] = job.steps
-        assert group.kind is kind and [m.name for m in kind.members(group)] == ["one", "two"]
+        assert group.kind is kind and [m.name for m in kind.members(group)] == members[kind.name]
         # the raw walk (jobplane validate) and the model name a member's place the same way
-        assert [path for path, _ in kind.raw_members(raw)] == [kind.member_path(0), kind.member_path(1)]
+        assert [path for path, _ in kind.raw_members(raw)] == [kind.member_path(j)
+                                                              for j in range(len(members[kind.name]))]
         with pytest.raises(TypeError, match="has no executor"):
             kind.executor
 

@@ -111,7 +111,7 @@ BAD = {
                "; a new team is a [teams.marketing] table there)")]),
     "two kinds": ("""\
         { name: 'two-kinds', team: 'billing', steps: [{ name: 'a', python: 'm:f', shell: ['true'] }] }
-        """, [("job 'two-kinds'", "steps[0]", "exactly one of python, celery, django, shell, parallel, lambda, map (found python, shell)")]),
+        """, [("job 'two-kinds'", "steps[0]", "exactly one of python, celery, django, shell, parallel, lambda, map, approval (found python, shell)")]),
     "deep params": ("""\
         local nest(n) = std.foldl(function(acc, i) [acc], std.range(1, n), []);
         { name: 'deep', team: 'billing', params: { p: nest(40) },
@@ -644,7 +644,7 @@ def test_a_refused_field_hides_no_rule_across_the_others(repo: Repo) -> None:
         "job 'wide': steps[0].map.max_concurrency: must be at most 10000, not 20000",
         "job 'wide': steps[0]: a map has no attempts of its own: give retry to its items or each step",
         "job 'typo': steps[0].pyhton: unknown field (did you mean 'python'?)",
-        "job 'typo': steps[0]: a step needs exactly one of python, celery, django, shell, parallel, lambda, map (found none)",
+        "job 'typo': steps[0]: a step needs exactly one of python, celery, django, shell, parallel, lambda, map, approval (found none)",
         "job 'grouped': steps[0]: parallel[1] is a map ('close'): a map cannot sit in a jp.parallel group",
     ]
     for fragment in expected:

@@ -32,6 +32,7 @@
     MISSED: 'MISSED',
     DEADLINE: 'DEADLINE',
     STALLED: 'STALLED',
+    APPROVAL: 'APPROVAL',  // an approval step's request and reminders: sent whatever the job's events
   },
 
   // --- schedules: each returns an EventBridge Scheduler expression (or a list of them).
@@ -130,6 +131,11 @@
   map(name, items, each, opts={}):: { name: name, map: { items: items, each: each }
                                       + { [k]: opts[k] for k in ['max_concurrency', 'max_concurrency_override', 'tolerated_failures'] if std.objectHas(opts, k) } }
                                     + { [k]: opts[k] for k in std.objectFields(opts) if k != 'max_concurrency' && k != 'max_concurrency_override' && k != 'tolerated_failures' },
+
+  // a person approves or rejects before the run goes on (docs/dsl.md "Approval steps"); opts: approvers
+  // (teams or people), prompt, channel, timeout (the human wait, default '1d'), on_timeout ('reject',
+  // 'approve' or 'fail'), four_eyes (the run's starter may not decide), remind (an interval)
+  approval(name, opts={}):: { name: name, approval: opts },
 
   // --- a pool of jobplane.toml [pools] with a weight, for a step's or a job's `pool` (a name alone
   // is weight 1): each attempt holds that many slots while it runs, waiting (WAITING) for them first

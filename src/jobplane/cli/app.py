@@ -76,6 +76,13 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "ack": ("jobplane.cli.operate", "ack",
             "Acknowledge JOB's last failure: a SKIP_IF_FAILED job's scheduled runs start again (the next "
             "success still announces RECOVERED)."),
+    "approve": ("jobplane.cli.approvals", "approve",
+                "Approve the approval step EXECUTION waits on: the run goes on to its next step."),
+    "reject": ("jobplane.cli.approvals", "reject",
+               "Reject the approval step EXECUTION waits on: the run ends REJECTED (no failure alert)."),
+    "approvals": ("jobplane.cli.approvals", "approvals",
+                  "The runs waiting for an approval, oldest first: job, execution, step, the prompt (with the "
+                  "metrics it shows), who may decide and when it times out."),
     "backfill": ("jobplane.cli.backfill", "backfill",
                  "Run JOB for the fires of a past window, exactly once each: by default only those with no record. "
                  "With a BACKFILL id instead: follow it, or --cancel / --resume it."),

@@ -11,7 +11,7 @@ import time
 from datetime import timedelta, timezone
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import click
 
@@ -305,6 +305,7 @@ def status(obj: Context, data_dir: Path | None, deployment: Path | None, as_json
 
     deadlines = team_deadlines(control.context)  # the jobs with a deadline, by team (one Query each)
     by_job = {r.job: r for team in deadlines for r in team.jobs}
+    waiting_approval = _waiting_approvals(control, jobs)
     if as_json:
         click.echo(json.dumps([{"job": j.name, "team": j.team, "last_status": j.state.last_status if j.state else None,
                                 "last_finished_at": j.state.last_finished_at if j.state else None,
@@ -318,6 +319,8 @@ def status(obj: Context, data_dir: Path | None, deployment: Path | None, as_json
                                 **({"progress": [{"execution": e, "steps": [p.to_json() for p in ps]}
                                                  for e, ps in reported[j.name]]} if j.name in reported else {}),
                                 "deadline": _deadline(by_job.get(j.name)),
+                                **({"waiting_approval": [a.as_json() for a in waiting_approval[j.name]]}
+                                   if j.name in waiting_approval else {}),
                                 # the digest of the definition deployed (docs/operate.md, "Which definition")
                                 "definition": j.entry.definition} for j in jobs],
                                indent=2))
@@ -361,6 +364,13 @@ def status(obj: Context, data_dir: Path | None, deployment: Path | None, as_json
             for execution, steps in reports:
                 for sp in steps:
                     click.echo(f"  {job}: {execution} {sp.step}: {sp.words()}")
+    if waiting_approval:
+        click.echo("\nWaiting for approval (`jobplane approve|reject EXECUTION --reason`; docs/operate.md):")
+        for job, found in sorted(waiting_approval.items()):
+            for a in found:
+                who = ", ".join(a.approvers) or f"team {a.team}"
+                click.echo(f"  {job}: {a.execution} {a.step}: WAITING_APPROVAL since {a.asked_at[:19]} for {who}; "
+                           f"{a.on_timeout} at {a.timeout_at.isoformat()[:19]}" + (f": {a.shown_prompt()}" if a.prompt else ""))
     pools.echo()
     queue = control.events_dead_letters()
     undelivered = queue.count()  # alerts Slack refused, events nobody took
@@ -381,6 +391,19 @@ def status(obj: Context, data_dir: Path | None, deployment: Path | None, as_json
                 for b in r.breaches[:5]:
                     late = f", SUCCEEDED {b.succeeded_at}" if b.succeeded_at else ""
                     click.echo(f"      breached {b.fire} (due {b.due}){late}: {b.reason}")
+
+
+def _waiting_approvals(control: ControlPlane, jobs: list[JobSummary]) -> dict[str, list[Any]]:
+    """The pending approvals of running runs (jp.approval; one Query of the pending partition,
+    only when a run is running), by job."""
+    if not any(j.running for j in jobs):
+        return {}
+    from jobplane.platform.approvals import Approvals
+
+    out: dict[str, list[Any]] = {}
+    for a in Approvals(control).pending():
+        out.setdefault(a.job, []).append(a)
+    return out
 
 
 def _deadline(report: JobDeadlines | None) -> JsonObject | None:

@@ -131,6 +131,8 @@ def _fires(expressions: list[str], tz: str, now: datetime) -> list[str]:
 
 
 def _step_line(step: CatalogStep) -> str:
+    if step.parallel == []:  # a group without members (an approval): a person decides, nothing runs
+        return f"{step.name} ({step.kind})"
     if step.parallel is not None:  # a group: a map's members say what they do
         joint = " lists, then per item " if per_item_steps([step]) else ", "
         return f"{step.name} ({step.kind}: {joint.join(s.name for s in step.parallel)})"

@@ -25,6 +25,7 @@ from jobplane.compiler.checked import (Checked as Checked, FileCache as FileCach
                                        _derived_collisions as _derived_collisions, after_problems as after_problems,
                                        definition_files as definition_files)
 from jobplane.compiler.model import NAME_RE, Job, duplicate_step_problem
+from jobplane.compiler.approval_checks import approval_problems
 from jobplane.contract import lambda_step
 from jobplane.contract.step_kinds import Executor
 from jobplane.compiler.overrides import params_budget
@@ -246,6 +247,7 @@ def _check_file(path: Path, source: str, outcome: Evaluated, config: PlatformCon
         loaded.append(LoadedJob(job, source, budget))
         problems.extend(Problem(source, job.name, where, message) for where, message in scope_problems(job, config))
         problems.extend(notify_problems(source, job, config))
+        problems.extend(approval_problems(source, job, config))  # jp.approval's, against jobplane.toml
         problems.extend(Problem(source, job.name, where, message)  # what each place a step runs cannot run of the job
                         for executor, steps in by_executor(job.runnable_steps())
                         for where, message in executor.job_problems(job, steps))

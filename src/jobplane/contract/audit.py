@@ -312,9 +312,38 @@ class BreakGlass(AuditEvent):
         return cls(job, _str(details.get("window")) or "", _str(details.get("change")) or "")
 
 
+@dataclass(frozen=True)
+class Approve(AuditEvent):
+    """A person approved a run's approval step (jp.approval, platform/approvals.py): which run,
+    which step, and the way in (portal, cli, slack)."""
+
+    ACTION: ClassVar[str] = "approve"
+    decided: str = ""  # the execution waiting
+    step: str = ""
+    via: str = ""
+
+    @property
+    def execution(self) -> str | None:
+        return self.decided
+
+    def details(self) -> JsonObject:
+        return {"step": self.step, "via": self.via}
+
+    @classmethod
+    def read(cls, action: str, job: str, execution: str | None, details: JsonObject) -> AuditEvent:
+        return cls(job, execution or "", _str(details.get("step")) or "", _str(details.get("via")) or "")
+
+
+@dataclass(frozen=True)
+class Reject(Approve):
+    """A person rejected a run's approval step: the run ends REJECTED."""
+
+    ACTION: ClassVar[str] = "reject"
+
+
 KINDS: tuple[type[AuditEvent], ...] = (Run, Rerun, Stop, Pause, Resume, Snooze, Unsnooze, Acknowledge, ReleaseClaim, StartBackfill,
                                        CancelBackfill, ResumeBackfill, CatchUp, RerunItems, ResendAlert,
-                                       DeferredRun, BreakGlass)
+                                       DeferredRun, BreakGlass, Approve, Reject)
 _BY_ACTION: dict[str, type[AuditEvent]] = {k.ACTION: k for k in KINDS} | {Rerun.FROM_FAILED_STEP: Rerun}
 
 

@@ -140,7 +140,8 @@ def feed_of(status: str) -> str | None:
     """The gsi2 feed an execution record of ``status`` joins: failures, skips, missed fires;
     a success joins none."""
     return {"SUCCEEDED": None, "SKIPPED": SKIPS_PARTITION, "MISSED": MISSED_PARTITION,
-            "BLACKED_OUT": SKIPS_PARTITION}.get(status, FAILURES_PARTITION)
+            "BLACKED_OUT": SKIPS_PARTITION,
+            "REJECTED": None}.get(status, FAILURES_PARTITION)
 
 
 def status_partition(status: str) -> str:

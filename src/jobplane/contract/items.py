@@ -159,7 +159,8 @@ def release_job(job: str, *, execution: Text, status: ExecutionStatus | str, sta
     the reconciler, which handles every run's end, files that one back (Repository.refile_status)."""
     status = ExecutionStatus(status)
     blocks = ", ".join(dm.ATTR_BLOCKS)
-    block = (f" REMOVE {dm.ATTR_BLOCKED_BY}, {blocks}, {dm.ATTR_ACKNOWLEDGED_BY}"
+    # a rejected approval (REJECTED) is no failure: it neither starts nor ends a failure block
+    block = "" if status == ExecutionStatus.REJECTED else (f" REMOVE {dm.ATTR_BLOCKED_BY}, {blocks}, {dm.ATTR_ACKNOWLEDGED_BY}"
              if status == ExecutionStatus.SUCCEEDED else
              f", {dm.ATTR_BLOCKED_BY} = :me, " + ", ".join(f"{b} = :me" for b in dm.ATTR_BLOCKS)
              + f" REMOVE {dm.ATTR_ACKNOWLEDGED_BY}")

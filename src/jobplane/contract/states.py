@@ -57,6 +57,8 @@ class Role(str, Enum):
     POOL_RUNNING = "pool running"  # a map item that waited holds its slots: its item record says RUNNING
     ITEMS_KEY = "items key"  # a map draws where its list is written and read (contract/map_items.py)
     BLACKOUT = "blackout"  # a scheduled fire inside a blackout window: decided, recorded (contract/blackouts.py)
+    APPROVAL_TIMEOUT = "approval timeout"  # an approval nobody decided in time: marked, then its on_timeout
+    APPROVAL_REJECTED = "rejected"  # an approval rejected (or timed out to reject): the run recorded REJECTED
 
 
 @dataclass(frozen=True)
@@ -232,6 +234,16 @@ def rerun_items_key(step: str) -> str:
     return f"{step}: rerun items key"
 
 
+def approval_timeout(step: str) -> str:
+    """An approval step's wait timed out (compiler/approval_states.py): its record is marked."""
+    return f"{step}: approval timeout"
+
+
+def approval_rejected(step: str) -> str:
+    """An approval step was rejected: the run is recorded REJECTED."""
+    return f"{step}: rejected"
+
+
 def branch_done(step: str) -> str:
     return f"{step}: done"
 
@@ -246,13 +258,14 @@ _SUFFIXES = {"check": Role.CHECK, "retry": Role.RETRY, "wait": Role.WAIT, "faile
              "pool": Role.POOL, "pool claim": Role.POOL_CLAIM, "pool backoff": Role.POOL_BACKOFF,
              "pool wait": Role.POOL_WAIT, "pool claim again": Role.POOL_CLAIM, "pool waiting": Role.POOL_WAITING,
              "pool check": Role.POOL_CLAIM, "pool held": Role.POOL_CLAIM,
-             "pool running": Role.POOL_RUNNING, "items key": Role.ITEMS_KEY, "rerun items key": Role.ITEMS_KEY,
+             "pool running": Role.POOL_RUNNING, "approval timeout": Role.APPROVAL_TIMEOUT,
+             "rejected": Role.APPROVAL_REJECTED, "items key": Role.ITEMS_KEY, "rerun items key": Role.ITEMS_KEY,
              **{pool_release("", o)[2:]: Role.POOL_RELEASE for o in POOL_RELEASE_OUTCOMES}}
 _NUMBERED = ("check", "wait", "infra retry", "infra wait")
 _STEP_STATE = re.compile(r"^(?P<step>[a-z][a-z0-9_-]*)(?: #(?P<n>[1-9]\d*))?"
                          r"(?:: (?P<suffix>check|retry|wait|failed|timed out|done|infra retry|infra wait"
                          r"|pool|pool claim|pool backoff|pool wait|pool claim again|pool check|pool held|pool waiting|pool running"
-                         r"|items key|rerun items key"
+                         r"|items key|rerun items key|approval timeout|rejected"
                          r"|pool release(?: \((?:check|failed|timed out)\))?))?$")
 
 

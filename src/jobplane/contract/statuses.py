@@ -21,6 +21,9 @@ class ExecutionStatus(str, Enum):
     #: A scheduled fire inside one of the job's blackout windows (contract/blackouts.py): recorded,
     #: not run, not alerted; never MISSED, its deadline suspended. Its record names the window.
     BLACKED_OUT = "BLACKED_OUT"
+    #: A run whose approval step (jp.approval) was rejected, or timed out to reject: recorded,
+    #: no failure alert, no failure block (contract/approvals.py).
+    REJECTED = "REJECTED"
 
 
 #: Finished statuses that block a SKIP_IF_FAILED job until a run succeeds or someone acknowledges.
@@ -76,6 +79,10 @@ class Event(str, Enum):
     #: ``outcome.status`` RUNNING, ``outcome.step`` the step), once per stall; sent wherever
     #: failures go.
     STALLED = "STALLED"
+    #: A run waits for a person's decision (jp.approval, platform/approvals.py): the request, then
+    #: a reminder each ``remind`` while nobody decided (``reminder`` says which); ``outcome.status``
+    #: WAITING_APPROVAL. Sent to the approval's channel (else the job's) whatever the job's events.
+    APPROVAL = "APPROVAL"
 
 
 DEFAULT_EVENTS = (Event.FAILED, Event.TIMED_OUT, Event.ABORTED)

@@ -106,6 +106,7 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("parallel", Executor.GROUP, None, _no_call),
     KindInfo("lambda", Executor.LAMBDA, "python", _python_call),
     KindInfo("map", Executor.GROUP, None, _no_call, per_item=True),  # its items and each steps run
+    KindInfo("approval", Executor.GROUP, None, _no_call),  # a person decides: no task runs
 )
 _BY_NAME = {k.name: k for k in KINDS}
 #: What ``jobplane-runner run <kind>`` dispatches on, in registry order, once each.

@@ -266,6 +266,7 @@ class DevPlatform:
         from jobplane.platform.renotify import Renotify
         from jobplane.platform.snooze import SnoozeEnds
         from jobplane.platform.stalls import StallWatch
+        from jobplane.platform.approvals import ApprovalReminders
 
         # and every expected fire is accounted for: a missed one is recorded and alerted
         checks = [catchup.LostEndings(self.control.context, aws.reconciler()).check,
@@ -285,7 +286,9 @@ class DevPlatform:
                   # operator's wall-clock time, as the notifier that holds alerts reads it)
                   SnoozeEnds(self.control.reads, aws.client("sns"), self.deployment.topic_arn).check,
                   # a running step whose progress stopped moving past its stall_after, once a stall
-                  StallWatch(self.control.reads, aws.client("sns"), self.deployment.topic_arn).check]
+                  StallWatch(self.control.reads, aws.client("sns"), self.deployment.topic_arn).check,
+                  # a run waiting for a person: its request, then a reminder each `remind` (jp.approval)
+                  ApprovalReminders(self.control, aws.client("sns"), self.deployment.topic_arn).check]
         from jobplane.platform.backfill import BackfillDriver, Backfills
 
         self.backfills = Backfills(self.control.runs)  # backfills left running by the last start go on

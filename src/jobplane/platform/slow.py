@@ -121,6 +121,7 @@ def handler(event: JsonObject, context: object = None) -> JsonObject:
     from jobplane.platform.renotify import Renotify
     from jobplane.platform.snooze import SnoozeEnds
     from jobplane.platform.stalls import StallWatch
+    from jobplane.platform.approvals import ApprovalReminders
 
     started = time.monotonic()
     control = ControlPlane(deployment)  # the services, over one context the checks share
@@ -148,6 +149,9 @@ def handler(event: JsonObject, context: object = None) -> JsonObject:
                        ("reminded", Renotify(reads, sns, deployment.topic_arn).check),
                        # a snooze that ended: what it held, summarised once (platform/snooze.py)
                        ("snoozes_ended", SnoozeEnds(reads, sns, deployment.topic_arn).check),
+                       # a run waiting for a person: its request, then a reminder each `remind` (platform/approvals.py)
+                       ("approval_reminders", lambda: [r.execution for r in ApprovalReminders(
+                           control, sns, deployment.topic_arn).check()]),
                        # a backfill started from a laptop that then slept still completes: each
                        # pass moves every open one on (its fire leases keep two drivers from
                        # starting a fire twice)

@@ -83,14 +83,15 @@ def routes() -> list[RouteGroup | Mount]:
     then the static files."""
     from swagger_ui_bundle import swagger_ui_path
 
-    from jobplane.portal import (api, backfill_api, backfill_pages, base_routes, deadline_api, deadline_pages,
-                                 map_api, pages, pictures_api, report_api, timeline_pages)
+    from jobplane.portal import (api, approval_pages, backfill_api, backfill_pages, base_routes, deadline_api,
+                                 deadline_pages, map_api, pages, pictures_api, report_api, timeline_pages)
 
     return [RouteGroup(base_routes.open_router, signed_in=False),  # the health probe, `jobplane dev`'s sign-in
             RouteGroup(api.router), RouteGroup(backfill_api.router), RouteGroup(deadline_api.router),
             RouteGroup(deadline_pages.router), RouteGroup(pictures_api.router), RouteGroup(timeline_pages.router),
             RouteGroup(report_api.router), RouteGroup(report_api.pages_router), RouteGroup(report_api.metrics_router),
             RouteGroup(backfill_pages.router),  # before pages' /jobs/{job}/{action}
+            RouteGroup(approval_pages.router),
             RouteGroup(map_api.router), RouteGroup(map_api.pages_router), RouteGroup(pages.router),
             RouteGroup(base_routes.docs_router),
             Mount("/static/swagger-ui", StaticFiles(directory=str(swagger_ui_path)), name="swagger-ui"),

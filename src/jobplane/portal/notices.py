@@ -17,6 +17,8 @@ NOTICES = {
     "backfill": "Backfill started: its fires start in order, and this page follows them.",
     "backfill-cancel": "Backfill cancelled: no further fire starts; runs in flight finish.",
     "backfill-resume": "Backfill resumed.",
+    "approved": "Approved: the run goes on.",
+    "rejected": "Rejected: the run ends REJECTED.",
 }
 
 

@@ -180,7 +180,16 @@ def _execution_context(portal: Portal, execution: str, job: str | None = None, l
             "definition": run_definition(portal.control.context, view.job, view.execution, view.input.definition,
                                          view.started_at),
             # a scheduled fire's calendar defaults, as its runner resolved them (docs/dsl.md "Typed parameters")
-            "resolved_params": portal.control.resolved_params(view.execution) if entry.param_set().calendar_defaults() else {}}
+            "resolved_params": portal.control.resolved_params(view.execution) if entry.param_set().calendar_defaults() else {},
+            # its approval steps (jp.approval): WAITING_APPROVAL and the form, or who decided
+            # (one Query of the run's approval partition, empty for a job without one)
+            "approvals": _approvals(portal, view.execution)}
+
+
+def _approvals(portal: Portal, execution: str) -> list[object]:
+    from jobplane.platform.approvals import Approvals
+
+    return list(Approvals(portal.control).of_run(execution))
 
 
 def log_console_url(deployment: Deployment, stream: LogStream) -> str | None:

@@ -12,7 +12,8 @@ if TYPE_CHECKING:
     from jobplane.compiler.choice_rules import Rule, Test
     from jobplane.compiler.model import Job, Step
     from jobplane.compiler.peak import Peak
-    from jobplane.compiler.states import Graph, Retry
+    from jobplane.compiler.states import Graph, Retry, Task
+    from jobplane.contract.items import Text
     from jobplane.contract.catalog import CatalogStep
     from jobplane.contract.config import PlatformConfig
     from jobplane.contract.statuses import Event, ExecutionStatus
@@ -47,6 +48,11 @@ class GroupBuilder(AttemptBuilder, Protocol):
     def step_states(self, step: Step, nxt: str, is_last: bool, into: Graph, record: bool) -> str: ...
 
     def initial_slots(self, steps: list[Step]) -> JsonObject: ...
+
+    def record_state(self, status: ExecutionStatus, step: Text | None, next_: str | None = None,
+                     unblocked: bool = False) -> Task:
+        """The run's final record and claim release, one transaction (an approval's REJECTED)."""
+        ...
 
 
 class TerraformContext(Protocol):

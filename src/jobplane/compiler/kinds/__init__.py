@@ -10,6 +10,7 @@ the model, the ASL builder, the Terraform and ``jobplane plan`` ask of a group.
 
 from __future__ import annotations
 
+from jobplane.compiler.kinds.approval import ApprovalKind
 from jobplane.compiler.kinds.base import GroupKind, StepKind
 from jobplane.compiler.kinds.celery import CeleryKind
 from jobplane.compiler.kinds.django import DjangoKind
@@ -21,7 +22,7 @@ from jobplane.compiler.kinds.shell import ShellKind
 
 #: In the order a definition's fields, the JSON Schema and messages list them.
 REGISTRY: tuple[StepKind, ...] = (PythonKind(), CeleryKind(), DjangoKind(), ShellKind(), ParallelKind(), LambdaKind(),
-                                  MapKind())
+                                  MapKind(), ApprovalKind())
 BY_NAME: dict[str, StepKind] = {k.name: k for k in REGISTRY}
 NAMES: tuple[str, ...] = tuple(BY_NAME)
 #: The group kinds (no attempt of their own: their members run), in registry order.
