@@ -109,6 +109,12 @@
     max_interval: max_interval,
   },
 
+  // --- an expectation on a metric the step reports (jobplane.metric), for a step's `expect`
+  // (docs/expectations.md): check '<op> <number>', '<op> baseline' or '<op> <factor> * baseline';
+  // on_fail 'fail' (the attempt fails; retries apply) or 'warn'; on_missing: a metric never reported
+  expect(metric, check, on_fail='fail', on_missing=null)::
+    { metric: metric, check: check, on_fail: on_fail } + (if on_missing == null then {} else { on_missing: on_missing }),
+
   // --- a Secrets Manager secret by name, for a step's `secrets` (its full ARN is looked up at plan time).
   // A team's jobs use names under '<team>/' and those its [teams.<team>] secrets list allows.
   secret(name):: 'secretsmanager:' + name,

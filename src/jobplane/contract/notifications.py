@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from jobplane.contract.types import Client
 
-Event = Literal["FAILED", "TIMED_OUT", "ABORTED", "SKIPPED", "RECOVERED", "SLOW", "MISSED", "DEADLINE", "STALLED"]
+Event = Literal["FAILED", "TIMED_OUT", "ABORTED", "SKIPPED", "RECOVERED", "SLOW", "MISSED", "DEADLINE", "STALLED", "EXPECTATION"]
 EVENTS: tuple[Event, ...] = get_args(Event)
 
 
@@ -84,6 +84,7 @@ def publish(sns: Client, topic_arn: str, message: NotificationMessage) -> str:
 
 def subscribed(message: NotificationMessage, defaults: tuple[str, ...]) -> bool:
     """Whether the job wants this event: it is among its events (``defaults`` when it names
-    none); a MISSED fire, a DEADLINE breach and a STALLED step go wherever failures go."""
+    none); a MISSED fire, a DEADLINE breach, a STALLED step and a warned EXPECTATION go wherever
+    failures go."""
     events: list[str] = list(message.events) if message.events else list(defaults)
-    return message.event in events or (message.event in ("MISSED", "DEADLINE", "STALLED") and "FAILED" in events)
+    return message.event in events or (message.event in ("MISSED", "DEADLINE", "STALLED", "EXPECTATION") and "FAILED" in events)

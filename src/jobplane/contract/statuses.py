@@ -76,6 +76,10 @@ class Event(str, Enum):
     #: ``outcome.status`` RUNNING, ``outcome.step`` the step), once per stall; sent wherever
     #: failures go.
     STALLED = "STALLED"
+    #: A step's expectation with on_fail 'warn' did not hold (compiler/expect_states.py;
+    #: ``outcome.status`` RUNNING, ``outcome.step`` the step, ``outcome.checks`` what each found);
+    #: the run goes on. Sent wherever failures go.
+    EXPECTATION = "EXPECTATION"
 
 
 DEFAULT_EVENTS = (Event.FAILED, Event.TIMED_OUT, Event.ABORTED)

@@ -1,0 +1,179 @@
+"""Expectations (issue 67 part 3, docs/expectations.md): a step's reported metrics judged by the
+compiled state machine on the local engine, the step run by the real runner in a subprocess."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import Repo, served
+from jobplane.contract import execution_input
+from jobplane.platform.control import ControlPlane
+from jobplane.platform.local.engine import LocalAWS
+
+
+def _job(name: str, expect: str, params: str = "{ rows: 0, invoices: -1, log: '' }", retry: str = "") -> str:
+    return f"""\
+local jp = import 'jobplane.libsonnet';
+{{
+  name: '{name}',
+  team: 'billing',
+  params: {params},
+  steps: [jp.python('load', 'sample_apps.expect_steps:load', opts={{ expect: {expect}{retry} }}),
+          jp.shell('after', ['true'])],
+}}
+"""
+
+
+JOBS = {
+    # a run that loads no rows fails its step; its retry applies first
+    "load-rows": _job("load-rows", "[jp.expect('rows_loaded', '>= 1')]", retry=", retry: jp.retry(2, interval=1)"),
+    # the same check as a warning: the run goes on, SUCCEEDED, marked, with an EXPECTATION alert
+    "warn-rows": _job("warn-rows", "[jp.expect('rows_loaded', '>= 1', on_fail='warn')]"),
+    # a metric never reported is not 0: it fails (on_missing defaults to on_fail) or does what on_missing says
+    "quiet-fail": _job("quiet-fail", "[jp.expect('rows_loaded', '>= 0')]").replace(
+        "expect_steps:load'", "expect_steps:silent'"),
+    "quiet-warn": _job("quiet-warn", "[jp.expect('rows_loaded', '>= 0', on_missing='warn')]").replace(
+        "expect_steps:load'", "expect_steps:silent'"),
+    # a baseline: the median of the last runs' values, skipped (and saying so) before there are enough
+    "invoices": _job("invoices", "[jp.expect('rows_loaded', '>= 1'), "
+                                 "jp.expect('invoices_sent', '>= 0.5 * baseline', on_fail='warn')]"),
+}
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalAWS, ControlPlane, str]]:
+    repo = Repo(tmp_path_factory.mktemp("repo"))
+    for name, text in JOBS.items():
+        repo.write(f"jobs/billing/{name}.jsonnet", text)
+    with served(repo) as (aws, control):
+        sqs = aws.client("sqs")
+        queue = sqs.create_queue(QueueName="expectations")["QueueUrl"]
+        arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        aws.client("sns").subscribe(TopicArn=control.deployment.topic_arn, Protocol="sqs", Endpoint=arn,
+                                    Attributes={"RawMessageDelivery": "true"})
+        yield aws, control, queue
+
+
+def _run(aws: LocalAWS, job: str, **params: Any) -> tuple[str, Any, dict[str, Any]]:
+    arn = aws.start(job, execution_input.manual("test", overrides=params))
+    ex = aws.wait(arn, timeout=600)  # a hang guard, not a time assert
+    aws.wait_reconciled(arn, timeout=600)
+    name = arn.rsplit(":", 1)[1]
+    record = aws.client("dynamodb").get_item(
+        TableName=aws.resources["table_name"], Key={"pk": {"S": f"EXEC#{name}"}, "sk": {"S": "EXEC"}},
+        ConsistentRead=True).get("Item") or {}
+    return name, ex, record
+
+
+def _expect(record: dict[str, Any]) -> dict[str, Any]:
+    steps = json.loads(record["steps"]["S"])
+    return dict(steps["load"]["expect"])
+
+
+def _messages(aws: LocalAWS, queue: str, execution: str) -> list[dict[str, Any]]:
+    sqs, out = aws.client("sqs"), []
+    while True:
+        got = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10, WaitTimeSeconds=1).get("Messages", [])
+        if not got:
+            return [m for m in out if m["execution"] == execution]
+        for m in got:
+            out.append(json.loads(m["Body"]))
+            sqs.delete_message(QueueUrl=queue, ReceiptHandle=m["ReceiptHandle"])
+
+
+def test_a_run_that_loads_no_rows_fails_its_step_after_its_retries(engine: tuple[LocalAWS, ControlPlane, str],
+                                                                   tmp_path: Path) -> None:
+    aws, _, queue = engine
+    log = tmp_path / "attempts"
+    name, ex, record = _run(aws, "load-rows", rows=0, log=str(log))
+    assert ex.status == "FAILED", ex
+    assert record["status"]["S"] == "FAILED" and record["failed_step"]["S"] == "load"
+    assert log.read_text().count("attempt") == 2  # its retry applied: a late upstream can catch up
+    [failure] = [m for m in _messages(aws, queue, name) if m["event"] == "FAILED"]
+    assert failure["outcome"]["step"] == "load"
+    history = aws.client("stepfunctions").get_execution_history(executionArn=ex.arn, maxResults=1000)["events"]
+    exits = [e["stateExitedEventDetails"] for e in history if e["type"] == "PassStateExited"]
+    errors = [json.loads(d["output"])["run"]["error"] for d in exits if d["name"] == "load: expect failed"]
+    assert [e["Cause"] for e in errors] == ["rows_loaded = 0, expected >= 1: fail"] * 2  # each attempt's
+
+
+def test_a_run_that_loads_rows_passes_and_records_each_check(engine: tuple[LocalAWS, ControlPlane, str]) -> None:
+    aws, _, queue = engine
+    name, ex, record = _run(aws, "load-rows", rows=12)
+    assert ex.status == "SUCCEEDED", ex
+    expect = _expect(record)
+    assert expect["verdict"] == "pass"
+    assert expect["checks"] == [{"metric": "rows_loaded", "check": ">= 1", "outcome": "pass", "value": 12,
+                                 "threshold": 1, "baseline": None, "reported": True, "note": ""}]
+    assert [m for m in _messages(aws, queue, name) if m["event"] == "EXPECTATION"] == []
+
+
+def test_a_warning_keeps_the_run_succeeded_marked_and_alerts(engine: tuple[LocalAWS, ControlPlane, str]) -> None:
+    from jobplane.contract.notifications import NotificationMessage, subscribed
+    from jobplane.contract.statuses import DEFAULT_EVENTS
+
+    aws, _, queue = engine
+    name, ex, record = _run(aws, "warn-rows", rows=0)
+    assert ex.status == "SUCCEEDED", ex
+    assert record["status"]["S"] == "SUCCEEDED"
+    expect = _expect(record)
+    assert expect["verdict"] == "warn" and expect["checks"][0]["outcome"] == "warn"
+    [alert] = [m for m in _messages(aws, queue, name) if m["event"] == "EXPECTATION"]
+    message = NotificationMessage.model_validate(alert)
+    assert message.outcome.step == "load" and message.error == "rows_loaded = 0, expected >= 1: warn"
+    assert subscribed(message, tuple(e.value for e in DEFAULT_EVENTS))  # where failures go
+
+
+def test_a_metric_never_reported_is_not_reported_not_zero(engine: tuple[LocalAWS, ControlPlane, str]) -> None:
+    aws, _, _ = engine
+    _, ex, record = _run(aws, "quiet-fail")
+    assert ex.status == "FAILED", ex  # '>= 0' would hold for a 0: nothing reported fails it
+    _, ex, record = _run(aws, "quiet-warn")
+    assert ex.status == "SUCCEEDED", ex
+    [check] = _expect(record)["checks"]
+    assert (check["outcome"], check["value"], check["reported"], check["note"]) == ("warn", None, False, "not reported")
+
+
+def test_a_baseline_is_skipped_until_enough_runs_then_the_median_of_the_last(
+        engine: tuple[LocalAWS, ControlPlane, str]) -> None:
+    from jobplane.contract.expectations import BASELINE_RUNS
+
+    aws, _, queue = engine
+    for i, sent in enumerate([10, 30, 12, 8, 11]):
+        name, ex, record = _run(aws, "invoices", rows=5, invoices=sent)
+        assert ex.status == "SUCCEEDED", ex
+        check = _expect(record)["checks"][1]
+        assert (check["outcome"], check["baseline"]) == ("skipped", None)
+        assert check["note"] == f"{i} comparable earlier runs, a baseline needs {BASELINE_RUNS}"
+    name, ex, record = _run(aws, "invoices", rows=5, invoices=3)
+    assert ex.status == "SUCCEEDED", ex
+    check = _expect(record)["checks"][1]
+    assert (check["outcome"], check["baseline"], check["threshold"], check["value"]) == ("warn", 11, 5.5, 3)
+    assert [m["error"] for m in _messages(aws, queue, name) if m["event"] == "EXPECTATION"] == [
+        "rows_loaded = 5, expected >= 1: pass; invoices_sent = 3, expected >= 0.5 * baseline (baseline 11): warn"]
+    # the warned value is kept too: the next baseline is the median of the last six (3 8 10 11 12 30)
+    _, _, record = _run(aws, "invoices", rows=5, invoices=9)
+    assert _expect(record)["checks"][1]["baseline"] == 10.5
+
+
+@pytest.mark.parametrize(("expect", "says"), [
+    ({"metric": "rows loaded", "check": ">= 1"}, "'rows loaded' is not a metric name"),
+    ({"metric": "rows", "check": "at least 1"}, "'at least 1' is not a check"),
+    ({"metric": "rows", "check": ">= 2 * 3"}, "a factor multiplies the baseline"),
+    ({"metric": "rows", "check": ">= 1", "on_fail": "page"}, "'page' is not one of fail, warn"),
+    ({"metric": "rows", "check": ">= 1", "on_missing": "ignore"}, "'ignore' is not one of fail, warn, pass"),
+])
+def test_a_bad_expectation_is_refused_naming_its_field(expect: dict[str, Any], says: str) -> None:
+    from jobplane.compiler.fields import Invalid
+    from jobplane.compiler.model import Job
+
+    with pytest.raises(Invalid) as raised:
+        Job.from_definition({"name": "j", "team": "billing", "steps": [
+            {"name": "s", "python": "m:f", "expect": [{"metric": "ok", "check": "> 0"}, expect]}]})
+    assert says in str(raised.value)
+    assert "steps.0.expect.1." in str(raised.value)
