@@ -177,3 +177,26 @@ def test_a_bad_expectation_is_refused_naming_its_field(expect: dict[str, Any], s
             {"name": "s", "python": "m:f", "expect": [{"metric": "ok", "check": "> 0"}, expect]}]})
     assert says in str(raised.value)
     assert "steps.0.expect.1." in str(raised.value)
+
+
+def test_the_api_and_the_execution_page_show_each_check(engine: tuple[LocalAWS, ControlPlane, str]) -> None:
+    from fastapi.testclient import TestClient
+
+    from portal_kit import READER, as_user
+    from test_progress import _portal
+
+    aws, control, _ = engine
+    warned, ex, _ = _run(aws, "warn-rows", rows=0)
+    quiet, ex2, _ = _run(aws, "quiet-warn")
+    assert (ex.status, ex2.status) == ("SUCCEEDED", "SUCCEEDED")
+    with TestClient(_portal(control)) as client:
+        [step] = client.get(f"/api/executions/{warned}", headers=as_user(READER)).json()["expectations"]
+        assert (step["step"], step["verdict"]) == ("load", "warn")
+        assert step["checks"] == [{"metric": "rows_loaded", "check": ">= 1", "outcome": "warn", "value": 0.0,
+                                   "threshold": 1.0, "baseline": None, "reported": True, "note": ""}]
+        page = client.get(f"/executions/{warned}", headers=as_user(READER)).text
+        row = page.split('<tr data-expect-step="load" data-expect-metric="rows_loaded" data-outcome="warn">')[1]
+        assert "<td data-expect-value>0</td>" in row.split("</tr>")[0]
+        page = client.get(f"/executions/{quiet}", headers=as_user(READER)).text
+        row = page.split('data-expect-metric="rows_loaded" data-outcome="warn">')[1].split("</tr>")[0]
+        assert "<em>not reported</em>" in row and "(not reported)" in row

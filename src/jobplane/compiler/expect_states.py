@@ -43,6 +43,7 @@ from jobplane.contract.types import JsonObject
 
 if TYPE_CHECKING:
     from jobplane.compiler.model import Expectation, Job, Step
+    from jobplane.contract.catalog import CatalogStep
 
 GET_ITEM = "arn:aws:states:::dynamodb:getItem"
 UPDATE_ITEM = "arn:aws:states:::dynamodb:updateItem"
@@ -96,7 +97,19 @@ def states_per_run(step: Step) -> int:
     """States a successful attempt of ``step`` enters for its expectations when all pass."""
     if not step.expect:
         return 0
-    return 4 if uses_baseline(step) else 2
+    return ce.transitions(uses_baseline(step))
+
+
+def plan_lines(steps: list[CatalogStep]) -> list[str]:
+    """``jobplane plan``'s words for each step (a group's members too) that has expectations."""
+    from jobplane.contract.map_transitions import PRICE_PER_TRANSITION
+
+    out = []
+    for s in steps:
+        out += plan_lines(s.parallel or [])
+        if s.expect:
+            out.append(ce.plan_line(s.name, [dict(e) for e in s.expect], PRICE_PER_TRANSITION))
+    return out
 
 
 def add(b: ExpectBuilder, step: Step, nxt: str, into: Graph, record: bool) -> str:

@@ -39,6 +39,35 @@ _CHECK = re.compile(r"^\s*(?P<op>>=|<=|==|!=|>|<)\s*(?:(?P<factor>\d+(?:\.\d+)?)
                     r"(?P<rhs>baseline|-?\d+(?:\.\d+)?)\s*$")
 
 
+#: State transitions a step's expectations add to a run whose attempt passes them (the judge and
+#: its Choice; with a baseline the history's read and the values kept too), and what a warning
+#: (its alert) and a failed attempt (its error, then the step's retry or failure path) add on
+#: top. Standard workflows bill per state transition (https://aws.amazon.com/step-functions/pricing/).
+PER_STEP_STATIC, PER_STEP_BASELINE, PER_WARNING, PER_FAILURE = 2, 4, 1, 2
+#: DynamoDB requests per judged attempt: the judge's consistent GetItem of the step's progress
+#: record (up to 4 KB: one read request unit), and with a baseline the history's (one more) and
+#: its UpdateItem (one write unit per KB: the history of a few metrics is well under one)
+#: (https://aws.amazon.com/dynamodb/pricing/on-demand/).
+READS_STATIC, READS_BASELINE, WRITES_BASELINE = 1, 2, 1
+
+
+def transitions(uses_baseline: bool) -> int:
+    return PER_STEP_BASELINE if uses_baseline else PER_STEP_STATIC
+
+
+def plan_line(step: str, expects: list[dict[str, object]], price_per_transition: float) -> str:
+    """What ``jobplane plan`` says a step's expectations cost."""
+    baseline = any(parse(str(e.get("check", ""))).uses_baseline for e in expects)
+    n = transitions(baseline)
+    reads, writes = (READS_BASELINE, WRITES_BASELINE) if baseline else (READS_STATIC, 0)
+    checks = ", ".join(f"{e.get('metric')} {e.get('check')}" + (" (warn)" if e.get("on_fail") == "warn" else "")
+                       for e in expects)
+    return (f"expect {step}: {checks}; +{n} state transitions per run when they pass (+{PER_WARNING} a warning, "
+            f"+{PER_FAILURE} a failed attempt), ${n * 1000 * price_per_transition:.3f} per 1,000 runs; "
+            f"{reads} DynamoDB read{'s' if reads > 1 else ''}" + (f" and {writes} write" if writes else "")
+            + " per run (docs/expectations.md)")
+
+
 class BadExpectation(ValueError):
     """An expectation the grammar does not take: the message says what would be."""
 
