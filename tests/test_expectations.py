@@ -42,6 +42,19 @@ JOBS = {
     # a baseline: the median of the last runs' values, skipped (and saying so) before there are enough
     "invoices": _job("invoices", "[jp.expect('rows_loaded', '>= 1'), "
                                  "jp.expect('invoices_sent', '>= 0.5 * baseline', on_fail='warn')]"),
+    # per item of a map: each item's own count judged in its child execution
+    "tenant-load": """\
+local jp = import 'jobplane.libsonnet';
+{
+  name: 'tenant-load',
+  team: 'billing',
+  params: { empty: [] },
+  steps: [jp.map('load-all', jp.python('tenants', 'sample_apps.expect_steps:tenants'),
+                 jp.python('load-tenant', 'sample_apps.expect_steps:load_tenant',
+                           opts={ expect: [jp.expect('rows_loaded', '>= 1')] }),
+                 opts={ tolerated_failures: 0 })],
+}
+""",
 }
 
 
@@ -200,3 +213,49 @@ def test_the_api_and_the_execution_page_show_each_check(engine: tuple[LocalAWS, 
         page = client.get(f"/executions/{quiet}", headers=as_user(READER)).text
         row = page.split('data-expect-metric="rows_loaded" data-outcome="warn">')[1].split("</tr>")[0]
         assert "<em>not reported</em>" in row and "(not reported)" in row
+
+
+def test_a_maps_items_are_judged_each_on_its_own_count(engine: tuple[LocalAWS, ControlPlane, str]) -> None:
+    """Each item keeps its own record of what it reported; the items that loaded nothing fail
+    their expectation (the map then fails), the failure alert lists them with the check's words,
+    and a re-run of the failed items takes exactly them."""
+    from jobplane.contract.notifications import NotificationMessage
+    from jobplane.contract import progress as cp
+    from jobplane.platform.map_alert import with_failed_items
+
+    aws, control, _ = engine
+    name, ex, record = _run(aws, "tenant-load", empty=["t-1", "t-3"])
+    assert ex.status == "FAILED", ex
+    items = control.items(name)
+    assert [(o.item, o.status) for o in items] == [("t-0", "SUCCEEDED"), ("t-1", "FAILED"), ("t-2", "SUCCEEDED"),
+                                                   ("t-3", "FAILED")]
+    ddb, table = aws.client("dynamodb"), aws.resources["table_name"]
+    for i, rows in enumerate([10, 0, 10, 0]):  # each item's own record: <step>#<index>
+        item = ddb.get_item(TableName=table, Key={"pk": {"S": cp.pk(name)}, "sk": {"S": f"load-tenant#{i}"}},
+                            ConsistentRead=True)["Item"]
+        assert item["metrics"] == {"M": {"rows_loaded": {"N": str(rows)}}} and item["cursor"] == {"S": f"t-{i}"}
+    # the items' records are not the run's steps (its step table; tenants itself reported nothing)
+    assert [p.step for p in control.step_progress(name)] == []
+    alert = NotificationMessage.model_validate({
+        "version": 1, "event": "FAILED", "job": "tenant-load", "team": "billing", "execution": name,
+        "execution_arn": ex.arn, "outcome": {"status": "FAILED", "step": "load-all"}, "channels": []})
+    told = with_failed_items(alert, ddb, table)
+    assert told.error is not None and told.error.splitlines()[0].startswith("2 items failed in map load-all")
+    assert "#1 t-1: Jobplane.ExpectationFailed: rows_loaded = 0, expected >= 1: fail" in told.error
+    assert "#3 t-3: Jobplane.ExpectationFailed: rows_loaded = 0, expected >= 1: fail" in told.error
+    again = control.rerun_failed_items(name, "ops@example.com", params={"empty": []})
+    arn = aws.state_machines["tenant-load"].replace(":stateMachine:", ":execution:") + f":{again}"
+    assert aws.wait(arn, timeout=600).status == "SUCCEEDED"
+    aws.wait_reconciled(arn, timeout=600)
+    assert [(o.item, o.status) for o in control.items(again)] == [("t-1", "SUCCEEDED"), ("t-3", "SUCCEEDED")]
+
+
+def test_a_baseline_per_map_item_is_refused() -> None:
+    from jobplane.compiler.fields import Invalid
+    from jobplane.compiler.model import Job
+
+    with pytest.raises(Invalid) as raised:
+        Job.from_definition({"name": "j", "team": "billing", "steps": [{"name": "m", "map": {
+            "items": {"name": "i", "python": "m:f"},
+            "each": {"name": "e", "python": "m:g", "expect": [{"metric": "rows", "check": ">= baseline"}]}}}]})
+    assert "a map's each step takes expectations of a number" in str(raised.value)

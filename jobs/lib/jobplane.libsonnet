@@ -32,6 +32,7 @@
     MISSED: 'MISSED',
     DEADLINE: 'DEADLINE',
     STALLED: 'STALLED',
+    EXPECTATION: 'EXPECTATION',
   },
 
   // --- schedules: each returns an EventBridge Scheduler expression (or a list of them).

@@ -20,3 +20,15 @@ def load(rows: int = 0, invoices: int = -1, log: str = "") -> None:
 def silent() -> None:
     """Reports nothing at all: its metrics are not reported (not 0)."""
     print("done, counted nothing")
+
+
+def tenants(empty: list[str] | None = None) -> list[str]:
+    """Four tenants; those in ``empty`` will load no rows."""
+    return [f"t-{i}" for i in range(4)]
+
+
+def load_tenant(item: str, empty: list[str] | None = None) -> None:
+    """Loads a tenant's rows: 0 for those in ``empty``; each item reports its own count."""
+    rows = 0 if item in (empty or []) else 10
+    jobplane.progress(rows, total=10, unit="rows", cursor=item)
+    jobplane.metric("rows_loaded", rows)

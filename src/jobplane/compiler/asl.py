@@ -465,7 +465,7 @@ class _Builder:
         if step.expect:
             from jobplane.compiler import expect_states
 
-            nxt = expect_states.add(self, step, nxt, into, record)
+            nxt = expect_states.add(self, step, nxt, into, record, publish=self.publish_state)
         first = step.kind.executor.attempt_states(self, step, nxt, is_last, into, record)
         if step.pool is not None:
             from jobplane.compiler import pools

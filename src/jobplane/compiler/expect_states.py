@@ -59,8 +59,11 @@ class ExpectBuilder(Protocol):
 
     def step_failure_state(self, step: Step, status: ExecutionStatus, into: Graph, record: bool) -> str: ...
 
-    def publish_state(self, event: str | None, next_: str | None = None,
-                      outcome: JsonObject | None = None) -> Task: ...
+
+class Publish(Protocol):
+    """The job builder's SNS publish state (compiler/asl.py ``publish_state``)."""
+
+    def __call__(self, event: str | None, next_: str | None = None, outcome: JsonObject | None = None) -> Task: ...
 
 
 def role_statements(job: Job) -> list[JsonObject]:
@@ -104,17 +107,24 @@ def plan_lines(steps: list[CatalogStep]) -> list[str]:
     """``jobplane plan``'s words for each step (a group's members too) that has expectations."""
     from jobplane.contract.map_transitions import PRICE_PER_TRANSITION
 
+    from jobplane.contract.step_kinds import per_item_steps
+
+    each = {m.parallel[1].name for m in per_item_steps(steps) if m.parallel and len(m.parallel) == 2}
     out = []
-    for s in steps:
-        out += plan_lines(s.parallel or [])
+    for s in [m for t in steps for m in (t, *(t.parallel or []))]:
         if s.expect:
-            out.append(ce.plan_line(s.name, [dict(e) for e in s.expect], PRICE_PER_TRANSITION))
+            line = ce.plan_line(s.name, [dict(e) for e in s.expect], PRICE_PER_TRANSITION)
+            out.append(line.replace(" per run", " per item").replace(" runs;", " items;") if s.name in each else line)
     return out
 
 
-def add(b: ExpectBuilder, step: Step, nxt: str, into: Graph, record: bool) -> str:
+def add(b: ExpectBuilder, step: Step, nxt: str, into: Graph, record: bool, publish: Publish | None) -> str:
     """Add ``step``'s expectation states going on to ``nxt``; return the first one's name (the
-    attempt's Task goes there when it succeeds)."""
+    attempt's Task goes there when it succeeds). ``publish`` None: a map's each step in its
+    child execution, judged per item (:func:`item_key`): a warning is kept on the item's record
+    (its ``detail``, the child's state data), not alerted item by item; a failure fails the item
+    (its retries apply), which the run's failure alert lists with its error (platform/map_alert.py)
+    and ``jobplane rerun --failed-items`` takes."""
     slot = steps_slot(step)
     judge, check = sn.expect(step.name), sn.expect_check(step.name)
     warn, failed = sn.expect_warn(step.name), sn.expect_failed(step.name)
@@ -122,15 +132,16 @@ def add(b: ExpectBuilder, step: Step, nxt: str, into: Graph, record: bool) -> st
     keep = sn.expect_keep(step.name)
     go_on = keep if baseline else nxt
     into.add(check, Choice(choices=[When(equals(f"{slot}.expect.verdict", "fail"), failed),
-                                    When(equals(f"{slot}.expect.verdict", "warn"), warn)],
+                                    When(equals(f"{slot}.expect.verdict", "warn"), warn if publish else go_on)],
                            default=go_on))
-    alert = b.publish_state(Event.EXPECTATION.value, next_=go_on, outcome={
-        "status": ExecutionStatus.RUNNING.value, "step": step.name, "checks.$": f"{slot}.expect.checks"})
-    # the words of the alert: the message's error (what the channels show as its detail)
-    message = (alert.parameters or {}).get("Message")
-    assert isinstance(message, dict)
-    message["error.$"] = f"{slot}.expect.words"
-    into.add(warn, alert)
+    if publish is not None:
+        alert = publish(Event.EXPECTATION.value, next_=go_on, outcome={
+            "status": ExecutionStatus.RUNNING.value, "step": step.name, "checks.$": f"{slot}.expect.checks"})
+        # the words of the alert: the message's error (what the channels show as its detail)
+        message = (alert.parameters or {}).get("Message")
+        assert isinstance(message, dict)
+        message["error.$"] = f"{slot}.expect.words"
+        into.add(warn, alert)
     step_failed = b.step_failure_state(step, ExecutionStatus.FAILED, into, record)
     after_failure = step_failed
     if step.retry.attempts > 1:
@@ -145,7 +156,7 @@ def add(b: ExpectBuilder, step: Step, nxt: str, into: Graph, record: bool) -> st
         f"$merge([$states.input, {{\"run\": $merge([$states.input.run, {{\"error\": $states.errorOutput}}])}}])"))
     into.add(judge, Task(
         comment="The step's reported metrics, judged by its expectations",
-        resource=GET_ITEM, arguments=jsonata.expression(jsonata_arguments(step)),
+        resource=GET_ITEM, arguments=jsonata.expression(jsonata_arguments(step, item=publish is None)),
         output=jsonata.expression(judge_expression(b.job.name, step, baseline)),
         retry=[b.ddb_retry], catch=[read_error], next=check))
     first = judge
@@ -163,9 +174,16 @@ def add(b: ExpectBuilder, step: Step, nxt: str, into: Graph, record: bool) -> st
     return first
 
 
-def jsonata_arguments(step: Step) -> str:
-    key = ('{"pk": {"S": ' + jsonata.literal(cp.PK_PREFIX) + ' & $states.context.Execution.Name}, '
-           '"sk": {"S": ' + jsonata.literal(step.name) + '}}')
+def jsonata_arguments(step: Step, item: bool = False) -> str:
+    """The judge's GetItem. ``item``: in a map's child execution, whose ``$$.Execution`` is its own:
+    the run's name and the item's index come in its input (compiler/map_states.py ``ItemSelector``),
+    and the item's record is ``<step>#<index>`` (contract/progress.py ``step_sk``, as the runner writes it)."""
+    if item:
+        key = ('{"pk": {"S": ' + jsonata.literal(cp.PK_PREFIX) + ' & $states.input.execution}, '
+               '"sk": {"S": ' + jsonata.literal(cp.step_sk(step.name, "")) + ' & $string($states.input.index)}}')
+    else:
+        key = ('{"pk": {"S": ' + jsonata.literal(cp.PK_PREFIX) + ' & $states.context.Execution.Name}, '
+               '"sk": {"S": ' + jsonata.literal(step.name) + '}}')
     return ('{"TableName": ' + jsonata.literal(token("table_name")) + ', "Key": ' + key
             + ', "ConsistentRead": true, "ProjectionExpression": "#m", '
             '"ExpressionAttributeNames": {"#m": ' + jsonata.literal(cp.ATTR_METRICS) + '}}')
