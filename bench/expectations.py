@@ -3,7 +3,7 @@ one-step job with no expectation, with a static one, with a baseline, and with a
 warns, each run with the real runner; the state transitions each run entered (its history's
 ``*StateEntered`` events, what Standard Workflows bill) and the difference from the plain job,
 beside what ``jobplane plan`` says (contract/expectations.py), and the DynamoDB requests the
-judge makes. Also the step's own progress writes per run (the runner's, docs/progress.md).
+judge makes.
 
     .venv/bin/python bench/expectations.py
 
@@ -40,7 +40,8 @@ CASES = {
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         engine_log_to_file(Path(tmp))
-        with LocalAWS(env={"PYTHONPATH": str(TESTS)}) as aws:
+        # served over HTTP (a free port): the runner subprocess writes its progress there, as under `jobplane dev`
+        with LocalAWS(server_port=0, env={"PYTHONPATH": str(TESTS)}) as aws:
             counts: dict[str, int] = {}
             for i, (case, (expect, _)) in enumerate(CASES.items()):
                 name = f"bench-expect-{i}"
@@ -60,8 +61,8 @@ def main() -> None:
               f"${extra * 1000 * PRICE_PER_TRANSITION:.3f} per 1,000 runs")
     print(f"  DynamoDB per judged step: {ce.READS_STATIC} consistent GetItem (static); "
           f"{ce.READS_BASELINE} GetItems and {ce.WRITES_BASELINE} UpdateItem (baseline)")
-    print("  progress: the runner writes at most 1 + duration / 10 s + 1 UpdateItems per reporting step "
-          "(docs/progress.md); this step reports once and ends: 1 write")
+    print("  (progress, for comparison: the runner writes at most 1 + duration / 10 s + 1 UpdateItems per "
+          "reporting step, docs/progress.md; not measured here)")
 
 
 if __name__ == "__main__":
