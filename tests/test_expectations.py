@@ -42,6 +42,9 @@ JOBS = {
     # a baseline: the median of the last runs' values, skipped (and saying so) before there are enough
     "invoices": _job("invoices", "[jp.expect('rows_loaded', '>= 1'), "
                                  "jp.expect('invoices_sent', '>= 0.5 * baseline', on_fail='warn')]"),
+    # judged on business days only (no calendar: Monday to Friday in the job's zone)
+    "weekday-rows": _job("weekday-rows", "[jp.expect('rows_loaded', '>= 1', when='business_days')]").replace(
+        "  team: 'billing',", "  team: 'billing',\n  timezone: 'Asia/Tokyo',"),
     # per item of a map: each item's own count judged in its child execution
     "tenant-load": """\
 local jp = import 'jobplane.libsonnet';
@@ -72,8 +75,8 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalAWS,
         yield aws, control, queue
 
 
-def _run(aws: LocalAWS, job: str, **params: Any) -> tuple[str, Any, dict[str, Any]]:
-    arn = aws.start(job, execution_input.manual("test", overrides=params))
+def _run(aws: LocalAWS, job: str, now: Any = None, **params: Any) -> tuple[str, Any, dict[str, Any]]:
+    arn = aws.start(job, execution_input.manual("test", overrides=params, now=now))
     ex = aws.wait(arn, timeout=600)  # a hang guard, not a time assert
     aws.wait_reconciled(arn, timeout=600)
     name = arn.rsplit(":", 1)[1]
@@ -259,3 +262,82 @@ def test_a_baseline_per_map_item_is_refused() -> None:
             "items": {"name": "i", "python": "m:f"},
             "each": {"name": "e", "python": "m:g", "expect": [{"metric": "rows", "check": ">= baseline"}]}}}]})
     assert "a map's each step takes expectations of a number" in str(raised.value)
+
+
+def test_when_business_days_skips_the_check_on_a_closed_day_in_the_jobs_zone(
+        engine: tuple[LocalAWS, ControlPlane, str]) -> None:
+    from datetime import datetime, timezone
+
+    aws, _, _ = engine
+    # Friday 23:00 in Tokyo (14:00 UTC): a business day, the empty load fails
+    _, ex, record = _run(aws, "weekday-rows", now=datetime(2026, 12, 4, 14, 0, tzinfo=timezone.utc), rows=0)
+    assert ex.status == "FAILED", ex
+    # Saturday 01:00 in Tokyo, still Friday in UTC: skipped, and it says why
+    _, ex, record = _run(aws, "weekday-rows", now=datetime(2026, 12, 4, 16, 0, tzinfo=timezone.utc), rows=0)
+    assert ex.status == "SUCCEEDED", ex
+    [check] = _expect(record)["checks"]
+    assert (check["outcome"], check["value"], check["note"]) == ("skipped", 0, "not a business day (Saturday)")
+
+
+def _judge(tmp_path: Path, when: str, calendar_line: str) -> Any:
+    """The judge's Output of a job validated with a calendar of its jobplane.toml, as the
+    engine's JSONata evaluator (jsonata-python, the local engine's) evaluates it."""
+    import jsonata
+
+    from conftest import Repo
+    from jobplane.compiler import asl
+    from jobplane.compiler.validate import load_jobs
+    from jobplane.contract.config import load_config
+
+    repo = Repo(tmp_path)
+    with open(repo.path / "jobplane.toml", "a") as f:
+        f.write('\n[calendars.gw-test]\nholidays = "JP"\nopen_dates = ["2026-05-02"]\n')
+    repo.write("jobs/billing/gw.jsonnet", f"""
+local jp = import 'jobplane.libsonnet';
+{{ name: 'gw', team: 'billing', timezone: 'Asia/Tokyo', {calendar_line}
+  steps: [jp.python('load', 'm:f', opts={{ expect: [jp.expect('rows_loaded', '>= 1', when='{when}')] }})] }}
+""")
+    [lj] = [j for j in load_jobs(load_config(repo.path)) if j.job.name == "gw"]
+    output = asl.build_definition(lj.job, "jp")["States"]["load: expect"]["Output"][3:-3]
+
+    def judged(scheduled: str) -> dict[str, Any]:
+        states = {"input": {"scheduled_time": scheduled, "run": {"steps": {"load": {}}}},
+                  "result": {"Item": {"metrics": {"M": {"rows_loaded": {"N": "0"}}}}}}
+        out = jsonata.Jsonata(output).evaluate(None, {"states": states})
+        return dict(out["run"]["steps"]["load"]["expect"]["checks"][0])
+    return judged
+
+
+def test_when_a_calendar_skips_its_holidays_and_judges_its_open_dates(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    judged = _judge(tmp_path / "a", "business_days", "schedule: jp.businessDays('09:00'), calendar: 'gw-test',")
+    # Wed 2026-04-29 Showa Day (a JP holiday) at 09:00 Tokyo: skipped, with the holiday's name
+    check = judged("2026-04-29T00:00:00.000Z")
+    assert check["outcome"] == "skipped" and check["note"].startswith("not a business day (")
+    assert "Showa" in check["note"]
+    assert judged("2026-04-28T00:00:00.000Z")["outcome"] == "fail"  # Tuesday: judged
+    assert judged("2026-05-02T00:00:00.000Z")["outcome"] == "fail"  # a Saturday the calendar opens
+    assert judged("2026-05-09T00:00:00.000Z")["note"] == "not a business day (Saturday)"
+    # a calendar named by `when` itself, on a job without one
+    other = _judge(tmp_path / "b", "gw-test", "")
+    assert other("2026-05-05T00:00:00.000Z")["outcome"] == "skipped"  # Children's Day
+    assert other("2026-05-07T00:00:00.000Z")["outcome"] == "fail"
+
+
+def test_a_when_naming_no_calendar_is_refused(tmp_path: Path) -> None:
+    from jobplane.compiler.problems import DefinitionError
+    from jobplane.compiler.validate import load_jobs
+    from jobplane.contract.config import load_config
+
+    from conftest import Repo
+
+    repo = Repo(tmp_path)
+    repo.write("jobs/billing/gw.jsonnet", """
+local jp = import 'jobplane.libsonnet';
+{ name: 'gw', team: 'billing',
+  steps: [jp.python('load', 'm:f', opts={ expect: [jp.expect('rows_loaded', '>= 1', when='no-such-calendar')] })] }
+""")
+    with pytest.raises(DefinitionError) as raised:
+        load_jobs(load_config(repo.path))
+    assert "step 'load': expect rows_loaded when 'no-such-calendar': 'business_days' or a calendar" in str(raised.value)

@@ -113,8 +113,10 @@
   // --- an expectation on a metric the step reports (jobplane.metric), for a step's `expect`
   // (docs/expectations.md): check '<op> <number>', '<op> baseline' or '<op> <factor> * baseline';
   // on_fail 'fail' (the attempt fails; retries apply) or 'warn'; on_missing: a metric never reported
-  expect(metric, check, on_fail='fail', on_missing=null)::
-    { metric: metric, check: check, on_fail: on_fail } + (if on_missing == null then {} else { on_missing: on_missing }),
+  // when: 'business_days' (the job's calendar, else Monday to Friday) or a calendar: judged on its business days only
+  expect(metric, check, on_fail='fail', on_missing=null, when=null)::
+    { metric: metric, check: check, on_fail: on_fail } + (if on_missing == null then {} else { on_missing: on_missing })
+    + (if when == null then {} else { when: when }),
 
   // --- a Secrets Manager secret by name, for a step's `secrets` (its full ARN is looked up at plan time).
   // A team's jobs use names under '<team>/' and those its [teams.<team>] secrets list allows.

@@ -157,7 +157,7 @@ def add(b: ExpectBuilder, step: Step, nxt: str, into: Graph, record: bool, publi
     into.add(judge, Task(
         comment="The step's reported metrics, judged by its expectations",
         resource=GET_ITEM, arguments=jsonata.expression(jsonata_arguments(step, item=publish is None)),
-        output=jsonata.expression(judge_expression(b.job.name, step, baseline)),
+        output=jsonata.expression(judge_expression(b.job.name, step, baseline, b.job.expect_days)),
         retry=[b.ddb_retry], catch=[read_error], next=check))
     first = judge
     if baseline:
@@ -192,8 +192,10 @@ def jsonata_arguments(step: Step, item: bool = False) -> str:
 _OPS = {">=": ">=", "<=": "<=", "==": "=", "!=": "!=", ">": ">", "<": "<"}
 
 
-def _check_expression(e: Expectation) -> str:
-    """One expectation's check object in JSONata (contract/expectations.py ``evaluate`` in words)."""
+def _check_expression(e: Expectation, whens: list[str | None]) -> str:
+    """One expectation's check object in JSONata (contract/expectations.py ``evaluate`` in words).
+    ``whens``: the step's distinct ``when`` values, whose closed-day reasons the judge binds first
+    (``$w<i>``: '' on a business day)."""
     cond = ce.parse(e.check)
     missing = e.on_missing or e.on_fail
     name = jsonata.literal(e.metric)
@@ -206,12 +208,14 @@ def _check_expression(e: Expectation) -> str:
     else:
         threshold, baseline, bind = jsonata.literal(cond.value), "null", "$nh := 0; "
     op = _OPS[cond.op]
+    closed = f"$w{whens.index(e.when)}" if e.when is not None else "\"\""
     return ("(" + bind + f"$r := $lookup($m, {name}); $x := $exists($r.N) ? $number($r.N) : null; "
-            f"$t := {threshold}; "
-            f"$o := $x = null ? {jsonata.literal(missing)} : ($t = null ? \"skipped\" : "
-            f"($x {op} $t ? \"pass\" : {jsonata.literal(e.on_fail)})); "
-            f"$note := $x = null ? \"not reported\" : ($t = null ? $string($nh) & \" comparable earlier runs, "
-            f"a baseline needs {ce.BASELINE_RUNS}\" : \"\"); "
+            f"$t := {threshold}; $closed := {closed}; "
+            f"$o := $closed != \"\" ? \"skipped\" : ($x = null ? {jsonata.literal(missing)} : ($t = null ? \"skipped\" : "
+            f"($x {op} $t ? \"pass\" : {jsonata.literal(e.on_fail)}))); "
+            f"$note := $closed != \"\" ? \"not a business day (\" & $closed & \")\" : "
+            f"($x = null ? \"not reported\" : ($t = null ? $string($nh) & \" comparable earlier runs, "
+            f"a baseline needs {ce.BASELINE_RUNS}\" : \"\")); "
             f"{{\"metric\": {name}, \"check\": {jsonata.literal(e.check)}, \"outcome\": $o, \"value\": $x, "
             f"\"threshold\": $t, \"baseline\": {baseline}, \"reported\": $x != null, \"note\": $note}})")
 
@@ -221,15 +225,22 @@ def history_attribute(metric: str) -> str:
     return f"m_{metric}"
 
 
-def judge_expression(job: str, step: Step, baseline: bool) -> str:
+def judge_expression(job: str, step: Step, baseline: bool, job_days: dict[str, object] | None = None) -> str:
     """The judge's Output: the state data with the checks in the step's slot (and the history read
     for the baselines left out of it: the run's record keeps the checks, not the history)."""
     key = jsonata.literal(step.key)
     hist = ("$hitem := $lookup($states.input.run.steps, " + key + ").history.Item; "
             "$history := function($name) { $map($lookup($hitem, \"m_\" & $name).L, function($n) { $number($n.N) }) }; "
             ) if baseline else ""
-    checks = ", ".join(_check_expression(e) for e in step.expect)
-    return ("($m := $states.result.Item.metrics.M; $m := $exists($m) ? $m : {}; " + hist
+    from jobplane.compiler.expect_days import ExpectDays, closed_reason_expression
+
+    whens = sorted({e.when for e in step.expect if e.when is not None})
+    days = {w: d for w, d in (job_days or {}).items() if isinstance(d, ExpectDays)}
+    # a `when` whose days validation resolved (a job compiled without its config judges every day)
+    bound = "".join(f"$w{i} := {closed_reason_expression(days[w]) if w in days else jsonata.literal('')}; "
+                    for i, w in enumerate(whens))
+    checks = ", ".join(_check_expression(e, list(whens)) for e in step.expect)
+    return ("($m := $states.result.Item.metrics.M; $m := $exists($m) ? $m : {}; " + hist + bound
             + f"$checks := [{checks}]; $outs := $checks.outcome; "
             "$verdict := \"fail\" in $outs ? \"fail\" : (\"warn\" in $outs ? \"warn\" : \"pass\"); "
             "$words := $join($map($checks, function($c) { $c.metric & ($c.value = null ? \" not reported\" : \" = \" & "

@@ -210,6 +210,10 @@ class Expectation(Model):
     on_missing: str | None = field(Nullable(Choice(("fail", "warn", "pass"))), None, description=(
         "A metric the step never reported: fail, warn or pass (default: as on_fail)."))
 
+    when: str | None = field(Nullable(Str()), None, description=(
+        "Judge it only on business days: 'business_days' (the job's calendar; without one Monday to Friday) "
+        "or a calendar of jobplane.toml [calendars]; on another day the check is skipped and says why."))
+
     @property
     def uses_baseline(self) -> bool:
         from jobplane.contract.expectations import parse
@@ -612,6 +616,8 @@ class Job(Model):
     #: What resolving its calendar defaults at a fire needs (its timezone, its calendar's days):
     #: set by validate, which reads jobplane.toml's [calendars]; None: derived without a calendar.
     param_fire_defaults: FireDefaults | None = dataclasses.field(default=None)
+    #: The days its expectations' ``when`` names, by its value (compiler/expect_days.py, set by validate).
+    expect_days: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def fire_defaults(self) -> FireDefaults | None:

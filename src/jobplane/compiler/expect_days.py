@@ -1,0 +1,98 @@
+"""The days an expectation's ``when`` names (docs/expectations.md), from jobplane.toml's
+[calendars], resolved when the job is validated and compiled into the judge's expression: the
+calendar's closed and open dates over the compiled years, its weekend, and the job's timezone
+as the UTC offsets it takes over those years (JSONata has no time zones: the judge finds the
+scheduled time's local date with the offset in force then). A date outside the compiled years
+is judged by the weekend alone, as every reader of a calendar does (contract/calendars.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
+
+from jobplane.compiler.calendars import _resolved
+from jobplane.compiler.model import Job
+from jobplane.contract.config import PlatformConfig
+
+BUSINESS_DAYS = "business_days"
+
+
+@dataclass(frozen=True)
+class ExpectDays:
+    """What the judge needs to tell a business day: closed and open dates ('YYYY-MM-DD'), the
+    weekend (Python weekdays, Monday 0), and [from epoch ms, offset minutes] of the job's zone."""
+
+    calendar: str | None
+    closed: tuple[tuple[str, str], ...]  # (date, why)
+    opened: tuple[str, ...]
+    weekend: tuple[int, ...]
+    offsets: tuple[tuple[int, int], ...]
+
+
+def offsets(tz: str, first_year: int, last_year: int) -> tuple[tuple[int, int], ...]:
+    """The zone's UTC offset (minutes) from each change over the years, hour by hour found
+    (a zone changes its offset on the hour or half hour in every year the calendars cover)."""
+    zone = ZoneInfo(tz)
+    at = datetime(first_year - 1, 12, 31, tzinfo=timezone.utc)
+    end = datetime(last_year + 1, 1, 2, tzinfo=timezone.utc)
+    out: list[tuple[int, int]] = []
+    while at < end:
+        off = at.astimezone(zone).utcoffset()
+        minutes = int(off.total_seconds() // 60) if off is not None else 0
+        if not out or out[-1][1] != minutes:
+            out.append((int(at.timestamp() * 1000) if out else 0, minutes))
+        at += timedelta(minutes=30)
+    return tuple(out)
+
+
+def problems(job: Job, config: PlatformConfig) -> list[str]:
+    """A ``when`` that names no calendar of jobplane.toml."""
+    out = []
+    for step in job.all_steps():
+        for e in step.expect:
+            if e.when not in (None, BUSINESS_DAYS) and e.when not in config.calendars.calendars:
+                out.append(f"step {step.name!r}: expect {e.metric} when {e.when!r}: 'business_days' or a calendar of "
+                           f"jobplane.toml [calendars] ({', '.join(sorted(config.calendars.calendars)) or 'none declared'})")
+    return out
+
+
+def with_expect_days(job: Job, config: PlatformConfig) -> Job:
+    """``job`` carrying the days each ``when`` of its expectations names."""
+    whens = {e.when for s in job.all_steps() for e in s.expect if e.when is not None}
+    if not whens:
+        return job
+    tz = job.timezone or config.default_timezone
+    first, last = config.calendars.years if config.calendars.calendars else (datetime.now().year, datetime.now().year + 1)
+    days: dict[str, object] = {}
+    for when in sorted(whens):
+        name = job.calendar if when == BUSINESS_DAYS else when
+        if name is not None and name in config.calendars.calendars:
+            cal = _resolved(config.calendars, name)
+            days[when] = ExpectDays(name, tuple(sorted(cal.closed.items())), tuple(sorted(cal.open)), tuple(cal.weekend),
+                                    offsets(tz, cal.first_year, cal.last_year))
+        elif when == BUSINESS_DAYS:  # no calendar: Monday to Friday in the job's zone
+            days[when] = ExpectDays(None, (), (), (5, 6), offsets(tz, first, last))
+    return dataclasses.replace(job, expect_days=days)
+
+
+_DAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+def closed_reason_expression(days: ExpectDays) -> str:
+    """JSONata: why the run's scheduled time falls on a closed day in the job's zone ('' when open):
+    its local date by the offset in force then, a one-off open date, a closed date (its reason),
+    else the weekend by the day's number (1970-01-01 was a Thursday). The scheduled time is read
+    to the second (a manual run's has microseconds)."""
+    import json
+
+    offsets = json.dumps([{"f": f, "o": o} for f, o in days.offsets], separators=(",", ":"))
+    closed = json.dumps(dict(days.closed), separators=(",", ":"), ensure_ascii=False)
+    return ("($t := $toMillis($substring($states.input.scheduled_time, 0, 19) & \"Z\"); "
+            f"$off := $reduce({offsets}, function($a, $e) {{ $e.f <= $t ? $e.o : $a }}, 0); "
+            "$day := $floor(($t + $off * 60000) / 86400000); $wd := ($day + 3) % 7; "
+            "$date := $substring($fromMillis($day * 86400000), 0, 10); "
+            f"$date in {json.dumps(list(days.opened))} ? \"\" : "
+            f"($exists($lookup({closed}, $date)) ? $lookup({closed}, $date) : "
+            f"($wd in {json.dumps(list(days.weekend))} ? {json.dumps(list(_DAY_NAMES))}[$wd] : \"\")))")
