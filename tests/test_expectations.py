@@ -341,3 +341,46 @@ local jp = import 'jobplane.libsonnet';
     with pytest.raises(DefinitionError) as raised:
         load_jobs(load_config(repo.path))
     assert "step 'load': expect rows_loaded when 'no-such-calendar': 'business_days' or a calendar" in str(raised.value)
+
+
+def test_a_calendar_jobs_baseline_is_the_same_business_day_of_earlier_months(tmp_path: Path) -> None:
+    """The judge keys a calendar job's history by the business day of the month (Golden Week
+    2026 in Tokyo: 05-07 is May's 2nd business day, 05-01 its 1st), reads that day's list, and
+    the keep appends to it."""
+    import jsonata
+
+    from conftest import Repo
+    from jobplane.compiler import asl
+    from jobplane.compiler.validate import load_jobs
+    from jobplane.contract.config import load_config
+
+    repo = Repo(tmp_path)
+    repo.write("jobs/billing/close.jsonnet", """
+local jp = import 'jobplane.libsonnet';
+{ name: 'close', team: 'billing', timezone: 'Asia/Tokyo', schedule: jp.businessDays('09:00'), calendar: 'jp-business',
+  steps: [jp.python('send', 'm:f', opts={ expect: [jp.expect('invoices_sent', '>= 0.5 * baseline', on_fail='warn')] })] }
+""")
+    [lj] = [j for j in load_jobs(load_config(repo.path)) if j.job.name == "close"]
+    states = asl.build_definition(lj.job, "jp")["States"]
+    judge, keep = states["send: expect"]["Output"][3:-3], states["send: expect keep"]["Arguments"][3:-3]
+    lists = {"m_invoices_sent": [1, 1, 1, 1, 1], "m_invoices_sent_bd2": [100, 90, 110, 95, 105],
+             "m_invoices_sent_bd1": [7, 7, 7, 7, 7]}
+    history = {"Item": {k: {"L": [{"N": str(v)} for v in vs]} for k, vs in lists.items()}}
+
+    def run(scheduled: str, sent: int) -> tuple[dict[str, Any], dict[str, Any]]:
+        given = {"input": {"scheduled_time": scheduled, "run": {"steps": {"send": {"history": history}}}},
+                 "result": {"Item": {"metrics": {"M": {"invoices_sent": {"N": str(sent)}}}}},
+                 "context": {"Execution": {"StartTime": scheduled}}}
+        out = jsonata.Jsonata(judge).evaluate(None, {"states": given})
+        call = jsonata.Jsonata(keep).evaluate(None, {"states": {**given, "input": out}})
+        return dict(out["run"]["steps"]["send"]["expect"]), dict(call)
+
+    expect, call = run("2026-05-07T00:00:00.000Z", 40)  # Thursday 05-07 09:00 JST: May's 2nd business day
+    assert expect["day"] == "bd2"
+    assert (expect["checks"][0]["baseline"], expect["checks"][0]["outcome"]) == (100, "warn")
+    [(name_ref, attr)] = call["ExpressionAttributeNames"].items() - {("#at", "kept_at")}
+    assert attr == "m_invoices_sent_bd2"
+    kept = call["ExpressionAttributeValues"][":x0"]["L"]
+    assert [x["N"] for x in kept] == ["100", "90", "110", "95", "105", "40"]
+    expect, _ = run("2026-05-01T00:00:00.000Z", 6)  # Friday 05-01: the 1st (04-29 Showa Day was April's)
+    assert (expect["day"], expect["checks"][0]["baseline"], expect["checks"][0]["outcome"]) == ("bd1", 7, "pass")

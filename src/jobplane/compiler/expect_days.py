@@ -58,16 +58,24 @@ def problems(job: Job, config: PlatformConfig) -> list[str]:
     return out
 
 
+#: The key of a calendar job's own calendar in ``Job.expect_days``, for its baselines: the same
+#: business day of earlier months (:func:`business_day_expression`).
+JOB_CALENDAR = "#job-calendar"
+
+
 def with_expect_days(job: Job, config: PlatformConfig) -> Job:
-    """``job`` carrying the days each ``when`` of its expectations names."""
+    """``job`` carrying the days each ``when`` of its expectations names, and a calendar job's
+    calendar when a baseline compares its runs by business day of the month."""
     whens = {e.when for s in job.all_steps() for e in s.expect if e.when is not None}
+    if job.calendar is not None and any(e.uses_baseline for s in job.all_steps() for e in s.expect):
+        whens.add(JOB_CALENDAR)
     if not whens:
         return job
     tz = job.timezone or config.default_timezone
     first, last = config.calendars.years if config.calendars.calendars else (datetime.now().year, datetime.now().year + 1)
     days: dict[str, object] = {}
     for when in sorted(whens):
-        name = job.calendar if when == BUSINESS_DAYS else when
+        name = job.calendar if when in (BUSINESS_DAYS, JOB_CALENDAR) else when
         if name is not None and name in config.calendars.calendars:
             cal = _resolved(config.calendars, name)
             days[when] = ExpectDays(name, tuple(sorted(cal.closed.items())), tuple(sorted(cal.open)), tuple(cal.weekend),
@@ -78,6 +86,24 @@ def with_expect_days(job: Job, config: PlatformConfig) -> Job:
 
 
 _DAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+def business_day_expression(days: ExpectDays) -> str:
+    """JSONata: the scheduled time's business day of its (local) month, as a key: ``bd3`` for the
+    third open day of the month (``bd0`` on a closed day before the first). The days from the 1st
+    are judged as :func:`closed_reason_expression` judges one."""
+    import json
+
+    closed = json.dumps(dict(days.closed), separators=(",", ":"), ensure_ascii=False)
+    offsets = json.dumps([{"f": f, "o": o} for f, o in days.offsets], separators=(",", ":"))
+    return ("($t := $toMillis($substring($states.input.scheduled_time, 0, 19) & \"Z\"); "
+            f"$off := $reduce({offsets}, function($a, $e) {{ $e.f <= $t ? $e.o : $a }}, 0); "
+            "$day := $floor(($t + $off * 60000) / 86400000); "
+            "$dom := $number($substring($fromMillis($day * 86400000), 8, 2)); "
+            "\"bd\" & $string($count($filter([($day - $dom + 1)..$day], function($d) { "
+            "($date := $substring($fromMillis($d * 86400000), 0, 10); "
+            f"$date in {json.dumps(list(days.opened))} or (($not($exists($lookup({closed}, $date)))) and "
+            f"$not((($d + 3) % 7) in {json.dumps(list(days.weekend))}))) }}))))")
 
 
 def closed_reason_expression(days: ExpectDays) -> str:

@@ -229,10 +229,17 @@ def judge_expression(job: str, step: Step, baseline: bool, job_days: dict[str, o
     """The judge's Output: the state data with the checks in the step's slot (and the history read
     for the baselines left out of it: the run's record keeps the checks, not the history)."""
     key = jsonata.literal(step.key)
+    from jobplane.compiler.expect_days import JOB_CALENDAR, ExpectDays, business_day_expression
+
+    by_day = (job_days or {}).get(JOB_CALENDAR)
+    # a calendar job compares the same business day of earlier months: one list per day of the month
+    bdkey = (business_day_expression(by_day) if baseline and isinstance(by_day, ExpectDays) else "null")
     hist = ("$hitem := $lookup($states.input.run.steps, " + key + ").history.Item; "
-            "$history := function($name) { $map($lookup($hitem, \"m_\" & $name).L, function($n) { $number($n.N) }) }; "
-            ) if baseline else ""
-    from jobplane.compiler.expect_days import ExpectDays, closed_reason_expression
+            f"$bd := {bdkey}; "
+            "$history := function($name) { $map($lookup($hitem, \"m_\" & $name & ($bd != null ? \"_\" & $bd : \"\")).L, "
+            "function($n) { $number($n.N) }) }; "
+            ) if baseline else "$bd := null; "
+    from jobplane.compiler.expect_days import closed_reason_expression
 
     whens = sorted({e.when for e in step.expect if e.when is not None})
     days = {w: d for w, d in (job_days or {}).items() if isinstance(d, ExpectDays)}
@@ -250,7 +257,8 @@ def judge_expression(job: str, step: Step, baseline: bool, job_days: dict[str, o
             f"$in := $states.input; $slot := $lookup($in.run.steps, {key}); "
             "$slot := $exists($slot) ? $slot : {}; "
             f"$merge([$in, {{\"run\": $merge([$in.run, {{\"steps\": $merge([$in.run.steps, {{{key}: "
-            "$merge([$slot, {\"expect\": {\"checks\": $checks, \"verdict\": $verdict, \"words\": $words}}])}])}])}]))")
+            "$merge([$slot, {\"expect\": {\"checks\": $checks, \"verdict\": $verdict, \"words\": $words, "
+            "\"day\": $bd}}])}])}])}]))")
 
 
 def keep_state(job: str, step: Step, nxt: str) -> Task:
@@ -262,13 +270,15 @@ def keep_state(job: str, step: Step, nxt: str) -> Task:
     slot = "$lookup($states.input.run.steps, " + jsonata.literal(step.key) + ")"
     parts = []
     for i, m in enumerate(metrics):
-        attr = jsonata.literal(history_attribute(m))
+        # a calendar job's list of this business day of the month (the judge's ``day``)
+        attr = f"({jsonata.literal(history_attribute(m))} & ($day != null ? \"_\" & $day : \"\"))"
         parts.append(f"($v := $lookup($c, {jsonata.literal(m)}); $old := $lookup($hitem, {attr}).L; "
                      f"$old := $exists($old) ? $old : []; $new := $append($old, [{{\"N\": $string($v)}}]); "
                      f"$new := $count($new) > {HISTORY_KEEP} ? $new[[$count($new) - {HISTORY_KEEP}..$count($new) - 1]] : $new; "
                      f"$type($v) = \"number\" ? {{\"set\": \"#m{i} = :x{i}\", \"names\": {{\"#m{i}\": {attr}}}, "
                      f"\"values\": {{\":x{i}\": {{\"L\": $new}}}}}} : null)")
     args = ("($c := $merge($map(" + slot + ".expect.checks, function($k) { {$k.metric: $k.value} })); "
+            "$day := " + slot + ".expect.day; "
             "$hitem := " + slot + ".history.Item; "
             # (no bare ``$`` in a filter: Step Functions refuses the references ``$`` and ``$$`` in JSONata)
             "$ps := $filter([" + ", ".join(parts) + "], function($p) { $p != null }); "
