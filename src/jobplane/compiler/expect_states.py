@@ -229,7 +229,7 @@ def judge_expression(job: str, step: Step, baseline: bool, job_days: dict[str, o
     """The judge's Output: the state data with the checks in the step's slot (and the history read
     for the baselines left out of it: the run's record keeps the checks, not the history)."""
     key = jsonata.literal(step.key)
-    from jobplane.compiler.expect_days import JOB_CALENDAR, ExpectDays, business_day_expression
+    from jobplane.compiler.expect_calendar import JOB_CALENDAR, ExpectDays, business_day_expression
 
     by_day = (job_days or {}).get(JOB_CALENDAR)
     # a calendar job compares the same business day of earlier months: one list per day of the month
@@ -239,7 +239,7 @@ def judge_expression(job: str, step: Step, baseline: bool, job_days: dict[str, o
             "$history := function($name) { $map($lookup($hitem, \"m_\" & $name & ($bd != null ? \"_\" & $bd : \"\")).L, "
             "function($n) { $number($n.N) }) }; "
             ) if baseline else "$bd := null; "
-    from jobplane.compiler.expect_days import closed_reason_expression
+    from jobplane.compiler.expect_calendar import closed_reason_expression
 
     whens = sorted({e.when for e in step.expect if e.when is not None})
     days = {w: d for w, d in (job_days or {}).items() if isinstance(d, ExpectDays)}
