@@ -604,6 +604,9 @@ def test_init_scaffolds_a_valid_job(repo: Repo) -> None:
 def test_every_example_parses_with_the_interpreter_that_runs_it(examples: dict[str, str]) -> None:
     from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 
+    from jobplane.platform.local import moto_patches
+
+    moto_patches.apply_all()  # the interpreter the engine and `jobplane dev` run (a map's ResultWriter: its patch)
     local = {n: "arn:aws:states:us-east-1:123456789012:placeholder" for n in bindings.NAMES}
     for job_name in job_files(examples):
         AmazonStateLanguageParser.parse(bindings.bind(asl_of(examples, job_name), local))

@@ -496,15 +496,21 @@ def test_every_action_of_a_role_is_needed_by_some_call(job: str) -> None:
 
 def test_only_a_job_that_reads_an_item_may_get_one() -> None:
     """dynamodb:GetItem is granted to a job started after another (it reads the upstream run's
-    record) and to no other: every other table call of a job is a write."""
+    record) and to a job with expectations (it reads its steps' progress records and, for a
+    baseline, its history item: docs/expectations.md), each on those keys only, and to no
+    other: every other table call of a job is a write."""
     for job in JOBS:
         (_, statements, calls), *_ = _roles(job)
-        reads = any(c.action == "dynamodb:GetItem" for c in calls)
+        reads = [c for c in calls if c.action == "dynamodb:GetItem"]
         granted = any("dynamodb:GetItem" in st["actions"] for st in statements)
-        assert granted == reads, job
+        assert granted == bool(reads), job
         doc = JOBS[job]
         tid = next(iter(doc["resource"]["aws_sfn_state_machine"]))
-        assert reads == bool(doc["resource"].get("aws_cloudwatch_event_rule")), (job, tid)
+        upstream = [c for c in reads if c.context["dynamodb:LeadingKeys"][0].startswith("EXEC#")]
+        assert bool(upstream) == bool(doc["resource"].get("aws_cloudwatch_event_rule")), (job, tid)
+        expects = [c for c in reads if c not in upstream]
+        assert all(c.context["dynamodb:LeadingKeys"][0].startswith(("PROGRESS#", f"EXPECT#{job}")) for c in expects)
+        assert bool(expects) == (': expect"' in doc["resource"]["aws_sfn_state_machine"][tid]["definition"]), job
     assert any(any(c.action == "dynamodb:GetItem" for c in _roles(job)[0][2]) for job in JOBS)  # an `after` job
 
 

@@ -33,6 +33,7 @@
     DEADLINE: 'DEADLINE',
     STALLED: 'STALLED',
     APPROVAL: 'APPROVAL',  // an approval step's request and reminders: sent whatever the job's events
+    EXPECTATION: 'EXPECTATION',
   },
 
   // --- schedules: each returns an EventBridge Scheduler expression (or a list of them).
@@ -109,6 +110,14 @@
     backoff: backoff,
     max_interval: max_interval,
   },
+
+  // --- an expectation on a metric the step reports (jobplane.metric), for a step's `expect`
+  // (docs/expectations.md): check '<op> <number>', '<op> baseline' or '<op> <factor> * baseline';
+  // on_fail 'fail' (the attempt fails; retries apply) or 'warn'; on_missing: a metric never reported
+  // when: 'business_days' (the job's calendar, else Monday to Friday) or a calendar: judged on its business days only
+  expect(metric, check, on_fail='fail', on_missing=null, when=null)::
+    { metric: metric, check: check, on_fail: on_fail } + (if on_missing == null then {} else { on_missing: on_missing })
+    + (if when == null then {} else { when: when }),
 
   // --- a Secrets Manager secret by name, for a step's `secrets` (its full ARN is looked up at plan time).
   // A team's jobs use names under '<team>/' and those its [teams.<team>] secrets list allows.

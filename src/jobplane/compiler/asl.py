@@ -460,7 +460,12 @@ class _Builder:
 
     def step_states(self, step: Step, nxt: str, is_last: bool, into: Graph, record: bool) -> str:
         """The attempts of one step, as its kind's executor compiles them (compiler/executors/);
-        a pooled step's attempts each hold a slot of its pool (compiler/pools.py)."""
+        a pooled step's attempts each hold a slot of its pool (compiler/pools.py); a step's
+        expectations judge a successful attempt before ``nxt`` (compiler/expect_states.py)."""
+        if step.expect:
+            from jobplane.compiler import expect_states
+
+            nxt = expect_states.add(self, step, nxt, into, record, publish=self.publish_state)
         first = step.kind.executor.attempt_states(self, step, nxt, is_last, into, record)
         if step.pool is not None:
             from jobplane.compiler import pools

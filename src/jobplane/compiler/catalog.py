@@ -50,6 +50,8 @@ def step_entry(step: Step) -> CatalogStep:
     optional: dict[str, Any] = {"pool": step.pool.name} if step.pool is not None else {}
     if step.stall_after is not None:
         optional["stall_after"] = step.stall_after
+    if step.expect:
+        optional["expect"] = [e.as_dict() for e in step.expect]
     if step.parallel is not None:
         return CatalogStep(name=step.name, kind=step.kind.name, description=step.description,
                            parallel=[step_entry(s) for s in step.parallel])

@@ -171,6 +171,7 @@ class _ItemBuilder:
         self.prefix: str = outer.prefix
         self.events: set[Event] = set()
         self.m = m
+        self.ddb_retry = outer.ddb_retry  # an item's expectations read its record (compiler/expect_states.py)
 
     def step_failure_state(self, step: Step, status: ExecutionStatus, into: Graph, record: bool) -> str:
         name = sn.step_failed(step.name) if status == ExecutionStatus.FAILED else sn.step_timed_out(step.name)
@@ -202,6 +203,10 @@ def map_states(b: GroupBuilder, m: Step, nxt: str) -> str:
     processor = Graph()
     done = processor.add(sn.branch_done(each.name), _put(job, m, ExecutionStatus.SUCCEEDED.value, None, b.ddb_retry))
     ib = _ItemBuilder(b, m)
+    if each.expect:  # judged per item, in the item's child execution (compiler/expect_states.py)
+        from jobplane.compiler import expect_states
+
+        done = expect_states.add(ib, each, done, processor, False, publish=None)
     processor.start_at = each.kind.executor.attempt_states(ib, each, done, False, processor, False)
     if each.pool is not None:
         # each item's attempts hold a slot as a top-level step's do (docs/pools.md "A map's items"):

@@ -180,6 +180,56 @@ def _stall_range(v: int | None, checked: JsonObject) -> Iterator[str]:
         yield f"stall_after ({v}s) must be at least 1m and shorter than the step's timeout ({timeout}s)"
 
 
+def _expect_metric(v: str, _: JsonObject) -> Iterator[str]:
+    from jobplane.contract.expectations import metric_problem
+
+    if (problem := metric_problem(v)) is not None:
+        yield problem
+
+
+def _expect_check(v: str, _: JsonObject) -> Iterator[str]:
+    from jobplane.contract.expectations import BadExpectation, parse
+
+    try:
+        parse(v)
+    except BadExpectation as e:
+        yield str(e)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Expectation(Model):
+    """A check of a metric the step reports (jobplane.metric), after the step succeeds
+    (jp.expect(metric, check, on_fail, on_missing); docs/expectations.md)."""
+
+    metric: str = field(Str(), description="The metric's name, as the step reports it.", check=_expect_metric)
+    check: str = field(Str(), description="'<op> <number>', '<op> baseline' or '<op> <factor> * baseline' "
+                                          "(op: >= > <= < == !=).", check=_expect_check)
+    on_fail: str = field(Choice(("fail", "warn")), "fail", description=(
+        "fail: the attempt fails (the step's retries apply); warn: the run goes on, marked, with an "
+        "EXPECTATION notification."))
+    on_missing: str | None = field(Nullable(Choice(("fail", "warn", "pass"))), None, description=(
+        "A metric the step never reported: fail, warn or pass (default: as on_fail)."))
+
+    when: str | None = field(Nullable(Str()), None, description=(
+        "Judge it only on business days: 'business_days' (the job's calendar; without one Monday to Friday) "
+        "or a calendar of jobplane.toml [calendars]; on another day the check is skipped and says why."))
+
+    @property
+    def uses_baseline(self) -> bool:
+        from jobplane.contract.expectations import parse
+
+        return parse(self.check).uses_baseline
+
+
+def _expectations(v: list[Expectation], _: JsonObject) -> Iterator[str]:
+    seen: set[tuple[str, str]] = set()
+    for e in v:
+        if isinstance(e, Expectation):
+            if (e.metric, e.check) in seen:
+                yield f"expectation {e.metric} {e.check!r} is given twice"
+            seen.add((e.metric, e.check))
+
+
 @dataclass(frozen=True, kw_only=True)
 class Step(Model):
     """One unit of work: exactly one kind field (python, celery, django, shell, parallel or
@@ -203,6 +253,10 @@ class Step(Model):
     stall_after: int | None = field(Nullable(Duration), None, check=_stall_range, description=(
         "An attempt whose progress (jobplane.progress) has not moved this long raises STALLED, once per stall: "
         "1m to the step's timeout (docs/progress.md#a-stalled-step)."))
+    expect: list[Expectation] = field(ListOf(Nested(lambda: Expectation)), factory=list, check=_expectations,
+                                      description=(
+        "Checks of the metrics the step reports, after it succeeds: [jp.expect('rows_loaded', '>= 1')] "
+        "(docs/expectations.md)."))
     pool: PoolUse | None = field(Nullable(Nested(lambda: PoolUse)), None, before=_pool_shorthand,
                                  json_schema=_POOL_SCHEMA, description=(
                                      "A pool of jobplane.toml [pools] ('billing-db', or {name, weight}): each attempt "
@@ -257,6 +311,8 @@ class Step(Model):
             yield f"kwargs apply to {_which('takes_kwargs')} steps, not {kind.name}"
         if self.stall_after is not None and isinstance(kind, GroupKind):
             yield f"stall_after applies to a step that runs, not a {kind.name} group: set it on its steps"
+        if self.expect and isinstance(kind, GroupKind):
+            yield f"expect applies to a step that runs, not a {kind.name} group: set it on its steps"
         if not refused & _SIZED:  # the executors' rules read these (a refused cpu is not 256)
             yield from kind.problems(self)
 
@@ -560,6 +616,8 @@ class Job(Model):
     #: What resolving its calendar defaults at a fire needs (its timezone, its calendar's days):
     #: set by validate, which reads jobplane.toml's [calendars]; None: derived without a calendar.
     param_fire_defaults: FireDefaults | None = dataclasses.field(default=None)
+    #: The days its expectations' ``when`` names, by its value (compiler/expect_days.py, set by validate).
+    expect_days: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def fire_defaults(self) -> FireDefaults | None:

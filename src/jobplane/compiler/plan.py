@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from jobplane.compiler import expect_states
 from jobplane.compiler.map_cost import map_lines
 from jobplane.compiler.calendar_plan import calendar_change_lines, next_fire_lines, schedule_words, years_ending_lines
 from jobplane.compiler.job_template import placeholder_lines
@@ -298,6 +299,7 @@ def describe_plan(old_files: dict[str, str], new_files: dict[str, str], now: dat
         out.append(f"    steps: {' -> '.join(_step_line(s) for s in job.steps)}")
         out += [f"    {line}" for line in where_steps_run(job.steps)]
         out += [f"    {line}" for line in map_lines(job.steps)]  # a jp.map's cost per item (compiler/map_cost.py)
+        out += [f"    {line}" for line in expect_states.plan_lines(job.steps)]  # compiler/expect_states.py
         doc = _job_doc(new_files, name)
         out.append(f"    reads secrets: {', '.join(secret_grants(doc)) or 'none'}")
         roles = job_roles(new_files, _job_file(new_files, name) or "", doc)

@@ -15,7 +15,7 @@ import json
 import posixpath
 from dataclasses import dataclass, field
 
-from jobplane.compiler import kinds
+from jobplane.compiler import expect_states, kinds
 from jobplane.compiler.executors.base import StepExecutor
 from jobplane.compiler.calendars import deployed_schedule
 from jobplane.compiler.model import Job, Step
@@ -206,7 +206,9 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> JsonObject:
         *(st for executor, steps in executors for st in executor.role_statements(tf, steps)),
         # GetItem only for a state machine that reads an item (a job with `after` reads its
         # upstream run's record); every one writes (claim, skip, records): least privilege
+        # (its expectations' reads are granted by their own statements, below)
         _statement("JobStateAndHistory", [*(["dynamodb:GetItem"] if '"arn:aws:states:::dynamodb:getItem"' in asl_text
+                                            and not expect_states.role_statements(job) or job.after
                                             else []), "dynamodb:PutItem", "dynamodb:UpdateItem"],
                    ["${local.platform.table_arn}"],
                    [{"test": "ForAllValues:StringLike", "variable": "dynamodb:LeadingKeys",
@@ -215,6 +217,7 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> JsonObject:
         # what its group kinds call (a jp.map's lists and children: compiler/map_states.py), for a job that has one
         *(st for kind in kinds.GROUPS if any(s.kind is kind for s in job.steps) for st in kind.role_statements(job, sm_name)),
         *pool_statements(job),  # only a job whose steps hold a pool (compiler/pools.py)
+        *expect_states.role_statements(job),  # only a job with expectations (compiler/expect_states.py)
     ]}
     # what the policy's skip path calls about the claim's holder, on this job's executions only
     for sid, actions in policies.of(job.policy).holder_statements():

@@ -29,6 +29,7 @@ from jobplane.compiler.approval_checks import approval_problems
 from jobplane.contract import lambda_step
 from jobplane.contract.step_kinds import Executor
 from jobplane.compiler.overrides import params_budget
+from jobplane.compiler import expect_days
 from jobplane.compiler.param_fires import with_fire_defaults
 from jobplane.compiler.params import schedule_problems as params_schedule_problems
 from jobplane.compiler.credential_checks import credential_warnings
@@ -243,6 +244,8 @@ def _check_file(path: Path, source: str, outcome: Evaluated, config: PlatformCon
             problems.extend(_model_problems(source, name, e, item, [where for where, _, null in refusals if null]))
             continue
         job = with_fire_defaults(job, config)  # its calendar's days, for the runner (compiler/params.py)
+        problems.extend(Problem(source, job.name, "expect.when", m) for m in expect_days.problems(job, config))
+        job = expect_days.with_expect_days(job, config)  # the days its expectations' `when` names
         budget = params_budget(job)
         loaded.append(LoadedJob(job, source, budget))
         problems.extend(Problem(source, job.name, where, message) for where, message in scope_problems(job, config))

@@ -55,6 +55,9 @@ class CatalogStep(_Model):
     secrets: list[str] = Field(default_factory=list)  # names only: the runtime never needs the ARNs
     pool: str | None = None  # the pool its attempts hold a slot of (docs/pools.md); unset: none
     stall_after: int | None = None  # seconds without progress that raise STALLED (platform/stalls.py)
+    #: its expectations as written ({metric, check, on_fail, on_missing}; contract/expectations.py);
+    #: written only when it has some
+    expect: list[JsonObject] | None = None
 
 
 class Runbook(_Model):

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from jobplane.contract.types import Client
 
 Event = Literal["FAILED", "TIMED_OUT", "ABORTED", "SKIPPED", "RECOVERED", "SLOW", "MISSED", "DEADLINE", "STALLED",
-                "APPROVAL"]
+                "APPROVAL", "EXPECTATION"]
 EVENTS: tuple[Event, ...] = get_args(Event)
 
 
@@ -85,9 +85,10 @@ def publish(sns: Client, topic_arn: str, message: NotificationMessage) -> str:
 
 def subscribed(message: NotificationMessage, defaults: tuple[str, ...]) -> bool:
     """Whether the job wants this event: it is among its events (``defaults`` when it names
-    none); a MISSED fire, a DEADLINE breach and a STALLED step go wherever failures go; an
-    APPROVAL request (jp.approval) always goes: someone must decide, whatever the job alerts on."""
+    none); a MISSED fire, a DEADLINE breach, a STALLED step and a warned EXPECTATION go wherever
+    failures go; an APPROVAL request (jp.approval) always goes: someone must decide, whatever the
+    job alerts on."""
     if message.event == "APPROVAL":
         return True
     events: list[str] = list(message.events) if message.events else list(defaults)
-    return message.event in events or (message.event in ("MISSED", "DEADLINE", "STALLED") and "FAILED" in events)
+    return message.event in events or (message.event in ("MISSED", "DEADLINE", "STALLED", "EXPECTATION") and "FAILED" in events)

@@ -83,6 +83,17 @@ def pk(execution: str) -> str:
     return f"{PK_PREFIX}{execution}"
 
 
+#: Between a map's each step and its item's index in the ``sk`` of that item's record (a step's
+#: name never holds it: contract/states.py STEP_NAME_RE), so each item of a map keeps its own
+#: values (its expectations judge them: compiler/expect_states.py) instead of all items writing one.
+ITEM_SEPARATOR = "#"
+
+
+def step_sk(step: str, item_index: str | None = None) -> str:
+    """The ``sk`` of a step's record: its name, or for an item of a map ``<step>#<index>``."""
+    return step if item_index is None else f"{step}{ITEM_SEPARATOR}{item_index}"
+
+
 def number(what: str, value: object) -> int | float:
     """``value`` if it is a finite number (not a bool), else :class:`Refused` naming ``what``."""
     if type(value) is bool or not isinstance(value, (int, float)):

@@ -56,6 +56,7 @@ class Role(str, Enum):
     POOL_WAITING = "pool waiting"  # a map item found its pool full: its item record says WAITING
     POOL_RUNNING = "pool running"  # a map item that waited holds its slots: its item record says RUNNING
     ITEMS_KEY = "items key"  # a map draws where its list is written and read (contract/map_items.py)
+    EXPECT = "expect"  # a step's expectations: read and judged, warned of, failed (compiler/expect_states.py)
     BLACKOUT = "blackout"  # a scheduled fire inside a blackout window: decided, recorded (contract/blackouts.py)
     APPROVAL_TIMEOUT = "approval timeout"  # an approval nobody decided in time: marked, then its on_timeout
     APPROVAL_REJECTED = "rejected"  # an approval rejected (or timed out to reject): the run recorded REJECTED
@@ -224,6 +225,39 @@ def pool_release(step: str, outcome: str = "") -> str:
     return f"{step}: pool release" + (f" ({outcome})" if outcome else "")
 
 
+def expect(step: str) -> str:
+    """Reads the step's reported metrics and judges its expectations (compiler/expect_states.py)."""
+    return f"{step}: expect"
+
+
+def expect_check(step: str) -> str:
+    return f"{step}: expect check"
+
+
+def expect_warn(step: str) -> str:
+    return f"{step}: expect warn"
+
+
+def expect_failed(step: str) -> str:
+    return f"{step}: expect failed"
+
+
+def expect_retry(step: str) -> str:
+    return f"{step}: expect retry"
+
+
+def expect_baseline(step: str) -> str:
+    return f"{step}: expect baseline"
+
+
+def expect_keep(step: str) -> str:
+    return f"{step}: expect keep"
+
+
+EXPECT_SUFFIXES = ("expect", "expect check", "expect warn", "expect failed", "expect retry", "expect baseline",
+                   "expect keep")
+
+
 def items_key(step: str) -> str:
     """A map (``step``) draws its list's key, with a UUID, before its items step runs."""
     return f"{step}: items key"
@@ -258,6 +292,7 @@ _SUFFIXES = {"check": Role.CHECK, "retry": Role.RETRY, "wait": Role.WAIT, "faile
              "pool": Role.POOL, "pool claim": Role.POOL_CLAIM, "pool backoff": Role.POOL_BACKOFF,
              "pool wait": Role.POOL_WAIT, "pool claim again": Role.POOL_CLAIM, "pool waiting": Role.POOL_WAITING,
              "pool check": Role.POOL_CLAIM, "pool held": Role.POOL_CLAIM,
+             **{x: Role.EXPECT for x in EXPECT_SUFFIXES},
              "pool running": Role.POOL_RUNNING, "approval timeout": Role.APPROVAL_TIMEOUT,
              "rejected": Role.APPROVAL_REJECTED, "items key": Role.ITEMS_KEY, "rerun items key": Role.ITEMS_KEY,
              **{pool_release("", o)[2:]: Role.POOL_RELEASE for o in POOL_RELEASE_OUTCOMES}}
@@ -266,6 +301,7 @@ _STEP_STATE = re.compile(r"^(?P<step>[a-z][a-z0-9_-]*)(?: #(?P<n>[1-9]\d*))?"
                          r"(?:: (?P<suffix>check|retry|wait|failed|timed out|done|infra retry|infra wait"
                          r"|pool|pool claim|pool backoff|pool wait|pool claim again|pool check|pool held|pool waiting|pool running"
                          r"|items key|rerun items key|approval timeout|rejected"
+                         r"|expect|expect check|expect warn|expect failed|expect retry|expect baseline|expect keep"
                          r"|pool release(?: \((?:check|failed|timed out)\))?))?$")
 
 

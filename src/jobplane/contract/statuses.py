@@ -83,6 +83,10 @@ class Event(str, Enum):
     #: a reminder each ``remind`` while nobody decided (``reminder`` says which); ``outcome.status``
     #: WAITING_APPROVAL. Sent to the approval's channel (else the job's) whatever the job's events.
     APPROVAL = "APPROVAL"
+    #: A step's expectation with on_fail 'warn' did not hold (compiler/expect_states.py;
+    #: ``outcome.status`` RUNNING, ``outcome.step`` the step, ``outcome.checks`` what each found);
+    #: the run goes on. Sent wherever failures go.
+    EXPECTATION = "EXPECTATION"
 
 
 DEFAULT_EVENTS = (Event.FAILED, Event.TIMED_OUT, Event.ABORTED)

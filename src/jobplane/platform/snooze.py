@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 
 #: Which held event names the summary, most pressing first (the channels subscribed to it get it).
 PRECEDENCE = (Event.FAILED, Event.TIMED_OUT, Event.DEADLINE, Event.MISSED, Event.ABORTED, Event.STALLED,
-              Event.SLOW, Event.SKIPPED, Event.RECOVERED)
+              Event.EXPECTATION, Event.SLOW, Event.SKIPPED, Event.RECOVERED)
 #: A claimed summary not finished within this long is taken over (its checker died before sending).
 CLAIM_STALE = timedelta(minutes=5)
 _SNOOZED = StateFilter("attribute_exists(#f_snoozed_until)", (dm.ATTR_SNOOZED_UNTIL,), {})

@@ -130,7 +130,10 @@ def read(ddb: Client, table: str, execution: str) -> list[StepProgress]:
                           "ExpressionAttributeValues": {":pk": {"S": cp.pk(execution)}}}
     while True:
         page = ddb.query(**kwargs)
-        out += [from_item(i) for i in page.get("Items", []) if i["sk"]["S"] != cp.PARAMS_SK]  # not a step's
+        # not a step's: the run's params, a map item's own record (its item view's; a run of 10,000
+        # items would list each here)
+        out += [from_item(i) for i in page.get("Items", [])
+                if i["sk"]["S"] != cp.PARAMS_SK and cp.ITEM_SEPARATOR not in i["sk"]["S"]]
         if not page.get("LastEvaluatedKey"):
             return out
         kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]

@@ -14,6 +14,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from jobplane.platform.control import IDEMPOTENCY_KEY_MAX, ExecutionView, JobSummary, check_cursor
 from jobplane.platform.repository import Page
+from jobplane.platform.expectations import StepChecks, run_expectations
 from jobplane.platform.step_progress import StepProgress
 from jobplane.contract.catalog import CatalogJob
 from jobplane.contract.clock import now_iso
@@ -117,12 +118,33 @@ class StepProgressOut(BaseModel):
     ended: bool = Field(description="the step's last values (it ended)")
 
 
+class ExpectCheckOut(BaseModel):
+    """One expectation on one attempt (jp.expect: docs/expectations.md)."""
+
+    metric: str
+    check: str = Field(description="'<op> <number>' or '<op> [<factor> *] baseline'")
+    outcome: str = Field(description="pass, warn, fail or skipped (a baseline without enough earlier runs)")
+    value: float | None = Field(description="what the step reported; none: not reported (not 0)")
+    threshold: float | None
+    baseline: float | None = Field(description="the median of the comparable earlier runs' values")
+    reported: bool
+    note: str
+
+
+class StepChecksOut(BaseModel):
+    step: str
+    verdict: str = Field(description="fail if a check failed, warn if one warned, else pass")
+    checks: list[ExpectCheckOut]
+
+
 ExecutionOut = model_from(
     "ExecutionOut", [(ExecutionInput, ("params", "resume_from", "rerun_of", "upstream", "definition")),
                      (ExecutionRecord, ("rerun_by", "after_runs", "transitions"))],
     base=ExecutionSummary, steps=(list[StepAttempt], ...),  # type: ignore[valid-type]  # built at run time
     progress=(list[StepProgressOut], Field(default_factory=list, description="each step's reported progress and "
                                                                               "counts (docs/progress.md)")),
+    expectations=(list[StepChecksOut], Field(default_factory=list, description="each step's expectation checks "
+                                                                              "(docs/expectations.md)")),
     waiting=(bool, Field(False, description="RUNNING with every open attempt waiting for its pool's slot (each "
                                             "step's outcome waiting): shown as WAITING (docs/pools.md)")))
 
@@ -205,7 +227,8 @@ def summary_out(x: ExecutionRecord) -> BaseModel:
                             url=f"/executions/{x.execution}")
 
 
-def execution_out(v: ExecutionView, progress: list[StepProgress] | None = None) -> BaseModel:
+def execution_out(v: ExecutionView, progress: list[StepProgress] | None = None,
+                  expectations: list[StepChecks] | None = None) -> BaseModel:
     from jobplane.portal.views import step_rows
 
     r = v.record
@@ -221,7 +244,8 @@ def execution_out(v: ExecutionView, progress: list[StepProgress] | None = None) 
         definition=v.input.definition,
         transitions=v.transitions, waiting=v.waiting,
         steps=[StepAttempt(**{k: getattr(row, k) for k in StepAttempt.model_fields}) for row in step_rows(v)],
-        progress=[StepProgressOut(**p.to_json()) for p in progress or []])
+        progress=[StepProgressOut(**p.to_json()) for p in progress or []],
+        expectations=[StepChecksOut.model_validate(c.to_json()) for c in expectations or []])
 
 
 # -- reads -------------------------------------------------------------------------------------
@@ -278,7 +302,8 @@ def job_executions(request: Request, job: str, limit: int = Query(20, ge=1, le=2
 def get_execution(request: Request, execution: str, job: str | None = Query(
         None, max_length=200, description="the job, to find an execution started a moment ago"), portal: Portal = Reader) -> object:
     view = portal.control.execution(execution, job if job in portal.control.entries else None)
-    return execution_out(view, portal.control.step_progress(view.execution))
+    return execution_out(view, portal.control.step_progress(view.execution),
+                         run_expectations(view, portal.control.entry(view.job)))
 
 
 @router.get("/executions/{execution}/logs", response_model=list[LogOut], responses=_errors(404))

@@ -16,6 +16,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from jobplane.contract import execution_input
 from jobplane.platform.definition_history import run_definition
+from jobplane.platform.expectations import run_expectations
 from jobplane.contract import runner as rc
 from jobplane.contract.clock import now_iso
 from jobplane.contract.statuses import ExecutionStatus
@@ -176,6 +177,7 @@ def _execution_context(portal: Portal, execution: str, job: str | None = None, l
             "log_level": level, "log_q": q,
             "maps": portal.control.map_progress(view.execution) if per_item_steps(entry.steps) else [],
             "progress": portal.control.step_progress(view.execution),  # docs/progress.md
+            "expectations": run_expectations(view, entry),  # docs/expectations.md
             # the definition it ran, and what changed since the job's previous run (issue 69)
             "definition": run_definition(portal.control.context, view.job, view.execution, view.input.definition,
                                          view.started_at),

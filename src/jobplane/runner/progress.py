@@ -46,6 +46,10 @@ class Reporter:
     def __init__(self, ctx: RunContext, log: RunLog, table: str, env: Mapping[str, str] | None = None,
                  clock: Callable[[], float] = time.monotonic, interval: float = cp.INTERVAL_SECONDS) -> None:
         self.ctx, self.log, self.table = ctx, log, table
+        # a map's item keeps its own record (its expectations judge its own counts)
+        from jobplane.contract.runner import ENV_ITEM_INDEX
+
+        self.sk = cp.step_sk(ctx.step, (os.environ if env is None else env).get(ENV_ITEM_INDEX))
         self.env = env
         self.clock, self.interval = clock, interval
         self.started_at = round(time.time(), 3)
@@ -125,7 +129,7 @@ class Reporter:
         the one the re-run copied from the run it re-runs (attempt 0: platform/control/runs.py)."""
         request: JsonObject = {
             "TableName": self.table, "ConsistentRead": True,
-            "Key": {"pk": {"S": cp.pk(self.ctx.execution_id)}, "sk": {"S": self.ctx.step}},
+            "Key": {"pk": {"S": cp.pk(self.ctx.execution_id)}, "sk": {"S": self.sk}},
             "ProjectionExpression": "#cursor, #attempt",
             "ExpressionAttributeNames": {"#cursor": cp.ATTR_CURSOR, "#attempt": cp.ATTR_ATTEMPT}}
         try:
@@ -209,7 +213,7 @@ class Reporter:
             names[f"#{cp.ATTR_ENDED}"] = cp.ATTR_ENDED
         return {
             "TableName": self.table,
-            "Key": {"pk": {"S": cp.pk(self.ctx.execution_id)}, "sk": {"S": self.ctx.step}},
+            "Key": {"pk": {"S": cp.pk(self.ctx.execution_id)}, "sk": {"S": self.sk}},
             "UpdateExpression": "SET " + ", ".join(f"#{a} = :{a}" for a in given) + remove,
             "ConditionExpression": condition,
             "ExpressionAttributeNames": names,

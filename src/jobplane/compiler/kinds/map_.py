@@ -102,6 +102,9 @@ class MapKind(GroupKind):
                    "its item reaches it in the task's environment")
         if step.retry.attempts > 1:
             yield "a map has no attempts of its own: give retry to its items or each step"
+        if any(e.uses_baseline for e in each.expect):
+            yield ("a map's each step takes expectations of a number ('>= 1'), not of a baseline: each item is "
+                   "judged on its own, and a baseline per item is not kept (docs/expectations.md)")
 
     def raw_members(self, step: JsonObject) -> list[tuple[str, JsonValue]]:
         spec = step.get(self.name)

@@ -47,7 +47,7 @@ log = logging.getLogger("jobplane.platform.notifier")  # the name it logged unde
 EMOJI = {Event.FAILED.value: ":x:", Event.TIMED_OUT.value: ":hourglass:", Event.ABORTED.value: ":octagonal_sign:",
          Event.SKIPPED.value: ":fast_forward:", Event.RECOVERED.value: ":white_check_mark:", Event.SLOW.value: ":turtle:",
          Event.MISSED.value: ":ghost:", Event.DEADLINE.value: ":alarm_clock:",
-         Event.STALLED.value: ":construction:"}
+         Event.STALLED.value: ":construction:", Event.EXPECTATION.value: ":mag:"}
 
 
 @dataclass(frozen=True)
