@@ -148,6 +148,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/quotas.py
 	$(BIN)/python bench/pools.py
 	$(BIN)/python bench/map_month_end.py
+	$(BIN)/python bench/expectations.py
 	$(BIN)/python bench/map_items_memory.py
 	$(BIN)/python bench/storm.py --compare
 	$(BIN)/python bench/terraform_roots.py

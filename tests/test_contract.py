@@ -47,10 +47,18 @@ def _all_states(definition: dict[str, Any], in_branch: bool = False):
             yield from _all_states(branch, True)
 
 
+STEP_HELPERS = {sn.Role.POOL, sn.Role.POOL_CLAIM, sn.Role.POOL_BACKOFF, sn.Role.POOL_WAIT, sn.Role.POOL_RELEASE,
+                sn.Role.POOL_WAITING, sn.Role.POOL_RUNNING, sn.Role.ITEMS_KEY, sn.Role.EXPECT,
+                sn.Role.APPROVAL_TIMEOUT, sn.Role.APPROVAL_REJECTED}
+
+
 def assert_classified(job: Job, definition: dict[str, Any]) -> None:
     """Each state's classification agrees with its type, its step and its attempt."""
     steps = {s.name for s in job.steps} | {m.name for s in job.steps for m in s.parallel or []}
-    groups = {s.name for s in job.steps if s.parallel is not None}
+    # a group's own state is its kind's: a parallel group's Parallel, a map's Map, an
+    # approval's Task that waits for the decision's callback (compiler/kinds/)
+    groups = {s.name: s.kind_.name if s.kind_ else "" for s in job.steps if s.parallel is not None}
+    group_types = {"parallel": ("Parallel",), "map": ("Map",), "approval": ("Task",)}
     for name, state, in_branch in _all_states(definition):
         c = sn.classify(name)
         kind = state["Type"]
@@ -62,7 +70,7 @@ def assert_classified(job: Job, definition: dict[str, Any]) -> None:
             assert c.attempt == 1, name
         if c.role == sn.Role.STEP:
             if c.step in groups:
-                assert kind == "Parallel", name
+                assert kind in group_types.get(groups[c.step], ("Parallel",)), (name, groups[c.step])
             else:
                 # its executor's Task (compiler/executors/): ECS's runTask.sync or Lambda's invoke
                 assert kind == "Task" and state["Resource"] in (RUN_TASK, lambda_step.INVOKE_RESOURCE), name
@@ -80,6 +88,8 @@ def assert_classified(job: Job, definition: dict[str, Any]) -> None:
             assert kind == ("Pass" if in_branch else "Task"), name
         elif c.role == sn.Role.BRANCH_DONE:
             assert kind == "Pass" and in_branch, name
+        elif c.step is not None:  # a step's own helper states: its pool, its map's list, its checks, its approval
+            assert c.role in STEP_HELPERS, name
         else:
             assert c.is_platform and not in_branch, name
             if c.role == sn.Role.SKIP_RECORD:
