@@ -231,31 +231,57 @@ def test_a_changed_definition_is_said_on_the_run_page_and_by_jobplane_diff(deplo
             "after": '{"kind":"python","target":"sample_apps.functions:behave"}'} in as_json["changes"]
 
 
-def test_a_rerun_runs_its_own_definition_or_is_refused_unless_current(deployed: Deployed) -> None:
+def step_order(entered: list[str]) -> list[str]:
+    """The steps a run ran, in their order, from the states it entered (each step's states are
+    named for it: compiler/states.py)."""
+    def first(step: str) -> int:
+        return min((i for i, e in enumerate(entered) if step in e.split()), default=len(entered))
+    return sorted((s for s in ("work", "check") if first(s) < len(entered)), key=first)
+
+
+def test_a_rerun_runs_its_own_definition_as_its_published_version_unless_current(deployed: Deployed) -> None:
+    """Issue 69 part 1: a re-run runs the definition of the run it re-runs, by default, even
+    when the job's steps changed since: each deploy publishes a Step Functions version, the
+    definitions store records it beside the definition, and the re-run starts that version's
+    ARN; the old steps run, in their old order, with the real runner. ``current`` runs the
+    deployed one; a version pruned since is refused, naming --current."""
     from jobplane.platform.control.errors import Conflict
 
-    failed = run_to_end(deployed, "ledger", mode="fail")
-    assert failed.status == "FAILED" and failed.input.definition == deployed.definition("ledger")
-    # deployed again with only its schedule changed: the steps are the same, the re-run goes on
     write_job(deployed.repo, "ledger", steps=f"{WORK}, {CHECK}", schedule="jp.daily('04:00')")
     deployed.redeploy()
-    control = deployed.control()
-    again = deployed.ended("ledger", control.runs.rerun(failed.execution, "alice", params={"mode": "ok"}))
-    assert again.status == "SUCCEEDED" and again.input.definition == deployed.definition("ledger")
-    # deployed again with another step list: a re-run of the failed run would run other steps
+    failed = run_to_end(deployed, "ledger", mode="fail")
+    ran = failed.input.definition
+    assert failed.status == "FAILED" and ran == deployed.definition("ledger")
+    kept = DefinitionStore(deployed.aws.client("s3"), f"{deployed.aws.prefix}-catalog").get("ledger", ran)
+    assert kept is not None and kept.version is not None and kept.version.startswith(deployed.aws.state_machines["ledger"] + ":")
+    # deployed again with the steps in the other order: the re-run still runs work, then check
     write_job(deployed.repo, "ledger", steps=f"{CHECK}, {WORK}", schedule="jp.daily('04:00')")
     deployed.redeploy()
+    assert deployed.definition("ledger") != ran
     control = deployed.control()
+    name = control.runs.rerun(failed.execution, "alice", from_failed_step=False, params={"mode": "ok"})
+    arn = f"{deployed.aws.state_machines['ledger'].replace(':stateMachine:', ':execution:')}:{name}"
+    rerun = deployed.aws.wait(arn, timeout=300)
+    assert rerun.status == "SUCCEEDED" and step_order(rerun.states_entered) == ["work", "check"], rerun.states_entered
+    sfn = deployed.aws.client("stepfunctions")
+    assert sfn.describe_execution(executionArn=arn)["stateMachineVersionArn"] == kept.version
+    again = deployed.ended("ledger", name)
+    assert again.input.definition == ran and again.input.rerun_of == failed.execution
+    # asked for the deployed definition: it runs that one (check, then work), stamped so
+    current_name = control.runs.rerun(failed.execution, "alice", from_failed_step=False, params={"mode": "ok"},
+                                      current=True)
+    current_arn = arn.rsplit(":", 1)[0] + f":{current_name}"
+    current = deployed.aws.wait(current_arn, timeout=300)
+    assert current.status == "SUCCEEDED" and step_order(current.states_entered) == ["check", "work"], current.states_entered
+    assert "stateMachineVersionArn" not in sfn.describe_execution(executionArn=current_arn)
+    assert deployed.ended("ledger", current_name).input.definition == deployed.definition("ledger")
+    # its version pruned since: refused, saying how to run the deployed one
+    sfn.delete_state_machine_version(stateMachineVersionArn=kept.version)
     with pytest.raises(Conflict) as refused:
-        control.runs.rerun(failed.execution, "alice", params={"mode": "ok"})
-    assert "--current" in refused.value.message and "step order: work, check -> check, work" in refused.value.message
+        control.runs.rerun(failed.execution, "alice", from_failed_step=False, params={"mode": "ok"})
+    assert "--current" in refused.value.message and "no longer exists" in refused.value.message
     cli = cli_on(deployed, "rerun", failed.execution, "--whole")
     assert cli.exit_code == 1 and "--current" in cli.output
-    # asked for the deployed definition: it runs that one, stamped so
-    current = deployed.ended("ledger", control.runs.rerun(failed.execution, "alice", from_failed_step=False,
-                                                          params={"mode": "ok"}, current=True))
-    assert current.status == "SUCCEEDED" and current.input.definition == deployed.definition("ledger")
-    assert current.input.rerun_of == failed.execution
 
 
 def test_recording_and_reading_definitions_is_what_the_base_module_allows(deployed: Deployed) -> None:
