@@ -59,8 +59,16 @@ def iam_calls(recorded: list[dict[str, Any]]) -> list[Any]:
         elif service == "dynamodb":
             table = f"arn:aws:dynamodb:{arn}:table/{p['TableName']}"
             out.append(Call(f"dynamodb:{op}", table + (f"/index/{p['IndexName']}" if p.get("IndexName") else ""), {}, why))
-        elif service == "stepfunctions" and op in ("StartExecution", "DescribeStateMachine"):
-            out.append(Call(f"states:{op}", p["stateMachineArn"], {}, why))
+        elif service == "stepfunctions" and op in ("StartExecution", "DescribeStateMachine", "ListStateMachineVersions",
+                                                   "ListExecutions", "DeleteStateMachineVersion"):
+            # a version's (or alias's) calls are authorized on its state machine's ARN, the
+            # qualifier as states:StateMachineQualifier
+            # (https://docs.aws.amazon.com/step-functions/latest/dg/auth-version-alias.html)
+            arn = p.get("stateMachineArn") or p["stateMachineVersionArn"]
+            machine, _, qualifier = arn.partition(":stateMachine:")[2].partition(":")
+            unqualified = arn.split(":stateMachine:")[0] + ":stateMachine:" + machine
+            out.append(Call(f"states:{op}", unqualified, {"states:StateMachineQualifier": qualifier} if qualifier else {},
+                            why))
         elif service == "stepfunctions":
             out.append(Call(f"states:{op}", p["executionArn"], {}, why))
         elif service == "scheduler" and op == "ListSchedules":  # no resource type: "*" only

@@ -265,6 +265,8 @@ class DevPlatform:
         from jobplane.platform.pool_slots import PoolSweep
         from jobplane.platform.renotify import Renotify
         from jobplane.platform.snooze import SnoozeEnds
+        from jobplane.contract.environment import DEFAULT_RETENTION_DAYS
+        from jobplane.platform.sfn_versions import VersionPruning
         from jobplane.platform.stalls import StallWatch
 
         # and every expected fire is accounted for: a missed one is recorded and alerted
@@ -284,7 +286,11 @@ class DevPlatform:
                   # operator's wall-clock time, as the notifier that holds alerts reads it)
                   SnoozeEnds(self.control.reads, aws.client("sns"), self.deployment.topic_arn).check,
                   # a running step whose progress stopped moving past its stall_after, once a stall
-                  StallWatch(self.control.reads, aws.client("sns"), self.deployment.topic_arn).check]
+                  StallWatch(self.control.reads, aws.client("sns"), self.deployment.topic_arn).check,
+                  # published versions pruned before the 1,000 a state machine may hold
+                  # (platform/sfn_versions.py), as the periodic Lambda does
+                  VersionPruning(aws.client("stepfunctions"), lambda: list(aws.state_machines.values()),
+                                 DEFAULT_RETENTION_DAYS).check]
         from jobplane.platform.backfill import BackfillDriver, Backfills
 
         self.backfills = Backfills(self.control.runs)  # backfills left running by the last start go on
