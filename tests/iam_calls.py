@@ -18,7 +18,7 @@ CALENDAR_STATEMENTS = frozenset({"ListSchedules"})
 #: The statements of the definitions runs ran (reading them: the run page, `jobplane diff`;
 #: recording them: `jobplane record-definitions`, the operator's): tests/test_definition_versions.py
 #: proves each is needed; the operator commands of tests/test_cli_aws.py read none.
-DEFINITION_STATEMENTS = frozenset({"ReadDefinitions", "ListDefinitions", "RecordDefinitions"})
+DEFINITION_STATEMENTS = frozenset({"ReadDefinitions", "ListDefinitions", "RecordDefinitions", "RecordVersions"})
 
 
 @contextlib.contextmanager

@@ -275,6 +275,16 @@ def test_a_rerun_runs_its_own_definition_as_its_published_version_unless_current
     assert current.status == "SUCCEEDED" and step_order(current.states_entered) == ["check", "work"], current.states_entered
     assert "stateMachineVersionArn" not in sfn.describe_execution(executionArn=current_arn)
     assert deployed.ended("ledger", current_name).input.definition == deployed.definition("ledger")
+    # deployed again without the step that failed: a re-run from it resumes there, in its own
+    # definition (where the step still is)
+    write_job(deployed.repo, "ledger", steps=CHECK, schedule="jp.daily('04:00')")
+    deployed.redeploy()
+    control = deployed.control()
+    assert control.reads.step_names("ledger") == ["check"]
+    resumed_name = control.runs.rerun(failed.execution, "alice", params={"mode": "ok"})
+    resumed = deployed.aws.wait(arn.rsplit(":", 1)[0] + f":{resumed_name}", timeout=300)
+    assert resumed.status == "SUCCEEDED" and step_order(resumed.states_entered) == ["work", "check"]
+    assert deployed.ended("ledger", resumed_name).input.resume_from == "work"
     # its version pruned since: refused, saying how to run the deployed one
     sfn.delete_state_machine_version(stateMachineVersionArn=kept.version)
     with pytest.raises(Conflict) as refused:
@@ -300,6 +310,11 @@ def test_recording_and_reading_definitions_is_what_the_base_module_allows(deploy
     compiled = compile_repo(deployed.repo)  # compiled, not deployed: its definition is not kept yet
     digest = compiled.job("ledger").definition  # type: ignore[union-attr]
     assert digest is not None and digest != ran.input.definition
+    # applied as Terraform applies it (its state machine updated, a version published), not recorded
+    entry = compiled.job("ledger")
+    assert entry is not None
+    deployed.aws.deploy("ledger", asl_of((deployed.repo.path / "out" / entry.asl).read_text()), digest=digest)
+    published = deployed.aws.versions["ledger"]
     cli_on(deployed, "status")  # the compiled catalog uploaded, as the apply does, outside the recording
     recorded: list[dict[str, Any]] = []
     with calls_into(recorded):
@@ -315,18 +330,20 @@ def test_recording_and_reading_definitions_is_what_the_base_module_allows(deploy
     assert again.output.startswith("0 new definition(s) recorded, 2 already kept"), again.output
     kept = DefinitionStore(deployed.aws.client("s3"), f"{deployed.aws.prefix}-catalog").get("ledger", digest)
     assert kept is not None and (kept.commit, kept.image) == ("0123456789abcdef", "runner:abc")  # the first write stays
+    assert kept.version == published  # the version the apply published of it, found by its definition
     # as IAM sees them, in the base module's catalog bucket
     bucket = bm.resolve("${aws_s3_bucket.catalog.id}", {"name_prefix": deployed.aws.prefix})
     for c in recorded:
         if c["service"] == "s3":
             c["params"] = dict(c["params"], Bucket=bucket)
     calls = iam_calls(recorded)
-    assert {c.action for c in calls} >= {"s3:GetObject", "s3:ListBucket", "s3:PutObject", "dynamodb:Query"}
+    assert {c.action for c in calls} >= {"s3:GetObject", "s3:ListBucket", "s3:PutObject", "dynamodb:Query",
+                                         "states:ListStateMachineVersions", "states:DescribeStateMachine"}
     operator = bm.policy_statements("operator", {"name_prefix": deployed.aws.prefix})
     assert denied_calls(operator, calls) == []
     reads = [c for c in calls if c.action != "s3:PutObject" and not (c.action == "s3:ListBucket" and
                                                                      c.context.get("s3:prefix") == "definitions/")]
-    reads = [c for c in reads if c.action != "kms:GenerateDataKey"]
+    reads = [c for c in reads if c.action not in ("kms:GenerateDataKey", "states:ListStateMachineVersions")]
     assert denied_calls(bm.policy_statements("portal", {"name_prefix": deployed.aws.prefix}), reads) == []
     for i, statement in enumerate(operator):
         if statement.get("sid") in DEFINITION_STATEMENTS:

@@ -92,3 +92,15 @@ def test_the_periodic_pass_prunes_a_machine_past_the_threshold_and_keeps_a_runni
     assert denied_calls(slow, calls) == []
     without = [s for s in slow if s.get("sid") != "PruneVersions"]
     assert denied_calls(without, calls)
+
+
+def test_a_version_holds_the_compiled_asl_whatever_its_tokens_were_bound_to() -> None:
+    """What `jobplane record-definitions` matches a version to: the compiled ASL, tokens
+    included, against the deployed text (Terraform bound each token)."""
+    from jobplane.platform.sfn_versions import holds
+
+    asl = '{"T":"<<jobplane:table_name>>","R":"<<jobplane:cluster_arn>>","n":1}'
+    assert holds(asl, '{"T":"jobplane","R":"arn:aws:ecs:us-east-1:123456789012:cluster/jobplane","n":1}')
+    assert not holds(asl, '{"T":"jobplane","R":"arn:aws:ecs:us-east-1:123456789012:cluster/jobplane","n":2}')
+    # a token's value is a string's content: it cannot swallow another member
+    assert not holds(asl, '{"T":"x","extra":"","R":"y","n":1}')

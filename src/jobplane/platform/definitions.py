@@ -85,11 +85,11 @@ class DefinitionStore:
 
     def record(self, jobs: Iterable[tuple[CatalogJob, str]], commit: str | None = None,
                image: str | None = None, now: datetime | None = None,
-               versions: Mapping[str, str] | Callable[[str], str | None] | None = None) -> list[str]:
+               versions: Mapping[str, str] | Callable[[CatalogJob, str], str | None] | None = None) -> list[str]:
         """Record each (entry, its ASL as compiled) whose digest is not recorded yet; the keys
         written. An entry without a digest (a catalog from before them) is passed over.
         ``versions``: job -> the ARN of the version the deploy published of it (a mapping, or a
-        function asked only for the definitions recorded now)."""
+        function of the entry and its ASL, asked only for the definitions recorded now)."""
         when = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
         have = self.recorded()
         written = []
@@ -103,7 +103,7 @@ class DefinitionStore:
                                          f"make {definition_digest.short(definition_digest.digest(doc))}: "
                                          "compile again (jobplane compile) before recording")
             version = (versions.get(entry.name) if isinstance(versions, Mapping)
-                       else versions(entry.name) if versions is not None else None)
+                       else versions(entry, asl) if versions is not None else None)
             stored = StoredDefinition(entry.name, entry.definition, doc, when, commit, image, version)
             if self._put_new(key(entry.name, entry.definition), stored):
                 written.append(key(entry.name, entry.definition))

@@ -39,6 +39,7 @@ pruned is refused, naming ``--current`` (platform/control/runs.py).
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -47,6 +48,9 @@ from typing import Any
 from jobplane.contract.types import Client
 
 log = logging.getLogger(__name__)
+
+#: a token of a compiled ASL (contract/bindings.py), its name captured
+_TOKEN = re.compile(r"<<jobplane:([a-z_]+)>>")
 
 #: A machine holding more versions than this is pruned (AWS's quota: 1,000; the margin leaves
 #: room for deploys between two passes).
@@ -80,18 +84,29 @@ def versions(sfn: Client, machine_arn: str) -> list[Version]:
             return out
 
 
-def published_version(sfn: Client, machine_arn: str) -> str | None:
-    """The newest version of ``machine_arn`` if it holds what the machine runs now (its
-    definition and role), None otherwise (no version, or the machine changed since: a deploy
-    that did not publish). What `jobplane record-definitions` records beside a new definition."""
-    page = sfn.list_state_machine_versions(stateMachineArn=machine_arn, maxResults=1)
-    listed = page.get("stateMachineVersions") or []
-    if not listed:
+def holds(asl: str, definition: str) -> bool:
+    """True if ``definition`` (a deployed one: Terraform bound each token to a value) is the
+    compiled ``asl`` (tokens included, contract/bindings.py), whatever its tokens were bound to:
+    the text between tokens equal, each token a plain JSON string fragment."""
+    parts = _TOKEN.split(asl)
+    pattern = "".join(re.escape(part) if i % 2 == 0 else r'[^"\\]*' for i, part in enumerate(parts))
+    return re.fullmatch(pattern, definition, flags=re.DOTALL) is not None
+
+
+def published_version(sfn: Client, machine_arn: str, asl: str, looked_at: int = 3) -> str | None:
+    """The version of ``machine_arn`` that holds the compiled ``asl``: the newest that does among
+    its newest ``looked_at`` (None: none does, a definition compiled but not applied, or applied
+    before versions were published). What `jobplane record-definitions` records beside a new
+    definition."""
+    try:
+        page = sfn.list_state_machine_versions(stateMachineArn=machine_arn, maxResults=looked_at)
+    except sfn.exceptions.StateMachineDoesNotExist:
         return None
-    arn: str = listed[0]["stateMachineVersionArn"]
-    now, held = (sfn.describe_state_machine(stateMachineArn=a) for a in (machine_arn, arn))
-    same = now.get("definition") == held.get("definition") and now.get("roleArn") == held.get("roleArn")
-    return arn if same else None
+    for listed in page.get("stateMachineVersions") or []:
+        arn: str = listed["stateMachineVersionArn"]
+        if holds(asl, sfn.describe_state_machine(stateMachineArn=arn).get("definition", "")):
+            return arn
+    return None
 
 
 def running_versions(sfn: Client, machine_arn: str) -> set[str]:

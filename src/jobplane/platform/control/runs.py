@@ -151,7 +151,8 @@ class Runs:
             if original.status in (ExecutionStatus.SUCCEEDED.value, ExecutionStatus.SKIPPED.value) or not resume_from:
                 raise Conflict(f"{execution} has no failed step to resume from ({original.status}); re-run the whole job",
                                {"execution": execution, "status": original.status})
-            if resume_from not in self.reads.step_names(original.job):
+            steps = self.reads.step_names(original.job) if version is None else self.version_steps(original.job, definition)
+            if resume_from not in steps:
                 raise Conflict(f"step {resume_from!r} is no longer in {original.job}; re-run the whole job",
                                {"execution": execution, "step": resume_from})
         resolved = self.reads.resolved_params(execution) if entry.param_set().calendar_defaults() else {}
@@ -221,6 +222,19 @@ class Runs:
 
         stored = store(self.context).get(job, digest)
         return stored.version if stored is not None else None
+
+    def version_steps(self, job: str, digest: str | None) -> list[str]:
+        """The steps a run of ``job``'s recorded definition ``digest`` can start at (its top-level
+        steps, then its groups' members, as CatalogJob.step_names): where a re-run of an older
+        definition may resume."""
+        from jobplane.platform.definition_history import store
+
+        stored = store(self.context).get(job, digest) if digest else None
+        fields = stored.document.get("job") if stored is not None else None
+        raw = fields.get("steps") if isinstance(fields, dict) else None
+        steps = [s for s in raw if isinstance(s, dict)] if isinstance(raw, list) else []
+        members = [m for s in steps for m in (s.get("parallel") or []) if isinstance(m, dict)]
+        return [str(s.get("name")) for s in steps + members]
 
     def rerun_version(self, job: str, definition: str | None, entry: CatalogJob) -> str | None:
         """The version ARN a re-run stamped with ``definition`` starts: that definition's
