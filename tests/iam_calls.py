@@ -64,9 +64,9 @@ def iam_calls(recorded: list[dict[str, Any]]) -> list[Any]:
             # a version's (or alias's) calls are authorized on its state machine's ARN, the
             # qualifier as states:StateMachineQualifier
             # (https://docs.aws.amazon.com/step-functions/latest/dg/auth-version-alias.html)
-            arn = p.get("stateMachineArn") or p["stateMachineVersionArn"]
-            machine, _, qualifier = arn.partition(":stateMachine:")[2].partition(":")
-            unqualified = arn.split(":stateMachine:")[0] + ":stateMachine:" + machine
+            given = p.get("stateMachineArn") or p["stateMachineVersionArn"]
+            machine, _, qualifier = given.partition(":stateMachine:")[2].partition(":")
+            unqualified = given.split(":stateMachine:")[0] + ":stateMachine:" + machine
             out.append(Call(f"states:{op}", unqualified, {"states:StateMachineQualifier": qualifier} if qualifier else {},
                             why))
         elif service == "stepfunctions":
