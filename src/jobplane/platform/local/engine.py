@@ -528,8 +528,9 @@ class LocalAWS:
         # every deployed definition kept by its digest, as the pipeline's record-definitions does
         from jobplane.platform.definitions import DefinitionStore
 
+        images = {j.runner_image for j, _ in deployed if j.runner_image}  # the compile's (`jobplane dev`'s identity)
         DefinitionStore(self.client("s3"), f"{self.prefix}-catalog").record(
-            deployed, image=LOCAL_RUNNER_IMAGE, versions={j.name: self.versions[j.name] for j, _ in deployed
+            deployed, image=images.pop() if len(images) == 1 else LOCAL_RUNNER_IMAGE, versions={j.name: self.versions[j.name] for j, _ in deployed
                                                           if j.name in self.versions})
         return [j.name for j in catalog.jobs]
 
