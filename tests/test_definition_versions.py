@@ -351,3 +351,41 @@ def test_recording_and_reading_definitions_is_what_the_base_module_allows(deploy
     # a PutObject without If-None-Match (one that would replace a kept definition) is allowed by nothing
     put = next(c for c in calls if c.action == "s3:PutObject")
     assert not allowed(operator, Call(put.action, put.resource, {}, "an unconditional write"))
+
+
+def test_a_definition_kept_without_a_version_reruns_as_deployed_only_if_no_step_changed(deployed: Deployed) -> None:
+    """A definition recorded before versions were published (no version beside it) can only run
+    as deployed now: a re-run of one of its runs goes on with the deployed definition when no
+    step changed (stamped with it), and is refused, naming what changed and --current, when one did."""
+    from jobplane.platform.control.errors import Conflict
+
+    store = DefinitionStore(deployed.aws.client("s3"), f"{deployed.aws.prefix}-catalog")
+
+    def kept_without_version(steps: str, schedule: str) -> str:
+        """A definition compiled and recorded as a deploy before versions did (not applied)."""
+        write_job(deployed.repo, "ledger", steps=steps, schedule=schedule)
+        entry = compile_repo(deployed.repo).job("ledger")
+        assert entry is not None and entry.definition is not None
+        store.record([(entry, asl_of((deployed.repo.path / "out" / entry.asl).read_text()))])
+        kept = store.get("ledger", entry.definition)
+        assert kept is not None and kept.version is None
+        return entry.definition
+
+    def run_stamped(digest: str) -> str:
+        arn = deployed.aws.start("ledger", execution_input.manual("alice", {"mode": "ok"}, definition=digest))
+        deployed.aws.wait(arn, timeout=300)
+        return arn.rsplit(":", 1)[1]
+
+    old = kept_without_version(f"{WORK}, {CHECK}", "jp.daily('06:00')")
+    write_job(deployed.repo, "ledger", steps=f"{WORK}, {CHECK}", schedule="jp.daily('07:00')")
+    deployed.redeploy()
+    ran = run_stamped(old)
+    control = deployed.control()
+    again = deployed.ended("ledger", control.runs.rerun(ran, "alice", from_failed_step=False))
+    assert again.status == "SUCCEEDED" and again.input.definition == deployed.definition("ledger") != old
+    write_job(deployed.repo, "ledger", steps=f"{CHECK}, {WORK}", schedule="jp.daily('07:00')")
+    deployed.redeploy()
+    control = deployed.control()
+    with pytest.raises(Conflict) as refused:
+        control.runs.rerun(ran, "alice", from_failed_step=False)
+    assert "--current" in refused.value.message and "step order: work, check -> check, work" in refused.value.message
