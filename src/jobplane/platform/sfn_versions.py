@@ -110,7 +110,11 @@ def published_version(sfn: Client, machine_arn: str, asl: str, looked_at: int = 
 
 
 def running_versions(sfn: Client, machine_arn: str) -> set[str]:
-    """The versions the machine's RUNNING executions were started on."""
+    """The versions the machine's RUNNING executions were started on: one listing of the
+    machine's RUNNING executions, each item's ``stateMachineVersionArn`` ("The Amazon Resource
+    Name (ARN) of the state machine version associated with the execution",
+    https://docs.aws.amazon.com/step-functions/latest/apireference/API_ExecutionListItem.html),
+    not one listing per version (ListExecutions also takes a version ARN: API_ListExecutions)."""
     used: set[str] = set()
     for page in sfn.get_paginator("list_executions").paginate(stateMachineArn=machine_arn, statusFilter="RUNNING"):
         used.update(e["stateMachineVersionArn"] for e in page["executions"] if e.get("stateMachineVersionArn"))
