@@ -18,7 +18,7 @@ CALENDAR_STATEMENTS = frozenset({"ListSchedules"})
 #: The statements of the definitions runs ran (reading them: the run page, `jobplane diff`;
 #: recording them: `jobplane record-definitions`, the operator's): tests/test_definition_versions.py
 #: proves each is needed; the operator commands of tests/test_cli_aws.py read none.
-DEFINITION_STATEMENTS = frozenset({"ReadDefinitions", "ListDefinitions", "RecordDefinitions"})
+DEFINITION_STATEMENTS = frozenset({"ReadDefinitions", "ListDefinitions", "RecordDefinitions", "RecordVersions"})
 #: The portal role's statements only an approval's decision uses (jp.approval): their use is proven
 #: by tests/test_approvals.py; the operator commands of tests/test_cli_aws.py decide none.
 APPROVAL_STATEMENTS = frozenset({"DecideApprovals"})
@@ -62,8 +62,16 @@ def iam_calls(recorded: list[dict[str, Any]]) -> list[Any]:
         elif service == "dynamodb":
             table = f"arn:aws:dynamodb:{arn}:table/{p['TableName']}"
             out.append(Call(f"dynamodb:{op}", table + (f"/index/{p['IndexName']}" if p.get("IndexName") else ""), {}, why))
-        elif service == "stepfunctions" and op in ("StartExecution", "DescribeStateMachine"):
-            out.append(Call(f"states:{op}", p["stateMachineArn"], {}, why))
+        elif service == "stepfunctions" and op in ("StartExecution", "DescribeStateMachine", "ListStateMachineVersions",
+                                                   "ListExecutions", "DeleteStateMachineVersion"):
+            # a version's (or alias's) calls are authorized on its state machine's ARN, the
+            # qualifier as states:StateMachineQualifier
+            # (https://docs.aws.amazon.com/step-functions/latest/dg/auth-version-alias.html)
+            given = p.get("stateMachineArn") or p["stateMachineVersionArn"]
+            machine, _, qualifier = given.partition(":stateMachine:")[2].partition(":")
+            unqualified = given.split(":stateMachine:")[0] + ":stateMachine:" + machine
+            out.append(Call(f"states:{op}", unqualified, {"states:StateMachineQualifier": qualifier} if qualifier else {},
+                            why))
         elif service == "stepfunctions" and op in ("SendTaskSuccess", "SendTaskFailure"):
             # a callback's task token: no ARN in the call (API_SendTaskSuccess.html), authorized on "*"
             out.append(Call(f"states:{op}", "*", {}, why))

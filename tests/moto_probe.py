@@ -1160,6 +1160,47 @@ def scenario(name: str, fixed: bool) -> dict:
                     "tries": run["events"].count("ParallelStateStarted"), "noted": moto_patches.scaled_waits()}
         return with_engine(fixes, body)
 
+    if name == "sfn_versions":
+        # two published versions (one and two), then the second published again unchanged; a
+        # start of version 1 (after the machine moved on), the versions listed, version 1
+        # deleted and started again
+        def body(aws):
+            sfn = aws.client("stepfunctions")
+
+            def machine(result: str) -> str:
+                return json.dumps({"StartAt": "p", "States": {"p": {"Type": "Pass", "Result": result, "End": True}}})
+
+            def attempt(call):
+                try:
+                    return call()
+                except Exception as e:  # a ClientError (its code) or moto's own failure
+                    response = getattr(e, "response", None)
+                    return {"error": response["Error"]["Code"] if response else type(e).__name__}
+
+            arn = sfn.create_state_machine(name="versions", definition=machine("one"), roleArn=ROLE,
+                                           publish=True)["stateMachineArn"]
+            sfn.update_state_machine(stateMachineArn=arn, definition=machine("two"), publish=True)
+            again = sfn.update_state_machine(stateMachineArn=arn, definition=machine("two"), publish=True)
+            started = attempt(lambda: sfn.start_execution(stateMachineArn=f"{arn}:1", name="of-version-1", input="{}"))
+            out = {"republished": again.get("stateMachineVersionArn", "").rsplit(":", 1)[-1]}
+            if "executionArn" in started:
+                while (d := sfn.describe_execution(executionArn=started["executionArn"]))["status"] == "RUNNING":
+                    time.sleep(0.02)
+                listed = sfn.list_executions(stateMachineArn=arn)["executions"]
+                out["ran"] = [d.get("output"), d.get("stateMachineVersionArn", "").rsplit(":", 1)[-1],
+                              [e.get("stateMachineVersionArn", "").rsplit(":", 1)[-1] for e in listed]]
+            else:
+                out["ran"] = started
+            versions = attempt(lambda: sfn.list_state_machine_versions(stateMachineArn=arn))
+            out["versions"] = ([v["stateMachineVersionArn"].rsplit(":", 1)[-1] for v in versions["stateMachineVersions"]]
+                               if "stateMachineVersions" in versions else versions)
+            deleted = attempt(lambda: sfn.delete_state_machine_version(stateMachineVersionArn=f"{arn}:1"))
+            out["deleted"] = deleted.get("error", "deleted")
+            after = attempt(lambda: sfn.start_execution(stateMachineArn=f"{arn}:1", name="after-delete", input="{}"))
+            out["after_delete"] = after.get("error", "started")
+            return out
+        return with_engine(fixes, body)
+
     raise SystemExit(f"unknown scenario {name}")
 
 

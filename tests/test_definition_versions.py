@@ -231,31 +231,67 @@ def test_a_changed_definition_is_said_on_the_run_page_and_by_jobplane_diff(deplo
             "after": '{"kind":"python","target":"sample_apps.functions:behave"}'} in as_json["changes"]
 
 
-def test_a_rerun_runs_its_own_definition_or_is_refused_unless_current(deployed: Deployed) -> None:
+def step_order(entered: list[str]) -> list[str]:
+    """The steps a run ran, in their order, from the states it entered (each step's states are
+    named for it: compiler/states.py)."""
+    def first(step: str) -> int:
+        return min((i for i, e in enumerate(entered) if step in e.split()), default=len(entered))
+    return sorted((s for s in ("work", "check") if first(s) < len(entered)), key=first)
+
+
+def test_a_rerun_runs_its_own_definition_as_its_published_version_unless_current(deployed: Deployed) -> None:
+    """Issue 69 part 1: a re-run runs the definition of the run it re-runs, by default, even
+    when the job's steps changed since: each deploy publishes a Step Functions version, the
+    definitions store records it beside the definition, and the re-run starts that version's
+    ARN; the old steps run, in their old order, with the real runner. ``current`` runs the
+    deployed one; a version pruned since is refused, naming --current."""
     from jobplane.platform.control.errors import Conflict
 
-    failed = run_to_end(deployed, "ledger", mode="fail")
-    assert failed.status == "FAILED" and failed.input.definition == deployed.definition("ledger")
-    # deployed again with only its schedule changed: the steps are the same, the re-run goes on
     write_job(deployed.repo, "ledger", steps=f"{WORK}, {CHECK}", schedule="jp.daily('04:00')")
     deployed.redeploy()
-    control = deployed.control()
-    again = deployed.ended("ledger", control.runs.rerun(failed.execution, "alice", params={"mode": "ok"}))
-    assert again.status == "SUCCEEDED" and again.input.definition == deployed.definition("ledger")
-    # deployed again with another step list: a re-run of the failed run would run other steps
+    failed = run_to_end(deployed, "ledger", mode="fail")
+    ran = failed.input.definition
+    assert failed.status == "FAILED" and ran == deployed.definition("ledger")
+    kept = DefinitionStore(deployed.aws.client("s3"), f"{deployed.aws.prefix}-catalog").get("ledger", ran)
+    assert kept is not None and kept.version is not None and kept.version.startswith(deployed.aws.state_machines["ledger"] + ":")
+    # deployed again with the steps in the other order: the re-run still runs work, then check
     write_job(deployed.repo, "ledger", steps=f"{CHECK}, {WORK}", schedule="jp.daily('04:00')")
     deployed.redeploy()
+    assert deployed.definition("ledger") != ran
     control = deployed.control()
+    name = control.runs.rerun(failed.execution, "alice", from_failed_step=False, params={"mode": "ok"})
+    arn = f"{deployed.aws.state_machines['ledger'].replace(':stateMachine:', ':execution:')}:{name}"
+    rerun = deployed.aws.wait(arn, timeout=300)
+    assert rerun.status == "SUCCEEDED" and step_order(rerun.states_entered) == ["work", "check"], rerun.states_entered
+    sfn = deployed.aws.client("stepfunctions")
+    assert sfn.describe_execution(executionArn=arn)["stateMachineVersionArn"] == kept.version
+    again = deployed.ended("ledger", name)
+    assert again.input.definition == ran and again.input.rerun_of == failed.execution
+    # asked for the deployed definition: it runs that one (check, then work), stamped so
+    current_name = control.runs.rerun(failed.execution, "alice", from_failed_step=False, params={"mode": "ok"},
+                                      current=True)
+    current_arn = arn.rsplit(":", 1)[0] + f":{current_name}"
+    current = deployed.aws.wait(current_arn, timeout=300)
+    assert current.status == "SUCCEEDED" and step_order(current.states_entered) == ["check", "work"], current.states_entered
+    assert "stateMachineVersionArn" not in sfn.describe_execution(executionArn=current_arn)
+    assert deployed.ended("ledger", current_name).input.definition == deployed.definition("ledger")
+    # deployed again without the step that failed: a re-run from it resumes there, in its own
+    # definition (where the step still is)
+    write_job(deployed.repo, "ledger", steps=CHECK, schedule="jp.daily('04:00')")
+    deployed.redeploy()
+    control = deployed.control()
+    assert control.reads.step_names("ledger") == ["check"]
+    resumed_name = control.runs.rerun(failed.execution, "alice", params={"mode": "ok"})
+    resumed = deployed.aws.wait(arn.rsplit(":", 1)[0] + f":{resumed_name}", timeout=300)
+    assert resumed.status == "SUCCEEDED" and step_order(resumed.states_entered) == ["work", "check"]
+    assert deployed.ended("ledger", resumed_name).input.resume_from == "work"
+    # its version pruned since: refused, saying how to run the deployed one
+    sfn.delete_state_machine_version(stateMachineVersionArn=kept.version)
     with pytest.raises(Conflict) as refused:
-        control.runs.rerun(failed.execution, "alice", params={"mode": "ok"})
-    assert "--current" in refused.value.message and "step order: work, check -> check, work" in refused.value.message
+        control.runs.rerun(failed.execution, "alice", from_failed_step=False, params={"mode": "ok"})
+    assert "--current" in refused.value.message and "no longer exists" in refused.value.message
     cli = cli_on(deployed, "rerun", failed.execution, "--whole")
     assert cli.exit_code == 1 and "--current" in cli.output
-    # asked for the deployed definition: it runs that one, stamped so
-    current = deployed.ended("ledger", control.runs.rerun(failed.execution, "alice", from_failed_step=False,
-                                                          params={"mode": "ok"}, current=True))
-    assert current.status == "SUCCEEDED" and current.input.definition == deployed.definition("ledger")
-    assert current.input.rerun_of == failed.execution
 
 
 def test_recording_and_reading_definitions_is_what_the_base_module_allows(deployed: Deployed) -> None:
@@ -274,6 +310,11 @@ def test_recording_and_reading_definitions_is_what_the_base_module_allows(deploy
     compiled = compile_repo(deployed.repo)  # compiled, not deployed: its definition is not kept yet
     digest = compiled.job("ledger").definition  # type: ignore[union-attr]
     assert digest is not None and digest != ran.input.definition
+    # applied as Terraform applies it (its state machine updated, a version published), not recorded
+    entry = compiled.job("ledger")
+    assert entry is not None
+    deployed.aws.deploy("ledger", asl_of((deployed.repo.path / "out" / entry.asl).read_text()), digest=digest)
+    published = deployed.aws.versions["ledger"]
     cli_on(deployed, "status")  # the compiled catalog uploaded, as the apply does, outside the recording
     recorded: list[dict[str, Any]] = []
     with calls_into(recorded):
@@ -289,18 +330,20 @@ def test_recording_and_reading_definitions_is_what_the_base_module_allows(deploy
     assert again.output.startswith("0 new definition(s) recorded, 2 already kept"), again.output
     kept = DefinitionStore(deployed.aws.client("s3"), f"{deployed.aws.prefix}-catalog").get("ledger", digest)
     assert kept is not None and (kept.commit, kept.image) == ("0123456789abcdef", "runner:abc")  # the first write stays
+    assert kept.version == published  # the version the apply published of it, found by its definition
     # as IAM sees them, in the base module's catalog bucket
     bucket = bm.resolve("${aws_s3_bucket.catalog.id}", {"name_prefix": deployed.aws.prefix})
     for c in recorded:
         if c["service"] == "s3":
             c["params"] = dict(c["params"], Bucket=bucket)
     calls = iam_calls(recorded)
-    assert {c.action for c in calls} >= {"s3:GetObject", "s3:ListBucket", "s3:PutObject", "dynamodb:Query"}
+    assert {c.action for c in calls} >= {"s3:GetObject", "s3:ListBucket", "s3:PutObject", "dynamodb:Query",
+                                         "states:ListStateMachineVersions", "states:DescribeStateMachine"}
     operator = bm.policy_statements("operator", {"name_prefix": deployed.aws.prefix})
     assert denied_calls(operator, calls) == []
     reads = [c for c in calls if c.action != "s3:PutObject" and not (c.action == "s3:ListBucket" and
                                                                      c.context.get("s3:prefix") == "definitions/")]
-    reads = [c for c in reads if c.action != "kms:GenerateDataKey"]
+    reads = [c for c in reads if c.action not in ("kms:GenerateDataKey", "states:ListStateMachineVersions")]
     assert denied_calls(bm.policy_statements("portal", {"name_prefix": deployed.aws.prefix}), reads) == []
     for i, statement in enumerate(operator):
         if statement.get("sid") in DEFINITION_STATEMENTS:
@@ -308,3 +351,41 @@ def test_recording_and_reading_definitions_is_what_the_base_module_allows(deploy
     # a PutObject without If-None-Match (one that would replace a kept definition) is allowed by nothing
     put = next(c for c in calls if c.action == "s3:PutObject")
     assert not allowed(operator, Call(put.action, put.resource, {}, "an unconditional write"))
+
+
+def test_a_definition_kept_without_a_version_reruns_as_deployed_only_if_no_step_changed(deployed: Deployed) -> None:
+    """A definition recorded before versions were published (no version beside it) can only run
+    as deployed now: a re-run of one of its runs goes on with the deployed definition when no
+    step changed (stamped with it), and is refused, naming what changed and --current, when one did."""
+    from jobplane.platform.control.errors import Conflict
+
+    store = DefinitionStore(deployed.aws.client("s3"), f"{deployed.aws.prefix}-catalog")
+
+    def kept_without_version(steps: str, schedule: str) -> str:
+        """A definition compiled and recorded as a deploy before versions did (not applied)."""
+        write_job(deployed.repo, "ledger", steps=steps, schedule=schedule)
+        entry = compile_repo(deployed.repo).job("ledger")
+        assert entry is not None and entry.definition is not None
+        store.record([(entry, asl_of((deployed.repo.path / "out" / entry.asl).read_text()))])
+        kept = store.get("ledger", entry.definition)
+        assert kept is not None and kept.version is None
+        return entry.definition
+
+    def run_stamped(digest: str) -> str:
+        arn = deployed.aws.start("ledger", execution_input.manual("alice", {"mode": "ok"}, definition=digest))
+        deployed.aws.wait(arn, timeout=300)
+        return arn.rsplit(":", 1)[1]
+
+    old = kept_without_version(f"{WORK}, {CHECK}", "jp.daily('06:00')")
+    write_job(deployed.repo, "ledger", steps=f"{WORK}, {CHECK}", schedule="jp.daily('07:00')")
+    deployed.redeploy()
+    ran = run_stamped(old)
+    control = deployed.control()
+    again = deployed.ended("ledger", control.runs.rerun(ran, "alice", from_failed_step=False))
+    assert again.status == "SUCCEEDED" and again.input.definition == deployed.definition("ledger") != old
+    write_job(deployed.repo, "ledger", steps=f"{CHECK}, {WORK}", schedule="jp.daily('07:00')")
+    deployed.redeploy()
+    control = deployed.control()
+    with pytest.raises(Conflict) as refused:
+        control.runs.rerun(ran, "alice", from_failed_step=False)
+    assert "--current" in refused.value.message and "step order: work, check -> check, work" in refused.value.message

@@ -82,7 +82,10 @@ def test_a_restart_after_an_edit_deploys_the_edited_job_and_keeps_the_others(rep
     # and only its job built: the others' documents were kept beside their files' results, and
     # the output is byte for byte a compile's from nothing
     assert first.built_reused == 0 and edited.built_reused == len(first.jobs) - 1
-    assert edited.files == compile_all(load_config(repo_root)).files
+    from jobplane.platform.local.runner_identity import local_runner_image
+
+    # (`jobplane dev` compiles with its runner's identity as each definition's image)
+    assert edited.files == compile_all(load_config(repo_root), runner_image=local_runner_image()).files
     assert edited.read == ["every-minute"] and edited.kept == [j for j in first.jobs if j != "every-minute"]
     assert "25200" in edited.machines["jp-every-minute"] and "25200" not in again.machines["jp-every-minute"]
     assert edited.machines == edited.from_files  # every job as its file says, the kept ones too

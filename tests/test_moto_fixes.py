@@ -711,3 +711,23 @@ def test_a_time_scale_divides_retry_intervals_and_waits_and_keeps_the_tries(mode
         assert what == "wait" and 0 < waited <= 0.01  # a deadline's remainder: at most 1/100 of 1 s
         assert retries == [["retry", 0.01], ["retry", 0.02]]
         assert r["noted"] == [["wait", 1, 0.01], ["retry", 1.0, 0.01], ["retry", 2.0, 0.02]]
+
+
+@probes("sfn_versions")
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_a_published_version_runs_its_own_definition_and_is_listed_and_deleted(mode: str) -> None:
+    """Versions 1 ("one") and 2 ("two") published, then "two" published again; a start of
+    version 1: stock moto fails it (500), cannot list or delete versions, and numbers the
+    unchanged publish 3; fixed, version 1 runs its own definition ("one", not the machine's
+    "two"), the execution carries its version ARN, versions are listed newest first, the
+    unchanged publish answers version 2, and a deleted version can no longer be started."""
+    r = probe("sfn_versions", mode)
+    if mode == "stock":
+        assert r["republished"] == "3"
+        assert r["ran"] == {"error": "AttributeError"}  # '_handle_name_input_idempotency'
+        assert r["versions"] == {"error": "NotImplementedError"} and r["deleted"] == "NotImplementedError"
+    else:
+        assert r["republished"] == "2"
+        assert r["ran"] == ["one", "1", ["1"]]  # moto writes a string output unquoted
+        assert r["versions"] == ["2", "1"]
+        assert (r["deleted"], r["after_delete"]) == ("deleted", "StateMachineDoesNotExist")

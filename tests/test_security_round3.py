@@ -584,7 +584,10 @@ PLAN_READS: dict[str, list[tuple[str, str]]] = {
     "aws_iam_role_policy_attachment": [("iam:ListAttachedRolePolicies", ROLE)],
     "aws_iam_policy": [("iam:GetPolicy", POLICY), ("iam:GetPolicyVersion", POLICY), ("iam:ListPolicyVersions", POLICY)],
     "aws_sfn_state_machine": [("states:DescribeStateMachine", _arn("states", "stateMachine:jobplane-month-end-close")),
-                              ("states:ListTagsForResource", _arn("states", "stateMachine:jobplane-month-end-close"))],
+                              ("states:ListTagsForResource", _arn("states", "stateMachine:jobplane-month-end-close")),
+                              # the provider's read lists its versions (state_machine_version_arn;
+                              # hashicorp/terraform-provider-aws internal/service/sfn/state_machine.go)
+                              ("states:ListStateMachineVersions", _arn("states", "stateMachine:jobplane-month-end-close"))],
     "aws_scheduler_schedule": [("scheduler:GetSchedule", _arn("scheduler", "schedule/jobplane/jobplane-month-end-close"))],
     "aws_scheduler_schedule_group": [("scheduler:GetScheduleGroup", _arn("scheduler", "schedule-group/jobplane")),
                                      ("scheduler:ListTagsForResource", _arn("scheduler", "schedule-group/jobplane"))],

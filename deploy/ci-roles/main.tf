@@ -157,7 +157,9 @@ data "aws_iam_policy_document" "plan_limits" {
     actions = [
       "iam:GetRole", "iam:GetRolePolicy", "iam:ListRolePolicies", "iam:ListAttachedRolePolicies", "iam:ListRoleTags",
       "iam:GetPolicy", "iam:GetPolicyVersion", "iam:ListPolicyVersions", "iam:ListPolicyTags",
-      "states:DescribeStateMachine", "states:ListTagsForResource",
+      # the provider's read of a state machine lists its versions (publish = true: its
+      # state_machine_version_arn), in every plan's refresh
+      "states:DescribeStateMachine", "states:ListTagsForResource", "states:ListStateMachineVersions",
       "scheduler:GetSchedule", "scheduler:GetScheduleGroup", "scheduler:ListTagsForResource",
       "events:DescribeRule", "events:ListTargetsByRule", "events:ListTagsForResource",
       "ecs:DescribeClusters", "ecs:DescribeServices", "ecs:ListTagsForResource",

@@ -294,6 +294,16 @@ resource "aws_iam_policy" "operator" {
 data "aws_iam_policy_document" "operator" {
   source_policy_documents = [data.aws_iam_policy_document.portal.json]
   statement {
+    # `jobplane record-definitions` records beside each new definition the Step Functions
+    # version the apply published of it (jobplane.platform.sfn_versions.published_version: its
+    # newest versions listed, each described: DescribeStateMachine is the portal's StartJobs).
+    # A version's actions are authorized on its state machine's ARN
+    # (https://docs.aws.amazon.com/step-functions/latest/dg/auth-version-alias.html)
+    sid       = "RecordVersions"
+    actions   = ["states:ListStateMachineVersions"]
+    resources = ["arn:${local.partition}:states:${local.region}:${local.account}:stateMachine:${var.name_prefix}-*"]
+  }
+  statement {
     # `jobplane record-definitions` (the pipeline's step after the apply) lists what is kept...
     sid       = "ListDefinitions"
     actions   = ["s3:ListBucket"]

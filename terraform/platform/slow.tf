@@ -178,6 +178,16 @@ data "aws_iam_policy_document" "slow" {
     resources = ["arn:${local.partition}:states:${local.region}:${local.account}:execution:${var.name_prefix}-*:*"]
   }
   statement {
+    # the versions each deploy publishes, pruned before the 1,000 a state machine may hold,
+    # never one a RUNNING execution started (jobplane.platform.sfn_versions). A version's
+    # actions are authorized on its state machine's ARN ("Step Functions uses the state
+    # machine's ARN instead of using the version ARN or alias ARN",
+    # https://docs.aws.amazon.com/step-functions/latest/dg/auth-version-alias.html)
+    sid       = "PruneVersions"
+    actions   = ["states:ListStateMachineVersions", "states:DeleteStateMachineVersion", "states:ListExecutions"]
+    resources = ["arn:${local.partition}:states:${local.region}:${local.account}:stateMachine:${var.name_prefix}-*"]
+  }
+  statement {
     sid       = "Publish"
     actions   = ["sns:Publish"]
     resources = [aws_sns_topic.events.arn]

@@ -726,7 +726,8 @@ def stop(obj: Context, execution: str, reason: str, data_dir: Path | None, deplo
 @click.option("--failed-items", is_flag=True, help="Only the map items that failed (jp.map), nothing else before the map.")
 @click.option("--map", "map_name", default=None, help="With --failed-items: which map, when several had failures.")
 @click.option("--current", is_flag=True,
-              help="Run the definition deployed now (default: the one EXECUTION ran; refused if its steps changed since).")
+              help="Run the definition deployed now (default: the one EXECUTION ran, as its published Step Functions "
+                   "version; refused if it has none and its steps changed since).")
 @click.option("--from-scratch", is_flag=True,
               help="Start the failed step from its beginning (default: from the checkpoint its attempt last reported, "
                    "jobplane.resume_from()).")

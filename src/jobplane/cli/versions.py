@@ -64,7 +64,7 @@ def record_definitions(obj: Context, commit: str | None, image: str | None, out_
 
     Reads the compiled output (jobplane.toml's output_dir, or --out); prints how many were new."""
     from jobplane.contract.bindings import asl_of
-    from jobplane.contract.catalog import Catalog
+    from jobplane.contract.catalog import Catalog, CatalogJob
     from jobplane.platform.definitions import DefinitionMismatch, DefinitionStore
 
     out = out_dir or obj.config.output_path
@@ -76,8 +76,13 @@ def record_definitions(obj: Context, commit: str | None, image: str | None, out_
     context = where.control.context
     store = DefinitionStore(context.s3, context.deployment.items_bucket)
     pairs = [(entry, asl_of((out / entry.asl).read_text())) for entry in catalog.jobs]
+    from jobplane.platform.sfn_versions import published_version
+
+    def version(entry: CatalogJob, asl: str) -> str | None:  # the one the apply published of it
+        return published_version(context.sfn, context.deployment.state_machine_arn(entry.name), asl)
+
     try:
-        written = store.record(pairs, commit=commit, image=image)
+        written = store.record(pairs, commit=commit, image=image, versions=version)
     except DefinitionMismatch as e:
         raise click.ClickException(str(e)) from None
     click.echo(f"{len(written)} new definition(s) recorded, {len(pairs) - len(written)} already kept ({where.where})")

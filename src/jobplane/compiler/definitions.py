@@ -22,13 +22,28 @@ def job_digest(entry: CatalogJob, job_document: JsonObject) -> str:
     return definition_digest.digest(definition_digest.document(entry, asl_of_document(job_document)))
 
 
-def stamp(catalog: Catalog, documents: dict[str, JsonObject]) -> tuple[Catalog, dict[str, JsonObject]]:
-    """The catalog with each job's ``definition`` set, and each job's Terraform document with
-    its inputs carrying it (new objects: a document kept between compiles is not changed)."""
+#: The runner image a compile is told of (the pipeline: the image its apply deploys, as
+#: immutable a reference as it has): in each job's definition (contract/definition_digest.py).
+RUNNER_IMAGE_ENV = "JOBPLANE_RUNNER_IMAGE"
+
+
+def runner_image_from_environment() -> str | None:
+    import os
+
+    return os.environ.get(RUNNER_IMAGE_ENV) or None
+
+
+def stamp(catalog: Catalog, documents: dict[str, JsonObject],
+          image: str | None = None) -> tuple[Catalog, dict[str, JsonObject]]:
+    """The catalog with each job's ``definition`` set (and its ``runner_image``, ``image``, which
+    the digest covers), and each job's Terraform document with its inputs carrying it (new
+    objects: a document kept between compiles is not changed)."""
     entries: list[CatalogJob] = []
     stamped: dict[str, JsonObject] = {}
     for entry in catalog.jobs:
         doc = documents[entry.name]
+        if image:
+            entry = CatalogJob.model_validate(entry.model_dump(exclude_unset=True) | {"runner_image": image})
         digest = job_digest(entry, doc)
         entries.append(CatalogJob.model_validate(entry.model_dump(exclude_unset=True) | {"definition": digest}))
         stamped[entry.name] = stamp_document(doc, entry.params, digest)

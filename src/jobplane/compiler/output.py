@@ -67,9 +67,11 @@ def is_generated(relpath: str) -> bool:
 
 @gc_paused  # most of a compile's time went to the cyclic collector (gc_pause.py)
 def compile_all(config: PlatformConfig, jobs: list[LoadedJob] | None = None,
-                kept: BuiltJobs | None = None) -> CompiledOutput:
+                kept: BuiltJobs | None = None, runner_image: str | None = None) -> CompiledOutput:
     """Every output file of ``jobs`` (else every job under jobs/); each job's own document taken
-    from ``kept`` where it knows it (job_build.job_outputs)."""
+    from ``kept`` where it knows it (job_build.job_outputs). ``runner_image``: the image the
+    jobs' runs use, part of each definition (default: JOBPLANE_RUNNER_IMAGE, compiler/definitions.py)."""
+    runner_image = runner_image or definitions.runner_image_from_environment()
     jobs = load_jobs(config) if jobs is None else jobs
     files: dict[str, str] = {f"{layout.BASE_ROOT}/{layout.ROOT_FILE}": terraform.render(terraform.base_root(config)),
                              f"{layout.BASE_ROOT}/{layout.BASE_TFVARS}": terraform.render(terraform.base_tfvars(config))}
@@ -95,7 +97,7 @@ def compile_all(config: PlatformConfig, jobs: list[LoadedJob] | None = None,
                                     root=name)
         # each job stamped with the digest of its definition (catalog entry, schedules' inputs)
         part, stamped = definitions.stamp(catalog.build_catalog(team_jobs, config, counts, team=team, root=name),
-                                          shared.jobs)
+                                          shared.jobs, runner_image)
         for job_name, doc in stamped.items():
             files[layout.job_file(name, job_name)] = terraform.render_job(doc)
         if shared.roles is not None:

@@ -240,6 +240,11 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> JsonObject:
                                   "include_execution_data": True, "level": "ERROR"},
         "tracing_configuration": {"enabled": True},
         "tags": {"jobplane:job": job.name, "jobplane:team": job.team},
+        # each change publishes a version: a re-run of an older definition starts it, and
+        # the platform prunes them before the 1,000 a state machine may hold
+        # (platform/sfn_versions.py; the provider's publish:
+        # https://registry.terraform.io/providers/hashicorp/aws/latest/docs/resources/sfn_state_machine)
+        "publish": True,
     }}
 
     # -- schedules ---------------------------------------------------------------------------

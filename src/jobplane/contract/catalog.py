@@ -126,6 +126,10 @@ class CatalogJob(_Model):
     # --starts` adds them up); set only for a job that holds a pool: the timeline's next-24h
     # view draws each pool's expected demand from its fires (portal/timeline_fires.py)
     pool_peak: dict[str, int] = Field(default_factory=dict)
+    #: The runner image its runs use, as the compile was told (JOBPLANE_RUNNER_IMAGE; `jobplane
+    #: dev`: its runner's identity): part of its definition document, so a new image is a new
+    #: definition (contract/definition_digest.py). None: not told (the digest is the JSON's alone).
+    runner_image: str | None = None
 
     def param_set(self) -> ParamSet:
         """The job's parameters, typed or plain (contract/params.py)."""

@@ -18,9 +18,15 @@ never has to contain itself. Descriptive fields (description, runbook, source fi
 out: editing a runbook does not make a new version of what runs. Fields are dumped without
 their defaults, so a catalog field added later with a default does not change every digest.
 
-The runner image is not in it: the image is a Terraform variable of the base root, set per
-commit by the pipeline (docs/deploy.md, "Variables"), unknown when the compiler runs; the store
-records the image reference a deploy published beside each definition (platform/definitions.py).
+The runner image is in it when the compile knows it (``image``: the entry's ``runner_image``,
+from JOBPLANE_RUNNER_IMAGE at compile time; `jobplane dev` gives its runner's identity, its
+version and a hash of the runner's code): what a step does is its target's code as much as the
+JSON that names it, so, as a Kubernetes pod template's image makes a new revision, a new image
+is a new definition, and the run page's difference says "image: A -> B". The reference should
+be immutable (``repo@sha256:...``, or a tag the pipeline never moves: docs/deploy.md): a moved
+tag changes what runs without changing the digest. A compile not told any (the key is then
+absent, so a deployment that does not set it keeps its digests) leaves the image to the store's
+record of what each deploy published (platform/definitions.py).
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ SHORT = 12
 #: Catalog fields that describe a job without changing what its runs do, or are derived from the
 #: compile (where its file is, how many states), or are the digest itself.
 DESCRIPTIVE = frozenset({"description", "runbook", "source", "asl", "states", "params_budget", "state_machine",
-                         "definition", "calendar"})
+                         "definition", "calendar", "runner_image"})  # the image: the document's own "image"
 
 
 def job_fields(entry: CatalogJob) -> JsonObject:
@@ -55,7 +61,10 @@ def document(entry: CatalogJob, asl: str) -> JsonObject:
     """The definition document of a job: its run-relevant catalog fields and its ASL, as the
     text the compiler rendered (one rendering per definition: the same compile gives the same
     bytes, so the text is hashed as it is, not parsed and dumped again, ~4 of ~6 ms a job)."""
-    return {"format": FORMAT, "job": job_fields(entry), "asl": asl}
+    doc: JsonObject = {"format": FORMAT, "job": job_fields(entry), "asl": asl}
+    if entry.runner_image:
+        doc["image"] = entry.runner_image
+    return doc
 
 
 def canonical(doc: JsonValue) -> bytes:
@@ -134,8 +143,8 @@ def _compare(what: str, before: JsonValue, after: JsonValue, changes: list[Chang
 
 
 def diff(before: JsonObject, after: JsonObject) -> list[Change]:
-    """What differs from definition document ``before`` to ``after``: the job's fields, each step
-    added, removed or changed (field by field), the step order; and, when nothing of that differs
+    """What differs from definition document ``before`` to ``after``: the job's fields, the runner
+    image, each step added, removed or changed (field by field), the step order; and, when nothing of that differs
     but the state machine does (a jobplane upgrade compiles it differently), that."""
     changes: list[Change] = []
     old_job, new_job = before.get("job"), after.get("job")
@@ -143,6 +152,7 @@ def diff(before: JsonObject, after: JsonObject) -> list[Change]:
     new = new_job if isinstance(new_job, dict) else {}
     for field in JOB_FIELDS:
         _compare(field, old.get(field), new.get(field), changes)
+    _compare("image", before.get("image"), after.get("image"), changes)  # the runner image its steps run in
     old_steps, new_steps = _steps(old), _steps(new)
     for name in [*old_steps, *(n for n in new_steps if n not in old_steps)]:
         a, b = old_steps.get(name), new_steps.get(name)

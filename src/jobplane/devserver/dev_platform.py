@@ -18,6 +18,7 @@ after a stop knows the outage) and ``dev.json`` (how the CLI finds the running p
 from __future__ import annotations
 
 import functools
+import hashlib
 import logging
 import os
 import secrets
@@ -174,7 +175,10 @@ class DevPlatform:
         from jobplane.devserver.compiled_stamp import CompiledStamp, text_digests
 
         stamp = CompiledStamp(self.data_dir / COMPILED_STAMP, self.output_dir)
-        wanted = inputs.digest(self.config)
+        from jobplane.platform.local.runner_identity import local_runner_image
+
+        image = local_runner_image()  # each definition's "image": a changed runner is a new one
+        wanted = hashlib.sha256(f"{inputs.digest(self.config)}\n{image}".encode()).hexdigest()
         on_disk = stamp.unchanged(wanted)  # only files whose size or time changed are read
         self.outputs_hashed = stamp.hashed
         if on_disk is not None:
@@ -190,7 +194,7 @@ class DevPlatform:
             raise
         self.evaluated, self.evaluations_reused = cache.misses, cache.hits
         try:
-            compiled = compile_all(self.config, jobs, kept=cache)  # each job built only if its file changed
+            compiled = compile_all(self.config, jobs, kept=cache, runner_image=image)  # each job built only if its file changed
         finally:
             cache.save()
         self.builds_reused = cache.built_hits
@@ -265,6 +269,8 @@ class DevPlatform:
         from jobplane.platform.pool_slots import PoolSweep
         from jobplane.platform.renotify import Renotify
         from jobplane.platform.snooze import SnoozeEnds
+        from jobplane.contract.environment import DEFAULT_RETENTION_DAYS
+        from jobplane.platform.sfn_versions import VersionPruning
         from jobplane.platform.stalls import StallWatch
         from jobplane.platform.approvals import ApprovalReminders
 
@@ -288,7 +294,11 @@ class DevPlatform:
                   # a running step whose progress stopped moving past its stall_after, once a stall
                   StallWatch(self.control.reads, aws.client("sns"), self.deployment.topic_arn).check,
                   # a run waiting for a person: its request, then a reminder each `remind` (jp.approval)
-                  ApprovalReminders(self.control, aws.client("sns"), self.deployment.topic_arn).check]
+                  ApprovalReminders(self.control, aws.client("sns"), self.deployment.topic_arn).check,
+                  # published versions pruned before the 1,000 a state machine may hold
+                  # (platform/sfn_versions.py), as the periodic Lambda does
+                  VersionPruning(aws.client("stepfunctions"), lambda: list(aws.state_machines.values()),
+                                 DEFAULT_RETENTION_DAYS).check]
         from jobplane.platform.backfill import BackfillDriver, Backfills
 
         self.backfills = Backfills(self.control.runs)  # backfills left running by the last start go on

@@ -17,7 +17,7 @@ portal's run page and ``jobplane diff`` read them.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -38,7 +38,9 @@ def key(job: str, digest: str) -> str:
 @dataclass(frozen=True)
 class StoredDefinition:
     """One recorded definition: its document, and when, from which commit and with which runner
-    image reference it was first deployed (what the deploy that recorded it knew; None: unknown)."""
+    image reference it was first deployed (what the deploy that recorded it knew; None: unknown);
+    ``version``: the ARN of the Step Functions version published of it (platform/sfn_versions.py),
+    which a re-run of one of its runs starts (None: deployed before versions were published)."""
 
     job: str
     digest: str
@@ -46,10 +48,11 @@ class StoredDefinition:
     recorded_at: str
     commit: str | None = None
     image: str | None = None
+    version: str | None = None
 
     def to_json(self) -> JsonObject:
         return {"job": self.job, "digest": self.digest, "document": self.document, "recorded_at": self.recorded_at,
-                "commit": self.commit, "image": self.image}
+                "commit": self.commit, "image": self.image, "version": self.version}
 
     @classmethod
     def from_json(cls, raw: JsonObject) -> StoredDefinition:
@@ -59,7 +62,7 @@ class StoredDefinition:
             return value if isinstance(value, str) else None
         return cls(job=str(raw.get("job")), digest=str(raw.get("digest")),
                    document=doc if isinstance(doc, dict) else {}, recorded_at=text("recorded_at") or "",
-                   commit=text("commit"), image=text("image"))
+                   commit=text("commit"), image=text("image"), version=text("version"))
 
 
 class DefinitionMismatch(ValueError):
@@ -81,9 +84,12 @@ class DefinitionStore:
         return keys
 
     def record(self, jobs: Iterable[tuple[CatalogJob, str]], commit: str | None = None,
-               image: str | None = None, now: datetime | None = None) -> list[str]:
+               image: str | None = None, now: datetime | None = None,
+               versions: Mapping[str, str] | Callable[[CatalogJob, str], str | None] | None = None) -> list[str]:
         """Record each (entry, its ASL as compiled) whose digest is not recorded yet; the keys
-        written. An entry without a digest (a catalog from before them) is passed over."""
+        written. An entry without a digest (a catalog from before them) is passed over.
+        ``versions``: job -> the ARN of the version the deploy published of it (a mapping, or a
+        function of the entry and its ASL, asked only for the definitions recorded now)."""
         when = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
         have = self.recorded()
         written = []
@@ -96,7 +102,9 @@ class DefinitionStore:
                                          f"{definition_digest.short(entry.definition)}, its state machine and entry "
                                          f"make {definition_digest.short(definition_digest.digest(doc))}: "
                                          "compile again (jobplane compile) before recording")
-            stored = StoredDefinition(entry.name, entry.definition, doc, when, commit, image)
+            version = (versions.get(entry.name) if isinstance(versions, Mapping)
+                       else versions(entry, asl) if versions is not None else None)
+            stored = StoredDefinition(entry.name, entry.definition, doc, when, commit, image, version)
             if self._put_new(key(entry.name, entry.definition), stored):
                 written.append(key(entry.name, entry.definition))
         return written

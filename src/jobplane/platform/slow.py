@@ -23,6 +23,7 @@ from jobplane.contract.clock import iso_millis, parse_iso
 from jobplane.platform.control import ControlPlane, NotFound
 from jobplane.platform.control.reads import Reads
 from jobplane.contract.types import Client, JsonObject
+from jobplane.platform.sfn_versions import VersionPruning
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +91,13 @@ def _repair_pauses(control: ControlPlane) -> list[str]:
         log.warning("drift: schedules of paused jobs were ENABLED (an apply, or a change outside jobplane); "
                     "disabled again: %s", ", ".join(repaired))
     return repaired
+
+
+def _version_pruning(control: ControlPlane, retention_days: int) -> VersionPruning:
+    """The pruning of the deployed jobs' state machine versions (platform/sfn_versions.py)."""
+    deployment = control.context.deployment
+    return VersionPruning(control.context.sfn, lambda: [deployment.state_machine_arn(j) for j in control.reads.entries],
+                          retention_days)
 
 
 def handler(event: JsonObject, context: object = None) -> JsonObject:
@@ -160,7 +168,10 @@ def handler(event: JsonObject, context: object = None) -> JsonObject:
                        # again, and reported as drift
                        ("pauses_repaired", lambda: _repair_pauses(control)),
                        # pool slots of runs that ended without giving them back (docs/pools.md)
-                       ("pool_slots_released", PoolSweep(context.ddb, deployment.table, context.sfn).check)):
+                       ("pool_slots_released", PoolSweep(context.ddb, deployment.table, context.sfn).check),
+                       # published versions past PRUNE_ABOVE of a state machine, deleted before
+                       # the quota of 1,000 (platform/sfn_versions.py)
+                       ("versions_pruned", _version_pruning(control, env.execution_retention_days).check)):
         try:
             result[key] = check()
         except Exception as e:

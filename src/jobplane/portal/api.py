@@ -183,8 +183,9 @@ class RerunIn(BaseModel):
     from_failed_step: bool = True
     params: JsonObject = Field(default_factory=dict)
     reason: str = ""
-    current: bool = Field(False, description="run the definition deployed now; by default the one the run ran, and "
-                                             "a re-run whose steps changed since is refused (409)")
+    current: bool = Field(False, description="run the definition deployed now; by default the one the run ran (its "
+                                             "published Step Functions version; without one, a re-run whose steps "
+                                             "changed since is refused, 409)")
     from_scratch: bool = Field(False, description="start the failed step from its beginning; by default from the "
                                                   "checkpoint (cursor) its attempt last reported")
 

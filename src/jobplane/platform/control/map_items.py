@@ -118,6 +118,7 @@ class MapItems:
         resolved = self.runs.reads.resolved_params(execution) if entry.param_set().calendar_defaults() else {}
         payload = execution_input.rerun(who.actor.name, execution, rerun_params(entry, original, overrides, resolved),
                                         each.name, definition=self.runs.rerun_definition(original, entry, current=False))
+        version = self.runs.rerun_version(original.job, payload.definition, entry)  # its own definition's version
         name = name or (idempotent_name(original.job, who.actor.name, idempotency_key) if idempotency_key is not None
                         else uuid.uuid4().hex)
         s3 = self.context.s3
@@ -129,7 +130,7 @@ class MapItems:
             s3.put_object(Bucket=bucket, Key=key, Body=map_items.encode([o.sent for o in failed],
                                                                         [o.index for o in failed]),
                           ContentType=map_items.CONTENT_TYPE, Metadata={map_items.COUNT_METADATA: str(len(failed))})
-            return self.runs.start_execution(original.job, payload, name)
+            return self.runs.start_execution(original.job, payload, name, version)
 
         from jobplane.contract import audit  # every kind of event (not on a run start's path: contract/audit_event.py)
         self.runs.start_once(original.job, payload, name, idempotency_key is not None, lambda: self.runs.audited(

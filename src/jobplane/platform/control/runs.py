@@ -143,6 +143,7 @@ class Runs:
                            {"execution": execution, "status": original.status})
         entry = self.reads.entry(original.job)
         definition = self.rerun_definition(original, entry, current)
+        version = self.rerun_version(original.job, definition, entry)
         overrides = self.checked_params(entry, params, complete=False)
         resume_from = None
         if from_failed_step:
@@ -150,7 +151,8 @@ class Runs:
             if original.status in (ExecutionStatus.SUCCEEDED.value, ExecutionStatus.SKIPPED.value) or not resume_from:
                 raise Conflict(f"{execution} has no failed step to resume from ({original.status}); re-run the whole job",
                                {"execution": execution, "status": original.status})
-            if resume_from not in self.reads.step_names(original.job):
+            steps = self.reads.step_names(original.job) if version is None else self.version_steps(original.job, definition)
+            if resume_from not in steps:
                 raise Conflict(f"step {resume_from!r} is no longer in {original.job}; re-run the whole job",
                                {"execution": execution, "step": resume_from})
         resolved = self.reads.resolved_params(execution) if entry.param_set().calendar_defaults() else {}
@@ -167,7 +169,7 @@ class Runs:
                 now = time.time()
                 self.context.repo.seed_checkpoint(name, resume_from, cursor, execution, round(now, 3),
                                                   int(now) + RETENTION_SECONDS)
-            return self.start_execution(original.job, payload, name)
+            return self.start_execution(original.job, payload, name, version)
 
         from jobplane.contract import audit  # every kind of event (not on a run start's path: contract/audit_event.py)
         self.start_once(original.job, payload, name, idempotency_key is not None, lambda: self.audited(
@@ -182,18 +184,22 @@ class Runs:
 
     def rerun_definition(self, original: ExecutionView, entry: CatalogJob, current: bool) -> str | None:
         """The definition a re-run of ``original`` runs (its digest, what the re-run is stamped
-        with): the deployed one, which is the original's own unless the job was deployed since.
-        Deployed since, the re-run goes on only when that changes no step (a schedule, an alert,
-        the policy: not what its steps do) or ``current`` asks for the deployed one; otherwise it
-        is refused, saying what changed: a state machine runs only the definition deployed now
-        (a re-run of an older one would need it published as a Step Functions version, which
-        jobplane does not yet do), and a changed step list must never silently run instead. A
-        run whose definitions were not recorded cannot be compared: refused the same way unless
+        with): the original's own, by default, or with ``current`` the one deployed now.
+
+        The original's own, when the job was deployed since, runs as the Step Functions version
+        published of it (:meth:`rerun_version`, platform/sfn_versions.py). Without that version
+        (a definition deployed before versions were published, or its version pruned) only the
+        definition deployed now can run: the re-run goes on with it when that changes no step (a
+        schedule, an alert, the policy: not what its steps do); otherwise it is refused, saying
+        what changed, for a changed step list must never silently run instead. A run whose
+        definitions were not recorded cannot be compared: refused the same way unless
         ``current``. A run from before definitions were stamped (no digest) re-runs the deployed
         one, as every re-run did before them."""
         deployed, ran = entry.definition, original.input.definition
         if current or deployed is None or ran is None or ran == deployed:
             return deployed
+        if self.version_of(original.job, ran) is not None:
+            return ran
         from jobplane.contract import definition_digest
         from jobplane.platform.definition_history import compare
 
@@ -208,6 +214,35 @@ class Runs:
                        "definition\") to run the deployed one",
                        {"execution": original.execution, "definition": ran, "deployed": deployed,
                         "changes": [c.line() for c in changes] if changes else None})
+
+    def version_of(self, job: str, digest: str) -> str | None:
+        """The ARN of the Step Functions version published of ``job``'s definition ``digest``
+        (recorded with it in the definitions store), None without one."""
+        from jobplane.platform.definition_history import store
+
+        stored = store(self.context).get(job, digest)
+        return stored.version if stored is not None else None
+
+    def version_steps(self, job: str, digest: str | None) -> list[str]:
+        """The steps a run of ``job``'s recorded definition ``digest`` can start at (its top-level
+        steps, then its groups' members, as CatalogJob.step_names): where a re-run of an older
+        definition may resume."""
+        from jobplane.platform.definition_history import store
+
+        stored = store(self.context).get(job, digest) if digest else None
+        fields = stored.document.get("job") if stored is not None else None
+        raw = fields.get("steps") if isinstance(fields, dict) else None
+        steps = [s for s in raw if isinstance(s, dict)] if isinstance(raw, list) else []
+        members = [m for s in steps for m in (s.get("parallel") or []) if isinstance(m, dict)]
+        return [str(s.get("name")) for s in steps + members]
+
+    def rerun_version(self, job: str, definition: str | None, entry: CatalogJob) -> str | None:
+        """The version ARN a re-run stamped with ``definition`` starts: that definition's
+        version when it is not the one deployed now (:meth:`rerun_definition` chose it); None,
+        the state machine's unqualified ARN (its latest revision), otherwise."""
+        if definition is None or definition == entry.definition:
+            return None
+        return self.version_of(job, definition)
 
     def start_once(self, job: str, payload: ExecutionInput, name: str, idempotent: bool,
                     start: Callable[[], object]) -> str:
@@ -300,11 +335,22 @@ class Runs:
             self.context.audit.remove(entry)
             raise
 
-    def start_execution(self, job: str, payload: ExecutionInput, name: str) -> str:
+    def start_execution(self, job: str, payload: ExecutionInput, name: str, version: str | None = None) -> str:
+        """Start ``job`` (its latest revision: the unqualified ARN) or, with ``version``, that
+        published version of it: a qualified ARN, which "starts execution for that version"
+        (https://docs.aws.amazon.com/step-functions/latest/apireference/API_StartExecution.html);
+        the execution is named under the state machine either way. The starter's
+        ``states:StartExecution`` on the state machine's ARN covers its versions: "Step
+        Functions uses the state machine's ARN instead of using the version ARN or alias ARN"
+        (https://docs.aws.amazon.com/step-functions/latest/dg/auth-version-alias.html)."""
         try:
-            self.context.sfn.start_execution(stateMachineArn=self.context.deployment.state_machine_arn(job), name=name,
-                                     input=json.dumps(payload.to_json()))
+            self.context.sfn.start_execution(stateMachineArn=version or self.context.deployment.state_machine_arn(job),
+                                             name=name, input=json.dumps(payload.to_json()))
         except self.context.sfn.exceptions.StateMachineDoesNotExist:
+            if version is not None:
+                raise Conflict(f"the version of {job}'s definition this re-run runs ({version}) no longer exists "
+                               "(versions are pruned: docs/operate.md); re-run with --current to run the deployed one",
+                               {"job": job, "version": version}) from None
             raise Conflict(f"{job} is not deployed", {"job": job}) from None
         return name
 

@@ -133,6 +133,9 @@ class LocalAWS:
     #: job -> the digest of its deployed definition (CatalogJob.definition): what the `after`
     #: rules' inputs carry, as their compiled input templates do
     job_definitions: dict[str, str | None] = field(default_factory=dict)
+    #: job -> the ARN of its state machine's newest published version (each deploy publishes,
+    #: as the compiled Terraform's ``publish = true`` does: platform/sfn_versions.py)
+    versions: dict[str, str] = field(default_factory=dict)
     _clients: JsonObject = field(default_factory=dict, repr=False, compare=False)
     _clients_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     _group_ready: bool = field(default=False, repr=False, compare=False)  # the schedule group exists
@@ -453,17 +456,32 @@ class LocalAWS:
         values.update(overrides)
         return values
 
-    def deploy(self, job: str, asl_text: str, checked: bool = False, **overrides: str) -> str:
-        """Create (or update) a job's state machine from its compiled ASL. ``checked``: this ASL
-        passed the create's definition check at an earlier deploy (moto_patches/backends.py)."""
+    def deploy(self, job: str, asl_text: str, checked: bool = False, digest: str | None = None,
+               **overrides: str) -> str:
+        """Create (or update) a job's state machine from its compiled ASL, publishing a version
+        of it (``versions``; ``digest``, the definition's, is the version's description: what
+        the console shows of it). ``checked``: this ASL passed the create's definition check at
+        an earlier deploy (moto_patches/backends.py). A version is published as the compiled
+        Terraform's ``publish = true`` publishes one (CreateStateMachine and UpdateStateMachine
+        with ``publish``); an update that changes nothing answers the newest version again
+        (AWS's publish is idempotent per revision: API_PublishStateMachineVersion)."""
         definition = bind(asl_text, self.bindings(**overrides))
         self.deploy_step_resources(definition)
+        description = digest or ""
         if job in self.state_machines:
-            self.client("stepfunctions").update_state_machine(
-                stateMachineArn=self.state_machines[job], definition=definition)
+            answer = self.client("stepfunctions").update_state_machine(
+                stateMachineArn=self.state_machines[job], definition=definition, publish=True,
+                versionDescription=description)
+            if answer.get("stateMachineVersionArn"):
+                self.versions[job] = answer["stateMachineVersionArn"]
         else:  # as terraform apply creates it: not through our code's API calls (moto_patches/backends.py)
-            self.state_machines[job] = (self._terraform or moto_patches.Terraform(self.region)).state_machine(
-                names.state_machine_name(self.prefix, job), definition, self.resources["role_arn"], checked=checked)
+            terraform = self._terraform or moto_patches.Terraform(self.region)
+            self.state_machines[job] = terraform.state_machine(
+                names.state_machine_name(self.prefix, job), definition, self.resources["role_arn"], checked=checked,
+                publish=description)
+            version = terraform.latest_version(self.state_machines[job])
+            if version is not None:
+                self.versions[job] = version
         return self.state_machines[job]
 
     def deploy_step_resources(self, definition: str) -> list[str]:
@@ -508,7 +526,8 @@ class LocalAWS:
         try:
             for job in catalog.jobs:
                 asl_text, role = source(output_dir, job, roles)
-                arn = self.deploy(job.name, asl_text, checked=checked is not None and checked(job), **overrides)
+                arn = self.deploy(job.name, asl_text, checked=checked is not None and checked(job),
+                                  digest=job.definition, **overrides)
                 self.deploy_schedules(job, arn, role)
                 deployed.append((job, asl_text))
         finally:
@@ -517,7 +536,10 @@ class LocalAWS:
         # every deployed definition kept by its digest, as the pipeline's record-definitions does
         from jobplane.platform.definitions import DefinitionStore
 
-        DefinitionStore(self.client("s3"), f"{self.prefix}-catalog").record(deployed, image=LOCAL_RUNNER_IMAGE)
+        images = {j.runner_image for j, _ in deployed if j.runner_image}  # the compile's (`jobplane dev`'s identity)
+        DefinitionStore(self.client("s3"), f"{self.prefix}-catalog").record(
+            deployed, image=images.pop() if len(images) == 1 else LOCAL_RUNNER_IMAGE, versions={j.name: self.versions[j.name] for j, _ in deployed
+                                                          if j.name in self.versions})
         return [j.name for j in catalog.jobs]
 
     def _ensure_schedule_group(self) -> str:

@@ -32,6 +32,7 @@ from jobplane.platform.local.moto_patches import (aws_limits, client_reuse, cont
                                                   sync_task_exit_code, time_scale)
 from jobplane.platform.local.moto_patches import map_child_executions
 from jobplane.platform.local.moto_patches import map_s3_errors
+from jobplane.platform.local.moto_patches import sfn_versions
 from jobplane.platform.local.moto_patches.backends import (ACCOUNT, Terraform, create_role, create_state_machine,
                                                            count_schedules, deploys_target, dynamodb_item,
                                                            event_rules, forget_ended_executions, put_schedule,
@@ -199,6 +200,11 @@ PATCHES: tuple[Patch, ...] = (
           "time scale when a test sets one, the same ASL deciding the same tries; 1, real time, by default)",
           "sleeps both in real time (a test of an infrastructure retry waited out 15 s, then 60 s)",
           time_scale.fix_time_scale),
+    Patch("sfn_versions", "a published version can be started (its own definition), listed newest first and deleted "
+          "(its running executions go on); a publish of an unchanged revision answers its version",
+          "StartExecution on a version ARN fails (500); ListStateMachineVersions and DeleteStateMachineVersion "
+          "are not implemented; every publish makes a new version",
+          sfn_versions.fix_sfn_versions),
 )
 
 _BY_NAME = {patch.name: patch for patch in PATCHES}

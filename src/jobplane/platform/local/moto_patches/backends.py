@@ -59,7 +59,8 @@ class Terraform:
         self._roles: dict[str, Any] = {r.name: r for r in list(self._iam.roles.values())}
         self.checked = 0  # definitions this deploy had the backend check
 
-    def state_machine(self, name: str, definition: str, role_arn: str, checked: bool = False) -> str:
+    def state_machine(self, name: str, definition: str, role_arn: str, checked: bool = False,
+                      publish: str | None = None) -> str:
         """As CreateStateMachine with ``type=STANDARD``; returns the ARN (of the one that exists,
         unchanged, as moto answers a create of an existing name). A definition the backend refuses
         raises moto's own error (the same one the API would have answered).
@@ -90,7 +91,15 @@ class Terraform:
             machine = self._machines[arn] = StateMachine(  # type: ignore[abstract]
                 arn, name, definition, role_arn, backend, sm_type="STANDARD")
             backend.state_machines.append(machine)
+        if publish is not None:  # CreateStateMachine's publish=true with versionDescription=publish
+            machine.publish(publish)
         return str(machine.arn)
+
+    def latest_version(self, arn: str) -> str | None:
+        """The ARN of the newest version published of state machine ``arn`` (None: none)."""
+        machine = self._machines.get(arn)
+        latest = getattr(machine, "latest_version", None)
+        return None if latest is None else str(latest.arn)
 
     def role(self, name: str, trust_policy: str) -> str:
         """As CreateRole with only a trust policy (the API's defaults: path /, one hour sessions);
