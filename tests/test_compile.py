@@ -473,7 +473,7 @@ def test_a_bad_deploy_section_is_refused_with_every_problem(repo: Repo, bad: str
 def test_catalog_describes_jobs_for_the_portal(examples: dict[str, str]) -> None:
     catalog = json.loads(compile_all(load_config(ROOT)).catalog.render())
     jobs = {j["name"]: j for j in catalog["jobs"]}
-    assert len(jobs) == 9 and {t["name"] for t in catalog["teams"]} == {"billing", "growth", "platform"}
+    assert len(jobs) == 10 and {t["name"] for t in catalog["teams"]} == {"billing", "growth", "platform"}
     close = jobs["month-end-close"]
     assert close["source"] == "jobs/billing/month-end-close.jsonnet"
     assert close["policy"] == "SKIP_IF_RUNNING_OR_FAILED" and close["timezone"] == "Asia/Tokyo"

@@ -532,7 +532,7 @@ def test_compiled_output_deploys_byte_identical_with_its_schedules(aws: LocalAWS
     compiled = compile_all(config)
     write_output(compiled, out)
     names = aws.deploy_output(out)
-    assert len(names) == 9  # the example jobs (month-end-invoices: the approval example)
+    assert len(names) == 10  # the example jobs (month-end-invoices: the approval example; invoice-run: expectations)
     sfn, scheduler = aws.client("stepfunctions"), aws.client("scheduler")
     # each with its blackout windows (jobplane.toml's), as the compiler builds it
     rendered = {lj.job.name: asl.render(asl.build_definition(lj.job, aws.prefix, None, job_windows(lj.job, config)))

@@ -178,7 +178,11 @@ def sfn_calls(job_doc: dict[str, Any], r: Resolver, tid: str) -> list[Call]:
             continue
         resource, params = state["Resource"], _parameters(state)
         why = f"{sm['name']}: {name}"
-        ddb = re.fullmatch(r"arn:aws:states:::dynamodb:(getItem|putItem|updateItem)", resource)
+        # an optimized DynamoDB integration, or the AWS SDK one that waits for a callback (an
+        # approval's record holds its task token): IAM sees the API action on the table either way
+        # (https://docs.aws.amazon.com/step-functions/latest/dg/supported-services-awssdk.html)
+        ddb = re.fullmatch(r"arn:aws:states:::(?:aws-sdk:)?dynamodb:(getItem|putItem|updateItem)(?:\.waitForTaskToken)?",
+                           resource)
         if ddb:
             action = "dynamodb:" + ddb[1][0].upper() + ddb[1][1:]
             key = params.get("Key") or params.get("Item")

@@ -61,7 +61,7 @@ def test_make_dev_comes_up_serves_the_portal_and_stops_cleanly_on_ctrl_c(tmp_pat
         health_url = re.search(r"  health\s+(http://127\.0\.0\.1:\d+/healthz)", "".join(output)).group(1)
         with urllib.request.urlopen(health_url, timeout=60) as r:
             health = json.loads(r.read())
-        assert health["status"] == "ok" and health["jobs"] == 9  # the example jobs
+        assert health["status"] == "ok" and health["jobs"] == 10  # the example jobs
         run = subprocess.run([str(ROOT / ".venv" / "bin" / "jobplane"), "run", "daily-sales-report"], cwd=ROOT, env=env,
                              capture_output=True, text=True, timeout=120)
         assert run.returncode == 0 and "SUCCEEDED" in run.stdout, run.stdout + run.stderr
