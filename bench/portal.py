@@ -181,8 +181,12 @@ def pictures_items(records: list[dict], day_runs: int, rng: random.Random) -> li
         run = DayRun(r["execution"], r["job"], r.get("team", ""), r["status"], r["started_at"], r["finished_at"],
                      r.get("scheduled_time"))
         lines[(run_days.day_pk(run.day), run_days.day_sk(run.job, run.started_at))].append(run.to_json())
+    counters: dict[str, dict[str, dict[str, str]]] = defaultdict(dict)
     for (pk, sk), texts in lines.items():
         items.append({"pk": {"S": pk}, "sk": {"S": sk}, run_days.ATTR_LINES: {"SS": texts}})
+        counters[pk][run_days.version_attribute(sk)] = {"N": str(len(texts))}  # one append a run
+    # each day's counters item, as note_day leaves it
+    items += [{"pk": {"S": pk}, "sk": {"S": run_days.VERSIONS_SK}} | counted for pk, counted in counters.items()]
     return items
 
 

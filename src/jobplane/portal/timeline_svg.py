@@ -109,9 +109,11 @@ def page_of(runs: Sequence[DayRun], page: int, per_page: int) -> tuple[list[DayR
     return [r for r in runs if r.job in kept], pages
 
 
-def svg(day: str, runs: Sequence[DayRun], now: datetime | None = None, every: Sequence[DayRun] | None = None) -> str:
+def svg(day: str, runs: Sequence[DayRun], now: datetime | None = None, every: Sequence[DayRun] | None = None,
+        uses: dict[str, list[PoolPoint]] | None = None) -> str:
     """The day's picture: the runs by team and job on the day's axis (UTC), then each pool's use
-    (of ``every`` run of the day the filters keep when ``runs`` is a page of them)."""
+    (of ``every`` run of the day the filters keep when ``runs`` is a page of them; ``uses``: that
+    use, when worked out already)."""
     every = runs if every is None else every
     start, end = day_bounds(day)
     now = now or datetime.now(timezone.utc)
@@ -144,7 +146,7 @@ def svg(day: str, runs: Sequence[DayRun], now: datetime | None = None, every: Se
     if not grouped:
         body.append(f'<text x="{LABEL}" y="{y + 12}" font-size="12" fill="#475569">no run on this day</text>')
         y += ROW
-    uses = pool_use(every)
+    uses = pool_use(every) if uses is None else uses
     for pool, points in uses.items():
         y += 8
         top = max([p.held for p in points] + [p.waiting for p in points] + [1])
