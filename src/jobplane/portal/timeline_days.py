@@ -22,8 +22,9 @@ day is read again after :data:`MAX_AGE` whatever its counters say, so a deletion
 sees is not drawn for longer than that.
 
 Memory: at most :data:`DAYS` days and :data:`RUNS` runs in all (the least recently viewed day
-goes first; a day of more runs than that is not kept); a run is a few hundred bytes
-(contract/run_days.py ``DayRun``): the bound is ~25 MB per portal process.
+goes first; a day of more runs than that is not kept); a run without pooled steps is ~640 bytes
+(contract/run_days.py ``DayRun``, measured with tracemalloc): ~26 MB per portal process at most,
+and what views worked out of each kept day (:data:`MEMO` of them: lists of the same runs).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ T = TypeVar("T")
 #: days kept at most (the least recently viewed goes first)
 DAYS = 8
 #: runs kept at most, over every kept day
-RUNS = 60_000
+RUNS = 40_000
 #: what views worked out of one state of a day, kept at most (filters x pages)
 MEMO = 64
 #: seconds a kept day is used before it is read whole again (a TTL deletion moves no counter)
