@@ -66,7 +66,9 @@ from jobplane.platform.control import ControlPlane, Deployment  # noqa: E402
 from jobplane.platform.local.engine import ACCOUNT, LocalAWS  # noqa: E402
 from jobplane.portal.app import create_app  # noqa: E402
 from jobplane.portal.auth import mint_login_token  # noqa: E402
-from jobplane.portal import timeline_fires  # noqa: E402
+from jobplane.portal import timeline_days, timeline_fires  # noqa: E402
+from jobplane.platform.run_history import RunHistory  # noqa: E402
+from jobplane.contract.records import ExecutionRecord  # noqa: E402
 from jobplane.portal.job_pager import PER_PAGE  # noqa: E402
 from jobplane.portal.job_rows import STATE_ATTRIBUTES, JobRow  # noqa: E402
 from jobplane.portal.pages import STATUSES  # noqa: E402
@@ -314,6 +316,23 @@ def main() -> None:
                 results["the next 24 hours' fires, a new hour's first request"] = _time(
                     lambda: (timeline_fires.VIEWS.clear(), timeline_fires.CACHE.clear(), client.get("/timeline/next")),
                     max(3, args.n // 4))
+                # a kept day (portal/timeline_days.py): what the first view after a run of it
+                # ended costs (its item read again), and a view of a day not kept (read whole)
+                history = RunHistory(portal_control.ddb, aws.resources["table_name"])
+                ended, cold = [], []
+                for k in range(args.n):
+                    history.note_day(ExecutionRecord(execution=f"late{k:06d}", job=busy, team="billing", status="SUCCEEDED",
+                                                     started_at=f"{BUSY_DAY}T05:{k % 60:02d}:00.000Z",
+                                                     finished_at=f"{BUSY_DAY}T06:00:00.000Z"))
+                    t = time.perf_counter()
+                    assert client.get(f"/timeline?day={BUSY_DAY}").status_code == 200
+                    ended.append(time.perf_counter() - t)
+                    timeline_days.DAYS_KEPT.clear()
+                    t = time.perf_counter()
+                    assert client.get(f"/timeline?day={BUSY_DAY}").status_code == 200
+                    cold.append(time.perf_counter() - t)
+                results["timeline, the busy day, the first view after a run ended"] = ended
+                results["timeline, the busy day, a view of it not kept (read whole)"] = cold
             server.should_exit = True
             results[f"store only: jobs' state query ({args.jobs:,} items, GSI)"] = _time(control.repo.job_states, args.n)
             results[f"store only: the same, {len(STATE_ATTRIBUTES)} attributes (jobs page)"] = _time(

@@ -161,8 +161,8 @@ class RunHistory:
         for item in self._batch_get(keys, ("job", rr.ATTR_RUNS, rr.ATTR_BREACHED)):
             job = item.get("job", {}).get("S")
             if job:
-                out[job] = (rr.decode(item.get(rr.ATTR_RUNS, {}).get("S")),
-                            rr.decode_fires(item.get(rr.ATTR_BREACHED, {}).get("S")))
+                out[job] = (_recent_runs(item.get(rr.ATTR_RUNS, {}).get("S")),
+                            _breached(item.get(rr.ATTR_BREACHED, {}).get("S")))
         return out
 
     def _batch_get(self, keys: Sequence[JsonObject], attributes: tuple[str, ...],
@@ -194,6 +194,19 @@ def _day_run(text: str) -> DayRun | None:
     """A day's line, parsed once: a line never changes (a run's end adds a new one), and parsing
     a busy day's 5,000 lines again on every request was a third of the timeline's time."""
     return DayRun.from_json(text)
+
+
+@lru_cache(maxsize=4096)
+def _recent_runs(text: str | None) -> tuple[RecentRun, ...]:
+    """A job's recent runs, parsed once per text (the jobs page reads the same 100 items on each
+    view; an item's text only changes when a run of its job ends): the same tuple back, which
+    the marks' own cache (portal/run_marks.py) then finds by identity first."""
+    return rr.decode(text)
+
+
+@lru_cache(maxsize=4096)
+def _breached(text: str | None) -> tuple[str, ...]:
+    return rr.decode_fires(text)
 
 
 def _item_runs(item: JsonObject) -> list[DayRun]:
