@@ -21,7 +21,9 @@ The pictures (issue 70) are measured beside them, on the same store: the jobs pa
 page draw their marks and grid from what the reconciler writes at each run's end (each job's
 RECENT item, each day's RUNS# items: written here for every seeded run, and ``--day-runs`` more
 runs on one busy day); the timeline of a seeded day and of the busy day, the next 24 hours' fires
-of every job, and their APIs (the same target: p95 <= 100 ms).
+of every job, and their APIs (the same target: p95 <= 100 ms); then what the busy day's first
+view after a run of it ended costs (the portal keeps a day it drew: portal/timeline_days.py),
+and a view of it not kept (read whole, as every view was before).
 ``--repo DIR``: generate and compile the jobs into DIR once and reuse them on the next run (the
 compile is not measured; at 5,000 jobs it takes minutes). The "store only" lines show how much of a page is the local store rather than the
 portal (docs/local-engine.md: the DynamoDB read fixes); the "rows only" lines, the jobs page's

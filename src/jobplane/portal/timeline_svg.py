@@ -6,7 +6,8 @@ held, a filled step; slots waited for, a dashed line), so "what ran at 02:00, wh
 Each bar is a link to its run and starts with its status's shape (portal/run_marks.py: readable
 without colour), with its words as its <title> (a hover, a screen reader). The page lists the
 same runs as a table below the picture, for reading without it. The runs come from the day's
-items (contract/run_days.py), read by key (two BatchGetItem requests a day); a run is on it once it has ended.
+items (contract/run_days.py), read by key and kept by the portal, read again where the day's counters
+moved (portal/timeline_days.py); a run is on it once it has ended.
 """
 
 from __future__ import annotations
