@@ -21,7 +21,9 @@ The pictures (issue 70) are measured beside them, on the same store: the jobs pa
 page draw their marks and grid from what the reconciler writes at each run's end (each job's
 RECENT item, each day's RUNS# items: written here for every seeded run, and ``--day-runs`` more
 runs on one busy day); the timeline of a seeded day and of the busy day, the next 24 hours' fires
-of every job, and their APIs (the same target: p95 <= 100 ms).
+of every job, and their APIs (the same target: p95 <= 100 ms); then what the busy day's first
+view after a run of it ended costs (the portal keeps a day it drew: portal/timeline_days.py),
+and a view of it not kept (read whole, as every view was before).
 ``--repo DIR``: generate and compile the jobs into DIR once and reuse them on the next run (the
 compile is not measured; at 5,000 jobs it takes minutes). The "store only" lines show how much of a page is the local store rather than the
 portal (docs/local-engine.md: the DynamoDB read fixes); the "rows only" lines, the jobs page's
@@ -66,7 +68,9 @@ from jobplane.platform.control import ControlPlane, Deployment  # noqa: E402
 from jobplane.platform.local.engine import ACCOUNT, LocalAWS  # noqa: E402
 from jobplane.portal.app import create_app  # noqa: E402
 from jobplane.portal.auth import mint_login_token  # noqa: E402
-from jobplane.portal import timeline_fires  # noqa: E402
+from jobplane.portal import timeline_days, timeline_fires  # noqa: E402
+from jobplane.platform.run_history import RunHistory  # noqa: E402
+from jobplane.contract.records import ExecutionRecord  # noqa: E402
 from jobplane.portal.job_pager import PER_PAGE  # noqa: E402
 from jobplane.portal.job_rows import STATE_ATTRIBUTES, JobRow  # noqa: E402
 from jobplane.portal.pages import STATUSES  # noqa: E402
@@ -181,8 +185,12 @@ def pictures_items(records: list[dict], day_runs: int, rng: random.Random) -> li
         run = DayRun(r["execution"], r["job"], r.get("team", ""), r["status"], r["started_at"], r["finished_at"],
                      r.get("scheduled_time"))
         lines[(run_days.day_pk(run.day), run_days.day_sk(run.job, run.started_at))].append(run.to_json())
+    counters: dict[str, dict[str, dict[str, str]]] = defaultdict(dict)
     for (pk, sk), texts in lines.items():
         items.append({"pk": {"S": pk}, "sk": {"S": sk}, run_days.ATTR_LINES: {"SS": texts}})
+        counters[pk][run_days.version_attribute(sk)] = {"N": str(len(texts))}  # one append a run
+    # each day's counters item, as note_day leaves it
+    items += [{"pk": {"S": pk}, "sk": {"S": run_days.VERSIONS_SK}} | counted for pk, counted in counters.items()]
     return items
 
 
@@ -310,6 +318,23 @@ def main() -> None:
                 results["the next 24 hours' fires, a new hour's first request"] = _time(
                     lambda: (timeline_fires.VIEWS.clear(), timeline_fires.CACHE.clear(), client.get("/timeline/next")),
                     max(3, args.n // 4))
+                # a kept day (portal/timeline_days.py): what the first view after a run of it
+                # ended costs (its item read again), and a view of a day not kept (read whole)
+                history = RunHistory(portal_control.ddb, aws.resources["table_name"])
+                ended, cold = [], []
+                for k in range(args.n):
+                    history.note_day(ExecutionRecord(execution=f"late{k:06d}", job=busy, team="billing", status="SUCCEEDED",
+                                                     started_at=f"{BUSY_DAY}T05:{k % 60:02d}:00.000Z",
+                                                     finished_at=f"{BUSY_DAY}T06:00:00.000Z"))
+                    t = time.perf_counter()
+                    assert client.get(f"/timeline?day={BUSY_DAY}").status_code == 200
+                    ended.append(time.perf_counter() - t)
+                    timeline_days.DAYS_KEPT.clear()
+                    t = time.perf_counter()
+                    assert client.get(f"/timeline?day={BUSY_DAY}").status_code == 200
+                    cold.append(time.perf_counter() - t)
+                results["timeline, the busy day, the first view after a run ended"] = ended
+                results["timeline, the busy day, a view of it not kept (read whole)"] = cold
             server.should_exit = True
             results[f"store only: jobs' state query ({args.jobs:,} items, GSI)"] = _time(control.repo.job_states, args.n)
             results[f"store only: the same, {len(STATE_ATTRIBUTES)} attributes (jobs page)"] = _time(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import Counter
+from datetime import timezone
 from typing import Iterator
 
 import pytest
@@ -491,3 +492,61 @@ def test_a_busy_days_timeline_draws_a_page_of_jobs_with_every_runs_pools(page, p
     page.goto(f"/timeline?day={day}&page=9")
     expect(page.locator("svg.timeline g.run")).to_have_count(len(records))
     expect(page.locator("nav.pager")).to_have_count(0)
+
+
+def test_a_viewed_day_shows_a_run_that_ended_and_a_rerun_since_reading_only_what_moved(
+        page, platform: DevPlatform, pooled: list[str], tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The portal keeps a day it drew (portal/timeline_days.py): a view of an unchanged day reads
+    the day's counters only; a run of the day that ends, and a re-run, are drawn by the next view,
+    which reads again only the items they were noted in (the reconciler notes them, for real)."""
+    from playwright.sync_api import expect
+
+    from jobplane.contract import run_days
+
+    aws, control = platform.aws, platform.control
+    ddb = control.context.ddb
+    params = {"log": str(tmp_path / "log"), "release": str(tmp_path / "release")}
+    arn = aws.start("ledger-load", execution_input.manual("ops@example.com", overrides=params))
+    name = arn.rsplit(":", 1)[1]
+    for _ in range(6000):  # it runs (holds its slot until released)
+        if (tmp_path / "log").exists() and "start" in (tmp_path / "log").read_text():
+            break
+        threading.Event().wait(0.05)
+    started = aws.client("stepfunctions").describe_execution(executionArn=arn)["startDate"]
+    day = started.astimezone(timezone.utc).strftime("%Y-%m-%d")  # the run's day (UTC)
+    page.goto(f"/timeline?day={day}")
+    expect(page.locator("svg.timeline g.run").first).to_be_attached()
+    expect(page.locator(f"svg.timeline g.run[data-execution='{name}']")).to_have_count(0)  # running: not yet
+    calls: list[tuple[str, dict]] = []  # type: ignore[type-arg]
+
+    def record(model, params, **_):  # type: ignore[no-untyped-def]
+        calls.append((model.name, params))
+
+    def day_keys_read() -> list[str]:
+        return [k["sk"]["S"] for n, p in calls if n == "BatchGetItem" for t in p["RequestItems"].values()
+                for k in t["Keys"] if k["pk"]["S"] == run_days.day_pk(day)]
+
+    ddb.meta.events.register("before-parameter-build.dynamodb", record, unique_id="kept-day-count")
+    try:
+        answer = page.request.get(f"/api/timeline?day={day}")
+        assert answer.ok and name not in {r["execution"] for r in answer.json()["runs"]}
+        assert day_keys_read() == []  # unchanged since the page: the day's counters only
+        assert [p["Key"]["sk"]["S"] for n, p in calls if n == "GetItem"] == [run_days.VERSIONS_SK]
+        (tmp_path / "release").write_text("go")
+        _ended(platform, arn)
+        calls.clear()
+        page.goto(f"/timeline?day={day}")
+        expect(page.locator(f"svg.timeline g.run[data-execution='{name}']")).to_have_attribute("data-status", "SUCCEEDED")
+        record_ = control.repo.execution(name)
+        assert record_ is not None and record_.started_at
+        moved = day_keys_read()
+        assert run_days.day_sk("ledger-load", record_.started_at) in moved and len(moved) < len(run_days.day_sks())
+        rerun = control.rerun(name, "ops@example.com", from_failed_step=False)
+        _ended(platform, arn.rsplit(":", 1)[0] + ":" + rerun)  # the same state machine's execution
+        page.goto(f"/timeline?day={day}")
+        expect(page.locator(f"svg.timeline g.run[data-execution='{rerun}']")).to_have_count(1)
+        expect(page.locator(f"svg.timeline g.run[data-execution='{name}']")).to_have_count(1)
+        served = page.request.get(f"/api/timeline?day={day}").json()
+        assert {name, rerun} <= {r["execution"] for r in served["runs"]}
+    finally:
+        ddb.meta.events.unregister("before-parameter-build.dynamodb", unique_id="kept-day-count")

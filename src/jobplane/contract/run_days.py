@@ -89,3 +89,25 @@ class DayRun:
             return None
         return cls(execution, job, str(team or ""), status, started, finished if isinstance(finished, str) else None,
                    scheduled if isinstance(scheduled, str) else None, uses)
+
+
+#: A day's counters item (pk ``RUNS#<day>``): one number per item of the day, added to after each
+#: line is appended to it (platform/run_history.py ``note_day``), so a reader that kept a day's
+#: items knows, from this one small item, which of them changed since (portal/timeline_days.py).
+VERSIONS_SK = "VERSIONS"
+
+
+def versions_key(day: str) -> dict[str, dict[str, str]]:
+    """The key of ``day``'s counters item, as boto3 sends it."""
+    return {"pk": {"S": day_pk(day)}, "sk": {"S": VERSIONS_SK}}
+
+
+def version_attribute(sk: str) -> str:
+    """The counters item's attribute that counts the appends to the day's item ``sk`` (``03#05``:
+    ``v0305``; a name DynamoDB takes without a placeholder)."""
+    return "v" + sk.replace("#", "")
+
+
+def day_sks() -> list[str]:
+    """Every item sort key a day can have, in order (as :func:`day_keys`)."""
+    return [f"{h:02d}#{b:02d}" for h in range(24) for b in range(BUCKETS)]

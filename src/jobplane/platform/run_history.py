@@ -10,7 +10,9 @@ the item existed) starts from its executions index, so its marks are whole from 
 Reader: :meth:`RunHistory.recent_of`, one BatchGetItem per 100 jobs (the jobs page: one a page).
 
 The same writers append each run to its day's items (contract/run_days.py: the fleet's timeline,
-:meth:`RunHistory.note_day`), which :meth:`RunHistory.day` reads back, one Query a day.
+:meth:`RunHistory.note_day`), which :meth:`RunHistory.day` reads back (its 192 items by key), and
+:meth:`RunHistory.day_versions` / :meth:`RunHistory.day_items` for a reader that keeps a day
+(portal/timeline_days.py): the day's counters, then only the items whose counter moved.
 """
 
 from __future__ import annotations
@@ -105,11 +107,19 @@ class RunHistory:
         if expires_at or record.expires_at:  # the day goes when its runs' records go (TTL)
             update += " SET expires_at = :e"
             values[":e"] = {"N": str(expires_at or record.expires_at)}
-        self.ddb.update_item(TableName=self.table,
-                             Key={"pk": {"S": run_days.day_pk(record.started_at[:10])},
-                                  "sk": {"S": run_days.day_sk(record.job, record.started_at)}},
+        day, sk = record.started_at[:10], run_days.day_sk(record.job, record.started_at)
+        self.ddb.update_item(TableName=self.table, Key={"pk": {"S": run_days.day_pk(day)}, "sk": {"S": sk}},
                              UpdateExpression=update, ExpressionAttributeNames={"#l": run_days.ATTR_LINES},
                              ExpressionAttributeValues=values)
+        # then (never before: a reader reads the counters first, then the items) the item's
+        # counter: a reader that kept the day's items reads again the ones whose counter moved
+        # (portal/timeline_days.py). A retried end (the reconciler's event again) adds the same
+        # line (nothing) and moves the counter again (one read more): never a line unseen.
+        counted = "ADD #v :one" + (" SET expires_at = :e" if ":e" in values else "")
+        self.ddb.update_item(TableName=self.table, Key=run_days.versions_key(day), UpdateExpression=counted,
+                             ExpressionAttributeNames={"#v": run_days.version_attribute(sk)},
+                             ExpressionAttributeValues={":one": {"N": "1"}}
+                             | ({":e": values[":e"]} if ":e" in values else {}))
 
     def day(self, day: str) -> list[DayRun]:
         """Every run noted on ``day`` (YYYY-MM-DD, UTC), by start: its items are known by key
@@ -117,13 +127,29 @@ class RunHistory:
         (a Query of the partition reads the same items; on the local engine a Query of the table
         costs as much as its whole content, a BatchGetItem its keys). A run with two different
         lines: the one that has its end."""
-        runs: dict[str, DayRun] = {}
-        for item in self._batch_get(run_days.day_keys(day), (run_days.ATTR_LINES,)):
-            for text in sorted(item.get(run_days.ATTR_LINES, {}).get("SS", [])):
-                run = _day_run(text)
-                if run is not None and (run.execution not in runs or run.finished_at):
-                    runs[run.execution] = run
-        return sorted(runs.values(), key=lambda r: (r.started_at, r.execution))
+        runs = [r for item in self._batch_get(run_days.day_keys(day), (run_days.ATTR_LINES,)) for r in _item_runs(item)]
+        return sorted(runs, key=lambda r: (r.started_at, r.execution))
+
+    def day_versions(self, day: str) -> dict[str, int] | None:
+        """``day``'s counters (contract/run_days.py ``VERSIONS_SK``): each of its items' sort key
+        -> how many appends it has had (an item not counted: 0); None when the day has no
+        counters item (no run noted on it since the counters were written). One GetItem of a
+        small item, strongly consistent: a count it answers is one whose line is already in its
+        item (``note_day`` writes the line first)."""
+        item = self.ddb.get_item(TableName=self.table, Key=run_days.versions_key(day), ConsistentRead=True).get("Item")
+        if item is None:
+            return None
+        return {sk: int(item[a]["N"]) for sk in run_days.day_sks() if (a := run_days.version_attribute(sk)) in item}
+
+    def day_items(self, day: str, sks: Sequence[str]) -> dict[str, tuple[DayRun, ...]]:
+        """The runs of ``day``'s items ``sks`` (each by start; an item that does not exist: none),
+        read strongly consistent (BatchGetItem, 100 keys a request): read after the counters,
+        they hold at least every line the counters count."""
+        keys = [{"pk": {"S": run_days.day_pk(day)}, "sk": {"S": sk}} for sk in sks]
+        out: dict[str, tuple[DayRun, ...]] = dict.fromkeys(sks, ())
+        for item in self._batch_get(keys, ("sk", run_days.ATTR_LINES), consistent=True):
+            out[item["sk"]["S"]] = tuple(sorted(_item_runs(item), key=lambda r: (r.started_at, r.execution)))
+        return out
 
     # -- reads ----------------------------------------------------------------------------------
     def recent_of(self, jobs: Sequence[str]) -> dict[str, tuple[tuple[RecentRun, ...], tuple[str, ...]]]:
@@ -135,19 +161,22 @@ class RunHistory:
         for item in self._batch_get(keys, ("job", rr.ATTR_RUNS, rr.ATTR_BREACHED)):
             job = item.get("job", {}).get("S")
             if job:
-                out[job] = (rr.decode(item.get(rr.ATTR_RUNS, {}).get("S")),
-                            rr.decode_fires(item.get(rr.ATTR_BREACHED, {}).get("S")))
+                out[job] = (_recent_runs(item.get(rr.ATTR_RUNS, {}).get("S")),
+                            _breached(item.get(rr.ATTR_BREACHED, {}).get("S")))
         return out
 
-    def _batch_get(self, keys: Sequence[JsonObject], attributes: tuple[str, ...]) -> list[JsonObject]:
+    def _batch_get(self, keys: Sequence[JsonObject], attributes: tuple[str, ...],
+                   consistent: bool = False) -> list[JsonObject]:
         """The items of ``keys`` that exist (``attributes`` of each), BATCH_GET_MAX keys a request,
-        throttled keys asked again after a pause."""
+        throttled keys asked again after a pause; ``consistent``: strongly consistent reads
+        (BatchGetItem's ConsistentRead, per table: twice the read units)."""
         names = {f"#a{i}": a for i, a in enumerate(attributes)}
         found: list[JsonObject] = []
         for i in range(0, len(keys), BATCH_GET_MAX):
             request: JsonObject = {self.table: {"Keys": list(keys[i:i + BATCH_GET_MAX]),
                                                 "ProjectionExpression": ", ".join(names),
-                                                "ExpressionAttributeNames": names}}
+                                                "ExpressionAttributeNames": names}
+                                   | ({"ConsistentRead": True} if consistent else {})}
             for retry in itertools.count():
                 answer = self.ddb.batch_get_item(RequestItems=request)
                 found += answer.get("Responses", {}).get(self.table, [])
@@ -165,6 +194,31 @@ def _day_run(text: str) -> DayRun | None:
     """A day's line, parsed once: a line never changes (a run's end adds a new one), and parsing
     a busy day's 5,000 lines again on every request was a third of the timeline's time."""
     return DayRun.from_json(text)
+
+
+@lru_cache(maxsize=4096)
+def _recent_runs(text: str | None) -> tuple[RecentRun, ...]:
+    """A job's recent runs, parsed once per text (the jobs page reads the same 100 items on each
+    view; an item's text only changes when a run of its job ends): the same tuple back, which
+    the marks' own cache (portal/run_marks.py) then finds by identity first."""
+    return rr.decode(text)
+
+
+@lru_cache(maxsize=4096)
+def _breached(text: str | None) -> tuple[str, ...]:
+    return rr.decode_fires(text)
+
+
+def _item_runs(item: JsonObject) -> list[DayRun]:
+    """A day's item's runs: a run with two different lines (noted again with a newer status, or
+    once without its end), the one that has its end. A run's lines are all in one item (its
+    item is its job's and its start's)."""
+    runs: dict[str, DayRun] = {}
+    for text in sorted(item.get(run_days.ATTR_LINES, {}).get("SS", [])):
+        run = _day_run(text)
+        if run is not None and (run.execution not in runs or run.finished_at):
+            runs[run.execution] = run
+    return list(runs.values())
 
 
 def _fires_text(fires: tuple[str, ...]) -> str:

@@ -164,8 +164,8 @@ def timeline(request: Request, day: str | None = timeline_pages.DayQuery(),
              page: int = Query(1, ge=1, le=PAGE_MAX), per_page: int = Query(PER_PAGE, ge=1, le=PER_PAGE_MAX),
              portal: Portal = Reader) -> object:
     shown = timeline_pages.chosen_day(day)
-    every = timeline_pages.day_runs(portal, shown, team or None, status or None)
-    runs, pages = timeline_svg.page_of(every, page, per_page)
+    drawn = timeline_pages.day_page(portal, shown, team or None, status or None, page, per_page)
+    every, runs, pages = drawn.every, drawn.runs, drawn.pages
     return as_json(_TIMELINE, TimelineOut(day=shown, runs_that_day=len(every), page=min(page, pages), pages=pages, runs=[
         DayRunOut(execution=r.execution, job=r.job, team=r.team, status=r.status, started_at=r.started_at,
                   finished_at=r.finished_at, scheduled_time=r.scheduled_time, words=timeline_svg.words(r),
@@ -173,7 +173,7 @@ def timeline(request: Request, day: str | None = timeline_pages.DayQuery(),
                   pooled=[PoolUseOut(pool=u.pool, weight=u.weight, step=u.step, waiting_since=u.waiting_since,
                                      started_at=u.started_at, finished_at=u.finished_at) for u in r.pooled])
         for r in runs], pools=[PoolOut(pool=p, points=[PoolPointOut(at=x.at, held=x.held, waiting=x.waiting) for x in pts])
-                               for p, pts in timeline_svg.pool_use(every).items()]))
+                               for p, pts in drawn.uses.items()]))
 
 
 class JobFiresOut(BaseModel):

@@ -7,6 +7,7 @@ a page of jobs at a time as the jobs page (the teams' fires per hour and the poo
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from typing import Any
 from urllib.parse import urlencode
@@ -16,7 +17,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from jobplane.contract.run_days import DayRun
 from jobplane.platform.run_history import RunHistory
-from jobplane.portal import timeline_fires, timeline_svg
+from jobplane.portal import timeline_days, timeline_fires, timeline_svg
 from jobplane.portal.errors import PortalError
 from jobplane.portal.job_pager import PAGE_MAX, PER_PAGE
 from jobplane.portal.services import Portal, portal_of
@@ -28,10 +29,28 @@ def today() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%d")
 
 
-def day_runs(portal: Portal, day: str, team: str | None, status: str | None) -> list[DayRun]:
-    """The day's runs the filters keep (its items by key: two BatchGetItem requests); ``day``: YYYY-MM-DD."""
+@dataclass(frozen=True)
+class DayPage:
+    """What a view of a day draws: every run the filters keep, the runs of the page's jobs, how
+    many pages, and the pools' use of every run kept."""
+
+    every: list[DayRun]
+    runs: list[DayRun]
+    pages: int
+    uses: dict[str, list[timeline_svg.PoolPoint]]
+
+
+def day_page(portal: Portal, day: str, team: str | None, status: str | None, page: int, per_page: int) -> DayPage:
+    """The runs of ``page`` of the day's jobs the filters keep (timeline_svg.page_of) and the rest
+    of what the view draws; ``day``: YYYY-MM-DD. The day's items are kept in memory and read again
+    where their counters moved (portal/timeline_days.py: one GetItem a view when nothing changed),
+    what a view works out of them once per state of the day."""
     context = portal.control.context
-    return timeline_svg.chosen(RunHistory(context.ddb, context.deployment.table).day(day), team, status)
+    kept = timeline_days.DAYS_KEPT.day(RunHistory(context.ddb, context.deployment.table), day)
+    every = kept.derived(("chosen", team, status), lambda runs: timeline_svg.chosen(runs, team, status))
+    runs, pages = kept.derived(("page", team, status, page, per_page), lambda _: timeline_svg.page_of(every, page, per_page))
+    uses = kept.derived(("pools", team, status), lambda _: timeline_svg.pool_use(every))
+    return DayPage(every, runs, pages, uses)
 
 
 def DayQuery() -> Any:  # noqa: N802 - a parameter's declaration, as FastAPI's Query
@@ -55,15 +74,15 @@ def timeline_page(request: Request, day: str | None = DayQuery(), team: str | No
                   status: str | None = Query(None, max_length=40), page: int = Query(1, ge=1, le=PAGE_MAX)) -> Response:
     portal = portal_of(request)
     shown = chosen_day(day)
-    every = day_runs(portal, shown, team or None, status or None)
-    runs, pages = timeline_svg.page_of(every, page, PER_PAGE)
+    drawn = day_page(portal, shown, team or None, status or None, page, PER_PAGE)
+    every, runs, pages = drawn.every, drawn.runs, drawn.pages
     page = min(page, pages)
     query = {k: v for k, v in (("day", day or ""), ("team", team or ""), ("status", status or "")) if v}
     links = {n: f"/timeline?{urlencode(query | ({'page': str(n)} if n > 1 else {}))}".rstrip("?")
              for n in (page - 1, page + 1) if 1 <= n <= pages}
     return portal.render(request, "timeline.html", day=shown, team=team or "", chosen_status=status or "", teams=portal.teams,
                          statuses=timeline_svg.STATUSES, runs=runs, every=len(every), page=page, pages=pages, links=links,
-                         picture=timeline_svg.svg(shown, runs, every=every), words=timeline_svg.words)
+                         picture=timeline_svg.svg(shown, runs, every=every, uses=drawn.uses), words=timeline_svg.words)
 
 
 def fires_view(portal: Portal, team: str | None, now: datetime | None = None) -> timeline_fires.NextFires:

@@ -6,7 +6,8 @@ held, a filled step; slots waited for, a dashed line), so "what ran at 02:00, wh
 Each bar is a link to its run and starts with its status's shape (portal/run_marks.py: readable
 without colour), with its words as its <title> (a hover, a screen reader). The page lists the
 same runs as a table below the picture, for reading without it. The runs come from the day's
-items (contract/run_days.py), read by key (two BatchGetItem requests a day); a run is on it once it has ended.
+items (contract/run_days.py), read by key and kept by the portal, read again where the day's counters
+moved (portal/timeline_days.py); a run is on it once it has ended.
 """
 
 from __future__ import annotations
@@ -109,9 +110,11 @@ def page_of(runs: Sequence[DayRun], page: int, per_page: int) -> tuple[list[DayR
     return [r for r in runs if r.job in kept], pages
 
 
-def svg(day: str, runs: Sequence[DayRun], now: datetime | None = None, every: Sequence[DayRun] | None = None) -> str:
+def svg(day: str, runs: Sequence[DayRun], now: datetime | None = None, every: Sequence[DayRun] | None = None,
+        uses: dict[str, list[PoolPoint]] | None = None) -> str:
     """The day's picture: the runs by team and job on the day's axis (UTC), then each pool's use
-    (of ``every`` run of the day the filters keep when ``runs`` is a page of them)."""
+    (of ``every`` run of the day the filters keep when ``runs`` is a page of them; ``uses``: that
+    use, when worked out already)."""
     every = runs if every is None else every
     start, end = day_bounds(day)
     now = now or datetime.now(timezone.utc)
@@ -144,7 +147,7 @@ def svg(day: str, runs: Sequence[DayRun], now: datetime | None = None, every: Se
     if not grouped:
         body.append(f'<text x="{LABEL}" y="{y + 12}" font-size="12" fill="#475569">no run on this day</text>')
         y += ROW
-    uses = pool_use(every)
+    uses = pool_use(every) if uses is None else uses
     for pool, points in uses.items():
         y += 8
         top = max([p.held for p in points] + [p.waiting for p in points] + [1])
