@@ -214,3 +214,91 @@ def test_unsigned_stale_and_foreign_requests_are_refused_before_anything_is_queu
         urllib.request.urlopen(request, timeout=10)
     assert refused.value.code == 401
     assert store_of(platform).claimed(record.id, "acknowledge") is None
+
+
+def test_the_base_modules_roles_allow_every_call_of_the_ingress_the_worker_and_the_buttons_and_no_more(
+        platform: DevPlatform) -> None:
+    """The ingress, the worker and the notifier's buttons on AWS run this same code under the
+    base module's roles (terraform/platform/slack_actions.tf): each call they make here is one
+    their role allows (a re-run from the failed step, a refusal, a repeated submission), and each
+    statement of the ingress's and the buttons' is needed by one."""
+    import dataclasses
+    from typing import Any
+
+    import base_module as bm
+    from iam_calls import calls_into, iam_calls
+    from iam_policy import denied_calls
+    from jobplane.platform.slack_actions.ingress import Ingress
+
+    assert platform.control is not None and platform.slack_actions is not None and platform.aws is not None
+    prefix = platform.config.name_prefix
+    tfvars = {"name_prefix": prefix}
+    name, record = failed_alert(platform)
+    feed = platform.slack_actions
+    sqs = platform.aws.client("sqs")
+    queue = sqs.get_queue_url(QueueName=f"{prefix}-slack-actions")["QueueUrl"]
+    ingress_calls: list[dict[str, Any]] = []
+    ingress = Ingress(SECRET, platform.config.slack, lambda text: sqs.send_message(QueueUrl=queue, MessageBody=text))
+    feed.stop()
+    try:
+        app = platform.config.slack
+        with calls_into(ingress_calls):
+            for payload in (clicks.click(app, AIKO, record, "rerun_from_failed_step"),
+                            clicks.submission(app, AIKO, record, "rerun_from_failed_step", "fixed"),
+                            clicks.submission(app, AIKO, record, "rerun_from_failed_step", "fixed"),
+                            clicks.click(app, BEN, record, "rerun")):
+                body = clicks.body_of(payload)
+                from jobplane.platform.slack_actions.signing import signed_headers
+
+                assert ingress.accept(signed_headers(SECRET, body), body)[0] == 200
+        worker_calls: list[dict[str, Any]] = []
+        results: list[str] = []
+        with calls_into(worker_calls):
+            while len(results) < 4:
+                before = len(feed.handled)
+                feed.drain()
+                results += feed.handled[before:]
+    finally:
+        feed.start()
+    assert sorted(r.split(":")[0] for r in results) == ["already done", "done", "modal opened", "refused"]
+    bucket = bm.resolve("${aws_s3_bucket.catalog.id}", tfvars)
+    for c in worker_calls:
+        if c["service"] == "s3":  # the local engine's catalog bucket, by the base module's name
+            c["params"] = dict(c["params"], Bucket=bucket)
+    worker = iam_calls(worker_calls)
+    assert {c.action for c in worker} >= {"dynamodb:GetItem", "dynamodb:PutItem", "states:StartExecution",
+                                          "sqs:ReceiveMessage", "sqs:DeleteMessage"}
+    statements = bm.policy_statements("slack_worker", tfvars)
+    assert denied_calls(statements, worker) == []
+    # each statement is needed by one of these calls, but those of what AWS calls for the function
+    # (its logs, traces), of its start (the bot token) and of the catalog (jobplane dev's control
+    # plane has it in memory; on AWS the worker reads its job's entry as the periodic Lambda does)
+    for i, statement in enumerate(statements):
+        if statement.get("sid") not in ("Tracing", "Logs", "BotToken", "ReadCatalog", "ListCatalog"):
+            assert denied_calls(statements[:i] + statements[i + 1:], worker), statement.get("sid")
+    ingress_iam = iam_calls(ingress_calls)
+    assert {c.action for c in ingress_iam} == {"sqs:SendMessage"}
+    ingress_statements = bm.policy_statements("slack_ingress", tfvars)
+    assert denied_calls(ingress_statements, ingress_iam) == []
+    for i, statement in enumerate(ingress_statements):  # its secret is read once, at a cold start
+        if statement.get("sid") not in ("Tracing", "Logs", "SigningSecret", "QueueKey"):
+            assert denied_calls(ingress_statements[:i] + ingress_statements[i + 1:], ingress_iam), statement.get("sid")
+    # the notifier's two writes per post, under its SlackButtons statement alone
+    notifier_calls: list[dict[str, Any]] = []
+    with calls_into(notifier_calls):
+        store = store_of(platform)
+        alert = store.mint("flaky-load", "billing", name, "FAILED", ("rerun",), None, [])
+        store.posted(alert, "C0ALERTS01", "1700000000.000999")
+    buttons = bm.policy_statements("notifier_slack_buttons", tfvars)
+    # each write's partition key, as IAM sees it (dynamodb:LeadingKeys)
+    keys = [(c["params"].get("Item") or c["params"]["Key"])["pk"]["S"] for c in notifier_calls]
+    notifier = [dataclasses.replace(call, context={"dynamodb:LeadingKeys": [key]})
+                for call, key in zip(iam_calls(notifier_calls), keys)]
+    assert {k.split("#")[0] for k in keys} == {"SLACKALERT", "SLACKRUN"}
+    assert denied_calls(buttons, notifier) == [] and denied_calls([], notifier)
+    # and nothing else of the table: a job's state is not the buttons' to write
+    from iam_policy import Call
+
+    job_item = Call("dynamodb:PutItem", bm.resolve("${aws_dynamodb_table.jobplane.arn}", tfvars),
+                    {"dynamodb:LeadingKeys": ["JOB#flaky-load"]}, "a job's state")
+    assert denied_calls(buttons, [job_item])

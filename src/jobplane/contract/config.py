@@ -357,6 +357,9 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
     problems.extend(blackout_problems)
     slack, slack_problems = parse_slack(CONFIG_FILE, data.get("slack"))
     problems.extend(slack_problems)
+    if deploy is not None and deploy.slack_signing_secret_arn and not slack.configured and not slack_problems:
+        bad("[deploy] slack_signing_secret_arn: Slack buttons need [slack] app_id and team_id (requests of another "
+            "app or workspace are refused by them)")
     if blackouts.windows and blackouts.years[0] > blackouts.years[1]:
         if calendars.years[0] <= calendars.years[1]:
             blackouts = dataclasses.replace(blackouts, years=calendars.years)

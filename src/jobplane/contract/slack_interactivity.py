@@ -24,14 +24,17 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from jobplane.contract import environment as E
+
 # -- the environment (the base module sets them; ``jobplane dev`` reads the *_SECRET ones itself)
 SIGNING_SECRET = "JOBPLANE_SLACK_SIGNING_SECRET"  # jobplane dev and tests: the value itself
-SIGNING_SECRET_ARN = "JOBPLANE_SLACK_SIGNING_SECRET_ARN"  # AWS: the ingress reads the secret by ARN
-APP_ID = "JOBPLANE_SLACK_APP_ID"
-TEAM_ID = "JOBPLANE_SLACK_TEAM_ID"
-USERS = "JOBPLANE_SLACK_USERS"  # JSON {slack user id: person}
-ACTIONS_QUEUE_URL = "JOBPLANE_SLACK_ACTIONS_QUEUE_URL"  # the queue between the ingress and the worker
-INTERACTIVE = "JOBPLANE_SLACK_INTERACTIVE"  # "1": the notifier adds buttons (the base module sets it)
+# AWS (contract/environment.py spells every variable the base module sets):
+SIGNING_SECRET_ARN = E.SLACK_SIGNING_SECRET_ARN  # the ingress reads the secret by ARN
+APP_ID = E.SLACK_APP_ID
+TEAM_ID = E.SLACK_TEAM_ID
+USERS = E.SLACK_USERS  # JSON {slack user id: person}
+ACTIONS_QUEUE_URL = E.SLACK_ACTIONS_QUEUE_URL  # the queue between the ingress and the worker
+INTERACTIVE = E.SLACK_INTERACTIVE  # "1": the notifier adds buttons (the base module sets it)
 
 #: Slack's ids: an app (A...), a workspace (T... or E... for an Enterprise org), a user (U.../W...).
 APP_ID_RE = re.compile(r"A[A-Z0-9]{6,20}")
