@@ -118,7 +118,11 @@ def base_root(config: PlatformConfig) -> JsonObject:
             "log_group": "${module.platform.log_group_name}", "portal_url": "${var.portal_url}"}},
             # the managed policy to attach to operators' roles (the portal's actions)
             "operator_policy_arn": {"description": "Attach to the roles of people who run jobplane --deployment",
-                                    "value": "${module.platform.operator_policy_arn}"}},
+                                    "value": "${module.platform.operator_policy_arn}"},
+            # the Slack app's Interactivity Request URL (docs/notifications.md "Setting up the Slack app")
+            **({"slack_interactivity_url": {"description": "The Slack app's Interactivity Request URL",
+                                            "value": "${module.platform.slack_interactivity_url}"}}
+               if config.deploy.slack_signing_secret_arn else {})},
     }
 
 
