@@ -302,3 +302,39 @@ def test_the_base_modules_roles_allow_every_call_of_the_ingress_the_worker_and_t
     job_item = Call("dynamodb:PutItem", bm.resolve("${aws_dynamodb_table.jobplane.arn}", tfvars),
                     {"dynamodb:LeadingKeys": ["JOB#flaky-load"]}, "a job's state")
     assert denied_calls(buttons, [job_item])
+
+
+def test_jobplane_dev_slack_click_snoozes_from_the_alert_and_a_refused_action_is_answered_in_the_thread(
+        platform: DevPlatform, slack: SlackApi, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command a developer uses: the click and the submission, signed, over HTTP to the
+    running platform; then an action the job's state refuses (flaky-load's policy does not block
+    on failure: nothing to acknowledge) is answered in the thread with the control plane's
+    reason, changes nothing, and leaves the button to be tried again."""
+    from click.testing import CliRunner
+
+    from jobplane.cli.app import main
+
+    assert platform.control is not None and platform.slack_actions is not None
+    name, record = failed_alert(platform)
+    before = len(platform.slack_actions.handled)
+    monkeypatch.setenv("JOBPLANE_SLACK_SIGNING_SECRET", SECRET)
+    result = CliRunner().invoke(main, ["--root", str(platform.config.root), "dev-slack-click", name, "--action",
+                                       "snooze_1d", "--user", AIKO, "--reason", "partner maintenance today",
+                                       "--data-dir", str(platform.data_dir)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == ["click: HTTP 200", "submission: HTTP 200"]
+    results = handled(platform, before + 2)[before:]
+    assert sorted(r.split(":")[0] for r in results) == ["done", "modal opened"]
+    [entry] = [e for e in platform.control.audit(500) if e.action == "snooze" and e.reason == "partner maintenance today"]
+    assert (entry.actor, entry.authority) == ("aiko@example.com", "team billing via Slack")
+    assert platform.control.repo.job_state("flaky-load").snoozed_by == "aiko@example.com"
+    platform.control.unsnooze("flaky-load", "aiko@example.com", "test over")  # the next tests' alerts go out
+    before = len(platform.slack_actions.handled)
+    body = clicks.body_of(clicks.submission(platform.config.slack, AIKO, record, "acknowledge", "looked at it"))
+    assert clicks.send(url(platform), SECRET, body)[0] == 200
+    [result_line] = handled(platform, before + 1)[before:]
+    assert result_line.startswith("not done: flaky-load has no unacknowledged failure")
+    said = [m["text"] for m in slack.of("chat.postMessage") if m.get("thread_ts") == record.ts]
+    assert any("could not acknowledge: flaky-load has no unacknowledged failure" in t for t in said)
+    assert store_of(platform).claimed(record.id, "acknowledge") is None  # may be tried again
+    assert not [e for e in platform.control.audit(500) if e.action == "acknowledge_failure" and e.execution == name]

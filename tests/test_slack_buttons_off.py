@@ -59,3 +59,71 @@ def test_a_signing_secret_without_the_app_and_workspace_pinned_refuses_to_start(
                     run_scheduler=False, run_services=False, snapshot_interval=3600)
     with pytest.raises(DevError, match=r"\[slack\] app_id and team_id"):
         p.start()
+
+
+def test_slack_settings_are_checked_with_the_rest_of_jobplane_toml(tmp_path: Path) -> None:
+    from jobplane.contract.config import ConfigError
+
+    make_repo(tmp_path / "repo")
+    toml = tmp_path / "repo" / "jobplane.toml"
+    base = toml.read_text()
+    toml.write_text(base + '\n[slack]\napp_id = "not-an-app"\nteam_id = "T0WORKSPACE"\nusers = { alice = "a b" }\n')
+    with pytest.raises(ConfigError) as bad:
+        load_config(tmp_path / "repo")
+    assert bad.value.problems == [
+        "jobplane.toml: [slack] app_id: the Slack app's id (A0123ABCD; the app's Basic Information page)",
+        "jobplane.toml: [slack] users.alice: a Slack user id (U0123ABCD) = a person's e-mail address"]
+    arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:jobplane/slack-signing-AbCdEf"
+    toml.write_text(base + f'\n[deploy]\nslack_signing_secret_arn = "{arn}"\n')
+    with pytest.raises(ConfigError) as bad:
+        load_config(tmp_path / "repo")
+    assert bad.value.problems == ["jobplane.toml: [deploy] slack_signing_secret_arn: Slack buttons need [slack] app_id "
+                                  "and team_id (requests of another app or workspace are refused by them)"]
+
+
+def test_the_base_root_passes_slack_buttons_settings_only_when_set(tmp_path: Path) -> None:
+    """Set, the base root declares slack_interactivity, its tfvars hold the app, the workspace,
+    the user map and the same people the portal judges by, and it outputs the Request URL;
+    unset, the compiled base root is as it was."""
+    from jobplane.compiler.terraform import base_root, base_tfvars
+
+    make_repo(tmp_path / "repo")
+    toml = tmp_path / "repo" / "jobplane.toml"
+    plain = base_root(load_config(tmp_path / "repo"))
+    assert "slack_interactivity" not in json.dumps(plain)
+    arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:jobplane/slack-signing-AbCdEf"
+    toml.write_text(toml.read_text() + f'\n[deploy]\nslack_signing_secret_arn = "{arn}"\n\n[slack]\napp_id = "A0JOBPLANE"\n'
+                    'team_id = "T0WORKSPACE"\nusers = { U0BEN00001 = "ben@example.com" }\n')
+    config = load_config(tmp_path / "repo")
+    root = base_root(config)
+    assert root["module"]["platform"]["slack_interactivity"] == "${var.slack_interactivity}"
+    assert root["output"]["slack_interactivity_url"]["value"] == "${module.platform.slack_interactivity_url}"
+    assert base_tfvars(config)["slack_interactivity"] == {
+        "signing_secret_arn": arn, "app_id": "A0JOBPLANE", "team_id": "T0WORKSPACE",
+        "users": {"U0BEN00001": "ben@example.com"}, "admins": ["root@example.com"],
+        "team_members": {"billing": ["dev@localhost", "aiko@example.com"], "growth": ["ben@example.com"]}}
+
+
+def test_a_slack_user_is_a_person_only_by_a_confirmed_email_of_the_workspace_or_the_map() -> None:
+    from slack_sdk.web import WebClient
+
+    from jobplane.contract.slack_interactivity import SlackApp
+    from jobplane.platform.slack_actions.people import Unmapped, person_of
+    from slack_app_receiver import SlackApi, person
+
+    api = SlackApi({"U0AIKO0001": person("U0AIKO0001", "aiko@example.com", "T0WORKSPACE"),
+                    "U0NEW00001": person("U0NEW00001", "root@example.com", "T0WORKSPACE", confirmed=False),
+                    "U0GUEST001": person("U0GUEST001", "root@example.com", "T0ELSEWHERE"),
+                    "U0BOT00001": {**person("U0BOT00001", "bot@example.com", "T0WORKSPACE"), "is_bot": True}})
+    try:
+        client = WebClient(token=BOT_TOKEN, base_url=api.api_url)
+        app = SlackApp("A0JOBPLANE", "T0WORKSPACE", {"U0BEN00001": "ben@example.com"})
+        assert person_of("U0AIKO0001", app, client) == "aiko@example.com"
+        assert person_of("U0BEN00001", app, client) == "ben@example.com"  # the map; Slack not asked
+        assert [u for m, b in api.calls if m == "users.info" for u in [b.get("user")]] == ["U0AIKO0001"]
+        for user, why in (("U0NEW00001", "not confirmed"), ("U0GUEST001", "another workspace"),
+                          ("U0BOT00001", "not a person")):
+            with pytest.raises(Unmapped, match=why):
+                person_of(user, app, client)
+    finally:
+        api.close()
