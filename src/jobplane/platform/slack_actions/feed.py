@@ -38,6 +38,7 @@ class QueueFeed:
         return count
 
     def start(self) -> None:
+        self._stop.clear()  # started again after a stop
         self._thread = threading.Thread(target=self._run, name="slack-actions", daemon=True)
         self._thread.start()
 
