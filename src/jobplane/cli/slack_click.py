@@ -25,7 +25,11 @@ from jobplane.cli.common import Context, data_dir_option, resolve_data_dir
 @click.pass_obj
 def dev_slack_click(obj: Context, execution: str, action: str, user: str, reason: str, alert: str | None,
                     click_only: bool, data_dir: Path | None) -> None:
-    """Click an alert's button as Slack would (signed), on the running `jobplane dev`."""
+    """Click an alert's Slack button as Slack would (signed with JOBPLANE_SLACK_SIGNING_SECRET), on the
+    running `jobplane dev`: the buttons tried without Slack.
+
+    The click opens the modal (views.open to the configured Slack API); then, unless
+    --click-only, the modal's submission with --reason performs the action."""
     from jobplane.contract.environment import RuntimeEnvironment
     from jobplane.contract.slack_interactivity import SIGNING_SECRET
     from jobplane.devserver.runtime import DevError, control_for, read_runtime
