@@ -72,7 +72,8 @@ def test_every_channel_is_one_entry_its_runtime_module_its_helper_and_its_base_m
                              rf'sid\s+= "{secret.sid}"\s+actions\s+= \["secretsmanager:GetSecretValue"\]', functions), secret.sid
             assert (secret.arn_env, secret.key) in notifier_env, secret.arn_env
     # the notifier Lambda gets exactly the channels' secrets besides its own settings
-    own = {E.PORTAL_URL, E.TEAM_CHANNELS, E.DEFAULT_CHANNEL, E.LOG_GROUP, E.TABLE}
+    # (and whether Slack's alerts carry buttons: terraform/platform/slack_actions.tf, issue 68 part 2)
+    own = {E.PORTAL_URL, E.TEAM_CHANNELS, E.DEFAULT_CHANNEL, E.LOG_GROUP, E.TABLE, E.SLACK_INTERACTIVE}
     assert E.FUNCTIONS["jobplane.platform.notifier.handler"] == own | {s.arn_env for s in C.secrets()}
 
 

@@ -270,6 +270,8 @@ resource "aws_lambda_function" "notifier" {
       JOBPLANE_DEFAULT_CHANNEL            = var.default_channel
       JOBPLANE_TABLE                      = aws_dynamodb_table.jobplane.name
       JOBPLANE_LOG_GROUP                  = aws_cloudwatch_log_group.runner.name
+      # "1": alerts carry Slack buttons (slack_actions.tf)
+      JOBPLANE_SLACK_INTERACTIVE = var.slack_interactivity == null ? "" : "1"
     }
   }
   depends_on = [aws_cloudwatch_log_group.notifier]

@@ -40,6 +40,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "dev-login": ("jobplane.cli.local", "dev_login",
                   "Print a new sign-in link of the running `jobplane dev`'s portal (each link is good once, "
                   "for 15 minutes), minted from its dev.json."),
+    "dev-slack-click": ("jobplane.cli.slack_click", "dev_slack_click",
+                        "Click an alert's Slack button as Slack would (signed with JOBPLANE_SLACK_SIGNING_SECRET), on the "
+                        "running `jobplane dev`: the buttons tried without Slack."),
     "run": ("jobplane.cli.operate", "run",
             "Start JOB now (on the running `jobplane dev`, or with --deployment on AWS), and follow it to the end."),
     "rerun": ("jobplane.cli.operate", "rerun",

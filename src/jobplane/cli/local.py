@@ -69,6 +69,7 @@ def dev(obj: Context, reset: bool, data_dir: Path | None, aws_port: int | None, 
     from jobplane.contract.channels import SLACK
     from jobplane.contract.channels import secrets as channel_secrets
     from jobplane.contract.environment import RuntimeEnvironment
+    from jobplane.contract.slack_interactivity import SIGNING_SECRET
     from jobplane.devserver.dev_platform import DevError, DevPlatform, freeze_started_heap
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
@@ -85,7 +86,8 @@ def dev(obj: Context, reset: bool, data_dir: Path | None, aws_port: int | None, 
                            slack_api_url=env.optional(E.SLACK_API_URL),
                            channel_settings={s.value_env: v for s in channel_secrets() if s not in SLACK.secrets
                                              and (v := env.optional(s.value_env))},
-                           run_services=not no_services, faults=faults or config.dev.faults, faults_seed=faults_seed)
+                           run_services=not no_services, faults=faults or config.dev.faults, faults_seed=faults_seed,
+                           slack_signing_secret=env.optional(SIGNING_SECRET))
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

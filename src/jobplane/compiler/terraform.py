@@ -72,6 +72,12 @@ def base_root(config: PlatformConfig) -> JsonObject:
                  "description": f"[deploy] {k} in jobplane.toml (the base module's variable)."}
              for k, v in config.deploy.plain().items()}
     module_vars += list(plain)
+    # Slack buttons (terraform/platform/slack_actions.tf): declared only when set, so a
+    # deployment without them compiles as before
+    slack: JsonObject = ({"slack_interactivity": {"type": "any", "default": None, "description":
+                         "Slack buttons on alerts (the base module's variable; [deploy] slack_signing_secret_arn "
+                         "and [slack] in jobplane.toml)."}} if config.deploy.slack_signing_secret_arn else {})
+    module_vars += list(slack)
     return {
         "terraform": _settings(config, config.terraform.key if config.terraform else None),
         "variable": {
@@ -91,6 +97,7 @@ def base_root(config: PlatformConfig) -> JsonObject:
                        "description": "The portal behind an ALB with OIDC sign-in (the base module's variable "
                                       "'portal'; deploy/portal.example.tfvars.json); null: none."},
             **plain,
+            **slack,
         },
         "provider": _PROVIDER,
         # jobplane.toml's strings are of their own shape (contract/config.py: no '$' or '%' in
@@ -111,14 +118,25 @@ def base_root(config: PlatformConfig) -> JsonObject:
             "log_group": "${module.platform.log_group_name}", "portal_url": "${var.portal_url}"}},
             # the managed policy to attach to operators' roles (the portal's actions)
             "operator_policy_arn": {"description": "Attach to the roles of people who run jobplane --deployment",
-                                    "value": "${module.platform.operator_policy_arn}"}},
+                                    "value": "${module.platform.operator_policy_arn}"},
+            # the Slack app's Interactivity Request URL (docs/notifications.md "Setting up the Slack app")
+            **({"slack_interactivity_url": {"description": "The Slack app's Interactivity Request URL",
+                                            "value": "${module.platform.slack_interactivity_url}"}}
+               if config.deploy.slack_signing_secret_arn else {})},
     }
 
 
 def base_tfvars(config: PlatformConfig) -> JsonObject:
     """The base root's optional variables as jobplane.toml's [deploy] sets them (a file Terraform
     loads itself: contract/deploy_settings.py says why they are committed, not passed)."""
-    return config.deploy.tfvars(config.platform_admins, {t.name: t.members for t in config.teams.values()})
+    out = config.deploy.tfvars(config.platform_admins, {t.name: t.members for t in config.teams.values()})
+    if config.deploy.slack_signing_secret_arn:  # the worker judges a click as the portal does: the same people
+        out["slack_interactivity"] = {
+            "signing_secret_arn": config.deploy.slack_signing_secret_arn, "app_id": config.slack.app_id,
+            "team_id": config.slack.team_id, "users": dict(sorted(config.slack.users.items())),
+            "admins": list(config.platform_admins),
+            "team_members": {t.name: list(t.members) for t in sorted(config.teams.values(), key=lambda t: t.name)}}
+    return out
 
 
 def team_key(config: PlatformConfig, team: str) -> str | None:

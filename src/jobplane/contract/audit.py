@@ -341,9 +341,33 @@ class Reject(Approve):
     ACTION: ClassVar[str] = "reject"
 
 
+@dataclass(frozen=True)
+class Refused(AuditEvent):
+    """An action asked for and refused by the one authorization rule (platform/control/access.py):
+    who asked, for what (``asked``: the action's name, e.g. ``rerun_from_failed_step``), on which
+    execution, and by which way in (``via``: ``Slack``). Nothing else changed; the entry's
+    authority is ``refused``. Written by the Slack buttons (platform/slack_actions/worker.py)."""
+
+    ACTION: ClassVar[str] = "refused"
+    asked: str = ""
+    about: str | None = None
+    via: str = ""
+
+    @property
+    def execution(self) -> str | None:
+        return self.about
+
+    def details(self) -> JsonObject:
+        return {"asked": self.asked, "via": self.via}
+
+    @classmethod
+    def read(cls, action: str, job: str, execution: str | None, details: JsonObject) -> AuditEvent:
+        return cls(job, _str(details.get("asked")) or "", execution, _str(details.get("via")) or "")
+
+
 KINDS: tuple[type[AuditEvent], ...] = (Run, Rerun, Stop, Pause, Resume, Snooze, Unsnooze, Acknowledge, ReleaseClaim, StartBackfill,
                                        CancelBackfill, ResumeBackfill, CatchUp, RerunItems, ResendAlert,
-                                       DeferredRun, BreakGlass, Approve, Reject)
+                                       DeferredRun, BreakGlass, Approve, Reject, Refused)
 _BY_ACTION: dict[str, type[AuditEvent]] = {k.ACTION: k for k in KINDS} | {Rerun.FROM_FAILED_STEP: Rerun}
 
 

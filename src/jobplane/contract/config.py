@@ -16,6 +16,7 @@ from jobplane.contract.blackouts import BlackoutSettings, parse_blackouts
 from jobplane.contract.calendar_config import CalendarSettings, parse_calendars
 from jobplane.contract.deploy_settings import DeploySettings
 from jobplane.contract.root_shards import MAX_ROOTS
+from jobplane.contract.slack_interactivity import SlackApp, parse_slack
 from jobplane.contract.limits import FAULT_PROFILES
 from jobplane.contract.pools import PoolAccess
 from jobplane.contract.types import JsonObject
@@ -162,6 +163,7 @@ class PlatformConfig:
     pool_access: dict[str, PoolAccess] = field(default_factory=dict)
     calendars: CalendarSettings = field(default_factory=CalendarSettings)  # [calendars]: business days
     blackouts: BlackoutSettings = field(default_factory=BlackoutSettings)  # [blackouts]: contract/blackouts.py
+    slack: SlackApp = field(default_factory=SlackApp)  # [slack]: Slack interactivity (contract/slack_interactivity.py)
 
     @property
     def jobs_path(self) -> Path:
@@ -339,7 +341,7 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
     for problem in pool_problems:
         bad(problem)
     unknown_top = set(data) - {"platform", "teams", "dev", "terraform", "deploy", "evaluation", "quotas", "pools", "calendars",
-                          "blackouts"}
+                          "blackouts", "slack"}
     if unknown_top:
         bad(f"unknown sections: {', '.join(sorted(unknown_top))}")
     for shape in shapes:  # every string the compiler may write into Terraform, checked for its own shape
@@ -353,6 +355,11 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
     blackouts, blackout_problems = parse_blackouts(CONFIG_FILE, data.get("blackouts"), set(teams),
                                                    set(calendars.calendars))
     problems.extend(blackout_problems)
+    slack, slack_problems = parse_slack(CONFIG_FILE, data.get("slack"))
+    problems.extend(slack_problems)
+    if deploy is not None and deploy.slack_signing_secret_arn and not slack.configured and not slack_problems:
+        bad("[deploy] slack_signing_secret_arn: Slack buttons need [slack] app_id and team_id (requests of another "
+            "app or workspace are refused by them)")
     if blackouts.windows and blackouts.years[0] > blackouts.years[1]:
         if calendars.years[0] <= calendars.years[1]:
             blackouts = dataclasses.replace(blackouts, years=calendars.years)
@@ -368,7 +375,7 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
     return PlatformConfig(root=root, teams=teams, dev=DevConfig(env=env, services=services, **dev_raw),
                           platform_admins=admins, terraform=backend, deploy=deploy or DeploySettings(),
                           evaluation=evaluation, quotas=dict(quotas), pools=pools, pool_access=pool_access,
-                          calendars=calendars, blackouts=blackouts, **plat)
+                          calendars=calendars, blackouts=blackouts, slack=slack, **plat)
 
 
 def _team_blackout(bad: Callable[[str], None], team: str, raw: object) -> tuple[str, ...]:

@@ -63,6 +63,8 @@ class DeploySettings:
     execution_retention_days: int | None = None
     log_retention_days: int | None = None
     slow_check_schedule: str | None = None
+    #: the Slack app's signing secret: Slack buttons on alerts (terraform/platform/slack_actions.tf)
+    slack_signing_secret_arn: str | None = None
 
     def plain(self) -> dict[str, int | str]:
         """The PLAIN_KEYS this jobplane.toml sets (the base root declares just these: unset, the
@@ -89,7 +91,8 @@ def check_deploy(table: JsonValue) -> tuple[DeploySettings | None, list[str]]:
     if not isinstance(table, dict):
         return None, ["[deploy] must be a table"]
     unknown = set(table) - {"portal_url", *(s.key for s in _channel_secrets()),
-                            "lambda_reserved_concurrency", "vpc_endpoints", "portal", *PLAIN_KEYS}
+                            "lambda_reserved_concurrency", "vpc_endpoints", "portal", *PLAIN_KEYS,
+                            "slack_signing_secret_arn"}
     if unknown:
         problems.append(f"[deploy] has unknown keys: {', '.join(sorted(unknown))}")
     url = table.get("portal_url")
@@ -100,6 +103,10 @@ def check_deploy(table: JsonValue) -> tuple[DeploySettings | None, list[str]]:
         if value is not None and not (isinstance(value, str) and SECRET_ARN_RE.fullmatch(value)):
             problems.append(f"[deploy] {key}: the full ARN of the Secrets Manager secret holding {holding} "
                             "(arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME-AbCdEf)")
+    signing = table.get("slack_signing_secret_arn")
+    if signing is not None and not (isinstance(signing, str) and SECRET_ARN_RE.fullmatch(signing)):
+        problems.append("[deploy] slack_signing_secret_arn: the full ARN of the Secrets Manager secret holding the Slack "
+                        "app's signing secret (arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME-AbCdEf)")
     reserved = table.get("lambda_reserved_concurrency")
     if reserved is not None and not (type(reserved) is int and 0 <= reserved <= 1000):
         problems.append("[deploy] lambda_reserved_concurrency: a whole number, 0-1000")
@@ -148,7 +155,8 @@ def check_deploy(table: JsonValue) -> tuple[DeploySettings | None, list[str]]:
                           channel_secrets=tuple((s.key, table[s.key]) for s in _channel_secrets() if table.get(s.key) is not None),
                           lambda_reserved_concurrency=reserved,
                           vpc_endpoints=endpoints, portal=portal, runner_images_kept=kept,
-                          execution_retention_days=days, log_retention_days=logs, slow_check_schedule=slow), [])
+                          execution_retention_days=days, log_retention_days=logs, slow_check_schedule=slow,
+                          slack_signing_secret_arn=signing), [])
 
 
 #: What a [deploy] value must be: a pattern, a non-empty list of one shape, or a table of shapes

@@ -49,6 +49,14 @@ ALLOWED_HOSTS = "JOBPLANE_ALLOWED_HOSTS"
 ADMINS = "JOBPLANE_ADMINS"
 TEAM_MEMBERS = "JOBPLANE_TEAM_MEMBERS"
 
+# -- Slack buttons (the names: contract/slack_interactivity.py, which the ingress reads on its cold path)
+SLACK_SIGNING_SECRET_ARN = "JOBPLANE_SLACK_SIGNING_SECRET_ARN"
+SLACK_APP_ID = "JOBPLANE_SLACK_APP_ID"
+SLACK_TEAM_ID = "JOBPLANE_SLACK_TEAM_ID"
+SLACK_USERS = "JOBPLANE_SLACK_USERS"
+SLACK_ACTIONS_QUEUE_URL = "JOBPLANE_SLACK_ACTIONS_QUEUE_URL"
+SLACK_INTERACTIVE = "JOBPLANE_SLACK_INTERACTIVE"
+
 DEFAULT_NAME_PREFIX = "jobplane"
 DEFAULT_REGION = "us-east-1"
 #: How long a run's record is kept when the base module does not say (its TTL).
@@ -63,7 +71,13 @@ FUNCTIONS: dict[str, frozenset[str]] = {
     # ChannelSecret's arn_env; tests/test_channels.py holds the two equal)
     "jobplane.platform.notifier.handler": frozenset({PORTAL_URL, SLACK_WEBHOOK_SECRET_ARN, SLACK_BOT_TOKEN_SECRET_ARN,
                                                      WEBHOOK_SECRET_ARN, TEAM_CHANNELS, DEFAULT_CHANNEL, LOG_GROUP,
-                                                     TABLE}),
+                                                     TABLE, SLACK_INTERACTIVE}),
+    # Slack buttons (terraform/platform/slack_actions.tf; contract/slack_interactivity.py spells the SLACK_* ones)
+    "jobplane.platform.slack_actions.ingress.handler": frozenset({SLACK_SIGNING_SECRET_ARN, SLACK_APP_ID, SLACK_TEAM_ID,
+                                                                 SLACK_ACTIONS_QUEUE_URL}),
+    "jobplane.platform.slack_actions.feed.handler": frozenset({NAME_PREFIX, TABLE, TOPIC_ARN, CATALOG, LOG_GROUP,
+                                                              SLACK_BOT_TOKEN_SECRET_ARN, SLACK_APP_ID, SLACK_TEAM_ID,
+                                                              SLACK_USERS, ADMINS, TEAM_MEMBERS}),
     "jobplane.platform.slow.handler": frozenset({NAME_PREFIX, ACCOUNT_ID, TABLE, TOPIC_ARN, CATALOG, LOG_GROUP,
                                                  EXECUTION_RETENTION_DAYS}),
     "jobplane.platform.oidc_secret.handler": frozenset({PORTAL_RULE_ARN, PORTAL_OIDC_SECRET_ARN}),

@@ -55,6 +55,8 @@ if TYPE_CHECKING:  # imported when the platform starts them (the CLI's start-up)
     from jobplane.platform.backfill import Backfills
     from jobplane.platform.local.alerts import AlertFeed
     from jobplane.platform.dead_letters import EventsDeadLetters
+    from jobplane.platform.slack_actions.feed import QueueFeed
+    from jobplane.platform.slack_actions.ingress import Ingress
 
 log = logging.getLogger("jobplane.dev")
 
@@ -76,7 +78,8 @@ class DevPlatform:
                  reset: bool = False, clock: Clock = system_clock, webhook_url: str | None = None,
                  slack_bot_token: str | None = None, slack_api_url: str | None = None,
                  channel_settings: dict[str, str] | None = None, run_scheduler: bool = True, run_services: bool = True, snapshot_interval: float = 5.0,
-                 catch_up_interval: float = 60.0, faults: str | Faults = "none", faults_seed: int = 0):
+                 catch_up_interval: float = 60.0, faults: str | Faults = "none", faults_seed: int = 0,
+                 slack_signing_secret: str | None = None):
         self.config = config
         self.data_dir = Path(data_dir).resolve()
         self.output_dir = self.data_dir / "compiled"
@@ -92,6 +95,11 @@ class DevPlatform:
         self.webhook_url = webhook_url
         self.slack_bot_token = slack_bot_token
         self.slack_api_url = slack_api_url
+        #: Slack interactivity (buttons on the alert, issue 68 part 2): on with the app's signing
+        #: secret, which then also needs the bot token and [slack] app_id and team_id
+        self.slack_signing_secret = slack_signing_secret
+        self.slack_ingress: Ingress | None = None  # the portal's /slack/interactions
+        self.slack_actions: QueueFeed | None = None  # the worker, draining the local queue
         #: the other channels' settings by their variable (JOBPLANE_WEBHOOKS: contract/channels.py)
         self.channel_settings = dict(channel_settings or {})
         self.run_scheduler = run_scheduler
@@ -241,6 +249,8 @@ class DevPlatform:
         if paused:
             log.info("kept paused: %s", ", ".join(paused))
         on_stop("save local state", self.save)  # the last word on the state, once all else stopped
+        if self.slack_signing_secret:  # before the alerts: they carry the buttons
+            on_stop("stop the Slack actions worker", self._start_slack_actions())
         alerts = self.alerts = self._alert_feed()
         if snapshot and snapshot.dead_letters and self.dead_letters is not None:
             log.info("restored %d dead-lettered alerts", self.dead_letters.restore(snapshot.dead_letters))
@@ -343,9 +353,14 @@ class DevPlatform:
         # every channel of the registry (contract/channels.py), its settings named as on AWS
         values = {E.SLACK_WEBHOOK_URL: self.webhook_url, E.SLACK_BOT_TOKEN: self.slack_bot_token,
                   E.SLACK_API_URL: self.slack_api_url, **self.channel_settings}
+        buttons = None
+        if self.slack_actions is not None:
+            from jobplane.platform.slack_actions.store import AlertButtons
+
+            buttons = AlertButtons(self.aws.client("dynamodb"), self.aws.resources["table_name"])
         settings = Settings(RuntimeEnvironment({k: v for k, v in values.items() if v}), self.portal_url,
                             {n: t.channel for n, t in self.config.teams.items() if t.channel}, self.config.default_channel,
-                            self.dead_letters)
+                            self.dead_letters, alert_buttons=buttons)
         try:
             notifier = Notifiers.build(settings)
         except ValueError as e:  # JOBPLANE_SLACK_WEBHOOK_URL / JOBPLANE_SLACK_BOT_TOKEN / JOBPLANE_WEBHOOKS as given
@@ -353,6 +368,38 @@ class DevPlatform:
         return AlertFeed(self.aws.client("sns"), self.aws.client("sqs"), self.aws.resources["topic_arn"],
                          f"{self.config.name_prefix}-local-notifier", notifier, self.aws.client("stepfunctions"),
                          self.aws.step_logs(), self.aws.client("dynamodb"), self.aws.resources["table_name"])
+
+    def _start_slack_actions(self) -> Callable[[], None]:
+        """Slack interactivity as on AWS: the ingress (served by the portal's
+        /slack/interactions) verifies and enqueues to a local queue, a worker thread drains it.
+        Refused at start when a setting it needs is missing: never a route that accepts
+        unverifiable requests, never buttons nothing can answer."""
+        from slack_sdk.web import WebClient
+
+        from jobplane.platform.channels.slack import SLACK_API_URL
+        from jobplane.platform.control.access import Access
+        from jobplane.platform.slack_actions.feed import QueueFeed
+        from jobplane.platform.slack_actions.ingress import Ingress
+        from jobplane.platform.slack_actions.store import AlertButtons
+        from jobplane.platform.slack_actions.worker import Worker
+
+        assert self.aws is not None and self.control is not None
+        if not self.slack_bot_token:
+            raise DevError("Slack buttons (JOBPLANE_SLACK_SIGNING_SECRET) need the app's bot token too "
+                           "(JOBPLANE_SLACK_BOT_TOKEN): the modal and the update are Web API calls")
+        sqs = self.aws.client("sqs")
+        queue = sqs.create_queue(QueueName=f"{self.config.name_prefix}-slack-actions")["QueueUrl"]
+        try:
+            self.slack_ingress = Ingress(self.slack_signing_secret, self.config.slack,
+                                         lambda text: sqs.send_message(QueueUrl=queue, MessageBody=text))
+        except ValueError as e:
+            raise DevError(f"Slack buttons: {e}") from None
+        worker = Worker(self.control, AlertButtons(self.aws.client("dynamodb"), self.aws.resources["table_name"]),
+                        WebClient(token=self.slack_bot_token, base_url=self.slack_api_url or SLACK_API_URL),
+                        self.config.slack, Access.from_config(self.config))
+        self.slack_actions = QueueFeed(sqs, queue, worker)
+        self.slack_actions.start()
+        return self.slack_actions.stop
 
     def _close_interrupted(self, running: list[JsonObject]) -> list[str]:
         """Runs that were executing when the last `jobplane dev` died without stopping them:
@@ -435,8 +482,9 @@ class DevPlatform:
                                               AuthSettings(mode="dev", dev_user=self.config.dev.dev_user,
                                                            dev_login=self._login_token, dev_host=self.portal_host),
                                               base_url=self.portal_url)
-        server = uvicorn.Server(uvicorn.Config(create_app(settings, self.control), log_level="warning",
-                                               lifespan="off"))
+        app = create_app(settings, self.control)
+        app.state.slack_ingress = self.slack_ingress  # /slack/interactions (None: it refuses)
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
         self.portal = server
         thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="portal", daemon=True)
         thread.start()

@@ -98,12 +98,17 @@ def handler(event: JsonObject, context: object = None) -> JsonObject:
     import boto3
 
     env = RuntimeEnvironment.from_environment()
-    notifier = Notifiers.build(Settings(env, env.portal_url, env.team_channels, env.optional(environment.DEFAULT_CHANNEL),
-                                        secret=lambda s: _secret(env.optional(s.arn_env))))
-    sfn, logs = boto3.client("stepfunctions"), StepLogs(boto3.client("logs"), env.required(environment.LOG_GROUP))
     # a map's failed items (platform/map_alert.py), a job's failures in a row (platform/alert_streak.py)
     table = env.optional(environment.TABLE)
     ddb = boto3.client("dynamodb") if table else None
+    buttons = None
+    if env.optional(environment.SLACK_INTERACTIVE) == "1" and ddb is not None and table:  # Slack buttons: slack_actions/
+        from jobplane.platform.slack_actions.store import AlertButtons
+
+        buttons = AlertButtons(ddb, table)
+    notifier = Notifiers.build(Settings(env, env.portal_url, env.team_channels, env.optional(environment.DEFAULT_CHANNEL),
+                                        secret=lambda s: _secret(env.optional(s.arn_env)), alert_buttons=buttons))
+    sfn, logs = boto3.client("stepfunctions"), StepLogs(boto3.client("logs"), env.required(environment.LOG_GROUP))
     results = []
     for record in event.get("Records", []):
         message = NotificationMessage.model_validate_json(record["Sns"]["Message"])

@@ -84,9 +84,11 @@ def routes() -> list[RouteGroup | Mount]:
     from swagger_ui_bundle import swagger_ui_path
 
     from jobplane.portal import (api, approval_pages, backfill_api, backfill_pages, base_routes, deadline_api,
-                                 deadline_pages, map_api, pages, pictures_api, report_api, timeline_pages)
+                                 deadline_pages, map_api, pages, pictures_api, report_api, slack_interactions,
+                                 timeline_pages)
 
     return [RouteGroup(base_routes.open_router, signed_in=False),  # the health probe, `jobplane dev`'s sign-in
+            RouteGroup(slack_interactions.router, signed_in=False),  # Slack signs its requests instead
             RouteGroup(api.router), RouteGroup(backfill_api.router), RouteGroup(deadline_api.router),
             RouteGroup(deadline_pages.router), RouteGroup(pictures_api.router), RouteGroup(timeline_pages.router),
             RouteGroup(report_api.router), RouteGroup(report_api.pages_router), RouteGroup(report_api.metrics_router),

@@ -13,13 +13,16 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from jobplane.contract.channels import CHANNELS, Channel, ChannelSecret
 from jobplane.contract.environment import RuntimeEnvironment
 from jobplane.contract.notifications import NotificationMessage, subscribed
 from jobplane.contract.statuses import DEFAULT_EVENTS
 from jobplane.platform.channels.common import DeadLetterSink
+
+if TYPE_CHECKING:
+    from jobplane.platform.slack_actions.store import AlertButtons
 
 
 class ChannelNotifier(Protocol):
@@ -44,6 +47,9 @@ class Settings:
     default_channel: str | None = None
     dead_letters: DeadLetterSink | None = None
     secret: Callable[[ChannelSecret], str | None] | None = None
+    #: where a channel that supports actions records its buttons' ids (Slack's, when its
+    #: interactivity is configured: platform/slack_actions/); None: no buttons
+    alert_buttons: AlertButtons | None = None
 
     def value(self, secret: ChannelSecret) -> str | None:
         """The secret's value: the environment's own (``jobplane dev``, tests), else read by ARN."""

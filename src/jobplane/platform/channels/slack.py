@@ -41,6 +41,7 @@ from jobplane.platform.channels.common import (DeadLetterSink, _duration, alert_
 
 if TYPE_CHECKING:
     from jobplane.platform.channels import Settings
+    from jobplane.platform.slack_actions.store import AlertButtons
 
 log = logging.getLogger("jobplane.platform.notifier")  # the name it logged under before the registry
 
@@ -208,7 +209,7 @@ def webhooks_of(setting: str | None) -> dict[str, str]:
 class SlackNotifier:
     def __init__(self, webhook_url: str | None, routing: Routing, portal_url: str = "",
                  dead_letters: DeadLetterSink | None = None, timeout: int = 5, retries: int = 3, *,
-                 bot_token: str | None = None, api_url: str = SLACK_API_URL):
+                 bot_token: str | None = None, api_url: str = SLACK_API_URL, buttons: AlertButtons | None = None):
         self.webhooks = webhooks_of(webhook_url)
         if bot_token is not None and not bot_token.startswith("xoxb-"):
             raise ValueError("the Slack bot token is a bot user token, xoxb-...")
@@ -219,6 +220,9 @@ class SlackNotifier:
         self.dead_letters = dead_letters
         self.timeout = timeout
         self.retries = retries
+        #: the buttons' store (issue 68 part 2): set when Slack interactivity is configured, and
+        #: used only with the bot token (chat.update needs the message the app itself posted)
+        self.buttons = buttons
 
     @property
     def delivers(self) -> bool:
@@ -240,12 +244,16 @@ class SlackNotifier:
         return WebClient(token=self.bot_token, base_url=self.api_url, timeout=self.timeout,
                          retry_handlers=self._retries())
 
-    def _post(self, channel: str | None, text: str, rendered: list[Block]) -> tuple[bool, str]:
-        """One delivery: (delivered, why not)."""
+    def _post(self, channel: str | None, text: str, rendered: list[Block],
+              message: NotificationMessage | None = None) -> tuple[bool, str]:
+        """One delivery: (delivered, why not). With ``message`` and the buttons' store, the
+        alert's action buttons (platform/slack_actions/) are added to this post."""
         try:
             if self.bot_token:
                 if not channel:
                     return False, "no channel to post to: set the job's notify channels or a team or default channel"
+                if message is not None and self.buttons is not None:
+                    return self._post_with_buttons(channel, text, rendered, message)
                 self.web_client.chat_postMessage(channel=channel, text=text, blocks=rendered)
                 return True, ""
             url = self.webhooks.get(channel or "") or self.webhooks.get(ANY_CHANNEL)
@@ -259,6 +267,30 @@ class SlackNotifier:
             return False, f"Slack API error: {e.response.get('error')}"
         except Exception as e:  # timeouts and connection errors after the retries
             return False, f"{type(e).__name__}: {e}"
+
+    def _post_with_buttons(self, channel: str, text: str, rendered: list[Block],
+                           message: NotificationMessage) -> tuple[bool, str]:
+        """The post with its buttons: the alert's random id recorded first (what the buttons
+        carry), then the post, then where it landed (what a click's action updates)."""
+        from jobplane.platform.slack_actions.registry import offered, window_of
+        from jobplane.platform.slack_actions.render import with_buttons
+
+        assert self.buttons is not None
+        actions = offered(message)
+        base = [b.to_dict() for b in rendered]
+        if not actions:
+            self.web_client.chat_postMessage(channel=channel, text=text, blocks=rendered)
+            return True, ""
+        try:
+            alert = self.buttons.mint(message.job, message.team, message.execution, str(message.event), actions,
+                                      window_of(message), base)
+        except Exception:  # noqa: BLE001 - the buttons' record cannot be written: the alert still goes, without them
+            log.exception("no buttons on %s's alert of %s", message.job, message.execution)
+            self.web_client.chat_postMessage(channel=channel, text=text, blocks=rendered)
+            return True, ""
+        answer = self.web_client.chat_postMessage(channel=channel, text=text, blocks=with_buttons(base, alert, actions))
+        self.buttons.posted(alert, str(answer.get("channel") or channel), str(answer.get("ts") or ""))
+        return True, ""
 
     def notify(self, message: NotificationMessage) -> list[str]:
         """Deliver to every routed channel; returns what happened per channel ('sent', 'logged',
@@ -277,7 +309,7 @@ class SlackNotifier:
                 log.warning("%s", console_text(message, channel, self.portal_url))
                 results.append("logged")
                 continue
-            ok, reason = self._post(channel, text, rendered)
+            ok, reason = self._post(channel, text, rendered, message)
             if ok:
                 results.append("sent")
                 continue
@@ -295,4 +327,5 @@ def build(settings: Settings) -> SlackNotifier:
     webhook, token = SLACK.secrets
     return SlackNotifier(settings.value(webhook), Routing(dict(settings.team_channels or {}), settings.default_channel),
                          settings.portal_url, settings.dead_letters, bot_token=settings.value(token),
-                         api_url=settings.env.optional(environment.SLACK_API_URL) or SLACK_API_URL)
+                         api_url=settings.env.optional(environment.SLACK_API_URL) or SLACK_API_URL,
+                         buttons=settings.alert_buttons)
