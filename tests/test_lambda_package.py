@@ -596,6 +596,12 @@ def recorded_calls(recorded: list[dict[str, Any]]) -> list[Call]:
             calls.append(Call(f"dynamodb:{op}", table(params["TableName"]), {}, why))
         elif service in ("states", "stepfunctions") and op == "StartExecution":
             calls.append(Call("states:StartExecution", params["stateMachineArn"], {}, why))
+        elif service in ("states", "stepfunctions") and op in ("ListStateMachineVersions", "ListExecutions",
+                                                               "DeleteStateMachineVersion"):
+            # the version pruning: authorized on the state machine's (unqualified) ARN
+            # (https://docs.aws.amazon.com/step-functions/latest/dg/auth-version-alias.html)
+            arn = params.get("stateMachineArn") or params["stateMachineVersionArn"].rsplit(":", 1)[0]
+            calls.append(Call(f"states:{op}", arn, {}, why))
         elif service in ("states", "stepfunctions"):  # botocore names the service stepfunctions
             calls.append(Call(f"states:{op}", params["executionArn"], {}, why))
         elif service == "sns":

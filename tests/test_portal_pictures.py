@@ -377,9 +377,12 @@ def test_the_timeline_draws_the_days_runs_by_team_with_the_pools_use(page, platf
     expect(page.locator(f"table.timeline-runs tr[data-execution='{pooled[1]}']")).to_contain_text("waited from")
     # filters: a status, a team
     page.select_option("select[name=status]", "FAILED")
-    page.click("form.timeline-filters button[type=submit]")
+    with page.expect_navigation():  # the form's GET loads the filtered page: read it once it has
+        page.click("form.timeline-filters button[type=submit]")
+    expected_failed = {x.execution for x in records if x.status == "FAILED"}
+    expect(page.locator("svg.timeline g.run")).to_have_count(len(expected_failed))
     failed = {b.get_attribute("data-execution") for b in page.locator("svg.timeline g.run").all()}
-    assert failed == {x.execution for x in records if x.status == "FAILED"} and runs["failed"] in failed
+    assert failed == expected_failed and runs["failed"] in failed
     page.goto(f"/timeline?day={day}&team=growth")
     expect(page.locator("svg.timeline g.run")).to_have_count(len([x for x in records if x.team == "growth"]))
     # the API: the same runs and pools
@@ -461,7 +464,8 @@ def test_the_next_24_hours_fires_by_team_with_the_pools_expected_demand(page, pl
     expect(page.locator("svg.timeline-next g.pool-demand[data-pool='ledger-db']")).to_have_attribute("data-slots-max", "2")
     # the team filter
     page.select_option("select[name=team]", "growth")
-    page.click("form.timeline-filters button[type=submit]")
+    with page.expect_navigation():  # the filtered page, not the one the form was on
+        page.click("form.timeline-filters button[type=submit]")
     growth = {r.get_attribute("data-job") for r in page.locator("svg.timeline-next g.job-fires").all()}
     assert growth == {n for n in expected if control.entries[n].team == "growth"}
     expect(page.locator("svg.timeline-next g.pool-demand")).to_have_count(0)  # no growth job holds a pool

@@ -611,6 +611,9 @@ PLAN_READS: dict[str, list[tuple[str, str]]] = {
     "aws_lambda_function": [("lambda:GetFunction", FUNCTION), ("lambda:GetFunctionCodeSigningConfig", FUNCTION),
                             ("lambda:ListVersionsByFunction", FUNCTION)],
     "aws_lambda_permission": [("lambda:GetPolicy", FUNCTION)],
+    "aws_lambda_function_url": [("lambda:GetFunctionUrlConfig", FUNCTION)],
+    "aws_lambda_event_source_mapping": [("lambda:GetEventSourceMapping", _arn("lambda", "event-source-mapping:0a1b2c3d")),
+                                        ("lambda:ListTags", _arn("lambda", "event-source-mapping:0a1b2c3d"))],
     "aws_lambda_invocation": [],  # its result lives in the state
     "aws_cloudwatch_log_group": [("logs:DescribeLogGroups", VIEW),
                                  ("logs:ListTagsForResource", _arn("logs", "log-group:/jobplane/runner"))],

@@ -169,6 +169,8 @@ data "aws_iam_policy_document" "plan_limits" {
       "sns:GetTopicAttributes", "sns:GetSubscriptionAttributes", "sns:ListTagsForResource",
       "lambda:GetFunction", "lambda:GetFunctionCodeSigningConfig", "lambda:GetFunctionConcurrency", "lambda:GetPolicy",
       "lambda:ListVersionsByFunction", "lambda:ListTags",
+      # the Slack buttons' ingress function URL (terraform/platform/slack_actions.tf)
+      "lambda:GetFunctionUrlConfig",
       "logs:ListTagsForResource", "logs:ListTagsLogGroup",
       "s3:GetBucketAcl", "s3:GetBucketCORS", "s3:GetBucketLogging", "s3:GetBucketObjectLockConfiguration",
       "s3:GetBucketOwnershipControls", "s3:GetBucketPolicy", "s3:GetBucketPublicAccessBlock", "s3:GetBucketRequestPayment",
@@ -195,6 +197,15 @@ data "aws_iam_policy_document" "plan_limits" {
       "${local.arn}:s3:::${var.name_prefix}-catalog-*",
       "${local.arn}:ssm:*:${local.account}:parameter/${var.name_prefix}/platform/*",
     ]
+  }
+  statement {
+    # the Slack buttons' worker's queue mapping (terraform/platform/slack_actions.tf): an event
+    # source mapping's ARN is its random UUID, so the read is on the account's mappings; it holds
+    # no data (its function and queue and batch settings)
+    # (https://docs.aws.amazon.com/service-authorization/latest/reference/list_awslambda.html)
+    sid       = "ReadEventSourceMappings"
+    actions   = ["lambda:GetEventSourceMapping", "lambda:ListTags"]
+    resources = ["${local.arn}:lambda:*:${local.account}:event-source-mapping:*"]
   }
   statement {
     # the KMS key (its ARN is a random id) and the secrets the job files look up by name (each

@@ -53,8 +53,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                "on AWS). While `jobplane dev` is not running, its last saved state, with the next fires of cron "
                "schedules and the open episodes of missed fires."),
     "report": ("jobplane.cli.reports", "report",
-               "JOB's month: runs by outcome, success rate, median and p95 duration, start delay, missed fires, the "
-               "deadline kept and the failures, computed from the run records (exact)."),
+               "JOB's month (or, with --team, every job of a team): runs by outcome, success rate, median and p95 "
+               "duration, start delay, missed fires, the deadline kept and the failures, computed from the run "
+               "records (exact)."),
     "logs": ("jobplane.cli.operate", "logs",
              "Print the step logs of EXECUTION (every attempt, in the order they ran), read from CloudWatch "
              "Logs (of `jobplane dev`, or with --deployment on AWS); while `jobplane dev` is stopped, from its "

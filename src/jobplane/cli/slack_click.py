@@ -44,7 +44,7 @@ def dev_slack_click(obj: Context, execution: str, action: str, user: str, reason
         runtime, control = read_runtime(data), control_for(data)
     except DevError as e:
         raise click.ClickException(str(e)) from None
-    store = AlertButtons(control.ddb, control.deployment.table)
+    store = AlertButtons(control.context.ddb, control.context.deployment.table)
     alert = alert or next(iter(store.of_execution(execution)), None)
     record = store.get(alert) if alert else None
     if record is None:

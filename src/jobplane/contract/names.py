@@ -12,7 +12,8 @@ LIMITS = {"state machine": 80, "schedule": 64, "IAM role": 64, "task definition 
 #: with it at apply ("EntityAlreadyExists"), so validation refuses such a job name.
 BASE_MODULE_SUFFIXES = ("endpoints", "events", "events-dlq", "execution-status", "notifier", "operator", "portal",
                         "portal-alb", "portal-exec", "portal-oidc-secret", "reconciler", "runner", "runner-exec",
-                        "runner-logging", "runner-task", "scheduler-dlq", "slow-check", "workflow-observability")
+                        "runner-logging", "runner-task", "scheduler-dlq", "slack-actions", "slack-actions-dlq",
+                        "slack-ingress", "slack-worker", "slow-check", "workflow-observability")
 
 
 def base_module_names(prefix: str) -> set[str]:

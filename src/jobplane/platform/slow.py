@@ -20,6 +20,7 @@ from jobplane.contract.catalog import CatalogJob
 from jobplane.contract.notifications import NotificationMessage, Outcome, event_of, publish
 from jobplane.contract.statuses import Event, ExecutionStatus
 from jobplane.contract.clock import iso_millis, parse_iso
+from jobplane.platform.context import PlatformContext
 from jobplane.platform.control import ControlPlane, NotFound
 from jobplane.platform.control.reads import Reads
 from jobplane.contract.types import Client, JsonObject
@@ -93,10 +94,10 @@ def _repair_pauses(control: ControlPlane) -> list[str]:
     return repaired
 
 
-def _version_pruning(control: ControlPlane, retention_days: int) -> VersionPruning:
+def _version_pruning(context: PlatformContext, retention_days: int) -> VersionPruning:
     """The pruning of the deployed jobs' state machine versions (platform/sfn_versions.py)."""
-    deployment = control.context.deployment
-    return VersionPruning(control.context.sfn, lambda: [deployment.state_machine_arn(j) for j in control.reads.entries],
+    deployment = context.deployment
+    return VersionPruning(context.sfn, lambda: [deployment.state_machine_arn(j) for j in context.entries],
                           retention_days)
 
 
@@ -171,7 +172,7 @@ def handler(event: JsonObject, context: object = None) -> JsonObject:
                        ("pool_slots_released", PoolSweep(context.ddb, deployment.table, context.sfn).check),
                        # published versions past PRUNE_ABOVE of a state machine, deleted before
                        # the quota of 1,000 (platform/sfn_versions.py)
-                       ("versions_pruned", _version_pruning(control, env.execution_retention_days).check)):
+                       ("versions_pruned", _version_pruning(context, env.execution_retention_days).check)):
         try:
             result[key] = check()
         except Exception as e:
