@@ -30,6 +30,18 @@ users = {{ {BEN} = "ben@example.com" }}
 """
 
 
+#: An approval step Aiko may decide (a named approver): Ben (growth) may not.
+SIGN_OFF = """\
+local jp = import 'jobplane.libsonnet';
+{
+  name: 'sign-slack',
+  team: 'billing',
+  steps: [jp.approval('sign-off', { approvers: ['aiko@example.com'], prompt: 'Send the invoices?' }),
+          jp.shell('send', ['sh', '-c', 'echo sent'])],
+}
+"""
+
+
 def wait_for(predicate, timeout: float = 90.0, what: str = "condition"):  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -52,6 +64,7 @@ def platform(tmp_path_factory: pytest.TempPathFactory, slack: SlackApi) -> Itera
     root = tmp_path_factory.mktemp("buttons") / "repo"
     make_repo(root)
     (root / "jobplane.toml").write_text((root / "jobplane.toml").read_text() + SLACK_TOML)
+    (root / "jobs" / "billing" / "sign-slack.jsonnet").write_text(SIGN_OFF)
     p = DevPlatform(load_config(root), root.parent / "data", 0, 0, clock=FakeClock(utc("2027-03-01T10:00:30")),
                     slack_bot_token=BOT_TOKEN, slack_api_url=slack.api_url, slack_signing_secret=SECRET,
                     run_scheduler=False, run_services=False, snapshot_interval=3600).start()
@@ -272,9 +285,10 @@ def test_the_base_modules_roles_allow_every_call_of_the_ingress_the_worker_and_t
     assert denied_calls(statements, worker) == []
     # each statement is needed by one of these calls, but those of what AWS calls for the function
     # (its logs, traces), of its start (the bot token) and of the catalog (jobplane dev's control
-    # plane has it in memory; on AWS the worker reads its job's entry as the periodic Lambda does)
+    # plane has it in memory; on AWS the worker reads its job's entry as the periodic Lambda does),
+    # and an approval's decision (proven needed by the approval test below)
     for i, statement in enumerate(statements):
-        if statement.get("sid") not in ("Tracing", "Logs", "BotToken", "ReadCatalog", "ListCatalog"):
+        if statement.get("sid") not in ("Tracing", "Logs", "BotToken", "ReadCatalog", "ListCatalog", "DecideApprovals"):
             assert denied_calls(statements[:i] + statements[i + 1:], worker), statement.get("sid")
     ingress_iam = iam_calls(ingress_calls)
     assert {c.action for c in ingress_iam} == {"sqs:SendMessage"}
@@ -338,3 +352,61 @@ def test_jobplane_dev_slack_click_snoozes_from_the_alert_and_a_refused_action_is
     assert any("could not acknowledge: flaky-load has no unacknowledged failure" in t for t in said)
     assert store_of(platform).claimed(record.id, "acknowledge") is None  # may be tried again
     assert not [e for e in platform.control.audit(500) if e.action == "acknowledge_failure" and e.execution == name]
+
+
+def test_an_approval_is_approved_from_its_request_in_slack_by_a_named_approver_only(
+        platform: DevPlatform, slack: SlackApi) -> None:
+    """The approval request carries Approve and Reject; Ben (not an approver) is refused before
+    any form opens; Aiko's approval goes through the approvals' own decision (audited via Slack)
+    and the run goes on to its end."""
+    from typing import Any
+
+    import base_module as bm
+    from iam_calls import calls_into, iam_calls
+    from iam_policy import denied_calls
+    from jobplane.platform.approvals import ApprovalReminders
+
+    assert platform.control is not None and platform.slack_actions is not None
+    name = platform.control.run_now("sign-slack", "dev@localhost")
+    arn = platform.deployment.execution_arn("sign-slack", name)
+    wait_for(lambda: _pending(platform, name), what="the approval to wait")
+    ApprovalReminders(platform.control, platform.aws.client("sns"), platform.deployment.topic_arn).check()
+    store = store_of(platform)
+    alert = wait_for(lambda: next(iter(store.of_execution(name)), None), what="the approval request's buttons")
+    record = wait_for(lambda: (r := store.get(alert)) and r.ts and r, what="the request's post")
+    assert record.actions == ("approve", "reject") and record.event == "APPROVAL"
+    before = len(platform.slack_actions.handled)
+    assert clicks.send(url(platform), SECRET, clicks.body_of(
+        clicks.click(platform.config.slack, BEN, record, "approve")))[0] == 200
+    assert handled(platform, before + 1)[before:] == ["refused"]
+    assert [json.loads(e.details) for e in audit_of(platform, name, "refused")] == [{"asked": "approve", "via": "Slack"}]
+    feed = platform.slack_actions
+    feed.stop()  # the worker's calls recorded as it drains: what its role must allow on AWS
+    worker_calls: list[dict[str, Any]] = []
+    try:
+        for body in (clicks.click(platform.config.slack, AIKO, record, "approve"),
+                     clicks.submission(platform.config.slack, AIKO, record, "approve", "totals checked")):
+            assert clicks.send(url(platform), SECRET, clicks.body_of(body))[0] == 200
+        with calls_into(worker_calls):
+            while len(feed.handled) < before + 3:
+                feed.drain()
+    finally:
+        feed.start()
+    results = feed.handled[before + 1:before + 3]
+    assert results == ["modal opened", "done: sign-off approved: the run goes on"], results
+    worker = [c for c in iam_calls(worker_calls) if not c.action.startswith("s3:")]  # dev: the catalog in memory
+    assert {"states:SendTaskSuccess", "dynamodb:Query", "dynamodb:UpdateItem"} <= {c.action for c in worker}
+    statements = bm.policy_statements("slack_worker", {"name_prefix": platform.config.name_prefix})
+    assert denied_calls(statements, worker) == []
+    assert denied_calls([s for s in statements if s.get("sid") != "DecideApprovals"], worker)  # needed
+    [entry] = audit_of(platform, name, "approve")
+    assert (entry.actor, entry.reason, json.loads(entry.details)) == (
+        "aiko@example.com", "totals checked", {"step": "sign-off", "via": "slack"})
+    assert platform.aws.wait(arn, timeout=300).status == "SUCCEEDED"  # a hang guard, not a time assert
+
+
+def _pending(platform: DevPlatform, name: str) -> list:  # type: ignore[type-arg]
+    from jobplane.platform.approvals import Approvals
+
+    assert platform.control is not None
+    return [a for a in Approvals(platform.control).of_run(name) if a.pending]

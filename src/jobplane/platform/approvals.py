@@ -203,14 +203,10 @@ class Approvals:
                            {"execution": execution, "status": a.status})
         return pending[0]
 
-    def decide(self, execution: str, actor: Actor | str, decision: ca.Decision | str, reason: str,
-               via: str = "portal", step: str | None = None) -> Approval:
-        """Approve or reject the approval ``execution`` waits on, as ``actor``: authorized,
-        checked, audited, first decision wins. Returns the approval as decided."""
-        decision = ca.Decision(decision)
-        if via not in VIAS:
-            raise Invalid(f"via is one of {', '.join(VIAS)}", {"via": via})
-        check_reason(reason, required=decision is ca.Decision.REJECT)
+    def authorized(self, execution: str, actor: Actor | str, step: str | None = None) -> tuple[Approval, Authorized]:
+        """The approval ``execution`` waits on and ``actor``'s right to decide it, or the refusal
+        (Forbidden; NotFound, Conflict when nothing waits): what :meth:`decide` checks first, and
+        what a Slack button checks before it opens its form (platform/slack_actions/registry.py)."""
         approval = self.waiting(execution, step)
         person = as_actor(actor)
         named = approver_authority(person, approval)
@@ -220,6 +216,17 @@ class Approvals:
         refused = may_decide(who.actor, approval)
         if refused:
             raise Forbidden(refused, {"actor": who.actor.name, "execution": execution, "step": approval.step})
+        return approval, who
+
+    def decide(self, execution: str, actor: Actor | str, decision: ca.Decision | str, reason: str,
+               via: str = "portal", step: str | None = None) -> Approval:
+        """Approve or reject the approval ``execution`` waits on, as ``actor``: authorized,
+        checked, audited, first decision wins. Returns the approval as decided."""
+        decision = ca.Decision(decision)
+        if via not in VIAS:
+            raise Invalid(f"via is one of {', '.join(VIAS)}", {"via": via})
+        check_reason(reason, required=decision is ca.Decision.REJECT)
+        approval, who = self.authorized(execution, actor, step)
         status = ca.ApprovalStatus.APPROVED if decision is ca.Decision.APPROVE else ca.ApprovalStatus.REJECTED
         event = (audit.Approve if decision is ca.Decision.APPROVE else audit.Reject)(
             approval.job, execution, approval.step, via)

@@ -1,6 +1,7 @@
 """The actions a Slack button can ask for: one :class:`ButtonAction` each in :data:`ACTIONS`
-(its name, the button's words, when an alert offers it, and its handler), so adding one (the
-approval steps' Approve and Reject) is one entry and one function.
+(its name, the button's words, when an alert offers it, its handler and, where it is not the
+one rule on the alert's job, who may ask for it), so adding one is one entry and one function:
+the approval steps' Approve and Reject are two (platform/approvals.py decides).
 
 Every handler is an action the portal already has, called on the control plane as the person
 who clicked (:class:`SlackPerson`): the one authorization rule decides, the audit entry is the
@@ -58,6 +59,9 @@ class ButtonAction:
     perform: Callable[[Act], str]
     #: Slack's button style: "primary", "danger" or None
     style: str | None = None
+    #: who may ask for it (Forbidden if not), before the form opens and again when it is sent;
+    #: None: the one rule on the alert's job (platform/control/access.py)
+    authorize: Callable[[ControlPlane, AlertRecord, Actor], None] | None = None
 
 
 FAILURES = (Event.FAILED.value, Event.TIMED_OUT.value)
@@ -117,6 +121,29 @@ def _missed(message: NotificationMessage) -> bool:
             and bool(message.scheduled_time) and bool(message.finished_at))
 
 
+def _approval(message: NotificationMessage) -> bool:
+    """An approval step's request or reminder (jp.approval): someone must decide."""
+    return message.event == Event.APPROVAL.value and not message.summary and bool(message.execution)
+
+
+def _may_decide(plane: ControlPlane, alert: AlertRecord, actor: Actor) -> None:
+    """An approval's own rule: its named approvers (people or teams, any team's), else the one
+    rule on its job; never the person who started the run under four eyes (platform/approvals.py)."""
+    from jobplane.platform.approvals import Approvals
+
+    Approvals(plane).authorized(alert.execution, actor)
+
+
+def _decide(decision: str) -> Callable[[Act], str]:
+    def perform(act: Act) -> str:
+        from jobplane.platform.approvals import Approvals
+
+        approval = Approvals(act.plane).decide(act.alert.execution, act.actor, decision, act.reason, via="slack")
+        return f"{approval.step} {'approved: the run goes on' if decision == 'approve' else 'rejected: the run ends REJECTED'}"
+
+    return perform
+
+
 ACTIONS: dict[str, ButtonAction] = {a.name: a for a in (
     ButtonAction("rerun_from_failed_step", "Re-run from failed step", "Re-run from failed step",
                  lambda m: _failure(m) and bool(m.outcome.step), _rerun_failed_step, "primary"),
@@ -126,6 +153,8 @@ ACTIONS: dict[str, ButtonAction] = {a.name: a for a in (
     ButtonAction("acknowledge", "Acknowledge", "Acknowledge failure", _failure, _acknowledge),
     ButtonAction("snooze_1d", "Snooze 1 day", "Snooze alerts 1 day", _failure, _snooze),
     ButtonAction("backfill", "Backfill missed fires", "Backfill missed fires", _missed, _backfill, "primary"),
+    ButtonAction("approve", "Approve", "Approve", _approval, _decide("approve"), "primary", _may_decide),
+    ButtonAction("reject", "Reject", "Reject", _approval, _decide("reject"), "danger", _may_decide),
 )}
 
 

@@ -82,9 +82,12 @@ class Worker:
         if isinstance(actor, str):
             return actor
         try:
-            self.plane.authorize(actor, record.job)
+            self._authorize(action, record, actor)
         except Forbidden as e:
             return self.refuse(record, action, actor, user, str(e), "")
+        except ControlError as e:  # nothing to decide any more (an approval decided, gone)
+            self._thread(record, f"<@{user}>: {_text(e)}")
+            return f"not offered: {e}"
         claim = self.store.claimed(record.id, action)
         if claim is not None:
             self._thread(record, f"<@{user}>: {ACTIONS[action].label.lower()} was already done from this alert by "
@@ -118,9 +121,12 @@ class Worker:
             return actor
         reason = reason_of(view)
         try:
-            self.plane.authorize(actor, record.job)
+            self._authorize(action, record, actor)
         except Forbidden as e:
             return self.refuse(record, action, actor, user, str(e), reason)
+        except ControlError as e:
+            self._thread(record, f"<@{user}>: {_text(e)}")
+            return f"not done: {e}"
         spec = ACTIONS[action]
         claim = self.store.claim(record.id, action, actor.name)
         if claim is not None:  # a repeated or replayed submission, or someone else first
@@ -148,6 +154,14 @@ class Worker:
         return f"done: {line}"
 
     # -- the parts -------------------------------------------------------------------------------
+    def _authorize(self, action: str, record: AlertRecord, actor: SlackPerson) -> None:
+        """The action's own rule if it has one (an approval's approvers), else the one rule."""
+        rule = ACTIONS[action].authorize
+        if rule is not None:
+            rule(self.plane, record, actor)
+        else:
+            self.plane.authorize(actor, record.job)
+
     def _actor(self, record: AlertRecord, user: str) -> SlackPerson | str:
         """The person who clicked, or what came of not knowing them (said in the thread)."""
         try:
