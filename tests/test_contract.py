@@ -48,7 +48,7 @@ def _all_states(definition: dict[str, Any], in_branch: bool = False):
 
 
 STEP_HELPERS = {sn.Role.POOL, sn.Role.POOL_CLAIM, sn.Role.POOL_BACKOFF, sn.Role.POOL_WAIT, sn.Role.POOL_RELEASE,
-                sn.Role.POOL_WAITING, sn.Role.POOL_RUNNING, sn.Role.ITEMS_KEY, sn.Role.EXPECT,
+                sn.Role.POOL_WAITING, sn.Role.POOL_RUNNING, sn.Role.ITEMS_KEY, sn.Role.ITEM_FAILED, sn.Role.EXPECT,
                 sn.Role.APPROVAL_TIMEOUT, sn.Role.APPROVAL_REJECTED}
 
 

@@ -176,9 +176,10 @@ class _ItemBuilder:
     def step_failure_state(self, step: Step, status: ExecutionStatus, into: Graph, record: bool) -> str:
         name = sn.step_failed(step.name) if status == ExecutionStatus.FAILED else sn.step_timed_out(step.name)
         if name not in into:
-            into.add(name, _put(self.job, self.m, status.value, sn.FAIL, self.outer.ddb_retry))
-        if sn.FAIL not in into:
-            into.add(sn.FAIL, _ItemFail(comment=f"the item failed: the Map counts it against tolerated_failures"))
+            into.add(name, _put(self.job, self.m, status.value, sn.item_failed(self.m.name), self.outer.ddb_retry))
+        if sn.item_failed(self.m.name) not in into:
+            into.add(sn.item_failed(self.m.name),
+                     _ItemFail(comment="the item failed: the Map counts it against tolerated_failures"))
         return name
 
     def retry_loop(self, step: Step, into: Graph) -> str:

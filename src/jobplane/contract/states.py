@@ -56,6 +56,7 @@ class Role(str, Enum):
     POOL_WAITING = "pool waiting"  # a map item found its pool full: its item record says WAITING
     POOL_RUNNING = "pool running"  # a map item that waited holds its slots: its item record says RUNNING
     ITEMS_KEY = "items key"  # a map draws where its list is written and read (contract/map_items.py)
+    ITEM_FAILED = "item failed"  # a map item's end when it failed (the Map counts it against its tolerance)
     EXPECT = "expect"  # a step's expectations: read and judged, warned of, failed (compiler/expect_states.py)
     BLACKOUT = "blackout"  # a scheduled fire inside a blackout window: decided, recorded (contract/blackouts.py)
     APPROVAL_TIMEOUT = "approval timeout"  # an approval nobody decided in time: marked, then its on_timeout
@@ -168,6 +169,14 @@ def infra_wait(step: str) -> str:
 
 def step_failed(step: str) -> str:
     return f"{step}: failed"
+
+
+def item_failed(map_step: str) -> str:
+    """A map item's Fail state (its child's end): named for the map, not ``Fail``, because a
+    state machine's state names are one namespace, the Map's item processor included ("State
+    names MUST be unique within the scope of the whole state machine",
+    https://states-language.net/spec.html#states-fields)."""
+    return f"{map_step}: item failed"
 
 
 def step_timed_out(step: str) -> str:
@@ -295,12 +304,13 @@ _SUFFIXES = {"check": Role.CHECK, "retry": Role.RETRY, "wait": Role.WAIT, "faile
              **{x: Role.EXPECT for x in EXPECT_SUFFIXES},
              "pool running": Role.POOL_RUNNING, "approval timeout": Role.APPROVAL_TIMEOUT,
              "rejected": Role.APPROVAL_REJECTED, "items key": Role.ITEMS_KEY, "rerun items key": Role.ITEMS_KEY,
+             "item failed": Role.ITEM_FAILED,
              **{pool_release("", o)[2:]: Role.POOL_RELEASE for o in POOL_RELEASE_OUTCOMES}}
 _NUMBERED = ("check", "wait", "infra retry", "infra wait")
 _STEP_STATE = re.compile(r"^(?P<step>[a-z][a-z0-9_-]*)(?: #(?P<n>[1-9]\d*))?"
                          r"(?:: (?P<suffix>check|retry|wait|failed|timed out|done|infra retry|infra wait"
                          r"|pool|pool claim|pool backoff|pool wait|pool claim again|pool check|pool held|pool waiting|pool running"
-                         r"|items key|rerun items key|approval timeout|rejected"
+                         r"|items key|rerun items key|item failed|approval timeout|rejected"
                          r"|expect|expect check|expect warn|expect failed|expect retry|expect baseline|expect keep"
                          r"|pool release(?: \((?:check|failed|timed out)\))?))?$")
 
