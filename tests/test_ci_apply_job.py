@@ -24,16 +24,21 @@ GIT = ["git", "-c", "user.email=ci@example.com", "-c", "user.name=ci", "-c", "in
 PARAMETER = "/jobplane-ci/acme/jobs/applied-commit"
 LOCK_FIXTURE = Path(__file__).parent / "fixtures" / "provider-lock" / "providers.lock.hcl"
 
-#: `aws ssm get-parameter` / `put-parameter` against a file, as the AWS CLI answers them
+#: the base root's published runner image (terraform/platform/published.tf), for name_prefix "jobplane"
+PUBLISHED_IMAGE = "/jobplane/platform/runner_image"
+
+#: `aws ssm get-parameter` / `put-parameter` against a file, as the AWS CLI answers them: the
+#: applied commit, and the runner image the base root published (read only: the fake terraform
+#: below publishes it when the base root applies)
 AWS = """#!{python}
 import sys
 from pathlib import Path
-store = Path({store!r})
 args = sys.argv[1:]
 with open({calls!r}, "a") as f:
     f.write("aws " + " ".join(args) + "\\n")
 name = args[args.index("--name") + 1]
-assert name == {parameter!r}, name
+assert name in ({parameter!r}, {published!r}), name
+store = Path({store!r} if name == {parameter!r} else {published_store!r})
 if args[:2] == ["ssm", "get-parameter"]:
     if not store.exists():
         sys.stderr.write("An error occurred (ParameterNotFound) when calling the GetParameter operation: \\n")
@@ -56,6 +61,7 @@ class Pipeline:
     def __init__(self, tmp: Path, locked: bool = True) -> None:
         self.repo, self.bin, self.calls = tmp / "repo", tmp / "bin", tmp / "calls"
         self.store, self.cache = tmp / "parameter", tmp / "workspace" / ".terraform-plugin-cache"
+        self.published = tmp / "published-runner-image"
         self.repo.mkdir()
         for rel in ("jobplane.toml", "jobs", "terraform/platform", "scripts", "requirements", "examples"):
             src = ROOT / rel
@@ -66,11 +72,15 @@ class Pipeline:
         subprocess.run([*GIT, "init", "-q", str(self.repo)], check=True)
         self.bin.mkdir()
         (self.bin / "aws").write_text(AWS.format(python=sys.executable, store=str(self.store), calls=str(self.calls),
-                                                 parameter=PARAMETER))
-        # terraform: records each call with the plugin cache it saw; an apply of $FAIL_ROOT fails
+                                                 parameter=PARAMETER, published=PUBLISHED_IMAGE,
+                                                 published_store=str(self.published)))
+        # terraform: records each call with the plugin cache it saw; an apply of $FAIL_ROOT fails;
+        # the base root's apply publishes its runner image, as terraform/platform/published.tf does
         (self.bin / "terraform").write_text(
             f'#!/bin/sh\necho "terraform $* cache=$TF_PLUGIN_CACHE_DIR" >> {self.calls}\n'
-            'case "$*" in *"-chdir=$FAIL_ROOT apply"*) [ -n "$FAIL_ROOT" ] && exit 1;; esac\nexit 0\n')
+            'case "$*" in *"-chdir=$FAIL_ROOT apply"*) [ -n "$FAIL_ROOT" ] && exit 1;; esac\n'
+            f'case "$*" in *"-chdir=terraform/jobs/base apply"*) printf %s "$TF_VAR_runner_image" > {self.published};; esac\n'
+            'exit 0\n')
         # the Lambda build is recorded, not run (it downloads wheels); any other python runs
         (self.bin / "python").write_text(f'#!/bin/sh\nif [ "$1" = scripts/build_lambda.py ]; then exit 0; fi\n'
                                          f'exec {sys.executable} "$@"\n')
@@ -87,13 +97,16 @@ class Pipeline:
         return subprocess.run([*GIT, "-C", str(self.repo), "rev-parse", "HEAD"], check=True, capture_output=True,
                               text=True).stdout.strip()
 
-    def run(self, sha: str, fail_root: str = "") -> tuple[int, list[str]]:
-        """The apply job's step for the push of ``sha``: its exit status and the roots it applied."""
+    def run(self, sha: str, fail_root: str = "", image: str = "repo:c1-first") -> tuple[int, list[str]]:
+        """The apply job's step for the push of ``sha`` with the runner image the build step named
+        (its tag names the image's inputs: scripts/runner_image_tag.py): its exit status and the
+        roots it applied."""
         self.calls.write_text("")
         env = {"PATH": f"{self.bin}:{Path(sys.executable).parent}:{os.environ['PATH']}", "HOME": str(self.repo.parent),
                "GITHUB_SHA": sha, "TF_PLUGIN_CACHE_DIR": str(self.cache), "FAIL_ROOT": fail_root,
                **{k: v for k, v in apply_step()["env"].items() if "${{" not in v},
-               "EVENT": "push", "APPLIED_PARAMETER": PARAMETER, "TF_VAR_runner_image": f"repo:{sha}",
+               "EVENT": "push", "APPLIED_PARAMETER": PARAMETER, "TF_VAR_runner_image": image,
+               "JOBPLANE_RUNNER_IMAGE": image,
                # what `github.event.before` is for this push (its parent: one commit per push)
                "BEFORE": subprocess.run([*GIT, "-C", str(self.repo), "rev-parse", f"{sha}^"], capture_output=True,
                                         text=True).stdout.strip() or "0" * 40}
@@ -122,10 +135,9 @@ def test_a_cancelled_pending_runs_roots_are_applied_by_the_next_run(tmp_path: Pa
     assert status == 0 and applied == ["terraform/jobs/base", "terraform/jobs/teams/billing",
                                        "terraform/jobs/teams/growth", "terraform/jobs/teams/platform"]
     assert pipeline.recorded() == base
-    # billing and growth take every new runner image (a task definition of their own, a runner
-    # function); platform's root changes only with its jobs
+    # the same runner image (its inputs unchanged): a root is applied when its jobs change
     a = pipeline.push("A", "jobs/growth/partner-api-sync.jsonnet")
-    status, applied = pipeline.run(a)  # A: its roots (the image's base, billing and growth)
+    status, applied = pipeline.run(a)  # A: its roots
     assert status == 0 and "terraform/jobs/teams/growth" in applied and "terraform/jobs/teams/platform" not in applied
     assert pipeline.recorded() == a
     pipeline.push("B", "jobs/platform/nightly-maintenance.jsonnet")  # pending while A ran: cancelled by C
@@ -173,7 +185,7 @@ def test_after_the_apply_the_pipeline_keeps_each_deployed_definition() -> None:
     assert names.index("Keep each deployed definition") == names.index("Keep paused jobs paused") + 1
     assert 'jobplane record-definitions --deployment "$RUNNER_TEMP/jobplane-deployment.json"' in step["run"]
     assert '--commit "$GITHUB_SHA" --image "$IMAGE"' in step["run"]
-    assert step["env"]["IMAGE"] == "${{ vars.JOBPLANE_RUNNER_REPOSITORY }}:${{ github.sha }}"
+    assert step["env"]["IMAGE"] == "${{ steps.image.outputs.image }}"
 
 
 def test_without_a_committed_provider_lock_the_apply_refuses_to_run_and_says_how_to_make_one(tmp_path: Path) -> None:
@@ -194,3 +206,41 @@ def test_without_a_committed_provider_lock_the_apply_refuses_to_run_and_says_how
     locked = pipeline.push("lock")
     status, applied = pipeline.run(locked)
     assert status == 0 and len(applied) == 4 and pipeline.recorded() == locked
+
+
+def test_a_merge_that_keeps_the_runner_image_applies_only_the_roots_it_changes(tmp_path: Path) -> None:
+    """Issue 69 part 1: the runner image is in every job's definition digest, which the compile
+    takes from JOBPLANE_RUNNER_IMAGE (the build step's tag, named for the image's inputs). A
+    merge that edits one growth job and keeps the image applies growth (and what its jobs'
+    catalog touches), not billing, whose task definitions carry the image: with the commit as
+    the tag, every merge changed the image and so every root."""
+    pipeline = Pipeline(tmp_path)
+    base = pipeline.push("base")
+    assert pipeline.run(base, image="repo:c1-same")[0] == 0
+    assert pipeline.published.read_text() == "repo:c1-same"
+    catalog = (pipeline.repo / "terraform/jobs/teams/billing/catalog.json").read_text()
+    assert '"runner_image":"repo:c1-same"' in catalog.replace(" ", "")  # the compile saw the image
+    a = pipeline.push("A", "jobs/growth/partner-api-sync.jsonnet")
+    status, applied = pipeline.run(a, image="repo:c1-same")
+    assert status == 0 and "terraform/jobs/teams/growth" in applied, applied
+    assert "terraform/jobs/teams/billing" not in applied and "terraform/jobs/teams/platform" not in applied, applied
+
+
+def test_a_new_runner_image_applies_every_root(tmp_path: Path) -> None:
+    """Issue 69 part 1: a new image changes every job's digest, and with it every schedule's
+    input, so every root is applied, though the merge changed no definition; the image the
+    deployment ran is read from the base root's published parameter before the base applies.
+    A deployment upgraded from commit tags (its published image is `repo:<sha>`) takes the same
+    path once."""
+    pipeline = Pipeline(tmp_path)
+    base = pipeline.push("base")
+    assert pipeline.run(base, image="repo:0123abc")[0] == 0  # as deployed before: the commit's tag
+    b = pipeline.push("B", "jobs/growth/partner-api-sync.jsonnet")
+    status, applied = pipeline.run(b, image="repo:c1-new")
+    assert status == 0 and applied == ["terraform/jobs/base", "terraform/jobs/teams/billing",
+                                       "terraform/jobs/teams/growth", "terraform/jobs/teams/platform"], applied
+    assert "runner image: repo:0123abc -> repo:c1-new (every root)" in pipeline.output
+    assert pipeline.published.read_text() == "repo:c1-new" and pipeline.recorded() == b
+    c = pipeline.push("C", "jobs/platform/nightly-maintenance.jsonnet")
+    status, applied = pipeline.run(c, image="repo:c1-new")  # the image kept: C's roots only
+    assert status == 0 and "terraform/jobs/teams/platform" in applied and "terraform/jobs/teams/billing" not in applied

@@ -59,10 +59,16 @@ def environment(workspace: Path) -> dict[str, str]:
     (bin_dir / "python").write_text(f'#!/bin/sh\nif [ "$1" = scripts/build_lambda.py ]; then\n'
                                     f'  echo "$PWD $*" >> {workspace / "python-calls"}; exit 0\nfi\n'
                                     f'exec {sys.executable} "$@"\n')
-    for tool in ("terraform", "python"):
+    # aws: the base root's published runner image (terraform/platform/published.tf), the one
+    # parameter the plan step reads
+    (bin_dir / "aws").write_text(
+        f'#!/bin/sh\necho "aws $*" >> {workspace / "aws-calls"}\n'
+        'case "$*" in "ssm get-parameter --name /jobplane/platform/runner_image "*) echo repo:c1-deployed; exit 0;; esac\n'
+        'exit 254\n')
+    for tool in ("terraform", "python", "aws"):
         (bin_dir / tool).chmod(0o755)
     return {"PATH": f"{bin_dir}:{Path(sys.executable).parent}:{os.environ['PATH']}", "HOME": str(workspace),
-            "TF_VAR_runner_image": "repo:abc", **workflow_env(workspace)}
+            "RUNNER_REPOSITORY": "repo", **workflow_env(workspace)}
 
 
 def workflow_env(workspace: Path) -> dict[str, str]:
@@ -102,6 +108,9 @@ def test_the_plan_runs_the_pull_requests_definitions_never_its_code(workspace: P
     planned = {c.split("-chdir=")[1].split()[0] for c in plans}
     assert planned == {"terraform/jobs/teams/billing"}, planned  # only the root the change touches
     assert all(c.split()[0] == str(trusted) for c in calls)
+    # compiled with the image the deployment runs (issue 69 part 1: it is in every digest, so any
+    # other would show every schedule of the root changing)
+    assert '"runner_image":"repo:c1-deployed"' in (trusted / "terraform/jobs/teams/billing/catalog.json").read_text()
     # the roots hold what the compiler wrote (the team's shared roles among it), nothing of the pull request's
     for root in planned:
         assert sorted(p.name for p in (trusted / root).iterdir()) == sorted(

@@ -33,7 +33,8 @@ def test_what_it_runs_exists_here() -> None:
         assert path in text and (ROOT / path).exists()
     assert "jobplane validate" in text and "jobplane plan --against-ref" in text and "jobplane compile" in text
     assert 'terraform -chdir="$root" apply' in text and "jobplane plan --against-ref" in text
-    assert "--roots --image-changed" in text  # options the CLI has: tests/test_compile.py runs them
+    assert "--roots" in text and "--against-ref" in text  # options the CLI has: tests/test_compile.py runs them
+    assert "scripts/runner_image_tag.py" in text and (ROOT / "scripts/runner_image_tag.py").exists()
 
 
 def test_the_plan_comment_quotes_what_the_pull_request_names_without_letting_it_write_markdown(tmp_path: Path) -> None:
@@ -95,15 +96,34 @@ def _run_build_step(tmp_path: Path, found: str, media: str = "application/vnd.do
         f'#!/bin/sh\necho "aws $*" >> {calls}\n'
         'case "$*" in *batch-get-image*) echo "$MEDIA"; exit 0;; esac\n'
         'exit "${FOUND:-254}"\n')
-    (bin_dir / "docker").write_text(f'#!/bin/sh\necho "docker $*" >> {calls}\nexit 0\n')
-    for tool in ("aws", "docker"):
+    # docker: `buildx imagetools inspect` answers as its documented default output does, a
+    # "Digest:" line (https://docs.docker.com/reference/cli/docker/buildx/imagetools/inspect/)
+    (bin_dir / "docker").write_text(
+        f'#!/bin/sh\necho "docker $*" >> {calls}\n'
+        f'case "$*" in "buildx imagetools inspect "*) printf "Name:      %s\\nMediaType: x\\nDigest:    %s\\n" "$4" "{APP_DIGEST}";; esac\n'
+        'exit 0\n')
+    (bin_dir / "python").write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
+    for tool in ("aws", "docker", "python"):
         (bin_dir / tool).chmod(0o755)
-    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "APP_IMAGE": "app:1", "TAG": "abc123",
+    output = tmp_path / "github-output"
+    output.write_text("")
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "APP_IMAGE": "app:1", "GITHUB_OUTPUT": str(output),
            "RUNNER_REPOSITORY": "123456789012.dkr.ecr.us-east-1.amazonaws.com/team/jobplane-runner",
            "FOUND": found, "MEDIA": media}
     calls.write_text("")
-    done = subprocess.run(["bash", "-e", "-c", step["run"]], env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=60)
     return done, calls.read_text().splitlines()
+
+
+APP_DIGEST = "sha256:" + "ab" * 32
+
+
+def _tag() -> str:
+    """The tag the build step names its image with: scripts/runner_image_tag.py's, of this checkout."""
+    done = subprocess.run([sys.executable, "scripts/runner_image_tag.py", "--app-image-digest", APP_DIGEST], cwd=ROOT,
+                          capture_output=True, text=True, check=True)
+    return done.stdout.strip()
 
 
 def test_a_rerun_of_the_apply_does_not_push_its_image_again(tmp_path: Path) -> None:
@@ -113,10 +133,35 @@ def test_a_rerun_of_the_apply_does_not_push_its_image_again(tmp_path: Path) -> N
     for found, built in (("0", False), ("254", True)):
         done, lines = _run_build_step(tmp_path, found)
         assert done.returncode == 0, done.stderr
-        assert lines[0] == ("aws ecr describe-images --repository-name team/jobplane-runner "
-                            "--image-ids imageTag=abc123")
-        docker = [line.split()[:2] for line in lines if line.startswith("docker ")]
+        aws = [line for line in lines if line.startswith("aws ")]
+        assert aws[0] == ("aws ecr describe-images --repository-name team/jobplane-runner "
+                          f"--image-ids imageTag={_tag()}")
+        docker = [line.split()[:2] for line in lines if line.startswith("docker ") and "imagetools" not in line]
         assert docker == ([["docker", "build"], ["docker", "push"]] if built else [])
+
+
+def test_the_runner_image_is_tagged_by_its_inputs_and_built_from_the_app_images_digest(tmp_path: Path) -> None:
+    """Issue 69 part 1: the image is in every job's definition digest, so its tag names what it is
+    built from (scripts/runner_image_tag.py), not the commit; the application image is resolved
+    to its digest, the build is FROM that digest, and the step hands the image to the steps
+    after it (`steps.image.outputs.image`: the apply's compile, TF_VAR_runner_image and the
+    recorded definitions)."""
+    import yaml
+
+    done, lines = _run_build_step(tmp_path, "254")
+    assert done.returncode == 0, done.stderr
+    assert "docker buildx imagetools inspect app:1" in lines
+    build = next(line.split() for line in lines if line.startswith("docker build "))
+    assert build[build.index("--build-arg") + 1] == f"APP_IMAGE=app:1@{APP_DIGEST}"
+    image = f"123456789012.dkr.ecr.us-east-1.amazonaws.com/team/jobplane-runner:{_tag()}"
+    assert build[build.index("-t") + 1] == image and f"docker push {image}" in lines
+    assert (tmp_path / "github-output").read_text() == f"image={image}\n"
+    apply = {s.get("name"): s for s in yaml.safe_load(WORKFLOW.read_text())["jobs"]["apply"]["steps"]}
+    assert apply["Build and push the runner image"]["id"] == "image"
+    for name, key in (("Compile and apply, base first", "TF_VAR_runner_image"),
+                      ("Compile and apply, base first", "JOBPLANE_RUNNER_IMAGE"),
+                      ("Keep each deployed definition", "IMAGE")):
+        assert apply[name]["env"][key] == "${{ steps.image.outputs.image }}", (name, key)
 
 
 def test_the_runner_image_is_built_for_one_platform_without_attestations(tmp_path: Path) -> None:
@@ -127,7 +172,7 @@ def test_the_runner_image_is_built_for_one_platform_without_attestations(tmp_pat
     single image manifest is on the build's command line (removing any fails here)."""
     done, lines = _run_build_step(tmp_path, "254")
     assert done.returncode == 0, done.stderr
-    build = next(line.split() for line in lines if line.startswith("docker build"))
+    build = next(line.split() for line in lines if line.startswith("docker build "))
     for flag in (["--platform", "linux/amd64"], ["--provenance=false"], ["--sbom=false"]):
         at = build.index(flag[0])
         assert build[at:at + len(flag)] == flag, (flag, build)
@@ -145,7 +190,7 @@ def test_the_pipeline_fails_when_the_pushed_image_is_an_index(tmp_path: Path) ->
                           ("None", False)):
             done, lines = _run_build_step(tmp_path, found, media)
             assert (done.returncode == 0) is ok, (found, media, done.stdout, done.stderr)
-            assert ("aws ecr batch-get-image --repository-name team/jobplane-runner --image-ids imageTag=abc123 "
+            assert (f"aws ecr batch-get-image --repository-name team/jobplane-runner --image-ids imageTag={_tag()} "
                     "--query images[0].imageManifestMediaType --output text") in lines
             if not ok:
                 assert "not one image manifest" in done.stdout and "--provenance=false" in done.stdout
