@@ -84,3 +84,45 @@ def test_the_dev_runner_identity_changes_with_the_runner_code(tmp_path: Path) ->
     assert before == local_runner_image() and before.startswith("jobplane-runner:local@")
     (package / "runner" / "steps.py").write_text((package / "runner" / "steps.py").read_text() + "\n# changed\n")
     assert identity(package) != before
+
+
+def test_a_rerun_after_a_new_image_is_stamped_with_what_it_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Step Functions version pins the state machine, not the runner image (a step runs the
+    deployed task definition or function). A re-run of a run made on image A, after image B was
+    deployed with the same steps, runs B and is stamped with B's definition, not A's (which it
+    was, with the version kept, while it ran B); with the steps changed as well, it is refused,
+    naming the image and --current, and --current runs the deployed definition."""
+    from jobplane.platform.control.errors import Conflict
+    from jobplane.platform.definitions import DefinitionStore
+    from test_definition_versions import CHECK, step_order
+
+    repo = Repo(tmp_path)
+    write_job(repo, "ledger", steps=WORK)
+    with LocalAWS(env={"PYTHONPATH": str(ROOT / "tests")}) as aws:
+        deployed = Deployed(repo, aws, compiled(repo, monkeypatch, IMAGE_A))
+        aws.deploy_output(repo.path / "out")
+        failed = run_to_end(deployed, "ledger", mode="fail")
+        ran = failed.input.definition
+        kept = DefinitionStore(aws.client("s3"), f"{aws.prefix}-catalog").get("ledger", ran)
+        assert failed.status == "FAILED" and kept is not None and kept.version is not None  # A's version exists
+        deployed.catalog = compiled(repo, monkeypatch, IMAGE_B)
+        aws.deploy_output(repo.path / "out")
+        control = deployed.control()
+        name = control.runs.rerun(failed.execution, "alice", from_failed_step=False, params={"mode": "ok"})
+        again = deployed.ended("ledger", name)
+        assert again.status == "SUCCEEDED" and again.input.definition == deployed.definition("ledger") != ran
+        # the steps changed as well: the old version would run them on B, stamped A: refused
+        write_job(repo, "ledger", steps=f"{WORK}, {CHECK}")
+        deployed.catalog = compiled(repo, monkeypatch, IMAGE_B)
+        aws.deploy_output(repo.path / "out")
+        control = deployed.control()
+        with pytest.raises(Conflict) as refused:
+            control.runs.rerun(failed.execution, "alice", from_failed_step=False, params={"mode": "ok"})
+        message = refused.value.message
+        assert f"image: {IMAGE_A} -> {IMAGE_B}" in message and "does not pin the runner image" in message
+        assert "--current" in message
+        name = control.runs.rerun(failed.execution, "alice", from_failed_step=False, params={"mode": "ok"},
+                                  current=True)
+        run = aws.wait(f"{aws.state_machines['ledger'].replace(':stateMachine:', ':execution:')}:{name}", timeout=300)
+        assert run.status == "SUCCEEDED" and step_order(run.states_entered) == ["work", "check"]
+        assert deployed.ended("ledger", name).input.definition == deployed.definition("ledger")

@@ -194,23 +194,34 @@ class Runs:
         what changed, for a changed step list must never silently run instead. A run whose
         definitions were not recorded cannot be compared: refused the same way unless
         ``current``. A run from before definitions were stamped (no digest) re-runs the deployed
-        one, as every re-run did before them."""
+        one, as every re-run did before them.
+
+        A version pins the state machine, not the runner image (a step runs the task definition
+        family's latest revision, the runner function as deployed), so a definition whose image
+        differs from the deployed one cannot be run as it was: when that is the only kind of
+        change (no step, no state machine), the re-run runs, and is stamped with, the deployed
+        definition; when its steps changed too, it is refused like a definition without a
+        version, for a re-run stamped with the old image would say it ran code it did not."""
         deployed, ran = entry.definition, original.input.definition
         if current or deployed is None or ran is None or ran == deployed:
             return deployed
-        if self.version_of(original.job, ran) is not None:
-            return ran
         from jobplane.contract import definition_digest
         from jobplane.platform.definition_history import compare
 
+        versioned = self.version_of(original.job, ran) is not None
         comparison = compare(self.context, original.job, original.execution, ran, original.job, "deployed", deployed)
         changes = comparison.changes
+        new_image = changes is not None and any(c.what == "image" for c in changes)
+        if versioned and not new_image:
+            return ran
         if changes is not None and not any(c.what.startswith("step") or c.what == "state machine" for c in changes):
             return deployed
         shown = "; ".join(c.line() for c in (changes or [])[:5]) if changes else "not recorded, so not comparable"
+        why = ("which a re-run cannot run as it was: a Step Functions version does not pin the runner image"
+               if versioned else "which is no longer deployed")
         raise Conflict(f"{original.execution} ran definition {definition_digest.short(ran)}; {original.job} now runs "
                        f"{definition_digest.short(deployed)} ({shown}). A re-run runs the definition of the run it "
-                       "re-runs, which is no longer deployed: re-run with --current (the portal: \"run the current "
+                       f"re-runs, {why}: re-run with --current (the portal: \"run the current "
                        "definition\") to run the deployed one",
                        {"execution": original.execution, "definition": ran, "deployed": deployed,
                         "changes": [c.line() for c in changes] if changes else None})
