@@ -791,7 +791,7 @@ def snooze(obj: Context, job: str, for_: str | None, until: str | None, reason: 
     if (for_ is None) == (until is None):
         raise click.UsageError("give --for DURATION or --until ISO-TIME")
     if for_ is not None:
-        from jobplane.compiler.model import parse_duration
+        from jobplane.compiler.durations import parse_duration
 
         try:
             end = datetime.now(timezone.utc) + timedelta(seconds=parse_duration(for_))

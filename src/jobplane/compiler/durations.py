@@ -1,7 +1,7 @@
-"""A definition's durations ('90s', '15m', '2h', '1h30m', '1d', or seconds), for a step kind's own
-fields: the kinds cannot import compiler/model.py (it imports the kinds' registry: no import
-cycle, tests/test_layers.py). The same grammar and messages as model.py ``parse_duration``
-(tests/test_approvals.py holds the two equal); model.py may import this one when next touched."""
+"""A definition's durations ('90s', '15m', '2h', '1h30m', '1d', or seconds): one grammar for the
+job's and steps' fields (compiler/model.py) and a step kind's own (an approval's timeout). Here,
+not in model.py, because the kinds cannot import the model (it imports the kinds' registry: no
+import cycle, tests/test_layers.py). Why strings: '2h' reads better than 7200."""
 
 from __future__ import annotations
 
@@ -30,5 +30,6 @@ def parse_duration(value: JsonValue) -> int:
     raise ValueError(f"{quoted(value)} is not a duration: use seconds or a string like '90s', '15m', '2h', '1h30m'")
 
 
+#: Seconds, or a string such as '90s', '15m', '2h', '1h30m', '1d'.
 Duration = Parsed(parse_duration, {"anyOf": [{"type": "integer", "exclusiveMinimum": 0},
                                              {"type": "string", "minLength": 1, "pattern": DURATION_RE.pattern}]})

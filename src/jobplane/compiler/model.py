@@ -17,6 +17,7 @@ from typing import Any, Literal
 from jobplane.compiler import kinds as kinds_registry
 from jobplane.compiler.fields import (Anything, Bool, Choice, describe_value, Int, ListOf, Loc, MapOf, Model, Nested, Nullable, Number,
                                      Parsed, Problems, Slot, Str, field)
+from jobplane.compiler.durations import Duration, parse_duration
 from jobplane.compiler.kinds import GroupKind, StepKind
 from jobplane.compiler.params import ParamsType
 from jobplane.contract.params import FireDefaults, ParamSet, declared as declared_params
@@ -46,30 +47,8 @@ PARAMETER_ARN_RE = re.compile(r"^arn:aws[a-z-]*:ssm:[a-z0-9-]+:\d{12}:parameter(
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SECRETISH_RE = re.compile(r"(PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|PRIVATE_?KEY|CREDENTIAL)", re.I)
 SLACK_CHANNEL_RE = re.compile(r"^#[a-z0-9][a-z0-9._-]{0,79}$")
-_DURATION_RE = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 
 MAX_ATTEMPTS = 10
-
-
-def parse_duration(value: JsonValue) -> int:
-    """Seconds from 90, '90s', '15m', '2h', '1h30m' or '1d'. Why strings: '2h' reads better than 7200."""
-    if isinstance(value, bool):
-        raise ValueError("a duration is a number of seconds or a string like '15m'")
-    if isinstance(value, (int, float)):
-        if value <= 0 or int(value) != value:
-            raise ValueError(f"{quoted(value)} is not a positive whole number of seconds")
-        return int(value)
-    if isinstance(value, str) and value and (m := _DURATION_RE.match(value.strip())):
-        d, h, mi, s = (int(x or 0) for x in m.groups())
-        total = d * 86400 + h * 3600 + mi * 60 + s
-        if total > 0:
-            return total
-    raise ValueError(f"{quoted(value)} is not a duration: use seconds or a string like '90s', '15m', '2h', '1h30m'")
-
-
-#: Seconds, or a string such as '90s', '15m', '2h', '1h30m', '1d'.
-Duration = Parsed(parse_duration, {"anyOf": [{"type": "integer", "exclusiveMinimum": 0},
-                                             {"type": "string", "minLength": 1, "pattern": _DURATION_RE.pattern}]})
 
 
 @dataclass(frozen=True, kw_only=True)
