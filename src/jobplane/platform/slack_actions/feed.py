@@ -7,54 +7,26 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 
 from jobplane.contract.types import Client, JsonObject
+from jobplane.platform.queue_poller import QueuePoller
 from jobplane.platform.slack_actions.worker import Worker
 
 log = logging.getLogger(__name__)
 
 
-class QueueFeed:
+class QueueFeed(QueuePoller):
+    name = "slack-actions"
+
     def __init__(self, sqs: Client, queue_url: str, worker: Worker):
-        self.sqs, self.queue_url, self.worker = sqs, queue_url, worker
+        super().__init__(sqs, queue_url)
+        self.worker = worker
         self.handled: list[str] = []  # what came of each, in order (tests, the console)
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
-    def drain(self, wait_seconds: int = 0) -> int:
-        out = self.sqs.receive_message(QueueUrl=self.queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=wait_seconds)
-        count = 0
-        for m in out.get("Messages", []):
-            try:
-                result = self.worker.handle(json.loads(m["Body"]))
-            except Exception:
-                log.exception("Slack interaction not handled; it stays queued and is retried")
-                continue
-            log.info("Slack interaction: %s", result)
-            self.handled.append(result)
-            self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=m["ReceiptHandle"])
-            count += 1
-        return count
-
-    def start(self) -> None:
-        self._stop.clear()  # started again after a stop
-        self._thread = threading.Thread(target=self._run, name="slack-actions", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                if not self.drain(wait_seconds=1):
-                    self._stop.wait(0.2)
-            except Exception:
-                log.exception("Slack actions poll failed")
-                self._stop.wait(1)
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread:
-            self._thread.join(timeout=10)
+    def handle(self, body: str) -> None:
+        result = self.worker.handle(json.loads(body))
+        log.info("Slack interaction: %s", result)
+        self.handled.append(result)
 
 
 _WORKER: Worker | None = None
