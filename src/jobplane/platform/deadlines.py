@@ -431,14 +431,7 @@ class DeadlineWatch:
                                                        iso_millis(self.clock())))
 
     def _metric(self, line: Callable[[], str]) -> None:
-        """Write a decision's metric line: best effort after the decision is recorded (a line
-        that fails to build or write is logged, never the reason a decision is taken again)."""
-        if self.metrics is None:
-            return
-        try:
-            self.metrics(line())
-        except Exception:  # noqa: BLE001 - the records, not the metrics, are the deadline's truth
-            log.exception("a deadline metric line was not written")
+        run_metrics.write_best_effort(self.metrics, line, "a deadline")
 
     def _recover(self, entry: CatalogJob, known: FireOutcome, success: ExecutionRecord) -> bool:
         """Note that a breached fire's run SUCCEEDED (once: a conditional update)."""

@@ -517,14 +517,10 @@ class MissedFires:
 
     def _metric(self, entry: CatalogJob, at: str) -> None:
         """A recorded missed fire's metric line (``RunMissed``): best effort, after the record."""
-        if self.metrics is None:
-            return
         from jobplane.platform import run_metrics
 
-        try:
-            self.metrics(run_metrics.missed_line(entry.team, entry.name, at))
-        except Exception:  # noqa: BLE001 - the MISSED record, not the metric, is the ledger's truth
-            log.exception("the missed fire metric line of %s was not written", entry.name)
+        run_metrics.write_best_effort(self.metrics, lambda: run_metrics.missed_line(entry.team, entry.name, at),
+                                      f"the missed fire of {entry.name}")
 
     def _open(self, entry: CatalogJob, first: str, new: int, cause: str, ledger: JobState) -> bool:
         """Open the job's episode of missed fires (True: this pass opened it, so it alerts), or

@@ -17,7 +17,8 @@ deadline decided is the deadline check's: ``DeadlineMet`` and ``DeadlineSlack``
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import logging
+from collections.abc import Callable, Iterable
 
 from jobplane.contract import emf
 from jobplane.contract.attempts import Attempt
@@ -27,6 +28,20 @@ from jobplane.contract.statuses import ExecutionStatus, Trigger
 from jobplane.platform.step_progress import StepProgress
 
 _FAILED = (ExecutionStatus.FAILED.value, ExecutionStatus.TIMED_OUT.value, ExecutionStatus.ABORTED.value)
+
+log = logging.getLogger(__name__)
+
+
+def write_best_effort(metrics: Callable[[str], None] | None, line: Callable[[], str], what: str) -> None:
+    """Write a decision's metric line once the decision is recorded. The records, not the metrics,
+    are the truth (EMF delivery is at least once), so a line that fails to build or to be written
+    is logged, never the reason a decision is taken again. ``what``: the log's name for it."""
+    if metrics is None:
+        return
+    try:
+        metrics(line())
+    except Exception:  # noqa: BLE001 - see above
+        log.exception("the metric line of %s was not written", what)
 
 
 def lines(record: ExecutionRecord, rows: Iterable[Attempt], progress: Iterable[StepProgress]) -> list[str]:
