@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
 
-from quiet_http import QuietThreadingHTTPServer
+from quiet_http import LocalServer, send_json
 
 BOT_TOKEN = "xoxb-0000-buttons-token"
 
@@ -59,27 +59,20 @@ class SlackApi:
                     reply = {"ok": True, "user": user} if user else {"ok": False, "error": "user_not_found"}
                 else:
                     reply = {"ok": False, "error": "unknown_method"}
-                data = json.dumps(reply).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json; charset=utf-8")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, reply)
 
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.server = QuietThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.api_url = f"http://127.0.0.1:{self.server.server_address[1]}/api/"
+        self.local = LocalServer(Handler)
+        self.api_url = f"{self.local.base}/api/"
 
     def of(self, method: str) -> list[dict]:
         with self._lock:
             return [body for m, body in self.calls if m == method]
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.local.close()
 
 
 def person(user_id: str, email: str, team_id: str, confirmed: bool = True) -> dict:

@@ -5,12 +5,11 @@ the notifier, dev-platform and portal tests."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 
-from quiet_http import QuietThreadingHTTPServer
+from quiet_http import LocalServer, send_json
 
 
 BOT_TOKEN = "xoxb-0000-test-token"
@@ -59,19 +58,13 @@ class Receiver:
                     reply = {"ok": False, "error": "channel_not_found"}
                 else:
                     reply = {"ok": True, "channel": "C0" + str(abs(hash(body.get("channel"))))[:8], "ts": "1.000100"}
-                data = json.dumps(reply).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json; charset=utf-8")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, reply)
 
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.server = QuietThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.local = LocalServer(Handler)
+        self.base = self.local.base
         self.url = f"{self.base}/services/T000/B000/XXXX"
         self.api_url = f"{self.base}/api/"
 
@@ -80,8 +73,7 @@ class Receiver:
         return f"{self.base}/services/T000/{name}/XXXX"
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()  # the listening socket too, not only the serving thread
+        self.local.close()
 
 
 def serving() -> Iterator[Receiver]:

@@ -268,17 +268,9 @@ def test_jobplane_status_shows_the_waiting_run_and_approve_and_reject_decide_it(
 
 
 def _portal(control: ControlPlane) -> Any:
-    from dataclasses import replace
+    from operator_cli import operator_portal
 
-    from jobplane.contract.config import load_config
-    from jobplane.portal.app import create_app
-    from jobplane.portal.settings import AuthSettings, PortalSettings
-
-    config = load_config(Path(str(control.deployment.catalog_path)).parent)
-    settings = PortalSettings.from_config(config, control.deployment, AuthSettings(
-        mode="trusted-header", header="X-Forwarded-Email", proxy_secret="proxy-secret-for-tests-0123456789"),
-        base_url="http://testserver")
-    return create_app(replace(settings, allowed_hosts=frozenset({"testserver"})), control)
+    return operator_portal(control)
 
 
 def test_the_portal_inbox_shows_what_each_person_may_decide_and_its_form_decides(

@@ -187,17 +187,9 @@ def _cli(aws: LocalAWS, control: ControlPlane, tmp_path: Path, *args: str) -> An
 
 
 def _portal(control: ControlPlane) -> Any:
-    from dataclasses import replace
+    from operator_cli import operator_portal
 
-    from jobplane.contract.config import load_config
-    from jobplane.portal.app import create_app
-    from jobplane.portal.settings import AuthSettings, PortalSettings
-
-    config = load_config(Path(str(control.deployment.catalog_path)).parent)
-    settings = PortalSettings.from_config(config, control.deployment, AuthSettings(
-        mode="trusted-header", header="X-Forwarded-Email", proxy_secret="proxy-secret-for-tests-0123456789"),
-        base_url="http://testserver")
-    return create_app(replace(settings, allowed_hosts=frozenset({"testserver"})), control)
+    return operator_portal(control)
 
 
 def test_a_running_steps_progress_is_shown_by_status_the_api_and_the_execution_page(

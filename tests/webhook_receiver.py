@@ -8,13 +8,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from quiet_http import QuietThreadingHTTPServer
+from quiet_http import LocalServer
 
 SIGNING_SECRET = "test-signing-secret-0123456789abcdef"
 
@@ -64,14 +63,12 @@ class WebhookReceiver:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.server = QuietThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks/oncall"
+        self.local = LocalServer(Handler)
+        self.url = f"{self.local.base}/hooks/oncall"
 
     def targets(self, name: str = "oncall") -> str:
         """The webhook secret's JSON naming this receiver."""
         return json.dumps({name: {"url": self.url, "signing_secret": self.secret}})
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.local.close()
