@@ -172,6 +172,30 @@ def test_another_teams_member_is_refused_in_the_thread_and_audited_and_nothing_c
     assert not [u for u in slack.of("chat.update") if u.get("ts") == record.ts]
 
 
+def test_someone_jobplane_cannot_name_is_refused_in_the_thread_and_audited_under_their_slack_id(
+        platform: DevPlatform, slack: SlackApi) -> None:
+    """A click by a Slack user jobplane cannot name (not in [slack] users; users.info says they
+    are of another workspace, as a Slack Connect guest is): nothing is done, the thread says why,
+    and the audit log has the refusal under ``slack:<user id>``."""
+    assert platform.control is not None
+    stranger = "U0STRANGE1"
+    slack.users[stranger] = person(stranger, "guest@partner.example", "T0PARTNER1")
+    name, record = failed_alert(platform)
+    before = len(platform.slack_actions.handled) if platform.slack_actions else 0
+    opened_before = len(slack.of("views.open"))
+    body = clicks.click(platform.config.slack, stranger, record, "rerun_from_failed_step")
+    assert clicks.send(url(platform), SECRET, clicks.body_of(body))[0] == 200
+    assert handled(platform, before + 1)[before:] == ["unmapped"]
+    assert len(slack.of("views.open")) == opened_before
+    said = [m["text"] for m in slack.of("chat.postMessage") if m.get("thread_ts") == record.ts]
+    assert len(said) == 1 and f"<@{stranger}>: jobplane cannot tell who you are" in said[0]
+    [refusal] = audit_of(platform, name, "refused")
+    assert (refusal.actor, refusal.authority, json.loads(refusal.details)) == \
+        (f"slack:{stranger}", "refused", {"asked": "rerun_from_failed_step", "via": "Slack"})
+    assert "not a known person" in refusal.reason
+    assert store_of(platform).claimed(record.id, "rerun_from_failed_step") is None
+
+
 def test_a_replayed_or_repeated_submission_acts_once(platform: DevPlatform, slack: SlackApi) -> None:
     assert platform.control is not None
     name, record = failed_alert(platform)

@@ -78,7 +78,7 @@ class Worker:
         if record is None or action not in record.actions:
             return "ignored: unknown alert"
         user = _str(_obj(payload.get("user")).get("id"))
-        actor = self._actor(record, user)
+        actor = self._actor(record, user, action)
         if isinstance(actor, str):
             return actor
         try:
@@ -116,7 +116,7 @@ class Worker:
         if record is None or action not in ACTIONS or action not in record.actions:
             return "ignored: unknown alert"
         user = _str(_obj(payload.get("user")).get("id"))
-        actor = self._actor(record, user)
+        actor = self._actor(record, user, action)
         if isinstance(actor, str):
             return actor
         reason = reason_of(view)
@@ -162,11 +162,18 @@ class Worker:
         else:
             self.plane.authorize(actor, record.job)
 
-    def _actor(self, record: AlertRecord, user: str) -> SlackPerson | str:
-        """The person who clicked, or what came of not knowing them (said in the thread)."""
+    def _actor(self, record: AlertRecord, user: str, action: str) -> SlackPerson | str:
+        """The person who clicked, or what came of not knowing them (said in the thread). A
+        click of someone jobplane cannot name is a refusal like any other: audited, under the
+        Slack user id (``slack:U...``), with why, so an unknown account trying the buttons
+        shows in the audit log, not only in a thread."""
         try:
             name = person_of(user, self.app, self.api)
         except Unmapped as e:
+            from jobplane.contract.audit import Refused
+
+            self.plane.context.audit.write(f"slack:{user}", Refused(record.job, action, record.execution, "Slack"),
+                                           f"not a known person: {e}", "refused")
             self._thread(record, f"<@{user}>: jobplane cannot tell who you are ({_text(e)}); nothing was done. "
                                  "Ask an admin to add you to [slack] users in jobplane.toml")
             return "unmapped"
