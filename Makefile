@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test soak compile package plan tfcheck tfcheck-checks tfcheck-ci-roles tfcheck-workflow-plan screenshots bench clean lock
+.PHONY: dev test soak compile package plan tfcheck tfcheck-checks tfcheck-ci-roles tfcheck-workflow-plan tfcheck-plan-slack screenshots bench clean lock
 
 # The environment is the lock (requirements/dev.txt: every package at one version, with its
 # hashes), then jobplane itself; `make lock` refreshes the locks after pyproject.toml changes.
@@ -81,8 +81,9 @@ package: $(STAMP)
 ## any checkov finding not fixed or skipped with a reason (inline #checkov:skip in terraform/platform).
 TFCHECK := ../shared/tools/tfcheck
 JOBS_OUT := terraform/jobs
-PLAN_VARS := --var region=us-east-1 --var 'runner_image=123456789012.dkr.ecr.us-east-1.amazonaws.com/app:1' \
+MODULE_VARS := --var 'runner_image=123456789012.dkr.ecr.us-east-1.amazonaws.com/app:1' \
 	--var 'subnet_ids=["subnet-0123456789abcdef0"]' --var 'security_group_ids=["sg-0123456789abcdef0"]'
+PLAN_VARS := --var region=us-east-1 $(MODULE_VARS)
 tfcheck: compile package
 	$(TFCHECK)/setup.sh
 	@# the roots' copies of a committed provider lock (terraform/providers.lock.hcl) pin the real
@@ -101,7 +102,7 @@ BASE_PLAN_plain :=
 BASE_PLAN_endpoints := --var 'vpc_endpoints={vpc_id="vpc-1",route_table_ids=["rtb-1"]}'
 BASE_PLAN_portal := --var-file $(CURDIR)/deploy/portal.example.tfvars.json
 tfcheck-checks: $(addprefix tfcheck-validate/,$(TF_ROOTS)) $(addprefix tfcheck-plan-base/,$(BASE_PLANS)) \
-	$(addprefix tfcheck-plan/,$(wildcard $(JOBS_OUT)/teams/*)) tfcheck-ci-roles tfcheck-workflow-plan
+	$(addprefix tfcheck-plan/,$(wildcard $(JOBS_OUT)/teams/*)) tfcheck-ci-roles tfcheck-workflow-plan tfcheck-plan-slack
 	@echo "== tfcheck: every check passed"
 # validate + ASL lint + checkov of one root (the tree it uses beside it); an ASL refusal passes
 # only when scripts/asl_lint_gaps.py finds it is a field AWS documents that the linters predate
@@ -119,6 +120,17 @@ tfcheck-plan-base/%:
 tfcheck-plan/%:
 	@echo "== plan $*"; \
 	  out=$$($(TFCHECK)/plan.py --tree terraform --var region=us-east-1 $*) || { echo "$$out"; exit 1; }; \
+	  echo "$$out" | tail -n 1
+# the base module with Slack's buttons on (slack_actions.tf: its resources exist only then, so
+# the plans above never evaluate them): the module planned alone, with its required inputs and
+# deploy/slack.example.tfvars.json (the compiled base root's wiring of the same settings from
+# jobplane.toml is tests/test_slack_buttons_off.py's)
+tfcheck-plan-slack:
+	@echo "== plan terraform/platform with Slack's buttons on (deploy/slack.example.tfvars.json)"; \
+	  out=$$($(TFCHECK)/plan.py --tree terraform $(MODULE_VARS) \
+	    --var lambda_package=$(CURDIR)/build/jobplane-lambda.zip \
+	    --var-file $(CURDIR)/deploy/slack.example.tfvars.json terraform/platform) || { echo "$$out"; exit 1; }; \
+	  echo "$$out" | grep -q "create: aws_lambda_function_url.slack_ingress" || { echo "$$out"; echo "tfcheck: the Slack resources were not planned"; exit 1; }; \
 	  echo "$$out" | tail -n 1
 tfcheck-ci-roles:
 	@echo "== tfcheck deploy/ci-roles (the pipeline's plan and apply roles)"
