@@ -436,6 +436,16 @@ local jp = import 'jobplane.libsonnet';
                  opts={ max_concurrency: 50, tolerated_failures: '1%' })],
 }
 """)
+        # items whose check can warn: counted in the children, one alert after the map (compiler/item_warnings.py)
+        repo.write("jobs/billing/warn-out.jsonnet", """
+local jp = import 'jobplane.libsonnet';
+{
+  name: 'warn-out', team: 'billing', schedule: jp.daily('04:00'),
+  steps: [jp.map('close-all', items=jp.python('tenants', 'examples.noop:run'),
+                 each=jp.python('close-tenant', 'examples.noop:run',
+                                opts={ expect: [jp.expect('invoices_sent', '>= 1', on_fail='warn')] }))],
+}
+""")
         return _compiled(repo.path)
 
 
@@ -510,9 +520,13 @@ def test_only_a_job_that_reads_an_item_may_get_one() -> None:
         assert granted == bool(reads), job
         doc = JOBS[job]
         tid = next(iter(doc["resource"]["aws_sfn_state_machine"]))
-        upstream = [c for c in reads if c.context["dynamodb:LeadingKeys"][0].startswith("EXEC#")]
+        # a map whose items can warn reads its run's own count of them (compiler/item_warnings.py)
+        warned = [c for c in reads if c.why.endswith(": expect warned read")]
+        assert all(c.context["dynamodb:LeadingKeys"] == ["EXEC#0f3b1e2c-run"] for c in warned), job
+        assert bool(warned) == (': expect warned"' in doc["resource"]["aws_sfn_state_machine"][tid]["definition"]), job
+        upstream = [c for c in reads if c.context["dynamodb:LeadingKeys"][0].startswith("EXEC#") and c not in warned]
         assert bool(upstream) == bool(doc["resource"].get("aws_cloudwatch_event_rule")), (job, tid)
-        expects = [c for c in reads if c not in upstream]
+        expects = [c for c in reads if c not in upstream and c not in warned]
         assert all(c.context["dynamodb:LeadingKeys"][0].startswith(("PROGRESS#", f"EXPECT#{job}")) for c in expects)
         assert bool(expects) == (': expect"' in doc["resource"]["aws_sfn_state_machine"][tid]["definition"]), job
     assert any(any(c.action == "dynamodb:GetItem" for c in _roles(job)[0][2]) for job in JOBS)  # an `after` job

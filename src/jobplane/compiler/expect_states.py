@@ -118,13 +118,15 @@ def plan_lines(steps: list[CatalogStep]) -> list[str]:
     return out
 
 
-def add(b: ExpectBuilder, step: Step, nxt: str, into: Graph, record: bool, publish: Publish | None) -> str:
+def add(b: ExpectBuilder, step: Step, nxt: str, into: Graph, record: bool, publish: Publish | None,
+        warned: str | None = None) -> str:
     """Add ``step``'s expectation states going on to ``nxt``; return the first one's name (the
     attempt's Task goes there when it succeeds). ``publish`` None: a map's each step in its
     child execution, judged per item (:func:`item_key`): a warning is kept on the item's record
     (its ``detail``, the child's state data), not alerted item by item; a failure fails the item
     (its retries apply), which the run's failure alert lists with its error (platform/map_alert.py)
-    and ``jobplane rerun --failed-items`` takes."""
+    and ``jobplane rerun --failed-items`` takes. ``warned``: where such an item's ``warn`` verdict
+    goes (compiler/item_warnings.py: counted for the map's one alert), else on as a pass."""
     slot = steps_slot(step)
     judge, check = sn.expect(step.name), sn.expect_check(step.name)
     warn, failed = sn.expect_warn(step.name), sn.expect_failed(step.name)
@@ -132,7 +134,7 @@ def add(b: ExpectBuilder, step: Step, nxt: str, into: Graph, record: bool, publi
     keep = sn.expect_keep(step.name)
     go_on = keep if baseline else nxt
     into.add(check, Choice(choices=[When(equals(f"{slot}.expect.verdict", "fail"), failed),
-                                    When(equals(f"{slot}.expect.verdict", "warn"), warn if publish else go_on)],
+                                    When(equals(f"{slot}.expect.verdict", "warn"), warn if publish else (warned or go_on))],
                            default=go_on))
     if publish is not None:
         alert = publish(Event.EXPECTATION.value, next_=go_on, outcome={
