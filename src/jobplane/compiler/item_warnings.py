@@ -161,10 +161,11 @@ def role_statements(job: Job) -> list[JsonObject]:
     """The reads these states add to the job's state machine role (its writes of ``EXEC#`` items are
     the role's ``JobStateAndHistory``): GetItem of its runs' ``WARNED#`` items and GetItem /
     UpdateItem of its own ``EXPECT#<job>`` item, for a job with a map whose items can warn."""
-    from jobplane.compiler.map_states import spec_of
     from jobplane.compiler.terraform_iam import statement
 
-    if not any(s.kind.name == "map" and can_warn(spec_of(s).each) for s in job.steps):
+    # a map's target is its spec (compiler/kinds/map_.py MapSpec: items, each), read here without
+    # importing map_states, which imports this module
+    if not any(s.kind.name == "map" and can_warn(s.target.each) for s in job.steps):
         return []
     table = ["${local.platform.table_arn}"]
     return [statement("ReadWarnedItems", ["dynamodb:GetItem"], table,
