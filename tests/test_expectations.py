@@ -247,11 +247,11 @@ def test_a_maps_items_are_judged_each_on_its_own_count(engine: tuple[LocalAWS, C
                                                    ("t-3", "FAILED")]
     ddb, table = aws.client("dynamodb"), aws.resources["table_name"]
     for i, rows in enumerate([10, 0, 10, 0]):  # each item's own record: <step>#<index>
-        item = ddb.get_item(TableName=table, Key={"pk": {"S": cp.pk(name)}, "sk": {"S": f"load-tenant#{i}"}},
+        item = ddb.get_item(TableName=table, Key={"pk": {"S": cp.pk("tenant-load", name)}, "sk": {"S": f"load-tenant#{i}"}},
                             ConsistentRead=True)["Item"]
         assert item["metrics"] == {"M": {"rows_loaded": {"N": str(rows)}}} and item["cursor"] == {"S": f"t-{i}"}
     # the items' records are not the run's steps (its step table; tenants itself reported nothing)
-    assert [p.step for p in control.step_progress(name)] == []
+    assert [p.step for p in control.step_progress("tenant-load", name)] == []
     alert = NotificationMessage.model_validate({
         "version": 1, "event": "FAILED", "job": "tenant-load", "team": "billing", "execution": name,
         "execution_arn": ex.arn, "outcome": {"status": "FAILED", "step": "load-all"}, "channels": []})

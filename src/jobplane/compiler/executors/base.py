@@ -70,6 +70,8 @@ class TerraformContext(Protocol):
     role_policies: JsonObject
     attachments: JsonObject
     data: dict[str, JsonObject]
+    #: Terraform locals of the job's file (its ECS task role's ARN: compiler/task_roles.py)
+    locals: JsonObject
 
     @property
     def docs(self) -> JsonObject: ...
