@@ -467,7 +467,8 @@ def job_roles(files: dict[str, str], job_rel: str, job_doc: JsonObject) -> dict[
 
 #: The most jobs one deployment is measured to hold inside AWS's default quotas, IAM's 1,000
 #: roles the first to bind: bench/quotas.py --mix (issue 62's mix: 30% of the jobs with a secret of
-#: their own, 20% with a Lambda step) compiles 1,000 jobs to 51 roles, so 5,000 stay far inside;
+#: their own, 20% with a Lambda step) compiles 1,000 jobs to 62 roles (9 of them its teams' ECS task roles:
+#: compiler/task_roles.py), so 5,000 stay far inside;
 #: past this no figure says so (state machines, schedules, rules grow too), and `jobplane plan`
 #: says so.
 JOBS_CEILING = 5000
