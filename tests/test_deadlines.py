@@ -397,7 +397,7 @@ def test_a_running_steps_progress_eta_past_the_deadline_alerts_early(platform: D
 
         def reported(done: int, total: int) -> None:
             platform.aws.client("dynamodb").put_item(TableName=platform.deployment.table, Item={
-                "pk": {"S": progress.pk(name)}, "sk": {"S": "work"}, "attempt": {"N": "1"},
+                "pk": {"S": progress.pk("eta", name)}, "sk": {"S": "work"}, "attempt": {"N": "1"},
                 "started_at": {"N": str(began.timestamp())},
                 "updated_at": {"N": str((began + timedelta(minutes=10)).timestamp())},
                 "done": {"N": str(done)}, "total": {"N": str(total)}, "unit": {"S": "tenants"}})

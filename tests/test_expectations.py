@@ -58,6 +58,19 @@ local jp = import 'jobplane.libsonnet';
                  opts={ tolerated_failures: 0 })],
 }
 """,
+    # the same map warning instead: the run goes on, and the warned items make ONE alert
+    "tenant-warn": """\
+local jp = import 'jobplane.libsonnet';
+{
+  name: 'tenant-warn',
+  team: 'billing',
+  params: { empty: [] },
+  steps: [jp.map('load-all', jp.python('tenants', 'sample_apps.expect_steps:tenants'),
+                 jp.python('load-tenant', 'sample_apps.expect_steps:load_tenant',
+                           opts={ expect: [jp.expect('rows_loaded', '>= 1', on_fail='warn')] })),
+          jp.shell('after', ['true'])],
+}
+""",
 }
 
 
@@ -234,11 +247,11 @@ def test_a_maps_items_are_judged_each_on_its_own_count(engine: tuple[LocalAWS, C
                                                    ("t-3", "FAILED")]
     ddb, table = aws.client("dynamodb"), aws.resources["table_name"]
     for i, rows in enumerate([10, 0, 10, 0]):  # each item's own record: <step>#<index>
-        item = ddb.get_item(TableName=table, Key={"pk": {"S": cp.pk(name)}, "sk": {"S": f"load-tenant#{i}"}},
+        item = ddb.get_item(TableName=table, Key={"pk": {"S": cp.pk("tenant-load", name)}, "sk": {"S": f"load-tenant#{i}"}},
                             ConsistentRead=True)["Item"]
         assert item["metrics"] == {"M": {"rows_loaded": {"N": str(rows)}}} and item["cursor"] == {"S": f"t-{i}"}
     # the items' records are not the run's steps (its step table; tenants itself reported nothing)
-    assert [p.step for p in control.step_progress(name)] == []
+    assert [p.step for p in control.step_progress("tenant-load", name)] == []
     alert = NotificationMessage.model_validate({
         "version": 1, "event": "FAILED", "job": "tenant-load", "team": "billing", "execution": name,
         "execution_arn": ex.arn, "outcome": {"status": "FAILED", "step": "load-all"}, "channels": []})
@@ -251,6 +264,35 @@ def test_a_maps_items_are_judged_each_on_its_own_count(engine: tuple[LocalAWS, C
     assert aws.wait(arn, timeout=600).status == "SUCCEEDED"
     aws.wait_reconciled(arn, timeout=600)
     assert [(o.item, o.status) for o in control.items(again)] == [("t-1", "SUCCEEDED"), ("t-3", "SUCCEEDED")]
+
+
+def test_a_maps_warned_items_make_one_alert_naming_them(engine: tuple[LocalAWS, ControlPlane, str]) -> None:
+    """Items whose check warns keep the run SUCCEEDED; after the map, exactly one EXPECTATION
+    alert names them (their index, item and the check's words) with their count, and the next
+    run's alert says how many warned the run before. A run where no item warns alerts nothing."""
+    aws, control, queue = engine
+    name, ex, _ = _run(aws, "tenant-warn", empty=["t-0", "t-2", "t-3"])
+    assert ex.status == "SUCCEEDED", ex
+    assert [(o.item, o.status) for o in control.items(name)] == [(f"t-{i}", "SUCCEEDED") for i in range(4)]
+    alerts = [m for m in _messages(aws, queue, name) if m["event"] == "EXPECTATION"]
+    assert len(alerts) == 1, alerts
+    [alert] = alerts
+    assert alert["outcome"]["step"] == "load-tenant" and alert["outcome"]["map"] == "load-all"
+    assert alert["outcome"]["warned"] == 3 and alert["outcome"]["previous"] is None
+    assert [i["index"] for i in alert["outcome"]["items"]] == [0, 2, 3]
+    assert alert["error"].splitlines() == [
+        "3 items warned in map load-all (load-tenant):",
+        "  #0 t-0: rows_loaded = 0, expected >= 1: warn",
+        "  #2 t-2: rows_loaded = 0, expected >= 1: warn",
+        "  #3 t-3: rows_loaded = 0, expected >= 1: warn"]
+    # a run where every item passes: no alert at all
+    quiet, ex, _ = _run(aws, "tenant-warn", empty=[])
+    assert ex.status == "SUCCEEDED" and [m for m in _messages(aws, queue, quiet) if m["event"] == "EXPECTATION"] == []
+    # the next warning compares with the run before (the quiet one: 0 warned)
+    again, ex, _ = _run(aws, "tenant-warn", empty=["t-1"])
+    [alert] = [m for m in _messages(aws, queue, again) if m["event"] == "EXPECTATION"]
+    assert alert["error"].splitlines() == ["1 item warned in map load-all (load-tenant); the previous run: 0:",
+                                           "  #1 t-1: rows_loaded = 0, expected >= 1: warn"]
 
 
 def test_a_baseline_per_map_item_is_refused() -> None:

@@ -74,6 +74,8 @@ class Resolver:
             return ACCOUNT
         if parts[:2] == ["local", "platform"]:
             return PUBLISHED[parts[2]]
+        if parts[0] == "local":  # a local of a job's file (its ECS task role: compiler/task_roles.py)
+            return str(self.text(self.doc["locals"][parts[1]]))
         resources = self.doc["resource"]
         if parts[0] == "aws_ecs_task_definition" and parts[2] == "family":
             return resources["aws_ecs_task_definition"][parts[1]]["family"]
@@ -205,6 +207,8 @@ def sfn_calls(job_doc: dict[str, Any], r: Resolver, tid: str) -> list[Call]:
             assert ":" not in family, f"{why}: a task definition family, not {family}"
             task_def = f"arn:aws:ecs:{REGION}:{ACCOUNT}:task-definition/{family}:{ACTIVE_REVISION}"
             task_role, exec_role = _task_roles(job_doc, r, task_def)
+            # the task runs with its team's task role, RunTask's override (compiler/task_roles.py)
+            task_role = params["Overrides"].get("TaskRoleArn", task_role)
             calls += [
                 Call("ecs:RunTask", task_def, {"ecs:cluster": params["Cluster"]}, why),
                 Call("ecs:StopTask", f"arn:aws:ecs:{REGION}:{ACCOUNT}:task/{PREFIX}/0a1b2c", {}, why),
@@ -305,16 +309,42 @@ def lambda_role_calls(job_doc: dict[str, Any], r: Resolver) -> list[Call]:
             from jobplane.contract import progress
 
             table = r.text("${local.platform.table_arn}")
+            # its job's own progress partitions (contract/progress.py pk)
+            job_doc_name = next(iter(job_doc["resource"]["aws_sfn_state_machine"].values()))["tags"]["jobplane:job"]
             for action, attributes in (("dynamodb:UpdateItem", progress.ATTRIBUTES),
                                        ("dynamodb:GetItem", progress.READ_ATTRIBUTES)):
-                calls.append(Call(action, table, {"dynamodb:LeadingKeys": [progress.pk("run-1")],
+                calls.append(Call(action, table, {"dynamodb:LeadingKeys": [progress.pk(job_doc_name, "run-1")],
                                                   "dynamodb:Attributes": sorted(attributes)}, "progress"))
             # a scheduled fire's calendar defaults, when its steps resolve them (runner/main.py)
             definition = next(iter(job_doc["resource"]["aws_sfn_state_machine"].values()))["definition"]
             if "JOBPLANE_PARAM_DEFAULTS" in definition:
                 calls.append(Call("dynamodb:UpdateItem", table, {
-                    "dynamodb:LeadingKeys": [progress.pk("run-1")],
+                    "dynamodb:LeadingKeys": [progress.pk(job_doc_name, "run-1")],
                     "dynamodb:Attributes": sorted(progress.PARAMS_ATTRIBUTES)}, "resolved params"))
+    return calls
+
+
+def task_role_calls(job_doc: dict[str, Any], r: Resolver) -> list[Call]:
+    """What its ECS steps' runner calls with the job's task role (compiler/task_roles.py): its
+    steps' progress records (runner/progress.py), a scheduled fire's resolved params when it has
+    calendar defaults, and a map's list (runner/items_out.py) under the job's own prefix."""
+    from jobplane.contract import map_items, progress
+
+    sm = next(iter(job_doc["resource"]["aws_sfn_state_machine"].values()))
+    job = sm["tags"]["jobplane:job"]
+    table = r.text("${local.platform.table_arn}")
+    calls = [Call(action, table, {"dynamodb:LeadingKeys": [progress.pk(job, "run-1")],
+                                  "dynamodb:Attributes": sorted(attributes)}, "progress")
+             for action, attributes in (("dynamodb:UpdateItem", progress.ATTRIBUTES),
+                                        ("dynamodb:GetItem", progress.READ_ATTRIBUTES))]
+    if "JOBPLANE_PARAM_DEFAULTS" in sm["definition"]:
+        calls.append(Call("dynamodb:UpdateItem", table, {"dynamodb:LeadingKeys": [progress.pk(job, "run-1")],
+                                                         "dynamodb:Attributes": sorted(progress.PARAMS_ATTRIBUTES)},
+                          "resolved params"))
+    if '"ItemReader"' in sm["definition"]:
+        key = map_items.items_key(job, "run-1", "close-all", "0b8e")
+        calls += [Call("s3:PutObject", f"arn:aws:s3:::{PUBLISHED['catalog_bucket']}/{key}", {}, "map list"),
+                  Call("kms:GenerateDataKey", MODULE["kms_key_arn"], {}, "map list")]
     return calls
 
 
@@ -333,6 +363,7 @@ def _merged(files: dict[str, str], root: str) -> dict[str, Any]:
             for section in ("data", "resource"):
                 for kind, blocks in doc.get(section, {}).items():
                     merged[section].setdefault(kind, {}).update(blocks)
+            merged.setdefault("locals", {}).update(doc.get("locals", {}))
     return merged
 
 
@@ -398,6 +429,8 @@ def _roles(job: str) -> list[tuple[str, list[dict[str, Any]], list[Call]]]:
         out.append(("exec", r.text(docs[f"{tid}_exec"]["statement"]), execution_role_calls(doc, r)))
     if f"{tid}_lambda" in docs:
         out.append(("lambda", r.text(docs[f"{tid}_lambda"]["statement"]), lambda_role_calls(doc, r)))
+    if f"{tid}_task" in docs:  # its ECS steps' task role (compiler/task_roles.py)
+        out.append(("task", r.text(docs[f"{tid}_task"]["statement"]), task_role_calls(doc, r)))
     return out
 
 
@@ -434,6 +467,16 @@ local jp = import 'jobplane.libsonnet';
   steps: [jp.map('close-all', items=jp.python('tenants', 'examples.noop:run'),
                  each=jp.python('close-tenant', 'examples.noop:run', opts={ retry: jp.retry(2, '10s') }),
                  opts={ max_concurrency: 50, tolerated_failures: '1%' })],
+}
+""")
+        # items whose check can warn: counted in the children, one alert after the map (compiler/item_warnings.py)
+        repo.write("jobs/billing/warn-out.jsonnet", """
+local jp = import 'jobplane.libsonnet';
+{
+  name: 'warn-out', team: 'billing', schedule: jp.daily('04:00'),
+  steps: [jp.map('close-all', items=jp.python('tenants', 'examples.noop:run'),
+                 each=jp.python('close-tenant', 'examples.noop:run',
+                                opts={ expect: [jp.expect('invoices_sent', '>= 1', on_fail='warn')] }))],
 }
 """)
         return _compiled(repo.path)
@@ -510,9 +553,13 @@ def test_only_a_job_that_reads_an_item_may_get_one() -> None:
         assert granted == bool(reads), job
         doc = JOBS[job]
         tid = next(iter(doc["resource"]["aws_sfn_state_machine"]))
-        upstream = [c for c in reads if c.context["dynamodb:LeadingKeys"][0].startswith("EXEC#")]
+        # a map whose items can warn reads its run's own count of them (compiler/item_warnings.py)
+        warned = [c for c in reads if c.why.endswith(": expect warned read")]
+        assert all(c.context["dynamodb:LeadingKeys"] == ["EXEC#0f3b1e2c-run"] for c in warned), job
+        assert bool(warned) == (': expect warned"' in doc["resource"]["aws_sfn_state_machine"][tid]["definition"]), job
+        upstream = [c for c in reads if c.context["dynamodb:LeadingKeys"][0].startswith("EXEC#") and c not in warned]
         assert bool(upstream) == bool(doc["resource"].get("aws_cloudwatch_event_rule")), (job, tid)
-        expects = [c for c in reads if c not in upstream]
+        expects = [c for c in reads if c not in upstream and c not in warned]
         assert all(c.context["dynamodb:LeadingKeys"][0].startswith(("PROGRESS#", f"EXPECT#{job}")) for c in expects)
         assert bool(expects) == (': expect"' in doc["resource"]["aws_sfn_state_machine"][tid]["definition"]), job
     assert any(any(c.action == "dynamodb:GetItem" for c in _roles(job)[0][2]) for job in JOBS)  # an `after` job
@@ -520,7 +567,7 @@ def test_only_a_job_that_reads_an_item_may_get_one() -> None:
 
 def test_the_examples_cover_every_role_kind() -> None:
     kinds = {name for job in JOBS for name, _, _ in _roles(job)}
-    assert kinds == {"sfn", "scheduler", "exec", "after", "lambda"}
+    assert kinds == {"sfn", "scheduler", "exec", "after", "lambda", "task"}
 
 
 def test_a_replace_job_may_stop_only_its_own_executions() -> None:
@@ -563,14 +610,20 @@ def _calls(job: str) -> dict[str, list[Call]]:
     return {kind: calls for kind, _, calls in _roles(job)}
 
 
+def _own_statements(job: str, kind: str) -> list[dict[str, Any]]:
+    """The job's own statements for a role of ``kind`` (what its file keeps)."""
+    return list(JOBS[job]["data"]["aws_iam_policy_document"][f"{job.replace('-', '_')}_{kind}"]["statement"])
+
+
 def _own_grant(job: str, kind: str, scope: str = "") -> list[dict[str, Any]]:
     """The job's own statements for a role (what its file keeps), its own names taken out by
     plain text (not by the compiler's own code); for a role of team scope (``scope``), the
     secrets it reads too: its members each declare their own (issue 62 finding 5)."""
     tid = job.replace("-", "_")
-    text = json.dumps(JOBS[job]["data"]["aws_iam_policy_document"][f"{tid}_{kind}"]["statement"], sort_keys=True)
+    text = json.dumps(_own_statements(job, kind), sort_keys=True)
     for own, placeholder in ((f":{PREFIX}-{job}", ":<own>"), (f"JOB#{job}\"", "JOB#<own>\""),
-                             (f"/{PREFIX}-{job}", "/<own>"), (f".{tid}.", ".<own>.")):
+                             (f"/{PREFIX}-{job}", "/<own>"), (f".{tid}.", ".<own>."),
+                             (f"PROGRESS#{job}#", "PROGRESS#<own>#"), (f"/map-items/{job}/", "/map-items/<own>/")):
         text = text.replace(own, placeholder)
     statements = json.loads(text)
     if scope == "team":
@@ -588,8 +641,7 @@ def test_a_shared_role_is_the_union_of_identical_grants_and_nothing_more(key: tu
     first = grants[members[0]]
     assert all(g == first for g in grants.values()), f"{key}: members with different grants share it: {members}"
     # its statements are the members' statements, each with the union of their values
-    own = {job: JOBS[job]["data"]["aws_iam_policy_document"][f"{job.replace('-', '_')}_{kind}"]["statement"]
-           for job in members}
+    own = {job: _own_statements(job, kind) for job in members}
     assert len(shared["statements"]) == len(own[members[0]])
     for s, st in enumerate(shared["statements"]):
         for job in members:
@@ -649,7 +701,14 @@ def test_a_state_machine_passes_only_its_team_roots_execution_roles() -> None:
 
     execs = [r["name"] for r in roles.values() if r["tags"][KIND_TAG] == "exec"]
     assert len(execs) == 2 and all(may_pass(name) for name in execs)  # team scope's and 'alone''s
-    assert not any(may_pass(r["name"]) for r in roles.values() if r["tags"][KIND_TAG] != "exec")
+    # and its team root's ECS task roles (compiler/task_roles.py: RunTask's task override), by their pattern too
+    tasks = [r["name"] for r in roles.values() if r["tags"][KIND_TAG] == "task"]
+    assert tasks and all(may_pass(name) for name in tasks)
+    assert not any(may_pass(r["name"]) for r in roles.values() if r["tags"][KIND_TAG] not in ("exec", "task"))
+    task_digest = tasks[0].split("-")[-2]
+    for other in (f"{PREFIX}-growth-task-{task_digest}-1", f"{PREFIX}-billing.1-task-{task_digest}-1",
+                  f"{PREFIX}-runner-task"):  # another team's, another root's, the base module's
+        assert not may_pass(other), other
     digest = execs[0].split("-")[-2]
     for other in (f"{PREFIX}-growth-exec-{digest}-1", f"{PREFIX}-billing-exec-x-sfn-{digest}-1",
                   f"{PREFIX}-billing.1-exec-{digest}-1", f"{PREFIX}-billing-lambda-{digest}-1"):
@@ -704,8 +763,9 @@ def test_a_group_too_big_for_one_role_is_split_and_a_job_too_big_alone_is_refuse
         assert len(roles[rid]["name"]) <= 64
     # each job is in exactly one role of each kind, and that role lets it make its calls
     for job, doc in shared.jobs.items():
-        assert len(role_refs(doc)) == 2 and set(shared.membership[job]) == {"sfn", "scheduler"}
-        merged = {"data": {**doc["data"]}, "resource": {**doc["resource"], **shared.roles["resource"]}}
+        assert len(role_refs(doc)) == 3 and set(shared.membership[job]) == {"sfn", "scheduler", "task"}
+        merged = {"data": {**doc["data"]}, "resource": {**doc["resource"], **shared.roles["resource"]},
+                  "locals": doc.get("locals", {})}
         r = Resolver(merged)
         sm = next(iter(doc["resource"]["aws_sfn_state_machine"]))
         rid = doc["resource"]["aws_sfn_state_machine"][sm]["role_arn"].split(".")[1]
@@ -747,7 +807,7 @@ local jp = import 'jobplane.libsonnet';
     alone = share("billing", PREFIX, {"s00": docs["s00"]}, sources)
     exec_doc = next(rid for rid, role in alone.roles["resource"]["aws_iam_role"].items() if role["tags"][KIND_TAG] == "exec")
     size = policy_chars(alone.roles["data"]["aws_iam_policy_document"][exec_doc]["statement"])
-    assert len(share("billing", PREFIX, docs, sources).roles["resource"]["aws_iam_role"]) == 2  # sfn, exec
+    assert len(share("billing", PREFIX, docs, sources).roles["resource"]["aws_iam_role"]) == 3  # sfn, exec, task
     with pytest.raises(DefinitionError) as refused:
         share("billing", PREFIX, docs, sources, limit=size + 50)  # one job's secret a role, at most the sfn's too
     assert ("job 's09': team root billing's jobs declare more secrets than 9 task execution roles can read"

@@ -520,7 +520,7 @@ def test_the_periodic_handler_announces_a_slow_run_and_catches_up_lost_status_ev
 
         quiet_since = repr(round(time.time() - 300, 3))
         aws.client("dynamodb").put_item(TableName=aws.resources["table_name"], Item={
-            "pk": {"S": progress.pk(arn.rsplit(":", 1)[1])}, "sk": {"S": "work"}, "attempt": {"N": "1"},
+            "pk": {"S": progress.pk(name, arn.rsplit(":", 1)[1])}, "sk": {"S": "work"}, "attempt": {"N": "1"},
             "started_at": {"N": quiet_since}, "updated_at": {"N": quiet_since}, "done": {"N": "3"}})
         env = lambda_env(aws, JOBPLANE_ACCOUNT_ID="123456789012", JOBPLANE_CATALOG=f"s3://{bucket}/catalog/")
         first = call_handler(lambda_root, "jobplane.platform.slow.handler", {}, env)

@@ -86,8 +86,8 @@ def test_a_scheduled_fire_resolves_its_calendar_defaults_in_the_jobs_timezone_an
     logs = "\n".join(s.read() for s in control.log_streams(name))
     assert "params resolved at the fire: day=2026-05-01, fired=2026-05-07, month=2026-04" in logs, logs[-2000:]
     # recorded on the run (its #params item, beside its steps' progress), not mistaken for a step
-    assert control.resolved_params(name) == {"month": "2026-04", "day": "2026-05-01", "fired": "2026-05-07"}
-    assert sorted(p.step for p in control.step_progress(name)) in ([], ["first", "second", "third"])
+    assert control.resolved_params("ledger-close", name) == {"month": "2026-04", "day": "2026-05-01", "fired": "2026-05-07"}
+    assert sorted(p.step for p in control.step_progress("ledger-close", name)) in ([], ["first", "second", "third"])
     # a re-run runs for the same fire's values, not for the day it is started
     again = control.rerun(name, "tester", from_failed_step=False, reason="re-close")
     arn = control.deployment.execution_arn("ledger-close", again)
@@ -147,7 +147,7 @@ def test_the_runner_task_role_may_record_the_resolved_params_and_nothing_more(
     ctx = RunContext(job="ledger-close", team="billing", step="first", execution_id="run-iam", scheduled_time="",
                      trigger="schedule", attempt=1, params={}, target={}, trace=TraceContext.continue_from(None))
     assert record_resolved(ctx, None, {"month": "2026-04"}, env) is True  # type: ignore[arg-type]
-    assert control.resolved_params("run-iam") == {"month": "2026-04"}
+    assert control.resolved_params("ledger-close", "run-iam") == {"month": "2026-04"}
     ((target, request),) = sent
     names = set(request["Key"]) | set(request["ExpressionAttributeNames"].values())
     call = Call(f"dynamodb:{target.rsplit('.', 1)[1]}",
@@ -175,7 +175,8 @@ def test_the_runner_task_role_may_record_the_resolved_params_and_nothing_more(
 
     for params, expected in (({"month": {"$param": "month", "default": "last_closed"}}, True),
                              ({"month": "2026-04"}, False)):
-        job = Job.from_definition({"name": "fn-close", "team": "billing", "timezone": "UTC", "params": params,
+        # the job whose run the call records: a role may write its own job's progress partitions only
+        job = Job.from_definition({"name": "ledger-close", "team": "billing", "timezone": "UTC", "params": params,
                                    "steps": [{"name": "close", "lambda": "sample_apps.functions:with_context"}]})
         doc = job_module(job, asl.compile_job(job, bm.PREFIX), PlatformConfig(root=Path("."), name_prefix=bm.PREFIX))
         (role,) = doc["resource"]["aws_lambda_function"]

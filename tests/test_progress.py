@@ -87,9 +87,9 @@ def _run(aws: LocalAWS) -> tuple[str, Any]:
     return arn.rsplit(":", 1)[1], ex
 
 
-def _record(aws: LocalAWS, execution: str, step: str) -> dict[str, Any]:
+def _record(aws: LocalAWS, execution: str, step: str, job: str = JOB) -> dict[str, Any]:
     item = aws.client("dynamodb").get_item(TableName=aws.resources["table_name"],
-                                           Key={"pk": {"S": cp.pk(execution)}, "sk": {"S": step}}, ConsistentRead=True)
+                                           Key={"pk": {"S": cp.pk(job, execution)}, "sk": {"S": step}}, ConsistentRead=True)
     return dict(item.get("Item") or {})
 
 
@@ -204,7 +204,7 @@ def test_a_running_steps_progress_is_shown_by_status_the_api_and_the_execution_p
     name = arn.rsplit(":", 1)[1]
     try:
         deadline = time.monotonic() + 300  # a hang guard
-        while not [p for p in control.step_progress(name) if p.done == 2]:
+        while not [p for p in control.step_progress("slow-read", name) if p.done == 2]:
             assert time.monotonic() < deadline, "the step never reported its progress"
             time.sleep(0.1)
         status = _cli(aws, control, tmp_path, "status").output
@@ -233,7 +233,7 @@ def test_a_running_steps_progress_is_shown_by_status_the_api_and_the_execution_p
     finally:
         release.write_text("go")  # the held step ends whatever was asserted
     assert aws.wait(arn, timeout=600).status == "SUCCEEDED"
-    [final] = control.step_progress(name)
+    [final] = control.step_progress("slow-read", name)
     assert (final.done, final.ended, final.eta_seconds, final.metrics) == (5, True, None, {"rows_read": 2})
 
 
@@ -264,7 +264,7 @@ def _iam_call(request: dict[str, Any], target: str) -> Any:
                 "the runner's progress write")
 
 
-def _runner_calls(aws: LocalAWS, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+def _runner_calls(aws: LocalAWS, monkeypatch: pytest.MonkeyPatch, job: str = JOB) -> list[Any]:
     """The requests a step attempt's reporter really sends (a retry's checkpoint read, a write,
     the last write), as IAM authorizes them."""
     import base_module as bm
@@ -275,7 +275,7 @@ def _runner_calls(aws: LocalAWS, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 
     sent = runner_requests(monkeypatch)
     env = runner_env(aws)
-    ctx = RunContext(job=JOB, team="billing", step="scoped", execution_id="run-scoped", scheduled_time="",
+    ctx = RunContext(job=job, team="billing", step="scoped", execution_id="run-scoped", scheduled_time="",
                      trigger="manual", attempt=2, params={}, target={}, trace=TraceContext.continue_from(None))
     log = _Log()
     reporter = Reporter(ctx, log, bm.PREFIX, env)  # type: ignore[arg-type]
@@ -283,7 +283,7 @@ def _runner_calls(aws: LocalAWS, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     reporter.metric("rows", 1)  # the first write: a metric alone
     reporter.progress(1, 4, "files", "f-1")
     reporter.finish()  # the last: every attribute
-    assert log.lines == [] and len(sent) == 3 and _record(aws, "run-scoped", "scoped")["done"] == {"N": "1"}
+    assert log.lines == [] and len(sent) == 3 and _record(aws, "run-scoped", "scoped", job)["done"] == {"N": "1"}
     calls = [_iam_call(request, target) for target, request in sent]
     assert [c.action for c in calls] == ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:UpdateItem"]
     return calls
@@ -329,6 +329,21 @@ def test_the_runner_task_role_may_write_its_steps_progress_records_and_nothing_e
     _holds_progress_to(bm.policy_statements("runner_progress", {}), _runner_calls(aws, monkeypatch))
 
 
+def test_a_jobs_team_task_role_may_write_its_steps_progress_records_and_nothing_else(
+        closing: tuple[LocalAWS, ControlPlane], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The role an ECS step of the job runs with now (its team's task role, RunTask's override:
+    compiler/task_roles.py) holds the runner's real requests as the base role did, held to the
+    progress records of its own team's jobs (tests/test_progress_scope.py: which ones)."""
+    from test_progress_scope import _ecs_role
+
+    aws, _ = closing
+    rid, statements = _ecs_role(JOB)
+    assert rid != "runner_task"
+    progress = [s for s in statements if s["sid"] in ("WriteStepProgress", "ReadStepCheckpoint")]
+    assert len(progress) == 2
+    _holds_progress_to(progress, _runner_calls(aws, monkeypatch))
+
+
 def test_a_jobs_lambda_runner_role_may_write_its_steps_progress_records_and_nothing_else(
         closing: tuple[LocalAWS, ControlPlane], monkeypatch: pytest.MonkeyPatch) -> None:
     """A Lambda step's runner writes with its function's role: the compiled role of the job's
@@ -353,7 +368,7 @@ def test_a_jobs_lambda_runner_role_may_write_its_steps_progress_records_and_noth
                 for s in doc["data"]["aws_iam_policy_document"][role]["statement"]
                 if s["sid"] in ("WriteStepProgress", "ReadStepCheckpoint")]
     assert len(progress) == 2
-    _holds_progress_to(progress, _runner_calls(aws, monkeypatch))
+    _holds_progress_to(progress, _runner_calls(aws, monkeypatch, "fn-close"))  # its own job's records
 
 
 def test_every_runner_task_definition_names_the_table() -> None:
@@ -419,7 +434,7 @@ def test_a_retry_resumes_from_the_cursor_its_earlier_attempt_reported(closing: t
     assert aws.wait(arn, timeout=600).status == "SUCCEEDED"  # a hang guard
     assert [json.loads(line) for line in out.read_text().splitlines()] == [
         {"attempt": 1, "resumed": None}, {"attempt": 2, "resumed": "t-0002"}]
-    [p] = control.step_progress(arn.rsplit(":", 1)[1])
+    [p] = control.step_progress(job, arn.rsplit(":", 1)[1])
     assert (p.attempt, p.done, p.cursor, p.ended) == (2, 5, "t-0005", True)
 
 
@@ -428,7 +443,7 @@ def _held_run(aws: LocalAWS, control: ControlPlane, release: Path) -> tuple[str,
     arn = aws.start("slow-read", execution_input.manual("test", overrides={"release": str(release)}))
     name = arn.rsplit(":", 1)[1]
     deadline = time.monotonic() + 300  # a hang guard
-    while not [p for p in control.step_progress(name) if p.done == 2]:
+    while not [p for p in control.step_progress("slow-read", name) if p.done == 2]:
         assert time.monotonic() < deadline, "the step never reported its progress"
         time.sleep(0.1)
     return arn, name
@@ -458,7 +473,7 @@ def test_a_step_quiet_past_its_stall_after_is_announced_once_a_stall(closing: tu
     release = tmp_path / "release"
     arn, name = _held_run(aws, control, release)
     try:
-        [p] = control.step_progress(name)
+        [p] = control.step_progress("slow-read", name)
         at = datetime.fromtimestamp(p.updated_at, timezone.utc)
         clock = [at + timedelta(seconds=30)]
         watch = StallWatch(control.reads, aws.client("sns"), control.deployment.topic_arn, clock=lambda: clock[0])
@@ -515,19 +530,19 @@ def test_a_stall_is_marked_once_for_the_same_values_and_again_after_the_step_mov
     reporter = Reporter(ctx, _Log(), aws.resources["table_name"], env, clock=lambda: ticks[0])  # type: ignore[arg-type]
     repo = control.context.repo
     reporter.progress(1, 10)
-    [first] = control.step_progress("run-marked")
-    assert repo.mark_stalled("run-marked", "marked", first.updated_at)
-    assert not repo.mark_stalled("run-marked", "marked", first.updated_at)  # the same stall
+    [first] = control.step_progress(JOB, "run-marked")
+    assert repo.mark_stalled(JOB, "run-marked", "marked", first.updated_at)
+    assert not repo.mark_stalled(JOB, "run-marked", "marked", first.updated_at)  # the same stall
     time.sleep(0.01)  # a later report's updated_at differs (milliseconds)
     ticks[0] = 60.0  # past the write interval: written at once
     reporter.progress(2, 10)
-    [moved] = control.step_progress("run-marked")
+    [moved] = control.step_progress(JOB, "run-marked")
     assert moved.updated_at != first.updated_at
-    assert not repo.mark_stalled("run-marked", "marked", first.updated_at)  # not the newest values
-    assert repo.mark_stalled("run-marked", "marked", moved.updated_at)  # stalled again
+    assert not repo.mark_stalled(JOB, "run-marked", "marked", first.updated_at)  # not the newest values
+    assert repo.mark_stalled(JOB, "run-marked", "marked", moved.updated_at)  # stalled again
     reporter.finish()
-    [ended] = control.step_progress("run-marked")
-    assert ended.ended and not repo.mark_stalled("run-marked", "marked", ended.updated_at)  # an ended step never
+    [ended] = control.step_progress(JOB, "run-marked")
+    assert ended.ended and not repo.mark_stalled(JOB, "run-marked", "marked", ended.updated_at)  # an ended step never
 
 
 def test_a_retrys_first_write_is_no_longer_marked_ended(closing: tuple[LocalAWS, ControlPlane]) -> None:
@@ -544,10 +559,10 @@ def test_a_retrys_first_write_is_no_longer_marked_ended(closing: tuple[LocalAWS,
                          trace=TraceContext.continue_from(None))
         reporter = Reporter(ctx, _Log(), aws.resources["table_name"], env)  # type: ignore[arg-type]
         reporter.progress(attempt, 5)
-        [p] = control.step_progress("run-retried")
+        [p] = control.step_progress(JOB, "run-retried")
         assert (p.attempt, p.ended) == (attempt, False)
         reporter.finish()
-        [p] = control.step_progress("run-retried")
+        [p] = control.step_progress(JOB, "run-retried")
         assert (p.attempt, p.ended) == (attempt, True)
 
 
@@ -593,7 +608,7 @@ def test_a_rerun_from_the_failed_step_resumes_at_its_checkpoint_or_from_scratch(
     assert '<p class="rerun-checkpoint" data-checkpoint="t-0002">' in page and 'id="rerun-from-scratch"' in page
     resumed = control.rerun(failed, "dev@localhost", from_failed_step=True)
     assert aws.wait(control.deployment.execution_arn("close-or-resume", resumed), timeout=600).status == "SUCCEEDED"
-    [p] = control.step_progress(resumed)
+    [p] = control.step_progress("close-or-resume", resumed)
     assert (p.attempt, p.done, p.cursor, p.ended) == (1, 5, "t-0005", True)
     over = control.rerun(failed, "dev@localhost", from_failed_step=True, from_scratch=True)
     assert aws.wait(control.deployment.execution_arn("close-or-resume", over), timeout=600).status == "FAILED"
@@ -625,7 +640,7 @@ def test_a_stall_whose_alert_was_not_published_is_announced_by_the_next_pass(
     release = tmp_path / "release"
     arn, name = _held_run(aws, control, release)
     try:
-        [p] = control.step_progress(name)
+        [p] = control.step_progress("slow-read", name)
         later = datetime.fromtimestamp(p.updated_at, timezone.utc) + timedelta(minutes=2)
         sns = aws.client("sns")
         refused = StallWatch(control.reads, _RefusingSns(sns), control.deployment.topic_arn, clock=lambda: later)
@@ -654,7 +669,8 @@ def test_the_jobs_page_reads_at_most_shown_running_runs_and_shows_the_step_still
 
     def record(execution: str, step: str, started: float, updated: float, done: int, total: int | None = None,
                unit: str | None = None, ended: bool = False) -> None:  # as the runner writes one
-        item = {"pk": {"S": cp.pk(execution)}, "sk": {"S": step}, cp.ATTR_ATTEMPT: {"N": "1"},
+        item = {"pk": {"S": cp.pk(f"j{execution.rsplit('-', 1)[1].zfill(3)}", execution)}, "sk": {"S": step},
+                cp.ATTR_ATTEMPT: {"N": "1"},
                 cp.ATTR_STARTED_AT: {"N": str(started)}, cp.ATTR_UPDATED_AT: {"N": str(updated)},
                 cp.ATTR_DONE: {"N": str(done)}}
         if total is not None:
@@ -689,7 +705,8 @@ def test_the_jobs_page_reads_at_most_shown_running_runs_and_shows_the_step_still
     shown = running_progress.page_progress(ddb, table, jobs)
     assert len(asked) == 1  # one request: SHOWN runs x 3 steps = 72 keys
     keys = [(k["pk"]["S"], k["sk"]["S"]) for k in asked[0]["RequestItems"][table]["Keys"]]
-    assert sorted(keys) == sorted((cp.pk(f"pg-a-{i}"), s.name) for i in range(running_progress.SHOWN) for s in steps)
+    assert sorted(keys) == sorted((cp.pk(f"j{i:03}", f"pg-a-{i}"), s.name) for i in range(running_progress.SHOWN)
+                                  for s in steps)
     assert set(shown) == {f"j{i:03}" for i in range(running_progress.SHOWN)}
     # 25 in 100 s: 75 more take 300 s after the report at 200 s (epoch 500 = 00:08:20 UTC)
     assert shown["j000"] == "load: 25 of 100 tenants (25%), ETA 00:08 UTC"

@@ -96,12 +96,12 @@ def test_the_plan_counts_the_roles_of_jobs_whose_secrets_are_their_own(repo: Rep
     assert out.exit_code == 0, out.output
     assert "IAM roles of the team roots" not in out.stdout  # nothing of job scope: not worth a line
     listed = repo.cli("plan", "--quotas").stdout
-    assert ("IAM roles of the team roots: 3 for 2 jobs (1.50 a job; of them 0 for the secrets of the 0 jobs of "
+    assert ("IAM roles of the team roots: 4 for 2 jobs (2.00 a job; of them 0 for the secrets of the 0 jobs of "
             "secret_scope 'job'); one deployment is measured to hold up to 5,000 jobs") in listed, listed
     assert repo.cli("compile").exit_code == 0
     assert _roles(repo)["shared-a"]["exec"] == _roles(repo)["shared-b"]["exec"]  # their team's, reading both
     repo.write("jobs/billing/alone.jsonnet", job % ("alone", "secret_scope: 'job',", "payroll"))
     out = repo.cli("plan")
     assert out.exit_code == 0, out.output
-    assert ("IAM roles of the team roots: 4 for 3 jobs (1.33 a job; of them 1 for the secrets of the 1 jobs of "
+    assert ("IAM roles of the team roots: 5 for 3 jobs (1.67 a job; of them 1 for the secrets of the 1 jobs of "
             "secret_scope 'job')") in out.stdout, out.stdout

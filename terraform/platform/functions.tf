@@ -161,7 +161,8 @@ data "aws_iam_policy_document" "reconciler" {
   }
   statement {
     # a run's steps' own counts for its metric lines (platform/run_metrics.py): one Query of its
-    # PROGRESS#<execution> partition, held to those partitions by their leading key
+    # PROGRESS#<job>#<execution> partition (any job's: the reconciler ends every team's runs),
+    # held to those partitions by their leading key
     sid       = "StepProgress"
     actions   = ["dynamodb:Query"]
     resources = [aws_dynamodb_table.jobplane.arn]

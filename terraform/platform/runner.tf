@@ -67,7 +67,12 @@ data "aws_iam_policy_document" "ecs_tasks_assume" {
   }
 }
 
-# What the application code may do is the application's business: attach its policies here.
+# The base task definition's default task role. Since issue 67 no compiled state machine runs a
+# task with it: every RunTask names the job's team's task role (compiler/task_roles.py: its own
+# jobs' progress records only, PROGRESS#<job>#*), and no state machine may pass this one. It keeps
+# its grants below for one release, so tasks started before the upgrade (the old runner, the old
+# PROGRESS#<execution> keys) finish; then it goes (docs/deploy.md). The application's own policies
+# belong on the team task roles now (tag jobplane:role = task, jobplane:team = <team>).
 resource "aws_iam_role" "runner_task" {
   name               = "${var.name_prefix}-runner-task"
   description        = "Role of the application code run by jobplane-runner"
@@ -95,8 +100,9 @@ resource "aws_iam_role_policy" "runner_task_map_items" {
   policy = data.aws_iam_policy_document.runner_map_items.json
 }
 
-# A step's progress and counts (jobplane.progress, jobplane.metric: docs/progress.md): the
-# runner updates the step's own record, PROGRESS#<execution> / <step>, and nothing else. The
+# A step's progress and counts (jobplane.progress, jobplane.metric: docs/progress.md), as runners
+# before issue 67 write it (PROGRESS#<execution> / <step>; now PROGRESS#<job>#<execution>, on the
+# team task roles): kept for the tasks in flight during the upgrade, then removed. The
 # leading key holds it to the progress records (never a run's, a job's or a pool's record) and
 # dynamodb:Attributes to the attributes the runner writes (contract/progress.py ATTRIBUTES);
 # UpdateItem, and a GetItem of two of them (a retry's checkpoint): no put, no delete, no query;

@@ -149,7 +149,8 @@ data "aws_iam_policy_document" "slow" {
   }
   statement {
     # a running run's steps' progress (platform/stalls.py: STALLED): one Query of its
-    # PROGRESS#<execution> partition; the stall's mark is an UpdateItem of Records above
+    # PROGRESS#<job>#<execution> partition (any job's: the platform's check watches every team);
+    # the stall's mark is an UpdateItem of Records above
     sid       = "StepProgress"
     actions   = ["dynamodb:Query"]
     resources = [aws_dynamodb_table.jobplane.arn]

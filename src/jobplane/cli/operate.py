@@ -103,7 +103,7 @@ def run(obj: Context, job: str, params: tuple[str, ...], from_step: str | None, 
 
     per_item = brief is not None and any(s.kind and kind_info(s.kind).per_item for s in brief.steps)
     maps = MapWatch(control, name) if per_item else None
-    steps_progress = ProgressWatch(control, name)
+    steps_progress = ProgressWatch(control, job, name)
     while True:
         ended = _pause(control, name, min(pause, max(deadline - time.monotonic(), 0.0)),
                        watching=time.monotonic() < watch_until, eager_until=eager_until)
@@ -181,14 +181,14 @@ class ProgressWatch:
     step when what it reported changes, read at most every PROGRESS_POLL seconds (one Query of
     the run's progress records; the runner writes at most every 10 s anyway)."""
 
-    def __init__(self, control: ControlPlane, execution: str):
-        self.control, self.execution = control, execution
+    def __init__(self, control: ControlPlane, job: str, execution: str):
+        self.control, self.job, self.execution = control, job, execution
         self.last: dict[str, tuple[object, ...]] = {}
         self.asked = 0.0
 
     def _read(self) -> list[StepProgress]:
         try:
-            return self.control.step_progress(self.execution)
+            return self.control.step_progress(self.job, self.execution)
         except control_error():
             return []
 
@@ -438,7 +438,7 @@ def running_progress(control: ControlPlane, jobs: list[JobSummary]) -> dict[str,
     out: dict[str, list[tuple[str, list[StepProgress]]]] = {}
     for j in jobs:
         for execution in sorted(j.running):
-            steps = control.step_progress(execution)
+            steps = control.step_progress(j.name, execution)
             if steps:
                 out.setdefault(j.name, []).append((execution, steps))
     return out

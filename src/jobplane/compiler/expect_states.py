@@ -2,7 +2,7 @@
 
 After an attempt succeeds, before the next step:
 
-* ``<step>: expect`` reads the step's progress record (contract/progress.py: ``PROGRESS#<execution>``
+* ``<step>: expect`` reads the step's progress record (contract/progress.py: ``PROGRESS#<job>#<execution>``
   / ``<step>``, its ``metrics`` map only, a consistent read: the runner writes the last values before
   the step's process ends) and, in the same state, judges every expectation. It is a JSONata Task
   (``"QueryLanguage": "JSONata"`` on the state alone, as the first claim is): its ``Output``
@@ -68,8 +68,8 @@ class Publish(Protocol):
 
 def role_statements(job: Job) -> list[JsonObject]:
     """What a job's state machine calls for its steps' expectations, nothing else (a job without
-    any: nothing): GetItem of its runs' progress records (``PROGRESS#<execution>``, the judge's
-    read; an execution's name is not known before it starts, so by prefix) and, for a baseline,
+    any: nothing): GetItem of its runs' progress records (``PROGRESS#<job>#<execution>``, the judge's
+    read; an execution's name is not known before it starts, so by the job's prefix) and, for a baseline,
     GetItem and UpdateItem of the job's own history item (``EXPECT#<job>`` exactly).
     ``dynamodb:LeadingKeys``: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/specifying-conditions.html"""
     from jobplane.compiler.terraform_iam import statement
@@ -80,7 +80,7 @@ def role_statements(job: Job) -> list[JsonObject]:
     table = ["${local.platform.table_arn}"]
     out = [statement("ReadStepMetrics", ["dynamodb:GetItem"], table,
                      [{"test": "ForAllValues:StringLike", "variable": "dynamodb:LeadingKeys",
-                       "values": [cp.pk("*")]}])]
+                       "values": [cp.job_keys(job.name)]}])]
     if any(uses_baseline(s) for s in steps):
         out.append(statement("KeepMetricHistory", ["dynamodb:GetItem", "dynamodb:UpdateItem"], table,
                              [{"test": "ForAllValues:StringEquals", "variable": "dynamodb:LeadingKeys",
@@ -118,13 +118,15 @@ def plan_lines(steps: list[CatalogStep]) -> list[str]:
     return out
 
 
-def add(b: ExpectBuilder, step: Step, nxt: str, into: Graph, record: bool, publish: Publish | None) -> str:
+def add(b: ExpectBuilder, step: Step, nxt: str, into: Graph, record: bool, publish: Publish | None,
+        warned: str | None = None) -> str:
     """Add ``step``'s expectation states going on to ``nxt``; return the first one's name (the
     attempt's Task goes there when it succeeds). ``publish`` None: a map's each step in its
     child execution, judged per item (:func:`item_key`): a warning is kept on the item's record
     (its ``detail``, the child's state data), not alerted item by item; a failure fails the item
     (its retries apply), which the run's failure alert lists with its error (platform/map_alert.py)
-    and ``jobplane rerun --failed-items`` takes."""
+    and ``jobplane rerun --failed-items`` takes. ``warned``: where such an item's ``warn`` verdict
+    goes (compiler/item_warnings.py: counted for the map's one alert), else on as a pass."""
     slot = steps_slot(step)
     judge, check = sn.expect(step.name), sn.expect_check(step.name)
     warn, failed = sn.expect_warn(step.name), sn.expect_failed(step.name)
@@ -132,7 +134,7 @@ def add(b: ExpectBuilder, step: Step, nxt: str, into: Graph, record: bool, publi
     keep = sn.expect_keep(step.name)
     go_on = keep if baseline else nxt
     into.add(check, Choice(choices=[When(equals(f"{slot}.expect.verdict", "fail"), failed),
-                                    When(equals(f"{slot}.expect.verdict", "warn"), warn if publish else go_on)],
+                                    When(equals(f"{slot}.expect.verdict", "warn"), warn if publish else (warned or go_on))],
                            default=go_on))
     if publish is not None:
         alert = publish(Event.EXPECTATION.value, next_=go_on, outcome={
@@ -156,7 +158,7 @@ def add(b: ExpectBuilder, step: Step, nxt: str, into: Graph, record: bool, publi
         f"$merge([$states.input, {{\"run\": $merge([$states.input.run, {{\"error\": $states.errorOutput}}])}}])"))
     into.add(judge, Task(
         comment="The step's reported metrics, judged by its expectations",
-        resource=GET_ITEM, arguments=jsonata.expression(jsonata_arguments(step, item=publish is None)),
+        resource=GET_ITEM, arguments=jsonata.expression(jsonata_arguments(b.job.name, step, item=publish is None)),
         output=jsonata.expression(judge_expression(b.job.name, step, baseline, b.job.expect_days)),
         retry=[b.ddb_retry], catch=[read_error], next=check))
     first = judge
@@ -174,15 +176,15 @@ def add(b: ExpectBuilder, step: Step, nxt: str, into: Graph, record: bool, publi
     return first
 
 
-def jsonata_arguments(step: Step, item: bool = False) -> str:
+def jsonata_arguments(job: str, step: Step, item: bool = False) -> str:
     """The judge's GetItem. ``item``: in a map's child execution, whose ``$$.Execution`` is its own:
     the run's name and the item's index come in its input (compiler/map_states.py ``ItemSelector``),
     and the item's record is ``<step>#<index>`` (contract/progress.py ``step_sk``, as the runner writes it)."""
     if item:
-        key = ('{"pk": {"S": ' + jsonata.literal(cp.PK_PREFIX) + ' & $states.input.execution}, '
+        key = ('{"pk": {"S": ' + jsonata.literal(cp.job_prefix(job)) + ' & $states.input.execution}, '
                '"sk": {"S": ' + jsonata.literal(cp.step_sk(step.name, "")) + ' & $string($states.input.index)}}')
     else:
-        key = ('{"pk": {"S": ' + jsonata.literal(cp.PK_PREFIX) + ' & $states.context.Execution.Name}, '
+        key = ('{"pk": {"S": ' + jsonata.literal(cp.job_prefix(job)) + ' & $states.context.Execution.Name}, '
                '"sk": {"S": ' + jsonata.literal(step.name) + '}}')
     return ('{"TableName": ' + jsonata.literal(token("table_name")) + ', "Key": ' + key
             + ', "ConsistentRead": true, "ProjectionExpression": "#m", '

@@ -204,10 +204,15 @@ def map_states(b: GroupBuilder, m: Step, nxt: str) -> str:
     processor = Graph()
     done = processor.add(sn.branch_done(each.name), _put(job, m, ExecutionStatus.SUCCEEDED.value, None, b.ddb_retry))
     ib = _ItemBuilder(b, m)
+    after_map = nxt
     if each.expect:  # judged per item, in the item's child execution (compiler/expect_states.py)
-        from jobplane.compiler import expect_states
+        from jobplane.compiler import expect_states, item_warnings
 
-        done = expect_states.add(ib, each, done, processor, False, publish=None)
+        warned = None
+        if item_warnings.can_warn(each):  # the warned items: one alert after the map (compiler/item_warnings.py)
+            warned = item_warnings.item_states(m, each, done, processor, b.ddb_retry)
+            after_map = item_warnings.after_map(job, m, each, nxt, graph, b.ddb_retry, b.publish_state)
+        done = expect_states.add(ib, each, done, processor, False, publish=None, warned=warned)
     processor.start_at = each.kind.executor.attempt_states(ib, each, done, False, processor, False)
     if each.pool is not None:
         # each item's attempts hold a slot as a top-level step's do (docs/pools.md "A map's items"):
@@ -229,8 +234,8 @@ def map_states(b: GroupBuilder, m: Step, nxt: str) -> str:
         processor=processor, max_concurrency=spec.max_concurrency, tolerance=spec.tolerance(),
         result_writer=result_writer(job),
         retry=[READ_RETRY],
-        catch=[Catch([RESULTS_NOT_WRITTEN], nxt, "$.map_results_error"), Catch(["States.ALL"], failed, ERROR)],
-        next=nxt))
+        catch=[Catch([RESULTS_NOT_WRITTEN], after_map, "$.map_results_error"), Catch(["States.ALL"], failed, ERROR)],
+        next=after_map))
     # The list's key, drawn before the items step and read by its runner and the ItemReader: a
     # UUID no reader can list (contract/map_items.py items_key); a re-run of the failed items
     # reads the list the control plane wrote under map-reruns/, which no runner may write.
@@ -269,6 +274,7 @@ def role_statements(job: Job, sm_name: str) -> list[JsonObject]:
     Map's role needs states:StartExecution on its own state machine and states:DescribeExecution
     and states:StopExecution on the child executions, whose ARNs are
     ``execution:<state machine>/<map run label>:<id>``."""
+    from jobplane.compiler import item_warnings
     from jobplane.compiler.terraform_iam import ACCOUNT, PARTITION, REGION, statement
 
     arn = f"arn:{PARTITION}:states:{REGION}:{ACCOUNT}"
@@ -288,6 +294,7 @@ def role_statements(job: Job, sm_name: str) -> list[JsonObject]:
         statement("StartMapChildren", ["states:StartExecution"], [f"{arn}:stateMachine:{sm_name}"]),
         statement("WatchMapChildren", ["states:DescribeExecution", "states:StopExecution"],
                   [f"{arn}:execution:{sm_name}/*"]),
+        *item_warnings.role_statements(job),  # a map whose items can warn: its one alert's reads
     ]
 
 

@@ -44,7 +44,7 @@ from typing import Any
 from jobplane.compiler.problems import DefinitionError, Problem
 from jobplane.compiler.terraform_iam import SECRET_SCOPE_TAG, SECRET_SIDS
 from jobplane.contract import datamodel as dm
-from jobplane.contract import names
+from jobplane.contract import map_items, names, progress
 from jobplane.contract.quotas import ROLE_INLINE_POLICY_CHARS
 from jobplane.contract.types import JsonObject
 
@@ -59,7 +59,10 @@ TEAM_SECRETS = "<<the team's secrets>>"
 #: The tag on a shared role naming its kind (sfn, scheduler, after, exec, lambda, ...).
 KIND_TAG = "jobplane:role"
 KIND_WORDS = {"sfn": "Step Functions", "scheduler": "EventBridge Scheduler", "after": "EventBridge (after rules)",
-              "exec": "ECS task execution", "lambda": "Lambda runner function"}
+              "exec": "ECS task execution", "lambda": "Lambda runner function",
+              "task": "ECS task"}  # the steps' own role, scoped to its jobs' progress (compiler/task_roles.py)
+#: The kinds a state machine passes by a name pattern of one digit (contract/names.py team_role_pattern).
+PATTERN_PASSED = ("exec", "task")
 
 # Upper bounds of what an interpolation renders to, for the size estimate (IAM counts the policy
 # as AWS stores it, with every value resolved): partitions ("aws-us-gov"), regions (14 at most
@@ -90,6 +93,10 @@ def _abstract(value: str, prefix: str, job: str, tid: str) -> str:
     or by its Terraform id) and its ``JOB#`` record."""
     if value == dm.job_partition(job):
         return dm.job_partition(OWN)
+    if value.startswith(progress.PK_PREFIX) and value == progress.job_keys(job):
+        return progress.job_keys(OWN)  # its runs' progress records (compiler/task_roles.py, terraform_iam.py)
+    if value.endswith(f"/{map_items.ITEMS_PREFIX}{job}/*"):  # its map lists (compiler/task_roles.py)
+        return value[:-len(f"{job}/*")] + f"{OWN}/*"
 
     def derived(m: re.Match[str]) -> str:
         name = m[2]
@@ -345,13 +352,15 @@ def share(team: str, prefix: str, docs: dict[str, JsonObject], sources: dict[str
                 else:
                     chunks.append([g])
                     size = alone
-            if kind == "exec" and len(chunks) > 9:
+            if kind in PATTERN_PASSED and len(chunks) > 9:
                 # the state machines pass their team root's exec roles by a pattern of one digit
                 # (contract/names.py team_role_pattern)
                 first_job = chunks[9][0].job
                 problems.append(Problem(sources.get(first_job, first_job), first_job, None,
-                                        f"team root {root or team}'s jobs declare more secrets than 9 task execution "
-                                        "roles can read: split the team's jobs into more roots ([teams.<team>] roots "
+                                        (f"team root {root or team}'s jobs declare more secrets than 9 task execution "
+                                         "roles can read" if kind == "exec" else
+                                         f"team root {root or team}'s jobs need more than 9 ECS task roles (each lists "
+                                         "its jobs' progress records)") + ": split the team's jobs into more roots ([teams.<team>] roots "
                                         "in jobplane.toml)"))
                 chunks = chunks[:9]
             for n, chunk in enumerate(chunks, start=1):
@@ -432,7 +441,8 @@ def role_refs(job_doc: JsonObject) -> set[str]:
     # a state machine's definition, nearly all of a job's bytes, never names a role
     machines = [{k: v for k, v in block.items() if k != "definition"}
                 for block in resource.get("aws_sfn_state_machine", {}).values()]
-    text = json.dumps([machines, {k: v for k, v in resource.items() if k != "aws_sfn_state_machine"}])
+    text = json.dumps([machines, {k: v for k, v in resource.items() if k != "aws_sfn_state_machine"},
+                       job_doc.get("locals", {})])  # its ECS task role, named by a local (compiler/task_roles.py)
     return set(_ROLE_REF.findall(text))
 
 
@@ -457,7 +467,8 @@ def job_roles(files: dict[str, str], job_rel: str, job_doc: JsonObject) -> dict[
 
 #: The most jobs one deployment is measured to hold inside AWS's default quotas, IAM's 1,000
 #: roles the first to bind: bench/quotas.py --mix (issue 62's mix: 30% of the jobs with a secret of
-#: their own, 20% with a Lambda step) compiles 1,000 jobs to 51 roles, so 5,000 stay far inside;
+#: their own, 20% with a Lambda step) compiles 1,000 jobs to 62 roles (9 of them its teams' ECS task roles:
+#: compiler/task_roles.py), so 5,000 stay far inside;
 #: past this no figure says so (state machines, schedules, rules grow too), and `jobplane plan`
 #: says so.
 JOBS_CEILING = 5000

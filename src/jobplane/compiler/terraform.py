@@ -184,6 +184,7 @@ class JobTerraform:
     roles: JsonObject = field(default_factory=dict)
     role_policies: JsonObject = field(default_factory=dict)
     attachments: JsonObject = field(default_factory=dict)
+    locals: JsonObject = field(default_factory=dict)  # its ECS task role's ARN (compiler/task_roles.py)
 
     @property
     def docs(self) -> JsonObject:
@@ -345,7 +346,10 @@ def job_module(job: Job, asl_text: str, config: PlatformConfig) -> JsonObject:
     resource["aws_iam_role"] = roles
     resource["aws_iam_role_policy"] = role_policies
     resource["aws_iam_role_policy_attachment"] = attachments
-    return {"data": data, "resource": {k: resource[k] for k in sorted(resource)}}
+    out: JsonObject = {"data": data, "resource": {k: resource[k] for k in sorted(resource)}}
+    if tf.locals:  # only a job with ECS steps: every other job's file is as it was
+        out["locals"] = dict(sorted(tf.locals.items()))
+    return out
 
 
 def schedule_target_input(params: JsonObject, definition: str | None = None) -> str:

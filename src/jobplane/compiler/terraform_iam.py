@@ -32,17 +32,19 @@ def statement(sid: str, actions: list[str], resources: list[str], conditions: li
     return st
 
 
-def progress_statements(table_arn: str) -> list[JsonObject]:
+def progress_statements(table_arn: str, job: str) -> list[JsonObject]:
     """What a runner's role needs for its steps' progress (docs/progress.md): an UpdateItem of
-    the attributes the runner writes and a GetItem of a retry's checkpoint, held to
-    ``PROGRESS#`` items by their leading key. The base module's ECS runner role has the same two
-    (terraform/platform/runner.tf ``runner_progress``); a job's Lambda runner role gets these.
+    the attributes the runner writes and a GetItem of a retry's checkpoint, held by their leading
+    key to ``job``'s own progress records (``PROGRESS#<job>#*``, contract/progress.py ``job_keys``:
+    never another job's). A job's ECS task role (compiler/task_roles.py) and its Lambda runner
+    role get these; shared by the team's jobs whose grants are identical, a role lists each
+    member's pattern (compiler/shared_roles.py).
     (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/specifying-conditions.html)"""
     from jobplane.contract import progress
 
     def held_to(attributes: tuple[str, ...]) -> list[JsonObject]:
         return [{"test": "ForAllValues:StringLike", "variable": "dynamodb:LeadingKeys",
-                 "values": [progress.pk("*")]},
+                 "values": [progress.job_keys(job)]},
                 {"test": "ForAllValues:StringEquals", "variable": "dynamodb:Attributes", "values": list(attributes)}]
 
     return [statement("WriteStepProgress", ["dynamodb:UpdateItem"], [table_arn],
@@ -63,15 +65,15 @@ SELECTS_ONLY_NAMED: JsonObject = {"test": "StringEqualsIfExists", "variable": "d
                                   "values": ["SPECIFIC_ATTRIBUTES"]}
 
 
-def resolved_params_statement(table_arn: str) -> JsonObject:
+def resolved_params_statement(table_arn: str, job: str) -> JsonObject:
     """What a runner's role needs to record a scheduled fire's calendar defaults as it resolved
     them (the ``#params`` item of the run's progress partition, docs/dsl.md "Typed parameters"):
-    the base module's ECS runner role has it (terraform/platform/runner.tf ``runner_params``); a
-    job's Lambda runner role gets it when the job has calendar defaults."""
+    a job's ECS task role has it (compiler/task_roles.py), a job's Lambda runner role when the job
+    has calendar defaults; held to ``job``'s own progress partitions as :func:`progress_statements`."""
     from jobplane.contract import progress
 
     return statement("RecordResolvedParams", ["dynamodb:UpdateItem"], [table_arn], [
-        {"test": "ForAllValues:StringLike", "variable": "dynamodb:LeadingKeys", "values": [progress.pk("*")]},
+        {"test": "ForAllValues:StringLike", "variable": "dynamodb:LeadingKeys", "values": [progress.job_keys(job)]},
         {"test": "ForAllValues:StringEquals", "variable": "dynamodb:Attributes",
          "values": list(progress.PARAMS_ATTRIBUTES)}, RETURNS_ONLY_UPDATED])
 

@@ -16,7 +16,10 @@ from jobplane.contract.types import JsonObject
 #: runner image (a new revision, registered by the base root) needs no change to any state machine.
 #: ``items_bucket``: where a map's items step writes its list (the base module's catalog bucket,
 #: under map-items/: contract/map_items.py).
-NAMES = ("table_name", "topic_arn", "cluster_arn", "task_definition", "subnets", "security_groups", "items_bucket")
+#: ``task_role_arn``: the ECS task role a job's tasks run with (RunTask's task override): its team's
+#: role, named by a local of the job's file (compiler/task_roles.py).
+NAMES = ("table_name", "topic_arn", "cluster_arn", "task_definition", "subnets", "security_groups", "items_bucket",
+         "task_role_arn")
 _TOKEN_RE = re.compile(r"<<jobplane:([a-z_]+)>>")
 
 
@@ -74,7 +77,8 @@ def terraform_expressions(tf_id: str, own_task_definition: bool) -> dict[str, st
     """What each token binds to in a job's Terraform file: what the base module publishes
     (``local.platform``, contract/published.py), and the job's own task definition family when
     its steps have secrets."""
-    values = {n: f"local.platform.{n}" for n in NAMES if n not in ("task_definition", "items_bucket")}
+    values = {n: f"local.platform.{n}" for n in NAMES if n not in ("task_definition", "items_bucket", "task_role_arn")}
+    values["task_role_arn"] = f"local.{tf_id}_task_role_arn"  # compiler/task_roles.py local_name
     values["items_bucket"] = "local.platform.catalog_bucket"
     values["task_definition"] = (f"aws_ecs_task_definition.{tf_id}.family" if own_task_definition
                                  else "local.platform.runner_family")

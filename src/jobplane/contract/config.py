@@ -48,6 +48,9 @@ class Team:
     # the customer managed KMS keys its secrets and SecureString parameters are encrypted with (key
     # ARNs): its jobs' roles may decrypt with them through Secrets Manager and SSM only
     secret_keys: tuple[str, ...] = ()
+    # managed policy ARNs its jobs' application code needs (S3, SQS...): attached to the team's
+    # ECS task roles (compiler/task_roles.py), which replaced the one base-module runner task role
+    task_policies: tuple[str, ...] = ()
     # blackout windows of [blackouts] every job of the team is in besides its own `blackout`
     blackout: tuple[str, ...] = ()
 
@@ -74,6 +77,9 @@ SHARED_SECRET_RE = re.compile(r"^[A-Za-z0-9_+=.@-][A-Za-z0-9/_+=.@-]{0,511}$|^(/
 #: A KMS key by its ARN (a single- or multi-Region key id); IAM names a key in a policy by its
 #: ARN, not an alias (https://docs.aws.amazon.com/kms/latest/developerguide/cmks-in-iam-policies.html).
 KMS_KEY_ARN_RE = re.compile(r"arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/(mrk-[0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
+#: An IAM managed policy by its ARN: a customer managed one (a path allowed) or an AWS managed one
+#: (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference-arns.html).
+POLICY_ARN_RE = re.compile(r"arn:aws[a-z-]*:iam::(\d{12}|aws):policy/([\w+=,.@-]+/)*[\w+=,.@-]{1,128}")
 BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 PORT_PLACEHOLDER = re.compile(r"\{port:([A-Za-z0-9_-]+)\}")
 #: A Slack channel as jobplane.toml names it: '#name' (Slack's own rule: lower-case letters,
@@ -237,7 +243,7 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
         if not isinstance(t, dict):
             continue  # shape_problems names it
         _check_keys(bad, f"teams.{name}", t, {"channel", "members", "secrets", "notify_channels", "roots",
-                                               "secret_keys", "blackout"})
+                                               "secret_keys", "blackout", "task_policies"})
         roots = t.get("roots", 1)
         if type(roots) is not int or not 1 <= roots <= MAX_ROOTS:
             bad(f"teams.{name}.roots: how many Terraform roots the team's jobs are split "
@@ -255,6 +261,13 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
                 "(arn:aws:kms:REGION:ACCOUNT:key/KEY-ID): the customer managed keys the team's secrets "
                 "and SecureString parameters are encrypted with; no aliases, no wildcards")
             keys = []
+        task_policies = t.get("task_policies", [])
+        if not isinstance(task_policies, list) or not all(
+                isinstance(a, str) and POLICY_ARN_RE.fullmatch(a) for a in task_policies):
+            bad(f"teams.{name}.task_policies: a list of IAM managed policy ARNs "
+                "(arn:aws:iam::ACCOUNT:policy/NAME, or arn:aws:iam::aws:policy/NAME): what the team's "
+                "ECS steps' own code may do, attached to the team's task roles")
+            task_policies = []
         notify = t.get("notify_channels", [])
         if not isinstance(notify, list):
             bad(f"teams.{name}.notify_channels: a list of Slack channels ('#name' or an id)")
@@ -263,7 +276,8 @@ def load_config(root: Path | str = ".") -> PlatformConfig:
         teams[name] = Team(name=name, channel=t.get("channel"),
                            members=tuple(members) if isinstance(members, list) else (),
                            secrets=tuple(allowed), notify_channels=tuple(notify), roots=roots,
-                           secret_keys=tuple(keys), blackout=_team_blackout(bad, name, t.get("blackout", [])))
+                           secret_keys=tuple(keys), blackout=_team_blackout(bad, name, t.get("blackout", [])),
+                           task_policies=tuple(task_policies))
     dev_raw = dict(data.get("dev", {}))
     dev_known = {"data_dir", "aws_port", "portal_port", "env", "services", "dev_user", "faults"}
     _check_keys(bad, "dev", dev_raw, dev_known)

@@ -121,6 +121,21 @@ def item_sk(map_name: str, index: int | str) -> str:
     return f"{ITEM_SK_PREFIX}{map_name}#{index}"
 
 
+#: The run's item counting a map's warned items (compiler/item_warnings.py): ``sk`` this prefix and
+#: the map's name, in the run's partition (not ``ITEM#``: the item records' Query never reads it).
+WARNED_SK_PREFIX = "WARNED#"
+ATTR_WARNED = "warned"  # how many items warned (an atomic counter)
+ATTR_WARNED_FIRST = "first"  # the first few: [{index, item, words}]
+#: How many warned items the one alert names (the count says how many more).
+WARNED_NAMED = 5
+#: The job's ``EXPECT#<job>`` item keeping a map's last warned count: ``sk`` the map's name and this.
+WARNED_SUFFIX = "#warned"
+
+
+def warned_sk(map_name: str) -> str:
+    return f"{WARNED_SK_PREFIX}{map_name}"
+
+
 class ItemProblem(ValueError):
     """One item cannot be fanned out (not JSON, or too large)."""
 

@@ -10,9 +10,10 @@ one JSON line with a ``jobplane`` key (:func:`line`), which the runner reads fro
 same functions print that line themselves when the runner says so (``JOBPLANE_REPORT=stdout`` in
 a shell step's environment), so a Python script run as a shell step uses the same API.
 
-The record: one item per step of a run, ``pk`` ``PROGRESS#<execution>`` / ``sk`` ``<step>``: a
-run's steps are one Query, and the runner task role's policy can hold it to these items alone
-(``dynamodb:LeadingKeys`` ``PROGRESS#*``), never a run's or a job's record.
+The record: one item per step of a run, ``pk`` ``PROGRESS#<job>#<execution>`` (:func:`pk`) /
+``sk`` ``<step>``: a run's steps are one Query, and a runner role's policy holds it to its own
+jobs' items alone (``dynamodb:LeadingKeys`` ``PROGRESS#<job>#*`` per job of the role), never a
+run's or a job's record, nor another team's job's progress.
 
 Kept to the standard library and light (no ``typing`` at run time): the runner imports it before
 the step's code runs (tests/test_runner_start.py), and so does ``import jobplane`` in the step.
@@ -78,9 +79,30 @@ class Refused(ValueError):
     """A reported value the record cannot take: the runner logs why, the step goes on."""
 
 
-def pk(execution: str) -> str:
-    """The partition of a run's progress records: one item per step (``sk``: the step's name)."""
-    return f"{PK_PREFIX}{execution}"
+def pk(job: str, execution: str) -> str:
+    """The partition of a run's progress records, ``PROGRESS#<job>#<execution>``: one item per
+    step (``sk``: the step's name). Keyed by job so that IAM can hold a step's role to its own
+    job's records (``dynamodb:LeadingKeys`` :func:`job_keys`): an execution's name is not known
+    before it starts, a job's is. A job's name has no ``#`` (compiler/model.py ``NAME_RE``:
+    lowercase letters, digits and ``-``), so ``PROGRESS#<job>#`` is never a prefix of another
+    job's partition, and holds no IAM wildcard (``*``, ``?``)."""
+    return f"{PK_PREFIX}{job}#{execution}"
+
+
+def job_prefix(job: str) -> str:
+    """What every partition of ``job``'s progress records starts with (the compiled judge's key)."""
+    return f"{PK_PREFIX}{job}#"
+
+
+def job_keys(job: str) -> str:
+    """The ``dynamodb:LeadingKeys`` pattern (``StringLike``) of every progress record of ``job``'s
+    runs, and of no other job's (:func:`pk`)."""
+    return f"{job_prefix(job)}*"
+
+
+def execution_of(partition: str, job: str) -> str:
+    """The execution of a progress partition of ``job`` (:func:`pk` read back)."""
+    return partition[len(job_prefix(job)):]
 
 
 #: Between a map's each step and its item's index in the ``sk`` of that item's record (a step's

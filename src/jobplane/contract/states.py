@@ -263,8 +263,45 @@ def expect_keep(step: str) -> str:
     return f"{step}: expect keep"
 
 
+def expect_warned(step: str) -> str:
+    """A map item whose check warned counts itself (compiler/item_warnings.py); then whether it
+    is among the first few, and if so its name for the map's one alert."""
+    return f"{step}: expect warned"
+
+
+def expect_warned_few(step: str) -> str:
+    return f"{step}: expect warned few"
+
+
+def expect_warned_name(step: str) -> str:
+    return f"{step}: expect warned name"
+
+
+def expect_warned_last(step: str) -> str:
+    """After a map (``step``): the previous run's count of its warned items, this run's, the one
+    alert, and this run's count kept (compiler/item_warnings.py)."""
+    return f"{step}: expect warned last"
+
+
+def expect_warned_read(step: str) -> str:
+    return f"{step}: expect warned read"
+
+
+def expect_warned_check(step: str) -> str:
+    return f"{step}: expect warned check"
+
+
+def expect_warned_alert(step: str) -> str:
+    return f"{step}: expect warned alert"
+
+
+def expect_warned_keep(step: str) -> str:
+    return f"{step}: expect warned keep"
+
+
 EXPECT_SUFFIXES = ("expect", "expect check", "expect warn", "expect failed", "expect retry", "expect baseline",
-                   "expect keep")
+                   "expect keep", "expect warned", "expect warned few", "expect warned name", "expect warned last",
+                   "expect warned read", "expect warned check", "expect warned alert", "expect warned keep")
 
 
 def items_key(step: str) -> str:
@@ -312,6 +349,8 @@ _STEP_STATE = re.compile(r"^(?P<step>[a-z][a-z0-9_-]*)(?: #(?P<n>[1-9]\d*))?"
                          r"|pool|pool claim|pool backoff|pool wait|pool claim again|pool check|pool held|pool waiting|pool running"
                          r"|items key|rerun items key|item failed|approval timeout|rejected"
                          r"|expect|expect check|expect warn|expect failed|expect retry|expect baseline|expect keep"
+                         r"|expect warned|expect warned few|expect warned name|expect warned last|expect warned read"
+                         r"|expect warned check|expect warned alert|expect warned keep"
                          r"|pool release(?: \((?:check|failed|timed out)\))?))?$")
 
 

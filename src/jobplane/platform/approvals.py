@@ -167,7 +167,7 @@ class Approvals:
         out = self.context.ddb.query(TableName=self._table, KeyConditionExpression="pk = :pk",
                                      ExpressionAttributeValues={":pk": {"S": ca.pk(execution)}}, ConsistentRead=True)
         items = out.get("Items", [])
-        progress = self.control.step_progress(execution) if items else []
+        progress = self.control.step_progress(_s(items[0], "job") or "", execution) if items else []
         return [of_item(i, progress) for i in items]
 
     def pending(self, person: Actor | None = None) -> list[Approval]:
@@ -183,7 +183,7 @@ class Approvals:
             if "LastEvaluatedKey" not in out:
                 break
             kwargs["ExclusiveStartKey"] = out["LastEvaluatedKey"]
-        found = [of_item(i, self.control.step_progress(_s(i, dm.ATTR_EXECUTION) or "")) for i in items]
+        found = [of_item(i, self.control.step_progress(_s(i, "job") or "", _s(i, dm.ATTR_EXECUTION) or "")) for i in items]
         found = [a for a in found if a.pending]
         if person is not None:
             found = [a for a in found if may_decide(person, a) is None]

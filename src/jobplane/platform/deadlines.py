@@ -362,7 +362,7 @@ class DeadlineWatch:
         at its rate since the attempt began it ends after the due time, with the later steps'
         typical durations (from the history: none counted without it) after it. One read of the
         run's progress records; a step that reported no total has no ETA and is left to the rest."""
-        progress = next((p for p in self.reads.step_progress(view.execution) if p.step == step and not p.ended), None)
+        progress = next((p for p in self.reads.step_progress(view.job, view.execution) if p.step == step and not p.ended), None)
         eta = progress.eta_seconds if progress is not None else None
         if progress is None or eta is None:
             return None

@@ -76,7 +76,7 @@ class Reconciler:
         try:
             reported = ([] if record.status in (ExecutionStatus.SKIPPED.value, ExecutionStatus.MISSED.value,
                                                 ExecutionStatus.BLACKED_OUT.value)
-                        else step_progress.read(self.repo.ddb, self.repo.table, record.execution))
+                        else step_progress.read(self.repo.ddb, self.repo.table, record.job, record.execution))
             for text in run_metrics.lines(record, rows, reported):
                 self.metrics(text)
         except Exception:  # noqa: BLE001 - metrics are at most once here, at least once on retries

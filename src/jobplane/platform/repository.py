@@ -382,7 +382,7 @@ class Repository:
             return False
         return True
 
-    def seed_checkpoint(self, execution: str, step: str, cursor: str, source: str, now: float,
+    def seed_checkpoint(self, job: str, execution: str, step: str, cursor: str, source: str, now: float,
                         expires_at: int) -> bool:
         """A re-run's checkpoint: ``step``'s progress record of the new ``execution``, before it
         starts, holding the cursor the run it re-runs (``source``) last reported, as attempt 0,
@@ -392,7 +392,7 @@ class Repository:
 
         try:
             self.ddb.put_item(TableName=self.table, Item={
-                "pk": {"S": cp.pk(execution)}, "sk": {"S": step}, cp.ATTR_ATTEMPT: {"N": "0"},
+                "pk": {"S": cp.pk(job, execution)}, "sk": {"S": step}, cp.ATTR_ATTEMPT: {"N": "0"},
                 cp.ATTR_CURSOR: {"S": cursor}, cp.ATTR_RESUMED_FROM: {"S": source},
                 cp.ATTR_STARTED_AT: {"N": repr(now)}, cp.ATTR_UPDATED_AT: {"N": repr(now)},
                 cp.ATTR_EXPIRES_AT: {"N": str(expires_at)}}, ConditionExpression="attribute_not_exists(pk)")
@@ -400,19 +400,19 @@ class Repository:
         except self.ddb.exceptions.ConditionalCheckFailedException:
             return False
 
-    def unmark_stalled(self, execution: str, step: str, updated_at: float) -> None:
+    def unmark_stalled(self, job: str, execution: str, step: str, updated_at: float) -> None:
         """Take back the mark of a stall whose alert was not published (only that mark)."""
         from jobplane.contract import progress as cp
 
         try:
-            self.ddb.update_item(TableName=self.table, Key={"pk": {"S": cp.pk(execution)}, "sk": {"S": step}},
+            self.ddb.update_item(TableName=self.table, Key={"pk": {"S": cp.pk(job, execution)}, "sk": {"S": step}},
                                  UpdateExpression="REMOVE #stalled", ConditionExpression="#stalled = :u",
                                  ExpressionAttributeNames={"#stalled": cp.ATTR_STALLED_FOR},
                                  ExpressionAttributeValues={":u": {"N": repr(updated_at)}})
         except self.ddb.exceptions.ConditionalCheckFailedException:
             pass  # marked since for newer values: not ours to take back
 
-    def mark_stalled(self, execution: str, step: str, updated_at: float) -> bool:
+    def mark_stalled(self, job: str, execution: str, step: str, updated_at: float) -> bool:
         """True the first time only for these values of the step's progress (its ``updated_at``),
         and only while they are still the newest and the step has not ended: whoever writes the
         mark announces the stall. A step that moves and then stalls again is announced again."""
@@ -420,7 +420,7 @@ class Repository:
 
         try:
             self.ddb.update_item(
-                TableName=self.table, Key={"pk": {"S": cp.pk(execution)}, "sk": {"S": step}},
+                TableName=self.table, Key={"pk": {"S": cp.pk(job, execution)}, "sk": {"S": step}},
                 UpdateExpression="SET #stalled = :u",
                 ConditionExpression="#updated = :u AND attribute_not_exists(#ended) AND "
                                     "(attribute_not_exists(#stalled) OR #stalled <> :u)",

@@ -68,12 +68,12 @@ class StallWatch:
             limits = entry.stall_limits
             state = self.context.repo.job_state(entry.name)
             for execution in sorted(state.running if state else ()):
-                for progress in self.reads.step_progress(execution):
+                for progress in self.reads.step_progress(entry.name, execution):
                     limit = limits.get(progress.step)
                     if limit is None or progress.ended or not progress.updated_at or progress.attempt == 0:
                         continue  # attempt 0: a re-run's checkpoint, not yet written by its step
                     quiet = int(now.timestamp() - progress.updated_at)
-                    if quiet < limit or not self.context.repo.mark_stalled(execution, progress.step,
+                    if quiet < limit or not self.context.repo.mark_stalled(entry.name, execution, progress.step,
                                                                            progress.updated_at):
                         continue  # not yet, or announced already (here or by another checker)
                     stall = Stall(entry.name, execution, progress.step, quiet)
@@ -81,7 +81,7 @@ class StallWatch:
                         self._announce(entry, stall, progress, limit, now)
                     except Exception:
                         # not published: the mark goes, so the next pass (or Lambda's retry) alerts
-                        self.context.repo.unmark_stalled(execution, progress.step, progress.updated_at)
+                        self.context.repo.unmark_stalled(entry.name, execution, progress.step, progress.updated_at)
                         raise
                     found.append(stall)
         return found

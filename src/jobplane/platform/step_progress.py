@@ -122,12 +122,12 @@ def from_item(item: Item) -> StepProgress:
         ended=bool(item.get(cp.ATTR_ENDED, {}).get("BOOL")))
 
 
-def read(ddb: Client, table: str, execution: str) -> list[StepProgress]:
-    """Each step's progress of the run, by step name: one Query of ``PROGRESS#<execution>``
+def read(ddb: Client, table: str, job: str, execution: str) -> list[StepProgress]:
+    """Each step's progress of ``job``'s run, by step name: one Query of ``PROGRESS#<job>#<execution>``
     (a run's steps fit one page: an item is well under 1 KB without a long cursor)."""
     out: list[StepProgress] = []
     kwargs: JsonObject = {"TableName": table, "KeyConditionExpression": "pk = :pk",
-                          "ExpressionAttributeValues": {":pk": {"S": cp.pk(execution)}}}
+                          "ExpressionAttributeValues": {":pk": {"S": cp.pk(job, execution)}}}
     while True:
         page = ddb.query(**kwargs)
         # not a step's: the run's params, a map item's own record (its item view's; a run of 10,000
@@ -139,12 +139,12 @@ def read(ddb: Client, table: str, execution: str) -> list[StepProgress]:
         kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
-def resolved_params(ddb: Client, table: str, execution: str) -> JsonObject:
+def resolved_params(ddb: Client, table: str, job: str, execution: str) -> JsonObject:
     """The calendar defaults the runner resolved at the run's scheduled fire ({} if none: a run
     given them in its input, or of a job that has none); one GetItem."""
     import json
 
-    item = ddb.get_item(TableName=table, Key={"pk": {"S": cp.pk(execution)}, "sk": {"S": cp.PARAMS_SK}},
+    item = ddb.get_item(TableName=table, Key={"pk": {"S": cp.pk(job, execution)}, "sk": {"S": cp.PARAMS_SK}},
                         ConsistentRead=True).get("Item") or {}
     try:
         value = json.loads(item.get(cp.ATTR_PARAMS, {}).get("S") or "{}")
@@ -157,8 +157,8 @@ def resolved_params(ddb: Client, table: str, execution: str) -> JsonObject:
 BATCH_KEYS = 100
 
 
-def read_steps(ddb: Client, table: str, keys: list[tuple[str, str]], tries: int = 3) -> dict[str, list[StepProgress]]:
-    """The progress records of the named (execution, step) pairs, by execution: BatchGetItem, a
+def read_steps(ddb: Client, table: str, keys: list[tuple[str, str, str]], tries: int = 3) -> dict[str, list[StepProgress]]:
+    """The progress records of the named (job, execution, step) triples, by execution: BatchGetItem, a
     request per 100 keys, eventually consistent (a view, not a decision). When the caller knows
     the runs' steps (the catalog does) this reads a page of runs in one request where a Query a
     run would take one each. Keys still unprocessed after ``tries`` (throttled) are left out."""
@@ -167,12 +167,13 @@ def read_steps(ddb: Client, table: str, keys: list[tuple[str, str]], tries: int 
     out: dict[str, list[StepProgress]] = {}
     unique = list(dict.fromkeys(keys))
     for i in range(0, len(unique), BATCH_KEYS):
-        request: JsonObject = {table: {"Keys": [{"pk": {"S": cp.pk(e)}, "sk": {"S": s}}
-                                                for e, s in unique[i:i + BATCH_KEYS]]}}
+        chunk = unique[i:i + BATCH_KEYS]
+        of_partition = {cp.pk(j, e): e for j, e, _ in chunk}
+        request: JsonObject = {table: {"Keys": [{"pk": {"S": cp.pk(j, e)}, "sk": {"S": s}} for j, e, s in chunk]}}
         for attempt in range(tries):
             answer = ddb.batch_get_item(RequestItems=request)
             for item in answer.get("Responses", {}).get(table, []):
-                out.setdefault(item["pk"]["S"][len(cp.PK_PREFIX):], []).append(from_item(item))
+                out.setdefault(of_partition[item["pk"]["S"]], []).append(from_item(item))
             request = answer.get("UnprocessedKeys") or {}
             if not request:
                 break

@@ -303,7 +303,7 @@ def job_executions(request: Request, job: str, limit: int = Query(20, ge=1, le=2
 def get_execution(request: Request, execution: str, job: str | None = Query(
         None, max_length=200, description="the job, to find an execution started a moment ago"), portal: Portal = Reader) -> object:
     view = portal.control.execution(execution, job if job in portal.control.entries else None)
-    return execution_out(view, portal.control.step_progress(view.execution),
+    return execution_out(view, portal.control.step_progress(view.job, view.execution),
                          run_expectations(view, portal.control.entry(view.job)))
 
 

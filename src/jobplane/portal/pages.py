@@ -176,13 +176,13 @@ def _execution_context(portal: Portal, execution: str, job: str | None = None, l
     return {"x": view, "e": entry, "rows": rows, "gantt": gantt, "logs": logs, "log_levels": logview.LEVELS,
             "log_level": level, "log_q": q,
             "maps": portal.control.map_progress(view.execution) if per_item_steps(entry.steps) else [],
-            "progress": portal.control.step_progress(view.execution),  # docs/progress.md
+            "progress": portal.control.step_progress(view.job, view.execution),  # docs/progress.md
             "expectations": run_expectations(view, entry),  # docs/expectations.md
             # the definition it ran, and what changed since the job's previous run (issue 69)
             "definition": run_definition(portal.control.context, view.job, view.execution, view.input.definition,
                                          view.started_at),
             # a scheduled fire's calendar defaults, as its runner resolved them (docs/dsl.md "Typed parameters")
-            "resolved_params": portal.control.resolved_params(view.execution) if entry.param_set().calendar_defaults() else {},
+            "resolved_params": portal.control.resolved_params(view.job, view.execution) if entry.param_set().calendar_defaults() else {},
             # its approval steps (jp.approval): WAITING_APPROVAL and the form, or who decided
             # (one Query of the run's approval partition, empty for a job without one)
             "approvals": _approvals(portal, view.execution)}

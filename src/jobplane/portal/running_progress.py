@@ -49,7 +49,7 @@ def page_progress(ddb: Client, table: str, jobs: Sequence[JobSummary]) -> dict[s
     from jobplane.platform.step_progress import read_steps
 
     runs: list[tuple[str, str]] = []
-    keys: list[tuple[str, str]] = []
+    keys: list[tuple[str, str, str]] = []
     for job in jobs:
         if not job.running or len(runs) == SHOWN:
             continue
@@ -57,7 +57,7 @@ def page_progress(ddb: Client, table: str, jobs: Sequence[JobSummary]) -> dict[s
         if len(keys) + len(steps) > KEYS:
             break
         runs.append((job.name, execution))
-        keys += [(execution, step) for step in steps]
+        keys += [(job.name, execution, step) for step in steps]
     if not keys:
         return {}
     try:

@@ -129,7 +129,7 @@ class Reporter:
         the one the re-run copied from the run it re-runs (attempt 0: platform/control/runs.py)."""
         request: JsonObject = {
             "TableName": self.table, "ConsistentRead": True,
-            "Key": {"pk": {"S": cp.pk(self.ctx.execution_id)}, "sk": {"S": self.sk}},
+            "Key": {"pk": {"S": cp.pk(self.ctx.job, self.ctx.execution_id)}, "sk": {"S": self.sk}},
             "ProjectionExpression": "#cursor, #attempt",
             "ExpressionAttributeNames": {"#cursor": cp.ATTR_CURSOR, "#attempt": cp.ATTR_ATTEMPT}}
         try:
@@ -213,7 +213,7 @@ class Reporter:
             names[f"#{cp.ATTR_ENDED}"] = cp.ATTR_ENDED
         return {
             "TableName": self.table,
-            "Key": {"pk": {"S": cp.pk(self.ctx.execution_id)}, "sk": {"S": self.sk}},
+            "Key": {"pk": {"S": cp.pk(self.ctx.job, self.ctx.execution_id)}, "sk": {"S": self.sk}},
             "UpdateExpression": "SET " + ", ".join(f"#{a} = :{a}" for a in given) + remove,
             "ConditionExpression": condition,
             "ExpressionAttributeNames": names,
@@ -229,12 +229,12 @@ def record_resolved(ctx: RunContext, log: RunLog, resolved: Mapping[str, object]
     best effort (a warning), as progress: the step's log has them too."""
     env = os.environ if env is None else env
     table = env.get(cp.ENV_TABLE)
-    if not table or not ctx.execution_id or not resolved:
+    if not table or not ctx.job or not ctx.execution_id or not resolved:
         return False
     import json
 
     request = {
-        "TableName": table, "Key": {"pk": {"S": cp.pk(ctx.execution_id)}, "sk": {"S": cp.PARAMS_SK}},
+        "TableName": table, "Key": {"pk": {"S": cp.pk(ctx.job, ctx.execution_id)}, "sk": {"S": cp.PARAMS_SK}},
         "UpdateExpression": "SET #params = :params, #expires_at = :expires_at",
         "ExpressionAttributeNames": {"#params": cp.ATTR_PARAMS, "#expires_at": cp.ATTR_EXPIRES_AT},
         "ExpressionAttributeValues": {":params": {"S": json.dumps(dict(resolved), sort_keys=True)},
@@ -253,7 +253,7 @@ def start(ctx: RunContext, log: RunLog, env: Mapping[str, str] | None = None) ->
     """The reporter of this step attempt, installed as the process's sink; None when the runner
     has no table to write to (a runner started by hand: reports are no-ops then)."""
     table = (os.environ if env is None else env).get(cp.ENV_TABLE)
-    if not table or not ctx.execution_id or not ctx.step:
+    if not table or not ctx.job or not ctx.execution_id or not ctx.step:
         return None
     reporter = Reporter(ctx, log, table, env)
     cp.install(reporter)

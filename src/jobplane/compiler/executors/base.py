@@ -49,6 +49,10 @@ class GroupBuilder(AttemptBuilder, Protocol):
 
     def initial_slots(self, steps: list[Step]) -> JsonObject: ...
 
+    def publish_state(self, event: str | None, next_: str | None = None, outcome: JsonObject | None = None) -> Task:
+        """The job's SNS publish (a map's one EXPECTATION alert of its warned items)."""
+        ...
+
     def record_state(self, status: ExecutionStatus, step: Text | None, next_: str | None = None,
                      unblocked: bool = False) -> Task:
         """The run's final record and claim release, one transaction (an approval's REJECTED)."""
@@ -66,6 +70,8 @@ class TerraformContext(Protocol):
     role_policies: JsonObject
     attachments: JsonObject
     data: dict[str, JsonObject]
+    #: Terraform locals of the job's file (its ECS task role's ARN: compiler/task_roles.py)
+    locals: JsonObject
 
     @property
     def docs(self) -> JsonObject: ...

@@ -25,6 +25,8 @@ from jobplane.compiler.overrides import container_overrides
 from jobplane.compiler.state_data import ERROR, INFRA, INFRA_WAITS
 from jobplane.compiler.states import Catch, Choice, Graph, Retry, Task
 from jobplane.compiler.terraform_iam import ACCOUNT, PARTITION, REGION, execution_roles_arn, statement
+from jobplane.compiler import task_roles
+from jobplane.compiler.task_roles import task_roles_arn
 from jobplane.contract import names
 from jobplane.contract import progress
 from jobplane.contract import runner as rc
@@ -139,6 +141,8 @@ class EcsExecutor:
                 "SecurityGroups.$": f"States.StringSplit('{token('security_groups')}', ',')",
                 "AssignPublicIp": "DISABLED"}},
             "Overrides": {
+                # the job's team's task role, scoped to its own jobs' progress (compiler/task_roles.py)
+                "TaskRoleArn": token("task_role_arn"),
                 "Cpu": str(step.cpu),
                 "Memory": str(step.memory),
                 "ContainerOverrides": container_overrides(b.job, step, counter),
@@ -251,7 +255,8 @@ class EcsExecutor:
                       [f"arn:{PARTITION}:ecs:{REGION}:{ACCOUNT}:task/${{local.platform.cluster_name}}/*"]),
             statement("SyncTaskEvents", ["events:DescribeRule", "events:PutRule", "events:PutTargets"],
                       [f"arn:{PARTITION}:events:{REGION}:{ACCOUNT}:rule/StepFunctionsGetEventsForECSTaskRule"]),
-            statement("PassRunnerRoles", ["iam:PassRole"], ["${local.platform.runner_task_role_arn}", exec_role_arn],
+            # the task role: one of its team root's shared task roles (compiler/task_roles.py), by pattern
+            statement("PassRunnerRoles", ["iam:PassRole"], [task_roles_arn(tf.config, tf.job), exec_role_arn],
                       [{"test": "StringEquals", "variable": "iam:PassedToService", "values": ["ecs-tasks.amazonaws.com"]}]),
         ]
 
@@ -262,7 +267,9 @@ class EcsExecutor:
         return {"task_definition": terraform_expressions(tf_id, own_task_definition=True)["task_definition"]}
 
     def resources(self, tf: TerraformContext, steps: list[Step]) -> None:
-        """A task definition of its own, only when steps need secrets."""
+        """Its task role's grant (compiler/task_roles.py); a task definition of its own, only
+        when steps need secrets."""
+        task_roles.add(tf)
         if not self.own_task_definition(steps):
             return
         from jobplane.compiler.terraform_iam import assume, secret_scope_tags, secret_statements
@@ -312,7 +319,7 @@ class EcsExecutor:
             "cpu": "256",
             "memory": "512",
             "execution_role_arn": exec_role_arn,
-            "task_role_arn": "${local.platform.runner_task_role_arn}",
+            "task_role_arn": f"${{aws_iam_role.{tid}_{task_roles.KIND}.arn}}",
             "volume": [{"name": "tmp"}],
             "container_definitions": json.dumps(container, sort_keys=True),
         }}

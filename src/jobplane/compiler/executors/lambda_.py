@@ -224,9 +224,9 @@ class LambdaExecutor:
                       [f"arn:{PARTITION}:logs:{REGION}:{ACCOUNT}:log-group:/aws/lambda/{function}:*"]),
             *reads,
             # its steps' jobplane.progress / metric / resume_from, as the ECS runner role's
-            *progress_statements("${local.platform.table_arn}"),
+            *progress_statements("${local.platform.table_arn}", job.name),
             # a scheduled fire's calendar defaults, recorded as its runner resolved them
-            *([resolved_params_statement("${local.platform.table_arn}")] if job.param_set.calendar_defaults() else []),
+            *([resolved_params_statement("${local.platform.table_arn}", job.name)] if job.param_set.calendar_defaults() else []),
         ]
         docs[role] = {"statement": statements}
         tf.roles[role] = {"name": lambda_step.role_name(prefix, job.name),

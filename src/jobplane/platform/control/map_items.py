@@ -115,7 +115,7 @@ class MapItems:
         m = maps[by_map[0]]
         each = (m.parallel or [])[1]
         overrides = self.runs.checked_params(entry, params, complete=False)  # the original's values stay
-        resolved = self.runs.reads.resolved_params(execution) if entry.param_set().calendar_defaults() else {}
+        resolved = self.runs.reads.resolved_params(original.job, execution) if entry.param_set().calendar_defaults() else {}
         payload = execution_input.rerun(who.actor.name, execution, rerun_params(entry, original, overrides, resolved),
                                         each.name, definition=self.runs.rerun_definition(original, entry, current=False))
         version = self.runs.rerun_version(original.job, payload.definition, entry)  # its own definition's version

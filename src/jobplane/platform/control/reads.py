@@ -293,18 +293,18 @@ class Reads:
                              sent=json_object(d.get("input")))
         return ExecutionView(name, job, arn, self._completed(job, live.sent, live.started_at), None, live, steps)
 
-    def step_progress(self, name: str) -> list[StepProgress]:
+    def step_progress(self, job: str, name: str) -> list[StepProgress]:
         """Each step's progress and counts the run reported (platform/step_progress.py): one Query."""
         from jobplane.platform import step_progress
 
-        return step_progress.read(self.ddb, self.repo.table, name)
+        return step_progress.read(self.ddb, self.repo.table, job, name)
 
-    def resolved_params(self, name: str) -> JsonObject:
+    def resolved_params(self, job: str, name: str) -> JsonObject:
         """The calendar defaults the runner resolved at the run's scheduled fire (docs/dsl.md
         "Typed parameters"): platform/step_progress.py."""
         from jobplane.platform import step_progress
 
-        return step_progress.resolved_params(self.ddb, self.repo.table, name)
+        return step_progress.resolved_params(self.ddb, self.repo.table, job, name)
 
     def subject(self, name: str, job: str | None = None) -> ExecutionSubject:
         """The execution's job and record, for an action to authorize its actor before it reads

@@ -155,19 +155,19 @@ class Runs:
             if resume_from not in steps:
                 raise Conflict(f"step {resume_from!r} is no longer in {original.job}; re-run the whole job",
                                {"execution": execution, "step": resume_from})
-        resolved = self.reads.resolved_params(execution) if entry.param_set().calendar_defaults() else {}
+        resolved = self.reads.resolved_params(original.job, execution) if entry.param_set().calendar_defaults() else {}
         payload = execution_input.rerun(who.actor.name, execution, rerun_params(entry, original, overrides, resolved),
                                         resume_from, definition=definition)
         name = name or (idempotent_name(original.job, who.actor.name, idempotency_key) if idempotency_key is not None
                         else uuid.uuid4().hex)
-        cursor = self.checkpoint(execution, resume_from) if resume_from and not from_scratch else None
+        cursor = self.checkpoint(original.job, execution, resume_from) if resume_from and not from_scratch else None
 
         def start() -> str:
             if cursor is not None and resume_from is not None:
                 # before the start, so the step finds it; a start that then fails leaves it to
                 # expire with the records (an execution of that name never runs)
                 now = time.time()
-                self.context.repo.seed_checkpoint(name, resume_from, cursor, execution, round(now, 3),
+                self.context.repo.seed_checkpoint(original.job, name, resume_from, cursor, execution, round(now, 3),
                                                   int(now) + RETENTION_SECONDS)
             return self.start_execution(original.job, payload, name, version)
 
@@ -177,10 +177,10 @@ class Runs:
         self.context.repo.link_rerun(execution, name)  # lineage: best effort, the audit entry names the original too
         return name
 
-    def checkpoint(self, execution: str, step: str) -> str | None:
+    def checkpoint(self, job: str, execution: str, step: str) -> str | None:
         """The cursor ``step`` of ``execution`` last reported (``jobplane.progress(cursor=...)``):
         where a re-run from that step resumes; None without one. One Query of its progress."""
-        return next((p.cursor for p in self.reads.step_progress(execution) if p.step == step and p.cursor), None)
+        return next((p.cursor for p in self.reads.step_progress(job, execution) if p.step == step and p.cursor), None)
 
     def rerun_definition(self, original: ExecutionView, entry: CatalogJob, current: bool) -> str | None:
         """The definition a re-run of ``original`` runs (its digest, what the re-run is stamped

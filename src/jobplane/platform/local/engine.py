@@ -412,6 +412,13 @@ class LocalAWS:
             AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [{
                 "Effect": "Allow", "Principal": {"Service": "states.amazonaws.com"}, "Action": "sts:AssumeRole"}]}),
         )["Role"]["Arn"]
+        # the ECS task role a job's tasks run with (RunTask's override, compiler/task_roles.py): on AWS its
+        # team's; the local engine runs every task as the same local process, so one role stands for them
+        task_role = self.client("iam").create_role(
+            RoleName=f"{self.prefix}-local-task",
+            AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [{
+                "Effect": "Allow", "Principal": {"Service": "ecs-tasks.amazonaws.com"}, "Action": "sts:AssumeRole"}]}),
+        )["Role"]["Arn"]
         # as the base module's catalog bucket, where a map's items step writes its list (contract/map_items.py)
         items_bucket = f"{self.prefix}-catalog"
         self.client("s3").create_bucket(Bucket=items_bucket, **(
@@ -420,7 +427,7 @@ class LocalAWS:
             "items_bucket": items_bucket,
             "table_name": self.prefix, "topic_arn": topic, "cluster_arn": cluster,
             "task_definition": f"{self.prefix}-runner", "task_definition_arn": task_def, "subnets": subnet, "security_groups": group,
-            "role_arn": role, "scheduler_dlq_arn": dlq_arn,
+            "role_arn": role, "scheduler_dlq_arn": dlq_arn, "task_role_arn": task_role,
         }
 
     def restore_logs(self) -> int:
