@@ -241,6 +241,13 @@ class ValidateCache:
                                             _dumps(tuple(result.loaded)))
                 self._paths[result.source] = str(path)
 
+    def source_key(self, source: str) -> str | None:
+        """The key of the file whose jobs name it ``source`` (LoadedJob.source), when its result
+        is kept or stored in this run; else None (compiler/root_memo.py keys a root by them)."""
+        path = self._paths.get(source)
+        entry = self._entries.get(path) if path is not None else None
+        return entry[0] if entry is not None else None
+
     # -- a compile's memory (job_build.BuiltJobs) --------------------------------------------------
     # A job's Terraform document and state count are a function of the job and the configuration
     # alone (compiler/job_build.py), so of its file's key and this environment: kept beside the
