@@ -98,10 +98,13 @@ def base_files(config: PlatformConfig) -> dict[str, str]:
 
 
 def root_files(config: PlatformConfig, team: str, name: str, team_jobs: list[LoadedJob],
-               built: dict[str, tuple[int, JsonObject]], runner_image: str | None) -> dict[str, str]:
+               built: dict[str, tuple[int, JsonObject]], runner_image: str | None,
+               digests: dict[str, str] | None = None) -> dict[str, str]:
     """One team root's files: a function of jobplane.toml, the runner image, this code and its
     jobs (``team_jobs``, by name; ``built``: each one's state count and document) alone, which
-    is what lets `jobplane dev` keep an unchanged root's files (compiler/root_memo.py)."""
+    is what lets `jobplane dev` keep an unchanged root's files (compiler/root_memo.py).
+    ``digests``: job -> its definition's digest where the caller knows it (definitions.stamp);
+    each job's digest is set there on return."""
     files: dict[str, str] = {}
     root = layout.team_root(name)
     files[f"{root}/{layout.ROOT_FILE}"] = terraform.render(terraform.team_root(config, name))
@@ -114,7 +117,9 @@ def root_files(config: PlatformConfig, team: str, name: str, team_jobs: list[Loa
                                 root=name)
     # each job stamped with the digest of its definition (catalog entry, schedules' inputs)
     part, stamped = definitions.stamp(catalog.build_catalog(team_jobs, config, counts, team=team, root=name),
-                                      shared.jobs, runner_image)
+                                      shared.jobs, runner_image, digests)
+    if digests is not None:
+        digests.update((entry.name, str(entry.definition)) for entry in part.jobs)
     for job_name, doc in stamped.items():
         files[layout.job_file(name, job_name)] = terraform.render_job(doc)
     if shared.roles is not None:

@@ -57,6 +57,14 @@ def root_key(environment: str, image: str | None, team: str, name: str,
     return h.hexdigest()
 
 
+def job_key(environment: str, image: str | None, team: str, name: str, job: str, source: str, key: str) -> str:
+    """The digest of everything a job's catalog entry and the state machine it compiles to depend
+    on, so of its definition's digest (compiler/definitions.py): its file's key, its root, the
+    image, jobplane.toml and the code."""
+    return hashlib.sha256(f"{FORMAT}\0{environment}\0{image or ''}\0{team}\0{name}\0{job}\0{source}\0{key}".encode()
+                          ).hexdigest()
+
+
 @dataclass(frozen=True)
 class PartialOutput(output.CompiledOutput):
     """The texts of the roots compiled (and the base's); ``all_roots``: every root, those kept too
@@ -85,6 +93,9 @@ class RootMemo:
     def __init__(self, path: Path):
         self.path = path
         self._roots: dict[str, tuple[str, dict[str, str]]] = {}
+        #: job_key -> the job's definition digest, for the jobs of the roots compiled again
+        self.definitions: dict[str, str] = {}
+        self._definitions: dict[str, str] = {}
         try:
             data = json.loads(path.read_text())
         except (OSError, ValueError):
@@ -95,6 +106,10 @@ class RootMemo:
             if (isinstance(entry, dict) and isinstance(entry.get("key"), str) and isinstance(entry.get("files"), dict)
                     and all(isinstance(k, str) and isinstance(v, str) for k, v in entry["files"].items())):
                 self._roots[name] = (entry["key"], entry["files"])
+        definitions = data.get("definitions")
+        if isinstance(definitions, dict):
+            self._definitions = {k: v for k, v in definitions.items() if isinstance(k, str) and isinstance(v, str)}
+        self.definitions = dict(self._definitions)
 
     def kept(self, name: str, key: str | None, on_disk: dict[str, str]) -> dict[str, str] | None:
         """The root's file digests if it was compiled under ``key`` and each of its files is on
@@ -107,25 +122,29 @@ class RootMemo:
             return None
         return files
 
-    def save(self, roots: dict[str, tuple[str, dict[str, str]]]) -> None:
-        """Keep ``roots`` (root -> (key, its files' digests)) as the whole memory."""
-        if roots == self._roots:
+    def save(self, roots: dict[str, tuple[str, dict[str, str]]], definitions: dict[str, str]) -> None:
+        """Keep ``roots`` (root -> (key, its files' digests)) and ``definitions`` (job_key -> its
+        definition's digest) as the whole memory."""
+        if roots == self._roots and definitions == self._definitions:
             return
-        self._roots = dict(roots)
+        self._roots, self._definitions = dict(roots), dict(definitions)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
-            tmp.write_text(json.dumps({"format": FORMAT, "roots": {n: {"key": k, "files": f} for n, (k, f) in roots.items()}}))
+            tmp.write_text(json.dumps({"format": FORMAT, "roots": {n: {"key": k, "files": f} for n, (k, f) in roots.items()},
+                                       "definitions": definitions}))
             os.replace(tmp, self.path)
         except OSError:
             pass  # a memory that cannot be written only makes the next compile slower
 
 
 def compile_roots(config: PlatformConfig, checked: Checked, cache: FileKeys, memo: RootMemo,
-                  on_disk: dict[str, str], runner_image: str | None) -> tuple[RootsCompiled, dict[str, tuple[str, dict[str, str]]]]:
+                  on_disk: dict[str, str], runner_image: str | None
+                  ) -> tuple[RootsCompiled, tuple[dict[str, tuple[str, dict[str, str]]], dict[str, str]]]:
     """output.compile_all of ``checked``'s jobs (without problems), each root whose key and
-    files are unchanged kept as it is (its jobs neither read back nor built); returns the
-    output and what :meth:`RootMemo.save` keeps once it is written."""
+    files are unchanged kept as it is (its jobs neither read back nor built), and in the roots
+    compiled each unchanged job's definition digest kept; returns the output and what
+    :meth:`RootMemo.save` keeps once it is written."""
     # which root each job is in (output.compile_all's grouping), from the names each file's
     # result lists: a kept root's jobs are never read back
     members: dict[tuple[str, str], list[tuple[str, str, str | None]]] = {
@@ -145,9 +164,14 @@ def compile_roots(config: PlatformConfig, checked: Checked, cache: FileKeys, mem
     memory: dict[str, tuple[str, dict[str, str]]] = {}
     kept_roots: list[str] = []
     kept_jobs = 0
+    # each job's key (job_key): its definition's digest is kept under it, also while its root is
+    job_keys: dict[tuple[str, str], dict[str, str]] = {}
+    definitions: dict[str, str] = {}
     for (team, name), jobs in members.items():
         known = [(j, s, k) for j, s, k in jobs if k is not None]
         key = keys[name] = root_key(cache.environment, runner_image, team, name, known) if len(known) == len(jobs) else None
+        job_keys[(team, name)] = {j: job_key(cache.environment, runner_image, team, name, j, s, k) for j, s, k in known}
+        definitions.update((k, memo.definitions[k]) for k in job_keys[(team, name)].values() if k in memo.definitions)
         kept = memo.kept(name, key, on_disk)
         if kept is None:
             todo.append((team, name))
@@ -168,7 +192,10 @@ def compile_roots(config: PlatformConfig, checked: Checked, cache: FileKeys, mem
         by_root[(lj.job.team, root_shards.job_root_name(lj.job.team, lj.job.name, declared.roots if declared else 1))
                 ].append(lj)
     for (team, name), team_jobs in sorted(by_root.items(), key=lambda kv: kv[0][1]):
-        root_texts = output.root_files(config, team, name, team_jobs, built, runner_image)
+        of_root = job_keys[(team, name)]
+        stamped = {job: definitions[k] for job, k in of_root.items() if k in definitions}
+        root_texts = output.root_files(config, team, name, team_jobs, built, runner_image, stamped)
+        definitions.update((k, stamped[job]) for job, k in of_root.items() if job in stamped)
         root_digests = {rel: hashlib.sha256(text.encode()).hexdigest() for rel, text in root_texts.items()}
         files.update(root_texts)
         digests.update(root_digests)
@@ -182,4 +209,4 @@ def compile_roots(config: PlatformConfig, checked: Checked, cache: FileKeys, mem
     compiled = PartialOutput(files=dict(sorted(files.items())), jobs=loaded,
                              provider_lock=lock.read_text() if lock.is_file() else None, all_roots=all_roots)
     return RootsCompiled(compiled, dict(sorted(digests.items())), sorted(n for _, n in todo), sorted(kept_roots),
-                         kept_jobs, sum(len(j) for j in members.values())), memory
+                         kept_jobs, sum(len(j) for j in members.values())), (memory, definitions)

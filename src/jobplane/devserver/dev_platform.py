@@ -221,7 +221,7 @@ class DevPlatform:
         stamp.remove()  # an output being rewritten is never taken for a kept one
         write_output(out.compiled, self.output_dir, digests=(on_disk, self.digests))
         stamp.write(wanted, self.digests)
-        memo.save(memory)  # once its files are written (a kept root is checked against them anyway)
+        memo.save(*memory)  # once its files are written (a kept root is checked against them anyway)
         self.compile_reused = False
 
     def _start_all(self, stack: ExitStack) -> None:
