@@ -60,12 +60,28 @@ def test_a_one_job_edit_compiles_its_root_alone(repo_root: Path, tmp_path: Path)
     assert edited.roots_kept == [GROWTH] and edited.roots_compiled == [BILLING]
     jobs = [rel for rel in edited.digests if rel.endswith(".job.tf.json")]
     assert edited.evaluated == 1 and edited.builds_reused == len(jobs) - 1  # kept documents and kept roots
+    # in the root compiled, the edited job's file alone is rendered: its team-mates' are on disk
+    # as they would be rendered (same job, definition digest and shared roles)
+    assert first.job_files_rendered == len(jobs) and edited.job_files_rendered == 1
     assert "25200" in (edited.output_dir / "teams" / BILLING / "every-minute.job.tf.json").read_text()
 
     job = repo_root / "jobs" / "growth" / "other-team.jsonnet"
     job.write_text(job.read_text() + "\n// a comment: the file's bytes changed, its job did not\n")
     growth = compiled(repo_root, data)
     assert growth.roots_kept == [BILLING] and growth.roots_compiled == [GROWTH]
+
+    # a job file of the root compiled changed on disk: rendered again, as compiled
+    target = data / "compiled" / "teams" / BILLING / "slow-report.job.tf.json"
+    text = target.read_text()
+    target.write_text(text.replace('"slow-report"', '"slow-reporX"', 1))
+    edit(repo_root / "jobs" / "billing" / "every-minute.jsonnet", "timeout: '7h',", "timeout: '8h',")
+    damaged = compiled(repo_root, data)
+    assert damaged.roots_compiled == [BILLING] and damaged.job_files_rendered == 2 and target.read_text() == text
+
+    # a job removed: its team-mates' shared roles lose a member, the output is still a compile's
+    (repo_root / "jobs" / "billing" / "every-minute.jsonnet").unlink()
+    removed = compiled(repo_root, data)
+    assert removed.roots_compiled == [BILLING] and not (data / "compiled" / "teams" / BILLING / "every-minute.job.tf.json").exists()
 
 
 def test_a_kept_root_is_compiled_again_when_what_it_depends_on_changed(repo_root: Path, tmp_path: Path) -> None:

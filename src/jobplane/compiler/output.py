@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,12 +100,15 @@ def base_files(config: PlatformConfig) -> dict[str, str]:
 
 def root_files(config: PlatformConfig, team: str, name: str, team_jobs: list[LoadedJob],
                built: dict[str, tuple[int, JsonObject]], runner_image: str | None,
-               digests: dict[str, str] | None = None) -> dict[str, str]:
+               digests: dict[str, str] | None = None,
+               known: Callable[[str, str, dict[str, str]], bool] | None = None) -> dict[str, str]:
     """One team root's files: a function of jobplane.toml, the runner image, this code and its
     jobs (``team_jobs``, by name; ``built``: each one's state count and document) alone, which
     is what lets `jobplane dev` keep an unchanged root's files (compiler/root_memo.py).
     ``digests``: job -> its definition's digest where the caller knows it (definitions.stamp);
-    each job's digest is set there on return."""
+    each job's digest is set there on return. ``known(job, its digest, its shared roles by kind)``:
+    True when the caller has the job's file as this compile would render it (its document is a
+    function of those and of the job: compiler/root_memo.py), which is then left out."""
     files: dict[str, str] = {}
     root = layout.team_root(name)
     files[f"{root}/{layout.ROOT_FILE}"] = terraform.render(terraform.team_root(config, name))
@@ -120,7 +124,10 @@ def root_files(config: PlatformConfig, team: str, name: str, team_jobs: list[Loa
                                       shared.jobs, runner_image, digests)
     if digests is not None:
         digests.update((entry.name, str(entry.definition)) for entry in part.jobs)
+    definition = {entry.name: str(entry.definition) for entry in part.jobs} if known is not None else {}
     for job_name, doc in stamped.items():
+        if known is not None and known(job_name, definition.get(job_name, ""), shared.membership.get(job_name, {})):
+            continue
         files[layout.job_file(name, job_name)] = terraform.render_job(doc)
     if shared.roles is not None:
         files[f"{root}/{shared_roles.ROLES_FILE}"] = terraform.render(shared.roles)

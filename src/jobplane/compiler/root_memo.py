@@ -65,6 +65,14 @@ def job_key(environment: str, image: str | None, team: str, name: str, job: str,
                           ).hexdigest()
 
 
+def render_key(job_key: str, definition: str, roles: dict[str, str]) -> str:
+    """The digest of everything a job's compiled file depends on: its job_key (its built document,
+    its catalog entry) and what its root's compile adds to that document, its definition's
+    digest (stamped into its schedules' inputs) and the shared roles it runs with (by kind:
+    compiler/shared_roles.py names them in its document)."""
+    return hashlib.sha256(json.dumps([FORMAT, job_key, definition, sorted(roles.items())]).encode()).hexdigest()
+
+
 @dataclass(frozen=True)
 class PartialOutput(output.CompiledOutput):
     """The texts of the roots compiled (and the base's); ``all_roots``: every root, those kept too
@@ -85,6 +93,7 @@ class RootsCompiled:
     kept_roots: list[str]
     kept_jobs: int  # jobs of the kept roots (neither read back nor built)
     jobs: int
+    rendered: int  # job files rendered (in the roots compiled, those not on disk as they would be rendered)
 
 
 class RootMemo:
@@ -96,6 +105,9 @@ class RootMemo:
         #: job_key -> the job's definition digest, for the jobs of the roots compiled again
         self.definitions: dict[str, str] = {}
         self._definitions: dict[str, str] = {}
+        #: job_key -> (render_key, the SHA-256 of the job's file)
+        self.rendered: dict[str, tuple[str, str]] = {}
+        self._rendered: dict[str, tuple[str, str]] = {}
         try:
             data = json.loads(path.read_text())
         except (OSError, ValueError):
@@ -110,6 +122,11 @@ class RootMemo:
         if isinstance(definitions, dict):
             self._definitions = {k: v for k, v in definitions.items() if isinstance(k, str) and isinstance(v, str)}
         self.definitions = dict(self._definitions)
+        rendered = data.get("rendered")
+        if isinstance(rendered, dict):
+            self._rendered = {k: (v[0], v[1]) for k, v in rendered.items() if isinstance(k, str) and isinstance(v, list)
+                              and len(v) == 2 and all(isinstance(x, str) for x in v)}
+        self.rendered = dict(self._rendered)
 
     def kept(self, name: str, key: str | None, on_disk: dict[str, str]) -> dict[str, str] | None:
         """The root's file digests if it was compiled under ``key`` and each of its files is on
@@ -122,17 +139,19 @@ class RootMemo:
             return None
         return files
 
-    def save(self, roots: dict[str, tuple[str, dict[str, str]]], definitions: dict[str, str]) -> None:
-        """Keep ``roots`` (root -> (key, its files' digests)) and ``definitions`` (job_key -> its
-        definition's digest) as the whole memory."""
-        if roots == self._roots and definitions == self._definitions:
+    def save(self, roots: dict[str, tuple[str, dict[str, str]]], definitions: dict[str, str],
+             rendered: dict[str, tuple[str, str]]) -> None:
+        """Keep ``roots`` (root -> (key, its files' digests)), ``definitions`` (job_key -> its
+        definition's digest) and ``rendered`` (job_key -> (render_key, its file's digest)) as the
+        whole memory."""
+        if roots == self._roots and definitions == self._definitions and rendered == self._rendered:
             return
-        self._roots, self._definitions = dict(roots), dict(definitions)
+        self._roots, self._definitions, self._rendered = dict(roots), dict(definitions), dict(rendered)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
             tmp.write_text(json.dumps({"format": FORMAT, "roots": {n: {"key": k, "files": f} for n, (k, f) in roots.items()},
-                                       "definitions": definitions}))
+                                       "definitions": definitions, "rendered": rendered}))
             os.replace(tmp, self.path)
         except OSError:
             pass  # a memory that cannot be written only makes the next compile slower
@@ -140,7 +159,8 @@ class RootMemo:
 
 def compile_roots(config: PlatformConfig, checked: Checked, cache: FileKeys, memo: RootMemo,
                   on_disk: dict[str, str], runner_image: str | None
-                  ) -> tuple[RootsCompiled, tuple[dict[str, tuple[str, dict[str, str]]], dict[str, str]]]:
+                  ) -> tuple[RootsCompiled, tuple[dict[str, tuple[str, dict[str, str]]], dict[str, str],
+                                                  dict[str, tuple[str, str]]]]:
     """output.compile_all of ``checked``'s jobs (without problems), each root whose key and
     files are unchanged kept as it is (its jobs neither read back nor built), and in the roots
     compiled each unchanged job's definition digest kept; returns the output and what
@@ -167,11 +187,13 @@ def compile_roots(config: PlatformConfig, checked: Checked, cache: FileKeys, mem
     # each job's key (job_key): its definition's digest is kept under it, also while its root is
     job_keys: dict[tuple[str, str], dict[str, str]] = {}
     definitions: dict[str, str] = {}
+    rendered: dict[str, tuple[str, str]] = {}
     for (team, name), jobs in members.items():
         known = [(j, s, k) for j, s, k in jobs if k is not None]
         key = keys[name] = root_key(cache.environment, runner_image, team, name, known) if len(known) == len(jobs) else None
         job_keys[(team, name)] = {j: job_key(cache.environment, runner_image, team, name, j, s, k) for j, s, k in known}
         definitions.update((k, memo.definitions[k]) for k in job_keys[(team, name)].values() if k in memo.definitions)
+        rendered.update((k, memo.rendered[k]) for k in job_keys[(team, name)].values() if k in memo.rendered)
         kept = memo.kept(name, key, on_disk)
         if kept is None:
             todo.append((team, name))
@@ -194,9 +216,27 @@ def compile_roots(config: PlatformConfig, checked: Checked, cache: FileKeys, mem
     for (team, name), team_jobs in sorted(by_root.items(), key=lambda kv: kv[0][1]):
         of_root = job_keys[(team, name)]
         stamped = {job: definitions[k] for job, k in of_root.items() if k in definitions}
-        root_texts = output.root_files(config, team, name, team_jobs, built, runner_image, stamped)
+        render_keys: dict[str, str] = {}
+        known_files: dict[str, str] = {}
+
+        def kept_file(job: str, definition: str, roles: dict[str, str], root: str = name,
+                  of_root: dict[str, str] = of_root, render_keys: dict[str, str] = render_keys,
+                  known_files: dict[str, str] = known_files) -> bool:
+            """A job whose file is on disk as this compile renders it (its render_key unchanged)."""
+            if job not in of_root:
+                return False
+            rk = render_keys[job] = render_key(of_root[job], definition, roles)
+            rel, kept = layout.job_file(root, job), memo.rendered.get(of_root[job])
+            if kept is None or kept[0] != rk or on_disk.get(rel) != kept[1]:
+                return False
+            known_files[rel] = kept[1]
+            return True
+
+        root_texts = output.root_files(config, team, name, team_jobs, built, runner_image, stamped, kept_file)
         definitions.update((k, stamped[job]) for job, k in of_root.items() if job in stamped)
         root_digests = {rel: hashlib.sha256(text.encode()).hexdigest() for rel, text in root_texts.items()}
+        root_digests.update(known_files)
+        rendered.update((of_root[job], (rk, root_digests[layout.job_file(name, job)])) for job, rk in render_keys.items())
         files.update(root_texts)
         digests.update(root_digests)
         key = keys[name]
@@ -209,4 +249,5 @@ def compile_roots(config: PlatformConfig, checked: Checked, cache: FileKeys, mem
     compiled = PartialOutput(files=dict(sorted(files.items())), jobs=loaded,
                              provider_lock=lock.read_text() if lock.is_file() else None, all_roots=all_roots)
     return RootsCompiled(compiled, dict(sorted(digests.items())), sorted(n for _, n in todo), sorted(kept_roots),
-                         kept_jobs, sum(len(j) for j in members.values())), (memory, definitions)
+                         kept_jobs, sum(len(j) for j in members.values()),
+                         sum(1 for rel in files if rel.endswith(layout.JOB_SUFFIX))), (memory, definitions, rendered)

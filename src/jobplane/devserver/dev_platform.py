@@ -127,6 +127,7 @@ class DevPlatform:
         self.builds_reused = 0  # jobs whose built document it reused (their file unchanged), or not needed (root kept)
         self.roots_kept: list[str] = []  # team roots whose files this compile kept (compiler/root_memo.py)
         self.roots_compiled: list[str] = []  # and those it compiled
+        self.job_files_rendered = 0  # job files it rendered (in those, the others were on disk as rendered)
         self.digests: dict[str, str] = {}  # compiled file -> SHA-256 (what deployed it: deploy_record.py)
         self.outputs_hashed: list[str] = []  # kept compiled files read to tell they are unchanged
         self.deploy_kept: list[str] = []  # jobs deployed from the deploy record (files unchanged)
@@ -217,6 +218,7 @@ class DevPlatform:
             cache.save()
         self.builds_reused = cache.built_hits + out.kept_jobs
         self.roots_kept, self.roots_compiled = out.kept_roots, out.compiled_roots
+        self.job_files_rendered = out.rendered
         self.digests = out.digests
         stamp.remove()  # an output being rewritten is never taken for a kept one
         write_output(out.compiled, self.output_dir, digests=(on_disk, self.digests))
