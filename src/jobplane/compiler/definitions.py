@@ -44,9 +44,15 @@ def stamp(catalog: Catalog, documents: dict[str, JsonObject],
     stamped: dict[str, JsonObject] = {}
     for entry in catalog.jobs:
         doc = documents[entry.name]
+        digest = (known or {}).get(entry.name)
+        if digest is not None:  # both fields set at once: the entry the two steps below make
+            entries.append(CatalogJob.model_validate(entry.model_dump(exclude_unset=True) | (
+                {"runner_image": image} if image else {}) | {"definition": digest}))
+            stamped[entry.name] = stamp_document(doc, entry.params, digest)
+            continue
         if image:
             entry = CatalogJob.model_validate(entry.model_dump(exclude_unset=True) | {"runner_image": image})
-        digest = (known or {}).get(entry.name) or job_digest(entry, doc)
+        digest = job_digest(entry, doc)
         entries.append(CatalogJob.model_validate(entry.model_dump(exclude_unset=True) | {"definition": digest}))
         stamped[entry.name] = stamp_document(doc, entry.params, digest)
     for name, doc in documents.items():  # a document without an entry (none today) is kept as it is
