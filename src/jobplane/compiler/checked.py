@@ -29,8 +29,22 @@ class LoadedJob:
 def definition_files(config: PlatformConfig) -> list[Path]:
     inside = str(config.library_path.resolve()).rstrip("/") + "/"  # a path strictly under the library
     files = sorted(config.jobs_path.rglob("*.jsonnet"))
+    directories: dict[Path, Path | None] = {}
     # a link loop stays in the list: its evaluation refuses it, naming it (jsonnet_eval.LOOP)
-    return [f for f in files if (real := resolved(f)) is None or not str(real).startswith(inside)]
+    return [f for f in files if (real := _resolved(f, directories)) is None or not str(real).startswith(inside)]
+
+
+def _resolved(path: Path, directories: dict[Path, Path | None]) -> Path | None:
+    """jsonnet_eval.resolved, each directory resolved once (a file that is not a link resolves to
+    its name in its directory's real path): resolving each of 5,000 files walked every component
+    of each path again (issue 66 item 5: ~0.5 s of a one-job edit's compile)."""
+    if path.is_symlink():
+        return resolved(path)
+    parent = path.parent
+    if parent not in directories:
+        directories[parent] = resolved(parent)
+    real = directories[parent]
+    return None if real is None else real / path.name
 
 
 @dataclass(frozen=True)

@@ -34,14 +34,22 @@ def runner_image_from_environment() -> str | None:
 
 
 def stamp(catalog: Catalog, documents: dict[str, JsonObject],
-          image: str | None = None) -> tuple[Catalog, dict[str, JsonObject]]:
+          image: str | None = None, known: dict[str, str] | None = None) -> tuple[Catalog, dict[str, JsonObject]]:
     """The catalog with each job's ``definition`` set (and its ``runner_image``, ``image``, which
     the digest covers), and each job's Terraform document with its inputs carrying it (new
-    objects: a document kept between compiles is not changed)."""
+    objects: a document kept between compiles is not changed). ``known``: job -> its digest,
+    where the caller knows it (compiler/root_memo.py: a job whose file, root, image, code and
+    jobplane.toml are unchanged has the digest it had), so it is not computed again."""
     entries: list[CatalogJob] = []
     stamped: dict[str, JsonObject] = {}
     for entry in catalog.jobs:
         doc = documents[entry.name]
+        digest = (known or {}).get(entry.name)
+        if digest is not None:  # both fields set at once: the entry the two steps below make
+            entries.append(CatalogJob.model_validate(entry.model_dump(exclude_unset=True) | (
+                {"runner_image": image} if image else {}) | {"definition": digest}))
+            stamped[entry.name] = stamp_document(doc, entry.params, digest)
+            continue
         if image:
             entry = CatalogJob.model_validate(entry.model_dump(exclude_unset=True) | {"runner_image": image})
         digest = job_digest(entry, doc)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,8 +74,7 @@ def compile_all(config: PlatformConfig, jobs: list[LoadedJob] | None = None,
     jobs' runs use, part of each definition (default: JOBPLANE_RUNNER_IMAGE, compiler/definitions.py)."""
     runner_image = runner_image or definitions.runner_image_from_environment()
     jobs = load_jobs(config) if jobs is None else jobs
-    files: dict[str, str] = {f"{layout.BASE_ROOT}/{layout.ROOT_FILE}": terraform.render(terraform.base_root(config)),
-                             f"{layout.BASE_ROOT}/{layout.BASE_TFVARS}": terraform.render(terraform.base_tfvars(config))}
+    files = base_files(config)
     # every declared team has a root, also without jobs: removing a team's last job then
     # destroys its resources in that root instead of leaving them in a state nobody plans; a
     # team that splits its jobs into several roots has each of them (contract/root_shards.py)
@@ -86,28 +86,55 @@ def compile_all(config: PlatformConfig, jobs: list[LoadedJob] | None = None,
         by_root.setdefault((lj.job.team, name), []).append(lj)
     built = dict(zip((lj.job.name for lj in jobs), job_outputs(jobs, config, kept)))  # in workers when many (job_build.py)
     for (team, name), team_jobs in sorted(by_root.items(), key=lambda kv: kv[0][1]):
-        root = layout.team_root(name)
-        files[f"{root}/{layout.ROOT_FILE}"] = terraform.render(terraform.team_root(config, name))
-        counts: dict[str, int] = {}
-        docs: dict[str, JsonObject] = {}
-        for lj in team_jobs:
-            counts[lj.job.name], docs[lj.job.name] = built[lj.job.name]
-        # the root's jobs run with roles shared by the jobs whose grants are identical
-        shared = shared_roles.share(team, config.name_prefix, docs, {lj.job.name: lj.source for lj in team_jobs},
-                                    root=name)
-        # each job stamped with the digest of its definition (catalog entry, schedules' inputs)
-        part, stamped = definitions.stamp(catalog.build_catalog(team_jobs, config, counts, team=team, root=name),
-                                          shared.jobs, runner_image)
-        for job_name, doc in stamped.items():
-            files[layout.job_file(name, job_name)] = terraform.render_job(doc)
-        if shared.roles is not None:
-            files[f"{root}/{shared_roles.ROLES_FILE}"] = terraform.render(shared.roles)
-        files[f"{root}/{CATALOG_FILE}"] = part.render()
-        if skips := checkov_skips(team_jobs):
-            files[f"{root}/{CHECKOV_CONFIG}"] = skips
+        files.update(root_files(config, team, name, team_jobs, built, runner_image))
     lock = config.root / PROVIDER_LOCK
     return CompiledOutput(files=dict(sorted(files.items())), jobs=jobs,
                           provider_lock=lock.read_text() if lock.is_file() else None)
+
+
+def base_files(config: PlatformConfig) -> dict[str, str]:
+    """The base root's files (a function of jobplane.toml alone)."""
+    return {f"{layout.BASE_ROOT}/{layout.ROOT_FILE}": terraform.render(terraform.base_root(config)),
+            f"{layout.BASE_ROOT}/{layout.BASE_TFVARS}": terraform.render(terraform.base_tfvars(config))}
+
+
+def root_files(config: PlatformConfig, team: str, name: str, team_jobs: list[LoadedJob],
+               built: dict[str, tuple[int, JsonObject]], runner_image: str | None,
+               digests: dict[str, str] | None = None,
+               known: Callable[[str, str, dict[str, str]], bool] | None = None) -> dict[str, str]:
+    """One team root's files: a function of jobplane.toml, the runner image, this code and its
+    jobs (``team_jobs``, by name; ``built``: each one's state count and document) alone, which
+    is what lets `jobplane dev` keep an unchanged root's files (compiler/root_memo.py).
+    ``digests``: job -> its definition's digest where the caller knows it (definitions.stamp);
+    each job's digest is set there on return. ``known(job, its digest, its shared roles by kind)``:
+    True when the caller has the job's file as this compile would render it (its document is a
+    function of those and of the job: compiler/root_memo.py), which is then left out."""
+    files: dict[str, str] = {}
+    root = layout.team_root(name)
+    files[f"{root}/{layout.ROOT_FILE}"] = terraform.render(terraform.team_root(config, name))
+    counts: dict[str, int] = {}
+    docs: dict[str, JsonObject] = {}
+    for lj in team_jobs:
+        counts[lj.job.name], docs[lj.job.name] = built[lj.job.name]
+    # the root's jobs run with roles shared by the jobs whose grants are identical
+    shared = shared_roles.share(team, config.name_prefix, docs, {lj.job.name: lj.source for lj in team_jobs},
+                                root=name)
+    # each job stamped with the digest of its definition (catalog entry, schedules' inputs)
+    part, stamped = definitions.stamp(catalog.build_catalog(team_jobs, config, counts, team=team, root=name),
+                                      shared.jobs, runner_image, digests)
+    if digests is not None:
+        digests.update((entry.name, str(entry.definition)) for entry in part.jobs)
+    definition = {entry.name: str(entry.definition) for entry in part.jobs} if known is not None else {}
+    for job_name, doc in stamped.items():
+        if known is not None and known(job_name, definition.get(job_name, ""), shared.membership.get(job_name, {})):
+            continue
+        files[layout.job_file(name, job_name)] = terraform.render_job(doc)
+    if shared.roles is not None:
+        files[f"{root}/{shared_roles.ROLES_FILE}"] = terraform.render(shared.roles)
+    files[f"{root}/{CATALOG_FILE}"] = part.render()
+    if skips := checkov_skips(team_jobs):
+        files[f"{root}/{CHECKOV_CONFIG}"] = skips
+    return files
 
 
 #: checkov's configuration file, read from the directory it checks (a team root)

@@ -30,7 +30,10 @@ of a run with nothing changed).
 A compile (``jobplane dev``'s) also keeps each job's built Terraform document beside its file's
 result, under the same key (:meth:`ValidateCache.built`): a job's document is a function of the
 job and the configuration alone (compiler/job_build.py), so it is reused exactly where building
-again would give the same bytes.
+again would give the same bytes. Those are ~60 KB a job (the state machine's definition), so
+each file's are kept in a file of their own (``built-<repository>/``), read only when a root
+that holds its jobs is compiled again and written only when they changed: in the one cache file
+they were ~300 MB read and written again at each one-job edit at 5,000 jobs (issue 66 item 5).
 
 What crosses files (a job name used twice, derived AWS names colliding, ``after`` and its
 cycles) is checked afresh over every file's kept or new result at each run. A result stopped by
@@ -70,7 +73,7 @@ if TYPE_CHECKING:
     from jobplane.compiler.kinds.base import StepKind
 
 CACHE_ENV = cache_home.CACHE_ENV
-FORMAT = 1
+FORMAT = 2  # 2: the built documents in files of their own
 _CODE = (Path(jobplane.__file__).parent / "compiler", Path(jobplane.__file__).parent / "contract")
 _IMPORT = re.compile(rb"(?<![A-Za-z0-9_])import(?:str|bin)?(?![A-Za-z0-9_])")
 _PLAIN = re.compile(rb"""[ \t\r\n]*(?:'([^'\\\n]*)'|"([^"\\\n]*)")""")
@@ -192,6 +195,7 @@ class ValidateCache:
         self.directory = directory or cache_dir()
         root = str(config.root.resolve())
         self.path = self.directory / f"validate-{hashlib.sha256(root.encode()).hexdigest()[:16]}.pickle"
+        self.built_dir = self.directory / f"built-{hashlib.sha256(root.encode()).hexdigest()[:16]}"
         self.environment = environment_key(config)
         self.library = config.library_path
         self._content: dict[str, bytes | None] = {}
@@ -203,8 +207,7 @@ class ValidateCache:
         self._kept: dict[str, tuple[str, bytes, bytes]] = self._read()
         self._entries: dict[str, tuple[str, bytes, bytes]] = {}
         self._config_problems: bytes | None = self._kept_config  # set by _read
-        # a compile's memory (job_build.BuiltJobs): path -> (its key, {job: (states, document)} pickled)
-        self._built: dict[str, tuple[str, bytes]] = {}
+        # a compile's memory (job_build.BuiltJobs), a file per definition file (:meth:`_built_file`)
         self._built_read: dict[str, dict[str, tuple[int, JsonObject]]] = {}  # path -> its jobs read back or built
         self._built_changed: set[str] = set()
         self._paths: dict[str, str] = {}  # a file as its jobs name it (LoadedJob.source) -> its path
@@ -227,9 +230,6 @@ class ValidateCache:
                     found[path] = dataclasses.replace(result, loaded=KeptJobs(kept[2]))
                     self._entries[str(path)] = kept
                     self._paths[result.source] = str(path)
-                    built = self._kept_built.get(str(path))
-                    if built is not None and built[0] == key:
-                        self._built[str(path)] = built
         self.hits, self.misses = len(found), len(paths) - len(found)
         return found
 
@@ -240,6 +240,13 @@ class ValidateCache:
                 self._entries[str(path)] = (key, _dumps(dataclasses.replace(result, loaded=())),
                                             _dumps(tuple(result.loaded)))
                 self._paths[result.source] = str(path)
+
+    def source_key(self, source: str) -> str | None:
+        """The key of the file whose jobs name it ``source`` (LoadedJob.source), when its result
+        is kept or stored in this run; else None (compiler/root_memo.py keys a root by them)."""
+        path = self._paths.get(source)
+        entry = self._entries.get(path) if path is not None else None
+        return entry[0] if entry is not None else None
 
     # -- a compile's memory (job_build.BuiltJobs) --------------------------------------------------
     # A job's Terraform document and state count are a function of the job and the configuration
@@ -268,18 +275,18 @@ class ValidateCache:
         jobs[lj.job.name] = value
         self._built_changed.add(path)
 
+    def _built_file(self, path: str) -> Path:
+        return self.built_dir / f"{hashlib.sha256(path.encode()).hexdigest()[:32]}.pickle"
+
     def _built_jobs(self, path: str) -> dict[str, tuple[int, JsonObject]] | None:
         if path in self._built_read:
             return self._built_read[path]
-        kept = self._built.get(path)
-        if kept is None or kept[0] != self._entries[path][0]:
+        kept = _read_private(self._built_file(path), self.built_dir)
+        # (format, environment, the definition file, its key, {job: (states, document)})
+        if (not isinstance(kept, tuple) or len(kept) != 5
+                or kept[:4] != (FORMAT, self.environment, path, self._entries[path][0]) or not isinstance(kept[4], dict)):
             return None
-        try:
-            jobs = pickle.loads(kept[1])
-        except Exception:  # noqa: BLE001 - a kept build that no longer reads is built again
-            return None
-        if not isinstance(jobs, dict):
-            return None
+        jobs: dict[str, tuple[int, JsonObject]] = kept[4]
         self._built_read[path] = jobs
         return jobs
 
@@ -298,23 +305,27 @@ class ValidateCache:
     def save(self) -> None:
         """Keep this run's results (the files of this run only: a removed file's go). A run that
         found every result kept, and no other, writes nothing: the file already holds them."""
-        for path in self._built_changed:
-            if path in self._entries:
-                self._built[path] = (self._entries[path][0], _dumps(self._built_read[path]))
+        changed = sorted(path for path in self._built_changed if path in self._entries)
         self._built_changed.clear()
-        built = {path: b for path, b in self._built.items() if path in self._entries and b[0] == self._entries[path][0]}
-        if self._entries == self._kept and self._config_problems == self._kept_config and built == self._kept_built:
+        if changed:
+            try:
+                self.built_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+                for path in changed:
+                    _write_private(self._built_file(path), _dumps((FORMAT, self.environment, path, self._entries[path][0],
+                                                                   self._built_read[path])))
+            except OSError:
+                pass  # a cache that cannot be written only makes the next run slower
+        if self._entries == self._kept and self._config_problems == self._kept_config:
             return
-        import tempfile  # (with shutil and random) only when something is written
-
         try:
             self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-            data = _dumps({"format": FORMAT, "environment": self.environment, "entries": self._entries,
-                           "config_problems": self._config_problems, "built": built})
-            fd, tmp = tempfile.mkstemp(prefix=".validate-", dir=self.directory)  # 0600
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, self.path)
+            _write_private(self.path, _dumps({"format": FORMAT, "environment": self.environment, "entries": self._entries,
+                                              "config_problems": self._config_problems}))
+            if self.built_dir.is_dir():  # the built documents of files gone (or renamed)
+                wanted = {self._built_file(path).name for path in self._entries}
+                for found in os.listdir(self.built_dir):
+                    if found not in wanted and found.endswith(".pickle"):
+                        (self.built_dir / found).unlink(missing_ok=True)
         except OSError:
             pass  # a cache that cannot be written only makes the next run slower
 
@@ -407,26 +418,38 @@ class ValidateCache:
         """The kept results, if the file is this user's alone and of this environment (and the
         kept problems of jobplane.toml in ``_kept_config``)."""
         self._kept_config: bytes | None = None
-        self._kept_built: dict[str, tuple[str, bytes]] = {}
-        try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW)
-        except OSError:
-            return {}
-        with os.fdopen(fd, "rb") as f:
-            if not (_private(os.fstat(f.fileno())) and _private(os.stat(self.directory))):
-                return {}
-            try:
-                data = pickle.load(f)
-            except Exception:  # noqa: BLE001 - a damaged or foreign file is only a cold start
-                return {}
+        data = _read_private(self.path, self.directory)
         if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("environment") != self.environment:
             return {}
         kept_config = data.get("config_problems")
         self._kept_config = kept_config if isinstance(kept_config, bytes) else None
-        built = data.get("built")
-        self._kept_built = built if isinstance(built, dict) else {}
         entries = data.get("entries")
         return entries if isinstance(entries, dict) else {}
+
+
+def _read_private(path: Path, directory: Path) -> Any:
+    """The pickle in ``path`` if it and ``directory`` are this user's alone, else None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        try:
+            if not (_private(os.fstat(f.fileno())) and _private(os.stat(directory))):
+                return None
+            return pickle.load(f)
+        except Exception:  # noqa: BLE001 - a damaged or foreign file is only a cold start
+            return None
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    """Replace ``path`` atomically with a file only this user can read (mkstemp: 0600)."""
+    import tempfile  # (with shutil and random) only when something is written
+
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
 
 
 def _private(st: os.stat_result) -> bool:

@@ -124,7 +124,10 @@ class DevPlatform:
         self.compile_reused = False  # this start kept the last start's compiled output
         self.evaluated = 0  # definition files this start's compile evaluated (0: compile kept)
         self.evaluations_reused = 0  # files whose kept result it reused (unchanged, imports too)
-        self.builds_reused = 0  # jobs whose built document it reused (their file unchanged)
+        self.builds_reused = 0  # jobs whose built document it reused (their file unchanged), or not needed (root kept)
+        self.roots_kept: list[str] = []  # team roots whose files this compile kept (compiler/root_memo.py)
+        self.roots_compiled: list[str] = []  # and those it compiled
+        self.job_files_rendered = 0  # job files it rendered (in those, the others were on disk as rendered)
         self.digests: dict[str, str] = {}  # compiled file -> SHA-256 (what deployed it: deploy_record.py)
         self.outputs_hashed: list[str] = []  # kept compiled files read to tell they are unchanged
         self.deploy_kept: list[str] = []  # jobs deployed from the deploy record (files unchanged)
@@ -177,10 +180,12 @@ class DevPlatform:
         ``--reset`` empties it. Either way ``self.digests`` ends as each compiled file's
         SHA-256, which the deploy record is keyed by (deploy_record.py)."""
         from jobplane.compiler import inputs
-        from jobplane.compiler.output import compile_all, write_output
-        from jobplane.compiler.validate import load_jobs
+        from jobplane.compiler.output import write_output
+        from jobplane.compiler.problems import DefinitionError
+        from jobplane.compiler.root_memo import ROOTS_FILE, RootMemo, compile_roots
+        from jobplane.compiler.validate import check_definitions
         from jobplane.compiler.validate_cache import ValidateCache
-        from jobplane.devserver.compiled_stamp import CompiledStamp, text_digests
+        from jobplane.devserver.compiled_stamp import CompiledStamp
 
         stamp = CompiledStamp(self.data_dir / COMPILED_STAMP, self.output_dir)
         from jobplane.platform.local.runner_identity import local_runner_image
@@ -196,21 +201,29 @@ class DevPlatform:
             return
         cache = ValidateCache(self.config, self.data_dir / VALIDATE_CACHE)
         try:
-            jobs = load_jobs(self.config, cache=cache)
+            checked = check_definitions(self.config, cache=cache)
+            if checked.problems:
+                raise DefinitionError(checked.problems)
         except BaseException:
             cache.save()  # the files' own results, also when another file has a problem
             raise
         self.evaluated, self.evaluations_reused = cache.misses, cache.hits
+        on_disk = stamp.on_disk()  # what is there now, without reading what the stamp vouches for
+        # each root whose jobs, jobplane.toml, code and image are unchanged kept as it is on disk
+        # (compiler/root_memo.py); in the others each job built only if its file changed
+        memo = RootMemo(self.data_dir / VALIDATE_CACHE / ROOTS_FILE)
         try:
-            compiled = compile_all(self.config, jobs, kept=cache, runner_image=image)  # each job built only if its file changed
+            out, memory = compile_roots(self.config, checked, cache, memo, on_disk, image)
         finally:
             cache.save()
-        self.builds_reused = cache.built_hits
-        self.digests = text_digests(compiled.files)
-        on_disk = stamp.on_disk()  # what is there now, without reading what the stamp vouches for
+        self.builds_reused = cache.built_hits + out.kept_jobs
+        self.roots_kept, self.roots_compiled = out.kept_roots, out.compiled_roots
+        self.job_files_rendered = out.rendered
+        self.digests = out.digests
         stamp.remove()  # an output being rewritten is never taken for a kept one
-        write_output(compiled, self.output_dir, digests=(on_disk, self.digests))
+        write_output(out.compiled, self.output_dir, digests=(on_disk, self.digests))
         stamp.write(wanted, self.digests)
+        memo.save(*memory)  # once its files are written (a kept root is checked against them anyway)
         self.compile_reused = False
 
     def _start_all(self, stack: ExitStack) -> None:

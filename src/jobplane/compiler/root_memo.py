@@ -1,0 +1,253 @@
+"""`jobplane dev`'s memory of each team root's compiled files: a one-job edit among 5,000 jobs
+compiles the edited job's root and keeps the others' files as they are (issue 66 item 5).
+
+A team root's files (output.root_files) are a function of
+- jobplane.toml and this installation's code (the validate cache's environment key:
+  compiler/validate_cache.py, which digests the whole parsed configuration and every module of
+  ``compiler/`` and ``contract/``);
+- the runner image each definition names (`jobplane dev` gives its runner's identity);
+- the root's team and name, and its jobs: each one's name and the file that defines it, whose
+  result is itself a function of the file's key (its path, its bytes and every import's bytes,
+  followed through the imports of the imports: validate_cache.ValidateCache.key).
+The root's key is a digest of all of them, so a kept root is reused only where compiling it
+again gives the same bytes: a changed job, a library one of its jobs imports, a job moved in or
+out, jobplane.toml or the code each change the key. A root whose jobs include one whose file's
+result is not kept (an import not written plainly, an evaluation limit) has no key and is
+always compiled.
+
+What is kept is each file's SHA-256, not its text (the texts are the output directory's
+~300 MB): a root is reused only while every one of its files is on disk with the kept digest
+(devserver/compiled_stamp.py tells that from size and time); else it is compiled again. The
+memory is a JSON file in the dev data directory's cache (owner-only, like the rest of it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from jobplane.compiler import output
+from jobplane.compiler.checked import Checked, LoadedJob
+from jobplane.compiler.job_build import BuiltJobs, job_outputs
+from jobplane.contract import layout, root_shards
+from jobplane.contract.config import PlatformConfig
+
+FORMAT = 1
+ROOTS_FILE = "roots.json"
+
+
+class FileKeys(BuiltJobs, Protocol):
+    """What the compile's evaluation cache tells (compiler/validate_cache.py)."""
+
+    environment: str
+
+    def source_key(self, source: str) -> str | None: ...
+
+
+def root_key(environment: str, image: str | None, team: str, name: str,
+             members: list[tuple[str, str, str]]) -> str:
+    """The digest of everything a root's files depend on; ``members``: (job, file, file key)."""
+    h = hashlib.sha256(f"{FORMAT}\0{environment}\0{image or ''}\0{team}\0{name}\n".encode())
+    for job, source, key in sorted(members):
+        h.update(f"{job}\0{source}\0{key}\n".encode())
+    return h.hexdigest()
+
+
+def job_key(environment: str, image: str | None, team: str, name: str, job: str, source: str, key: str) -> str:
+    """The digest of everything a job's catalog entry and the state machine it compiles to depend
+    on, so of its definition's digest (compiler/definitions.py): its file's key, its root, the
+    image, jobplane.toml and the code."""
+    return hashlib.sha256(f"{FORMAT}\0{environment}\0{image or ''}\0{team}\0{name}\0{job}\0{source}\0{key}".encode()
+                          ).hexdigest()
+
+
+def render_key(job_key: str, definition: str, roles: dict[str, str]) -> str:
+    """The digest of everything a job's compiled file depends on: its job_key (its built document,
+    its catalog entry) and what its root's compile adds to that document, its definition's
+    digest (stamped into its schedules' inputs) and the shared roles it runs with (by kind:
+    compiler/shared_roles.py names them in its document)."""
+    return hashlib.sha256(json.dumps([FORMAT, job_key, definition, sorted(roles.items())]).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class PartialOutput(output.CompiledOutput):
+    """The texts of the roots compiled (and the base's); ``all_roots``: every root, those kept too
+    (the provider lock is copied into each)."""
+
+    all_roots: tuple[str, ...] = ()
+
+    @property
+    def roots(self) -> list[str]:
+        return layout.apply_order(set(self.all_roots))
+
+
+@dataclass(frozen=True)
+class RootsCompiled:
+    compiled: PartialOutput
+    digests: dict[str, str]  # every output file -> SHA-256, the kept roots' included
+    compiled_roots: list[str]
+    kept_roots: list[str]
+    kept_jobs: int  # jobs of the kept roots (neither read back nor built)
+    jobs: int
+    rendered: int  # job files rendered (in the roots compiled, those not on disk as they would be rendered)
+
+
+class RootMemo:
+    """Read at construction, asked with :meth:`kept`, written with :meth:`save`."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._roots: dict[str, tuple[str, dict[str, str]]] = {}
+        #: job_key -> the job's definition digest, for the jobs of the roots compiled again
+        self.definitions: dict[str, str] = {}
+        self._definitions: dict[str, str] = {}
+        #: job_key -> (render_key, the SHA-256 of the job's file)
+        self.rendered: dict[str, tuple[str, str]] = {}
+        self._rendered: dict[str, tuple[str, str]] = {}
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return
+        if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("roots"), dict):
+            return
+        for name, entry in data["roots"].items():
+            if (isinstance(entry, dict) and isinstance(entry.get("key"), str) and isinstance(entry.get("files"), dict)
+                    and all(isinstance(k, str) and isinstance(v, str) for k, v in entry["files"].items())):
+                self._roots[name] = (entry["key"], entry["files"])
+        definitions = data.get("definitions")
+        if isinstance(definitions, dict):
+            self._definitions = {k: v for k, v in definitions.items() if isinstance(k, str) and isinstance(v, str)}
+        self.definitions = dict(self._definitions)
+        rendered = data.get("rendered")
+        if isinstance(rendered, dict):
+            self._rendered = {k: (v[0], v[1]) for k, v in rendered.items() if isinstance(k, str) and isinstance(v, list)
+                              and len(v) == 2 and all(isinstance(x, str) for x in v)}
+        self.rendered = dict(self._rendered)
+
+    def kept(self, name: str, key: str | None, on_disk: dict[str, str]) -> dict[str, str] | None:
+        """The root's file digests if it was compiled under ``key`` and each of its files is on
+        disk as written then; else None."""
+        entry = self._roots.get(name)
+        if key is None or entry is None or entry[0] != key:
+            return None
+        files = entry[1]
+        if not files or any(on_disk.get(rel) != digest for rel, digest in files.items()):
+            return None
+        return files
+
+    def save(self, roots: dict[str, tuple[str, dict[str, str]]], definitions: dict[str, str],
+             rendered: dict[str, tuple[str, str]]) -> None:
+        """Keep ``roots`` (root -> (key, its files' digests)), ``definitions`` (job_key -> its
+        definition's digest) and ``rendered`` (job_key -> (render_key, its file's digest)) as the
+        whole memory."""
+        if roots == self._roots and definitions == self._definitions and rendered == self._rendered:
+            return
+        self._roots, self._definitions, self._rendered = dict(roots), dict(definitions), dict(rendered)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
+            tmp.write_text(json.dumps({"format": FORMAT, "roots": {n: {"key": k, "files": f} for n, (k, f) in roots.items()},
+                                       "definitions": definitions, "rendered": rendered}))
+            os.replace(tmp, self.path)
+        except OSError:
+            pass  # a memory that cannot be written only makes the next compile slower
+
+
+def compile_roots(config: PlatformConfig, checked: Checked, cache: FileKeys, memo: RootMemo,
+                  on_disk: dict[str, str], runner_image: str | None
+                  ) -> tuple[RootsCompiled, tuple[dict[str, tuple[str, dict[str, str]]], dict[str, str],
+                                                  dict[str, tuple[str, str]]]]:
+    """output.compile_all of ``checked``'s jobs (without problems), each root whose key and
+    files are unchanged kept as it is (its jobs neither read back nor built), and in the roots
+    compiled each unchanged job's definition digest kept; returns the output and what
+    :meth:`RootMemo.save` keeps once it is written."""
+    # which root each job is in (output.compile_all's grouping), from the names each file's
+    # result lists: a kept root's jobs are never read back
+    members: dict[tuple[str, str], list[tuple[str, str, str | None]]] = {
+        (team, name): [] for team, t in config.teams.items() for name in root_shards.root_names(team, t.roots)}
+    by_file: dict[str, list[str]] = {}
+    for f in checked.files:
+        key = cache.source_key(f.source)
+        for job, team, _ in f.jobs:
+            declared = config.teams.get(team)
+            name = root_shards.job_root_name(team, job, declared.roots if declared else 1)
+            members.setdefault((team, name), []).append((job, f.source, key))
+            by_file.setdefault(f.source, []).append(job)
+    files = output.base_files(config)
+    digests: dict[str, str] = {}
+    keys: dict[str, str | None] = {}
+    todo: list[tuple[str, str]] = []
+    memory: dict[str, tuple[str, dict[str, str]]] = {}
+    kept_roots: list[str] = []
+    kept_jobs = 0
+    # each job's key (job_key): its definition's digest is kept under it, also while its root is
+    job_keys: dict[tuple[str, str], dict[str, str]] = {}
+    definitions: dict[str, str] = {}
+    rendered: dict[str, tuple[str, str]] = {}
+    for (team, name), jobs in members.items():
+        known = [(j, s, k) for j, s, k in jobs if k is not None]
+        key = keys[name] = root_key(cache.environment, runner_image, team, name, known) if len(known) == len(jobs) else None
+        job_keys[(team, name)] = {j: job_key(cache.environment, runner_image, team, name, j, s, k) for j, s, k in known}
+        definitions.update((k, memo.definitions[k]) for k in job_keys[(team, name)].values() if k in memo.definitions)
+        rendered.update((k, memo.rendered[k]) for k in job_keys[(team, name)].values() if k in memo.rendered)
+        kept = memo.kept(name, key, on_disk)
+        if kept is None:
+            todo.append((team, name))
+            continue
+        digests.update(kept)
+        assert key is not None
+        memory[name] = (key, kept)
+        kept_roots.append(name)
+        kept_jobs += len(jobs)
+    # the jobs of the roots compiled, read back from their files' results, in name order
+    wanted = {job for team, name in todo for job, _, _ in members[(team, name)]}
+    loaded: list[LoadedJob] = sorted((lj for f in checked.files if any(j in wanted for j in by_file.get(f.source, ()))
+                                      for lj in f.loaded if lj.job.name in wanted), key=lambda lj: lj.job.name)
+    built = dict(zip((lj.job.name for lj in loaded), job_outputs(loaded, config, cache)))
+    by_root: dict[tuple[str, str], list[LoadedJob]] = {root: [] for root in todo}
+    for lj in loaded:
+        declared = config.teams.get(lj.job.team)
+        by_root[(lj.job.team, root_shards.job_root_name(lj.job.team, lj.job.name, declared.roots if declared else 1))
+                ].append(lj)
+    for (team, name), team_jobs in sorted(by_root.items(), key=lambda kv: kv[0][1]):
+        of_root = job_keys[(team, name)]
+        stamped = {job: definitions[k] for job, k in of_root.items() if k in definitions}
+        render_keys: dict[str, str] = {}
+        known_files: dict[str, str] = {}
+
+        def kept_file(job: str, definition: str, roles: dict[str, str], root: str = name,
+                  of_root: dict[str, str] = of_root, render_keys: dict[str, str] = render_keys,
+                  known_files: dict[str, str] = known_files) -> bool:
+            """A job whose file is on disk as this compile renders it (its render_key unchanged)."""
+            if job not in of_root:
+                return False
+            rk = render_keys[job] = render_key(of_root[job], definition, roles)
+            rel, kept = layout.job_file(root, job), memo.rendered.get(of_root[job])
+            if kept is None or kept[0] != rk or on_disk.get(rel) != kept[1]:
+                return False
+            known_files[rel] = kept[1]
+            return True
+
+        root_texts = output.root_files(config, team, name, team_jobs, built, runner_image, stamped, kept_file)
+        definitions.update((k, stamped[job]) for job, k in of_root.items() if job in stamped)
+        root_digests = {rel: hashlib.sha256(text.encode()).hexdigest() for rel, text in root_texts.items()}
+        root_digests.update(known_files)
+        rendered.update((of_root[job], (rk, root_digests[layout.job_file(name, job)])) for job, rk in render_keys.items())
+        files.update(root_texts)
+        digests.update(root_digests)
+        key = keys[name]
+        if key is not None:
+            memory[name] = (key, root_digests)
+    # the base's files, always compiled (a function of jobplane.toml alone, two small files)
+    digests.update({rel: hashlib.sha256(files[rel].encode()).hexdigest() for rel in files if rel not in digests})
+    lock = config.root / output.PROVIDER_LOCK
+    all_roots = tuple(sorted({r for r in map(layout.root_of, digests) if r}))
+    compiled = PartialOutput(files=dict(sorted(files.items())), jobs=loaded,
+                             provider_lock=lock.read_text() if lock.is_file() else None, all_roots=all_roots)
+    return RootsCompiled(compiled, dict(sorted(digests.items())), sorted(n for _, n in todo), sorted(kept_roots),
+                         kept_jobs, sum(len(j) for j in members.values()),
+                         sum(1 for rel in files if rel.endswith(layout.JOB_SUFFIX))), (memory, definitions, rendered)

@@ -1,0 +1,119 @@
+"""`jobplane dev`'s compile keeps an unchanged team root's files as they are (compiler/root_memo.py),
+and compiles a root again whenever compiling it could give other bytes: one of its jobs edited,
+a library one of them imports edited, jobplane.toml changed, or one of its files changed on disk.
+Each time the output is byte for byte a compile's from nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from devkit import make_repo
+from jobplane.compiler.output import compile_all, read_output
+from jobplane.compiler.root_memo import ROOTS_FILE
+from jobplane.contract.config import load_config
+from jobplane.devserver.dev_platform import VALIDATE_CACHE, DevPlatform
+from jobplane.platform.local.runner_identity import local_runner_image
+
+BILLING, GROWTH = "billing", "growth"  # the teams' roots (compiled/teams/<name>/)
+LIBRARY = "jobs/lib/billing_defaults.libsonnet"
+
+
+@pytest.fixture
+def repo_root(tmp_path: Path) -> Path:
+    repo = make_repo(tmp_path / "repo")
+    # a team library imported by one billing job (and by no other)
+    repo.write(LIBRARY, "{ description: 'Billing, version 1.' }\n")
+    path = tmp_path / "repo" / "jobs" / "billing" / "slow-report.jsonnet"
+    text = path.read_text().replace("local jp = import 'jobplane.libsonnet';",
+                                    "local jp = import 'jobplane.libsonnet';\n"
+                                    "local billing = import 'billing_defaults.libsonnet';", 1)
+    path.write_text(text.replace("description: '", "description: billing.description + ' ' + '", 1))
+    return tmp_path / "repo"
+
+
+def compiled(root: Path, data: Path) -> DevPlatform:
+    """A `jobplane dev` start's compile, checked against a compile of the same inputs from nothing."""
+    platform = DevPlatform(load_config(root), data, 0, 0, run_scheduler=False, run_services=False)
+    platform.compile()
+    assert not platform.compile_reused
+    assert read_output(platform.output_dir) == compile_all(load_config(root), runner_image=local_runner_image()).files
+    return platform
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+
+
+def test_a_one_job_edit_compiles_its_root_alone(repo_root: Path, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    first = compiled(repo_root, data)
+    assert first.roots_kept == [] and first.roots_compiled == [BILLING, GROWTH]
+    assert json.loads((data / VALIDATE_CACHE / ROOTS_FILE).read_text())["roots"].keys() == {BILLING, GROWTH}
+
+    edit(repo_root / "jobs" / "billing" / "every-minute.jsonnet", "timezone: 'UTC',", "timezone: 'UTC', timeout: '7h',")
+    edited = compiled(repo_root, data)
+    assert edited.roots_kept == [GROWTH] and edited.roots_compiled == [BILLING]
+    jobs = [rel for rel in edited.digests if rel.endswith(".job.tf.json")]
+    assert edited.evaluated == 1 and edited.builds_reused == len(jobs) - 1  # kept documents and kept roots
+    # in the root compiled, the edited job's file alone is rendered: its team-mates' are on disk
+    # as they would be rendered (same job, definition digest and shared roles)
+    assert first.job_files_rendered == len(jobs) and edited.job_files_rendered == 1
+    assert "25200" in (edited.output_dir / "teams" / BILLING / "every-minute.job.tf.json").read_text()
+
+    job = repo_root / "jobs" / "growth" / "other-team.jsonnet"
+    job.write_text(job.read_text() + "\n// a comment: the file's bytes changed, its job did not\n")
+    growth = compiled(repo_root, data)
+    assert growth.roots_kept == [BILLING] and growth.roots_compiled == [GROWTH]
+
+    # a job file of the root compiled changed on disk: rendered again, as compiled
+    target = data / "compiled" / "teams" / BILLING / "slow-report.job.tf.json"
+    text = target.read_text()
+    target.write_text(text.replace('"slow-report"', '"slow-reporX"', 1))
+    edit(repo_root / "jobs" / "billing" / "every-minute.jsonnet", "timeout: '7h',", "timeout: '8h',")
+    damaged = compiled(repo_root, data)
+    assert damaged.roots_compiled == [BILLING] and damaged.job_files_rendered == 2 and target.read_text() == text
+
+    # a job removed: its team-mates' shared roles lose a member, the output is still a compile's
+    (repo_root / "jobs" / "billing" / "every-minute.jsonnet").unlink()
+    removed = compiled(repo_root, data)
+    assert removed.roots_compiled == [BILLING] and not (data / "compiled" / "teams" / BILLING / "every-minute.job.tf.json").exists()
+
+
+def test_a_kept_root_is_compiled_again_when_what_it_depends_on_changed(repo_root: Path, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    compiled(repo_root, data)
+
+    # a library one of its jobs imports: that root, not the other
+    (repo_root / LIBRARY).write_text("{ description: 'Billing, version 2.' }\n")
+    library = compiled(repo_root, data)
+    assert library.evaluated == 1 and library.roots_compiled == [BILLING] and library.roots_kept == [GROWTH]
+    assert "Billing, version 2." in (library.output_dir / "teams" / BILLING / "catalog.json").read_text()
+
+    # jobplane.toml: every root (its settings are in every root's files)
+    edit(repo_root / "jobplane.toml", 'channel = "#growth-alerts"', 'channel = "#growth-oncall"')
+    toml = compiled(repo_root, data)
+    assert toml.roots_kept == [] and toml.roots_compiled == [BILLING, GROWTH]
+    assert "#growth-oncall" in (toml.output_dir / "teams" / GROWTH / "catalog.json").read_text()
+
+    # a kept root's file changed on disk: that root compiled again, the file as compiled
+    catalog = data / "compiled" / "teams" / GROWTH / "catalog.json"
+    text = catalog.read_text()
+    catalog.write_text(text.replace("#growth-oncall", "#growth-oncalX"))
+    job = repo_root / "jobs" / "billing" / "every-minute.jsonnet"
+    job.write_text(job.read_text() + "\n// a change, so the compile runs\n")
+    damaged = compiled(repo_root, data)
+    assert damaged.roots_compiled == [BILLING, GROWTH] and catalog.read_text() == text
+
+    # a job moved from one team to the other: both roots
+    moving = repo_root / "jobs" / "growth" / "other-team.jsonnet"
+    (repo_root / "jobs" / "billing" / "other-team.jsonnet").write_text(moving.read_text().replace("team: 'growth'", "team: 'billing'"))
+    moving.unlink()
+    moved = compiled(repo_root, data)
+    assert moved.roots_compiled == [BILLING, GROWTH]
+    assert (moved.output_dir / "teams" / BILLING / "other-team.job.tf.json").is_file()
+    assert not (moved.output_dir / "teams" / GROWTH / "other-team.job.tf.json").exists()
