@@ -42,8 +42,10 @@ dev: $(STAMP)
 	$(BIN)/jobplane dev $(DEV_ARGS)
 
 ## test: the programs the tests run besides Python (installed when it may, else the command
-## to run: scripts/test_prereqs.sh), the type check (mypy, strict on the whole package:
-## [tool.mypy]), then the whole test suite, in parallel (--dist worksteal: each worker starts on
+## to run: scripts/test_prereqs.sh), then the whole test suite with the type check (mypy, strict
+## on the whole package: [tool.mypy]) run beside it at a lower priority (scripts/beside.sh: its
+## ~21 CPU s on one core were a phase before the suite; its output is printed whole when it ends,
+## and make test fails when either fails). The suite runs in parallel (--dist worksteal: each worker starts on
 ## its own contiguous share, the long modules first (tests/suite_timing.py), so a module's shared
 ## local AWS is mostly started once, and a worker that ends first takes tests from another's
 ## queue instead of waiting). Three workers on two cores: the suite waits on its subprocesses,
@@ -58,8 +60,7 @@ export JOBPLANE_SKIP_BROWSER_TESTS
 unexport PYTHONDONTWRITEBYTECODE
 test: $(STAMP)
 	scripts/test_prereqs.sh
-	$(BIN)/mypy
-	$(BIN)/pytest -n 3 --dist worksteal
+	scripts/beside.sh '$(BIN)/mypy' $(BIN)/pytest -n 3 --dist worksteal
 
 ## soak: the whole test suite N times in a row (default 5), every failure by test id.
 N ?= 5

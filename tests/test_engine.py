@@ -249,14 +249,16 @@ def test_a_stop_that_only_claims_to_be_a_replacement_is_alerted(aws: LocalAWS, t
 
 def test_fifty_simultaneous_starts_run_once(aws: LocalAWS, tmp_path: Path) -> None:
     job = deploy(aws, policy="SKIP_IF_RUNNING")
-    sfn = aws.client("stepfunctions")
     for round_ in range(5):
         marker, release = tmp_path / f"ran{round_}", tmp_path / f"release{round_}"
         # The step runs until the other 49 have ended, so all 50 truly overlap.
         params = {"mode": "wait", "release": str(release), "seconds": 120, "marker": str(marker)}
         arns = start_at_once(aws, job, params, 50)
         deadline = time.monotonic() + 120
-        while sum(sfn.describe_execution(executionArn=a)["status"] == "RUNNING" for a in arns) > 1:
+        # RUNNING read from the engine's backend (as its reconciler reads it): a DescribeExecution
+        # per run every poll was 11 of this test's 46 CPU s, taken from the runs it waits on
+        # (issue 66 item 7); the condition waited for is the same
+        while len(set(aws.running_executions()) & set(arns)) > 1:
             assert time.monotonic() < deadline
             time.sleep(0.1)
         release.write_text("go")

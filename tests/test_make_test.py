@@ -54,7 +54,8 @@ def test_with_every_program_there_it_goes_on(tmp_path: Path) -> None:
 def test_make_test_runs_the_set_up_first_and_states_how_long_it_takes() -> None:
     makefile = (ROOT / "Makefile").read_text()
     recipe = makefile.split("\ntest: $(STAMP)\n", 1)[1].split("\n\n", 1)[0].splitlines()
-    assert recipe[0].strip() == "scripts/test_prereqs.sh" and recipe[-1].strip() == "$(BIN)/pytest -n 3 --dist worksteal"
+    assert recipe[0].strip() == "scripts/test_prereqs.sh"
+    assert recipe[-1].strip() == "scripts/beside.sh '$(BIN)/mypy' $(BIN)/pytest -n 3 --dist worksteal"  # tests/test_beside.py
     readme = (ROOT / "README.md").read_text()
     assert re.search(r"2-core machine.*?about [\d.]+ minutes", readme, re.S)
 

@@ -11,6 +11,7 @@ is refused with the variable to give by hand.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from jobplane.importer.dialects import EVENTBRIDGE
 from jobplane.importer.entries import Command, Entry, InputProblem, Origin, Reading, SourceSchedule
@@ -29,13 +30,13 @@ def looks_like(source: Source) -> bool:
     if not source.is_yaml:
         return False
     try:
-        return _is_config(documents(quote_templates(source.text)))
+        return _is_config(source.documents(quote_templates(source.text)))
     except YamlError:
         return False
 
 
 def _read(source: Source, context: ReadContext) -> Reading:
-    return read(source.name, source.text)
+    return read(source.name, source.text, source.documents)
 
 
 def quote_templates(text: str) -> str:
@@ -44,10 +45,11 @@ def quote_templates(text: str) -> str:
                   text, flags=re.M)
 
 
-def read(path: str, text: str) -> Reading:
+def read(path: str, text: str, parse: Callable[[str], list[JsonValue]] = documents) -> Reading:
+    """``parse``: the YAML reader (a :class:`Source`'s, which parses a text once for every format)."""
     out = Reading()
     try:
-        docs = documents(quote_templates(text))
+        docs = parse(quote_templates(text))
     except YamlError as e:
         out.problems.append(InputProblem(Origin(path, e.line, "config"), str(e)))
         return out

@@ -38,7 +38,7 @@ from jobplane.importer.dialects import CronOracle, Dialect, Oracle, Walker
 from jobplane.importer.entries import Command, Entry, InputProblem, Origin, Reading, SecretRef, Skipped, SourceSchedule
 from jobplane.importer.schedules import Translation, translate_unix
 from jobplane.importer.sources import ReadContext, Source, SourceFormat
-from jobplane.importer.yamldocs import YamlError, documents, line_of
+from jobplane.importer.yamldocs import YamlError, line_of
 
 #: GitHub's limit: "The shortest interval you can run scheduled workflows is once every 5 minutes."
 MIN_INTERVAL_MINUTES = 5
@@ -175,7 +175,7 @@ def looks_like(source: Source) -> bool:
 def _read(source: Source, context: ReadContext) -> Reading:
     out = Reading()
     try:
-        docs = documents(source.text)
+        docs = source.documents()
     except YamlError as e:
         out.problems.append(InputProblem(Origin(source.name, e.line, "workflow"), str(e)))
         return out

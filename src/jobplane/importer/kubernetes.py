@@ -12,6 +12,7 @@ read from the manifest, so such a job is refused with what to set instead.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 from jobplane.importer.crontab import KEYWORDS
@@ -30,13 +31,14 @@ def looks_like(source: Source) -> bool:
 
 
 def _read(source: Source, context: ReadContext) -> Reading:
-    return read(source.name, source.text, context.team)
+    return read(source.name, source.text, context.team, source.documents)
 
 
-def read(path: str, text: str, team: str) -> Reading:
+def read(path: str, text: str, team: str, parse: Callable[[str], list[JsonValue]] = documents) -> Reading:
+    """``parse``: the YAML reader (a :class:`Source`'s, which parses a text once for every format)."""
     out = Reading()
     try:
-        docs = documents(text)
+        docs = parse(text)
     except YamlError as e:
         out.problems.append(InputProblem(Origin(path, e.line, "manifest"), str(e)))
         return out

@@ -11,7 +11,7 @@ EventBridge rule's targets are a file beside it).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
@@ -25,6 +25,11 @@ from jobplane.importer.yamldocs import YamlError, documents
 class Source:
     path: Path
     text: str
+    #: each text parsed as YAML (the file's, or a rewriting of it a reader asks for) and what came
+    #: of it: auto-detection asks several formats, and each used to parse the file again (a deep
+    #: nesting took 1.1 CPU s a parse, three times for one file: issue 66 item 7)
+    _parsed: dict[str, list[JsonValue] | YamlError] = field(default_factory=dict, init=False, repr=False,
+                                                           compare=False)
 
     @property
     def name(self) -> str:
@@ -38,11 +43,26 @@ class Source:
     def is_yaml(self) -> bool:
         return self.suffix in (".yaml", ".yml")
 
+    def documents(self, text: str | None = None) -> list[JsonValue]:
+        """The YAML documents of the file's text (or of ``text``, a reader's rewriting of it),
+        parsed once for every format that asks; not YAML raises :class:`YamlError` each time.
+        The documents are shared: readers only read them."""
+        key = self.text if text is None else text
+        if key not in self._parsed:
+            try:
+                self._parsed[key] = documents(key)
+            except YamlError as e:
+                self._parsed[key] = e
+        got = self._parsed[key]
+        if isinstance(got, YamlError):
+            raise YamlError(got.line, str(got))
+        return got
+
     @cached_property
     def yaml_documents(self) -> list[JsonValue] | None:
         """The YAML documents, or None when the text is not YAML (the reader reports why)."""
         try:
-            return documents(self.text)
+            return self.documents()
         except YamlError:
             return None
 
