@@ -278,10 +278,12 @@ def fix_dynamodb_index_queries() -> None:
             found, trimmed = ranged, True
         _scope.candidates, _scope.share_items = (self, found), True
         _scope.sorted = [] if plain and not trimmed else None  # moto's order of the partition, kept below
+        # a slice of the order moto sorted the partition in is in that order: not sorted again
+        _scope.presorted = sliced is not None
         try:
             answer = query(self, *args, **kwargs)
         finally:
-            _scope.candidates, _scope.share_items = None, False
+            _scope.candidates, _scope.share_items, _scope.presorted = None, False, False
             ordered, _scope.sorted = getattr(_scope, "sorted", None), None
         if ordered is not None and not trimmed:
             with LOCK:
@@ -293,6 +295,8 @@ def fix_dynamodb_index_queries() -> None:
         return answer
 
     def sorted_items(self, hash_key_attrs, range_key_attrs, items):
+        if getattr(_scope, "presorted", False):
+            return items  # a slice of moto's own sorted order of the partition (a stable sort keeps it)
         attrs = self._generate_attr_to_sort_by(hash_key_attrs, range_key_attrs)
         items.sort(key=lambda x: tuple([_sort_value(x.attrs[a]) for a in attrs]))
         if getattr(_scope, "sorted", None) == []:
