@@ -7,7 +7,7 @@ embedded local AWS in server mode, writes 20,000 execution records shaped as the
 (one job holds 2,000 of them), serves the portal with uvicorn and requests over HTTP:
 the jobs page (its first page of 100 jobs, as a user lands on it: portal/job_pager.py; then one
 team's, the last page and each status filter, each one partition of an index:
-platform/control/reads.py _states_for_status), a job page (the busy
+platform/control/reads.py _jobs_for_status), a job page (the busy
 job) and an execution page, N times each after a warm-up, and counts the AWS requests each page
 makes (store reads, DescribeStateMachine, GetSchedule);
 then the store queries behind them alone. Prints median and p95 of each and the ratio to the
@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import secrets
 import socket
 import statistics
@@ -224,6 +225,8 @@ def main() -> None:
     ap.add_argument("-n", type=int, default=50)
     ap.add_argument("--day-runs", type=int, default=5000, help="runs of the timeline's busy day")
     ap.add_argument("--repo", type=Path, help="generate and compile here once; reuse on the next run")
+    ap.add_argument("--pages", metavar="REGEX", help="measure only the pages whose label matches (e.g. 'status|first'), "
+                    "nothing else: a before and after of a few pages, with another tree's code on PYTHONPATH")
     args = ap.parse_args()
     rng = random.Random(7)
     with tempfile.TemporaryDirectory(prefix="jobplane-portal-bench-") as tmp:
@@ -298,6 +301,8 @@ def main() -> None:
                      "API: the busy day's timeline": f"/api/timeline?day={BUSY_DAY}",
                      "timeline, the next 24 hours' fires": "/timeline/next",
                      "API: the next 24 hours' fires": "/api/timeline/next"}
+            if args.pages:
+                pages = {label: url for label, url in pages.items() if re.search(args.pages, label)}
             results, requests = {}, {}
             counted: Counter[str] = Counter()  # the AWS requests the portal makes (the store's and others')
             portal_control = app.state.portal.control
@@ -311,54 +316,56 @@ def main() -> None:
                     counted.clear()
                     client.get(url)  # one more, its AWS requests counted
                     requests[label] = ", ".join(f"{n} {op}" for op, n in sorted(counted.items()))
-                # the next 24 hours' view is worked out once a minute (and each schedule's fires once an
-                # hour, portal/timeline_fires.py): what the first request of a minute, of an hour, costs
-                results["the next 24 hours' fires, a new minute's first request"] = _time(
-                    lambda: (timeline_fires.VIEWS.clear(), client.get("/timeline/next")), args.n)
-                results["the next 24 hours' fires, a new hour's first request"] = _time(
-                    lambda: (timeline_fires.VIEWS.clear(), timeline_fires.CACHE.clear(), client.get("/timeline/next")),
-                    max(3, args.n // 4))
-                # a kept day (portal/timeline_days.py): what the first view after a run of it
-                # ended costs (its item read again), and a view of a day not kept (read whole)
-                history = RunHistory(portal_control.ddb, aws.resources["table_name"])
-                ended, cold = [], []
-                for k in range(args.n):
-                    history.note_day(ExecutionRecord(execution=f"late{k:06d}", job=busy, team="billing", status="SUCCEEDED",
-                                                     started_at=f"{BUSY_DAY}T05:{k % 60:02d}:00.000Z",
-                                                     finished_at=f"{BUSY_DAY}T06:00:00.000Z"))
-                    t = time.perf_counter()
-                    assert client.get(f"/timeline?day={BUSY_DAY}").status_code == 200
-                    ended.append(time.perf_counter() - t)
-                    timeline_days.DAYS_KEPT.clear()
-                    t = time.perf_counter()
-                    assert client.get(f"/timeline?day={BUSY_DAY}").status_code == 200
-                    cold.append(time.perf_counter() - t)
-                results["timeline, the busy day, the first view after a run ended"] = ended
-                results["timeline, the busy day, a view of it not kept (read whole)"] = cold
+                if not args.pages:  # the other measures of the timeline
+                    # the next 24 hours' view is worked out once a minute (and each schedule's fires once an
+                    # hour, portal/timeline_fires.py): what the first request of a minute, of an hour, costs
+                    results["the next 24 hours' fires, a new minute's first request"] = _time(
+                        lambda: (timeline_fires.VIEWS.clear(), client.get("/timeline/next")), args.n)
+                    results["the next 24 hours' fires, a new hour's first request"] = _time(
+                        lambda: (timeline_fires.VIEWS.clear(), timeline_fires.CACHE.clear(), client.get("/timeline/next")),
+                        max(3, args.n // 4))
+                    # a kept day (portal/timeline_days.py): what the first view after a run of it
+                    # ended costs (its item read again), and a view of a day not kept (read whole)
+                    history = RunHistory(portal_control.ddb, aws.resources["table_name"])
+                    ended, cold = [], []
+                    for k in range(args.n):
+                        history.note_day(ExecutionRecord(execution=f"late{k:06d}", job=busy, team="billing", status="SUCCEEDED",
+                                                         started_at=f"{BUSY_DAY}T05:{k % 60:02d}:00.000Z",
+                                                         finished_at=f"{BUSY_DAY}T06:00:00.000Z"))
+                        t = time.perf_counter()
+                        assert client.get(f"/timeline?day={BUSY_DAY}").status_code == 200
+                        ended.append(time.perf_counter() - t)
+                        timeline_days.DAYS_KEPT.clear()
+                        t = time.perf_counter()
+                        assert client.get(f"/timeline?day={BUSY_DAY}").status_code == 200
+                        cold.append(time.perf_counter() - t)
+                    results["timeline, the busy day, the first view after a run ended"] = ended
+                    results["timeline, the busy day, a view of it not kept (read whole)"] = cold
             server.should_exit = True
-            results[f"store only: jobs' state query ({args.jobs:,} items, GSI)"] = _time(control.repo.job_states, args.n)
-            results[f"store only: the same, {len(STATE_ATTRIBUTES)} attributes (jobs page)"] = _time(
-                lambda: control.repo.job_states(STATE_ATTRIBUTES), args.n)
-            first_page = [e.name for e in sorted(control.entries.values(), key=lambda e: (e.team, e.name))[:PER_PAGE]]
-            results[f"store only: the first page's {PER_PAGE} states (BatchGetItem)"] = _time(
-                lambda: control.repo.job_states_of(first_page, STATE_ATTRIBUTES), args.n)
-            if hasattr(control.repo, "job_states_ended"):  # the status index (issue 66 item 3)
-                results["store only: FAILED jobs' states (status index)"] = _time(
-                    lambda: control.repo.job_states_ended("FAILED", STATUS_ATTRIBUTES), args.n)
-            if hasattr(control.repo, "jobs_filed"):  # the largest partition, and what NEVER_RUN reads of each
-                results["store only: RUNNING jobs' states (status index)"] = _time(
-                    lambda: control.repo.job_states_ended("RUNNING", STATUS_ATTRIBUTES), args.n)
-                results["store only: SUCCEEDED jobs' states (status index)"] = _time(
-                    lambda: control.repo.job_states_ended("SUCCEEDED", STATUS_ATTRIBUTES), args.n)
-                results["store only: SUCCEEDED jobs' names (status index)"] = _time(
-                    lambda: control.repo.jobs_filed("SUCCEEDED"), args.n)
-            results["store only: a job's 20 newest executions (GSI)"] = _time(lambda: control.repo.executions(busy), args.n)
-            results["store only: one execution (GetItem)"] = _time(lambda: control.repo.execution(execution), args.n)
-            # the jobs page's rows alone: kept (portal/job_rows.py, unchanged rows) and rendered afresh
-            rows, jobs = app.state.portal.templates.env.globals["job_rows"], control.jobs()
-            results[f"rows only: {len(jobs):,} rows, kept"] = _time(lambda: rows(jobs, False), args.n)
-            results[f"rows only: {len(jobs):,} rows, rendered afresh"] = _time(
-                lambda: [rows.render(JobRow.of(j, False)) for j in jobs], args.n)
+            if not args.pages:  # the store alone and the rows alone
+                results[f"store only: jobs' state query ({args.jobs:,} items, GSI)"] = _time(control.repo.job_states, args.n)
+                results[f"store only: the same, {len(STATE_ATTRIBUTES)} attributes (jobs page)"] = _time(
+                    lambda: control.repo.job_states(STATE_ATTRIBUTES), args.n)
+                first_page = [e.name for e in sorted(control.entries.values(), key=lambda e: (e.team, e.name))[:PER_PAGE]]
+                results[f"store only: the first page's {PER_PAGE} states (BatchGetItem)"] = _time(
+                    lambda: control.repo.job_states_of(first_page, STATE_ATTRIBUTES), args.n)
+                if hasattr(control.repo, "job_states_ended"):  # the status index (issue 66 item 3)
+                    results["store only: FAILED jobs' states (status index)"] = _time(
+                        lambda: control.repo.job_states_ended("FAILED", STATUS_ATTRIBUTES), args.n)
+                if hasattr(control.repo, "jobs_filed"):  # the largest partition, and what NEVER_RUN reads of each
+                    results["store only: RUNNING jobs' states (status index)"] = _time(
+                        lambda: control.repo.job_states_ended("RUNNING", STATUS_ATTRIBUTES), args.n)
+                    results["store only: SUCCEEDED jobs' states (status index)"] = _time(
+                        lambda: control.repo.job_states_ended("SUCCEEDED", STATUS_ATTRIBUTES), args.n)
+                    results["store only: SUCCEEDED jobs' names (status index)"] = _time(
+                        lambda: control.repo.jobs_filed("SUCCEEDED"), args.n)
+                results["store only: a job's 20 newest executions (GSI)"] = _time(lambda: control.repo.executions(busy), args.n)
+                results["store only: one execution (GetItem)"] = _time(lambda: control.repo.execution(execution), args.n)
+                # the jobs page's rows alone: kept (portal/job_rows.py, unchanged rows) and rendered afresh
+                rows, jobs = app.state.portal.templates.env.globals["job_rows"], control.jobs()
+                results[f"rows only: {len(jobs):,} rows, kept"] = _time(lambda: rows(jobs, False), args.n)
+                results[f"rows only: {len(jobs):,} rows, rendered afresh"] = _time(
+                    lambda: [rows.render(JobRow.of(j, False)) for j in jobs], args.n)
             at_scale = args.jobs >= 1000 and args.executions >= 20000  # the size the targets are for
             cheapest = min(statistics.median(v) for v in results.values())
             print(f"\nlatency over HTTP, n={args.n} each after 3 warm-up requests:")

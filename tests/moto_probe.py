@@ -156,6 +156,9 @@ def dynamodb_reads(name: str, fixes: tuple[str, ...]) -> dict:
         for i in range(4):  # 1.2 MB in one partition of the index: two pages of DynamoDB's 1 MB
             ddb.put_item(TableName="t", Item={"pk": {"S": "big"}, "sk": {"S": f"b{i}"}, "gpk": {"S": "BIG"},
                                               "gsk": {"S": f"{i}"}, "blob": {"S": "x" * 300_000}})
+        for i in range(7):  # a partition whose index sort keys repeat: its order is then the table's keys'
+            ddb.put_item(TableName="t", Item={"pk": {"S": f"d{i % 3}"}, "sk": {"S": f"d{i}"}, "gpk": {"S": "D"},
+                                              "gsk": {"S": "same" if i < 5 else f"z{i}"}})
 
         def reads() -> None:
             for forward in (True, False):
@@ -196,6 +199,19 @@ def dynamodb_reads(name: str, fixes: tuple[str, ...]) -> dict:
                                  **({"ExclusiveStartKey": start} if start else {}))
                 if not (start := page.get("LastEvaluatedKey")):
                     break
+            # every page both ways, by DynamoDB's 1 MB and by a Limit, and of the partition whose sort
+            # keys repeat (each page given only its own items, from the partition's kept order, fixed)
+            for partition, limit in (("BIG", None), ("BIG", 2), ("D", 2), ("D", 3)):
+                for forward in (True, False):
+                    start = None
+                    while True:
+                        page = ddb.query(TableName="t", IndexName="gsi", KeyConditionExpression="gpk = :g",
+                                         ProjectionExpression="pk, sk, gsk", ScanIndexForward=forward,
+                                         ExpressionAttributeValues={":g": {"S": partition}},
+                                         **({"Limit": limit} if limit else {}),
+                                         **({"ExclusiveStartKey": start} if start else {}))
+                        if not (start := page.get("LastEvaluatedKey")):
+                            break
             ddb.query(TableName="t", IndexName="gsi", KeyConditionExpression="gpk = :a", Select="COUNT",
                       ExpressionAttributeValues={":a": {"S": "A"}})
             ddb.query(TableName="t", KeyConditionExpression="pk = :p", ExpressionAttributeValues={":p": {"S": "p3"}})

@@ -174,7 +174,7 @@ def test_the_jobs_page_reads_less_of_each_state_and_shows_the_same_rows(platform
 def test_the_status_filter_read_through_dynamodbs_filter_lists_exactly_what_reading_every_state_lists(
         platform: DevPlatform) -> None:
     """The jobs list filtered by status with a page size asks DynamoDB only for the states that
-    may match (reads.py's _states_for_status: one partition of an index) and decides them here; without a page size it
+    may match (reads.py's _jobs_for_status: one partition of an index) and decides them here; without a page size it
     reads every state and decides all of them. Both must list the same jobs for every status,
     a made-up one and malformed states included, and those must be the ones the filter's rule
     names. Probe jobs that exist only in this test's catalog copy, so no other test sees them."""

@@ -32,13 +32,6 @@ _ENDED = frozenset(s.value for s in ExecutionStatus if s is not ExecutionStatus.
 #: with, which :func:`_status_matches` still compares): the NEVER_RUN filter's complement. A
 #: last status that is none of these (never written by jobplane) is not read by that filter.
 _FILED_ENDED = _ENDED | {PAUSED}
-#: What a filter by a status a run ends with reads of each job filed under it: the partition is
-#: its last status (the release, Repository.refile_status and index_job_statuses each file it from
-#: the ``last_status`` they write or read) and a paused job matches by that status all the same,
-#: so only whether a run holds the claim is left to read (bench/portal.py, SUCCEEDED's partition
-#: read whole vs by name: 15 vs 6 ms at 200 jobs, 405 vs 362 ms at 5,000 on a loaded machine,
-#: where each answered item's own cost dominates).
-_FILED_ATTRIBUTES = ("job", dm.ATTR_RUNNING)
 #: What :func:`_status_matches` reads of a state.
 STATUS_ATTRIBUTES = ("job", dm.ATTR_RUNNING, dm.ATTR_LAST_STATUS, dm.ATTR_PAUSED_AT)
 
@@ -141,7 +134,7 @@ class Reads:
         BatchGetItem per 100) and only their next fires computed: at 5,000 jobs the whole state
         query and the next fires of every job were most of the jobs page (bench/portal.py). A
         status filter first reads the jobs that may match from one partition of an index
-        (:meth:`_states_for_status`), never every job's state. The duration sort needs every
+        (:meth:`_jobs_for_status`), never every job's state. The duration sort needs every
         state: one query."""
         if sort not in (None, *JOB_SORTS):
             raise Invalid(f"sort must be one of {', '.join(JOB_SORTS)}", {"sort": "unknown"})
@@ -162,9 +155,9 @@ class Reads:
                 entries = [e for e in entries if _status_matches(states.get(e.name), status)]
             if sort == "duration":
                 entries.sort(key=lambda e: -((s.last_duration or 0.0) if (s := states.get(e.name)) else 0.0))
-        elif status:  # the jobs that may match; the window's own states are read after, as without a filter
-            found = self._states_for_status(status)
-            entries = [e for e in entries if e.name in found and _status_matches(found[e.name], status)]
+        elif status:  # the jobs that match; the window's own states are read after, as without a filter
+            matching = self._jobs_for_status(status)
+            entries = [e for e in entries if e.name in matching]
         total = len(entries)
         if last_page_if_beyond and limit and total and offset >= total:
             offset = (total - 1) // limit * limit
@@ -177,34 +170,38 @@ class Reads:
                for entry in window]
         return JobWindow(out, total, offset)
 
-    def _states_for_status(self, status: str) -> dict[str, JobState | None]:
-        """The jobs a status filter may match, each with its state as far as the filter reads it
-        (None: a job the filter decides without reading its state), for :func:`_status_matches`
-        to decide; no job that matches is left out. Each is one partition of an index, never
-        every job's state (issue 66 item 3: bench/portal.py, 5,000 jobs):
+    def _jobs_for_status(self, status: str) -> set[str]:
+        """The jobs a status filter matches, as :func:`_status_matches` decides them from their
+        states (a catalog's job without a state: NEVER_RUN), among which the caller keeps the
+        catalog's. Each is one partition of an index, never every job's state (issue 66 item 3:
+        bench/portal.py, 5,000 jobs):
 
-        * a status a run ends with (any other but these two), or RUNNING: the jobs filed under it in the status index
-          (gsi3, :func:`dm.status_filed`): the claim files a job under RUNNING, its run's end
-          under the status it ended with. A job filed under an ended status while another run
-          still holds its claim (the reconciler files it back) is decided by its ``running``;
-        * PAUSED: gsi2 ``PAUSED``, written and removed with the pause;
+        * a status a run ends with (any other but these two): the names filed under it in the
+          status index (gsi3, :func:`dm.status_filed`; its partition is the last status, as
+          every writer sets both) whose state no run holds the claim of (a run ending while
+          another still holds the claim files the job under its status until the reconciler
+          files it back). Only the names and ``running`` are read, and no state is built from
+          them: at 5,000 jobs building and copying a JobState for each of SUCCEEDED's ~4,400
+          filed jobs was half of that page (cProfile, bench/portal.py; Repository.jobs_filed_idle);
+        * RUNNING: the jobs filed under it (the claim files them), decided by their states;
+        * PAUSED: gsi2 ``PAUSED``, written and removed with the pause (and a last status PAUSED,
+          which no run ends with: a hand-made state);
         * NEVER_RUN: the catalog's jobs a run never claimed: those in no partition of the status
           index (read as names only), and those filed under RUNNING whose claim a dead run left
           (Repository.release_claim files them back; decided by their state)."""
-        if status == PAUSED:  # and a last status PAUSED, which no run ends with (a hand-made state)
-            return {s.job: s for s in (*self.repo.job_states_paused(STATUS_ATTRIBUTES),
-                                       *self.repo.job_states_ended(PAUSED, STATUS_ATTRIBUTES))}
+        if status == PAUSED:
+            return {s.job for s in (*self.repo.job_states_paused(STATUS_ATTRIBUTES),
+                                    *self.repo.job_states_ended(PAUSED, STATUS_ATTRIBUTES)) if _status_matches(s, status)}
         if status == ExecutionStatus.RUNNING.value:
-            return {s.job: s for s in self.repo.job_states_ended(status, STATUS_ATTRIBUTES)}
-        if status != NEVER_RUN:  # a job's partition is its last status (every writer sets both)
-            return {s.job: dataclasses.replace(s, last_status=status)
-                    for s in self.repo.job_states_ended(status, _FILED_ATTRIBUTES)}
+            return {s.job for s in self.repo.job_states_ended(status, STATUS_ATTRIBUTES) if _status_matches(s, status)}
+        if status != NEVER_RUN:
+            return set(self.repo.jobs_filed_idle(status))
         claimed: set[str] = set()
         for ended in sorted(_FILED_ENDED):
             claimed.update(self.repo.jobs_filed(ended))
         running = {s.job: s for s in self.repo.job_states_ended(ExecutionStatus.RUNNING.value, STATUS_ATTRIBUTES)}
-        out: dict[str, JobState | None] = {e: None for e in self.entries if e not in claimed and e not in running}
-        return out | {job: s for job, s in running.items() if job not in claimed}
+        return ({e for e in self.entries if e not in claimed and e not in running}
+                | {job for job, s in running.items() if job not in claimed and _status_matches(s, status)})
 
     def _by_team_and_name(self) -> list[CatalogJob]:
         """The catalog's jobs by team and name, sorted once per catalog."""

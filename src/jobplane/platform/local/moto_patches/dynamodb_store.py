@@ -171,12 +171,16 @@ def fix_dynamodb_index_queries() -> None:
     the query only reads them (a projection builds new items) and the answer is made of new
     dicts (``dynamo_to_dict``); the copies of the jobs page's 1,000 states outlived each request
     in reference cycles, so full garbage collections of ~300,000 objects paused the process for
-    up to 0.9 s (bench/portal.py with gc callbacks). A first page of a plain key condition (a
-    job's 20 newest runs: no start key, no range condition) is given only the partition's first
-    ``Limit`` + 1 items in the order moto sorted the partition last, kept until the table changes
-    in any way (a single-item write included): moto still sorts, pages and filters those, and
-    its answer and LastEvaluatedKey are the whole partition's (issue 54: the busy job's 10,000
-    of 100,000 executions were checked and sorted on each view of its page). Likewise a first
+    up to 0.9 s (bench/portal.py with gc callbacks). A page of a plain key condition (no range
+    condition: a job's 20 newest runs; every 1 MB page of the jobs filed under SUCCEEDED) is
+    given only its own items and the one that ends it, from the order moto sorted the partition
+    in last, kept until the table changes in any way (a single-item write included): bisected to
+    its ExclusiveStartKey, cut at its ``Limit`` + 1 and at the item that takes it past moto's
+    1 MB (:func:`_page_slice`). moto still sorts, pages and filters those, and its answer and
+    LastEvaluatedKey are the whole partition's (issue 54: the busy job's 10,000 of 100,000
+    executions were checked and sorted on each view of its page; issue 66 item 3: each of the
+    two 1 MB pages of SUCCEEDED's ~4,400 of 5,000 jobs checked and sorted all of them, and the
+    second walked them from the first to its start key). Likewise a first
     page of one range condition on a string sort key (``<``, ``<=``, ``>``, ``>=``, ``BETWEEN``:
     a run's previous run, the run page's definition comparison) is given its first ``Limit`` + 1
     items, bisected from the partition's order by that key, sorted once and kept until the
@@ -247,16 +251,23 @@ def fix_dynamodb_index_queries() -> None:
             version = (_generation[0], getattr(self, "_jobplane_edits", 0))
             kept = getattr(self, "_jobplane_sorted", None)
             ordered = kept[1].get((index.name, bucket)) if kept is not None and kept[0] == version else None
-        # A first page (no start key) of a plain key condition: its answer is the first ``limit``
-        # items of the partition in index order (then filtered), and whether more follow. So
-        # moto is given only those and the next one, from the partition's order as moto sorted
-        # it since the last change to the table, instead of the whole partition to check and
-        # sort again (a job's 20 newest of its 10,000 runs: bench/portal.py's job page).
-        first_page = limit is not None and exclusive_start_key is None and range_comparison is None \
-            and not filter_kwargs and not range_key_conditions
-        trimmed = first_page and ordered is not None
+        # A page of a plain key condition (no range condition): its answer is the partition's
+        # items in index order from the start key on (or, backward, before it), up to ``limit``
+        # of them and DynamoDB's 1 MB, and whether more follow. So moto is given only those and
+        # the one that stops the page, from the partition's order as moto sorted it since the
+        # last change to the table, bisected to the start key (:func:`_page_slice`), instead of
+        # the whole partition to check, sort and walk from its start again (a job's 20 newest of
+        # its 10,000 runs: bench/portal.py's job page; every page of SUCCEEDED's ~4,400 jobs at
+        # 5,000: the jobs page filtered by status, issue 66 item 3).
+        plain = range_comparison is None and not filter_kwargs and not range_key_conditions
+        sliced = _page_slice(self, index, hashes[0], ordered, limit, exclusive_start_key, scan_index_forward) \
+            if plain and ordered is not None else None
+        if sliced is None and plain and ordered is not None and limit is not None and exclusive_start_key is None:
+            # (an index without one range key: a first page is the first ``limit`` + 1 all the same)
+            sliced = ordered[:limit + 1] if scan_index_forward is not False else ordered[-(limit + 1):]
+        trimmed = sliced is not None
         if trimmed:
-            found = ordered[:limit + 1] if scan_index_forward is not False else ordered[-(limit + 1):]
+            found = sliced
         elif (ranged := _range_slice(self, index, found, bucket, version, hashes[0], range_comparison, range_objs,
                                      limit, exclusive_start_key, scan_index_forward, filter_kwargs,
                                      range_key_conditions)) is not None:
@@ -266,11 +277,13 @@ def fix_dynamodb_index_queries() -> None:
             # comparison, sort and paging then run on those, so the answer is the same).
             found, trimmed = ranged, True
         _scope.candidates, _scope.share_items = (self, found), True
-        _scope.sorted = [] if first_page and not trimmed else None  # moto's order of the partition, kept below
+        _scope.sorted = [] if plain and not trimmed else None  # moto's order of the partition, kept below
+        # a slice of the order moto sorted the partition in is in that order: not sorted again
+        _scope.presorted = sliced is not None
         try:
             answer = query(self, *args, **kwargs)
         finally:
-            _scope.candidates, _scope.share_items = None, False
+            _scope.candidates, _scope.share_items, _scope.presorted = None, False, False
             ordered, _scope.sorted = getattr(_scope, "sorted", None), None
         if ordered is not None and not trimmed:
             with LOCK:
@@ -278,10 +291,12 @@ def fix_dynamodb_index_queries() -> None:
                     kept = getattr(self, "_jobplane_sorted", None)
                     if kept is None or kept[0] != version:
                         kept = self._jobplane_sorted = (version, {})  # the stale ones go
-                    kept[1][(index.name, bucket)] = ordered
+                    kept[1][(index.name, bucket)] = _Ordered(ordered)
         return answer
 
     def sorted_items(self, hash_key_attrs, range_key_attrs, items):
+        if getattr(_scope, "presorted", False):
+            return items  # a slice of moto's own sorted order of the partition (a stable sort keeps it)
         attrs = self._generate_attr_to_sort_by(hash_key_attrs, range_key_attrs)
         items.sort(key=lambda x: tuple([_sort_value(x.attrs[a]) for a in attrs]))
         if getattr(_scope, "sorted", None) == []:
@@ -297,6 +312,62 @@ def fix_dynamodb_index_queries() -> None:
     Table.all_items = candidates
     Table.query = indexed_query
     Table.sorted_items = sorted_items
+
+
+class _Ordered(list):
+    """A partition's items in index order, as moto sorted them (ascending), with what
+    :func:`_page_slice` bisects by, worked out once per kept order: each item's sort key and the
+    running total of their sizes."""
+
+    keys: list[Any] | None = None
+    sizes: list[int] | None = None
+
+
+def _page_slice(table: Any, index: Any, hash_attr: str, ordered: Any, limit: int | None, start_key: Any,
+                forward: Any) -> list[Any] | None:
+    """For :func:`fix_dynamodb_index_queries`: the items of a page of a plain key condition on an
+    index, from the partition's kept order (``ordered``, ascending): those after ``start_key``
+    (moto's ExclusiveStartKey; backward, those before it), cut after the item that ends the page
+    (the ``limit`` + 1st, or the one that would take the page past moto's 1 MB,
+    ``RESULT_SIZE_LIMIT``: moto stops at it, so it must be there). moto then checks, sorts, pages,
+    filters and projects those as it would the whole partition: its answer and LastEvaluatedKey
+    are the same. None (moto is given the whole partition) for an index without exactly one
+    range key, or a start key this cannot place."""
+    import bisect
+
+    from moto.dynamodb.models.dynamo_type import DynamoType
+    from moto.dynamodb.models.table import RESULT_SIZE_LIMIT
+
+    if not isinstance(ordered, _Ordered) or index is None:
+        return None
+    ranges = [k["AttributeName"] for k in index.schema if k["KeyType"] == "RANGE"]
+    if len(ranges) != 1:
+        return None
+    attrs = table._generate_attr_to_sort_by([hash_attr, table.hash_key_attr], [ranges[0], table.range_key_attr])
+    if ordered.keys is None or ordered.sizes is None:
+        totals = [0]
+        for item in ordered:
+            totals.append(totals[-1] + item.size())
+        ordered.keys = [tuple(_sort_value(i.attrs[a]) for a in attrs) for i in ordered]
+        ordered.sizes = totals
+    keys, sizes = ordered.keys, ordered.sizes
+    low, high = 0, len(ordered)
+    if start_key is not None:
+        try:
+            start = tuple(_sort_value(DynamoType(start_key[a])) for a in attrs)
+        except (KeyError, TypeError, AttributeError, IndexError):
+            return None  # moto answers it (or refuses it) from the whole partition
+        if forward is not False:
+            low = bisect.bisect_right(keys, start)
+        else:
+            high = bisect.bisect_left(keys, start)
+    if forward is not False:  # item j ends the page when sizes[j + 1] - sizes[low] > the limit
+        high = min(high, bisect.bisect_right(sizes, sizes[low] + RESULT_SIZE_LIMIT),
+                   low + limit + 1 if limit is not None else high)
+    else:  # walked from high - 1 down: item j ends it when sizes[high] - sizes[j] > the limit
+        low = max(low, bisect.bisect_left(sizes, sizes[high] - RESULT_SIZE_LIMIT) - 1,
+                  high - limit - 1 if limit is not None else low)
+    return list(ordered[low:max(low, high)])
 
 
 #: The range conditions a sorted partition answers by bisection (the key's value against one or two).
