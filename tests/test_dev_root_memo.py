@@ -117,3 +117,32 @@ def test_a_kept_root_is_compiled_again_when_what_it_depends_on_changed(repo_root
     assert moved.roots_compiled == [BILLING, GROWTH]
     assert (moved.output_dir / "teams" / BILLING / "other-team.job.tf.json").is_file()
     assert not (moved.output_dir / "teams" / GROWTH / "other-team.job.tf.json").exists()
+
+
+def test_a_jobs_kept_grants_are_taken_only_for_its_unchanged_document(repo_root: Path, tmp_path: Path) -> None:
+    """In a root compiled again, an unchanged job's grants (their shape and policy size:
+    shared_roles.share's ``known``) are kept under its job key; a job whose document changed is
+    shaped again, so a job given a secret of its own leaves the role it shared for one that reads
+    the secret, as a compile from nothing does."""
+    data = tmp_path / "data"
+    compiled(repo_root, data)
+    memory = json.loads((data / VALIDATE_CACHE / ROOTS_FILE).read_text())["grants"]
+    assert len(memory["jobs"]) == len(list((data / "compiled" / "teams").rglob("*.job.tf.json")))
+    assert len(memory["shapes"]) < sum(len(g) for g in memory["jobs"].values())  # shared shapes kept once
+
+    edit(repo_root / "jobs" / "billing" / "every-minute.jsonnet", "steps: [jp.python('tick', 'sample_apps.functions:behave')],",
+         "steps: [jp.python('tick', 'sample_apps.functions:behave', "
+         "opts={ secrets: { API_TOKEN: jp.secret('billing/every-minute-token') } })],")
+    secret = compiled(repo_root, data)
+    assert secret.roots_compiled == [BILLING] and secret.evaluated == 1
+    roles = (secret.output_dir / "teams" / BILLING / "roles.tf.json").read_text()
+    assert "billing/every-minute-token" in roles
+    after = json.loads((data / VALIDATE_CACHE / ROOTS_FILE).read_text())["grants"]
+    assert len(after["jobs"]) == len(memory["jobs"])  # the edited job's old key is gone, its new one kept
+    assert set(after["shapes"]) - set(memory["shapes"])  # the edited job's exec role has a new shape
+
+    # and back: its grants as they were, the output as from nothing again
+    edit(repo_root / "jobs" / "billing" / "every-minute.jsonnet",
+         ", opts={ secrets: { API_TOKEN: jp.secret('billing/every-minute-token') } })],", ")],")
+    back = compiled(repo_root, data)
+    assert "billing/every-minute-token" not in (back.output_dir / "teams" / BILLING / "roles.tf.json").read_text()

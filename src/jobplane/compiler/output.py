@@ -101,14 +101,17 @@ def base_files(config: PlatformConfig) -> dict[str, str]:
 def root_files(config: PlatformConfig, team: str, name: str, team_jobs: list[LoadedJob],
                built: dict[str, tuple[int, JsonObject]], runner_image: str | None,
                digests: dict[str, str] | None = None,
-               known: Callable[[str, str, dict[str, str]], bool] | None = None) -> dict[str, str]:
+               known: Callable[[str, str, dict[str, str]], bool] | None = None,
+               grants: shared_roles.GrantMemo | None = None) -> dict[str, str]:
     """One team root's files: a function of jobplane.toml, the runner image, this code and its
     jobs (``team_jobs``, by name; ``built``: each one's state count and document) alone, which
     is what lets `jobplane dev` keep an unchanged root's files (compiler/root_memo.py).
     ``digests``: job -> its definition's digest where the caller knows it (definitions.stamp);
     each job's digest is set there on return. ``known(job, its digest, its shared roles by kind)``:
     True when the caller has the job's file as this compile would render it (its document is a
-    function of those and of the job: compiler/root_memo.py), which is then left out."""
+    function of those and of the job: compiler/root_memo.py), which is then left out.
+    ``grants``: shared_roles.share's ``known`` (the caller lists a job there only under its
+    document's key), filled in for the others."""
     files: dict[str, str] = {}
     root = layout.team_root(name)
     files[f"{root}/{layout.ROOT_FILE}"] = terraform.render(terraform.team_root(config, name))
@@ -118,7 +121,7 @@ def root_files(config: PlatformConfig, team: str, name: str, team_jobs: list[Loa
         counts[lj.job.name], docs[lj.job.name] = built[lj.job.name]
     # the root's jobs run with roles shared by the jobs whose grants are identical
     shared = shared_roles.share(team, config.name_prefix, docs, {lj.job.name: lj.source for lj in team_jobs},
-                                root=name)
+                                root=name, known=grants)
     # each job stamped with the digest of its definition (catalog entry, schedules' inputs)
     part, stamped = definitions.stamp(catalog.build_catalog(team_jobs, config, counts, team=team, root=name),
                                       shared.jobs, runner_image, digests)

@@ -15,6 +15,11 @@ out, jobplane.toml or the code each change the key. A root whose jobs include on
 result is not kept (an import not written plainly, an evaluation limit) has no key and is
 always compiled.
 
+In a root compiled again, each unchanged job's grants are not shaped and measured again
+either (shared_roles.share's ``known``: the shape, policy size and growth of each of its roles
+that names no other of its roles, a function of its built document, so kept under its
+job_key; the shapes, mostly identical across a team's jobs, kept once each).
+
 What is kept is each file's SHA-256, not its text (the texts are the output directory's
 ~300 MB): a root is reused only while every one of its files is on disk with the kept digest
 (devserver/compiled_stamp.py tells that from size and time); else it is compiled again. The
@@ -37,6 +42,7 @@ from jobplane.contract import layout, root_shards
 from jobplane.contract.config import PlatformConfig
 
 FORMAT = 1
+GRANTS_FORMAT = 1
 ROOTS_FILE = "roots.json"
 
 
@@ -108,6 +114,9 @@ class RootMemo:
         #: job_key -> (render_key, the SHA-256 of the job's file)
         self.rendered: dict[str, tuple[str, str]] = {}
         self._rendered: dict[str, tuple[str, str]] = {}
+        #: job_key -> its grants' (shape, policy size, growth) by per-job role id (shared_roles.GrantMemo)
+        self.grants: dict[str, dict[str, tuple[str, int, int]]] = {}
+        self._grants: dict[str, dict[str, tuple[str, int, int]]] = {}
         try:
             data = json.loads(path.read_text())
         except (OSError, ValueError):
@@ -127,6 +136,8 @@ class RootMemo:
             self._rendered = {k: (v[0], v[1]) for k, v in rendered.items() if isinstance(k, str) and isinstance(v, list)
                               and len(v) == 2 and all(isinstance(x, str) for x in v)}
         self.rendered = dict(self._rendered)
+        self._grants = _read_grants(data.get("grants"))
+        self.grants = dict(self._grants)
 
     def kept(self, name: str, key: str | None, on_disk: dict[str, str]) -> dict[str, str] | None:
         """The root's file digests if it was compiled under ``key`` and each of its files is on
@@ -140,27 +151,61 @@ class RootMemo:
         return files
 
     def save(self, roots: dict[str, tuple[str, dict[str, str]]], definitions: dict[str, str],
-             rendered: dict[str, tuple[str, str]]) -> None:
+             rendered: dict[str, tuple[str, str]],
+             grants: dict[str, dict[str, tuple[str, int, int]]] | None = None) -> None:
         """Keep ``roots`` (root -> (key, its files' digests)), ``definitions`` (job_key -> its
         definition's digest) and ``rendered`` (job_key -> (render_key, its file's digest)) as the
         whole memory."""
-        if roots == self._roots and definitions == self._definitions and rendered == self._rendered:
+        grants = self._grants if grants is None else grants
+        if (roots == self._roots and definitions == self._definitions and rendered == self._rendered
+                and grants == self._grants):
             return
         self._roots, self._definitions, self._rendered = dict(roots), dict(definitions), dict(rendered)
+        self._grants = dict(grants)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
             tmp.write_text(json.dumps({"format": FORMAT, "roots": {n: {"key": k, "files": f} for n, (k, f) in roots.items()},
-                                       "definitions": definitions, "rendered": rendered}))
+                                       "definitions": definitions, "rendered": rendered,
+                                       "grants": _written_grants(grants)}))
             os.replace(tmp, self.path)
         except OSError:
             pass  # a memory that cannot be written only makes the next compile slower
 
 
+def _written_grants(grants: dict[str, dict[str, tuple[str, int, int]]]) -> dict[str, object]:
+    """The grants as kept: each shape once, each grant naming its shape by index."""
+    shapes: dict[str, int] = {}
+    jobs = {k: {rid: [shapes.setdefault(shape, len(shapes)), alone, grow] for rid, (shape, alone, grow) in g.items()}
+            for k, g in grants.items()}
+    return {"format": GRANTS_FORMAT, "shapes": list(shapes), "jobs": jobs}
+
+
+def _read_grants(data: object) -> dict[str, dict[str, tuple[str, int, int]]]:
+    """What :func:`_written_grants` wrote (empty when it is not that)."""
+    if not isinstance(data, dict) or data.get("format") != GRANTS_FORMAT:
+        return {}
+    shapes, jobs = data.get("shapes"), data.get("jobs")
+    if not isinstance(shapes, list) or not all(isinstance(x, str) for x in shapes) or not isinstance(jobs, dict):
+        return {}
+    out: dict[str, dict[str, tuple[str, int, int]]] = {}
+    for k, g in jobs.items():
+        if not isinstance(g, dict):
+            continue
+        entry = {}
+        for rid, v in g.items():
+            if (isinstance(v, list) and len(v) == 3 and all(type(x) is int for x in v)
+                    and 0 <= v[0] < len(shapes)):
+                entry[rid] = (shapes[v[0]], v[1], v[2])
+        if len(entry) == len(g):
+            out[k] = entry
+    return out
+
+
 def compile_roots(config: PlatformConfig, checked: Checked, cache: FileKeys, memo: RootMemo,
                   on_disk: dict[str, str], runner_image: str | None
                   ) -> tuple[RootsCompiled, tuple[dict[str, tuple[str, dict[str, str]]], dict[str, str],
-                                                  dict[str, tuple[str, str]]]]:
+                                                  dict[str, tuple[str, str]], dict[str, dict[str, tuple[str, int, int]]]]]:
     """output.compile_all of ``checked``'s jobs (without problems), each root whose key and
     files are unchanged kept as it is (its jobs neither read back nor built), and in the roots
     compiled each unchanged job's definition digest kept; returns the output and what
@@ -188,12 +233,14 @@ def compile_roots(config: PlatformConfig, checked: Checked, cache: FileKeys, mem
     job_keys: dict[tuple[str, str], dict[str, str]] = {}
     definitions: dict[str, str] = {}
     rendered: dict[str, tuple[str, str]] = {}
+    grants: dict[str, dict[str, tuple[str, int, int]]] = {}
     for (team, name), jobs in members.items():
         known = [(j, s, k) for j, s, k in jobs if k is not None]
         key = keys[name] = root_key(cache.environment, runner_image, team, name, known) if len(known) == len(jobs) else None
         job_keys[(team, name)] = {j: job_key(cache.environment, runner_image, team, name, j, s, k) for j, s, k in known}
         definitions.update((k, memo.definitions[k]) for k in job_keys[(team, name)].values() if k in memo.definitions)
         rendered.update((k, memo.rendered[k]) for k in job_keys[(team, name)].values() if k in memo.rendered)
+        grants.update((k, memo.grants[k]) for k in job_keys[(team, name)].values() if k in memo.grants)
         kept = memo.kept(name, key, on_disk)
         if kept is None:
             todo.append((team, name))
@@ -232,7 +279,11 @@ def compile_roots(config: PlatformConfig, checked: Checked, cache: FileKeys, mem
             known_files[rel] = kept[1]
             return True
 
-        root_texts = output.root_files(config, team, name, team_jobs, built, runner_image, stamped, kept_file)
+        # each job's grants as kept under its job_key (its built document's); only those jobs'
+        known_grants = {job: dict(grants[k]) for job, k in of_root.items() if k in grants}
+        root_texts = output.root_files(config, team, name, team_jobs, built, runner_image, stamped, kept_file,
+                                       known_grants)
+        grants.update((k, known_grants[job]) for job, k in of_root.items() if job in known_grants)
         definitions.update((k, stamped[job]) for job, k in of_root.items() if job in stamped)
         root_digests = {rel: hashlib.sha256(text.encode()).hexdigest() for rel, text in root_texts.items()}
         root_digests.update(known_files)
@@ -250,4 +301,4 @@ def compile_roots(config: PlatformConfig, checked: Checked, cache: FileKeys, mem
                              provider_lock=lock.read_text() if lock.is_file() else None, all_roots=all_roots)
     return RootsCompiled(compiled, dict(sorted(digests.items())), sorted(n for _, n in todo), sorted(kept_roots),
                          kept_jobs, sum(len(j) for j in members.values()),
-                         sum(1 for rel in files if rel.endswith(layout.JOB_SUFFIX))), (memory, definitions, rendered)
+                         sum(1 for rel in files if rel.endswith(layout.JOB_SUFFIX))), (memory, definitions, rendered, grants)
