@@ -12,7 +12,7 @@ import pytest
 
 from devkit import make_repo
 from jobplane.compiler.output import compile_all, read_output
-from jobplane.compiler.root_memo import ROOTS_FILE
+from jobplane.compiler.root_memo import ENTRIES_DIR, ROOTS_FILE
 from jobplane.contract.config import load_config
 from jobplane.devserver.dev_platform import VALIDATE_CACHE, DevPlatform
 from jobplane.platform.local.runner_identity import local_runner_image
@@ -64,6 +64,11 @@ def test_a_one_job_edit_compiles_its_root_alone(repo_root: Path, tmp_path: Path)
     # as they would be rendered (same job, definition digest and shared roles)
     assert first.job_files_rendered == len(jobs) and edited.job_files_rendered == 1
     assert "25200" in (edited.output_dir / "teams" / BILLING / "every-minute.job.tf.json").read_text()
+    # the root's catalog entries kept under their jobs' keys (the edited job's under its new one)
+    kept_entries = [json.loads(f.read_text()) for f in (data / VALIDATE_CACHE / ENTRIES_DIR).glob("*.json")]
+    billing = next(e["entries"] for e in kept_entries if e["root"] == BILLING)
+    assert len(billing) == len(list((edited.output_dir / "teams" / BILLING).glob("*.job.tf.json")))
+    assert [e["timeout"] for e in billing.values() if e["name"] == "every-minute"] == [25200]
 
     job = repo_root / "jobs" / "growth" / "other-team.jsonnet"
     job.write_text(job.read_text() + "\n// a comment: the file's bytes changed, its job did not\n")

@@ -26,7 +26,7 @@ from jobplane.compiler.gc_pause import gc_paused
 from jobplane.compiler.job_build import BuiltJobs, count_states, job_outputs  # noqa: F401 (count_states: output's name)
 from jobplane.compiler.validate import LoadedJob, load_jobs
 from jobplane.contract import layout, root_shards
-from jobplane.contract.catalog import CATALOG_FILE, Catalog
+from jobplane.contract.catalog import CATALOG_FILE, Catalog, CatalogJob
 from jobplane.contract.config import PlatformConfig
 from jobplane.contract.types import JsonObject
 
@@ -102,7 +102,8 @@ def root_files(config: PlatformConfig, team: str, name: str, team_jobs: list[Loa
                built: dict[str, tuple[int, JsonObject]], runner_image: str | None,
                digests: dict[str, str] | None = None,
                known: Callable[[str, str, dict[str, str]], bool] | None = None,
-               grants: shared_roles.GrantMemo | None = None) -> dict[str, str]:
+               grants: shared_roles.GrantMemo | None = None,
+               entries: dict[str, JsonObject] | None = None) -> dict[str, str]:
     """One team root's files: a function of jobplane.toml, the runner image, this code and its
     jobs (``team_jobs``, by name; ``built``: each one's state count and document) alone, which
     is what lets `jobplane dev` keep an unchanged root's files (compiler/root_memo.py).
@@ -111,7 +112,11 @@ def root_files(config: PlatformConfig, team: str, name: str, team_jobs: list[Loa
     True when the caller has the job's file as this compile would render it (its document is a
     function of those and of the job: compiler/root_memo.py), which is then left out.
     ``grants``: shared_roles.share's ``known`` (the caller lists a job there only under its
-    document's key), filled in for the others."""
+    document's key), filled in for the others. ``entries``: job -> its stamped catalog entry (as
+    ``model_dump(mode="json", exclude_unset=True)`` gives it) where the caller knows it (a
+    function of the job, its state count, its root, the image and its definition's digest: the
+    caller lists it only under the key of all of those, compiler/root_memo.py); those are not
+    built and stamped again, and the others' are added."""
     files: dict[str, str] = {}
     root = layout.team_root(name)
     files[f"{root}/{layout.ROOT_FILE}"] = terraform.render(terraform.team_root(config, name))
@@ -123,14 +128,27 @@ def root_files(config: PlatformConfig, team: str, name: str, team_jobs: list[Loa
     shared = shared_roles.share(team, config.name_prefix, docs, {lj.job.name: lj.source for lj in team_jobs},
                                 root=name, known=grants)
     # each job stamped with the digest of its definition (catalog entry, schedules' inputs)
-    part, stamped = definitions.stamp(catalog.build_catalog(team_jobs, config, counts, team=team, root=name),
-                                      shared.jobs, runner_image, digests)
+    kept_entries = {} if entries is None else {lj.job.name: entries[lj.job.name] for lj in team_jobs
+                                                if lj.job.name in entries}
+    fresh = [lj for lj in team_jobs if lj.job.name not in kept_entries]
+    part, stamped = definitions.stamp(catalog.build_catalog(fresh, config, counts, team=team, root=name),
+                                      {lj.job.name: shared.jobs[lj.job.name] for lj in fresh}, runner_image, digests)
+    if entries is not None:
+        entries.update((entry.name, entry.model_dump(mode="json", exclude_unset=True)) for entry in part.jobs)
+    if kept_entries:  # the catalog in the jobs' order, as from nothing
+        made = {entry.name: entry for entry in part.jobs}
+        part = part.model_copy(update={"jobs": [made[lj.job.name] if lj.job.name in made else
+                                                CatalogJob.model_validate(kept_entries[lj.job.name])
+                                                for lj in team_jobs]})
     if digests is not None:
         digests.update((entry.name, str(entry.definition)) for entry in part.jobs)
     definition = {entry.name: str(entry.definition) for entry in part.jobs} if known is not None else {}
-    for job_name, doc in stamped.items():
+    params = {entry.name: entry.params for entry in part.jobs}
+    for job_name in [lj.job.name for lj in team_jobs]:
         if known is not None and known(job_name, definition.get(job_name, ""), shared.membership.get(job_name, {})):
             continue
+        doc = stamped[job_name] if job_name in stamped else definitions.stamp_document(
+            shared.jobs[job_name], params[job_name], definition.get(job_name) or str(kept_entries[job_name]["definition"]))
         files[layout.job_file(name, job_name)] = terraform.render_job(doc)
     if shared.roles is not None:
         files[f"{root}/{shared_roles.ROLES_FILE}"] = terraform.render(shared.roles)

@@ -20,6 +20,11 @@ either (shared_roles.share's ``known``: the shape, policy size and growth of eac
 that names no other of its roles, a function of its built document, so kept under its
 job_key; the shapes, mostly identical across a team's jobs, kept once each).
 
+Nor is their catalog entry built and stamped again: an entry is a function of its job_key
+(the job, its state count, its root, the image and its definition's digest, itself kept under
+the job_key), so each root's entries are kept under their jobs' job_keys, in a file of the root's
+own (``entries/<root>.json``, ~1.6 KB a job) read only when that root is compiled again.
+
 What is kept is each file's SHA-256, not its text (the texts are the output directory's
 ~300 MB): a root is reused only while every one of its files is on disk with the kept digest
 (devserver/compiled_stamp.py tells that from size and time); else it is compiled again. The
@@ -40,10 +45,12 @@ from jobplane.compiler.checked import Checked, LoadedJob
 from jobplane.compiler.job_build import BuiltJobs, job_outputs
 from jobplane.contract import layout, root_shards
 from jobplane.contract.config import PlatformConfig
+from jobplane.contract.types import JsonObject
 
 FORMAT = 1
 GRANTS_FORMAT = 1
 ROOTS_FILE = "roots.json"
+ENTRIES_DIR = "entries"  # beside ROOTS_FILE: each root's kept catalog entries
 
 
 class FileKeys(BuiltJobs, Protocol):
@@ -138,6 +145,31 @@ class RootMemo:
         self.rendered = dict(self._rendered)
         self._grants = _read_grants(data.get("grants"))
         self.grants = dict(self._grants)
+
+    def _entries_file(self, root: str) -> Path:
+        return self.path.parent / ENTRIES_DIR / f"{hashlib.sha256(root.encode()).hexdigest()[:32]}.json"
+
+    def entries(self, root: str) -> dict[str, JsonObject]:
+        """job_key -> the stamped catalog entry kept for the root's job of that key."""
+        try:
+            data = json.loads(self._entries_file(root).read_text())
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("root") != root:
+            return {}
+        found = data.get("entries")
+        return {k: v for k, v in found.items() if isinstance(v, dict)} if isinstance(found, dict) else {}
+
+    def save_entries(self, root: str, entries: dict[str, JsonObject]) -> None:
+        """Keep ``entries`` (job_key -> its stamped catalog entry) as the root's whole set."""
+        path = self._entries_file(root)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}")
+            tmp.write_text(json.dumps({"format": FORMAT, "root": root, "entries": entries}))
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a memory that cannot be written only makes the next compile slower
 
     def kept(self, name: str, key: str | None, on_disk: dict[str, str]) -> dict[str, str] | None:
         """The root's file digests if it was compiled under ``key`` and each of its files is on
@@ -281,8 +313,14 @@ def compile_roots(config: PlatformConfig, checked: Checked, cache: FileKeys, mem
 
         # each job's grants as kept under its job_key (its built document's); only those jobs'
         known_grants = {job: dict(grants[k]) for job, k in of_root.items() if k in grants}
+        # each job's stamped catalog entry as kept under its job_key; only those jobs'
+        kept_entries = memo.entries(name)
+        known_entries = {job: kept_entries[k] for job, k in of_root.items() if k in kept_entries}
         root_texts = output.root_files(config, team, name, team_jobs, built, runner_image, stamped, kept_file,
-                                       known_grants)
+                                       known_grants, known_entries)
+        entries_now = {k: known_entries[job] for job, k in of_root.items() if job in known_entries}
+        if entries_now != kept_entries:
+            memo.save_entries(name, entries_now)
         grants.update((k, known_grants[job]) for job, k in of_root.items() if job in known_grants)
         definitions.update((k, stamped[job]) for job, k in of_root.items() if job in stamped)
         root_digests = {rel: hashlib.sha256(text.encode()).hexdigest() for rel, text in root_texts.items()}
