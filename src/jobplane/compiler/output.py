@@ -26,7 +26,7 @@ from jobplane.compiler.gc_pause import gc_paused
 from jobplane.compiler.job_build import BuiltJobs, count_states, job_outputs  # noqa: F401 (count_states: output's name)
 from jobplane.compiler.validate import LoadedJob, load_jobs
 from jobplane.contract import layout, root_shards
-from jobplane.contract.catalog import CATALOG_FILE, Catalog, CatalogJob
+from jobplane.contract.catalog import CATALOG_FILE, Catalog
 from jobplane.contract.config import PlatformConfig
 from jobplane.contract.types import JsonObject
 
@@ -133,26 +133,25 @@ def root_files(config: PlatformConfig, team: str, name: str, team_jobs: list[Loa
     fresh = [lj for lj in team_jobs if lj.job.name not in kept_entries]
     part, stamped = definitions.stamp(catalog.build_catalog(fresh, config, counts, team=team, root=name),
                                       {lj.job.name: shared.jobs[lj.job.name] for lj in fresh}, runner_image, digests)
+    made = {entry.name: entry.model_dump(mode="json", exclude_unset=True) for entry in part.jobs} if entries is not None else {}
     if entries is not None:
-        entries.update((entry.name, entry.model_dump(mode="json", exclude_unset=True)) for entry in part.jobs)
-    if kept_entries:  # the catalog in the jobs' order, as from nothing
-        made = {entry.name: entry for entry in part.jobs}
-        part = part.model_copy(update={"jobs": [made[lj.job.name] if lj.job.name in made else
-                                                CatalogJob.model_validate(kept_entries[lj.job.name])
-                                                for lj in team_jobs]})
+        entries.update(made)
+    # the catalog's entries in the jobs' order, as from nothing (the kept ones as kept: not validated again)
+    dumped = [made[lj.job.name] if lj.job.name in made else kept_entries[lj.job.name] for lj in team_jobs] if kept_entries else None
+    every = {str(e["name"]): (str(e["definition"]), e.get("params", {})) for e in dumped} if dumped is not None else {
+        entry.name: (str(entry.definition), entry.params) for entry in part.jobs}
     if digests is not None:
-        digests.update((entry.name, str(entry.definition)) for entry in part.jobs)
-    definition = {entry.name: str(entry.definition) for entry in part.jobs} if known is not None else {}
-    params = {entry.name: entry.params for entry in part.jobs}
+        digests.update((job, d) for job, (d, _) in every.items())
+    definition = {job: d for job, (d, _) in every.items()} if known is not None else {}
     for job_name in [lj.job.name for lj in team_jobs]:
         if known is not None and known(job_name, definition.get(job_name, ""), shared.membership.get(job_name, {})):
             continue
         doc = stamped[job_name] if job_name in stamped else definitions.stamp_document(
-            shared.jobs[job_name], params[job_name], definition.get(job_name) or str(kept_entries[job_name]["definition"]))
+            shared.jobs[job_name], every[job_name][1], every[job_name][0])
         files[layout.job_file(name, job_name)] = terraform.render_job(doc)
     if shared.roles is not None:
         files[f"{root}/{shared_roles.ROLES_FILE}"] = terraform.render(shared.roles)
-    files[f"{root}/{CATALOG_FILE}"] = part.render()
+    files[f"{root}/{CATALOG_FILE}"] = part.render(dumped)
     if skips := checkov_skips(team_jobs):
         files[f"{root}/{CHECKOV_CONFIG}"] = skips
     return files
