@@ -231,10 +231,13 @@ def _grants(job: str, doc: JsonObject) -> list[_Grant]:
     tid = names.tf_id(job)
     out = []
     for rid, role in resource.get("aws_iam_role", {}).items():
-        text = json.dumps([(pid, str(p["name"]), docs[_doc_id(p["policy"])]["statement"])
-                           for pid, p in sorted(resource.get("aws_iam_role_policy", {}).items())
-                           if p["role"] == f"${{aws_iam_role.{rid}.id}}"])
-        policies = [(a, b, c) for a, b, c in json.loads(text)]
+        # the statements as the document holds them: nothing here changes them in place (a
+        # renamed or merged statement is a new object: _renamed, _map_values, _merge), so they
+        # are not copied; their text tells which of the job's roles they name
+        policies = [(pid, str(p["name"]), docs[_doc_id(p["policy"])]["statement"])
+                    for pid, p in sorted(resource.get("aws_iam_role_policy", {}).items())
+                    if p["role"] == f"${{aws_iam_role.{rid}.id}}"]
+        text = json.dumps(policies)
         attachments = [(aid.removeprefix(rid), str(a["policy_arn"]))
                        for aid, a in sorted(resource.get("aws_iam_role_policy_attachment", {}).items())
                        if a["role"] == f"${{aws_iam_role.{rid}.name}}"]
