@@ -28,7 +28,10 @@ bytes) and rewrote it (now only when it changed), checked every kept definition'
 (now only those not checked before) and resolved every input file's path (compiler/inputs.py).
 Session 35: a one-job edit compiled every team root again (shared roles, definition digests,
 catalogs, ~300 MB of cache read and written); an unchanged root's files are now kept
-(compiler/root_memo.py), and in the root compiled each unchanged job's digest and file.
+(compiler/root_memo.py), and in the root compiled each unchanged job's digest and file; then
+(session 35, second pass) in that root each unchanged job's grants' shape and policy size and
+its stamped catalog entry, kept under its job key (shared_roles.share, build_catalog and the
+entries' validation had been ~40% of the edit's CPU).
 """
 
 from __future__ import annotations
