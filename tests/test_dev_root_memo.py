@@ -120,6 +120,14 @@ def test_a_kept_root_is_compiled_again_when_what_it_depends_on_changed(repo_root
     moving.unlink()
     moved = compiled(repo_root, data)
     assert moved.roots_compiled == [BILLING, GROWTH]
+    assert len(list((data / VALIDATE_CACHE / ENTRIES_DIR).glob("*.json"))) == 2  # a root's kept entries each
+
+    # growth split into two roots: its old root's kept entries go with it
+    edit(repo_root / "jobplane.toml", "[teams.growth]\n", "[teams.growth]\nroots = 2\n")
+    split = compiled(repo_root, data)
+    assert len(split.roots_compiled) == 3
+    kept = {json.loads(f.read_text())["root"] for f in (data / VALIDATE_CACHE / ENTRIES_DIR).glob("*.json")}
+    assert GROWTH not in kept and BILLING in kept
     assert (moved.output_dir / "teams" / BILLING / "other-team.job.tf.json").is_file()
     assert not (moved.output_dir / "teams" / GROWTH / "other-team.job.tf.json").exists()
 

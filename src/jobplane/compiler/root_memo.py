@@ -201,6 +201,12 @@ class RootMemo:
                                        "definitions": definitions, "rendered": rendered,
                                        "grants": _written_grants(grants)}))
             os.replace(tmp, self.path)
+            # the kept entries of roots gone (a team removed, or split into other roots)
+            entries_dir = self.path.parent / ENTRIES_DIR
+            wanted = {self._entries_file(name).name for name in roots}
+            for found in os.listdir(entries_dir) if entries_dir.is_dir() else []:
+                if found.endswith(".json") and found not in wanted:
+                    (entries_dir / found).unlink(missing_ok=True)
         except OSError:
             pass  # a memory that cannot be written only makes the next compile slower
 
