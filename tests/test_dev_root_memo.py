@@ -12,7 +12,7 @@ import pytest
 
 from devkit import make_repo
 from jobplane.compiler.output import compile_all, read_output
-from jobplane.compiler.root_memo import ROOTS_FILE
+from jobplane.compiler.root_memo import ENTRIES_DIR, ROOTS_FILE
 from jobplane.contract.config import load_config
 from jobplane.devserver.dev_platform import VALIDATE_CACHE, DevPlatform
 from jobplane.platform.local.runner_identity import local_runner_image
@@ -64,6 +64,11 @@ def test_a_one_job_edit_compiles_its_root_alone(repo_root: Path, tmp_path: Path)
     # as they would be rendered (same job, definition digest and shared roles)
     assert first.job_files_rendered == len(jobs) and edited.job_files_rendered == 1
     assert "25200" in (edited.output_dir / "teams" / BILLING / "every-minute.job.tf.json").read_text()
+    # the root's catalog entries kept under their jobs' keys (the edited job's under its new one)
+    kept_entries = [json.loads(f.read_text()) for f in (data / VALIDATE_CACHE / ENTRIES_DIR).glob("*.json")]
+    billing = next(e["entries"] for e in kept_entries if e["root"] == BILLING)
+    assert len(billing) == len(list((edited.output_dir / "teams" / BILLING).glob("*.job.tf.json")))
+    assert [e["timeout"] for e in billing.values() if e["name"] == "every-minute"] == [25200]
 
     job = repo_root / "jobs" / "growth" / "other-team.jsonnet"
     job.write_text(job.read_text() + "\n// a comment: the file's bytes changed, its job did not\n")
@@ -115,5 +120,42 @@ def test_a_kept_root_is_compiled_again_when_what_it_depends_on_changed(repo_root
     moving.unlink()
     moved = compiled(repo_root, data)
     assert moved.roots_compiled == [BILLING, GROWTH]
+    assert len(list((data / VALIDATE_CACHE / ENTRIES_DIR).glob("*.json"))) == 2  # a root's kept entries each
+
+    # growth split into two roots: its old root's kept entries go with it
+    edit(repo_root / "jobplane.toml", "[teams.growth]\n", "[teams.growth]\nroots = 2\n")
+    split = compiled(repo_root, data)
+    assert len(split.roots_compiled) == 3
+    kept = {json.loads(f.read_text())["root"] for f in (data / VALIDATE_CACHE / ENTRIES_DIR).glob("*.json")}
+    assert GROWTH not in kept and BILLING in kept
     assert (moved.output_dir / "teams" / BILLING / "other-team.job.tf.json").is_file()
     assert not (moved.output_dir / "teams" / GROWTH / "other-team.job.tf.json").exists()
+
+
+def test_a_jobs_kept_grants_are_taken_only_for_its_unchanged_document(repo_root: Path, tmp_path: Path) -> None:
+    """In a root compiled again, an unchanged job's grants (their shape and policy size:
+    shared_roles.share's ``known``) are kept under its job key; a job whose document changed is
+    shaped again, so a job given a secret of its own leaves the role it shared for one that reads
+    the secret, as a compile from nothing does."""
+    data = tmp_path / "data"
+    compiled(repo_root, data)
+    memory = json.loads((data / VALIDATE_CACHE / ROOTS_FILE).read_text())["grants"]
+    assert len(memory["jobs"]) == len(list((data / "compiled" / "teams").rglob("*.job.tf.json")))
+    assert len(memory["shapes"]) < sum(len(g) for g in memory["jobs"].values())  # shared shapes kept once
+
+    edit(repo_root / "jobs" / "billing" / "every-minute.jsonnet", "steps: [jp.python('tick', 'sample_apps.functions:behave')],",
+         "steps: [jp.python('tick', 'sample_apps.functions:behave', "
+         "opts={ secrets: { API_TOKEN: jp.secret('billing/every-minute-token') } })],")
+    secret = compiled(repo_root, data)
+    assert secret.roots_compiled == [BILLING] and secret.evaluated == 1
+    roles = (secret.output_dir / "teams" / BILLING / "roles.tf.json").read_text()
+    assert "billing/every-minute-token" in roles
+    after = json.loads((data / VALIDATE_CACHE / ROOTS_FILE).read_text())["grants"]
+    assert len(after["jobs"]) == len(memory["jobs"])  # the edited job's old key is gone, its new one kept
+    assert set(after["shapes"]) - set(memory["shapes"])  # the edited job's exec role has a new shape
+
+    # and back: its grants as they were, the output as from nothing again
+    edit(repo_root / "jobs" / "billing" / "every-minute.jsonnet",
+         ", opts={ secrets: { API_TOKEN: jp.secret('billing/every-minute-token') } })],", ")],")
+    back = compiled(repo_root, data)
+    assert "billing/every-minute-token" not in (back.output_dir / "teams" / BILLING / "roles.tf.json").read_text()

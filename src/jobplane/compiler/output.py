@@ -101,14 +101,22 @@ def base_files(config: PlatformConfig) -> dict[str, str]:
 def root_files(config: PlatformConfig, team: str, name: str, team_jobs: list[LoadedJob],
                built: dict[str, tuple[int, JsonObject]], runner_image: str | None,
                digests: dict[str, str] | None = None,
-               known: Callable[[str, str, dict[str, str]], bool] | None = None) -> dict[str, str]:
+               known: Callable[[str, str, dict[str, str]], bool] | None = None,
+               grants: shared_roles.GrantMemo | None = None,
+               entries: dict[str, JsonObject] | None = None) -> dict[str, str]:
     """One team root's files: a function of jobplane.toml, the runner image, this code and its
     jobs (``team_jobs``, by name; ``built``: each one's state count and document) alone, which
     is what lets `jobplane dev` keep an unchanged root's files (compiler/root_memo.py).
     ``digests``: job -> its definition's digest where the caller knows it (definitions.stamp);
     each job's digest is set there on return. ``known(job, its digest, its shared roles by kind)``:
     True when the caller has the job's file as this compile would render it (its document is a
-    function of those and of the job: compiler/root_memo.py), which is then left out."""
+    function of those and of the job: compiler/root_memo.py), which is then left out.
+    ``grants``: shared_roles.share's ``known`` (the caller lists a job there only under its
+    document's key), filled in for the others. ``entries``: job -> its stamped catalog entry (as
+    ``model_dump(mode="json", exclude_unset=True)`` gives it) where the caller knows it (a
+    function of the job, its state count, its root, the image and its definition's digest: the
+    caller lists it only under the key of all of those, compiler/root_memo.py); those are not
+    built and stamped again, and the others' are added."""
     files: dict[str, str] = {}
     root = layout.team_root(name)
     files[f"{root}/{layout.ROOT_FILE}"] = terraform.render(terraform.team_root(config, name))
@@ -118,20 +126,32 @@ def root_files(config: PlatformConfig, team: str, name: str, team_jobs: list[Loa
         counts[lj.job.name], docs[lj.job.name] = built[lj.job.name]
     # the root's jobs run with roles shared by the jobs whose grants are identical
     shared = shared_roles.share(team, config.name_prefix, docs, {lj.job.name: lj.source for lj in team_jobs},
-                                root=name)
+                                root=name, known=grants)
     # each job stamped with the digest of its definition (catalog entry, schedules' inputs)
-    part, stamped = definitions.stamp(catalog.build_catalog(team_jobs, config, counts, team=team, root=name),
-                                      shared.jobs, runner_image, digests)
+    kept_entries = {} if entries is None else {lj.job.name: entries[lj.job.name] for lj in team_jobs
+                                                if lj.job.name in entries}
+    fresh = [lj for lj in team_jobs if lj.job.name not in kept_entries]
+    part, stamped = definitions.stamp(catalog.build_catalog(fresh, config, counts, team=team, root=name),
+                                      {lj.job.name: shared.jobs[lj.job.name] for lj in fresh}, runner_image, digests)
+    made = {entry.name: entry.model_dump(mode="json", exclude_unset=True) for entry in part.jobs} if entries is not None else {}
+    if entries is not None:
+        entries.update(made)
+    # the catalog's entries in the jobs' order, as from nothing (the kept ones as kept: not validated again)
+    dumped = [made[lj.job.name] if lj.job.name in made else kept_entries[lj.job.name] for lj in team_jobs] if kept_entries else None
+    every = {str(e["name"]): (str(e["definition"]), e.get("params", {})) for e in dumped} if dumped is not None else {
+        entry.name: (str(entry.definition), entry.params) for entry in part.jobs}
     if digests is not None:
-        digests.update((entry.name, str(entry.definition)) for entry in part.jobs)
-    definition = {entry.name: str(entry.definition) for entry in part.jobs} if known is not None else {}
-    for job_name, doc in stamped.items():
+        digests.update((job, d) for job, (d, _) in every.items())
+    definition = {job: d for job, (d, _) in every.items()} if known is not None else {}
+    for job_name in [lj.job.name for lj in team_jobs]:
         if known is not None and known(job_name, definition.get(job_name, ""), shared.membership.get(job_name, {})):
             continue
+        doc = stamped[job_name] if job_name in stamped else definitions.stamp_document(
+            shared.jobs[job_name], every[job_name][1], every[job_name][0])
         files[layout.job_file(name, job_name)] = terraform.render_job(doc)
     if shared.roles is not None:
         files[f"{root}/{shared_roles.ROLES_FILE}"] = terraform.render(shared.roles)
-    files[f"{root}/{CATALOG_FILE}"] = part.render()
+    files[f"{root}/{CATALOG_FILE}"] = part.render(dumped)
     if skips := checkov_skips(team_jobs):
         files[f"{root}/{CHECKOV_CONFIG}"] = skips
     return files

@@ -15,6 +15,16 @@ out, jobplane.toml or the code each change the key. A root whose jobs include on
 result is not kept (an import not written plainly, an evaluation limit) has no key and is
 always compiled.
 
+In a root compiled again, each unchanged job's grants are not shaped and measured again
+either (shared_roles.share's ``known``: the shape, policy size and growth of each of its roles
+that names no other of its roles, a function of its built document, so kept under its
+job_key; the shapes, mostly identical across a team's jobs, kept once each).
+
+Nor is their catalog entry built and stamped again: an entry is a function of its job_key
+(the job, its state count, its root, the image and its definition's digest, itself kept under
+the job_key), so each root's entries are kept under their jobs' job_keys, in a file of the root's
+own (``entries/<root>.json``, ~1.6 KB a job) read only when that root is compiled again.
+
 What is kept is each file's SHA-256, not its text (the texts are the output directory's
 ~300 MB): a root is reused only while every one of its files is on disk with the kept digest
 (devserver/compiled_stamp.py tells that from size and time); else it is compiled again. The
@@ -35,9 +45,12 @@ from jobplane.compiler.checked import Checked, LoadedJob
 from jobplane.compiler.job_build import BuiltJobs, job_outputs
 from jobplane.contract import layout, root_shards
 from jobplane.contract.config import PlatformConfig
+from jobplane.contract.types import JsonObject
 
 FORMAT = 1
+GRANTS_FORMAT = 1
 ROOTS_FILE = "roots.json"
+ENTRIES_DIR = "entries"  # beside ROOTS_FILE: each root's kept catalog entries
 
 
 class FileKeys(BuiltJobs, Protocol):
@@ -108,6 +121,9 @@ class RootMemo:
         #: job_key -> (render_key, the SHA-256 of the job's file)
         self.rendered: dict[str, tuple[str, str]] = {}
         self._rendered: dict[str, tuple[str, str]] = {}
+        #: job_key -> its grants' (shape, policy size, growth) by per-job role id (shared_roles.GrantMemo)
+        self.grants: dict[str, dict[str, tuple[str, int, int]]] = {}
+        self._grants: dict[str, dict[str, tuple[str, int, int]]] = {}
         try:
             data = json.loads(path.read_text())
         except (OSError, ValueError):
@@ -127,6 +143,33 @@ class RootMemo:
             self._rendered = {k: (v[0], v[1]) for k, v in rendered.items() if isinstance(k, str) and isinstance(v, list)
                               and len(v) == 2 and all(isinstance(x, str) for x in v)}
         self.rendered = dict(self._rendered)
+        self._grants = _read_grants(data.get("grants"))
+        self.grants = dict(self._grants)
+
+    def _entries_file(self, root: str) -> Path:
+        return self.path.parent / ENTRIES_DIR / f"{hashlib.sha256(root.encode()).hexdigest()[:32]}.json"
+
+    def entries(self, root: str) -> dict[str, JsonObject]:
+        """job_key -> the stamped catalog entry kept for the root's job of that key."""
+        try:
+            data = json.loads(self._entries_file(root).read_text())
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("root") != root:
+            return {}
+        found = data.get("entries")
+        return {k: v for k, v in found.items() if isinstance(v, dict)} if isinstance(found, dict) else {}
+
+    def save_entries(self, root: str, entries: dict[str, JsonObject]) -> None:
+        """Keep ``entries`` (job_key -> its stamped catalog entry) as the root's whole set."""
+        path = self._entries_file(root)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}")
+            tmp.write_text(json.dumps({"format": FORMAT, "root": root, "entries": entries}))
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a memory that cannot be written only makes the next compile slower
 
     def kept(self, name: str, key: str | None, on_disk: dict[str, str]) -> dict[str, str] | None:
         """The root's file digests if it was compiled under ``key`` and each of its files is on
@@ -140,27 +183,67 @@ class RootMemo:
         return files
 
     def save(self, roots: dict[str, tuple[str, dict[str, str]]], definitions: dict[str, str],
-             rendered: dict[str, tuple[str, str]]) -> None:
+             rendered: dict[str, tuple[str, str]],
+             grants: dict[str, dict[str, tuple[str, int, int]]] | None = None) -> None:
         """Keep ``roots`` (root -> (key, its files' digests)), ``definitions`` (job_key -> its
         definition's digest) and ``rendered`` (job_key -> (render_key, its file's digest)) as the
         whole memory."""
-        if roots == self._roots and definitions == self._definitions and rendered == self._rendered:
+        grants = self._grants if grants is None else grants
+        if (roots == self._roots and definitions == self._definitions and rendered == self._rendered
+                and grants == self._grants):
             return
         self._roots, self._definitions, self._rendered = dict(roots), dict(definitions), dict(rendered)
+        self._grants = dict(grants)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
             tmp.write_text(json.dumps({"format": FORMAT, "roots": {n: {"key": k, "files": f} for n, (k, f) in roots.items()},
-                                       "definitions": definitions, "rendered": rendered}))
+                                       "definitions": definitions, "rendered": rendered,
+                                       "grants": _written_grants(grants)}))
             os.replace(tmp, self.path)
+            # the kept entries of roots gone (a team removed, or split into other roots)
+            entries_dir = self.path.parent / ENTRIES_DIR
+            wanted = {self._entries_file(name).name for name in roots}
+            for found in os.listdir(entries_dir) if entries_dir.is_dir() else []:
+                if found.endswith(".json") and found not in wanted:
+                    (entries_dir / found).unlink(missing_ok=True)
         except OSError:
             pass  # a memory that cannot be written only makes the next compile slower
+
+
+def _written_grants(grants: dict[str, dict[str, tuple[str, int, int]]]) -> dict[str, object]:
+    """The grants as kept: each shape once, each grant naming its shape by index."""
+    shapes: dict[str, int] = {}
+    jobs = {k: {rid: [shapes.setdefault(shape, len(shapes)), alone, grow] for rid, (shape, alone, grow) in g.items()}
+            for k, g in grants.items()}
+    return {"format": GRANTS_FORMAT, "shapes": list(shapes), "jobs": jobs}
+
+
+def _read_grants(data: object) -> dict[str, dict[str, tuple[str, int, int]]]:
+    """What :func:`_written_grants` wrote (empty when it is not that)."""
+    if not isinstance(data, dict) or data.get("format") != GRANTS_FORMAT:
+        return {}
+    shapes, jobs = data.get("shapes"), data.get("jobs")
+    if not isinstance(shapes, list) or not all(isinstance(x, str) for x in shapes) or not isinstance(jobs, dict):
+        return {}
+    out: dict[str, dict[str, tuple[str, int, int]]] = {}
+    for k, g in jobs.items():
+        if not isinstance(g, dict):
+            continue
+        entry = {}
+        for rid, v in g.items():
+            if (isinstance(v, list) and len(v) == 3 and all(type(x) is int for x in v)
+                    and 0 <= v[0] < len(shapes)):
+                entry[rid] = (shapes[v[0]], v[1], v[2])
+        if len(entry) == len(g):
+            out[k] = entry
+    return out
 
 
 def compile_roots(config: PlatformConfig, checked: Checked, cache: FileKeys, memo: RootMemo,
                   on_disk: dict[str, str], runner_image: str | None
                   ) -> tuple[RootsCompiled, tuple[dict[str, tuple[str, dict[str, str]]], dict[str, str],
-                                                  dict[str, tuple[str, str]]]]:
+                                                  dict[str, tuple[str, str]], dict[str, dict[str, tuple[str, int, int]]]]]:
     """output.compile_all of ``checked``'s jobs (without problems), each root whose key and
     files are unchanged kept as it is (its jobs neither read back nor built), and in the roots
     compiled each unchanged job's definition digest kept; returns the output and what
@@ -188,12 +271,14 @@ def compile_roots(config: PlatformConfig, checked: Checked, cache: FileKeys, mem
     job_keys: dict[tuple[str, str], dict[str, str]] = {}
     definitions: dict[str, str] = {}
     rendered: dict[str, tuple[str, str]] = {}
+    grants: dict[str, dict[str, tuple[str, int, int]]] = {}
     for (team, name), jobs in members.items():
         known = [(j, s, k) for j, s, k in jobs if k is not None]
         key = keys[name] = root_key(cache.environment, runner_image, team, name, known) if len(known) == len(jobs) else None
         job_keys[(team, name)] = {j: job_key(cache.environment, runner_image, team, name, j, s, k) for j, s, k in known}
         definitions.update((k, memo.definitions[k]) for k in job_keys[(team, name)].values() if k in memo.definitions)
         rendered.update((k, memo.rendered[k]) for k in job_keys[(team, name)].values() if k in memo.rendered)
+        grants.update((k, memo.grants[k]) for k in job_keys[(team, name)].values() if k in memo.grants)
         kept = memo.kept(name, key, on_disk)
         if kept is None:
             todo.append((team, name))
@@ -232,7 +317,17 @@ def compile_roots(config: PlatformConfig, checked: Checked, cache: FileKeys, mem
             known_files[rel] = kept[1]
             return True
 
-        root_texts = output.root_files(config, team, name, team_jobs, built, runner_image, stamped, kept_file)
+        # each job's grants as kept under its job_key (its built document's); only those jobs'
+        known_grants = {job: dict(grants[k]) for job, k in of_root.items() if k in grants}
+        # each job's stamped catalog entry as kept under its job_key; only those jobs'
+        kept_entries = memo.entries(name)
+        known_entries = {job: kept_entries[k] for job, k in of_root.items() if k in kept_entries}
+        root_texts = output.root_files(config, team, name, team_jobs, built, runner_image, stamped, kept_file,
+                                       known_grants, known_entries)
+        entries_now = {k: known_entries[job] for job, k in of_root.items() if job in known_entries}
+        if entries_now != kept_entries:
+            memo.save_entries(name, entries_now)
+        grants.update((k, known_grants[job]) for job, k in of_root.items() if job in known_grants)
         definitions.update((k, stamped[job]) for job, k in of_root.items() if job in stamped)
         root_digests = {rel: hashlib.sha256(text.encode()).hexdigest() for rel, text in root_texts.items()}
         root_digests.update(known_files)
@@ -250,4 +345,4 @@ def compile_roots(config: PlatformConfig, checked: Checked, cache: FileKeys, mem
                              provider_lock=lock.read_text() if lock.is_file() else None, all_roots=all_roots)
     return RootsCompiled(compiled, dict(sorted(digests.items())), sorted(n for _, n in todo), sorted(kept_roots),
                          kept_jobs, sum(len(j) for j in members.values()),
-                         sum(1 for rel in files if rel.endswith(layout.JOB_SUFFIX))), (memory, definitions, rendered)
+                         sum(1 for rel in files if rel.endswith(layout.JOB_SUFFIX))), (memory, definitions, rendered, grants)

@@ -148,6 +148,13 @@ class _Grant:
     shape: str = ""
     own: list[str] = field(default_factory=list)  # the values that are the job's own names
     refs: set[str] = field(default_factory=set)  # the per-job role ids its statements name
+    alone: int = -1  # policy_chars of its policies (-1: not yet known)
+    grow: int = 0  # what its own values add to a shared role's policies (value_chars + 5 each)
+
+
+#: job -> per-job role id -> (shape, alone, grow) of its grants that name no other role of the
+#: job (:func:`share`'s ``known``): each is a function of the job's document and the prefix alone
+GrantMemo = dict[str, dict[str, tuple[str, int, int]]]
 
 
 @dataclass(frozen=True)
@@ -224,10 +231,13 @@ def _grants(job: str, doc: JsonObject) -> list[_Grant]:
     tid = names.tf_id(job)
     out = []
     for rid, role in resource.get("aws_iam_role", {}).items():
-        text = json.dumps([(pid, str(p["name"]), docs[_doc_id(p["policy"])]["statement"])
-                           for pid, p in sorted(resource.get("aws_iam_role_policy", {}).items())
-                           if p["role"] == f"${{aws_iam_role.{rid}.id}}"])
-        policies = [(a, b, c) for a, b, c in json.loads(text)]
+        # the statements as the document holds them: nothing here changes them in place (a
+        # renamed or merged statement is a new object: _renamed, _map_values, _merge), so they
+        # are not copied; their text tells which of the job's roles they name
+        policies = [(pid, str(p["name"]), docs[_doc_id(p["policy"])]["statement"])
+                    for pid, p in sorted(resource.get("aws_iam_role_policy", {}).items())
+                    if p["role"] == f"${{aws_iam_role.{rid}.id}}"]
+        text = json.dumps(policies)
         attachments = [(aid.removeprefix(rid), str(a["policy_arn"]))
                        for aid, a in sorted(resource.get("aws_iam_role_policy_attachment", {}).items())
                        if a["role"] == f"${{aws_iam_role.{rid}.name}}"]
@@ -296,10 +306,18 @@ def _role_name(prefix: str, team: str, kind: str, digest: str, n: int) -> str:
 
 
 def share(team: str, prefix: str, docs: dict[str, JsonObject], sources: dict[str, str],
-          limit: int = ROLE_INLINE_POLICY_CHARS, root: str | None = None) -> SharedRoles:
+          limit: int = ROLE_INLINE_POLICY_CHARS, root: str | None = None,
+          known: GrantMemo | None = None) -> SharedRoles:
     """Group the roles of a team's jobs (``docs``: job -> its document as terraform.job_module
     built it) into shared roles. Raises DefinitionError naming each job whose own grant alone
-    is over ``limit``."""
+    is over ``limit``.
+
+    ``known`` (`jobplane dev`'s memory, compiler/root_memo.py): for a job listed there, the
+    shape, size and growth of each of its grants that names no other role of the job, as an
+    earlier share of the same document computed them (the caller lists a job only under its
+    document's key); the others' are computed and added to it. A grant that names another of
+    the job's roles is shaped after that one's shared role is named, which depends on its
+    team-mates, so it is never taken from there."""
     if not docs:
         return SharedRoles({}, None, {})
     pending = {job: _grants(job, doc) for job, doc in docs.items()}
@@ -328,7 +346,15 @@ def share(team: str, prefix: str, docs: dict[str, JsonObject], sources: dict[str
             pending[g.job].remove(g)
             if moved[g.job]:  # name the shared roles already decided
                 g.policies = [(a, b, _renamed(c, moved[g.job])) for a, b, c in g.policies]
-            _shape(g, prefix)
+            memo = known.setdefault(g.job, {}) if known is not None and not moved[g.job] and not g.refs - {g.rid} else None
+            if memo is not None and g.rid in memo:
+                g.shape, g.alone, g.grow = memo[g.rid]
+            else:
+                _shape(g, prefix)
+                g.alone = sum(policy_chars(st, resources) for _, _, st in g.policies)
+                g.grow = sum(value_chars(v, resources) + 5 for v in g.own)
+                if memo is not None:
+                    memo[g.rid] = (g.shape, g.alone, g.grow)
             groups.setdefault((g.kind, g.shape), []).append(g)
         for (kind, shape), members in sorted(groups.items()):
             members.sort(key=lambda g: g.job)
@@ -338,14 +364,14 @@ def share(team: str, prefix: str, docs: dict[str, JsonObject], sources: dict[str
             chunks: list[list[_Grant]] = []
             size = 0
             for g in members:
-                alone = sum(policy_chars(st, resources) for _, _, st in g.policies)
+                alone = g.alone
                 if alone > limit:
                     problems.append(Problem(sources.get(g.job, g.job), g.job, None,
                                             f"its {KIND_WORDS.get(kind, kind)} role's policies would take {alone:,} "
                                             f"characters, over IAM's {limit:,} for a role, which cannot be raised "
                                             "(IAM and STS character limits): declare fewer secrets or parameters"))
                     continue
-                grow = sum(value_chars(v, resources) + 5 for v in g.own)
+                grow = g.grow
                 if chunks and size + grow <= limit:
                     chunks[-1].append(g)
                     size += grow
@@ -505,4 +531,4 @@ def count_roles(files: dict[str, str], jobs: dict[str, str]) -> RoleCount:
     return RoleCount(len(jobs), roles, sum(len(ids) for ids in scoped.values()), jobs_scoped)
 
 
-__all__ = ["JOBS_CEILING", "ROLES_FILE", "RoleCount", "count_roles", "SharedRoles", "job_roles", "policy_chars", "role_refs", "share", "value_chars"]
+__all__ = ["GrantMemo", "JOBS_CEILING", "ROLES_FILE", "RoleCount", "count_roles", "SharedRoles", "job_roles", "policy_chars", "role_refs", "share", "value_chars"]

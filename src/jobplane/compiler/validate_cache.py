@@ -190,7 +190,10 @@ class KeptJobs(Sequence[LoadedJob]):
 class ValidateCache:
     """validate.FileCache kept in the user's cache directory; ``save()`` after the run."""
 
-    def __init__(self, config: PlatformConfig, directory: Path | None = None):
+    def __init__(self, config: PlatformConfig, directory: Path | None = None,
+                 contents: dict[str, bytes] | None = None):
+        """``contents``: files this run already read (path with its directories resolved ->
+        bytes: compiler/inputs.py digest's), taken as read rather than read again."""
         self.config = config
         self.directory = directory or cache_dir()
         root = str(config.root.resolve())
@@ -198,7 +201,7 @@ class ValidateCache:
         self.built_dir = self.directory / f"built-{hashlib.sha256(root.encode()).hexdigest()[:16]}"
         self.environment = environment_key(config)
         self.library = config.library_path
-        self._content: dict[str, bytes | None] = {}
+        self._content: dict[str, bytes | None] = dict(contents or {})
         self._dirs: dict[str, str] = {}  # directory -> its real path  # real path -> bytes (None: not a regular file)
         self._deps: dict[tuple[str, str], bytes | None] = {}  # (found path, import) -> its part of the key
         self._keys: dict[Path, str | None] = {}

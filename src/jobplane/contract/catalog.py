@@ -11,6 +11,7 @@ defaults, never rename.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -196,13 +197,17 @@ class Catalog(_Model):
     def job(self, name: str) -> CatalogJob | None:
         return next((j for j in self.jobs if j.name == name), None)
 
-    def render(self) -> str:
+    def render(self, jobs: list[dict[str, Any]] | None = None) -> str:
         """The file's bytes: stable (sorted keys), fields the compiler did not set left out;
-        compact, as the job files (a program reads it; ``jq .`` shows it indented)."""
+        compact, as the job files (a program reads it; ``jq .`` shows it indented). ``jobs``:
+        the entries as ``model_dump(mode="json", exclude_unset=True)`` gave them, in place of
+        this catalog's (`jobplane dev` keeps unchanged jobs' entries so: compiler/root_memo.py)."""
         import json
 
-        return json.dumps(self.model_dump(mode="json", exclude_unset=True), separators=(",", ":"),
-                          sort_keys=True, ensure_ascii=False) + "\n"
+        data = self.model_dump(mode="json", exclude_unset=True, exclude={"jobs"} if jobs is not None else None)
+        if jobs is not None:
+            data["jobs"] = jobs
+        return json.dumps(data, separators=(",", ":"), sort_keys=True, ensure_ascii=False) + "\n"
 
     @classmethod
     def merge(cls, parts: list[Catalog]) -> Catalog:

@@ -191,7 +191,8 @@ class DevPlatform:
         from jobplane.platform.local.runner_identity import local_runner_image
 
         image = local_runner_image()  # each definition's "image": a changed runner is a new one
-        wanted = hashlib.sha256(f"{inputs.digest(self.config)}\n{image}".encode()).hexdigest()
+        read: dict[str, bytes] = {}  # the definition files the digest reads, not read again for their keys
+        wanted = hashlib.sha256(f"{inputs.digest(self.config, read)}\n{image}".encode()).hexdigest()
         on_disk = stamp.unchanged(wanted)  # only files whose size or time changed are read
         self.outputs_hashed = stamp.hashed
         if on_disk is not None:
@@ -199,7 +200,7 @@ class DevPlatform:
             self.digests = on_disk
             log.info("job definitions unchanged since the last start: compiled output kept")
             return
-        cache = ValidateCache(self.config, self.data_dir / VALIDATE_CACHE)
+        cache = ValidateCache(self.config, self.data_dir / VALIDATE_CACHE, read)
         try:
             checked = check_definitions(self.config, cache=cache)
             if checked.problems:
