@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from conftest import Repo
 from iam_policy import Call, allowed, denied_calls
-from test_iam_contract import ACCOUNT, REGION, Resolver, sfn_calls
+from test_iam_contract import ACCOUNT, REGION, Resolver, _merged, sfn_calls
 from test_pools_on_moto import HOLD, deploy, finish, from_log, from_records, holders, most_at_once, start, until
 
 from jobplane.compiler import asl
@@ -140,8 +140,9 @@ def test_the_role_lets_each_child_hold_its_slots(repo: Repo) -> None:
     with_pools(repo, "billing-db = 3")
     repo.write("jobs/billing/month-end-fanout.jsonnet", MAPPED % {"each": "'billing-db'", "map": "null"})
     files = compile_all(load_config(repo.path)).files
-    doc = json.loads(files[job_files(files)["month-end-fanout"]])
-    r = Resolver(doc)
+    rel = job_files(files)["month-end-fanout"]
+    doc = json.loads(files[rel])
+    r = Resolver(_merged(files, rel.rsplit("/", 1)[0]))  # its roles are its team root's (roles.tf.json)
     tid = next(iter(doc["resource"]["aws_sfn_state_machine"]))
     calls = sfn_calls(doc, r, tid)
     pool_calls = [c for c in calls if c.context.get("dynamodb:LeadingKeys", [""])[0].startswith(pc.POOL_PREFIX)]

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import Repo
 from iam_policy import Call, allowed, denied_calls
-from test_iam_contract import ACCOUNT, REGION, Resolver, sfn_calls
+from test_iam_contract import ACCOUNT, REGION, Resolver, _merged, sfn_calls
 
 from jobplane.compiler import asl
 from jobplane.compiler.model import Job
@@ -198,7 +198,7 @@ def test_the_role_allows_exactly_the_pool_calls(repo: Repo) -> None:
     files = compile_all(load_config(repo.path)).files
     rel = job_files(files)["month-end-close"]
     doc = json.loads(files[rel])
-    r = Resolver(doc)
+    r = Resolver(_merged(files, rel.rsplit("/", 1)[0]))  # its roles are its team root's (roles.tf.json)
     tid = next(iter(doc["resource"]["aws_sfn_state_machine"]))
     calls = sfn_calls(doc, r, tid)
     pool_calls = [c for c in calls if c.context.get("dynamodb:LeadingKeys", [""])[0].startswith(pc.POOL_PREFIX)]

@@ -163,9 +163,7 @@ def role_statements(job: Job) -> list[JsonObject]:
     UpdateItem of its own ``EXPECT#<job>`` item, for a job with a map whose items can warn."""
     from jobplane.compiler.terraform_iam import statement
 
-    # a map's target is its spec (compiler/kinds/map_.py MapSpec: items, each), read here without
-    # importing map_states, which imports this module
-    if not any(s.kind.name == "map" and can_warn(s.target.each) for s in job.steps):
+    if not any((each := s.kind.per_item(s)) is not None and can_warn(each) for s in job.steps):
         return []
     table = ["${local.platform.table_arn}"]
     return [statement("ReadWarnedItems", ["dynamodb:GetItem"], table,

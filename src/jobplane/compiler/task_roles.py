@@ -62,7 +62,7 @@ def statements(job: Job) -> dict[str, list[JsonObject]]:
     where the job makes its calls (the map lists for a job with a ``jp.map``, the ``#params``
     item for a job with calendar defaults; progress for every one: any step may report)."""
     out = {"progress": progress_statements(TABLE, job.name)}
-    if any(s.kind.name == "map" for s in job.steps):
+    if any(s.kind.per_item(s) is not None for s in job.steps):
         out["map-items"] = [statement("WriteMapItems", ["s3:PutObject"], [map_items_resource(job.name)]),
                             statement("EncryptMapItems", ["kms:GenerateDataKey"], ["${local.platform.kms_key_arn}"])]
     if job.param_set.calendar_defaults():

@@ -65,6 +65,12 @@ class StepKind:
         group's members)."""
         yield from self.executor.problems(step)
 
+    def per_item(self, step: Step) -> Step | None:
+        """The step run once per item when this kind fans out over a list (a map's ``each``), None
+        for a kind that does not: what asks "does the job fan out, and with which step" (its
+        task role's map-items grant, its warned-items alert) asks it here, not by the kind's name."""
+        return None
+
     def members(self, step: Step) -> list[Step] | None:
         """A group's members (:class:`GroupKind`); None for a step that runs itself."""
         return None

@@ -110,6 +110,9 @@ class MapKind(GroupKind):
         spec = step.get(self.name)
         return [(self.member_path(j), spec.get(f)) for j, f in enumerate(self._MEMBERS)] if isinstance(spec, dict) else []
 
+    def per_item(self, step: Step) -> Step | None:
+        return self.members(step)[1]
+
     def members(self, step: Step) -> list[Step]:
         """Its items step, then its each step."""
         spec: MapSpec = step.target
