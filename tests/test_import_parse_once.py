@@ -65,5 +65,23 @@ def test_a_file_nested_too_deep_is_parsed_once_and_refused_by_name(repo, tmp_pat
     deep.write_text(text)
     result = repo.cli("import", "--team", "billing", "--from", FROM, str(deep), "--timezone", "UTC")
     assert result.exit_code == 2
-    assert f"{deep}: invalid YAML: nested too deep" in result.output
+    assert f"{deep}:1: invalid YAML: nested too deep (more than 200 levels)" in result.output
     assert parses == Counter({text: 1})
+
+
+def test_a_file_nested_too_deep_is_refused_whatever_the_processs_recursion_limit(repo, tmp_path) -> None:
+    """The importer bounds nesting itself (importer/yamldocs.py MAX_DEPTH): with a raised
+    recursion limit (as a test runner's or an embedding program's may be) PyYAML alone let 2,000
+    levels through as a document."""
+    import sys
+
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("[" * 2_000 + "]" * 2_000)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(50_000)
+    try:
+        result = repo.cli("import", "--team", "billing", "--from", FROM, str(deep), "--timezone", "UTC")
+    finally:
+        sys.setrecursionlimit(limit)
+    assert result.exit_code == 2
+    assert "invalid YAML: nested too deep (more than 200 levels)" in result.output, result.output

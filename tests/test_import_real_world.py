@@ -175,7 +175,7 @@ def test_yaml_aliases_deep_nesting_and_huge_values_are_refused_by_name(repo, tmp
     assert result.exit_code == 2 and _jobs(repo) == {}
     assert f"{bomb}:2: invalid YAML: an alias (*a) refers to another value: aliases are not read" in result.output
     assert f"{deep_json}: invalid JSON: nested too deep" in result.output
-    assert f"{deep_yaml}: invalid YAML: nested too deep" in result.output
+    assert f"{deep_yaml}:1: invalid YAML: nested too deep (more than 200 levels)" in result.output
     assert f"{huge}: larger than 1024 KiB" in result.output and "Traceback" not in result.output
 
 
