@@ -59,9 +59,9 @@ from jobplane.devserver.dev_platform import VALIDATE_CACHE, DevPlatform  # noqa:
 
 LIBRARY = "jobs/lib/bench_team.libsonnet"
 LIBRARY_USERS = 50  # every 50th job imports it
-#: the most jobs a team root is given here: each root's jobs' ECS task roles list their progress
-#: records, at most 9 roles a root (compiler/shared_roles.py), which ~1,667 generated jobs exceed
-#: (667 do not), so 5,000 jobs are 3 roots a team ([teams.X] roots, as a team that size declares)
+#: the most jobs a team root is given here: 5,000 jobs are 3 roots a team ([teams.X] roots, as a
+#: team that size declares, bench/terraform_roots.py's 40% largest root), ~556 jobs a root. (A
+#: root may hold 99 task roles of ~180 jobs each since session 35; it was 9, which ~1,667 exceeded.)
 ROOT_JOBS = 700
 
 

@@ -778,11 +778,41 @@ def test_a_group_too_big_for_one_role_is_split_and_a_job_too_big_alone_is_refuse
     assert "over IAM's" in str(refused.value) and "cannot be raised" in str(refused.value)
 
 
-def test_a_team_root_needing_a_tenth_execution_role_is_refused() -> None:
-    """The state machines pass their team root's task execution roles by a pattern whose number
-    is one character (contract/names.py team_role_pattern): a group of team-scoped secrets too
-    large for nine roles is refused, naming a job and what to do, not compiled into a role the
-    pattern misses."""
+def test_the_role_patterns_match_a_team_roots_roles_1_to_99_and_no_other_teams() -> None:
+    """The state machines pass their team root's exec and task roles by name patterns
+    (contract/names.py team_role_patterns), IAM's ``?`` one character: each of the 99 names a
+    team root's roles of a kind can have matches, the hundredth and every name of another team
+    (whose name begins with this one's and the kind: ``billing-task-x``) or kind do not, and so
+    for a team name long enough to be shortened."""
+    import fnmatch
+    import hashlib
+
+    from jobplane.contract.names import PATTERN_ROLES, team_role_name, team_role_patterns
+
+    def passed(name: str, patterns: tuple[str, ...]) -> bool:  # IAM: '*' any run, '?' one character
+        return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+    for team in ("billing", "platform-" + "x" * 60):
+        for kind in ("exec", "task"):
+            patterns = team_role_patterns(PREFIX, team, kind)
+            for n in range(1, PATTERN_ROLES + 1):
+                digest = hashlib.sha256(f"{team}{kind}{n}".encode()).hexdigest()[:8]
+                assert passed(team_role_name(PREFIX, team, kind, digest, n), patterns), (team, kind, n)
+            assert not passed(team_role_name(PREFIX, team, kind, "0a1b2c3d", PATTERN_ROLES + 1), patterns)
+            if len(team) > 20:  # shortened to fit: its neighbours are shortened alike (names.py)
+                continue
+            for other_team, other_kind in ((f"{team}-{kind}-x", kind), (f"{team}-{kind}-x", "exec"),
+                                           (f"{team}x", kind), (team, "sfn"), (team, "lambda")):
+                if (other_team, other_kind) == (team, kind):
+                    continue
+                for n in (1, 10, 99):
+                    name = team_role_name(PREFIX, other_team, other_kind, "0a1b2c3d", n)
+                    assert not passed(name, patterns), (team, kind, name)
+
+
+def test_a_team_root_needing_a_hundredth_execution_role_is_refused() -> None:
+    """A group of team-scoped secrets too large for 99 roles is refused, naming a job and what
+    to do, not compiled into a role the patterns miss."""
     import tempfile
 
     from conftest import Repo
@@ -793,22 +823,23 @@ def test_a_team_root_needing_a_tenth_execution_role_is_refused() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         repo = Repo(Path(tmp))
-        for i in range(12):
-            repo.write(f"jobs/billing/s{i:02d}.jsonnet", f"""
+        for i in range(101):
+            repo.write(f"jobs/billing/s{i:03d}.jsonnet", f"""
 local jp = import 'jobplane.libsonnet';
-{{ name: 's{i:02d}', team: 'billing',
-  steps: [jp.python('run', 'examples.noop:run', opts={{ secrets: {{ T: jp.secret('billing/token-{i:02d}') }} }})] }}
+{{ name: 's{i:03d}', team: 'billing',
+  steps: [jp.python('run', 'examples.noop:run', opts={{ secrets: {{ T: jp.secret('billing/token-{i:03d}') }} }})] }}
 """)
         config = load_config(repo.path)
         loaded = load_jobs(config)
     docs = {lj.job.name: terraform.job_module(lj.job, asl.render(asl.build_definition(lj.job, PREFIX)), config)
             for lj in loaded}
     sources = {lj.job.name: lj.source for lj in loaded}
-    alone = share("billing", PREFIX, {"s00": docs["s00"]}, sources)
+    alone = share("billing", PREFIX, {"s000": docs["s000"]}, sources)
     exec_doc = next(rid for rid, role in alone.roles["resource"]["aws_iam_role"].items() if role["tags"][KIND_TAG] == "exec")
     size = policy_chars(alone.roles["data"]["aws_iam_policy_document"][exec_doc]["statement"])
-    assert len(share("billing", PREFIX, docs, sources).roles["resource"]["aws_iam_role"]) == 3  # sfn, exec, task
+    kinds = [role["tags"][KIND_TAG] for role in share("billing", PREFIX, docs, sources).roles["resource"]["aws_iam_role"].values()]
+    assert (kinds.count("exec"), kinds.count("task")) == (1, 1), kinds  # every secret in one exec role
     with pytest.raises(DefinitionError) as refused:
         share("billing", PREFIX, docs, sources, limit=size + 50)  # one job's secret a role, at most the sfn's too
-    assert ("job 's09': team root billing's jobs declare more secrets than 9 task execution roles can read"
+    assert ("job 's099': team root billing's jobs declare more secrets than 99 task execution roles can read"
             in str(refused.value)), str(refused.value)

@@ -61,7 +61,7 @@ KIND_TAG = "jobplane:role"
 KIND_WORDS = {"sfn": "Step Functions", "scheduler": "EventBridge Scheduler", "after": "EventBridge (after rules)",
               "exec": "ECS task execution", "lambda": "Lambda runner function",
               "task": "ECS task"}  # the steps' own role, scoped to its jobs' progress (compiler/task_roles.py)
-#: The kinds a state machine passes by a name pattern of one digit (contract/names.py team_role_pattern).
+#: The kinds a state machine passes by name patterns (contract/names.py team_role_patterns).
 PATTERN_PASSED = ("exec", "task")
 
 # Upper bounds of what an interpolation renders to, for the size estimate (IAM counts the policy
@@ -378,17 +378,18 @@ def share(team: str, prefix: str, docs: dict[str, JsonObject], sources: dict[str
                 else:
                     chunks.append([g])
                     size = alone
-            if kind in PATTERN_PASSED and len(chunks) > 9:
-                # the state machines pass their team root's exec roles by a pattern of one digit
-                # (contract/names.py team_role_pattern)
-                first_job = chunks[9][0].job
+            cap = names.PATTERN_ROLES
+            if kind in PATTERN_PASSED and len(chunks) > cap:
+                # the state machines pass their team root's exec and task roles by patterns of one
+                # and two digits (contract/names.py team_role_patterns)
+                first_job = chunks[cap][0].job
                 problems.append(Problem(sources.get(first_job, first_job), first_job, None,
-                                        (f"team root {root or team}'s jobs declare more secrets than 9 task execution "
+                                        (f"team root {root or team}'s jobs declare more secrets than {cap} task execution "
                                          "roles can read" if kind == "exec" else
-                                         f"team root {root or team}'s jobs need more than 9 ECS task roles (each lists "
+                                         f"team root {root or team}'s jobs need more than {cap} ECS task roles (each lists "
                                          "its jobs' progress records)") + ": split the team's jobs into more roots ([teams.<team>] roots "
                                         "in jobplane.toml)"))
-                chunks = chunks[:9]
+                chunks = chunks[:cap]
             for n, chunk in enumerate(chunks, start=1):
                 rid = f"{ROLE_ID_PREFIX}{kind}_{digest}_{n}"
                 name = _role_name(prefix, root or team, kind, digest, n)

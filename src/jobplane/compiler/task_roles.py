@@ -8,8 +8,8 @@ grant of its own (role kind ``task``), which compiler/shared_roles.py groups, as
 role, into its team root's shared roles: one role for the team's jobs whose grants are
 identical, its progress statements listing each member's ``PROGRESS#<job>#*`` (contract/progress.py
 ``job_keys``: the partitions are keyed by job), packed into as many roles as IAM's policy size
-needs (at most 9 per team root: the state machines pass them by a one-digit name pattern, as the
-task execution roles). The task runs with it through RunTask's task override
+needs (at most 99 per team root: the state machines pass them by name patterns of one and two
+digits, as the task execution roles). The task runs with it through RunTask's task override
 (``overrides.taskRoleArn``, "The Amazon Resource Name (ARN) of the role that containers in this
 task can assume", https://docs.aws.amazon.com/AmazonECS/latest/APIReference/API_TaskOverride.html),
 bound from a Terraform local of the job's file that names its role (so the shared-role rewrite,
@@ -91,9 +91,9 @@ def add(tf: TerraformContext) -> None:
     tf.locals[local_name(tid)] = f"${{aws_iam_role.{role}.arn}}"
 
 
-def task_roles_arn(config: PlatformConfig, job: Job) -> str:
-    """The ARN pattern of the task roles the job's team root shares (contract/names.py
-    ``team_role_pattern``): what its state machine passes to ECS, whichever its grant falls in."""
+def task_roles_arns(config: PlatformConfig, job: Job) -> list[str]:
+    """The ARN patterns of the task roles the job's team root shares (contract/names.py
+    ``team_role_patterns``): what its state machine passes to ECS, whichever its grant falls in."""
     team = config.teams.get(job.team)
     root = root_shards.job_root_name(job.team, job.name, team.roots if team else 1)
-    return f"arn:{PARTITION}:iam::{ACCOUNT}:role/{names.team_role_pattern(config.name_prefix, root, KIND)}"
+    return [f"arn:{PARTITION}:iam::{ACCOUNT}:role/{p}" for p in names.team_role_patterns(config.name_prefix, root, KIND)]

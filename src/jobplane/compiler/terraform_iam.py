@@ -149,10 +149,10 @@ def secret_scope_tags(job: Job) -> dict[str, str]:
     return {SECRET_SCOPE_TAG: job.secret_scope}
 
 
-def execution_roles_arn(config: PlatformConfig, job: Job) -> str:
-    """The ARN pattern of the task execution roles the job's team root shares, whose secret scope
-    is either (contract/names.py team_role_pattern): what the state machine of a job with its
+def execution_roles_arns(config: PlatformConfig, job: Job) -> list[str]:
+    """The ARN patterns of the task execution roles the job's team root shares, whose secret scope
+    is either (contract/names.py team_role_patterns): what the state machine of a job with its
     own task definition passes to ECS, whichever of them its grant falls in."""
     team = config.teams.get(job.team)
     root = root_shards.job_root_name(job.team, job.name, team.roots if team else 1)
-    return f"arn:{PARTITION}:iam::{ACCOUNT}:role/{names.team_role_pattern(config.name_prefix, root, 'exec')}"
+    return [f"arn:{PARTITION}:iam::{ACCOUNT}:role/{p}" for p in names.team_role_patterns(config.name_prefix, root, 'exec')]

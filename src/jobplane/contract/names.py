@@ -46,13 +46,21 @@ def team_role_name(prefix: str, team: str, kind: str, digest: str, n: int) -> st
 ROLE_DIGEST_CHARS = 8
 
 
-def team_role_pattern(prefix: str, team: str, kind: str) -> str:
-    """An IAM resource pattern matching the roles of one kind a team root shares, those numbered
-    1 to 9 (compiler/shared_roles.py refuses a tenth): ``<prefix>-<team>-<kind>-????????-?``.
-    Every shared role's name is ``<prefix>-<team>-<kind>-<8 hex>-<n>``, so a name this pattern
-    matches, of exactly this length, is this team's and this kind's: another team whose name
-    begins with ``<team>-<kind>-`` names its roles longer."""
-    return team_role_name(prefix, team, kind, "?" * ROLE_DIGEST_CHARS, 1)[:-1] + "?"
+#: How many roles of one kind a team root may share when its state machines pass them by name
+#: pattern (:func:`team_role_patterns`: one or two digits).
+PATTERN_ROLES = 99
+
+
+def team_role_patterns(prefix: str, team: str, kind: str) -> tuple[str, str]:
+    """IAM resource patterns matching the roles of one kind a team root shares, numbered 1 to 99
+    (compiler/shared_roles.py refuses a hundredth): ``<prefix>-<team>-<kind>-????????-?`` and
+    ``...-??`` (the team's name shortened as :func:`team_role_name` shortens it for a two-digit
+    number). Every shared role's name is ``<prefix>-<team>-<kind>-<8 hex>-<n>``, so a name one
+    of them matches, of exactly its length, is this team's and this kind's: another team whose
+    name begins with ``<team>-<kind>-`` names its roles longer by more than one character."""
+    one = team_role_name(prefix, team, kind, "?" * ROLE_DIGEST_CHARS, 1)[:-1] + "?"
+    two = team_role_name(prefix, team, kind, "?" * ROLE_DIGEST_CHARS, 10)[:-2] + "??"
+    return one, two
 
 
 def sfn_role_name(prefix: str, job: str) -> str:

@@ -24,9 +24,9 @@ from jobplane.compiler.executors.base import Attempt, AttemptBuilder, TerraformC
 from jobplane.compiler.overrides import container_overrides
 from jobplane.compiler.state_data import ERROR, INFRA, INFRA_WAITS
 from jobplane.compiler.states import Catch, Choice, Graph, Retry, Task
-from jobplane.compiler.terraform_iam import ACCOUNT, PARTITION, REGION, execution_roles_arn, statement
+from jobplane.compiler.terraform_iam import ACCOUNT, PARTITION, REGION, execution_roles_arns, statement
 from jobplane.compiler import task_roles
-from jobplane.compiler.task_roles import task_roles_arn
+from jobplane.compiler.task_roles import task_roles_arns
 from jobplane.contract import names
 from jobplane.contract import progress
 from jobplane.contract import runner as rc
@@ -247,7 +247,7 @@ class EcsExecutor:
         # (compiler/shared_roles.py), whichever its grant falls in: the pattern of their names, so
         # the state machine's grant does not depend on which (issue 62 finding 5: a grant naming it
         # made a role of its own for every job whose secrets were its own)
-        exec_role_arn = (execution_roles_arn(tf.config, tf.job) if own else "${local.platform.runner_execution_role_arn}")
+        exec_role_arns = (execution_roles_arns(tf.config, tf.job) if own else ["${local.platform.runner_execution_role_arn}"])
         return [
             statement("RunRunnerTasks", ["ecs:RunTask"], [task_def_arn],
                       [{"test": "ArnEquals", "variable": "ecs:cluster", "values": ["${local.platform.cluster_arn}"]}]),
@@ -256,7 +256,7 @@ class EcsExecutor:
             statement("SyncTaskEvents", ["events:DescribeRule", "events:PutRule", "events:PutTargets"],
                       [f"arn:{PARTITION}:events:{REGION}:{ACCOUNT}:rule/StepFunctionsGetEventsForECSTaskRule"]),
             # the task role: one of its team root's shared task roles (compiler/task_roles.py), by pattern
-            statement("PassRunnerRoles", ["iam:PassRole"], [task_roles_arn(tf.config, tf.job), exec_role_arn],
+            statement("PassRunnerRoles", ["iam:PassRole"], [*task_roles_arns(tf.config, tf.job), *exec_role_arns],
                       [{"test": "StringEquals", "variable": "iam:PassedToService", "values": ["ecs-tasks.amazonaws.com"]}]),
         ]
 
