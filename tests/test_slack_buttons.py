@@ -75,7 +75,12 @@ def platform(tmp_path_factory: pytest.TempPathFactory, slack: SlackApi) -> Itera
 def failed_alert(platform: DevPlatform) -> tuple[str, AlertRecord]:
     """A run of flaky-load that fails at its step 'load', and its alert with buttons as posted."""
     assert platform.control is not None
-    name = platform.control.run_now("flaky-load", "dev@localhost")
+    control = platform.control
+    # flaky-load is SKIP_IF_RUNNING: a re-run an earlier test clicked may still hold its claim
+    # (on a loaded machine), and a run started now would be skipped, with no failure to alert
+    wait_for(lambda: not ((state := control.repo.job_state("flaky-load")) and state.running),
+             what="flaky-load's earlier runs to end")
+    name = control.run_now("flaky-load", "dev@localhost")
     store = store_of(platform)
     alert = wait_for(lambda: next(iter(store.of_execution(name)), None), what=f"{name}'s alert")
     record = wait_for(lambda: (r := store.get(alert)) and r.ts and r, what="the alert's post")
