@@ -36,6 +36,9 @@ SAMPLES = {  # what a repository's variables hold (docs/deploy.md)
     "vars.JOBPLANE_SUBNET_IDS": '["subnet-0123456789abcdef0"]',
     "vars.JOBPLANE_SECURITY_GROUP_IDS": '["sg-0123456789abcdef0"]',
     "vars.JOBPLANE_RUNNER_REPOSITORY": "123456789012.dkr.ecr.us-east-1.amazonaws.com/jobplane-runner",
+    # the image the plan job reads as deployed, and the one the apply job builds (their steps' outputs)
+    "steps.deployed.outputs.image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/jobplane-runner:c1-0123456789abcdef",
+    "steps.image.outputs.image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/jobplane-runner:c1-0123456789abcdef",
 }
 REQUIRED = {"region", "subnet_ids", "security_group_ids", "runner_image"}
 SLACK = "arn:aws:secretsmanager:us-east-1:123456789012:secret:jobplane/slack-AbC123"

@@ -91,8 +91,16 @@ def test_the_plan_runs_the_pull_requests_definitions_never_its_code(workspace: P
     (pr / "scripts/build_lambda.py").write_text("import os; os.system('touch pwned')\n")
     env = environment(workspace)
     s = steps()
+    output = workspace / "github-output"
+    output.write_text("")
+    env["GITHUB_OUTPUT"] = str(output)
     for name in ("Stage the pull request's definitions into the base checkout", "Validate every definition",
-                 "Plan in words", "Terraform plan of the roots this change touches"):
+                 "Plan in words", "The runner image deployed now", "Terraform plan of the roots this change touches"):
+        if name == "Terraform plan of the roots this change touches":  # its env: the step before's output
+            image = dict(line.split("=", 1) for line in output.read_text().splitlines())["image"]
+            assert s[name]["env"] == {"TF_VAR_runner_image": "${{ steps.deployed.outputs.image }}",
+                                      "JOBPLANE_RUNNER_IMAGE": "${{ steps.deployed.outputs.image }}"}
+            env = {**env, "TF_VAR_runner_image": image, "JOBPLANE_RUNNER_IMAGE": image}
         done = run_step(s[name], workspace, env)
         assert done.returncode == 0, (name, done.stdout, done.stderr)
     words = (workspace / "jobplane-plan.txt").read_text()
