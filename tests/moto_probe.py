@@ -123,6 +123,17 @@ def dynamodb_reads(name: str, fixes: tuple[str, ...]) -> dict:
         return buckets(table, index, hash_attr)
 
     dynamodb_store._buckets = counted_buckets
+    # each cast of a key value moto compares (a query's partition check of each candidate among them)
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    walks["key_casts"] = 0
+    cast = DynamoType.cast_value
+
+    def counted_cast(self):  # type: ignore[no-untyped-def]
+        walks["key_casts"] += 1
+        return cast.fget(self)
+
+    DynamoType.cast_value = property(counted_cast)  # type: ignore[method-assign,assignment]
     moto_patches.apply(*fixes)  # the fixes wrap the counted originals
     # the items moto's query code is given to check, sort and page (stock: the whole table each time)
     walks["query_candidates"] = 0

@@ -461,6 +461,10 @@ def test_an_index_query_reads_only_its_partition_and_answers_the_same() -> None:
     # 933 and 1,893 before BIG and D)
     assert fixed["first_reads"]["query_candidates"] == 431 and fixed["all_reads"]["query_candidates"] == 869
     assert stock["first_reads"]["query_candidates"] > 2 * fixed["first_reads"]["query_candidates"]  # 5,555
+    # the partition check of each candidate compares two strings as strings, not through their
+    # cast values (issue 66 item 3: ~30% of counting SUCCEEDED's ~4,400 jobs at 5,000): 1,746
+    # casts (sorts, range conditions and the rest), 5,078 with that check casting; stock 185,143
+    assert fixed["all_reads"]["key_casts"] < 3 * fixed["all_reads"]["query_candidates"], fixed["all_reads"]
 
 
 @probes("dynamodb_fast_answers")

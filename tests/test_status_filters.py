@@ -75,8 +75,10 @@ STATES: dict[str, dict[str, Any] | None] = {
     "q-paused": {"last_status": S("SUCCEEDED"), "gsi3pk": S("STATUS#SUCCEEDED")} | PAUSED_FILED,
     "q-paused-never": dict(PAUSED_FILED),
     "q-claimed-only": {"fire_schedule": S("false|2026-11-30T01:00:00.000Z")},
+    # a hand-made last status that reads as never run, filed where index-statuses files it
+    "q-status-never-run": {"last_status": S("NEVER_RUN"), "gsi3pk": S("STATUS#NEVER_RUN")},
 }
-EXPECTED = {"NEVER_RUN": {"q-none", "q-claim-dropped", "q-paused-never", "q-claimed-only"},
+EXPECTED = {"NEVER_RUN": {"q-none", "q-claim-dropped", "q-paused-never", "q-claimed-only", "q-status-never-run"},
             "FAILED": {"q-failed"}, "SUCCEEDED": {"q-succeeded", "q-paused"}, "TIMED_OUT": {"q-timed-out"},
             "ABORTED": {"q-aborted"}, "SKIPPED": {"q-skipped"}, "MISSED": {"q-missed"},
             "RUNNING": {"q-running", "q-running-first", "q-running-paused"},
@@ -239,3 +241,92 @@ def test_a_filter_by_an_ended_status_builds_a_state_only_for_the_jobs_of_its_pag
         shown = [j.name for j in window.jobs]
         assert window.total == len(EXPECTED[status]) and set(shown) <= EXPECTED[status], (status, shown)
         assert sorted(built) == sorted(shown), (status, built)
+
+
+#: States of jobs no longer in the catalog (a job's state stays when the job is removed): filed
+#: as their writers left them, so an index count of their status includes them.
+GONE: dict[str, dict[str, Any]] = {
+    "gone-succeeded": {"last_status": S("SUCCEEDED"), "gsi3pk": S("STATUS#SUCCEEDED")},
+    "gone-failed": {"last_status": S("FAILED"), "gsi3pk": S("STATUS#FAILED")},
+    "gone-running": {"running": {"SS": ["run-9"]}, "last_status": S("SUCCEEDED")} | RUNNING_FILED,
+}
+
+
+@pytest.fixture()
+def whole(platform: DevPlatform, probes: ControlPlane) -> Iterator[ControlPlane]:
+    """The probe jobs as the whole catalog, beside the states of jobs gone from it, with the
+    read in the page's order taken at any size (Reads.NAMES_MAX: at 5,000 jobs it is taken for a
+    status more than 1,000 jobs are filed under)."""
+    ddb, table = platform.aws.client("dynamodb"), platform.aws.resources["table_name"]
+    keys = [{"pk": S(f"{dm.JOB_PREFIX}{job}"), "sk": S(dm.STATE_SK)} for job in GONE]
+    for key, (job, attributes) in zip(keys, GONE.items()):
+        ddb.put_item(TableName=table, Item=key | {"gsi1pk": S(dm.JOBS_PARTITION), "gsi1sk": S(job), "job": S(job),
+                                                 "gsi3sk": S(job)} | attributes)
+    probes.reads.NAMES_MAX, probes.reads.WALK_MAX = 0, 10_000  # type: ignore[misc]
+    try:
+        yield probes
+    finally:
+        for key in keys:
+            ddb.delete_item(TableName=table, Key=key)
+
+
+def count_reads(control: ControlPlane) -> list[tuple[str, str | None, str | None, str | None]]:
+    """Every DynamoDB call the control plane makes from now on: (operation, index, the key
+    condition's value, Select)."""
+    calls: list[tuple[str, str | None, str | None, str | None]] = []
+
+    def count(model: Any, params: dict[str, Any], **_: Any) -> None:
+        values = params.get("ExpressionAttributeValues") or {}
+        calls.append((model.name, params.get("IndexName"), (values.get(":v") or {}).get("S"), params.get("Select")))
+
+    control.repo.ddb.meta.events.register("before-parameter-build.dynamodb", count)
+    return calls
+
+
+def test_the_status_filter_alone_reads_a_page_in_order_and_counts_the_rest_listing_what_a_scan_decides(
+        platform: DevPlatform, whole: ControlPlane) -> None:
+    """Issue 66 item 3: the jobs page filtered by a status most jobs have (SUCCEEDED at 5,000
+    jobs: ~4,400 filed) read every name filed under it. With the filter alone, the count is
+    DynamoDB's (Select=COUNT) less the jobs gone from the catalog, and the page's jobs are found
+    by reading the catalog's states in the page's order: every page of every size lists what a
+    scan of every state decides, and no item filed under the status is read from the index."""
+    calls = count_reads(whole)
+    for status in (*STATUSES, "NO-SUCH-STATUS"):
+        expected = scanned(platform, status)
+        assert expected == EXPECTED.get(status, set()), status
+        for size in (1, 2, 3, 100):
+            calls.clear()
+            first = whole.job_window(status=status, limit=size, offset=0)
+            pages = [first] + [whole.job_window(status=status, limit=size, offset=o)
+                               for o in range(size, max(first.total, 1), size)]
+            shown = [j.name for p in pages for j in p.jobs]
+            assert set(shown) == expected and len(shown) == len(expected) == first.total, (status, size, shown)
+            assert shown == [j.name for j in whole.job_window(status=status).jobs], (status, size)  # the same order
+            if status in ("SUCCEEDED", "FAILED"):
+                read = [c for c in calls if c[0] == "Query" and c[3] != "COUNT" and c[2] == dm.status_partition(status)]
+                assert not read, (status, size, calls)
+        # a page past the end, kept on the last page (a link kept while jobs went away; none: as asked)
+        last = whole.job_window(status=status, limit=1, offset=50, last_page_if_beyond=True)
+        assert last.offset == (len(expected) - 1 if expected else 50) and len(last.jobs) == min(len(expected), 1), status
+
+
+def test_the_never_run_filter_reads_no_filed_name_once_it_knows_which_jobs_may_never_have_run(
+        platform: DevPlatform, whole: ControlPlane) -> None:
+    """NEVER_RUN read the names of every job filed under any status (at 5,000 jobs ~4,900) on
+    each view. A job with a last status never loses it, so the jobs that may never have run are
+    read once and each view decides those by their states (one BatchGetItem per 100): a job
+    that ends its first run meanwhile drops out, and one whose first claim is dropped is
+    listed again."""
+    ddb, table = platform.aws.client("dynamodb"), platform.aws.resources["table_name"]
+    assert {j.name for j in whole.job_window(status="NEVER_RUN", limit=100).jobs} == EXPECTED["NEVER_RUN"]
+    calls = count_reads(whole)
+    key = {"pk": S(f"{dm.JOB_PREFIX}q-claimed-only"), "sk": S(dm.STATE_SK)}
+    ddb.update_item(TableName=table, Key=key, UpdateExpression="SET last_status = :s, gsi3pk = :p, gsi3sk = :j",
+                    ExpressionAttributeValues={":s": S("SUCCEEDED"), ":p": S("STATUS#SUCCEEDED"), ":j": S("q-claimed-only")})
+    ddb.update_item(TableName=table, Key={"pk": S(f"{dm.JOB_PREFIX}q-running-first"), "sk": S(dm.STATE_SK)},
+                    UpdateExpression="REMOVE #r", ExpressionAttributeNames={"#r": "running"})
+    window = whole.job_window(status="NEVER_RUN", limit=100)
+    assert {j.name for j in window.jobs} == scanned(platform, "NEVER_RUN") == (
+        EXPECTED["NEVER_RUN"] - {"q-claimed-only"} | {"q-running-first"})
+    assert window.total == len(window.jobs)
+    assert calls and {op for op, _, _, _ in calls} == {"BatchGetItem"}, calls

@@ -154,6 +154,37 @@ class Repository:
         return [i["job"]["S"] for i in page.items
                 if "S" in i.get("job", {}) and not i.get(dm.ATTR_RUNNING, {}).get("SS")]
 
+    def count_filed_idle(self, status: str) -> int:
+        """How many job states are filed under ``status`` in the status index with no run holding
+        their claim: the number :meth:`jobs_filed_idle` would list, counted by DynamoDB without
+        sending them. ``Select=COUNT`` answers the number of items instead of the items, and
+        ``Count`` is the number left after the filter expression ("Count — The number of items
+        that remain after a filter expression (if present) was applied", DynamoDB developer guide,
+        Query.Other.html#Query.Count); a page still stops at 1 MB read ("If the size of the Query
+        result set is larger than 1 MB, ScannedCount and Count represent only a partial count of
+        the total items"), so each page's count is added until no LastEvaluatedKey is left. At
+        5,000 jobs, SUCCEEDED's ~4,400 names parsed by botocore were most of that filter's page
+        (cProfile, bench/portal.py: issue 66 item 3); its count is one small answer a page."""
+        kwargs: JsonObject = {"TableName": self.table, "IndexName": dm.GSI_BY_STATUS, "Select": "COUNT",
+                              "KeyConditionExpression": "#k = :v", "FilterExpression": "attribute_not_exists(#r)",
+                              "ExpressionAttributeNames": {"#k": dm.ATTR_STATUS_PK, "#r": dm.ATTR_RUNNING},
+                              "ExpressionAttributeValues": {":v": {"S": dm.status_partition(status)}}}
+        count = 0
+        while True:
+            out = self.ddb.query(**kwargs)
+            count += int(out.get("Count", 0))
+            last = out.get("LastEvaluatedKey")
+            if not last:
+                return count
+            kwargs["ExclusiveStartKey"] = last
+
+    def job_names(self) -> list[str]:
+        """The name of every job that has a state (gsi1 ``JOBS``, the names alone): what the jobs
+        page's status filter subtracts from an index count, the states of jobs no longer in the
+        catalog (Reads.job_window; a job's state is never deleted with the job)."""
+        page = self._query(dm.GSI_BY_OWNER, "gsi1pk", dm.JOBS_PARTITION, None, True, attributes=("job",))
+        return [i["job"]["S"] for i in page.items if "S" in i.get("job", {})]
+
     def job_states_paused(self, attributes: tuple[str, ...] = JobState.ATTRIBUTES) -> list[JobState]:
         """The paused jobs' states, by name: gsi2 ``PAUSED``, written and removed with the pause
         (:meth:`set_paused`, :meth:`clear_paused`)."""
@@ -243,8 +274,19 @@ class Repository:
         """The states of the named jobs that have one, by job (BatchGetItem, 100 keys a request,
         strongly consistent): a page of the jobs list reads its own jobs' states, not every job's.
         ``attributes`` as :meth:`job_states` (it must hold ``job``)."""
-        names = {f"#a{i}": a for i, a in enumerate(attributes)}
         out: dict[str, JobState] = {}
+        for item in self.job_items_of(jobs, attributes).values():
+            state = JobState.from_item(item)
+            if state.job:
+                out[state.job] = state
+        return out
+
+    def job_items_of(self, jobs: Sequence[str], attributes: tuple[str, ...]) -> dict[str, Item]:
+        """The state items of the named jobs that have one, as DynamoDB answers them, by job
+        (as :meth:`job_states_of`, which builds a state of each): a reader that decides by an
+        attribute no state holds (the status index's partition) and builds the states it keeps."""
+        names = {f"#a{i}": a for i, a in enumerate(dict.fromkeys(("job", *attributes)))}
+        out: dict[str, Item] = {}
         unique = list(dict.fromkeys(jobs))
         for i in range(0, len(unique), BATCH_GET_MAX):
             request: JsonObject = {self.table: {"Keys": [_job_key(j) for j in unique[i:i + BATCH_GET_MAX]],
@@ -253,9 +295,9 @@ class Repository:
             for retry in itertools.count():
                 answer = self.ddb.batch_get_item(RequestItems=request)
                 for item in answer.get("Responses", {}).get(self.table, []):
-                    state = JobState.from_item(item)
-                    if state.job:
-                        out[state.job] = state
+                    job = item.get("job", {}).get("S")
+                    if isinstance(job, str) and job:
+                        out[job] = item
                 request = answer.get("UnprocessedKeys") or {}  # throttled keys: asked again, after a pause
                 if not request:
                     break
