@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from jobplane.compiler.jsonnet_eval import resolved
+from jobplane.compiler.gc_pause import gc_paused
 from jobplane.compiler.problems import DefinitionError, Problem, rel
 from jobplane.contract.config import PlatformConfig
 from jobplane.contract.quoting import did_you_mean, quoted
@@ -123,6 +124,7 @@ class FileCache(Protocol):
         """jobplane.toml's own problems (``compute``), or the last run's when they cannot differ."""
 
 
+@gc_paused
 def check_definitions(config: PlatformConfig, check_files: CheckFiles, files: list[Path] | None = None,
                       cache: FileCache | None = None) -> Checked:
     """:func:`load_jobs`'s checks, without raising (nor reading kept jobs back: `jobplane

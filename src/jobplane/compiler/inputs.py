@@ -16,6 +16,7 @@ from pathlib import Path
 
 import jobplane
 from jobplane.compiler.file_table import FileTable
+from jobplane.compiler.gc_pause import gc_paused
 from jobplane.contract import cache_home
 from jobplane.contract.config import CONFIG_FILE, PlatformConfig
 
@@ -50,6 +51,7 @@ def _files(root: Path) -> list[str]:
     return sorted(found)
 
 
+@gc_paused
 def digest(config: PlatformConfig, contents: dict[str, bytes] | None = None, table: Path | None = None) -> str:
     """The digest of every file a compile reads, each by its path and its SHA-256, which a
     table of stats gives without reading a file whose stat is unchanged (compiler/file_table.py:

@@ -65,6 +65,7 @@ import jobplane
 from jobplane.compiler.problems import Problem
 from jobplane.compiler.checked import FileChecked, LoadedJob
 from jobplane.compiler.file_table import FileTable
+from jobplane.compiler.gc_pause import gc_paused
 from jobplane.contract import cache_home
 from jobplane.contract.config import PlatformConfig
 from jobplane.contract.types import JsonObject
@@ -190,6 +191,7 @@ class KeptJobs(Sequence[LoadedJob]):
 class ValidateCache:
     """validate.FileCache kept in the user's cache directory; ``save()`` after the run."""
 
+    @gc_paused
     def __init__(self, config: PlatformConfig, directory: Path | None = None,
                  contents: dict[str, bytes] | None = None):
         """``contents`` (files a caller already read: compiler/inputs.py digest's) is no longer
@@ -309,6 +311,7 @@ class ValidateCache:
         self._config_problems = _dumps(problems)
         return problems
 
+    @gc_paused
     def save(self) -> None:
         """Keep this run's results (the files of this run only: a removed file's go). A run that
         found every result kept, and no other, writes nothing: the file already holds them."""
