@@ -6,11 +6,14 @@ Each time the output is byte for byte a compile's from nothing."""
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 
 import pytest
 
 from devkit import make_repo
+from jobplane.compiler import file_table
 from jobplane.compiler.output import compile_all, read_output
 from jobplane.compiler.root_memo import ENTRIES_DIR, ROOTS_FILE
 from jobplane.contract.config import load_config
@@ -159,3 +162,29 @@ def test_a_jobs_kept_grants_are_taken_only_for_its_unchanged_document(repo_root:
          ", opts={ secrets: { API_TOKEN: jp.secret('billing/every-minute-token') } })],", ")],")
     back = compiled(repo_root, data)
     assert "billing/every-minute-token" not in (back.output_dir / "teams" / BILLING / "roles.tf.json").read_text()
+
+
+def test_an_edit_keeping_a_files_size_and_modification_time_is_compiled(repo_root: Path, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compile takes each unchanged file's digest from its stat (compiler/file_table.py: its
+    inputs digest and the evaluation cache's keys), without reading it. An edit that keeps the
+    file's size and sets its modification time back (``touch -r``) still moves its change time:
+    the file is evaluated again and the output is a compile's from nothing."""
+    # the files written just now count as old enough to trust (else a file is trusted once its
+    # change time is RACY_NS older than the run that read it: test_file_table.py holds that rule)
+    monkeypatch.setattr(file_table, "RACY_NS", -10 * 10**9)
+    data = tmp_path / "data"
+    compiled(repo_root, data)
+    job = repo_root / "jobs" / "billing" / "every-minute.jsonnet"
+    table = json.loads(next((data / VALIDATE_CACHE).glob("files-*.json")).read_text())
+    assert str(job.resolve()) in table["files"]  # its digest kept with its stat: not read while that holds
+
+    before = os.stat(job)
+    time.sleep(0.02)  # the change time is kept in the file system's clock ticks (a few ms)
+    text = job.read_text()
+    job.write_text(text.replace("Fires every minute.", "Fires every minutE."))  # the same size
+    os.utime(job, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (os.stat(job).st_size, os.stat(job).st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    edited = compiled(repo_root, data)  # not kept as it was: the output of the edit, as from nothing
+    assert edited.evaluated == 1 and edited.roots_compiled == [BILLING]
+    assert "Fires every minutE." in (data / "compiled" / "teams" / BILLING / "catalog.json").read_text()

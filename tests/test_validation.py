@@ -394,6 +394,31 @@ def test_definition_files_are_plainly_named(repo: Repo, name: str) -> None:
     assert "```" not in result.stderr and "\n" not in result.stderr.strip().split("rename", 1)[0].split(": ", 1)[0]
 
 
+def test_definition_files_are_those_rglob_lists_in_its_order(repo: Repo) -> None:
+    """compiler/checked.py lists the definitions from one scan of each directory (issue 66 item
+    5); the files and their order are rglob's, sorted as paths sort: "a/x" before "a-b/x" (by
+    parts, not by text), links to files and dangling links listed, a link to a directory not
+    followed, the library's files left out (also through a link)."""
+    import os
+
+    from jobplane.compiler.jsonnet_eval import resolved
+    from jobplane.compiler.validate import definition_files
+
+    for rel in ("a/x.jsonnet", "a-b/x.jsonnet", "a.jsonnet", "lib/team.jsonnet"):
+        repo.write(f"jobs/{rel}", minimal_job("odd"))
+    jobs = repo.path / "jobs"
+    (jobs / "dir.jsonnet").mkdir()
+    for link, target in (("link.jsonnet", "a/x.jsonnet"), ("loop1.jsonnet", "loop2.jsonnet"),
+                         ("loop2.jsonnet", "loop1.jsonnet"), ("dangling.jsonnet", "missing.jsonnet"),
+                         ("lib-link.jsonnet", "lib/team.jsonnet"), ("linked-dir", "a")):
+        os.symlink(target, jobs / link)
+    config = load_config(repo.path)
+    inside = str(config.library_path.resolve()).rstrip("/") + "/"
+    expected = [f for f in sorted(jobs.rglob("*.jsonnet")) if (real := resolved(f)) is None or not str(real).startswith(inside)]
+    assert definition_files(config) == expected
+    assert jobs / "a" / "x.jsonnet" in expected and jobs / "lib-link.jsonnet" not in expected
+
+
 def test_type_and_range_problems_read_in_the_dsl_words_not_the_type_library_words() -> None:
     """Issue 47, item 8: "Input should be greater than or equal to 1" and "a valid dictionary"
     were the type library's words; each names what the DSL wants and what was given."""

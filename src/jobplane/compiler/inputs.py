@@ -15,57 +15,72 @@ import os
 from pathlib import Path
 
 import jobplane
+from jobplane.compiler.file_table import FileTable
+from jobplane.compiler.gc_pause import gc_paused
+from jobplane.contract import cache_home
 from jobplane.contract.config import CONFIG_FILE, PlatformConfig
 
 _CODE = (Path(jobplane.__file__).parent / "compiler", Path(jobplane.__file__).parent / "contract")
 
 
-def _files(root: Path) -> list[tuple[str, Path]]:
-    """Each file under ``root`` (relative path, path), sorted by relative path, from one
-    directory scan: ``rglob`` then ``is_file`` and ``resolve`` per file cost ~2 s of a 5,000-job
-    restart's ~4 s digest (cProfile, bench/dev_scale.py); the files read are the same."""
-    found: list[tuple[str, Path]] = []
+def _files(root: Path) -> list[str]:
+    """Each file under ``root`` (its relative path), sorted, from one scan of each directory:
+    ``rglob`` then ``is_file`` and ``resolve`` per file cost ~2 s of a 5,000-job restart's ~4 s
+    digest (cProfile, bench/dev_scale.py), and a stat per file to tell a file ~0.1 s more (the
+    directory's listing tells it, but for a link, which is followed: a link to a file counts)."""
+    found: list[str] = []
     if not root.is_dir():
         return found
-    for top, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if d != "__pycache__"]
-        rel_top = os.path.relpath(top, root)
-        for name in files:
-            path = os.path.join(top, name)
-            if os.path.isfile(path):  # a link to a file counts, as is_file() counted it
-                found.append((name if rel_top == "." else f"{rel_top}/{name}".replace(os.sep, "/"), Path(path)))
+    pending = [(str(root), "")]
+    while pending:
+        directory, rel_top = pending.pop()
+        try:
+            with os.scandir(directory) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name != "__pycache__":
+                        pending.append((entry.path, f"{rel_top}{entry.name}/"))
+                elif entry.is_file():
+                    found.append(f"{rel_top}{entry.name}")
+            except OSError:
+                continue
     return sorted(found)
 
 
-def digest(config: PlatformConfig, contents: dict[str, bytes] | None = None) -> str:
-    """``contents``: filled with each file read, by the path it was read at (whose directories
-    are resolved), so a compile that follows reads them from there rather than from the disk
-    again (compiler/validate_cache.py: ~5,000 reads of a 5,000-job one-job edit)."""
+@gc_paused
+def digest(config: PlatformConfig, contents: dict[str, bytes] | None = None, table: Path | None = None) -> str:
+    """The digest of every file a compile reads, each by its path and its SHA-256, which a
+    table of stats gives without reading a file whose stat is unchanged (compiler/file_table.py:
+    reading and hashing all of them was ~0.7 s of a one-job edit at 5,000 jobs). ``table``: the
+    directory it is kept in (default: the user's cache directory, contract/cache_home.py).
+
+    ``contents`` is no longer filled: the evaluation cache that follows takes each file's digest
+    from a table of its own (compiler/validate_cache.py), reading only what changed; the caller
+    (devserver/dev_platform.py) still hands it."""
     h = hashlib.sha256(f"jobplane {jobplane.__version__}\n".encode())
-    sources = [(config.root / CONFIG_FILE, f"{config.root.name}/{CONFIG_FILE}")]
+    sources = [(str(config.root / CONFIG_FILE), f"{config.root.name}/{CONFIG_FILE}")]
     # the library is usually under jobs/: its files read once (what a root resolves to, resolved
     # once per root, not once per file)
     seen: set[str] = set()
-    wheres: dict[Path, str] = {}  # a definition file -> its path with its root resolved
     for root in (config.jobs_path, config.library_path, *_CODE):
         real = os.path.realpath(root)
-        for rel, path in _files(root):
+        for rel in _files(root):
             where = os.path.join(real, rel)
             if where not in seen:
                 seen.add(where)
-                sources.append((path, f"{root.name}/{rel}"))
-                if contents is not None and root == config.jobs_path:
-                    wheres[path] = where
-    for path, name in sources:
-        try:
-            data = path.read_bytes()
-        except (FileNotFoundError, IsADirectoryError):
-            continue
-        if path in wheres:
-            assert contents is not None
-            contents[wheres[path]] = data
-        h.update(f"{name} {len(data)}\n".encode())
-        h.update(data)
+                sources.append((where, f"{root.name}/{rel}"))
+    root_id = hashlib.sha256(str(config.root.resolve()).encode()).hexdigest()[:16]
+    files = FileTable((table or Path(cache_home.cache_dir())) / f"inputs-{root_id}.json")
+    for where, name in sources:
+        found = files.digest(where)
+        if found is None:
+            continue  # gone since it was listed, or not a regular file
+        h.update(f"{name} {found}\n".encode())
+    files.save()
     return h.hexdigest()
 
 

@@ -214,6 +214,7 @@ def read_output(directory: Path) -> dict[str, str]:
     return out
 
 
+@gc_paused
 def write_output(compiled: CompiledOutput, directory: Path,
                  digests: tuple[dict[str, str], dict[str, str]] | None = None) -> list[str]:
     """Bring ``directory`` to exactly the compiled files; returns the paths that changed.

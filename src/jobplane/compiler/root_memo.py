@@ -42,6 +42,7 @@ from typing import Protocol
 
 from jobplane.compiler import output
 from jobplane.compiler.checked import Checked, LoadedJob
+from jobplane.compiler.gc_pause import gc_paused
 from jobplane.compiler.job_build import BuiltJobs, job_outputs
 from jobplane.contract import layout, root_shards
 from jobplane.contract.config import PlatformConfig
@@ -112,6 +113,7 @@ class RootsCompiled:
 class RootMemo:
     """Read at construction, asked with :meth:`kept`, written with :meth:`save`."""
 
+    @gc_paused
     def __init__(self, path: Path):
         self.path = path
         self._roots: dict[str, tuple[str, dict[str, str]]] = {}
@@ -182,6 +184,7 @@ class RootMemo:
             return None
         return files
 
+    @gc_paused
     def save(self, roots: dict[str, tuple[str, dict[str, str]]], definitions: dict[str, str],
              rendered: dict[str, tuple[str, str]],
              grants: dict[str, dict[str, tuple[str, int, int]]] | None = None) -> None:
@@ -240,6 +243,7 @@ def _read_grants(data: object) -> dict[str, dict[str, tuple[str, int, int]]]:
     return out
 
 
+@gc_paused
 def compile_roots(config: PlatformConfig, checked: Checked, cache: FileKeys, memo: RootMemo,
                   on_disk: dict[str, str], runner_image: str | None
                   ) -> tuple[RootsCompiled, tuple[dict[str, tuple[str, dict[str, str]]], dict[str, str],

@@ -55,7 +55,6 @@ import io
 import os
 import pickle
 import re
-import stat
 import sys
 import zoneinfo
 from collections.abc import Callable, Sequence
@@ -65,6 +64,8 @@ from typing import TYPE_CHECKING, Any, overload
 import jobplane
 from jobplane.compiler.problems import Problem
 from jobplane.compiler.checked import FileChecked, LoadedJob
+from jobplane.compiler.file_table import FileTable
+from jobplane.compiler.gc_pause import gc_paused
 from jobplane.contract import cache_home
 from jobplane.contract.config import PlatformConfig
 from jobplane.contract.types import JsonObject
@@ -190,10 +191,13 @@ class KeptJobs(Sequence[LoadedJob]):
 class ValidateCache:
     """validate.FileCache kept in the user's cache directory; ``save()`` after the run."""
 
+    @gc_paused
     def __init__(self, config: PlatformConfig, directory: Path | None = None,
                  contents: dict[str, bytes] | None = None):
-        """``contents``: files this run already read (path with its directories resolved ->
-        bytes: compiler/inputs.py digest's), taken as read rather than read again."""
+        """``contents`` (files a caller already read: compiler/inputs.py digest's) is no longer
+        used: each file's digest comes from a table of stats (compiler/file_table.py), which
+        reads only the files whose stat changed, and bytes read earlier carry no stat that
+        could be recorded with them (the caller, devserver/dev_platform.py, still hands them)."""
         self.config = config
         self.directory = directory or cache_dir()
         root = str(config.root.resolve())
@@ -201,11 +205,13 @@ class ValidateCache:
         self.built_dir = self.directory / f"built-{hashlib.sha256(root.encode()).hexdigest()[:16]}"
         self.environment = environment_key(config)
         self.library = config.library_path
-        self._content: dict[str, bytes | None] = dict(contents or {})
-        self._dirs: dict[str, str] = {}  # directory -> its real path  # real path -> bytes (None: not a regular file)
+        self._dirs: dict[str, str] = {}  # directory -> its real path
+        self._real: dict[str, str] = {}  # path -> its real path
         self._deps: dict[tuple[str, str], bytes | None] = {}  # (found path, import) -> its part of the key
         self._keys: dict[Path, str | None] = {}
         self._imports: dict[str, list[str] | None] = {}  # real path -> imports_of its text
+        # each file's digest (and imports) from its stat while it is unchanged (file_table.py)
+        self.files = FileTable(self.directory / f"files-{hashlib.sha256(root.encode()).hexdigest()[:16]}.json")
         # path -> (key, its result without its jobs, its jobs), each pickled
         self._kept: dict[str, tuple[str, bytes, bytes]] = self._read()
         self._entries: dict[str, tuple[str, bytes, bytes]] = {}
@@ -305,9 +311,11 @@ class ValidateCache:
         self._config_problems = _dumps(problems)
         return problems
 
+    @gc_paused
     def save(self) -> None:
         """Keep this run's results (the files of this run only: a removed file's go). A run that
         found every result kept, and no other, writes nothing: the file already holds them."""
+        self.files.save()
         changed = sorted(path for path in self._built_changed if path in self._entries)
         self._built_changed.clear()
         if changed:
@@ -324,7 +332,9 @@ class ValidateCache:
             self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
             _write_private(self.path, _dumps({"format": FORMAT, "environment": self.environment, "entries": self._entries,
                                               "config_problems": self._config_problems}))
-            if self.built_dir.is_dir():  # the built documents of files gone (or renamed)
+            # the built documents of files gone (or renamed), looked for only when the files
+            # changed (a listing of 5,000 names and a digest of each wanted one)
+            if self._entries.keys() != self._kept.keys() and self.built_dir.is_dir():
                 wanted = {self._built_file(path).name for path in self._entries}
                 for found in os.listdir(self.built_dir):
                     if found not in wanted and found.endswith(".pickle"):
@@ -342,16 +352,15 @@ class ValidateCache:
 
     def _key(self, path: Path) -> str | None:
         real = self._realpath(str(path))
-        text = self._read_file(real)
-        if text is None:
+        digest = self._digest(real)
+        if digest is None:
             return None
-        h = hashlib.sha256(f"{path}\0{real}\0{len(text)}\n".encode())
-        h.update(text)
+        h = hashlib.sha256(f"{path}\0{real}\0{digest}\n".encode())
         seen: set[str] = set()
-        pending = [(str(path), text)]
+        pending = [str(path)]
         while pending:
-            found_path, body = pending.pop()
-            imports = self._imports_of(found_path, body)
+            found_path = pending.pop()
+            imports = self._imports_of(found_path)
             if imports is None:
                 return None
             base = os.path.dirname(found_path)
@@ -364,9 +373,8 @@ class ValidateCache:
                 candidate = rest.partition(b"\0")[0].decode()
                 if kind == b"file" and candidate not in seen:
                     seen.add(candidate)
-                    body_of = self._read_file(self._realpath(candidate))
-                    if body_of is not None:
-                        pending.append((candidate, body_of))
+                    if self._digest(self._realpath(candidate)) is not None:
+                        pending.append(candidate)
         return h.hexdigest()
 
     def _dependency(self, base: str, rel: str) -> bytes | None:
@@ -385,36 +393,38 @@ class ValidateCache:
                 if not os.path.lexists(candidate):
                     continue
                 real = self._realpath(candidate)
-                data = self._read_file(real)
-                digest = hashlib.sha256(data).hexdigest() if data is not None else "not-a-file"
+                digest = self._digest(real) or "not-a-file"
                 out = f"file\0{candidate}\0{real} {digest}\n".encode()
                 break
         self._deps[memo] = out
         return out
 
     def _realpath(self, path: str) -> str:
-        """os.path.realpath, its directories resolved once a run (thousands of files share few)."""
-        if os.path.islink(path):
-            return os.path.realpath(path)
-        directory, name = os.path.split(path)
-        if directory not in self._dirs:
-            self._dirs[directory] = os.path.realpath(directory)
-        return os.path.join(self._dirs[directory], name)
+        """os.path.realpath, once a path a run, its directories resolved once a run (thousands
+        of files share few)."""
+        real = self._real.get(path)
+        if real is None:
+            if os.path.islink(path):
+                real = os.path.realpath(path)
+            else:
+                directory, name = os.path.split(path)
+                if directory not in self._dirs:
+                    self._dirs[directory] = os.path.realpath(directory)
+                real = os.path.join(self._dirs[directory], name)
+            self._real[path] = real
+        return real
 
-    def _imports_of(self, found_path: str, body: bytes) -> list[str] | None:
+    def _imports_of(self, found_path: str) -> list[str] | None:
         real = self._realpath(found_path)
         if real not in self._imports:
-            self._imports[real] = imports_of(body)
+            found = self.files.derived(real, "imports", imports_of)
+            self._imports[real] = [str(x) for x in found] if isinstance(found, list) else None
         return self._imports[real]
 
-    def _read_file(self, real: str) -> bytes | None:
-        if real not in self._content:
-            try:
-                st = os.stat(real)
-                self._content[real] = Path(real).read_bytes() if stat.S_ISREG(st.st_mode) else None
-            except OSError:
-                self._content[real] = None
-        return self._content[real]
+    def _digest(self, real: str) -> str | None:
+        """The file's SHA-256, from the table of stats (compiler/file_table.py: the file is read
+        only when its stat changed)."""
+        return self.files.digest(real)
 
     # -- the file ----------------------------------------------------------------------------------
     def _read(self) -> dict[str, tuple[str, bytes, bytes]]:
