@@ -273,3 +273,39 @@ def schedule_quota_error(existing: int) -> Exception | None:
                                   "schedules is reached (contract/quotas.py schedules)"},
                         "ResponseMetadata": {"HTTPStatusCode": 402}}, "CreateSchedule")
     return refused
+
+
+class Objects:
+    """One bucket's objects, written and listed straight in moto's S3 backend: what the deploy's
+    record of definitions writes (platform/definitions.py), as the pipeline's record-definitions
+    step writes them on AWS, not our runtime's code.
+
+    Through the API each definition (~30 KB of JSON) was one PutObject over HTTP, ~11 ms of
+    request signing, parsing and the front's check: 16.8 s of a 1,500-job `jobplane dev` restart
+    and ~36 s of its first start (cProfile, bench/dev_scale.py, session 36). The rest is moto's
+    own: its ``put_object`` (the key object, its metadata); what the portal and CLI then read
+    (GetObject, ListObjectsV2) goes through the ordinary API. tests/test_moto_backends.py checks
+    that an object written here reads the same through the API as one PutObject wrote."""
+
+    def __init__(self, region: str, bucket: str) -> None:
+        check_version()
+        from moto.s3.models import s3_backends
+        from moto.utilities.utils import get_partition
+
+        self._backend = s3_backends[ACCOUNT][get_partition(region)]
+        self.bucket = bucket
+        self._bucket = self._backend.get_bucket(bucket)  # moto's MissingBucket when there is none
+
+    def keys(self, prefix: str = "") -> set[str]:
+        """The keys under ``prefix`` (ListObjectsV2 with that prefix, every page)."""
+        return {name for name in list(self._bucket.keys.keys()) if name.startswith(prefix)}
+
+    def put_new(self, key: str, body: bytes, content_type: str) -> bool:
+        """As PutObject with ``If-None-Match: *``: written unless the key exists (False then; AWS
+        answers 412 Precondition Failed). As moto's own handler checks, then writes: a deploy is
+        the only writer of what it records while it runs (as :class:`Terraform`)."""
+        if self._backend.get_object(self.bucket, key) is not None:
+            return False
+        written = self._backend.put_object(self.bucket, key, body)
+        written.set_metadata({"Content-Type": content_type})
+        return True
