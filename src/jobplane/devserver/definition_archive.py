@@ -76,20 +76,21 @@ class DefinitionArchive:
         self.damaged: list[str] = []  # keys whose kept bytes did not match their digest
         self.restored = 0  # objects put back by this start
 
-    def restore(self, deployed: Mapping[str, tuple[str | None, str | None]]) -> list[tuple[str, bytes]]:
+    def restore(self, deployed: Mapping[str, tuple[str | None, str | None]]) -> list[tuple[str, bytes | memoryview]]:
         """Each kept object (key, bytes) whose bytes match their digest. ``deployed``: job -> (its
         definition's digest, the ARN of the version this start published of it); an object
         naming another version is given without it (see the module's docstring)."""
-        out: list[tuple[str, bytes]] = []
+        out: list[tuple[str, bytes | memoryview]] = []  # views of the bodies file: moto copies them
         view = memoryview(self._bodies)
         for key, entry in list(self._entries.items()):
             at, size = entry.get("at"), entry.get("size")
             data = (view[at:at + size] if isinstance(at, int) and isinstance(size, int) and at >= 0 and size >= 0
                     and at + size <= len(self._bodies) else None)
             job, digest, version = entry.get("job"), entry.get("digest"), entry.get("version")
-            body = bytes(data) if data is not None and entry.get("sha") == _sha(data) and _names(key, job, digest) else None
+            body: bytes | memoryview | None = (data if data is not None and entry.get("sha") == _sha(data)
+                                               and _names(key, job, digest) else None)
             if body is not None and version is not None and deployed.get(str(job)) != (digest, version):
-                body = _without_version(body)
+                body = _without_version(bytes(body))
                 if body is not None:
                     self._new[key] = ({"job": job, "digest": digest, "version": None}, body)
             if body is None:

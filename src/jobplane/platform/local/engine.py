@@ -83,7 +83,7 @@ class KeptDefinitions(Protocol):
     """The definitions earlier deploys recorded, kept outside the local AWS (moto starts empty):
     `jobplane dev`'s devserver/definition_archive.py."""
 
-    def restore(self, deployed: Mapping[str, tuple[str | None, str | None]]) -> list[tuple[str, bytes]]:
+    def restore(self, deployed: Mapping[str, tuple[str | None, str | None]]) -> list[tuple[str, bytes | memoryview]]:
         """Each kept object (key, bytes) to put back; ``deployed``: job -> (its definition's
         digest, the ARN of the version this deploy published of it)."""
 
@@ -642,7 +642,11 @@ class LocalAWS:
                         Target={"Arn": state_machine_arn, "RoleArn": role_arn, "Input": target_input,
                                 # as the compiled Terraform: a fire that cannot start goes there
                                 "DeadLetterConfig": {"Arn": self.resources["scheduler_dlq_arn"]}})
-            moto_patches.put_schedule(self.region, spec, created_at=self.clock() if self.clock else None)
+            created_at = self.clock() if self.clock else None
+            if self._terraform is not None:  # a deploy's: the backend looked up once
+                self._terraform.schedule(spec, created_at)
+            else:
+                moto_patches.put_schedule(self.region, spec, created_at=created_at)
             names.append(name)
         return names
 
