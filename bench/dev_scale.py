@@ -43,8 +43,11 @@ definitions are now written straight into the local S3's backend (moto_patches.O
 kept across restarts (devserver/definition_archive.py), so a restart puts 5,000 back and writes
 none (the restart line says how many of each); then a kept job's machine name is not validated
 again, the schedule backend is looked up once per deploy and a definition's key is built once.
-At 5,000 jobs the restart's CPU went from ~12 s (its wall 34.5 s) to ~4 s; what is left of it is
-the compile's input digest, the catalog's load, the creates and binds, and moto's S3 key objects.
+At 5,000 jobs the restart's CPU went from ~40 s (the same data, on a loaded machine; 34.5 s of
+wall on a quiet one) to ~4-5 s; what is left of it is the compile's input digest, the catalog's
+load, the creates and binds, moto's S3 key objects, and the cyclic garbage collector's passes
+over what they build (off during the deploy, its own CPU halved, but the whole start's did not
+fall: the passes came after it).
 The first start's deploy (its compile kept) is ~11 s of CPU: reading, parsing and un-templating
 each job's Terraform file (~40%), the create's definition check (one JSON parse each), the
 definitions' JSON and the two records' writes; the rest of the first start is the compile's.
