@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import multiprocessing
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from jobplane.compiler import job_build
 
@@ -46,7 +46,7 @@ def run_roots(tasks: Sequence[Callable[[], T]], sizes: Sequence[int]) -> list[T]
     results: list[T] = []
     for i, task in enumerate(tasks):
         ok, value = done[i]
-        results.append(value if ok else task())  # raises here, in order, as without workers
+        results.append(cast(T, value) if ok else task())  # raises here, in order, as without workers
     return results
 
 
