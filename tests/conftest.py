@@ -14,6 +14,7 @@ from botocore_data import share_loaders as share_botocore_loaders
 from jobplane.cli import main
 from suite_timing import (  # noqa: F401  (hooks: suite_timing.py)
     pytest_collection_modifyitems, pytest_configure, pytest_runtest_protocol)
+from suite_gc import pytest_collection_finish  # noqa: F401  (hook: suite_gc.py)
 
 ROOT = Path(__file__).resolve().parents[1]
 

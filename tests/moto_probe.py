@@ -424,7 +424,10 @@ def scenario(name: str, fixed: bool) -> dict:
                              KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}])
             races = 0
             sys.setswitchinterval(1e-6)  # switch threads often, so a race shows within a few trials
-            for trial in range(60):
+            # Stock moto showed several winners within 0-9 trials (15 runs of 60, on a loaded 2-core
+            # machine, 2026-12-07); 30 trials keep a margin of 3 over the most it took. Fixed runs
+            # them all (60 were ~7-10 CPU s, the module's largest probe, issue 66 item 7).
+            for trial in range(30):
                 winners = []
                 barrier = threading.Barrier(50)
 
@@ -1233,9 +1236,16 @@ def scenario(name: str, fixed: bool) -> dict:
 
 #: What every probe imports (never applies or starts): the server imports it once, then each
 #: probe runs in a process forked from it (importing them took ~2-4 s of CPU per probe, ~80 probes).
+#: The second line: what applying the patches imports (moto's server app, flask and jinja2 with it,
+#: the JSONata library, moto's Step Functions models), ~0.3 CPU s of each probe; importing them
+#: runs no patch (each patch changes them when applied: global_cors sets its flag on the imported app).
 PRELOAD = ("boto3", "botocore.session", "moto", "moto.core.models", "moto.stepfunctions.parser.backend.execution_worker",
            "moto.stepfunctions.parser.asl.parse.asl_parser", "jobplane.platform.local.engine",
            "jobplane.platform.local.ecs_agent", "jobplane.platform.local.lambda_agent",
+           "moto.moto_server.werkzeug_app", "jsonata", "moto.stepfunctions.parser.models",
+           "moto.stepfunctions.parser.backend.state_machine", "moto.stepfunctions.parser.backend.alias",
+           "moto.stepfunctions.parser.asl.static_analyser.variable_references_static_analyser",
+           "jobplane.platform.local.moto_patches.limits",
            *(f"moto.{service}.{part}" for service in ("dynamodb", "ecs", "ec2", "iam", "sns", "sqs", "s3", "logs",
                                                        "scheduler", "awslambda", "events", "stepfunctions")
              for part in ("models", "responses", "urls")))
@@ -1256,11 +1266,19 @@ def _share_botocore_data() -> None:
     each session's loader parsed them again, ~1.8 of a forked probe's ~2.9 CPU seconds (the
     context_start_time probe: 2.7-3.0 s, 1.1 s with this). A fork reads the parsed data in its
     copy of this memory; they are botocore's files and parse, unchanged, and still nothing of
-    moto is applied, started or called before the fork (a client is made, never called)."""
+    moto is applied or started before the fork (a client is made, never called; moto's only
+    call is its loader of the same files, below)."""
     from botocore_data import share_loaders, warm
 
     share_loaders()
     warm(ENGINE_SERVICES)
+    # moto's own copy of the same files: the service models its request parsing reads (moto
+    # parses them with a botocore loader of its own and caches them per process, so each fork
+    # parsed them again: ~0.3 CPU s of a probe). The same files, parsed the same way, unchanged.
+    from moto.core.utils import get_service_model
+
+    for service in ENGINE_SERVICES:
+        get_service_model(service)
 
 
 def serve() -> None:
@@ -1277,6 +1295,13 @@ def serve() -> None:
     for module in PRELOAD:
         importlib.import_module(module)
     _share_botocore_data()
+    # Everything made so far is moved out of the collector's generations: a probe's collections
+    # then never walk the server's ~1 M objects (nor write to their pages, which the fork shares
+    # until written: copying them was part of each probe's CPU). The objects are the same; ~0.2
+    # CPU s of each probe (Python's documentation of gc.freeze recommends it before a fork).
+    import gc
+
+    gc.freeze()
     print("READY", flush=True)
     for line in sys.stdin:
         name, mode, out = line.split()

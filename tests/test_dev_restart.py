@@ -15,6 +15,8 @@ from jobplane.compiler.output import compile_all, read_output
 from jobplane.contract.bindings import bind
 from jobplane.contract.config import load_config
 from jobplane.devserver.dev_platform import DevPlatform
+from jobplane.platform.definition_history import compare
+from jobplane.platform.definitions import DefinitionStore, key as definition_key
 from jobplane.platform.local.compiled_roles import ScheduleRoles
 from jobplane.platform.local.engine import job_source
 
@@ -37,9 +39,10 @@ def repo_root(tmp_path: Path) -> Path:
 
 
 class Started:
-    """What one start compiled and deployed, and what its local AWS then held."""
+    """What one start compiled and deployed, and what its local AWS then held; ``also``: (job,
+    digest) of definitions to look up in its definitions store besides the deployed ones."""
 
-    def __init__(self, root: Path, data: Path):
+    def __init__(self, root: Path, data: Path, also: tuple[tuple[str, str], ...] = ()):
         platform = DevPlatform(load_config(root), data, 0, 0, clock=FakeClock(utc("2027-03-01T10:00:30")),
                                run_scheduler=False, run_services=False, snapshot_interval=3600).start()
         try:
@@ -50,6 +53,20 @@ class Started:
             self.files = read_output(platform.output_dir)
             self.kept, self.read = sorted(platform.deploy_kept), sorted(platform.deploy_read)
             self.checked = platform.aws.definitions_checked  # definitions the create parsed and checked
+            # the definitions store: what the deploy wrote, what it put back, and what the run
+            # page, `jobplane diff` and re-runs then read through GetObject (platform/definitions.py)
+            self.recorded = sorted(platform.aws.definitions_recorded)
+            self.restored = platform.aws.definitions_restored
+            assert platform.aws.catalog is not None and platform.control is not None
+            self.digests = {j.name: str(j.definition) for j in platform.aws.catalog.jobs}
+            self.versions = dict(platform.aws.versions)
+            store = DefinitionStore(platform.aws.client("s3"), platform.aws.resources["items_bucket"])
+            self.stored = {(job, digest): store.get(job, digest) for job, digest in (*self.digests.items(), *also)}
+            self.version_of = {(job, digest): platform.control.runs.version_of(job, digest) for job, digest in self.stored}
+            self.context = platform.control.context
+            self.compared = ([line for line in compare(platform.control.context, "every-minute", "before", also[0][1],
+                                                       "every-minute", "after", self.digests["every-minute"]).lines()]
+                             if also else [])
             sfn = platform.aws.client("stepfunctions")
             self.machines = {m["name"]: sfn.describe_state_machine(stateMachineArn=m["stateMachineArn"])["definition"]
                              for m in sfn.get_paginator("list_state_machines").paginate().build_full_result()["stateMachines"]}
@@ -211,3 +228,85 @@ def test_the_record_names_its_texts_file_and_a_missing_one_is_not_trusted(repo_r
     missing = Started(repo_root, data)
     assert missing.read == first.jobs and missing.kept == [] and missing.machines == missing.from_files
     assert "25200" in missing.machines["jp-every-minute"]
+
+
+def test_a_restart_writes_no_definition_again_and_every_recorded_one_stays_readable(repo_root: Path,
+                                                                                  tmp_path: Path) -> None:
+    """moto's S3 starts empty: every restart wrote each definition again, one PutObject each
+    (5,000 at 5,000 jobs: ~30 s of a restart), and an edited job's earlier definition was gone,
+    so `jobplane diff` and the run page of a run from before the edit knew nothing of it. The
+    definitions recorded are kept (devserver/definition_archive.py) and put back: a restart
+    writes only what is new, and every definition deployed on the data directory stays readable
+    through GetObject, with when it was first deployed."""
+    data = tmp_path / "data"
+    first = Started(repo_root, data)
+    keys = sorted(definition_key(job, digest) for job, digest in first.digests.items())
+    assert first.recorded == keys and first.restored == 0
+    assert all(stored is not None for stored in first.stored.values())
+
+    again = Started(repo_root, data)
+    assert again.recorded == [] and again.restored == len(keys)
+    assert again.digests == first.digests
+    for found in (again.stored[job, digest] for job, digest in again.digests.items()):
+        assert found is not None and found == first.stored[found.job, found.digest]  # first deployed then
+        assert found.version == again.versions[found.job] == again.version_of[found.job, found.digest]
+
+    job = repo_root / "jobs" / "billing" / "every-minute.jsonnet"
+    job.write_text(job.read_text().replace("timezone: 'UTC',", "timezone: 'UTC', " + EDITED))
+    before = ("every-minute", first.digests["every-minute"])
+    edited = Started(repo_root, data, also=(before,))
+    after = ("every-minute", edited.digests["every-minute"])
+    assert after != before and edited.recorded == [definition_key(*after)] and edited.restored == len(keys)
+    old, new = edited.stored[before], edited.stored[after]
+    assert old is not None and new is not None and "25200" in json.dumps(new.document)
+    assert old.document == first.stored[before].document  # type: ignore[union-attr]
+    assert old.recorded_at == first.stored[before].recorded_at  # type: ignore[union-attr]
+    # `jobplane diff` of a run from before the edit and one after: both known, the change named
+    assert any("timeout" in line for line in edited.compared), edited.compared
+    # the version recorded with the earlier definition was an earlier start's Step Functions': this
+    # start published the edited one as that number, so a re-run of it must not start it
+    assert first.stored[before].version == edited.versions["every-minute"]  # type: ignore[union-attr]
+    assert old.version is None and edited.version_of[before] is None
+    assert new.version == edited.versions["every-minute"] == edited.version_of[after]
+
+    third = Started(repo_root, data, also=(before,))  # and so on: nothing new, nothing written
+    assert third.recorded == [] and third.restored == len(keys) + 1
+    assert third.stored[before] == old and third.stored[after] == new
+
+
+def test_a_damaged_kept_definition_is_not_put_back(repo_root: Path, tmp_path: Path) -> None:
+    """A kept object whose bytes do not match their digest is dropped and its definition, when
+    deployed, recorded again; an index that does not parse is ignored whole. Either way the kept
+    definitions are written anew, and the next start puts every one back."""
+    data = tmp_path / "data"
+    first = Started(repo_root, data)
+    index = data / "definitions.json"
+    kept = json.loads(index.read_text())
+    key = definition_key("other-team", first.digests["other-team"])
+    entry = kept["objects"][key]
+    bodies = data / kept["bodies"]
+    raw = bodies.read_bytes()
+    body = raw[entry["at"]:entry["at"] + entry["size"]]
+    assert b'"recorded_at"' in body
+    bodies.write_bytes(raw[:entry["at"]] + body.replace(b'"recorded_at"', b'"recorded_ax"', 1) + raw[entry["at"] + entry["size"]:])
+    damaged = Started(repo_root, data)
+    assert damaged.recorded == [key] and damaged.restored == len(first.jobs) - 1
+    assert all(stored is not None for stored in damaged.stored.values())
+    assert damaged.stored["other-team", first.digests["other-team"]].recorded_at  # type: ignore[union-attr]
+    assert not bodies.exists() and json.loads(index.read_text())["bodies"] != kept["bodies"]  # written anew
+
+    renamed = json.loads(index.read_text())
+    wrong = renamed["objects"].pop(key)  # an entry under another job's key: not that job's definition
+    renamed["objects"][definition_key("every-minute", first.digests["other-team"])] = wrong
+    index.write_text(json.dumps(renamed))
+    moved = Started(repo_root, data, also=(("every-minute", first.digests["other-team"]),))
+    assert moved.recorded == [key] and moved.restored == len(first.jobs) - 1
+    assert moved.stored["every-minute", first.digests["other-team"]] is None
+
+    index.write_text("{not json")
+    unreadable = Started(repo_root, data)
+    assert unreadable.restored == 0 and unreadable.recorded == sorted(
+        definition_key(job, digest) for job, digest in first.digests.items())
+    assert len(list(data.glob("definitions-*.bin"))) == 1  # the unnamed one removed
+    whole = Started(repo_root, data)
+    assert whole.recorded == [] and whole.restored == len(first.jobs)

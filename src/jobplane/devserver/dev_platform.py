@@ -12,7 +12,9 @@ one failed.
 Everything lives under one data directory (``.jobplane/``): ``state.json`` (the table, and the
 alerts Slack refused: the events dead-letter queue's messages), ``logs/`` (one file per step attempt), ``examples/``
 (what the example jobs write), ``scheduler.json`` (how far the local scheduler fired: a start
-after a stop knows the outage) and ``dev.json`` (how the CLI finds the running platform).
+after a stop knows the outage), ``dev.json`` (how the CLI finds the running platform),
+``deployed.json`` (what the last start deployed: deploy_record.py) and ``definitions.json`` (every
+definition the starts recorded, put back into the local S3 at each start: definition_archive.py).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from jobplane.contract.config import PlatformConfig, expand_ports
 from jobplane.devserver import services as svc
 from jobplane.devserver.runtime import (COMPILED_STAMP, RUNTIME_FILE, SNAPSHOT_FILE, DevError, owner_only,
                                         read_runtime, remove_runtime, write_runtime)
+from jobplane.devserver.definition_archive import ARCHIVE_FILE as DEFINITIONS_FILE, DefinitionArchive
 from jobplane.devserver.deploy_record import RECORD_FILE as DEPLOY_RECORD, DeployRecord
 from jobplane.devserver.snapshot import Snapshot
 from jobplane.platform.catchup import WINDOW as CATCHUP_WINDOW
@@ -247,8 +250,12 @@ class DevPlatform:
             n = snapshot.restore(aws.client("dynamodb"), aws.resources["table_name"])
             log.info("restored %d records from %s", n, self.data_dir / SNAPSHOT_FILE)
         record = DeployRecord(self.data_dir / DEPLOY_RECORD, self.digests)
-        self.jobs = aws.deploy_output(self.output_dir, source=record.source, checked=record.checked)
+        # the definitions earlier starts recorded, put back into the local S3 (moto keeps none)
+        definitions = DefinitionArchive(self.data_dir / DEFINITIONS_FILE)
+        self.jobs = aws.deploy_output(self.output_dir, source=record.source, checked=record.checked,
+                                      definitions=definitions)
         record.save()
+        definitions.save()
         self.deploy_kept, self.deploy_read = record.kept, record.read
         log.info("deployed %d jobs: %d unchanged since the last start, %d read from their files",
                  len(self.jobs), len(record.kept), len(record.read))

@@ -34,7 +34,8 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from jobplane.contract.arns import ExecutionArn
 from jobplane.contract.bindings import asl_of_document, bind
@@ -76,6 +77,18 @@ if TYPE_CHECKING:
 
 #: What deploy_output asks of each job: its ASL (unbound) and the role its schedules pass.
 JobSource = Callable[[Path, CatalogJob, "ScheduleRoles"], tuple[str, str | None]]
+
+
+class KeptDefinitions(Protocol):
+    """The definitions earlier deploys recorded, kept outside the local AWS (moto starts empty):
+    `jobplane dev`'s devserver/definition_archive.py."""
+
+    def restore(self, deployed: Mapping[str, tuple[str | None, str | None]]) -> list[tuple[str, bytes | memoryview]]:
+        """Each kept object (key, bytes) to put back; ``deployed``: job -> (its definition's
+        digest, the ARN of the version this deploy published of it)."""
+
+    def add(self, key: str, job: str, digest: str, version: str | None, body: bytes) -> None:
+        """An object this deploy recorded."""
 
 
 #: The runner image the local task definition names (the runner runs as a local process).
@@ -153,6 +166,10 @@ class LocalAWS:
     catalog_dir: Path | None = field(default=None, repr=False, compare=False)
     #: how many definitions deploy_output last had the create check (the others were known checked)
     definitions_checked: int = field(default=0, repr=False, compare=False)
+    #: the definitions store's objects deploy_output last put back (kept by earlier starts) and
+    #: the keys it recorded (platform/definitions.py)
+    definitions_restored: int = field(default=0, repr=False, compare=False)
+    definitions_recorded: list[str] = field(default_factory=list, repr=False, compare=False)
 
     def __enter__(self) -> LocalAWS:
         from moto import mock_aws
@@ -509,7 +526,8 @@ class LocalAWS:
         return [name for agent in self.agents.values() for name in agent.deploy(definition, self)]
 
     def deploy_output(self, output_dir: Path | str, source: JobSource | None = None,
-                      checked: Callable[[CatalogJob], bool] | None = None, **overrides: str) -> list[str]:
+                      checked: Callable[[CatalogJob], bool] | None = None,
+                      definitions: KeptDefinitions | None = None, **overrides: str) -> list[str]:
         """Deploy every job of a compiler output directory: its state machine from the ASL its
         Terraform file holds (bound here to the local resources, as Terraform binds it to what
         the base module publishes), and its schedules (stored with timezone, state and target
@@ -517,7 +535,8 @@ class LocalAWS:
         ``source`` reads a job's ASL and schedule role (default :func:`job_source`: from its
         file); `jobplane dev` passes one that keeps what an unchanged file gave at the last start
         (devserver/deploy_record.py), and ``checked``, asked after ``source``, tells the jobs
-        whose ASL passed the create's definition check at that start (not parsed again)."""
+        whose ASL passed the create's definition check at that start (not parsed again), and
+        ``definitions``, the definitions its earlier starts recorded (:meth:`record_definitions`)."""
         output_dir = Path(output_dir)
         source = source or job_source
         catalog = self.catalog = Catalog.load(output_dir)
@@ -551,14 +570,38 @@ class LocalAWS:
         finally:
             self._terraform = None
         self.definitions_checked = terraform.checked
-        # every deployed definition kept by its digest, as the pipeline's record-definitions does
-        from jobplane.platform.definitions import DefinitionStore
-
-        images = {j.runner_image for j, _ in deployed if j.runner_image}  # the compile's (`jobplane dev`'s identity)
-        DefinitionStore(self.client("s3"), f"{self.prefix}-catalog").record(
-            deployed, image=images.pop() if len(images) == 1 else LOCAL_RUNNER_IMAGE, versions={j.name: self.versions[j.name] for j, _ in deployed
-                                                          if j.name in self.versions})
+        self.record_definitions(deployed, definitions)
         return [j.name for j in catalog.jobs]
+
+    def record_definitions(self, deployed: list[tuple[CatalogJob, str]],
+                           kept: KeptDefinitions | None = None) -> list[str]:
+        """Every deployed definition kept by its digest, as the pipeline's record-definitions
+        does after the apply (platform/definitions.py: the same objects, the same checks, never
+        one replaced), written straight into the local S3 (moto_patches.Objects): this is the
+        pipeline's step, not the runtime's. ``kept``: what earlier starts recorded, put back
+        first, so only definitions new to this data directory are written. The keys written."""
+        from jobplane.platform.definitions import CONTENT_TYPE, PREFIX, DefinitionStore
+
+        bucket = self.resources["items_bucket"]  # the catalog bucket
+        objects = moto_patches.Objects(self.region, bucket)
+        self.definitions_restored = 0
+        if kept is not None:
+            current = {j.name: (j.definition, self.versions.get(j.name)) for j, _ in deployed}
+            self.definitions_restored = sum(objects.put_new(where, body, CONTENT_TYPE)
+                                            for where, body in kept.restore(current))
+        images = {j.runner_image for j, _ in deployed if j.runner_image}  # the compile's (`jobplane dev`'s identity)
+        new = DefinitionStore(self.client("s3"), bucket).to_record(
+            deployed, objects.keys(PREFIX), image=images.pop() if len(images) == 1 else LOCAL_RUNNER_IMAGE,
+            versions={j.name: self.versions[j.name] for j, _ in deployed if j.name in self.versions})
+        written = []
+        for where, stored in new:
+            body = stored.body()
+            if objects.put_new(where, body, CONTENT_TYPE):
+                written.append(where)
+                if kept is not None:
+                    kept.add(where, stored.job, stored.digest, stored.version, body)
+        self.definitions_recorded = written
+        return written
 
     def _ensure_schedule_group(self) -> str:
         group = self.prefix
@@ -599,7 +642,11 @@ class LocalAWS:
                         Target={"Arn": state_machine_arn, "RoleArn": role_arn, "Input": target_input,
                                 # as the compiled Terraform: a fire that cannot start goes there
                                 "DeadLetterConfig": {"Arn": self.resources["scheduler_dlq_arn"]}})
-            moto_patches.put_schedule(self.region, spec, created_at=self.clock() if self.clock else None)
+            created_at = self.clock() if self.clock else None
+            if self._terraform is not None:  # a deploy's: the backend looked up once
+                self._terraform.schedule(spec, created_at)
+            else:
+                moto_patches.put_schedule(self.region, spec, created_at=created_at)
             names.append(name)
         return names
 
