@@ -15,7 +15,7 @@ cyclic garbage collector walking every live object again and again; at 5,000 job
 collector was most of the compile (10 ms per job against 4.5). Now the passes run with the
 collector paused (compiler/gc_pause.py), two children evaluate the definitions at once on a
 machine with two CPUs (compiler/sandbox.py), forked workers build the jobs' files there too
-(compiler/job_build.py), the import callback checks and reads the library once per
+(compiler/job_build.py) and each team root's files (compiler/root_pool.py), the import callback checks and reads the library once per
 evaluation, and the hot spots of the ASL builder and of rendering do less. What is
 left, per 1,000 jobs in CPU seconds: building the ASL ~1.0-1.4, rendering it ~0.6-0.9,
 validation and the models ~0.6, the Terraform files ~0.6, against ~2.2-2.9 for Jsonnet

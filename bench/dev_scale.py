@@ -51,7 +51,13 @@ of an edit: the files' keys and kept results read back (~0.2 s), its root compil
 s: ~560 built documents read back, shared roles, catalog), the output's stamp
 (devserver/compiled_stamp.py, ~0.2 s). Of a compile from nothing (1,500 jobs, CPU): Jsonnet 27%
 and building the jobs' documents 35% (each in two forked workers), the checks 7% and the roots'
-files 17% (in the parent alone, one core idle): those last two are the next step.
+files 17% (in the parent alone, one core idle). Session 36, second pass: the roots' files are
+made in two forked workers too (compiler/root_pool.py). At 1,500 jobs (load 10-13 on 2 cores,
+so wall times are noise) the compile's CPU in the parent fell 10.4 -> 5.5 s (the bench's repository
+writing included), the workers' rose 11.0 -> 13.3 s (the roots' texts and digests come back
+pickled), the whole 18.9 -> 17.6 s. Left: the checks (validate._check_file per file, in the
+parent; moving them means pickling each file's jobs back, or checking and building a file's jobs
+in the same worker).
 
 Session 36 (the deploy side): the restart with the deploy record had gone from 3.6 s (session 32) to 34.5 s, and
 the first start spent ~45 s of its CPU in the same place: the deploy's record of every

@@ -15,6 +15,7 @@ The copy is not a compiled file: it changes no root's plan, and a root's own loc
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from pathlib import Path
 from jobplane.compiler import catalog, definitions, shared_roles, terraform
 from jobplane.compiler.gc_pause import gc_paused
 from jobplane.compiler.job_build import BuiltJobs, count_states, job_outputs  # noqa: F401 (count_states: output's name)
+from jobplane.compiler.root_pool import run_roots
 from jobplane.compiler.validate import LoadedJob, load_jobs
 from jobplane.contract import layout, root_shards
 from jobplane.contract.catalog import CATALOG_FILE, Catalog
@@ -85,8 +87,11 @@ def compile_all(config: PlatformConfig, jobs: list[LoadedJob] | None = None,
         name = root_shards.job_root_name(lj.job.team, lj.job.name, declared.roots if declared else 1)
         by_root.setdefault((lj.job.team, name), []).append(lj)
     built = dict(zip((lj.job.name for lj in jobs), job_outputs(jobs, config, kept)))  # in workers when many (job_build.py)
-    for (team, name), team_jobs in sorted(by_root.items(), key=lambda kv: kv[0][1]):
-        files.update(root_files(config, team, name, team_jobs, built, runner_image))
+    roots = sorted(by_root.items(), key=lambda kv: kv[0][1])
+    made = run_roots([functools.partial(root_files, config, team, name, team_jobs, built, runner_image)
+                      for (team, name), team_jobs in roots], [len(team_jobs) for _, team_jobs in roots])
+    for texts in made:  # in workers when many (root_pool.py), taken in the roots' order
+        files.update(texts)
     lock = config.root / PROVIDER_LOCK
     return CompiledOutput(files=dict(sorted(files.items())), jobs=jobs,
                           provider_lock=lock.read_text() if lock.is_file() else None)

@@ -33,6 +33,7 @@ memory is a JSON file in the dev data directory's cache (owner-only, like the re
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -44,6 +45,7 @@ from jobplane.compiler import output
 from jobplane.compiler.checked import Checked, LoadedJob
 from jobplane.compiler.gc_pause import gc_paused
 from jobplane.compiler.job_build import BuiltJobs, job_outputs
+from jobplane.compiler.root_pool import run_roots
 from jobplane.contract import layout, root_shards
 from jobplane.contract.config import PlatformConfig
 from jobplane.contract.types import JsonObject
@@ -302,39 +304,15 @@ def compile_roots(config: PlatformConfig, checked: Checked, cache: FileKeys, mem
         declared = config.teams.get(lj.job.team)
         by_root[(lj.job.team, root_shards.job_root_name(lj.job.team, lj.job.name, declared.roots if declared else 1))
                 ].append(lj)
-    for (team, name), team_jobs in sorted(by_root.items(), key=lambda kv: kv[0][1]):
+    roots = sorted(by_root.items(), key=lambda kv: kv[0][1])
+    made = run_roots([functools.partial(_compile_root, config, team, name, team_jobs, built, runner_image,
+                                        job_keys[(team, name)], definitions, grants, memo, on_disk)
+                      for (team, name), team_jobs in roots], [len(team_jobs) for _, team_jobs in roots])
+    # in workers when many (root_pool.py), taken in the roots' order
+    for ((team, name), _), (root_texts, root_digests, stamped, known_grants, render_keys) in zip(roots, made):
         of_root = job_keys[(team, name)]
-        stamped = {job: definitions[k] for job, k in of_root.items() if k in definitions}
-        render_keys: dict[str, str] = {}
-        known_files: dict[str, str] = {}
-
-        def kept_file(job: str, definition: str, roles: dict[str, str], root: str = name,
-                  of_root: dict[str, str] = of_root, render_keys: dict[str, str] = render_keys,
-                  known_files: dict[str, str] = known_files) -> bool:
-            """A job whose file is on disk as this compile renders it (its render_key unchanged)."""
-            if job not in of_root:
-                return False
-            rk = render_keys[job] = render_key(of_root[job], definition, roles)
-            rel, kept = layout.job_file(root, job), memo.rendered.get(of_root[job])
-            if kept is None or kept[0] != rk or on_disk.get(rel) != kept[1]:
-                return False
-            known_files[rel] = kept[1]
-            return True
-
-        # each job's grants as kept under its job_key (its built document's); only those jobs'
-        known_grants = {job: dict(grants[k]) for job, k in of_root.items() if k in grants}
-        # each job's stamped catalog entry as kept under its job_key; only those jobs'
-        kept_entries = memo.entries(name)
-        known_entries = {job: kept_entries[k] for job, k in of_root.items() if k in kept_entries}
-        root_texts = output.root_files(config, team, name, team_jobs, built, runner_image, stamped, kept_file,
-                                       known_grants, known_entries)
-        entries_now = {k: known_entries[job] for job, k in of_root.items() if job in known_entries}
-        if entries_now != kept_entries:
-            memo.save_entries(name, entries_now)
         grants.update((k, known_grants[job]) for job, k in of_root.items() if job in known_grants)
         definitions.update((k, stamped[job]) for job, k in of_root.items() if job in stamped)
-        root_digests = {rel: hashlib.sha256(text.encode()).hexdigest() for rel, text in root_texts.items()}
-        root_digests.update(known_files)
         rendered.update((of_root[job], (rk, root_digests[layout.job_file(name, job)])) for job, rk in render_keys.items())
         files.update(root_texts)
         digests.update(root_digests)
@@ -350,3 +328,44 @@ def compile_roots(config: PlatformConfig, checked: Checked, cache: FileKeys, mem
     return RootsCompiled(compiled, dict(sorted(digests.items())), sorted(n for _, n in todo), sorted(kept_roots),
                          kept_jobs, sum(len(j) for j in members.values()),
                          sum(1 for rel in files if rel.endswith(layout.JOB_SUFFIX))), (memory, definitions, rendered, grants)
+
+
+def _compile_root(config: PlatformConfig, team: str, name: str, team_jobs: list[LoadedJob],
+                  built: dict[str, tuple[int, JsonObject]], runner_image: str | None, of_root: dict[str, str],
+                  definitions: dict[str, str], grants: dict[str, dict[str, tuple[str, int, int]]],
+                  memo: RootMemo, on_disk: dict[str, str]
+                  ) -> tuple[dict[str, str], dict[str, str], dict[str, str],
+                             dict[str, dict[str, tuple[str, int, int]]], dict[str, str]]:
+    """One root of :func:`compile_roots` (``of_root``: its jobs' job_keys; ``definitions`` and
+    ``grants`` as kept, read only): its files' texts (those on disk as they would be rendered
+    left out), every one of its files' digests, and by job its definition's digest, its
+    grants and its render_key. Reads nothing another root's compile writes (its kept entries
+    are its own file), so the roots can be compiled in any process and order (root_pool.py)."""
+    stamped = {job: definitions[k] for job, k in of_root.items() if k in definitions}
+    render_keys: dict[str, str] = {}
+    known_files: dict[str, str] = {}
+
+    def kept_file(job: str, definition: str, roles: dict[str, str]) -> bool:
+        """A job whose file is on disk as this compile renders it (its render_key unchanged)."""
+        if job not in of_root:
+            return False
+        rk = render_keys[job] = render_key(of_root[job], definition, roles)
+        rel, kept = layout.job_file(name, job), memo.rendered.get(of_root[job])
+        if kept is None or kept[0] != rk or on_disk.get(rel) != kept[1]:
+            return False
+        known_files[rel] = kept[1]
+        return True
+
+    # each job's grants as kept under its job_key (its built document's); only those jobs'
+    known_grants = {job: dict(grants[k]) for job, k in of_root.items() if k in grants}
+    # each job's stamped catalog entry as kept under its job_key; only those jobs'
+    kept_entries = memo.entries(name)
+    known_entries = {job: kept_entries[k] for job, k in of_root.items() if k in kept_entries}
+    root_texts = output.root_files(config, team, name, team_jobs, built, runner_image, stamped, kept_file,
+                                   known_grants, known_entries)
+    entries_now = {k: known_entries[job] for job, k in of_root.items() if job in known_entries}
+    if entries_now != kept_entries:
+        memo.save_entries(name, entries_now)
+    root_digests = {rel: hashlib.sha256(text.encode()).hexdigest() for rel, text in root_texts.items()}
+    root_digests.update(known_files)
+    return root_texts, root_digests, stamped, known_grants, render_keys
