@@ -52,15 +52,12 @@ def _files(root: Path) -> list[str]:
 
 
 @gc_paused
-def digest(config: PlatformConfig, contents: dict[str, bytes] | None = None, table: Path | None = None) -> str:
+def digest(config: PlatformConfig, table: Path | None = None) -> str:
     """The digest of every file a compile reads, each by its path and its SHA-256, which a
     table of stats gives without reading a file whose stat is unchanged (compiler/file_table.py:
     reading and hashing all of them was ~0.7 s of a one-job edit at 5,000 jobs). ``table``: the
-    directory it is kept in (default: the user's cache directory, contract/cache_home.py).
-
-    ``contents`` is no longer filled: the evaluation cache that follows takes each file's digest
-    from a table of its own (compiler/validate_cache.py), reading only what changed; the caller
-    (devserver/dev_platform.py) still hands it."""
+    directory it is kept in (default: the user's cache directory, contract/cache_home.py;
+    `jobplane dev` keeps it in its data directory, so ``--reset`` empties it)."""
     h = hashlib.sha256(f"jobplane {jobplane.__version__}\n".encode())
     sources = [(str(config.root / CONFIG_FILE), f"{config.root.name}/{CONFIG_FILE}")]
     # the library is usually under jobs/: its files read once (what a root resolves to, resolved

@@ -192,12 +192,9 @@ class ValidateCache:
     """validate.FileCache kept in the user's cache directory; ``save()`` after the run."""
 
     @gc_paused
-    def __init__(self, config: PlatformConfig, directory: Path | None = None,
-                 contents: dict[str, bytes] | None = None):
-        """``contents`` (files a caller already read: compiler/inputs.py digest's) is no longer
-        used: each file's digest comes from a table of stats (compiler/file_table.py), which
-        reads only the files whose stat changed, and bytes read earlier carry no stat that
-        could be recorded with them (the caller, devserver/dev_platform.py, still hands them)."""
+    def __init__(self, config: PlatformConfig, directory: Path | None = None):
+        """Each file's digest comes from a table of stats (compiler/file_table.py), which reads
+        only the files whose stat changed."""
         self.config = config
         self.directory = directory or cache_dir()
         root = str(config.root.resolve())

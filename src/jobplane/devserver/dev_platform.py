@@ -194,8 +194,9 @@ class DevPlatform:
         from jobplane.platform.local.runner_identity import local_runner_image
 
         image = local_runner_image()  # each definition's "image": a changed runner is a new one
-        read: dict[str, bytes] = {}  # the definition files the digest reads, not read again for their keys
-        wanted = hashlib.sha256(f"{inputs.digest(self.config, read)}\n{image}".encode()).hexdigest()
+        # the inputs' stat table beside the evaluation cache: --reset empties both
+        wanted = hashlib.sha256(f"{inputs.digest(self.config, table=self.data_dir / VALIDATE_CACHE)}\n{image}"
+                                .encode()).hexdigest()
         on_disk = stamp.unchanged(wanted)  # only files whose size or time changed are read
         self.outputs_hashed = stamp.hashed
         if on_disk is not None:
@@ -203,7 +204,7 @@ class DevPlatform:
             self.digests = on_disk
             log.info("job definitions unchanged since the last start: compiled output kept")
             return
-        cache = ValidateCache(self.config, self.data_dir / VALIDATE_CACHE, read)
+        cache = ValidateCache(self.config, self.data_dir / VALIDATE_CACHE)
         try:
             checked = check_definitions(self.config, cache=cache)
             if checked.problems:
