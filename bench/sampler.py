@@ -2,11 +2,13 @@
 
 A page of the portal runs in three threads at once (the client, uvicorn's portal, the local
 AWS server answering the portal's requests), and cProfile sees only the thread it was started
-in (Python 3.11). This takes each thread's stack every millisecond (``sys._current_frames``),
+in (Python 3.11). This takes each thread's stack at most once a millisecond (``sys._current_frames``;
+a busy thread holds the GIL for up to 5 ms, so a sample is often later),
 drops the threads that wait (their top frame is a select, a lock or a socket read), and counts
 each function where a sample found it running ("self") and anywhere on its stack ("total").
-Coarse (one sample a ms, the GIL decides which thread runs), but it names where a page's CPU
-goes across the threads.
+Coarse (the GIL decides when a sample is taken; a thread in a system call that releases the GIL,
+a socket's connect or write, counts as running), but it names where a page's time goes across
+the threads.
 """
 
 from __future__ import annotations
