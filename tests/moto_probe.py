@@ -256,6 +256,11 @@ def dynamodb_reads(name: str, fixes: tuple[str, ...]) -> dict:
                                          **({"ExclusiveStartKey": start} if start else {}))
                         if not (start := page.get("LastEvaluatedKey")):
                             break
+            try:  # a global index has no consistent reads, counted or not
+                ddb.query(TableName="t", IndexName="gsi", KeyConditionExpression="gpk = :a", Select="COUNT",
+                          ConsistentRead=True, ExpressionAttributeValues={":a": {"S": "A"}})
+            except ddb.exceptions.ClientError:
+                walks["refused_counts"] = walks.get("refused_counts", 0) + 1
             ddb.query(TableName="t", KeyConditionExpression="pk = :p", ExpressionAttributeValues={":p": {"S": "p3"}})
             ddb.scan(TableName="t", Limit=30)
             ddb.get_item(TableName="t", Key={"pk": {"S": "p1"}, "sk": {"S": "s001"}})

@@ -472,6 +472,7 @@ def test_an_index_query_reads_only_its_partition_and_answers_the_same() -> None:
     # SUCCEEDED's ~4,400 jobs, 23 -> 8 ms CPU a count)
     assert fixed["first_reads"]["index_projections"] == 220 and fixed["all_reads"]["index_projections"] == 443
     assert stock["all_reads"]["index_projections"] == 1038
+    assert fixed["all_reads"]["refused_counts"] == stock["all_reads"]["refused_counts"] == 2  # ConsistentRead on a GSI
 
 
 @probes("dynamodb_fast_answers")
