@@ -31,7 +31,8 @@ portal (docs/local-engine.md: the DynamoDB read fixes); the "rows only" lines, t
 rows as the portal keeps them (portal/job_rows.py) and as they render afresh. Each page's line
 also gives the median CPU time of its requests, every thread of the process (the portal, the
 local AWS and the client run in it): on a machine shared with other work, the wall times count
-the waits for a core too, the CPU times do not.
+the waits for a core too, the CPU times do not. ``--sample``: where the measured pages' time
+goes, every thread's stack sampled during their timed requests (bench/sampler.py).
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ from boto3.dynamodb.types import TypeSerializer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from jobtree import write_repo  # noqa: E402  (the benches' one job generator)
+from sampler import Sampler  # noqa: E402
 
 from jobplane.compiler.output import compile_all, write_output  # noqa: E402
 from jobplane.contract import datamodel as dm  # noqa: E402
@@ -205,10 +207,12 @@ def pictures_items(records: list[dict], day_runs: int, rng: random.Random) -> li
 CPU: dict[str, list[float]] = {}
 
 
-def timed(client: httpx2.Client, url: str, n: int, label: str = "") -> list[float]:
+def timed(client: httpx2.Client, url: str, n: int, label: str = "", sampler: Sampler | None = None) -> list[float]:
     for _ in range(3):
         r = client.get(url)
         assert r.status_code == 200, f"{url}: {r.status_code} {r.headers.get('location', '')} {r.text[:2000]}"
+    if sampler:
+        sampler.start()  # (then stopped after the timed requests)
     out, cpu = [], CPU.setdefault(label or url, [])
     for _ in range(n):
         t, c = time.perf_counter(), time.process_time()
@@ -216,6 +220,8 @@ def timed(client: httpx2.Client, url: str, n: int, label: str = "") -> list[floa
         out.append(time.perf_counter() - t)
         cpu.append(time.process_time() - c)
         assert r.status_code == 200
+    if sampler:
+        sampler.stop()
     return out
 
 
@@ -238,6 +244,8 @@ def main() -> None:
     ap.add_argument("--repo", type=Path, help="generate and compile here once; reuse on the next run")
     ap.add_argument("--pages", metavar="REGEX", help="measure only the pages whose label matches (e.g. 'status|first'), "
                     "nothing else: a before and after of a few pages, with another tree's code on PYTHONPATH")
+    ap.add_argument("--sample", action="store_true", help="sample every thread's stack during the measured pages' "
+                    "timed requests and print where they ran (bench/sampler.py; slows them)")
     args = ap.parse_args()
     rng = random.Random(7)
     with tempfile.TemporaryDirectory(prefix="jobplane-portal-bench-") as tmp:
@@ -323,7 +331,10 @@ def main() -> None:
                 # the session cookie, as a browser gets it from the login link `jobplane dev` prints
                 assert client.get(f"/login?token={mint_login_token(LOGIN)}").status_code in (302, 303, 307)
                 for label, url in pages.items():
-                    results[label] = timed(client, url, args.n, label)
+                    sampler = Sampler() if args.sample else None
+                    results[label] = timed(client, url, args.n, label, sampler)
+                    if sampler:
+                        print(f"\n{label}: {sampler.report()}")
                     counted.clear()
                     client.get(url)  # one more, its AWS requests counted
                     requests[label] = ", ".join(f"{n} {op}" for op, n in sorted(counted.items()))

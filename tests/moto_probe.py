@@ -134,6 +134,17 @@ def dynamodb_reads(name: str, fixes: tuple[str, ...]) -> dict:
         return cast.fget(self)
 
     DynamoType.cast_value = property(counted_cast)  # type: ignore[method-assign,assignment]
+    # each item moto's own query code walks to answer a page (it projects each one for the index)
+    from moto.dynamodb.models.table import SecondaryIndex
+
+    walks["index_projections"] = 0
+    project = SecondaryIndex.project
+
+    def counted_project(self, item):  # type: ignore[no-untyped-def]
+        walks["index_projections"] += 1
+        return project(self, item)
+
+    SecondaryIndex.project = counted_project  # type: ignore[method-assign]
     moto_patches.apply(*fixes)  # the fixes wrap the counted originals
     # the items moto's query code is given to check, sort and page (stock: the whole table each time)
     walks["query_candidates"] = 0
@@ -225,6 +236,31 @@ def dynamodb_reads(name: str, fixes: tuple[str, ...]) -> dict:
                             break
             ddb.query(TableName="t", IndexName="gsi", KeyConditionExpression="gpk = :a", Select="COUNT",
                       ExpressionAttributeValues={":a": {"S": "A"}})
+            # every page of a count, both ways, by 1 MB and by a Limit, with and without a filter
+            # (ScannedCount before it, Count after it; answered from the kept order when fixed)
+            for partition, limit, condition, names in (
+                    ("BIG", None, "attribute_not_exists(#b)", {"#b": "blob"}), ("BIG", None, None, {}),
+                    ("A", 4, "ok = :t", {}), ("B", 5, "attribute_exists(#b)", {"#b": "bin"}),
+                    ("B", 7, "attribute_not_exists(#b)", {"#b": "bin"}), ("D", 2, "attribute_exists(pk)", {}),
+                    ("A", None, "attribute_not_exists(ok)", {})):
+                for forward in (True, False):
+                    start = None
+                    while True:
+                        page = ddb.query(TableName="t", IndexName="gsi", KeyConditionExpression="gpk = :g",
+                                         Select="COUNT", ScanIndexForward=forward,
+                                         ExpressionAttributeValues={":g": {"S": partition}} | (
+                                             {":t": {"BOOL": True}} if ":t" in (condition or "") else {}),
+                                         **({"FilterExpression": condition} if condition else {}),
+                                         **({"ExpressionAttributeNames": names} if names else {}),
+                                         **({"Limit": limit} if limit else {}),
+                                         **({"ExclusiveStartKey": start} if start else {}))
+                        if not (start := page.get("LastEvaluatedKey")):
+                            break
+            try:  # a global index has no consistent reads, counted or not
+                ddb.query(TableName="t", IndexName="gsi", KeyConditionExpression="gpk = :a", Select="COUNT",
+                          ConsistentRead=True, ExpressionAttributeValues={":a": {"S": "A"}})
+            except ddb.exceptions.ClientError:
+                walks["refused_counts"] = walks.get("refused_counts", 0) + 1
             ddb.query(TableName="t", KeyConditionExpression="pk = :p", ExpressionAttributeValues={":p": {"S": "p3"}})
             ddb.scan(TableName="t", Limit=30)
             ddb.get_item(TableName="t", Key={"pk": {"S": "p1"}, "sk": {"S": "s001"}})
