@@ -459,8 +459,10 @@ def test_an_index_query_reads_only_its_partition_and_answers_the_same() -> None:
     # table too: 594 and 1,202); stock checks the whole table every time
     # and a first page of a range condition (14 a round) is given at most its 3 + 1 items,
     # bisected from the partition's order kept by range key, not the partition's 30 (without it:
-    # 933 and 1,893 before BIG and D)
-    assert fixed["first_reads"]["query_candidates"] == 431 and fixed["all_reads"]["query_candidates"] == 869
+    # 933 and 1,893 before BIG and D); the count pages (session 36) add what their first page
+    # after a write is given (moto answers it) and take what the counts read from the kept order
+    # are not: 869 before them, 868 with them
+    assert fixed["first_reads"]["query_candidates"] == 431 and fixed["all_reads"]["query_candidates"] == 868
     assert stock["first_reads"]["query_candidates"] > 2 * fixed["first_reads"]["query_candidates"]  # 5,555
     # the partition check of each candidate compares two strings as strings, not through their
     # cast values (issue 66 item 3: ~30% of counting SUCCEEDED's ~4,400 jobs at 5,000): 1,746
@@ -478,7 +480,7 @@ def test_an_index_query_reads_only_its_partition_and_answers_the_same() -> None:
 @probes("dynamodb_fast_answers")
 def test_read_answers_are_written_as_they_are_stored_and_answer_the_same() -> None:
     stock, fixed = probe("dynamodb_fast_answers", "stock"), probe("dynamodb_fast_answers", "fixed")
-    assert len(stock["answers"]) == 118 and fixed["answers"] == stock["answers"]
+    assert len(stock["answers"]) == 230 and fixed["answers"] == stock["answers"]
     assert any("B" in v for a in stock["answers"] for v in a.get("Item", {}).values())  # the binary one, base64
     # stock moto walks botocore's shapes for every value of every item; fixed, only the rest of
     # each answer (counts, consumed capacity) and the one answer holding a binary value
@@ -506,7 +508,7 @@ def test_an_execution_history_is_written_as_it_is_kept_and_answers_the_same() ->
 @probes("dynamodb_fast_projection")
 def test_a_projection_of_top_level_attributes_takes_them_as_stored_and_answers_the_same() -> None:
     stock, fixed = probe("dynamodb_fast_projection", "stock"), probe("dynamodb_fast_projection", "fixed")
-    assert len(stock["answers"]) == 118 and fixed["answers"] == stock["answers"]
+    assert len(stock["answers"]) == 230 and fixed["answers"] == stock["answers"]
     projected = [a for a in stock["answers"] for i in a.get("Items", []) if "ss" in i and "pk" not in i]
     assert projected and all(set(i) <= {"gsk", "ss", "ns", "n", "size", "none", "ok"} for i in projected[0]["Items"])
     assert any(set(a.get("Item", {})) == {"bin", "n", "ss"} for a in stock["answers"])  # a binary, projected
@@ -519,7 +521,7 @@ def test_a_projection_of_top_level_attributes_takes_them_as_stored_and_answers_t
 @probes("dynamodb_sizes_once")
 def test_an_item_is_sized_once_between_changes_and_pages_are_the_same() -> None:
     stock, fixed = probe("dynamodb_sizes_once", "stock"), probe("dynamodb_sizes_once", "fixed")
-    assert len(stock["answers"]) == 118 and fixed["answers"] == stock["answers"]
+    assert len(stock["answers"]) == 230 and fixed["answers"] == stock["answers"]
     big = [a for a in stock["answers"] if a.get("Items") and all(set(i) == {"pk", "gsk"} and i["pk"]["S"] == "big"
                                                                   for i in a["Items"])]
     # 1.2 MB in one partition: a 1 MB page of 3 items and the last one, in each round
@@ -533,7 +535,7 @@ def test_an_item_is_sized_once_between_changes_and_pages_are_the_same() -> None:
 @probes("dynamodb_items_untracked")
 def test_items_a_read_copies_for_its_answer_are_not_kept_for_the_life_of_the_process() -> None:
     stock, fixed = probe("dynamodb_items_untracked", "stock"), probe("dynamodb_items_untracked", "fixed")
-    assert len(stock["answers"]) == 118 and fixed["answers"] == stock["answers"]
+    assert len(stock["answers"]) == 230 and fixed["answers"] == stock["answers"]
     # stock moto keeps every item it creates (the answers' copies and projections too) in a list
     # for its dashboard; fixed, none: an answer's items go when the answer does
     assert stock["first_reads"]["items_kept"] > 50 and stock["all_reads"]["items_kept"] > stock["first_reads"]["items_kept"]
