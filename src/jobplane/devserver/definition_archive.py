@@ -48,6 +48,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from jobplane.devserver.indexed_file import read_index
 from jobplane.platform.definitions import key as object_key
 
 log = logging.getLogger("jobplane.dev")
@@ -150,21 +151,11 @@ class DefinitionArchive:
         return memoryview(self._bodies)[at:at + size]
 
     def _read(self) -> dict[str, Entry]:
-        try:
-            data = json.loads(self.path.read_text())
-        except (OSError, ValueError):
+        found = read_index(self.path, FORMAT, "objects", "bodies", BODIES_PREFIX)
+        if found is None:
             return {}
-        if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("objects"), dict):
-            return {}
-        bodies = data.get("bodies")
-        if not isinstance(bodies, str) or not bodies.startswith(BODIES_PREFIX) or "/" in bodies:
-            return {}
-        try:
-            self._bodies = (self.path.parent / bodies).read_bytes()
-        except OSError:
-            return {}
-        self._bodies_name = bodies
-        return {key: e for key, e in data["objects"].items() if isinstance(key, str) and isinstance(e, dict)}
+        self._bodies, self._bodies_name = found.data, found.data_name
+        return found.entries
 
 
 def _names(key: str, job: object, digest: object) -> bool:

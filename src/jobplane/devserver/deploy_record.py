@@ -39,6 +39,7 @@ from pathlib import Path
 
 from jobplane.contract.catalog import CatalogJob
 import jobplane
+from jobplane.devserver.indexed_file import read_index
 from jobplane.platform.local.compiled_roles import ROLES_FILE, ScheduleRoles
 from jobplane.platform.local.engine import job_source
 from jobplane.platform.local.moto_patches import MOTO_VERSION
@@ -165,18 +166,9 @@ class DeployRecord:
                 old.unlink(missing_ok=True)
 
     def _read(self) -> dict[str, Entry]:
-        try:
-            data = json.loads(self.path.read_text())
-        except (OSError, ValueError):
+        found = read_index(self.path, FORMAT, "jobs", "texts", TEXTS_PREFIX)
+        if found is None:
             return {}
-        if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("jobs"), dict):
-            return {}
-        texts = data.get("texts")
-        if not isinstance(texts, str) or not texts.startswith(TEXTS_PREFIX) or "/" in texts:
-            return {}
-        try:
-            self._texts = (self.path.parent / texts).read_bytes()
-        except OSError:
-            return {}
-        self._checked_by = data.get("checked_by")
-        return {name: e for name, e in data["jobs"].items() if isinstance(e, dict)}
+        self._texts = found.data
+        self._checked_by = found.index.get("checked_by")
+        return found.entries
