@@ -366,7 +366,7 @@ class Model:
         # unknown field hid the missing kind). A refused field that has a default stands in
         # with it, so the rules still run (each model skips those reading a refused field:
         # model_problems' ``refused``); one with no default (required) cannot stand in.
-        if any(s.name in refused and s.required for s in slots) or not cls.checkable(frozenset(refused)):
+        if refused and any(s.name in refused and s.required for s in slots) or not cls.checkable(frozenset(refused)):
             return cast("M", BAD)
         for slot in slots:
             if slot.name in refused:
