@@ -55,18 +55,18 @@ def check_each(check: Callable[[int], T], count: int) -> list[T]:
     size = max(1, -(-count // (n * SHARES_PER_WORKER)))
     shares = [(start, min(count, start + size)) for start in range(0, count, size)]
     _check = check
+    results: list[T] = []
     try:
         with multiprocessing.get_context("fork").Pool(n) as pool:
-            blobs = pool.map(_share, shares, chunksize=1)
+            # each share read back as it comes, in order, while the workers check the next ones
+            for (start, stop), blob in zip(shares, pool.imap(_share, shares)):
+                if blob is None:  # its results did not pickle: the whole share is checked here
+                    results.extend(check(i) for i in range(start, stop))
+                    continue
+                for i, (ok, value) in enumerate(pickle.loads(blob), start):
+                    results.append(value if ok else check(i))  # raises here, in order, as without workers
     finally:
         _check = None
-    results: list[T] = []
-    for (start, stop), blob in zip(shares, blobs):
-        if blob is None:  # its results did not pickle: the whole share is checked here
-            results.extend(check(i) for i in range(start, stop))
-            continue
-        for i, (ok, value) in enumerate(pickle.loads(blob), start):
-            results.append(value if ok else check(i))  # raises here, in order, as without workers
     return results
 
 
