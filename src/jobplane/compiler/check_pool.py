@@ -18,8 +18,6 @@ raises exactly what it raised before (nothing a failing worker made is used).
 
 from __future__ import annotations
 
-import io
-import pickle
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -49,7 +47,10 @@ def check_each(check: Callable[[int], T], count: int) -> list[T]:
     n = workers(count)
     if n == 1:
         return [check(i) for i in range(count)]
-    import multiprocessing  # only for many files: ~75 ms of imports, 4x `python -c pass` (`jobplane validate`)
+    # only for many files: multiprocessing and pickle are ~80 ms of imports, 4x `python -c pass`,
+    # that `jobplane validate` of a few files does not pay
+    import multiprocessing
+    import pickle
 
     global _check
     size = max(1, -(-count // (n * SHARES_PER_WORKER)))
@@ -85,6 +86,9 @@ def _share(bounds: tuple[int, int]) -> bytes | None:
 
 
 def _dumps(value: object) -> bytes:
+    import io
+    import pickle
+
     buffer = io.BytesIO()
     pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
     pickler.dispatch_table = _by_name()
