@@ -58,6 +58,15 @@ writing included), the workers' rose 11.0 -> 13.3 s (the roots' texts and digest
 pickled), the whole 18.9 -> 17.6 s. Left: the checks (validate._check_file per file, in the
 parent; moving them means pickling each file's jobs back, or checking and building a file's jobs
 in the same worker).
+Session 37 (checkspeed): each file's own checks (validate._check_file) run in two forked workers
+too (compiler/check_pool.py, the same condition), their results pickled back in the files' order
+(~5 MB at 5,000 jobs: ~0.25 s to pickle in the workers, ~0.13 s to read back in the parent,
+while the workers check the next files). Checking a file and building its jobs in one worker was
+not done: the checks across files and the roots' grouping need every file's jobs in the parent
+first. At 5,000 jobs (load 4-9 on 2 cores: wall times are noise) the checks' CPU in the parent
+fell ~3.4 -> ~0.27 s, the workers' together ~4.4 s; the checks' own CPU was cut where it did not
+change a result (one JSON serialisation in place of two walks over every value, each directory
+resolved once for the problems' file names, a job's derived names made once, Step.slots once).
 
 Session 36 (the deploy side): the restart with the deploy record had gone from 3.6 s (session 32) to 34.5 s, and
 the first start spent ~45 s of its CPU in the same place: the deploy's record of every

@@ -5,12 +5,13 @@ after the other in the checking process."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
 from conftest import Repo
 from jobplane.compiler import check_pool, job_build, kinds, validate
-from jobplane.compiler.checked import definition_files
+from jobplane.compiler.checked import FileChecked, definition_files
 from jobplane.contract.config import load_config
 
 BAD = {
@@ -33,7 +34,7 @@ BAD = {
 }
 
 
-def check(repo: Repo) -> dict:
+def check(repo: Repo) -> dict[Path, FileChecked]:
     config = load_config(repo.path)
     return validate.check_files(definition_files(config), config)
 
