@@ -200,7 +200,7 @@ def check_files(paths: list[Path], config: PlatformConfig) -> dict[Path, FileChe
     odd = {p: found for p in paths if (found := _odd_parts(p, config))}
     plain = [p for p in paths if p not in odd]
     evaluated = evaluate_all(plain, config) if plain else []
-    source = _Relative(config.root)  # each file as problems name it (problems.rel), from its directory's
+    source = _Relative(config.root)  # each file as problems name it (problems.rel), its directory resolved once
     results = check_pool.check_each(lambda i: _check_file(plain[i], source(plain[i]), evaluated[i], config), len(plain))
     done = dict(zip(plain, results))
     out: dict[Path, FileChecked] = {}
