@@ -20,6 +20,7 @@ blobs are pickles, read only from files no one else could have written.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import secrets
@@ -144,18 +145,19 @@ class BlobPack:
                 os.close(fd)
                 fd = None
         entries: dict[str, tuple[int, int, int]] = {}
-        if fd is None:
+        copied: list[str] = []  # the kept blobs written again (into a new pack)
+        if fd is None or self._pack is None:
             pack = f"{self.stem}-{secrets.token_hex(8)}.pack"
             fd = os.open(self.directory / pack, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
             end = 0
-            blobs = ((name, self.get(name)) for name in sorted(kept))  # copied as they are (checked first)
+            copied = sorted(kept)
         else:
             pack = self._pack
             entries.update(kept)
-            blobs = iter(())
-        assert pack is not None
+        # the kept ones copied as they are, read one at a time (checked first)
+        blobs = itertools.chain(((name, self.get(name)) for name in copied), sorted(added.items()))
         with os.fdopen(fd, "wb") as f:
-            for name, blob in [*blobs, *sorted(added.items())]:
+            for name, blob in blobs:
                 if blob is None:
                     continue  # a damaged kept blob is dropped: computed again when asked for
                 entries[name] = (end, len(blob), zlib.crc32(blob))
