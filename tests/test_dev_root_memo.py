@@ -220,3 +220,17 @@ def test_a_damaged_kept_document_is_built_again_never_used(repo_root: Path, tmp_
     edit(repo_root / "jobs" / "billing" / "every-minute.jsonnet", "timeout: '7h',", "timeout: '6h',")
     torn = compiled(repo_root, data)
     assert torn.roots_compiled == [BILLING] and torn.builds_reused == jobs - 2  # the edited one, the last one packed
+
+
+def test_the_documents_kept_a_file_each_before_are_removed(repo_root: Path, tmp_path: Path) -> None:
+    """Format 2 kept each definition file's documents in a file of its own under
+    ``built-<repository>/`` (~300 MB at 5,000 jobs): the first save of the pack removes them."""
+    data = tmp_path / "data"
+    compiled(repo_root, data)
+    (index,) = (data / VALIDATE_CACHE).glob("built-*.index")
+    legacy = data / VALIDATE_CACHE / index.name.removesuffix(".index")
+    legacy.mkdir(mode=0o700)
+    (legacy / "0123.pickle").write_bytes(b"a document kept by format 2")
+    edit(repo_root / "jobs" / "billing" / "every-minute.jsonnet", "timezone: 'UTC',", "timezone: 'UTC', timeout: '7h',")
+    compiled(repo_root, data)
+    assert not legacy.exists() and index.is_file()
