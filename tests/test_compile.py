@@ -524,6 +524,28 @@ def test_write_output_removes_the_directories_its_removed_files_leave_empty(tmp_
     assert (tmp_path / "teams/c/v.job.tf.json").read_text() == "{ }"
 
 
+def test_write_output_replaces_each_file_whole_with_an_ordinary_files_mode(tmp_path: Path) -> None:
+    """Each file is written under a temporary name beside it and renamed over it (a reader sees
+    the old file or the new one): as readable as an ordinary open() would make it, nothing left
+    beside it, and a temporary name already taken (a leftover of a crashed writer) is not used."""
+    import os
+
+    from jobplane.compiler.output import CompiledOutput, write_output
+
+    (tmp_path / "teams" / "a").mkdir(parents=True)
+    leftover = tmp_path / "teams" / "a" / f".x.job.tf.json.{os.getpid()}.tmp"
+    leftover.write_text("a crashed writer's")
+    umask = os.umask(0o027)
+    try:
+        write_output(CompiledOutput({"teams/a/x.job.tf.json": "{\"é\": 1}\n", "teams/a/y.job.tf.json": "{}"}, []), tmp_path)
+    finally:
+        os.umask(umask)
+    written = tmp_path / "teams" / "a" / "x.job.tf.json"
+    assert written.read_bytes() == "{\"é\": 1}\n".encode() and oct(written.stat().st_mode & 0o777) == "0o640"
+    assert leftover.read_text() == "a crashed writer's"
+    assert sorted(p.name for p in (tmp_path / "teams" / "a").iterdir()) == [leftover.name, "x.job.tf.json", "y.job.tf.json"]
+
+
 def test_bindings_refuse_unbound_tokens() -> None:
     with pytest.raises(KeyError, match="table_name"):
         bindings.bind("x <<jobplane:table_name>>", {})

@@ -188,3 +188,49 @@ def test_an_edit_keeping_a_files_size_and_modification_time_is_compiled(repo_roo
     edited = compiled(repo_root, data)  # not kept as it was: the output of the edit, as from nothing
     assert edited.evaluated == 1 and edited.roots_compiled == [BILLING]
     assert "Fires every minutE." in (data / "compiled" / "teams" / BILLING / "catalog.json").read_text()
+
+
+def test_a_damaged_kept_document_is_built_again_never_used(repo_root: Path, tmp_path: Path) -> None:
+    """Each job's built document is kept beside its file's result (compiler/validate_cache.py, in
+    one pack: compiler/blob_pack.py); one whose kept bytes were changed since, even where they
+    still read back as a document, is built again, and a kept pack cut short (a crash while it was
+    written) costs only the documents it no longer holds."""
+    data = tmp_path / "data"
+    first = compiled(repo_root, data)
+    jobs = len([rel for rel in first.digests if rel.endswith(".job.tf.json")])
+    # slow-report's kept document, damaged inside a string of its state machine: still a pickle
+    cache = data / VALIDATE_CACHE
+    kept = [f for f in cache.rglob("*") if f.is_file() and f.relative_to(cache).as_posix().startswith("built-")]
+    damaged = 0
+    for f in kept:
+        blob = f.read_bytes()
+        if b'"JOB#slow-report"' in blob:
+            f.write_bytes(blob.replace(b'"JOB#slow-report"', b'"JOB#slow-reporT"', 1))
+            damaged += 1
+    assert damaged == 1
+    edit(repo_root / "jobs" / "billing" / "every-minute.jsonnet", "timezone: 'UTC',", "timezone: 'UTC', timeout: '7h',")
+    edited = compiled(repo_root, data)  # billing compiled again: its kept documents read back
+    assert edited.roots_compiled == [BILLING] and edited.evaluated == 1
+    assert edited.builds_reused == jobs - 2  # neither the edited job's nor the damaged one's
+
+    # the pack cut short: the documents it still holds are used, those it lost built again
+    (pack,) = [f for f in (data / VALIDATE_CACHE).glob("built-*.pack")]
+    size = pack.stat().st_size
+    os.truncate(pack, size - 10)
+    edit(repo_root / "jobs" / "billing" / "every-minute.jsonnet", "timeout: '7h',", "timeout: '6h',")
+    torn = compiled(repo_root, data)
+    assert torn.roots_compiled == [BILLING] and torn.builds_reused == jobs - 2  # the edited one, the last one packed
+
+
+def test_the_documents_kept_a_file_each_before_are_removed(repo_root: Path, tmp_path: Path) -> None:
+    """Format 2 kept each definition file's documents in a file of its own under
+    ``built-<repository>/`` (~300 MB at 5,000 jobs): the first save of the pack removes them."""
+    data = tmp_path / "data"
+    compiled(repo_root, data)
+    (index,) = (data / VALIDATE_CACHE).glob("built-*.index")
+    legacy = data / VALIDATE_CACHE / index.name.removesuffix(".index")
+    legacy.mkdir(mode=0o700)
+    (legacy / "0123.pickle").write_bytes(b"a document kept by format 2")
+    edit(repo_root / "jobs" / "billing" / "every-minute.jsonnet", "timezone: 'UTC',", "timezone: 'UTC', timeout: '7h',")
+    compiled(repo_root, data)
+    assert not legacy.exists() and index.is_file()

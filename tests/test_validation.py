@@ -707,3 +707,25 @@ def test_a_bad_library_call_is_one_problem_of_its_job_not_the_end_of_the_file(re
     assert any(line.startswith("jobs/billing/more.jsonnet: job 'twice': schedule[3]: 'cron(0 25") for line in more)
     assert len(more) == 3, result.stderr
     assert not [line for line in lines if "'fine'" in line or "Jsonnet" in line], result.stderr
+
+
+def test_definitions_are_named_alike_one_by_one_and_all_at_once(tmp_path: Path) -> None:
+    """problems.rels (each directory resolved once, for thousands of definitions) names every
+    file as problems.rel does: through a linked directory, a linked file (named as the link),
+    the root itself linked, a file outside the root."""
+    from jobplane.compiler.problems import rel, rels
+
+    real = tmp_path / "real"
+    (real / "jobs" / "billing").mkdir(parents=True)
+    (real / "jobs" / "billing" / "a.jsonnet").write_text("{}")
+    (real / "jobs" / "linked").symlink_to(real / "jobs" / "billing")
+    (real / "jobs" / "billing" / "b.jsonnet").symlink_to(tmp_path / "elsewhere.jsonnet")
+    (tmp_path / "root").symlink_to(real)
+    paths = [real / "jobs" / "billing" / "a.jsonnet", real / "jobs" / "linked" / "a.jsonnet",
+             real / "jobs" / "billing" / "b.jsonnet", tmp_path / "root" / "jobs" / "billing" / "a.jsonnet",
+             tmp_path / "elsewhere.jsonnet", real / "top.jsonnet"]
+    for root in (real, tmp_path / "root"):
+        expected = {p: rel(p, root) for p in paths}
+        assert rels(paths, root) == expected
+        assert expected[paths[1]] == "jobs/billing/a.jsonnet" and expected[paths[2]] == "jobs/billing/b.jsonnet"
+        assert expected[paths[4]] == str(paths[4]) and expected[paths[5]] == "top.jsonnet"

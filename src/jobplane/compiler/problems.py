@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,3 +44,22 @@ def rel(path: Path, root: Path) -> str:
         return str((path.absolute().parent.resolve() / path.name).relative_to(root.resolve()))
     except ValueError:
         return str(path)
+
+
+def rels(paths: Iterable[Path], root: Path) -> dict[Path, str]:
+    """:func:`rel` of each of ``paths``, each directory resolved once: a check of 5,000
+    definitions resolved and parsed their few directories and the root 5,000 times (~0.4 s at
+    5,000 jobs, issue 66 item 5)."""
+    resolved_root = root.resolve()
+    dirs: dict[Path, str | None] = {}  # directory as given -> resolved, relative to the root (None: outside it)
+    out: dict[Path, str] = {}
+    for path in paths:
+        parent = path.parent
+        if parent not in dirs:
+            try:
+                dirs[parent] = str(path.absolute().parent.resolve().relative_to(resolved_root))
+            except ValueError:
+                dirs[parent] = None
+        where = dirs[parent]
+        out[path] = str(path) if where is None else path.name if where == "." else os.path.join(where, path.name)
+    return out

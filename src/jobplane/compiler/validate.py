@@ -39,7 +39,7 @@ from jobplane.compiler.blackouts import blackout_problems
 from jobplane.compiler.calendars import calendar_problems, deployed_schedule
 from jobplane.compiler.calendars import names_unknown_country
 from jobplane.compiler.executors import by_executor
-from jobplane.compiler.problems import DefinitionError, Problem, rel
+from jobplane.compiler.problems import DefinitionError, Problem, rels
 from jobplane.contract import names
 from jobplane.contract import runner as rc
 from jobplane.contract.config import TEAM_RE, PlatformConfig
@@ -200,13 +200,13 @@ def check_files(paths: list[Path], config: PlatformConfig) -> dict[Path, FileChe
     odd = {p: found for p in paths if (found := _odd_parts(p, config))}
     plain = [p for p in paths if p not in odd]
     evaluated = evaluate_all(plain, config) if plain else []
-    source = _Relative(config.root)  # each file as problems name it (problems.rel), its directory resolved once
-    results = check_pool.check_each(lambda i: _check_file(plain[i], source(plain[i]), evaluated[i], config), len(plain))
+    source = rels(paths, config.root)  # each file as problems name it (problems.rel), its directory resolved once
+    results = check_pool.check_each(lambda i: _check_file(plain[i], source[plain[i]], evaluated[i], config), len(plain))
     done = dict(zip(plain, results))
     out: dict[Path, FileChecked] = {}
     for path in paths:
         if path in odd:  # a name is quoted in the pull request's comment and in logs: plain names only
-            name = source(path)
+            name = source[path]
             out[path] = FileChecked((Problem(_inert(name), None, None,
                                              f"file and directory names are letters, digits, '.', '_' and '-' "
                                              f"(starting with a letter or digit): rename '{_inert(odd[path][0])}'"),),
@@ -214,29 +214,6 @@ def check_files(paths: list[Path], config: PlatformConfig) -> dict[Path, FileChe
             continue
         out[path] = done[path]
     return out
-
-
-class _Relative:
-    """problems.rel for the files of a check, each directory resolved once: resolving each of
-    5,000 files' directories (a stat per component) and pathlib's parsing were ~0.3 s of the
-    checks at 5,000 jobs (issue 66 item 5). A directory outside the root is left to rel itself."""
-
-    def __init__(self, root: Path):
-        self.root = root
-        self._root = root.resolve()
-        self._dirs: dict[str, str | None] = {}
-
-    def __call__(self, path: Path) -> str:
-        key = str(path.parent)
-        if key not in self._dirs:
-            try:
-                self._dirs[key] = str(path.absolute().parent.resolve().relative_to(self._root))
-            except ValueError:
-                self._dirs[key] = None
-        directory, name = self._dirs[key], path.name
-        if directory is None or not name:
-            return rel(path, self.root)
-        return name if directory == "." else f"{directory}/{name}"
 
 
 def _check_file(path: Path, source: str, outcome: Evaluated, config: PlatformConfig) -> FileChecked:

@@ -31,9 +31,11 @@ A compile (``jobplane dev``'s) also keeps each job's built Terraform document be
 result, under the same key (:meth:`ValidateCache.built`): a job's document is a function of the
 job and the configuration alone (compiler/job_build.py), so it is reused exactly where building
 again would give the same bytes. Those are ~60 KB a job (the state machine's definition), so
-each file's are kept in a file of their own (``built-<repository>/``), read only when a root
-that holds its jobs is compiled again and written only when they changed: in the one cache file
-they were ~300 MB read and written again at each one-job edit at 5,000 jobs (issue 66 item 5).
+each file's are kept apart from the results, as one blob of a pack (compiler/blob_pack.py:
+``built-<repository>.index`` and the pack it names), read only when a root that holds its jobs
+is compiled again and written only when they changed: in the one cache file they were ~300 MB
+read and written again at each one-job edit at 5,000 jobs (issue 66 item 5); in a file each,
+5,001 files were written at a first start of 5,000 jobs.
 
 What crosses files (a job name used twice, derived AWS names colliding, ``after`` and its
 cycles) is checked afresh over every file's kept or new result at each run. A result stopped by
@@ -62,6 +64,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
 import jobplane
+from jobplane.compiler.blob_pack import BlobPack, owner_only as _private, write_owner_only as _write_private
 from jobplane.compiler.problems import Problem
 from jobplane.compiler.checked import FileChecked, LoadedJob
 from jobplane.compiler.file_table import FileTable
@@ -74,7 +77,7 @@ if TYPE_CHECKING:
     from jobplane.compiler.kinds.base import StepKind
 
 CACHE_ENV = cache_home.CACHE_ENV
-FORMAT = 2  # 2: the built documents in files of their own
+FORMAT = 3  # 2: the built documents in files of their own; 3: in one pack
 _CODE = (Path(jobplane.__file__).parent / "compiler", Path(jobplane.__file__).parent / "contract")
 _IMPORT = re.compile(rb"(?<![A-Za-z0-9_])import(?:str|bin)?(?![A-Za-z0-9_])")
 _PLAIN = re.compile(rb"""[ \t\r\n]*(?:'([^'\\\n]*)'|"([^"\\\n]*)")""")
@@ -199,7 +202,8 @@ class ValidateCache:
         self.directory = directory or cache_dir()
         root = str(config.root.resolve())
         self.path = self.directory / f"validate-{hashlib.sha256(root.encode()).hexdigest()[:16]}.pickle"
-        self.built_dir = self.directory / f"built-{hashlib.sha256(root.encode()).hexdigest()[:16]}"
+        self._built_stem = f"built-{hashlib.sha256(root.encode()).hexdigest()[:16]}"
+        self._pack: BlobPack | None = None  # the built documents' pack, read once a compile asks (:meth:`_built_jobs`)
         self.environment = environment_key(config)
         self.library = config.library_path
         self._dirs: dict[str, str] = {}  # directory -> its real path
@@ -213,7 +217,7 @@ class ValidateCache:
         self._kept: dict[str, tuple[str, bytes, bytes]] = self._read()
         self._entries: dict[str, tuple[str, bytes, bytes]] = {}
         self._config_problems: bytes | None = self._kept_config  # set by _read
-        # a compile's memory (job_build.BuiltJobs), a file per definition file (:meth:`_built_file`)
+        # a compile's memory (job_build.BuiltJobs), a blob per definition file (:meth:`_built_jobs`)
         self._built_read: dict[str, dict[str, tuple[int, JsonObject]]] = {}  # path -> its jobs read back or built
         self._built_changed: set[str] = set()
         self._paths: dict[str, str] = {}  # a file as its jobs name it (LoadedJob.source) -> its path
@@ -281,13 +285,19 @@ class ValidateCache:
         jobs[lj.job.name] = value
         self._built_changed.add(path)
 
-    def _built_file(self, path: str) -> Path:
-        return self.built_dir / f"{hashlib.sha256(path.encode()).hexdigest()[:32]}.pickle"
+    def _built_pack(self) -> BlobPack:
+        if self._pack is None:
+            self._pack = BlobPack(self.directory, self._built_stem)
+        return self._pack
 
     def _built_jobs(self, path: str) -> dict[str, tuple[int, JsonObject]] | None:
         if path in self._built_read:
             return self._built_read[path]
-        kept = _read_private(self._built_file(path), self.built_dir)
+        blob = self._built_pack().get(path)
+        try:
+            kept = pickle.loads(blob) if blob is not None else None
+        except Exception:  # noqa: BLE001 - a kept blob that no longer reads is built again
+            kept = None
         # (format, environment, the definition file, its key, {job: (states, document)})
         if (not isinstance(kept, tuple) or len(kept) != 5
                 or kept[:4] != (FORMAT, self.environment, path, self._entries[path][0]) or not isinstance(kept[4], dict)):
@@ -315,27 +325,29 @@ class ValidateCache:
         self.files.save()
         changed = sorted(path for path in self._built_changed if path in self._entries)
         self._built_changed.clear()
-        if changed:
+        # the built documents of files gone (or renamed) dropped too, looked for only when the
+        # files changed
+        if changed or (self._entries.keys() != self._kept.keys() and self._built_pack().names()):
+            pack = self._built_pack()
+            for path in changed:
+                pack.put(path, _dumps((FORMAT, self.environment, path, self._entries[path][0], self._built_read[path])))
             try:
-                self.built_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-                for path in changed:
-                    _write_private(self._built_file(path), _dumps((FORMAT, self.environment, path, self._entries[path][0],
-                                                                   self._built_read[path])))
+                pack.save(self._entries)
+                legacy = self.directory / self._built_stem  # format 2's file per definition file
+                if legacy.is_dir():
+                    import shutil
+
+                    shutil.rmtree(legacy, ignore_errors=True)
             except OSError:
                 pass  # a cache that cannot be written only makes the next run slower
+        if self._pack is not None:
+            self._pack.close()
         if self._entries == self._kept and self._config_problems == self._kept_config:
             return
         try:
             self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
             _write_private(self.path, _dumps({"format": FORMAT, "environment": self.environment, "entries": self._entries,
                                               "config_problems": self._config_problems}))
-            # the built documents of files gone (or renamed), looked for only when the files
-            # changed (a listing of 5,000 names and a digest of each wanted one)
-            if self._entries.keys() != self._kept.keys() and self.built_dir.is_dir():
-                wanted = {self._built_file(path).name for path in self._entries}
-                for found in os.listdir(self.built_dir):
-                    if found not in wanted and found.endswith(".pickle"):
-                        (self.built_dir / found).unlink(missing_ok=True)
         except OSError:
             pass  # a cache that cannot be written only makes the next run slower
 
@@ -452,16 +464,3 @@ def _read_private(path: Path, directory: Path) -> Any:
             return None
 
 
-def _write_private(path: Path, data: bytes) -> None:
-    """Replace ``path`` atomically with a file only this user can read (mkstemp: 0600)."""
-    import tempfile  # (with shutil and random) only when something is written
-
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
-
-
-def _private(st: os.stat_result) -> bool:
-    """Owned by this user and writable by no one else."""
-    return st.st_uid == os.getuid() and not st.st_mode & 0o022
