@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import functools
 import json
 from typing import Any
 
@@ -135,6 +136,10 @@ def _initial_slots(steps: list[Step]) -> JsonObject:
     return {s.key: {ATTEMPT: 1} for s in steps + inside if s.parallel is None and s.retry.attempts > 1}
 
 
+#: sn.classify, kept by the name (all it reads; a StateName is frozen): most names are the
+#: same in every job (Claim, Finish, Notify failure, a step's check), classified once each.
+_classify = functools.lru_cache(maxsize=4096)(sn.classify)
+
 #: The states _order puts before the steps, and where.
 _FIRST = {sn.Role.BLACKOUT: -1, sn.Role.CLAIM: 0, sn.Role.START: 1, sn.Role.UPSTREAM: 1, sn.Role.ROUTE: 2}
 
@@ -180,7 +185,7 @@ class _Builder:
 
     def _order(self, name: str) -> tuple[int, str]:
         # Stable, readable order: start, claims, route, steps (in definition order), the rest by name.
-        state = sn.classify(name)
+        state = _classify(name)
         if state.role in _FIRST:
             return (_FIRST[state.role], name)
         if state.step is not None:
