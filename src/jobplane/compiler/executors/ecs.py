@@ -104,6 +104,29 @@ def _stop_code_rules(cause: str, codes: tuple[str, ...]) -> list[Rule]:
     return [matches(cause, f'*"StopCode":{sep}"{code}"*') for code in codes for sep in ("", " ")]
 
 
+# The check's rules that are the same for every step of every job, made once (frozen objects:
+# each step's check renders them as it did when it made its own, ~40 objects a step).
+# On AWS a failed task arrives as States.TaskFailed whose Cause is the task's JSON.
+_CAUSE = f"{ERROR}.Cause"
+#: a stop neither the step (its container exited) nor an operator chose: infrastructure
+#: (rc.INFRA_STOP_CODES and any code AWS adds: a Fargate task retirement's)
+_INFRA_STOPPED = all_of(present(_CAUSE),
+                        any_of(*_stop_code_rules(_CAUSE, ("*",))),  # any StopCode at all
+                        Not(any_of(*_stop_code_rules(_CAUSE, (rc.RUNNER_STOP_CODE, rc.OPERATOR_STOP_CODE)))),
+                        Test(f"{INFRA}.n", "NumericLessThan", len(INFRA_WAITS)))
+#: RunTask answered with Failures (no Fargate capacity, the vCPU quota, no ENI): after the
+#: call's own quick retries, the same bounded infrastructure retry as a task that could not
+#: start; past its budget the step fails with the reason in its attempt's error.
+_RUN_TASK_FAILED = all_of(present(f"{ERROR}.Error"), equals(f"{ERROR}.Error", RUN_TASK_FAILURES),
+                          Test(f"{INFRA}.n", "NumericLessThan", len(INFRA_WAITS)))
+#: RunTask throttled (or ECS unavailable) past the Task's own retries: the same bounded retry,
+#: waiting 15 s, 60 s, 180 s while the launch bucket refills (ECS_INFRA_RETRY)
+_ECS_UNAVAILABLE = all_of(error_is(ECS_INFRA_ERRORS), infra_left())
+_OPERATOR_STOPPED = all_of(present(_CAUSE), any_of(*_stop_code_rules(_CAUSE, (rc.OPERATOR_STOP_CODE,))))
+_EXITED_PERMANENTLY = all_of(present(_CAUSE), any_of(*(matches(_CAUSE, f'*"ExitCode":{sep}{code},*')
+                                                      for code in rc.NOT_RETRIED_EXIT_CODES for sep in ("", " "))))
+
+
 class EcsExecutor:
     name = "ecs"
     runs_map_items = True  # the item in the task's environment (compiler/map_states.py)
@@ -191,32 +214,17 @@ class EcsExecutor:
         last = Test(counter, "NumericGreaterThanEquals", attempts)
         retry = sn.retry(step.name)
         choices: list[When] = []
-        # On AWS a failed task arrives as States.TaskFailed whose Cause is the task's JSON.
-        cause = f"{ERROR}.Cause"
         # a stop neither the step (its container exited) nor an operator chose: infrastructure
-        # (rc.INFRA_STOP_CODES and any code AWS adds: a Fargate task retirement's)
+        # (_INFRA_STOPPED); RunTask answered with Failures (_RUN_TASK_FAILED); RunTask
+        # throttled past the Task's own retries (_ECS_UNAVAILABLE): the same bounded retry
         infra = self.infra_states(step, into)
-        choices.append(When(all_of(present(cause),
-                                   any_of(*_stop_code_rules(cause, ("*",))),  # any StopCode at all
-                                   Not(any_of(*_stop_code_rules(cause, (rc.RUNNER_STOP_CODE, rc.OPERATOR_STOP_CODE)))),
-                                   Test(f"{INFRA}.n", "NumericLessThan", len(INFRA_WAITS))),
-                            infra))
-        # RunTask answered with Failures (no Fargate capacity, the vCPU quota, no ENI): after the
-        # call's own quick retries, the same bounded infrastructure retry as a task that could
-        # not start; past its budget the step fails with the reason in its attempt's error.
-        choices.append(When(all_of(present(f"{ERROR}.Error"), equals(f"{ERROR}.Error", RUN_TASK_FAILURES),
-                                   Test(f"{INFRA}.n", "NumericLessThan", len(INFRA_WAITS))),
-                            infra))
-        # RunTask throttled (or ECS unavailable) past the Task's own retries: the same bounded
-        # retry, waiting 15 s, 60 s, 180 s while the launch bucket refills (ECS_INFRA_RETRY)
-        choices.append(When(all_of(error_is(ECS_INFRA_ERRORS), infra_left()), infra))
-        choices.append(When(all_of(present(cause), any_of(*_stop_code_rules(cause, (rc.OPERATOR_STOP_CODE,)))),
-                            failed))  # someone stopped the task: never retried
+        choices.append(When(_INFRA_STOPPED, infra))
+        choices.append(When(_RUN_TASK_FAILED, infra))
+        choices.append(When(_ECS_UNAVAILABLE, infra))
+        choices.append(When(_OPERATOR_STOPPED, failed))  # someone stopped the task: never retried
         if retried:
             choices.append(When(last, failed))
-            cause_permanent = any_of(*(matches(cause, f'*"ExitCode":{sep}{code},*')
-                                       for code in rc.NOT_RETRIED_EXIT_CODES for sep in ("", " ")))
-            choices.append(When(all_of(present(cause), cause_permanent), failed))
+            choices.append(When(_EXITED_PERMANENTLY, failed))
             choices.append(When(present(f"{ERROR}.Error"), retry))
             b.retry_loop(step, into)
         into.add(check, Choice(choices=choices, default=failed))
