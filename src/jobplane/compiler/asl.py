@@ -158,6 +158,9 @@ class _Builder:
         self.events = set(job.notify.events)
         self.policy = policies.of(job.policy)
         self._step_index: dict[str, int] | None = None  # _order's
+        #: record_state's claim release, by (status, unblocked): all else it holds is this job's
+        #: name and constants (one object in each of the job's record states: rendered, never changed)
+        self._releases: dict[tuple[ExecutionStatus, bool], JsonObject] = {}
 
     def add(self, name: str, state: State) -> str:
         return self.graph.add(name, state)
@@ -539,14 +542,16 @@ class _Builder:
         extra: JsonObject = {"steps": STEPS_JSON}
         if not succeeded:
             extra["failed_step"] = step if step else RESUME_FROM
-        release = items.release_job(self.job.name, execution=EXECUTION_NAME, status=status, started_at=STARTED_AT,
-                                    finished_at=NOW)
-        if unblocked:
-            release = dataclasses.replace(release, condition=f"attribute_not_exists({dm.ATTR_BLOCKED_BY})")
         table = token("table_name")
+        if (status, unblocked) not in self._releases:  # the same for each step's failure record of the job
+            release = items.release_job(self.job.name, execution=EXECUTION_NAME, status=status, started_at=STARTED_AT,
+                                        finished_at=NOW)
+            if unblocked:
+                release = dataclasses.replace(release, condition=f"attribute_not_exists({dm.ATTR_BLOCKED_BY})")
+            self._releases[(status, unblocked)] = release.asl(table)
         return Task(
             resource=TRANSACT,
-            parameters={"TransactItems": [{"Update": release.asl(table)},
+            parameters={"TransactItems": [{"Update": self._releases[(status, unblocked)]},
                                           {"Put": self.execution_record(status, **extra).asl(table)}]},
             result_selector={"status": status.value,
                              **({"step.$": step.expr} if isinstance(step, Ref) else {"step": step})},

@@ -40,6 +40,16 @@ class Retry:
     full_jitter: bool = False
 
     def to_dict(self) -> JsonObject:
+        """Made once per rule object (frozen; mostly module constants, in nearly every Task of
+        every job): the same dict each time, which the definitions render and never change.
+        Kept on the object, not by its fields: 2 == 2.0 as a key, not as JSON."""
+        made = self.__dict__.get("_asl")
+        if made is None:
+            made = self._dict()
+            object.__setattr__(self, "_asl", made)
+        return made
+
+    def _dict(self) -> JsonObject:
         out: JsonObject = {"ErrorEquals": list(self.errors)}
         if self.interval is not None:
             out["IntervalSeconds"] = self.interval
