@@ -55,7 +55,7 @@ from jobplane.compiler.state_data import ATTEMPT, BACKOFF, FAILED_STEP, steps_sl
 from jobplane.compiler.kinds import GroupKind
 from jobplane.compiler.choice_rules import (Not, Rule, Test, When, all_of, any_of, equals, is_null, is_string,
                                           matches, number_equals, present)
-from jobplane.compiler.states import DISCARD, Catch, Choice, Fail, Graph, Parallel, Pass, Retry, State, Task, Wait
+from jobplane.compiler.states import DISCARD, Catch, Choice, Fail, Graph, Kept, Parallel, Pass, Retry, State, Task, Wait
 from jobplane.contract import datamodel as dm
 from jobplane.contract import execution_input, items, policies
 from jobplane.contract.execution_input import ExecutionInput
@@ -140,6 +140,34 @@ def _initial_slots(steps: list[Step]) -> JsonObject:
 #: same in every job (Claim, Finish, Notify failure, a step's check), classified once each.
 _classify = functools.lru_cache(maxsize=4096)(sn.classify)
 
+@functools.lru_cache(maxsize=2)
+def _start_choice(after: bool) -> Kept:
+    """``Start``'s Choice (_Builder.start_states): a function of whether the job has ``after``
+    alone, so made once for each (~1.2 KB of every job's definition)."""
+    missing = any_of(*(Not(present(ExecutionInput.ref(f).expr)) for f in execution_input.FIELDS))
+
+    def nullable_string(f: str) -> Rule:
+        return any_of(is_string(ExecutionInput.ref(f).expr), is_null(ExecutionInput.ref(f).expr))
+
+    by_upstream = equals(TRIGGER.expr, Trigger.UPSTREAM.value)
+    valid = all_of(
+        any_of(*(equals(TRIGGER.expr, t.value) for t in Trigger)),
+        is_string(SCHEDULED_TIME.expr),
+        is_string(REQUESTED_BY.expr),
+        nullable_string("resume_from"),
+        nullable_string("rerun_of"),
+        # a run started by another job's end names that run
+        any_of(Not(by_upstream), is_string(ExecutionInput.ref("upstream").expr)))
+    choices = [
+        When(missing, sn.START_DEFAULTS),
+        When(Not(valid), sn.INVALID_INPUT),
+        When(is_string(RESUME_FROM.expr), sn.CLAIM_RERUN),
+    ]
+    if after:
+        choices.append(When(by_upstream, sn.UPSTREAM_LOAD))
+    return Kept(Choice(choices=choices, default=sn.CLAIM))
+
+
 #: The states _order puts before the steps, and where.
 _FIRST = {sn.Role.BLACKOUT: -1, sn.Role.CLAIM: 0, sn.Role.START: 1, sn.Role.UPSTREAM: 1, sn.Role.ROUTE: 2}
 
@@ -216,29 +244,9 @@ class _Builder:
         resumes nothing never pays for the Route. Any other valid input goes to ``Claim``, the
         JSONPath claim the first one translates (an upstream start, once carried; an input the
         first claim would have taken never comes here)."""
-        missing = any_of(*(Not(present(ExecutionInput.ref(f).expr)) for f in execution_input.FIELDS))
-
-        def nullable_string(f: str) -> Rule:
-            return any_of(is_string(ExecutionInput.ref(f).expr), is_null(ExecutionInput.ref(f).expr))
-
-        by_upstream = equals(TRIGGER.expr, Trigger.UPSTREAM.value)
-        valid = all_of(
-            any_of(*(equals(TRIGGER.expr, t.value) for t in Trigger)),
-            is_string(SCHEDULED_TIME.expr),
-            is_string(REQUESTED_BY.expr),
-            nullable_string("resume_from"),
-            nullable_string("rerun_of"),
-            # a run started by another job's end names that run
-            any_of(Not(by_upstream), is_string(ExecutionInput.ref("upstream").expr)))
-        choices = [
-            When(missing, sn.START_DEFAULTS),
-            When(Not(valid), sn.INVALID_INPUT),
-            When(is_string(RESUME_FROM.expr), sn.CLAIM_RERUN),
-        ]
         if self.job.after:
-            choices.append(When(by_upstream, sn.UPSTREAM_LOAD))
             self.upstream_states()
-        self.add(sn.START, Choice(choices=choices, default=sn.CLAIM))
+        self.add(sn.START, _start_choice(bool(self.job.after)))
         fallback = execution_input.defaults(started_at="", params=self.job.param_defaults)
         self.add(sn.START_DEFAULTS, Pass(
             comment="Started without jobplane's input (the console): a manual run of the job's default params",

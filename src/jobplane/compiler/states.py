@@ -257,6 +257,29 @@ class Fail(State):
         return out
 
 
+class Kept(State):
+    """A state that many jobs hold the same, kept by its maker under everything it is made of,
+    its dict made once: its transitions are the state's, its dict the same object in each
+    definition that holds it (rendered, never changed; a state retargeted elsewhere is a new
+    object: compiler/pools.py). (Writing its JSON once too was tried: the encoder made for
+    each state's text cost what the text saved, at ~12% of a definition's bytes.)"""
+
+    type: ClassVar[str] = "Kept"  # never written: to_dict is the kept state's
+    __eq__ = object.__eq__  # not State's (its comment alone): two kept states are two states
+    __hash__ = object.__hash__
+
+    def __init__(self, state: State):
+        super().__init__()
+        self.state = state
+        self.made = state.to_dict()
+
+    def targets(self) -> list[str]:
+        return self.state.targets()
+
+    def to_dict(self) -> JsonObject:
+        return self.made
+
+
 class Graph:
     """Named states with a start: a whole machine, or one branch of a Parallel."""
 

@@ -15,6 +15,7 @@ without counting as an attempt.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -23,7 +24,7 @@ from jobplane.compiler.choice_rules import Not, Rule, Test, When, all_of, any_of
 from jobplane.compiler.executors.base import Attempt, AttemptBuilder, TerraformContext, error_is, infra_left, infra_states
 from jobplane.compiler.overrides import container_overrides
 from jobplane.compiler.state_data import ERROR, INFRA, INFRA_WAITS
-from jobplane.compiler.states import Catch, Choice, Graph, Retry, Task
+from jobplane.compiler.states import Catch, Choice, Graph, Kept, Retry, Task
 from jobplane.compiler.terraform_iam import ACCOUNT, PARTITION, REGION, execution_roles_arns, statement
 from jobplane.compiler import task_roles
 from jobplane.compiler.task_roles import task_roles_arns
@@ -127,6 +128,27 @@ _EXITED_PERMANENTLY = all_of(present(_CAUSE), any_of(*(matches(_CAUSE, f'*"ExitC
                                                       for code in rc.NOT_RETRIED_EXIT_CODES for sep in ("", " "))))
 
 
+@functools.lru_cache(maxsize=1024)
+def _check(counter: str, attempts: int, _: type, infra: str, failed: str, retry: str) -> Kept:
+    """A failed attempt's check: a function of these alone (its attempt counter's path, the
+    step's attempts, ``_``: their type, which JSON writes, and the states it goes to), the
+    same in every job whose step has the same name and attempts, so made and rendered once
+    (~12% of a compiled job's bytes)."""
+    retried = attempts > 1
+    choices = [
+        # a stop neither the step (its container exited) nor an operator chose: infrastructure
+        # (_INFRA_STOPPED); RunTask answered with Failures (_RUN_TASK_FAILED); RunTask
+        # throttled past the Task's own retries (_ECS_UNAVAILABLE): the same bounded retry
+        When(_INFRA_STOPPED, infra), When(_RUN_TASK_FAILED, infra), When(_ECS_UNAVAILABLE, infra),
+        When(_OPERATOR_STOPPED, failed),  # someone stopped the task: never retried
+    ]
+    if retried:
+        choices += [When(Test(counter, "NumericGreaterThanEquals", attempts), failed),
+                    When(_EXITED_PERMANENTLY, failed),
+                    When(present(f"{ERROR}.Error"), retry)]
+    return Kept(Choice(choices=choices, default=failed))
+
+
 class EcsExecutor:
     name = "ecs"
     runs_map_items = True  # the item in the task's environment (compiler/map_states.py)
@@ -211,23 +233,11 @@ class EcsExecutor:
                    Catch(["States.TaskFailed", RUN_TASK_FAILURES, *ECS_INFRA_ERRORS], check, ERROR),
                    Catch(["States.ALL"], failed, ERROR)],
             next=nxt))
-        last = Test(counter, "NumericGreaterThanEquals", attempts)
         retry = sn.retry(step.name)
-        choices: list[When] = []
-        # a stop neither the step (its container exited) nor an operator chose: infrastructure
-        # (_INFRA_STOPPED); RunTask answered with Failures (_RUN_TASK_FAILED); RunTask
-        # throttled past the Task's own retries (_ECS_UNAVAILABLE): the same bounded retry
         infra = self.infra_states(step, into)
-        choices.append(When(_INFRA_STOPPED, infra))
-        choices.append(When(_RUN_TASK_FAILED, infra))
-        choices.append(When(_ECS_UNAVAILABLE, infra))
-        choices.append(When(_OPERATOR_STOPPED, failed))  # someone stopped the task: never retried
         if retried:
-            choices.append(When(last, failed))
-            choices.append(When(_EXITED_PERMANENTLY, failed))
-            choices.append(When(present(f"{ERROR}.Error"), retry))
             b.retry_loop(step, into)
-        into.add(check, Choice(choices=choices, default=failed))
+        into.add(check, _check(counter, attempts, type(attempts), infra, failed, retry))
         return name
 
     def infra_states(self, step: Step, into: Graph) -> str:
