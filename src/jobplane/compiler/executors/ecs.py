@@ -129,11 +129,11 @@ _EXITED_PERMANENTLY = all_of(present(_CAUSE), any_of(*(matches(_CAUSE, f'*"ExitC
 
 
 @functools.lru_cache(maxsize=1024)
-def _check(counter: str, attempts: int, _: type, infra: str, failed: str, retry: str) -> Kept:
+def _check(counter: str, attempts: int, _: str, infra: str, failed: str, retry: str) -> Kept:
     """A failed attempt's check: a function of these alone (its attempt counter's path, the
-    step's attempts, ``_``: their type, which JSON writes, and the states it goes to), the
-    same in every job whose step has the same name and attempts, so made and rendered once
-    (~12% of a compiled job's bytes)."""
+    step's attempts and, ``_``, their type's name: 3 and 3.0 are one key, not one JSON; the
+    states it goes to; every rule else is a constant), the same in every job whose step has
+    the same name and attempts, so made once, its dict too (~12% of a compiled job's bytes)."""
     retried = attempts > 1
     choices = [
         # a stop neither the step (its container exited) nor an operator chose: infrastructure
@@ -237,7 +237,7 @@ class EcsExecutor:
         infra = self.infra_states(step, into)
         if retried:
             b.retry_loop(step, into)
-        into.add(check, _check(counter, attempts, type(attempts), infra, failed, retry))
+        into.add(check, _check(counter, attempts, type(attempts).__name__, infra, failed, retry))
         return name
 
     def infra_states(self, step: Step, into: Graph) -> str:
