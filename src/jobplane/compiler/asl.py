@@ -168,6 +168,19 @@ def _start_choice(after: bool) -> Kept:
     return Kept(Choice(choices=choices, default=sn.CLAIM))
 
 
+@functools.lru_cache(maxsize=1024)
+def _retry_states(slot: str, delays: str, wait: str, attempt: str) -> tuple[Kept, Kept]:
+    """_Builder.retry_loop's two states: a function of the step's slot, its back-offs (as
+    written), its wait's and its attempt's names alone, the same in every job whose step has
+    the same name and retries, so made once."""
+    counter = f"{slot}.{ATTEMPT}"
+    return (Kept(Pass(comment="Count the next attempt; a fresh result slot, so the check reads only its own",
+                      parameters={f"{ATTEMPT}.$": f"States.MathAdd({counter}, 1)",
+                                  f"{BACKOFF}.$": f"States.ArrayGetItem(States.Array({delays}), {counter})"},
+                      result_path=slot, next=wait)),
+            Kept(Wait(seconds_path=f"{slot}.{BACKOFF}", next=attempt)))
+
+
 #: The states _order puts before the steps, and where.
 _FIRST = {sn.Role.BLACKOUT: -1, sn.Role.CLAIM: 0, sn.Role.START: 1, sn.Role.UPSTREAM: 1, sn.Role.ROUTE: 2}
 
@@ -439,15 +452,16 @@ class _Builder:
         refused = jsonata.literal("not an input the first claim takes: Start decides (an invalid input, a re-run "
                                   "from a step, an upstream start)")
         arguments = f"({given(False)}; {takes} ? {jsonata.template(self.claim_update())} : $error({refused}))"
+        merged = given(True)  # the output's and the refused claim's catcher's, made once
         state = f"$merge([{i}, {{\"run\":{jsonata.literal(self.run_selector())}}}])"
         claim_error = f"$merge([{i}, {{\"claim_error\":$states.errorOutput}}])"
         return Task(
             comment=f"Policy {self.job.policy.value} and duplicate-fire check in one conditional write; "
                     "a console start's defaults merged in; any input it does not take goes to Start",
             resource=UPDATE_ITEM, arguments=jsonata.expression(arguments),
-            output=jsonata.expression(f"({given(True)}; {state})"), retry=[DDB_RETRY],
+            output=jsonata.expression(f"({merged}; {state})"), retry=[DDB_RETRY],
             catch=[Catch(["DynamoDB.ConditionalCheckFailedException"], sn.SKIP_LOAD_STATE,
-                         output=jsonata.expression(f"({given(True)}; {claim_error})")),
+                         output=jsonata.expression(f"({merged}; {claim_error})")),
                    Catch(["States.QueryEvaluationError"], sn.START, output=jsonata.expression("$states.input"))],
             next=next_)
 
@@ -499,16 +513,11 @@ class _Builder:
         (https://docs.aws.amazon.com/step-functions/latest/dg/intrinsic-functions.html); a Wait
         takes its seconds from a path with SecondsPath
         (https://docs.aws.amazon.com/step-functions/latest/dg/state-wait.html)."""
-        slot = steps_slot(step)
-        counter = f"{slot}.{ATTEMPT}"
         retry, wait = sn.retry(step.name), sn.wait(step.name)
         delays = ", ".join(str(d) for d in (0, *step.retry.delays()))
-        into.add(retry, Pass(
-            comment="Count the next attempt; a fresh result slot, so the check reads only its own",
-            parameters={f"{ATTEMPT}.$": f"States.MathAdd({counter}, 1)",
-                        f"{BACKOFF}.$": f"States.ArrayGetItem(States.Array({delays}), {counter})"},
-            result_path=slot, next=wait))
-        into.add(wait, Wait(seconds_path=f"{slot}.{BACKOFF}", next=sn.attempt(step.name)))
+        counting, waiting = _retry_states(steps_slot(step), delays, wait, sn.attempt(step.name))
+        into.add(retry, counting)
+        into.add(wait, waiting)
         return retry
 
     def step_failure_state(self, step: Step, status: ExecutionStatus, into: Graph, record: bool) -> str:
