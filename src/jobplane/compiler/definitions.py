@@ -76,15 +76,13 @@ def stamp(catalog: Catalog, documents: dict[str, JsonObject],
     for entry in catalog.jobs:
         doc = documents[entry.name]
         digest = (known or {}).get(entry.name)
-        if digest is not None:  # both fields set at once: the entry the two steps below make
-            entries.append(CatalogJob.model_validate(entry.model_dump(exclude_unset=True) | (
-                {"runner_image": image} if image else {}) | {"definition": digest}))
-            stamped[entry.name] = stamp_document(doc, entry.params, digest)
-            continue
-        if image:
-            entry = CatalogJob.model_validate(entry.model_dump(exclude_unset=True) | {"runner_image": image})
-        digest = job_digest(entry, doc)
-        entries.append(CatalogJob.model_validate(entry.model_dump(exclude_unset=True) | {"definition": digest}))
+        if digest is None:
+            # the digest reads the entry with its image (the document's "image"; a plain string
+            # field, no validator): a copy with it set, not validated and dumped a second time
+            digest = job_digest(entry.model_copy(update={"runner_image": image}) if image else entry, doc)
+        # both fields set at once, validated once
+        entries.append(CatalogJob.model_validate(entry.model_dump(exclude_unset=True) | (
+            {"runner_image": image} if image else {}) | {"definition": digest}))
         stamped[entry.name] = stamp_document(doc, entry.params, digest)
     for name, doc in documents.items():  # a document without an entry (none today) is kept as it is
         stamped.setdefault(name, doc)
