@@ -102,6 +102,22 @@ what is left there is the checks (_check_file, ~3 s), taking the workers' docume
 files back (~1 + ~1.8 s, unpickling) and pickling the files' results (ValidateCache.store). The
 one-job edit (CPU 1.1 s: 1 evaluated, 8 roots kept) and the library edit (5.6 s: 100 evaluated)
 use the caches as before.
+Session 37 (aslspeed: the compile's two forked phases, the same bytes out, diffed against the
+examples and 1,500 jobs compiled before): building a job's ASL re-parsed the claim's JSONata
+intrinsics for every job (now kept by their text), made a failed ECS attempt's check, the retry
+and infrastructure-retry states and Start's Choice again in every job though they depend only on
+a step's name and retries (now made once: states.Kept; the check alone is ~12% of a definition's
+bytes), and built each record state's claim release and each Retry's dict again; a root's files
+read each job's ASL back through a regular expression with a Python call per template sequence
+(now one split), validated each catalog entry twice to stamp it, measured every job's whole peak
+for its pools, and walked the runnable steps once per step kind. One process, 1,500 jobs (min of
+5): job_output 1.9-2.0 -> 1.33-1.38 ms a job, root_files 0.98 -> 0.78 ms. At 5,000 jobs
+(phases.py, main and this run at once, load 3-5 on 2 cores, CPU): job_outputs 15.8 -> 10.8 s,
+run_roots 11.6 -> 10.1 s, the compile 48.0 -> 43.9 s. Rendering the ASL (~0.45 ms a job, C) is
+now a third of building it; writing the kept states' JSON once was tried and saved nothing (an
+encoder made for each state's text costs what the text saves). Left: the states that hold the
+job's name (its failure records, claims, skip records: most of the bytes) could be made once per
+shape with the name put in after rendering, and a root's workers still pickle every text back.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from typing import Any, Callable
 import pytest
 
 from conftest import ROOT, Repo, minimal_job
-from jobplane.compiler import asl, terraform
+from jobplane.compiler import asl, definitions, terraform
 from jobplane.contract import bindings
 from jobplane.compiler.model import Job
 from jobplane.compiler.output import compile_all, job_files
@@ -321,8 +321,23 @@ def test_the_asl_read_back_from_terraform_is_the_compiled_asl(text: str) -> None
     compiled = asl.render(asl.build_definition(job, "jobplane"))
     doc = json.loads(terraform.render(terraform.job_module(job, compiled, load_config(ROOT))))
     assert bindings.asl_of(json.dumps(doc)) == compiled
+    assert definitions.asl_of_document(doc) == compiled  # the digest's quicker reading, the same text
     with pytest.raises(ValueError, match="not a template"):  # anything else is refused, never guessed
         bindings.unbind_terraform("${var.region}", bindings.terraform_expressions("tricky", False))
+    machine = doc["resource"]["aws_sfn_state_machine"]["tricky"]
+    for unbound in ("${var.region}", "${local.platform.table_name", "${{local.platform.table_name}",
+                    "${local.platform.table_name{}", "$${local.platform.table_name}", "${${local.platform.table_name}",
+                    "${local.platform.table_name}"):  # what bindings does with it, it does
+        machine["definition"] = f"{compiled[:-1]},\"x\":\"{unbound}\"}}"
+        try:
+            expected: object = bindings.asl_of_document(doc)
+        except ValueError as e:
+            expected = str(e)
+        try:
+            got: object = definitions.asl_of_document(doc)
+        except ValueError as e:
+            got = str(e)
+        assert got == expected
 
 
 def test_each_asl_is_stored_once(examples: dict[str, str]) -> None:

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import functools
 import json
 from typing import Any
 
@@ -54,7 +55,7 @@ from jobplane.compiler.state_data import ATTEMPT, BACKOFF, FAILED_STEP, steps_sl
 from jobplane.compiler.kinds import GroupKind
 from jobplane.compiler.choice_rules import (Not, Rule, Test, When, all_of, any_of, equals, is_null, is_string,
                                           matches, number_equals, present)
-from jobplane.compiler.states import DISCARD, Catch, Choice, Fail, Graph, Parallel, Pass, Retry, State, Task, Wait
+from jobplane.compiler.states import DISCARD, Catch, Choice, Fail, Graph, Kept, Parallel, Pass, Retry, State, Task, Wait
 from jobplane.contract import datamodel as dm
 from jobplane.contract import execution_input, items, policies
 from jobplane.contract.execution_input import ExecutionInput
@@ -135,6 +136,51 @@ def _initial_slots(steps: list[Step]) -> JsonObject:
     return {s.key: {ATTEMPT: 1} for s in steps + inside if s.parallel is None and s.retry.attempts > 1}
 
 
+#: sn.classify, kept by the name (all it reads; a StateName is frozen): most names are the
+#: same in every job (Claim, Finish, Notify failure, a step's check), classified once each.
+_classify = functools.lru_cache(maxsize=4096)(sn.classify)
+
+@functools.lru_cache(maxsize=2)
+def _start_choice(after: bool) -> Kept:
+    """``Start``'s Choice (_Builder.start_states): a function of whether the job has ``after``
+    alone, so made once for each (~1.2 KB of every job's definition)."""
+    missing = any_of(*(Not(present(ExecutionInput.ref(f).expr)) for f in execution_input.FIELDS))
+
+    def nullable_string(f: str) -> Rule:
+        return any_of(is_string(ExecutionInput.ref(f).expr), is_null(ExecutionInput.ref(f).expr))
+
+    by_upstream = equals(TRIGGER.expr, Trigger.UPSTREAM.value)
+    valid = all_of(
+        any_of(*(equals(TRIGGER.expr, t.value) for t in Trigger)),
+        is_string(SCHEDULED_TIME.expr),
+        is_string(REQUESTED_BY.expr),
+        nullable_string("resume_from"),
+        nullable_string("rerun_of"),
+        # a run started by another job's end names that run
+        any_of(Not(by_upstream), is_string(ExecutionInput.ref("upstream").expr)))
+    choices = [
+        When(missing, sn.START_DEFAULTS),
+        When(Not(valid), sn.INVALID_INPUT),
+        When(is_string(RESUME_FROM.expr), sn.CLAIM_RERUN),
+    ]
+    if after:
+        choices.append(When(by_upstream, sn.UPSTREAM_LOAD))
+    return Kept(Choice(choices=choices, default=sn.CLAIM))
+
+
+@functools.lru_cache(maxsize=1024)
+def _retry_states(slot: str, delays: str, wait: str, attempt: str) -> tuple[Kept, Kept]:
+    """_Builder.retry_loop's two states: a function of the step's slot, its back-offs (as
+    written), its wait's and its attempt's names alone, the same in every job whose step has
+    the same name and retries, so made once."""
+    counter = f"{slot}.{ATTEMPT}"
+    return (Kept(Pass(comment="Count the next attempt; a fresh result slot, so the check reads only its own",
+                      parameters={f"{ATTEMPT}.$": f"States.MathAdd({counter}, 1)",
+                                  f"{BACKOFF}.$": f"States.ArrayGetItem(States.Array({delays}), {counter})"},
+                      result_path=slot, next=wait)),
+            Kept(Wait(seconds_path=f"{slot}.{BACKOFF}", next=attempt)))
+
+
 #: The states _order puts before the steps, and where.
 _FIRST = {sn.Role.BLACKOUT: -1, sn.Role.CLAIM: 0, sn.Role.START: 1, sn.Role.UPSTREAM: 1, sn.Role.ROUTE: 2}
 
@@ -153,6 +199,9 @@ class _Builder:
         self.events = set(job.notify.events)
         self.policy = policies.of(job.policy)
         self._step_index: dict[str, int] | None = None  # _order's
+        #: record_state's claim release, by (status, unblocked): all else it holds is this job's
+        #: name and constants (one object in each of the job's record states: rendered, never changed)
+        self._releases: dict[tuple[ExecutionStatus, bool], JsonObject] = {}
 
     def add(self, name: str, state: State) -> str:
         return self.graph.add(name, state)
@@ -180,7 +229,7 @@ class _Builder:
 
     def _order(self, name: str) -> tuple[int, str]:
         # Stable, readable order: start, claims, route, steps (in definition order), the rest by name.
-        state = sn.classify(name)
+        state = _classify(name)
         if state.role in _FIRST:
             return (_FIRST[state.role], name)
         if state.step is not None:
@@ -208,29 +257,9 @@ class _Builder:
         resumes nothing never pays for the Route. Any other valid input goes to ``Claim``, the
         JSONPath claim the first one translates (an upstream start, once carried; an input the
         first claim would have taken never comes here)."""
-        missing = any_of(*(Not(present(ExecutionInput.ref(f).expr)) for f in execution_input.FIELDS))
-
-        def nullable_string(f: str) -> Rule:
-            return any_of(is_string(ExecutionInput.ref(f).expr), is_null(ExecutionInput.ref(f).expr))
-
-        by_upstream = equals(TRIGGER.expr, Trigger.UPSTREAM.value)
-        valid = all_of(
-            any_of(*(equals(TRIGGER.expr, t.value) for t in Trigger)),
-            is_string(SCHEDULED_TIME.expr),
-            is_string(REQUESTED_BY.expr),
-            nullable_string("resume_from"),
-            nullable_string("rerun_of"),
-            # a run started by another job's end names that run
-            any_of(Not(by_upstream), is_string(ExecutionInput.ref("upstream").expr)))
-        choices = [
-            When(missing, sn.START_DEFAULTS),
-            When(Not(valid), sn.INVALID_INPUT),
-            When(is_string(RESUME_FROM.expr), sn.CLAIM_RERUN),
-        ]
         if self.job.after:
-            choices.append(When(by_upstream, sn.UPSTREAM_LOAD))
             self.upstream_states()
-        self.add(sn.START, Choice(choices=choices, default=sn.CLAIM))
+        self.add(sn.START, _start_choice(bool(self.job.after)))
         fallback = execution_input.defaults(started_at="", params=self.job.param_defaults)
         self.add(sn.START_DEFAULTS, Pass(
             comment="Started without jobplane's input (the console): a manual run of the job's default params",
@@ -423,15 +452,16 @@ class _Builder:
         refused = jsonata.literal("not an input the first claim takes: Start decides (an invalid input, a re-run "
                                   "from a step, an upstream start)")
         arguments = f"({given(False)}; {takes} ? {jsonata.template(self.claim_update())} : $error({refused}))"
+        merged = given(True)  # the output's and the refused claim's catcher's, made once
         state = f"$merge([{i}, {{\"run\":{jsonata.literal(self.run_selector())}}}])"
         claim_error = f"$merge([{i}, {{\"claim_error\":$states.errorOutput}}])"
         return Task(
             comment=f"Policy {self.job.policy.value} and duplicate-fire check in one conditional write; "
                     "a console start's defaults merged in; any input it does not take goes to Start",
             resource=UPDATE_ITEM, arguments=jsonata.expression(arguments),
-            output=jsonata.expression(f"({given(True)}; {state})"), retry=[DDB_RETRY],
+            output=jsonata.expression(f"({merged}; {state})"), retry=[DDB_RETRY],
             catch=[Catch(["DynamoDB.ConditionalCheckFailedException"], sn.SKIP_LOAD_STATE,
-                         output=jsonata.expression(f"({given(True)}; {claim_error})")),
+                         output=jsonata.expression(f"({merged}; {claim_error})")),
                    Catch(["States.QueryEvaluationError"], sn.START, output=jsonata.expression("$states.input"))],
             next=next_)
 
@@ -483,16 +513,11 @@ class _Builder:
         (https://docs.aws.amazon.com/step-functions/latest/dg/intrinsic-functions.html); a Wait
         takes its seconds from a path with SecondsPath
         (https://docs.aws.amazon.com/step-functions/latest/dg/state-wait.html)."""
-        slot = steps_slot(step)
-        counter = f"{slot}.{ATTEMPT}"
         retry, wait = sn.retry(step.name), sn.wait(step.name)
         delays = ", ".join(str(d) for d in (0, *step.retry.delays()))
-        into.add(retry, Pass(
-            comment="Count the next attempt; a fresh result slot, so the check reads only its own",
-            parameters={f"{ATTEMPT}.$": f"States.MathAdd({counter}, 1)",
-                        f"{BACKOFF}.$": f"States.ArrayGetItem(States.Array({delays}), {counter})"},
-            result_path=slot, next=wait))
-        into.add(wait, Wait(seconds_path=f"{slot}.{BACKOFF}", next=sn.attempt(step.name)))
+        counting, waiting = _retry_states(steps_slot(step), delays, wait, sn.attempt(step.name))
+        into.add(retry, counting)
+        into.add(wait, waiting)
         return retry
 
     def step_failure_state(self, step: Step, status: ExecutionStatus, into: Graph, record: bool) -> str:
@@ -534,14 +559,16 @@ class _Builder:
         extra: JsonObject = {"steps": STEPS_JSON}
         if not succeeded:
             extra["failed_step"] = step if step else RESUME_FROM
-        release = items.release_job(self.job.name, execution=EXECUTION_NAME, status=status, started_at=STARTED_AT,
-                                    finished_at=NOW)
-        if unblocked:
-            release = dataclasses.replace(release, condition=f"attribute_not_exists({dm.ATTR_BLOCKED_BY})")
         table = token("table_name")
+        if (status, unblocked) not in self._releases:  # the same for each step's failure record of the job
+            release = items.release_job(self.job.name, execution=EXECUTION_NAME, status=status, started_at=STARTED_AT,
+                                        finished_at=NOW)
+            if unblocked:
+                release = dataclasses.replace(release, condition=f"attribute_not_exists({dm.ATTR_BLOCKED_BY})")
+            self._releases[(status, unblocked)] = release.asl(table)
         return Task(
             resource=TRANSACT,
-            parameters={"TransactItems": [{"Update": release.asl(table)},
+            parameters={"TransactItems": [{"Update": self._releases[(status, unblocked)]},
                                           {"Put": self.execution_record(status, **extra).asl(table)}]},
             result_selector={"status": status.value,
                              **({"step.$": step.expr} if isinstance(step, Ref) else {"step": step})},

@@ -41,8 +41,16 @@ def _pool_peak(job: Job) -> JsonObject:
     set only when it holds a pool, so a catalog without pools is as it was."""
     from jobplane.compiler.quota_usage import job_peak
 
+    if not _holds_pool(job.steps):  # nothing to hold: the peak's pools are empty, not measured
+        return {}
     pools = dict(job_peak(job).pools)
     return {"pool_peak": pools} if pools else {}
+
+
+def _holds_pool(steps: list[Step]) -> bool:
+    """Whether any of ``steps`` or their groups' members names a pool: a peak's pools come from
+    those alone (quota_usage.step_peak; a group's peak is its members')."""
+    return any(s.pool is not None or (s.parallel is not None and _holds_pool(s.parallel)) for s in steps)
 
 
 def step_entry(step: Step) -> CatalogStep:

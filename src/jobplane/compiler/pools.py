@@ -55,7 +55,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from jobplane.compiler.choice_rules import When, all_of, number_equals, present
-from jobplane.compiler.states import DISCARD, Catch, Choice, Graph, Pass, Retry, State, Task, Wait, _Catching, _Flowing
+from jobplane.compiler.states import (DISCARD, Catch, Choice, Graph, Kept, Pass, Retry, State, Task, Wait, _Catching,
+                                      _Flowing)
 from jobplane.compiler.terraform_iam import statement
 from jobplane.contract import pools as pc
 from jobplane.contract import states as sn
@@ -155,6 +156,9 @@ def release_parameters(pool_name: str, weight: int, at: str) -> JsonObject:
 
 def _retarget(state: State, old: str, new: str) -> State:
     """``state`` with every transition to ``old`` going to ``new`` instead."""
+    if isinstance(state, Kept):  # kept for many jobs: its own retargeted copy, if it changes
+        retargeted = _retarget(state.state, old, new)
+        return state if retargeted == state.state else retargeted
     if isinstance(state, Choice):
         return dataclasses.replace(state, choices=[When(c.rule, new) if c.next == old else c for c in state.choices],
                                    default=new if state.default == old else state.default)

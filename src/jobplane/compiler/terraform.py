@@ -195,8 +195,9 @@ def executors_of(job: Job) -> list[tuple[StepExecutor, list[Step]]]:
     """The executors the job's steps run on, each with its steps, in registry order (so a job's
     role statements keep one order whatever order its steps come in)."""
     by_executor: dict[str, tuple[StepExecutor, list[Step]]] = {}
+    runnable = job.runnable_steps()  # once, not once a kind (it walks the groups' members)
     for kind in kinds.REGISTRY:
-        steps = [s for s in job.runnable_steps() if s.kind is kind]
+        steps = [s for s in runnable if s.kind is kind]
         if steps:
             executor = kind.executor
             by_executor.setdefault(executor.name, (executor, []))[1].extend(steps)

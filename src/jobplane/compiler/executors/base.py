@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
@@ -12,7 +13,7 @@ if TYPE_CHECKING:
     from jobplane.compiler.choice_rules import Rule, Test
     from jobplane.compiler.model import Job, Step
     from jobplane.compiler.peak import Peak
-    from jobplane.compiler.states import Graph, Retry, Task
+    from jobplane.compiler.states import Graph, Kept, Retry, Task
     from jobplane.contract.items import Text
     from jobplane.contract.catalog import CatalogStep
     from jobplane.contract.config import PlatformConfig
@@ -165,19 +166,29 @@ def infra_states(step: Step, into: Graph) -> str:
     capacity failures and throttles, a Lambda function that is not ready or is throttled). The
     attempt's error stays in ``$.run.error`` and on its timeline row; the Task entered again is
     the same attempt (platform/timeline.py)."""
-    from jobplane.compiler.state_data import INFRA, INFRA_WAITS
-    from jobplane.compiler.states import Pass, Wait
     from jobplane.contract import states as sn
 
     retry, wait = sn.infra_retry(step.name), sn.infra_wait(step.name)
     if retry not in into:
-        into.add(retry, Pass(
-            comment="Not the step's failure (the infrastructure's: capacity, throttling, not ready): not an attempt",
-            parameters={"n.$": f"States.MathAdd({INFRA}.n, 1)",
-                        "wait.$": f"States.ArrayGetItem(States.Array({', '.join(map(str, INFRA_WAITS))}), {INFRA}.n)"},
-            result_path=INFRA, next=wait))
-        into.add(wait, Wait(seconds_path=f"{INFRA}.wait", next=sn.attempt(step.name)))
+        counting, waiting = _infra_states(wait, sn.attempt(step.name))
+        into.add(retry, counting)
+        into.add(wait, waiting)
     return retry
+
+
+@functools.lru_cache(maxsize=1024)
+def _infra_states(wait: str, attempt: str) -> tuple[Kept, Kept]:
+    """infra_states' two states: a function of the wait's and the attempt's names alone (the
+    rest is constants), the same in every job whose step has the same name, so made once."""
+    from jobplane.compiler.state_data import INFRA, INFRA_WAITS
+    from jobplane.compiler.states import Kept, Pass, Wait
+
+    return (Kept(Pass(
+                comment="Not the step's failure (the infrastructure's: capacity, throttling, not ready): not an attempt",
+                parameters={"n.$": f"States.MathAdd({INFRA}.n, 1)",
+                            "wait.$": f"States.ArrayGetItem(States.Array({', '.join(map(str, INFRA_WAITS))}), {INFRA}.n)"},
+                result_path=INFRA, next=wait)),
+            Kept(Wait(seconds_path=f"{INFRA}.wait", next=attempt)))
 
 
 def infra_left() -> Test:

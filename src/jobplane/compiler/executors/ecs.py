@@ -15,6 +15,7 @@ without counting as an attempt.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -23,7 +24,7 @@ from jobplane.compiler.choice_rules import Not, Rule, Test, When, all_of, any_of
 from jobplane.compiler.executors.base import Attempt, AttemptBuilder, TerraformContext, error_is, infra_left, infra_states
 from jobplane.compiler.overrides import container_overrides
 from jobplane.compiler.state_data import ERROR, INFRA, INFRA_WAITS
-from jobplane.compiler.states import Catch, Choice, Graph, Retry, Task
+from jobplane.compiler.states import Catch, Choice, Graph, Kept, Retry, Task
 from jobplane.compiler.terraform_iam import ACCOUNT, PARTITION, REGION, execution_roles_arns, statement
 from jobplane.compiler import task_roles
 from jobplane.compiler.task_roles import task_roles_arns
@@ -102,6 +103,50 @@ def fargate_size_problem(cpu: int, memory: int) -> str | None:
 def _stop_code_rules(cause: str, codes: tuple[str, ...]) -> list[Rule]:
     """The task JSON in ``cause`` has one of these StopCodes (compact or spaced JSON)."""
     return [matches(cause, f'*"StopCode":{sep}"{code}"*') for code in codes for sep in ("", " ")]
+
+
+# The check's rules that are the same for every step of every job, made once (frozen objects:
+# each step's check renders them as it did when it made its own, ~40 objects a step).
+# On AWS a failed task arrives as States.TaskFailed whose Cause is the task's JSON.
+_CAUSE = f"{ERROR}.Cause"
+#: a stop neither the step (its container exited) nor an operator chose: infrastructure
+#: (rc.INFRA_STOP_CODES and any code AWS adds: a Fargate task retirement's)
+_INFRA_STOPPED = all_of(present(_CAUSE),
+                        any_of(*_stop_code_rules(_CAUSE, ("*",))),  # any StopCode at all
+                        Not(any_of(*_stop_code_rules(_CAUSE, (rc.RUNNER_STOP_CODE, rc.OPERATOR_STOP_CODE)))),
+                        Test(f"{INFRA}.n", "NumericLessThan", len(INFRA_WAITS)))
+#: RunTask answered with Failures (no Fargate capacity, the vCPU quota, no ENI): after the
+#: call's own quick retries, the same bounded infrastructure retry as a task that could not
+#: start; past its budget the step fails with the reason in its attempt's error.
+_RUN_TASK_FAILED = all_of(present(f"{ERROR}.Error"), equals(f"{ERROR}.Error", RUN_TASK_FAILURES),
+                          Test(f"{INFRA}.n", "NumericLessThan", len(INFRA_WAITS)))
+#: RunTask throttled (or ECS unavailable) past the Task's own retries: the same bounded retry,
+#: waiting 15 s, 60 s, 180 s while the launch bucket refills (ECS_INFRA_RETRY)
+_ECS_UNAVAILABLE = all_of(error_is(ECS_INFRA_ERRORS), infra_left())
+_OPERATOR_STOPPED = all_of(present(_CAUSE), any_of(*_stop_code_rules(_CAUSE, (rc.OPERATOR_STOP_CODE,))))
+_EXITED_PERMANENTLY = all_of(present(_CAUSE), any_of(*(matches(_CAUSE, f'*"ExitCode":{sep}{code},*')
+                                                      for code in rc.NOT_RETRIED_EXIT_CODES for sep in ("", " "))))
+
+
+@functools.lru_cache(maxsize=1024)
+def _check(counter: str, attempts: int, _: str, infra: str, failed: str, retry: str) -> Kept:
+    """A failed attempt's check: a function of these alone (its attempt counter's path, the
+    step's attempts and, ``_``, their type's name: 3 and 3.0 are one key, not one JSON; the
+    states it goes to; every rule else is a constant), the same in every job whose step has
+    the same name and attempts, so made once, its dict too (~12% of a compiled job's bytes)."""
+    retried = attempts > 1
+    choices = [
+        # a stop neither the step (its container exited) nor an operator chose: infrastructure
+        # (_INFRA_STOPPED); RunTask answered with Failures (_RUN_TASK_FAILED); RunTask
+        # throttled past the Task's own retries (_ECS_UNAVAILABLE): the same bounded retry
+        When(_INFRA_STOPPED, infra), When(_RUN_TASK_FAILED, infra), When(_ECS_UNAVAILABLE, infra),
+        When(_OPERATOR_STOPPED, failed),  # someone stopped the task: never retried
+    ]
+    if retried:
+        choices += [When(Test(counter, "NumericGreaterThanEquals", attempts), failed),
+                    When(_EXITED_PERMANENTLY, failed),
+                    When(present(f"{ERROR}.Error"), retry)]
+    return Kept(Choice(choices=choices, default=failed))
 
 
 class EcsExecutor:
@@ -188,38 +233,11 @@ class EcsExecutor:
                    Catch(["States.TaskFailed", RUN_TASK_FAILURES, *ECS_INFRA_ERRORS], check, ERROR),
                    Catch(["States.ALL"], failed, ERROR)],
             next=nxt))
-        last = Test(counter, "NumericGreaterThanEquals", attempts)
         retry = sn.retry(step.name)
-        choices: list[When] = []
-        # On AWS a failed task arrives as States.TaskFailed whose Cause is the task's JSON.
-        cause = f"{ERROR}.Cause"
-        # a stop neither the step (its container exited) nor an operator chose: infrastructure
-        # (rc.INFRA_STOP_CODES and any code AWS adds: a Fargate task retirement's)
         infra = self.infra_states(step, into)
-        choices.append(When(all_of(present(cause),
-                                   any_of(*_stop_code_rules(cause, ("*",))),  # any StopCode at all
-                                   Not(any_of(*_stop_code_rules(cause, (rc.RUNNER_STOP_CODE, rc.OPERATOR_STOP_CODE)))),
-                                   Test(f"{INFRA}.n", "NumericLessThan", len(INFRA_WAITS))),
-                            infra))
-        # RunTask answered with Failures (no Fargate capacity, the vCPU quota, no ENI): after the
-        # call's own quick retries, the same bounded infrastructure retry as a task that could
-        # not start; past its budget the step fails with the reason in its attempt's error.
-        choices.append(When(all_of(present(f"{ERROR}.Error"), equals(f"{ERROR}.Error", RUN_TASK_FAILURES),
-                                   Test(f"{INFRA}.n", "NumericLessThan", len(INFRA_WAITS))),
-                            infra))
-        # RunTask throttled (or ECS unavailable) past the Task's own retries: the same bounded
-        # retry, waiting 15 s, 60 s, 180 s while the launch bucket refills (ECS_INFRA_RETRY)
-        choices.append(When(all_of(error_is(ECS_INFRA_ERRORS), infra_left()), infra))
-        choices.append(When(all_of(present(cause), any_of(*_stop_code_rules(cause, (rc.OPERATOR_STOP_CODE,)))),
-                            failed))  # someone stopped the task: never retried
         if retried:
-            choices.append(When(last, failed))
-            cause_permanent = any_of(*(matches(cause, f'*"ExitCode":{sep}{code},*')
-                                       for code in rc.NOT_RETRIED_EXIT_CODES for sep in ("", " ")))
-            choices.append(When(all_of(present(cause), cause_permanent), failed))
-            choices.append(When(present(f"{ERROR}.Error"), retry))
             b.retry_loop(step, into)
-        into.add(check, Choice(choices=choices, default=failed))
+        into.add(check, _check(counter, attempts, type(attempts).__name__, infra, failed, retry))
         return name
 
     def infra_states(self, step: Step, into: Graph) -> str:
