@@ -108,7 +108,8 @@ def root_files(config: PlatformConfig, team: str, name: str, team_jobs: list[Loa
                digests: dict[str, str] | None = None,
                known: Callable[[str, str, dict[str, str]], bool] | None = None,
                grants: shared_roles.GrantMemo | None = None,
-               entries: dict[str, JsonObject] | None = None) -> dict[str, str]:
+               entries: dict[str, JsonObject] | None = None,
+               rendered: dict[str, JsonObject] | None = None) -> dict[str, str]:
     """One team root's files: a function of jobplane.toml, the runner image, this code and its
     jobs (``team_jobs``, by name; ``built``: each one's state count and document) alone, which
     is what lets `jobplane dev` keep an unchanged root's files (compiler/root_memo.py).
@@ -121,7 +122,8 @@ def root_files(config: PlatformConfig, team: str, name: str, team_jobs: list[Loa
     ``model_dump(mode="json", exclude_unset=True)`` gives it) where the caller knows it (a
     function of the job, its state count, its root, the image and its definition's digest: the
     caller lists it only under the key of all of those, compiler/root_memo.py); those are not
-    built and stamped again, and the others' are added."""
+    built and stamped again, and the others' are added. ``rendered``: filled in with job -> the
+    document each job file returned was rendered from (compiler/rendered_jobs.py)."""
     files: dict[str, str] = {}
     root = layout.team_root(name)
     files[f"{root}/{layout.ROOT_FILE}"] = terraform.render(terraform.team_root(config, name))
@@ -154,6 +156,8 @@ def root_files(config: PlatformConfig, team: str, name: str, team_jobs: list[Loa
         doc = stamped[job_name] if job_name in stamped else definitions.stamp_document(
             shared.jobs[job_name], every[job_name][1], every[job_name][0])
         files[layout.job_file(name, job_name)] = terraform.render_job(doc)
+        if rendered is not None:
+            rendered[job_name] = doc
     if shared.roles is not None:
         files[f"{root}/{shared_roles.ROLES_FILE}"] = terraform.render(shared.roles)
     files[f"{root}/{CATALOG_FILE}"] = part.render(dumped)
