@@ -11,12 +11,12 @@ document each file is rendered from, by the same functions the deploy would run 
 (a rendered file parses back to that document: ``json.dumps`` of plain JSON data), with the
 create's shape check (contract/asl_shape.py) run there too, and hands them up beside the file's
 digest. devserver/deploy_record.py uses an entry only for the file it was made from (its
-digest and its roots file's equal to those compiled).
+digest and its roles file's equal to those compiled).
 
 The ASL comes back to the parent pickled beside the file that holds it: making the file from the
 ASL in the parent instead (binding it for Terraform, escaping it into the document) would cost the
-parent more than unpickling the ASL's ~38 KB (measured at 1,500 jobs: ~0.06 s to unpickle the
-ASLs, ~0.5 s to un-template them).
+parent ten times what unpickling the ASL's ~38 KB costs (1,500 jobs, CPU: ~0.06 s to unpickle the
+ASLs, ~0.7 s to bind and escape them).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from jobplane.compiler.shared_roles import ROLES_FILE
 from jobplane.contract import layout, schedule_role
@@ -46,18 +46,29 @@ class RenderedJob:
     shape_checked: bool  # ``asl`` passed contract/asl_shape.py's check
 
 
-def rendered_jobs(name: str, docs: Mapping[str, JsonObject], texts: Mapping[str, str],
+@dataclass
+class Rendering:
+    """What output.root_files tells of the job files it renders: the document each was rendered
+    from, and the ASL already taken out of a document on the way (``asl_of_document``, for its
+    definition's digest: compiler/definitions.py), not taken out again."""
+
+    documents: dict[str, JsonObject] = field(default_factory=dict)
+    asls: dict[str, str] = field(default_factory=dict)
+
+
+def rendered_jobs(name: str, rendering: Rendering, texts: Mapping[str, str],
                   digests: Mapping[str, str]) -> dict[str, RenderedJob]:
-    """job -> its entry, for each job file of root ``name`` rendered from ``docs`` (job -> the
-    document its file was rendered from); ``texts`` and ``digests``: the root's files rendered and
-    every one's SHA-256."""
+    """job -> its entry, for each job file of root ``name`` that ``rendering`` tells of;
+    ``texts`` and ``digests``: the root's files rendered and every one's SHA-256."""
     roles_file = f"{layout.team_root(name)}/{ROLES_FILE}"
     roles_text = texts.get(roles_file)
     names = schedule_role.role_names(json.loads(roles_text)) if roles_text is not None else {}
     found: dict[str, RenderedJob] = {}
-    for job, doc in docs.items():
+    for job, doc in rendering.documents.items():
         rel = layout.job_file(name, job)
-        asl = asl_of_document(doc)
+        asl = rendering.asls.get(job)
+        if asl is None:
+            asl = asl_of_document(doc)
         found[job] = RenderedJob(rel, digests[rel], digests.get(roles_file), asl, hashlib.sha256(asl.encode()).hexdigest(),
                                  schedule_role.role_name(doc, names), shape_problem(asl) is None)
     return found

@@ -45,7 +45,7 @@ from jobplane.compiler import output
 from jobplane.compiler.checked import Checked, LoadedJob
 from jobplane.compiler.gc_pause import gc_paused
 from jobplane.compiler.job_build import BuiltJobs, job_outputs
-from jobplane.compiler.rendered_jobs import RenderedJob, rendered_jobs
+from jobplane.compiler.rendered_jobs import RenderedJob, Rendering, rendered_jobs
 from jobplane.compiler.root_pool import run_roots
 from jobplane.contract import layout, root_shards
 from jobplane.contract.config import PlatformConfig
@@ -368,13 +368,13 @@ def _compile_root(config: PlatformConfig, team: str, name: str, team_jobs: list[
     # each job's stamped catalog entry as kept under its job_key; only those jobs'
     kept_entries = memo.entries(name)
     known_entries = {job: kept_entries[k] for job, k in of_root.items() if k in kept_entries}
-    docs: dict[str, JsonObject] = {}
+    rendering = Rendering()
     root_texts = output.root_files(config, team, name, team_jobs, built, runner_image, stamped, kept_file,
-                                   known_grants, known_entries, docs)
+                                   known_grants, known_entries, rendering)
     entries_now = {k: known_entries[job] for job, k in of_root.items() if job in known_entries}
     if entries_now != kept_entries:
         memo.save_entries(name, entries_now)
     root_digests = {rel: hashlib.sha256(text.encode()).hexdigest() for rel, text in root_texts.items()}
     root_digests.update(known_files)
     return (root_texts, root_digests, stamped, known_grants, render_keys,
-            rendered_jobs(name, docs, root_texts, root_digests))
+            rendered_jobs(name, rendering, root_texts, root_digests))
