@@ -75,6 +75,20 @@ fall: the passes came after it).
 The first start's deploy (its compile kept) is ~11 s of CPU: reading, parsing and un-templating
 each job's Terraform file (~40%), the create's definition check (one JSON parse each), the
 definitions' JSON and the two records' writes; the rest of the first start is the compile's.
+
+Session 37 (handover): a first start's deploy no longer reads back the job files its compile has
+just rendered. Each root's compile (in its forked worker) takes from the document a job file is
+rendered from what the deploy would read back (the ASL with its tokens, reusing the un-templating
+its definition digest already did, and the schedules' role) and runs the create's shape check on
+that ASL (contract/asl_shape.py, the same function the create runs); the deploy record uses those
+entries under its own digest rule (compiler/rendered_jobs.py, devserver/deploy_record.py). At
+5,000 jobs (/work/coord/phases.py, main and this branch one after the other, load ~1): the
+deploy 11.0 -> 4.9 s of CPU, the roots' files 9.8 -> 13.4 s (in two workers: wall 5.1 -> 7.5 s),
+the first start 41.5 -> 38.0 s of wall, 57.4 -> 53.6 s of CPU; under load 4-9 the deploy's CPU
+fell 10.9-19.2 -> 6.1-6.4 s in three other pairs. The first start line says how many jobs were
+deployed as compiled. Left: the target's 20 s is not met (the compile, ~25-28 s, is most of it);
+the roots' workers now pay ~0.7 ms a job for the hand-over (mostly the shape check's JSON parse,
+pickling the ASL back), a third of what the parent saved.
 """
 
 from __future__ import annotations
