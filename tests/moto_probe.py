@@ -532,6 +532,16 @@ def scenario(name: str, fixed: bool) -> dict:
             out = {"parses_for_3_creates": parses_at_create, "first_run": sfn.describe_execution(executionArn=e)["status"]}
             # a definition of the right shape that the parser refuses (a field no state has)
             bad = json.dumps({"StartAt": "p", "States": {"p": {"Type": "Pass", "End": True, "Bogus": 1}}})
+            # created as `jobplane dev`'s deploy creates one whose shape its compile checked: the
+            # create's check is skipped only when it is that very shape check (the fix on)
+            from jobplane.platform.local.moto_patches import Terraform
+
+            terraform = Terraform("us-east-1")
+            try:
+                terraform.state_machine("vouched", bad, ROLE, shape_checked=True)
+                out["shape_checked_create"] = f"accepted, {terraform.checked} checked"
+            except Exception:
+                out["shape_checked_create"] = "refused at create"
             try:
                 arn = sfn.create_state_machine(name="bad", definition=bad, roleArn=ROLE)["stateMachineArn"]
             except ClientError:  # moto answers InvalidDefinition without an error code

@@ -52,6 +52,7 @@ class Started:
             self.built_reused = platform.builds_reused
             self.files = read_output(platform.output_dir)
             self.kept, self.read = sorted(platform.deploy_kept), sorted(platform.deploy_read)
+            self.handed = sorted(platform.deploy_handed)  # as this start's compile rendered them
             self.checked = platform.aws.definitions_checked  # definitions the create parsed and checked
             # the definitions store: what the deploy wrote, what it put back, and what the run
             # page, `jobplane diff` and re-runs then read through GetObject (platform/definitions.py)
@@ -86,8 +87,8 @@ class Started:
 def test_a_restart_after_an_edit_deploys_the_edited_job_and_keeps_the_others(repo_root: Path, tmp_path: Path) -> None:
     data = tmp_path / "data"
     first = Started(repo_root, data)
-    assert first.kept == [] and first.read == first.jobs and first.evaluated == len(first.jobs)
-    assert first.machines == first.from_files
+    assert first.kept == [] and first.read == [] and first.handed == first.jobs  # no job file read back
+    assert first.evaluated == len(first.jobs) and first.machines == first.from_files
 
     again = Started(repo_root, data)  # nothing changed: nothing read again, the same definitions
     assert again.kept == first.jobs and again.read == [] and again.machines == again.from_files
@@ -103,7 +104,8 @@ def test_a_restart_after_an_edit_deploys_the_edited_job_and_keeps_the_others(rep
 
     # (`jobplane dev` compiles with its runner's identity as each definition's image)
     assert edited.files == compile_all(load_config(repo_root), runner_image=local_runner_image()).files
-    assert edited.read == ["every-minute"] and edited.kept == [j for j in first.jobs if j != "every-minute"]
+    assert edited.handed == ["every-minute"] and edited.read == []
+    assert edited.kept == [j for j in first.jobs if j != "every-minute"]
     assert "25200" in edited.machines["jp-every-minute"] and "25200" not in again.machines["jp-every-minute"]
     assert edited.machines == edited.from_files  # every job as its file says, the kept ones too
     assert edited.schedules.keys() == first.schedules.keys()
@@ -112,9 +114,10 @@ def test_a_restart_after_an_edit_deploys_the_edited_job_and_keeps_the_others(rep
     removed = Started(repo_root, data)
     assert "every-minute" not in removed.jobs and "jp-every-minute" not in removed.machines
     assert not [s for s in removed.schedules if "every-minute" in s] and [s for s in first.schedules if "every-minute" in s]
-    # its team's shared roles lose a member (roles.tf.json changed): its team-mates are read again,
-    # the other team's job is kept
-    assert set(removed.read) | set(removed.kept) == set(first.jobs) - {"every-minute"}
+    # its team's shared roles lose a member (roles.tf.json changed): its team-mates are taken from
+    # the compile where it rendered their files again, else read again; the other team's job is kept
+    assert set(removed.read) | set(removed.handed) | set(removed.kept) == set(first.jobs) - {"every-minute"}
+    assert not set(removed.read) & set(removed.handed)
     assert removed.kept == ["other-team"] and removed.machines == removed.from_files
     record = json.loads((data / "deployed.json").read_text())
     assert "every-minute" not in record["jobs"]
@@ -130,7 +133,8 @@ def test_a_library_edit_re_evaluates_exactly_its_users(repo_root: Path, tmp_path
     assert after.machines == after.from_files
     # the users' compiled files changed (their description is in their Terraform), so they are
     # read again; the others are deployed from the record
-    assert set(after.read) <= {"slow-report", "typed-params"} and set(after.kept) >= set(first.jobs) - {"slow-report", "typed-params"}
+    assert set(after.read) | set(after.handed) <= {"slow-report", "typed-params"}
+    assert set(after.kept) >= set(first.jobs) - {"slow-report", "typed-params"}
 
 
 def test_a_damaged_record_or_cache_is_not_trusted(repo_root: Path, tmp_path: Path) -> None:
@@ -155,7 +159,10 @@ def test_a_damaged_record_or_cache_is_not_trusted(repo_root: Path, tmp_path: Pat
     job = repo_root / "jobs" / "growth" / "other-team.jsonnet"
     job.write_text(job.read_text() + "\n// a change, so the compile runs\n")
     unreadable = Started(repo_root, data)
-    assert unreadable.read == first.jobs and unreadable.kept == []
+    # the changed file's job rendered again (taken from the compile), the others' files on disk as
+    # they would be rendered (compiler/root_memo.py), so read
+    assert unreadable.handed == ["other-team"] and unreadable.kept == []
+    assert unreadable.read == [j for j in first.jobs if j != "other-team"]
     assert unreadable.evaluated == len(first.jobs) and unreadable.machines == unreadable.from_files
 
 
@@ -193,14 +200,14 @@ def test_a_restart_checks_only_the_definitions_not_checked_before(repo_root: Pat
     the record was checked by another version."""
     data = tmp_path / "data"
     first = Started(repo_root, data)
-    assert first.checked == len(first.jobs)
+    assert first.checked == 0  # each checked by the compile that rendered it (compiler/rendered_jobs.py)
     again = Started(repo_root, data)
     assert again.checked == 0 and again.machines == again.from_files
 
     job = repo_root / "jobs" / "billing" / "every-minute.jsonnet"
     job.write_text(job.read_text().replace("timezone: 'UTC',", "timezone: 'UTC', " + EDITED))
     edited = Started(repo_root, data)
-    assert edited.read == ["every-minute"] and edited.checked == 1
+    assert edited.handed == ["every-minute"] and edited.checked == 0
     assert "25200" in edited.machines["jp-every-minute"] and edited.machines == edited.from_files
 
     path = data / "deployed.json"

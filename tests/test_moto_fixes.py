@@ -271,7 +271,10 @@ def test_definitions_are_parsed_when_first_run_not_when_deployed(mode: str) -> N
     assert r["first_run"] == "SUCCEEDED"
     if mode == "stock":
         assert r["parses_for_3_creates"] == 3 and r["unparsable"] == "refused at create"
+        # moto's own check still runs for a definition whose shape the compile checked
+        assert r["shape_checked_create"] == "refused at create"
     else:
+        assert r["shape_checked_create"] == "accepted, 0 checked"  # the shape check not run twice
         assert r["parses_for_3_creates"] == 0
         assert r["unparsable"] == "FAILED Jobplane.InvalidDefinition"  # failed, not left RUNNING
         assert r["shapeless"] == "refused at create"

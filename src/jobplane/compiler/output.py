@@ -26,6 +26,7 @@ from pathlib import Path
 from jobplane.compiler import catalog, definitions, shared_roles, terraform
 from jobplane.compiler.gc_pause import gc_paused
 from jobplane.compiler.job_build import BuiltJobs, count_states, job_outputs  # noqa: F401 (count_states: output's name)
+from jobplane.compiler.rendered_jobs import Rendering
 from jobplane.compiler.root_pool import run_roots
 from jobplane.compiler.validate import LoadedJob, load_jobs
 from jobplane.contract import layout, root_shards
@@ -109,7 +110,8 @@ def root_files(config: PlatformConfig, team: str, name: str, team_jobs: list[Loa
                digests: dict[str, str] | None = None,
                known: Callable[[str, str, dict[str, str]], bool] | None = None,
                grants: shared_roles.GrantMemo | None = None,
-               entries: dict[str, JsonObject] | None = None) -> dict[str, str]:
+               entries: dict[str, JsonObject] | None = None,
+               rendered: Rendering | None = None) -> dict[str, str]:
     """One team root's files: a function of jobplane.toml, the runner image, this code and its
     jobs (``team_jobs``, by name; ``built``: each one's state count and document) alone, which
     is what lets `jobplane dev` keep an unchanged root's files (compiler/root_memo.py).
@@ -122,7 +124,9 @@ def root_files(config: PlatformConfig, team: str, name: str, team_jobs: list[Loa
     ``model_dump(mode="json", exclude_unset=True)`` gives it) where the caller knows it (a
     function of the job, its state count, its root, the image and its definition's digest: the
     caller lists it only under the key of all of those, compiler/root_memo.py); those are not
-    built and stamped again, and the others' are added."""
+    built and stamped again, and the others' are added. ``rendered``: filled in with the
+    document each job file returned was rendered from, and the ASLs taken out of them on the way
+    (compiler/rendered_jobs.py)."""
     files: dict[str, str] = {}
     root = layout.team_root(name)
     files[f"{root}/{layout.ROOT_FILE}"] = terraform.render(terraform.team_root(config, name))
@@ -138,7 +142,8 @@ def root_files(config: PlatformConfig, team: str, name: str, team_jobs: list[Loa
                                                 if lj.job.name in entries}
     fresh = [lj for lj in team_jobs if lj.job.name not in kept_entries]
     part, stamped = definitions.stamp(catalog.build_catalog(fresh, config, counts, team=team, root=name),
-                                      {lj.job.name: shared.jobs[lj.job.name] for lj in fresh}, runner_image, digests)
+                                      {lj.job.name: shared.jobs[lj.job.name] for lj in fresh}, runner_image, digests,
+                                      None if rendered is None else rendered.asls)
     made = {entry.name: entry.model_dump(mode="json", exclude_unset=True) for entry in part.jobs} if entries is not None else {}
     if entries is not None:
         entries.update(made)
@@ -155,6 +160,8 @@ def root_files(config: PlatformConfig, team: str, name: str, team_jobs: list[Loa
         doc = stamped[job_name] if job_name in stamped else definitions.stamp_document(
             shared.jobs[job_name], every[job_name][1], every[job_name][0])
         files[layout.job_file(name, job_name)] = terraform.render_job(doc)
+        if rendered is not None:
+            rendered.documents[job_name] = doc
     if shared.roles is not None:
         files[f"{root}/{shared_roles.ROLES_FILE}"] = terraform.render(shared.roles)
     files[f"{root}/{CATALOG_FILE}"] = part.render(dumped)

@@ -45,6 +45,7 @@ from jobplane.compiler import output
 from jobplane.compiler.checked import Checked, LoadedJob
 from jobplane.compiler.gc_pause import gc_paused
 from jobplane.compiler.job_build import BuiltJobs, job_outputs
+from jobplane.compiler.rendered_jobs import RenderedJob, Rendering, rendered_jobs
 from jobplane.compiler.root_pool import run_roots
 from jobplane.contract import layout, root_shards
 from jobplane.contract.config import PlatformConfig
@@ -110,6 +111,8 @@ class RootsCompiled:
     kept_jobs: int  # jobs of the kept roots (neither read back nor built)
     jobs: int
     rendered: int  # job files rendered (in the roots compiled, those not on disk as they would be rendered)
+    #: job -> what the local deploy takes from its file, for each job file rendered (rendered_jobs.py)
+    rendered_jobs: dict[str, RenderedJob]
 
 
 class RootMemo:
@@ -309,13 +312,15 @@ def compile_roots(config: PlatformConfig, checked: Checked, cache: FileKeys, mem
                                         job_keys[(team, name)], definitions, grants, memo, on_disk)
                       for (team, name), team_jobs in roots], [len(team_jobs) for _, team_jobs in roots])
     # in workers when many (root_pool.py), taken in the roots' order
-    for ((team, name), _), (root_texts, root_digests, stamped, known_grants, render_keys) in zip(roots, made):
+    handed: dict[str, RenderedJob] = {}
+    for ((team, name), _), (root_texts, root_digests, stamped, known_grants, render_keys, of_files) in zip(roots, made):
         of_root = job_keys[(team, name)]
         grants.update((k, known_grants[job]) for job, k in of_root.items() if job in known_grants)
         definitions.update((k, stamped[job]) for job, k in of_root.items() if job in stamped)
         rendered.update((of_root[job], (rk, root_digests[layout.job_file(name, job)])) for job, rk in render_keys.items())
         files.update(root_texts)
         digests.update(root_digests)
+        handed.update(of_files)
         key = keys[name]
         if key is not None:
             memory[name] = (key, root_digests)
@@ -327,7 +332,7 @@ def compile_roots(config: PlatformConfig, checked: Checked, cache: FileKeys, mem
                              provider_lock=lock.read_text() if lock.is_file() else None, all_roots=all_roots)
     return RootsCompiled(compiled, dict(sorted(digests.items())), sorted(n for _, n in todo), sorted(kept_roots),
                          kept_jobs, sum(len(j) for j in members.values()),
-                         sum(1 for rel in files if rel.endswith(layout.JOB_SUFFIX))), (memory, definitions, rendered, grants)
+                         sum(1 for rel in files if rel.endswith(layout.JOB_SUFFIX)), handed), (memory, definitions, rendered, grants)
 
 
 def _compile_root(config: PlatformConfig, team: str, name: str, team_jobs: list[LoadedJob],
@@ -335,12 +340,14 @@ def _compile_root(config: PlatformConfig, team: str, name: str, team_jobs: list[
                   definitions: dict[str, str], grants: dict[str, dict[str, tuple[str, int, int]]],
                   memo: RootMemo, on_disk: dict[str, str]
                   ) -> tuple[dict[str, str], dict[str, str], dict[str, str],
-                             dict[str, dict[str, tuple[str, int, int]]], dict[str, str]]:
+                             dict[str, dict[str, tuple[str, int, int]]], dict[str, str], dict[str, RenderedJob]]:
     """One root of :func:`compile_roots` (``of_root``: its jobs' job_keys; ``definitions`` and
     ``grants`` as kept, read only): its files' texts (those on disk as they would be rendered
     left out), every one of its files' digests, and by job its definition's digest, its
-    grants and its render_key. Reads nothing another root's compile writes (its kept entries
-    are its own file), so the roots can be compiled in any process and order (root_pool.py)."""
+    grants, its render_key and, for each job file rendered, what the local deploy takes from it
+    (rendered_jobs.py: made here, in the root's worker, not by the deploy in the parent). Reads
+    nothing another root's compile writes (its kept entries are its own file), so the roots can
+    be compiled in any process and order (root_pool.py)."""
     stamped = {job: definitions[k] for job, k in of_root.items() if k in definitions}
     render_keys: dict[str, str] = {}
     known_files: dict[str, str] = {}
@@ -361,11 +368,13 @@ def _compile_root(config: PlatformConfig, team: str, name: str, team_jobs: list[
     # each job's stamped catalog entry as kept under its job_key; only those jobs'
     kept_entries = memo.entries(name)
     known_entries = {job: kept_entries[k] for job, k in of_root.items() if k in kept_entries}
+    rendering = Rendering()
     root_texts = output.root_files(config, team, name, team_jobs, built, runner_image, stamped, kept_file,
-                                   known_grants, known_entries)
+                                   known_grants, known_entries, rendering)
     entries_now = {k: known_entries[job] for job, k in of_root.items() if job in known_entries}
     if entries_now != kept_entries:
         memo.save_entries(name, entries_now)
     root_digests = {rel: hashlib.sha256(text.encode()).hexdigest() for rel, text in root_texts.items()}
     root_digests.update(known_files)
-    return root_texts, root_digests, stamped, known_grants, render_keys
+    return (root_texts, root_digests, stamped, known_grants, render_keys,
+            rendered_jobs(name, rendering, root_texts, root_digests))

@@ -56,6 +56,8 @@ from jobplane.contract.types import JsonObject
 if TYPE_CHECKING:  # imported when the platform starts them (the CLI's start-up)
     import uvicorn
 
+    from jobplane.compiler.rendered_jobs import RenderedJob
+
     from jobplane.platform.backfill import Backfills
     from jobplane.platform.local.alerts import AlertFeed
     from jobplane.platform.dead_letters import EventsDeadLetters
@@ -136,6 +138,10 @@ class DevPlatform:
         self.outputs_hashed: list[str] = []  # kept compiled files read to tell they are unchanged
         self.deploy_kept: list[str] = []  # jobs deployed from the deploy record (files unchanged)
         self.deploy_read: list[str] = []  # jobs deployed from their files (new or changed)
+        self.deploy_handed: list[str] = []  # jobs deployed from what this start's compile rendered
+        #: job -> what the local deploy takes from its file, for each job file this start's
+        #: compile rendered (compiler/rendered_jobs.py); handed to the deploy, then dropped
+        self.rendered_jobs: dict[str, RenderedJob] = {}
         self.interrupted: list[str] = []  # executions the last shutdown left running, now ABORTED
         self.services: dict[str, subprocess.Popen[bytes]] = {}
         self.service_ports: dict[str, int] = {}
@@ -187,7 +193,9 @@ class DevPlatform:
         a library edit re-evaluates exactly the files that import it, and this installation's
         code and jobplane.toml); the cache lives in the data directory (owner-only), so
         ``--reset`` empties it. Either way ``self.digests`` ends as each compiled file's
-        SHA-256, which the deploy record is keyed by (deploy_record.py)."""
+        SHA-256, which the deploy record is keyed by (deploy_record.py), and each job file
+        compiled now hands the deploy its ASL and schedule role (compiler/rendered_jobs.py), so
+        the deploy reads none of them back."""
         from jobplane.compiler import inputs
         from jobplane.compiler.output import write_output
         from jobplane.compiler.problems import DefinitionError
@@ -203,6 +211,7 @@ class DevPlatform:
         # the inputs' stat table beside the evaluation cache: --reset empties both
         wanted = hashlib.sha256(f"{inputs.digest(self.config, table=self.data_dir / VALIDATE_CACHE)}\n{image}"
                                 .encode()).hexdigest()
+        self.rendered_jobs = {}
         on_disk = stamp.unchanged(wanted)  # only files whose size or time changed are read
         self.outputs_hashed = stamp.hashed
         if on_disk is not None:
@@ -231,6 +240,7 @@ class DevPlatform:
         self.roots_kept, self.roots_compiled = out.kept_roots, out.compiled_roots
         self.job_files_rendered = out.rendered
         self.digests = out.digests
+        self.rendered_jobs = out.rendered_jobs
         stamp.remove()  # an output being rewritten is never taken for a kept one
         write_output(out.compiled, self.output_dir, digests=(on_disk, self.digests))
         stamp.write(wanted, self.digests)
@@ -256,16 +266,17 @@ class DevPlatform:
         if snapshot:
             n = snapshot.restore(aws.client("dynamodb"), aws.resources["table_name"])
             log.info("restored %d records from %s", n, self.data_dir / SNAPSHOT_FILE)
-        record = DeployRecord(self.data_dir / DEPLOY_RECORD, self.digests)
+        record = DeployRecord(self.data_dir / DEPLOY_RECORD, self.digests, self.rendered_jobs)
+        self.rendered_jobs = {}  # the record's now: each ASL freed as its job is deployed
         # the definitions earlier starts recorded, put back into the local S3 (moto keeps none)
         definitions = DefinitionArchive(self.data_dir / DEFINITIONS_FILE)
         self.jobs = aws.deploy_output(self.output_dir, source=record.source, checked=record.checked,
-                                      definitions=definitions)
+                                      definitions=definitions, shape_checked=record.shape_checked)
         record.save()
         definitions.save()
-        self.deploy_kept, self.deploy_read = record.kept, record.read
-        log.info("deployed %d jobs: %d unchanged since the last start, %d read from their files",
-                 len(self.jobs), len(record.kept), len(record.read))
+        self.deploy_kept, self.deploy_read, self.deploy_handed = record.kept, record.read, record.handed
+        log.info("deployed %d jobs: %d unchanged since the last start, %d as this start compiled them, "
+                 "%d read from their files", len(self.jobs), len(record.kept), len(record.handed), len(record.read))
         self.deployment = Deployment(
             table=aws.resources["table_name"], topic_arn=aws.resources["topic_arn"],
             name_prefix=self.config.name_prefix, region=aws.region, account_id=ACCOUNT,

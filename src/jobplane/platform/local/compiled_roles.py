@@ -3,21 +3,21 @@
 A job's roles are its team's, shared by identical grants (compiler/shared_roles.py:
 ``<prefix>-<team>-scheduler-<digest>-<n>``), so the local engine cannot derive a schedule's role
 from the job's name: it reads the job's Terraform file (the schedule's ``role_arn`` reference)
-and the team root's ``roles.tf.json`` (that role's name). Its schedules then carry the role name
-they carry on AWS, which is what the IAM contract tests check the operators' and the periodic
-check's ``iam:PassRole`` against (an UpdateSchedule passes the schedule's role again): a local
-name of another shape once hid a policy that matched no deployed role.
+and the team root's ``roles.tf.json`` (that role's name), as contract/schedule_role.py reads them.
+Its schedules then carry the role name they carry on AWS, which is what the IAM contract tests
+check the operators' and the periodic check's ``iam:PassRole`` against (an UpdateSchedule passes
+the schedule's role again): a local name of another shape once hid a policy that matched no
+deployed role.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
+from jobplane.contract import schedule_role
 from jobplane.contract.types import JsonObject
 
-ROLE_REF = re.compile(r"^\$\{aws_iam_role\.([A-Za-z0-9_]+)\.arn\}$")
 #: The team root's file of shared roles (compiler/shared_roles.py ROLES_FILE; the compiler is
 #: not imported by the platform).
 ROLES_FILE = "roles.tf.json"
@@ -32,18 +32,11 @@ class ScheduleRoles:
     def name(self, job_document: JsonObject, root: Path) -> str | None:
         """The name of the role the job's schedules pass; None when the document has no
         schedule or names no role of ``root``'s roles file (a hand-made or older output)."""
-        schedules = (job_document.get("resource") or {}).get("aws_scheduler_schedule") or {}
-        for schedule in schedules.values() if isinstance(schedules, dict) else ():
-            target = schedule.get("target") if isinstance(schedule, dict) else None
-            found = ROLE_REF.match(str(target.get("role_arn", ""))) if isinstance(target, dict) else None
-            if found:
-                return self._names(root).get(found.group(1))
-        return None
+        ref = schedule_role.role_ref(job_document)
+        return None if ref is None else self._names(root).get(ref)
 
     def _names(self, root: Path) -> dict[str, str]:
         if root not in self._roots:
             path = root / ROLES_FILE
-            doc = json.loads(path.read_text()) if path.is_file() else {}
-            roles = (doc.get("resource") or {}).get("aws_iam_role") or {}
-            self._roots[root] = {rid: r["name"] for rid, r in roles.items() if isinstance(r.get("name"), str)}
+            self._roots[root] = schedule_role.role_names(json.loads(path.read_text()) if path.is_file() else {})
         return self._roots[root]

@@ -38,6 +38,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Callable, Protocol
 
 from jobplane.contract.arns import ExecutionArn
+from jobplane.contract import asl_shape
 from jobplane.contract.bindings import asl_of_document, bind
 from jobplane.contract import datamodel as dm
 from jobplane.contract import names
@@ -492,15 +493,18 @@ class LocalAWS:
         return values
 
     def deploy(self, job: str, asl_text: str, checked: bool = False, digest: str | None = None,
-               **overrides: str) -> str:
+               shape_checked: bool = False, **overrides: str) -> str:
         """Create (or update) a job's state machine from its compiled ASL, publishing a version
         of it (``versions``; ``digest``, the definition's, is the version's description: what
         the console shows of it). ``checked``: this ASL passed the create's definition check at
-        an earlier deploy (moto_patches/backends.py). A version is published as the compiled
+        an earlier deploy (moto_patches/backends.py); ``shape_checked``: ``asl_text`` passed
+        contract/asl_shape.py's check, whose verdict the bound definition keeps when every bound
+        value is plain (asl_shape.plain; else it is checked again). A version is published as the compiled
         Terraform's ``publish = true`` publishes one (CreateStateMachine and UpdateStateMachine
         with ``publish``); an update that changes nothing answers the newest version again
         (AWS's publish is idempotent per revision: API_PublishStateMachineVersion)."""
-        definition = bind(asl_text, self.bindings(**overrides))
+        values = self.bindings(**overrides)
+        definition = bind(asl_text, values)
         self.deploy_step_resources(definition)
         description = digest or ""
         if job in self.state_machines:
@@ -513,7 +517,7 @@ class LocalAWS:
             terraform = self._terraform or moto_patches.Terraform(self.region)
             self.state_machines[job] = terraform.state_machine(
                 names.state_machine_name(self.prefix, job), definition, self.resources["role_arn"], checked=checked,
-                publish=description)
+                publish=description, shape_checked=shape_checked and asl_shape.plain(values))
             version = terraform.latest_version(self.state_machines[job])
             if version is not None:
                 self.versions[job] = version
@@ -527,7 +531,8 @@ class LocalAWS:
 
     def deploy_output(self, output_dir: Path | str, source: JobSource | None = None,
                       checked: Callable[[CatalogJob], bool] | None = None,
-                      definitions: KeptDefinitions | None = None, **overrides: str) -> list[str]:
+                      definitions: KeptDefinitions | None = None,
+                      shape_checked: Callable[[CatalogJob], bool] | None = None, **overrides: str) -> list[str]:
         """Deploy every job of a compiler output directory: its state machine from the ASL its
         Terraform file holds (bound here to the local resources, as Terraform binds it to what
         the base module publishes), and its schedules (stored with timezone, state and target
@@ -535,8 +540,10 @@ class LocalAWS:
         ``source`` reads a job's ASL and schedule role (default :func:`job_source`: from its
         file); `jobplane dev` passes one that keeps what an unchanged file gave at the last start
         (devserver/deploy_record.py), and ``checked``, asked after ``source``, tells the jobs
-        whose ASL passed the create's definition check at that start (not parsed again), and
-        ``definitions``, the definitions its earlier starts recorded (:meth:`record_definitions`)."""
+        whose ASL passed the create's definition check at that start (not parsed again),
+        ``shape_checked``, also asked after ``source``, those whose ASL its compile ran the shape
+        check on (:meth:`deploy`), and ``definitions``, the definitions its earlier starts
+        recorded (:meth:`record_definitions`)."""
         output_dir = Path(output_dir)
         source = source or job_source
         catalog = self.catalog = Catalog.load(output_dir)
@@ -564,7 +571,8 @@ class LocalAWS:
             for job in catalog.jobs:
                 asl_text, role = source(output_dir, job, roles)
                 arn = self.deploy(job.name, asl_text, checked=checked is not None and checked(job),
-                                  digest=job.definition, **overrides)
+                                  digest=job.definition,
+                                  shape_checked=shape_checked is not None and shape_checked(job), **overrides)
                 self.deploy_schedules(job, arn, role)
                 deployed.append((job, asl_text))
         finally:

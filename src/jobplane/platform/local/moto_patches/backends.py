@@ -24,6 +24,7 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
+from jobplane.platform.local.moto_patches import programs
 from jobplane.platform.local.moto_patches.shared import check_version
 from jobplane.contract.limits import BY_NAME
 from jobplane.contract.types import JsonObject
@@ -61,7 +62,7 @@ class Terraform:
         self._scheduler: Any = None  # the scheduler backend, once a schedule is put
 
     def state_machine(self, name: str, definition: str, role_arn: str, checked: bool = False,
-                      publish: str | None = None) -> str:
+                      publish: str | None = None, shape_checked: bool = False) -> str:
         """As CreateStateMachine with ``type=STANDARD``; returns the ARN (of the one that exists,
         unchanged, as moto answers a create of an existing name). A definition the backend refuses
         raises moto's own error (the same one the API would have answered).
@@ -71,7 +72,12 @@ class Terraform:
         (`jobplane dev`'s deploy record: the same ASL, bound to other resource names, which are
         plain strings inside JSON strings, by the same moto and jobplane), so it is not parsed
         again: ~2.5 s of a 5,000-job restart (cProfile, bench/dev_scale.py). What it holds is
-        still parsed in full when it first runs (validate_on_first_run)."""
+        still parsed in full when it first runs (validate_on_first_run).
+
+        ``shape_checked``: this definition passed contract/asl_shape.py's check (`jobplane dev`'s
+        compile runs it on the ASL it renders: compiler/rendered_jobs.py), which is not run again
+        when it is this backend's check (``validate_on_first_run`` on); with moto's own check
+        (the fix off) that one still runs. The name is still checked."""
         from moto.stepfunctions.models import StateMachine
         from moto.utilities.utils import get_partition
 
@@ -80,7 +86,7 @@ class Terraform:
         # the parser backend's check of the definition (validate_on_first_run's shape check),
         # then the name and role checks
         validate = getattr(backend, "_validate_definition", None)
-        if validate is not None and not checked:
+        if validate is not None and not checked and not (shape_checked and programs.checks_shape_only(backend)):
             validate(definition=definition)
             self.checked += 1
         if not checked:  # the name is the job's, in the same compiled file: checked with it (~0.3 s at 5,000)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import threading
 
+from jobplane.contract.asl_shape import shape_problem
+
 
 # How an execution gets its parsed program: parse_once caches it, validate_on_first_run turns a
 # definition that does not parse into a run that fails. One function whichever of the two is on,
@@ -84,33 +86,25 @@ def fix_validate_on_first_run() -> None:
     with ``Jobplane.InvalidDefinition`` and the parser's message, instead of leaving it RUNNING
     with no interpreter (what moto's worker thread does when the parse raises)."""
     global _fail_unparsable
-    from moto.stepfunctions.parser.api import InvalidDefinition
     from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
-    def _validate_definition(definition: str) -> None:
-        problem = _shape_problem(definition)
-        if problem:
-            raise InvalidDefinition(message=f"Invalid State Machine Definition: {problem}")
-
-    StepFunctionsParserBackend._validate_definition = staticmethod(_validate_definition)
+    StepFunctionsParserBackend._validate_definition = staticmethod(validate_shape)
     _fail_unparsable = True
     _install_program_source()
 
 
-_STATE_TYPES = frozenset({"Task", "Pass", "Choice", "Wait", "Succeed", "Fail", "Parallel", "Map"})
+def validate_shape(definition: str) -> None:
+    """The create's check under ``validate_on_first_run``: contract/asl_shape.py's, the one the
+    compile also runs on the ASL it renders (so the deploy can tell a definition that passed it:
+    :func:`checks_shape_only`)."""
+    from moto.stepfunctions.parser.api import InvalidDefinition
+
+    problem = shape_problem(definition)
+    if problem:
+        raise InvalidDefinition(message=f"Invalid State Machine Definition: {problem}")
 
 
-def _shape_problem(definition: str) -> str | None:
-    """What makes ``definition`` no state machine at all, or None (the cheap part of validation)."""
-    try:
-        doc = json.loads(definition)
-    except ValueError as e:
-        return f"not JSON: {e}"
-    if not isinstance(doc, dict) or not isinstance(doc.get("States"), dict) or not doc["States"]:
-        return "no States object"
-    if doc.get("StartAt") not in doc["States"]:
-        return f"StartAt {str(doc.get('StartAt'))[:100]!r} names no state"
-    for name, state in doc["States"].items():
-        if not isinstance(state, dict) or state.get("Type") not in _STATE_TYPES:
-            return f"state {name[:100]!r} has no known Type"
-    return None
+def checks_shape_only(backend) -> bool:
+    """Whether ``backend``'s definition check at create is :func:`validate_shape` (the fix is on),
+    not moto's own parse."""
+    return getattr(backend, "_validate_definition", None) is validate_shape
