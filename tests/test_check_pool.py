@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Repo
-from jobplane.compiler import check_pool, job_build, kinds, validate
+from jobplane.compiler import check_pool, fork_workers, kinds, validate
 from jobplane.compiler.checked import FileChecked, definition_files
 from jobplane.contract.config import load_config
 
@@ -44,9 +44,9 @@ def test_files_checked_in_workers_are_the_same_results(repo: Repo, monkeypatch: 
     for path, text in BAD.items():
         repo.write(path, text)
     monkeypatch.setattr(check_pool, "MIN_FILES", 1)
-    monkeypatch.setattr(job_build, "workers_for", lambda count: 1)
+    monkeypatch.setattr(fork_workers, "workers_for", lambda count: 1)
     plain = check(repo)
-    monkeypatch.setattr(job_build, "workers_for", lambda count: 2)
+    monkeypatch.setattr(fork_workers, "workers_for", lambda count: 2)
     forked = check(repo)
     assert list(forked) == list(plain)
     assert forked == plain  # problems, jobs, derived names, warnings: each file's, in its order
@@ -58,7 +58,7 @@ def test_files_checked_in_workers_are_the_same_results(repo: Repo, monkeypatch: 
 
 def test_files_are_checked_in_workers_in_their_order(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(check_pool, "MIN_FILES", 1)
-    monkeypatch.setattr(job_build, "workers_for", lambda count: 2)
+    monkeypatch.setattr(fork_workers, "workers_for", lambda count: 2)
     results = check_pool.check_each(lambda i: (i, os.getpid()), 21)
     assert [i for i, _ in results] == list(range(21))
     assert {pid for _, pid in results} - {os.getpid()}  # made in forked workers
@@ -67,7 +67,7 @@ def test_files_are_checked_in_workers_in_their_order(monkeypatch: pytest.MonkeyP
 def test_a_file_failing_in_a_worker_is_checked_again_here_and_the_first_in_order_raises(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(check_pool, "MIN_FILES", 1)
-    monkeypatch.setattr(job_build, "workers_for", lambda count: 2)
+    monkeypatch.setattr(fork_workers, "workers_for", lambda count: 2)
     made: list[int] = []
 
     def one(i: int) -> int:
@@ -83,12 +83,12 @@ def test_a_file_failing_in_a_worker_is_checked_again_here_and_the_first_in_order
 
 def test_results_that_do_not_pickle_are_made_again_here(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(check_pool, "MIN_FILES", 1)
-    monkeypatch.setattr(job_build, "workers_for", lambda count: 2)
+    monkeypatch.setattr(fork_workers, "workers_for", lambda count: 2)
     results = check_pool.check_each(lambda i: (lambda: i) if i == 3 else i, 8)
     assert results[:3] == [0, 1, 2] and results[3]() == 3 and results[4:] == [4, 5, 6, 7]
 
 
 def test_few_files_are_checked_in_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(job_build, "workers_for", lambda count: 2)
+    monkeypatch.setattr(fork_workers, "workers_for", lambda count: 2)
     results = check_pool.check_each(lambda i: os.getpid(), check_pool.MIN_FILES - 1)
     assert set(results) == {os.getpid()}

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from jobplane.compiler import job_build
+from jobplane.compiler import fork_workers, job_build
 from jobplane.compiler.gc_pause import gc_paused
 from jobplane.compiler.output import compile_all
 from jobplane.compiler.validate import load_jobs
@@ -23,22 +23,22 @@ def test_jobs_built_in_workers_are_the_same_files_in_the_same_order(monkeypatch:
     config = load_config(ROOT)
     jobs = load_jobs(config)
     assert len(jobs) > 2  # the examples: more jobs than workers
-    monkeypatch.setattr(job_build, "workers_for", lambda count: 1)
+    monkeypatch.setattr(fork_workers, "workers_for", lambda count: 1)
     plain = compile_all(config, jobs)
-    monkeypatch.setattr(job_build, "workers_for", lambda count: 2)
+    monkeypatch.setattr(fork_workers, "workers_for", lambda count: 2)
     forked = compile_all(config, jobs)
     assert list(forked.files) == list(plain.files)
     assert forked.files == plain.files
 
 
 def test_workers_only_for_many_jobs_and_never_beside_another_thread() -> None:
-    assert job_build.workers_for(job_build.MIN_JOBS - 1) == 1
-    assert 1 <= job_build.workers_for(100_000) <= job_build.MAX_WORKERS or threading.active_count() > 1
+    assert fork_workers.workers_for(fork_workers.MIN_JOBS - 1) == 1
+    assert 1 <= fork_workers.workers_for(100_000) <= fork_workers.MAX_WORKERS or threading.active_count() > 1
     release = threading.Event()
     other = threading.Thread(target=release.wait)
     other.start()
     try:
-        assert job_build.workers_for(100_000) == 1  # a fork would copy a lock that thread may hold
+        assert fork_workers.workers_for(100_000) == 1  # a fork would copy a lock that thread may hold
     finally:
         release.set()
         other.join()

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import ROOT
 from devkit import make_repo
-from jobplane.compiler import job_build
+from jobplane.compiler import fork_workers
 from jobplane.contract import asl_shape
 from jobplane.contract.bindings import bind
 from jobplane.contract.catalog import Catalog
@@ -82,7 +82,7 @@ class FirstStart:
 def test_a_first_start_deploys_what_its_compile_rendered_and_reads_no_job_file(
         kind: str, workers: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # the roots' files made here or in forked workers, whose results come back pickled (root_pool.py)
-    monkeypatch.setattr(job_build, "workers_for", lambda count: workers)
+    monkeypatch.setattr(fork_workers, "workers_for", lambda count: workers)
     first = FirstStart(repository(kind, tmp_path / "repo"), tmp_path / "data")
     assert first.jobs and first.handed == first.jobs and first.read == [] and first.kept == []
     assert first.checked == 0  # each definition's shape checked where its file was rendered

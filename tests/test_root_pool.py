@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from jobplane.compiler import checked as checked_pass, inputs, job_build, validate
+from jobplane.compiler import checked as checked_pass, fork_workers, inputs, validate
 from jobplane.compiler.problems import DefinitionError, Problem
 from jobplane.compiler.root_memo import RootMemo, compile_roots
 from jobplane.compiler.root_pool import run_roots
@@ -27,9 +27,9 @@ def dev_compile(tmp_path: Path, memo: RootMemo, on_disk: dict[str, str]) -> tupl
 
 def test_the_dev_compiles_roots_made_in_workers_are_the_same_files_and_memory(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(job_build, "workers_for", lambda count: 1)
+    monkeypatch.setattr(fork_workers, "workers_for", lambda count: 1)
     plain, plain_memory = dev_compile(tmp_path / "plain", RootMemo(tmp_path / "plain" / "roots.json"), {})
-    monkeypatch.setattr(job_build, "workers_for", lambda count: 2)
+    monkeypatch.setattr(fork_workers, "workers_for", lambda count: 2)
     memo = RootMemo(tmp_path / "forked" / "roots.json")
     forked, forked_memory = dev_compile(tmp_path / "forked", memo, {})
     assert len(forked.compiled_roots) > 2  # the examples: more roots than workers
@@ -44,7 +44,7 @@ def test_the_dev_compiles_roots_made_in_workers_are_the_same_files_and_memory(
 
 
 def test_roots_run_in_workers_in_their_order(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(job_build, "workers_for", lambda count: 2)
+    monkeypatch.setattr(fork_workers, "workers_for", lambda count: 2)
     results = run_roots([lambda i=i: (i, os.getpid()) for i in range(5)], [1, 5, 2, 4, 3])
     assert [i for i, _ in results] == list(range(5))
     assert {pid for _, pid in results} - {os.getpid()}  # made in forked workers
@@ -53,7 +53,7 @@ def test_roots_run_in_workers_in_their_order(monkeypatch: pytest.MonkeyPatch) ->
 def test_a_root_failing_in_a_worker_raises_its_own_error_the_first_in_order(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """DefinitionError's problems do not survive pickling: the parent makes that root again."""
-    monkeypatch.setattr(job_build, "workers_for", lambda count: 2)
+    monkeypatch.setattr(fork_workers, "workers_for", lambda count: 2)
     made: list[int] = []
 
     def root(i: int) -> int:

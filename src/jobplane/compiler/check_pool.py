@@ -6,7 +6,7 @@ runs in two children (compiler/sandbox.py), each file's checks (the typed model,
 the ECS override budget, ...) took ~2.6 s in the parent alone, the other core idle. A file's
 result is a function of its path, its Jsonnet value and the configuration alone, so under the
 same condition as job_build.py (many files, Linux, no other thread in the process:
-job_build.workers_for) the files are checked in forked workers, which inherit what they read
+fork_workers.workers_for) the files are checked in forked workers, which inherit what they read
 (never pickled), each a run of consecutive files; the results come back pickled, in the files'
 order. Step kinds are pickled by name and read back as the registry's own objects (they are
 compared by identity), as the validate cache does: a result read back is equal to the one made
@@ -36,9 +36,9 @@ def workers(count: int) -> int:
     """How many processes check ``count`` files (1: this one, no fork)."""
     if count < MIN_FILES:
         return 1
-    from jobplane.compiler.job_build import workers_for  # only for many files (it imports the ASL builder)
+    from jobplane.compiler import fork_workers
 
-    return workers_for(count)
+    return fork_workers.workers_for(count)
 
 
 def check_each(check: Callable[[int], T], count: int) -> list[T]:

@@ -4,29 +4,24 @@ has many jobs.
 Profiled (issue 54 item 4, bench/compile.py): with the collector paused, building, rendering
 and wrapping each job's ASL was still most of the compiler's own time at 1,000 jobs, one CPU
 busy and the other idle. Each job's file depends on that job and the configuration only, so
-from MIN_JOBS jobs on, in a process with no other thread (a fork copies only the forking
+under compiler/fork_workers.py's condition (many jobs, Linux, no other thread in the process: a fork copies only the forking
 thread: a lock another thread held would stay held in the child, so `jobplane dev`, whose
 compile runs beside its services' threads, builds in process), forked workers build them, one
-per available CPU up to MAX_WORKERS, and the files come back in the jobs' order: the output
+per available CPU, and the files come back in the jobs' order: the output
 is the same bytes either way (tests/test_compile_speed.py).
 """
 
 from __future__ import annotations
 
 import multiprocessing
-import os
-import sys
-import threading
 from typing import Protocol
 
-from jobplane.compiler import asl, terraform
+from jobplane.compiler import asl, fork_workers, terraform
 from jobplane.compiler.blackouts import job_windows
 from jobplane.compiler.validate import LoadedJob
 from jobplane.contract.config import PlatformConfig
 from jobplane.contract.types import JsonObject
 
-MIN_JOBS = 500
-MAX_WORKERS = 2
 
 #: What the forked workers read (set only while a pool runs): inherited, never pickled.
 _shared: tuple[list[LoadedJob], PlatformConfig] | None = None
@@ -46,13 +41,6 @@ def job_output(lj: LoadedJob, config: PlatformConfig) -> tuple[int, JsonObject]:
     team's roles are shared: compiler/shared_roles.py)."""
     definition = asl.build_definition(lj.job, config.name_prefix, config.pools, job_windows(lj.job, config))
     return count_states(definition), terraform.job_module(lj.job, asl.render(definition), config)
-
-
-def workers_for(count: int) -> int:
-    """How many processes build ``count`` jobs' files (1: this one, no fork)."""
-    if count < MIN_JOBS or sys.platform != "linux" or threading.active_count() > 1:
-        return 1
-    return max(1, min(MAX_WORKERS, len(os.sched_getaffinity(0))))
 
 
 class BuiltJobs(Protocol):
@@ -78,7 +66,7 @@ def job_outputs(jobs: list[LoadedJob], config: PlatformConfig,
 
 
 def _build(jobs: list[LoadedJob], config: PlatformConfig) -> list[tuple[int, JsonObject]]:
-    workers = workers_for(len(jobs))
+    workers = fork_workers.workers_for(len(jobs))
     if workers == 1:
         return [job_output(lj, config) for lj in jobs]
     global _shared

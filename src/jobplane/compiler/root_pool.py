@@ -5,7 +5,7 @@ Jsonnet and the jobs' documents in two workers each (compiler/sandbox.py, job_bu
 roots' files (output.root_files: shared roles, catalog, stamping and rendering each job's file)
 were ~17% of the CPU, in the parent alone with the other core idle. A root's files are a
 function of its jobs' built documents and the configuration alone, so under the same condition
-as job_build.py (many jobs, Linux, no other thread in the process: job_build.workers_for) the
+as job_build.py (many jobs, Linux, no other thread in the process: fork_workers.workers_for) the
 roots are made in forked workers, which inherit what they read (never pickled), largest root
 first so that two workers finish together, and the results are taken in the roots' order: the
 output is the same bytes either way (tests/test_compile_speed.py, tests/test_dev_root_memo.py).
@@ -21,7 +21,7 @@ import multiprocessing
 from collections.abc import Callable, Sequence
 from typing import TypeVar, cast
 
-from jobplane.compiler import job_build
+from jobplane.compiler import fork_workers
 
 T = TypeVar("T")
 
@@ -32,7 +32,7 @@ _tasks: Sequence[Callable[[], object]] | None = None
 def run_roots(tasks: Sequence[Callable[[], T]], sizes: Sequence[int]) -> list[T]:
     """Each of ``tasks`` (one a root, ``sizes``: its jobs) called, results in order; in forked
     workers when the roots hold many jobs and there is more than one root."""
-    workers = job_build.workers_for(sum(sizes)) if len(tasks) > 1 else 1
+    workers = fork_workers.workers_for(sum(sizes)) if len(tasks) > 1 else 1
     if workers == 1:
         return [task() for task in tasks]
     global _tasks
