@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -137,17 +138,25 @@ def test_a_library_edit_re_evaluates_exactly_its_users(repo_root: Path, tmp_path
     assert set(after.kept) >= set(first.jobs) - {"slow-report", "typed-params"}
 
 
+def _damage_entry(index: Path, entries: str, data_file: str, name: str, marker: bytes) -> dict[str, Any]:
+    """One entry's bytes damaged in an index-plus-bytes file (devserver/indexed_file.py): the
+    first ``marker`` in them gets its last character changed; returns the index as it was read."""
+    read = json.loads(index.read_text())
+    entry = read[entries][name]
+    stored = index.parent / read[data_file]
+    raw = stored.read_bytes()
+    part = raw[entry["at"]:entry["at"] + entry["size"]]
+    assert marker in part
+    stored.write_bytes(raw[:entry["at"]] + part.replace(marker, marker[:-2] + b'x"', 1) + raw[entry["at"] + entry["size"]:])
+    return read  # type: ignore[no-any-return]
+
+
 def test_a_damaged_record_or_cache_is_not_trusted(repo_root: Path, tmp_path: Path) -> None:
     data = tmp_path / "data"
     first = Started(repo_root, data)
     path = data / "deployed.json"
-    record = json.loads(path.read_text())
-    entry = record["jobs"]["other-team"]  # its key still matches the file: only its text is damaged
-    texts = data / record["texts"]
-    kept = texts.read_bytes()
-    text = kept[entry["at"]:entry["at"] + entry["size"]]
-    assert b'"StartAt"' in text
-    texts.write_bytes(kept[:entry["at"]] + text.replace(b'"StartAt"', b'"StartAx"', 1) + kept[entry["at"] + entry["size"]:])
+    # its key still matches the file: only its text is damaged
+    _damage_entry(path, "jobs", "texts", "other-team", b'"StartAt"')
     damaged = Started(repo_root, data)
     assert damaged.read == ["other-team"] and damaged.machines == damaged.from_files
     assert damaged.checked == 1  # its definition checked as it is deployed, the kept ones not again
@@ -288,14 +297,9 @@ def test_a_damaged_kept_definition_is_not_put_back(repo_root: Path, tmp_path: Pa
     data = tmp_path / "data"
     first = Started(repo_root, data)
     index = data / "definitions.json"
-    kept = json.loads(index.read_text())
     key = definition_key("other-team", first.digests["other-team"])
-    entry = kept["objects"][key]
+    kept = _damage_entry(index, "objects", "bodies", key, b'"recorded_at"')
     bodies = data / kept["bodies"]
-    raw = bodies.read_bytes()
-    body = raw[entry["at"]:entry["at"] + entry["size"]]
-    assert b'"recorded_at"' in body
-    bodies.write_bytes(raw[:entry["at"]] + body.replace(b'"recorded_at"', b'"recorded_ax"', 1) + raw[entry["at"] + entry["size"]:])
     damaged = Started(repo_root, data)
     assert damaged.recorded == [key] and damaged.restored == len(first.jobs) - 1
     assert all(stored is not None for stored in damaged.stored.values())

@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 
 import jobplane
+from jobplane.compiler import dir_scan
 from jobplane.compiler.file_table import FileTable
 from jobplane.compiler.gc_pause import gc_paused
 from jobplane.contract import cache_home
@@ -28,26 +29,15 @@ def _files(root: Path) -> list[str]:
     ``rglob`` then ``is_file`` and ``resolve`` per file cost ~2 s of a 5,000-job restart's ~4 s
     digest (cProfile, bench/dev_scale.py), and a stat per file to tell a file ~0.1 s more (the
     directory's listing tells it, but for a link, which is followed: a link to a file counts)."""
-    found: list[str] = []
     if not root.is_dir():
-        return found
-    pending = [(str(root), "")]
-    while pending:
-        directory, rel_top = pending.pop()
+        return []
+    found: list[str] = []
+    for parts, entry in dir_scan.entries(str(root), skip=frozenset({"__pycache__"})):
         try:
-            with os.scandir(directory) as it:
-                entries = list(it)
+            if entry.is_file():
+                found.append("/".join(parts))
         except OSError:
             continue
-        for entry in entries:
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    if entry.name != "__pycache__":
-                        pending.append((entry.path, f"{rel_top}{entry.name}/"))
-                elif entry.is_file():
-                    found.append(f"{rel_top}{entry.name}")
-            except OSError:
-                continue
     return sorted(found)
 
 
