@@ -8,9 +8,9 @@ result is a function of its path, its Jsonnet value and the configuration alone,
 same condition as job_build.py (many files, Linux, no other thread in the process:
 fork_workers.workers_for) the files are checked in forked workers, which inherit what they read
 (never pickled), each a run of consecutive files; the results come back pickled, in the files'
-order. Step kinds are pickled by name and read back as the registry's own objects (they are
-compared by identity), as the validate cache does: a result read back is equal to the one made
-here (tests/test_check_pool.py), and reading it back costs a small part of making it.
+order, step kinds by name as the validate cache pickles them (compiler/kind_pickle.py): a
+result read back is equal to the one made here (tests/test_check_pool.py), and reading it back
+costs a small part of making it.
 
 A file whose checks fail in a worker is checked again in this process, in order, so the check
 raises exactly what it raised before (nothing a failing worker made is used).
@@ -19,7 +19,7 @@ raises exactly what it raised before (nothing a failing worker made is used).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 T = TypeVar("T")
 
@@ -80,30 +80,8 @@ def _share(bounds: tuple[int, int]) -> bytes | None:
         except Exception:  # noqa: BLE001 - told by the parent, which checks this file again
             out.append((False, None))
     try:
-        return _dumps(out)
+        from jobplane.compiler.kind_pickle import dumps
+
+        return dumps(out)
     except Exception:  # noqa: BLE001 - a result that does not pickle: the parent checks the share again
         return None
-
-
-def _dumps(value: object) -> bytes:
-    import io
-    import pickle
-
-    buffer = io.BytesIO()
-    pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
-    pickler.dispatch_table = _by_name()
-    pickler.dump(value)
-    return buffer.getvalue()
-
-
-def _by_name() -> dict[type, Callable[[Any], tuple[Callable[[str], Any], tuple[str]]]]:
-    """Step kinds pickled by name (read back as the registry's objects: :func:`step_kind`)."""
-    from jobplane.compiler import kinds
-
-    return {type(k): (lambda k: (step_kind, (k.name,))) for k in kinds.REGISTRY}
-
-
-def step_kind(name: str) -> object:
-    from jobplane.compiler import kinds
-
-    return kinds.BY_NAME[name]

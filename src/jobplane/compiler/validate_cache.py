@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import io
 import os
 import pickle
 import re
@@ -61,7 +60,7 @@ import sys
 import zoneinfo
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, overload
+from typing import Any, overload
 
 import jobplane
 from jobplane.compiler.blob_pack import BlobPack, owner_only as _private, write_owner_only as _write_private
@@ -69,12 +68,10 @@ from jobplane.compiler.problems import Problem
 from jobplane.compiler.checked import FileChecked, LoadedJob
 from jobplane.compiler.file_table import FileTable
 from jobplane.compiler.gc_pause import gc_paused
+from jobplane.compiler.kind_pickle import dumps as _dumps
 from jobplane.contract import cache_home
 from jobplane.contract.config import PlatformConfig
 from jobplane.contract.types import JsonObject
-
-if TYPE_CHECKING:
-    from jobplane.compiler.kinds.base import StepKind
 
 CACHE_ENV = cache_home.CACHE_ENV
 FORMAT = 3  # 2: the built documents in files of their own; 3: in one pack
@@ -136,30 +133,6 @@ def _version(name: str) -> str:
                 if re.sub(r"[-_.]+", "_", project).lower() == wanted:
                     return version
     return "?"
-
-
-def step_kind(name: str) -> StepKind:
-    """A kept job's step kind: the registry's own object (kinds are compared by identity)."""
-    from jobplane.compiler import kinds
-
-    return kinds.BY_NAME[name]
-
-
-def _dispatch() -> dict[type, Callable[[Any], tuple[Callable[[str], StepKind], tuple[str]]]]:
-    """Step kinds are pickled by name, read back as the registry's objects (only once the
-    registry is imported: a run whose results are all kept never imports it)."""
-    from jobplane.compiler import kinds
-
-    return {type(k): (lambda k: (step_kind, (k.name,))) for k in kinds.REGISTRY}
-
-
-def _dumps(value: object) -> bytes:
-    buffer = io.BytesIO()
-    pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
-    if "jobplane.compiler.kinds" in sys.modules:  # else no step kind exists to be pickled (save() of kept bytes)
-        pickler.dispatch_table = _dispatch()
-    pickler.dump(value)
-    return buffer.getvalue()
 
 
 class KeptJobs(Sequence[LoadedJob]):
