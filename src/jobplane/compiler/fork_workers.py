@@ -19,8 +19,13 @@ MIN_JOBS = 500
 MAX_WORKERS = 2
 
 
+def can_fork() -> bool:
+    """Whether this process may fork a child that runs Python (Linux, no other thread)."""
+    return sys.platform == "linux" and threading.active_count() == 1
+
+
 def workers_for(count: int) -> int:
     """How many processes share ``count`` items (1: this one, no fork)."""
-    if count < MIN_JOBS or sys.platform != "linux" or threading.active_count() > 1:
+    if count < MIN_JOBS or not can_fork():
         return 1
     return max(1, min(MAX_WORKERS, len(os.sched_getaffinity(0))))

@@ -18,7 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from jobplane.contract.blackouts import JobWindow, windows_of
 from jobplane.contract.business_fires import CalendarSchedule
 from jobplane.contract.calendars import CatalogCalendar
-from jobplane.contract.layout import CATALOG_FILE, catalog_parts
+from jobplane.contract.layout import CATALOG_FILE
+from jobplane.contract.output_files import OutputFiles
 from jobplane.contract.params import ParamSet, from_schema as params_from_schema
 from jobplane.contract import policies
 from jobplane.contract.policies import ExecutionPolicy
@@ -233,8 +234,14 @@ class Catalog(_Model):
         """A catalog file, or a compiler output directory (every team's part, merged)."""
         path = Path(path)
         if path.is_dir():
-            parts = catalog_parts(path)
-            if not parts:
-                raise FileNotFoundError(f"{path}: no teams/*/catalog.json (compile first: jobplane compile)")
-            return cls.merge([cls.model_validate_json(p.read_text()) for p in parts])
+            return cls.load_output(OutputFiles(path))
         return cls.model_validate_json(path.read_text())
+
+    @classmethod
+    def load_output(cls, output: OutputFiles) -> Catalog:
+        """Every team's part of a compiler output, merged (contract/output_files.py: also while
+        `jobplane dev` is still writing it)."""
+        parts = output.catalog_parts()
+        if not parts:
+            raise FileNotFoundError(f"{output.directory}: no teams/*/catalog.json (compile first: jobplane compile)")
+        return cls.merge([cls.model_validate_json(output.read_text(rel)) for rel in parts])

@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jobplane.contract.catalog import CatalogJob
+from jobplane.contract.output_files import OutputFiles
 import jobplane
 from jobplane.devserver.indexed_file import read_index
 from jobplane.platform.local.compiled_roles import ROLES_FILE, ScheduleRoles
@@ -122,7 +123,7 @@ class DeployRecord:
         data = memoryview(self._texts)[at:at + size]
         return data if entry.get("asl_sha") == _sha(data) else None
 
-    def source(self, output_dir: Path, job: CatalogJob, roles: ScheduleRoles) -> tuple[str, str | None]:
+    def source(self, output: OutputFiles, job: CatalogJob, roles: ScheduleRoles) -> tuple[str, str | None]:
         key = self.key(job)
         entry = self._kept.get(job.name)
         rendered = self._rendered.pop(job.name, None)  # its ASL freed once deployed
@@ -147,7 +148,7 @@ class DeployRecord:
             if rendered.shape_checked:
                 self._shape_checked.add(job.name)
             return rendered.asl, rendered.role
-        asl, role = job_source(output_dir, job, roles)
+        asl, role = job_source(output, job, roles)
         if key is not None:
             encoded = self._asl[job.name] = asl.encode()
             self._entries[job.name] = {"key": key, "asl_sha": _sha(encoded), "role": role}

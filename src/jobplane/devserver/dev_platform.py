@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from jobplane.contract.config import PlatformConfig, expand_ports
+from jobplane.contract.output_files import OutputFiles
 from jobplane.devserver import services as svc
 from jobplane.devserver.runtime import (COMPILED_STAMP, RUNTIME_FILE, SNAPSHOT_FILE, DevError, owner_only,
                                         read_runtime, remove_runtime, write_runtime)
@@ -44,6 +45,7 @@ from jobplane.devserver.definition_archive import ARCHIVE_FILE as DEFINITIONS_FI
 from jobplane.compiler.gc_pause import gc_paused
 from jobplane.devserver.deploy_record import RECORD_FILE as DEPLOY_RECORD, DeployRecord
 from jobplane.devserver.snapshot import Snapshot
+from jobplane.devserver.write_behind import WriteBehind
 from jobplane.platform.catchup import WINDOW as CATCHUP_WINDOW
 from jobplane.platform.control import ControlPlane, Deployment
 from jobplane.platform.local.ecs_agent import container_env
@@ -142,6 +144,10 @@ class DevPlatform:
         #: job -> what the local deploy takes from its file, for each job file this start's
         #: compile rendered (compiler/rendered_jobs.py); handed to the deploy, then dropped
         self.rendered_jobs: dict[str, RenderedJob] = {}
+        #: the compiled output as the deploy reads it: while the start writes it behind (compile's
+        #: write_behind), with the texts being written
+        self.output = OutputFiles(self.output_dir)
+        self._written: WriteBehind | None = None
         self.interrupted: list[str] = []  # executions the last shutdown left running, now ABORTED
         self.services: dict[str, subprocess.Popen[bytes]] = {}
         self.service_ports: dict[str, int] = {}
@@ -170,13 +176,17 @@ class DevPlatform:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         owner_only(self.data_dir)
         self._check_not_running()
-        self.compile()  # raises DefinitionError before anything starts
-        # A port per service named by {port:NAME}: chosen now, so steps ([dev] env) and the
-        # service agree on it, and a second instance gets its own.
-        self.service_ports = {name: svc.free_port() for name in self.config.dev.port_names()}
-        with ExitStack() as stack:
-            self._start_all(stack)
-            self._stack = stack.pop_all()  # started: from here on stop() undoes it
+        self.compile(write_behind=True)  # raises DefinitionError before anything starts
+        try:
+            # A port per service named by {port:NAME}: chosen now, so steps ([dev] env) and the
+            # service agree on it, and a second instance gets its own.
+            self.service_ports = {name: svc.free_port() for name in self.config.dev.port_names()}
+            with ExitStack() as stack:
+                self._start_all(stack)
+                self._stack = stack.pop_all()  # started: from here on stop() undoes it
+        except BaseException:
+            self._output_written(failed=True)  # never left writing behind a start that failed
+            raise
         return self
 
     # paused as each compiler pass is (compiler/gc_pause.py), the output's stamp, the roots'
@@ -184,9 +194,15 @@ class DevPlatform:
     # 1.1-1.4 s with their collections, 0.9-1.0 s without (bench/dev_scale.py's compile_only,
     # alternated in one run, session 36)
     @gc_paused
-    def compile(self) -> None:
+    def compile(self, write_behind: bool = False) -> None:
         """Compile into the data directory, unless what it holds is the output of these very
         inputs (compiler/inputs.py) and unchanged since: then a restart skips the compile.
+
+        ``write_behind`` (the start's): the compiled files, the caches and the stamp are written
+        while the start goes on (devserver/write_behind.py: in a forked child), and
+        ``self.output`` reads the directory as that write leaves it (contract/output_files.py);
+        the start waits for it (:meth:`_output_written`) before anything else reads the
+        directory.
 
         A compile evaluates and checks only the definitions whose result can differ from the
         last one's (compiler/validate_cache.py: keyed by each file's bytes and its imports', so
@@ -212,6 +228,7 @@ class DevPlatform:
         wanted = hashlib.sha256(f"{inputs.digest(self.config, table=self.data_dir / VALIDATE_CACHE)}\n{image}"
                                 .encode()).hexdigest()
         self.rendered_jobs = {}
+        self.output = OutputFiles(self.output_dir)
         on_disk = stamp.unchanged(wanted)  # only files whose size or time changed are read
         self.outputs_hashed = stamp.hashed
         if on_disk is not None:
@@ -234,18 +251,42 @@ class DevPlatform:
         memo = RootMemo(self.data_dir / VALIDATE_CACHE / ROOTS_FILE)
         try:
             out, memory = compile_roots(self.config, checked, cache, memo, on_disk, image)
-        finally:
+        except BaseException:
             cache.save()
+            raise
         self.builds_reused = cache.built_hits + out.kept_jobs
         self.roots_kept, self.roots_compiled = out.kept_roots, out.compiled_roots
         self.job_files_rendered = out.rendered
         self.digests = out.digests
         self.rendered_jobs = out.rendered_jobs
-        stamp.remove()  # an output being rewritten is never taken for a kept one
-        write_output(out.compiled, self.output_dir, digests=(on_disk, self.digests))
-        stamp.write(wanted, self.digests)
-        memo.save(*memory)  # once its files are written (a kept root is checked against them anyway)
         self.compile_reused = False
+
+        def write() -> None:
+            cache.save()
+            stamp.remove()  # an output being rewritten is never taken for a kept one
+            write_output(out.compiled, self.output_dir, digests=(on_disk, self.digests))
+            stamp.write(wanted, self.digests)
+            memo.save(*memory)  # once its files are written (a kept root is checked against them anyway)
+
+        if not write_behind:
+            write()
+            return
+        self.output = OutputFiles(self.output_dir, out.compiled.files, self.digests)
+        self._written = WriteBehind(write)  # in a forked child (write_behind.py)
+
+    def _output_written(self, failed: bool = False) -> None:
+        """Wait for the compile's write behind (:meth:`compile`), raising what it raised
+        (``failed``: the start already failed; its error is the one told, the write's logged)."""
+        written, self._written = self._written, None
+        self.output = OutputFiles(self.output_dir)
+        if written is None:
+            return
+        try:
+            written.wait()
+        except BaseException:
+            if not failed:
+                raise
+            log.exception("writing the compiled output failed too")
 
     def _start_all(self, stack: ExitStack) -> None:
         def on_stop(what: str, action: Callable[[], object]) -> None:
@@ -270,8 +311,9 @@ class DevPlatform:
         self.rendered_jobs = {}  # the record's now: each ASL freed as its job is deployed
         # the definitions earlier starts recorded, put back into the local S3 (moto keeps none)
         definitions = DefinitionArchive(self.data_dir / DEFINITIONS_FILE)
-        self.jobs = aws.deploy_output(self.output_dir, source=record.source, checked=record.checked,
+        self.jobs = aws.deploy_output(self.output, source=record.source, checked=record.checked,
                                       definitions=definitions, shape_checked=record.shape_checked)
+        self._output_written()  # on disk before this start's records name it, and anything reads it
         record.save()
         definitions.save()
         self.deploy_kept, self.deploy_read, self.deploy_handed = record.kept, record.read, record.handed

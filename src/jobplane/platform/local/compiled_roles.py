@@ -13,9 +13,8 @@ deployed role.
 from __future__ import annotations
 
 import json
-from pathlib import Path
-
 from jobplane.contract import schedule_role
+from jobplane.contract.output_files import OutputFiles
 from jobplane.contract.types import JsonObject
 
 #: The team root's file of shared roles (compiler/shared_roles.py ROLES_FILE; the compiler is
@@ -27,16 +26,17 @@ class ScheduleRoles:
     """Each team root's role names read once (a 5,000-job start reads a roles file per root)."""
 
     def __init__(self) -> None:
-        self._roots: dict[Path, dict[str, str]] = {}
+        self._roots: dict[str, dict[str, str]] = {}
 
-    def name(self, job_document: JsonObject, root: Path) -> str | None:
+    def name(self, job_document: JsonObject, output: OutputFiles, root: str) -> str | None:
         """The name of the role the job's schedules pass; None when the document has no
-        schedule or names no role of ``root``'s roles file (a hand-made or older output)."""
+        schedule or names no role of the roles file of ``root`` (the job file's directory in
+        ``output``; a hand-made or older output has none)."""
         ref = schedule_role.role_ref(job_document)
-        return None if ref is None else self._names(root).get(ref)
+        return None if ref is None else self._names(output, root).get(ref)
 
-    def _names(self, root: Path) -> dict[str, str]:
+    def _names(self, output: OutputFiles, root: str) -> dict[str, str]:
         if root not in self._roots:
-            path = root / ROLES_FILE
-            self._roots[root] = schedule_role.role_names(json.loads(path.read_text()) if path.is_file() else {})
+            rel = f"{root}/{ROLES_FILE}" if root else ROLES_FILE
+            self._roots[root] = schedule_role.role_names(json.loads(output.read_text(rel)) if output.is_file(rel) else {})
         return self._roots[root]

@@ -27,6 +27,7 @@ import collections
 import json
 import logging
 import os
+import posixpath
 import tempfile
 import threading
 import time
@@ -48,6 +49,7 @@ from jobplane.contract.catalog import Catalog, CatalogJob
 from jobplane.contract.catalog_brief import JobBrief, find_job
 from jobplane.contract.layout import catalog_parts
 from jobplane.contract.execution_input import ExecutionInput
+from jobplane.contract.output_files import OutputFiles
 from jobplane.contract.types import Client, JsonObject, JsonValue
 from jobplane.platform.local import faults as local_faults
 from jobplane.platform.local import moto_patches
@@ -77,7 +79,7 @@ if TYPE_CHECKING:
     from jobplane.platform.local.compiled_roles import ScheduleRoles
 
 #: What deploy_output asks of each job: its ASL (unbound) and the role its schedules pass.
-JobSource = Callable[[Path, CatalogJob, "ScheduleRoles"], tuple[str, str | None]]
+JobSource = Callable[[OutputFiles, CatalogJob, "ScheduleRoles"], tuple[str, str | None]]
 
 
 class KeptDefinitions(Protocol):
@@ -96,12 +98,13 @@ class KeptDefinitions(Protocol):
 LOCAL_RUNNER_IMAGE = "jobplane-runner:local"
 
 
-def job_source(output_dir: Path, job: CatalogJob, roles: ScheduleRoles) -> tuple[str, str | None]:
+def job_source(output: OutputFiles | Path, job: CatalogJob, roles: ScheduleRoles) -> tuple[str, str | None]:
     """A job's ASL and schedule role, read from its file in a compiler output directory."""
-    stored = (output_dir / job.asl).read_text()
+    output = OutputFiles.of(output)
+    stored = output.read_text(job.asl)
     if job.asl.endswith(".tf.json"):  # parsed once: its ASL and its schedules' role
         document = json.loads(stored)
-        return asl_of_document(document), roles.name(document, (output_dir / job.asl).parent)
+        return asl_of_document(document), roles.name(document, output, posixpath.dirname(job.asl))
     return stored, None
 
 
@@ -529,7 +532,7 @@ class LocalAWS:
         Terraform creates them."""
         return [name for agent in self.agents.values() for name in agent.deploy(definition, self)]
 
-    def deploy_output(self, output_dir: Path | str, source: JobSource | None = None,
+    def deploy_output(self, output_dir: OutputFiles | Path | str, source: JobSource | None = None,
                       checked: Callable[[CatalogJob], bool] | None = None,
                       definitions: KeptDefinitions | None = None,
                       shape_checked: Callable[[CatalogJob], bool] | None = None, **overrides: str) -> list[str]:
@@ -543,16 +546,17 @@ class LocalAWS:
         whose ASL passed the create's definition check at that start (not parsed again),
         ``shape_checked``, also asked after ``source``, those whose ASL its compile ran the shape
         check on (:meth:`deploy`), and ``definitions``, the definitions its earlier starts
-        recorded (:meth:`record_definitions`)."""
-        output_dir = Path(output_dir)
+        recorded (:meth:`record_definitions`). ``output_dir`` may be an OutputFiles that
+        also holds the texts of files still being written (contract/output_files.py)."""
+        output = OutputFiles.of(output_dir)
         source = source or job_source
-        catalog = self.catalog = Catalog.load(output_dir)
+        catalog = self.catalog = Catalog.load_output(output)
         from jobplane.platform.local.declared_secrets import declared_names
 
         declared = declared_names(catalog)  # issue 65 item 2
         for agent in self.agents.values():
             agent.declared_secrets = declared
-        self.catalog_dir = Path(output_dir)
+        self.catalog_dir = output.directory
         self.after_rules = {}
         self.job_definitions = {job.name: job.definition for job in catalog.jobs}
         for job in catalog.jobs:
@@ -569,7 +573,7 @@ class LocalAWS:
         deployed: list[tuple[CatalogJob, str]] = []
         try:
             for job in catalog.jobs:
-                asl_text, role = source(output_dir, job, roles)
+                asl_text, role = source(output, job, roles)
                 arn = self.deploy(job.name, asl_text, checked=checked is not None and checked(job),
                                   digest=job.definition,
                                   shape_checked=shape_checked is not None and shape_checked(job), **overrides)
