@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -18,11 +19,12 @@ from devkit import make_repo
 from jobplane.compiler import fork_workers
 from jobplane.contract import asl_shape
 from jobplane.contract.bindings import bind
-from jobplane.contract.catalog import Catalog
+from jobplane.contract.catalog import Catalog, CatalogJob
 from jobplane.contract.config import load_config
 from jobplane.contract.names import schedule_name, state_machine_name, team_role_name
 from jobplane.devserver.deploy_record import DeployRecord
 from jobplane.devserver.dev_platform import DevPlatform
+from jobplane.platform.definitions import DefinitionStore, key as definition_key
 from jobplane.platform.local.compiled_roles import ScheduleRoles
 from jobplane.platform.local.engine import LocalAWS, job_source
 
@@ -67,9 +69,22 @@ class FirstStart:
             prefix = platform.config.name_prefix
             roles = ScheduleRoles()
             self.from_files, self.roles_from_files = {}, {}
+            # each definition recorded, and the object a record made from the files would hold
+            s3 = aws.client("s3")
+            self.recorded, self.recorded_from_files = {}, {}
+            for where in aws.definitions_recorded:
+                self.recorded[where] = s3.get_object(Bucket=aws.resources["items_bucket"], Key=where)["Body"].read()
             for job in aws.catalog.jobs:
                 asl, role = job_source(platform.output_dir, job, roles)
                 self.from_files[state_machine_name(prefix, job.name)] = bind(asl, aws.bindings())
+                assert job.definition is not None
+                where = definition_key(job.name, job.definition)
+                if where in self.recorded:
+                    stored = json.loads(self.recorded[where])
+                    ((_, made),) = DefinitionStore(s3, "unused").to_record(
+                        [(job, asl)], set(), stored["commit"], stored["image"],
+                        datetime.strptime(stored["recorded_at"], "%Y-%m-%dT%H:%M:%SZ"), {job.name: stored["version"]})
+                    self.recorded_from_files[where] = made.body()
                 for i in range(len(job.schedule)):  # LocalAWS.deploy_schedules' role when the file names none
                     self.roles_from_files[schedule_name(prefix, job.name, i)] = (
                         role or team_role_name(prefix, job.team, "scheduler", "local", 1))
@@ -83,8 +98,21 @@ def test_a_first_start_deploys_what_its_compile_rendered_and_reads_no_job_file(
         kind: str, workers: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # the roots' files made here or in forked workers, whose results come back pickled (root_pool.py)
     monkeypatch.setattr(fork_workers, "workers_for", lambda count: workers)
+    handed_documents: list[str] = []
+    document = DeployRecord.document
+
+    def counted(self: DeployRecord, job: CatalogJob) -> str | None:
+        found = document(self, job)
+        if found is not None:
+            handed_documents.append(job.name)
+        return found
+
+    monkeypatch.setattr(DeployRecord, "document", counted)
     first = FirstStart(repository(kind, tmp_path / "repo"), tmp_path / "data")
     assert first.jobs and first.handed == first.jobs and first.read == [] and first.kept == []
+    # each definition recorded from the document its compile made, the bytes a record from the files writes
+    assert sorted(handed_documents) == first.jobs and len(first.recorded) == len(first.jobs)
+    assert first.recorded == first.recorded_from_files
     assert first.checked == 0  # each definition's shape checked where its file was rendered
     assert first.left == {}
     # byte for byte what a deploy from the files creates, each schedule passing the same role

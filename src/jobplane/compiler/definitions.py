@@ -17,13 +17,17 @@ from jobplane.contract.catalog import Catalog, CatalogJob
 from jobplane.contract.types import JsonObject
 
 
-def job_digest(entry: CatalogJob, job_document: JsonObject, asls: dict[str, str] | None = None) -> str:
+def job_digest(entry: CatalogJob, job_document: JsonObject, asls: dict[str, str] | None = None,
+               documents: dict[str, JsonObject] | None = None) -> str:
     """The digest of a job's definition: its catalog entry with its Terraform file's ASL (set in
-    ``asls`` under the job's name, when given)."""
+    ``asls`` under the job's name, when given, and the definition document in ``documents``)."""
     asl = asl_of_document(job_document)
     if asls is not None:
         asls[entry.name] = asl
-    return definition_digest.digest(definition_digest.document(entry, asl))
+    document = definition_digest.document(entry, asl)
+    if documents is not None:
+        documents[entry.name] = document
+    return definition_digest.digest(document)
 
 
 def asl_of_document(document: JsonObject) -> str:
@@ -70,14 +74,16 @@ def runner_image_from_environment() -> str | None:
 
 def stamp(catalog: Catalog, documents: dict[str, JsonObject],
           image: str | None = None, known: dict[str, str] | None = None,
-          asls: dict[str, str] | None = None) -> tuple[Catalog, dict[str, JsonObject]]:
+          asls: dict[str, str] | None = None,
+          definition_documents: dict[str, JsonObject] | None = None) -> tuple[Catalog, dict[str, JsonObject]]:
     """The catalog with each job's ``definition`` set (and its ``runner_image``, ``image``, which
     the digest covers), and each job's Terraform document with its inputs carrying it (new
     objects: a document kept between compiles is not changed). ``known``: job -> its digest,
     where the caller knows it (compiler/root_memo.py: a job whose file, root, image, code and
     jobplane.toml are unchanged has the digest it had), so it is not computed again. ``asls``:
     filled in with job -> its ASL as taken out of its document for its digest (stamping leaves
-    the state machine as it is: it is also ``asl_of_document`` of the stamped document)."""
+    the state machine as it is: it is also ``asl_of_document`` of the stamped document), and
+    ``definition_documents`` with job -> its definition document, for each digest computed now."""
     entries: list[CatalogJob] = []
     stamped: dict[str, JsonObject] = {}
     for entry in catalog.jobs:
@@ -86,7 +92,8 @@ def stamp(catalog: Catalog, documents: dict[str, JsonObject],
         if digest is None:
             # the digest reads the entry with its image (the document's "image"; a plain string
             # field, no validator): a copy with it set, not validated and dumped a second time
-            digest = job_digest(entry.model_copy(update={"runner_image": image}) if image else entry, doc, asls)
+            digest = job_digest(entry.model_copy(update={"runner_image": image}) if image else entry, doc, asls,
+                                definition_documents)
         # both fields set at once, validated once
         entries.append(CatalogJob.model_validate(entry.model_dump(exclude_unset=True) | (
             {"runner_image": image} if image else {}) | {"definition": digest}))

@@ -125,8 +125,8 @@ def root_files(config: PlatformConfig, team: str, name: str, team_jobs: list[Loa
     function of the job, its state count, its root, the image and its definition's digest: the
     caller lists it only under the key of all of those, compiler/root_memo.py); those are not
     built and stamped again, and the others' are added. ``rendered``: filled in with the
-    document each job file returned was rendered from, and the ASLs taken out of them on the way
-    (compiler/rendered_jobs.py)."""
+    document each job file returned was rendered from, the ASLs taken out of them on the way, and
+    the definition documents whose digests were computed (compiler/rendered_jobs.py)."""
     files: dict[str, str] = {}
     root = layout.team_root(name)
     files[f"{root}/{layout.ROOT_FILE}"] = terraform.render(terraform.team_root(config, name))
@@ -143,7 +143,8 @@ def root_files(config: PlatformConfig, team: str, name: str, team_jobs: list[Loa
     fresh = [lj for lj in team_jobs if lj.job.name not in kept_entries]
     part, stamped = definitions.stamp(catalog.build_catalog(fresh, config, counts, team=team, root=name),
                                       {lj.job.name: shared.jobs[lj.job.name] for lj in fresh}, runner_image, digests,
-                                      None if rendered is None else rendered.asls)
+                                      None if rendered is None else rendered.asls,
+                                      None if rendered is None else rendered.definitions)
     made = {entry.name: entry.model_dump(mode="json", exclude_unset=True) for entry in part.jobs} if entries is not None else {}
     if entries is not None:
         entries.update(made)

@@ -17,6 +17,11 @@ The ASL comes back to the parent pickled beside the file that holds it: making t
 ASL in the parent instead (binding it for Terraform, escaping it into the document) would cost the
 parent ten times what unpickling the ASL's ~38 KB costs (1,500 jobs, CPU: ~0.06 s to unpickle the
 ASLs, ~0.7 s to bind and escape them).
+
+So does the job's definition document as the deploy records it (platform/definitions.py: its
+canonical JSON, the body of its object in the definitions store), where the root's compile took
+its digest now (definitions.stamp): the deploy built and encoded each document again, ~0.45 ms a
+job in the parent, ~2.3 s of a 5,000-job first start's ~5 s deploy (/work timeline, session 38).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from jobplane.compiler.shared_roles import ROLES_FILE
-from jobplane.contract import layout, schedule_role
+from jobplane.contract import definition_digest, layout, schedule_role
 from jobplane.contract.asl_shape import shape_problem
 from jobplane.contract.bindings import asl_of_document
 from jobplane.contract.types import JsonObject
@@ -44,6 +49,9 @@ class RenderedJob:
     asl_sha: str  # the SHA-256 of ``asl`` in UTF-8
     role: str | None  # the role its schedules pass (the name ScheduleRoles reads from the files)
     shape_checked: bool  # ``asl`` passed contract/asl_shape.py's check
+    #: its definition document's canonical JSON (definition_digest.canonical_text), the document
+    #: its digest was taken over in this compile (None: the digest was kept, not computed)
+    definition: str | None = None
 
 
 @dataclass
@@ -54,6 +62,7 @@ class Rendering:
 
     documents: dict[str, JsonObject] = field(default_factory=dict)
     asls: dict[str, str] = field(default_factory=dict)
+    definitions: dict[str, JsonObject] = field(default_factory=dict)  # job -> its definition document (stamp's)
 
 
 def rendered_jobs(name: str, rendering: Rendering, texts: Mapping[str, str],
@@ -69,6 +78,8 @@ def rendered_jobs(name: str, rendering: Rendering, texts: Mapping[str, str],
         asl = rendering.asls.get(job)
         if asl is None:
             asl = asl_of_document(doc)
+        definition = rendering.definitions.get(job)
         found[job] = RenderedJob(rel, digests[rel], digests.get(roles_file), asl, hashlib.sha256(asl.encode()).hexdigest(),
-                                 schedule_role.role_name(doc, names), shape_problem(asl) is None)
+                                 schedule_role.role_name(doc, names), shape_problem(asl) is None,
+                                 None if definition is None else definition_digest.canonical_text(definition))
     return found

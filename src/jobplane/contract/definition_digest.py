@@ -68,7 +68,12 @@ def document(entry: CatalogJob, asl: str) -> JsonObject:
 
 
 def canonical(doc: JsonValue) -> bytes:
-    return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    return canonical_text(doc).encode()
+
+
+def canonical_text(doc: JsonValue) -> str:
+    """The canonical JSON (sorted keys, no spaces, not ASCII-escaped), as text."""
+    return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def digest(doc: JsonObject) -> str:

@@ -135,7 +135,8 @@ class DefinitionArchive:
                 os.fsync(f.fileno())
             fd, tmp = tempfile.mkstemp(prefix=".definitions-", dir=directory)  # 0600
             with os.fdopen(fd, "w") as f:
-                json.dump({"format": FORMAT, "bodies": bodies.name, "objects": self._entries}, f)
+                # one encode in C: json.dump's file path runs the encoder in Python (~0.3 s a 5,000-job start)
+                f.write(json.dumps({"format": FORMAT, "bodies": bodies.name, "objects": self._entries}))
             os.replace(tmp, self.path)
         except OSError as e:  # only makes the next start record them again
             log.warning("could not save %s: %s", self.path, e)

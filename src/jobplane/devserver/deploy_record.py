@@ -102,6 +102,8 @@ class DeployRecord:
         self._kept_now: set[str] = set()  # the same, to look up
         self.handed: list[str] = []  # jobs deployed from what the compile rendered (no file read)
         self._shape_checked: set[str] = set()  # the same, whose ASL passed the shape check there
+        #: the same, whose definition document the compile made (canonical JSON), until recorded
+        self._documents: dict[str, str] = {}
         self.read: list[str] = []  # jobs whose files were read (new, changed, or no usable entry)
 
     def key(self, job: CatalogJob) -> str | None:
@@ -144,6 +146,8 @@ class DeployRecord:
                 and key == f"{rendered.file_sha} {rendered.roles_sha or 'none'}"):
             self._asl[job.name] = rendered.asl.encode()
             self._entries[job.name] = {"key": key, "asl_sha": rendered.asl_sha, "role": rendered.role}
+            if rendered.definition is not None:
+                self._documents[job.name] = rendered.definition
             self.handed.append(job.name)
             if rendered.shape_checked:
                 self._shape_checked.add(job.name)
@@ -164,6 +168,13 @@ class DeployRecord:
         """Whether ``job``'s ASL, as :meth:`source` just gave it, passed contract/asl_shape.py's
         check in this start's compile (compiler/rendered_jobs.py)."""
         return job.name in self._shape_checked
+
+    def document(self, job: CatalogJob) -> str | None:
+        """``job``'s definition document as its compile made it, when :meth:`source` just handed
+        its ASL from that compile and the compile took its digest (compiler/rendered_jobs.py):
+        the deploy's record of definitions encodes it no more (DefinitionStore.to_record).
+        Given once, then freed."""
+        return self._documents.pop(job.name, None)
 
     @property
     def changed(self) -> bool:
@@ -193,7 +204,8 @@ class DeployRecord:
                     at += len(data)
             fd, tmp = tempfile.mkstemp(prefix=".deployed-", dir=directory)  # 0600
             with os.fdopen(fd, "w") as f:
-                json.dump({"format": FORMAT, "checked_by": CHECKED_BY, "texts": Path(texts).name, "jobs": jobs}, f)
+                # one encode in C: json.dump's file path runs the encoder in Python
+                f.write(json.dumps({"format": FORMAT, "checked_by": CHECKED_BY, "texts": Path(texts).name, "jobs": jobs}))
             os.replace(tmp, self.path)
         except OSError as e:  # only makes the next start slower
             log.warning("could not save %s: %s", self.path, e)

@@ -166,6 +166,13 @@ class DevPlatform:
             return self._injector
         return None if self.faults == "none" else Faults(self.faults, seed=self.faults_seed)
 
+    # The whole start with the cyclic collector paused, as its compile already was (compiler/
+    # gc_pause.py): the deploy keeps millions of objects (moto's resources, the catalog) and frees
+    # the compile's, and each full collection walked all of them, the compile's included, ~5
+    # collections of ~0.5-1 s each at 5,000 jobs (gc callbacks, /work timeline, session 38), while
+    # the write behind's child (write_behind.py) shared those pages with this process: a
+    # collection's writes to every object's header copied them (copy on write) for nothing.
+    @gc_paused
     def start(self) -> DevPlatform:
         if self.reset and self.data_dir.exists():
             self._check_not_running()
@@ -312,7 +319,8 @@ class DevPlatform:
         # the definitions earlier starts recorded, put back into the local S3 (moto keeps none)
         definitions = DefinitionArchive(self.data_dir / DEFINITIONS_FILE)
         self.jobs = aws.deploy_output(self.output, source=record.source, checked=record.checked,
-                                      definitions=definitions, shape_checked=record.shape_checked)
+                                      definitions=definitions, shape_checked=record.shape_checked,
+                                      documents=record.document)
         self._output_written()  # on disk before this start's records name it, and anything reads it
         record.save()
         definitions.save()

@@ -68,7 +68,8 @@ class StoredDefinition:
 
     def body(self) -> bytes:
         """The object's bytes, as the store writes them."""
-        return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        return encode_body(self.job, self.digest, definition_digest.canonical_text(self.document), self.recorded_at,
+                           self.commit, self.image, self.version)
 
     @classmethod
     def from_json(cls, raw: JsonObject) -> StoredDefinition:
@@ -79,6 +80,36 @@ class StoredDefinition:
         return cls(job=str(raw.get("job")), digest=str(raw.get("digest")),
                    document=doc if isinstance(doc, dict) else {}, recorded_at=text("recorded_at") or "",
                    commit=text("commit"), image=text("image"), version=text("version"))
+
+
+def encode_body(job: str, digest: str, document: str, recorded_at: str, commit: str | None, image: str | None,
+                version: str | None) -> bytes:
+    """A recorded definition's object: ``json.dumps`` of StoredDefinition.to_json with sorted keys,
+    no spaces and no ASCII escapes, its document given as its canonical JSON (the same encoding,
+    so the same bytes: tests/test_definition_store.py), which a compile may have made already
+    (compiler/rendered_jobs.py) and is not encoded again."""
+    def text(value: str | None) -> str:
+        return json.dumps(value, ensure_ascii=False)
+
+    return (f'{{"commit":{text(commit)},"digest":{text(digest)},"document":{document},"image":{text(image)},'
+            f'"job":{text(job)},"recorded_at":{text(recorded_at)},"version":{text(version)}}}').encode()
+
+
+@dataclass(frozen=True)
+class NewDefinition:
+    """A definition a deploy records (:meth:`DefinitionStore.to_record`): what its object holds,
+    the document as its canonical JSON (definition_digest.canonical_text)."""
+
+    job: str
+    digest: str
+    document: str
+    recorded_at: str
+    commit: str | None = None
+    image: str | None = None
+    version: str | None = None
+
+    def body(self) -> bytes:
+        return encode_body(self.job, self.digest, self.document, self.recorded_at, self.commit, self.image, self.version)
 
 
 class DefinitionMismatch(ValueError):
@@ -114,7 +145,7 @@ class DefinitionStore:
         new = self.to_record(pairs, self.recorded(), commit, image, now, None if asked else versions)
         asls = {entry.name: (entry, asl) for entry, asl in pairs}
 
-        def put(item: tuple[str, StoredDefinition]) -> bool:
+        def put(item: tuple[str, NewDefinition]) -> bool:
             where, stored = item
             if asked is not None:
                 stored = replace(stored, version=asked(*asls[stored.job]))
@@ -129,28 +160,35 @@ class DefinitionStore:
     def to_record(self, jobs: Iterable[tuple[CatalogJob, str]], have: set[str], commit: str | None = None,
                   image: str | None = None, now: datetime | None = None,
                   versions: Mapping[str, str] | Callable[[CatalogJob, str], str | None] | None = None,
-                  ) -> list[tuple[str, StoredDefinition]]:
+                  documents: Callable[[CatalogJob], str | None] | None = None,
+                  ) -> list[tuple[str, NewDefinition]]:
         """What :meth:`record` writes: each entry whose key is not in ``have`` (the keys recorded),
         with its key, checked against its digest (DefinitionMismatch), in the order given. Also
-        for a deploy that writes them its own way (the local engine's, straight into its S3)."""
+        for a deploy that writes them its own way (the local engine's, straight into its S3).
+        ``documents``: an entry's definition document as canonical JSON where the compile that
+        stamped the entry's digest made it from the very document it took that digest over
+        (`jobplane dev`: compiler/rendered_jobs.py); that one is not built and checked again."""
         when = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
-        new: list[tuple[str, StoredDefinition]] = []
+        new: list[tuple[str, NewDefinition]] = []
         for entry, asl in jobs:
             where = key(entry.name, entry.definition) if entry.definition is not None else None
             if where is None or entry.definition is None or where in have:
                 continue
-            doc = definition_digest.document(entry, asl)
-            if definition_digest.digest(doc) != entry.definition:
-                raise DefinitionMismatch(f"{entry.name}: the catalog says definition "
-                                         f"{definition_digest.short(entry.definition)}, its state machine and entry "
-                                         f"make {definition_digest.short(definition_digest.digest(doc))}: "
-                                         "compile again (jobplane compile) before recording")
+            text = documents(entry) if documents is not None else None
+            if text is None:
+                doc = definition_digest.document(entry, asl)
+                if definition_digest.digest(doc) != entry.definition:
+                    raise DefinitionMismatch(f"{entry.name}: the catalog says definition "
+                                             f"{definition_digest.short(entry.definition)}, its state machine and entry "
+                                             f"make {definition_digest.short(definition_digest.digest(doc))}: "
+                                             "compile again (jobplane compile) before recording")
+                text = definition_digest.canonical_text(doc)
             version = (versions.get(entry.name) if isinstance(versions, Mapping)
                        else versions(entry, asl) if versions is not None else None)
-            new.append((where, StoredDefinition(entry.name, entry.definition, doc, when, commit, image, version)))
+            new.append((where, NewDefinition(entry.name, entry.definition, text, when, commit, image, version)))
         return new
 
-    def _put_new(self, where: str, stored: StoredDefinition) -> bool:
+    def _put_new(self, where: str, stored: NewDefinition) -> bool:
         """Write unless the key exists (S3 conditional write); False when it did."""
         try:
             self.s3.put_object(Bucket=self.bucket, Key=where, IfNoneMatch="*", ContentType=CONTENT_TYPE,

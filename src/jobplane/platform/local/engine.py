@@ -535,7 +535,8 @@ class LocalAWS:
     def deploy_output(self, output_dir: OutputFiles | Path | str, source: JobSource | None = None,
                       checked: Callable[[CatalogJob], bool] | None = None,
                       definitions: KeptDefinitions | None = None,
-                      shape_checked: Callable[[CatalogJob], bool] | None = None, **overrides: str) -> list[str]:
+                      shape_checked: Callable[[CatalogJob], bool] | None = None,
+                      documents: Callable[[CatalogJob], str | None] | None = None, **overrides: str) -> list[str]:
         """Deploy every job of a compiler output directory: its state machine from the ASL its
         Terraform file holds (bound here to the local resources, as Terraform binds it to what
         the base module publishes), and its schedules (stored with timezone, state and target
@@ -546,7 +547,8 @@ class LocalAWS:
         whose ASL passed the create's definition check at that start (not parsed again),
         ``shape_checked``, also asked after ``source``, those whose ASL its compile ran the shape
         check on (:meth:`deploy`), and ``definitions``, the definitions its earlier starts
-        recorded (:meth:`record_definitions`). ``output_dir`` may be an OutputFiles that
+        recorded (:meth:`record_definitions`), and ``documents``, asked there, the definition
+        documents its compile made (DefinitionStore.to_record). ``output_dir`` may be an OutputFiles that
         also holds the texts of files still being written (contract/output_files.py)."""
         output = OutputFiles.of(output_dir)
         source = source or job_source
@@ -582,16 +584,18 @@ class LocalAWS:
         finally:
             self._terraform = None
         self.definitions_checked = terraform.checked
-        self.record_definitions(deployed, definitions)
+        self.record_definitions(deployed, definitions, documents)
         return [j.name for j in catalog.jobs]
 
     def record_definitions(self, deployed: list[tuple[CatalogJob, str]],
-                           kept: KeptDefinitions | None = None) -> list[str]:
+                           kept: KeptDefinitions | None = None,
+                           documents: Callable[[CatalogJob], str | None] | None = None) -> list[str]:
         """Every deployed definition kept by its digest, as the pipeline's record-definitions
         does after the apply (platform/definitions.py: the same objects, the same checks, never
         one replaced), written straight into the local S3 (moto_patches.Objects): this is the
         pipeline's step, not the runtime's. ``kept``: what earlier starts recorded, put back
-        first, so only definitions new to this data directory are written. The keys written."""
+        first, so only definitions new to this data directory are written; ``documents``:
+        DefinitionStore.to_record's. The keys written."""
         from jobplane.platform.definitions import CONTENT_TYPE, PREFIX, DefinitionStore
 
         bucket = self.resources["items_bucket"]  # the catalog bucket
@@ -604,7 +608,8 @@ class LocalAWS:
         images = {j.runner_image for j, _ in deployed if j.runner_image}  # the compile's (`jobplane dev`'s identity)
         new = DefinitionStore(self.client("s3"), bucket).to_record(
             deployed, objects.keys(PREFIX), image=images.pop() if len(images) == 1 else LOCAL_RUNNER_IMAGE,
-            versions={j.name: self.versions[j.name] for j, _ in deployed if j.name in self.versions})
+            versions={j.name: self.versions[j.name] for j, _ in deployed if j.name in self.versions},
+            documents=documents)
         written = []
         for where, stored in new:
             body = stored.body()
