@@ -101,9 +101,11 @@ def dev(obj: Context, reset: bool, data_dir: Path | None, aws_port: int | None, 
         fail_definitions(e)
     except (DevError, OSError) as e:
         raise click.ClickException(str(e)) from None
-    freeze_started_heap()
     click.echo(platform.banner(), err=False)
     sys.stdout.flush()
+    # after the banner: a full collection over what the start made (~1 M objects, ~0.4 s at
+    # 5,000 jobs) is nothing the developer waits for; everything is already serving
+    freeze_started_heap()
     try:
         while not stop.wait(0.5):
             pass
