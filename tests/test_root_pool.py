@@ -43,15 +43,48 @@ def test_the_dev_compiles_roots_made_in_workers_are_the_same_files_and_memory(
     assert os.listdir(tmp_path / "forked" / "entries")
 
 
-def test_roots_run_in_workers_in_their_order(monkeypatch: pytest.MonkeyPatch) -> None:
+class Recorded(fork_workers.Handoff):
+    """The pool's handoff, its directory remembered: gone once the pool ended."""
+
+    made: list[str] = []
+
+    def __init__(self) -> None:
+        super().__init__()
+        Recorded.made.append(self.directory)
+
+
+@pytest.fixture
+def handoffs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    Recorded.made = []
+    monkeypatch.setattr(fork_workers, "Handoff", Recorded)
+    return Recorded.made
+
+
+def test_roots_run_in_workers_in_their_order(monkeypatch: pytest.MonkeyPatch, handoffs: list[str]) -> None:
     monkeypatch.setattr(fork_workers, "workers_for", lambda count: 2)
-    results = run_roots([lambda i=i: (i, os.getpid()) for i in range(5)], [1, 5, 2, 4, 3])
-    assert [i for i, _ in results] == list(range(5))
-    assert {pid for _, pid in results} - {os.getpid()}  # made in forked workers
+    results = run_roots([lambda i=i: (i, os.getpid(), "x" * 100_000 * i) for i in range(5)], [1, 5, 2, 4, 3])
+    assert [(i, text) for i, _, text in results] == [(i, "x" * 100_000 * i) for i in range(5)]
+    assert {pid for _, pid, _ in results} - {os.getpid()}  # made in forked workers
+    assert len(handoffs) == 1 and not os.path.exists(handoffs[0])  # the results' files removed
+
+
+def test_a_handoff_is_owner_only_and_each_result_is_taken_once(tmp_path: Path) -> None:
+    handoff = fork_workers.Handoff()
+    try:
+        assert os.stat(handoff.directory).st_mode & 0o777 == 0o700
+        name = handoff.put({"texts": ["é" * 10, "b"], "n": 3})
+        assert os.stat(os.path.join(handoff.directory, name)).st_mode & 0o777 == 0o600
+        assert handoff.take(name) == {"texts": ["é" * 10, "b"], "n": 3}
+        assert os.listdir(handoff.directory) == []
+        with pytest.raises(FileNotFoundError):
+            handoff.take(name)
+    finally:
+        handoff.close()
+    assert not os.path.exists(handoff.directory)
 
 
 def test_a_root_failing_in_a_worker_raises_its_own_error_the_first_in_order(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, handoffs: list[str]) -> None:
     """DefinitionError's problems do not survive pickling: the parent makes that root again."""
     monkeypatch.setattr(fork_workers, "workers_for", lambda count: 2)
     made: list[int] = []
@@ -66,3 +99,4 @@ def test_a_root_failing_in_a_worker_raises_its_own_error_the_first_in_order(
         run_roots([lambda i=i: root(i) for i in range(4)], [1, 1, 3, 9])
     assert raised.value.problems == [Problem("jobs/t/job-2.jsonnet", "job-2", "name", "too long")]
     assert made == [2]  # the workers' calls are theirs; this process made only the failing root
+    assert len(handoffs) == 1 and not os.path.exists(handoffs[0])

@@ -14,7 +14,7 @@ is the same bytes either way (tests/test_compile_speed.py).
 from __future__ import annotations
 
 import multiprocessing
-from typing import Protocol
+from typing import Protocol, cast
 
 from jobplane.compiler import asl, fork_workers, terraform
 from jobplane.compiler.blackouts import job_windows
@@ -23,8 +23,9 @@ from jobplane.contract.config import PlatformConfig
 from jobplane.contract.types import JsonObject
 
 
-#: What the forked workers read (set only while a pool runs): inherited, never pickled.
-_shared: tuple[list[LoadedJob], PlatformConfig] | None = None
+#: What the forked workers read, and where they leave what they built (set only while a pool
+#: runs): inherited, never pickled.
+_shared: tuple[list[LoadedJob], PlatformConfig, fork_workers.Handoff] | None = None
 
 
 def count_states(definition: JsonObject) -> int:
@@ -70,15 +71,24 @@ def _build(jobs: list[LoadedJob], config: PlatformConfig) -> list[tuple[int, Jso
     if workers == 1:
         return [job_output(lj, config) for lj in jobs]
     global _shared
-    _shared = (jobs, config)
+    handoff = fork_workers.Handoff()  # each chunk's documents through a file (fork_workers.Handoff)
+    _shared = (jobs, config, handoff)
+    size = max(1, len(jobs) // (workers * 8))
     try:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
-            return pool.map(_job_output_at, range(len(jobs)), chunksize=max(1, len(jobs) // (workers * 8)))
+            built: list[tuple[int, JsonObject]] = []
+            for name in pool.imap(_job_outputs_of, [(i, i + size) for i in range(0, len(jobs), size)]):
+                built += cast(list[tuple[int, JsonObject]], handoff.take(name))
+            return built
     finally:
         _shared = None
+        handoff.close()
 
 
-def _job_output_at(i: int) -> tuple[int, JsonObject]:
+def _job_outputs_of(chunk: tuple[int, int]) -> str:
+    """What :func:`job_output` gives for the jobs ``chunk`` spans (start, end), left in the
+    handoff under the name returned."""
     assert _shared is not None  # set before the pool forked
-    jobs, config = _shared
-    return job_output(jobs[i], config)
+    jobs, config, handoff = _shared
+    start, end = chunk
+    return handoff.put([job_output(lj, config) for lj in jobs[start:end]])

@@ -25,8 +25,10 @@ from jobplane.compiler import fork_workers
 
 T = TypeVar("T")
 
-#: What the forked workers run (set only while a pool runs): inherited, never pickled.
+#: What the forked workers run, and where they leave each result (set only while a pool runs):
+#: inherited, never pickled.
 _tasks: Sequence[Callable[[], object]] | None = None
+_handoff: fork_workers.Handoff | None = None
 
 
 def run_roots(tasks: Sequence[Callable[[], T]], sizes: Sequence[int]) -> list[T]:
@@ -35,24 +37,25 @@ def run_roots(tasks: Sequence[Callable[[], T]], sizes: Sequence[int]) -> list[T]
     workers = fork_workers.workers_for(sum(sizes)) if len(tasks) > 1 else 1
     if workers == 1:
         return [task() for task in tasks]
-    global _tasks
-    _tasks = tasks
+    global _tasks, _handoff
+    _tasks, _handoff = tasks, fork_workers.Handoff()  # results through files: fork_workers.Handoff
     largest_first = sorted(range(len(tasks)), key=lambda i: -sizes[i])
     try:
         with multiprocessing.get_context("fork").Pool(min(workers, len(tasks))) as pool:
-            done = dict(pool.imap_unordered(_run_at, largest_first, chunksize=1))
+            done = {i: (True, _handoff.take(name)) if name is not None else (False, None)
+                    for i, name in pool.imap_unordered(_run_at, largest_first, chunksize=1)}
     finally:
         _tasks = None
-    results: list[T] = []
-    for i, task in enumerate(tasks):
-        ok, value = done[i]
-        results.append(cast(T, value) if ok else task())  # raises here, in order, as without workers
-    return results
+        _handoff.close()
+        _handoff = None
+    # raises here, in order, as without workers
+    return [cast(T, done[i][1]) if done[i][0] else task() for i, task in enumerate(tasks)]
 
 
-def _run_at(i: int) -> tuple[int, tuple[bool, object]]:
-    assert _tasks is not None  # set before the pool forked
+def _run_at(i: int) -> tuple[int, str | None]:
+    """Root ``i`` made, and the name its result is left under (None: it failed)."""
+    assert _tasks is not None and _handoff is not None  # set before the pool forked
     try:
-        return i, (True, _tasks[i]())
+        return i, _handoff.put(_tasks[i]())
     except Exception:  # told by the parent, which makes this root again
-        return i, (False, None)
+        return i, None
