@@ -230,3 +230,26 @@ def test_an_object_written_in_the_backend_reads_as_one_put_through_the_api(serve
             s3.put_object(Bucket=bucket, Key="definitions/direct/1.json", Body=b"other", IfNoneMatch="*")
         for how in ("api", "direct"):
             assert s3.get_object(Bucket=bucket, Key=f"definitions/{how}/1.json")["Body"].read() == body
+
+
+def test_the_deploys_name_check_gives_moto_s_verdict_and_error_for_every_name() -> None:
+    """backends._validate_name, one set intersection, against moto's own method."""
+    from moto.stepfunctions.models import stepfunctions_backends
+
+    from jobplane.platform.local.moto_patches import backends
+
+    backend = stepfunctions_backends[moto_patches.ACCOUNT]["us-east-1"]
+    forbidden = list(backend.invalid_chars_for_name) + list(backend.invalid_unicodes_for_name)
+    names = ["jp-nightly", "a" * 80, "a" * 81, "", "é-ünïcode", "x\u2029y"]
+    names += [f"job{c}name" for c in forbidden] + [f"{c}" * 90 for c in forbidden[:5]] + ["b" * 90 + forbidden[0]]
+
+    def verdict(check: Any, name: str) -> tuple[str, str] | None:
+        try:
+            check(name)
+        except Exception as e:  # noqa: BLE001 - the error itself is compared
+            return type(e).__name__, str(e)
+        return None
+
+    for name in names:
+        assert verdict(lambda n: backends._validate_name(backend, n), name) == verdict(backend._validate_name, name), name
+    assert sum(verdict(backend._validate_name, n) is None for n in names) == 5  # the plain, 80-long, empty and two non-ASCII names

@@ -89,10 +89,15 @@ def encode_body(job: str, digest: str, document: str, recorded_at: str, commit: 
     so the same bytes: tests/test_definition_store.py), which a compile may have made already
     (compiler/rendered_jobs.py) and is not encoded again."""
     def text(value: str | None) -> str:
-        return json.dumps(value, ensure_ascii=False)
+        return "null" if value is None else _encode_string(value)
 
     return (f'{{"commit":{text(commit)},"digest":{text(digest)},"document":{document},"image":{text(image)},'
             f'"job":{text(job)},"recorded_at":{text(recorded_at)},"version":{text(version)}}}').encode()
+
+
+#: json.dumps(value, ensure_ascii=False) of a string, its encoder made once (json.dumps makes one
+#: per call when given an option)
+_encode_string = json.JSONEncoder(ensure_ascii=False).encode
 
 
 @dataclass(frozen=True)

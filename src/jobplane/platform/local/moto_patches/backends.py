@@ -89,8 +89,8 @@ class Terraform:
         if validate is not None and not checked and not (shape_checked and programs.checks_shape_only(backend)):
             validate(definition=definition)
             self.checked += 1
-        if not checked:  # the name is the job's, in the same compiled file: checked with it (~0.3 s at 5,000)
-            backend._validate_name(name)
+        if not checked:  # the name is the job's, in the same compiled file: checked with it
+            _validate_name(backend, name)
         backend._validate_role_arn(role_arn)
         arn = f"arn:{get_partition(self.region)}:states:{self.region}:{ACCOUNT}:stateMachine:{name}"
         machine = self._machines.get(arn)
@@ -295,6 +295,33 @@ def schedule_quota_error(existing: int) -> Exception | None:
                                   "schedules is reached (contract/quotas.py schedules)"},
                         "ResponseMetadata": {"HTTPStatusCode": 402}}, "CreateSchedule")
     return refused
+
+
+def _validate_name(backend: Any, name: str) -> None:
+    """moto's StepFunctionBackend._validate_name, its two scans of the name per forbidden
+    character (23 characters, 65 code points: ~0.25 ms a name, ~1.2 s of a 5,000-job first
+    start under cProfile) as one set intersection: the same verdict and the same error, in
+    moto's order, read from moto's own lists (a list entry longer than one character hands
+    the name to moto's method itself; tests/test_moto_backends.py compares both)."""
+    forbidden = _FORBIDDEN.get(type(backend))
+    if forbidden is None:
+        chars, unicodes = list(backend.invalid_chars_for_name), list(backend.invalid_unicodes_for_name)
+        forbidden = _FORBIDDEN[type(backend)] = (frozenset(chars + unicodes)
+                                                 if all(len(c) == 1 for c in chars + unicodes) else frozenset())
+    if not forbidden:
+        backend._validate_name(name)
+        return
+    if not forbidden.isdisjoint(name):
+        from moto.stepfunctions.exceptions import InvalidName
+
+        raise InvalidName("Invalid Name: '" + name + "'")
+    if len(name) > 80:
+        from moto.stepfunctions.exceptions import NameTooLongException
+
+        raise NameTooLongException(name)
+
+
+_FORBIDDEN: dict[type, frozenset[str]] = {}
 
 
 class Objects:
