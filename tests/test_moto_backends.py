@@ -233,10 +233,8 @@ def test_an_object_written_in_the_backend_reads_as_one_put_through_the_api(serve
 
 
 def test_the_deploys_name_check_gives_moto_s_verdict_and_error_for_every_name() -> None:
-    """backends._validate_name, one set intersection, against moto's own method."""
+    """moto_patches.check_state_machine_name, one set intersection, against moto's own method."""
     from moto.stepfunctions.models import stepfunctions_backends
-
-    from jobplane.platform.local.moto_patches import backends
 
     backend = stepfunctions_backends[moto_patches.ACCOUNT]["us-east-1"]
     forbidden = list(backend.invalid_chars_for_name) + list(backend.invalid_unicodes_for_name)
@@ -251,5 +249,6 @@ def test_the_deploys_name_check_gives_moto_s_verdict_and_error_for_every_name() 
         return None
 
     for name in names:
-        assert verdict(lambda n: backends._validate_name(backend, n), name) == verdict(backend._validate_name, name), name
+        assert (verdict(lambda n: moto_patches.check_state_machine_name(backend, n), name)
+                == verdict(backend._validate_name, name)), name
     assert sum(verdict(backend._validate_name, n) is None for n in names) == 5  # the plain, 80-long, empty and two non-ASCII names
