@@ -68,10 +68,28 @@ def client(service: str, **kwargs: Any) -> Client:
     with _lock:
         if _session is None or _handlers_seen != len(BUILTIN_HANDLERS) or _environment_seen != environment:
             _session = botocore.session.get_session()
-            _session.register_component("data_loader", _loader(_session.get_config_variable("data_path")))
+            _session.register_component("data_loader", loader(_session.get_config_variable("data_path")))
             _handlers_seen = len(BUILTIN_HANDLERS)
             _environment_seen = environment
         return _session.create_client(service, **kwargs)
+
+
+_loaders: dict[str | None, Any] = {}
+_loaders_lock = threading.Lock()
+
+
+def loader(data_path: str | None = None) -> Any:
+    """The process's one loader of ``data_path`` (:func:`_loader`), for every session made here
+    and, once the moto patch ``botocore_data_once`` is applied, every botocore session of the
+    process (botocore.session.create_loader's signature). One, not one per session: a session
+    made again (the handlers or the environment changed) parsed every model again, and moto's
+    own sessions (three at the import of moto.ec2, one for its backends' regions) parsed the
+    models and the endpoint data our clients had parsed: ~0.5 s of each `jobplane dev` start.
+    What it loads is botocore's files, unchanged, and a loader only caches what it parsed."""
+    with _loaders_lock:
+        if data_path not in _loaders:
+            _loaders[data_path] = _loader(data_path)
+        return _loaders[data_path]
 
 
 def _loader(data_path: str | None) -> Any:

@@ -18,7 +18,7 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-from jobplane.platform.local.moto_patches import (aws_limits, client_reuse, context_start_time, dynamodb_fast_answers,
+from jobplane.platform.local.moto_patches import (aws_limits, botocore_data_once, client_reuse, context_start_time, dynamodb_fast_answers,
                                                   dynamodb_fast_projection, dynamodb_items_untracked, dynamodb_store,
                                                   ecs_task_errors, ecs_tasks, ecs_tasks_untracked,
                                                   execution_name_default, fault_injection,
@@ -71,6 +71,11 @@ class Patch:
 
 #: Every patch, in the order ``apply`` installs them (later ones may wrap what earlier ones set).
 PATCHES: tuple[Patch, ...] = (
+    # first: before the patches below import moto.ec2, which reads botocore's data at its import
+    Patch("botocore_data_once", "the local AWS parses each of botocore's data files once per process (its own cost)",
+          "parses them again in each boto3 session it makes (three at the import of moto.ec2) and lists every service "
+          "for each model its server reads (~0.6 s of each start)",
+          botocore_data_once.fix_botocore_data_once),
     Patch("context_start_time", "$$.Execution.StartTime is an ISO 8601 string",
           "a datetime: a state that writes it fails 'not JSON serializable'",
           context_start_time.fix_context_start_time),
