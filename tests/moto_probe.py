@@ -858,6 +858,13 @@ def scenario(name: str, fixed: bool) -> dict:
         builtins.open, os.listdir = real_open, real_listdir
         return {"answers": answers, "model_reads": parsed, "data_listings": len(listings)}
 
+    if name == "ec2_no_default_images":
+        def body(aws):
+            ec2 = aws.client("ec2")
+            return {"images": len(ec2.describe_images(Owners=["amazon"])["Images"]), "resources": sorted(aws.resources),
+                    "vpcs": len(ec2.describe_vpcs()["Vpcs"]), "subnets": len(ec2.describe_subnets()["Subnets"])}
+        return with_engine(fixes, body)
+
     if name == "execution_name_default":
         def body(aws):
             sfn = aws.client("stepfunctions")

@@ -588,6 +588,15 @@ def test_botocore_models_are_parsed_once_per_process_and_answer_the_same() -> No
     assert stock["data_listings"] >= 5 and fixed["data_listings"] <= 1
 
 
+@probes("ec2_no_default_images")
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_the_local_ec2_makes_no_default_images(mode: str) -> None:
+    r = probe("ec2_no_default_images", mode)
+    # what provision makes is there either way; stock also 1,301 public AMIs nothing reads
+    assert r["vpcs"] >= 1 and r["subnets"] >= 1 and "subnets" in r["resources"] and "security_groups" in r["resources"]
+    assert r["images"] > 1000 if mode == "stock" else r["images"] == 0
+
+
 @probes("server_dispatch")
 def test_the_server_finds_a_requests_backend_and_action_without_scanning_each_time() -> None:
     stock, fixed = probe("server_dispatch", "stock"), probe("server_dispatch", "fixed")

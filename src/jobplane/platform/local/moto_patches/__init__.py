@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Callable
 
 from jobplane.platform.local.moto_patches import (aws_limits, botocore_data_once, client_reuse, context_start_time, dynamodb_fast_answers,
                                                   dynamodb_fast_projection, dynamodb_items_untracked, dynamodb_store,
-                                                  ecs_task_errors, ecs_tasks, ecs_tasks_untracked,
+                                                  ec2_no_default_images, ecs_task_errors, ecs_tasks, ecs_tasks_untracked,
                                                   execution_name_default, fault_injection,
                                                   execution_status_events, fast_sync_poll, global_cors,
                                                   jsonata_evaluator, jsonpath_variables, lambda_local_functions, map_jsonl_reader,
@@ -76,6 +76,9 @@ PATCHES: tuple[Patch, ...] = (
           "parses them again in each boto3 session it makes (three at the import of moto.ec2) and lists every service "
           "for each model its server reads (~0.6 s of each start)",
           botocore_data_once.fix_botocore_data_once),
+    Patch("ec2_no_default_images", "a region's EC2 costs nothing until used (the local AWS launches no instance)",
+          "makes 1,301 public AMIs, each with a snapshot and a volume, at a region's first EC2 call (~0.2 s of each start)",
+          ec2_no_default_images.fix_ec2_no_default_images),
     Patch("context_start_time", "$$.Execution.StartTime is an ISO 8601 string",
           "a datetime: a state that writes it fails 'not JSON serializable'",
           context_start_time.fix_context_start_time),
