@@ -856,6 +856,14 @@ def scenario(name: str, fixed: bool) -> dict:
                        "zones": sorted(z["ZoneName"] for z in ec2.describe_availability_zones()["AvailabilityZones"]),
                        "resources": sorted(aws.resources), "tables": aws.client("dynamodb").list_tables()["TableNames"]}
         builtins.open, os.listdir = real_open, real_listdir
+        import hashlib
+
+        from moto.core.utils import get_pagination_model, get_service_model
+
+        # the models moto's server read, moto's extras in them, key order too
+        answers["moto_models"] = {s: hashlib.sha256(json.dumps([get_service_model(s)._service_description,
+                                                                get_pagination_model(s)]).encode()).hexdigest()
+                                  for s in ("dynamodb", "ec2", "ecs", "iam", "logs", "s3", "sns", "sqs", "stepfunctions")}
         return {"answers": answers, "model_reads": parsed, "data_listings": len(listings)}
 
     if name == "ec2_no_default_images":

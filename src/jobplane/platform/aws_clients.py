@@ -96,12 +96,22 @@ def _loader(data_path: str | None) -> Any:
     """The loader botocore's session would make (``botocore.loaders.create_loader`` of its
     ``data_path``: the same search paths), except that it loads a named service's model without
     listing every service first."""
+    from botocore.loaders import Loader, create_loader
+
+    return loader_like(Loader, create_loader(data_path).search_paths)
+
+
+def loader_like(base: type, search_paths: list[str]) -> Any:
+    """A loader of class ``base`` (botocore's ``Loader`` or a subclass: moto's, which adds its
+    extras to a model) over ``search_paths``, in that order, that loads a named service's model
+    without listing every service first, and parses files into plain dicts (the module's
+    docstring says why both change nothing of what is loaded)."""
     import gzip
     import json
     import os
 
     from botocore.exceptions import DataNotFoundError
-    from botocore.loaders import JSONFileLoader, Loader, create_loader, instance_cache
+    from botocore.loaders import JSONFileLoader, instance_cache
 
     class _PlainJSONFiles(JSONFileLoader):  # type: ignore[misc]
         def load_file(self, file_path: str) -> Any:
@@ -115,7 +125,7 @@ def _loader(data_path: str | None) -> Any:
                     return json.loads(text)
             return None
 
-    class _Loader(Loader):  # type: ignore[misc]
+    class _Loader(base):  # type: ignore[misc]
         @instance_cache  # type: ignore[untyped-decorator]
         def load_service_model(self, service_name: str, type_name: str, api_version: str | None = None) -> Any:
             # botocore's check, ``service_name in list_available_services(type_name)``, holds
@@ -132,5 +142,4 @@ def _loader(data_path: str | None) -> Any:
             self._extras_processor.process(model, self._find_extras(service_name, type_name, latest))
             return model
 
-    return _Loader(extra_search_paths=create_loader(data_path).search_paths, include_default_search_paths=False,
-                   file_loader=_PlainJSONFiles())
+    return _Loader(extra_search_paths=search_paths, include_default_search_paths=False, file_loader=_PlainJSONFiles())
