@@ -151,8 +151,10 @@ botocore_data_once, ec2_no_default_images; docs/local-engine.md). /work/coord/ph
 jobs, main and this branch one after the other (load 3-4 on 2 cores): LocalAWS enter 2.18-2.63 ->
 0.76-0.79 s of CPU; a restart on that data (5,000 jobs deployed) 7.1 -> 5.5-6.0 s of CPU, its
 LocalAWS enter 2.1-2.3 -> 0.84-0.88 s. Left of it: imports moto needs at once (EC2 for the VPC and
-ECS, the Step Functions parser, the Flask server) and each service's first request; a restart
-also replays every kept step log (restore_logs, ~4.7 ms of CPU a stream).
+ECS, the Step Functions parser, the Flask server) and each service's first request. A restart
+also puts back every kept step log (restore_logs): ~4.7 ms of CPU a stream through the API (~5 s
+per 1,000 steps run since --reset; this bench runs none), ~0.2 ms straight into moto's logs
+backend (moto_patches.LogStreams).
 """
 
 from __future__ import annotations

@@ -33,7 +33,8 @@ from jobplane.platform.local.moto_patches import (aws_limits, botocore_data_once
 from jobplane.platform.local.moto_patches import map_child_executions
 from jobplane.platform.local.moto_patches import map_s3_errors
 from jobplane.platform.local.moto_patches import sfn_versions
-from jobplane.platform.local.moto_patches.backends import (ACCOUNT, Objects, Terraform, create_role, create_state_machine,
+from jobplane.platform.local.moto_patches.backends import (ACCOUNT, LogStreams, Objects, Terraform, create_role,
+                                                           create_state_machine,
                                                            count_schedules, deploys_target, dynamodb_item,
                                                            event_rules, forget_ended_executions, put_schedule,
                                                            running_executions)
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ACCOUNT", "ECS_TASK_RUNNERS", "FaultAnswer", "FaultHook", "set_fault_hook", "LAMBDA_RUNNERS", "MOTO_VERSION", "PATCHES", "Patch",
-    "Objects", "STATUS_LISTENERS", "Terraform", "apply", "apply_all", "check_version", "create_role", "create_state_machine",
+    "LogStreams", "Objects", "STATUS_LISTENERS", "Terraform", "apply", "apply_all", "check_version", "create_role", "create_state_machine",
     "count_schedules", "deploys_target", "dynamodb_item", "event_rules", "finish_task", "forget_ended_executions", "put_schedule", "running_executions",
     "use_server_credentials", "set_time_scale", "time_scale_of", "scaled_waits",
 ]
