@@ -154,7 +154,8 @@ LocalAWS enter 2.1-2.3 -> 0.84-0.88 s. Left of it: imports moto needs at once (E
 ECS, the Step Functions parser, the Flask server) and each service's first request. A restart
 also puts back every kept step log (restore_logs): ~4.7 ms of CPU a stream through the API (~5 s
 per 1,000 steps run since --reset; this bench runs none), ~0.2 ms straight into moto's logs
-backend (moto_patches.LogStreams).
+backend (moto_patches.LogStreams). The same restart with 1,000 kept streams of 20 lines written
+into its data/logs: 13.0-14.2 -> 6.2-6.9 s of CPU, its LocalAWS enter 8.3-8.8 -> 1.0 s.
 """
 
 from __future__ import annotations
