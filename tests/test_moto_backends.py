@@ -201,38 +201,6 @@ def test_a_deploy_looks_up_what_exists_once_and_creates_what_moto_would() -> Non
 
 
 @pytest.mark.parametrize("server", [False, True], ids=["in-process", "server"])
-def test_an_object_written_in_the_backend_reads_as_one_put_through_the_api(server: bool) -> None:
-    """The deploy's record of definitions writes straight into moto's S3 (moto_patches.Objects,
-    as the pipeline's record-definitions writes them on AWS). Probe: the same bytes written both
-    ways read the same through GetObject, HeadObject and ListObjectsV2; a key that exists is not
-    replaced either way (the API's conditional put answers 412 for one written directly)."""
-    with LocalAWS(server_port=0 if server else None) as aws:
-        s3, bucket = aws.client("s3"), aws.resources["items_bucket"]
-        body = json.dumps({"job": "probe", "document": {"é": 1}}, ensure_ascii=False).encode()
-        s3.put_object(Bucket=bucket, Key="definitions/api/1.json", Body=body, ContentType="application/json",
-                      IfNoneMatch="*")
-        objects = moto_patches.Objects(aws.region, bucket)
-        assert objects.put_new("definitions/direct/1.json", body, "application/json")
-        got = {how: s3.get_object(Bucket=bucket, Key=f"definitions/{how}/1.json") for how in ("api", "direct")}
-        assert got["direct"]["Body"].read() == got["api"]["Body"].read() == body
-        shape = {"ContentType", "ContentLength", "ETag"}
-        assert {k: got["direct"][k] for k in shape} == {k: got["api"][k] for k in shape}
-        head = s3.head_object(Bucket=bucket, Key="definitions/direct/1.json")
-        assert (head["ContentType"], head["ContentLength"]) == ("application/json", len(body))
-        listed = {o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="definitions/")["Contents"]}
-        assert listed == objects.keys("definitions/") == {"definitions/api/1.json", "definitions/direct/1.json"}
-        assert objects.keys("definitions/api/") == {"definitions/api/1.json"}
-
-        # never replaced: neither way over the other's object
-        assert not objects.put_new("definitions/api/1.json", b"other", "application/json")
-        assert not objects.put_new("definitions/direct/1.json", b"other", "application/json")
-        with pytest.raises(s3.exceptions.ClientError, match="PreconditionFailed"):
-            s3.put_object(Bucket=bucket, Key="definitions/direct/1.json", Body=b"other", IfNoneMatch="*")
-        for how in ("api", "direct"):
-            assert s3.get_object(Bucket=bucket, Key=f"definitions/{how}/1.json")["Body"].read() == body
-
-
-@pytest.mark.parametrize("server", [False, True], ids=["in-process", "server"])
 def test_a_log_stream_put_back_in_the_backend_reads_as_one_put_through_the_api(server: bool) -> None:
     """A start puts the kept step logs back straight into moto's CloudWatch Logs
     (moto_patches.LogStreams, engine.py restore_logs). Probe: the same events put both ways read
@@ -270,3 +238,35 @@ def test_a_log_stream_put_back_in_the_backend_reads_as_one_put_through_the_api(s
             logs.put_log_events(logGroupName=group, logStreamName="api/1", logEvents=later)
             streams.put(group, "direct/1", later)
             assert read("direct/1") == read("api/1") and read("api/1")[-1] == (now, "later")
+
+
+@pytest.mark.parametrize("server", [False, True], ids=["in-process", "server"])
+def test_an_object_written_in_the_backend_reads_as_one_put_through_the_api(server: bool) -> None:
+    """The deploy's record of definitions writes straight into moto's S3 (moto_patches.Objects,
+    as the pipeline's record-definitions writes them on AWS). Probe: the same bytes written both
+    ways read the same through GetObject, HeadObject and ListObjectsV2; a key that exists is not
+    replaced either way (the API's conditional put answers 412 for one written directly)."""
+    with LocalAWS(server_port=0 if server else None) as aws:
+        s3, bucket = aws.client("s3"), aws.resources["items_bucket"]
+        body = json.dumps({"job": "probe", "document": {"é": 1}}, ensure_ascii=False).encode()
+        s3.put_object(Bucket=bucket, Key="definitions/api/1.json", Body=body, ContentType="application/json",
+                      IfNoneMatch="*")
+        objects = moto_patches.Objects(aws.region, bucket)
+        assert objects.put_new("definitions/direct/1.json", body, "application/json")
+        got = {how: s3.get_object(Bucket=bucket, Key=f"definitions/{how}/1.json") for how in ("api", "direct")}
+        assert got["direct"]["Body"].read() == got["api"]["Body"].read() == body
+        shape = {"ContentType", "ContentLength", "ETag"}
+        assert {k: got["direct"][k] for k in shape} == {k: got["api"][k] for k in shape}
+        head = s3.head_object(Bucket=bucket, Key="definitions/direct/1.json")
+        assert (head["ContentType"], head["ContentLength"]) == ("application/json", len(body))
+        listed = {o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="definitions/")["Contents"]}
+        assert listed == objects.keys("definitions/") == {"definitions/api/1.json", "definitions/direct/1.json"}
+        assert objects.keys("definitions/api/") == {"definitions/api/1.json"}
+
+        # never replaced: neither way over the other's object
+        assert not objects.put_new("definitions/api/1.json", b"other", "application/json")
+        assert not objects.put_new("definitions/direct/1.json", b"other", "application/json")
+        with pytest.raises(s3.exceptions.ClientError, match="PreconditionFailed"):
+            s3.put_object(Bucket=bucket, Key="definitions/direct/1.json", Body=b"other", IfNoneMatch="*")
+        for how in ("api", "direct"):
+            assert s3.get_object(Bucket=bucket, Key=f"definitions/{how}/1.json")["Body"].read() == body
