@@ -142,6 +142,20 @@ edit 0.8 s, library edit 3.1 -> 2.7 s, compile from nothing 24.2 -> 17.9 s. Left
 start (phases, wall): the roots' documents and files ~11 s in two workers, the checks ~1.5 s,
 Jsonnet ~2.7 s, the local AWS's start ~2.5 s (half of it imports, which could run while Jsonnet
 runs in its children), the deploy ~4.5 s.
+Session 38 (awsenter): the local AWS's start (LocalAWS enter, the same at every start and
+restart) parsed botocore's data again in moto's own sessions and loaders (three boto3 sessions at
+the import of moto.ec2, one for the backends' regions, a loader listing every service per model),
+made moto's 1,301 default AMIs and ran 3-4 full garbage collections over moto's freshly imported
+modules: now one loader per process, no AMIs, the collector paused while it starts (moto patches
+botocore_data_once, ec2_no_default_images; docs/local-engine.md). /work/coord/phases.py at 5,000
+jobs, main and this branch one after the other (load 3-4 on 2 cores): LocalAWS enter 2.18-2.63 ->
+0.76-0.79 s of CPU; a restart on that data (5,000 jobs deployed) 7.1 -> 5.5-6.0 s of CPU, its
+LocalAWS enter 2.1-2.3 -> 0.84-0.88 s. Left of it: imports moto needs at once (EC2 for the VPC and
+ECS, the Step Functions parser, the Flask server) and each service's first request. A restart
+also puts back every kept step log (restore_logs): ~4.7 ms of CPU a stream through the API (~5 s
+per 1,000 steps run since --reset; this bench runs none), ~0.2 ms straight into moto's logs
+backend (moto_patches.LogStreams). The same restart with 1,000 kept streams of 20 lines written
+into its data/logs: 13.0-14.2 -> 6.2-6.9 s of CPU, its LocalAWS enter 8.3-8.8 -> 1.0 s.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ upgrade of the pinned moto shows which fixes are still needed.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
@@ -19,6 +20,8 @@ from pathlib import Path
 import boto3
 
 HERE = Path(__file__).resolve().parent
+#: set in a probe's own new interpreter (a scenario that must not run in the warmed server's fork)
+FRESH = "JOBPLANE_PROBE_FRESH"
 ROLE = "arn:aws:iam::123456789012:role/r"
 
 
@@ -623,8 +626,6 @@ def scenario(name: str, fixed: bool) -> dict:
         return {"allow_origin": answer.headers.get("Access-Control-Allow-Origin")}
 
     if name == "server_dispatch":
-        import os
-
         from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
         from werkzeug.test import Client
 
@@ -810,6 +811,66 @@ def scenario(name: str, fixed: bool) -> dict:
                 t.join(60)  # its wait (or its error) is over before the answer is read
             cb.StateTaskServiceCallback._eval_integration_pattern = before
             return {"status": d["status"], "thread_errors": thread_errors}
+        return with_engine(fixes, body)
+
+    if name == "botocore_data_once":
+        if not os.environ.get(FRESH):  # this process's botocore and moto are warmed (serve): a new one
+            import subprocess
+
+            ran = subprocess.run([sys.executable, str(HERE / "moto_probe.py"), name, "fixed" if fixed else "stock"],
+                                 env={**os.environ, FRESH: "1"}, capture_output=True, text=True, timeout=600)
+            line = next((l for l in ran.stdout.splitlines() if l.startswith("PROBE ")), None)
+            if line is None:
+                raise SystemExit(ran.stdout[-3000:] + ran.stderr[-3000:])
+            return json.loads(line[6:])
+        import builtins
+
+        import botocore
+
+        data = os.path.join(os.path.dirname(botocore.__file__), "data")
+        parsed: dict[str, int] = {}  # service -> times its botocore model file was opened
+        listings: list[str] = []
+        real_open, real_listdir = builtins.open, os.listdir  # (gzip.open opens through builtins.open)
+
+        def seen(path):  # type: ignore[no-untyped-def]
+            path = os.fspath(path) if isinstance(path, (str, os.PathLike)) else ""
+            if path.startswith(data) and os.path.basename(path).startswith("service-2.json"):
+                service = os.path.relpath(path, data).split(os.sep)[0]
+                parsed[service] = parsed.get(service, 0) + 1
+
+        def counted_open(path, *args, **kwargs):  # type: ignore[no-untyped-def]
+            seen(path)
+            return real_open(path, *args, **kwargs)
+
+        def counted_listdir(path="."):  # type: ignore[no-untyped-def]
+            if os.fspath(path) == data:
+                listings.append(os.fspath(path))
+            return real_listdir(path)
+
+        builtins.open, os.listdir = counted_open, counted_listdir  # type: ignore[assignment]
+        from jobplane.platform.local.engine import LocalAWS
+
+        with LocalAWS(fixes=fixes, server_port=0) as aws:  # `jobplane dev`'s: moto's server, our clients
+            ec2 = aws.client("ec2")
+            answers = {"regions": sorted(r["RegionName"] for r in ec2.describe_regions(AllRegions=True)["Regions"]),
+                       "zones": sorted(z["ZoneName"] for z in ec2.describe_availability_zones()["AvailabilityZones"]),
+                       "resources": sorted(aws.resources), "tables": aws.client("dynamodb").list_tables()["TableNames"]}
+        builtins.open, os.listdir = real_open, real_listdir
+        import hashlib
+
+        from moto.core.utils import get_pagination_model, get_service_model
+
+        # the models moto's server read, moto's extras in them, key order too
+        answers["moto_models"] = {s: hashlib.sha256(json.dumps([get_service_model(s)._service_description,
+                                                                get_pagination_model(s)]).encode()).hexdigest()
+                                  for s in ("dynamodb", "ec2", "ecs", "iam", "logs", "s3", "sns", "sqs", "stepfunctions")}
+        return {"answers": answers, "model_reads": parsed, "data_listings": len(listings)}
+
+    if name == "ec2_no_default_images":
+        def body(aws):
+            ec2 = aws.client("ec2")
+            return {"images": len(ec2.describe_images(Owners=["amazon"])["Images"]), "resources": sorted(aws.resources),
+                    "vpcs": len(ec2.describe_vpcs()["Vpcs"]), "subnets": len(ec2.describe_subnets()["Subnets"])}
         return with_engine(fixes, body)
 
     if name == "execution_name_default":

@@ -201,6 +201,46 @@ def test_a_deploy_looks_up_what_exists_once_and_creates_what_moto_would() -> Non
 
 
 @pytest.mark.parametrize("server", [False, True], ids=["in-process", "server"])
+def test_a_log_stream_put_back_in_the_backend_reads_as_one_put_through_the_api(server: bool) -> None:
+    """A start puts the kept step logs back straight into moto's CloudWatch Logs
+    (moto_patches.LogStreams, engine.py restore_logs). Probe: the same events put both ways read
+    the same through GetLogEvents and DescribeLogStreams, in a group that exists (the runner's)
+    and one that does not yet (a Lambda step's: made either way); a stream that exists takes the
+    events after its own; events older than PutLogEvents' 14 days are kept by neither."""
+    now = int(time.time() * 1000)
+    events = [{"timestamp": now - 15 * 86_400_000, "message": "too old"},
+              *({"timestamp": now - 1000 + i, "message": f"line {i} é"} for i in range(5))]
+    with LocalAWS(server_port=0 if server else None) as aws:
+        logs = aws.client("logs")
+        streams = moto_patches.LogStreams(aws.region)
+        for group in (aws.log_group, "/aws/lambda/probe-runner"):
+            try:
+                logs.create_log_stream(logGroupName=group, logStreamName="api/1")
+            except logs.exceptions.ResourceNotFoundException:
+                logs.create_log_group(logGroupName=group)
+                logs.create_log_stream(logGroupName=group, logStreamName="api/1")
+            logs.put_log_events(logGroupName=group, logStreamName="api/1", logEvents=events)
+            streams.put(group, "direct/1", events)
+
+            def read(stream: str) -> list[tuple[int, str]]:
+                got = logs.get_log_events(logGroupName=group, logStreamName=stream, startFromHead=True)["events"]
+                return [(e["timestamp"], e["message"]) for e in got]
+
+            assert read("direct/1") == read("api/1") == [(e["timestamp"], e["message"]) for e in events[1:]]
+            described = {s["logStreamName"]: s for s in logs.describe_log_streams(logGroupName=group)["logStreams"]}
+            assert set(described) == {"api/1", "direct/1"}
+            shape = {"firstEventTimestamp", "lastEventTimestamp", "storedBytes"}
+            assert {k: described["direct/1"].get(k) for k in shape} == {k: described["api/1"].get(k) for k in shape}
+
+            # a stream that exists is kept, the events put after its own (a restart's replay
+            # into a stream made since, either way)
+            later = [{"timestamp": now, "message": "later"}]
+            logs.put_log_events(logGroupName=group, logStreamName="api/1", logEvents=later)
+            streams.put(group, "direct/1", later)
+            assert read("direct/1") == read("api/1") and read("api/1")[-1] == (now, "later")
+
+
+@pytest.mark.parametrize("server", [False, True], ids=["in-process", "server"])
 def test_an_object_written_in_the_backend_reads_as_one_put_through_the_api(server: bool) -> None:
     """The deploy's record of definitions writes straight into moto's S3 (moto_patches.Objects,
     as the pipeline's record-definitions writes them on AWS). Probe: the same bytes written both

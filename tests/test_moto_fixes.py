@@ -572,6 +572,33 @@ def test_the_copies_describe_tasks_answers_with_are_not_kept_for_the_life_of_the
     assert fixed["tasks_tracked"] == 0
 
 
+@probes("botocore_data_once")
+def test_botocore_models_are_parsed_once_per_process_and_answer_the_same() -> None:
+    stock, fixed = probe("botocore_data_once", "stock"), probe("botocore_data_once", "fixed")
+    # what the local AWS answers and provisions is the same: moto's EC2 regions and zones (read
+    # from botocore's data at its import), the resources, the table, the models moto read
+    assert fixed["answers"] == stock["answers"] and "us-east-1" in stock["answers"]["regions"]
+    # stock: EC2's model file read by the three sessions of moto.ec2's import, moto's backend
+    # session, moto's model reader and our client; fixed: our loader (shared) and moto's own
+    # (its model has moto's extras), once each
+    assert stock["model_reads"]["ec2"] >= 5 and fixed["model_reads"]["ec2"] == 2
+    assert all(n <= 2 for n in fixed["model_reads"].values()) and sum(stock["model_reads"].values()) > \
+        sum(fixed["model_reads"].values()) + 8
+    # stock lists botocore's directory of services for each model moto's server reads; fixed
+    # finds each model in its own directory (moto's models, extras included, are the same:
+    # answers["moto_models"] above)
+    assert stock["data_listings"] >= 5 and fixed["data_listings"] == 0
+
+
+@probes("ec2_no_default_images")
+@pytest.mark.parametrize("mode", ["stock", "fixed"])
+def test_the_local_ec2_makes_no_default_images(mode: str) -> None:
+    r = probe("ec2_no_default_images", mode)
+    # what provision makes is there either way; stock also 1,301 public AMIs nothing reads
+    assert r["vpcs"] >= 1 and r["subnets"] >= 1 and "subnets" in r["resources"] and "security_groups" in r["resources"]
+    assert r["images"] > 1000 if mode == "stock" else r["images"] == 0
+
+
 @probes("server_dispatch")
 def test_the_server_finds_a_requests_backend_and_action_without_scanning_each_time() -> None:
     stock, fixed = probe("server_dispatch", "stock"), probe("server_dispatch", "fixed")

@@ -68,22 +68,50 @@ def client(service: str, **kwargs: Any) -> Client:
     with _lock:
         if _session is None or _handlers_seen != len(BUILTIN_HANDLERS) or _environment_seen != environment:
             _session = botocore.session.get_session()
-            _session.register_component("data_loader", _loader(_session.get_config_variable("data_path")))
+            _session.register_component("data_loader", loader(_session.get_config_variable("data_path")))
             _handlers_seen = len(BUILTIN_HANDLERS)
             _environment_seen = environment
         return _session.create_client(service, **kwargs)
+
+
+_loaders: dict[str | None, Any] = {}
+_loaders_lock = threading.Lock()
+
+
+def loader(data_path: str | None = None) -> Any:
+    """The process's one loader of ``data_path`` (:func:`_loader`), for every session made here
+    and, once the moto patch ``botocore_data_once`` is applied, every botocore session of the
+    process (botocore.session.create_loader's signature). One, not one per session: a session
+    made again (the handlers or the environment changed) parsed every model again, and moto's
+    own sessions (three at the import of moto.ec2, one for its backends' regions) parsed the
+    models and the endpoint data our clients had parsed: ~0.5 s of each `jobplane dev` start.
+    What it loads is botocore's files, unchanged, and a loader only caches what it parsed."""
+    with _loaders_lock:
+        if data_path not in _loaders:
+            _loaders[data_path] = _loader(data_path)
+        return _loaders[data_path]
 
 
 def _loader(data_path: str | None) -> Any:
     """The loader botocore's session would make (``botocore.loaders.create_loader`` of its
     ``data_path``: the same search paths), except that it loads a named service's model without
     listing every service first."""
+    from botocore.loaders import Loader, create_loader
+
+    return loader_like(Loader, create_loader(data_path).search_paths)
+
+
+def loader_like(base: type, search_paths: list[str]) -> Any:
+    """A loader of class ``base`` (botocore's ``Loader`` or a subclass: moto's, which adds its
+    extras to a model) over ``search_paths``, in that order, that loads a named service's model
+    without listing every service first, and parses files into plain dicts (the module's
+    docstring says why both change nothing of what is loaded)."""
     import gzip
     import json
     import os
 
     from botocore.exceptions import DataNotFoundError
-    from botocore.loaders import JSONFileLoader, Loader, create_loader, instance_cache
+    from botocore.loaders import JSONFileLoader, instance_cache
 
     class _PlainJSONFiles(JSONFileLoader):  # type: ignore[misc]
         def load_file(self, file_path: str) -> Any:
@@ -97,7 +125,7 @@ def _loader(data_path: str | None) -> Any:
                     return json.loads(text)
             return None
 
-    class _Loader(Loader):  # type: ignore[misc]
+    class _Loader(base):  # type: ignore[misc]
         @instance_cache  # type: ignore[untyped-decorator]
         def load_service_model(self, service_name: str, type_name: str, api_version: str | None = None) -> Any:
             # botocore's check, ``service_name in list_available_services(type_name)``, holds
@@ -114,5 +142,4 @@ def _loader(data_path: str | None) -> Any:
             self._extras_processor.process(model, self._find_extras(service_name, type_name, latest))
             return model
 
-    return _Loader(extra_search_paths=create_loader(data_path).search_paths, include_default_search_paths=False,
-                   file_loader=_PlainJSONFiles())
+    return _Loader(extra_search_paths=search_paths, include_default_search_paths=False, file_loader=_PlainJSONFiles())

@@ -18,9 +18,9 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-from jobplane.platform.local.moto_patches import (aws_limits, client_reuse, context_start_time, dynamodb_fast_answers,
+from jobplane.platform.local.moto_patches import (aws_limits, botocore_data_once, client_reuse, context_start_time, dynamodb_fast_answers,
                                                   dynamodb_fast_projection, dynamodb_items_untracked, dynamodb_store,
-                                                  ecs_task_errors, ecs_tasks, ecs_tasks_untracked,
+                                                  ec2_no_default_images, ecs_task_errors, ecs_tasks, ecs_tasks_untracked,
                                                   execution_name_default, fault_injection,
                                                   execution_status_events, fast_sync_poll, global_cors,
                                                   jsonata_evaluator, jsonpath_variables, lambda_local_functions, map_jsonl_reader,
@@ -33,8 +33,8 @@ from jobplane.platform.local.moto_patches import (aws_limits, client_reuse, cont
 from jobplane.platform.local.moto_patches import map_child_executions
 from jobplane.platform.local.moto_patches import map_s3_errors
 from jobplane.platform.local.moto_patches import sfn_versions
-from jobplane.platform.local.moto_patches.backends import (ACCOUNT, Objects, Terraform, check_state_machine_name,
-                                                           create_role, create_state_machine,
+from jobplane.platform.local.moto_patches.backends import (ACCOUNT, LogStreams, Objects, Terraform,
+                                                           check_state_machine_name, create_role, create_state_machine,
                                                            count_schedules, deploys_target, dynamodb_item,
                                                            event_rules, forget_ended_executions, put_schedule,
                                                            running_executions)
@@ -50,8 +50,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ACCOUNT", "ECS_TASK_RUNNERS", "FaultAnswer", "FaultHook", "set_fault_hook", "LAMBDA_RUNNERS", "MOTO_VERSION", "PATCHES", "Patch",
-    "Objects", "STATUS_LISTENERS", "Terraform", "apply", "apply_all", "check_state_machine_name", "check_version",
-    "create_role", "create_state_machine",
+    "LogStreams", "Objects", "STATUS_LISTENERS", "Terraform", "apply", "apply_all", "check_state_machine_name",
+    "check_version", "create_role", "create_state_machine",
     "count_schedules", "deploys_target", "dynamodb_item", "event_rules", "finish_task", "forget_ended_executions", "put_schedule", "running_executions",
     "use_server_credentials", "set_time_scale", "time_scale_of", "scaled_waits",
 ]
@@ -73,6 +73,14 @@ class Patch:
 
 #: Every patch, in the order ``apply`` installs them (later ones may wrap what earlier ones set).
 PATCHES: tuple[Patch, ...] = (
+    # first: before the patches below import moto.ec2, which reads botocore's data at its import
+    Patch("botocore_data_once", "the local AWS parses each of botocore's data files once per process (its own cost)",
+          "parses them again in each boto3 session it makes (three at the import of moto.ec2) and lists every service "
+          "for each model its server reads (~0.6 s of each start)",
+          botocore_data_once.fix_botocore_data_once),
+    Patch("ec2_no_default_images", "a region's EC2 costs nothing until used (the local AWS launches no instance)",
+          "makes 1,301 public AMIs, each with a snapshot and a volume, at a region's first EC2 call (~0.2 s of each start)",
+          ec2_no_default_images.fix_ec2_no_default_images),
     Patch("context_start_time", "$$.Execution.StartTime is an ISO 8601 string",
           "a datetime: a state that writes it fails 'not JSON serializable'",
           context_start_time.fix_context_start_time),
