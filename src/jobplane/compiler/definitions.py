@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from jobplane.compiler.terraform import schedule_target_input
 from jobplane.contract import definition_digest, upstream
+from jobplane.contract.asl_shape import ShapedAsl, ShapedTemplate
 from jobplane.contract.bindings import terraform_expressions, token, unbind_terraform
 from jobplane.contract.catalog import Catalog, CatalogJob
 from jobplane.contract.types import JsonObject
@@ -54,7 +55,10 @@ def asl_of_document(document: JsonObject) -> str:
         if before.endswith("$") or end < 0 or "{" in after[:end] or after[:end] not in names:
             return unbind_terraform(template, expressions)
         out += (token(names[after[:end]]), after[end + 1:])
-    return "".join(out)
+    # the template of a ShapedAsl, read back here by the exact inverse of its binding (no
+    # ``%{``, no ``$`` before ``${``: no escape was made, each ``${...}`` is a token's), so it is
+    # that text, whose shape verdict it keeps (contract/asl_shape.py)
+    return ShapedAsl("".join(out)) if type(template) is ShapedTemplate else "".join(out)
 
 
 #: The runner image a compile is told of (the pipeline: the image its apply deploys, as

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from jobplane.contract.asl_shape import ShapedAsl, ShapedTemplate
 from jobplane.contract.types import JsonObject
 
 #: ``task_definition`` is a task definition family (the latest ACTIVE revision runs), so a new
@@ -47,7 +48,9 @@ def terraform_escape(text: str) -> str:
 def bind_for_terraform(asl_text: str, expressions: dict[str, str]) -> str:
     """The ASL as a Terraform template string: user text escaped, each token an interpolation of
     the Terraform expression given for it (``local.platform.table_name``)."""
-    return bind(terraform_escape(asl_text), {n: "${" + e + "}" for n, e in expressions.items()})
+    template = bind(terraform_escape(asl_text), {n: "${" + e + "}" for n, e in expressions.items()})
+    # the ASL's shape verdict goes with it (asl_shape.py; compiler/definitions.py takes it back out)
+    return ShapedTemplate(template) if type(asl_text) is ShapedAsl else template
 
 
 _TEMPLATE_RE = re.compile(r"\$\$\{|%%\{|\$\{([^{}]*)\}|%\{")
