@@ -15,7 +15,7 @@ from jobplane.compiler import asl, definitions, jsonata, terraform
 from jobplane.compiler.blackouts import job_windows
 from jobplane.compiler.validate import load_jobs
 from jobplane.contract import asl_shape, policies
-from jobplane.contract.bindings import bind_for_terraform, unbind_terraform
+from jobplane.contract.bindings import bind_for_terraform, has_directive, terraform_escape, unbind_terraform
 from jobplane.contract.config import load_config
 
 
@@ -73,3 +73,9 @@ def test_the_first_claims_text_is_the_claims_translation_for_any_name(policy: po
     of = policies.of(policy)
     for job, team in [("nightly-report", "billing"), ('q"uo\\te\n\x00job\x00', "t\u00e9am\u2028\x00team\x00"), ("", "")]:
         assert asl._claim_text(of, job, team) == jsonata.template(asl.claim_update(job, team, of))
+
+
+@pytest.mark.parametrize("text", ["", "%", "%{", "a%b%{c", "{% $x %}", "%%", "x%", "%%{", "${x}", "{%%{%}"])
+def test_a_template_directive_is_told_as_the_pair_itself_tells_it(text: str) -> None:
+    assert has_directive(text) == ("%{" in text)
+    assert terraform_escape(text) == text.replace("${", "$${").replace("%{", "%%{")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from jobplane.compiler.terraform import schedule_target_input
 from jobplane.contract import definition_digest, upstream
 from jobplane.contract.asl_shape import ShapedAsl, ShapedTemplate
-from jobplane.contract.bindings import terraform_expressions, token, unbind_terraform
+from jobplane.contract.bindings import has_directive, terraform_expressions, token, unbind_terraform
 from jobplane.contract.catalog import Catalog, CatalogJob
 from jobplane.contract.types import JsonObject
 
@@ -45,7 +45,7 @@ def asl_of_document(document: JsonObject) -> str:
     ((tf_id, machine),) = resources["aws_sfn_state_machine"].items()
     template = machine["definition"]
     expressions = terraform_expressions(tf_id, own_task_definition="aws_ecs_task_definition" in resources)
-    if "%{" in template:
+    if has_directive(template):
         return unbind_terraform(template, expressions)
     names = {e: n for n, e in expressions.items()}  # as unbind_terraform reads them
     parts = template.split("${")
