@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from jobplane.compiler.terraform import schedule_target_input
 from jobplane.contract import definition_digest, upstream
-from jobplane.contract.bindings import terraform_expressions, token, unbind_terraform
+from jobplane.contract.asl_shape import ShapedAsl, ShapedTemplate
+from jobplane.contract.bindings import has_directive, terraform_expressions, token, unbind_terraform
 from jobplane.contract.catalog import Catalog, CatalogJob
 from jobplane.contract.types import JsonObject
 
@@ -48,7 +49,7 @@ def asl_of_document(document: JsonObject) -> str:
     ((tf_id, machine),) = resources["aws_sfn_state_machine"].items()
     template = machine["definition"]
     expressions = terraform_expressions(tf_id, own_task_definition="aws_ecs_task_definition" in resources)
-    if "%{" in template:
+    if has_directive(template):
         return unbind_terraform(template, expressions)
     names = {e: n for n, e in expressions.items()}  # as unbind_terraform reads them
     parts = template.split("${")
@@ -58,7 +59,10 @@ def asl_of_document(document: JsonObject) -> str:
         if before.endswith("$") or end < 0 or "{" in after[:end] or after[:end] not in names:
             return unbind_terraform(template, expressions)
         out += (token(names[after[:end]]), after[end + 1:])
-    return "".join(out)
+    # the template of a ShapedAsl, read back here by the exact inverse of its binding (no
+    # ``%{``, no ``$`` before ``${``: no escape was made, each ``${...}`` is a token's), so it is
+    # that text, whose shape verdict it keeps (contract/asl_shape.py)
+    return ShapedAsl("".join(out)) if type(template) is ShapedTemplate else "".join(out)
 
 
 #: The runner image a compile is told of (the pipeline: the image its apply deploys, as
@@ -94,9 +98,11 @@ def stamp(catalog: Catalog, documents: dict[str, JsonObject],
             # field, no validator): a copy with it set, not validated and dumped a second time
             digest = job_digest(entry.model_copy(update={"runner_image": image}) if image else entry, doc, asls,
                                 definition_documents)
-        # both fields set at once, validated once
-        entries.append(CatalogJob.model_validate(entry.model_dump(exclude_unset=True) | (
-            {"runner_image": image} if image else {}) | {"definition": digest}))
+        # both fields set at once on a copy: the entry was validated when it was built, and the two
+        # are plain strings (CatalogJob has no validator), which a copy marks as set as a
+        # validation of its dump did; dumping and validating every entry again was ~60 us a job
+        # of its root's files (CPU)
+        entries.append(entry.model_copy(update={**({"runner_image": image} if image else {}), "definition": digest}))
         stamped[entry.name] = stamp_document(doc, entry.params, digest)
     for name, doc in documents.items():  # a document without an entry (none today) is kept as it is
         stamped.setdefault(name, doc)
