@@ -322,11 +322,8 @@ class DevPlatform:
                                       definitions=definitions, shape_checked=record.shape_checked,
                                       documents=record.document)
         self._output_written()  # on disk before this start's records name it, and anything reads it
-        # written (~550 MB at a 5,000-job first start, fsync'd: ~0.6 s of system calls and hashing,
-        # the GIL given up) while the services and the portal start; done before the start ends
-        records = threading.Thread(target=_save_records, args=(record, definitions), name="dev-deploy-records")
-        records.start()
-        on_stop("keep the deploy's records", records.join)
+        record.save()
+        definitions.save()
         self.deploy_kept, self.deploy_read, self.deploy_handed = record.kept, record.read, record.handed
         log.info("deployed %d jobs: %d unchanged since the last start, %d as this start compiled them, "
                  "%d read from their files", len(self.jobs), len(record.kept), len(record.handed), len(record.read))
@@ -420,7 +417,6 @@ class DevPlatform:
             t.start()
         on_stop("stop the scheduler, slow-run check, catch-up and saver", lambda: self._join(threads))
         on_stop("stop the portal", self._start_portal(portal_socket))
-        records.join()
         write_runtime(self.data_dir, self.portal_url, self.deployment, self.service_ports, self.portal_login_url,
                       self._login_token, f"http://{self.portal_host}:{self.portal_port}")
         on_stop(f"remove {RUNTIME_FILE}", lambda: remove_runtime(self.data_dir))
@@ -708,15 +704,6 @@ def freeze_started_heap() -> None:
 
     gc.collect()  # the start's garbage goes first, so only what lives on is frozen
     gc.freeze()
-
-
-def _save_records(record: DeployRecord, definitions: DefinitionArchive) -> None:
-    """Both saved (each logs what it cannot write: only the next start is slower)."""
-    try:
-        record.save()
-        definitions.save()
-    except Exception:  # noqa: BLE001 - a thread's error would otherwise go unseen
-        log.exception("saving the deploy's records failed")
 
 
 def _phase(what: str, action: Callable[[], object]) -> None:
