@@ -321,7 +321,10 @@ class DevPlatform:
         self.jobs = aws.deploy_output(self.output, source=record.source, checked=record.checked,
                                       definitions=definitions, shape_checked=record.shape_checked,
                                       documents=record.document)
-        self._output_written()  # on disk before this start's records name it, and anything reads it
+        self._output_written()  # on disk before anything reads the output directory
+        # in line: saved by a thread beside the services' and the portal's start, the start took
+        # longer (one run each, quiet: _start_all 4.1-4.5 s in line, 5.0 s so), the ~550 MB and
+        # the fsync contending with the compiled output's write (write_behind.py) for the disk
         record.save()
         definitions.save()
         self.deploy_kept, self.deploy_read, self.deploy_handed = record.kept, record.read, record.handed
