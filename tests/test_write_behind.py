@@ -39,15 +39,17 @@ def test_the_write_runs_in_a_child_and_wait_waits_for_it(tmp_path: Path, forking
 
     behind = WriteBehind(write)
     behind.wait()
+    behind.close()
     assert int(target.read_text()) != os.getpid()
 
 
 def test_without_a_fork_the_write_is_done_before_it_returns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(fork_workers, "can_fork", lambda: False)
-    target = tmp_path / "written"
-    behind = WriteBehind(lambda: target.write_text(str(os.getpid())))
-    assert int(target.read_text()) == os.getpid()
+    target, kept = tmp_path / "written", tmp_path / "kept"
+    behind = WriteBehind(lambda: target.write_text(str(os.getpid())), lambda: kept.write_text("caches"))
+    assert int(target.read_text()) == os.getpid() and kept.read_text() == "caches"
     behind.wait()
+    behind.close()
 
 
 def test_the_writes_error_is_raised_by_wait_as_it_was(tmp_path: Path, forking: None) -> None:
@@ -57,7 +59,44 @@ def test_the_writes_error_is_raised_by_wait_as_it_was(tmp_path: Path, forking: N
     behind = WriteBehind(write)
     with pytest.raises(OSError) as raised:
         behind.wait()
+    behind.close()
     assert raised.value.errno == errno.ENOSPC and raised.value.filename == str(tmp_path / "x")
+
+
+def test_wait_returns_once_the_write_is_done_and_close_once_the_caches_are(tmp_path: Path, forking: None) -> None:
+    gate_out, gate_in = os.pipe()
+    written, kept = tmp_path / "written", tmp_path / "kept"
+
+    def keep() -> None:
+        os.read(gate_out, 1)  # held until this process, past wait(), lets it go on
+        kept.write_text("caches")
+
+    behind = WriteBehind(lambda: written.write_text("output"), keep)
+    behind.wait()
+    assert written.read_text() == "output" and not kept.exists()
+    os.write(gate_in, b"x")
+    behind.close()
+    assert kept.read_text() == "caches"
+
+
+def test_caches_that_fail_are_logged_and_a_write_that_fails_keeps_nothing(
+        tmp_path: Path, forking: None, caplog: pytest.LogCaptureFixture) -> None:
+    def no_caches() -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    behind = WriteBehind(lambda: (tmp_path / "written").write_text("output"), no_caches)
+    behind.wait()
+    behind.close()  # only the next compile is slower: told, not raised
+    assert "writing the compile's caches failed" in caplog.text
+
+    def no_output() -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    failing = WriteBehind(no_output, lambda: (tmp_path / "kept").write_text("caches"))
+    with pytest.raises(OSError):
+        failing.wait()
+    failing.close()
+    assert not (tmp_path / "kept").exists()
 
 
 def test_an_error_that_cannot_be_sent_whole_is_told_by_its_text(forking: None) -> None:
@@ -102,17 +141,17 @@ def test_a_start_deploys_before_its_write_and_writes_what_a_compile_from_nothing
     on_disk_at_deploy: list[list[Path]] = []
     plain_init, plain_wait = WriteBehind.__init__, DevPlatform._output_written
 
-    def held(self: WriteBehind, write: Callable[[], None]) -> None:
+    def held(self: WriteBehind, write: Callable[[], None], then: Callable[[], None] | None = None) -> None:
         def after_the_deploy() -> None:
             os.read(gate_out, 1)
             write()
-        plain_init(self, after_the_deploy)
+        plain_init(self, after_the_deploy, then)
 
-    def release(self: DevPlatform, failed: bool = False) -> None:
+    def release(self: DevPlatform) -> None:
         if self._written is not None:
             on_disk_at_deploy.append(sorted(self.output_dir.rglob("*")))
             os.write(gate_in, b"x")
-        plain_wait(self, failed)
+        plain_wait(self)
 
     monkeypatch.setattr(WriteBehind, "__init__", held)
     monkeypatch.setattr(DevPlatform, "_output_written", release)

@@ -192,7 +192,7 @@ class DevPlatform:
                 self._start_all(stack)
                 self._stack = stack.pop_all()  # started: from here on stop() undoes it
         except BaseException:
-            self._output_written(failed=True)  # never left writing behind a start that failed
+            self._compile_kept(failed=True)  # never left writing behind a start that failed
             raise
         return self
 
@@ -208,8 +208,9 @@ class DevPlatform:
         ``write_behind`` (the start's): the compiled files, the caches and the stamp are written
         while the start goes on (devserver/write_behind.py: in a forked child), and
         ``self.output`` reads the directory as that write leaves it (contract/output_files.py);
-        the start waits for it (:meth:`_output_written`) before anything else reads the
-        directory.
+        the start waits for the files (:meth:`_output_written`) before anything else reads the
+        directory, and for the caches written after them (only the next compile reads them)
+        when it stops.
 
         A compile evaluates and checks only the definitions whose result can differ from the
         last one's (compiler/validate_cache.py: keyed by each file's bytes and its imports', so
@@ -269,31 +270,40 @@ class DevPlatform:
         self.compile_reused = False
 
         def write() -> None:
-            cache.save()
             stamp.remove()  # an output being rewritten is never taken for a kept one
             write_output(out.compiled, self.output_dir, digests=(on_disk, self.digests))
             stamp.write(wanted, self.digests)
+
+        def keep() -> None:  # what only the next compile reads
+            cache.save()
             memo.save(*memory)  # once its files are written (a kept root is checked against them anyway)
 
         if not write_behind:
             write()
+            keep()
             return
         self.output = OutputFiles(self.output_dir, out.compiled.files, self.digests)
-        self._written = WriteBehind(write)  # in a forked child (write_behind.py)
+        self._written = WriteBehind(write, keep)  # in a forked child (write_behind.py)
 
-    def _output_written(self, failed: bool = False) -> None:
-        """Wait for the compile's write behind (:meth:`compile`), raising what it raised
-        (``failed``: the start already failed; its error is the one told, the write's logged)."""
-        written, self._written = self._written, None
+    def _output_written(self) -> None:
+        """Wait until the compile's files are written behind (:meth:`compile`), raising what
+        the write raised; the caches it writes next are waited for by :meth:`_compile_kept`."""
         self.output = OutputFiles(self.output_dir)
+        if self._written is not None:
+            self._written.wait()
+
+    def _compile_kept(self, failed: bool = False) -> None:
+        """Wait until the write behind ended, its caches written (``failed``: the start failed,
+        maybe before it waited for the files: the write's own error is then logged)."""
+        written, self._written = self._written, None
         if written is None:
             return
-        try:
-            written.wait()
-        except BaseException:
-            if not failed:
-                raise
-            log.exception("writing the compiled output failed too")
+        if failed:
+            try:
+                written.wait()
+            except BaseException:  # noqa: BLE001 - the start's own error is the one told
+                log.exception("writing the compiled output failed too")
+        written.close()
 
     def _start_all(self, stack: ExitStack) -> None:
         def on_stop(what: str, action: Callable[[], object]) -> None:
@@ -322,11 +332,17 @@ class DevPlatform:
                                       definitions=definitions, shape_checked=record.shape_checked,
                                       documents=record.document)
         self._output_written()  # on disk before anything reads the output directory
-        # in line: saved by a thread beside the services' and the portal's start, the start took
-        # longer (one run each, quiet: _start_all 4.1-4.5 s in line, 5.0 s so), the ~550 MB and
-        # the fsync contending with the compiled output's write (write_behind.py) for the disk
-        record.save()
-        definitions.save()
+        on_stop("let the compile's caches be written", self._compile_kept)
+        # What the deploy did, kept for the next start: the deploy record's ASL texts and the
+        # definitions' archive, synced to disk (its bodies before the index that names them),
+        # ~550 MB at a 5,000-job first start: 0.65-2 s, the disk busy with the compiled output's
+        # write (write_behind.py). Nothing reads them before the next start, so they are saved
+        # beside the running platform and waited for at the stop; each file is one write, and
+        # the sync one call, each giving the GIL up once (a thread doing a write per job, and
+        # one joined before the start ended, made the start slower: session 38).
+        records = threading.Thread(target=_save_records, args=(record, definitions), name="dev-deploy-records")
+        records.start()
+        on_stop("keep the deploy's records", records.join)
         self.deploy_kept, self.deploy_read, self.deploy_handed = record.kept, record.read, record.handed
         log.info("deployed %d jobs: %d unchanged since the last start, %d as this start compiled them, "
                  "%d read from their files", len(self.jobs), len(record.kept), len(record.handed), len(record.read))
@@ -707,6 +723,14 @@ def freeze_started_heap() -> None:
 
     gc.collect()  # the start's garbage goes first, so only what lives on is frozen
     gc.freeze()
+
+
+def _save_records(record: DeployRecord, definitions: DefinitionArchive) -> None:
+    try:
+        record.save()  # each logs what it cannot write: the next start reads those files again
+        definitions.save()  # and records those definitions again
+    except Exception:  # noqa: BLE001 - a thread's error would otherwise go unseen
+        log.exception("saving the deploy's records failed")
 
 
 def _phase(what: str, action: Callable[[], object]) -> None:

@@ -32,11 +32,18 @@ class WriteFailed(RuntimeError):
 
 
 class WriteBehind:
-    def __init__(self, write: Callable[[], None]) -> None:
+    """``write`` (the output, then its stamp) and after it ``then`` (the caches: only the next
+    compile reads them) run in the child; :meth:`wait` returns once ``write`` is done, and
+    :meth:`close` once the child ended."""
+
+    def __init__(self, write: Callable[[], None], then: Callable[[], None] | None = None) -> None:
         self._pid: int | None = None
-        self._write: Callable[[], None] | None = None
+        self._read_end: int | None = None
+        self._write: tuple[Callable[[], None], Callable[[], None] | None] | None = None
         if not fork_workers.can_fork():
             write()
+            if then is not None:
+                then()
             return
         read_end, write_end = os.pipe()
         pid = os.fork()
@@ -48,33 +55,65 @@ class WriteBehind:
             except BaseException as e:  # noqa: BLE001 - every error goes to the parent
                 code = 1
                 _send(write_end, e)
+                os._exit(code)
+            try:
+                os.write(write_end, WRITTEN)
+                os.close(write_end)
+                if then is not None:
+                    then()
+            except BaseException:  # noqa: BLE001 - told by the exit status (the parent logs it)
+                code = 2
             finally:
                 os._exit(code)
         os.close(write_end)
         self._pid, self._read_end = pid, read_end
         # What the child writes stays alive here until it ended: freed now, each object freed
         # would copy its page from the child's (copy on write), for nothing.
-        self._write = write
+        self._write = (write, then)
 
     def wait(self) -> None:
-        """Until the write ended; raises what it raised."""
-        pid, self._pid = self._pid, None
-        if pid is None:
+        """Until ``write`` ended; raises what it raised."""
+        if self._pid is None or self._read_end is None:
             return
-        with os.fdopen(self._read_end, "rb") as told:
-            sent = told.read()
+        told = os.read(self._read_end, 1)
+        if told == WRITTEN:
+            os.close(self._read_end)
+            self._read_end = None
+            return
+        with os.fdopen(self._read_end, "rb") as rest:
+            sent = told + rest.read()
+        self._read_end = None
+        pid, self._pid = self._pid, None
         _, status = os.waitpid(pid, 0)
         self._write = None
-        if os.waitstatus_to_exitcode(status) == 0:
-            return
+        code = os.waitstatus_to_exitcode(status)
         try:
             error = pickle.loads(sent) if sent else None
         except Exception:  # noqa: BLE001 - an error that does not unpickle is told by its text
             error = None
         if isinstance(error, BaseException):
             raise error
-        raise WriteFailed(f"writing the compiled output failed (exit status {os.waitstatus_to_exitcode(status)})"
+        raise WriteFailed(f"writing the compiled output failed (exit status {code})"
                           + (f": {sent[:2000].decode(errors='replace')}" if sent and error is None else ""))
+
+    def close(self) -> None:
+        """Until the child ended (``then`` too: its failure only makes the next compile slower,
+        so it is logged); after :meth:`wait`, or instead of it when the start failed."""
+        if self._read_end is not None:
+            os.close(self._read_end)
+            self._read_end = None
+        pid, self._pid = self._pid, None
+        if pid is None:
+            return
+        _, status = os.waitpid(pid, 0)
+        self._write = None
+        if os.waitstatus_to_exitcode(status) != 0:
+            log.warning("writing the compile's caches failed (exit status %d): the next compile "
+                        "evaluates again what they would have kept", os.waitstatus_to_exitcode(status))
+
+
+#: What the child says once ``write`` is done (a pickled error starts with 0x80, a text with a letter).
+WRITTEN = b"\0"
 
 
 def _send(fd: int, error: BaseException) -> None:
