@@ -156,6 +156,34 @@ also puts back every kept step log (restore_logs): ~4.7 ms of CPU a stream throu
 per 1,000 steps run since --reset; this bench runs none), ~0.2 ms straight into moto's logs
 backend (moto_patches.LogStreams). The same restart with 1,000 kept streams of 20 lines written
 into its data/logs: 13.0-14.2 -> 6.2-6.9 s of CPU, its LocalAWS enter 8.3-8.8 -> 1.0 s.
+Session 38 (jobcpu): a root's files ~27% less CPU (8.3 -> 6.1 s at 5,000 jobs, one process, old
+and new code alternated): each ASL's shape verdict carried in its text's type from where the
+builder rendered it (no second parse of ~44 KB a job), the first claim's JSONata text made once
+per policy, IAM size bounds kept by reference, `%{` found by its `%`, catalog entries stamped by
+copy. The jobs' documents did not move (~650 us of Python building ~32 states, ~430 us of
+json.dumps a job). The compiled output is byte for byte the session's start's (5,000 jobs, 1,500,
+the examples, devkit's).
+Session 38 (the lead): where the first start's parent sat alone. A timeline of the parent (each
+step's wall and CPU, gc callbacks) showed: the write of the output and the caches (2-4 s of
+system calls), the local AWS's start and the deploy (~7 s) one after the other with a core idle,
+~5 full garbage collections of the compile's and moto's millions of objects during the deploy,
+each forked worker waiting 0.4-0.7 s after every root for its ~100 MB result to cross the pool's
+pipe, and the deploy building and encoding every definition document the roots' workers had just
+made for its digest. Now: the output written by a forked child while the local AWS starts and
+deploys from the compile's texts (devserver/write_behind.py, contract/output_files.py), the
+caches after it and the deploy's records beside the running platform (waited for at the stop),
+the whole start with the collector paused, results handed through /dev/shm (fork_workers.Handoff),
+each definition recorded from the compile's canonical JSON (rendered_jobs.py, encode_body), moto's
+name check as one set intersection. This bench, quiet (load 1.1-1.4 at its start), two runs at the
+session's end: first start 28.4 -> 19.1 and 18.8 s (CPU 41.7 -> 31.0), restart with the record
+5.0 -> 2.5 s, one-job edit 0.8 -> 0.9 s (noise: the edit's path did not change), compile from
+nothing 17.9 -> 18.3 s; the stop 2.0 -> 3.2 s (it now waits for the records a start no longer
+waits for, when they are not yet written). In the other runs of the session the first start
+alone (fresh repository, fresh process) took 18.6-21.1 s: the margin is thin, the disk's write
+of ~1.2 GB per first start (the output, the caches, the records: the ASL four times) the noisiest
+part. Tried and dropped: the records saved by a thread the start waited for (a write per job gave
+the GIL up 5,000 times: slower), more Jsonnet children (2: 2.7 s, 3: 2.7-2.8 s, 4: 3.0 s) and more
+roots' workers than cores (3 or 5: no faster).
 """
 
 from __future__ import annotations
