@@ -86,7 +86,7 @@ def encode_body(job: str, digest: str, document: str, recorded_at: str, commit: 
                 version: str | None) -> bytes:
     """A recorded definition's object: ``json.dumps`` of StoredDefinition.to_json with sorted keys,
     no spaces and no ASCII escapes, its document given as its canonical JSON (the same encoding,
-    so the same bytes: tests/test_definition_store.py), which a compile may have made already
+    so the same bytes: tests/test_definition_body.py), which a compile may have made already
     (compiler/rendered_jobs.py) and is not encoded again."""
     def text(value: str | None) -> str:
         return "null" if value is None else _encode_string(value)
